@@ -1,0 +1,45 @@
+# Herald — see README.md.
+GO      ?= go
+BIN     := bin/herald
+PKGS    := ./...
+GOFILES  = $(shell git ls-files '*.go' | grep -v '_templ.go$$')
+
+.PHONY: run build test lint generate check-generate bench clean
+
+## build: compile the herald binary into bin/
+build:
+	$(GO) build -o $(BIN) .
+
+## run: start the console on the embedded default (SQLite + in-process Redis in ./data)
+run: build
+	./$(BIN) serve
+
+## generate: regenerate templ views
+generate:
+	$(GO) tool templ generate
+
+## check-generate: fail if the committed templ output is stale
+check-generate: generate
+	@git diff --exit-code -- '*_templ.go' || (echo "templ output is stale: run 'make generate' and commit" && exit 1)
+	@test -z "$$(git status --porcelain -- '*_templ.go')" || (echo "uncommitted templ output: run 'make generate' and commit" && git status --porcelain -- '*_templ.go' && exit 1)
+
+## lint: go vet and gofmt
+lint:
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l $(GOFILES))" || (echo "gofmt would change:" && gofmt -l $(GOFILES) && exit 1)
+
+## test: generated code in sync, lint, and every test with the race detector. Set
+## HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL to run against MySQL and Redis.
+test: check-generate lint
+	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+
+## bench: the pipeline benchmark on MySQL and Redis, plus micro-benchmarks (results in
+## docs/benchmarks.md). Uses the local MariaDB and Redis unless the variables are set.
+bench: export HERALD_TEST_MYSQL_DSN ?= root@tcp(127.0.0.1:3306)/?parseTime=true&loc=UTC&charset=utf8mb4
+bench: export HERALD_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
+bench:
+	$(GO) test -run '^$$' -bench 'Pipeline|Dashboard' -benchtime 1x -timeout 30m .
+	$(GO) test -run '^$$' -bench . ./tasks ./simulator
+
+clean:
+	rm -rf bin

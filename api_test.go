@@ -1,0 +1,385 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"herald/dispatch"
+	"herald/models"
+)
+
+// apiClient calls Herald's JSON API with a bearer key.
+type apiClient struct {
+	t    *testing.T
+	base string
+	key  string
+}
+
+func newAPIKey(t *testing.T, h *running, scopes string) *apiClient {
+	t.Helper()
+	_, secret, err := h.app.store.CreateAPIKey(context.Background(), "test-"+strings.ReplaceAll(scopes, ",", "-"), scopes, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &apiClient{t: t, base: h.url, key: secret}
+}
+
+// call sends a raw body and decodes the JSON answer into a generic map (or list).
+func (a *apiClient) call(method, path, body string) (int, map[string]any, http.Header) {
+	a.t.Helper()
+	req, err := http.NewRequest(method, a.base+path, strings.NewReader(body))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if a.key != "" {
+		req.Header.Set("Authorization", "Bearer "+a.key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := map[string]any{}
+	if len(raw) > 0 && raw[0] == '{' {
+		if err := json.Unmarshal(raw, &out); err != nil {
+			a.t.Fatalf("%s %s: answer is not JSON: %s", method, path, raw)
+		}
+	} else if len(raw) > 0 && raw[0] == '[' {
+		var list []any
+		_ = json.Unmarshal(raw, &list)
+		out["list"] = list
+	}
+	out["_raw"] = string(raw)
+	return resp.StatusCode, out, resp.Header
+}
+
+func errorField(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	f, _ := e["field"].(string)
+	return f
+}
+
+func countRows(t *testing.T, h *running, table string) int {
+	t.Helper()
+	var n int
+	if err := h.app.store.SQL().QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestSendAPIRejectsBadInputAndWritesNothing(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	api := newAPIKey(t, h, "send,read")
+	future := time.Now().Add(48 * time.Hour).Format(time.RFC3339)
+	many := make([]string, 10001)
+	for i := range many {
+		many[i] = fmt.Sprintf("E%05d", i)
+	}
+	manyJSON, _ := json.Marshal(many)
+	big := `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"` + strings.Repeat("x", 1<<20) + `"}}`
+
+	tests := []struct {
+		name   string
+		body   string
+		status int
+		field  string
+	}{
+		{"not json", `{"platform":`, 400, ""},
+		{"unknown field", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"hi"},"colour":"red"}`, 400, "colour"},
+		{"duplicate key", `{"platform":"sandbox","platform":"wecom","recipients":["E2001"],"content":{"text":"hi"}}`, 400, ""},
+		{"invalid utf-8", "{\"platform\":\"sandbox\",\"recipients\":[\"E2001\"],\"content\":{\"text\":\"\xff\xfe\"}}", 400, ""},
+		{"body over 1 MiB", big, 413, ""},
+		{"wrong type", `{"platform":"sandbox","recipients":"E2001","content":{"text":"hi"}}`, 422, "recipients"},
+		{"no platform or account", `{"recipients":["E2001"],"content":{"text":"hi"}}`, 422, "platform"},
+		{"unknown platform", `{"platform":"fax","recipients":["E2001"],"content":{"text":"hi"}}`, 422, "platform"},
+		{"unknown account", `{"account":"nope","recipients":["E2001"],"content":{"text":"hi"}}`, 422, "account"},
+		{"account on another platform", `{"platform":"wecom","account":"sandbox","recipients":["E2001"],"content":{"text":"hi"}}`, 422, "account"},
+		{"platform without default account", `{"platform":"wecom","recipients":["E2001"],"content":{"text":"hi"}}`, 422, "platform"},
+		{"no recipients", `{"platform":"sandbox","recipients":[],"content":{"text":"hi"}}`, 422, "recipients"},
+		{"too many recipients", `{"platform":"sandbox","recipients":` + string(manyJSON) + `,"content":{"text":"hi"}}`, 422, "recipients"},
+		{"empty recipient id", `{"platform":"sandbox","recipients":["E2001",""],"content":{"text":"hi"}}`, 422, "recipients[1]"},
+		{"no content", `{"platform":"sandbox","recipients":["E2001"]}`, 422, "content.text"},
+		{"template and content", `{"platform":"sandbox","recipients":["E2001"],"template":"task-overdue","variables":{"task":"x"},"content":{"text":"hi"}}`, 422, "content"},
+		{"unknown template", `{"platform":"sandbox","recipients":["E2001"],"template":"nope"}`, 422, "template"},
+		{"missing variable", `{"platform":"sandbox","recipients":["E2001"],"template":"task-overdue","variables":{}}`, 422, "variables.task"},
+		{"undeclared variable", `{"platform":"sandbox","recipients":["E2001"],"template":"task-overdue","variables":{"task":"x","colour":"red"}}`, 422, "variables.colour"},
+		{"bad priority", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"hi"},"priority":"urgent"}`, 422, "priority"},
+		{"send_at without offset", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"hi"},"send_at":"2026-12-01T09:00:00"}`, 422, "send_at"},
+		{"send_at in the past", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"hi"},"send_at":"2020-01-01T09:00:00+08:00"}`, 422, "send_at"},
+		{"send_at too far ahead", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"hi"},"send_at":"` + time.Now().AddDate(0, 4, 0).Format(time.RFC3339) + `"}`, 422, "send_at"},
+		{"content too long for the platform", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"` + strings.Repeat("长", 2000) + `"}}`, 422, "content.text"},
+		{"idempotency key too long", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"hi"},"idempotency_key":"` + strings.Repeat("k", 129) + `"}`, 422, "idempotency_key"},
+		{"valid future send is accepted", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"hi"},"send_at":"` + future + `"}`, 202, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			batches, messages := countRows(t, h, "batches"), countRows(t, h, "messages")
+			status, body, _ := api.call("POST", "/api/v1/messages", tt.body)
+			if status != tt.status {
+				t.Fatalf("status %d, want %d: %.300s", status, tt.status, body["_raw"])
+			}
+			if got := errorField(body); got != tt.field {
+				t.Errorf("error field %q, want %q: %.300s", got, tt.field, body["_raw"])
+			}
+			if tt.status == 202 {
+				return
+			}
+			if b, m := countRows(t, h, "batches"), countRows(t, h, "messages"); b != batches || m != messages {
+				t.Errorf("a rejected request wrote rows: batches %d→%d, messages %d→%d", batches, b, messages, m)
+			}
+		})
+	}
+}
+
+func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	ctx := context.Background()
+	api := newAPIKey(t, h, "send,read")
+	today, _ := dispatch.DateOf(time.Now(), h.app.cfg.Location)
+	people, _ := h.app.store.RecipientsByExternalIDs(ctx, []string{"E1001"})
+	if err := h.app.store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: people[0].ID, Action: models.OverrideRemove}); err != nil {
+		t.Fatal(err)
+	}
+	status, body, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E1001","E9999","E2001"],
+		"template":"task-overdue","variables":{"task":"Reconcile ledger 42"},"priority":"high"}`)
+	if status != 202 {
+		t.Fatalf("send: %d %s", status, body["_raw"])
+	}
+	if body["accepted"] != 1.0 {
+		t.Errorf("accepted %v, want 1 (E2001 once)", body["accepted"])
+	}
+	wantSkipped := `[{"reason":"off_duty","recipient":"E1001"}]`
+	wantRejected := `[{"reason":"unknown_recipient","recipient":"E9999"}]`
+	if got, _ := json.Marshal(body["skipped"]); string(got) != wantSkipped {
+		t.Errorf("skipped %s, want %s", got, wantSkipped)
+	}
+	if got, _ := json.Marshal(body["rejected"]); string(got) != wantRejected {
+		t.Errorf("rejected %s, want %s", got, wantRejected)
+	}
+	msgID := body["messages"].([]any)[0].(map[string]any)["id"].(string)
+	deadline := time.Now().Add(15 * time.Second)
+	var msg map[string]any
+	for {
+		_, msg, _ = api.call("GET", "/api/v1/messages/"+msgID, "")
+		if msg["status"] == "sent" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if msg["status"] != "sent" || msg["recipient"] != "E2001" || msg["sent_at"] == nil {
+		t.Fatalf("message after delivery: %s", msg["_raw"])
+	}
+	history, _ := msg["history"].([]any)
+	if len(history) != 1 || history[0].(map[string]any)["outcome"] != "sent" {
+		t.Errorf("history %v, want one sent attempt", history)
+	}
+	found := false
+	for _, d := range h.app.sim.Deliveries() {
+		if d.RequestID == msgID {
+			found = d.Content == "Overdue: Reconcile ledger 42. Please handle it today."
+		}
+	}
+	if !found {
+		t.Errorf("no delivery with the rendered template for %s", msgID)
+	}
+	status, batch, _ := api.call("GET", "/api/v1/batches/"+body["batch_id"].(string), "")
+	if counts, _ := batch["counts"].(map[string]any); status != 200 || counts["sent"] != 1.0 {
+		t.Errorf("batch: %d %s", status, batch["_raw"])
+	}
+	// A sent message can be neither cancelled nor retried.
+	for _, op := range []string{"cancel", "retry"} {
+		if status, _, _ := api.call("POST", "/api/v1/messages/"+msgID+"/"+op, ""); status != 409 {
+			t.Errorf("%s a sent message: %d, want 409", op, status)
+		}
+	}
+	if status, _, _ := api.call("GET", "/api/v1/messages/nope", ""); status != 404 {
+		t.Errorf("unknown message: %d, want 404", status)
+	}
+}
+
+func TestSendAPICancelScheduledMessage(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	api := newAPIKey(t, h, "send,read")
+	at := time.Now().Add(time.Hour).Format(time.RFC3339)
+	status, body, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2002"],"content":{"text":"later"},"send_at":"`+at+`"}`)
+	if status != 202 {
+		t.Fatalf("send: %d %s", status, body["_raw"])
+	}
+	id := body["messages"].([]any)[0].(map[string]any)["id"].(string)
+	if status, body, _ := api.call("POST", "/api/v1/messages/"+id+"/cancel", ""); status != 200 || body["status"] != "cancelled" {
+		t.Fatalf("cancel: %d %s", status, body["_raw"])
+	}
+	if status, _, _ := api.call("POST", "/api/v1/messages/"+id+"/cancel", ""); status != 409 {
+		t.Errorf("cancel twice: %d, want 409", status)
+	}
+}
+
+func TestSendAPIIdempotency(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	api := newAPIKey(t, h, "send")
+	body := `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"once"},"idempotency_key":"order-42"}`
+	status, first, _ := api.call("POST", "/api/v1/messages", body)
+	if status != 202 {
+		t.Fatalf("first: %d %s", status, first["_raw"])
+	}
+	// The same body, even with other whitespace and key order, replays the first answer.
+	again := `{ "idempotency_key":"order-42", "content":{"text":"once"}, "recipients":["E2001"], "platform":"sandbox" }`
+	status, replay, hdr := api.call("POST", "/api/v1/messages", again)
+	if status != 202 || replay["_raw"] != first["_raw"] || hdr.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("replay: %d %s (replayed=%q), want the first answer %s", status, replay["_raw"], hdr.Get("Idempotent-Replayed"), first["_raw"])
+	}
+	if n := countRows(t, h, "batches"); n != 1 {
+		t.Errorf("%d batches after a replay, want 1", n)
+	}
+	status, mismatch, _ := api.call("POST", "/api/v1/messages", strings.Replace(body, "once", "twice", 1))
+	if status != 422 || errorField(mismatch) != "idempotency_key" {
+		t.Errorf("different body: %d %s, want 422 naming idempotency_key", status, mismatch["_raw"])
+	}
+	// A request still in flight: claim a key as another request would, then collide.
+	k, _ := h.app.store.AuthenticateAPIKey(context.Background(), api.key)
+	if _, err := h.app.store.BeginIdempotent(context.Background(), k.ID, "order-43", "somehash"); err != nil {
+		t.Fatal(err)
+	}
+	status, inflight, _ := api.call("POST", "/api/v1/messages", strings.Replace(body, "order-42", "order-43", 1))
+	if status != 409 {
+		t.Errorf("in flight: %d %s, want 409", status, inflight["_raw"])
+	}
+	// A rejected request frees its key for a corrected retry.
+	bad := `{"platform":"sandbox","recipients":["E2001"],"idempotency_key":"order-44"}`
+	if status, _, _ := api.call("POST", "/api/v1/messages", bad); status != 422 {
+		t.Fatalf("bad request: %d", status)
+	}
+	good := `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"fixed"},"idempotency_key":"order-44"}`
+	if status, body, _ := api.call("POST", "/api/v1/messages", good); status != 202 {
+		t.Errorf("corrected retry with the same key: %d %s", status, body["_raw"])
+	}
+}
+
+func TestAPIAuthAndScopes(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	reader := newAPIKey(t, h, "read")
+	tests := []struct {
+		name   string
+		client *apiClient
+		method string
+		path   string
+		status int
+	}{
+		{"no key", &apiClient{t: t, base: h.url}, "GET", "/api/v1/batches/x", 401},
+		{"wrong key", &apiClient{t: t, base: h.url, key: "hk_000000000000_bad"}, "GET", "/api/v1/batches/x", 401},
+		{"read key cannot send", reader, "POST", "/api/v1/messages", 403},
+		{"read key cannot admin", reader, "GET", "/api/v1/recipients", 403},
+		{"read key reads", reader, "GET", "/api/v1/batches/none", 404},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if status, body, _ := tt.client.call(tt.method, tt.path, "{}"); status != tt.status {
+				t.Errorf("%s %s: %d, want %d: %s", tt.method, tt.path, status, tt.status, body["_raw"])
+			}
+		})
+	}
+	k, _ := h.app.store.AuthenticateAPIKey(context.Background(), reader.key)
+	if err := h.app.store.RevokeAPIKey(context.Background(), k.ID); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, _ := reader.call("GET", "/api/v1/batches/none", ""); status != 401 {
+		t.Errorf("revoked key: %d, want 401", status)
+	}
+}
+
+func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	api := newAPIKey(t, h, "admin")
+
+	status, body, _ := api.call("PUT", "/api/v1/recipients", `[
+		{"external_id":"H1","name":"Head One","org_type":"head_office","tianyuan_id":"ty1"},
+		{"external_id":"B1","name":"Branch One","org_type":"branch","branch":"Pudong","tianyuan_id":"ty2"},
+		{"external_id":"E1001","name":"Li Wei (renamed)","org_type":"head_office","tianyuan_id":"ty_E1001"}]`)
+	if status != 200 || body["created"] != 2.0 || body["updated"] != 1.0 {
+		t.Fatalf("upsert: %d %s", status, body["_raw"])
+	}
+	status, body, _ = api.call("PUT", "/api/v1/recipients", `[{"external_id":"H2","name":"x","org_type":"head_office"},{"external_id":"H3","name":"y","org_type":"board"}]`)
+	if status != 422 || errorField(body) != "[1].org_type" {
+		t.Errorf("bad upsert: %d %s, want 422 naming [1].org_type", status, body["_raw"])
+	}
+	if _, list, _ := api.call("GET", "/api/v1/recipients?q=H2", ""); len(list["recipients"].([]any)) != 0 {
+		t.Errorf("a rejected upsert wrote H2: %s", list["_raw"])
+	}
+
+	week := `{"1":["H1"],"2":["H1"],"3":["H1"],"4":["H1"],"5":["H1"],"6":["H1"],"7":["H1"]}`
+	if status, body, _ := api.call("PUT", "/api/v1/duty/week", week); status != 200 || body["3"].([]any)[0] != "H1" {
+		t.Fatalf("duty week: %d %s", status, body["_raw"])
+	}
+	if status, body, _ := api.call("PUT", "/api/v1/duty/week", `{"1":["B1"]}`); status != 422 || errorField(body) != "1[0]" {
+		t.Errorf("branch person on duty: %d %s, want 422 naming 1[0]", status, body["_raw"])
+	}
+	// 2026-12-25 is a Friday: make it a day off, and 2026-12-27 (Sunday) a workday as Monday.
+	hol := `[{"date":"2026-12-25","kind":"off","name":"Closed"},{"date":"2026-12-27","kind":"workday","as_weekday":1}]`
+	if status, body, _ := api.call("PUT", "/api/v1/duty/holidays", hol); status != 200 {
+		t.Fatalf("holidays: %d %s", status, body["_raw"])
+	}
+	if status, body, _ := api.call("GET", "/api/v1/duty/roster?date=2026-12-25", ""); status != 200 || body["configured"] != false {
+		t.Errorf("roster on a day off: %d %s, want nobody on duty", status, body["_raw"])
+	}
+	if status, body, _ := api.call("PUT", "/api/v1/duty/overrides", `{"date":"2026-12-25","recipient":"H1","action":"add"}`); status != 200 {
+		t.Fatalf("override: %d %s", status, body["_raw"])
+	}
+	_, roster, _ := api.call("GET", "/api/v1/duty/roster?date=2026-12-25", "")
+	if onDuty, _ := json.Marshal(roster["on_duty"]); !bytes.Contains(onDuty, []byte(`"H1"`)) {
+		t.Errorf("roster after add override: %s", roster["_raw"])
+	}
+
+	tmpl := `{"name":"ledger","msg_type":"text","subject":"Ledger","body":"Hello {{.recipient.name}}: {{.item}}","variables":["item"]}`
+	if status, body, _ := api.call("POST", "/api/v1/templates", tmpl); status != 201 {
+		t.Fatalf("template: %d %s", status, body["_raw"])
+	}
+	if status, body, _ := api.call("POST", "/api/v1/templates", `{"name":"bad","msg_type":"text","body":"{{.undeclared}}","variables":[]}`); status != 422 || errorField(body) != "body" {
+		t.Errorf("template using an undeclared variable: %d %s, want 422 naming body", status, body["_raw"])
+	}
+	if status, body, _ := api.call("POST", "/api/v1/templates", `{"name":"bad2","msg_type":"text","body":"{{.x","variables":["x"]}`); status != 422 || errorField(body) != "body" {
+		t.Errorf("template with a syntax error: %d %s, want 422 naming body", status, body["_raw"])
+	}
+
+	acct := fmt.Sprintf(`{"name":"ty-main","platform":"tianyuan","is_default":true,"allow_private_network":true,
+		"config":{"base_url":"http://127.0.0.1:1","token":"s3cret-token"},"limits":{"per_second":10}}`)
+	status, body, _ = api.call("POST", "/api/v1/accounts", acct)
+	if status != 201 {
+		t.Fatalf("account: %d %s", status, body["_raw"])
+	}
+	if strings.Contains(body["_raw"].(string), "s3cret-token") {
+		t.Errorf("account answer reveals the token: %s", body["_raw"])
+	}
+	status, body, _ = api.call("POST", "/api/v1/accounts", `{"name":"ty-odd","platform":"tianyuan","allow_private_network":true,
+		"config":{"base_url":"http://127.0.0.1:1","token":"t"},"limits":{"per_second":20,"per_minute":10}}`)
+	if warnings, _ := body["warnings"].([]any); status != 201 || len(warnings) == 0 {
+		t.Errorf("per_second above per_minute: %d %s, want created with a warning", status, body["_raw"])
+	}
+	status, body, _ = api.call("PUT", "/api/v1/accounts/ty-main", `{"platform":"tianyuan","is_default":true,"allow_private_network":true,
+		"config":{"base_url":"http://127.0.0.1:2","token":"********"}}`)
+	if status != 200 {
+		t.Fatalf("account update: %d %s", status, body["_raw"])
+	}
+	stored, err := h.app.store.AccountByName(context.Background(), "ty-main")
+	if err != nil || stored.Config["token"] != "s3cret-token" || stored.Config["base_url"] != "http://127.0.0.1:2" {
+		t.Errorf("masked token on update must keep the stored one: %+v %v", stored, err)
+	}
+	if status, body, _ := api.call("POST", "/api/v1/accounts", `{"name":"ty2","platform":"tianyuan","config":{"token":"t"}}`); status != 422 || errorField(body) != "config.base_url" {
+		t.Errorf("account without base_url: %d %s, want 422 naming config.base_url", status, body["_raw"])
+	}
+	if status, body, _ := api.call("POST", "/api/v1/accounts", `{"name":"ty3","platform":"tianyuan","config":{"base_url":"http://10.0.0.1","token":"t"}}`); status != 422 || errorField(body) != "config.base_url" {
+		t.Errorf("private base_url without allow_private_network: %d %s, want 422", status, body["_raw"])
+	}
+	if status, body, _ := api.call("POST", "/api/v1/accounts", `{"name":"ty4","platform":"tianyuan","config":{"base_url":"http://127.0.0.1","token":"t"},"limits":{"per_minute":-1}}`); status != 422 || errorField(body) != "limits.per_minute" {
+		t.Errorf("negative limit: %d %s, want 422 naming limits.per_minute", status, body["_raw"])
+	}
+}

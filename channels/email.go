@@ -1,0 +1,244 @@
+package channels
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"mime"
+	"net"
+	"net/mail"
+	"net/smtp"
+	"net/textproto"
+	"strings"
+	"time"
+)
+
+// Email sends plain-text mail over SMTP, one connection per message. Connections pass
+// the address guard like every HTTP call, and the caller's context deadline bounds the
+// whole conversation. It is safe for concurrent use.
+type Email struct {
+	host     string
+	addr     string // host:port
+	username string
+	password string
+	from     *mail.Address
+	tlsMode  string // "starttls", "none" or "implicit"
+	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	now      func() time.Time
+}
+
+// The tls config values.
+const (
+	tlsStartTLS = "starttls" // upgrade when the server offers STARTTLS (the default)
+	tlsNone     = "none"     // never encrypt
+	tlsImplicit = "implicit" // TLS from the first byte (usually port 465)
+)
+
+// NewEmail returns the adapter for an email account's config (keys host, port,
+// username, password, from, tls).
+func NewEmail(cfg map[string]string, allowPrivate bool) (*Email, error) {
+	if err := ValidateConfig("email", cfg, allowPrivate); err != nil {
+		return nil, fmt.Errorf("channels: email: %w", err)
+	}
+	return newEmail(cfg, allowPrivate), nil
+}
+
+// newEmail is NewEmail for a config already validated.
+func newEmail(cfg map[string]string, allowPrivate bool) *Email {
+	from, _ := mail.ParseAddress(cfg["from"]) // checked by ValidateConfig
+	mode := cfg["tls"]
+	if mode == "" {
+		mode = tlsStartTLS
+	}
+	port := cfg["port"]
+	if port == "" {
+		port = "587"
+		if mode == tlsImplicit {
+			port = "465"
+		}
+	}
+	host := strings.TrimSpace(cfg["host"])
+	return &Email{
+		host:     host,
+		addr:     net.JoinHostPort(host, port),
+		username: cfg["username"],
+		password: cfg["password"],
+		from:     from,
+		tlsMode:  mode,
+		dial:     DialContext(allowPrivate),
+		now:      time.Now,
+	}
+}
+
+// Send implements Sender.
+func (e *Email) Send(ctx context.Context, m Message) (Receipt, error) {
+	to, err := mail.ParseAddress(m.To)
+	if err != nil {
+		return Receipt{}, Errorf(Permanent, "", "channels: email: recipient %q is not an email address", m.To)
+	}
+	messageID := m.ID + "@herald"
+	msg := e.compose(to, m, messageID)
+	if err := e.deliver(ctx, to.Address, msg); err != nil {
+		return Receipt{}, classifySMTP(err)
+	}
+	return Receipt{ProviderMessageID: messageID}, nil
+}
+
+// deliver runs one SMTP conversation. Its errors are classified by classifySMTP.
+func (e *Email) deliver(ctx context.Context, to string, msg []byte) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, backstopTimeout)
+		defer cancel()
+	}
+	conn, err := e.dial(ctx, "tcp", e.addr)
+	if ce, refused := errors.AsType[*Error](err); refused {
+		return &Error{Class: ce.Class, Code: ce.Code, Err: fmt.Errorf("channels: email: connecting to %s: %w", e.addr, ce.Err)}
+	}
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", e.addr, err)
+	}
+	// net/smtp knows nothing of contexts: the deadline goes on the connection, and a
+	// cancellation moves it to now, which fails whatever read or write is under way.
+	deadline, _ := ctx.Deadline()
+	conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
+	defer stop()
+
+	if e.tlsMode == tlsImplicit {
+		tc := tls.Client(conn, e.tlsConfig())
+		if err := tc.HandshakeContext(ctx); err != nil {
+			conn.Close()
+			return fmt.Errorf("TLS handshake with %s: %w", e.addr, err)
+		}
+		conn = tc
+	}
+	c, err := smtp.NewClient(conn, e.host)
+	if err != nil {
+		conn.Close()
+		return fmt.Errorf("greeting: %w", err)
+	}
+	defer c.Close()
+	if e.tlsMode == tlsStartTLS {
+		if ok, _ := c.Extension("STARTTLS"); ok {
+			if err := c.StartTLS(e.tlsConfig()); err != nil {
+				return fmt.Errorf("STARTTLS: %w", err)
+			}
+		}
+	}
+	if e.password != "" {
+		// PlainAuth refuses to send the password unencrypted except to localhost,
+		// which is what keeps opportunistic STARTTLS from leaking it.
+		if err := c.Auth(smtp.PlainAuth("", e.username, e.password, e.host)); err != nil {
+			return &smtpAuthError{err}
+		}
+	}
+	if err := c.Mail(e.from.Address); err != nil {
+		return fmt.Errorf("MAIL FROM: %w", err)
+	}
+	if err := c.Rcpt(to); err != nil {
+		return fmt.Errorf("RCPT TO: %w", err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		return fmt.Errorf("DATA: %w", err)
+	}
+	if _, err := w.Write(msg); err != nil {
+		return fmt.Errorf("sending the message: %w", err)
+	}
+	// Close sends the final dot and reads the server's verdict on the message.
+	if err := w.Close(); err != nil {
+		return fmt.Errorf("end of DATA: %w", err)
+	}
+	// The message is accepted; a failed QUIT changes nothing.
+	c.Quit()
+	return nil
+}
+
+// tlsConfig verifies the server against the configured host name.
+func (e *Email) tlsConfig() *tls.Config {
+	return &tls.Config{ServerName: e.host, MinVersion: tls.VersionTLS12}
+}
+
+// compose builds the RFC 5322 message: a single text/plain part in base64, so any
+// UTF-8 content survives 7-bit servers and long lines.
+func (e *Email) compose(to *mail.Address, m Message, messageID string) []byte {
+	var b bytes.Buffer
+	header := func(name, value string) {
+		b.WriteString(name + ": " + value + "\r\n")
+	}
+	header("From", e.from.String())
+	header("To", to.String())
+	// QEncoding also encodes control characters, so a title cannot inject headers.
+	header("Subject", mime.QEncoding.Encode("utf-8", m.Title))
+	header("Date", e.now().Format(time.RFC1123Z))
+	header("Message-ID", "<"+messageID+">")
+	header("X-Request-Id", m.ID)
+	header("MIME-Version", "1.0")
+	header("Content-Type", "text/plain; charset=utf-8")
+	header("Content-Transfer-Encoding", "base64")
+	b.WriteString("\r\n")
+
+	// RFC 2045: text is encoded in its canonical form, with CRLF line breaks.
+	text := strings.ReplaceAll(strings.ReplaceAll(m.Content, "\r\n", "\n"), "\n", "\r\n")
+	encoded := base64.StdEncoding.EncodeToString([]byte(text))
+	const lineLen = 76
+	for len(encoded) > lineLen {
+		b.WriteString(encoded[:lineLen] + "\r\n")
+		encoded = encoded[lineLen:]
+	}
+	b.WriteString(encoded + "\r\n")
+	return b.Bytes()
+}
+
+// smtpAuthError marks a failure of the AUTH step, including net/smtp refusing to send
+// the password over an unencrypted connection.
+type smtpAuthError struct{ err error }
+
+func (e *smtpAuthError) Error() string { return "AUTH: " + e.err.Error() }
+func (e *smtpAuthError) Unwrap() error { return e.err }
+
+// classifySMTP maps an SMTP conversation's failure to an error class, by the server's
+// reply code when there is one.
+func classifySMTP(err error) *Error {
+	if ce, ok := err.(*Error); ok {
+		return ce // refused by the address guard, already classified
+	}
+	wrapped := fmt.Errorf("channels: email: %w", err)
+	if te, ok := errors.AsType[*textproto.Error](err); ok {
+		return &Error{Class: smtpCodeClass(te.Code, te.Msg), Code: fmt.Sprintf("smtp %d", te.Code), Err: wrapped}
+	}
+	if _, ok := errors.AsType[*smtpAuthError](err); ok {
+		// Not a server reply: net/smtp refused to send the password unencrypted, or
+		// the server offers no AUTH. Either way the account's settings need a person.
+		return &Error{Class: Auth, Err: wrapped}
+	}
+	// Connection errors, timeouts, TLS failures, a server hanging up.
+	return &Error{Class: Transient, Err: wrapped}
+}
+
+// smtpCodeClass maps an SMTP reply code (RFC 5321 section 4.2) to an error class.
+func smtpCodeClass(code int, text string) Class {
+	switch {
+	case code == 421:
+		// "Service not available, closing channel": often a sending-rate limit.
+		lower := strings.ToLower(text)
+		if strings.Contains(lower, "rate") || strings.Contains(lower, "too many") {
+			return RateLimited
+		}
+		return Transient
+	case code == 530, code == 534, code == 535, code == 538:
+		// Authentication required, mechanism too weak, credentials invalid,
+		// encryption required for the mechanism.
+		return Auth
+	case code >= 400 && code < 500:
+		return Transient // 450, 451, 452 and the other temporary failures
+	case code >= 500 && code < 600:
+		return Permanent // 550 mailbox unavailable, 553, 554, …
+	}
+	// A reply that makes no sense at this point of the conversation.
+	return Transient
+}

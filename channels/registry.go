@@ -1,0 +1,75 @@
+package channels
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"herald/models"
+	"herald/simulator"
+)
+
+// Registry builds and caches one Sender per account. An account edited since its sender
+// was built gets a new one.
+type Registry struct {
+	sandbox *simulator.Simulator
+
+	mu      sync.Mutex
+	senders map[int64]cachedSender
+}
+
+type cachedSender struct {
+	updatedAt time.Time
+	sender    Sender
+}
+
+// NewRegistry returns a registry; sandbox is the in-process simulator behind the sandbox
+// platform (nil disables that platform).
+func NewRegistry(sandbox *simulator.Simulator) *Registry {
+	return &Registry{sandbox: sandbox, senders: map[int64]cachedSender{}}
+}
+
+// Platforms lists the platform names Herald can send through.
+var Platforms = []string{"tianyuan", "zhaohu", "wecom", "email", "webhook", "sandbox"}
+
+// Sender returns the sender for an account.
+func (r *Registry) Sender(a *models.Account) (Sender, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.senders[a.ID]; ok && c.updatedAt.Equal(a.UpdatedAt) {
+		return c.sender, nil
+	}
+	s, err := r.build(a)
+	if err != nil {
+		return nil, err
+	}
+	r.senders[a.ID] = cachedSender{updatedAt: a.UpdatedAt, sender: s}
+	return s, nil
+}
+
+// build constructs the adapter for an account, after checking its config as it is
+// checked at save time: a sender is never built from settings that could not be saved.
+func (r *Registry) build(a *models.Account) (Sender, error) {
+	if a.Platform == "sandbox" {
+		if r.sandbox == nil {
+			return nil, fmt.Errorf("channels: account %s: the sandbox platform is not available in this process", a.Name)
+		}
+		return &Sandbox{Sim: r.sandbox}, nil
+	}
+	if !slices.Contains(Platforms, a.Platform) {
+		return nil, fmt.Errorf("channels: account %s: platform %q has no adapter", a.Name, a.Platform)
+	}
+	if err := ValidateConfig(a.Platform, a.Config, a.AllowPrivateNetwork); err != nil {
+		return nil, fmt.Errorf("channels: account %s: %w", a.Name, err)
+	}
+	switch a.Platform {
+	case "wecom":
+		return newWeCom(a.Config, a.AllowPrivateNetwork), nil
+	case "email":
+		return newEmail(a.Config, a.AllowPrivateNetwork), nil
+	case "webhook":
+		return newWebhook(a.Config, a.AllowPrivateNetwork), nil
+	}
+	return newGeneric(a.Platform, a.Config, a.AllowPrivateNetwork), nil
+}

@@ -1,0 +1,333 @@
+package channels
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// WeCom sends WeCom (企业微信) application messages. It fetches an access token with
+// the corp secret, keeps it until shortly before it expires, and shares it between
+// concurrent sends; it is safe for concurrent use, and the registry keeps one instance
+// per account so the token outlives single sends.
+type WeCom struct {
+	baseURL string
+	corpID  string
+	secret  string
+	agentID int64
+	client  *http.Client
+	now     func() time.Time
+
+	mu       sync.Mutex // guards the fields below
+	token    string
+	expires  time.Time  // when to stop using token
+	fetching *tokenCall // the token request in flight, if any
+}
+
+// tokenCall is one token request that every send needing a token waits for.
+type tokenCall struct {
+	done  chan struct{}
+	token string
+	err   error
+}
+
+// DefaultWeComBaseURL is WeCom's API host.
+const DefaultWeComBaseURL = "https://qyapi.weixin.qq.com"
+
+const (
+	// tokenFetchTimeout bounds a token request. It runs detached from the send that
+	// started it, so one impatient caller cannot fail the others waiting on it.
+	tokenFetchTimeout = 15 * time.Second
+	// maxTokenMargin is how long before its stated expiry a token is retired, so a send
+	// does not carry a token that expires on the way.
+	maxTokenMargin = 5 * time.Minute
+)
+
+// NewWeCom returns the adapter for a WeCom account's config (keys corp_id, secret,
+// agent_id, base_url).
+func NewWeCom(cfg map[string]string, allowPrivate bool) (*WeCom, error) {
+	if err := ValidateConfig("wecom", cfg, allowPrivate); err != nil {
+		return nil, fmt.Errorf("channels: wecom: %w", err)
+	}
+	return newWeCom(cfg, allowPrivate), nil
+}
+
+// newWeCom is NewWeCom for a config already validated.
+func newWeCom(cfg map[string]string, allowPrivate bool) *WeCom {
+	agentID, _ := strconv.ParseInt(cfg["agent_id"], 10, 64) // checked by ValidateConfig
+	base := strings.TrimSpace(cfg["base_url"])
+	if base == "" {
+		base = DefaultWeComBaseURL
+	}
+	return &WeCom{
+		baseURL: strings.TrimRight(base, "/"),
+		corpID:  cfg["corp_id"],
+		secret:  cfg["secret"],
+		agentID: agentID,
+		client:  NewHTTPClient(allowPrivate, backstopTimeout),
+		now:     time.Now,
+	}
+}
+
+// wecomAction is what an errcode means for a send.
+type wecomAction struct {
+	class Class
+	// refreshToken marks codes saying the access token is bad: drop it and try once
+	// more with a new one.
+	refreshToken bool
+	meaning      string
+}
+
+// wecomErrors maps WeCom's errcodes to error classes. Codes not listed fall back to
+// wecomErrorAction's ranges.
+var wecomErrors = map[int]wecomAction{
+	-1: {Transient, false, "system busy"},
+
+	40014: {Auth, true, "invalid access_token"},
+	41001: {Auth, true, "access_token missing"},
+	42001: {Auth, true, "access_token expired"},
+
+	40001: {Auth, false, "invalid secret"},
+	40013: {Auth, false, "invalid corp_id"},
+	41002: {Auth, false, "corp_id missing"},
+	41004: {Auth, false, "secret missing"},
+	48002: {Auth, false, "API forbidden for this application"},
+	60020: {Auth, false, "server IP not in the application's trusted IPs"},
+
+	45009: {RateLimited, false, "API frequency limit"},
+	45011: {RateLimited, false, "API minute frequency limit"},
+	45033: {RateLimited, false, "too many concurrent calls"},
+
+	40003: {Permanent, false, "invalid userid"},
+	40008: {Permanent, false, "invalid message type"},
+	40035: {Permanent, false, "invalid parameter"},
+	40056: {Permanent, false, "invalid agent_id"},
+	40058: {Permanent, false, "invalid parameter"},
+	44004: {Permanent, false, "empty content"},
+	45002: {Permanent, false, "content too long"},
+	60011: {Permanent, false, "no permission for this recipient"},
+	60111: {Permanent, false, "userid not found"},
+	81013: {Permanent, false, "recipient invalid or outside the application's visible range"},
+	82001: {Permanent, false, "no valid recipient"},
+}
+
+// wecomErrorAction returns what a non-zero errcode means.
+func wecomErrorAction(code int) wecomAction {
+	if a, ok := wecomErrors[code]; ok {
+		return a
+	}
+	// WeCom's 4xxxx, 6xxxx and 8xxxx codes are request, contact and message errors
+	// that the same request will hit again.
+	switch code / 10000 {
+	case 4, 6, 8:
+		return wecomAction{class: Permanent, meaning: "request refused"}
+	}
+	return wecomAction{class: Transient, meaning: "unexpected error"}
+}
+
+// wecomReply is the part of every WeCom answer this adapter reads.
+type wecomReply struct {
+	ErrCode     *int   `json:"errcode"`
+	ErrMsg      string `json:"errmsg"`
+	AccessToken string `json:"access_token"`
+	ExpiresIn   int64  `json:"expires_in"`
+	InvalidUser string `json:"invaliduser"`
+	MsgID       string `json:"msgid"`
+}
+
+// wecomContent is the body of a text or markdown message.
+type wecomContent struct {
+	Content string `json:"content"`
+}
+
+// wecomMessage is the body of message/send.
+type wecomMessage struct {
+	ToUser   string        `json:"touser"`
+	MsgType  string        `json:"msgtype"`
+	AgentID  int64         `json:"agentid"`
+	Text     *wecomContent `json:"text,omitempty"`
+	Markdown *wecomContent `json:"markdown,omitempty"`
+}
+
+// Send implements Sender.
+func (w *WeCom) Send(ctx context.Context, m Message) (Receipt, error) {
+	body, err := json.Marshal(wecomBody(m, w.agentID))
+	if err != nil {
+		return Receipt{}, Errorf(Permanent, "", "channels: wecom: encoding the message: %v", err)
+	}
+	// A token rejected as expired or invalid is replaced and the send tried once more:
+	// WeCom refused the first try before delivering, so this cannot duplicate.
+	for attempt := 1; ; attempt++ {
+		token, err := w.accessToken(ctx)
+		if err != nil {
+			return Receipt{}, err
+		}
+		receipt, action, err := w.post(ctx, token, m.ID, body)
+		if err == nil {
+			return receipt, nil
+		}
+		if action.refreshToken || action.class == Auth {
+			w.dropToken(token)
+		}
+		if !action.refreshToken || attempt == 2 {
+			return Receipt{}, err
+		}
+	}
+}
+
+// wecomBody builds the message/send body. Text messages have no title field, so a
+// title leads the text; markdown gets it as a heading.
+func wecomBody(m Message, agentID int64) wecomMessage {
+	msg := wecomMessage{ToUser: m.To, AgentID: agentID}
+	if m.MsgType == "markdown" {
+		content := m.Content
+		if m.Title != "" {
+			content = "# " + m.Title + "\n\n" + content
+		}
+		msg.MsgType, msg.Markdown = "markdown", &wecomContent{Content: content}
+		return msg
+	}
+	content := m.Content
+	if m.Title != "" {
+		content = m.Title + "\n\n" + content
+	}
+	msg.MsgType, msg.Text = "text", &wecomContent{Content: content}
+	return msg
+}
+
+// post makes one message/send call. On failure it also returns what the answer meant,
+// so Send can tell a stale token from other errors.
+func (w *WeCom) post(ctx context.Context, token, requestID string, body []byte) (Receipt, wecomAction, error) {
+	target := w.baseURL + "/cgi-bin/message/send?access_token=" + url.QueryEscape(token)
+	r, err := postJSON(ctx, w.client, "channels: wecom: send", target, http.Header{"X-Request-Id": {requestID}}, body)
+	if err != nil {
+		return Receipt{}, wecomAction{}, err
+	}
+	reply, err := w.readReply(r, "send")
+	if err != nil {
+		return Receipt{}, wecomAction{}, err
+	}
+	if code := *reply.ErrCode; code != 0 {
+		action := wecomErrorAction(code)
+		return Receipt{}, action, wecomError("send", code, action, reply.ErrMsg, r)
+	}
+	if reply.InvalidUser != "" {
+		return Receipt{}, wecomAction{class: Permanent}, Errorf(Permanent, "invaliduser",
+			"channels: wecom: send: recipient unknown to WeCom: %s", excerpt([]byte(reply.InvalidUser)))
+	}
+	return Receipt{ProviderMessageID: reply.MsgID}, wecomAction{}, nil
+}
+
+// readReply checks the HTTP status and decodes a WeCom answer that has an errcode.
+func (w *WeCom) readReply(r httpReply, step string) (wecomReply, error) {
+	prefix := "channels: wecom: " + step
+	if e := statusError(prefix, r, ""); e != nil {
+		return wecomReply{}, e
+	}
+	var reply wecomReply
+	if err := json.Unmarshal(r.body, &reply); err != nil || reply.ErrCode == nil {
+		return wecomReply{}, Errorf(Transient, r.httpCode(), "%s: unreadable answer: %s", prefix, excerpt(r.body))
+	}
+	return reply, nil
+}
+
+// wecomError builds the error for a non-zero errcode.
+func wecomError(step string, code int, action wecomAction, errmsg string, r httpReply) *Error {
+	e := Errorf(action.class, strconv.Itoa(code), "channels: wecom: %s: errcode %d (%s): %s",
+		step, code, action.meaning, excerpt([]byte(errmsg)))
+	if action.class == RateLimited {
+		e.RetryAfter = retryAfter(r.header, time.Now())
+	}
+	return e
+}
+
+// accessToken returns a valid token, fetching one if needed. Concurrent callers share
+// one fetch; each still gives up when its own context ends.
+func (w *WeCom) accessToken(ctx context.Context) (string, error) {
+	w.mu.Lock()
+	if w.token != "" && w.now().Before(w.expires) {
+		token := w.token
+		w.mu.Unlock()
+		return token, nil
+	}
+	c := w.fetching
+	if c == nil {
+		c = &tokenCall{done: make(chan struct{})}
+		w.fetching = c
+		fetchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tokenFetchTimeout)
+		go func() {
+			defer cancel()
+			w.fetchToken(fetchCtx, c)
+		}()
+	}
+	w.mu.Unlock()
+
+	select {
+	case <-c.done:
+		return c.token, c.err
+	case <-ctx.Done():
+		return "", Errorf(Transient, "", "channels: wecom: waiting for an access token: %v", ctx.Err())
+	}
+}
+
+// fetchToken runs one gettoken call, stores its result and wakes the waiters.
+func (w *WeCom) fetchToken(ctx context.Context, c *tokenCall) {
+	started := w.now()
+	token, ttl, err := w.requestToken(ctx)
+	w.mu.Lock()
+	if err == nil {
+		w.token = token
+		// Retire the token early: 10 % of its life, at most five minutes.
+		w.expires = started.Add(ttl - min(ttl/10, maxTokenMargin))
+	}
+	w.fetching = nil
+	w.mu.Unlock()
+	c.token, c.err = token, err
+	close(c.done)
+}
+
+// requestToken calls gettoken.
+func (w *WeCom) requestToken(ctx context.Context) (string, time.Duration, error) {
+	q := url.Values{"corpid": {w.corpID}, "corpsecret": {w.secret}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.baseURL+"/cgi-bin/gettoken?"+q.Encode(), nil)
+	if err != nil {
+		return "", 0, Errorf(Permanent, "", "channels: wecom: gettoken: building the request: %v", unwrapURLError(err))
+	}
+	r, err := call(w.client, req, "channels: wecom: gettoken")
+	if err != nil {
+		return "", 0, err
+	}
+	reply, err := w.readReply(r, "gettoken")
+	if err != nil {
+		return "", 0, err
+	}
+	if code := *reply.ErrCode; code != 0 {
+		action := wecomErrorAction(code)
+		if action.refreshToken {
+			// Token codes cannot describe gettoken itself; treat them as bad credentials.
+			action.class = Auth
+		}
+		return "", 0, wecomError("gettoken", code, action, reply.ErrMsg, r)
+	}
+	if reply.AccessToken == "" || reply.ExpiresIn <= 0 {
+		return "", 0, Errorf(Transient, "", "channels: wecom: gettoken: answer without a token or expiry")
+	}
+	return reply.AccessToken, time.Duration(reply.ExpiresIn) * time.Second, nil
+}
+
+// dropToken forgets token if it is still the cached one; a newer token fetched by a
+// concurrent send stays.
+func (w *WeCom) dropToken(token string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.token == token {
+		w.token = ""
+		w.expires = time.Time{}
+	}
+}

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+
+	"herald/config"
+	"herald/migrations"
+	"herald/models"
+	"herald/simulator"
+)
+
+// openStore loads the configuration and opens the database it names.
+func openStore(getenv config.Getenv) (*config.Config, *models.Store, error) {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := models.Open(models.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey})
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, store, nil
+}
+
+func migrateCommand(ctx context.Context, args []string, getenv config.Getenv, stdout io.Writer) error {
+	if len(args) != 1 || (args[0] != "up" && args[0] != "status") {
+		return errors.New("usage: herald migrate up|status")
+	}
+	_, store, err := openStore(getenv)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if args[0] == "up" {
+		applied, _, err := migrations.Up(ctx, store.SQL(), store.Dialect())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "applied %d migration(s)\n", applied)
+		return nil
+	}
+	list, err := migrations.List(ctx, store.SQL(), store.Dialect())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-8s %-28s %s\n", "VERSION", "MIGRATION", "APPLIED")
+	for _, m := range list {
+		at := "pending"
+		if m.Applied {
+			at = m.AppliedAt
+		}
+		fmt.Fprintf(stdout, "%-8d %-28s %s\n", m.Version, m.Source, at)
+	}
+	return nil
+}
+
+func adminCommand(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return errors.New("usage: herald admin create --username U --role admin|operator|viewer (password on stdin)")
+	}
+	fs := flag.NewFlagSet("admin create", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	username := fs.String("username", "", "the new user's name")
+	role := fs.String("role", "admin", "admin, operator or viewer")
+	if err := fs.Parse(args[1:]); err != nil {
+		return fmt.Errorf("admin create: %w", err)
+	}
+	password, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("admin create: read password from stdin: %w", err)
+	}
+	password = strings.TrimRight(password, "\r\n")
+	_, store, err := openStore(getenv)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if _, err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	u, err := store.CreateUser(ctx, *username, password, models.Role(*role))
+	if err != nil {
+		return fmt.Errorf("admin create: %w", err)
+	}
+	if err := store.Audit(ctx, models.AuditEntry{Actor: "cli", ActorType: "system", Action: "user.create",
+		TargetType: "user", TargetID: u.Username, Detail: "role " + string(u.Role)}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "created %s user %s\n", u.Role, u.Username)
+	return nil
+}
+
+func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return errors.New("usage: herald apikey create --name N --scopes send,read,admin")
+	}
+	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	name := fs.String("name", "", "what the key is for, e.g. the calling system")
+	scopes := fs.String("scopes", "send,read", "comma-separated: send, read, admin")
+	if err := fs.Parse(args[1:]); err != nil {
+		return fmt.Errorf("apikey create: %w", err)
+	}
+	_, store, err := openStore(getenv)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if _, err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	k, secret, err := store.CreateAPIKey(ctx, *name, *scopes, "cli")
+	if err != nil {
+		return fmt.Errorf("apikey create: %w", err)
+	}
+	if err := store.Audit(ctx, models.AuditEntry{Actor: "cli", ActorType: "system", Action: "apikey.create",
+		TargetType: "api_key", TargetID: k.Name, Detail: "scopes " + k.Scopes}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\n", secret)
+	fmt.Fprintf(stderr, "created API key %q with scopes %s; the key above is shown only once\n", k.Name, k.Scopes)
+	return nil
+}
+
+func simulateCommand(ctx context.Context, args []string, stdout io.Writer) error {
+	return simulator.RunCommand(ctx, args, stdout)
+}
+
+// newLogger logs text on a terminal-friendly single node and JSON in production mode.
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	if cfg.Embedded() {
+		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}

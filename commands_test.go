@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"herald/models"
+)
+
+func runHerald(t *testing.T, env map[string]string, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestBadConfigurationStopsWithOneLine(t *testing.T) {
+	tests := []struct {
+		name, variable, value string
+	}{
+		{"unparsable dsn", "HERALD_MYSQL_DSN", "this is not a dsn"},
+		{"unknown time zone", "HERALD_TIMEZONE", "Mars/Olympus_Mons"},
+		{"negative concurrency", "HERALD_WORKER_CONCURRENCY", "-4"},
+		{"bad redis url", "HERALD_REDIS_URL", "http://localhost"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"HERALD_DATA_DIR": t.TempDir(), tt.variable: tt.value}
+			code, _, stderr := runHerald(t, env, "", "serve")
+			if code != 1 {
+				t.Errorf("exit code %d, want 1", code)
+			}
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if len(lines) != 1 || !strings.Contains(lines[0], tt.variable) {
+				t.Errorf("stderr %q: want one line naming %s", stderr, tt.variable)
+			}
+		})
+	}
+}
+
+func TestMigrateStatusListsEveryMigrationApplied(t *testing.T) {
+	env := testEnv(t)
+	if code, out, stderr := runHerald(t, env, "", "migrate", "status"); code != 0 || !strings.Contains(out, "pending") {
+		t.Fatalf("status before up: code %d, out %q, err %q; want a pending migration", code, out, stderr)
+	}
+	if code, out, stderr := runHerald(t, env, "", "migrate", "up"); code != 0 || !strings.Contains(out, "applied") {
+		t.Fatalf("migrate up: code %d, out %q, err %q", code, out, stderr)
+	}
+	code, out, stderr := runHerald(t, env, "", "migrate", "status")
+	if code != 0 {
+		t.Fatalf("migrate status: code %d, err %q", code, stderr)
+	}
+	rows := regexp.MustCompile(`(?m)^(\d+)\s+(\S+)\s+(.+)$`).FindAllStringSubmatch(out, -1)
+	if len(rows) == 0 {
+		t.Fatalf("migrate status lists no migration:\n%s", out)
+	}
+	for _, r := range rows {
+		if r[3] == "pending" || !strings.Contains(r[3], "UTC") {
+			t.Errorf("migration %s %s: %q, want an applied time", r[1], r[2], r[3])
+		}
+	}
+	if code, _, _ := runHerald(t, env, "", "migrate", "sideways"); code != 1 {
+		t.Errorf("migrate sideways: exit %d, want 1", code)
+	}
+}
+
+func TestAdminCreateReadsPasswordFromStdin(t *testing.T) {
+	env := testEnv(t)
+	code, out, stderr := runHerald(t, env, "ops-password-123\n", "admin", "create", "--username", "ops", "--role", "operator")
+	if code != 0 || !strings.Contains(out, "created operator user ops") {
+		t.Fatalf("admin create: code %d, out %q, err %q", code, out, stderr)
+	}
+	code, _, stderr = runHerald(t, env, "short\n", "admin", "create", "--username", "ops2", "--role", "operator")
+	if code != 1 || !strings.Contains(stderr, "password") {
+		t.Errorf("short password: code %d, err %q; want 1 naming the password", code, stderr)
+	}
+	code, _, stderr = runHerald(t, env, "ops-password-123\n", "admin", "create", "--username", "ops", "--role", "viewer")
+	if code != 1 || !strings.Contains(stderr, "taken") {
+		t.Errorf("duplicate username: code %d, err %q", code, stderr)
+	}
+
+	h := startHerald(t, env)
+	u, err := h.app.store.Authenticate(context.Background(), "ops", "ops-password-123")
+	if err != nil || u.Role != models.RoleOperator {
+		t.Fatalf("authenticate the created user: %v, %+v", err, u)
+	}
+	// A user exists, so no first admin was generated.
+	if strings.Contains(h.stdout.String(), "Created the first console user") {
+		t.Errorf("first admin created although a user existed:\n%s", h.stdout.String())
+	}
+}
+
+func TestFirstAdminPasswordIsGeneratedAndPrintedOnce(t *testing.T) {
+	env := testEnv(t)
+	delete(env, "HERALD_ADMIN_PASSWORD")
+	h := startHerald(t, env)
+	m := regexp.MustCompile(`password: (\S+)`).FindStringSubmatch(h.stdout.String())
+	if m == nil {
+		t.Fatalf("no generated password printed:\n%s", h.stdout.String())
+	}
+	newBrowser(t, h.url).login("admin", m[1])
+	h.stop()
+
+	again := startHerald(t, env)
+	if strings.Contains(again.stdout.String(), "password") {
+		t.Errorf("second start printed a password again:\n%s", again.stdout.String())
+	}
+}
+
+// TestRestartKeepsData checks that the install is persistent: users, staff and messages
+// survive a restart (the in-process Redis does not, and need not).
+func TestRestartKeepsData(t *testing.T) {
+	env := testEnv(t)
+	h := startHerald(t, env)
+	b := newBrowser(t, h.url)
+	b.login("admin", testAdminPassword)
+	batchID := composeAndWait(t, b, []string{"E2002", "E2003"})
+	staff, err := h.app.store.CountRecipients(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+
+	again := startHerald(t, env)
+	b = newBrowser(t, again.url)
+	b.login("admin", testAdminPassword)
+	resp, page := b.get("/batches/" + batchID)
+	if resp.StatusCode != 200 || strings.Count(page, `data-status="sent"`) != 2 {
+		t.Errorf("batch %s after restart: status %d, sent rows %d; want both still sent", batchID, resp.StatusCode, strings.Count(page, `data-status="sent"`))
+	}
+	n, err := again.app.store.CountRecipients(context.Background())
+	if err != nil || n != staff {
+		t.Errorf("staff after restart: %d (%v), want %d (demo must not be seeded twice)", n, err, staff)
+	}
+	composeAndWait(t, b, []string{"E2001"})
+}
+
+func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
+	env := testEnv(t)
+	code, out, stderr := runHerald(t, env, "", "apikey", "create", "--name", "erp", "--scopes", "send,read")
+	if code != 0 {
+		t.Fatalf("apikey create: %d %s", code, stderr)
+	}
+	secret := strings.TrimSpace(out)
+	if !strings.HasPrefix(secret, "hk_") || !strings.Contains(stderr, "shown only once") {
+		t.Fatalf("apikey create printed %q / %q", out, stderr)
+	}
+	h := startHerald(t, env)
+	k, err := h.app.store.AuthenticateAPIKey(context.Background(), secret)
+	if err != nil || k.Name != "erp" || !k.HasScope("send") || k.HasScope("admin") {
+		t.Fatalf("the printed key: %+v %v", k, err)
+	}
+	var stored string
+	if err := h.app.store.SQL().QueryRow("SELECT key_hash FROM api_keys WHERE name = 'erp'").Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored == secret || strings.Contains(stored, secret[3:]) {
+		t.Errorf("the key is stored in the clear")
+	}
+	if code, _, stderr := runHerald(t, env, "", "apikey", "create", "--name", "x", "--scopes", "root"); code != 1 || !strings.Contains(stderr, "scopes") {
+		t.Errorf("unknown scope: %d %q", code, stderr)
+	}
+}

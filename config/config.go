@@ -1,0 +1,231 @@
+// Package config reads Herald's configuration from the environment once, at start, and
+// validates it so that a bad value stops the process with a message a person can act on.
+package config
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	_ "time/tzdata" // HERALD_TIMEZONE must resolve on hosts without a zoneinfo database
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/redis/go-redis/v9"
+)
+
+// Config is Herald's whole configuration. It is built once by Load and passed down;
+// nothing reads the environment after that.
+type Config struct {
+	Addr              string
+	DataDir           string
+	MySQLDSN          string
+	RedisURL          string
+	Location          *time.Location
+	SessionSecret     []byte
+	SecretKey         []byte
+	AdminUser         string
+	AdminPassword     string
+	WorkerConcurrency int
+	TaskCheckInterval time.Duration
+	// SendTimeout bounds one provider call (HERALD_SEND_TIMEOUT, default 15s).
+	SendTimeout time.Duration
+	// Demo seeds sample data into a new database. DemoSet reports whether HERALD_DEMO was
+	// given explicitly; when it was not, demo data goes only into a new embedded database.
+	Demo    bool
+	DemoSet bool
+}
+
+// Embedded reports whether Herald runs on its embedded backends (SQLite, in-process Redis).
+func (c *Config) Embedded() bool { return c.MySQLDSN == "" }
+
+// EmbeddedRedis reports whether Herald runs its own in-process Redis.
+func (c *Config) EmbeddedRedis() bool { return c.RedisURL == "" }
+
+// Error is a configuration problem with the variable it concerns.
+type Error struct {
+	Var string
+	Msg string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("config: %s: %s", e.Var, e.Msg) }
+
+// Getenv is the lookup Load reads variables through; os.Getenv in production.
+type Getenv func(string) string
+
+// Load reads and validates the configuration. The first problem found is returned as *Error.
+// In embedded mode, missing secrets are generated into the data directory (and reused later).
+func Load(getenv Getenv) (*Config, error) {
+	c := &Config{
+		Addr:      orDefault(getenv("HERALD_ADDR"), "127.0.0.1:8080"),
+		DataDir:   orDefault(getenv("HERALD_DATA_DIR"), "./data"),
+		MySQLDSN:  strings.TrimSpace(getenv("HERALD_MYSQL_DSN")),
+		RedisURL:  strings.TrimSpace(getenv("HERALD_REDIS_URL")),
+		AdminUser: orDefault(getenv("HERALD_ADMIN_USER"), "admin"),
+	}
+	c.AdminPassword = getenv("HERALD_ADMIN_PASSWORD")
+
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return nil, &Error{"HERALD_ADDR", fmt.Sprintf("%q is not host:port", c.Addr)}
+	}
+	if c.MySQLDSN != "" {
+		dsn, err := mysql.ParseDSN(c.MySQLDSN)
+		if err != nil {
+			return nil, &Error{"HERALD_MYSQL_DSN", "cannot parse: " + err.Error()}
+		}
+		if dsn.DBName == "" {
+			return nil, &Error{"HERALD_MYSQL_DSN", "names no database (…/herald?parseTime=true)"}
+		}
+		if !dsn.ParseTime {
+			return nil, &Error{"HERALD_MYSQL_DSN", "must set parseTime=true"}
+		}
+	}
+	if c.RedisURL != "" {
+		if _, err := redis.ParseURL(c.RedisURL); err != nil {
+			return nil, &Error{"HERALD_REDIS_URL", "cannot parse: " + err.Error()}
+		}
+	}
+	tz := orDefault(getenv("HERALD_TIMEZONE"), "Asia/Shanghai")
+	loc, err := time.LoadLocation(tz)
+	if err != nil {
+		return nil, &Error{"HERALD_TIMEZONE", fmt.Sprintf("unknown time zone %q", tz)}
+	}
+	c.Location = loc
+
+	if c.WorkerConcurrency, err = positiveInt(getenv, "HERALD_WORKER_CONCURRENCY", 50); err != nil {
+		return nil, err
+	}
+	if c.TaskCheckInterval, err = positiveDuration(getenv, "HERALD_TASK_CHECK_INTERVAL", 10*time.Millisecond); err != nil {
+		return nil, err
+	}
+	if c.SendTimeout, err = positiveDuration(getenv, "HERALD_SEND_TIMEOUT", 15*time.Second); err != nil {
+		return nil, err
+	}
+	if v := strings.TrimSpace(getenv("HERALD_DEMO")); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, &Error{"HERALD_DEMO", fmt.Sprintf("%q is not a boolean (use true or false)", v)}
+		}
+		c.Demo, c.DemoSet = b, true
+	}
+
+	if c.SessionSecret, err = secret(getenv, c, "HERALD_SESSION_SECRET", "session.key"); err != nil {
+		return nil, err
+	}
+	if c.SecretKey, err = secret(getenv, c, "HERALD_SECRET_KEY", "secret.key"); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// minSecretLen is the shortest accepted secret: 32 characters, e.g. `openssl rand -hex 32`.
+const minSecretLen = 32
+
+// secret returns the variable's value, or in embedded mode the contents of a generated
+// file in the data directory. Outside embedded mode the variable is required, because
+// several processes must share it.
+func secret(getenv Getenv, c *Config, name, file string) ([]byte, error) {
+	if v := getenv(name); v != "" {
+		if len(v) < minSecretLen {
+			return nil, &Error{name, fmt.Sprintf("must be at least %d characters (try: openssl rand -hex 32)", minSecretLen)}
+		}
+		return []byte(v), nil
+	}
+	if !c.Embedded() {
+		return nil, &Error{name, "required when HERALD_MYSQL_DSN is set (try: openssl rand -hex 32)"}
+	}
+	v, err := loadOrCreateSecret(filepath.Join(c.DataDir, file))
+	if err != nil {
+		return nil, &Error{name, err.Error()}
+	}
+	return v, nil
+}
+
+func loadOrCreateSecret(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		v := strings.TrimSpace(string(b))
+		if len(v) < minSecretLen {
+			return nil, fmt.Errorf("%s holds fewer than %d characters", path, minSecretLen)
+		}
+		return []byte(v), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return nil, err
+	}
+	v := hex.EncodeToString(raw)
+	// Write a temporary file, then link it into place: linking fails if another process
+	// got there first, and no process ever reads a half-written secret.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".secret-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.WriteString(v + "\n"); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return nil, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, err
+	}
+	if err := os.Link(tmp.Name(), path); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return loadOrCreateSecret(path)
+		}
+		return nil, err
+	}
+	return []byte(v), nil
+}
+
+func positiveInt(getenv Getenv, name string, def int) (int, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, &Error{name, fmt.Sprintf("%q is not a whole number", v)}
+	}
+	if n <= 0 {
+		return 0, &Error{name, fmt.Sprintf("must be positive, got %d", n)}
+	}
+	return n, nil
+}
+
+func positiveDuration(getenv Getenv, name string, def time.Duration) (time.Duration, error) {
+	v := strings.TrimSpace(getenv(name))
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, &Error{name, fmt.Sprintf("%q is not a duration (e.g. 10ms)", v)}
+	}
+	if d <= 0 {
+		return 0, &Error{name, fmt.Sprintf("must be positive, got %s", d)}
+	}
+	return d, nil
+}
+
+func orDefault(v, def string) string {
+	if v = strings.TrimSpace(v); v == "" {
+		return def
+	}
+	return v
+}

@@ -1,0 +1,273 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// env is a Getenv backed by a map, so tests never read the process environment.
+func env(vars map[string]string) Getenv {
+	return func(name string) string { return vars[name] }
+}
+
+const (
+	goodDSN     = "herald:pw@tcp(127.0.0.1:3306)/herald?parseTime=true&loc=UTC&charset=utf8mb4"
+	goodSecret  = "0123456789abcdef0123456789abcdef0123456789abcdef"
+	otherSecret = "fedcba9876543210fedcba9876543210fedcba9876543210"
+)
+
+func TestLoadRejectsBadValues(t *testing.T) {
+	tests := []struct {
+		name    string
+		vars    map[string]string
+		wantVar string
+	}{
+		{"unparsable dsn", map[string]string{"HERALD_MYSQL_DSN": "not a dsn@@"}, "HERALD_MYSQL_DSN"},
+		{"dsn without database", map[string]string{"HERALD_MYSQL_DSN": "herald:pw@tcp(127.0.0.1:3306)/?parseTime=true"}, "HERALD_MYSQL_DSN"},
+		{"dsn without parseTime", map[string]string{"HERALD_MYSQL_DSN": "herald:pw@tcp(127.0.0.1:3306)/herald?charset=utf8mb4"}, "HERALD_MYSQL_DSN"},
+		{"unparsable redis url", map[string]string{"HERALD_REDIS_URL": "http://x"}, "HERALD_REDIS_URL"},
+		{"unknown time zone", map[string]string{"HERALD_TIMEZONE": "Mars/Base"}, "HERALD_TIMEZONE"},
+		{"negative concurrency", map[string]string{"HERALD_WORKER_CONCURRENCY": "-3"}, "HERALD_WORKER_CONCURRENCY"},
+		{"zero concurrency", map[string]string{"HERALD_WORKER_CONCURRENCY": "0"}, "HERALD_WORKER_CONCURRENCY"},
+		{"non-numeric concurrency", map[string]string{"HERALD_WORKER_CONCURRENCY": "abc"}, "HERALD_WORKER_CONCURRENCY"},
+		{"unparsable check interval", map[string]string{"HERALD_TASK_CHECK_INTERVAL": "fast"}, "HERALD_TASK_CHECK_INTERVAL"},
+		{"negative check interval", map[string]string{"HERALD_TASK_CHECK_INTERVAL": "-1s"}, "HERALD_TASK_CHECK_INTERVAL"},
+		{"non-boolean demo", map[string]string{"HERALD_DEMO": "maybe"}, "HERALD_DEMO"},
+		{"addr without port", map[string]string{"HERALD_ADDR": "nohost"}, "HERALD_ADDR"},
+		{"short session secret", map[string]string{"HERALD_SESSION_SECRET": "too-short"}, "HERALD_SESSION_SECRET"},
+		{"short secret key", map[string]string{"HERALD_SECRET_KEY": strings.Repeat("k", 31)}, "HERALD_SECRET_KEY"},
+		{"mysql without session secret", map[string]string{"HERALD_MYSQL_DSN": goodDSN}, "HERALD_SESSION_SECRET"},
+		{"mysql without secret key", map[string]string{"HERALD_MYSQL_DSN": goodDSN, "HERALD_SESSION_SECRET": goodSecret}, "HERALD_SECRET_KEY"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vars := map[string]string{"HERALD_DATA_DIR": t.TempDir()}
+			for k, v := range tt.vars {
+				vars[k] = v
+			}
+			c, err := Load(env(vars))
+			if err == nil {
+				t.Fatalf("Load succeeded with %v, want an error naming %s (config %+v)", tt.vars, tt.wantVar, c)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("Load error is %T (%v), want *config.Error", err, err)
+			}
+			if ce.Var != tt.wantVar {
+				t.Errorf("Load error names %s (%v), want %s", ce.Var, err, tt.wantVar)
+			}
+			if ce.Msg == "" {
+				t.Errorf("Load error for %s has no message", ce.Var)
+			}
+		})
+	}
+}
+
+func TestLoadDefaults(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Load(env(map[string]string{"HERALD_DATA_DIR": dir}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type summary struct {
+		Addr, DataDir, Location, AdminUser string
+		WorkerConcurrency                  int
+		TaskCheckInterval                  time.Duration
+		Embedded, EmbeddedRedis            bool
+		Demo, DemoSet                      bool
+	}
+	want := summary{
+		Addr: "127.0.0.1:8080", DataDir: dir, Location: "Asia/Shanghai", AdminUser: "admin",
+		WorkerConcurrency: 50, TaskCheckInterval: 10 * time.Millisecond,
+		Embedded: true, EmbeddedRedis: true,
+	}
+	got := summary{
+		Addr: c.Addr, DataDir: c.DataDir, Location: c.Location.String(), AdminUser: c.AdminUser,
+		WorkerConcurrency: c.WorkerConcurrency, TaskCheckInterval: c.TaskCheckInterval,
+		Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
+		Demo: c.Demo, DemoSet: c.DemoSet,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("default config mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadExplicitValues(t *testing.T) {
+	c, err := Load(env(map[string]string{
+		"HERALD_ADDR":                "0.0.0.0:9000",
+		"HERALD_MYSQL_DSN":           goodDSN,
+		"HERALD_REDIS_URL":           "redis://127.0.0.1:6379/0",
+		"HERALD_TIMEZONE":            "Europe/Berlin",
+		"HERALD_WORKER_CONCURRENCY":  "8",
+		"HERALD_TASK_CHECK_INTERVAL": "250ms",
+		"HERALD_SESSION_SECRET":      goodSecret,
+		"HERALD_SECRET_KEY":          otherSecret,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type summary struct {
+		Addr, Location           string
+		WorkerConcurrency        int
+		TaskCheckInterval        time.Duration
+		Embedded, EmbeddedRedis  bool
+		SessionSecret, SecretKey string
+	}
+	want := summary{
+		Addr: "0.0.0.0:9000", Location: "Europe/Berlin", WorkerConcurrency: 8,
+		TaskCheckInterval: 250 * time.Millisecond, SessionSecret: goodSecret, SecretKey: otherSecret,
+	}
+	got := summary{
+		Addr: c.Addr, Location: c.Location.String(), WorkerConcurrency: c.WorkerConcurrency,
+		TaskCheckInterval: c.TaskCheckInterval, Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
+		SessionSecret: string(c.SessionSecret), SecretKey: string(c.SecretKey),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("config mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestLoadGeneratesSecretsInEmbeddedMode(t *testing.T) {
+	// A data dir that does not exist yet: Load must create it.
+	dir := filepath.Join(t.TempDir(), "data")
+	vars := map[string]string{"HERALD_DATA_DIR": dir}
+	first, err := Load(env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.SessionSecret) < minSecretLen || len(first.SecretKey) < minSecretLen {
+		t.Fatalf("generated secrets are %d and %d characters, want at least %d",
+			len(first.SessionSecret), len(first.SecretKey), minSecretLen)
+	}
+	if string(first.SessionSecret) == string(first.SecretKey) {
+		t.Errorf("session secret and secret key are the same value %q", first.SessionSecret)
+	}
+
+	files := map[string][]byte{"session.key": first.SessionSecret, "secret.key": first.SecretKey}
+	for name, want := range files {
+		path := filepath.Join(dir, name)
+		info, err := os.Stat(path)
+		if err != nil {
+			t.Fatalf("generated secret file: %v", err)
+		}
+		if perm := info.Mode().Perm(); perm != 0o600 {
+			t.Errorf("%s has mode %v, want 0600", name, perm)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(string(want), strings.TrimSpace(string(b))); diff != "" {
+			t.Errorf("%s does not hold the loaded secret (-want +got):\n%s", name, diff)
+		}
+	}
+
+	second, err := Load(env(vars))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(first.SessionSecret), string(second.SessionSecret)); diff != "" {
+		t.Errorf("second Load changed the session secret (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(string(first.SecretKey), string(second.SecretKey)); diff != "" {
+		t.Errorf("second Load changed the secret key (-want +got):\n%s", diff)
+	}
+}
+
+// Several processes may start at once on a new data dir (say, serve and migrate from one
+// script). Each must end up with the same secrets, and none may fail.
+func TestLoadConcurrentFirstStartsShareSecrets(t *testing.T) {
+	const rounds, starters = 20, 8
+	for round := range rounds {
+		dir := filepath.Join(t.TempDir(), "data")
+		configs := make([]*Config, starters)
+		errs := make([]error, starters)
+		var wg sync.WaitGroup
+		for i := range starters {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				configs[i], errs[i] = Load(env(map[string]string{"HERALD_DATA_DIR": dir}))
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("round %d: Load %d of %d concurrent first starts failed: %v", round, i+1, starters, err)
+			}
+		}
+		for i, c := range configs[1:] {
+			got := []string{string(c.SessionSecret), string(c.SecretKey)}
+			want := []string{string(configs[0].SessionSecret), string(configs[0].SecretKey)}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("round %d: start %d got other secrets than start 1 (-want +got):\n%s", round, i+2, diff)
+			}
+		}
+	}
+}
+
+func TestLoadUsesExplicitSecretsInEmbeddedMode(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Load(env(map[string]string{
+		"HERALD_DATA_DIR":       dir,
+		"HERALD_SESSION_SECRET": goodSecret,
+		"HERALD_SECRET_KEY":     otherSecret,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{goodSecret, otherSecret}, []string{string(c.SessionSecret), string(c.SecretKey)}); diff != "" {
+		t.Errorf("secrets mismatch (-want +got):\n%s", diff)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 0 {
+		t.Errorf("data dir holds %d files, want none when secrets are given: first is %s", len(entries), entries[0].Name())
+	}
+}
+
+func TestLoadRejectsShortSecretFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "session.key"), []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(env(map[string]string{"HERALD_DATA_DIR": dir}))
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Var != "HERALD_SESSION_SECRET" {
+		t.Errorf("Load with a truncated session.key: error %v, want *config.Error for HERALD_SESSION_SECRET", err)
+	}
+}
+
+func TestLoadDemo(t *testing.T) {
+	tests := []struct {
+		value         string
+		demo, demoSet bool
+	}{
+		{"", false, false},
+		{"false", false, true},
+		{"true", true, true},
+		{"1", true, true},
+		{"0", false, true},
+	}
+	for _, tt := range tests {
+		t.Run("HERALD_DEMO="+tt.value, func(t *testing.T) {
+			c, err := Load(env(map[string]string{"HERALD_DATA_DIR": t.TempDir(), "HERALD_DEMO": tt.value}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []bool{tt.demo, tt.demoSet}
+			if diff := cmp.Diff(want, []bool{c.Demo, c.DemoSet}); diff != "" {
+				t.Errorf("[Demo DemoSet] mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,454 @@
+// Package dispatch is Herald's one intake, shared by the compose form and the JSON API:
+// it resolves recipients, applies the duty rule, renders content per recipient, writes
+// the batch and its messages in one transaction, and enqueues them after commit.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"herald/channels"
+	"herald/models"
+	"herald/tasks"
+)
+
+// Dispatcher turns requests into stored, enqueued messages.
+type Dispatcher struct {
+	Store    *models.Store
+	Enqueuer *tasks.Enqueuer
+	Log      *slog.Logger
+	// Location is HERALD_TIMEZONE: the duty rule looks at the delivery date there.
+	Location *time.Location
+	// Now is the clock; nil means models.Now.
+	Now func() time.Time
+	// Stats counts created messages for the dashboard; nil counts nothing.
+	Stats *models.Stats
+	// Accounts caches account lookups; nil reads the store every time.
+	Accounts *models.AccountCache
+}
+
+// Request is one ask to notify some people. The console names people by id, the API by
+// external id; either or both may be given.
+type Request struct {
+	Source   string // "console" or "api"
+	Actor    string
+	APIKeyID *int64
+
+	Platform  string
+	Account   string // account name
+	AccountID int64  // account id (the console form)
+
+	Recipients   []string // external ids
+	RecipientIDs []int64
+	ToOnDuty     bool
+
+	Template  string
+	Variables map[string]string
+	Subject   string
+	Text      string
+
+	Priority       string
+	SendAt         *time.Time
+	IdempotencyKey string
+	RequestHash    string
+	// Respond, when set, builds the answer to an idempotent API request; it is stored
+	// with the batch in one transaction so a retry can replay it.
+	Respond func(*Result) (status int, body []byte)
+	// AuditIP, when set, records the intake in the audit log (from this address) in the
+	// batch's own transaction.
+	AuditIP string
+}
+
+// Result is what intake created, or for a preview, what it would create.
+type Result struct {
+	Batch    *models.Batch
+	Messages []models.Message
+	// Names maps recipient ids to external ids, for reporting messages.
+	Names    map[int64]string
+	Skipped  models.Reasons
+	Rejected models.Reasons
+	Roster   *Roster
+}
+
+// Limits of one request.
+const (
+	MaxRecipients  = 10000
+	maxSchedule    = 90 * 24 * time.Hour
+	maxPast        = time.Minute
+	maxTextLen     = 64 << 10
+	maxSubjectLen  = 255
+	maxExternalLen = 64
+)
+
+// Priorities are the accepted priority names.
+var Priorities = []string{"high", "normal", "low"}
+
+// Rejection reasons.
+const (
+	ReasonUnknownRecipient = "unknown_recipient"
+	ReasonNoAddress        = "no_address"
+	ReasonInactive         = "inactive"
+)
+
+func (d *Dispatcher) now() time.Time {
+	if d.Now != nil {
+		return d.Now().UTC()
+	}
+	return models.Now()
+}
+
+// Submit validates a request, records it and enqueues its messages. A validation error
+// is a *models.FieldError, and then nothing is written.
+func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
+	res, err := d.Plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	extras := &models.BatchExtras{}
+	if req.Respond != nil && req.APIKeyID != nil && req.IdempotencyKey != "" {
+		status, body := req.Respond(res)
+		extras.Idem = &models.IdemCompletion{APIKeyID: *req.APIKeyID, Key: req.IdempotencyKey, StatusCode: status, Response: string(body)}
+	}
+	if req.AuditIP != "" {
+		actorType := "user"
+		if req.APIKeyID != nil {
+			actorType = "api_key"
+		}
+		extras.Audit = &models.AuditEntry{Actor: req.Actor, ActorType: actorType, Action: "batch.create", TargetType: "batch",
+			TargetID: res.Batch.ID, Detail: fmt.Sprintf("%d accepted", res.Batch.Accepted), IP: req.AuditIP}
+	}
+	if err := d.Store.CreateBatch(ctx, res.Batch, res.Messages, extras); err != nil {
+		return nil, err
+	}
+	d.Stats.Count(res.Batch.AccountID, "created", len(res.Messages))
+	d.enqueue(ctx, res.Messages)
+	return res, nil
+}
+
+// Plan validates a request and works out who receives what, writing nothing. The
+// console's "who will receive" preview shows its result.
+func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
+	now := d.now()
+	if err := validate(&req, now); err != nil {
+		return nil, err
+	}
+	acct, err := d.account(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var tmpl *Compiled
+	if req.Template != "" {
+		t, err := d.Store.TemplateByName(ctx, req.Template)
+		if errors.Is(err, models.ErrNotFound) {
+			return nil, &models.FieldError{Field: "template", Message: fmt.Sprintf("no template is named %q", req.Template)}
+		}
+		if err != nil {
+			return nil, err
+		}
+		if tmpl, err = CompileTemplate(t); err != nil {
+			return nil, &models.FieldError{Field: "template", Message: fmt.Sprintf("template %s is broken: %v", t.Name, err)}
+		}
+		if err := tmpl.CheckVariables(req.Variables); err != nil {
+			return nil, err
+		}
+	}
+
+	sendAt := now
+	if req.SendAt != nil {
+		sendAt = req.SendAt.UTC().Truncate(time.Microsecond)
+	}
+	people, rejected, err := d.resolve(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	var roster *Roster
+	needRoster := req.ToOnDuty
+	for _, p := range people {
+		needRoster = needRoster || p.OrgType == models.HeadOffice
+	}
+	if needRoster {
+		if roster, err = d.RosterOn(ctx, sendAt); err != nil {
+			return nil, err
+		}
+	}
+	if req.ToOnDuty {
+		if people, err = d.addOnDuty(ctx, people, roster); err != nil {
+			return nil, err
+		}
+	}
+
+	b := &models.Batch{ID: models.NewID(), Source: req.Source, Actor: req.Actor, APIKeyID: req.APIKeyID,
+		RequestHash: req.RequestHash, Platform: acct.Platform, AccountID: acct.ID, Priority: req.Priority,
+		SendAt: req.SendAt, ToOnDuty: req.ToOnDuty, Requested: len(req.Recipients) + len(req.RecipientIDs)}
+	if req.IdempotencyKey != "" {
+		b.IdempotencyKey = &req.IdempotencyKey
+	}
+	if req.SendAt != nil {
+		b.SendAt = &sendAt
+	}
+	res := &Result{Batch: b, Rejected: rejected, Roster: roster, Names: map[int64]string{}}
+	msgType := "text"
+	if tmpl != nil {
+		msgType = tmpl.MsgType()
+		b.TemplateID = &tmpl.tmpl.ID
+	}
+	for i := range people {
+		p := &people[i]
+		addr := p.Address(acct.Platform)
+		switch {
+		case !p.Active:
+			res.Rejected = append(res.Rejected, models.Reason{Recipient: p.ExternalID, Reason: ReasonInactive})
+			continue
+		case addr == "":
+			res.Rejected = append(res.Rejected, models.Reason{Recipient: p.ExternalID, Reason: ReasonNoAddress})
+			continue
+		}
+		if roster != nil {
+			if reason := roster.SkipReason(p); reason != "" {
+				res.Skipped = append(res.Skipped, models.Reason{Recipient: p.ExternalID, Reason: reason})
+				continue
+			}
+		}
+		subject, body := req.Subject, req.Text
+		field := "content.text"
+		if tmpl != nil {
+			if subject, body, err = tmpl.Render(req.Variables, p); err != nil {
+				return nil, &models.FieldError{Field: "template", Message: err.Error()}
+			}
+			field = "template"
+		}
+		if err := checkSize(field, acct.Platform, p.ExternalID, body); err != nil {
+			return nil, err
+		}
+		res.Names[p.ID] = p.ExternalID
+		res.Messages = append(res.Messages, models.Message{
+			ID: models.NewID(), BatchID: b.ID, RecipientID: p.ID, AccountID: acct.ID, Platform: acct.Platform,
+			Address: addr, MsgType: msgType, Subject: truncateRunes(subject, maxSubjectLen), Content: body,
+			Priority: req.Priority, Status: models.StatusPending, MaxAttempts: acct.MaxAttempts,
+			SendAt: sendAt, NextAttemptAt: &sendAt,
+		})
+	}
+	b.Accepted, b.SkippedCount, b.RejectedCount = len(res.Messages), len(res.Skipped), len(res.Rejected)
+	b.Skipped, b.Rejected = res.Skipped, res.Rejected
+	return res, nil
+}
+
+// validate checks what needs no database.
+func validate(req *Request, now time.Time) error {
+	if req.Priority == "" {
+		req.Priority = "normal"
+	}
+	if !slices.Contains(Priorities, req.Priority) {
+		return &models.FieldError{Field: "priority", Message: "must be high, normal or low"}
+	}
+	if req.Platform != "" && !slices.Contains(channels.Platforms, req.Platform) {
+		return &models.FieldError{Field: "platform", Message: fmt.Sprintf("must be one of %s", strings.Join(channels.Platforms, ", "))}
+	}
+	if req.Platform == "" && req.Account == "" && req.AccountID == 0 {
+		return &models.FieldError{Field: "platform", Message: "platform or account is required"}
+	}
+	n := len(req.Recipients) + len(req.RecipientIDs)
+	switch {
+	case n == 0 && !req.ToOnDuty:
+		return &models.FieldError{Field: "recipients", Message: "name at least one recipient, or set to_on_duty"}
+	case n > MaxRecipients:
+		return &models.FieldError{Field: "recipients", Message: fmt.Sprintf("at most %d recipients per request, got %d", MaxRecipients, n)}
+	}
+	for i, r := range req.Recipients {
+		if strings.TrimSpace(r) == "" || len(r) > maxExternalLen {
+			return &models.FieldError{Field: fmt.Sprintf("recipients[%d]", i), Message: fmt.Sprintf("must be a recipient id of 1–%d characters", maxExternalLen)}
+		}
+	}
+	if req.Template == "" {
+		req.Text = strings.TrimSpace(req.Text)
+		switch {
+		case req.Text == "":
+			return &models.FieldError{Field: "content.text", Message: "is required when no template is named"}
+		case len(req.Text) > maxTextLen:
+			return &models.FieldError{Field: "content.text", Message: fmt.Sprintf("must be at most %d bytes", maxTextLen)}
+		}
+		if len(req.Variables) > 0 {
+			return &models.FieldError{Field: "variables", Message: "are only used with a template"}
+		}
+	} else if req.Text != "" || req.Subject != "" {
+		return &models.FieldError{Field: "content", Message: "give either a template or content, not both"}
+	}
+	if len([]rune(req.Subject)) > maxSubjectLen {
+		return &models.FieldError{Field: "content.subject", Message: fmt.Sprintf("must be at most %d characters", maxSubjectLen)}
+	}
+	if req.SendAt != nil {
+		switch {
+		case req.SendAt.Before(now.Add(-maxPast)):
+			return &models.FieldError{Field: "send_at", Message: "is more than a minute in the past"}
+		case req.SendAt.After(now.Add(maxSchedule)):
+			return &models.FieldError{Field: "send_at", Message: "is more than 90 days ahead"}
+		}
+	}
+	return CheckIdempotencyKey(req.IdempotencyKey)
+}
+
+// MaxIdempotencyKeyLen is the longest idempotency key accepted.
+const MaxIdempotencyKeyLen = 128
+
+// CheckIdempotencyKey validates an idempotency key; the API checks it before claiming it.
+func CheckIdempotencyKey(key string) error {
+	if len(key) > MaxIdempotencyKeyLen {
+		return &models.FieldError{Field: "idempotency_key", Message: fmt.Sprintf("must be at most %d characters", MaxIdempotencyKeyLen)}
+	}
+	return nil
+}
+
+// account finds the sending account: by id, by name, or the platform's default.
+func (d *Dispatcher) account(ctx context.Context, req Request) (*models.Account, error) {
+	var (
+		acct  *models.Account
+		err   error
+		field = "account"
+	)
+	accounts := d.Accounts
+	if accounts == nil {
+		accounts = d.Store.NewAccountCache(0)
+	}
+	switch {
+	case req.AccountID != 0:
+		acct, err = accounts.ByID(ctx, req.AccountID)
+	case req.Account != "":
+		acct, err = accounts.ByName(ctx, req.Account)
+	default:
+		field = "platform"
+		acct, err = accounts.Default(ctx, req.Platform)
+	}
+	if errors.Is(err, models.ErrNotFound) {
+		if field == "platform" {
+			return nil, &models.FieldError{Field: "platform", Message: fmt.Sprintf("%s has no default account; name an account", req.Platform)}
+		}
+		return nil, &models.FieldError{Field: "account", Message: "is not a known account"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if req.Platform != "" && acct.Platform != req.Platform {
+		return nil, &models.FieldError{Field: "account", Message: fmt.Sprintf("%s sends on %s, not %s", acct.Name, acct.Platform, req.Platform)}
+	}
+	if !acct.Enabled {
+		return nil, &models.FieldError{Field: field, Message: fmt.Sprintf("account %s is disabled", acct.Name)}
+	}
+	return acct, nil
+}
+
+// resolve loads the named people, once each, in request order, and rejects unknown ones.
+func (d *Dispatcher) resolve(ctx context.Context, req Request) ([]models.Recipient, models.Reasons, error) {
+	byExt, err := d.Store.RecipientsByExternalIDs(ctx, dedupe(req.Recipients))
+	if err != nil {
+		return nil, nil, err
+	}
+	byID, err := d.Store.RecipientsByIDs(ctx, dedupe(req.RecipientIDs))
+	if err != nil {
+		return nil, nil, err
+	}
+	ext := make(map[string]models.Recipient, len(byExt))
+	for _, p := range byExt {
+		ext[p.ExternalID] = p
+	}
+	ids := make(map[int64]models.Recipient, len(byID))
+	for _, p := range byID {
+		ids[p.ID] = p
+	}
+	var (
+		people   []models.Recipient
+		rejected models.Reasons
+		seen     = map[int64]bool{}
+	)
+	add := func(p models.Recipient) {
+		if !seen[p.ID] {
+			seen[p.ID] = true
+			people = append(people, p)
+		}
+	}
+	for _, id := range dedupe(req.Recipients) {
+		if p, ok := ext[id]; ok {
+			add(p)
+		} else {
+			rejected = append(rejected, models.Reason{Recipient: id, Reason: ReasonUnknownRecipient})
+		}
+	}
+	for _, id := range dedupe(req.RecipientIDs) {
+		if p, ok := ids[id]; ok {
+			add(p)
+		} else {
+			rejected = append(rejected, models.Reason{Recipient: fmt.Sprint(id), Reason: ReasonUnknownRecipient})
+		}
+	}
+	return people, rejected, nil
+}
+
+// addOnDuty adds everyone on the roster who is not named already.
+func (d *Dispatcher) addOnDuty(ctx context.Context, people []models.Recipient, roster *Roster) ([]models.Recipient, error) {
+	named := make(map[int64]bool, len(people))
+	for _, p := range people {
+		named[p.ID] = true
+	}
+	var ids []int64
+	for id := range roster.OnDuty {
+		if !named[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	extra, err := d.Store.RecipientsByIDs(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(extra, func(a, b models.Recipient) int { return strings.Compare(a.ExternalID, b.ExternalID) })
+	return append(people, extra...), nil
+}
+
+// enqueue hands committed messages to Asynq. A failure here loses nothing: the rows are
+// pending in the database and the sweeper enqueues them later.
+func (d *Dispatcher) enqueue(ctx context.Context, msgs []models.Message) {
+	jobs := make([]tasks.Job, len(msgs))
+	for i, m := range msgs {
+		jobs[i] = tasks.Job{MessageID: m.ID, Priority: m.Priority, ProcessAt: m.SendAt}
+	}
+	if _, err := d.Enqueuer.Enqueue(ctx, jobs); err != nil {
+		d.Log.Warn("dispatch: enqueue failed; the sweeper will retry", "error", err, "messages", len(jobs))
+	}
+}
+
+func dedupe[T comparable](in []T) []T {
+	seen := make(map[T]bool, len(in))
+	out := make([]T, 0, len(in))
+	for _, v := range in {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func truncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}
+
+// Retry makes a stopped message due again with a fresh allowance of attempts, and enqueues it.
+func (d *Dispatcher) Retry(ctx context.Context, m *models.Message) error {
+	acct, err := d.Store.AccountByID(ctx, m.AccountID)
+	if err != nil {
+		return err
+	}
+	if err := d.Store.RetryMessage(ctx, m.ID, acct.MaxAttempts); err != nil {
+		return err
+	}
+	d.enqueue(ctx, []models.Message{{ID: m.ID, Priority: m.Priority, SendAt: d.now()}})
+	return nil
+}

@@ -1,0 +1,342 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/channels"
+	"herald/models"
+	"herald/tasks"
+	"herald/views"
+)
+
+// configHints explain platform settings on the account form.
+var configHints = map[string]string{
+	"base_url": "e.g. https://im.example.com/api",
+	"path":     "default /messages",
+	"token":    "bearer token",
+	"corp_id":  "WeCom corp id",
+	"agent_id": "the application's agent id",
+	"secret":   "write-only",
+	"host":     "SMTP server host name",
+	"port":     "default 587, or 465 with implicit TLS",
+	"from":     "e.g. Herald <herald@example.com>",
+	"url":      "where the JSON is posted",
+	"password": "write-only",
+}
+
+// configOptions are the choices of settings that have a fixed set of values.
+var configOptions = map[string][]string{"tls": {"starttls", "implicit", "none"}}
+
+// limitLabels name the limits on the account form, in the order shown.
+var limitLabels = []views.LimitField{
+	{Key: "per_second", Label: "per second"}, {Key: "per_minute", Label: "per minute"},
+	{Key: "per_hour", Label: "per hour"}, {Key: "per_day", Label: "per day"},
+	{Key: "per_recipient_per_minute", Label: "per person per minute"}, {Key: "per_recipient_per_day", Label: "per person per day"},
+}
+
+func limitValue(l *models.Limits, key string) *int {
+	switch key {
+	case "per_second":
+		return &l.PerSecond
+	case "per_minute":
+		return &l.PerMinute
+	case "per_hour":
+		return &l.PerHour
+	case "per_day":
+		return &l.PerDay
+	case "per_recipient_per_minute":
+		return &l.PerRecipientPerMinute
+	}
+	return &l.PerRecipientPerDay
+}
+
+// configFields lays out a platform's settings. Secrets are never filled in: stored
+// says only whether the saved account has one.
+func configFields(platform string, values map[string]string, stored *models.Account) []views.ConfigField {
+	required, optional := channels.ConfigKeys(platform)
+	var out []views.ConfigField
+	for _, k := range append(slices.Clone(required), optional...) {
+		f := views.ConfigField{Key: k, Required: slices.Contains(required, k), Hint: configHints[k], Options: configOptions[k]}
+		if slices.Contains(channels.SecretKeys[platform], k) {
+			f.Secret, f.Hint = true, ""
+			f.Stored = stored != nil && stored.Platform == platform && stored.Config[k] != ""
+		} else {
+			f.Value = values[k]
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// accountForm lays out the form for an account.
+func accountForm(a *models.Account, oldName string, stored *models.Account) views.AccountForm {
+	f := views.AccountForm{OldName: oldName, Name: a.Name, Platform: a.Platform, Platforms: channels.Platforms,
+		IsDefault: a.IsDefault, Enabled: a.Enabled, AllowPrivateNetwork: a.AllowPrivateNetwork,
+		MaxAttempts: strconv.Itoa(a.MaxAttempts), Config: configFields(a.Platform, a.Config, stored),
+		Warnings: models.LimitWarnings(a.Limits)}
+	for _, l := range limitLabels {
+		if v := *limitValue(&a.Limits, l.Key); v > 0 {
+			l.Value = strconv.Itoa(v)
+		}
+		f.Limits = append(f.Limits, l)
+	}
+	return f
+}
+
+// accountInput reads the account form into the API's account shape, so that
+// AccountFromInput validates both alike. Number fields that are not numbers are
+// reported in errs; the form as typed comes back for re-display.
+func accountInput(c *gin.Context, old *models.Account) (accountJSON, views.AccountForm, map[string]string) {
+	errs := map[string]string{}
+	enabled := c.PostForm("enabled") == "true"
+	in := accountJSON{Name: strings.TrimSpace(c.PostForm("name")), Platform: c.PostForm("platform"),
+		IsDefault: c.PostForm("is_default") == "true", Enabled: &enabled,
+		AllowPrivateNetwork: c.PostForm("allow_private_network") == "true", Config: map[string]any{}}
+	oldName := ""
+	if old != nil {
+		oldName = old.Name
+	}
+	f := views.AccountForm{OldName: oldName, Name: in.Name, Platform: in.Platform, Platforms: channels.Platforms,
+		IsDefault: in.IsDefault, Enabled: enabled, AllowPrivateNetwork: in.AllowPrivateNetwork,
+		MaxAttempts: strings.TrimSpace(c.PostForm("max_attempts"))}
+	if f.MaxAttempts != "" {
+		n, err := strconv.Atoi(f.MaxAttempts)
+		if err != nil {
+			errs["max_attempts"] = "must be a whole number"
+		}
+		in.MaxAttempts = n
+	}
+	for _, l := range limitLabels {
+		l.Value = strings.TrimSpace(c.PostForm("limits." + l.Key))
+		if l.Value != "" {
+			n, err := strconv.Atoi(l.Value)
+			if err != nil {
+				errs["limits."+l.Key] = "must be a whole number (0 means no limit)"
+			}
+			*limitValue(&in.Limits, l.Key) = n
+		}
+		f.Limits = append(f.Limits, l)
+	}
+	required, optional := channels.ConfigKeys(in.Platform)
+	values := map[string]string{}
+	for _, k := range append(slices.Clone(required), optional...) {
+		v := strings.TrimSpace(c.PostForm("config." + k))
+		secret := slices.Contains(channels.SecretKeys[in.Platform], k)
+		switch {
+		case secret && c.PostForm("config."+k+".clear") == "true" && !slices.Contains(required, k):
+			in.Config[k] = "" // cleared on purpose
+		case v == "" && secret && old != nil && old.Platform == in.Platform:
+			// Left empty: AccountFromInput keeps the stored secret.
+		case v == "" && !slices.Contains(required, k):
+			// An optional setting left empty takes its default.
+		default:
+			in.Config[k] = v
+		}
+		if !secret {
+			values[k] = v
+		}
+	}
+	f.Config = configFields(in.Platform, values, old)
+	f.Warnings = models.LimitWarnings(in.Limits)
+	return in, f, errs
+}
+
+// Accounts lists the accounts with their health, limits and live usage.
+func (h *Handlers) Accounts(c *gin.Context) {
+	h.renderAccounts(c, http.StatusOK, nil)
+}
+
+func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]string) {
+	ctx := c.Request.Context()
+	list, err := h.Store.Accounts(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	rows := make([]views.AccountListRow, len(list))
+	for i, a := range list {
+		rows[i] = views.AccountListRow{Account: a, Warnings: models.LimitWarnings(a.Limits)}
+	}
+	render(c, status, views.AccountsPage(page(c, "Accounts", "accounts"), rows, h.accountUsage(c, list), noticeOf(c), errs))
+}
+
+// accountUsage reads each account's current use of its limits.
+func (h *Handlers) accountUsage(c *gin.Context, list []models.Account) []views.AccountRow {
+	out := make([]views.AccountRow, len(list))
+	for i, a := range list {
+		row := views.AccountRow{Name: a.Name, Platform: a.Platform, Enabled: a.Enabled, Healthy: a.Healthy, HealthNote: a.HealthNote}
+		usage, err := h.Limiter.Usage(c.Request.Context(), a.ID, a.Limits)
+		if err != nil {
+			row.UsageError = err.Error()
+		}
+		for _, u := range usage {
+			row.Usage = append(row.Usage, views.UsageRow{Window: u.Window, Used: u.Used, Limit: u.Limit})
+		}
+		out[i] = row
+	}
+	return out
+}
+
+// AccountsUsage renders the live usage of every account (an htmx partial polled every 2 s).
+func (h *Handlers) AccountsUsage(c *gin.Context) {
+	list, err := h.Store.Accounts(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, http.StatusOK, views.AccountsUsage(h.accountUsage(c, list)))
+}
+
+// AccountUsage is GET /accounts/:name/usage: the account's use of each limited window, as JSON.
+func (h *Handlers) AccountUsage(c *gin.Context) {
+	a, err := h.Store.AccountByName(c.Request.Context(), c.Param("name"))
+	if isNotFound(err) {
+		APIError(c, http.StatusNotFound, "not_found", "no such account", "")
+		return
+	}
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	usage, err := h.Limiter.Usage(c.Request.Context(), a.ID, a.Limits)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	if usage == nil {
+		usage = []tasks.Usage{}
+	}
+	c.JSON(http.StatusOK, usage)
+}
+
+// AccountConfigFields renders the settings of ?platform= for the form (an htmx partial).
+func (h *Handlers) AccountConfigFields(c *gin.Context) {
+	var stored *models.Account
+	if name := c.Query("account"); name != "" {
+		if a, err := h.Store.AccountByName(c.Request.Context(), name); err == nil {
+			stored = a
+		}
+	}
+	values := map[string]string{}
+	if stored != nil && stored.Platform == c.Query("platform") {
+		values = stored.Config
+	}
+	render(c, http.StatusOK, views.AccountConfigFields(configFields(c.Query("platform"), values, stored), nil))
+}
+
+// NewAccountForm shows an empty account form.
+func (h *Handlers) NewAccountForm(c *gin.Context) {
+	a := &models.Account{Platform: channels.Platforms[0], Enabled: true, MaxAttempts: models.DefaultMaxAttempts}
+	render(c, http.StatusOK, views.AccountFormPage(page(c, "New account", "accounts"), accountForm(a, "", nil), nil))
+}
+
+// CreateAccount saves a new account through the API's validation.
+func (h *Handlers) CreateAccount(c *gin.Context) {
+	h.saveAccount(c, nil)
+}
+
+// storedAccount loads the account named in the path, or shows 404.
+func (h *Handlers) storedAccount(c *gin.Context) (*models.Account, bool) {
+	a, err := h.Store.AccountByName(c.Request.Context(), c.Param("name"))
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "There is no account named "+c.Param("name")+".")
+		return nil, false
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return nil, false
+	}
+	return a, true
+}
+
+// EditAccountForm shows an account's form, its secrets left empty.
+func (h *Handlers) EditAccountForm(c *gin.Context) {
+	if a, ok := h.storedAccount(c); ok {
+		render(c, http.StatusOK, views.AccountFormPage(page(c, a.Name, "accounts"), accountForm(a, a.Name, a), nil))
+	}
+}
+
+// UpdateAccount saves an account's changes; empty secret inputs keep the stored secrets.
+func (h *Handlers) UpdateAccount(c *gin.Context) {
+	if old, ok := h.storedAccount(c); ok {
+		h.saveAccount(c, old)
+	}
+}
+
+func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
+	in, f, errs := accountInput(c, old)
+	title := "New account"
+	if old != nil {
+		title = old.Name
+	}
+	if len(errs) > 0 {
+		render(c, http.StatusUnprocessableEntity, views.AccountFormPage(page(c, title, "accounts"), f, errs))
+		return
+	}
+	a, err := AccountFromInput(in, old)
+	if err == nil {
+		err = h.Store.SaveAccount(c.Request.Context(), a)
+	}
+	if fe, ok := fieldErrors(err); ok {
+		render(c, http.StatusUnprocessableEntity, views.AccountFormPage(page(c, title, "accounts"), f, fe))
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.accountsChanged()
+	action, notice := "account.create", "created"
+	if old != nil {
+		action, notice = "account.update", "saved"
+	}
+	h.audit(c, CurrentUser(c).Username, action, "account", a.Name, a.Platform)
+	redirectNotice(c, "/accounts", notice, "account "+a.Name)
+}
+
+// SetAccountEnabled enables or disables an account.
+func (h *Handlers) SetAccountEnabled(c *gin.Context) {
+	a, ok := h.storedAccount(c)
+	if !ok {
+		return
+	}
+	a.Enabled = c.PostForm("enabled") == "true"
+	if err := h.Store.SaveAccount(c.Request.Context(), a); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.accountsChanged()
+	action, notice := "account.disable", "disabled"
+	if a.Enabled {
+		action, notice = "account.enable", "enabled"
+	}
+	h.audit(c, CurrentUser(c).Username, action, "account", a.Name, "")
+	redirectNotice(c, "/accounts", notice, "account "+a.Name)
+}
+
+// DeleteAccount removes an account that has no undelivered messages.
+func (h *Handlers) DeleteAccount(c *gin.Context) {
+	a, ok := h.storedAccount(c)
+	if !ok {
+		return
+	}
+	err := h.Store.DeleteAccount(c.Request.Context(), a.ID)
+	if errors.Is(err, models.ErrInUse) {
+		h.renderAccounts(c, http.StatusConflict, map[string]string{"": "Account " + a.Name +
+			" has undelivered messages (pending, sending or failed), so it cannot be deleted. Disable it instead, or wait until they are delivered or cancelled."})
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.accountsChanged()
+	h.audit(c, CurrentUser(c).Username, "account.delete", "account", a.Name, a.Platform)
+	redirectNotice(c, "/accounts", "deleted", "account "+a.Name)
+}

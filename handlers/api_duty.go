@@ -1,0 +1,302 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/dispatch"
+	"herald/models"
+)
+
+// externalIDs maps recipient ids to external ids for the given ids.
+func (h *Handlers) externalIDs(c *gin.Context, ids []int64) (map[int64]models.Recipient, error) {
+	people, err := h.Store.RecipientsByIDs(c.Request.Context(), ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int64]models.Recipient, len(people))
+	for _, p := range people {
+		out[p.ID] = p
+	}
+	return out, nil
+}
+
+// headOfficeByExternalID resolves external ids to head-office recipients, or returns a
+// FieldError naming field for the first unknown or branch person.
+func (h *Handlers) headOfficeByExternalID(c *gin.Context, field string, ids []string) ([]models.Recipient, error) {
+	people, err := h.Store.RecipientsByExternalIDs(c.Request.Context(), ids)
+	if err != nil {
+		return nil, err
+	}
+	byExt := map[string]models.Recipient{}
+	for _, p := range people {
+		byExt[p.ExternalID] = p
+	}
+	out := make([]models.Recipient, 0, len(ids))
+	for i, id := range ids {
+		p, ok := byExt[id]
+		f := fmt.Sprintf("%s[%d]", field, i)
+		if field == "" {
+			f = "recipient"
+		}
+		switch {
+		case !ok:
+			return nil, &models.FieldError{Field: f, Message: fmt.Sprintf("no recipient has external_id %q", id)}
+		case p.OrgType != models.HeadOffice:
+			return nil, &models.FieldError{Field: f, Message: fmt.Sprintf("%s is branch staff, who always receive; only head-office staff have duty", id)}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// APIGetDutyWeek is GET /api/v1/duty/week: {"1":["E1001"],…,"7":[]}.
+func (h *Handlers) APIGetDutyWeek(c *gin.Context) {
+	week, err := h.Store.DutyWeek(c.Request.Context())
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	var ids []int64
+	for _, list := range week {
+		ids = append(ids, list...)
+	}
+	people, err := h.externalIDs(c, ids)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := map[string][]string{}
+	for day := 1; day <= 7; day++ {
+		names := []string{}
+		for _, id := range week[day] {
+			names = append(names, people[id].ExternalID)
+		}
+		slices.Sort(names)
+		out[strconv.Itoa(day)] = names
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// APIPutDutyWeek is PUT /api/v1/duty/week: replaces the whole weekly roster. Weekdays
+// left out of the body get an empty roster.
+func (h *Handlers) APIPutDutyWeek(c *gin.Context) {
+	var body map[string][]string
+	if !decodeJSON(c, &body) {
+		return
+	}
+	week := models.Week{}
+	for key, ids := range body {
+		day, err := strconv.Atoi(key)
+		if err != nil || day < 1 || day > 7 {
+			APIError(c, http.StatusUnprocessableEntity, "validation_failed", "keys are weekdays 1 (Monday) to 7 (Sunday)", key)
+			return
+		}
+		people, err := h.headOfficeByExternalID(c, key, ids)
+		if err != nil {
+			h.apiFail(c, err)
+			return
+		}
+		for _, p := range people {
+			week[day] = append(week[day], p.ID)
+		}
+	}
+	if err := h.Store.ReplaceDutyWeek(c.Request.Context(), week); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.auditAPI(c, "duty.week.replace", "duty", "week", "")
+	h.APIGetDutyWeek(c)
+}
+
+type overrideJSON struct {
+	Date      string `json:"date"`
+	Recipient string `json:"recipient"`
+	Action    string `json:"action"`
+	Note      string `json:"note"`
+}
+
+// dateRange reads from/to query dates, defaulting to [today-7d, today+60d].
+func (h *Handlers) dateRange(c *gin.Context, back, ahead int) (string, string, bool) {
+	today := time.Now().In(h.Dispatch.Location)
+	from, to := c.Query("from"), c.Query("to")
+	if from == "" {
+		from = today.AddDate(0, 0, -back).Format(time.DateOnly)
+	}
+	if to == "" {
+		to = today.AddDate(0, 0, ahead).Format(time.DateOnly)
+	}
+	for field, v := range map[string]string{"from": from, "to": to} {
+		if err := models.ValidDate(field, v); err != nil {
+			h.apiFail(c, err)
+			return "", "", false
+		}
+	}
+	return from, to, true
+}
+
+// APIListOverrides is GET /api/v1/duty/overrides?from=&to=.
+func (h *Handlers) APIListOverrides(c *gin.Context) {
+	from, to, ok := h.dateRange(c, 7, 60)
+	if !ok {
+		return
+	}
+	list, err := h.Store.OverridesBetween(c.Request.Context(), from, to)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	ids := make([]int64, len(list))
+	for i, o := range list {
+		ids[i] = o.RecipientID
+	}
+	people, err := h.externalIDs(c, ids)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := make([]overrideJSON, len(list))
+	for i, o := range list {
+		out[i] = overrideJSON{Date: o.Date, Recipient: people[o.RecipientID].ExternalID, Action: o.Action, Note: o.Note}
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// APIPutOverride is PUT /api/v1/duty/overrides: adds or removes a person on a date.
+func (h *Handlers) APIPutOverride(c *gin.Context) {
+	var body overrideJSON
+	if !decodeJSON(c, &body) {
+		return
+	}
+	people, err := h.headOfficeByExternalID(c, "", []string{body.Recipient})
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	o := &models.DutyOverride{Date: body.Date, RecipientID: people[0].ID, Action: body.Action, Note: body.Note}
+	if err := h.Store.SetOverride(c.Request.Context(), o); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.auditAPI(c, "duty.override.set", "duty", body.Date, body.Action+" "+body.Recipient)
+	c.JSON(http.StatusOK, body)
+}
+
+// APIDeleteOverride is DELETE /api/v1/duty/overrides?date=&recipient=.
+func (h *Handlers) APIDeleteOverride(c *gin.Context) {
+	date, ext := c.Query("date"), c.Query("recipient")
+	if err := models.ValidDate("date", date); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	people, err := h.Store.RecipientsByExternalIDs(c.Request.Context(), []string{ext})
+	if err != nil || len(people) == 0 {
+		APIError(c, http.StatusNotFound, "not_found", "no override for that recipient on that date", "")
+		return
+	}
+	if err := h.Store.DeleteOverride(c.Request.Context(), date, people[0].ID); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.auditAPI(c, "duty.override.delete", "duty", date, ext)
+	c.Status(http.StatusNoContent)
+}
+
+type holidayJSON struct {
+	Date      string `json:"date"`
+	Kind      string `json:"kind"`
+	AsWeekday *int   `json:"as_weekday,omitempty"`
+	Name      string `json:"name"`
+}
+
+// APIListHolidays is GET /api/v1/duty/holidays?from=&to=.
+func (h *Handlers) APIListHolidays(c *gin.Context) {
+	from, to, ok := h.dateRange(c, 30, 366)
+	if !ok {
+		return
+	}
+	list, err := h.Store.HolidaysBetween(c.Request.Context(), from, to)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := make([]holidayJSON, len(list))
+	for i, d := range list {
+		out[i] = holidayJSON{Date: d.Date, Kind: d.Kind, AsWeekday: d.AsWeekday, Name: d.Name}
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// APIPutHolidays is PUT /api/v1/duty/holidays: an array of days off and make-up
+// workdays, each replacing the entry of its date; all or nothing.
+func (h *Handlers) APIPutHolidays(c *gin.Context) {
+	var body []holidayJSON
+	if !decodeJSON(c, &body) {
+		return
+	}
+	list := make([]models.Holiday, len(body))
+	for i, d := range body {
+		list[i] = models.Holiday{Date: d.Date, Kind: d.Kind, AsWeekday: d.AsWeekday, Name: d.Name}
+	}
+	if err := h.Store.SetHolidays(c.Request.Context(), list); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.auditAPI(c, "duty.holidays.set", "duty", "holidays", fmt.Sprintf("%d dates", len(list)))
+	c.JSON(http.StatusOK, gin.H{"saved": len(list)})
+}
+
+// APIDeleteHoliday is DELETE /api/v1/duty/holidays/:date.
+func (h *Handlers) APIDeleteHoliday(c *gin.Context) {
+	if err := h.Store.DeleteHoliday(c.Request.Context(), c.Param("date")); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.auditAPI(c, "duty.holiday.delete", "duty", c.Param("date"), "")
+	c.Status(http.StatusNoContent)
+}
+
+// APIRoster is GET /api/v1/duty/roster?date=YYYY-MM-DD: who is on duty that date.
+func (h *Handlers) APIRoster(c *gin.Context) {
+	date := c.DefaultQuery("date", time.Now().In(h.Dispatch.Location).Format(time.DateOnly))
+	day, err := time.ParseInLocation(time.DateOnly, date, h.Dispatch.Location)
+	if err != nil {
+		APIError(c, http.StatusUnprocessableEntity, "validation_failed", "date must be YYYY-MM-DD", "date")
+		return
+	}
+	roster, err := h.Dispatch.RosterOn(c.Request.Context(), day.Add(12*time.Hour))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	ids := make([]int64, 0, len(roster.OnDuty))
+	for id := range roster.OnDuty {
+		ids = append(ids, id)
+	}
+	people, err := h.externalIDs(c, ids)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	type person struct {
+		ExternalID string `json:"external_id"`
+		Name       string `json:"name"`
+	}
+	onDuty := []person{}
+	for _, p := range people {
+		onDuty = append(onDuty, person{p.ExternalID, p.Name})
+	}
+	slices.SortFunc(onDuty, func(a, b person) int { return strings.Compare(a.ExternalID, b.ExternalID) })
+	var holiday *holidayJSON
+	if roster.Holiday != nil {
+		holiday = &holidayJSON{Date: roster.Holiday.Date, Kind: roster.Holiday.Kind, AsWeekday: roster.Holiday.AsWeekday, Name: roster.Holiday.Name}
+	}
+	_, weekday := dispatch.DateOf(day.Add(12*time.Hour), h.Dispatch.Location)
+	c.JSON(http.StatusOK, gin.H{"date": roster.Date, "weekday": weekday, "holiday": holiday, "on_duty": onDuty, "configured": !roster.Empty()})
+}

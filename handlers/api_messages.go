@@ -1,0 +1,268 @@
+package handlers
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/dispatch"
+	"herald/models"
+)
+
+// sendRequest is the body of POST /api/v1/messages (DESIGN.md section 8).
+type sendRequest struct {
+	Platform       string            `json:"platform"`
+	Account        string            `json:"account"`
+	Recipients     []string          `json:"recipients"`
+	ToOnDuty       bool              `json:"to_on_duty"`
+	Template       string            `json:"template"`
+	Variables      map[string]string `json:"variables"`
+	Content        *sendContent      `json:"content"`
+	Priority       string            `json:"priority"`
+	SendAt         *string           `json:"send_at"`
+	IdempotencyKey string            `json:"idempotency_key"`
+}
+
+type sendContent struct {
+	Subject string `json:"subject"`
+	Text    string `json:"text"`
+}
+
+type messageRef struct {
+	ID        string `json:"id"`
+	Recipient string `json:"recipient"`
+	Status    string `json:"status"`
+}
+
+type sendResponse struct {
+	BatchID  string         `json:"batch_id"`
+	Accepted int            `json:"accepted"`
+	Messages []messageRef   `json:"messages"`
+	Skipped  models.Reasons `json:"skipped"`
+	Rejected models.Reasons `json:"rejected"`
+}
+
+// parseSendAt requires an RFC 3339 time with an offset: a bare local time is ambiguous.
+func parseSendAt(s *string) (*time.Time, error) {
+	if s == nil || *s == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *s)
+	if err != nil {
+		if _, e2 := time.Parse("2006-01-02T15:04:05", *s); e2 == nil {
+			return nil, &models.FieldError{Field: "send_at", Message: "must include a UTC offset, e.g. 2026-11-22T09:00:00+08:00"}
+		}
+		return nil, &models.FieldError{Field: "send_at", Message: "must be an RFC 3339 time, e.g. 2026-11-22T09:00:00+08:00"}
+	}
+	return &t, nil
+}
+
+// SendMessages is POST /api/v1/messages: intake through dispatch, idempotent by key.
+func (h *Handlers) SendMessages(c *gin.Context) {
+	var body sendRequest
+	if !decodeJSON(c, &body) {
+		return
+	}
+	key := CurrentAPIKey(c)
+	sendAt, err := parseSendAt(body.SendAt)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	req := dispatch.Request{Source: "api", Actor: "apikey:" + key.Name, APIKeyID: &key.ID,
+		Platform: body.Platform, Account: body.Account, Recipients: body.Recipients, ToOnDuty: body.ToOnDuty,
+		Template: body.Template, Variables: body.Variables, Priority: body.Priority, SendAt: sendAt,
+		IdempotencyKey: body.IdempotencyKey, AuditIP: c.ClientIP()}
+	if body.Content != nil {
+		req.Subject, req.Text = body.Content.Subject, body.Content.Text
+	}
+	ctx := c.Request.Context()
+	if err := dispatch.CheckIdempotencyKey(req.IdempotencyKey); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	if req.IdempotencyKey != "" {
+		canonical, _ := json.Marshal(body)
+		sum := sha256.Sum256(canonical)
+		req.RequestHash = hex.EncodeToString(sum[:])
+		prev, err := h.Store.BeginIdempotent(ctx, key.ID, req.IdempotencyKey, req.RequestHash)
+		switch {
+		case errors.Is(err, models.ErrIdempotencyMismatch):
+			APIError(c, http.StatusUnprocessableEntity, "idempotency_mismatch", "this idempotency_key was used with a different request", "idempotency_key")
+			return
+		case errors.Is(err, models.ErrIdempotencyInFlight):
+			APIError(c, http.StatusConflict, "idempotency_in_flight", "a request with this idempotency_key is still being processed; retry shortly", "idempotency_key")
+			return
+		case err != nil:
+			h.apiFail(c, err)
+			return
+		case prev != nil:
+			c.Header("Idempotent-Replayed", "true")
+			c.Data(prev.StatusCode, "application/json; charset=utf-8", []byte(*prev.Response))
+			return
+		}
+		req.Respond = func(res *dispatch.Result) (int, []byte) {
+			b, _ := json.Marshal(newSendResponse(res))
+			return http.StatusAccepted, b
+		}
+	}
+	res, err := h.Dispatch.Submit(ctx, req)
+	if err != nil {
+		if req.IdempotencyKey != "" {
+			if aerr := h.Store.AbortIdempotent(ctx, key.ID, req.IdempotencyKey); aerr != nil {
+				h.Log.Error("abort idempotent request", "error", aerr)
+			}
+		}
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusAccepted, newSendResponse(res))
+}
+
+func newSendResponse(res *dispatch.Result) sendResponse {
+	out := sendResponse{BatchID: res.Batch.ID, Accepted: len(res.Messages), Messages: make([]messageRef, len(res.Messages)),
+		Skipped: nonNil(res.Skipped), Rejected: nonNil(res.Rejected)}
+	for i, m := range res.Messages {
+		out.Messages[i] = messageRef{ID: m.ID, Recipient: res.Names[m.RecipientID], Status: string(m.Status)}
+	}
+	return out
+}
+
+func nonNil(r models.Reasons) models.Reasons {
+	if r == nil {
+		return models.Reasons{}
+	}
+	return r
+}
+
+// attemptJSON is one provider call in a message's history.
+type attemptJSON struct {
+	N            int       `json:"n"`
+	StartedAt    time.Time `json:"started_at"`
+	DurationMs   int       `json:"duration_ms"`
+	Outcome      string    `json:"outcome"`
+	ErrorClass   string    `json:"error_class,omitempty"`
+	ProviderCode string    `json:"provider_code,omitempty"`
+	Error        string    `json:"error,omitempty"`
+}
+
+type messageJSON struct {
+	ID                string        `json:"id"`
+	BatchID           string        `json:"batch_id"`
+	Recipient         string        `json:"recipient"`
+	Platform          string        `json:"platform"`
+	Address           string        `json:"address"`
+	Status            string        `json:"status"`
+	Priority          string        `json:"priority"`
+	Attempts          int           `json:"attempts"`
+	MaxAttempts       int           `json:"max_attempts"`
+	SendAt            time.Time     `json:"send_at"`
+	NextAttemptAt     *time.Time    `json:"next_attempt_at"`
+	ErrorClass        string        `json:"error_class"`
+	LastError         string        `json:"last_error"`
+	ProviderMessageID string        `json:"provider_message_id"`
+	CreatedAt         time.Time     `json:"created_at"`
+	SentAt            *time.Time    `json:"sent_at"`
+	History           []attemptJSON `json:"history"`
+}
+
+// GetMessage is GET /api/v1/messages/:id: the message, its state and its attempts.
+func (h *Handlers) GetMessage(c *gin.Context) {
+	ctx := c.Request.Context()
+	m, err := h.Store.MessageWithRecipient(ctx, c.Param("id"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	attempts, err := h.Store.AttemptsOf(ctx, m.ID)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := messageJSON{ID: m.ID, BatchID: m.BatchID, Recipient: m.RecipientExternalID, Platform: m.Platform, Address: m.Address,
+		Status: string(m.Status), Priority: m.Priority, Attempts: m.Attempts, MaxAttempts: m.MaxAttempts, SendAt: m.SendAt,
+		NextAttemptAt: m.NextAttemptAt, ErrorClass: m.ErrorClass, LastError: m.LastError, ProviderMessageID: m.ProviderMessageID,
+		CreatedAt: m.CreatedAt, SentAt: m.SentAt, History: make([]attemptJSON, len(attempts))}
+	if m.Status.Terminal() || m.Status == models.StatusSending {
+		out.NextAttemptAt = nil
+	}
+	for i, a := range attempts {
+		out.History[i] = attemptJSON{N: a.N, StartedAt: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,
+			ErrorClass: a.ErrorClass, ProviderCode: a.ProviderCode, Error: a.Error}
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// GetBatch is GET /api/v1/batches/:id: counts by status, skipped and rejected.
+func (h *Handlers) GetBatch(c *gin.Context) {
+	ctx := c.Request.Context()
+	b, err := h.Store.BatchByID(ctx, c.Param("id"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	counts, err := h.Store.BatchStatusCounts(ctx, b.ID)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	byStatus := map[string]int{}
+	for _, s := range models.AllStatuses {
+		byStatus[string(s)] = counts[s]
+	}
+	c.JSON(http.StatusOK, gin.H{"id": b.ID, "source": b.Source, "platform": b.Platform, "priority": b.Priority,
+		"send_at": b.SendAt, "created_at": b.CreatedAt, "to_on_duty": b.ToOnDuty, "requested": b.Requested,
+		"accepted": b.Accepted, "counts": byStatus, "skipped": nonNil(b.Skipped), "rejected": nonNil(b.Rejected)})
+}
+
+// CancelMessage is POST /api/v1/messages/:id/cancel.
+func (h *Handlers) CancelMessage(c *gin.Context) {
+	h.changeMessage(c, "cancel")
+}
+
+// RetryMessage is POST /api/v1/messages/:id/retry.
+func (h *Handlers) RetryMessage(c *gin.Context) {
+	h.changeMessage(c, "retry")
+}
+
+func (h *Handlers) changeMessage(c *gin.Context, op string) {
+	ctx := c.Request.Context()
+	id := c.Param("id")
+	m, err := h.Store.MessageByID(ctx, id)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	if op == "cancel" {
+		if err = h.Store.CancelMessage(ctx, id); err == nil {
+			h.Stats.Count(m.AccountID, "cancelled", 1)
+		}
+	} else {
+		err = h.Dispatch.Retry(ctx, m)
+	}
+	if errors.Is(err, models.ErrStateChanged) {
+		allowed := "pending or failed"
+		if op == "retry" {
+			allowed = "stopped"
+		}
+		APIError(c, http.StatusConflict, "invalid_state", fmt.Sprintf("the message is %s; only %s messages can be %s", m.Status, allowed, map[string]string{"cancel": "cancelled", "retry": "retried"}[op]), "")
+		return
+	}
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.auditAPI(c, "message."+op, "message", id, "")
+	m, err = h.Store.MessageByID(ctx, id)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"id": m.ID, "status": m.Status})
+}

@@ -1,0 +1,114 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/models"
+)
+
+// recipientJSON is the API's recipient shape (DESIGN.md section 8).
+type recipientJSON struct {
+	ExternalID  string         `json:"external_id"`
+	Name        string         `json:"name"`
+	OrgType     models.OrgType `json:"org_type"`
+	Branch      string         `json:"branch"`
+	Department  string         `json:"department"`
+	TianyuanID  string         `json:"tianyuan_id"`
+	ZhaohuID    string         `json:"zhaohu_id"`
+	WecomUserid string         `json:"wecom_userid"`
+	Email       string         `json:"email"`
+	Active      *bool          `json:"active"`
+}
+
+func (r recipientJSON) model() models.Recipient {
+	active := r.Active == nil || *r.Active
+	return models.Recipient{ExternalID: r.ExternalID, Name: r.Name, OrgType: r.OrgType, Branch: r.Branch,
+		Department: r.Department, TianyuanID: r.TianyuanID, ZhaohuID: r.ZhaohuID, WecomUserid: r.WecomUserid,
+		Email: r.Email, Active: active}
+}
+
+func toRecipientJSON(r models.Recipient) recipientJSON {
+	active := r.Active
+	return recipientJSON{ExternalID: r.ExternalID, Name: r.Name, OrgType: r.OrgType, Branch: r.Branch,
+		Department: r.Department, TianyuanID: r.TianyuanID, ZhaohuID: r.ZhaohuID, WecomUserid: r.WecomUserid,
+		Email: r.Email, Active: &active}
+}
+
+// APIListRecipients is GET /api/v1/recipients?q=&org_type=&branch=&active=&after=&limit=.
+func (h *Handlers) APIListRecipients(c *gin.Context) {
+	f := models.RecipientFilter{Query: c.Query("q"), OrgType: models.OrgType(c.Query("org_type")),
+		Branch: c.Query("branch"), After: c.Query("after")}
+	if v := c.Query("active"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			APIError(c, http.StatusUnprocessableEntity, "validation_failed", "active must be true or false", "active")
+			return
+		}
+		f.Active = &b
+	}
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			APIError(c, http.StatusUnprocessableEntity, "validation_failed", "limit must be 1 to 1000", "limit")
+			return
+		}
+		f.Limit = n
+	}
+	list, err := h.Store.ListRecipients(c.Request.Context(), f)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := make([]recipientJSON, len(list))
+	for i, r := range list {
+		out[i] = toRecipientJSON(r)
+	}
+	next := ""
+	if f.Limit > 0 && len(list) == f.Limit || f.Limit == 0 && len(list) == 100 {
+		next = list[len(list)-1].ExternalID
+	}
+	c.JSON(http.StatusOK, gin.H{"recipients": out, "next": next})
+}
+
+// maxUpsert bounds one bulk upsert.
+const maxUpsert = 10000
+
+// APIUpsertRecipients is PUT /api/v1/recipients: a JSON array of recipients, created or
+// updated by external_id, all or nothing.
+func (h *Handlers) APIUpsertRecipients(c *gin.Context) {
+	var body []recipientJSON
+	if !decodeJSON(c, &body) {
+		return
+	}
+	if len(body) == 0 || len(body) > maxUpsert {
+		APIError(c, http.StatusUnprocessableEntity, "validation_failed", fmt.Sprintf("send 1 to %d recipients", maxUpsert), "")
+		return
+	}
+	list := make([]models.Recipient, len(body))
+	seen := map[string]int{}
+	for i, r := range body {
+		list[i] = r.model()
+		if err := models.ValidateRecipient(&list[i]); err != nil {
+			fe := err.(*models.FieldError)
+			APIError(c, http.StatusUnprocessableEntity, "validation_failed", fe.Message, fmt.Sprintf("[%d].%s", i, fe.Field))
+			return
+		}
+		if j, dup := seen[list[i].ExternalID]; dup {
+			APIError(c, http.StatusUnprocessableEntity, "validation_failed",
+				fmt.Sprintf("external_id %s also appears at [%d]", list[i].ExternalID, j), fmt.Sprintf("[%d].external_id", i))
+			return
+		}
+		seen[list[i].ExternalID] = i
+	}
+	res, err := h.Store.UpsertRecipients(c.Request.Context(), list)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.auditAPI(c, "recipients.upsert", "recipient", "", fmt.Sprintf("%d created, %d updated", res.Created, res.Updated))
+	c.JSON(http.StatusOK, res)
+}

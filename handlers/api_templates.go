@@ -1,0 +1,114 @@
+package handlers
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/dispatch"
+	"herald/models"
+)
+
+// templateJSON is the API's template shape (DESIGN.md section 8).
+type templateJSON struct {
+	Name      string   `json:"name"`
+	MsgType   string   `json:"msg_type"`
+	Subject   string   `json:"subject"`
+	Body      string   `json:"body"`
+	Variables []string `json:"variables"`
+}
+
+func toTemplateJSON(t models.Template) templateJSON {
+	vars := []string(t.Variables)
+	if vars == nil {
+		vars = []string{}
+	}
+	return templateJSON{Name: t.Name, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, Variables: vars}
+}
+
+// templateFrom validates a template body with the same rule the console uses.
+func templateFrom(body templateJSON) (*models.Template, error) {
+	t := &models.Template{Name: strings.TrimSpace(body.Name), MsgType: body.MsgType, Subject: body.Subject,
+		Body: body.Body, Variables: models.StringList(body.Variables)}
+	if t.MsgType == "" {
+		t.MsgType = "text"
+	}
+	if _, err := dispatch.CompileTemplate(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// APIListTemplates is GET /api/v1/templates.
+func (h *Handlers) APIListTemplates(c *gin.Context) {
+	list, err := h.Store.Templates(c.Request.Context())
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := make([]templateJSON, len(list))
+	for i, t := range list {
+		out[i] = toTemplateJSON(t)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// APIGetTemplate is GET /api/v1/templates/:name.
+func (h *Handlers) APIGetTemplate(c *gin.Context) {
+	t, err := h.Store.TemplateByName(c.Request.Context(), c.Param("name"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toTemplateJSON(*t))
+}
+
+// APICreateTemplate is POST /api/v1/templates.
+func (h *Handlers) APICreateTemplate(c *gin.Context) {
+	var body templateJSON
+	if !decodeJSON(c, &body) {
+		return
+	}
+	t, err := templateFrom(body)
+	if err == nil {
+		err = h.Store.CreateTemplate(c.Request.Context(), t)
+	}
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.auditAPI(c, "template.create", "template", t.Name, "")
+	c.JSON(http.StatusCreated, toTemplateJSON(*t))
+}
+
+// APIUpdateTemplate is PUT /api/v1/templates/:name.
+func (h *Handlers) APIUpdateTemplate(c *gin.Context) {
+	var body templateJSON
+	if !decodeJSON(c, &body) {
+		return
+	}
+	if body.Name == "" {
+		body.Name = c.Param("name")
+	}
+	t, err := templateFrom(body)
+	if err == nil {
+		err = h.Store.UpdateTemplate(c.Request.Context(), c.Param("name"), t)
+	}
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.auditAPI(c, "template.update", "template", t.Name, "")
+	c.JSON(http.StatusOK, toTemplateJSON(*t))
+}
+
+// APIDeleteTemplate is DELETE /api/v1/templates/:name.
+func (h *Handlers) APIDeleteTemplate(c *gin.Context) {
+	if err := h.Store.DeleteTemplate(c.Request.Context(), c.Param("name")); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.auditAPI(c, "template.delete", "template", c.Param("name"), "")
+	c.Status(http.StatusNoContent)
+}

@@ -1,0 +1,74 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/models"
+	"herald/views"
+)
+
+// APIKeys lists API keys.
+func (h *Handlers) APIKeys(c *gin.Context) {
+	h.renderAPIKeys(c, http.StatusOK, views.APIKeyForm{Scopes: map[string]bool{models.ScopeSend: true}}, nil)
+}
+
+func (h *Handlers) renderAPIKeys(c *gin.Context, status int, f views.APIKeyForm, errs map[string]string) {
+	list, err := h.Store.APIKeys(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, status, views.APIKeysPage(page(c, "API keys", "apikeys"), views.APIKeys{List: list, Form: f, Notice: noticeOf(c)}, errs))
+}
+
+// CreateAPIKey makes a key and shows its secret, once.
+func (h *Handlers) CreateAPIKey(c *gin.Context) {
+	f := views.APIKeyForm{Name: c.PostForm("name"), Scopes: map[string]bool{}}
+	scopes := c.PostFormArray("scopes")
+	for _, s := range scopes {
+		f.Scopes[s] = true
+	}
+	u := CurrentUser(c)
+	k, secret, err := h.Store.CreateAPIKey(c.Request.Context(), f.Name, strings.Join(scopes, ","), u.Username)
+	if errs, ok := fieldErrors(err); ok {
+		h.renderAPIKeys(c, http.StatusUnprocessableEntity, f, errs)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, u.Username, "apikey.create", "api_key", k.Name, "hk_"+k.Prefix+" scopes "+k.Scopes)
+	// The secret is in this response only: no redirect, and no cache may keep it.
+	c.Header("Cache-Control", "no-store")
+	render(c, http.StatusCreated, views.APIKeyCreatedPage(page(c, "API key created", "apikeys"), k, secret))
+}
+
+// RevokeAPIKey revokes a key; systems using it are refused from then on.
+func (h *Handlers) RevokeAPIKey(c *gin.Context) {
+	ctx := c.Request.Context()
+	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
+	k, err := h.Store.APIKeyByID(ctx, id)
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "There is no API key "+c.Param("id")+".")
+		return
+	}
+	if err == nil {
+		err = h.Store.RevokeAPIKey(ctx, id)
+	}
+	if errors.Is(err, models.ErrStateChanged) {
+		h.renderAPIKeys(c, http.StatusConflict, views.APIKeyForm{Scopes: map[string]bool{}}, map[string]string{"": "API key " + k.Name + " was already revoked."})
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "apikey.revoke", "api_key", k.Name, "hk_"+k.Prefix)
+	redirectNotice(c, "/api-keys", "revoked", "API key "+k.Name)
+}

@@ -1,0 +1,113 @@
+package handlers
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/tasks"
+	"herald/views"
+)
+
+// Dashboard shows the live operations view.
+func (h *Handlers) Dashboard(c *gin.Context) {
+	d, err := h.dashboard(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, http.StatusOK, views.DashboardPage(page(c, "Dashboard", "dashboard"), d))
+}
+
+// DashboardLive renders the self-refreshing part of the dashboard (an htmx partial).
+func (h *Handlers) DashboardLive(c *gin.Context) {
+	d, err := h.dashboard(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, http.StatusOK, views.DashboardLive(d))
+}
+
+// chartMinutes is the span of the throughput chart.
+const chartMinutes = 60
+
+// dashboard gathers the dashboard from running counters and indexes only: per-minute
+// rollups (message_stats), index range counts and Redis, never a count of the messages
+// table, so it stays fast with millions of rows.
+func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
+	now := time.Now()
+	local := now.In(h.Dispatch.Location)
+	midnight := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, h.Dispatch.Location)
+	chartFrom := now.Add(-(chartMinutes - 1) * time.Minute).Truncate(time.Minute)
+	d := views.Dashboard{Now: now}
+
+	since := midnight
+	if chartFrom.Before(since) {
+		since = chartFrom
+	}
+	stats, err := h.Store.StatsSince(ctx, since)
+	if err != nil {
+		return d, err
+	}
+	for _, s := range stats {
+		if !s.Minute.Before(midnight.UTC()) {
+			d.Created += s.Created
+			d.Sent += s.Sent
+			d.Failed += s.Failed
+			d.Stopped += s.Stopped
+			d.Cancelled += s.Cancelled
+		}
+	}
+	d.Chart = views.NewChart(stats, chartFrom, chartMinutes)
+	if d.Sending, err = h.Store.CountSending(ctx); err != nil {
+		return d, err
+	}
+	if d.OldestDue, err = h.Store.OldestDue(ctx); err != nil {
+		return d, err
+	}
+	if d.Failures, err = h.Store.RecentFailures(ctx, 10); err != nil {
+		return d, err
+	}
+	if d.Batches, err = h.Store.RecentBatches(ctx, 10); err != nil {
+		return d, err
+	}
+	d.Queues, d.QueuesError = h.queues()
+	accounts, err := h.Store.Accounts(ctx)
+	if err != nil {
+		return d, err
+	}
+	for _, a := range accounts {
+		row := views.AccountRow{Name: a.Name, Platform: a.Platform, Enabled: a.Enabled, Healthy: a.Healthy, HealthNote: a.HealthNote}
+		usage, err := h.Limiter.Usage(ctx, a.ID, a.Limits)
+		if err != nil {
+			row.UsageError = err.Error()
+		}
+		for _, u := range usage {
+			row.Usage = append(row.Usage, views.UsageRow{Window: u.Window, Used: u.Used, Limit: u.Limit})
+		}
+		d.Accounts = append(d.Accounts, row)
+	}
+	return d, nil
+}
+
+// queues reads each priority queue's depth and latency from Asynq's inspector.
+func (h *Handlers) queues() ([]views.QueueRow, string) {
+	var out []views.QueueRow
+	for _, q := range []string{tasks.QueueHigh, tasks.QueueNormal, tasks.QueueLow} {
+		info, err := h.Inspector.GetQueueInfo(q)
+		if err != nil {
+			// A queue that never held a task does not exist yet: show it empty.
+			out = append(out, views.QueueRow{Name: q})
+			continue
+		}
+		out = append(out, views.QueueRow{Name: q, Pending: info.Pending, Active: info.Active,
+			Scheduled: info.Scheduled, Retry: info.Retry, Latency: info.Latency})
+	}
+	if err := h.PingRedis(context.Background()); err != nil {
+		return out, err.Error()
+	}
+	return out, ""
+}

@@ -1,0 +1,399 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/dispatch"
+	"herald/models"
+	"herald/views"
+)
+
+const (
+	// dutyStaffLimit caps the head-office staff the duty page offers for rosters.
+	dutyStaffLimit = 2000
+	// emptyRosterDays is how far ahead the duty page looks for dates nobody is on duty.
+	emptyRosterDays = 30
+	// overrideDays is how far ahead the duty page lists overrides.
+	overrideDays = 90
+)
+
+// Duty shows the duty schedule.
+func (h *Handlers) Duty(c *gin.Context) {
+	h.renderDuty(c, http.StatusOK, views.OverrideForm{}, views.HolidayForm{}, nil)
+}
+
+func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm, hf views.HolidayForm, errs map[string]string) {
+	ctx := c.Request.Context()
+	loc := h.Dispatch.Location
+	today := time.Now().In(loc)
+	d := views.Duty{OverrideForm: of, HolidayForm: hf, Notice: noticeOf(c), Year: today.Year()}
+	var err error
+	if d.Week, err = h.dutyWeek(c); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d.Roster = h.roster(ctx, c.DefaultQuery("date", today.Format(time.DateOnly)))
+	from, to := today.Format(time.DateOnly), today.AddDate(0, 0, overrideDays).Format(time.DateOnly)
+	overrides, err := h.Store.OverridesBetween(ctx, from, to)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	ids := make([]int64, len(overrides))
+	for i, o := range overrides {
+		ids[i] = o.RecipientID
+	}
+	people, err := h.externalIDs(c, ids)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	for _, o := range overrides {
+		d.Overrides = append(d.Overrides, views.OverrideRow{Override: o, Person: people[o.RecipientID]})
+	}
+	if y, err := strconv.Atoi(c.Query("year")); err == nil && y >= 2000 && y <= 2100 {
+		d.Year = y
+	}
+	if d.Holidays, err = h.Store.HolidaysBetween(ctx, fmt.Sprintf("%d-01-01", d.Year), fmt.Sprintf("%d-12-31", d.Year)); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, status, views.DutyPage(page(c, "Duty", "duty"), d, errs))
+}
+
+// dutyWeek gathers the weekly roster grid and the coming dates nobody is on duty.
+func (h *Handlers) dutyWeek(c *gin.Context) (views.DutyWeek, error) {
+	ctx := c.Request.Context()
+	week, err := h.Store.DutyWeek(ctx)
+	if err != nil {
+		return views.DutyWeek{}, err
+	}
+	var ids []int64
+	for _, list := range week {
+		ids = append(ids, list...)
+	}
+	people, err := h.externalIDs(c, ids)
+	if err != nil {
+		return views.DutyWeek{}, err
+	}
+	w := views.DutyWeek{CanEdit: CurrentUser(c).Role.Allows(models.RoleOperator)}
+	for day := 1; day <= 7; day++ {
+		d := views.DutyDay{Weekday: day}
+		for _, id := range week[day] {
+			d.People = append(d.People, people[id])
+		}
+		slices.SortFunc(d.People, func(a, b models.Recipient) int { return strings.Compare(a.Name, b.Name) })
+		w.Days = append(w.Days, d)
+	}
+	if w.Staff, err = h.Store.HeadOfficeStaff(ctx, dutyStaffLimit); err != nil {
+		return w, err
+	}
+	w.Empty, err = h.emptyRosterDates(ctx)
+	return w, err
+}
+
+// emptyRosterDates lists the dates of the next emptyRosterDays days (today included)
+// whose roster is empty. It applies the same rule as intake (dispatch.BuildRoster on the
+// store's view of each date) without logging: the page shows the warning instead.
+func (h *Handlers) emptyRosterDates(ctx context.Context) ([]views.EmptyDate, error) {
+	loc := h.Dispatch.Location
+	now := time.Now().In(loc)
+	var out []views.EmptyDate
+	for i := range emptyRosterDays {
+		noon := time.Date(now.Year(), now.Month(), now.Day()+i, 12, 0, 0, 0, loc)
+		date, weekday := dispatch.DateOf(noon, loc)
+		day, err := h.Store.DutyDayOf(ctx, date, weekday)
+		if err != nil {
+			return nil, err
+		}
+		if r := dispatch.BuildRoster(date, day); r.Empty() {
+			out = append(out, views.EmptyDate{Date: date, Weekday: weekday, Holiday: r.Holiday})
+		}
+	}
+	return out, nil
+}
+
+// roster works out who is on duty on a date, as intake would.
+func (h *Handlers) roster(ctx context.Context, date string) views.Roster {
+	loc := h.Dispatch.Location
+	day, err := time.ParseInLocation(time.DateOnly, date, loc)
+	if err != nil {
+		return views.Roster{Date: date, Error: "date must be YYYY-MM-DD"}
+	}
+	noon := day.Add(12 * time.Hour)
+	r, err := h.Dispatch.RosterOn(ctx, noon)
+	if err != nil {
+		h.Log.Error("duty roster", "date", date, "error", err)
+		return views.Roster{Date: date, Error: "the roster could not be read; the error has been logged"}
+	}
+	_, weekday := dispatch.DateOf(noon, loc)
+	out := views.Roster{Date: r.Date, Weekday: weekday, Holiday: r.Holiday}
+	ids := make([]int64, 0, len(r.OnDuty))
+	for id := range r.OnDuty {
+		ids = append(ids, id)
+	}
+	people, err := h.Store.RecipientsByIDs(ctx, ids)
+	if err != nil {
+		h.Log.Error("duty roster", "date", date, "error", err)
+		return views.Roster{Date: date, Error: "the roster could not be read; the error has been logged"}
+	}
+	slices.SortFunc(people, func(a, b models.Recipient) int { return strings.Compare(a.Name, b.Name) })
+	out.People = people
+	return out
+}
+
+// DutyRoster renders who is on duty on ?date= (an htmx partial).
+func (h *Handlers) DutyRoster(c *gin.Context) {
+	r := h.roster(c.Request.Context(), c.DefaultQuery("date", time.Now().In(h.Dispatch.Location).Format(time.DateOnly)))
+	status := http.StatusOK
+	if r.Error != "" {
+		status = http.StatusUnprocessableEntity
+	}
+	render(c, status, views.RosterResult(r))
+}
+
+// headOfficePerson resolves the recipient field of a duty form.
+func (h *Handlers) headOfficePerson(c *gin.Context) (*models.Recipient, error) {
+	ext := strings.TrimSpace(c.PostForm("recipient"))
+	if ext == "" {
+		return nil, &models.FieldError{Field: "recipient", Message: "choose a person"}
+	}
+	people, err := h.headOfficeByExternalID(c, "", []string{ext})
+	if err != nil {
+		return nil, err
+	}
+	return &people[0], nil
+}
+
+// AddDutySlot puts a head-office person on a weekday's roster.
+func (h *Handlers) AddDutySlot(c *gin.Context) {
+	weekday, _ := strconv.Atoi(c.PostForm("weekday"))
+	p, err := h.headOfficePerson(c)
+	if err == nil {
+		err = h.Store.AddDutySlot(c.Request.Context(), weekday, p.ID)
+	}
+	if err == nil {
+		h.audit(c, CurrentUser(c).Username, "duty.slot.add", "duty", "weekday "+strconv.Itoa(weekday), p.ExternalID)
+	}
+	h.afterWeekChange(c, err)
+}
+
+// RemoveDutySlot takes a person off a weekday's roster.
+func (h *Handlers) RemoveDutySlot(c *gin.Context) {
+	weekday, _ := strconv.Atoi(c.PostForm("weekday"))
+	ext := c.PostForm("recipient")
+	p, err := h.Store.RecipientByExternalID(c.Request.Context(), ext)
+	if isNotFound(err) {
+		err = &models.FieldError{Field: "recipient", Message: fmt.Sprintf("no recipient has external_id %q", ext)}
+	}
+	if err == nil {
+		err = h.Store.RemoveDutySlot(c.Request.Context(), weekday, p.ID)
+	}
+	if err == nil {
+		h.audit(c, CurrentUser(c).Username, "duty.slot.remove", "duty", "weekday "+strconv.Itoa(weekday), ext)
+	}
+	h.afterWeekChange(c, err)
+}
+
+// afterWeekChange answers a roster edit: the grid for htmx, the page otherwise.
+func (h *Handlers) afterWeekChange(c *gin.Context, err error) {
+	var fe *models.FieldError
+	if err != nil && !errors.As(err, &fe) {
+		h.serverError(c, err)
+		return
+	}
+	if !isHTMX(c) {
+		if fe != nil {
+			h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, views.HolidayForm{}, map[string]string{"": fe.Field + " " + fe.Message})
+			return
+		}
+		c.Redirect(http.StatusSeeOther, "/duty")
+		return
+	}
+	w, werr := h.dutyWeek(c)
+	if werr != nil {
+		h.serverError(c, werr)
+		return
+	}
+	status := http.StatusOK
+	if fe != nil {
+		w.Error, status = fe.Field+" "+fe.Message, http.StatusUnprocessableEntity
+	}
+	render(c, status, views.DutyWeekGrid(w))
+}
+
+// SetDutyOverride adds or removes a person on one date.
+func (h *Handlers) SetDutyOverride(c *gin.Context) {
+	f := views.OverrideForm{Date: strings.TrimSpace(c.PostForm("date")), Recipient: c.PostForm("recipient"),
+		Action: c.PostForm("action"), Note: strings.TrimSpace(c.PostForm("note"))}
+	p, err := h.headOfficePerson(c)
+	if err == nil {
+		err = h.Store.SetOverride(c.Request.Context(), &models.DutyOverride{Date: f.Date, RecipientID: p.ID, Action: f.Action, Note: f.Note})
+	}
+	if errs, ok := fieldErrors(err); ok {
+		h.renderDuty(c, http.StatusUnprocessableEntity, f, views.HolidayForm{}, errs)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "duty.override.set", "duty", f.Date, f.Action+" "+p.ExternalID)
+	redirectNotice(c, "/duty", "saved", fmt.Sprintf("the override of %s on %s", p.Name, f.Date))
+}
+
+// DeleteDutyOverride removes a person's override on a date.
+func (h *Handlers) DeleteDutyOverride(c *gin.Context) {
+	ctx := c.Request.Context()
+	date, ext := c.PostForm("date"), c.PostForm("recipient")
+	p, err := h.Store.RecipientByExternalID(ctx, ext)
+	if err == nil {
+		err = h.Store.DeleteOverride(ctx, date, p.ID)
+	}
+	if isNotFound(err) {
+		h.renderDuty(c, http.StatusNotFound, views.OverrideForm{}, views.HolidayForm{},
+			map[string]string{"": "There is no override of " + ext + " on " + date + "."})
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "duty.override.delete", "duty", date, ext)
+	redirectNotice(c, "/duty", "deleted", fmt.Sprintf("the override of %s on %s", p.Name, date))
+}
+
+// holidayFrom reads one holiday entry from the form's strings.
+func holidayFrom(date, kind, asWeekday, name string) models.Holiday {
+	hd := models.Holiday{Date: strings.TrimSpace(date), Kind: strings.TrimSpace(kind), Name: strings.TrimSpace(name)}
+	if n, err := strconv.Atoi(strings.TrimSpace(asWeekday)); err == nil {
+		hd.AsWeekday = &n
+	}
+	return hd
+}
+
+// SetDutyHoliday records a day off or a make-up workday.
+func (h *Handlers) SetDutyHoliday(c *gin.Context) {
+	f := views.HolidayForm{Date: c.PostForm("date"), Kind: c.PostForm("kind"), AsWeekday: c.PostForm("as_weekday"), Name: c.PostForm("name")}
+	hd := holidayFrom(f.Date, f.Kind, f.AsWeekday, f.Name)
+	err := h.Store.SetHoliday(c.Request.Context(), &hd)
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, f, map[string]string{"holiday." + fe.Field: fe.Message})
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "duty.holiday.set", "duty", hd.Date, hd.Kind)
+	redirectNotice(c, "/duty?year="+hd.Date[:4]+"#holidays", "saved", hd.Date)
+}
+
+// DeleteDutyHoliday removes the holiday entry of a date.
+func (h *Handlers) DeleteDutyHoliday(c *gin.Context) {
+	date := c.PostForm("date")
+	err := h.Store.DeleteHoliday(c.Request.Context(), date)
+	if isNotFound(err) {
+		h.renderDuty(c, http.StatusNotFound, views.OverrideForm{}, views.HolidayForm{}, map[string]string{"": "There is no holiday entry on " + date + "."})
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "duty.holiday.delete", "duty", date, "")
+	year := ""
+	if len(date) >= 4 {
+		year = "?year=" + date[:4]
+	}
+	redirectNotice(c, "/duty"+year, "deleted", "the holiday entry of "+date)
+}
+
+// holidayColumns are the columns of a holiday CSV file.
+var holidayColumns = []string{"date", "kind", "as_weekday", "name"}
+
+func holidayImport() views.Import {
+	return views.Import{Title: "Import holidays", Action: "/duty/holidays/import", Back: "/duty#holidays",
+		Intro:   "Load a year's days off and make-up workdays at once. Each row replaces the entry of its date; dates not in the file are kept. kind is off or workday; a workday names in as_weekday the weekday (1 = Monday … 7 = Sunday) whose roster it uses.",
+		Columns: holidayColumns, Example: "date,kind,as_weekday,name\n2026-10-01,off,,National Day\n2026-10-10,workday,5,Make-up workday"}
+}
+
+// HolidayImportForm shows the holiday CSV import.
+func (h *Handlers) HolidayImportForm(c *gin.Context) {
+	render(c, http.StatusOK, views.ImportPage(page(c, "Import holidays", "duty"), holidayImport(), nil))
+}
+
+// ImportHolidays previews a holiday CSV (mode=preview: every row checked, nothing
+// written) or applies it (mode=apply: all rows in one transaction, or none).
+func (h *Handlers) ImportHolidays(c *gin.Context) {
+	v := holidayImport()
+	p := page(c, "Import holidays", "duty")
+	text, err := importText(c)
+	if errs, ok := fieldErrors(err); ok {
+		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
+		return
+	}
+	v.CSV = text
+	rows, err := readCSV(text, holidayColumns, []string{"date", "kind"})
+	if errs, ok := fieldErrors(err); ok {
+		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
+		return
+	}
+	list := make([]models.Holiday, len(rows))
+	seen := map[string]int{}
+	for i, r := range rows {
+		list[i] = holidayFrom(r.get(holidayColumns, "date"), r.get(holidayColumns, "kind"), "", r.get(holidayColumns, "name"))
+		row := views.ImportRow{Line: r.line, Cells: r.cells, Action: "save"}
+		switch wd := r.get(holidayColumns, "as_weekday"); {
+		case r.err != "":
+			row.Error = r.err
+		default:
+			hd := holidayFrom(list[i].Date, list[i].Kind, wd, list[i].Name)
+			if _, err := strconv.Atoi(wd); wd != "" && err != nil {
+				row.Error = "as_weekday must be a weekday number, 1 (Monday) to 7 (Sunday)"
+			} else if err := models.ValidateHoliday(&hd); err != nil {
+				row.Error = fieldMessage(err)
+			} else if j, dup := seen[hd.Date]; dup {
+				row.Error = fmt.Sprintf("date %s is also on line %d", hd.Date, j)
+			}
+			list[i] = hd
+		}
+		if row.Error != "" {
+			row.Error = fmt.Sprintf("line %d: %s", r.line, row.Error)
+			v.Errors++
+		} else {
+			seen[list[i].Date] = r.line
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	v.Previewed = true
+	v.Summary = fmt.Sprintf("%d dates to save", len(list))
+	if v.Errors > 0 {
+		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, nil))
+		return
+	}
+	if c.PostForm("mode") != "apply" {
+		render(c, http.StatusOK, views.ImportPage(p, v, nil))
+		return
+	}
+	if err := h.Store.SetHolidays(c.Request.Context(), list); err != nil {
+		if _, ok := fieldErrors(err); ok {
+			render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"": fieldMessage(err)}))
+			return
+		}
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "duty.holidays.import", "duty", "holidays", fmt.Sprintf("%d dates", len(list)))
+	redirectNotice(c, "/duty?year="+list[0].Date[:4]+"#holidays", "imported", fmt.Sprintf("%d dates saved", len(list)))
+}

@@ -1,0 +1,96 @@
+// Package handlers holds Herald's thin HTTP handlers, one file per resource: each parses
+// and validates its input, calls dispatch or the store, and renders a templ view or JSON.
+package handlers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/a-h/templ"
+	"github.com/gin-gonic/gin"
+	"github.com/hibiken/asynq"
+
+	"herald/dispatch"
+	"herald/models"
+	"herald/tasks"
+	"herald/views"
+)
+
+// SessionManager starts and ends console sessions; the web package implements it.
+type SessionManager interface {
+	Start(c *gin.Context, u *models.User) error
+	End(c *gin.Context) error
+}
+
+// Handlers carries what the handlers need.
+type Handlers struct {
+	Store    *models.Store
+	Dispatch *dispatch.Dispatcher
+	Sessions SessionManager
+	Log      *slog.Logger
+	// PingRedis checks that Redis answers, for /readyz.
+	PingRedis func(context.Context) error
+	// Limiter reports accounts' current use of their limits.
+	Limiter *tasks.Limiter
+	// Inspector reads Asynq's queues for the dashboard.
+	Inspector *asynq.Inspector
+	// Stats counts message outcomes for the dashboard.
+	Stats *models.Stats
+}
+
+// UserKey is the gin context key under which the web middleware stores the signed-in user.
+const UserKey = "herald.user"
+
+// CurrentUser returns the signed-in user, or nil.
+func CurrentUser(c *gin.Context) *models.User {
+	if v, ok := c.Get(UserKey); ok {
+		if u, ok := v.(*models.User); ok {
+			return u
+		}
+	}
+	return nil
+}
+
+// page returns the layout data for a console page.
+func page(c *gin.Context, title, active string) views.Page {
+	p := views.Page{Title: title, Active: active}
+	if u := CurrentUser(c); u != nil {
+		p.Username, p.Role = u.Username, string(u.Role)
+	}
+	return p
+}
+
+// render writes a templ component with a status code.
+func render(c *gin.Context, status int, comp templ.Component) {
+	c.Status(status)
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	if err := comp.Render(c.Request.Context(), c.Writer); err != nil {
+		_ = c.Error(err)
+	}
+}
+
+// ErrorPage renders a console error page; the web middleware uses it for 403 and 404.
+func ErrorPage(c *gin.Context, status int, message string) {
+	render(c, status, views.ErrorPage(page(c, "Error", ""), status, message))
+	c.Abort()
+}
+
+// serverError logs an unexpected error once and shows a generic page.
+func (h *Handlers) serverError(c *gin.Context, err error) {
+	h.Log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
+	ErrorPage(c, http.StatusInternalServerError, "The request could not be completed. The error has been logged.")
+}
+
+// fieldErrors turns a validation error into a field → message map for a form; ok is
+// false for any other error.
+func fieldErrors(err error) (map[string]string, bool) {
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		return map[string]string{fe.Field: fe.Message}, true
+	}
+	return nil, false
+}
+
+func isNotFound(err error) bool { return errors.Is(err, models.ErrNotFound) }

@@ -1,0 +1,336 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/channels"
+	"herald/models"
+	"herald/views"
+)
+
+// errorClasses are the error classes a message can carry, for the filter.
+var errorClasses = []string{string(channels.Throttled), string(channels.RateLimited), string(channels.Transient),
+	string(channels.Auth), string(channels.Permanent)}
+
+// messageFilter reads the message list's filters with get (the query string, or the
+// form of a bulk re-send) and resolves names to ids. Values that cannot match anything
+// are reported in errs; nothing field-level is fatal.
+func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accounts []models.Account) (views.MessageFilter, models.MessageFilter, map[string]string, error) {
+	v := views.MessageFilter{Status: get("status"), Platform: get("platform"), Account: get("account"),
+		Recipient: strings.TrimSpace(get("recipient")), Batch: strings.TrimSpace(get("batch")), ErrorClass: get("error_class"),
+		From: strings.TrimSpace(get("from")), To: strings.TrimSpace(get("to"))}
+	errs := map[string]string{}
+	var f models.MessageFilter
+	if slices.Contains(models.AllStatuses, models.Status(v.Status)) {
+		f.Status = models.Status(v.Status)
+	} else {
+		v.Status = ""
+	}
+	if slices.Contains(channels.Platforms, v.Platform) {
+		f.Platform = v.Platform
+	} else {
+		v.Platform = ""
+	}
+	if slices.Contains(errorClasses, v.ErrorClass) {
+		f.ErrorClass = v.ErrorClass
+	} else {
+		v.ErrorClass = ""
+	}
+	if v.Account != "" {
+		i := slices.IndexFunc(accounts, func(a models.Account) bool { return a.Name == v.Account })
+		if i < 0 {
+			v.Account = ""
+		} else {
+			f.AccountID = accounts[i].ID
+		}
+	}
+	if v.Recipient != "" {
+		r, err := h.Store.RecipientByExternalID(c.Request.Context(), v.Recipient)
+		switch {
+		case isNotFound(err):
+			errs["recipient"] = fmt.Sprintf("no recipient has external_id %q", v.Recipient)
+			f.RecipientID = -1 // matches nothing
+		case err != nil:
+			return v, f, nil, err
+		default:
+			f.RecipientID = r.ID
+		}
+	}
+	if v.Batch != "" {
+		if len(v.Batch) > 36 {
+			errs["batch"] = "is not a batch id"
+		}
+		f.BatchID = v.Batch
+	}
+	f.CreatedFrom, f.CreatedBefore = dayRange(v.From, v.To, h.Dispatch.Location, errs)
+	return v, f, errs, nil
+}
+
+// messageQuery is the filter as a query string, to carry into links.
+func messageQuery(f views.MessageFilter) url.Values {
+	return url.Values{"status": {f.Status}, "platform": {f.Platform}, "account": {f.Account}, "recipient": {f.Recipient},
+		"batch": {f.Batch}, "error_class": {f.ErrorClass}, "from": {f.From}, "to": {f.To}}
+}
+
+// Messages lists messages, newest first, filtered, one keyset page at a time.
+func (h *Handlers) Messages(c *gin.Context) {
+	ctx := c.Request.Context()
+	accounts, err := h.Store.Accounts(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	vf, f, errs, err := h.messageFilter(c, c.Query, accounts)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	v := views.Messages{Filter: vf, Accounts: accounts, AccountNames: map[int64]string{}, Platforms: channels.Platforms,
+		ErrorClasses: errorClasses, Notice: noticeOf(c), Now: time.Now()}
+	for _, a := range accounts {
+		v.AccountNames[a.ID] = a.Name
+	}
+	var after *models.MessageCursor
+	if b := c.Query("before"); b != "" {
+		if after, err = models.ParseMessageCursor(b); err != nil {
+			errs[""] = "That page link is broken; showing the newest messages."
+		}
+	}
+	if v.Rows, err = h.Store.ListMessages(ctx, f, after, pageSize+1); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	q := messageQuery(vf)
+	if len(v.Rows) > pageSize {
+		v.Rows = v.Rows[:pageSize]
+		last := v.Rows[len(v.Rows)-1]
+		next := messageQuery(vf)
+		next.Set("before", models.MessageCursor{CreatedAt: last.CreatedAt, ID: last.ID}.String())
+		v.Next = withQuery("/messages", next)
+	}
+	if after != nil {
+		v.First = withQuery("/messages", q)
+	}
+	if f.Status == "" || f.Status == models.StatusStopped {
+		v.Resend = withQuery("/messages/resend", q)
+	}
+	status := http.StatusOK
+	if len(errs) > 0 {
+		status = http.StatusUnprocessableEntity
+	}
+	render(c, status, views.MessagesPage(page(c, "Messages", "messages"), v, errs))
+}
+
+// Message shows one message and its attempts.
+func (h *Handlers) Message(c *gin.Context) {
+	h.renderMessage(c, http.StatusOK, nil)
+}
+
+func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]string) {
+	ctx := c.Request.Context()
+	m, err := h.Store.MessageWithRecipient(ctx, c.Param("id"))
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "There is no message "+c.Param("id")+".")
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d := views.MessageDetail{Message: m, Notice: noticeOf(c), Now: time.Now()}
+	if d.Attempts, err = h.Store.AttemptsOf(ctx, m.ID); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	if a, err := h.Store.AccountByID(ctx, m.AccountID); err == nil {
+		d.Account = a.Name
+	} else if !isNotFound(err) {
+		h.serverError(c, err)
+		return
+	}
+	render(c, status, views.MessagePage(page(c, "Message", "messages"), d, errs))
+}
+
+// MessageRetry makes a stopped message due again.
+func (h *Handlers) MessageRetry(c *gin.Context) {
+	h.changeMessageFromConsole(c, "retry")
+}
+
+// MessageCancel cancels a pending or failed message.
+func (h *Handlers) MessageCancel(c *gin.Context) {
+	h.changeMessageFromConsole(c, "cancel")
+}
+
+func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
+	ctx := c.Request.Context()
+	id := c.Param("id")
+	m, err := h.Store.MessageByID(ctx, id)
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "There is no message "+id+".")
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	if op == "cancel" {
+		if err = h.Store.CancelMessage(ctx, id); err == nil {
+			h.Stats.Count(m.AccountID, "cancelled", 1)
+		}
+	} else {
+		err = h.Dispatch.Retry(ctx, m)
+	}
+	if errors.Is(err, models.ErrStateChanged) {
+		allowed := map[string]string{"cancel": "pending or failed messages can be cancelled", "retry": "stopped messages can be retried"}[op]
+		h.renderMessage(c, http.StatusConflict, map[string]string{"": fmt.Sprintf("The message is %s now; only %s.", m.Status, allowed)})
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "message."+op, "message", id, "")
+	redirectNotice(c, "/messages/"+id, map[string]string{"cancel": "cancelled", "retry": "retried"}[op], shortMessageID(id))
+}
+
+func shortMessageID(id string) string {
+	if len(id) > 8 {
+		return id[:8] + "…"
+	}
+	return id
+}
+
+// Bulk re-send: the stopped messages of a filter are retried resendChunk at a time, at
+// most resendMax in one request so the request ends well within the server's timeouts.
+const (
+	resendChunk = 500
+	resendMax   = 5000
+)
+
+// ResendForm asks to confirm re-sending the stopped messages of a filter, saying how many.
+func (h *Handlers) ResendForm(c *gin.Context) {
+	ctx := c.Request.Context()
+	accounts, err := h.Store.Accounts(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	vf, f, errs, err := h.messageFilter(c, c.Query, accounts)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	back := withQuery("/messages", messageQuery(vf))
+	if len(errs) > 0 {
+		c.Redirect(http.StatusSeeOther, back)
+		return
+	}
+	n, err := h.Store.CountStopped(ctx, f)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	conf := views.Confirm{Title: "Re-send stopped messages", Action: "/messages/resend", Button: fmt.Sprintf("Re-send %d", n), Cancel: back}
+	switch {
+	case n == 0:
+		conf.Question, conf.Disabled = "No stopped message matches this filter: there is nothing to re-send.", true
+	case n == 1:
+		conf.Question = "Re-send 1 stopped message?"
+	default:
+		conf.Question = fmt.Sprintf("Re-send %d stopped messages?", n)
+	}
+	conf.Detail = "Each gets a fresh allowance of attempts on its account and is queued at once. Filter: " + describeFilter(vf) + "."
+	if n > resendMax {
+		conf.Detail += fmt.Sprintf(" One run re-sends at most %d; run it again for the rest.", resendMax)
+	}
+	for k, list := range messageQuery(vf) {
+		if list[0] != "" {
+			conf.Fields = append(conf.Fields, views.Hidden{Name: k, Value: list[0]})
+		}
+	}
+	slices.SortFunc(conf.Fields, func(a, b views.Hidden) int { return strings.Compare(a.Name, b.Name) })
+	render(c, http.StatusOK, views.ConfirmPage(page(c, "Re-send stopped messages", "messages"), conf))
+}
+
+// describeFilter says in words which messages a filter selects.
+func describeFilter(f views.MessageFilter) string {
+	var parts []string
+	for _, p := range [][2]string{{"platform", f.Platform}, {"account", f.Account}, {"recipient", f.Recipient}, {"batch", f.Batch},
+		{"error class", f.ErrorClass}, {"from", f.From}, {"to", f.To}} {
+		if p[1] != "" {
+			parts = append(parts, p[0]+" "+p[1])
+		}
+	}
+	if len(parts) == 0 {
+		return "every stopped message"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Resend retries the stopped messages of a filter, a chunk at a time.
+func (h *Handlers) Resend(c *gin.Context) {
+	ctx := c.Request.Context()
+	accounts, err := h.Store.Accounts(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	vf, f, errs, err := h.messageFilter(c, c.PostForm, accounts)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	back := withQuery("/messages", messageQuery(vf))
+	if len(errs) > 0 {
+		c.Redirect(http.StatusSeeOther, back)
+		return
+	}
+	var (
+		retried, skipped int
+		after            *models.MessageCursor
+	)
+	for retried+skipped < resendMax {
+		chunk, err := h.Store.StoppedMessages(ctx, f, after, min(resendChunk, resendMax-retried-skipped))
+		if err != nil {
+			h.serverError(c, err)
+			return
+		}
+		for i := range chunk {
+			m := &chunk[i]
+			switch err := h.Dispatch.Retry(ctx, m); {
+			case err == nil:
+				retried++
+			case errors.Is(err, models.ErrStateChanged), errors.Is(err, models.ErrNotFound):
+				skipped++ // retried or removed meanwhile
+			default:
+				h.serverError(c, err)
+				return
+			}
+		}
+		if len(chunk) < resendChunk {
+			break
+		}
+		last := chunk[len(chunk)-1]
+		after = &models.MessageCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	remaining, err := h.Store.CountStopped(ctx, f)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	detail := fmt.Sprintf("%d re-sent; filter: %s", retried, describeFilter(vf))
+	h.audit(c, CurrentUser(c).Username, "messages.resend", "message", "", detail)
+	subject := fmt.Sprintf("%d stopped messages", retried)
+	if remaining > 0 {
+		subject += fmt.Sprintf(" (%d still stopped: run it again)", remaining)
+	}
+	redirectNotice(c, back, "resent", subject)
+}

@@ -1,0 +1,319 @@
+package handlers
+
+import (
+	"encoding/csv"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/models"
+	"herald/views"
+)
+
+// recipientFilter reads the staff list's filters from the query string.
+func recipientFilter(c *gin.Context) (views.RecipientFilter, models.RecipientFilter) {
+	v := views.RecipientFilter{Q: strings.TrimSpace(c.Query("q")), OrgType: c.Query("org_type"), Branch: c.Query("branch"), Active: c.Query("active")}
+	f := models.RecipientFilter{Query: v.Q, Branch: v.Branch}
+	if t := models.OrgType(v.OrgType); t == models.HeadOffice || t == models.Branch {
+		f.OrgType = t
+	} else {
+		v.OrgType = ""
+	}
+	if b, err := strconv.ParseBool(v.Active); err == nil {
+		f.Active = &b
+	} else {
+		v.Active = ""
+	}
+	return v, f
+}
+
+func recipientQuery(f views.RecipientFilter) url.Values {
+	return url.Values{"q": {f.Q}, "org_type": {f.OrgType}, "branch": {f.Branch}, "active": {f.Active}}
+}
+
+// Recipients lists staff, filtered, one page at a time (keyset on external id).
+func (h *Handlers) Recipients(c *gin.Context) {
+	ctx := c.Request.Context()
+	v := views.Recipients{Notice: noticeOf(c)}
+	var f models.RecipientFilter
+	v.Filter, f = recipientFilter(c)
+	f.After, f.Limit = c.Query("after"), pageSize+1
+	people, err := h.Store.ListRecipients(ctx, f)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	q := recipientQuery(v.Filter)
+	if len(people) > pageSize {
+		people = people[:pageSize]
+		next := recipientQuery(v.Filter)
+		next.Set("after", people[len(people)-1].ExternalID)
+		v.Next = withQuery("/recipients", next)
+	}
+	if f.After != "" {
+		v.First = withQuery("/recipients", q)
+	}
+	v.People = people
+	v.Export = withQuery("/recipients/export.csv", q)
+	if v.Branches, err = h.Store.Branches(ctx); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, http.StatusOK, views.RecipientsPage(page(c, "Staff", "recipients"), v))
+}
+
+// recipientColumns are the columns of a staff CSV file, import and export alike.
+var recipientColumns = []string{"external_id", "name", "org_type", "branch", "department", "tianyuan_id", "zhaohu_id", "wecom_userid", "email", "active"}
+
+// exportChunk is how many recipients an export reads at a time.
+const exportChunk = 1000
+
+// ExportRecipients writes the filtered staff list as CSV, in the import's format.
+func (h *Handlers) ExportRecipients(c *gin.Context) {
+	ctx := c.Request.Context()
+	_, f := recipientFilter(c)
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", `attachment; filename="staff.csv"`)
+	w := csv.NewWriter(c.Writer)
+	_ = w.Write(recipientColumns)
+	f.Limit = exportChunk
+	n := 0
+	for {
+		list, err := h.Store.ListRecipients(ctx, f)
+		if err != nil {
+			// The header is out: all that can be done is to stop and log.
+			h.Log.Error("export recipients", "error", err)
+			return
+		}
+		for _, r := range list {
+			row := []string{r.ExternalID, r.Name, string(r.OrgType), r.Branch, r.Department, r.TianyuanID, r.ZhaohuID, r.WecomUserid, r.Email, strconv.FormatBool(r.Active)}
+			for i := range row {
+				row[i] = toSpreadsheet(row[i])
+			}
+			_ = w.Write(row)
+		}
+		n += len(list)
+		if len(list) < exportChunk {
+			break
+		}
+		f.After = list[len(list)-1].ExternalID
+	}
+	w.Flush()
+	h.audit(c, CurrentUser(c).Username, "recipients.export", "recipient", "", fmt.Sprintf("%d rows", n))
+}
+
+// recipientFromForm reads the person form.
+func recipientFromForm(c *gin.Context) models.Recipient {
+	return models.Recipient{ExternalID: strings.TrimSpace(c.PostForm("external_id")), Name: c.PostForm("name"),
+		OrgType: models.OrgType(c.PostForm("org_type")), Branch: strings.TrimSpace(c.PostForm("branch")),
+		Department: strings.TrimSpace(c.PostForm("department")), TianyuanID: strings.TrimSpace(c.PostForm("tianyuan_id")),
+		ZhaohuID: strings.TrimSpace(c.PostForm("zhaohu_id")), WecomUserid: strings.TrimSpace(c.PostForm("wecom_userid")),
+		Email: strings.TrimSpace(c.PostForm("email")), Active: c.PostForm("active") == "true"}
+}
+
+// NewRecipientForm shows an empty person form.
+func (h *Handlers) NewRecipientForm(c *gin.Context) {
+	render(c, http.StatusOK, views.RecipientFormPage(page(c, "New person", "recipients"),
+		models.Recipient{OrgType: models.HeadOffice, Active: true}, false, nil))
+}
+
+// CreateRecipient adds a person, with the API's validation.
+func (h *Handlers) CreateRecipient(c *gin.Context) {
+	r := recipientFromForm(c)
+	err := models.ValidateRecipient(&r)
+	if err == nil {
+		err = h.Store.CreateRecipient(c.Request.Context(), &r)
+	}
+	if errs, ok := fieldErrors(err); ok {
+		render(c, http.StatusUnprocessableEntity, views.RecipientFormPage(page(c, "New person", "recipients"), r, false, errs))
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "recipient.create", "recipient", r.ExternalID, r.Name)
+	redirectNotice(c, "/recipients", "created", r.Name+" ("+r.ExternalID+")")
+}
+
+// storedRecipient loads the person named in the path, or shows 404.
+func (h *Handlers) storedRecipient(c *gin.Context) (*models.Recipient, bool) {
+	r, err := h.Store.RecipientByExternalID(c.Request.Context(), c.Param("id"))
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "Nobody has the external ID "+c.Param("id")+".")
+		return nil, false
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return nil, false
+	}
+	return r, true
+}
+
+// EditRecipientForm shows a person's form.
+func (h *Handlers) EditRecipientForm(c *gin.Context) {
+	if r, ok := h.storedRecipient(c); ok {
+		render(c, http.StatusOK, views.RecipientFormPage(page(c, r.Name, "recipients"), *r, true, nil))
+	}
+}
+
+// UpdateRecipient saves a person's changes; the external id stays.
+func (h *Handlers) UpdateRecipient(c *gin.Context) {
+	old, ok := h.storedRecipient(c)
+	if !ok {
+		return
+	}
+	r := recipientFromForm(c)
+	r.ExternalID = old.ExternalID
+	err := models.ValidateRecipient(&r)
+	if err == nil {
+		err = h.Store.UpdateRecipient(c.Request.Context(), &r)
+	}
+	if errs, ok := fieldErrors(err); ok {
+		render(c, http.StatusUnprocessableEntity, views.RecipientFormPage(page(c, old.Name, "recipients"), r, true, errs))
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "recipient.update", "recipient", r.ExternalID, "")
+	redirectNotice(c, "/recipients", "saved", r.Name+" ("+r.ExternalID+")")
+}
+
+// SetRecipientActive deactivates or reactivates a person.
+func (h *Handlers) SetRecipientActive(c *gin.Context) {
+	r, ok := h.storedRecipient(c)
+	if !ok {
+		return
+	}
+	active := c.PostForm("active") == "true"
+	if err := h.Store.SetRecipientActive(c.Request.Context(), r.ExternalID, active); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	action, notice := "recipient.deactivate", "deactivated"
+	if active {
+		action, notice = "recipient.activate", "activated"
+	}
+	h.audit(c, CurrentUser(c).Username, action, "recipient", r.ExternalID, "")
+	redirectNotice(c, "/recipients", notice, r.Name+" ("+r.ExternalID+")")
+}
+
+func recipientImport() views.Import {
+	return views.Import{Title: "Import staff", Action: "/recipients/import", Back: "/recipients",
+		Intro:   "Create and update people in bulk, matched by external_id: a known id is updated, a new one created, and nobody is deleted. The whole file is applied in one transaction, or nothing is. active is true or false (empty means true). An export of the staff list is a valid import file.",
+		Columns: recipientColumns,
+		Example: strings.Join(recipientColumns, ",") + "\nE3001,Qian Hao,branch,Pudong Branch,Counter,ty_E3001,,,qian@example.com,true"}
+}
+
+// RecipientImportForm shows the staff CSV import.
+func (h *Handlers) RecipientImportForm(c *gin.Context) {
+	render(c, http.StatusOK, views.ImportPage(page(c, "Import staff", "recipients"), recipientImport(), nil))
+}
+
+// ImportRecipients previews a staff CSV (mode=preview: every row validated as the API
+// validates it and compared with the stored person, nothing written) or applies it
+// (mode=apply: one upsert transaction, all rows or none).
+func (h *Handlers) ImportRecipients(c *gin.Context) {
+	ctx := c.Request.Context()
+	v := recipientImport()
+	p := page(c, "Import staff", "recipients")
+	text, err := importText(c)
+	if errs, ok := fieldErrors(err); ok {
+		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
+		return
+	}
+	v.CSV = text
+	rows, err := readCSV(text, recipientColumns, []string{"external_id", "name", "org_type"})
+	if errs, ok := fieldErrors(err); ok {
+		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
+		return
+	}
+	if len(rows) > maxUpsert {
+		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"csv": fmt.Sprintf("has %d rows; import at most %d at a time", len(rows), maxUpsert)}))
+		return
+	}
+	list := make([]models.Recipient, len(rows))
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		get := func(col string) string { return r.get(recipientColumns, col) }
+		list[i] = models.Recipient{ExternalID: get("external_id"), Name: get("name"), OrgType: models.OrgType(get("org_type")),
+			Branch: get("branch"), Department: get("department"), TianyuanID: get("tianyuan_id"), ZhaohuID: get("zhaohu_id"),
+			WecomUserid: get("wecom_userid"), Email: get("email"), Active: true}
+		ids[i] = strings.TrimSpace(list[i].ExternalID)
+	}
+	existing, err := h.Store.RecipientsByExternalIDs(ctx, ids)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	stored := make(map[string]models.Recipient, len(existing))
+	for _, r := range existing {
+		stored[r.ExternalID] = r
+	}
+	seen := map[string]int{}
+	counts := map[string]int{}
+	for i, r := range rows {
+		row := views.ImportRow{Line: r.line, Cells: r.cells}
+		if r.err != "" {
+			row.Error = r.err
+		} else if a := r.get(recipientColumns, "active"); a != "" {
+			b, err := strconv.ParseBool(a)
+			if err != nil {
+				row.Error = "active must be true or false"
+			}
+			list[i].Active = b
+		}
+		if row.Error == "" {
+			if err := models.ValidateRecipient(&list[i]); err != nil {
+				row.Error = fieldMessage(err)
+			} else if line, dup := seen[list[i].ExternalID]; dup {
+				row.Error = fmt.Sprintf("external_id %s is also on line %d", list[i].ExternalID, line)
+			}
+		}
+		if row.Error != "" {
+			row.Error = fmt.Sprintf("line %d: %s", r.line, row.Error)
+			v.Errors++
+		} else {
+			seen[list[i].ExternalID] = r.line
+			row.Action = "create"
+			if old, ok := stored[list[i].ExternalID]; ok {
+				row.Action = "update"
+				cmp := list[i]
+				cmp.ID, cmp.CreatedAt, cmp.UpdatedAt = old.ID, old.CreatedAt, old.UpdatedAt
+				if cmp == old {
+					row.Action = "unchanged"
+				}
+			}
+			counts[row.Action]++
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	v.Previewed = true
+	v.Summary = fmt.Sprintf("%d to create, %d to update, %d unchanged", counts["create"], counts["update"], counts["unchanged"])
+	if v.Errors > 0 {
+		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, nil))
+		return
+	}
+	if c.PostForm("mode") != "apply" {
+		render(c, http.StatusOK, views.ImportPage(p, v, nil))
+		return
+	}
+	res, err := h.Store.UpsertRecipients(ctx, list)
+	if _, ok := fieldErrors(err); ok {
+		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"": fieldMessage(err)}))
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	detail := fmt.Sprintf("%d created, %d updated, %d unchanged", res.Created, res.Updated, res.Unchanged)
+	h.audit(c, CurrentUser(c).Username, "recipients.import", "recipient", "", detail)
+	redirectNotice(c, "/recipients", "imported", detail)
+}

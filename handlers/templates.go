@@ -1,0 +1,257 @@
+package handlers
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/dispatch"
+	"herald/models"
+	"herald/views"
+)
+
+// Templates lists the templates.
+func (h *Handlers) Templates(c *gin.Context) {
+	list, err := h.Store.Templates(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, http.StatusOK, views.TemplatesPage(page(c, "Templates", "templates"), list, noticeOf(c)))
+}
+
+// splitVariables reads the comma-separated variables field.
+func splitVariables(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// parseSamples reads "name = value" lines.
+func parseSamples(s string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		name, value, ok := strings.Cut(line, "=")
+		if name = strings.TrimSpace(name); ok && name != "" {
+			out[name] = strings.TrimSpace(value)
+		}
+	}
+	return out
+}
+
+// sampleLines prefills the sample values of a template's variables.
+func sampleLines(vars []string) string {
+	var b strings.Builder
+	for _, v := range vars {
+		fmt.Fprintf(&b, "%s = sample %s\n", v, v)
+	}
+	return b.String()
+}
+
+func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
+	f := views.TemplateForm{OldName: oldName, Name: strings.TrimSpace(c.PostForm("name")), MsgType: c.PostForm("msg_type"),
+		Subject: c.PostForm("subject"), Body: c.PostForm("body"), Variables: c.PostForm("variables"), Samples: c.PostForm("samples")}
+	f.TestRecipient, _ = strconv.ParseInt(c.PostForm("test_recipient"), 10, 64)
+	f.TestAccount, _ = strconv.ParseInt(c.PostForm("test_account"), 10, 64)
+	return f
+}
+
+// templateInput is the form as the API's template shape, so both validate alike.
+func templateInput(f views.TemplateForm) templateJSON {
+	return templateJSON{Name: f.Name, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body, Variables: splitVariables(f.Variables)}
+}
+
+// samplePerson is whom a preview renders for when no one is chosen.
+var samplePerson = models.Recipient{ExternalID: "E0000", Name: "Sample Person", Branch: "Sample Branch", Department: "Sample Department"}
+
+// preview renders the form's template with its sample values, or says why it cannot.
+// It checks the template exactly as saving does (dispatch.CompileTemplate).
+func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplatePreview {
+	person := samplePerson
+	if f.TestRecipient != 0 {
+		if people, err := h.Store.RecipientsByIDs(c.Request.Context(), []int64{f.TestRecipient}); err == nil && len(people) == 1 {
+			person = people[0]
+		}
+	}
+	out := views.TemplatePreview{For: "for " + person.Name}
+	in := templateInput(f)
+	t := &models.Template{Name: in.Name, MsgType: in.MsgType, Subject: in.Subject, Body: in.Body, Variables: in.Variables}
+	if t.MsgType == "" {
+		t.MsgType = "text"
+	}
+	if t.Name == "" {
+		t.Name = "preview" // the name does not change how it renders
+	}
+	compiled, err := dispatch.CompileTemplate(t)
+	if err != nil {
+		out.Errors = []string{fieldMessage(err)}
+		return out
+	}
+	samples := parseSamples(f.Samples)
+	vars := map[string]string{}
+	for _, v := range t.Variables {
+		value, ok := samples[v]
+		if !ok {
+			value = "‹" + v + "›"
+			out.Notes = append(out.Notes, fmt.Sprintf("no sample value for %s; shown as ‹%s›", v, v))
+		}
+		vars[v] = value
+	}
+	for name := range samples {
+		if !slices.Contains(t.Variables, name) {
+			out.Notes = append(out.Notes, fmt.Sprintf("%s has a sample value but is not a declared variable", name))
+		}
+	}
+	slices.Sort(out.Notes)
+	if out.Subject, out.Body, err = compiled.Render(vars, &person); err != nil {
+		out.Errors = []string{fieldMessage(err)}
+	}
+	return out
+}
+
+// TemplatePreview renders the live preview of the editor's current input (an htmx partial).
+func (h *Handlers) TemplatePreview(c *gin.Context) {
+	render(c, http.StatusOK, views.TemplatePreviewPanel(h.preview(c, templateFormOf(c, ""))))
+}
+
+func (h *Handlers) renderTemplateForm(c *gin.Context, status int, f views.TemplateForm, errs map[string]string) {
+	ctx := c.Request.Context()
+	people, err := h.Store.ActiveRecipients(ctx, composeListLimit)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	accounts, err := h.Store.EnabledAccounts(ctx)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	title := "New template"
+	if f.OldName != "" {
+		title = f.OldName
+	}
+	e := views.TemplateEditor{Form: f, Preview: h.preview(c, f), People: people, Accounts: accounts}
+	render(c, status, views.TemplateFormPage(page(c, title, "templates"), e, errs))
+}
+
+// NewTemplateForm shows an empty template editor.
+func (h *Handlers) NewTemplateForm(c *gin.Context) {
+	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{MsgType: "text", Variables: "task",
+		Body: "Overdue: {{.task}}. Please handle it today, {{.recipient.name}}.", Samples: sampleLines([]string{"task"})}, nil)
+}
+
+// CreateTemplate saves a new template, validated as the API validates it.
+func (h *Handlers) CreateTemplate(c *gin.Context) {
+	f := templateFormOf(c, "")
+	t, err := templateFrom(templateInput(f))
+	if err == nil {
+		err = h.Store.CreateTemplate(c.Request.Context(), t)
+	}
+	if errs, ok := fieldErrors(err); ok {
+		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, errs)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "template.create", "template", t.Name, "")
+	redirectNotice(c, "/templates", "created", "template "+t.Name)
+}
+
+// EditTemplateForm shows a template in the editor (read-only for viewers).
+func (h *Handlers) EditTemplateForm(c *gin.Context) {
+	t, err := h.Store.TemplateByName(c.Request.Context(), c.Param("name"))
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "There is no template named "+c.Param("name")+".")
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{OldName: t.Name, Name: t.Name, MsgType: t.MsgType, Subject: t.Subject,
+		Body: t.Body, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(t.Variables)}, nil)
+}
+
+// UpdateTemplate saves a changed template (it may be renamed).
+func (h *Handlers) UpdateTemplate(c *gin.Context) {
+	f := templateFormOf(c, c.Param("name"))
+	t, err := templateFrom(templateInput(f))
+	if err == nil {
+		err = h.Store.UpdateTemplate(c.Request.Context(), f.OldName, t)
+	}
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "There is no template named "+f.OldName+".")
+		return
+	}
+	if errs, ok := fieldErrors(err); ok {
+		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, errs)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	detail := ""
+	if t.Name != f.OldName {
+		detail = "renamed from " + f.OldName
+	}
+	h.audit(c, CurrentUser(c).Username, "template.update", "template", t.Name, detail)
+	redirectNotice(c, "/templates", "saved", "template "+t.Name)
+}
+
+// DeleteTemplate removes a template.
+func (h *Handlers) DeleteTemplate(c *gin.Context) {
+	name := c.Param("name")
+	err := h.Store.DeleteTemplate(c.Request.Context(), name)
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "There is no template named "+name+".")
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "template.delete", "template", name, "")
+	redirectNotice(c, "/templates", "deleted", "template "+name)
+}
+
+// TestSendTemplate sends the saved template to one person through intake, like any
+// other message, and shows its batch.
+func (h *Handlers) TestSendTemplate(c *gin.Context) {
+	f := templateFormOf(c, c.Param("name"))
+	errs := map[string]string{}
+	switch {
+	case f.TestRecipient == 0:
+		errs["test"] = "choose the person to send the test to under “Render for”"
+	case f.TestAccount == 0:
+		errs["test"] = "choose an account"
+	}
+	if len(errs) > 0 {
+		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, errs)
+		return
+	}
+	u := CurrentUser(c)
+	res, err := h.Dispatch.Submit(c.Request.Context(), dispatch.Request{Source: "console", Actor: u.Username,
+		AccountID: f.TestAccount, RecipientIDs: []int64{f.TestRecipient}, Template: f.OldName, Variables: parseSamples(f.Samples),
+		AuditIP: c.ClientIP()})
+	if _, ok := fieldErrors(err); ok {
+		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, map[string]string{"test": fieldMessage(err)})
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, u.Username, "template.test_send", "batch", res.Batch.ID, "template "+f.OldName)
+	c.Redirect(http.StatusSeeOther, "/batches/"+res.Batch.ID)
+}

@@ -1,0 +1,125 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/models"
+	"herald/views"
+)
+
+// Users lists console users.
+func (h *Handlers) Users(c *gin.Context) {
+	h.renderUsers(c, http.StatusOK, views.UserForm{}, nil)
+}
+
+func (h *Handlers) renderUsers(c *gin.Context, status int, f views.UserForm, errs map[string]string) {
+	list, err := h.Store.Users(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	v := views.Users{List: list, Self: CurrentUser(c).ID, Form: f, Notice: noticeOf(c)}
+	render(c, status, views.UsersPage(page(c, "Users", "users"), v, errs))
+}
+
+// CreateUser adds a console user with an initial password.
+func (h *Handlers) CreateUser(c *gin.Context) {
+	f := views.UserForm{Username: c.PostForm("username"), Role: c.PostForm("role")}
+	u, err := h.Store.CreateUser(c.Request.Context(), f.Username, c.PostForm("password"), models.Role(f.Role))
+	if errs, ok := fieldErrors(err); ok {
+		h.renderUsers(c, http.StatusUnprocessableEntity, f, errs)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "user.create", "user", u.Username, string(u.Role))
+	redirectNotice(c, "/users", "created", "user "+u.Username)
+}
+
+// targetUser loads the user named in the path. Admins manage others here, never
+// themselves: demoting or disabling oneself could leave no admin, and one's own
+// password is changed with the current one on /password.
+func (h *Handlers) targetUser(c *gin.Context, what string) (*models.User, bool) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil {
+		ErrorPage(c, http.StatusNotFound, "There is no user "+c.Param("id")+".")
+		return nil, false
+	}
+	u, err := h.Store.UserByID(c.Request.Context(), id)
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "There is no user "+c.Param("id")+".")
+		return nil, false
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return nil, false
+	}
+	if u.ID == CurrentUser(c).ID {
+		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{}, map[string]string{"": "You cannot " + what + " yourself; another admin can."})
+		return nil, false
+	}
+	return u, true
+}
+
+// SetUserRole changes another user's role.
+func (h *Handlers) SetUserRole(c *gin.Context) {
+	u, ok := h.targetUser(c, "change the role of")
+	if !ok {
+		return
+	}
+	role := models.Role(c.PostForm("role"))
+	err := h.Store.SetUserRole(c.Request.Context(), u.ID, role)
+	if _, ok := fieldErrors(err); ok {
+		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{}, map[string]string{"": "Role of " + u.Username + ": " + fieldMessage(err)})
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "user.role", "user", u.Username, string(u.Role)+" → "+string(role))
+	redirectNotice(c, "/users", "role", u.Username+" (now "+string(role)+")")
+}
+
+// SetUserDisabled disables another user, revoking their sessions, or enables them again.
+func (h *Handlers) SetUserDisabled(c *gin.Context) {
+	u, ok := h.targetUser(c, "disable")
+	if !ok {
+		return
+	}
+	disabled := c.PostForm("disabled") == "true"
+	if err := h.Store.SetUserDisabled(c.Request.Context(), u.ID, disabled); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	action, notice := "user.enable", "enabled"
+	if disabled {
+		action, notice = "user.disable", "disabled"
+	}
+	h.audit(c, CurrentUser(c).Username, action, "user", u.Username, "")
+	redirectNotice(c, "/users", notice, "user "+u.Username)
+}
+
+// ResetUserPassword sets a new password for another user and signs them out everywhere.
+func (h *Handlers) ResetUserPassword(c *gin.Context) {
+	u, ok := h.targetUser(c, "reset the password of")
+	if !ok {
+		return
+	}
+	err := h.Store.ResetPassword(c.Request.Context(), u.ID, c.PostForm("password"))
+	if _, ok := fieldErrors(err); ok {
+		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{}, map[string]string{"": "New password for " + u.Username + ": " + fieldMessage(err)})
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "user.password_reset", "user", u.Username, "")
+	redirectNotice(c, "/users", "password", u.Username)
+}

@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"herald/dispatch"
+	"herald/models"
+	"herald/simulator"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// heraldBinary builds the herald binary once per test run.
+func heraldBinary(t testing.TB) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "herald-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "herald")
+		if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build herald: %v", buildErr)
+	}
+	return builtBin
+}
+
+// startWorkers starts n `herald serve --role worker` processes and stops them at the end.
+func startWorkers(t *testing.T, env map[string]string, n int, extra ...string) []*exec.Cmd {
+	t.Helper()
+	bin := heraldBinary(t)
+	var cmds []*exec.Cmd
+	for range n {
+		cmd := exec.Command(bin, "serve", "--role", "worker")
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		for k, v := range env {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+		// Each worker serves /healthz, /readyz and /metrics on a port of its own.
+		cmd.Env = append(cmd.Env, "HERALD_ADDR=127.0.0.1:0")
+		cmd.Env = append(cmd.Env, extra...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, cmd)
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { _ = cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+			}
+		})
+	}
+	return cmds
+}
+
+// windowOracle computes, from delivery receipt times, the largest count in any trailing
+// window (t−w, t] and the mean use of the limit from the first full window to the last
+// delivery, sampled every 100 ms.
+func windowOracle(ms []int64, w int64, limit int) (maxCount int, utilisation float64) {
+	slices.Sort(ms)
+	lo := 0
+	for hi := range ms {
+		for ms[lo] <= ms[hi]-w {
+			lo++
+		}
+		maxCount = max(maxCount, hi-lo+1)
+	}
+	if len(ms) == 0 || ms[len(ms)-1]-ms[0] <= w {
+		return maxCount, 0
+	}
+	var sum float64
+	var samples int
+	for t := ms[0] + w; t <= ms[len(ms)-1]; t += 100 {
+		i, _ := slices.BinarySearch(ms, t-w+1)
+		j, _ := slices.BinarySearch(ms, t+1)
+		sum += float64(j-i) / float64(limit)
+		samples++
+	}
+	return maxCount, sum / float64(samples)
+}
+
+// limitRig is MySQL + Redis with an in-test simulator and a Tianyuan account with limits.
+type limitRig struct {
+	*faultRig
+	env map[string]string
+}
+
+func newLimitRig(t *testing.T, env map[string]string, limits models.Limits, recipients int) *limitRig {
+	t.Helper()
+	rig := newFaultRig(t, env, recipients, simulator.Faults{Latency: simulator.Duration(2 * time.Millisecond)})
+	rig.account.Limits = limits
+	if err := rig.h.app.store.SaveAccount(context.Background(), rig.account); err != nil {
+		t.Fatal(err)
+	}
+	rig.h.stop() // the workers under test are separate processes
+	web := startHeraldAs(t, env, "web")
+	rig.h = web
+	rig.dispatch = &dispatch.Dispatcher{Store: web.app.store, Enqueuer: web.app.enq, Log: web.app.log, Location: web.app.cfg.Location}
+	return &limitRig{faultRig: rig, env: env}
+}
+
+// submitRounds sends `rounds` messages to every recipient (one batch per round).
+func (r *limitRig) submitRounds(t *testing.T, rounds int, priority string) []string {
+	t.Helper()
+	var ids []string
+	for range rounds {
+		res, err := r.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+			Account: r.account.Name, Recipients: r.people, Text: "limited", Priority: priority})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Messages {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+// checkWindows asserts the limits held in the simulator's receipt times and returns the
+// utilisation of each limited window.
+func (r *limitRig) checkWindows(t *testing.T, limits models.Limits) map[string]float64 {
+	t.Helper()
+	var all []int64
+	byTo := map[string][]int64{}
+	for _, d := range r.sim.Deliveries() {
+		all = append(all, d.ReceivedAtMs)
+		byTo[d.To] = append(byTo[d.To], d.ReceivedAtMs)
+	}
+	util := map[string]float64{}
+	for _, c := range []struct {
+		name  string
+		w     time.Duration
+		limit int
+	}{{"per_second", time.Second, limits.PerSecond}, {"per_minute", time.Minute, limits.PerMinute}} {
+		if c.limit == 0 {
+			continue
+		}
+		got, u := windowOracle(all, c.w.Milliseconds(), c.limit)
+		t.Logf("%s: largest trailing-window count %d (limit %d), utilisation %.1f%%", c.name, got, c.limit, 100*u)
+		if got > c.limit {
+			t.Errorf("%s violated: %d calls in one window, limit %d", c.name, got, c.limit)
+		}
+		util[c.name] = u
+	}
+	if limits.PerRecipientPerMinute > 0 {
+		worst := 0
+		for to, ms := range byTo {
+			got, _ := windowOracle(ms, time.Minute.Milliseconds(), limits.PerRecipientPerMinute)
+			worst = max(worst, got)
+			if got > limits.PerRecipientPerMinute {
+				t.Errorf("per_recipient_per_minute violated for %s: %d", to, got)
+			}
+		}
+		t.Logf("per_recipient_per_minute: largest count %d (limit %d)", worst, limits.PerRecipientPerMinute)
+	}
+	return util
+}
+
+// TestLimitsHoldAcrossWorkerProcesses is the oracle test: three worker processes drain
+// 3,000 messages for one account limited to 20/s, 600/min and 5/min per recipient; the
+// simulator's receipt times must never show more than a limit in any trailing window,
+// and the busiest limit must be used at 90 % or more while the backlog lasts.
+func TestLimitsHoldAcrossWorkerProcesses(t *testing.T) {
+	env := testEnv(t)
+	if env["HERALD_MYSQL_DSN"] == "" || env["HERALD_REDIS_URL"] == "" {
+		t.Skip("needs HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL: worker processes share MySQL and Redis")
+	}
+	if testing.Short() {
+		t.Skip("takes over five minutes")
+	}
+	limits := models.Limits{PerSecond: 20, PerMinute: 600, PerRecipientPerMinute: 5}
+	rig := newLimitRig(t, env, limits, 200)
+	ids := rig.submitRounds(t, 15, "normal")
+	startWorkers(t, env, 3)
+	counts := rig.waitTerminal(t, len(ids), 8*time.Minute)
+	if counts[models.StatusSent] != len(ids) {
+		t.Fatalf("not all sent: %v", counts)
+	}
+	util := rig.checkWindows(t, limits)
+	if util["per_minute"] < 0.90 {
+		t.Errorf("per_minute limit used at %.1f%% while the backlog lasted, want at least 90%%", 100*util["per_minute"])
+	}
+	// Throttling never uses an attempt: with no provider failures every message took one.
+	var over int
+	if err := rig.h.app.store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE attempts <> 1").Scan(&over); err != nil {
+		t.Fatal(err)
+	}
+	if over != 0 {
+		t.Errorf("%d messages used more than one attempt though only throttling delayed them", over)
+	}
+	rig.checkNoLoss(t, ids)
+}
+
+// TestRedisOutageHoldsLimits pauses a private Redis for a few seconds mid-run: sends
+// wait instead of going out unlimited, and nothing is lost.
+func TestRedisOutageHoldsLimits(t *testing.T) {
+	env := testEnv(t)
+	if env["HERALD_MYSQL_DSN"] == "" {
+		t.Skip("needs HERALD_TEST_MYSQL_DSN: worker processes share MySQL")
+	}
+	server, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("needs redis-server to run a private Redis that can be paused")
+	}
+	port := freeAddr(t)
+	_, portNum, _ := net.SplitHostPort(port)
+	redisCmd := exec.Command(server, "--bind", "127.0.0.1", "--port", portNum, "--save", "", "--appendonly", "no")
+	if err := redisCmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = redisCmd.Process.Kill(); _ = redisCmd.Wait() })
+	env["HERALD_REDIS_URL"] = "redis://" + port + "/0"
+	waitTCP(t, port)
+
+	limits := models.Limits{PerSecond: 25}
+	rig := newLimitRig(t, env, limits, 300)
+	ids := rig.submitRounds(t, 1, "normal")
+	startWorkers(t, env, 2)
+	deadline := time.Now().Add(time.Minute)
+	for rig.statusCounts(t)[models.StatusSent] < 50 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Redis stops answering for four seconds.
+	if err := redisCmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second)
+	if err := redisCmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	counts := rig.waitTerminal(t, len(ids), 3*time.Minute)
+	if counts[models.StatusSent] != len(ids) {
+		t.Errorf("after the outage: %v, want all %d sent", counts, len(ids))
+	}
+	rig.checkWindows(t, limits)
+	rig.checkNoLoss(t, ids)
+}
+
+// waitTCP waits until something listens on addr.
+func waitTCP(t *testing.T, addr string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s: %v", addr, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

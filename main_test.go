@@ -1,0 +1,471 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"herald/config"
+	"herald/dispatch"
+	"herald/internal/testenv"
+	"herald/models"
+)
+
+const testAdminPassword = "correct-horse-battery"
+
+// testEnv returns the environment of a Herald process for a test: production mode
+// (MySQL + Redis) when the test backends are configured, the embedded default otherwise.
+func testEnv(t *testing.T) map[string]string {
+	env := map[string]string{
+		"HERALD_DATA_DIR":       t.TempDir(),
+		"HERALD_ADMIN_PASSWORD": testAdminPassword,
+		"HERALD_TIMEZONE":       "Asia/Shanghai",
+	}
+	if dsn := testenv.MySQLDSN(t); dsn != "" {
+		env["HERALD_MYSQL_DSN"] = dsn
+		env["HERALD_SESSION_SECRET"] = "test-session-secret-0123456789abcdef"
+		env["HERALD_SECRET_KEY"] = "test-secret-key-0123456789abcdef0123"
+		env["HERALD_DEMO"] = "true"
+	}
+	if os.Getenv("HERALD_TEST_REDIS_URL") != "" {
+		env["HERALD_REDIS_URL"] = testenv.RedisURL(t)
+	}
+	return env
+}
+
+// running is a Herald process started in the test.
+type running struct {
+	app    *app
+	url    string
+	stdout *bytes.Buffer
+	stop   func()
+}
+
+// startHerald starts Herald with role all on a random loopback port.
+func startHerald(t testing.TB, env map[string]string, configure ...func(*app)) *running {
+	t.Helper()
+	return startHeraldAs(t, env, "all", configure...)
+}
+
+// sweepAtOnce makes the sweeper re-enqueue due messages without the usual grace.
+func sweepAtOnce(a *app) { a.sweepGrace = 0 }
+
+// startHeraldAs starts Herald in one role; roles other than all need MySQL and Redis.
+// The configure functions adjust the process before it runs.
+func startHeraldAs(t testing.TB, env map[string]string, role string, configure ...func(*app)) *running {
+	t.Helper()
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &bytes.Buffer{}
+	a, err := start(ctx, cfg, role, newLogger(cfg, io.Discard), out)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.listener = ln
+	for _, f := range configure {
+		f(a)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.run(ctx) }()
+	r := &running{app: a, url: "http://" + ln.Addr().String(), stdout: out}
+	stopped := false
+	r.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("herald stopped with: %v", err)
+		}
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
+// browser is an HTTP client with a cookie jar that does not follow redirects.
+type browser struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+func newBrowser(t *testing.T, base string) *browser {
+	jar, _ := cookiejar.New(nil)
+	return &browser{t: t, base: base, c: &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (b *browser) do(method, path string, form url.Values, header map[string]string) (*http.Response, string) {
+	b.t.Helper()
+	var body io.Reader
+	if form != nil {
+		body = strings.NewReader(form.Encode())
+	}
+	req, err := http.NewRequest(method, b.base+path, body)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if form != nil {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := b.c.Do(req)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	return resp, string(text)
+}
+
+func (b *browser) get(path string) (*http.Response, string) { return b.do("GET", path, nil, nil) }
+
+func (b *browser) post(path string, form url.Values) (*http.Response, string) {
+	return b.do("POST", path, form, nil)
+}
+
+func (b *browser) login(username, password string) {
+	b.t.Helper()
+	resp, body := b.post("/login", url.Values{"username": {username}, "password": {password}})
+	if resp.StatusCode != http.StatusSeeOther {
+		b.t.Fatalf("login as %s: status %d, body %s", username, resp.StatusCode, body)
+	}
+}
+
+var recipientOption = regexp.MustCompile(`name="recipient" value="(\d+)"[^>]*>\s*<span>([^<]+?) <span class="muted">(\w+)`)
+
+// recipientIDs maps the external ids of the people on the compose form to their form values.
+func recipientIDs(t *testing.T, composePage string) map[string]string {
+	out := map[string]string{}
+	for _, m := range recipientOption.FindAllStringSubmatch(composePage, -1) {
+		out[m[3]] = m[1]
+	}
+	if len(out) == 0 {
+		t.Fatalf("compose page lists no recipients:\n%s", composePage)
+	}
+	return out
+}
+
+// composeAndWait sends one message to the people in sent and skipped, and waits until the
+// batch page shows every one in sent delivered; it returns the batch id.
+func composeAndWait(t *testing.T, b *browser, sent []string, skipped ...string) string {
+	t.Helper()
+	_, page := b.get("/compose")
+	ids := recipientIDs(t, page)
+	account := regexp.MustCompile(`<option value="(\d+)" selected`).FindStringSubmatch(page)
+	if account == nil {
+		t.Fatalf("compose page has no default account selected:\n%s", page)
+	}
+	form := url.Values{"account": {account[1]}, "content.text": {"Ledger 42 is overdue"}, "priority": {"normal"}}
+	for _, p := range append(slices.Clone(sent), skipped...) {
+		if ids[p] == "" {
+			t.Fatalf("recipient %s not on the compose form (have %v)", p, ids)
+		}
+		form.Add("recipient", ids[p])
+	}
+	resp, body := b.post("/compose", form)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("compose: status %d:\n%s", resp.StatusCode, body)
+	}
+	batchPath := resp.Header.Get("Location")
+	batchID := strings.TrimPrefix(batchPath, "/batches/")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, body := b.do("GET", batchPath+"/progress", nil, map[string]string{"HX-Request": "true"})
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("progress: status %d", resp.StatusCode)
+		}
+		if n := strings.Count(body, `data-status="sent"`); n == len(sent) && !strings.Contains(body, "hx-trigger") {
+			return batchID
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("batch %s not all sent after 20s; progress partial:\n%s", batchID, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	ctx := context.Background()
+	// Today's duty, whatever weekday today is: E1001 is added, E1002 removed.
+	today, _ := dispatch.DateOf(time.Now(), h.app.cfg.Location)
+	people, err := h.app.store.RecipientsByExternalIDs(ctx, []string{"E1001", "E1002"})
+	if err != nil || len(people) != 2 {
+		t.Fatalf("demo staff: %v %v", people, err)
+	}
+	for _, p := range people {
+		action := models.OverrideAdd
+		if p.ExternalID == "E1002" {
+			action = models.OverrideRemove
+		}
+		if err := h.app.store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: p.ID, Action: action}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	b := newBrowser(t, h.url)
+	b.login("admin", testAdminPassword)
+	batchID := composeAndWait(t, b, []string{"E1001", "E2001"}, "E1002")
+
+	msgs, err := h.app.store.MessagesOfBatch(ctx, batchID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delivered := map[string]bool{}
+	for _, d := range h.app.sim.Deliveries() {
+		delivered[d.RequestID] = true
+	}
+	if len(msgs) != 2 {
+		t.Fatalf("batch has %d messages, want 2 (E1002 is off duty)", len(msgs))
+	}
+	for _, m := range msgs {
+		if m.Status != models.StatusSent || m.SentAt == nil || m.Attempts != 1 {
+			t.Errorf("message %s: status %s, sent_at %v, attempts %d; want sent once", m.ID, m.Status, m.SentAt, m.Attempts)
+		}
+		if !delivered[m.ID] {
+			t.Errorf("message %s was marked sent but the sandbox has no delivery for it", m.ID)
+		}
+	}
+	// The full batch page renders with the people's names and the skipped person.
+	_, page := b.get("/batches/" + batchID)
+	for _, want := range []string{"Li Wei", "Liu Yang", "100.0%", "E1002: skipped, off_duty"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("batch page does not show %q", want)
+		}
+	}
+}
+
+func TestAccessControl(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	ctx := context.Background()
+	if _, err := h.app.store.CreateUser(ctx, "vera", "viewer-password-1", models.RoleViewer); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("anonymous page redirects to login", func(t *testing.T) {
+		resp, _ := newBrowser(t, h.url).get("/")
+		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+			t.Errorf("GET / anonymously: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
+		}
+	})
+	t.Run("anonymous htmx partial is told to log in", func(t *testing.T) {
+		resp, _ := newBrowser(t, h.url).do("GET", "/batches/x/progress", nil, map[string]string{"HX-Request": "true"})
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("HX-Redirect"), "/login") {
+			t.Errorf("htmx partial anonymously: %d, HX-Redirect %q", resp.StatusCode, resp.Header.Get("HX-Redirect"))
+		}
+	})
+	t.Run("cross-origin post is refused", func(t *testing.T) {
+		b := newBrowser(t, h.url)
+		b.login("admin", testAdminPassword)
+		resp, _ := b.do("POST", "/compose", url.Values{"text": {"x"}}, map[string]string{
+			"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"})
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("cross-origin POST: %d, want 403", resp.StatusCode)
+		}
+		resp, _ = b.do("POST", "/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}},
+			map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"})
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("cross-origin login: %d, want 403", resp.StatusCode)
+		}
+	})
+	t.Run("viewer cannot compose", func(t *testing.T) {
+		b := newBrowser(t, h.url)
+		b.login("vera", "viewer-password-1")
+		if resp, _ := b.get("/"); resp.StatusCode != http.StatusOK {
+			t.Errorf("viewer GET /: %d, want 200", resp.StatusCode)
+		}
+		if resp, _ := b.get("/compose"); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("viewer GET /compose: %d, want 403", resp.StatusCode)
+		}
+		if resp, _ := b.post("/compose", url.Values{"text": {"x"}}); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("viewer POST /compose: %d, want 403", resp.StatusCode)
+		}
+	})
+	t.Run("sixth wrong password in a minute is refused even with the right one", func(t *testing.T) {
+		b := newBrowser(t, h.url)
+		for i := 1; i <= 5; i++ {
+			resp, _ := b.post("/login", url.Values{"username": {"vera"}, "password": {"wrong-password"}})
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("wrong password %d: %d, want 401", i, resp.StatusCode)
+			}
+		}
+		resp, body := b.post("/login", url.Values{"username": {"vera"}, "password": {"viewer-password-1"}})
+		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(body, "Too many failed sign-ins") {
+			t.Errorf("right password after 5 failures: %d, want 429", resp.StatusCode)
+		}
+		// Another user from elsewhere is not locked out by vera's failures.
+		other := newBrowser(t, h.url)
+		other.login("admin", testAdminPassword)
+	})
+	t.Run("logout revokes the session server-side", func(t *testing.T) {
+		b := newBrowser(t, h.url)
+		b.login("admin", testAdminPassword)
+		u, _ := url.Parse(h.url)
+		saved := b.c.Jar.Cookies(u)
+		if resp, _ := b.post("/logout", url.Values{}); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("logout: %d", resp.StatusCode)
+		}
+		// Replaying the old cookie must not work.
+		replay := newBrowser(t, h.url)
+		replay.c.Jar.SetCookies(u, saved)
+		if resp, _ := replay.get("/"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("old cookie after logout: %d, want 303 to /login", resp.StatusCode)
+		}
+	})
+	t.Run("session cookie flags", func(t *testing.T) {
+		b := newBrowser(t, h.url)
+		resp, _ := b.post("/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}})
+		c := resp.Header.Get("Set-Cookie")
+		for _, want := range []string{"HttpOnly", "SameSite=Lax"} {
+			if !strings.Contains(c, want) {
+				t.Errorf("session cookie %q lacks %s", c, want)
+			}
+		}
+		if strings.Contains(c, "Secure") {
+			t.Errorf("session cookie over plain HTTP is Secure: %q", c)
+		}
+		resp, _ = b.do("POST", "/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}},
+			map[string]string{"X-Forwarded-Proto": "https"})
+		if c := resp.Header.Get("Set-Cookie"); !strings.Contains(c, "Secure") {
+			t.Errorf("session cookie behind HTTPS is not Secure: %q", c)
+		}
+	})
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	b := newBrowser(t, h.url)
+	if resp, body := b.get("/healthz"); resp.StatusCode != http.StatusOK || body != "ok" {
+		t.Errorf("/healthz: %d %q", resp.StatusCode, body)
+	}
+	if resp, body := b.get("/readyz"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"redis":"ok"`) {
+		t.Errorf("/readyz: %d %s", resp.StatusCode, body)
+	}
+}
+
+func TestPasswordChangeRevokesOtherSessions(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	first, second := newBrowser(t, h.url), newBrowser(t, h.url)
+	first.login("admin", testAdminPassword)
+	second.login("admin", testAdminPassword)
+
+	resp, body := first.post("/password", url.Values{"current_password": {"wrong"}, "new_password": {"a-new-password-1"}})
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `id="error-current_password"`) {
+		t.Fatalf("wrong current password: %d, want 422 with the error beside current_password", resp.StatusCode)
+	}
+	resp, _ = first.post("/password", url.Values{"current_password": {testAdminPassword}, "new_password": {"a-new-password-1"}})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("change password: %d", resp.StatusCode)
+	}
+	if resp, _ := first.get("/"); resp.StatusCode != http.StatusOK {
+		t.Errorf("the browser that changed the password: %d, want 200 (a fresh session)", resp.StatusCode)
+	}
+	if resp, _ := second.get("/"); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("another session after the change: %d, want 303 to /login", resp.StatusCode)
+	}
+	newBrowser(t, h.url).login("admin", "a-new-password-1")
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitHTTP waits until url answers 200.
+func waitHTTP(t testing.TB, url string) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s did not answer: %v", url, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestMonitoringIsInsideTheConsole(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	ctx := context.Background()
+	if _, err := h.app.store.CreateUser(ctx, "vic", "viewer-password-2", models.RoleViewer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.app.store.CreateUser(ctx, "otto", "operator-password-2", models.RoleOperator); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := newBrowser(t, h.url).get("/monitoring/"); resp.StatusCode != http.StatusSeeOther ||
+		!strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+		t.Errorf("anonymous /monitoring/: %d %q, want the login page", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	viewer := newBrowser(t, h.url)
+	viewer.login("vic", "viewer-password-2")
+	if resp, body := viewer.get("/monitoring/"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "<div id=\"root\">") {
+		t.Errorf("viewer /monitoring/: %d, want the Asynqmon page", resp.StatusCode)
+	}
+	if resp, _ := viewer.get("/monitoring/api/queues"); resp.StatusCode != http.StatusOK {
+		t.Errorf("viewer reads queues: %d, want 200", resp.StatusCode)
+	}
+	// Pausing a queue is an action: refused for a viewer, allowed for an operator.
+	if resp, _ := viewer.do("POST", "/monitoring/api/queues/normal:pause", url.Values{}, nil); resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("viewer pauses a queue: %d, want 405 (read-only)", resp.StatusCode)
+	}
+	operator := newBrowser(t, h.url)
+	operator.login("otto", "operator-password-2")
+	if resp, body := operator.do("POST", "/monitoring/api/queues/normal:pause", url.Values{}, nil); resp.StatusCode >= 300 {
+		t.Errorf("operator pauses a queue: %d %s, want success", resp.StatusCode, body)
+	}
+	operator.do("POST", "/monitoring/api/queues/normal:resume", url.Values{}, nil)
+}
+
+func TestMetricsExposeDeliveries(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	b := newBrowser(t, h.url)
+	b.login("admin", testAdminPassword)
+	composeAndWait(t, b, []string{"E2001", "E2002"})
+	resp, body := b.get("/metrics")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/metrics: %d", resp.StatusCode)
+	}
+	for _, want := range []string{
+		`herald_messages_total{account="sandbox",platform="sandbox",state="sent"} 2`,
+		`herald_attempt_duration_seconds_count{account="sandbox",outcome="sent",platform="sandbox"} 2`,
+		`herald_oldest_due_message_age_seconds 0`,
+		`herald_queue_size{queue="normal",state="pending"}`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

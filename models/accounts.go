@@ -1,0 +1,237 @@
+package models
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Limits are an account's send limits; 0 means no limit for that window.
+type Limits struct {
+	PerSecond             int `json:"per_second"`
+	PerMinute             int `json:"per_minute"`
+	PerHour               int `json:"per_hour"`
+	PerDay                int `json:"per_day"`
+	PerRecipientPerMinute int `json:"per_recipient_per_minute"`
+	PerRecipientPerDay    int `json:"per_recipient_per_day"`
+}
+
+// Account is one sending identity on a platform, with its credentials (encrypted at rest),
+// limits and retry settings.
+type Account struct {
+	ID                  int64
+	Name                string
+	Platform            string
+	IsDefault           bool
+	Enabled             bool
+	AllowPrivateNetwork bool
+	MaxAttempts         int
+	ConfigEnc           string            `gorm:"column:config_enc"`
+	Config              map[string]string `gorm:"-"`
+	Limits              Limits            `gorm:"embedded"`
+	RetryPolicy         *string
+	Healthy             bool
+	HealthNote          string
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+}
+
+// DefaultMaxAttempts is how many provider calls a message gets unless its account says otherwise.
+const DefaultMaxAttempts = 3
+
+func (s *Store) sealConfig(a *Account) error {
+	cfg := a.Config
+	if cfg == nil {
+		cfg = map[string]string{}
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	a.ConfigEnc = s.sealer.seal(b)
+	return nil
+}
+
+func (s *Store) openConfig(a *Account) error {
+	plain, err := s.sealer.open(a.ConfigEnc)
+	if err != nil {
+		return fmt.Errorf("account %s: %w", a.Name, err)
+	}
+	return json.Unmarshal(plain, &a.Config)
+}
+
+// CreateAccount stores a new account, sealing its credentials.
+func (s *Store) CreateAccount(ctx context.Context, a *Account) error {
+	if a.MaxAttempts == 0 {
+		a.MaxAttempts = DefaultMaxAttempts
+	}
+	if err := s.sealConfig(a); err != nil {
+		return fmt.Errorf("models: seal account %s: %w", a.Name, err)
+	}
+	if err := s.db.WithContext(ctx).Create(a).Error; err != nil {
+		if isDuplicate(err) {
+			return &FieldError{"name", "is already used by another account"}
+		}
+		return fmt.Errorf("models: create account %s: %w", a.Name, err)
+	}
+	return nil
+}
+
+// AccountByID returns an account with its credentials opened.
+func (s *Store) AccountByID(ctx context.Context, id int64) (*Account, error) {
+	var a Account
+	if err := s.db.WithContext(ctx).First(&a, id).Error; err != nil {
+		return nil, fmt.Errorf("models: account %d: %w", id, notFound(err))
+	}
+	if err := s.openConfig(&a); err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	return &a, nil
+}
+
+// EnabledAccounts lists enabled accounts by name, credentials opened.
+func (s *Store) EnabledAccounts(ctx context.Context) ([]Account, error) {
+	var out []Account
+	if err := s.db.WithContext(ctx).Where("enabled = ?", true).Order("name").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: list accounts: %w", err)
+	}
+	for i := range out {
+		if err := s.openConfig(&out[i]); err != nil {
+			return nil, fmt.Errorf("models: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// AccountByName returns an account with its credentials opened.
+func (s *Store) AccountByName(ctx context.Context, name string) (*Account, error) {
+	var a Account
+	if err := s.db.WithContext(ctx).Where("name = ?", name).First(&a).Error; err != nil {
+		return nil, fmt.Errorf("models: account %s: %w", name, notFound(err))
+	}
+	if err := s.openConfig(&a); err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	return &a, nil
+}
+
+// DefaultAccount returns the default account of a platform.
+func (s *Store) DefaultAccount(ctx context.Context, platform string) (*Account, error) {
+	var a Account
+	err := s.db.WithContext(ctx).Where("platform = ? AND is_default = ?", platform, true).Order("id").First(&a).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: default account of %s: %w", platform, notFound(err))
+	}
+	if err := s.openConfig(&a); err != nil {
+		return nil, fmt.Errorf("models: %w", err)
+	}
+	return &a, nil
+}
+
+var accountNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// ValidateAccount checks an account's own fields; its platform config is checked by the
+// channels package, which knows each platform.
+func ValidateAccount(a *Account) error {
+	switch {
+	case !accountNameRe.MatchString(a.Name):
+		return &FieldError{"name", "use 1–64 lower-case letters, digits, dashes or underscores"}
+	case a.MaxAttempts < 1 || a.MaxAttempts > 20:
+		return &FieldError{"max_attempts", "must be 1 to 20"}
+	}
+	l := a.Limits
+	for field, v := range map[string]int{"limits.per_second": l.PerSecond, "limits.per_minute": l.PerMinute,
+		"limits.per_hour": l.PerHour, "limits.per_day": l.PerDay,
+		"limits.per_recipient_per_minute": l.PerRecipientPerMinute, "limits.per_recipient_per_day": l.PerRecipientPerDay} {
+		if v < 0 {
+			return &FieldError{field, "must not be negative (0 means no limit)"}
+		}
+	}
+	return nil
+}
+
+// Accounts lists every account by name, credentials opened.
+func (s *Store) Accounts(ctx context.Context) ([]Account, error) {
+	var out []Account
+	if err := s.db.WithContext(ctx).Order("name").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: list accounts: %w", err)
+	}
+	for i := range out {
+		if err := s.openConfig(&out[i]); err != nil {
+			return nil, fmt.Errorf("models: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// SaveAccount creates (ID 0) or updates an account, sealing its credentials. When it is
+// the platform's default, any other default of the platform stops being one.
+func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
+	if err := s.sealConfig(a); err != nil {
+		return fmt.Errorf("models: seal account %s: %w", a.Name, err)
+	}
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		if a.IsDefault {
+			err := tx.Model(&Account{}).Where("platform = ? AND is_default = ? AND id <> ?", a.Platform, true, a.ID).
+				Update("is_default", false).Error
+			if err != nil {
+				return fmt.Errorf("models: clear default account: %w", err)
+			}
+		}
+		var err error
+		if a.ID == 0 {
+			err = tx.Create(a).Error
+		} else {
+			a.UpdatedAt = Now()
+			err = tx.Save(a).Error
+		}
+		if isDuplicate(err) {
+			return &FieldError{"name", "is already used by another account"}
+		}
+		if err != nil {
+			return fmt.Errorf("models: save account %s: %w", a.Name, err)
+		}
+		return nil
+	})
+}
+
+// ErrInUse means a resource cannot be removed while something depends on it.
+var ErrInUse = errors.New("in use")
+
+// DeleteAccount removes an account that has no undelivered messages.
+func (s *Store) DeleteAccount(ctx context.Context, id int64) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		var n int64
+		err := tx.Model(&Message{}).Where("account_id = ? AND status IN ?", id,
+			[]Status{StatusPending, StatusSending, StatusFailed}).Count(&n).Error
+		if err != nil {
+			return fmt.Errorf("models: count undelivered of account %d: %w", id, err)
+		}
+		if n > 0 {
+			return fmt.Errorf("models: account %d has %d undelivered messages: %w", id, n, ErrInUse)
+		}
+		res := tx.Delete(&Account{}, id)
+		if res.Error != nil {
+			return fmt.Errorf("models: delete account %d: %w", id, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("models: account %d: %w", id, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// SetAccountHealth records whether an account's credentials work, and why not.
+func (s *Store) SetAccountHealth(ctx context.Context, id int64, healthy bool, note string) error {
+	err := s.db.WithContext(ctx).Model(&Account{}).Where("id = ? AND healthy <> ?", id, healthy).
+		Updates(map[string]any{"healthy": healthy, "health_note": truncate(note, 255)}).Error
+	if err != nil {
+		return fmt.Errorf("models: account %d health: %w", id, err)
+	}
+	return nil
+}

@@ -1,0 +1,34 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// AuditEntry records one state-changing action: who, what, when and from where.
+type AuditEntry struct {
+	ID         int64
+	At         time.Time
+	Actor      string
+	ActorType  string // "user", "api_key" or "system"
+	Action     string
+	TargetType string
+	TargetID   string
+	Detail     string
+	IP         string
+}
+
+// TableName implements gorm's tabler.
+func (AuditEntry) TableName() string { return "audit_log" }
+
+// Audit appends an entry to the audit log.
+func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
+	if e.At.IsZero() {
+		e.At = Now()
+	}
+	if err := s.db.WithContext(ctx).Create(&e).Error; err != nil {
+		return fmt.Errorf("models: audit %s: %w", e.Action, err)
+	}
+	return nil
+}

@@ -1,0 +1,282 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// DutySlot puts a recipient on the weekly roster of a weekday (1 = Monday … 7 = Sunday).
+type DutySlot struct {
+	ID          int64
+	Weekday     int
+	RecipientID int64
+	CreatedAt   time.Time
+}
+
+// DutyOverride adds or removes a recipient from the roster of one date (YYYY-MM-DD).
+type DutyOverride struct {
+	ID          int64
+	Date        string
+	RecipientID int64
+	Action      string // OverrideAdd or OverrideRemove
+	Note        string
+	CreatedAt   time.Time
+}
+
+// Holiday marks a date as a day off (empty weekly roster) or a make-up workday that uses
+// the roster of weekday AsWeekday.
+type Holiday struct {
+	ID        int64
+	Date      string
+	Kind      string // HolidayOff or HolidayWorkday
+	AsWeekday *int
+	Name      string
+	CreatedAt time.Time
+}
+
+// AddDutySlot puts a recipient on a weekday's roster; adding an existing slot is a no-op.
+func (s *Store) AddDutySlot(ctx context.Context, weekday int, recipientID int64) error {
+	if weekday < 1 || weekday > 7 {
+		return &FieldError{"weekday", "must be 1 (Monday) to 7 (Sunday)"}
+	}
+	err := s.db.WithContext(ctx).Create(&DutySlot{Weekday: weekday, RecipientID: recipientID}).Error
+	if err != nil && !isDuplicate(err) {
+		return fmt.Errorf("models: add duty slot: %w", err)
+	}
+	return nil
+}
+
+// DutyDay is everything the duty rule needs to know about one date.
+type DutyDay struct {
+	Holiday   *Holiday
+	Weekly    []int64 // recipient ids on the weekly roster of the weekday that applies
+	Overrides []DutyOverride
+}
+
+// DutyDayOf loads the holiday entry, the applicable weekly roster and the overrides of a
+// date. weekday is the date's own weekday (1 = Monday … 7 = Sunday); a make-up workday
+// uses the roster of the weekday it stands for, and a day off has an empty weekly roster.
+func (s *Store) DutyDayOf(ctx context.Context, date string, weekday int) (*DutyDay, error) {
+	db := s.db.WithContext(ctx)
+	d := &DutyDay{}
+	var hs []Holiday
+	if err := db.Where("date = ?", date).Limit(1).Find(&hs).Error; err != nil {
+		return nil, fmt.Errorf("models: holiday %s: %w", date, err)
+	}
+	if len(hs) == 1 {
+		d.Holiday = &hs[0]
+		switch {
+		case d.Holiday.Kind == HolidayOff:
+			weekday = 0
+		case d.Holiday.Kind == HolidayWorkday && d.Holiday.AsWeekday != nil:
+			weekday = *d.Holiday.AsWeekday
+		}
+	}
+	if weekday != 0 {
+		err := db.Model(&DutySlot{}).Where("weekday = ?", weekday).Order("recipient_id").Pluck("recipient_id", &d.Weekly).Error
+		if err != nil {
+			return nil, fmt.Errorf("models: duty roster of weekday %d: %w", weekday, err)
+		}
+	}
+	if err := db.Where("date = ?", date).Order("id").Find(&d.Overrides).Error; err != nil {
+		return nil, fmt.Errorf("models: duty overrides %s: %w", date, err)
+	}
+	return d, nil
+}
+
+// Holiday kinds.
+const (
+	HolidayOff     = "off"
+	HolidayWorkday = "workday"
+)
+
+// Override actions.
+const (
+	OverrideAdd    = "add"
+	OverrideRemove = "remove"
+)
+
+// ValidDate checks a YYYY-MM-DD date.
+func ValidDate(field, date string) error {
+	if _, err := time.Parse(time.DateOnly, date); err != nil || len(date) != 10 {
+		return &FieldError{field, "must be a date as YYYY-MM-DD"}
+	}
+	return nil
+}
+
+// SetOverride adds or removes a recipient on one date, replacing an earlier override of
+// the same person and date.
+func (s *Store) SetOverride(ctx context.Context, o *DutyOverride) error {
+	if err := ValidDate("date", o.Date); err != nil {
+		return err
+	}
+	if o.Action != OverrideAdd && o.Action != OverrideRemove {
+		return &FieldError{"action", "must be add or remove"}
+	}
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Where("date = ? AND recipient_id = ?", o.Date, o.RecipientID).Delete(&DutyOverride{}).Error; err != nil {
+			return fmt.Errorf("models: replace override: %w", err)
+		}
+		o.ID = 0
+		if err := tx.Create(o).Error; err != nil {
+			return fmt.Errorf("models: create override: %w", err)
+		}
+		return nil
+	})
+}
+
+// DeleteOverride removes a recipient's override on a date.
+func (s *Store) DeleteOverride(ctx context.Context, date string, recipientID int64) error {
+	res := s.db.WithContext(ctx).Where("date = ? AND recipient_id = ?", date, recipientID).Delete(&DutyOverride{})
+	if res.Error != nil {
+		return fmt.Errorf("models: delete override: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: override %s: %w", date, ErrNotFound)
+	}
+	return nil
+}
+
+// SetHoliday records a day off or a make-up workday, replacing an earlier entry of the date.
+func (s *Store) SetHoliday(ctx context.Context, h *Holiday) error {
+	if err := validateHoliday(h); err != nil {
+		return err
+	}
+	return s.SetHolidays(ctx, []Holiday{*h})
+}
+
+func validateHoliday(h *Holiday) error {
+	if err := ValidDate("date", h.Date); err != nil {
+		return err
+	}
+	switch h.Kind {
+	case HolidayOff:
+		h.AsWeekday = nil
+	case HolidayWorkday:
+		if h.AsWeekday == nil || *h.AsWeekday < 1 || *h.AsWeekday > 7 {
+			return &FieldError{"as_weekday", "a make-up workday needs the weekday (1–7) whose roster it uses"}
+		}
+	default:
+		return &FieldError{"kind", "must be off or workday"}
+	}
+	if len(h.Name) > 100 {
+		return &FieldError{"name", "must be at most 100 characters"}
+	}
+	return nil
+}
+
+// DeleteHoliday removes the holiday entry of a date.
+func (s *Store) DeleteHoliday(ctx context.Context, date string) error {
+	res := s.db.WithContext(ctx).Where("date = ?", date).Delete(&Holiday{})
+	if res.Error != nil {
+		return fmt.Errorf("models: delete holiday: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: holiday %s: %w", date, ErrNotFound)
+	}
+	return nil
+}
+
+// Week is the weekly roster: weekday (1–7) → recipient ids.
+type Week map[int][]int64
+
+// DutyWeek returns the weekly roster.
+func (s *Store) DutyWeek(ctx context.Context) (Week, error) {
+	var slots []DutySlot
+	if err := s.db.WithContext(ctx).Order("weekday, recipient_id").Find(&slots).Error; err != nil {
+		return nil, fmt.Errorf("models: duty week: %w", err)
+	}
+	w := Week{}
+	for _, sl := range slots {
+		w[sl.Weekday] = append(w[sl.Weekday], sl.RecipientID)
+	}
+	return w, nil
+}
+
+// ReplaceDutyWeek replaces the whole weekly roster in one transaction.
+func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) error {
+	for day := range w {
+		if day < 1 || day > 7 {
+			return &FieldError{"weekday", fmt.Sprintf("%d is not a weekday (1 = Monday … 7 = Sunday)", day)}
+		}
+	}
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Where("1 = 1").Delete(&DutySlot{}).Error; err != nil {
+			return fmt.Errorf("models: clear duty week: %w", err)
+		}
+		var slots []DutySlot
+		for day, ids := range w {
+			seen := map[int64]bool{}
+			for _, id := range ids {
+				if !seen[id] {
+					seen[id] = true
+					slots = append(slots, DutySlot{Weekday: day, RecipientID: id})
+				}
+			}
+		}
+		if len(slots) == 0 {
+			return nil
+		}
+		if err := tx.Create(&slots).Error; err != nil {
+			return fmt.Errorf("models: write duty week: %w", err)
+		}
+		return nil
+	})
+}
+
+// RemoveDutySlot takes a recipient off a weekday's roster.
+func (s *Store) RemoveDutySlot(ctx context.Context, weekday int, recipientID int64) error {
+	err := s.db.WithContext(ctx).Where("weekday = ? AND recipient_id = ?", weekday, recipientID).Delete(&DutySlot{}).Error
+	if err != nil {
+		return fmt.Errorf("models: remove duty slot: %w", err)
+	}
+	return nil
+}
+
+// OverridesBetween lists overrides from one date to another, inclusive.
+func (s *Store) OverridesBetween(ctx context.Context, from, to string) ([]DutyOverride, error) {
+	var out []DutyOverride
+	if err := s.db.WithContext(ctx).Where("date >= ? AND date <= ?", from, to).Order("date, id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: overrides: %w", err)
+	}
+	return out, nil
+}
+
+// HolidaysBetween lists holiday entries from one date to another, inclusive.
+func (s *Store) HolidaysBetween(ctx context.Context, from, to string) ([]Holiday, error) {
+	var out []Holiday
+	if err := s.db.WithContext(ctx).Where("date >= ? AND date <= ?", from, to).Order("date").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: holidays: %w", err)
+	}
+	return out, nil
+}
+
+// SetHolidays saves several holiday entries in one transaction, each replacing its date's.
+func (s *Store) SetHolidays(ctx context.Context, list []Holiday) error {
+	for i := range list {
+		if err := validateHoliday(&list[i]); err != nil {
+			var fe *FieldError
+			if errors.As(err, &fe) {
+				return &FieldError{fmt.Sprintf("[%d].%s", i, fe.Field), fe.Message}
+			}
+			return err
+		}
+	}
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		for i := range list {
+			h := &list[i]
+			if err := tx.Where("date = ?", h.Date).Delete(&Holiday{}).Error; err != nil {
+				return fmt.Errorf("models: replace holiday: %w", err)
+			}
+			h.ID = 0
+			if err := tx.Create(h).Error; err != nil {
+				return fmt.Errorf("models: create holiday %s: %w", h.Date, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,579 @@
+package models
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"gorm.io/gorm"
+)
+
+// Status is a message's delivery state (DESIGN.md section 5).
+type Status string
+
+// The message states.
+const (
+	StatusPending   Status = "pending"
+	StatusSending   Status = "sending"
+	StatusSent      Status = "sent"
+	StatusFailed    Status = "failed"
+	StatusStopped   Status = "stopped"
+	StatusCancelled Status = "cancelled"
+)
+
+// AllStatuses lists the states in lifecycle order, for display.
+var AllStatuses = []Status{StatusPending, StatusSending, StatusFailed, StatusSent, StatusStopped, StatusCancelled}
+
+// Terminal reports whether no further transition can happen.
+func (s Status) Terminal() bool {
+	return s == StatusSent || s == StatusStopped || s == StatusCancelled
+}
+
+// NewID returns a new time-ordered id (UUIDv7) for batches and messages, so inserts
+// append to the primary key and ids sort by creation.
+func NewID() string { return uuid.Must(uuid.NewV7()).String() }
+
+// Reason is a recipient left out of a batch and why.
+type Reason struct {
+	Recipient string `json:"recipient"`
+	Reason    string `json:"reason"`
+}
+
+// Reasons is a list of Reason stored as JSON in one column.
+type Reasons []Reason
+
+// Value implements driver.Valuer.
+func (r Reasons) Value() (driver.Value, error) {
+	if r == nil {
+		r = Reasons{}
+	}
+	b, err := json.Marshal([]Reason(r))
+	return string(b), err
+}
+
+// Scan implements sql.Scanner.
+func (r *Reasons) Scan(src any) error { return scanJSON(src, r) }
+
+// Batch is one intake: a request from the console or the API to notify some people.
+type Batch struct {
+	ID             string
+	Source         string // "console" or "api"
+	Actor          string
+	APIKeyID       *int64 `gorm:"column:api_key_id"`
+	IdempotencyKey *string
+	RequestHash    string
+	Platform       string
+	AccountID      int64
+	TemplateID     *int64
+	Priority       string
+	SendAt         *time.Time
+	ToOnDuty       bool
+	Requested      int
+	Accepted       int
+	SkippedCount   int
+	RejectedCount  int
+	Skipped        Reasons
+	Rejected       Reasons
+	CreatedAt      time.Time
+}
+
+// Message is one recipient on one account: what to send and how far delivery got.
+type Message struct {
+	ID          string
+	BatchID     string
+	RecipientID int64
+	AccountID   int64
+	Platform    string
+	Address     string
+	MsgType     string
+	Subject     string
+	Content     string
+	Priority    string
+	Status      Status
+	Attempts    int
+	MaxAttempts int
+	// ClassRetries counts consecutive failures of the class in ErrorClass, for classes
+	// whose retries are bounded apart from max_attempts (rate_limited, auth).
+	ClassRetries  int
+	SendAt        time.Time
+	NextAttemptAt *time.Time
+	LeaseUntil    *time.Time
+	// ClaimToken is unique per claim: it tells a worker whether it holds the message.
+	ClaimToken        string
+	ErrorClass        string
+	LastError         string
+	ProviderMessageID string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	SentAt            *time.Time
+}
+
+// insertChunk bounds a multi-row INSERT well below MySQL's placeholder limit.
+const insertChunk = 500
+
+// BatchExtras are written in a batch's transaction: the answer to replay for an
+// idempotent request, and the audit entry of the intake.
+type BatchExtras struct {
+	Idem  *IdemCompletion
+	Audit *AuditEntry
+}
+
+// CreateBatch writes a batch and its messages in one transaction: either all rows exist
+// afterwards or none do. The extras (may be nil) commit with them, so a crash can never
+// leave a batch without its replayable answer or its audit entry.
+func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extras *BatchExtras) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		if extras != nil && extras.Idem != nil {
+			if err := completeIdempotent(tx, extras.Idem, b.ID); err != nil {
+				return err
+			}
+		}
+		if extras != nil && extras.Audit != nil {
+			e := *extras.Audit
+			e.At = Now()
+			if err := tx.Create(&e).Error; err != nil {
+				return fmt.Errorf("models: audit batch: %w", err)
+			}
+		}
+		if err := tx.Create(b).Error; err != nil {
+			if isDuplicate(err) {
+				return fmt.Errorf("models: create batch: %w", ErrDuplicate)
+			}
+			return fmt.Errorf("models: create batch: %w", err)
+		}
+		if len(msgs) == 0 {
+			return nil
+		}
+		if err := tx.CreateInBatches(msgs, insertChunk).Error; err != nil {
+			return fmt.Errorf("models: create messages of batch %s: %w", b.ID, err)
+		}
+		return nil
+	})
+}
+
+// BatchByID returns one batch.
+func (s *Store) BatchByID(ctx context.Context, id string) (*Batch, error) {
+	var b Batch
+	if err := s.db.WithContext(ctx).Where("id = ?", id).First(&b).Error; err != nil {
+		return nil, fmt.Errorf("models: batch %s: %w", id, notFound(err))
+	}
+	return &b, nil
+}
+
+// MessageByID returns one message.
+func (s *Store) MessageByID(ctx context.Context, id string) (*Message, error) {
+	var m Message
+	if err := s.db.WithContext(ctx).Where("id = ?", id).First(&m).Error; err != nil {
+		return nil, fmt.Errorf("models: message %s: %w", id, notFound(err))
+	}
+	return &m, nil
+}
+
+// BatchMessage is a message of a batch with the name of its recipient, for display.
+type BatchMessage struct {
+	Message
+	RecipientName       string
+	RecipientExternalID string
+}
+
+// MessagesOfBatch lists a batch's messages with their recipients, at most limit of them.
+func (s *Store) MessagesOfBatch(ctx context.Context, batchID string, limit int) ([]BatchMessage, error) {
+	var out []BatchMessage
+	err := s.db.WithContext(ctx).Table("messages AS m").
+		Select("m.*, r.name AS recipient_name, r.external_id AS recipient_external_id").
+		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").
+		Where("m.batch_id = ?", batchID).Order("r.name, m.id").Limit(limit).
+		Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: messages of batch %s: %w", batchID, err)
+	}
+	return out, nil
+}
+
+// BatchStatusCounts counts a batch's messages by status.
+func (s *Store) BatchStatusCounts(ctx context.Context, batchID string) (map[Status]int, error) {
+	var rows []struct {
+		Status Status
+		N      int
+	}
+	err := s.db.WithContext(ctx).Model(&Message{}).Select("status, COUNT(*) AS n").
+		Where("batch_id = ?", batchID).Group("status").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: count batch %s: %w", batchID, err)
+	}
+	out := make(map[Status]int, len(rows))
+	for _, r := range rows {
+		out[r.Status] = r.N
+	}
+	return out, nil
+}
+
+// RecentBatches lists the newest batches.
+func (s *Store) RecentBatches(ctx context.Context, limit int) ([]Batch, error) {
+	var out []Batch
+	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: recent batches: %w", err)
+	}
+	return out, nil
+}
+
+// claimEarly lets a claim succeed slightly before next_attempt_at: Asynq keeps ProcessAt
+// in whole seconds and may run a task up to a second before the time Herald asked for.
+const claimEarly = time.Second
+
+// ClaimForSending moves a due pending or failed message to sending, with a lease until
+// leaseUntil, and returns it. A sending message whose lease ran out (its worker died) is
+// taken over the same way. ErrStateChanged means it was not claimable: claimed by a live
+// worker, finished, cancelled, or not due yet (the returned message, if any, says which).
+func (s *Store) ClaimForSending(ctx context.Context, id string, leaseUntil time.Time) (*Message, error) {
+	found, token, err := s.ClaimMany(ctx, []string{id}, leaseUntil)
+	if err != nil {
+		return nil, err
+	}
+	m := found[id]
+	switch {
+	case m == nil:
+		return nil, fmt.Errorf("models: message %s: %w", id, ErrNotFound)
+	case !m.Claimed(token):
+		return m, ErrStateChanged
+	}
+	return m, nil
+}
+
+// Outcome is the result of one delivery attempt, as the worker decided it.
+type Outcome struct {
+	Status            Status // sent, failed (retry at NextAttemptAt), stopped, or pending (throttled)
+	ErrorClass        string
+	Error             string
+	ProviderCode      string
+	ProviderMessageID string
+	NextAttemptAt     *time.Time
+	// CountsAttempt is false for outcomes that must not use up an attempt (throttling).
+	CountsAttempt bool
+	// ClassRetries is the new count of consecutive failures of ErrorClass.
+	ClassRetries int
+	// Called is true when a provider call was made, which is recorded in attempts.
+	Called    bool
+	StartedAt time.Time
+	Duration  time.Duration
+}
+
+// FinishAttempt records an attempt's outcome on a message the caller holds in sending,
+// and the attempt row when a provider call was made, in one transaction. The claim's
+// token fences it: a worker whose lease was taken over cannot overwrite the state.
+func (s *Store) FinishAttempt(ctx context.Context, m *Message, o Outcome) error {
+	return s.FinishAttempts(ctx, []Finish{{Message: m, Outcome: o}})[0]
+}
+
+// Finish is one message's attempt outcome, for FinishAttempts.
+type Finish struct {
+	Message *Message
+	Outcome Outcome
+}
+
+// FinishAttempts records many outcomes in one transaction: one commit (and one log
+// flush) for a whole batch instead of one per message, which is what lets a worker keep
+// up with thousands of messages a second. It returns one error per item: an item whose
+// message is no longer held gets ErrStateChanged and does not block the others; a
+// database failure fails them all, leaving the messages to their leases.
+func (s *Store) FinishAttempts(ctx context.Context, items []Finish) []error {
+	errs := make([]error, len(items))
+	var attempts []Attempt
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		attempts = attempts[:0]
+		now := Now()
+		var sent []int
+		for i, it := range items {
+			if it.Outcome.Status == StatusSent && it.Outcome.CountsAttempt && it.Outcome.Called {
+				sent = append(sent, i)
+				continue
+			}
+			ok, err := finishOne(tx, it, now)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				errs[i] = fmt.Errorf("models: finish message %s: %w", it.Message.ID, ErrStateChanged)
+				continue
+			}
+			if it.Outcome.Called {
+				attempts = append(attempts, attemptRow(it))
+			}
+		}
+		if len(sent) > 0 {
+			done, err := finishSent(tx, items, sent, now)
+			if err != nil {
+				return err
+			}
+			for _, i := range sent {
+				if !done[items[i].Message.ID] {
+					errs[i] = fmt.Errorf("models: finish message %s: %w", items[i].Message.ID, ErrStateChanged)
+					continue
+				}
+				attempts = append(attempts, attemptRow(items[i]))
+			}
+		}
+		if len(attempts) > 0 {
+			if err := tx.CreateInBatches(attempts, insertChunk).Error; err != nil {
+				return fmt.Errorf("models: record attempts: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+	}
+	return errs
+}
+
+// finishOne records one outcome with a fenced UPDATE and reports whether it held.
+func finishOne(tx *gorm.DB, it Finish, now time.Time) (bool, error) {
+	m, o := it.Message, it.Outcome
+	n := m.Attempts
+	if o.CountsAttempt {
+		n++
+	}
+	upd := map[string]any{
+		"status": o.Status, "attempts": n, "lease_until": nil, "updated_at": now,
+		"error_class": o.ErrorClass, "last_error": truncate(o.Error, 1000),
+		"next_attempt_at": o.NextAttemptAt, "class_retries": o.ClassRetries,
+	}
+	if o.Status == StatusSent {
+		upd["sent_at"] = now
+		upd["provider_message_id"] = truncate(o.ProviderMessageID, 128)
+	}
+	res := tx.Model(&Message{}).Where("id = ? AND status = ? AND claim_token = ?", m.ID, StatusSending, m.ClaimToken).Updates(upd)
+	if res.Error != nil {
+		return false, fmt.Errorf("models: finish message %s: %w", m.ID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// finishSent marks many delivered messages sent with one UPDATE, each fenced by its own
+// claim token, and returns which ones it changed. Successes are the common case; one
+// statement for a batch of them is what keeps the database off the critical path.
+func finishSent(tx *gorm.DB, items []Finish, idx []int, now time.Time) (map[string]bool, error) {
+	var fence, provider strings.Builder
+	ids := make([]string, 0, len(idx))
+	var fenceArgs, providerArgs []any
+	fence.WriteString("CASE id")
+	provider.WriteString("CASE id")
+	for _, i := range idx {
+		m := items[i].Message
+		ids = append(ids, m.ID)
+		fence.WriteString(" WHEN ? THEN claim_token = ?")
+		fenceArgs = append(fenceArgs, m.ID, m.ClaimToken)
+		provider.WriteString(" WHEN ? THEN ?")
+		providerArgs = append(providerArgs, m.ID, truncate(items[i].Outcome.ProviderMessageID, 128))
+	}
+	fence.WriteString(" ELSE FALSE END")
+	provider.WriteString(" ELSE provider_message_id END")
+	args := append([]any{StatusSent, now, now}, providerArgs...)
+	args = append(args, ids, StatusSending)
+	args = append(args, fenceArgs...)
+	res := tx.Exec("UPDATE messages SET status = ?, attempts = attempts + 1, sent_at = ?, updated_at = ?, lease_until = NULL, "+
+		"next_attempt_at = NULL, error_class = '', last_error = '', class_retries = 0, provider_message_id = "+provider.String()+
+		" WHERE id IN ? AND status = ? AND "+fence.String(), args...)
+	if res.Error != nil {
+		return nil, fmt.Errorf("models: finish sent messages: %w", res.Error)
+	}
+	done := make(map[string]bool, len(idx))
+	if int(res.RowsAffected) == len(idx) {
+		for _, id := range ids {
+			done[id] = true
+		}
+		return done, nil
+	}
+	// Some were taken over meanwhile: find out which of them are ours.
+	var rows []struct {
+		ID         string
+		ClaimToken string
+	}
+	if err := tx.Model(&Message{}).Select("id, claim_token").Where("id IN ? AND status = ? AND updated_at = ?", ids, StatusSent, now).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("models: check finished messages: %w", err)
+	}
+	want := make(map[string]string, len(idx))
+	for _, i := range idx {
+		want[items[i].Message.ID] = items[i].Message.ClaimToken
+	}
+	for _, r := range rows {
+		done[r.ID] = want[r.ID] == r.ClaimToken
+	}
+	return done, nil
+}
+
+func attemptRow(it Finish) Attempt {
+	m, o := it.Message, it.Outcome
+	n := m.Attempts
+	if o.CountsAttempt {
+		n++
+	}
+	outcome := "sent"
+	if o.Status != StatusSent {
+		outcome = "failed"
+	}
+	return Attempt{MessageID: m.ID, N: n, StartedAt: o.StartedAt.UTC(), DurationMs: int(o.Duration.Milliseconds()),
+		Outcome: outcome, ErrorClass: o.ErrorClass, ProviderCode: truncate(o.ProviderCode, 32), Error: truncate(o.Error, 1000)}
+}
+
+// ClaimMany claims several due messages at once with one lease (see ClaimForSending):
+// one UPDATE and one SELECT for the lot. It returns every message found, by id, and the
+// claim's token; the messages it claimed are those for which Claimed(token) is true.
+func (s *Store) ClaimMany(ctx context.Context, ids []string, leaseUntil time.Time) (map[string]*Message, string, error) {
+	now := Now()
+	token := NewToken()[:24]
+	err := s.db.WithContext(ctx).Model(&Message{}).
+		Where("id IN ? AND ((status IN ? AND next_attempt_at <= ?) OR (status = ? AND lease_until < ?))",
+			ids, []Status{StatusPending, StatusFailed}, now.Add(claimEarly), StatusSending, now).
+		Updates(map[string]any{"status": StatusSending, "lease_until": leaseUntil.UTC(), "claim_token": token, "updated_at": now}).Error
+	if err != nil {
+		return nil, "", fmt.Errorf("models: claim messages: %w", err)
+	}
+	var rows []Message
+	if err := s.db.WithContext(ctx).Where("id IN ?", ids).Find(&rows).Error; err != nil {
+		return nil, "", fmt.Errorf("models: read claimed messages: %w", err)
+	}
+	out := make(map[string]*Message, len(rows))
+	for i := range rows {
+		out[rows[i].ID] = &rows[i]
+	}
+	return out, token, nil
+}
+
+// Claimed reports whether m is held under the claim with this token.
+func (m *Message) Claimed(token string) bool {
+	return m.Status == StatusSending && m.ClaimToken == token
+}
+
+// RetriesOf returns how many consecutive failures of class the message has had.
+func (m *Message) RetriesOf(class string) int {
+	if m.ErrorClass != class {
+		return 0
+	}
+	return m.ClassRetries
+}
+
+// DueMessage is what the sweeper needs to re-enqueue a message.
+type DueMessage struct {
+	ID            string
+	Priority      string
+	NextAttemptAt time.Time
+}
+
+// DueCursor is a position in the due-message order, for paging.
+type DueCursor struct {
+	At time.Time
+	ID string
+}
+
+// DueMessages lists pending or failed messages due by dueBy in (next_attempt_at, id)
+// order, after the cursor (the zero cursor starts at the beginning).
+func (s *Store) DueMessages(ctx context.Context, dueBy time.Time, after DueCursor, limit int) ([]DueMessage, error) {
+	var out []DueMessage
+	dueBy, after.At = dueBy.UTC(), after.At.UTC() // SQLite compares times as text: every stored time is UTC
+	q := s.db.WithContext(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
+		Where("status IN ? AND next_attempt_at <= ?", []Status{StatusPending, StatusFailed}, dueBy)
+	if !after.At.IsZero() {
+		q = q.Where("(next_attempt_at > ? OR (next_attempt_at = ? AND id > ?))", after.At, after.At, after.ID)
+	}
+	err := q.Order("next_attempt_at, id").Limit(limit).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: due messages: %w", err)
+	}
+	return out, nil
+}
+
+// ReleaseExpiredLeases returns sending messages whose lease ran out (their worker died)
+// to failed, due now, and reports how many.
+func (s *Store) ReleaseExpiredLeases(ctx context.Context) (int64, error) {
+	now := Now()
+	res := s.db.WithContext(ctx).Model(&Message{}).
+		Where("status = ? AND lease_until < ?", StatusSending, now).
+		Updates(map[string]any{"status": StatusFailed, "lease_until": nil, "next_attempt_at": now,
+			"error_class": "transient", "last_error": "worker lease expired", "updated_at": now})
+	if res.Error != nil {
+		return 0, fmt.Errorf("models: release expired leases: %w", res.Error)
+	}
+	return res.RowsAffected, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary so the column never holds invalid UTF-8.
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}
+
+// CancelMessage cancels a pending or failed message. ErrStateChanged means it was in
+// another state (sending, sent, stopped or cancelled already).
+func (s *Store) CancelMessage(ctx context.Context, id string) error {
+	now := Now()
+	res := s.db.WithContext(ctx).Model(&Message{}).
+		Where("id = ? AND status IN ?", id, []Status{StatusPending, StatusFailed}).
+		Updates(map[string]any{"status": StatusCancelled, "next_attempt_at": nil, "updated_at": now})
+	return casResult(res, "cancel", id)
+}
+
+// RetryMessage makes a stopped message pending again with a fresh allowance of attempts.
+// Attempts keep counting, so the history stays in order. A failed message already has a
+// retry scheduled and is not changed (ErrStateChanged).
+func (s *Store) RetryMessage(ctx context.Context, id string, extraAttempts int) error {
+	now := Now()
+	res := s.db.WithContext(ctx).Model(&Message{}).
+		Where("id = ? AND status = ?", id, StatusStopped).
+		Updates(map[string]any{"status": StatusPending, "next_attempt_at": now, "updated_at": now,
+			"max_attempts": gorm.Expr("attempts + ?", extraAttempts), "class_retries": 0})
+	return casResult(res, "retry", id)
+}
+
+func casResult(res *gorm.DB, op, id string) error {
+	if res.Error != nil {
+		return fmt.Errorf("models: %s message %s: %w", op, id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: %s message %s: %w", op, id, ErrStateChanged)
+	}
+	return nil
+}
+
+// MessageWithRecipient returns one message with its recipient's name and external id.
+func (s *Store) MessageWithRecipient(ctx context.Context, id string) (*BatchMessage, error) {
+	var out []BatchMessage
+	err := s.db.WithContext(ctx).Table("messages AS m").
+		Select("m.*, r.name AS recipient_name, r.external_id AS recipient_external_id").
+		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").
+		Where("m.id = ?", id).Limit(1).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: message %s: %w", id, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("models: message %s: %w", id, ErrNotFound)
+	}
+	return &out[0], nil
+}
+
+// OldestDue returns the next_attempt_at of the longest-waiting due message, or nil when
+// nothing is due. Its age is how far delivery lags behind.
+func (s *Store) OldestDue(ctx context.Context) (*time.Time, error) {
+	var out []DueMessage
+	err := s.db.WithContext(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
+		Where("status IN ? AND next_attempt_at <= ?", []Status{StatusPending, StatusFailed}, Now()).
+		Order("next_attempt_at").Limit(1).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: oldest due message: %w", err)
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return &out[0].NextAttemptAt, nil
+}

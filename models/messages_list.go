@@ -1,0 +1,144 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// MessageFilter selects messages for the console's message list; zero fields do not
+// filter. Status, platform, error class, account and recipient each lead an index
+// together with created_at (migrations 00001 and 00002), so a page of the newest-first
+// list is an index range scan however many rows the table holds; a batch's messages
+// are few enough to sort.
+type MessageFilter struct {
+	Status      Status
+	Platform    string
+	AccountID   int64
+	RecipientID int64
+	BatchID     string
+	ErrorClass  string
+	// CreatedFrom and CreatedBefore bound created_at: From <= created_at < Before.
+	CreatedFrom, CreatedBefore *time.Time
+}
+
+func (f MessageFilter) apply(q *gorm.DB) *gorm.DB {
+	if f.Status != "" {
+		q = q.Where("m.status = ?", f.Status)
+	}
+	if f.Platform != "" {
+		q = q.Where("m.platform = ?", f.Platform)
+	}
+	if f.AccountID != 0 {
+		q = q.Where("m.account_id = ?", f.AccountID)
+	}
+	if f.RecipientID != 0 {
+		q = q.Where("m.recipient_id = ?", f.RecipientID)
+	}
+	if f.BatchID != "" {
+		q = q.Where("m.batch_id = ?", f.BatchID)
+	}
+	if f.ErrorClass != "" {
+		q = q.Where("m.error_class = ?", f.ErrorClass)
+	}
+	// SQLite compares times as text: every stored time is UTC.
+	if f.CreatedFrom != nil {
+		q = q.Where("m.created_at >= ?", f.CreatedFrom.UTC())
+	}
+	if f.CreatedBefore != nil {
+		q = q.Where("m.created_at < ?", f.CreatedBefore.UTC())
+	}
+	return q
+}
+
+// MessageCursor is a position in the newest-first message list: the last row shown.
+type MessageCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// String encodes the cursor for a URL.
+func (c MessageCursor) String() string {
+	return strconv.FormatInt(c.CreatedAt.UnixMicro(), 10) + "_" + c.ID
+}
+
+// ParseMessageCursor decodes a cursor made by MessageCursor.String.
+func ParseMessageCursor(s string) (*MessageCursor, error) {
+	micros, id, ok := strings.Cut(s, "_")
+	n, err := strconv.ParseInt(micros, 10, 64)
+	if !ok || err != nil || id == "" || len(id) > 36 {
+		return nil, &FieldError{"before", "is not a position in the list"}
+	}
+	return &MessageCursor{CreatedAt: time.UnixMicro(n).UTC(), ID: id}, nil
+}
+
+// messageListColumns are the columns a list row shows: everything but the content.
+const messageListColumns = "m.id, m.batch_id, m.recipient_id, m.account_id, m.platform, m.address, m.msg_type, " +
+	"m.subject, m.priority, m.status, m.attempts, m.max_attempts, m.send_at, m.next_attempt_at, m.error_class, " +
+	"m.last_error, m.created_at, m.updated_at, m.sent_at, r.name AS recipient_name, r.external_id AS recipient_external_id"
+
+// ListMessages lists the messages matching a filter, newest first, with their
+// recipients' names: at most limit of them, starting after the cursor (nil starts at the
+// newest). Paging is keyset on (created_at, id), never OFFSET, so every page costs the same.
+func (s *Store) ListMessages(ctx context.Context, f MessageFilter, after *MessageCursor, limit int) ([]BatchMessage, error) {
+	q := f.apply(s.db.WithContext(ctx).Table("messages AS m").Select(messageListColumns).
+		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id"))
+	if after != nil {
+		at := after.CreatedAt.UTC()
+		// The first condition alone is a range on the index; the second breaks ties.
+		q = q.Where("m.created_at <= ? AND (m.created_at < ? OR m.id < ?)", at, at, after.ID)
+	}
+	var out []BatchMessage
+	if err := q.Order("m.created_at DESC, m.id DESC").Limit(limit).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: list messages: %w", err)
+	}
+	return out, nil
+}
+
+// stoppedOf narrows a filter to stopped messages; ok is false when the filter asks for
+// another status, so nothing can match.
+func (f MessageFilter) stoppedOf() (MessageFilter, bool) {
+	if f.Status != "" && f.Status != StatusStopped {
+		return f, false
+	}
+	f.Status = StatusStopped
+	return f, true
+}
+
+// CountStopped counts the stopped messages matching a filter: what a bulk re-send of
+// the filter would retry.
+func (s *Store) CountStopped(ctx context.Context, f MessageFilter) (int64, error) {
+	f, ok := f.stoppedOf()
+	if !ok {
+		return 0, nil
+	}
+	var n int64
+	if err := f.apply(s.db.WithContext(ctx).Table("messages AS m")).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("models: count stopped messages: %w", err)
+	}
+	return n, nil
+}
+
+// StoppedMessages returns up to limit stopped messages matching a filter, oldest first,
+// after the cursor (nil starts at the oldest): one chunk of a bulk re-send. Only the
+// columns a retry needs are read.
+func (s *Store) StoppedMessages(ctx context.Context, f MessageFilter, after *MessageCursor, limit int) ([]Message, error) {
+	f, ok := f.stoppedOf()
+	if !ok {
+		return nil, nil
+	}
+	q := f.apply(s.db.WithContext(ctx).Table("messages AS m").Select("m.id, m.account_id, m.priority, m.status, m.created_at"))
+	if after != nil {
+		at := after.CreatedAt.UTC()
+		q = q.Where("m.created_at >= ? AND (m.created_at > ? OR m.id > ?)", at, at, after.ID)
+	}
+	var out []Message
+	if err := q.Order("m.created_at, m.id").Limit(limit).Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: stopped messages: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,92 @@
+package models
+
+import (
+	"context"
+	"fmt"
+)
+
+// RecipientByExternalID returns one recipient by the id business systems use.
+func (s *Store) RecipientByExternalID(ctx context.Context, externalID string) (*Recipient, error) {
+	var r Recipient
+	if err := s.db.WithContext(ctx).Where("external_id = ?", externalID).First(&r).Error; err != nil {
+		return nil, fmt.Errorf("models: recipient %s: %w", externalID, notFound(err))
+	}
+	return &r, nil
+}
+
+// UpdateRecipient saves a changed recipient, found by its external id, which does not
+// change: business systems know people by it. Callers validate first.
+func (s *Store) UpdateRecipient(ctx context.Context, r *Recipient) error {
+	old, err := s.RecipientByExternalID(ctx, r.ExternalID)
+	if err != nil {
+		return err
+	}
+	r.ID, r.CreatedAt, r.UpdatedAt = old.ID, old.CreatedAt, Now()
+	if err := s.db.WithContext(ctx).Save(r).Error; err != nil {
+		return fmt.Errorf("models: update recipient %s: %w", r.ExternalID, err)
+	}
+	return nil
+}
+
+// SetRecipientActive activates or deactivates a recipient. An inactive recipient stays
+// on record (old messages refer to it) but receives nothing.
+func (s *Store) SetRecipientActive(ctx context.Context, externalID string, active bool) error {
+	res := s.db.WithContext(ctx).Model(&Recipient{}).Where("external_id = ?", externalID).
+		Updates(map[string]any{"active": active, "updated_at": Now()})
+	if res.Error != nil {
+		return fmt.Errorf("models: set recipient %s active: %w", externalID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: recipient %s: %w", externalID, ErrNotFound)
+	}
+	return nil
+}
+
+// Branches lists the distinct branch names recipients have, for filters.
+func (s *Store) Branches(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.db.WithContext(ctx).Model(&Recipient{}).Where("branch <> ''").Distinct("branch").Order("branch").Pluck("branch", &out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: list branches: %w", err)
+	}
+	return out, nil
+}
+
+// Departments lists the distinct departments of active recipients, for picking whole
+// departments on the compose form.
+func (s *Store) Departments(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.db.WithContext(ctx).Model(&Recipient{}).Where("active = ? AND department <> ''", true).
+		Distinct("department").Order("department").Pluck("department", &out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: list departments: %w", err)
+	}
+	return out, nil
+}
+
+// ActiveRecipientIDsInDepartments returns the ids of the active recipients of the
+// given departments.
+func (s *Store) ActiveRecipientIDsInDepartments(ctx context.Context, departments []string) ([]int64, error) {
+	var out []int64
+	if len(departments) == 0 {
+		return out, nil
+	}
+	err := s.db.WithContext(ctx).Model(&Recipient{}).Where("active = ? AND department IN ?", true, departments).
+		Order("id").Pluck("id", &out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: recipients of departments: %w", err)
+	}
+	return out, nil
+}
+
+// HeadOfficeStaff lists active head-office recipients by name, at most limit of them:
+// the people a duty roster can hold.
+func (s *Store) HeadOfficeStaff(ctx context.Context, limit int) ([]Recipient, error) {
+	var out []Recipient
+	err := s.db.WithContext(ctx).Where("org_type = ? AND active = ?", HeadOffice, true).
+		Order("name, id").Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: head-office staff: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,111 @@
+package models
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Template is a named message body in Go template syntax with declared variables.
+type Template struct {
+	ID        int64
+	Name      string
+	MsgType   string
+	Subject   string
+	Body      string
+	Variables StringList
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// StringList is a list of strings stored as a JSON array in one column.
+type StringList []string
+
+// Value implements driver.Valuer.
+func (l StringList) Value() (driver.Value, error) {
+	if l == nil {
+		l = StringList{}
+	}
+	b, err := json.Marshal([]string(l))
+	return string(b), err
+}
+
+// Scan implements sql.Scanner.
+func (l *StringList) Scan(src any) error { return scanJSON(src, l) }
+
+func scanJSON(src, dst any) error {
+	var b []byte
+	switch v := src.(type) {
+	case string:
+		b = []byte(v)
+	case []byte:
+		b = v
+	case nil:
+		return nil
+	default:
+		return fmt.Errorf("models: cannot scan %T as JSON", src)
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return json.Unmarshal(b, dst)
+}
+
+// CreateTemplate stores a new template.
+func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
+	if err := s.db.WithContext(ctx).Create(t).Error; err != nil {
+		if isDuplicate(err) {
+			return &FieldError{"name", "is already used by another template"}
+		}
+		return fmt.Errorf("models: create template %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// TemplateByName returns one template.
+func (s *Store) TemplateByName(ctx context.Context, name string) (*Template, error) {
+	var t Template
+	if err := s.db.WithContext(ctx).Where("name = ?", name).First(&t).Error; err != nil {
+		return nil, fmt.Errorf("models: template %s: %w", name, notFound(err))
+	}
+	return &t, nil
+}
+
+// Templates lists every template by name.
+func (s *Store) Templates(ctx context.Context) ([]Template, error) {
+	var out []Template
+	if err := s.db.WithContext(ctx).Order("name").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: list templates: %w", err)
+	}
+	return out, nil
+}
+
+// UpdateTemplate saves a changed template, found by its current name.
+func (s *Store) UpdateTemplate(ctx context.Context, name string, t *Template) error {
+	old, err := s.TemplateByName(ctx, name)
+	if err != nil {
+		return err
+	}
+	t.ID, t.CreatedAt = old.ID, old.CreatedAt
+	if err := s.db.WithContext(ctx).Save(t).Error; err != nil {
+		if isDuplicate(err) {
+			return &FieldError{"name", "is already used by another template"}
+		}
+		return fmt.Errorf("models: update template %s: %w", name, err)
+	}
+	return nil
+}
+
+// DeleteTemplate removes a template. Messages already rendered from it are unaffected.
+func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
+	res := s.db.WithContext(ctx).Where("name = ?", name).Delete(&Template{})
+	if res.Error != nil {
+		return fmt.Errorf("models: delete template %s: %w", name, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: template %s: %w", name, ErrNotFound)
+	}
+	return nil
+}

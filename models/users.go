@@ -1,0 +1,191 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
+)
+
+// Role is a console user's role. Each role includes the rights of those below it.
+type Role string
+
+// The console roles, from least to most privileged.
+const (
+	RoleViewer   Role = "viewer"
+	RoleOperator Role = "operator"
+	RoleAdmin    Role = "admin"
+)
+
+var roleRank = map[Role]int{RoleViewer: 1, RoleOperator: 2, RoleAdmin: 3}
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool { return roleRank[r] > 0 }
+
+// Allows reports whether a user with role r may do what needs role need.
+func (r Role) Allows(need Role) bool {
+	return roleRank[r] > 0 && roleRank[need] > 0 && roleRank[r] >= roleRank[need]
+}
+
+// User is a console user.
+type User struct {
+	ID                int64
+	Username          string
+	PasswordHash      string
+	Role              Role
+	Disabled          bool
+	PasswordChangedAt time.Time
+	LastLoginAt       *time.Time
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+// TableName implements gorm's tabler.
+func (User) TableName() string { return "console_users" }
+
+// bcryptCost is above bcrypt's default of 10: a login is rare, a leaked hash is forever.
+const bcryptCost = 11
+
+// MinPasswordLen is the shortest password a console user may have.
+const MinPasswordLen = 10
+
+var usernameRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{1,63}$`)
+
+// FieldError is a validation failure of one named field.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
+
+// ValidateUser checks a new user's username, password and role.
+func ValidateUser(username, password string, role Role) error {
+	if !usernameRe.MatchString(username) {
+		return &FieldError{"username", "use 2–64 letters, digits, dots, dashes or underscores"}
+	}
+	if utf8.RuneCountInString(password) < MinPasswordLen {
+		return &FieldError{"password", fmt.Sprintf("must be at least %d characters", MinPasswordLen)}
+	}
+	if len(password) > 72 {
+		return &FieldError{"password", "must be at most 72 bytes"}
+	}
+	if !role.Valid() {
+		return &FieldError{"role", "must be viewer, operator or admin"}
+	}
+	return nil
+}
+
+// NormalizeUsername folds a username to lower case: usernames are case-insensitive on
+// every database, not only where the collation happens to be.
+func NormalizeUsername(u string) string { return strings.ToLower(strings.TrimSpace(u)) }
+
+// CreateUser validates and stores a new console user with a hashed password.
+func (s *Store) CreateUser(ctx context.Context, username, password string, role Role) (*User, error) {
+	username = NormalizeUsername(username)
+	if err := ValidateUser(username, password, role); err != nil {
+		return nil, err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcryptCost)
+	if err != nil {
+		return nil, fmt.Errorf("models: hash password: %w", err)
+	}
+	now := Now()
+	u := &User{Username: username, PasswordHash: string(hash), Role: role, PasswordChangedAt: now}
+	if err := s.db.WithContext(ctx).Create(u).Error; err != nil {
+		if isDuplicate(err) {
+			return nil, &FieldError{"username", "is already taken"}
+		}
+		return nil, fmt.Errorf("models: create user %s: %w", username, err)
+	}
+	return u, nil
+}
+
+// CountUsers reports how many console users exist.
+func (s *Store) CountUsers(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&User{}).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("models: count users: %w", err)
+	}
+	return n, nil
+}
+
+// UserByID returns one user.
+func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
+	var u User
+	if err := s.db.WithContext(ctx).First(&u, id).Error; err != nil {
+		return nil, fmt.Errorf("models: user %d: %w", id, notFound(err))
+	}
+	return &u, nil
+}
+
+// dummyHash is compared against when a username does not exist, so a login for an
+// unknown user takes as long as one with a wrong password.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("herald-timing-equaliser"), bcryptCost)
+
+// ErrBadCredentials is returned for an unknown user, a wrong password or a disabled user.
+var ErrBadCredentials = errors.New("wrong username or password")
+
+// Authenticate checks a username and password and records the login time.
+func (s *Store) Authenticate(ctx context.Context, username, password string) (*User, error) {
+	username = NormalizeUsername(username)
+	var u User
+	err := s.db.WithContext(ctx).Where("username = ?", username).First(&u).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
+		return nil, ErrBadCredentials
+	}
+	if err != nil {
+		return nil, fmt.Errorf("models: authenticate %s: %w", username, err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil || u.Disabled {
+		return nil, ErrBadCredentials
+	}
+	now := Now()
+	u.LastLoginAt = &now
+	if err := s.db.WithContext(ctx).Model(&u).Update("last_login_at", now).Error; err != nil {
+		return nil, fmt.Errorf("models: record login %s: %w", username, err)
+	}
+	return &u, nil
+}
+
+// ChangePassword sets a new password after checking the current one, and revokes every
+// session of the user; the caller starts a fresh one.
+func (s *Store) ChangePassword(ctx context.Context, userID int64, current, next string) error {
+	u, err := s.UserByID(ctx, userID)
+	if err != nil {
+		return err
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil {
+		return &FieldError{"current_password", "is not your current password"}
+	}
+	if err := ValidateUser(u.Username, next, u.Role); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) && fe.Field == "password" {
+			fe.Field = "new_password"
+		}
+		return err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(next), bcryptCost)
+	if err != nil {
+		return fmt.Errorf("models: hash password: %w", err)
+	}
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&User{}).Where("id = ? AND password_hash = ?", userID, u.PasswordHash).
+			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": Now()})
+		if res.Error != nil {
+			return fmt.Errorf("models: change password %d: %w", userID, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return ErrStateChanged
+		}
+		return tx.Where("user_id = ?", userID).Delete(&Session{}).Error
+	})
+}

@@ -1,0 +1,92 @@
+package models
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/crypto/bcrypt"
+	"gorm.io/gorm"
+)
+
+// Users lists every console user by username.
+func (s *Store) Users(ctx context.Context) ([]User, error) {
+	var out []User
+	if err := s.db.WithContext(ctx).Order("username").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: list users: %w", err)
+	}
+	return out, nil
+}
+
+// SetUserRole changes a user's role. The user's sessions stay: the role is read on
+// every request, so it applies at once.
+func (s *Store) SetUserRole(ctx context.Context, id int64, role Role) error {
+	if !role.Valid() {
+		return &FieldError{"role", "must be viewer, operator or admin"}
+	}
+	res := s.db.WithContext(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"role": role, "updated_at": Now()})
+	if res.Error != nil {
+		return fmt.Errorf("models: set role of user %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: user %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// SetUserDisabled disables or enables a user. Disabling also revokes every session of
+// the user in the same transaction, so nobody stays signed in as them.
+func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&User{}).Where("id = ?", id).Updates(map[string]any{"disabled": disabled, "updated_at": Now()})
+		if res.Error != nil {
+			return fmt.Errorf("models: disable user %d: %w", id, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("models: user %d: %w", id, ErrNotFound)
+		}
+		if !disabled {
+			return nil
+		}
+		if err := tx.Where("user_id = ?", id).Delete(&Session{}).Error; err != nil {
+			return fmt.Errorf("models: revoke sessions of user %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// ResetPassword sets a new password for a user without knowing the old one (an admin's
+// action) and revokes every session of the user.
+func (s *Store) ResetPassword(ctx context.Context, id int64, password string) error {
+	u, err := s.UserByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := ValidateUser(u.Username, password, u.Role); err != nil {
+		return err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcryptCost)
+	if err != nil {
+		return fmt.Errorf("models: hash password: %w", err)
+	}
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		err := tx.Model(&User{}).Where("id = ?", id).
+			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": Now(), "updated_at": Now()}).Error
+		if err != nil {
+			return fmt.Errorf("models: reset password of user %d: %w", id, err)
+		}
+		if err := tx.Where("user_id = ?", id).Delete(&Session{}).Error; err != nil {
+			return fmt.Errorf("models: revoke sessions of user %d: %w", id, err)
+		}
+		return nil
+	})
+}
+
+// SessionCount reports how many live sessions a user has.
+func (s *Store) SessionCount(ctx context.Context, userID int64) (int64, error) {
+	var n int64
+	err := s.db.WithContext(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, Now()).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("models: count sessions of user %d: %w", userID, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,222 @@
+package models_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"golang.org/x/crypto/bcrypt"
+
+	"herald/internal/testenv"
+	"herald/models"
+)
+
+// Password hashing is deliberately slow (and much slower under -race), so the tests
+// that hash run in parallel and each hashes as few times as it can.
+
+func TestRoleAllows(t *testing.T) {
+	t.Parallel()
+	roles := []models.Role{models.RoleViewer, models.RoleOperator, models.RoleAdmin}
+	// want[have][need]
+	want := map[models.Role]map[models.Role]bool{
+		models.RoleViewer:   {models.RoleViewer: true, models.RoleOperator: false, models.RoleAdmin: false},
+		models.RoleOperator: {models.RoleViewer: true, models.RoleOperator: true, models.RoleAdmin: false},
+		models.RoleAdmin:    {models.RoleViewer: true, models.RoleOperator: true, models.RoleAdmin: true},
+		"":                  {models.RoleViewer: false, models.RoleOperator: false, models.RoleAdmin: false},
+		"root":              {models.RoleViewer: false, models.RoleOperator: false, models.RoleAdmin: false},
+	}
+	got := map[models.Role]map[models.Role]bool{}
+	for have := range want {
+		got[have] = map[models.Role]bool{}
+		for _, need := range roles {
+			got[have][need] = have.Allows(need)
+		}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Role.Allows (have → need) mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestCreateUserValidation(t *testing.T) {
+	t.Parallel()
+	s := testenv.Store(t)
+	ctx := context.Background()
+	tests := []struct {
+		name               string
+		username, password string
+		role               models.Role
+		wantField          string
+	}{
+		{"one-character username", "a", "long-enough-pw", models.RoleViewer, "username"},
+		{"username with a space", "bad name", "long-enough-pw", models.RoleViewer, "username"},
+		{"username starting with a dash", "-alice", "long-enough-pw", models.RoleViewer, "username"},
+		{"username of 65 characters", strings.Repeat("a", 65), "long-enough-pw", models.RoleViewer, "username"},
+		{"short password", "alice", "short", models.RoleViewer, "password"},
+		{"password one below the minimum", "alice", strings.Repeat("p", models.MinPasswordLen-1), models.RoleViewer, "password"},
+		{"password over 72 bytes", "alice", strings.Repeat("p", 73), models.RoleViewer, "password"},
+		{"unknown role", "alice", "long-enough-pw", "root", "role"},
+		{"empty role", "alice", "long-enough-pw", "", "role"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := s.CreateUser(ctx, tt.username, tt.password, tt.role)
+			var fe *models.FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("CreateUser(%q, %q, %q) = %+v, %v; want a *models.FieldError", tt.username, tt.password, tt.role, u, err)
+			}
+			if fe.Field != tt.wantField {
+				t.Errorf("FieldError names %q (%v), want %q", fe.Field, fe, tt.wantField)
+			}
+		})
+	}
+	if n, err := s.CountUsers(ctx); err != nil || n != 0 {
+		t.Errorf("CountUsers after rejected creations = %d, %v; want 0", n, err)
+	}
+}
+
+func TestCreateUser(t *testing.T) {
+	t.Parallel()
+	s := testenv.Store(t)
+	ctx := context.Background()
+	const password = "correct-horse-battery"
+	u, err := s.CreateUser(ctx, "alice", password, models.RoleOperator)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var hash string
+	if err := s.SQL().QueryRow("SELECT password_hash FROM console_users WHERE id = ?", u.ID).Scan(&hash); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(hash, password) {
+		t.Errorf("stored password_hash %q contains the password", hash)
+	}
+	if cost, err := bcrypt.Cost([]byte(hash)); err != nil {
+		t.Errorf("stored password_hash %q is not a bcrypt hash: %v", hash, err)
+	} else if cost < bcrypt.DefaultCost {
+		t.Errorf("bcrypt cost %d, want at least %d", cost, bcrypt.DefaultCost)
+	}
+
+	got, err := s.UserByID(ctx, u.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"alice", "operator"}, []string{got.Username, string(got.Role)}); diff != "" {
+		t.Errorf("stored [username role] (-want +got):\n%s", diff)
+	}
+
+	_, err = s.CreateUser(ctx, "alice", "another-password", models.RoleViewer)
+	var fe *models.FieldError
+	if !errors.As(err, &fe) || fe.Field != "username" {
+		t.Errorf("CreateUser of an existing username: %v, want a FieldError on username", err)
+	}
+	if n, err := s.CountUsers(ctx); err != nil || n != 1 {
+		t.Errorf("CountUsers = %d, %v; want 1", n, err)
+	}
+}
+
+func TestAuthenticate(t *testing.T) {
+	t.Parallel()
+	s := testenv.Store(t)
+	ctx := context.Background()
+	const password = "correct-horse-battery"
+	alice, err := s.CreateUser(ctx, "alice", password, models.RoleViewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if alice.LastLoginAt != nil {
+		t.Errorf("new user has LastLoginAt %v, want nil", alice.LastLoginAt)
+	}
+
+	before := models.Now()
+	u, err := s.Authenticate(ctx, "alice", password)
+	after := models.Now()
+	if err != nil {
+		t.Fatalf("Authenticate with the right password: %v", err)
+	}
+	if u.ID != alice.ID {
+		t.Errorf("Authenticate returned user %d, want %d", u.ID, alice.ID)
+	}
+	if u.LastLoginAt == nil || u.LastLoginAt.Before(before) || u.LastLoginAt.After(after) {
+		t.Errorf("LastLoginAt = %v, want between %v and %v", u.LastLoginAt, before, after)
+	}
+	stored, err := s.UserByID(ctx, alice.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(u.LastLoginAt, stored.LastLoginAt); diff != "" {
+		t.Errorf("stored last_login_at differs from the returned one (-want +got):\n%s", diff)
+	}
+
+	tests := []struct {
+		name, username, password string
+	}{
+		{"wrong password", "alice", "wrong-horse-battery"},
+		{"unknown user", "mallory", password},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, err := s.Authenticate(ctx, tt.username, tt.password)
+			if !errors.Is(err, models.ErrBadCredentials) {
+				t.Errorf("Authenticate(%q, %q) = %+v, %v; want ErrBadCredentials", tt.username, tt.password, u, err)
+			}
+		})
+	}
+
+	t.Run("disabled user", func(t *testing.T) {
+		if _, err := s.SQL().Exec("UPDATE console_users SET disabled = TRUE WHERE id = ?", alice.ID); err != nil {
+			t.Fatal(err)
+		}
+		u, err := s.Authenticate(ctx, "alice", password)
+		if !errors.Is(err, models.ErrBadCredentials) {
+			t.Errorf("Authenticate of a disabled user with the right password = %+v, %v; want ErrBadCredentials", u, err)
+		}
+	})
+}
+
+func TestChangePassword(t *testing.T) {
+	t.Parallel()
+	s := testenv.Store(t)
+	ctx := context.Background()
+	const oldPassword, newPassword = "correct-horse-battery", "staple-battery-horse"
+	u, err := s.CreateUser(ctx, "alice", oldPassword, models.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens []string
+	for range 2 {
+		tok, err := s.CreateSession(ctx, u.ID, "10.0.0.1", "test", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tokens = append(tokens, tok)
+	}
+
+	err = s.ChangePassword(ctx, u.ID, "not-the-password", newPassword)
+	var fe *models.FieldError
+	if !errors.As(err, &fe) || fe.Field != "current_password" {
+		t.Errorf("ChangePassword with a wrong current password: %v, want a FieldError on current_password", err)
+	}
+	// The failed change must have left the sessions alone.
+	if _, _, err := s.SessionUser(ctx, tokens[0]); err != nil {
+		t.Fatalf("session after a failed password change: %v", err)
+	}
+
+	if err := s.ChangePassword(ctx, u.ID, oldPassword, newPassword); err != nil {
+		t.Fatalf("ChangePassword: %v", err)
+	}
+	for i, tok := range tokens {
+		if _, _, err := s.SessionUser(ctx, tok); !errors.Is(err, models.ErrNotFound) {
+			t.Errorf("session %d after the password change: %v, want ErrNotFound", i, err)
+		}
+	}
+	if n := count(t, s, "SELECT COUNT(*) FROM console_sessions WHERE user_id = ?", u.ID); n != 0 {
+		t.Errorf("%d session rows left for the user, want 0", n)
+	}
+	if _, err := s.Authenticate(ctx, "alice", newPassword); err != nil {
+		t.Errorf("Authenticate with the new password: %v", err)
+	}
+}

@@ -1,0 +1,248 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"herald/dispatch"
+	"herald/models"
+	"herald/simulator"
+)
+
+// faultRig is Herald plus a simulator reachable over real HTTP, with one Tianyuan
+// account pointing at it and n branch recipients (who always receive).
+type faultRig struct {
+	h        *running
+	sim      *simulator.Simulator
+	simURL   string
+	account  *models.Account
+	people   []string
+	dispatch *dispatch.Dispatcher
+}
+
+func newFaultRig(t *testing.T, env map[string]string, n int, faults simulator.Faults) *faultRig {
+	t.Helper()
+	sim := simulator.NewWithOptions(faults, simulator.Options{Seed: 42})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(srv.Close)
+	h := startHerald(t, env, sweepAtOnce)
+	ctx := context.Background()
+	acct := &models.Account{Name: "ty-fault", Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true,
+		MaxAttempts: 3, Healthy: true, Config: map[string]string{"base_url": srv.URL + "/tianyuan", "path": "/messages", "token": "t0ken"}}
+	if err := h.app.store.SaveAccount(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	rig := &faultRig{h: h, sim: sim, simURL: srv.URL, account: acct}
+	list := make([]models.Recipient, n)
+	for i := range list {
+		id := fmt.Sprintf("F%05d", i)
+		list[i] = models.Recipient{ExternalID: id, Name: "Fault " + id, OrgType: models.Branch, TianyuanID: "ty_" + id, Active: true}
+		rig.people = append(rig.people, id)
+	}
+	if _, err := h.app.store.UpsertRecipients(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	rig.dispatch = &dispatch.Dispatcher{Store: h.app.store, Enqueuer: h.app.enq, Log: h.app.log, Location: h.app.cfg.Location}
+	return rig
+}
+
+// submit sends one text message to every rig recipient, in requests of 1,000.
+func (r *faultRig) submit(t *testing.T) []string {
+	t.Helper()
+	var ids []string
+	for start := 0; start < len(r.people); start += 1000 {
+		res, err := r.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+			Account: r.account.Name, Recipients: r.people[start:min(start+1000, len(r.people))], Text: "fault run"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Messages {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+// statusCounts counts the rig account's messages by status.
+func (r *faultRig) statusCounts(t *testing.T) map[models.Status]int {
+	t.Helper()
+	rows, err := r.h.app.store.SQL().Query("SELECT status, COUNT(*) FROM messages WHERE account_id = ? GROUP BY status", r.account.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[models.Status]int{}
+	for rows.Next() {
+		var s models.Status
+		var n int
+		if err := rows.Scan(&s, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[s] = n
+	}
+	return out
+}
+
+// waitTerminal waits until every message is sent or stopped, sweeping now and then as
+// the scheduler would, and fails after the timeout.
+func (r *faultRig) waitTerminal(t *testing.T, total int, timeout time.Duration) map[models.Status]int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	lastSweep := time.Now()
+	for {
+		c := r.statusCounts(t)
+		if c[models.StatusSent]+c[models.StatusStopped] == total {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s not every message is final: %v", timeout, c)
+		}
+		if time.Since(lastSweep) > 5*time.Second {
+			if _, err := r.sweep(); err != nil {
+				t.Logf("sweep: %v", err)
+			}
+			lastSweep = time.Now()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (r *faultRig) sweep() (int, error) {
+	return r.h.app.sweeper().Sweep(context.Background())
+}
+
+// checkNoLoss asserts the invariants of a finished run: every message sent or stopped,
+// none above its attempt limit, every sent message in the simulator's deliveries.
+func (r *faultRig) checkNoLoss(t *testing.T, ids []string) (duplicates int) {
+	t.Helper()
+	delivered := map[string]int{}
+	for _, d := range r.sim.Deliveries() {
+		delivered[d.RequestID]++
+	}
+	for _, id := range ids {
+		m, err := r.h.app.store.MessageByID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case m.Status != models.StatusSent && m.Status != models.StatusStopped:
+			t.Errorf("message %s ended %s", id, m.Status)
+		case m.Attempts > m.MaxAttempts:
+			t.Errorf("message %s used %d attempts, limit %d", id, m.Attempts, m.MaxAttempts)
+		case m.Status == models.StatusSent && delivered[id] == 0:
+			t.Errorf("message %s is sent but the simulator never recorded it", id)
+		}
+		if delivered[id] > 1 {
+			duplicates += delivered[id] - 1
+		}
+	}
+	return duplicates
+}
+
+func TestFaultRunEndsEveryMessageSentOrStopped(t *testing.T) {
+	env := testEnv(t)
+	env["HERALD_SEND_TIMEOUT"] = "300ms"
+	rig := newFaultRig(t, env, 2000, simulator.Faults{FailRate: 0.30, TimeoutRate: 0.10, ThrottleRate: 0.05})
+	ids := rig.submit(t)
+	counts := rig.waitTerminal(t, len(ids), 3*time.Minute)
+	dups := rig.checkNoLoss(t, ids)
+	stats := rig.sim.Stats()
+	t.Logf("fault run: %v; simulator: %d requests, %d accepted, faults %+v; duplicate deliveries %d",
+		counts, stats.Requests, stats.Accepted, stats.Faults, dups)
+	if counts[models.StatusSent] == 0 || counts[models.StatusStopped] == 0 {
+		t.Errorf("with 40%% failing calls expect both sent and stopped messages, got %v", counts)
+	}
+	if dups != 0 {
+		t.Errorf("%d duplicate deliveries without ambiguous faults", dups)
+	}
+	var throttled int
+	if err := rig.h.app.store.SQL().QueryRow("SELECT COUNT(*) FROM attempts WHERE error_class = 'rate_limited'").Scan(&throttled); err != nil {
+		t.Fatal(err)
+	}
+	if throttled == 0 {
+		t.Errorf("no rate_limited attempts recorded with 5%% throttling")
+	}
+}
+
+func TestRedisFlushedMidRunLosesNothing(t *testing.T) {
+	env := testEnv(t)
+	rig := newFaultRig(t, env, 2000, simulator.Faults{Latency: simulator.Duration(5 * time.Millisecond)})
+	ids := rig.submit(t)
+	// Flush once a part is sent, as a Redis restart without persistence would.
+	deadline := time.Now().Add(time.Minute)
+	for rig.statusCounts(t)[models.StatusSent] < 200 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	rig.flushRedis(t)
+	before := rig.statusCounts(t)
+	if before[models.StatusSent] == len(ids) {
+		t.Fatalf("everything was sent before the flush; the test proves nothing")
+	}
+	counts := rig.waitTerminal(t, len(ids), 2*time.Minute)
+	rig.checkNoLoss(t, ids)
+	if counts[models.StatusSent] != len(ids) {
+		t.Errorf("after the flush: %v, want all %d sent", counts, len(ids))
+	}
+	t.Logf("flushed Redis with %v; finished %v", before, counts)
+}
+
+func (r *faultRig) flushRedis(t *testing.T) {
+	t.Helper()
+	if r.h.app.redis != nil {
+		r.h.app.redis.FlushAll()
+		return
+	}
+	opt, err := redis.ParseURL(r.h.app.cfg.RedisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opt)
+	defer c.Close()
+	if err := c.FlushDB(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestKilledWorkerLosesNothing runs a worker as a separate OS process, kills it with
+// SIGKILL mid-run, and checks that another worker completes its messages.
+func TestKilledWorkerLosesNothing(t *testing.T) {
+	env := testEnv(t)
+	if env["HERALD_MYSQL_DSN"] == "" || env["HERALD_REDIS_URL"] == "" {
+		t.Skip("needs HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL: split roles share MySQL and Redis")
+	}
+	env["HERALD_SEND_TIMEOUT"] = "1s"
+	rig := newFaultRig(t, env, 2000, simulator.Faults{Latency: simulator.Duration(20 * time.Millisecond)})
+	rig.h.stop() // it migrated and seeded; from here the child is the only worker
+	child := startWorkers(t, env, 1, "HERALD_WORKER_CONCURRENCY=20")[0]
+
+	intake := startHeraldAs(t, env, "web")
+	rig.dispatch = &dispatch.Dispatcher{Store: intake.app.store, Enqueuer: intake.app.enq, Log: intake.app.log, Location: intake.app.cfg.Location}
+	rig.h = intake
+	ids := rig.submit(t)
+	deadline := time.Now().Add(time.Minute)
+	for rig.statusCounts(t)[models.StatusSent] < 300 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	atKill := rig.statusCounts(t)
+	t.Logf("killed the worker at %v", atKill)
+	if atKill[models.StatusSent] == len(ids) {
+		t.Fatalf("the worker finished before it was killed; the test proves nothing")
+	}
+	// Another worker (with the scheduler and its sweeper) takes over.
+	rig.h = startHerald(t, env, sweepAtOnce)
+	counts := rig.waitTerminal(t, len(ids), 4*time.Minute)
+	dups := rig.checkNoLoss(t, ids)
+	if counts[models.StatusSent] != len(ids) {
+		t.Errorf("after the kill: %v, want all %d sent", counts, len(ids))
+	}
+	t.Logf("finished %v; duplicate deliveries (same request_id twice): %d", counts, dups)
+}

@@ -1,0 +1,288 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"herald/channels"
+	"herald/config"
+	"herald/dispatch"
+	"herald/handlers"
+	"herald/migrations"
+	"herald/models"
+	"herald/simulator"
+	"herald/tasks"
+	"herald/web"
+)
+
+var roles = map[string]bool{"all": true, "web": true, "worker": true, "scheduler": true}
+
+func serveCommand(ctx context.Context, args []string, getenv config.Getenv, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	role := fs.String("role", "all", "all, web, worker or scheduler")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if !roles[*role] {
+		return fmt.Errorf("serve: --role must be all, web, worker or scheduler, not %q", *role)
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	if *role != "all" && (cfg.Embedded() || cfg.EmbeddedRedis()) {
+		return fmt.Errorf("serve: --role %s needs HERALD_MYSQL_DSN and HERALD_REDIS_URL: split roles share one MySQL and one Redis", *role)
+	}
+	log := newLogger(cfg, stderr)
+	app, err := start(ctx, cfg, *role, log, stdout)
+	if err != nil {
+		return err
+	}
+	return app.run(ctx)
+}
+
+// app is one running Herald process.
+type app struct {
+	cfg    *config.Config
+	role   string
+	log    *slog.Logger
+	store  *models.Store
+	redis  *tasks.EmbeddedRedis // nil unless embedded
+	redOpt asynq.RedisConnOpt
+	rdb    *redis.Client // for the rate limiter
+	enq    *tasks.Enqueuer
+	reg    *prometheus.Registry
+	stats  *models.Stats
+	sim    *simulator.Simulator
+	http   *http.Server
+	// listener, when set before run, is where the HTTP server listens (tests use a random port).
+	listener net.Listener
+	// sweepGrace is how long past due a message must be before the sweeper re-enqueues it.
+	sweepGrace time.Duration
+}
+
+// start opens the database (migrating it in role all), makes sure a first admin exists,
+// seeds demo data into a new database when asked, and connects to Redis.
+func start(ctx context.Context, cfg *config.Config, role string, log *slog.Logger, stdout io.Writer) (*app, error) {
+	store, err := models.Open(models.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey})
+	if err != nil {
+		return nil, err
+	}
+	a := &app{cfg: cfg, role: role, log: log, store: store, sweepGrace: 30 * time.Second}
+	if err := a.prepareDatabase(ctx, stdout); err != nil {
+		store.Close()
+		return nil, err
+	}
+	redisURL := cfg.RedisURL
+	if cfg.EmbeddedRedis() {
+		if a.redis, err = tasks.StartEmbeddedRedis(); err != nil {
+			store.Close()
+			return nil, err
+		}
+		redisURL = a.redis.URL()
+	}
+	if a.redOpt, err = tasks.RedisOpt(redisURL); err != nil {
+		a.close()
+		return nil, err
+	}
+	ropt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		a.close()
+		return nil, err
+	}
+	a.rdb = redis.NewClient(ropt)
+	a.enq = tasks.NewEnqueuer(a.redOpt)
+	a.stats = store.NewStats()
+	a.reg = prometheus.NewRegistry()
+	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.sim = simulator.New(simulator.Faults{})
+	return a, nil
+}
+
+func (a *app) prepareDatabase(ctx context.Context, stdout io.Writer) error {
+	fresh := false
+	if a.role == "all" {
+		var err error
+		if fresh, err = a.store.Migrate(ctx); err != nil {
+			return err
+		}
+	} else if err := a.checkMigrated(ctx); err != nil {
+		return err
+	}
+	demo := a.cfg.Demo
+	if !a.cfg.DemoSet {
+		demo = a.cfg.Embedded()
+	}
+	if fresh && demo {
+		if err := a.store.SeedDemo(ctx); err != nil {
+			return err
+		}
+		a.log.Info("seeded demo data: sandbox account, sample staff, a duty week and a template")
+	}
+	return a.ensureAdmin(ctx, stdout)
+}
+
+func (a *app) checkMigrated(ctx context.Context) error {
+	list, err := migrations.List(ctx, a.store.SQL(), a.store.Dialect())
+	if err != nil {
+		return err
+	}
+	for _, m := range list {
+		if !m.Applied {
+			return fmt.Errorf("serve: migration %d is not applied; run `herald migrate up` first", m.Version)
+		}
+	}
+	return nil
+}
+
+// ensureAdmin creates the first console user while none exists, printing a generated
+// password once if HERALD_ADMIN_PASSWORD is not set.
+func (a *app) ensureAdmin(ctx context.Context, stdout io.Writer) error {
+	n, err := a.store.CountUsers(ctx)
+	if err != nil || n > 0 {
+		return err
+	}
+	password, generated := a.cfg.AdminPassword, false
+	if password == "" {
+		b := make([]byte, 15)
+		_, _ = rand.Read(b)
+		password, generated = base64.RawURLEncoding.EncodeToString(b), true
+	}
+	u, err := a.store.CreateUser(ctx, a.cfg.AdminUser, password, models.RoleAdmin)
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		env := map[string]string{"username": "HERALD_ADMIN_USER", "password": "HERALD_ADMIN_PASSWORD"}[fe.Field]
+		return &config.Error{Var: env, Msg: fe.Message}
+	}
+	if err != nil {
+		return err
+	}
+	_ = a.store.Audit(ctx, models.AuditEntry{Actor: "system", ActorType: "system", Action: "user.create",
+		TargetType: "user", TargetID: u.Username, Detail: "first admin"})
+	if generated {
+		fmt.Fprintf(stdout, "\nCreated the first console user.\n  username: %s\n  password: %s\nThis password is shown only once.\n\n", u.Username, password)
+	} else {
+		fmt.Fprintf(stdout, "Created the first console user %s.\n", u.Username)
+	}
+	return nil
+}
+
+// run serves the process's role until ctx is cancelled, then shuts down gracefully.
+func (a *app) run(ctx context.Context) error {
+	defer a.close()
+	g, ctx := errgroup.WithContext(ctx)
+	runWeb := a.role == "all" || a.role == "web"
+	runWorker := a.role == "all" || a.role == "worker"
+	runScheduler := a.role == "all" || a.role == "scheduler"
+
+	if runWorker {
+		reg := channels.NewRegistry(a.sim)
+		send := tasks.NewSender(a.store, reg, a.log, a.cfg.SendTimeout)
+		send.Limiter = tasks.NewLimiter(a.rdb)
+		send.Metrics = tasks.NewMetrics(a.reg)
+		send.Stats = a.stats
+		sweep := a.sweeper()
+		srv, mux := tasks.NewWorker(a.redOpt, tasks.WorkerOptions{Concurrency: a.cfg.WorkerConcurrency,
+			TaskCheckInterval: a.cfg.TaskCheckInterval, Log: a.log}, send, sweep)
+		if err := srv.Start(mux); err != nil {
+			return fmt.Errorf("serve: start worker: %w", err)
+		}
+		g.Go(func() error { <-ctx.Done(); srv.Shutdown(); return nil })
+	}
+	if runScheduler {
+		sch, err := tasks.NewScheduler(a.redOpt, a.log)
+		if err != nil {
+			return err
+		}
+		if err := sch.Start(); err != nil {
+			return fmt.Errorf("serve: start scheduler: %w", err)
+		}
+		if err := tasks.SweepNow(ctx, a.enq.Client()); err != nil {
+			a.log.Warn("initial sweep not enqueued", "error", err)
+		}
+		g.Go(func() error { <-ctx.Done(); sch.Shutdown(); return nil })
+	}
+	// Every role serves HTTP on HERALD_ADDR: the console and API with the web role, and
+	// /healthz, /readyz and /metrics only otherwise.
+	inspector := asynq.NewInspector(a.redOpt)
+	defer inspector.Close()
+	h := &handlers.Handlers{Store: a.store, Log: a.log, Stats: a.stats, Inspector: inspector,
+		Dispatch: &dispatch.Dispatcher{Store: a.store, Enqueuer: a.enq, Log: a.log, Location: a.cfg.Location, Stats: a.stats,
+			Accounts: a.store.NewAccountCache(5 * time.Second)},
+		PingRedis: func(context.Context) error { return a.enq.Ping() },
+		Limiter:   tasks.NewLimiter(a.rdb),
+	}
+	statsDone := make(chan struct{})
+	go func() { a.stats.Run(ctx, time.Second, a.log); close(statsDone) }()
+	defer func() { <-statsDone }()
+	opts := web.Options{Location: a.cfg.Location, Log: a.log, Redis: a.redOpt, Metrics: a.reg}
+	var (
+		handler      http.Handler
+		closeHandler func() error
+	)
+	if runWeb {
+		sessions := web.NewSessions(a.cfg.SessionSecret, a.store)
+		h.Sessions = sessions
+		handler, closeHandler = web.NewHandler(h, sessions, opts)
+	} else {
+		handler, closeHandler = web.NewOpsHandler(h, opts)
+	}
+	defer closeHandler()
+	a.http = web.NewServer(a.cfg.Addr, handler)
+	ln := a.listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", a.cfg.Addr); err != nil {
+			return fmt.Errorf("serve: listen on %s (HERALD_ADDR): %w", a.cfg.Addr, err)
+		}
+	}
+	a.log.Info("listening", "url", "http://"+ln.Addr().String()+"/", "console", runWeb)
+	g.Go(func() error {
+		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return a.http.Shutdown(sctx)
+	})
+	a.log.Info("herald started", "role", a.role, "embedded", a.cfg.Embedded())
+	return g.Wait()
+}
+
+// sweeper returns the sweeper of this process.
+func (a *app) sweeper() *tasks.Sweeper {
+	return &tasks.Sweeper{Store: a.store, Enqueuer: a.enq, Log: a.log, Grace: a.sweepGrace}
+}
+
+func (a *app) close() {
+	if a.enq != nil {
+		a.enq.Close()
+	}
+	if a.rdb != nil {
+		a.rdb.Close()
+	}
+	if a.redis != nil {
+		a.redis.Close()
+	}
+	a.store.Close()
+}

@@ -1,0 +1,62 @@
+package simulator
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// routes lists every HTTP endpoint the simulator serves.
+func (s *Simulator) routes() http.Handler {
+	mux := http.NewServeMux()
+
+	// Platforms.
+	mux.HandleFunc("POST /tianyuan/messages", s.handleGeneric("tianyuan"))
+	mux.HandleFunc("POST /zhaohu/messages", s.handleGeneric("zhaohu"))
+	mux.HandleFunc("GET /wecom/cgi-bin/gettoken", s.handleWeComToken)
+	mux.HandleFunc("POST /wecom/cgi-bin/message/send", s.handleWeComSend)
+	mux.HandleFunc("POST /webhook/", s.handleWebhook)
+
+	// Control, for tests and benchmarks.
+	mux.HandleFunc("GET /_sim/deliveries", s.handleListDeliveries)
+	mux.HandleFunc("DELETE /_sim/deliveries", s.handleResetDeliveries)
+	mux.HandleFunc("GET /_sim/stats", s.handleStats)
+	mux.HandleFunc("GET /_sim/faults", s.handleGetFaults)
+	mux.HandleFunc("POST /_sim/faults", s.handlePatchFaults)
+	mux.HandleFunc("GET /healthz", handleHealth)
+
+	return mux
+}
+
+// Handler returns the HTTP handler serving every platform and control endpoint.
+func (s *Simulator) Handler() http.Handler { return s.handler }
+
+// maxBodyBytes bounds request bodies; real platforms refuse far smaller messages.
+const maxBodyBytes = 1 << 20
+
+// writeJSON answers with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// abortWithoutAnswer drops the connection without a response. net/http recovers this
+// panic quietly; returning normally would send an empty 200, which a sender would read
+// as success.
+func abortWithoutAnswer() {
+	panic(http.ErrAbortHandler)
+}
+
+// waitLatency sleeps the injected latency, dropping the connection if the client left.
+func waitLatency(r *http.Request, v verdict) {
+	if !sleep(r.Context(), v.latency) {
+		abortWithoutAnswer()
+	}
+}
+
+// holdThenAbort is the HTTP form of a timeout fault: say nothing until the client gives
+// up, then drop the connection.
+func (s *Simulator) holdThenAbort(r *http.Request) {
+	s.hold(r.Context())
+	abortWithoutAnswer()
+}

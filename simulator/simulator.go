@@ -1,0 +1,194 @@
+package simulator
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"maps"
+	mathrand "math/rand/v2"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Delivery is one message the simulator accepted for one recipient.
+type Delivery struct {
+	Platform     string `json:"platform"`
+	To           string `json:"to"`
+	RequestID    string `json:"request_id"`
+	Content      string `json:"content"`
+	ReceivedAtMs int64  `json:"received_at_ms"` // unix milliseconds, when the request arrived
+}
+
+// Stats counts what the simulator has seen since it started or was last reset.
+type Stats struct {
+	// Requests counts well-formed send requests: HTTP message calls, SMTP mail
+	// transactions (and AUTH commands refused by AuthFail), and Accept calls. Malformed
+	// ones are answered but not counted, so Requests equals the successful requests plus
+	// the sum of Faults. WeCom token requests are not counted.
+	Requests int64 `json:"requests"`
+	// Accepted counts recorded deliveries, one per recipient, including those recorded
+	// by accept-then-timeout faults.
+	Accepted int64 `json:"accepted"`
+	// ByPlatform splits Accepted by platform.
+	ByPlatform map[string]int64 `json:"by_platform"`
+	// Faults counts injected faults by kind.
+	Faults FaultCounts `json:"faults"`
+}
+
+// FaultCounts counts injected faults by kind.
+type FaultCounts struct {
+	Fail              int64 `json:"fail"`
+	Timeout           int64 `json:"timeout"`
+	Throttle          int64 `json:"throttle"`
+	Reject            int64 `json:"reject"`
+	AcceptThenTimeout int64 `json:"accept_then_timeout"`
+	Auth              int64 `json:"auth"`
+}
+
+// Options are the settings fixed for a simulator's lifetime. The zero value is usable.
+type Options struct {
+	// Seed makes the fault draws reproducible; 0 picks a random seed.
+	Seed int64
+	// WebhookSecret, when set, makes the webhook endpoint verify X-Herald-Signature.
+	WebhookSecret string
+	// WeComTokenTTL is how long a WeCom access token lives; 0 means 7200 s, as on WeCom.
+	WeComTokenTTL time.Duration
+	// Now is the clock for recording times and token expiry; nil means time.Now.
+	Now func() time.Time
+}
+
+// defaultWeComTokenTTL is WeCom's own access-token lifetime.
+const defaultWeComTokenTTL = 7200 * time.Second
+
+// Simulator records deliveries and injects faults. It is safe for concurrent use.
+type Simulator struct {
+	opts    Options
+	handler http.Handler
+	tokens  *tokenStore
+	// idPrefix keeps message ids unique across simulator restarts; idSeq within one.
+	idPrefix string
+	idSeq    atomic.Uint64
+	// released ends every held timeout at once when the command shuts down.
+	released    chan struct{}
+	releaseOnce sync.Once
+
+	mu         sync.Mutex // guards everything below
+	faults     Faults
+	rng        *mathrand.Rand
+	deliveries []Delivery
+	stats      Stats
+}
+
+// New returns a simulator with the given faults and default options.
+func New(f Faults) *Simulator {
+	return NewWithOptions(f, Options{})
+}
+
+// NewWithOptions returns a simulator with the given faults and options.
+func NewWithOptions(f Faults, opts Options) *Simulator {
+	if opts.WeComTokenTTL <= 0 {
+		opts.WeComTokenTTL = defaultWeComTokenTTL
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	seed := uint64(opts.Seed)
+	if seed == 0 {
+		seed = mathrand.Uint64()
+	}
+	var prefix [4]byte
+	rand.Read(prefix[:])
+	s := &Simulator{
+		opts:     opts,
+		tokens:   newTokenStore(),
+		idPrefix: "sim-" + hex.EncodeToString(prefix[:]) + "-",
+		released: make(chan struct{}),
+		faults:   f,
+		// A fixed second word is fine: the seed alone must decide the sequence.
+		rng:   mathrand.New(mathrand.NewPCG(seed, 0x6865726c64)),
+		stats: Stats{ByPlatform: map[string]int64{}},
+	}
+	s.handler = s.routes()
+	return s
+}
+
+// SetFaults replaces the fault settings. It does not validate them; see Faults.Validate.
+func (s *Simulator) SetFaults(f Faults) {
+	s.mu.Lock()
+	s.faults = f
+	s.mu.Unlock()
+}
+
+// Faults returns the current fault settings.
+func (s *Simulator) Faults() Faults {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.faults
+}
+
+// updateFaults applies change to the current settings and keeps the result only if it
+// is valid, atomically, so two concurrent partial updates cannot lose each other.
+func (s *Simulator) updateFaults(change func(*Faults)) (Faults, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := s.faults
+	change(&next)
+	if err := next.Validate(); err != nil {
+		return s.faults, err
+	}
+	s.faults = next
+	return next, nil
+}
+
+// Deliveries returns a copy of the recorded deliveries, oldest first.
+func (s *Simulator) Deliveries() []Delivery {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Delivery, len(s.deliveries))
+	copy(out, s.deliveries)
+	return out
+}
+
+// Stats returns a copy of the counters.
+func (s *Simulator) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.stats
+	out.ByPlatform = maps.Clone(s.stats.ByPlatform)
+	return out
+}
+
+// Reset clears the recorded deliveries and the counters; fault settings stay.
+func (s *Simulator) Reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deliveries = nil
+	s.stats = Stats{ByPlatform: map[string]int64{}}
+}
+
+// record stores accepted deliveries.
+func (s *Simulator) record(ds ...Delivery) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deliveries = append(s.deliveries, ds...)
+	s.stats.Accepted += int64(len(ds))
+	for _, d := range ds {
+		s.stats.ByPlatform[d.Platform]++
+	}
+}
+
+// newMsgID returns a provider message id unique to this simulator.
+func (s *Simulator) newMsgID() string {
+	return s.idPrefix + strconv.FormatUint(s.idSeq.Add(1), 10)
+}
+
+// now reads the simulator's clock.
+func (s *Simulator) now() time.Time { return s.opts.Now() }
+
+// releaseHolds ends every held timeout fault, present and future; used at shutdown so
+// silent requests do not hold the process open.
+func (s *Simulator) releaseHolds() {
+	s.releaseOnce.Do(func() { close(s.released) })
+}

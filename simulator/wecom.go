@@ -1,0 +1,178 @@
+package simulator
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// wecomReply is WeCom's error answer. WeCom answers HTTP 200 even for errors, with a
+// non-zero errcode.
+type wecomReply struct {
+	ErrCode int    `json:"errcode"`
+	ErrMsg  string `json:"errmsg"`
+}
+
+// wecomTokenReply is the successful answer of gettoken.
+type wecomTokenReply struct {
+	wecomReply
+	AccessToken string `json:"access_token"`
+	ExpiresIn   int64  `json:"expires_in"`
+}
+
+// wecomSendReply is the successful answer of message/send.
+type wecomSendReply struct {
+	wecomReply
+	InvalidUser string `json:"invaliduser"`
+	MsgID       string `json:"msgid"`
+}
+
+// WeCom error codes, as the real API uses them.
+const (
+	wecomOK                 = 0
+	wecomInvalidCredential  = 40001
+	wecomInvalidMsgType     = 40008
+	wecomInvalidToken       = 40014
+	wecomInvalidParameter   = 40035
+	wecomInvalidAgentID     = 40056
+	wecomTokenMissing       = 41001
+	wecomTokenExpired       = 42001
+	wecomEmptyContent       = 44004
+	wecomFreqOutOfLimit     = 45009
+	wecomAllReceiversFailed = 81013
+)
+
+// handleWeComToken serves GET /wecom/cgi-bin/gettoken. Token requests are not fault
+// draws: the rates apply to messages, and a sender fetches a token only now and then.
+func (s *Simulator) handleWeComToken(w http.ResponseWriter, r *http.Request) {
+	faults := s.Faults()
+	if !sleep(r.Context(), time.Duration(faults.Latency)) {
+		abortWithoutAnswer()
+	}
+	q := r.URL.Query()
+	if q.Get("corpid") == "" || q.Get("corpsecret") == "" || faults.AuthFail {
+		writeJSON(w, http.StatusOK, wecomReply{ErrCode: wecomInvalidCredential, ErrMsg: "invalid credential"})
+		return
+	}
+	ttl := s.opts.WeComTokenTTL
+	writeJSON(w, http.StatusOK, wecomTokenReply{
+		wecomReply:  wecomReply{ErrCode: wecomOK, ErrMsg: "ok"},
+		AccessToken: s.tokens.issue(s.now(), ttl),
+		// Rounded up so a sub-second test TTL does not read as "no expiry given".
+		ExpiresIn: int64((ttl + time.Second - 1) / time.Second),
+	})
+}
+
+// wecomMessage is the body of message/send for the text and markdown types.
+type wecomMessage struct {
+	ToUser   string        `json:"touser"`
+	MsgType  string        `json:"msgtype"`
+	AgentID  int64         `json:"agentid"`
+	Text     *wecomContent `json:"text"`
+	Markdown *wecomContent `json:"markdown"`
+}
+
+type wecomContent struct {
+	Content string `json:"content"`
+}
+
+// content returns the text of the message's own type, or false for an unsupported type.
+func (m wecomMessage) content() (string, bool) {
+	var c *wecomContent
+	switch m.MsgType {
+	case "text":
+		c = m.Text
+	case "markdown":
+		c = m.Markdown
+	default:
+		return "", false
+	}
+	if c == nil {
+		return "", true
+	}
+	return c.Content, true
+}
+
+// handleWeComSend serves POST /wecom/cgi-bin/message/send.
+func (s *Simulator) handleWeComSend(w http.ResponseWriter, r *http.Request) {
+	received := s.now()
+	fail := func(code int, msg string) {
+		writeJSON(w, http.StatusOK, wecomReply{ErrCode: code, ErrMsg: msg})
+	}
+	token := r.URL.Query().Get("access_token")
+	if token == "" {
+		fail(wecomTokenMissing, "access_token missing")
+		return
+	}
+	switch s.tokens.check(token, received) {
+	case tokenUnknown:
+		fail(wecomInvalidToken, "invalid access_token")
+		return
+	case tokenExpired:
+		fail(wecomTokenExpired, "access_token expired")
+		return
+	}
+	var msg wecomMessage
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&msg); err != nil {
+		fail(wecomInvalidParameter, "invalid parameter: "+err.Error())
+		return
+	}
+	content, ok := msg.content()
+	switch {
+	case !ok:
+		fail(wecomInvalidMsgType, "invalid message type")
+		return
+	case content == "":
+		fail(wecomEmptyContent, "empty content")
+		return
+	case msg.AgentID == 0:
+		fail(wecomInvalidAgentID, "invalid agentid")
+		return
+	}
+	var users []string
+	for u := range strings.SplitSeq(msg.ToUser, "|") {
+		if u = strings.TrimSpace(u); u != "" {
+			users = append(users, u)
+		}
+	}
+	if len(users) == 0 {
+		fail(wecomInvalidParameter, "invalid parameter: touser is empty")
+		return
+	}
+
+	v := s.decide()
+	waitLatency(r, v)
+	requestID := r.Header.Get("X-Request-Id")
+	deliveries := make([]Delivery, len(users))
+	for i, u := range users {
+		deliveries[i] = Delivery{
+			Platform:     "wecom",
+			To:           u,
+			RequestID:    requestID,
+			Content:      content,
+			ReceivedAtMs: received.UnixMilli(),
+		}
+	}
+	switch v.outcome {
+	case outcomeAuth:
+		fail(wecomInvalidToken, "invalid access_token")
+	case outcomeFail:
+		http.Error(w, "internal error", http.StatusInternalServerError)
+	case outcomeThrottle:
+		fail(wecomFreqOutOfLimit, "api freq out of limit")
+	case outcomeReject:
+		fail(wecomAllReceiversFailed, "user & party & tag all invalid")
+	case outcomeTimeout:
+		s.holdThenAbort(r)
+	case outcomeAcceptThenTimeout:
+		s.record(deliveries...)
+		s.holdThenAbort(r)
+	default:
+		s.record(deliveries...)
+		writeJSON(w, http.StatusOK, wecomSendReply{
+			wecomReply: wecomReply{ErrCode: wecomOK, ErrMsg: "ok"},
+			MsgID:      s.newMsgID(),
+		})
+	}
+}

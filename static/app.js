@@ -1,0 +1,36 @@
+// Herald console behaviour that htmx does not cover.
+(function () {
+  "use strict";
+  // Ask before destructive actions: any form or button with data-confirm.
+  document.addEventListener("submit", function (e) {
+    var msg = e.target.getAttribute("data-confirm");
+    if (msg && !window.confirm(msg)) { e.preventDefault(); }
+  }, true);
+  // Tick every checkbox of a group: <input type="checkbox" data-check-all="name">.
+  document.addEventListener("change", function (e) {
+    var group = e.target.getAttribute && e.target.getAttribute("data-check-all");
+    if (!group) { return; }
+    document.querySelectorAll('input[type=checkbox][name="' + group + '"]').forEach(function (box) {
+      if (!box.disabled) { box.checked = e.target.checked; }
+    });
+  });
+  // Copy a field's value: <button data-copy="#field">.
+  document.addEventListener("click", function (e) {
+    var sel = e.target.getAttribute && e.target.getAttribute("data-copy");
+    if (!sel) { return; }
+    var field = document.querySelector(sel);
+    if (!field) { return; }
+    field.select();
+    var done = function () { e.target.textContent = "Copied"; };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(field.value).then(done, function () { document.execCommand("copy"); done(); });
+    } else {
+      document.execCommand("copy");
+      done();
+    }
+  });
+  // Select a read-only value on focus so it can be copied at once: <input data-select-on-focus>.
+  document.addEventListener("focusin", function (e) {
+    if (e.target.hasAttribute && e.target.hasAttribute("data-select-on-focus")) { e.target.select(); }
+  });
+})();

@@ -1,0 +1,62 @@
+package tasks
+
+import (
+	"context"
+	"time"
+)
+
+// batcher runs calls from many goroutines together. Each runner takes every request
+// waiting at that moment (up to max) and runs them as one batch: with no load a call
+// runs at once, alone; under load, the requests that queued while the previous batch ran
+// go together, so the database sees one statement and one commit for many messages.
+type batcher[In, Out any] struct {
+	max  int
+	run  func(context.Context, []In) []Out
+	reqs chan batchReq[In, Out]
+}
+
+type batchReq[In, Out any] struct {
+	in  In
+	out chan Out
+}
+
+// batchTimeout bounds one batch's database work.
+const batchTimeout = 15 * time.Second
+
+func newBatcher[In, Out any](runners, max int, run func(context.Context, []In) []Out) *batcher[In, Out] {
+	b := &batcher[In, Out]{max: max, run: run, reqs: make(chan batchReq[In, Out], runners*max)}
+	for range runners {
+		go b.loop()
+	}
+	return b
+}
+
+func (b *batcher[In, Out]) loop() {
+	ins := make([]In, 0, b.max)
+	waiting := make([]chan Out, 0, b.max)
+	for r := range b.reqs {
+		ins, waiting = append(ins[:0], r.in), append(waiting[:0], r.out)
+	gather:
+		for len(ins) < b.max {
+			select {
+			case r := <-b.reqs:
+				ins, waiting = append(ins, r.in), append(waiting, r.out)
+			default:
+				break gather
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+		outs := b.run(ctx, ins)
+		cancel()
+		for i, out := range waiting {
+			out <- outs[i]
+		}
+	}
+}
+
+// do runs one call as part of a batch and waits for its result.
+func (b *batcher[In, Out]) do(in In) Out {
+	out := make(chan Out, 1)
+	b.reqs <- batchReq[In, Out]{in: in, out: out}
+	return <-out
+}

@@ -1,0 +1,163 @@
+package tasks
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"herald/models"
+)
+
+// Limiter enforces each account's send limits across every worker process.
+//
+// The guarantee is strict: for every account and every window length W with a limit L,
+// no interval of length W contains more than L provider calls (and likewise per
+// recipient). A fixed-window counter lets 2L through across a window boundary, and GCRA
+// with burst = L lets up to 2L−1 through in some window, so neither is used. Instead
+// each account keeps a sliding log: a Redis sorted set of the times of its calls within
+// its longest window. A call is admitted only if, for every window, the calls already in
+// (now−W, now] number fewer than L; the check and the append run in one Lua script
+// against Redis's own clock (TIME), so several workers on several machines can neither
+// race nor disagree about time. When a call is refused the script also says when the
+// earliest blocking call leaves its window, which is exactly when capacity frees.
+//
+// Memory: one sorted-set entry (~80 bytes) per call within the account's longest limited
+// window, e.g. a per_day limit of 50,000 costs about 4 MB; per-recipient logs hold at
+// most the per-recipient daily limit each and expire a day after the person's last
+// message. Windows are widened by Margin so that network jitter between this check and
+// the platform's receipt cannot make the platform see a violation.
+type Limiter struct {
+	rdb    redis.UniversalClient
+	script *redis.Script
+	// Margin widens every window.
+	Margin time.Duration
+}
+
+//go:embed limiter.lua
+var limiterLua string
+
+// NewLimiter returns a limiter on a Redis connection.
+func NewLimiter(rdb redis.UniversalClient) *Limiter {
+	return &Limiter{rdb: rdb, script: redis.NewScript(limiterLua), Margin: 50 * time.Millisecond}
+}
+
+// window is one limited window length and its limit.
+type window struct {
+	name  string
+	len   time.Duration
+	limit int
+}
+
+func accountWindows(l models.Limits) []window {
+	return nonZero([]window{
+		{"per_second", time.Second, l.PerSecond},
+		{"per_minute", time.Minute, l.PerMinute},
+		{"per_hour", time.Hour, l.PerHour},
+		{"per_day", 24 * time.Hour, l.PerDay},
+	})
+}
+
+func recipientWindows(l models.Limits) []window {
+	return nonZero([]window{
+		{"per_recipient_per_minute", time.Minute, l.PerRecipientPerMinute},
+		{"per_recipient_per_day", 24 * time.Hour, l.PerRecipientPerDay},
+	})
+}
+
+func nonZero(ws []window) []window {
+	out := ws[:0]
+	for _, w := range ws {
+		if w.limit > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Decision is the limiter's answer for one call.
+type Decision struct {
+	Allowed bool
+	// Wait is how long until the call would be admitted, when it is not.
+	Wait time.Duration
+	// Window names the limit that refused it.
+	Window string
+}
+
+// priorityRank orders priorities for the limiter: lower is more urgent.
+var priorityRank = map[string]int{"high": 0, "normal": 1, "low": 2}
+
+// Acquire asks to make one call for a message of the account to a recipient address.
+// It records the call when admitted. A message of lower priority is refused while a
+// more urgent one of the same account is waiting for capacity, so a saturated account
+// sends high before normal before low.
+func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Limits, recipient, priority, token string) (Decision, error) {
+	aw, rw := accountWindows(limits), recipientWindows(limits)
+	if len(aw) == 0 && len(rw) == 0 {
+		return Decision{Allowed: true}, nil
+	}
+	base := "herald:lim:" + strconv.FormatInt(accountID, 10)
+	keys := []string{base + ":log", base + ":r:" + recipient, base + ":waiting"}
+	args := []any{token, priorityRank[priority], len(aw)}
+	for _, w := range aw {
+		args = append(args, (w.len + l.Margin).Microseconds(), w.limit)
+	}
+	args = append(args, len(rw))
+	for _, w := range rw {
+		args = append(args, (w.len + l.Margin).Microseconds(), w.limit)
+	}
+	res, err := l.script.Run(ctx, l.rdb, keys, args...).Int64Slice()
+	if err != nil {
+		return Decision{}, fmt.Errorf("tasks: rate limiter: %w", err)
+	}
+	if res[0] == 1 {
+		return Decision{Allowed: true}, nil
+	}
+	d := Decision{Wait: time.Duration(res[1]) * time.Microsecond}
+	switch i := int(res[2]); {
+	case i < 0:
+		d.Window = "priority"
+	case i < len(aw):
+		d.Window = aw[i].name
+	default:
+		d.Window = rw[i-len(aw)].name
+	}
+	return d, nil
+}
+
+// Usage is one window's current use.
+type Usage struct {
+	Window string `json:"window"`
+	Used   int    `json:"used"`
+	Limit  int    `json:"limit"`
+}
+
+// Usage reports an account's calls in each of its limited windows right now.
+func (l *Limiter) Usage(ctx context.Context, accountID int64, limits models.Limits) ([]Usage, error) {
+	aw := accountWindows(limits)
+	if len(aw) == 0 {
+		return nil, nil
+	}
+	key := "herald:lim:" + strconv.FormatInt(accountID, 10) + ":log"
+	t, err := l.rdb.Time(ctx).Result()
+	if err != nil {
+		return nil, fmt.Errorf("tasks: rate limiter usage: %w", err)
+	}
+	now := t.UnixMicro()
+	pipe := l.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(aw))
+	for i, w := range aw {
+		cmds[i] = pipe.ZCount(ctx, key, "("+strconv.FormatInt(now-(w.len+l.Margin).Microseconds(), 10), "+inf")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("tasks: rate limiter usage: %w", err)
+	}
+	out := make([]Usage, len(aw))
+	for i, w := range aw {
+		out[i] = Usage{Window: w.name, Used: int(cmds[i].Val()), Limit: w.limit}
+	}
+	return out, nil
+}

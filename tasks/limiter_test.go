@@ -1,0 +1,196 @@
+package tasks_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"herald/internal/testenv"
+	"herald/models"
+	"herald/tasks"
+)
+
+func newTestLimiter(t *testing.T) (*tasks.Limiter, *redis.Client) {
+	t.Helper()
+	opt, err := redis.ParseURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	return tasks.NewLimiter(rdb), rdb
+}
+
+// maxInWindow is the largest number of times in any half-open window (t−w, t].
+func maxInWindow(times []int64, w int64) int {
+	slices.Sort(times)
+	best, lo := 0, 0
+	for hi := range times {
+		for times[lo] <= times[hi]-w {
+			lo++
+		}
+		best = max(best, hi-lo+1)
+	}
+	return best
+}
+
+// TestLimiterNeverExceedsAWindow hammers one account from many goroutines and checks the
+// admitted call times (the limiter's own log, on Redis's clock) against every window.
+func TestLimiterNeverExceedsAWindow(t *testing.T) {
+	l, rdb := newTestLimiter(t)
+	ctx := context.Background()
+	limits := models.Limits{PerSecond: 20, PerMinute: 45, PerRecipientPerMinute: 4}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		admitted int
+	)
+	deadline := time.Now().Add(2500 * time.Millisecond)
+	for g := range 40 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				to := "user" + strconv.Itoa((g+i)%15)
+				d, err := l.Acquire(ctx, 7, limits, to, "normal", fmt.Sprintf("m%d-%d", g, i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if d.Allowed {
+					mu.Lock()
+					admitted++
+					mu.Unlock()
+					continue
+				}
+				if d.Wait <= 0 || d.Window == "" {
+					t.Errorf("refusal without a wait or window: %+v", d)
+				}
+				time.Sleep(min(d.Wait, 50*time.Millisecond))
+			}
+		}()
+	}
+	wg.Wait()
+	log, err := rdb.ZRangeWithScores(ctx, "herald:lim:7:log", 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	times := make([]int64, len(log))
+	for i, z := range log {
+		times[i] = int64(z.Score)
+	}
+	if len(times) != admitted {
+		t.Fatalf("log holds %d calls, %d were admitted", len(times), admitted)
+	}
+	if got := maxInWindow(times, time.Second.Microseconds()); got > limits.PerSecond {
+		t.Errorf("%d calls in one second, limit %d", got, limits.PerSecond)
+	}
+	if got := maxInWindow(times, time.Minute.Microseconds()); got > limits.PerMinute {
+		t.Errorf("%d calls in one minute, limit %d", got, limits.PerMinute)
+	}
+	// The per-minute limit binds: it must be used fully, not merely respected.
+	if admitted != limits.PerMinute {
+		t.Errorf("admitted %d calls in 2.5 s, want exactly the per-minute limit %d", admitted, limits.PerMinute)
+	}
+	for r := range 15 {
+		rl, _ := rdb.ZRangeWithScores(ctx, "herald:lim:7:r:user"+strconv.Itoa(r), 0, -1).Result()
+		if len(rl) > limits.PerRecipientPerMinute {
+			t.Errorf("recipient user%d got %d calls in a minute, limit %d", r, len(rl), limits.PerRecipientPerMinute)
+		}
+	}
+}
+
+func TestLimiterWaitIsWhenCapacityFrees(t *testing.T) {
+	l, _ := newTestLimiter(t)
+	ctx := context.Background()
+	limits := models.Limits{PerSecond: 2}
+	for i := range 2 {
+		if d, err := l.Acquire(ctx, 1, limits, "u", "normal", fmt.Sprint(i)); err != nil || !d.Allowed {
+			t.Fatalf("call %d: %+v %v", i, d, err)
+		}
+	}
+	start := time.Now()
+	d, err := l.Acquire(ctx, 1, limits, "u", "normal", "x")
+	if err != nil || d.Allowed || d.Window != "per_second" {
+		t.Fatalf("third call in a second: %+v %v, want refused by per_second", d, err)
+	}
+	if d.Wait < 900*time.Millisecond || d.Wait > time.Second+l.Margin {
+		t.Errorf("wait %s, want about one second (the first call leaving the window)", d.Wait)
+	}
+	time.Sleep(d.Wait - time.Since(start) + 5*time.Millisecond)
+	if d, err := l.Acquire(ctx, 1, limits, "u", "normal", "y"); err != nil || !d.Allowed {
+		t.Errorf("call when capacity freed: %+v %v, want admitted", d, err)
+	}
+}
+
+func TestLimiterLetsUrgentMessagesFirst(t *testing.T) {
+	l, _ := newTestLimiter(t)
+	ctx := context.Background()
+	limits := models.Limits{PerSecond: 1}
+	if d, _ := l.Acquire(ctx, 3, limits, "a", "low", "first"); !d.Allowed {
+		t.Fatal("first call refused")
+	}
+	high, err := l.Acquire(ctx, 3, limits, "b", "high", "h")
+	if err != nil || high.Allowed {
+		t.Fatalf("high while saturated: %+v %v, want a wait", high, err)
+	}
+	time.Sleep(high.Wait + 10*time.Millisecond)
+	// Capacity is free now, but the high message is due: a low one must not take it.
+	low, err := l.Acquire(ctx, 3, limits, "c", "low", "l")
+	if err != nil || low.Allowed || low.Window != "priority" {
+		t.Errorf("low while high waits: %+v %v, want held back for priority", low, err)
+	}
+	if d, _ := l.Acquire(ctx, 3, limits, "b", "high", "h"); !d.Allowed {
+		t.Errorf("high at its time: %+v, want admitted", d)
+	}
+}
+
+func TestLimiterWithoutLimitsAdmitsWithoutRedis(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing listens there
+	defer rdb.Close()
+	d, err := tasks.NewLimiter(rdb).Acquire(context.Background(), 1, models.Limits{}, "u", "normal", "m")
+	if err != nil || !d.Allowed {
+		t.Errorf("no limits: %+v %v, want admitted without asking Redis", d, err)
+	}
+	_, err = tasks.NewLimiter(rdb).Acquire(context.Background(), 1, models.Limits{PerSecond: 5}, "u", "normal", "m")
+	if err == nil {
+		t.Error("limits with Redis unreachable: admitted, want an error (never unlimited)")
+	}
+}
+
+// BenchmarkLimiter measures one limiter decision (a Lua script round trip) with all six
+// windows limited, from 16 goroutines: its cost per message and decisions per second.
+func BenchmarkLimiter(b *testing.B) {
+	opt, err := redis.ParseURL(testenv.RedisURL(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	defer rdb.Close()
+	l := tasks.NewLimiter(rdb)
+	ctx := context.Background()
+	// High limits: every call is admitted and logged, the costly path.
+	limits := models.Limits{PerSecond: 1 << 20, PerMinute: 1 << 22, PerHour: 1 << 24, PerDay: 1 << 26,
+		PerRecipientPerMinute: 1 << 20, PerRecipientPerDay: 1 << 22}
+	var n atomic.Int64
+	b.SetParallelism(8)
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			i := n.Add(1)
+			if _, err := l.Acquire(ctx, 1, limits, "user"+strconv.FormatInt(i%500, 10), "normal", strconv.FormatInt(i, 10)); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "decisions/s")
+}

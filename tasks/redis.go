@@ -1,0 +1,70 @@
+package tasks
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/hibiken/asynq"
+)
+
+// EmbeddedRedis is an in-process Redis for the single-node default install. It keeps
+// nothing on disk; that is safe because MySQL (here SQLite) is the source of truth and
+// the sweeper re-enqueues whatever Redis lost.
+type EmbeddedRedis struct {
+	mr   *miniredis.Miniredis
+	stop chan struct{}
+}
+
+// StartEmbeddedRedis starts an in-process Redis on a loopback port.
+func StartEmbeddedRedis() (*EmbeddedRedis, error) {
+	mr, err := miniredis.Run()
+	if err != nil {
+		return nil, fmt.Errorf("tasks: start in-process redis: %w", err)
+	}
+	e := &EmbeddedRedis{mr: mr, stop: make(chan struct{})}
+	go e.tick()
+	return e, nil
+}
+
+// tick advances miniredis's clock with the wall clock: it never expires keys on its own,
+// and Asynq's leases, locks and heartbeats depend on expiry.
+func (e *EmbeddedRedis) tick() {
+	const every = 100 * time.Millisecond
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := time.Now()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case now := <-t.C:
+			e.mr.FastForward(now.Sub(last))
+			last = now
+		}
+	}
+}
+
+// Addr is the host:port the embedded Redis listens on.
+func (e *EmbeddedRedis) Addr() string { return e.mr.Addr() }
+
+// URL is a redis:// URL for the embedded Redis.
+func (e *EmbeddedRedis) URL() string { return "redis://" + e.mr.Addr() + "/0" }
+
+// FlushAll empties the embedded Redis, as a restart without persistence would.
+func (e *EmbeddedRedis) FlushAll() { e.mr.FlushAll() }
+
+// Close stops the embedded Redis.
+func (e *EmbeddedRedis) Close() {
+	close(e.stop)
+	e.mr.Close()
+}
+
+// RedisOpt parses a redis:// URL into Asynq's connection option.
+func RedisOpt(url string) (asynq.RedisConnOpt, error) {
+	opt, err := asynq.ParseRedisURI(url)
+	if err != nil {
+		return nil, fmt.Errorf("tasks: redis url: %w", err)
+	}
+	return opt, nil
+}

@@ -1,0 +1,259 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"herald/channels"
+	"herald/models"
+)
+
+// Sender delivers claimed messages. It is the handler of TypeSendMessage.
+type Sender struct {
+	Store    *models.Store
+	Channels *channels.Registry
+	Policy   Policy
+	Log      *slog.Logger
+	// CallTimeout bounds one provider call.
+	CallTimeout time.Duration
+	// Lease is how long a claim holds before the sweeper may assume the worker died.
+	Lease time.Duration
+	// Limiter enforces account limits; nil sends unlimited.
+	Limiter *Limiter
+	// Metrics records attempts and outcomes; nil records nothing.
+	Metrics *Metrics
+	// Stats counts outcomes per minute for the dashboard; nil counts nothing.
+	Stats *models.Stats
+
+	accounts *models.AccountCache
+	claims   *batcher[string, claimResult]
+	finishes *batcher[models.Finish, error]
+}
+
+type claimResult struct {
+	m   *models.Message
+	err error
+}
+
+// Batching: a few runners, so batches overlap the database round trips of one another.
+const (
+	batchRunners = 3
+	batchMax     = 64
+)
+
+// NewSender returns a send handler with the default policy. The claim's lease outlasts
+// the call timeout with room for the database writes around it.
+func NewSender(store *models.Store, reg *channels.Registry, log *slog.Logger, callTimeout time.Duration) *Sender {
+	s := &Sender{Store: store, Channels: reg, Policy: DefaultPolicy, Log: log,
+		CallTimeout: callTimeout, Lease: 2*callTimeout + 5*time.Second, accounts: store.NewAccountCache(5 * time.Second)}
+	s.claims = newBatcher(batchRunners, batchMax, s.claimBatch)
+	s.finishes = newBatcher(batchRunners, batchMax, store.FinishAttempts)
+	return s
+}
+
+// claimBatch claims a batch of messages under one lease.
+func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
+	out := make([]claimResult, len(ids))
+	lease := models.Now().Add(s.Lease)
+	found, token, err := s.Store.ClaimMany(ctx, ids, lease)
+	for i, id := range ids {
+		m := found[id]
+		switch {
+		case err != nil:
+			out[i].err = err
+		case m == nil:
+			out[i].err = models.ErrNotFound
+		case !m.Claimed(token):
+			out[i] = claimResult{m: m, err: models.ErrStateChanged}
+		default:
+			out[i].m = m
+		}
+	}
+	return out
+}
+
+// ProcessTask implements asynq.Handler for TypeSendMessage.
+func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	p, err := parseSendPayload(t.Payload())
+	if err != nil {
+		return err
+	}
+	claim := s.claims.do(p.MessageID)
+	m, err := claim.m, claim.err
+	if errors.Is(err, models.ErrStateChanged) {
+		return notClaimed(m)
+	}
+	if errors.Is(err, models.ErrNotFound) {
+		return nil // deleted; nothing to do
+	}
+	if err != nil {
+		return err
+	}
+	acct, err := s.accounts.ByID(ctx, m.AccountID)
+	if err != nil {
+		return s.finish(m, s.failure(m, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0))
+	}
+	if !acct.Enabled {
+		// A disabled account holds its messages rather than failing them.
+		next := models.Now().Add(time.Minute)
+		return s.finish(m, models.Outcome{Status: models.StatusFailed, ErrorClass: string(channels.Throttled),
+			Error: "account " + acct.Name + " is disabled", NextAttemptAt: &next})
+	}
+	sender, err := s.Channels.Sender(acct)
+	if err != nil {
+		return s.finish(m, s.failure(m, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0))
+	}
+	if o, wait := s.admit(ctx, m, acct); wait {
+		return s.finish(m, o)
+	}
+	callCtx, cancel := context.WithTimeout(ctx, s.CallTimeout)
+	started := time.Now()
+	receipt, err := sender.Send(callCtx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content})
+	took := time.Since(started)
+	cancel()
+	if err == nil {
+		if !acct.Healthy {
+			s.setHealth(acct, true, "")
+		}
+		s.Log.Info("attempt", "message_id", m.ID, "account", acct.Name, "class", "", "duration_ms", took.Milliseconds(), "outcome", "sent")
+		s.Metrics.attempt(acct.Platform, acct.Name, "sent", took)
+		s.Metrics.final(acct.Platform, acct.Name, string(models.StatusSent))
+		s.Stats.Count(acct.ID, "sent", 1)
+		return s.finish(m, models.Outcome{Status: models.StatusSent, ProviderMessageID: receipt.ProviderMessageID,
+			CountsAttempt: true, Called: true, StartedAt: started.UTC(), Duration: took})
+	}
+	ce := channels.Classify(err)
+	if ce.Class == channels.Auth {
+		// Flag the account for operators; the adapter drops cached credentials, and the
+		// policy retries once, five minutes later.
+		s.setHealth(acct, false, ce.Error())
+	}
+	s.Log.Info("attempt", "message_id", m.ID, "account", acct.Name, "class", ce.Class, "duration_ms", took.Milliseconds(),
+		"outcome", "failed", "error", ce.Error())
+	s.Metrics.attempt(acct.Platform, acct.Name, string(ce.Class), took)
+	o := s.failure(m, ce, true, started.UTC(), took)
+	s.Stats.Count(acct.ID, "failed", 1)
+	if o.Status == models.StatusStopped {
+		s.Metrics.final(acct.Platform, acct.Name, string(models.StatusStopped))
+		s.Stats.Count(acct.ID, "stopped", 1)
+	}
+	return s.finish(m, o)
+}
+
+// failure turns a classified error into the message's next state, per the policy table.
+func (s *Sender) failure(m *models.Message, ce *channels.Error, called bool, started time.Time, took time.Duration) models.Outcome {
+	rule, ok := s.Policy[ce.Class]
+	if !ok {
+		rule = s.Policy[channels.Transient]
+	}
+	o := models.Outcome{ErrorClass: string(ce.Class), Error: ce.Error(), ProviderCode: ce.Code,
+		CountsAttempt: rule.CountsAttempt, Called: called, StartedAt: started, Duration: took}
+	attempts := m.Attempts
+	if rule.CountsAttempt {
+		attempts++
+	}
+	retries := m.RetriesOf(string(ce.Class)) + 1
+	o.ClassRetries = retries
+	switch {
+	case rule.CountsAttempt && attempts >= m.MaxAttempts,
+		rule.MaxRetries >= 0 && retries > rule.MaxRetries:
+		o.Status = models.StatusStopped
+	default:
+		o.Status = models.StatusFailed
+		next := models.Now().Add(rule.Delay(retries, ce.RetryAfter))
+		o.NextAttemptAt = &next
+	}
+	return o
+}
+
+// finish records the outcome and tells Asynq whether and when to run the task again.
+func (s *Sender) finish(m *models.Message, o models.Outcome) error {
+	// Recorded with the batch's own context, not the task's: the provider call has
+	// already happened, and a shutdown must not lose its outcome.
+	if err := s.finishes.do(models.Finish{Message: m, Outcome: o}); err != nil {
+		// The row stays sending; the sweeper returns it to failed when the lease ends.
+		return fmt.Errorf("tasks: %w", err)
+	}
+	if o.Status == models.StatusFailed || o.Status == models.StatusPending {
+		return &retryError{delay: time.Until(*o.NextAttemptAt), reason: o.ErrorClass}
+	}
+	return nil
+}
+
+// notClaimed decides what a task does when its message was not claimable.
+func notClaimed(m *models.Message) error {
+	now := models.Now()
+	switch {
+	case m == nil || m.Status.Terminal():
+		return nil
+	case m.Status == models.StatusSending && m.LeaseUntil != nil:
+		// Another worker holds it; look again after its lease in case that worker died.
+		return &retryError{delay: m.LeaseUntil.Sub(now) + time.Second, reason: "claimed elsewhere"}
+	case m.NextAttemptAt != nil && m.NextAttemptAt.After(now):
+		return &retryError{delay: m.NextAttemptAt.Sub(now), reason: "not due"}
+	}
+	return nil
+}
+
+// setHealth records an account's health and drops it from the cache so the next message
+// sees the change.
+func (s *Sender) setHealth(acct *models.Account, healthy bool, note string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Store.SetAccountHealth(ctx, acct.ID, healthy, note); err != nil {
+		s.Log.Warn("record account health", "account", acct.Name, "error", err)
+	}
+	s.accounts.Forget()
+}
+
+// Waiting for rate-limit capacity: short waits are slept through in the worker (Asynq
+// schedules in whole seconds, far too coarse for per-second limits); longer ones give
+// the message back, pending, due when capacity frees.
+const (
+	maxInlineWait   = time.Second
+	throttleJitter  = 30 * time.Millisecond
+	limiterDownWait = 5 * time.Second
+)
+
+// admit asks the limiter for a call slot. When the message must wait longer than
+// maxInlineWait, or the limiter cannot be reached, it returns the outcome that
+// reschedules the message and true: a message never goes out unlimited.
+func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Account) (models.Outcome, bool) {
+	if s.Limiter == nil {
+		return models.Outcome{}, false
+	}
+	waited := time.Duration(0)
+	for {
+		d, err := s.Limiter.Acquire(ctx, acct.ID, acct.Limits, m.Address, m.Priority, m.ID)
+		if err != nil {
+			s.Log.Warn("rate limiter unavailable; holding the message", "message_id", m.ID, "error", err)
+			next := models.Now().Add(limiterDownWait)
+			return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
+				Error: "rate limiter unavailable: " + err.Error(), NextAttemptAt: &next}, true
+		}
+		if d.Allowed {
+			return models.Outcome{}, false
+		}
+		s.Metrics.throttle(acct.Name, d.Window)
+		jitter := time.Duration(rand.Int64N(int64(throttleJitter)))
+		if waited+d.Wait > maxInlineWait {
+			next := models.Now().Add(d.Wait + jitter)
+			return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
+				Error: "waiting for " + d.Window + " capacity", NextAttemptAt: &next}, true
+		}
+		select {
+		case <-ctx.Done():
+			next := models.Now()
+			return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
+				Error: "worker stopping", NextAttemptAt: &next}, true
+		case <-time.After(d.Wait + jitter):
+		}
+		waited += d.Wait + jitter
+	}
+}

@@ -1,0 +1,76 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// WorkerOptions configure the Asynq server that runs the handlers.
+type WorkerOptions struct {
+	Concurrency       int
+	TaskCheckInterval time.Duration
+	Log               *slog.Logger
+}
+
+// NewWorker returns an Asynq server on the three weighted priority queues, with the
+// send and sweep handlers registered.
+func NewWorker(redis asynq.RedisConnOpt, opts WorkerOptions, send *Sender, sweep *Sweeper) (*asynq.Server, *asynq.ServeMux) {
+	srv := asynq.NewServer(redis, asynq.Config{
+		Concurrency:       opts.Concurrency,
+		Queues:            Queues,
+		TaskCheckInterval: opts.TaskCheckInterval,
+		// Retries and throttled messages wait in Asynq's retry set; the default 5 s
+		// between checks would add up to 5 s to every reschedule.
+		DelayedTaskCheckInterval: time.Second,
+		RetryDelayFunc:           func(n int, err error, t *asynq.Task) time.Duration { return retryDelay(n, err) },
+		IsFailure:                isFailure,
+		ShutdownTimeout:          20 * time.Second,
+		Logger:                   asynqLogger{opts.Log.With("component", "asynq")},
+		LogLevel:                 asynq.WarnLevel,
+	})
+	mux := asynq.NewServeMux()
+	mux.Handle(TypeSendMessage, send)
+	mux.Handle(TypeSweep, sweep)
+	return srv, mux
+}
+
+// SweepEvery is how often the sweeper runs.
+const SweepEvery = time.Minute
+
+// NewScheduler returns the scheduler that enqueues the sweeper once a minute. Several
+// scheduler processes may run: the sweep task is unique per interval, so one runs.
+func NewScheduler(redis asynq.RedisConnOpt, log *slog.Logger) (*asynq.Scheduler, error) {
+	s := asynq.NewScheduler(redis, &asynq.SchedulerOpts{
+		Logger:   asynqLogger{log.With("component", "asynq-scheduler")},
+		LogLevel: asynq.WarnLevel,
+		Location: time.UTC,
+	})
+	if _, err := s.Register("@every 1m", NewSweepTask(), asynq.Unique(SweepEvery-5*time.Second)); err != nil {
+		return nil, fmt.Errorf("tasks: register sweeper: %w", err)
+	}
+	return s, nil
+}
+
+// SweepNow enqueues one sweep right away (unique, so a concurrent one is not doubled).
+// Schedulers call it at start: after a restart on an emptied Redis, due messages should
+// not wait a minute.
+func SweepNow(ctx context.Context, client *asynq.Client) error {
+	_, err := client.EnqueueContext(ctx, NewSweepTask(), asynq.Unique(10*time.Second))
+	if err != nil && err != asynq.ErrDuplicateTask {
+		return fmt.Errorf("tasks: enqueue sweep: %w", err)
+	}
+	return nil
+}
+
+// asynqLogger adapts slog to Asynq's logger interface.
+type asynqLogger struct{ l *slog.Logger }
+
+func (a asynqLogger) Debug(args ...any) { a.l.Debug(fmt.Sprint(args...)) }
+func (a asynqLogger) Info(args ...any)  { a.l.Info(fmt.Sprint(args...)) }
+func (a asynqLogger) Warn(args ...any)  { a.l.Warn(fmt.Sprint(args...)) }
+func (a asynqLogger) Error(args ...any) { a.l.Error(fmt.Sprint(args...)) }
+func (a asynqLogger) Fatal(args ...any) { a.l.Error(fmt.Sprint(args...)) }

@@ -1,0 +1,79 @@
+// Package tasks is everything Asynq: task types and payloads, the send handler, the retry
+// policy, the sweeper and the server and scheduler that run them.
+//
+// MySQL is the source of truth. A task only says "look at message X now"; the handler
+// claims the row with a compare-and-set before it calls a platform, so a task delivered
+// twice, or re-enqueued by the sweeper after Redis lost it, can never send twice.
+package tasks
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+)
+
+// Task type names.
+const (
+	TypeSendMessage = "message:send"
+	TypeSweep       = "maintenance:sweep"
+)
+
+// Queue names, one per message priority.
+const (
+	QueueHigh   = "high"
+	QueueNormal = "normal"
+	QueueLow    = "low"
+)
+
+// Queues maps queue names to their weights (DESIGN.md section 7: 6/3/1).
+var Queues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1}
+
+// QueueFor returns the queue of a priority; unknown priorities go to normal.
+func QueueFor(priority string) string {
+	switch priority {
+	case "high":
+		return QueueHigh
+	case "low":
+		return QueueLow
+	}
+	return QueueNormal
+}
+
+// SendMessagePayload is the payload of a send task.
+type SendMessagePayload struct {
+	MessageID string `json:"message_id"`
+}
+
+// NewSendMessageTask returns the task that delivers one message, with the message id as
+// its task id (so at most one task per message exists in Redis at a time) and processAt
+// as its earliest run time.
+func NewSendMessageTask(messageID, priority string, processAt time.Time) *asynq.Task {
+	payload, _ := json.Marshal(SendMessagePayload{MessageID: messageID})
+	return asynq.NewTask(TypeSendMessage, payload,
+		asynq.TaskID(messageID),
+		asynq.Queue(QueueFor(priority)),
+		asynq.ProcessAt(processAt),
+		// Herald counts attempts in MySQL and decides itself when to stop; Asynq's
+		// counter only guards against a task looping forever.
+		asynq.MaxRetry(maxAsynqRetry),
+	)
+}
+
+// maxAsynqRetry is generous: Herald's own handler errors are not counted as failures
+// (see isFailure), so only crashes and unexpected errors reach it.
+const maxAsynqRetry = 25
+
+// NewSweepTask returns the periodic sweeper task.
+func NewSweepTask() *asynq.Task {
+	return asynq.NewTask(TypeSweep, nil, asynq.Queue(QueueHigh), asynq.MaxRetry(0))
+}
+
+func parseSendPayload(b []byte) (SendMessagePayload, error) {
+	var p SendMessagePayload
+	if err := json.Unmarshal(b, &p); err != nil || p.MessageID == "" {
+		return p, fmt.Errorf("tasks: bad send payload %q: %v: %w", b, err, asynq.SkipRetry)
+	}
+	return p, nil
+}

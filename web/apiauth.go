@@ -1,0 +1,89 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/handlers"
+	"herald/models"
+)
+
+// apiAuth authenticates `Authorization: Bearer <api key>` and requires a scope.
+type apiAuth struct {
+	store *models.Store
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	lastUsed map[int64]time.Time // last time last_used_at was written, per key
+}
+
+// touchEvery limits last_used_at writes to one a minute per key.
+const touchEvery = time.Minute
+
+func newAPIAuth(store *models.Store, log *slog.Logger) *apiAuth {
+	return &apiAuth{store: store, log: log, lastUsed: map[int64]time.Time{}}
+}
+
+// require returns middleware that lets through keys with the scope (admin has all).
+func (a *apiAuth) require(scope string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		k := handlers.CurrentAPIKey(c)
+		if k == nil {
+			var ok bool
+			if k, ok = a.authenticate(c); !ok {
+				return
+			}
+		}
+		if !k.HasScope(scope) {
+			handlers.APIError(c, http.StatusForbidden, "forbidden", "this API key lacks the "+scope+" scope", "")
+			return
+		}
+		c.Next()
+	}
+}
+
+func (a *apiAuth) authenticate(c *gin.Context) (*models.APIKey, bool) {
+	secret, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if !ok || secret == "" {
+		c.Header("WWW-Authenticate", `Bearer realm="herald"`)
+		handlers.APIError(c, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <api key>", "")
+		return nil, false
+	}
+	k, err := a.store.AuthenticateAPIKey(c.Request.Context(), strings.TrimSpace(secret))
+	if errors.Is(err, models.ErrNotFound) {
+		c.Header("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
+		handlers.APIError(c, http.StatusUnauthorized, "unauthorized", "the API key is unknown or revoked", "")
+		return nil, false
+	}
+	if err != nil {
+		a.log.Error("api key lookup", "error", err)
+		handlers.APIError(c, http.StatusServiceUnavailable, "unavailable", "could not check the API key", "")
+		return nil, false
+	}
+	c.Set(handlers.APIKeyKey, k)
+	a.touch(k.ID)
+	return k, true
+}
+
+func (a *apiAuth) touch(id int64) {
+	a.mu.Lock()
+	due := time.Since(a.lastUsed[id]) > touchEvery
+	if due {
+		a.lastUsed[id] = time.Now()
+	}
+	a.mu.Unlock()
+	if due {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := a.store.TouchAPIKey(ctx, id); err != nil {
+			a.log.Warn("record api key use", "error", err)
+		}
+	}
+}

@@ -1,0 +1,338 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"herald/dispatch"
+	"herald/handlers"
+	"herald/internal/testenv"
+	"herald/models"
+	"herald/tasks"
+	"herald/web"
+)
+
+// Console users every test signs in as, one per role.
+const (
+	adminUser, operatorUser, viewerUser = "ada", "otto", "vera"
+	testPassword                        = "console-test-password"
+)
+
+// console is a Herald console on a real database and Redis, seeded with the demo data
+// (a sandbox account, seven staff, a duty week, the task-overdue template) and one user
+// of each role. Nothing delivers: the messages it creates stay pending.
+type console struct {
+	t      *testing.T
+	url    string
+	store  *models.Store
+	h      *handlers.Handlers
+	engine *gin.Engine
+	loc    *time.Location
+	users  map[string]*models.User
+	logs   *syncBuffer
+
+	mu      sync.Mutex
+	clients map[string]*client
+}
+
+// syncBuffer collects the server's log, shown when a test fails.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newConsole(t *testing.T) *console {
+	t.Helper()
+	ctx := context.Background()
+	store := testenv.Store(t)
+	redisURL := testenv.RedisURL(t)
+	redOpt, err := tasks.RedisOpt(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ropt, err := redis.ParseURL(redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(ropt)
+	enq := tasks.NewEnqueuer(redOpt)
+	inspector := asynq.NewInspector(redOpt)
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	loc, err := time.LoadLocation("Asia/Shanghai")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats := store.NewStats()
+	h := &handlers.Handlers{Store: store, Log: log, Stats: stats, Inspector: inspector,
+		Dispatch: &dispatch.Dispatcher{Store: store, Enqueuer: enq, Log: log, Location: loc, Stats: stats,
+			Accounts: store.NewAccountCache(5 * time.Second)},
+		PingRedis: func(context.Context) error { return enq.Ping() },
+		Limiter:   tasks.NewLimiter(rdb),
+	}
+	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store)
+	h.Sessions = sessions
+	handler, closeHandler := web.NewHandler(h, sessions, web.Options{Location: loc, Log: log, Redis: redOpt, Metrics: prometheus.NewRegistry()})
+	srv := httptest.NewServer(handler)
+	t.Cleanup(func() {
+		srv.Close()
+		closeHandler()
+		inspector.Close()
+		enq.Close()
+		rdb.Close()
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs.String())
+		}
+	})
+	if err := store.SeedDemo(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := &console{t: t, url: srv.URL, store: store, h: h, engine: handler.(*gin.Engine), loc: loc, logs: logs,
+		users: map[string]*models.User{}, clients: map[string]*client{}}
+	return c
+}
+
+// client is a browser: it keeps cookies and does not follow redirects.
+type client struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+// userRoles are the console's test users; each is created when a test first needs it.
+var userRoles = map[string]models.Role{adminUser: models.RoleAdmin, operatorUser: models.RoleOperator, viewerUser: models.RoleViewer}
+
+// user returns a test user, creating it on first use: password hashing is deliberately
+// slow (and slower under -race), so tests create only the users they sign in as.
+func (c *console) user(name string) *models.User {
+	c.t.Helper()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if u, ok := c.users[name]; ok {
+		return u
+	}
+	u, err := c.store.CreateUser(context.Background(), name, testPassword, userRoles[name])
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.users[name] = u
+	return u
+}
+
+// as returns a client signed in as username ("" for an anonymous one), signing in once
+// per console: each sign-in costs a bcrypt comparison.
+func (c *console) as(username string) *client {
+	c.t.Helper()
+	c.mu.Lock()
+	cl, ok := c.clients[username]
+	c.mu.Unlock()
+	if ok {
+		return cl
+	}
+	cl = c.login(username)
+	c.mu.Lock()
+	c.clients[username] = cl
+	c.mu.Unlock()
+	return cl
+}
+
+// login returns a client with a session of its own, signed in as username ("" for an
+// anonymous one).
+func (c *console) login(username string) *client {
+	c.t.Helper()
+	jar, _ := cookiejar.New(nil)
+	cl := &client{t: c.t, base: c.url, c: &http.Client{Jar: jar, Timeout: 20 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	if username != "" {
+		c.user(username)
+		resp, body := cl.post("/login", url.Values{"username": {username}, "password": {testPassword}})
+		if resp.StatusCode != http.StatusSeeOther {
+			c.t.Fatalf("login as %s: %d\n%s", username, resp.StatusCode, body)
+		}
+	}
+	return cl
+}
+
+func (cl *client) do(method, path, contentType string, body io.Reader, header map[string]string) (*http.Response, string) {
+	cl.t.Helper()
+	req, err := http.NewRequest(method, cl.base+path, body)
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := cl.c.Do(req)
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	return resp, string(text)
+}
+
+func (cl *client) get(path string) (*http.Response, string) {
+	cl.t.Helper()
+	return cl.do("GET", path, "", nil, nil)
+}
+
+// getHX is a GET as htmx makes it.
+func (cl *client) getHX(path string) (*http.Response, string) {
+	cl.t.Helper()
+	return cl.do("GET", path, "", nil, map[string]string{"HX-Request": "true"})
+}
+
+func (cl *client) post(path string, form url.Values) (*http.Response, string) {
+	cl.t.Helper()
+	return cl.do("POST", path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), nil)
+}
+
+// postHX is a form POST as htmx makes it.
+func (cl *client) postHX(path string, form url.Values) (*http.Response, string) {
+	cl.t.Helper()
+	return cl.do("POST", path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), map[string]string{"HX-Request": "true"})
+}
+
+// upload posts a multipart form, with a file field "file" when fileContent is not empty.
+func (cl *client) upload(path string, fields url.Values, fileContent string) (*http.Response, string) {
+	cl.t.Helper()
+	var buf bytes.Buffer
+	w := multipart.NewWriter(&buf)
+	for k, list := range fields {
+		for _, v := range list {
+			_ = w.WriteField(k, v)
+		}
+	}
+	if fileContent != "" {
+		fw, err := w.CreateFormFile("file", "import.csv")
+		if err != nil {
+			cl.t.Fatal(err)
+		}
+		_, _ = io.WriteString(fw, fileContent)
+	}
+	w.Close()
+	return cl.do("POST", path, w.FormDataContentType(), &buf, nil)
+}
+
+// wantStatus fails the test unless resp has the status.
+func wantStatus(t *testing.T, what string, resp *http.Response, body string, status int) {
+	t.Helper()
+	if resp.StatusCode != status {
+		t.Fatalf("%s: status %d, want %d\n%s", what, resp.StatusCode, status, body)
+	}
+}
+
+// wantRedirect fails the test unless resp redirects (303) to a location starting with prefix.
+func wantRedirect(t *testing.T, what string, resp *http.Response, body, prefix string) string {
+	t.Helper()
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, prefix) {
+		t.Fatalf("%s: status %d to %q, want 303 to %s…\n%s", what, resp.StatusCode, loc, prefix, body)
+	}
+	return loc
+}
+
+// wantContains fails the test for every string body lacks.
+func wantContains(t *testing.T, what, body string, wants ...string) {
+	t.Helper()
+	missing := false
+	for _, w := range wants {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s does not contain %q", what, w)
+			missing = true
+		}
+	}
+	if missing {
+		t.Logf("%s:\n%s", what, body)
+		t.FailNow()
+	}
+}
+
+// wantNotContains fails the test for every string body has.
+func wantNotContains(t *testing.T, what, body string, unwanted ...string) {
+	t.Helper()
+	for _, w := range unwanted {
+		if strings.Contains(body, w) {
+			t.Errorf("%s contains %q", what, w)
+		}
+	}
+}
+
+// fieldError returns the message rendered beside a form field, or "".
+func fieldError(body, field string) string {
+	m := regexp.MustCompile(`id="error-` + regexp.QuoteMeta(field) + `">([^<]*)<`).FindStringSubmatch(body)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// wantFieldError fails the test unless the form shows the message beside the field.
+func wantFieldError(t *testing.T, body, field, message string) {
+	t.Helper()
+	got := fieldError(body, field)
+	if !strings.Contains(got, message) {
+		t.Fatalf("error beside %s = %q, want %q\n%s", field, got, message, body)
+	}
+}
+
+// recipient returns a seeded recipient.
+func (c *console) recipient(externalID string) *models.Recipient {
+	c.t.Helper()
+	r, err := c.store.RecipientByExternalID(context.Background(), externalID)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return r
+}
+
+// lastAudit returns the newest audit entry with the action, failing if there is none.
+func (c *console) lastAudit(action string) models.AuditEntry {
+	c.t.Helper()
+	list, err := c.store.ListAudit(context.Background(), models.AuditFilter{Action: action}, 1)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if len(list) == 0 {
+		c.t.Fatalf("no audit entry %s", action)
+	}
+	return list[0]
+}
+
+// today is the current date in the console's time zone, shifted by days.
+func (c *console) today(days int) string {
+	now := time.Now().In(c.loc)
+	return time.Date(now.Year(), now.Month(), now.Day()+days, 12, 0, 0, 0, c.loc).Format(time.DateOnly)
+}

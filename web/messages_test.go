@@ -1,0 +1,268 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"herald/dispatch"
+	"herald/models"
+)
+
+// send submits a console message to the people through the sandbox account and returns
+// its messages by recipient external id.
+func (c *console) send(sendAt *time.Time, people ...string) map[string]models.Message {
+	c.t.Helper()
+	ctx := context.Background()
+	acct, err := c.store.AccountByName(ctx, "sandbox")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	res, err := c.h.Dispatch.Submit(ctx, dispatch.Request{Source: "console", Actor: "test", AccountID: acct.ID,
+		Recipients: people, Text: "Ledger 42 is overdue", SendAt: sendAt})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := map[string]models.Message{}
+	for _, m := range res.Messages {
+		out[res.Names[m.RecipientID]] = m
+	}
+	return out
+}
+
+// finish plays a worker: it claims a message and records an attempt's outcome.
+func (c *console) finish(id string, o models.Outcome) {
+	c.t.Helper()
+	ctx := context.Background()
+	m, err := c.store.ClaimForSending(ctx, id, time.Now().Add(time.Minute))
+	if err != nil {
+		c.t.Fatalf("claim %s: %v", id, err)
+	}
+	if o.StartedAt.IsZero() {
+		o.StartedAt = time.Now()
+	}
+	if err := c.store.FinishAttempt(ctx, m, o); err != nil {
+		c.t.Fatalf("finish %s: %v", id, err)
+	}
+}
+
+// stop ends a message as a permanent failure.
+func (c *console) stop(id string) {
+	c.finish(id, models.Outcome{Status: models.StatusStopped, ErrorClass: "permanent", Error: "recipient rejected",
+		ProviderCode: "40001", CountsAttempt: true, Called: true, Duration: 12 * time.Millisecond})
+}
+
+func (c *console) status(id string) models.Status {
+	c.t.Helper()
+	m, err := c.store.MessageByID(context.Background(), id)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return m.Status
+}
+
+var messageRow = regexp.MustCompile(`<tr data-message="([^"]+)"`)
+
+func messageIDs(body string) []string {
+	var out []string
+	for _, m := range messageRow.FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+func TestMessagesPage(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	later := time.Now().Add(2 * time.Hour)
+	msgs := c.send(nil, "E2001", "E2002", "E2003")
+	scheduled := c.send(&later, "E2001")["E2001"]
+	stopped, sent, throttled := msgs["E2001"], msgs["E2002"], msgs["E2003"]
+	c.stop(stopped.ID)
+	c.finish(sent.ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
+	until := time.Now().Add(90 * time.Second).UTC().Truncate(time.Microsecond)
+	c.finish(throttled.ID, models.Outcome{Status: models.StatusPending, ErrorClass: "throttled", Error: "per_second limit", NextAttemptAt: &until})
+	viewer := c.as(viewerUser)
+
+	t.Run("list shows states as operators read them", func(t *testing.T) {
+		resp, body := viewer.get("/messages")
+		wantStatus(t, "GET /messages", resp, body, http.StatusOK)
+		if ids := messageIDs(body); len(ids) != 4 || ids[0] != scheduled.ID {
+			t.Fatalf("rows %v, want 4, newest (%s) first", ids, scheduled.ID)
+		}
+		wantContains(t, "message list", body, ">scheduled<", ">stopped<", ">sent<",
+			"throttled until "+until.In(c.loc).Format("15:04:05"), "Liu Yang", "recipient rejected")
+		wantNotContains(t, "viewer's message list", body, "Re-send stopped")
+	})
+
+	t.Run("filters", func(t *testing.T) {
+		today := c.today(0)
+		for _, tc := range []struct {
+			query string
+			want  []string
+		}{
+			{"status=stopped", []string{stopped.ID}},
+			{"status=sent", []string{sent.ID}},
+			{"recipient=E2002", []string{sent.ID}},
+			{"error_class=throttled", []string{throttled.ID}},
+			{"error_class=permanent&status=stopped", []string{stopped.ID}},
+			{"platform=sandbox&recipient=E2001", []string{scheduled.ID, stopped.ID}},
+			{"platform=wecom", nil},
+			{"account=sandbox&status=pending", []string{scheduled.ID, throttled.ID}},
+			{"batch=" + stopped.BatchID + "&status=sent", []string{sent.ID}},
+			{"from=" + today + "&to=" + today + "&recipient=E2003", []string{throttled.ID}},
+			{"from=" + c.today(1), nil},
+			{"to=" + c.today(-1), nil},
+		} {
+			resp, body := viewer.get("/messages?" + tc.query)
+			wantStatus(t, tc.query, resp, body, http.StatusOK)
+			if got := messageIDs(body); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Errorf("%s: rows %v, want %v", tc.query, got, tc.want)
+			}
+			if tc.want == nil {
+				wantContains(t, tc.query, body, "No messages match these filters")
+			}
+		}
+		resp, body := viewer.get("/messages?recipient=NOPE&from=yesterday")
+		wantStatus(t, "unknown recipient", resp, body, http.StatusUnprocessableEntity)
+		wantFieldError(t, body, "recipient", `no recipient has external_id &#34;NOPE&#34;`)
+		wantFieldError(t, body, "from", "must be a date as YYYY-MM-DD")
+		wantContains(t, "form keeps input", body, `value="NOPE"`)
+	})
+
+	t.Run("detail shows every attempt", func(t *testing.T) {
+		resp, body := viewer.get("/messages/" + stopped.ID)
+		wantStatus(t, "message page", resp, body, http.StatusOK)
+		wantContains(t, "message page", body, "Ledger 42 is overdue", "recipient rejected", "40001", "12 ms", "Liu Yang")
+		wantNotContains(t, "viewer's message page", body, "/retry", "/cancel")
+		_, body = c.as(operatorUser).get("/messages/" + stopped.ID)
+		wantContains(t, "operator's page of a stopped message", body, "/messages/"+stopped.ID+"/retry")
+		wantNotContains(t, "operator's page of a stopped message", body, "/cancel")
+		resp, body = viewer.get("/messages/0190aaaa-0000-7000-8000-000000000000")
+		wantStatus(t, "unknown message", resp, body, http.StatusNotFound)
+	})
+
+	t.Run("retry and cancel", func(t *testing.T) {
+		op := c.as(operatorUser)
+		resp, body := op.post("/messages/"+stopped.ID+"/retry", nil)
+		wantRedirect(t, "retry", resp, body, "/messages/"+stopped.ID)
+		if s := c.status(stopped.ID); s != models.StatusPending {
+			t.Errorf("after retry: %s", s)
+		}
+		if a := c.lastAudit("message.retry"); a.TargetID != stopped.ID || a.Actor != operatorUser {
+			t.Errorf("audit %+v", a)
+		}
+		resp, body = op.post("/messages/"+stopped.ID+"/retry", nil)
+		wantStatus(t, "retry a pending message", resp, body, http.StatusConflict)
+		wantContains(t, "message page", body, "The message is pending now; only stopped messages can be retried.")
+
+		resp, body = op.post("/messages/"+scheduled.ID+"/cancel", nil)
+		wantRedirect(t, "cancel", resp, body, "/messages/"+scheduled.ID)
+		if s := c.status(scheduled.ID); s != models.StatusCancelled {
+			t.Errorf("after cancel: %s", s)
+		}
+		resp, body = op.post("/messages/"+sent.ID+"/cancel", nil)
+		wantStatus(t, "cancel a sent message", resp, body, http.StatusConflict)
+
+		resp, body = viewer.post("/messages/"+throttled.ID+"/cancel", nil)
+		wantStatus(t, "viewer cancels", resp, body, http.StatusForbidden)
+	})
+}
+
+func TestMessagesKeysetPagination(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	var people []models.Recipient
+	var ids []string
+	for i := range 120 {
+		id := fmt.Sprintf("K%03d", i)
+		people = append(people, models.Recipient{ExternalID: id, Name: "Keyset " + id, OrgType: models.Branch, Active: true})
+		ids = append(ids, id)
+	}
+	if _, err := c.store.UpsertRecipients(context.Background(), people); err != nil {
+		t.Fatal(err)
+	}
+	// Two batches: rows of one batch may share created_at, so ties must page correctly.
+	c.send(nil, ids[:70]...)
+	c.send(nil, ids[70:]...)
+	viewer := c.as(viewerUser)
+	seen := map[string]bool{}
+	path, pages := "/messages", 0
+	for path != "" {
+		pages++
+		resp, body := viewer.get(path)
+		wantStatus(t, path, resp, body, http.StatusOK)
+		for _, id := range messageIDs(body) {
+			if seen[id] {
+				t.Fatalf("page %d repeats message %s", pages, id)
+			}
+			seen[id] = true
+		}
+		next := regexp.MustCompile(`href="([^"]+)" rel="next"`).FindStringSubmatch(body)
+		path = ""
+		if next != nil {
+			path = strings.ReplaceAll(next[1], "&amp;", "&")
+		}
+		if pages > 5 {
+			t.Fatal("pagination does not end")
+		}
+	}
+	if len(seen) != 120 || pages != 3 {
+		t.Errorf("saw %d messages on %d pages, want 120 on 3", len(seen), pages)
+	}
+}
+
+func TestBulkResend(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	msgs := c.send(nil, "E2001", "E2002", "E2003")
+	for _, m := range msgs {
+		c.stop(m.ID)
+	}
+	other := c.send(nil, "E2001")["E2001"]
+	op := c.as(operatorUser)
+
+	resp, body := op.get("/messages/resend?status=stopped")
+	wantStatus(t, "confirmation", resp, body, http.StatusOK)
+	wantContains(t, "confirmation", body, "Re-send 3 stopped messages?", "every stopped message")
+
+	resp, body = op.get("/messages/resend?recipient=E2002")
+	wantContains(t, "confirmation", body, "Re-send 1 stopped message?", "recipient E2002", `name="recipient" value="E2002"`)
+
+	resp, body = op.get("/messages/resend?status=sent")
+	wantContains(t, "confirmation", body, "nothing to re-send")
+	wantNotContains(t, "confirmation", body, "Re-send 0")
+
+	resp, body = op.post("/messages/resend", url.Values{"recipient": {"E2002"}})
+	wantRedirect(t, "re-send one", resp, body, "/messages?")
+	if s := c.status(msgs["E2002"].ID); s != models.StatusPending {
+		t.Errorf("E2002's message after re-send: %s", s)
+	}
+	if s := c.status(msgs["E2001"].ID); s != models.StatusStopped {
+		t.Errorf("E2001's message was outside the filter but is %s", s)
+	}
+
+	resp, body = op.post("/messages/resend", url.Values{"status": {"stopped"}})
+	loc := wantRedirect(t, "re-send the rest", resp, body, "/messages?")
+	for _, p := range []string{"E2001", "E2003"} {
+		if s := c.status(msgs[p].ID); s != models.StatusPending {
+			t.Errorf("%s's message after re-send: %s", p, s)
+		}
+	}
+	if s := c.status(other.ID); s != models.StatusPending {
+		t.Errorf("a pending message was touched: %s", s)
+	}
+	_, body = op.get(loc)
+	wantContains(t, "list after re-send", body, "Re-sent 2 stopped messages.")
+	if a := c.lastAudit("messages.resend"); !strings.HasPrefix(a.Detail, "2 re-sent") {
+		t.Errorf("audit %+v", a)
+	}
+
+	resp, body = c.as(viewerUser).post("/messages/resend", url.Values{"status": {"stopped"}})
+	wantStatus(t, "viewer re-sends", resp, body, http.StatusForbidden)
+}

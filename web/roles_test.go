@@ -1,0 +1,211 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"herald/models"
+	"herald/web"
+)
+
+// routeRoles is the least role each console route needs. The test below walks the routes
+// the engine actually has, so a new route fails it until it is listed here.
+var routeRoles = map[string]models.Role{
+	"GET /":                              models.RoleViewer,
+	"GET /dashboard/live":                models.RoleViewer,
+	"GET /password":                      models.RoleViewer,
+	"POST /password":                     models.RoleViewer,
+	"GET /batches/:id":                   models.RoleViewer,
+	"GET /batches/:id/progress":          models.RoleViewer,
+	"GET /messages":                      models.RoleViewer,
+	"GET /messages/:id":                  models.RoleViewer,
+	"GET /recipients":                    models.RoleViewer,
+	"GET /recipients/export.csv":         models.RoleViewer,
+	"GET /templates":                     models.RoleViewer,
+	"GET /templates/:name/edit":          models.RoleViewer,
+	"GET /duty":                          models.RoleViewer,
+	"GET /duty/roster":                   models.RoleViewer,
+	"GET /audit":                         models.RoleViewer,
+	"GET /compose":                       models.RoleOperator,
+	"POST /compose":                      models.RoleOperator,
+	"POST /compose/preview":              models.RoleOperator,
+	"GET /compose/content":               models.RoleOperator,
+	"POST /messages/:id/retry":           models.RoleOperator,
+	"POST /messages/:id/cancel":          models.RoleOperator,
+	"GET /messages/resend":               models.RoleOperator,
+	"POST /messages/resend":              models.RoleOperator,
+	"GET /recipients/new":                models.RoleOperator,
+	"POST /recipients":                   models.RoleOperator,
+	"GET /recipients/import":             models.RoleOperator,
+	"POST /recipients/import":            models.RoleOperator,
+	"GET /recipients/:id/edit":           models.RoleOperator,
+	"POST /recipients/:id/edit":          models.RoleOperator,
+	"POST /recipients/:id/active":        models.RoleOperator,
+	"GET /templates/new":                 models.RoleOperator,
+	"POST /templates":                    models.RoleOperator,
+	"POST /templates/preview":            models.RoleOperator,
+	"POST /templates/:name/edit":         models.RoleOperator,
+	"POST /templates/:name/delete":       models.RoleOperator,
+	"POST /templates/:name/test":         models.RoleOperator,
+	"POST /duty/slots":                   models.RoleOperator,
+	"POST /duty/slots/delete":            models.RoleOperator,
+	"POST /duty/overrides":               models.RoleOperator,
+	"POST /duty/overrides/delete":        models.RoleOperator,
+	"POST /duty/holidays":                models.RoleOperator,
+	"POST /duty/holidays/delete":         models.RoleOperator,
+	"GET /duty/holidays/import":          models.RoleOperator,
+	"POST /duty/holidays/import":         models.RoleOperator,
+	"GET /accounts":                      models.RoleAdmin,
+	"GET /accounts/usage":                models.RoleAdmin,
+	"GET /accounts/config-fields":        models.RoleAdmin,
+	"GET /accounts/new":                  models.RoleAdmin,
+	"POST /accounts":                     models.RoleAdmin,
+	"GET /accounts/:name/edit":           models.RoleAdmin,
+	"POST /accounts/:name/edit":          models.RoleAdmin,
+	"POST /accounts/:name/enabled":       models.RoleAdmin,
+	"POST /accounts/:name/delete":        models.RoleAdmin,
+	"GET /accounts/:name/usage":          models.RoleAdmin,
+	"GET /users":                         models.RoleAdmin,
+	"POST /users":                        models.RoleAdmin,
+	"POST /users/:id/role":               models.RoleAdmin,
+	"POST /users/:id/disabled":           models.RoleAdmin,
+	"POST /users/:id/password":           models.RoleAdmin,
+	"GET /api-keys":                      models.RoleAdmin,
+	"POST /api-keys":                     models.RoleAdmin,
+	"POST /api-keys/:id/revoke":          models.RoleAdmin,
+	"* " + web.MonitoringPath:            models.RoleViewer, // Asynqmon, every method
+	"* " + web.MonitoringPath + "/*path": models.RoleViewer,
+}
+
+// unwalked are the routes outside the console's roles: operations endpoints, assets,
+// sign-in and sign-out, and the bearer-key API (tested with API keys elsewhere).
+var unwalked = []string{"/api/", "/static/", "/healthz", "/readyz", "/metrics", "/login", "/logout"}
+
+// walkFixtures creates what the routes' parameters name, so each request reaches its
+// handler's real work rather than a 404.
+func walkFixtures(t *testing.T, c *console) map[string]string {
+	ctx := context.Background()
+	msg := c.send(nil, "E2001")["E2001"]
+	if err := c.store.CreateTemplate(ctx, &models.Template{Name: "walk-template", MsgType: "text", Body: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.store.SaveAccount(ctx, &models.Account{Name: "walk-account", Platform: "webhook", Enabled: true, MaxAttempts: 3,
+		Config: map[string]string{"url": "https://hooks.example.com/walk"}}); err != nil {
+		t.Fatal(err)
+	}
+	target, err := c.store.CreateUser(ctx, "walk-target", testPassword, models.RoleViewer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _, err := c.store.CreateAPIKey(ctx, "walk-key", "send", adminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{
+		"/batches/:id":                msg.BatchID,
+		"/messages/:id":               msg.ID,
+		"/recipients/:id":             "E2003",
+		"/templates/:name":            "walk-template",
+		"/accounts/:name":             "walk-account",
+		"/users/:id":                  fmt.Sprint(target.ID),
+		"/api-keys/:id":               fmt.Sprint(key.ID),
+		web.MonitoringPath + "/*path": "",
+	}
+}
+
+// concretePath fills a route's parameter from the fixtures.
+func concretePath(t *testing.T, route string, fixtures map[string]string) string {
+	path := route
+	for pattern, value := range fixtures {
+		if rest, ok := strings.CutPrefix(path, pattern); ok {
+			path = pattern[:strings.LastIndex(pattern, "/")+1] + value + rest
+		}
+	}
+	if strings.ContainsAny(path, ":*") {
+		t.Fatalf("route %s has a parameter without a fixture", route)
+	}
+	return path
+}
+
+// TestEveryConsoleRouteEnforcesItsRole requests every console route the engine has as
+// anonymous, viewer, operator and admin. Below the route's role the answer must be a
+// redirect to the login page (anonymous; 401 with HX-Redirect for htmx) or 403; from
+// it up, anything but those and 5xx: a page, a redirect elsewhere, or a validation error.
+func TestEveryConsoleRouteEnforcesItsRole(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	fixtures := walkFixtures(t, c)
+	clients := map[string]*client{"": c.as(""), "viewer": c.as(viewerUser), "operator": c.as(operatorUser), "admin": c.as(adminUser)}
+	roles := []models.Role{"", models.RoleViewer, models.RoleOperator, models.RoleAdmin}
+	seen := map[string]bool{}
+	walked := 0
+	for _, r := range c.engine.Routes() {
+		if slices.ContainsFunc(unwalked, func(p string) bool { return strings.HasPrefix(r.Path, p) }) {
+			continue
+		}
+		key := r.Method + " " + r.Path
+		if strings.HasPrefix(r.Path, web.MonitoringPath) {
+			key = "* " + r.Path
+			if r.Method == http.MethodConnect {
+				continue // not a request a browser sends to a page
+			}
+		}
+		need, ok := routeRoles[key]
+		if !ok {
+			t.Errorf("route %s is not in routeRoles: add it with the least role it needs", key)
+			continue
+		}
+		seen[key] = true
+		path := concretePath(t, r.Path, fixtures)
+		for _, role := range roles {
+			cl := clients[string(role)]
+			var form *strings.Reader
+			contentType := ""
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				form, contentType = strings.NewReader(url.Values{}.Encode()), "application/x-www-form-urlencoded"
+			}
+			var resp *http.Response
+			var body string
+			if form != nil {
+				resp, body = cl.do(r.Method, path, contentType, form, nil)
+			} else {
+				resp, body = cl.do(r.Method, path, "", nil, nil)
+			}
+			walked++
+			where := fmt.Sprintf("%s %s as %q", r.Method, path, role)
+			loc := resp.Header.Get("Location")
+			switch {
+			case role == "":
+				if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/login?next=") {
+					t.Errorf("%s: %d to %q, want 303 to /login", where, resp.StatusCode, loc)
+				}
+				hx, _ := cl.do(r.Method, path, contentType, strings.NewReader(""), map[string]string{"HX-Request": "true"})
+				if hx.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(hx.Header.Get("HX-Redirect"), "/login") {
+					t.Errorf("%s (htmx): %d, HX-Redirect %q, want 401 to /login", where, hx.StatusCode, hx.Header.Get("HX-Redirect"))
+				}
+			case !role.Allows(need):
+				if resp.StatusCode != http.StatusForbidden {
+					t.Errorf("%s: %d, want 403 (needs %s)", where, resp.StatusCode, need)
+				}
+			default:
+				if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized || resp.StatusCode >= 500 ||
+					strings.HasPrefix(loc, "/login") {
+					t.Errorf("%s: %d to %q, want it allowed\n%.600s", where, resp.StatusCode, loc, body)
+				}
+			}
+		}
+	}
+	for key := range routeRoles {
+		if !seen[key] {
+			t.Errorf("routeRoles lists %s, which the engine does not serve", key)
+		}
+	}
+	if walked < 4*len(routeRoles) {
+		t.Errorf("walked %d requests for %d routes", walked, len(routeRoles))
+	}
+}

@@ -1,0 +1,129 @@
+package web
+
+import (
+	"github.com/gin-gonic/gin"
+
+	"herald/handlers"
+	"herald/models"
+	"herald/static"
+)
+
+// routes lists every route Herald serves, grouped by who may call it.
+func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *apiAuth, mon *monitoring) {
+	// Operations and assets: no session.
+	r.GET("/healthz", h.Healthz)
+	r.GET("/readyz", h.Readyz)
+	r.GET(static.Prefix+"*path", gin.WrapH(static.Handler()))
+	r.HEAD(static.Prefix+"*path", gin.WrapH(static.Handler()))
+
+	// The console: every route below knows the signed-in user, if any.
+	console := r.Group("/", session)
+	console.GET("/login", h.LoginForm)
+	console.POST("/login", h.Login)
+	console.POST("/logout", h.Logout)
+
+	// Viewers read.
+	viewer := console.Group("/", requireRole(models.RoleViewer))
+	// Asynqmon: read-write for operators and admins, read-only for viewers.
+	viewer.Any(MonitoringPath, mon.serve)
+	viewer.Any(MonitoringPath+"/*path", mon.serve)
+	viewer.GET("/", h.Dashboard)
+	viewer.GET("/dashboard/live", h.DashboardLive)
+	viewer.GET("/password", h.PasswordForm)
+	viewer.POST("/password", h.ChangePassword)
+	viewer.GET("/batches/:id", h.Batch)
+	viewer.GET("/batches/:id/progress", h.BatchProgress)
+	viewer.GET("/messages", h.Messages)
+	viewer.GET("/messages/:id", h.Message)
+	viewer.GET("/recipients", h.Recipients)
+	viewer.GET("/recipients/export.csv", h.ExportRecipients)
+	viewer.GET("/templates", h.Templates)
+	viewer.GET("/templates/:name/edit", h.EditTemplateForm)
+	viewer.GET("/duty", h.Duty)
+	viewer.GET("/duty/roster", h.DutyRoster)
+	viewer.GET("/audit", h.AuditLog)
+
+	// Operators also compose, retry, cancel and edit staff, duty and templates.
+	operator := console.Group("/", requireRole(models.RoleOperator))
+	operator.GET("/compose", h.ComposeForm)
+	operator.POST("/compose", h.Compose)
+	operator.POST("/compose/preview", h.ComposePreview)
+	operator.GET("/compose/content", h.ComposeContent)
+	operator.POST("/messages/:id/retry", h.MessageRetry)
+	operator.POST("/messages/:id/cancel", h.MessageCancel)
+	operator.GET("/messages/resend", h.ResendForm)
+	operator.POST("/messages/resend", h.Resend)
+	operator.GET("/recipients/new", h.NewRecipientForm)
+	operator.POST("/recipients", h.CreateRecipient)
+	operator.GET("/recipients/import", h.RecipientImportForm)
+	operator.POST("/recipients/import", h.ImportRecipients)
+	operator.GET("/recipients/:id/edit", h.EditRecipientForm)
+	operator.POST("/recipients/:id/edit", h.UpdateRecipient)
+	operator.POST("/recipients/:id/active", h.SetRecipientActive)
+	operator.GET("/templates/new", h.NewTemplateForm)
+	operator.POST("/templates", h.CreateTemplate)
+	operator.POST("/templates/preview", h.TemplatePreview)
+	operator.POST("/templates/:name/edit", h.UpdateTemplate)
+	operator.POST("/templates/:name/delete", h.DeleteTemplate)
+	operator.POST("/templates/:name/test", h.TestSendTemplate)
+	operator.POST("/duty/slots", h.AddDutySlot)
+	operator.POST("/duty/slots/delete", h.RemoveDutySlot)
+	operator.POST("/duty/overrides", h.SetDutyOverride)
+	operator.POST("/duty/overrides/delete", h.DeleteDutyOverride)
+	operator.POST("/duty/holidays", h.SetDutyHoliday)
+	operator.POST("/duty/holidays/delete", h.DeleteDutyHoliday)
+	operator.GET("/duty/holidays/import", h.HolidayImportForm)
+	operator.POST("/duty/holidays/import", h.ImportHolidays)
+
+	// Admins also manage accounts, users and API keys.
+	admins := console.Group("/", requireRole(models.RoleAdmin))
+	admins.GET("/accounts", h.Accounts)
+	admins.GET("/accounts/usage", h.AccountsUsage)
+	admins.GET("/accounts/config-fields", h.AccountConfigFields)
+	admins.GET("/accounts/new", h.NewAccountForm)
+	admins.POST("/accounts", h.CreateAccount)
+	admins.GET("/accounts/:name/edit", h.EditAccountForm)
+	admins.POST("/accounts/:name/edit", h.UpdateAccount)
+	admins.POST("/accounts/:name/enabled", h.SetAccountEnabled)
+	admins.POST("/accounts/:name/delete", h.DeleteAccount)
+	admins.GET("/accounts/:name/usage", h.AccountUsage)
+	admins.GET("/users", h.Users)
+	admins.POST("/users", h.CreateUser)
+	admins.POST("/users/:id/role", h.SetUserRole)
+	admins.POST("/users/:id/disabled", h.SetUserDisabled)
+	admins.POST("/users/:id/password", h.ResetUserPassword)
+	admins.GET("/api-keys", h.APIKeys)
+	admins.POST("/api-keys", h.CreateAPIKey)
+	admins.POST("/api-keys/:id/revoke", h.RevokeAPIKey)
+
+	// The JSON API: bearer API keys with scopes; admin has every scope.
+	v1 := r.Group("/api/v1")
+	send, read, admin := api.require(models.ScopeSend), api.require(models.ScopeRead), api.require(models.ScopeAdmin)
+	v1.POST("/messages", send, h.SendMessages)
+	v1.POST("/messages/:id/cancel", send, h.CancelMessage)
+	v1.POST("/messages/:id/retry", send, h.RetryMessage)
+	v1.GET("/messages/:id", read, h.GetMessage)
+	v1.GET("/batches/:id", read, h.GetBatch)
+
+	v1.GET("/recipients", admin, h.APIListRecipients)
+	v1.PUT("/recipients", admin, h.APIUpsertRecipients)
+	v1.GET("/duty/week", admin, h.APIGetDutyWeek)
+	v1.PUT("/duty/week", admin, h.APIPutDutyWeek)
+	v1.GET("/duty/overrides", admin, h.APIListOverrides)
+	v1.PUT("/duty/overrides", admin, h.APIPutOverride)
+	v1.DELETE("/duty/overrides", admin, h.APIDeleteOverride)
+	v1.GET("/duty/holidays", admin, h.APIListHolidays)
+	v1.PUT("/duty/holidays", admin, h.APIPutHolidays)
+	v1.DELETE("/duty/holidays/:date", admin, h.APIDeleteHoliday)
+	v1.GET("/duty/roster", admin, h.APIRoster)
+	v1.GET("/templates", admin, h.APIListTemplates)
+	v1.POST("/templates", admin, h.APICreateTemplate)
+	v1.GET("/templates/:name", admin, h.APIGetTemplate)
+	v1.PUT("/templates/:name", admin, h.APIUpdateTemplate)
+	v1.DELETE("/templates/:name", admin, h.APIDeleteTemplate)
+	v1.GET("/accounts", admin, h.APIListAccounts)
+	v1.POST("/accounts", admin, h.APICreateAccount)
+	v1.GET("/accounts/:name", admin, h.APIGetAccount)
+	v1.PUT("/accounts/:name", admin, h.APIUpdateAccount)
+	v1.DELETE("/accounts/:name", admin, h.APIDeleteAccount)
+}

@@ -1,0 +1,80 @@
+// Package web assembles Herald's HTTP server: the routes (all in routes.go), middleware
+// for logging, recovery, cross-origin protection, sessions and roles, and the mounts.
+package web
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"herald/handlers"
+)
+
+// Options configure the HTTP server.
+type Options struct {
+	Addr     string
+	Location *time.Location
+	Log      *slog.Logger
+	// Redis is the connection Asynqmon inspects, the same the workers use.
+	Redis asynq.RedisConnOpt
+	// Metrics is the process's Prometheus registry, served at /metrics.
+	Metrics *prometheus.Registry
+}
+
+// NewHandler returns the complete HTTP handler: console, API and operations endpoints.
+// Close releases what it holds (Asynqmon's Redis connections).
+func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.Handler, close func() error) {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	// Herald listens directly or behind a proxy on loopback; ClientIP must not trust
+	// X-Forwarded-For from arbitrary clients.
+	_ = r.SetTrustedProxies([]string{"127.0.0.1", "::1"})
+	r.Use(recoverPanics(opts.Log), logRequests(opts.Log), securityHeaders(), crossOrigin(),
+		withLocation(opts.Location))
+	r.NoRoute(func(c *gin.Context) {
+		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
+			handlers.APIError(c, http.StatusNotFound, "not_found", "no such endpoint", "")
+			return
+		}
+		handlers.ErrorPage(c, http.StatusNotFound, "There is no page at "+c.Request.URL.Path+".")
+	})
+	mon := newMonitoring(opts.Redis)
+	inspector := asynq.NewInspector(opts.Redis)
+	r.GET("/metrics", gin.WrapH(metricsHandler(opts.Metrics, newStateCollector(inspector, h.Store, opts.Log))))
+	routes(r, h, loadUser(s, opts.Log), newAPIAuth(h.Store, opts.Log), mon)
+	return r, func() error {
+		inspector.Close()
+		return mon.Close()
+	}
+}
+
+// NewOpsHandler serves only /healthz, /readyz and /metrics, for processes without the
+// console (split worker and scheduler roles).
+func NewOpsHandler(h *handlers.Handlers, opts Options) (handler http.Handler, close func() error) {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(recoverPanics(opts.Log))
+	inspector := asynq.NewInspector(opts.Redis)
+	r.GET("/healthz", h.Healthz)
+	r.GET("/readyz", h.Readyz)
+	r.GET("/metrics", gin.WrapH(metricsHandler(opts.Metrics, newStateCollector(inspector, h.Store, opts.Log))))
+	return r, inspector.Close
+}
+
+// NewServer returns an http.Server with timeouts suited to the console and API.
+func NewServer(addr string, handler http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+}
