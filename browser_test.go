@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,34 +13,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hibiken/asynq"
 
+	"herald/internal/testenv"
 	"herald/models"
 )
-
-// newChrome starts a headless Chromium for one test, or skips when none is installed
-// (.ci/run installs Debian's chromium).
-func newChrome(t *testing.T) context.Context {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	return ctx
-}
 
 func browserLogin(ctx context.Context, base, user, password string) error {
 	return chromedp.Run(ctx,
@@ -75,7 +49,7 @@ func waitText(ctx context.Context, sel string, ok func(string) bool) (string, er
 // without a reload.
 func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 	h := startHerald(t, testEnv(t))
-	ctx := newChrome(t)
+	ctx := testenv.Chrome(t)
 	if err := browserLogin(ctx, h.url, "admin", testAdminPassword); err != nil {
 		t.Fatalf("log in: %v", err)
 	}
@@ -170,7 +144,7 @@ func TestBrowserAsynqmonReadOnlyForViewers(t *testing.T) {
 	if status, body, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"later"},"send_at":"`+at+`"}`); status != 202 {
 		t.Fatalf("send: %d %s", status, body["_raw"])
 	}
-	ctx := newChrome(t)
+	ctx := testenv.Chrome(t)
 	if err := browserLogin(ctx, h.url, "vera", "viewer-password-9"); err != nil {
 		t.Fatalf("log in: %v", err)
 	}

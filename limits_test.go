@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -101,6 +102,23 @@ func windowOracle(ms []int64, w int64, limit int) (maxCount int, utilisation flo
 	return maxCount, sum / float64(samples)
 }
 
+// startSimulator runs `herald simulate` as a process of its own, as the platforms are,
+// and returns its base URL. The receipt times the limit tests judge by are taken there,
+// away from the test process and its race detector.
+func startSimulator(t *testing.T, flags ...string) string {
+	t.Helper()
+	addr := freeAddr(t)
+	args := append([]string{"simulate", "--addr", addr, "--smtp-addr", freeAddr(t), "--seed", "42"}, flags...)
+	cmd := exec.Command(heraldBinary(t), args...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitTCP(t, addr)
+	return "http://" + addr
+}
+
 // limitRig is MySQL + Redis with an in-test simulator and a Tianyuan account with limits.
 type limitRig struct {
 	*faultRig
@@ -109,7 +127,7 @@ type limitRig struct {
 
 func newLimitRig(t *testing.T, env map[string]string, limits models.Limits, recipients int) *limitRig {
 	t.Helper()
-	rig := newFaultRig(t, env, recipients, simulator.Faults{Latency: simulator.Duration(2 * time.Millisecond)})
+	rig := newRigAt(t, env, recipients, startSimulator(t, "--latency", "2ms"))
 	rig.account.Limits = limits
 	if err := rig.h.app.store.SaveAccount(context.Background(), rig.account); err != nil {
 		t.Fatal(err)
@@ -144,7 +162,7 @@ func (r *limitRig) checkWindows(t *testing.T, limits models.Limits) map[string]f
 	t.Helper()
 	var all []int64
 	byTo := map[string][]int64{}
-	for _, d := range r.sim.Deliveries() {
+	for _, d := range r.deliveries(t) {
 		all = append(all, d.ReceivedAtMs)
 		byTo[d.To] = append(byTo[d.To], d.ReceivedAtMs)
 	}
@@ -271,5 +289,68 @@ func waitTCP(t *testing.T, addr string) {
 			t.Fatalf("nothing listens on %s: %v", addr, err)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestLateAdmissionsHoldTheMessage: a worker may only use an admission that reached it
+// within half the margin the windows are widened by. With no margin every admission is
+// late, so a limited account's message is held back, pending with the reason, and never
+// reaches the platform; without limits the same setup sends it.
+func TestLateAdmissionsHoldTheMessage(t *testing.T) {
+	env := testEnv(t)
+	noMargin := func(a *app) { a.limitMargin = 0 }
+	rig := newFaultRig(t, env, 2, simulator.Faults{}, noMargin)
+	rig.account.Limits = models.Limits{PerSecond: 100}
+	if err := rig.h.app.store.SaveAccount(context.Background(), rig.account); err != nil {
+		t.Fatal(err)
+	}
+	res, err := rig.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+		Account: rig.account.Name, Recipients: rig.people[:1], Text: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Messages[0].ID
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		m, err := rig.h.app.store.MessageByID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Status == models.StatusPending && m.ErrorClass == "throttled" {
+			if !strings.Contains(m.LastError, "arrived later than") || m.Attempts != 0 {
+				t.Errorf("held message: error %q, attempts %d; want the late admissions named and no attempt used", m.LastError, m.Attempts)
+			}
+			break
+		}
+		if m.Status != models.StatusPending && m.Status != models.StatusSending {
+			t.Fatalf("message ended %s (%s) though every admission was late", m.Status, m.LastError)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("message still %s after 20s", m.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := len(rig.deliveries(t)); n != 0 {
+		t.Errorf("the platform received %d calls made on late admissions", n)
+	}
+
+	// The same account without limits never asks the limiter.
+	rig.account.Limits = models.Limits{}
+	if err := rig.h.app.store.SaveAccount(context.Background(), rig.account); err != nil {
+		t.Fatal(err)
+	}
+	res, err = rig.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+		Account: rig.account.Name, Recipients: rig.people[1:], Text: "unlimited"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for len(rig.deliveries(t)) == 0 {
+		if time.Now().After(deadline) {
+			m, _ := rig.h.app.store.MessageByID(context.Background(), res.Messages[0].ID)
+			a, _ := rig.h.app.store.AccountByName(context.Background(), rig.account.Name)
+			t.Fatalf("an unlimited account's message was not delivered: %s %s %v; limits %+v", m.Status, m.LastError, m.NextAttemptAt, a.Limits)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -17,7 +19,9 @@ import (
 // faultRig is Herald plus a simulator reachable over real HTTP, with one Tianyuan
 // account pointing at it and n branch recipients (who always receive).
 type faultRig struct {
-	h        *running
+	h *running
+	// sim is the in-test simulator; nil when the simulator runs as a process of its own
+	// at simURL.
 	sim      *simulator.Simulator
 	simURL   string
 	account  *models.Account
@@ -25,19 +29,28 @@ type faultRig struct {
 	dispatch *dispatch.Dispatcher
 }
 
-func newFaultRig(t *testing.T, env map[string]string, n int, faults simulator.Faults) *faultRig {
+func newFaultRig(t *testing.T, env map[string]string, n int, faults simulator.Faults, configure ...func(*app)) *faultRig {
 	t.Helper()
 	sim := simulator.NewWithOptions(faults, simulator.Options{Seed: 42})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	h := startHerald(t, env, sweepAtOnce)
+	rig := newRigAt(t, env, n, srv.URL, configure...)
+	rig.sim = sim
+	return rig
+}
+
+// newRigAt is Herald with a Tianyuan account pointing at the simulator at simURL and n
+// branch recipients.
+func newRigAt(t *testing.T, env map[string]string, n int, simURL string, configure ...func(*app)) *faultRig {
+	t.Helper()
+	h := startHerald(t, env, append([]func(*app){sweepAtOnce}, configure...)...)
 	ctx := context.Background()
 	acct := &models.Account{Name: "ty-fault", Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true,
-		MaxAttempts: 3, Healthy: true, Config: map[string]string{"base_url": srv.URL + "/tianyuan", "path": "/messages", "token": "t0ken"}}
+		MaxAttempts: 3, Healthy: true, Config: map[string]string{"base_url": simURL + "/tianyuan", "path": "/messages", "token": "t0ken"}}
 	if err := h.app.store.SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
-	rig := &faultRig{h: h, sim: sim, simURL: srv.URL, account: acct}
+	rig := &faultRig{h: h, simURL: simURL, account: acct}
 	list := make([]models.Recipient, n)
 	for i := range list {
 		id := fmt.Sprintf("F%05d", i)
@@ -112,6 +125,28 @@ func (r *faultRig) waitTerminal(t *testing.T, total int, timeout time.Duration) 
 	}
 }
 
+// deliveries is what the simulator recorded, asked over its control API when it runs as
+// a process of its own.
+func (r *faultRig) deliveries(t *testing.T) []simulator.Delivery {
+	t.Helper()
+	if r.sim != nil {
+		return r.sim.Deliveries()
+	}
+	resp, err := http.Get(r.simURL + "/_sim/deliveries")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []simulator.Delivery
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("simulator deliveries: %s", resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatalf("simulator deliveries: %v", err)
+	}
+	return out
+}
+
 func (r *faultRig) sweep() (int, error) {
 	return r.h.app.sweeper().Sweep(context.Background())
 }
@@ -121,7 +156,7 @@ func (r *faultRig) sweep() (int, error) {
 func (r *faultRig) checkNoLoss(t *testing.T, ids []string) (duplicates int) {
 	t.Helper()
 	delivered := map[string]int{}
-	for _, d := range r.sim.Deliveries() {
+	for _, d := range r.deliveries(t) {
 		delivered[d.RequestID]++
 	}
 	for _, id := range ids {

@@ -75,6 +75,8 @@ type app struct {
 	listener net.Listener
 	// sweepGrace is how long past due a message must be before the sweeper re-enqueues it.
 	sweepGrace time.Duration
+	// limitMargin widens every rate-limit window; see tasks.Limiter.
+	limitMargin time.Duration
 }
 
 // start opens the database (migrating it in role all), makes sure a first admin exists,
@@ -84,7 +86,7 @@ func start(ctx context.Context, cfg *config.Config, role string, log *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	a := &app{cfg: cfg, role: role, log: log, store: store, sweepGrace: 30 * time.Second}
+	a := &app{cfg: cfg, role: role, log: log, store: store, sweepGrace: 30 * time.Second, limitMargin: tasks.DefaultMargin}
 	if err := a.prepareDatabase(ctx, stdout); err != nil {
 		store.Close()
 		return nil, err
@@ -195,6 +197,7 @@ func (a *app) run(ctx context.Context) error {
 		reg := channels.NewRegistry(a.sim)
 		send := tasks.NewSender(a.store, reg, a.log, a.cfg.SendTimeout)
 		send.Limiter = tasks.NewLimiter(a.rdb)
+		send.Limiter.Margin = a.limitMargin
 		send.Metrics = tasks.NewMetrics(a.reg)
 		send.Stats = a.stats
 		sweep := a.sweeper()

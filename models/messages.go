@@ -491,17 +491,41 @@ func (s *Store) DueMessages(ctx context.Context, dueBy time.Time, after DueCurso
 
 // ReleaseExpiredLeases returns sending messages whose lease ran out (their worker died)
 // to failed, due now, and reports how many.
+//
+// It finds them with a plain read and then updates them by primary key, with the same
+// condition repeated as the compare-and-set: an UPDATE that scanned the status index
+// would lock index ranges that workers claiming and finishing messages also lock, and
+// deadlock with them.
 func (s *Store) ReleaseExpiredLeases(ctx context.Context) (int64, error) {
-	now := Now()
-	res := s.db.WithContext(ctx).Model(&Message{}).
-		Where("status = ? AND lease_until < ?", StatusSending, now).
-		Updates(map[string]any{"status": StatusFailed, "lease_until": nil, "next_attempt_at": now,
-			"error_class": "transient", "last_error": "worker lease expired", "updated_at": now})
-	if res.Error != nil {
-		return 0, fmt.Errorf("models: release expired leases: %w", res.Error)
+	var released int64
+	for {
+		now := Now()
+		var ids []string
+		err := s.db.WithContext(ctx).Model(&Message{}).
+			Where("status = ? AND lease_until < ?", StatusSending, now).
+			Order("id").Limit(releasePage).Pluck("id", &ids).Error
+		if err != nil {
+			return released, fmt.Errorf("models: release expired leases: %w", err)
+		}
+		if len(ids) == 0 {
+			return released, nil
+		}
+		res := s.db.WithContext(ctx).Model(&Message{}).
+			Where("id IN ? AND status = ? AND lease_until < ?", ids, StatusSending, now).
+			Updates(map[string]any{"status": StatusFailed, "lease_until": nil, "next_attempt_at": now,
+				"error_class": "transient", "last_error": "worker lease expired", "updated_at": now})
+		if res.Error != nil {
+			return released, fmt.Errorf("models: release expired leases: %w", res.Error)
+		}
+		released += res.RowsAffected
+		if len(ids) < releasePage {
+			return released, nil
+		}
 	}
-	return res.RowsAffected, nil
 }
+
+// releasePage is how many expired claims one statement releases.
+const releasePage = 500
 
 func truncate(s string, n int) string {
 	if len(s) <= n {

@@ -40,9 +40,14 @@ type Limiter struct {
 //go:embed limiter.lua
 var limiterLua string
 
+// DefaultMargin is how much a limiter widens windows unless told otherwise. A worker
+// uses an admission only if it arrived within half of it (see Sender.admit), which
+// leaves the other half for the call to reach the platform.
+const DefaultMargin = 50 * time.Millisecond
+
 // NewLimiter returns a limiter on a Redis connection.
 func NewLimiter(rdb redis.UniversalClient) *Limiter {
-	return &Limiter{rdb: rdb, script: redis.NewScript(limiterLua), Margin: 50 * time.Millisecond}
+	return &Limiter{rdb: rdb, script: redis.NewScript(limiterLua), Margin: DefaultMargin}
 }
 
 // window is one limited window length and its limit.
@@ -81,6 +86,9 @@ func nonZero(ws []window) []window {
 // Decision is the limiter's answer for one call.
 type Decision struct {
 	Allowed bool
+	// Recorded says the call was admitted by Redis and stamped with its clock (false when
+	// the account has no limits to check).
+	Recorded bool
 	// Wait is how long until the call would be admitted, when it is not.
 	Wait time.Duration
 	// Window names the limit that refused it.
@@ -114,7 +122,7 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 		return Decision{}, fmt.Errorf("tasks: rate limiter: %w", err)
 	}
 	if res[0] == 1 {
-		return Decision{Allowed: true}, nil
+		return Decision{Allowed: true, Recorded: true}, nil
 	}
 	d := Decision{Wait: time.Duration(res[1]) * time.Microsecond}
 	switch i := int(res[2]); {

@@ -64,6 +64,9 @@ func TestLimiterNeverExceedsAWindow(t *testing.T) {
 					t.Error(err)
 					return
 				}
+				if d.Allowed != d.Recorded {
+					t.Errorf("decision %+v: an admission with limits must be recorded, a refusal not", d)
+				}
 				if d.Allowed {
 					mu.Lock()
 					admitted++
@@ -156,7 +159,7 @@ func TestLimiterWithoutLimitsAdmitsWithoutRedis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing listens there
 	defer rdb.Close()
 	d, err := tasks.NewLimiter(rdb).Acquire(context.Background(), 1, models.Limits{}, "u", "normal", "m")
-	if err != nil || !d.Allowed {
+	if err != nil || !d.Allowed || d.Recorded {
 		t.Errorf("no limits: %+v %v, want admitted without asking Redis", d, err)
 	}
 	_, err = tasks.NewLimiter(rdb).Acquire(context.Background(), 1, models.Limits{PerSecond: 5}, "u", "normal", "m")

@@ -3,38 +3,14 @@ package web_test
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
-)
 
-// newChrome starts a headless Chromium for one test, or skips when none is installed
-// (.ci/run installs Debian's chromium).
-func newChrome(t *testing.T) context.Context {
-	t.Helper()
-	path, err := exec.LookPath("chromium")
-	if err != nil {
-		t.Skip("chromium is not installed")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelCtx := chromedp.NewContext(actx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
-	return ctx
-}
+	"herald/internal/testenv"
+)
 
 // waitFor polls an element's text until it contains want.
 func waitFor(ctx context.Context, sel, want string) error {
@@ -60,7 +36,7 @@ func TestBrowserConsoleInteractions(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	c.user(operatorUser)
-	ctx := newChrome(t)
+	ctx := testenv.Chrome(t)
 	if err := chromedp.Run(ctx,
 		chromedp.Navigate(c.url+"/login"),
 		chromedp.WaitVisible(`#username`, chromedp.ByQuery),
