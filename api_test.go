@@ -382,4 +382,13 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 	if status, body, _ := api.call("POST", "/api/v1/accounts", `{"name":"ty4","platform":"tianyuan","config":{"base_url":"http://127.0.0.1","token":"t"},"limits":{"per_minute":-1}}`); status != 422 || errorField(body) != "limits.per_minute" {
 		t.Errorf("negative limit: %d %s, want 422 naming limits.per_minute", status, body["_raw"])
 	}
+	if status, body, _ := api.call("POST", "/api/v1/accounts", `{"name":"ty5","platform":"tianyuan","config":{"base_url":"http://127.0.0.1","token":"t"},
+		"retry_policy":{"throttled":{"max_retries":1}}}`); status != 422 || errorField(body) != "retry_policy.throttled" {
+		t.Errorf("adjusting throttled retries: %d %s, want 422 naming retry_policy.throttled", status, body["_raw"])
+	}
+	status, body, _ = api.call("POST", "/api/v1/accounts", `{"name":"ty6","platform":"tianyuan","allow_private_network":true,
+		"config":{"base_url":"http://127.0.0.1","token":"t"},"retry_policy":{"rate_limited":{"max_retries":3,"delay_seconds":30}}}`)
+	if policy, _ := body["retry_policy"].(map[string]any); status != 201 || fmt.Sprint(policy["rate_limited"]) != "map[delay_seconds:30 max_retries:3]" {
+		t.Errorf("account with a retry policy: %d %s", status, body["_raw"])
+	}
 }

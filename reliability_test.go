@@ -281,3 +281,32 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 	}
 	t.Logf("finished %v; duplicate deliveries (same request_id twice): %d", counts, dups)
 }
+
+// TestAccountRetryPolicyApplies: an account that allows no transient retries stops a
+// message at its first server error, where the default would try three times.
+func TestAccountRetryPolicyApplies(t *testing.T) {
+	env := testEnv(t)
+	rig := newFaultRig(t, env, 5, simulator.Faults{FailRate: 1})
+	none := 0
+	rig.account.RetryPolicy = models.RetryPolicy{"transient": {MaxRetries: &none}}
+	if err := rig.h.app.store.SaveAccount(context.Background(), rig.account); err != nil {
+		t.Fatal(err)
+	}
+	ids := rig.submit(t)
+	counts := rig.waitTerminal(t, len(ids), time.Minute)
+	if counts[models.StatusStopped] != len(ids) {
+		t.Fatalf("with every call failing: %v, want all %d stopped", counts, len(ids))
+	}
+	for _, id := range ids {
+		m, err := rig.h.app.store.MessageByID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Attempts != 1 || m.ErrorClass != "transient" {
+			t.Errorf("message %s: %d attempts, class %q; want one transient attempt", id, m.Attempts, m.ErrorClass)
+		}
+	}
+	if got := rig.sim.Stats().Requests; got != int64(len(ids)) {
+		t.Errorf("the platform saw %d calls for %d messages allowed no retry", got, len(ids))
+	}
+}

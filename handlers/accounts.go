@@ -56,6 +56,96 @@ func limitValue(l *models.Limits, key string) *int {
 	return &l.PerRecipientPerDay
 }
 
+// retryNotes say what each adjustable error class means.
+var retryNotes = map[string]string{
+	"rate_limited": "the platform said too many (429); uses no attempt",
+	"transient":    "timeouts, connection errors, 5xx",
+	"auth":         "credentials refused; the account is flagged",
+	"permanent":    "recipient or content rejected; stopped at once by default",
+}
+
+// retryRows lays out the retry table: the account's adjustments as values, the defaults
+// as placeholders. typed, when not nil, holds the form as submitted.
+func retryRows(p models.RetryPolicy, typed map[string]string) []views.RetryRow {
+	def := tasks.DefaultPolicy
+	rows := make([]views.RetryRow, 0, len(models.RetryClasses))
+	for _, class := range models.RetryClasses {
+		d, adj := def[channels.Class(class)], p[class]
+		retries := strconv.Itoa(d.MaxRetries)
+		if d.MaxRetries < 0 {
+			retries = "until attempts run out"
+		}
+		row := views.RetryRow{Class: class, Note: retryNotes[class], Fields: []views.RetryField{
+			{Key: "max_retries", Label: "Retries", Value: intText(adj.MaxRetries), Default: retries},
+			{Key: "delay_seconds", Label: "First delay (s)", Value: floatText(adj.DelaySeconds), Default: floatText(ptr(d.Base.Seconds()))},
+			{Key: "factor", Label: "Factor", Value: floatText(adj.Factor), Default: floatText(ptr(d.Factor))},
+			{Key: "max_delay_seconds", Label: "Longest delay (s)", Value: floatText(adj.MaxDelaySeconds), Default: floatText(ptr(d.Max.Seconds()))},
+		}}
+		if typed != nil {
+			for i := range row.Fields {
+				row.Fields[i].Value = typed[row.Fields[i].Name(class)]
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
+// retryInput reads the retry table of the account form; values that are not numbers
+// are reported in errs under their field names.
+func retryInput(c *gin.Context, errs map[string]string) (models.RetryPolicy, map[string]string) {
+	policy, typed := models.RetryPolicy{}, map[string]string{}
+	for _, row := range retryRows(nil, nil) {
+		var r models.RetryRule
+		for _, f := range row.Fields {
+			name := f.Name(row.Class)
+			v := strings.TrimSpace(c.PostForm(name))
+			typed[name] = v
+			if v == "" {
+				continue
+			}
+			if f.Key == "max_retries" {
+				n, err := strconv.Atoi(v)
+				if err != nil {
+					errs[name] = "must be a whole number, or empty for the default"
+				}
+				r.MaxRetries = &n
+				continue
+			}
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				errs[name] = "must be a number, or empty for the default"
+			}
+			switch f.Key {
+			case "delay_seconds":
+				r.DelaySeconds = &x
+			case "factor":
+				r.Factor = &x
+			default:
+				r.MaxDelaySeconds = &x
+			}
+		}
+		policy[row.Class] = r
+	}
+	return policy.Compact(), typed
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func intText(p *int) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.Itoa(*p)
+}
+
+func floatText(p *float64) string {
+	if p == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*p, 'f', -1, 64)
+}
+
 // configFields lays out a platform's settings. Secrets are never filled in: stored
 // says only whether the saved account has one.
 func configFields(platform string, values map[string]string, stored *models.Account) []views.ConfigField {
@@ -79,7 +169,7 @@ func accountForm(a *models.Account, oldName string, stored *models.Account) view
 	f := views.AccountForm{OldName: oldName, Name: a.Name, Platform: a.Platform, Platforms: channels.Platforms,
 		IsDefault: a.IsDefault, Enabled: a.Enabled, AllowPrivateNetwork: a.AllowPrivateNetwork,
 		MaxAttempts: strconv.Itoa(a.MaxAttempts), Config: configFields(a.Platform, a.Config, stored),
-		Warnings: models.LimitWarnings(a.Limits)}
+		Warnings: models.LimitWarnings(a.Limits), Retry: retryRows(a.RetryPolicy, nil)}
 	for _, l := range limitLabels {
 		if v := *limitValue(&a.Limits, l.Key); v > 0 {
 			l.Value = strconv.Itoa(v)
@@ -144,6 +234,9 @@ func accountInput(c *gin.Context, old *models.Account) (accountJSON, views.Accou
 	}
 	f.Config = configFields(in.Platform, values, old)
 	f.Warnings = models.LimitWarnings(in.Limits)
+	var typed map[string]string
+	in.RetryPolicy, typed = retryInput(c, errs)
+	f.Retry = retryRows(nil, typed)
 	return in, f, errs
 }
 

@@ -27,8 +27,11 @@ type accountJSON struct {
 	MaxAttempts         int            `json:"max_attempts"`
 	Config              map[string]any `json:"config"`
 	Limits              models.Limits  `json:"limits"`
-	Healthy             *bool          `json:"healthy,omitempty"`
-	HealthNote          string         `json:"health_note,omitempty"`
+	// RetryPolicy adjusts the default retries per error class; omitted classes and
+	// fields keep the defaults.
+	RetryPolicy models.RetryPolicy `json:"retry_policy,omitempty"`
+	Healthy     *bool              `json:"healthy,omitempty"`
+	HealthNote  string             `json:"health_note,omitempty"`
 	// Warnings name limits that can never be reached (read-only; ignored on input).
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -46,7 +49,7 @@ func toAccountJSON(a models.Account) accountJSON {
 	enabled, healthy := a.Enabled, a.Healthy
 	return accountJSON{Name: a.Name, Platform: a.Platform, IsDefault: a.IsDefault, Enabled: &enabled,
 		AllowPrivateNetwork: a.AllowPrivateNetwork, MaxAttempts: a.MaxAttempts, Config: cfg, Limits: a.Limits,
-		Healthy: &healthy, HealthNote: a.HealthNote, Warnings: models.LimitWarnings(a.Limits)}
+		RetryPolicy: a.RetryPolicy, Healthy: &healthy, HealthNote: a.HealthNote, Warnings: models.LimitWarnings(a.Limits)}
 }
 
 // AccountFromInput validates an account as the console and the API submit it. old is
@@ -54,7 +57,8 @@ func toAccountJSON(a models.Account) accountJSON {
 func AccountFromInput(in accountJSON, old *models.Account) (*models.Account, error) {
 	a := &models.Account{Name: strings.TrimSpace(in.Name), Platform: in.Platform, IsDefault: in.IsDefault,
 		Enabled: in.Enabled == nil || *in.Enabled, AllowPrivateNetwork: in.AllowPrivateNetwork,
-		MaxAttempts: in.MaxAttempts, Limits: in.Limits, Healthy: true, Config: map[string]string{}}
+		MaxAttempts: in.MaxAttempts, Limits: in.Limits, RetryPolicy: in.RetryPolicy.Compact(), Healthy: true,
+		Config: map[string]string{}}
 	if a.MaxAttempts == 0 {
 		a.MaxAttempts = models.DefaultMaxAttempts
 	}

@@ -34,7 +34,7 @@ type Account struct {
 	ConfigEnc           string            `gorm:"column:config_enc"`
 	Config              map[string]string `gorm:"-"`
 	Limits              Limits            `gorm:"embedded"`
-	RetryPolicy         *string
+	RetryPolicy         RetryPolicy `gorm:"type:text"`
 	Healthy             bool
 	HealthNote          string
 	CreatedAt           time.Time
@@ -143,6 +143,9 @@ func ValidateAccount(a *Account) error {
 		return &FieldError{"name", "use 1–64 lower-case letters, digits, dashes or underscores"}
 	case a.MaxAttempts < 1 || a.MaxAttempts > 20:
 		return &FieldError{"max_attempts", "must be 1 to 20"}
+	}
+	if err := a.RetryPolicy.Validate(); err != nil {
+		return err
 	}
 	l := a.Limits
 	for field, v := range map[string]int{"limits.per_second": l.PerSecond, "limits.per_minute": l.PerMinute,

@@ -2,11 +2,13 @@ package tasks
 
 import (
 	"errors"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"time"
 
 	"herald/channels"
+	"herald/models"
 )
 
 // Rule is the retry policy of one error class.
@@ -31,8 +33,42 @@ var DefaultPolicy = Policy{
 	channels.RateLimited: {MaxRetries: 10, CountsAttempt: false, Base: 60 * time.Second, Factor: 1.5, Max: time.Hour},
 	channels.Transient:   {MaxRetries: -1, CountsAttempt: true, Base: 2 * time.Second, Factor: 2, Jitter: 0.2, Max: 10 * time.Minute},
 	channels.Auth:        {MaxRetries: 1, CountsAttempt: true, Base: 5 * time.Minute, Factor: 1, Max: 5 * time.Minute},
-	channels.Permanent:   {MaxRetries: 0, CountsAttempt: true},
+	// Not retried by default; the delay applies when an account allows retries.
+	channels.Permanent: {MaxRetries: 0, CountsAttempt: true, Base: time.Minute, Factor: 2, Max: time.Hour},
 }
+
+// With returns the policy with an account's adjustments applied; the policy itself is
+// not changed. A first delay longer than the cap raises the cap to it, so an adjusted
+// delay is never silently cut back to the default cap.
+func (p Policy) With(adj models.RetryPolicy) Policy {
+	if len(adj) == 0 {
+		return p
+	}
+	out := maps.Clone(p)
+	for class, a := range adj {
+		r, ok := out[channels.Class(class)]
+		if !ok || class == string(channels.Throttled) {
+			continue
+		}
+		if a.MaxRetries != nil {
+			r.MaxRetries = *a.MaxRetries
+		}
+		if a.DelaySeconds != nil {
+			r.Base = seconds(*a.DelaySeconds)
+		}
+		if a.Factor != nil {
+			r.Factor = *a.Factor
+		}
+		if a.MaxDelaySeconds != nil {
+			r.Max = seconds(*a.MaxDelaySeconds)
+		}
+		r.Max = max(r.Max, r.Base)
+		out[channels.Class(class)] = r
+	}
+	return out
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // Delay returns the wait before retry number n (1-based) of a class, honouring a
 // provider's Retry-After when it gave one.

@@ -97,7 +97,7 @@ func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}
 	acct, err := s.accounts.ByID(ctx, m.AccountID)
 	if err != nil {
-		return s.finish(m, s.failure(m, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0))
+		return s.finish(m, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0))
 	}
 	if !acct.Enabled {
 		// A disabled account holds its messages rather than failing them.
@@ -107,7 +107,7 @@ func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}
 	sender, err := s.Channels.Sender(acct)
 	if err != nil {
-		return s.finish(m, s.failure(m, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0))
+		return s.finish(m, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0))
 	}
 	if o, wait := s.admit(ctx, m, acct); wait {
 		return s.finish(m, o)
@@ -137,7 +137,7 @@ func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	s.Log.Info("attempt", "message_id", m.ID, "account", acct.Name, "class", ce.Class, "duration_ms", took.Milliseconds(),
 		"outcome", "failed", "error", ce.Error())
 	s.Metrics.attempt(acct.Platform, acct.Name, string(ce.Class), took)
-	o := s.failure(m, ce, true, started.UTC(), took)
+	o := s.failure(m, acct, ce, true, started.UTC(), took)
 	s.Stats.Count(acct.ID, "failed", 1)
 	if o.Status == models.StatusStopped {
 		s.Metrics.final(acct.Platform, acct.Name, string(models.StatusStopped))
@@ -146,11 +146,16 @@ func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	return s.finish(m, o)
 }
 
-// failure turns a classified error into the message's next state, per the policy table.
-func (s *Sender) failure(m *models.Message, ce *channels.Error, called bool, started time.Time, took time.Duration) models.Outcome {
-	rule, ok := s.Policy[ce.Class]
+// failure turns a classified error into the message's next state, per the policy table
+// with the account's adjustments.
+func (s *Sender) failure(m *models.Message, acct *models.Account, ce *channels.Error, called bool, started time.Time, took time.Duration) models.Outcome {
+	policy := s.Policy
+	if acct != nil {
+		policy = policy.With(acct.RetryPolicy)
+	}
+	rule, ok := policy[ce.Class]
 	if !ok {
-		rule = s.Policy[channels.Transient]
+		rule = policy[channels.Transient]
 	}
 	o := models.Outcome{ErrorClass: string(ce.Class), Error: ce.Error(), ProviderCode: ce.Code,
 		CountsAttempt: rule.CountsAttempt, Called: called, StartedAt: started, Duration: took}

@@ -125,6 +125,46 @@ func TestAccountsPage(t *testing.T) {
 		wantNotContains(t, "stored account's fields", body, "new-token")
 	})
 
+	t.Run("retry policy per error class", func(t *testing.T) {
+		_, body := admin.get("/accounts/ty-main/edit")
+		wantContains(t, "retry table", body, `name="retry_policy.transient.max_retries"`, `placeholder="until attempts run out"`,
+			`name="retry_policy.rate_limited.delay_seconds"`, `placeholder="60"`, `placeholder="3600"`)
+		edit := url.Values{"name": {"ty-main"}, "platform": {"tianyuan"}, "enabled": {"true"},
+			"config.base_url": {"https://im2.example.com/api"}, "limits.per_second": {"5"}, "max_attempts": {"3"},
+			"retry_policy.transient.max_retries": {"1"}, "retry_policy.transient.delay_seconds": {"soon"}}
+		resp, body := admin.post("/accounts/ty-main/edit", edit)
+		wantStatus(t, "retry delay not a number", resp, body, http.StatusUnprocessableEntity)
+		wantFieldError(t, body, "retry_policy.transient.delay_seconds", "must be a number")
+		wantContains(t, "form keeps input", body, `value="soon"`)
+
+		edit.Set("retry_policy.transient.delay_seconds", "30")
+		edit.Set("retry_policy.transient.max_delay_seconds", "10")
+		resp, body = admin.post("/accounts/ty-main/edit", edit)
+		wantStatus(t, "cap below the first delay", resp, body, http.StatusUnprocessableEntity)
+		wantFieldError(t, body, "retry_policy.transient.max_delay_seconds", "must not be shorter than the first delay")
+
+		edit.Set("retry_policy.transient.max_delay_seconds", "120")
+		resp, body = admin.post("/accounts/ty-main/edit", edit)
+		wantRedirect(t, "save retry policy", resp, body, "/accounts")
+		a, _ := c.store.AccountByName(ctx, "ty-main")
+		tr := a.RetryPolicy["transient"]
+		if len(a.RetryPolicy) != 1 || tr.MaxRetries == nil || *tr.MaxRetries != 1 || tr.DelaySeconds == nil || *tr.DelaySeconds != 30 ||
+			tr.Factor != nil || tr.MaxDelaySeconds == nil || *tr.MaxDelaySeconds != 120 {
+			t.Errorf("stored retry policy %+v", a.RetryPolicy)
+		}
+		_, body = admin.get("/accounts/ty-main/edit")
+		wantContains(t, "saved retry values", body, `name="retry_policy.transient.delay_seconds" value="30"`, `name="retry_policy.transient.max_delay_seconds" value="120"`)
+
+		// Clearing the fields goes back to the defaults.
+		edit.Del("retry_policy.transient.max_retries")
+		edit.Del("retry_policy.transient.delay_seconds")
+		edit.Del("retry_policy.transient.max_delay_seconds")
+		admin.post("/accounts/ty-main/edit", edit)
+		if a, _ := c.store.AccountByName(ctx, "ty-main"); len(a.RetryPolicy) != 0 {
+			t.Errorf("retry policy after clearing every field: %+v", a.RetryPolicy)
+		}
+	})
+
 	t.Run("usage JSON", func(t *testing.T) {
 		resp, body := admin.get("/accounts/ty-main/usage")
 		wantStatus(t, "usage", resp, body, http.StatusOK)

@@ -1,0 +1,118 @@
+package models
+
+import (
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+)
+
+// RetryRule adjusts one error class's retry rule for an account. A nil field keeps the
+// default of DESIGN.md section 7.
+type RetryRule struct {
+	// MaxRetries bounds the retries of the class (attempts still stop at max_attempts).
+	MaxRetries *int `json:"max_retries,omitempty"`
+	// DelaySeconds is the wait before the first retry.
+	DelaySeconds *float64 `json:"delay_seconds,omitempty"`
+	// Factor multiplies the wait at each further retry.
+	Factor *float64 `json:"factor,omitempty"`
+	// MaxDelaySeconds caps the wait.
+	MaxDelaySeconds *float64 `json:"max_delay_seconds,omitempty"`
+}
+
+// Empty says the rule changes nothing.
+func (r RetryRule) Empty() bool {
+	return r.MaxRetries == nil && r.DelaySeconds == nil && r.Factor == nil && r.MaxDelaySeconds == nil
+}
+
+// RetryPolicy is an account's adjustments to the default retry policy, by error class.
+// It is stored as JSON in accounts.retry_policy; no adjustment is stored as NULL.
+type RetryPolicy map[string]RetryRule
+
+// RetryClasses are the error classes whose retries an account may adjust, in the order
+// forms show them. Throttled waits are computed by the limiter and are not adjustable.
+var RetryClasses = []string{"rate_limited", "transient", "auth", "permanent"}
+
+// Bounds of the adjustable values.
+const (
+	maxRetriesLimit = 100
+	maxDelaySeconds = 24 * 60 * 60
+	maxFactor       = 10
+)
+
+// Validate checks every adjustment; the error names the field, e.g.
+// retry_policy.transient.delay_seconds.
+func (p RetryPolicy) Validate() error {
+	// Sorted, so the same input always reports the same field first.
+	for _, class := range slices.Sorted(maps.Keys(p)) {
+		r := p[class]
+		field := "retry_policy." + class
+		if !slices.Contains(RetryClasses, class) {
+			if class == "throttled" {
+				return &FieldError{field, "throttled waits follow the account's limits and cannot be adjusted"}
+			}
+			return &FieldError{field, fmt.Sprintf("is not an error class; use one of %v", RetryClasses)}
+		}
+		switch {
+		case r.MaxRetries != nil && (*r.MaxRetries < 0 || *r.MaxRetries > maxRetriesLimit):
+			return &FieldError{field + ".max_retries", fmt.Sprintf("must be 0 to %d", maxRetriesLimit)}
+		case r.DelaySeconds != nil && (*r.DelaySeconds < 1 || *r.DelaySeconds > maxDelaySeconds):
+			return &FieldError{field + ".delay_seconds", fmt.Sprintf("must be 1 to %d seconds", maxDelaySeconds)}
+		case r.Factor != nil && (*r.Factor < 1 || *r.Factor > maxFactor):
+			return &FieldError{field + ".factor", fmt.Sprintf("must be 1 to %d", maxFactor)}
+		case r.MaxDelaySeconds != nil && (*r.MaxDelaySeconds < 1 || *r.MaxDelaySeconds > maxDelaySeconds):
+			return &FieldError{field + ".max_delay_seconds", fmt.Sprintf("must be 1 to %d seconds", maxDelaySeconds)}
+		case r.DelaySeconds != nil && r.MaxDelaySeconds != nil && *r.MaxDelaySeconds < *r.DelaySeconds:
+			return &FieldError{field + ".max_delay_seconds", "must not be shorter than the first delay"}
+		}
+	}
+	return nil
+}
+
+// Compact drops classes whose rule changes nothing.
+func (p RetryPolicy) Compact() RetryPolicy {
+	var out RetryPolicy
+	for class, r := range p {
+		if r.Empty() {
+			continue
+		}
+		if out == nil {
+			out = RetryPolicy{}
+		}
+		out[class] = r
+	}
+	return out
+}
+
+// Value stores the policy as JSON, or NULL when it adjusts nothing.
+func (p RetryPolicy) Value() (driver.Value, error) {
+	p = p.Compact()
+	if len(p) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(p)
+	return string(b), err
+}
+
+// Scan reads the stored JSON.
+func (p *RetryPolicy) Scan(v any) error {
+	var b []byte
+	switch x := v.(type) {
+	case nil:
+		*p = nil
+		return nil
+	case string:
+		b = []byte(x)
+	case []byte:
+		b = x
+	default:
+		return fmt.Errorf("models: retry policy: cannot scan %T", v)
+	}
+	var out RetryPolicy
+	if err := json.Unmarshal(b, &out); err != nil {
+		return fmt.Errorf("models: retry policy: %w", err)
+	}
+	*p = out.Compact()
+	return nil
+}
