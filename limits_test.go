@@ -333,6 +333,11 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 	if n := len(rig.deliveries(t)); n != 0 {
 		t.Errorf("the platform received %d calls made on late admissions", n)
 	}
+	// Every late admission was given back.
+	logKey := fmt.Sprintf("herald:lim:%d:log", rig.account.ID)
+	if n, err := rig.h.app.rdb.ZCard(context.Background(), logKey).Result(); err != nil || n != 0 {
+		t.Errorf("%s holds %d calls (%v) after only late admissions, want 0", logKey, n, err)
+	}
 
 	// The same account without limits never asks the limiter.
 	rig.account.Limits = models.Limits{}

@@ -108,6 +108,9 @@ func start(ctx context.Context, cfg *config.Config, role string, log *slog.Logge
 		a.close()
 		return nil, err
 	}
+	// One connection per worker goroutine at most, so a limiter check never queues
+	// for a connection (the default pool is 10 per CPU).
+	ropt.PoolSize = max(ropt.PoolSize, cfg.WorkerConcurrency+10)
 	a.rdb = redis.NewClient(ropt)
 	a.enq = tasks.NewEnqueuer(a.redOpt)
 	a.stats = store.NewStats()
@@ -230,6 +233,7 @@ func (a *app) run(ctx context.Context) error {
 			Accounts: a.store.NewAccountCache(5 * time.Second)},
 		PingRedis: func(context.Context) error { return a.enq.Ping() },
 		Limiter:   tasks.NewLimiter(a.rdb),
+		Channels:  channels.NewRegistry(a.sim),
 	}
 	statsDone := make(chan struct{})
 	go func() { a.stats.Run(ctx, time.Second, a.log); close(statsDone) }()

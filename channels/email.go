@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -27,6 +28,7 @@ type Email struct {
 	from     *mail.Address
 	tlsMode  string // "starttls", "none" or "implicit"
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
+	roots    *x509.CertPool // trusted CAs; nil means the system's
 	now      func() time.Time
 }
 
@@ -89,6 +91,39 @@ func (e *Email) Send(ctx context.Context, m Message) (Receipt, error) {
 
 // deliver runs one SMTP conversation. Its errors are classified by classifySMTP.
 func (e *Email) deliver(ctx context.Context, to string, msg []byte) error {
+	return e.converse(ctx, nil, func(c *smtp.Client) error {
+		if err := c.Mail(e.from.Address); err != nil {
+			return fmt.Errorf("MAIL FROM: %w", err)
+		}
+		if err := c.Rcpt(to); err != nil {
+			return fmt.Errorf("RCPT TO: %w", err)
+		}
+		w, err := c.Data()
+		if err != nil {
+			return fmt.Errorf("DATA: %w", err)
+		}
+		if _, err := w.Write(msg); err != nil {
+			return fmt.Errorf("sending the message: %w", err)
+		}
+		// Close sends the final dot and reads the server's verdict on the message.
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("end of DATA: %w", err)
+		}
+		// The message is accepted; a failed QUIT changes nothing.
+		c.Quit()
+		return nil
+	})
+}
+
+// converse opens an SMTP session the way every send does and hands it to do: connect
+// through the address guard, read the greeting, EHLO, encrypt as the tls setting says,
+// AUTH when a password is set. Sends and connection tests share it so a test checks
+// exactly what a send will meet. note, if not nil, hears each step that succeeded and
+// the server's answer. ctx bounds the whole conversation; errors are for classifySMTP.
+func (e *Email) converse(ctx context.Context, note func(step, answer string), do func(*smtp.Client) error) error {
+	if note == nil {
+		note = func(string, string) {}
+	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, backstopTimeout)
@@ -101,6 +136,7 @@ func (e *Email) deliver(ctx context.Context, to string, msg []byte) error {
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", e.addr, err)
 	}
+	note("connect "+e.addr, "connected to "+conn.RemoteAddr().String())
 	// net/smtp knows nothing of contexts: the deadline goes on the connection, and a
 	// cancellation moves it to now, which fails whatever read or write is under way.
 	deadline, _ := ctx.Deadline()
@@ -115,52 +151,103 @@ func (e *Email) deliver(ctx context.Context, to string, msg []byte) error {
 			return fmt.Errorf("TLS handshake with %s: %w", e.addr, err)
 		}
 		conn = tc
+		note("TLS handshake", tls.VersionName(tc.ConnectionState().Version))
 	}
-	c, err := smtp.NewClient(conn, e.host)
+	greeting := &greetingConn{Conn: conn}
+	c, err := smtp.NewClient(greeting, e.host)
 	if err != nil {
 		conn.Close()
 		return fmt.Errorf("greeting: %w", err)
 	}
 	defer c.Close()
+	note("greeting", greeting.text())
+	// "localhost" is what net/smtp would say on its own.
+	if err := c.Hello("localhost"); err != nil {
+		return fmt.Errorf("EHLO: %w", err)
+	}
+	note("EHLO localhost", "250"+offers(c))
 	if e.tlsMode == tlsStartTLS {
 		if ok, _ := c.Extension("STARTTLS"); ok {
 			if err := c.StartTLS(e.tlsConfig()); err != nil {
 				return fmt.Errorf("STARTTLS: %w", err)
 			}
+			state, _ := c.TLSConnectionState()
+			note("STARTTLS", "220, "+tls.VersionName(state.Version))
+		} else {
+			note("STARTTLS", "not offered by the server; going on unencrypted")
 		}
 	}
 	if e.password != "" {
 		// PlainAuth refuses to send the password unencrypted except to localhost,
 		// which is what keeps opportunistic STARTTLS from leaking it.
-		if err := c.Auth(smtp.PlainAuth("", e.username, e.password, e.host)); err != nil {
+		var auth smtp.Auth = smtp.PlainAuth("", e.username, e.password, e.host)
+		if e.tlsMode == tlsImplicit {
+			auth = implicitTLSAuth{auth}
+		}
+		if err := c.Auth(auth); err != nil {
 			return &smtpAuthError{err}
 		}
+		note("AUTH PLAIN as "+e.username, "235")
 	}
-	if err := c.Mail(e.from.Address); err != nil {
-		return fmt.Errorf("MAIL FROM: %w", err)
+	return do(c)
+}
+
+// offers lists what an EHLO answer offered that matters to Herald.
+func offers(c *smtp.Client) string {
+	var out []string
+	if ok, _ := c.Extension("STARTTLS"); ok {
+		out = append(out, "STARTTLS")
 	}
-	if err := c.Rcpt(to); err != nil {
-		return fmt.Errorf("RCPT TO: %w", err)
+	if ok, mechanisms := c.Extension("AUTH"); ok {
+		out = append(out, "AUTH "+mechanisms)
 	}
-	w, err := c.Data()
-	if err != nil {
-		return fmt.Errorf("DATA: %w", err)
+	if len(out) == 0 {
+		return ""
 	}
-	if _, err := w.Write(msg); err != nil {
-		return fmt.Errorf("sending the message: %w", err)
+	return ", offers " + strings.Join(out, ", ")
+}
+
+// maxGreetingBytes bounds the greeting kept for a connection test.
+const maxGreetingBytes = 512
+
+// greetingConn keeps what the server sends before the client first writes: the
+// greeting, which net/smtp reads and drops.
+type greetingConn struct {
+	net.Conn
+	greeting []byte
+	wrote    bool
+}
+
+func (g *greetingConn) Read(p []byte) (int, error) {
+	n, err := g.Conn.Read(p)
+	if room := maxGreetingBytes - len(g.greeting); !g.wrote && room > 0 {
+		g.greeting = append(g.greeting, p[:min(n, room)]...)
 	}
-	// Close sends the final dot and reads the server's verdict on the message.
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("end of DATA: %w", err)
-	}
-	// The message is accepted; a failed QUIT changes nothing.
-	c.Quit()
-	return nil
+	return n, err
+}
+
+func (g *greetingConn) Write(p []byte) (int, error) {
+	g.wrote = true
+	return g.Conn.Write(p)
+}
+
+// text is the greeting on one printable line.
+func (g *greetingConn) text() string { return excerpt(g.greeting) }
+
+// implicitTLSAuth tells an Auth the connection is encrypted. With implicit TLS it is,
+// but net/smtp sees only the greetingConn around the *tls.Conn and would otherwise
+// refuse to send the password.
+type implicitTLSAuth struct{ smtp.Auth }
+
+func (a implicitTLSAuth) Start(server *smtp.ServerInfo) (string, []byte, error) {
+	s := *server
+	s.TLS = true
+	return a.Auth.Start(&s)
 }
 
 // tlsConfig verifies the server against the configured host name.
 func (e *Email) tlsConfig() *tls.Config {
-	return &tls.Config{ServerName: e.host, MinVersion: tls.VersionTLS12}
+	return &tls.Config{ServerName: e.host, MinVersion: tls.VersionTLS12, RootCAs: e.roots}
 }
 
 // compose builds the RFC 5322 message: a single text/plain part in base64, so any

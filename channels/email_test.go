@@ -153,17 +153,7 @@ func TestSMTPCodeClass(t *testing.T) {
 // The context's deadline bounds a server that accepts the connection and says nothing.
 func TestEmailSilentServer(t *testing.T) {
 	t.Parallel()
-	ln := listenLoopback(t)
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	_, port := splitPort(t, ln.Addr().String())
+	port := silentServer(t)
 	e := newEmail(map[string]string{"host": "127.0.0.1", "port": port, "from": "h@example.com"}, true)
 	ctx, cancel := context.WithTimeout(context.Background(), shortDeadline)
 	defer cancel()

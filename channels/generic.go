@@ -78,7 +78,7 @@ func (g *Generic) Send(ctx context.Context, m Message) (Receipt, error) {
 		return Receipt{}, Errorf(Permanent, "", "%s: encoding the message: %v", g.prefix, err)
 	}
 	header := http.Header{
-		"Authorization": {"Bearer " + g.token},
+		"Authorization": {g.authorization()},
 		"X-Request-Id":  {m.ID},
 	}
 	r, err := postJSON(ctx, g.client, g.prefix, g.url, header, body)
@@ -109,6 +109,9 @@ func (g *Generic) Send(ctx context.Context, m Message) (Receipt, error) {
 	}
 	return Receipt{}, e
 }
+
+// authorization is the Authorization header of every request to the platform.
+func (g *Generic) authorization() string { return "Bearer " + g.token }
 
 // genericCodeClass maps a non-zero code of the contract to an error class: the first
 // three digits repeat the HTTP status they stand for.

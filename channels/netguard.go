@@ -77,15 +77,24 @@ func addressProblem(ip netip.Addr, allowPrivate bool) string {
 	return ""
 }
 
+// addressRefusal is the guard turning a connection down; its own type lets a
+// connection test tell it from other dial failures.
+type addressRefusal struct {
+	addr    string
+	problem string
+}
+
+func (e *addressRefusal) Error() string { return "refused to connect to " + e.addr + ": " + e.problem }
+
 // checkDialAddress checks the resolved "ip:port" a dialer is about to connect to.
 func checkDialAddress(address string, allowPrivate bool) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		// Control only ever sees numeric addresses; anything else is not trusted.
-		return Errorf(Permanent, "", "refused to connect to %s: not an IP address", address)
+		return &Error{Class: Permanent, Err: &addressRefusal{addr: address, problem: "not an IP address"}}
 	}
 	if problem := addressProblem(ap.Addr(), allowPrivate); problem != "" {
-		return Errorf(Permanent, "", "refused to connect to %s: %s", ap.Addr().Unmap().WithZone(""), problem)
+		return &Error{Class: Permanent, Err: &addressRefusal{addr: ap.Addr().Unmap().WithZone("").String(), problem: problem}}
 	}
 	return nil
 }

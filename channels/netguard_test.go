@@ -202,6 +202,24 @@ func listenLoopback(t *testing.T) net.Listener {
 	return ln
 }
 
+// silentServer listens on loopback for one test, accepts connections and never says a
+// word; it returns the port.
+func silentServer(t *testing.T) string {
+	t.Helper()
+	ln := listenLoopback(t)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	_, port := splitPort(t, ln.Addr().String())
+	return port
+}
+
 // splitPort splits "host:port".
 func splitPort(t *testing.T, addr string) (host, port string) {
 	t.Helper()

@@ -279,9 +279,12 @@ func (w *WeCom) accessToken(ctx context.Context) (string, error) {
 // fetchToken runs one gettoken call, stores its result and wakes the waiters.
 func (w *WeCom) fetchToken(ctx context.Context, c *tokenCall) {
 	started := w.now()
-	token, ttl, err := w.requestToken(ctx)
+	_, reply, err := w.requestToken(ctx)
+	var token string
 	w.mu.Lock()
 	if err == nil {
+		token = reply.AccessToken
+		ttl := time.Duration(reply.ExpiresIn) * time.Second
 		w.token = token
 		// Retire the token early: 10 % of its life, at most five minutes.
 		w.expires = started.Add(ttl - min(ttl/10, maxTokenMargin))
@@ -292,20 +295,27 @@ func (w *WeCom) fetchToken(ctx context.Context, c *tokenCall) {
 	close(c.done)
 }
 
-// requestToken calls gettoken.
-func (w *WeCom) requestToken(ctx context.Context) (string, time.Duration, error) {
+// tokenURL is the gettoken URL; it carries the corp secret.
+func (w *WeCom) tokenURL() string {
 	q := url.Values{"corpid": {w.corpID}, "corpsecret": {w.secret}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.baseURL+"/cgi-bin/gettoken?"+q.Encode(), nil)
+	return w.baseURL + "/cgi-bin/gettoken?" + q.Encode()
+}
+
+// requestToken calls gettoken. On success the reply holds the token and its lifetime.
+// Whatever the outcome it also returns what WeCom answered (status 0 when nothing came,
+// ErrCode nil when the answer was unreadable), which a connection test reports.
+func (w *WeCom) requestToken(ctx context.Context) (httpReply, wecomReply, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, w.tokenURL(), nil)
 	if err != nil {
-		return "", 0, Errorf(Permanent, "", "channels: wecom: gettoken: building the request: %v", unwrapURLError(err))
+		return httpReply{}, wecomReply{}, Errorf(Permanent, "", "channels: wecom: gettoken: building the request: %v", unwrapURLError(err))
 	}
 	r, err := call(w.client, req, "channels: wecom: gettoken")
 	if err != nil {
-		return "", 0, err
+		return httpReply{}, wecomReply{}, err
 	}
 	reply, err := w.readReply(r, "gettoken")
 	if err != nil {
-		return "", 0, err
+		return r, wecomReply{}, err
 	}
 	if code := *reply.ErrCode; code != 0 {
 		action := wecomErrorAction(code)
@@ -313,12 +323,12 @@ func (w *WeCom) requestToken(ctx context.Context) (string, time.Duration, error)
 			// Token codes cannot describe gettoken itself; treat them as bad credentials.
 			action.class = Auth
 		}
-		return "", 0, wecomError("gettoken", code, action, reply.ErrMsg, r)
+		return r, reply, wecomError("gettoken", code, action, reply.ErrMsg, r)
 	}
 	if reply.AccessToken == "" || reply.ExpiresIn <= 0 {
-		return "", 0, Errorf(Transient, "", "channels: wecom: gettoken: answer without a token or expiry")
+		return r, reply, Errorf(Transient, "", "channels: wecom: gettoken: answer without a token or expiry")
 	}
-	return reply.AccessToken, time.Duration(reply.ExpiresIn) * time.Second, nil
+	return r, reply, nil
 }
 
 // dropToken forgets token if it is still the cached one; a newer token fetched by a

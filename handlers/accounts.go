@@ -393,6 +393,29 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 	redirectNotice(c, "/accounts", notice, "account "+a.Name)
 }
 
+// TestAccount is POST /accounts/:name/test: it checks the saved account's connection and
+// credentials without sending a message and shows what the platform answered (an htmx
+// partial, or the form again without htmx).
+func (h *Handlers) TestAccount(c *gin.Context) {
+	a, ok := h.storedAccount(c)
+	if !ok {
+		return
+	}
+	res := h.Channels.Probe(c.Request.Context(), a)
+	outcome := "failed"
+	if res.OK {
+		outcome = "ok"
+	}
+	h.audit(c, CurrentUser(c).Username, "account.test", "account", a.Name, outcome+": "+res.Summary)
+	if c.GetHeader("HX-Request") == "" {
+		f := accountForm(a, a.Name, a)
+		f.Probe = &res
+		render(c, http.StatusOK, views.AccountFormPage(page(c, a.Name, "accounts"), f, nil))
+		return
+	}
+	render(c, http.StatusOK, views.AccountProbe(a.Name, &res))
+}
+
 // SetAccountEnabled enables or disables an account.
 func (h *Handlers) SetAccountEnabled(c *gin.Context) {
 	a, ok := h.storedAccount(c)

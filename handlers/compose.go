@@ -280,12 +280,15 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 		h.serverError(c, err)
 		return views.BatchView{}, false
 	}
-	msgs, err := h.Store.MessagesOfBatch(ctx, id, batchListLimit)
+	// Counts first, then the rows: the counts decide when the page stops polling, so the
+	// rows of its last render are read after every message was already final and
+	// cannot show a state older than the counts.
+	counts, err := h.Store.BatchStatusCounts(ctx, id)
 	if err != nil {
 		h.serverError(c, err)
 		return views.BatchView{}, false
 	}
-	counts, err := h.Store.BatchStatusCounts(ctx, id)
+	msgs, err := h.Store.MessagesOfBatch(ctx, id, batchListLimit)
 	if err != nil {
 		h.serverError(c, err)
 		return views.BatchView{}, false

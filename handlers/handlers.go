@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/hibiken/asynq"
 
+	"herald/channels"
 	"herald/dispatch"
 	"herald/models"
 	"herald/tasks"
@@ -38,6 +39,8 @@ type Handlers struct {
 	Inspector *asynq.Inspector
 	// Stats counts message outcomes for the dashboard.
 	Stats *models.Stats
+	// Channels tests accounts' connections.
+	Channels *channels.Registry
 }
 
 // UserKey is the gin context key under which the web middleware stores the signed-in user.

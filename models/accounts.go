@@ -34,7 +34,7 @@ type Account struct {
 	ConfigEnc           string            `gorm:"column:config_enc"`
 	Config              map[string]string `gorm:"-"`
 	Limits              Limits            `gorm:"embedded"`
-	RetryPolicy         RetryPolicy `gorm:"type:text"`
+	RetryPolicy         RetryPolicy       `gorm:"type:text"`
 	Healthy             bool
 	HealthNote          string
 	CreatedAt           time.Time

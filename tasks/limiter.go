@@ -89,6 +89,8 @@ type Decision struct {
 	// Recorded says the call was admitted by Redis and stamped with its clock (false when
 	// the account has no limits to check).
 	Recorded bool
+	// member is the call's entry in the logs, for Release.
+	member string
 	// Wait is how long until the call would be admitted, when it is not.
 	Wait time.Duration
 	// Window names the limit that refused it.
@@ -107,8 +109,7 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 	if len(aw) == 0 && len(rw) == 0 {
 		return Decision{Allowed: true}, nil
 	}
-	base := "herald:lim:" + strconv.FormatInt(accountID, 10)
-	keys := []string{base + ":log", base + ":r:" + recipient, base + ":waiting"}
+	keys := limiterKeys(accountID, recipient)
 	args := []any{token, priorityRank[priority], len(aw)}
 	for _, w := range aw {
 		args = append(args, (w.len + l.Margin).Microseconds(), w.limit)
@@ -122,7 +123,7 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 		return Decision{}, fmt.Errorf("tasks: rate limiter: %w", err)
 	}
 	if res[0] == 1 {
-		return Decision{Allowed: true, Recorded: true}, nil
+		return Decision{Allowed: true, Recorded: true, member: token + ":" + strconv.FormatInt(res[1], 10)}, nil
 	}
 	d := Decision{Wait: time.Duration(res[1]) * time.Microsecond}
 	switch i := int(res[2]); {
@@ -134,6 +135,28 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 		d.Window = rw[i-len(aw)].name
 	}
 	return d, nil
+}
+
+func limiterKeys(accountID int64, recipient string) []string {
+	base := "herald:lim:" + strconv.FormatInt(accountID, 10)
+	return []string{base + ":log", base + ":r:" + recipient, base + ":waiting"}
+}
+
+// Release gives back an admitted call that will not be made, so its slot serves another.
+// Removing a call that never happens cannot let any window exceed its limit; workers
+// refused because of it meanwhile only waited longer than needed.
+func (l *Limiter) Release(ctx context.Context, accountID int64, recipient string, d Decision) error {
+	if !d.Recorded {
+		return nil
+	}
+	keys := limiterKeys(accountID, recipient)
+	pipe := l.rdb.Pipeline()
+	pipe.ZRem(ctx, keys[0], d.member)
+	pipe.ZRem(ctx, keys[1], d.member)
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("tasks: rate limiter release: %w", err)
+	}
+	return nil
 }
 
 // Usage is one window's current use.

@@ -3,7 +3,8 @@
 -- KEYS[2] recipient call log (ZSET)
 -- KEYS[3] waiting flags of the account (HASH priority rank -> µs until which one waits)
 -- ARGV: token, priority rank, n account windows, (window µs, limit)*, n recipient windows, (window µs, limit)*
--- Returns {1, 0, 0} when admitted, {0, wait µs, index of the refusing window} when not
+-- Returns {1, now µs, 0} when admitted (the call is logged as token:now), {0, wait µs,
+-- index of the refusing window} when not
 -- (index -1: a more urgent message of the account is waiting).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -68,4 +69,4 @@ if nr > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - longestR)
   redis.call('PEXPIRE', KEYS[2], math.floor(longestR / 1000) + 1000)
 end
-return {1, 0, 0}
+return {1, now, 0}

@@ -110,6 +110,31 @@ func TestLimiterNeverExceedsAWindow(t *testing.T) {
 	}
 }
 
+func TestLimiterReleaseGivesTheSlotBack(t *testing.T) {
+	l, _ := newTestLimiter(t)
+	ctx := context.Background()
+	limits := models.Limits{PerMinute: 2, PerRecipientPerMinute: 1}
+	first, err := l.Acquire(ctx, 3, limits, "u1", "normal", "m1")
+	if err != nil || !first.Allowed {
+		t.Fatalf("first call: %+v %v", first, err)
+	}
+	if d, _ := l.Acquire(ctx, 3, limits, "u1", "normal", "m2"); d.Allowed || d.Window != "per_recipient_per_minute" {
+		t.Fatalf("second call to the same person: %+v, want refused per recipient", d)
+	}
+	if err := l.Release(ctx, 3, "u1", first); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.Acquire(ctx, 3, limits, "u1", "normal", "m2"); err != nil || !d.Allowed {
+		t.Fatalf("after the release: %+v %v, want admitted", d, err)
+	}
+	if d, _ := l.Acquire(ctx, 3, limits, "u2", "normal", "m3"); !d.Allowed {
+		t.Fatalf("second account call: %+v, want admitted (one of two used)", d)
+	}
+	if d, _ := l.Acquire(ctx, 3, limits, "u3", "normal", "m4"); d.Allowed || d.Window != "per_minute" {
+		t.Errorf("third account call: %+v, want refused: the release freed one slot, not more", d)
+	}
+}
+
 func TestLimiterWaitIsWhenCapacityFrees(t *testing.T) {
 	l, _ := newTestLimiter(t)
 	ctx := context.Background()

@@ -243,7 +243,11 @@ func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Acco
 		if err == nil && d.Recorded && time.Since(asked) > s.Limiter.Margin/2 {
 			// The admission was stamped by Redis's clock when the script ran; a reply this
 			// late (a stalled worker, a slow link) could put the call outside the margin
-			// the windows were widened by. The slot stays used, conservatively; ask again.
+			// the windows were widened by. Give the slot back and ask again.
+			if rerr := s.Limiter.Release(ctx, acct.ID, m.Address, d); rerr != nil {
+				s.Log.Warn("rate limiter: release a late admission", "message_id", m.ID, "error", rerr)
+			}
+			s.Metrics.throttle(acct.Name, "late_admission")
 			stale++
 			if stale < maxStaleAdmissions {
 				continue

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
 	"herald/dispatch"
 	"herald/models"
+	"herald/simulator"
 )
 
 func TestAccountsPage(t *testing.T) {
@@ -246,4 +248,59 @@ func TestAccountFormNeverEchoesSecrets(t *testing.T) {
 	if a, _ := c.store.AccountByName(ctx, "hook"); a.Config["secret"] != "" {
 		t.Errorf("secret after clearing: %q", a.Config["secret"])
 	}
+}
+
+func TestAccountTestConnection(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := context.Background()
+	admin := c.as(adminUser)
+
+	// A real platform: the simulator over HTTP answers the probe's HEAD request.
+	sim := httptest.NewServer(simulator.New(simulator.Faults{}).Handler())
+	t.Cleanup(sim.Close)
+	const token = "probe-secret-token"
+	for name, base := range map[string]string{"ty-up": sim.URL + "/tianyuan", "ty-down": "http://127.0.0.1:1"} {
+		a := &models.Account{Name: name, Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+			Config: map[string]string{"base_url": base, "token": token}}
+		if err := c.store.SaveAccount(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	_, body := admin.get("/accounts/ty-up/edit")
+	wantContains(t, "edit form", body, `hx-post="/accounts/ty-up/test"`, `id="probe-result"`, "Test connection")
+
+	for _, tc := range []struct {
+		account string
+		ok      bool
+		want    []string
+	}{
+		{"sandbox", true, []string{"Connected", "In-process simulator"}},
+		{"ty-up", true, []string{"Connected", "HEAD " + sim.URL + "/tianyuan/messages", "checked on the first real send"}},
+		{"ty-down", false, []string{"Failed", "refused"}},
+	} {
+		resp, body := admin.postHX("/accounts/"+tc.account+"/test", nil)
+		wantStatus(t, "test "+tc.account, resp, body, http.StatusOK)
+		wantContains(t, "probe of "+tc.account, body, append(tc.want, fmt.Sprintf(`data-ok="%t"`, tc.ok))...)
+		wantNotContains(t, "probe of "+tc.account, body, token, "<html")
+		if e := c.lastAudit("account.test"); e.TargetID != tc.account || e.Actor != adminUser {
+			t.Errorf("audit of the test of %s: %+v", tc.account, e)
+		}
+	}
+	if n := len(c.sandbox.Deliveries()); n != 0 {
+		t.Errorf("testing the sandbox account delivered %d messages", n)
+	}
+
+	// Without htmx the form comes back with the result in place.
+	resp, body := admin.post("/accounts/ty-down/test", nil)
+	wantStatus(t, "test without htmx", resp, body, http.StatusOK)
+	wantContains(t, "form with the result", body, "<html", `id="probe-result"`, `data-ok="false"`, `name="config.base_url"`)
+
+	resp, body = admin.postHX("/accounts/nope/test", nil)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("test of an unknown account: %d", resp.StatusCode)
+	}
+	resp, body = c.as(operatorUser).postHX("/accounts/sandbox/test", nil)
+	wantStatus(t, "operator test", resp, body, http.StatusForbidden)
 }

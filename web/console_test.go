@@ -21,10 +21,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"herald/channels"
 	"herald/dispatch"
 	"herald/handlers"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/simulator"
 	"herald/tasks"
 	"herald/web"
 )
@@ -39,14 +41,16 @@ const (
 // (a sandbox account, seven staff, a duty week, the task-overdue template) and one user
 // of each role. Nothing delivers: the messages it creates stay pending.
 type console struct {
-	t      *testing.T
-	url    string
-	store  *models.Store
-	h      *handlers.Handlers
-	engine *gin.Engine
-	loc    *time.Location
-	users  map[string]*models.User
-	logs   *syncBuffer
+	t     *testing.T
+	url   string
+	store *models.Store
+	h     *handlers.Handlers
+	// sandbox is the simulator behind the sandbox platform.
+	sandbox *simulator.Simulator
+	engine  *gin.Engine
+	loc     *time.Location
+	users   map[string]*models.User
+	logs    *syncBuffer
 
 	mu      sync.Mutex
 	clients map[string]*client
@@ -93,11 +97,13 @@ func newConsole(t *testing.T) *console {
 		t.Fatal(err)
 	}
 	stats := store.NewStats()
+	sandbox := simulator.New(simulator.Faults{})
 	h := &handlers.Handlers{Store: store, Log: log, Stats: stats, Inspector: inspector,
 		Dispatch: &dispatch.Dispatcher{Store: store, Enqueuer: enq, Log: log, Location: loc, Stats: stats,
 			Accounts: store.NewAccountCache(5 * time.Second)},
 		PingRedis: func(context.Context) error { return enq.Ping() },
 		Limiter:   tasks.NewLimiter(rdb),
+		Channels:  channels.NewRegistry(sandbox),
 	}
 	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store)
 	h.Sessions = sessions
@@ -116,7 +122,7 @@ func newConsole(t *testing.T) *console {
 	if err := store.SeedDemo(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := &console{t: t, url: srv.URL, store: store, h: h, engine: handler.(*gin.Engine), loc: loc, logs: logs,
+	c := &console{t: t, url: srv.URL, store: store, h: h, sandbox: sandbox, engine: handler.(*gin.Engine), loc: loc, logs: logs,
 		users: map[string]*models.User{}, clients: map[string]*client{}}
 	return c
 }

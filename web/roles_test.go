@@ -68,6 +68,7 @@ var routeRoles = map[string]models.Role{
 	"GET /accounts/:name/edit":           models.RoleAdmin,
 	"POST /accounts/:name/edit":          models.RoleAdmin,
 	"POST /accounts/:name/enabled":       models.RoleAdmin,
+	"POST /accounts/:name/test":          models.RoleAdmin,
 	"POST /accounts/:name/delete":        models.RoleAdmin,
 	"GET /accounts/:name/usage":          models.RoleAdmin,
 	"GET /users":                         models.RoleAdmin,

@@ -85,6 +85,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *a
 	admins.GET("/accounts/:name/edit", h.EditAccountForm)
 	admins.POST("/accounts/:name/edit", h.UpdateAccount)
 	admins.POST("/accounts/:name/enabled", h.SetAccountEnabled)
+	admins.POST("/accounts/:name/test", h.TestAccount)
 	admins.POST("/accounts/:name/delete", h.DeleteAccount)
 	admins.GET("/accounts/:name/usage", h.AccountUsage)
 	admins.GET("/users", h.Users)
