@@ -58,7 +58,8 @@ end
 local mine = tonumber(redis.call('HGET', KEYS[3], rank) or '0')
 if mine > 0 and mine <= now then redis.call('HDEL', KEYS[3], rank) end
 
-local member = token .. ':' .. now
+-- Built from TIME's own strings: Lua would print a number this large in exponent form.
+local member = token .. ':' .. t[1] .. string.format('%06d', tonumber(t[2]))
 if na > 0 then
   redis.call('ZADD', KEYS[1], now, member)
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - longestA)
