@@ -59,7 +59,7 @@ func limitValue(l *models.Limits, key string) *int {
 // retryNotes say what each adjustable error class means.
 var retryNotes = map[string]string{
 	"rate_limited": "the platform said too many (429); uses no attempt",
-	"transient":    "timeouts, connection errors, 5xx",
+	"transient":    "timeouts, connection errors, 5xx; by default retried until the attempts run out",
 	"auth":         "credentials refused; the account is flagged",
 	"permanent":    "recipient or content rejected; stopped at once by default",
 }
@@ -73,7 +73,7 @@ func retryRows(p models.RetryPolicy, typed map[string]string) []views.RetryRow {
 		d, adj := def[channels.Class(class)], p[class]
 		retries := strconv.Itoa(d.MaxRetries)
 		if d.MaxRetries < 0 {
-			retries = "until attempts run out"
+			retries = "no limit"
 		}
 		row := views.RetryRow{Class: class, Note: retryNotes[class], Fields: []views.RetryField{
 			{Key: "max_retries", Label: "Retries", Value: intText(adj.MaxRetries), Default: retries},

@@ -129,7 +129,7 @@ func TestAccountsPage(t *testing.T) {
 
 	t.Run("retry policy per error class", func(t *testing.T) {
 		_, body := admin.get("/accounts/ty-main/edit")
-		wantContains(t, "retry table", body, `name="retry_policy.transient.max_retries"`, `placeholder="until attempts run out"`,
+		wantContains(t, "retry table", body, `name="retry_policy.transient.max_retries"`, `placeholder="no limit"`,
 			`name="retry_policy.rate_limited.delay_seconds"`, `placeholder="60"`, `placeholder="3600"`)
 		edit := url.Values{"name": {"ty-main"}, "platform": {"tianyuan"}, "enabled": {"true"},
 			"config.base_url": {"https://im2.example.com/api"}, "limits.per_second": {"5"}, "max_attempts": {"3"},
