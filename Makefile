@@ -31,7 +31,7 @@ lint:
 ## test: generated code in sync, lint, and every test with the race detector. Set
 ## HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL to run against MySQL and Redis.
 test: check-generate lint
-	$(GO) test -race -count=1 -timeout 15m $(PKGS)
+	$(GO) test -race -count=1 -timeout 18m $(PKGS)
 
 ## bench: the pipeline benchmark on MySQL and Redis, plus micro-benchmarks (results in
 ## docs/benchmarks.md). Uses the local MariaDB and Redis unless the variables are set.
