@@ -33,7 +33,6 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 	backlog := envInt("HERALD_BENCH_BACKLOG", 100000)
 	for range b.N {
-		failedCalls.Store(0)
 		noop := benchNoop(b, 50000)
 		b.ReportMetric(noop, "asynq_noop_tasks/s")
 
@@ -41,16 +40,17 @@ func BenchmarkPipeline(b *testing.B) {
 		drain := rig.drain(b)
 		b.ReportMetric(drain, "drain_msg/s")
 
-		p50, p99 := rig.latency(b, 2000, 10*time.Second)
+		p50, p99, failedSubmits := rig.latency(b, 2000, 10*time.Second)
 		b.ReportMetric(float64(p50.Microseconds())/1000, "created_to_sent_p50_ms")
 		b.ReportMetric(float64(p99.Microseconds())/1000, "created_to_sent_p99_ms")
 
-		a50, a99 := rig.accept(b, 1000, 10*time.Second)
+		a50, a99, failedPosts := rig.accept(b, 1000, 10*time.Second)
 		b.ReportMetric(float64(a50.Microseconds())/1000, "api_accept_p50_ms")
 		b.ReportMetric(float64(a99.Microseconds())/1000, "api_accept_p99_ms")
-		b.ReportMetric(float64(failedCalls.Load()), "failed_calls")
+		failed := failedSubmits + failedPosts
+		b.ReportMetric(float64(failed), "failed_calls")
 		fmt.Fprintf(os.Stderr, "\nasynq no-op %.0f tasks/s · drain %.0f msg/s (%d messages) · created→sent p50 %s p99 %s at 2000/s · API accept p50 %s p99 %s at 1000/s · %d offered calls failed\n",
-			noop, drain, backlog, p50, p99, a50, a99, failedCalls.Load())
+			noop, drain, backlog, p50, p99, a50, a99, failed)
 	}
 }
 
@@ -201,11 +201,11 @@ func (r *benchRig) drain(b *testing.B) float64 {
 
 // latency offers single-recipient requests at rate per second for a while, with a
 // worker running, and returns the created-to-sent percentiles from the stored rows.
-func (r *benchRig) latency(b *testing.B, rate int, span time.Duration) (p50, p99 time.Duration) {
+func (r *benchRig) latency(b *testing.B, rate int, span time.Duration) (p50, p99 time.Duration, failed int) {
 	worker := startHeraldAs(b, r.env, "worker")
 	defer worker.stop()
 	d := &dispatch.Dispatcher{Store: r.h.app.store, Enqueuer: r.h.app.enq, Log: r.h.app.log, Location: r.h.app.cfg.Location}
-	batchIDs := offer(b, rate, span, func(i int) (string, error) {
+	batchIDs, failed := offer(b, rate, span, func(i int) (string, error) {
 		res, err := d.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "bench", Account: r.acct.Name,
 			Recipients: []string{r.people[i%len(r.people)]}, Text: "bench latency"})
 		if err != nil {
@@ -213,12 +213,13 @@ func (r *benchRig) latency(b *testing.B, rate int, span time.Duration) (p50, p99
 		}
 		return res.Batch.ID, nil
 	})
-	return r.sentLatency(b, batchIDs, func(m *models.Message) time.Duration { return m.SentAt.Sub(m.CreatedAt) })
+	p50, p99 = r.sentLatency(b, batchIDs, func(m *models.Message) time.Duration { return m.SentAt.Sub(m.CreatedAt) })
+	return p50, p99, failed
 }
 
 // accept posts single-recipient API requests at rate per second and returns the
 // client-measured accept latency percentiles.
-func (r *benchRig) accept(b *testing.B, rate int, span time.Duration) (p50, p99 time.Duration) {
+func (r *benchRig) accept(b *testing.B, rate int, span time.Duration) (p50, p99 time.Duration, failed int) {
 	_, secret, err := r.h.app.store.CreateAPIKey(context.Background(), "bench", "send", "bench")
 	if err != nil {
 		b.Fatal(err)
@@ -226,7 +227,7 @@ func (r *benchRig) accept(b *testing.B, rate int, span time.Duration) (p50, p99 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
 	var mu sync.Mutex
 	var took []time.Duration
-	offer(b, rate, span, func(i int) (string, error) {
+	_, failed = offer(b, rate, span, func(i int) (string, error) {
 		body := fmt.Sprintf(`{"account":%q,"recipients":[%q],"content":{"text":"bench accept"}}`, r.acct.Name, r.people[i%len(r.people)])
 		req, _ := http.NewRequest("POST", r.h.url+"/api/v1/messages", bytes.NewBufferString(body))
 		req.Header.Set("Authorization", "Bearer "+secret)
@@ -246,17 +247,17 @@ func (r *benchRig) accept(b *testing.B, rate int, span time.Duration) (p50, p99 
 		mu.Unlock()
 		return "", nil
 	})
-	return percentiles(took)
+	p50, p99 = percentiles(took)
+	return p50, p99, failed
 }
 
 // offer calls fn at a steady rate for span (open loop: a slow call does not delay the
-// next), and returns what the calls returned. Calls that fail (an overloaded machine
-// times out) are counted in the "failed_calls" metric and the first few logged: the
-// benchmark reports overload instead of stopping at it.
-func offer(b *testing.B, rate int, span time.Duration, fn func(i int) (string, error)) []string {
+// next), and returns what the calls returned and how many failed. Failed calls (an
+// overloaded machine times out) are counted and the first few logged: the benchmark
+// reports overload instead of stopping at it.
+func offer(b *testing.B, rate int, span time.Duration, fn func(i int) (string, error)) (out []string, failed int) {
 	var (
 		mu   sync.Mutex
-		out  []string
 		wg   sync.WaitGroup
 		errs atomic.Int64
 	)
@@ -285,13 +286,9 @@ func offer(b *testing.B, rate int, span time.Duration, fn func(i int) (string, e
 	wg.Wait()
 	if n := errs.Load(); n > 0 {
 		b.Logf("%d of %d calls failed at %d/s", n, total, rate)
-		failedCalls.Add(n)
 	}
-	return out
+	return out, int(errs.Load())
 }
-
-// failedCalls counts the calls offer saw fail during one benchmark run.
-var failedCalls atomic.Int64
 
 func (r *benchRig) sentLatency(b *testing.B, batchIDs []string, measure func(*models.Message) time.Duration) (p50, p99 time.Duration) {
 	deadline := time.Now().Add(2 * time.Minute)

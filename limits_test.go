@@ -17,6 +17,7 @@ import (
 	"herald/dispatch"
 	"herald/models"
 	"herald/simulator"
+	"herald/tasks"
 )
 
 var (
@@ -294,8 +295,8 @@ func waitTCP(t *testing.T, addr string) {
 
 // TestLateAdmissionsHoldTheMessage: a worker may only use an admission that reached it
 // within half the margin the windows are widened by. With no margin every admission is
-// late, so a limited account's message is held back, pending with the reason, and never
-// reaches the platform; without limits the same setup sends it.
+// late, so a limited account's message is held back, pending as throttled, without an
+// attempt, and never reaches the platform; without limits the same setup sends it.
 func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 	env := testEnv(t)
 	noMargin := func(a *app) { a.limitMargin = 0 }
@@ -317,8 +318,8 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 			t.Fatal(err)
 		}
 		if m.Status == models.StatusPending && m.ErrorClass == "throttled" {
-			if !strings.Contains(m.LastError, "arrived later than") || m.Attempts != 0 {
-				t.Errorf("held message: error %q, attempts %d; want the late admissions named and no attempt used", m.LastError, m.Attempts)
+			if !strings.Contains(m.LastError, tasks.WindowLate) || m.Attempts != 0 {
+				t.Errorf("held message: error %q, attempts %d; want %s named and no attempt used", m.LastError, m.Attempts, tasks.WindowLate)
 			}
 			break
 		}
@@ -333,10 +334,10 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 	if n := len(rig.deliveries(t)); n != 0 {
 		t.Errorf("the platform received %d calls made on late admissions", n)
 	}
-	// Every late admission was given back.
-	logKey := fmt.Sprintf("herald:lim:%d:log", rig.account.ID)
-	if n, err := rig.h.app.rdb.ZCard(context.Background(), logKey).Result(); err != nil || n != 0 {
-		t.Errorf("%s holds %d calls (%v) after only late admissions, want 0", logKey, n, err)
+	// Every late admission was taken back.
+	usage, err := tasks.NewLimiter(rig.h.app.rdb).Usage(context.Background(), rig.account.ID, rig.account.Limits)
+	if err != nil || len(usage) != 1 || usage[0].Used != 0 {
+		t.Errorf("usage after only late admissions: %+v %v, want per_second used 0", usage, err)
 	}
 
 	// The same account without limits never asks the limiter.

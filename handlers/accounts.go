@@ -77,9 +77,9 @@ func retryRows(p models.RetryPolicy, typed map[string]string) []views.RetryRow {
 		}
 		row := views.RetryRow{Class: class, Note: retryNotes[class], Fields: []views.RetryField{
 			{Key: "max_retries", Label: "Retries", Value: intText(adj.MaxRetries), Default: retries},
-			{Key: "delay_seconds", Label: "First delay (s)", Value: floatText(adj.DelaySeconds), Default: floatText(ptr(d.Base.Seconds()))},
-			{Key: "factor", Label: "Factor", Value: floatText(adj.Factor), Default: floatText(ptr(d.Factor))},
-			{Key: "max_delay_seconds", Label: "Longest delay (s)", Value: floatText(adj.MaxDelaySeconds), Default: floatText(ptr(d.Max.Seconds()))},
+			{Key: "delay_seconds", Label: "First delay (s)", Value: floatText(adj.DelaySeconds), Default: formatFloat(d.Base.Seconds())},
+			{Key: "factor", Label: "Factor", Value: floatText(adj.Factor), Default: formatFloat(d.Factor)},
+			{Key: "max_delay_seconds", Label: "Longest delay (s)", Value: floatText(adj.MaxDelaySeconds), Default: formatFloat(d.Max.Seconds())},
 		}}
 		if typed != nil {
 			for i := range row.Fields {
@@ -127,10 +127,8 @@ func retryInput(c *gin.Context, errs map[string]string) (models.RetryPolicy, map
 		}
 		policy[row.Class] = r
 	}
-	return policy.Compact(), typed
+	return policy, typed
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func intText(p *int) string {
 	if p == nil {
@@ -143,8 +141,10 @@ func floatText(p *float64) string {
 	if p == nil {
 		return ""
 	}
-	return strconv.FormatFloat(*p, 'f', -1, 64)
+	return formatFloat(*p)
 }
+
+func formatFloat(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) }
 
 // configFields lays out a platform's settings. Secrets are never filled in: stored
 // says only whether the saved account has one.

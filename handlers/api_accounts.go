@@ -107,7 +107,7 @@ func configString(v any) (string, error) {
 	case string:
 		return x, nil
 	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64), nil
+		return formatFloat(x), nil
 	case bool:
 		return strconv.FormatBool(x), nil
 	case nil:

@@ -113,6 +113,6 @@ func (p *RetryPolicy) Scan(v any) error {
 	if err := json.Unmarshal(b, &out); err != nil {
 		return fmt.Errorf("models: retry policy: %w", err)
 	}
-	*p = out.Compact()
+	*p = out // Value stored it compacted
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -40,9 +41,9 @@ type Limiter struct {
 //go:embed limiter.lua
 var limiterLua string
 
-// DefaultMargin is how much a limiter widens windows unless told otherwise. A worker
-// uses an admission only if it arrived within half of it (see Sender.admit), which
-// leaves the other half for the call to reach the platform.
+// DefaultMargin is how much a limiter widens windows unless told otherwise. An
+// admission is only used if it reached the worker within half of it (see Acquire),
+// which leaves the other half for the call to reach the platform.
 const DefaultMargin = 50 * time.Millisecond
 
 // NewLimiter returns a limiter on a Redis connection.
@@ -86,16 +87,14 @@ func nonZero(ws []window) []window {
 // Decision is the limiter's answer for one call.
 type Decision struct {
 	Allowed bool
-	// Recorded says the call was admitted by Redis and stamped with its clock (false when
-	// the account has no limits to check).
-	Recorded bool
-	// member is the call's entry in the logs, for Release.
-	member string
 	// Wait is how long until the call would be admitted, when it is not.
 	Wait time.Duration
-	// Window names the limit that refused it.
+	// Window names the limit that refused it (or WindowLate).
 	Window string
 }
+
+// WindowLate names a refusal of an admission that reached the worker too late to use.
+const WindowLate = "late_admission"
 
 // priorityRank orders priorities for the limiter: lower is more urgent.
 var priorityRank = map[string]int{"high": 0, "normal": 1, "low": 2}
@@ -104,13 +103,22 @@ var priorityRank = map[string]int{"high": 0, "normal": 1, "low": 2}
 // It records the call when admitted. A message of lower priority is refused while a
 // more urgent one of the same account is waiting for capacity, so a saturated account
 // sends high before normal before low.
+//
+// An admission is stamped with Redis's clock when the script runs. If its answer takes
+// longer than half the margin to come back (a stalled worker, a slow link, a wait for a
+// connection), the call could reach the platform outside the margin the windows were
+// widened by: such an admission is taken back out of the logs and reported as refused
+// (WindowLate), to be asked for again. Removing a call that is never made cannot let a
+// window exceed its limit.
 func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Limits, recipient, priority, token string) (Decision, error) {
 	aw, rw := accountWindows(limits), recipientWindows(limits)
 	if len(aw) == 0 && len(rw) == 0 {
 		return Decision{Allowed: true}, nil
 	}
 	keys := limiterKeys(accountID, recipient)
-	args := []any{token, priorityRank[priority], len(aw)}
+	// Each call is its own log entry, even for the same message sent again in a window.
+	member := token + ":" + strconv.FormatUint(rand.Uint64(), 36)
+	args := []any{member, priorityRank[priority], len(aw)}
 	for _, w := range aw {
 		args = append(args, (w.len + l.Margin).Microseconds(), w.limit)
 	}
@@ -118,12 +126,22 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 	for _, w := range rw {
 		args = append(args, (w.len + l.Margin).Microseconds(), w.limit)
 	}
+	asked := time.Now()
 	res, err := l.script.Run(ctx, l.rdb, keys, args...).Int64Slice()
 	if err != nil {
 		return Decision{}, fmt.Errorf("tasks: rate limiter: %w", err)
 	}
 	if res[0] == 1 {
-		return Decision{Allowed: true, Recorded: true, member: token + ":" + strconv.FormatInt(res[1], 10)}, nil
+		if time.Since(asked) <= l.Margin/2 {
+			return Decision{Allowed: true}, nil
+		}
+		pipe := l.rdb.Pipeline()
+		pipe.ZRem(ctx, keys[0], member)
+		pipe.ZRem(ctx, keys[1], member)
+		if _, err := pipe.Exec(ctx); err != nil {
+			return Decision{}, fmt.Errorf("tasks: rate limiter: taking back a late admission: %w", err)
+		}
+		return Decision{Wait: l.Margin, Window: WindowLate}, nil
 	}
 	d := Decision{Wait: time.Duration(res[1]) * time.Microsecond}
 	switch i := int(res[2]); {
@@ -137,26 +155,11 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 	return d, nil
 }
 
+// limiterKeys are an account's call log, a recipient's call log and the account's
+// waiting flags.
 func limiterKeys(accountID int64, recipient string) []string {
 	base := "herald:lim:" + strconv.FormatInt(accountID, 10)
 	return []string{base + ":log", base + ":r:" + recipient, base + ":waiting"}
-}
-
-// Release gives back an admitted call that will not be made, so its slot serves another.
-// Removing a call that never happens cannot let any window exceed its limit; workers
-// refused because of it meanwhile only waited longer than needed.
-func (l *Limiter) Release(ctx context.Context, accountID int64, recipient string, d Decision) error {
-	if !d.Recorded {
-		return nil
-	}
-	keys := limiterKeys(accountID, recipient)
-	pipe := l.rdb.Pipeline()
-	pipe.ZRem(ctx, keys[0], d.member)
-	pipe.ZRem(ctx, keys[1], d.member)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("tasks: rate limiter release: %w", err)
-	}
-	return nil
 }
 
 // Usage is one window's current use.
@@ -172,7 +175,7 @@ func (l *Limiter) Usage(ctx context.Context, accountID int64, limits models.Limi
 	if len(aw) == 0 {
 		return nil, nil
 	}
-	key := "herald:lim:" + strconv.FormatInt(accountID, 10) + ":log"
+	key := limiterKeys(accountID, "")[0]
 	t, err := l.rdb.Time(ctx).Result()
 	if err != nil {
 		return nil, fmt.Errorf("tasks: rate limiter usage: %w", err)

@@ -2,13 +2,12 @@
 -- KEYS[1] account call log (ZSET, score = call time in µs)
 -- KEYS[2] recipient call log (ZSET)
 -- KEYS[3] waiting flags of the account (HASH priority rank -> µs until which one waits)
--- ARGV: token, priority rank, n account windows, (window µs, limit)*, n recipient windows, (window µs, limit)*
--- Returns {1, now µs, 0} when admitted (the call is logged as token:now), {0, wait µs,
--- index of the refusing window} when not
+-- ARGV: member (the call's unique log entry), priority rank, n account windows, (window µs, limit)*, n recipient windows, (window µs, limit)*
+-- Returns {1, 0, 0} when admitted, {0, wait µs, index of the refusing window} when not
 -- (index -1: a more urgent message of the account is waiting).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local token = ARGV[1]
+local member = ARGV[1]
 local rank = tonumber(ARGV[2])
 
 local function check(key, first, n, offset)
@@ -58,8 +57,6 @@ end
 local mine = tonumber(redis.call('HGET', KEYS[3], rank) or '0')
 if mine > 0 and mine <= now then redis.call('HDEL', KEYS[3], rank) end
 
--- Built from TIME's own strings: Lua would print a number this large in exponent form.
-local member = token .. ':' .. t[1] .. string.format('%06d', tonumber(t[2]))
 if na > 0 then
   redis.call('ZADD', KEYS[1], now, member)
   redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - longestA)
@@ -70,4 +67,4 @@ if nr > 0 then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - longestR)
   redis.call('PEXPIRE', KEYS[2], math.floor(longestR / 1000) + 1000)
 end
-return {1, now, 0}
+return {1, 0, 0}

@@ -64,9 +64,6 @@ func TestLimiterNeverExceedsAWindow(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if d.Allowed != d.Recorded {
-					t.Errorf("decision %+v: an admission with limits must be recorded, a refusal not", d)
-				}
 				if d.Allowed {
 					mu.Lock()
 					admitted++
@@ -110,28 +107,48 @@ func TestLimiterNeverExceedsAWindow(t *testing.T) {
 	}
 }
 
-func TestLimiterReleaseGivesTheSlotBack(t *testing.T) {
-	l, _ := newTestLimiter(t)
-	ctx := context.Background()
-	limits := models.Limits{PerMinute: 2, PerRecipientPerMinute: 1}
-	first, err := l.Acquire(ctx, 3, limits, "u1", "normal", "m1")
-	if err != nil || !first.Allowed {
-		t.Fatalf("first call: %+v %v", first, err)
-	}
-	if d, _ := l.Acquire(ctx, 3, limits, "u1", "normal", "m2"); d.Allowed || d.Window != "per_recipient_per_minute" {
-		t.Fatalf("second call to the same person: %+v, want refused per recipient", d)
-	}
-	if err := l.Release(ctx, 3, "u1", first); err != nil {
+// usedPerMinute is an account's use of its per-minute limit.
+func usedPerMinute(t *testing.T, l *tasks.Limiter, account int64, limits models.Limits) int {
+	t.Helper()
+	usage, err := l.Usage(context.Background(), account, limits)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if d, err := l.Acquire(ctx, 3, limits, "u1", "normal", "m2"); err != nil || !d.Allowed {
-		t.Fatalf("after the release: %+v %v, want admitted", d, err)
+	for _, u := range usage {
+		if u.Window == "per_minute" {
+			return u.Used
+		}
 	}
-	if d, _ := l.Acquire(ctx, 3, limits, "u2", "normal", "m3"); !d.Allowed {
-		t.Fatalf("second account call: %+v, want admitted (one of two used)", d)
+	t.Fatalf("no per_minute usage in %+v", usage)
+	return 0
+}
+
+// A late admission is refused and leaves no trace in the logs: with no margin at all
+// every answer is late.
+func TestLimiterTakesBackLateAdmissions(t *testing.T) {
+	l, _ := newTestLimiter(t)
+	ctx := context.Background()
+	limits := models.Limits{PerMinute: 5, PerRecipientPerMinute: 1}
+	l.Margin = 0
+	d, err := l.Acquire(ctx, 3, limits, "u1", "normal", "m1")
+	if err != nil || d.Allowed || d.Window != tasks.WindowLate {
+		t.Fatalf("admission with no margin: %+v %v, want refused as %s", d, err, tasks.WindowLate)
 	}
-	if d, _ := l.Acquire(ctx, 3, limits, "u3", "normal", "m4"); d.Allowed || d.Window != "per_minute" {
-		t.Errorf("third account call: %+v, want refused: the release freed one slot, not more", d)
+	if n := usedPerMinute(t, l, 3, limits); n != 0 {
+		t.Errorf("a late admission left %d calls in the account's log, want 0", n)
+	}
+	// Nor in the recipient's: the same person is admitted once the margin is back.
+	l.Margin = tasks.DefaultMargin
+	if d, err := l.Acquire(ctx, 3, limits, "u1", "normal", "m1"); err != nil || !d.Allowed {
+		t.Fatalf("with the default margin: %+v %v, want admitted", d, err)
+	}
+	// The same message sent again in the window is a second call, not the first one
+	// overwritten.
+	if d, _ := l.Acquire(ctx, 3, limits, "u2", "normal", "m1"); !d.Allowed {
+		t.Fatalf("second call of m1 to another person: %+v, want admitted", d)
+	}
+	if n := usedPerMinute(t, l, 3, limits); n != 2 {
+		t.Errorf("per_minute used %d after two calls of one message, want 2", n)
 	}
 }
 
@@ -184,7 +201,7 @@ func TestLimiterWithoutLimitsAdmitsWithoutRedis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing listens there
 	defer rdb.Close()
 	d, err := tasks.NewLimiter(rdb).Acquire(context.Background(), 1, models.Limits{}, "u", "normal", "m")
-	if err != nil || !d.Allowed || d.Recorded {
+	if err != nil || !d.Allowed {
 		t.Errorf("no limits: %+v %v, want admitted without asking Redis", d, err)
 	}
 	_, err = tasks.NewLimiter(rdb).Acquire(context.Background(), 1, models.Limits{PerSecond: 5}, "u", "normal", "m")

@@ -224,9 +224,6 @@ const (
 	maxInlineWait   = time.Second
 	throttleJitter  = 30 * time.Millisecond
 	limiterDownWait = 5 * time.Second
-	// maxStaleAdmissions is how many late admissions in a row hold the message back as
-	// if the limiter were down.
-	maxStaleAdmissions = 3
 )
 
 // admit asks the limiter for a call slot. When the message must wait longer than
@@ -236,24 +233,9 @@ func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Acco
 	if s.Limiter == nil {
 		return models.Outcome{}, false
 	}
-	waited, stale := time.Duration(0), 0
+	waited := time.Duration(0)
 	for {
-		asked := time.Now()
 		d, err := s.Limiter.Acquire(ctx, acct.ID, acct.Limits, m.Address, m.Priority, m.ID)
-		if err == nil && d.Recorded && time.Since(asked) > s.Limiter.Margin/2 {
-			// The admission was stamped by Redis's clock when the script ran; a reply this
-			// late (a stalled worker, a slow link) could put the call outside the margin
-			// the windows were widened by. Give the slot back and ask again.
-			if rerr := s.Limiter.Release(ctx, acct.ID, m.Address, d); rerr != nil {
-				s.Log.Warn("rate limiter: release a late admission", "message_id", m.ID, "error", rerr)
-			}
-			s.Metrics.throttle(acct.Name, "late_admission")
-			stale++
-			if stale < maxStaleAdmissions {
-				continue
-			}
-			err = fmt.Errorf("admissions arrived later than %s %d times in a row", s.Limiter.Margin/2, stale)
-		}
 		if err != nil {
 			s.Log.Warn("rate limiter unavailable; holding the message", "message_id", m.ID, "error", err)
 			next := models.Now().Add(limiterDownWait)
