@@ -17,12 +17,12 @@ import (
 
 // apiClient calls Herald's JSON API with a bearer key.
 type apiClient struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	key  string
 }
 
-func newAPIKey(t *testing.T, h *running, scopes string) *apiClient {
+func newAPIKey(t testing.TB, h *running, scopes string) *apiClient {
 	t.Helper()
 	_, secret, err := h.app.store.CreateAPIKey(context.Background(), "test-"+strings.ReplaceAll(scopes, ",", "-"), scopes, "test")
 	if err != nil {

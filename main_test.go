@@ -25,7 +25,7 @@ const testAdminPassword = "correct-horse-battery"
 
 // testEnv returns the environment of a Herald process for a test: production mode
 // (MySQL + Redis) when the test backends are configured, the embedded default otherwise.
-func testEnv(t *testing.T) map[string]string {
+func testEnv(t testing.TB) map[string]string {
 	env := map[string]string{
 		"HERALD_DATA_DIR":       t.TempDir(),
 		"HERALD_ADMIN_PASSWORD": testAdminPassword,
@@ -103,12 +103,12 @@ func startHeraldAs(t testing.TB, env map[string]string, role string, configure .
 
 // browser is an HTTP client with a cookie jar that does not follow redirects.
 type browser struct {
-	t    *testing.T
+	t    testing.TB
 	base string
 	c    *http.Client
 }
 
-func newBrowser(t *testing.T, base string) *browser {
+func newBrowser(t testing.TB, base string) *browser {
 	jar, _ := cookiejar.New(nil)
 	return &browser{t: t, base: base, c: &http.Client{Jar: jar, Timeout: 10 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}

@@ -85,7 +85,7 @@ func (s *Store) CreateAccount(ctx context.Context, a *Account) error {
 // AccountByID returns an account with its credentials opened.
 func (s *Store) AccountByID(ctx context.Context, id int64) (*Account, error) {
 	var a Account
-	if err := s.db.WithContext(ctx).First(&a, id).Error; err != nil {
+	if err := s.reader(ctx).First(&a, id).Error; err != nil {
 		return nil, fmt.Errorf("models: account %d: %w", id, notFound(err))
 	}
 	if err := s.openConfig(&a); err != nil {
@@ -97,7 +97,7 @@ func (s *Store) AccountByID(ctx context.Context, id int64) (*Account, error) {
 // EnabledAccounts lists enabled accounts by name, credentials opened.
 func (s *Store) EnabledAccounts(ctx context.Context) ([]Account, error) {
 	var out []Account
-	if err := s.db.WithContext(ctx).Where("enabled = ?", true).Order("name").Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Where("enabled = ?", true).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list accounts: %w", err)
 	}
 	for i := range out {
@@ -111,7 +111,7 @@ func (s *Store) EnabledAccounts(ctx context.Context) ([]Account, error) {
 // AccountByName returns an account with its credentials opened.
 func (s *Store) AccountByName(ctx context.Context, name string) (*Account, error) {
 	var a Account
-	if err := s.db.WithContext(ctx).Where("name = ?", name).First(&a).Error; err != nil {
+	if err := s.reader(ctx).Where("name = ?", name).First(&a).Error; err != nil {
 		return nil, fmt.Errorf("models: account %s: %w", name, notFound(err))
 	}
 	if err := s.openConfig(&a); err != nil {
@@ -123,7 +123,7 @@ func (s *Store) AccountByName(ctx context.Context, name string) (*Account, error
 // DefaultAccount returns the default account of a platform.
 func (s *Store) DefaultAccount(ctx context.Context, platform string) (*Account, error) {
 	var a Account
-	err := s.db.WithContext(ctx).Where("platform = ? AND is_default = ?", platform, true).Order("id").First(&a).Error
+	err := s.reader(ctx).Where("platform = ? AND is_default = ?", platform, true).Order("id").First(&a).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: default account of %s: %w", platform, notFound(err))
 	}
@@ -161,7 +161,7 @@ func ValidateAccount(a *Account) error {
 // Accounts lists every account by name, credentials opened.
 func (s *Store) Accounts(ctx context.Context) ([]Account, error) {
 	var out []Account
-	if err := s.db.WithContext(ctx).Order("name").Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list accounts: %w", err)
 	}
 	for i := range out {

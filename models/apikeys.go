@@ -105,7 +105,7 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, secret string) (*APIKey,
 		return nil, ErrNotFound
 	}
 	var k APIKey
-	if err := s.db.WithContext(ctx).Where("prefix = ?", prefix).First(&k).Error; err != nil {
+	if err := s.reader(ctx).Where("prefix = ?", prefix).First(&k).Error; err != nil {
 		return nil, notFound(err)
 	}
 	if subtle.ConstantTimeCompare([]byte(k.KeyHash), []byte(hashKey(secret))) != 1 || k.RevokedAt != nil {
@@ -134,7 +134,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id int64) error {
 // APIKeys lists every key, newest first.
 func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 	var out []APIKey
-	if err := s.db.WithContext(ctx).Order("id DESC").Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Order("id DESC").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list api keys: %w", err)
 	}
 	return out, nil

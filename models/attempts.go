@@ -22,7 +22,7 @@ type Attempt struct {
 // AttemptsOf lists a message's attempts in order.
 func (s *Store) AttemptsOf(ctx context.Context, messageID string) ([]Attempt, error) {
 	var out []Attempt
-	if err := s.db.WithContext(ctx).Where("message_id = ?", messageID).Order("id").Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Where("message_id = ?", messageID).Order("id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: attempts of %s: %w", messageID, err)
 	}
 	return out, nil

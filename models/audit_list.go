@@ -21,7 +21,7 @@ type AuditFilter struct {
 
 // ListAudit lists audit entries matching a filter, newest first, at most limit of them.
 func (s *Store) ListAudit(ctx context.Context, f AuditFilter, limit int) ([]AuditEntry, error) {
-	q := s.db.WithContext(ctx).Model(&AuditEntry{})
+	q := s.reader(ctx).Model(&AuditEntry{})
 	if f.Actor != "" {
 		q = q.Where("actor = ?", f.Actor)
 	}

@@ -61,7 +61,7 @@ type DutyDay struct {
 // date. weekday is the date's own weekday (1 = Monday … 7 = Sunday); a make-up workday
 // uses the roster of the weekday it stands for, and a day off has an empty weekly roster.
 func (s *Store) DutyDayOf(ctx context.Context, date string, weekday int) (*DutyDay, error) {
-	db := s.db.WithContext(ctx)
+	db := s.reader(ctx)
 	d := &DutyDay{}
 	var hs []Holiday
 	if err := db.Where("date = ?", date).Limit(1).Find(&hs).Error; err != nil {
@@ -187,7 +187,7 @@ type Week map[int][]int64
 // DutyWeek returns the weekly roster.
 func (s *Store) DutyWeek(ctx context.Context) (Week, error) {
 	var slots []DutySlot
-	if err := s.db.WithContext(ctx).Order("weekday, recipient_id").Find(&slots).Error; err != nil {
+	if err := s.reader(ctx).Order("weekday, recipient_id").Find(&slots).Error; err != nil {
 		return nil, fmt.Errorf("models: duty week: %w", err)
 	}
 	w := Week{}
@@ -240,7 +240,7 @@ func (s *Store) RemoveDutySlot(ctx context.Context, weekday int, recipientID int
 // OverridesBetween lists overrides from one date to another, inclusive.
 func (s *Store) OverridesBetween(ctx context.Context, from, to string) ([]DutyOverride, error) {
 	var out []DutyOverride
-	if err := s.db.WithContext(ctx).Where("date >= ? AND date <= ?", from, to).Order("date, id").Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Where("date >= ? AND date <= ?", from, to).Order("date, id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: overrides: %w", err)
 	}
 	return out, nil
@@ -249,7 +249,7 @@ func (s *Store) OverridesBetween(ctx context.Context, from, to string) ([]DutyOv
 // HolidaysBetween lists holiday entries from one date to another, inclusive.
 func (s *Store) HolidaysBetween(ctx context.Context, from, to string) ([]Holiday, error) {
 	var out []Holiday
-	if err := s.db.WithContext(ctx).Where("date >= ? AND date <= ?", from, to).Order("date").Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Where("date >= ? AND date <= ?", from, to).Order("date").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: holidays: %w", err)
 	}
 	return out, nil

@@ -56,7 +56,7 @@ func (s *Store) BeginIdempotent(ctx context.Context, apiKeyID int64, key, reques
 			return nil, fmt.Errorf("models: begin idempotent request: %w", err)
 		}
 		var prev IdempotencyKey
-		err = s.db.WithContext(ctx).Where("api_key_id = ? AND idem_key = ?", apiKeyID, key).First(&prev).Error
+		err = s.reader(ctx).Where("api_key_id = ? AND idem_key = ?", apiKeyID, key).First(&prev).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			continue // aborted meanwhile; try again
 		}

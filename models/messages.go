@@ -158,7 +158,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 // BatchByID returns one batch.
 func (s *Store) BatchByID(ctx context.Context, id string) (*Batch, error) {
 	var b Batch
-	if err := s.db.WithContext(ctx).Where("id = ?", id).First(&b).Error; err != nil {
+	if err := s.reader(ctx).Where("id = ?", id).First(&b).Error; err != nil {
 		return nil, fmt.Errorf("models: batch %s: %w", id, notFound(err))
 	}
 	return &b, nil
@@ -167,7 +167,7 @@ func (s *Store) BatchByID(ctx context.Context, id string) (*Batch, error) {
 // MessageByID returns one message.
 func (s *Store) MessageByID(ctx context.Context, id string) (*Message, error) {
 	var m Message
-	if err := s.db.WithContext(ctx).Where("id = ?", id).First(&m).Error; err != nil {
+	if err := s.reader(ctx).Where("id = ?", id).First(&m).Error; err != nil {
 		return nil, fmt.Errorf("models: message %s: %w", id, notFound(err))
 	}
 	return &m, nil
@@ -183,7 +183,7 @@ type BatchMessage struct {
 // MessagesOfBatch lists a batch's messages with their recipients, at most limit of them.
 func (s *Store) MessagesOfBatch(ctx context.Context, batchID string, limit int) ([]BatchMessage, error) {
 	var out []BatchMessage
-	err := s.db.WithContext(ctx).Table("messages AS m").
+	err := s.reader(ctx).Table("messages AS m").
 		Select("m.*, r.name AS recipient_name, r.external_id AS recipient_external_id").
 		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").
 		Where("m.batch_id = ?", batchID).Order("r.name, m.id").Limit(limit).
@@ -200,7 +200,7 @@ func (s *Store) BatchStatusCounts(ctx context.Context, batchID string) (map[Stat
 		Status Status
 		N      int
 	}
-	err := s.db.WithContext(ctx).Model(&Message{}).Select("status, COUNT(*) AS n").
+	err := s.reader(ctx).Model(&Message{}).Select("status, COUNT(*) AS n").
 		Where("batch_id = ?", batchID).Group("status").Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: count batch %s: %w", batchID, err)
@@ -215,7 +215,7 @@ func (s *Store) BatchStatusCounts(ctx context.Context, batchID string) (map[Stat
 // RecentBatches lists the newest batches.
 func (s *Store) RecentBatches(ctx context.Context, limit int) ([]Batch, error) {
 	var out []Batch
-	if err := s.db.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: recent batches: %w", err)
 	}
 	return out, nil
@@ -436,7 +436,7 @@ func (s *Store) ClaimMany(ctx context.Context, ids []string, leaseUntil time.Tim
 		return nil, "", fmt.Errorf("models: claim messages: %w", err)
 	}
 	var rows []Message
-	if err := s.db.WithContext(ctx).Where("id IN ?", ids).Find(&rows).Error; err != nil {
+	if err := s.reader(ctx).Where("id IN ?", ids).Find(&rows).Error; err != nil {
 		return nil, "", fmt.Errorf("models: read claimed messages: %w", err)
 	}
 	out := make(map[string]*Message, len(rows))
@@ -477,7 +477,7 @@ type DueCursor struct {
 func (s *Store) DueMessages(ctx context.Context, dueBy time.Time, after DueCursor, limit int) ([]DueMessage, error) {
 	var out []DueMessage
 	dueBy, after.At = dueBy.UTC(), after.At.UTC() // SQLite compares times as text: every stored time is UTC
-	q := s.db.WithContext(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
+	q := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
 		Where("status IN ? AND next_attempt_at <= ?", []Status{StatusPending, StatusFailed}, dueBy)
 	if !after.At.IsZero() {
 		q = q.Where("(next_attempt_at > ? OR (next_attempt_at = ? AND id > ?))", after.At, after.At, after.ID)
@@ -501,7 +501,7 @@ func (s *Store) ReleaseExpiredLeases(ctx context.Context) (int64, error) {
 	for {
 		now := Now()
 		var ids []string
-		err := s.db.WithContext(ctx).Model(&Message{}).
+		err := s.reader(ctx).Model(&Message{}).
 			Where("status = ? AND lease_until < ?", StatusSending, now).
 			Order("id").Limit(releasePage).Pluck("id", &ids).Error
 		if err != nil {
@@ -573,7 +573,7 @@ func casResult(res *gorm.DB, op, id string) error {
 // MessageWithRecipient returns one message with its recipient's name and external id.
 func (s *Store) MessageWithRecipient(ctx context.Context, id string) (*BatchMessage, error) {
 	var out []BatchMessage
-	err := s.db.WithContext(ctx).Table("messages AS m").
+	err := s.reader(ctx).Table("messages AS m").
 		Select("m.*, r.name AS recipient_name, r.external_id AS recipient_external_id").
 		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").
 		Where("m.id = ?", id).Limit(1).Scan(&out).Error
@@ -590,7 +590,7 @@ func (s *Store) MessageWithRecipient(ctx context.Context, id string) (*BatchMess
 // nothing is due. Its age is how far delivery lags behind.
 func (s *Store) OldestDue(ctx context.Context) (*time.Time, error) {
 	var out []DueMessage
-	err := s.db.WithContext(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
+	err := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
 		Where("status IN ? AND next_attempt_at <= ?", []Status{StatusPending, StatusFailed}, Now()).
 		Order("next_attempt_at").Limit(1).Scan(&out).Error
 	if err != nil {

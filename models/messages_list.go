@@ -85,7 +85,7 @@ const messageListColumns = "m.id, m.batch_id, m.recipient_id, m.account_id, m.pl
 // recipients' names: at most limit of them, starting after the cursor (nil starts at the
 // newest). Paging is keyset on (created_at, id), never OFFSET, so every page costs the same.
 func (s *Store) ListMessages(ctx context.Context, f MessageFilter, after *MessageCursor, limit int) ([]BatchMessage, error) {
-	q := f.apply(s.db.WithContext(ctx).Table("messages AS m").Select(messageListColumns).
+	q := f.apply(s.reader(ctx).Table("messages AS m").Select(messageListColumns).
 		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id"))
 	if after != nil {
 		at := after.CreatedAt.UTC()
@@ -117,7 +117,7 @@ func (s *Store) CountStopped(ctx context.Context, f MessageFilter) (int64, error
 		return 0, nil
 	}
 	var n int64
-	if err := f.apply(s.db.WithContext(ctx).Table("messages AS m")).Count(&n).Error; err != nil {
+	if err := f.apply(s.reader(ctx).Table("messages AS m")).Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("models: count stopped messages: %w", err)
 	}
 	return n, nil
@@ -131,7 +131,7 @@ func (s *Store) StoppedMessages(ctx context.Context, f MessageFilter, after *Mes
 	if !ok {
 		return nil, nil
 	}
-	q := f.apply(s.db.WithContext(ctx).Table("messages AS m").Select("m.id, m.account_id, m.priority, m.status, m.created_at"))
+	q := f.apply(s.reader(ctx).Table("messages AS m").Select("m.id, m.account_id, m.priority, m.status, m.created_at"))
 	if after != nil {
 		at := after.CreatedAt.UTC()
 		q = q.Where("m.created_at >= ? AND (m.created_at > ? OR m.id > ?)", at, at, after.ID)

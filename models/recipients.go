@@ -70,7 +70,7 @@ func (s *Store) CreateRecipient(ctx context.Context, r *Recipient) error {
 // ActiveRecipients lists active recipients by name, at most limit of them.
 func (s *Store) ActiveRecipients(ctx context.Context, limit int) ([]Recipient, error) {
 	var out []Recipient
-	err := s.db.WithContext(ctx).Where("active = ?", true).Order("name, id").Limit(limit).Find(&out).Error
+	err := s.reader(ctx).Where("active = ?", true).Order("name, id").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: list recipients: %w", err)
 	}
@@ -83,7 +83,7 @@ func (s *Store) RecipientsByIDs(ctx context.Context, ids []int64) ([]Recipient, 
 	if len(ids) == 0 {
 		return out, nil
 	}
-	if err := s.db.WithContext(ctx).Where("id IN ?", ids).Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Where("id IN ?", ids).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: recipients by id: %w", err)
 	}
 	return out, nil
@@ -95,7 +95,7 @@ func (s *Store) RecipientsByExternalIDs(ctx context.Context, ids []string) ([]Re
 	if len(ids) == 0 {
 		return out, nil
 	}
-	if err := s.db.WithContext(ctx).Where("external_id IN ?", ids).Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Where("external_id IN ?", ids).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: recipients by external id: %w", err)
 	}
 	return out, nil
@@ -104,7 +104,7 @@ func (s *Store) RecipientsByExternalIDs(ctx context.Context, ids []string) ([]Re
 // CountRecipients reports how many recipients exist.
 func (s *Store) CountRecipients(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.db.WithContext(ctx).Model(&Recipient{}).Count(&n).Error; err != nil {
+	if err := s.reader(ctx).Model(&Recipient{}).Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("models: count recipients: %w", err)
 	}
 	return n, nil
@@ -154,7 +154,7 @@ type RecipientFilter struct {
 
 // ListRecipients lists recipients by external id, filtered, one page at a time.
 func (s *Store) ListRecipients(ctx context.Context, f RecipientFilter) ([]Recipient, error) {
-	q := s.db.WithContext(ctx).Model(&Recipient{})
+	q := s.reader(ctx).Model(&Recipient{})
 	if f.Query != "" {
 		like := "%" + escapeLike(f.Query) + "%"
 		q = q.Where("(name LIKE ? OR external_id LIKE ? OR branch LIKE ? OR department LIKE ?)", like, like, like, like)

@@ -8,7 +8,7 @@ import (
 // RecipientByExternalID returns one recipient by the id business systems use.
 func (s *Store) RecipientByExternalID(ctx context.Context, externalID string) (*Recipient, error) {
 	var r Recipient
-	if err := s.db.WithContext(ctx).Where("external_id = ?", externalID).First(&r).Error; err != nil {
+	if err := s.reader(ctx).Where("external_id = ?", externalID).First(&r).Error; err != nil {
 		return nil, fmt.Errorf("models: recipient %s: %w", externalID, notFound(err))
 	}
 	return &r, nil
@@ -45,7 +45,7 @@ func (s *Store) SetRecipientActive(ctx context.Context, externalID string, activ
 // Branches lists the distinct branch names recipients have, for filters.
 func (s *Store) Branches(ctx context.Context) ([]string, error) {
 	var out []string
-	err := s.db.WithContext(ctx).Model(&Recipient{}).Where("branch <> ''").Distinct("branch").Order("branch").Pluck("branch", &out).Error
+	err := s.reader(ctx).Model(&Recipient{}).Where("branch <> ''").Distinct("branch").Order("branch").Pluck("branch", &out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: list branches: %w", err)
 	}
@@ -56,7 +56,7 @@ func (s *Store) Branches(ctx context.Context) ([]string, error) {
 // departments on the compose form.
 func (s *Store) Departments(ctx context.Context) ([]string, error) {
 	var out []string
-	err := s.db.WithContext(ctx).Model(&Recipient{}).Where("active = ? AND department <> ''", true).
+	err := s.reader(ctx).Model(&Recipient{}).Where("active = ? AND department <> ''", true).
 		Distinct("department").Order("department").Pluck("department", &out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: list departments: %w", err)
@@ -71,7 +71,7 @@ func (s *Store) ActiveRecipientIDsInDepartments(ctx context.Context, departments
 	if len(departments) == 0 {
 		return out, nil
 	}
-	err := s.db.WithContext(ctx).Model(&Recipient{}).Where("active = ? AND department IN ?", true, departments).
+	err := s.reader(ctx).Model(&Recipient{}).Where("active = ? AND department IN ?", true, departments).
 		Order("id").Pluck("id", &out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: recipients of departments: %w", err)
@@ -83,7 +83,7 @@ func (s *Store) ActiveRecipientIDsInDepartments(ctx context.Context, departments
 // the people a duty roster can hold.
 func (s *Store) HeadOfficeStaff(ctx context.Context, limit int) ([]Recipient, error) {
 	var out []Recipient
-	err := s.db.WithContext(ctx).Where("org_type = ? AND active = ?", HeadOffice, true).
+	err := s.reader(ctx).Where("org_type = ? AND active = ?", HeadOffice, true).
 		Order("name, id").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: head-office staff: %w", err)

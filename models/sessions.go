@@ -64,7 +64,7 @@ func (s *Store) SessionUser(ctx context.Context, token string) (*Session, *User,
 	}
 	var sess Session
 	now := Now()
-	err := s.db.WithContext(ctx).Where("id = ? AND expires_at > ?", hashToken(token), now).First(&sess).Error
+	err := s.reader(ctx).Where("id = ? AND expires_at > ?", hashToken(token), now).First(&sess).Error
 	if err != nil {
 		return nil, nil, notFound(err)
 	}
@@ -114,12 +114,12 @@ func (s *Store) RecordLoginFailure(ctx context.Context, username, ip string) err
 
 // LoginFailuresSince counts failures since a time for a username and for an address.
 func (s *Store) LoginFailuresSince(ctx context.Context, username, ip string, since time.Time) (byUser, byIP int64, err error) {
-	db := s.db.WithContext(ctx).Model(&LoginFailure{})
+	db := s.reader(ctx).Model(&LoginFailure{})
 	since = since.UTC() // SQLite compares times as text: every stored time is UTC
 	if err = db.Where("username = ? AND at > ?", truncate(username, 64), since).Count(&byUser).Error; err != nil {
 		return 0, 0, fmt.Errorf("models: count login failures: %w", err)
 	}
-	db = s.db.WithContext(ctx).Model(&LoginFailure{})
+	db = s.reader(ctx).Model(&LoginFailure{})
 	if err = db.Where("ip = ? AND at > ?", ip, since).Count(&byIP).Error; err != nil {
 		return 0, 0, fmt.Errorf("models: count login failures: %w", err)
 	}

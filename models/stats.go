@@ -152,7 +152,7 @@ func (s *Store) addStats(ctx context.Context, rows []MessageStat) error {
 // StatsSince sums message_stats per minute (all accounts) from a time on.
 func (s *Store) StatsSince(ctx context.Context, since time.Time) ([]MessageStat, error) {
 	var out []MessageStat
-	err := s.db.WithContext(ctx).Model(&MessageStat{}).
+	err := s.reader(ctx).Model(&MessageStat{}).
 		Select("minute, SUM(created) AS created, SUM(sent) AS sent, SUM(failed) AS failed, SUM(stopped) AS stopped, SUM(cancelled) AS cancelled").
 		Where("minute >= ?", since.UTC()).Group("minute").Order("minute").Scan(&out).Error
 	if err != nil {
@@ -164,7 +164,7 @@ func (s *Store) StatsSince(ctx context.Context, since time.Time) ([]MessageStat,
 // CountSending counts messages being delivered right now.
 func (s *Store) CountSending(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.db.WithContext(ctx).Model(&Message{}).Where("status = ?", StatusSending).Count(&n).Error
+	err := s.reader(ctx).Model(&Message{}).Where("status = ?", StatusSending).Count(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("models: count sending: %w", err)
 	}
@@ -183,7 +183,7 @@ type RecentFailure struct {
 // RecentFailures lists the latest failed attempts.
 func (s *Store) RecentFailures(ctx context.Context, limit int) ([]RecentFailure, error) {
 	var out []RecentFailure
-	err := s.db.WithContext(ctx).Model(&Attempt{}).
+	err := s.reader(ctx).Model(&Attempt{}).
 		Select("message_id, started_at, error_class, provider_code, error").
 		Where("outcome = ?", "failed").Order("id DESC").Limit(limit).Scan(&out).Error
 	if err != nil {

@@ -32,7 +32,12 @@ var (
 
 // Store is Herald's data access: one per process, safe for concurrent use.
 type Store struct {
-	db      *gorm.DB
+	// db writes, and runs every transaction.
+	db *gorm.DB
+	// read runs reads outside transactions. On SQLite it is a pool of read-only
+	// connections beside the one writer: WAL lets them read while the writer writes, so a
+	// dashboard or a lookup never queues behind a transaction. On MySQL it is db.
+	read    *gorm.DB
 	dialect migrations.Dialect
 	sealer  *sealer
 }
@@ -57,15 +62,27 @@ func Open(opts Options) (*Store, error) {
 		// Each write is a single statement or an explicit transaction; GORM's implicit
 		// transaction around every write costs two extra round trips.
 		SkipDefaultTransaction: true,
-		PrepareStmt:            true,
-		NowFunc:                Now,
-		Logger:                 logger.Discard,
+		// No PrepareStmt: GORM's statement cache (v1.31) prepares a new statement on a
+		// connection of its own while other goroutines wait, under one lock for every
+		// statement, for it to finish; when a transaction holds the connection that
+		// prepare needs and then runs any new statement itself, nothing moves again
+		// (gorm#7350, #7465). MySQL interpolates parameters instead (one round trip a
+		// statement, as a cached statement takes); SQLite parses in-process.
+		NowFunc: Now,
+		Logger:  logger.Discard,
 	}
 	s := &Store{sealer: newSealer(opts.SecretKey)}
 	var err error
 	if opts.MySQLDSN != "" {
 		s.dialect = migrations.MySQL
-		s.db, err = gorm.Open(mysql.Open(opts.MySQLDSN), gcfg)
+		dsn, err := mysqldriver.ParseDSN(opts.MySQLDSN)
+		if err != nil {
+			return nil, fmt.Errorf("models: parse mysql dsn: %w", err)
+		}
+		// Parameters are sent inline, escaped by the driver for the connection's
+		// character set (utf8mb4), instead of a prepare, execute and close per statement.
+		dsn.InterpolateParams = true
+		s.db, err = gorm.Open(mysql.Open(dsn.FormatDSN()), gcfg)
 		if err != nil {
 			return nil, fmt.Errorf("models: open mysql: %w", err)
 		}
@@ -77,6 +94,7 @@ func Open(opts Options) (*Store, error) {
 		sqlDB.SetMaxOpenConns(n)
 		sqlDB.SetMaxIdleConns(n)
 		sqlDB.SetConnMaxLifetime(5 * time.Minute)
+		s.read = s.db
 		return s, nil
 	}
 	s.dialect = migrations.SQLite
@@ -84,15 +102,36 @@ func Open(opts Options) (*Store, error) {
 		return nil, fmt.Errorf("models: create data dir: %w", err)
 	}
 	path := filepath.Join(opts.DataDir, SQLiteFile)
-	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)"
-	s.db, err = gorm.Open(sqlite.Open(dsn), gcfg)
+	// One writer connection: SQLite has one writer at a time, and a single connection
+	// turns lock contention into an orderly queue with no SQLITE_BUSY between writers.
+	if s.db, err = openSQLite(path, gcfg, 1, "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)"); err != nil {
+		return nil, err
+	}
+	if s.read, err = openSQLite(path, gcfg, sqliteReaders, "query_only(1)"); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// sqliteReaders is the size of SQLite's read pool.
+const sqliteReaders = 4
+
+// openSQLite opens a pool of at most conns connections to the SQLite file at path, each
+// set up with the given pragmas.
+func openSQLite(path string, gcfg *gorm.Config, conns int, pragmas ...string) (*gorm.DB, error) {
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)"
+	for _, p := range pragmas {
+		dsn += "&_pragma=" + p
+	}
+	db, err := gorm.Open(sqlite.Open(dsn), gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("models: open sqlite %s: %w", path, err)
 	}
-	sqlDB, _ := s.db.DB()
-	// SQLite has one writer; one connection turns lock contention into an orderly queue.
-	sqlDB.SetMaxOpenConns(1)
-	return s, nil
+	sqlDB, _ := db.DB()
+	sqlDB.SetMaxOpenConns(conns)
+	sqlDB.SetMaxIdleConns(conns)
+	return db, nil
 }
 
 // Now is the store's clock: UTC, at the microsecond precision MySQL keeps.
@@ -120,8 +159,17 @@ func (s *Store) Migrate(ctx context.Context) (fresh bool, err error) {
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.SQL().PingContext(ctx) }
 
-// Close releases the connection pool.
-func (s *Store) Close() error { return s.SQL().Close() }
+// Close releases the connection pools.
+func (s *Store) Close() error {
+	if s.read != nil && s.read != s.db {
+		readDB, _ := s.read.DB()
+		readDB.Close()
+	}
+	return s.SQL().Close()
+}
+
+// reader is where a read outside a transaction runs.
+func (s *Store) reader(ctx context.Context) *gorm.DB { return s.read.WithContext(ctx) }
 
 // tx runs fn in one transaction.
 func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {

@@ -67,7 +67,7 @@ func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
 // TemplateByName returns one template.
 func (s *Store) TemplateByName(ctx context.Context, name string) (*Template, error) {
 	var t Template
-	if err := s.db.WithContext(ctx).Where("name = ?", name).First(&t).Error; err != nil {
+	if err := s.reader(ctx).Where("name = ?", name).First(&t).Error; err != nil {
 		return nil, fmt.Errorf("models: template %s: %w", name, notFound(err))
 	}
 	return &t, nil
@@ -76,7 +76,7 @@ func (s *Store) TemplateByName(ctx context.Context, name string) (*Template, err
 // Templates lists every template by name.
 func (s *Store) Templates(ctx context.Context) ([]Template, error) {
 	var out []Template
-	if err := s.db.WithContext(ctx).Order("name").Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list templates: %w", err)
 	}
 	return out, nil

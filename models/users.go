@@ -110,7 +110,7 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, role 
 // CountUsers reports how many console users exist.
 func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.db.WithContext(ctx).Model(&User{}).Count(&n).Error
+	err := s.reader(ctx).Model(&User{}).Count(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("models: count users: %w", err)
 	}
@@ -120,7 +120,7 @@ func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 // UserByID returns one user.
 func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
 	var u User
-	if err := s.db.WithContext(ctx).First(&u, id).Error; err != nil {
+	if err := s.reader(ctx).First(&u, id).Error; err != nil {
 		return nil, fmt.Errorf("models: user %d: %w", id, notFound(err))
 	}
 	return &u, nil
@@ -137,7 +137,7 @@ var ErrBadCredentials = errors.New("wrong username or password")
 func (s *Store) Authenticate(ctx context.Context, username, password string) (*User, error) {
 	username = NormalizeUsername(username)
 	var u User
-	err := s.db.WithContext(ctx).Where("username = ?", username).First(&u).Error
+	err := s.reader(ctx).Where("username = ?", username).First(&u).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
 		return nil, ErrBadCredentials

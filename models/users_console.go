@@ -11,7 +11,7 @@ import (
 // Users lists every console user by username.
 func (s *Store) Users(ctx context.Context) ([]User, error) {
 	var out []User
-	if err := s.db.WithContext(ctx).Order("username").Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Order("username").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list users: %w", err)
 	}
 	return out, nil
@@ -84,7 +84,7 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password string) er
 // SessionCount reports how many live sessions a user has.
 func (s *Store) SessionCount(ctx context.Context, userID int64) (int64, error) {
 	var n int64
-	err := s.db.WithContext(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, Now()).Count(&n).Error
+	err := s.reader(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, Now()).Count(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("models: count sessions of user %d: %w", userID, err)
 	}
