@@ -67,6 +67,7 @@ type app struct {
 	redOpt asynq.RedisConnOpt
 	rdb    *redis.Client // for the rate limiter
 	enq    *tasks.Enqueuer
+	insp   *asynq.Inspector // the process's one view of Asynq's queues
 	reg    *prometheus.Registry
 	stats  *models.Stats
 	sim    *simulator.Simulator
@@ -113,6 +114,7 @@ func start(ctx context.Context, cfg *config.Config, role string, log *slog.Logge
 	ropt.PoolSize = max(ropt.PoolSize, cfg.WorkerConcurrency+10)
 	a.rdb = redis.NewClient(ropt)
 	a.enq = tasks.NewEnqueuer(a.redOpt)
+	a.insp = asynq.NewInspector(a.redOpt)
 	a.stats = store.NewStats()
 	a.reg = prometheus.NewRegistry()
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -209,7 +211,11 @@ func (a *app) run(ctx context.Context) error {
 		if err := srv.Start(mux); err != nil {
 			return fmt.Errorf("serve: start worker: %w", err)
 		}
-		g.Go(func() error { <-ctx.Done(); srv.Shutdown(); return nil })
+		// Leases are renewed until the worker has finished its tasks, not just until
+		// the stop signal.
+		beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+		go send.KeepLeases(beat)
+		g.Go(func() error { <-ctx.Done(); srv.Shutdown(); stopBeat(); return nil })
 	}
 	if runScheduler {
 		sch, err := tasks.NewScheduler(a.redOpt, a.log)
@@ -226,9 +232,7 @@ func (a *app) run(ctx context.Context) error {
 	}
 	// Every role serves HTTP on HERALD_ADDR: the console and API with the web role, and
 	// /healthz, /readyz and /metrics only otherwise.
-	inspector := asynq.NewInspector(a.redOpt)
-	defer inspector.Close()
-	h := &handlers.Handlers{Store: a.store, Log: a.log, Stats: a.stats, Inspector: inspector,
+	h := &handlers.Handlers{Store: a.store, Log: a.log, Stats: a.stats, Inspector: a.insp,
 		Dispatch: &dispatch.Dispatcher{Store: a.store, Enqueuer: a.enq, Log: a.log, Location: a.cfg.Location, Stats: a.stats,
 			Accounts: a.store.NewAccountCache(5 * time.Second)},
 		PingRedis: func(context.Context) error { return a.enq.Ping() },
@@ -278,10 +282,13 @@ func (a *app) run(ctx context.Context) error {
 
 // sweeper returns the sweeper of this process.
 func (a *app) sweeper() *tasks.Sweeper {
-	return &tasks.Sweeper{Store: a.store, Enqueuer: a.enq, Log: a.log, Grace: a.sweepGrace}
+	return &tasks.Sweeper{Store: a.store, Enqueuer: a.enq, Inspector: a.insp, Log: a.log, Grace: a.sweepGrace}
 }
 
 func (a *app) close() {
+	if a.insp != nil {
+		a.insp.Close()
+	}
 	if a.enq != nil {
 		a.enq.Close()
 	}

@@ -489,39 +489,103 @@ func (s *Store) DueMessages(ctx context.Context, dueBy time.Time, after DueCurso
 	return out, nil
 }
 
-// ReleaseExpiredLeases returns sending messages whose lease ran out (their worker died)
-// to failed, due now, and reports how many.
+// Released is a message whose claim expired, returned to failed by ReleaseExpiredLeases.
+type Released struct {
+	ID       string
+	Priority string
+	// ExpiredToken is the token of the claim that expired: a new task for the message
+	// needs an id of its own, because the dead worker's task may still be held in Redis.
+	ExpiredToken string
+}
+
+// AttemptUnknown is the outcome of an attempt whose worker stopped answering before it
+// recorded a result: the platform may or may not have received the message.
+const AttemptUnknown = "unknown"
+
+// expiredClaim is what ReleaseExpiredLeases reads of a claim before releasing it.
+type expiredClaim struct {
+	ID         string
+	Priority   string
+	ClaimToken string
+	Attempts   int
+	UpdatedAt  time.Time // when the claim was taken
+}
+
+// ReleaseExpiredLeases returns sending messages whose lease ran out (their worker died
+// or lost the database for longer than a lease) to failed, due now. Each one's attempt
+// is recorded with outcome unknown and counts as an attempt: the worker may have called
+// the platform before it died. It returns the messages it released.
 //
-// It finds them with a plain read and then updates them by primary key, with the same
-// condition repeated as the compare-and-set: an UPDATE that scanned the status index
-// would lock index ranges that workers claiming and finishing messages also lock, and
-// deadlock with them.
-func (s *Store) ReleaseExpiredLeases(ctx context.Context) (int64, error) {
-	var released int64
+// It finds them with a plain read and then updates each by primary key, with the claim
+// repeated as the compare-and-set: an UPDATE that scanned the status index would lock
+// index ranges that workers claiming and finishing messages also lock, and deadlock with
+// them; and a worker that renewed its lease meanwhile keeps its message.
+func (s *Store) ReleaseExpiredLeases(ctx context.Context) ([]Released, error) {
+	var released []Released
 	for {
 		now := Now()
-		var ids []string
-		err := s.reader(ctx).Model(&Message{}).
+		var claims []expiredClaim
+		err := s.reader(ctx).Model(&Message{}).Select("id, priority, claim_token, attempts, updated_at").
 			Where("status = ? AND lease_until < ?", StatusSending, now).
-			Order("id").Limit(releasePage).Pluck("id", &ids).Error
+			Order("id").Limit(releasePage).Scan(&claims).Error
 		if err != nil {
 			return released, fmt.Errorf("models: release expired leases: %w", err)
 		}
-		if len(ids) == 0 {
+		if len(claims) == 0 {
 			return released, nil
 		}
-		res := s.db.WithContext(ctx).Model(&Message{}).
-			Where("id IN ? AND status = ? AND lease_until < ?", ids, StatusSending, now).
-			Updates(map[string]any{"status": StatusFailed, "lease_until": nil, "next_attempt_at": now,
-				"error_class": "transient", "last_error": "worker lease expired", "updated_at": now})
-		if res.Error != nil {
-			return released, fmt.Errorf("models: release expired leases: %w", res.Error)
+		err = s.tx(ctx, func(tx *gorm.DB) error {
+			var attempts []Attempt
+			for _, c := range claims {
+				res := tx.Model(&Message{}).
+					Where("id = ? AND status = ? AND claim_token = ? AND lease_until < ?", c.ID, StatusSending, c.ClaimToken, now).
+					Updates(map[string]any{"status": StatusFailed, "lease_until": nil, "next_attempt_at": now,
+						"attempts": gorm.Expr("attempts + 1"), "error_class": "transient",
+						"last_error": leaseExpiredError, "updated_at": now})
+				if res.Error != nil {
+					return fmt.Errorf("models: release expired lease of %s: %w", c.ID, res.Error)
+				}
+				if res.RowsAffected == 0 {
+					continue // renewed or finished meanwhile
+				}
+				released = append(released, Released{ID: c.ID, Priority: c.Priority, ExpiredToken: c.ClaimToken})
+				attempts = append(attempts, Attempt{MessageID: c.ID, N: c.Attempts + 1, StartedAt: c.UpdatedAt.UTC(),
+					DurationMs: int(now.Sub(c.UpdatedAt).Milliseconds()), Outcome: AttemptUnknown,
+					ErrorClass: "transient", Error: leaseExpiredError})
+			}
+			if len(attempts) > 0 {
+				if err := tx.CreateInBatches(attempts, insertChunk).Error; err != nil {
+					return fmt.Errorf("models: record unknown attempts: %w", err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return released, err
 		}
-		released += res.RowsAffected
-		if len(ids) < releasePage {
+		if len(claims) < releasePage {
 			return released, nil
 		}
 	}
+}
+
+// leaseExpiredError explains an unknown attempt to the operator.
+const leaseExpiredError = "the worker stopped answering during the attempt (its lease expired); the platform may have received the message"
+
+// RenewLeases extends the leases of claims a live worker still holds: one UPDATE by
+// primary key for all of them, fenced by the claims' tokens so a claim that expired and
+// was taken over stays with its new holder. It reports how many leases it renewed.
+func (s *Store) RenewLeases(ctx context.Context, ids, tokens []string, leaseUntil time.Time) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	res := s.db.WithContext(ctx).Model(&Message{}).
+		Where("id IN ? AND status = ? AND claim_token IN ?", ids, StatusSending, tokens).
+		Updates(map[string]any{"lease_until": leaseUntil.UTC()})
+	if res.Error != nil {
+		return 0, fmt.Errorf("models: renew leases: %w", res.Error)
+	}
+	return res.RowsAffected, nil
 }
 
 // releasePage is how many expired claims one statement releases.

@@ -416,22 +416,35 @@ func TestReleaseExpiredLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	claimed, err := f.store.MessageByID(ctx, expired.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	before := models.Now()
-	n, err := f.store.ReleaseExpiredLeases(ctx)
+	released, err := f.store.ReleaseExpiredLeases(ctx)
 	after := models.Now()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n != 1 {
-		t.Errorf("ReleaseExpiredLeases released %d messages, want 1", n)
+	want := []models.Released{{ID: expired.ID, Priority: expired.Priority, ExpiredToken: claimed.ClaimToken}}
+	if diff := gocmp.Diff(want, released); diff != "" {
+		t.Errorf("ReleaseExpiredLeases (-want +got):\n%s", diff)
+	}
+	attempts, err := f.store.AttemptsOf(ctx, expired.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(attempts) != 1 || attempts[0].Outcome != models.AttemptUnknown || attempts[0].N != 1 {
+		t.Errorf("attempts of the released message: %+v, want one with outcome unknown", attempts)
 	}
 
 	got, err := f.store.MessageByID(ctx, expired.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != models.StatusFailed || got.LeaseUntil != nil {
-		t.Errorf("expired lease: status %s lease %v, want failed with no lease", got.Status, got.LeaseUntil)
+	if got.Status != models.StatusFailed || got.LeaseUntil != nil || got.Attempts != 1 {
+		t.Errorf("expired lease: status %s lease %v attempts %d, want failed with no lease, one attempt used",
+			got.Status, got.LeaseUntil, got.Attempts)
 	}
 	if got.NextAttemptAt == nil || got.NextAttemptAt.Before(before) || got.NextAttemptAt.After(after) {
 		t.Errorf("expired lease: next_attempt_at %v, want between %v and %v", got.NextAttemptAt, before, after)
@@ -453,6 +466,46 @@ func TestReleaseExpiredLeases(t *testing.T) {
 	}
 	if got.Status != models.StatusPending {
 		t.Errorf("pending message became %s", got.Status)
+	}
+}
+
+func TestRenewLeasesKeepsLiveClaims(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	held := f.message("", models.StatusPending, models.Now())
+	takenOver := f.message("", models.StatusPending, models.Now())
+	f.createMessages(t, held, takenOver)
+	past := models.Now().Add(-time.Second)
+	found, token, err := f.store.ClaimMany(ctx, []string{held.ID, takenOver.ID}, past)
+	if err != nil || !found[held.ID].Claimed(token) || !found[takenOver.ID].Claimed(token) {
+		t.Fatalf("claim: %v", err)
+	}
+	// Another worker takes over the second claim after its lease ran out.
+	if _, err := f.store.ClaimForSending(ctx, takenOver.ID, models.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	until := models.Now().Add(10 * time.Second)
+	n, err := f.store.RenewLeases(ctx, []string{held.ID, takenOver.ID}, []string{token}, until)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 1 {
+		t.Errorf("RenewLeases renewed %d leases, want 1 (the claim taken over is not ours)", n)
+	}
+	released, err := f.store.ReleaseExpiredLeases(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(released) != 0 {
+		t.Errorf("a renewed claim was released: %+v", released)
+	}
+	got, err := f.store.MessageByID(ctx, held.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.LeaseUntil == nil || !got.LeaseUntil.Equal(until.UTC()) {
+		t.Errorf("renewed lease %v, want %v", got.LeaseUntil, until)
 	}
 }
 

@@ -15,6 +15,10 @@ type Job struct {
 	MessageID string
 	Priority  string
 	ProcessAt time.Time
+	// Replaces is set when the sweeper re-enqueues a message whose worker died: the
+	// token of its expired claim, or the id of the orphaned task. It gives the new task
+	// an id of its own (SendTaskID), since the dead worker's task may still be in Redis.
+	Replaces string
 }
 
 // Enqueuer hands messages to Asynq after their rows are committed.
@@ -35,7 +39,7 @@ func (e *Enqueuer) Close() error { return e.client.Close() }
 const enqueueWorkers = 8
 
 // Enqueue hands jobs to Asynq. A job whose task already exists is fine (the sweeper and
-// intake may race): the task id is the message id. It returns how many were enqueued and
+// intake may race): they use the same task id (SendTaskID). It returns how many were enqueued and
 // the first error; jobs that failed stay pending in MySQL for the sweeper.
 func (e *Enqueuer) Enqueue(ctx context.Context, jobs []Job) (int, error) {
 	if len(jobs) == 1 {
@@ -72,7 +76,7 @@ func (e *Enqueuer) Enqueue(ctx context.Context, jobs []Job) (int, error) {
 }
 
 func (e *Enqueuer) enqueueOne(ctx context.Context, j Job) (int, error) {
-	_, err := e.client.EnqueueContext(ctx, NewSendMessageTask(j.MessageID, j.Priority, j.ProcessAt))
+	_, err := e.client.EnqueueContext(ctx, NewSendMessageTask(j))
 	switch {
 	case err == nil:
 		return 1, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -22,7 +23,8 @@ type Sender struct {
 	Log      *slog.Logger
 	// CallTimeout bounds one provider call.
 	CallTimeout time.Duration
-	// Lease is how long a claim holds before the sweeper may assume the worker died.
+	// Lease is how long a claim holds without a heartbeat before the sweeper may assume
+	// the worker died. KeepLeases renews the leases of held claims every Lease/3.
 	Lease time.Duration
 	// Limiter enforces account limits; nil sends unlimited.
 	Limiter *Limiter
@@ -34,6 +36,44 @@ type Sender struct {
 	accounts *models.AccountCache
 	claims   *batcher[string, claimResult]
 	finishes *batcher[models.Finish, error]
+	held     heldClaims
+}
+
+// heldClaims are the claims this worker holds, message id → claim token, for the
+// heartbeat.
+type heldClaims struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func (h *heldClaims) add(id, token string) {
+	h.mu.Lock()
+	if h.m == nil {
+		h.m = map[string]string{}
+	}
+	h.m[id] = token
+	h.mu.Unlock()
+}
+
+func (h *heldClaims) drop(id string) {
+	h.mu.Lock()
+	delete(h.m, id)
+	h.mu.Unlock()
+}
+
+// snapshot returns the held message ids and their distinct claim tokens.
+func (h *heldClaims) snapshot() (ids, tokens []string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := map[string]bool{}
+	for id, token := range h.m {
+		ids = append(ids, id)
+		if !seen[token] {
+			seen[token] = true
+			tokens = append(tokens, token)
+		}
+	}
+	return ids, tokens
 }
 
 type claimResult struct {
@@ -47,11 +87,15 @@ const (
 	batchMax     = 64
 )
 
-// NewSender returns a send handler with the default policy. The claim's lease outlasts
-// the call timeout with room for the database writes around it.
+// DefaultLease is how long a claim outlives its worker's last heartbeat. It does not
+// depend on the call timeout: a live worker renews its leases however long a call takes.
+const DefaultLease = 10 * time.Second
+
+// NewSender returns a send handler with the default policy and lease. Run KeepLeases
+// beside it for as long as it handles tasks.
 func NewSender(store *models.Store, reg *channels.Registry, log *slog.Logger, callTimeout time.Duration) *Sender {
 	s := &Sender{Store: store, Channels: reg, Policy: DefaultPolicy, Log: log,
-		CallTimeout: callTimeout, Lease: 2*callTimeout + 5*time.Second, accounts: store.NewAccountCache(5 * time.Second)}
+		CallTimeout: callTimeout, Lease: DefaultLease, accounts: store.NewAccountCache(5 * time.Second)}
 	s.claims = newBatcher(batchRunners, batchMax, s.claimBatch)
 	s.finishes = newBatcher(batchRunners, batchMax, store.FinishAttempts)
 	return s
@@ -62,6 +106,9 @@ func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 	out := make([]claimResult, len(ids))
 	lease := models.Now().Add(s.Lease)
 	found, token, err := s.Store.ClaimMany(ctx, ids, lease)
+	// Two tasks of one message (a dead worker's and its replacement) can meet in a
+	// batch: only the first holds the claim.
+	given := make(map[string]bool, len(ids))
 	for i, id := range ids {
 		m := found[id]
 		switch {
@@ -69,13 +116,41 @@ func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 			out[i].err = err
 		case m == nil:
 			out[i].err = models.ErrNotFound
-		case !m.Claimed(token):
+		case !m.Claimed(token) || given[id]:
 			out[i] = claimResult{m: m, err: models.ErrStateChanged}
 		default:
 			out[i].m = m
+			given[id] = true
+			s.held.add(id, token)
 		}
 	}
 	return out
+}
+
+// KeepLeases renews the leases of every claim this worker holds, every Lease/3, with one
+// UPDATE for all of them, until ctx ends. A worker that dies stops renewing, and the
+// sweeper's recovery finds its claims within a lease and a few seconds. Stop it only
+// after the worker has finished its tasks.
+func (s *Sender) KeepLeases(ctx context.Context) {
+	t := time.NewTicker(s.Lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ids, tokens := s.held.snapshot()
+		if len(ids) == 0 {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, s.Lease/3)
+		_, err := s.Store.RenewLeases(rctx, ids, tokens, models.Now().Add(s.Lease))
+		cancel()
+		if err != nil {
+			s.Log.Warn("renew claim leases", "claims", len(ids), "error", err)
+		}
+	}
 }
 
 // ProcessTask implements asynq.Handler for TypeSendMessage.
@@ -95,6 +170,8 @@ func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	if err != nil {
 		return err
 	}
+	// However the task ends (a panic too), this worker stops renewing the claim.
+	defer s.held.drop(m.ID)
 	acct, err := s.accounts.ByID(ctx, m.AccountID)
 	if err != nil {
 		return s.finish(m, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0))

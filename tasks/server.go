@@ -35,14 +35,20 @@ func NewWorker(redis asynq.RedisConnOpt, opts WorkerOptions, send *Sender, sweep
 	mux := asynq.NewServeMux()
 	mux.Handle(TypeSendMessage, send)
 	mux.Handle(TypeSweep, sweep)
+	mux.Handle(TypeRecover, sweep)
 	return srv, mux
 }
 
-// SweepEvery is how often the sweeper runs.
-const SweepEvery = time.Minute
+// How often the sweeper runs: the full sweep (Redis lost a task, housekeeping) once a
+// minute, the recovery of dead workers' claims every few seconds. Recovery is cheap: one
+// indexed read of the few sending rows whose lease ran out.
+const (
+	SweepEvery   = time.Minute
+	RecoverEvery = 3 * time.Second
+)
 
-// NewScheduler returns the scheduler that enqueues the sweeper once a minute. Several
-// scheduler processes may run: the sweep task is unique per interval, so one runs.
+// NewScheduler returns the scheduler that enqueues the sweeper and the recovery task.
+// Several scheduler processes may run: each task is unique per interval, so one runs.
 func NewScheduler(redis asynq.RedisConnOpt, log *slog.Logger) (*asynq.Scheduler, error) {
 	s := asynq.NewScheduler(redis, &asynq.SchedulerOpts{
 		Logger:   asynqLogger{log.With("component", "asynq-scheduler")},
@@ -51,6 +57,9 @@ func NewScheduler(redis asynq.RedisConnOpt, log *slog.Logger) (*asynq.Scheduler,
 	})
 	if _, err := s.Register("@every 1m", NewSweepTask(), asynq.Unique(SweepEvery-5*time.Second)); err != nil {
 		return nil, fmt.Errorf("tasks: register sweeper: %w", err)
+	}
+	if _, err := s.Register(fmt.Sprintf("@every %s", RecoverEvery), NewRecoverTask(), asynq.Unique(RecoverEvery-time.Second)); err != nil {
+		return nil, fmt.Errorf("tasks: register recovery: %w", err)
 	}
 	return s, nil
 }

@@ -2,6 +2,8 @@ package tasks
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -16,6 +18,11 @@ type Sweeper struct {
 	Store    *models.Store
 	Enqueuer *Enqueuer
 	Log      *slog.Logger
+	// Inspector, when set, lets Recover find send tasks that a dead worker took from the
+	// queue but had not claimed yet (their messages are still pending, so no lease of
+	// Herald's expires): Asynq marks them orphaned when its own 30 s lease runs out, and
+	// its recoverer would retry them up to a minute and a half after that.
+	Inspector *asynq.Inspector
 	// Grace is how long past due a message must be before the sweeper looks at it, so it
 	// does not race a task that is about to run anyway.
 	Grace time.Duration
@@ -24,23 +31,84 @@ type Sweeper struct {
 // sweepPage is how many due messages one query returns.
 const sweepPage = 2000
 
-// ProcessTask implements asynq.Handler for TypeSweep.
-func (s *Sweeper) ProcessTask(ctx context.Context, _ *asynq.Task) error {
-	_, err := s.Sweep(ctx)
+// ProcessTask implements asynq.Handler for TypeSweep and TypeRecover.
+func (s *Sweeper) ProcessTask(ctx context.Context, t *asynq.Task) error {
+	var err error
+	if t.Type() == TypeRecover {
+		_, err = s.Recover(ctx)
+	} else {
+		_, err = s.Sweep(ctx)
+	}
 	return err
 }
 
-// Sweep runs one pass and reports how many tasks it enqueued.
-func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
+// Recover returns messages whose claim expired (their worker died) to failed and
+// enqueues each again at once under a task id of its own, so they do not wait for Asynq
+// to notice the dead worker. It reports how many it re-enqueued.
+func (s *Sweeper) Recover(ctx context.Context) (int, error) {
 	released, err := s.Store.ReleaseExpiredLeases(ctx)
-	if err != nil {
-		return 0, err
+	if len(released) > 0 {
+		s.Log.Warn("sweeper: released expired claims; their attempts are recorded as unknown", "count", len(released))
 	}
-	if released > 0 {
-		s.Log.Warn("sweeper: released expired claims", "count", released)
+	now := models.Now()
+	jobs := make([]Job, len(released))
+	for i, r := range released {
+		jobs[i] = Job{MessageID: r.ID, Priority: r.Priority, ProcessAt: now, Replaces: r.ExpiredToken}
+	}
+	orphans, oerr := s.orphanedSends(now)
+	jobs = append(jobs, orphans...)
+	// Released rows are failed and due: if enqueueing fails, the full sweep finds them.
+	n, qerr := s.Enqueuer.Enqueue(ctx, jobs)
+	return n, errors.Join(err, oerr, qerr)
+}
+
+// orphanedSends returns a replacement job for every send task Asynq reports orphaned.
+// The replacement's task id is fixed by the orphan's, so later passes that still see the
+// orphan do not enqueue it again while the replacement waits.
+func (s *Sweeper) orphanedSends(now time.Time) ([]Job, error) {
+	if s.Inspector == nil {
+		return nil, nil
+	}
+	const pageSize = 500
+	var jobs []Job
+	for queue := range Queues {
+		for page := 1; ; page++ {
+			active, err := s.Inspector.ListActiveTasks(queue, asynq.PageSize(pageSize), asynq.Page(page))
+			if errors.Is(err, asynq.ErrQueueNotFound) {
+				break
+			}
+			if err != nil {
+				return jobs, fmt.Errorf("tasks: list active tasks of %s: %w", queue, err)
+			}
+			for _, t := range active {
+				if !t.IsOrphaned || t.Type != TypeSendMessage {
+					continue
+				}
+				p, err := parseSendPayload(t.Payload)
+				if err != nil {
+					continue
+				}
+				jobs = append(jobs, Job{MessageID: p.MessageID, Priority: queue, ProcessAt: now, Replaces: "orphan-" + t.ID})
+			}
+			if len(active) < pageSize {
+				break
+			}
+		}
+	}
+	if len(jobs) > 0 {
+		s.Log.Warn("sweeper: re-enqueued send tasks orphaned by a dead worker", "count", len(jobs))
+	}
+	return jobs, nil
+}
+
+// Sweep runs one full pass: Recover, then re-enqueue due messages whose task Redis lost,
+// then housekeeping. It reports how many tasks it enqueued.
+func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
+	total, err := s.Recover(ctx)
+	if err != nil {
+		return total, err
 	}
 	dueBy := models.Now().Add(-s.Grace)
-	total := 0
 	var after models.DueCursor
 	for {
 		due, err := s.Store.DueMessages(ctx, dueBy, after, sweepPage)
@@ -63,7 +131,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		after = models.DueCursor{At: last.NextAttemptAt, ID: last.ID}
 	}
 	if total > 0 {
-		s.Log.Warn("sweeper: re-enqueued messages whose task was missing", "count", total)
+		s.Log.Warn("sweeper: re-enqueued messages whose task was missing or whose worker died", "count", total)
 	}
 	s.housekeeping(ctx)
 	return total, nil

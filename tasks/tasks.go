@@ -9,7 +9,6 @@ package tasks
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"github.com/hibiken/asynq"
 )
@@ -18,6 +17,9 @@ import (
 const (
 	TypeSendMessage = "message:send"
 	TypeSweep       = "maintenance:sweep"
+	// TypeRecover returns claims whose worker died to failed and enqueues them again at
+	// once; it runs every few seconds, the full sweep once a minute.
+	TypeRecover = "maintenance:recover"
 )
 
 // Queue names, one per message priority.
@@ -46,19 +48,37 @@ type SendMessagePayload struct {
 	MessageID string `json:"message_id"`
 }
 
-// NewSendMessageTask returns the task that delivers one message, with the message id as
-// its task id (so at most one task per message exists in Redis at a time) and processAt
-// as its earliest run time.
-func NewSendMessageTask(messageID, priority string, processAt time.Time) *asynq.Task {
-	payload, _ := json.Marshal(SendMessagePayload{MessageID: messageID})
+// NewSendMessageTask returns the task that delivers one message, with processAt as its
+// earliest run time. Its task id is SendTaskID's: the message id for the message's first
+// task, so intake and the sweeper never enqueue it twice.
+func NewSendMessageTask(j Job) *asynq.Task {
+	payload, _ := json.Marshal(SendMessagePayload{MessageID: j.MessageID})
 	return asynq.NewTask(TypeSendMessage, payload,
-		asynq.TaskID(messageID),
-		asynq.Queue(QueueFor(priority)),
-		asynq.ProcessAt(processAt),
+		asynq.TaskID(SendTaskID(j.MessageID, j.Replaces)),
+		asynq.Queue(QueueFor(j.Priority)),
+		asynq.ProcessAt(j.ProcessAt),
 		// Herald counts attempts in MySQL and decides itself when to stop; Asynq's
 		// counter only guards against a task looping forever.
 		asynq.MaxRetry(maxAsynqRetry),
 	)
+}
+
+// SendTaskID is the Asynq task id of a message's task: the message id, or, for a message
+// whose worker died, the message id and what the new task replaces (the expired claim's
+// token, or the orphaned task's id). The dead worker's task may still be held as active
+// in Redis until Asynq's own recoverer runs, up to two minutes later; a task id of its
+// own lets the message go out again at once. What prevents a second send is the
+// compare-and-set claim in the database, never the task id.
+func SendTaskID(messageID, replaces string) string {
+	if replaces == "" {
+		return messageID
+	}
+	return messageID + ":" + replaces
+}
+
+// NewRecoverTask returns the periodic task that releases expired claims.
+func NewRecoverTask() *asynq.Task {
+	return asynq.NewTask(TypeRecover, nil, asynq.Queue(QueueHigh), asynq.MaxRetry(0))
 }
 
 // maxAsynqRetry is generous: Herald's own handler errors are not counted as failures

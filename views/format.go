@@ -107,3 +107,24 @@ func derefInt(p *int) int {
 	}
 	return *p
 }
+
+// unknownAttempts returns the numbers of the attempts whose outcome is unknown (their
+// worker died during the call), in order.
+func unknownAttempts(attempts []models.Attempt) []int {
+	var out []int
+	for _, a := range attempts {
+		if a.Outcome == models.AttemptUnknown {
+			out = append(out, a.N)
+		}
+	}
+	return out
+}
+
+// joinInts lists numbers as "1, 3".
+func joinInts(ns []int) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = itoa(n)
+	}
+	return strings.Join(parts, ", ")
+}

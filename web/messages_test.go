@@ -174,6 +174,31 @@ func TestMessagesPage(t *testing.T) {
 	})
 }
 
+// TestMessagePageWarnsOfUnknownOutcome: a message whose worker died during a call shows
+// that attempt as unknown and warns that the platform may have received it twice.
+func TestMessagePageWarnsOfUnknownOutcome(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := context.Background()
+	m := c.send(nil, "E2001")["E2001"]
+	if _, err := c.store.ClaimForSending(ctx, m.ID, time.Now().Add(-time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if released, err := c.store.ReleaseExpiredLeases(ctx); err != nil || len(released) != 1 {
+		t.Fatalf("release the dead worker's claim: %v %v", released, err)
+	}
+	c.finish(m.ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true})
+	resp, body := c.as(viewerUser).get("/messages/" + m.ID)
+	wantStatus(t, "message page", resp, body, http.StatusOK)
+	wantContains(t, "message page after a dead worker", body, `data-unknown-attempts="1"`,
+		"Outcome unknown for attempt 1", `<span class="badge unknown">unknown</span>`)
+
+	other := c.send(nil, "E2002")["E2002"]
+	c.finish(other.ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true})
+	_, body = c.as(viewerUser).get("/messages/" + other.ID)
+	wantNotContains(t, "message page of a plain delivery", body, "data-unknown-attempts")
+}
+
 func TestMessagesKeysetPagination(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
