@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -48,33 +49,49 @@ func heraldBinary(t testing.TB) string {
 // startWorkers starts n `herald serve --role worker` processes and stops them at the end.
 func startWorkers(t *testing.T, env map[string]string, n int, extra ...string) []*exec.Cmd {
 	t.Helper()
-	bin := heraldBinary(t)
 	var cmds []*exec.Cmd
 	for range n {
-		cmd := exec.Command(bin, "serve", "--role", "worker")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-		for k, v := range env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
 		// Each worker serves /healthz, /readyz and /metrics on a port of its own.
-		cmd.Env = append(cmd.Env, "HERALD_ADDR=127.0.0.1:0")
-		cmd.Env = append(cmd.Env, extra...)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		cmds = append(cmds, cmd)
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { _ = cmd.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-			}
-		})
+		cmds = append(cmds, startRole(t, env, "worker", append([]string{"HERALD_ADDR=127.0.0.1:0"}, extra...)...))
 	}
 	return cmds
+}
+
+// startRole starts `herald serve --role role` as a process of its own, with env plus the
+// extra KEY=value settings, and stops it with SIGTERM at the end of the test.
+func startRole(t *testing.T, env map[string]string, role string, extra ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(heraldBinary(t), "serve", "--role", role)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, extra...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		if t.Failed() && stderr.Len() > 0 {
+			t.Logf("%s process output:\n%s", role, lastLines(stderr.String(), 20))
+		}
+	})
+	return cmd
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // windowOracle computes, from delivery receipt times, the largest count in any trailing

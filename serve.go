@@ -23,7 +23,6 @@ import (
 	"herald/config"
 	"herald/dispatch"
 	"herald/handlers"
-	"herald/migrations"
 	"herald/models"
 	"herald/simulator"
 	"herald/tasks"
@@ -122,40 +121,32 @@ func start(ctx context.Context, cfg *config.Config, role string, log *slog.Logge
 	return a, nil
 }
 
+// prepareDatabase runs the first-start steps under the database's start lock, so any
+// number of processes of any roles started at once on a fresh database come up: the
+// first to take the lock migrates (and seeds the demo into a new database when asked),
+// the others find the work done. Only roles that serve the console create the first
+// admin; workers and schedulers never create users.
 func (a *app) prepareDatabase(ctx context.Context, stdout io.Writer) error {
-	fresh := false
-	if a.role == "all" {
-		var err error
-		if fresh, err = a.store.Migrate(ctx); err != nil {
+	return a.store.WithStartLock(ctx, func() error {
+		fresh, err := a.store.Migrate(ctx)
+		if err != nil {
 			return err
 		}
-	} else if err := a.checkMigrated(ctx); err != nil {
-		return err
-	}
-	demo := a.cfg.Demo
-	if !a.cfg.DemoSet {
-		demo = a.cfg.Embedded()
-	}
-	if fresh && demo {
-		if err := a.store.SeedDemo(ctx); err != nil {
-			return err
+		demo := a.cfg.Demo
+		if !a.cfg.DemoSet {
+			demo = a.cfg.Embedded()
 		}
-		a.log.Info("seeded demo data: sandbox account, sample staff, a duty week and a template")
-	}
-	return a.ensureAdmin(ctx, stdout)
-}
-
-func (a *app) checkMigrated(ctx context.Context) error {
-	list, err := migrations.List(ctx, a.store.SQL(), a.store.Dialect())
-	if err != nil {
-		return err
-	}
-	for _, m := range list {
-		if !m.Applied {
-			return fmt.Errorf("serve: migration %d is not applied; run `herald migrate up` first", m.Version)
+		if fresh && demo {
+			if err := a.store.SeedDemo(ctx); err != nil {
+				return err
+			}
+			a.log.Info("seeded demo data: sandbox account, sample staff, a duty week and a template")
 		}
-	}
-	return nil
+		if a.role != "all" && a.role != "web" {
+			return nil
+		}
+		return a.ensureAdmin(ctx, stdout)
+	})
 }
 
 // ensureAdmin creates the first console user while none exists, printing a generated
@@ -172,6 +163,12 @@ func (a *app) ensureAdmin(ctx context.Context, stdout io.Writer) error {
 		password, generated = base64.RawURLEncoding.EncodeToString(b), true
 	}
 	u, err := a.store.CreateUser(ctx, a.cfg.AdminUser, password, models.RoleAdmin)
+	if err != nil {
+		// Lost a race with `herald admin create` or another process: not an error.
+		if n, cerr := a.store.CountUsers(ctx); cerr == nil && n > 0 {
+			return nil
+		}
+	}
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
 		env := map[string]string{"username": "HERALD_ADMIN_USER", "password": "HERALD_ADMIN_PASSWORD"}[fe.Field]

@@ -156,6 +156,36 @@ func (s *Store) Migrate(ctx context.Context) (fresh bool, err error) {
 	return before == 0, nil
 }
 
+// startLockWait is how long a starting process waits for another one's first-start
+// steps (migrations, the first admin) before it gives up.
+const startLockWait = 2 * time.Minute
+
+// WithStartLock runs fn while no other process holds the database's start lock, so
+// processes started at the same moment on a fresh database migrate and create the first
+// admin one after another instead of racing. On MySQL it is a named lock (GET_LOCK) per
+// database, held on one connection for the duration; the embedded SQLite database
+// belongs to one process, which needs no lock.
+func (s *Store) WithStartLock(ctx context.Context, fn func() error) error {
+	if s.dialect != migrations.MySQL {
+		return fn()
+	}
+	conn, err := s.SQL().Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("models: start lock: %w", err)
+	}
+	defer conn.Close()
+	const name = "CONCAT('herald-start:', DATABASE())"
+	var got sql.NullInt64
+	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+name+", ?)", int(startLockWait.Seconds())).Scan(&got); err != nil {
+		return fmt.Errorf("models: start lock: %w", err)
+	}
+	if !got.Valid || got.Int64 != 1 {
+		return fmt.Errorf("models: start lock: another process held it for %s (a migration still running?)", startLockWait)
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK("+name+")")
+	return fn()
+}
+
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.SQL().PingContext(ctx) }
 

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"os/exec"
+	"testing"
+	"time"
+
+	"herald/models"
+)
+
+// TestRolesStartTogetherOnAFreshDatabase starts a web process, two workers and a
+// scheduler at the same moment on a fresh database, as an orchestrator does: they take
+// turns at the first-start steps, so every one comes up and answers /readyz, the schema
+// is migrated once and exactly one first admin exists.
+func TestRolesStartTogetherOnAFreshDatabase(t *testing.T) {
+	env := testEnv(t)
+	if env["HERALD_MYSQL_DSN"] == "" || env["HERALD_REDIS_URL"] == "" {
+		t.Skip("needs HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL: split roles share MySQL and Redis")
+	}
+	heraldBinary(t) // build first, so the processes start together
+	roles := []string{"web", "worker", "worker", "scheduler"}
+	addrs := make([]string, len(roles))
+	for i := range roles {
+		addrs[i] = freeAddr(t)
+	}
+	procs := make([]*exec.Cmd, len(roles))
+	for i, role := range roles {
+		procs[i] = startRole(t, env, role, "HERALD_ADDR="+addrs[i])
+	}
+	exited := make(chan int, len(procs))
+	for i, p := range procs {
+		go func() { _ = p.Wait(); exited <- i }()
+	}
+	select {
+	case i := <-exited:
+		t.Fatalf("the %s process exited: %v", roles[i], procs[i].ProcessState)
+	case <-time.After(5 * time.Second):
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	for i, addr := range addrs {
+		resp, err := client.Get("http://" + addr + "/readyz")
+		if err != nil {
+			t.Errorf("%s process: /readyz: %v", roles[i], err)
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s process: /readyz answered %s", roles[i], resp.Status)
+		}
+	}
+	store, err := models.Open(models.Options{MySQLDSN: env["HERALD_MYSQL_DSN"], SecretKey: []byte(env["HERALD_SECRET_KEY"])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if n, err := store.CountUsers(context.Background()); err != nil || n != 1 {
+		t.Errorf("%d console users after the start (%v), want exactly the first admin", n, err)
+	}
+}
