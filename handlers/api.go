@@ -40,6 +40,18 @@ func APIError(c *gin.Context, status int, code, message, field string) {
 	c.AbortWithStatusJSON(status, gin.H{"error": body})
 }
 
+// RetryAfterSeconds is what a 503 asks callers to wait before they try again.
+const RetryAfterSeconds = "5"
+
+// DatabaseUnavailable answers an API call that the database could not serve in time:
+// 503 with Retry-After, so a business system backs off instead of piling up requests.
+// Nothing was half-written: a batch is one transaction, and a retry with the same
+// idempotency_key replays the answer if it did commit.
+func DatabaseUnavailable(c *gin.Context) {
+	c.Header("Retry-After", RetryAfterSeconds)
+	APIError(c, http.StatusServiceUnavailable, "database_unavailable", "the database is not answering; retry after a few seconds", "")
+}
+
 // apiFail answers an error from a store or dispatch call: validation errors are 422
 // naming the field, "not found" is 404, anything else is logged and 500.
 func (h *Handlers) apiFail(c *gin.Context, err error) {
@@ -51,6 +63,9 @@ func (h *Handlers) apiFail(c *gin.Context, err error) {
 		APIError(c, http.StatusNotFound, "not_found", "no such resource", "")
 	case errors.Is(err, models.ErrStateChanged):
 		APIError(c, http.StatusConflict, "invalid_state", "the resource is not in a state that allows this", "")
+	case models.Unavailable(err):
+		h.Log.Warn("api request: database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
+		DatabaseUnavailable(c)
 	default:
 		h.Log.Error("api request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
 		APIError(c, http.StatusInternalServerError, "internal", "the request could not be completed; the error has been logged", "")

@@ -69,7 +69,9 @@ func page(c *gin.Context, title, active string) views.Page {
 func render(c *gin.Context, status int, comp templ.Component) {
 	c.Status(status)
 	c.Header("Content-Type", "text/html; charset=utf-8")
-	if err := comp.Render(c.Request.Context(), c.Writer); err != nil {
+	// Rendered even when the request's deadline has passed (templ stops at a done
+	// context): the page that says the database timed out must still be shown.
+	if err := comp.Render(context.WithoutCancel(c.Request.Context()), c.Writer); err != nil {
 		_ = c.Error(err)
 	}
 }
@@ -80,8 +82,19 @@ func ErrorPage(c *gin.Context, status int, message string) {
 	c.Abort()
 }
 
+// ConsoleUnavailable shows the console's page for a database that did not answer in time.
+func ConsoleUnavailable(c *gin.Context) {
+	c.Header("Retry-After", RetryAfterSeconds)
+	ErrorPage(c, http.StatusServiceUnavailable, "The database is not answering. Nothing was changed; try again in a few seconds.")
+}
+
 // serverError logs an unexpected error once and shows a generic page.
 func (h *Handlers) serverError(c *gin.Context, err error) {
+	if models.Unavailable(err) {
+		h.Log.Warn("request: database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
+		ConsoleUnavailable(c)
+		return
+	}
 	h.Log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
 	ErrorPage(c, http.StatusInternalServerError, "The request could not be completed. The error has been logged.")
 }

@@ -64,7 +64,7 @@ func (a *apiAuth) authenticate(c *gin.Context) (*models.APIKey, bool) {
 	}
 	if err != nil {
 		a.log.Error("api key lookup", "error", err)
-		handlers.APIError(c, http.StatusServiceUnavailable, "unavailable", "could not check the API key", "")
+		handlers.DatabaseUnavailable(c)
 		return nil, false
 	}
 	c.Set(handlers.APIKeyKey, k)

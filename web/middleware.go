@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -49,6 +50,22 @@ func crossOrigin() gin.HandlerFunc {
 	}
 }
 
+// withDeadline bounds how long a request may wait, on the database above all: a stalled
+// database answers 503 within the bound instead of holding callers until their own
+// timeouts pile requests up. Routes that move bulk data get the longer bound.
+func withDeadline(normal, bulk time.Duration) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		d := normal
+		if bulkRoutes[c.Request.Method+" "+c.FullPath()] {
+			d = bulk
+		}
+		ctx, cancel := context.WithTimeout(c.Request.Context(), d)
+		defer cancel()
+		c.Request = c.Request.WithContext(ctx)
+		c.Next()
+	}
+}
+
 // withLocation makes rendered times show in the configured time zone.
 func withLocation(loc *time.Location) gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -63,7 +80,7 @@ func loadUser(s *Sessions, log *slog.Logger) gin.HandlerFunc {
 		u, err := s.User(c.Request)
 		if err != nil {
 			log.Error("load session", "error", err)
-			c.AbortWithStatus(http.StatusServiceUnavailable)
+			handlers.ConsoleUnavailable(c)
 			return
 		}
 		if u != nil {

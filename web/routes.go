@@ -1,12 +1,31 @@
 package web
 
 import (
+	"time"
+
 	"github.com/gin-gonic/gin"
 
 	"herald/handlers"
 	"herald/models"
 	"herald/static"
 )
+
+// How long a request may take before it is answered 503 (see withDeadline): a caller
+// hears within 5 s that the database is stalled. Bulk routes move thousands of rows.
+const (
+	requestDeadline = 4 * time.Second
+	bulkDeadline    = time.Minute
+)
+
+// bulkRoutes are the routes that get bulkDeadline, by method and path.
+var bulkRoutes = map[string]bool{
+	"POST /recipients/import":    true,
+	"GET /recipients/export.csv": true,
+	"POST /duty/holidays/import": true,
+	"POST /messages/resend":      true,
+	"PUT /api/v1/recipients":     true,
+	"PUT /api/v1/duty/holidays":  true,
+}
 
 // routes lists every route Herald serves, grouped by who may call it.
 func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *apiAuth, mon *monitoring) {
