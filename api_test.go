@@ -68,6 +68,12 @@ func errorField(body map[string]any) string {
 	return f
 }
 
+func errorMessage(body map[string]any) string {
+	e, _ := body["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
+
 func countRows(t *testing.T, h *running, table string) int {
 	t.Helper()
 	var n int
@@ -100,6 +106,11 @@ func TestSendAPIRejectsBadInputAndWritesNothing(t *testing.T) {
 		{"invalid utf-8", "{\"platform\":\"sandbox\",\"recipients\":[\"E2001\"],\"content\":{\"text\":\"\xff\xfe\"}}", 400, ""},
 		{"body over 1 MiB", big, 413, ""},
 		{"wrong type", `{"platform":"sandbox","recipients":"E2001","content":{"text":"hi"}}`, 422, "recipients"},
+		{"body not an object", `["E2001"]`, 400, ""},
+		{"NUL in the text", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"hi\u0000there"}}`, 422, "content.text"},
+		{"escape character in the subject", `{"platform":"sandbox","recipients":["E2001"],"content":{"subject":"a\u001bb","text":"hi"}}`, 422, "content.subject"},
+		{"control character in a variable", `{"platform":"sandbox","recipients":["E2001"],"template":"task-overdue","variables":{"task":"x\u0007"}}`, 422, "variables.task"},
+		{"newlines and tabs are text", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"line one\r\n\tline two"}}`, 202, ""},
 		{"no platform or account", `{"recipients":["E2001"],"content":{"text":"hi"}}`, 422, "platform"},
 		{"unknown platform", `{"platform":"fax","recipients":["E2001"],"content":{"text":"hi"}}`, 422, "platform"},
 		{"unknown account", `{"account":"nope","recipients":["E2001"],"content":{"text":"hi"}}`, 422, "account"},
@@ -127,6 +138,9 @@ func TestSendAPIRejectsBadInputAndWritesNothing(t *testing.T) {
 			status, body, _ := api.call("POST", "/api/v1/messages", tt.body)
 			if status != tt.status {
 				t.Fatalf("status %d, want %d: %.300s", status, tt.status, body["_raw"])
+			}
+			if msg := errorMessage(body); tt.status != 202 && (msg == "" || strings.HasPrefix(msg, " ")) {
+				t.Errorf("error message %q does not say what is wrong", msg)
 			}
 			if got := errorField(body); got != tt.field {
 				t.Errorf("error field %q, want %q: %.300s", got, tt.field, body["_raw"])

@@ -278,6 +278,17 @@ func validate(req *Request, now time.Time) error {
 	} else if req.Text != "" || req.Subject != "" {
 		return &models.FieldError{Field: "content", Message: "give either a template or content, not both"}
 	}
+	if err := models.CheckText("content.text", req.Text, true); err != nil {
+		return err
+	}
+	if err := models.CheckText("content.subject", req.Subject, false); err != nil {
+		return err
+	}
+	for name, v := range req.Variables {
+		if err := models.CheckText("variables."+name, v, true); err != nil {
+			return err
+		}
+	}
 	if len([]rune(req.Subject)) > maxSubjectLen {
 		return &models.FieldError{Field: "content.subject", Message: fmt.Sprintf("must be at most %d characters", maxSubjectLen)}
 	}

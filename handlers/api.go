@@ -99,6 +99,11 @@ func decodeJSON(c *gin.Context, dst any) bool {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field == "" {
+			APIError(c, http.StatusBadRequest, "invalid_json",
+				fmt.Sprintf("the body must be %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value), "")
+			return false
+		}
 		if errors.As(err, &typeErr) {
 			APIError(c, http.StatusUnprocessableEntity, "validation_failed",
 				fmt.Sprintf("%s must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value), typeErr.Field)

@@ -128,6 +128,11 @@ func ValidateRecipient(r *Recipient) error {
 	case utf8.RuneCountInString(r.Department) > 100:
 		return &FieldError{"department", "must be at most 100 characters"}
 	}
+	for _, f := range []struct{ field, v string }{{"name", r.Name}, {"branch", r.Branch}, {"department", r.Department}} {
+		if err := CheckText(f.field, f.v, false); err != nil {
+			return err
+		}
+	}
 	for field, v := range map[string]string{"tianyuan_id": r.TianyuanID, "zhaohu_id": r.ZhaohuID, "wecom_userid": r.WecomUserid} {
 		if len(v) > 128 || strings.ContainsAny(v, " \t\r\n") {
 			return &FieldError{field, "must be at most 128 characters, without spaces"}
