@@ -334,6 +334,24 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 	if status, body, _ := api.call("PUT", "/api/v1/duty/week", week); status != 200 || body["3"].([]any)[0] != "H1" {
 		t.Fatalf("duty week: %d %s", status, body["_raw"])
 	}
+	// Each bulk change is audited per recipient and the week before and after, so an
+	// auditor can answer who changed E1001, when and from where.
+	for target, want := range map[string]string{
+		"H1":    "recipient.create|apikey:test-admin|API bulk upsert",
+		"E1001": "recipient.update|apikey:test-admin|API bulk upsert: name",
+	} {
+		var action, actor, detail, ip string
+		err := h.app.store.SQL().QueryRow(`SELECT action, actor, detail, ip FROM audit_log WHERE target_type = 'recipient' AND target_id = ?`, target).
+			Scan(&action, &actor, &detail, &ip)
+		if got := action + "|" + actor + "|" + detail; err != nil || !strings.HasPrefix(got, want) || ip == "" {
+			t.Errorf("audit entry of %s: %q from %q (%v), want %q… with the caller's address", target, got, ip, err, want)
+		}
+	}
+	var weekDetail string
+	if err := h.app.store.SQL().QueryRow(`SELECT detail FROM audit_log WHERE action = 'duty.week.replace' ORDER BY id DESC LIMIT 1`).Scan(&weekDetail); err != nil ||
+		!strings.Contains(weekDetail, "Wed: ") || !strings.Contains(weekDetail, "→ H1") {
+		t.Errorf("duty week audit detail %q (%v), want each changed weekday before → after", weekDetail, err)
+	}
 	if status, body, _ := api.call("PUT", "/api/v1/duty/week", `{"1":["B1"]}`); status != 422 || errorField(body) != "1[0]" {
 		t.Errorf("branch person on duty: %d %s, want 422 naming 1[0]", status, body["_raw"])
 	}

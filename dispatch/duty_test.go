@@ -44,7 +44,7 @@ func newDutyFixture(t *testing.T) *dutyFixture {
 	}
 	// Monday: H1, H2. Tuesday: H3. Wednesday: H4. Nobody on other days.
 	week := models.Week{1: {f.ids["H1"], f.ids["H2"]}, 2: {f.ids["H3"]}, 3: {f.ids["H4"]}}
-	if err := store.ReplaceDutyWeek(ctx, week); err != nil {
+	if _, err := store.ReplaceDutyWeek(ctx, week); err != nil {
 		t.Fatal(err)
 	}
 	return f

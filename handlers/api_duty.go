@@ -84,6 +84,44 @@ func (h *Handlers) APIGetDutyWeek(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
+// weekChange describes a roster replacement for the audit log: each weekday whose
+// roster changed, before and after, by external id ("Mon: E1001 → E1001, E1002").
+func (h *Handlers) weekChange(c *gin.Context, before, after models.Week) (string, error) {
+	var ids []int64
+	for _, w := range []models.Week{before, after} {
+		for _, list := range w {
+			ids = append(ids, list...)
+		}
+	}
+	people, err := h.externalIDs(c, ids)
+	if err != nil {
+		return "", err
+	}
+	names := func(list []int64) string {
+		out := make([]string, 0, len(list))
+		for _, id := range list {
+			out = append(out, people[id].ExternalID)
+		}
+		slices.Sort(out)
+		out = slices.Compact(out)
+		if len(out) == 0 {
+			return "nobody"
+		}
+		return strings.Join(out, ", ")
+	}
+	var parts []string
+	for day := 1; day <= 7; day++ {
+		was, now := names(before[day]), names(after[day])
+		if was != now {
+			parts = append(parts, fmt.Sprintf("%s: %s → %s", time.Weekday(day % 7).String()[:3], was, now))
+		}
+	}
+	if len(parts) == 0 {
+		return "unchanged", nil
+	}
+	return strings.Join(parts, "; "), nil
+}
+
 // APIPutDutyWeek is PUT /api/v1/duty/week: replaces the whole weekly roster. Weekdays
 // left out of the body get an empty roster.
 func (h *Handlers) APIPutDutyWeek(c *gin.Context) {
@@ -107,11 +145,16 @@ func (h *Handlers) APIPutDutyWeek(c *gin.Context) {
 			week[day] = append(week[day], p.ID)
 		}
 	}
-	if err := h.Store.ReplaceDutyWeek(c.Request.Context(), week); err != nil {
+	before, err := h.Store.ReplaceDutyWeek(c.Request.Context(), week)
+	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	h.auditAPI(c, "duty.week.replace", "duty", "week", "")
+	detail, err := h.weekChange(c, before, week)
+	if err != nil {
+		h.Log.Warn("describe duty week change", "error", err)
+	}
+	h.auditAPI(c, "duty.week.replace", "duty", "week", detail)
 	h.APIGetDutyWeek(c)
 }
 

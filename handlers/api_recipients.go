@@ -110,5 +110,6 @@ func (h *Handlers) APIUpsertRecipients(c *gin.Context) {
 		return
 	}
 	h.auditAPI(c, "recipients.upsert", "recipient", "", fmt.Sprintf("%d created, %d updated", res.Created, res.Updated))
+	h.auditRecipientChanges(c, "API bulk upsert", res)
 	c.JSON(http.StatusOK, res)
 }

@@ -315,5 +315,6 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 	}
 	detail := fmt.Sprintf("%d created, %d updated, %d unchanged", res.Created, res.Updated, res.Unchanged)
 	h.audit(c, CurrentUser(c).Username, "recipients.import", "recipient", "", detail)
+	h.auditRecipientChanges(c, "CSV import", res)
 	redirectNotice(c, "/recipients", "imported", detail)
 }

@@ -32,3 +32,21 @@ func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
 	}
 	return nil
 }
+
+// AuditMany appends several entries in one statement: a bulk change writes one entry per
+// thing it changed, so the log answers "who changed E1001, when, from where".
+func (s *Store) AuditMany(ctx context.Context, entries []AuditEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	now := Now()
+	for i := range entries {
+		if entries[i].At.IsZero() {
+			entries[i].At = now
+		}
+	}
+	if err := s.db.WithContext(ctx).CreateInBatches(entries, insertChunk).Error; err != nil {
+		return fmt.Errorf("models: audit %d entries: %w", len(entries), err)
+	}
+	return nil
+}

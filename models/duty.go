@@ -197,14 +197,23 @@ func (s *Store) DutyWeek(ctx context.Context) (Week, error) {
 	return w, nil
 }
 
-// ReplaceDutyWeek replaces the whole weekly roster in one transaction.
-func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) error {
+// ReplaceDutyWeek replaces the whole weekly roster in one transaction and returns the
+// roster it replaced, for the audit log.
+func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err error) {
 	for day := range w {
 		if day < 1 || day > 7 {
-			return &FieldError{"weekday", fmt.Sprintf("%d is not a weekday (1 = Monday … 7 = Sunday)", day)}
+			return nil, &FieldError{"weekday", fmt.Sprintf("%d is not a weekday (1 = Monday … 7 = Sunday)", day)}
 		}
 	}
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	before = Week{}
+	return before, s.tx(ctx, func(tx *gorm.DB) error {
+		var old []DutySlot
+		if err := tx.Order("weekday, recipient_id").Find(&old).Error; err != nil {
+			return fmt.Errorf("models: read duty week: %w", err)
+		}
+		for _, sl := range old {
+			before[sl.Weekday] = append(before[sl.Weekday], sl.RecipientID)
+		}
 		if err := tx.Where("1 = 1").Delete(&DutySlot{}).Error; err != nil {
 			return fmt.Errorf("models: clear duty week: %w", err)
 		}

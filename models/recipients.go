@@ -190,11 +190,44 @@ func escapeLike(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
-// UpsertResult counts what a bulk upsert did.
+// UpsertResult counts what a bulk upsert did, and lists each change for the audit log.
 type UpsertResult struct {
-	Created   int `json:"created"`
-	Updated   int `json:"updated"`
-	Unchanged int `json:"unchanged"`
+	Created   int               `json:"created"`
+	Updated   int               `json:"updated"`
+	Unchanged int               `json:"unchanged"`
+	Changes   []RecipientChange `json:"-"`
+}
+
+// RecipientChange is what a bulk upsert did to one recipient: created, updated,
+// deactivated or reactivated, and which fields changed.
+type RecipientChange struct {
+	ExternalID string
+	Action     string
+	Fields     []string
+}
+
+// recipientChange compares a recipient before and after an update.
+func recipientChange(old, r Recipient) RecipientChange {
+	ch := RecipientChange{ExternalID: r.ExternalID, Action: "updated"}
+	switch {
+	case old.Active && !r.Active:
+		ch.Action = "deactivated"
+	case !old.Active && r.Active:
+		ch.Action = "reactivated"
+	}
+	for _, f := range []struct {
+		name     string
+		was, now string
+	}{
+		{"name", old.Name, r.Name}, {"org_type", string(old.OrgType), string(r.OrgType)}, {"branch", old.Branch, r.Branch},
+		{"department", old.Department, r.Department}, {"tianyuan_id", old.TianyuanID, r.TianyuanID},
+		{"zhaohu_id", old.ZhaohuID, r.ZhaohuID}, {"wecom_userid", old.WecomUserid, r.WecomUserid}, {"email", old.Email, r.Email},
+	} {
+		if f.was != f.now {
+			ch.Fields = append(ch.Fields, f.name)
+		}
+	}
+	return ch
 }
 
 // UpsertRecipients creates or updates recipients by external id in one transaction.
@@ -235,6 +268,7 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 				return fmt.Errorf("models: update recipient %s: %w", r.ExternalID, err)
 			}
 			res.Updated++
+			res.Changes = append(res.Changes, recipientChange(old, r))
 		}
 		if len(created) > 0 {
 			if err := tx.CreateInBatches(created, insertChunk).Error; err != nil {
@@ -245,6 +279,9 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 			}
 		}
 		res.Created = len(created)
+		for _, r := range created {
+			res.Changes = append(res.Changes, RecipientChange{ExternalID: r.ExternalID, Action: "created"})
+		}
 		return nil
 	})
 	return res, err

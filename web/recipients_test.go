@@ -174,6 +174,14 @@ func TestRecipientImport(t *testing.T) {
 		if a := c.lastAudit("recipients.import"); a.Detail != "1 created, 1 updated, 1 unchanged" {
 			t.Errorf("audit %+v", a)
 		}
+		// And one entry per recipient changed, naming what changed.
+		if a := c.lastAudit("recipient.create"); a.TargetID != "E3001" || a.Detail != "CSV import" || a.Actor != operatorUser {
+			t.Errorf("audit of the created recipient: %+v", a)
+		}
+		if a := c.lastAudit("recipient.deactivate"); a.TargetID != "E1002" || !strings.HasPrefix(a.Detail, "CSV import: ") ||
+			!strings.Contains(a.Detail, "department") {
+			t.Errorf("audit of the deactivated recipient: %+v", a)
+		}
 	})
 
 	t.Run("bad rows name the line and field", func(t *testing.T) {
