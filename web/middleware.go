@@ -52,12 +52,12 @@ func crossOrigin() gin.HandlerFunc {
 
 // withDeadline bounds how long a request may wait, on the database above all: a stalled
 // database answers 503 within the bound instead of holding callers until their own
-// timeouts pile requests up. Routes that move bulk data get the longer bound.
-func withDeadline(normal, bulk time.Duration) gin.HandlerFunc {
+// timeouts pile requests up. Slow routes (slowRoutes) get the longer bound.
+func withDeadline(normal, slow time.Duration) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		d := normal
-		if bulkRoutes[c.Request.Method+" "+c.FullPath()] {
-			d = bulk
+		if slowRoutes[c.Request.Method+" "+c.FullPath()] {
+			d = slow
 		}
 		ctx, cancel := context.WithTimeout(c.Request.Context(), d)
 		defer cancel()

@@ -36,7 +36,7 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 	// X-Forwarded-For from arbitrary clients.
 	_ = r.SetTrustedProxies([]string{"127.0.0.1", "::1"})
 	r.Use(recoverPanics(opts.Log), logRequests(opts.Log), securityHeaders(), crossOrigin(),
-		withDeadline(requestDeadline, bulkDeadline), withLocation(opts.Location))
+		withDeadline(requestDeadline, slowDeadline), withLocation(opts.Location))
 	r.NoRoute(func(c *gin.Context) {
 		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
 			handlers.APIError(c, http.StatusNotFound, "not_found", "no such endpoint", "")
