@@ -381,6 +381,19 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 	if status, body, _ := api.call("POST", "/api/v1/templates", `{"name":"bad2","msg_type":"text","body":"{{.x","variables":["x"]}`); status != 422 || errorField(body) != "body" {
 		t.Errorf("template with a syntax error: %d %s, want 422 naming body", status, body["_raw"])
 	}
+	for _, runaway := range []struct{ body, message string }{
+		{`{"name":"runaway","msg_type":"text","body":"{{range 20}}{{printf \"%999999d\" 0}}{{end}}"}`, "range is not allowed"},
+		{`{"name":"runaway2","msg_type":"text","body":"{{printf \"%999999d\" 0}}"}`, "printf width 999999 exceeds 100"},
+	} {
+		status, body, _ := api.call("POST", "/api/v1/templates", runaway.body)
+		e, _ := body["error"].(map[string]any)
+		if message, _ := e["message"].(string); status != 422 || errorField(body) != "body" || !strings.Contains(message, runaway.message) {
+			t.Errorf("runaway template: %d %s, want 422 naming body, saying %q", status, body["_raw"], runaway.message)
+		}
+	}
+	if status, body, _ := api.call("PUT", "/api/v1/templates/ledger", `{"msg_type":"text","body":"{{range 1000}}{{range 1000}}{{$.item}}{{end}}{{end}}","variables":["item"]}`); status != 422 || errorField(body) != "body" {
+		t.Errorf("nested ranges on update: %d %s, want 422 naming body", status, body["_raw"])
+	}
 
 	acct := fmt.Sprintf(`{"name":"ty-main","platform":"tianyuan","is_default":true,"allow_private_network":true,
 		"config":{"base_url":"http://127.0.0.1:1","token":"s3cret-token"},"limits":{"per_second":10}}`)

@@ -217,8 +217,12 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 		subject, body := req.Subject, req.Text
 		field := "content.text"
 		if tmpl != nil {
-			if subject, body, err = tmpl.Render(req.Variables, p); err != nil {
-				return nil, &models.FieldError{Field: "template", Message: err.Error()}
+			if subject, body, err = tmpl.Render(ctx, acct.Platform, req.Variables, p); err != nil {
+				var fe *models.FieldError
+				if errors.As(err, &fe) {
+					return nil, &models.FieldError{Field: "template", Message: fmt.Sprintf("for %s: %v", p.ExternalID, err)}
+				}
+				return nil, err
 			}
 			field = "template"
 		}

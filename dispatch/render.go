@@ -1,30 +1,17 @@
 package dispatch
 
 import (
-	"bytes"
+	"context"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"text/template"
 	"unicode/utf8"
 
 	"herald/models"
 )
-
-// funcs is the whole function set templates may use beyond text/template's builtins.
-// Variables are plain strings, so nothing here can reach outside the message.
-var funcs = template.FuncMap{
-	"upper": strings.ToUpper,
-	"lower": strings.ToLower,
-	"trim":  strings.TrimSpace,
-	"default": func(def, v string) string {
-		if v == "" {
-			return def
-		}
-		return v
-	},
-}
 
 // maxContentBytes caps a rendered message per platform, below each platform's own limit.
 var maxContentBytes = map[string]int{
@@ -49,18 +36,23 @@ var variableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 // recipientVar is the variable that carries the recipient's own fields into a template.
 const recipientVar = "recipient"
 
-// Compiled is a parsed template ready to render per recipient.
+// Compiled is a parsed template ready to render per recipient. It renders one message at
+// a time: its functions charge the render in progress.
 type Compiled struct {
 	tmpl     *models.Template
 	subject  *template.Template
 	body     *template.Template
 	declared []string
+
+	mu      sync.Mutex
+	running *budget // the render in progress, under mu
 }
 
-// CompileTemplate parses a template and checks it against its declared variables:
-// every variable it uses must be declared (or be .recipient), and rendering with
-// sample values must work. Errors are *models.FieldError naming "name", "msg_type",
-// "variables", "subject" or "body".
+// CompileTemplate parses a template and checks it against its declared variables and
+// Herald's limits: every variable it uses must be declared (or be .recipient), it may
+// not use what checkConstructs refuses, and rendering with sample values must work
+// within the largest platform's cap. Errors are *models.FieldError naming "name",
+// "msg_type", "variables", "subject" or "body".
 func CompileTemplate(t *models.Template) (*Compiled, error) {
 	if !variableName.MatchString(strings.ReplaceAll(t.Name, "-", "_")) {
 		return nil, &models.FieldError{Field: "name", Message: "use 1–64 letters, digits, dashes or underscores, starting with a letter"}
@@ -85,24 +77,33 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 	}
 	c := &Compiled{tmpl: t, declared: slices.Clone(t.Variables)}
 	var err error
-	if c.subject, err = parse("subject", t.Subject); err != nil {
+	if c.subject, err = c.parse("subject", t.Subject); err != nil {
 		return nil, err
 	}
-	if c.body, err = parse("body", t.Body); err != nil {
+	if c.body, err = c.parse("body", t.Body); err != nil {
 		return nil, err
+	}
+	for _, tp := range []*template.Template{c.subject, c.body} {
+		if err := checkConstructs(tp); err != nil {
+			return nil, &models.FieldError{Field: tp.Name(), Message: err.Error()}
+		}
 	}
 	sample := map[string]string{}
 	for _, v := range t.Variables {
 		sample[v] = "sample"
 	}
-	if _, _, err := c.Render(sample, &models.Recipient{Name: "Sample", ExternalID: "E0000"}); err != nil {
+	if _, _, err := c.Render(context.Background(), "", sample, &models.Recipient{Name: "Sample", ExternalID: "E0000"}); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func parse(field, src string) (*template.Template, error) {
-	tp, err := template.New(field).Funcs(funcs).Option("missingkey=error").Parse(src)
+// parse parses one field with the functions that charge the render in progress.
+func (c *Compiled) parse(field, src string) (*template.Template, error) {
+	if len(src) > maxTemplateSource {
+		return nil, &models.FieldError{Field: field, Message: fmt.Sprintf("must be at most %d bytes", maxTemplateSource)}
+	}
+	tp, err := template.New(field).Funcs(funcs(func() *budget { return c.running })).Option("missingkey=error").Parse(src)
 	if err != nil {
 		return nil, &models.FieldError{Field: field, Message: cleanTemplateError(err)}
 	}
@@ -110,7 +111,7 @@ func parse(field, src string) (*template.Template, error) {
 }
 
 // CheckVariables reports the first problem with the variables given for this template:
-// a declared one missing, or one given that the template does not declare.
+// a declared one missing, one given that the template does not declare, or one too long.
 func (c *Compiled) CheckVariables(vars map[string]string) error {
 	for _, v := range c.declared {
 		if _, ok := vars[v]; !ok {
@@ -126,12 +127,18 @@ func (c *Compiled) CheckVariables(vars map[string]string) error {
 		if !slices.Contains(c.declared, k) {
 			return &models.FieldError{Field: "variables." + k, Message: fmt.Sprintf("is not declared by template %s", c.tmpl.Name)}
 		}
+		// A value no message could hold is no use, and every function given it pays for its size.
+		if len(vars[k]) > maxTextLen {
+			return &models.FieldError{Field: "variables." + k, Message: fmt.Sprintf("must be at most %d bytes", maxTextLen)}
+		}
 	}
 	return nil
 }
 
-// Render renders subject and body for one recipient.
-func (c *Compiled) Render(vars map[string]string, p *models.Recipient) (subject, body string, err error) {
+// Render renders subject and body for one recipient on a platform ("" for none in
+// particular: the largest platform's cap applies). Each field must fit the platform's
+// cap and render within renderTimeout; ctx can abandon a render sooner.
+func (c *Compiled) Render(ctx context.Context, platform string, vars map[string]string, p *models.Recipient) (subject, body string, err error) {
 	data := make(map[string]any, len(vars)+1)
 	for k, v := range vars {
 		data[k] = v
@@ -139,16 +146,32 @@ func (c *Compiled) Render(vars map[string]string, p *models.Recipient) (subject,
 	data[recipientVar] = map[string]string{
 		"name": p.Name, "external_id": p.ExternalID, "branch": p.Branch, "department": p.Department,
 	}
-	var buf bytes.Buffer
-	if err := c.subject.Execute(&buf, data); err != nil {
-		return "", "", &models.FieldError{Field: "subject", Message: cleanTemplateError(err)}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer func() { c.running = nil }()
+	if subject, err = c.execute(ctx, platform, c.subject, data); err != nil {
+		return "", "", err
 	}
-	subject = buf.String()
-	buf.Reset()
-	if err := c.body.Execute(&buf, data); err != nil {
-		return "", "", &models.FieldError{Field: "body", Message: cleanTemplateError(err)}
+	if body, err = c.execute(ctx, platform, c.body, data); err != nil {
+		return "", "", err
 	}
-	return subject, buf.String(), nil
+	return subject, body, nil
+}
+
+// execute renders one field within a fresh budget; c.mu is held.
+func (c *Compiled) execute(ctx context.Context, platform string, tp *template.Template, data map[string]any) (string, error) {
+	c.running = newBudget(ctx, platform)
+	if err := tp.Execute(c.running, data); err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("dispatch: render template %s: %w", c.tmpl.Name, ctx.Err())
+		}
+		msg, ok := limitMessage(err)
+		if !ok {
+			msg = cleanTemplateError(err)
+		}
+		return "", &models.FieldError{Field: tp.Name(), Message: msg}
+	}
+	return c.running.out.String(), nil
 }
 
 // MsgType is the template's message type.

@@ -111,7 +111,7 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 		}
 	}
 	slices.Sort(out.Notes)
-	if out.Subject, out.Body, err = compiled.Render(vars, &person); err != nil {
+	if out.Subject, out.Body, err = compiled.Render(c.Request.Context(), "", vars, &person); err != nil {
 		out.Errors = []string{fieldMessage(err)}
 	}
 	return out

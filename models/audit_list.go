@@ -28,7 +28,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, limit int) ([]Audi
 	switch {
 	case f.Action == "":
 	case f.Action[len(f.Action)-1] == '.':
-		q = q.Where("action LIKE ?", escapeLike(f.Action)+"%")
+		q = whereLike(q, likePrefix, f.Action, "action")
 	default:
 		q = q.Where("action = ?", f.Action)
 	}

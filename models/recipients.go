@@ -161,8 +161,7 @@ type RecipientFilter struct {
 func (s *Store) ListRecipients(ctx context.Context, f RecipientFilter) ([]Recipient, error) {
 	q := s.reader(ctx).Model(&Recipient{})
 	if f.Query != "" {
-		like := "%" + escapeLike(f.Query) + "%"
-		q = q.Where("(name LIKE ? OR external_id LIKE ? OR branch LIKE ? OR department LIKE ?)", like, like, like, like)
+		q = whereLike(q, likeContains, f.Query, "name", "external_id", "branch", "department")
 	}
 	if f.OrgType != "" {
 		q = q.Where("org_type = ?", f.OrgType)
@@ -184,10 +183,6 @@ func (s *Store) ListRecipients(ctx context.Context, f RecipientFilter) ([]Recipi
 		return nil, fmt.Errorf("models: list recipients: %w", err)
 	}
 	return out, nil
-}
-
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
 // UpsertResult counts what a bulk upsert did, and lists each change for the audit log.

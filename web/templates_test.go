@@ -80,6 +80,33 @@ func TestTemplatesPage(t *testing.T) {
 		wantFieldError(t, body, "name", "is already used by another template")
 	})
 
+	t.Run("runaway templates are refused on save and in the preview", func(t *testing.T) {
+		tests := []struct{ field, src, message string }{
+			{"body", `{{range 20}}{{printf "%999999d" 0}}{{end}}`, "line 1:8: range is not allowed"},
+			{"body", `{{range 1000}}{{range 1000}}{{$.task}}{{end}}{{end}}`, "range is not allowed"},
+			{"body", `{{printf "%999999d" 0}}`, "printf width 999999 exceeds 100"},
+			{"subject", `{{printf "%.500s" .task}}`, "printf precision 500 exceeds 100"},
+		}
+		for _, tt := range tests {
+			form := url.Values{"name": {"runaway"}, "msg_type": {"text"}, "variables": {"task"}, "subject": {""},
+				"body": {"{{.task}}"}, "samples": {"task = x"}}
+			form.Set(tt.field, tt.src)
+			resp, body := op.post("/templates", form)
+			wantStatus(t, "save "+tt.src, resp, body, http.StatusUnprocessableEntity)
+			wantFieldError(t, body, tt.field, tt.message)
+			_, body = op.postHX("/templates/preview", form)
+			wantContains(t, "preview of "+tt.src, body, `id="preview-errors"`, tt.field+" ", tt.message)
+		}
+		if _, err := c.store.TemplateByName(ctx, "runaway"); err == nil {
+			t.Error("a refused template was saved")
+		}
+
+		resp, body := op.post("/templates/task-overdue/edit", url.Values{"name": {"task-overdue"}, "msg_type": {"text"},
+			"variables": {"task"}, "body": {`{{range .recipient}}{{.}}{{end}}`}})
+		wantStatus(t, "edit to a range", resp, body, http.StatusUnprocessableEntity)
+		wantFieldError(t, body, "body", "range is not allowed")
+	})
+
 	t.Run("edit renames", func(t *testing.T) {
 		resp, body := op.post("/templates/shift-start/edit", url.Values{"name": {"shift-begin"}, "msg_type": {"markdown"},
 			"variables": {"task"}, "body": {"**Start**: {{.task}}"}})

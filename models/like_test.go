@@ -1,0 +1,96 @@
+package models_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"herald/internal/testenv"
+	"herald/models"
+)
+
+// onBothDialects runs a test on a migrated SQLite store, and on a MySQL one when
+// HERALD_TEST_MYSQL_DSN is set: LIKE is where the two dialects differ most.
+func onBothDialects(t *testing.T, test func(t *testing.T, s *models.Store)) {
+	t.Helper()
+	for _, dialect := range []string{"sqlite", "mysql"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			opts := models.Options{DataDir: t.TempDir(), SecretKey: testenv.SecretKey}
+			if dialect == "mysql" {
+				if opts.MySQLDSN = testenv.MySQLDSN(t); opts.MySQLDSN == "" {
+					t.Skip("HERALD_TEST_MYSQL_DSN not set")
+				}
+			}
+			s, err := models.Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			if _, err := s.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			test(t, s)
+		})
+	}
+}
+
+// TestSearchTakesWildcardsLiterally: what a person types into a search box is text, so
+// _ and % match themselves, and the same on both dialects.
+func TestSearchTakesWildcardsLiterally(t *testing.T) {
+	t.Parallel()
+	onBothDialects(t, func(t *testing.T, s *models.Store) {
+		ctx := context.Background()
+		for i, name := range []string{"a_b", "axb", "50%", "500", `c\d`, "e!f", "张伟", "李娜"} {
+			r := &models.Recipient{ExternalID: "E" + string(rune('0'+i)), Name: name, OrgType: models.Branch, Active: true}
+			if err := s.CreateRecipient(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		tests := []struct {
+			query string
+			want  []string
+		}{
+			{"a_b", []string{"a_b"}},
+			{"50%", []string{"50%"}},
+			{"%", []string{"50%"}},
+			{"_", []string{"a_b"}},
+			{`c\d`, []string{`c\d`}},
+			{"e!f", []string{"e!f"}},
+			{"x", []string{"axb"}},
+			{"张", []string{"张伟"}},
+			{"伟", []string{"张伟"}},
+		}
+		for _, tt := range tests {
+			list, err := s.ListRecipients(ctx, models.RecipientFilter{Query: tt.query})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, r := range list {
+				got = append(got, r.Name)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("search %q (-want +got):\n%s", tt.query, diff)
+			}
+		}
+
+		for _, action := range []string{"a_b.create", "axb.create", "a_bc.create"} {
+			if err := s.Audit(ctx, models.AuditEntry{Actor: "admin", ActorType: "user", Action: action}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		entries, err := s.ListAudit(ctx, models.AuditFilter{Action: "a_b."}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.Action)
+		}
+		if diff := cmp.Diff([]string{"a_b.create"}, got); diff != "" {
+			t.Errorf("audit actions under a_b. (-want +got):\n%s", diff)
+		}
+	})
+}
