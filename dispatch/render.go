@@ -75,6 +75,12 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 	if strings.TrimSpace(t.Body) == "" {
 		return nil, &models.FieldError{Field: "body", Message: "is required"}
 	}
+	if err := models.CheckText("subject", t.Subject, false); err != nil {
+		return nil, err
+	}
+	if err := models.CheckText("body", t.Body, true); err != nil {
+		return nil, err
+	}
 	c := &Compiled{tmpl: t, declared: slices.Clone(t.Variables)}
 	var err error
 	if c.subject, err = c.parse("subject", t.Subject); err != nil {

@@ -30,6 +30,9 @@ func TestCompileTemplate(t *testing.T) {
 		{"duplicate variable", models.Template{Name: "x", MsgType: "text", Body: "hi", Variables: models.StringList{"a", "a"}}, "variables"},
 		{"empty body", models.Template{Name: "x", MsgType: "text", Body: "  "}, "body"},
 		{"subject uses undeclared", models.Template{Name: "x", MsgType: "text", Subject: "{{.s}}", Body: "hi"}, "subject"},
+		{"NUL in the body", models.Template{Name: "x", MsgType: "text", Body: "hi\x00"}, "body"},
+		{"newline in the subject", models.Template{Name: "x", MsgType: "text", Subject: "a\nb", Body: "hi"}, "subject"},
+		{"lines in the body", models.Template{Name: "ok", MsgType: "text", Body: "line one\r\n\tline two"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
