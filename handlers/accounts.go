@@ -329,7 +329,7 @@ func (h *Handlers) NewAccountForm(c *gin.Context) {
 	render(c, http.StatusOK, views.AccountFormPage(page(c, "New account", "accounts"), accountForm(a, "", nil), nil))
 }
 
-// CreateAccount saves a new account through the API's validation.
+// CreateAccount saves a new account by the rules the API follows too (dispatch.SaveAccount).
 func (h *Handlers) CreateAccount(c *gin.Context) {
 	h.saveAccount(c, nil)
 }
@@ -355,7 +355,8 @@ func (h *Handlers) EditAccountForm(c *gin.Context) {
 	}
 }
 
-// UpdateAccount saves an account's changes; empty secret inputs keep the stored secrets.
+// UpdateAccount saves an account's changes; empty secret inputs keep the stored secrets
+// while the account's address stays the same.
 func (h *Handlers) UpdateAccount(c *gin.Context) {
 	if old, ok := h.storedAccount(c); ok {
 		h.saveAccount(c, old)
