@@ -410,13 +410,18 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 		t.Errorf("per_second above per_minute: %d %s, want created with a warning", status, body["_raw"])
 	}
 	status, body, _ = api.call("PUT", "/api/v1/accounts/ty-main", `{"platform":"tianyuan","is_default":true,"allow_private_network":true,
-		"config":{"base_url":"http://127.0.0.1:2","token":"********"}}`)
+		"config":{"base_url":"http://127.0.0.1:1","token":"********"},"limits":{"per_second":5}}`)
 	if status != 200 {
 		t.Fatalf("account update: %d %s", status, body["_raw"])
 	}
 	stored, err := h.app.store.AccountByName(context.Background(), "ty-main")
-	if err != nil || stored.Config["token"] != "s3cret-token" || stored.Config["base_url"] != "http://127.0.0.1:2" {
+	if err != nil || stored.Config["token"] != "s3cret-token" || stored.Limits.PerSecond != 5 {
 		t.Errorf("masked token on update must keep the stored one: %+v %v", stored, err)
+	}
+	status, body, _ = api.call("PUT", "/api/v1/accounts/ty-main", `{"platform":"tianyuan","is_default":true,"allow_private_network":true,
+		"config":{"base_url":"http://127.0.0.1:2","token":"********"}}`)
+	if status != 422 || errorField(body) != "config.token" {
+		t.Errorf("masked token with a new base_url: %d %s, want 422 naming config.token", status, body["_raw"])
 	}
 	if status, body, _ := api.call("POST", "/api/v1/accounts", `{"name":"ty2","platform":"tianyuan","config":{"token":"t"}}`); status != 422 || errorField(body) != "config.base_url" {
 		t.Errorf("account without base_url: %d %s, want 422 naming config.base_url", status, body["_raw"])

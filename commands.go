@@ -39,7 +39,7 @@ func migrateCommand(ctx context.Context, args []string, getenv config.Getenv, st
 	}
 	defer store.Close()
 	if args[0] == "up" {
-		applied, _, err := migrations.Up(ctx, store.SQL(), store.Dialect())
+		applied, _, err := store.MigrateUp(ctx)
 		if err != nil {
 			return err
 		}

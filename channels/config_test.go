@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"herald/models"
 )
 
@@ -69,18 +71,38 @@ func TestValidateConfig(t *testing.T) {
 	}
 }
 
-func TestSecretKeysAreConfigKeys(t *testing.T) {
-	for platform, secrets := range SecretKeys {
-		required, optional := ConfigKeys(platform)
-		for _, k := range secrets {
-			known := false
-			for _, c := range append(required, optional...) {
-				known = known || c == k
+// Destination settings are compared as a send would use them: an empty value is its
+// default, and settings that do not say where the account connects do not count.
+func TestDestinationChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		platform string
+		old, new map[string]string
+		want     []Change
+	}{
+		{"same", "tianyuan", map[string]string{"base_url": "https://a.example.com", "token": "t"},
+			map[string]string{"base_url": "https://a.example.com"}, nil},
+		{"base_url", "tianyuan", map[string]string{"base_url": "https://a.example.com"},
+			map[string]string{"base_url": "https://b.example.com"}, []Change{{"base_url", "https://a.example.com", "https://b.example.com"}}},
+		{"path spelled out as its default", "zhaohu", map[string]string{"base_url": "https://a.example.com"},
+			map[string]string{"base_url": "https://a.example.com", "path": "/messages"}, nil},
+		{"path", "zhaohu", map[string]string{"base_url": "https://a.example.com"},
+			map[string]string{"base_url": "https://a.example.com", "path": "/other"}, []Change{{"path", "/messages", "/other"}}},
+		{"wecom corp_id", "wecom", map[string]string{"corp_id": "ww1", "agent_id": "1"},
+			map[string]string{"corp_id": "ww2", "agent_id": "2"}, []Change{{"corp_id", "ww1", "ww2"}}},
+		{"email tls, port and host", "email", map[string]string{"host": "smtp.a.example.com", "from": "a@example.com", "username": "u"},
+			map[string]string{"host": "smtp.b.example.com", "port": "25", "tls": "none", "from": "b@example.com", "username": "v"},
+			[]Change{{"host", "smtp.a.example.com", "smtp.b.example.com"}, {"port", "", "25"}, {"tls", "starttls", "none"}}},
+		{"email tls spelled out as its default", "email", map[string]string{"host": "smtp.example.com"},
+			map[string]string{"host": "smtp.example.com", "tls": "starttls"}, nil},
+		{"webhook url", "webhook", map[string]string{"url": "https://hooks.example.com/a"},
+			map[string]string{"url": "https://hooks.example.com/b"}, []Change{{"url", "https://hooks.example.com/a", "https://hooks.example.com/b"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, DestinationChanges(tc.platform, tc.old, tc.new)); diff != "" {
+				t.Errorf("DestinationChanges (-want +got):\n%s", diff)
 			}
-			if !known {
-				t.Errorf("%s: secret %s is not a config key", platform, k)
-			}
-		}
+		})
 	}
 }
 
@@ -109,7 +131,7 @@ func TestRegistryReusesSenders(t *testing.T) {
 		t.Error("sandbox without a simulator built a sender")
 	}
 	for _, p := range Platforms {
-		if _, ok := configKeys[p]; !ok {
+		if _, ok := platformFields[p]; !ok {
 			t.Errorf("platform %s has no config keys", p)
 		}
 	}

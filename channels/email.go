@@ -34,8 +34,8 @@ type Email struct {
 
 // The tls config values.
 const (
-	tlsStartTLS = "starttls" // upgrade when the server offers STARTTLS (the default)
-	tlsNone     = "none"     // never encrypt
+	tlsStartTLS = "starttls" // upgrade with STARTTLS, refusing a server that does not offer it (the default)
+	tlsNone     = "none"     // never encrypt: chosen explicitly, for a relay on a trusted network
 	tlsImplicit = "implicit" // TLS from the first byte (usually port 465)
 )
 
@@ -174,12 +174,16 @@ func (e *Email) converse(ctx context.Context, note func(step, answer string), do
 			state, _ := c.TLSConnectionState()
 			note("STARTTLS", "220, "+tls.VersionName(state.Version))
 		} else {
-			note("STARTTLS", "not offered by the server; going on unencrypted")
+			// Going on in clear would show the mail and the login to anyone on the way,
+			// and someone on the way is who would strip the offer.
+			note("STARTTLS", "not offered by the server")
+			c.Quit()
+			return errNoStartTLS
 		}
 	}
 	if e.password != "" {
-		// PlainAuth refuses to send the password unencrypted except to localhost,
-		// which is what keeps opportunistic STARTTLS from leaking it.
+		// PlainAuth also refuses to send the password unencrypted except to localhost,
+		// which guards tls: none.
 		var auth smtp.Auth = smtp.PlainAuth("", e.username, e.password, e.host)
 		if e.tlsMode == tlsImplicit {
 			auth = implicitTLSAuth{auth}
@@ -281,6 +285,9 @@ func (e *Email) compose(to *mail.Address, m Message, messageID string) []byte {
 	return b.Bytes()
 }
 
+// errNoStartTLS is an account with tls: starttls meeting a server that offers no STARTTLS.
+var errNoStartTLS = errors.New("the server does not offer STARTTLS, which the account requires (tls: starttls); nothing was sent")
+
 // smtpAuthError marks a failure of the AUTH step, including net/smtp refusing to send
 // the password over an unencrypted connection.
 type smtpAuthError struct{ err error }
@@ -298,9 +305,10 @@ func classifySMTP(err error) *Error {
 	if te, ok := errors.AsType[*textproto.Error](err); ok {
 		return &Error{Class: smtpCodeClass(te.Code, te.Msg), Code: fmt.Sprintf("smtp %d", te.Code), Err: wrapped}
 	}
-	if _, ok := errors.AsType[*smtpAuthError](err); ok {
-		// Not a server reply: net/smtp refused to send the password unencrypted, or
-		// the server offers no AUTH. Either way the account's settings need a person.
+	if _, ok := errors.AsType[*smtpAuthError](err); ok || errors.Is(err, errNoStartTLS) {
+		// Not a server reply: net/smtp refused to send the password unencrypted, the
+		// server offers no AUTH, or no STARTTLS. Either way the account's settings (or
+		// the server) need a person, which the auth class flags.
 		return &Error{Class: Auth, Err: wrapped}
 	}
 	// Connection errors, timeouts, TLS failures, a server hanging up.

@@ -2,21 +2,29 @@ package channels
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"io"
 	"mime"
+	"net"
 	"net/mail"
 	"net/textproto"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
 
 	"herald/simulator"
 )
 
+// emailConfig points at the simulator, which speaks plain SMTP: tls none is chosen
+// explicitly, as an account must.
 func emailConfig(rig *simRig) map[string]string {
 	return map[string]string{"host": rig.smtpHost, "port": rig.smtpPort, "from": "Herald <herald@example.com>",
-		"username": "herald", "password": "pw"}
+		"username": "herald", "password": "pw", "tls": "none"}
 }
 
 // With credentials: AUTH PLAIN to the loopback simulator, which net/smtp allows
@@ -164,5 +172,121 @@ func TestEmailSilentServer(t *testing.T) {
 	}
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("Send took %s despite a %s deadline", took, shortDeadline)
+	}
+}
+
+// plainSMTP is a mail server that offers AUTH but not STARTTLS, as a server does when
+// someone on the way strips the offer. It accepts everything and notes every command.
+type plainSMTP struct {
+	addr string
+	mu   sync.Mutex
+	cmds []string
+}
+
+func startPlainSMTP(t *testing.T) *plainSMTP {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	s := &plainSMTP{addr: ln.Addr().String()}
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go s.serve(conn)
+		}
+	}()
+	return s
+}
+
+func (s *plainSMTP) serve(conn net.Conn) {
+	defer conn.Close()
+	tc := textproto.NewConn(conn)
+	tc.PrintfLine("220 plain ESMTP")
+	for {
+		line, err := tc.ReadLine()
+		if err != nil {
+			return
+		}
+		s.mu.Lock()
+		s.cmds = append(s.cmds, line)
+		s.mu.Unlock()
+		switch verb, _, _ := strings.Cut(strings.ToUpper(line), " "); verb {
+		case "EHLO":
+			tc.PrintfLine("250-plain")
+			tc.PrintfLine("250 AUTH PLAIN")
+		case "AUTH":
+			tc.PrintfLine("235 2.7.0 accepted")
+		case "DATA":
+			tc.PrintfLine("354 go on")
+			tc.ReadDotLines()
+			tc.PrintfLine("250 queued")
+		case "QUIT":
+			tc.PrintfLine("221 bye")
+			return
+		default:
+			tc.PrintfLine("250 ok")
+		}
+	}
+}
+
+func (s *plainSMTP) commands() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.cmds)
+}
+
+// STARTTLS is required unless tls is none: against a server that does not offer it, a
+// send and a connection test stop after EHLO, sending neither the password nor mail.
+func TestEmailRequiresStartTLS(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []string{"", "starttls"} {
+		t.Run("tls "+cmp.Or(mode, "left empty"), func(t *testing.T) {
+			t.Parallel()
+			srv := startPlainSMTP(t)
+			host, port, _ := net.SplitHostPort(srv.addr)
+			e, err := NewEmail(map[string]string{"host": host, "port": port, "from": "herald@example.com",
+				"username": "herald", "password": "never-in-clear", "tls": mode}, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = e.Send(context.Background(), newMessage("a@example.com"))
+			if c := classOf(t, err); c != Auth || !strings.Contains(err.Error(), "does not offer STARTTLS") {
+				t.Errorf("send: class %s (%v), want auth saying the server does not offer STARTTLS", c, err)
+			}
+			res := e.probe(context.Background())
+			if res.OK || !strings.Contains(res.Summary, "does not offer STARTTLS") {
+				t.Errorf("probe: OK %t, %q; want a failure saying the server does not offer STARTTLS", res.OK, res.Summary)
+			}
+			want := []string{"EHLO localhost", "QUIT", "EHLO localhost", "QUIT"}
+			if diff := gocmp.Diff(want, srv.commands()); diff != "" {
+				t.Errorf("commands the server heard (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	// Chosen explicitly, none goes on in clear (to localhost, where net/smtp allows AUTH):
+	// the server above does take a login and a message.
+	srv := startPlainSMTP(t)
+	host, port, _ := net.SplitHostPort(srv.addr)
+	e, err := NewEmail(map[string]string{"host": host, "port": port, "from": "herald@example.com",
+		"username": "herald", "password": "pw", "tls": "none"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Send(context.Background(), newMessage("a@example.com")); err != nil {
+		t.Fatalf("send with tls none: %v", err)
+	}
+	var verbs []string
+	for _, c := range srv.commands() {
+		verb, _, _ := strings.Cut(c, " ")
+		verbs = append(verbs, verb)
+	}
+	if diff := gocmp.Diff([]string{"EHLO", "AUTH", "MAIL", "RCPT", "DATA", "QUIT"}, verbs); diff != "" {
+		t.Errorf("commands with tls none (-want +got):\n%s", diff)
 	}
 }

@@ -151,6 +151,9 @@ func (e *Email) probeFailure(err error, ce *Error) string {
 	case isReply:
 		return fmt.Sprintf("SMTP server %s answered an error at %v", e.addr, err)
 	}
+	if errors.Is(err, errNoStartTLS) {
+		return fmt.Sprintf("SMTP server %s does not offer STARTTLS, which the account requires; nothing was sent in clear", e.addr)
+	}
 	if ae, ok := errors.AsType[*smtpAuthError](err); ok {
 		// No server reply: net/smtp would not send the password, e.g. unencrypted.
 		return fmt.Sprintf("SMTP login to %s not attempted: %v", e.addr, ae.err)

@@ -113,12 +113,21 @@ func TestProbe(t *testing.T) {
 			name: "email login accepted",
 			account: func(rig *simRig) *models.Account {
 				return probeAccount("email", true, map[string]string{"host": rig.smtpHost, "port": rig.smtpPort,
-					"from": "herald@example.com", "username": "herald", "password": probePassword})
+					"from": "herald@example.com", "username": "herald", "password": probePassword, "tls": "none"})
 			},
 			ok:      true,
 			summary: []string{"accepted the login of herald", "no mail was sent"},
 			steps: []string{"connect 127.0.0.1:", "greeting → 220 herald-sim ESMTP ready", "EHLO localhost → 250, offers AUTH PLAIN LOGIN",
-				"STARTTLS → not offered", "AUTH PLAIN as herald → 235", "QUIT → 221"},
+				"AUTH PLAIN as herald → 235", "QUIT → 221"},
+		},
+		{
+			name: "email without STARTTLS on offer",
+			account: func(rig *simRig) *models.Account {
+				return probeAccount("email", true, map[string]string{"host": rig.smtpHost, "port": rig.smtpPort,
+					"from": "herald@example.com", "username": "herald", "password": probePassword})
+			},
+			summary: []string{"does not offer STARTTLS, which the account requires"},
+			steps:   []string{"EHLO localhost → 250", "STARTTLS → not offered by the server", "error: auth: channels: email: the server does not offer STARTTLS"},
 		},
 		{
 			name:   "email login refused",
@@ -431,13 +440,13 @@ func TestEmailImplicitTLS(t *testing.T) {
 	checkProbe(t, res, false, []string{"TLS failed", "certificate"}, []string{"error: transient: channels: email: TLS handshake"})
 }
 
-// Without STARTTLS on offer, a probe meets what a send would: the password is not sent
-// in clear to a host other than localhost.
+// With tls none, a probe meets what a send would: the password is not sent in clear to
+// a host other than localhost.
 func TestProbeEmailPasswordNotSentInClear(t *testing.T) {
 	t.Parallel()
 	rig := startSim(t, simulator.Options{})
 	e := newEmail(map[string]string{"host": "mail.example.com", "from": "herald@example.com",
-		"username": "herald", "password": probePassword}, true)
+		"username": "herald", "password": probePassword, "tls": "none"}, true)
 	dial := DialContext(true)
 	e.dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return dial(ctx, network, net.JoinHostPort(rig.smtpHost, rig.smtpPort))
@@ -445,7 +454,7 @@ func TestProbeEmailPasswordNotSentInClear(t *testing.T) {
 	res := e.probe(context.Background())
 	res.Took = time.Millisecond
 	checkProbe(t, res, false, []string{"SMTP login to mail.example.com:587 not attempted: unencrypted connection"},
-		[]string{"STARTTLS → not offered by the server", "error: auth: channels: email: AUTH: unencrypted connection"})
+		[]string{"EHLO localhost → 250", "error: auth: channels: email: AUTH: unencrypted connection"})
 	checkNothingSent(t, rig.sim)
 }
 

@@ -1,6 +1,7 @@
 // Package dispatch is Herald's one intake, shared by the compose form and the JSON API:
 // it resolves recipients, applies the duty rule, renders content per recipient, writes
-// the batch and its messages in one transaction, and enqueues them after commit.
+// the batch and its messages in one transaction, and enqueues them after commit. It also
+// saves the accounts intake sends through (accounts.go), by one set of rules for both.
 package dispatch
 
 import (

@@ -3,13 +3,13 @@ package handlers
 import (
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"herald/channels"
+	"herald/dispatch"
 	"herald/models"
 	"herald/tasks"
 	"herald/views"
@@ -29,9 +29,6 @@ var configHints = map[string]string{
 	"url":      "where the JSON is posted",
 	"password": "write-only",
 }
-
-// configOptions are the choices of settings that have a fixed set of values.
-var configOptions = map[string][]string{"tls": {"starttls", "implicit", "none"}}
 
 // limitLabels name the limits on the account form, in the order shown.
 var limitLabels = []views.LimitField{
@@ -149,15 +146,19 @@ func formatFloat(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) 
 // configFields lays out a platform's settings. Secrets are never filled in: stored
 // says only whether the saved account has one.
 func configFields(platform string, values map[string]string, stored *models.Account) []views.ConfigField {
-	required, optional := channels.ConfigKeys(platform)
 	var out []views.ConfigField
-	for _, k := range append(slices.Clone(required), optional...) {
-		f := views.ConfigField{Key: k, Required: slices.Contains(required, k), Hint: configHints[k], Options: configOptions[k]}
-		if slices.Contains(channels.SecretKeys[platform], k) {
+	for _, cf := range channels.Fields(platform) {
+		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Hint: configHints[cf.Key], Options: cf.Options}
+		if cf.Secret {
 			f.Secret, f.Hint = true, ""
-			f.Stored = stored != nil && stored.Platform == platform && stored.Config[k] != ""
+			f.Stored = stored != nil && stored.Platform == platform && stored.Config[cf.Key] != ""
 		} else {
-			f.Value = values[k]
+			f.Value = values[cf.Key]
+			if len(cf.Options) > 0 {
+				// A choice shows what an empty value means, so none is ever chosen by default.
+				f.Value = cf.Value(values)
+				f.Warning = cf.Warnings[f.Value]
+			}
 		}
 		out = append(out, f)
 	}
@@ -179,15 +180,15 @@ func accountForm(a *models.Account, oldName string, stored *models.Account) view
 	return f
 }
 
-// accountInput reads the account form into the API's account shape, so that
-// AccountFromInput validates both alike. Number fields that are not numbers are
-// reported in errs; the form as typed comes back for re-display.
-func accountInput(c *gin.Context, old *models.Account) (accountJSON, views.AccountForm, map[string]string) {
+// accountInput reads the account form into the input the API gives too, so that
+// dispatch saves both alike. Number fields that are not numbers are reported in errs;
+// the form as typed comes back for re-display.
+func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, views.AccountForm, map[string]string) {
 	errs := map[string]string{}
 	enabled := c.PostForm("enabled") == "true"
-	in := accountJSON{Name: strings.TrimSpace(c.PostForm("name")), Platform: c.PostForm("platform"),
+	in := dispatch.AccountInput{Name: strings.TrimSpace(c.PostForm("name")), Platform: c.PostForm("platform"),
 		IsDefault: c.PostForm("is_default") == "true", Enabled: &enabled,
-		AllowPrivateNetwork: c.PostForm("allow_private_network") == "true", Config: map[string]any{}}
+		AllowPrivateNetwork: c.PostForm("allow_private_network") == "true", Config: map[string]string{}}
 	oldName := ""
 	if old != nil {
 		oldName = old.Name
@@ -213,23 +214,21 @@ func accountInput(c *gin.Context, old *models.Account) (accountJSON, views.Accou
 		}
 		f.Limits = append(f.Limits, l)
 	}
-	required, optional := channels.ConfigKeys(in.Platform)
 	values := map[string]string{}
-	for _, k := range append(slices.Clone(required), optional...) {
-		v := strings.TrimSpace(c.PostForm("config." + k))
-		secret := slices.Contains(channels.SecretKeys[in.Platform], k)
+	for _, cf := range channels.Fields(in.Platform) {
+		v := strings.TrimSpace(c.PostForm("config." + cf.Key))
 		switch {
-		case secret && c.PostForm("config."+k+".clear") == "true" && !slices.Contains(required, k):
-			in.Config[k] = "" // cleared on purpose
-		case v == "" && secret && old != nil && old.Platform == in.Platform:
-			// Left empty: AccountFromInput keeps the stored secret.
-		case v == "" && !slices.Contains(required, k):
+		case cf.Secret && c.PostForm("config."+cf.Key+".clear") == "true" && !cf.Required:
+			in.Config[cf.Key] = "" // cleared on purpose
+		case v == "" && cf.Secret:
+			// Left empty: dispatch keeps the stored secret, if the address is unchanged.
+		case v == "" && !cf.Required:
 			// An optional setting left empty takes its default.
 		default:
-			in.Config[k] = v
+			in.Config[cf.Key] = v
 		}
-		if !secret {
-			values[k] = v
+		if !cf.Secret {
+			values[cf.Key] = v
 		}
 	}
 	f.Config = configFields(in.Platform, values, old)
@@ -254,7 +253,8 @@ func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]st
 	}
 	rows := make([]views.AccountListRow, len(list))
 	for i, a := range list {
-		rows[i] = views.AccountListRow{Account: a, Warnings: models.LimitWarnings(a.Limits)}
+		rows[i] = views.AccountListRow{Account: a, Warnings: models.LimitWarnings(a.Limits),
+			ConfigWarnings: channels.ConfigWarnings(a.Platform, a.Config)}
 	}
 	render(c, status, views.AccountsPage(page(c, "Accounts", "accounts"), rows, h.accountUsage(c, list), noticeOf(c), errs))
 }
@@ -329,7 +329,7 @@ func (h *Handlers) NewAccountForm(c *gin.Context) {
 	render(c, http.StatusOK, views.AccountFormPage(page(c, "New account", "accounts"), accountForm(a, "", nil), nil))
 }
 
-// CreateAccount saves a new account through the API's validation.
+// CreateAccount saves a new account by the rules the API follows too (dispatch.SaveAccount).
 func (h *Handlers) CreateAccount(c *gin.Context) {
 	h.saveAccount(c, nil)
 }
@@ -355,7 +355,8 @@ func (h *Handlers) EditAccountForm(c *gin.Context) {
 	}
 }
 
-// UpdateAccount saves an account's changes; empty secret inputs keep the stored secrets.
+// UpdateAccount saves an account's changes; empty secret inputs keep the stored secrets
+// while the account's address stays the same.
 func (h *Handlers) UpdateAccount(c *gin.Context) {
 	if old, ok := h.storedAccount(c); ok {
 		h.saveAccount(c, old)
@@ -364,17 +365,19 @@ func (h *Handlers) UpdateAccount(c *gin.Context) {
 
 func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 	in, f, errs := accountInput(c, old)
-	title := "New account"
+	title, notice := "New account", "created"
 	if old != nil {
-		title = old.Name
+		title, notice = old.Name, "saved"
 	}
 	if len(errs) > 0 {
 		render(c, http.StatusUnprocessableEntity, views.AccountFormPage(page(c, title, "accounts"), f, errs))
 		return
 	}
-	a, err := AccountFromInput(in, old)
-	if err == nil {
-		err = h.Store.SaveAccount(c.Request.Context(), a)
+	a, err := h.Dispatch.SaveAccount(c.Request.Context(), old, in, consoleActor(c))
+	if errors.Is(err, models.ErrStateChanged) {
+		render(c, http.StatusConflict, views.AccountFormPage(page(c, title, "accounts"), f, map[string]string{
+			"": "Someone else saved this account while you edited it. Open it again to see their changes."}))
+		return
 	}
 	if fe, ok := fieldErrors(err); ok {
 		render(c, http.StatusUnprocessableEntity, views.AccountFormPage(page(c, title, "accounts"), f, fe))
@@ -384,12 +387,6 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 		h.serverError(c, err)
 		return
 	}
-	h.accountsChanged()
-	action, notice := "account.create", "created"
-	if old != nil {
-		action, notice = "account.update", "saved"
-	}
-	h.audit(c, CurrentUser(c).Username, action, "account", a.Name, a.Platform)
 	redirectNotice(c, "/accounts", notice, "account "+a.Name)
 }
 
@@ -422,17 +419,15 @@ func (h *Handlers) SetAccountEnabled(c *gin.Context) {
 	if !ok {
 		return
 	}
-	a.Enabled = c.PostForm("enabled") == "true"
-	if err := h.Store.SaveAccount(c.Request.Context(), a); err != nil {
+	enabled := c.PostForm("enabled") == "true"
+	if err := h.Dispatch.SetAccountEnabled(c.Request.Context(), a, enabled, consoleActor(c)); err != nil {
 		h.serverError(c, err)
 		return
 	}
-	h.accountsChanged()
-	action, notice := "account.disable", "disabled"
-	if a.Enabled {
-		action, notice = "account.enable", "enabled"
+	notice := "disabled"
+	if enabled {
+		notice = "enabled"
 	}
-	h.audit(c, CurrentUser(c).Username, action, "account", a.Name, "")
 	redirectNotice(c, "/accounts", notice, "account "+a.Name)
 }
 
@@ -442,7 +437,7 @@ func (h *Handlers) DeleteAccount(c *gin.Context) {
 	if !ok {
 		return
 	}
-	err := h.Store.DeleteAccount(c.Request.Context(), a.ID)
+	err := h.Dispatch.DeleteAccount(c.Request.Context(), a, consoleActor(c))
 	if errors.Is(err, models.ErrInUse) {
 		h.renderAccounts(c, http.StatusConflict, map[string]string{"": "Account " + a.Name +
 			" has undelivered messages (pending, sending or failed), so it cannot be deleted. Disable it instead, or wait until they are delivered or cancelled."})
@@ -452,7 +447,5 @@ func (h *Handlers) DeleteAccount(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.accountsChanged()
-	h.audit(c, CurrentUser(c).Username, "account.delete", "account", a.Name, a.Platform)
 	redirectNotice(c, "/accounts", "deleted", "account "+a.Name)
 }

@@ -6,11 +6,11 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"herald/channels"
+	"herald/dispatch"
 	"herald/models"
 )
 
@@ -32,7 +32,8 @@ type accountJSON struct {
 	RetryPolicy models.RetryPolicy `json:"retry_policy,omitempty"`
 	Healthy     *bool              `json:"healthy,omitempty"`
 	HealthNote  string             `json:"health_note,omitempty"`
-	// Warnings name limits that can never be reached (read-only; ignored on input).
+	// Warnings name limits that can never be reached and settings that give up
+	// encryption (read-only; ignored on input).
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -49,57 +50,26 @@ func toAccountJSON(a models.Account) accountJSON {
 	enabled, healthy := a.Enabled, a.Healthy
 	return accountJSON{Name: a.Name, Platform: a.Platform, IsDefault: a.IsDefault, Enabled: &enabled,
 		AllowPrivateNetwork: a.AllowPrivateNetwork, MaxAttempts: a.MaxAttempts, Config: cfg, Limits: a.Limits,
-		RetryPolicy: a.RetryPolicy, Healthy: &healthy, HealthNote: a.HealthNote, Warnings: models.LimitWarnings(a.Limits)}
+		RetryPolicy: a.RetryPolicy, Healthy: &healthy, HealthNote: a.HealthNote,
+		Warnings: append(models.LimitWarnings(a.Limits), channels.ConfigWarnings(a.Platform, a.Config)...)}
 }
 
-// AccountFromInput validates an account as the console and the API submit it. old is
-// the stored account when updating (its secrets are kept where the input masks them).
-func AccountFromInput(in accountJSON, old *models.Account) (*models.Account, error) {
-	a := &models.Account{Name: strings.TrimSpace(in.Name), Platform: in.Platform, IsDefault: in.IsDefault,
-		Enabled: in.Enabled == nil || *in.Enabled, AllowPrivateNetwork: in.AllowPrivateNetwork,
-		MaxAttempts: in.MaxAttempts, Limits: in.Limits, RetryPolicy: in.RetryPolicy.Compact(), Healthy: true,
-		Config: map[string]string{}}
-	if a.MaxAttempts == 0 {
-		a.MaxAttempts = models.DefaultMaxAttempts
-	}
-	if old != nil {
-		a.ID, a.CreatedAt, a.Healthy, a.HealthNote = old.ID, old.CreatedAt, old.Healthy, old.HealthNote
-		if a.Platform == "" {
-			a.Platform = old.Platform
-		}
-	}
-	if !slices.Contains(channels.Platforms, a.Platform) {
-		return nil, &models.FieldError{Field: "platform", Message: "must be one of " + strings.Join(channels.Platforms, ", ")}
-	}
+// accountInput turns the API's account shape into what dispatch saves. A secret sent
+// back masked is left out, which keeps the stored one as the console's empty input does.
+func (in accountJSON) accountInput() (dispatch.AccountInput, error) {
+	out := dispatch.AccountInput{Name: in.Name, Platform: in.Platform, IsDefault: in.IsDefault, Enabled: in.Enabled,
+		AllowPrivateNetwork: in.AllowPrivateNetwork, MaxAttempts: in.MaxAttempts, Limits: in.Limits,
+		RetryPolicy: in.RetryPolicy, Config: map[string]string{}}
 	for k, v := range in.Config {
 		s, err := configString(v)
 		if err != nil {
-			return nil, &models.FieldError{Field: "config." + k, Message: err.Error()}
+			return out, &models.FieldError{Field: "config." + k, Message: err.Error()}
 		}
-		if s == SecretMask && old != nil && old.Platform == a.Platform {
-			s = old.Config[k]
-		}
-		a.Config[k] = s
-	}
-	// A secret left out on update keeps its stored value.
-	if old != nil && old.Platform == a.Platform {
-		for _, k := range channels.SecretKeys[a.Platform] {
-			if _, given := in.Config[k]; !given && old.Config[k] != "" {
-				a.Config[k] = old.Config[k]
-			}
+		if s != SecretMask {
+			out.Config[k] = s
 		}
 	}
-	if err := models.ValidateAccount(a); err != nil {
-		return nil, err
-	}
-	if err := channels.ValidateConfig(a.Platform, a.Config, a.AllowPrivateNetwork); err != nil {
-		var ce *channels.ConfigError
-		if errors.As(err, &ce) {
-			return nil, &models.FieldError{Field: "config." + ce.Key, Message: ce.Message}
-		}
-		return nil, &models.FieldError{Field: "config", Message: err.Error()}
-	}
-	return a, nil
+	return out, nil
 }
 
 func configString(v any) (string, error) {
@@ -142,48 +112,37 @@ func (h *Handlers) APIGetAccount(c *gin.Context) {
 
 // APICreateAccount is POST /api/v1/accounts.
 func (h *Handlers) APICreateAccount(c *gin.Context) {
-	var body accountJSON
-	if !decodeJSON(c, &body) {
-		return
-	}
-	a, err := AccountFromInput(body, nil)
-	if err == nil {
-		err = h.Store.SaveAccount(c.Request.Context(), a)
-	}
-	if err != nil {
-		h.apiFail(c, err)
-		return
-	}
-	h.accountsChanged()
-	h.auditAPI(c, "account.create", "account", a.Name, a.Platform)
-	c.JSON(http.StatusCreated, toAccountJSON(*a))
+	h.apiSaveAccount(c, nil, http.StatusCreated)
 }
 
 // APIUpdateAccount is PUT /api/v1/accounts/:name.
 func (h *Handlers) APIUpdateAccount(c *gin.Context) {
-	var body accountJSON
-	if !decodeJSON(c, &body) {
-		return
-	}
 	old, err := h.Store.AccountByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	if body.Name == "" {
+	h.apiSaveAccount(c, old, http.StatusOK)
+}
+
+func (h *Handlers) apiSaveAccount(c *gin.Context, old *models.Account, status int) {
+	var body accountJSON
+	if !decodeJSON(c, &body) {
+		return
+	}
+	if body.Name == "" && old != nil {
 		body.Name = old.Name
 	}
-	a, err := AccountFromInput(body, old)
+	in, err := body.accountInput()
+	var a *models.Account
 	if err == nil {
-		err = h.Store.SaveAccount(c.Request.Context(), a)
+		a, err = h.Dispatch.SaveAccount(c.Request.Context(), old, in, apiActor(c))
 	}
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	h.accountsChanged()
-	h.auditAPI(c, "account.update", "account", a.Name, "")
-	c.JSON(http.StatusOK, toAccountJSON(*a))
+	c.JSON(status, toAccountJSON(*a))
 }
 
 // APIDeleteAccount is DELETE /api/v1/accounts/:name; refused while it has undelivered messages.
@@ -193,7 +152,7 @@ func (h *Handlers) APIDeleteAccount(c *gin.Context) {
 		h.apiFail(c, err)
 		return
 	}
-	err = h.Store.DeleteAccount(c.Request.Context(), a.ID)
+	err = h.Dispatch.DeleteAccount(c.Request.Context(), a, apiActor(c))
 	if errors.Is(err, models.ErrInUse) {
 		APIError(c, http.StatusConflict, "in_use", "the account has undelivered messages; disable it instead, or wait", "")
 		return
@@ -202,15 +161,5 @@ func (h *Handlers) APIDeleteAccount(c *gin.Context) {
 		h.apiFail(c, err)
 		return
 	}
-	h.accountsChanged()
-	h.auditAPI(c, "account.delete", "account", a.Name, "")
 	c.Status(http.StatusNoContent)
-}
-
-// accountsChanged makes this process's intake see an account change at once (other
-// processes see it within their cache's few seconds).
-func (h *Handlers) accountsChanged() {
-	if h.Dispatch != nil && h.Dispatch.Accounts != nil {
-		h.Dispatch.Accounts.Forget()
-	}
 }

@@ -7,26 +7,37 @@ import (
 	"herald/models"
 )
 
-// audit records a console action. A failure to write the audit log is logged, not shown:
-// the action itself has already happened.
-func (h *Handlers) audit(c *gin.Context, actor, action, targetType, targetID, detail string) {
-	err := h.Store.Audit(c.Request.Context(), models.AuditEntry{Actor: actor, ActorType: "user", Action: action,
-		TargetType: targetType, TargetID: targetID, Detail: detail, IP: c.ClientIP()})
-	if err != nil {
-		h.Log.Error("audit log write failed", "action", action, "error", err)
-	}
+// consoleActor is the signed-in user, as the audit log records who acted.
+func consoleActor(c *gin.Context) models.AuditEntry {
+	return models.AuditEntry{Actor: CurrentUser(c).Username, ActorType: "user", IP: c.ClientIP()}
 }
 
-// auditAPI records an API action under the API key's name.
-func (h *Handlers) auditAPI(c *gin.Context, action, targetType, targetID, detail string) {
+// apiActor is the request's API key, as the audit log records who acted.
+func apiActor(c *gin.Context) models.AuditEntry {
 	actor := "apikey:unknown"
 	if k := CurrentAPIKey(c); k != nil {
 		actor = "apikey:" + k.Name
 	}
-	err := h.Store.Audit(c.Request.Context(), models.AuditEntry{Actor: actor, ActorType: "api_key", Action: action,
+	return models.AuditEntry{Actor: actor, ActorType: "api_key", IP: c.ClientIP()}
+}
+
+// audit records a console action. A failure to write the audit log is logged, not shown:
+// the action itself has already happened.
+func (h *Handlers) audit(c *gin.Context, actor, action, targetType, targetID, detail string) {
+	h.writeAudit(c, models.AuditEntry{Actor: actor, ActorType: "user", Action: action,
 		TargetType: targetType, TargetID: targetID, Detail: detail, IP: c.ClientIP()})
-	if err != nil {
-		h.Log.Error("audit log write failed", "action", action, "error", err)
+}
+
+// auditAPI records an API action under the API key's name.
+func (h *Handlers) auditAPI(c *gin.Context, action, targetType, targetID, detail string) {
+	e := apiActor(c)
+	e.Action, e.TargetType, e.TargetID, e.Detail = action, targetType, targetID, detail
+	h.writeAudit(c, e)
+}
+
+func (h *Handlers) writeAudit(c *gin.Context, e models.AuditEntry) {
+	if err := h.Store.Audit(c.Request.Context(), e); err != nil {
+		h.Log.Error("audit log write failed", "action", e.Action, "error", err)
 	}
 }
 

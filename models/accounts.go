@@ -31,19 +31,35 @@ type Account struct {
 	Enabled             bool
 	AllowPrivateNetwork bool
 	MaxAttempts         int
-	ConfigEnc           string            `gorm:"column:config_enc"`
-	Config              map[string]string `gorm:"-"`
-	Limits              Limits            `gorm:"embedded"`
-	RetryPolicy         RetryPolicy       `gorm:"type:text"`
-	Healthy             bool
-	HealthNote          string
-	CreatedAt           time.Time
-	UpdatedAt           time.Time
+	// ConfigEnc is the sealed config as last read or written; an update applies only
+	// while the row still holds it (see SaveAccount).
+	ConfigEnc string `gorm:"column:config_enc"`
+	// SealVersion says what ConfigEnc is bound to: sealBound for this account's id and
+	// the config field, sealUnbound for a value sealed before binding existed.
+	SealVersion int
+	Config      map[string]string `gorm:"-"`
+	Limits      Limits            `gorm:"embedded"`
+	RetryPolicy RetryPolicy       `gorm:"type:text"`
+	Healthy     bool
+	HealthNote  string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 // DefaultMaxAttempts is how many provider calls a message gets unless its account says otherwise.
 const DefaultMaxAttempts = 3
 
+// Seal versions of accounts.config_enc. Migration 00004 marks the rows it finds
+// sealUnbound; Migrate re-seals them (resealAccounts), and every write seals bound.
+const (
+	sealUnbound = 1
+	sealBound   = 2
+)
+
+// configField names the sealed config in its associated data.
+const configField = "config"
+
+// sealConfig seals a.Config for a.ID, which must be set: the id is part of the seal.
 func (s *Store) sealConfig(a *Account) error {
 	cfg := a.Config
 	if cfg == nil {
@@ -53,12 +69,15 @@ func (s *Store) sealConfig(a *Account) error {
 	if err != nil {
 		return err
 	}
-	a.ConfigEnc = s.sealer.seal(b)
+	a.ConfigEnc, a.SealVersion = s.sealer.seal(b, sealedFor(a.ID, configField)), sealBound
 	return nil
 }
 
 func (s *Store) openConfig(a *Account) error {
-	plain, err := s.sealer.open(a.ConfigEnc)
+	if a.SealVersion != sealBound {
+		return fmt.Errorf("account %s: credentials sealed by an older Herald; run `herald migrate up` to re-seal them", a.Name)
+	}
+	plain, err := s.sealer.open(a.ConfigEnc, sealedFor(a.ID, configField))
 	if err != nil {
 		return fmt.Errorf("account %s: %w", a.Name, err)
 	}
@@ -70,14 +89,29 @@ func (s *Store) CreateAccount(ctx context.Context, a *Account) error {
 	if a.MaxAttempts == 0 {
 		a.MaxAttempts = DefaultMaxAttempts
 	}
+	err := s.tx(ctx, func(tx *gorm.DB) error { return s.insertAccount(tx, a) })
+	if err != nil {
+		a.ID = 0 // rolled back: the id the insert returned does not exist
+	}
+	return err
+}
+
+// insertAccount inserts a new account in tx. The database chooses the id the seal is
+// bound to, so the row goes in first and its config is sealed and written after, in
+// the same transaction.
+func (s *Store) insertAccount(tx *gorm.DB, a *Account) error {
+	a.ConfigEnc, a.SealVersion = "", sealBound
+	if err := tx.Create(a).Error; err != nil {
+		if isDuplicate(err) {
+			return duplicateField("name", "is already used by another account")
+		}
+		return fmt.Errorf("models: create account %s: %w", a.Name, err)
+	}
 	if err := s.sealConfig(a); err != nil {
 		return fmt.Errorf("models: seal account %s: %w", a.Name, err)
 	}
-	if err := s.db.WithContext(ctx).Create(a).Error; err != nil {
-		if isDuplicate(err) {
-			return &FieldError{"name", "is already used by another account"}
-		}
-		return fmt.Errorf("models: create account %s: %w", a.Name, err)
+	if err := tx.Model(&Account{}).Where("id = ?", a.ID).UpdateColumn("config_enc", a.ConfigEnc).Error; err != nil {
+		return fmt.Errorf("models: seal account %s: %w", a.Name, err)
 	}
 	return nil
 }
@@ -140,9 +174,9 @@ var accountNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 func ValidateAccount(a *Account) error {
 	switch {
 	case !accountNameRe.MatchString(a.Name):
-		return &FieldError{"name", "use 1–64 lower-case letters, digits, dashes or underscores"}
+		return &FieldError{Field: "name", Message: "use 1–64 lower-case letters, digits, dashes or underscores"}
 	case a.MaxAttempts < 1 || a.MaxAttempts > 20:
-		return &FieldError{"max_attempts", "must be 1 to 20"}
+		return &FieldError{Field: "max_attempts", Message: "must be 1 to 20"}
 	}
 	if err := a.RetryPolicy.Validate(); err != nil {
 		return err
@@ -152,7 +186,7 @@ func ValidateAccount(a *Account) error {
 		"limits.per_hour": l.PerHour, "limits.per_day": l.PerDay,
 		"limits.per_recipient_per_minute": l.PerRecipientPerMinute, "limits.per_recipient_per_day": l.PerRecipientPerDay} {
 		if v < 0 {
-			return &FieldError{field, "must not be negative (0 means no limit)"}
+			return &FieldError{Field: field, Message: "must not be negative (0 means no limit)"}
 		}
 	}
 	return nil
@@ -172,13 +206,14 @@ func (s *Store) Accounts(ctx context.Context) ([]Account, error) {
 	return out, nil
 }
 
-// SaveAccount creates (ID 0) or updates an account, sealing its credentials. When it is
-// the platform's default, any other default of the platform stops being one.
+// SaveAccount creates (ID 0) or updates an account, sealing its credentials for it.
+// An update is a compare-and-set on the sealed config the caller read (a.ConfigEnc):
+// if the account was saved since, nothing is written and the error is ErrStateChanged,
+// so secrets kept from an older read never overwrite newer ones. When the account is
+// its platform's default, any other default of the platform stops being one.
 func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
-	if err := s.sealConfig(a); err != nil {
-		return fmt.Errorf("models: seal account %s: %w", a.Name, err)
-	}
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	read, created := a.ConfigEnc, a.ID == 0
+	err := s.tx(ctx, func(tx *gorm.DB) error {
 		if a.IsDefault {
 			err := tx.Model(&Account{}).Where("platform = ? AND is_default = ? AND id <> ?", a.Platform, true, a.ID).
 				Update("is_default", false).Error
@@ -186,21 +221,77 @@ func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
 				return fmt.Errorf("models: clear default account: %w", err)
 			}
 		}
-		var err error
-		if a.ID == 0 {
-			err = tx.Create(a).Error
-		} else {
-			a.UpdatedAt = Now()
-			err = tx.Save(a).Error
+		if created {
+			return s.insertAccount(tx, a)
 		}
-		if isDuplicate(err) {
-			return &FieldError{"name", "is already used by another account"}
+		if err := s.sealConfig(a); err != nil {
+			return fmt.Errorf("models: seal account %s: %w", a.Name, err)
 		}
-		if err != nil {
-			return fmt.Errorf("models: save account %s: %w", a.Name, err)
+		a.UpdatedAt = Now()
+		// Every column but the key and the creation time; the new seal always differs
+		// from the old, so a matched row is always a changed row, on MySQL too.
+		res := tx.Model(&Account{}).Where("id = ? AND config_enc = ?", a.ID, read).
+			Select("*").Omit("id", "created_at").Updates(a)
+		if isDuplicate(res.Error) {
+			return duplicateField("name", "is already used by another account")
+		}
+		if res.Error != nil {
+			return fmt.Errorf("models: save account %s: %w", a.Name, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("models: save account %s: %w", a.Name, ErrStateChanged)
 		}
 		return nil
 	})
+	if err != nil {
+		// The caller's account stays as it was: unsaved, or as last read.
+		if created {
+			a.ID = 0
+		} else {
+			a.ConfigEnc = read
+		}
+	}
+	return err
+}
+
+// SetAccountEnabled enables or disables an account; its credentials are untouched.
+func (s *Store) SetAccountEnabled(ctx context.Context, id int64, enabled bool) error {
+	res := s.db.WithContext(ctx).Model(&Account{}).Where("id = ?", id).
+		Updates(map[string]any{"enabled": enabled, "updated_at": Now()})
+	if res.Error != nil {
+		return fmt.Errorf("models: enable account %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: account %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// resealAccounts binds credentials sealed before binding existed to their account.
+// Each row is a compare-and-set on the value read, so processes starting at once
+// re-seal every row exactly once and a later run finds nothing to do. It reports how
+// many rows it re-sealed.
+func (s *Store) resealAccounts(ctx context.Context) (int, error) {
+	var old []Account
+	err := s.db.WithContext(ctx).Select("id", "name", "config_enc").Where("seal_version = ?", sealUnbound).Find(&old).Error
+	if err != nil {
+		return 0, fmt.Errorf("models: list accounts to re-seal: %w", err)
+	}
+	n := 0
+	for _, a := range old {
+		plain, err := s.sealer.open(a.ConfigEnc, nil)
+		if err != nil {
+			return n, fmt.Errorf("models: re-seal account %s: %w", a.Name, err)
+		}
+		res := s.db.WithContext(ctx).Model(&Account{}).
+			Where("id = ? AND seal_version = ? AND config_enc = ?", a.ID, sealUnbound, a.ConfigEnc).
+			UpdateColumns(map[string]any{"config_enc": s.sealer.seal(plain, sealedFor(a.ID, configField)), "seal_version": sealBound})
+		if res.Error != nil {
+			return n, fmt.Errorf("models: re-seal account %s: %w", a.Name, res.Error)
+		}
+		n += int(res.RowsAffected)
+	}
+	return n, nil
 }
 
 // ErrInUse means a resource cannot be removed while something depends on it.

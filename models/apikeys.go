@@ -54,14 +54,14 @@ func ParseScopes(s string) (string, error) {
 			continue
 		}
 		if !slices.Contains(Scopes, p) {
-			return "", &FieldError{"scopes", fmt.Sprintf("%q is not a scope (send, read, admin)", p)}
+			return "", &FieldError{Field: "scopes", Message: fmt.Sprintf("%q is not a scope (send, read, admin)", p)}
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
 	if len(out) == 0 {
-		return "", &FieldError{"scopes", "name at least one scope: send, read or admin"}
+		return "", &FieldError{Field: "scopes", Message: "name at least one scope: send, read or admin"}
 	}
 	slices.Sort(out)
 	return strings.Join(out, ","), nil
@@ -74,7 +74,7 @@ const apiKeyPrefix = "hk_"
 func (s *Store) CreateAPIKey(ctx context.Context, name, scopes, createdBy string) (*APIKey, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
-		return nil, "", &FieldError{"name", "must be 1–100 characters"}
+		return nil, "", &FieldError{Field: "name", Message: "must be 1–100 characters"}
 	}
 	norm, err := ParseScopes(scopes)
 	if err != nil {

@@ -41,7 +41,7 @@ type Holiday struct {
 // AddDutySlot puts a recipient on a weekday's roster; adding an existing slot is a no-op.
 func (s *Store) AddDutySlot(ctx context.Context, weekday int, recipientID int64) error {
 	if weekday < 1 || weekday > 7 {
-		return &FieldError{"weekday", "must be 1 (Monday) to 7 (Sunday)"}
+		return &FieldError{Field: "weekday", Message: "must be 1 (Monday) to 7 (Sunday)"}
 	}
 	err := s.db.WithContext(ctx).Create(&DutySlot{Weekday: weekday, RecipientID: recipientID}).Error
 	if err != nil && !isDuplicate(err) {
@@ -103,7 +103,7 @@ const (
 // ValidDate checks a YYYY-MM-DD date.
 func ValidDate(field, date string) error {
 	if _, err := time.Parse(time.DateOnly, date); err != nil || len(date) != 10 {
-		return &FieldError{field, "must be a date as YYYY-MM-DD"}
+		return &FieldError{Field: field, Message: "must be a date as YYYY-MM-DD"}
 	}
 	return nil
 }
@@ -115,7 +115,7 @@ func (s *Store) SetOverride(ctx context.Context, o *DutyOverride) error {
 		return err
 	}
 	if o.Action != OverrideAdd && o.Action != OverrideRemove {
-		return &FieldError{"action", "must be add or remove"}
+		return &FieldError{Field: "action", Message: "must be add or remove"}
 	}
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("date = ? AND recipient_id = ?", o.Date, o.RecipientID).Delete(&DutyOverride{}).Error; err != nil {
@@ -158,13 +158,13 @@ func validateHoliday(h *Holiday) error {
 		h.AsWeekday = nil
 	case HolidayWorkday:
 		if h.AsWeekday == nil || *h.AsWeekday < 1 || *h.AsWeekday > 7 {
-			return &FieldError{"as_weekday", "a make-up workday needs the weekday (1–7) whose roster it uses"}
+			return &FieldError{Field: "as_weekday", Message: "a make-up workday needs the weekday (1–7) whose roster it uses"}
 		}
 	default:
-		return &FieldError{"kind", "must be off or workday"}
+		return &FieldError{Field: "kind", Message: "must be off or workday"}
 	}
 	if len(h.Name) > 100 {
-		return &FieldError{"name", "must be at most 100 characters"}
+		return &FieldError{Field: "name", Message: "must be at most 100 characters"}
 	}
 	return nil
 }
@@ -202,7 +202,7 @@ func (s *Store) DutyWeek(ctx context.Context) (Week, error) {
 func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err error) {
 	for day := range w {
 		if day < 1 || day > 7 {
-			return nil, &FieldError{"weekday", fmt.Sprintf("%d is not a weekday (1 = Monday … 7 = Sunday)", day)}
+			return nil, &FieldError{Field: "weekday", Message: fmt.Sprintf("%d is not a weekday (1 = Monday … 7 = Sunday)", day)}
 		}
 	}
 	before = Week{}
@@ -270,7 +270,7 @@ func (s *Store) SetHolidays(ctx context.Context, list []Holiday) error {
 		if err := validateHoliday(&list[i]); err != nil {
 			var fe *FieldError
 			if errors.As(err, &fe) {
-				return &FieldError{fmt.Sprintf("[%d].%s", i, fe.Field), fe.Message}
+				return &FieldError{Field: fmt.Sprintf("[%d].%s", i, fe.Field), Message: fe.Message}
 			}
 			return err
 		}

@@ -60,7 +60,7 @@ func (r *Recipient) Address(platform string) string {
 func (s *Store) CreateRecipient(ctx context.Context, r *Recipient) error {
 	if err := s.db.WithContext(ctx).Create(r).Error; err != nil {
 		if isDuplicate(err) {
-			return &FieldError{"external_id", "is already used by another recipient"}
+			return duplicateField("external_id", "is already used by another recipient")
 		}
 		return fmt.Errorf("models: create recipient %s: %w", r.ExternalID, err)
 	}
@@ -118,15 +118,15 @@ func ValidateRecipient(r *Recipient) error {
 	r.Name = strings.TrimSpace(r.Name)
 	switch {
 	case !externalIDRe.MatchString(r.ExternalID):
-		return &FieldError{"external_id", "use 1–64 letters, digits, dots, dashes or underscores"}
+		return &FieldError{Field: "external_id", Message: "use 1–64 letters, digits, dots, dashes or underscores"}
 	case r.Name == "" || utf8.RuneCountInString(r.Name) > 100:
-		return &FieldError{"name", "must be 1–100 characters"}
+		return &FieldError{Field: "name", Message: "must be 1–100 characters"}
 	case r.OrgType != HeadOffice && r.OrgType != Branch:
-		return &FieldError{"org_type", "must be head_office or branch"}
+		return &FieldError{Field: "org_type", Message: "must be head_office or branch"}
 	case utf8.RuneCountInString(r.Branch) > 100:
-		return &FieldError{"branch", "must be at most 100 characters"}
+		return &FieldError{Field: "branch", Message: "must be at most 100 characters"}
 	case utf8.RuneCountInString(r.Department) > 100:
-		return &FieldError{"department", "must be at most 100 characters"}
+		return &FieldError{Field: "department", Message: "must be at most 100 characters"}
 	}
 	for _, f := range []struct{ field, v string }{{"name", r.Name}, {"branch", r.Branch}, {"department", r.Department}} {
 		if err := CheckText(f.field, f.v, false); err != nil {
@@ -135,13 +135,13 @@ func ValidateRecipient(r *Recipient) error {
 	}
 	for field, v := range map[string]string{"tianyuan_id": r.TianyuanID, "zhaohu_id": r.ZhaohuID, "wecom_userid": r.WecomUserid} {
 		if len(v) > 128 || strings.ContainsAny(v, " \t\r\n") {
-			return &FieldError{field, "must be at most 128 characters, without spaces"}
+			return &FieldError{Field: field, Message: "must be at most 128 characters, without spaces"}
 		}
 	}
 	if r.Email != "" {
 		a, err := mail.ParseAddress(r.Email)
 		if err != nil || a.Address != r.Email || len(r.Email) > 254 {
-			return &FieldError{"email", "is not an email address"}
+			return &FieldError{Field: "email", Message: "is not an email address"}
 		}
 	}
 	return nil
@@ -268,7 +268,7 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 		if len(created) > 0 {
 			if err := tx.CreateInBatches(created, insertChunk).Error; err != nil {
 				if isDuplicate(err) {
-					return &FieldError{"external_id", "appears twice in the list"}
+					return duplicateField("external_id", "appears twice in the list")
 				}
 				return fmt.Errorf("models: create recipients: %w", err)
 			}

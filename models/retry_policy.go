@@ -50,21 +50,21 @@ func (p RetryPolicy) Validate() error {
 		field := "retry_policy." + class
 		if !slices.Contains(RetryClasses, class) {
 			if class == "throttled" {
-				return &FieldError{field, "throttled waits follow the account's limits and cannot be adjusted"}
+				return &FieldError{Field: field, Message: "throttled waits follow the account's limits and cannot be adjusted"}
 			}
-			return &FieldError{field, fmt.Sprintf("is not an error class; use one of %v", RetryClasses)}
+			return &FieldError{Field: field, Message: fmt.Sprintf("is not an error class; use one of %v", RetryClasses)}
 		}
 		switch {
 		case r.MaxRetries != nil && (*r.MaxRetries < 0 || *r.MaxRetries > maxRetriesLimit):
-			return &FieldError{field + ".max_retries", fmt.Sprintf("must be 0 to %d", maxRetriesLimit)}
+			return &FieldError{Field: field + ".max_retries", Message: fmt.Sprintf("must be 0 to %d", maxRetriesLimit)}
 		case r.DelaySeconds != nil && (*r.DelaySeconds < 1 || *r.DelaySeconds > maxDelaySeconds):
-			return &FieldError{field + ".delay_seconds", fmt.Sprintf("must be 1 to %d seconds", maxDelaySeconds)}
+			return &FieldError{Field: field + ".delay_seconds", Message: fmt.Sprintf("must be 1 to %d seconds", maxDelaySeconds)}
 		case r.Factor != nil && (*r.Factor < 1 || *r.Factor > maxFactor):
-			return &FieldError{field + ".factor", fmt.Sprintf("must be 1 to %d", maxFactor)}
+			return &FieldError{Field: field + ".factor", Message: fmt.Sprintf("must be 1 to %d", maxFactor)}
 		case r.MaxDelaySeconds != nil && (*r.MaxDelaySeconds < 1 || *r.MaxDelaySeconds > maxDelaySeconds):
-			return &FieldError{field + ".max_delay_seconds", fmt.Sprintf("must be 1 to %d seconds", maxDelaySeconds)}
+			return &FieldError{Field: field + ".max_delay_seconds", Message: fmt.Sprintf("must be 1 to %d seconds", maxDelaySeconds)}
 		case r.DelaySeconds != nil && r.MaxDelaySeconds != nil && *r.MaxDelaySeconds < *r.DelaySeconds:
-			return &FieldError{field + ".max_delay_seconds", "must not be shorter than the first delay"}
+			return &FieldError{Field: field + ".max_delay_seconds", Message: "must not be shorter than the first delay"}
 		}
 	}
 	return nil

@@ -8,10 +8,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strconv"
 )
 
 // sealer encrypts account credentials at rest with AES-256-GCM under a key derived from
 // HERALD_SECRET_KEY. Sealed values carry a version prefix so the scheme can change later.
+// The associated data names the row and field a value belongs to (see sealedFor), so a
+// value copied into another account, or another field, does not open.
 type sealer struct{ aead cipher.AEAD }
 
 const sealPrefix = "v1:"
@@ -29,15 +32,21 @@ func newSealer(secret []byte) *sealer {
 	return &sealer{aead: aead}
 }
 
-func (s *sealer) seal(plain []byte) string {
+// sealedFor is the associated data binding a sealed value to one field of one account.
+// Values sealed before binding existed have none (nil).
+func sealedFor(accountID int64, field string) []byte {
+	return []byte("account " + strconv.FormatInt(accountID, 10) + " " + field)
+}
+
+func (s *sealer) seal(plain, associated []byte) string {
 	nonce := make([]byte, s.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		panic(err)
 	}
-	return sealPrefix + base64.StdEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, nil))
+	return sealPrefix + base64.StdEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, associated))
 }
 
-func (s *sealer) open(sealed string) ([]byte, error) {
+func (s *sealer) open(sealed string, associated []byte) ([]byte, error) {
 	if len(sealed) < len(sealPrefix) || sealed[:len(sealPrefix)] != sealPrefix {
 		return nil, errors.New("models: credentials: unknown format")
 	}
@@ -46,9 +55,9 @@ func (s *sealer) open(sealed string) ([]byte, error) {
 		return nil, errors.New("models: credentials: corrupt")
 	}
 	n := s.aead.NonceSize()
-	plain, err := s.aead.Open(nil, raw[:n], raw[n:], nil)
+	plain, err := s.aead.Open(nil, raw[:n], raw[n:], associated)
 	if err != nil {
-		return nil, fmt.Errorf("models: credentials: cannot decrypt (was HERALD_SECRET_KEY changed?): %w", err)
+		return nil, fmt.Errorf("models: credentials: cannot decrypt (was HERALD_SECRET_KEY changed, or the value copied from another account?): %w", err)
 	}
 	return plain, nil
 }

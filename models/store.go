@@ -146,14 +146,24 @@ func (s *Store) SQL() *sql.DB {
 	return db
 }
 
-// Migrate applies pending migrations. fresh reports whether the database was new (no
-// migration applied before), which is when demo data may be seeded.
+// Migrate applies pending migrations, then re-seals account credentials sealed before
+// they were bound to their account (a step SQL cannot do). fresh reports whether the
+// database was new (no migration applied before), which is when demo data may be seeded.
 func (s *Store) Migrate(ctx context.Context) (fresh bool, err error) {
-	_, before, err := migrations.Up(ctx, s.SQL(), s.dialect)
+	_, fresh, err = s.MigrateUp(ctx)
+	return fresh, err
+}
+
+// MigrateUp is Migrate, also reporting how many migrations it applied.
+func (s *Store) MigrateUp(ctx context.Context) (applied int, fresh bool, err error) {
+	applied, before, err := migrations.Up(ctx, s.SQL(), s.dialect)
 	if err != nil {
-		return false, err
+		return 0, false, err
 	}
-	return before == 0, nil
+	if _, err := s.resealAccounts(ctx); err != nil {
+		return applied, false, err
+	}
+	return applied, before == 0, nil
 }
 
 // startLockWait is how long a starting process waits for another one's first-start

@@ -19,5 +19,5 @@ func CheckText(field, s string, multiline bool) error {
 	if i < 0 {
 		return nil
 	}
-	return &FieldError{field, fmt.Sprintf("contains the control character U+%04X at byte %d; remove it", s[i], i)}
+	return &FieldError{Field: field, Message: fmt.Sprintf("contains the control character U+%04X at byte %d; remove it", s[i], i)}
 }

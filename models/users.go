@@ -57,27 +57,19 @@ const MinPasswordLen = 10
 
 var usernameRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{1,63}$`)
 
-// FieldError is a validation failure of one named field.
-type FieldError struct {
-	Field   string
-	Message string
-}
-
-func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
-
 // ValidateUser checks a new user's username, password and role.
 func ValidateUser(username, password string, role Role) error {
 	if !usernameRe.MatchString(username) {
-		return &FieldError{"username", "use 2–64 letters, digits, dots, dashes or underscores"}
+		return &FieldError{Field: "username", Message: "use 2–64 letters, digits, dots, dashes or underscores"}
 	}
 	if utf8.RuneCountInString(password) < MinPasswordLen {
-		return &FieldError{"password", fmt.Sprintf("must be at least %d characters", MinPasswordLen)}
+		return &FieldError{Field: "password", Message: fmt.Sprintf("must be at least %d characters", MinPasswordLen)}
 	}
 	if len(password) > 72 {
-		return &FieldError{"password", "must be at most 72 bytes"}
+		return &FieldError{Field: "password", Message: "must be at most 72 bytes"}
 	}
 	if !role.Valid() {
-		return &FieldError{"role", "must be viewer, operator or admin"}
+		return &FieldError{Field: "role", Message: "must be viewer, operator or admin"}
 	}
 	return nil
 }
@@ -100,7 +92,7 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, role 
 	u := &User{Username: username, PasswordHash: string(hash), Role: role, PasswordChangedAt: now}
 	if err := s.db.WithContext(ctx).Create(u).Error; err != nil {
 		if isDuplicate(err) {
-			return nil, &FieldError{"username", "is already taken"}
+			return nil, duplicateField("username", "is already taken")
 		}
 		return nil, fmt.Errorf("models: create user %s: %w", username, err)
 	}
@@ -164,7 +156,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, current, next 
 		return err
 	}
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil {
-		return &FieldError{"current_password", "is not your current password"}
+		return &FieldError{Field: "current_password", Message: "is not your current password"}
 	}
 	if err := ValidateUser(u.Username, next, u.Role); err != nil {
 		var fe *FieldError

@@ -7,9 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"herald/channels"
 	"herald/dispatch"
 	"herald/models"
 	"herald/simulator"
@@ -94,25 +97,40 @@ func TestAccountsPage(t *testing.T) {
 		wantContains(t, "account form", body, `id="limit-warnings"`, warning)
 	})
 
-	t.Run("secrets are never sent back and empty keeps them", func(t *testing.T) {
+	t.Run("secrets are never sent back; empty keeps them while the address stays", func(t *testing.T) {
 		resp, body := admin.get("/accounts/ty-main/edit")
 		wantStatus(t, "edit form", resp, body, http.StatusOK)
 		wantNotContains(t, "edit form", body, token)
 		wantContains(t, "edit form", body, `type="password" id="config.token" name="config.token" value=""`, `placeholder="unchanged"`, `value="https://im.example.com/api"`)
 
 		edit := url.Values{"name": {"ty-main"}, "platform": {"tianyuan"}, "enabled": {"true"},
-			"config.base_url": {"https://im2.example.com/api"}, "config.token": {""}, "limits.per_second": {"5"}, "max_attempts": {"3"}}
+			"config.base_url": {"https://im.example.com/api"}, "config.token": {""}, "limits.per_second": {"5"}, "max_attempts": {"3"}}
 		resp, body = admin.post("/accounts/ty-main/edit", edit)
 		wantRedirect(t, "update", resp, body, "/accounts")
 		a, _ := c.store.AccountByName(ctx, "ty-main")
-		if a.Config["token"] != token || a.Config["base_url"] != "https://im2.example.com/api" || a.Limits.PerMinute != 0 {
+		if a.Config["token"] != token || a.Limits.PerMinute != 0 {
 			t.Errorf("after an update with an empty token: %+v", a)
 		}
 
+		// A new address needs the token typed again.
+		edit.Set("config.base_url", "https://im2.example.com/api")
+		resp, body = admin.post("/accounts/ty-main/edit", edit)
+		wantStatus(t, "new address, token kept", resp, body, http.StatusUnprocessableEntity)
+		wantFieldError(t, body, "config.token", "re-enter the token for the new address: base_url changed, and a stored token is never sent to a new address")
+		wantContains(t, "form keeps input", body, `value="https://im2.example.com/api"`)
+		wantNotContains(t, "re-shown form", body, token)
+		if a, _ := c.store.AccountByName(ctx, "ty-main"); a.Config["base_url"] != "https://im.example.com/api" {
+			t.Errorf("a refused edit changed base_url to %s", a.Config["base_url"])
+		}
+
 		edit.Set("config.token", "new-token")
-		admin.post("/accounts/ty-main/edit", edit)
-		if a, _ := c.store.AccountByName(ctx, "ty-main"); a.Config["token"] != "new-token" {
-			t.Errorf("token after setting a new one: %q", a.Config["token"])
+		resp, body = admin.post("/accounts/ty-main/edit", edit)
+		wantRedirect(t, "new address with a new token", resp, body, "/accounts")
+		if a, _ := c.store.AccountByName(ctx, "ty-main"); a.Config["token"] != "new-token" || a.Config["base_url"] != "https://im2.example.com/api" {
+			t.Errorf("after a new address and token: %v", a.Config)
+		}
+		if e := c.lastAudit("account.update"); e.Detail != "base_url https://im.example.com/api → https://im2.example.com/api; token entered" {
+			t.Errorf("audit detail %q, want the old and new base_url and the token entered", e.Detail)
 		}
 	})
 
@@ -121,7 +139,9 @@ func TestAccountsPage(t *testing.T) {
 		wantStatus(t, "config fields", resp, body, http.StatusOK)
 		wantContains(t, "wecom fields", body, `name="config.corp_id"`, `name="config.agent_id"`, `type="password" id="config.secret"`)
 		_, body = admin.getHX("/accounts/config-fields?platform=email")
-		wantContains(t, "email fields", body, `name="config.host"`, `name="config.from"`, `type="password" id="config.password"`, `<option value="implicit"`)
+		wantContains(t, "email fields", body, `name="config.host"`, `name="config.from"`, `type="password" id="config.password"`, `<option value="implicit"`,
+			`<option value="starttls" selected>`)
+		wantNotContains(t, "email fields", body, `<option value="">`, `id="config.tls.warning"`)
 		_, body = admin.getHX("/accounts/config-fields?platform=tianyuan&account=ty-main")
 		wantContains(t, "stored account's fields", body, `placeholder="unchanged"`)
 		wantNotContains(t, "stored account's fields", body, "new-token")
@@ -303,4 +323,137 @@ func TestAccountTestConnection(t *testing.T) {
 	}
 	resp, body = c.as(operatorUser).postHX("/accounts/sandbox/test", nil)
 	wantStatus(t, "operator test", resp, body, http.StatusForbidden)
+}
+
+// platformHost is an HTTP host that answers everything and notes each Authorization
+// header it receives.
+type platformHost struct {
+	url  string
+	mu   sync.Mutex
+	auth []string
+}
+
+func startPlatformHost(t *testing.T) *platformHost {
+	h := &platformHost{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.mu.Lock()
+		h.auth = append(h.auth, r.Header.Get("Authorization"))
+		h.mu.Unlock()
+		w.Write([]byte(`{"code":0,"message":"ok","msg_id":"m1"}`))
+	}))
+	t.Cleanup(srv.Close)
+	h.url = srv.URL
+	return h
+}
+
+func (h *platformHost) heard() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.auth)
+}
+
+// An admin who changes where an account connects must type its secret again, in the
+// console and the API alike: a stored token is never handed to a host it was not
+// entered for, by a connection test or a send.
+func TestKeptSecretNeverReachesANewAddress(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := context.Background()
+	admin := c.as(adminUser)
+	platform, attacker := startPlatformHost(t), startPlatformHost(t)
+	const token = "stored-token-for-the-platform"
+
+	resp, body := admin.post("/accounts", url.Values{"name": {"ty-ops"}, "platform": {"tianyuan"}, "enabled": {"true"},
+		"allow_private_network": {"true"}, "config.base_url": {platform.url}, "config.token": {token}, "max_attempts": {"3"}})
+	wantRedirect(t, "create", resp, body, "/accounts")
+
+	// The console: a new base_url with the token left empty.
+	resp, body = admin.post("/accounts/ty-ops/edit", url.Values{"name": {"ty-ops"}, "platform": {"tianyuan"}, "enabled": {"true"},
+		"allow_private_network": {"true"}, "config.base_url": {attacker.url}, "config.token": {""}, "max_attempts": {"3"}})
+	wantStatus(t, "console: new address, token kept", resp, body, http.StatusUnprocessableEntity)
+	wantFieldError(t, body, "config.token", "re-enter the token for the new address")
+
+	// The API: the token sent back masked, or left out; a new path counts as a new address.
+	_, key, err := c.store.CreateAPIKey(ctx, "provisioning", "admin", adminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := c.as("")
+	for name, body := range map[string]string{
+		"masked":   fmt.Sprintf(`{"platform":"tianyuan","allow_private_network":true,"config":{"base_url":%q,"token":"********"}}`, attacker.url),
+		"left out": fmt.Sprintf(`{"platform":"tianyuan","allow_private_network":true,"config":{"base_url":%q}}`, attacker.url),
+		"path":     fmt.Sprintf(`{"platform":"tianyuan","allow_private_network":true,"config":{"base_url":%q,"path":"/relay"}}`, platform.url),
+	} {
+		resp, answer := api.do("PUT", "/api/v1/accounts/ty-ops", "application/json", strings.NewReader(body),
+			map[string]string{"Authorization": "Bearer " + key})
+		var e struct {
+			Error struct{ Code, Message, Field string }
+		}
+		json.Unmarshal([]byte(answer), &e)
+		if resp.StatusCode != http.StatusUnprocessableEntity || e.Error.Field != "config.token" ||
+			!strings.Contains(e.Error.Message, "re-enter the token for the new address") {
+			t.Errorf("API, token %s: %d %s, want 422 naming config.token", name, resp.StatusCode, answer)
+		}
+	}
+
+	// What the account does next goes where the token was entered for.
+	resp, body = admin.postHX("/accounts/ty-ops/test", nil)
+	wantContains(t, "connection test", body, `data-ok="true"`, platform.url)
+	a, err := c.store.AccountByName(ctx, "ty-ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sender, err := c.h.Channels.Sender(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sender.Send(ctx, channels.Message{ID: "m1", To: "ty_E1001", MsgType: "text", Content: "hello"}); err != nil {
+		t.Fatalf("send: %v", err)
+	}
+	if got := platform.heard(); len(got) != 2 || got[1] != "Bearer "+token {
+		t.Errorf("the platform heard %q, want the connection test and the send with the token", got)
+	}
+
+	// With the token typed again, the API may move the account; the new host gets only
+	// the new token.
+	resp, answer := api.do("PUT", "/api/v1/accounts/ty-ops", "application/json",
+		strings.NewReader(fmt.Sprintf(`{"platform":"tianyuan","allow_private_network":true,"config":{"base_url":%q,"token":"token-for-the-new-host"}}`, attacker.url)),
+		map[string]string{"Authorization": "Bearer " + key})
+	wantStatus(t, "API: new address with a new token", resp, answer, http.StatusOK)
+	if e := c.lastAudit("account.update"); e.Actor != "apikey:provisioning" ||
+		e.Detail != "base_url "+platform.url+" → "+attacker.url+"; token entered" {
+		t.Errorf("audit %+v, want the old and new base_url", e)
+	}
+	admin.postHX("/accounts/ty-ops/test", nil)
+	for _, h := range attacker.heard() {
+		if strings.Contains(h, token) {
+			t.Errorf("the new host received the stored token: %q", h)
+		}
+	}
+	if got := attacker.heard(); len(got) != 1 || got[0] != "Bearer token-for-the-new-host" {
+		t.Errorf("the new host heard %q, want one test with the new token", got)
+	}
+}
+
+// Mail in clear is a choice made explicitly, and the account says so wherever it shows.
+func TestEmailWithoutTLSWarns(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	admin := c.as(adminUser)
+	const warning = "tls is none: mail travels unencrypted"
+	form := url.Values{"name": {"relay"}, "platform": {"email"}, "enabled": {"true"}, "allow_private_network": {"true"},
+		"config.host": {"10.0.0.25"}, "config.from": {"herald@example.com"}, "config.tls": {"starttls"}, "max_attempts": {"3"}}
+	resp, body := admin.post("/accounts", form)
+	wantRedirect(t, "create with starttls", resp, body, "/accounts")
+	_, body = admin.get("/accounts/relay/edit")
+	wantContains(t, "starttls account", body, `<option value="starttls" selected>`)
+	wantNotContains(t, "starttls account", body, warning)
+
+	form.Set("config.tls", "none")
+	resp, body = admin.post("/accounts/relay/edit", form)
+	wantRedirect(t, "choose none", resp, body, "/accounts")
+	_, body = admin.get("/accounts/relay/edit")
+	wantContains(t, "account page", body, `<option value="none" selected>`, `id="config.tls.warning"`, warning)
+	_, body = admin.get("/accounts")
+	wantContains(t, "account list", body, warning)
 }
