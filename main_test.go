@@ -9,11 +9,14 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"herald/config"
 	"herald/dispatch"
@@ -386,6 +389,30 @@ func TestPasswordChangeRevokesOtherSessions(t *testing.T) {
 		t.Errorf("another session after the change: %d, want 303 to /login", resp.StatusCode)
 	}
 	newBrowser(t, h.url).login("admin", "a-new-password-1")
+}
+
+// The in-process Redis of the embedded default answers only Herald: its password is
+// generated into the data directory, readable by its owner alone.
+func TestEmbeddedRedisAnswersOnlyHerald(t *testing.T) {
+	env := testEnv(t)
+	delete(env, "HERALD_REDIS_URL") // the in-process Redis, whatever the test backends
+	h := startHerald(t, env)
+	b := newBrowser(t, h.url)
+	b.login("admin", testAdminPassword)
+	composeAndWait(t, b, []string{"E2001"})
+
+	stranger := redis.NewClient(&redis.Options{Addr: h.app.redis.Addr()})
+	defer stranger.Close()
+	if err := stranger.Ping(context.Background()).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("a client without the password: %v, want NOAUTH", err)
+	}
+	info, err := os.Stat(filepath.Join(env["HERALD_DATA_DIR"], "redis.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o600 {
+		t.Errorf("redis.key has mode %v, want 0600", perm)
+	}
 }
 
 // freeAddr returns a loopback address with a port that was free a moment ago.

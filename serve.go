@@ -93,7 +93,7 @@ func start(ctx context.Context, cfg *config.Config, role string, log *slog.Logge
 	}
 	redisURL := cfg.RedisURL
 	if cfg.EmbeddedRedis() {
-		if a.redis, err = tasks.StartEmbeddedRedis(); err != nil {
+		if a.redis, err = tasks.StartEmbeddedRedis(cfg.RedisPassword); err != nil {
 			store.Close()
 			return nil, err
 		}

@@ -35,6 +35,10 @@ type Config struct {
 	TaskCheckInterval time.Duration
 	// SendTimeout bounds one provider call (HERALD_SEND_TIMEOUT, default 15s).
 	SendTimeout time.Duration
+	// RedisPassword is the password of the in-process Redis: other local users can reach
+	// its loopback port. It is generated into the data directory (redis.key) once and
+	// reused; empty when HERALD_REDIS_URL is set.
+	RedisPassword string
 	// Demo seeds sample data into a new database. DemoSet reports whether HERALD_DEMO was
 	// given explicitly; when it was not, demo data goes only into a new embedded database.
 	Demo    bool
@@ -119,6 +123,13 @@ func Load(getenv Getenv) (*Config, error) {
 	}
 	if c.SecretKey, err = secret(getenv, c, "HERALD_SECRET_KEY", "secret.key"); err != nil {
 		return nil, err
+	}
+	if c.EmbeddedRedis() {
+		pw, err := loadOrCreateSecret(filepath.Join(c.DataDir, "redis.key"))
+		if err != nil {
+			return nil, &Error{"HERALD_DATA_DIR", "embedded Redis password: " + err.Error()}
+		}
+		c.RedisPassword = string(pw)
 	}
 	return c, nil
 }

@@ -150,7 +150,10 @@ func TestLoadGeneratesSecretsInEmbeddedMode(t *testing.T) {
 		t.Errorf("session secret and secret key are the same value %q", first.SessionSecret)
 	}
 
-	files := map[string][]byte{"session.key": first.SessionSecret, "secret.key": first.SecretKey}
+	if len(first.RedisPassword) < minSecretLen {
+		t.Fatalf("generated embedded Redis password is %d characters, want at least %d", len(first.RedisPassword), minSecretLen)
+	}
+	files := map[string][]byte{"session.key": first.SessionSecret, "secret.key": first.SecretKey, "redis.key": []byte(first.RedisPassword)}
 	for name, want := range files {
 		path := filepath.Join(dir, name)
 		info, err := os.Stat(path)
@@ -178,6 +181,17 @@ func TestLoadGeneratesSecretsInEmbeddedMode(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(first.SecretKey), string(second.SecretKey)); diff != "" {
 		t.Errorf("second Load changed the secret key (-want +got):\n%s", diff)
+	}
+	if second.RedisPassword != first.RedisPassword {
+		t.Errorf("second Load changed the embedded Redis password")
+	}
+	// With an external Redis there is no password to generate.
+	external, err := Load(env(map[string]string{"HERALD_DATA_DIR": t.TempDir(), "HERALD_REDIS_URL": "redis://127.0.0.1:6379/0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if external.RedisPassword != "" {
+		t.Errorf("RedisPassword %q with HERALD_REDIS_URL set, want none", external.RedisPassword)
 	}
 }
 
@@ -226,12 +240,10 @@ func TestLoadUsesExplicitSecretsInEmbeddedMode(t *testing.T) {
 	if diff := cmp.Diff([]string{goodSecret, otherSecret}, []string{string(c.SessionSecret), string(c.SecretKey)}); diff != "" {
 		t.Errorf("secrets mismatch (-want +got):\n%s", diff)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 0 {
-		t.Errorf("data dir holds %d files, want none when secrets are given: first is %s", len(entries), entries[0].Name())
+	for _, name := range []string{"session.key", "secret.key"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("data dir holds %s (%v), want none when the secrets are given", name, err)
+		}
 	}
 }
 
