@@ -476,14 +476,20 @@ func TestMonitoringIsInsideTheConsole(t *testing.T) {
 	operator.do("POST", "/monitoring/api/queues/normal:resume", url.Values{}, nil)
 }
 
+// /metrics is served on HERALD_METRICS_ADDR, not on the console's listener.
 func TestMetricsExposeDeliveries(t *testing.T) {
-	h := startHerald(t, testEnv(t))
+	env := testEnv(t)
+	env["HERALD_METRICS_ADDR"] = freeAddr(t)
+	h := startHerald(t, env)
 	b := newBrowser(t, h.url)
 	b.login("admin", testAdminPassword)
 	composeAndWait(t, b, []string{"E2001", "E2002"})
-	resp, body := b.get("/metrics")
+	if resp, _ := b.get("/metrics"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/metrics on the console listener: %d, want 404", resp.StatusCode)
+	}
+	resp, body := newBrowser(t, "http://"+env["HERALD_METRICS_ADDR"]).get("/metrics")
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics: %d", resp.StatusCode)
+		t.Fatalf("/metrics on HERALD_METRICS_ADDR: %d", resp.StatusCode)
 	}
 	for _, want := range []string{
 		`herald_messages_total{account="sandbox",platform="sandbox",state="sent"} 2`,

@@ -35,6 +35,12 @@ type Config struct {
 	TaskCheckInterval time.Duration
 	// SendTimeout bounds one provider call (HERALD_SEND_TIMEOUT, default 15s).
 	SendTimeout time.Duration
+	// MetricsAddr is where /metrics is served on a listener of its own
+	// (HERALD_METRICS_ADDR); empty for none.
+	MetricsAddr string
+	// MetricsToken is the bearer token /metrics requires (HERALD_METRICS_TOKEN); with
+	// it, the console listener serves /metrics too. Empty for none.
+	MetricsToken string
 	// RedisPassword is the password of the in-process Redis: other local users can reach
 	// its loopback port. It is generated into the data directory (redis.key) once and
 	// reused; empty when HERALD_REDIS_URL is set.
@@ -76,6 +82,19 @@ func Load(getenv Getenv) (*Config, error) {
 
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return nil, &Error{"HERALD_ADDR", fmt.Sprintf("%q is not host:port", c.Addr)}
+	}
+	c.MetricsAddr = strings.TrimSpace(getenv("HERALD_METRICS_ADDR"))
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return nil, &Error{"HERALD_METRICS_ADDR", fmt.Sprintf("%q is not host:port", c.MetricsAddr)}
+		}
+		if c.MetricsAddr == c.Addr {
+			return nil, &Error{"HERALD_METRICS_ADDR", "must differ from HERALD_ADDR; to serve /metrics there, set HERALD_METRICS_TOKEN instead"}
+		}
+	}
+	c.MetricsToken = getenv("HERALD_METRICS_TOKEN")
+	if c.MetricsToken != "" && (len(c.MetricsToken) < minSecretLen || strings.ContainsAny(c.MetricsToken, " \t\r\n")) {
+		return nil, &Error{"HERALD_METRICS_TOKEN", fmt.Sprintf("must be at least %d characters without spaces (try: openssl rand -hex 32)", minSecretLen)}
 	}
 	if c.MySQLDSN != "" {
 		dsn, err := mysql.ParseDSN(c.MySQLDSN)

@@ -41,6 +41,10 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"negative check interval", map[string]string{"HERALD_TASK_CHECK_INTERVAL": "-1s"}, "HERALD_TASK_CHECK_INTERVAL"},
 		{"non-boolean demo", map[string]string{"HERALD_DEMO": "maybe"}, "HERALD_DEMO"},
 		{"addr without port", map[string]string{"HERALD_ADDR": "nohost"}, "HERALD_ADDR"},
+		{"metrics addr without port", map[string]string{"HERALD_METRICS_ADDR": "127.0.0.1"}, "HERALD_METRICS_ADDR"},
+		{"metrics addr is the console's", map[string]string{"HERALD_METRICS_ADDR": "127.0.0.1:8080"}, "HERALD_METRICS_ADDR"},
+		{"short metrics token", map[string]string{"HERALD_METRICS_TOKEN": "too-short"}, "HERALD_METRICS_TOKEN"},
+		{"metrics token with a space", map[string]string{"HERALD_METRICS_TOKEN": goodSecret + " x"}, "HERALD_METRICS_TOKEN"},
 		{"short session secret", map[string]string{"HERALD_SESSION_SECRET": "too-short"}, "HERALD_SESSION_SECRET"},
 		{"short secret key", map[string]string{"HERALD_SECRET_KEY": strings.Repeat("k", 31)}, "HERALD_SECRET_KEY"},
 		{"mysql without session secret", map[string]string{"HERALD_MYSQL_DSN": goodDSN}, "HERALD_SESSION_SECRET"},
@@ -109,25 +113,30 @@ func TestLoadExplicitValues(t *testing.T) {
 		"HERALD_TASK_CHECK_INTERVAL": "250ms",
 		"HERALD_SESSION_SECRET":      goodSecret,
 		"HERALD_SECRET_KEY":          otherSecret,
+		"HERALD_METRICS_ADDR":        "10.0.0.7:9100",
+		"HERALD_METRICS_TOKEN":       goodSecret,
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	type summary struct {
-		Addr, Location           string
-		WorkerConcurrency        int
-		TaskCheckInterval        time.Duration
-		Embedded, EmbeddedRedis  bool
-		SessionSecret, SecretKey string
+		Addr, Location            string
+		WorkerConcurrency         int
+		TaskCheckInterval         time.Duration
+		Embedded, EmbeddedRedis   bool
+		SessionSecret, SecretKey  string
+		MetricsAddr, MetricsToken string
 	}
 	want := summary{
 		Addr: "0.0.0.0:9000", Location: "Europe/Berlin", WorkerConcurrency: 8,
 		TaskCheckInterval: 250 * time.Millisecond, SessionSecret: goodSecret, SecretKey: otherSecret,
+		MetricsAddr: "10.0.0.7:9100", MetricsToken: goodSecret,
 	}
 	got := summary{
 		Addr: c.Addr, Location: c.Location.String(), WorkerConcurrency: c.WorkerConcurrency,
 		TaskCheckInterval: c.TaskCheckInterval, Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
 		SessionSecret: string(c.SessionSecret), SecretKey: string(c.SecretKey),
+		MetricsAddr: c.MetricsAddr, MetricsToken: c.MetricsToken,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config mismatch (-want +got):\n%s", diff)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/hibiken/asynq"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"herald/handlers"
 )
@@ -22,8 +21,11 @@ type Options struct {
 	Log      *slog.Logger
 	// Redis is the connection Asynqmon inspects, the same the workers use.
 	Redis asynq.RedisConnOpt
-	// Metrics is the process's Prometheus registry, served at /metrics.
-	Metrics *prometheus.Registry
+	// Metrics serves /metrics (see NewMetrics).
+	Metrics http.Handler
+	// MetricsToken, when set, is the bearer token every /metrics request must carry; the
+	// console serves /metrics only then (HERALD_METRICS_TOKEN).
+	MetricsToken string
 }
 
 // NewHandler returns the complete HTTP handler: console, API and operations endpoints.
@@ -45,26 +47,25 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 		handlers.ErrorPage(c, http.StatusNotFound, "There is no page at "+c.Request.URL.Path+".")
 	})
 	mon := newMonitoring(opts.Redis)
-	inspector := asynq.NewInspector(opts.Redis)
-	r.GET("/metrics", gin.WrapH(metricsHandler(opts.Metrics, newStateCollector(inspector, h.Store, opts.Log))))
-	routes(r, h, loadUser(s, opts.Log), newAPIAuth(h.Store, opts.Log), mon)
-	return r, func() error {
-		inspector.Close()
-		return mon.Close()
+	// The console listener faces browsers: without a token, metrics stay on
+	// HERALD_METRICS_ADDR.
+	if opts.MetricsToken != "" {
+		r.GET("/metrics", metricsRoute(opts.Metrics, opts.MetricsToken))
 	}
+	routes(r, h, loadUser(s, opts.Log), newAPIAuth(h.Store, opts.Log), mon)
+	return r, mon.Close
 }
 
 // NewOpsHandler serves only /healthz, /readyz and /metrics, for processes without the
 // console (split worker and scheduler roles).
-func NewOpsHandler(h *handlers.Handlers, opts Options) (handler http.Handler, close func() error) {
+func NewOpsHandler(h *handlers.Handlers, opts Options) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.Use(recoverPanics(opts.Log))
-	inspector := asynq.NewInspector(opts.Redis)
 	r.GET("/healthz", h.Healthz)
 	r.GET("/readyz", h.Readyz)
-	r.GET("/metrics", gin.WrapH(metricsHandler(opts.Metrics, newStateCollector(inspector, h.Store, opts.Log))))
-	return r, inspector.Close
+	r.GET("/metrics", metricsRoute(opts.Metrics, opts.MetricsToken))
+	return r
 }
 
 // NewServer returns an http.Server with timeouts suited to the console and API.
