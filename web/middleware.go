@@ -1,9 +1,13 @@
 package web
 
 import (
+	"errors"
+	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -107,4 +111,58 @@ func securityHeaders() gin.HandlerFunc {
 		h.Set("Referrer-Policy", "same-origin")
 		c.Next()
 	}
+}
+
+// Console request bodies: forms are small; only the CSV imports take a file.
+const (
+	maxFormBytes = 64 << 10
+	// maxUploadBytes is an import's file plus room for the rest of its form.
+	maxUploadBytes = handlers.MaxImportBytes + 1<<20
+	// maxMultipartMemory is how much of an upload is held in memory; net/http keeps the
+	// rest in a temporary file, removed when the request ends.
+	maxMultipartMemory = 1 << 20
+)
+
+// formBody caps a console request's body at limit bytes and parses its form before the
+// handler runs, so a body over the cap is answered 413 instead of reaching the handler
+// cut short. A declared length over the cap is refused before anything is read.
+// Multipart bodies are accepted only where uploads is set.
+func formBody(limit int64, uploads bool) gin.HandlerFunc {
+	tooLarge := fmt.Sprintf("The request is larger than %s, the most this page accepts.", byteSize(limit))
+	return func(c *gin.Context) {
+		r := c.Request
+		if r.ContentLength > limit {
+			handlers.ErrorPage(c, http.StatusRequestEntityTooLarge, tooLarge)
+			return
+		}
+		r.Body = http.MaxBytesReader(c.Writer, r.Body, limit)
+		mediaType, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		var err error
+		switch {
+		case mediaType == "application/x-www-form-urlencoded":
+			err = r.ParseForm()
+		case strings.HasPrefix(mediaType, "multipart/") && !uploads:
+			handlers.ErrorPage(c, http.StatusUnsupportedMediaType, "This form takes no file: send it as application/x-www-form-urlencoded.")
+			return
+		case mediaType == "multipart/form-data":
+			err = r.ParseMultipartForm(maxMultipartMemory)
+		}
+		if _, over := errors.AsType[*http.MaxBytesError](err); over {
+			handlers.ErrorPage(c, http.StatusRequestEntityTooLarge, tooLarge)
+			return
+		}
+		if err != nil {
+			handlers.ErrorPage(c, http.StatusBadRequest, "The form could not be read: "+err.Error())
+			return
+		}
+		c.Next()
+	}
+}
+
+// byteSize writes a limit the way people read it: 64 KB, 6 MB.
+func byteSize(n int64) string {
+	if n >= 1<<20 {
+		return fmt.Sprintf("%d MB", n>>20)
+	}
+	return fmt.Sprintf("%d KB", n>>10)
 }

@@ -34,6 +34,7 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
+	r.MaxMultipartMemory = maxMultipartMemory
 	// Herald listens directly or behind a proxy on loopback; ClientIP must not trust
 	// X-Forwarded-For from arbitrary clients.
 	_ = r.SetTrustedProxies([]string{"127.0.0.1", "::1"})
