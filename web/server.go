@@ -5,6 +5,8 @@ package web
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,6 +30,17 @@ type Options struct {
 	MetricsToken string
 }
 
+// trustedProxies are the peers whose X-Forwarded-For and X-Forwarded-Proto headers are
+// believed: Herald listens directly or behind a proxy on the same host, and a header
+// from any other client could claim anything.
+var trustedProxies = []string{"127.0.0.1", "::1"}
+
+// fromTrustedProxy reports whether r comes straight from a trusted proxy.
+func fromTrustedProxy(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && slices.Contains(trustedProxies, ap.Addr().Unmap().String())
+}
+
 // NewHandler returns the complete HTTP handler: console, API and operations endpoints.
 // Close releases what it holds (Asynqmon's Redis connections).
 func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.Handler, close func() error) {
@@ -35,9 +48,7 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.MaxMultipartMemory = maxMultipartMemory
-	// Herald listens directly or behind a proxy on loopback; ClientIP must not trust
-	// X-Forwarded-For from arbitrary clients.
-	_ = r.SetTrustedProxies([]string{"127.0.0.1", "::1"})
+	_ = r.SetTrustedProxies(trustedProxies)
 	r.Use(recoverPanics(opts.Log), logRequests(opts.Log), securityHeaders(), crossOrigin(),
 		withLocation(opts.Location))
 	r.NoRoute(func(c *gin.Context) {
