@@ -22,6 +22,31 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// sendExpectingContinue posts body with a declared length, waiting for 100 Continue
+// before sending it (as curl does), and returns the answer and how much of the body the
+// client sent: nothing when the server answers without reading it.
+func sendExpectingContinue(t *testing.T, cl *client, path, contentType, body string, header map[string]string) (*http.Response, string, int64) {
+	t.Helper()
+	r := &countingReader{r: strings.NewReader(body)}
+	req, err := http.NewRequest("POST", cl.base+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = int64(len(body))
+	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Expect", "100-continue")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := cl.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	return resp, string(text), r.n.Load()
+}
+
 // A console form is small: a body over 64 KB is refused with 413 before the handler
 // runs, without reading it when its length is declared.
 func TestConsoleBodyLimit(t *testing.T) {
@@ -30,30 +55,17 @@ func TestConsoleBodyLimit(t *testing.T) {
 	anon := c.as("")
 	big := url.Values{"username": {adminUser}, "password": {strings.Repeat("p", 1<<20)}}.Encode()
 
-	// A declared length over the cap: the answer comes before the body is sent (the
-	// client waits for 100 Continue, which a server reading the body would send).
-	body := &countingReader{r: strings.NewReader(big)}
-	req, err := http.NewRequest("POST", c.url+"/login", body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.ContentLength = int64(len(big))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Expect", "100-continue")
-	resp, err := anon.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	wantStatus(t, "1 MB POST /login", resp, string(text), http.StatusRequestEntityTooLarge)
-	wantContains(t, "413 page", string(text), "larger than 64 KB")
-	if n := body.n.Load(); n > 0 {
-		t.Errorf("the client sent %d bytes of the body; the refusal should come before it is read", n)
+	// A declared length over the cap: the answer comes before the body is sent (a
+	// server reading the body would first answer 100 Continue).
+	resp, page, sent := sendExpectingContinue(t, anon, "/login", "application/x-www-form-urlencoded", big, nil)
+	wantStatus(t, "1 MB POST /login", resp, page, http.StatusRequestEntityTooLarge)
+	wantContains(t, "413 page", page, "larger than 64 KB")
+	if sent > 0 {
+		t.Errorf("the client sent %d bytes of the body; the refusal should come before it is read", sent)
 	}
 
 	// Without a declared length (chunked), reading stops at the cap.
-	resp, page := anon.do("POST", "/login", "application/x-www-form-urlencoded", io.MultiReader(strings.NewReader(big)), nil)
+	resp, page = anon.do("POST", "/login", "application/x-www-form-urlencoded", io.MultiReader(strings.NewReader(big)), nil)
 	wantStatus(t, "chunked 1 MB POST /login", resp, page, http.StatusRequestEntityTooLarge)
 
 	// Just under the cap is a form like any other.
@@ -104,4 +116,22 @@ func TestImportTakesALargeFile(t *testing.T) {
 
 	resp, body = op.upload("/recipients/import", url.Values{"mode": {"preview"}}, strings.Repeat("x", 6<<20))
 	wantStatus(t, "6 MB import", resp, body, http.StatusRequestEntityTooLarge)
+}
+
+// The API's limit is 1 MB, refused the same way: before reading a body declared longer.
+func TestAPIBodyLimit(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	_, key, err := c.store.CreateAPIKey(t.Context(), "limit-test", "send", adminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"` + strings.Repeat("x", 2<<20) + `"}}`
+	resp, body, sent := sendExpectingContinue(t, c.as(""), "/api/v1/messages", "application/json", big,
+		map[string]string{"Authorization": "Bearer " + key})
+	wantStatus(t, "2 MB API request", resp, body, http.StatusRequestEntityTooLarge)
+	wantContains(t, "2 MB API request", body, `"code":"body_too_large"`)
+	if sent > 0 {
+		t.Errorf("the client sent %d bytes of the body; the refusal should come before it is read", sent)
+	}
 }
