@@ -8,11 +8,15 @@ import (
 	"herald/static"
 )
 
-// routes lists every route Herald serves, grouped by who may call it.
-func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *apiAuth, mon *monitoring) {
-	// Operations and assets: no session.
+// routes lists every route Herald serves, grouped by who may call it. metrics is nil
+// when the console does not serve /metrics.
+func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *apiAuth, mon *monitoring, metrics gin.HandlerFunc) {
+	// Operations and assets: no session; /metrics asks for its own token.
 	r.GET("/healthz", h.Healthz)
 	r.GET("/readyz", h.Readyz)
+	if metrics != nil {
+		r.GET("/metrics", metrics)
+	}
 	r.GET(static.Prefix+"*path", gin.WrapH(static.Handler()))
 	r.HEAD(static.Prefix+"*path", gin.WrapH(static.Handler()))
 

@@ -61,10 +61,11 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 	mon := newMonitoring(opts.Redis)
 	// The console listener faces browsers: without a token, metrics stay on
 	// HERALD_METRICS_ADDR.
+	var metrics gin.HandlerFunc
 	if opts.MetricsToken != "" {
-		r.GET("/metrics", metricsRoute(opts.Metrics, opts.MetricsToken))
+		metrics = metricsRoute(opts.Metrics, opts.MetricsToken)
 	}
-	routes(r, h, loadUser(s, opts.Log), newAPIAuth(h.Store, opts.Log), mon)
+	routes(r, h, loadUser(s, opts.Log), newAPIAuth(h.Store, opts.Log), mon, metrics)
 	return r, mon.Close
 }
 
