@@ -84,7 +84,7 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 	if _, err := store.UpsertRecipients(ctx, people); err != nil {
 		b.Fatal(err)
 	}
-	redis, err := tasks.StartEmbeddedRedis()
+	redis, err := tasks.StartEmbeddedRedis(cfg.RedisPassword)
 	if err != nil {
 		b.Fatal(err)
 	}

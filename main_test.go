@@ -9,11 +9,14 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"herald/config"
 	"herald/dispatch"
@@ -388,6 +391,30 @@ func TestPasswordChangeRevokesOtherSessions(t *testing.T) {
 	newBrowser(t, h.url).login("admin", "a-new-password-1")
 }
 
+// The in-process Redis of the embedded default answers only Herald: its password is
+// generated into the data directory, readable by its owner alone.
+func TestEmbeddedRedisAnswersOnlyHerald(t *testing.T) {
+	env := testEnv(t)
+	delete(env, "HERALD_REDIS_URL") // the in-process Redis, whatever the test backends
+	h := startHerald(t, env)
+	b := newBrowser(t, h.url)
+	b.login("admin", testAdminPassword)
+	composeAndWait(t, b, []string{"E2001"})
+
+	stranger := redis.NewClient(&redis.Options{Addr: h.app.redis.Addr()})
+	defer stranger.Close()
+	if err := stranger.Ping(context.Background()).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Errorf("a client without the password: %v, want NOAUTH", err)
+	}
+	info, err := os.Stat(filepath.Join(env["HERALD_DATA_DIR"], "redis.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if perm := info.Mode().Perm(); perm != 0o600 {
+		t.Errorf("redis.key has mode %v, want 0600", perm)
+	}
+}
+
 // freeAddr returns a loopback address with a port that was free a moment ago.
 func freeAddr(t testing.TB) string {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -449,14 +476,20 @@ func TestMonitoringIsInsideTheConsole(t *testing.T) {
 	operator.do("POST", "/monitoring/api/queues/normal:resume", url.Values{}, nil)
 }
 
+// /metrics is served on HERALD_METRICS_ADDR, not on the console's listener.
 func TestMetricsExposeDeliveries(t *testing.T) {
-	h := startHerald(t, testEnv(t))
+	env := testEnv(t)
+	env["HERALD_METRICS_ADDR"] = freeAddr(t)
+	h := startHerald(t, env)
 	b := newBrowser(t, h.url)
 	b.login("admin", testAdminPassword)
 	composeAndWait(t, b, []string{"E2001", "E2002"})
-	resp, body := b.get("/metrics")
+	if resp, _ := b.get("/metrics"); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("/metrics on the console listener: %d, want 404", resp.StatusCode)
+	}
+	resp, body := newBrowser(t, "http://"+env["HERALD_METRICS_ADDR"]).get("/metrics")
 	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("/metrics: %d", resp.StatusCode)
+		t.Fatalf("/metrics on HERALD_METRICS_ADDR: %d", resp.StatusCode)
 	}
 	for _, want := range []string{
 		`herald_messages_total{account="sandbox",platform="sandbox",state="sent"} 2`,

@@ -93,7 +93,7 @@ func start(ctx context.Context, cfg *config.Config, role string, log *slog.Logge
 	}
 	redisURL := cfg.RedisURL
 	if cfg.EmbeddedRedis() {
-		if a.redis, err = tasks.StartEmbeddedRedis(); err != nil {
+		if a.redis, err = tasks.StartEmbeddedRedis(cfg.RedisPassword); err != nil {
 			store.Close()
 			return nil, err
 		}
@@ -228,7 +228,8 @@ func (a *app) run(ctx context.Context) error {
 		g.Go(func() error { <-ctx.Done(); sch.Shutdown(); return nil })
 	}
 	// Every role serves HTTP on HERALD_ADDR: the console and API with the web role, and
-	// /healthz, /readyz and /metrics only otherwise.
+	// /healthz, /readyz and /metrics only otherwise. /metrics may also have a listener of
+	// its own (HERALD_METRICS_ADDR).
 	h := &handlers.Handlers{Store: a.store, Log: a.log, Stats: a.stats, Inspector: a.insp,
 		Dispatch: &dispatch.Dispatcher{Store: a.store, Enqueuer: a.enq, Log: a.log, Location: a.cfg.Location, Stats: a.stats,
 			Accounts: a.store.NewAccountCache(5 * time.Second)},
@@ -239,19 +240,18 @@ func (a *app) run(ctx context.Context) error {
 	statsDone := make(chan struct{})
 	go func() { a.stats.Run(ctx, time.Second, a.log); close(statsDone) }()
 	defer func() { <-statsDone }()
-	opts := web.Options{Location: a.cfg.Location, Log: a.log, Redis: a.redOpt, Metrics: a.reg}
-	var (
-		handler      http.Handler
-		closeHandler func() error
-	)
+	opts := web.Options{Location: a.cfg.Location, Log: a.log, Redis: a.redOpt,
+		Metrics: web.NewMetrics(a.reg, a.insp, a.store, a.log), MetricsToken: a.cfg.MetricsToken}
+	var handler http.Handler
 	if runWeb {
 		sessions := web.NewSessions(a.cfg.SessionSecret, a.store)
 		h.Sessions = sessions
+		var closeHandler func() error
 		handler, closeHandler = web.NewHandler(h, sessions, opts)
+		defer closeHandler()
 	} else {
-		handler, closeHandler = web.NewOpsHandler(h, opts)
+		handler = web.NewOpsHandler(h, opts)
 	}
-	defer closeHandler()
 	a.http = web.NewServer(a.cfg.Addr, handler)
 	ln := a.listener
 	if ln == nil {
@@ -260,9 +260,25 @@ func (a *app) run(ctx context.Context) error {
 			return fmt.Errorf("serve: listen on %s (HERALD_ADDR): %w", a.cfg.Addr, err)
 		}
 	}
+	if a.cfg.MetricsAddr != "" {
+		metricsLn, err := net.Listen("tcp", a.cfg.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("serve: listen on %s (HERALD_METRICS_ADDR): %w", a.cfg.MetricsAddr, err)
+		}
+		a.log.Info("serving metrics", "url", "http://"+metricsLn.Addr().String()+"/metrics")
+		serveHTTP(ctx, g, web.NewServer(a.cfg.MetricsAddr, web.NewMetricsHandler(opts)), metricsLn)
+	}
 	a.log.Info("listening", "url", "http://"+ln.Addr().String()+"/", "console", runWeb)
+	serveHTTP(ctx, g, a.http, ln)
+	a.log.Info("herald started", "role", a.role, "embedded", a.cfg.Embedded())
+	return g.Wait()
+}
+
+// serveHTTP serves srv on ln in g until ctx is cancelled, then shuts it down gracefully.
+func serveHTTP(ctx context.Context, g *errgroup.Group, srv *http.Server, ln net.Listener) {
 	g.Go(func() error {
-		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			return err
 		}
 		return nil
@@ -271,10 +287,8 @@ func (a *app) run(ctx context.Context) error {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		return a.http.Shutdown(sctx)
+		return srv.Shutdown(sctx)
 	})
-	a.log.Info("herald started", "role", a.role, "embedded", a.cfg.Embedded())
-	return g.Wait()
 }
 
 // sweeper returns the sweeper of this process.

@@ -34,45 +34,104 @@ type addressRule struct {
 	prefix netip.Prefix
 	kind   string // how refusals describe the address
 	// privateOnly marks ranges an account may open up with allow_private_network;
-	// the others (metadata services, broadcast, multicast) stay closed to every account.
+	// the others (metadata services, translation prefixes, reserved space) stay
+	// closed to every account.
 	privateOnly bool
+	// ipv4At is where in the address an embedded IPv4 address starts (a byte offset),
+	// for the translation and tunnelling ranges whose refusals name it; 0 for none.
+	ipv4At int
 }
 
-// addressRules lists the refused ranges. Addresses outside them are public and allowed.
-var addressRules = []addressRule{
-	{netip.MustParsePrefix("127.0.0.0/8"), "loopback address", true},
-	{netip.MustParsePrefix("::1/128"), "loopback address", true},
-	{netip.MustParsePrefix("10.0.0.0/8"), "private address", true},
-	{netip.MustParsePrefix("172.16.0.0/12"), "private address", true},
-	{netip.MustParsePrefix("192.168.0.0/16"), "private address", true},
-	{netip.MustParsePrefix("fc00::/7"), "private address", true},
-	{netip.MustParsePrefix("100.64.0.0/10"), "shared (CGNAT) address", true},
-	// Link-local holds cloud metadata services (169.254.169.254), which hand out
-	// credentials: no account setting opens it.
-	{netip.MustParsePrefix("169.254.0.0/16"), "link-local address", false},
-	{netip.MustParsePrefix("fe80::/10"), "link-local address", false},
-	{netip.MustParsePrefix("0.0.0.0/8"), "unspecified address", false},
-	{netip.MustParsePrefix("::/128"), "unspecified address", false},
-	{netip.MustParsePrefix("224.0.0.0/4"), "multicast address", false},
-	{netip.MustParsePrefix("ff00::/8"), "multicast address", false},
-	{netip.MustParsePrefix("255.255.255.255/32"), "broadcast address", false},
+// rule builds one addressRule.
+func rule(prefix, kind string, privateOnly bool) addressRule {
+	return addressRule{prefix: netip.MustParsePrefix(prefix), kind: kind, privateOnly: privateOnly}
 }
+
+// embedding builds the rule of a range whose addresses carry an IPv4 address at byte at.
+func embedding(prefix, kind string, at int) addressRule {
+	return addressRule{prefix: netip.MustParsePrefix(prefix), kind: kind, ipv4At: at}
+}
+
+// addressRules lists the refused ranges: the private networks an account may open up,
+// then IANA's IPv4 and IPv6 special-purpose address registries, multicast, and the
+// deprecated IPv6 forms. The first rule containing an address decides, so a narrower
+// range comes before a wider one holding it. An address outside them all is allowed
+// only if it is global unicast (IPv6 outside 2000::/3 is not; see addressProblem).
+var addressRules = []addressRule{
+	// What allow_private_network opens: loopback, RFC 1918 and unique local addresses.
+	rule("127.0.0.0/8", "loopback address", true),
+	rule("::1/128", "loopback address", true),
+	rule("10.0.0.0/8", "private address", true),
+	rule("172.16.0.0/12", "private address", true),
+	rule("192.168.0.0/16", "private address", true),
+	rule("fc00::/7", "private address", true),
+
+	// Link-local holds cloud metadata services (169.254.169.254) and the shared space
+	// holds Alibaba Cloud's (100.100.100.200); they hand out credentials.
+	rule("169.254.0.0/16", "link-local address", false),
+	rule("fe80::/10", "link-local address", false),
+	rule("100.64.0.0/10", "shared (CGNAT) address", false),
+
+	// The rest of IANA's IPv4 special-purpose registry.
+	rule("0.0.0.0/8", "unspecified address", false),
+	rule("192.0.0.0/24", "IETF protocol address", false),
+	rule("192.0.2.0/24", "documentation address", false),
+	rule("198.51.100.0/24", "documentation address", false),
+	rule("203.0.113.0/24", "documentation address", false),
+	rule("192.31.196.0/24", "AS112 address", false),
+	rule("192.175.48.0/24", "AS112 address", false),
+	rule("192.52.193.0/24", "AMT relay address", false),
+	rule("192.88.99.0/24", "6to4 relay address", false),
+	rule("198.18.0.0/15", "benchmarking address", false),
+	rule("224.0.0.0/4", "multicast address", false),
+	rule("240.0.0.0/4", "reserved address", false), // with 255.255.255.255, broadcast
+
+	// The rest of IANA's IPv6 special-purpose registry. The translation and tunnelling
+	// prefixes lead to an IPv4 address past the IPv4 rules above, whatever it is; the
+	// local-use NAT64 prefix may embed it at several places, so it is not named.
+	rule("::/128", "unspecified address", false),
+	embedding("::ffff:0:0/96", "IPv4-mapped address", 12),
+	embedding("::/96", "IPv4-compatible address", 12),
+	embedding("64:ff9b::/96", "NAT64 address", 12),
+	rule("64:ff9b:1::/48", "NAT64 address", false),
+	embedding("2002::/16", "6to4 address", 2),
+	rule("2001::/32", "Teredo address", false),
+	rule("2001::/23", "IETF protocol address", false),
+	rule("2001:db8::/32", "documentation address", false),
+	rule("3fff::/20", "documentation address", false),
+	rule("2620:4f:8000::/48", "AS112 address", false),
+	rule("100::/64", "discard-only address", false),
+	rule("5f00::/16", "segment routing address", false),
+	rule("fec0::/10", "site-local address", false),
+	rule("ff00::/8", "multicast address", false),
+}
+
+// globalUnicast6 is the IPv6 space IANA allocates for global unicast; the rest is
+// reserved.
+var globalUnicast6 = netip.MustParsePrefix("2000::/3")
 
 // addressProblem says why ip may not be connected to, or "" if it may.
 func addressProblem(ip netip.Addr, allowPrivate bool) string {
-	// ::ffff:10.0.0.5 reaches 10.0.0.5, so it is judged as that address.
-	ip = ip.Unmap().WithZone("")
+	ip = ip.WithZone("")
 	for _, r := range addressRules {
 		if !r.prefix.Contains(ip) {
 			continue
 		}
+		kind := r.kind
+		if r.ipv4At > 0 {
+			b := ip.As16()
+			kind += " (leading to " + netip.AddrFrom4([4]byte(b[r.ipv4At:r.ipv4At+4])).String() + ")"
+		}
 		if !r.privateOnly {
-			return r.kind + ", which is never allowed"
+			return kind + ", which is never allowed"
 		}
 		if allowPrivate {
 			return ""
 		}
-		return r.kind + "; enable allow_private_network on the account"
+		return kind + "; enable allow_private_network on the account"
+	}
+	if ip.Is6() && !globalUnicast6.Contains(ip) {
+		return "reserved address, which is never allowed"
 	}
 	return ""
 }
@@ -94,7 +153,7 @@ func checkDialAddress(address string, allowPrivate bool) error {
 		return &Error{Class: Permanent, Err: &addressRefusal{addr: address, problem: "not an IP address"}}
 	}
 	if problem := addressProblem(ap.Addr(), allowPrivate); problem != "" {
-		return &Error{Class: Permanent, Err: &addressRefusal{addr: ap.Addr().Unmap().WithZone("").String(), problem: problem}}
+		return &Error{Class: Permanent, Err: &addressRefusal{addr: ap.Addr().WithZone("").String(), problem: problem}}
 	}
 	return nil
 }
@@ -193,7 +252,7 @@ func checkHost(host string, allowPrivate bool) error {
 		return nil // a name: checked at dial time
 	}
 	if problem := addressProblem(ip, allowPrivate); problem != "" {
-		return fmt.Errorf("points to %s, a %s", ip.Unmap().WithZone(""), problem)
+		return fmt.Errorf("points to %s (%s)", ip.WithZone(""), problem)
 	}
 	return nil
 }

@@ -13,30 +13,124 @@ import (
 	"herald/simulator"
 )
 
+// addressCases covers every range the guard knows: an address inside each, and where
+// the neighbouring space is public, one just outside on either side.
+var addressCases = []struct {
+	ip string
+	// refused without and with allow_private_network
+	refused, refusedWhenAllowed bool
+}{
+	// allow_private_network opens loopback, RFC 1918 and unique local addresses.
+	{"127.0.0.1", true, false},
+	{"127.255.255.254", true, false},
+	{"126.255.255.255", false, false},
+	{"128.0.0.0", false, false},
+	{"::1", true, false},
+	{"10.0.0.1", true, false},
+	{"10.255.255.255", true, false},
+	{"9.255.255.255", false, false},
+	{"11.0.0.0", false, false},
+	{"172.16.0.1", true, false},
+	{"172.31.255.255", true, false},
+	{"172.15.255.255", false, false},
+	{"172.32.0.1", false, false},
+	{"192.168.1.1", true, false},
+	{"192.168.255.255", true, false},
+	{"192.167.255.255", false, false},
+	{"192.169.0.0", false, false},
+	{"fd12:3456::1", true, false},
+	{"fc00::1", true, false},
+
+	// Never: link-local (cloud metadata) and the shared space (Alibaba Cloud's metadata).
+	{"169.254.169.254", true, true},
+	{"169.254.0.1", true, true},
+	{"169.253.255.255", false, false},
+	{"169.255.0.0", false, false},
+	{"fe80::1", true, true},
+	{"febf::1", true, true},
+	{"100.64.0.1", true, true},
+	{"100.100.100.200", true, true},
+	{"100.127.255.255", true, true},
+	{"100.63.255.255", false, false},
+	{"100.128.0.0", false, false},
+
+	// Never: the rest of the IPv4 special-purpose registry, multicast and reserved.
+	{"0.0.0.0", true, true},
+	{"0.255.255.255", true, true},
+	{"1.0.0.0", false, false},
+	{"192.0.0.8", true, true},
+	{"192.0.0.170", true, true},
+	{"191.255.255.255", false, false},
+	{"192.0.1.0", false, false},
+	{"192.0.2.1", true, true},
+	{"192.0.3.0", false, false},
+	{"198.51.100.7", true, true},
+	{"198.51.99.255", false, false},
+	{"198.51.101.0", false, false},
+	{"203.0.113.9", true, true},
+	{"203.0.112.255", false, false},
+	{"203.0.114.0", false, false},
+	{"192.31.196.1", true, true},
+	{"192.31.197.0", false, false},
+	{"192.175.48.1", true, true},
+	{"192.175.49.0", false, false},
+	{"192.52.193.1", true, true},
+	{"192.52.194.0", false, false},
+	{"192.88.99.1", true, true},
+	{"192.88.100.0", false, false},
+	{"198.18.0.1", true, true},
+	{"198.19.255.255", true, true},
+	{"198.17.255.255", false, false},
+	{"198.20.0.0", false, false},
+	{"224.0.0.1", true, true},
+	{"239.255.255.255", true, true},
+	{"223.255.255.255", false, false},
+	{"240.0.0.1", true, true},
+	{"255.255.255.255", true, true},
+
+	// Never: IPv6 forms that lead to an IPv4 address, whichever it is.
+	{"::ffff:10.1.2.3", true, true},
+	{"::ffff:8.8.8.8", true, true},
+	{"::8.8.8.8", true, true},
+	{"::", true, true},
+	{"64:ff9b::8.8.8.8", true, true},
+	{"64:ff9b::a9fe:a9fe", true, true},
+	{"64:ff9b:1::808:808", true, true},
+	{"64:ff9b:1:ffff::1", true, true},
+	{"2002:a9fe:a9fe::1", true, true},
+	{"2002:808:808::1", true, true},
+	{"2001:ffff:ffff::1", false, false},
+	{"2003::1", false, false},
+	{"2001::1", true, true}, // Teredo
+
+	// Never: the rest of the IPv6 special-purpose registry, multicast and reserved space.
+	{"2001:1ff:ffff::1", true, true},
+	{"2001:200::1", false, false},
+	{"2001:db8::1", true, true},
+	{"2001:db7:ffff::1", false, false},
+	{"2001:db9::1", false, false},
+	{"3fff::1", true, true},
+	{"3fff:fff:ffff::1", true, true},
+	{"3fff:1000::1", false, false},
+	{"2620:4f:8000::1", true, true},
+	{"2620:4f:7fff::1", false, false},
+	{"2620:4f:8001::1", false, false},
+	{"100::1", true, true},
+	{"5f00::1", true, true},
+	{"fec0::1", true, true},
+	{"ff02::1", true, true},
+	{"1fff:ffff::1", true, true}, // below 2000::/3: not global unicast
+	{"4000::1", true, true},      // above it
+	{"2000::1", false, false},
+	{"3fff:ffff::1", false, false},
+
+	// Public.
+	{"8.8.8.8", false, false},
+	{"2001:4860:4860::8888", false, false},
+}
+
 func TestAddressRules(t *testing.T) {
-	for _, tc := range []struct {
-		ip string
-		// refused without and with allow_private_network
-		refused, refusedWhenAllowed bool
-	}{
-		{"127.0.0.1", true, false},
-		{"10.1.2.3", true, false},
-		{"192.168.1.1", true, false},
-		{"172.16.0.1", true, false},
-		{"172.32.0.1", false, false}, // just outside 172.16.0.0/12
-		{"100.64.0.1", true, false},
-		{"::1", true, false},
-		{"fd12:3456::1", true, false},
-		{"::ffff:10.1.2.3", true, false}, // IPv4-mapped is judged as the IPv4 address
-		{"169.254.169.254", true, true},  // cloud metadata
-		{"fe80::1", true, true},
-		{"0.0.0.0", true, true},
-		{"::", true, true},
-		{"224.0.0.1", true, true},
-		{"ff02::1", true, true},
-		{"8.8.8.8", false, false},
-		{"2001:4860:4860::8888", false, false},
-	} {
+	for _, tc := range addressCases {
 		for _, allow := range []bool{false, true} {
 			want := tc.refused
 			if allow {
@@ -49,9 +143,6 @@ func TestAddressRules(t *testing.T) {
 			err := CheckURL("https://"+host+"/hook", allow)
 			if (err != nil) != want {
 				t.Errorf("CheckURL(%s, allowPrivate=%v) = %v, want refused=%v", tc.ip, allow, err, want)
-			}
-			if tc.ip == "8.8.8.8" || tc.ip == "2001:4860:4860::8888" {
-				continue // public addresses are only ever checked as URLs here
 			}
 			// The dial-time check, as the dialer's Control calls it (no connection is made).
 			err = checkDialAddress(net.JoinHostPort(tc.ip, "443"), allow)
@@ -72,10 +163,15 @@ func TestAddressRules(t *testing.T) {
 			}
 		}
 	}
-	err := checkDialAddress("10.0.0.5:80", false)
-	const want = "refused to connect to 10.0.0.5: private address; enable allow_private_network on the account"
-	if !strings.Contains(err.Error(), want) {
-		t.Errorf("message %q, want it to contain %q", err, want)
+	for addr, want := range map[string]string{
+		"10.0.0.5:80":                 "refused to connect to 10.0.0.5: private address; enable allow_private_network on the account",
+		"[2002:a9fe:a9fe::1]:80":      "6to4 address (leading to 169.254.169.254), which is never allowed",
+		"[64:ff9b::a00:5]:80":         "NAT64 address (leading to 10.0.0.5), which is never allowed",
+		"[::ffff:169.254.169.254]:80": "IPv4-mapped address (leading to 169.254.169.254), which is never allowed",
+	} {
+		if err := checkDialAddress(addr, false); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("dial check %s: %v, want it to contain %q", addr, err, want)
+		}
 	}
 }
 

@@ -35,6 +35,16 @@ type Config struct {
 	TaskCheckInterval time.Duration
 	// SendTimeout bounds one provider call (HERALD_SEND_TIMEOUT, default 15s).
 	SendTimeout time.Duration
+	// MetricsAddr is where /metrics is served on a listener of its own
+	// (HERALD_METRICS_ADDR); empty for none.
+	MetricsAddr string
+	// MetricsToken is the bearer token /metrics requires (HERALD_METRICS_TOKEN); with
+	// it, the console listener serves /metrics too. Empty for none.
+	MetricsToken string
+	// RedisPassword is the password of the in-process Redis: other local users can reach
+	// its loopback port. It is generated into the data directory (redis.key) once and
+	// reused; empty when HERALD_REDIS_URL is set.
+	RedisPassword string
 	// Demo seeds sample data into a new database. DemoSet reports whether HERALD_DEMO was
 	// given explicitly; when it was not, demo data goes only into a new embedded database.
 	Demo    bool
@@ -72,6 +82,19 @@ func Load(getenv Getenv) (*Config, error) {
 
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return nil, &Error{"HERALD_ADDR", fmt.Sprintf("%q is not host:port", c.Addr)}
+	}
+	c.MetricsAddr = strings.TrimSpace(getenv("HERALD_METRICS_ADDR"))
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			return nil, &Error{"HERALD_METRICS_ADDR", fmt.Sprintf("%q is not host:port", c.MetricsAddr)}
+		}
+		if c.MetricsAddr == c.Addr {
+			return nil, &Error{"HERALD_METRICS_ADDR", "must differ from HERALD_ADDR; to serve /metrics there, set HERALD_METRICS_TOKEN instead"}
+		}
+	}
+	c.MetricsToken = getenv("HERALD_METRICS_TOKEN")
+	if c.MetricsToken != "" && (len(c.MetricsToken) < minSecretLen || strings.ContainsAny(c.MetricsToken, " \t\r\n")) {
+		return nil, &Error{"HERALD_METRICS_TOKEN", fmt.Sprintf("must be at least %d characters without spaces (try: openssl rand -hex 32)", minSecretLen)}
 	}
 	if c.MySQLDSN != "" {
 		dsn, err := mysql.ParseDSN(c.MySQLDSN)
@@ -119,6 +142,13 @@ func Load(getenv Getenv) (*Config, error) {
 	}
 	if c.SecretKey, err = secret(getenv, c, "HERALD_SECRET_KEY", "secret.key"); err != nil {
 		return nil, err
+	}
+	if c.EmbeddedRedis() {
+		pw, err := loadOrCreateSecret(filepath.Join(c.DataDir, "redis.key"))
+		if err != nil {
+			return nil, &Error{"HERALD_DATA_DIR", "embedded Redis password: " + err.Error()}
+		}
+		c.RedisPassword = string(pw)
 	}
 	return c, nil
 }

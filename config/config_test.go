@@ -41,6 +41,10 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"negative check interval", map[string]string{"HERALD_TASK_CHECK_INTERVAL": "-1s"}, "HERALD_TASK_CHECK_INTERVAL"},
 		{"non-boolean demo", map[string]string{"HERALD_DEMO": "maybe"}, "HERALD_DEMO"},
 		{"addr without port", map[string]string{"HERALD_ADDR": "nohost"}, "HERALD_ADDR"},
+		{"metrics addr without port", map[string]string{"HERALD_METRICS_ADDR": "127.0.0.1"}, "HERALD_METRICS_ADDR"},
+		{"metrics addr is the console's", map[string]string{"HERALD_METRICS_ADDR": "127.0.0.1:8080"}, "HERALD_METRICS_ADDR"},
+		{"short metrics token", map[string]string{"HERALD_METRICS_TOKEN": "too-short"}, "HERALD_METRICS_TOKEN"},
+		{"metrics token with a space", map[string]string{"HERALD_METRICS_TOKEN": goodSecret + " x"}, "HERALD_METRICS_TOKEN"},
 		{"short session secret", map[string]string{"HERALD_SESSION_SECRET": "too-short"}, "HERALD_SESSION_SECRET"},
 		{"short secret key", map[string]string{"HERALD_SECRET_KEY": strings.Repeat("k", 31)}, "HERALD_SECRET_KEY"},
 		{"mysql without session secret", map[string]string{"HERALD_MYSQL_DSN": goodDSN}, "HERALD_SESSION_SECRET"},
@@ -109,25 +113,30 @@ func TestLoadExplicitValues(t *testing.T) {
 		"HERALD_TASK_CHECK_INTERVAL": "250ms",
 		"HERALD_SESSION_SECRET":      goodSecret,
 		"HERALD_SECRET_KEY":          otherSecret,
+		"HERALD_METRICS_ADDR":        "10.0.0.7:9100",
+		"HERALD_METRICS_TOKEN":       goodSecret,
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	type summary struct {
-		Addr, Location           string
-		WorkerConcurrency        int
-		TaskCheckInterval        time.Duration
-		Embedded, EmbeddedRedis  bool
-		SessionSecret, SecretKey string
+		Addr, Location            string
+		WorkerConcurrency         int
+		TaskCheckInterval         time.Duration
+		Embedded, EmbeddedRedis   bool
+		SessionSecret, SecretKey  string
+		MetricsAddr, MetricsToken string
 	}
 	want := summary{
 		Addr: "0.0.0.0:9000", Location: "Europe/Berlin", WorkerConcurrency: 8,
 		TaskCheckInterval: 250 * time.Millisecond, SessionSecret: goodSecret, SecretKey: otherSecret,
+		MetricsAddr: "10.0.0.7:9100", MetricsToken: goodSecret,
 	}
 	got := summary{
 		Addr: c.Addr, Location: c.Location.String(), WorkerConcurrency: c.WorkerConcurrency,
 		TaskCheckInterval: c.TaskCheckInterval, Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
 		SessionSecret: string(c.SessionSecret), SecretKey: string(c.SecretKey),
+		MetricsAddr: c.MetricsAddr, MetricsToken: c.MetricsToken,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config mismatch (-want +got):\n%s", diff)
@@ -150,7 +159,10 @@ func TestLoadGeneratesSecretsInEmbeddedMode(t *testing.T) {
 		t.Errorf("session secret and secret key are the same value %q", first.SessionSecret)
 	}
 
-	files := map[string][]byte{"session.key": first.SessionSecret, "secret.key": first.SecretKey}
+	if len(first.RedisPassword) < minSecretLen {
+		t.Fatalf("generated embedded Redis password is %d characters, want at least %d", len(first.RedisPassword), minSecretLen)
+	}
+	files := map[string][]byte{"session.key": first.SessionSecret, "secret.key": first.SecretKey, "redis.key": []byte(first.RedisPassword)}
 	for name, want := range files {
 		path := filepath.Join(dir, name)
 		info, err := os.Stat(path)
@@ -178,6 +190,17 @@ func TestLoadGeneratesSecretsInEmbeddedMode(t *testing.T) {
 	}
 	if diff := cmp.Diff(string(first.SecretKey), string(second.SecretKey)); diff != "" {
 		t.Errorf("second Load changed the secret key (-want +got):\n%s", diff)
+	}
+	if second.RedisPassword != first.RedisPassword {
+		t.Errorf("second Load changed the embedded Redis password")
+	}
+	// With an external Redis there is no password to generate.
+	external, err := Load(env(map[string]string{"HERALD_DATA_DIR": t.TempDir(), "HERALD_REDIS_URL": "redis://127.0.0.1:6379/0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if external.RedisPassword != "" {
+		t.Errorf("RedisPassword %q with HERALD_REDIS_URL set, want none", external.RedisPassword)
 	}
 }
 
@@ -226,12 +249,10 @@ func TestLoadUsesExplicitSecretsInEmbeddedMode(t *testing.T) {
 	if diff := cmp.Diff([]string{goodSecret, otherSecret}, []string{string(c.SessionSecret), string(c.SecretKey)}); diff != "" {
 		t.Errorf("secrets mismatch (-want +got):\n%s", diff)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(entries) != 0 {
-		t.Errorf("data dir holds %d files, want none when secrets are given: first is %s", len(entries), entries[0].Name())
+	for _, name := range []string{"session.key", "secret.key"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("data dir holds %s (%v), want none when the secrets are given", name, err)
+		}
 	}
 }
 

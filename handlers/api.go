@@ -72,16 +72,22 @@ func (h *Handlers) apiFail(c *gin.Context, err error) {
 	}
 }
 
-// decodeJSON reads a request body strictly: at most MaxBodyBytes (413), valid UTF-8, no
-// duplicate keys and no unknown fields (400), values of the right types (422 naming the
-// field). encoding/json alone would silently replace bad UTF-8 and let a duplicate win.
-// It returns false after writing the error response.
+// decodeJSON reads a request body strictly: at most MaxBodyBytes (413, before reading
+// it when its declared length is over), valid UTF-8, no duplicate keys and no unknown
+// fields (400), values of the right types (422 naming the field). encoding/json alone
+// would silently replace bad UTF-8 and let a duplicate win. It returns false after
+// writing the error response.
 func decodeJSON(c *gin.Context, dst any) bool {
-	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
+	tooLarge := func() bool {
 		APIError(c, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body exceeds %d bytes", MaxBodyBytes), "")
 		return false
+	}
+	if c.Request.ContentLength > MaxBodyBytes {
+		return tooLarge()
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBodyBytes))
+	if _, over := errors.AsType[*http.MaxBytesError](err); over {
+		return tooLarge()
 	}
 	if err != nil {
 		APIError(c, http.StatusBadRequest, "invalid_json", "could not read the body", "")

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -15,43 +14,36 @@ import (
 	"herald/models"
 )
 
-// maxImportBytes bounds an uploaded or pasted CSV file.
-const maxImportBytes = 5 << 20
+// MaxImportBytes bounds an uploaded or pasted CSV file.
+const MaxImportBytes = 5 << 20
 
 // importText reads the CSV of an import form: the uploaded file if there is one, the
 // pasted text otherwise. Problems are FieldErrors naming "file" or "csv". The forms are
-// multipart, so the text is not inflated by URL encoding on its way back for "apply".
+// multipart, so the text is not inflated by URL encoding on its way back for "apply";
+// the web middleware bounds the whole body and has parsed it already.
 func importText(c *gin.Context) (string, error) {
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxImportBytes+64<<10)
 	fh, err := c.FormFile("file")
 	var text string
-	switch {
-	case err == nil:
-		if fh.Size > maxImportBytes {
-			return "", &models.FieldError{Field: "file", Message: fmt.Sprintf("is larger than %d MB", maxImportBytes>>20)}
+	if err == nil {
+		if fh.Size > MaxImportBytes {
+			return "", &models.FieldError{Field: "file", Message: fmt.Sprintf("is larger than %d MB", MaxImportBytes>>20)}
 		}
 		f, err := fh.Open()
 		if err != nil {
 			return "", &models.FieldError{Field: "file", Message: "could not be read"}
 		}
 		defer f.Close()
-		b, err := io.ReadAll(io.LimitReader(f, maxImportBytes+1))
+		b, err := io.ReadAll(io.LimitReader(f, MaxImportBytes+1))
 		if err != nil {
 			return "", &models.FieldError{Field: "file", Message: "could not be read"}
 		}
 		text = string(b)
-	case errors.Is(err, http.ErrMissingFile):
-		text = c.PostForm("csv")
-	default:
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return "", &models.FieldError{Field: "file", Message: fmt.Sprintf("is larger than %d MB", maxImportBytes>>20)}
-		}
-		// Not a multipart form: the apply step posts the text as a plain form.
+	} else {
+		// No file: rows pasted in, or the apply step posting the previewed text back.
 		text = c.PostForm("csv")
 	}
-	if len(text) > maxImportBytes {
-		return "", &models.FieldError{Field: "csv", Message: fmt.Sprintf("is larger than %d MB", maxImportBytes>>20)}
+	if len(text) > MaxImportBytes {
+		return "", &models.FieldError{Field: "csv", Message: fmt.Sprintf("is larger than %d MB", MaxImportBytes>>20)}
 	}
 	if !utf8.ValidString(text) {
 		return "", &models.FieldError{Field: "csv", Message: "is not UTF-8 text; save the file as CSV UTF-8"}

@@ -1,7 +1,9 @@
 package tasks
 
 import (
+	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -12,17 +14,24 @@ import (
 // nothing on disk; that is safe because MySQL (here SQLite) is the source of truth and
 // the sweeper re-enqueues whatever Redis lost.
 type EmbeddedRedis struct {
-	mr   *miniredis.Miniredis
-	stop chan struct{}
+	mr       *miniredis.Miniredis
+	password string
+	stop     chan struct{}
 }
 
-// StartEmbeddedRedis starts an in-process Redis on a loopback port.
-func StartEmbeddedRedis() (*EmbeddedRedis, error) {
-	mr, err := miniredis.Run()
-	if err != nil {
+// StartEmbeddedRedis starts an in-process Redis on a loopback port. Every connection
+// must authenticate with password first: anyone on the machine can reach the port, and
+// the queues decide what gets sent.
+func StartEmbeddedRedis(password string) (*EmbeddedRedis, error) {
+	if password == "" {
+		return nil, errors.New("tasks: start in-process redis: no password")
+	}
+	mr := miniredis.NewMiniRedis()
+	mr.RequireAuth(password)
+	if err := mr.Start(); err != nil {
 		return nil, fmt.Errorf("tasks: start in-process redis: %w", err)
 	}
-	e := &EmbeddedRedis{mr: mr, stop: make(chan struct{})}
+	e := &EmbeddedRedis{mr: mr, password: password, stop: make(chan struct{})}
 	go e.tick()
 	return e, nil
 }
@@ -48,8 +57,10 @@ func (e *EmbeddedRedis) tick() {
 // Addr is the host:port the embedded Redis listens on.
 func (e *EmbeddedRedis) Addr() string { return e.mr.Addr() }
 
-// URL is a redis:// URL for the embedded Redis.
-func (e *EmbeddedRedis) URL() string { return "redis://" + e.mr.Addr() + "/0" }
+// URL is a redis:// URL for the embedded Redis, with its password.
+func (e *EmbeddedRedis) URL() string {
+	return (&url.URL{Scheme: "redis", User: url.UserPassword("", e.password), Host: e.mr.Addr(), Path: "/0"}).String()
+}
 
 // FlushAll empties the embedded Redis, as a restart without persistence would.
 func (e *EmbeddedRedis) FlushAll() { e.mr.FlushAll() }

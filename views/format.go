@@ -44,6 +44,10 @@ func statusTitle(status int) string {
 		return "Not allowed"
 	case http.StatusNotFound:
 		return "Not found"
+	case http.StatusRequestEntityTooLarge:
+		return "Too large"
+	case http.StatusUnsupportedMediaType:
+		return "Not accepted"
 	}
 	return fmt.Sprintf("Something went wrong (%d)", status)
 }

@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
 
 	"herald/internal/testenv"
+	"herald/models"
 )
 
 // waitFor polls an element's text until it contains want.
@@ -123,4 +126,106 @@ func TestBrowserConsoleInteractions(t *testing.T) {
 			t.Errorf("the page navigated to %q (%v); the grid should update in place", url, err)
 		}
 	})
+}
+
+// TestBrowserPagesKeepToTheCSP loads the console's pages and Asynqmon's in Chromium under
+// their Content-Security-Policy, lets their htmx parts fetch and swap, and fails on any
+// violation the browser reports.
+func TestBrowserPagesKeepToTheCSP(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	c.user(adminUser)
+	msgs := c.send(nil, "E2001", "E2002")
+	c.finish(msgs["E2001"].ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
+	c.useLimits("sandbox", models.Limits{PerMinute: 10, PerHour: 100}, 4)
+	ctx := testenv.Chrome(t)
+
+	// The browser reports each refusal of its policy as a security message in its log.
+	var mu sync.Mutex
+	var violations []string
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if e, ok := ev.(*cdplog.EventEntryAdded); ok &&
+			(e.Entry.Source == cdplog.SourceSecurity || strings.Contains(e.Entry.Text, "Content Security Policy")) {
+			mu.Lock()
+			violations = append(violations, e.Entry.URL+": "+e.Entry.Text)
+			mu.Unlock()
+		}
+	})
+	reported := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), violations...)
+	}
+	pause := func(d time.Duration) chromedp.Action { return chromedp.Sleep(d) }
+	q := chromedp.ByQuery
+	steps := []struct {
+		name    string
+		actions []chromedp.Action
+	}{
+		{"login", []chromedp.Action{cdplog.Enable(), chromedp.Navigate(c.url + "/login"), chromedp.WaitVisible(`#username`, q),
+			chromedp.SendKeys(`#username`, adminUser, q), chromedp.SendKeys(`#password`, testPassword, q),
+			chromedp.Submit(`#password`, q), chromedp.WaitVisible(`header.topbar`, q)}},
+		// The dashboard refreshes itself every 2 s.
+		{"dashboard", []chromedp.Action{chromedp.Navigate(c.url + "/"), chromedp.WaitVisible(`#dashboard`, q), pause(2500 * time.Millisecond)}},
+		{"compose", []chromedp.Action{chromedp.Navigate(c.url + "/compose"), chromedp.WaitVisible(`#text`, q),
+			chromedp.SetValue(`#template`, "task-overdue", q), chromedp.WaitVisible(`input[name="variables.task"]`, q),
+			chromedp.Click(`button[hx-post="/compose/preview"]`, q), chromedp.WaitVisible(`#compose-preview`, q), pause(300 * time.Millisecond)}},
+		{"batch", []chromedp.Action{chromedp.Navigate(c.url + "/batches/" + msgs["E2001"].BatchID),
+			chromedp.WaitVisible(`#batch-progress svg`, q), pause(1500 * time.Millisecond)}},
+		{"messages", []chromedp.Action{chromedp.Navigate(c.url + "/messages"), chromedp.WaitVisible(`main`, q)}},
+		{"message", []chromedp.Action{chromedp.Navigate(c.url + "/messages/" + msgs["E2001"].ID), chromedp.WaitVisible(`main`, q)}},
+		{"staff", []chromedp.Action{chromedp.Navigate(c.url + "/recipients"), chromedp.WaitVisible(`main`, q)}},
+		{"staff import", []chromedp.Action{chromedp.Navigate(c.url + "/recipients/import"), chromedp.WaitVisible(`#csv`, q)}},
+		{"duty", []chromedp.Action{chromedp.Navigate(c.url + "/duty"), chromedp.WaitVisible(`#duty-week`, q)}},
+		{"template", []chromedp.Action{chromedp.Navigate(c.url + "/templates/task-overdue/edit"), chromedp.WaitVisible(`#body`, q),
+			chromedp.SendKeys(`#body`, "x", q), pause(800 * time.Millisecond)}},
+		{"accounts", []chromedp.Action{chromedp.Navigate(c.url + "/accounts"), chromedp.WaitVisible(`#account-usage`, q), pause(2500 * time.Millisecond)}},
+		{"account test", []chromedp.Action{chromedp.Navigate(c.url + "/accounts/sandbox/edit"),
+			chromedp.Click(`button.secondary .htmx-indicator`, q), chromedp.WaitVisible(`#probe-result`, q), pause(500 * time.Millisecond)}},
+		{"users", []chromedp.Action{chromedp.Navigate(c.url + "/users"), chromedp.WaitVisible(`main`, q)}},
+		{"api keys", []chromedp.Action{chromedp.Navigate(c.url + "/api-keys"), chromedp.WaitVisible(`main`, q)}},
+		{"audit", []chromedp.Action{chromedp.Navigate(c.url + "/audit"), chromedp.WaitVisible(`main`, q)}},
+		{"password", []chromedp.Action{chromedp.Navigate(c.url + "/password"), chromedp.WaitVisible(`#new_password`, q)}},
+		// Asynqmon's React app renders its queue list from its API.
+		{"monitoring", []chromedp.Action{chromedp.Navigate(c.url + "/monitoring/"), chromedp.WaitVisible(`#root table`, q), pause(time.Second)}},
+		{"monitoring queue", []chromedp.Action{chromedp.Navigate(c.url + "/monitoring/queues/normal"),
+			chromedp.ActionFunc(func(ctx context.Context) error { return waitFor(ctx, "#root", "Queue size") }), pause(time.Second)}},
+	}
+	for _, step := range steps {
+		if err := chromedp.Run(ctx, step.actions...); err != nil {
+			t.Fatalf("%s: %v", step.name, err)
+		}
+		if v := reported(); len(v) > 0 {
+			t.Fatalf("after %s, the browser reports Content-Security-Policy violations:\n%s", step.name, strings.Join(v, "\n"))
+		}
+	}
+
+	// The check itself: an inline style attribute is refused and reported.
+	if err := chromedp.Run(ctx, chromedp.Navigate(c.url+"/"), chromedp.WaitVisible(`#dashboard`, q),
+		chromedp.Evaluate(`document.body.setAttribute("style", "color: red")`, nil), pause(300*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if v := reported(); len(v) == 0 {
+		t.Error("an inline style attribute was not reported: the violation listener hears nothing")
+	}
+}
+
+// useLimits gives an account limits and uses n admissions of them, so its usage bars
+// have something to show.
+func (c *console) useLimits(account string, limits models.Limits, n int) {
+	c.t.Helper()
+	ctx := context.Background()
+	a, err := c.store.AccountByName(ctx, account)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	a.Limits = limits
+	if err := c.store.SaveAccount(ctx, a); err != nil {
+		c.t.Fatal(err)
+	}
+	for i := range n {
+		if d, err := c.h.Limiter.Acquire(ctx, a.ID, limits, "E2001", "normal", fmt.Sprint("use-", i)); err != nil || !d.Allowed {
+			c.t.Fatalf("use %s's limits: %+v, %v", account, d, err)
+		}
+	}
 }

@@ -74,7 +74,8 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-func newConsole(t *testing.T) *console {
+// newConsole starts a console; adjust functions change its web options first.
+func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	t.Helper()
 	ctx := context.Background()
 	store := testenv.Store(t)
@@ -107,7 +108,11 @@ func newConsole(t *testing.T) *console {
 	}
 	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store)
 	h.Sessions = sessions
-	handler, closeHandler := web.NewHandler(h, sessions, web.Options{Location: loc, Log: log, Redis: redOpt, Metrics: prometheus.NewRegistry()})
+	opts := web.Options{Location: loc, Log: log, Redis: redOpt, Metrics: web.NewMetrics(prometheus.NewRegistry(), inspector, store, log)}
+	for _, f := range adjust {
+		f(&opts)
+	}
+	handler, closeHandler := web.NewHandler(h, sessions, opts)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {
 		srv.Close()

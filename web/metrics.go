@@ -2,10 +2,14 @@ package web
 
 import (
 	"context"
+	"crypto/sha256"
+	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -66,8 +70,38 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(s.oldestDue, prometheus.GaugeValue, age)
 }
 
-// metricsHandler serves reg plus the scrape-time state.
-func metricsHandler(reg *prometheus.Registry, state *stateCollector) http.Handler {
-	reg.MustRegister(state)
+// NewMetrics returns the handler of /metrics: the metrics in reg plus, read at scrape
+// time, Asynq's queue sizes (through inspector) and the age of the oldest due message.
+// Build it once per process: it registers its collector in reg.
+func NewMetrics(reg *prometheus.Registry, inspector *asynq.Inspector, store *models.Store, log *slog.Logger) http.Handler {
+	reg.MustRegister(newStateCollector(inspector, store, log))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
+}
+
+// metricsRoute serves metrics, to requests bearing `Authorization: Bearer <token>` only
+// when token is set.
+func metricsRoute(metrics http.Handler, token string) gin.HandlerFunc {
+	want := sha256.Sum256([]byte(token))
+	return func(c *gin.Context) {
+		if token != "" {
+			given, _ := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+			got := sha256.Sum256([]byte(given))
+			if subtle.ConstantTimeCompare(got[:], want[:]) != 1 {
+				c.Header("WWW-Authenticate", `Bearer realm="herald metrics"`)
+				c.String(http.StatusUnauthorized, "send Authorization: Bearer <HERALD_METRICS_TOKEN>")
+				c.Abort()
+				return
+			}
+		}
+		metrics.ServeHTTP(c.Writer, c.Request)
+	}
+}
+
+// NewMetricsHandler serves only /metrics, for the listener of HERALD_METRICS_ADDR.
+func NewMetricsHandler(opts Options) http.Handler {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(recoverPanics(opts.Log))
+	r.GET("/metrics", metricsRoute(opts.Metrics, opts.MetricsToken))
+	return r
 }

@@ -1,7 +1,14 @@
 package web
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"path"
+	"regexp"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/hibiken/asynq"
@@ -17,14 +24,67 @@ const MonitoringPath = "/monitoring"
 // monitoring serves Asynqmon behind the console login: operators and admins get it
 // read-write, viewers read-only (Asynqmon then refuses every non-GET request).
 type monitoring struct {
-	readWrite, readOnly *asynqmon.HTTPHandler
+	readWrite, readOnly *asynqmonUI
+}
+
+// asynqmonUI is one Asynqmon instance and its page, made to keep to a
+// Content-Security-Policy of its own.
+//
+// Asynqmon ships a prebuilt React app. Its page starts it with two inline scripts, which
+// the policy allows by their hashes (computed here, so an upgrade keeps working); its
+// Material UI inserts <style> elements at run time, hence 'unsafe-inline' for styles
+// only. The page also links Google Fonts (Roboto and Material Icons): they are removed
+// rather than allowed, so the console never loads anything from the internet; the app
+// draws its icons as SVG and falls back to the system's sans-serif font.
+type asynqmonUI struct {
+	handler *asynqmon.HTTPHandler
+	page    []byte
+	policy  string
+}
+
+var (
+	inlineScript = regexp.MustCompile(`(?s)<script>(.*?)</script>`)
+	webFontLink  = regexp.MustCompile(`<link[^>]*href="https://fonts\.googleapis\.com/[^"]*"[^>]*>`)
+)
+
+func newAsynqmonUI(redis asynq.RedisConnOpt, readOnly bool) *asynqmonUI {
+	h := asynqmon.New(asynqmon.Options{RootPath: MonitoringPath, RedisConnOpt: redis, ReadOnly: readOnly})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, MonitoringPath+"/", nil))
+	if rec.Code != http.StatusOK {
+		// The page is a template embedded in the Asynqmon module: it cannot fail at run time.
+		panic(fmt.Sprintf("web: render the Asynqmon page: status %d: %s", rec.Code, rec.Body))
+	}
+	page := webFontLink.ReplaceAll(rec.Body.Bytes(), nil)
+	scripts := []string{"'self'"}
+	for _, m := range inlineScript.FindAllSubmatch(page, -1) {
+		sum := sha256.Sum256(m[1])
+		scripts = append(scripts, "'sha256-"+base64.StdEncoding.EncodeToString(sum[:])+"'")
+	}
+	return &asynqmonUI{handler: h, page: page,
+		policy: "default-src 'self'; script-src " + strings.Join(scripts, " ") + "; style-src 'self' 'unsafe-inline'; " +
+			"frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'"}
+}
+
+// serveHTTP answers one Asynqmon request: its page for the app's own routes (which have
+// no file extension), Asynqmon itself for its API and files.
+func (ui *asynqmonUI) serveHTTP(c *gin.Context) {
+	c.Header("Content-Security-Policy", ui.policy)
+	p := strings.TrimPrefix(c.Request.URL.Path, MonitoringPath)
+	switch {
+	case strings.HasPrefix(p, "/api/"):
+	case strings.HasPrefix(p, "/static/"):
+		// Content-hashed build files.
+		c.Header("Cache-Control", "private, max-age=31536000, immutable")
+	case path.Ext(p) == "" && (c.Request.Method == http.MethodGet || c.Request.Method == http.MethodHead):
+		c.Data(http.StatusOK, "text/html; charset=utf-8", ui.page)
+		return
+	}
+	ui.handler.ServeHTTP(c.Writer, c.Request)
 }
 
 func newMonitoring(redis asynq.RedisConnOpt) *monitoring {
-	return &monitoring{
-		readWrite: asynqmon.New(asynqmon.Options{RootPath: MonitoringPath, RedisConnOpt: redis}),
-		readOnly:  asynqmon.New(asynqmon.Options{RootPath: MonitoringPath, RedisConnOpt: redis, ReadOnly: true}),
-	}
+	return &monitoring{readWrite: newAsynqmonUI(redis, false), readOnly: newAsynqmonUI(redis, true)}
 }
 
 // serve hands the request to the Asynqmon instance the user's role allows. Asynqmon
@@ -36,14 +96,14 @@ func (m *monitoring) serve(c *gin.Context) {
 	}
 	u := handlers.CurrentUser(c)
 	if u != nil && u.Role.Allows(models.RoleOperator) {
-		m.readWrite.ServeHTTP(c.Writer, c.Request)
+		m.readWrite.serveHTTP(c)
 		return
 	}
-	m.readOnly.ServeHTTP(c.Writer, c.Request)
+	m.readOnly.serveHTTP(c)
 }
 
 // Close releases Asynqmon's Redis connections.
 func (m *monitoring) Close() error {
-	m.readOnly.Close()
-	return m.readWrite.Close()
+	m.readOnly.handler.Close()
+	return m.readWrite.handler.Close()
 }

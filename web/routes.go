@@ -32,16 +32,21 @@ var slowRoutes = map[string]bool{
 	"PUT /api/v1/duty/holidays":  true,
 }
 
-// routes lists every route Herald serves, grouped by who may call it.
-func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *apiAuth, mon *monitoring) {
-	// Operations and assets: no session.
+// routes lists every route Herald serves, grouped by who may call it. metrics is nil
+// when the console does not serve /metrics.
+func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *apiAuth, mon *monitoring, metrics gin.HandlerFunc) {
+	// Operations and assets: no session; /metrics asks for its own token.
 	r.GET("/healthz", h.Healthz)
 	r.GET("/readyz", h.Readyz)
+	if metrics != nil {
+		r.GET("/metrics", metrics)
+	}
 	r.GET(static.Prefix+"*path", gin.WrapH(static.Handler()))
 	r.HEAD(static.Prefix+"*path", gin.WrapH(static.Handler()))
 
-	// The console: every route below knows the signed-in user, if any.
-	console := r.Group("/", session)
+	// The console: every route below knows the signed-in user, if any, and takes small
+	// forms without files.
+	console := r.Group("/", session, formBody(maxFormBytes, false))
 	console.GET("/login", h.LoginForm)
 	console.POST("/login", h.Login)
 	console.POST("/logout", h.Logout)
@@ -80,7 +85,6 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *a
 	operator.GET("/recipients/new", h.NewRecipientForm)
 	operator.POST("/recipients", h.CreateRecipient)
 	operator.GET("/recipients/import", h.RecipientImportForm)
-	operator.POST("/recipients/import", h.ImportRecipients)
 	operator.GET("/recipients/:id/edit", h.EditRecipientForm)
 	operator.POST("/recipients/:id/edit", h.UpdateRecipient)
 	operator.POST("/recipients/:id/active", h.SetRecipientActive)
@@ -97,7 +101,11 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *a
 	operator.POST("/duty/holidays", h.SetDutyHoliday)
 	operator.POST("/duty/holidays/delete", h.DeleteDutyHoliday)
 	operator.GET("/duty/holidays/import", h.HolidayImportForm)
-	operator.POST("/duty/holidays/import", h.ImportHolidays)
+	// CSV imports take an uploaded file: a larger body, read once the user is known to
+	// be an operator.
+	imports := r.Group("/", session, requireRole(models.RoleOperator), formBody(maxUploadBytes, true))
+	imports.POST("/recipients/import", h.ImportRecipients)
+	imports.POST("/duty/holidays/import", h.ImportHolidays)
 
 	// Admins also manage accounts, users and API keys.
 	admins := console.Group("/", requireRole(models.RoleAdmin))

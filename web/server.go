@@ -5,12 +5,13 @@ package web
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/hibiken/asynq"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"herald/handlers"
 )
@@ -22,8 +23,22 @@ type Options struct {
 	Log      *slog.Logger
 	// Redis is the connection Asynqmon inspects, the same the workers use.
 	Redis asynq.RedisConnOpt
-	// Metrics is the process's Prometheus registry, served at /metrics.
-	Metrics *prometheus.Registry
+	// Metrics serves /metrics (see NewMetrics).
+	Metrics http.Handler
+	// MetricsToken, when set, is the bearer token every /metrics request must carry; the
+	// console serves /metrics only then (HERALD_METRICS_TOKEN).
+	MetricsToken string
+}
+
+// trustedProxies are the peers whose X-Forwarded-For and X-Forwarded-Proto headers are
+// believed: Herald listens directly or behind a proxy on the same host, and a header
+// from any other client could claim anything.
+var trustedProxies = []string{"127.0.0.1", "::1"}
+
+// fromTrustedProxy reports whether r comes straight from a trusted proxy.
+func fromTrustedProxy(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && slices.Contains(trustedProxies, ap.Addr().Unmap().String())
 }
 
 // NewHandler returns the complete HTTP handler: console, API and operations endpoints.
@@ -32,9 +47,8 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	// Herald listens directly or behind a proxy on loopback; ClientIP must not trust
-	// X-Forwarded-For from arbitrary clients.
-	_ = r.SetTrustedProxies([]string{"127.0.0.1", "::1"})
+	r.MaxMultipartMemory = maxMultipartMemory
+	_ = r.SetTrustedProxies(trustedProxies)
 	r.Use(recoverPanics(opts.Log), logRequests(opts.Log), securityHeaders(), crossOrigin(),
 		withDeadline(requestDeadline, slowDeadline), withLocation(opts.Location))
 	r.NoRoute(func(c *gin.Context) {
@@ -45,26 +59,26 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 		handlers.ErrorPage(c, http.StatusNotFound, "There is no page at "+c.Request.URL.Path+".")
 	})
 	mon := newMonitoring(opts.Redis)
-	inspector := asynq.NewInspector(opts.Redis)
-	r.GET("/metrics", gin.WrapH(metricsHandler(opts.Metrics, newStateCollector(inspector, h.Store, opts.Log))))
-	routes(r, h, loadUser(s, opts.Log), newAPIAuth(h.Store, opts.Log), mon)
-	return r, func() error {
-		inspector.Close()
-		return mon.Close()
+	// The console listener faces browsers: without a token, metrics stay on
+	// HERALD_METRICS_ADDR.
+	var metrics gin.HandlerFunc
+	if opts.MetricsToken != "" {
+		metrics = metricsRoute(opts.Metrics, opts.MetricsToken)
 	}
+	routes(r, h, loadUser(s, opts.Log), newAPIAuth(h.Store, opts.Log), mon, metrics)
+	return r, mon.Close
 }
 
 // NewOpsHandler serves only /healthz, /readyz and /metrics, for processes without the
 // console (split worker and scheduler roles).
-func NewOpsHandler(h *handlers.Handlers, opts Options) (handler http.Handler, close func() error) {
+func NewOpsHandler(h *handlers.Handlers, opts Options) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.Use(recoverPanics(opts.Log))
-	inspector := asynq.NewInspector(opts.Redis)
 	r.GET("/healthz", h.Healthz)
 	r.GET("/readyz", h.Readyz)
-	r.GET("/metrics", gin.WrapH(metricsHandler(opts.Metrics, newStateCollector(inspector, h.Store, opts.Log))))
-	return r, inspector.Close
+	r.GET("/metrics", metricsRoute(opts.Metrics, opts.MetricsToken))
+	return r
 }
 
 // NewServer returns an http.Server with timeouts suited to the console and API.

@@ -34,9 +34,9 @@ func NewSessions(secret []byte, store *models.Store) *Sessions {
 }
 
 // isHTTPS reports whether the browser talks to Herald over HTTPS, directly or through a
-// proxy that says so.
+// trusted proxy that says so.
 func isHTTPS(r *http.Request) bool {
-	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
+	return r.TLS != nil || (fromTrustedProxy(r) && r.Header.Get("X-Forwarded-Proto") == "https")
 }
 
 func (s *Sessions) cookie(r *http.Request) *sessions.Session {

@@ -83,7 +83,7 @@ func RedisURL(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv("HERALD_TEST_REDIS_URL")
 	if base == "" {
-		r, err := tasks.StartEmbeddedRedis()
+		r, err := tasks.StartEmbeddedRedis(randomHex(16))
 		if err != nil {
 			t.Fatal(err)
 		}
