@@ -244,7 +244,7 @@ func (a *app) run(ctx context.Context) error {
 		closeHandler func() error
 	)
 	if runWeb {
-		sessions := web.NewSessions(a.cfg.SessionSecret, a.store)
+		sessions := web.NewSessions(a.cfg.SessionSecret, a.store, a.cfg.SessionIdle)
 		h.Sessions = sessions
 		handler, closeHandler = web.NewHandler(h, sessions, opts)
 	} else {

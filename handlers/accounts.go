@@ -256,7 +256,7 @@ func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]st
 	for i, a := range list {
 		rows[i] = views.AccountListRow{Account: a, Warnings: models.LimitWarnings(a.Limits)}
 	}
-	render(c, status, views.AccountsPage(page(c, "Accounts", "accounts"), rows, h.accountUsage(c, list), noticeOf(c), errs))
+	render(c, status, views.AccountsPage(page(c, "Accounts", "accounts"), rows, h.accountUsage(c, list), h.notice(c), errs))
 }
 
 // accountUsage reads each account's current use of its limits.
@@ -390,7 +390,7 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 		action, notice = "account.update", "saved"
 	}
 	h.audit(c, CurrentUser(c).Username, action, "account", a.Name, a.Platform)
-	redirectNotice(c, "/accounts", notice, "account "+a.Name)
+	h.redirectNotice(c, "/accounts", notice, "account "+a.Name)
 }
 
 // TestAccount is POST /accounts/:name/test: it checks the saved account's connection and
@@ -433,7 +433,7 @@ func (h *Handlers) SetAccountEnabled(c *gin.Context) {
 		action, notice = "account.enable", "enabled"
 	}
 	h.audit(c, CurrentUser(c).Username, action, "account", a.Name, "")
-	redirectNotice(c, "/accounts", notice, "account "+a.Name)
+	h.redirectNotice(c, "/accounts", notice, "account "+a.Name)
 }
 
 // DeleteAccount removes an account that has no undelivered messages.
@@ -454,5 +454,5 @@ func (h *Handlers) DeleteAccount(c *gin.Context) {
 	}
 	h.accountsChanged()
 	h.audit(c, CurrentUser(c).Username, "account.delete", "account", a.Name, a.Platform)
-	redirectNotice(c, "/accounts", "deleted", "account "+a.Name)
+	h.redirectNotice(c, "/accounts", "deleted", "account "+a.Name)
 }

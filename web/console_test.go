@@ -105,7 +105,7 @@ func newConsole(t *testing.T) *console {
 		Limiter:   tasks.NewLimiter(rdb),
 		Channels:  channels.NewRegistry(sandbox),
 	}
-	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store)
+	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store, 30*time.Minute)
 	h.Sessions = sessions
 	handler, closeHandler := web.NewHandler(h, sessions, web.Options{Location: loc, Log: log, Redis: redOpt, Metrics: prometheus.NewRegistry()})
 	srv := httptest.NewServer(handler)

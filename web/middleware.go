@@ -57,10 +57,11 @@ func withLocation(loc *time.Location) gin.HandlerFunc {
 	}
 }
 
-// loadUser puts the signed-in user, if any, into the context. It does not refuse anyone.
+// loadUser puts the signed-in user and their session, if any, into the context. It does
+// not refuse anyone.
 func loadUser(s *Sessions, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		u, err := s.User(c.Request)
+		sess, u, err := s.Current(c.Request)
 		if err != nil {
 			log.Error("load session", "error", err)
 			c.AbortWithStatus(http.StatusServiceUnavailable)
@@ -68,6 +69,7 @@ func loadUser(s *Sessions, log *slog.Logger) gin.HandlerFunc {
 		}
 		if u != nil {
 			c.Set(handlers.UserKey, u)
+			c.Set(handlers.SessionKey, sess)
 		}
 		c.Next()
 	}

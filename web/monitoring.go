@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"github.com/hibiken/asynq"
@@ -40,6 +41,18 @@ func (m *monitoring) serve(c *gin.Context) {
 		return
 	}
 	m.readOnly.ServeHTTP(c.Writer, c.Request)
+}
+
+// auditUnsafe audits every request to Asynqmon other than a GET once it is answered:
+// Asynqmon changes queues (pause, delete, run tasks) where no Herald handler sees it.
+func auditUnsafe(h *handlers.Handlers) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Next()
+		if c.Request.Method != http.MethodGet {
+			target := strings.TrimPrefix(strings.TrimPrefix(c.Request.URL.Path, MonitoringPath), "/api")
+			h.AuditRequest(c, "monitoring."+strings.ToLower(c.Request.Method), "monitoring", target)
+		}
+	}
 }
 
 // Close releases Asynqmon's Redis connections.
