@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"herald/models"
 )
@@ -25,6 +26,7 @@ func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 		{"unknown time zone", "HERALD_TIMEZONE", "Mars/Olympus_Mons"},
 		{"negative concurrency", "HERALD_WORKER_CONCURRENCY", "-4"},
 		{"bad redis url", "HERALD_REDIS_URL", "http://localhost"},
+		{"session idle not a duration", "HERALD_SESSION_IDLE", "30"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,6 +40,22 @@ func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 				t.Errorf("stderr %q: want one line naming %s", stderr, tt.variable)
 			}
 		})
+	}
+}
+
+func TestWeakFirstAdminPasswordStopsWithTheReason(t *testing.T) {
+	env := testEnv(t)
+	env["HERALD_ADMIN_PASSWORD"] = "password123"
+	env["HERALD_ADDR"] = freeAddr(t)
+	// Were the password accepted, Herald would serve until the deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	code := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errOut)
+	stderr := errOut.String()
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if last := lines[len(lines)-1]; code != 1 || !strings.Contains(last, "HERALD_ADMIN_PASSWORD: is too easy to guess. This is a very common password") {
+		t.Errorf("exit %d, stderr %q: want 1 and a last line naming HERALD_ADMIN_PASSWORD and why it was refused", code, stderr)
 	}
 }
 
@@ -69,7 +87,7 @@ func TestMigrateStatusListsEveryMigrationApplied(t *testing.T) {
 
 func TestAdminCreateReadsPasswordFromStdin(t *testing.T) {
 	env := testEnv(t)
-	code, out, stderr := runHerald(t, env, "ops-password-123\n", "admin", "create", "--username", "ops", "--role", "operator")
+	code, out, stderr := runHerald(t, env, "night-shift-ledger\n", "admin", "create", "--username", "ops", "--role", "operator")
 	if code != 0 || !strings.Contains(out, "created operator user ops") {
 		t.Fatalf("admin create: code %d, out %q, err %q", code, out, stderr)
 	}
@@ -77,13 +95,17 @@ func TestAdminCreateReadsPasswordFromStdin(t *testing.T) {
 	if code != 1 || !strings.Contains(stderr, "password") {
 		t.Errorf("short password: code %d, err %q; want 1 naming the password", code, stderr)
 	}
-	code, _, stderr = runHerald(t, env, "ops-password-123\n", "admin", "create", "--username", "ops", "--role", "viewer")
+	code, _, stderr = runHerald(t, env, "qwertyuiop12\n", "admin", "create", "--username", "ops2", "--role", "operator")
+	if code != 1 || !strings.Contains(stderr, "password: is too easy to guess. This is similar to a commonly used password") {
+		t.Errorf("weak password: code %d, err %q; want 1 saying why", code, stderr)
+	}
+	code, _, stderr = runHerald(t, env, "night-shift-ledger\n", "admin", "create", "--username", "ops", "--role", "viewer")
 	if code != 1 || !strings.Contains(stderr, "taken") {
 		t.Errorf("duplicate username: code %d, err %q", code, stderr)
 	}
 
 	h := startHerald(t, env)
-	u, err := h.app.store.Authenticate(context.Background(), "ops", "ops-password-123")
+	u, err := h.app.store.Authenticate(context.Background(), "ops", "night-shift-ledger", "127.0.0.1")
 	if err != nil || u.Role != models.RoleOperator {
 		t.Fatalf("authenticate the created user: %v, %+v", err, u)
 	}

@@ -244,7 +244,7 @@ func (a *app) run(ctx context.Context) error {
 		Metrics: web.NewMetrics(a.reg, a.insp, a.store, a.log), MetricsToken: a.cfg.MetricsToken}
 	var handler http.Handler
 	if runWeb {
-		sessions := web.NewSessions(a.cfg.SessionSecret, a.store)
+		sessions := web.NewSessions(a.cfg.SessionSecret, a.store, a.cfg.SessionIdle)
 		h.Sessions = sessions
 		var closeHandler func() error
 		handler, closeHandler = web.NewHandler(h, sessions, opts)

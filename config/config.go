@@ -45,6 +45,9 @@ type Config struct {
 	// its loopback port. It is generated into the data directory (redis.key) once and
 	// reused; empty when HERALD_REDIS_URL is set.
 	RedisPassword string
+	// SessionIdle signs a console session out after this long unused
+	// (HERALD_SESSION_IDLE, default 30m); 12 hours after sign-in it ends regardless.
+	SessionIdle time.Duration
 	// Demo seeds sample data into a new database. DemoSet reports whether HERALD_DEMO was
 	// given explicitly; when it was not, demo data goes only into a new embedded database.
 	Demo    bool
@@ -128,6 +131,13 @@ func Load(getenv Getenv) (*Config, error) {
 	}
 	if c.SendTimeout, err = positiveDuration(getenv, "HERALD_SEND_TIMEOUT", 15*time.Second); err != nil {
 		return nil, err
+	}
+	if c.SessionIdle, err = positiveDuration(getenv, "HERALD_SESSION_IDLE", 30*time.Minute); err != nil {
+		return nil, err
+	}
+	// Last use is recorded to the minute, and a session lasts 12 hours at most.
+	if c.SessionIdle < time.Minute || c.SessionIdle > 12*time.Hour {
+		return nil, &Error{"HERALD_SESSION_IDLE", fmt.Sprintf("must be between 1m and 12h, got %s", c.SessionIdle)}
 	}
 	if v := strings.TrimSpace(getenv("HERALD_DEMO")); v != "" {
 		b, err := strconv.ParseBool(v)

@@ -40,6 +40,9 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"unparsable check interval", map[string]string{"HERALD_TASK_CHECK_INTERVAL": "fast"}, "HERALD_TASK_CHECK_INTERVAL"},
 		{"negative check interval", map[string]string{"HERALD_TASK_CHECK_INTERVAL": "-1s"}, "HERALD_TASK_CHECK_INTERVAL"},
 		{"non-boolean demo", map[string]string{"HERALD_DEMO": "maybe"}, "HERALD_DEMO"},
+		{"unparsable session idle", map[string]string{"HERALD_SESSION_IDLE": "half an hour"}, "HERALD_SESSION_IDLE"},
+		{"session idle under a minute", map[string]string{"HERALD_SESSION_IDLE": "30s"}, "HERALD_SESSION_IDLE"},
+		{"session idle past the 12 h limit", map[string]string{"HERALD_SESSION_IDLE": "13h"}, "HERALD_SESSION_IDLE"},
 		{"addr without port", map[string]string{"HERALD_ADDR": "nohost"}, "HERALD_ADDR"},
 		{"metrics addr without port", map[string]string{"HERALD_METRICS_ADDR": "127.0.0.1"}, "HERALD_METRICS_ADDR"},
 		{"metrics addr is the console's", map[string]string{"HERALD_METRICS_ADDR": "127.0.0.1:8080"}, "HERALD_METRICS_ADDR"},
@@ -83,18 +86,18 @@ func TestLoadDefaults(t *testing.T) {
 	type summary struct {
 		Addr, DataDir, Location, AdminUser string
 		WorkerConcurrency                  int
-		TaskCheckInterval                  time.Duration
+		TaskCheckInterval, SessionIdle     time.Duration
 		Embedded, EmbeddedRedis            bool
 		Demo, DemoSet                      bool
 	}
 	want := summary{
 		Addr: "127.0.0.1:8080", DataDir: dir, Location: "Asia/Shanghai", AdminUser: "admin",
-		WorkerConcurrency: 50, TaskCheckInterval: 10 * time.Millisecond,
+		WorkerConcurrency: 50, TaskCheckInterval: 10 * time.Millisecond, SessionIdle: 30 * time.Minute,
 		Embedded: true, EmbeddedRedis: true,
 	}
 	got := summary{
 		Addr: c.Addr, DataDir: c.DataDir, Location: c.Location.String(), AdminUser: c.AdminUser,
-		WorkerConcurrency: c.WorkerConcurrency, TaskCheckInterval: c.TaskCheckInterval,
+		WorkerConcurrency: c.WorkerConcurrency, TaskCheckInterval: c.TaskCheckInterval, SessionIdle: c.SessionIdle,
 		Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
 		Demo: c.Demo, DemoSet: c.DemoSet,
 	}
@@ -111,6 +114,7 @@ func TestLoadExplicitValues(t *testing.T) {
 		"HERALD_TIMEZONE":            "Europe/Berlin",
 		"HERALD_WORKER_CONCURRENCY":  "8",
 		"HERALD_TASK_CHECK_INTERVAL": "250ms",
+		"HERALD_SESSION_IDLE":        "15m",
 		"HERALD_SESSION_SECRET":      goodSecret,
 		"HERALD_SECRET_KEY":          otherSecret,
 		"HERALD_METRICS_ADDR":        "10.0.0.7:9100",
@@ -123,18 +127,19 @@ func TestLoadExplicitValues(t *testing.T) {
 		Addr, Location            string
 		WorkerConcurrency         int
 		TaskCheckInterval         time.Duration
+		SessionIdle               time.Duration
 		Embedded, EmbeddedRedis   bool
 		SessionSecret, SecretKey  string
 		MetricsAddr, MetricsToken string
 	}
 	want := summary{
 		Addr: "0.0.0.0:9000", Location: "Europe/Berlin", WorkerConcurrency: 8,
-		TaskCheckInterval: 250 * time.Millisecond, SessionSecret: goodSecret, SecretKey: otherSecret,
+		TaskCheckInterval: 250 * time.Millisecond, SessionIdle: 15 * time.Minute, SessionSecret: goodSecret, SecretKey: otherSecret,
 		MetricsAddr: "10.0.0.7:9100", MetricsToken: goodSecret,
 	}
 	got := summary{
 		Addr: c.Addr, Location: c.Location.String(), WorkerConcurrency: c.WorkerConcurrency,
-		TaskCheckInterval: c.TaskCheckInterval, Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
+		TaskCheckInterval: c.TaskCheckInterval, SessionIdle: c.SessionIdle, Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
 		SessionSecret: string(c.SessionSecret), SecretKey: string(c.SecretKey),
 		MetricsAddr: c.MetricsAddr, MetricsToken: c.MetricsToken,
 	}

@@ -256,7 +256,7 @@ func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]st
 		rows[i] = views.AccountListRow{Account: a, Warnings: models.LimitWarnings(a.Limits),
 			ConfigWarnings: channels.ConfigWarnings(a.Platform, a.Config)}
 	}
-	render(c, status, views.AccountsPage(page(c, "Accounts", "accounts"), rows, h.accountUsage(c, list), noticeOf(c), errs))
+	render(c, status, views.AccountsPage(page(c, "Accounts", "accounts"), rows, h.accountUsage(c, list), h.notice(c), errs))
 }
 
 // accountUsage reads each account's current use of its limits.
@@ -387,7 +387,7 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 		h.serverError(c, err)
 		return
 	}
-	redirectNotice(c, "/accounts", notice, "account "+a.Name)
+	h.redirectNotice(c, "/accounts", notice, "account "+a.Name)
 }
 
 // TestAccount is POST /accounts/:name/test: it checks the saved account's connection and
@@ -428,7 +428,7 @@ func (h *Handlers) SetAccountEnabled(c *gin.Context) {
 	if enabled {
 		notice = "enabled"
 	}
-	redirectNotice(c, "/accounts", notice, "account "+a.Name)
+	h.redirectNotice(c, "/accounts", notice, "account "+a.Name)
 }
 
 // DeleteAccount removes an account that has no undelivered messages.
@@ -447,5 +447,5 @@ func (h *Handlers) DeleteAccount(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	redirectNotice(c, "/accounts", "deleted", "account "+a.Name)
+	h.redirectNotice(c, "/accounts", "deleted", "account "+a.Name)
 }

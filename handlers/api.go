@@ -19,14 +19,7 @@ import (
 const APIKeyKey = "herald.apikey"
 
 // CurrentAPIKey returns the API key of the request, or nil.
-func CurrentAPIKey(c *gin.Context) *models.APIKey {
-	if v, ok := c.Get(APIKeyKey); ok {
-		if k, ok := v.(*models.APIKey); ok {
-			return k
-		}
-	}
-	return nil
-}
+func CurrentAPIKey(c *gin.Context) *models.APIKey { return fromContext[models.APIKey](c, APIKeyKey) }
 
 // MaxBodyBytes is the largest request body the API reads.
 const MaxBodyBytes = 1 << 20

@@ -23,7 +23,7 @@ func (h *Handlers) renderAPIKeys(c *gin.Context, status int, f views.APIKeyForm,
 		h.serverError(c, err)
 		return
 	}
-	render(c, status, views.APIKeysPage(page(c, "API keys", "apikeys"), views.APIKeys{List: list, Form: f, Notice: noticeOf(c)}, errs))
+	render(c, status, views.APIKeysPage(page(c, "API keys", "apikeys"), views.APIKeys{List: list, Form: f, Notice: h.notice(c)}, errs))
 }
 
 // CreateAPIKey makes a key and shows its secret, once.
@@ -70,5 +70,5 @@ func (h *Handlers) RevokeAPIKey(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "apikey.revoke", "api_key", k.Name, "hk_"+k.Prefix)
-	redirectNotice(c, "/api-keys", "revoked", "API key "+k.Name)
+	h.redirectNotice(c, "/api-keys", "revoked", "API key "+k.Name)
 }

@@ -1,8 +1,11 @@
 package handlers
 
 import (
-	"github.com/gin-gonic/gin"
+	"fmt"
 	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
 
 	"herald/models"
 )
@@ -10,6 +13,26 @@ import (
 // consoleActor is the signed-in user, as the audit log records who acted.
 func consoleActor(c *gin.Context) models.AuditEntry {
 	return models.AuditEntry{Actor: CurrentUser(c).Username, ActorType: "user", IP: c.ClientIP()}
+}
+
+// auditOnce records a console event that anyone can repeat at will (a throttled
+// guess) at most once a minute per key, so that it is on record without flooding it.
+func (h *Handlers) auditOnce(c *gin.Context, actor, action, targetType, targetID, detail, key string) {
+	_, err := h.Store.AuditOnce(c.Request.Context(), models.AuditEntry{Actor: actor, ActorType: "user", Action: action,
+		TargetType: targetType, TargetID: targetID, Detail: detail, IP: c.ClientIP()}, key, time.Minute)
+	if err != nil {
+		h.Log.Error("audit log write failed", "action", action, "error", err)
+	}
+}
+
+// AuditRequest records the request the signed-in user just made, with the status it got,
+// for routes that no handler here serves (Asynqmon's), so that nothing changes unaudited.
+func (h *Handlers) AuditRequest(c *gin.Context, action, targetType, targetID string) {
+	actor := ""
+	if u := CurrentUser(c); u != nil {
+		actor = u.Username
+	}
+	h.audit(c, actor, action, targetType, targetID, fmt.Sprintf("status %d: %s %s", c.Writer.Status(), c.Request.Method, c.Request.URL.Path))
 }
 
 // apiActor is the request's API key, as the audit log records who acted.
@@ -50,20 +73,18 @@ var recipientActions = map[string]string{"created": "recipient.create", "updated
 // which bulk action: an import, the API), so an auditor can answer who changed E1001,
 // when and from where. The actor is the API key of an API call, else the console user.
 func (h *Handlers) auditRecipientChanges(c *gin.Context, via string, res models.UpsertResult) {
-	actor, actorType := "", "user"
-	if k := CurrentAPIKey(c); k != nil {
-		actor, actorType = "apikey:"+k.Name, "api_key"
-	} else if u := CurrentUser(c); u != nil {
-		actor = u.Username
+	who := consoleActor
+	if CurrentAPIKey(c) != nil {
+		who = apiActor
 	}
 	entries := make([]models.AuditEntry, 0, len(res.Changes))
 	for _, ch := range res.Changes {
-		detail := via
+		e := who(c)
+		e.Action, e.TargetType, e.TargetID, e.Detail = recipientActions[ch.Action], "recipient", ch.ExternalID, via
 		if len(ch.Fields) > 0 {
-			detail += ": " + strings.Join(ch.Fields, ", ")
+			e.Detail += ": " + strings.Join(ch.Fields, ", ")
 		}
-		entries = append(entries, models.AuditEntry{Actor: actor, ActorType: actorType, Action: recipientActions[ch.Action],
-			TargetType: "recipient", TargetID: ch.ExternalID, Detail: detail, IP: c.ClientIP()})
+		entries = append(entries, e)
 	}
 	if err := h.Store.AuditMany(c.Request.Context(), entries); err != nil {
 		h.Log.Error("audit log write failed", "action", "recipients bulk", "error", err)

@@ -5,19 +5,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"herald/models"
 	"herald/views"
-)
-
-// Login throttling: a window and how many failures a username or an address may have in it.
-const (
-	loginWindow        = time.Minute
-	maxFailuresPerUser = 5
-	maxFailuresPerIP   = 20
 )
 
 // LoginForm shows the sign-in page.
@@ -29,35 +21,25 @@ func (h *Handlers) LoginForm(c *gin.Context) {
 	render(c, http.StatusOK, views.LoginPage("", ""))
 }
 
-// Login checks the credentials, refusing every attempt once a username or address has
-// had too many recent failures, and starts a fresh session.
+// Login checks the credentials and starts a fresh session. The store counts each guess
+// before checking it and refuses every attempt once a username or an address has had
+// too many wrong passwords; failures are audited under the username tried.
 func (h *Handlers) Login(c *gin.Context) {
-	ctx := c.Request.Context()
 	username := models.NormalizeUsername(c.PostForm("username"))
-	password := c.PostForm("password")
 	ip := c.ClientIP()
-
-	byUser, byIP, err := h.Store.LoginFailuresSince(ctx, username, ip, models.Now().Add(-loginWindow))
-	if err != nil {
-		h.serverError(c, err)
-		return
-	}
-	if byUser >= maxFailuresPerUser || byIP >= maxFailuresPerIP {
+	u, err := h.Store.Authenticate(c.Request.Context(), username, c.PostForm("password"), ip)
+	switch {
+	case errors.Is(err, models.ErrThrottled):
 		h.Log.Warn("login throttled", "username", username, "ip", ip)
-		render(c, http.StatusTooManyRequests, views.LoginPage(username, "Too many failed sign-ins. Wait a minute and try again."))
+		h.auditOnce(c, username, "user.login_throttled", "user", username, "status 429: too many failed sign-ins", "login "+username+" "+ip)
+		render(c, http.StatusTooManyRequests, views.LoginPage(username, "Too many failed sign-ins. Wait a minute or two and try again."))
 		return
-	}
-	u, err := h.Store.Authenticate(ctx, username, password)
-	if errors.Is(err, models.ErrBadCredentials) {
-		if err := h.Store.RecordLoginFailure(ctx, username, ip); err != nil {
-			h.serverError(c, err)
-			return
-		}
+	case errors.Is(err, models.ErrBadCredentials):
 		h.Log.Warn("login failed", "username", username, "ip", ip)
+		h.audit(c, username, "user.login_failed", "user", username, "status 401: wrong username or password")
 		render(c, http.StatusUnauthorized, views.LoginPage(username, "Wrong username or password."))
 		return
-	}
-	if err != nil {
+	case err != nil:
 		h.serverError(c, err)
 		return
 	}

@@ -16,9 +16,10 @@ import (
 // pageSize is how many rows a console list shows at once.
 const pageSize = 50
 
-// notices are the sentences shown after an action redirects back to a page; the
-// redirect names one by key and the subject it is about, so no free text travels in
-// the URL.
+// notices are the sentences shown after an action redirects back to a page. The action
+// keeps a key of this set and the subject it is about in the session (see
+// SessionManager.SetNotice); the page shows the sentence once. Nothing in the URL can
+// choose the words.
 var notices = map[string]string{
 	"created":     "Created %s.",
 	"saved":       "Saved %s.",
@@ -36,22 +37,24 @@ var notices = map[string]string{
 	"role":        "Changed the role of %s.",
 }
 
-// redirectNotice sends the browser to path with a notice about subject.
-func redirectNotice(c *gin.Context, path, notice, subject string) {
-	sep := "?"
-	if strings.Contains(path, "?") {
-		sep = "&"
+// redirectNotice sends the browser to path and keeps a notice about subject for the
+// page there.
+func (h *Handlers) redirectNotice(c *gin.Context, path, notice, subject string) {
+	if err := h.Sessions.SetNotice(c, notice, subject); err != nil {
+		// The action is done; only its confirmation is lost.
+		h.Log.Warn("keep notice", "notice", notice, "error", err)
 	}
-	c.Redirect(http.StatusSeeOther, path+sep+url.Values{"notice": {notice}, "subject": {subject}}.Encode())
+	c.Redirect(http.StatusSeeOther, path)
 }
 
-// noticeOf returns the sentence a redirect asked for, or "".
-func noticeOf(c *gin.Context) string {
-	format, ok := notices[c.Query("notice")]
+// notice returns the sentence the previous action kept for this page, once, or "".
+func (h *Handlers) notice(c *gin.Context) string {
+	key, subject := h.Sessions.TakeNotice(c)
+	format, ok := notices[key]
 	if !ok {
 		return ""
 	}
-	return fmt.Sprintf(format, c.Query("subject"))
+	return fmt.Sprintf(format, subject)
 }
 
 // isHTMX reports whether htmx made the request (and expects a partial).

@@ -35,7 +35,7 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 	ctx := c.Request.Context()
 	loc := h.Dispatch.Location
 	today := time.Now().In(loc)
-	d := views.Duty{OverrideForm: of, HolidayForm: hf, Notice: noticeOf(c), Year: today.Year()}
+	d := views.Duty{OverrideForm: of, HolidayForm: hf, Notice: h.notice(c), Year: today.Year()}
 	var err error
 	if d.Week, err = h.dutyWeek(c); err != nil {
 		h.serverError(c, err)
@@ -248,7 +248,7 @@ func (h *Handlers) SetDutyOverride(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "duty.override.set", "duty", f.Date, f.Action+" "+p.ExternalID)
-	redirectNotice(c, "/duty", "saved", fmt.Sprintf("the override of %s on %s", p.Name, f.Date))
+	h.redirectNotice(c, "/duty", "saved", fmt.Sprintf("the override of %s on %s", p.Name, f.Date))
 }
 
 // DeleteDutyOverride removes a person's override on a date.
@@ -269,7 +269,7 @@ func (h *Handlers) DeleteDutyOverride(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "duty.override.delete", "duty", date, ext)
-	redirectNotice(c, "/duty", "deleted", fmt.Sprintf("the override of %s on %s", p.Name, date))
+	h.redirectNotice(c, "/duty", "deleted", fmt.Sprintf("the override of %s on %s", p.Name, date))
 }
 
 // holidayFrom reads one holiday entry from the form's strings.
@@ -296,7 +296,7 @@ func (h *Handlers) SetDutyHoliday(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "duty.holiday.set", "duty", hd.Date, hd.Kind)
-	redirectNotice(c, "/duty?year="+hd.Date[:4]+"#holidays", "saved", hd.Date)
+	h.redirectNotice(c, "/duty?year="+hd.Date[:4]+"#holidays", "saved", hd.Date)
 }
 
 // DeleteDutyHoliday removes the holiday entry of a date.
@@ -316,7 +316,7 @@ func (h *Handlers) DeleteDutyHoliday(c *gin.Context) {
 	if len(date) >= 4 {
 		year = "?year=" + date[:4]
 	}
-	redirectNotice(c, "/duty"+year, "deleted", "the holiday entry of "+date)
+	h.redirectNotice(c, "/duty"+year, "deleted", "the holiday entry of "+date)
 }
 
 // holidayColumns are the columns of a holiday CSV file.
@@ -395,5 +395,5 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "duty.holidays.import", "duty", "holidays", fmt.Sprintf("%d dates", len(list)))
-	redirectNotice(c, "/duty?year="+list[0].Date[:4]+"#holidays", "imported", fmt.Sprintf("%d dates saved", len(list)))
+	h.redirectNotice(c, "/duty?year="+list[0].Date[:4]+"#holidays", "imported", fmt.Sprintf("%d dates saved", len(list)))
 }

@@ -19,10 +19,19 @@ import (
 	"herald/views"
 )
 
-// SessionManager starts and ends console sessions; the web package implements it.
+// SessionManager starts, lists and ends console sessions and carries one-time notices
+// from an action to the page after it; the web package implements it.
 type SessionManager interface {
 	Start(c *gin.Context, u *models.User) error
 	End(c *gin.Context) error
+	// EndAll revokes every session of u, this browser's included.
+	EndAll(c *gin.Context, u *models.User) error
+	// Active lists u's live sessions, most recently seen first.
+	Active(c *gin.Context, userID int64) ([]models.Session, error)
+	// SetNotice keeps a notice (a key of notices and its subject) for the next page.
+	SetNotice(c *gin.Context, key, subject string) error
+	// TakeNotice returns the kept notice once, or "".
+	TakeNotice(c *gin.Context) (key, subject string)
 }
 
 // Handlers carries what the handlers need.
@@ -46,14 +55,23 @@ type Handlers struct {
 // UserKey is the gin context key under which the web middleware stores the signed-in user.
 const UserKey = "herald.user"
 
+// SessionKey is the gin context key under which the web middleware stores the
+// signed-in user's session.
+const SessionKey = "herald.session"
+
+// CurrentSession returns the signed-in user's session, or nil.
+func CurrentSession(c *gin.Context) *models.Session {
+	return fromContext[models.Session](c, SessionKey)
+}
+
 // CurrentUser returns the signed-in user, or nil.
-func CurrentUser(c *gin.Context) *models.User {
-	if v, ok := c.Get(UserKey); ok {
-		if u, ok := v.(*models.User); ok {
-			return u
-		}
-	}
-	return nil
+func CurrentUser(c *gin.Context) *models.User { return fromContext[models.User](c, UserKey) }
+
+// fromContext returns what the web middleware stored under key, or nil.
+func fromContext[T any](c *gin.Context, key string) *T {
+	v, _ := c.Get(key)
+	t, _ := v.(*T)
+	return t
 }
 
 // page returns the layout data for a console page.

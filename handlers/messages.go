@@ -94,7 +94,7 @@ func (h *Handlers) Messages(c *gin.Context) {
 		return
 	}
 	v := views.Messages{Filter: vf, Accounts: accounts, AccountNames: map[int64]string{}, Platforms: channels.Platforms,
-		ErrorClasses: errorClasses, Notice: noticeOf(c), Now: time.Now()}
+		ErrorClasses: errorClasses, Notice: h.notice(c), Now: time.Now()}
 	for _, a := range accounts {
 		v.AccountNames[a.ID] = a.Name
 	}
@@ -145,7 +145,7 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 		h.serverError(c, err)
 		return
 	}
-	d := views.MessageDetail{Message: m, Notice: noticeOf(c), Now: time.Now()}
+	d := views.MessageDetail{Message: m, Notice: h.notice(c), Now: time.Now()}
 	if d.Attempts, err = h.Store.AttemptsOf(ctx, m.ID); err != nil {
 		h.serverError(c, err)
 		return
@@ -198,7 +198,7 @@ func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "message."+op, "message", id, "")
-	redirectNotice(c, "/messages/"+id, map[string]string{"cancel": "cancelled", "retry": "retried"}[op], shortMessageID(id))
+	h.redirectNotice(c, "/messages/"+id, map[string]string{"cancel": "cancelled", "retry": "retried"}[op], shortMessageID(id))
 }
 
 func shortMessageID(id string) string {
@@ -332,5 +332,5 @@ func (h *Handlers) Resend(c *gin.Context) {
 	if remaining > 0 {
 		subject += fmt.Sprintf(" (%d still stopped: run it again)", remaining)
 	}
-	redirectNotice(c, back, "resent", subject)
+	h.redirectNotice(c, back, "resent", subject)
 }

@@ -1,25 +1,51 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
+	"herald/models"
 	"herald/views"
 )
 
-// PasswordForm shows the change-password form.
+// PasswordForm shows the user's own page: the change-password form and their sessions.
 func (h *Handlers) PasswordForm(c *gin.Context) {
-	render(c, http.StatusOK, views.PasswordPage(page(c, "Change password", ""), nil, false))
+	h.renderAccount(c, http.StatusOK, false, nil)
+}
+
+func (h *Handlers) renderAccount(c *gin.Context, status int, changed bool, errs map[string]string) {
+	list, err := h.Sessions.Active(c, CurrentUser(c).ID)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	v := views.Account{Changed: changed, Sessions: list}
+	if s := CurrentSession(c); s != nil {
+		v.CurrentSession = s.ID
+	}
+	render(c, status, views.PasswordPage(page(c, "Change password", ""), v, errs))
 }
 
 // ChangePassword sets a new password, revokes every session of the user server-side and
-// starts a fresh one for this browser.
+// starts a fresh one for this browser. Wrong current passwords count against the same
+// throttle as sign-ins, and are audited.
 func (h *Handlers) ChangePassword(c *gin.Context) {
 	u := CurrentUser(c)
-	err := h.Store.ChangePassword(c.Request.Context(), u.ID, c.PostForm("current_password"), c.PostForm("new_password"))
+	err := h.Store.ChangePassword(c.Request.Context(), u.ID, c.PostForm("current_password"), c.PostForm("new_password"), c.ClientIP())
+	if errors.Is(err, models.ErrThrottled) {
+		h.auditOnce(c, u.Username, "user.password_change_throttled", "user", u.Username,
+			"status 429: too many wrong passwords", "password "+u.Username+" "+c.ClientIP())
+		h.renderAccount(c, http.StatusTooManyRequests, false,
+			map[string]string{"current_password": "too many wrong passwords: wait a minute or two and try again"})
+		return
+	}
 	if errs, ok := fieldErrors(err); ok {
-		render(c, http.StatusUnprocessableEntity, views.PasswordPage(page(c, "Change password", ""), errs, false))
+		if _, wrong := errs["current_password"]; wrong {
+			h.audit(c, u.Username, "user.password_change_failed", "user", u.Username, "status 422: wrong current password")
+		}
+		h.renderAccount(c, http.StatusUnprocessableEntity, false, errs)
 		return
 	}
 	if err != nil {
@@ -31,5 +57,18 @@ func (h *Handlers) ChangePassword(c *gin.Context) {
 		return
 	}
 	h.audit(c, u.Username, "user.password_change", "user", u.Username, "")
-	render(c, http.StatusOK, views.PasswordPage(page(c, "Change password", ""), nil, true))
+	// The page lists the fresh session, which the middleware did not load.
+	h.renderAccount(c, http.StatusOK, true, nil)
+}
+
+// SignOutEverywhere revokes every session of the user, this one included, and goes to
+// the sign-in page.
+func (h *Handlers) SignOutEverywhere(c *gin.Context) {
+	u := CurrentUser(c)
+	if err := h.Sessions.EndAll(c, u); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, u.Username, "user.logout_everywhere", "user", u.Username, "")
+	c.Redirect(http.StatusSeeOther, "/login")
 }

@@ -38,7 +38,7 @@ func recipientQuery(f views.RecipientFilter) url.Values {
 // Recipients lists staff, filtered, one page at a time (keyset on external id).
 func (h *Handlers) Recipients(c *gin.Context) {
 	ctx := c.Request.Context()
-	v := views.Recipients{Notice: noticeOf(c)}
+	v := views.Recipients{Notice: h.notice(c)}
 	var f models.RecipientFilter
 	v.Filter, f = recipientFilter(c)
 	f.After, f.Limit = c.Query("after"), pageSize+1
@@ -137,7 +137,7 @@ func (h *Handlers) CreateRecipient(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "recipient.create", "recipient", r.ExternalID, r.Name)
-	redirectNotice(c, "/recipients", "created", r.Name+" ("+r.ExternalID+")")
+	h.redirectNotice(c, "/recipients", "created", r.Name+" ("+r.ExternalID+")")
 }
 
 // storedRecipient loads the person named in the path, or shows 404.
@@ -182,7 +182,7 @@ func (h *Handlers) UpdateRecipient(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "recipient.update", "recipient", r.ExternalID, "")
-	redirectNotice(c, "/recipients", "saved", r.Name+" ("+r.ExternalID+")")
+	h.redirectNotice(c, "/recipients", "saved", r.Name+" ("+r.ExternalID+")")
 }
 
 // SetRecipientActive deactivates or reactivates a person.
@@ -201,7 +201,7 @@ func (h *Handlers) SetRecipientActive(c *gin.Context) {
 		action, notice = "recipient.activate", "activated"
 	}
 	h.audit(c, CurrentUser(c).Username, action, "recipient", r.ExternalID, "")
-	redirectNotice(c, "/recipients", notice, r.Name+" ("+r.ExternalID+")")
+	h.redirectNotice(c, "/recipients", notice, r.Name+" ("+r.ExternalID+")")
 }
 
 func recipientImport() views.Import {
@@ -316,5 +316,5 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 	detail := fmt.Sprintf("%d created, %d updated, %d unchanged", res.Created, res.Updated, res.Unchanged)
 	h.audit(c, CurrentUser(c).Username, "recipients.import", "recipient", "", detail)
 	h.auditRecipientChanges(c, "CSV import", res)
-	redirectNotice(c, "/recipients", "imported", detail)
+	h.redirectNotice(c, "/recipients", "imported", detail)
 }

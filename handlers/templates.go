@@ -21,7 +21,7 @@ func (h *Handlers) Templates(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	render(c, http.StatusOK, views.TemplatesPage(page(c, "Templates", "templates"), list, noticeOf(c)))
+	render(c, http.StatusOK, views.TemplatesPage(page(c, "Templates", "templates"), list, h.notice(c)))
 }
 
 // splitVariables reads the comma-separated variables field.
@@ -164,7 +164,7 @@ func (h *Handlers) CreateTemplate(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "template.create", "template", t.Name, "")
-	redirectNotice(c, "/templates", "created", "template "+t.Name)
+	h.redirectNotice(c, "/templates", "created", "template "+t.Name)
 }
 
 // EditTemplateForm shows a template in the editor (read-only for viewers).
@@ -206,7 +206,7 @@ func (h *Handlers) UpdateTemplate(c *gin.Context) {
 		detail = "renamed from " + f.OldName
 	}
 	h.audit(c, CurrentUser(c).Username, "template.update", "template", t.Name, detail)
-	redirectNotice(c, "/templates", "saved", "template "+t.Name)
+	h.redirectNotice(c, "/templates", "saved", "template "+t.Name)
 }
 
 // DeleteTemplate removes a template.
@@ -222,7 +222,7 @@ func (h *Handlers) DeleteTemplate(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "template.delete", "template", name, "")
-	redirectNotice(c, "/templates", "deleted", "template "+name)
+	h.redirectNotice(c, "/templates", "deleted", "template "+name)
 }
 
 // TestSendTemplate sends the saved template to one person through intake, like any

@@ -21,7 +21,7 @@ func (h *Handlers) renderUsers(c *gin.Context, status int, f views.UserForm, err
 		h.serverError(c, err)
 		return
 	}
-	v := views.Users{List: list, Self: CurrentUser(c).ID, Form: f, Notice: noticeOf(c)}
+	v := views.Users{List: list, Self: CurrentUser(c).ID, Form: f, Notice: h.notice(c)}
 	render(c, status, views.UsersPage(page(c, "Users", "users"), v, errs))
 }
 
@@ -38,7 +38,7 @@ func (h *Handlers) CreateUser(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "user.create", "user", u.Username, string(u.Role))
-	redirectNotice(c, "/users", "created", "user "+u.Username)
+	h.redirectNotice(c, "/users", "created", "user "+u.Username)
 }
 
 // targetUser loads the user named in the path. Admins manage others here, never
@@ -83,7 +83,7 @@ func (h *Handlers) SetUserRole(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "user.role", "user", u.Username, string(u.Role)+" → "+string(role))
-	redirectNotice(c, "/users", "role", u.Username+" (now "+string(role)+")")
+	h.redirectNotice(c, "/users", "role", u.Username+" (now "+string(role)+")")
 }
 
 // SetUserDisabled disables another user, revoking their sessions, or enables them again.
@@ -102,7 +102,7 @@ func (h *Handlers) SetUserDisabled(c *gin.Context) {
 		action, notice = "user.disable", "disabled"
 	}
 	h.audit(c, CurrentUser(c).Username, action, "user", u.Username, "")
-	redirectNotice(c, "/users", notice, "user "+u.Username)
+	h.redirectNotice(c, "/users", notice, "user "+u.Username)
 }
 
 // ResetUserPassword sets a new password for another user and signs them out everywhere.
@@ -121,5 +121,5 @@ func (h *Handlers) ResetUserPassword(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "user.password_reset", "user", u.Username, "")
-	redirectNotice(c, "/users", "password", u.Username)
+	h.redirectNotice(c, "/users", "password", u.Username)
 }

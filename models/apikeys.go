@@ -97,11 +97,21 @@ func hashKey(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// AuthenticateAPIKey returns the live key a secret belongs to, or ErrNotFound.
-func (s *Store) AuthenticateAPIKey(ctx context.Context, secret string) (*APIKey, error) {
+// APIKeyPrefix returns the public prefix of a secret shaped like an API key (the part
+// the key list shows), or "" for anything else.
+func APIKeyPrefix(secret string) string {
 	rest, ok := strings.CutPrefix(secret, apiKeyPrefix)
 	prefix, _, ok2 := strings.Cut(rest, "_")
 	if !ok || !ok2 || len(prefix) != 12 {
+		return ""
+	}
+	return prefix
+}
+
+// AuthenticateAPIKey returns the live key a secret belongs to, or ErrNotFound.
+func (s *Store) AuthenticateAPIKey(ctx context.Context, secret string) (*APIKey, error) {
+	prefix := APIKeyPrefix(secret)
+	if prefix == "" {
 		return nil, ErrNotFound
 	}
 	var k APIKey

@@ -27,6 +27,10 @@ func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
 	if e.At.IsZero() {
 		e.At = Now()
 	}
+	// Cut to the columns' sizes: some values come from outside (a username tried, a
+	// path requested), and an over-long one must not cost the entry.
+	e.Actor, e.Action, e.TargetType = truncate(e.Actor, 100), truncate(e.Action, 64), truncate(e.TargetType, 32)
+	e.TargetID, e.IP = truncate(e.TargetID, 64), truncate(e.IP, 64)
 	if err := s.db.WithContext(ctx).Create(&e).Error; err != nil {
 		return fmt.Errorf("models: audit %s: %w", e.Action, err)
 	}

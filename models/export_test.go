@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"time"
 
 	"gorm.io/gorm"
 )
@@ -20,4 +21,15 @@ func (s *Store) InTx(ctx context.Context, fn func(query func(string) error) erro
 			return tx.Raw(q).Scan(&n).Error
 		})
 	})
+}
+
+// BeginGuess counts a password guess at a time as a sign-in does, without checking any
+// password; wrong says whether the guess is then kept as a wrong one or given back.
+func (s *Store) BeginGuess(ctx context.Context, username, ip string, at time.Time, wrong bool) error {
+	g, err := s.beginGuess(ctx, username, ip, at)
+	if err != nil {
+		return err
+	}
+	s.endGuess(ctx, g, !wrong)
+	return nil
 }

@@ -22,7 +22,7 @@ type tableColumns map[string][]string
 
 // gormModels is every model the store reads or writes through GORM.
 var gormModels = []any{
-	&models.User{}, &models.Session{}, &models.LoginFailure{}, &models.APIKey{},
+	&models.User{}, &models.Session{}, &models.ThrottleWindow{}, &models.APIKey{},
 	&models.Recipient{}, &models.DutySlot{}, &models.DutyOverride{}, &models.Holiday{},
 	&models.Template{}, &models.Account{}, &models.Batch{}, &models.Message{},
 	&models.Attempt{}, &models.AuditEntry{}, &models.IdempotencyKey{}, &models.MessageStat{},

@@ -56,15 +56,17 @@ func (s *Store) CreateSession(ctx context.Context, userID int64, ip, userAgent s
 // sessionTouchEvery limits last-seen writes to one a minute per session.
 const sessionTouchEvery = time.Minute
 
-// SessionUser returns the live session for a token and its user. An expired session, a
-// disabled user or an unknown token gives ErrNotFound.
-func (s *Store) SessionUser(ctx context.Context, token string) (*Session, *User, error) {
+// SessionUser returns the live session for a token and its user. A session past its
+// expiry or unused for longer than idle (as last seen, which is recorded to the
+// minute), a disabled user or an unknown token gives ErrNotFound.
+func (s *Store) SessionUser(ctx context.Context, token string, idle time.Duration) (*Session, *User, error) {
 	if token == "" {
 		return nil, nil, ErrNotFound
 	}
 	var sess Session
 	now := Now()
-	err := s.reader(ctx).Where("id = ? AND expires_at > ?", hashToken(token), now).First(&sess).Error
+	err := s.reader(ctx).Where("id = ? AND expires_at > ? AND last_seen_at > ?", hashToken(token), now, now.Add(-idle)).
+		First(&sess).Error
 	if err != nil {
 		return nil, nil, notFound(err)
 	}
@@ -77,8 +79,30 @@ func (s *Store) SessionUser(ctx context.Context, token string) (*Session, *User,
 	}
 	if now.Sub(sess.LastSeenAt) > sessionTouchEvery {
 		s.db.WithContext(ctx).Model(&Session{}).Where("id = ?", sess.ID).Update("last_seen_at", now)
+		sess.LastSeenAt = now
 	}
 	return &sess, u, nil
+}
+
+// UserSessions lists a user's live sessions (as SessionUser judges them), most
+// recently seen first.
+func (s *Store) UserSessions(ctx context.Context, userID int64, idle time.Duration) ([]Session, error) {
+	var out []Session
+	now := Now()
+	err := s.reader(ctx).Where("user_id = ? AND expires_at > ? AND last_seen_at > ?", userID, now, now.Add(-idle)).
+		Order("last_seen_at DESC").Order("created_at DESC").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: sessions of user %d: %w", userID, err)
+	}
+	return out, nil
+}
+
+// DeleteUserSessions revokes every session of a user: "sign out everywhere".
+func (s *Store) DeleteUserSessions(ctx context.Context, userID int64) error {
+	if err := s.db.WithContext(ctx).Where("user_id = ?", userID).Delete(&Session{}).Error; err != nil {
+		return fmt.Errorf("models: revoke sessions of user %d: %w", userID, err)
+	}
+	return nil
 }
 
 // DeleteSession revokes one session by its token.
@@ -93,40 +117,4 @@ func (s *Store) DeleteSession(ctx context.Context, token string) error {
 // DeleteExpiredSessions removes sessions past their expiry.
 func (s *Store) DeleteExpiredSessions(ctx context.Context) error {
 	return s.db.WithContext(ctx).Where("expires_at <= ?", Now()).Delete(&Session{}).Error
-}
-
-// LoginFailure is one failed login, kept to throttle guessing per user and per address.
-type LoginFailure struct {
-	ID       int64
-	Username string
-	IP       string
-	At       time.Time
-}
-
-// RecordLoginFailure stores a failed login.
-func (s *Store) RecordLoginFailure(ctx context.Context, username, ip string) error {
-	err := s.db.WithContext(ctx).Create(&LoginFailure{Username: truncate(username, 64), IP: ip, At: Now()}).Error
-	if err != nil {
-		return fmt.Errorf("models: record login failure: %w", err)
-	}
-	return nil
-}
-
-// LoginFailuresSince counts failures since a time for a username and for an address.
-func (s *Store) LoginFailuresSince(ctx context.Context, username, ip string, since time.Time) (byUser, byIP int64, err error) {
-	db := s.reader(ctx).Model(&LoginFailure{})
-	since = since.UTC() // SQLite compares times as text: every stored time is UTC
-	if err = db.Where("username = ? AND at > ?", truncate(username, 64), since).Count(&byUser).Error; err != nil {
-		return 0, 0, fmt.Errorf("models: count login failures: %w", err)
-	}
-	db = s.reader(ctx).Model(&LoginFailure{})
-	if err = db.Where("ip = ? AND at > ?", ip, since).Count(&byIP).Error; err != nil {
-		return 0, 0, fmt.Errorf("models: count login failures: %w", err)
-	}
-	return byUser, byIP, nil
-}
-
-// DeleteLoginFailuresBefore prunes old failure records.
-func (s *Store) DeleteLoginFailuresBefore(ctx context.Context, before time.Time) error {
-	return s.db.WithContext(ctx).Where("at < ?", before).Delete(&LoginFailure{}).Error
 }

@@ -16,6 +16,9 @@ import (
 	"herald/models"
 )
 
+// idle is the idle timeout the session tests judge by: HERALD_SESSION_IDLE's default.
+const idle = 30 * time.Minute
+
 func TestSessions(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
@@ -36,7 +39,7 @@ func TestSessions(t *testing.T) {
 	live := newSession(t, time.Hour)
 
 	t.Run("live session", func(t *testing.T) {
-		sess, u, err := s.SessionUser(ctx, live)
+		sess, u, err := s.SessionUser(ctx, live, idle)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +84,7 @@ func TestSessions(t *testing.T) {
 				if err != nil {
 					t.Fatalf("CreateSession with a %d-byte user agent: %v", len(tt.userAgent), err)
 				}
-				sess, _, err := s.SessionUser(ctx, tok)
+				sess, _, err := s.SessionUser(ctx, tok, idle)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -99,10 +102,10 @@ func TestSessions(t *testing.T) {
 		if err := s.DeleteSession(ctx, tok); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.SessionUser(ctx, tok); !errors.Is(err, models.ErrNotFound) {
+		if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("SessionUser after DeleteSession: %v, want ErrNotFound", err)
 		}
-		if _, _, err := s.SessionUser(ctx, live); err != nil {
+		if _, _, err := s.SessionUser(ctx, live, idle); err != nil {
 			t.Errorf("DeleteSession of one session broke another of the same user: %v", err)
 		}
 	})
@@ -112,7 +115,7 @@ func TestSessions(t *testing.T) {
 		brief := newSession(t, 20*time.Millisecond)
 		time.Sleep(50 * time.Millisecond)
 		for name, tok := range map[string]string{"negative ttl": past, "ttl elapsed": brief} {
-			if _, _, err := s.SessionUser(ctx, tok); !errors.Is(err, models.ErrNotFound) {
+			if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, models.ErrNotFound) {
 				t.Errorf("%s: SessionUser = %v, want ErrNotFound", name, err)
 			}
 		}
@@ -123,14 +126,79 @@ func TestSessions(t *testing.T) {
 		if got := count(t, s, "SELECT COUNT(*) FROM console_sessions"); got != before-2 {
 			t.Errorf("DeleteExpiredSessions left %d of %d sessions, want %d", got, before, before-2)
 		}
-		if _, _, err := s.SessionUser(ctx, live); err != nil {
+		if _, _, err := s.SessionUser(ctx, live, idle); err != nil {
 			t.Errorf("DeleteExpiredSessions removed a live session: %v", err)
+		}
+	})
+
+	t.Run("idle sessions end; last seen is written at most once a minute", func(t *testing.T) {
+		bob, err := s.CreateUser(ctx, "bob", "correct-horse-battery", models.RoleViewer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		active, err := s.CreateSession(ctx, bob.ID, "10.0.0.8", "Firefox", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		unused, err := s.CreateSession(ctx, bob.ID, "10.0.0.9", "Safari", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		setLastSeen := func(tok string, ago time.Duration) {
+			t.Helper()
+			sum := sha256.Sum256([]byte(tok))
+			if _, err := s.SQL().Exec("UPDATE console_sessions SET last_seen_at = ? WHERE id = ?",
+				models.Now().Add(-ago), hex.EncodeToString(sum[:])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		setLastSeen(active, 29*time.Minute)
+		setLastSeen(unused, 31*time.Minute)
+
+		if _, _, err := s.SessionUser(ctx, unused, idle); !errors.Is(err, models.ErrNotFound) {
+			t.Errorf("session unused for 31 minutes with a 30-minute idle timeout: %v, want ErrNotFound", err)
+		}
+		sess, _, err := s.SessionUser(ctx, active, idle)
+		if err != nil {
+			t.Fatalf("session used 29 minutes ago: %v", err)
+		}
+		if time.Since(sess.LastSeenAt) > time.Minute {
+			t.Errorf("last seen %v after a use, want now", sess.LastSeenAt)
+		}
+		// Within the minute, a use writes nothing: set last seen back by seconds and
+		// see it stay there.
+		setLastSeen(active, 20*time.Second)
+		if _, _, err := s.SessionUser(ctx, active, idle); err != nil {
+			t.Fatal(err)
+		}
+		list, err := s.UserSessions(ctx, bob.ID, idle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || list[0].UserAgent != "Firefox" {
+			t.Fatalf("UserSessions = %+v, want only the active Firefox session", list)
+		}
+		if age := models.Now().Sub(list[0].LastSeenAt); age < 15*time.Second {
+			t.Errorf("last seen rewritten %v after the previous write, want at most one write a minute", 20*time.Second-age)
+		}
+		if _, _, err := s.SessionUser(ctx, unused, time.Hour); err != nil {
+			t.Errorf("the unused session with a one-hour idle timeout: %v", err)
+		}
+
+		if err := s.DeleteUserSessions(ctx, bob.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(t, s, "SELECT COUNT(*) FROM console_sessions WHERE user_id = ?", bob.ID); n != 0 {
+			t.Errorf("%d sessions of bob left after DeleteUserSessions, want 0", n)
+		}
+		if _, _, err := s.SessionUser(ctx, live, idle); err != nil {
+			t.Errorf("DeleteUserSessions of bob ended alice's session: %v", err)
 		}
 	})
 
 	t.Run("unknown tokens", func(t *testing.T) {
 		for _, tok := range []string{"", models.NewToken(), live + "x"} {
-			if _, _, err := s.SessionUser(ctx, tok); !errors.Is(err, models.ErrNotFound) {
+			if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, models.ErrNotFound) {
 				t.Errorf("SessionUser(%q) = %v, want ErrNotFound", tok, err)
 			}
 		}
@@ -141,86 +209,8 @@ func TestSessions(t *testing.T) {
 		if _, err := s.SQL().Exec("UPDATE console_users SET disabled = TRUE WHERE id = ?", alice.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.SessionUser(ctx, live); !errors.Is(err, models.ErrNotFound) {
+		if _, _, err := s.SessionUser(ctx, live, idle); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("SessionUser for a disabled user: %v, want ErrNotFound", err)
 		}
 	})
-}
-
-func TestLoginFailuresSince(t *testing.T) {
-	t.Parallel()
-	s := testenv.Store(t)
-	ctx := context.Background()
-	now := models.Now()
-	// Failures from two hours ago, outside the window.
-	for _, f := range [][2]string{{"alice", "10.0.0.1"}, {"alice", "10.0.0.9"}, {"bob", "10.0.0.1"}} {
-		_, err := s.SQL().Exec("INSERT INTO login_failures (username, ip, at) VALUES (?, ?, ?)", f[0], f[1], now.Add(-2*time.Hour))
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, f := range [][2]string{{"alice", "10.0.0.1"}, {"alice", "10.0.0.1"}, {"alice", "10.0.0.2"}, {"bob", "10.0.0.1"}, {"carol", "10.0.0.3"}} {
-		if err := s.RecordLoginFailure(ctx, f[0], f[1]); err != nil {
-			t.Fatal(err)
-		}
-	}
-
-	since := now.Add(-time.Hour)
-	tests := []struct {
-		username, ip string
-		byUser, byIP int64
-	}{
-		{"alice", "10.0.0.1", 3, 3},
-		{"alice", "10.0.0.2", 3, 1},
-		{"bob", "10.0.0.9", 1, 0},
-		{"nobody", "10.0.0.3", 0, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.username+"@"+tt.ip, func(t *testing.T) {
-			byUser, byIP, err := s.LoginFailuresSince(ctx, tt.username, tt.ip, since)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff([]int64{tt.byUser, tt.byIP}, []int64{byUser, byIP}); diff != "" {
-				t.Errorf("[byUser byIP] mismatch (-want +got):\n%s", diff)
-			}
-		})
-	}
-
-	// The old failures count once the window reaches back far enough.
-	byUser, byIP, err := s.LoginFailuresSince(ctx, "alice", "10.0.0.9", now.Add(-3*time.Hour))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff([]int64{5, 1}, []int64{byUser, byIP}); diff != "" {
-		t.Errorf("three-hour window [byUser byIP] mismatch (-want +got):\n%s", diff)
-	}
-}
-
-func TestRecordLoginFailureCutsLongUsernames(t *testing.T) {
-	t.Parallel()
-	s := testenv.Store(t)
-	ctx := context.Background()
-	tests := []struct{ name, username string }{
-		{"ascii", strings.Repeat("u", 100)},
-		// Byte 64 falls inside a two-byte rune.
-		{"multibyte", "a" + strings.Repeat("é", 40)},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ip := "10.1.0." + tt.name
-			if err := s.RecordLoginFailure(ctx, tt.username, ip); err != nil {
-				t.Fatalf("RecordLoginFailure with a %d-byte username: %v", len(tt.username), err)
-			}
-			stored := queryStrings(t, s.SQL(), "SELECT username FROM login_failures WHERE ip = ?", ip)
-			if len(stored) != 1 {
-				t.Fatalf("%d failures stored for %s, want 1", len(stored), ip)
-			}
-			u := stored[0]
-			if len(u) > 64 || len(u) < 60 || !utf8.ValidString(u) || !strings.HasPrefix(tt.username, u) {
-				t.Errorf("stored username is %d bytes (valid UTF-8: %v, prefix of the original: %v), want a valid UTF-8 prefix of 60–64 bytes",
-					len(u), utf8.ValidString(u), strings.HasPrefix(tt.username, u))
-			}
-		})
-	}
 }

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"golang.org/x/crypto/bcrypt"
 	"gorm.io/gorm"
@@ -52,9 +51,6 @@ func (User) TableName() string { return "console_users" }
 // bcryptCost is above bcrypt's default of 10: a login is rare, a leaked hash is forever.
 const bcryptCost = 11
 
-// MinPasswordLen is the shortest password a console user may have.
-const MinPasswordLen = 10
-
 var usernameRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{1,63}$`)
 
 // ValidateUser checks a new user's username, password and role.
@@ -62,11 +58,8 @@ func ValidateUser(username, password string, role Role) error {
 	if !usernameRe.MatchString(username) {
 		return &FieldError{Field: "username", Message: "use 2–64 letters, digits, dots, dashes or underscores"}
 	}
-	if utf8.RuneCountInString(password) < MinPasswordLen {
-		return &FieldError{Field: "password", Message: fmt.Sprintf("must be at least %d characters", MinPasswordLen)}
-	}
-	if len(password) > 72 {
-		return &FieldError{Field: "password", Message: "must be at most 72 bytes"}
+	if err := CheckPassword(username, password); err != nil {
+		return err
 	}
 	if !role.Valid() {
 		return &FieldError{Field: "role", Message: "must be viewer, operator or admin"}
@@ -125,9 +118,31 @@ var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("herald-timing-equaliser")
 // ErrBadCredentials is returned for an unknown user, a wrong password or a disabled user.
 var ErrBadCredentials = errors.New("wrong username or password")
 
-// Authenticate checks a username and password and records the login time.
-func (s *Store) Authenticate(ctx context.Context, username, password string) (*User, error) {
+// Authenticate checks a username and password from an address and records the login
+// time. The guess is counted against the throttle before the password is compared;
+// ErrThrottled means it was not compared at all.
+func (s *Store) Authenticate(ctx context.Context, username, password, ip string) (*User, error) {
 	username = NormalizeUsername(username)
+	g, err := s.beginGuess(ctx, username, ip, Now())
+	if err != nil {
+		return nil, err
+	}
+	u, err := s.checkPassword(ctx, username, password)
+	s.endGuess(ctx, g, !errors.Is(err, ErrBadCredentials))
+	if err != nil {
+		return nil, err
+	}
+	now := Now()
+	u.LastLoginAt = &now
+	if err := s.db.WithContext(ctx).Model(u).Update("last_login_at", now).Error; err != nil {
+		return nil, fmt.Errorf("models: record login %s: %w", username, err)
+	}
+	return u, nil
+}
+
+// checkPassword returns the enabled user with the username and password, or
+// ErrBadCredentials.
+func (s *Store) checkPassword(ctx context.Context, username, password string) (*User, error) {
 	var u User
 	err := s.reader(ctx).Where("username = ?", username).First(&u).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -140,22 +155,24 @@ func (s *Store) Authenticate(ctx context.Context, username, password string) (*U
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil || u.Disabled {
 		return nil, ErrBadCredentials
 	}
-	now := Now()
-	u.LastLoginAt = &now
-	if err := s.db.WithContext(ctx).Model(&u).Update("last_login_at", now).Error; err != nil {
-		return nil, fmt.Errorf("models: record login %s: %w", username, err)
-	}
 	return &u, nil
 }
 
 // ChangePassword sets a new password after checking the current one, and revokes every
-// session of the user; the caller starts a fresh one.
-func (s *Store) ChangePassword(ctx context.Context, userID int64, current, next string) error {
+// session of the user; the caller starts a fresh one. The check of the current password
+// is throttled as a sign-in is (ErrThrottled), and shares its allowance.
+func (s *Store) ChangePassword(ctx context.Context, userID int64, current, next, ip string) error {
 	u, err := s.UserByID(ctx, userID)
 	if err != nil {
 		return err
 	}
-	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) != nil {
+	g, err := s.beginGuess(ctx, u.Username, ip, Now())
+	if err != nil {
+		return err
+	}
+	right := bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) == nil
+	s.endGuess(ctx, g, right)
+	if !right {
 		return &FieldError{Field: "current_password", Message: "is not your current password"}
 	}
 	if err := ValidateUser(u.Username, next, u.Role); err != nil {

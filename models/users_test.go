@@ -57,6 +57,8 @@ func TestCreateUserValidation(t *testing.T) {
 		{"short password", "alice", "short", models.RoleViewer, "password"},
 		{"password one below the minimum", "alice", strings.Repeat("p", models.MinPasswordLen-1), models.RoleViewer, "password"},
 		{"password over 72 bytes", "alice", strings.Repeat("p", 73), models.RoleViewer, "password"},
+		{"common password", "alice", "password123", models.RoleViewer, "password"},
+		{"password with the username", "alice", "alice-horse-battery", models.RoleViewer, "password"},
 		{"unknown role", "alice", "long-enough-pw", "root", "role"},
 		{"empty role", "alice", "long-enough-pw", "", "role"},
 	}
@@ -132,7 +134,7 @@ func TestAuthenticate(t *testing.T) {
 	}
 
 	before := models.Now()
-	u, err := s.Authenticate(ctx, "alice", password)
+	u, err := s.Authenticate(ctx, "alice", password, "10.0.0.1")
 	after := models.Now()
 	if err != nil {
 		t.Fatalf("Authenticate with the right password: %v", err)
@@ -159,7 +161,7 @@ func TestAuthenticate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u, err := s.Authenticate(ctx, tt.username, tt.password)
+			u, err := s.Authenticate(ctx, tt.username, tt.password, "10.0.0.1")
 			if !errors.Is(err, models.ErrBadCredentials) {
 				t.Errorf("Authenticate(%q, %q) = %+v, %v; want ErrBadCredentials", tt.username, tt.password, u, err)
 			}
@@ -170,7 +172,7 @@ func TestAuthenticate(t *testing.T) {
 		if _, err := s.SQL().Exec("UPDATE console_users SET disabled = TRUE WHERE id = ?", alice.ID); err != nil {
 			t.Fatal(err)
 		}
-		u, err := s.Authenticate(ctx, "alice", password)
+		u, err := s.Authenticate(ctx, "alice", password, "10.0.0.1")
 		if !errors.Is(err, models.ErrBadCredentials) {
 			t.Errorf("Authenticate of a disabled user with the right password = %+v, %v; want ErrBadCredentials", u, err)
 		}
@@ -195,28 +197,28 @@ func TestChangePassword(t *testing.T) {
 		tokens = append(tokens, tok)
 	}
 
-	err = s.ChangePassword(ctx, u.ID, "not-the-password", newPassword)
+	err = s.ChangePassword(ctx, u.ID, "not-the-password", newPassword, "10.0.0.1")
 	var fe *models.FieldError
 	if !errors.As(err, &fe) || fe.Field != "current_password" {
 		t.Errorf("ChangePassword with a wrong current password: %v, want a FieldError on current_password", err)
 	}
 	// The failed change must have left the sessions alone.
-	if _, _, err := s.SessionUser(ctx, tokens[0]); err != nil {
+	if _, _, err := s.SessionUser(ctx, tokens[0], idle); err != nil {
 		t.Fatalf("session after a failed password change: %v", err)
 	}
 
-	if err := s.ChangePassword(ctx, u.ID, oldPassword, newPassword); err != nil {
+	if err := s.ChangePassword(ctx, u.ID, oldPassword, newPassword, "10.0.0.1"); err != nil {
 		t.Fatalf("ChangePassword: %v", err)
 	}
 	for i, tok := range tokens {
-		if _, _, err := s.SessionUser(ctx, tok); !errors.Is(err, models.ErrNotFound) {
+		if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, models.ErrNotFound) {
 			t.Errorf("session %d after the password change: %v, want ErrNotFound", i, err)
 		}
 	}
 	if n := count(t, s, "SELECT COUNT(*) FROM console_sessions WHERE user_id = ?", u.ID); n != 0 {
 		t.Errorf("%d session rows left for the user, want 0", n)
 	}
-	if _, err := s.Authenticate(ctx, "alice", newPassword); err != nil {
+	if _, err := s.Authenticate(ctx, "alice", newPassword, "10.0.0.1"); err != nil {
 		t.Errorf("Authenticate with the new password: %v", err)
 	}
 }

@@ -138,7 +138,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 }
 
 // housekeeping prunes rows that only matter for a while: expired sessions, idempotency
-// keys past their 24 hours and old login failures. Failures are logged, not returned:
+// keys past their 24 hours and old throttle windows. Failures are logged, not returned:
 // they must not hold up the sweep.
 func (s *Sweeper) housekeeping(ctx context.Context) {
 	if err := s.Store.DeleteExpiredSessions(ctx); err != nil {
@@ -147,7 +147,7 @@ func (s *Sweeper) housekeeping(ctx context.Context) {
 	if _, err := s.Store.DeleteExpiredIdempotencyKeys(ctx); err != nil {
 		s.Log.Warn("sweeper: prune idempotency keys", "error", err)
 	}
-	if err := s.Store.DeleteLoginFailuresBefore(ctx, models.Now().Add(-24*time.Hour)); err != nil {
-		s.Log.Warn("sweeper: prune login failures", "error", err)
+	if err := s.Store.DeleteThrottleWindowsBefore(ctx, models.Now().Add(-24*time.Hour)); err != nil {
+		s.Log.Warn("sweeper: prune throttle windows", "error", err)
 	}
 }

@@ -515,7 +515,7 @@ func UsersPage(p Page, v Users, errs map[string]string) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 53, "\"><label for=\"password\">Initial password <span class=\"hint\">at least 10 characters; tell it to the person, who should change it</span></label> <input type=\"password\" id=\"password\" name=\"password\" required minlength=\"10\" autocomplete=\"new-password\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 53, "\"><label for=\"password\">Initial password <span class=\"hint\">at least 10 characters, hard to guess, without the username; tell it to the person, who should change it</span></label> <input type=\"password\" id=\"password\" name=\"password\" required minlength=\"10\" autocomplete=\"new-password\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

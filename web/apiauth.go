@@ -51,13 +51,16 @@ func (a *apiAuth) require(scope string) gin.HandlerFunc {
 
 func (a *apiAuth) authenticate(c *gin.Context) (*models.APIKey, bool) {
 	secret, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	secret = strings.TrimSpace(secret)
 	if !ok || secret == "" {
+		a.auditFailure(c, "", "no API key")
 		c.Header("WWW-Authenticate", `Bearer realm="herald"`)
 		handlers.APIError(c, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <api key>", "")
 		return nil, false
 	}
-	k, err := a.store.AuthenticateAPIKey(c.Request.Context(), strings.TrimSpace(secret))
+	k, err := a.store.AuthenticateAPIKey(c.Request.Context(), secret)
 	if errors.Is(err, models.ErrNotFound) {
+		a.auditFailure(c, models.APIKeyPrefix(secret), "unknown or revoked API key")
 		c.Header("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
 		handlers.APIError(c, http.StatusUnauthorized, "unauthorized", "the API key is unknown or revoked", "")
 		return nil, false
@@ -70,6 +73,20 @@ func (a *apiAuth) authenticate(c *gin.Context) (*models.APIKey, bool) {
 	c.Set(handlers.APIKeyKey, k)
 	a.touch(k.ID)
 	return k, true
+}
+
+// auditFailure records a refused API key, at most once a minute per key prefix and
+// address: anyone can send wrong keys as fast as they like.
+func (a *apiAuth) auditFailure(c *gin.Context, prefix, reason string) {
+	actor := "apikey:unknown"
+	if prefix != "" {
+		actor = "apikey:hk_" + prefix + "_…"
+	}
+	e := models.AuditEntry{Actor: actor, ActorType: "api_key", Action: "apikey.auth_failed", TargetType: "api_key",
+		TargetID: prefix, Detail: "status 401: " + reason, IP: c.ClientIP()}
+	if _, err := a.store.AuditOnce(c.Request.Context(), e, "apikey "+prefix+" "+c.ClientIP(), time.Minute); err != nil {
+		a.log.Error("audit log write failed", "action", e.Action, "error", err)
+	}
 }
 
 func (a *apiAuth) touch(id int64) {

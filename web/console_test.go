@@ -106,7 +106,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 		Limiter:   tasks.NewLimiter(rdb),
 		Channels:  channels.NewRegistry(sandbox),
 	}
-	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store)
+	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store, 30*time.Minute)
 	h.Sessions = sessions
 	opts := web.Options{Location: loc, Log: log, Redis: redOpt, Metrics: web.NewMetrics(prometheus.NewRegistry(), inspector, store, log)}
 	for _, f := range adjust {

@@ -78,12 +78,14 @@ func withLocation(loc *time.Location) gin.HandlerFunc {
 	}
 }
 
-// loadUser puts the signed-in user, if any, into the context. It does not refuse anyone.
-// What the console answers is for that user's eyes: no browser or proxy may store it.
+// loadUser puts the signed-in user and their session, if any, into the context. It does
+// not refuse anyone.
 func loadUser(s *Sessions, log *slog.Logger) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		// What the console answers is for that user's eyes: no browser or proxy may
+		// store it.
 		c.Header("Cache-Control", "no-store")
-		u, err := s.User(c.Request)
+		sess, u, err := s.Current(c.Request)
 		if err != nil {
 			log.Error("load session", "error", err)
 			handlers.ConsoleUnavailable(c)
@@ -91,6 +93,7 @@ func loadUser(s *Sessions, log *slog.Logger) gin.HandlerFunc {
 		}
 		if u != nil {
 			c.Set(handlers.UserKey, u)
+			c.Set(handlers.SessionKey, sess)
 		}
 		c.Next()
 	}

@@ -102,6 +102,18 @@ func (m *monitoring) serve(c *gin.Context) {
 	m.readOnly.serveHTTP(c)
 }
 
+// auditUnsafe audits every request to Asynqmon other than a GET once it is answered:
+// Asynqmon changes queues (pause, delete, run tasks) where no Herald handler sees it.
+func auditUnsafe(h *handlers.Handlers) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Next()
+		if c.Request.Method != http.MethodGet {
+			target := strings.TrimPrefix(strings.TrimPrefix(c.Request.URL.Path, MonitoringPath), "/api")
+			h.AuditRequest(c, "monitoring."+strings.ToLower(c.Request.Method), "monitoring", target)
+		}
+	}
+}
+
 // Close releases Asynqmon's Redis connections.
 func (m *monitoring) Close() error {
 	m.readOnly.handler.Close()

@@ -84,8 +84,10 @@ var routeRoles = map[string]models.Role{
 }
 
 // unwalked are the routes outside the console's roles: operations endpoints, assets,
-// sign-in and sign-out, and the bearer-key API (tested with API keys elsewhere).
-var unwalked = []string{"/api/", "/static/", "/healthz", "/readyz", "/metrics", "/login", "/logout"}
+// sign-in and sign-out, and the bearer-key API (tested with API keys elsewhere); and
+// signing out everywhere, which would end the walking clients' sessions
+// (TestSessionsPage checks its role).
+var unwalked = []string{"/api/", "/static/", "/healthz", "/readyz", "/metrics", "/login", "/logout", "/sessions/revoke"}
 
 // walkFixtures creates what the routes' parameters name, so each request reaches its
 // handler's real work rather than a 404.

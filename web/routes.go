@@ -53,13 +53,15 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *a
 
 	// Viewers read.
 	viewer := console.Group("/", requireRole(models.RoleViewer))
-	// Asynqmon: read-write for operators and admins, read-only for viewers.
-	viewer.Any(MonitoringPath, mon.serve)
-	viewer.Any(MonitoringPath+"/*path", mon.serve)
+	// Asynqmon: read-write for operators and admins, read-only for viewers; every
+	// request but a GET is audited with its answer.
+	viewer.Any(MonitoringPath, auditUnsafe(h), mon.serve)
+	viewer.Any(MonitoringPath+"/*path", auditUnsafe(h), mon.serve)
 	viewer.GET("/", h.Dashboard)
 	viewer.GET("/dashboard/live", h.DashboardLive)
 	viewer.GET("/password", h.PasswordForm)
 	viewer.POST("/password", h.ChangePassword)
+	viewer.POST("/sessions/revoke", h.SignOutEverywhere)
 	viewer.GET("/batches/:id", h.Batch)
 	viewer.GET("/batches/:id/progress", h.BatchProgress)
 	viewer.GET("/messages", h.Messages)

@@ -1,0 +1,177 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"herald/models"
+)
+
+// statuses sends n requests at once and counts the answers by status code.
+func statuses(n int, send func() int) map[int]int {
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		got = map[int]int{}
+	)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			status := send()
+			mu.Lock()
+			got[status]++
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return got
+}
+
+// auditCount counts the audit entries with an action.
+func (c *console) auditCount(action string) int {
+	c.t.Helper()
+	list, err := c.store.ListAudit(context.Background(), models.AuditFilter{Action: action}, 1000)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return len(list)
+}
+
+func TestParallelWrongPasswordsStopAtTheLimit(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	c.user(viewerUser)
+	const parallel = 30
+	got := statuses(parallel, func() int {
+		resp, _ := c.login("").post("/login", url.Values{"username": {viewerUser}, "password": {"wrong-password"}})
+		return resp.StatusCode
+	})
+	// Every wrong password that reached the check is audited as a failed sign-in: that
+	// many bcrypt comparisons ran.
+	checked := c.auditCount("user.login_failed")
+	if got[http.StatusUnauthorized] != checked || checked < 1 || checked > models.GuessesPerUser ||
+		got[http.StatusUnauthorized]+got[http.StatusTooManyRequests] != parallel {
+		t.Fatalf("%d parallel wrong passwords: answers %v, %d failed sign-ins audited; want at most %d checked (401), the rest refused (429)",
+			parallel, got, checked, models.GuessesPerUser)
+	}
+	a := c.lastAudit("user.login_failed")
+	if a.Actor != viewerUser || a.IP != "127.0.0.1" || !strings.Contains(a.Detail, "401") {
+		t.Errorf("failed sign-in audited as %+v, want the username tried, the address and the result", a)
+	}
+	if a := c.lastAudit("user.login_throttled"); a.Actor != viewerUser || !strings.Contains(a.Detail, "429") {
+		t.Errorf("refused sign-in audited as %+v", a)
+	}
+	if n := c.auditCount("user.login_throttled"); n > 2 {
+		t.Errorf("%d refused sign-ins audited, want one a minute", n)
+	}
+	resp, body := c.login("").post("/login", url.Values{"username": {viewerUser}, "password": {testPassword}})
+	wantStatus(t, "the right password after the limit", resp, body, http.StatusTooManyRequests)
+	wantContains(t, "sign-in page", body, "Too many failed sign-ins")
+}
+
+func TestCurrentPasswordChecksAreThrottled(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	op := c.as(operatorUser)
+	const parallel = 8
+	got := statuses(parallel, func() int {
+		resp, _ := op.post("/password", url.Values{"current_password": {"wrong-password"}, "new_password": {"staple-battery-horse"}})
+		return resp.StatusCode
+	})
+	if got[http.StatusUnprocessableEntity] != c.auditCount("user.password_change_failed") ||
+		got[http.StatusUnprocessableEntity] > models.GuessesPerUser || got[http.StatusTooManyRequests] < parallel-models.GuessesPerUser {
+		t.Fatalf("%d wrong current passwords: answers %v, want at most %d checked (422, audited), the rest refused (429)",
+			parallel, got, models.GuessesPerUser)
+	}
+	resp, body := op.post("/password", url.Values{"current_password": {testPassword}, "new_password": {"staple-battery-horse"}})
+	wantStatus(t, "the right current password after the limit", resp, body, http.StatusTooManyRequests)
+	wantFieldError(t, body, "current_password", "too many wrong passwords")
+	if _, err := c.store.Authenticate(context.Background(), operatorUser, testPassword, "10.9.9.9"); !errors.Is(err, models.ErrThrottled) {
+		t.Errorf("sign-in after the wrong current passwords: %v, want ErrThrottled: the two share the allowance", err)
+	}
+}
+
+func TestWeakPasswordsAreRefusedWithTheReason(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	admin := c.as(adminUser)
+	target := c.user(viewerUser)
+
+	resp, body := c.as(operatorUser).post("/password", url.Values{"current_password": {testPassword}, "new_password": {"password123"}})
+	wantStatus(t, "common new password", resp, body, http.StatusUnprocessableEntity)
+	wantFieldError(t, body, "new_password", "is too easy to guess. This is a very common password")
+
+	resp, body = admin.post("/users", url.Values{"username": {"newbie"}, "role": {"viewer"}, "password": {"newbie-horse-battery"}})
+	wantStatus(t, "password with the username", resp, body, http.StatusUnprocessableEntity)
+	wantFieldError(t, body, "password", "must not contain the username")
+
+	resp, body = admin.post(fmt.Sprintf("/users/%d/password", target.ID), url.Values{"password": {"qwertyuiop12"}})
+	wantStatus(t, "reset to a keyboard row", resp, body, http.StatusUnprocessableEntity)
+	wantContains(t, "user list", body, "New password for vera: password is too easy to guess. This is similar to a commonly used password")
+}
+
+func TestSessionsPage(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := context.Background()
+	u := c.user(operatorUser)
+	here, there := c.login(operatorUser), c.login(operatorUser)
+
+	resp, body := here.get("/password")
+	wantStatus(t, "GET /password", resp, body, http.StatusOK)
+	if strings.Count(body, `data-session="current"`) != 1 || strings.Count(body, `data-session="other"`) != 1 {
+		t.Fatalf("the sessions list should show this session and the other one:\n%s", body)
+	}
+	wantContains(t, "sessions list", body, "Go-http-client", "127.0.0.1", "this session", `action="/sessions/revoke"`)
+
+	t.Run("an idle session ends", func(t *testing.T) {
+		idle := c.login(operatorUser)
+		// The session the client holds is the newest one of the user.
+		list, err := c.store.UserSessions(ctx, u.ID, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		newest := list[0]
+		for _, s := range list {
+			if s.CreatedAt.After(newest.CreatedAt) {
+				newest = s
+			}
+		}
+		if _, err := c.store.SQL().Exec("UPDATE console_sessions SET last_seen_at = ? WHERE id = ?", models.Now().Add(-31*time.Minute), newest.ID); err != nil {
+			t.Fatal(err)
+		}
+		resp, _ := idle.get("/")
+		if loc := resp.Header.Get("Location"); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/login") {
+			t.Errorf("a session unused for 31 minutes: %d to %q, want 303 to /login", resp.StatusCode, loc)
+		}
+		if resp, _ := here.get("/"); resp.StatusCode != http.StatusOK {
+			t.Errorf("a session in use: %d, want 200", resp.StatusCode)
+		}
+	})
+
+	t.Run("sign out everywhere", func(t *testing.T) {
+		resp, body := c.login("").post("/sessions/revoke", nil)
+		wantRedirect(t, "anonymous sign out everywhere", resp, body, "/login?next=")
+		resp, body = here.post("/sessions/revoke", nil)
+		wantRedirect(t, "sign out everywhere", resp, body, "/login")
+		for name, cl := range map[string]*client{"this browser": here, "the other browser": there} {
+			if resp, _ := cl.get("/"); resp.StatusCode != http.StatusSeeOther {
+				t.Errorf("%s after signing out everywhere: %d, want 303 to /login", name, resp.StatusCode)
+			}
+		}
+		if n, _ := c.store.SessionCount(ctx, u.ID); n != 0 {
+			t.Errorf("%d sessions left", n)
+		}
+		if a := c.lastAudit("user.logout_everywhere"); a.Actor != operatorUser {
+			t.Errorf("audit %+v", a)
+		}
+	})
+}
