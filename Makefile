@@ -4,7 +4,7 @@ BIN     := bin/herald
 PKGS    := ./...
 GOFILES  = $(shell git ls-files '*.go' | grep -v '_templ.go$$')
 
-.PHONY: run build test lint generate check-generate bench clean
+.PHONY: run build test lint vuln generate check-generate bench clean
 
 ## build: compile the herald binary into bin/
 build:
@@ -27,6 +27,10 @@ check-generate: generate
 lint:
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $(GOFILES))" || (echo "gofmt would change:" && gofmt -l $(GOFILES) && exit 1)
+
+## vuln: known vulnerabilities in the dependencies (needs vuln.go.dev, so not in lint)
+vuln:
+	$(GO) run golang.org/x/vuln/cmd/govulncheck@v1.9.0 $(PKGS)
 
 ## test: generated code in sync, lint, and every test with the race detector. Set
 ## HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL to run against MySQL and Redis.
