@@ -47,19 +47,33 @@ func heraldBinary(t testing.TB) string {
 }
 
 // startWorkers starts n `herald serve --role worker` processes and stops them at the end.
-func startWorkers(t *testing.T, env map[string]string, n int, extra ...string) []*exec.Cmd {
+func startWorkers(t *testing.T, env map[string]string, n int, extra ...string) []*process {
 	t.Helper()
-	var cmds []*exec.Cmd
+	var procs []*process
 	for range n {
 		// Each worker serves /healthz, /readyz and /metrics on a port of its own.
-		cmds = append(cmds, startRole(t, env, "worker", append([]string{"HERALD_ADDR=127.0.0.1:0"}, extra...)...))
+		procs = append(procs, startRole(t, env, "worker", append([]string{"HERALD_ADDR=127.0.0.1:0"}, extra...)...))
 	}
-	return cmds
+	return procs
+}
+
+// process is a Herald process started by a test. One goroutine waits for it, so the
+// test and the cleanup can both wait without racing.
+type process struct {
+	*exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Wait waits for the process to exit and returns how it ended.
+func (p *process) Wait() error {
+	<-p.done
+	return p.err
 }
 
 // startRole starts `herald serve --role role` as a process of its own, with env plus the
 // extra KEY=value settings, and stops it with SIGTERM at the end of the test.
-func startRole(t *testing.T, env map[string]string, role string, extra ...string) *exec.Cmd {
+func startRole(t *testing.T, env map[string]string, role string, extra ...string) *process {
 	t.Helper()
 	cmd := exec.Command(heraldBinary(t), "serve", "--role", role)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
@@ -72,20 +86,21 @@ func startRole(t *testing.T, env map[string]string, role string, extra ...string
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	p := &process{Cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
 		select {
-		case <-done:
+		case <-p.done:
 		case <-time.After(30 * time.Second):
 			_ = cmd.Process.Kill()
+			<-p.done
 		}
 		if t.Failed() && stderr.Len() > 0 {
 			t.Logf("%s process output:\n%s", role, lastLines(stderr.String(), 20))
 		}
 	})
-	return cmd
+	return p
 }
 
 // lastLines returns the last n lines of s.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -248,7 +247,7 @@ func (r *faultRig) flushRedis(t *testing.T) {
 // splitRolesMidRun starts Herald as an operator splits it (two worker processes, a
 // scheduler and a web process, on MySQL and Redis), submits 2,000 messages and returns
 // once 300 of them are sent, with the rig pointed at the web process.
-func splitRolesMidRun(t *testing.T) (*faultRig, []*exec.Cmd, []string) {
+func splitRolesMidRun(t *testing.T) (*faultRig, []*process, []string) {
 	t.Helper()
 	env := testEnv(t)
 	if env["HERALD_MYSQL_DSN"] == "" || env["HERALD_REDIS_URL"] == "" {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net/http"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -25,18 +24,17 @@ func TestRolesStartTogetherOnAFreshDatabase(t *testing.T) {
 	for i := range roles {
 		addrs[i] = freeAddr(t)
 	}
-	procs := make([]*exec.Cmd, len(roles))
+	procs := make([]*process, len(roles))
 	for i, role := range roles {
 		procs[i] = startRole(t, env, role, "HERALD_ADDR="+addrs[i])
 	}
-	exited := make(chan int, len(procs))
+	time.Sleep(5 * time.Second)
 	for i, p := range procs {
-		go func() { _ = p.Wait(); exited <- i }()
-	}
-	select {
-	case i := <-exited:
-		t.Fatalf("the %s process exited: %v", roles[i], procs[i].ProcessState)
-	case <-time.After(5 * time.Second):
+		select {
+		case <-p.done:
+			t.Fatalf("the %s process exited: %v", roles[i], p.err)
+		default:
+		}
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
 	for i, addr := range addrs {

@@ -24,7 +24,7 @@ type Sender struct {
 	// CallTimeout bounds one provider call.
 	CallTimeout time.Duration
 	// Lease is how long a claim holds without a heartbeat before the sweeper may assume
-	// the worker died. KeepLeases renews the leases of held claims every Lease/3.
+	// the worker died. KeepLeases renews the leases of held claims every Lease/4.
 	Lease time.Duration
 	// Limiter enforces account limits; nil sends unlimited.
 	Limiter *Limiter
@@ -89,7 +89,9 @@ const (
 
 // DefaultLease is how long a claim outlives its worker's last heartbeat. It does not
 // depend on the call timeout: a live worker renews its leases however long a call takes.
-const DefaultLease = 10 * time.Second
+// Renewals come every Lease/4, so a busy database can delay or lose two of them before a
+// live worker's claim could be taken for a dead one's (and its message sent twice).
+const DefaultLease = 20 * time.Second
 
 // NewSender returns a send handler with the default policy and lease. Run KeepLeases
 // beside it for as long as it handles tasks.
@@ -127,12 +129,13 @@ func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 	return out
 }
 
-// KeepLeases renews the leases of every claim this worker holds, every Lease/3, with one
+// KeepLeases renews the leases of every claim this worker holds, every Lease/4, with one
 // UPDATE for all of them, until ctx ends. A worker that dies stops renewing, and the
 // sweeper's recovery finds its claims within a lease and a few seconds. Stop it only
 // after the worker has finished its tasks.
 func (s *Sender) KeepLeases(ctx context.Context) {
-	t := time.NewTicker(s.Lease / 3)
+	every := s.Lease / 4
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
@@ -144,7 +147,7 @@ func (s *Sender) KeepLeases(ctx context.Context) {
 		if len(ids) == 0 {
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, s.Lease/3)
+		rctx, cancel := context.WithTimeout(ctx, every)
 		_, err := s.Store.RenewLeases(rctx, ids, tokens, models.Now().Add(s.Lease))
 		cancel()
 		if err != nil {
