@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -147,6 +148,7 @@ func (s *Sender) KeepLeases(ctx context.Context) {
 		if len(ids) == 0 {
 			continue
 		}
+		slices.Sort(ids) // the order InnoDB locks them in anyway
 		rctx, cancel := context.WithTimeout(ctx, every)
 		_, err := s.Store.RenewLeases(rctx, ids, tokens, models.Now().Add(s.Lease))
 		cancel()
@@ -259,6 +261,10 @@ func (s *Sender) failure(m *models.Message, acct *models.Account, ce *channels.E
 
 // finish records the outcome and tells Asynq whether and when to run the task again.
 func (s *Sender) finish(m *models.Message, o models.Outcome) error {
+	// The heartbeat leaves a finishing claim alone: its row is locked by the finish's
+	// transaction, and a renewal waiting on (or deadlocking with) it would delay every
+	// other renewal. The lease has most of its time left; the finish takes milliseconds.
+	s.held.drop(m.ID)
 	// Recorded with the batch's own context, not the task's: the provider call has
 	// already happened, and a shutdown must not lose its outcome.
 	if err := s.finishes.do(models.Finish{Message: m, Outcome: o}); err != nil {
