@@ -34,8 +34,11 @@ vuln:
 
 ## test: generated code in sync, lint, and every test with the race detector. Set
 ## HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL to run against MySQL and Redis.
+## Packages run one at a time (-p 1): the rate-limit oracle and the stress tests judge
+## timing across processes, and a browser test package running beside them on a small
+## machine starves them of CPU.
 test: check-generate lint
-	$(GO) test -race -count=1 -timeout 18m $(PKGS)
+	$(GO) test -race -count=1 -p 1 -timeout 18m $(PKGS)
 
 ## bench: the pipeline benchmark on MySQL and Redis, the burst mix in both modes, the
 ## embedded drain as the database grows, plus micro-benchmarks (results in
