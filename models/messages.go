@@ -581,7 +581,7 @@ func (s *Store) RenewLeases(ctx context.Context, ids, tokens []string, leaseUnti
 	}
 	res := s.db.WithContext(ctx).Model(&Message{}).
 		Where("id IN ? AND status = ? AND claim_token IN ?", ids, StatusSending, tokens).
-		Updates(map[string]any{"lease_until": leaseUntil.UTC()})
+		UpdateColumn("lease_until", leaseUntil.UTC()) // not updated_at: it dates the claim
 	if res.Error != nil {
 		return 0, fmt.Errorf("models: renew leases: %w", res.Error)
 	}

@@ -485,6 +485,10 @@ func TestRenewLeasesKeepsLiveClaims(t *testing.T) {
 	if _, err := f.store.ClaimForSending(ctx, takenOver.ID, models.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
+	claimedAt, err := f.store.MessageByID(ctx, held.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
 	until := models.Now().Add(10 * time.Second)
 	n, err := f.store.RenewLeases(ctx, []string{held.ID, takenOver.ID}, []string{token}, until)
 	if err != nil {
@@ -506,6 +510,9 @@ func TestRenewLeasesKeepsLiveClaims(t *testing.T) {
 	}
 	if got.LeaseUntil == nil || !got.LeaseUntil.Equal(until.UTC()) {
 		t.Errorf("renewed lease %v, want %v", got.LeaseUntil, until)
+	}
+	if !got.UpdatedAt.Equal(claimedAt.UpdatedAt) {
+		t.Errorf("renewal moved updated_at from %v to %v; it dates the claim", claimedAt.UpdatedAt, got.UpdatedAt)
 	}
 }
 
