@@ -65,10 +65,11 @@ func envInt(name string, def int) int {
 // benchNoop enqueues n no-op tasks and reports how fast a 50-goroutine Asynq server
 // with the same settings as Herald's worker processes them.
 func benchNoop(b *testing.B, n int) float64 {
-	opt, err := tasks.RedisOpt(testenv.RedisURL(b))
+	red, err := tasks.ParseRedisURL(testenv.RedisURL(b))
 	if err != nil {
 		b.Fatal(err)
 	}
+	opt := red.Asynq()
 	enq := tasks.NewEnqueuer(opt)
 	defer enq.Close()
 	var wg sync.WaitGroup

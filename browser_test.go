@@ -176,7 +176,7 @@ func TestBrowserAsynqmonReadOnlyForViewers(t *testing.T) {
 			t.Errorf("viewer action %d answered %d, want 405 (read-only)", i, s)
 		}
 	}
-	inspector := asynq.NewInspector(h.app.redOpt)
+	inspector := asynq.NewInspector(h.app.red.Asynq())
 	defer inspector.Close()
 	if info, err := inspector.GetQueueInfo("normal"); err != nil || info.Paused || info.Scheduled != 1 {
 		t.Errorf("normal queue after the viewer's attempts: %+v %v; want unpaused with its scheduled task", info, err)

@@ -88,8 +88,11 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 	if err != nil {
 		b.Fatal(err)
 	}
-	opt, _ := tasks.RedisOpt(redis.URL())
-	enq := tasks.NewEnqueuer(opt)
+	red, err := tasks.ParseRedisURL(redis.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	enq := tasks.NewEnqueuer(red.Asynq())
 	d := &dispatch.Dispatcher{Store: store, Enqueuer: enq, Log: newLogger(cfg, nil), Location: cfg.Location}
 	submit := func(n int, text string) {
 		for start := 0; start < n; start += len(ids) {

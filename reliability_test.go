@@ -15,6 +15,7 @@ import (
 	"herald/dispatch"
 	"herald/models"
 	"herald/simulator"
+	"herald/tasks"
 )
 
 // faultRig is Herald plus a simulator reachable over real HTTP, with one Tianyuan
@@ -390,5 +391,43 @@ func TestAccountRetryPolicyApplies(t *testing.T) {
 	}
 	if got := rig.sim.Stats().Requests; got != int64(len(ids)) {
 		t.Errorf("the platform saw %d calls for %d messages allowed no retry", got, len(ids))
+	}
+}
+
+// TestTasksOfOneMessageSendOnce runs many tasks for one message at once, as after a
+// failover when the sweeper's second task meets a stale one, among a crowd of other
+// messages so that the worker claims them in shared batches: the message must still
+// reach the platform once.
+func TestTasksOfOneMessageSendOnce(t *testing.T) {
+	env := testEnv(t)
+	rig := newFaultRig(t, env, 300, simulator.Faults{Latency: simulator.Duration(20 * time.Millisecond)})
+	// Everything comes due in the same second, so the worker takes it up together.
+	at := time.Now().Add(2 * time.Second)
+	res, err := rig.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+		Account: rig.account.Name, Recipients: rig.people, Text: "once", SendAt: &at})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	var jobs []tasks.Job
+	for _, m := range res.Messages {
+		ids = append(ids, m.ID)
+		for i := range 3 {
+			jobs = append(jobs, tasks.Job{MessageID: m.ID, Replaces: fmt.Sprint(i), Priority: "normal", ProcessAt: at})
+		}
+	}
+	if n, err := rig.h.app.enq.Enqueue(context.Background(), jobs); err != nil || n != len(jobs) {
+		t.Fatalf("enqueued %d of %d extra tasks: %v", n, len(jobs), err)
+	}
+	rig.waitTerminal(t, len(ids), time.Minute)
+	if dups := rig.checkNoLoss(t, ids); dups != 0 {
+		t.Errorf("%d messages reached the platform more than once", dups)
+	}
+	var attempts int
+	if err := rig.h.app.store.SQL().QueryRow("SELECT COUNT(*) FROM attempts").Scan(&attempts); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != len(ids) {
+		t.Errorf("%d attempts recorded for %d sends", attempts, len(ids))
 	}
 }

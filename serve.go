@@ -58,19 +58,19 @@ func serveCommand(ctx context.Context, args []string, getenv config.Getenv, stdo
 
 // app is one running Herald process.
 type app struct {
-	cfg    *config.Config
-	role   string
-	log    *slog.Logger
-	store  *models.Store
-	redis  *tasks.EmbeddedRedis // nil unless embedded
-	redOpt asynq.RedisConnOpt
-	rdb    *redis.Client // for the rate limiter
-	enq    *tasks.Enqueuer
-	insp   *asynq.Inspector // the process's one view of Asynq's queues
-	reg    *prometheus.Registry
-	stats  *models.Stats
-	sim    *simulator.Simulator
-	http   *http.Server
+	cfg   *config.Config
+	role  string
+	log   *slog.Logger
+	store *models.Store
+	redis *tasks.EmbeddedRedis  // nil unless embedded
+	red   *tasks.Redis          // every Redis connection is made from it
+	rdb   redis.UniversalClient // for the rate limiter
+	insp  *asynq.Inspector      // for the dashboard and the sweeper
+	enq   *tasks.Enqueuer
+	reg   *prometheus.Registry
+	stats *models.Stats
+	sim   *simulator.Simulator
+	http  *http.Server
 	// listener, when set before run, is where the HTTP server listens (tests use a random port).
 	listener net.Listener
 	// sweepGrace is how long past due a message must be before the sweeper re-enqueues it.
@@ -91,29 +91,22 @@ func start(ctx context.Context, cfg *config.Config, role string, log *slog.Logge
 		store.Close()
 		return nil, err
 	}
-	redisURL := cfg.RedisURL
+	a.red = cfg.Redis
 	if cfg.EmbeddedRedis() {
 		if a.redis, err = tasks.StartEmbeddedRedis(cfg.RedisPassword); err != nil {
 			store.Close()
 			return nil, err
 		}
-		redisURL = a.redis.URL()
-	}
-	if a.redOpt, err = tasks.RedisOpt(redisURL); err != nil {
-		a.close()
-		return nil, err
-	}
-	ropt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		a.close()
-		return nil, err
+		if a.red, err = tasks.ParseRedisURL(a.redis.URL()); err != nil {
+			a.close()
+			return nil, err
+		}
 	}
 	// One connection per worker goroutine at most, so a limiter check never queues
 	// for a connection (the default pool is 10 per CPU).
-	ropt.PoolSize = max(ropt.PoolSize, cfg.WorkerConcurrency+10)
-	a.rdb = redis.NewClient(ropt)
-	a.enq = tasks.NewEnqueuer(a.redOpt)
-	a.insp = asynq.NewInspector(a.redOpt)
+	a.rdb = a.red.NewClient(cfg.WorkerConcurrency + 10)
+	a.enq = tasks.NewEnqueuer(a.red.Asynq())
+	a.insp = asynq.NewInspector(a.red.Asynq())
 	a.stats = store.NewStats()
 	a.reg = prometheus.NewRegistry()
 	a.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -200,10 +193,11 @@ func (a *app) run(ctx context.Context) error {
 		send := tasks.NewSender(a.store, reg, a.log, a.cfg.SendTimeout)
 		send.Limiter = tasks.NewLimiter(a.rdb)
 		send.Limiter.Margin = a.limitMargin
+		send.Limiter.Replicas = a.red.AdmissionReplicas()
 		send.Metrics = tasks.NewMetrics(a.reg)
 		send.Stats = a.stats
 		sweep := a.sweeper()
-		srv, mux := tasks.NewWorker(a.redOpt, tasks.WorkerOptions{Concurrency: a.cfg.WorkerConcurrency,
+		srv, mux := tasks.NewWorker(a.red.Asynq(), tasks.WorkerOptions{Concurrency: a.cfg.WorkerConcurrency,
 			TaskCheckInterval: a.cfg.TaskCheckInterval, Log: a.log}, send, sweep)
 		if err := srv.Start(mux); err != nil {
 			return fmt.Errorf("serve: start worker: %w", err)
@@ -215,7 +209,7 @@ func (a *app) run(ctx context.Context) error {
 		g.Go(func() error { <-ctx.Done(); srv.Shutdown(); stopBeat(); return nil })
 	}
 	if runScheduler {
-		sch, err := tasks.NewScheduler(a.redOpt, a.log)
+		sch, err := tasks.NewScheduler(a.red.Asynq(), a.log)
 		if err != nil {
 			return err
 		}
@@ -240,7 +234,7 @@ func (a *app) run(ctx context.Context) error {
 	statsDone := make(chan struct{})
 	go func() { a.stats.Run(ctx, time.Second, a.log); close(statsDone) }()
 	defer func() { <-statsDone }()
-	opts := web.Options{Location: a.cfg.Location, Log: a.log, Redis: a.redOpt,
+	opts := web.Options{Location: a.cfg.Location, Log: a.log, Redis: a.red.Asynq(),
 		Metrics: web.NewMetrics(a.reg, a.insp, a.store, a.log), MetricsToken: a.cfg.MetricsToken}
 	var handler http.Handler
 	if runWeb {
@@ -302,6 +296,9 @@ func (a *app) close() {
 	}
 	if a.enq != nil {
 		a.enq.Close()
+	}
+	if a.insp != nil {
+		a.insp.Close()
 	}
 	if a.rdb != nil {
 		a.rdb.Close()

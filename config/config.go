@@ -16,16 +16,19 @@ import (
 	_ "time/tzdata" // HERALD_TIMEZONE must resolve on hosts without a zoneinfo database
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/redis/go-redis/v9"
+
+	"herald/tasks"
 )
 
 // Config is Herald's whole configuration. It is built once by Load and passed down;
 // nothing reads the environment after that.
 type Config struct {
-	Addr              string
-	DataDir           string
-	MySQLDSN          string
-	RedisURL          string
+	Addr     string
+	DataDir  string
+	MySQLDSN string
+	RedisURL string
+	// Redis is RedisURL parsed; nil when Herald runs its own in-process Redis.
+	Redis             *tasks.Redis
 	Location          *time.Location
 	SessionSecret     []byte
 	SecretKey         []byte
@@ -112,8 +115,9 @@ func Load(getenv Getenv) (*Config, error) {
 		}
 	}
 	if c.RedisURL != "" {
-		if _, err := redis.ParseURL(c.RedisURL); err != nil {
-			return nil, &Error{"HERALD_REDIS_URL", "cannot parse: " + err.Error()}
+		var err error
+		if c.Redis, err = tasks.ParseRedisURL(c.RedisURL); err != nil {
+			return nil, &Error{"HERALD_REDIS_URL", strings.TrimPrefix(err.Error(), "tasks: redis url: ")}
 		}
 	}
 	tz := orDefault(getenv("HERALD_TIMEZONE"), "Asia/Shanghai")

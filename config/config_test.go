@@ -33,6 +33,7 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"dsn without database", map[string]string{"HERALD_MYSQL_DSN": "herald:pw@tcp(127.0.0.1:3306)/?parseTime=true"}, "HERALD_MYSQL_DSN"},
 		{"dsn without parseTime", map[string]string{"HERALD_MYSQL_DSN": "herald:pw@tcp(127.0.0.1:3306)/herald?charset=utf8mb4"}, "HERALD_MYSQL_DSN"},
 		{"unparsable redis url", map[string]string{"HERALD_REDIS_URL": "http://x"}, "HERALD_REDIS_URL"},
+		{"sentinel url without master", map[string]string{"HERALD_REDIS_URL": "redis+sentinel://s1:26379,s2:26379"}, "HERALD_REDIS_URL"},
 		{"unknown time zone", map[string]string{"HERALD_TIMEZONE": "Mars/Base"}, "HERALD_TIMEZONE"},
 		{"negative concurrency", map[string]string{"HERALD_WORKER_CONCURRENCY": "-3"}, "HERALD_WORKER_CONCURRENCY"},
 		{"zero concurrency", map[string]string{"HERALD_WORKER_CONCURRENCY": "0"}, "HERALD_WORKER_CONCURRENCY"},

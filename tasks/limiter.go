@@ -36,6 +36,14 @@ type Limiter struct {
 	script *redis.Script
 	// Margin widens every window.
 	Margin time.Duration
+	// Replicas is how many replicas must hold an admission before it is used; 0 uses it
+	// at once. Under Sentinel a failover promotes a replica while clients still write
+	// to the old master for a second or two, and what they write there is lost: a call
+	// admitted there would vanish from the logs and the new master would admit its
+	// capacity again. With Replicas 1 such an admission, never acknowledged, is taken
+	// back and refused (WindowUnreplicated). Only for a client of one master: a Cluster
+	// client would send the WAIT to a random node.
+	Replicas int
 }
 
 //go:embed limiter.lua
@@ -96,6 +104,10 @@ type Decision struct {
 // WindowLate names a refusal of an admission that reached the worker too late to use.
 const WindowLate = "late_admission"
 
+// WindowUnreplicated names a refusal of an admission that no replica acknowledged in
+// time (see Limiter.Replicas).
+const WindowUnreplicated = "unreplicated_admission"
+
 // priorityRank orders priorities for the limiter: lower is more urgent.
 var priorityRank = map[string]int{"high": 0, "normal": 1, "low": 2}
 
@@ -109,7 +121,8 @@ var priorityRank = map[string]int{"high": 0, "normal": 1, "low": 2}
 // connection), the call could reach the platform outside the margin the windows were
 // widened by: such an admission is taken back out of the logs and reported as refused
 // (WindowLate), to be asked for again. Removing a call that is never made cannot let a
-// window exceed its limit.
+// window exceed its limit. Likewise an admission that not enough replicas acknowledged
+// in that time (see Replicas).
 func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Limits, recipient, priority, token string) (Decision, error) {
 	aw, rw := accountWindows(limits), recipientWindows(limits)
 	if len(aw) == 0 && len(rw) == 0 {
@@ -127,21 +140,28 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 		args = append(args, (w.len + l.Margin).Microseconds(), w.limit)
 	}
 	asked := time.Now()
-	res, err := l.script.Run(ctx, l.rdb, keys, args...).Int64Slice()
+	res, replicated, err := l.run(ctx, keys, args)
 	if err != nil {
 		return Decision{}, fmt.Errorf("tasks: rate limiter: %w", err)
 	}
 	if res[0] == 1 {
-		if time.Since(asked) <= l.Margin/2 {
+		late := time.Since(asked) > l.Margin/2
+		if !late && replicated >= l.Replicas {
 			return Decision{Allowed: true}, nil
+		}
+		window := WindowLate
+		if replicated < l.Replicas {
+			window = WindowUnreplicated
 		}
 		pipe := l.rdb.Pipeline()
 		pipe.ZRem(ctx, keys[0], member)
 		pipe.ZRem(ctx, keys[1], member)
-		if _, err := pipe.Exec(ctx); err != nil {
+		// A master that lost its replicas may refuse the removal, or lose it with the
+		// rest it never replicated: neither can let a window exceed its limit.
+		if _, err := pipe.Exec(ctx); err != nil && late {
 			return Decision{}, fmt.Errorf("tasks: rate limiter: taking back a late admission: %w", err)
 		}
-		return Decision{Wait: l.Margin, Window: WindowLate}, nil
+		return Decision{Wait: l.Margin, Window: window}, nil
 	}
 	d := Decision{Wait: time.Duration(res[1]) * time.Microsecond}
 	switch i := int(res[2]); {
@@ -155,10 +175,43 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 	return d, nil
 }
 
+// run runs the limiter script and, when admissions must be held by replicas, WAIT in
+// the same round trip on the same connection. It returns the script's answer and how
+// many replicas acknowledged it.
+func (l *Limiter) run(ctx context.Context, keys []string, args []any) ([]int64, int, error) {
+	if l.Replicas == 0 {
+		res, err := l.script.Run(ctx, l.rdb, keys, args...).Int64Slice()
+		return res, 0, err
+	}
+	for loaded := false; ; loaded = true {
+		pipe := l.rdb.Pipeline()
+		eval := pipe.EvalSha(ctx, l.script.Hash(), keys, args...)
+		// WAIT's timeout 0 would block for ever.
+		wait := pipe.Do(ctx, "WAIT", l.Replicas, max(l.Margin/2, time.Millisecond).Milliseconds())
+		_, _ = pipe.Exec(ctx)
+		if err := eval.Err(); redis.HasErrorPrefix(err, "NOSCRIPT") && !loaded {
+			if err := l.script.Load(ctx, l.rdb).Err(); err != nil {
+				return nil, 0, err
+			}
+			continue
+		}
+		res, err := eval.Int64Slice()
+		if err != nil {
+			return nil, 0, err
+		}
+		n, err := wait.Int()
+		if err != nil {
+			return nil, 0, err
+		}
+		return res, n, nil
+	}
+}
+
 // limiterKeys are an account's call log, a recipient's call log and the account's
-// waiting flags.
+// waiting flags. The account id in braces is a Redis Cluster hash tag: every key one
+// script call touches is in the account's slot, so the script runs on one node.
 func limiterKeys(accountID int64, recipient string) []string {
-	base := "herald:lim:" + strconv.FormatInt(accountID, 10)
+	base := "herald:lim:{" + strconv.FormatInt(accountID, 10) + "}"
 	return []string{base + ":log", base + ":r:" + recipient, base + ":waiting"}
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/hibiken/asynq"
 )
 
 // EmbeddedRedis is an in-process Redis for the single-node default install. It keeps
@@ -69,13 +68,4 @@ func (e *EmbeddedRedis) FlushAll() { e.mr.FlushAll() }
 func (e *EmbeddedRedis) Close() {
 	close(e.stop)
 	e.mr.Close()
-}
-
-// RedisOpt parses a redis:// URL into Asynq's connection option.
-func RedisOpt(url string) (asynq.RedisConnOpt, error) {
-	opt, err := asynq.ParseRedisURI(url)
-	if err != nil {
-		return nil, fmt.Errorf("tasks: redis url: %w", err)
-	}
-	return opt, nil
 }

@@ -104,7 +104,9 @@ func NewSender(store *models.Store, reg *channels.Registry, log *slog.Logger, ca
 	return s
 }
 
-// claimBatch claims a batch of messages under one lease.
+// claimBatch claims a batch of messages under one lease. A message can be in a batch
+// twice, when two of its tasks run at once (the sweeper's second task beside a stale
+// one): one claim covers both, so only its first task gets it.
 func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 	out := make([]claimResult, len(ids))
 	lease := models.Now().Add(s.Lease)
@@ -119,7 +121,10 @@ func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 			out[i].err = err
 		case m == nil:
 			out[i].err = models.ErrNotFound
-		case !m.Claimed(token) || given[id]:
+		case given[id]:
+			held := *m // the claiming task's handler owns m
+			out[i] = claimResult{m: &held, err: models.ErrStateChanged}
+		case !m.Claimed(token):
 			out[i] = claimResult{m: m, err: models.ErrStateChanged}
 		default:
 			out[i].m = m
@@ -277,20 +282,28 @@ func (s *Sender) finish(m *models.Message, o models.Outcome) error {
 	return nil
 }
 
-// notClaimed decides what a task does when its message was not claimable.
+// notClaimed decides what a task does when its message was not claimable. A message
+// can have two tasks (the sweeper's second beside one a failover left stale), so a task
+// lets go only of a finished message: another task of it may hold it now and stop
+// holding it without carrying it on.
 func notClaimed(m *models.Message) error {
 	now := models.Now()
 	switch {
 	case m == nil || m.Status.Terminal():
 		return nil
 	case m.Status == models.StatusSending && m.LeaseUntil != nil:
-		// Another worker holds it; look again after its lease in case that worker died.
-		return &retryError{delay: m.LeaseUntil.Sub(now) + time.Second, reason: "claimed elsewhere"}
+		// Another task holds it, usually for a second or two; if its worker died, the
+		// lease ends and the message can be claimed again.
+		return &retryError{delay: min(m.LeaseUntil.Sub(now)+time.Second, recheckClaimed), reason: "claimed elsewhere"}
 	case m.NextAttemptAt != nil && m.NextAttemptAt.After(now):
 		return &retryError{delay: m.NextAttemptAt.Sub(now), reason: "not due"}
 	}
-	return nil
+	// Due and free: another task claimed and released it between our claim and our read.
+	return &retryError{delay: time.Second, reason: "released meanwhile"}
 }
+
+// recheckClaimed is how often a task looks again at a message another task holds.
+const recheckClaimed = 5 * time.Second
 
 // setHealth records an account's health and drops it from the cache so the next message
 // sees the change.

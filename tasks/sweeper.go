@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -13,7 +14,16 @@ import (
 )
 
 // Sweeper keeps MySQL and Redis in step: it returns messages whose worker died to failed,
-// and re-enqueues due messages whose task Redis no longer has. It makes Redis disposable.
+// and re-enqueues due messages whose task Redis no longer has, or holds as active with
+// no worker on it. It makes Redis disposable.
+//
+// The second case follows a Redis failover: a worker's "done" or "retry" for a task that
+// reached the old master after the replica was promoted is lost, and the new master
+// keeps the task active until Asynq's lease recovery, one to two minutes later. A due
+// message that is pending or failed in the database is not being worked on, so its
+// active task is stale: the sweeper enqueues the message again under a second task id.
+// Should the stale task run after all, the claim in the database sends it only once.
+// The second task may go stale in turn; the next sweep then adds a third.
 type Sweeper struct {
 	Store    *models.Store
 	Enqueuer *Enqueuer
@@ -21,7 +31,8 @@ type Sweeper struct {
 	// Inspector, when set, lets Recover find send tasks that a dead worker took from the
 	// queue but had not claimed yet (their messages are still pending, so no lease of
 	// Herald's expires): Asynq marks them orphaned when its own 30 s lease runs out, and
-	// its recoverer would retry them up to a minute and a half after that.
+	// its recoverer would retry them up to a minute and a half after that. The full sweep
+	// uses it to find due messages whose task a Redis failover left active.
 	Inspector *asynq.Inspector
 	// Grace is how long past due a message must be before the sweeper looks at it, so it
 	// does not race a task that is about to run anyway.
@@ -46,6 +57,13 @@ func (s *Sweeper) ProcessTask(ctx context.Context, t *asynq.Task) error {
 // enqueues each again at once under a task id of its own, so they do not wait for Asynq
 // to notice the dead worker. It reports how many it re-enqueued.
 func (s *Sweeper) Recover(ctx context.Context) (int, error) {
+	sends, err := s.activeSends()
+	return s.recover(ctx, sends, err)
+}
+
+// recover is Recover with the active send tasks already listed (listErr, if they could
+// not all be read).
+func (s *Sweeper) recover(ctx context.Context, sends []activeSend, listErr error) (int, error) {
 	released, err := s.Store.ReleaseExpiredLeases(ctx)
 	if len(released) > 0 {
 		s.Log.Warn("sweeper: released expired claims; their attempts are recorded as unknown", "count", len(released))
@@ -55,60 +73,47 @@ func (s *Sweeper) Recover(ctx context.Context) (int, error) {
 	for i, r := range released {
 		jobs[i] = Job{MessageID: r.ID, Priority: r.Priority, ProcessAt: now, Replaces: r.ExpiredToken}
 	}
-	orphans, oerr := s.orphanedSends(now)
-	jobs = append(jobs, orphans...)
+	jobs = append(jobs, s.orphanedSends(sends, now)...)
 	// Released rows are failed and due: if enqueueing fails, the full sweep finds them.
 	n, qerr := s.Enqueuer.Enqueue(ctx, jobs)
-	return n, errors.Join(err, oerr, qerr)
+	return n, errors.Join(err, listErr, qerr)
 }
 
 // orphanedSends returns a replacement job for every send task Asynq reports orphaned.
 // The replacement's task id is fixed by the orphan's, so later passes that still see the
 // orphan do not enqueue it again while the replacement waits.
-func (s *Sweeper) orphanedSends(now time.Time) ([]Job, error) {
-	if s.Inspector == nil {
-		return nil, nil
-	}
-	const pageSize = 500
+func (s *Sweeper) orphanedSends(active []activeSend, now time.Time) []Job {
 	var jobs []Job
-	for queue := range Queues {
-		for page := 1; ; page++ {
-			active, err := s.Inspector.ListActiveTasks(queue, asynq.PageSize(pageSize), asynq.Page(page))
-			if errors.Is(err, asynq.ErrQueueNotFound) {
-				break
-			}
-			if err != nil {
-				return jobs, fmt.Errorf("tasks: list active tasks of %s: %w", queue, err)
-			}
-			for _, t := range active {
-				if !t.IsOrphaned || t.Type != TypeSendMessage {
-					continue
-				}
-				p, err := parseSendPayload(t.Payload)
-				if err != nil {
-					continue
-				}
-				jobs = append(jobs, Job{MessageID: p.MessageID, Priority: queue, ProcessAt: now, Replaces: "orphan-" + t.ID})
-			}
-			if len(active) < pageSize {
-				break
-			}
+	for _, t := range active {
+		if t.orphaned {
+			jobs = append(jobs, Job{MessageID: t.messageID, Priority: t.queue, ProcessAt: now, Replaces: "orphan-" + t.taskID})
 		}
 	}
 	if len(jobs) > 0 {
 		s.Log.Warn("sweeper: re-enqueued send tasks orphaned by a dead worker", "count", len(jobs))
 	}
-	return jobs, nil
+	return jobs
 }
 
 // Sweep runs one full pass: Recover, then re-enqueue due messages whose task Redis lost,
 // then housekeeping. It reports how many tasks it enqueued.
 func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
-	total, err := s.Recover(ctx)
+	sends, listErr := s.activeSends()
+	if listErr != nil {
+		s.Log.Warn("sweeper: stale tasks of some queues wait for the next sweep", "error", listErr)
+	}
+	total, err := s.recover(ctx, sends, nil)
 	if err != nil {
 		return total, err
 	}
 	dueBy := models.Now().Add(-s.Grace)
+	active := make(map[string]bool, len(sends))
+	for _, t := range sends {
+		active[t.messageID] = true
+	}
+	// Second tasks get this sweep's mark: one of an earlier sweep may be stale too.
+	sweepID := strconv.FormatInt(time.Now().UnixNano(), 36)
+	stale := 0
 	var after models.DueCursor
 	for {
 		due, err := s.Store.DueMessages(ctx, dueBy, after, sweepPage)
@@ -118,6 +123,10 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		jobs := make([]Job, len(due))
 		for i, m := range due {
 			jobs[i] = Job{MessageID: m.ID, Priority: m.Priority, ProcessAt: m.NextAttemptAt}
+			if active[m.ID] {
+				jobs[i].Replaces = "stale-" + sweepID
+				stale++
+			}
 		}
 		n, err := s.Enqueuer.Enqueue(ctx, jobs)
 		total += n
@@ -131,10 +140,54 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		after = models.DueCursor{At: last.NextAttemptAt, ID: last.ID}
 	}
 	if total > 0 {
-		s.Log.Warn("sweeper: re-enqueued messages whose task was missing or whose worker died", "count", total)
+		s.Log.Warn("sweeper: re-enqueued messages whose task was missing or stale", "count", total, "stale", stale)
 	}
 	s.housekeeping(ctx)
 	return total, nil
+}
+
+// activePage is how many active tasks one read returns.
+const activePage = 1000
+
+// activeSend is a send task Redis holds as active.
+type activeSend struct {
+	messageID, taskID, queue string
+	// orphaned: its worker stopped extending Asynq's lease on it.
+	orphaned bool
+}
+
+// activeSends lists the send tasks Redis holds as active in every queue. A queue that
+// cannot be read is skipped and reported: its tasks wait for the next pass.
+func (s *Sweeper) activeSends() ([]activeSend, error) {
+	if s.Inspector == nil {
+		return nil, nil
+	}
+	var out []activeSend
+	var errs []error
+	for queue := range Queues {
+		for page := 1; ; page++ {
+			list, err := s.Inspector.ListActiveTasks(queue, asynq.PageSize(activePage), asynq.Page(page))
+			if errors.Is(err, asynq.ErrQueueNotFound) {
+				break
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("tasks: list active tasks of %s: %w", queue, err))
+				break
+			}
+			for _, t := range list {
+				if t.Type != TypeSendMessage {
+					continue
+				}
+				if p, err := parseSendPayload(t.Payload); err == nil {
+					out = append(out, activeSend{messageID: p.MessageID, taskID: t.ID, queue: queue, orphaned: t.IsOrphaned})
+				}
+			}
+			if len(list) < activePage {
+				break
+			}
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // housekeeping prunes rows that only matter for a while: expired sessions, idempotency

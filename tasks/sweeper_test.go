@@ -20,10 +20,11 @@ import (
 // orphaned, and only once however often recovery runs.
 func TestRecoverReplacesOrphanedSendTasks(t *testing.T) {
 	url := testenv.RedisURL(t)
-	redisOpt, err := tasks.RedisOpt(url)
+	red, err := tasks.ParseRedisURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}
+	redisOpt := red.Asynq()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 
 	// A worker whose handler never returns holds the task as active.

@@ -19,7 +19,6 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"herald/channels"
 	"herald/dispatch"
@@ -80,15 +79,12 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	ctx := context.Background()
 	store := testenv.Store(t)
 	redisURL := testenv.RedisURL(t)
-	redOpt, err := tasks.RedisOpt(redisURL)
+	red, err := tasks.ParseRedisURL(redisURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ropt, err := redis.ParseURL(redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(ropt)
+	redOpt := red.Asynq()
+	rdb := red.NewClient(0)
 	enq := tasks.NewEnqueuer(redOpt)
 	inspector := asynq.NewInspector(redOpt)
 	logs := &syncBuffer{}
