@@ -24,7 +24,7 @@ type apiClient struct {
 
 func newAPIKey(t testing.TB, h *running, scopes string) *apiClient {
 	t.Helper()
-	_, secret, err := h.app.store.CreateAPIKey(context.Background(), "test-"+strings.ReplaceAll(scopes, ",", "-"), scopes, "test")
+	_, secret, err := h.app.Store.CreateAPIKey(context.Background(), "test-"+strings.ReplaceAll(scopes, ",", "-"), scopes, "test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func errorMessage(body map[string]any) string {
 func countRows(t *testing.T, h *running, table string) int {
 	t.Helper()
 	var n int
-	if err := h.app.store.SQL().QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
+	if err := h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -159,9 +159,9 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	api := newAPIKey(t, h, "send,read")
-	today, _ := dispatch.DateOf(time.Now(), h.app.cfg.Location)
-	people, _ := h.app.store.RecipientsByExternalIDs(ctx, []string{"E1001"})
-	if err := h.app.store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: people[0].ID, Action: models.OverrideRemove}); err != nil {
+	today, _ := dispatch.DateOf(time.Now(), h.app.Config.Location)
+	people, _ := h.app.Store.RecipientsByExternalIDs(ctx, []string{"E1001"})
+	if err := h.app.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: people[0].ID, Action: models.OverrideRemove}); err != nil {
 		t.Fatal(err)
 	}
 	status, body, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E1001","E9999","E2001"],
@@ -198,7 +198,7 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 		t.Errorf("history %v, want one sent attempt", history)
 	}
 	found := false
-	for _, d := range h.app.sim.Deliveries() {
+	for _, d := range h.app.Sim.Deliveries() {
 		if d.RequestID == msgID {
 			found = d.Content == "Overdue: Reconcile ledger 42. Please handle it today."
 		}
@@ -260,8 +260,8 @@ func TestSendAPIIdempotency(t *testing.T) {
 		t.Errorf("different body: %d %s, want 422 naming idempotency_key", status, mismatch["_raw"])
 	}
 	// A request still in flight: claim a key as another request would, then collide.
-	k, _ := h.app.store.AuthenticateAPIKey(context.Background(), api.key)
-	if _, err := h.app.store.BeginIdempotent(context.Background(), k.ID, "order-43", "somehash"); err != nil {
+	k, _ := h.app.Store.AuthenticateAPIKey(context.Background(), api.key)
+	if _, err := h.app.Store.BeginIdempotent(context.Background(), k.ID, "order-43", "somehash"); err != nil {
 		t.Fatal(err)
 	}
 	status, inflight, _ := api.call("POST", "/api/v1/messages", strings.Replace(body, "order-42", "order-43", 1))
@@ -302,8 +302,8 @@ func TestAPIAuthAndScopes(t *testing.T) {
 			}
 		})
 	}
-	k, _ := h.app.store.AuthenticateAPIKey(context.Background(), reader.key)
-	if err := h.app.store.RevokeAPIKey(context.Background(), k.ID); err != nil {
+	k, _ := h.app.Store.AuthenticateAPIKey(context.Background(), reader.key)
+	if err := h.app.Store.RevokeAPIKey(context.Background(), k.ID); err != nil {
 		t.Fatal(err)
 	}
 	if status, _, _ := reader.call("GET", "/api/v1/batches/none", ""); status != 401 {
@@ -341,14 +341,14 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 		"E1001": "recipient.update|apikey:test-admin|API bulk upsert: name",
 	} {
 		var action, actor, detail, ip string
-		err := h.app.store.SQL().QueryRow(`SELECT action, actor, detail, ip FROM audit_log WHERE target_type = 'recipient' AND target_id = ?`, target).
+		err := h.app.Store.SQL().QueryRow(`SELECT action, actor, detail, ip FROM audit_log WHERE target_type = 'recipient' AND target_id = ?`, target).
 			Scan(&action, &actor, &detail, &ip)
 		if got := action + "|" + actor + "|" + detail; err != nil || !strings.HasPrefix(got, want) || ip == "" {
 			t.Errorf("audit entry of %s: %q from %q (%v), want %q… with the caller's address", target, got, ip, err, want)
 		}
 	}
 	var weekDetail string
-	if err := h.app.store.SQL().QueryRow(`SELECT detail FROM audit_log WHERE action = 'duty.week.replace' ORDER BY id DESC LIMIT 1`).Scan(&weekDetail); err != nil ||
+	if err := h.app.Store.SQL().QueryRow(`SELECT detail FROM audit_log WHERE action = 'duty.week.replace' ORDER BY id DESC LIMIT 1`).Scan(&weekDetail); err != nil ||
 		!strings.Contains(weekDetail, "Wed: ") || !strings.Contains(weekDetail, "→ H1") {
 		t.Errorf("duty week audit detail %q (%v), want each changed weekday before → after", weekDetail, err)
 	}
@@ -414,7 +414,7 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("account update: %d %s", status, body["_raw"])
 	}
-	stored, err := h.app.store.AccountByName(context.Background(), "ty-main")
+	stored, err := h.app.Store.AccountByName(context.Background(), "ty-main")
 	if err != nil || stored.Config["token"] != "s3cret-token" || stored.Limits.PerSecond != 5 {
 		t.Errorf("masked token on update must keep the stored one: %+v %v", stored, err)
 	}

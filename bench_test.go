@@ -145,7 +145,7 @@ func newBenchRig(b *testing.B, n int) *benchRig {
 		b.Fatalf("migrate: %s", out.String())
 	}
 	r.h = startHeraldAs(b, env, "web")
-	store := r.h.app.store
+	store := r.h.app.Store
 	r.acct = &models.Account{Name: "ty-bench", Platform: "tianyuan", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
 		MaxAttempts: 3, Healthy: true, Config: map[string]string{"base_url": "http://" + simAddr + "/tianyuan", "path": "/messages", "token": "bench"}}
 	if err := store.SaveAccount(context.Background(), r.acct); err != nil {
@@ -168,7 +168,7 @@ func newBenchRig(b *testing.B, n int) *benchRig {
 // drain creates the backlog (one message per recipient) with no worker running, then
 // starts a worker and measures until every message is sent.
 func (r *benchRig) drain(b *testing.B) float64 {
-	d := &dispatch.Dispatcher{Store: r.h.app.store, Enqueuer: r.h.app.enq, Log: r.h.app.log, Location: r.h.app.cfg.Location}
+	d := &dispatch.Dispatcher{Store: r.h.app.Store, Enqueuer: r.h.app.Enqueuer, Log: r.h.app.Log, Location: r.h.app.Config.Location}
 	for start := 0; start < len(r.people); start += dispatch.MaxRecipients {
 		_, err := d.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "bench", Account: r.acct.Name,
 			Recipients: r.people[start:min(start+dispatch.MaxRecipients, len(r.people))], Text: "bench backlog"})
@@ -181,7 +181,7 @@ func (r *benchRig) drain(b *testing.B) float64 {
 	start := time.Now()
 	for {
 		var sent int
-		if err := r.h.app.store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE status = 'sent'").Scan(&sent); err != nil {
+		if err := r.h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE status = 'sent'").Scan(&sent); err != nil {
 			b.Fatal(err)
 		}
 		if sent == len(r.people) {
@@ -194,7 +194,7 @@ func (r *benchRig) drain(b *testing.B) float64 {
 	}
 	// The last rows were sent before the last poll: take the true span from the data.
 	var first, last time.Time
-	if err := r.h.app.store.SQL().QueryRow("SELECT MIN(sent_at), MAX(sent_at) FROM messages").Scan(&first, &last); err != nil {
+	if err := r.h.app.Store.SQL().QueryRow("SELECT MIN(sent_at), MAX(sent_at) FROM messages").Scan(&first, &last); err != nil {
 		b.Fatal(err)
 	}
 	return float64(len(r.people)) / last.Sub(start.UTC()).Seconds()
@@ -205,7 +205,7 @@ func (r *benchRig) drain(b *testing.B) float64 {
 func (r *benchRig) latency(b *testing.B, rate int, span time.Duration) (p50, p99 time.Duration, failed int) {
 	worker := startHeraldAs(b, r.env, "worker")
 	defer worker.stop()
-	d := &dispatch.Dispatcher{Store: r.h.app.store, Enqueuer: r.h.app.enq, Log: r.h.app.log, Location: r.h.app.cfg.Location}
+	d := &dispatch.Dispatcher{Store: r.h.app.Store, Enqueuer: r.h.app.Enqueuer, Log: r.h.app.Log, Location: r.h.app.Config.Location}
 	batchIDs, failed := offer(b, rate, span, func(i int) (string, error) {
 		res, err := d.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "bench", Account: r.acct.Name,
 			Recipients: []string{r.people[i%len(r.people)]}, Text: "bench latency"})
@@ -221,7 +221,7 @@ func (r *benchRig) latency(b *testing.B, rate int, span time.Duration) (p50, p99
 // accept posts single-recipient API requests at rate per second and returns the
 // client-measured accept latency percentiles.
 func (r *benchRig) accept(b *testing.B, rate int, span time.Duration) (p50, p99 time.Duration, failed int) {
-	_, secret, err := r.h.app.store.CreateAPIKey(context.Background(), "bench", "send", "bench")
+	_, secret, err := r.h.app.Store.CreateAPIKey(context.Background(), "bench", "send", "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -296,7 +296,7 @@ func (r *benchRig) sentLatency(b *testing.B, batchIDs []string, measure func(*mo
 	var took []time.Duration
 	for _, id := range batchIDs {
 		for {
-			msgs, err := r.h.app.store.MessagesOfBatch(context.Background(), id, 1)
+			msgs, err := r.h.app.Store.MessagesOfBatch(context.Background(), id, 1)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -335,11 +335,11 @@ func BenchmarkDashboard(b *testing.B) {
 		"HERALD_SESSION_SECRET": "bench-session-secret-0123456789abcdef", "HERALD_SECRET_KEY": "bench-secret-key-0123456789abcdef0123",
 	}
 	h := startHerald(b, env)
-	db := h.app.store.SQL()
+	db := h.app.Store.SQL()
 	// A thousand real rows, then copied in SQL (50,000 at a time, which a default
 	// buffer pool can lock) until there are enough.
 	ctx := context.Background()
-	d := &dispatch.Dispatcher{Store: h.app.store, Enqueuer: h.app.enq, Log: h.app.log, Location: h.app.cfg.Location}
+	d := &dispatch.Dispatcher{Store: h.app.Store, Enqueuer: h.app.Enqueuer, Log: h.app.Log, Location: h.app.Config.Location}
 	for range 200 {
 		if _, err := d.Submit(ctx, dispatch.Request{Source: "api", Actor: "bench", Platform: "sandbox",
 			Recipients: []string{"E2001", "E2002", "E2003", "E2001", "E2002"}, Text: "seed"}); err != nil {

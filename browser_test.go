@@ -53,7 +53,7 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 	if err := browserLogin(ctx, h.url, "admin", testAdminPassword); err != nil {
 		t.Fatalf("log in: %v", err)
 	}
-	people, err := h.app.store.RecipientsByExternalIDs(context.Background(), []string{"E2001", "E2002", "E2003"})
+	people, err := h.app.Store.RecipientsByExternalIDs(context.Background(), []string{"E2001", "E2002", "E2003"})
 	if err != nil || len(people) != 3 {
 		t.Fatalf("demo staff: %v", err)
 	}
@@ -109,7 +109,7 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 			id := fmt.Sprintf("L%04d", i)
 			people[i] = models.Recipient{ExternalID: id, Name: id, OrgType: models.Branch, Active: true}
 		}
-		if _, err := h.app.store.UpsertRecipients(context.Background(), people); err != nil {
+		if _, err := h.app.Store.UpsertRecipients(context.Background(), people); err != nil {
 			t.Fatal(err)
 		}
 		ids := make([]string, len(people))
@@ -135,7 +135,7 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 // no action can be taken from it.
 func TestBrowserAsynqmonReadOnlyForViewers(t *testing.T) {
 	h := startHerald(t, testEnv(t))
-	if _, err := h.app.store.CreateUser(context.Background(), "vera", "viewer-password-9", models.RoleViewer); err != nil {
+	if _, err := h.app.Store.CreateUser(context.Background(), "vera", "viewer-password-9", models.RoleViewer); err != nil {
 		t.Fatal(err)
 	}
 	// Put a task in a queue so there is something to act on.
@@ -176,7 +176,7 @@ func TestBrowserAsynqmonReadOnlyForViewers(t *testing.T) {
 			t.Errorf("viewer action %d answered %d, want 405 (read-only)", i, s)
 		}
 	}
-	inspector := asynq.NewInspector(h.app.red.Asynq())
+	inspector := asynq.NewInspector(h.app.Redis.Asynq())
 	defer inspector.Close()
 	if info, err := inspector.GetQueueInfo("normal"); err != nil || info.Paused || info.Scheduled != 1 {
 		t.Errorf("normal queue after the viewer's attempts: %+v %v; want unpaused with its scheduled task", info, err)

@@ -7,10 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"strings"
 
 	"herald/config"
+	"herald/internal/app"
 	"herald/migrations"
 	"herald/models"
 	"herald/simulator"
@@ -22,7 +22,7 @@ func openStore(getenv config.Getenv) (*config.Config, *models.Store, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	store, err := models.Open(models.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey})
+	store, err := app.OpenStore(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -39,7 +39,7 @@ func migrateCommand(ctx context.Context, args []string, getenv config.Getenv, st
 	}
 	defer store.Close()
 	if args[0] == "up" {
-		applied, _, err := store.MigrateUp(ctx)
+		applied, err := app.Migrate(ctx, store)
 		if err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func adminCommand(ctx context.Context, args []string, getenv config.Getenv, stdi
 		return err
 	}
 	defer store.Close()
-	if _, err := store.Migrate(ctx); err != nil {
+	if _, err := app.Migrate(ctx, store); err != nil {
 		return err
 	}
 	u, err := store.CreateUser(ctx, *username, password, models.Role(*role))
@@ -113,7 +113,7 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 		return err
 	}
 	defer store.Close()
-	if _, err := store.Migrate(ctx); err != nil {
+	if _, err := app.Migrate(ctx, store); err != nil {
 		return err
 	}
 	k, secret, err := store.CreateAPIKey(ctx, *name, *scopes, "cli")
@@ -131,12 +131,4 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 
 func simulateCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	return simulator.RunCommand(ctx, args, stdout)
-}
-
-// newLogger logs text on a terminal-friendly single node and JSON in production mode.
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	if cfg.Embedded() {
-		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }

@@ -105,7 +105,7 @@ func TestAdminCreateReadsPasswordFromStdin(t *testing.T) {
 	}
 
 	h := startHerald(t, env)
-	u, err := h.app.store.Authenticate(context.Background(), "ops", "night-shift-ledger", "127.0.0.1")
+	u, err := h.app.Store.Authenticate(context.Background(), "ops", "night-shift-ledger", "127.0.0.1")
 	if err != nil || u.Role != models.RoleOperator {
 		t.Fatalf("authenticate the created user: %v, %+v", err, u)
 	}
@@ -140,7 +140,7 @@ func TestRestartKeepsData(t *testing.T) {
 	b := newBrowser(t, h.url)
 	b.login("admin", testAdminPassword)
 	batchID := composeAndWait(t, b, []string{"E2002", "E2003"})
-	staff, err := h.app.store.CountRecipients(context.Background())
+	staff, err := h.app.Store.CountRecipients(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestRestartKeepsData(t *testing.T) {
 	if resp.StatusCode != 200 || strings.Count(page, `data-status="sent"`) != 2 {
 		t.Errorf("batch %s after restart: status %d, sent rows %d; want both still sent", batchID, resp.StatusCode, strings.Count(page, `data-status="sent"`))
 	}
-	n, err := again.app.store.CountRecipients(context.Background())
+	n, err := again.app.Store.CountRecipients(context.Background())
 	if err != nil || n != staff {
 		t.Errorf("staff after restart: %d (%v), want %d (demo must not be seeded twice)", n, err, staff)
 	}
@@ -171,12 +171,12 @@ func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
 		t.Fatalf("apikey create printed %q / %q", out, stderr)
 	}
 	h := startHerald(t, env)
-	k, err := h.app.store.AuthenticateAPIKey(context.Background(), secret)
+	k, err := h.app.Store.AuthenticateAPIKey(context.Background(), secret)
 	if err != nil || k.Name != "erp" || !k.HasScope("send") || k.HasScope("admin") {
 		t.Fatalf("the printed key: %+v %v", k, err)
 	}
 	var stored string
-	if err := h.app.store.SQL().QueryRow("SELECT key_hash FROM api_keys WHERE name = 'erp'").Scan(&stored); err != nil {
+	if err := h.app.Store.SQL().QueryRow("SELECT key_hash FROM api_keys WHERE name = 'erp'").Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if stored == secret || strings.Contains(stored, secret[3:]) {

@@ -38,7 +38,7 @@ func runThroughFailover(t *testing.T, redisURL string, failover func(accountID i
 	env["HERALD_REDIS_URL"] = redisURL
 	rig := newLimitRig(t, env, failoverLimits, failoverBacklog)
 	// The test's sweeps stand in for the scheduler's, with a shorter grace.
-	rig.h.app.sweepGrace = 5 * time.Second
+	rig.h.app.SweepGrace = 5 * time.Second
 	ids := rig.submitRounds(t, 1, "normal")
 	// Workers run as processes of their own, away from this test's race detector, as in
 	// the limit tests: the windows are judged by the simulator's receipt times.
@@ -108,16 +108,16 @@ func runThroughFailover(t *testing.T, redisURL string, failover func(accountID i
 	}
 	// The dashboard's and Asynqmon's view of the queues runs Asynq's inspection scripts,
 	// which must work on every topology (on a Cluster each queue's keys share a slot).
-	queues, err := rig.h.app.insp.Queues()
+	queues, err := rig.h.app.Inspector.Queues()
 	if err != nil || !slices.Contains(queues, tasks.QueueNormal) {
 		t.Errorf("queues %v, %v; want %s among them", queues, err, tasks.QueueNormal)
 	}
 	for _, q := range queues {
-		if _, err := rig.h.app.insp.GetQueueInfo(q); err != nil {
+		if _, err := rig.h.app.Inspector.GetQueueInfo(q); err != nil {
 			t.Errorf("queue %s: %v", q, err)
 		}
 	}
-	if _, err := rig.h.app.insp.Servers(); err != nil {
+	if _, err := rig.h.app.Inspector.Servers(); err != nil {
 		t.Errorf("list the worker processes: %v", err)
 	}
 	// Left to the libraries, a Cluster client keeps dialing a dead master for a minute

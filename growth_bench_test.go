@@ -11,6 +11,7 @@ import (
 
 	"herald/config"
 	"herald/dispatch"
+	"herald/internal/app"
 	"herald/models"
 	"herald/tasks"
 )
@@ -93,7 +94,7 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 		b.Fatal(err)
 	}
 	enq := tasks.NewEnqueuer(red.Asynq())
-	d := &dispatch.Dispatcher{Store: store, Enqueuer: enq, Log: newLogger(cfg, nil), Location: cfg.Location}
+	d := &dispatch.Dispatcher{Store: store, Enqueuer: enq, Log: app.NewLogger(cfg, nil), Location: cfg.Location}
 	submit := func(n int, text string) {
 		for start := 0; start < n; start += len(ids) {
 			if _, err := d.Submit(ctx, dispatch.Request{Source: "api", Actor: "bench", Account: acct.Name,
@@ -136,7 +137,7 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 	defer h.stop()
 	for {
 		var left int
-		err := h.app.store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE status IN ('pending', 'failed', 'sending')").Scan(&left)
+		err := h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE status IN ('pending', 'failed', 'sending')").Scan(&left)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -149,7 +150,7 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 		time.Sleep(50 * time.Millisecond)
 	}
 	rate = float64(backlog) / time.Since(start).Seconds()
-	return rate, explainHotQueries(b, h.app.store.SQL())
+	return rate, explainHotQueries(b, h.app.Store.SQL())
 }
 
 func mustExec(b *testing.B, db *sql.DB, query string, args ...any) {

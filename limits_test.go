@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"herald/dispatch"
+	"herald/internal/app"
 	"herald/models"
 	"herald/simulator"
 	"herald/tasks"
@@ -162,13 +163,13 @@ func newLimitRig(t *testing.T, env map[string]string, limits models.Limits, reci
 	t.Helper()
 	rig := newRigAt(t, env, recipients, startSimulator(t, "--latency", "2ms"))
 	rig.account.Limits = limits
-	if err := rig.h.app.store.SaveAccount(context.Background(), rig.account); err != nil {
+	if err := rig.h.app.Store.SaveAccount(context.Background(), rig.account); err != nil {
 		t.Fatal(err)
 	}
 	rig.h.stop() // the workers under test are separate processes
 	web := startHeraldAs(t, env, "web")
 	rig.h = web
-	rig.dispatch = &dispatch.Dispatcher{Store: web.app.store, Enqueuer: web.app.enq, Log: web.app.log, Location: web.app.cfg.Location}
+	rig.dispatch = &dispatch.Dispatcher{Store: web.app.Store, Enqueuer: web.app.Enqueuer, Log: web.app.Log, Location: web.app.Config.Location}
 	return &limitRig{faultRig: rig, env: env}
 }
 
@@ -255,7 +256,7 @@ func TestLimitsHoldAcrossWorkerProcesses(t *testing.T) {
 	}
 	// Throttling never uses an attempt: with no provider failures every message took one.
 	var over int
-	if err := rig.h.app.store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE attempts <> 1").Scan(&over); err != nil {
+	if err := rig.h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE attempts <> 1").Scan(&over); err != nil {
 		t.Fatal(err)
 	}
 	if over != 0 {
@@ -331,10 +332,10 @@ func waitTCP(t *testing.T, addr string) {
 // attempt, and never reaches the platform; without limits the same setup sends it.
 func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 	env := testEnv(t)
-	noMargin := func(a *app) { a.limitMargin = 0 }
+	noMargin := func(a *app.App) { a.Limiter.Margin = 0 }
 	rig := newFaultRig(t, env, 2, simulator.Faults{}, noMargin)
 	rig.account.Limits = models.Limits{PerSecond: 100}
-	if err := rig.h.app.store.SaveAccount(context.Background(), rig.account); err != nil {
+	if err := rig.h.app.Store.SaveAccount(context.Background(), rig.account); err != nil {
 		t.Fatal(err)
 	}
 	res, err := rig.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
@@ -345,7 +346,7 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 	id := res.Messages[0].ID
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		m, err := rig.h.app.store.MessageByID(context.Background(), id)
+		m, err := rig.h.app.Store.MessageByID(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -367,14 +368,14 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 		t.Errorf("the platform received %d calls made on late admissions", n)
 	}
 	// Every late admission was taken back.
-	usage, err := tasks.NewLimiter(rig.h.app.rdb).Usage(context.Background(), rig.account.ID, rig.account.Limits)
+	usage, err := tasks.NewLimiter(rig.h.app.RDB).Usage(context.Background(), rig.account.ID, rig.account.Limits)
 	if err != nil || len(usage) != 1 || usage[0].Used != 0 {
 		t.Errorf("usage after only late admissions: %+v %v, want per_second used 0", usage, err)
 	}
 
 	// The same account without limits never asks the limiter.
 	rig.account.Limits = models.Limits{}
-	if err := rig.h.app.store.SaveAccount(context.Background(), rig.account); err != nil {
+	if err := rig.h.app.Store.SaveAccount(context.Background(), rig.account); err != nil {
 		t.Fatal(err)
 	}
 	res, err = rig.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
@@ -385,8 +386,8 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 	deadline = time.Now().Add(20 * time.Second)
 	for len(rig.deliveries(t)) == 0 {
 		if time.Now().After(deadline) {
-			m, _ := rig.h.app.store.MessageByID(context.Background(), res.Messages[0].ID)
-			a, _ := rig.h.app.store.AccountByName(context.Background(), rig.account.Name)
+			m, _ := rig.h.app.Store.MessageByID(context.Background(), res.Messages[0].ID)
+			a, _ := rig.h.app.Store.AccountByName(context.Background(), rig.account.Name)
 			t.Fatalf("an unlimited account's message was not delivered: %s %s %v; limits %+v", m.Status, m.LastError, m.NextAttemptAt, a.Limits)
 		}
 		time.Sleep(50 * time.Millisecond)

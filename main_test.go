@@ -20,6 +20,7 @@ import (
 
 	"herald/config"
 	"herald/dispatch"
+	"herald/internal/app"
 	"herald/internal/testenv"
 	"herald/models"
 )
@@ -48,24 +49,24 @@ func testEnv(t testing.TB) map[string]string {
 
 // running is a Herald process started in the test.
 type running struct {
-	app    *app
+	app    *app.App
 	url    string
 	stdout *bytes.Buffer
 	stop   func()
 }
 
 // startHerald starts Herald with role all on a random loopback port.
-func startHerald(t testing.TB, env map[string]string, configure ...func(*app)) *running {
+func startHerald(t testing.TB, env map[string]string, configure ...func(*app.App)) *running {
 	t.Helper()
 	return startHeraldAs(t, env, "all", configure...)
 }
 
 // sweepAtOnce makes the sweeper re-enqueue due messages without the usual grace.
-func sweepAtOnce(a *app) { a.sweepGrace = 0 }
+func sweepAtOnce(a *app.App) { a.SweepGrace = 0 }
 
 // startHeraldAs starts Herald in one role; roles other than all need MySQL and Redis.
 // The configure functions adjust the process before it runs.
-func startHeraldAs(t testing.TB, env map[string]string, role string, configure ...func(*app)) *running {
+func startHeraldAs(t testing.TB, env map[string]string, role string, configure ...func(*app.App)) *running {
 	t.Helper()
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
@@ -73,7 +74,7 @@ func startHeraldAs(t testing.TB, env map[string]string, role string, configure .
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &bytes.Buffer{}
-	a, err := start(ctx, cfg, role, newLogger(cfg, io.Discard), out)
+	a, err := app.New(ctx, cfg, role, app.NewLogger(cfg, io.Discard), out)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -82,12 +83,12 @@ func startHeraldAs(t testing.TB, env map[string]string, role string, configure .
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.listener = ln
+	a.Listener = ln
 	for _, f := range configure {
 		f(a)
 	}
 	done := make(chan error, 1)
-	go func() { done <- a.run(ctx) }()
+	go func() { done <- a.Run(ctx) }()
 	r := &running{app: a, url: "http://" + ln.Addr().String(), stdout: out}
 	stopped := false
 	r.stop = func() {
@@ -213,8 +214,8 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	// Today's duty, whatever weekday today is: E1001 is added, E1002 removed.
-	today, _ := dispatch.DateOf(time.Now(), h.app.cfg.Location)
-	people, err := h.app.store.RecipientsByExternalIDs(ctx, []string{"E1001", "E1002"})
+	today, _ := dispatch.DateOf(time.Now(), h.app.Config.Location)
+	people, err := h.app.Store.RecipientsByExternalIDs(ctx, []string{"E1001", "E1002"})
 	if err != nil || len(people) != 2 {
 		t.Fatalf("demo staff: %v %v", people, err)
 	}
@@ -223,7 +224,7 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 		if p.ExternalID == "E1002" {
 			action = models.OverrideRemove
 		}
-		if err := h.app.store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: p.ID, Action: action}); err != nil {
+		if err := h.app.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: p.ID, Action: action}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -232,12 +233,12 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 	b.login("admin", testAdminPassword)
 	batchID := composeAndWait(t, b, []string{"E1001", "E2001"}, "E1002")
 
-	msgs, err := h.app.store.MessagesOfBatch(ctx, batchID, 10)
+	msgs, err := h.app.Store.MessagesOfBatch(ctx, batchID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	delivered := map[string]bool{}
-	for _, d := range h.app.sim.Deliveries() {
+	for _, d := range h.app.Sim.Deliveries() {
 		delivered[d.RequestID] = true
 	}
 	if len(msgs) != 2 {
@@ -263,7 +264,7 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 func TestAccessControl(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
-	if _, err := h.app.store.CreateUser(ctx, "vera", "viewer-password-1", models.RoleViewer); err != nil {
+	if _, err := h.app.Store.CreateUser(ctx, "vera", "viewer-password-1", models.RoleViewer); err != nil {
 		t.Fatal(err)
 	}
 
@@ -401,7 +402,7 @@ func TestEmbeddedRedisAnswersOnlyHerald(t *testing.T) {
 	b.login("admin", testAdminPassword)
 	composeAndWait(t, b, []string{"E2001"})
 
-	stranger := redis.NewClient(&redis.Options{Addr: h.app.redis.Addr()})
+	stranger := redis.NewClient(&redis.Options{Addr: h.app.EmbeddedRedis.Addr()})
 	defer stranger.Close()
 	if err := stranger.Ping(context.Background()).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 		t.Errorf("a client without the password: %v, want NOAUTH", err)
@@ -446,10 +447,10 @@ func waitHTTP(t testing.TB, url string) {
 func TestMonitoringIsInsideTheConsole(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
-	if _, err := h.app.store.CreateUser(ctx, "vic", "viewer-password-2", models.RoleViewer); err != nil {
+	if _, err := h.app.Store.CreateUser(ctx, "vic", "viewer-password-2", models.RoleViewer); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.app.store.CreateUser(ctx, "otto", "operator-password-2", models.RoleOperator); err != nil {
+	if _, err := h.app.Store.CreateUser(ctx, "otto", "operator-password-2", models.RoleOperator); err != nil {
 		t.Fatal(err)
 	}
 	if resp, _ := newBrowser(t, h.url).get("/monitoring/"); resp.StatusCode != http.StatusSeeOther ||

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"herald/dispatch"
+	"herald/internal/app"
 	"herald/models"
 	"herald/simulator"
 	"herald/tasks"
@@ -31,7 +32,7 @@ type faultRig struct {
 	dispatch *dispatch.Dispatcher
 }
 
-func newFaultRig(t *testing.T, env map[string]string, n int, faults simulator.Faults, configure ...func(*app)) *faultRig {
+func newFaultRig(t *testing.T, env map[string]string, n int, faults simulator.Faults, configure ...func(*app.App)) *faultRig {
 	t.Helper()
 	sim := simulator.NewWithOptions(faults, simulator.Options{Seed: 42})
 	srv := httptest.NewServer(sim.Handler())
@@ -43,13 +44,13 @@ func newFaultRig(t *testing.T, env map[string]string, n int, faults simulator.Fa
 
 // newRigAt is Herald with a Tianyuan account pointing at the simulator at simURL and n
 // branch recipients.
-func newRigAt(t *testing.T, env map[string]string, n int, simURL string, configure ...func(*app)) *faultRig {
+func newRigAt(t *testing.T, env map[string]string, n int, simURL string, configure ...func(*app.App)) *faultRig {
 	t.Helper()
-	h := startHerald(t, env, append([]func(*app){sweepAtOnce}, configure...)...)
+	h := startHerald(t, env, append([]func(*app.App){sweepAtOnce}, configure...)...)
 	ctx := context.Background()
 	acct := &models.Account{Name: "ty-fault", Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true,
 		MaxAttempts: 3, Healthy: true, Config: map[string]string{"base_url": simURL + "/tianyuan", "path": "/messages", "token": "t0ken"}}
-	if err := h.app.store.SaveAccount(ctx, acct); err != nil {
+	if err := h.app.Store.SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
 	rig := &faultRig{h: h, simURL: simURL, account: acct}
@@ -59,10 +60,10 @@ func newRigAt(t *testing.T, env map[string]string, n int, simURL string, configu
 		list[i] = models.Recipient{ExternalID: id, Name: "Fault " + id, OrgType: models.Branch, TianyuanID: "ty_" + id, Active: true}
 		rig.people = append(rig.people, id)
 	}
-	if _, err := h.app.store.UpsertRecipients(ctx, list); err != nil {
+	if _, err := h.app.Store.UpsertRecipients(ctx, list); err != nil {
 		t.Fatal(err)
 	}
-	rig.dispatch = &dispatch.Dispatcher{Store: h.app.store, Enqueuer: h.app.enq, Log: h.app.log, Location: h.app.cfg.Location}
+	rig.dispatch = &dispatch.Dispatcher{Store: h.app.Store, Enqueuer: h.app.Enqueuer, Log: h.app.Log, Location: h.app.Config.Location}
 	return rig
 }
 
@@ -86,7 +87,7 @@ func (r *faultRig) submit(t *testing.T) []string {
 // statusCounts counts the rig account's messages by status.
 func (r *faultRig) statusCounts(t *testing.T) map[models.Status]int {
 	t.Helper()
-	rows, err := r.h.app.store.SQL().Query("SELECT status, COUNT(*) FROM messages WHERE account_id = ? GROUP BY status", r.account.ID)
+	rows, err := r.h.app.Store.SQL().Query("SELECT status, COUNT(*) FROM messages WHERE account_id = ? GROUP BY status", r.account.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func (r *faultRig) deliveries(t *testing.T) []simulator.Delivery {
 }
 
 func (r *faultRig) sweep() (int, error) {
-	return r.h.app.sweeper().Sweep(context.Background())
+	return r.h.app.Sweeper().Sweep(context.Background())
 }
 
 // checkNoLoss asserts the invariants of a finished run: every message sent or stopped,
@@ -162,7 +163,7 @@ func (r *faultRig) checkNoLoss(t *testing.T, ids []string) (duplicates int) {
 		delivered[d.RequestID]++
 	}
 	for _, id := range ids {
-		m, err := r.h.app.store.MessageByID(context.Background(), id)
+		m, err := r.h.app.Store.MessageByID(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +199,7 @@ func TestFaultRunEndsEveryMessageSentOrStopped(t *testing.T) {
 		t.Errorf("%d duplicate deliveries without ambiguous faults", dups)
 	}
 	var throttled int
-	if err := rig.h.app.store.SQL().QueryRow("SELECT COUNT(*) FROM attempts WHERE error_class = 'rate_limited'").Scan(&throttled); err != nil {
+	if err := rig.h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM attempts WHERE error_class = 'rate_limited'").Scan(&throttled); err != nil {
 		t.Fatal(err)
 	}
 	if throttled == 0 {
@@ -230,11 +231,11 @@ func TestRedisFlushedMidRunLosesNothing(t *testing.T) {
 
 func (r *faultRig) flushRedis(t *testing.T) {
 	t.Helper()
-	if r.h.app.redis != nil {
-		r.h.app.redis.FlushAll()
+	if r.h.app.EmbeddedRedis != nil {
+		r.h.app.EmbeddedRedis.FlushAll()
 		return
 	}
-	opt, err := redis.ParseURL(r.h.app.cfg.RedisURL)
+	opt, err := redis.ParseURL(r.h.app.Config.RedisURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +260,7 @@ func splitRolesMidRun(t *testing.T) (*faultRig, []*process, []string) {
 	workers := startWorkers(t, env, 2, "HERALD_WORKER_CONCURRENCY=20")
 	startHeraldAs(t, env, "scheduler")
 	intake := startHeraldAs(t, env, "web")
-	rig.dispatch = &dispatch.Dispatcher{Store: intake.app.store, Enqueuer: intake.app.enq, Log: intake.app.log, Location: intake.app.cfg.Location}
+	rig.dispatch = &dispatch.Dispatcher{Store: intake.app.Store, Enqueuer: intake.app.Enqueuer, Log: intake.app.Log, Location: intake.app.Config.Location}
 	rig.h = intake
 	ids := rig.submit(t)
 	deadline := time.Now().Add(time.Minute)
@@ -347,7 +348,7 @@ func TestStoppedWorkerHandsOverCleanly(t *testing.T) {
 // message id.
 func (r *faultRig) unknownAttempts(t *testing.T) map[string]int {
 	t.Helper()
-	rows, err := r.h.app.store.SQL().Query(`SELECT a.message_id, COUNT(*) FROM attempts a JOIN messages m ON m.id = a.message_id
+	rows, err := r.h.app.Store.SQL().Query(`SELECT a.message_id, COUNT(*) FROM attempts a JOIN messages m ON m.id = a.message_id
 		WHERE m.account_id = ? AND a.outcome = ? GROUP BY a.message_id`, r.account.ID, models.AttemptUnknown)
 	if err != nil {
 		t.Fatal(err)
@@ -372,7 +373,7 @@ func TestAccountRetryPolicyApplies(t *testing.T) {
 	rig := newFaultRig(t, env, 5, simulator.Faults{FailRate: 1})
 	none := 0
 	rig.account.RetryPolicy = models.RetryPolicy{"transient": {MaxRetries: &none}}
-	if err := rig.h.app.store.SaveAccount(context.Background(), rig.account); err != nil {
+	if err := rig.h.app.Store.SaveAccount(context.Background(), rig.account); err != nil {
 		t.Fatal(err)
 	}
 	ids := rig.submit(t)
@@ -381,7 +382,7 @@ func TestAccountRetryPolicyApplies(t *testing.T) {
 		t.Fatalf("with every call failing: %v, want all %d stopped", counts, len(ids))
 	}
 	for _, id := range ids {
-		m, err := rig.h.app.store.MessageByID(context.Background(), id)
+		m, err := rig.h.app.Store.MessageByID(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -416,7 +417,7 @@ func TestTasksOfOneMessageSendOnce(t *testing.T) {
 			jobs = append(jobs, tasks.Job{MessageID: m.ID, Replaces: fmt.Sprint(i), Priority: "normal", ProcessAt: at})
 		}
 	}
-	if n, err := rig.h.app.enq.Enqueue(context.Background(), jobs); err != nil || n != len(jobs) {
+	if n, err := rig.h.app.Enqueuer.Enqueue(context.Background(), jobs); err != nil || n != len(jobs) {
 		t.Fatalf("enqueued %d of %d extra tasks: %v", n, len(jobs), err)
 	}
 	rig.waitTerminal(t, len(ids), time.Minute)
@@ -424,7 +425,7 @@ func TestTasksOfOneMessageSendOnce(t *testing.T) {
 		t.Errorf("%d messages reached the platform more than once", dups)
 	}
 	var attempts int
-	if err := rig.h.app.store.SQL().QueryRow("SELECT COUNT(*) FROM attempts").Scan(&attempts); err != nil {
+	if err := rig.h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM attempts").Scan(&attempts); err != nil {
 		t.Fatal(err)
 	}
 	if attempts != len(ids) {

@@ -300,7 +300,7 @@ func waitDelivered(t testing.TB, h *running, ids []string, timeout time.Duration
 	deadline := time.Now().Add(timeout)
 	for {
 		got := map[string]bool{}
-		for _, d := range h.app.sim.Deliveries() {
+		for _, d := range h.app.Sim.Deliveries() {
 			got[d.RequestID] = true
 		}
 		var missing []string

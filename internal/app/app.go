@@ -1,0 +1,144 @@
+// Package app wires one Herald process: it opens the database and Redis once, builds
+// every shared part once (the channel registry, the rate limiter, the Asynq inspector
+// and enqueuer, the metrics registry), runs the first-start steps, and serves the
+// process's role until it is told to stop.
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/redis/go-redis/v9"
+
+	"herald/channels"
+	"herald/config"
+	"herald/models"
+	"herald/simulator"
+	"herald/tasks"
+)
+
+// Roles are the parts a process can play: all of them, or one of the three.
+var Roles = []string{"all", "web", "worker", "scheduler"}
+
+// CheckRole says which roles there are when role is not one of them.
+func CheckRole(role string) error {
+	if !slices.Contains(Roles, role) {
+		return fmt.Errorf("serve: --role must be all, web, worker or scheduler, not %q", role)
+	}
+	return nil
+}
+
+// App is one running Herald process.
+type App struct {
+	Config *config.Config
+	Role   string
+	Log    *slog.Logger
+	Store  *models.Store
+	// Redis is where every Redis connection is made from; EmbeddedRedis is the
+	// in-process server behind it on a single node, nil otherwise.
+	Redis         *tasks.Redis
+	EmbeddedRedis *tasks.EmbeddedRedis
+	// RDB is the go-redis connection of the rate limiter.
+	RDB       redis.UniversalClient
+	Limiter   *tasks.Limiter
+	Inspector *asynq.Inspector
+	Enqueuer  *tasks.Enqueuer
+	Channels  *channels.Registry
+	Stats     *models.Stats
+	Metrics   *prometheus.Registry
+	// Sim is the in-process simulator behind sandbox accounts.
+	Sim *simulator.Simulator
+
+	// Listener, when set before Run, is where the HTTP server listens instead of
+	// HERALD_ADDR (tests use a random port).
+	Listener net.Listener
+	// SweepGrace is how long past due a message must be before the sweeper re-enqueues it.
+	SweepGrace time.Duration
+}
+
+// New opens the database and Redis, runs the first-start steps (see Prepare) and builds
+// the process's shared parts. stdout receives the first admin's generated password.
+func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger, stdout io.Writer) (*App, error) {
+	if err := CheckRole(role); err != nil {
+		return nil, err
+	}
+	if role != "all" && (cfg.Embedded() || cfg.EmbeddedRedis()) {
+		return nil, fmt.Errorf("serve: --role %s needs HERALD_MYSQL_DSN and HERALD_REDIS_URL: split roles share one MySQL and one Redis", role)
+	}
+	store, err := OpenStore(cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := &App{Config: cfg, Role: role, Log: log, Store: store, Redis: cfg.Redis, SweepGrace: 30 * time.Second}
+	if err := Prepare(ctx, store, cfg, role, log, stdout); err != nil {
+		a.Close()
+		return nil, err
+	}
+	if cfg.EmbeddedRedis() {
+		if a.EmbeddedRedis, err = tasks.StartEmbeddedRedis(cfg.RedisPassword); err != nil {
+			a.Close()
+			return nil, err
+		}
+		if a.Redis, err = tasks.ParseRedisURL(a.EmbeddedRedis.URL()); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
+	// One connection per worker goroutine at most, so a limiter check never queues
+	// for a connection (the default pool is 10 per CPU).
+	a.RDB = a.Redis.NewClient(cfg.WorkerConcurrency + 10)
+	a.Limiter = tasks.NewLimiter(a.RDB)
+	a.Limiter.Replicas = a.Redis.AdmissionReplicas()
+	a.Enqueuer = tasks.NewEnqueuer(a.Redis.Asynq())
+	a.Inspector = asynq.NewInspector(a.Redis.Asynq())
+	a.Sim = simulator.New(simulator.Faults{})
+	a.Channels = channels.NewRegistry(a.Sim)
+	a.Stats = store.NewStats()
+	a.Metrics = prometheus.NewRegistry()
+	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return a, nil
+}
+
+// OpenStore opens the database cfg names.
+func OpenStore(cfg *config.Config) (*models.Store, error) {
+	return models.Open(models.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey})
+}
+
+// Sweeper returns the process's sweeper.
+func (a *App) Sweeper() *tasks.Sweeper {
+	return &tasks.Sweeper{Store: a.Store, Enqueuer: a.Enqueuer, Inspector: a.Inspector, Log: a.Log, Grace: a.SweepGrace}
+}
+
+// Close releases what New opened; Run calls it when it returns.
+func (a *App) Close() {
+	if a.Inspector != nil {
+		a.Inspector.Close()
+	}
+	if a.Enqueuer != nil {
+		a.Enqueuer.Close()
+	}
+	if a.RDB != nil {
+		a.RDB.Close()
+	}
+	if a.EmbeddedRedis != nil {
+		a.EmbeddedRedis.Close()
+	}
+	a.Store.Close()
+}
+
+// NewLogger logs text on a single node, where a person reads it, and JSON in
+// production mode, where a collector does.
+func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	if cfg.Embedded() {
+		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}

@@ -1,0 +1,90 @@
+package app
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+
+	"herald/config"
+	"herald/models"
+)
+
+// Prepare runs the first-start steps under the database's start lock, so any number of
+// processes of any roles started at once on a fresh database come up: the first to take
+// the lock migrates (and seeds the demo into a new database when asked), the others find
+// the work done. Only roles that serve the console create the first admin; workers and
+// schedulers never create users. The command line's admin and apikey commands migrate
+// through Migrate, under the same lock.
+func Prepare(ctx context.Context, store *models.Store, cfg *config.Config, role string, log *slog.Logger, stdout io.Writer) error {
+	return store.WithStartLock(ctx, func() error {
+		fresh, err := store.Migrate(ctx)
+		if err != nil {
+			return err
+		}
+		demo := cfg.Demo
+		if !cfg.DemoSet {
+			demo = cfg.Embedded()
+		}
+		if fresh && demo {
+			if err := store.SeedDemo(ctx); err != nil {
+				return err
+			}
+			log.Info("seeded demo data: sandbox account, sample staff, a duty week and a template")
+		}
+		if role != "all" && role != "web" {
+			return nil
+		}
+		return ensureAdmin(ctx, store, cfg, stdout)
+	})
+}
+
+// Migrate applies pending migrations under the start lock and reports how many it applied.
+func Migrate(ctx context.Context, store *models.Store) (applied int, err error) {
+	err = store.WithStartLock(ctx, func() error {
+		applied, _, err = store.MigrateUp(ctx)
+		return err
+	})
+	return applied, err
+}
+
+// ensureAdmin creates the first console user while none exists, printing a generated
+// password once if HERALD_ADMIN_PASSWORD is not set.
+func ensureAdmin(ctx context.Context, store *models.Store, cfg *config.Config, stdout io.Writer) error {
+	n, err := store.CountUsers(ctx)
+	if err != nil || n > 0 {
+		return err
+	}
+	password, generated := cfg.AdminPassword, false
+	if password == "" {
+		b := make([]byte, 15)
+		_, _ = rand.Read(b)
+		password, generated = base64.RawURLEncoding.EncodeToString(b), true
+	}
+	u, err := store.CreateUser(ctx, cfg.AdminUser, password, models.RoleAdmin)
+	if err != nil {
+		// Lost a race with `herald admin create`: not an error.
+		if n, cerr := store.CountUsers(ctx); cerr == nil && n > 0 {
+			return nil
+		}
+	}
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		env := map[string]string{"username": "HERALD_ADMIN_USER", "password": "HERALD_ADMIN_PASSWORD"}[fe.Field]
+		return &config.Error{Var: env, Msg: fe.Message}
+	}
+	if err != nil {
+		return err
+	}
+	_ = store.Audit(ctx, models.AuditEntry{Actor: "system", ActorType: "system", Action: "user.create",
+		TargetType: "user", TargetID: u.Username, Detail: "first admin"})
+	if generated {
+		fmt.Fprintf(stdout, "\nCreated the first console user.\n  username: %s\n  password: %s\nThis password is shown only once.\n\n", u.Username, password)
+	} else {
+		fmt.Fprintf(stdout, "Created the first console user %s.\n", u.Username)
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"herald/dispatch"
+	"herald/handlers"
+	"herald/tasks"
+	"herald/web"
+)
+
+// Run serves the process's role until ctx is cancelled, then shuts down gracefully and
+// closes the App.
+func (a *App) Run(ctx context.Context) error {
+	defer a.Close()
+	g, ctx := errgroup.WithContext(ctx)
+	runWeb := a.Role == "all" || a.Role == "web"
+	if a.Role == "all" || a.Role == "worker" {
+		if err := a.startWorker(ctx, g); err != nil {
+			return err
+		}
+	}
+	if a.Role == "all" || a.Role == "scheduler" {
+		if err := a.startScheduler(ctx, g); err != nil {
+			return err
+		}
+	}
+	statsDone := make(chan struct{})
+	go func() { a.Stats.Run(ctx, time.Second, a.Log); close(statsDone) }()
+	defer func() { <-statsDone }()
+
+	// Every role serves HTTP on HERALD_ADDR: the console and API with the web role, and
+	// /healthz, /readyz and /metrics only otherwise. /metrics may also have a listener of
+	// its own (HERALD_METRICS_ADDR).
+	h := &handlers.Handlers{Store: a.Store, Log: a.Log, Stats: a.Stats, Inspector: a.Inspector,
+		Dispatch: &dispatch.Dispatcher{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log, Location: a.Config.Location,
+			Stats: a.Stats, Accounts: a.Store.NewAccountCache(5 * time.Second)},
+		PingRedis: func(context.Context) error { return a.Enqueuer.Ping() },
+		Limiter:   a.Limiter,
+		Channels:  a.Channels,
+	}
+	opts := web.Options{Location: a.Config.Location, Log: a.Log, Redis: a.Redis.Asynq(),
+		Metrics: web.NewMetrics(a.Metrics, a.Inspector, a.Store, a.Log), MetricsToken: a.Config.MetricsToken}
+	var handler http.Handler
+	if runWeb {
+		sessions := web.NewSessions(a.Config.SessionSecret, a.Store, a.Config.SessionIdle)
+		h.Sessions = sessions
+		var closeHandler func() error
+		handler, closeHandler = web.NewHandler(h, sessions, opts)
+		defer closeHandler()
+	} else {
+		handler = web.NewOpsHandler(h, opts)
+	}
+	ln := a.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", a.Config.Addr); err != nil {
+			return fmt.Errorf("serve: listen on %s (HERALD_ADDR): %w", a.Config.Addr, err)
+		}
+	}
+	if a.Config.MetricsAddr != "" {
+		metricsLn, err := net.Listen("tcp", a.Config.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("serve: listen on %s (HERALD_METRICS_ADDR): %w", a.Config.MetricsAddr, err)
+		}
+		a.Log.Info("serving metrics", "url", "http://"+metricsLn.Addr().String()+"/metrics")
+		serveHTTP(ctx, g, web.NewServer(a.Config.MetricsAddr, web.NewMetricsHandler(opts)), metricsLn)
+	}
+	a.Log.Info("listening", "url", "http://"+ln.Addr().String()+"/", "console", runWeb)
+	serveHTTP(ctx, g, web.NewServer(a.Config.Addr, handler), ln)
+	a.Log.Info("herald started", "role", a.Role, "embedded", a.Config.Embedded())
+	return g.Wait()
+}
+
+// startWorker starts the Asynq worker that sends messages and runs maintenance tasks,
+// and the heartbeat that renews the leases of the claims it holds.
+func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
+	send := tasks.NewSender(a.Store, a.Channels, a.Log, a.Config.SendTimeout)
+	send.Limiter = a.Limiter
+	send.Metrics = tasks.NewMetrics(a.Metrics)
+	send.Stats = a.Stats
+	srv, mux := tasks.NewWorker(a.Redis.Asynq(), tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
+		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, a.Sweeper())
+	if err := srv.Start(mux); err != nil {
+		return fmt.Errorf("serve: start worker: %w", err)
+	}
+	// Leases are renewed until the worker has finished its tasks, not just until the
+	// stop signal.
+	beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
+	go send.KeepLeases(beat)
+	g.Go(func() error { <-ctx.Done(); srv.Shutdown(); stopBeat(); return nil })
+	return nil
+}
+
+// startScheduler starts the periodic maintenance tasks and enqueues a first sweep, so
+// a restart picks up what was left at once.
+func (a *App) startScheduler(ctx context.Context, g *errgroup.Group) error {
+	sch, err := tasks.NewScheduler(a.Redis.Asynq(), a.Log)
+	if err != nil {
+		return err
+	}
+	if err := sch.Start(); err != nil {
+		return fmt.Errorf("serve: start scheduler: %w", err)
+	}
+	if err := tasks.SweepNow(ctx, a.Enqueuer.Client()); err != nil {
+		a.Log.Warn("initial sweep not enqueued", "error", err)
+	}
+	g.Go(func() error { <-ctx.Done(); sch.Shutdown(); return nil })
+	return nil
+}
+
+// serveHTTP serves srv on ln in g until ctx is cancelled, then shuts it down gracefully.
+func serveHTTP(ctx context.Context, g *errgroup.Group, srv *http.Server, ln net.Listener) {
+	g.Go(func() error {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
+	})
+}
