@@ -41,12 +41,12 @@ test: check-generate lint
 	$(GO) test -race -count=1 -p 1 -timeout 18m $(PKGS)
 
 ## bench: the pipeline benchmark on MySQL and Redis, the burst mix in both modes, the
-## embedded drain as the database grows, plus micro-benchmarks (results in
-## docs/benchmarks.md). Uses the local MariaDB and Redis unless the variables are set.
+## embedded drain as the database grows, recovery after a worker is killed, plus
+## micro-benchmarks (results in docs/benchmarks.md). Uses the local MariaDB and Redis unless the variables are set.
 bench: export HERALD_TEST_MYSQL_DSN ?= root@tcp(127.0.0.1:3306)/?parseTime=true&loc=UTC&charset=utf8mb4
 bench: export HERALD_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 bench:
-	$(GO) test -run '^$$' -bench 'Pipeline|Dashboard|BurstMix|EmbeddedGrowth' -benchtime 1x -timeout 60m .
+	$(GO) test -run '^$$' -bench 'Pipeline|Dashboard|BurstMix|EmbeddedGrowth|KilledWorker' -benchtime 1x -timeout 60m .
 	$(GO) test -run '^$$' -bench . ./tasks ./simulator
 
 clean:

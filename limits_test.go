@@ -48,7 +48,7 @@ func heraldBinary(t testing.TB) string {
 }
 
 // startWorkers starts n `herald serve --role worker` processes and stops them at the end.
-func startWorkers(t *testing.T, env map[string]string, n int, extra ...string) []*process {
+func startWorkers(t testing.TB, env map[string]string, n int, extra ...string) []*process {
 	t.Helper()
 	var procs []*process
 	for range n {
@@ -74,7 +74,7 @@ func (p *process) Wait() error {
 
 // startRole starts `herald serve --role role` as a process of its own, with env plus the
 // extra KEY=value settings, and stops it with SIGTERM at the end of the test.
-func startRole(t *testing.T, env map[string]string, role string, extra ...string) *process {
+func startRole(t testing.TB, env map[string]string, role string, extra ...string) *process {
 	t.Helper()
 	cmd := exec.Command(heraldBinary(t), "serve", "--role", role)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
@@ -139,7 +139,7 @@ func windowOracle(ms []int64, w int64, limit int) (maxCount int, utilisation flo
 // startSimulator runs `herald simulate` as a process of its own, as the platforms are,
 // and returns its base URL. The receipt times the limit tests judge by are taken there,
 // away from the test process and its race detector.
-func startSimulator(t *testing.T, flags ...string) string {
+func startSimulator(t testing.TB, flags ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
 	args := append([]string{"simulate", "--addr", addr, "--smtp-addr", freeAddr(t), "--seed", "42"}, flags...)
@@ -311,7 +311,7 @@ func TestRedisOutageHoldsLimits(t *testing.T) {
 }
 
 // waitTCP waits until something listens on addr.
-func waitTCP(t *testing.T, addr string) {
+func waitTCP(t testing.TB, addr string) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := net.Dial("tcp", addr)

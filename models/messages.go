@@ -489,6 +489,22 @@ func (s *Store) DueMessages(ctx context.Context, dueBy time.Time, after DueCurso
 	return out, nil
 }
 
+// UnclaimedDue returns which of ids are pending or failed and due by dueBy: messages
+// nobody is working on, whatever Redis says of their tasks.
+func (s *Store) UnclaimedDue(ctx context.Context, ids []string, dueBy time.Time) ([]DueMessage, error) {
+	var out []DueMessage
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
+		Where("id IN ? AND status IN ? AND next_attempt_at <= ?", ids, []Status{StatusPending, StatusFailed}, dueBy.UTC()).
+		Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: unclaimed due messages: %w", err)
+	}
+	return out, nil
+}
+
 // Released is a message whose claim expired, returned to failed by ReleaseExpiredLeases.
 type Released struct {
 	ID       string

@@ -25,7 +25,7 @@ type Sender struct {
 	// CallTimeout bounds one provider call.
 	CallTimeout time.Duration
 	// Lease is how long a claim holds without a heartbeat before the sweeper may assume
-	// the worker died. KeepLeases renews the leases of held claims every Lease/4.
+	// the worker died. KeepLeases renews the leases of held claims every Lease/5.
 	Lease time.Duration
 	// Limiter enforces account limits; nil sends unlimited.
 	Limiter *Limiter
@@ -90,9 +90,11 @@ const (
 
 // DefaultLease is how long a claim outlives its worker's last heartbeat. It does not
 // depend on the call timeout: a live worker renews its leases however long a call takes.
-// Renewals come every Lease/4, so a busy database can delay or lose two of them before a
-// live worker's claim could be taken for a dead one's (and its message sent twice).
-const DefaultLease = 20 * time.Second
+// Renewals come every Lease/5, so a busy database can delay or lose three of them before
+// a live worker's claim could be taken for a dead one's (and its message sent twice);
+// a dead worker's claims go back to the queue 12 to 15 s after its last renewal, plus
+// the sweeper's 3 s.
+const DefaultLease = 15 * time.Second
 
 // NewSender returns a send handler with the default policy and lease. Run KeepLeases
 // beside it for as long as it handles tasks.
@@ -135,12 +137,12 @@ func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 	return out
 }
 
-// KeepLeases renews the leases of every claim this worker holds, every Lease/4, with one
+// KeepLeases renews the leases of every claim this worker holds, every Lease/5, with one
 // UPDATE for all of them, until ctx ends. A worker that dies stops renewing, and the
 // sweeper's recovery finds its claims within a lease and a few seconds. Stop it only
 // after the worker has finished its tasks.
 func (s *Sender) KeepLeases(ctx context.Context) {
-	every := s.Lease / 4
+	every := s.Lease / 5
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -154,7 +156,9 @@ func (s *Sender) KeepLeases(ctx context.Context) {
 			continue
 		}
 		slices.Sort(ids) // the order InnoDB locks them in anyway
-		rctx, cancel := context.WithTimeout(ctx, every)
+		// A renewal may take longer than the interval on a slow database: the ticker
+		// drops the ticks it misses, and one renewal that lands keeps every claim.
+		rctx, cancel := context.WithTimeout(ctx, s.Lease/3)
 		_, err := s.Store.RenewLeases(rctx, ids, tokens, models.Now().Add(s.Lease))
 		cancel()
 		if err != nil {

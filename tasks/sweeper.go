@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -37,7 +39,17 @@ type Sweeper struct {
 	// Grace is how long past due a message must be before the sweeper looks at it, so it
 	// does not race a task that is about to run anyway.
 	Grace time.Duration
+
+	mu sync.Mutex
+	// unclaimed: active send tasks whose message was due and unclaimed when a pass of
+	// this sweeper saw them, task id → first seen.
+	unclaimed map[string]time.Time
 }
+
+// stuckAfter is how long an active send task may hold a due message without claiming
+// it before Recover takes its worker for dead. A live worker claims within milliseconds
+// of taking a task; the claim, not this guess, is what keeps a message from going twice.
+const stuckAfter = 2 * time.Second
 
 // sweepPage is how many due messages one query returns.
 const sweepPage = 2000
@@ -74,10 +86,62 @@ func (s *Sweeper) recover(ctx context.Context, sends []activeSend, listErr error
 		jobs[i] = Job{MessageID: r.ID, Priority: r.Priority, ProcessAt: now, Replaces: r.ExpiredToken}
 	}
 	jobs = append(jobs, s.orphanedSends(sends, now)...)
+	stuck, serr := s.stuckSends(ctx, sends, now)
+	jobs = append(jobs, stuck...)
 	// Released rows are failed and due: if enqueueing fails, the full sweep finds them.
 	n, qerr := s.Enqueuer.Enqueue(ctx, jobs)
-	return n, errors.Join(err, listErr, qerr)
+	return n, errors.Join(err, listErr, serr, qerr)
 }
+
+// stuckSends returns a replacement job for every send task that a dead worker took from
+// the queue but never claimed: the task is active in Redis, not yet orphaned (Asynq
+// waits 30 s for that), and its message stays due and unclaimed over passes at least
+// stuckAfter apart. The replacement gets the id the orphan path would give it, so the
+// task is replaced once however it is found.
+func (s *Sweeper) stuckSends(ctx context.Context, active []activeSend, now time.Time) ([]Job, error) {
+	byMessage := make(map[string][]activeSend)
+	ids := make([]string, 0, len(active))
+	for _, t := range active {
+		if !t.orphaned {
+			if len(byMessage[t.messageID]) == 0 {
+				ids = append(ids, t.messageID)
+			}
+			byMessage[t.messageID] = append(byMessage[t.messageID], t)
+		}
+	}
+	var due []models.DueMessage
+	for chunk := range slices.Chunk(ids, stuckPage) {
+		d, err := s.Store.UnclaimedDue(ctx, chunk, now)
+		if err != nil {
+			return nil, err
+		}
+		due = append(due, d...)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make(map[string]time.Time, len(due))
+	var jobs []Job
+	for _, m := range due {
+		for _, t := range byMessage[m.ID] {
+			first, ok := s.unclaimed[t.taskID]
+			if !ok {
+				first = now
+			}
+			seen[t.taskID] = first
+			if now.Sub(first) >= stuckAfter {
+				jobs = append(jobs, Job{MessageID: m.ID, Priority: m.Priority, ProcessAt: now, Replaces: "orphan-" + t.taskID})
+			}
+		}
+	}
+	s.unclaimed = seen
+	if len(jobs) > 0 {
+		s.Log.Warn("sweeper: re-enqueued send tasks a dead worker took but never claimed", "count", len(jobs))
+	}
+	return jobs, nil
+}
+
+// stuckPage is how many message ids one UnclaimedDue query asks about.
+const stuckPage = 500
 
 // orphanedSends returns a replacement job for every send task Asynq reports orphaned.
 // The replacement's task id is fixed by the orphan's, so later passes that still see the

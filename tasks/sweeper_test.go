@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"herald/internal/testenv"
+	"herald/models"
 	"herald/tasks"
 )
 
@@ -27,35 +28,12 @@ func TestRecoverReplacesOrphanedSendTasks(t *testing.T) {
 	redisOpt := red.Asynq()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 
-	// A worker whose handler never returns holds the task as active.
-	srv := asynq.NewServer(redisOpt, asynq.Config{Concurrency: 1, Queues: tasks.Queues, ShutdownTimeout: time.Second,
-		Logger: discardLogger{}})
-	held := make(chan struct{}, 1)
-	release := make(chan struct{})
-	mux := asynq.NewServeMux()
-	mux.HandleFunc(tasks.TypeSendMessage, func(ctx context.Context, _ *asynq.Task) error {
-		held <- struct{}{}
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return nil
-	})
-	if err := srv.Start(mux); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { close(release); srv.Shutdown() })
-	enq := tasks.NewEnqueuer(redisOpt)
-	t.Cleanup(func() { enq.Close() })
+	enq, held := holdingWorker(t, redisOpt, 1)
 	const messageID = "0190a000-0000-7000-8000-000000000001"
 	if _, err := enq.Enqueue(context.Background(), []tasks.Job{{MessageID: messageID, Priority: "normal", ProcessAt: time.Now()}}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the worker never took the task")
-	}
+	waitHeld(t, held, 1)
 
 	insp := asynq.NewInspector(redisOpt)
 	t.Cleanup(func() { insp.Close() })
@@ -95,6 +73,113 @@ func TestRecoverReplacesOrphanedSendTasks(t *testing.T) {
 	}
 	if info.Type != tasks.TypeSendMessage {
 		t.Errorf("replacement is a %s task", info.Type)
+	}
+}
+
+// holdingWorker starts an Asynq worker whose send handler takes tasks and never returns
+// until the test ends: the tasks stay active in Redis, as those of a worker that hangs
+// or died while Asynq's lease on them still runs. Each task taken is reported on held.
+func holdingWorker(t *testing.T, redisOpt asynq.RedisConnOpt, concurrency int) (*tasks.Enqueuer, <-chan struct{}) {
+	t.Helper()
+	srv := asynq.NewServer(redisOpt, asynq.Config{Concurrency: concurrency, Queues: tasks.Queues, ShutdownTimeout: time.Second,
+		Logger: discardLogger{}})
+	held := make(chan struct{}, concurrency)
+	release := make(chan struct{})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(tasks.TypeSendMessage, func(ctx context.Context, _ *asynq.Task) error {
+		held <- struct{}{}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { close(release); srv.Shutdown() })
+	enq := tasks.NewEnqueuer(redisOpt)
+	t.Cleanup(func() { enq.Close() })
+	return enq, held
+}
+
+// waitHeld waits until the holding worker has taken n tasks.
+func waitHeld(t *testing.T, held <-chan struct{}, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the worker never took the task")
+		}
+	}
+}
+
+// TestRecoverReplacesUnclaimedSendTasks: a send task held as active whose message stays
+// due and unclaimed (its worker took it and died before the claim, and Asynq's 30 s
+// lease on it has not run out) is replaced once two recovery passes a couple of seconds
+// apart have seen it, and only once. A task whose message is claimed is left alone: the
+// claim's lease decides about it.
+func TestRecoverReplacesUnclaimedSendTasks(t *testing.T) {
+	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	redisOpt := red.Asynq()
+	store := testenv.Store(t)
+	ctx := context.Background()
+	r := &models.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: models.Branch, TianyuanID: "ty_E1001", Active: true}
+	if err := store.CreateRecipient(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	a := &models.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,
+		Config: map[string]string{"base_url": "http://127.0.0.1:9900/tianyuan", "token": "tok"}}
+	if err := store.CreateAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	b := &models.Batch{ID: models.NewID(), Source: "api", Platform: a.Platform, AccountID: a.ID, Priority: "normal"}
+	now := time.Now()
+	msgs := make([]models.Message, 2)
+	for i := range msgs {
+		msgs[i] = models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: r.ID, AccountID: a.ID,
+			Platform: a.Platform, Address: r.Address(a.Platform), MsgType: "text", Content: "Overdue: ledger 42",
+			Priority: "normal", Status: models.StatusPending, MaxAttempts: models.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}
+	}
+	if err := store.CreateBatch(ctx, b, msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	unclaimed, claimed := msgs[0].ID, msgs[1].ID
+	if _, _, err := store.ClaimMany(ctx, []string{claimed}, now.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+
+	enq, held := holdingWorker(t, redisOpt, 2)
+	jobs := []tasks.Job{{MessageID: unclaimed, Priority: "normal", ProcessAt: now}, {MessageID: claimed, Priority: "normal", ProcessAt: now}}
+	if _, err := enq.Enqueue(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, held, 2)
+	insp := asynq.NewInspector(redisOpt)
+	t.Cleanup(func() { insp.Close() })
+	sweeper := &tasks.Sweeper{Store: store, Enqueuer: enq, Inspector: insp, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if n, err := sweeper.Recover(ctx); err != nil || n != 0 {
+		t.Fatalf("the first pass to see the tasks enqueued %d (%v), want 0: the worker may be about to claim", n, err)
+	}
+	time.Sleep(2100 * time.Millisecond)
+	for i := range 2 {
+		n, err := sweeper.Recover(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []int{1, 0}[i]; n != want {
+			t.Errorf("Recover pass %d after the wait enqueued %d replacements, want %d", i+2, n, want)
+		}
+	}
+	if _, err := insp.GetTaskInfo(tasks.QueueNormal, tasks.SendTaskID(unclaimed, "orphan-"+unclaimed)); err != nil {
+		t.Errorf("no replacement for the unclaimed message's task: %v", err)
+	}
+	if _, err := insp.GetTaskInfo(tasks.QueueNormal, tasks.SendTaskID(claimed, "orphan-"+claimed)); err == nil {
+		t.Error("the claimed message's task was replaced before its lease ran out")
 	}
 }
 
