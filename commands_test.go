@@ -43,6 +43,32 @@ func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 	}
 }
 
+// TestUnreachableServersStopWithTheCause: a process whose database or Redis does not
+// answer at start exits with a last line naming the setting, the server and the cause.
+func TestUnreachableServersStopWithTheCause(t *testing.T) {
+	closed := freeAddr(t) // nothing listens there
+	tests := []struct{ name, variable, value, want string }{
+		{"mysql", "HERALD_MYSQL_DSN", "root@tcp(" + closed + ")/herald?parseTime=true", "cannot open the database at " + closed + "/herald (HERALD_MYSQL_DSN)"},
+		{"redis", "HERALD_REDIS_URL", "redis://" + closed + "/0", "cannot reach Redis at " + closed + " (HERALD_REDIS_URL)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := testEnv(t)
+			env[tt.variable] = tt.value
+			env["HERALD_ADDR"] = freeAddr(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			var out, errOut bytes.Buffer
+			code := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errOut)
+			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+			last := lines[len(lines)-1]
+			if code != 1 || !strings.Contains(last, tt.want) || !strings.Contains(last, "connection refused") {
+				t.Errorf("exit %d, last line %q: want 1 and a line with %q and the cause", code, last, tt.want)
+			}
+		})
+	}
+}
+
 func TestWeakFirstAdminPasswordStopsWithTheReason(t *testing.T) {
 	env := testEnv(t)
 	env["HERALD_ADMIN_PASSWORD"] = "password123"

@@ -27,6 +27,7 @@ Configuration comes from HERALD_* environment variables; see README.md.
 `
 
 func main() {
+	setRedisLogger = true
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()

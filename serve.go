@@ -5,9 +5,16 @@ import (
 	"flag"
 	"io"
 
+	"github.com/redis/go-redis/v9"
+
 	"herald/config"
 	"herald/internal/app"
 )
+
+// setRedisLogger routes go-redis's own messages into the process log. Only main sets
+// it: the logger is a global that go-redis reads without a lock, so tests that start
+// many Herald instances in one process leave it alone.
+var setRedisLogger bool
 
 func serveCommand(ctx context.Context, args []string, getenv config.Getenv, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -23,7 +30,11 @@ func serveCommand(ctx context.Context, args []string, getenv config.Getenv, stdo
 	if err != nil {
 		return err
 	}
-	a, err := app.New(ctx, cfg, *role, app.NewLogger(cfg, stderr), stdout)
+	log := app.NewLogger(cfg, stderr)
+	if setRedisLogger {
+		redis.SetLogger(app.RedisLog{Log: log})
+	}
+	a, err := app.New(ctx, cfg, *role, log, stdout)
 	if err != nil {
 		return err
 	}

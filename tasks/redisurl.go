@@ -34,6 +34,15 @@ type Redis struct {
 	opt      redis.UniversalOptions
 }
 
+// Where names the servers r connects to, without credentials, for messages.
+func (r *Redis) Where() string {
+	where := strings.Join(r.opt.Addrs, ",")
+	if r.Topology == Sentinel {
+		where += " (sentinel master " + r.opt.MasterName + ")"
+	}
+	return where
+}
+
 // ParseRedisURL parses a Redis URL of any topology. Errors name the part that is wrong.
 func ParseRedisURL(raw string) (*Redis, error) {
 	scheme, _, ok := strings.Cut(raw, "://")

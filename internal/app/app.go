@@ -13,6 +13,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -98,6 +99,10 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	a.Limiter = tasks.NewLimiter(a.RDB)
 	a.Limiter.Replicas = a.Redis.AdmissionReplicas()
 	a.Enqueuer = tasks.NewEnqueuer(a.Redis.Asynq())
+	if err := a.Enqueuer.Ping(); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("serve: cannot reach Redis at %s (HERALD_REDIS_URL): %w", a.Redis.Where(), err)
+	}
 	a.Inspector = asynq.NewInspector(a.Redis.Asynq())
 	a.Sim = simulator.New(simulator.Faults{})
 	a.Channels = channels.NewRegistry(a.Sim)
@@ -107,9 +112,20 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	return a, nil
 }
 
-// OpenStore opens the database cfg names.
+// OpenStore opens the database cfg names. Its error names the setting and the server.
 func OpenStore(cfg *config.Config) (*models.Store, error) {
-	return models.Open(models.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey})
+	store, err := models.Open(models.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey})
+	if err == nil {
+		return store, nil
+	}
+	if cfg.MySQLDSN == "" {
+		return nil, fmt.Errorf("cannot open the database in %s (HERALD_DATA_DIR): %w", cfg.DataDir, err)
+	}
+	where := "the server"
+	if d, perr := mysql.ParseDSN(cfg.MySQLDSN); perr == nil {
+		where = d.Addr + "/" + d.DBName
+	}
+	return nil, fmt.Errorf("cannot open the database at %s (HERALD_MYSQL_DSN): %w", where, err)
 }
 
 // Sweeper returns the process's sweeper.
@@ -141,4 +157,13 @@ func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+// RedisLog carries go-redis's own messages (failed dials, Sentinel switching masters)
+// into the process log, for redis.SetLogger.
+type RedisLog struct{ Log *slog.Logger }
+
+// Printf implements go-redis's logger.
+func (l RedisLog) Printf(ctx context.Context, format string, v ...any) {
+	l.Log.WarnContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
 }
