@@ -29,11 +29,14 @@ const testAdminPassword = "correct-horse-battery"
 
 // testEnv returns the environment of a Herald process for a test: production mode
 // (MySQL + Redis) when the test backends are configured, the embedded default otherwise.
+// The console speaks English unless a test asks for Chinese (the tests of the Chinese
+// console set the language themselves).
 func testEnv(t testing.TB) map[string]string {
 	env := map[string]string{
-		"HERALD_DATA_DIR":       t.TempDir(),
-		"HERALD_ADMIN_PASSWORD": testAdminPassword,
-		"HERALD_TIMEZONE":       "Asia/Shanghai",
+		"HERALD_DATA_DIR":         t.TempDir(),
+		"HERALD_ADMIN_PASSWORD":   testAdminPassword,
+		"HERALD_TIMEZONE":         "Asia/Shanghai",
+		"HERALD_DEFAULT_LANGUAGE": "en",
 	}
 	if dsn := testenv.MySQLDSN(t); dsn != "" {
 		env["HERALD_MYSQL_DSN"] = dsn

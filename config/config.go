@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"herald/i18n"
 	"herald/tasks"
 )
 
@@ -48,6 +49,9 @@ type Config struct {
 	// its loopback port. It is generated into the data directory (redis.key) once and
 	// reused; empty when HERALD_REDIS_URL is set.
 	RedisPassword string
+	// DefaultLanguage is the console's language for users who chose none and whose
+	// browser asks for neither of the two (HERALD_DEFAULT_LANGUAGE: zh-CN or en).
+	DefaultLanguage string
 	// SessionIdle signs a console session out after this long unused
 	// (HERALD_SESSION_IDLE, default 30m); 12 hours after sign-in it ends regardless.
 	SessionIdle time.Duration
@@ -142,6 +146,13 @@ func Load(getenv Getenv) (*Config, error) {
 	// Last use is recorded to the minute, and a session lasts 12 hours at most.
 	if c.SessionIdle < time.Minute || c.SessionIdle > 12*time.Hour {
 		return nil, &Error{"HERALD_SESSION_IDLE", fmt.Sprintf("must be between 1m and 12h, got %s", c.SessionIdle)}
+	}
+	c.DefaultLanguage = i18n.Chinese
+	if v := strings.TrimSpace(getenv("HERALD_DEFAULT_LANGUAGE")); v != "" {
+		if !i18n.Valid(v) {
+			return nil, &Error{"HERALD_DEFAULT_LANGUAGE", fmt.Sprintf("must be one of %s, got %q", strings.Join(i18n.Languages, ", "), v)}
+		}
+		c.DefaultLanguage = v
 	}
 	if v := strings.TrimSpace(getenv("HERALD_DEMO")); v != "" {
 		b, err := strconv.ParseBool(v)

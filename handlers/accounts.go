@@ -256,7 +256,7 @@ func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]st
 		rows[i] = views.AccountListRow{Account: a, Warnings: models.LimitWarnings(a.Limits),
 			ConfigWarnings: channels.ConfigWarnings(a.Platform, a.Config)}
 	}
-	render(c, status, views.AccountsPage(page(c, "Accounts", "accounts"), rows, h.accountUsage(c, list), h.notice(c), errs))
+	render(c, status, views.AccountsPage(page(c, tr(c, "title.accounts"), "accounts"), rows, h.accountUsage(c, list), h.notice(c), errs))
 }
 
 // accountUsage reads each account's current use of its limits.
@@ -326,7 +326,7 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 // NewAccountForm shows an empty account form.
 func (h *Handlers) NewAccountForm(c *gin.Context) {
 	a := &models.Account{Platform: channels.Platforms[0], Enabled: true, MaxAttempts: models.DefaultMaxAttempts}
-	render(c, http.StatusOK, views.AccountFormPage(page(c, "New account", "accounts"), accountForm(a, "", nil), nil))
+	render(c, http.StatusOK, views.AccountFormPage(page(c, tr(c, "title.new_account"), "accounts"), accountForm(a, "", nil), nil))
 }
 
 // CreateAccount saves a new account by the rules the API follows too (dispatch.SaveAccount).
@@ -338,7 +338,7 @@ func (h *Handlers) CreateAccount(c *gin.Context) {
 func (h *Handlers) storedAccount(c *gin.Context) (*models.Account, bool) {
 	a, err := h.Store.AccountByName(c.Request.Context(), c.Param("name"))
 	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "There is no account named "+c.Param("name")+".")
+		ErrorPage(c, http.StatusNotFound, "error.no_account", "Name", c.Param("name"))
 		return nil, false
 	}
 	if err != nil {
@@ -379,7 +379,7 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 			"": "Someone else saved this account while you edited it. Open it again to see their changes."}))
 		return
 	}
-	if fe, ok := fieldErrors(err); ok {
+	if fe, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.AccountFormPage(page(c, title, "accounts"), f, fe))
 		return
 	}

@@ -51,7 +51,7 @@ func (h *Handlers) apiFail(c *gin.Context, err error) {
 	var fe *models.FieldError
 	switch {
 	case errors.As(err, &fe):
-		APIError(c, http.StatusUnprocessableEntity, "validation_failed", fe.Field+" "+fe.Message, fe.Field)
+		APIError(c, http.StatusUnprocessableEntity, "validation_failed", fe.Field+" "+fe.In(c.Request.Context()), fe.Field)
 	case errors.Is(err, models.ErrNotFound):
 		APIError(c, http.StatusNotFound, "not_found", "no such resource", "")
 	case errors.Is(err, models.ErrStateChanged):

@@ -94,7 +94,7 @@ func (h *Handlers) APIUpsertRecipients(c *gin.Context) {
 		list[i] = r.model()
 		if err := models.ValidateRecipient(&list[i]); err != nil {
 			fe := err.(*models.FieldError)
-			APIError(c, http.StatusUnprocessableEntity, "validation_failed", fe.Message, fmt.Sprintf("[%d].%s", i, fe.Field))
+			APIError(c, http.StatusUnprocessableEntity, "validation_failed", fe.In(c.Request.Context()), fmt.Sprintf("[%d].%s", i, fe.Field))
 			return
 		}
 		if j, dup := seen[list[i].ExternalID]; dup {

@@ -23,7 +23,7 @@ func (h *Handlers) renderAPIKeys(c *gin.Context, status int, f views.APIKeyForm,
 		h.serverError(c, err)
 		return
 	}
-	render(c, status, views.APIKeysPage(page(c, "API keys", "apikeys"), views.APIKeys{List: list, Form: f, Notice: h.notice(c)}, errs))
+	render(c, status, views.APIKeysPage(page(c, tr(c, "title.api_keys"), "apikeys"), views.APIKeys{List: list, Form: f, Notice: h.notice(c)}, errs))
 }
 
 // CreateAPIKey makes a key and shows its secret, once.
@@ -35,7 +35,7 @@ func (h *Handlers) CreateAPIKey(c *gin.Context) {
 	}
 	u := CurrentUser(c)
 	k, secret, err := h.Store.CreateAPIKey(c.Request.Context(), f.Name, strings.Join(scopes, ","), u.Username)
-	if errs, ok := fieldErrors(err); ok {
+	if errs, ok := fieldErrors(c, err); ok {
 		h.renderAPIKeys(c, http.StatusUnprocessableEntity, f, errs)
 		return
 	}
@@ -46,7 +46,7 @@ func (h *Handlers) CreateAPIKey(c *gin.Context) {
 	h.audit(c, u.Username, "apikey.create", "api_key", k.Name, "hk_"+k.Prefix+" scopes "+k.Scopes)
 	// The secret is in this response only: no redirect, and no cache may keep it.
 	c.Header("Cache-Control", "no-store")
-	render(c, http.StatusCreated, views.APIKeyCreatedPage(page(c, "API key created", "apikeys"), k, secret))
+	render(c, http.StatusCreated, views.APIKeyCreatedPage(page(c, tr(c, "title.api_key_created"), "apikeys"), k, secret))
 }
 
 // RevokeAPIKey revokes a key; systems using it are refused from then on.
@@ -55,7 +55,7 @@ func (h *Handlers) RevokeAPIKey(c *gin.Context) {
 	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
 	k, err := h.Store.APIKeyByID(ctx, id)
 	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "There is no API key "+c.Param("id")+".")
+		ErrorPage(c, http.StatusNotFound, "error.no_api_key", "ID", c.Param("id"))
 		return
 	}
 	if err == nil {

@@ -102,7 +102,7 @@ func parseLocalTime(s string, loc *time.Location) (time.Time, error) {
 }
 
 // composeErrors places an intake validation error beside its field, or above the form.
-func composeErrors(err error) (map[string]string, bool) {
+func composeErrors(c *gin.Context, err error) (map[string]string, bool) {
 	var fe *models.FieldError
 	if !errors.As(err, &fe) {
 		return nil, false
@@ -112,9 +112,9 @@ func composeErrors(err error) (map[string]string, bool) {
 		field = "account"
 	}
 	if composeFields[field] || strings.HasPrefix(field, "variables.") {
-		return map[string]string{field: fe.Message}, true
+		return map[string]string{field: fe.In(c.Request.Context())}, true
 	}
-	return map[string]string{"": field + ": " + fe.Message}, true
+	return map[string]string{"": field + ": " + fe.In(c.Request.Context())}, true
 }
 
 // Compose submits the form through dispatch and shows the new batch.
@@ -131,7 +131,7 @@ func (h *Handlers) Compose(c *gin.Context) {
 	// Intake writes the audit entry in the batch's own transaction.
 	req.AuditIP = c.ClientIP()
 	res, err := h.Dispatch.Submit(c.Request.Context(), req)
-	if fe, ok := composeErrors(err); ok {
+	if fe, ok := composeErrors(c, err); ok {
 		h.renderCompose(c, http.StatusUnprocessableEntity, f, fe)
 		return
 	}
@@ -160,8 +160,8 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 		return
 	}
 	res, err := h.Dispatch.Plan(ctx, req)
-	if _, ok := fieldErrors(err); ok {
-		v.Errors = []string{fieldMessage(err)}
+	if _, ok := fieldErrors(c, err); ok {
+		v.Errors = []string{fieldMessage(c, err)}
 		render(c, http.StatusUnprocessableEntity, views.ComposePreviewPanel(v))
 		return
 	}
@@ -246,7 +246,7 @@ func (h *Handlers) renderCompose(c *gin.Context, status int, f views.ComposeForm
 			}
 		}
 	}
-	render(c, status, views.ComposePage(page(c, "Compose", "compose"), v, errs))
+	render(c, status, views.ComposePage(page(c, tr(c, "title.compose"), "compose"), v, errs))
 }
 
 // batchListLimit caps the messages a batch page lists.
@@ -256,7 +256,7 @@ const batchListLimit = 1000
 func (h *Handlers) Batch(c *gin.Context) {
 	v, ok := h.batchView(c)
 	if ok {
-		render(c, http.StatusOK, views.BatchPage(page(c, "Batch", ""), v))
+		render(c, http.StatusOK, views.BatchPage(page(c, tr(c, "title.batch"), ""), v))
 	}
 }
 
@@ -273,7 +273,7 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 	id := c.Param("id")
 	b, err := h.Store.BatchByID(ctx, id)
 	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "There is no batch "+id+".")
+		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
 		return views.BatchView{}, false
 	}
 	if err != nil {

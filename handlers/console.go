@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,31 +9,32 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/i18n"
 	"herald/models"
 )
 
 // pageSize is how many rows a console list shows at once.
 const pageSize = 50
 
-// notices are the sentences shown after an action redirects back to a page. The action
-// keeps a key of this set and the subject it is about in the session (see
-// SessionManager.SetNotice); the page shows the sentence once. Nothing in the URL can
-// choose the words.
-var notices = map[string]string{
-	"created":     "Created %s.",
-	"saved":       "Saved %s.",
-	"deleted":     "Deleted %s.",
-	"activated":   "%s is active again.",
-	"deactivated": "%s is deactivated: kept on record, receives nothing.",
-	"enabled":     "Enabled %s.",
-	"disabled":    "Disabled %s.",
-	"imported":    "Import applied: %s.",
-	"revoked":     "Revoked %s.",
-	"retried":     "Message %s is due again.",
-	"cancelled":   "Message %s is cancelled.",
-	"resent":      "Re-sent %s.",
-	"password":    "Set a new password for %s; their sessions were signed out.",
-	"role":        "Changed the role of %s.",
+// notices are the sentences shown after an action redirects back to a page (catalog
+// keys notice.<key>, with the subject as .Subject). The action keeps a key of this set
+// and the subject it is about in the session (see SessionManager.SetNotice); the page
+// shows the sentence once. Nothing in the URL can choose the words.
+var notices = map[string]bool{
+	"created": true,
+	"saved": true,
+	"deleted": true,
+	"activated": true,
+	"deactivated": true,
+	"enabled": true,
+	"disabled": true,
+	"imported": true,
+	"revoked": true,
+	"retried": true,
+	"cancelled": true,
+	"resent": true,
+	"password": true,
+	"role": true,
 }
 
 // redirectNotice sends the browser to path and keeps a notice about subject for the
@@ -50,11 +50,10 @@ func (h *Handlers) redirectNotice(c *gin.Context, path, notice, subject string) 
 // notice returns the sentence the previous action kept for this page, once, or "".
 func (h *Handlers) notice(c *gin.Context) string {
 	key, subject := h.Sessions.TakeNotice(c)
-	format, ok := notices[key]
-	if !ok {
+	if !notices[key] {
 		return ""
 	}
-	return fmt.Sprintf(format, subject)
+	return i18n.T(c.Request.Context(), "notice."+key, "Subject", subject)
 }
 
 // isHTMX reports whether htmx made the request (and expects a partial).
@@ -68,21 +67,21 @@ func parseDay(field, value string, loc *time.Location) (*time.Time, error) {
 	}
 	t, err := time.ParseInLocation(time.DateOnly, value, loc)
 	if err != nil {
-		return nil, &models.FieldError{Field: field, Message: "must be a date as YYYY-MM-DD"}
+		return nil, models.Invalid(field, "validation.date")
 	}
 	return &t, nil
 }
 
 // dayRange turns an inclusive from/to pair of dates into [from 00:00, the day after to
 // 00:00) in the console's time zone, recording bad dates in errs.
-func dayRange(from, to string, loc *time.Location, errs map[string]string) (start, before *time.Time) {
+func dayRange(c *gin.Context, from, to string, loc *time.Location, errs map[string]string) (start, before *time.Time) {
 	start, err := parseDay("from", from, loc)
 	if err != nil {
-		errs["from"] = err.(*models.FieldError).Message
+		errs["from"] = err.(*models.FieldError).In(c.Request.Context())
 	}
 	end, err := parseDay("to", to, loc)
 	if err != nil {
-		errs["to"] = err.(*models.FieldError).Message
+		errs["to"] = err.(*models.FieldError).In(c.Request.Context())
 	}
 	if end != nil {
 		next := end.AddDate(0, 0, 1)
@@ -109,10 +108,10 @@ func withQuery(path string, v url.Values) string {
 
 // fieldMessage is one validation error as a sentence, for places that show errors of
 // several fields together.
-func fieldMessage(err error) string {
+func fieldMessage(c *gin.Context, err error) string {
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
-		return fe.Field + " " + fe.Message
+		return fe.Field + " " + fe.In(c.Request.Context())
 	}
 	return err.Error()
 }

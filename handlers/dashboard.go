@@ -18,7 +18,7 @@ func (h *Handlers) Dashboard(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	render(c, http.StatusOK, views.DashboardPage(page(c, "Dashboard", "dashboard"), d))
+	render(c, http.StatusOK, views.DashboardPage(page(c, tr(c, "title.dashboard"), "dashboard"), d))
 }
 
 // DashboardLive renders the self-refreshing part of the dashboard (an htmx partial).

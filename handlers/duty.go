@@ -67,7 +67,7 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 		h.serverError(c, err)
 		return
 	}
-	render(c, status, views.DutyPage(page(c, "Duty", "duty"), d, errs))
+	render(c, status, views.DutyPage(page(c, tr(c, "title.duty"), "duty"), d, errs))
 }
 
 // dutyWeek gathers the weekly roster grid and the coming dates nobody is on duty.
@@ -213,7 +213,7 @@ func (h *Handlers) afterWeekChange(c *gin.Context, err error) {
 	}
 	if !isHTMX(c) {
 		if fe != nil {
-			h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, views.HolidayForm{}, map[string]string{"": fe.Field + " " + fe.Message})
+			h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, views.HolidayForm{}, map[string]string{"": fe.Field + " " + fe.In(c.Request.Context())})
 			return
 		}
 		c.Redirect(http.StatusSeeOther, "/duty")
@@ -226,7 +226,7 @@ func (h *Handlers) afterWeekChange(c *gin.Context, err error) {
 	}
 	status := http.StatusOK
 	if fe != nil {
-		w.Error, status = fe.Field+" "+fe.Message, http.StatusUnprocessableEntity
+		w.Error, status = fe.Field+" "+fe.In(c.Request.Context()), http.StatusUnprocessableEntity
 	}
 	render(c, status, views.DutyWeekGrid(w))
 }
@@ -239,7 +239,7 @@ func (h *Handlers) SetDutyOverride(c *gin.Context) {
 	if err == nil {
 		err = h.Store.SetOverride(c.Request.Context(), &models.DutyOverride{Date: f.Date, RecipientID: p.ID, Action: f.Action, Note: f.Note})
 	}
-	if errs, ok := fieldErrors(err); ok {
+	if errs, ok := fieldErrors(c, err); ok {
 		h.renderDuty(c, http.StatusUnprocessableEntity, f, views.HolidayForm{}, errs)
 		return
 	}
@@ -288,7 +288,7 @@ func (h *Handlers) SetDutyHoliday(c *gin.Context) {
 	err := h.Store.SetHoliday(c.Request.Context(), &hd)
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
-		h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, f, map[string]string{"holiday." + fe.Field: fe.Message})
+		h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, f, map[string]string{"holiday." + fe.Field: fe.In(c.Request.Context())})
 		return
 	}
 	if err != nil {
@@ -330,22 +330,22 @@ func holidayImport() views.Import {
 
 // HolidayImportForm shows the holiday CSV import.
 func (h *Handlers) HolidayImportForm(c *gin.Context) {
-	render(c, http.StatusOK, views.ImportPage(page(c, "Import holidays", "duty"), holidayImport(), nil))
+	render(c, http.StatusOK, views.ImportPage(page(c, tr(c, "title.import_holidays"), "duty"), holidayImport(), nil))
 }
 
 // ImportHolidays previews a holiday CSV (mode=preview: every row checked, nothing
 // written) or applies it (mode=apply: all rows in one transaction, or none).
 func (h *Handlers) ImportHolidays(c *gin.Context) {
 	v := holidayImport()
-	p := page(c, "Import holidays", "duty")
+	p := page(c, tr(c, "title.import_holidays"), "duty")
 	text, err := importText(c)
-	if errs, ok := fieldErrors(err); ok {
+	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
 		return
 	}
 	v.CSV = text
 	rows, err := readCSV(text, holidayColumns, []string{"date", "kind"})
-	if errs, ok := fieldErrors(err); ok {
+	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
 		return
 	}
@@ -362,7 +362,7 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 			if _, err := strconv.Atoi(wd); wd != "" && err != nil {
 				row.Error = "as_weekday must be a weekday number, 1 (Monday) to 7 (Sunday)"
 			} else if err := models.ValidateHoliday(&hd); err != nil {
-				row.Error = fieldMessage(err)
+				row.Error = fieldMessage(c, err)
 			} else if j, dup := seen[hd.Date]; dup {
 				row.Error = fmt.Sprintf("date %s is also on line %d", hd.Date, j)
 			}
@@ -387,8 +387,8 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 		return
 	}
 	if err := h.Store.SetHolidays(c.Request.Context(), list); err != nil {
-		if _, ok := fieldErrors(err); ok {
-			render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"": fieldMessage(err)}))
+		if _, ok := fieldErrors(c, err); ok {
+			render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"": fieldMessage(c, err)}))
 			return
 		}
 		h.serverError(c, err)

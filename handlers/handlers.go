@@ -14,6 +14,7 @@ import (
 
 	"herald/channels"
 	"herald/dispatch"
+	"herald/i18n"
 	"herald/models"
 	"herald/tasks"
 	"herald/views"
@@ -74,12 +75,19 @@ func fromContext[T any](c *gin.Context, key string) *T {
 	return t
 }
 
+// tr translates a catalog message into the language of the request; args are the
+// message's data as name, value pairs.
+func tr(c *gin.Context, key string, args ...any) string {
+	return i18n.T(c.Request.Context(), key, args...)
+}
+
 // page returns the layout data for a console page.
 func page(c *gin.Context, title, active string) views.Page {
 	p := views.Page{Title: title, Active: active}
 	if u := CurrentUser(c); u != nil {
-		p.Username, p.Role = u.Username, string(u.Role)
+		p.Username, p.Role, p.Language = u.Username, string(u.Role), u.Language
 	}
+	p.Path = c.Request.URL.RequestURI()
 	return p
 }
 
@@ -94,16 +102,18 @@ func render(c *gin.Context, status int, comp templ.Component) {
 	}
 }
 
-// ErrorPage renders a console error page; the web middleware uses it for 403 and 404.
-func ErrorPage(c *gin.Context, status int, message string) {
-	render(c, status, views.ErrorPage(page(c, "Error", ""), status, message))
+// ErrorPage renders a console error page with the catalog message key and its data as
+// name, value pairs; the web middleware uses it for 403 and 404.
+func ErrorPage(c *gin.Context, status int, key string, args ...any) {
+	message := i18n.T(c.Request.Context(), key, args...)
+	render(c, status, views.ErrorPage(page(c, tr(c, "title.error"), ""), status, message))
 	c.Abort()
 }
 
 // ConsoleUnavailable shows the console's page for a database that did not answer in time.
 func ConsoleUnavailable(c *gin.Context) {
 	c.Header("Retry-After", RetryAfterSeconds)
-	ErrorPage(c, http.StatusServiceUnavailable, "The database is not answering. Nothing was changed; try again in a few seconds.")
+	ErrorPage(c, http.StatusServiceUnavailable, "error.database_unavailable")
 }
 
 // serverError logs an unexpected error once and shows a generic page.
@@ -114,15 +124,15 @@ func (h *Handlers) serverError(c *gin.Context, err error) {
 		return
 	}
 	h.Log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
-	ErrorPage(c, http.StatusInternalServerError, "The request could not be completed. The error has been logged.")
+	ErrorPage(c, http.StatusInternalServerError, "error.internal")
 }
 
 // fieldErrors turns a validation error into a field → message map for a form; ok is
 // false for any other error.
-func fieldErrors(err error) (map[string]string, bool) {
+func fieldErrors(c *gin.Context, err error) (map[string]string, bool) {
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
-		return map[string]string{fe.Field: fe.Message}, true
+		return map[string]string{fe.Field: fe.In(c.Request.Context())}, true
 	}
 	return nil, false
 }

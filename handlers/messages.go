@@ -70,7 +70,7 @@ func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accoun
 		}
 		f.BatchID = v.Batch
 	}
-	f.CreatedFrom, f.CreatedBefore = dayRange(v.From, v.To, h.Dispatch.Location, errs)
+	f.CreatedFrom, f.CreatedBefore = dayRange(c, v.From, v.To, h.Dispatch.Location, errs)
 	return v, f, errs, nil
 }
 
@@ -126,7 +126,7 @@ func (h *Handlers) Messages(c *gin.Context) {
 	if len(errs) > 0 {
 		status = http.StatusUnprocessableEntity
 	}
-	render(c, status, views.MessagesPage(page(c, "Messages", "messages"), v, errs))
+	render(c, status, views.MessagesPage(page(c, tr(c, "title.messages"), "messages"), v, errs))
 }
 
 // Message shows one message and its attempts.
@@ -138,7 +138,7 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 	ctx := c.Request.Context()
 	m, err := h.Store.MessageWithRecipient(ctx, c.Param("id"))
 	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "There is no message "+c.Param("id")+".")
+		ErrorPage(c, http.StatusNotFound, "error.no_message", "ID", c.Param("id"))
 		return
 	}
 	if err != nil {
@@ -156,7 +156,7 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 		h.serverError(c, err)
 		return
 	}
-	render(c, status, views.MessagePage(page(c, "Message", "messages"), d, errs))
+	render(c, status, views.MessagePage(page(c, tr(c, "title.message"), "messages"), d, errs))
 }
 
 // MessageRetry makes a stopped message due again.
@@ -174,7 +174,7 @@ func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
 	id := c.Param("id")
 	m, err := h.Store.MessageByID(ctx, id)
 	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "There is no message "+id+".")
+		ErrorPage(c, http.StatusNotFound, "error.no_message", "ID", id)
 		return
 	}
 	if err != nil {
@@ -257,7 +257,7 @@ func (h *Handlers) ResendForm(c *gin.Context) {
 		}
 	}
 	slices.SortFunc(conf.Fields, func(a, b views.Hidden) int { return strings.Compare(a.Name, b.Name) })
-	render(c, http.StatusOK, views.ConfirmPage(page(c, "Re-send stopped messages", "messages"), conf))
+	render(c, http.StatusOK, views.ConfirmPage(page(c, tr(c, "title.re_send_stopped_messages"), "messages"), conf))
 }
 
 // describeFilter says in words which messages a filter selects.

@@ -25,7 +25,7 @@ func (h *Handlers) renderAccount(c *gin.Context, status int, changed bool, errs 
 	if s := CurrentSession(c); s != nil {
 		v.CurrentSession = s.ID
 	}
-	render(c, status, views.PasswordPage(page(c, "Change password", ""), v, errs))
+	render(c, status, views.PasswordPage(page(c, tr(c, "title.change_password"), ""), v, errs))
 }
 
 // ChangePassword sets a new password, revokes every session of the user server-side and
@@ -41,7 +41,7 @@ func (h *Handlers) ChangePassword(c *gin.Context) {
 			map[string]string{"current_password": "too many wrong passwords: wait a minute or two and try again"})
 		return
 	}
-	if errs, ok := fieldErrors(err); ok {
+	if errs, ok := fieldErrors(c, err); ok {
 		if _, wrong := errs["current_password"]; wrong {
 			h.audit(c, u.Username, "user.password_change_failed", "user", u.Username, "status 422: wrong current password")
 		}
@@ -71,4 +71,29 @@ func (h *Handlers) SignOutEverywhere(c *gin.Context) {
 	}
 	h.audit(c, u.Username, "user.logout_everywhere", "user", u.Username, "")
 	c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// SetLanguage stores the console language the user chose (or none, to follow the
+// browser) and goes back to the page the choice was made on.
+func (h *Handlers) SetLanguage(c *gin.Context) {
+	u := CurrentUser(c)
+	lang := c.PostForm("language")
+	if err := h.Store.SetUserLanguage(c.Request.Context(), u.ID, lang); err != nil {
+		if errs, ok := fieldErrors(c, err); ok {
+			h.renderAccount(c, http.StatusUnprocessableEntity, false, errs)
+			return
+		}
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, u.Username, "user.language", "user", u.Username, "language "+orDash(u.Language)+" → "+orDash(lang))
+	c.Redirect(http.StatusSeeOther, safeNext(c.PostForm("next")))
+}
+
+// orDash shows an empty setting as "-" in audit details.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }

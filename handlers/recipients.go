@@ -63,7 +63,7 @@ func (h *Handlers) Recipients(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	render(c, http.StatusOK, views.RecipientsPage(page(c, "Staff", "recipients"), v))
+	render(c, http.StatusOK, views.RecipientsPage(page(c, tr(c, "title.staff"), "recipients"), v))
 }
 
 // recipientColumns are the columns of a staff CSV file, import and export alike.
@@ -117,7 +117,7 @@ func recipientFromForm(c *gin.Context) models.Recipient {
 
 // NewRecipientForm shows an empty person form.
 func (h *Handlers) NewRecipientForm(c *gin.Context) {
-	render(c, http.StatusOK, views.RecipientFormPage(page(c, "New person", "recipients"),
+	render(c, http.StatusOK, views.RecipientFormPage(page(c, tr(c, "title.new_person"), "recipients"),
 		models.Recipient{OrgType: models.HeadOffice, Active: true}, false, nil))
 }
 
@@ -128,8 +128,8 @@ func (h *Handlers) CreateRecipient(c *gin.Context) {
 	if err == nil {
 		err = h.Store.CreateRecipient(c.Request.Context(), &r)
 	}
-	if errs, ok := fieldErrors(err); ok {
-		render(c, http.StatusUnprocessableEntity, views.RecipientFormPage(page(c, "New person", "recipients"), r, false, errs))
+	if errs, ok := fieldErrors(c, err); ok {
+		render(c, http.StatusUnprocessableEntity, views.RecipientFormPage(page(c, tr(c, "title.new_person"), "recipients"), r, false, errs))
 		return
 	}
 	if err != nil {
@@ -144,7 +144,7 @@ func (h *Handlers) CreateRecipient(c *gin.Context) {
 func (h *Handlers) storedRecipient(c *gin.Context) (*models.Recipient, bool) {
 	r, err := h.Store.RecipientByExternalID(c.Request.Context(), c.Param("id"))
 	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "Nobody has the external ID "+c.Param("id")+".")
+		ErrorPage(c, http.StatusNotFound, "error.no_recipient", "ID", c.Param("id"))
 		return nil, false
 	}
 	if err != nil {
@@ -173,7 +173,7 @@ func (h *Handlers) UpdateRecipient(c *gin.Context) {
 	if err == nil {
 		err = h.Store.UpdateRecipient(c.Request.Context(), &r)
 	}
-	if errs, ok := fieldErrors(err); ok {
+	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.RecipientFormPage(page(c, old.Name, "recipients"), r, true, errs))
 		return
 	}
@@ -213,7 +213,7 @@ func recipientImport() views.Import {
 
 // RecipientImportForm shows the staff CSV import.
 func (h *Handlers) RecipientImportForm(c *gin.Context) {
-	render(c, http.StatusOK, views.ImportPage(page(c, "Import staff", "recipients"), recipientImport(), nil))
+	render(c, http.StatusOK, views.ImportPage(page(c, tr(c, "title.import_staff"), "recipients"), recipientImport(), nil))
 }
 
 // ImportRecipients previews a staff CSV (mode=preview: every row validated as the API
@@ -222,15 +222,15 @@ func (h *Handlers) RecipientImportForm(c *gin.Context) {
 func (h *Handlers) ImportRecipients(c *gin.Context) {
 	ctx := c.Request.Context()
 	v := recipientImport()
-	p := page(c, "Import staff", "recipients")
+	p := page(c, tr(c, "title.import_staff"), "recipients")
 	text, err := importText(c)
-	if errs, ok := fieldErrors(err); ok {
+	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
 		return
 	}
 	v.CSV = text
 	rows, err := readCSV(text, recipientColumns, []string{"external_id", "name", "org_type"})
-	if errs, ok := fieldErrors(err); ok {
+	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
 		return
 	}
@@ -271,7 +271,7 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 		}
 		if row.Error == "" {
 			if err := models.ValidateRecipient(&list[i]); err != nil {
-				row.Error = fieldMessage(err)
+				row.Error = fieldMessage(c, err)
 			} else if line, dup := seen[list[i].ExternalID]; dup {
 				row.Error = fmt.Sprintf("external_id %s is also on line %d", list[i].ExternalID, line)
 			}
@@ -305,8 +305,8 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 		return
 	}
 	res, err := h.Store.UpsertRecipients(ctx, list)
-	if _, ok := fieldErrors(err); ok {
-		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"": fieldMessage(err)}))
+	if _, ok := fieldErrors(c, err); ok {
+		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"": fieldMessage(c, err)}))
 		return
 	}
 	if err != nil {

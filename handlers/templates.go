@@ -21,7 +21,7 @@ func (h *Handlers) Templates(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	render(c, http.StatusOK, views.TemplatesPage(page(c, "Templates", "templates"), list, h.notice(c)))
+	render(c, http.StatusOK, views.TemplatesPage(page(c, tr(c, "title.templates"), "templates"), list, h.notice(c)))
 }
 
 // splitVariables reads the comma-separated variables field.
@@ -92,7 +92,7 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 	}
 	compiled, err := dispatch.CompileTemplate(t)
 	if err != nil {
-		out.Errors = []string{fieldMessage(err)}
+		out.Errors = []string{fieldMessage(c, err)}
 		return out
 	}
 	samples := parseSamples(f.Samples)
@@ -112,7 +112,7 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 	}
 	slices.Sort(out.Notes)
 	if out.Subject, out.Body, err = compiled.Render(c.Request.Context(), "", vars, &person); err != nil {
-		out.Errors = []string{fieldMessage(err)}
+		out.Errors = []string{fieldMessage(c, err)}
 	}
 	return out
 }
@@ -155,7 +155,7 @@ func (h *Handlers) CreateTemplate(c *gin.Context) {
 	if err == nil {
 		err = h.Store.CreateTemplate(c.Request.Context(), t)
 	}
-	if errs, ok := fieldErrors(err); ok {
+	if errs, ok := fieldErrors(c, err); ok {
 		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, errs)
 		return
 	}
@@ -171,7 +171,7 @@ func (h *Handlers) CreateTemplate(c *gin.Context) {
 func (h *Handlers) EditTemplateForm(c *gin.Context) {
 	t, err := h.Store.TemplateByName(c.Request.Context(), c.Param("name"))
 	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "There is no template named "+c.Param("name")+".")
+		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", c.Param("name"))
 		return
 	}
 	if err != nil {
@@ -190,10 +190,10 @@ func (h *Handlers) UpdateTemplate(c *gin.Context) {
 		err = h.Store.UpdateTemplate(c.Request.Context(), f.OldName, t)
 	}
 	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "There is no template named "+f.OldName+".")
+		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", f.OldName)
 		return
 	}
-	if errs, ok := fieldErrors(err); ok {
+	if errs, ok := fieldErrors(c, err); ok {
 		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, errs)
 		return
 	}
@@ -214,7 +214,7 @@ func (h *Handlers) DeleteTemplate(c *gin.Context) {
 	name := c.Param("name")
 	err := h.Store.DeleteTemplate(c.Request.Context(), name)
 	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "There is no template named "+name+".")
+		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", name)
 		return
 	}
 	if err != nil {
@@ -244,8 +244,8 @@ func (h *Handlers) TestSendTemplate(c *gin.Context) {
 	res, err := h.Dispatch.Submit(c.Request.Context(), dispatch.Request{Source: "console", Actor: u.Username,
 		AccountID: f.TestAccount, RecipientIDs: []int64{f.TestRecipient}, Template: f.OldName, Variables: parseSamples(f.Samples),
 		AuditIP: c.ClientIP()})
-	if _, ok := fieldErrors(err); ok {
-		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, map[string]string{"test": fieldMessage(err)})
+	if _, ok := fieldErrors(c, err); ok {
+		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, map[string]string{"test": fieldMessage(c, err)})
 		return
 	}
 	if err != nil {

@@ -22,14 +22,14 @@ func (h *Handlers) renderUsers(c *gin.Context, status int, f views.UserForm, err
 		return
 	}
 	v := views.Users{List: list, Self: CurrentUser(c).ID, Form: f, Notice: h.notice(c)}
-	render(c, status, views.UsersPage(page(c, "Users", "users"), v, errs))
+	render(c, status, views.UsersPage(page(c, tr(c, "title.users"), "users"), v, errs))
 }
 
 // CreateUser adds a console user with an initial password.
 func (h *Handlers) CreateUser(c *gin.Context) {
 	f := views.UserForm{Username: c.PostForm("username"), Role: c.PostForm("role")}
 	u, err := h.Store.CreateUser(c.Request.Context(), f.Username, c.PostForm("password"), models.Role(f.Role))
-	if errs, ok := fieldErrors(err); ok {
+	if errs, ok := fieldErrors(c, err); ok {
 		h.renderUsers(c, http.StatusUnprocessableEntity, f, errs)
 		return
 	}
@@ -47,12 +47,12 @@ func (h *Handlers) CreateUser(c *gin.Context) {
 func (h *Handlers) targetUser(c *gin.Context, what string) (*models.User, bool) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil {
-		ErrorPage(c, http.StatusNotFound, "There is no user "+c.Param("id")+".")
+		ErrorPage(c, http.StatusNotFound, "error.no_user", "ID", c.Param("id"))
 		return nil, false
 	}
 	u, err := h.Store.UserByID(c.Request.Context(), id)
 	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "There is no user "+c.Param("id")+".")
+		ErrorPage(c, http.StatusNotFound, "error.no_user", "ID", c.Param("id"))
 		return nil, false
 	}
 	if err != nil {
@@ -74,8 +74,8 @@ func (h *Handlers) SetUserRole(c *gin.Context) {
 	}
 	role := models.Role(c.PostForm("role"))
 	err := h.Store.SetUserRole(c.Request.Context(), u.ID, role)
-	if _, ok := fieldErrors(err); ok {
-		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{}, map[string]string{"": "Role of " + u.Username + ": " + fieldMessage(err)})
+	if _, ok := fieldErrors(c, err); ok {
+		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{}, map[string]string{"": "Role of " + u.Username + ": " + fieldMessage(c, err)})
 		return
 	}
 	if err != nil {
@@ -112,8 +112,8 @@ func (h *Handlers) ResetUserPassword(c *gin.Context) {
 		return
 	}
 	err := h.Store.ResetPassword(c.Request.Context(), u.ID, c.PostForm("password"))
-	if _, ok := fieldErrors(err); ok {
-		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{}, map[string]string{"": "New password for " + u.Username + ": " + fieldMessage(err)})
+	if _, ok := fieldErrors(c, err); ok {
+		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{}, map[string]string{"": "New password for " + u.Username + ": " + fieldMessage(c, err)})
 		return
 	}
 	if err != nil {

@@ -103,7 +103,7 @@ func (s *Store) insertAccount(tx *gorm.DB, a *Account) error {
 	a.ConfigEnc, a.SealVersion = "", sealBound
 	if err := tx.Create(a).Error; err != nil {
 		if isDuplicate(err) {
-			return duplicateField("name", "is already used by another account")
+			return duplicateField("name", "validation.name_taken_account")
 		}
 		return fmt.Errorf("models: create account %s: %w", a.Name, err)
 	}
@@ -233,7 +233,7 @@ func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
 		res := tx.Model(&Account{}).Where("id = ? AND config_enc = ?", a.ID, read).
 			Select("*").Omit("id", "created_at").Updates(a)
 		if isDuplicate(res.Error) {
-			return duplicateField("name", "is already used by another account")
+			return duplicateField("name", "validation.name_taken_account")
 		}
 		if res.Error != nil {
 			return fmt.Errorf("models: save account %s: %w", a.Name, res.Error)

@@ -1,13 +1,45 @@
 package models
 
+import (
+	"context"
+
+	"herald/i18n"
+)
+
 // FieldError is a validation failure of one named field. Err, when set, is the named
 // error behind it (ErrDuplicate for a value another row already has), so callers can
 // test with errors.Is and still show the message beside the field.
+//
+// Key and Args name the message in the catalogs (see Invalid); Message is its English
+// text, for logs and English API answers.
 type FieldError struct {
 	Field   string
 	Message string
+	Key     string
+	Args    []any
 	Err     error
 }
+
+// Invalid returns the validation failure of field with the catalog message key; args
+// are the message's data as name, value pairs.
+func Invalid(field, key string, args ...any) *FieldError {
+	return &FieldError{Field: field, Key: key, Args: args, Message: i18n.In(i18n.English, key, args...)}
+}
+
+// Text is the message in lang. A failure made without a catalog key shows its English
+// text, and is noted as untranslated for the tests that walk the console.
+func (e *FieldError) Text(lang string) string {
+	if e.Key == "" {
+		if lang != i18n.English {
+			i18n.NoteUntranslated(e.Message)
+		}
+		return e.Message
+	}
+	return i18n.In(lang, e.Key, e.Args...)
+}
+
+// In is the message in the language of ctx.
+func (e *FieldError) In(ctx context.Context) string { return e.Text(i18n.Lang(ctx)) }
 
 func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 
@@ -15,6 +47,8 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // duplicateField reports a unique value (a name, an external id) already in use.
-func duplicateField(field, message string) *FieldError {
-	return &FieldError{Field: field, Message: message, Err: ErrDuplicate}
+func duplicateField(field, key string, args ...any) *FieldError {
+	fe := Invalid(field, key, args...)
+	fe.Err = ErrDuplicate
+	return fe
 }

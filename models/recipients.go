@@ -60,7 +60,7 @@ func (r *Recipient) Address(platform string) string {
 func (s *Store) CreateRecipient(ctx context.Context, r *Recipient) error {
 	if err := s.db.WithContext(ctx).Create(r).Error; err != nil {
 		if isDuplicate(err) {
-			return duplicateField("external_id", "is already used by another recipient")
+			return duplicateField("external_id", "validation.external_id_taken")
 		}
 		return fmt.Errorf("models: create recipient %s: %w", r.ExternalID, err)
 	}
@@ -268,7 +268,7 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 		if len(created) > 0 {
 			if err := tx.CreateInBatches(created, insertChunk).Error; err != nil {
 				if isDuplicate(err) {
-					return duplicateField("external_id", "appears twice in the list")
+					return duplicateField("external_id", "validation.appears_twice")
 				}
 				return fmt.Errorf("models: create recipients: %w", err)
 			}

@@ -57,7 +57,7 @@ func scanJSON(src, dst any) error {
 func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
 	if err := s.db.WithContext(ctx).Create(t).Error; err != nil {
 		if isDuplicate(err) {
-			return duplicateField("name", "is already used by another template")
+			return duplicateField("name", "validation.name_taken_template")
 		}
 		return fmt.Errorf("models: create template %s: %w", t.Name, err)
 	}
@@ -91,7 +91,7 @@ func (s *Store) UpdateTemplate(ctx context.Context, name string, t *Template) er
 	t.ID, t.CreatedAt = old.ID, old.CreatedAt
 	if err := s.db.WithContext(ctx).Save(t).Error; err != nil {
 		if isDuplicate(err) {
-			return duplicateField("name", "is already used by another template")
+			return duplicateField("name", "validation.name_taken_template")
 		}
 		return fmt.Errorf("models: update template %s: %w", name, err)
 	}

@@ -34,11 +34,14 @@ func (r Role) Allows(need Role) bool {
 
 // User is a console user.
 type User struct {
-	ID                int64
-	Username          string
-	PasswordHash      string
-	Role              Role
-	Disabled          bool
+	ID           int64
+	Username     string
+	PasswordHash string
+	Role         Role
+	Disabled     bool
+	// Language is the console language the user chose (zh-CN, en), or empty to follow
+	// the browser.
+	Language          string
 	PasswordChangedAt time.Time
 	LastLoginAt       *time.Time
 	CreatedAt         time.Time
@@ -85,7 +88,7 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, role 
 	u := &User{Username: username, PasswordHash: string(hash), Role: role, PasswordChangedAt: now}
 	if err := s.db.WithContext(ctx).Create(u).Error; err != nil {
 		if isDuplicate(err) {
-			return nil, duplicateField("username", "is already taken")
+			return nil, duplicateField("username", "validation.username_taken")
 		}
 		return nil, fmt.Errorf("models: create user %s: %w", username, err)
 	}

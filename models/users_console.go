@@ -3,9 +3,12 @@ package models
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"golang.org/x/crypto/bcrypt"
 	"gorm.io/gorm"
+
+	"herald/i18n"
 )
 
 // Users lists every console user by username.
@@ -26,6 +29,21 @@ func (s *Store) SetUserRole(ctx context.Context, id int64, role Role) error {
 	res := s.db.WithContext(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"role": role, "updated_at": Now()})
 	if res.Error != nil {
 		return fmt.Errorf("models: set role of user %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: user %d: %w", id, ErrNotFound)
+	}
+	return nil
+}
+
+// SetUserLanguage sets the console language of a user; empty follows the browser.
+func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) error {
+	if lang != "" && !i18n.Valid(lang) {
+		return Invalid("language", "validation.language", "Languages", strings.Join(i18n.Languages, ", "))
+	}
+	res := s.db.WithContext(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"language": lang, "updated_at": Now()})
+	if res.Error != nil {
+		return fmt.Errorf("models: set language of user %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return fmt.Errorf("models: user %d: %w", id, ErrNotFound)

@@ -21,13 +21,28 @@
     var field = document.querySelector(sel);
     if (!field) { return; }
     field.select();
-    var done = function () { e.target.textContent = "Copied"; };
+    var done = function () { e.target.textContent = e.target.getAttribute("data-copied") || "✓"; };
     if (navigator.clipboard && window.isSecureContext) {
       navigator.clipboard.writeText(field.value).then(done, function () { document.execCommand("copy"); done(); });
     } else {
       document.execCommand("copy");
       done();
     }
+  });
+  // Submit a form when its select changes: <select data-autosubmit> (the language switch).
+  document.addEventListener("change", function (e) {
+    if (e.target.hasAttribute && e.target.hasAttribute("data-autosubmit") && e.target.form) { e.target.form.submit(); }
+  });
+  // The navigation folds behind a menu button on narrow screens; without script it
+  // stays open (the class below is what folds it).
+  document.documentElement.classList.add("js");
+  document.addEventListener("click", function (e) {
+    var button = e.target.closest && e.target.closest(".menu-toggle");
+    if (!button) { return; }
+    var nav = document.getElementById(button.getAttribute("aria-controls"));
+    var open = button.getAttribute("aria-expanded") !== "true";
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+    nav.classList.toggle("open", open);
   });
   // Select a read-only value on focus so it can be copied at once: <input data-select-on-focus>.
   document.addEventListener("focusin", function (e) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"herald/i18n"
 	"herald/models"
 )
 
@@ -38,18 +39,12 @@ func fmtTimePtr(ctx context.Context, t *time.Time) string {
 	return fmtTime(ctx, *t)
 }
 
-func statusTitle(status int) string {
+func statusTitle(ctx context.Context, status int) string {
 	switch status {
-	case http.StatusForbidden:
-		return "Not allowed"
-	case http.StatusNotFound:
-		return "Not found"
-	case http.StatusRequestEntityTooLarge:
-		return "Too large"
-	case http.StatusUnsupportedMediaType:
-		return "Not accepted"
+	case http.StatusForbidden, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
+		return i18n.T(ctx, fmt.Sprintf("error.title_%d", status))
 	}
-	return fmt.Sprintf("Something went wrong (%d)", status)
+	return i18n.T(ctx, "error.title_other", "Status", status)
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }

@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/handlers"
+	"herald/i18n"
 	"herald/models"
 	"herald/views"
 )
@@ -78,6 +79,37 @@ func withLocation(loc *time.Location) gin.HandlerFunc {
 	}
 }
 
+// withLanguage renders the request in the browser's language when it asks for one of
+// the console's, else in def (HERALD_DEFAULT_LANGUAGE). userLanguage refines it for
+// signed-in users, apiLanguage for the JSON API.
+func withLanguage(def string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		lang := i18n.Match(c.GetHeader("Accept-Language"), def)
+		c.Request = c.Request.WithContext(i18n.WithLang(c.Request.Context(), lang))
+		c.Next()
+	}
+}
+
+// userLanguage renders a signed-in user's pages in the language they chose, if any.
+// It runs after loadUser.
+func userLanguage(c *gin.Context) {
+	if u := handlers.CurrentUser(c); u != nil && i18n.Valid(u.Language) {
+		c.Request = c.Request.WithContext(i18n.WithLang(c.Request.Context(), u.Language))
+	}
+	c.Next()
+}
+
+// apiLanguage answers the JSON API in English unless the caller asks for Chinese with
+// Accept-Language: codes and field names never change, only the message.
+func apiLanguage(c *gin.Context) {
+	lang := i18n.English
+	if i18n.Match(c.GetHeader("Accept-Language")) == i18n.Chinese {
+		lang = i18n.Chinese
+	}
+	c.Request = c.Request.WithContext(i18n.WithLang(c.Request.Context(), lang))
+	c.Next()
+}
+
 // loadUser puts the signed-in user and their session, if any, into the context. It does
 // not refuse anyone.
 func loadUser(s *Sessions, log *slog.Logger) gin.HandlerFunc {
@@ -117,7 +149,7 @@ func requireRole(need models.Role) gin.HandlerFunc {
 			return
 		}
 		if !u.Role.Allows(need) {
-			handlers.ErrorPage(c, http.StatusForbidden, "Your role ("+string(u.Role)+") cannot do this; it needs "+string(need)+".")
+			handlers.ErrorPage(c, http.StatusForbidden, "error.role", "Role", i18n.Name(c.Request.Context(), "role", string(u.Role)), "Need", i18n.Name(c.Request.Context(), "role", string(need)))
 			return
 		}
 		c.Next()
@@ -160,11 +192,13 @@ const (
 // cut short. A declared length over the cap is refused before anything is read.
 // Multipart bodies are accepted only where uploads is set.
 func formBody(limit int64, uploads bool) gin.HandlerFunc {
-	tooLarge := fmt.Sprintf("The request is larger than %s, the most this page accepts.", byteSize(limit))
+	tooLarge := func(c *gin.Context) {
+		handlers.ErrorPage(c, http.StatusRequestEntityTooLarge, "error.too_large", "Size", byteSize(limit))
+	}
 	return func(c *gin.Context) {
 		r := c.Request
 		if r.ContentLength > limit {
-			handlers.ErrorPage(c, http.StatusRequestEntityTooLarge, tooLarge)
+			tooLarge(c)
 			return
 		}
 		r.Body = http.MaxBytesReader(c.Writer, r.Body, limit)
@@ -174,17 +208,17 @@ func formBody(limit int64, uploads bool) gin.HandlerFunc {
 		case mediaType == "application/x-www-form-urlencoded":
 			err = r.ParseForm()
 		case strings.HasPrefix(mediaType, "multipart/") && !uploads:
-			handlers.ErrorPage(c, http.StatusUnsupportedMediaType, "This form takes no file: send it as application/x-www-form-urlencoded.")
+			handlers.ErrorPage(c, http.StatusUnsupportedMediaType, "error.form_no_file")
 			return
 		case mediaType == "multipart/form-data":
 			err = r.ParseMultipartForm(maxMultipartMemory)
 		}
 		if _, over := errors.AsType[*http.MaxBytesError](err); over {
-			handlers.ErrorPage(c, http.StatusRequestEntityTooLarge, tooLarge)
+			tooLarge(c)
 			return
 		}
 		if err != nil {
-			handlers.ErrorPage(c, http.StatusBadRequest, "The form could not be read: "+err.Error())
+			handlers.ErrorPage(c, http.StatusBadRequest, "error.form_unreadable", "Reason", err.Error())
 			return
 		}
 		c.Next()

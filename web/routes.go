@@ -34,7 +34,7 @@ var slowRoutes = map[string]bool{
 
 // routes lists every route Herald serves, grouped by who may call it. metrics is nil
 // when the console does not serve /metrics.
-func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *apiAuth, mon *monitoring, metrics gin.HandlerFunc) {
+func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api *apiAuth, mon *monitoring, metrics gin.HandlerFunc) {
 	// Operations and assets: no session; /metrics asks for its own token.
 	r.GET("/healthz", h.Healthz)
 	r.GET("/readyz", h.Readyz)
@@ -46,7 +46,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *a
 
 	// The console: every route below knows the signed-in user, if any, and takes small
 	// forms without files.
-	console := r.Group("/", session, formBody(maxFormBytes, false))
+	console := r.Group("/", append(session, formBody(maxFormBytes, false))...)
 	console.GET("/login", h.LoginForm)
 	console.POST("/login", h.Login)
 	console.POST("/logout", h.Logout)
@@ -62,6 +62,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *a
 	viewer.GET("/password", h.PasswordForm)
 	viewer.POST("/password", h.ChangePassword)
 	viewer.POST("/sessions/revoke", h.SignOutEverywhere)
+	viewer.POST("/language", h.SetLanguage)
 	viewer.GET("/batches/:id", h.Batch)
 	viewer.GET("/batches/:id/progress", h.BatchProgress)
 	viewer.GET("/messages", h.Messages)
@@ -105,7 +106,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *a
 	operator.GET("/duty/holidays/import", h.HolidayImportForm)
 	// CSV imports take an uploaded file: a larger body, read once the user is known to
 	// be an operator.
-	imports := r.Group("/", session, requireRole(models.RoleOperator), formBody(maxUploadBytes, true))
+	imports := r.Group("/", append(session, requireRole(models.RoleOperator), formBody(maxUploadBytes, true))...)
 	imports.POST("/recipients/import", h.ImportRecipients)
 	imports.POST("/duty/holidays/import", h.ImportHolidays)
 
@@ -132,7 +133,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlerFunc, api *a
 	admins.POST("/api-keys/:id/revoke", h.RevokeAPIKey)
 
 	// The JSON API: bearer API keys with scopes; admin has every scope.
-	v1 := r.Group("/api/v1")
+	v1 := r.Group("/api/v1", apiLanguage)
 	send, read, admin := api.require(models.ScopeSend), api.require(models.ScopeRead), api.require(models.ScopeAdmin)
 	v1.POST("/messages", send, h.SendMessages)
 	v1.POST("/messages/:id/cancel", send, h.CancelMessage)

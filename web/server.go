@@ -14,6 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"herald/handlers"
+	"herald/i18n"
 )
 
 // Options configure the HTTP server.
@@ -28,6 +29,16 @@ type Options struct {
 	// MetricsToken, when set, is the bearer token every /metrics request must carry; the
 	// console serves /metrics only then (HERALD_METRICS_TOKEN).
 	MetricsToken string
+	// DefaultLanguage is the console's language when neither the user nor the browser
+	// chose one (HERALD_DEFAULT_LANGUAGE); empty means Chinese.
+	DefaultLanguage string
+}
+
+func (o Options) defaultLanguage() string {
+	if i18n.Valid(o.DefaultLanguage) {
+		return o.DefaultLanguage
+	}
+	return i18n.Chinese
 }
 
 // trustedProxies are the peers whose X-Forwarded-For and X-Forwarded-Proto headers are
@@ -50,13 +61,13 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 	r.MaxMultipartMemory = maxMultipartMemory
 	_ = r.SetTrustedProxies(trustedProxies)
 	r.Use(recoverPanics(opts.Log), logRequests(opts.Log), securityHeaders(), crossOrigin(),
-		withDeadline(requestDeadline, slowDeadline), withLocation(opts.Location))
+		withDeadline(requestDeadline, slowDeadline), withLocation(opts.Location), withLanguage(opts.defaultLanguage()))
 	r.NoRoute(func(c *gin.Context) {
 		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
 			handlers.APIError(c, http.StatusNotFound, "not_found", "no such endpoint", "")
 			return
 		}
-		handlers.ErrorPage(c, http.StatusNotFound, "There is no page at "+c.Request.URL.Path+".")
+		handlers.ErrorPage(c, http.StatusNotFound, "error.no_page", "Path", c.Request.URL.Path)
 	})
 	mon := newMonitoring(opts.Redis)
 	// The console listener faces browsers: without a token, metrics stay on
@@ -65,7 +76,7 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 	if opts.MetricsToken != "" {
 		metrics = metricsRoute(opts.Metrics, opts.MetricsToken)
 	}
-	routes(r, h, loadUser(s, opts.Log), newAPIAuth(h.Store, opts.Log), mon, metrics)
+	routes(r, h, gin.HandlersChain{loadUser(s, opts.Log), userLanguage}, newAPIAuth(h.Store, opts.Log), mon, metrics)
 	return r, mon.Close
 }
 

@@ -1,0 +1,6 @@
+-- +goose Up
+-- The console language each user chose: zh-CN, en, or empty to follow the browser.
+ALTER TABLE console_users ADD COLUMN language TEXT NOT NULL DEFAULT '';
+
+-- +goose Down
+ALTER TABLE console_users DROP COLUMN language;
