@@ -27,6 +27,7 @@ func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 		{"negative concurrency", "HERALD_WORKER_CONCURRENCY", "-4"},
 		{"bad redis url", "HERALD_REDIS_URL", "http://localhost"},
 		{"session idle not a duration", "HERALD_SESSION_IDLE", "30"},
+		{"unknown console language", "HERALD_DEFAULT_LANGUAGE", "fr"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
