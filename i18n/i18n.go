@@ -30,6 +30,8 @@ const (
 )
 
 // Languages are the console's languages, in the order the language switch shows them.
+// Adding one: a catalog file locales/<area>.<tag>.toml for every area, the tag here, and
+// its own name in LanguageName; the catalog test then lists every key still missing.
 var Languages = []string{Chinese, English}
 
 // LanguageName is how each language names itself in the switch.
@@ -40,12 +42,21 @@ var files embed.FS
 
 var (
 	bundle  *goi18n.Bundle
-	matcher = language.NewMatcher([]language.Tag{language.MustParse(Chinese), language.English})
+	matcher = newMatcher()
 	// localizers are built once per language: they are safe for concurrent use.
 	localizers = map[string]*goi18n.Localizer{}
 	// keys is every message id of each language, for the catalog test.
 	keys = map[string][]string{}
 )
+
+// newMatcher matches browsers' languages to Languages, in their order.
+func newMatcher() language.Matcher {
+	tags := make([]language.Tag, len(Languages))
+	for i, l := range Languages {
+		tags[i] = language.MustParse(l)
+	}
+	return language.NewMatcher(tags)
+}
 
 func init() {
 	var err error
