@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"herald/dispatch"
 	"herald/models"
@@ -20,6 +21,8 @@ type apiClient struct {
 	t    testing.TB
 	base string
 	key  string
+	// lang, when set, is sent as Accept-Language.
+	lang string
 }
 
 func newAPIKey(t testing.TB, h *running, scopes string) *apiClient {
@@ -42,6 +45,9 @@ func (a *apiClient) call(method, path, body string) (int, map[string]any, http.H
 		req.Header.Set("Authorization", "Bearer "+a.key)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if a.lang != "" {
+		req.Header.Set("Accept-Language", a.lang)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		a.t.Fatal(err)
@@ -152,6 +158,84 @@ func TestSendAPIRejectsBadInputAndWritesNothing(t *testing.T) {
 				t.Errorf("a rejected request wrote rows: batches %d→%d, messages %d→%d", batches, b, messages, m)
 			}
 		})
+	}
+}
+
+// TestAPIErrorMessagesFollowAcceptLanguage: an invalid request gets the same status,
+// code and field whatever the caller's language; its message is English unless the
+// caller asks for Chinese with Accept-Language, even where the console's own default
+// is Chinese.
+func TestAPIErrorMessagesFollowAcceptLanguage(t *testing.T) {
+	env := testEnv(t)
+	env["HERALD_DEFAULT_LANGUAGE"] = "zh-CN"
+	h := startHerald(t, env)
+	en := newAPIKey(t, h, "send,read")
+	zh := &apiClient{t: t, base: h.url, key: en.key, lang: "zh-CN,zh;q=0.9"}
+	english := &apiClient{t: t, base: h.url, key: en.key, lang: "en-US,en;q=0.9"}
+	hasHan := func(s string) bool {
+		for _, r := range s {
+			if unicode.Is(unicode.Han, r) {
+				return true
+			}
+		}
+		return false
+	}
+	tests := []struct {
+		name, method, path, body string
+		status                   int
+		code, field              string
+		wantEN, wantZH           string // parts of the message
+	}{
+		{"bad priority", "POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"hi"},"priority":"urgent"}`,
+			422, "validation_failed", "priority", "priority must be high, normal or low", "priority：必须是 high、normal 或 low"},
+		{"send_at without offset", "POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"hi"},"send_at":"2026-12-01T09:00:00"}`,
+			422, "validation_failed", "send_at", "send_at must include a UTC offset", "send_at：必须包含 UTC 偏移"},
+		{"no recipients", "POST", "/api/v1/messages", `{"platform":"sandbox","recipients":[],"content":{"text":"hi"}}`,
+			422, "validation_failed", "recipients", "name at least one recipient", "请至少指定一个接收人"},
+		{"wrong type", "POST", "/api/v1/messages", `{"platform":"sandbox","recipients":"E2001","content":{"text":"hi"}}`,
+			422, "validation_failed", "recipients", "recipients must be an array, not a string", "recipients 必须是数组，而不是字符串"},
+		{"body not an object", "POST", "/api/v1/messages", `["E2001"]`,
+			400, "invalid_json", "", "the body must be an object, not an array", "请求体必须是对象，而不是数组"},
+		{"unknown field", "POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"hi"},"colour":"red"}`,
+			400, "invalid_json", "colour", "unknown field colour", "未知字段 colour"},
+		{"duplicate key", "POST", "/api/v1/messages", `{"platform":"sandbox","platform":"wecom","recipients":["E2001"],"content":{"text":"hi"}}`,
+			400, "invalid_json", "", `duplicate key "platform"`, `重复的键 "platform"`},
+		{"no such message", "GET", "/api/v1/messages/no-such-message", "",
+			404, "not_found", "", "no such resource", "资源不存在"},
+		{"no such endpoint", "GET", "/api/v1/no-such-endpoint", "",
+			404, "not_found", "", "no such endpoint", "接口不存在"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var codes, fields, messages [3]string
+			for i, a := range []*apiClient{en, english, zh} {
+				status, body, _ := a.call(tt.method, tt.path, tt.body)
+				if status != tt.status {
+					t.Fatalf("Accept-Language %q: status %d, want %d: %s", a.lang, status, tt.status, body["_raw"])
+				}
+				e, _ := body["error"].(map[string]any)
+				codes[i], _ = e["code"].(string)
+				fields[i], messages[i] = errorField(body), errorMessage(body)
+			}
+			for i := range codes {
+				if codes[i] != tt.code || fields[i] != tt.field {
+					t.Errorf("answer %d: code %q field %q, want %q %q", i, codes[i], fields[i], tt.code, tt.field)
+				}
+			}
+			for i, m := range messages[:2] {
+				if !strings.Contains(m, tt.wantEN) || hasHan(m) {
+					t.Errorf("English answer %d: message %q, want English saying %q", i, m, tt.wantEN)
+				}
+			}
+			if !strings.Contains(messages[2], tt.wantZH) {
+				t.Errorf("Chinese answer: message %q, want %q", messages[2], tt.wantZH)
+			}
+		})
+	}
+	// Refused keys answer in the caller's language too.
+	anonymous := &apiClient{t: t, base: h.url, lang: "zh-CN"}
+	if status, body, _ := anonymous.call("GET", "/api/v1/batches/x", ""); status != 401 || !hasHan(errorMessage(body)) {
+		t.Errorf("no key, Chinese caller: %d %s, want 401 in Chinese", status, body["_raw"])
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/i18n"
 	"herald/models"
 )
 
@@ -54,16 +55,20 @@ func TestValidateConfig(t *testing.T) {
 				}
 				return
 			}
-			ce, ok := errors.AsType[*ConfigError](err)
+			fe, ok := errors.AsType[*models.FieldError](err)
 			if !ok {
-				t.Fatalf("ValidateConfig = %v, want a *ConfigError for %s", err, tc.wantKey)
+				t.Fatalf("ValidateConfig = %v, want a *models.FieldError for config.%s", err, tc.wantKey)
 			}
-			if ce.Key != tc.wantKey {
-				t.Errorf("key = %s, want %s (%v)", ce.Key, tc.wantKey, err)
+			if fe.Field != "config."+tc.wantKey {
+				t.Errorf("field = %s, want config.%s (%v)", fe.Field, tc.wantKey, err)
 			}
-			if err.Error() != "config."+ce.Key+": "+ce.Message || ce.Message == "" {
-				t.Errorf("message %q", err)
+			if err.Error() != fe.Field+": "+fe.Message || fe.Message == "" || fe.Key == "" {
+				t.Errorf("message %q, key %q: want an English message from a catalog key", err, fe.Key)
 			}
+			if zh := fe.Text(i18n.Chinese); zh == fe.Message || zh == "" {
+				t.Errorf("message %q has no Chinese translation (%q)", fe.Message, zh)
+			}
+			noMissingTranslations(t)
 		})
 	}
 	if err := ValidateConfig("pigeon", nil, false); err == nil {
@@ -124,15 +129,15 @@ func TestRegistryReusesSenders(t *testing.T) {
 	}
 
 	broken := &models.Account{ID: 2, Name: "ty-broken", Platform: "tianyuan", Config: map[string]string{"base_url": "https://im.example.com"}}
-	if _, err := reg.Sender(broken); err == nil || !errors.As(err, new(*ConfigError)) {
-		t.Errorf("account without token: %v, want a ConfigError", err)
+	if _, err := reg.Sender(broken); err == nil || !errors.As(err, new(*models.FieldError)) {
+		t.Errorf("account without token: %v, want a *models.FieldError", err)
 	}
 	if _, err := reg.Sender(&models.Account{ID: 3, Name: "demo", Platform: "sandbox"}); err == nil {
 		t.Error("sandbox without a simulator built a sender")
 	}
 	for _, p := range Platforms {
-		if _, ok := platformFields[p]; !ok {
-			t.Errorf("platform %s has no config keys", p)
+		if _, ok := platforms[p]; !ok {
+			t.Errorf("platform %s is not in the platform table", p)
 		}
 	}
 }

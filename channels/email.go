@@ -118,11 +118,11 @@ func (e *Email) deliver(ctx context.Context, to string, msg []byte) error {
 // converse opens an SMTP session the way every send does and hands it to do: connect
 // through the address guard, read the greeting, EHLO, encrypt as the tls setting says,
 // AUTH when a password is set. Sends and connection tests share it so a test checks
-// exactly what a send will meet. note, if not nil, hears each step that succeeded and
+// exactly what a send will meet. step, if not nil, hears each step that succeeded and
 // the server's answer. ctx bounds the whole conversation; errors are for classifySMTP.
-func (e *Email) converse(ctx context.Context, note func(step, answer string), do func(*smtp.Client) error) error {
-	if note == nil {
-		note = func(string, string) {}
+func (e *Email) converse(ctx context.Context, step func(action, answer Note), do func(*smtp.Client) error) error {
+	if step == nil {
+		step = func(Note, Note) {}
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -136,7 +136,7 @@ func (e *Email) converse(ctx context.Context, note func(step, answer string), do
 	if err != nil {
 		return fmt.Errorf("connecting to %s: %w", e.addr, err)
 	}
-	note("connect "+e.addr, "connected to "+conn.RemoteAddr().String())
+	step(note("channels.probe.connect", "Addr", e.addr), note("channels.probe.connected", "Addr", conn.RemoteAddr().String()))
 	// net/smtp knows nothing of contexts: the deadline goes on the connection, and a
 	// cancellation moves it to now, which fails whatever read or write is under way.
 	deadline, _ := ctx.Deadline()
@@ -151,7 +151,7 @@ func (e *Email) converse(ctx context.Context, note func(step, answer string), do
 			return fmt.Errorf("TLS handshake with %s: %w", e.addr, err)
 		}
 		conn = tc
-		note("TLS handshake", tls.VersionName(tc.ConnectionState().Version))
+		step(note("channels.probe.tls_handshake"), verbatim(tls.VersionName(tc.ConnectionState().Version)))
 	}
 	greeting := &greetingConn{Conn: conn}
 	c, err := smtp.NewClient(greeting, e.host)
@@ -160,23 +160,23 @@ func (e *Email) converse(ctx context.Context, note func(step, answer string), do
 		return fmt.Errorf("greeting: %w", err)
 	}
 	defer c.Close()
-	note("greeting", greeting.text())
+	step(note("channels.probe.greeting"), verbatim(greeting.text()))
 	// "localhost" is what net/smtp would say on its own.
 	if err := c.Hello("localhost"); err != nil {
 		return fmt.Errorf("EHLO: %w", err)
 	}
-	note("EHLO localhost", "250"+offers(c))
+	step(verbatim("EHLO localhost"), offers(c))
 	if e.tlsMode == tlsStartTLS {
 		if ok, _ := c.Extension("STARTTLS"); ok {
 			if err := c.StartTLS(e.tlsConfig()); err != nil {
 				return fmt.Errorf("STARTTLS: %w", err)
 			}
 			state, _ := c.TLSConnectionState()
-			note("STARTTLS", "220, "+tls.VersionName(state.Version))
+			step(verbatim("STARTTLS"), verbatim("220, "+tls.VersionName(state.Version)))
 		} else {
 			// Going on in clear would show the mail and the login to anyone on the way,
 			// and someone on the way is who would strip the offer.
-			note("STARTTLS", "not offered by the server")
+			step(verbatim("STARTTLS"), note("channels.probe.starttls_not_offered"))
 			c.Quit()
 			return errNoStartTLS
 		}
@@ -191,13 +191,13 @@ func (e *Email) converse(ctx context.Context, note func(step, answer string), do
 		if err := c.Auth(auth); err != nil {
 			return &smtpAuthError{err}
 		}
-		note("AUTH PLAIN as "+e.username, "235")
+		step(note("channels.probe.auth_as", "User", e.username), verbatim("235"))
 	}
 	return do(c)
 }
 
-// offers lists what an EHLO answer offered that matters to Herald.
-func offers(c *smtp.Client) string {
+// offers is the EHLO answer with what it offered that matters to Herald.
+func offers(c *smtp.Client) Note {
 	var out []string
 	if ok, _ := c.Extension("STARTTLS"); ok {
 		out = append(out, "STARTTLS")
@@ -206,9 +206,9 @@ func offers(c *smtp.Client) string {
 		out = append(out, "AUTH "+mechanisms)
 	}
 	if len(out) == 0 {
-		return ""
+		return verbatim("250")
 	}
-	return ", offers " + strings.Join(out, ", ")
+	return note("channels.probe.offers", "Code", "250", "Offers", strings.Join(out, ", "))
 }
 
 // maxGreetingBytes bounds the greeting kept for a connection test.

@@ -259,7 +259,7 @@ func TestEmailRequiresStartTLS(t *testing.T) {
 				t.Errorf("send: class %s (%v), want auth saying the server does not offer STARTTLS", c, err)
 			}
 			res := e.probe(context.Background())
-			if res.OK || !strings.Contains(res.Summary, "does not offer STARTTLS") {
+			if res.OK || !strings.Contains(res.Summary.String(), "does not offer STARTTLS") {
 				t.Errorf("probe: OK %t, %q; want a failure saying the server does not offer STARTTLS", res.OK, res.Summary)
 			}
 			want := []string{"EHLO localhost", "QUIT", "EHLO localhost", "QUIT"}

@@ -125,7 +125,7 @@ func retryAfter(h http.Header, now time.Time) time.Duration {
 // message.
 func excerpt(b []byte) string {
 	const limit = 200
-	s := strings.ToValidUTF8(string(b[:min(len(b), limit)]), "")
+	s := strings.ToValidUTF8(cutBytes(string(b), limit), "")
 	s = strings.Map(func(r rune) rune {
 		if unicode.IsControl(r) {
 			return ' '

@@ -3,7 +3,6 @@ package channels
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
@@ -32,7 +31,9 @@ const (
 // addressRule is one range of addresses outbound connections treat specially.
 type addressRule struct {
 	prefix netip.Prefix
-	kind   string // how refusals describe the address
+	// kind names the range in refusals: the catalog key channels.address.<kind>, which
+	// says what the address is and whether any setting allows it.
+	kind string
 	// privateOnly marks ranges an account may open up with allow_private_network;
 	// the others (metadata services, translation prefixes, reserved space) stay
 	// closed to every account.
@@ -59,101 +60,97 @@ func embedding(prefix, kind string, at int) addressRule {
 // only if it is global unicast (IPv6 outside 2000::/3 is not; see addressProblem).
 var addressRules = []addressRule{
 	// What allow_private_network opens: loopback, RFC 1918 and unique local addresses.
-	rule("127.0.0.0/8", "loopback address", true),
-	rule("::1/128", "loopback address", true),
-	rule("10.0.0.0/8", "private address", true),
-	rule("172.16.0.0/12", "private address", true),
-	rule("192.168.0.0/16", "private address", true),
-	rule("fc00::/7", "private address", true),
+	rule("127.0.0.0/8", "loopback", true),
+	rule("::1/128", "loopback", true),
+	rule("10.0.0.0/8", "private", true),
+	rule("172.16.0.0/12", "private", true),
+	rule("192.168.0.0/16", "private", true),
+	rule("fc00::/7", "private", true),
 
 	// Link-local holds cloud metadata services (169.254.169.254) and the shared space
 	// holds Alibaba Cloud's (100.100.100.200); they hand out credentials.
-	rule("169.254.0.0/16", "link-local address", false),
-	rule("fe80::/10", "link-local address", false),
-	rule("100.64.0.0/10", "shared (CGNAT) address", false),
+	rule("169.254.0.0/16", "link_local", false),
+	rule("fe80::/10", "link_local", false),
+	rule("100.64.0.0/10", "shared", false),
 
 	// The rest of IANA's IPv4 special-purpose registry.
-	rule("0.0.0.0/8", "unspecified address", false),
-	rule("192.0.0.0/24", "IETF protocol address", false),
-	rule("192.0.2.0/24", "documentation address", false),
-	rule("198.51.100.0/24", "documentation address", false),
-	rule("203.0.113.0/24", "documentation address", false),
-	rule("192.31.196.0/24", "AS112 address", false),
-	rule("192.175.48.0/24", "AS112 address", false),
-	rule("192.52.193.0/24", "AMT relay address", false),
-	rule("192.88.99.0/24", "6to4 relay address", false),
-	rule("198.18.0.0/15", "benchmarking address", false),
-	rule("224.0.0.0/4", "multicast address", false),
-	rule("240.0.0.0/4", "reserved address", false), // with 255.255.255.255, broadcast
+	rule("0.0.0.0/8", "unspecified", false),
+	rule("192.0.0.0/24", "ietf", false),
+	rule("192.0.2.0/24", "documentation", false),
+	rule("198.51.100.0/24", "documentation", false),
+	rule("203.0.113.0/24", "documentation", false),
+	rule("192.31.196.0/24", "as112", false),
+	rule("192.175.48.0/24", "as112", false),
+	rule("192.52.193.0/24", "amt_relay", false),
+	rule("192.88.99.0/24", "relay_6to4", false),
+	rule("198.18.0.0/15", "benchmarking", false),
+	rule("224.0.0.0/4", "multicast", false),
+	rule("240.0.0.0/4", "reserved", false), // with 255.255.255.255, broadcast
 
 	// The rest of IANA's IPv6 special-purpose registry. The translation and tunnelling
 	// prefixes lead to an IPv4 address past the IPv4 rules above, whatever it is; the
 	// local-use NAT64 prefix may embed it at several places, so it is not named.
-	rule("::/128", "unspecified address", false),
-	embedding("::ffff:0:0/96", "IPv4-mapped address", 12),
-	embedding("::/96", "IPv4-compatible address", 12),
-	embedding("64:ff9b::/96", "NAT64 address", 12),
-	rule("64:ff9b:1::/48", "NAT64 address", false),
-	embedding("2002::/16", "6to4 address", 2),
-	rule("2001::/32", "Teredo address", false),
-	rule("2001::/23", "IETF protocol address", false),
-	rule("2001:db8::/32", "documentation address", false),
-	rule("3fff::/20", "documentation address", false),
-	rule("2620:4f:8000::/48", "AS112 address", false),
-	rule("100::/64", "discard-only address", false),
-	rule("5f00::/16", "segment routing address", false),
-	rule("fec0::/10", "site-local address", false),
-	rule("ff00::/8", "multicast address", false),
+	rule("::/128", "unspecified", false),
+	embedding("::ffff:0:0/96", "ipv4_mapped", 12),
+	embedding("::/96", "ipv4_compatible", 12),
+	embedding("64:ff9b::/96", "nat64_to", 12),
+	rule("64:ff9b:1::/48", "nat64", false),
+	embedding("2002::/16", "to_6to4", 2),
+	rule("2001::/32", "teredo", false),
+	rule("2001::/23", "ietf", false),
+	rule("2001:db8::/32", "documentation", false),
+	rule("3fff::/20", "documentation", false),
+	rule("2620:4f:8000::/48", "as112", false),
+	rule("100::/64", "discard_only", false),
+	rule("5f00::/16", "segment_routing", false),
+	rule("fec0::/10", "site_local", false),
+	rule("ff00::/8", "multicast", false),
 }
 
 // globalUnicast6 is the IPv6 space IANA allocates for global unicast; the rest is
 // reserved.
 var globalUnicast6 = netip.MustParsePrefix("2000::/3")
 
-// addressProblem says why ip may not be connected to, or "" if it may.
-func addressProblem(ip netip.Addr, allowPrivate bool) string {
+// addressProblem says why ip may not be connected to (e.g. "10.0.0.5 is a private
+// address; enable allow_private_network on the account"), or a zero Note if it may.
+func addressProblem(ip netip.Addr, allowPrivate bool) Note {
 	ip = ip.WithZone("")
 	for _, r := range addressRules {
 		if !r.prefix.Contains(ip) {
 			continue
 		}
-		kind := r.kind
+		if r.privateOnly && allowPrivate {
+			return Note{}
+		}
 		if r.ipv4At > 0 {
 			b := ip.As16()
-			kind += " (leading to " + netip.AddrFrom4([4]byte(b[r.ipv4At:r.ipv4At+4])).String() + ")"
+			return note("channels.address."+r.kind, "IP", ip.String(), "IPv4", netip.AddrFrom4([4]byte(b[r.ipv4At:r.ipv4At+4])).String())
 		}
-		if !r.privateOnly {
-			return kind + ", which is never allowed"
-		}
-		if allowPrivate {
-			return ""
-		}
-		return kind + "; enable allow_private_network on the account"
+		return note("channels.address."+r.kind, "IP", ip.String())
 	}
 	if ip.Is6() && !globalUnicast6.Contains(ip) {
-		return "reserved address, which is never allowed"
+		return note("channels.address.reserved", "IP", ip.String())
 	}
-	return ""
+	return Note{}
 }
 
 // addressRefusal is the guard turning a connection down; its own type lets a
 // connection test tell it from other dial failures.
 type addressRefusal struct {
-	addr    string
-	problem string
+	problem Note // says what the address is and why it is refused
 }
 
-func (e *addressRefusal) Error() string { return "refused to connect to " + e.addr + ": " + e.problem }
+func (e *addressRefusal) Error() string { return "refused to connect: " + e.problem.String() }
 
 // checkDialAddress checks the resolved "ip:port" a dialer is about to connect to.
 func checkDialAddress(address string, allowPrivate bool) error {
 	ap, err := netip.ParseAddrPort(address)
 	if err != nil {
 		// Control only ever sees numeric addresses; anything else is not trusted.
-		return &Error{Class: Permanent, Err: &addressRefusal{addr: address, problem: "not an IP address"}}
+		return &Error{Class: Permanent, Err: &addressRefusal{problem: note("channels.address.not_ip", "IP", address)}}
 	}
-	if problem := addressProblem(ap.Addr(), allowPrivate); problem != "" {
-		return &Error{Class: Permanent, Err: &addressRefusal{addr: ap.Addr().WithZone("").String(), problem: problem}}
+	if problem := addressProblem(ap.Addr(), allowPrivate); !problem.IsZero() {
+		return &Error{Class: Permanent, Err: &addressRefusal{problem: problem}}
 	}
 	return nil
 }
@@ -225,34 +222,41 @@ func NewHTTPClient(allowPrivate bool, timeout time.Duration) *http.Client {
 
 // CheckURL validates a URL an account is configured with: http or https, with a host,
 // and, when the host is a literal IP, one the account may connect to. Host names are
-// checked when dialing, as they may resolve differently later. The error is a message
-// for the person editing the account.
+// checked when dialing, as they may resolve differently later. The error's text is a
+// message for the person editing the account, in English (ValidateConfig gives it in
+// their language).
 func CheckURL(raw string, allowPrivate bool) error {
+	if problem := urlProblem(raw, allowPrivate); !problem.IsZero() {
+		return &problemError{note: problem}
+	}
+	return nil
+}
+
+// urlProblem says what is wrong with a configured URL (see CheckURL), or a zero Note.
+func urlProblem(raw string, allowPrivate bool) Note {
 	u, err := url.Parse(strings.TrimSpace(raw))
 	if err != nil {
-		return errors.New("is not a valid URL")
+		return note("channels.config.url_invalid")
 	}
 	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
-		return errors.New("must start with http:// or https://")
+		return note("channels.config.url_scheme")
 	}
 	if u.Hostname() == "" {
-		return errors.New("must name a host, e.g. https://im.example.com")
+		return note("channels.config.url_host")
 	}
 	if u.User != nil {
 		// Credentials in a URL end up in logs and error messages.
-		return errors.New("must not carry credentials; use the token or secret setting")
+		return note("channels.config.url_credentials")
 	}
-	return checkHost(u.Hostname(), allowPrivate)
+	return hostProblem(u.Hostname(), allowPrivate)
 }
 
-// checkHost applies the address rule to a configured host when it is a literal IP.
-func checkHost(host string, allowPrivate bool) error {
+// hostProblem applies the address rule to a configured host when it is a literal IP;
+// a zero Note when it passes or is a name (checked at dial time).
+func hostProblem(host string, allowPrivate bool) Note {
 	ip, err := netip.ParseAddr(host)
 	if err != nil {
-		return nil // a name: checked at dial time
+		return Note{}
 	}
-	if problem := addressProblem(ip, allowPrivate); problem != "" {
-		return fmt.Errorf("points to %s (%s)", ip.WithZone(""), problem)
-	}
-	return nil
+	return addressProblem(ip, allowPrivate)
 }

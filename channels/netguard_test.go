@@ -164,7 +164,7 @@ func TestAddressRules(t *testing.T) {
 		}
 	}
 	for addr, want := range map[string]string{
-		"10.0.0.5:80":                 "refused to connect to 10.0.0.5: private address; enable allow_private_network on the account",
+		"10.0.0.5:80":                 "refused to connect: 10.0.0.5 is a private address; enable allow_private_network on the account",
 		"[2002:a9fe:a9fe::1]:80":      "6to4 address (leading to 169.254.169.254), which is never allowed",
 		"[64:ff9b::a00:5]:80":         "NAT64 address (leading to 10.0.0.5), which is never allowed",
 		"[::ffff:169.254.169.254]:80": "IPv4-mapped address (leading to 169.254.169.254), which is never allowed",

@@ -16,16 +16,58 @@ import (
 	"syscall"
 	"time"
 
+	"herald/i18n"
 	"herald/models"
 	"herald/simulator"
 )
 
-// ProbeResult is what a connection test found.
+// ProbeResult is what a connection test found. Its texts are Notes, shown in the
+// reader's language; String gives them in English for logs and the audit log.
 type ProbeResult struct {
-	OK      bool     // the platform answered and (where it can be checked) accepted the credentials
-	Summary string   // one line for an operator, e.g. "WeCom issued an access token (valid 7200 s)"
-	Steps   []string // what was done and answered, in order, e.g. "GET https://qyapi…/gettoken?… → HTTP 200 OK, errcode 0 (ok)"
+	OK      bool        // the platform answered and (where it can be checked) accepted the credentials
+	Summary Note        // one line for an operator, e.g. "WeCom issued an access token (valid 7200 s)"
+	Steps   []ProbeStep // what was done and answered, in order
 	Took    time.Duration
+}
+
+// ProbeStep is one step of a connection test: what was done and what came back, e.g.
+// "GET https://qyapi…/gettoken?… → HTTP 200 OK, errcode 0 (ok)", or a remark alone
+// ("error: …", "note: …") with no Answer.
+type ProbeStep struct {
+	Action Note
+	Answer Note
+}
+
+// In is the step on one line in lang.
+func (s ProbeStep) In(lang string) string {
+	if s.Answer.IsZero() {
+		return s.Action.In(lang)
+	}
+	return s.Action.In(lang) + " → " + s.Answer.In(lang)
+}
+
+// String is the step in English.
+func (s ProbeStep) String() string { return s.In(i18n.English) }
+
+// Lines are the steps in lang, one a line.
+func (r ProbeResult) Lines(lang string) []string {
+	out := make([]string, len(r.Steps))
+	for i, s := range r.Steps {
+		out[i] = s.In(lang)
+	}
+	return out
+}
+
+// exchange is a step that was done and answered.
+func exchange(action, answer Note) ProbeStep { return ProbeStep{Action: action, Answer: answer} }
+
+// remark is a step that is only said.
+func remark(n Note) ProbeStep { return ProbeStep{Action: n} }
+
+// failedWith is the step that reports the error a test ended with; the error's own
+// text is log text, shown as it is.
+func failedWith(err error) ProbeStep {
+	return remark(note("channels.probe.error", "Error", err.Error()))
 }
 
 // probeTimeout bounds a connection test: an operator is waiting for the answer.
@@ -45,17 +87,24 @@ func (r *Registry) Probe(ctx context.Context, a *models.Account) ProbeResult {
 	defer cancel()
 	var res ProbeResult
 	s, err := r.build(a)
-	ce, badSetting := errors.AsType[*ConfigError](err)
+	fe, badSetting := errors.AsType[*models.FieldError](err)
+	pe, isProblem := errors.AsType[*problemError](err)
 	p, canProbe := s.(prober)
 	switch {
 	case badSetting:
-		res = ProbeResult{Summary: "Invalid settings: " + ce.Error(), Steps: []string{"check settings → " + ce.Error()}}
+		problem := note("channels.probe.field_problem", "Field", fe.Field, "Problem", Note{Key: fe.Key, Args: fe.Args, Text: fe.Message})
+		res = ProbeResult{Summary: note("channels.probe.invalid_settings", "Problem", problem),
+			Steps: []ProbeStep{exchange(note("channels.probe.check_settings"), problem)}}
+	case isProblem:
+		res = ProbeResult{Summary: note("channels.probe.cannot_test", "Problem", pe.note),
+			Steps: []ProbeStep{exchange(note("channels.probe.check_settings"), pe.note)}}
 	case err != nil:
-		res = ProbeResult{Summary: "Cannot test: " + err.Error(), Steps: []string{"check settings → " + err.Error()}}
+		res = ProbeResult{Summary: note("channels.probe.cannot_test", "Problem", verbatim(err.Error())),
+			Steps: []ProbeStep{exchange(note("channels.probe.check_settings"), verbatim(err.Error()))}}
 	case canProbe:
 		res = p.probe(ctx)
 	default:
-		res = ProbeResult{Summary: fmt.Sprintf("Platform %s has no connection test", a.Platform)}
+		res = ProbeResult{Summary: note("channels.probe.no_test", "Platform", a.Platform)}
 	}
 	res.Took = time.Since(start)
 	hideSecrets(&res, a)
@@ -75,9 +124,9 @@ func hideSecrets(res *ProbeResult, a *models.Account) {
 		if len(secret) < minHiddenSecret {
 			continue
 		}
-		res.Summary = strings.ReplaceAll(res.Summary, secret, "***")
-		for i := range res.Steps {
-			res.Steps[i] = strings.ReplaceAll(res.Steps[i], secret, "***")
+		res.Summary = res.Summary.redact(secret)
+		for i, s := range res.Steps {
+			res.Steps[i] = ProbeStep{Action: s.Action.redact(secret), Answer: s.Answer.redact(secret)}
 		}
 	}
 }
@@ -86,28 +135,35 @@ func hideSecrets(res *ProbeResult, a *models.Account) {
 // needs one, and reports what WeCom said. agent_id is not part of that call.
 func (w *WeCom) probe(ctx context.Context) ProbeResult {
 	r, reply, err := w.requestToken(ctx)
-	step := "GET " + redactURL(w.tokenURL()) + " → " + answerLine(r)
-	if reply.ErrCode != nil {
-		step += fmt.Sprintf(", errcode %d (%s)", *reply.ErrCode, excerpt([]byte(reply.ErrMsg)))
+	answer := answerNote(r)
+	if r.status != 0 {
+		line := answer.Text
+		if reply.ErrCode != nil {
+			line += fmt.Sprintf(", errcode %d (%s)", *reply.ErrCode, excerpt([]byte(reply.ErrMsg)))
+		}
+		if err == nil {
+			line += fmt.Sprintf(", expires_in %d", reply.ExpiresIn)
+		}
+		answer = verbatim(line)
 	}
+	step := exchange(verbatim("GET "+redactURL(w.tokenURL())), answer)
 	if err == nil {
-		step += fmt.Sprintf(", expires_in %d", reply.ExpiresIn)
 		return ProbeResult{OK: true,
-			Summary: fmt.Sprintf("WeCom issued an access token (valid %d s); agent_id %d is checked on the first real send", reply.ExpiresIn, w.agentID),
-			Steps:   []string{step}}
+			Summary: note("channels.probe.wecom_ok", "Seconds", reply.ExpiresIn, "AgentID", w.agentID),
+			Steps:   []ProbeStep{step}}
 	}
-	res := ProbeResult{Steps: []string{step, "error: " + err.Error()}}
+	res := ProbeResult{Steps: []ProbeStep{step, failedWith(err)}}
 	switch {
 	case r.status == 0:
-		res.Summary = "Could not reach WeCom: " + noAnswer(err)
+		res.Summary = note("channels.probe.wecom_unreachable", "Problem", noAnswer(err))
 	case reply.ErrCode != nil && *reply.ErrCode != 0:
-		what := "WeCom refused the request"
+		key := "channels.probe.wecom_refused"
 		if Classify(err).Class == Auth {
-			what = "WeCom refused the credentials"
+			key = "channels.probe.wecom_refused_credentials"
 		}
-		res.Summary = fmt.Sprintf("%s: errcode %d: %s", what, *reply.ErrCode, excerpt([]byte(reply.ErrMsg)))
+		res.Summary = note(key, "Code", *reply.ErrCode, "Message", excerpt([]byte(reply.ErrMsg)))
 	default:
-		res.Summary = "WeCom did not issue a token: " + err.Error()
+		res.Summary = note("channels.probe.wecom_no_token", "Error", err.Error())
 	}
 	return res
 }
@@ -116,125 +172,130 @@ func (w *WeCom) probe(ctx context.Context) ProbeResult {
 // configured) and ends it with QUIT: no MAIL, RCPT or DATA.
 func (e *Email) probe(ctx context.Context) ProbeResult {
 	var res ProbeResult
-	note := func(step, answer string) { res.Steps = append(res.Steps, step+" → "+answer) }
-	err := e.converse(ctx, note, func(c *smtp.Client) error {
+	step := func(action, answer Note) { res.Steps = append(res.Steps, exchange(action, answer)) }
+	err := e.converse(ctx, step, func(c *smtp.Client) error {
 		if err := c.Quit(); err != nil {
 			return fmt.Errorf("QUIT: %w", err)
 		}
-		note("QUIT", "221")
+		step(verbatim("QUIT"), verbatim("221"))
 		return nil
 	})
 	if err != nil {
 		ce := classifySMTP(err)
-		res.Steps = append(res.Steps, "error: "+ce.Error())
+		res.Steps = append(res.Steps, failedWith(ce))
 		res.Summary = e.probeFailure(err, ce)
 		return res
 	}
 	res.OK = true
 	if e.password != "" {
-		res.Summary = fmt.Sprintf("SMTP server %s accepted the login of %s; no mail was sent", e.addr, e.username)
+		res.Summary = note("channels.probe.smtp_login_ok", "Addr", e.addr, "User", e.username)
 	} else {
-		res.Summary = fmt.Sprintf("SMTP server %s is ready; no credentials are configured, so none were checked; no mail was sent", e.addr)
+		res.Summary = note("channels.probe.smtp_ready", "Addr", e.addr)
 	}
 	return res
 }
 
 // probeFailure says in one line why an SMTP connection test failed.
-func (e *Email) probeFailure(err error, ce *Error) string {
-	if problem := connectionProblem(err); problem != "" {
-		return fmt.Sprintf("Could not reach the SMTP server %s: %s", e.addr, problem)
+func (e *Email) probeFailure(err error, ce *Error) Note {
+	if problem := connectionProblem(err); !problem.IsZero() {
+		return note("channels.probe.smtp_unreachable", "Addr", e.addr, "Problem", problem)
 	}
 	te, isReply := errors.AsType[*textproto.Error](err)
 	switch {
 	case ce.Class == Auth && isReply:
-		return fmt.Sprintf("SMTP server %s refused the credentials: %d %s", e.addr, te.Code, te.Msg)
+		return note("channels.probe.smtp_refused_credentials", "Addr", e.addr, "Code", te.Code, "Message", te.Msg)
 	case isReply:
-		return fmt.Sprintf("SMTP server %s answered an error at %v", e.addr, err)
+		return note("channels.probe.smtp_error_at", "Addr", e.addr, "Error", err.Error())
 	}
 	if errors.Is(err, errNoStartTLS) {
-		return fmt.Sprintf("SMTP server %s does not offer STARTTLS, which the account requires; nothing was sent in clear", e.addr)
+		return note("channels.probe.smtp_no_starttls", "Addr", e.addr)
 	}
 	if ae, ok := errors.AsType[*smtpAuthError](err); ok {
 		// No server reply: net/smtp would not send the password, e.g. unencrypted.
-		return fmt.Sprintf("SMTP login to %s not attempted: %v", e.addr, ae.err)
+		return note("channels.probe.smtp_login_not_attempted", "Addr", e.addr, "Error", ae.err.Error())
 	}
-	return fmt.Sprintf("SMTP conversation with %s failed: %v", e.addr, err)
+	return note("channels.probe.smtp_failed", "Addr", e.addr, "Error", err.Error())
 }
 
 // probe makes a HEAD request to the messages endpoint with the send's bearer token: the
 // contract has no call that checks the token without sending.
 func (g *Generic) probe(ctx context.Context) ProbeResult {
-	res, _ := probeHead(ctx, g.client, g.prefix, g.platform+" endpoint", g.url, http.Header{"Authorization": {g.authorization()}},
-		"the token is checked on the first real send, as "+g.platform+" has no call that checks it alone")
+	// Platform is the platform's value (English), PlatformName its name in the reader's
+	// language; each catalog uses the one it reads best with.
+	name := note("channels.probe.endpoint", "Platform", g.platform, "PlatformName", note("platform."+g.platform))
+	res, _ := probeHead(ctx, g.client, g.prefix, name, g.url, http.Header{"Authorization": {g.authorization()}},
+		note("channels.probe.generic_unchecked", "Platform", g.platform, "PlatformName", note("platform."+g.platform)))
 	return res
 }
 
 // probe makes a HEAD request to the receiver's URL, unsigned: there is no body to sign.
 func (w *Webhook) probe(ctx context.Context) ProbeResult {
-	res, status := probeHead(ctx, w.client, "channels: webhook", "webhook receiver", w.url, nil,
-		"whether it accepts Herald's messages (and signatures) is checked on the first real send")
+	res, status := probeHead(ctx, w.client, "channels: webhook", note("channels.probe.webhook_receiver"), w.url, nil,
+		note("channels.probe.webhook_unchecked"))
 	if status == http.StatusUnauthorized || status == http.StatusForbidden {
-		res.Steps = append(res.Steps, "note: the test request was unsigned; a receiver that wants every request signed refuses it, while real sends are signed")
+		res.Steps = append(res.Steps, remark(note("channels.probe.webhook_unsigned")))
 	}
 	return res
 }
 
 // probe reports the simulator ready: it runs in this process, so there is nothing to reach.
 func (s *Sandbox) probe(context.Context) ProbeResult {
-	res := ProbeResult{OK: true, Summary: "In-process simulator, always ready",
-		Steps: []string{"no network call: the sandbox is simulated in this process"}}
+	res := ProbeResult{OK: true, Summary: note("channels.probe.sandbox_ok"),
+		Steps: []ProbeStep{remark(note("channels.probe.sandbox_local"))}}
 	if f := s.Sim.Faults(); f != (simulator.Faults{}) {
-		res.Steps = append(res.Steps, fmt.Sprintf("note: faults are being injected (%+v), so sends may fail on purpose", f))
+		res.Steps = append(res.Steps, remark(note("channels.probe.sandbox_faults", "Faults", fmt.Sprintf("%+v", f))))
 	}
 	return res
 }
 
 // probeHead tests an endpoint whose contract has no harmless call. Any answer below 500
 // shows that the host, TLS and path answer (a 405 included); 401 and 403 show that the
-// credentials were refused. unchecked says what only a real send can tell. The HTTP
-// status is returned too, 0 when none came.
-func probeHead(ctx context.Context, client *http.Client, prefix, name, target string, header http.Header, unchecked string) (ProbeResult, int) {
-	step := "HEAD " + redactURL(target)
+// credentials were refused. name says what was asked ("the tianyuan endpoint");
+// unchecked says what only a real send can tell. The HTTP status is returned too, 0
+// when none came.
+func probeHead(ctx context.Context, client *http.Client, prefix string, name Note, target string, header http.Header, unchecked Note) (ProbeResult, int) {
+	action := verbatim("HEAD " + redactURL(target))
 	if header.Get("Authorization") != "" {
-		step += " with Authorization: Bearer ***"
+		action = note("channels.probe.head_with_token", "URL", redactURL(target))
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodHead, target, nil)
 	if err != nil {
-		return ProbeResult{Summary: "Cannot test: " + err.Error(), Steps: []string{step + " → not sent"}}, 0
+		return ProbeResult{Summary: note("channels.probe.cannot_test", "Problem", verbatim(err.Error())),
+			Steps: []ProbeStep{exchange(action, note("channels.probe.not_sent"))}}, 0
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
 	r, err := call(client, req, prefix)
-	res := ProbeResult{Steps: []string{step + " → " + answerLine(r)}}
+	res := ProbeResult{Steps: []ProbeStep{exchange(action, answerNote(r))}}
 	if err != nil {
-		res.Steps = append(res.Steps, "error: "+err.Error())
-		res.Summary = fmt.Sprintf("Could not reach the %s: %s", name, noAnswer(err))
+		res.Steps = append(res.Steps, failedWith(err))
+		res.Summary = note("channels.probe.unreachable", "Name", name, "Problem", noAnswer(err))
 		return res, 0
 	}
-	status := answerLine(r)
+	status := answerNote(r).Text
 	switch {
 	case r.status == http.StatusUnauthorized, r.status == http.StatusForbidden:
-		res.Summary = fmt.Sprintf("The %s answered %s: credentials refused", name, status)
+		res.Summary = note("channels.probe.refused_credentials", "Name", name, "Status", status)
 	case r.status >= 500:
-		res.Summary = fmt.Sprintf("The %s answered %s, a server error; %s", name, status, unchecked)
+		res.Summary = note("channels.probe.server_error", "Name", name, "Status", status, "Unchecked", unchecked)
+	case r.status >= 300 && r.status < 400:
+		res.OK = true
+		res.Summary = note("channels.probe.reachable_redirect", "Name", name, "Status", status, "Unchecked", unchecked,
+			"Location", redactURL(r.header.Get("Location")))
 	default:
 		res.OK = true
-		res.Summary = fmt.Sprintf("The %s answered %s (host, TLS and path reachable); %s", name, status, unchecked)
-		if r.status >= 300 && r.status < 400 {
-			res.Summary += fmt.Sprintf("; note that sends do not follow its redirect (Location: %s)",
-				redactURL(r.header.Get("Location")))
-		}
+		res.Summary = note("channels.probe.reachable", "Name", name, "Status", status, "Unchecked", unchecked)
 	}
 	return res, r.status
 }
 
-// answerLine describes an HTTP answer, or its absence.
-func answerLine(r httpReply) string {
+// answerNote describes an HTTP answer ("HTTP 200 OK", as it is), or its absence.
+func answerNote(r httpReply) Note {
 	if r.status == 0 {
-		return "no answer"
+		return note("channels.probe.no_answer")
 	}
-	return strings.TrimSpace("HTTP " + strconv.Itoa(r.status) + " " + http.StatusText(r.status))
+	return verbatim(strings.TrimSpace("HTTP " + strconv.Itoa(r.status) + " " + http.StatusText(r.status)))
 }
 
 // redactURL hides the values of query parameters whose names suggest a credential
@@ -270,46 +331,46 @@ func secretParam(name string) bool {
 }
 
 // connectionProblem names, for an operator, what kept a connection from being made
-// or completed: the address guard, DNS, a refusal, TLS, a timeout. It returns "" when
-// err is something else, such as a server's answer.
-func connectionProblem(err error) string {
+// or completed: the address guard, DNS, a refusal, TLS, a timeout. It returns a zero
+// Note when err is something else, such as a server's answer.
+func connectionProblem(err error) Note {
 	if ar, ok := errors.AsType[*addressRefusal](err); ok {
-		return "blocked by Herald's network guard: " + ar.Error()
+		return note("channels.probe.guard", "Problem", ar.problem)
 	}
 	if de, ok := errors.AsType[*net.DNSError](err); ok {
-		return fmt.Sprintf("DNS lookup of %s failed: %s", de.Name, de.Err)
+		return note("channels.probe.dns", "Name", de.Name, "Error", de.Err)
 	}
 	if errors.Is(err, syscall.ECONNREFUSED) {
 		if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Addr != nil {
-			return "connection refused by " + oe.Addr.String()
+			return note("channels.probe.refused_by", "Addr", oe.Addr.String())
 		}
-		return "connection refused"
+		return note("channels.probe.refused")
 	}
 	if problem := tlsProblem(err); problem != "" {
-		return "TLS failed: " + problem
+		return note("channels.probe.tls", "Error", problem)
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
-		return "no answer in time"
+		return note("channels.probe.timeout")
 	}
 	if errors.Is(err, context.Canceled) {
-		return "the test was cancelled"
+		return note("channels.probe.cancelled")
 	}
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
-		return "no answer in time"
+		return note("channels.probe.timeout")
 	}
 	if oe, ok := errors.AsType[*net.OpError](err); ok {
-		return "connection failed: " + oe.Err.Error()
+		return note("channels.probe.connection_failed", "Error", oe.Err.Error())
 	}
-	return ""
+	return Note{}
 }
 
 // noAnswer names why an HTTP call got no answer at all; a failure connectionProblem
 // cannot name is shown as it is.
-func noAnswer(err error) string {
-	if problem := connectionProblem(err); problem != "" {
+func noAnswer(err error) Note {
+	if problem := connectionProblem(err); !problem.IsZero() {
 		return problem
 	}
-	return err.Error()
+	return verbatim(err.Error())
 }
 
 // tlsProblem returns the message of the TLS failure in err's chain, or "".

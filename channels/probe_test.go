@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/i18n"
 	"herald/models"
 	"herald/simulator"
 )
@@ -30,33 +31,42 @@ const (
 
 var probeSecrets = []string{probeWeComSecret, probeToken, probePassword, probeHookSecret}
 
-// checkProbe checks a result against what a case wants: OK, the words the summary and
-// the steps must contain, and no secret anywhere.
+// checkProbe checks a result against what a case wants: OK, the words the English
+// summary and steps must contain, and no secret anywhere, in English or Chinese. Every
+// text of the report must have its Chinese translation.
 func checkProbe(t *testing.T, res ProbeResult, wantOK bool, summary, steps []string) {
 	t.Helper()
-	t.Logf("OK %v, took %s: %s\n  %s", res.OK, res.Took, res.Summary, strings.Join(res.Steps, "\n  "))
+	summaryText, stepLines := res.Summary.String(), res.Lines(i18n.English)
+	t.Logf("OK %v, took %s: %s\n  %s", res.OK, res.Took, summaryText, strings.Join(stepLines, "\n  "))
 	if res.OK != wantOK {
-		t.Errorf("OK = %v, want %v\nsummary: %s\nsteps:\n  %s", res.OK, wantOK, res.Summary, strings.Join(res.Steps, "\n  "))
+		t.Errorf("OK = %v, want %v\nsummary: %s\nsteps:\n  %s", res.OK, wantOK, summaryText, strings.Join(stepLines, "\n  "))
 	}
 	for _, w := range summary {
-		if !strings.Contains(res.Summary, w) {
-			t.Errorf("summary %q does not contain %q", res.Summary, w)
+		if !strings.Contains(summaryText, w) {
+			t.Errorf("summary %q does not contain %q", summaryText, w)
 		}
 	}
-	all := strings.Join(res.Steps, "\n")
+	all := strings.Join(stepLines, "\n")
 	for _, w := range steps {
 		if !strings.Contains(all, w) {
-			t.Errorf("steps do not contain %q:\n  %s", w, strings.Join(res.Steps, "\n  "))
+			t.Errorf("steps do not contain %q:\n  %s", w, strings.Join(stepLines, "\n  "))
 		}
 	}
-	for _, s := range probeSecrets {
-		if strings.Contains(res.Summary, s) || strings.Contains(all, s) {
-			t.Errorf("secret %q appears in the report:\n%s\n%s", s, res.Summary, all)
+	for _, lang := range i18n.Languages {
+		text, lines := res.Summary.In(lang), strings.Join(res.Lines(lang), "\n")
+		for _, s := range probeSecrets {
+			if strings.Contains(text, s) || strings.Contains(lines, s) {
+				t.Errorf("secret %q appears in the report (%s):\n%s\n%s", s, lang, text, lines)
+			}
+		}
+		if strings.Contains(text, "\n") {
+			t.Errorf("summary %q (%s) is more than one line", text, lang)
+		}
+		if text == "" {
+			t.Errorf("empty summary in %s", lang)
 		}
 	}
-	if strings.Contains(res.Summary, "\n") {
-		t.Errorf("summary %q is more than one line", res.Summary)
-	}
+	noMissingTranslations(t)
 	if res.Took <= 0 || res.Took > probeTimeout+time.Second {
 		t.Errorf("Took = %s", res.Took)
 	}
@@ -215,14 +225,14 @@ func TestProbe(t *testing.T) {
 			account: func(rig *simRig) *models.Account {
 				return probeAccount("tianyuan", false, map[string]string{"base_url": rig.url + "/tianyuan", "token": probeToken})
 			},
-			summary: []string{"config.base_url: points to 127.0.0.1", "allow_private_network"},
+			summary: []string{"config.base_url: 127.0.0.1 is a loopback address", "allow_private_network"},
 		},
 		{
 			name: "private address refused at dial",
 			account: func(rig *simRig) *models.Account {
 				return probeAccount("webhook", false, map[string]string{"url": strings.Replace(rig.url, "127.0.0.1", "localhost", 1) + "/webhook/x"})
 			},
-			summary: []string{"blocked by Herald's network guard", "refused to connect to 127.0.0.1", "allow_private_network"},
+			summary: []string{"blocked by Herald's network guard: 127.0.0.1 is a loopback address", "allow_private_network"},
 			steps:   []string{"HEAD http://localhost:", "→ no answer", "error: permanent: channels: webhook: refused to connect"},
 		},
 		{

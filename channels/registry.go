@@ -53,12 +53,12 @@ func (r *Registry) Sender(a *models.Account) (Sender, error) {
 func (r *Registry) build(a *models.Account) (Sender, error) {
 	if a.Platform == "sandbox" {
 		if r.sandbox == nil {
-			return nil, fmt.Errorf("channels: account %s: the sandbox platform is not available in this process", a.Name)
+			return nil, &problemError{prefix: "channels: account " + a.Name + ": ", note: note("channels.probe.no_sandbox")}
 		}
 		return &Sandbox{Sim: r.sandbox}, nil
 	}
 	if !slices.Contains(Platforms, a.Platform) {
-		return nil, fmt.Errorf("channels: account %s: platform %q has no adapter", a.Name, a.Platform)
+		return nil, &problemError{prefix: "channels: account " + a.Name + ": ", note: note("channels.probe.no_adapter", "Platform", a.Platform)}
 	}
 	if err := ValidateConfig(a.Platform, a.Config, a.AllowPrivateNetwork); err != nil {
 		return nil, fmt.Errorf("channels: account %s: %w", a.Name, err)

@@ -182,23 +182,31 @@ func (w *WeCom) Send(ctx context.Context, m Message) (Receipt, error) {
 }
 
 // wecomBody builds the message/send body. Text messages have no title field, so a
-// title leads the text; markdown gets it as a heading.
+// title leads the text; markdown gets it as a heading (see wecomText). Intake keeps the
+// content within WeCom's cap, and counts the title with it (CountedContent); text that
+// still comes out past the cap (a message queued before that check) is cut here, on a
+// character boundary with an ellipsis, rather than by WeCom, which cuts at a byte and
+// can leave half a Chinese character.
 func wecomBody(m Message, agentID int64) wecomMessage {
 	msg := wecomMessage{ToUser: m.To, AgentID: agentID}
+	content := &wecomContent{Content: Cap("wecom").Truncate(wecomText(m))}
 	if m.MsgType == "markdown" {
-		content := m.Content
-		if m.Title != "" {
-			content = "# " + m.Title + "\n\n" + content
-		}
-		msg.MsgType, msg.Markdown = "markdown", &wecomContent{Content: content}
-		return msg
+		msg.MsgType, msg.Markdown = "markdown", content
+	} else {
+		msg.MsgType, msg.Text = "text", content
 	}
-	content := m.Content
-	if m.Title != "" {
-		content = m.Title + "\n\n" + content
-	}
-	msg.MsgType, msg.Text = "text", &wecomContent{Content: content}
 	return msg
+}
+
+// wecomText is the text WeCom receives for a message: the title, if any, leads it.
+func wecomText(m Message) string {
+	if m.Title == "" {
+		return m.Content
+	}
+	if m.MsgType == "markdown" {
+		return "# " + m.Title + "\n\n" + m.Content
+	}
+	return m.Title + "\n\n" + m.Content
 }
 
 // post makes one message/send call. On failure it also returns what the answer meant,

@@ -100,7 +100,7 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 		}
 	}
 	if !slices.Contains(channels.Platforms, a.Platform) {
-		return nil, &models.FieldError{Field: "platform", Message: "must be one of " + strings.Join(channels.Platforms, ", ")}
+		return nil, models.Invalid("platform", "accounts.error.platform", "Platforms", strings.Join(channels.Platforms, ", "))
 	}
 	var kept []string
 	if old != nil && old.Platform == a.Platform {
@@ -114,17 +114,16 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 	if err := models.ValidateAccount(a); err != nil {
 		return nil, err
 	}
+	// A problem with one setting is a *models.FieldError naming config.<key>.
 	if err := channels.ValidateConfig(a.Platform, a.Config, a.AllowPrivateNetwork); err != nil {
-		if ce, ok := errors.AsType[*channels.ConfigError](err); ok {
-			return nil, &models.FieldError{Field: "config." + ce.Key, Message: ce.Message}
+		if _, ok := errors.AsType[*models.FieldError](err); ok {
+			return nil, err
 		}
-		return nil, &models.FieldError{Field: "config", Message: err.Error()}
+		return nil, fmt.Errorf("dispatch: account %s: %w", a.Name, err)
 	}
 	if len(kept) > 0 {
 		if changed := channels.DestinationChanges(a.Platform, old.Config, a.Config); len(changed) > 0 {
-			return nil, &models.FieldError{Field: "config." + kept[0], Message: fmt.Sprintf(
-				"re-enter the %s for the new address: %s changed, and a stored %s is never sent to a new address",
-				kept[0], changed[0].Key, kept[0])}
+			return nil, models.Invalid("config."+kept[0], "accounts.error.reenter_secret", "Secret", kept[0], "Changed", changed[0].Key)
 		}
 	}
 	return a, nil

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -146,13 +147,17 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 	if req.Template != "" {
 		t, err := d.Store.TemplateByName(ctx, req.Template)
 		if errors.Is(err, models.ErrNotFound) {
-			return nil, &models.FieldError{Field: "template", Message: fmt.Sprintf("no template is named %q", req.Template)}
+			return nil, models.Invalid("template", "compose.check.template_unknown", "Name", strconv.Quote(req.Template))
 		}
 		if err != nil {
 			return nil, err
 		}
 		if tmpl, err = CompileTemplate(t); err != nil {
-			return nil, &models.FieldError{Field: "template", Message: fmt.Sprintf("template %s is broken: %v", t.Name, err)}
+			var fe *models.FieldError
+			if !errors.As(err, &fe) {
+				return nil, err
+			}
+			return nil, models.Invalid("template", "compose.check.template_broken", "Name", t.Name, "Err", fe)
 		}
 		if err := tmpl.CheckVariables(req.Variables); err != nil {
 			return nil, err
@@ -221,13 +226,14 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 			if subject, body, err = tmpl.Render(ctx, acct.Platform, req.Variables, p); err != nil {
 				var fe *models.FieldError
 				if errors.As(err, &fe) {
-					return nil, &models.FieldError{Field: "template", Message: fmt.Sprintf("for %s: %v", p.ExternalID, err)}
+					return nil, models.Invalid("template", "compose.check.for_recipient", "Recipient", p.ExternalID, "Err", fe)
 				}
 				return nil, err
 			}
 			field = "template"
 		}
-		if err := checkSize(field, acct.Platform, p.ExternalID, body); err != nil {
+		if err := checkSize(field, acct.Platform, p.ExternalID,
+			channels.Message{MsgType: msgType, Title: truncateRunes(subject, maxSubjectLen), Content: body}); err != nil {
 			return nil, err
 		}
 		res.Names[p.ID] = p.ExternalID
@@ -249,39 +255,39 @@ func validate(req *Request, now time.Time) error {
 		req.Priority = "normal"
 	}
 	if !slices.Contains(Priorities, req.Priority) {
-		return &models.FieldError{Field: "priority", Message: "must be high, normal or low"}
+		return models.Invalid("priority", "compose.check.priority")
 	}
 	if req.Platform != "" && !slices.Contains(channels.Platforms, req.Platform) {
-		return &models.FieldError{Field: "platform", Message: fmt.Sprintf("must be one of %s", strings.Join(channels.Platforms, ", "))}
+		return models.Invalid("platform", "compose.check.platform_one_of", "Platforms", strings.Join(channels.Platforms, ", "))
 	}
 	if req.Platform == "" && req.Account == "" && req.AccountID == 0 {
-		return &models.FieldError{Field: "platform", Message: "platform or account is required"}
+		return models.Invalid("platform", "compose.check.platform_required")
 	}
 	n := len(req.Recipients) + len(req.RecipientIDs)
 	switch {
 	case n == 0 && !req.ToOnDuty:
-		return &models.FieldError{Field: "recipients", Message: "name at least one recipient, or set to_on_duty"}
+		return models.Invalid("recipients", "compose.check.recipients_none")
 	case n > MaxRecipients:
-		return &models.FieldError{Field: "recipients", Message: fmt.Sprintf("at most %d recipients per request, got %d", MaxRecipients, n)}
+		return models.Invalid("recipients", "compose.check.recipients_too_many", "Max", MaxRecipients, "Got", n)
 	}
 	for i, r := range req.Recipients {
 		if strings.TrimSpace(r) == "" || len(r) > maxExternalLen {
-			return &models.FieldError{Field: fmt.Sprintf("recipients[%d]", i), Message: fmt.Sprintf("must be a recipient id of 1–%d characters", maxExternalLen)}
+			return models.Invalid(fmt.Sprintf("recipients[%d]", i), "compose.check.recipient_id", "Max", maxExternalLen)
 		}
 	}
 	if req.Template == "" {
 		req.Text = strings.TrimSpace(req.Text)
 		switch {
 		case req.Text == "":
-			return &models.FieldError{Field: "content.text", Message: "is required when no template is named"}
+			return models.Invalid("content.text", "compose.check.text_required")
 		case len(req.Text) > maxTextLen:
-			return &models.FieldError{Field: "content.text", Message: fmt.Sprintf("must be at most %d bytes", maxTextLen)}
+			return models.Invalid("content.text", "compose.check.max_bytes", "Max", maxTextLen)
 		}
 		if len(req.Variables) > 0 {
-			return &models.FieldError{Field: "variables", Message: "are only used with a template"}
+			return models.Invalid("variables", "compose.check.variables_without_template")
 		}
 	} else if req.Text != "" || req.Subject != "" {
-		return &models.FieldError{Field: "content", Message: "give either a template or content, not both"}
+		return models.Invalid("content", "compose.check.template_and_content")
 	}
 	if err := models.CheckText("content.text", req.Text, true); err != nil {
 		return err
@@ -295,14 +301,14 @@ func validate(req *Request, now time.Time) error {
 		}
 	}
 	if len([]rune(req.Subject)) > maxSubjectLen {
-		return &models.FieldError{Field: "content.subject", Message: fmt.Sprintf("must be at most %d characters", maxSubjectLen)}
+		return models.Invalid("content.subject", "compose.check.max_chars", "Max", maxSubjectLen)
 	}
 	if req.SendAt != nil {
 		switch {
 		case req.SendAt.Before(now.Add(-maxPast)):
-			return &models.FieldError{Field: "send_at", Message: "is more than a minute in the past"}
+			return models.Invalid("send_at", "compose.check.send_at_past")
 		case req.SendAt.After(now.Add(maxSchedule)):
-			return &models.FieldError{Field: "send_at", Message: "is more than 90 days ahead"}
+			return models.Invalid("send_at", "compose.check.send_at_ahead", "Days", int(maxSchedule/(24*time.Hour)))
 		}
 	}
 	return CheckIdempotencyKey(req.IdempotencyKey)
@@ -314,7 +320,7 @@ const MaxIdempotencyKeyLen = 128
 // CheckIdempotencyKey validates an idempotency key; the API checks it before claiming it.
 func CheckIdempotencyKey(key string) error {
 	if len(key) > MaxIdempotencyKeyLen {
-		return &models.FieldError{Field: "idempotency_key", Message: fmt.Sprintf("must be at most %d characters", MaxIdempotencyKeyLen)}
+		return models.Invalid("idempotency_key", "compose.check.max_chars", "Max", MaxIdempotencyKeyLen)
 	}
 	return nil
 }
@@ -341,18 +347,18 @@ func (d *Dispatcher) account(ctx context.Context, req Request) (*models.Account,
 	}
 	if errors.Is(err, models.ErrNotFound) {
 		if field == "platform" {
-			return nil, &models.FieldError{Field: "platform", Message: fmt.Sprintf("%s has no default account; name an account", req.Platform)}
+			return nil, models.Invalid("platform", "compose.check.no_default_account", "Platform", req.Platform)
 		}
-		return nil, &models.FieldError{Field: "account", Message: "is not a known account"}
+		return nil, models.Invalid("account", "compose.check.unknown_account")
 	}
 	if err != nil {
 		return nil, err
 	}
 	if req.Platform != "" && acct.Platform != req.Platform {
-		return nil, &models.FieldError{Field: "account", Message: fmt.Sprintf("%s sends on %s, not %s", acct.Name, acct.Platform, req.Platform)}
+		return nil, models.Invalid("account", "compose.check.account_platform", "Account", acct.Name, "Platform", acct.Platform, "Want", req.Platform)
 	}
 	if !acct.Enabled {
-		return nil, &models.FieldError{Field: field, Message: fmt.Sprintf("account %s is disabled", acct.Name)}
+		return nil, models.Invalid(field, "compose.check.account_disabled", "Name", acct.Name)
 	}
 	return acct, nil
 }

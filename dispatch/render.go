@@ -2,34 +2,20 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"text/template"
 	"unicode/utf8"
 
+	"herald/channels"
+	"herald/i18n"
 	"herald/models"
 )
-
-// maxContentBytes caps a rendered message per platform, below each platform's own limit.
-var maxContentBytes = map[string]int{
-	"wecom":    2048,
-	"tianyuan": 4000,
-	"zhaohu":   4000,
-	"sandbox":  4000,
-	"webhook":  64 << 10,
-	"email":    256 << 10,
-}
-
-// MaxContentBytes returns the largest rendered message a platform accepts.
-func MaxContentBytes(platform string) int {
-	if n, ok := maxContentBytes[platform]; ok {
-		return n
-	}
-	return 4000
-}
 
 var variableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
@@ -55,25 +41,25 @@ type Compiled struct {
 // "msg_type", "variables", "subject" or "body".
 func CompileTemplate(t *models.Template) (*Compiled, error) {
 	if !variableName.MatchString(strings.ReplaceAll(t.Name, "-", "_")) {
-		return nil, &models.FieldError{Field: "name", Message: "use 1–64 letters, digits, dashes or underscores, starting with a letter"}
+		return nil, models.Invalid("name", "compose.render.name")
 	}
 	if t.MsgType != "text" && t.MsgType != "markdown" {
-		return nil, &models.FieldError{Field: "msg_type", Message: "must be text or markdown"}
+		return nil, models.Invalid("msg_type", "compose.render.msg_type")
 	}
 	seen := map[string]bool{}
 	for _, v := range t.Variables {
 		switch {
 		case !variableName.MatchString(v):
-			return nil, &models.FieldError{Field: "variables", Message: fmt.Sprintf("%q is not a valid variable name (letters, digits, underscores)", v)}
+			return nil, models.Invalid("variables", "compose.render.variable_name", "Name", strconv.Quote(v))
 		case v == recipientVar:
-			return nil, &models.FieldError{Field: "variables", Message: "recipient is built in and cannot be declared"}
+			return nil, models.Invalid("variables", "compose.render.variable_builtin")
 		case seen[v]:
-			return nil, &models.FieldError{Field: "variables", Message: fmt.Sprintf("%q is declared twice", v)}
+			return nil, models.Invalid("variables", "compose.render.variable_twice", "Name", strconv.Quote(v))
 		}
 		seen[v] = true
 	}
 	if strings.TrimSpace(t.Body) == "" {
-		return nil, &models.FieldError{Field: "body", Message: "is required"}
+		return nil, models.Invalid("body", "compose.render.required")
 	}
 	if err := models.CheckText("subject", t.Subject, false); err != nil {
 		return nil, err
@@ -91,7 +77,7 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 	}
 	for _, tp := range []*template.Template{c.subject, c.body} {
 		if err := checkConstructs(tp); err != nil {
-			return nil, &models.FieldError{Field: tp.Name(), Message: err.Error()}
+			return nil, templateError(tp.Name(), err)
 		}
 	}
 	sample := map[string]string{}
@@ -107,11 +93,11 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 // parse parses one field with the functions that charge the render in progress.
 func (c *Compiled) parse(field, src string) (*template.Template, error) {
 	if len(src) > maxTemplateSource {
-		return nil, &models.FieldError{Field: field, Message: fmt.Sprintf("must be at most %d bytes", maxTemplateSource)}
+		return nil, models.Invalid(field, "compose.check.max_bytes", "Max", maxTemplateSource)
 	}
 	tp, err := template.New(field).Funcs(funcs(func() *budget { return c.running })).Option("missingkey=error").Parse(src)
 	if err != nil {
-		return nil, &models.FieldError{Field: field, Message: cleanTemplateError(err)}
+		return nil, templateError(field, err)
 	}
 	return tp, nil
 }
@@ -121,7 +107,7 @@ func (c *Compiled) parse(field, src string) (*template.Template, error) {
 func (c *Compiled) CheckVariables(vars map[string]string) error {
 	for _, v := range c.declared {
 		if _, ok := vars[v]; !ok {
-			return &models.FieldError{Field: "variables." + v, Message: fmt.Sprintf("is required by template %s", c.tmpl.Name)}
+			return models.Invalid("variables."+v, "compose.render.variable_required", "Template", c.tmpl.Name)
 		}
 	}
 	keys := make([]string, 0, len(vars))
@@ -131,11 +117,11 @@ func (c *Compiled) CheckVariables(vars map[string]string) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if !slices.Contains(c.declared, k) {
-			return &models.FieldError{Field: "variables." + k, Message: fmt.Sprintf("is not declared by template %s", c.tmpl.Name)}
+			return models.Invalid("variables."+k, "compose.render.variable_undeclared", "Template", c.tmpl.Name)
 		}
 		// A value no message could hold is no use, and every function given it pays for its size.
 		if len(vars[k]) > maxTextLen {
-			return &models.FieldError{Field: "variables." + k, Message: fmt.Sprintf("must be at most %d bytes", maxTextLen)}
+			return models.Invalid("variables."+k, "compose.check.max_bytes", "Max", maxTextLen)
 		}
 	}
 	return nil
@@ -171,11 +157,7 @@ func (c *Compiled) execute(ctx context.Context, platform string, tp *template.Te
 		if ctx.Err() != nil {
 			return "", fmt.Errorf("dispatch: render template %s: %w", c.tmpl.Name, ctx.Err())
 		}
-		msg, ok := limitMessage(err)
-		if !ok {
-			msg = cleanTemplateError(err)
-		}
-		return "", &models.FieldError{Field: tp.Name(), Message: msg}
+		return "", templateError(tp.Name(), err)
 	}
 	return c.running.out.String(), nil
 }
@@ -183,26 +165,63 @@ func (c *Compiled) execute(ctx context.Context, platform string, tp *template.Te
 // MsgType is the template's message type.
 func (c *Compiled) MsgType() string { return c.tmpl.MsgType }
 
-// cleanTemplateError shortens text/template's messages to what a template author needs.
-func cleanTemplateError(err error) string {
+// templateError is the validation error of a template field that failed to parse, to
+// pass Herald's limits (template_limits.go) or to render. An error that already is a
+// *models.FieldError keeps its message under field; a limit's message is its own
+// (keyed when the limit error carries a catalog message, see keyedError); what Go's
+// text/template reports is shortened to what a template author needs: the position
+// and text/template's own words.
+func templateError(field string, err error) *models.FieldError {
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		out := *fe
+		out.Field = field
+		return &out
+	}
+	var ke keyedError
+	if errors.As(err, &ke) {
+		m := ke.Msg()
+		return models.Invalid(field, m.ID, m.Args...)
+	}
+	if msg, ok := limitMessage(err); ok {
+		return models.Invalid(field, "compose.render.limit", "Detail", msg)
+	}
 	msg := err.Error()
 	if i := strings.Index(msg, "map has no entry for key "); i >= 0 {
-		return "uses undeclared variable " + strings.Trim(msg[i+len("map has no entry for key "):], `"`)
+		return models.Invalid(field, "compose.render.undeclared", "Name", strings.Trim(msg[i+len("map has no entry for key "):], `"`))
 	}
-	// "template: body:1:7: executing ..." → "line 1:7: ..."
+	// "template: body:1:7: executing ..." → line 1, column 7, "executing ..."
 	for _, prefix := range []string{"template: subject:", "template: body:"} {
 		msg = strings.TrimPrefix(msg, prefix)
 	}
-	return "line " + msg
+	pos, detail, ok := strings.Cut(msg, ": ")
+	if !ok {
+		return models.Invalid(field, "compose.render.limit", "Detail", msg)
+	}
+	if line, col, ok := strings.Cut(pos, ":"); ok {
+		return models.Invalid(field, "compose.render.syntax_at", "Line", line, "Col", col, "Detail", detail)
+	}
+	return models.Invalid(field, "compose.render.syntax_line", "Line", pos, "Detail", detail)
 }
 
-// checkSize refuses content a platform would not accept.
-func checkSize(field, platform, who, content string) error {
-	if !utf8.ValidString(content) {
-		return &models.FieldError{Field: field, Message: "is not valid UTF-8"}
+// keyedError is an error that carries its message as a catalog message, so that a
+// template's author reads it in their own language (a limit of template_limits.go can
+// implement it).
+type keyedError interface {
+	error
+	Msg() i18n.Msg
+}
+
+// checkSize refuses content a platform would not accept, counted as the platform
+// counts it (channels.Cap, bytes or characters) and as the adapter sends it (WeCom
+// puts the title into the text; see channels.CountedContent).
+func checkSize(field, platform, who string, m channels.Message) error {
+	if !utf8.ValidString(m.Content) {
+		return models.Invalid(field, "compose.render.utf8")
 	}
-	if n, max := len(content), MaxContentBytes(platform); n > max {
-		return &models.FieldError{Field: field, Message: fmt.Sprintf("the message for %s is %d bytes; %s allows %d", who, n, platform, max)}
+	limit := channels.Cap(platform)
+	if n := limit.Len(channels.CountedContent(platform, m)); n > limit.Max {
+		return models.Invalid(field, "compose.render.too_big_"+string(limit.Unit), "Recipient", who, "Size", n, "Platform", platform, "Max", limit.Max)
 	}
 	return nil
 }

@@ -10,6 +10,10 @@ import (
 	"text/template"
 	"text/template/parse"
 	"time"
+	"unicode/utf8"
+
+	"herald/channels"
+	"herald/i18n"
 )
 
 // What one template may make Herald do. Templates are written by operators but rendered
@@ -32,55 +36,67 @@ const (
 	funcWorkFactor = 8
 )
 
-// maxAnyContentBytes is the largest message any platform accepts: the cap of a render
-// for no platform in particular (the sample render on save, the editor's preview).
-var maxAnyContentBytes = func() int {
-	largest := 0
-	for _, n := range maxContentBytes {
-		largest = max(largest, n)
-	}
-	return largest
-}()
+// maxAnyContentBytes is the largest message any platform accepts, in UTF-8 bytes: the
+// cap of a render for no platform in particular (the sample render on save, the
+// editor's preview).
+var maxAnyContentBytes = channels.LargestCapBytes()
 
-// limitError is a render stopped by its budget; its message is for the template's author.
-type limitError struct{ msg string }
+// limitError is a render stopped by its budget, or a construct refused; its message is
+// for the template's author: a catalog key (locales/templates.*.toml) and its data,
+// with Error giving the English text.
+type limitError struct {
+	key  string
+	args []any
+}
 
-func (e *limitError) Error() string { return e.msg }
+func (e *limitError) Error() string { return i18n.In(i18n.English, e.key, e.args...) }
 
-func limitErrorf(format string, args ...any) error {
-	return &limitError{msg: fmt.Sprintf(format, args...)}
+// Msg is the message as a catalog message, for the author's language (see keyedError).
+func (e *limitError) Msg() i18n.Msg { return i18n.M(e.key, e.args...) }
+
+// limitErrorf makes a limitError of a templates.limit key.
+func limitErrorf(key string, args ...any) error {
+	return &limitError{key: "templates.limit." + key, args: args}
 }
 
 // budget bounds one render: it is the writer the template executes into, and the
 // functions charge it too, since text/template can only be stopped from inside a write
-// or a function call. It refuses output past the platform's cap, function results past
-// funcWorkFactor times that cap, and anything after the deadline.
+// or a function call. It refuses output past the platform's cap (counted as the
+// platform counts, bytes or characters), function results past funcWorkFactor times
+// that cap, and anything after the deadline.
 type budget struct {
 	out      bytes.Buffer
-	limit    int
-	work     int // bytes functions may still produce
+	cap      channels.ContentCap // the platform's; in bytes, maxAnyContentBytes, for none
+	written  int                 // output so far, in the cap's unit
+	work     int                 // bytes functions may still produce
 	platform string
 	deadline time.Time
 	ctx      context.Context
 }
 
 func newBudget(ctx context.Context, platform string) *budget {
-	limit := maxAnyContentBytes
+	limit := channels.ContentCap{Max: maxAnyContentBytes, Unit: channels.Bytes}
 	if platform != "" {
-		limit = MaxContentBytes(platform)
+		limit = channels.Cap(platform)
 	}
-	return &budget{limit: limit, work: funcWorkFactor * limit, platform: platform,
+	return &budget{cap: limit, work: funcWorkFactor * limit.MaxBytes(), platform: platform,
 		deadline: time.Now().Add(renderTimeout), ctx: ctx}
 }
 
-// Write implements io.Writer, refusing to grow past the cap.
+// Write implements io.Writer, refusing to grow past the cap. text/template writes
+// whole strings (a text node, a value), so a write never splits a character.
 func (b *budget) Write(p []byte) (int, error) {
 	if err := b.inTime(); err != nil {
 		return 0, err
 	}
-	if b.out.Len()+len(p) > b.limit {
-		return 0, b.tooLong("renders")
+	n := len(p)
+	if b.cap.Unit == channels.Characters {
+		n = utf8.RuneCount(p)
 	}
+	if b.written+n > b.cap.Max {
+		return 0, b.tooLong("")
+	}
+	b.written += n
 	return b.out.Write(p)
 }
 
@@ -90,16 +106,21 @@ func (b *budget) inTime() error {
 		return err
 	}
 	if time.Now().After(b.deadline) {
-		return limitErrorf("takes longer than %v to render", renderTimeout)
+		return limitErrorf("too_slow", "Timeout", renderTimeout.String())
 	}
 	return nil
 }
 
-func (b *budget) tooLong(what string) error {
-	if b.platform == "" {
-		return limitErrorf("%s more than %d bytes, more than any platform accepts", what, b.limit)
+// tooLong says the render (fn "") or the function fn made more than the cap.
+func (b *budget) tooLong(fn string) error {
+	what := "renders"
+	if fn != "" {
+		what = "makes"
 	}
-	return limitErrorf("%s more than %d bytes; %s accepts %d", what, b.limit, b.platform, b.limit)
+	if b.platform == "" {
+		return limitErrorf(what+"_any", "Func", fn, "Max", b.cap.Max)
+	}
+	return limitErrorf(what+"_"+string(b.cap.Unit), "Func", fn, "Max", b.cap.Max, "Platform", b.platform)
 }
 
 // spend charges a function's result, refusing one that could never fit a message and
@@ -108,11 +129,11 @@ func (b *budget) spend(name, result string) (string, error) {
 	if err := b.inTime(); err != nil {
 		return "", err
 	}
-	if len(result) > b.limit {
-		return "", b.tooLong(name + " makes")
+	if !b.cap.Fits(result) {
+		return "", b.tooLong(name)
 	}
 	if b.work -= len(result); b.work < 0 {
-		return "", limitErrorf("functions make more than %d bytes in one render", funcWorkFactor*b.limit)
+		return "", limitErrorf("work", "Max", funcWorkFactor*b.cap.MaxBytes())
 	}
 	return result, nil
 }
@@ -151,12 +172,13 @@ func funcs(current func() *budget) template.FuncMap {
 	}
 }
 
-// limitMessage returns the author's message of a render stopped by its budget or by a
-// refused printf format, whether the writer or a function reported it.
+// limitMessage returns the author's message, in English, of a render stopped by its
+// budget or by a refused construct or printf format, whether the writer or a function
+// reported it.
 func limitMessage(err error) (string, bool) {
 	var le *limitError
 	if errors.As(err, &le) {
-		return le.msg, true
+		return le.Error(), true
 	}
 	return "", false
 }
@@ -183,10 +205,10 @@ func checkConstructs(tp *template.Template) error {
 }
 
 func checkNode(tree *parse.Tree, node parse.Node) error {
-	refuse := func(format string, args ...any) error {
-		location, _ := tree.ErrorContext(node)
-		_, lineCol, _ := strings.Cut(location, ":")
-		return limitErrorf("line "+lineCol+": "+format, args...)
+	// refuse reports a construct with its position as .Line, e.g. 1:8.
+	refuse := func(key string) error {
+		line, col := position(tree, node)
+		return limitErrorf(key, "Line", line, "Col", col)
 	}
 	switch n := node.(type) {
 	case *parse.ListNode:
@@ -199,9 +221,9 @@ func checkNode(tree *parse.Tree, node parse.Node) error {
 			}
 		}
 	case *parse.RangeNode:
-		return refuse("range is not allowed: variables hold single values, so there is nothing to loop over")
+		return refuse("range")
 	case *parse.TemplateNode:
-		return refuse("calling a template (template, block) is not allowed")
+		return refuse("template_call")
 	case *parse.ActionNode:
 		return checkNode(tree, n.Pipe)
 	case *parse.IfNode:
@@ -223,7 +245,9 @@ func checkNode(tree *parse.Tree, node parse.Node) error {
 			format, isString := n.Args[1].(*parse.StringNode)
 			if isIdent && ident.Ident == "printf" && isString {
 				if err := checkFormat(format.Text); err != nil {
-					return refuse("%v", err)
+					le := err.(*limitError)
+					line, col := position(tree, n)
+					return &limitError{key: le.key, args: append([]any{"Line", line, "Col", col}, le.args...)}
 				}
 			}
 		}
@@ -236,6 +260,14 @@ func checkNode(tree *parse.Tree, node parse.Node) error {
 		return checkNode(tree, n.Node)
 	}
 	return nil
+}
+
+// position is the line and column of node in its template.
+func position(tree *parse.Tree, node parse.Node) (line, col string) {
+	location, _ := tree.ErrorContext(node) // "body:1:8"
+	_, lineCol, _ := strings.Cut(location, ":")
+	line, col, _ = strings.Cut(lineCol, ":")
+	return line, col
 }
 
 func checkBranch(tree *parse.Tree, b *parse.BranchNode) error {
@@ -267,7 +299,7 @@ func checkFormat(format string) error {
 			}
 			i = skipArgIndex(format, i)
 			if i < len(format) && format[i] == '*' {
-				return limitErrorf("printf %s from an argument (*) is not allowed", what)
+				return limitErrorf("printf_star_" + what)
 			}
 			start := i
 			for i < len(format) && format[i] >= '0' && format[i] <= '9' {
@@ -275,7 +307,7 @@ func checkFormat(format string) error {
 			}
 			if digits := format[start:i]; digits != "" {
 				if n, err := strconv.Atoi(digits); err != nil || n > maxFormatWidth {
-					return limitErrorf("printf %s %s exceeds %d", what, digits, maxFormatWidth)
+					return limitErrorf("printf_"+what, "Value", digits, "Max", maxFormatWidth)
 				}
 			}
 		}

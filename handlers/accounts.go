@@ -15,27 +15,8 @@ import (
 	"herald/views"
 )
 
-// configHints explain platform settings on the account form.
-var configHints = map[string]string{
-	"base_url": "e.g. https://im.example.com/api",
-	"path":     "default /messages",
-	"token":    "bearer token",
-	"corp_id":  "WeCom corp id",
-	"agent_id": "the application's agent id",
-	"secret":   "write-only",
-	"host":     "SMTP server host name",
-	"port":     "default 587, or 465 with implicit TLS",
-	"from":     "e.g. Herald <herald@example.com>",
-	"url":      "where the JSON is posted",
-	"password": "write-only",
-}
-
-// limitLabels name the limits on the account form, in the order shown.
-var limitLabels = []views.LimitField{
-	{Key: "per_second", Label: "per second"}, {Key: "per_minute", Label: "per minute"},
-	{Key: "per_hour", Label: "per hour"}, {Key: "per_day", Label: "per day"},
-	{Key: "per_recipient_per_minute", Label: "per person per minute"}, {Key: "per_recipient_per_day", Label: "per person per day"},
-}
+// limitKeys are the account's limits in the order the form shows them.
+var limitKeys = []string{"per_second", "per_minute", "per_hour", "per_day", "per_recipient_per_minute", "per_recipient_per_day"}
 
 func limitValue(l *models.Limits, key string) *int {
 	switch key {
@@ -53,14 +34,6 @@ func limitValue(l *models.Limits, key string) *int {
 	return &l.PerRecipientPerDay
 }
 
-// retryNotes say what each adjustable error class means.
-var retryNotes = map[string]string{
-	"rate_limited": "the platform said too many (429); uses no attempt",
-	"transient":    "timeouts, connection errors, 5xx; by default retried until the attempts run out",
-	"auth":         "credentials refused; the account is flagged",
-	"permanent":    "recipient or content rejected; stopped at once by default",
-}
-
 // retryRows lays out the retry table: the account's adjustments as values, the defaults
 // as placeholders. typed, when not nil, holds the form as submitted.
 func retryRows(p models.RetryPolicy, typed map[string]string) []views.RetryRow {
@@ -68,15 +41,11 @@ func retryRows(p models.RetryPolicy, typed map[string]string) []views.RetryRow {
 	rows := make([]views.RetryRow, 0, len(models.RetryClasses))
 	for _, class := range models.RetryClasses {
 		d, adj := def[channels.Class(class)], p[class]
-		retries := strconv.Itoa(d.MaxRetries)
-		if d.MaxRetries < 0 {
-			retries = "no limit"
-		}
-		row := views.RetryRow{Class: class, Note: retryNotes[class], Fields: []views.RetryField{
-			{Key: "max_retries", Label: "Retries", Value: intText(adj.MaxRetries), Default: retries},
-			{Key: "delay_seconds", Label: "First delay (s)", Value: floatText(adj.DelaySeconds), Default: formatFloat(d.Base.Seconds())},
-			{Key: "factor", Label: "Factor", Value: floatText(adj.Factor), Default: formatFloat(d.Factor)},
-			{Key: "max_delay_seconds", Label: "Longest delay (s)", Value: floatText(adj.MaxDelaySeconds), Default: formatFloat(d.Max.Seconds())},
+		row := views.RetryRow{Class: class, Fields: []views.RetryField{
+			{Key: "max_retries", Value: intText(adj.MaxRetries), Default: strconv.Itoa(d.MaxRetries), Unlimited: d.MaxRetries < 0},
+			{Key: "delay_seconds", Value: floatText(adj.DelaySeconds), Default: formatFloat(d.Base.Seconds())},
+			{Key: "factor", Value: floatText(adj.Factor), Default: formatFloat(d.Factor)},
+			{Key: "max_delay_seconds", Value: floatText(adj.MaxDelaySeconds), Default: formatFloat(d.Max.Seconds())},
 		}}
 		if typed != nil {
 			for i := range row.Fields {
@@ -104,14 +73,14 @@ func retryInput(c *gin.Context, errs map[string]string) (models.RetryPolicy, map
 			if f.Key == "max_retries" {
 				n, err := strconv.Atoi(v)
 				if err != nil {
-					errs[name] = "must be a whole number, or empty for the default"
+					errs[name] = tr(c, "accounts.error.whole_or_default")
 				}
 				r.MaxRetries = &n
 				continue
 			}
 			x, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				errs[name] = "must be a number, or empty for the default"
+				errs[name] = tr(c, "accounts.error.number_or_default")
 			}
 			switch f.Key {
 			case "delay_seconds":
@@ -148,16 +117,21 @@ func formatFloat(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) 
 func configFields(platform string, values map[string]string, stored *models.Account) []views.ConfigField {
 	var out []views.ConfigField
 	for _, cf := range channels.Fields(platform) {
-		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Hint: configHints[cf.Key], Options: cf.Options}
+		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Label: cf.LabelNote(), Help: cf.HelpNote()}
+		for _, o := range cf.Options {
+			f.Options = append(f.Options, views.ConfigOption{Value: o, Label: cf.OptionNote(o)})
+		}
 		if cf.Secret {
-			f.Secret, f.Hint = true, ""
+			f.Secret = true
 			f.Stored = stored != nil && stored.Platform == platform && stored.Config[cf.Key] != ""
 		} else {
 			f.Value = values[cf.Key]
 			if len(cf.Options) > 0 {
 				// A choice shows what an empty value means, so none is ever chosen by default.
 				f.Value = cf.Value(values)
-				f.Warning = cf.Warnings[f.Value]
+				if w := cf.Warnings[f.Value]; w != "" {
+					f.Warning = channels.Note{Key: w}
+				}
 			}
 		}
 		out = append(out, f)
@@ -170,9 +144,10 @@ func accountForm(a *models.Account, oldName string, stored *models.Account) view
 	f := views.AccountForm{OldName: oldName, Name: a.Name, Platform: a.Platform, Platforms: channels.Platforms,
 		IsDefault: a.IsDefault, Enabled: a.Enabled, AllowPrivateNetwork: a.AllowPrivateNetwork,
 		MaxAttempts: strconv.Itoa(a.MaxAttempts), Config: configFields(a.Platform, a.Config, stored),
-		Warnings: models.LimitWarnings(a.Limits), Retry: retryRows(a.RetryPolicy, nil)}
-	for _, l := range limitLabels {
-		if v := *limitValue(&a.Limits, l.Key); v > 0 {
+		Warnings: models.UnreachableLimits(a.Limits), Retry: retryRows(a.RetryPolicy, nil)}
+	for _, key := range limitKeys {
+		l := views.LimitField{Key: key}
+		if v := *limitValue(&a.Limits, key); v > 0 {
 			l.Value = strconv.Itoa(v)
 		}
 		f.Limits = append(f.Limits, l)
@@ -199,18 +174,18 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 	if f.MaxAttempts != "" {
 		n, err := strconv.Atoi(f.MaxAttempts)
 		if err != nil {
-			errs["max_attempts"] = "must be a whole number"
+			errs["max_attempts"] = tr(c, "accounts.error.whole_number")
 		}
 		in.MaxAttempts = n
 	}
-	for _, l := range limitLabels {
-		l.Value = strings.TrimSpace(c.PostForm("limits." + l.Key))
+	for _, key := range limitKeys {
+		l := views.LimitField{Key: key, Value: strings.TrimSpace(c.PostForm("limits." + key))}
 		if l.Value != "" {
 			n, err := strconv.Atoi(l.Value)
 			if err != nil {
-				errs["limits."+l.Key] = "must be a whole number (0 means no limit)"
+				errs["limits."+key] = tr(c, "accounts.error.limit_number")
 			}
-			*limitValue(&in.Limits, l.Key) = n
+			*limitValue(&in.Limits, key) = n
 		}
 		f.Limits = append(f.Limits, l)
 	}
@@ -232,7 +207,7 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 		}
 	}
 	f.Config = configFields(in.Platform, values, old)
-	f.Warnings = models.LimitWarnings(in.Limits)
+	f.Warnings = models.UnreachableLimits(in.Limits)
 	var typed map[string]string
 	in.RetryPolicy, typed = retryInput(c, errs)
 	f.Retry = retryRows(nil, typed)
@@ -253,7 +228,7 @@ func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]st
 	}
 	rows := make([]views.AccountListRow, len(list))
 	for i, a := range list {
-		rows[i] = views.AccountListRow{Account: a, Warnings: models.LimitWarnings(a.Limits),
+		rows[i] = views.AccountListRow{Account: a, Warnings: models.UnreachableLimits(a.Limits),
 			ConfigWarnings: channels.ConfigWarnings(a.Platform, a.Config)}
 	}
 	render(c, status, views.AccountsPage(page(c, tr(c, "title.accounts"), "accounts"), rows, h.accountUsage(c, list), h.notice(c), errs))
@@ -365,7 +340,7 @@ func (h *Handlers) UpdateAccount(c *gin.Context) {
 
 func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 	in, f, errs := accountInput(c, old)
-	title, notice := "New account", "created"
+	title, notice := tr(c, "title.new_account"), "created"
 	if old != nil {
 		title, notice = old.Name, "saved"
 	}
@@ -376,7 +351,7 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 	a, err := h.Dispatch.SaveAccount(c.Request.Context(), old, in, consoleActor(c))
 	if errors.Is(err, models.ErrStateChanged) {
 		render(c, http.StatusConflict, views.AccountFormPage(page(c, title, "accounts"), f, map[string]string{
-			"": "Someone else saved this account while you edited it. Open it again to see their changes."}))
+			"": tr(c, "accounts.error.state_changed")}))
 		return
 	}
 	if fe, ok := fieldErrors(c, err); ok {
@@ -387,7 +362,7 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 		h.serverError(c, err)
 		return
 	}
-	h.redirectNotice(c, "/accounts", notice, "account "+a.Name)
+	h.redirectNotice(c, "/accounts", notice, tr(c, "accounts.subject", "Name", a.Name))
 }
 
 // TestAccount is POST /accounts/:name/test: it checks the saved account's connection and
@@ -403,7 +378,7 @@ func (h *Handlers) TestAccount(c *gin.Context) {
 	if res.OK {
 		outcome = "ok"
 	}
-	h.audit(c, CurrentUser(c).Username, "account.test", "account", a.Name, outcome+": "+res.Summary)
+	h.audit(c, CurrentUser(c).Username, "account.test", "account", a.Name, outcome+": "+res.Summary.String())
 	if c.GetHeader("HX-Request") == "" {
 		f := accountForm(a, a.Name, a)
 		f.Probe = &res
@@ -428,7 +403,7 @@ func (h *Handlers) SetAccountEnabled(c *gin.Context) {
 	if enabled {
 		notice = "enabled"
 	}
-	h.redirectNotice(c, "/accounts", notice, "account "+a.Name)
+	h.redirectNotice(c, "/accounts", notice, tr(c, "accounts.subject", "Name", a.Name))
 }
 
 // DeleteAccount removes an account that has no undelivered messages.
@@ -439,13 +414,12 @@ func (h *Handlers) DeleteAccount(c *gin.Context) {
 	}
 	err := h.Dispatch.DeleteAccount(c.Request.Context(), a, consoleActor(c))
 	if errors.Is(err, models.ErrInUse) {
-		h.renderAccounts(c, http.StatusConflict, map[string]string{"": "Account " + a.Name +
-			" has undelivered messages (pending, sending or failed), so it cannot be deleted. Disable it instead, or wait until they are delivered or cancelled."})
+		h.renderAccounts(c, http.StatusConflict, map[string]string{"": tr(c, "accounts.error.in_use", "Name", a.Name)})
 		return
 	}
 	if err != nil {
 		h.serverError(c, err)
 		return
 	}
-	h.redirectNotice(c, "/accounts", "deleted", "account "+a.Name)
+	h.redirectNotice(c, "/accounts", "deleted", tr(c, "accounts.subject", "Name", a.Name))
 }

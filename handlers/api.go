@@ -4,14 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
+	"herald/i18n"
 	"herald/models"
 )
 
@@ -42,7 +43,7 @@ const RetryAfterSeconds = "5"
 // idempotency_key replays the answer if it did commit.
 func DatabaseUnavailable(c *gin.Context) {
 	c.Header("Retry-After", RetryAfterSeconds)
-	APIError(c, http.StatusServiceUnavailable, "database_unavailable", "the database is not answering; retry after a few seconds", "")
+	APIError(c, http.StatusServiceUnavailable, "database_unavailable", tr(c, "api.database_unavailable"), "")
 }
 
 // apiFail answers an error from a store or dispatch call: validation errors are 422
@@ -51,17 +52,17 @@ func (h *Handlers) apiFail(c *gin.Context, err error) {
 	var fe *models.FieldError
 	switch {
 	case errors.As(err, &fe):
-		APIError(c, http.StatusUnprocessableEntity, "validation_failed", fe.Field+" "+fe.In(c.Request.Context()), fe.Field)
+		APIError(c, http.StatusUnprocessableEntity, "validation_failed", tr(c, "api.validation_failed", "Field", fe.Field, "Message", fe.In(c.Request.Context())), fe.Field)
 	case errors.Is(err, models.ErrNotFound):
-		APIError(c, http.StatusNotFound, "not_found", "no such resource", "")
+		APIError(c, http.StatusNotFound, "not_found", tr(c, "api.not_found"), "")
 	case errors.Is(err, models.ErrStateChanged):
-		APIError(c, http.StatusConflict, "invalid_state", "the resource is not in a state that allows this", "")
+		APIError(c, http.StatusConflict, "invalid_state", tr(c, "api.invalid_state"), "")
 	case models.Unavailable(err):
 		h.Log.Warn("api request: database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
 		DatabaseUnavailable(c)
 	default:
 		h.Log.Error("api request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
-		APIError(c, http.StatusInternalServerError, "internal", "the request could not be completed; the error has been logged", "")
+		APIError(c, http.StatusInternalServerError, "internal", tr(c, "api.internal"), "")
 	}
 }
 
@@ -72,7 +73,7 @@ func (h *Handlers) apiFail(c *gin.Context, err error) {
 // writing the error response.
 func decodeJSON(c *gin.Context, dst any) bool {
 	tooLarge := func() bool {
-		APIError(c, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body exceeds %d bytes", MaxBodyBytes), "")
+		APIError(c, http.StatusRequestEntityTooLarge, "body_too_large", tr(c, "api.body_too_large", "Max", MaxBodyBytes), "")
 		return false
 	}
 	if c.Request.ContentLength > MaxBodyBytes {
@@ -83,15 +84,15 @@ func decodeJSON(c *gin.Context, dst any) bool {
 		return tooLarge()
 	}
 	if err != nil {
-		APIError(c, http.StatusBadRequest, "invalid_json", "could not read the body", "")
+		APIError(c, http.StatusBadRequest, "invalid_json", tr(c, "api.body_unreadable"), "")
 		return false
 	}
 	if !utf8.Valid(raw) {
-		APIError(c, http.StatusBadRequest, "invalid_json", "the body is not valid UTF-8", "")
+		APIError(c, http.StatusBadRequest, "invalid_json", tr(c, "api.body_utf8"), "")
 		return false
 	}
-	if err := checkDuplicateKeys(raw); err != nil {
-		APIError(c, http.StatusBadRequest, "invalid_json", err.Error(), "")
+	if msg := checkDuplicateKeys(raw); msg != nil {
+		APIError(c, http.StatusBadRequest, "invalid_json", tr(c, msg.ID, msg.Args...), "")
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -100,42 +101,54 @@ func decodeJSON(c *gin.Context, dst any) bool {
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field == "" {
 			APIError(c, http.StatusBadRequest, "invalid_json",
-				fmt.Sprintf("the body must be %s, not %s", jsonKind(typeErr.Type.Kind().String()), typeErr.Value), "")
+				tr(c, "api.body_type", "Want", jsonKind(c, typeErr.Type.Kind().String()), "Got", jsonValue(c, typeErr.Value)), "")
 			return false
 		}
 		if errors.As(err, &typeErr) {
 			APIError(c, http.StatusUnprocessableEntity, "validation_failed",
-				fmt.Sprintf("%s must be %s, not %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()), typeErr.Value), typeErr.Field)
+				tr(c, "api.field_type", "Field", typeErr.Field, "Want", jsonKind(c, typeErr.Type.Kind().String()), "Got", jsonValue(c, typeErr.Value)), typeErr.Field)
 			return false
 		}
-		msg := err.Error()
+		// encoding/json's own words for a body it cannot read, after the key's prefix.
+		msg := tr(c, "api.malformed", "Detail", strings.TrimPrefix(err.Error(), "json: "))
 		field := ""
-		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 			field = strings.Trim(f, `"`)
-			msg = "unknown field " + field
+			msg = tr(c, "api.unknown_field", "Field", field)
 		}
 		APIError(c, http.StatusBadRequest, "invalid_json", msg, field)
 		return false
 	}
 	if dec.More() {
-		APIError(c, http.StatusBadRequest, "invalid_json", "the body holds more than one JSON value", "")
+		APIError(c, http.StatusBadRequest, "invalid_json", tr(c, "api.more_values"), "")
 		return false
 	}
 	return true
 }
 
-func jsonKind(goKind string) string {
+// jsonKind names the JSON value a Go kind is decoded from.
+func jsonKind(c *gin.Context, goKind string) string {
 	switch goKind {
 	case "string":
-		return "a string"
+		return tr(c, "api.kind.string")
 	case "bool":
-		return "true or false"
+		return tr(c, "api.kind.bool")
 	case "slice":
-		return "an array"
+		return tr(c, "api.kind.array")
 	case "map", "struct":
-		return "an object"
+		return tr(c, "api.kind.object")
 	}
-	return "a number"
+	return tr(c, "api.kind.number")
+}
+
+// jsonValue names the JSON value encoding/json found ("array", "number -5").
+func jsonValue(c *gin.Context, value string) string {
+	kind, _, _ := strings.Cut(value, " ")
+	switch kind {
+	case "string", "bool", "array", "object", "number", "null":
+		return tr(c, "api.value."+kind)
+	}
+	return value
 }
 
 // jsonFrame is one open object or array while checkDuplicateKeys walks a document.
@@ -144,9 +157,9 @@ type jsonFrame struct {
 	expectKey bool
 }
 
-// checkDuplicateKeys walks a JSON document and reports the first object key that
-// appears twice in the same object.
-func checkDuplicateKeys(raw []byte) error {
+// checkDuplicateKeys walks a JSON document and reports, as a catalog message, the first
+// object key that appears twice in the same object, or malformed JSON.
+func checkDuplicateKeys(raw []byte) *i18n.Msg {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var stack []*jsonFrame
@@ -162,12 +175,14 @@ func checkDuplicateKeys(raw []byte) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("malformed JSON: %v", err)
+			m := i18n.M("api.malformed", "Detail", err.Error())
+			return &m
 		}
 		if n := len(stack); n > 0 && stack[n-1].expectKey {
 			if key, ok := tok.(string); ok {
 				if stack[n-1].keys[key] {
-					return fmt.Errorf("duplicate key %q", key)
+					m := i18n.M("api.duplicate_key", "Key", strconv.Quote(key))
+					return &m
 				}
 				stack[n-1].keys[key] = true
 				stack[n-1].expectKey = false

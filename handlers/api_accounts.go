@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -51,7 +50,16 @@ func toAccountJSON(a models.Account) accountJSON {
 	return accountJSON{Name: a.Name, Platform: a.Platform, IsDefault: a.IsDefault, Enabled: &enabled,
 		AllowPrivateNetwork: a.AllowPrivateNetwork, MaxAttempts: a.MaxAttempts, Config: cfg, Limits: a.Limits,
 		RetryPolicy: a.RetryPolicy, Healthy: &healthy, HealthNote: a.HealthNote,
-		Warnings: append(models.LimitWarnings(a.Limits), channels.ConfigWarnings(a.Platform, a.Config)...)}
+		Warnings: append(models.LimitWarnings(a.Limits), configWarnings(a)...)}
+}
+
+// configWarnings says, in English, what an account's settings give up.
+func configWarnings(a models.Account) []string {
+	var out []string
+	for _, n := range channels.ConfigWarnings(a.Platform, a.Config) {
+		out = append(out, n.String())
+	}
+	return out
 }
 
 // accountInput turns the API's account shape into what dispatch saves. A secret sent
@@ -61,9 +69,9 @@ func (in accountJSON) accountInput() (dispatch.AccountInput, error) {
 		AllowPrivateNetwork: in.AllowPrivateNetwork, MaxAttempts: in.MaxAttempts, Limits: in.Limits,
 		RetryPolicy: in.RetryPolicy, Config: map[string]string{}}
 	for k, v := range in.Config {
-		s, err := configString(v)
+		s, err := configString("config."+k, v)
 		if err != nil {
-			return out, &models.FieldError{Field: "config." + k, Message: err.Error()}
+			return out, err
 		}
 		if s != SecretMask {
 			out.Config[k] = s
@@ -72,7 +80,9 @@ func (in accountJSON) accountInput() (dispatch.AccountInput, error) {
 	return out, nil
 }
 
-func configString(v any) (string, error) {
+// configString reads one config value of the API's account shape; a value that is not
+// a string, a number or a boolean is a *models.FieldError naming field.
+func configString(field string, v any) (string, error) {
 	switch x := v.(type) {
 	case string:
 		return x, nil
@@ -83,7 +93,7 @@ func configString(v any) (string, error) {
 	case nil:
 		return "", nil
 	}
-	return "", fmt.Errorf("must be a string or a number")
+	return "", models.Invalid(field, "accounts.error.config_type")
 }
 
 // APIListAccounts is GET /api/v1/accounts.

@@ -47,9 +47,9 @@ func (h *Handlers) headOfficeByExternalID(c *gin.Context, field string, ids []st
 		}
 		switch {
 		case !ok:
-			return nil, &models.FieldError{Field: f, Message: fmt.Sprintf("no recipient has external_id %q", id)}
+			return nil, models.Invalid(f, "duty.no_recipient", "ID", strconv.Quote(id))
 		case p.OrgType != models.HeadOffice:
-			return nil, &models.FieldError{Field: f, Message: fmt.Sprintf("%s is branch staff, who always receive; only head-office staff have duty", id)}
+			return nil, models.Invalid(f, "duty.branch_staff", "ID", id)
 		}
 		out = append(out, p)
 	}
@@ -133,7 +133,7 @@ func (h *Handlers) APIPutDutyWeek(c *gin.Context) {
 	for key, ids := range body {
 		day, err := strconv.Atoi(key)
 		if err != nil || day < 1 || day > 7 {
-			APIError(c, http.StatusUnprocessableEntity, "validation_failed", "keys are weekdays 1 (Monday) to 7 (Sunday)", key)
+			APIError(c, http.StatusUnprocessableEntity, "validation_failed", tr(c, "duty.api.week_keys"), key)
 			return
 		}
 		people, err := h.headOfficeByExternalID(c, key, ids)
@@ -240,7 +240,7 @@ func (h *Handlers) APIDeleteOverride(c *gin.Context) {
 	}
 	people, err := h.Store.RecipientsByExternalIDs(c.Request.Context(), []string{ext})
 	if err != nil || len(people) == 0 {
-		APIError(c, http.StatusNotFound, "not_found", "no override for that recipient on that date", "")
+		APIError(c, http.StatusNotFound, "not_found", tr(c, "duty.api.no_override"), "")
 		return
 	}
 	if err := h.Store.DeleteOverride(c.Request.Context(), date, people[0].ID); err != nil {
@@ -310,7 +310,7 @@ func (h *Handlers) APIRoster(c *gin.Context) {
 	date := c.DefaultQuery("date", time.Now().In(h.Dispatch.Location).Format(time.DateOnly))
 	day, err := time.ParseInLocation(time.DateOnly, date, h.Dispatch.Location)
 	if err != nil {
-		APIError(c, http.StatusUnprocessableEntity, "validation_failed", "date must be YYYY-MM-DD", "date")
+		APIError(c, http.StatusUnprocessableEntity, "validation_failed", tr(c, "duty.roster.bad_date"), "date")
 		return
 	}
 	roster, err := h.Dispatch.RosterOn(c.Request.Context(), day.Add(12*time.Hour))

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -56,9 +55,9 @@ func parseSendAt(s *string) (*time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, *s)
 	if err != nil {
 		if _, e2 := time.Parse("2006-01-02T15:04:05", *s); e2 == nil {
-			return nil, &models.FieldError{Field: "send_at", Message: "must include a UTC offset, e.g. 2026-11-22T09:00:00+08:00"}
+			return nil, models.Invalid("send_at", "api.send_at_offset")
 		}
-		return nil, &models.FieldError{Field: "send_at", Message: "must be an RFC 3339 time, e.g. 2026-11-22T09:00:00+08:00"}
+		return nil, models.Invalid("send_at", "api.send_at_format")
 	}
 	return &t, nil
 }
@@ -94,10 +93,10 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 		prev, err := h.Store.BeginIdempotent(ctx, key.ID, req.IdempotencyKey, req.RequestHash)
 		switch {
 		case errors.Is(err, models.ErrIdempotencyMismatch):
-			APIError(c, http.StatusUnprocessableEntity, "idempotency_mismatch", "this idempotency_key was used with a different request", "idempotency_key")
+			APIError(c, http.StatusUnprocessableEntity, "idempotency_mismatch", tr(c, "api.idempotency_mismatch"), "idempotency_key")
 			return
 		case errors.Is(err, models.ErrIdempotencyInFlight):
-			APIError(c, http.StatusConflict, "idempotency_in_flight", "a request with this idempotency_key is still being processed; retry shortly", "idempotency_key")
+			APIError(c, http.StatusConflict, "idempotency_in_flight", tr(c, "api.idempotency_in_flight"), "idempotency_key")
 			return
 		case err != nil:
 			h.apiFail(c, err)
@@ -247,11 +246,7 @@ func (h *Handlers) changeMessage(c *gin.Context, op string) {
 		err = h.Dispatch.Retry(ctx, m)
 	}
 	if errors.Is(err, models.ErrStateChanged) {
-		allowed := "pending or failed"
-		if op == "retry" {
-			allowed = "stopped"
-		}
-		APIError(c, http.StatusConflict, "invalid_state", fmt.Sprintf("the message is %s; only %s messages can be %s", m.Status, allowed, map[string]string{"cancel": "cancelled", "retry": "retried"}[op]), "")
+		APIError(c, http.StatusConflict, "invalid_state", tr(c, "api.cannot_"+op, "Status", string(m.Status)), "")
 		return
 	}
 	if err != nil {

@@ -45,7 +45,7 @@ func (h *Handlers) APIListRecipients(c *gin.Context) {
 	if v := c.Query("active"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			APIError(c, http.StatusUnprocessableEntity, "validation_failed", "active must be true or false", "active")
+			APIError(c, http.StatusUnprocessableEntity, "validation_failed", fieldMessage(c, models.Invalid("active", "recipients.not_bool")), "active")
 			return
 		}
 		f.Active = &b
@@ -53,7 +53,7 @@ func (h *Handlers) APIListRecipients(c *gin.Context) {
 	if v := c.Query("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
-			APIError(c, http.StatusUnprocessableEntity, "validation_failed", "limit must be 1 to 1000", "limit")
+			APIError(c, http.StatusUnprocessableEntity, "validation_failed", tr(c, "recipients.api.limit", "Max", 1000), "limit")
 			return
 		}
 		f.Limit = n
@@ -85,7 +85,7 @@ func (h *Handlers) APIUpsertRecipients(c *gin.Context) {
 		return
 	}
 	if len(body) == 0 || len(body) > maxUpsert {
-		APIError(c, http.StatusUnprocessableEntity, "validation_failed", fmt.Sprintf("send 1 to %d recipients", maxUpsert), "")
+		APIError(c, http.StatusUnprocessableEntity, "validation_failed", tr(c, "recipients.api.count", "Max", maxUpsert), "")
 		return
 	}
 	list := make([]models.Recipient, len(body))
@@ -99,7 +99,7 @@ func (h *Handlers) APIUpsertRecipients(c *gin.Context) {
 		}
 		if j, dup := seen[list[i].ExternalID]; dup {
 			APIError(c, http.StatusUnprocessableEntity, "validation_failed",
-				fmt.Sprintf("external_id %s also appears at [%d]", list[i].ExternalID, j), fmt.Sprintf("[%d].external_id", i))
+				tr(c, "recipients.api.duplicate", "ID", list[i].ExternalID, "Index", j), fmt.Sprintf("[%d].external_id", i))
 			return
 		}
 		seen[list[i].ExternalID] = i

@@ -62,7 +62,7 @@ func (h *Handlers) RevokeAPIKey(c *gin.Context) {
 		err = h.Store.RevokeAPIKey(ctx, id)
 	}
 	if errors.Is(err, models.ErrStateChanged) {
-		h.renderAPIKeys(c, http.StatusConflict, views.APIKeyForm{Scopes: map[string]bool{}}, map[string]string{"": "API key " + k.Name + " was already revoked."})
+		h.renderAPIKeys(c, http.StatusConflict, views.APIKeyForm{Scopes: map[string]bool{}}, map[string]string{"": tr(c, "users.keys.already_revoked", "Name", k.Name)})
 		return
 	}
 	if err != nil {
@@ -70,5 +70,5 @@ func (h *Handlers) RevokeAPIKey(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "apikey.revoke", "api_key", k.Name, "hk_"+k.Prefix)
-	h.redirectNotice(c, "/api-keys", "revoked", "API key "+k.Name)
+	h.redirectNotice(c, "/api-keys", "revoked", tr(c, "users.keys.subject", "Name", k.Name))
 }

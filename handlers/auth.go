@@ -32,12 +32,12 @@ func (h *Handlers) Login(c *gin.Context) {
 	case errors.Is(err, models.ErrThrottled):
 		h.Log.Warn("login throttled", "username", username, "ip", ip)
 		h.auditOnce(c, username, "user.login_throttled", "user", username, "status 429: too many failed sign-ins", "login "+username+" "+ip)
-		render(c, http.StatusTooManyRequests, views.LoginPage(username, "Too many failed sign-ins. Wait a minute or two and try again."))
+		render(c, http.StatusTooManyRequests, views.LoginPage(username, tr(c, "login.throttled")))
 		return
 	case errors.Is(err, models.ErrBadCredentials):
 		h.Log.Warn("login failed", "username", username, "ip", ip)
 		h.audit(c, username, "user.login_failed", "user", username, "status 401: wrong username or password")
-		render(c, http.StatusUnauthorized, views.LoginPage(username, "Wrong username or password."))
+		render(c, http.StatusUnauthorized, views.LoginPage(username, tr(c, "login.wrong")))
 		return
 	case err != nil:
 		h.serverError(c, err)

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
@@ -47,13 +46,13 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 	errs := map[string]string{}
 	var err error
 	if f.AccountID, err = strconv.ParseInt(c.PostForm("account"), 10, 64); err != nil {
-		errs["account"] = "pick an account"
+		errs["account"] = tr(c, "compose.pick_account")
 	}
 	var ids []int64
 	for _, v := range c.PostFormArray("recipient") {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			errs["recipients"] = fmt.Sprintf("%q is not a recipient", v)
+			errs["recipients"] = tr(c, "compose.not_recipient", "Value", strconv.Quote(v))
 			continue
 		}
 		f.RecipientIDs[id] = true
@@ -85,7 +84,7 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 	if f.SendAt != "" {
 		t, err := parseLocalTime(f.SendAt, h.Dispatch.Location)
 		if err != nil {
-			errs["send_at"] = "must be a date and time, e.g. 2026-11-22T09:00"
+			errs["send_at"] = tr(c, "compose.bad_send_at")
 		}
 		req.SendAt = &t
 	}
@@ -114,8 +113,26 @@ func composeErrors(c *gin.Context, err error) (map[string]string, bool) {
 	if composeFields[field] || strings.HasPrefix(field, "variables.") {
 		return map[string]string{field: fe.In(c.Request.Context())}, true
 	}
-	return map[string]string{"": field + ": " + fe.In(c.Request.Context())}, true
+	return map[string]string{"": composeFieldError(c, fe.Field, fe.In(c.Request.Context()))}, true
 }
+
+// composeFieldError is a validation message with the field it is about, named as the
+// form names it, for errors shown apart from their field.
+func composeFieldError(c *gin.Context, field, message string) string {
+	label := field
+	if name, ok := strings.CutPrefix(field, "variables."); ok {
+		label = name
+	} else if composeLabeled[field] {
+		label = tr(c, "compose.field."+strings.ReplaceAll(field, ".", "_"))
+	}
+	return tr(c, "compose.field_error", "Field", label, "Message", message)
+}
+
+// composeLabeled are the fields the compose catalog names: compose.field.<field>, with
+// dots as underscores.
+var composeLabeled = map[string]bool{"account": true, "platform": true, "template": true, "recipients": true,
+	"content": true, "content.subject": true, "content.text": true, "priority": true, "send_at": true, "variables": true,
+	"idempotency_key": true}
 
 // Compose submits the form through dispatch and shows the new batch.
 func (h *Handlers) Compose(c *gin.Context) {
@@ -153,15 +170,17 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 	}
 	var v views.ComposePreview
 	for field, msg := range errs {
-		v.Errors = append(v.Errors, field+" "+msg)
+		v.Errors = append(v.Errors, composeFieldError(c, field, msg))
 	}
+	slices.Sort(v.Errors)
 	if len(v.Errors) > 0 {
 		render(c, http.StatusUnprocessableEntity, views.ComposePreviewPanel(v))
 		return
 	}
 	res, err := h.Dispatch.Plan(ctx, req)
-	if _, ok := fieldErrors(c, err); ok {
-		v.Errors = []string{fieldMessage(c, err)}
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		v.Errors = []string{composeFieldError(c, fe.Field, fe.In(ctx))}
 		render(c, http.StatusUnprocessableEntity, views.ComposePreviewPanel(v))
 		return
 	}
@@ -184,10 +203,7 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 	if res.Roster != nil {
 		v.Date, v.NoDuty = res.Roster.Date, res.Roster.Empty()
 	}
-	v.SendAt = "now"
-	if req.SendAt != nil {
-		v.SendAt = "at " + req.SendAt.In(h.Dispatch.Location).Format("2006-01-02 15:04")
-	}
+	v.SendAt = req.SendAt
 	render(c, http.StatusOK, views.ComposePreviewPanel(v))
 }
 

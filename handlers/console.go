@@ -21,20 +21,20 @@ const pageSize = 50
 // and the subject it is about in the session (see SessionManager.SetNotice); the page
 // shows the sentence once. Nothing in the URL can choose the words.
 var notices = map[string]bool{
-	"created": true,
-	"saved": true,
-	"deleted": true,
-	"activated": true,
+	"created":     true,
+	"saved":       true,
+	"deleted":     true,
+	"activated":   true,
 	"deactivated": true,
-	"enabled": true,
-	"disabled": true,
-	"imported": true,
-	"revoked": true,
-	"retried": true,
-	"cancelled": true,
-	"resent": true,
-	"password": true,
-	"role": true,
+	"enabled":     true,
+	"disabled":    true,
+	"imported":    true,
+	"revoked":     true,
+	"retried":     true,
+	"cancelled":   true,
+	"resent":      true,
+	"password":    true,
+	"role":        true,
 }
 
 // redirectNotice sends the browser to path and keeps a notice about subject for the

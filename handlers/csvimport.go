@@ -1,58 +1,125 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/csv"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/text/encoding/simplifiedchinese"
 
 	"herald/models"
+	"herald/views"
 )
 
 // MaxImportBytes bounds an uploaded or pasted CSV file.
 const MaxImportBytes = 5 << 20
 
+// utf8BOM starts a file saved as "CSV UTF-8" by Excel.
+const utf8BOM = "\ufeff"
+
 // importText reads the CSV of an import form: the uploaded file if there is one, the
-// pasted text otherwise. Problems are FieldErrors naming "file" or "csv". The forms are
+// pasted text otherwise. It returns the text as UTF-8 and how it was read
+// (views.ReadUTF8 …). Problems are FieldErrors naming "file" or "csv". The forms are
 // multipart, so the text is not inflated by URL encoding on its way back for "apply";
 // the web middleware bounds the whole body and has parsed it already.
-func importText(c *gin.Context) (string, error) {
+func importText(c *gin.Context) (text, readAs string, err error) {
 	fh, err := c.FormFile("file")
-	var text string
 	if err == nil {
 		if fh.Size > MaxImportBytes {
-			return "", &models.FieldError{Field: "file", Message: fmt.Sprintf("is larger than %d MB", MaxImportBytes>>20)}
+			return "", "", models.Invalid("file", "import.too_large", "MB", MaxImportBytes>>20)
 		}
 		f, err := fh.Open()
 		if err != nil {
-			return "", &models.FieldError{Field: "file", Message: "could not be read"}
+			return "", "", models.Invalid("file", "import.unreadable")
 		}
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, MaxImportBytes+1))
 		if err != nil {
-			return "", &models.FieldError{Field: "file", Message: "could not be read"}
+			return "", "", models.Invalid("file", "import.unreadable")
 		}
-		text = string(b)
+		if len(b) > MaxImportBytes {
+			return "", "", models.Invalid("file", "import.too_large", "MB", MaxImportBytes>>20)
+		}
+		if text, readAs, err = decodeCSV(b, c.PostForm("encoding")); err != nil {
+			return "", "", err
+		}
+		// GB18030 takes two bytes for most Chinese characters, UTF-8 three: the text
+		// must still fit when the preview posts it back for "apply".
+		if len(text) > MaxImportBytes {
+			return "", "", models.Invalid("file", "import.too_large_utf8", "MB", MaxImportBytes>>20)
+		}
 	} else {
 		// No file: rows pasted in, or the apply step posting the previewed text back.
-		text = c.PostForm("csv")
+		// A browser sends form text in the page's encoding, UTF-8.
+		text, readAs = c.PostForm("csv"), views.ReadPasted
+		if len(text) > MaxImportBytes {
+			return "", "", models.Invalid("csv", "import.too_large", "MB", MaxImportBytes>>20)
+		}
+		if !utf8.ValidString(text) {
+			return "", "", models.Invalid("csv", "import.pasted_not_utf8")
+		}
+		text = strings.TrimPrefix(text, utf8BOM)
 	}
-	if len(text) > MaxImportBytes {
-		return "", &models.FieldError{Field: "csv", Message: fmt.Sprintf("is larger than %d MB", MaxImportBytes>>20)}
-	}
-	if !utf8.ValidString(text) {
-		return "", &models.FieldError{Field: "csv", Message: "is not UTF-8 text; save the file as CSV UTF-8"}
-	}
-	text = strings.TrimPrefix(text, "\ufeff")
 	if strings.TrimSpace(text) == "" {
-		return "", &models.FieldError{Field: "csv", Message: "choose a file or paste rows, starting with the header line"}
+		return "", "", models.Invalid("csv", "import.empty")
 	}
-	return text, nil
+	return text, readAs, nil
+}
+
+// decodeCSV turns the bytes of an uploaded CSV file into text. choice is the form's
+// encoding: views.EncodingUTF8, views.EncodingGB18030, or automatic (anything else).
+//
+// A UTF-8 byte order mark decides, whatever the choice: it is what Excel writes for "CSV
+// UTF-8" and cannot start a GB18030 file. Otherwise, automatically, bytes that are valid
+// UTF-8 are UTF-8 (ASCII files included), and anything else is read as GB18030, which
+// contains GBK and GB2312: what Excel on Chinese Windows writes for plain "CSV". Text in
+// GBK is practically never valid UTF-8 as well (its lead bytes 0x81–0xFE are followed by
+// bytes UTF-8 does not allow there), and where a file is ambiguous the person can choose.
+func decodeCSV(b []byte, choice string) (text, readAs string, err error) {
+	// No CSV holds a NUL byte; a workbook (.xlsx is a zip) or UTF-16 "Unicode text"
+	// does, and would otherwise come out as a screen of GB18030 mojibake.
+	if bytes.IndexByte(b, 0) >= 0 {
+		return "", "", models.Invalid("file", "import.binary")
+	}
+	if rest, ok := bytes.CutPrefix(b, []byte(utf8BOM)); ok {
+		if !utf8.Valid(rest) {
+			return "", "", models.Invalid("file", "import.bad_utf8")
+		}
+		return string(rest), views.ReadUTF8BOM, nil
+	}
+	switch {
+	case choice == views.EncodingUTF8:
+		if !utf8.Valid(b) {
+			return "", "", models.Invalid("file", "import.not_utf8")
+		}
+		return string(b), views.ReadUTF8, nil
+	case choice == views.EncodingGB18030:
+		text, err := decodeGB18030(b)
+		return text, views.ReadGB18030, err
+	case utf8.Valid(b):
+		return string(b), views.ReadUTF8, nil
+	default:
+		text, err := decodeGB18030(b)
+		return text, views.ReadGB18030Detected, err
+	}
+}
+
+// decodeGB18030 reads GB18030 (or GBK) bytes. The decoder replaces bytes that are not
+// GB18030 with U+FFFD rather than failing; such a file is refused instead of imported
+// with question marks in people's names.
+func decodeGB18030(b []byte) (string, error) {
+	out, err := simplifiedchinese.GB18030.NewDecoder().Bytes(b)
+	if err != nil || bytes.ContainsRune(out, utf8.RuneError) {
+		return "", models.Invalid("file", "import.not_gb18030")
+	}
+	// GB18030 has a byte order mark of its own (84 31 95 33), decoded as U+FEFF.
+	return strings.TrimPrefix(string(out), utf8BOM), nil
 }
 
 // csvRow is one data row of an import, its cells in the order of the known columns.
@@ -60,7 +127,7 @@ type csvRow struct {
 	line  int
 	cells []string
 	// err is set when the row itself is malformed (wrong number of cells).
-	err string
+	err *models.FieldError
 }
 
 // get returns the cell of a column.
@@ -80,23 +147,23 @@ func readCSV(text string, columns, required []string) ([]csvRow, error) {
 	r.TrimLeadingSpace = true
 	header, err := r.Read()
 	if err != nil {
-		return nil, &models.FieldError{Field: "csv", Message: "the first line must name the columns: " + strings.Join(columns, ",")}
+		return nil, models.Invalid("csv", "import.no_header", "Columns", strings.Join(columns, ","))
 	}
 	pos := make([]int, len(header)) // file column → index in columns
 	for i, h := range header {
 		h = strings.ToLower(strings.TrimSpace(h))
 		j := slices.Index(columns, h)
 		if j < 0 {
-			return nil, &models.FieldError{Field: "csv", Message: fmt.Sprintf("line 1: unknown column %q; the columns are %s", h, strings.Join(columns, ","))}
+			return nil, models.Invalid("csv", "import.unknown_column", "Column", strconv.Quote(h), "Columns", strings.Join(columns, ","))
 		}
 		if slices.Contains(pos[:i], j) {
-			return nil, &models.FieldError{Field: "csv", Message: fmt.Sprintf("line 1: column %s appears twice", h)}
+			return nil, models.Invalid("csv", "import.column_twice", "Column", h)
 		}
 		pos[i] = j
 	}
 	for _, col := range required {
 		if !slices.ContainsFunc(header, func(h string) bool { return strings.ToLower(strings.TrimSpace(h)) == col }) {
-			return nil, &models.FieldError{Field: "csv", Message: fmt.Sprintf("line 1: the column %s is required", col)}
+			return nil, models.Invalid("csv", "import.column_required", "Column", col)
 		}
 	}
 	var rows []csvRow
@@ -107,15 +174,24 @@ func readCSV(text string, columns, required []string) ([]csvRow, error) {
 		}
 		if err != nil {
 			var pe *csv.ParseError
-			if errors.As(err, &pe) {
-				return nil, &models.FieldError{Field: "csv", Message: fmt.Sprintf("line %d: %v", pe.StartLine, pe.Err)}
+			if !errors.As(err, &pe) {
+				return nil, err
 			}
-			return nil, &models.FieldError{Field: "csv", Message: err.Error()}
+			key := "import.bad_csv"
+			switch {
+			case errors.Is(pe.Err, csv.ErrQuote):
+				key = "import.bad_quote"
+			case errors.Is(pe.Err, csv.ErrBareQuote):
+				key = "import.bare_quote"
+			}
+			fe := models.Invalid("csv", key, "Line", pe.StartLine)
+			fe.Err = err
+			return nil, fe
 		}
 		line, _ := r.FieldPos(0)
 		row := csvRow{line: line, cells: make([]string, len(columns))}
 		if len(rec) != len(header) {
-			row.err = fmt.Sprintf("has %d cells; the header names %d", len(rec), len(header))
+			row.err = models.Invalid("csv", "import.cells", "Cells", len(rec), "Columns", len(header))
 		}
 		for i, v := range rec {
 			if i < len(pos) {
@@ -125,7 +201,7 @@ func readCSV(text string, columns, required []string) ([]csvRow, error) {
 		rows = append(rows, row)
 	}
 	if len(rows) == 0 {
-		return nil, &models.FieldError{Field: "csv", Message: "has a header but no rows"}
+		return nil, models.Invalid("csv", "import.no_rows")
 	}
 	return rows, nil
 }
@@ -148,4 +224,9 @@ func fromSpreadsheet(s string) string {
 		return s[1:]
 	}
 	return s
+}
+
+// rowError is the message of a row's error in the preview: the line, then what is wrong.
+func rowError(c *gin.Context, line int, message string) string {
+	return tr(c, "import.line", "Line", line, "Error", message)
 }

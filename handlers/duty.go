@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/i18n"
 	"herald/models"
 	"herald/views"
 )
@@ -35,7 +36,7 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 	ctx := c.Request.Context()
 	loc := h.Dispatch.Location
 	today := time.Now().In(loc)
-	d := views.Duty{OverrideForm: of, HolidayForm: hf, Notice: h.notice(c), Year: today.Year()}
+	d := views.Duty{OverrideForm: of, HolidayForm: hf, Notice: h.notice(c), Year: today.Year(), OverrideDays: overrideDays}
 	var err error
 	if d.Week, err = h.dutyWeek(c); err != nil {
 		h.serverError(c, err)
@@ -85,7 +86,7 @@ func (h *Handlers) dutyWeek(c *gin.Context) (views.DutyWeek, error) {
 	if err != nil {
 		return views.DutyWeek{}, err
 	}
-	w := views.DutyWeek{CanEdit: CurrentUser(c).Role.Allows(models.RoleOperator)}
+	w := views.DutyWeek{CanEdit: CurrentUser(c).Role.Allows(models.RoleOperator), EmptyDays: emptyRosterDays}
 	for day := 1; day <= 7; day++ {
 		d := views.DutyDay{Weekday: day}
 		for _, id := range week[day] {
@@ -122,18 +123,19 @@ func (h *Handlers) emptyRosterDates(ctx context.Context) ([]views.EmptyDate, err
 	return out, nil
 }
 
-// roster works out who is on duty on a date, as intake would.
+// roster works out who is on duty on a date, as intake would. Its error, if any, is in
+// the language of ctx.
 func (h *Handlers) roster(ctx context.Context, date string) views.Roster {
 	loc := h.Dispatch.Location
 	day, err := time.ParseInLocation(time.DateOnly, date, loc)
 	if err != nil {
-		return views.Roster{Date: date, Error: "date must be YYYY-MM-DD"}
+		return views.Roster{Date: date, Error: i18n.T(ctx, "duty.roster.bad_date")}
 	}
 	noon := day.Add(12 * time.Hour)
 	r, err := h.Dispatch.RosterOn(ctx, noon)
 	if err != nil {
 		h.Log.Error("duty roster", "date", date, "error", err)
-		return views.Roster{Date: date, Error: "the roster could not be read; the error has been logged"}
+		return views.Roster{Date: date, Error: i18n.T(ctx, "duty.roster.unreadable")}
 	}
 	_, weekday := dispatch.DateOf(noon, loc)
 	out := views.Roster{Date: r.Date, Weekday: weekday, Holiday: r.Holiday}
@@ -144,7 +146,7 @@ func (h *Handlers) roster(ctx context.Context, date string) views.Roster {
 	people, err := h.Store.RecipientsByIDs(ctx, ids)
 	if err != nil {
 		h.Log.Error("duty roster", "date", date, "error", err)
-		return views.Roster{Date: date, Error: "the roster could not be read; the error has been logged"}
+		return views.Roster{Date: date, Error: i18n.T(ctx, "duty.roster.unreadable")}
 	}
 	slices.SortFunc(people, func(a, b models.Recipient) int { return strings.Compare(a.Name, b.Name) })
 	out.People = people
@@ -165,7 +167,7 @@ func (h *Handlers) DutyRoster(c *gin.Context) {
 func (h *Handlers) headOfficePerson(c *gin.Context) (*models.Recipient, error) {
 	ext := strings.TrimSpace(c.PostForm("recipient"))
 	if ext == "" {
-		return nil, &models.FieldError{Field: "recipient", Message: "choose a person"}
+		return nil, models.Invalid("recipient", "duty.choose_person_error")
 	}
 	people, err := h.headOfficeByExternalID(c, "", []string{ext})
 	if err != nil {
@@ -193,7 +195,7 @@ func (h *Handlers) RemoveDutySlot(c *gin.Context) {
 	ext := c.PostForm("recipient")
 	p, err := h.Store.RecipientByExternalID(c.Request.Context(), ext)
 	if isNotFound(err) {
-		err = &models.FieldError{Field: "recipient", Message: fmt.Sprintf("no recipient has external_id %q", ext)}
+		err = models.Invalid("recipient", "duty.no_recipient", "ID", strconv.Quote(ext))
 	}
 	if err == nil {
 		err = h.Store.RemoveDutySlot(c.Request.Context(), weekday, p.ID)
@@ -213,7 +215,7 @@ func (h *Handlers) afterWeekChange(c *gin.Context, err error) {
 	}
 	if !isHTMX(c) {
 		if fe != nil {
-			h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, views.HolidayForm{}, map[string]string{"": fe.Field + " " + fe.In(c.Request.Context())})
+			h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, views.HolidayForm{}, map[string]string{"": rosterEditError(c, fe)})
 			return
 		}
 		c.Redirect(http.StatusSeeOther, "/duty")
@@ -226,9 +228,22 @@ func (h *Handlers) afterWeekChange(c *gin.Context, err error) {
 	}
 	status := http.StatusOK
 	if fe != nil {
-		w.Error, status = fe.Field+" "+fe.In(c.Request.Context()), http.StatusUnprocessableEntity
+		w.Error, status = rosterEditError(c, fe), http.StatusUnprocessableEntity
 	}
 	render(c, status, views.DutyWeekGrid(w))
+}
+
+// rosterEditError is the sentence a failed roster edit shows above the grid: the
+// field's name on the page ("Person", "Weekday"), then what is wrong with it.
+func rosterEditError(c *gin.Context, fe *models.FieldError) string {
+	field := fe.Field
+	switch field {
+	case "recipient":
+		field = tr(c, "duty.col.person")
+	case "weekday":
+		field = tr(c, "duty.col.weekday")
+	}
+	return tr(c, "duty.week.error", "Field", field, "Error", fe.In(c.Request.Context()))
 }
 
 // SetDutyOverride adds or removes a person on one date.
@@ -248,7 +263,7 @@ func (h *Handlers) SetDutyOverride(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "duty.override.set", "duty", f.Date, f.Action+" "+p.ExternalID)
-	h.redirectNotice(c, "/duty", "saved", fmt.Sprintf("the override of %s on %s", p.Name, f.Date))
+	h.redirectNotice(c, "/duty", "saved", tr(c, "duty.notice.override", "Name", p.Name, "Date", f.Date))
 }
 
 // DeleteDutyOverride removes a person's override on a date.
@@ -261,7 +276,7 @@ func (h *Handlers) DeleteDutyOverride(c *gin.Context) {
 	}
 	if isNotFound(err) {
 		h.renderDuty(c, http.StatusNotFound, views.OverrideForm{}, views.HolidayForm{},
-			map[string]string{"": "There is no override of " + ext + " on " + date + "."})
+			map[string]string{"": tr(c, "duty.no_override", "ID", ext, "Date", date)})
 		return
 	}
 	if err != nil {
@@ -269,7 +284,7 @@ func (h *Handlers) DeleteDutyOverride(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "duty.override.delete", "duty", date, ext)
-	h.redirectNotice(c, "/duty", "deleted", fmt.Sprintf("the override of %s on %s", p.Name, date))
+	h.redirectNotice(c, "/duty", "deleted", tr(c, "duty.notice.override", "Name", p.Name, "Date", date))
 }
 
 // holidayFrom reads one holiday entry from the form's strings.
@@ -304,7 +319,7 @@ func (h *Handlers) DeleteDutyHoliday(c *gin.Context) {
 	date := c.PostForm("date")
 	err := h.Store.DeleteHoliday(c.Request.Context(), date)
 	if isNotFound(err) {
-		h.renderDuty(c, http.StatusNotFound, views.OverrideForm{}, views.HolidayForm{}, map[string]string{"": "There is no holiday entry on " + date + "."})
+		h.renderDuty(c, http.StatusNotFound, views.OverrideForm{}, views.HolidayForm{}, map[string]string{"": tr(c, "duty.no_holiday", "Date", date)})
 		return
 	}
 	if err != nil {
@@ -316,37 +331,44 @@ func (h *Handlers) DeleteDutyHoliday(c *gin.Context) {
 	if len(date) >= 4 {
 		year = "?year=" + date[:4]
 	}
-	h.redirectNotice(c, "/duty"+year, "deleted", "the holiday entry of "+date)
+	h.redirectNotice(c, "/duty"+year, "deleted", tr(c, "duty.notice.holiday", "Date", date))
 }
 
 // holidayColumns are the columns of a holiday CSV file.
 var holidayColumns = []string{"date", "kind", "as_weekday", "name"}
 
-func holidayImport() views.Import {
-	return views.Import{Title: "Import holidays", Action: "/duty/holidays/import", Back: "/duty#holidays",
-		Intro:   "Load a year's days off and make-up workdays at once. Each row replaces the entry of its date; dates not in the file are kept. kind is off or workday; a workday names in as_weekday the weekday (1 = Monday … 7 = Sunday) whose roster it uses.",
-		Columns: holidayColumns, Example: "date,kind,as_weekday,name\n2026-10-01,off,,National Day\n2026-10-10,workday,5,Make-up workday"}
+// holidayImport is the holiday import form, in the language of the request.
+func holidayImport(c *gin.Context) views.Import {
+	return views.Import{Title: tr(c, "title.import_holidays"), Action: "/duty/holidays/import", Back: "/duty#holidays",
+		Intro:    tr(c, "duty.import.intro"),
+		Columns:  holidayColumns,
+		Example:  strings.Join(holidayColumns, ",") + "\n" + tr(c, "duty.import.example"),
+		Encoding: c.PostForm("encoding")}
 }
 
 // HolidayImportForm shows the holiday CSV import.
 func (h *Handlers) HolidayImportForm(c *gin.Context) {
-	render(c, http.StatusOK, views.ImportPage(page(c, tr(c, "title.import_holidays"), "duty"), holidayImport(), nil))
+	render(c, http.StatusOK, views.ImportPage(page(c, tr(c, "title.import_holidays"), "duty"), holidayImport(c), nil))
 }
 
 // ImportHolidays previews a holiday CSV (mode=preview: every row checked, nothing
 // written) or applies it (mode=apply: all rows in one transaction, or none).
 func (h *Handlers) ImportHolidays(c *gin.Context) {
-	v := holidayImport()
+	v := holidayImport(c)
 	p := page(c, tr(c, "title.import_holidays"), "duty")
-	text, err := importText(c)
+	text, readAs, err := importText(c)
 	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
 		return
 	}
-	v.CSV = text
+	v.CSV, v.ReadAs = text, readAs
 	rows, err := readCSV(text, holidayColumns, []string{"date", "kind"})
 	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
 		return
 	}
 	list := make([]models.Holiday, len(rows))
@@ -355,21 +377,21 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 		list[i] = holidayFrom(r.get(holidayColumns, "date"), r.get(holidayColumns, "kind"), "", r.get(holidayColumns, "name"))
 		row := views.ImportRow{Line: r.line, Cells: r.cells, Action: "save"}
 		switch wd := r.get(holidayColumns, "as_weekday"); {
-		case r.err != "":
-			row.Error = r.err
+		case r.err != nil:
+			row.Error = r.err.In(c.Request.Context())
 		default:
 			hd := holidayFrom(list[i].Date, list[i].Kind, wd, list[i].Name)
 			if _, err := strconv.Atoi(wd); wd != "" && err != nil {
-				row.Error = "as_weekday must be a weekday number, 1 (Monday) to 7 (Sunday)"
+				row.Error = fieldMessage(c, models.Invalid("as_weekday", "duty.weekday_number"))
 			} else if err := models.ValidateHoliday(&hd); err != nil {
 				row.Error = fieldMessage(c, err)
 			} else if j, dup := seen[hd.Date]; dup {
-				row.Error = fmt.Sprintf("date %s is also on line %d", hd.Date, j)
+				row.Error = tr(c, "duty.import.duplicate", "Date", hd.Date, "Line", j)
 			}
 			list[i] = hd
 		}
 		if row.Error != "" {
-			row.Error = fmt.Sprintf("line %d: %s", r.line, row.Error)
+			row.Error = rowError(c, r.line, row.Error)
 			v.Errors++
 		} else {
 			seen[list[i].Date] = r.line
@@ -377,7 +399,7 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 		v.Rows = append(v.Rows, row)
 	}
 	v.Previewed = true
-	v.Summary = fmt.Sprintf("%d dates to save", len(list))
+	v.Summary = i18n.N(c.Request.Context(), "duty.import.summary", len(list))
 	if v.Errors > 0 {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, nil))
 		return
@@ -395,5 +417,5 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "duty.holidays.import", "duty", "holidays", fmt.Sprintf("%d dates", len(list)))
-	h.redirectNotice(c, "/duty?year="+list[0].Date[:4]+"#holidays", "imported", fmt.Sprintf("%d dates saved", len(list)))
+	h.redirectNotice(c, "/duty?year="+list[0].Date[:4]+"#holidays", "imported", i18n.N(c.Request.Context(), "duty.import.done", len(list)))
 }

@@ -87,7 +87,8 @@ func page(c *gin.Context, title, active string) views.Page {
 	if u := CurrentUser(c); u != nil {
 		p.Username, p.Role, p.Language = u.Username, string(u.Role), u.Language
 	}
-	p.Path = c.Request.URL.RequestURI()
+	// The path alone: a query could carry text into the page that nobody wrote there.
+	p.Path = c.Request.URL.Path
 	return p
 }
 

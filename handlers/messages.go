@@ -1,17 +1,19 @@
 package handlers
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"herald/channels"
+	"herald/i18n"
 	"herald/models"
 	"herald/views"
 )
@@ -56,7 +58,7 @@ func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accoun
 		r, err := h.Store.RecipientByExternalID(c.Request.Context(), v.Recipient)
 		switch {
 		case isNotFound(err):
-			errs["recipient"] = fmt.Sprintf("no recipient has external_id %q", v.Recipient)
+			errs["recipient"] = tr(c, "messages.filter.no_recipient", "ID", v.Recipient)
 			f.RecipientID = -1 // matches nothing
 		case err != nil:
 			return v, f, nil, err
@@ -66,7 +68,7 @@ func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accoun
 	}
 	if v.Batch != "" {
 		if len(v.Batch) > 36 {
-			errs["batch"] = "is not a batch id"
+			errs["batch"] = tr(c, "messages.filter.bad_batch")
 		}
 		f.BatchID = v.Batch
 	}
@@ -101,7 +103,7 @@ func (h *Handlers) Messages(c *gin.Context) {
 	var after *models.MessageCursor
 	if b := c.Query("before"); b != "" {
 		if after, err = models.ParseMessageCursor(b); err != nil {
-			errs[""] = "That page link is broken; showing the newest messages."
+			errs[""] = tr(c, "messages.filter.broken_page_link")
 		}
 	}
 	if v.Rows, err = h.Store.ListMessages(ctx, f, after, pageSize+1); err != nil {
@@ -189,8 +191,9 @@ func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
 		err = h.Dispatch.Retry(ctx, m)
 	}
 	if errors.Is(err, models.ErrStateChanged) {
-		allowed := map[string]string{"cancel": "pending or failed messages can be cancelled", "retry": "stopped messages can be retried"}[op]
-		h.renderMessage(c, http.StatusConflict, map[string]string{"": fmt.Sprintf("The message is %s now; only %s.", m.Status, allowed)})
+		// The status sits inside a sentence: lower case ("The message is pending now").
+		status := strings.ToLower(i18n.Name(ctx, "status", string(m.Status)))
+		h.renderMessage(c, http.StatusConflict, map[string]string{"": tr(c, "messages.detail."+op+"_refused", "Status", status)})
 		return
 	}
 	if err != nil {
@@ -238,19 +241,18 @@ func (h *Handlers) ResendForm(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	conf := views.Confirm{Title: "Re-send stopped messages", Action: "/messages/resend", Button: fmt.Sprintf("Re-send %d", n), Cancel: back}
-	switch {
-	case n == 0:
-		conf.Question, conf.Disabled = "No stopped message matches this filter: there is nothing to re-send.", true
-	case n == 1:
-		conf.Question = "Re-send 1 stopped message?"
-	default:
-		conf.Question = fmt.Sprintf("Re-send %d stopped messages?", n)
+	conf := views.Confirm{Title: tr(c, "title.re_send_stopped_messages"), Action: "/messages/resend",
+		Button: tr(c, "messages.resend.button", "N", n), Cancel: back}
+	if n == 0 {
+		conf.Question, conf.Disabled = tr(c, "messages.resend.nothing"), true
+	} else {
+		conf.Question = i18n.N(ctx, "messages.resend.question", int(n))
 	}
-	conf.Detail = "Each gets a fresh allowance of attempts on its account and is queued at once. Filter: " + describeFilter(vf) + "."
+	detail := "messages.resend.detail"
 	if n > resendMax {
-		conf.Detail += fmt.Sprintf(" One run re-sends at most %d; run it again for the rest.", resendMax)
+		detail = "messages.resend.detail_capped"
 	}
+	conf.Detail = tr(c, detail, "Filter", describeFilter(ctx, vf), "Max", resendMax)
 	for k, list := range messageQuery(vf) {
 		if list[0] != "" {
 			conf.Fields = append(conf.Fields, views.Hidden{Name: k, Value: list[0]})
@@ -260,19 +262,20 @@ func (h *Handlers) ResendForm(c *gin.Context) {
 	render(c, http.StatusOK, views.ConfirmPage(page(c, tr(c, "title.re_send_stopped_messages"), "messages"), conf))
 }
 
-// describeFilter says in words which messages a filter selects.
-func describeFilter(f views.MessageFilter) string {
+// describeFilter says in words, in the language of ctx, which messages a filter selects.
+func describeFilter(ctx context.Context, f views.MessageFilter) string {
 	var parts []string
-	for _, p := range [][2]string{{"platform", f.Platform}, {"account", f.Account}, {"recipient", f.Recipient}, {"batch", f.Batch},
-		{"error class", f.ErrorClass}, {"from", f.From}, {"to", f.To}} {
+	for _, p := range [][2]string{{"platform", i18n.Name(ctx, "platform", f.Platform)}, {"account", f.Account},
+		{"recipient", f.Recipient}, {"batch", f.Batch}, {"error_class", i18n.Name(ctx, "class", f.ErrorClass)},
+		{"from", f.From}, {"to", f.To}} {
 		if p[1] != "" {
-			parts = append(parts, p[0]+" "+p[1])
+			parts = append(parts, i18n.T(ctx, "messages.resend."+p[0], "Value", p[1]))
 		}
 	}
 	if len(parts) == 0 {
-		return "every stopped message"
+		return i18n.T(ctx, "messages.resend.every")
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, i18n.T(ctx, "messages.resend.separator"))
 }
 
 // Resend retries the stopped messages of a filter, a chunk at a time.
@@ -326,11 +329,12 @@ func (h *Handlers) Resend(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	detail := fmt.Sprintf("%d re-sent; filter: %s", retried, describeFilter(vf))
+	// The audit log is written in English, like the rest of the record.
+	detail := strconv.Itoa(retried) + " re-sent; filter: " + describeFilter(i18n.WithLang(ctx, i18n.English), vf)
 	h.audit(c, CurrentUser(c).Username, "messages.resend", "message", "", detail)
-	subject := fmt.Sprintf("%d stopped messages", retried)
+	subject := i18n.N(ctx, "messages.resend.subject", retried)
 	if remaining > 0 {
-		subject += fmt.Sprintf(" (%d still stopped: run it again)", remaining)
+		subject = tr(c, "messages.resend.still_stopped", "Subject", subject, "Remaining", remaining)
 	}
 	h.redirectNotice(c, back, "resent", subject)
 }

@@ -38,7 +38,7 @@ func (h *Handlers) ChangePassword(c *gin.Context) {
 		h.auditOnce(c, u.Username, "user.password_change_throttled", "user", u.Username,
 			"status 429: too many wrong passwords", "password "+u.Username+" "+c.ClientIP())
 		h.renderAccount(c, http.StatusTooManyRequests, false,
-			map[string]string{"current_password": "too many wrong passwords: wait a minute or two and try again"})
+			map[string]string{"current_password": tr(c, "users.me.throttled")})
 		return
 	}
 	if errs, ok := fieldErrors(c, err); ok {

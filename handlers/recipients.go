@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/csv"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -78,6 +79,9 @@ func (h *Handlers) ExportRecipients(c *gin.Context) {
 	_, f := recipientFilter(c)
 	c.Header("Content-Type", "text/csv; charset=utf-8")
 	c.Header("Content-Disposition", `attachment; filename="staff.csv"`)
+	// A byte order mark first: without it Excel reads a CSV file in the system's code
+	// page (GBK on Chinese Windows) and garbles every Chinese name. The import skips it.
+	_, _ = io.WriteString(c.Writer, utf8BOM)
 	w := csv.NewWriter(c.Writer)
 	_ = w.Write(recipientColumns)
 	f.Limit = exportChunk
@@ -204,16 +208,18 @@ func (h *Handlers) SetRecipientActive(c *gin.Context) {
 	h.redirectNotice(c, "/recipients", notice, r.Name+" ("+r.ExternalID+")")
 }
 
-func recipientImport() views.Import {
-	return views.Import{Title: "Import staff", Action: "/recipients/import", Back: "/recipients",
-		Intro:   "Create and update people in bulk, matched by external_id: a known id is updated, a new one created, and nobody is deleted. The whole file is applied in one transaction, or nothing is. active is true or false (empty means true). An export of the staff list is a valid import file.",
-		Columns: recipientColumns,
-		Example: strings.Join(recipientColumns, ",") + "\nE3001,Qian Hao,branch,Pudong Branch,Counter,ty_E3001,,,qian@example.com,true"}
+// recipientImport is the staff import form, in the language of the request.
+func recipientImport(c *gin.Context) views.Import {
+	return views.Import{Title: tr(c, "title.import_staff"), Action: "/recipients/import", Back: "/recipients",
+		Intro:    tr(c, "recipients.import.intro"),
+		Columns:  recipientColumns,
+		Example:  strings.Join(recipientColumns, ",") + "\n" + tr(c, "recipients.import.example"),
+		Encoding: c.PostForm("encoding")}
 }
 
 // RecipientImportForm shows the staff CSV import.
 func (h *Handlers) RecipientImportForm(c *gin.Context) {
-	render(c, http.StatusOK, views.ImportPage(page(c, tr(c, "title.import_staff"), "recipients"), recipientImport(), nil))
+	render(c, http.StatusOK, views.ImportPage(page(c, tr(c, "title.import_staff"), "recipients"), recipientImport(c), nil))
 }
 
 // ImportRecipients previews a staff CSV (mode=preview: every row validated as the API
@@ -221,21 +227,25 @@ func (h *Handlers) RecipientImportForm(c *gin.Context) {
 // (mode=apply: one upsert transaction, all rows or none).
 func (h *Handlers) ImportRecipients(c *gin.Context) {
 	ctx := c.Request.Context()
-	v := recipientImport()
+	v := recipientImport(c)
 	p := page(c, tr(c, "title.import_staff"), "recipients")
-	text, err := importText(c)
+	text, readAs, err := importText(c)
 	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
 		return
 	}
-	v.CSV = text
+	v.CSV, v.ReadAs = text, readAs
 	rows, err := readCSV(text, recipientColumns, []string{"external_id", "name", "org_type"})
 	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
 		return
 	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
 	if len(rows) > maxUpsert {
-		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"csv": fmt.Sprintf("has %d rows; import at most %d at a time", len(rows), maxUpsert)}))
+		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"csv": tr(c, "import.too_many_rows", "Rows", len(rows), "Max", maxUpsert)}))
 		return
 	}
 	list := make([]models.Recipient, len(rows))
@@ -260,12 +270,12 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 	counts := map[string]int{}
 	for i, r := range rows {
 		row := views.ImportRow{Line: r.line, Cells: r.cells}
-		if r.err != "" {
-			row.Error = r.err
+		if r.err != nil {
+			row.Error = r.err.In(ctx)
 		} else if a := r.get(recipientColumns, "active"); a != "" {
 			b, err := strconv.ParseBool(a)
 			if err != nil {
-				row.Error = "active must be true or false"
+				row.Error = fieldMessage(c, models.Invalid("active", "recipients.not_bool"))
 			}
 			list[i].Active = b
 		}
@@ -273,11 +283,11 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 			if err := models.ValidateRecipient(&list[i]); err != nil {
 				row.Error = fieldMessage(c, err)
 			} else if line, dup := seen[list[i].ExternalID]; dup {
-				row.Error = fmt.Sprintf("external_id %s is also on line %d", list[i].ExternalID, line)
+				row.Error = tr(c, "recipients.import.duplicate", "ID", list[i].ExternalID, "Line", line)
 			}
 		}
 		if row.Error != "" {
-			row.Error = fmt.Sprintf("line %d: %s", r.line, row.Error)
+			row.Error = rowError(c, r.line, row.Error)
 			v.Errors++
 		} else {
 			seen[list[i].ExternalID] = r.line
@@ -295,7 +305,7 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 		v.Rows = append(v.Rows, row)
 	}
 	v.Previewed = true
-	v.Summary = fmt.Sprintf("%d to create, %d to update, %d unchanged", counts["create"], counts["update"], counts["unchanged"])
+	v.Summary = tr(c, "recipients.import.summary", "Create", counts["create"], "Update", counts["update"], "Unchanged", counts["unchanged"])
 	if v.Errors > 0 {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, nil))
 		return
@@ -313,8 +323,10 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
+	// The audit log is in English, whoever reads the console; the notice is not.
 	detail := fmt.Sprintf("%d created, %d updated, %d unchanged", res.Created, res.Updated, res.Unchanged)
 	h.audit(c, CurrentUser(c).Username, "recipients.import", "recipient", "", detail)
 	h.auditRecipientChanges(c, "CSV import", res)
-	h.redirectNotice(c, "/recipients", "imported", detail)
+	h.redirectNotice(c, "/recipients", "imported",
+		tr(c, "recipients.import.done", "Created", res.Created, "Updated", res.Updated, "Unchanged", res.Unchanged))
 }

@@ -48,10 +48,10 @@ func parseSamples(s string) map[string]string {
 }
 
 // sampleLines prefills the sample values of a template's variables.
-func sampleLines(vars []string) string {
+func sampleLines(c *gin.Context, vars []string) string {
 	var b strings.Builder
 	for _, v := range vars {
-		fmt.Fprintf(&b, "%s = sample %s\n", v, v)
+		fmt.Fprintf(&b, "%s = %s\n", v, tr(c, "templates.sample.value", "Name", v))
 	}
 	return b.String()
 }
@@ -69,19 +69,23 @@ func templateInput(f views.TemplateForm) templateJSON {
 	return templateJSON{Name: f.Name, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body, Variables: splitVariables(f.Variables)}
 }
 
-// samplePerson is whom a preview renders for when no one is chosen.
-var samplePerson = models.Recipient{ExternalID: "E0000", Name: "Sample Person", Branch: "Sample Branch", Department: "Sample Department"}
+// samplePerson is whom a preview renders for when no one is chosen, named in the
+// language of the request.
+func samplePerson(c *gin.Context) models.Recipient {
+	return models.Recipient{ExternalID: "E0000", Name: tr(c, "templates.sample.person"),
+		Branch: tr(c, "templates.sample.branch"), Department: tr(c, "templates.sample.department")}
+}
 
 // preview renders the form's template with its sample values, or says why it cannot.
 // It checks the template exactly as saving does (dispatch.CompileTemplate).
 func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplatePreview {
-	person := samplePerson
+	person := samplePerson(c)
 	if f.TestRecipient != 0 {
 		if people, err := h.Store.RecipientsByIDs(c.Request.Context(), []int64{f.TestRecipient}); err == nil && len(people) == 1 {
 			person = people[0]
 		}
 	}
-	out := views.TemplatePreview{For: "for " + person.Name}
+	out := views.TemplatePreview{For: tr(c, "templates.preview.for", "Name", person.Name)}
 	in := templateInput(f)
 	t := &models.Template{Name: in.Name, MsgType: in.MsgType, Subject: in.Subject, Body: in.Body, Variables: in.Variables}
 	if t.MsgType == "" {
@@ -101,13 +105,13 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 		value, ok := samples[v]
 		if !ok {
 			value = "‹" + v + "›"
-			out.Notes = append(out.Notes, fmt.Sprintf("no sample value for %s; shown as ‹%s›", v, v))
+			out.Notes = append(out.Notes, tr(c, "templates.preview.no_sample", "Name", v, "Shown", value))
 		}
 		vars[v] = value
 	}
 	for name := range samples {
 		if !slices.Contains(t.Variables, name) {
-			out.Notes = append(out.Notes, fmt.Sprintf("%s has a sample value but is not a declared variable", name))
+			out.Notes = append(out.Notes, tr(c, "templates.preview.undeclared_sample", "Name", name))
 		}
 	}
 	slices.Sort(out.Notes)
@@ -134,7 +138,7 @@ func (h *Handlers) renderTemplateForm(c *gin.Context, status int, f views.Templa
 		h.serverError(c, err)
 		return
 	}
-	title := "New template"
+	title := tr(c, "templates.form.new_heading")
 	if f.OldName != "" {
 		title = f.OldName
 	}
@@ -145,7 +149,7 @@ func (h *Handlers) renderTemplateForm(c *gin.Context, status int, f views.Templa
 // NewTemplateForm shows an empty template editor.
 func (h *Handlers) NewTemplateForm(c *gin.Context) {
 	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{MsgType: "text", Variables: "task",
-		Body: "Overdue: {{.task}}. Please handle it today, {{.recipient.name}}.", Samples: sampleLines([]string{"task"})}, nil)
+		Body: tr(c, "templates.sample.body", "Task", "{{.task}}", "Name", "{{.recipient.name}}"), Samples: sampleLines(c, []string{"task"})}, nil)
 }
 
 // CreateTemplate saves a new template, validated as the API validates it.
@@ -164,7 +168,7 @@ func (h *Handlers) CreateTemplate(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "template.create", "template", t.Name, "")
-	h.redirectNotice(c, "/templates", "created", "template "+t.Name)
+	h.redirectNotice(c, "/templates", "created", tr(c, "templates.subject", "Name", t.Name))
 }
 
 // EditTemplateForm shows a template in the editor (read-only for viewers).
@@ -179,7 +183,7 @@ func (h *Handlers) EditTemplateForm(c *gin.Context) {
 		return
 	}
 	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{OldName: t.Name, Name: t.Name, MsgType: t.MsgType, Subject: t.Subject,
-		Body: t.Body, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(t.Variables)}, nil)
+		Body: t.Body, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.Variables)}, nil)
 }
 
 // UpdateTemplate saves a changed template (it may be renamed).
@@ -206,7 +210,7 @@ func (h *Handlers) UpdateTemplate(c *gin.Context) {
 		detail = "renamed from " + f.OldName
 	}
 	h.audit(c, CurrentUser(c).Username, "template.update", "template", t.Name, detail)
-	h.redirectNotice(c, "/templates", "saved", "template "+t.Name)
+	h.redirectNotice(c, "/templates", "saved", tr(c, "templates.subject", "Name", t.Name))
 }
 
 // DeleteTemplate removes a template.
@@ -222,7 +226,7 @@ func (h *Handlers) DeleteTemplate(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "template.delete", "template", name, "")
-	h.redirectNotice(c, "/templates", "deleted", "template "+name)
+	h.redirectNotice(c, "/templates", "deleted", tr(c, "templates.subject", "Name", name))
 }
 
 // TestSendTemplate sends the saved template to one person through intake, like any
@@ -232,9 +236,9 @@ func (h *Handlers) TestSendTemplate(c *gin.Context) {
 	errs := map[string]string{}
 	switch {
 	case f.TestRecipient == 0:
-		errs["test"] = "choose the person to send the test to under “Render for”"
+		errs["test"] = tr(c, "templates.test.choose_person", "Field", tr(c, "templates.form.render_for"))
 	case f.TestAccount == 0:
-		errs["test"] = "choose an account"
+		errs["test"] = tr(c, "templates.test.choose_account")
 	}
 	if len(errs) > 0 {
 		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, errs)

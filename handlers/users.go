@@ -1,11 +1,13 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
 
+	"herald/i18n"
 	"herald/models"
 	"herald/views"
 )
@@ -38,13 +40,14 @@ func (h *Handlers) CreateUser(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "user.create", "user", u.Username, string(u.Role))
-	h.redirectNotice(c, "/users", "created", "user "+u.Username)
+	h.redirectNotice(c, "/users", "created", tr(c, "users.subject_user", "Name", u.Username))
 }
 
 // targetUser loads the user named in the path. Admins manage others here, never
 // themselves: demoting or disabling oneself could leave no admin, and one's own
-// password is changed with the current one on /password.
-func (h *Handlers) targetUser(c *gin.Context, what string) (*models.User, bool) {
+// password is changed with the current one on /password. selfKey is the catalog
+// message that refuses the action on oneself.
+func (h *Handlers) targetUser(c *gin.Context, selfKey string) (*models.User, bool) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil {
 		ErrorPage(c, http.StatusNotFound, "error.no_user", "ID", c.Param("id"))
@@ -60,7 +63,7 @@ func (h *Handlers) targetUser(c *gin.Context, what string) (*models.User, bool) 
 		return nil, false
 	}
 	if u.ID == CurrentUser(c).ID {
-		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{}, map[string]string{"": "You cannot " + what + " yourself; another admin can."})
+		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{}, map[string]string{"": tr(c, selfKey)})
 		return nil, false
 	}
 	return u, true
@@ -68,14 +71,16 @@ func (h *Handlers) targetUser(c *gin.Context, what string) (*models.User, bool) 
 
 // SetUserRole changes another user's role.
 func (h *Handlers) SetUserRole(c *gin.Context) {
-	u, ok := h.targetUser(c, "change the role of")
+	u, ok := h.targetUser(c, "users.self_role")
 	if !ok {
 		return
 	}
 	role := models.Role(c.PostForm("role"))
 	err := h.Store.SetUserRole(c.Request.Context(), u.ID, role)
-	if _, ok := fieldErrors(c, err); ok {
-		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{}, map[string]string{"": "Role of " + u.Username + ": " + fieldMessage(c, err)})
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{},
+			map[string]string{"": tr(c, "users.role_failed", "Name", u.Username, "Message", fe.In(c.Request.Context()))})
 		return
 	}
 	if err != nil {
@@ -83,12 +88,12 @@ func (h *Handlers) SetUserRole(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "user.role", "user", u.Username, string(u.Role)+" → "+string(role))
-	h.redirectNotice(c, "/users", "role", u.Username+" (now "+string(role)+")")
+	h.redirectNotice(c, "/users", "role", tr(c, "users.subject_role", "Name", u.Username, "Role", i18n.Name(c.Request.Context(), "role", string(role))))
 }
 
 // SetUserDisabled disables another user, revoking their sessions, or enables them again.
 func (h *Handlers) SetUserDisabled(c *gin.Context) {
-	u, ok := h.targetUser(c, "disable")
+	u, ok := h.targetUser(c, "users.self_disable")
 	if !ok {
 		return
 	}
@@ -102,18 +107,20 @@ func (h *Handlers) SetUserDisabled(c *gin.Context) {
 		action, notice = "user.disable", "disabled"
 	}
 	h.audit(c, CurrentUser(c).Username, action, "user", u.Username, "")
-	h.redirectNotice(c, "/users", notice, "user "+u.Username)
+	h.redirectNotice(c, "/users", notice, tr(c, "users.subject_user", "Name", u.Username))
 }
 
 // ResetUserPassword sets a new password for another user and signs them out everywhere.
 func (h *Handlers) ResetUserPassword(c *gin.Context) {
-	u, ok := h.targetUser(c, "reset the password of")
+	u, ok := h.targetUser(c, "users.self_password")
 	if !ok {
 		return
 	}
 	err := h.Store.ResetPassword(c.Request.Context(), u.ID, c.PostForm("password"))
-	if _, ok := fieldErrors(c, err); ok {
-		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{}, map[string]string{"": "New password for " + u.Username + ": " + fieldMessage(c, err)})
+	var fe *models.FieldError
+	if errors.As(err, &fe) {
+		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{},
+			map[string]string{"": tr(c, "users.password_failed", "Name", u.Username, "Message", fe.In(c.Request.Context()))})
 		return
 	}
 	if err != nil {

@@ -174,9 +174,9 @@ var accountNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 func ValidateAccount(a *Account) error {
 	switch {
 	case !accountNameRe.MatchString(a.Name):
-		return &FieldError{Field: "name", Message: "use 1–64 lower-case letters, digits, dashes or underscores"}
+		return Invalid("name", "accounts.error.name")
 	case a.MaxAttempts < 1 || a.MaxAttempts > 20:
-		return &FieldError{Field: "max_attempts", Message: "must be 1 to 20"}
+		return Invalid("max_attempts", "accounts.error.max_attempts", "Min", 1, "Max", 20)
 	}
 	if err := a.RetryPolicy.Validate(); err != nil {
 		return err
@@ -186,7 +186,7 @@ func ValidateAccount(a *Account) error {
 		"limits.per_hour": l.PerHour, "limits.per_day": l.PerDay,
 		"limits.per_recipient_per_minute": l.PerRecipientPerMinute, "limits.per_recipient_per_day": l.PerRecipientPerDay} {
 		if v < 0 {
-			return &FieldError{Field: field, Message: "must not be negative (0 means no limit)"}
+			return Invalid(field, "accounts.error.limit_negative")
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -54,14 +55,14 @@ func ParseScopes(s string) (string, error) {
 			continue
 		}
 		if !slices.Contains(Scopes, p) {
-			return "", &FieldError{Field: "scopes", Message: fmt.Sprintf("%q is not a scope (send, read, admin)", p)}
+			return "", Invalid("scopes", "users.keys.scope_unknown", "Scope", strconv.Quote(p))
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
 	if len(out) == 0 {
-		return "", &FieldError{Field: "scopes", Message: "name at least one scope: send, read or admin"}
+		return "", Invalid("scopes", "users.keys.scope_none")
 	}
 	slices.Sort(out)
 	return strings.Join(out, ","), nil
@@ -74,7 +75,7 @@ const apiKeyPrefix = "hk_"
 func (s *Store) CreateAPIKey(ctx context.Context, name, scopes, createdBy string) (*APIKey, string, error) {
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
-		return nil, "", &FieldError{Field: "name", Message: "must be 1–100 characters"}
+		return nil, "", Invalid("name", "users.keys.name_length")
 	}
 	norm, err := ParseScopes(scopes)
 	if err != nil {

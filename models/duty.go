@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 )
@@ -41,7 +42,7 @@ type Holiday struct {
 // AddDutySlot puts a recipient on a weekday's roster; adding an existing slot is a no-op.
 func (s *Store) AddDutySlot(ctx context.Context, weekday int, recipientID int64) error {
 	if weekday < 1 || weekday > 7 {
-		return &FieldError{Field: "weekday", Message: "must be 1 (Monday) to 7 (Sunday)"}
+		return Invalid("weekday", "duty.invalid.weekday")
 	}
 	err := s.db.WithContext(ctx).Create(&DutySlot{Weekday: weekday, RecipientID: recipientID}).Error
 	if err != nil && !isDuplicate(err) {
@@ -103,7 +104,7 @@ const (
 // ValidDate checks a YYYY-MM-DD date.
 func ValidDate(field, date string) error {
 	if _, err := time.Parse(time.DateOnly, date); err != nil || len(date) != 10 {
-		return &FieldError{Field: field, Message: "must be a date as YYYY-MM-DD"}
+		return Invalid(field, "validation.date")
 	}
 	return nil
 }
@@ -115,7 +116,13 @@ func (s *Store) SetOverride(ctx context.Context, o *DutyOverride) error {
 		return err
 	}
 	if o.Action != OverrideAdd && o.Action != OverrideRemove {
-		return &FieldError{Field: "action", Message: "must be add or remove"}
+		return Invalid("action", "duty.invalid.action")
+	}
+	if utf8.RuneCountInString(o.Note) > 255 {
+		return Invalid("note", "duty.invalid.too_long", "Max", 255)
+	}
+	if err := CheckText("note", o.Note, false); err != nil {
+		return err
 	}
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("date = ? AND recipient_id = ?", o.Date, o.RecipientID).Delete(&DutyOverride{}).Error; err != nil {
@@ -158,15 +165,17 @@ func validateHoliday(h *Holiday) error {
 		h.AsWeekday = nil
 	case HolidayWorkday:
 		if h.AsWeekday == nil || *h.AsWeekday < 1 || *h.AsWeekday > 7 {
-			return &FieldError{Field: "as_weekday", Message: "a make-up workday needs the weekday (1–7) whose roster it uses"}
+			return Invalid("as_weekday", "duty.invalid.as_weekday")
 		}
 	default:
-		return &FieldError{Field: "kind", Message: "must be off or workday"}
+		return Invalid("kind", "duty.invalid.kind")
 	}
-	if len(h.Name) > 100 {
-		return &FieldError{Field: "name", Message: "must be at most 100 characters"}
+	// Characters, not bytes: the column is VARCHAR(100) of utf8mb4 on MySQL, and a
+	// Chinese holiday name takes three bytes a character.
+	if utf8.RuneCountInString(h.Name) > 100 {
+		return Invalid("name", "duty.invalid.too_long", "Max", 100)
 	}
-	return nil
+	return CheckText("name", h.Name, false)
 }
 
 // DeleteHoliday removes the holiday entry of a date.
@@ -202,7 +211,7 @@ func (s *Store) DutyWeek(ctx context.Context) (Week, error) {
 func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err error) {
 	for day := range w {
 		if day < 1 || day > 7 {
-			return nil, &FieldError{Field: "weekday", Message: fmt.Sprintf("%d is not a weekday (1 = Monday … 7 = Sunday)", day)}
+			return nil, Invalid("weekday", "duty.invalid.not_weekday", "Day", day)
 		}
 	}
 	before = Week{}
@@ -270,7 +279,9 @@ func (s *Store) SetHolidays(ctx context.Context, list []Holiday) error {
 		if err := validateHoliday(&list[i]); err != nil {
 			var fe *FieldError
 			if errors.As(err, &fe) {
-				return &FieldError{Field: fmt.Sprintf("[%d].%s", i, fe.Field), Message: fe.Message}
+				at := *fe
+				at.Field = fmt.Sprintf("[%d].%s", i, fe.Field)
+				return &at
 			}
 			return err
 		}

@@ -71,7 +71,7 @@ func ParseMessageCursor(s string) (*MessageCursor, error) {
 	micros, id, ok := strings.Cut(s, "_")
 	n, err := strconv.ParseInt(micros, 10, 64)
 	if !ok || err != nil || id == "" || len(id) > 36 {
-		return nil, &FieldError{Field: "before", Message: "is not a position in the list"}
+		return nil, Invalid("before", "messages.invalid.cursor")
 	}
 	return &MessageCursor{CreatedAt: time.UnixMicro(n).UTC(), ID: id}, nil
 }

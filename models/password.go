@@ -1,7 +1,6 @@
 package models
 
 import (
-	"fmt"
 	"math"
 	"strings"
 	"unicode"
@@ -9,6 +8,8 @@ import (
 
 	"github.com/trustelem/zxcvbn"
 	"github.com/trustelem/zxcvbn/match"
+
+	"herald/i18n"
 )
 
 // MinPasswordLen is the shortest password a console user may have.
@@ -24,28 +25,51 @@ const minPasswordScore = 3
 // counted as known words; the message carries zxcvbn's own advice.
 func CheckPassword(username, password string) error {
 	if utf8.RuneCountInString(password) < MinPasswordLen {
-		return &FieldError{Field: "password", Message: fmt.Sprintf("must be at least %d characters", MinPasswordLen)}
+		return Invalid("password", "users.password.too_short", "Min", MinPasswordLen)
 	}
-	if len(password) > 72 {
-		return &FieldError{Field: "password", Message: "must be at most 72 bytes"}
+	if len(password) > maxPasswordBytes {
+		return Invalid("password", "users.password.too_long", "Max", maxPasswordBytes)
 	}
 	if username != "" && strings.Contains(strings.ToLower(password), strings.ToLower(username)) {
-		return &FieldError{Field: "password", Message: "must not contain the username"}
+		return Invalid("password", "users.password.contains_username")
 	}
 	r := zxcvbn.PasswordStrength(password, []string{username, "herald"})
 	if r.Score >= minPasswordScore {
 		return nil
 	}
-	return &FieldError{Field: "password", Message: "is too easy to guess. " + passwordFeedback(r.Sequence)}
+	return Invalid("password", "users.password.weak", "Advice", passwordFeedback(r.Sequence))
 }
+
+// maxPasswordBytes is bcrypt's limit: it ignores what follows.
+const maxPasswordBytes = 72
+
+// PasswordAdvice is zxcvbn's advice on a weak password, as catalog messages: the
+// message of a weak password shows it in its own language ({{.Advice.In "zh-CN"}}).
+type PasswordAdvice []i18n.Msg
+
+// In is the advice in lang, one sentence after another.
+func (a PasswordAdvice) In(lang string) string {
+	parts := make([]string, len(a))
+	for i, m := range a {
+		parts[i] = m.In(lang)
+	}
+	sep := " "
+	if lang == i18n.Chinese {
+		sep = ""
+	}
+	return strings.Join(parts, sep)
+}
+
+// String is the advice in English.
+func (a PasswordAdvice) String() string { return a.In(i18n.English) }
 
 // passwordFeedback is zxcvbn's advice for a weak password, as upstream zxcvbn gives it
 // (the Go port computes the score but leaves the messages out): a warning about the
 // longest pattern found, then suggestions.
-func passwordFeedback(seq []*match.Match) string {
-	const addWords = "Add another word or two; uncommon words are better."
+func passwordFeedback(seq []*match.Match) PasswordAdvice {
+	const advice = "users.password.advice."
 	if len(seq) == 0 {
-		return "Use a few words, avoid common phrases."
+		return PasswordAdvice{i18n.M(advice + "few_words")}
 	}
 	longest := seq[0]
 	for _, m := range seq[1:] {
@@ -54,40 +78,41 @@ func passwordFeedback(seq []*match.Match) string {
 		}
 	}
 	warning, suggestions := matchFeedback(longest, len(seq) == 1)
-	parts := []string{}
+	var out PasswordAdvice
 	if warning != "" {
-		parts = append(parts, warning+".")
+		out = append(out, i18n.M(advice+warning))
 	}
-	parts = append(parts, addWords)
+	out = append(out, i18n.M(advice+"add_words"))
 	for _, s := range suggestions {
-		parts = append(parts, s+".")
+		out = append(out, i18n.M(advice+s))
 	}
-	return strings.Join(parts, " ")
+	return out
 }
 
-// matchFeedback is the warning and suggestions for one pattern zxcvbn matched.
+// matchFeedback is the warning and suggestions for one pattern zxcvbn matched, as keys
+// under users.password.advice.
 func matchFeedback(m *match.Match, sole bool) (warning string, suggestions []string) {
 	switch m.Pattern {
 	case "dictionary":
 		return dictionaryFeedback(m, sole)
 	case "spatial":
 		if m.Turns == 1 {
-			return "Straight rows of keys are easy to guess", []string{"Use a longer keyboard pattern with more turns"}
+			return "straight_rows", []string{"longer_keyboard"}
 		}
-		return "Short keyboard patterns are easy to guess", []string{"Use a longer keyboard pattern with more turns"}
+		return "short_keyboard", []string{"longer_keyboard"}
 	case "repeat":
 		if utf8.RuneCountInString(m.BaseToken) == 1 {
-			return `Repeats like "aaa" are easy to guess`, []string{"Avoid repeated words and characters"}
+			return "repeat_char", []string{"avoid_repeats"}
 		}
-		return `Repeats like "abcabcabc" are only slightly harder to guess than "abc"`, []string{"Avoid repeated words and characters"}
+		return "repeat_words", []string{"avoid_repeats"}
 	case "sequence":
-		return "Sequences like abc or 6543 are easy to guess", []string{"Avoid sequences"}
+		return "sequences", []string{"avoid_sequences"}
 	case "regex":
 		if m.RegexName == "recent_year" {
-			return "Recent years are easy to guess", []string{"Avoid recent years and years that are associated with you"}
+			return "recent_years", []string{"avoid_years"}
 		}
 	case "date":
-		return "Dates are often easy to guess", []string{"Avoid dates and years that are associated with you"}
+		return "dates", []string{"avoid_dates"}
 	}
 	return "", nil
 }
@@ -98,35 +123,35 @@ func dictionaryFeedback(m *match.Match, sole bool) (warning string, suggestions 
 	case "passwords":
 		switch {
 		case sole && !m.L33t && !m.Reversed && m.Rank <= 10:
-			warning = "This is a top-10 common password"
+			warning = "top10"
 		case sole && !m.L33t && !m.Reversed && m.Rank <= 100:
-			warning = "This is a top-100 common password"
+			warning = "top100"
 		case sole && !m.L33t && !m.Reversed:
-			warning = "This is a very common password"
+			warning = "very_common"
 		case math.Log10(m.Guesses) <= 4:
-			warning = "This is similar to a commonly used password"
+			warning = "similar_common"
 		}
 	case "english_wikipedia":
 		if sole {
-			warning = "A word by itself is easy to guess"
+			warning = "word_alone"
 		}
 	case "surnames", "male_names", "female_names":
-		warning = "Common names and surnames are easy to guess"
+		warning = "names"
 	case "user_inputs":
-		warning = "This is close to the username or the product's name"
+		warning = "user_inputs"
 	}
 	word := []rune(m.Token)
 	switch {
 	case len(word) > 1 && unicode.IsUpper(word[0]) && strings.ToLower(string(word[1:])) == string(word[1:]):
-		suggestions = append(suggestions, "Capitalization doesn't help very much")
+		suggestions = append(suggestions, "capitalization")
 	case strings.ToUpper(m.Token) == m.Token && strings.ToLower(m.Token) != m.Token:
-		suggestions = append(suggestions, "All-uppercase is almost as easy to guess as all-lowercase")
+		suggestions = append(suggestions, "all_upper")
 	}
 	if m.Reversed && len(word) >= 4 {
-		suggestions = append(suggestions, "Reversed words aren't much harder to guess")
+		suggestions = append(suggestions, "reversed")
 	}
 	if m.L33t {
-		suggestions = append(suggestions, "Predictable substitutions like '@' instead of 'a' don't help very much")
+		suggestions = append(suggestions, "l33t")
 	}
 	return warning, suggestions
 }

@@ -118,15 +118,15 @@ func ValidateRecipient(r *Recipient) error {
 	r.Name = strings.TrimSpace(r.Name)
 	switch {
 	case !externalIDRe.MatchString(r.ExternalID):
-		return &FieldError{Field: "external_id", Message: "use 1–64 letters, digits, dots, dashes or underscores"}
+		return Invalid("external_id", "recipients.invalid.external_id", "Max", 64)
 	case r.Name == "" || utf8.RuneCountInString(r.Name) > 100:
-		return &FieldError{Field: "name", Message: "must be 1–100 characters"}
+		return Invalid("name", "recipients.invalid.name", "Max", 100)
 	case r.OrgType != HeadOffice && r.OrgType != Branch:
-		return &FieldError{Field: "org_type", Message: "must be head_office or branch"}
+		return Invalid("org_type", "recipients.invalid.org_type")
 	case utf8.RuneCountInString(r.Branch) > 100:
-		return &FieldError{Field: "branch", Message: "must be at most 100 characters"}
+		return Invalid("branch", "recipients.invalid.too_long", "Max", 100)
 	case utf8.RuneCountInString(r.Department) > 100:
-		return &FieldError{Field: "department", Message: "must be at most 100 characters"}
+		return Invalid("department", "recipients.invalid.too_long", "Max", 100)
 	}
 	for _, f := range []struct{ field, v string }{{"name", r.Name}, {"branch", r.Branch}, {"department", r.Department}} {
 		if err := CheckText(f.field, f.v, false); err != nil {
@@ -135,13 +135,13 @@ func ValidateRecipient(r *Recipient) error {
 	}
 	for field, v := range map[string]string{"tianyuan_id": r.TianyuanID, "zhaohu_id": r.ZhaohuID, "wecom_userid": r.WecomUserid} {
 		if len(v) > 128 || strings.ContainsAny(v, " \t\r\n") {
-			return &FieldError{Field: field, Message: "must be at most 128 characters, without spaces"}
+			return Invalid(field, "recipients.invalid.address", "Max", 128)
 		}
 	}
 	if r.Email != "" {
 		a, err := mail.ParseAddress(r.Email)
 		if err != nil || a.Address != r.Email || len(r.Email) > 254 {
-			return &FieldError{Field: "email", Message: "is not an email address"}
+			return Invalid("email", "recipients.invalid.email")
 		}
 	}
 	return nil

@@ -50,21 +50,21 @@ func (p RetryPolicy) Validate() error {
 		field := "retry_policy." + class
 		if !slices.Contains(RetryClasses, class) {
 			if class == "throttled" {
-				return &FieldError{Field: field, Message: "throttled waits follow the account's limits and cannot be adjusted"}
+				return Invalid(field, "accounts.error.retry_throttled")
 			}
-			return &FieldError{Field: field, Message: fmt.Sprintf("is not an error class; use one of %v", RetryClasses)}
+			return Invalid(field, "accounts.error.retry_class", "Classes", fmt.Sprint(RetryClasses))
 		}
 		switch {
 		case r.MaxRetries != nil && (*r.MaxRetries < 0 || *r.MaxRetries > maxRetriesLimit):
-			return &FieldError{Field: field + ".max_retries", Message: fmt.Sprintf("must be 0 to %d", maxRetriesLimit)}
+			return Invalid(field+".max_retries", "accounts.error.retry_count", "Max", maxRetriesLimit)
 		case r.DelaySeconds != nil && (*r.DelaySeconds < 1 || *r.DelaySeconds > maxDelaySeconds):
-			return &FieldError{Field: field + ".delay_seconds", Message: fmt.Sprintf("must be 1 to %d seconds", maxDelaySeconds)}
+			return Invalid(field+".delay_seconds", "accounts.error.retry_seconds", "Max", maxDelaySeconds)
 		case r.Factor != nil && (*r.Factor < 1 || *r.Factor > maxFactor):
-			return &FieldError{Field: field + ".factor", Message: fmt.Sprintf("must be 1 to %d", maxFactor)}
+			return Invalid(field+".factor", "accounts.error.retry_factor", "Max", maxFactor)
 		case r.MaxDelaySeconds != nil && (*r.MaxDelaySeconds < 1 || *r.MaxDelaySeconds > maxDelaySeconds):
-			return &FieldError{Field: field + ".max_delay_seconds", Message: fmt.Sprintf("must be 1 to %d seconds", maxDelaySeconds)}
+			return Invalid(field+".max_delay_seconds", "accounts.error.retry_seconds", "Max", maxDelaySeconds)
 		case r.DelaySeconds != nil && r.MaxDelaySeconds != nil && *r.MaxDelaySeconds < *r.DelaySeconds:
-			return &FieldError{Field: field + ".max_delay_seconds", Message: "must not be shorter than the first delay"}
+			return Invalid(field+".max_delay_seconds", "accounts.error.retry_cap_below_delay")
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package models
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // CheckText refuses text holding NUL or another C0 control character: they corrupt logs,
@@ -19,5 +20,7 @@ func CheckText(field, s string, multiline bool) error {
 	if i < 0 {
 		return nil
 	}
-	return &FieldError{Field: field, Message: fmt.Sprintf("contains the control character U+%04X at byte %d; remove it", s[i], i)}
+	// Where a person can find it: the character's position, not its byte offset, which
+	// differs as soon as the text holds Chinese.
+	return Invalid(field, "components.control_character", "Code", fmt.Sprintf("U+%04X", s[i]), "Position", utf8.RuneCountInString(s[:i])+1)
 }

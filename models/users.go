@@ -59,13 +59,13 @@ var usernameRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{1,63}$`)
 // ValidateUser checks a new user's username, password and role.
 func ValidateUser(username, password string, role Role) error {
 	if !usernameRe.MatchString(username) {
-		return &FieldError{Field: "username", Message: "use 2–64 letters, digits, dots, dashes or underscores"}
+		return Invalid("username", "users.username_invalid")
 	}
 	if err := CheckPassword(username, password); err != nil {
 		return err
 	}
 	if !role.Valid() {
-		return &FieldError{Field: "role", Message: "must be viewer, operator or admin"}
+		return Invalid("role", "users.role_invalid")
 	}
 	return nil
 }
@@ -176,7 +176,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, current, next,
 	right := bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) == nil
 	s.endGuess(ctx, g, right)
 	if !right {
-		return &FieldError{Field: "current_password", Message: "is not your current password"}
+		return Invalid("current_password", "users.wrong_current_password")
 	}
 	if err := ValidateUser(u.Username, next, u.Role); err != nil {
 		var fe *FieldError

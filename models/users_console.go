@@ -24,7 +24,7 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 // every request, so it applies at once.
 func (s *Store) SetUserRole(ctx context.Context, id int64, role Role) error {
 	if !role.Valid() {
-		return &FieldError{Field: "role", Message: "must be viewer, operator or admin"}
+		return Invalid("role", "users.role_invalid")
 	}
 	res := s.db.WithContext(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"role": role, "updated_at": Now()})
 	if res.Error != nil {

@@ -25,11 +25,13 @@ func location(ctx context.Context) *time.Location {
 	return time.UTC
 }
 
+// fmtTime shows t to the second, with its date and weekday, in the console's time zone
+// and the language of ctx.
 func fmtTime(ctx context.Context, t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.In(location(ctx)).Format("2006-01-02 15:04:05")
+	return i18n.DateTime(ctx, t.In(location(ctx)))
 }
 
 func fmtTimePtr(ctx context.Context, t *time.Time) string {
@@ -56,48 +58,61 @@ func percent(part, whole int) string {
 	return fmt.Sprintf("%.1f%%", 100*float64(part)/float64(whole))
 }
 
-// fmtDate shows the calendar date of t in the console's time zone.
+// fmtDate shows the calendar date of t, with its weekday, in the console's time zone and
+// the language of ctx.
 func fmtDate(ctx context.Context, t time.Time) string {
 	if t.IsZero() {
 		return "—"
 	}
-	return t.In(location(ctx)).Format(time.DateOnly)
+	return i18n.Date(ctx, t.In(location(ctx)))
 }
 
-// weekdayNames are ISO weekdays: 1 = Monday … 7 = Sunday.
-var weekdayNames = [...]string{"", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"}
-
-// weekdayName names an ISO weekday (1 = Monday … 7 = Sunday).
-func weekdayName(n int) string {
-	if n < 1 || n > 7 {
-		return fmt.Sprint(n)
-	}
-	return weekdayNames[n]
+// fmtClock shows the time of day of t, to the minute, in the console's time zone.
+func fmtClock(ctx context.Context, t time.Time) string {
+	return t.In(location(ctx)).Format("15:04")
 }
 
-// displayStatus is how the console shows a message's state: a pending message due in
-// the future is "scheduled", and one Herald's own limiter holds back says until when.
+// weekdayIn names an ISO weekday (1 = Monday … 7 = Sunday) in the language of ctx.
+func weekdayIn(ctx context.Context, n int) string { return i18n.Weekday(ctx, n) }
+
+// displayStatus is how the console shows a message's state, in the language of ctx: a
+// pending message due in the future is "scheduled", and one Herald's own limiter holds
+// back says until when. class is the badge's CSS class.
 func displayStatus(ctx context.Context, m models.Message, now time.Time) (label, class string) {
 	if m.Status == models.StatusPending {
 		switch {
 		case m.ErrorClass == "throttled" && m.NextAttemptAt != nil && m.NextAttemptAt.After(now):
-			return "throttled until " + m.NextAttemptAt.In(location(ctx)).Format("15:04:05"), "failed"
+			return i18n.T(ctx, "messages.display.throttled_until", "Time", m.NextAttemptAt.In(location(ctx)).Format(time.TimeOnly)), "failed"
 		case m.SendAt.After(now):
-			return "scheduled", "scheduled"
+			return i18n.T(ctx, "messages.display.scheduled"), "scheduled"
 		}
 	}
-	return string(m.Status), string(m.Status)
+	return i18n.Name(ctx, "status", string(m.Status)), string(m.Status)
+}
+
+// actorName is who made a batch, as people read it: a console user's name, or the API
+// key it came through (stored as "apikey:<name>").
+func actorName(ctx context.Context, actor string) string {
+	if name, ok := strings.CutPrefix(actor, "apikey:"); ok {
+		return i18n.T(ctx, "messages.actor.api_key", "Name", name)
+	}
+	return actor
 }
 
 func joinComma(list []string) string { return strings.Join(list, ",") }
 
-// dateWeekday names the weekday of a YYYY-MM-DD date.
-func dateWeekday(date string) string {
+// dateWeekdayIn names the weekday of a YYYY-MM-DD date in the language of ctx; "" for
+// something that is not a date.
+func dateWeekdayIn(ctx context.Context, date string) string {
 	t, err := time.Parse(time.DateOnly, date)
 	if err != nil {
 		return ""
 	}
-	return t.Weekday().String()
+	iso := int(t.Weekday())
+	if iso == 0 {
+		iso = 7 // Sunday
+	}
+	return i18n.Weekday(ctx, iso)
 }
 
 func derefInt(p *int) int {
@@ -119,11 +134,11 @@ func unknownAttempts(attempts []models.Attempt) []int {
 	return out
 }
 
-// joinInts lists numbers as "1, 3".
-func joinInts(ns []int) string {
+// joinInts lists numbers with sep between them: "1, 3".
+func joinInts(ns []int, sep string) string {
 	parts := make([]string, len(ns))
 	for i, n := range ns {
 		parts[i] = itoa(n)
 	}
-	return strings.Join(parts, ", ")
+	return strings.Join(parts, sep)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/handlers"
+	"herald/i18n"
 	"herald/models"
 )
 
@@ -42,7 +43,7 @@ func (a *apiAuth) require(scope string) gin.HandlerFunc {
 			}
 		}
 		if !k.HasScope(scope) {
-			handlers.APIError(c, http.StatusForbidden, "forbidden", "this API key lacks the "+scope+" scope", "")
+			handlers.APIError(c, http.StatusForbidden, "forbidden", i18n.T(c.Request.Context(), "api.missing_scope", "Scope", scope), "")
 			return
 		}
 		c.Next()
@@ -55,14 +56,14 @@ func (a *apiAuth) authenticate(c *gin.Context) (*models.APIKey, bool) {
 	if !ok || secret == "" {
 		a.auditFailure(c, "", "no API key")
 		c.Header("WWW-Authenticate", `Bearer realm="herald"`)
-		handlers.APIError(c, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <api key>", "")
+		handlers.APIError(c, http.StatusUnauthorized, "unauthorized", i18n.T(c.Request.Context(), "api.no_key"), "")
 		return nil, false
 	}
 	k, err := a.store.AuthenticateAPIKey(c.Request.Context(), secret)
 	if errors.Is(err, models.ErrNotFound) {
 		a.auditFailure(c, models.APIKeyPrefix(secret), "unknown or revoked API key")
 		c.Header("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
-		handlers.APIError(c, http.StatusUnauthorized, "unauthorized", "the API key is unknown or revoked", "")
+		handlers.APIError(c, http.StatusUnauthorized, "unauthorized", i18n.T(c.Request.Context(), "api.unknown_key"), "")
 		return nil, false
 	}
 	if err != nil {

@@ -131,6 +131,20 @@ func TestSessionsPage(t *testing.T) {
 		t.Fatalf("the sessions list should show this session and the other one:\n%s", body)
 	}
 	wantContains(t, "sessions list", body, "Go-http-client", "127.0.0.1", "this session", `action="/sessions/revoke"`)
+	// The user's own page chooses the console's language: follow the browser, 中文, English.
+	wantContains(t, "language choice", body, `action="/language"`, `<input type="hidden" name="next" value="/password">`,
+		`<option value="" selected>`, `<option value="zh-CN" lang="zh-CN">中文</option>`)
+	resp, body = here.post("/language", url.Values{"language": {"zh-CN"}, "next": {"/password"}})
+	if loc := wantRedirect(t, "choose Chinese", resp, body, "/password"); loc != "/password" {
+		t.Errorf("after choosing a language: redirect to %q, want /password", loc)
+	}
+	_, body = here.get("/password")
+	wantContains(t, "the page in Chinese", body, `<html lang="zh-CN">`, `<option value="zh-CN" selected lang="zh-CN">中文</option>`, "我的会话")
+	resp, body = here.post("/password", url.Values{"current_password": {testPassword}, "new_password": {"password123"}})
+	wantStatus(t, "weak new password, in Chinese", resp, body, http.StatusUnprocessableEntity)
+	wantFieldError(t, body, "new_password", "太容易被猜到。这是一个非常常用的密码。")
+	resp, body = here.post("/language", url.Values{"language": {""}, "next": {"/password"}})
+	wantRedirect(t, "follow the browser again", resp, body, "/password")
 
 	t.Run("an idle session ends", func(t *testing.T) {
 		idle := c.login(operatorUser)

@@ -66,7 +66,7 @@ func TestComposePage(t *testing.T) {
 		resp, body := op.postHX("/compose/preview", form)
 		wantStatus(t, "preview", resp, body, http.StatusOK)
 		wantContains(t, "preview", body, `<strong id="preview-count">2</strong>`, `data-receives="E1001"`, `data-receives="E2001"`,
-			`data-skipped="E1002"`, "E1002: off_duty", "on sandbox, now")
+			`data-skipped="E1002"`, "E1002: Not on duty", "on Sandbox, now")
 		if list, _ := c.store.RecentBatches(ctx, 10); len(list) != 0 {
 			t.Fatalf("the preview wrote %d batches", len(list))
 		}
@@ -74,7 +74,7 @@ func TestComposePage(t *testing.T) {
 		form.Set("content.text", "")
 		resp, body = op.postHX("/compose/preview", form)
 		wantStatus(t, "preview without text", resp, body, http.StatusUnprocessableEntity)
-		wantContains(t, "preview", body, "content.text is required when no template is named")
+		wantContains(t, "preview", body, "Message: is required when no template is named")
 	})
 
 	t.Run("everyone on duty and whole departments", func(t *testing.T) {
@@ -124,7 +124,7 @@ func TestComposePage(t *testing.T) {
 			t.Errorf("send_at %v, want %v", m.SendAt, at.UTC())
 		}
 		_, body = op.get("/messages?recipient=E2002")
-		wantContains(t, "message list", body, ">scheduled<")
+		wantContains(t, "message list", body, ">Scheduled<")
 
 		form.Set("send_at", time.Now().In(c.loc).Add(-2*time.Hour).Format("2006-01-02T15:04"))
 		resp, body = op.post("/compose", form)

@@ -23,6 +23,7 @@ import (
 	"herald/channels"
 	"herald/dispatch"
 	"herald/handlers"
+	"herald/i18n"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/simulator"
@@ -104,7 +105,10 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	}
 	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store, 30*time.Minute)
 	h.Sessions = sessions
-	opts := web.Options{Location: loc, Log: log, Redis: redOpt, Metrics: web.NewMetrics(prometheus.NewRegistry(), inspector, store, log)}
+	// The console's tests read its English pages, as the root tests do
+	// (HERALD_DEFAULT_LANGUAGE=en); the Chinese ones have tests of their own.
+	opts := web.Options{Location: loc, Log: log, Redis: redOpt, Metrics: web.NewMetrics(prometheus.NewRegistry(), inspector, store, log),
+		DefaultLanguage: i18n.English}
 	for _, f := range adjust {
 		f(&opts)
 	}

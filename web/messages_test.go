@@ -95,8 +95,8 @@ func TestMessagesPage(t *testing.T) {
 		if ids := messageIDs(body); len(ids) != 4 || ids[0] != scheduled.ID {
 			t.Fatalf("rows %v, want 4, newest (%s) first", ids, scheduled.ID)
 		}
-		wantContains(t, "message list", body, ">scheduled<", ">stopped<", ">sent<",
-			"throttled until "+until.In(c.loc).Format("15:04:05"), "Liu Yang", "recipient rejected")
+		wantContains(t, "message list", body, `data-status="pending">Scheduled<`, `data-status="stopped">Stopped<`,
+			`data-status="sent">Sent<`, "Throttled until "+until.In(c.loc).Format("15:04:05"), "Liu Yang", "recipient rejected")
 		wantNotContains(t, "viewer's message list", body, "Re-send stopped")
 	})
 
@@ -191,7 +191,7 @@ func TestMessagePageWarnsOfUnknownOutcome(t *testing.T) {
 	resp, body := c.as(viewerUser).get("/messages/" + m.ID)
 	wantStatus(t, "message page", resp, body, http.StatusOK)
 	wantContains(t, "message page after a dead worker", body, `data-unknown-attempts="1"`,
-		"Outcome unknown for attempt 1", `<span class="badge unknown">unknown</span>`)
+		"Outcome unknown for attempt 1", `<span class="badge unknown">Unknown</span>`)
 
 	other := c.send(nil, "E2002")["E2002"]
 	c.finish(other.ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true})

@@ -47,7 +47,9 @@ func crossOrigin() gin.HandlerFunc {
 	cop := http.NewCrossOriginProtection()
 	return func(c *gin.Context) {
 		if err := cop.Check(c.Request); err != nil {
-			c.String(http.StatusForbidden, "cross-origin request refused")
+			// Refused before the request's language is settled: the browser's, if it asks
+			// for one of the console's.
+			c.String(http.StatusForbidden, i18n.In(i18n.Match(c.GetHeader("Accept-Language")), "api.cross_origin"))
 			c.Abort()
 			return
 		}

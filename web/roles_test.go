@@ -20,6 +20,7 @@ var routeRoles = map[string]models.Role{
 	"GET /dashboard/live":                models.RoleViewer,
 	"GET /password":                      models.RoleViewer,
 	"POST /password":                     models.RoleViewer,
+	"POST /language":                     models.RoleViewer,
 	"GET /batches/:id":                   models.RoleViewer,
 	"GET /batches/:id/progress":          models.RoleViewer,
 	"GET /messages":                      models.RoleViewer,

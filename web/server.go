@@ -64,7 +64,15 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 		withDeadline(requestDeadline, slowDeadline), withLocation(opts.Location), withLanguage(opts.defaultLanguage()))
 	r.NoRoute(func(c *gin.Context) {
 		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
-			handlers.APIError(c, http.StatusNotFound, "not_found", "no such endpoint", "")
+			// The API answers in its own language (English unless asked for Chinese),
+			// not the console's default.
+			apiLanguage(c)
+			return
+		}
+		c.Next()
+	}, func(c *gin.Context) {
+		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
+			handlers.APIError(c, http.StatusNotFound, "not_found", i18n.T(c.Request.Context(), "api.no_endpoint"), "")
 			return
 		}
 		handlers.ErrorPage(c, http.StatusNotFound, "error.no_page", "Path", c.Request.URL.Path)
