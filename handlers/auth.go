@@ -18,7 +18,7 @@ func (h *Handlers) LoginForm(c *gin.Context) {
 		c.Redirect(http.StatusSeeOther, "/")
 		return
 	}
-	render(c, http.StatusOK, views.LoginPage("", ""))
+	render(c, http.StatusOK, views.LoginPage("", c.Query("next"), ""))
 }
 
 // Login checks the credentials and starts a fresh session. The store counts each guess
@@ -26,18 +26,19 @@ func (h *Handlers) LoginForm(c *gin.Context) {
 // too many wrong passwords; failures are audited under the username tried.
 func (h *Handlers) Login(c *gin.Context) {
 	username := models.NormalizeUsername(c.PostForm("username"))
+	next := c.DefaultPostForm("next", c.Query("next"))
 	ip := c.ClientIP()
 	u, err := h.Store.Authenticate(c.Request.Context(), username, c.PostForm("password"), ip)
 	switch {
 	case errors.Is(err, models.ErrThrottled):
 		h.Log.Warn("login throttled", "username", username, "ip", ip)
 		h.auditOnce(c, username, "user.login_throttled", "user", username, "status 429: too many failed sign-ins", "login "+username+" "+ip)
-		render(c, http.StatusTooManyRequests, views.LoginPage(username, tr(c, "login.throttled")))
+		render(c, http.StatusTooManyRequests, views.LoginPage(username, next, tr(c, "login.throttled")))
 		return
 	case errors.Is(err, models.ErrBadCredentials):
 		h.Log.Warn("login failed", "username", username, "ip", ip)
 		h.audit(c, username, "user.login_failed", "user", username, "status 401: wrong username or password")
-		render(c, http.StatusUnauthorized, views.LoginPage(username, tr(c, "login.wrong")))
+		render(c, http.StatusUnauthorized, views.LoginPage(username, next, tr(c, "login.wrong")))
 		return
 	case err != nil:
 		h.serverError(c, err)
@@ -48,7 +49,7 @@ func (h *Handlers) Login(c *gin.Context) {
 		return
 	}
 	h.audit(c, u.Username, "user.login", "user", u.Username, "")
-	c.Redirect(http.StatusSeeOther, safeNext(c.Query("next")))
+	c.Redirect(http.StatusSeeOther, safeNext(next))
 }
 
 // Logout revokes the session server-side and clears the cookie.

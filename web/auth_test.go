@@ -189,3 +189,29 @@ func TestSessionsPage(t *testing.T) {
 		}
 	})
 }
+
+// TestSignInReturnsToThePageAsked: an anonymous visit to a page goes to the sign-in
+// form, which carries the page along (through a failed attempt too) and goes there once
+// signed in; a next that leaves the console goes to the dashboard instead.
+func TestSignInReturnsToThePageAsked(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	c.user(viewerUser)
+	anon := c.login("")
+	resp, body := anon.get("/messages?status=sent")
+	login := wantRedirect(t, "anonymous page", resp, body, "/login?next=")
+	_, form := anon.get(login)
+	wantContains(t, "sign-in form", form, `name="next" value="/messages?status=sent"`)
+	resp, form = anon.post("/login", url.Values{"username": {viewerUser}, "password": {"wrong-password"}, "next": {"/messages?status=sent"}})
+	wantStatus(t, "wrong password", resp, form, http.StatusUnauthorized)
+	wantContains(t, "sign-in form after a wrong password", form, `name="next" value="/messages?status=sent"`)
+	resp, body = anon.post("/login", url.Values{"username": {viewerUser}, "password": {testPassword}, "next": {"/messages?status=sent"}})
+	if got := wantRedirect(t, "sign in", resp, body, "/"); got != "/messages?status=sent" {
+		t.Errorf("signed in to %q, want the page asked for", got)
+	}
+	other := c.login("")
+	resp, body = other.post("/login", url.Values{"username": {viewerUser}, "password": {testPassword}, "next": {"//evil.example/"}})
+	if got := wantRedirect(t, "sign in with an off-site next", resp, body, "/"); got != "/" {
+		t.Errorf("signed in to %q, want /", got)
+	}
+}
