@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -283,11 +284,21 @@ type Finish struct {
 func (s *Store) FinishAttempts(ctx context.Context, items []Finish) []error {
 	errs := make([]error, len(items))
 	var attempts []Attempt
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	// Rows are locked in id order, the order lease renewals lock them in; a deadlock
+	// with another transaction all the same (the sent rows are updated after the
+	// others) runs the batch again rather than leave claims to expire.
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(items[a].Message.ID, items[b].Message.ID) })
+	err := s.txRetry(ctx, func(tx *gorm.DB) error {
 		attempts = attempts[:0]
+		clear(errs)
 		now := Now()
 		var sent []int
-		for i, it := range items {
+		for _, i := range order {
+			it := items[i]
 			if it.Outcome.Status == StatusSent && it.Outcome.CountsAttempt && it.Outcome.Called {
 				sent = append(sent, i)
 				continue
@@ -595,13 +606,18 @@ func (s *Store) RenewLeases(ctx context.Context, ids, tokens []string, leaseUnti
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	res := s.db.WithContext(ctx).Model(&Message{}).
-		Where("id IN ? AND status = ? AND claim_token IN ?", ids, StatusSending, tokens).
-		UpdateColumn("lease_until", leaseUntil.UTC()) // not updated_at: it dates the claim
-	if res.Error != nil {
-		return 0, fmt.Errorf("models: renew leases: %w", res.Error)
+	var renewed int64
+	err := s.txRetry(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&Message{}).
+			Where("id IN ? AND status = ? AND claim_token IN ?", ids, StatusSending, tokens).
+			UpdateColumn("lease_until", leaseUntil.UTC()) // not updated_at: it dates the claim
+		renewed = res.RowsAffected
+		return res.Error
+	})
+	if err != nil {
+		return 0, fmt.Errorf("models: renew leases: %w", err)
 	}
-	return res.RowsAffected, nil
+	return renewed, nil
 }
 
 // releasePage is how many expired claims one statement releases.

@@ -216,6 +216,28 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return s.db.WithContext(ctx).Transaction(fn)
 }
 
+// txRetry is tx, run again (up to lockRetries times in all) when MySQL rolled it back
+// as a deadlock victim or after a lock wait timeout: the transaction left nothing behind
+// and can simply run again. fn must start from scratch each time it is called.
+func (s *Store) txRetry(ctx context.Context, fn func(tx *gorm.DB) error) error {
+	for try := 1; ; try++ {
+		err := s.tx(ctx, fn)
+		if err == nil || !isLockConflict(err) || try == lockRetries || ctx.Err() != nil {
+			return err
+		}
+		time.Sleep(time.Duration(try) * 5 * time.Millisecond)
+	}
+}
+
+// lockRetries is how many times txRetry runs a transaction that keeps losing lock conflicts.
+const lockRetries = 4
+
+// isLockConflict reports a MySQL deadlock (1213) or lock wait timeout (1205).
+func isLockConflict(err error) bool {
+	var me *mysqldriver.MySQLError
+	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
+}
+
 // isDuplicate reports whether err is a unique-key violation on either dialect.
 func isDuplicate(err error) bool {
 	var me *mysqldriver.MySQLError

@@ -228,7 +228,7 @@ func (s *Sweeper) activeSends() ([]activeSend, error) {
 	}
 	var out []activeSend
 	var errs []error
-	for queue := range Queues {
+	for queue := range MessageQueues {
 		for page := 1; ; page++ {
 			list, err := s.Inspector.ListActiveTasks(queue, asynq.PageSize(activePage), asynq.Page(page))
 			if errors.Is(err, asynq.ErrQueueNotFound) {

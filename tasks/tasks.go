@@ -22,15 +22,23 @@ const (
 	TypeRecover = "maintenance:recover"
 )
 
-// Queue names, one per message priority.
+// Queue names: one per message priority, and one for Herald's own upkeep (the sweeper
+// and the recovery pass), so that no operator sees work in a message queue they did
+// not send.
 const (
-	QueueHigh   = "high"
-	QueueNormal = "normal"
-	QueueLow    = "low"
+	QueueHigh        = "high"
+	QueueNormal      = "normal"
+	QueueLow         = "low"
+	QueueMaintenance = "maintenance"
 )
 
-// Queues maps queue names to their weights (DESIGN.md section 7: 6/3/1).
-var Queues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1}
+// MessageQueues maps the message queues to their weights: high 6, normal 3, low 1.
+var MessageQueues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1}
+
+// Queues are every queue a worker serves, with their weights. Maintenance tasks are few
+// and short (one every 3 s) but must not wait behind a backlog of messages: they weigh
+// as much as high.
+var Queues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1, QueueMaintenance: 6}
 
 // QueueFor returns the queue of a priority; unknown priorities go to normal.
 func QueueFor(priority string) string {
@@ -78,7 +86,7 @@ func SendTaskID(messageID, replaces string) string {
 
 // NewRecoverTask returns the periodic task that releases expired claims.
 func NewRecoverTask() *asynq.Task {
-	return asynq.NewTask(TypeRecover, nil, asynq.Queue(QueueHigh), asynq.MaxRetry(0))
+	return asynq.NewTask(TypeRecover, nil, asynq.Queue(QueueMaintenance), asynq.MaxRetry(0))
 }
 
 // maxAsynqRetry is generous: Herald's own handler errors are not counted as failures
@@ -87,7 +95,7 @@ const maxAsynqRetry = 25
 
 // NewSweepTask returns the periodic sweeper task.
 func NewSweepTask() *asynq.Task {
-	return asynq.NewTask(TypeSweep, nil, asynq.Queue(QueueHigh), asynq.MaxRetry(0))
+	return asynq.NewTask(TypeSweep, nil, asynq.Queue(QueueMaintenance), asynq.MaxRetry(0))
 }
 
 func parseSendPayload(b []byte) (SendMessagePayload, error) {
