@@ -23,7 +23,7 @@ import (
 	"herald/tasks"
 )
 
-// BenchmarkPipeline measures DESIGN.md section 10's targets in one run on MySQL and
+// BenchmarkPipeline measures the targets in docs/benchmarks.md in one run on MySQL and
 // Redis: raw Asynq no-op throughput, the drain rate of a backlog of distinct messages,
 // created-to-sent latency at a steady offered rate, and API accept latency. It reports
 // custom metrics; `make bench` runs it once.
@@ -322,7 +322,7 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 }
 
 // BenchmarkDashboard measures the live dashboard's render time with 1,000,000 message
-// rows (and attempts and a day of per-minute rollups) in MySQL: DESIGN.md's target is
+// rows (and attempts and a day of per-minute rollups) in MySQL: the target in docs/benchmarks.md is
 // p95 under 50 ms.
 func BenchmarkDashboard(b *testing.B) {
 	if os.Getenv("HERALD_TEST_MYSQL_DSN") == "" || os.Getenv("HERALD_TEST_REDIS_URL") == "" {

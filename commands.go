@@ -16,6 +16,20 @@ import (
 	"herald/simulator"
 )
 
+// openMigrated opens the configured database with every migration applied (under the
+// start lock, so a command run beside starting processes waits its turn).
+func openMigrated(ctx context.Context, getenv config.Getenv) (*models.Store, error) {
+	_, store, err := openStore(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := app.Migrate(ctx, store); err != nil {
+		store.Close()
+		return nil, err
+	}
+	return store, nil
+}
+
 // openStore loads the configuration and opens the database it names.
 func openStore(getenv config.Getenv) (*config.Config, *models.Store, error) {
 	cfg, err := config.Load(getenv)
@@ -61,30 +75,49 @@ func migrateCommand(ctx context.Context, args []string, getenv config.Getenv, st
 	return nil
 }
 
+// adminUsage lists the admin subcommands.
+const adminUsage = `usage: herald admin create --username U --role admin|operator|viewer (password on stdin)
+       herald admin reset-password --username U (new password on stdin)`
+
 func adminCommand(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer) error {
-	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: herald admin create --username U --role admin|operator|viewer (password on stdin)")
+	if len(args) == 0 {
+		return errors.New(adminUsage)
 	}
+	switch args[0] {
+	case "create":
+		return adminCreate(ctx, args[1:], getenv, stdin, stdout)
+	case "reset-password":
+		return adminResetPassword(ctx, args[1:], getenv, stdin, stdout)
+	}
+	return errors.New(adminUsage)
+}
+
+// readPassword reads one line from stdin: the password, without its line ending.
+func readPassword(stdin io.Reader) (string, error) {
+	password, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read password from stdin: %w", err)
+	}
+	return strings.TrimRight(password, "\r\n"), nil
+}
+
+func adminCreate(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("admin create", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	username := fs.String("username", "", "the new user's name")
 	role := fs.String("role", "admin", "admin, operator or viewer")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("admin create: %w", err)
 	}
-	password, err := bufio.NewReader(stdin).ReadString('\n')
-	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("admin create: read password from stdin: %w", err)
+	password, err := readPassword(stdin)
+	if err != nil {
+		return fmt.Errorf("admin create: %w", err)
 	}
-	password = strings.TrimRight(password, "\r\n")
-	_, store, err := openStore(getenv)
+	store, err := openMigrated(ctx, getenv)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if _, err := app.Migrate(ctx, store); err != nil {
-		return err
-	}
 	u, err := store.CreateUser(ctx, *username, password, models.Role(*role))
 	if err != nil {
 		return fmt.Errorf("admin create: %w", err)
@@ -94,6 +127,52 @@ func adminCommand(ctx context.Context, args []string, getenv config.Getenv, stdi
 		return err
 	}
 	fmt.Fprintf(stdout, "created %s user %s\n", u.Role, u.Username)
+	return nil
+}
+
+// adminResetPassword sets a console user's password without the old one, for a lost
+// password (the last admin's too): the new password comes from stdin and must pass the
+// same rule as everywhere else; every session of the user is signed out.
+func adminResetPassword(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("admin reset-password", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	username := fs.String("username", "", "the user whose password to set")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("admin reset-password: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("admin reset-password: unexpected argument %q (the password is read from stdin)", fs.Arg(0))
+	}
+	if strings.TrimSpace(*username) == "" {
+		return errors.New("admin reset-password: --username is required")
+	}
+	password, err := readPassword(stdin)
+	if err != nil {
+		return fmt.Errorf("admin reset-password: %w", err)
+	}
+	store, err := openMigrated(ctx, getenv)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	u, err := store.UserByUsername(ctx, *username)
+	if errors.Is(err, models.ErrNotFound) {
+		return fmt.Errorf("admin reset-password: no console user is named %q", models.NormalizeUsername(*username))
+	}
+	if err != nil {
+		return fmt.Errorf("admin reset-password: %w", err)
+	}
+	if err := store.ResetPassword(ctx, u.ID, password); err != nil {
+		return fmt.Errorf("admin reset-password: %w", err)
+	}
+	if err := store.Audit(ctx, models.AuditEntry{Actor: "cli", ActorType: "system", Action: "user.password_reset",
+		TargetType: "user", TargetID: u.Username, Detail: "sessions signed out"}); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "set a new password for %s user %s; their sessions were signed out\n", u.Role, u.Username)
+	if u.Disabled {
+		fmt.Fprintf(stdout, "note: %s is disabled and cannot sign in until an admin enables them on the Users page\n", u.Username)
+	}
 	return nil
 }
 
@@ -108,14 +187,11 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("apikey create: %w", err)
 	}
-	_, store, err := openStore(getenv)
+	store, err := openMigrated(ctx, getenv)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	if _, err := app.Migrate(ctx, store); err != nil {
-		return err
-	}
 	k, secret, err := store.CreateAPIKey(ctx, *name, *scopes, "cli")
 	if err != nil {
 		return fmt.Errorf("apikey create: %w", err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"regexp"
 	"strings"
 	"testing"
@@ -211,5 +212,111 @@ func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
 	}
 	if code, _, stderr := runHerald(t, env, "", "apikey", "create", "--name", "x", "--scopes", "root"); code != 1 || !strings.Contains(stderr, "scopes") {
 		t.Errorf("unknown scope: %d %q", code, stderr)
+	}
+}
+
+// openTestStore opens the database of env the way a command does, closed at the end of
+// the test.
+func openTestStore(t *testing.T, env map[string]string) *models.Store {
+	t.Helper()
+	_, store, err := openStore(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+func TestAdminResetPasswordSetsThePasswordAndSignsOut(t *testing.T) {
+	const oldPassword, newPassword = "night-shift-ledger", "amber-quarry-lantern-81"
+	env := testEnv(t)
+	if code, out, stderr := runHerald(t, env, oldPassword+"\n", "admin", "create", "--username", "ops", "--role", "admin"); code != 0 {
+		t.Fatalf("admin create: code %d, out %q, err %q", code, out, stderr)
+	}
+	ctx := context.Background()
+	store := openTestStore(t, env)
+	u, err := store.UserByUsername(ctx, "ops")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.CreateSession(ctx, u.ID, "127.0.0.1", "test", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+
+	code, out, stderr := runHerald(t, env, newPassword+"\n", "admin", "reset-password", "--username", "OPS")
+	if code != 0 || !strings.Contains(out, "user ops") || !strings.Contains(out, "signed out") {
+		t.Fatalf("reset-password: code %d, out %q, err %q", code, out, stderr)
+	}
+	if _, err := store.Authenticate(ctx, "ops", newPassword, "127.0.0.1"); err != nil {
+		t.Errorf("sign-in with the new password: %v", err)
+	}
+	if _, err := store.Authenticate(ctx, "ops", oldPassword, "127.0.0.1"); !errors.Is(err, models.ErrBadCredentials) {
+		t.Errorf("sign-in with the old password: %v, want %v", err, models.ErrBadCredentials)
+	}
+	if n, err := store.SessionCount(ctx, u.ID); err != nil || n != 0 {
+		t.Errorf("sessions after the reset: %d (%v), want 0", n, err)
+	}
+	audit, err := store.ListAudit(ctx, models.AuditFilter{Action: "user.password_reset"}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(audit) != 1 || audit[0].Actor != "cli" || audit[0].ActorType != "system" || audit[0].TargetID != "ops" {
+		t.Fatalf("audit entries user.password_reset: %+v, want one by cli for ops", audit)
+	}
+
+	// Refusals: one line naming the rule or the problem, and nothing changes.
+	refusals := []struct {
+		name, stdin string
+		args        []string
+		want        string
+	}{
+		{"weak password", "qwertyuiop12\n", []string{"--username", "ops"}, "password: is too easy to guess. This is similar to a commonly used password"},
+		{"short password", "short\n", []string{"--username", "ops"}, "password: must be at least 10 characters"},
+		{"password with the username", "ops-amber-quarry-lantern\n", []string{"--username", "ops"}, "password: must not contain the username"},
+		{"unknown user", newPassword + "\n", []string{"--username", "ghost"}, `admin reset-password: no console user is named "ghost"`},
+		{"no username", newPassword + "\n", nil, "admin reset-password: --username is required"},
+	}
+	for _, tt := range refusals {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := runHerald(t, env, tt.stdin, append([]string{"admin", "reset-password"}, tt.args...)...)
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
+			if code != 1 || len(lines) != 1 || !strings.Contains(lines[0], tt.want) {
+				t.Errorf("code %d, stdout %q, stderr %q; want 1 and one line with %q", code, out, stderr, tt.want)
+			}
+		})
+	}
+	if _, err := store.Authenticate(ctx, "ops", newPassword, "127.0.0.1"); err != nil {
+		t.Errorf("the password changed on a refused reset: %v", err)
+	}
+	if audit, err := store.ListAudit(ctx, models.AuditFilter{Action: "user.password_reset"}, 10); err != nil || len(audit) != 1 {
+		t.Errorf("audit entries after refused resets: %d (%v), want still 1", len(audit), err)
+	}
+}
+
+// TestHelpListsEveryCommand: help, -h and --help print one line for every command and
+// subcommand, and exit 0; an unknown command prints the same list to stderr.
+func TestHelpListsEveryCommand(t *testing.T) {
+	commands := []string{"serve", "migrate up|status", "admin create", "admin reset-password", "apikey create", "simulate", "help"}
+	for _, arg := range []string{"help", "-h", "--help"} {
+		t.Run(arg, func(t *testing.T) {
+			code, out, stderr := runHerald(t, map[string]string{}, "", arg)
+			if code != 0 || stderr != "" {
+				t.Fatalf("herald %s: code %d, stderr %q; want 0 and nothing on stderr", arg, code, stderr)
+			}
+			for _, c := range commands {
+				n := len(regexp.MustCompile(`(?m)^  `+regexp.QuoteMeta(c)+`\b.*\S\s{2,}\S`).FindAllString(out, -1))
+				if n != 1 {
+					t.Errorf("herald %s lists %q on %d lines with a description, want 1:\n%s", arg, c, n, out)
+				}
+			}
+		})
+	}
+	code, _, stderr := runHerald(t, map[string]string{}, "", "frobnicate")
+	if code != 2 || !strings.Contains(stderr, `unknown command "frobnicate"`) || !strings.Contains(stderr, "admin reset-password") {
+		t.Errorf("unknown command: code %d, stderr %q; want 2 and the list of commands", code, stderr)
+	}
+	code, _, stderr = runHerald(t, map[string]string{}, "", "admin", "promote")
+	if code != 1 || !strings.Contains(stderr, "admin create") || !strings.Contains(stderr, "admin reset-password") {
+		t.Errorf("unknown admin subcommand: code %d, stderr %q; want 1 and both admin subcommands", code, stderr)
 	}
 }

@@ -17,11 +17,13 @@ import (
 const usage = `usage: herald [command] [flags]
 
 commands:
-  serve [--role all|web|worker|scheduler]    run Herald (the default command)
+  serve [--role all|web|worker|scheduler]    run Herald (the default command); stop with Ctrl-C or SIGTERM
   migrate up|status                          apply or list database migrations
   admin create --username U --role R         create a console user; password on stdin
+  admin reset-password --username U          set a user's password (on stdin) and sign them out
   apikey create --name N --scopes send,read  create an API key (printed once)
-  simulate [--addr A] [--smtp-addr A] ...    run the platform simulator (see --help)
+  simulate [--addr A] [--smtp-addr A] ...    run the platform simulator (see simulate --help)
+  help, -h, --help                           show this list
 
 Configuration comes from HERALD_* environment variables; see README.md.
 `
@@ -36,6 +38,10 @@ func main() {
 
 // run executes one command and returns the process exit code.
 func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && isHelp(args[0]) {
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
 	cmd := "serve"
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
@@ -52,9 +58,6 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 		err = apikeyCommand(ctx, args, getenv, stdout, stderr)
 	case "simulate":
 		err = simulateCommand(ctx, args, stdout)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
 	default:
 		fmt.Fprintf(stderr, "herald: unknown command %q\n\n%s", cmd, usage)
 		return 2
@@ -64,4 +67,13 @@ func run(ctx context.Context, args []string, getenv config.Getenv, stdin io.Read
 		return 1
 	}
 	return 0
+}
+
+// isHelp reports whether a first argument asks for the list of commands.
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
 }

@@ -257,7 +257,7 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 	}
 	// The full batch page renders with the people's names and the skipped person.
 	_, page := b.get("/batches/" + batchID)
-	for _, want := range []string{"Li Wei", "Liu Yang", "100.0%", "E1002: skipped, Not on duty"} {
+	for _, want := range []string{"Li Wei", "Liu Yang", "100.0%", "Wang Fang (E1002) — not on duty today"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("batch page does not show %q", want)
 		}

@@ -29,7 +29,7 @@ type Sender interface {
 	Send(ctx context.Context, m Message) (Receipt, error)
 }
 
-// Class is an error class (DESIGN.md section 7); the retry policy is keyed by it.
+// Class is an error class (docs/retries.md); the retry policy is keyed by it.
 type Class string
 
 // The error classes.

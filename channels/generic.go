@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// Generic sends through the in-house IM contract shared by Tianyuan and Zhaohu
-// (DESIGN.md section 9): POST {base_url}{path} with a bearer token and a JSON body,
+// Generic sends through the in-house IM contract shared by Tianyuan and Zhaohu:
+// POST {base_url}{path} with a bearer token and a JSON body,
 // answered with {"code":0,"msg_id":…} on success. It is safe for concurrent use.
 type Generic struct {
 	platform string // "tianyuan" or "zhaohu"; names deliveries and errors

@@ -48,6 +48,9 @@ type Request struct {
 	Recipients   []string // external ids
 	RecipientIDs []int64
 	ToOnDuty     bool
+	// Departments and Branches name whole groups: every active recipient in them.
+	Departments []string
+	Branches    []string
 
 	Template  string
 	Variables map[string]string
@@ -85,6 +88,7 @@ const (
 	maxTextLen     = 64 << 10
 	maxSubjectLen  = 255
 	maxExternalLen = 64
+	maxGroupLen    = 128
 )
 
 // Priorities are the accepted priority names.
@@ -168,7 +172,7 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 	if req.SendAt != nil {
 		sendAt = req.SendAt.UTC().Truncate(time.Microsecond)
 	}
-	people, rejected, err := d.resolve(ctx, req)
+	people, rejected, requested, err := d.resolve(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +194,7 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 
 	b := &models.Batch{ID: models.NewID(), Source: req.Source, Actor: req.Actor, APIKeyID: req.APIKeyID,
 		RequestHash: req.RequestHash, Platform: acct.Platform, AccountID: acct.ID, Priority: req.Priority,
-		SendAt: req.SendAt, ToOnDuty: req.ToOnDuty, Requested: len(req.Recipients) + len(req.RecipientIDs)}
+		SendAt: req.SendAt, ToOnDuty: req.ToOnDuty, Requested: requested}
 	if req.IdempotencyKey != "" {
 		b.IdempotencyKey = &req.IdempotencyKey
 	}
@@ -226,13 +230,13 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 			if subject, body, err = tmpl.Render(ctx, acct.Platform, req.Variables, p); err != nil {
 				var fe *models.FieldError
 				if errors.As(err, &fe) {
-					return nil, models.Invalid("template", "compose.check.for_recipient", "Recipient", p.ExternalID, "Err", fe)
+					return nil, models.Invalid("template", "compose.check.for_recipient", "Recipient", who(p), "Err", fe)
 				}
 				return nil, err
 			}
 			field = "template"
 		}
-		if err := checkSize(field, acct.Platform, p.ExternalID,
+		if err := checkSize(field, acct.Platform, who(p),
 			channels.Message{MsgType: msgType, Title: truncateRunes(subject, maxSubjectLen), Content: body}); err != nil {
 			return nil, err
 		}
@@ -264,8 +268,9 @@ func validate(req *Request, now time.Time) error {
 		return models.Invalid("platform", "compose.check.platform_required")
 	}
 	n := len(req.Recipients) + len(req.RecipientIDs)
+	groups := len(req.Departments) + len(req.Branches)
 	switch {
-	case n == 0 && !req.ToOnDuty:
+	case n == 0 && groups == 0 && !req.ToOnDuty:
 		return models.Invalid("recipients", "compose.check.recipients_none")
 	case n > MaxRecipients:
 		return models.Invalid("recipients", "compose.check.recipients_too_many", "Max", MaxRecipients, "Got", n)
@@ -273,6 +278,13 @@ func validate(req *Request, now time.Time) error {
 	for i, r := range req.Recipients {
 		if strings.TrimSpace(r) == "" || len(r) > maxExternalLen {
 			return models.Invalid(fmt.Sprintf("recipients[%d]", i), "compose.check.recipient_id", "Max", maxExternalLen)
+		}
+	}
+	for _, g := range [][]string{req.Departments, req.Branches} {
+		for _, name := range g {
+			if strings.TrimSpace(name) == "" || len(name) > maxGroupLen {
+				return models.Invalid("recipients", "compose.check.group_name", "Max", maxGroupLen)
+			}
 		}
 	}
 	if req.Template == "" {
@@ -363,15 +375,37 @@ func (d *Dispatcher) account(ctx context.Context, req Request) (*models.Account,
 	return acct, nil
 }
 
-// resolve loads the named people, once each, in request order, and rejects unknown ones.
-func (d *Dispatcher) resolve(ctx context.Context, req Request) ([]models.Recipient, models.Reasons, error) {
+// who names a person in a message: name and external id.
+func who(p *models.Recipient) string {
+	if p.Name == "" {
+		return p.ExternalID
+	}
+	return p.Name + " (" + p.ExternalID + ")"
+}
+
+// resolve loads the named people, once each, in request order, rejecting unknown ones,
+// then the members of the whole departments and branches named, by id. requested counts
+// the people asked for: those named and the groups' members.
+func (d *Dispatcher) resolve(ctx context.Context, req Request) (people []models.Recipient, rejected models.Reasons, requested int, err error) {
 	byExt, err := d.Store.RecipientsByExternalIDs(ctx, dedupe(req.Recipients))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	byID, err := d.Store.RecipientsByIDs(ctx, dedupe(req.RecipientIDs))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
+	}
+	// One more than allowed tells a group too large from one just large enough.
+	members, err := d.Store.ActiveRecipientsIn(ctx, dedupe(req.Departments), dedupe(req.Branches), MaxRecipients+1)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	requested = len(req.Recipients) + len(req.RecipientIDs) + len(members)
+	if requested > MaxRecipients {
+		return nil, nil, 0, models.Invalid("recipients", "compose.check.recipients_too_many", "Max", MaxRecipients, "Got", requested)
+	}
+	if len(members) == 0 && len(req.Departments)+len(req.Branches) > 0 && len(req.Recipients)+len(req.RecipientIDs) == 0 && !req.ToOnDuty {
+		return nil, nil, 0, models.Invalid("recipients", "compose.check.groups_empty")
 	}
 	ext := make(map[string]models.Recipient, len(byExt))
 	for _, p := range byExt {
@@ -381,11 +415,7 @@ func (d *Dispatcher) resolve(ctx context.Context, req Request) ([]models.Recipie
 	for _, p := range byID {
 		ids[p.ID] = p
 	}
-	var (
-		people   []models.Recipient
-		rejected models.Reasons
-		seen     = map[int64]bool{}
-	)
+	seen := map[int64]bool{}
 	add := func(p models.Recipient) {
 		if !seen[p.ID] {
 			seen[p.ID] = true
@@ -406,7 +436,10 @@ func (d *Dispatcher) resolve(ctx context.Context, req Request) ([]models.Recipie
 			rejected = append(rejected, models.Reason{Recipient: fmt.Sprint(id), Reason: ReasonUnknownRecipient})
 		}
 	}
-	return people, rejected, nil
+	for _, p := range members {
+		add(p)
+	}
+	return people, rejected, requested, nil
 }
 
 // addOnDuty adds everyone on the roster who is not named already.

@@ -7,7 +7,7 @@ import (
 	"herald/models"
 )
 
-// Skip reasons of the duty rule (DESIGN.md section 6).
+// Skip reasons of the duty rule.
 const (
 	ReasonOffDuty           = "off_duty"
 	ReasonDutyNotConfigured = "duty_not_configured"

@@ -265,7 +265,7 @@ func TestIntakeRefusesPlantedTemplates(t *testing.T) {
 		message  string
 	}{
 		{"runaway", nil, "template runaway is broken: body: line 1:8: range is not allowed"},
-		{"echo", map[string]string{"t": strings.Repeat("x", 1000)}, "for E1: body: renders more than 2048 bytes; wecom accepts 2048"},
+		{"echo", map[string]string{"t": strings.Repeat("x", 1000)}, "for Li Wei (E1): body: renders more than 2048 bytes; wecom accepts 2048"},
 	}
 	for _, tt := range tests {
 		_, err := d.Plan(ctx, Request{Source: "api", Account: "wc", Recipients: []string{"E1"}, Template: tt.template, Variables: tt.vars})

@@ -16,7 +16,7 @@ import (
 // SecretMask stands in for a stored secret on reads; sending it back keeps the secret.
 const SecretMask = "********"
 
-// accountJSON is the API's account shape (DESIGN.md section 8).
+// accountJSON is the API's account shape (docs/api.md).
 type accountJSON struct {
 	Name                string         `json:"name"`
 	Platform            string         `json:"platform"`
@@ -164,7 +164,7 @@ func (h *Handlers) APIDeleteAccount(c *gin.Context) {
 	}
 	err = h.Dispatch.DeleteAccount(c.Request.Context(), a, apiActor(c))
 	if errors.Is(err, models.ErrInUse) {
-		APIError(c, http.StatusConflict, "in_use", "the account has undelivered messages; disable it instead, or wait", "")
+		APIError(c, http.StatusConflict, "in_use", tr(c, "api.account_in_use"), "")
 		return
 	}
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"herald/models"
 )
 
-// sendRequest is the body of POST /api/v1/messages (DESIGN.md section 8).
+// sendRequest is the body of POST /api/v1/messages (docs/api.md).
 type sendRequest struct {
 	Platform       string            `json:"platform"`
 	Account        string            `json:"account"`

@@ -10,7 +10,7 @@ import (
 	"herald/models"
 )
 
-// recipientJSON is the API's recipient shape (DESIGN.md section 8).
+// recipientJSON is the API's recipient shape (docs/api.md).
 type recipientJSON struct {
 	ExternalID  string         `json:"external_id"`
 	Name        string         `json:"name"`

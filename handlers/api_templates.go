@@ -10,13 +10,15 @@ import (
 	"herald/models"
 )
 
-// templateJSON is the API's template shape (DESIGN.md section 8).
+// templateJSON is the API's template shape (docs/api.md).
 type templateJSON struct {
-	Name      string   `json:"name"`
-	MsgType   string   `json:"msg_type"`
-	Subject   string   `json:"subject"`
-	Body      string   `json:"body"`
-	Variables []string `json:"variables"`
+	Name string `json:"name"`
+	// DisplayName is what the console shows, in any language; Name stays the API's.
+	DisplayName string   `json:"display_name"`
+	MsgType     string   `json:"msg_type"`
+	Subject     string   `json:"subject"`
+	Body        string   `json:"body"`
+	Variables   []string `json:"variables"`
 }
 
 func toTemplateJSON(t models.Template) templateJSON {
@@ -24,17 +26,20 @@ func toTemplateJSON(t models.Template) templateJSON {
 	if vars == nil {
 		vars = []string{}
 	}
-	return templateJSON{Name: t.Name, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, Variables: vars}
+	return templateJSON{Name: t.Name, DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, Variables: vars}
 }
 
 // templateFrom validates a template body with the same rule the console uses.
 func templateFrom(body templateJSON) (*models.Template, error) {
-	t := &models.Template{Name: strings.TrimSpace(body.Name), MsgType: body.MsgType, Subject: body.Subject,
-		Body: body.Body, Variables: models.StringList(body.Variables)}
+	t := &models.Template{Name: strings.TrimSpace(body.Name), DisplayName: body.DisplayName, MsgType: body.MsgType,
+		Subject: body.Subject, Body: body.Body, Variables: models.StringList(body.Variables)}
 	if t.MsgType == "" {
 		t.MsgType = "text"
 	}
 	if _, err := dispatch.CompileTemplate(t); err != nil {
+		return nil, err
+	}
+	if err := t.CheckDisplayName(); err != nil {
 		return nil, err
 	}
 	return t, nil

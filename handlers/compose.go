@@ -15,12 +15,76 @@ import (
 	"herald/views"
 )
 
-// composeListLimit caps the recipients the form lists.
+// composeListLimit caps the recipients the form lists; a search narrows the list.
 const composeListLimit = 2000
 
-// ComposeForm shows an empty compose form.
+// maxPeopleQuery caps the search of people, in characters.
+const maxPeopleQuery = 100
+
+// composeSearchLimit caps the active recipients a search looks through: as many as one
+// request may name.
+const composeSearchLimit = dispatch.MaxRecipients
+
+// ComposeForm shows an empty compose form; ?q= narrows its list of people (the search
+// box without htmx).
 func (h *Handlers) ComposeForm(c *gin.Context) {
-	h.renderCompose(c, http.StatusOK, views.ComposeForm{Priority: "normal"}, nil)
+	h.renderCompose(c, http.StatusOK, views.ComposeForm{Priority: "normal", Query: c.Query("q")}, nil)
+}
+
+// ComposePeople renders the compose form's list of people for ?q= (an htmx partial):
+// those the search finds, sorted by name, and still every person already ticked
+// (?recipient=), so that a search never drops a choice.
+func (h *Handlers) ComposePeople(c *gin.Context) {
+	selected := map[int64]bool{}
+	for _, v := range c.QueryArray("recipient") {
+		if id, err := strconv.ParseInt(v, 10, 64); err == nil {
+			selected[id] = true
+		}
+	}
+	picker, err := h.peoplePicker(c, c.Query("q"), selected)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, http.StatusOK, views.ComposePeople(picker))
+}
+
+// peoplePicker finds the active people a search names (models.PersonMatches), in name
+// order (Chinese names by pinyin), at most composeListLimit of them, and the ticked
+// people the list leaves out.
+func (h *Handlers) peoplePicker(c *gin.Context, query string, selected map[int64]bool) (views.PeoplePicker, error) {
+	ctx := c.Request.Context()
+	query = strings.TrimSpace(query)
+	if r := []rune(query); len(r) > maxPeopleQuery {
+		query = string(r[:maxPeopleQuery])
+	}
+	v := views.PeoplePicker{Query: query, Selected: selected}
+	all, err := h.Store.ActiveRecipients(ctx, composeSearchLimit)
+	if err != nil {
+		return v, err
+	}
+	v.Total = len(all)
+	models.SortRecipientsByName(all)
+	v.People = models.FindPeople(all, query)
+	v.Matches = len(v.People)
+	if len(v.People) > composeListLimit {
+		v.People = v.People[:composeListLimit]
+	}
+	shown := make(map[int64]bool, len(v.People))
+	for _, p := range v.People {
+		shown[p.ID] = true
+	}
+	var missing []int64
+	for id, ok := range selected {
+		if ok && !shown[id] {
+			missing = append(missing, id)
+		}
+	}
+	if v.Chosen, err = h.Store.RecipientsByIDs(ctx, missing); err != nil {
+		return v, err
+	}
+	models.SortRecipientsByName(v.Chosen)
+	return v, nil
 }
 
 // composeFields are the fields the compose form shows errors beside; an error about
@@ -29,7 +93,8 @@ var composeFields = map[string]bool{"account": true, "template": true, "recipien
 	"content.text": true, "priority": true, "send_at": true, "variables": true}
 
 // composeRequest reads the form into an intake request, the same one the API builds:
-// people by id, whole departments (their active members), everyone on duty, a template
+// people by id, whole departments and branches (their active members, which dispatch
+// finds), everyone on duty, a template
 // with its variables or free text, and a send time in the console's time zone.
 func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.Request, map[string]string, error) {
 	f := views.ComposeForm{
@@ -41,6 +106,7 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 		SendAt:       strings.TrimSpace(c.PostForm("send_at")),
 		RecipientIDs: map[int64]bool{},
 		Departments:  map[string]bool{},
+		Branches:     map[string]bool{},
 		Variables:    map[string]string{},
 	}
 	errs := map[string]string{}
@@ -58,16 +124,14 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 		f.RecipientIDs[id] = true
 		ids = append(ids, id)
 	}
-	var departments []string
-	for _, d := range c.PostFormArray("department") {
+	// Whole departments and branches: dispatch adds their active members.
+	departments, branches := c.PostFormArray("department"), c.PostFormArray("branch")
+	for _, d := range departments {
 		f.Departments[d] = true
-		departments = append(departments, d)
 	}
-	members, err := h.Store.ActiveRecipientIDsInDepartments(c.Request.Context(), departments)
-	if err != nil {
-		return f, dispatch.Request{}, nil, err
+	for _, b := range branches {
+		f.Branches[b] = true
 	}
-	ids = append(ids, members...)
 	if f.Template != "" {
 		// PostForm above parsed the body; variables.<name> are the template's inputs.
 		for key, list := range c.Request.PostForm {
@@ -77,7 +141,7 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 		}
 	}
 	req := dispatch.Request{Source: "console", Actor: CurrentUser(c).Username, AccountID: f.AccountID, RecipientIDs: ids,
-		ToOnDuty: f.ToOnDuty, Template: f.Template, Subject: f.Subject, Text: f.Text, Priority: f.Priority}
+		Departments: departments, Branches: branches, ToOnDuty: f.ToOnDuty, Template: f.Template, Subject: f.Subject, Text: f.Text, Priority: f.Priority}
 	if f.Template != "" {
 		req.Variables = f.Variables
 	}
@@ -111,9 +175,24 @@ func composeErrors(c *gin.Context, err error) (map[string]string, bool) {
 		field = "account"
 	}
 	if composeFields[field] || strings.HasPrefix(field, "variables.") {
-		return map[string]string{field: fe.In(c.Request.Context())}, true
+		return map[string]string{field: composeMessage(c, fe)}, true
 	}
-	return map[string]string{"": composeFieldError(c, fe.Field, fe.In(c.Request.Context()))}, true
+	return map[string]string{"": composeFieldError(c, fe.Field, composeMessage(c, fe))}, true
+}
+
+// composeWording words some of intake's messages as the form shows them: the API's
+// say what to send ("set to_on_duty"), the form's say what to pick.
+var composeWording = map[string]string{
+	"compose.check.recipients_none":   "compose.form_check.recipients_none",
+	"compose.check.platform_required": "compose.pick_account",
+}
+
+// composeMessage is a validation message as the compose form says it.
+func composeMessage(c *gin.Context, fe *models.FieldError) string {
+	if key, ok := composeWording[fe.Key]; ok {
+		return tr(c, key, fe.Args...)
+	}
+	return fe.In(c.Request.Context())
 }
 
 // composeFieldError is a validation message with the field it is about, named as the
@@ -124,6 +203,8 @@ func composeFieldError(c *gin.Context, field, message string) string {
 		label = name
 	} else if composeLabeled[field] {
 		label = tr(c, "compose.field."+strings.ReplaceAll(field, ".", "_"))
+	} else if strings.HasPrefix(field, "recipients[") {
+		label = tr(c, "compose.field.recipients")
 	}
 	return tr(c, "compose.field_error", "Field", label, "Message", message)
 }
@@ -160,7 +241,8 @@ func (h *Handlers) Compose(c *gin.Context) {
 }
 
 // ComposePreview shows who the form would reach, and who not and why, from dispatch's
-// plan: nothing is written (an htmx partial).
+// plan, and the message as one of them would receive it (?preview_for=, a recipient id;
+// the first by name without it): nothing is written (an htmx partial).
 func (h *Handlers) ComposePreview(c *gin.Context) {
 	ctx := c.Request.Context()
 	_, req, errs, err := h.composeRequest(c)
@@ -180,7 +262,7 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 	res, err := h.Dispatch.Plan(ctx, req)
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
-		v.Errors = []string{composeFieldError(c, fe.Field, fe.In(ctx))}
+		v.Errors = []string{composeFieldError(c, fe.Field, composeMessage(c, fe))}
 		render(c, http.StatusUnprocessableEntity, views.ComposePreviewPanel(v))
 		return
 	}
@@ -189,22 +271,74 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 		return
 	}
 	ids := make([]int64, len(res.Messages))
-	v.Addresses = map[int64]string{}
+	v.Messages = make(map[int64]models.Message, len(res.Messages))
 	for i, m := range res.Messages {
 		ids[i] = m.RecipientID
-		v.Addresses[m.RecipientID] = m.Address
+		v.Messages[m.RecipientID] = m
 	}
 	if v.Receive, err = h.Store.RecipientsByIDs(ctx, ids); err != nil {
 		h.serverError(c, err)
 		return
 	}
-	slices.SortFunc(v.Receive, func(a, b models.Recipient) int { return strings.Compare(a.Name, b.Name) })
-	v.Skipped, v.Rejected, v.Platform = res.Skipped, res.Rejected, res.Batch.Platform
+	models.SortRecipientsByName(v.Receive)
+	if len(v.Receive) > 0 {
+		v.For = v.Receive[0].ID
+		if id, err := strconv.ParseInt(c.PostForm("preview_for"), 10, 64); err == nil {
+			if _, ok := v.Messages[id]; ok {
+				v.For = id
+			}
+		}
+	}
+	if v.Skipped, v.Rejected, err = h.reasonLines(c, res.Skipped, res.Rejected); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	v.Platform = res.Batch.Platform
 	if res.Roster != nil {
 		v.Date, v.NoDuty = res.Roster.Date, res.Roster.Empty()
 	}
 	v.SendAt = req.SendAt
 	render(c, http.StatusOK, views.ComposePreviewPanel(v))
+}
+
+// reasonLines names the people of skipped and rejected reasons (an unknown one keeps
+// the id it was asked for), so that the console shows who, not just their codes.
+func (h *Handlers) reasonLines(c *gin.Context, skipped, rejected models.Reasons) ([]views.ReasonLine, []views.ReasonLine, error) {
+	ext := make([]string, 0, len(skipped)+len(rejected))
+	for _, r := range slices.Concat(skipped, rejected) {
+		// An unknown recipient has no name; the console asks by database id, which
+		// another person's external id could equal.
+		if r.Reason != dispatch.ReasonUnknownRecipient {
+			ext = append(ext, r.Recipient)
+		}
+	}
+	names, err := h.Store.RecipientNames(c.Request.Context(), ext)
+	if err != nil {
+		return nil, nil, err
+	}
+	lines := func(rs models.Reasons) []views.ReasonLine {
+		out := make([]views.ReasonLine, len(rs))
+		for i, r := range rs {
+			out[i] = views.ReasonLine{ExternalID: r.Recipient, Reason: r.Reason}
+			if r.Reason != dispatch.ReasonUnknownRecipient {
+				out[i].Name = names[r.Recipient]
+			}
+		}
+		// Named people by name, then the unknown ids as asked.
+		slices.SortStableFunc(out, func(a, b views.ReasonLine) int {
+			switch {
+			case a.Name == "" && b.Name == "":
+				return 0
+			case a.Name == "":
+				return 1
+			case b.Name == "":
+				return -1
+			}
+			return models.CompareNames(a.Name, b.Name)
+		})
+		return out
+	}
+	return lines(skipped), lines(rejected), nil
 }
 
 // ComposeContent renders the content fields for ?template= (an htmx partial): the
@@ -238,7 +372,7 @@ func (h *Handlers) renderCompose(c *gin.Context, status int, f views.ComposeForm
 		h.serverError(c, err)
 		return
 	}
-	if v.People, err = h.Store.ActiveRecipients(ctx, composeListLimit); err != nil {
+	if v.People, err = h.peoplePicker(c, f.Query, f.RecipientIDs); err != nil {
 		h.serverError(c, err)
 		return
 	}
@@ -246,6 +380,13 @@ func (h *Handlers) renderCompose(c *gin.Context, status int, f views.ComposeForm
 		h.serverError(c, err)
 		return
 	}
+	if v.Branches, err = h.Store.ActiveBranches(ctx); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	// Chinese names by pinyin, as people are.
+	slices.SortFunc(v.Departments, models.CompareNames)
+	slices.SortFunc(v.Branches, models.CompareNames)
 	if v.Templates, err = h.Store.Templates(ctx); err != nil {
 		h.serverError(c, err)
 		return
@@ -271,9 +412,16 @@ const batchListLimit = 1000
 // Batch shows one batch with live progress.
 func (h *Handlers) Batch(c *gin.Context) {
 	v, ok := h.batchView(c)
-	if ok {
-		render(c, http.StatusOK, views.BatchPage(page(c, tr(c, "title.batch"), ""), v))
+	if !ok {
+		return
 	}
+	// Who was not sent to, by name: only the full page shows them, not its live part.
+	var err error
+	if v.Skipped, v.Rejected, err = h.reasonLines(c, v.Batch.Skipped, v.Batch.Rejected); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, http.StatusOK, views.BatchPage(page(c, tr(c, "title.batch"), ""), v))
 }
 
 // BatchProgress renders the live part of the batch page (an htmx partial).
@@ -309,5 +457,6 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 		h.serverError(c, err)
 		return views.BatchView{}, false
 	}
+	slices.SortStableFunc(msgs, func(a, b models.BatchMessage) int { return models.CompareNames(a.RecipientName, b.RecipientName) })
 	return views.BatchView{Batch: b, Messages: msgs, Counts: counts}, true
 }

@@ -139,9 +139,10 @@ func (r csvRow) get(columns []string, col string) string {
 }
 
 // readCSV parses an import: a header line naming columns (in any order; each must be one
-// of columns, and every required one must be there), then data rows. Cells come back
-// arranged in the order of columns; a column the file lacks reads as empty.
-func readCSV(text string, columns, required []string) ([]csvRow, error) {
+// of columns, or a name aliases maps to one, and every required one must be there), then
+// data rows. Cells come back arranged in the order of columns; a column the file lacks
+// reads as empty.
+func readCSV(text string, columns []string, aliases map[string]string, required []string) ([]csvRow, error) {
 	r := csv.NewReader(strings.NewReader(text))
 	r.FieldsPerRecord = -1
 	r.TrimLeadingSpace = true
@@ -152,6 +153,9 @@ func readCSV(text string, columns, required []string) ([]csvRow, error) {
 	pos := make([]int, len(header)) // file column → index in columns
 	for i, h := range header {
 		h = strings.ToLower(strings.TrimSpace(h))
+		if col, ok := aliases[h]; ok {
+			h = col
+		}
 		j := slices.Index(columns, h)
 		if j < 0 {
 			return nil, models.Invalid("csv", "import.unknown_column", "Column", strconv.Quote(h), "Columns", strings.Join(columns, ","))
@@ -162,7 +166,7 @@ func readCSV(text string, columns, required []string) ([]csvRow, error) {
 		pos[i] = j
 	}
 	for _, col := range required {
-		if !slices.ContainsFunc(header, func(h string) bool { return strings.ToLower(strings.TrimSpace(h)) == col }) {
+		if !slices.Contains(pos, slices.Index(columns, col)) {
 			return nil, models.Invalid("csv", "import.column_required", "Column", col)
 		}
 	}
@@ -226,7 +230,11 @@ func fromSpreadsheet(s string) string {
 	return s
 }
 
-// rowError is the message of a row's error in the preview: the line, then what is wrong.
-func rowError(c *gin.Context, line int, message string) string {
-	return tr(c, "import.line", "Line", line, "Error", message)
+// rowErrors are the messages of a row's problems in the preview, each with the line.
+func rowErrors(c *gin.Context, line int, messages []string) []string {
+	out := make([]string, len(messages))
+	for i, m := range messages {
+		out[i] = tr(c, "import.line", "Line", line, "Error", m)
+	}
+	return out
 }

@@ -36,7 +36,8 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 	ctx := c.Request.Context()
 	loc := h.Dispatch.Location
 	today := time.Now().In(loc)
-	d := views.Duty{OverrideForm: of, HolidayForm: hf, Notice: h.notice(c), Year: today.Year(), OverrideDays: overrideDays}
+	d := views.Duty{OverrideForm: of, HolidayForm: hf, Notice: h.notice(c), Year: today.Year(), OverrideDays: overrideDays,
+		NoticeAtHolidays: c.Query("year") != ""}
 	var err error
 	if d.Week, err = h.dutyWeek(c); err != nil {
 		h.serverError(c, err)
@@ -311,7 +312,7 @@ func (h *Handlers) SetDutyHoliday(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "duty.holiday.set", "duty", hd.Date, hd.Kind)
-	h.redirectNotice(c, "/duty?year="+hd.Date[:4]+"#holidays", "saved", hd.Date)
+	h.redirectNotice(c, holidaysPath(hd.Date), "saved", tr(c, "duty.notice.holiday", "Date", hd.Date))
 }
 
 // DeleteDutyHoliday removes the holiday entry of a date.
@@ -327,11 +328,17 @@ func (h *Handlers) DeleteDutyHoliday(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "duty.holiday.delete", "duty", date, "")
-	year := ""
+	h.redirectNotice(c, holidaysPath(date), "deleted", tr(c, "duty.notice.holiday", "Date", date))
+}
+
+// holidaysPath is the duty page scrolled to the holidays of date's year. The page shows
+// the notice of a holiday action there, above the list (views.Duty.NoticeAtHolidays):
+// at the top of the page it would be out of sight.
+func holidaysPath(date string) string {
 	if len(date) >= 4 {
-		year = "?year=" + date[:4]
+		return "/duty?year=" + date[:4] + "#holidays"
 	}
-	h.redirectNotice(c, "/duty"+year, "deleted", tr(c, "duty.notice.holiday", "Date", date))
+	return "/duty#holidays"
 }
 
 // holidayColumns are the columns of a holiday CSV file.
@@ -362,7 +369,7 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 		return
 	}
 	v.CSV, v.ReadAs = text, readAs
-	rows, err := readCSV(text, holidayColumns, []string{"date", "kind"})
+	rows, err := readCSV(text, holidayColumns, nil, []string{"date", "kind"})
 	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
 		return
@@ -376,22 +383,23 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 	for i, r := range rows {
 		list[i] = holidayFrom(r.get(holidayColumns, "date"), r.get(holidayColumns, "kind"), "", r.get(holidayColumns, "name"))
 		row := views.ImportRow{Line: r.line, Cells: r.cells, Action: "save"}
+		var problem string
 		switch wd := r.get(holidayColumns, "as_weekday"); {
 		case r.err != nil:
-			row.Error = r.err.In(c.Request.Context())
+			problem = r.err.In(c.Request.Context())
 		default:
 			hd := holidayFrom(list[i].Date, list[i].Kind, wd, list[i].Name)
 			if _, err := strconv.Atoi(wd); wd != "" && err != nil {
-				row.Error = fieldMessage(c, models.Invalid("as_weekday", "duty.weekday_number"))
+				problem = fieldMessage(c, models.Invalid("as_weekday", "duty.weekday_number"))
 			} else if err := models.ValidateHoliday(&hd); err != nil {
-				row.Error = fieldMessage(c, err)
+				problem = fieldMessage(c, err)
 			} else if j, dup := seen[hd.Date]; dup {
-				row.Error = tr(c, "duty.import.duplicate", "Date", hd.Date, "Line", j)
+				problem = tr(c, "duty.import.duplicate", "Date", hd.Date, "Line", j)
 			}
 			list[i] = hd
 		}
-		if row.Error != "" {
-			row.Error = rowError(c, r.line, row.Error)
+		if problem != "" {
+			row.Errors = rowErrors(c, r.line, []string{problem})
 			v.Errors++
 		} else {
 			seen[list[i].Date] = r.line
@@ -417,5 +425,5 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "duty.holidays.import", "duty", "holidays", fmt.Sprintf("%d dates", len(list)))
-	h.redirectNotice(c, "/duty?year="+list[0].Date[:4]+"#holidays", "imported", i18n.N(c.Request.Context(), "duty.import.done", len(list)))
+	h.redirectNotice(c, holidaysPath(list[0].Date), "imported", i18n.N(c.Request.Context(), "duty.import.done", len(list)))
 }

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -22,12 +23,15 @@ import (
 var errorClasses = []string{string(channels.Throttled), string(channels.RateLimited), string(channels.Transient),
 	string(channels.Auth), string(channels.Permanent)}
 
+// maxNameSearch caps the name search of the message list, in characters.
+const maxNameSearch = 100
+
 // messageFilter reads the message list's filters with get (the query string, or the
 // form of a bulk re-send) and resolves names to ids. Values that cannot match anything
 // are reported in errs; nothing field-level is fatal.
 func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accounts []models.Account) (views.MessageFilter, models.MessageFilter, map[string]string, error) {
 	v := views.MessageFilter{Status: get("status"), Platform: get("platform"), Account: get("account"),
-		Recipient: strings.TrimSpace(get("recipient")), Batch: strings.TrimSpace(get("batch")), ErrorClass: get("error_class"),
+		Recipient: strings.TrimSpace(get("recipient")), Name: strings.TrimSpace(get("name")), Batch: strings.TrimSpace(get("batch")), ErrorClass: get("error_class"),
 		From: strings.TrimSpace(get("from")), To: strings.TrimSpace(get("to"))}
 	errs := map[string]string{}
 	var f models.MessageFilter
@@ -66,6 +70,12 @@ func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accoun
 			f.RecipientID = r.ID
 		}
 	}
+	if v.Name != "" {
+		if utf8.RuneCountInString(v.Name) > maxNameSearch {
+			errs["name"] = tr(c, "messages.filter.long_name", "Max", maxNameSearch)
+		}
+		f.RecipientName = v.Name
+	}
 	if v.Batch != "" {
 		if len(v.Batch) > 36 {
 			errs["batch"] = tr(c, "messages.filter.bad_batch")
@@ -79,7 +89,7 @@ func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accoun
 // messageQuery is the filter as a query string, to carry into links.
 func messageQuery(f views.MessageFilter) url.Values {
 	return url.Values{"status": {f.Status}, "platform": {f.Platform}, "account": {f.Account}, "recipient": {f.Recipient},
-		"batch": {f.Batch}, "error_class": {f.ErrorClass}, "from": {f.From}, "to": {f.To}}
+		"name": {f.Name}, "batch": {f.Batch}, "error_class": {f.ErrorClass}, "from": {f.From}, "to": {f.To}}
 }
 
 // Messages lists messages, newest first, filtered, one keyset page at a time.
@@ -266,7 +276,7 @@ func (h *Handlers) ResendForm(c *gin.Context) {
 func describeFilter(ctx context.Context, f views.MessageFilter) string {
 	var parts []string
 	for _, p := range [][2]string{{"platform", i18n.Name(ctx, "platform", f.Platform)}, {"account", f.Account},
-		{"recipient", f.Recipient}, {"batch", f.Batch}, {"error_class", i18n.Name(ctx, "class", f.ErrorClass)},
+		{"recipient", f.Recipient}, {"name", f.Name}, {"batch", f.Batch}, {"error_class", i18n.Name(ctx, "class", f.ErrorClass)},
 		{"from", f.From}, {"to", f.To}} {
 		if p[1] != "" {
 			parts = append(parts, i18n.T(ctx, "messages.resend."+p[0], "Value", p[1]))

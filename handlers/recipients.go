@@ -70,6 +70,37 @@ func (h *Handlers) Recipients(c *gin.Context) {
 // recipientColumns are the columns of a staff CSV file, import and export alike.
 var recipientColumns = []string{"external_id", "name", "org_type", "branch", "department", "tianyuan_id", "zhaohu_id", "wecom_userid", "email", "active"}
 
+// recipientAliases are the Chinese column names a staff CSV file may use instead.
+var recipientAliases = map[string]string{
+	"工号": "external_id", "姓名": "name", "机构类型": "org_type", "分行": "branch", "部门": "department",
+	"天元": "tianyuan_id", "招呼": "zhaohu_id", "企业微信": "wecom_userid", "邮箱": "email", "在职": "active",
+}
+
+// csvOrgType reads the org_type cell of a staff CSV file: head_office or branch, or
+// their Chinese names 总行 and 分行.
+func csvOrgType(s string) models.OrgType {
+	switch s {
+	case "总行":
+		return models.HeadOffice
+	case "分行":
+		return models.Branch
+	}
+	return models.OrgType(s)
+}
+
+// parseActive reads the active cell of a staff CSV file: true or false as
+// strconv.ParseBool reads them, or 是 (yes) and 否 (no).
+func parseActive(s string) (active, ok bool) {
+	switch s {
+	case "是":
+		return true, true
+	case "否":
+		return false, true
+	}
+	b, err := strconv.ParseBool(s)
+	return b, err == nil
+}
+
 // exportChunk is how many recipients an export reads at a time.
 const exportChunk = 1000
 
@@ -211,10 +242,34 @@ func (h *Handlers) SetRecipientActive(c *gin.Context) {
 // recipientImport is the staff import form, in the language of the request.
 func recipientImport(c *gin.Context) views.Import {
 	return views.Import{Title: tr(c, "title.import_staff"), Action: "/recipients/import", Back: "/recipients",
-		Intro:    tr(c, "recipients.import.intro"),
-		Columns:  recipientColumns,
-		Example:  strings.Join(recipientColumns, ",") + "\n" + tr(c, "recipients.import.example"),
-		Encoding: c.PostForm("encoding")}
+		Intro:         tr(c, "recipients.import.intro"),
+		Aliases:       tr(c, "recipients.import.aliases"),
+		Template:      RecipientTemplatePath,
+		TemplateLabel: tr(c, "recipients.import.template"),
+		TemplateHint:  tr(c, "recipients.import.template_hint"),
+		Columns:       recipientColumns,
+		Example:       strings.Join(recipientColumns, ",") + "\n" + tr(c, "recipients.import.example"),
+		Encoding:      c.PostForm("encoding")}
+}
+
+// RecipientTemplatePath serves a staff CSV file to fill in (RecipientImportTemplate).
+const RecipientTemplatePath = "/recipients/template.csv"
+
+// RecipientImportTemplate serves a staff CSV file to fill in: the header and one example
+// row, in the import's format and the export's encoding (UTF-8 with a byte order mark,
+// which Excel needs to read Chinese).
+func (h *Handlers) RecipientImportTemplate(c *gin.Context) {
+	var b strings.Builder
+	b.WriteString(utf8BOM)
+	w := csv.NewWriter(&b)
+	_ = w.Write(recipientColumns)
+	example, err := csv.NewReader(strings.NewReader(tr(c, "recipients.import.example"))).Read()
+	if err == nil {
+		_ = w.Write(example)
+	}
+	w.Flush()
+	c.Header("Content-Disposition", `attachment; filename="staff-template.csv"`)
+	c.Data(http.StatusOK, "text/csv; charset=utf-8", []byte(b.String()))
 }
 
 // RecipientImportForm shows the staff CSV import.
@@ -235,7 +290,7 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 		return
 	}
 	v.CSV, v.ReadAs = text, readAs
-	rows, err := readCSV(text, recipientColumns, []string{"external_id", "name", "org_type"})
+	rows, err := readCSV(text, recipientColumns, recipientAliases, []string{"external_id", "name", "org_type"})
 	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
 		return
@@ -252,7 +307,7 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 	ids := make([]string, len(rows))
 	for i, r := range rows {
 		get := func(col string) string { return r.get(recipientColumns, col) }
-		list[i] = models.Recipient{ExternalID: get("external_id"), Name: get("name"), OrgType: models.OrgType(get("org_type")),
+		list[i] = models.Recipient{ExternalID: get("external_id"), Name: get("name"), OrgType: csvOrgType(get("org_type")),
 			Branch: get("branch"), Department: get("department"), TianyuanID: get("tianyuan_id"), ZhaohuID: get("zhaohu_id"),
 			WecomUserid: get("wecom_userid"), Email: get("email"), Active: true}
 		ids[i] = strings.TrimSpace(list[i].ExternalID)
@@ -270,24 +325,29 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 	counts := map[string]int{}
 	for i, r := range rows {
 		row := views.ImportRow{Line: r.line, Cells: r.cells}
+		var problems []string
 		if r.err != nil {
-			row.Error = r.err.In(ctx)
-		} else if a := r.get(recipientColumns, "active"); a != "" {
-			b, err := strconv.ParseBool(a)
-			if err != nil {
-				row.Error = fieldMessage(c, models.Invalid("active", "recipients.not_bool"))
+			problems = append(problems, r.err.In(ctx))
+		} else {
+			for _, fe := range models.RecipientProblems(&list[i]) {
+				if fe.Field == "org_type" {
+					fe = models.Invalid("org_type", "recipients.invalid.org_type_csv")
+				}
+				problems = append(problems, fieldMessage(c, fe))
 			}
-			list[i].Active = b
-		}
-		if row.Error == "" {
-			if err := models.ValidateRecipient(&list[i]); err != nil {
-				row.Error = fieldMessage(c, err)
-			} else if line, dup := seen[list[i].ExternalID]; dup {
-				row.Error = tr(c, "recipients.import.duplicate", "ID", list[i].ExternalID, "Line", line)
+			if a := r.get(recipientColumns, "active"); a != "" {
+				b, ok := parseActive(a)
+				if !ok {
+					problems = append(problems, fieldMessage(c, models.Invalid("active", "recipients.not_bool_csv")))
+				}
+				list[i].Active = b
+			}
+			if line, dup := seen[list[i].ExternalID]; dup && len(problems) == 0 {
+				problems = append(problems, tr(c, "recipients.import.duplicate", "ID", list[i].ExternalID, "Line", line))
 			}
 		}
-		if row.Error != "" {
-			row.Error = rowError(c, r.line, row.Error)
+		if len(problems) > 0 {
+			row.Errors = rowErrors(c, r.line, problems)
 			v.Errors++
 		} else {
 			seen[list[i].ExternalID] = r.line

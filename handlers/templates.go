@@ -57,7 +57,7 @@ func sampleLines(c *gin.Context, vars []string) string {
 }
 
 func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
-	f := views.TemplateForm{OldName: oldName, Name: strings.TrimSpace(c.PostForm("name")), MsgType: c.PostForm("msg_type"),
+	f := views.TemplateForm{OldName: oldName, Name: strings.TrimSpace(c.PostForm("name")), DisplayName: c.PostForm("display_name"), MsgType: c.PostForm("msg_type"),
 		Subject: c.PostForm("subject"), Body: c.PostForm("body"), Variables: c.PostForm("variables"), Samples: c.PostForm("samples")}
 	f.TestRecipient, _ = strconv.ParseInt(c.PostForm("test_recipient"), 10, 64)
 	f.TestAccount, _ = strconv.ParseInt(c.PostForm("test_account"), 10, 64)
@@ -66,7 +66,7 @@ func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 
 // templateInput is the form as the API's template shape, so both validate alike.
 func templateInput(f views.TemplateForm) templateJSON {
-	return templateJSON{Name: f.Name, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body, Variables: splitVariables(f.Variables)}
+	return templateJSON{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body, Variables: splitVariables(f.Variables)}
 }
 
 // samplePerson is whom a preview renders for when no one is chosen, named in the
@@ -141,15 +141,18 @@ func (h *Handlers) renderTemplateForm(c *gin.Context, status int, f views.Templa
 	title := tr(c, "templates.form.new_heading")
 	if f.OldName != "" {
 		title = f.OldName
+		if f.OldDisplayName != "" {
+			title = f.OldDisplayName
+		}
 	}
 	e := views.TemplateEditor{Form: f, Preview: h.preview(c, f), People: people, Accounts: accounts}
 	render(c, status, views.TemplateFormPage(page(c, title, "templates"), e, errs))
 }
 
-// NewTemplateForm shows an empty template editor.
+// NewTemplateForm shows an empty template editor: a new template starts blank, not as a
+// copy of an example someone would have to clear first.
 func (h *Handlers) NewTemplateForm(c *gin.Context) {
-	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{MsgType: "text", Variables: "task",
-		Body: tr(c, "templates.sample.body", "Task", "{{.task}}", "Name", "{{.recipient.name}}"), Samples: sampleLines(c, []string{"task"})}, nil)
+	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{MsgType: "text"}, nil)
 }
 
 // CreateTemplate saves a new template, validated as the API validates it.
@@ -168,7 +171,7 @@ func (h *Handlers) CreateTemplate(c *gin.Context) {
 		return
 	}
 	h.audit(c, CurrentUser(c).Username, "template.create", "template", t.Name, "")
-	h.redirectNotice(c, "/templates", "created", tr(c, "templates.subject", "Name", t.Name))
+	h.redirectNotice(c, "/templates", "created", tr(c, "templates.subject", "Name", t.Label()))
 }
 
 // EditTemplateForm shows a template in the editor (read-only for viewers).
@@ -182,7 +185,8 @@ func (h *Handlers) EditTemplateForm(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{OldName: t.Name, Name: t.Name, MsgType: t.MsgType, Subject: t.Subject,
+	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{OldName: t.Name, OldDisplayName: t.DisplayName, Name: t.Name,
+		DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject,
 		Body: t.Body, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.Variables)}, nil)
 }
 
@@ -210,7 +214,7 @@ func (h *Handlers) UpdateTemplate(c *gin.Context) {
 		detail = "renamed from " + f.OldName
 	}
 	h.audit(c, CurrentUser(c).Username, "template.update", "template", t.Name, detail)
-	h.redirectNotice(c, "/templates", "saved", tr(c, "templates.subject", "Name", t.Name))
+	h.redirectNotice(c, "/templates", "saved", tr(c, "templates.subject", "Name", t.Label()))
 }
 
 // DeleteTemplate removes a template.

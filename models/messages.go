@@ -13,7 +13,7 @@ import (
 	"gorm.io/gorm"
 )
 
-// Status is a message's delivery state (DESIGN.md section 5).
+// Status is a message's delivery state.
 type Status string
 
 // The message states.

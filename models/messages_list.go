@@ -22,6 +22,8 @@ type MessageFilter struct {
 	RecipientID int64
 	BatchID     string
 	ErrorClass  string
+	// RecipientName finds messages to people whose name holds this text.
+	RecipientName string
 	// CreatedFrom and CreatedBefore bound created_at: From <= created_at < Before.
 	CreatedFrom, CreatedBefore *time.Time
 }
@@ -44,6 +46,11 @@ func (f MessageFilter) apply(q *gorm.DB) *gorm.DB {
 	}
 	if f.ErrorClass != "" {
 		q = q.Where("m.error_class = ?", f.ErrorClass)
+	}
+	if f.RecipientName != "" {
+		// A subquery, not the list's join: counts and re-sends filter without it.
+		people := whereLike(q.Session(&gorm.Session{NewDB: true}).Table("recipients"), likeContains, f.RecipientName, "name")
+		q = q.Where("m.recipient_id IN (?)", people.Select("id"))
 	}
 	// SQLite compares times as text: every stored time is UTC.
 	if f.CreatedFrom != nil {
@@ -76,9 +83,13 @@ func ParseMessageCursor(s string) (*MessageCursor, error) {
 	return &MessageCursor{CreatedAt: time.UnixMicro(n).UTC(), ID: id}, nil
 }
 
-// messageListColumns are the columns a list row shows: everything but the content.
-const messageListColumns = "m.id, m.batch_id, m.recipient_id, m.account_id, m.platform, m.address, m.msg_type, " +
-	"m.subject, m.priority, m.status, m.attempts, m.max_attempts, m.send_at, m.next_attempt_at, m.error_class, " +
+// ListContentChars is how much of a message's content the list reads: the start of it.
+const ListContentChars = 1000
+
+// messageListColumns are the columns a list row shows: everything but the content, of
+// which only the first ListContentChars characters.
+var messageListColumns = "m.id, m.batch_id, m.recipient_id, m.account_id, m.platform, m.address, m.msg_type, " +
+	"m.subject, SUBSTR(m.content, 1, " + strconv.Itoa(ListContentChars) + ") AS content, m.priority, m.status, m.attempts, m.max_attempts, m.send_at, m.next_attempt_at, m.error_class, " +
 	"m.last_error, m.created_at, m.updated_at, m.sent_at, r.name AS recipient_name, r.external_id AS recipient_external_id"
 
 // ListMessages lists the messages matching a filter, newest first, with their

@@ -112,39 +112,80 @@ func (s *Store) CountRecipients(ctx context.Context) (int64, error) {
 
 var externalIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
-// ValidateRecipient checks a recipient's fields; the console and the API share it.
-func ValidateRecipient(r *Recipient) error {
-	r.ExternalID = strings.TrimSpace(r.ExternalID)
-	r.Name = strings.TrimSpace(r.Name)
-	switch {
-	case !externalIDRe.MatchString(r.ExternalID):
-		return Invalid("external_id", "recipients.invalid.external_id", "Max", 64)
-	case r.Name == "" || utf8.RuneCountInString(r.Name) > 100:
-		return Invalid("name", "recipients.invalid.name", "Max", 100)
-	case r.OrgType != HeadOffice && r.OrgType != Branch:
-		return Invalid("org_type", "recipients.invalid.org_type")
-	case utf8.RuneCountInString(r.Branch) > 100:
-		return Invalid("branch", "recipients.invalid.too_long", "Max", 100)
-	case utf8.RuneCountInString(r.Department) > 100:
-		return Invalid("department", "recipients.invalid.too_long", "Max", 100)
-	}
-	for _, f := range []struct{ field, v string }{{"name", r.Name}, {"branch", r.Branch}, {"department", r.Department}} {
-		if err := CheckText(f.field, f.v, false); err != nil {
-			return err
-		}
-	}
-	for field, v := range map[string]string{"tianyuan_id": r.TianyuanID, "zhaohu_id": r.ZhaohuID, "wecom_userid": r.WecomUserid} {
-		if len(v) > 128 || strings.ContainsAny(v, " \t\r\n") {
-			return Invalid(field, "recipients.invalid.address", "Max", 128)
-		}
-	}
-	if r.Email != "" {
-		a, err := mail.ParseAddress(r.Email)
-		if err != nil || a.Address != r.Email || len(r.Email) > 254 {
-			return Invalid("email", "recipients.invalid.email")
-		}
+// The longest value each field of a recipient may hold, in characters (the columns'
+// sizes).
+const (
+	MaxExternalID = 64
+	MaxName       = 100 // name, branch and department
+	MaxAddress    = 128 // tianyuan_id, zhaohu_id, wecom_userid
+	MaxEmail      = 254
+)
+
+// tooLong refuses a value of more than max characters, saying how many it has: a value
+// is never cut to fit. key is the message, with .Count and .Max.
+func tooLong(field, key, s string, max int) *FieldError {
+	if n := utf8.RuneCountInString(s); n > max {
+		return Invalid(field, key, "Count", n, "Max", max)
 	}
 	return nil
+}
+
+// ValidateRecipient checks a recipient's fields; the console and the API share it. It
+// returns the first problem; RecipientProblems lists them all.
+func ValidateRecipient(r *Recipient) error {
+	if problems := RecipientProblems(r); len(problems) > 0 {
+		return problems[0]
+	}
+	return nil
+}
+
+// RecipientProblems trims a recipient's external id and name and checks every field,
+// returning every problem found (at most one a field, in the order of the fields), or
+// nothing. A CSV import shows them all at once.
+func RecipientProblems(r *Recipient) []*FieldError {
+	r.ExternalID = strings.TrimSpace(r.ExternalID)
+	r.Name = strings.TrimSpace(r.Name)
+	var out []*FieldError
+	add := func(fe *FieldError) bool {
+		if fe != nil {
+			out = append(out, fe)
+		}
+		return fe != nil
+	}
+	text := func(field, v string) *FieldError {
+		if err := CheckText(field, v, false); err != nil {
+			return err.(*FieldError)
+		}
+		return nil
+	}
+	const long = "recipients.invalid.too_long"
+	if !add(tooLong("external_id", long, r.ExternalID, MaxExternalID)) && !externalIDRe.MatchString(r.ExternalID) {
+		add(Invalid("external_id", "recipients.invalid.external_id", "Max", MaxExternalID))
+	}
+	if r.Name == "" {
+		add(Invalid("name", "recipients.invalid.name", "Max", MaxName))
+	} else if !add(tooLong("name", long, r.Name, MaxName)) {
+		add(text("name", r.Name))
+	}
+	if r.OrgType != HeadOffice && r.OrgType != Branch {
+		add(Invalid("org_type", "recipients.invalid.org_type"))
+	}
+	for _, f := range []struct{ field, v string }{{"branch", r.Branch}, {"department", r.Department}} {
+		if !add(tooLong(f.field, long, f.v, MaxName)) {
+			add(text(f.field, f.v))
+		}
+	}
+	for _, f := range []struct{ field, v string }{{"tianyuan_id", r.TianyuanID}, {"zhaohu_id", r.ZhaohuID}, {"wecom_userid", r.WecomUserid}} {
+		if !add(tooLong(f.field, long, f.v, MaxAddress)) && strings.ContainsFunc(f.v, func(c rune) bool { return c <= ' ' }) {
+			add(Invalid(f.field, "recipients.invalid.address"))
+		}
+	}
+	if r.Email != "" && !add(tooLong("email", long, r.Email, MaxEmail)) {
+		if a, err := mail.ParseAddress(r.Email); err != nil || a.Address != r.Email {
+			add(Invalid("email", "recipients.invalid.email"))
+		}
+	}
+	return out
 }
 
 // RecipientFilter selects recipients for a listing.

@@ -64,17 +64,53 @@ func (s *Store) Departments(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
-// ActiveRecipientIDsInDepartments returns the ids of the active recipients of the
-// given departments.
-func (s *Store) ActiveRecipientIDsInDepartments(ctx context.Context, departments []string) ([]int64, error) {
-	var out []int64
-	if len(departments) == 0 {
+// ActiveBranches lists the distinct branches of active recipients, for picking whole
+// branches on the compose form.
+func (s *Store) ActiveBranches(ctx context.Context) ([]string, error) {
+	var out []string
+	err := s.reader(ctx).Model(&Recipient{}).Where("active = ? AND branch <> ''", true).
+		Distinct("branch").Order("branch").Pluck("branch", &out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: list active branches: %w", err)
+	}
+	return out, nil
+}
+
+// ActiveRecipientsIn returns the active recipients of the given departments and
+// branches (a whole department or branch: everyone in it), by id, at most limit.
+func (s *Store) ActiveRecipientsIn(ctx context.Context, departments, branches []string, limit int) ([]Recipient, error) {
+	var out []Recipient
+	if len(departments) == 0 && len(branches) == 0 {
 		return out, nil
 	}
-	err := s.reader(ctx).Model(&Recipient{}).Where("active = ? AND department IN ?", true, departments).
-		Order("id").Pluck("id", &out).Error
-	if err != nil {
-		return nil, fmt.Errorf("models: recipients of departments: %w", err)
+	q := s.reader(ctx).Where("active = ?", true)
+	switch {
+	case len(departments) > 0 && len(branches) > 0:
+		q = q.Where("department IN ? OR branch IN ?", departments, branches)
+	case len(departments) > 0:
+		q = q.Where("department IN ?", departments)
+	default:
+		q = q.Where("branch IN ?", branches)
+	}
+	if err := q.Order("id").Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: recipients of departments and branches: %w", err)
+	}
+	return out, nil
+}
+
+// RecipientNames maps external ids to the names of the recipients that have them; an
+// unknown id is left out.
+func (s *Store) RecipientNames(ctx context.Context, externalIDs []string) (map[string]string, error) {
+	out := make(map[string]string, len(externalIDs))
+	if len(externalIDs) == 0 {
+		return out, nil
+	}
+	var rows []Recipient
+	if err := s.reader(ctx).Select("external_id, name").Where("external_id IN ?", externalIDs).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("models: recipient names: %w", err)
+	}
+	for _, r := range rows {
+		out[r.ExternalID] = r.Name
 	}
 	return out, nil
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // RetryRule adjusts one error class's retry rule for an account. A nil field keeps the
-// default of DESIGN.md section 7.
+// default: tasks.DefaultPolicy, the table in README.md ("Delivery, limits and retries").
 type RetryRule struct {
 	// MaxRetries bounds the retries of the class (attempts still stop at max_attempts).
 	MaxRetries *int `json:"max_retries,omitempty"`

@@ -28,7 +28,7 @@ var gormModels = []any{
 	&models.Attempt{}, &models.AuditEntry{}, &models.IdempotencyKey{}, &models.MessageStat{},
 }
 
-// designTables are the table names DESIGN.md section 4 fixes.
+// designTables are the tables the migrations create, by the names operators and tools rely on.
 var designTables = []string{
 	"console_users", "api_keys", "recipients", "duty_slots", "duty_overrides", "holidays",
 	"templates", "accounts", "batches", "messages", "attempts", "audit_log",
@@ -150,7 +150,7 @@ func TestMigrationsMatchModels(t *testing.T) {
 	want := modelSchema(t)
 	for _, name := range designTables {
 		if _, ok := want[name]; !ok {
-			t.Errorf("no model maps to table %s, which DESIGN.md section 4 names", name)
+			t.Errorf("no model maps to table %s, which the schema names", name)
 		}
 	}
 

@@ -5,19 +5,45 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
 // Template is a named message body in Go template syntax with declared variables.
+// Name is the Latin name the API calls it by; DisplayName, in any language, is what the
+// console shows (Label).
 type Template struct {
-	ID        int64
-	Name      string
-	MsgType   string
-	Subject   string
-	Body      string
-	Variables StringList
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	ID          int64
+	Name        string
+	DisplayName string
+	MsgType     string
+	Subject     string
+	Body        string
+	Variables   StringList
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// MaxDisplayName is how many characters a template's display name may have.
+const MaxDisplayName = 100
+
+// Label is what the console calls a template: its display name, or its name when it
+// has none.
+func (t *Template) Label() string {
+	if t.DisplayName != "" {
+		return t.DisplayName
+	}
+	return t.Name
+}
+
+// CheckDisplayName trims a template's display name and checks it: at most
+// MaxDisplayName characters on one line. The console and the API share it.
+func (t *Template) CheckDisplayName() error {
+	t.DisplayName = strings.TrimSpace(t.DisplayName)
+	if err := tooLong("display_name", "templates.invalid.too_long", t.DisplayName, MaxDisplayName); err != nil {
+		return err
+	}
+	return CheckText("display_name", t.DisplayName, false)
 }
 
 // StringList is a list of strings stored as a JSON array in one column.

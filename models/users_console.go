@@ -20,6 +20,16 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 	return out, nil
 }
 
+// UserByUsername returns the user with a username (case-insensitive), or ErrNotFound.
+func (s *Store) UserByUsername(ctx context.Context, username string) (*User, error) {
+	username = NormalizeUsername(username)
+	var u User
+	if err := s.reader(ctx).Where("username = ?", username).First(&u).Error; err != nil {
+		return nil, fmt.Errorf("models: user %q: %w", username, notFound(err))
+	}
+	return &u, nil
+}
+
 // SetUserRole changes a user's role. The user's sessions stay: the role is read on
 // every request, so it applies at once.
 func (s *Store) SetUserRole(ctx context.Context, id int64, role Role) error {

@@ -44,6 +44,15 @@
     button.setAttribute("aria-expanded", open ? "true" : "false");
     nav.classList.toggle("open", open);
   });
+  // Escape folds an open menu and gives the focus back to its button.
+  document.addEventListener("keydown", function (e) {
+    if (e.key !== "Escape") { return; }
+    var button = document.querySelector('.menu-toggle[aria-expanded="true"]');
+    if (!button) { return; }
+    button.setAttribute("aria-expanded", "false");
+    document.getElementById(button.getAttribute("aria-controls")).classList.remove("open");
+    button.focus();
+  });
   // Select a read-only value on focus so it can be copied at once: <input data-select-on-focus>.
   document.addEventListener("focusin", function (e) {
     if (e.target.hasAttribute && e.target.hasAttribute("data-select-on-focus")) { e.target.select(); }

@@ -26,7 +26,7 @@ type Rule struct {
 // Policy maps error classes to their rules.
 type Policy map[channels.Class]Rule
 
-// DefaultPolicy is DESIGN.md section 7's table. Throttled waits are computed by the
+// DefaultPolicy is the retry table (README.md, docs/retries.md). Throttled waits are computed by the
 // limiter, not by this table; the rule only says they do not use attempts.
 var DefaultPolicy = Policy{
 	channels.Throttled:   {MaxRetries: -1, CountsAttempt: false},

@@ -157,7 +157,7 @@ func TestDispatchPagesSayWhatTheyShow(t *testing.T) {
 			"stopped message":   {"Outcome unknown for attempts 2, 3", "12 ms", `data-confirm="Send this message again`, "High", "WeCom"},
 			"throttled message": {"Throttled until 14:06:39", `data-confirm="Cancel this message?`},
 			"message list":      {"Scheduled", "Rate limited", `<option value="stopped" selected>Stopped</option>`},
-			"batch":             {"E1002: skipped, Not on duty", "E9999: rejected, Unknown recipient", "admin (Console)", "Done:"},
+			"batch":             {"E1002 — not on duty on Sun 22 Nov 2026", "E9999 — not a known recipient", "admin (Console)", "Done:"},
 		},
 		i18n.Chinese: {
 			"dashboard": {"1.5 秒", "2 小时 0 分", "1 分 15 秒", "每天", "异常", "已停用", "无法获取用量：redis: nil",
@@ -165,7 +165,7 @@ func TestDispatchPagesSayWhatTheyShow(t *testing.T) {
 			"stopped message":   {"第 2、3 次尝试结果未知", "12 毫秒", `data-confirm="重新发送这条消息？`, "企业微信"},
 			"throttled message": {"限流中，14:06:39 后重试"},
 			"message list":      {"定时发送", "平台限流", `<option value="stopped" selected>已停止</option>`},
-			"batch":             {"E1002：已跳过，当日不值班", "E9999：已拒绝，未知接收人", "admin（控制台）", "已完成 <strong>"},
+			"batch":             {"E1002 — 2026年11月22日 星期日 不值班", "E9999 — 不是已知的接收人", "admin（控制台）", "已完成 <strong>"},
 		},
 	}
 	for lang, pages := range want {

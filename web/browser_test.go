@@ -88,7 +88,7 @@ func TestBrowserConsoleInteractions(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A 422 answer is swapped in too (htmx-config in the page head).
-		if err := waitFor(ctx, `#compose-preview`, "name at least one recipient, or set to_on_duty"); err != nil {
+		if err := waitFor(ctx, `#compose-preview`, "Recipients: tick at least one person"); err != nil {
 			t.Fatal(err)
 		}
 		err = chromedp.Run(ctx,

@@ -66,7 +66,7 @@ func TestComposePage(t *testing.T) {
 		resp, body := op.postHX("/compose/preview", form)
 		wantStatus(t, "preview", resp, body, http.StatusOK)
 		wantContains(t, "preview", body, `<strong id="preview-count">2</strong>`, `data-receives="E1001"`, `data-receives="E2001"`,
-			`data-skipped="E1002"`, "E1002: Not on duty", "on Sandbox, now")
+			`data-skipped="E1002"`, "Wang Fang (E1002) — not on duty today", "on Sandbox, now")
 		if list, _ := c.store.RecentBatches(ctx, 10); len(list) != 0 {
 			t.Fatalf("the preview wrote %d batches", len(list))
 		}
@@ -140,7 +140,7 @@ func TestComposePage(t *testing.T) {
 	t.Run("validation beside fields", func(t *testing.T) {
 		resp, body := op.post("/compose", url.Values{"account": {account}, "content.text": {"x"}, "priority": {"normal"}})
 		wantStatus(t, "nobody", resp, body, http.StatusUnprocessableEntity)
-		wantFieldError(t, body, "recipients", "name at least one recipient, or set to_on_duty")
+		wantFieldError(t, body, "recipients", "tick at least one person, a whole department or branch, or Everyone on duty")
 		resp, body = op.post("/compose", url.Values{"account": {"999999"}, "content.text": {"x"}, "recipient": {id("E2001")}})
 		wantStatus(t, "unknown account", resp, body, http.StatusUnprocessableEntity)
 		wantFieldError(t, body, "account", "is not a known account")

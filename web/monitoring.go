@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -47,6 +48,15 @@ var (
 	webFontLink  = regexp.MustCompile(`<link[^>]*href="https://fonts\.googleapis\.com/[^"]*"[^>]*>`)
 )
 
+// backToHerald is the way back from Asynqmon, which has no link out of its own: a small
+// button in the top right corner, over Asynqmon's empty end of its app bar, drawn in
+// the console's colours so it shows on Asynqmon's light and dark themes alike. It names
+// the product, as the console's own top bar does, so it needs no translation; its
+// style is an attribute, which the page's policy allows ('unsafe-inline' for styles).
+const backToHerald = `<a id="back-to-herald" href="/" style="position:fixed;top:12px;right:16px;z-index:1300;` +
+	`padding:6px 12px;border-radius:6px;background:#0f172a;color:#fff;font:500 14px/1.4 system-ui,sans-serif;` +
+	`text-decoration:none;box-shadow:0 1px 3px rgba(0,0,0,.3)">← Herald</a>`
+
 func newAsynqmonUI(redis asynq.RedisConnOpt, readOnly bool) *asynqmonUI {
 	h := asynqmon.New(asynqmon.Options{RootPath: MonitoringPath, RedisConnOpt: redis, ReadOnly: readOnly})
 	rec := httptest.NewRecorder()
@@ -56,6 +66,7 @@ func newAsynqmonUI(redis asynq.RedisConnOpt, readOnly bool) *asynqmonUI {
 		panic(fmt.Sprintf("web: render the Asynqmon page: status %d: %s", rec.Code, rec.Body))
 	}
 	page := webFontLink.ReplaceAll(rec.Body.Bytes(), nil)
+	page = bytes.Replace(page, []byte("<body>"), []byte("<body>"+backToHerald), 1)
 	scripts := []string{"'self'"}
 	for _, m := range inlineScript.FindAllSubmatch(page, -1) {
 		sum := sha256.Sum256(m[1])
