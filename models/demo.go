@@ -45,7 +45,7 @@ func (s *Store) SeedDemo(ctx context.Context) error {
 			}
 		}
 	}
-	t := &Template{Name: "task-overdue", DisplayName: "任务逾期提醒", MsgType: "text", Subject: "Task overdue",
+	t := &Template{Name: "task-overdue", MsgType: "text", Subject: "Task overdue",
 		Body: "Overdue: {{.task}}. Please handle it today.", Variables: StringList{"task"}}
 	if err := s.CreateTemplate(ctx, t); err != nil {
 		return fmt.Errorf("models: demo template: %w", err)
