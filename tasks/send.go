@@ -186,6 +186,17 @@ func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	}
 	// However the task ends (a panic too), this worker stops renewing the claim.
 	defer s.held.drop(m.ID)
+	// Asynq keeps run times in whole seconds and may start a task up to a second before
+	// the message is due (the claim allows it): wait for the due time itself, so that a
+	// scheduled send never goes out early.
+	if m.NextAttemptAt != nil {
+		if wait := time.Until(*m.NextAttemptAt); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+			}
+		}
+	}
 	acct, err := s.accounts.ByID(ctx, m.AccountID)
 	if err != nil {
 		return s.finish(m, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0))

@@ -23,9 +23,9 @@ func NewWorker(redis asynq.RedisConnOpt, opts WorkerOptions, send *Sender, sweep
 		Concurrency:       opts.Concurrency,
 		Queues:            Queues,
 		TaskCheckInterval: opts.TaskCheckInterval,
-		// Retries and throttled messages wait in Asynq's retry set; the default 5 s
-		// between checks would add up to 5 s to every reschedule.
-		DelayedTaskCheckInterval: time.Second,
+		// Scheduled sends, retries and throttled messages wait in Asynq's scheduled and
+		// retry sets; the default 5 s between checks would add up to 5 s to each.
+		DelayedTaskCheckInterval: delayedTaskCheck,
 		RetryDelayFunc:           func(n int, err error, t *asynq.Task) time.Duration { return retryDelay(n, err) },
 		IsFailure:                isFailure,
 		ShutdownTimeout:          20 * time.Second,
@@ -38,6 +38,11 @@ func NewWorker(redis asynq.RedisConnOpt, opts WorkerOptions, send *Sender, sweep
 	mux.Handle(TypeRecover, sweep)
 	return srv, mux
 }
+
+// delayedTaskCheck is how often each worker moves due scheduled and retry tasks to their
+// queues: one short script per queue, and what bounds how late a scheduled send goes
+// out (BenchmarkScheduledLateness, docs/benchmarks.md).
+const delayedTaskCheck = 250 * time.Millisecond
 
 // How often the sweeper runs: the full sweep (Redis lost a task, housekeeping) once a
 // minute, the recovery of dead workers' claims every few seconds. Recovery is cheap: one
