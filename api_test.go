@@ -526,3 +526,27 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 		t.Errorf("account with a retry policy: %d %s", status, body["_raw"])
 	}
 }
+
+// TestSendAPIToWholeGroups: a send may name whole departments and branches, which
+// expand to their active members (with duty applied to head-office staff, as for named
+// recipients); a person in both is sent one message.
+func TestSendAPIToWholeGroups(t *testing.T) {
+	h := startHerald(t, testEnv(t))
+	api := newAPIKey(t, h, "send,read")
+	status, out, _ := api.call("POST", "/api/v1/messages",
+		`{"platform":"sandbox","departments":["Credit"],"branches":["Pudong Branch"],"content":{"text":"branch notice"}}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("send to groups: %d %v", status, out)
+	}
+	got := map[string]bool{}
+	for _, m := range out["messages"].([]any) {
+		got[m.(map[string]any)["recipient"].(string)] = true
+	}
+	// Pudong Branch: E2001, E2003; Credit: E2003.
+	if len(got) != 2 || !got["E2001"] || !got["E2003"] {
+		t.Errorf("messages to %v, want E2001 and E2003 once each", got)
+	}
+	if status, out, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","branches":["No Such Branch"],"content":{"text":"x"}}`); status != http.StatusUnprocessableEntity {
+		t.Errorf("a branch with nobody in it: %d %v, want 422", status, out)
+	}
+}

@@ -19,6 +19,8 @@ type sendRequest struct {
 	Platform       string            `json:"platform"`
 	Account        string            `json:"account"`
 	Recipients     []string          `json:"recipients"`
+	Departments    []string          `json:"departments"`
+	Branches       []string          `json:"branches"`
 	ToOnDuty       bool              `json:"to_on_duty"`
 	Template       string            `json:"template"`
 	Variables      map[string]string `json:"variables"`
@@ -76,6 +78,7 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 	}
 	req := dispatch.Request{Source: "api", Actor: "apikey:" + key.Name, APIKeyID: &key.ID,
 		Platform: body.Platform, Account: body.Account, Recipients: body.Recipients, ToOnDuty: body.ToOnDuty,
+		Departments: body.Departments, Branches: body.Branches,
 		Template: body.Template, Variables: body.Variables, Priority: body.Priority, SendAt: sendAt,
 		IdempotencyKey: body.IdempotencyKey, AuditIP: c.ClientIP()}
 	if body.Content != nil {
