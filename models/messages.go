@@ -224,6 +224,8 @@ func (s *Store) RecentBatches(ctx context.Context, limit int) ([]Batch, error) {
 
 // claimEarly lets a claim succeed slightly before next_attempt_at: Asynq keeps ProcessAt
 // in whole seconds and may run a task up to a second before the time Herald asked for.
+// The sender then waits for next_attempt_at itself (tasks.Sender.ProcessTask), so a
+// message is never sent before it is due.
 const claimEarly = time.Second
 
 // ClaimForSending moves a due pending or failed message to sending, with a lease until

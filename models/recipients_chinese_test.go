@@ -64,14 +64,7 @@ func TestChineseStaffSearchAndOrder(t *testing.T) {
 			{"分行", []string{"王芳"}},
 			{"赵", nil},
 		} {
-			list, err := s.ListRecipients(ctx, models.RecipientFilter{Query: tt.query})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, r := range list {
-				got = append(got, r.Name)
-			}
+			got := searchNames(t, s, tt.query)
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("search %q (-want +got):\n%s", tt.query, diff)
 			}

@@ -72,9 +72,6 @@ func fmtClock(ctx context.Context, t time.Time) string {
 	return t.In(location(ctx)).Format("15:04")
 }
 
-// weekdayIn names an ISO weekday (1 = Monday … 7 = Sunday) in the language of ctx.
-func weekdayIn(ctx context.Context, n int) string { return i18n.Weekday(ctx, n) }
-
 // displayStatus is how the console shows a message's state, in the language of ctx: a
 // pending message due in the future is "scheduled", and one Herald's own limiter holds
 // back says until when. class is the badge's CSS class.
@@ -97,22 +94,6 @@ func actorName(ctx context.Context, actor string) string {
 		return i18n.T(ctx, "messages.actor.api_key", "Name", name)
 	}
 	return actor
-}
-
-func joinComma(list []string) string { return strings.Join(list, ",") }
-
-// dateWeekdayIn names the weekday of a YYYY-MM-DD date in the language of ctx; "" for
-// something that is not a date.
-func dateWeekdayIn(ctx context.Context, date string) string {
-	t, err := time.Parse(time.DateOnly, date)
-	if err != nil {
-		return ""
-	}
-	iso := int(t.Weekday())
-	if iso == 0 {
-		iso = 7 // Sunday
-	}
-	return i18n.Weekday(ctx, iso)
 }
 
 func derefInt(p *int) int {
