@@ -58,6 +58,9 @@ func TestUnreachableServersStopWithTheCause(t *testing.T) {
 			env := testEnv(t)
 			env[tt.variable] = tt.value
 			env["HERALD_ADDR"] = freeAddr(t)
+			// Production mode needs its secrets whatever backends the test run has.
+			env["HERALD_SESSION_SECRET"] = "test-session-secret-0123456789abcdef"
+			env["HERALD_SECRET_KEY"] = "test-secret-key-0123456789abcdef0123"
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			var out, errOut bytes.Buffer
