@@ -441,8 +441,8 @@ func TestAccountRetryPolicyApplies(t *testing.T) {
 
 // TestTasksOfOneMessageSendOnce runs many tasks for one message at once, as after a
 // failover when the sweeper's second task meets a stale one, among a crowd of other
-// messages so that the worker claims them in shared batches: the message must still
-// reach the platform once.
+// messages so that the worker claims them in shared batches, and beside chunk tasks
+// that carry it too: the message must still reach the platform once.
 func TestTasksOfOneMessageSendOnce(t *testing.T) {
 	env := testEnv(t)
 	rig := newFaultRig(t, env, 300, simulator.Faults{Latency: simulator.Duration(20 * time.Millisecond)})
@@ -458,9 +458,11 @@ func TestTasksOfOneMessageSendOnce(t *testing.T) {
 	for _, m := range res.Messages {
 		ids = append(ids, m.ID)
 		for i := range 3 {
-			jobs = append(jobs, tasks.Job{MessageID: m.ID, Replaces: fmt.Sprint(i), Priority: "normal", ProcessAt: at})
+			jobs = append(jobs, tasks.Single(m.ID, "normal", at, fmt.Sprint(i)))
 		}
 	}
+	// And chunk tasks of the same messages cut differently from intake's.
+	jobs = append(jobs, tasks.Chunk(ids[7:], "normal", at, func(first string, _ int) string { return tasks.SendTaskID(first, "extra") })...)
 	if n, err := rig.h.app.Enqueuer.Enqueue(context.Background(), jobs); err != nil || n != len(jobs) {
 		t.Fatalf("enqueued %d of %d extra tasks: %v", n, len(jobs), err)
 	}

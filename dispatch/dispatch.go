@@ -128,11 +128,12 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
 		extras.Audit = &models.AuditEntry{Actor: req.Actor, ActorType: actorType, Action: "batch.create", TargetType: "batch",
 			TargetID: res.Batch.ID, Detail: fmt.Sprintf("%d accepted", res.Batch.Accepted), IP: req.AuditIP}
 	}
+	jobs := assignTasks(res.Batch, res.Messages)
 	if err := d.Store.CreateBatch(ctx, res.Batch, res.Messages, extras); err != nil {
 		return nil, err
 	}
 	d.Stats.Count(res.Batch.AccountID, "created", len(res.Messages))
-	d.enqueue(ctx, res.Messages)
+	d.enqueue(ctx, jobs)
 	return res, nil
 }
 
@@ -463,15 +464,37 @@ func (d *Dispatcher) addOnDuty(ctx context.Context, people []models.Recipient, r
 	return append(people, extra...), nil
 }
 
-// enqueue hands committed messages to Asynq. A failure here loses nothing: the rows are
-// pending in the database and the sweeper enqueues them later.
-func (d *Dispatcher) enqueue(ctx context.Context, msgs []models.Message) {
-	jobs := make([]tasks.Job, len(msgs))
-	for i, m := range msgs {
-		jobs[i] = tasks.Job{MessageID: m.ID, Priority: m.Priority, ProcessAt: m.SendAt}
+// assignTasks gives each message of a batch the task that will carry it, and returns
+// the tasks: a lone message travels in a task of its own, more in chunk tasks named
+// after the batch. Every message of a batch shares its priority and due time.
+func assignTasks(b *models.Batch, msgs []models.Message) []tasks.Job {
+	if len(msgs) == 0 {
+		return nil
 	}
+	if len(msgs) == 1 {
+		msgs[0].TaskID = msgs[0].ID
+		return []tasks.Job{tasks.Single(msgs[0].ID, msgs[0].Priority, msgs[0].SendAt, "")}
+	}
+	ids := make([]string, len(msgs))
+	for i := range msgs {
+		ids[i] = msgs[i].ID
+	}
+	jobs := tasks.Chunk(ids, msgs[0].Priority, msgs[0].SendAt, func(_ string, k int) string { return tasks.ChunkTaskID(b.ID, k) })
+	i := 0
+	for _, j := range jobs {
+		for range j.MessageIDs {
+			msgs[i].TaskID = j.TaskID
+			i++
+		}
+	}
+	return jobs
+}
+
+// enqueue hands the tasks of committed messages to Asynq. A failure here loses nothing:
+// the rows are pending in the database and the sweeper enqueues them later.
+func (d *Dispatcher) enqueue(ctx context.Context, jobs []tasks.Job) {
 	if _, err := d.Enqueuer.Enqueue(ctx, jobs); err != nil {
-		d.Log.Warn("dispatch: enqueue failed; the sweeper will retry", "error", err, "messages", len(jobs))
+		d.Log.Warn("dispatch: enqueue failed; the sweeper will retry", "error", err, "tasks", len(jobs))
 	}
 }
 
@@ -504,6 +527,6 @@ func (d *Dispatcher) Retry(ctx context.Context, m *models.Message) error {
 	if err := d.Store.RetryMessage(ctx, m.ID, acct.MaxAttempts); err != nil {
 		return err
 	}
-	d.enqueue(ctx, []models.Message{{ID: m.ID, Priority: m.Priority, SendAt: d.now()}})
+	d.enqueue(ctx, []tasks.Job{tasks.Single(m.ID, m.Priority, d.now(), "")})
 	return nil
 }

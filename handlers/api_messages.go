@@ -1,8 +1,6 @@
 package handlers
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -84,47 +82,26 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 	if body.Content != nil {
 		req.Subject, req.Text = body.Content.Subject, body.Content.Text
 	}
-	ctx := c.Request.Context()
-	if err := dispatch.CheckIdempotencyKey(req.IdempotencyKey); err != nil {
+	// The body encoded again is the request in one fixed form: spacing and key order
+	// do not change it.
+	canonical, _ := json.Marshal(body)
+	res, replay, err := h.Dispatch.SubmitIdempotent(c.Request.Context(), req, canonical, func(res *dispatch.Result) (int, []byte) {
+		b, _ := json.Marshal(newSendResponse(res))
+		return http.StatusAccepted, b
+	})
+	switch {
+	case errors.Is(err, dispatch.ErrIdempotencyMismatch):
+		APIError(c, http.StatusUnprocessableEntity, "idempotency_mismatch", tr(c, "api.idempotency_mismatch"), "idempotency_key")
+	case errors.Is(err, dispatch.ErrIdempotencyInFlight):
+		APIError(c, http.StatusConflict, "idempotency_in_flight", tr(c, "api.idempotency_in_flight"), "idempotency_key")
+	case err != nil:
 		h.apiFail(c, err)
-		return
+	case replay != nil:
+		c.Header("Idempotent-Replayed", "true")
+		c.Data(replay.StatusCode, "application/json; charset=utf-8", replay.Body)
+	default:
+		c.JSON(http.StatusAccepted, newSendResponse(res))
 	}
-	if req.IdempotencyKey != "" {
-		canonical, _ := json.Marshal(body)
-		sum := sha256.Sum256(canonical)
-		req.RequestHash = hex.EncodeToString(sum[:])
-		prev, err := h.Store.BeginIdempotent(ctx, key.ID, req.IdempotencyKey, req.RequestHash)
-		switch {
-		case errors.Is(err, models.ErrIdempotencyMismatch):
-			APIError(c, http.StatusUnprocessableEntity, "idempotency_mismatch", tr(c, "api.idempotency_mismatch"), "idempotency_key")
-			return
-		case errors.Is(err, models.ErrIdempotencyInFlight):
-			APIError(c, http.StatusConflict, "idempotency_in_flight", tr(c, "api.idempotency_in_flight"), "idempotency_key")
-			return
-		case err != nil:
-			h.apiFail(c, err)
-			return
-		case prev != nil:
-			c.Header("Idempotent-Replayed", "true")
-			c.Data(prev.StatusCode, "application/json; charset=utf-8", []byte(*prev.Response))
-			return
-		}
-		req.Respond = func(res *dispatch.Result) (int, []byte) {
-			b, _ := json.Marshal(newSendResponse(res))
-			return http.StatusAccepted, b
-		}
-	}
-	res, err := h.Dispatch.Submit(ctx, req)
-	if err != nil {
-		if req.IdempotencyKey != "" {
-			if aerr := h.Store.AbortIdempotent(ctx, key.ID, req.IdempotencyKey); aerr != nil {
-				h.Log.Error("abort idempotent request", "error", aerr)
-			}
-		}
-		h.apiFail(c, err)
-		return
-	}
-	c.JSON(http.StatusAccepted, newSendResponse(res))
 }
 
 func newSendResponse(res *dispatch.Result) sendResponse {
@@ -169,6 +146,7 @@ type messageJSON struct {
 	ErrorClass        string        `json:"error_class"`
 	LastError         string        `json:"last_error"`
 	ProviderMessageID string        `json:"provider_message_id"`
+	TaskID            string        `json:"task_id,omitempty"`
 	CreatedAt         time.Time     `json:"created_at"`
 	SentAt            *time.Time    `json:"sent_at"`
 	History           []attemptJSON `json:"history"`
@@ -190,7 +168,7 @@ func (h *Handlers) GetMessage(c *gin.Context) {
 	out := messageJSON{ID: m.ID, BatchID: m.BatchID, Recipient: m.RecipientExternalID, Platform: m.Platform, Address: m.Address,
 		Status: string(m.Status), Priority: m.Priority, Attempts: m.Attempts, MaxAttempts: m.MaxAttempts, SendAt: m.SendAt,
 		NextAttemptAt: m.NextAttemptAt, ErrorClass: m.ErrorClass, LastError: m.LastError, ProviderMessageID: m.ProviderMessageID,
-		CreatedAt: m.CreatedAt, SentAt: m.SentAt, History: make([]attemptJSON, len(attempts))}
+		TaskID: m.TaskID, CreatedAt: m.CreatedAt, SentAt: m.SentAt, History: make([]attemptJSON, len(attempts))}
 	if m.Status.Terminal() || m.Status == models.StatusSending {
 		out.NextAttemptAt = nil
 	}
@@ -242,9 +220,7 @@ func (h *Handlers) changeMessage(c *gin.Context, op string) {
 		return
 	}
 	if op == "cancel" {
-		if err = h.Store.CancelMessage(ctx, id); err == nil {
-			h.Stats.Count(m.AccountID, "cancelled", 1)
-		}
+		err = h.Dispatch.Cancel(ctx, m)
 	} else {
 		err = h.Dispatch.Retry(ctx, m)
 	}

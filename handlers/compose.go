@@ -94,8 +94,8 @@ var composeFields = map[string]bool{"account": true, "template": true, "recipien
 
 // composeRequest reads the form into an intake request, the same one the API builds:
 // people by id, whole departments and branches (their active members, which dispatch
-// finds), everyone on duty, a template
-// with its variables or free text, and a send time in the console's time zone.
+// finds), everyone on duty, a template with its variables or free text, and a send time
+// in the console's time zone.
 func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.Request, map[string]string, error) {
 	f := views.ComposeForm{
 		Subject:      c.PostForm("content.subject"),

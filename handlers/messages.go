@@ -194,9 +194,7 @@ func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
 		return
 	}
 	if op == "cancel" {
-		if err = h.Store.CancelMessage(ctx, id); err == nil {
-			h.Stats.Count(m.AccountID, "cancelled", 1)
-		}
+		err = h.Dispatch.Cancel(ctx, m)
 	} else {
 		err = h.Dispatch.Retry(ctx, m)
 	}
@@ -221,12 +219,9 @@ func shortMessageID(id string) string {
 	return id
 }
 
-// Bulk re-send: the stopped messages of a filter are retried resendChunk at a time, at
-// most resendMax in one request so the request ends well within the server's timeouts.
-const (
-	resendChunk = 500
-	resendMax   = 5000
-)
+// resendMax bounds the stopped messages one bulk re-send looks at, so that the request
+// ends well within the server's timeouts; running it again re-sends the rest.
+const resendMax = 5000
 
 // ResendForm asks to confirm re-sending the stopped messages of a filter, saying how many.
 func (h *Handlers) ResendForm(c *gin.Context) {
@@ -288,7 +283,7 @@ func describeFilter(ctx context.Context, f views.MessageFilter) string {
 	return strings.Join(parts, i18n.T(ctx, "messages.resend.separator"))
 }
 
-// Resend retries the stopped messages of a filter, a chunk at a time.
+// Resend retries the stopped messages of a filter, at most resendMax of them.
 func (h *Handlers) Resend(c *gin.Context) {
 	ctx := c.Request.Context()
 	accounts, err := h.Store.Accounts(ctx)
@@ -306,45 +301,17 @@ func (h *Handlers) Resend(c *gin.Context) {
 		c.Redirect(http.StatusSeeOther, back)
 		return
 	}
-	var (
-		retried, skipped int
-		after            *models.MessageCursor
-	)
-	for retried+skipped < resendMax {
-		chunk, err := h.Store.StoppedMessages(ctx, f, after, min(resendChunk, resendMax-retried-skipped))
-		if err != nil {
-			h.serverError(c, err)
-			return
-		}
-		for i := range chunk {
-			m := &chunk[i]
-			switch err := h.Dispatch.Retry(ctx, m); {
-			case err == nil:
-				retried++
-			case errors.Is(err, models.ErrStateChanged), errors.Is(err, models.ErrNotFound):
-				skipped++ // retried or removed meanwhile
-			default:
-				h.serverError(c, err)
-				return
-			}
-		}
-		if len(chunk) < resendChunk {
-			break
-		}
-		last := chunk[len(chunk)-1]
-		after = &models.MessageCursor{CreatedAt: last.CreatedAt, ID: last.ID}
-	}
-	remaining, err := h.Store.CountStopped(ctx, f)
+	resent, err := h.Dispatch.ResendStopped(ctx, f, resendMax)
 	if err != nil {
 		h.serverError(c, err)
 		return
 	}
 	// The audit log is written in English, like the rest of the record.
-	detail := strconv.Itoa(retried) + " re-sent; filter: " + describeFilter(i18n.WithLang(ctx, i18n.English), vf)
+	detail := strconv.Itoa(resent.Retried) + " re-sent; filter: " + describeFilter(i18n.WithLang(ctx, i18n.English), vf)
 	h.audit(c, CurrentUser(c).Username, "messages.resend", "message", "", detail)
-	subject := i18n.N(ctx, "messages.resend.subject", retried)
-	if remaining > 0 {
-		subject = tr(c, "messages.resend.still_stopped", "Subject", subject, "Remaining", remaining)
+	subject := i18n.N(ctx, "messages.resend.subject", resent.Retried)
+	if resent.Remaining > 0 {
+		subject = tr(c, "messages.resend.still_stopped", "Subject", subject, "Remaining", resent.Remaining)
 	}
 	h.redirectNotice(c, back, "resent", subject)
 }

@@ -130,12 +130,16 @@ func (s *Store) TouchAPIKey(ctx context.Context, id int64) error {
 	return s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ?", id).Update("last_used_at", Now()).Error
 }
 
-// RevokeAPIKey revokes a key; revoking twice is ErrStateChanged.
+// RevokeAPIKey revokes a key; revoking twice is ErrStateChanged. The caches made on s
+// refuse the key at once; other processes' caches, within APIKeyCacheTTL.
 func (s *Store) RevokeAPIKey(ctx context.Context, id int64) error {
 	res := s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", Now())
 	if res.Error != nil {
 		return fmt.Errorf("models: revoke api key %d: %w", id, res.Error)
 	}
+	// No row changes when another process revoked the key a moment ago, and this
+	// process's caches may still hold it: they are cleared either way.
+	s.forgetAPIKeys()
 	if res.RowsAffected == 0 {
 		return fmt.Errorf("models: revoke api key %d: %w", id, ErrStateChanged)
 	}

@@ -108,9 +108,12 @@ type Message struct {
 	ErrorClass        string
 	LastError         string
 	ProviderMessageID string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
-	SentAt            *time.Time
+	// TaskID is the Asynq task that carries the message: its own, or a chunk task it
+	// shares with other messages of its batch (tasks.SendTaskID, tasks.ChunkTaskID).
+	TaskID    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	SentAt    *time.Time
 }
 
 // insertChunk bounds a multi-row INSERT well below MySQL's placeholder limit.
@@ -263,6 +266,9 @@ type Outcome struct {
 	Called    bool
 	StartedAt time.Time
 	Duration  time.Duration
+	// TaskID, when set, is the task that carries the message from now on: a message that
+	// must wait inside a chunk moves to a task of its own.
+	TaskID string
 }
 
 // FinishAttempt records an attempt's outcome on a message the caller holds in sending,
@@ -360,6 +366,9 @@ func finishOne(tx *gorm.DB, it Finish, now time.Time) (bool, error) {
 	if o.Status == StatusSent {
 		upd["sent_at"] = now
 		upd["provider_message_id"] = truncate(o.ProviderMessageID, 128)
+	}
+	if o.TaskID != "" {
+		upd["task_id"] = o.TaskID
 	}
 	res := tx.Model(&Message{}).Where("id = ? AND status = ? AND claim_token = ?", m.ID, StatusSending, m.ClaimToken).Updates(upd)
 	if res.Error != nil {
@@ -477,6 +486,9 @@ type DueMessage struct {
 	ID            string
 	Priority      string
 	NextAttemptAt time.Time
+	// TaskID is the task the message waits for (empty on rows older than task ids: the
+	// message id was their task's id).
+	TaskID string
 }
 
 // DueCursor is a position in the due-message order, for paging.
@@ -490,7 +502,7 @@ type DueCursor struct {
 func (s *Store) DueMessages(ctx context.Context, dueBy time.Time, after DueCursor, limit int) ([]DueMessage, error) {
 	var out []DueMessage
 	dueBy, after.At = dueBy.UTC(), after.At.UTC() // SQLite compares times as text: every stored time is UTC
-	q := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
+	q := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at, task_id").
 		Where("status IN ? AND next_attempt_at <= ?", []Status{StatusPending, StatusFailed}, dueBy)
 	if !after.At.IsZero() {
 		q = q.Where("(next_attempt_at > ? OR (next_attempt_at = ? AND id > ?))", after.At, after.At, after.ID)
@@ -509,13 +521,28 @@ func (s *Store) UnclaimedDue(ctx context.Context, ids []string, dueBy time.Time)
 	if len(ids) == 0 {
 		return out, nil
 	}
-	err := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
+	err := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at, task_id").
 		Where("id IN ? AND status IN ? AND next_attempt_at <= ?", ids, []Status{StatusPending, StatusFailed}, dueBy.UTC()).
 		Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: unclaimed due messages: %w", err)
 	}
 	return out, nil
+}
+
+// SetTaskID records that taskID carries the messages ids from now on, for those still
+// waiting (pending or failed): the sweeper writes it before it enqueues a replacement.
+func (s *Store) SetTaskID(ctx context.Context, taskID string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := s.db.WithContext(ctx).Model(&Message{}).
+		Where("id IN ? AND status IN ?", ids, []Status{StatusPending, StatusFailed}).
+		UpdateColumn("task_id", taskID).Error
+	if err != nil {
+		return fmt.Errorf("models: record task %s: %w", taskID, err)
+	}
+	return nil
 }
 
 // Released is a message whose claim expired, returned to failed by ReleaseExpiredLeases.
@@ -646,15 +673,16 @@ func (s *Store) CancelMessage(ctx context.Context, id string) error {
 	return casResult(res, "cancel", id)
 }
 
-// RetryMessage makes a stopped message pending again with a fresh allowance of attempts.
-// Attempts keep counting, so the history stays in order. A failed message already has a
+// RetryMessage makes a stopped message pending again with a fresh allowance of attempts,
+// carried by a task of its own (the message id). Attempts keep counting, so the history
+// stays in order. A failed message already has a
 // retry scheduled and is not changed (ErrStateChanged).
 func (s *Store) RetryMessage(ctx context.Context, id string, extraAttempts int) error {
 	now := Now()
 	res := s.db.WithContext(ctx).Model(&Message{}).
 		Where("id = ? AND status = ?", id, StatusStopped).
 		Updates(map[string]any{"status": StatusPending, "next_attempt_at": now, "updated_at": now,
-			"max_attempts": gorm.Expr("attempts + ?", extraAttempts), "class_retries": 0})
+			"max_attempts": gorm.Expr("attempts + ?", extraAttempts), "class_retries": 0, "task_id": id})
 	return casResult(res, "retry", id)
 }
 

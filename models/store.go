@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -40,6 +41,11 @@ type Store struct {
 	read    *gorm.DB
 	dialect migrations.Dialect
 	sealer  *sealer
+	// apiKeyCaches are the caches made on this store, for RevokeAPIKey to clear.
+	apiKeyCaches struct {
+		sync.Mutex
+		list []*APIKeyCache
+	}
 }
 
 // Options configure Open.

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -13,6 +14,9 @@ type batcher[In, Out any] struct {
 	max  int
 	run  func(context.Context, []In) []Out
 	reqs chan batchReq[In, Out]
+
+	mu     sync.RWMutex
+	closed bool
 }
 
 type batchReq[In, Out any] struct {
@@ -54,9 +58,28 @@ func (b *batcher[In, Out]) loop() {
 	}
 }
 
+// close ends the runners once the requests already queued have run. A call after it
+// runs alone: a task Asynq gave up waiting for at shutdown may still finish.
+func (b *batcher[In, Out]) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.closed {
+		b.closed = true
+		close(b.reqs)
+	}
+}
+
 // do runs one call as part of a batch and waits for its result.
 func (b *batcher[In, Out]) do(in In) Out {
 	out := make(chan Out, 1)
+	b.mu.RLock()
+	if b.closed {
+		b.mu.RUnlock()
+		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+		defer cancel()
+		return b.run(ctx, []In{in})[0]
+	}
 	b.reqs <- batchReq[In, Out]{in: in, out: out}
+	b.mu.RUnlock()
 	return <-out
 }

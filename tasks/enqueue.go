@@ -5,21 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/hibiken/asynq"
 )
-
-// Job is one message to hand to Asynq.
-type Job struct {
-	MessageID string
-	Priority  string
-	ProcessAt time.Time
-	// Replaces is set when the sweeper re-enqueues a message whose worker died: the
-	// token of its expired claim, or the id of the orphaned task. It gives the new task
-	// an id of its own (SendTaskID), since the dead worker's task may still be in Redis.
-	Replaces string
-}
 
 // Enqueuer hands messages to Asynq after their rows are committed.
 type Enqueuer struct {
@@ -39,8 +27,8 @@ func (e *Enqueuer) Close() error { return e.client.Close() }
 const enqueueWorkers = 8
 
 // Enqueue hands jobs to Asynq. A job whose task already exists is fine (the sweeper and
-// intake may race): they use the same task id (SendTaskID). It returns how many were enqueued and
-// the first error; jobs that failed stay pending in MySQL for the sweeper.
+// intake may race): the task is there. It returns how many tasks were enqueued and the
+// first error; the messages of jobs that failed stay pending in MySQL for the sweeper.
 func (e *Enqueuer) Enqueue(ctx context.Context, jobs []Job) (int, error) {
 	if len(jobs) == 1 {
 		return e.enqueueOne(ctx, jobs[0])
@@ -83,7 +71,7 @@ func (e *Enqueuer) enqueueOne(ctx context.Context, j Job) (int, error) {
 	case errors.Is(err, asynq.ErrTaskIDConflict):
 		return 0, nil
 	}
-	return 0, fmt.Errorf("tasks: enqueue %s: %w", j.MessageID, err)
+	return 0, fmt.Errorf("tasks: enqueue %s: %w", j.TaskID, err)
 }
 
 // Ping checks that Redis answers.

@@ -20,6 +20,8 @@ import (
 type Sender struct {
 	Store    *models.Store
 	Channels *channels.Registry
+	// Enqueuer enqueues the own task of a message that must wait inside a chunk.
+	Enqueuer *Enqueuer
 	Policy   Policy
 	Log      *slog.Logger
 	// CallTimeout bounds one provider call.
@@ -34,7 +36,9 @@ type Sender struct {
 	// Stats counts outcomes per minute for the dashboard; nil counts nothing.
 	Stats *models.Stats
 
-	accounts *models.AccountCache
+	// Accounts caches account lookups; the process shares one with intake.
+	Accounts *models.AccountCache
+
 	claims   *batcher[string, claimResult]
 	finishes *batcher[models.Finish, error]
 	held     heldClaims
@@ -96,14 +100,26 @@ const (
 // the sweeper's 3 s.
 const DefaultLease = 15 * time.Second
 
-// NewSender returns a send handler with the default policy and lease. Run KeepLeases
-// beside it for as long as it handles tasks.
-func NewSender(store *models.Store, reg *channels.Registry, log *slog.Logger, callTimeout time.Duration) *Sender {
-	s := &Sender{Store: store, Channels: reg, Policy: DefaultPolicy, Log: log,
-		CallTimeout: callTimeout, Lease: DefaultLease, accounts: store.NewAccountCache(5 * time.Second)}
+// NewSender returns a send handler with the default policy and lease, and an account
+// cache of its own unless Accounts is set before use. Run KeepLeases beside it for as
+// long as it handles tasks, and Close it once the worker has stopped.
+func NewSender(store *models.Store, reg *channels.Registry, enq *Enqueuer, log *slog.Logger, callTimeout time.Duration) *Sender {
+	s := &Sender{Store: store, Channels: reg, Enqueuer: enq, Policy: DefaultPolicy, Log: log,
+		CallTimeout: callTimeout, Lease: DefaultLease, Accounts: store.NewAccountCache(AccountCacheTTL)}
 	s.claims = newBatcher(batchRunners, batchMax, s.claimBatch)
 	s.finishes = newBatcher(batchRunners, batchMax, store.FinishAttempts)
 	return s
+}
+
+// AccountCacheTTL is how long a worker or intake trusts an account it read: an edit in
+// another process reaches them within it.
+const AccountCacheTTL = 5 * time.Second
+
+// Close stops the claim and finish batchers. Call it only after the worker has shut
+// down: a task still running would find them gone.
+func (s *Sender) Close() {
+	s.claims.close()
+	s.finishes.close()
 }
 
 // claimBatch claims a batch of messages under one lease. A message can be in a batch
@@ -167,25 +183,122 @@ func (s *Sender) KeepLeases(ctx context.Context) {
 	}
 }
 
-// ProcessTask implements asynq.Handler for TypeSendMessage.
+// ProcessTask implements asynq.Handler for TypeSendMessage: a task carries one message
+// or a chunk of them.
 func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
 	p, err := parseSendPayload(t.Payload())
 	if err != nil {
 		return err
 	}
-	claim := s.claims.do(p.MessageID)
+	if ids := p.IDs(); len(ids) > 1 {
+		return s.sendChunk(ctx, ids)
+	}
+	return s.sendOne(ctx, p.IDs()[0])
+}
+
+// sendOne delivers a message carried by a task of its own: claim, deliver, record. A
+// message that must wait is retried by its task, after the delay the outcome gives.
+func (s *Sender) sendOne(ctx context.Context, id string) error {
+	claim := s.claims.do(id)
 	m, err := claim.m, claim.err
-	if errors.Is(err, models.ErrStateChanged) {
+	switch {
+	case errors.Is(err, models.ErrStateChanged):
 		return notClaimed(m)
-	}
-	if errors.Is(err, models.ErrNotFound) {
+	case errors.Is(err, models.ErrNotFound):
 		return nil // deleted; nothing to do
-	}
-	if err != nil {
+	case err != nil:
 		return err
 	}
 	// However the task ends (a panic too), this worker stops renewing the claim.
 	defer s.held.drop(m.ID)
+	o := s.deliver(ctx, m)
+	if err := s.record(m, o); err != nil {
+		return err
+	}
+	if o.Status == models.StatusFailed || o.Status == models.StatusPending {
+		return &retryError{delay: time.Until(*o.NextAttemptAt), reason: o.ErrorClass}
+	}
+	return nil
+}
+
+// chunkParallel is how many messages of one chunk are delivered at once. With the
+// worker's concurrency of tasks it bounds the calls in flight; a chunk of ChunkSize
+// messages at a few milliseconds a call finishes in well under a second, so a
+// high-priority task never waits long for a free slot.
+const chunkParallel = 8
+
+// sendChunk delivers the messages a chunk task carries: one claim for all of them, each
+// delivered on its own (chunkParallel at a time), outcomes recorded in batches. A message
+// the chunk could not claim is finished, held by another task, or waiting for a task of
+// its own: that task sees to it. A message that must wait (a retry, a throttle) moves to a
+// task of its own with its own delay; the chunk is never run again for one message.
+func (s *Sender) sendChunk(ctx context.Context, ids []string) error {
+	var held []*models.Message
+	var errs []error
+	for _, c := range s.claimBatch(ctx, ids) {
+		switch {
+		case c.err == nil:
+			held = append(held, c.m)
+		case errors.Is(c.err, models.ErrStateChanged), errors.Is(c.err, models.ErrNotFound):
+		default:
+			errs = append(errs, c.err)
+		}
+	}
+	if len(errs) > 0 && len(held) == 0 {
+		// The database failed the claim: Asynq runs the chunk again later.
+		return errs[0]
+	}
+	next := make(chan *models.Message)
+	var wg sync.WaitGroup
+	for range min(chunkParallel, len(held)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for m := range next {
+				s.deliverInChunk(ctx, m)
+			}
+		}()
+	}
+	for _, m := range held {
+		next <- m
+	}
+	close(next)
+	wg.Wait()
+	return nil
+}
+
+// deliverInChunk delivers one message of a chunk and records its outcome; one that must
+// wait is enqueued on a task of its own, due when the outcome says.
+func (s *Sender) deliverInChunk(ctx context.Context, m *models.Message) {
+	defer s.held.drop(m.ID)
+	o := s.deliver(ctx, m)
+	own := o.Status == models.StatusFailed || o.Status == models.StatusPending
+	if own {
+		o.TaskID = SendTaskID(m.ID, "")
+	}
+	if err := s.record(m, o); err != nil || !own {
+		return
+	}
+	// Enqueued after its row says so; should Redis refuse it, the sweeper finds the task
+	// missing and enqueues the message again.
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, err := s.Enqueuer.Enqueue(ectx, []Job{Single(m.ID, m.Priority, *o.NextAttemptAt, "")}); err != nil {
+		s.Log.Warn("enqueue a message's own task; the sweeper will", "message_id", m.ID, "error", err)
+	}
+}
+
+// deliver takes a claimed message through its attempt: wait until it is due, find its
+// account, admit it under the account's limits, call the platform, and classify what
+// happened. It returns the outcome to record.
+func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome {
+	if ctx.Err() != nil {
+		// The worker is stopping before this message's turn: give it back, due now,
+		// without using an attempt.
+		next := models.Now()
+		return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
+			Error: "worker stopping", NextAttemptAt: &next}
+	}
 	// Asynq keeps run times in whole seconds and may start a task up to a second before
 	// the message is due (the claim allows it): wait for the due time itself, so that a
 	// scheduled send never goes out early.
@@ -197,23 +310,28 @@ func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
 			}
 		}
 	}
-	acct, err := s.accounts.ByID(ctx, m.AccountID)
+	acct, err := s.Accounts.ByID(ctx, m.AccountID)
 	if err != nil {
-		return s.finish(m, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0))
+		return s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0)
 	}
 	if !acct.Enabled {
 		// A disabled account holds its messages rather than failing them.
 		next := models.Now().Add(time.Minute)
-		return s.finish(m, models.Outcome{Status: models.StatusFailed, ErrorClass: string(channels.Throttled),
-			Error: "account " + acct.Name + " is disabled", NextAttemptAt: &next})
+		return models.Outcome{Status: models.StatusFailed, ErrorClass: string(channels.Throttled),
+			Error: "account " + acct.Name + " is disabled", NextAttemptAt: &next}
 	}
 	sender, err := s.Channels.Sender(acct)
 	if err != nil {
-		return s.finish(m, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0))
+		return s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0)
 	}
 	if o, wait := s.admit(ctx, m, acct); wait {
-		return s.finish(m, o)
+		return o
 	}
+	return s.call(ctx, m, acct, sender)
+}
+
+// call makes the provider call and classifies its result.
+func (s *Sender) call(ctx context.Context, m *models.Message, acct *models.Account, sender channels.Sender) models.Outcome {
 	callCtx, cancel := context.WithTimeout(ctx, s.CallTimeout)
 	started := time.Now()
 	receipt, err := sender.Send(callCtx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content})
@@ -227,8 +345,8 @@ func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		s.Metrics.attempt(acct.Platform, acct.Name, "sent", took)
 		s.Metrics.final(acct.Platform, acct.Name, string(models.StatusSent))
 		s.Stats.Count(acct.ID, "sent", 1)
-		return s.finish(m, models.Outcome{Status: models.StatusSent, ProviderMessageID: receipt.ProviderMessageID,
-			CountsAttempt: true, Called: true, StartedAt: started.UTC(), Duration: took})
+		return models.Outcome{Status: models.StatusSent, ProviderMessageID: receipt.ProviderMessageID,
+			CountsAttempt: true, Called: true, StartedAt: started.UTC(), Duration: took}
 	}
 	ce := channels.Classify(err)
 	if ce.Class == channels.Auth {
@@ -245,7 +363,7 @@ func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
 		s.Metrics.final(acct.Platform, acct.Name, string(models.StatusStopped))
 		s.Stats.Count(acct.ID, "stopped", 1)
 	}
-	return s.finish(m, o)
+	return o
 }
 
 // failure turns a classified error into the message's next state, per the policy table
@@ -279,8 +397,8 @@ func (s *Sender) failure(m *models.Message, acct *models.Account, ce *channels.E
 	return o
 }
 
-// finish records the outcome and tells Asynq whether and when to run the task again.
-func (s *Sender) finish(m *models.Message, o models.Outcome) error {
+// record writes the outcome, batched with other tasks' outcomes.
+func (s *Sender) record(m *models.Message, o models.Outcome) error {
 	// The heartbeat leaves a finishing claim alone: its row is locked by the finish's
 	// transaction, and a renewal waiting on (or deadlocking with) it would delay every
 	// other renewal. The lease has most of its time left; the finish takes milliseconds.
@@ -290,9 +408,6 @@ func (s *Sender) finish(m *models.Message, o models.Outcome) error {
 	if err := s.finishes.do(models.Finish{Message: m, Outcome: o}); err != nil {
 		// The row stays sending; the sweeper returns it to failed when the lease ends.
 		return fmt.Errorf("tasks: %w", err)
-	}
-	if o.Status == models.StatusFailed || o.Status == models.StatusPending {
-		return &retryError{delay: time.Until(*o.NextAttemptAt), reason: o.ErrorClass}
 	}
 	return nil
 }
@@ -328,7 +443,7 @@ func (s *Sender) setHealth(acct *models.Account, healthy bool, note string) {
 	if err := s.Store.SetAccountHealth(ctx, acct.ID, healthy, note); err != nil {
 		s.Log.Warn("record account health", "account", acct.Name, "error", err)
 	}
-	s.accounts.Forget()
+	s.Accounts.Forget()
 }
 
 // Waiting for rate-limit capacity: short waits are slept through in the worker (Asynq

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -66,8 +67,8 @@ func (s *Sweeper) ProcessTask(ctx context.Context, t *asynq.Task) error {
 }
 
 // Recover returns messages whose claim expired (their worker died) to failed and
-// enqueues each again at once under a task id of its own, so they do not wait for Asynq
-// to notice the dead worker. It reports how many it re-enqueued.
+// enqueues them again at once under task ids of their own, so they do not wait for
+// Asynq to notice the dead worker. It reports how many tasks it enqueued.
 func (s *Sweeper) Recover(ctx context.Context) (int, error) {
 	sends, err := s.activeSends()
 	return s.recover(ctx, sends, err)
@@ -81,86 +82,123 @@ func (s *Sweeper) recover(ctx context.Context, sends []activeSend, listErr error
 		s.Log.Warn("sweeper: released expired claims; their attempts are recorded as unknown", "count", len(released))
 	}
 	now := models.Now()
-	jobs := make([]Job, len(released))
-	for i, r := range released {
-		jobs[i] = Job{MessageID: r.ID, Priority: r.Priority, ProcessAt: now, Replaces: r.ExpiredToken}
+	// The messages of one claim were claimed together, usually a chunk: they go back
+	// together, under a task named after the expired claim.
+	type claim struct{ token, priority string }
+	var order []claim
+	ids := map[claim][]string{}
+	for _, r := range released {
+		c := claim{r.ExpiredToken, r.Priority}
+		if ids[c] == nil {
+			order = append(order, c)
+		}
+		ids[c] = append(ids[c], r.ID)
 	}
-	jobs = append(jobs, s.orphanedSends(sends, now)...)
+	var jobs []Job
+	for _, c := range order {
+		jobs = append(jobs, Chunk(ids[c], c.priority, now, func(first string, _ int) string { return SendTaskID(first, c.token) })...)
+	}
 	stuck, serr := s.stuckSends(ctx, sends, now)
 	jobs = append(jobs, stuck...)
 	// Released rows are failed and due: if enqueueing fails, the full sweep finds them.
-	n, qerr := s.Enqueuer.Enqueue(ctx, jobs)
+	n, qerr := s.enqueue(ctx, jobs)
 	return n, errors.Join(err, listErr, serr, qerr)
 }
 
-// stuckSends returns a replacement job for every send task that a dead worker took from
-// the queue but never claimed: the task is active in Redis, not yet orphaned (Asynq
-// waits 30 s for that), and its message stays due and unclaimed over passes at least
-// stuckAfter apart. The replacement gets the id the orphan path would give it, so the
-// task is replaced once however it is found.
-func (s *Sweeper) stuckSends(ctx context.Context, active []activeSend, now time.Time) ([]Job, error) {
-	byMessage := make(map[string][]activeSend)
-	ids := make([]string, 0, len(active))
-	for _, t := range active {
-		if !t.orphaned {
-			if len(byMessage[t.messageID]) == 0 {
-				ids = append(ids, t.messageID)
-			}
-			byMessage[t.messageID] = append(byMessage[t.messageID], t)
+// enqueue records which task carries each job's messages, then enqueues the jobs. A job
+// whose messages could not be marked is left for the next pass.
+func (s *Sweeper) enqueue(ctx context.Context, jobs []Job) (int, error) {
+	var errs []error
+	marked := jobs[:0:0]
+	for _, j := range jobs {
+		if err := s.Store.SetTaskID(ctx, j.TaskID, j.MessageIDs); err != nil {
+			errs = append(errs, err)
+			continue
 		}
+		marked = append(marked, j)
 	}
-	var due []models.DueMessage
+	n, err := s.Enqueuer.Enqueue(ctx, marked)
+	return n, errors.Join(append(errs, err)...)
+}
+
+// stuckSends returns replacement jobs for the messages of send tasks that a dead worker
+// took from the queue but never claimed: the task is active in Redis, and the messages
+// it carries stay due and unclaimed, either in a task Asynq already reports orphaned (it
+// waits 30 s for that) or over passes at least stuckAfter apart. A replacement is named
+// after the task it replaces, so the task is replaced once however it is found.
+func (s *Sweeper) stuckSends(ctx context.Context, active []activeSend, now time.Time) ([]Job, error) {
+	var ids []string
+	for _, t := range active {
+		ids = append(ids, t.messageIDs...)
+	}
+	due := make(map[string]models.DueMessage)
 	for chunk := range slices.Chunk(ids, stuckPage) {
 		d, err := s.Store.UnclaimedDue(ctx, chunk, now)
 		if err != nil {
 			return nil, err
 		}
-		due = append(due, d...)
+		for _, m := range d {
+			due[m.ID] = m
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	seen := make(map[string]time.Time, len(due))
+	seen := make(map[string]time.Time)
 	var jobs []Job
-	for _, m := range due {
-		for _, t := range byMessage[m.ID] {
-			first, ok := s.unclaimed[t.taskID]
-			if !ok {
-				first = now
-			}
-			seen[t.taskID] = first
-			if now.Sub(first) >= stuckAfter {
-				jobs = append(jobs, Job{MessageID: m.ID, Priority: m.Priority, ProcessAt: now, Replaces: "orphan-" + t.taskID})
+	orphaned, stuck := 0, 0
+	for _, t := range active {
+		// Only the messages the task still carries: one that failed inside a chunk has
+		// moved to a task of its own.
+		var waiting []string
+		priority := t.queue
+		for _, id := range t.messageIDs {
+			if m, ok := due[id]; ok && carries(t.taskID, m) {
+				waiting = append(waiting, id)
+				priority = m.Priority
 			}
 		}
+		if len(waiting) == 0 {
+			continue
+		}
+		first, ok := s.unclaimed[t.taskID]
+		if !ok {
+			first = now
+		}
+		seen[t.taskID] = first
+		if !t.orphaned && now.Sub(first) < stuckAfter {
+			continue
+		}
+		if t.orphaned {
+			orphaned += len(waiting)
+		} else {
+			stuck += len(waiting)
+		}
+		replaces := replacing("orphan", t.taskID)
+		jobs = append(jobs, Chunk(waiting, priority, now, func(first string, _ int) string { return SendTaskID(first, replaces) })...)
 	}
 	s.unclaimed = seen
 	if len(jobs) > 0 {
-		s.Log.Warn("sweeper: re-enqueued send tasks a dead worker took but never claimed", "count", len(jobs))
+		s.Log.Warn("sweeper: re-enqueued messages of send tasks a dead worker took but never claimed",
+			"orphaned", orphaned, "stuck", stuck)
 	}
 	return jobs, nil
+}
+
+// carries reports whether the message waits for the task: rows written before messages
+// recorded their task were carried by a task named after the message.
+func carries(taskID string, m models.DueMessage) bool {
+	if m.TaskID == "" {
+		return taskID == m.ID
+	}
+	return taskID == m.TaskID
 }
 
 // stuckPage is how many message ids one UnclaimedDue query asks about.
 const stuckPage = 500
 
-// orphanedSends returns a replacement job for every send task Asynq reports orphaned.
-// The replacement's task id is fixed by the orphan's, so later passes that still see the
-// orphan do not enqueue it again while the replacement waits.
-func (s *Sweeper) orphanedSends(active []activeSend, now time.Time) []Job {
-	var jobs []Job
-	for _, t := range active {
-		if t.orphaned {
-			jobs = append(jobs, Job{MessageID: t.messageID, Priority: t.queue, ProcessAt: now, Replaces: "orphan-" + t.taskID})
-		}
-	}
-	if len(jobs) > 0 {
-		s.Log.Warn("sweeper: re-enqueued send tasks orphaned by a dead worker", "count", len(jobs))
-	}
-	return jobs
-}
-
 // Sweep runs one full pass: Recover, then re-enqueue due messages whose task Redis lost,
-// then housekeeping. It reports how many tasks it enqueued.
+// or holds as active though nobody works on the message, then housekeeping. It reports
+// how many tasks it enqueued.
 func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	sends, listErr := s.activeSends()
 	if listErr != nil {
@@ -171,28 +209,27 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		return total, err
 	}
 	dueBy := models.Now().Add(-s.Grace)
-	active := make(map[string]bool, len(sends))
-	for _, t := range sends {
-		active[t.messageID] = true
-	}
-	// Second tasks get this sweep's mark: one of an earlier sweep may be stale too.
-	sweepID := strconv.FormatInt(time.Now().UnixNano(), 36)
-	stale := 0
+	// Replacements get this sweep's mark: one of an earlier sweep may be lost too.
+	replaces := "sweep-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	var after models.DueCursor
+	lostCount, staleCount := 0, 0
 	for {
 		due, err := s.Store.DueMessages(ctx, dueBy, after, sweepPage)
 		if err != nil {
 			return total, err
 		}
-		jobs := make([]Job, len(due))
-		for i, m := range due {
-			jobs[i] = Job{MessageID: m.ID, Priority: m.Priority, ProcessAt: m.NextAttemptAt}
-			if active[m.ID] {
-				jobs[i].Replaces = "stale-" + sweepID
-				stale++
-			}
+		lost, stale := s.lost(due)
+		lostCount, staleCount = lostCount+len(lost), staleCount+stale
+		var jobs []Job
+		byPriority := map[string][]string{}
+		for _, m := range lost {
+			byPriority[m.Priority] = append(byPriority[m.Priority], m.ID)
 		}
-		n, err := s.Enqueuer.Enqueue(ctx, jobs)
+		now := models.Now()
+		for _, p := range slices.Sorted(maps.Keys(byPriority)) {
+			jobs = append(jobs, Chunk(byPriority[p], p, now, func(first string, _ int) string { return SendTaskID(first, replaces) })...)
+		}
+		n, err := s.enqueue(ctx, jobs)
 		total += n
 		if err != nil {
 			return total, err
@@ -203,11 +240,52 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		last := due[len(due)-1]
 		after = models.DueCursor{At: last.NextAttemptAt, ID: last.ID}
 	}
-	if total > 0 {
-		s.Log.Warn("sweeper: re-enqueued messages whose task was missing or stale", "count", total, "stale", stale)
+	if lostCount > 0 {
+		s.Log.Warn("sweeper: re-enqueued messages whose task was missing or stale", "count", lostCount, "stale", staleCount)
 	}
 	s.housekeeping(ctx)
 	return total, nil
+}
+
+// lost returns the due messages whose task Redis does not have (flushed, failed over,
+// archived, or never enqueued because Redis was down), or has as active though the
+// message has been due past the grace and nobody holds it: a task a failover left
+// stale. It asks Redis once per task, and counts the stale ones. Without an inspector
+// every due message counts as lost: the claim keeps a second task from sending twice.
+func (s *Sweeper) lost(due []models.DueMessage) (lost []models.DueMessage, stale int) {
+	if s.Inspector == nil {
+		return due, 0
+	}
+	type task struct{ queue, id string }
+	state := map[task]string{} // "" carries on, else lost or stale
+	for _, m := range due {
+		t := task{QueueFor(m.Priority), m.TaskID}
+		if t.id == "" {
+			t.id = m.ID
+		}
+		verdict, ok := state[t]
+		if !ok {
+			info, err := s.Inspector.GetTaskInfo(t.queue, t.id)
+			switch {
+			case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+				verdict = "lost"
+			case err != nil:
+				s.Log.Warn("sweeper: cannot read a task; its messages wait for the next sweep", "task_id", t.id, "error", err)
+			case info.State == asynq.TaskStateActive:
+				verdict = "stale"
+			case info.State == asynq.TaskStateArchived, info.State == asynq.TaskStateCompleted:
+				verdict = "lost"
+			}
+			state[t] = verdict
+		}
+		if verdict != "" {
+			lost = append(lost, m)
+		}
+		if verdict == "stale" {
+			stale++
+		}
+	}
+	return lost, stale
 }
 
 // activePage is how many active tasks one read returns.
@@ -215,7 +293,8 @@ const activePage = 1000
 
 // activeSend is a send task Redis holds as active.
 type activeSend struct {
-	messageID, taskID, queue string
+	messageIDs    []string
+	taskID, queue string
 	// orphaned: its worker stopped extending Asynq's lease on it.
 	orphaned bool
 }
@@ -243,7 +322,7 @@ func (s *Sweeper) activeSends() ([]activeSend, error) {
 					continue
 				}
 				if p, err := parseSendPayload(t.Payload); err == nil {
-					out = append(out, activeSend{messageID: p.MessageID, taskID: t.ID, queue: queue, orphaned: t.IsOrphaned})
+					out = append(out, activeSend{messageIDs: p.IDs(), taskID: t.ID, queue: queue, orphaned: t.IsOrphaned})
 				}
 			}
 			if len(list) < activePage {

@@ -28,17 +28,18 @@ func TestRecoverReplacesOrphanedSendTasks(t *testing.T) {
 	redisOpt := red.Asynq()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 
+	store := testenv.Store(t)
+	messageID := seedDue(t, store, 1)[0].ID
 	enq, held := holdingWorker(t, redisOpt, 1)
-	const messageID = "0190a000-0000-7000-8000-000000000001"
-	if _, err := enq.Enqueue(context.Background(), []tasks.Job{{MessageID: messageID, Priority: "normal", ProcessAt: time.Now()}}); err != nil {
+	if _, err := enq.Enqueue(context.Background(), []tasks.Job{tasks.Single(messageID, "normal", time.Now(), "")}); err != nil {
 		t.Fatal(err)
 	}
 	waitHeld(t, held, 1)
 
 	insp := asynq.NewInspector(redisOpt)
 	t.Cleanup(func() { insp.Close() })
-	sweeper := &tasks.Sweeper{Store: testenv.Store(t), Enqueuer: enq, Inspector: insp, Log: log}
-	replacement := tasks.SendTaskID(messageID, "orphan-"+messageID)
+	sweeper := &tasks.Sweeper{Store: store, Enqueuer: enq, Inspector: insp, Log: log}
+	replacement := tasks.SendTaskID(messageID, tasks.Replacing("orphan", messageID))
 	if n, err := sweeper.Recover(context.Background()); err != nil || n != 0 {
 		t.Fatalf("Recover with a live worker enqueued %d (%v), want 0", n, err)
 	}
@@ -128,37 +129,35 @@ func TestRecoverReplacesUnclaimedSendTasks(t *testing.T) {
 	redisOpt := red.Asynq()
 	store := testenv.Store(t)
 	ctx := context.Background()
-	r := &models.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: models.Branch, TianyuanID: "ty_E1001", Active: true}
-	if err := store.CreateRecipient(ctx, r); err != nil {
-		t.Fatal(err)
-	}
-	a := &models.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,
-		Config: map[string]string{"base_url": "http://127.0.0.1:9900/tianyuan", "token": "tok"}}
-	if err := store.CreateAccount(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	b := &models.Batch{ID: models.NewID(), Source: "api", Platform: a.Platform, AccountID: a.ID, Priority: "normal"}
 	now := time.Now()
-	msgs := make([]models.Message, 2)
-	for i := range msgs {
-		msgs[i] = models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: r.ID, AccountID: a.ID,
-			Platform: a.Platform, Address: r.Address(a.Platform), MsgType: "text", Content: "Overdue: ledger 42",
-			Priority: "normal", Status: models.StatusPending, MaxAttempts: models.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}
-	}
-	if err := store.CreateBatch(ctx, b, msgs, nil); err != nil {
-		t.Fatal(err)
-	}
+	msgs := seedDue(t, store, 2)
 	unclaimed, claimed := msgs[0].ID, msgs[1].ID
 	if _, _, err := store.ClaimMany(ctx, []string{claimed}, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 
 	enq, held := holdingWorker(t, redisOpt, 2)
-	jobs := []tasks.Job{{MessageID: unclaimed, Priority: "normal", ProcessAt: now}, {MessageID: claimed, Priority: "normal", ProcessAt: now}}
+	jobs := []tasks.Job{tasks.Single(unclaimed, "normal", now, ""), tasks.Single(claimed, "normal", now, "")}
 	if _, err := enq.Enqueue(ctx, jobs); err != nil {
 		t.Fatal(err)
 	}
 	waitHeld(t, held, 2)
+	insp := recoverTwice(t, store, enq, redisOpt)
+	if _, err := insp.GetTaskInfo(tasks.QueueNormal, tasks.SendTaskID(unclaimed, tasks.Replacing("orphan", unclaimed))); err != nil {
+		t.Errorf("no replacement for the unclaimed message's task: %v", err)
+	}
+	if _, err := insp.GetTaskInfo(tasks.QueueNormal, tasks.SendTaskID(claimed, tasks.Replacing("orphan", claimed))); err == nil {
+		t.Error("the claimed message's task was replaced before its lease ran out")
+	}
+}
+
+// recoverTwice runs recovery once, then twice more after stuckAfter has passed, the way
+// the scheduler spaces its passes: the first pass only notes active tasks whose messages
+// wait, the second replaces each of them with one task, the third finds nothing more. It
+// returns the inspector it looked with.
+func recoverTwice(t *testing.T, store *models.Store, enq *tasks.Enqueuer, redisOpt asynq.RedisConnOpt) *asynq.Inspector {
+	t.Helper()
+	ctx := context.Background()
 	insp := asynq.NewInspector(redisOpt)
 	t.Cleanup(func() { insp.Close() })
 	sweeper := &tasks.Sweeper{Store: store, Enqueuer: enq, Inspector: insp, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
@@ -175,12 +174,35 @@ func TestRecoverReplacesUnclaimedSendTasks(t *testing.T) {
 			t.Errorf("Recover pass %d after the wait enqueued %d replacements, want %d", i+2, n, want)
 		}
 	}
-	if _, err := insp.GetTaskInfo(tasks.QueueNormal, tasks.SendTaskID(unclaimed, "orphan-"+unclaimed)); err != nil {
-		t.Errorf("no replacement for the unclaimed message's task: %v", err)
+	return insp
+}
+
+// seedDue stores n pending messages of one batch, due now, to a branch recipient on a
+// Tianyuan account.
+func seedDue(t *testing.T, store *models.Store, n int) []models.Message {
+	t.Helper()
+	ctx := context.Background()
+	r := &models.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: models.Branch, TianyuanID: "ty_E1001", Active: true}
+	if err := store.CreateRecipient(ctx, r); err != nil {
+		t.Fatal(err)
 	}
-	if _, err := insp.GetTaskInfo(tasks.QueueNormal, tasks.SendTaskID(claimed, "orphan-"+claimed)); err == nil {
-		t.Error("the claimed message's task was replaced before its lease ran out")
+	a := &models.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,
+		Config: map[string]string{"base_url": "http://127.0.0.1:9900/tianyuan", "token": "tok"}}
+	if err := store.CreateAccount(ctx, a); err != nil {
+		t.Fatal(err)
 	}
+	b := &models.Batch{ID: models.NewID(), Source: "api", Platform: a.Platform, AccountID: a.ID, Priority: "normal"}
+	now := time.Now()
+	msgs := make([]models.Message, n)
+	for i := range msgs {
+		msgs[i] = models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: r.ID, AccountID: a.ID,
+			Platform: a.Platform, Address: r.Address(a.Platform), MsgType: "text", Content: "Overdue: ledger 42",
+			Priority: "normal", Status: models.StatusPending, MaxAttempts: models.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}
+	}
+	if err := store.CreateBatch(ctx, b, msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	return msgs
 }
 
 type discardLogger struct{}

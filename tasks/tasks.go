@@ -7,8 +7,12 @@
 package tasks
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/hibiken/asynq"
 )
@@ -51,18 +55,68 @@ func QueueFor(priority string) string {
 	return QueueNormal
 }
 
-// SendMessagePayload is the payload of a send task.
+// SendMessagePayload is the payload of a send task: one message (MessageID), or a chunk
+// of messages of one batch or one sweep (MessageIDs).
 type SendMessagePayload struct {
-	MessageID string `json:"message_id"`
+	MessageID  string   `json:"message_id,omitempty"`
+	MessageIDs []string `json:"message_ids,omitempty"`
 }
 
-// NewSendMessageTask returns the task that delivers one message, with processAt as its
-// earliest run time. Its task id is SendTaskID's: the message id for the message's first
-// task, so intake and the sweeper never enqueue it twice.
+// IDs returns the messages the task carries.
+func (p SendMessagePayload) IDs() []string {
+	if p.MessageID != "" {
+		return []string{p.MessageID}
+	}
+	return p.MessageIDs
+}
+
+// Job is one send task to hand to Asynq: its id, the messages it carries, and when it
+// may run.
+type Job struct {
+	TaskID     string
+	MessageIDs []string
+	Priority   string
+	ProcessAt  time.Time
+}
+
+// Single returns the job of one message; replaces is empty for the message's own first
+// task (see SendTaskID).
+func Single(messageID, priority string, at time.Time, replaces string) Job {
+	return Job{TaskID: SendTaskID(messageID, replaces), MessageIDs: []string{messageID}, Priority: priority, ProcessAt: at}
+}
+
+// ChunkSize is how many messages one send task carries at most. Asynq's cost (a dequeue
+// script, a completion script, a lease) is paid once per task; a chunk pays it once for
+// all its messages, which is what lets a fan-out drain faster than Asynq moves empty
+// tasks (BenchmarkPipeline, docs/benchmarks.md). Larger chunks gain little more and hold
+// more messages behind one slow call.
+const ChunkSize = 100
+
+// Chunk packs messages of one priority and one due time into jobs of at most ChunkSize
+// messages, dividing them evenly. id names the k-th job (from 1) by its first message. A
+// single message gets a single job with that name too.
+func Chunk(ids []string, priority string, at time.Time, id func(first string, k int) string) []Job {
+	if len(ids) == 0 {
+		return nil
+	}
+	n := (len(ids) + ChunkSize - 1) / ChunkSize
+	jobs := make([]Job, 0, n)
+	for k := range n {
+		lo, hi := k*len(ids)/n, (k+1)*len(ids)/n
+		jobs = append(jobs, Job{TaskID: id(ids[lo], k+1), MessageIDs: ids[lo:hi:hi], Priority: priority, ProcessAt: at})
+	}
+	return jobs
+}
+
+// NewSendMessageTask returns the task of a job, with ProcessAt as its earliest run time.
 func NewSendMessageTask(j Job) *asynq.Task {
-	payload, _ := json.Marshal(SendMessagePayload{MessageID: j.MessageID})
+	p := SendMessagePayload{MessageIDs: j.MessageIDs}
+	if len(j.MessageIDs) == 1 {
+		p = SendMessagePayload{MessageID: j.MessageIDs[0]}
+	}
+	payload, _ := json.Marshal(p)
 	return asynq.NewTask(TypeSendMessage, payload,
-		asynq.TaskID(SendTaskID(j.MessageID, j.Replaces)),
+		asynq.TaskID(j.TaskID),
 		asynq.Queue(QueueFor(j.Priority)),
 		asynq.ProcessAt(j.ProcessAt),
 		// Herald counts attempts in MySQL and decides itself when to stop; Asynq's
@@ -71,17 +125,39 @@ func NewSendMessageTask(j Job) *asynq.Task {
 	)
 }
 
-// SendTaskID is the Asynq task id of a message's task: the message id, or, for a message
-// whose worker died, the message id and what the new task replaces (the expired claim's
-// token, or the orphaned task's id). The dead worker's task may still be held as active
-// in Redis until Asynq's own recoverer runs, up to two minutes later; a task id of its
-// own lets the message go out again at once. What prevents a second send is the
-// compare-and-set claim in the database, never the task id.
+// Task ids. What prevents a second send is the compare-and-set claim in the database,
+// never the task id; the id only keeps intake and the sweeper from enqueueing one task
+// twice, and each message row records the id of the task that carries it (task_id):
+//
+//   - a message sent on its own: the message id;
+//   - a chunk of an intake: the batch id and the chunk's number (ChunkTaskID);
+//   - a message that failed inside a chunk retries on its own task: the message id;
+//   - a task that replaces one a dead worker held, or one Redis lost, is named after its
+//     first message and what it replaces (SendTaskID): the expired claim's token, the
+//     orphaned task, or the sweep that found the task missing.
+
+// SendTaskID is the id of a task that carries messageID first: the message id itself, or,
+// for a task that replaces another, the message id and what it replaces. The dead
+// worker's task may still be held as active in Redis until Asynq's own recoverer runs, up
+// to two minutes later; an id of its own lets the message go out again at once.
 func SendTaskID(messageID, replaces string) string {
 	if replaces == "" {
 		return messageID
 	}
 	return messageID + ":" + replaces
+}
+
+// ChunkTaskID is the id of the k-th chunk task (from 1) of a batch.
+func ChunkTaskID(batchID string, k int) string {
+	return batchID + ":chunk-" + strconv.Itoa(k)
+}
+
+// replacing names what a replacement task replaces, short and fixed by the replaced
+// task's id, so that passes which still see the old task do not enqueue a second
+// replacement while the first waits, and ids do not grow when a replacement is replaced.
+func replacing(kind, taskID string) string {
+	sum := sha1.Sum([]byte(taskID))
+	return kind + "-" + hex.EncodeToString(sum[:6])
 }
 
 // NewRecoverTask returns the periodic task that releases expired claims.
@@ -100,7 +176,7 @@ func NewSweepTask() *asynq.Task {
 
 func parseSendPayload(b []byte) (SendMessagePayload, error) {
 	var p SendMessagePayload
-	if err := json.Unmarshal(b, &p); err != nil || p.MessageID == "" {
+	if err := json.Unmarshal(b, &p); err != nil || len(p.IDs()) == 0 {
 		return p, fmt.Errorf("tasks: bad send payload %q: %v: %w", b, err, asynq.SkipRetry)
 	}
 	return p, nil

@@ -16,9 +16,12 @@ import (
 	"herald/models"
 )
 
-// apiAuth authenticates `Authorization: Bearer <api key>` and requires a scope.
+// apiAuth authenticates `Authorization: Bearer <api key>` and requires a scope. Keys
+// come from a cache that trusts a key for at most models.APIKeyCacheTTL, so a busy
+// API does not read the database on every request.
 type apiAuth struct {
 	store *models.Store
+	keys  *models.APIKeyCache
 	log   *slog.Logger
 
 	mu       sync.Mutex
@@ -29,7 +32,7 @@ type apiAuth struct {
 const touchEvery = time.Minute
 
 func newAPIAuth(store *models.Store, log *slog.Logger) *apiAuth {
-	return &apiAuth{store: store, log: log, lastUsed: map[int64]time.Time{}}
+	return &apiAuth{store: store, keys: store.NewAPIKeyCache(time.Now), log: log, lastUsed: map[int64]time.Time{}}
 }
 
 // require returns middleware that lets through keys with the scope (admin has all).
@@ -59,7 +62,7 @@ func (a *apiAuth) authenticate(c *gin.Context) (*models.APIKey, bool) {
 		handlers.APIError(c, http.StatusUnauthorized, "unauthorized", i18n.T(c.Request.Context(), "api.no_key"), "")
 		return nil, false
 	}
-	k, err := a.store.AuthenticateAPIKey(c.Request.Context(), secret)
+	k, err := a.keys.Authenticate(c.Request.Context(), secret)
 	if errors.Is(err, models.ErrNotFound) {
 		a.auditFailure(c, models.APIKeyPrefix(secret), "unknown or revoked API key")
 		c.Header("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)

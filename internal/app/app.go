@@ -48,8 +48,10 @@ type App struct {
 	Redis         *tasks.Redis
 	EmbeddedRedis *tasks.EmbeddedRedis
 	// RDB is the go-redis connection of the rate limiter.
-	RDB       redis.UniversalClient
-	Limiter   *tasks.Limiter
+	RDB     redis.UniversalClient
+	Limiter *tasks.Limiter
+	// Accounts caches account lookups for intake and the worker alike.
+	Accounts  *models.AccountCache
 	Inspector *asynq.Inspector
 	Enqueuer  *tasks.Enqueuer
 	Channels  *channels.Registry
@@ -96,6 +98,7 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	// One connection per worker goroutine at most, so a limiter check never queues
 	// for a connection (the default pool is 10 per CPU).
 	a.RDB = a.Redis.NewClient(cfg.WorkerConcurrency + 10)
+	a.Accounts = a.Store.NewAccountCache(tasks.AccountCacheTTL)
 	a.Limiter = tasks.NewLimiter(a.RDB)
 	a.Limiter.Replicas = a.Redis.AdmissionReplicas()
 	a.Enqueuer = tasks.NewEnqueuer(a.Redis.Asynq())

@@ -41,7 +41,7 @@ func (a *App) Run(ctx context.Context) error {
 	// its own (HERALD_METRICS_ADDR).
 	h := &handlers.Handlers{Store: a.Store, Log: a.Log, Stats: a.Stats, Inspector: a.Inspector,
 		Dispatch: &dispatch.Dispatcher{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log, Location: a.Config.Location,
-			Stats: a.Stats, Accounts: a.Store.NewAccountCache(5 * time.Second)},
+			Stats: a.Stats, Accounts: a.Accounts},
 		PingRedis: func(context.Context) error { return a.Enqueuer.Ping() },
 		Limiter:   a.Limiter,
 		Channels:  a.Channels,
@@ -84,8 +84,9 @@ func (a *App) Run(ctx context.Context) error {
 // startWorker starts the Asynq worker that sends messages and runs maintenance tasks,
 // and the heartbeat that renews the leases of the claims it holds.
 func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
-	send := tasks.NewSender(a.Store, a.Channels, a.Log, a.Config.SendTimeout)
+	send := tasks.NewSender(a.Store, a.Channels, a.Enqueuer, a.Log, a.Config.SendTimeout)
 	send.Limiter = a.Limiter
+	send.Accounts = a.Accounts
 	send.Metrics = tasks.NewMetrics(a.Metrics)
 	send.Stats = a.Stats
 	srv, mux := tasks.NewWorker(a.Redis.Asynq(), tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
@@ -97,7 +98,7 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	// stop signal.
 	beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
 	go send.KeepLeases(beat)
-	g.Go(func() error { <-ctx.Done(); srv.Shutdown(); stopBeat(); return nil })
+	g.Go(func() error { <-ctx.Done(); srv.Shutdown(); stopBeat(); send.Close(); return nil })
 	return nil
 }
 

@@ -1,0 +1,225 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"herald/channels"
+	"herald/internal/testenv"
+	"herald/models"
+	"herald/tasks"
+)
+
+// TestChunkRetriesAFailedMessageOnItsOwn: a chunk task delivers each of its messages
+// once; the one the platform refuses for now moves to a task of its own, due when its
+// retry is, and the chunk itself finishes: it is never run again for one message.
+func TestChunkRetriesAFailedMessageOnItsOwn(t *testing.T) {
+	ctx := context.Background()
+	store := testenv.Store(t)
+	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	got := map[string]int{}
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ To string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		got[body.To]++
+		mu.Unlock()
+		if body.To == "down@example.com" {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(`{"id":"ok"}`))
+	}))
+	t.Cleanup(receiver.Close)
+	a := &models.Account{Name: "hook", Platform: "webhook", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+		Config: map[string]string{"url": receiver.URL + "/hook"}}
+	if err := store.CreateAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	r := &models.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: models.Branch, Active: true}
+	if err := store.CreateRecipient(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	b := &models.Batch{ID: models.NewID(), Source: "api", Platform: a.Platform, AccountID: a.ID, Priority: "normal"}
+	now := time.Now()
+	addrs := []string{"a@example.com", "b@example.com", "down@example.com", "c@example.com", "d@example.com"}
+	msgs := make([]models.Message, len(addrs))
+	ids := make([]string, len(addrs))
+	for i, to := range addrs {
+		msgs[i] = models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: r.ID, AccountID: a.ID, Platform: a.Platform,
+			Address: to, MsgType: "text", Content: "Ledger 42 closes at five", Priority: "normal", Status: models.StatusPending,
+			MaxAttempts: 3, SendAt: now, NextAttemptAt: &now, TaskID: tasks.ChunkTaskID(b.ID, 1)}
+		ids[i] = msgs[i].ID
+	}
+	if err := store.CreateBatch(ctx, b, msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	enq := tasks.NewEnqueuer(red.Asynq())
+	t.Cleanup(func() { enq.Close() })
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sender := tasks.NewSender(store, channels.NewRegistry(nil), enq, log, 5*time.Second)
+	task := tasks.NewSendMessageTask(tasks.Chunk(ids, "normal", now, func(string, int) string { return tasks.ChunkTaskID(b.ID, 1) })[0])
+	if err := sender.ProcessTask(ctx, task); err != nil {
+		t.Fatalf("the chunk asked to run again: %v", err)
+	}
+	for _, to := range addrs {
+		if got[to] != 1 {
+			t.Errorf("%s was called %d times, want once", to, got[to])
+		}
+	}
+	for i, id := range ids {
+		m, err := store.MessageWithRecipient(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := models.StatusSent
+		wantTask := tasks.ChunkTaskID(b.ID, 1)
+		if addrs[i] == "down@example.com" {
+			want, wantTask = models.StatusFailed, id
+		}
+		if m.Status != want || m.TaskID != wantTask {
+			t.Errorf("%s: %s carried by %q, want %s carried by %q", addrs[i], m.Status, m.TaskID, want, wantTask)
+		}
+		if want == models.StatusFailed {
+			insp := asynq.NewInspector(red.Asynq())
+			info, err := insp.GetTaskInfo(tasks.QueueNormal, id)
+			insp.Close()
+			if err != nil {
+				t.Fatalf("no task of its own for the failed message: %v", err)
+			}
+			if info.State != asynq.TaskStateScheduled || m.NextAttemptAt == nil || info.NextProcessAt.Before(m.NextAttemptAt.Truncate(time.Second)) {
+				t.Errorf("its own task is %s at %s, want scheduled for its retry at %s", info.State, info.NextProcessAt, m.NextAttemptAt)
+			}
+		}
+	}
+	// Run again (a duplicate delivery of the chunk): nothing is sent twice.
+	if err := sender.ProcessTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range addrs {
+		if got[to] != 1 {
+			t.Errorf("after the chunk ran twice %s was called %d times, want once", to, got[to])
+		}
+	}
+}
+
+// TestRecoverReplacesWhatAStuckChunkStillCarries: a chunk task a dead worker took but
+// never claimed is replaced with a task carrying only the messages still waiting for it:
+// not one claimed elsewhere, not one finished, not one that moved to a task of its own.
+func TestRecoverReplacesWhatAStuckChunkStillCarries(t *testing.T) {
+	ctx := context.Background()
+	store := testenv.Store(t)
+	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := seedDue(t, store, 5)
+	chunk := tasks.ChunkTaskID(msgs[0].BatchID, 1)
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	if err := store.SetTaskID(ctx, chunk, ids); err != nil {
+		t.Fatal(err)
+	}
+	waiting := []string{ids[0], ids[4]}
+	if _, _, err := store.ClaimMany(ctx, []string{ids[1]}, time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.CancelMessage(ctx, ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SetTaskID(ctx, ids[3], []string{ids[3]}); err != nil {
+		t.Fatal(err)
+	}
+	enq, held := holdingWorker(t, red.Asynq(), 1)
+	if _, err := enq.Enqueue(ctx, tasks.Chunk(ids, "normal", time.Now(), func(string, int) string { return chunk })); err != nil {
+		t.Fatal(err)
+	}
+	waitHeld(t, held, 1)
+	insp := recoverTwice(t, store, enq, red.Asynq())
+	replacement := tasks.SendTaskID(ids[0], tasks.Replacing("orphan", chunk))
+	info, err := insp.GetTaskInfo(tasks.QueueNormal, replacement)
+	if err != nil {
+		t.Fatalf("no replacement %s: %v", replacement, err)
+	}
+	var p tasks.SendMessagePayload
+	if err := json.Unmarshal(info.Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.IDs(), waiting) {
+		t.Errorf("the replacement carries %v, want only the waiting %v", p.IDs(), waiting)
+	}
+	for _, id := range waiting {
+		if m, _ := store.MessageWithRecipient(ctx, id); m == nil || m.TaskID != replacement {
+			t.Errorf("message %s does not record its replacement task", id)
+		}
+	}
+}
+
+// TestSweepReenqueuesMessagesWhoseChunkIsLost: due messages whose chunk task Redis no
+// longer has are enqueued again, together; messages whose chunk is still queued are left
+// to it; a second sweep finds nothing to do.
+func TestSweepReenqueuesMessagesWhoseChunkIsLost(t *testing.T) {
+	ctx := context.Background()
+	store := testenv.Store(t)
+	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := seedDue(t, store, 6)
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		ids[i] = m.ID
+	}
+	queued, lost := tasks.ChunkTaskID(msgs[0].BatchID, 1), tasks.ChunkTaskID(msgs[0].BatchID, 2)
+	if err := store.SetTaskID(ctx, queued, ids[:3]); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SetTaskID(ctx, lost, ids[3:]); err != nil {
+		t.Fatal(err)
+	}
+	enq := tasks.NewEnqueuer(red.Asynq())
+	t.Cleanup(func() { enq.Close() })
+	if _, err := enq.Enqueue(ctx, tasks.Chunk(ids[:3], "normal", time.Now(), func(string, int) string { return queued })); err != nil {
+		t.Fatal(err)
+	}
+	insp := asynq.NewInspector(red.Asynq())
+	t.Cleanup(func() { insp.Close() })
+	sweeper := &tasks.Sweeper{Store: store, Enqueuer: enq, Inspector: insp, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if n, err := sweeper.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("the sweep enqueued %d tasks (%v), want 1 for the lost chunk", n, err)
+	}
+	m, err := store.MessageWithRecipient(ctx, ids[3])
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := insp.GetTaskInfo(tasks.QueueNormal, m.TaskID)
+	if err != nil {
+		t.Fatalf("the lost chunk's messages record task %q, which Redis does not have: %v", m.TaskID, err)
+	}
+	var p tasks.SendMessagePayload
+	if err := json.Unmarshal(info.Payload, &p); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.IDs(), ids[3:]) {
+		t.Errorf("the new task carries %v, want %v", p.IDs(), ids[3:])
+	}
+	if n, err := sweeper.Sweep(ctx); err != nil || n != 0 {
+		t.Errorf("a second sweep enqueued %d tasks (%v), want 0", n, err)
+	}
+}

@@ -1,0 +1,112 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"herald/channels"
+	"herald/models"
+)
+
+// TestNotClaimedDecisions: what a single-message task does when its message could not
+// be claimed.
+func TestNotClaimedDecisions(t *testing.T) {
+	now := models.Now()
+	at := func(d time.Duration) *time.Time { v := now.Add(d); return &v }
+	tests := []struct {
+		name     string
+		m        *models.Message
+		retry    bool
+		minDelay time.Duration
+		maxDelay time.Duration
+	}{
+		{"deleted", nil, false, 0, 0},
+		{"sent", &models.Message{Status: models.StatusSent}, false, 0, 0},
+		{"cancelled", &models.Message{Status: models.StatusCancelled}, false, 0, 0},
+		{"stopped", &models.Message{Status: models.StatusStopped}, false, 0, 0},
+		{"held elsewhere, lease long", &models.Message{Status: models.StatusSending, LeaseUntil: at(time.Minute)}, true, recheckClaimed - time.Second, recheckClaimed},
+		{"held elsewhere, lease ending", &models.Message{Status: models.StatusSending, LeaseUntil: at(2 * time.Second)}, true, 2 * time.Second, 3*time.Second + 100*time.Millisecond},
+		{"not due yet", &models.Message{Status: models.StatusFailed, NextAttemptAt: at(30 * time.Second)}, true, 29 * time.Second, 30 * time.Second},
+		{"due and free", &models.Message{Status: models.StatusPending, NextAttemptAt: at(-time.Second)}, true, time.Second, time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := notClaimed(tt.m)
+			var re *retryError
+			if got := errors.As(err, &re); got != tt.retry {
+				t.Fatalf("retry = %v (%v), want %v", got, err, tt.retry)
+			}
+			if tt.retry && (re.delay < tt.minDelay || re.delay > tt.maxDelay) {
+				t.Errorf("delay %s, want between %s and %s", re.delay, tt.minDelay, tt.maxDelay)
+			}
+		})
+	}
+}
+
+// TestFailureDecisions: the state a classified failure leads to, by the policy table.
+func TestFailureDecisions(t *testing.T) {
+	s := &Sender{Policy: DefaultPolicy}
+	tests := []struct {
+		name       string
+		m          models.Message
+		class      channels.Class
+		want       models.Status
+		counts     bool
+		minDelay   time.Duration
+		maxDelay   time.Duration
+		classTries int
+	}{
+		{"transient, first", models.Message{MaxAttempts: 3}, channels.Transient, models.StatusFailed, true, 1600 * time.Millisecond, 2400 * time.Millisecond, 1},
+		{"transient, last attempt", models.Message{MaxAttempts: 3, Attempts: 2}, channels.Transient, models.StatusStopped, true, 0, 0, 1},
+		{"permanent", models.Message{MaxAttempts: 3}, channels.Permanent, models.StatusStopped, true, 0, 0, 1},
+		{"rate limited keeps attempts", models.Message{MaxAttempts: 1}, channels.RateLimited, models.StatusFailed, false, time.Minute, time.Minute, 1},
+		{"rate limited, eleventh", models.Message{MaxAttempts: 3, ErrorClass: "rate_limited", ClassRetries: 10}, channels.RateLimited, models.StatusStopped, false, 0, 0, 11},
+		{"auth, first", models.Message{MaxAttempts: 3}, channels.Auth, models.StatusFailed, true, 5 * time.Minute, 5 * time.Minute, 1},
+		{"auth, second", models.Message{MaxAttempts: 3, Attempts: 1, ErrorClass: "auth", ClassRetries: 1}, channels.Auth, models.StatusStopped, true, 0, 0, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := models.Now()
+			o := s.failure(&tt.m, nil, &channels.Error{Class: tt.class, Err: errors.New("refused")}, true, before, time.Millisecond)
+			if o.Status != tt.want || o.CountsAttempt != tt.counts || o.ClassRetries != tt.classTries {
+				t.Fatalf("got %s (counts %v, class retries %d), want %s (counts %v, class retries %d)",
+					o.Status, o.CountsAttempt, o.ClassRetries, tt.want, tt.counts, tt.classTries)
+			}
+			if tt.want == models.StatusStopped {
+				if o.NextAttemptAt != nil {
+					t.Errorf("a stopped message has a next attempt at %s", o.NextAttemptAt)
+				}
+				return
+			}
+			if d := o.NextAttemptAt.Sub(before); d < tt.minDelay || d > tt.maxDelay+time.Second {
+				t.Errorf("next attempt in %s, want between %s and %s", d, tt.minDelay, tt.maxDelay)
+			}
+		})
+	}
+}
+
+// TestBatcherAfterClose: a closed batcher ends its runners, and a late call still runs.
+func TestBatcherAfterClose(t *testing.T) {
+	runs := make(chan int, 10)
+	b := newBatcher(2, 4, func(_ context.Context, in []int) []int {
+		runs <- len(in)
+		out := make([]int, len(in))
+		for i, v := range in {
+			out[i] = v * 2
+		}
+		return out
+	})
+	if got := b.do(3); got != 6 {
+		t.Fatalf("do(3) = %d before close", got)
+	}
+	b.close()
+	b.close() // twice is harmless
+	if got := b.do(4); got != 8 {
+		t.Fatalf("do(4) = %d after close", got)
+	}
+	if n := len(runs); n != 2 {
+		t.Errorf("%d batches ran, want 2", n)
+	}
+}
