@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -25,7 +26,6 @@ import (
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
-	"herald/simulator"
 	"herald/tasks"
 )
 
@@ -197,15 +197,17 @@ func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 	}
 	r := &benchRig{env: env}
 	simAddr := freeAddr(b)
-	ctx, cancel := context.WithCancel(context.Background())
-	b.Cleanup(cancel)
-	args := []string{"--addr", simAddr, "--smtp-addr", freeAddr(b)}
+	args := []string{"simulate", "--addr", simAddr, "--smtp-addr", freeAddr(b)}
 	if simLatency > 0 {
 		args = append(args, "--latency", simLatency.String())
 	}
-	go func() {
-		_ = simulator.RunCommand(ctx, args, &bytes.Buffer{})
-	}()
+	// The simulator stands for platforms on other machines: a process of its own, so its
+	// work does not share a Go runtime with the web process whose latency is measured.
+	sim := exec.Command(heraldBinary(b), args...)
+	if err := sim.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sim.Process.Signal(syscall.SIGTERM); _ = sim.Wait() })
 	waitHTTP(b, "http://"+simAddr+"/healthz")
 
 	// Migrate, then seed with a process that has no worker, so the backlog waits.

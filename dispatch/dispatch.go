@@ -12,9 +12,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"herald/channels"
+	"herald/internal/batch"
 	"herald/models"
 	"herald/tasks"
 )
@@ -32,6 +34,53 @@ type Dispatcher struct {
 	Stats *models.Stats
 	// Accounts caches account lookups; nil reads the store every time.
 	Accounts *models.AccountCache
+
+	groups grouper
+	// writes gathers concurrent intakes into shared transactions.
+	writes     *batch.Batcher[write, error]
+	writesOnce sync.Once
+}
+
+// write is one intake waiting to be written with others, and the context of its request.
+type write struct {
+	ctx context.Context
+	models.NewBatch
+}
+
+// store writes an intake, in one transaction with the intakes of other requests that wait
+// at the same moment. A request that gave up before its turn is not written; once its
+// turn has come, it waits for the outcome, so that its answer says what happened.
+func (d *Dispatcher) store(ctx context.Context, nb models.NewBatch) error {
+	if len(nb.Messages) > tasks.ChunkSize {
+		// A large intake is a transaction's worth on its own; it would hold up small ones.
+		return d.Store.CreateBatch(ctx, nb.Batch, nb.Messages, nb.Extras)
+	}
+	d.writesOnce.Do(func() { d.writes = batch.New(writeRunners, writeMax, d.writeBatches) })
+	return d.writes.Do(write{ctx: ctx, NewBatch: nb})
+}
+
+// Shared transactions: a few at once, so one's commit overlaps the next one's statements.
+const (
+	writeRunners = 4
+	writeMax     = 64
+)
+
+func (d *Dispatcher) writeBatches(ctx context.Context, ws []write) []error {
+	errs := make([]error, len(ws))
+	var live []models.NewBatch
+	var at []int
+	for i, w := range ws {
+		if err := w.ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		live = append(live, w.NewBatch)
+		at = append(at, i)
+	}
+	for k, err := range d.Store.CreateBatches(ctx, live) {
+		errs[at[k]] = err
+	}
+	return errs
 }
 
 // Request is one ask to notify some people. The console names people by id, the API by
@@ -128,8 +177,12 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
 		extras.Audit = &models.AuditEntry{Actor: req.Actor, ActorType: actorType, Action: "batch.create", TargetType: "batch",
 			TargetID: res.Batch.ID, Detail: fmt.Sprintf("%d accepted", res.Batch.Accepted), IP: req.AuditIP}
 	}
-	jobs := assignTasks(res.Batch, res.Messages)
-	if err := d.Store.CreateBatch(ctx, res.Batch, res.Messages, extras); err != nil {
+	jobs, gr := d.assignTasks(res.Batch, res.Messages)
+	err = d.store(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras})
+	if gr != nil {
+		d.groups.done(gr, res.Messages[0].ID, err == nil)
+	}
+	if err != nil {
 		return nil, err
 	}
 	d.Stats.Count(res.Batch.AccountID, "created", len(res.Messages))
@@ -465,15 +518,23 @@ func (d *Dispatcher) addOnDuty(ctx context.Context, people []models.Recipient, r
 }
 
 // assignTasks gives each message of a batch the task that will carry it, and returns
-// the tasks: a lone message travels in a task of its own, more in chunk tasks named
-// after the batch. Every message of a batch shares its priority and due time.
-func assignTasks(b *models.Batch, msgs []models.Message) []tasks.Job {
+// the tasks to enqueue once the batch is committed: a lone message due now joins the
+// group of its priority (group.go; the group enqueues its task, so the caller must
+// report the commit to it), a lone scheduled message travels in a task of its own, more
+// in chunk tasks named after the batch. Every message of a batch shares its priority and
+// due time.
+func (d *Dispatcher) assignTasks(b *models.Batch, msgs []models.Message) ([]tasks.Job, *group) {
 	if len(msgs) == 0 {
-		return nil
+		return nil, nil
 	}
-	if len(msgs) == 1 {
-		msgs[0].TaskID = msgs[0].ID
-		return []tasks.Job{tasks.Single(msgs[0].ID, msgs[0].Priority, msgs[0].SendAt, "")}
+	if m := &msgs[0]; len(msgs) == 1 {
+		if m.SendAt.After(d.now()) {
+			m.TaskID = m.ID
+			return []tasks.Job{tasks.Single(m.ID, m.Priority, m.SendAt, "")}, nil
+		}
+		gr := d.groups.join(d.enqueue, m.ID, m.Priority, m.SendAt)
+		m.TaskID = gr.job.TaskID
+		return nil, gr
 	}
 	ids := make([]string, len(msgs))
 	for i := range msgs {
@@ -487,7 +548,17 @@ func assignTasks(b *models.Batch, msgs []models.Message) []tasks.Job {
 			i++
 		}
 	}
-	return jobs
+	return jobs, nil
+}
+
+// Close enqueues the groups still gathering and waits for them, until ctx ends. Call it
+// once no more requests come.
+func (d *Dispatcher) Close(ctx context.Context) {
+	d.groups.wait(ctx)
+	d.writesOnce.Do(func() {}) // orders the read below after any store
+	if d.writes != nil {
+		d.writes.Close()
+	}
 }
 
 // enqueue hands the tasks of committed messages to Asynq. A failure here loses nothing:

@@ -159,6 +159,66 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 	})
 }
 
+// NewBatch is one intake for CreateBatches: a batch, its messages and its extras.
+type NewBatch struct {
+	Batch    *Batch
+	Messages []Message
+	Extras   *BatchExtras
+}
+
+// CreateBatches writes several intakes in one transaction, with one INSERT per table for
+// all of them (and one UPDATE per idempotent answer): many concurrent requests then
+// cost the database one commit. Each intake is still all or nothing: when the shared
+// transaction fails, each is written again on its own, so one that cannot be written
+// fails alone. It returns one error per intake.
+func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
+	errs := make([]error, len(items))
+	if len(items) == 1 {
+		errs[0] = s.CreateBatch(ctx, items[0].Batch, items[0].Messages, items[0].Extras)
+		return errs
+	}
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		var audits []AuditEntry
+		batches := make([]*Batch, 0, len(items))
+		var msgs []Message
+		now := Now()
+		for _, it := range items {
+			if x := it.Extras; x != nil && x.Idem != nil {
+				if err := completeIdempotent(tx, x.Idem, it.Batch.ID); err != nil {
+					return err
+				}
+			}
+			if x := it.Extras; x != nil && x.Audit != nil {
+				e := *x.Audit
+				e.At = now
+				audits = append(audits, e)
+			}
+			batches = append(batches, it.Batch)
+			msgs = append(msgs, it.Messages...)
+		}
+		if len(audits) > 0 {
+			if err := tx.Create(&audits).Error; err != nil {
+				return fmt.Errorf("models: audit batches: %w", err)
+			}
+		}
+		if err := tx.Create(&batches).Error; err != nil {
+			return fmt.Errorf("models: create batches: %w", err)
+		}
+		if len(msgs) > 0 {
+			if err := tx.CreateInBatches(msgs, insertChunk).Error; err != nil {
+				return fmt.Errorf("models: create messages: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		for i, it := range items {
+			errs[i] = s.CreateBatch(ctx, it.Batch, it.Messages, it.Extras)
+		}
+	}
+	return errs
+}
+
 // BatchByID returns one batch.
 func (s *Store) BatchByID(ctx context.Context, id string) (*Batch, error) {
 	var b Batch

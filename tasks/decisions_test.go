@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -84,29 +83,5 @@ func TestFailureDecisions(t *testing.T) {
 				t.Errorf("next attempt in %s, want between %s and %s", d, tt.minDelay, tt.maxDelay)
 			}
 		})
-	}
-}
-
-// TestBatcherAfterClose: a closed batcher ends its runners, and a late call still runs.
-func TestBatcherAfterClose(t *testing.T) {
-	runs := make(chan int, 10)
-	b := newBatcher(2, 4, func(_ context.Context, in []int) []int {
-		runs <- len(in)
-		out := make([]int, len(in))
-		for i, v := range in {
-			out[i] = v * 2
-		}
-		return out
-	})
-	if got := b.do(3); got != 6 {
-		t.Fatalf("do(3) = %d before close", got)
-	}
-	b.close()
-	b.close() // twice is harmless
-	if got := b.do(4); got != 8 {
-		t.Fatalf("do(4) = %d after close", got)
-	}
-	if n := len(runs); n != 2 {
-		t.Errorf("%d batches ran, want 2", n)
 	}
 }

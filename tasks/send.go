@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"herald/channels"
+	"herald/internal/batch"
 	"herald/models"
 )
 
@@ -39,8 +40,8 @@ type Sender struct {
 	// Accounts caches account lookups; the process shares one with intake.
 	Accounts *models.AccountCache
 
-	claims   *batcher[string, claimResult]
-	finishes *batcher[models.Finish, error]
+	claims   *batch.Batcher[string, claimResult]
+	finishes *batch.Batcher[models.Finish, error]
 	held     heldClaims
 }
 
@@ -106,8 +107,8 @@ const DefaultLease = 15 * time.Second
 func NewSender(store *models.Store, reg *channels.Registry, enq *Enqueuer, log *slog.Logger, callTimeout time.Duration) *Sender {
 	s := &Sender{Store: store, Channels: reg, Enqueuer: enq, Policy: DefaultPolicy, Log: log,
 		CallTimeout: callTimeout, Lease: DefaultLease, Accounts: store.NewAccountCache(AccountCacheTTL)}
-	s.claims = newBatcher(batchRunners, batchMax, s.claimBatch)
-	s.finishes = newBatcher(batchRunners, batchMax, store.FinishAttempts)
+	s.claims = batch.New(batchRunners, batchMax, s.claimBatch)
+	s.finishes = batch.New(batchRunners, batchMax, store.FinishAttempts)
 	return s
 }
 
@@ -118,8 +119,8 @@ const AccountCacheTTL = 5 * time.Second
 // Close stops the claim and finish batchers. Call it only after the worker has shut
 // down: a task still running would find them gone.
 func (s *Sender) Close() {
-	s.claims.close()
-	s.finishes.close()
+	s.claims.Close()
+	s.finishes.Close()
 }
 
 // claimBatch claims a batch of messages under one lease. A message can be in a batch
@@ -199,7 +200,7 @@ func (s *Sender) ProcessTask(ctx context.Context, t *asynq.Task) error {
 // sendOne delivers a message carried by a task of its own: claim, deliver, record. A
 // message that must wait is retried by its task, after the delay the outcome gives.
 func (s *Sender) sendOne(ctx context.Context, id string) error {
-	claim := s.claims.do(id)
+	claim := s.claims.Do(id)
 	m, err := claim.m, claim.err
 	switch {
 	case errors.Is(err, models.ErrStateChanged):
@@ -405,7 +406,7 @@ func (s *Sender) record(m *models.Message, o models.Outcome) error {
 	s.held.drop(m.ID)
 	// Recorded with the batch's own context, not the task's: the provider call has
 	// already happened, and a shutdown must not lose its outcome.
-	if err := s.finishes.do(models.Finish{Message: m, Outcome: o}); err != nil {
+	if err := s.finishes.Do(models.Finish{Message: m, Outcome: o}); err != nil {
 		// The row stays sending; the sweeper returns it to failed when the lease ends.
 		return fmt.Errorf("tasks: %w", err)
 	}

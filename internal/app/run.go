@@ -78,7 +78,12 @@ func (a *App) Run(ctx context.Context) error {
 	a.Log.Info("listening", "url", "http://"+ln.Addr().String()+"/", "console", runWeb)
 	serveHTTP(ctx, g, web.NewServer(a.Config.Addr, handler), ln)
 	a.Log.Info("herald started", "role", a.Role, "embedded", a.Config.Embedded())
-	return g.Wait()
+	err := g.Wait()
+	// Requests have ended: hand the last gathered messages to Asynq.
+	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h.Dispatch.Close(cctx)
+	return err
 }
 
 // startWorker starts the Asynq worker that sends messages and runs maintenance tasks,

@@ -1,4 +1,6 @@
-package tasks
+// Package batch runs calls from many goroutines together, so that the database sees one
+// statement and one commit for many of them.
+package batch
 
 import (
 	"context"
@@ -6,11 +8,11 @@ import (
 	"time"
 )
 
-// batcher runs calls from many goroutines together. Each runner takes every request
+// Batcher runs calls from many goroutines together. Each runner takes every request
 // waiting at that moment (up to max) and runs them as one batch: with no load a call
 // runs at once, alone; under load, the requests that queued while the previous batch ran
 // go together, so the database sees one statement and one commit for many messages.
-type batcher[In, Out any] struct {
+type Batcher[In, Out any] struct {
 	max  int
 	run  func(context.Context, []In) []Out
 	reqs chan batchReq[In, Out]
@@ -27,15 +29,17 @@ type batchReq[In, Out any] struct {
 // batchTimeout bounds one batch's database work.
 const batchTimeout = 15 * time.Second
 
-func newBatcher[In, Out any](runners, max int, run func(context.Context, []In) []Out) *batcher[In, Out] {
-	b := &batcher[In, Out]{max: max, run: run, reqs: make(chan batchReq[In, Out], runners*max)}
+// New returns a batcher with runners goroutines, each running up to max calls at once
+// through run, which returns one result per input, in order.
+func New[In, Out any](runners, max int, run func(context.Context, []In) []Out) *Batcher[In, Out] {
+	b := &Batcher[In, Out]{max: max, run: run, reqs: make(chan batchReq[In, Out], runners*max)}
 	for range runners {
 		go b.loop()
 	}
 	return b
 }
 
-func (b *batcher[In, Out]) loop() {
+func (b *Batcher[In, Out]) loop() {
 	ins := make([]In, 0, b.max)
 	waiting := make([]chan Out, 0, b.max)
 	for r := range b.reqs {
@@ -58,9 +62,9 @@ func (b *batcher[In, Out]) loop() {
 	}
 }
 
-// close ends the runners once the requests already queued have run. A call after it
+// Close ends the runners once the requests already queued have run. A call after it
 // runs alone: a task Asynq gave up waiting for at shutdown may still finish.
-func (b *batcher[In, Out]) close() {
+func (b *Batcher[In, Out]) Close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.closed {
@@ -69,8 +73,8 @@ func (b *batcher[In, Out]) close() {
 	}
 }
 
-// do runs one call as part of a batch and waits for its result.
-func (b *batcher[In, Out]) do(in In) Out {
+// Do runs one call as part of a batch and waits for its result.
+func (b *Batcher[In, Out]) Do(in In) Out {
 	out := make(chan Out, 1)
 	b.mu.RLock()
 	if b.closed {
