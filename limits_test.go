@@ -174,7 +174,7 @@ func newLimitRig(t *testing.T, env map[string]string, limits models.Limits, reci
 }
 
 // submitRounds sends `rounds` messages to every recipient (one batch per round).
-func (r *limitRig) submitRounds(t *testing.T, rounds int, priority string) []string {
+func (r *limitRig) submitRounds(t *testing.T, rounds int, priority models.Priority) []string {
 	t.Helper()
 	var ids []string
 	for range rounds {

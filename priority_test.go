@@ -77,10 +77,10 @@ func TestHighPriorityOvertakesFanOut(t *testing.T) {
 }
 
 // submitAt sends a text message to recipients at priority and returns its batch id.
-func submitAt(t *testing.T, rig *faultRig, recipients []string, priority string) string {
+func submitAt(t *testing.T, rig *faultRig, recipients []string, priority models.Priority) string {
 	t.Helper()
 	res, err := rig.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
-		Account: rig.account.Name, Recipients: recipients, Priority: priority, Text: "priority " + priority})
+		Account: rig.account.Name, Recipients: recipients, Priority: priority, Text: "priority " + string(priority)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ type Request struct {
 	Subject   string
 	Text      string
 
-	Priority       string
+	Priority       models.Priority
 	SendAt         *time.Time
 	IdempotencyKey string
 	RequestHash    string
@@ -139,9 +139,6 @@ const (
 	maxExternalLen = 64
 	maxGroupLen    = 128
 )
-
-// Priorities are the accepted priority names.
-var Priorities = []string{"high", "normal", "low"}
 
 // Rejection reasons.
 const (
@@ -310,9 +307,9 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 // validate checks what needs no database.
 func validate(req *Request, now time.Time) error {
 	if req.Priority == "" {
-		req.Priority = "normal"
+		req.Priority = models.PriorityNormal
 	}
-	if !slices.Contains(Priorities, req.Priority) {
+	if !req.Priority.Valid() {
 		return models.Invalid("priority", "compose.check.priority")
 	}
 	if req.Platform != "" && !slices.Contains(channels.Platforms, req.Platform) {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"herald/models"
 	"herald/tasks"
 )
 
@@ -22,7 +23,7 @@ const groupWindow = 5 * time.Millisecond
 // grouper keeps the open groups of one dispatcher, one per priority.
 type grouper struct {
 	mu      sync.Mutex
-	open    map[string]*group
+	open    map[models.Priority]*group
 	pending sync.WaitGroup // groups not yet enqueued
 }
 
@@ -40,11 +41,11 @@ type group struct {
 // join adds a message due at at to the open group of its priority, opening one that
 // enqueue will hand to Asynq if needed, and returns the group; its task id is the
 // group's job.TaskID. The caller must call done once its transaction has ended.
-func (g *grouper) join(enqueue func(context.Context, []tasks.Job), messageID, priority string, at time.Time) *group {
+func (g *grouper) join(enqueue func(context.Context, []tasks.Job), messageID string, priority models.Priority, at time.Time) *group {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.open == nil {
-		g.open = map[string]*group{}
+		g.open = map[models.Priority]*group{}
 	}
 	gr := g.open[priority]
 	if gr == nil {

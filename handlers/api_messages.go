@@ -23,7 +23,7 @@ type sendRequest struct {
 	Template       string            `json:"template"`
 	Variables      map[string]string `json:"variables"`
 	Content        *sendContent      `json:"content"`
-	Priority       string            `json:"priority"`
+	Priority       models.Priority   `json:"priority"`
 	SendAt         *string           `json:"send_at"`
 	IdempotencyKey string            `json:"idempotency_key"`
 }
@@ -132,24 +132,24 @@ type attemptJSON struct {
 }
 
 type messageJSON struct {
-	ID                string        `json:"id"`
-	BatchID           string        `json:"batch_id"`
-	Recipient         string        `json:"recipient"`
-	Platform          string        `json:"platform"`
-	Address           string        `json:"address"`
-	Status            string        `json:"status"`
-	Priority          string        `json:"priority"`
-	Attempts          int           `json:"attempts"`
-	MaxAttempts       int           `json:"max_attempts"`
-	SendAt            time.Time     `json:"send_at"`
-	NextAttemptAt     *time.Time    `json:"next_attempt_at"`
-	ErrorClass        string        `json:"error_class"`
-	LastError         string        `json:"last_error"`
-	ProviderMessageID string        `json:"provider_message_id"`
-	TaskID            string        `json:"task_id,omitempty"`
-	CreatedAt         time.Time     `json:"created_at"`
-	SentAt            *time.Time    `json:"sent_at"`
-	History           []attemptJSON `json:"history"`
+	ID                string          `json:"id"`
+	BatchID           string          `json:"batch_id"`
+	Recipient         string          `json:"recipient"`
+	Platform          string          `json:"platform"`
+	Address           string          `json:"address"`
+	Status            string          `json:"status"`
+	Priority          models.Priority `json:"priority"`
+	Attempts          int             `json:"attempts"`
+	MaxAttempts       int             `json:"max_attempts"`
+	SendAt            time.Time       `json:"send_at"`
+	NextAttemptAt     *time.Time      `json:"next_attempt_at"`
+	ErrorClass        string          `json:"error_class"`
+	LastError         string          `json:"last_error"`
+	ProviderMessageID string          `json:"provider_message_id"`
+	TaskID            string          `json:"task_id,omitempty"`
+	CreatedAt         time.Time       `json:"created_at"`
+	SentAt            *time.Time      `json:"sent_at"`
+	History           []attemptJSON   `json:"history"`
 }
 
 // GetMessage is GET /api/v1/messages/:id: the message, its state and its attempts.

@@ -28,7 +28,7 @@ const composeSearchLimit = dispatch.MaxRecipients
 // ComposeForm shows an empty compose form; ?q= narrows its list of people (the search
 // box without htmx).
 func (h *Handlers) ComposeForm(c *gin.Context) {
-	h.renderCompose(c, http.StatusOK, views.ComposeForm{Priority: "normal", Query: c.Query("q")}, nil)
+	h.renderCompose(c, http.StatusOK, views.ComposeForm{Priority: models.PriorityNormal, Query: c.Query("q")}, nil)
 }
 
 // ComposePeople renders the compose form's list of people for ?q= (an htmx partial):
@@ -100,7 +100,7 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 	f := views.ComposeForm{
 		Subject:      c.PostForm("content.subject"),
 		Text:         c.PostForm("content.text"),
-		Priority:     c.PostForm("priority"),
+		Priority:     models.Priority(c.PostForm("priority")),
 		Template:     c.PostForm("template"),
 		ToOnDuty:     c.PostForm("to_on_duty") == "true",
 		SendAt:       strings.TrimSpace(c.PostForm("send_at")),

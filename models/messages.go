@@ -26,6 +26,34 @@ const (
 	StatusCancelled Status = "cancelled"
 )
 
+// Priority is a message's priority: it picks the Asynq queue the message waits in and
+// its place when the limiter has one call slot for several messages.
+type Priority string
+
+// The priorities.
+const (
+	PriorityHigh   Priority = "high"
+	PriorityNormal Priority = "normal"
+	PriorityLow    Priority = "low"
+)
+
+// Priorities lists the priorities, highest first.
+var Priorities = []Priority{PriorityHigh, PriorityNormal, PriorityLow}
+
+// Valid reports whether p is one of Priorities.
+func (p Priority) Valid() bool { return slices.Contains(Priorities, p) }
+
+// Rank orders priorities: 0 for high, 1 for normal, 2 for low (and anything else).
+func (p Priority) Rank() int {
+	switch p {
+	case PriorityHigh:
+		return 0
+	case PriorityNormal:
+		return 1
+	}
+	return 2
+}
+
 // AllStatuses lists the states in lifecycle order, for display.
 var AllStatuses = []Status{StatusPending, StatusSending, StatusFailed, StatusSent, StatusStopped, StatusCancelled}
 
@@ -70,7 +98,7 @@ type Batch struct {
 	Platform       string
 	AccountID      int64
 	TemplateID     *int64
-	Priority       string
+	Priority       Priority
 	SendAt         *time.Time
 	ToOnDuty       bool
 	Requested      int
@@ -93,7 +121,7 @@ type Message struct {
 	MsgType     string
 	Subject     string
 	Content     string
-	Priority    string
+	Priority    Priority
 	Status      Status
 	Attempts    int
 	MaxAttempts int
@@ -544,7 +572,7 @@ func (m *Message) RetriesOf(class string) int {
 // DueMessage is what the sweeper needs to re-enqueue a message.
 type DueMessage struct {
 	ID            string
-	Priority      string
+	Priority      Priority
 	NextAttemptAt time.Time
 	// TaskID is the task the message waits for (empty on rows older than task ids: the
 	// message id was their task's id).
@@ -608,7 +636,7 @@ func (s *Store) SetTaskID(ctx context.Context, taskID string, ids []string) erro
 // Released is a message whose claim expired, returned to failed by ReleaseExpiredLeases.
 type Released struct {
 	ID       string
-	Priority string
+	Priority Priority
 	// ExpiredToken is the token of the claim that expired: a new task for the message
 	// needs an id of its own, because the dead worker's task may still be held in Redis.
 	ExpiredToken string
@@ -621,7 +649,7 @@ const AttemptUnknown = "unknown"
 // expiredClaim is what ReleaseExpiredLeases reads of a claim before releasing it.
 type expiredClaim struct {
 	ID         string
-	Priority   string
+	Priority   Priority
 	ClaimToken string
 	Attempts   int
 	UpdatedAt  time.Time // when the claim was taken

@@ -108,9 +108,6 @@ const WindowLate = "late_admission"
 // time (see Limiter.Replicas).
 const WindowUnreplicated = "unreplicated_admission"
 
-// priorityRank orders priorities for the limiter: lower is more urgent.
-var priorityRank = map[string]int{"high": 0, "normal": 1, "low": 2}
-
 // Acquire asks to make one call for a message of the account to a recipient address.
 // It records the call when admitted. A message of lower priority is refused while a
 // more urgent one of the same account is waiting for capacity, so a saturated account
@@ -123,7 +120,7 @@ var priorityRank = map[string]int{"high": 0, "normal": 1, "low": 2}
 // (WindowLate), to be asked for again. Removing a call that is never made cannot let a
 // window exceed its limit. Likewise an admission that not enough replicas acknowledged
 // in that time (see Replicas).
-func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Limits, recipient, priority, token string) (Decision, error) {
+func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Limits, recipient string, priority models.Priority, token string) (Decision, error) {
 	aw, rw := accountWindows(limits), recipientWindows(limits)
 	if len(aw) == 0 && len(rw) == 0 {
 		return Decision{Allowed: true}, nil
@@ -131,7 +128,7 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 	keys := limiterKeys(accountID, recipient)
 	// Each call is its own log entry, even for the same message sent again in a window.
 	member := token + ":" + strconv.FormatUint(rand.Uint64(), 36)
-	args := []any{member, priorityRank[priority], len(aw)}
+	args := []any{member, priority.Rank(), len(aw)}
 	for _, w := range aw {
 		args = append(args, (w.len + l.Margin).Microseconds(), w.limit)
 	}

@@ -84,7 +84,10 @@ func (s *Sweeper) recover(ctx context.Context, sends []activeSend, listErr error
 	now := models.Now()
 	// The messages of one claim were claimed together, usually a chunk: they go back
 	// together, under a task named after the expired claim.
-	type claim struct{ token, priority string }
+	type claim struct {
+		token    string
+		priority models.Priority
+	}
 	var order []claim
 	ids := map[claim][]string{}
 	for _, r := range released {
@@ -150,7 +153,7 @@ func (s *Sweeper) stuckSends(ctx context.Context, active []activeSend, now time.
 		// Only the messages the task still carries: one that failed inside a chunk has
 		// moved to a task of its own.
 		var waiting []string
-		priority := t.queue
+		priority := models.Priority(t.queue)
 		for _, id := range t.messageIDs {
 			if m, ok := due[id]; ok && carries(t.taskID, m) {
 				waiting = append(waiting, id)
@@ -221,7 +224,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		lost, stale := s.lost(due)
 		lostCount, staleCount = lostCount+len(lost), staleCount+stale
 		var jobs []Job
-		byPriority := map[string][]string{}
+		byPriority := map[models.Priority][]string{}
 		for _, m := range lost {
 			byPriority[m.Priority] = append(byPriority[m.Priority], m.ID)
 		}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+
+	"herald/models"
 )
 
 // Task type names.
@@ -30,9 +32,9 @@ const (
 // and the recovery pass), so that no operator sees work in a message queue they did
 // not send.
 const (
-	QueueHigh        = "high"
-	QueueNormal      = "normal"
-	QueueLow         = "low"
+	QueueHigh        = string(models.PriorityHigh)
+	QueueNormal      = string(models.PriorityNormal)
+	QueueLow         = string(models.PriorityLow)
 	QueueMaintenance = "maintenance"
 )
 
@@ -45,11 +47,11 @@ var MessageQueues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1}
 var Queues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1, QueueMaintenance: 6}
 
 // QueueFor returns the queue of a priority; unknown priorities go to normal.
-func QueueFor(priority string) string {
+func QueueFor(priority models.Priority) string {
 	switch priority {
-	case "high":
+	case models.PriorityHigh:
 		return QueueHigh
-	case "low":
+	case models.PriorityLow:
 		return QueueLow
 	}
 	return QueueNormal
@@ -75,13 +77,13 @@ func (p SendMessagePayload) IDs() []string {
 type Job struct {
 	TaskID     string
 	MessageIDs []string
-	Priority   string
+	Priority   models.Priority
 	ProcessAt  time.Time
 }
 
 // Single returns the job of one message; replaces is empty for the message's own first
 // task (see SendTaskID).
-func Single(messageID, priority string, at time.Time, replaces string) Job {
+func Single(messageID string, priority models.Priority, at time.Time, replaces string) Job {
 	return Job{TaskID: SendTaskID(messageID, replaces), MessageIDs: []string{messageID}, Priority: priority, ProcessAt: at}
 }
 
@@ -95,7 +97,7 @@ const ChunkSize = 100
 // Chunk packs messages of one priority and one due time into jobs of at most ChunkSize
 // messages, dividing them evenly. id names the k-th job (from 1) by its first message. A
 // single message gets a single job with that name too.
-func Chunk(ids []string, priority string, at time.Time, id func(first string, k int) string) []Job {
+func Chunk(ids []string, priority models.Priority, at time.Time, id func(first string, k int) string) []Job {
 	if len(ids) == 0 {
 		return nil
 	}

@@ -19,7 +19,7 @@ func TestMessagePageLinksItsTask(t *testing.T) {
 	now := time.Date(2026, 11, 22, 14, 5, 9, 0, time.UTC)
 	// The row: its label, then the id (a link) or a dash, up to the row's end.
 	taskRow := regexp.MustCompile(`<div data-task><div class="muted">([^<]*)</div>(.*?)</div>`)
-	message := func(priority, taskID string) *models.BatchMessage {
+	message := func(priority models.Priority, taskID string) *models.BatchMessage {
 		return &models.BatchMessage{Message: models.Message{ID: "0190aaaa-0000-7000-8000-000000000001",
 			BatchID: "0190bbbb-0000-7000-8000-000000000001", Platform: "sandbox", Priority: priority,
 			Status: models.StatusPending, SendAt: now, CreatedAt: now, TaskID: taskID}}
