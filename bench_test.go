@@ -418,7 +418,34 @@ func (r *benchRig) latency(b *testing.B, concurrency, rate int, span time.Durati
 		return res.Batch.ID, nil
 	})
 	p50, p99 = r.sentLatency(b, batchIDs, func(m *models.Message) time.Duration { return m.SentAt.Sub(m.CreatedAt) })
+	r.latencyParts(b, "bench latency")
 	return p50, p99, failed
+}
+
+// latencyParts logs where the created-to-sent time of the messages with this text went:
+// waiting for a worker (row written to attempt started), the platform call, and
+// recording the outcome (call ended to row marked sent).
+func (r *benchRig) latencyParts(b *testing.B, text string) {
+	rows, err := r.h.app.Store.SQL().Query(`SELECT m.created_at, a.started_at, a.duration_ms, m.sent_at
+		FROM messages m JOIN attempts a ON a.message_id = m.id WHERE m.content = ? AND m.sent_at IS NOT NULL`, text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var wait, call, record []time.Duration
+	for rows.Next() {
+		var created, started, sent time.Time
+		var ms int
+		if err := rows.Scan(&created, &started, &ms, &sent); err != nil {
+			b.Fatal(err)
+		}
+		took := time.Duration(ms) * time.Millisecond
+		wait, call, record = append(wait, started.Sub(created)), append(call, took), append(record, sent.Sub(started.Add(took)))
+	}
+	w50, w99 := percentiles(wait)
+	c50, c99 := percentiles(call)
+	r50, r99 := percentiles(record)
+	b.Logf("created→sent parts (p50/p99): waiting for a worker %s/%s, platform call %s/%s, recording %s/%s", w50, w99, c50, c99, r50, r99)
 }
 
 // accept creates a fan-out backlog of 10,000, starts a worker process on it, and while

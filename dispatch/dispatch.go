@@ -198,110 +198,152 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tmpl *Compiled
-	if req.Template != "" {
-		t, err := d.Store.TemplateByName(ctx, req.Template)
-		if errors.Is(err, models.ErrNotFound) {
-			return nil, models.Invalid("template", "compose.check.template_unknown", "Name", strconv.Quote(req.Template))
-		}
-		if err != nil {
-			return nil, err
-		}
-		if tmpl, err = CompileTemplate(t); err != nil {
-			var fe *models.FieldError
-			if !errors.As(err, &fe) {
-				return nil, err
-			}
-			return nil, models.Invalid("template", "compose.check.template_broken", "Name", t.Name, "Err", fe)
-		}
-		if err := tmpl.CheckVariables(req.Variables); err != nil {
-			return nil, err
-		}
+	tmpl, err := d.template(ctx, req)
+	if err != nil {
+		return nil, err
 	}
-
 	sendAt := now
 	if req.SendAt != nil {
 		sendAt = req.SendAt.UTC().Truncate(time.Microsecond)
 	}
-	people, rejected, requested, err := d.resolve(ctx, req)
+	aud, err := d.audience(ctx, req, sendAt)
 	if err != nil {
 		return nil, err
 	}
-	var roster *Roster
+	res := newBatch(req, acct, tmpl, sendAt, aud)
+	for i := range aud.people {
+		if err := res.add(ctx, req, acct, tmpl, &aud.people[i], sendAt); err != nil {
+			return nil, err
+		}
+	}
+	b := res.Batch
+	b.Accepted, b.SkippedCount, b.RejectedCount = len(res.Messages), len(res.Skipped), len(res.Rejected)
+	b.Skipped, b.Rejected = res.Skipped, res.Rejected
+	return res, nil
+}
+
+// template finds and compiles the request's template, if it names one, and checks the
+// variables against it.
+func (d *Dispatcher) template(ctx context.Context, req Request) (*Compiled, error) {
+	if req.Template == "" {
+		return nil, nil
+	}
+	t, err := d.Store.TemplateByName(ctx, req.Template)
+	if errors.Is(err, models.ErrNotFound) {
+		return nil, models.Invalid("template", "compose.check.template_unknown", "Name", strconv.Quote(req.Template))
+	}
+	if err != nil {
+		return nil, err
+	}
+	tmpl, err := CompileTemplate(t)
+	if err != nil {
+		var fe *models.FieldError
+		if !errors.As(err, &fe) {
+			return nil, err
+		}
+		return nil, models.Invalid("template", "compose.check.template_broken", "Name", t.Name, "Err", fe)
+	}
+	if err := tmpl.CheckVariables(req.Variables); err != nil {
+		return nil, err
+	}
+	return tmpl, nil
+}
+
+// audience is who a request reaches before the duty rule: the people named and in the
+// groups named, and those on duty when asked for.
+type audience struct {
+	people    []models.Recipient
+	rejected  models.Reasons
+	requested int
+	// roster is the duty roster of the delivery date, when anyone may need it.
+	roster *Roster
+}
+
+// audience resolves the request's people and, when a head-office person is among them or
+// the request asks for whoever is on duty, the roster of the delivery date.
+func (d *Dispatcher) audience(ctx context.Context, req Request, sendAt time.Time) (audience, error) {
+	var a audience
+	var err error
+	if a.people, a.rejected, a.requested, err = d.resolve(ctx, req); err != nil {
+		return a, err
+	}
 	needRoster := req.ToOnDuty
-	for _, p := range people {
+	for _, p := range a.people {
 		needRoster = needRoster || p.OrgType == models.HeadOffice
 	}
 	if needRoster {
-		if roster, err = d.RosterOn(ctx, sendAt); err != nil {
-			return nil, err
+		if a.roster, err = d.RosterOn(ctx, sendAt); err != nil {
+			return a, err
 		}
 	}
 	if req.ToOnDuty {
-		if people, err = d.addOnDuty(ctx, people, roster); err != nil {
-			return nil, err
+		if a.people, err = d.addOnDuty(ctx, a.people, a.roster); err != nil {
+			return a, err
 		}
 	}
+	return a, nil
+}
 
+// newBatch starts the result of a request: its batch, with no message yet.
+func newBatch(req Request, acct *models.Account, tmpl *Compiled, sendAt time.Time, aud audience) *Result {
 	b := &models.Batch{ID: models.NewID(), Source: req.Source, Actor: req.Actor, APIKeyID: req.APIKeyID,
 		RequestHash: req.RequestHash, Platform: acct.Platform, AccountID: acct.ID, Priority: req.Priority,
-		SendAt: req.SendAt, ToOnDuty: req.ToOnDuty, Requested: requested}
+		SendAt: req.SendAt, ToOnDuty: req.ToOnDuty, Requested: aud.requested}
 	if req.IdempotencyKey != "" {
 		b.IdempotencyKey = &req.IdempotencyKey
 	}
 	if req.SendAt != nil {
 		b.SendAt = &sendAt
 	}
-	res := &Result{Batch: b, Rejected: rejected, Roster: roster, Names: map[int64]string{}}
-	msgType := "text"
 	if tmpl != nil {
-		msgType = tmpl.MsgType()
 		b.TemplateID = &tmpl.tmpl.ID
 	}
-	for i := range people {
-		p := &people[i]
-		addr := p.Address(acct.Platform)
-		switch {
-		case !p.Active:
-			res.Rejected = append(res.Rejected, models.Reason{Recipient: p.ExternalID, Reason: ReasonInactive})
-			continue
-		case addr == "":
-			res.Rejected = append(res.Rejected, models.Reason{Recipient: p.ExternalID, Reason: ReasonNoAddress})
-			continue
-		}
-		if roster != nil {
-			if reason := roster.SkipReason(p); reason != "" {
-				res.Skipped = append(res.Skipped, models.Reason{Recipient: p.ExternalID, Reason: reason})
-				continue
-			}
-		}
-		subject, body := req.Subject, req.Text
-		field := "content.text"
-		if tmpl != nil {
-			if subject, body, err = tmpl.Render(ctx, acct.Platform, req.Variables, p); err != nil {
-				var fe *models.FieldError
-				if errors.As(err, &fe) {
-					return nil, models.Invalid("template", "compose.check.for_recipient", "Recipient", who(p), "Err", fe)
-				}
-				return nil, err
-			}
-			field = "template"
-		}
-		if err := checkSize(field, acct.Platform, who(p),
-			channels.Message{MsgType: msgType, Title: truncateRunes(subject, maxSubjectLen), Content: body}); err != nil {
-			return nil, err
-		}
-		res.Names[p.ID] = p.ExternalID
-		res.Messages = append(res.Messages, models.Message{
-			ID: models.NewID(), BatchID: b.ID, RecipientID: p.ID, AccountID: acct.ID, Platform: acct.Platform,
-			Address: addr, MsgType: msgType, Subject: truncateRunes(subject, maxSubjectLen), Content: body,
-			Priority: req.Priority, Status: models.StatusPending, MaxAttempts: acct.MaxAttempts,
-			SendAt: sendAt, NextAttemptAt: &sendAt,
-		})
+	return &Result{Batch: b, Rejected: aud.rejected, Roster: aud.roster, Names: map[int64]string{}}
+}
+
+// add decides about one person: rejected (inactive, no address on the platform), skipped
+// by the duty rule, or a message with its content rendered for them. A template that
+// cannot be rendered for them, or content too large for the platform, fails the request.
+func (res *Result) add(ctx context.Context, req Request, acct *models.Account, tmpl *Compiled, p *models.Recipient, sendAt time.Time) error {
+	addr := p.Address(acct.Platform)
+	switch {
+	case !p.Active:
+		res.Rejected = append(res.Rejected, models.Reason{Recipient: p.ExternalID, Reason: ReasonInactive})
+		return nil
+	case addr == "":
+		res.Rejected = append(res.Rejected, models.Reason{Recipient: p.ExternalID, Reason: ReasonNoAddress})
+		return nil
 	}
-	b.Accepted, b.SkippedCount, b.RejectedCount = len(res.Messages), len(res.Skipped), len(res.Rejected)
-	b.Skipped, b.Rejected = res.Skipped, res.Rejected
-	return res, nil
+	if res.Roster != nil {
+		if reason := res.Roster.SkipReason(p); reason != "" {
+			res.Skipped = append(res.Skipped, models.Reason{Recipient: p.ExternalID, Reason: reason})
+			return nil
+		}
+	}
+	msgType, subject, body, field := "text", req.Subject, req.Text, "content.text"
+	if tmpl != nil {
+		var err error
+		if subject, body, err = tmpl.Render(ctx, acct.Platform, req.Variables, p); err != nil {
+			var fe *models.FieldError
+			if errors.As(err, &fe) {
+				return models.Invalid("template", "compose.check.for_recipient", "Recipient", who(p), "Err", fe)
+			}
+			return err
+		}
+		msgType, field = tmpl.MsgType(), "template"
+	}
+	subject = truncateRunes(subject, maxSubjectLen)
+	if err := checkSize(field, acct.Platform, who(p), channels.Message{MsgType: msgType, Title: subject, Content: body}); err != nil {
+		return err
+	}
+	res.Names[p.ID] = p.ExternalID
+	res.Messages = append(res.Messages, models.Message{
+		ID: models.NewID(), BatchID: res.Batch.ID, RecipientID: p.ID, AccountID: acct.ID, Platform: acct.Platform,
+		Address: addr, MsgType: msgType, Subject: subject, Content: body,
+		Priority: req.Priority, Status: models.StatusPending, MaxAttempts: acct.MaxAttempts,
+		SendAt: sendAt, NextAttemptAt: &sendAt,
+	})
+	return nil
 }
 
 // validate checks what needs no database.
