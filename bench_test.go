@@ -408,7 +408,7 @@ func (r *benchRig) drain(b *testing.B, n, concurrency int) (rate, rssMB float64)
 func (r *benchRig) latency(b *testing.B, concurrency, rate int, span time.Duration) (p50, p99 time.Duration, failed int) {
 	worker := r.startWorker(b, concurrency)
 	defer worker.stop(b)
-	d := &dispatch.Dispatcher{Store: r.h.app.Store, Enqueuer: r.h.app.Enqueuer, Log: r.h.app.Log, Location: r.h.app.Config.Location}
+	d := r.h.app.Dispatch
 	batchIDs, failed := offer(b, rate, span, func(i int) (string, error) {
 		res, err := d.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "bench", Account: r.acct.Name,
 			Recipients: []string{r.people[i%len(r.people)]}, Text: "bench latency"})

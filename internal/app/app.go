@@ -21,6 +21,7 @@ import (
 
 	"herald/channels"
 	"herald/config"
+	"herald/dispatch"
 	"herald/models"
 	"herald/simulator"
 	"herald/tasks"
@@ -57,6 +58,8 @@ type App struct {
 	Channels  *channels.Registry
 	Stats     *models.Stats
 	Metrics   *prometheus.Registry
+	// Dispatch is the process's intake, for the console and the API alike.
+	Dispatch *dispatch.Dispatcher
 	// Sim is the in-process simulator behind sandbox accounts.
 	Sim *simulator.Simulator
 
@@ -110,6 +113,8 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	a.Sim = simulator.New(simulator.Faults{})
 	a.Channels = channels.NewRegistry(a.Sim)
 	a.Stats = store.NewStats()
+	a.Dispatch = &dispatch.Dispatcher{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log, Location: cfg.Location,
+		Stats: a.Stats, Accounts: a.Accounts}
 	a.Metrics = prometheus.NewRegistry()
 	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return a, nil

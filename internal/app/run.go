@@ -10,7 +10,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"herald/dispatch"
 	"herald/handlers"
 	"herald/tasks"
 	"herald/web"
@@ -40,8 +39,7 @@ func (a *App) Run(ctx context.Context) error {
 	// /healthz, /readyz and /metrics only otherwise. /metrics may also have a listener of
 	// its own (HERALD_METRICS_ADDR).
 	h := &handlers.Handlers{Store: a.Store, Log: a.Log, Stats: a.Stats, Inspector: a.Inspector,
-		Dispatch: &dispatch.Dispatcher{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log, Location: a.Config.Location,
-			Stats: a.Stats, Accounts: a.Accounts},
+		Dispatch:  a.Dispatch,
 		PingRedis: func(context.Context) error { return a.Enqueuer.Ping() },
 		Limiter:   a.Limiter,
 		Channels:  a.Channels,
@@ -82,7 +80,7 @@ func (a *App) Run(ctx context.Context) error {
 	// Requests have ended: hand the last gathered messages to Asynq.
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	h.Dispatch.Close(cctx)
+	a.Dispatch.Close(cctx)
 	return err
 }
 
