@@ -43,7 +43,7 @@ var nav = []navItem{
 	{"users", "/users", "admin"},
 	{"apikeys", "/api-keys", "admin"},
 	{"audit", "/audit", "viewer"},
-	{"monitoring", "/monitoring/", "viewer"},
+	{"monitoring", MonitoringPath + "/", "viewer"},
 }
 
 // htmxConfig makes htmx swap 422 answers too: a partial that failed validation carries

@@ -1289,14 +1289,14 @@ type MessageDetail struct {
 	Now      time.Time
 }
 
-// monitoringRoot is where the console mounts Asynqmon (web.MonitoringPath, which this
-// package cannot import: web imports the views).
-const monitoringRoot = "/monitoring"
+// MonitoringPath is where the console mounts Asynqmon; the routes and the links into it
+// use this one value.
+const MonitoringPath = "/monitoring"
 
 // taskURL is Asynqmon's page of the task that carries a message. Its queue is the
 // message's priority, as tasks.QueueFor maps it.
 func taskURL(m models.Message) templ.SafeURL {
-	return templ.SafeURL(monitoringRoot + "/queues/" + url.PathEscape(tasks.QueueFor(m.Priority)) + "/tasks/" + url.PathEscape(m.TaskID))
+	return templ.SafeURL(MonitoringPath + "/queues/" + url.PathEscape(tasks.QueueFor(m.Priority)) + "/tasks/" + url.PathEscape(m.TaskID))
 }
 
 // MessagePage shows one message, every attempt, and what can be done with it.

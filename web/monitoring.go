@@ -17,10 +17,12 @@ import (
 
 	"herald/handlers"
 	"herald/models"
+	"herald/views"
 )
 
-// MonitoringPath is where Asynqmon is mounted inside the console.
-const MonitoringPath = "/monitoring"
+// MonitoringPath is where Asynqmon is mounted inside the console (views.MonitoringPath,
+// which the console's links use too).
+const MonitoringPath = views.MonitoringPath
 
 // monitoring serves Asynqmon behind the console login: operators and admins get it
 // read-write, viewers read-only (Asynqmon then refuses every non-GET request).
