@@ -444,8 +444,9 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 	if status, body, _ := api.call("PUT", "/api/v1/duty/holidays", hol); status != 200 {
 		t.Fatalf("holidays: %d %s", status, body["_raw"])
 	}
-	if status, body, _ := api.call("GET", "/api/v1/duty/roster?date=2026-12-25", ""); status != 200 || body["configured"] != false {
-		t.Errorf("roster on a day off: %d %s, want nobody on duty", status, body["_raw"])
+	if status, body, _ := api.call("GET", "/api/v1/duty/roster?date=2026-12-25", ""); status != 200 || body["day_off"] != true || body["configured"] != true ||
+		len(body["on_duty"].([]any)) != 0 {
+		t.Errorf("roster on a day off: %d %s, want a day off with nobody on duty, not a missing schedule", status, body["_raw"])
 	}
 	if status, body, _ := api.call("PUT", "/api/v1/duty/overrides", `{"date":"2026-12-25","recipient":"H1","action":"add"}`); status != 200 {
 		t.Fatalf("override: %d %s", status, body["_raw"])

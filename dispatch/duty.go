@@ -11,6 +11,9 @@ import (
 const (
 	ReasonOffDuty           = "off_duty"
 	ReasonDutyNotConfigured = "duty_not_configured"
+	// ReasonHoliday: the date is a day off (a holiday entry of kind off) and nobody was
+	// put on duty for it: a deliberate rest day, not a missing schedule.
+	ReasonHoliday = "holiday"
 )
 
 // Roster is who is on duty on one date.
@@ -20,8 +23,15 @@ type Roster struct {
 	OnDuty  map[int64]bool
 }
 
-// Empty reports whether nobody is on duty: the schedule is not configured for the date.
+// Empty reports whether nobody is on duty on the date.
 func (r *Roster) Empty() bool { return len(r.OnDuty) == 0 }
+
+// DayOff reports whether the date is a day off (a holiday entry of kind off).
+func (r *Roster) DayOff() bool { return r.Holiday != nil && r.Holiday.Kind == models.HolidayOff }
+
+// Unconfigured reports whether nobody is on duty on a workday: the schedule is missing
+// for the date. An empty day off is a rest day, not a mistake.
+func (r *Roster) Unconfigured() bool { return r.Empty() && !r.DayOff() }
 
 // BuildRoster applies the rule to one date's data: the weekly roster that applies (the
 // store already chose it for holidays and make-up workdays), then the date's overrides
@@ -49,6 +59,9 @@ func (r *Roster) SkipReason(p *models.Recipient) string {
 		return ""
 	}
 	if r.Empty() {
+		if r.DayOff() {
+			return ReasonHoliday
+		}
 		return ReasonDutyNotConfigured
 	}
 	if !r.OnDuty[p.ID] {
@@ -68,7 +81,8 @@ func DateOf(t time.Time, loc *time.Location) (string, int) {
 }
 
 // RosterOn loads and builds the roster of the date t falls on in the dispatcher's time
-// zone. An empty roster is logged as DUTY_SCHEDULE_NOT_CONFIGURED.
+// zone. A workday with nobody on duty is logged as DUTY_SCHEDULE_NOT_CONFIGURED; a day
+// off is not.
 func (d *Dispatcher) RosterOn(ctx context.Context, t time.Time) (*Roster, error) {
 	date, weekday := DateOf(t, d.Location)
 	day, err := d.Store.DutyDayOf(ctx, date, weekday)
@@ -76,7 +90,7 @@ func (d *Dispatcher) RosterOn(ctx context.Context, t time.Time) (*Roster, error)
 		return nil, err
 	}
 	r := BuildRoster(date, day)
-	if r.Empty() {
+	if r.Unconfigured() {
 		d.Log.Warn("DUTY_SCHEDULE_NOT_CONFIGURED", "date", date)
 	}
 	return r, nil

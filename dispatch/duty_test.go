@@ -90,9 +90,15 @@ func TestDutyRule(t *testing.T) {
 			want: map[string]string{"H1": "off_duty", "H2": "off_duty", "H3": "receives", "H4": "off_duty", "B1": "receives"},
 		},
 		{
-			name:     "holiday off empties the weekly roster",
+			name:     "a day off skips head office as a holiday, with no warning",
 			at:       "2026-11-23T09:00:00+08:00",
 			holidays: []models.Holiday{{Date: "2026-11-23", Kind: models.HolidayOff}},
+			want:     map[string]string{"H1": "holiday", "H2": "holiday", "H3": "holiday", "H4": "holiday", "B1": "receives"},
+		},
+		{
+			name:     "a make-up workday with nobody on its roster is a missing schedule",
+			at:       "2026-11-28T09:00:00+08:00",
+			holidays: []models.Holiday{{Date: "2026-11-28", Kind: models.HolidayWorkday, AsWeekday: intPtr(6)}},
 			want:     map[string]string{"H1": "duty_not_configured", "H2": "duty_not_configured", "H3": "duty_not_configured", "H4": "duty_not_configured", "B1": "receives"},
 			warns:    true,
 		},

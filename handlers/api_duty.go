@@ -341,5 +341,5 @@ func (h *Handlers) APIRoster(c *gin.Context) {
 		holiday = &holidayJSON{Date: roster.Holiday.Date, Kind: roster.Holiday.Kind, AsWeekday: roster.Holiday.AsWeekday, Name: roster.Holiday.Name}
 	}
 	_, weekday := dispatch.DateOf(day.Add(12*time.Hour), h.Dispatch.Location)
-	c.JSON(http.StatusOK, gin.H{"date": roster.Date, "weekday": weekday, "holiday": holiday, "on_duty": onDuty, "configured": !roster.Empty()})
+	c.JSON(http.StatusOK, gin.H{"date": roster.Date, "weekday": weekday, "holiday": holiday, "on_duty": onDuty, "configured": !roster.Unconfigured(), "day_off": roster.DayOff()})
 }

@@ -295,7 +295,7 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 	}
 	v.Platform = res.Batch.Platform
 	if res.Roster != nil {
-		v.Date, v.NoDuty = res.Roster.Date, res.Roster.Empty()
+		v.Date, v.NoDuty, v.DayOff = res.Roster.Date, res.Roster.Unconfigured(), res.Roster.Empty() && res.Roster.DayOff()
 	}
 	v.SendAt = req.SendAt
 	render(c, http.StatusOK, views.ComposePreviewPanel(v))

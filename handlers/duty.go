@@ -117,7 +117,7 @@ func (h *Handlers) emptyRosterDates(ctx context.Context) ([]views.EmptyDate, err
 		if err != nil {
 			return nil, err
 		}
-		if r := dispatch.BuildRoster(date, day); r.Empty() {
+		if r := dispatch.BuildRoster(date, day); r.Unconfigured() {
 			out = append(out, views.EmptyDate{Date: date, Weekday: weekday, Holiday: r.Holiday})
 		}
 	}

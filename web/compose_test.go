@@ -77,6 +77,31 @@ func TestComposePage(t *testing.T) {
 		wantContains(t, "preview", body, "Message: is required when no template is named")
 	})
 
+	t.Run("a day off: head office skipped as on holiday, no missing-schedule warning", func(t *testing.T) {
+		today := c.today(0)
+		if err := c.store.SetHoliday(ctx, &models.Holiday{Date: today, Kind: models.HolidayOff, Name: "Rest"}); err != nil {
+			t.Fatal(err)
+		}
+		defer c.store.DeleteHoliday(ctx, today)
+		// Nobody put on duty for the day: the demo's overrides of today go for the while.
+		overrides, err := c.store.OverridesBetween(ctx, today, today)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range overrides {
+			if err := c.store.DeleteOverride(ctx, o.Date, o.RecipientID); err != nil {
+				t.Fatal(err)
+			}
+			defer c.store.SetOverride(ctx, &o)
+		}
+		form := url.Values{"account": {account}, "content.text": {"Ledger 42 is overdue"}, "priority": {"normal"},
+			"recipient": {id("E1001"), id("E2001")}}
+		_, body := op.postHX("/compose/preview", form)
+		wantContains(t, "preview on a day off", body, `<strong id="preview-count">1</strong>`, `data-receives="E2001"`,
+			`data-skipped="E1001"`, "Li Wei (E1001) — today is a day off", `class="alert info"`)
+		wantNotContains(t, "preview on a day off", body, "Nobody is on duty")
+	})
+
 	t.Run("everyone on duty and whole departments", func(t *testing.T) {
 		form := url.Values{"account": {account}, "content.text": {"Roll call"}, "priority": {"high"}, "to_on_duty": {"true"}, "department": {"Credit"}}
 		_, body := op.postHX("/compose/preview", form)

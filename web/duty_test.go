@@ -86,19 +86,48 @@ func TestDutyPage(t *testing.T) {
 		wantFieldError(t, body, "holiday.as_weekday", "a make-up workday needs the weekday (1–7) whose roster it uses")
 		wantContains(t, "form keeps input", body, `value="Make-up"`)
 
+		// emptyWarning is the page's list of upcoming workdays with nobody on duty.
+		emptyWarning := func(page string) string {
+			i := strings.Index(page, `id="duty-empty"`)
+			if i < 0 {
+				return ""
+			}
+			w := page[i:]
+			return w[:strings.Index(w, "</div>")]
+		}
+		// A day off is a rest day, not a missing schedule: no warning, the roster says so.
 		resp, body = op.post("/duty/holidays", url.Values{"date": {date}, "kind": {"off"}, "name": {"Founders Day"}})
 		wantRedirect(t, "save holiday", resp, body, "/duty")
 		_, page := op.get("/duty?year=" + date[:4])
-		wantContains(t, "duty page", page, "Founders Day", `id="duty-empty"`, "DUTY_SCHEDULE_NOT_CONFIGURED")
-		warning := page[strings.Index(page, `id="duty-empty"`):]
-		warning = warning[:strings.Index(warning, "</div>")]
-		if !strings.Contains(warning, date) {
-			t.Errorf("empty-roster warning does not list %s:\n%s", date, warning)
+		wantContains(t, "duty page", page, "Founders Day")
+		if w := emptyWarning(page); strings.Contains(w, date) {
+			t.Errorf("the empty-roster warning lists the day off %s:\n%s", date, w)
 		}
-
 		resp, body = op.getHX("/duty/roster?date=" + date)
 		wantStatus(t, "roster partial", resp, body, http.StatusOK)
-		wantContains(t, "roster of the day off", body, "Nobody is on duty", "Founders Day")
+		wantContains(t, "roster of the day off", body, `id="roster-day-off"`, "reason holiday", "Founders Day")
+		wantNotContains(t, "roster of the day off", body, "Nobody is on duty")
+
+		// A make-up workday whose roster is emptied by overrides is a missing schedule.
+		week, err := c.store.DutyWeek(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range week[1] {
+			if err := c.store.SetOverride(ctx, &models.DutyOverride{Date: date, RecipientID: id, Action: models.OverrideRemove}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		resp, body = op.post("/duty/holidays", url.Values{"date": {date}, "kind": {"workday"}, "as_weekday": {"1"}, "name": {"Make-up"}})
+		wantRedirect(t, "save make-up workday", resp, body, "/duty")
+		_, page = op.get("/duty?year=" + date[:4])
+		wantContains(t, "duty page", page, `id="duty-empty"`, "DUTY_SCHEDULE_NOT_CONFIGURED")
+		if w := emptyWarning(page); !strings.Contains(w, date) {
+			t.Errorf("empty-roster warning does not list the make-up workday %s:\n%s", date, w)
+		}
+		resp, body = op.getHX("/duty/roster?date=" + date)
+		wantStatus(t, "roster partial", resp, body, http.StatusOK)
+		wantContains(t, "roster of an empty make-up workday", body, "Nobody is on duty")
 		resp, body = op.getHX("/duty/roster?date=nope")
 		wantStatus(t, "roster of a bad date", resp, body, http.StatusUnprocessableEntity)
 
