@@ -32,6 +32,7 @@ var routeRoles = map[string]models.Role{
 	"GET /duty":                          models.RoleViewer,
 	"GET /duty/roster":                   models.RoleViewer,
 	"GET /audit":                         models.RoleViewer,
+	"GET /api-reference":                 models.RoleViewer,
 	"GET /compose":                       models.RoleOperator,
 	"POST /compose":                      models.RoleOperator,
 	"POST /compose/preview":              models.RoleOperator,

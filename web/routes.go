@@ -58,6 +58,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	viewer.Any(MonitoringPath, auditUnsafe(h), mon.serve)
 	viewer.Any(MonitoringPath+"/*path", auditUnsafe(h), mon.serve)
 	viewer.GET("/", h.Dashboard)
+	viewer.GET("/api-reference", h.APIReference)
 	viewer.GET("/dashboard/live", h.DashboardLive)
 	viewer.GET("/password", h.PasswordForm)
 	viewer.POST("/password", h.ChangePassword)
@@ -136,6 +137,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 
 	// The JSON API: bearer API keys with scopes; admin has every scope.
 	v1 := r.Group("/api/v1", apiLanguage)
+	v1.GET("/openapi.json", h.OpenAPIDescription) // no key: it describes, it holds nothing
 	send, read, admin := api.require(models.ScopeSend), api.require(models.ScopeRead), api.require(models.ScopeAdmin)
 	v1.POST("/messages", send, h.SendMessages)
 	v1.POST("/messages/:id/cancel", send, h.CancelMessage)
