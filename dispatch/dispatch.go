@@ -35,7 +35,8 @@ type Dispatcher struct {
 	// Accounts caches account lookups; nil reads the store every time.
 	Accounts *models.AccountCache
 
-	groups grouper
+	groups    grouper
+	threshold thresholdCache
 	// writes gathers concurrent intakes into shared transactions.
 	writes     *batch.Batcher[write, error]
 	writesOnce sync.Once
@@ -161,6 +162,9 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := d.holdForApproval(ctx, res); err != nil {
+		return nil, err
+	}
 	extras := &models.BatchExtras{}
 	if req.Respond != nil && req.APIKeyID != nil && req.IdempotencyKey != "" {
 		status, body := req.Respond(res)
@@ -174,7 +178,11 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
 		extras.Audit = &models.AuditEntry{Actor: req.Actor, ActorType: actorType, Action: "batch.create", TargetType: "batch",
 			TargetID: res.Batch.ID, Detail: fmt.Sprintf("%d accepted", res.Batch.Accepted), IP: req.AuditIP}
 	}
-	jobs, gr := d.assignTasks(res.Batch, res.Messages)
+	var jobs []tasks.Job
+	var gr *group
+	if res.Batch.Approval != models.ApprovalAwaiting {
+		jobs, gr = d.assignTasks(res.Batch, res.Messages)
+	}
 	err = d.store(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras})
 	if gr != nil {
 		d.groups.done(gr, res.Messages[0].ID, err == nil)

@@ -40,7 +40,10 @@ type messageRef struct {
 }
 
 type sendResponse struct {
-	BatchID  string         `json:"batch_id"`
+	BatchID string `json:"batch_id"`
+	// Status is the batch's: open, or awaiting_approval when it is for more people than
+	// the approval threshold.
+	Status   string         `json:"status"`
 	Accepted int            `json:"accepted"`
 	Messages []messageRef   `json:"messages"`
 	Skipped  models.Reasons `json:"skipped"`
@@ -105,7 +108,7 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 }
 
 func newSendResponse(res *dispatch.Result) sendResponse {
-	out := sendResponse{BatchID: res.Batch.ID, Accepted: len(res.Messages), Messages: make([]messageRef, len(res.Messages)),
+	out := sendResponse{BatchID: res.Batch.ID, Status: res.Batch.Status(), Accepted: len(res.Messages), Messages: make([]messageRef, len(res.Messages)),
 		Skipped: nonNil(res.Skipped), Rejected: nonNil(res.Rejected)}
 	for i, m := range res.Messages {
 		out.Messages[i] = messageRef{ID: m.ID, Recipient: res.Names[m.RecipientID], Status: string(m.Status)}
@@ -198,7 +201,8 @@ func (h *Handlers) GetBatch(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, gin.H{"id": b.ID, "source": b.Source, "platform": b.Platform, "priority": b.Priority,
 		"send_at": b.SendAt, "created_at": b.CreatedAt, "to_on_duty": b.ToOnDuty, "requested": b.Requested,
-		"accepted": b.Accepted, "counts": byStatus, "skipped": nonNil(b.Skipped), "rejected": nonNil(b.Rejected)})
+		"accepted": b.Accepted, "counts": byStatus, "skipped": nonNil(b.Skipped), "rejected": nonNil(b.Rejected),
+		"status": b.Status(), "decided_by": b.DecidedBy, "decided_at": b.DecidedAt, "decision_note": b.DecisionNote})
 }
 
 // CancelMessage is POST /api/v1/messages/:id/cancel.

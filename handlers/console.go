@@ -35,6 +35,9 @@ var notices = map[string]bool{
 	"resent":      true,
 	"password":    true,
 	"role":        true,
+	"approved":    true,
+	"rejected":    true,
+	"note":        true, // the subject is the whole sentence
 }
 
 // redirectNotice sends the browser to path and keeps a notice about subject for the

@@ -71,6 +71,9 @@ func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
 	if d.Failures, err = h.Store.RecentFailures(ctx, 10); err != nil {
 		return d, err
 	}
+	if d.Awaiting, err = h.Store.BatchesAwaitingApproval(ctx, 20); err != nil {
+		return d, err
+	}
 	if d.Batches, err = h.Store.RecentBatches(ctx, 10); err != nil {
 		return d, err
 	}

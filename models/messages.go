@@ -108,6 +108,12 @@ type Batch struct {
 	Skipped        Reasons
 	Rejected       Reasons
 	CreatedAt      time.Time
+	// Approval is "" for a batch that needed none, else ApprovalAwaiting, ApprovalApproved
+	// or ApprovalRejected (approvals.go); DecidedBy names who decided.
+	Approval     string
+	DecidedBy    string
+	DecidedAt    *time.Time
+	DecisionNote string
 }
 
 // Message is one recipient on one account: what to send and how far delivery got.

@@ -337,7 +337,8 @@ func (s *Sweeper) activeSends() ([]activeSend, error) {
 }
 
 // housekeeping prunes rows that only matter for a while: expired sessions, idempotency
-// keys past their 24 hours and old throttle windows. Failures are logged, not returned:
+// keys past their 24 hours and old throttle windows; and it rejects batches that waited
+// for approval longer than models.ApprovalWait. Failures are logged, not returned:
 // they must not hold up the sweep.
 func (s *Sweeper) housekeeping(ctx context.Context) {
 	if err := s.Store.DeleteExpiredSessions(ctx); err != nil {
@@ -348,5 +349,13 @@ func (s *Sweeper) housekeeping(ctx context.Context) {
 	}
 	if err := s.Store.DeleteThrottleWindowsBefore(ctx, models.Now().Add(-24*time.Hour)); err != nil {
 		s.Log.Warn("sweeper: prune throttle windows", "error", err)
+	}
+	now := models.Now()
+	expired, err := s.Store.ExpireApprovals(ctx, now.Add(-models.ApprovalWait), now)
+	if err != nil {
+		s.Log.Warn("sweeper: expire approvals", "error", err)
+	}
+	for _, id := range expired {
+		s.Log.Info("sweeper: batch not approved in time; its messages are cancelled", "batch", id, "reason", models.ApprovalExpired)
 	}
 }

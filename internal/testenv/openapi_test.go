@@ -17,11 +17,11 @@ func TestAPIAnswerProblems(t *testing.T) {
 		want               string // a fragment of the problems; "" = none
 	}{
 		{"a send answer", "POST", "/api/v1/messages", 202,
-			`{"batch_id":"b1","accepted":1,"messages":[{"id":"m1","recipient":"E1","status":"pending"}],"skipped":[],"rejected":[{"recipient":"E9","reason":"unknown_recipient"}]}`, ""},
+			`{"batch_id":"b1","status":"open","accepted":1,"messages":[{"id":"m1","recipient":"E1","status":"pending"}],"skipped":[],"rejected":[{"recipient":"E9","reason":"unknown_recipient"}]}`, ""},
 		{"a send answer without its batch", "POST", "/api/v1/messages", 202,
 			`{"accepted":1,"messages":[],"skipped":[],"rejected":[]}`, "batch_id"},
 		{"an unknown skip reason", "POST", "/api/v1/messages", 202,
-			`{"batch_id":"b1","accepted":0,"messages":[],"skipped":[{"recipient":"E1","reason":"skipped[0].reason"}],"rejected":[]}`, "skipped[0].reason"},
+			`{"batch_id":"b1","status":"open","accepted":0,"messages":[],"skipped":[{"recipient":"E1","reason":"skipped[0].reason"}],"rejected":[]}`, "skipped[0].reason"},
 		{"an error", "GET", "/api/v1/messages/m1", 404, `{"error":{"code":"not_found","message":"no message m1"}}`, ""},
 		{"an error code nobody documented", "GET", "/api/v1/messages/m1", 404, `{"error":{"code":"gone","message":"x"}}`, "error.code"},
 		{"a status the operation does not answer", "GET", "/api/v1/templates", 409, `{"error":{"code":"invalid_state","message":"x"}}`, "409"},

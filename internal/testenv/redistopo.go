@@ -60,7 +60,7 @@ func startRedisServer(t testing.TB, conf []string, sentinel bool) *RedisServer {
 	t.Cleanup(s.Kill)
 	c := s.Client()
 	defer c.Close()
-	waitFor(t, 10*time.Second, "redis-server on "+addr+" to answer", func() bool {
+	WaitFor(t, 10*time.Second, "redis-server on "+addr+" to answer", func() bool {
 		return c.Ping(context.Background()).Err() == nil
 	})
 	return s
@@ -134,7 +134,7 @@ func StartSentinelGroup(t testing.TB, replicas int) *SentinelGroup {
 	for range replicas {
 		r := startRedisServer(t, []string{"replicaof " + strings.Replace(master.Addr, ":", " ", 1)}, false)
 		g.Servers = append(g.Servers, r)
-		waitFor(t, 10*time.Second, "a replica to sync", func() bool {
+		WaitFor(t, 10*time.Second, "a replica to sync", func() bool {
 			return r.info("replication", "master_link_status") == "up"
 		})
 	}
@@ -146,7 +146,7 @@ func StartSentinelGroup(t testing.TB, replicas int) *SentinelGroup {
 		}, true))
 	}
 	ctx := context.Background()
-	waitFor(t, 15*time.Second, "the sentinels to know the replicas and each other", func() bool {
+	WaitFor(t, 15*time.Second, "the sentinels to know the replicas and each other", func() bool {
 		for _, s := range g.Sentinels {
 			c := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
 			known, err1 := c.Replicas(ctx, g.MasterName).Result()
@@ -202,7 +202,7 @@ func (g *SentinelGroup) Failover(t testing.TB) *RedisServer {
 		t.Fatalf("SENTINEL FAILOVER: %v", err)
 	}
 	var next *RedisServer
-	waitFor(t, 20*time.Second, "every sentinel to name the new master", func() bool {
+	WaitFor(t, 20*time.Second, "every sentinel to name the new master", func() bool {
 		for _, s := range g.Sentinels {
 			sc := redis.NewSentinelClient(&redis.Options{Addr: s.Addr})
 			hp, err := sc.GetMasterAddrByName(ctx, g.MasterName).Result()
@@ -266,7 +266,7 @@ func StartRedisCluster(t testing.TB, masters int) *RedisCluster {
 			t.Fatalf("CLUSTER MEET %s: %v", n.Addr, err)
 		}
 	}
-	waitFor(t, 20*time.Second, "every node to know every other", func() bool {
+	WaitFor(t, 20*time.Second, "every node to know every other", func() bool {
 		for _, n := range c.Nodes {
 			cl := n.Client()
 			nodes, err := cl.ClusterNodes(ctx).Result()
@@ -302,7 +302,7 @@ func (c *RedisCluster) URL() string {
 // of a running master is in sync.
 func (c *RedisCluster) waitHealthy(t testing.TB) {
 	t.Helper()
-	waitFor(t, 30*time.Second, "the cluster to be ok with every replica in sync", func() bool {
+	WaitFor(t, 30*time.Second, "the cluster to be ok with every replica in sync", func() bool {
 		for _, n := range c.Nodes {
 			if !n.Alive() {
 				continue
@@ -372,7 +372,7 @@ func (c *RedisCluster) KillMasterOf(t testing.TB, key string) *RedisServer {
 		t.Fatalf("the master of %q has no running replica to take over", key)
 	}
 	master.Kill()
-	waitFor(t, 30*time.Second, "the replica "+replica.Addr+" to take over", func() bool {
+	WaitFor(t, 30*time.Second, "the replica "+replica.Addr+" to take over", func() bool {
 		return replica.info("replication", "role") == "master"
 	})
 	c.waitHealthy(t)
@@ -390,15 +390,15 @@ func (c *RedisCluster) FailoverMasterOf(t testing.TB, key string) *RedisServer {
 	if err := cl.ClusterFailover(context.Background()).Err(); err != nil {
 		t.Fatalf("CLUSTER FAILOVER on %s: %v", replica.Addr, err)
 	}
-	waitFor(t, 30*time.Second, "the replica "+replica.Addr+" to take over", func() bool {
+	WaitFor(t, 30*time.Second, "the replica "+replica.Addr+" to take over", func() bool {
 		return replica.info("replication", "role") == "master"
 	})
 	c.waitHealthy(t)
 	return replica
 }
 
-// waitFor polls cond every 50 ms until it holds, failing the test after timeout.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+// WaitFor polls cond every 50 ms until it holds, failing the test after timeout.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {

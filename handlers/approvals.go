@@ -1,0 +1,179 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/dispatch"
+	"herald/models"
+	"herald/views"
+)
+
+// ApproveBatch is POST /batches/:id/approve: another operator releases a batch that
+// waits for approval.
+func (h *Handlers) ApproveBatch(c *gin.Context) {
+	h.decideBatch(c, true)
+}
+
+// RejectBatch is POST /batches/:id/reject: another operator cancels a batch that waits
+// for approval, with a reason.
+func (h *Handlers) RejectBatch(c *gin.Context) {
+	h.decideBatch(c, false)
+}
+
+func (h *Handlers) decideBatch(c *gin.Context, approve bool) {
+	ctx := c.Request.Context()
+	id := c.Param("id")
+	b, err := h.Store.BatchByID(ctx, id)
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	by := dispatch.Decider{Actor: CurrentUser(c).Username, ActorType: "user", IP: c.ClientIP()}
+	notice := "approved"
+	if approve {
+		err = h.Dispatch.Approve(ctx, b, by)
+	} else {
+		notice = "rejected"
+		_, err = h.Dispatch.Reject(ctx, b, by, c.PostForm("reason"))
+	}
+	var fe *models.FieldError
+	switch {
+	case errors.Is(err, dispatch.ErrOwnBatch):
+		ErrorPage(c, http.StatusForbidden, "approvals.error.own_batch")
+	case errors.Is(err, models.ErrStateChanged):
+		h.redirectNotice(c, "/batches/"+b.ID, "note", tr(c, "approvals.error.decided"))
+	case errors.As(err, &fe):
+		h.redirectNotice(c, "/batches/"+b.ID, "note", tr(c, "approvals.error.field", "Field", fe.Field, "Message", fe.In(ctx)))
+	case err != nil:
+		h.serverError(c, err)
+	default:
+		h.redirectNotice(c, "/batches/"+b.ID, notice, b.ID)
+	}
+}
+
+// APIApproveBatch is POST /api/v1/batches/:id/approve (admin scope, never the key that
+// sent the batch).
+func (h *Handlers) APIApproveBatch(c *gin.Context) {
+	h.apiDecideBatch(c, true)
+}
+
+// APIRejectBatch is POST /api/v1/batches/:id/reject with {"reason"} (admin scope, never
+// the key that sent the batch).
+func (h *Handlers) APIRejectBatch(c *gin.Context) {
+	h.apiDecideBatch(c, false)
+}
+
+func (h *Handlers) apiDecideBatch(c *gin.Context, approve bool) {
+	ctx := c.Request.Context()
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if !approve && !decodeJSON(c, &body) {
+		return
+	}
+	b, err := h.Store.BatchByID(ctx, c.Param("id"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	actor := apiActor(c)
+	by := dispatch.Decider{Actor: actor.Actor, ActorType: actor.ActorType, IP: actor.IP}
+	if approve {
+		err = h.Dispatch.Approve(ctx, b, by)
+	} else {
+		_, err = h.Dispatch.Reject(ctx, b, by, body.Reason)
+	}
+	switch {
+	case errors.Is(err, dispatch.ErrOwnBatch):
+		APIError(c, http.StatusForbidden, "forbidden", tr(c, "approvals.error.own_batch"), "")
+		return
+	case errors.Is(err, models.ErrStateChanged):
+		APIError(c, http.StatusConflict, "invalid_state", tr(c, "approvals.error.not_awaiting", "Status", b.Status()), "")
+		return
+	case err != nil:
+		h.apiFail(c, err)
+		return
+	}
+	h.GetBatch(c)
+}
+
+// Settings shows the run-time settings an admin changes (the approval threshold).
+func (h *Handlers) Settings(c *gin.Context) {
+	n, err := h.Store.ApprovalThreshold(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.renderSettings(c, http.StatusOK, views.SettingsForm{ApprovalThreshold: strconv.Itoa(n)}, nil)
+}
+
+func (h *Handlers) renderSettings(c *gin.Context, status int, f views.SettingsForm, errs map[string]string) {
+	render(c, status, views.SettingsPage(page(c, tr(c, "title.settings"), "settings"), f, h.notice(c), errs))
+}
+
+// SaveSettings is POST /settings.
+func (h *Handlers) SaveSettings(c *gin.Context) {
+	f := views.SettingsForm{ApprovalThreshold: strings.TrimSpace(c.PostForm(models.SettingApprovalThreshold))}
+	n, err := strconv.Atoi(f.ApprovalThreshold)
+	if err != nil {
+		err = models.Invalid(models.SettingApprovalThreshold, "approvals.error.threshold", "Max", models.MaxApprovalThreshold)
+	} else {
+		err = h.Store.SetApprovalThreshold(c.Request.Context(), n, models.AuditEntry{Actor: CurrentUser(c).Username, ActorType: "user",
+			Action: "settings.update", TargetType: "setting", TargetID: models.SettingApprovalThreshold, Detail: strconv.Itoa(n), IP: c.ClientIP()})
+	}
+	if errs, ok := fieldErrors(c, err); ok {
+		h.renderSettings(c, http.StatusUnprocessableEntity, f, errs)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.Dispatch.ForgetThreshold()
+	h.redirectNotice(c, "/settings", "saved", tr(c, "approvals.settings.subject"))
+}
+
+// settingsJSON is the API's settings shape.
+type settingsJSON struct {
+	ApprovalThreshold *int `json:"approval_threshold"`
+}
+
+// APIGetSettings is GET /api/v1/settings (admin scope).
+func (h *Handlers) APIGetSettings(c *gin.Context) {
+	n, err := h.Store.ApprovalThreshold(c.Request.Context())
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, settingsJSON{ApprovalThreshold: &n})
+}
+
+// APIPutSettings is PUT /api/v1/settings {"approval_threshold":N} (admin scope).
+func (h *Handlers) APIPutSettings(c *gin.Context) {
+	var body settingsJSON
+	if !decodeJSON(c, &body) {
+		return
+	}
+	if body.ApprovalThreshold == nil {
+		h.apiFail(c, models.Invalid(models.SettingApprovalThreshold, "validation.required"))
+		return
+	}
+	audit := apiActor(c)
+	audit.Action, audit.TargetType, audit.TargetID, audit.Detail = "settings.update", "setting", models.SettingApprovalThreshold, fmt.Sprint(*body.ApprovalThreshold)
+	if err := h.Store.SetApprovalThreshold(c.Request.Context(), *body.ApprovalThreshold, audit); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.Dispatch.ForgetThreshold()
+	h.APIGetSettings(c)
+}

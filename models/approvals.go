@@ -1,0 +1,198 @@
+package models
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Approval states of a batch (Batch.Approval). A batch that needed no approval has "",
+// which the API calls BatchOpen.
+const (
+	ApprovalAwaiting = "awaiting_approval"
+	ApprovalApproved = "approved"
+	ApprovalRejected = "rejected"
+	BatchOpen        = "open"
+	// ApprovalExpired is the note of a batch nobody decided on in time.
+	ApprovalExpired = "approval_expired"
+	// ApprovalWait is how long a batch may wait for a decision.
+	ApprovalWait = 24 * time.Hour
+)
+
+// Status is the batch's approval status as the API shows it.
+func (b *Batch) Status() string {
+	if b.Approval == "" {
+		return BatchOpen
+	}
+	return b.Approval
+}
+
+// ChunkAssignment names the task that will carry some messages once a batch is approved.
+type ChunkAssignment struct {
+	TaskID     string
+	MessageIDs []string
+}
+
+// AwaitingMessageIDs returns the ids of a batch's messages held for its approval, in id
+// order.
+func (s *Store) AwaitingMessageIDs(ctx context.Context, batchID string) ([]string, error) {
+	var ids []string
+	err := s.reader(ctx).Model(&Message{}).Where("batch_id = ? AND status = ? AND next_attempt_at IS NULL", batchID, StatusPending).
+		Order("id").Pluck("id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: messages awaiting batch %s: %w", batchID, err)
+	}
+	return ids, nil
+}
+
+// ApproveBatch records the approval of a batch that awaits one and makes its held
+// messages due at dueAt, each carried by the task its chunk names, in one transaction
+// with its audit entry.
+// ErrStateChanged means the batch was no longer awaiting approval.
+func (s *Store) ApproveBatch(ctx context.Context, batchID, by string, now, dueAt time.Time, chunks []ChunkAssignment, audit AuditEntry) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		if err := decide(tx, batchID, ApprovalApproved, by, "", now, audit); err != nil {
+			return err
+		}
+		for _, c := range chunks {
+			err := tx.Model(&Message{}).Where("id IN ? AND batch_id = ? AND status = ? AND next_attempt_at IS NULL", c.MessageIDs, batchID, StatusPending).
+				Updates(map[string]any{"next_attempt_at": dueAt, "task_id": c.TaskID, "updated_at": now}).Error
+			if err != nil {
+				return fmt.Errorf("models: release messages of batch %s: %w", batchID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// RejectBatch records the rejection of a batch that awaits approval and cancels its
+// held messages with the note, in one transaction with its audit entry. It returns how
+// many it cancelled;
+// ErrStateChanged means the batch was no longer awaiting approval.
+func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now time.Time, audit AuditEntry) (int, error) {
+	var n int
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		if err := decide(tx, batchID, ApprovalRejected, by, note, now, audit); err != nil {
+			return err
+		}
+		res := tx.Model(&Message{}).Where("batch_id = ? AND status = ? AND next_attempt_at IS NULL", batchID, StatusPending).
+			Updates(map[string]any{"status": StatusCancelled, "last_error": truncate("rejected: "+note, 1000), "updated_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("models: cancel messages of batch %s: %w", batchID, res.Error)
+		}
+		n = int(res.RowsAffected)
+		return nil
+	})
+	return n, err
+}
+
+// decide moves a batch from awaiting approval to the decision (a compare-and-set) and
+// records it in the audit log.
+func decide(tx *gorm.DB, batchID, decision, by, note string, now time.Time, audit AuditEntry) error {
+	res := tx.Model(&Batch{}).Where("id = ? AND approval = ?", batchID, ApprovalAwaiting).
+		Updates(map[string]any{"approval": decision, "decided_by": truncate(by, 128), "decided_at": now, "decision_note": truncate(note, 255)})
+	if res.Error != nil {
+		return fmt.Errorf("models: decide batch %s: %w", batchID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: decide batch %s: %w", batchID, ErrStateChanged)
+	}
+	audit.At = now
+	if err := tx.Create(&audit).Error; err != nil {
+		return fmt.Errorf("models: audit decision on batch %s: %w", batchID, err)
+	}
+	return nil
+}
+
+// BatchesAwaitingApproval returns the batches waiting for a decision, oldest first, at
+// most limit of them.
+func (s *Store) BatchesAwaitingApproval(ctx context.Context, limit int) ([]Batch, error) {
+	var out []Batch
+	err := s.reader(ctx).Where("approval = ?", ApprovalAwaiting).Order("created_at, id").Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: batches awaiting approval: %w", err)
+	}
+	return out, nil
+}
+
+// ExpireApprovals rejects, with the note ApprovalExpired, every batch that has waited
+// for a decision since before cutoff, and returns their ids.
+func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time) ([]string, error) {
+	var ids []string
+	err := s.reader(ctx).Model(&Batch{}).Where("approval = ? AND created_at < ?", ApprovalAwaiting, cutoff).Order("created_at").Limit(100).Pluck("id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: expired approvals: %w", err)
+	}
+	var expired []string
+	for _, id := range ids {
+		audit := AuditEntry{Actor: "herald", ActorType: "system", Action: "batch.expire", TargetType: "batch", TargetID: id,
+			Detail: fmt.Sprintf("not approved within %s", ApprovalWait)}
+		if _, err := s.RejectBatch(ctx, id, "", ApprovalExpired, now, audit); err != nil {
+			if errors.Is(err, ErrStateChanged) {
+				continue // decided meanwhile
+			}
+			return expired, err
+		}
+		expired = append(expired, id)
+	}
+	return expired, nil
+}
+
+// Setting names.
+const SettingApprovalThreshold = "approval_threshold"
+
+// Setting is one run-time setting.
+type Setting struct {
+	Name      string `gorm:"primaryKey"`
+	Value     string
+	UpdatedBy string
+	UpdatedAt time.Time
+}
+
+// MaxApprovalThreshold bounds approval_threshold: a threshold above the largest request
+// would switch approvals off without saying so.
+const MaxApprovalThreshold = 1000000
+
+// ApprovalThreshold returns the number of accepted recipients above which a batch waits
+// for approval; 0 means approvals are off.
+func (s *Store) ApprovalThreshold(ctx context.Context) (int, error) {
+	var list []Setting
+	if err := s.reader(ctx).Where("name = ?", SettingApprovalThreshold).Limit(1).Find(&list).Error; err != nil {
+		return 0, fmt.Errorf("models: setting %s: %w", SettingApprovalThreshold, err)
+	}
+	if len(list) == 0 {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(list[0].Value)
+	if err != nil {
+		return 0, fmt.Errorf("models: setting %s is %q: %w", SettingApprovalThreshold, list[0].Value, err)
+	}
+	return n, nil
+}
+
+// SetApprovalThreshold changes approval_threshold, with the change in the audit log in
+// the same transaction.
+func (s *Store) SetApprovalThreshold(ctx context.Context, n int, audit AuditEntry) error {
+	if n < 0 || n > MaxApprovalThreshold {
+		return Invalid(SettingApprovalThreshold, "approvals.error.threshold", "Max", MaxApprovalThreshold)
+	}
+	now := Now()
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		row := Setting{Name: SettingApprovalThreshold, Value: strconv.Itoa(n), UpdatedBy: audit.Actor, UpdatedAt: now}
+		err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, DoUpdates: clause.AssignmentColumns([]string{"value", "updated_by", "updated_at"})}).
+			Create(&row).Error
+		if err != nil {
+			return fmt.Errorf("models: set %s: %w", SettingApprovalThreshold, err)
+		}
+		audit.At = now
+		if err := tx.Create(&audit).Error; err != nil {
+			return fmt.Errorf("models: audit %s: %w", SettingApprovalThreshold, err)
+		}
+		return nil
+	})
+}
