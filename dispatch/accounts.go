@@ -28,6 +28,8 @@ type AccountInput struct {
 	Config      map[string]string
 	Limits      models.Limits
 	RetryPolicy models.RetryPolicy
+	// QuietHours: the zero value is none.
+	QuietHours models.QuietHours
 }
 
 // SaveAccount validates and saves an account: a new one when old is nil, otherwise an
@@ -86,7 +88,8 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 	a := &models.Account{Name: strings.TrimSpace(in.Name), Platform: in.Platform, IsDefault: in.IsDefault,
 		Enabled: in.Enabled == nil || *in.Enabled, AllowPrivateNetwork: in.AllowPrivateNetwork,
 		MaxAttempts: in.MaxAttempts, Limits: in.Limits, RetryPolicy: in.RetryPolicy.Compact(), Healthy: true,
-		Config: maps.Clone(in.Config)}
+		QuietHours: models.QuietHours{Start: strings.TrimSpace(in.QuietHours.Start), End: strings.TrimSpace(in.QuietHours.End)},
+		Config:     maps.Clone(in.Config)}
 	if a.Config == nil {
 		a.Config = map[string]string{}
 	}
@@ -155,6 +158,9 @@ func updateDetail(old, a *models.Account, given map[string]string) string {
 			parts = append(parts, fmt.Sprintf("%s %s → %s", c.Key, orNone(c.Old), orNone(c.New)))
 		}
 	}
+	if old.QuietHours != a.QuietHours {
+		parts = append(parts, fmt.Sprintf("quiet hours %s → %s", quietHours(old.QuietHours), quietHours(a.QuietHours)))
+	}
 	for _, k := range channels.SecretKeys[a.Platform] {
 		switch v, ok := given[k]; {
 		case ok && v == "" && old.Config[k] != "":
@@ -164,6 +170,14 @@ func updateDetail(old, a *models.Account, given map[string]string) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// quietHours writes a window for the audit log.
+func quietHours(q models.QuietHours) string {
+	if !q.Set() {
+		return "(none)"
+	}
+	return q.Start + "–" + q.End
 }
 
 func orNone(v string) string {

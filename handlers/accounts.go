@@ -143,7 +143,7 @@ func configFields(platform string, values map[string]string, stored *models.Acco
 func accountForm(a *models.Account, oldName string, stored *models.Account) views.AccountForm {
 	f := views.AccountForm{OldName: oldName, Name: a.Name, Platform: a.Platform, Platforms: channels.Platforms,
 		IsDefault: a.IsDefault, Enabled: a.Enabled, AllowPrivateNetwork: a.AllowPrivateNetwork,
-		MaxAttempts: strconv.Itoa(a.MaxAttempts), Config: configFields(a.Platform, a.Config, stored),
+		MaxAttempts: strconv.Itoa(a.MaxAttempts), QuietHours: a.QuietHours, Config: configFields(a.Platform, a.Config, stored),
 		Warnings: models.UnreachableLimits(a.Limits), Retry: retryRows(a.RetryPolicy, nil)}
 	for _, key := range limitKeys {
 		l := views.LimitField{Key: key}
@@ -171,6 +171,8 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 	f := views.AccountForm{OldName: oldName, Name: in.Name, Platform: in.Platform, Platforms: channels.Platforms,
 		IsDefault: in.IsDefault, Enabled: enabled, AllowPrivateNetwork: in.AllowPrivateNetwork,
 		MaxAttempts: strings.TrimSpace(c.PostForm("max_attempts"))}
+	in.QuietHours = models.QuietHours{Start: strings.TrimSpace(c.PostForm("quiet_hours.start")), End: strings.TrimSpace(c.PostForm("quiet_hours.end"))}
+	f.QuietHours = in.QuietHours
 	if f.MaxAttempts != "" {
 		n, err := strconv.Atoi(f.MaxAttempts)
 		if err != nil {

@@ -29,8 +29,10 @@ type accountJSON struct {
 	// RetryPolicy adjusts the default retries per error class; omitted classes and
 	// fields keep the defaults.
 	RetryPolicy models.RetryPolicy `json:"retry_policy,omitempty"`
-	Healthy     *bool              `json:"healthy,omitempty"`
-	HealthNote  string             `json:"health_note,omitempty"`
+	// QuietHours, when set, holds normal and low messages in a daily window.
+	QuietHours *models.QuietHours `json:"quiet_hours,omitempty"`
+	Healthy    *bool              `json:"healthy,omitempty"`
+	HealthNote string             `json:"health_note,omitempty"`
 	// Warnings name limits that can never be reached and settings that give up
 	// encryption (read-only; ignored on input).
 	Warnings []string `json:"warnings,omitempty"`
@@ -47,7 +49,11 @@ func toAccountJSON(a models.Account) accountJSON {
 		cfg[k] = v
 	}
 	enabled, healthy := a.Enabled, a.Healthy
-	return accountJSON{Name: a.Name, Platform: a.Platform, IsDefault: a.IsDefault, Enabled: &enabled,
+	var quiet *models.QuietHours
+	if a.QuietHours.Set() {
+		quiet = &a.QuietHours
+	}
+	return accountJSON{QuietHours: quiet, Name: a.Name, Platform: a.Platform, IsDefault: a.IsDefault, Enabled: &enabled,
 		AllowPrivateNetwork: a.AllowPrivateNetwork, MaxAttempts: a.MaxAttempts, Config: cfg, Limits: a.Limits,
 		RetryPolicy: a.RetryPolicy, Healthy: &healthy, HealthNote: a.HealthNote,
 		Warnings: append(models.LimitWarnings(a.Limits), configWarnings(a)...)}
@@ -68,6 +74,9 @@ func (in accountJSON) accountInput() (dispatch.AccountInput, error) {
 	out := dispatch.AccountInput{Name: in.Name, Platform: in.Platform, IsDefault: in.IsDefault, Enabled: in.Enabled,
 		AllowPrivateNetwork: in.AllowPrivateNetwork, MaxAttempts: in.MaxAttempts, Limits: in.Limits,
 		RetryPolicy: in.RetryPolicy, Config: map[string]string{}}
+	if in.QuietHours != nil {
+		out.QuietHours = *in.QuietHours
+	}
 	for k, v := range in.Config {
 		s, err := configString("config."+k, v)
 		if err != nil {

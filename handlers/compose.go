@@ -458,5 +458,12 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 		return views.BatchView{}, false
 	}
 	slices.SortStableFunc(msgs, func(a, b models.BatchMessage) int { return models.CompareNames(a.RecipientName, b.RecipientName) })
-	return views.BatchView{Batch: b, Messages: msgs, Counts: counts}, true
+	v := views.BatchView{Batch: b, Messages: msgs, Counts: counts}
+	if counts[models.StatusPending] > 0 {
+		if v.QuietWaiting, err = h.Store.QuietWaiting(ctx, id); err != nil {
+			h.serverError(c, err)
+			return views.BatchView{}, false
+		}
+	}
+	return v, true
 }

@@ -40,10 +40,12 @@ type Account struct {
 	Config      map[string]string `gorm:"-"`
 	Limits      Limits            `gorm:"embedded"`
 	RetryPolicy RetryPolicy       `gorm:"type:text"`
-	Healthy     bool
-	HealthNote  string
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// QuietHours hold normal and low messages in a daily window (quiet_hours.go).
+	QuietHours QuietHours
+	Healthy    bool
+	HealthNote string
+	CreatedAt  time.Time
+	UpdatedAt  time.Time
 }
 
 // DefaultMaxAttempts is how many provider calls a message gets unless its account says otherwise.
@@ -179,6 +181,9 @@ func ValidateAccount(a *Account) error {
 		return Invalid("max_attempts", "accounts.error.max_attempts", "Min", 1, "Max", 20)
 	}
 	if err := a.RetryPolicy.Validate(); err != nil {
+		return err
+	}
+	if err := a.QuietHours.Validate(); err != nil {
 		return err
 	}
 	l := a.Limits

@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,30 +27,8 @@ func TestChunkRetriesAFailedMessageOnItsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	got := map[string]int{}
-	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var body struct{ To string }
-		_ = json.NewDecoder(r.Body).Decode(&body)
-		mu.Lock()
-		got[body.To]++
-		mu.Unlock()
-		if body.To == "down@example.com" {
-			http.Error(w, "busy", http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte(`{"id":"ok"}`))
-	}))
-	t.Cleanup(receiver.Close)
-	a := &models.Account{Name: "hook", Platform: "webhook", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
-		Config: map[string]string{"url": receiver.URL + "/hook"}}
-	if err := store.CreateAccount(ctx, a); err != nil {
-		t.Fatal(err)
-	}
-	r := &models.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: models.Branch, Active: true}
-	if err := store.CreateRecipient(ctx, r); err != nil {
-		t.Fatal(err)
-	}
+	receiver := newHookReceiver(t, func(to string) bool { return to == "down@example.com" })
+	a, r := hookAccount(t, store, receiver, nil)
 	b := &models.Batch{ID: models.NewID(), Source: "api", Platform: a.Platform, AccountID: a.ID, Priority: "normal"}
 	now := time.Now()
 	addrs := []string{"a@example.com", "b@example.com", "down@example.com", "c@example.com", "d@example.com"}
@@ -77,8 +52,8 @@ func TestChunkRetriesAFailedMessageOnItsOwn(t *testing.T) {
 		t.Fatalf("the chunk asked to run again: %v", err)
 	}
 	for _, to := range addrs {
-		if got[to] != 1 {
-			t.Errorf("%s was called %d times, want once", to, got[to])
+		if receiver.calls(to) != 1 {
+			t.Errorf("%s was called %d times, want once", to, receiver.calls(to))
 		}
 	}
 	for i, id := range ids {
@@ -111,8 +86,8 @@ func TestChunkRetriesAFailedMessageOnItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, to := range addrs {
-		if got[to] != 1 {
-			t.Errorf("after the chunk ran twice %s was called %d times, want once", to, got[to])
+		if receiver.calls(to) != 1 {
+			t.Errorf("after the chunk ran twice %s was called %d times, want once", to, receiver.calls(to))
 		}
 	}
 }

@@ -39,6 +39,10 @@ type Sender struct {
 
 	// Accounts caches account lookups; the process shares one with intake.
 	Accounts *models.AccountCache
+	// Location is HERALD_TIMEZONE, where accounts' quiet hours are; nil means UTC.
+	Location *time.Location
+	// Now is the clock quiet hours are judged by; nil means time.Now.
+	Now func() time.Time
 
 	claims   *batch.Batcher[string, claimResult]
 	finishes *batch.Batcher[models.Finish, error]
@@ -321,6 +325,9 @@ func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome 
 		return models.Outcome{Status: models.StatusFailed, ErrorClass: string(channels.Throttled),
 			Error: "account " + acct.Name + " is disabled", NextAttemptAt: &next}
 	}
+	if o, wait := s.quietHours(m, acct); wait {
+		return o
+	}
 	sender, err := s.Channels.Sender(acct)
 	if err != nil {
 		return s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0)
@@ -445,6 +452,24 @@ func (s *Sender) setHealth(acct *models.Account, healthy bool, note string) {
 		s.Log.Warn("record account health", "account", acct.Name, "error", err)
 	}
 	s.Accounts.Forget()
+}
+
+// quietHours holds a normal or low message inside its account's quiet hours: pending,
+// due when they end, with no attempt used.
+func (s *Sender) quietHours(m *models.Message, acct *models.Account) (models.Outcome, bool) {
+	now, loc := time.Now(), s.Location
+	if s.Now != nil {
+		now = s.Now()
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	hold, until := acct.QuietHours.Holds(m.Priority, now, loc)
+	if !hold {
+		return models.Outcome{}, false
+	}
+	return models.Outcome{Status: models.StatusPending, ErrorClass: models.ErrorClassQuietHours,
+		Error: "quiet hours of account " + acct.Name + " until " + until.In(loc).Format("2006-01-02 15:04"), NextAttemptAt: &until}, true
 }
 
 // Waiting for rate-limit capacity: short waits are slept through in the worker (Asynq

@@ -92,6 +92,7 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	send.Accounts = a.Accounts
 	send.Metrics = tasks.NewMetrics(a.Metrics)
 	send.Stats = a.Stats
+	send.Location = a.Config.Location
 	srv, mux := tasks.NewWorker(a.Redis.Asynq(), tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
 		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, a.Sweeper())
 	if err := srv.Start(mux); err != nil {

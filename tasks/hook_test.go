@@ -1,0 +1,67 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"herald/models"
+)
+
+// hookReceiver is a webhook endpoint that counts the calls per address (the payload's
+// "to") and answers 503 to the addresses down says are down.
+type hookReceiver struct {
+	URL string
+	mu  sync.Mutex
+	got map[string]int
+}
+
+func newHookReceiver(t *testing.T, down func(to string) bool) *hookReceiver {
+	t.Helper()
+	h := &hookReceiver{got: map[string]int{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct{ To string }
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		h.mu.Lock()
+		h.got[body.To]++
+		h.mu.Unlock()
+		if down != nil && down(body.To) {
+			http.Error(w, "busy", http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte(`{"id":"ok"}`))
+	}))
+	t.Cleanup(srv.Close)
+	h.URL = srv.URL
+	return h
+}
+
+// calls returns how often the address was called.
+func (h *hookReceiver) calls(to string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.got[to]
+}
+
+// hookAccount stores a webhook account calling the receiver, changed by adjust, and one
+// branch recipient.
+func hookAccount(t *testing.T, store *models.Store, h *hookReceiver, adjust func(*models.Account)) (*models.Account, *models.Recipient) {
+	t.Helper()
+	ctx := context.Background()
+	a := &models.Account{Name: "hook", Platform: "webhook", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+		Config: map[string]string{"url": h.URL + "/hook"}}
+	if adjust != nil {
+		adjust(a)
+	}
+	if err := store.CreateAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	r := &models.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: models.Branch, Active: true}
+	if err := store.CreateRecipient(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	return a, r
+}
