@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"herald/config"
 	"herald/internal/app"
@@ -178,13 +179,23 @@ func adminResetPassword(ctx context.Context, args []string, getenv config.Getenv
 
 func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: herald apikey create --name N --scopes send,read,admin")
+		return errors.New("usage: herald apikey create --name N --scopes send,read,admin [--max-recipients N] [--expires YYYY-MM-DD]")
 	}
 	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	name := fs.String("name", "", "what the key is for, e.g. the calling system")
 	scopes := fs.String("scopes", "send,read", "comma-separated: send, read, admin")
+	maxRecipients := fs.String("max-recipients", "", "the most recipients one request may reach (default: no cap of the key's own)")
+	expires := fs.String("expires", "", "the last day the key works, YYYY-MM-DD in HERALD_TIMEZONE (default: never)")
 	if err := fs.Parse(args[1:]); err != nil {
+		return fmt.Errorf("apikey create: %w", err)
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	limits, err := models.ParseKeyLimits(*maxRecipients, *expires, cfg.Location, time.Now())
+	if err != nil {
 		return fmt.Errorf("apikey create: %w", err)
 	}
 	store, err := openMigrated(ctx, getenv)
@@ -192,12 +203,12 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 		return err
 	}
 	defer store.Close()
-	k, secret, err := store.CreateAPIKey(ctx, *name, *scopes, "cli")
+	k, secret, err := store.CreateLimitedAPIKey(ctx, *name, *scopes, "cli", limits)
 	if err != nil {
 		return fmt.Errorf("apikey create: %w", err)
 	}
 	if err := store.Audit(ctx, models.AuditEntry{Actor: "cli", ActorType: "system", Action: "apikey.create",
-		TargetType: "api_key", TargetID: k.Name, Detail: "scopes " + k.Scopes}); err != nil {
+		TargetType: "api_key", TargetID: k.Name, Detail: "scopes " + k.Scopes + k.KeyLimits.AuditDetail()}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s\n", secret)

@@ -21,7 +21,8 @@ commands:
   migrate up|status                          apply or list database migrations
   admin create --username U --role R         create a console user; password on stdin
   admin reset-password --username U          set a user's password (on stdin) and sign them out
-  apikey create --name N --scopes send,read  create an API key (printed once)
+  apikey create --name N --scopes send,read  create an API key (printed once); limits:
+                [--max-recipients N] [--expires YYYY-MM-DD]
   simulate [--addr A] [--smtp-addr A] ...    run the platform simulator (see simulate --help)
   help, -h, --help                           show this list
 

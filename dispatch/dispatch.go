@@ -90,6 +90,9 @@ type Request struct {
 	Source   string // "console" or "api"
 	Actor    string
 	APIKeyID *int64
+	// MaxRecipients is the API key's cap on the people one request reaches; 0: none
+	// beyond MaxRecipients.
+	MaxRecipients int
 
 	Platform  string
 	Account   string // account name
@@ -288,6 +291,11 @@ func (d *Dispatcher) audience(ctx context.Context, req Request, sendAt time.Time
 		if a.people, err = d.addOnDuty(ctx, a.people, a.roster); err != nil {
 			return a, err
 		}
+	}
+	// A key's cap counts everyone the request reaches, named or in a group, before the
+	// duty rule: what the caller asked for, not what the day's roster lets through.
+	if n := len(a.people) + len(a.rejected); req.MaxRecipients > 0 && n > req.MaxRecipients {
+		return a, models.Invalid("recipients", "api.recipients_over_key_cap", "Max", req.MaxRecipients, "Count", n)
 	}
 	return a, nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -28,13 +29,19 @@ func (h *Handlers) renderAPIKeys(c *gin.Context, status int, f views.APIKeyForm,
 
 // CreateAPIKey makes a key and shows its secret, once.
 func (h *Handlers) CreateAPIKey(c *gin.Context) {
-	f := views.APIKeyForm{Name: c.PostForm("name"), Scopes: map[string]bool{}}
+	f := views.APIKeyForm{Name: c.PostForm("name"), Scopes: map[string]bool{},
+		MaxRecipients: c.PostForm("max_recipients_per_request"), Expires: c.PostForm("expires")}
 	scopes := c.PostFormArray("scopes")
 	for _, s := range scopes {
 		f.Scopes[s] = true
 	}
 	u := CurrentUser(c)
-	k, secret, err := h.Store.CreateAPIKey(c.Request.Context(), f.Name, strings.Join(scopes, ","), u.Username)
+	limits, err := models.ParseKeyLimits(f.MaxRecipients, f.Expires, h.Dispatch.Location, time.Now())
+	var k *models.APIKey
+	var secret string
+	if err == nil {
+		k, secret, err = h.Store.CreateLimitedAPIKey(c.Request.Context(), f.Name, strings.Join(scopes, ","), u.Username, limits)
+	}
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderAPIKeys(c, http.StatusUnprocessableEntity, f, errs)
 		return
@@ -43,7 +50,7 @@ func (h *Handlers) CreateAPIKey(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, u.Username, "apikey.create", "api_key", k.Name, "hk_"+k.Prefix+" scopes "+k.Scopes)
+	h.audit(c, u.Username, "apikey.create", "api_key", k.Name, "hk_"+k.Prefix+" scopes "+k.Scopes+k.KeyLimits.AuditDetail())
 	// The secret is in this response only: no redirect, and no cache may keep it.
 	c.Header("Cache-Control", "no-store")
 	render(c, http.StatusCreated, views.APIKeyCreatedPage(page(c, tr(c, "title.api_key_created"), "apikeys"), k, secret))

@@ -25,7 +25,74 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	KeyLimits
 }
+
+// KeyLimits bound what one API key may do: how many recipients one request may name
+// (0: only the API's own limit) and the day after which the key is refused (nil: never).
+type KeyLimits struct {
+	MaxRecipientsPerRequest int
+	// ExpiresAt is the first moment the key is refused: the start of the day after its
+	// last valid day, in HERALD_TIMEZONE.
+	ExpiresAt *time.Time
+}
+
+// MaxKeyRecipients bounds max_recipients_per_request: above the API's own limit of
+// 10,000 recipients a request, a cap would say nothing.
+const MaxKeyRecipients = 10000
+
+// Validate checks the limits; an error names max_recipients_per_request.
+func (l KeyLimits) Validate() error {
+	if l.MaxRecipientsPerRequest < 0 || l.MaxRecipientsPerRequest > MaxKeyRecipients {
+		return Invalid("max_recipients_per_request", "users.keys.cap_range", "Max", MaxKeyRecipients)
+	}
+	return nil
+}
+
+// ParseKeyLimits reads a key's limits as a person types them, for the console and the
+// CLI alike: a recipient cap ("" or 0 for none) and the last day the key works
+// (YYYY-MM-DD in loc, "" for never; not before today). Errors name
+// max_recipients_per_request or expires.
+func ParseKeyLimits(maxRecipients, lastDay string, loc *time.Location, now time.Time) (KeyLimits, error) {
+	var l KeyLimits
+	if s := strings.TrimSpace(maxRecipients); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return l, Invalid("max_recipients_per_request", "users.keys.cap_range", "Max", MaxKeyRecipients)
+		}
+		l.MaxRecipientsPerRequest = n
+	}
+	if err := l.Validate(); err != nil {
+		return l, err
+	}
+	if s := strings.TrimSpace(lastDay); s != "" {
+		day, err := time.ParseInLocation(time.DateOnly, s, loc)
+		if err != nil {
+			return l, Invalid("expires", "validation.date")
+		}
+		end := day.AddDate(0, 0, 1).UTC()
+		if !end.After(now) {
+			return l, Invalid("expires", "users.keys.expires_past")
+		}
+		l.ExpiresAt = &end
+	}
+	return l, nil
+}
+
+// AuditDetail writes the limits for the audit log ("" for none), after a key's scopes.
+func (l KeyLimits) AuditDetail() string {
+	var out string
+	if l.MaxRecipientsPerRequest > 0 {
+		out += fmt.Sprintf("; at most %d recipients a request", l.MaxRecipientsPerRequest)
+	}
+	if l.ExpiresAt != nil {
+		out += "; expires " + l.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	return out
+}
+
+// Expired reports whether the key is past its expiry at now.
+func (k *APIKey) Expired(now time.Time) bool { return k.ExpiresAt != nil && !now.Before(*k.ExpiresAt) }
 
 // TableName implements gorm's tabler.
 func (APIKey) TableName() string { return "api_keys" }
@@ -73,6 +140,14 @@ const apiKeyPrefix = "hk_"
 // CreateAPIKey makes a new key and returns it with the secret, which is shown once and
 // never stored.
 func (s *Store) CreateAPIKey(ctx context.Context, name, scopes, createdBy string) (*APIKey, string, error) {
+	return s.CreateLimitedAPIKey(ctx, name, scopes, createdBy, KeyLimits{})
+}
+
+// CreateLimitedAPIKey is CreateAPIKey for a key with a recipient cap or an expiry.
+func (s *Store) CreateLimitedAPIKey(ctx context.Context, name, scopes, createdBy string, limits KeyLimits) (*APIKey, string, error) {
+	if err := limits.Validate(); err != nil {
+		return nil, "", err
+	}
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
 		return nil, "", Invalid("name", "users.keys.name_length")
@@ -86,7 +161,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, name, scopes, createdBy string
 	_, _ = rand.Read(secretBytes)
 	prefix := hex.EncodeToString(idBytes)
 	secret := apiKeyPrefix + prefix + "_" + hex.EncodeToString(secretBytes)
-	k := &APIKey{Name: name, Prefix: prefix, KeyHash: hashKey(secret), Scopes: norm, CreatedBy: createdBy}
+	k := &APIKey{Name: name, Prefix: prefix, KeyHash: hashKey(secret), Scopes: norm, CreatedBy: createdBy, KeyLimits: limits}
 	if err := s.db.WithContext(ctx).Create(k).Error; err != nil {
 		return nil, "", fmt.Errorf("models: create api key: %w", err)
 	}

@@ -74,6 +74,13 @@ func (a *apiAuth) authenticate(c *gin.Context) (*models.APIKey, bool) {
 		handlers.DatabaseUnavailable(c)
 		return nil, false
 	}
+	if k.Expired(models.Now()) {
+		a.auditFailure(c, k.Prefix, "expired API key")
+		c.Header("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
+		handlers.APIError(c, http.StatusUnauthorized, "key_expired",
+			i18n.T(c.Request.Context(), "api.key_expired", "At", k.ExpiresAt.UTC().Format(time.RFC3339)), "")
+		return nil, false
+	}
 	c.Set(handlers.APIKeyKey, k)
 	a.touch(k.ID)
 	return k, true
