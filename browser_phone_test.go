@@ -341,6 +341,7 @@ func TestPhoneConsole(t *testing.T) {
 				{"duty", "/duty"},
 				{"import holidays", "/duty/holidays/import"},
 				{"password", "/password"},
+				{"API reference", "/api-reference"},
 			} {
 				p.open(sub.page, sub.path)
 			}
