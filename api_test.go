@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"herald/dispatch"
+	"herald/internal/testenv"
 	"herald/models"
 )
 
@@ -54,6 +55,7 @@ func (a *apiClient) call(method, path, body string) (int, map[string]any, http.H
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
+	testenv.CheckAPIAnswer(a.t, req, resp.StatusCode, resp.Header, raw)
 	out := map[string]any{}
 	if len(raw) > 0 && raw[0] == '{' {
 		if err := json.Unmarshal(raw, &out); err != nil {

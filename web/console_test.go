@@ -211,6 +211,7 @@ func (cl *client) do(method, path, contentType string, body io.Reader, header ma
 	}
 	defer resp.Body.Close()
 	text, _ := io.ReadAll(resp.Body)
+	testenv.CheckAPIAnswer(cl.t, req, resp.StatusCode, resp.Header, text)
 	return resp, string(text)
 }
 
