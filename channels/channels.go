@@ -48,7 +48,10 @@ type Error struct {
 	Code string
 	// RetryAfter is the provider's requested wait, when it gave one.
 	RetryAfter time.Duration
-	Err        error
+	// Ambiguous marks a failure after which the platform may have taken the message
+	// (a connection lost after the end of SMTP DATA): it is never retried on its own.
+	Ambiguous bool
+	Err       error
 }
 
 // Error reads "<class> (<code>): <cause>".

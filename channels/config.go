@@ -167,6 +167,8 @@ var platforms = map[string]platform{
 		{Key: "password", Secret: true, Label: "channels.field.password"},
 		{Key: "tls", Destination: true, Default: tlsStartTLS, Options: []string{tlsStartTLS, tlsImplicit, tlsNone},
 			Warnings: map[string]string{tlsNone: "channels.warning.tls_none"}, Label: "channels.field.tls"},
+		{Key: "pool_size", Default: strconv.Itoa(DefaultSMTPPoolSize), Label: "channels.field.pool_size", Help: "channels.help.pool_size"},
+		{Key: "session_messages", Default: strconv.Itoa(DefaultSMTPSessionMessages), Label: "channels.field.session_messages", Help: "channels.help.session_messages"},
 	}, cap: ContentCap{Max: 256 << 10, Unit: Bytes}},
 	// Webhook: the receiver reads an HTTP body, bytes; Herald's own bound.
 	"webhook": {fields: []Field{
@@ -336,6 +338,14 @@ func checkConfigValue(key, v string, allowPrivate bool) Note {
 	case "port":
 		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 65535 {
 			return note("channels.config.port")
+		}
+	case "pool_size":
+		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > MaxSMTPPoolSize {
+			return note("channels.config.range", "Max", MaxSMTPPoolSize)
+		}
+	case "session_messages":
+		if n, err := strconv.Atoi(v); err != nil || n < 1 || n > MaxSMTPSessionMessages {
+			return note("channels.config.range", "Max", MaxSMTPSessionMessages)
 		}
 	case "host":
 		h := strings.TrimSpace(v)

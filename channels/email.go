@@ -13,13 +13,15 @@ import (
 	"net/mail"
 	"net/smtp"
 	"net/textproto"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// Email sends plain-text mail over SMTP, one connection per message. Connections pass
-// the address guard like every HTTP call, and the caller's context deadline bounds the
-// whole conversation. It is safe for concurrent use.
+// Email sends mail over SMTP through a pool of open sessions (smtppool.go). Connections
+// pass the address guard like every HTTP call, and the caller's context deadline bounds
+// each message's part of the conversation. It is safe for concurrent use; Close ends its
+// sessions.
 type Email struct {
 	host     string
 	addr     string // host:port
@@ -30,6 +32,7 @@ type Email struct {
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 	roots    *x509.CertPool // trusted CAs; nil means the system's
 	now      func() time.Time
+	pool     *smtpPool
 }
 
 // The tls config values.
@@ -63,7 +66,7 @@ func newEmail(cfg map[string]string, allowPrivate bool) *Email {
 		}
 	}
 	host := strings.TrimSpace(cfg["host"])
-	return &Email{
+	e := &Email{
 		host:     host,
 		addr:     net.JoinHostPort(host, port),
 		username: cfg["username"],
@@ -73,9 +76,26 @@ func newEmail(cfg map[string]string, allowPrivate bool) *Email {
 		dial:     DialContext(allowPrivate),
 		now:      time.Now,
 	}
+	e.pool = newSMTPPool(e, poolSetting(cfg, "pool_size", DefaultSMTPPoolSize), poolSetting(cfg, "session_messages", DefaultSMTPSessionMessages))
+	return e
 }
 
-// Send implements Sender.
+// poolSetting reads a whole-number pool setting, already validated; empty is the default.
+func poolSetting(cfg map[string]string, key string, def int) int {
+	if n, err := strconv.Atoi(strings.TrimSpace(cfg[key])); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// Close ends the account's SMTP sessions with QUIT; sends after it open new ones.
+func (e *Email) Close() error {
+	e.pool.closeAll()
+	return nil
+}
+
+// Send implements Sender. It takes a session from the account's pool (smtppool.go): an
+// open, authenticated conversation reused message after message.
 func (e *Email) Send(ctx context.Context, m Message) (Receipt, error) {
 	to, err := mail.ParseAddress(m.To)
 	if err != nil {
@@ -83,72 +103,64 @@ func (e *Email) Send(ctx context.Context, m Message) (Receipt, error) {
 	}
 	messageID := m.ID + "@herald"
 	msg := e.compose(to, m, messageID)
-	if err := e.deliver(ctx, to.Address, msg); err != nil {
+	if err := e.pool.send(ctx, to.Address, msg); err != nil {
 		return Receipt{}, classifySMTP(err)
 	}
 	return Receipt{ProviderMessageID: messageID}, nil
 }
 
-// deliver runs one SMTP conversation. Its errors are classified by classifySMTP.
-func (e *Email) deliver(ctx context.Context, to string, msg []byte) error {
-	return e.converse(ctx, nil, func(c *smtp.Client) error {
-		if err := c.Mail(e.from.Address); err != nil {
-			return fmt.Errorf("MAIL FROM: %w", err)
-		}
-		if err := c.Rcpt(to); err != nil {
-			return fmt.Errorf("RCPT TO: %w", err)
-		}
-		w, err := c.Data()
-		if err != nil {
-			return fmt.Errorf("DATA: %w", err)
-		}
-		if _, err := w.Write(msg); err != nil {
-			return fmt.Errorf("sending the message: %w", err)
-		}
-		// Close sends the final dot and reads the server's verdict on the message.
-		if err := w.Close(); err != nil {
-			return fmt.Errorf("end of DATA: %w", err)
-		}
-		// The message is accepted; a failed QUIT changes nothing.
-		c.Quit()
-		return nil
-	})
-}
-
-// converse opens an SMTP session the way every send does and hands it to do: connect
-// through the address guard, read the greeting, EHLO, encrypt as the tls setting says,
-// AUTH when a password is set. Sends and connection tests share it so a test checks
-// exactly what a send will meet. step, if not nil, hears each step that succeeded and
-// the server's answer. ctx bounds the whole conversation; errors are for classifySMTP.
+// converse opens a session the way every send does, hands it to do, and closes it. The
+// connection test uses it, so a test checks exactly what a send will meet; step, if not
+// nil, hears each step that succeeded and the server's answer. ctx bounds the whole
+// conversation; errors are for classifySMTP.
 func (e *Email) converse(ctx context.Context, step func(action, answer Note), do func(*smtp.Client) error) error {
-	if step == nil {
-		step = func(Note, Note) {}
-	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, backstopTimeout)
 		defer cancel()
 	}
+	s, err := e.open(ctx, step)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	release := s.bind(ctx)
+	defer release()
+	return do(s.c)
+}
+
+// open connects through the address guard, reads the greeting, says EHLO, encrypts as
+// the tls setting says and logs in when a password is set. step, if not nil, hears each
+// step that succeeded. The session's connection has no deadline once open returns.
+func (e *Email) open(ctx context.Context, step func(action, answer Note)) (*smtpSession, error) {
+	if step == nil {
+		step = func(Note, Note) {}
+	}
 	conn, err := e.dial(ctx, "tcp", e.addr)
 	if ce, refused := errors.AsType[*Error](err); refused {
-		return &Error{Class: ce.Class, Code: ce.Code, Err: fmt.Errorf("channels: email: connecting to %s: %w", e.addr, ce.Err)}
+		return nil, &Error{Class: ce.Class, Code: ce.Code, Err: fmt.Errorf("channels: email: connecting to %s: %w", e.addr, ce.Err)}
 	}
 	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", e.addr, err)
+		return nil, fmt.Errorf("connecting to %s: %w", e.addr, err)
 	}
+	e.pool.opened.Add(1)
 	step(note("channels.probe.connect", "Addr", e.addr), note("channels.probe.connected", "Addr", conn.RemoteAddr().String()))
-	// net/smtp knows nothing of contexts: the deadline goes on the connection, and a
-	// cancellation moves it to now, which fails whatever read or write is under way.
-	deadline, _ := ctx.Deadline()
-	conn.SetDeadline(deadline)
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Now()) })
-	defer stop()
+	s := &smtpSession{conn: conn}
+	release := s.bind(ctx)
+	defer release()
+	fail := func(err error) (*smtpSession, error) {
+		if s.c != nil {
+			s.c.Close()
+		} else {
+			s.conn.Close()
+		}
+		return nil, err
+	}
 
 	if e.tlsMode == tlsImplicit {
 		tc := tls.Client(conn, e.tlsConfig())
 		if err := tc.HandshakeContext(ctx); err != nil {
-			conn.Close()
-			return fmt.Errorf("TLS handshake with %s: %w", e.addr, err)
+			return fail(fmt.Errorf("TLS handshake with %s: %w", e.addr, err))
 		}
 		conn = tc
 		step(note("channels.probe.tls_handshake"), verbatim(tls.VersionName(tc.ConnectionState().Version)))
@@ -156,20 +168,19 @@ func (e *Email) converse(ctx context.Context, step func(action, answer Note), do
 	greeting := &greetingConn{Conn: conn}
 	c, err := smtp.NewClient(greeting, e.host)
 	if err != nil {
-		conn.Close()
-		return fmt.Errorf("greeting: %w", err)
+		return fail(fmt.Errorf("greeting: %w", err))
 	}
-	defer c.Close()
+	s.c = c
 	step(note("channels.probe.greeting"), verbatim(greeting.text()))
 	// "localhost" is what net/smtp would say on its own.
 	if err := c.Hello("localhost"); err != nil {
-		return fmt.Errorf("EHLO: %w", err)
+		return fail(fmt.Errorf("EHLO: %w", err))
 	}
 	step(verbatim("EHLO localhost"), offers(c))
 	if e.tlsMode == tlsStartTLS {
 		if ok, _ := c.Extension("STARTTLS"); ok {
 			if err := c.StartTLS(e.tlsConfig()); err != nil {
-				return fmt.Errorf("STARTTLS: %w", err)
+				return fail(fmt.Errorf("STARTTLS: %w", err))
 			}
 			state, _ := c.TLSConnectionState()
 			step(verbatim("STARTTLS"), verbatim("220, "+tls.VersionName(state.Version)))
@@ -178,7 +189,7 @@ func (e *Email) converse(ctx context.Context, step func(action, answer Note), do
 			// and someone on the way is who would strip the offer.
 			step(verbatim("STARTTLS"), note("channels.probe.starttls_not_offered"))
 			c.Quit()
-			return errNoStartTLS
+			return fail(errNoStartTLS)
 		}
 	}
 	if e.password != "" {
@@ -189,11 +200,11 @@ func (e *Email) converse(ctx context.Context, step func(action, answer Note), do
 			auth = implicitTLSAuth{auth}
 		}
 		if err := c.Auth(auth); err != nil {
-			return &smtpAuthError{err}
+			return fail(&smtpAuthError{err})
 		}
 		step(note("channels.probe.auth_as", "User", e.username), verbatim("235"))
 	}
-	return do(c)
+	return s, nil
 }
 
 // offers is the EHLO answer with what it offered that matters to Herald.
@@ -304,6 +315,9 @@ func classifySMTP(err error) *Error {
 	wrapped := fmt.Errorf("channels: email: %w", err)
 	if te, ok := errors.AsType[*textproto.Error](err); ok {
 		return &Error{Class: smtpCodeClass(te.Code, te.Msg), Code: fmt.Sprintf("smtp %d", te.Code), Err: wrapped}
+	}
+	if _, ok := errors.AsType[*smtpAmbiguousError](err); ok {
+		return &Error{Class: Transient, Ambiguous: true, Err: wrapped}
 	}
 	if _, ok := errors.AsType[*smtpAuthError](err); ok || errors.Is(err, errNoStartTLS) {
 		// Not a server reply: net/smtp refused to send the password unencrypted, the

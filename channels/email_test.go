@@ -281,6 +281,7 @@ func TestEmailRequiresStartTLS(t *testing.T) {
 	if _, err := e.Send(context.Background(), newMessage("a@example.com")); err != nil {
 		t.Fatalf("send with tls none: %v", err)
 	}
+	e.Close() // the session stays open for the next message until the account's sender closes
 	var verbs []string
 	for _, c := range srv.commands() {
 		verb, _, _ := strings.Cut(c, " ")

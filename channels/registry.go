@@ -2,6 +2,7 @@ package channels
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -37,15 +38,42 @@ var Platforms = []string{"tianyuan", "zhaohu", "wecom", "email", "webhook", "san
 func (r *Registry) Sender(a *models.Account) (Sender, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if c, ok := r.senders[a.ID]; ok && c.updatedAt.Equal(a.UpdatedAt) {
-		return c.sender, nil
+	old, ok := r.senders[a.ID]
+	if ok && old.updatedAt.Equal(a.UpdatedAt) {
+		return old.sender, nil
 	}
 	s, err := r.build(a)
 	if err != nil {
 		return nil, err
 	}
 	r.senders[a.ID] = cachedSender{updatedAt: a.UpdatedAt, sender: s}
+	if ok {
+		// The account was edited: the old sender's open sessions (email) go, so nothing
+		// is sent any more with settings that changed.
+		go closeSender(old.sender)
+	}
 	return s, nil
+}
+
+// Close ends what every sender holds open (email sessions, with QUIT). Senders asked
+// for later open again.
+func (r *Registry) Close() {
+	r.mu.Lock()
+	senders := r.senders
+	r.senders = map[int64]cachedSender{}
+	r.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range senders {
+		wg.Go(func() { closeSender(c.sender) })
+	}
+	wg.Wait()
+}
+
+// closeSender closes a sender that holds something open.
+func closeSender(s Sender) {
+	if c, ok := s.(io.Closer); ok {
+		c.Close()
+	}
 }
 
 // build constructs the adapter for an account, after checking its config as it is

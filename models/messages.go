@@ -357,7 +357,10 @@ type Outcome struct {
 	// ClassRetries is the new count of consecutive failures of ErrorClass.
 	ClassRetries int
 	// Called is true when a provider call was made, which is recorded in attempts.
-	Called    bool
+	Called bool
+	// Unknown is true when the platform may or may not have taken the message: the
+	// attempt's outcome is AttemptUnknown.
+	Unknown   bool
 	StartedAt time.Time
 	Duration  time.Duration
 	// TaskID, when set, is the task that carries the message from now on: a message that
@@ -531,7 +534,10 @@ func attemptRow(it Finish) Attempt {
 		n++
 	}
 	outcome := "sent"
-	if o.Status != StatusSent {
+	switch {
+	case o.Unknown:
+		outcome = AttemptUnknown
+	case o.Status != StatusSent:
 		outcome = "failed"
 	}
 	return Attempt{MessageID: m.ID, N: n, StartedAt: o.StartedAt.UTC(), DurationMs: int(o.Duration.Milliseconds()),

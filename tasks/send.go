@@ -394,6 +394,10 @@ func (s *Sender) failure(m *models.Message, acct *models.Account, ce *channels.E
 	retries := m.RetriesOf(string(ce.Class)) + 1
 	o.ClassRetries = retries
 	switch {
+	case ce.Ambiguous:
+		// The platform may have the message: sending it again could deliver it twice,
+		// so it stops, and its attempt says the outcome is unknown; a person decides.
+		o.Status, o.Unknown = models.StatusStopped, true
 	case rule.CountsAttempt && attempts >= m.MaxAttempts,
 		rule.MaxRetries >= 0 && retries > rule.MaxRetries:
 		o.Status = models.StatusStopped

@@ -143,6 +143,9 @@ func (a *App) Sweeper() *tasks.Sweeper {
 
 // Close releases what New opened; Run calls it when it returns.
 func (a *App) Close() {
+	if a.Channels != nil {
+		a.Channels.Close() // email sessions end with QUIT
+	}
 	if a.Inspector != nil {
 		a.Inspector.Close()
 	}

@@ -1,0 +1,280 @@
+package channels
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/smtp"
+	"net/textproto"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// An email account keeps a few SMTP sessions open and sends message after message on
+// them, as mail relays expect of a sender: a relay counts connections per client and
+// throttles one that opens a connection, a TLS handshake and a login for every message.
+// The client is Go's net/smtp, which already knows every command a session needs (RSET,
+// NOOP, QUIT) and whose conversation the connection test shows step by step; a mail
+// library would add its own session handling over ours and a second way to classify
+// failures, for no command Herald lacks.
+//
+// A session is reused until it has carried SessionMessages messages (relays cap
+// messages per connection), or has been idle for smtpIdleTimeout; one idle for more
+// than smtpNoopAfter is checked with NOOP before it is used again. A session that
+// breaks before the end of DATA is dropped and the message tried once more on a fresh
+// one; a break after the final dot is ambiguous (the server may have taken the message)
+// and is never retried here.
+
+// Pool settings of an email account (its config keys pool_size and session_messages).
+const (
+	DefaultSMTPPoolSize        = 4
+	MaxSMTPPoolSize            = 20
+	DefaultSMTPSessionMessages = 100
+	MaxSMTPSessionMessages     = 10000
+
+	smtpIdleTimeout = 30 * time.Second
+	smtpNoopAfter   = 2 * time.Second
+	smtpQuitTimeout = 5 * time.Second
+)
+
+// smtpSession is one open, authenticated SMTP conversation.
+type smtpSession struct {
+	conn      net.Conn // the TCP connection, which carries the deadlines
+	c         *smtp.Client
+	sent      int  // messages the server took
+	used      bool // a transaction was begun, so the next one starts with RSET
+	idleSince time.Time
+}
+
+// bind puts ctx's deadline on the connection and moves it to now if ctx is cancelled
+// (net/smtp knows nothing of contexts); the function it returns lifts both.
+func (s *smtpSession) bind(ctx context.Context) func() {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(backstopTimeout)
+	}
+	s.conn.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { s.conn.SetDeadline(time.Now()) })
+	return func() {
+		stop()
+		s.conn.SetDeadline(time.Time{})
+	}
+}
+
+// close drops the connection without a word.
+func (s *smtpSession) close() {
+	if s.c != nil {
+		s.c.Close()
+		return
+	}
+	s.conn.Close()
+}
+
+// quit ends the session politely, within smtpQuitTimeout.
+func (s *smtpSession) quit() {
+	s.conn.SetDeadline(time.Now().Add(smtpQuitTimeout))
+	s.c.Quit()
+	s.close()
+}
+
+// smtpPool holds an account's sessions: at most size open at once.
+type smtpPool struct {
+	e           *Email
+	maxMessages int
+	slots       chan struct{} // a token for each session that may be open
+
+	mu      sync.Mutex
+	idle    []*smtpSession // the most recently used last
+	reaping bool
+	// generation moves on at closeAll: a session taken before comes back to be closed.
+	generation int
+
+	// opened counts the connections opened, for tests and the benchmark.
+	opened atomic.Int64
+}
+
+func newSMTPPool(e *Email, size, maxMessages int) *smtpPool {
+	return &smtpPool{e: e, maxMessages: maxMessages, slots: make(chan struct{}, size)}
+}
+
+// send delivers one message on a pooled session. Its errors are for classifySMTP.
+func (p *smtpPool) send(ctx context.Context, to string, msg []byte) error {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, backstopTimeout)
+		defer cancel()
+	}
+	select {
+	case p.slots <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for an SMTP session: %w", ctx.Err())
+	}
+	defer func() { <-p.slots }()
+	s, generation, reused, err := p.take(ctx)
+	if err != nil {
+		return err
+	}
+	reusable, beforeEnd, err := transfer(ctx, s, p.e.from.Address, to, msg)
+	if err != nil && !reusable && beforeEnd && reused && ctx.Err() == nil {
+		// The session had gone stale while it waited: the message never reached the
+		// server, so it goes once more, on a fresh session.
+		s.close()
+		if s, err = p.e.open(ctx, nil); err != nil {
+			return err
+		}
+		reusable, _, err = transfer(ctx, s, p.e.from.Address, to, msg)
+	}
+	p.put(s, generation, reusable)
+	return err
+}
+
+// take returns an idle session that still answers, or a new one.
+func (p *smtpPool) take(ctx context.Context) (s *smtpSession, generation int, reused bool, err error) {
+	for {
+		p.mu.Lock()
+		generation = p.generation
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
+			break
+		}
+		s = p.idle[n-1]
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		idle := time.Since(s.idleSince)
+		if idle >= smtpIdleTimeout {
+			go s.quit()
+			continue
+		}
+		if idle >= smtpNoopAfter {
+			release := s.bind(ctx)
+			err := s.c.Noop()
+			release()
+			if err != nil {
+				s.close()
+				continue
+			}
+		}
+		return s, generation, true, nil
+	}
+	s, err = p.e.open(ctx, nil)
+	return s, generation, false, err
+}
+
+// put gives a session back after a send: kept for the next one while it is usable, has
+// room for more messages and belongs to the current generation; else ended.
+func (p *smtpPool) put(s *smtpSession, generation int, reusable bool) {
+	if !reusable {
+		s.close()
+		return
+	}
+	p.mu.Lock()
+	if s.sent >= p.maxMessages || generation != p.generation {
+		p.mu.Unlock()
+		go s.quit()
+		return
+	}
+	s.idleSince = time.Now()
+	p.idle = append(p.idle, s)
+	if !p.reaping {
+		p.reaping = true
+		time.AfterFunc(smtpIdleTimeout, p.reap)
+	}
+	p.mu.Unlock()
+}
+
+// reap ends the sessions idle for smtpIdleTimeout, and looks again later while any
+// session is idle.
+func (p *smtpPool) reap() {
+	p.mu.Lock()
+	var keep, stale []*smtpSession
+	for _, s := range p.idle {
+		if time.Since(s.idleSince) >= smtpIdleTimeout {
+			stale = append(stale, s)
+		} else {
+			keep = append(keep, s)
+		}
+	}
+	p.idle = keep
+	p.reaping = len(keep) > 0
+	if p.reaping {
+		time.AfterFunc(smtpIdleTimeout, p.reap)
+	}
+	p.mu.Unlock()
+	for _, s := range stale {
+		s.quit()
+	}
+}
+
+// closeAll ends every idle session with QUIT and has the ones in use ended when they
+// come back.
+func (p *smtpPool) closeAll() {
+	p.mu.Lock()
+	p.generation++
+	idle := p.idle
+	p.idle = nil
+	p.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range idle {
+		wg.Go(s.quit)
+	}
+	wg.Wait()
+}
+
+// transfer sends one message on a session: RSET after an earlier transaction, MAIL, RCPT,
+// DATA and the message. It reports whether the session may carry another message and
+// whether a failure came before the end of DATA, when the server had not yet taken the
+// message.
+func transfer(ctx context.Context, s *smtpSession, from, to string, msg []byte) (reusable, beforeEnd bool, err error) {
+	release := s.bind(ctx)
+	defer release()
+	step := func(what string, err error) (bool, bool, error) {
+		return usableAfter(err), true, fmt.Errorf("%s: %w", what, err)
+	}
+	if s.used {
+		if err := s.c.Reset(); err != nil {
+			return step("RSET", err)
+		}
+	}
+	s.used = true
+	if err := s.c.Mail(from); err != nil {
+		return step("MAIL FROM", err)
+	}
+	if err := s.c.Rcpt(to); err != nil {
+		return step("RCPT TO", err)
+	}
+	w, err := s.c.Data()
+	if err != nil {
+		return step("DATA", err)
+	}
+	if _, err := w.Write(msg); err != nil {
+		return false, true, fmt.Errorf("sending the message: %w", err)
+	}
+	// Close sends the final dot and reads the server's verdict on the message.
+	if err := w.Close(); err != nil {
+		if usableAfter(err) {
+			return true, false, fmt.Errorf("end of DATA: %w", err)
+		}
+		return false, false, &smtpAmbiguousError{err}
+	}
+	s.sent++
+	return true, false, nil
+}
+
+// usableAfter reports whether a session can go on after err: a server's refusal leaves
+// it open (RSET starts over), except 421, with which the server closes it.
+func usableAfter(err error) bool {
+	te, ok := errors.AsType[*textproto.Error](err)
+	return ok && te.Code != 421
+}
+
+// smtpAmbiguousError is a connection lost after the final dot of DATA, before the
+// server's answer: the server may have taken the message.
+type smtpAmbiguousError struct{ err error }
+
+func (e *smtpAmbiguousError) Error() string {
+	return "the connection was lost after the end of DATA, before the server answered: the message may have been delivered, so it is not sent again on its own: " + e.err.Error()
+}
+func (e *smtpAmbiguousError) Unwrap() error { return e.err }

@@ -1,0 +1,147 @@
+package channels_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"herald/channels"
+	"herald/internal/testenv"
+)
+
+// newSinkEmail is an email sender to a fresh sink, with extra settings.
+func newSinkEmail(t *testing.T, extra map[string]string) (*channels.Email, *testenv.SMTPSink) {
+	t.Helper()
+	sink := testenv.StartSMTPSink(t)
+	host, port, _ := net.SplitHostPort(sink.Addr)
+	cfg := map[string]string{"host": host, "port": port, "from": "herald@example.com", "tls": "none"}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	e, err := channels.NewEmail(cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e, sink
+}
+
+func sendMail(t *testing.T, e *channels.Email, i int) error {
+	t.Helper()
+	_, err := e.Send(context.Background(), channels.Message{ID: fmt.Sprintf("m%d", i), To: fmt.Sprintf("p%d@example.com", i), Title: "Ledger", Content: "Ledger 42 closes at five"})
+	return err
+}
+
+// Sessions are reused: 200 messages from 8 goroutines go over at most pool_size
+// connections, with RSET between messages, and QUIT ends them on Close.
+func TestSMTPSessionsAreReused(t *testing.T) {
+	e, sink := newSinkEmail(t, map[string]string{"pool_size": "3"})
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < 200; i += 8 {
+				errs <- sendMail(t, e, i)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sink.Messages() != 200 || sink.Connections() > 3 {
+		t.Fatalf("%d messages over %d connections; want 200 over at most 3", sink.Messages(), sink.Connections())
+	}
+	if rset := sink.Commands("RSET"); rset < 200-3 {
+		t.Errorf("%d RSETs for 200 messages on %d sessions; want one before every message but each session's first", rset, sink.Connections())
+	}
+	if sink.Commands("QUIT") != 0 {
+		t.Errorf("sessions ended (QUIT %d) before Close", sink.Commands("QUIT"))
+	}
+	e.Close()
+	if got := sink.Commands("QUIT"); got != sink.Connections() {
+		t.Errorf("QUIT %d times after Close, want once per session (%d)", got, sink.Connections())
+	}
+}
+
+// A session is closed after session_messages messages and a new one opened.
+func TestSMTPSessionMessageCap(t *testing.T) {
+	e, sink := newSinkEmail(t, map[string]string{"pool_size": "1", "session_messages": "10"})
+	for i := range 25 {
+		if err := sendMail(t, e, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Sessions end with QUIT in the background once full; wait for the second.
+	testenv.WaitFor(t, 5*time.Second, "two full sessions ended", func() bool { return sink.Commands("QUIT") == 2 })
+	if sink.Connections() != 3 || sink.Messages() != 25 {
+		t.Errorf("25 messages over %d connections; want 3 (10, 10, 5)", sink.Connections())
+	}
+}
+
+// A session the server dropped while it waited is replaced, and the message goes on the
+// new one: nothing is lost and nothing classified as failed.
+func TestSMTPBrokenSessionIsReplaced(t *testing.T) {
+	e, sink := newSinkEmail(t, map[string]string{"pool_size": "1"})
+	if err := sendMail(t, e, 1); err != nil {
+		t.Fatal(err)
+	}
+	sink.DropAll()
+	if err := sendMail(t, e, 2); err != nil {
+		t.Fatalf("after the server dropped the idle session: %v", err)
+	}
+	if sink.Messages() != 2 || sink.Connections() != 2 {
+		t.Errorf("%d messages over %d connections; want 2 over 2", sink.Messages(), sink.Connections())
+	}
+}
+
+// A connection lost after the final dot is ambiguous: the error says so, is marked
+// Ambiguous (the sender stops the message, recording the attempt as unknown), and the
+// message is not sent again by the adapter.
+func TestSMTPLostAfterDataIsNotRetried(t *testing.T) {
+	e, sink := newSinkEmail(t, map[string]string{"pool_size": "1"})
+	if err := sendMail(t, e, 1); err != nil {
+		t.Fatal(err)
+	}
+	sink.LoseAfterData(true)
+	err := sendMail(t, e, 2)
+	ce := channels.Classify(err)
+	if ce == nil || !ce.Ambiguous {
+		t.Fatalf("lost after DATA: %v; want an ambiguous error", err)
+	}
+	if sink.Connections() != 1 {
+		t.Errorf("the adapter opened %d connections; it must not send the message again", sink.Connections())
+	}
+	sink.LoseAfterData(false)
+	if err := sendMail(t, e, 3); err != nil {
+		t.Fatalf("the next message: %v", err)
+	}
+}
+
+// Closing the sender (an edited account, a shutdown) ends its idle sessions with QUIT;
+// a send after it opens a new session.
+func TestSMTPCloseEndsSessions(t *testing.T) {
+	e, sink := newSinkEmail(t, nil)
+	for i := range 3 {
+		if err := sendMail(t, e, i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.Close()
+	if sink.Commands("QUIT") != sink.Connections() {
+		t.Errorf("QUIT %d, connections %d; want every session ended", sink.Commands("QUIT"), sink.Connections())
+	}
+	before := sink.Connections()
+	if err := sendMail(t, e, 9); err != nil {
+		t.Fatal(err)
+	}
+	if sink.Connections() != before+1 {
+		t.Errorf("a send after Close opened %d connections, want 1", sink.Connections()-before)
+	}
+}

@@ -1,0 +1,180 @@
+package testenv
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/emersion/go-smtp"
+)
+
+// SMTPSink is a real SMTP server (github.com/emersion/go-smtp) on loopback that takes
+// every message and counts what clients do: connections opened, messages taken and the
+// session commands RSET, NOOP and QUIT. Tests and the email benchmark send to it.
+type SMTPSink struct {
+	Addr string
+
+	srv       *smtp.Server
+	conns     atomic.Int64
+	messages  atomic.Int64
+	loseAfter atomic.Bool
+
+	mu       sync.Mutex
+	commands map[string]int
+	kept     [][]byte
+	live     map[net.Conn]bool
+}
+
+// keptMessages is how many messages the sink keeps whole, for tests to read back.
+const keptMessages = 1000
+
+// StartSMTPSink starts a sink that stops when the test ends.
+func StartSMTPSink(t testing.TB) *SMTPSink {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &SMTPSink{Addr: ln.Addr().String(), commands: map[string]int{}, live: map[net.Conn]bool{}}
+	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		return &sinkSession{sink: s, conn: c.Conn()}, nil
+	}))
+	s.srv.Domain = "sink.test"
+	s.srv.AllowInsecureAuth = true
+	s.srv.ErrorLog = discardLogger{}
+	go s.srv.Serve(&sinkListener{Listener: ln, sink: s})
+	t.Cleanup(func() { s.srv.Close() })
+	return s
+}
+
+// Connections counts the connections clients opened.
+func (s *SMTPSink) Connections() int { return int(s.conns.Load()) }
+
+// Messages counts the messages taken.
+func (s *SMTPSink) Messages() int { return int(s.messages.Load()) }
+
+// Commands counts how often clients sent a session command (RSET, NOOP, QUIT).
+func (s *SMTPSink) Commands(verb string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.commands[verb]
+}
+
+// Message returns the i-th message taken (of the first thousand), as it arrived.
+func (s *SMTPSink) Message(i int) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i < 0 || i >= len(s.kept) {
+		return nil
+	}
+	return s.kept[i]
+}
+
+// DropAll closes every open connection from the server's side, without a word.
+func (s *SMTPSink) DropAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.live {
+		c.Close()
+	}
+}
+
+// LoseAfterData makes the sink read a message to its final dot and then close the
+// connection instead of answering: the client cannot know whether it was taken.
+func (s *SMTPSink) LoseAfterData(on bool) { s.loseAfter.Store(on) }
+
+type sinkSession struct {
+	sink *SMTPSink
+	conn net.Conn
+}
+
+func (*sinkSession) Reset()                               {}
+func (*sinkSession) Logout() error                        { return nil }
+func (*sinkSession) Mail(string, *smtp.MailOptions) error { return nil }
+func (*sinkSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
+func (*sinkSession) AuthMechanisms() []string             { return nil }
+func (s *sinkSession) Data(r io.Reader) error {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	if s.sink.loseAfter.Load() {
+		s.conn.Close()
+		return nil
+	}
+	s.sink.messages.Add(1)
+	s.sink.mu.Lock()
+	if len(s.sink.kept) < keptMessages {
+		s.sink.kept = append(s.sink.kept, b)
+	}
+	s.sink.mu.Unlock()
+	return nil
+}
+
+// sinkListener counts connections and watches what clients send on them.
+type sinkListener struct {
+	net.Listener
+	sink *SMTPSink
+}
+
+func (l *sinkListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.sink.conns.Add(1)
+	l.sink.mu.Lock()
+	l.sink.live[c] = true
+	l.sink.mu.Unlock()
+	pr, pw := io.Pipe()
+	go l.sink.watch(pr)
+	return &sinkConn{Conn: c, sink: l.sink, seen: pw}, nil
+}
+
+// watch counts the session commands in a client's stream, one line at a time.
+func (s *SMTPSink) watch(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		verb := strings.ToUpper(strings.TrimSpace(string(bytes.TrimRight(sc.Bytes(), "\r"))))
+		switch verb {
+		case "RSET", "NOOP", "QUIT":
+			s.mu.Lock()
+			s.commands[verb]++
+			s.mu.Unlock()
+		}
+	}
+	io.Copy(io.Discard, r)
+}
+
+type sinkConn struct {
+	net.Conn
+	sink *SMTPSink
+	seen *io.PipeWriter
+}
+
+func (c *sinkConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.seen.Write(p[:n])
+	}
+	return n, err
+}
+
+func (c *sinkConn) Close() error {
+	c.seen.Close()
+	c.sink.mu.Lock()
+	delete(c.sink.live, c.Conn)
+	c.sink.mu.Unlock()
+	return c.Conn.Close()
+}
+
+type discardLogger struct{}
+
+func (discardLogger) Printf(string, ...any) {}
+func (discardLogger) Println(...any)        {}
