@@ -31,7 +31,7 @@ import (
 const (
 	DefaultSMTPPoolSize        = 4
 	MaxSMTPPoolSize            = 20
-	DefaultSMTPSessionMessages = 100
+	DefaultSMTPSessionMessages = 500
 	MaxSMTPSessionMessages     = 10000
 
 	smtpIdleTimeout = 30 * time.Second
