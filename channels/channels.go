@@ -17,6 +17,8 @@ type Message struct {
 	MsgType string // "text" or "markdown"
 	Title   string
 	Content string
+	// HTML is an HTML alternative of Content, which email sends beside it ("" for none).
+	HTML string
 }
 
 // Receipt is what the platform said when it accepted a message.
@@ -89,3 +91,7 @@ func Classify(err error) *Error {
 	}
 	return &Error{Class: Transient, Err: err}
 }
+
+// TakesHTML reports whether a platform sends a template's HTML alternative (email, as
+// multipart/alternative); the others send the text alone.
+func TakesHTML(platform string) bool { return platform == "email" }

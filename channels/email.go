@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"mime/multipart"
 	"net"
 	"net/mail"
 	"net/smtp"
@@ -265,8 +266,10 @@ func (e *Email) tlsConfig() *tls.Config {
 	return &tls.Config{ServerName: e.host, MinVersion: tls.VersionTLS12, RootCAs: e.roots}
 }
 
-// compose builds the RFC 5322 message: a single text/plain part in base64, so any
-// UTF-8 content survives 7-bit servers and long lines.
+// compose builds the RFC 5322 message: the text alone as text/plain, or with an HTML
+// alternative as multipart/alternative (text first, as RFC 2046 orders the parts from
+// plainest to richest). Every part is UTF-8 in base64, so any content survives 7-bit
+// servers and long lines.
 func (e *Email) compose(to *mail.Address, m Message, messageID string) []byte {
 	var b bytes.Buffer
 	header := func(name, value string) {
@@ -280,12 +283,33 @@ func (e *Email) compose(to *mail.Address, m Message, messageID string) []byte {
 	header("Message-ID", "<"+messageID+">")
 	header("X-Request-Id", m.ID)
 	header("MIME-Version", "1.0")
-	header("Content-Type", "text/plain; charset=utf-8")
-	header("Content-Transfer-Encoding", "base64")
+	if m.HTML == "" {
+		header("Content-Type", "text/plain; charset=utf-8")
+		header("Content-Transfer-Encoding", "base64")
+		b.WriteString("\r\n")
+		writeBase64(&b, m.Content)
+		return b.Bytes()
+	}
+	w := multipart.NewWriter(&b)
+	header("Content-Type", mime.FormatMediaType("multipart/alternative", map[string]string{"boundary": w.Boundary()}))
 	b.WriteString("\r\n")
+	for _, part := range []struct{ mediaType, content string }{{"text/plain", m.Content}, {"text/html", m.HTML}} {
+		pw, _ := w.CreatePart(textproto.MIMEHeader{
+			"Content-Type":              {part.mediaType + "; charset=utf-8"},
+			"Content-Transfer-Encoding": {"base64"},
+		})
+		var body bytes.Buffer
+		writeBase64(&body, part.content)
+		pw.Write(body.Bytes())
+	}
+	w.Close()
+	return b.Bytes()
+}
 
-	// RFC 2045: text is encoded in its canonical form, with CRLF line breaks.
-	text := strings.ReplaceAll(strings.ReplaceAll(m.Content, "\r\n", "\n"), "\n", "\r\n")
+// writeBase64 writes text in its canonical form (CRLF line breaks, RFC 2045) as base64
+// in lines of 76 characters.
+func writeBase64(b *bytes.Buffer, s string) {
+	text := strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\n", "\r\n")
 	encoded := base64.StdEncoding.EncodeToString([]byte(text))
 	const lineLen = 76
 	for len(encoded) > lineLen {
@@ -293,7 +317,6 @@ func (e *Email) compose(to *mail.Address, m Message, messageID string) []byte {
 		encoded = encoded[lineLen:]
 	}
 	b.WriteString(encoded + "\r\n")
-	return b.Bytes()
 }
 
 // errNoStartTLS is an account with tls: starttls meeting a server that offers no STARTTLS.

@@ -1,12 +1,21 @@
 package channels_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
 	"net"
+	"net/mail"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"herald/channels"
 	"herald/internal/testenv"
@@ -143,5 +152,53 @@ func TestSMTPCloseEndsSessions(t *testing.T) {
 	}
 	if sink.Connections() != before+1 {
 		t.Errorf("a send after Close opened %d connections, want 1", sink.Connections()-before)
+	}
+}
+
+// A message with an HTML alternative is multipart/alternative, text first; a mail
+// reader's view of it (net/mail, mime, mime/multipart) gives back the Chinese subject,
+// the text and the HTML exactly.
+func TestEmailHTMLAlternative(t *testing.T) {
+	e, sink := newSinkEmail(t, nil)
+	m := channels.Message{ID: "m-html", To: "张三 <zhangsan@example.com>", Title: "任务逾期提醒：对账 42",
+		Content: "您好，\n对账任务 42 已逾期。", HTML: "<p>您好，</p>\n<p><b>对账任务 42</b> 已逾期。</p>"}
+	if _, err := e.Send(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := mail.ReadMessage(bytes.NewReader(sink.Message(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject, err := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject"))
+	if err != nil || subject != m.Title {
+		t.Errorf("subject %q (%v), want %q", subject, err, m.Title)
+	}
+	mediaType, params, err := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if err != nil || mediaType != "multipart/alternative" {
+		t.Fatalf("Content-Type %q (%v), want multipart/alternative", msg.Header.Get("Content-Type"), err)
+	}
+	r := multipart.NewReader(msg.Body, params["boundary"])
+	var got []string
+	for {
+		part, err := r.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		partType, partParams, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
+		if partParams["charset"] != "utf-8" || part.Header.Get("Content-Transfer-Encoding") != "base64" {
+			t.Errorf("part %s: %v, want UTF-8 in base64", partType, part.Header)
+		}
+		body, err := io.ReadAll(base64.NewDecoder(base64.StdEncoding, part))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, partType+": "+strings.ReplaceAll(string(body), "\r\n", "\n"))
+	}
+	want := []string{"text/plain: " + m.Content, "text/html: " + m.HTML}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("parts (-want +got):\n%s", diff)
 	}
 }

@@ -337,9 +337,13 @@ func (res *Result) add(ctx context.Context, req Request, acct *models.Account, t
 		}
 	}
 	msgType, subject, body, field := "text", req.Subject, req.Text, "content.text"
+	var htmlBody string
 	if tmpl != nil {
 		var err error
-		if subject, body, err = tmpl.Render(ctx, acct.Platform, req.Variables, p); err != nil {
+		if subject, body, err = tmpl.Render(ctx, acct.Platform, req.Variables, p); err == nil && channels.TakesHTML(acct.Platform) {
+			htmlBody, err = tmpl.RenderHTML(ctx, acct.Platform, req.Variables, p)
+		}
+		if err != nil {
 			var fe *models.FieldError
 			if errors.As(err, &fe) {
 				return models.Invalid("template", "compose.check.for_recipient", "Recipient", who(p), "Err", fe)
@@ -352,10 +356,13 @@ func (res *Result) add(ctx context.Context, req Request, acct *models.Account, t
 	if err := checkSize(field, acct.Platform, who(p), channels.Message{MsgType: msgType, Title: subject, Content: body}); err != nil {
 		return err
 	}
+	if err := checkSize(field, acct.Platform, who(p), channels.Message{Content: htmlBody}); err != nil {
+		return err
+	}
 	res.Names[p.ID] = p.ExternalID
 	res.Messages = append(res.Messages, models.Message{
 		ID: models.NewID(), BatchID: res.Batch.ID, RecipientID: p.ID, AccountID: acct.ID, Platform: acct.Platform,
-		Address: addr, MsgType: msgType, Subject: subject, Content: body,
+		Address: addr, MsgType: msgType, Subject: subject, Content: body, ContentHTML: htmlBody,
 		Priority: req.Priority, Status: models.StatusPending, MaxAttempts: acct.MaxAttempts,
 		SendAt: sendAt, NextAttemptAt: &sendAt,
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"regexp"
 	"slices"
 	"strconv"
@@ -28,6 +29,7 @@ type Compiled struct {
 	tmpl     *models.Template
 	subject  *template.Template
 	body     *template.Template
+	html     *template.Template // nil without an HTML alternative
 	declared []string
 
 	mu      sync.Mutex
@@ -67,6 +69,9 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 	if err := models.CheckText("body", t.Body, true); err != nil {
 		return nil, err
 	}
+	if err := models.CheckText("html", t.HTML, true); err != nil {
+		return nil, err
+	}
 	c := &Compiled{tmpl: t, declared: slices.Clone(t.Variables)}
 	var err error
 	if c.subject, err = c.parse("subject", t.Subject); err != nil {
@@ -75,7 +80,14 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 	if c.body, err = c.parse("body", t.Body); err != nil {
 		return nil, err
 	}
-	for _, tp := range []*template.Template{c.subject, c.body} {
+	parsed := []*template.Template{c.subject, c.body}
+	if strings.TrimSpace(t.HTML) != "" {
+		if c.html, err = c.parse("html", t.HTML); err != nil {
+			return nil, err
+		}
+		parsed = append(parsed, c.html)
+	}
+	for _, tp := range parsed {
 		if err := checkConstructs(tp); err != nil {
 			return nil, templateError(tp.Name(), err)
 		}
@@ -84,7 +96,11 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 	for _, v := range t.Variables {
 		sample[v] = "sample"
 	}
-	if _, _, err := c.Render(context.Background(), "", sample, &models.Recipient{Name: "Sample", ExternalID: "E0000"}); err != nil {
+	sampleRecipient := &models.Recipient{Name: "Sample", ExternalID: "E0000"}
+	if _, _, err := c.Render(context.Background(), "", sample, sampleRecipient); err != nil {
+		return nil, err
+	}
+	if _, err := c.RenderHTML(context.Background(), "", sample, sampleRecipient); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -131,13 +147,7 @@ func (c *Compiled) CheckVariables(vars map[string]string) error {
 // particular: the largest platform's cap applies). Each field must fit the platform's
 // cap and render within renderTimeout; ctx can abandon a render sooner.
 func (c *Compiled) Render(ctx context.Context, platform string, vars map[string]string, p *models.Recipient) (subject, body string, err error) {
-	data := make(map[string]any, len(vars)+1)
-	for k, v := range vars {
-		data[k] = v
-	}
-	data[recipientVar] = map[string]string{
-		"name": p.Name, "external_id": p.ExternalID, "branch": p.Branch, "department": p.Department,
-	}
+	data := templateData(vars, p, func(s string) string { return s })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() { c.running = nil }()
@@ -148,6 +158,36 @@ func (c *Compiled) Render(ctx context.Context, platform string, vars map[string]
 		return "", "", err
 	}
 	return subject, body, nil
+}
+
+// templateData is what a template renders with: the variables and the recipient's own
+// fields, each value passed through escape.
+func templateData(vars map[string]string, p *models.Recipient, escape func(string) string) map[string]any {
+	data := make(map[string]any, len(vars)+1)
+	for k, v := range vars {
+		data[k] = escape(v)
+	}
+	data[recipientVar] = map[string]string{
+		"name": escape(p.Name), "external_id": escape(p.ExternalID), "branch": escape(p.Branch), "department": escape(p.Department),
+	}
+	return data
+}
+
+// HasHTML reports whether the template has an HTML alternative.
+func (c *Compiled) HasHTML() bool { return c.html != nil }
+
+// RenderHTML renders the HTML alternative for one recipient ("" without one). The
+// variables' values and the recipient's fields are HTML-escaped before they go in, so
+// what a caller sends shows as text and cannot add markup.
+func (c *Compiled) RenderHTML(ctx context.Context, platform string, vars map[string]string, p *models.Recipient) (string, error) {
+	if c.html == nil {
+		return "", nil
+	}
+	data := templateData(vars, p, html.EscapeString)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer func() { c.running = nil }()
+	return c.execute(ctx, platform, c.html, data)
 }
 
 // execute renders one field within a fresh budget; c.mu is held.
@@ -191,7 +231,7 @@ func templateError(field string, err error) *models.FieldError {
 		return models.Invalid(field, "compose.render.undeclared", "Name", strings.Trim(msg[i+len("map has no entry for key "):], `"`))
 	}
 	// "template: body:1:7: executing ..." → line 1, column 7, "executing ..."
-	for _, prefix := range []string{"template: subject:", "template: body:"} {
+	for _, prefix := range []string{"template: subject:", "template: body:", "template: html:"} {
 		msg = strings.TrimPrefix(msg, prefix)
 	}
 	pos, detail, ok := strings.Cut(msg, ": ")

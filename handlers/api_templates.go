@@ -14,11 +14,13 @@ import (
 type templateJSON struct {
 	Name string `json:"name"`
 	// DisplayName is what the console shows, in any language; Name stays the API's.
-	DisplayName string   `json:"display_name"`
-	MsgType     string   `json:"msg_type"`
-	Subject     string   `json:"subject"`
-	Body        string   `json:"body"`
-	Variables   []string `json:"variables"`
+	DisplayName string `json:"display_name"`
+	MsgType     string `json:"msg_type"`
+	Subject     string `json:"subject"`
+	Body        string `json:"body"`
+	// HTML is the body's HTML alternative, sent by email only.
+	HTML      string   `json:"html"`
+	Variables []string `json:"variables"`
 }
 
 func toTemplateJSON(t models.Template) templateJSON {
@@ -26,13 +28,13 @@ func toTemplateJSON(t models.Template) templateJSON {
 	if vars == nil {
 		vars = []string{}
 	}
-	return templateJSON{Name: t.Name, DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, Variables: vars}
+	return templateJSON{Name: t.Name, DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, HTML: t.HTML, Variables: vars}
 }
 
 // templateFrom validates a template body with the same rule the console uses.
 func templateFrom(body templateJSON) (*models.Template, error) {
 	t := &models.Template{Name: strings.TrimSpace(body.Name), DisplayName: body.DisplayName, MsgType: body.MsgType,
-		Subject: body.Subject, Body: body.Body, Variables: models.StringList(body.Variables)}
+		Subject: body.Subject, Body: body.Body, HTML: body.HTML, Variables: models.StringList(body.Variables)}
 	if t.MsgType == "" {
 		t.MsgType = "text"
 	}

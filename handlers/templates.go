@@ -58,7 +58,7 @@ func sampleLines(c *gin.Context, vars []string) string {
 
 func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 	f := views.TemplateForm{OldName: oldName, Name: strings.TrimSpace(c.PostForm("name")), DisplayName: c.PostForm("display_name"), MsgType: c.PostForm("msg_type"),
-		Subject: c.PostForm("subject"), Body: c.PostForm("body"), Variables: c.PostForm("variables"), Samples: c.PostForm("samples")}
+		Subject: c.PostForm("subject"), Body: c.PostForm("body"), HTML: c.PostForm("html"), Variables: c.PostForm("variables"), Samples: c.PostForm("samples")}
 	f.TestRecipient, _ = strconv.ParseInt(c.PostForm("test_recipient"), 10, 64)
 	f.TestAccount, _ = strconv.ParseInt(c.PostForm("test_account"), 10, 64)
 	return f
@@ -66,7 +66,7 @@ func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 
 // templateInput is the form as the API's template shape, so both validate alike.
 func templateInput(f views.TemplateForm) templateJSON {
-	return templateJSON{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body, Variables: splitVariables(f.Variables)}
+	return templateJSON{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body, HTML: f.HTML, Variables: splitVariables(f.Variables)}
 }
 
 // samplePerson is whom a preview renders for when no one is chosen, named in the
@@ -87,7 +87,7 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 	}
 	out := views.TemplatePreview{For: tr(c, "templates.preview.for", "Name", person.Name)}
 	in := templateInput(f)
-	t := &models.Template{Name: in.Name, MsgType: in.MsgType, Subject: in.Subject, Body: in.Body, Variables: in.Variables}
+	t := &models.Template{Name: in.Name, MsgType: in.MsgType, Subject: in.Subject, Body: in.Body, HTML: in.HTML, Variables: in.Variables}
 	if t.MsgType == "" {
 		t.MsgType = "text"
 	}
@@ -115,7 +115,10 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 		}
 	}
 	slices.Sort(out.Notes)
-	if out.Subject, out.Body, err = compiled.Render(c.Request.Context(), "", vars, &person); err != nil {
+	if out.Subject, out.Body, err = compiled.Render(c.Request.Context(), "", vars, &person); err == nil {
+		out.HTML, err = compiled.RenderHTML(c.Request.Context(), "", vars, &person)
+	}
+	if err != nil {
 		out.Errors = []string{fieldMessage(c, err)}
 	}
 	return out
@@ -187,7 +190,7 @@ func (h *Handlers) EditTemplateForm(c *gin.Context) {
 	}
 	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{OldName: t.Name, OldDisplayName: t.DisplayName, Name: t.Name,
 		DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject,
-		Body: t.Body, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.Variables)}, nil)
+		Body: t.Body, HTML: t.HTML, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.Variables)}, nil)
 }
 
 // UpdateTemplate saves a changed template (it may be renamed).

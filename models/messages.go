@@ -127,6 +127,8 @@ type Message struct {
 	MsgType     string
 	Subject     string
 	Content     string
+	// ContentHTML is the HTML alternative rendered for an email ("" for none).
+	ContentHTML string `gorm:"column:content_html"`
 	Priority    Priority
 	Status      Status
 	Attempts    int

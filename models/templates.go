@@ -19,9 +19,11 @@ type Template struct {
 	MsgType     string
 	Subject     string
 	Body        string
-	Variables   StringList
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// HTML is an HTML alternative of Body, sent by email beside the text ("" for none).
+	HTML      string
+	Variables StringList
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // MaxDisplayName is how many characters a template's display name may have.

@@ -342,7 +342,7 @@ func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome 
 func (s *Sender) call(ctx context.Context, m *models.Message, acct *models.Account, sender channels.Sender) models.Outcome {
 	callCtx, cancel := context.WithTimeout(ctx, s.CallTimeout)
 	started := time.Now()
-	receipt, err := sender.Send(callCtx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content})
+	receipt, err := sender.Send(callCtx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content, HTML: m.ContentHTML})
 	took := time.Since(started)
 	cancel()
 	if err == nil {
