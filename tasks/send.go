@@ -255,7 +255,7 @@ func (s *Sender) sendChunk(ctx context.Context, ids []string) error {
 	}
 	next := make(chan *models.Message)
 	var wg sync.WaitGroup
-	for range min(chunkParallel, len(held)) {
+	for range min(s.chunkWidth(ctx, held), len(held)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -270,6 +270,22 @@ func (s *Sender) sendChunk(ctx context.Context, ids []string) error {
 	close(next)
 	wg.Wait()
 	return nil
+}
+
+// chunkWidth is how many of a chunk's messages go at once: chunkParallel, or one for
+// an account with limits. A limited account cannot go faster than its limits anyway, and
+// every call admitted but not yet made is a call the platform may see late, bunched with
+// later ones, against a window that is only widened by the limiter's margin: fewer calls
+// waiting for the CPU keep that gap short. A chunk's messages share their account.
+func (s *Sender) chunkWidth(ctx context.Context, held []*models.Message) int {
+	if len(held) == 0 || s.Limiter == nil {
+		return chunkParallel
+	}
+	acct, err := s.Accounts.ByID(ctx, held[0].AccountID)
+	if err == nil && acct.Limits == (models.Limits{}) {
+		return chunkParallel
+	}
+	return 1
 }
 
 // deliverInChunk delivers one message of a chunk and records its outcome; one that must
