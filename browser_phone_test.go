@@ -340,6 +340,8 @@ func TestPhoneConsole(t *testing.T) {
 				{"new account", "/accounts/new"},
 				{"duty", "/duty"},
 				{"import holidays", "/duty/holidays/import"},
+				{"new rotation", "/duty/rotations/new"},
+				{"duty calendar", "/duty/calendar"},
 				{"password", "/password"},
 				{"API reference", "/api-reference"},
 			} {

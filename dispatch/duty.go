@@ -16,37 +16,60 @@ const (
 	ReasonHoliday = "holiday"
 )
 
+// Where a person on a roster comes from.
+const (
+	SourceWeekly   = "weekly"
+	SourceRotation = "rotation:" // followed by the rotation's name
+	SourceOverride = "override"
+)
+
 // Roster is who is on duty on one date.
 type Roster struct {
 	Date    string // YYYY-MM-DD in HERALD_TIMEZONE
+	Kind    string // models.DayWorkday, DayWeekend, DayHoliday or DayMakeupWorkday
 	Holiday *models.Holiday
 	OnDuty  map[int64]bool
+	// Source says where each person on duty comes from: SourceWeekly, SourceRotation
+	// plus the rotation's name, or SourceOverride (the first that puts them there).
+	Source map[int64]string
 }
 
 // Empty reports whether nobody is on duty on the date.
 func (r *Roster) Empty() bool { return len(r.OnDuty) == 0 }
 
 // DayOff reports whether the date is a day off (a holiday entry of kind off).
-func (r *Roster) DayOff() bool { return r.Holiday != nil && r.Holiday.Kind == models.HolidayOff }
+func (r *Roster) DayOff() bool { return r.Kind == models.DayHoliday }
 
-// Unconfigured reports whether nobody is on duty on a workday: the schedule is missing
-// for the date. An empty day off is a rest day, not a mistake.
+// Unconfigured reports whether nobody is on duty on a day that is not a day off: the
+// schedule is missing for the date. An empty day off is a rest day, not a mistake.
 func (r *Roster) Unconfigured() bool { return r.Empty() && !r.DayOff() }
 
 // BuildRoster applies the rule to one date's data: the weekly roster that applies (the
-// store already chose it for holidays and make-up workdays), then the date's overrides
-// in the order they were made.
-func BuildRoster(date string, day *models.DutyDay) *Roster {
-	r := &Roster{Date: date, Holiday: day.Holiday, OnDuty: make(map[int64]bool, len(day.Weekly))}
+// store already chose it for days off and make-up workdays), joined by the people whose
+// turn it is in each rotation covering the date, then the date's overrides in the order
+// they were made.
+func BuildRoster(day *models.DutyDay) *Roster {
+	r := &Roster{Date: day.Date, Kind: day.Kind, Holiday: day.Holiday, OnDuty: make(map[int64]bool, len(day.Weekly)), Source: map[int64]string{}}
+	put := func(id int64, source string) {
+		if !r.OnDuty[id] {
+			r.OnDuty[id], r.Source[id] = true, source
+		}
+	}
 	for _, id := range day.Weekly {
-		r.OnDuty[id] = true
+		put(id, SourceWeekly)
+	}
+	for _, turn := range day.Rotations {
+		for _, id := range turn.Members {
+			put(id, SourceRotation+turn.Name)
+		}
 	}
 	for _, o := range day.Overrides {
 		switch o.Action {
 		case models.OverrideAdd:
-			r.OnDuty[o.RecipientID] = true
+			put(o.RecipientID, SourceOverride)
 		case models.OverrideRemove:
 			delete(r.OnDuty, o.RecipientID)
+			delete(r.Source, o.RecipientID)
 		}
 	}
 	return r
@@ -81,17 +104,44 @@ func DateOf(t time.Time, loc *time.Location) (string, int) {
 }
 
 // RosterOn loads and builds the roster of the date t falls on in the dispatcher's time
-// zone. A workday with nobody on duty is logged as DUTY_SCHEDULE_NOT_CONFIGURED; a day
-// off is not.
+// zone. A day that is not a day off with nobody on duty is logged as
+// DUTY_SCHEDULE_NOT_CONFIGURED; a day off is not.
 func (d *Dispatcher) RosterOn(ctx context.Context, t time.Time) (*Roster, error) {
-	date, weekday := DateOf(t, d.Location)
-	day, err := d.Store.DutyDayOf(ctx, date, weekday)
+	date, _ := DateOf(t, d.Location)
+	day, err := d.Store.DutyDayOf(ctx, date)
 	if err != nil {
 		return nil, err
 	}
-	r := BuildRoster(date, day)
+	r := BuildRoster(day)
 	if r.Unconfigured() {
 		d.Log.Warn("DUTY_SCHEDULE_NOT_CONFIGURED", "date", date)
 	}
 	return r, nil
+}
+
+// Rosters builds the roster of every date from one to another, inclusive (YYYY-MM-DD),
+// by the same rule as RosterOn, without logging: for pages and calendars that show the
+// warning themselves.
+func Rosters(ctx context.Context, store *models.Store, from, to string) ([]*Roster, error) {
+	first, err := time.Parse(time.DateOnly, from)
+	if err != nil {
+		return nil, models.Invalid("from", "validation.date")
+	}
+	last, err := time.Parse(time.DateOnly, to)
+	if err != nil {
+		return nil, models.Invalid("to", "validation.date")
+	}
+	data, err := store.DutyBetween(ctx, from, to)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Roster
+	for t := first; !t.After(last); t = t.AddDate(0, 0, 1) {
+		day, err := data.Day(t.Format(time.DateOnly))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, BuildRoster(day))
+	}
+	return out, nil
 }

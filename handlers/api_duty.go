@@ -318,28 +318,15 @@ func (h *Handlers) APIRoster(c *gin.Context) {
 		h.apiFail(c, err)
 		return
 	}
-	ids := make([]int64, 0, len(roster.OnDuty))
-	for id := range roster.OnDuty {
-		ids = append(ids, id)
-	}
-	people, err := h.externalIDs(c, ids)
+	people, err := h.rosterPeople(c, []*dispatch.Roster{roster})
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	type person struct {
-		ExternalID string `json:"external_id"`
-		Name       string `json:"name"`
-	}
-	onDuty := []person{}
-	for _, p := range people {
-		onDuty = append(onDuty, person{p.ExternalID, p.Name})
-	}
-	slices.SortFunc(onDuty, func(a, b person) int { return strings.Compare(a.ExternalID, b.ExternalID) })
 	var holiday *holidayJSON
 	if roster.Holiday != nil {
 		holiday = &holidayJSON{Date: roster.Holiday.Date, Kind: roster.Holiday.Kind, AsWeekday: roster.Holiday.AsWeekday, Name: roster.Holiday.Name}
 	}
 	_, weekday := dispatch.DateOf(day.Add(12*time.Hour), h.Dispatch.Location)
-	c.JSON(http.StatusOK, gin.H{"date": roster.Date, "weekday": weekday, "holiday": holiday, "on_duty": onDuty, "configured": !roster.Unconfigured(), "day_off": roster.DayOff()})
+	c.JSON(http.StatusOK, gin.H{"date": roster.Date, "weekday": weekday, "holiday": holiday, "on_duty": onDuty(roster, people), "configured": !roster.Unconfigured(), "day_off": roster.DayOff()})
 }

@@ -43,6 +43,10 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 		h.serverError(c, err)
 		return
 	}
+	if d.Rotations, err = h.rotationRows(c); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	d.Roster = h.roster(ctx, c.DefaultQuery("date", today.Format(time.DateOnly)))
 	from, to := today.Format(time.DateOnly), today.AddDate(0, 0, overrideDays).Format(time.DateOnly)
 	overrides, err := h.Store.OverridesBetween(ctx, from, to)
@@ -107,18 +111,18 @@ func (h *Handlers) dutyWeek(c *gin.Context) (views.DutyWeek, error) {
 // whose roster is empty. It applies the same rule as intake (dispatch.BuildRoster on the
 // store's view of each date) without logging: the page shows the warning instead.
 func (h *Handlers) emptyRosterDates(ctx context.Context) ([]views.EmptyDate, error) {
-	loc := h.Dispatch.Location
-	now := time.Now().In(loc)
+	today := time.Now().In(h.Dispatch.Location)
+	from := today.Format(time.DateOnly)
+	to := today.AddDate(0, 0, emptyRosterDays-1).Format(time.DateOnly)
+	rosters, err := dispatch.Rosters(ctx, h.Store, from, to)
+	if err != nil {
+		return nil, err
+	}
 	var out []views.EmptyDate
-	for i := range emptyRosterDays {
-		noon := time.Date(now.Year(), now.Month(), now.Day()+i, 12, 0, 0, 0, loc)
-		date, weekday := dispatch.DateOf(noon, loc)
-		day, err := h.Store.DutyDayOf(ctx, date, weekday)
-		if err != nil {
-			return nil, err
-		}
-		if r := dispatch.BuildRoster(date, day); r.Unconfigured() {
-			out = append(out, views.EmptyDate{Date: date, Weekday: weekday, Holiday: r.Holiday})
+	for _, r := range rosters {
+		if r.Unconfigured() {
+			t, _ := time.Parse(time.DateOnly, r.Date)
+			out = append(out, views.EmptyDate{Date: r.Date, Weekday: models.Weekday(t), Holiday: r.Holiday})
 		}
 	}
 	return out, nil
@@ -139,7 +143,7 @@ func (h *Handlers) roster(ctx context.Context, date string) views.Roster {
 		return views.Roster{Date: date, Error: i18n.T(ctx, "duty.roster.unreadable")}
 	}
 	_, weekday := dispatch.DateOf(noon, loc)
-	out := views.Roster{Date: r.Date, Weekday: weekday, Holiday: r.Holiday}
+	out := views.Roster{Date: r.Date, Weekday: weekday, Holiday: r.Holiday, Sources: r.Source}
 	ids := make([]int64, 0, len(r.OnDuty))
 	for id := range r.OnDuty {
 		ids = append(ids, id)

@@ -51,44 +51,6 @@ func (s *Store) AddDutySlot(ctx context.Context, weekday int, recipientID int64)
 	return nil
 }
 
-// DutyDay is everything the duty rule needs to know about one date.
-type DutyDay struct {
-	Holiday   *Holiday
-	Weekly    []int64 // recipient ids on the weekly roster of the weekday that applies
-	Overrides []DutyOverride
-}
-
-// DutyDayOf loads the holiday entry, the applicable weekly roster and the overrides of a
-// date. weekday is the date's own weekday (1 = Monday … 7 = Sunday); a make-up workday
-// uses the roster of the weekday it stands for, and a day off has an empty weekly roster.
-func (s *Store) DutyDayOf(ctx context.Context, date string, weekday int) (*DutyDay, error) {
-	db := s.reader(ctx)
-	d := &DutyDay{}
-	var hs []Holiday
-	if err := db.Where("date = ?", date).Limit(1).Find(&hs).Error; err != nil {
-		return nil, fmt.Errorf("models: holiday %s: %w", date, err)
-	}
-	if len(hs) == 1 {
-		d.Holiday = &hs[0]
-		switch {
-		case d.Holiday.Kind == HolidayOff:
-			weekday = 0
-		case d.Holiday.Kind == HolidayWorkday && d.Holiday.AsWeekday != nil:
-			weekday = *d.Holiday.AsWeekday
-		}
-	}
-	if weekday != 0 {
-		err := db.Model(&DutySlot{}).Where("weekday = ?", weekday).Order("recipient_id").Pluck("recipient_id", &d.Weekly).Error
-		if err != nil {
-			return nil, fmt.Errorf("models: duty roster of weekday %d: %w", weekday, err)
-		}
-	}
-	if err := db.Where("date = ?", date).Order("id").Find(&d.Overrides).Error; err != nil {
-		return nil, fmt.Errorf("models: duty overrides %s: %w", date, err)
-	}
-	return d, nil
-}
-
 // Holiday kinds.
 const (
 	HolidayOff     = "off"

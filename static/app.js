@@ -14,6 +14,10 @@
       if (!box.disabled) { box.checked = e.target.checked; }
     });
   });
+  // Print the page: <button data-print>.
+  document.addEventListener("click", function (e) {
+    if (e.target.hasAttribute && e.target.hasAttribute("data-print")) { window.print(); }
+  });
   // Copy a field's value: <button data-copy="#field">.
   document.addEventListener("click", function (e) {
     var sel = e.target.getAttribute && e.target.getAttribute("data-copy");

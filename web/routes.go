@@ -74,6 +74,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	viewer.GET("/templates/:name/edit", h.EditTemplateForm)
 	viewer.GET("/duty", h.Duty)
 	viewer.GET("/duty/roster", h.DutyRoster)
+	viewer.GET("/duty/calendar", h.DutyCalendar)
 	viewer.GET("/audit", h.AuditLog)
 
 	// Operators also compose, retry, cancel and edit staff, duty and templates.
@@ -109,6 +110,11 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	operator.POST("/duty/holidays", h.SetDutyHoliday)
 	operator.POST("/duty/holidays/delete", h.DeleteDutyHoliday)
 	operator.GET("/duty/holidays/import", h.HolidayImportForm)
+	operator.GET("/duty/rotations/new", h.NewRotationForm)
+	operator.POST("/duty/rotations", h.CreateRotation)
+	operator.GET("/duty/rotations/:name/edit", h.EditRotationForm)
+	operator.POST("/duty/rotations/:name/edit", h.UpdateRotation)
+	operator.POST("/duty/rotations/:name/delete", h.DeleteRotation)
 	// CSV imports take an uploaded file: a larger body, read once the user is known to
 	// be an operator.
 	imports := r.Group("/", append(session, requireRole(models.RoleOperator), formBody(maxUploadBytes, true))...)
@@ -164,6 +170,12 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.PUT("/duty/holidays", admin, h.APIPutHolidays)
 	v1.DELETE("/duty/holidays/:date", admin, h.APIDeleteHoliday)
 	v1.GET("/duty/roster", admin, h.APIRoster)
+	v1.GET("/duty/calendar", read, h.APIDutyCalendar)
+	v1.GET("/duty/rotations", admin, h.APIListRotations)
+	v1.POST("/duty/rotations", admin, h.APICreateRotation)
+	v1.GET("/duty/rotations/:name", admin, h.APIGetRotation)
+	v1.PUT("/duty/rotations/:name", admin, h.APIUpdateRotation)
+	v1.DELETE("/duty/rotations/:name", admin, h.APIDeleteRotation)
 	v1.GET("/templates", admin, h.APIListTemplates)
 	v1.POST("/templates", admin, h.APICreateTemplate)
 	v1.GET("/templates/:name", admin, h.APIGetTemplate)

@@ -1,0 +1,190 @@
+package handlers
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/dispatch"
+	"herald/models"
+)
+
+// onDutyJSON is a person on a roster and where they come from (dispatch.SourceWeekly,
+// "rotation:<name>" or dispatch.SourceOverride).
+type onDutyJSON struct {
+	ExternalID string `json:"external_id"`
+	Name       string `json:"name"`
+	Source     string `json:"source"`
+}
+
+// rosterPeople loads everyone on duty in the rosters, by id.
+func (h *Handlers) rosterPeople(c *gin.Context, rosters []*dispatch.Roster) (map[int64]models.Recipient, error) {
+	var ids []int64
+	for _, r := range rosters {
+		for id := range r.OnDuty {
+			ids = append(ids, id)
+		}
+	}
+	return h.externalIDs(c, ids)
+}
+
+// onDuty lists a roster's people by external id, with their source.
+func onDuty(r *dispatch.Roster, people map[int64]models.Recipient) []onDutyJSON {
+	out := []onDutyJSON{}
+	for id := range r.OnDuty {
+		p := people[id]
+		out = append(out, onDutyJSON{ExternalID: p.ExternalID, Name: p.Name, Source: r.Source[id]})
+	}
+	slices.SortFunc(out, func(a, b onDutyJSON) int { return cmp.Compare(a.ExternalID, b.ExternalID) })
+	return out
+}
+
+// rotationSpecs writes rotations as the API shows them.
+func (h *Handlers) rotationSpecs(c *gin.Context, list ...models.Rotation) ([]models.RotationSpec, bool) {
+	specs, err := h.Store.RotationSpecs(c.Request.Context(), list)
+	if err != nil {
+		h.apiFail(c, err)
+		return nil, false
+	}
+	return specs, true
+}
+
+// rotationChange describes a rotation for the audit log.
+func rotationChange(s models.RotationSpec) string {
+	covers := s.Covers
+	if s.Covers == models.CoversWeekdays {
+		days := make([]string, len(s.Weekdays))
+		for i, d := range s.Weekdays {
+			days[i] = time.Weekday(d % 7).String()[:3]
+		}
+		covers += " " + strings.Join(days, ",")
+	}
+	return strings.Join(s.Members, ", ") + " from " + s.Start + ", " + strconv.Itoa(s.TurnDays) + "-day turns, " + covers
+}
+
+// APIListRotations is GET /api/v1/duty/rotations.
+func (h *Handlers) APIListRotations(c *gin.Context) {
+	list, err := h.Store.Rotations(c.Request.Context())
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	if specs, ok := h.rotationSpecs(c, list...); ok {
+		c.JSON(http.StatusOK, specs)
+	}
+}
+
+// APIGetRotation is GET /api/v1/duty/rotations/:name.
+func (h *Handlers) APIGetRotation(c *gin.Context) {
+	r, err := h.Store.RotationByName(c.Request.Context(), c.Param("name"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	if specs, ok := h.rotationSpecs(c, *r); ok {
+		c.JSON(http.StatusOK, specs[0])
+	}
+}
+
+// APICreateRotation is POST /api/v1/duty/rotations.
+func (h *Handlers) APICreateRotation(c *gin.Context) {
+	var body models.RotationSpec
+	if !decodeJSON(c, &body) {
+		return
+	}
+	r, err := h.Store.CreateRotation(c.Request.Context(), body)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	specs, ok := h.rotationSpecs(c, *r)
+	if !ok {
+		return
+	}
+	h.auditAPI(c, "duty.rotation.create", "rotation", r.Name, rotationChange(specs[0]))
+	c.JSON(http.StatusCreated, specs[0])
+}
+
+// APIUpdateRotation is PUT /api/v1/duty/rotations/:name: replaces the rotation, which
+// may rename it.
+func (h *Handlers) APIUpdateRotation(c *gin.Context) {
+	var body models.RotationSpec
+	if !decodeJSON(c, &body) {
+		return
+	}
+	before, after, err := h.Store.UpdateRotation(c.Request.Context(), c.Param("name"), body)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	specs, ok := h.rotationSpecs(c, *before, *after)
+	if !ok {
+		return
+	}
+	h.auditAPI(c, "duty.rotation.update", "rotation", before.Name, rotationChange(specs[0])+" → "+specs[1].Name+": "+rotationChange(specs[1]))
+	c.JSON(http.StatusOK, specs[1])
+}
+
+// APIDeleteRotation is DELETE /api/v1/duty/rotations/:name.
+func (h *Handlers) APIDeleteRotation(c *gin.Context) {
+	if err := h.Store.DeleteRotation(c.Request.Context(), c.Param("name")); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	h.auditAPI(c, "duty.rotation.delete", "rotation", c.Param("name"), "")
+	c.Status(http.StatusNoContent)
+}
+
+// Calendar warnings.
+const warnNotConfigured = "DUTY_SCHEDULE_NOT_CONFIGURED"
+
+type calendarDayJSON struct {
+	Date     string       `json:"date"`
+	Kind     string       `json:"kind"`
+	OnDuty   []onDutyJSON `json:"on_duty"`
+	Warnings []string     `json:"warnings"`
+}
+
+// monthRosters reads ?month=YYYY-MM (this month by default) and builds the roster of
+// each of its days.
+func (h *Handlers) monthRosters(c *gin.Context) (time.Time, []*dispatch.Roster, error) {
+	month := c.Query("month")
+	if month == "" {
+		month = time.Now().In(h.Dispatch.Location).Format("2006-01")
+	}
+	first, err := time.Parse("2006-01", month)
+	if err != nil || first.Year() < 2000 || first.Year() > 2100 {
+		return time.Time{}, nil, models.Invalid("month", "calendar.bad_month")
+	}
+	last := first.AddDate(0, 1, -1)
+	rosters, err := dispatch.Rosters(c.Request.Context(), h.Store, first.Format(time.DateOnly), last.Format(time.DateOnly))
+	return first, rosters, err
+}
+
+// APIDutyCalendar is GET /api/v1/duty/calendar?month=YYYY-MM: every day of the month,
+// its kind, who is on duty and why, and its warnings.
+func (h *Handlers) APIDutyCalendar(c *gin.Context) {
+	first, rosters, err := h.monthRosters(c)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	people, err := h.rosterPeople(c, rosters)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	days := make([]calendarDayJSON, len(rosters))
+	for i, r := range rosters {
+		days[i] = calendarDayJSON{Date: r.Date, Kind: r.Kind, OnDuty: onDuty(r, people), Warnings: []string{}}
+		if r.Unconfigured() {
+			days[i].Warnings = append(days[i].Warnings, warnNotConfigured)
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"month": first.Format("2006-01"), "days": days})
+}

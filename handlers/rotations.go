@@ -1,0 +1,235 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/models"
+	"herald/views"
+)
+
+// rotationRows shows the rotations with their turns by name and today's turn.
+func (h *Handlers) rotationRows(c *gin.Context) ([]views.RotationRow, error) {
+	ctx := c.Request.Context()
+	list, err := h.Store.Rotations(ctx)
+	if err != nil || len(list) == 0 {
+		return nil, err
+	}
+	specs, err := h.Store.RotationSpecs(ctx, list)
+	if err != nil {
+		return nil, err
+	}
+	people, err := h.externalIDs(c, models.RotationMembers(list))
+	if err != nil {
+		return nil, err
+	}
+	names := func(group []int64) string {
+		out := make([]string, len(group))
+		for i, id := range group {
+			out[i] = people[id].Name
+		}
+		return strings.Join(out, " + ")
+	}
+	today, err := h.Store.DutyDayOf(ctx, time.Now().In(h.Dispatch.Location).Format(time.DateOnly))
+	if err != nil {
+		return nil, err
+	}
+	rows := make([]views.RotationRow, len(list))
+	for i, r := range list {
+		rows[i].Spec = specs[i]
+		for _, g := range r.Members {
+			rows[i].Turns = append(rows[i].Turns, names(g))
+		}
+		for _, t := range today.Rotations {
+			if t.Name == r.Name {
+				rows[i].Today = names(t.Members)
+			}
+		}
+	}
+	return rows, nil
+}
+
+// rotationFormOf reads the rotation form.
+func rotationFormOf(c *gin.Context, original string) views.RotationForm {
+	f := views.RotationForm{Original: original, Name: strings.TrimSpace(c.PostForm("name")), Members: c.PostForm("members"),
+		Start: strings.TrimSpace(c.PostForm("start")), TurnDays: strings.TrimSpace(c.PostForm("turn_days")), Covers: c.PostForm("covers")}
+	for _, v := range c.PostFormArray("weekdays") {
+		if n, err := strconv.Atoi(v); err == nil {
+			f.Weekdays = append(f.Weekdays, n)
+		}
+	}
+	return f
+}
+
+// rotationSpecOf turns the form into a spec: members one turn per line or comma (an
+// ideographic comma too), a group joined with "+".
+func rotationSpecOf(f views.RotationForm) (models.RotationSpec, error) {
+	spec := models.RotationSpec{Name: f.Name, Start: f.Start, Covers: f.Covers}
+	if f.Covers == models.CoversWeekdays {
+		spec.Weekdays = f.Weekdays
+	}
+	for _, m := range strings.FieldsFunc(f.Members, func(r rune) bool { return r == ',' || r == '\n' || r == '，' || r == '、' || r == ';' }) {
+		if m = strings.TrimSpace(m); m != "" {
+			spec.Members = append(spec.Members, m)
+		}
+	}
+	n, err := strconv.Atoi(f.TurnDays)
+	if err != nil {
+		return spec, models.Invalid("turn_days", "rotation.invalid.turn_days", "Max", models.MaxTurnDays)
+	}
+	spec.TurnDays = n
+	return spec, nil
+}
+
+// rotationFormErrors places a rotation's validation error beside its form field.
+func rotationFormErrors(c *gin.Context, err error) (map[string]string, bool) {
+	var fe *models.FieldError
+	if !errors.As(err, &fe) {
+		return nil, false
+	}
+	field := fe.Field
+	if i := strings.IndexByte(field, '['); i > 0 {
+		field = field[:i]
+	}
+	return map[string]string{field: fe.In(c.Request.Context())}, true
+}
+
+func (h *Handlers) renderRotationForm(c *gin.Context, status int, f views.RotationForm, errs map[string]string) {
+	title := tr(c, "rotation.new_title")
+	if f.Original != "" {
+		title = tr(c, "rotation.edit_title", "Name", f.Original)
+	}
+	render(c, status, views.RotationFormPage(page(c, title, "duty"), f, errs))
+}
+
+// NewRotationForm starts a rotation: one day each over workdays, from tomorrow.
+func (h *Handlers) NewRotationForm(c *gin.Context) {
+	tomorrow := time.Now().In(h.Dispatch.Location).AddDate(0, 0, 1).Format(time.DateOnly)
+	h.renderRotationForm(c, http.StatusOK, views.RotationForm{Start: tomorrow, TurnDays: "1", Covers: models.CoversWorkdays}, nil)
+}
+
+// CreateRotation saves a new rotation.
+func (h *Handlers) CreateRotation(c *gin.Context) {
+	f := rotationFormOf(c, "")
+	spec, err := rotationSpecOf(f)
+	var r *models.Rotation
+	if err == nil {
+		r, err = h.Store.CreateRotation(c.Request.Context(), spec)
+	}
+	if errs, ok := rotationFormErrors(c, err); ok {
+		h.renderRotationForm(c, http.StatusUnprocessableEntity, f, errs)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "duty.rotation.create", "rotation", r.Name, rotationChange(spec))
+	h.redirectNotice(c, "/duty#rotations", "saved", tr(c, "rotation.notice", "Name", r.Name))
+}
+
+// EditRotationForm shows a rotation to change.
+func (h *Handlers) EditRotationForm(c *gin.Context) {
+	ctx := c.Request.Context()
+	r, err := h.Store.RotationByName(ctx, c.Param("name"))
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "error.no_rotation", "Name", c.Param("name"))
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	specs, err := h.Store.RotationSpecs(ctx, []models.Rotation{*r})
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	s := specs[0]
+	h.renderRotationForm(c, http.StatusOK, views.RotationForm{Original: r.Name, Name: s.Name, Members: strings.Join(s.Members, "\n"),
+		Start: s.Start, TurnDays: strconv.Itoa(s.TurnDays), Covers: s.Covers, Weekdays: s.Weekdays}, nil)
+}
+
+// UpdateRotation saves a changed rotation (it may be renamed).
+func (h *Handlers) UpdateRotation(c *gin.Context) {
+	f := rotationFormOf(c, c.Param("name"))
+	spec, err := rotationSpecOf(f)
+	var before, after *models.Rotation
+	if err == nil {
+		before, after, err = h.Store.UpdateRotation(c.Request.Context(), f.Original, spec)
+	}
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "error.no_rotation", "Name", f.Original)
+		return
+	}
+	if errors.Is(err, models.ErrStateChanged) {
+		h.renderRotationForm(c, http.StatusConflict, f, map[string]string{"": tr(c, "error.changed_meanwhile")})
+		return
+	}
+	if errs, ok := rotationFormErrors(c, err); ok {
+		h.renderRotationForm(c, http.StatusUnprocessableEntity, f, errs)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	detail := rotationChange(spec)
+	if specs, err := h.Store.RotationSpecs(c.Request.Context(), []models.Rotation{*before}); err == nil {
+		detail = rotationChange(specs[0]) + " → " + after.Name + ": " + detail
+	}
+	h.audit(c, CurrentUser(c).Username, "duty.rotation.update", "rotation", before.Name, detail)
+	h.redirectNotice(c, "/duty#rotations", "saved", tr(c, "rotation.notice", "Name", after.Name))
+}
+
+// DeleteRotation removes a rotation.
+func (h *Handlers) DeleteRotation(c *gin.Context) {
+	name := c.Param("name")
+	err := h.Store.DeleteRotation(c.Request.Context(), name)
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "error.no_rotation", "Name", name)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.audit(c, CurrentUser(c).Username, "duty.rotation.delete", "rotation", name, "")
+	h.redirectNotice(c, "/duty#rotations", "deleted", tr(c, "rotation.notice", "Name", name))
+}
+
+// DutyCalendar is the month view of the duty calendar (?month=YYYY-MM).
+func (h *Handlers) DutyCalendar(c *gin.Context) {
+	first, rosters, err := h.monthRosters(c)
+	if _, bad := fieldErrors(c, err); bad {
+		c.Redirect(http.StatusSeeOther, "/duty/calendar")
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	people, err := h.rosterPeople(c, rosters)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	today := time.Now().In(h.Dispatch.Location).Format(time.DateOnly)
+	cal := views.Calendar{Month: first.Format("2006-01"), Prev: first.AddDate(0, -1, 0).Format("2006-01"),
+		Next: first.AddDate(0, 1, 0).Format("2006-01"), Lead: models.Weekday(first) - 1}
+	for i, r := range rosters {
+		day := first.AddDate(0, 0, i)
+		d := views.CalendarDay{Date: r.Date, Day: day.Day(), Weekday: models.Weekday(day), Kind: r.Kind, Holiday: r.Holiday,
+			Warning: r.Unconfigured(), Today: r.Date == today}
+		for _, p := range onDuty(r, people) {
+			d.People = append(d.People, views.CalendarPerson{Name: p.Name, ExternalID: p.ExternalID, Source: p.Source})
+		}
+		cal.Days = append(cal.Days, d)
+	}
+	render(c, http.StatusOK, views.DutyCalendarPage(page(c, tr(c, "calendar.heading")+" "+cal.Month, "duty"), cal))
+}
