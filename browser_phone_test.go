@@ -342,6 +342,7 @@ func TestPhoneConsole(t *testing.T) {
 				{"import holidays", "/duty/holidays/import"},
 				{"new rotation", "/duty/rotations/new"},
 				{"duty calendar", "/duty/calendar"},
+				{"duty feeds", "/duty/feeds"},
 				{"password", "/password"},
 				{"API reference", "/api-reference"},
 			} {

@@ -32,6 +32,7 @@ var routeRoles = map[string]models.Role{
 	"GET /duty":                          models.RoleViewer,
 	"GET /duty/roster":                   models.RoleViewer,
 	"GET /duty/calendar":                 models.RoleViewer,
+	"GET /duty/feeds":                    models.RoleViewer,
 	"GET /audit":                         models.RoleViewer,
 	"GET /api-reference":                 models.RoleViewer,
 	"POST /batches/:id/approve":          models.RoleOperator,
@@ -70,6 +71,8 @@ var routeRoles = map[string]models.Role{
 	"GET /duty/holidays/import":          models.RoleOperator,
 	"POST /duty/holidays/import":         models.RoleOperator,
 	"GET /duty/rotations/new":            models.RoleOperator,
+	"POST /duty/feeds/:id":               models.RoleOperator,
+	"POST /duty/feeds/:id/delete":        models.RoleOperator,
 	"POST /duty/rotations":               models.RoleOperator,
 	"GET /duty/rotations/:name/edit":     models.RoleOperator,
 	"POST /duty/rotations/:name/edit":    models.RoleOperator,
@@ -98,10 +101,11 @@ var routeRoles = map[string]models.Role{
 }
 
 // unwalked are the routes outside the console's roles: operations endpoints, assets,
-// sign-in and sign-out, and the bearer-key API (tested with API keys elsewhere); and
+// sign-in and sign-out, the bearer-key API (tested with API keys elsewhere), duty
+// calendar feeds (their secret address is the credential, see TestDutyFeeds); and
 // signing out everywhere, which would end the walking clients' sessions
 // (TestSessionsPage checks its role).
-var unwalked = []string{"/api/", "/static/", "/healthz", "/readyz", "/metrics", "/login", "/logout", "/sessions/revoke"}
+var unwalked = []string{"/api/", "/static/", "/duty/feed/", "/healthz", "/readyz", "/metrics", "/login", "/logout", "/sessions/revoke"}
 
 // walkFixtures creates what the routes' parameters name, so each request reaches its
 // handler's real work rather than a 404.
@@ -123,6 +127,10 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := c.store.CreateRotation(ctx, models.RotationSpec{Name: "walk-rotation", Members: []string{"E1001"}, Start: "2026-12-01",
+		TurnDays: 1, Covers: models.CoversEveryDay}); err != nil {
+		t.Fatal(err)
+	}
 	return map[string]string{
 		"/batches/:id":                msg.BatchID,
 		"/messages/:id":               msg.ID,
@@ -131,6 +139,8 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		"/accounts/:name":             "walk-account",
 		"/users/:id":                  fmt.Sprint(target.ID),
 		"/api-keys/:id":               fmt.Sprint(key.ID),
+		"/duty/rotations/:name":       "walk-rotation",
+		"/duty/feeds/:id":             fmt.Sprint(c.recipient("E1002").ID),
 		web.MonitoringPath + "/*path": "",
 	}
 }

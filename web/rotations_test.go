@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-ical"
+
+	"herald/dispatch"
 	"herald/models"
 )
 
@@ -318,4 +321,121 @@ func TestRotationsConsole(t *testing.T) {
 		t.Error("the rotation is still there")
 	}
 	c.lastAudit("duty.rotation.delete")
+}
+
+func TestDutyFeeds(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := t.Context()
+	op := c.as(operatorUser)
+	li := c.recipient("E1001")
+	// Li Wei is on the weekly roster on Mondays, Thursdays and Fridays; take her off
+	// the next Monday and put her on duty in ten days.
+	monday := time.Now().In(c.loc)
+	for models.Weekday(monday) != 1 {
+		monday = monday.AddDate(0, 0, 1)
+	}
+	if err := c.store.SetOverride(ctx, &models.DutyOverride{Date: monday.Format(time.DateOnly), RecipientID: li.ID, Action: models.OverrideRemove}); err != nil {
+		t.Fatal(err)
+	}
+	extra := monday.AddDate(0, 0, 1) // a Tuesday
+	if err := c.store.SetOverride(ctx, &models.DutyOverride{Date: extra.Format(time.DateOnly), RecipientID: li.ID, Action: models.OverrideAdd}); err != nil {
+		t.Fatal(err)
+	}
+
+	resp, body := c.as(viewerUser).get("/duty/feeds")
+	wantStatus(t, "feeds page", resp, body, http.StatusOK)
+	wantContains(t, "feeds page", body, `data-person="E1001"`, "no feed")
+	wantNotContains(t, "a viewer's feeds page", body, "Make feed")
+
+	feedURL := func(body string) string {
+		t.Helper()
+		_, rest, ok := strings.Cut(body, `id="feed-url" value="`)
+		addr, _, _ := strings.Cut(rest, `"`)
+		if !ok || !strings.Contains(addr, "/duty/feed/hf_") || !strings.HasSuffix(addr, ".ics") {
+			t.Fatalf("no feed address shown: %q", addr)
+		}
+		return strings.TrimPrefix(addr, c.url)
+	}
+	resp, body = op.post(fmt.Sprintf("/duty/feeds/%d", li.ID), nil)
+	wantStatus(t, "make feed", resp, body, http.StatusOK)
+	first := feedURL(body)
+	if a := c.lastAudit("duty.feed.rotate"); a.TargetID != "E1001" || strings.Contains(a.Detail, "hf_") {
+		t.Errorf("audit entry %+v", a)
+	}
+	_, body = op.get("/duty/feeds")
+	wantNotContains(t, "the address is shown once", body, first)
+
+	anon := c.as("")
+	resp, feed := anon.get(first)
+	wantStatus(t, "feed", resp, feed, http.StatusOK)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/calendar") {
+		t.Errorf("content type %q", ct)
+	}
+	cal, err := ical.NewDecoder(strings.NewReader(feed)).Decode()
+	if err != nil {
+		t.Fatalf("the feed does not parse: %v\n%s", err, feed)
+	}
+	days := map[string]string{}
+	for _, ev := range cal.Events() {
+		start, err := ev.DateTimeStart(c.loc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		desc, _ := ev.Props.Text(ical.PropDescription)
+		summary, _ := ev.Props.Text(ical.PropSummary)
+		if summary != "On duty" {
+			t.Errorf("summary %q", summary)
+		}
+		days[start.Format(time.DateOnly)] = desc
+	}
+	// Every roster Li Wei is on in the feed's window is an event, and no other day.
+	rosters, err := dispatch.Rosters(ctx, c.store, time.Now().In(c.loc).AddDate(0, 0, -31).Format(time.DateOnly),
+		time.Now().In(c.loc).AddDate(0, 0, 183).Format(time.DateOnly))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, r := range rosters {
+		if r.OnDuty[li.ID] {
+			want++
+			if _, ok := days[r.Date]; !ok {
+				t.Errorf("%s is missing from the feed", r.Date)
+			}
+		}
+	}
+	if len(days) != want || want < 60 {
+		t.Errorf("%d events, want %d (about three a week)", len(days), want)
+	}
+	if _, ok := days[monday.Format(time.DateOnly)]; ok {
+		t.Errorf("the Monday she was taken off is in the feed")
+	}
+	if days[extra.Format(time.DateOnly)] != "override" {
+		t.Errorf("the added Tuesday: %q, want described as an override", days[extra.Format(time.DateOnly)])
+	}
+
+	// A new address replaces the old one.
+	resp, body = op.post(fmt.Sprintf("/duty/feeds/%d", li.ID), nil)
+	wantStatus(t, "new address", resp, body, http.StatusOK)
+	second := feedURL(body)
+	if resp, _ := anon.get(first); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the old address answers %d", resp.StatusCode)
+	}
+	if resp, _ := anon.get(second); resp.StatusCode != http.StatusOK {
+		t.Errorf("the new address answers %d", resp.StatusCode)
+	}
+	for _, bad := range []string{"/duty/feed/hf_0000.ics", "/duty/feed/" + strings.TrimSuffix(strings.TrimPrefix(second, "/duty/feed/"), ".ics")} {
+		if resp, _ := anon.get(bad); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s answers %d", bad, resp.StatusCode)
+		}
+	}
+	resp, body = op.post(fmt.Sprintf("/duty/feeds/%d", c.recipient("E2001").ID), nil)
+	wantStatus(t, "a branch person's feed", resp, body, http.StatusUnprocessableEntity)
+
+	resp, body = op.post(fmt.Sprintf("/duty/feeds/%d/delete", li.ID), nil)
+	wantRedirect(t, "turn off", resp, body, "/duty/feeds")
+	if resp, _ := anon.get(second); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a turned-off feed answers %d", resp.StatusCode)
+	}
+	c.lastAudit("duty.feed.delete")
 }

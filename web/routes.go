@@ -42,6 +42,8 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 		r.GET("/metrics", metrics)
 	}
 	r.GET(static.Prefix+"*path", gin.WrapH(static.Handler()))
+	// A person's duty calendar feed: its secret address is the credential.
+	r.GET(handlers.DutyFeedPath+":file", h.DutyFeed)
 	r.HEAD(static.Prefix+"*path", gin.WrapH(static.Handler()))
 
 	// The console: every route below knows the signed-in user, if any, and takes small
@@ -75,6 +77,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	viewer.GET("/duty", h.Duty)
 	viewer.GET("/duty/roster", h.DutyRoster)
 	viewer.GET("/duty/calendar", h.DutyCalendar)
+	viewer.GET("/duty/feeds", h.DutyFeeds)
 	viewer.GET("/audit", h.AuditLog)
 
 	// Operators also compose, retry, cancel and edit staff, duty and templates.
@@ -111,6 +114,8 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	operator.POST("/duty/holidays/delete", h.DeleteDutyHoliday)
 	operator.GET("/duty/holidays/import", h.HolidayImportForm)
 	operator.GET("/duty/rotations/new", h.NewRotationForm)
+	operator.POST("/duty/feeds/:id", h.RotateDutyFeed)
+	operator.POST("/duty/feeds/:id/delete", h.DeleteDutyFeed)
 	operator.POST("/duty/rotations", h.CreateRotation)
 	operator.GET("/duty/rotations/:name/edit", h.EditRotationForm)
 	operator.POST("/duty/rotations/:name/edit", h.UpdateRotation)
