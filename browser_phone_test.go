@@ -343,6 +343,7 @@ func TestPhoneConsole(t *testing.T) {
 				{"new rotation", "/duty/rotations/new"},
 				{"duty calendar", "/duty/calendar"},
 				{"duty feeds", "/duty/feeds"},
+				{"national calendar", "/duty/holidays/national"},
 				{"password", "/password"},
 				{"API reference", "/api-reference"},
 			} {

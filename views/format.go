@@ -123,3 +123,12 @@ func joinInts(ns []int, sep string) string {
 	}
 	return strings.Join(parts, sep)
 }
+
+// yearList writes years as "2025, 2026".
+func yearList(years []int) string {
+	parts := make([]string, len(years))
+	for i, y := range years {
+		parts[i] = itoa(y)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -70,6 +70,8 @@ var routeRoles = map[string]models.Role{
 	"POST /duty/holidays/delete":         models.RoleOperator,
 	"GET /duty/holidays/import":          models.RoleOperator,
 	"POST /duty/holidays/import":         models.RoleOperator,
+	"GET /duty/holidays/national":        models.RoleOperator,
+	"POST /duty/holidays/national":       models.RoleOperator,
 	"GET /duty/rotations/new":            models.RoleOperator,
 	"POST /duty/feeds/:id":               models.RoleOperator,
 	"POST /duty/feeds/:id/delete":        models.RoleOperator,

@@ -20,16 +20,17 @@ const (
 
 // slowRoutes are the routes that get slowDeadline, by method and path.
 var slowRoutes = map[string]bool{
-	"POST /login":                true,
-	"POST /password":             true,
-	"POST /users":                true,
-	"POST /users/:id/password":   true,
-	"POST /recipients/import":    true,
-	"GET /recipients/export.csv": true,
-	"POST /duty/holidays/import": true,
-	"POST /messages/resend":      true,
-	"PUT /api/v1/recipients":     true,
-	"PUT /api/v1/duty/holidays":  true,
+	"POST /login":                  true,
+	"POST /password":               true,
+	"POST /users":                  true,
+	"POST /users/:id/password":     true,
+	"POST /recipients/import":      true,
+	"GET /recipients/export.csv":   true,
+	"POST /duty/holidays/import":   true,
+	"POST /duty/holidays/national": true,
+	"POST /messages/resend":        true,
+	"PUT /api/v1/recipients":       true,
+	"PUT /api/v1/duty/holidays":    true,
 }
 
 // routes lists every route Herald serves, grouped by who may call it. metrics is nil
@@ -113,6 +114,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	operator.POST("/duty/holidays", h.SetDutyHoliday)
 	operator.POST("/duty/holidays/delete", h.DeleteDutyHoliday)
 	operator.GET("/duty/holidays/import", h.HolidayImportForm)
+	operator.GET("/duty/holidays/national", h.NationalImportForm)
 	operator.GET("/duty/rotations/new", h.NewRotationForm)
 	operator.POST("/duty/feeds/:id", h.RotateDutyFeed)
 	operator.POST("/duty/feeds/:id/delete", h.DeleteDutyFeed)
@@ -125,6 +127,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	imports := r.Group("/", append(session, requireRole(models.RoleOperator), formBody(maxUploadBytes, true))...)
 	imports.POST("/recipients/import", h.ImportRecipients)
 	imports.POST("/duty/holidays/import", h.ImportHolidays)
+	imports.POST("/duty/holidays/national", h.ImportNational)
 
 	// Admins also manage accounts, users and API keys.
 	admins := console.Group("/", requireRole(models.RoleAdmin))

@@ -1,0 +1,148 @@
+package handlers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/models"
+	"herald/views"
+)
+
+func (h *Handlers) renderNational(c *gin.Context, status int, v views.NationalImport, errs map[string]string) {
+	v.Builtin = models.BuiltinNationalYears()
+	render(c, status, views.NationalImportPage(page(c, tr(c, "national.title"), "duty"), v, errs))
+}
+
+// NationalImportForm shows the national holiday calendar import.
+func (h *Handlers) NationalImportForm(c *gin.Context) {
+	h.renderNational(c, http.StatusOK, views.NationalImport{}, nil)
+}
+
+// nationalDays reads the days an import form gives: the previewed entries posted back,
+// a built-in year, an uploaded holiday-cn file, or pasted text (a holiday-cn file or a
+// list of dates). source says what they are, in words.
+func nationalDays(c *gin.Context) (days []models.NationalDay, source, notice string, err error) {
+	if entries := c.PostForm("entries"); entries != "" {
+		days, err = models.ParseNationalEntries(entries)
+		return days, tr(c, "national.source_text"), "", err
+	}
+	if b := c.PostForm("builtin"); b != "" {
+		year, _ := strconv.Atoi(b)
+		days, notice, ok := models.BuiltinNationalCalendar(year)
+		if !ok {
+			return nil, "", "", models.Invalid("builtin", "national.invalid.no_year")
+		}
+		return days, tr(c, "national.source_builtin", "Year", year), notice, nil
+	}
+	var raw []byte
+	field := "text"
+	if fh, ferr := c.FormFile("file"); ferr == nil {
+		field = "file"
+		if fh.Size > MaxImportBytes {
+			return nil, "", "", models.Invalid("file", "import.too_large", "MB", MaxImportBytes>>20)
+		}
+		f, err := fh.Open()
+		if err != nil {
+			return nil, "", "", models.Invalid("file", "import.unreadable")
+		}
+		defer f.Close()
+		if raw, err = io.ReadAll(io.LimitReader(f, MaxImportBytes)); err != nil {
+			return nil, "", "", models.Invalid("file", "import.unreadable")
+		}
+	} else {
+		raw = []byte(c.PostForm("text"))
+	}
+	text := strings.TrimSpace(string(raw))
+	if !strings.HasPrefix(text, "{") {
+		if field == "file" {
+			return nil, "", "", models.Invalid("file", "national.invalid.json", "Reason", "{ …")
+		}
+		days, err = models.ParseNationalDates(text)
+		return days, tr(c, "national.source_text"), "", err
+	}
+	year, days, err := models.ParseHolidayCN([]byte(text))
+	var fe *models.FieldError
+	if errors.As(err, &fe) && fe.Field == "file" {
+		fe.Field = field
+	}
+	return days, tr(c, "national.source_file", "Year", year), "", err
+}
+
+// ImportNational previews (mode=preview) or applies (mode=apply) a year of national
+// holidays: all its dates in one transaction, or none.
+func (h *Handlers) ImportNational(c *gin.Context) {
+	v := views.NationalImport{Text: c.PostForm("text")}
+	days, source, notice, err := nationalDays(c)
+	if err != nil {
+		var fe *models.FieldError
+		if errors.As(err, &fe) {
+			msg := fe.In(c.Request.Context())
+			field := fe.Field
+			if field != "file" && field != "text" && field != "builtin" {
+				// A place inside the input (days[3].date, line 3): name it, beside the
+				// input it is in.
+				field = "text"
+				if _, err := c.FormFile("file"); err == nil {
+					field = "file"
+				}
+				msg = tr(c, "national.invalid.at", "Where", fe.Field, "Problem", msg)
+			}
+			h.renderNational(c, http.StatusUnprocessableEntity, v, map[string]string{field: msg})
+			return
+		}
+		h.serverError(c, err)
+		return
+	}
+	asWeekday := map[string]int{}
+	for _, d := range days {
+		if n, err := strconv.Atoi(c.PostForm("as_weekday." + d.Date)); err == nil {
+			asWeekday[d.Date] = n
+		}
+	}
+	list := models.NationalHolidays(days, asWeekday)
+	ctx := c.Request.Context()
+	if c.PostForm("mode") == "apply" {
+		changes, err := h.Store.HolidayChanges(ctx, list)
+		if err == nil {
+			err = h.Store.SetHolidays(ctx, list)
+		}
+		if err != nil {
+			h.serverError(c, err)
+			return
+		}
+		counts := map[string]int{}
+		for _, ch := range changes {
+			counts[ch.Effect]++
+		}
+		h.audit(c, CurrentUser(c).Username, "duty.holidays.import", "duty", "holidays",
+			fmt.Sprintf("national calendar %s…%s: %d dates (%d new, %d changed)", list[0].Date, list[len(list)-1].Date, len(list),
+				counts[models.HolidayNew], counts[models.HolidayChanged]))
+		h.redirectNotice(c, holidaysPath(list[0].Date), "imported", tr(c, "national.done", "Count", len(list)))
+		return
+	}
+	changes, err := h.Store.HolidayChanges(ctx, list)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	entries, _ := json.Marshal(days)
+	v.Previewed, v.Source, v.Notice, v.Entries, v.Changes = true, source, notice, string(entries), changes
+	for _, ch := range changes {
+		switch ch.Effect {
+		case models.HolidayNew:
+			v.New++
+		case models.HolidayChanged:
+			v.Changed++
+		default:
+			v.Unchanged++
+		}
+	}
+	h.renderNational(c, http.StatusOK, v, nil)
+}

@@ -1,0 +1,113 @@
+package web_test
+
+import (
+	"html"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"herald/internal/testenv"
+	"herald/models"
+)
+
+// previewEntries returns the entries a national import preview posts back to apply.
+func previewEntries(t *testing.T, body string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(body, `<textarea name="entries" hidden>`)
+	entries, _, _ := strings.Cut(rest, "</textarea>")
+	if !ok || entries == "" {
+		t.Fatalf("the preview carries no entries to apply")
+	}
+	return html.UnescapeString(entries)
+}
+
+func TestNationalCalendarImport(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := t.Context()
+	op := c.as(operatorUser)
+	year := func(y string) map[string]models.Holiday {
+		list, err := c.store.HolidaysBetween(ctx, y+"-01-01", y+"-12-31")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]models.Holiday{}
+		for _, h := range list {
+			out[h.Date] = h
+		}
+		return out
+	}
+
+	resp, body := op.get("/duty")
+	wantContains(t, "duty page", body, `href="/duty/holidays/national"`, "national holiday calendar of 2025, 2026")
+	resp, body = op.get("/duty/holidays/national")
+	wantStatus(t, "form", resp, body, http.StatusOK)
+	wantContains(t, "form", body, `name="builtin" value="2026"`, `name="builtin" value="2025"`)
+
+	// An entry of its own on National Day, which the import will replace.
+	if err := c.store.SetHoliday(ctx, &models.Holiday{Date: "2026-10-01", Kind: models.HolidayOff, Name: "Bank holiday"}); err != nil {
+		t.Fatal(err)
+	}
+	resp, body = op.post("/duty/holidays/national", url.Values{"mode": {"preview"}, "builtin": {"2026"}})
+	wantStatus(t, "preview 2026", resp, body, http.StatusOK)
+	wantContains(t, "preview 2026", body, "Preview of the built-in calendar of 2026: 38 new, 1 changed, 0 unchanged.",
+		`data-date="2026-10-01" data-effect="changed"`, "replaces: Bank holiday (day off)", `data-date="2026-10-10" data-effect="new"`,
+		`name="as_weekday.2026-10-10"`, "gov.cn")
+	if n := len(year("2026")); n != 1 {
+		t.Fatalf("the preview wrote: %d entries", n)
+	}
+	resp, body = op.post("/duty/holidays/national", url.Values{"mode": {"apply"}, "entries": {previewEntries(t, body)}, "as_weekday.2026-10-10": {"5"}})
+	wantRedirect(t, "apply 2026", resp, body, "/duty?year=2026")
+	got := year("2026")
+	if len(got) != 39 || got["2026-10-01"].Name != "国庆节" || *got["2026-10-10"].AsWeekday != 5 || *got["2026-01-04"].AsWeekday != models.DefaultMakeupWeekday ||
+		got["2026-02-15"].Kind != models.HolidayOff {
+		t.Fatalf("after apply: %d entries: %+v %+v %+v", len(got), got["2026-10-01"], got["2026-10-10"], got["2026-01-04"])
+	}
+	if a := c.lastAudit("duty.holidays.import"); !strings.Contains(a.Detail, "39 dates (38 new, 1 changed)") {
+		t.Errorf("audit entry %+v", a)
+	}
+	// Saturday 2026-10-10 works with Friday's roster (Li Wei, Zhang Min).
+	_, body = op.get("/duty/roster?date=2026-10-10")
+	wantContains(t, "make-up workday roster", body, "Li Wei", "Zhang Min")
+	wantNotContains(t, "make-up workday roster", body, "Wang Fang")
+
+	// A holiday-cn file, uploaded.
+	resp, body = op.upload("/duty/holidays/national", url.Values{"mode": {"preview"}}, string(testenv.HolidayCN(t, 2025)))
+	wantStatus(t, "preview file", resp, body, http.StatusOK)
+	wantContains(t, "preview file", body, "Preview of the holiday-cn file of 2025: 33 new", `data-date="2025-01-26"`)
+
+	// A year no file covers: dates pasted.
+	paste := "2027-01-01 off 元旦\n2027-01-02 休 元旦\n2027-01-09 workday"
+	resp, body = op.post("/duty/holidays/national", url.Values{"mode": {"preview"}, "text": {paste}})
+	wantStatus(t, "preview pasted", resp, body, http.StatusOK)
+	wantContains(t, "preview pasted", body, "3 new", `name="as_weekday.2027-01-09"`)
+	resp, body = op.post("/duty/holidays/national", url.Values{"mode": {"apply"}, "entries": {previewEntries(t, body)}})
+	wantRedirect(t, "apply pasted", resp, body, "/duty?year=2027")
+	if got := year("2027"); len(got) != 3 || got["2027-01-02"].Name != "元旦" {
+		t.Fatalf("2027 after apply: %+v", got)
+	}
+
+	for _, bad := range []struct {
+		form    url.Values
+		field   string
+		message string
+	}{
+		{url.Values{"text": {"2028-01-01 off\n2028-13-01 off"}}, "text", "line 2.date: must be a date as YYYY-MM-DD"},
+		{url.Values{"text": {"2028-01-01 maybe"}}, "text", "line 1: the second word must be off or workday (休 or 班)"},
+		{url.Values{"text": {`{"year":2028,"days":[{"name":"x","date":"2029-01-01","isOffDay":true}]}`}}, "text", "days[0].date: must be a date in 2028"},
+		{url.Values{"builtin": {"1999"}}, "builtin", "Herald does not ship the calendar of that year"},
+		{url.Values{"mode": {"apply"}, "entries": {`[{"date":"2028-01-01","name":"","off":true},{"date":"2028-02-30","name":"","off":true}]`}}, "text",
+			"entries[1].date: must be a date as YYYY-MM-DD"},
+	} {
+		if bad.form.Get("mode") == "" {
+			bad.form.Set("mode", "preview")
+		}
+		resp, body := op.post("/duty/holidays/national", bad.form)
+		wantStatus(t, "bad import", resp, body, http.StatusUnprocessableEntity)
+		wantFieldError(t, body, bad.field, bad.message)
+	}
+	if got := year("2028"); len(got) != 0 {
+		t.Errorf("refused imports wrote %+v", got)
+	}
+}
