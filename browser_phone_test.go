@@ -344,6 +344,7 @@ func TestPhoneConsole(t *testing.T) {
 				{"duty calendar", "/duty/calendar"},
 				{"duty feeds", "/duty/feeds"},
 				{"national calendar", "/duty/holidays/national"},
+				{"shift swap", "/duty/swaps/new"},
 				{"password", "/password"},
 				{"API reference", "/api-reference"},
 			} {

@@ -110,8 +110,15 @@ type Request struct {
 	Subject   string
 	Text      string
 
-	Priority       models.Priority
-	SendAt         *time.Time
+	Priority models.Priority
+	SendAt   *time.Time
+	// DutyDate, when set, is the instant whose date's roster decides who is on duty,
+	// instead of the delivery date: a reminder sent today to tomorrow's people.
+	DutyDate *time.Time
+	// Reminder, when set, is the date this batch reminds the people on duty of; it is
+	// recorded with the batch, and a second reminder of that date fails with
+	// models.ErrDuplicate.
+	Reminder       string
 	IdempotencyKey string
 	RequestHash    string
 	// Respond, when set, builds the answer to an idempotent API request; it is stored
@@ -172,6 +179,9 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
 	if req.Respond != nil && req.APIKeyID != nil && req.IdempotencyKey != "" {
 		status, body := req.Respond(res)
 		extras.Idem = &models.IdemCompletion{APIKeyID: *req.APIKeyID, Key: req.IdempotencyKey, StatusCode: status, Response: string(body)}
+	}
+	if req.Reminder != "" {
+		extras.Reminder = &models.DutyReminder{Date: req.Reminder, BatchID: res.Batch.ID}
 	}
 	if req.AuditIP != "" {
 		actorType := "user"
@@ -283,7 +293,11 @@ func (d *Dispatcher) audience(ctx context.Context, req Request, sendAt time.Time
 		needRoster = needRoster || p.OrgType == models.HeadOffice
 	}
 	if needRoster {
-		if a.roster, err = d.RosterOn(ctx, sendAt); err != nil {
+		dutyAt := sendAt
+		if req.DutyDate != nil {
+			dutyAt = *req.DutyDate
+		}
+		if a.roster, err = d.RosterOn(ctx, dutyAt); err != nil {
 			return a, err
 		}
 	}

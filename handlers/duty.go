@@ -47,6 +47,16 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 		h.serverError(c, err)
 		return
 	}
+	var rf *models.ReminderConfig
+	var rerrs map[string]string
+	if f, ok := c.Get(reminderFormKey); ok {
+		form := f.(reminderForm)
+		rf, rerrs = &form.cfg, form.errs
+	}
+	if d.Reminder, err = h.reminderView(c, rf, rerrs); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	d.Roster = h.roster(ctx, c.DefaultQuery("date", today.Format(time.DateOnly)))
 	from, to := today.Format(time.DateOnly), today.AddDate(0, 0, overrideDays).Format(time.DateOnly)
 	overrides, err := h.Store.OverridesBetween(ctx, from, to)
@@ -55,8 +65,20 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 		return
 	}
 	ids := make([]int64, len(overrides))
+	var swapIDs []int64
 	for i, o := range overrides {
 		ids[i] = o.RecipientID
+		if o.SwapID != nil {
+			swapIDs = append(swapIDs, *o.SwapID)
+		}
+	}
+	swaps, err := h.Store.SwapsByID(ctx, swapIDs)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	for _, sw := range swaps {
+		ids = append(ids, sw.AID, sw.BID)
 	}
 	people, err := h.externalIDs(c, ids)
 	if err != nil {
@@ -64,7 +86,13 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 		return
 	}
 	for _, o := range overrides {
-		d.Overrides = append(d.Overrides, views.OverrideRow{Override: o, Person: people[o.RecipientID]})
+		row := views.OverrideRow{Override: o, Person: people[o.RecipientID]}
+		if o.SwapID != nil {
+			if sw, ok := swaps[*o.SwapID]; ok {
+				row.Swap = &views.SwapInfo{ID: sw.ID, Label: swapLabel(sw, people)}
+			}
+		}
+		d.Overrides = append(d.Overrides, row)
 	}
 	if y, err := strconv.Atoi(c.Query("year")); err == nil && y >= 2000 && y <= 2100 {
 		d.Year = y

@@ -25,6 +25,7 @@ type DutyOverride struct {
 	RecipientID int64
 	Action      string // OverrideAdd or OverrideRemove
 	Note        string
+	SwapID      *int64 // the swap that made it, if any
 	CreatedAt   time.Time
 }
 

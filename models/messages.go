@@ -87,10 +87,14 @@ func (r Reasons) Value() (driver.Value, error) {
 // Scan implements sql.Scanner.
 func (r *Reasons) Scan(src any) error { return scanJSON(src, r) }
 
-// Batch is one intake: a request from the console or the API to notify some people.
+// SourceReminder is the source of a duty reminder's batch.
+const SourceReminder = "reminder"
+
+// Batch is one intake: a request from the console or the API to notify some people, or
+// a duty reminder.
 type Batch struct {
 	ID             string
-	Source         string // "console" or "api"
+	Source         string // "console", "api" or SourceReminder
 	Actor          string
 	APIKeyID       *int64 `gorm:"column:api_key_id"`
 	IdempotencyKey *string
@@ -160,6 +164,9 @@ const insertChunk = 500
 type BatchExtras struct {
 	Idem  *IdemCompletion
 	Audit *AuditEntry
+	// Reminder, when set, records the duty reminder this batch is: a date is reminded
+	// once, so a second batch for it fails with ErrDuplicate.
+	Reminder *DutyReminder
 }
 
 // CreateBatch writes a batch and its messages in one transaction: either all rows exist
@@ -177,6 +184,11 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 			e.At = Now()
 			if err := tx.Create(&e).Error; err != nil {
 				return fmt.Errorf("models: audit batch: %w", err)
+			}
+		}
+		if extras != nil && extras.Reminder != nil {
+			if err := createReminder(tx, extras.Reminder); err != nil {
+				return err
 			}
 		}
 		if err := tx.Create(b).Error; err != nil {
@@ -228,6 +240,11 @@ func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 				e := *x.Audit
 				e.At = now
 				audits = append(audits, e)
+			}
+			if x := it.Extras; x != nil && x.Reminder != nil {
+				if err := createReminder(tx, x.Reminder); err != nil {
+					return err
+				}
 			}
 			batches = append(batches, it.Batch)
 			msgs = append(msgs, it.Messages...)

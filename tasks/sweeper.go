@@ -40,6 +40,9 @@ type Sweeper struct {
 	// Grace is how long past due a message must be before the sweeper looks at it, so it
 	// does not race a task that is about to run anyway.
 	Grace time.Duration
+	// Remind, when set, sends the duty reminder if it is due; each sweep (once a
+	// minute) asks.
+	Remind func(context.Context) error
 
 	mu sync.Mutex
 	// unclaimed: active send tasks whose message was due and unclaimed when a pass of
@@ -247,6 +250,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		s.Log.Warn("sweeper: re-enqueued messages whose task was missing or stale", "count", lostCount, "stale", staleCount)
 	}
 	s.housekeeping(ctx)
+	if s.Remind != nil {
+		if err := s.Remind(ctx); err != nil {
+			s.Log.Warn("sweeper: duty reminder", "error", err)
+		}
+	}
 	return total, nil
 }
 

@@ -73,6 +73,10 @@ var routeRoles = map[string]models.Role{
 	"GET /duty/holidays/national":        models.RoleOperator,
 	"POST /duty/holidays/national":       models.RoleOperator,
 	"GET /duty/rotations/new":            models.RoleOperator,
+	"GET /duty/swaps/new":                models.RoleOperator,
+	"POST /duty/swaps":                   models.RoleOperator,
+	"POST /duty/swaps/:id/delete":        models.RoleOperator,
+	"POST /duty/reminder":                models.RoleOperator,
 	"POST /duty/feeds/:id":               models.RoleOperator,
 	"POST /duty/feeds/:id/delete":        models.RoleOperator,
 	"POST /duty/rotations":               models.RoleOperator,
@@ -129,6 +133,10 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	swap := &models.DutySwap{AID: c.recipient("E1001").ID, ADate: "2030-01-07", BID: c.recipient("E1003").ID, BDate: "2030-01-09"}
+	if err := c.store.CreateSwap(ctx, swap); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := c.store.CreateRotation(ctx, models.RotationSpec{Name: "walk-rotation", Members: []string{"E1001"}, Start: "2026-12-01",
 		TurnDays: 1, Covers: models.CoversEveryDay}); err != nil {
 		t.Fatal(err)
@@ -143,6 +151,7 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		"/api-keys/:id":               fmt.Sprint(key.ID),
 		"/duty/rotations/:name":       "walk-rotation",
 		"/duty/feeds/:id":             fmt.Sprint(c.recipient("E1002").ID),
+		"/duty/swaps/:id":             fmt.Sprint(swap.ID),
 		web.MonitoringPath + "/*path": "",
 	}
 }

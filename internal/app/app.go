@@ -138,7 +138,11 @@ func OpenStore(cfg *config.Config) (*models.Store, error) {
 
 // Sweeper returns the process's sweeper.
 func (a *App) Sweeper() *tasks.Sweeper {
-	return &tasks.Sweeper{Store: a.Store, Enqueuer: a.Enqueuer, Inspector: a.Inspector, Log: a.Log, Grace: a.SweepGrace}
+	remind := func(ctx context.Context) error {
+		_, err := a.Dispatch.RemindIfDue(ctx)
+		return err
+	}
+	return &tasks.Sweeper{Store: a.Store, Enqueuer: a.Enqueuer, Inspector: a.Inspector, Log: a.Log, Grace: a.SweepGrace, Remind: remind}
 }
 
 // Close releases what New opened; Run calls it when it returns.

@@ -1,0 +1,76 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"herald/models"
+)
+
+// ReminderVariables are the variables a reminder gives its template: only those the
+// template declares are passed.
+var ReminderVariables = []string{"date"}
+
+// CheckReminderTemplate reports whether a template can be a reminder's: it may declare
+// no variable but those in ReminderVariables.
+func CheckReminderTemplate(t *models.Template) error {
+	for _, v := range t.Variables {
+		if !slices.Contains(ReminderVariables, v) {
+			return models.Invalid("template", "reminder.invalid.variables", "Name", v)
+		}
+	}
+	return nil
+}
+
+// RemindIfDue sends the duty reminder when it is due: once the day's reminder time has
+// come (in the dispatcher's time zone), the people on duty tomorrow get a message of the
+// reminder's template through its account, as an ordinary batch of source "reminder"
+// with its own messages, limits and retries. Each date is reminded once, whichever
+// process gets there first; a date nobody is on duty is recorded without a batch. It
+// returns the batch sent, or nil.
+func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
+	cfg, err := d.Store.DutyReminderConfig(ctx)
+	if err != nil || !cfg.Enabled {
+		return nil, err
+	}
+	now := d.now().In(d.Location)
+	at, err := cfg.At(now)
+	if err != nil || now.Before(at) {
+		return nil, err
+	}
+	tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 12, 0, 0, 0, d.Location)
+	date, _ := DateOf(tomorrow, d.Location)
+	if done, err := d.Store.DutyReminderOf(ctx, date); err != nil || done != nil {
+		return nil, err
+	}
+	roster, err := d.RosterOn(ctx, tomorrow)
+	if err != nil {
+		return nil, err
+	}
+	if roster.Empty() {
+		_, err := d.Store.MarkDutyReminder(ctx, date)
+		d.Log.Info("duty reminder: nobody is on duty", "date", date)
+		return nil, err
+	}
+	ids := make([]int64, 0, len(roster.OnDuty))
+	for id := range roster.OnDuty {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	req := Request{Source: models.SourceReminder, Actor: "duty-reminder", Account: cfg.Account, Template: cfg.Template,
+		RecipientIDs: ids, DutyDate: &tomorrow, Reminder: date, Variables: map[string]string{}, Priority: models.PriorityNormal}
+	if t, err := d.Store.TemplateByName(ctx, cfg.Template); err == nil && slices.Contains(t.Variables, "date") {
+		req.Variables["date"] = date
+	}
+	res, err := d.Submit(ctx, req)
+	if errors.Is(err, models.ErrDuplicate) {
+		return nil, nil // another process reminded the date meanwhile
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.Log.Info("duty reminder sent", "date", date, "batch", res.Batch.ID, "messages", len(res.Messages))
+	return res, nil
+}

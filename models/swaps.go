@@ -1,0 +1,122 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"gorm.io/gorm"
+)
+
+// DutySwap records "A swaps their duty on ADate with B's on BDate": on ADate A is off
+// and B on duty, on BDate B is off and A on duty. Its four overrides carry its id.
+type DutySwap struct {
+	ID        int64
+	AID       int64  `gorm:"column:a_id"`
+	ADate     string `gorm:"column:a_date"`
+	BID       int64  `gorm:"column:b_id"`
+	BDate     string `gorm:"column:b_date"`
+	Note      string
+	CreatedBy string
+	CreatedAt time.Time
+}
+
+// TableName is the swaps' table.
+func (DutySwap) TableName() string { return "duty_swaps" }
+
+// Overrides are the four overrides a swap makes.
+func (sw *DutySwap) Overrides() []DutyOverride {
+	id := sw.ID
+	return []DutyOverride{
+		{Date: sw.ADate, RecipientID: sw.AID, Action: OverrideRemove, Note: sw.Note, SwapID: &id},
+		{Date: sw.ADate, RecipientID: sw.BID, Action: OverrideAdd, Note: sw.Note, SwapID: &id},
+		{Date: sw.BDate, RecipientID: sw.BID, Action: OverrideRemove, Note: sw.Note, SwapID: &id},
+		{Date: sw.BDate, RecipientID: sw.AID, Action: OverrideAdd, Note: sw.Note, SwapID: &id},
+	}
+}
+
+// CheckSwap checks a swap's fields on their own; whether each was on duty on the date
+// they give away is the duty rule's to say (dispatch).
+func CheckSwap(sw *DutySwap) error {
+	if err := ValidDate("a_date", sw.ADate); err != nil {
+		return err
+	}
+	if err := ValidDate("b_date", sw.BDate); err != nil {
+		return err
+	}
+	switch {
+	case sw.AID == sw.BID:
+		return Invalid("b", "swap.invalid.same_person")
+	case sw.ADate == sw.BDate:
+		return Invalid("b_date", "swap.invalid.same_date")
+	case utf8.RuneCountInString(sw.Note) > 255:
+		return Invalid("note", "duty.invalid.too_long", "Max", 255)
+	}
+	return CheckText("note", sw.Note, false)
+}
+
+// CreateSwap stores a swap and its four overrides in one transaction; each replaces an
+// earlier override of the same person and date.
+func (s *Store) CreateSwap(ctx context.Context, sw *DutySwap) error {
+	if err := CheckSwap(sw); err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		sw.ID = 0
+		if err := tx.Create(sw).Error; err != nil {
+			return fmt.Errorf("models: create swap: %w", err)
+		}
+		for _, o := range sw.Overrides() {
+			if err := tx.Where("date = ? AND recipient_id = ?", o.Date, o.RecipientID).Delete(&DutyOverride{}).Error; err != nil {
+				return fmt.Errorf("models: replace override: %w", err)
+			}
+			if err := tx.Create(&o).Error; err != nil {
+				return fmt.Errorf("models: swap override: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// DeleteSwap undoes a swap: its overrides still in place and the swap go together. It
+// returns the swap as it was.
+func (s *Store) DeleteSwap(ctx context.Context, id int64) (*DutySwap, error) {
+	var sw DutySwap
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Where("id = ?", id).Take(&sw).Error; err != nil {
+			return fmt.Errorf("models: swap %d: %w", id, notFound(err))
+		}
+		if err := tx.Where("swap_id = ?", id).Delete(&DutyOverride{}).Error; err != nil {
+			return fmt.Errorf("models: undo swap overrides: %w", err)
+		}
+		res := tx.Where("id = ?", id).Delete(&DutySwap{})
+		if res.Error != nil {
+			return fmt.Errorf("models: delete swap: %w", res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("models: swap %d: %w", id, ErrStateChanged)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &sw, nil
+}
+
+// SwapsByID returns the swaps with the given ids.
+func (s *Store) SwapsByID(ctx context.Context, ids []int64) (map[int64]DutySwap, error) {
+	out := map[int64]DutySwap{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	var list []DutySwap
+	if err := s.reader(ctx).Where("id IN ?", ids).Find(&list).Error; err != nil {
+		return nil, fmt.Errorf("models: swaps: %w", err)
+	}
+	for _, sw := range list {
+		out[sw.ID] = sw
+	}
+	return out, nil
+}
