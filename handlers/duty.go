@@ -393,69 +393,52 @@ func (h *Handlers) HolidayImportForm(c *gin.Context) {
 // ImportHolidays previews a holiday CSV (mode=preview: every row checked, nothing
 // written) or applies it (mode=apply: all rows in one transaction, or none).
 func (h *Handlers) ImportHolidays(c *gin.Context) {
-	v := holidayImport(c)
-	p := page(c, tr(c, "title.import_holidays"), "duty")
-	text, readAs, err := importText(c)
-	if errs, ok := fieldErrors(c, err); ok {
-		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
-		return
-	}
-	v.CSV, v.ReadAs = text, readAs
-	rows, err := readCSV(text, holidayColumns, nil, []string{"date", "kind"})
-	if errs, ok := fieldErrors(c, err); ok {
-		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
-		return
-	}
-	list := make([]models.Holiday, len(rows))
-	seen := map[string]int{}
-	for i, r := range rows {
-		list[i] = holidayFrom(r.get(holidayColumns, "date"), r.get(holidayColumns, "kind"), "", r.get(holidayColumns, "name"))
-		row := views.ImportRow{Line: r.line, Cells: r.cells, Action: "save"}
-		var problem string
-		switch wd := r.get(holidayColumns, "as_weekday"); {
-		case r.err != nil:
-			problem = r.err.In(c.Request.Context())
-		default:
-			hd := holidayFrom(list[i].Date, list[i].Kind, wd, list[i].Name)
+	runImport(h, c, csvImport[models.Holiday]{
+		form: holidayImport(c), page: page(c, tr(c, "title.import_holidays"), "duty"),
+		columns: holidayColumns, required: []string{"date", "kind"},
+		item: func(r csvRow) (models.Holiday, []string) {
+			get := func(col string) string { return r.get(holidayColumns, col) }
+			wd := get("as_weekday")
+			hd := holidayFrom(get("date"), get("kind"), wd, get("name"))
 			if _, err := strconv.Atoi(wd); wd != "" && err != nil {
-				problem = fieldMessage(c, models.Invalid("as_weekday", "duty.weekday_number"))
-			} else if err := models.ValidateHoliday(&hd); err != nil {
-				problem = fieldMessage(c, err)
-			} else if j, dup := seen[hd.Date]; dup {
-				problem = tr(c, "duty.import.duplicate", "Date", hd.Date, "Line", j)
+				return hd, []string{fieldMessage(c, models.Invalid("as_weekday", "duty.weekday_number"))}
 			}
-			list[i] = hd
-		}
-		if problem != "" {
-			row.Errors = rowErrors(c, r.line, []string{problem})
-			v.Errors++
-		} else {
-			seen[list[i].Date] = r.line
-		}
-		v.Rows = append(v.Rows, row)
+			if err := models.ValidateHoliday(&hd); err != nil {
+				return hd, []string{fieldMessage(c, err)}
+			}
+			return hd, nil
+		},
+		key: func(hd models.Holiday) string { return hd.Date },
+		duplicate: func(date string, line int) string {
+			return tr(c, "duty.import.duplicate", "Date", date, "Line", line)
+		},
+		effects: h.Store.HolidayEffects,
+		summary: func(n map[string]int) string {
+			return tr(c, "duty.import.effects", "Create", n[models.EffectCreate], "Update", n[models.EffectUpdate], "Unchanged", n[models.EffectUnchanged])
+		},
+		apply: func(list []models.Holiday) error { return h.applyHolidays(c, list, "CSV import") },
+	})
+}
+
+// applyHolidays saves holiday entries in one transaction, audited with what they did
+// (source says where they came from), and answers with the year's holidays.
+func (h *Handlers) applyHolidays(c *gin.Context, list []models.Holiday, source string) error {
+	ctx := c.Request.Context()
+	effects, err := h.Store.HolidayEffects(ctx, list)
+	if err != nil {
+		return err
 	}
-	v.Previewed = true
-	v.Summary = i18n.N(c.Request.Context(), "duty.import.summary", len(list))
-	if v.Errors > 0 {
-		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, nil))
-		return
+	if err := h.Store.SetHolidays(ctx, list); err != nil {
+		return err
 	}
-	if c.PostForm("mode") != "apply" {
-		render(c, http.StatusOK, views.ImportPage(p, v, nil))
-		return
+	counts := map[string]int{}
+	for _, e := range effects {
+		counts[e]++
 	}
-	if err := h.Store.SetHolidays(c.Request.Context(), list); err != nil {
-		if _, ok := fieldErrors(c, err); ok {
-			render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"": fieldMessage(c, err)}))
-			return
-		}
-		h.serverError(c, err)
-		return
-	}
-	h.audit(c, CurrentUser(c).Username, "duty.holidays.import", "duty", "holidays", fmt.Sprintf("%d dates", len(list)))
-	h.redirectNotice(c, holidaysPath(list[0].Date), "imported", i18n.N(c.Request.Context(), "duty.import.done", len(list)))
+	slices.SortFunc(list, func(a, b models.Holiday) int { return strings.Compare(a.Date, b.Date) })
+	h.audit(c, CurrentUser(c).Username, "duty.holidays.import", "duty", "holidays",
+		fmt.Sprintf("%s %s…%s: %d dates (%d new, %d changed)", source, list[0].Date, list[len(list)-1].Date, len(list),
+			counts[models.EffectCreate], counts[models.EffectUpdate]))
+	h.redirectNotice(c, holidaysPath(list[0].Date), "imported", i18n.N(ctx, "duty.import.done", len(list)))
+	return nil
 }

@@ -3,7 +3,6 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -109,22 +108,9 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 	list := models.NationalHolidays(days, asWeekday)
 	ctx := c.Request.Context()
 	if c.PostForm("mode") == "apply" {
-		changes, err := h.Store.HolidayChanges(ctx, list)
-		if err == nil {
-			err = h.Store.SetHolidays(ctx, list)
-		}
-		if err != nil {
+		if err := h.applyHolidays(c, list, "national calendar"); err != nil {
 			h.serverError(c, err)
-			return
 		}
-		counts := map[string]int{}
-		for _, ch := range changes {
-			counts[ch.Effect]++
-		}
-		h.audit(c, CurrentUser(c).Username, "duty.holidays.import", "duty", "holidays",
-			fmt.Sprintf("national calendar %s…%s: %d dates (%d new, %d changed)", list[0].Date, list[len(list)-1].Date, len(list),
-				counts[models.HolidayNew], counts[models.HolidayChanged]))
-		h.redirectNotice(c, holidaysPath(list[0].Date), "imported", tr(c, "national.done", "Count", len(list)))
 		return
 	}
 	changes, err := h.Store.HolidayChanges(ctx, list)
@@ -136,9 +122,9 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 	v.Previewed, v.Source, v.Notice, v.Entries, v.Changes = true, source, notice, string(entries), changes
 	for _, ch := range changes {
 		switch ch.Effect {
-		case models.HolidayNew:
+		case models.EffectCreate:
 			v.New++
-		case models.HolidayChanged:
+		case models.EffectUpdate:
 			v.Changed++
 		default:
 			v.Unchanged++

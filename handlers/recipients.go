@@ -281,112 +281,50 @@ func (h *Handlers) RecipientImportForm(c *gin.Context) {
 // validates it and compared with the stored person, nothing written) or applies it
 // (mode=apply: one upsert transaction, all rows or none).
 func (h *Handlers) ImportRecipients(c *gin.Context) {
-	ctx := c.Request.Context()
-	v := recipientImport(c)
-	p := page(c, tr(c, "title.import_staff"), "recipients")
-	text, readAs, err := importText(c)
-	if errs, ok := fieldErrors(c, err); ok {
-		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
-		return
-	}
-	v.CSV, v.ReadAs = text, readAs
-	rows, err := readCSV(text, recipientColumns, recipientAliases, []string{"external_id", "name", "org_type"})
-	if errs, ok := fieldErrors(c, err); ok {
-		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, errs))
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
-		return
-	}
-	if len(rows) > maxUpsert {
-		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"csv": tr(c, "import.too_many_rows", "Rows", len(rows), "Max", maxUpsert)}))
-		return
-	}
-	list := make([]models.Recipient, len(rows))
-	ids := make([]string, len(rows))
-	for i, r := range rows {
-		get := func(col string) string { return r.get(recipientColumns, col) }
-		list[i] = models.Recipient{ExternalID: get("external_id"), Name: get("name"), OrgType: csvOrgType(get("org_type")),
-			Branch: get("branch"), Department: get("department"), TianyuanID: get("tianyuan_id"), ZhaohuID: get("zhaohu_id"),
-			WecomUserid: get("wecom_userid"), Email: get("email"), Active: true}
-		ids[i] = strings.TrimSpace(list[i].ExternalID)
-	}
-	existing, err := h.Store.RecipientsByExternalIDs(ctx, ids)
-	if err != nil {
-		h.serverError(c, err)
-		return
-	}
-	stored := make(map[string]models.Recipient, len(existing))
-	for _, r := range existing {
-		stored[r.ExternalID] = r
-	}
-	seen := map[string]int{}
-	counts := map[string]int{}
-	for i, r := range rows {
-		row := views.ImportRow{Line: r.line, Cells: r.cells}
-		var problems []string
-		if r.err != nil {
-			problems = append(problems, r.err.In(ctx))
-		} else {
-			for _, fe := range models.RecipientProblems(&list[i]) {
+	runImport(h, c, csvImport[models.Recipient]{
+		form: recipientImport(c), page: page(c, tr(c, "title.import_staff"), "recipients"),
+		columns: recipientColumns, aliases: recipientAliases, required: []string{"external_id", "name", "org_type"}, maxRows: maxUpsert,
+		item: func(r csvRow) (models.Recipient, []string) {
+			get := func(col string) string { return r.get(recipientColumns, col) }
+			p := models.Recipient{ExternalID: get("external_id"), Name: get("name"), OrgType: csvOrgType(get("org_type")),
+				Branch: get("branch"), Department: get("department"), TianyuanID: get("tianyuan_id"), ZhaohuID: get("zhaohu_id"),
+				WecomUserid: get("wecom_userid"), Email: get("email"), Active: true}
+			var problems []string
+			for _, fe := range models.RecipientProblems(&p) {
 				if fe.Field == "org_type" {
 					fe = models.Invalid("org_type", "recipients.invalid.org_type_csv")
 				}
 				problems = append(problems, fieldMessage(c, fe))
 			}
-			if a := r.get(recipientColumns, "active"); a != "" {
+			if a := get("active"); a != "" {
 				b, ok := parseActive(a)
 				if !ok {
 					problems = append(problems, fieldMessage(c, models.Invalid("active", "recipients.not_bool_csv")))
 				}
-				list[i].Active = b
+				p.Active = b
 			}
-			if line, dup := seen[list[i].ExternalID]; dup && len(problems) == 0 {
-				problems = append(problems, tr(c, "recipients.import.duplicate", "ID", list[i].ExternalID, "Line", line))
+			return p, problems
+		},
+		key: func(p models.Recipient) string { return p.ExternalID },
+		duplicate: func(id string, line int) string {
+			return tr(c, "recipients.import.duplicate", "ID", id, "Line", line)
+		},
+		effects: h.Store.RecipientEffects,
+		summary: func(n map[string]int) string {
+			return tr(c, "recipients.import.summary", "Create", n[models.EffectCreate], "Update", n[models.EffectUpdate], "Unchanged", n[models.EffectUnchanged])
+		},
+		apply: func(list []models.Recipient) error {
+			res, err := h.Store.UpsertRecipients(c.Request.Context(), list)
+			if err != nil {
+				return err
 			}
-		}
-		if len(problems) > 0 {
-			row.Errors = rowErrors(c, r.line, problems)
-			v.Errors++
-		} else {
-			seen[list[i].ExternalID] = r.line
-			row.Action = "create"
-			if old, ok := stored[list[i].ExternalID]; ok {
-				row.Action = "update"
-				cmp := list[i]
-				cmp.ID, cmp.CreatedAt, cmp.UpdatedAt = old.ID, old.CreatedAt, old.UpdatedAt
-				if cmp == old {
-					row.Action = "unchanged"
-				}
-			}
-			counts[row.Action]++
-		}
-		v.Rows = append(v.Rows, row)
-	}
-	v.Previewed = true
-	v.Summary = tr(c, "recipients.import.summary", "Create", counts["create"], "Update", counts["update"], "Unchanged", counts["unchanged"])
-	if v.Errors > 0 {
-		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, nil))
-		return
-	}
-	if c.PostForm("mode") != "apply" {
-		render(c, http.StatusOK, views.ImportPage(p, v, nil))
-		return
-	}
-	res, err := h.Store.UpsertRecipients(ctx, list)
-	if _, ok := fieldErrors(c, err); ok {
-		render(c, http.StatusUnprocessableEntity, views.ImportPage(p, v, map[string]string{"": fieldMessage(c, err)}))
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
-		return
-	}
-	// The audit log is in English, whoever reads the console; the notice is not.
-	detail := fmt.Sprintf("%d created, %d updated, %d unchanged", res.Created, res.Updated, res.Unchanged)
-	h.audit(c, CurrentUser(c).Username, "recipients.import", "recipient", "", detail)
-	h.auditRecipientChanges(c, "CSV import", res)
-	h.redirectNotice(c, "/recipients", "imported",
-		tr(c, "recipients.import.done", "Created", res.Created, "Updated", res.Updated, "Unchanged", res.Unchanged))
+			// The audit log is in English, whoever reads the console; the notice is not.
+			detail := fmt.Sprintf("%d created, %d updated, %d unchanged", res.Created, res.Updated, res.Unchanged)
+			h.audit(c, CurrentUser(c).Username, "recipients.import", "recipient", "", detail)
+			h.auditRecipientChanges(c, "CSV import", res)
+			h.redirectNotice(c, "/recipients", "imported",
+				tr(c, "recipients.import.done", "Created", res.Created, "Updated", res.Updated, "Unchanged", res.Unchanged))
+			return nil
+		},
+	})
 }

@@ -162,18 +162,11 @@ func NationalHolidays(days []NationalDay, asWeekday map[string]int) []Holiday {
 	return out
 }
 
-// What applying a holiday entry does to its date.
-const (
-	HolidayNew       = "new"
-	HolidayChanged   = "changed"
-	HolidayUnchanged = "unchanged"
-)
-
 // HolidayChange is an entry to apply beside the one its date has now, if any.
 type HolidayChange struct {
 	Holiday
 	Old    *Holiday
-	Effect string // HolidayNew, HolidayChanged or HolidayUnchanged
+	Effect string // EffectCreate, EffectUpdate or EffectUnchanged
 }
 
 // HolidayChanges compares entries to apply with those stored for their dates.
@@ -195,11 +188,11 @@ func (s *Store) HolidayChanges(ctx context.Context, list []Holiday) ([]HolidayCh
 	}
 	out := make([]HolidayChange, len(list))
 	for i, h := range list {
-		c := HolidayChange{Holiday: h, Old: byDate[h.Date], Effect: HolidayNew}
+		c := HolidayChange{Holiday: h, Old: byDate[h.Date], Effect: EffectCreate}
 		if c.Old != nil {
-			c.Effect = HolidayChanged
+			c.Effect = EffectUpdate
 			if c.Old.Kind == h.Kind && c.Old.Name == h.Name && derefWeekday(c.Old.AsWeekday) == derefWeekday(h.AsWeekday) {
-				c.Effect = HolidayUnchanged
+				c.Effect = EffectUnchanged
 			}
 		}
 		out[i] = c

@@ -101,7 +101,7 @@ func TestHolidayChanges(t *testing.T) {
 	for _, c := range changes {
 		got = append(got, fmt.Sprintf("%s %s %d %s", c.Date, c.Kind, deref(c.AsWeekday), c.Effect))
 	}
-	want := []string{"2027-01-01 off 0 unchanged", "2027-01-02 off 0 new", "2027-01-04 workday 1 changed", "2027-01-05 workday 5 new"}
+	want := []string{"2027-01-01 off 0 unchanged", "2027-01-02 off 0 create", "2027-01-04 workday 1 update", "2027-01-05 workday 5 create"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

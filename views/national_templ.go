@@ -452,15 +452,15 @@ func NationalImportPage(p Page, v NationalImport, errs map[string]string) templ.
 						return templ_7745c5c3_Err
 					}
 					switch c.Effect {
-					case models.HolidayChanged:
+					case models.EffectUpdate:
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, "<span class=\"badge failed\">")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var27 string
-						templ_7745c5c3_Var27, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "national.effect.changed", "Old", holidayLabel(ctx, c.Old)))
+						templ_7745c5c3_Var27, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "national.effect.update", "Old", holidayLabel(ctx, c.Old)))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/national.templ`, Line: 77, Col: 112}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/national.templ`, Line: 77, Col: 111}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var27))
 						if templ_7745c5c3_Err != nil {
@@ -470,15 +470,15 @@ func NationalImportPage(p Page, v NationalImport, errs map[string]string) templ.
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
-					case models.HolidayNew:
+					case models.EffectCreate:
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 42, "<span class=\"badge sent\">")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var28 string
-						templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "national.effect.new"))
+						templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "national.effect.create"))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/national.templ`, Line: 79, Col: 73}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/national.templ`, Line: 79, Col: 76}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var28))
 						if templ_7745c5c3_Err != nil {

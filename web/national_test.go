@@ -52,7 +52,7 @@ func TestNationalCalendarImport(t *testing.T) {
 	resp, body = op.post("/duty/holidays/national", url.Values{"mode": {"preview"}, "builtin": {"2026"}})
 	wantStatus(t, "preview 2026", resp, body, http.StatusOK)
 	wantContains(t, "preview 2026", body, "Preview of the built-in calendar of 2026: 38 new, 1 changed, 0 unchanged.",
-		`data-date="2026-10-01" data-effect="changed"`, "replaces: Bank holiday (day off)", `data-date="2026-10-10" data-effect="new"`,
+		`data-date="2026-10-01" data-effect="update"`, "replaces: Bank holiday (day off)", `data-date="2026-10-10" data-effect="create"`,
 		`name="as_weekday.2026-10-10"`, "gov.cn")
 	if n := len(year("2026")); n != 1 {
 		t.Fatalf("the preview wrote: %d entries", n)
