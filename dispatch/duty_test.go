@@ -209,3 +209,55 @@ func TestScheduledSendUsesItsOwnDate(t *testing.T) {
 		t.Errorf("to_on_duty on Monday (-want +got):\n%s", diff)
 	}
 }
+
+// A rotation counts at intake exactly as the weekly table does, on the delivery date: a
+// send scheduled for a rotation's day reaches whoever's turn it is then.
+func TestScheduledSendFollowsRotations(t *testing.T) {
+	f := newDutyFixture(t)
+	f.d.Now = func() time.Time { return time.Date(2026, 11, 27, 10, 0, 0, 0, shanghai) } // a Friday
+	ctx := context.Background()
+	acct := &models.Account{Name: "ty", Platform: "tianyuan", Enabled: true, MaxAttempts: 3, Config: map[string]string{}}
+	if err := f.store.SaveAccount(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	// Saturdays, a week each: H3 from 2026-11-28, then H4 with H1.
+	if _, err := f.store.CreateRotation(ctx, models.RotationSpec{Name: "sat", Members: []string{"H3", "H4+H1"}, Start: "2026-11-23",
+		TurnDays: 7, Covers: models.CoversWeekdays, Weekdays: []int{6}}); err != nil {
+		t.Fatal(err)
+	}
+	// H3 is also taken off the second Saturday by an override, which wins.
+	if err := f.store.SetOverride(ctx, &models.DutyOverride{Date: "2026-12-05", RecipientID: f.ids["H4"], Action: models.OverrideRemove}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		at      time.Time
+		want    []string
+		skipped models.Reasons
+	}{
+		{time.Date(2026, 11, 28, 9, 0, 0, 0, shanghai), []string{"H3", "B1"}, models.Reasons{{Recipient: "H1", Reason: "off_duty"}, {Recipient: "H4", Reason: "off_duty"}}},
+		{time.Date(2026, 12, 5, 9, 0, 0, 0, shanghai), []string{"H1", "B1"}, models.Reasons{{Recipient: "H3", Reason: "off_duty"}, {Recipient: "H4", Reason: "off_duty"}}},
+	} {
+		res, err := f.d.Plan(ctx, dispatch.Request{Account: "ty", Recipients: []string{"H1", "H3", "H4", "B1"}, Text: "hi", SendAt: &tt.at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, m := range res.Messages {
+			got = append(got, res.Names[m.RecipientID])
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("%s: recipients (-want +got):\n%s", tt.at, diff)
+		}
+		if diff := cmp.Diff(tt.skipped, res.Skipped); diff != "" {
+			t.Errorf("%s: skipped (-want +got):\n%s", tt.at, diff)
+		}
+	}
+	// Sent now, on Friday, nobody is on duty: the rotation is not asked about today.
+	res, err := f.d.Plan(ctx, dispatch.Request{Account: "ty", Recipients: []string{"H3"}, Text: "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(models.Reasons{{Recipient: "H3", Reason: "duty_not_configured"}}, res.Skipped); diff != "" {
+		t.Errorf("skipped on Friday (-want +got):\n%s", diff)
+	}
+}
