@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"herald/i18n"
 	"herald/internal/testenv"
+	"herald/models"
 )
 
 // phoneWidth and phoneHeight are an ordinary phone's screen in CSS pixels.
@@ -238,6 +240,23 @@ func TestPhoneConsole(t *testing.T) {
 	if err != nil || len(people) != 1 {
 		t.Fatalf("demo staff E2001: %v %v", people, err)
 	}
+	// An API key with a callback that nobody answers, and two events of it waiting: the
+	// callback page lists them.
+	cb := &models.CallbackSetting{URL: "http://127.0.0.1:1/events", AllowPrivate: true}
+	_, secret, err := h.app.Store.CreateCallbackAPIKey(context.Background(), "crm", "send", "admin", models.KeyLimits{}, cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &apiClient{t: t, base: h.url, key: secret}
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	code, sent, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"later"},"send_at":"`+later+`"}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("send: %d %v", code, sent["_raw"])
+	}
+	id := sent["messages"].([]any)[0].(map[string]any)["id"].(string)
+	if code, body, _ := api.call("POST", "/api/v1/messages/"+id+"/cancel", ""); code != http.StatusOK {
+		t.Fatalf("cancel: %d %v", code, body["_raw"])
+	}
 	shots := os.Getenv("HERALD_PHONE_SCREENSHOTS")
 	if shots != "" {
 		if err := os.MkdirAll(shots, 0o755); err != nil {
@@ -354,6 +373,7 @@ func TestPhoneConsole(t *testing.T) {
 				{"edit person", "/recipients", `main table a[href^="/recipients/"][href$="/edit"]`},
 				{"edit template", "/templates", `main table a[href^="/templates/"][href$="/edit"]`},
 				{"edit account", "/accounts", `main table a[href^="/accounts/"][href$="/edit"]`},
+				{"API key callback", "/api-keys", `main table a[href^="/api-keys/"][href$="/callback"]`},
 			} {
 				if err := chromedp.Run(ctx, chromedp.Navigate(h.url+list.path), chromedp.WaitVisible(`main`, chromedp.ByQuery)); err != nil {
 					t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herald/config"
+	"herald/dispatch"
 	"herald/internal/app"
 	"herald/migrations"
 	"herald/models"
@@ -179,7 +180,7 @@ func adminResetPassword(ctx context.Context, args []string, getenv config.Getenv
 
 func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "create" {
-		return errors.New("usage: herald apikey create --name N --scopes send,read,admin [--max-recipients N] [--expires YYYY-MM-DD]")
+		return errors.New("usage: herald apikey create --name N --scopes send,read,admin [--max-recipients N] [--expires YYYY-MM-DD] [--callback-url URL [--callback-allow-private]]")
 	}
 	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -187,8 +188,17 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 	scopes := fs.String("scopes", "send,read", "comma-separated: send, read, admin")
 	maxRecipients := fs.String("max-recipients", "", "the most recipients one request may reach (default: no cap of the key's own)")
 	expires := fs.String("expires", "", "the last day the key works, YYYY-MM-DD in HERALD_TIMEZONE (default: never)")
+	callbackURL := fs.String("callback-url", "", "where the status events of the key's messages are posted (default: none)")
+	callbackPrivate := fs.Bool("callback-allow-private", false, "let the callback URL be on a private network")
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("apikey create: %w", err)
+	}
+	var cb *models.CallbackSetting
+	if *callbackURL != "" {
+		cb = &models.CallbackSetting{URL: *callbackURL, AllowPrivate: *callbackPrivate}
+		if err := dispatch.CheckCallback(*cb); err != nil {
+			return fmt.Errorf("apikey create: callback-url: %w", err)
+		}
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
@@ -203,15 +213,18 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 		return err
 	}
 	defer store.Close()
-	k, secret, err := store.CreateLimitedAPIKey(ctx, *name, *scopes, "cli", limits)
+	k, secret, err := store.CreateCallbackAPIKey(ctx, *name, *scopes, "cli", limits, cb)
 	if err != nil {
 		return fmt.Errorf("apikey create: %w", err)
 	}
 	if err := store.Audit(ctx, models.AuditEntry{Actor: "cli", ActorType: "system", Action: "apikey.create",
-		TargetType: "api_key", TargetID: k.Name, Detail: "scopes " + k.Scopes + k.KeyLimits.AuditDetail()}); err != nil {
+		TargetType: "api_key", TargetID: k.Name, Detail: "scopes " + k.Scopes + k.KeyLimits.AuditDetail() + k.CallbackDetail()}); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%s\n", secret)
+	if cb != nil {
+		fmt.Fprintf(stdout, "callback secret: %s\n", cb.Secret)
+	}
 	fmt.Fprintf(stderr, "created API key %q with scopes %s; the key above is shown only once\n", k.Name, k.Scopes)
 	return nil
 }

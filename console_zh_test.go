@@ -29,7 +29,7 @@ import (
 // and what status it must answer. Paths and form values may name the walk's fixtures
 // in braces: {batch}, {message} (sent), {stopped}, {cancelled}, {recipient},
 // {recipient_id}, {off_duty_id}, {template}, {account}, {account_id}, {other_account},
-// {viewer_id}, {tomorrow}, {holiday}, {workday}.
+// {viewer_id}, {key_id} (an API key with a callback), {tomorrow}, {holiday}, {workday}.
 type zhPage struct {
 	as     string // "admin", "viewer" or "" (signed out)
 	method string
@@ -190,6 +190,11 @@ var zhWalk = []zhPage{
 	{as: "admin", method: "POST", path: "/api-keys", status: 422, kind: kindPage, form: url.Values{"name": {""}}},
 	{as: "admin", method: "POST", path: "/api-keys", status: 201, kind: kindPage,
 		form: url.Values{"name": {"核心系统"}, "scopes": {"send", "read"}}},
+	{as: "admin", method: "GET", path: "/api-keys/{key_id}/callback", status: 200, kind: kindPage},
+	{as: "admin", method: "GET", path: "/api-keys/{key_id}/callback?state=delivered", status: 200, kind: kindPage},
+	{as: "admin", method: "POST", path: "/api-keys/{key_id}/callback", status: 422, kind: kindPage, form: url.Values{"url": {"ftp://example.com/x"}}},
+	{as: "admin", method: "POST", path: "/api-keys/{key_id}/callback", status: 200, kind: kindPage,
+		form: url.Values{"url": {"http://127.0.0.1:1/events"}, "allow_private_network": {"true"}}},
 
 	// Error pages.
 	{as: "admin", method: "GET", path: "/no-such-page", status: 404, kind: kindPage},
@@ -313,6 +318,17 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	api := newAPIKey(t, h, "send,read")
+	// The key reports its messages' outcomes to a receiver that is not there: its events
+	// wait, with the error of the last try.
+	cbKey, err := store.LiveAPIKeyByName(ctx, "test-send-read")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SetCallback(ctx, cbKey.ID, &models.CallbackSetting{URL: "http://127.0.0.1:1/events", AllowPrivate: true},
+		models.AuditEntry{Actor: "test", ActorType: "system", Action: "apikey.callback.set"}); err != nil {
+		t.Fatal(err)
+	}
+	fx["key_id"] = fmt.Sprint(cbKey.ID)
 	// A message the platform refuses: stopped at once, with its attempt.
 	h.app.Sim.SetFaults(simulator.Faults{RejectRate: 1})
 	status, sent, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2003"],"content":{"text":"平台拒收"}}`)

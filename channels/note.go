@@ -1,7 +1,9 @@
 package channels
 
 import (
+	"encoding/json"
 	"strings"
+	"unicode/utf8"
 
 	"herald/i18n"
 	"herald/models"
@@ -38,6 +40,32 @@ func (n Note) In(lang string) string {
 		}
 	}
 	return i18n.In(lang, n.Key, args...)
+}
+
+// Rendered is the note in every console language, as a JSON object from language to
+// text, each text at most 450 bytes: kept with a record that a page shows later in its
+// reader's language (see views' storedNote).
+func (n Note) Rendered() string {
+	out := make(map[string]string, len(i18n.Languages))
+	for _, lang := range i18n.Languages {
+		text := n.In(lang)
+		for len(text) > 450 {
+			_, size := utf8.DecodeLastRuneInString(text)
+			text = text[:len(text)-size]
+		}
+		out[lang] = text
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// Describe names a failure for an operator: what kept a connection from being made
+// (the address guard, DNS, a refusal, TLS, a timeout), else the error's own words.
+func Describe(err error) Note {
+	if problem := connectionProblem(err); !problem.IsZero() {
+		return problem
+	}
+	return verbatim(err.Error())
 }
 
 // String is the note in English, for logs, the audit log and the JSON API.

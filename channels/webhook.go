@@ -80,6 +80,34 @@ func (w *Webhook) Send(ctx context.Context, m Message) (Receipt, error) {
 	return Receipt{ProviderMessageID: webhookReplyID(r.body)}, nil
 }
 
+// PostSigned posts a JSON body to target signed with secret the way webhook messages
+// are (WebhookSignatureHeader), with the given extra headers, and returns nil for a 2xx
+// answer, else a classified *Error. Status callbacks go out through it.
+func PostSigned(ctx context.Context, client *http.Client, target, secret string, header http.Header, body []byte, now time.Time) error {
+	h := header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set(WebhookSignatureHeader, SignWebhook(secret, now, body))
+	r, err := postJSON(ctx, client, "callback", target, h, body)
+	if err != nil {
+		return err
+	}
+	if e := statusError("callback", r, ""); e != nil {
+		return e
+	}
+	return nil
+}
+
+// CheckURLField is CheckURL for a field of a form or a request: the problem, if any, as
+// a *models.FieldError naming field.
+func CheckURLField(field, raw string, allowPrivate bool) error {
+	if problem := urlProblem(raw, allowPrivate); !problem.IsZero() {
+		return problem.invalid(field)
+	}
+	return nil
+}
+
 // SignWebhook returns the X-Herald-Signature value for body sent at t.
 func SignWebhook(secret string, t time.Time, body []byte) string {
 	ts := strconv.FormatInt(t.Unix(), 10)

@@ -134,5 +134,9 @@ func (d *Dispatcher) Reject(ctx context.Context, b *models.Batch, by Decider, re
 	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonLen {
 		return 0, models.Invalid("reason", "approvals.error.reason", "Max", MaxReasonLen)
 	}
-	return d.Store.RejectBatch(ctx, b.ID, by.Actor, reason, d.now(), by.audit("batch.reject", b, reason))
+	n, err := d.Store.RejectBatch(ctx, b.ID, by.Actor, reason, d.now(), by.audit("batch.reject", b, reason))
+	if err == nil && b.APIKeyID != nil {
+		d.Callbacks.Kick(*b.APIKeyID)
+	}
+	return n, err
 }

@@ -34,6 +34,9 @@ type Dispatcher struct {
 	Stats *models.Stats
 	// Accounts caches account lookups; nil reads the store every time.
 	Accounts *models.AccountCache
+	// Callbacks hears of messages cancelled here, so their events go out at once; nil:
+	// the recovery pass finds them within seconds.
+	Callbacks *tasks.Callbacks
 
 	groups    grouper
 	threshold thresholdCache
@@ -90,6 +93,8 @@ type Request struct {
 	Source   string // "console" or "api"
 	Actor    string
 	APIKeyID *int64
+	// CallbackKeyID, when set, is the API key that hears of each message's outcome.
+	CallbackKeyID *int64
 	// MaxRecipients is the API key's cap on the people one request reaches; 0: none
 	// beyond MaxRecipients.
 	MaxRecipients int
@@ -378,7 +383,7 @@ func (res *Result) add(ctx context.Context, req Request, acct *models.Account, t
 		ID: models.NewID(), BatchID: res.Batch.ID, RecipientID: p.ID, AccountID: acct.ID, Platform: acct.Platform,
 		Address: addr, MsgType: msgType, Subject: subject, Content: body, ContentHTML: htmlBody,
 		Priority: req.Priority, Status: models.StatusPending, MaxAttempts: acct.MaxAttempts,
-		SendAt: sendAt, NextAttemptAt: &sendAt,
+		SendAt: sendAt, NextAttemptAt: &sendAt, CallbackKeyID: req.CallbackKeyID,
 	})
 	return nil
 }

@@ -79,6 +79,9 @@ func (d *Dispatcher) Cancel(ctx context.Context, m *models.Message) error {
 	if err := d.Store.CancelMessage(ctx, m.ID); err != nil {
 		return err
 	}
+	if m.CallbackKeyID != nil {
+		d.Callbacks.Kick(*m.CallbackKeyID)
+	}
 	d.Stats.Count(m.AccountID, "cancelled", 1)
 	return nil
 }

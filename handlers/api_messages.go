@@ -85,6 +85,9 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 	if body.Content != nil {
 		req.Subject, req.Text = body.Content.Subject, body.Content.Text
 	}
+	if key.CallbackURL != "" {
+		req.CallbackKeyID = &key.ID
+	}
 	// The body encoded again is the request in one fixed form: spacing and key order
 	// do not change it.
 	canonical, _ := json.Marshal(body)

@@ -3,7 +3,6 @@ package handlers
 import (
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -58,16 +57,11 @@ func (h *Handlers) CreateAPIKey(c *gin.Context) {
 
 // RevokeAPIKey revokes a key; systems using it are refused from then on.
 func (h *Handlers) RevokeAPIKey(c *gin.Context) {
-	ctx := c.Request.Context()
-	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
-	k, err := h.Store.APIKeyByID(ctx, id)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_api_key", "ID", c.Param("id"))
+	k, ok := h.keyOfPath(c)
+	if !ok {
 		return
 	}
-	if err == nil {
-		err = h.Store.RevokeAPIKey(ctx, id)
-	}
+	err := h.Store.RevokeAPIKey(c.Request.Context(), k.ID)
 	if errors.Is(err, models.ErrStateChanged) {
 		h.renderAPIKeys(c, http.StatusConflict, views.APIKeyForm{Scopes: map[string]bool{}}, map[string]string{"": tr(c, "users.keys.already_revoked", "Name", k.Name)})
 		return

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gorm.io/gorm"
 )
 
 // APIKey authenticates a business system on the JSON API. Only the SHA-256 of the key
@@ -26,6 +28,12 @@ type APIKey struct {
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
 	KeyLimits
+	// CallbackURL, when set, receives the status events of the messages created through
+	// the key, signed with the sealed secret (callbacks.go).
+	CallbackURL          string
+	CallbackSecretEnc    *string `json:"-"`
+	CallbackAllowPrivate bool
+	CallbackLeaseUntil   *time.Time `json:"-"`
 }
 
 // KeyLimits bound what one API key may do: how many recipients one request may name
@@ -145,6 +153,14 @@ func (s *Store) CreateAPIKey(ctx context.Context, name, scopes, createdBy string
 
 // CreateLimitedAPIKey is CreateAPIKey for a key with a recipient cap or an expiry.
 func (s *Store) CreateLimitedAPIKey(ctx context.Context, name, scopes, createdBy string, limits KeyLimits) (*APIKey, string, error) {
+	return s.CreateCallbackAPIKey(ctx, name, scopes, createdBy, limits, nil)
+}
+
+// CreateCallbackAPIKey is CreateLimitedAPIKey for a key that may have a status callback
+// from the start (cb nil: none): the key and its callback are written together. The
+// callback's URL must have been checked against the address guard
+// (dispatch.CheckCallback); cb.Secret holds the secret in force afterwards.
+func (s *Store) CreateCallbackAPIKey(ctx context.Context, name, scopes, createdBy string, limits KeyLimits, cb *CallbackSetting) (*APIKey, string, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, "", err
 	}
@@ -162,8 +178,21 @@ func (s *Store) CreateLimitedAPIKey(ctx context.Context, name, scopes, createdBy
 	prefix := hex.EncodeToString(idBytes)
 	secret := apiKeyPrefix + prefix + "_" + hex.EncodeToString(secretBytes)
 	k := &APIKey{Name: name, Prefix: prefix, KeyHash: hashKey(secret), Scopes: norm, CreatedBy: createdBy, KeyLimits: limits}
-	if err := s.db.WithContext(ctx).Create(k).Error; err != nil {
-		return nil, "", fmt.Errorf("models: create api key: %w", err)
+	err = s.tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(k).Error; err != nil {
+			return fmt.Errorf("models: create api key: %w", err)
+		}
+		if cb == nil {
+			return nil
+		}
+		if err := s.setCallback(tx, k.ID, cb); err != nil {
+			return err
+		}
+		k.CallbackURL, k.CallbackAllowPrivate = cb.URL, cb.AllowPrivate
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
 	}
 	return k, secret, nil
 }

@@ -76,6 +76,7 @@ func (s *Store) ApproveBatch(ctx context.Context, batchID, by string, now, dueAt
 // ErrStateChanged means the batch was no longer awaiting approval.
 func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now time.Time, audit AuditEntry) (int, error) {
 	var n int
+	now = now.UTC().Truncate(time.Microsecond) // as stored: recordCancelled finds the rows by it
 	err := s.tx(ctx, func(tx *gorm.DB) error {
 		if err := decide(tx, batchID, ApprovalRejected, by, note, now, audit); err != nil {
 			return err
@@ -86,7 +87,7 @@ func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now t
 			return fmt.Errorf("models: cancel messages of batch %s: %w", batchID, res.Error)
 		}
 		n = int(res.RowsAffected)
-		return nil
+		return recordCancelled(tx, "batch_id = ?", batchID, now)
 	})
 	return n, err
 }

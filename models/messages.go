@@ -107,11 +107,14 @@ type Batch struct {
 	ToOnDuty       bool
 	Requested      int
 	Accepted       int
-	SkippedCount   int
-	RejectedCount  int
-	Skipped        Reasons
-	Rejected       Reasons
-	CreatedAt      time.Time
+	// CallbackOpen counts the messages of a callback key not final yet: batch.completed
+	// is sent when it reaches zero.
+	CallbackOpen  int
+	SkippedCount  int
+	RejectedCount int
+	Skipped       Reasons
+	Rejected      Reasons
+	CreatedAt     time.Time
 	// Approval is "" for a batch that needed none, else ApprovalAwaiting, ApprovalApproved
 	// or ApprovalRejected (approvals.go); DecidedBy names who decided.
 	Approval     string
@@ -150,10 +153,12 @@ type Message struct {
 	ProviderMessageID string
 	// TaskID is the Asynq task that carries the message: its own, or a chunk task it
 	// shares with other messages of its batch (tasks.SendTaskID, tasks.ChunkTaskID).
-	TaskID    string
-	CreatedAt time.Time
-	UpdatedAt time.Time
-	SentAt    *time.Time
+	TaskID string
+	// CallbackKeyID is the API key that hears of the message's outcome (nil for none).
+	CallbackKeyID *int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	SentAt        *time.Time
 }
 
 // insertChunk bounds a multi-row INSERT well below MySQL's placeholder limit.
@@ -191,6 +196,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 				return err
 			}
 		}
+		countCallbacks(b, msgs)
 		if err := tx.Create(b).Error; err != nil {
 			if isDuplicate(err) {
 				return fmt.Errorf("models: create batch: %w", ErrDuplicate)
@@ -205,6 +211,16 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		}
 		return nil
 	})
+}
+
+// countCallbacks sets how many of a batch's messages a callback key waits for.
+func countCallbacks(b *Batch, msgs []Message) {
+	b.CallbackOpen = 0
+	for i := range msgs {
+		if msgs[i].CallbackKeyID != nil {
+			b.CallbackOpen++
+		}
+	}
 }
 
 // NewBatch is one intake for CreateBatches: a batch, its messages and its extras.
@@ -246,6 +262,7 @@ func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 					return err
 				}
 			}
+			countCallbacks(it.Batch, it.Messages)
 			batches = append(batches, it.Batch)
 			msgs = append(msgs, it.Messages...)
 		}
@@ -421,6 +438,7 @@ func (s *Store) FinishAttempts(ctx context.Context, items []Finish) []error {
 		clear(errs)
 		now := Now()
 		var sent []int
+		var finals []finalMessage
 		for _, i := range order {
 			it := items[i]
 			if it.Outcome.Status == StatusSent && it.Outcome.CountsAttempt && it.Outcome.Called {
@@ -438,6 +456,9 @@ func (s *Store) FinishAttempts(ctx context.Context, items []Finish) []error {
 			if it.Outcome.Called {
 				attempts = append(attempts, attemptRow(it))
 			}
+			if f, ok := finalOf(it.Message, it.Outcome.Status, it.Outcome.ErrorClass); ok {
+				finals = append(finals, f)
+			}
 		}
 		if len(sent) > 0 {
 			done, err := finishSent(tx, items, sent, now)
@@ -450,7 +471,13 @@ func (s *Store) FinishAttempts(ctx context.Context, items []Finish) []error {
 					continue
 				}
 				attempts = append(attempts, attemptRow(items[i]))
+				if f, ok := finalOf(items[i].Message, StatusSent, ""); ok {
+					finals = append(finals, f)
+				}
 			}
+		}
+		if err := recordFinal(tx, finals, now); err != nil {
+			return err
 		}
 		if len(attempts) > 0 {
 			if err := tx.CreateInBatches(attempts, insertChunk).Error; err != nil {
@@ -785,11 +812,34 @@ func truncate(s string, n int) string {
 // CancelMessage cancels a pending or failed message. ErrStateChanged means it was in
 // another state (sending, sent, stopped or cancelled already).
 func (s *Store) CancelMessage(ctx context.Context, id string) error {
-	now := Now()
-	res := s.db.WithContext(ctx).Model(&Message{}).
-		Where("id = ? AND status IN ?", id, []Status{StatusPending, StatusFailed}).
-		Updates(map[string]any{"status": StatusCancelled, "next_attempt_at": nil, "updated_at": now})
-	return casResult(res, "cancel", id)
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		now := Now()
+		res := tx.Model(&Message{}).
+			Where("id = ? AND status IN ?", id, []Status{StatusPending, StatusFailed}).
+			Updates(map[string]any{"status": StatusCancelled, "next_attempt_at": nil, "updated_at": now})
+		if err := casResult(res, "cancel", id); err != nil {
+			return err
+		}
+		return recordCancelled(tx, "id = ?", id, now)
+	})
+}
+
+// recordCancelled writes the events of the messages just cancelled (in tx, at now) that
+// match where.
+func recordCancelled(tx *gorm.DB, where string, arg any, now time.Time) error {
+	var rows []Message
+	err := tx.Select("id, batch_id, callback_key_id").
+		Where(where+" AND status = ? AND updated_at = ? AND callback_key_id IS NOT NULL", arg, StatusCancelled, now).Find(&rows).Error
+	if err != nil {
+		return fmt.Errorf("models: cancelled messages: %w", err)
+	}
+	finals := make([]finalMessage, 0, len(rows))
+	for i := range rows {
+		if f, ok := finalOf(&rows[i], StatusCancelled, ""); ok {
+			finals = append(finals, f)
+		}
+	}
+	return recordFinal(tx, finals, now)
 }
 
 // RetryMessage makes a stopped message pending again with a fresh allowance of attempts,
@@ -797,12 +847,17 @@ func (s *Store) CancelMessage(ctx context.Context, id string) error {
 // stays in order. A failed message already has a
 // retry scheduled and is not changed (ErrStateChanged).
 func (s *Store) RetryMessage(ctx context.Context, id string, extraAttempts int) error {
-	now := Now()
-	res := s.db.WithContext(ctx).Model(&Message{}).
-		Where("id = ? AND status = ?", id, StatusStopped).
-		Updates(map[string]any{"status": StatusPending, "next_attempt_at": now, "updated_at": now,
-			"max_attempts": gorm.Expr("attempts + ?", extraAttempts), "class_retries": 0, "task_id": id})
-	return casResult(res, "retry", id)
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		now := Now()
+		res := tx.Model(&Message{}).
+			Where("id = ? AND status = ?", id, StatusStopped).
+			Updates(map[string]any{"status": StatusPending, "next_attempt_at": now, "updated_at": now,
+				"max_attempts": gorm.Expr("attempts + ?", extraAttempts), "class_retries": 0, "task_id": id})
+		if err := casResult(res, "retry", id); err != nil {
+			return err
+		}
+		return reopen(tx, id)
+	})
 }
 
 func casResult(res *gorm.DB, op, id string) error {

@@ -26,7 +26,7 @@ var gormModels = []any{
 	&models.Recipient{}, &models.DutySlot{}, &models.DutyOverride{}, &models.Holiday{},
 	&models.Template{}, &models.Account{}, &models.Batch{}, &models.Message{},
 	&models.Attempt{}, &models.AuditEntry{}, &models.IdempotencyKey{}, &models.MessageStat{},
-	&models.Setting{}, &models.Rotation{}, &models.DutyFeed{}, &models.DutySwap{}, &models.DutyReminder{},
+	&models.Setting{}, &models.Rotation{}, &models.DutyFeed{}, &models.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
 }
 
 // designTables are the tables the migrations create, by the names operators and tools rely on.

@@ -29,6 +29,8 @@ var (
 	// ErrStateChanged means a compare-and-set update matched no row: another actor moved
 	// the row out of the state the caller expected.
 	ErrStateChanged = errors.New("state changed concurrently")
+	// ErrAmbiguous means a name matched several rows where one was expected.
+	ErrAmbiguous = errors.New("ambiguous")
 )
 
 // Store is Herald's data access: one per process, safe for concurrent use.

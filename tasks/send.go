@@ -36,6 +36,9 @@ type Sender struct {
 	Metrics *Metrics
 	// Stats counts outcomes per minute for the dashboard; nil counts nothing.
 	Stats *models.Stats
+	// Callbacks hears of final outcomes of messages with a callback; nil: the recovery
+	// pass finds their events.
+	Callbacks *Callbacks
 
 	// Accounts caches account lookups; the process shares one with intake.
 	Accounts *models.AccountCache
@@ -436,6 +439,9 @@ func (s *Sender) record(m *models.Message, o models.Outcome) error {
 	if err := s.finishes.Do(models.Finish{Message: m, Outcome: o}); err != nil {
 		// The row stays sending; the sweeper returns it to failed when the lease ends.
 		return fmt.Errorf("tasks: %w", err)
+	}
+	if m.CallbackKeyID != nil && o.Status.Terminal() {
+		s.Callbacks.Kick(*m.CallbackKeyID)
 	}
 	return nil
 }

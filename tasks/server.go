@@ -16,9 +16,10 @@ type WorkerOptions struct {
 	Log               *slog.Logger
 }
 
-// NewWorker returns an Asynq server on the three weighted priority queues, with the
-// send and sweep handlers registered.
-func NewWorker(redis asynq.RedisConnOpt, opts WorkerOptions, send *Sender, sweep *Sweeper) (*asynq.Server, *asynq.ServeMux) {
+// NewWorker returns an Asynq server on the three weighted priority queues, the
+// maintenance queue and the callback queue, with the send, sweep and callback handlers
+// registered.
+func NewWorker(redis asynq.RedisConnOpt, opts WorkerOptions, send *Sender, sweep *Sweeper, callbacks *Callbacks) (*asynq.Server, *asynq.ServeMux) {
 	srv := asynq.NewServer(redis, asynq.Config{
 		Concurrency:       opts.Concurrency,
 		Queues:            Queues,
@@ -36,6 +37,7 @@ func NewWorker(redis asynq.RedisConnOpt, opts WorkerOptions, send *Sender, sweep
 	mux.Handle(TypeSendMessage, send)
 	mux.Handle(TypeSweep, sweep)
 	mux.Handle(TypeRecover, sweep)
+	mux.Handle(TypeDeliverCallbacks, callbacks)
 	return srv, mux
 }
 

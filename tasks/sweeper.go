@@ -43,6 +43,8 @@ type Sweeper struct {
 	// Remind, when set, sends the duty reminder if it is due; each sweep (once a
 	// minute) asks.
 	Remind func(context.Context) error
+	// Callbacks, when set, has its due events delivered: each recovery pass asks.
+	Callbacks *Callbacks
 
 	mu sync.Mutex
 	// unclaimed: active send tasks whose message was due and unclaimed when a pass of
@@ -108,7 +110,8 @@ func (s *Sweeper) recover(ctx context.Context, sends []activeSend, listErr error
 	jobs = append(jobs, stuck...)
 	// Released rows are failed and due: if enqueueing fails, the full sweep finds them.
 	n, qerr := s.enqueue(ctx, jobs)
-	return n, errors.Join(err, listErr, serr, qerr)
+	cerr := s.Callbacks.KickDue(ctx)
+	return n, errors.Join(err, listErr, serr, qerr, cerr)
 }
 
 // enqueue records which task carries each job's messages, then enqueues the jobs. A job

@@ -44,7 +44,10 @@ var MessageQueues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1}
 // Queues are every queue a worker serves, with their weights. Maintenance tasks are few
 // and short (one every 3 s) but must not wait behind a backlog of messages: they weigh
 // as much as high.
-var Queues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1, QueueMaintenance: 6}
+//
+// Status callbacks have a queue of their own with a small weight: a slow receiver holds
+// a few workers at most.
+var Queues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1, QueueMaintenance: 6, QueueCallbacks: 2}
 
 // QueueFor returns the queue of a priority; unknown priorities go to normal.
 func QueueFor(priority models.Priority) string {

@@ -156,6 +156,9 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	admins.GET("/api-keys", h.APIKeys)
 	admins.POST("/api-keys", h.CreateAPIKey)
 	admins.POST("/api-keys/:id/revoke", h.RevokeAPIKey)
+	admins.GET("/api-keys/:id/callback", h.KeyCallback)
+	admins.POST("/api-keys/:id/callback", h.SetKeyCallback)
+	admins.POST("/api-keys/:id/events/:event/resend", h.ResendKeyEvent)
 
 	// The JSON API: bearer API keys with scopes; admin has every scope.
 	v1 := r.Group("/api/v1", apiLanguage)
@@ -168,6 +171,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.GET("/batches/:id", read, h.GetBatch)
 	v1.POST("/batches/:id/approve", admin, h.APIApproveBatch)
 	v1.POST("/batches/:id/reject", admin, h.APIRejectBatch)
+	v1.PUT("/api-keys/:name/callback", admin, h.APIPutCallback)
 	v1.GET("/settings", admin, h.APIGetSettings)
 	v1.PUT("/settings", admin, h.APIPutSettings)
 

@@ -58,6 +58,8 @@ type App struct {
 	Channels  *channels.Registry
 	Stats     *models.Stats
 	Metrics   *prometheus.Registry
+	// Callbacks delivers status events to the API keys' callback URLs.
+	Callbacks *tasks.Callbacks
 	// Dispatch is the process's intake, for the console and the API alike.
 	Dispatch *dispatch.Dispatcher
 	// Sim is the in-process simulator behind sandbox accounts.
@@ -110,11 +112,12 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 		return nil, fmt.Errorf("serve: cannot reach Redis at %s (HERALD_REDIS_URL): %w", a.Redis.Where(), err)
 	}
 	a.Inspector = asynq.NewInspector(a.Redis.Asynq())
+	a.Callbacks = &tasks.Callbacks{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log}
 	a.Sim = simulator.New(simulator.Faults{})
 	a.Channels = channels.NewRegistry(a.Sim)
 	a.Stats = store.NewStats()
 	a.Dispatch = &dispatch.Dispatcher{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log, Location: cfg.Location,
-		Stats: a.Stats, Accounts: a.Accounts}
+		Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks}
 	a.Metrics = prometheus.NewRegistry()
 	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return a, nil
@@ -142,7 +145,8 @@ func (a *App) Sweeper() *tasks.Sweeper {
 		_, err := a.Dispatch.RemindIfDue(ctx)
 		return err
 	}
-	return &tasks.Sweeper{Store: a.Store, Enqueuer: a.Enqueuer, Inspector: a.Inspector, Log: a.Log, Grace: a.SweepGrace, Remind: remind}
+	return &tasks.Sweeper{Store: a.Store, Enqueuer: a.Enqueuer, Inspector: a.Inspector, Log: a.Log, Grace: a.SweepGrace, Remind: remind,
+		Callbacks: a.Callbacks}
 }
 
 // Close releases what New opened; Run calls it when it returns.

@@ -93,8 +93,9 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	send.Metrics = tasks.NewMetrics(a.Metrics)
 	send.Stats = a.Stats
 	send.Location = a.Config.Location
+	send.Callbacks = a.Callbacks
 	srv, mux := tasks.NewWorker(a.Redis.Asynq(), tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
-		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, a.Sweeper())
+		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, a.Sweeper(), a.Callbacks)
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("serve: start worker: %w", err)
 	}

@@ -1,0 +1,127 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/models"
+	"herald/views"
+)
+
+// callbackPageSize is how many events the callback page lists at a time.
+const callbackPageSize = 50
+
+// keyOfPath reads /api-keys/:id and answers 404 for a key that does not exist.
+func (h *Handlers) keyOfPath(c *gin.Context) (*models.APIKey, bool) {
+	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
+	k, err := h.Store.APIKeyByID(c.Request.Context(), id)
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "error.no_api_key", "ID", c.Param("id"))
+		return nil, false
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return nil, false
+	}
+	return k, true
+}
+
+// KeyCallback is GET /api-keys/:id/callback: the key's callback and its recent events.
+func (h *Handlers) KeyCallback(c *gin.Context) {
+	k, ok := h.keyOfPath(c)
+	if !ok {
+		return
+	}
+	v := views.KeyCallback{Key: k, Form: views.CallbackForm{URL: k.CallbackURL, AllowPrivate: k.CallbackAllowPrivate}, Notice: h.notice(c)}
+	h.renderCallback(c, http.StatusOK, v, nil)
+}
+
+func (h *Handlers) renderCallback(c *gin.Context, status int, v views.KeyCallback, errs map[string]string) {
+	v.State = c.Query("state")
+	switch v.State {
+	case "", models.EventPending, models.EventDelivered, models.EventFailed:
+	default:
+		v.State = ""
+	}
+	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
+	events, err := h.Store.CallbackEventsOf(c.Request.Context(), v.Key.ID, v.State, before, callbackPageSize)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	v.Events = events
+	base := "/api-keys/" + strconv.FormatInt(v.Key.ID, 10) + "/callback?state=" + v.State
+	if before > 0 {
+		v.First = base
+	}
+	if events.More {
+		v.Next = base + "&before=" + strconv.FormatInt(events.Before, 10)
+	}
+	if v.NewSecret != "" {
+		c.Header("Cache-Control", "no-store")
+	}
+	render(c, status, views.KeyCallbackPage(page(c, tr(c, "callbacks.title", "Name", v.Key.Name), "apikeys"), v, errs))
+}
+
+// SetKeyCallback is POST /api-keys/:id/callback: set, change or (with an empty URL)
+// remove the key's callback. A new secret is shown on the answer, once.
+func (h *Handlers) SetKeyCallback(c *gin.Context) {
+	k, ok := h.keyOfPath(c)
+	if !ok {
+		return
+	}
+	set := models.CallbackSetting{URL: c.PostForm("url"), Secret: c.PostForm("secret"), AllowPrivate: c.PostForm("allow_private_network") == "true"}
+	v := views.KeyCallback{Key: k, Form: views.CallbackForm{URL: set.URL, AllowPrivate: set.AllowPrivate}}
+	u := CurrentUser(c)
+	err := h.setCallback(c, k, &set, models.AuditEntry{Actor: u.Username, ActorType: "user", IP: c.ClientIP()})
+	if errors.Is(err, models.ErrStateChanged) {
+		h.renderCallback(c, http.StatusConflict, v, map[string]string{"": tr(c, "users.keys.already_revoked", "Name", k.Name)})
+		return
+	}
+	if errs, ok := fieldErrors(c, err); ok {
+		h.renderCallback(c, http.StatusUnprocessableEntity, v, errs)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	if set.URL == "" {
+		h.redirectNotice(c, "/api-keys/"+c.Param("id")+"/callback", "saved", tr(c, "callbacks.subject", "Name", k.Name))
+		return
+	}
+	k.CallbackURL, k.CallbackAllowPrivate = set.URL, set.AllowPrivate
+	v.NewSecret = set.Secret
+	v.Notice = tr(c, "notice.saved", "Subject", tr(c, "callbacks.subject", "Name", k.Name))
+	h.renderCallback(c, http.StatusOK, v, nil)
+}
+
+// ResendKeyEvent is POST /api-keys/:id/events/:event/resend: deliver an event again.
+func (h *Handlers) ResendKeyEvent(c *gin.Context) {
+	k, ok := h.keyOfPath(c)
+	if !ok {
+		return
+	}
+	event := c.Param("event")
+	u := CurrentUser(c)
+	audit := models.AuditEntry{Actor: u.Username, ActorType: "user", IP: c.ClientIP(), Action: "apikey.callback.resend",
+		TargetType: "api_key", TargetID: k.Name, Detail: "event " + event}
+	err := h.Store.ResendCallbackEvent(c.Request.Context(), k.ID, event, audit)
+	switch {
+	case isNotFound(err):
+		ErrorPage(c, http.StatusNotFound, "callbacks.no_event", "ID", event)
+		return
+	case errors.Is(err, models.ErrStateChanged):
+		v := views.KeyCallback{Key: k, Form: views.CallbackForm{URL: k.CallbackURL, AllowPrivate: k.CallbackAllowPrivate}}
+		h.renderCallback(c, http.StatusConflict, v, map[string]string{"": tr(c, "callbacks.already_pending")})
+		return
+	case err != nil:
+		h.serverError(c, err)
+		return
+	}
+	h.Dispatch.Callbacks.Kick(k.ID)
+	h.redirectNotice(c, "/api-keys/"+c.Param("id")+"/callback", "resent", tr(c, "callbacks.event_subject", "ID", event))
+}

@@ -1,0 +1,450 @@
+package models
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Status callback event types: what a calling system hears about the messages it asked
+// for.
+const (
+	EventMessageSent      = "message.sent"
+	EventMessageStopped   = "message.stopped"
+	EventMessageCancelled = "message.cancelled"
+	EventBatchCompleted   = "batch.completed"
+)
+
+// EventTypes lists the event types.
+var EventTypes = []string{EventMessageSent, EventMessageStopped, EventMessageCancelled, EventBatchCompleted}
+
+// Delivery states of a callback event.
+const (
+	EventPending   = "pending"
+	EventDelivered = "delivered"
+	// EventFailed is an event Herald gave up on after CallbackGiveUp: an operator may
+	// send it again.
+	EventFailed = "failed"
+)
+
+// CallbackGiveUp is how long Herald keeps trying to deliver an event before it marks
+// it failed: a receiver down for a day or two still gets everything.
+const CallbackGiveUp = 72 * time.Hour
+
+// CallbackEvent is one status event in the outbox. It is written in the transaction of
+// the state change that causes it, so a crash can never lose it; Seq orders the events
+// of a key, and events of one message are delivered in that order.
+type CallbackEvent struct {
+	Seq           int64  `gorm:"primaryKey;autoIncrement"`
+	EventID       string `gorm:"column:id"`
+	APIKeyID      int64  `gorm:"column:api_key_id"`
+	Type          string
+	MessageID     *string
+	BatchID       string
+	Status        string
+	ErrorClass    string
+	OccurredAt    time.Time
+	State         string
+	Attempts      int
+	NextAttemptAt time.Time
+	LastError     string
+	DeliveredAt   *time.Time
+}
+
+// TableName implements gorm's tabler.
+func (CallbackEvent) TableName() string { return "callback_events" }
+
+// eventOfStatus names the event a final message status causes ("" for none).
+func eventOfStatus(s Status) string {
+	switch s {
+	case StatusSent:
+		return EventMessageSent
+	case StatusStopped:
+		return EventMessageStopped
+	case StatusCancelled:
+		return EventMessageCancelled
+	}
+	return ""
+}
+
+// finalMessage is a message of a callback key that has just reached a final status.
+type finalMessage struct {
+	id, batchID, errorClass string
+	keyID                   int64
+	status                  Status
+}
+
+// recordFinal writes the events of messages that reached a final status in tx, counts
+// them off their batches, and writes batch.completed for each batch left with none
+// open. The batch row's UPDATE serialises the transactions finishing messages of one
+// batch, so exactly one of them sees the count reach zero.
+func recordFinal(tx *gorm.DB, finals []finalMessage, now time.Time) error {
+	if len(finals) == 0 {
+		return nil
+	}
+	events := make([]CallbackEvent, 0, len(finals))
+	perBatch := map[string]int{}
+	keyOf := map[string]int64{}
+	var batches []string
+	for _, f := range finals {
+		id := f.id
+		events = append(events, newEvent(f.keyID, eventOfStatus(f.status), &id, f.batchID, string(f.status), f.errorClass, now))
+		if perBatch[f.batchID] == 0 {
+			batches = append(batches, f.batchID)
+		}
+		perBatch[f.batchID]++
+		keyOf[f.batchID] = f.keyID
+	}
+	// Batches in a fixed order, so two transactions never lock them in opposite orders.
+	slices.Sort(batches)
+	for _, b := range batches {
+		if err := tx.Exec("UPDATE batches SET callback_open = callback_open - ? WHERE id = ?", perBatch[b], b).Error; err != nil {
+			return fmt.Errorf("models: count final messages of batch %s: %w", b, err)
+		}
+		var open int
+		if err := tx.Raw("SELECT callback_open FROM batches WHERE id = ?", b).Scan(&open).Error; err != nil {
+			return fmt.Errorf("models: open messages of batch %s: %w", b, err)
+		}
+		if open <= 0 {
+			events = append(events, newEvent(keyOf[b], EventBatchCompleted, nil, b, "completed", "", now))
+		}
+	}
+	if err := tx.CreateInBatches(events, insertChunk).Error; err != nil {
+		return fmt.Errorf("models: record callback events: %w", err)
+	}
+	return nil
+}
+
+func newEvent(keyID int64, typ string, messageID *string, batchID, status, errorClass string, now time.Time) CallbackEvent {
+	return CallbackEvent{EventID: NewID(), APIKeyID: keyID, Type: typ, MessageID: messageID, BatchID: batchID,
+		Status: status, ErrorClass: errorClass, OccurredAt: now, State: EventPending, NextAttemptAt: now}
+}
+
+// finalOf returns the final message an outcome leaves behind, if the message belongs to
+// a callback key and the outcome is final.
+func finalOf(m *Message, status Status, errorClass string) (finalMessage, bool) {
+	if m.CallbackKeyID == nil || !status.Terminal() {
+		return finalMessage{}, false
+	}
+	return finalMessage{id: m.ID, batchID: m.BatchID, keyID: *m.CallbackKeyID, status: status, errorClass: errorClass}, true
+}
+
+// reopen counts a message of a callback key open again on its batch (a stopped message
+// retried).
+func reopen(tx *gorm.DB, id string) error {
+	err := tx.Exec("UPDATE batches SET callback_open = callback_open + 1 WHERE id = (SELECT batch_id FROM messages WHERE id = ? AND callback_key_id IS NOT NULL)", id).Error
+	if err != nil {
+		return fmt.Errorf("models: reopen message %s: %w", id, err)
+	}
+	return nil
+}
+
+// CallbackDetail is the callback part of an audit entry's detail: the URL, never the
+// secret ("" for a key without a callback).
+func (k *APIKey) CallbackDetail() string {
+	if k.CallbackURL == "" {
+		return ""
+	}
+	d := " callback " + k.CallbackURL
+	if k.CallbackAllowPrivate {
+		d += " (private network allowed)"
+	}
+	return d
+}
+
+// CallbackTarget is where and how a key's events are delivered.
+type CallbackTarget struct {
+	KeyID        int64
+	KeyName      string
+	URL          string
+	Secret       string
+	AllowPrivate bool
+}
+
+// CallbackSetting is what an operator sets on a key: a URL (empty to stop callbacks),
+// the signing secret ("" to have Herald make one) and whether the URL may be on a
+// private network.
+type CallbackSetting struct {
+	URL          string
+	Secret       string
+	AllowPrivate bool
+}
+
+// sealedForKey is the associated data binding a sealed callback secret to its key.
+func sealedForKey(keyID int64) []byte {
+	return []byte("api key " + strconv.FormatInt(keyID, 10) + " callback_secret")
+}
+
+// NewCallbackSecret returns a fresh signing secret.
+func NewCallbackSecret() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return "hcs_" + hex.EncodeToString(b)
+}
+
+// maxCallbackSecret bounds a secret a caller chooses.
+const maxCallbackSecret = 200
+
+// normalise checks the setting (not the URL's address, which channels checks) and fills
+// in a secret when the URL is set and none was given.
+func (c *CallbackSetting) normalise() error {
+	c.URL = strings.TrimSpace(c.URL)
+	if len(c.URL) > 2048 {
+		return Invalid("url", "callbacks.url_long")
+	}
+	if c.URL == "" {
+		c.Secret, c.AllowPrivate = "", false
+		return nil
+	}
+	c.Secret = strings.TrimSpace(c.Secret)
+	if c.Secret == "" {
+		c.Secret = NewCallbackSecret()
+	}
+	if len(c.Secret) < 16 || len(c.Secret) > maxCallbackSecret {
+		return Invalid("secret", "callbacks.secret_length", "Min", 16, "Max", maxCallbackSecret)
+	}
+	return nil
+}
+
+// CheckCallbackSetting checks what models can of a setting: lengths (the address is
+// dispatch.CheckCallback's). It does not change c.
+func CheckCallbackSetting(c CallbackSetting) error { return c.normalise() }
+
+// setCallback writes a key's callback in tx.
+func (s *Store) setCallback(tx *gorm.DB, keyID int64, c *CallbackSetting) error {
+	if err := c.normalise(); err != nil {
+		return err
+	}
+	upd := map[string]any{"callback_url": c.URL, "callback_allow_private": c.AllowPrivate, "callback_secret_enc": nil}
+	if c.URL != "" {
+		upd["callback_secret_enc"] = s.sealer.seal([]byte(c.Secret), sealedForKey(keyID))
+	}
+	res := tx.Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", keyID).Updates(upd)
+	if res.Error != nil {
+		return fmt.Errorf("models: set callback of api key %d: %w", keyID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: set callback of api key %d: %w", keyID, ErrStateChanged)
+	}
+	return nil
+}
+
+// SetCallback sets (or, with an empty URL, removes) a live key's callback, audited in
+// the same transaction. The setting's Secret holds the secret in force afterwards, to
+// show once. Events already waiting go to the new URL.
+func (s *Store) SetCallback(ctx context.Context, keyID int64, c *CallbackSetting, audit AuditEntry) error {
+	err := s.tx(ctx, func(tx *gorm.DB) error {
+		if err := s.setCallback(tx, keyID, c); err != nil {
+			return err
+		}
+		audit.At = Now()
+		return tx.Create(&audit).Error
+	})
+	s.forgetAPIKeys()
+	return err
+}
+
+// CallbackTargetOf returns where a key's events go; ErrNotFound when the key has no
+// callback (or is gone).
+func (s *Store) CallbackTargetOf(ctx context.Context, keyID int64) (*CallbackTarget, error) {
+	var k APIKey
+	if err := s.reader(ctx).First(&k, keyID).Error; err != nil {
+		return nil, fmt.Errorf("models: api key %d: %w", keyID, notFound(err))
+	}
+	if k.CallbackURL == "" || k.CallbackSecretEnc == nil {
+		return nil, fmt.Errorf("models: callback of api key %d: %w", keyID, ErrNotFound)
+	}
+	secret, err := s.sealer.open(*k.CallbackSecretEnc, sealedForKey(keyID))
+	if err != nil {
+		return nil, fmt.Errorf("api key %s: %w", k.Name, err)
+	}
+	return &CallbackTarget{KeyID: k.ID, KeyName: k.Name, URL: k.CallbackURL, Secret: string(secret), AllowPrivate: k.CallbackAllowPrivate}, nil
+}
+
+// LeaseCallbacks takes the right to deliver a key's events until until (a
+// compare-and-set on the key's row), so that one runner at a time delivers them and
+// events of one message keep their order. It reports false when another runner holds it.
+func (s *Store) LeaseCallbacks(ctx context.Context, keyID int64, now, until time.Time) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&APIKey{}).
+		Where("id = ? AND (callback_lease_until IS NULL OR callback_lease_until < ?)", keyID, now).
+		Update("callback_lease_until", until)
+	if res.Error != nil {
+		return false, fmt.Errorf("models: lease callbacks of api key %d: %w", keyID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// ReleaseCallbacks gives a lease back.
+func (s *Store) ReleaseCallbacks(ctx context.Context, keyID int64, until time.Time) error {
+	return s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ? AND callback_lease_until = ?", keyID, until).
+		Update("callback_lease_until", nil).Error
+}
+
+// DueCallbackKeys lists the keys with events due for delivery.
+func (s *Store) DueCallbackKeys(ctx context.Context, now time.Time) ([]int64, error) {
+	var ids []int64
+	err := s.reader(ctx).Model(&CallbackEvent{}).Distinct("api_key_id").
+		Where("state = ? AND next_attempt_at <= ?", EventPending, now).Limit(1000).Pluck("api_key_id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: keys with due callbacks: %w", err)
+	}
+	return ids, nil
+}
+
+// EventDelivery is a pending event with what its body needs: the recipient's external id
+// and the message's platform.
+type EventDelivery struct {
+	CallbackEvent
+	Recipient *string
+	Platform  string
+}
+
+// PendingCallbackEvents returns a key's first pending events in order, due or not (a
+// later event of a message must wait for an earlier one that is not due yet).
+func (s *Store) PendingCallbackEvents(ctx context.Context, keyID int64, limit int) ([]EventDelivery, error) {
+	var out []EventDelivery
+	err := s.db.WithContext(ctx).Table("callback_events e").
+		Select("e.*, r.external_id AS recipient, COALESCE(m.platform, b.platform) AS platform").
+		Joins("JOIN batches b ON b.id = e.batch_id").
+		Joins("LEFT JOIN messages m ON m.id = e.message_id").
+		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").
+		Where("e.api_key_id = ? AND e.state = ?", keyID, EventPending).
+		Order("e.seq").Limit(limit).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: pending callbacks of api key %d: %w", keyID, err)
+	}
+	return out, nil
+}
+
+// EventResult is how one delivery attempt ended: Err is "" for a 2xx answer.
+type EventResult struct {
+	Seq   int64
+	Err   string
+	Retry time.Time // when to try again after a failure
+}
+
+// RecordCallbackResults records delivery attempts: delivered, or failed with the next
+// attempt's time, or failed for good after CallbackGiveUp. Each is a compare-and-set on
+// a pending event.
+func (s *Store) RecordCallbackResults(ctx context.Context, results []EventResult, now time.Time) error {
+	var delivered []int64
+	for _, r := range results {
+		if r.Err == "" {
+			delivered = append(delivered, r.Seq)
+		}
+	}
+	return s.txRetry(ctx, func(tx *gorm.DB) error {
+		if len(delivered) > 0 {
+			err := tx.Model(&CallbackEvent{}).Where("seq IN ? AND state = ?", delivered, EventPending).
+				Updates(map[string]any{"state": EventDelivered, "delivered_at": now, "attempts": gorm.Expr("attempts + 1"), "last_error": ""}).Error
+			if err != nil {
+				return fmt.Errorf("models: record delivered callbacks: %w", err)
+			}
+		}
+		for _, r := range results {
+			if r.Err == "" {
+				continue
+			}
+			state := gorm.Expr("CASE WHEN occurred_at < ? THEN ? ELSE ? END", now.Add(-CallbackGiveUp), EventFailed, EventPending)
+			err := tx.Model(&CallbackEvent{}).Where("seq = ? AND state = ?", r.Seq, EventPending).
+				Updates(map[string]any{"state": state, "attempts": gorm.Expr("attempts + 1"), "next_attempt_at": r.Retry,
+					"last_error": truncate(r.Err, 1000)}).Error
+			if err != nil {
+				return fmt.Errorf("models: record failed callback: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// CallbackEventsPage is one page of a key's events, newest first.
+type CallbackEventsPage struct {
+	Events []EventDelivery
+	// More says an older page exists; Before is where it starts.
+	More   bool
+	Before int64
+}
+
+// CallbackEventsOf lists a key's events newest first, before seq before (0: the
+// newest), optionally in one state.
+func (s *Store) CallbackEventsOf(ctx context.Context, keyID int64, state string, before int64, limit int) (CallbackEventsPage, error) {
+	var page CallbackEventsPage
+	q := s.reader(ctx).Table("callback_events e").
+		Select("e.*, r.external_id AS recipient, COALESCE(m.platform, '') AS platform").
+		Joins("LEFT JOIN messages m ON m.id = e.message_id").
+		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").
+		Where("e.api_key_id = ?", keyID)
+	if state != "" {
+		q = q.Where("e.state = ?", state)
+	}
+	if before > 0 {
+		q = q.Where("e.seq < ?", before)
+	}
+	if err := q.Order("e.seq DESC").Limit(limit + 1).Scan(&page.Events).Error; err != nil {
+		return page, fmt.Errorf("models: callbacks of api key %d: %w", keyID, err)
+	}
+	if len(page.Events) > limit {
+		page.Events, page.More = page.Events[:limit], true
+		page.Before = page.Events[limit-1].Seq
+	}
+	return page, nil
+}
+
+// ResendCallbackEvent makes a delivered or failed event of a key pending again, due
+// now, audited in the same transaction. ErrStateChanged: it is pending already.
+func (s *Store) ResendCallbackEvent(ctx context.Context, keyID int64, eventID string, audit AuditEntry) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		now := Now()
+		res := tx.Model(&CallbackEvent{}).Where("id = ? AND api_key_id = ? AND state IN ?", eventID, keyID, []string{EventDelivered, EventFailed}).
+			Updates(map[string]any{"state": EventPending, "next_attempt_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("models: send callback %s again: %w", eventID, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			var n int64
+			if err := tx.Model(&CallbackEvent{}).Where("id = ? AND api_key_id = ?", eventID, keyID).Count(&n).Error; err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("models: callback %s: %w", eventID, ErrNotFound)
+			}
+			return fmt.Errorf("models: send callback %s again: %w", eventID, ErrStateChanged)
+		}
+		audit.At = now
+		return tx.Create(&audit).Error
+	})
+}
+
+// FailPendingCallbacks marks a key's pending events failed with a reason: they cannot go
+// anywhere (the key's callback was removed). An operator may send them again.
+func (s *Store) FailPendingCallbacks(ctx context.Context, keyID int64, reason string, now time.Time) error {
+	err := s.db.WithContext(ctx).Model(&CallbackEvent{}).Where("api_key_id = ? AND state = ?", keyID, EventPending).
+		Updates(map[string]any{"state": EventFailed, "last_error": reason, "next_attempt_at": now}).Error
+	if err != nil {
+		return fmt.Errorf("models: fail callbacks of api key %d: %w", keyID, err)
+	}
+	return nil
+}
+
+// LiveAPIKeyByName returns the key with that name that is not revoked: ErrNotFound when
+// none is, ErrAmbiguous when several are (revoke the ones no longer used).
+func (s *Store) LiveAPIKeyByName(ctx context.Context, name string) (*APIKey, error) {
+	var list []APIKey
+	if err := s.reader(ctx).Where("name = ? AND revoked_at IS NULL", name).Limit(2).Find(&list).Error; err != nil {
+		return nil, fmt.Errorf("models: api key %q: %w", name, err)
+	}
+	switch len(list) {
+	case 0:
+		return nil, fmt.Errorf("models: api key %q: %w", name, ErrNotFound)
+	case 1:
+		return &list[0], nil
+	}
+	return nil, fmt.Errorf("models: api key %q: %w", name, ErrAmbiguous)
+}
