@@ -216,6 +216,29 @@ func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
 	if code, _, stderr := runHerald(t, env, "", "apikey", "create", "--name", "x", "--scopes", "root"); code != 1 || !strings.Contains(stderr, "scopes") {
 		t.Errorf("unknown scope: %d %q", code, stderr)
 	}
+
+	// With a callback: the key on the first line, the signing secret on the second.
+	code, out, stderr = runHerald(t, env, "", "apikey", "create", "--name", "crm", "--scopes", "send,read",
+		"--callback-url", "https://crm.example/herald/events")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "hk_") || !strings.HasPrefix(lines[1], "callback secret: hcs_") {
+		t.Fatalf("apikey create with a callback: %d %q %q", code, out, stderr)
+	}
+	k, err = h.app.Store.AuthenticateAPIKey(context.Background(), lines[0])
+	if err != nil || k.CallbackURL != "https://crm.example/herald/events" {
+		t.Fatalf("the key with a callback: %+v %v", k, err)
+	}
+	target, err := h.app.Store.CallbackTargetOf(context.Background(), k.ID)
+	if err != nil || "callback secret: "+target.Secret != lines[1] {
+		t.Errorf("the stored secret does not open to the printed one: %+v %v", target, err)
+	}
+	// The address guard: a loopback URL needs --callback-allow-private.
+	if code, _, stderr := runHerald(t, env, "", "apikey", "create", "--name", "y", "--callback-url", "http://127.0.0.1:9/x"); code != 1 || !strings.Contains(stderr, "callback-url") {
+		t.Errorf("loopback callback: %d %q", code, stderr)
+	}
+	if code, _, stderr := runHerald(t, env, "", "apikey", "create", "--name", "y", "--callback-url", "http://127.0.0.1:9/x", "--callback-allow-private"); code != 0 {
+		t.Errorf("loopback callback allowed: %d %q", code, stderr)
+	}
 }
 
 // openTestStore opens the database of env the way a command does, closed at the end of
