@@ -112,8 +112,11 @@ type Request struct {
 
 	Template  string
 	Variables map[string]string
-	Subject   string
-	Text      string
+	// Fallback names the platforms to try next, in order, for a person without an
+	// address on the first or whose message stops (fallback.go); none: the template's.
+	Fallback []string
+	Subject  string
+	Text     string
 
 	Priority models.Priority
 	SendAt   *time.Time
@@ -143,6 +146,8 @@ type Result struct {
 	Skipped  models.Reasons
 	Rejected models.Reasons
 	Roster   *Roster
+	// chain is the fallback chain the messages carry.
+	chain []string
 }
 
 // Limits of one request.
@@ -210,6 +215,9 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
 	}
 	d.Stats.Count(res.Batch.AccountID, "created", len(res.Messages))
 	d.enqueue(ctx, jobs)
+	if res.fallsBack() && res.Batch.Approval != models.ApprovalAwaiting {
+		go d.fallBackSoon()
+	}
 	return res, nil
 }
 
@@ -232,11 +240,18 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 	if req.SendAt != nil {
 		sendAt = req.SendAt.UTC().Truncate(time.Microsecond)
 	}
+	chain, err := checkFallback(req, acct.Platform, tmpl)
+	if err != nil {
+		return nil, err
+	}
 	aud, err := d.audience(ctx, req, sendAt)
 	if err != nil {
 		return nil, err
 	}
 	res := newBatch(req, acct, tmpl, sendAt, aud)
+	if res.chain = chain; len(chain) > 0 && req.Variables != nil {
+		res.Batch.Variables = req.Variables
+	}
 	for i := range aud.people {
 		if err := res.add(ctx, req, acct, tmpl, &aud.people[i], sendAt); err != nil {
 			return nil, err
@@ -345,7 +360,7 @@ func (res *Result) add(ctx context.Context, req Request, acct *models.Account, t
 	case !p.Active:
 		res.Rejected = append(res.Rejected, models.Reason{Recipient: p.ExternalID, Reason: ReasonInactive})
 		return nil
-	case addr == "":
+	case addr == "" && len(res.chain) == 0:
 		res.Rejected = append(res.Rejected, models.Reason{Recipient: p.ExternalID, Reason: ReasonNoAddress})
 		return nil
 	}
@@ -379,12 +394,18 @@ func (res *Result) add(ctx context.Context, req Request, acct *models.Account, t
 		return err
 	}
 	res.Names[p.ID] = p.ExternalID
-	res.Messages = append(res.Messages, models.Message{
+	m := models.Message{
 		ID: models.NewID(), BatchID: res.Batch.ID, RecipientID: p.ID, AccountID: acct.ID, Platform: acct.Platform,
 		Address: addr, MsgType: msgType, Subject: subject, Content: body, ContentHTML: htmlBody,
 		Priority: req.Priority, Status: models.StatusPending, MaxAttempts: acct.MaxAttempts,
-		SendAt: sendAt, NextAttemptAt: &sendAt, CallbackKeyID: req.CallbackKeyID,
-	})
+		SendAt: sendAt, NextAttemptAt: &sendAt, CallbackKeyID: req.CallbackKeyID, Fallback: models.JoinChain(res.chain),
+	}
+	if addr == "" {
+		// Nothing to send on this platform: stopped at once, the next of the chain is due.
+		m.Status, m.NextAttemptAt, m.FallbackDue = models.StatusStopped, nil, true
+		m.ErrorClass = models.ErrorNoAddress
+	}
+	res.Messages = append(res.Messages, m)
 	return nil
 }
 

@@ -26,6 +26,7 @@ type sendRequest struct {
 	Priority       models.Priority   `json:"priority"`
 	SendAt         *string           `json:"send_at"`
 	IdempotencyKey string            `json:"idempotency_key"`
+	Fallback       []string          `json:"fallback"`
 }
 
 type sendContent struct {
@@ -81,7 +82,7 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 		Platform: body.Platform, Account: body.Account, Recipients: body.Recipients, ToOnDuty: body.ToOnDuty,
 		Departments: body.Departments, Branches: body.Branches,
 		Template: body.Template, Variables: body.Variables, Priority: body.Priority, SendAt: sendAt,
-		IdempotencyKey: body.IdempotencyKey, AuditIP: c.ClientIP()}
+		IdempotencyKey: body.IdempotencyKey, AuditIP: c.ClientIP(), Fallback: body.Fallback}
 	if body.Content != nil {
 		req.Subject, req.Text = body.Content.Subject, body.Content.Text
 	}
@@ -155,6 +156,8 @@ type messageJSON struct {
 	TaskID            string          `json:"task_id,omitempty"`
 	CreatedAt         time.Time       `json:"created_at"`
 	SentAt            *time.Time      `json:"sent_at"`
+	FallbackOf        *string         `json:"fallback_of"`
+	FallbackNext      *string         `json:"fallback_next"`
 	History           []attemptJSON   `json:"history"`
 }
 
@@ -174,7 +177,8 @@ func (h *Handlers) GetMessage(c *gin.Context) {
 	out := messageJSON{ID: m.ID, BatchID: m.BatchID, Recipient: m.RecipientExternalID, Platform: m.Platform, Address: m.Address,
 		Status: string(m.Status), Priority: m.Priority, Attempts: m.Attempts, MaxAttempts: m.MaxAttempts, SendAt: m.SendAt,
 		NextAttemptAt: m.NextAttemptAt, ErrorClass: m.ErrorClass, LastError: m.LastError, ProviderMessageID: m.ProviderMessageID,
-		TaskID: m.TaskID, CreatedAt: m.CreatedAt, SentAt: m.SentAt, History: make([]attemptJSON, len(attempts))}
+		TaskID: m.TaskID, CreatedAt: m.CreatedAt, SentAt: m.SentAt, FallbackOf: m.FallbackOf, FallbackNext: m.FallbackNext,
+		History: make([]attemptJSON, len(attempts))}
 	if m.Status.Terminal() || m.Status == models.StatusSending {
 		out.NextAttemptAt = nil
 	}
@@ -201,6 +205,10 @@ func (h *Handlers) GetBatch(c *gin.Context) {
 	byStatus := map[string]int{}
 	for _, s := range models.AllStatuses {
 		byStatus[string(s)] = counts[s]
+	}
+	if byStatus["reached"], _, err = h.Store.BatchChains(ctx, b.ID); err != nil {
+		h.apiFail(c, err)
+		return
 	}
 	c.JSON(http.StatusOK, gin.H{"id": b.ID, "source": b.Source, "platform": b.Platform, "priority": b.Priority,
 		"send_at": b.SendAt, "created_at": b.CreatedAt, "to_on_duty": b.ToOnDuty, "requested": b.Requested,

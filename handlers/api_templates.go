@@ -21,6 +21,10 @@ type templateJSON struct {
 	// HTML is the body's HTML alternative, sent by email only.
 	HTML      string   `json:"html"`
 	Variables []string `json:"variables"`
+	// Fallback is the chain of requests that name none.
+	Fallback []string `json:"fallback"`
+	// fallbackText is the chain as the console's form has it, typed.
+	fallbackText *string
 }
 
 func toTemplateJSON(t models.Template) templateJSON {
@@ -28,7 +32,12 @@ func toTemplateJSON(t models.Template) templateJSON {
 	if vars == nil {
 		vars = []string{}
 	}
-	return templateJSON{Name: t.Name, DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, HTML: t.HTML, Variables: vars}
+	chain := models.Chain(t.Fallback)
+	if chain == nil {
+		chain = []string{}
+	}
+	return templateJSON{Name: t.Name, DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, HTML: t.HTML,
+		Variables: vars, Fallback: chain}
 }
 
 // templateFrom validates a template body with the same rule the console uses.
@@ -37,6 +46,14 @@ func templateFrom(body templateJSON) (*models.Template, error) {
 		Subject: body.Subject, Body: body.Body, HTML: body.HTML, Variables: models.StringList(body.Variables)}
 	if t.MsgType == "" {
 		t.MsgType = "text"
+	}
+	chain := strings.Join(body.Fallback, ",")
+	if body.fallbackText != nil {
+		chain = *body.fallbackText
+	}
+	var err error
+	if t.Fallback, err = dispatch.ParseFallback(chain); err != nil {
+		return nil, err
 	}
 	if _, err := dispatch.CompileTemplate(t); err != nil {
 		return nil, err

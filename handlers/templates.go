@@ -58,7 +58,8 @@ func sampleLines(c *gin.Context, vars []string) string {
 
 func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 	f := views.TemplateForm{OldName: oldName, Name: strings.TrimSpace(c.PostForm("name")), DisplayName: c.PostForm("display_name"), MsgType: c.PostForm("msg_type"),
-		Subject: c.PostForm("subject"), Body: c.PostForm("body"), HTML: c.PostForm("html"), Variables: c.PostForm("variables"), Samples: c.PostForm("samples")}
+		Subject: c.PostForm("subject"), Body: c.PostForm("body"), HTML: c.PostForm("html"), Variables: c.PostForm("variables"), Samples: c.PostForm("samples"),
+		Fallback: c.PostForm("fallback")}
 	f.TestRecipient, _ = strconv.ParseInt(c.PostForm("test_recipient"), 10, 64)
 	f.TestAccount, _ = strconv.ParseInt(c.PostForm("test_account"), 10, 64)
 	return f
@@ -66,7 +67,8 @@ func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 
 // templateInput is the form as the API's template shape, so both validate alike.
 func templateInput(f views.TemplateForm) templateJSON {
-	return templateJSON{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body, HTML: f.HTML, Variables: splitVariables(f.Variables)}
+	return templateJSON{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body, HTML: f.HTML,
+		Variables: splitVariables(f.Variables), fallbackText: &f.Fallback}
 }
 
 // samplePerson is whom a preview renders for when no one is chosen, named in the
@@ -190,7 +192,8 @@ func (h *Handlers) EditTemplateForm(c *gin.Context) {
 	}
 	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{OldName: t.Name, OldDisplayName: t.DisplayName, Name: t.Name,
 		DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject,
-		Body: t.Body, HTML: t.HTML, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.Variables)}, nil)
+		Body: t.Body, HTML: t.HTML, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.Variables),
+		Fallback: strings.Join(models.Chain(t.Fallback), ", ")}, nil)
 }
 
 // UpdateTemplate saves a changed template (it may be renamed).

@@ -87,6 +87,9 @@ func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now t
 			return fmt.Errorf("models: cancel messages of batch %s: %w", batchID, res.Error)
 		}
 		n = int(res.RowsAffected)
+		if err := endChains(tx, batchID, now); err != nil {
+			return err
+		}
 		return recordCancelled(tx, "batch_id = ?", batchID, now)
 	})
 	return n, err

@@ -75,10 +75,14 @@ func eventOfStatus(s Status) string {
 }
 
 // finalMessage is a message of a callback key that has just reached a final status.
+// A stopped message that falls back keeps its batch open (falling): the last message
+// of its chain closes it. A chain that ends without a next message closes it
+// without an event of its own (silent): its last message's event went already.
 type finalMessage struct {
 	id, batchID, errorClass string
 	keyID                   int64
 	status                  Status
+	falling, silent         bool
 }
 
 // recordFinal writes the events of messages that reached a final status in tx, counts
@@ -95,7 +99,12 @@ func recordFinal(tx *gorm.DB, finals []finalMessage, now time.Time) error {
 	var batches []string
 	for _, f := range finals {
 		id := f.id
-		events = append(events, newEvent(f.keyID, eventOfStatus(f.status), &id, f.batchID, string(f.status), f.errorClass, now))
+		if !f.silent {
+			events = append(events, newEvent(f.keyID, eventOfStatus(f.status), &id, f.batchID, string(f.status), f.errorClass, now))
+		}
+		if f.falling {
+			continue
+		}
 		if perBatch[f.batchID] == 0 {
 			batches = append(batches, f.batchID)
 		}
@@ -116,6 +125,9 @@ func recordFinal(tx *gorm.DB, finals []finalMessage, now time.Time) error {
 			events = append(events, newEvent(keyOf[b], EventBatchCompleted, nil, b, "completed", "", now))
 		}
 	}
+	if len(events) == 0 {
+		return nil
+	}
 	if err := tx.CreateInBatches(events, insertChunk).Error; err != nil {
 		return fmt.Errorf("models: record callback events: %w", err)
 	}
@@ -133,7 +145,8 @@ func finalOf(m *Message, status Status, errorClass string) (finalMessage, bool) 
 	if m.CallbackKeyID == nil || !status.Terminal() {
 		return finalMessage{}, false
 	}
-	return finalMessage{id: m.ID, batchID: m.BatchID, keyID: *m.CallbackKeyID, status: status, errorClass: errorClass}, true
+	return finalMessage{id: m.ID, batchID: m.BatchID, keyID: *m.CallbackKeyID, status: status, errorClass: errorClass,
+		falling: status == StatusStopped && m.Fallback != ""}, true
 }
 
 // reopen counts a message of a callback key open again on its batch (a stopped message

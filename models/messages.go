@@ -109,7 +109,10 @@ type Batch struct {
 	Accepted       int
 	// CallbackOpen counts the messages of a callback key not final yet: batch.completed
 	// is sent when it reaches zero.
-	CallbackOpen  int
+	CallbackOpen int
+	// Variables are the request's template variables, kept when a fallback may need to
+	// render the template for another platform.
+	Variables     VarMap
 	SkippedCount  int
 	RejectedCount int
 	Skipped       Reasons
@@ -156,9 +159,16 @@ type Message struct {
 	TaskID string
 	// CallbackKeyID is the API key that hears of the message's outcome (nil for none).
 	CallbackKeyID *int64
-	CreatedAt     time.Time
-	UpdatedAt     time.Time
-	SentAt        *time.Time
+	// Fallback lists the platforms still to try, comma-separated, when the message
+	// stops; FallbackDue marks a stopped message whose next one is not made yet;
+	// FallbackOf and FallbackNext link the messages of a chain (fallback.go).
+	Fallback     string
+	FallbackDue  bool
+	FallbackOf   *string
+	FallbackNext *string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	SentAt       *time.Time
 }
 
 // insertChunk bounds a multi-row INSERT well below MySQL's placeholder limit.
@@ -209,8 +219,22 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		if err := tx.CreateInBatches(msgs, insertChunk).Error; err != nil {
 			return fmt.Errorf("models: create messages of batch %s: %w", b.ID, err)
 		}
-		return nil
+		return recordCreatedFinal(tx, msgs)
 	})
+}
+
+// recordCreatedFinal writes the events of messages created final: people without an
+// address on the batch's platform, stopped at once to fall back.
+func recordCreatedFinal(tx *gorm.DB, msgs []Message) error {
+	var finals []finalMessage
+	for i := range msgs {
+		if msgs[i].Status.Terminal() {
+			if f, ok := finalOf(&msgs[i], msgs[i].Status, msgs[i].ErrorClass); ok {
+				finals = append(finals, f)
+			}
+		}
+	}
+	return recordFinal(tx, finals, Now())
 }
 
 // countCallbacks sets how many of a batch's messages a callback key waits for.
@@ -279,7 +303,7 @@ func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 				return fmt.Errorf("models: create messages: %w", err)
 			}
 		}
-		return nil
+		return recordCreatedFinal(tx, msgs)
 	})
 	if err != nil {
 		for i, it := range items {
@@ -509,6 +533,9 @@ func finishOne(tx *gorm.DB, it Finish, now time.Time) (bool, error) {
 	if o.Status == StatusSent {
 		upd["sent_at"] = now
 		upd["provider_message_id"] = truncate(o.ProviderMessageID, 128)
+	}
+	if o.Status == StatusStopped && m.Fallback != "" {
+		upd["fallback_due"] = true
 	}
 	if o.TaskID != "" {
 		upd["task_id"] = o.TaskID

@@ -22,6 +22,9 @@ type Template struct {
 	// HTML is an HTML alternative of Body, sent by email beside the text ("" for none).
 	HTML      string
 	Variables StringList
+	// Fallback is the platforms a message of the template falls back to, in order,
+	// comma-separated, when a request names none ("" for none).
+	Fallback  string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -136,4 +139,13 @@ func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
 		return fmt.Errorf("models: template %s: %w", name, ErrNotFound)
 	}
 	return nil
+}
+
+// TemplateByID returns a template by id.
+func (s *Store) TemplateByID(ctx context.Context, id int64) (*Template, error) {
+	var t Template
+	if err := s.reader(ctx).First(&t, id).Error; err != nil {
+		return nil, fmt.Errorf("models: template %d: %w", id, notFound(err))
+	}
+	return &t, nil
 }

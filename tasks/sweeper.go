@@ -45,6 +45,9 @@ type Sweeper struct {
 	Remind func(context.Context) error
 	// Callbacks, when set, has its due events delivered: each recovery pass asks.
 	Callbacks *Callbacks
+	// FallBack, when set, makes the next messages of chains whose message stopped;
+	// each recovery pass calls it, which catches a worker that died after a stop.
+	FallBack func(context.Context) error
 
 	mu sync.Mutex
 	// unclaimed: active send tasks whose message was due and unclaimed when a pass of
@@ -111,7 +114,11 @@ func (s *Sweeper) recover(ctx context.Context, sends []activeSend, listErr error
 	// Released rows are failed and due: if enqueueing fails, the full sweep finds them.
 	n, qerr := s.enqueue(ctx, jobs)
 	cerr := s.Callbacks.KickDue(ctx)
-	return n, errors.Join(err, listErr, serr, qerr, cerr)
+	var ferr error
+	if s.FallBack != nil {
+		ferr = s.FallBack(ctx)
+	}
+	return n, errors.Join(err, listErr, serr, qerr, cerr, ferr)
 }
 
 // enqueue records which task carries each job's messages, then enqueues the jobs. A job

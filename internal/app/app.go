@@ -146,7 +146,13 @@ func (a *App) Sweeper() *tasks.Sweeper {
 		return err
 	}
 	return &tasks.Sweeper{Store: a.Store, Enqueuer: a.Enqueuer, Inspector: a.Inspector, Log: a.Log, Grace: a.SweepGrace, Remind: remind,
-		Callbacks: a.Callbacks}
+		Callbacks: a.Callbacks, FallBack: a.fallBack}
+}
+
+// fallBack moves the due fallback chains on, for the sender and the recovery pass.
+func (a *App) fallBack(ctx context.Context) error {
+	_, err := a.Dispatch.FallBack(ctx)
+	return err
 }
 
 // Close releases what New opened; Run calls it when it returns.

@@ -1,0 +1,194 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"herald/channels"
+	"herald/models"
+	"herald/tasks"
+)
+
+// MaxFallback is how many platforms a fallback chain may name after the first.
+const MaxFallback = 3
+
+// checkFallback checks a request's fallback chain (or its template's, when it names
+// none) against the platform it sends on: known platforms, none twice, not the first.
+// It returns the chain to keep. Errors name fallback.
+func checkFallback(req Request, platform string, tmpl *Compiled) ([]string, error) {
+	chain := req.Fallback
+	if len(chain) == 0 && tmpl != nil {
+		chain = models.Chain(tmpl.tmpl.Fallback)
+	}
+	if len(chain) == 0 {
+		return nil, nil
+	}
+	if len(chain) > MaxFallback {
+		return nil, models.Invalid("fallback", "fallback.too_long", "Max", MaxFallback)
+	}
+	for i, p := range chain {
+		switch {
+		case !slices.Contains(channels.Platforms, p):
+			return nil, models.Invalid("fallback", "fallback.unknown", "Platform", p, "Platforms", strings.Join(channels.Platforms, ", "))
+		case p == platform:
+			return nil, models.Invalid("fallback", "fallback.first", "Platform", p)
+		case slices.Contains(chain[:i], p):
+			return nil, models.Invalid("fallback", "fallback.twice", "Platform", p)
+		}
+	}
+	return chain, nil
+}
+
+// ParseFallback reads a fallback chain as a person types it (platform names separated
+// by commas or spaces) and checks each name; the console's template form and the API's
+// template share it. Errors name fallback.
+func ParseFallback(s string) (string, error) {
+	chain := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' })
+	if len(chain) == 0 {
+		return "", nil
+	}
+	if _, err := checkFallback(Request{Fallback: chain}, "", nil); err != nil {
+		return "", err
+	}
+	return models.JoinChain(chain), nil
+}
+
+// fallbackRead is how many chains one pass moves on.
+const fallbackRead = 200
+
+// FallBack makes the next message of every chain whose message stopped (or was created
+// stopped for want of an address): on the next platform of the chain where the person
+// has an address and that has an enabled default account, rendered for it, linked to
+// the one before, in the same batch, and enqueued. The duty decision is not taken again.
+// A chain with no platform left ends. Workers call it after a message stops, and the
+// recovery pass every few seconds, so a crash between the stop and this loses nothing.
+func (d *Dispatcher) FallBack(ctx context.Context) (int, error) {
+	made := 0
+	for {
+		due, err := d.Store.DueFallbacks(ctx, fallbackRead)
+		if err != nil || len(due) == 0 {
+			return made, err
+		}
+		var jobs []tasks.Job
+		for i := range due {
+			next, err := d.fallBack(ctx, &due[i])
+			switch {
+			case errors.Is(err, models.ErrStateChanged):
+				continue // another process moved it on
+			case err != nil:
+				d.enqueue(ctx, jobs)
+				return made, err
+			case next != nil:
+				made++
+				jobs = append(jobs, tasks.Single(next.ID, next.Priority, next.SendAt, ""))
+			}
+		}
+		d.enqueue(ctx, jobs)
+		if len(due) < fallbackRead {
+			return made, nil
+		}
+	}
+}
+
+// fallBack moves one chain on and returns the message it made (nil: the chain ended).
+func (d *Dispatcher) fallBack(ctx context.Context, prev *models.Message) (*models.Message, error) {
+	b, err := d.Store.BatchByID(ctx, prev.BatchID)
+	if err != nil {
+		return nil, err
+	}
+	people, err := d.Store.RecipientsByIDs(ctx, []int64{prev.RecipientID})
+	if err != nil {
+		return nil, err
+	}
+	var tmpl *Compiled
+	if b.TemplateID != nil && len(people) == 1 {
+		t, err := d.Store.TemplateByID(ctx, *b.TemplateID)
+		if err != nil && !errors.Is(err, models.ErrNotFound) {
+			return nil, err
+		}
+		if t != nil {
+			if tmpl, err = CompileTemplate(t); err != nil {
+				tmpl = nil // edited into something broken since: the text sent before goes
+			}
+		}
+	}
+	accounts := d.Accounts
+	if accounts == nil {
+		accounts = d.Store.NewAccountCache(0)
+	}
+	chain := models.Chain(prev.Fallback)
+	for i, platform := range chain {
+		if len(people) != 1 || !people[0].Active {
+			break
+		}
+		p := &people[0]
+		addr := p.Address(platform)
+		if addr == "" {
+			continue
+		}
+		acct, err := accounts.Default(ctx, platform)
+		if errors.Is(err, models.ErrNotFound) || (err == nil && !acct.Enabled) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		next, err := d.nextInChain(ctx, prev, b, tmpl, p, acct, addr)
+		if err != nil {
+			d.Log.Warn("dispatch: fallback cannot be rendered for the platform; trying the next", "message", prev.ID, "platform", platform, "error", err)
+			continue
+		}
+		next.Fallback = models.JoinChain(chain[i+1:])
+		if err := d.Store.LinkFallback(ctx, prev, next); err != nil {
+			return nil, err
+		}
+		d.Stats.Count(acct.ID, "created", 1)
+		return next, nil
+	}
+	return nil, d.Store.EndFallback(ctx, prev)
+}
+
+// nextInChain is the message prev falls back to on acct: the template rendered for the
+// platform with the batch's variables, or the text prev carried.
+func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *models.Batch, tmpl *Compiled, p *models.Recipient, acct *models.Account, addr string) (*models.Message, error) {
+	now := d.now()
+	next := &models.Message{ID: models.NewID(), BatchID: prev.BatchID, RecipientID: prev.RecipientID, AccountID: acct.ID,
+		Platform: acct.Platform, Address: addr, MsgType: prev.MsgType, Subject: prev.Subject, Content: prev.Content,
+		Priority: prev.Priority, Status: models.StatusPending, MaxAttempts: acct.MaxAttempts, SendAt: now, NextAttemptAt: &now,
+		CallbackKeyID: prev.CallbackKeyID}
+	if tmpl != nil {
+		subject, body, err := tmpl.Render(ctx, acct.Platform, b.Variables, p)
+		if err != nil {
+			return nil, err
+		}
+		next.Subject, next.Content, next.MsgType = truncateRunes(subject, maxSubjectLen), body, tmpl.MsgType()
+		if channels.TakesHTML(acct.Platform) {
+			if next.ContentHTML, err = tmpl.RenderHTML(ctx, acct.Platform, b.Variables, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := checkSize("content", acct.Platform, who(p), channels.Message{MsgType: next.MsgType, Title: next.Subject, Content: next.Content}); err != nil {
+		return nil, fmt.Errorf("dispatch: fallback of %s: %w", prev.ID, err)
+	}
+	return next, nil
+}
+
+// fallsBack says whether the intake created a message to fall back from at once.
+func (res *Result) fallsBack() bool {
+	return slices.ContainsFunc(res.Messages, func(m models.Message) bool { return m.FallbackDue })
+}
+
+// fallBackSoon moves due chains on, off the request's path; the recovery pass does it
+// for anything this misses.
+func (d *Dispatcher) fallBackSoon() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := d.FallBack(ctx); err != nil {
+		d.Log.Warn("dispatch: fallback", "error", err)
+	}
+}
