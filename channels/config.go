@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"herald/models"
 )
 
 // Field describes one config key of a platform.
@@ -138,6 +140,9 @@ type platform struct {
 	// longer content at intake rather than letting a platform cut it, since a platform
 	// that cuts at a byte count can cut a Chinese character in half.
 	cap ContentCap
+	// limits are what the platform documents it enforces, often by dropping the excess
+	// without an error: a new account starts from them.
+	limits models.Limits
 }
 
 // platforms is the one table of platform settings and content caps: validation,
@@ -157,7 +162,11 @@ var platforms = map[string]platform{
 		{Key: "agent_id", Required: true, Label: "channels.field.agent_id", Help: "channels.help.agent_id"},
 		{Key: "secret", Required: true, Secret: true, Label: "channels.field.wecom_secret"},
 		{Key: "base_url", Destination: true, Default: DefaultWeComBaseURL, Label: "channels.field.base_url", Help: "channels.help.wecom_base_url"},
-	}, cap: ContentCap{Max: 2048, Unit: Bytes}},
+	}, cap: ContentCap{Max: 2048, Unit: Bytes},
+		// Application messages: at most 30 a minute and 1,000 an hour to one member, the
+		// excess dropped without an error. (The daily cap, 200 person-sends per member of
+		// the account's licence, depends on the licence: the operator sets per_day.)
+		limits: models.Limits{PerRecipientPerMinute: 30, PerRecipientPerHour: 1000}},
 	// Email: SMTP sizes are bytes; Herald's own bound, far below what servers accept.
 	"email": {fields: []Field{
 		{Key: "host", Required: true, Destination: true, Label: "channels.field.host", Help: "channels.help.host"},
@@ -360,3 +369,8 @@ func checkConfigValue(key, v string, allowPrivate bool) Note {
 	}
 	return Note{}
 }
+
+// DefaultLimits are the limits a new account of the platform starts from: what the
+// platform documents it enforces (none for the in-house platforms, email and webhooks,
+// whose limits are the bank's own).
+func DefaultLimits(platform string) models.Limits { return platforms[platform].limits }

@@ -25,8 +25,10 @@ type AccountInput struct {
 	// Config holds the platform settings as given. On an update of the same platform, a
 	// secret key left out keeps the stored secret, as long as no destination setting
 	// changes; a secret given as "" clears it.
-	Config      map[string]string
-	Limits      models.Limits
+	Config map[string]string
+	// Limits nil: a new account starts from its platform's documented limits
+	// (channels.DefaultLimits), an update keeps the account's.
+	Limits      *models.Limits
 	RetryPolicy models.RetryPolicy
 	// QuietHours: the zero value is none.
 	QuietHours models.QuietHours
@@ -87,7 +89,7 @@ func (d *Dispatcher) DeleteAccount(ctx context.Context, a *models.Account, by mo
 func accountFromInput(in AccountInput, old *models.Account) (*models.Account, error) {
 	a := &models.Account{Name: strings.TrimSpace(in.Name), Platform: in.Platform, IsDefault: in.IsDefault,
 		Enabled: in.Enabled == nil || *in.Enabled, AllowPrivateNetwork: in.AllowPrivateNetwork,
-		MaxAttempts: in.MaxAttempts, Limits: in.Limits, RetryPolicy: in.RetryPolicy.Compact(), Healthy: true,
+		MaxAttempts: in.MaxAttempts, RetryPolicy: in.RetryPolicy.Compact(), Healthy: true,
 		QuietHours: models.QuietHours{Start: strings.TrimSpace(in.QuietHours.Start), End: strings.TrimSpace(in.QuietHours.End)},
 		Config:     maps.Clone(in.Config)}
 	if a.Config == nil {
@@ -104,6 +106,14 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 	}
 	if !slices.Contains(channels.Platforms, a.Platform) {
 		return nil, models.Invalid("platform", "accounts.error.platform", "Platforms", strings.Join(channels.Platforms, ", "))
+	}
+	switch {
+	case in.Limits != nil:
+		a.Limits = *in.Limits
+	case old != nil:
+		a.Limits = old.Limits
+	default:
+		a.Limits = channels.DefaultLimits(a.Platform)
 	}
 	var kept []string
 	if old != nil && old.Platform == a.Platform {

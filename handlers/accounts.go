@@ -15,25 +15,6 @@ import (
 	"herald/views"
 )
 
-// limitKeys are the account's limits in the order the form shows them.
-var limitKeys = []string{"per_second", "per_minute", "per_hour", "per_day", "per_recipient_per_minute", "per_recipient_per_day"}
-
-func limitValue(l *models.Limits, key string) *int {
-	switch key {
-	case "per_second":
-		return &l.PerSecond
-	case "per_minute":
-		return &l.PerMinute
-	case "per_hour":
-		return &l.PerHour
-	case "per_day":
-		return &l.PerDay
-	case "per_recipient_per_minute":
-		return &l.PerRecipientPerMinute
-	}
-	return &l.PerRecipientPerDay
-}
-
 // retryRows lays out the retry table: the account's adjustments as values, the defaults
 // as placeholders. typed, when not nil, holds the form as submitted.
 func retryRows(p models.RetryPolicy, typed map[string]string) []views.RetryRow {
@@ -145,14 +126,33 @@ func accountForm(a *models.Account, oldName string, stored *models.Account) view
 		IsDefault: a.IsDefault, Enabled: a.Enabled, AllowPrivateNetwork: a.AllowPrivateNetwork,
 		MaxAttempts: strconv.Itoa(a.MaxAttempts), QuietHours: a.QuietHours, Config: configFields(a.Platform, a.Config, stored),
 		Warnings: models.UnreachableLimits(a.Limits), Retry: retryRows(a.RetryPolicy, nil)}
-	for _, key := range limitKeys {
-		l := views.LimitField{Key: key}
-		if v := *limitValue(&a.Limits, key); v > 0 {
-			l.Value = strconv.Itoa(v)
-		}
-		f.Limits = append(f.Limits, l)
+	f.Limits = limitFields(a.Limits)
+	if oldName == "" {
+		f.LimitsNote = limitsNote(a.Platform)
 	}
 	return f
+}
+
+// limitFields lays out limits for the form.
+func limitFields(limits models.Limits) []views.LimitField {
+	var out []views.LimitField
+	for _, w := range models.LimitWindows {
+		l := views.LimitField{Key: w.Name}
+		if v := *w.Of(&limits); v > 0 {
+			l.Value = strconv.Itoa(v)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// limitsNote is the catalog key of the sentence saying a new account's limits start
+// from what its platform documents ("" for a platform that documents none).
+func limitsNote(platform string) string {
+	if channels.DefaultLimits(platform) == (models.Limits{}) {
+		return ""
+	}
+	return "accounts.form.platform_limits." + platform
 }
 
 // accountInput reads the account form into the input the API gives too, so that
@@ -163,7 +163,7 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 	enabled := c.PostForm("enabled") == "true"
 	in := dispatch.AccountInput{Name: strings.TrimSpace(c.PostForm("name")), Platform: c.PostForm("platform"),
 		IsDefault: c.PostForm("is_default") == "true", Enabled: &enabled,
-		AllowPrivateNetwork: c.PostForm("allow_private_network") == "true", Config: map[string]string{}}
+		AllowPrivateNetwork: c.PostForm("allow_private_network") == "true", Config: map[string]string{}, Limits: &models.Limits{}}
 	oldName := ""
 	if old != nil {
 		oldName = old.Name
@@ -180,14 +180,14 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 		}
 		in.MaxAttempts = n
 	}
-	for _, key := range limitKeys {
-		l := views.LimitField{Key: key, Value: strings.TrimSpace(c.PostForm("limits." + key))}
+	for _, w := range models.LimitWindows {
+		l := views.LimitField{Key: w.Name, Value: strings.TrimSpace(c.PostForm("limits." + w.Name))}
 		if l.Value != "" {
 			n, err := strconv.Atoi(l.Value)
 			if err != nil {
-				errs["limits."+key] = tr(c, "accounts.error.limit_number")
+				errs["limits."+w.Name] = tr(c, "accounts.error.limit_number")
 			}
-			*limitValue(&in.Limits, key) = n
+			*w.Of(in.Limits) = n
 		}
 		f.Limits = append(f.Limits, l)
 	}
@@ -209,7 +209,7 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 		}
 	}
 	f.Config = configFields(in.Platform, values, old)
-	f.Warnings = models.UnreachableLimits(in.Limits)
+	f.Warnings = models.UnreachableLimits(*in.Limits)
 	var typed map[string]string
 	in.RetryPolicy, typed = retryInput(c, errs)
 	f.Retry = retryRows(nil, typed)
@@ -297,12 +297,20 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 	if stored != nil && stored.Platform == c.Query("platform") {
 		values = stored.Config
 	}
-	render(c, http.StatusOK, views.AccountConfigFields(configFields(c.Query("platform"), values, stored), nil))
+	fields := configFields(c.Query("platform"), values, stored)
+	if c.Query("account") == "" {
+		// A new account: its limits start from what the platform documents.
+		platform := c.Query("platform")
+		render(c, http.StatusOK, views.NewAccountPlatformFields(fields, limitFields(channels.DefaultLimits(platform)), limitsNote(platform)))
+		return
+	}
+	render(c, http.StatusOK, views.AccountConfigFields(fields, nil))
 }
 
 // NewAccountForm shows an empty account form.
 func (h *Handlers) NewAccountForm(c *gin.Context) {
-	a := &models.Account{Platform: channels.Platforms[0], Enabled: true, MaxAttempts: models.DefaultMaxAttempts}
+	a := &models.Account{Platform: channels.Platforms[0], Enabled: true, MaxAttempts: models.DefaultMaxAttempts,
+		Limits: channels.DefaultLimits(channels.Platforms[0])}
 	render(c, http.StatusOK, views.AccountFormPage(page(c, tr(c, "title.new_account"), "accounts"), accountForm(a, "", nil), nil))
 }
 

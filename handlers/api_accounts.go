@@ -25,7 +25,9 @@ type accountJSON struct {
 	AllowPrivateNetwork bool           `json:"allow_private_network"`
 	MaxAttempts         int            `json:"max_attempts"`
 	Config              map[string]any `json:"config"`
-	Limits              models.Limits  `json:"limits"`
+	// Limits absent: a new account starts from its platform's documented limits, an
+	// update keeps the account's.
+	Limits *models.Limits `json:"limits"`
 	// RetryPolicy adjusts the default retries per error class; omitted classes and
 	// fields keep the defaults.
 	RetryPolicy models.RetryPolicy `json:"retry_policy,omitempty"`
@@ -54,7 +56,7 @@ func toAccountJSON(a models.Account) accountJSON {
 		quiet = &a.QuietHours
 	}
 	return accountJSON{QuietHours: quiet, Name: a.Name, Platform: a.Platform, IsDefault: a.IsDefault, Enabled: &enabled,
-		AllowPrivateNetwork: a.AllowPrivateNetwork, MaxAttempts: a.MaxAttempts, Config: cfg, Limits: a.Limits,
+		AllowPrivateNetwork: a.AllowPrivateNetwork, MaxAttempts: a.MaxAttempts, Config: cfg, Limits: &a.Limits,
 		RetryPolicy: a.RetryPolicy, Healthy: &healthy, HealthNote: a.HealthNote,
 		Warnings: append(models.LimitWarnings(a.Limits), configWarnings(a)...)}
 }

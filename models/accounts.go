@@ -18,7 +18,30 @@ type Limits struct {
 	PerHour               int `json:"per_hour"`
 	PerDay                int `json:"per_day"`
 	PerRecipientPerMinute int `json:"per_recipient_per_minute"`
+	PerRecipientPerHour   int `json:"per_recipient_per_hour"`
 	PerRecipientPerDay    int `json:"per_recipient_per_day"`
+}
+
+// LimitWindow is one of the limits an account may set: its name (the API's field and
+// the catalogs' key), its window, whether it counts one person's messages or all, and
+// where it is in Limits. LimitWindows is the one list of them: the form, the API, the
+// limiter and the warnings all read it.
+type LimitWindow struct {
+	Name         string
+	Len          time.Duration
+	PerRecipient bool
+	Of           func(*Limits) *int
+}
+
+// LimitWindows are the limits in the order the console shows them.
+var LimitWindows = []LimitWindow{
+	{"per_second", time.Second, false, func(l *Limits) *int { return &l.PerSecond }},
+	{"per_minute", time.Minute, false, func(l *Limits) *int { return &l.PerMinute }},
+	{"per_hour", time.Hour, false, func(l *Limits) *int { return &l.PerHour }},
+	{"per_day", 24 * time.Hour, false, func(l *Limits) *int { return &l.PerDay }},
+	{"per_recipient_per_minute", time.Minute, true, func(l *Limits) *int { return &l.PerRecipientPerMinute }},
+	{"per_recipient_per_hour", time.Hour, true, func(l *Limits) *int { return &l.PerRecipientPerHour }},
+	{"per_recipient_per_day", 24 * time.Hour, true, func(l *Limits) *int { return &l.PerRecipientPerDay }},
 }
 
 // Account is one sending identity on a platform, with its credentials (encrypted at rest),
@@ -186,12 +209,9 @@ func ValidateAccount(a *Account) error {
 	if err := a.QuietHours.Validate(); err != nil {
 		return err
 	}
-	l := a.Limits
-	for field, v := range map[string]int{"limits.per_second": l.PerSecond, "limits.per_minute": l.PerMinute,
-		"limits.per_hour": l.PerHour, "limits.per_day": l.PerDay,
-		"limits.per_recipient_per_minute": l.PerRecipientPerMinute, "limits.per_recipient_per_day": l.PerRecipientPerDay} {
-		if v < 0 {
-			return Invalid(field, "accounts.error.limit_negative")
+	for _, w := range LimitWindows {
+		if *w.Of(&a.Limits) < 0 {
+			return Invalid("limits."+w.Name, "accounts.error.limit_negative")
 		}
 	}
 	return nil

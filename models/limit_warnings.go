@@ -1,6 +1,10 @@
 package models
 
-import "herald/i18n"
+import (
+	"time"
+
+	"herald/i18n"
+)
 
 // limitWindow is one of an account's limits seen as a window length and a cap.
 type limitWindow struct {
@@ -12,14 +16,11 @@ type limitWindow struct {
 }
 
 func (l Limits) windows() []limitWindow {
-	return []limitWindow{
-		{"per_second", 1, l.PerSecond, false},
-		{"per_minute", 60, l.PerMinute, false},
-		{"per_hour", 3600, l.PerHour, false},
-		{"per_day", 86400, l.PerDay, false},
-		{"per_recipient_per_minute", 60, l.PerRecipientPerMinute, true},
-		{"per_recipient_per_day", 86400, l.PerRecipientPerDay, true},
+	out := make([]limitWindow, len(LimitWindows))
+	for i, w := range LimitWindows {
+		out[i] = limitWindow{w.Name, int(w.Len / time.Second), *w.Of(&l), w.PerRecipient}
 	}
+	return out
 }
 
 // LimitWarning is a limit that can never be reached because another limit is tighter.

@@ -66,27 +66,16 @@ type window struct {
 	limit int
 }
 
-func accountWindows(l models.Limits) []window {
-	return nonZero([]window{
-		{"per_second", time.Second, l.PerSecond},
-		{"per_minute", time.Minute, l.PerMinute},
-		{"per_hour", time.Hour, l.PerHour},
-		{"per_day", 24 * time.Hour, l.PerDay},
-	})
-}
+func accountWindows(l models.Limits) []window { return windowsOf(l, false) }
 
-func recipientWindows(l models.Limits) []window {
-	return nonZero([]window{
-		{"per_recipient_per_minute", time.Minute, l.PerRecipientPerMinute},
-		{"per_recipient_per_day", 24 * time.Hour, l.PerRecipientPerDay},
-	})
-}
+func recipientWindows(l models.Limits) []window { return windowsOf(l, true) }
 
-func nonZero(ws []window) []window {
-	out := ws[:0]
-	for _, w := range ws {
-		if w.limit > 0 {
-			out = append(out, w)
+// windowsOf lists the set limits that count all messages, or one person's.
+func windowsOf(l models.Limits, perRecipient bool) []window {
+	var out []window
+	for _, w := range models.LimitWindows {
+		if n := *w.Of(&l); n > 0 && w.PerRecipient == perRecipient {
+			out = append(out, window{w.Name, w.Len, n})
 		}
 	}
 	return out

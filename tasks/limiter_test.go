@@ -287,3 +287,27 @@ func limiterOn(t *testing.T, url string) *tasks.Limiter {
 	l.Replicas = red.AdmissionReplicas()
 	return l
 }
+
+// The per-person hourly limit (WeCom drops application messages to one member beyond
+// 1,000 an hour): one person's calls stop at it, with the wait until the first leaves
+// the hour, while others go on.
+func TestLimiterPerRecipientPerHour(t *testing.T) {
+	l, _ := newTestLimiter(t)
+	ctx := context.Background()
+	limits := models.Limits{PerRecipientPerMinute: 30, PerRecipientPerHour: 3}
+	for i := range 3 {
+		if d, err := l.Acquire(ctx, 7, limits, "member", "normal", fmt.Sprint("m", i)); err != nil || !d.Allowed {
+			t.Fatalf("call %d: %+v %v", i, d, err)
+		}
+	}
+	d, err := l.Acquire(ctx, 7, limits, "member", "normal", "m3")
+	if err != nil || d.Allowed || d.Window != "per_recipient_per_hour" {
+		t.Fatalf("fourth call to one member in an hour: %+v %v, want refused by per_recipient_per_hour", d, err)
+	}
+	if d.Wait < 59*time.Minute || d.Wait > time.Hour+l.Margin {
+		t.Errorf("wait %s, want about an hour", d.Wait)
+	}
+	if d, err := l.Acquire(ctx, 7, limits, "other", "normal", "m4"); err != nil || !d.Allowed {
+		t.Errorf("another member: %+v %v, want admitted", d, err)
+	}
+}
