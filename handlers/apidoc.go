@@ -35,8 +35,10 @@ func (h *Handlers) APIReference(c *gin.Context) {
 // The parts of an OpenAPI document the reference page shows.
 type (
 	oaDocument struct {
-		Tags       []struct{ Name string }
-		Paths      map[string]map[string]oaOperation
+		Tags  []struct{ Name string }
+		Paths map[string]map[string]oaOperation
+		// Webhooks are the status events Herald posts to a key's callback URL.
+		Webhooks   map[string]map[string]oaOperation
 		Components struct {
 			Schemas    map[string]*oaSchema
 			Parameters map[string]oaParameter
@@ -89,34 +91,45 @@ var apiReference = sync.OnceValues(func() (views.APIReference, error) {
 	for i := range ref.Groups {
 		byTag[ref.Groups[i].Tag] = &ref.Groups[i]
 	}
+	operation := func(id, method, path string, op oaOperation) views.APIOperation {
+		out := views.APIOperation{ID: id, Method: strings.ToUpper(method), Path: path}
+		for _, p := range op.Parameters {
+			if name, ok := strings.CutPrefix(p.Ref, "#/components/parameters/"); ok {
+				p = d.Components.Parameters[name]
+			}
+			out.Parameters = append(out.Parameters, views.APIField{Name: p.Name, In: p.In, Type: schemaType(p.Schema), Required: p.Required})
+		}
+		if op.RequestBody != nil {
+			out.Body = schemaType(op.RequestBody.Content["application/json"].Schema)
+		}
+		for _, code := range slices.Sorted(maps.Keys(op.Responses)) {
+			r := op.Responses[code]
+			answer := views.APIAnswer{Code: code}
+			if name, ok := strings.CutPrefix(r.Ref, "#/components/responses/"); ok {
+				answer.Schema = name
+			} else if ct, ok := r.Content["application/json"]; ok {
+				answer.Schema = schemaType(ct.Schema)
+			}
+			out.Answers = append(out.Answers, answer)
+		}
+		return out
+	}
 	for _, path := range slices.Sorted(maps.Keys(d.Paths)) {
 		for _, method := range []string{"get", "post", "put", "delete"} {
 			op, ok := d.Paths[path][method]
 			if !ok || len(op.Tags) == 0 || byTag[op.Tags[0]] == nil {
 				continue
 			}
-			out := views.APIOperation{ID: op.OperationID, Method: strings.ToUpper(method), Path: path}
-			for _, p := range op.Parameters {
-				if name, ok := strings.CutPrefix(p.Ref, "#/components/parameters/"); ok {
-					p = d.Components.Parameters[name]
-				}
-				out.Parameters = append(out.Parameters, views.APIField{Name: p.Name, In: p.In, Type: schemaType(p.Schema), Required: p.Required})
-			}
-			if op.RequestBody != nil {
-				out.Body = schemaType(op.RequestBody.Content["application/json"].Schema)
-			}
-			for _, code := range slices.Sorted(maps.Keys(op.Responses)) {
-				r := op.Responses[code]
-				answer := views.APIAnswer{Code: code}
-				if name, ok := strings.CutPrefix(r.Ref, "#/components/responses/"); ok {
-					answer.Schema = name
-				} else if ct, ok := r.Content["application/json"]; ok {
-					answer.Schema = schemaType(ct.Schema)
-				}
-				out.Answers = append(out.Answers, answer)
-			}
 			g := byTag[op.Tags[0]]
-			g.Operations = append(g.Operations, out)
+			g.Operations = append(g.Operations, operation(op.OperationID, method, path, op))
+		}
+	}
+	// The events a callback URL receives, with the callback endpoint's group.
+	if g := byTag["callbacks"]; g != nil {
+		for _, name := range slices.Sorted(maps.Keys(d.Webhooks)) {
+			if op, ok := d.Webhooks[name]["post"]; ok {
+				g.Operations = append(g.Operations, operation("event_"+name, "post", "{callback URL}", op))
+			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(d.Components.Schemas)) {
