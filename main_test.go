@@ -27,6 +27,13 @@ import (
 
 const testAdminPassword = "correct-horse-battery"
 
+// TestMain makes password hashing cheap for the processes the tests start in this
+// binary: they sign in hundreds of times (models' own tests check the real cost).
+func TestMain(m *testing.M) {
+	models.UseCheapPasswordHashes()
+	os.Exit(m.Run())
+}
+
 // testEnv returns the environment of a Herald process for a test: production mode
 // (MySQL + Redis) when the test backends are configured, the embedded default otherwise.
 // The console speaks English unless a test asks for Chinese (the tests of the Chinese

@@ -10,6 +10,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -30,6 +31,13 @@ import (
 	"herald/tasks"
 	"herald/web"
 )
+
+// TestMain makes password hashing cheap: the tests sign in hundreds of times (models'
+// own tests check the real cost).
+func TestMain(m *testing.M) {
+	models.UseCheapPasswordHashes()
+	os.Exit(m.Run())
+}
 
 // Console users every test signs in as, one per role.
 const (
