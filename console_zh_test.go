@@ -29,7 +29,8 @@ import (
 // and what status it must answer. Paths and form values may name the walk's fixtures
 // in braces: {batch}, {message} (sent), {stopped}, {cancelled}, {recipient},
 // {recipient_id}, {off_duty_id}, {template}, {account}, {account_id}, {other_account},
-// {viewer_id}, {key_id} (an API key with a callback), {tomorrow}, {holiday}, {workday}.
+// {viewer_id}, {key_id} (an API key with a callback), {chain_batch}, {chain_first} and
+// {chain_next} (a fallback chain), {tomorrow}, {holiday}, {workday}.
 type zhPage struct {
 	as     string // "admin", "viewer" or "" (signed out)
 	method string
@@ -76,6 +77,9 @@ var zhWalk = []zhPage{
 	{as: "admin", method: "GET", path: "/messages/{message}", status: 200, kind: kindPage},
 	{as: "admin", method: "GET", path: "/messages/{cancelled}", status: 200, kind: kindPage},
 	{as: "admin", method: "GET", path: "/messages/{stopped}", status: 200, kind: kindPage},
+	{as: "admin", method: "GET", path: "/batches/{chain_batch}", status: 200, kind: kindPage, want: []string{`id="batch-reached"`}},
+	{as: "admin", method: "GET", path: "/messages/{chain_first}", status: 200, kind: kindPage, want: []string{"data-fallback-next"}},
+	{as: "admin", method: "GET", path: "/messages/{chain_next}", status: 200, kind: kindPage, want: []string{"data-fallback-of"}},
 	{as: "admin", method: "GET", path: "/messages?status=stopped&error_class=permanent", status: 200, kind: kindPage},
 	{as: "admin", method: "GET", path: "/recipients", status: 200, kind: kindPage},
 	{as: "admin", method: "GET", path: "/recipients?q=E1&org_type=head_office&active=true", status: 200, kind: kindPage},
@@ -359,6 +363,34 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	fx["cancelled"] = sent["messages"].([]any)[0].(map[string]any)["id"].(string)
 	if status, body, _ := api.call("POST", "/api/v1/messages/"+fx["cancelled"]+"/cancel", ""); status != http.StatusOK {
 		t.Fatalf("cancel: %d %s", status, body["_raw"])
+	}
+
+	// A fallback chain: someone without a Tianyuan address falls back to the sandbox.
+	if _, err := store.UpsertRecipients(ctx, []models.Recipient{{ExternalID: "E9101", Name: "备用测试", OrgType: models.Branch,
+		Branch: "上海分行", Active: true}}); err != nil {
+		t.Fatal(err)
+	}
+	status, sent, _ = api.call("POST", "/api/v1/messages", `{"account":"ty-main","recipients":["E9101"],"content":{"text":"备用渠道"},"fallback":["sandbox"]}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("send with a fallback: %d %s", status, sent["_raw"])
+	}
+	fx["chain_batch"] = sent["batch_id"].(string)
+	fx["chain_first"] = sent["messages"].([]any)[0].(map[string]any)["id"].(string)
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		m, err := store.MessageByID(ctx, fx["chain_first"])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.FallbackNext != nil {
+			if next, err := store.MessageByID(ctx, *m.FallbackNext); err == nil && next.Status == models.StatusSent {
+				fx["chain_next"] = next.ID
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("message %s has not fallen back to a sent message after 20s", m.ID)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 
 	phrases := englishCatalogPhrases(t)
