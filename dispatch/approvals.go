@@ -117,7 +117,7 @@ func (d *Dispatcher) Approve(ctx context.Context, b *models.Batch, by Decider) e
 		return err
 	}
 	d.enqueue(ctx, jobs)
-	go d.fallBackSoon() // the people without an address on the batch's platform
+	d.FallBackSoon() // the people without an address on the batch's platform
 	return nil
 }
 

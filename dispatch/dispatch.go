@@ -39,6 +39,7 @@ type Dispatcher struct {
 	Callbacks *tasks.Callbacks
 
 	groups    grouper
+	fallbacks fallbackRuns
 	threshold thresholdCache
 	// writes gathers concurrent intakes into shared transactions.
 	writes     *batch.Batcher[write, error]
@@ -216,7 +217,7 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
 	d.Stats.Count(res.Batch.AccountID, "created", len(res.Messages))
 	d.enqueue(ctx, jobs)
 	if res.fallsBack() && res.Batch.Approval != models.ApprovalAwaiting {
-		go d.fallBackSoon()
+		d.FallBackSoon()
 	}
 	return res, nil
 }

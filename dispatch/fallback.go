@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"herald/channels"
@@ -183,12 +184,41 @@ func (res *Result) fallsBack() bool {
 	return slices.ContainsFunc(res.Messages, func(m models.Message) bool { return m.FallbackDue })
 }
 
-// fallBackSoon moves due chains on, off the request's path; the recovery pass does it
-// for anything this misses.
-func (d *Dispatcher) fallBackSoon() {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if _, err := d.FallBack(ctx); err != nil {
-		d.Log.Warn("dispatch: fallback", "error", err)
+// fallbackRuns coalesces the requests to move chains on: one pass at a time in a
+// process, and one more after it when asked meanwhile (a thousand messages stopping at
+// once cost two passes, not a thousand).
+type fallbackRuns struct {
+	mu             sync.Mutex
+	running, again bool
+}
+
+// FallBackSoon moves due chains on in the background and returns at once; workers call
+// it after a message with a chain stops. The recovery pass does it for anything missed.
+func (d *Dispatcher) FallBackSoon() {
+	d.fallbacks.mu.Lock()
+	defer d.fallbacks.mu.Unlock()
+	if d.fallbacks.running {
+		d.fallbacks.again = true
+		return
+	}
+	d.fallbacks.running = true
+	go d.fallBackRuns()
+}
+
+func (d *Dispatcher) fallBackRuns() {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		if _, err := d.FallBack(ctx); err != nil {
+			d.Log.Warn("dispatch: fallback", "error", err)
+		}
+		cancel()
+		d.fallbacks.mu.Lock()
+		if !d.fallbacks.again {
+			d.fallbacks.running = false
+			d.fallbacks.mu.Unlock()
+			return
+		}
+		d.fallbacks.again = false
+		d.fallbacks.mu.Unlock()
 	}
 }

@@ -39,9 +39,9 @@ type Sender struct {
 	// Callbacks hears of final outcomes of messages with a callback; nil: the recovery
 	// pass finds their events.
 	Callbacks *Callbacks
-	// FallBack, when set, makes the next messages of chains whose message stopped; it is
-	// called off the task's path after such a stop (the recovery pass calls it too).
-	FallBack func(context.Context) error
+	// FallBackSoon, when set, has the next messages of chains whose message stopped made
+	// in the background; it must return at once (the recovery pass makes them too).
+	FallBackSoon func()
 
 	// Accounts caches account lookups; the process shares one with intake.
 	Accounts *models.AccountCache
@@ -446,14 +446,8 @@ func (s *Sender) record(m *models.Message, o models.Outcome) error {
 	if m.CallbackKeyID != nil && o.Status.Terminal() {
 		s.Callbacks.Kick(*m.CallbackKeyID)
 	}
-	if o.Status == models.StatusStopped && m.Fallback != "" && s.FallBack != nil {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			if err := s.FallBack(ctx); err != nil {
-				s.Log.Warn("tasks: fallback", "error", err)
-			}
-		}()
+	if o.Status == models.StatusStopped && m.Fallback != "" && s.FallBackSoon != nil {
+		s.FallBackSoon()
 	}
 	return nil
 }

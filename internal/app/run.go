@@ -94,7 +94,7 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	send.Stats = a.Stats
 	send.Location = a.Config.Location
 	send.Callbacks = a.Callbacks
-	send.FallBack = a.fallBack
+	send.FallBackSoon = a.Dispatch.FallBackSoon
 	srv, mux := tasks.NewWorker(a.Redis.Asynq(), tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
 		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, a.Sweeper(), a.Callbacks)
 	if err := srv.Start(mux); err != nil {
