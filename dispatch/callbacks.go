@@ -1,6 +1,8 @@
 package dispatch
 
 import (
+	"context"
+
 	"herald/channels"
 	"herald/models"
 )
@@ -17,4 +19,20 @@ func CheckCallback(c models.CallbackSetting) error {
 		return err
 	}
 	return channels.CheckURLField("url", c.URL, c.AllowPrivate)
+}
+
+// SetCallback checks and stores a key's callback (an empty URL removes it) with its
+// audit entry, which names the URL and never the secret; set.Secret holds the secret in
+// force afterwards, to show once. The console and the API set callbacks through it.
+func (d *Dispatcher) SetCallback(ctx context.Context, k *models.APIKey, set *models.CallbackSetting, by models.AuditEntry) error {
+	if err := CheckCallback(*set); err != nil {
+		return err
+	}
+	after := *k
+	after.CallbackURL, after.CallbackAllowPrivate = set.URL, set.AllowPrivate
+	by.Action, by.TargetType, by.TargetID, by.Detail = "apikey.callback.set", "api_key", k.Name, "hk_"+k.Prefix+after.CallbackDetail()
+	if set.URL == "" {
+		by.Action = "apikey.callback.remove"
+	}
+	return d.Store.SetCallback(ctx, k.ID, set, by)
 }

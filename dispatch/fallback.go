@@ -75,8 +75,9 @@ func (d *Dispatcher) FallBack(ctx context.Context) (int, error) {
 			return made, err
 		}
 		var jobs []tasks.Job
+		pass := &fallbackPass{batches: map[string]*models.Batch{}, templates: map[int64]*Compiled{}}
 		for i := range due {
-			next, err := d.fallBack(ctx, &due[i])
+			next, err := d.fallBack(ctx, pass, &due[i])
 			switch {
 			case errors.Is(err, models.ErrStateChanged):
 				continue // another process moved it on
@@ -95,27 +96,51 @@ func (d *Dispatcher) FallBack(ctx context.Context) (int, error) {
 	}
 }
 
+// fallbackPass keeps what one pass reads per batch: the chains of a batch share its
+// variables and template, compiled once (nil: the batch has none, or it was deleted or
+// edited into something broken since, and the text sent before goes).
+type fallbackPass struct {
+	batches   map[string]*models.Batch
+	templates map[int64]*Compiled
+}
+
+func (d *Dispatcher) passBatch(ctx context.Context, pass *fallbackPass, id string) (*models.Batch, *Compiled, error) {
+	b, ok := pass.batches[id]
+	if !ok {
+		var err error
+		if b, err = d.Store.BatchByID(ctx, id); err != nil {
+			return nil, nil, err
+		}
+		pass.batches[id] = b
+	}
+	if b.TemplateID == nil {
+		return b, nil, nil
+	}
+	tmpl, ok := pass.templates[*b.TemplateID]
+	if !ok {
+		t, err := d.Store.TemplateByID(ctx, *b.TemplateID)
+		if err != nil && !errors.Is(err, models.ErrNotFound) {
+			return nil, nil, err
+		}
+		if t != nil {
+			if tmpl, err = CompileTemplate(t); err != nil {
+				tmpl = nil
+			}
+		}
+		pass.templates[*b.TemplateID] = tmpl
+	}
+	return b, tmpl, nil
+}
+
 // fallBack moves one chain on and returns the message it made (nil: the chain ended).
-func (d *Dispatcher) fallBack(ctx context.Context, prev *models.Message) (*models.Message, error) {
-	b, err := d.Store.BatchByID(ctx, prev.BatchID)
+func (d *Dispatcher) fallBack(ctx context.Context, pass *fallbackPass, prev *models.Message) (*models.Message, error) {
+	b, tmpl, err := d.passBatch(ctx, pass, prev.BatchID)
 	if err != nil {
 		return nil, err
 	}
 	people, err := d.Store.RecipientsByIDs(ctx, []int64{prev.RecipientID})
 	if err != nil {
 		return nil, err
-	}
-	var tmpl *Compiled
-	if b.TemplateID != nil && len(people) == 1 {
-		t, err := d.Store.TemplateByID(ctx, *b.TemplateID)
-		if err != nil && !errors.Is(err, models.ErrNotFound) {
-			return nil, err
-		}
-		if t != nil {
-			if tmpl, err = CompileTemplate(t); err != nil {
-				tmpl = nil // edited into something broken since: the text sent before goes
-			}
-		}
 	}
 	accounts := d.Accounts
 	if accounts == nil {

@@ -6,7 +6,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
 	"herald/models"
 )
 
@@ -40,26 +39,10 @@ func (h *Handlers) APIPutCallback(c *gin.Context) {
 		return
 	}
 	set := models.CallbackSetting{URL: in.URL, Secret: in.Secret, AllowPrivate: in.AllowPrivateNetwork}
-	if err := h.setCallback(c, k, &set, apiActor(c)); err != nil {
+	if err := h.Dispatch.SetCallback(ctx, k, &set, apiActor(c)); err != nil {
 		h.apiFail(c, err)
 		return
 	}
 	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusOK, callbackAnswer{Name: k.Name, callbackJSON: callbackJSON{URL: set.URL, Secret: set.Secret, AllowPrivateNetwork: set.AllowPrivate}})
-}
-
-// setCallback checks and stores a key's callback with its audit entry: the console and
-// the API both set callbacks through it.
-func (h *Handlers) setCallback(c *gin.Context, k *models.APIKey, set *models.CallbackSetting, audit models.AuditEntry) error {
-	if err := dispatch.CheckCallback(*set); err != nil {
-		return err
-	}
-	audit.Action, audit.TargetType, audit.TargetID = "apikey.callback.set", "api_key", k.Name
-	after := *k
-	after.CallbackURL, after.CallbackAllowPrivate = set.URL, set.AllowPrivate
-	audit.Detail = "hk_" + k.Prefix + after.CallbackDetail()
-	if set.URL == "" {
-		audit.Action = "apikey.callback.remove"
-	}
-	return h.Store.SetCallback(c.Request.Context(), k.ID, set, audit)
 }

@@ -204,12 +204,9 @@ func (h *Handlers) GetBatch(c *gin.Context) {
 	}
 	byStatus := map[string]int{}
 	for _, s := range models.AllStatuses {
-		byStatus[string(s)] = counts[s]
+		byStatus[string(s)] = counts.ByStatus[s]
 	}
-	if byStatus["reached"], _, err = h.Store.BatchChains(ctx, b.ID); err != nil {
-		h.apiFail(c, err)
-		return
-	}
+	byStatus["reached"] = counts.Reached
 	c.JSON(http.StatusOK, gin.H{"id": b.ID, "source": b.Source, "platform": b.Platform, "priority": b.Priority,
 		"send_at": b.SendAt, "created_at": b.CreatedAt, "to_on_duty": b.ToOnDuty, "requested": b.Requested,
 		"accepted": b.Accepted, "counts": byStatus, "skipped": nonNil(b.Skipped), "rejected": nonNil(b.Rejected),

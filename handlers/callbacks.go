@@ -76,7 +76,7 @@ func (h *Handlers) SetKeyCallback(c *gin.Context) {
 	set := models.CallbackSetting{URL: c.PostForm("url"), Secret: c.PostForm("secret"), AllowPrivate: c.PostForm("allow_private_network") == "true"}
 	v := views.KeyCallback{Key: k, Form: views.CallbackForm{URL: set.URL, AllowPrivate: set.AllowPrivate}}
 	u := CurrentUser(c)
-	err := h.setCallback(c, k, &set, models.AuditEntry{Actor: u.Username, ActorType: "user", IP: c.ClientIP()})
+	err := h.Dispatch.SetCallback(c.Request.Context(), k, &set, models.AuditEntry{Actor: u.Username, ActorType: "user", IP: c.ClientIP()})
 	if errors.Is(err, models.ErrStateChanged) {
 		h.renderCallback(c, http.StatusConflict, v, map[string]string{"": tr(c, "users.keys.already_revoked", "Name", k.Name)})
 		return

@@ -452,19 +452,14 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 		h.serverError(c, err)
 		return views.BatchView{}, false
 	}
-	reached, falling, err := h.Store.BatchChains(ctx, id)
-	if err != nil {
-		h.serverError(c, err)
-		return views.BatchView{}, false
-	}
 	msgs, err := h.Store.MessagesOfBatch(ctx, id, batchListLimit)
 	if err != nil {
 		h.serverError(c, err)
 		return views.BatchView{}, false
 	}
 	slices.SortStableFunc(msgs, func(a, b models.BatchMessage) int { return models.CompareNames(a.RecipientName, b.RecipientName) })
-	v := views.BatchView{Batch: b, Messages: msgs, Counts: counts, Reached: reached, Falling: falling}
-	if counts[models.StatusPending] > 0 {
+	v := views.BatchView{Batch: b, Messages: msgs, Counts: counts.ByStatus, Reached: counts.Reached, Falling: counts.Falling}
+	if counts.ByStatus[models.StatusPending] > 0 {
 		if v.QuietWaiting, err = h.Store.QuietWaiting(ctx, id); err != nil {
 			h.serverError(c, err)
 			return views.BatchView{}, false

@@ -258,3 +258,19 @@ func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 	}
 	return out, nil
 }
+
+// LiveAPIKeyByName returns the key with that name that is not revoked: ErrNotFound when
+// none is, ErrAmbiguous when several are (revoke the ones no longer used).
+func (s *Store) LiveAPIKeyByName(ctx context.Context, name string) (*APIKey, error) {
+	var list []APIKey
+	if err := s.reader(ctx).Where("name = ? AND revoked_at IS NULL", name).Limit(2).Find(&list).Error; err != nil {
+		return nil, fmt.Errorf("models: api key %q: %w", name, err)
+	}
+	switch len(list) {
+	case 0:
+		return nil, fmt.Errorf("models: api key %q: %w", name, ErrNotFound)
+	case 1:
+		return &list[0], nil
+	}
+	return nil, fmt.Errorf("models: api key %q: %w", name, ErrAmbiguous)
+}

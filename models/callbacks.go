@@ -319,16 +319,22 @@ type EventDelivery struct {
 	Platform  string
 }
 
-// PendingCallbackEvents returns a key's first pending events in order, due or not (a
-// later event of a message must wait for an earlier one that is not due yet).
-func (s *Store) PendingCallbackEvents(ctx context.Context, keyID int64, limit int) ([]EventDelivery, error) {
-	var out []EventDelivery
-	err := s.db.WithContext(ctx).Table("callback_events e").
+// eventDeliveries selects a key's events with what their body needs: the recipient's
+// external id, and the platform of the message (of the batch for batch.completed).
+func eventDeliveries(db *gorm.DB, keyID int64) *gorm.DB {
+	return db.Table("callback_events e").
 		Select("e.*, r.external_id AS recipient, COALESCE(m.platform, b.platform) AS platform").
 		Joins("JOIN batches b ON b.id = e.batch_id").
 		Joins("LEFT JOIN messages m ON m.id = e.message_id").
 		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").
-		Where("e.api_key_id = ? AND e.state = ?", keyID, EventPending).
+		Where("e.api_key_id = ?", keyID)
+}
+
+// PendingCallbackEvents returns a key's first pending events in order, due or not (a
+// later event of a message must wait for an earlier one that is not due yet).
+func (s *Store) PendingCallbackEvents(ctx context.Context, keyID int64, limit int) ([]EventDelivery, error) {
+	var out []EventDelivery
+	err := eventDeliveries(s.db.WithContext(ctx), keyID).Where("e.state = ?", EventPending).
 		Order("e.seq").Limit(limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: pending callbacks of api key %d: %w", keyID, err)
@@ -389,11 +395,7 @@ type CallbackEventsPage struct {
 // newest), optionally in one state.
 func (s *Store) CallbackEventsOf(ctx context.Context, keyID int64, state string, before int64, limit int) (CallbackEventsPage, error) {
 	var page CallbackEventsPage
-	q := s.reader(ctx).Table("callback_events e").
-		Select("e.*, r.external_id AS recipient, COALESCE(m.platform, '') AS platform").
-		Joins("LEFT JOIN messages m ON m.id = e.message_id").
-		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").
-		Where("e.api_key_id = ?", keyID)
+	q := eventDeliveries(s.reader(ctx), keyID)
 	if state != "" {
 		q = q.Where("e.state = ?", state)
 	}
@@ -444,20 +446,4 @@ func (s *Store) FailPendingCallbacks(ctx context.Context, keyID int64, reason st
 		return fmt.Errorf("models: fail callbacks of api key %d: %w", keyID, err)
 	}
 	return nil
-}
-
-// LiveAPIKeyByName returns the key with that name that is not revoked: ErrNotFound when
-// none is, ErrAmbiguous when several are (revoke the ones no longer used).
-func (s *Store) LiveAPIKeyByName(ctx context.Context, name string) (*APIKey, error) {
-	var list []APIKey
-	if err := s.reader(ctx).Where("name = ? AND revoked_at IS NULL", name).Limit(2).Find(&list).Error; err != nil {
-		return nil, fmt.Errorf("models: api key %q: %w", name, err)
-	}
-	switch len(list) {
-	case 0:
-		return nil, fmt.Errorf("models: api key %q: %w", name, ErrNotFound)
-	case 1:
-		return &list[0], nil
-	}
-	return nil, fmt.Errorf("models: api key %q: %w", name, ErrAmbiguous)
 }

@@ -97,17 +97,6 @@ func (s *Store) EndFallback(ctx context.Context, prev *Message) error {
 	})
 }
 
-// BatchChains counts, for a batch, the people with a sent message on any platform
-// (reached) and the stopped messages whose fallback is not made yet (falling).
-func (s *Store) BatchChains(ctx context.Context, batchID string) (reached, falling int, err error) {
-	row := s.reader(ctx).Raw("SELECT COUNT(DISTINCT CASE WHEN status = ? THEN recipient_id END), "+
-		"COALESCE(SUM(CASE WHEN fallback_due THEN 1 ELSE 0 END), 0) FROM messages WHERE batch_id = ?", StatusSent, batchID).Row()
-	if err := row.Scan(&reached, &falling); err != nil {
-		return 0, 0, fmt.Errorf("models: chains of batch %s: %w", batchID, err)
-	}
-	return reached, falling, nil
-}
-
 // endChains ends the due chains of a rejected batch (its people without an address on
 // the first platform): nothing of a rejected batch is sent.
 func endChains(tx *gorm.DB, batchID string, now time.Time) error {

@@ -352,20 +352,35 @@ func (s *Store) MessagesOfBatch(ctx context.Context, batchID string, limit int) 
 	return out, nil
 }
 
-// BatchStatusCounts counts a batch's messages by status.
-func (s *Store) BatchStatusCounts(ctx context.Context, batchID string) (map[Status]int, error) {
+// BatchCounts are a batch's messages counted by status, the people with a sent message
+// on any platform of their fallback chain (Reached), and the stopped messages whose
+// fallback is not made yet (Falling).
+type BatchCounts struct {
+	ByStatus         map[Status]int
+	Reached, Falling int
+}
+
+// BatchStatusCounts counts a batch's messages, in one query.
+func (s *Store) BatchStatusCounts(ctx context.Context, batchID string) (BatchCounts, error) {
 	var rows []struct {
-		Status Status
-		N      int
+		Status  Status
+		N       int
+		People  int
+		Falling int
 	}
-	err := s.reader(ctx).Model(&Message{}).Select("status, COUNT(*) AS n").
+	err := s.reader(ctx).Model(&Message{}).
+		Select("status, COUNT(*) AS n, COUNT(DISTINCT recipient_id) AS people, COALESCE(SUM(CASE WHEN fallback_due THEN 1 ELSE 0 END), 0) AS falling").
 		Where("batch_id = ?", batchID).Group("status").Scan(&rows).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: count batch %s: %w", batchID, err)
+		return BatchCounts{}, fmt.Errorf("models: count batch %s: %w", batchID, err)
 	}
-	out := make(map[Status]int, len(rows))
+	out := BatchCounts{ByStatus: make(map[Status]int, len(rows))}
 	for _, r := range rows {
-		out[r.Status] = r.N
+		out.ByStatus[r.Status] = r.N
+		out.Falling += r.Falling
+		if r.Status == StatusSent {
+			out.Reached = r.People
+		}
 	}
 	return out, nil
 }

@@ -541,12 +541,15 @@ func TestBatchStatusCountsAndMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCounts := map[models.Status]int{models.StatusPending: 3, models.StatusSent: 2, models.StatusCancelled: 1}
-	if diff := gocmp.Diff(wantCounts, counts); diff != "" {
+	if diff := gocmp.Diff(wantCounts, counts.ByStatus); diff != "" {
 		t.Errorf("BatchStatusCounts (-want +got):\n%s", diff)
+	}
+	if counts.Reached != 2 || counts.Falling != 0 {
+		t.Errorf("reached %d, falling %d; want the two people with a sent message, none falling", counts.Reached, counts.Falling)
 	}
 	if counts, err := f.store.BatchStatusCounts(ctx, otherBatch); err != nil {
 		t.Fatal(err)
-	} else if diff := gocmp.Diff(map[models.Status]int{models.StatusFailed: 1, models.StatusPending: 1}, counts); diff != "" {
+	} else if diff := gocmp.Diff(map[models.Status]int{models.StatusFailed: 1, models.StatusPending: 1}, counts.ByStatus); diff != "" {
 		t.Errorf("BatchStatusCounts of the other batch (-want +got):\n%s", diff)
 	}
 

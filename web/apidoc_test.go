@@ -60,7 +60,11 @@ func TestAPIReference(t *testing.T) {
 				wantContains(t, "reference page in "+lang, body, `id="op-`+id+`"`, html.EscapeString(summary))
 			}
 			// The status events a callback URL receives, with their headers and body.
-			wantContains(t, "reference page in "+lang, body, html.EscapeString(i18n.In(lang, "apidoc.in_header")))
+			inHeader := i18n.In(lang, "apidoc.in_header")
+			if inHeader == "apidoc.in_header" || inHeader == "" {
+				t.Errorf("the %s catalog has no apidoc.in_header", lang)
+			}
+			wantContains(t, "reference page in "+lang, body, html.EscapeString(inHeader))
 			wantContains(t, "reference page", body, `id="op-event_messageSent"`, `id="op-event_batchCompleted"`, "X-Herald-Signature",
 				`<a href="#schema-CallbackEvent"><code>CallbackEvent</code></a>`)
 			wantContains(t, "reference page", body, `id="schema-SendResponse"`, `<a href="#schema-Reason"><code>Reason</code></a><code>[]</code>`, `<a href="#schema-Batch"><code>Batch</code></a>`,
