@@ -496,7 +496,7 @@ func (r *benchRig) accept(b *testing.B, concurrency, rate int, span time.Duratio
 // for span against the rig's simulator, and returns the successful calls per second:
 // the ceiling of the delivery path, with no database or queue in it.
 func (r *benchRig) simCalls(b *testing.B, callers int, span time.Duration) (rate float64, failed int) {
-	sender, err := channels.NewRegistry(nil).Sender(r.acct)
+	sender, err := channels.NewRegistry(nil).Sender(r.acct.Channel())
 	if err != nil {
 		b.Fatal(err)
 	}

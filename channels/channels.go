@@ -1,5 +1,8 @@
-// Package channels holds the platform adapters behind one small interface, and the
-// classification of their errors into the classes that drive Herald's retry policy.
+// Package channels holds the platform adapters behind one small interface, the one
+// table of what each platform is (settings, address, content cap, documented limits,
+// adapter), and the classification of their errors into the classes that drive
+// Herald's retry policy. It knows no database and no simulator: the registry is given
+// an Account value, and the sandbox platform's sender is handed to it.
 package channels
 
 import (
@@ -19,6 +22,18 @@ type Message struct {
 	Content string
 	// HTML is an HTML alternative of Content, which email sends beside it ("" for none).
 	HTML string
+}
+
+// Account is what an adapter needs of a sending account.
+type Account struct {
+	ID       int64
+	Name     string
+	Platform string
+	Config   map[string]string // plain settings, secrets included (the caller unseals them)
+	// AllowPrivateNetwork lets the account reach private and loopback addresses.
+	AllowPrivateNetwork bool
+	// UpdatedAt changes with every edit: a sender built before it is built again.
+	UpdatedAt time.Time
 }
 
 // Receipt is what the platform said when it accepted a message.
@@ -92,6 +107,12 @@ func Classify(err error) *Error {
 	return &Error{Class: Transient, Err: err}
 }
 
-// TakesHTML reports whether a platform sends a template's HTML alternative (email, as
-// multipart/alternative); the others send the text alone.
-func TakesHTML(platform string) bool { return platform == "email" }
+// SettingError is a problem with one setting, of an account (Field is config.<key>)
+// or of a callback (the field the caller named): Problem says what is wrong, in the
+// reader's language.
+type SettingError struct {
+	Field   string
+	Problem Note
+}
+
+func (e *SettingError) Error() string { return e.Field + ": " + e.Problem.String() }

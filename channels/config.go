@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"herald/models"
 )
 
 // Field describes one config key of a platform.
@@ -132,126 +130,6 @@ func cutBytes(s string, n int) string {
 	return s[:n]
 }
 
-// platform is one platform Herald sends through: its settings and its content cap.
-type platform struct {
-	// fields are its config keys, in the order forms show them (required keys first).
-	fields []Field
-	// cap bounds one message's text, counted as the platform counts it. Herald refuses
-	// longer content at intake rather than letting a platform cut it, since a platform
-	// that cuts at a byte count can cut a Chinese character in half.
-	cap ContentCap
-	// limits are what the platform documents it enforces, often by dropping the excess
-	// without an error: a new account starts from them.
-	limits models.Limits
-}
-
-// platforms is the one table of platform settings and content caps: validation,
-// secrets, destinations, the account form and the content checks all read it.
-var platforms = map[string]platform{
-	// Tianyuan and Zhaohu (in-house IM, the generic JSON contract): the contract does not
-	// say what its 4000 counts, so Herald counts UTF-8 bytes, the stricter reading: a
-	// text of 4000 bytes is never more than 4000 characters either (about 1333 Chinese
-	// characters).
-	"tianyuan": {fields: genericFields, cap: ContentCap{Max: 4000, Unit: Bytes}},
-	"zhaohu":   {fields: genericFields, cap: ContentCap{Max: 4000, Unit: Bytes}},
-	// WeCom counts bytes: text and markdown content are "at most 2048 bytes, UTF-8", and
-	// WeCom cuts longer content itself, at a byte, possibly inside a character. The
-	// adapter puts the title into the content, so it fits the two together (see wecomBody).
-	"wecom": {fields: []Field{
-		{Key: "corp_id", Required: true, Destination: true, Label: "channels.field.corp_id", Help: "channels.help.corp_id"},
-		{Key: "agent_id", Required: true, Label: "channels.field.agent_id", Help: "channels.help.agent_id"},
-		{Key: "secret", Required: true, Secret: true, Label: "channels.field.wecom_secret"},
-		{Key: "base_url", Destination: true, Default: DefaultWeComBaseURL, Label: "channels.field.base_url", Help: "channels.help.wecom_base_url"},
-	}, cap: ContentCap{Max: 2048, Unit: Bytes},
-		// Application messages: at most 30 a minute and 1,000 an hour to one member, the
-		// excess dropped without an error. (The daily cap, 200 person-sends per member of
-		// the account's licence, depends on the licence: the operator sets per_day.)
-		limits: models.Limits{PerRecipientPerMinute: 30, PerRecipientPerHour: 1000}},
-	// Email: SMTP sizes are bytes; Herald's own bound, far below what servers accept.
-	"email": {fields: []Field{
-		{Key: "host", Required: true, Destination: true, Label: "channels.field.host", Help: "channels.help.host"},
-		{Key: "from", Required: true, Label: "channels.field.from", Help: "channels.help.from"},
-		{Key: "port", Destination: true, Label: "channels.field.port", Help: "channels.help.port"},
-		{Key: "username", Label: "channels.field.username", Help: "channels.help.username"},
-		{Key: "password", Secret: true, Label: "channels.field.password"},
-		{Key: "tls", Destination: true, Default: tlsStartTLS, Options: []string{tlsStartTLS, tlsImplicit, tlsNone},
-			Warnings: map[string]string{tlsNone: "channels.warning.tls_none"}, Label: "channels.field.tls"},
-		{Key: "pool_size", Default: strconv.Itoa(DefaultSMTPPoolSize), Label: "channels.field.pool_size", Help: "channels.help.pool_size"},
-		{Key: "session_messages", Default: strconv.Itoa(DefaultSMTPSessionMessages), Label: "channels.field.session_messages", Help: "channels.help.session_messages"},
-	}, cap: ContentCap{Max: 256 << 10, Unit: Bytes}},
-	// Webhook: the receiver reads an HTTP body, bytes; Herald's own bound.
-	"webhook": {fields: []Field{
-		{Key: "url", Required: true, Destination: true, Label: "channels.field.url", Help: "channels.help.url"},
-		{Key: "secret", Secret: true, Label: "channels.field.webhook_secret", Help: "channels.help.webhook_secret"},
-	}, cap: ContentCap{Max: 64 << 10, Unit: Bytes}},
-	// The sandbox simulates the generic contract, and counts as Tianyuan does.
-	"sandbox": {fields: []Field{}, cap: ContentCap{Max: 4000, Unit: Bytes}},
-}
-
-// defaultCap bounds content for a platform the table does not know.
-var defaultCap = ContentCap{Max: 4000, Unit: Bytes}
-
-// genericFields are the settings of the generic JSON contract (Tianyuan and Zhaohu).
-var genericFields = []Field{
-	{Key: "base_url", Required: true, Destination: true, Label: "channels.field.base_url", Help: "channels.help.generic_base_url"},
-	{Key: "token", Required: true, Secret: true, Label: "channels.field.token", Help: "channels.help.token"},
-	{Key: "path", Destination: true, Default: defaultGenericPath, Label: "channels.field.path", Help: "channels.help.path"},
-}
-
-// Cap returns the content cap of a platform.
-func Cap(platform string) ContentCap {
-	if p, ok := platforms[platform]; ok {
-		return p.cap
-	}
-	return defaultCap
-}
-
-// CountedContent is the text of a message that a platform's cap applies to: the
-// content, and for WeCom, which has no title field, the title leading it as the
-// adapter sends it. Intake checks this against Cap, so what the platform receives fits.
-func CountedContent(platform string, m Message) string {
-	if platform == "wecom" {
-		return wecomText(m)
-	}
-	return m.Content
-}
-
-// LargestCapBytes is the most UTF-8 bytes any platform accepts in one message.
-func LargestCapBytes() int {
-	largest := 0
-	for _, p := range platforms {
-		largest = max(largest, p.cap.MaxBytes())
-	}
-	return largest
-}
-
-// Fields returns a platform's config keys in form order; nil for an unknown platform.
-func Fields(platform string) []Field { return platforms[platform].fields }
-
-// field returns the description of a platform's key.
-func field(platform, key string) (Field, bool) {
-	for _, f := range platforms[platform].fields {
-		if f.Key == key {
-			return f, true
-		}
-	}
-	return Field{}, false
-}
-
-// SecretKeys are the write-only config keys of each platform: stored encrypted, never
-// shown again.
-var SecretKeys = func() map[string][]string {
-	out := map[string][]string{}
-	for name, p := range platforms {
-		for _, f := range p.fields {
-			if f.Secret {
-				out[name] = append(out[name], f.Key)
-			}
-		}
-	}
-	return out
-}()
-
 // Change is one setting that differs between two configs.
 type Change struct{ Key, Old, New string }
 
@@ -259,7 +137,7 @@ type Change struct{ Key, Old, New string }
 // between two configs, an empty value read as its default.
 func DestinationChanges(platform string, old, new map[string]string) []Change {
 	var out []Change
-	for _, f := range platforms[platform].fields {
+	for _, f := range fieldsOf(platform) {
 		if o, n := f.Value(old), f.Value(new); f.Destination && o != n {
 			out = append(out, Change{Key: f.Key, Old: o, New: n})
 		}
@@ -270,7 +148,7 @@ func DestinationChanges(platform string, old, new map[string]string) []Change {
 // ConfigWarnings says what an account's config gives up, such as encryption.
 func ConfigWarnings(platform string, cfg map[string]string) []Note {
 	var out []Note
-	for _, f := range platforms[platform].fields {
+	for _, f := range fieldsOf(platform) {
 		if w := f.Warnings[f.Value(cfg)]; w != "" {
 			out = append(out, note(w))
 		}
@@ -280,8 +158,8 @@ func ConfigWarnings(platform string, cfg map[string]string) []Note {
 
 // ValidateConfig checks an account's platform config as it is saved: no unknown keys,
 // required ones present, URLs and hosts the account may reach (see CheckURL), numbers
-// where numbers belong. A problem with one key is a *models.FieldError naming
-// config.<key>, its message a catalog key.
+// where numbers belong, and the platform's own rule across keys. A problem with one key
+// is a *SettingError naming config.<key>.
 func ValidateConfig(platform string, cfg map[string]string, allowPrivate bool) error {
 	p, ok := platforms[platform]
 	if !ok {
@@ -316,8 +194,10 @@ func ValidateConfig(platform string, cfg map[string]string, allowPrivate bool) e
 			return problem.invalid("config." + k)
 		}
 	}
-	if platform == "email" && cfg["password"] != "" && strings.TrimSpace(cfg["username"]) == "" {
-		return note("channels.config.username_for_password").invalid("config.username")
+	if p.check != nil {
+		if err := p.check(cfg); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -369,8 +249,3 @@ func checkConfigValue(key, v string, allowPrivate bool) Note {
 	}
 	return Note{}
 }
-
-// DefaultLimits are the limits a new account of the platform starts from: what the
-// platform documents it enforces (none for the in-house platforms, email and webhooks,
-// whose limits are the bank's own).
-func DefaultLimits(platform string) models.Limits { return platforms[platform].limits }

@@ -8,7 +8,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/i18n"
-	"herald/models"
 )
 
 func TestValidateConfig(t *testing.T) {
@@ -55,18 +54,19 @@ func TestValidateConfig(t *testing.T) {
 				}
 				return
 			}
-			fe, ok := errors.AsType[*models.FieldError](err)
+			se, ok := errors.AsType[*SettingError](err)
 			if !ok {
-				t.Fatalf("ValidateConfig = %v, want a *models.FieldError for config.%s", err, tc.wantKey)
+				t.Fatalf("ValidateConfig = %v, want a *SettingError for config.%s", err, tc.wantKey)
 			}
-			if fe.Field != "config."+tc.wantKey {
-				t.Errorf("field = %s, want config.%s (%v)", fe.Field, tc.wantKey, err)
+			if se.Field != "config."+tc.wantKey {
+				t.Errorf("field = %s, want config.%s (%v)", se.Field, tc.wantKey, err)
 			}
-			if err.Error() != fe.Field+": "+fe.Message || fe.Message == "" || fe.Key == "" {
-				t.Errorf("message %q, key %q: want an English message from a catalog key", err, fe.Key)
+			en := se.Problem.In(i18n.English)
+			if err.Error() != se.Field+": "+en || en == "" || se.Problem.Key == "" || en == se.Problem.Key {
+				t.Errorf("message %q, key %q: want an English message from a catalog key", err, se.Problem.Key)
 			}
-			if zh := fe.Text(i18n.Chinese); zh == fe.Message || zh == "" {
-				t.Errorf("message %q has no Chinese translation (%q)", fe.Message, zh)
+			if zh := se.Problem.In(i18n.Chinese); zh == en || zh == "" {
+				t.Errorf("message %q has no Chinese translation (%q)", en, zh)
 			}
 			noMissingTranslations(t)
 		})
@@ -113,7 +113,7 @@ func TestDestinationChanges(t *testing.T) {
 
 func TestRegistryReusesSenders(t *testing.T) {
 	reg := NewRegistry(nil)
-	acct := &models.Account{ID: 1, Name: "ty-main", Platform: "tianyuan", UpdatedAt: time.Unix(100, 0),
+	acct := Account{ID: 1, Name: "ty-main", Platform: "tianyuan", UpdatedAt: time.Unix(100, 0),
 		Config: map[string]string{"base_url": "https://im.example.com", "token": "t"}}
 	first, err := reg.Sender(acct)
 	if err != nil {
@@ -122,17 +122,17 @@ func TestRegistryReusesSenders(t *testing.T) {
 	if again, _ := reg.Sender(acct); again != first {
 		t.Error("unchanged account got a new sender")
 	}
-	edited := *acct
+	edited := acct
 	edited.UpdatedAt = time.Unix(200, 0)
-	if next, _ := reg.Sender(&edited); next == first {
+	if next, _ := reg.Sender(edited); next == first {
 		t.Error("edited account kept its old sender")
 	}
 
-	broken := &models.Account{ID: 2, Name: "ty-broken", Platform: "tianyuan", Config: map[string]string{"base_url": "https://im.example.com"}}
-	if _, err := reg.Sender(broken); err == nil || !errors.As(err, new(*models.FieldError)) {
-		t.Errorf("account without token: %v, want a *models.FieldError", err)
+	broken := Account{ID: 2, Name: "ty-broken", Platform: "tianyuan", Config: map[string]string{"base_url": "https://im.example.com"}}
+	if _, err := reg.Sender(broken); err == nil || !errors.As(err, new(*SettingError)) {
+		t.Errorf("account without token: %v, want a *SettingError", err)
 	}
-	if _, err := reg.Sender(&models.Account{ID: 3, Name: "demo", Platform: "sandbox"}); err == nil {
+	if _, err := reg.Sender(Account{ID: 3, Name: "demo", Platform: "sandbox"}); err == nil {
 		t.Error("sandbox without a simulator built a sender")
 	}
 	for _, p := range Platforms {

@@ -374,3 +374,52 @@ func smtpCodeClass(code int, text string) Class {
 	// A reply that makes no sense at this point of the conversation.
 	return Transient
 }
+
+// Probe runs the SMTP conversation a send opens (greeting, EHLO, STARTTLS and AUTH as
+// configured) and ends it with QUIT: no MAIL, RCPT or DATA.
+func (e *Email) Probe(ctx context.Context) ProbeResult {
+	var res ProbeResult
+	step := func(action, answer Note) { res.Steps = append(res.Steps, exchange(action, answer)) }
+	err := e.converse(ctx, step, func(c *smtp.Client) error {
+		if err := c.Quit(); err != nil {
+			return fmt.Errorf("QUIT: %w", err)
+		}
+		step(verbatim("QUIT"), verbatim("221"))
+		return nil
+	})
+	if err != nil {
+		ce := classifySMTP(err)
+		res.Steps = append(res.Steps, failedWith(ce))
+		res.Summary = e.probeFailure(err, ce)
+		return res
+	}
+	res.OK = true
+	if e.password != "" {
+		res.Summary = note("channels.probe.smtp_login_ok", "Addr", e.addr, "User", e.username)
+	} else {
+		res.Summary = note("channels.probe.smtp_ready", "Addr", e.addr)
+	}
+	return res
+}
+
+// probeFailure says in one line why an SMTP connection test failed.
+func (e *Email) probeFailure(err error, ce *Error) Note {
+	if problem := connectionProblem(err); !problem.IsZero() {
+		return note("channels.probe.smtp_unreachable", "Addr", e.addr, "Problem", problem)
+	}
+	te, isReply := errors.AsType[*textproto.Error](err)
+	switch {
+	case ce.Class == Auth && isReply:
+		return note("channels.probe.smtp_refused_credentials", "Addr", e.addr, "Code", te.Code, "Message", te.Msg)
+	case isReply:
+		return note("channels.probe.smtp_error_at", "Addr", e.addr, "Error", err.Error())
+	}
+	if errors.Is(err, errNoStartTLS) {
+		return note("channels.probe.smtp_no_starttls", "Addr", e.addr)
+	}
+	if ae, ok := errors.AsType[*smtpAuthError](err); ok {
+		// No server reply: net/smtp would not send the password, e.g. unencrypted.
+		return note("channels.probe.smtp_login_not_attempted", "Addr", e.addr, "Error", ae.err.Error())
+	}
+	return note("channels.probe.smtp_failed", "Addr", e.addr, "Error", err.Error())
+}

@@ -258,7 +258,7 @@ func TestEmailRequiresStartTLS(t *testing.T) {
 			if c := classOf(t, err); c != Auth || !strings.Contains(err.Error(), "does not offer STARTTLS") {
 				t.Errorf("send: class %s (%v), want auth saying the server does not offer STARTTLS", c, err)
 			}
-			res := e.probe(context.Background())
+			res := e.Probe(context.Background())
 			if res.OK || !strings.Contains(res.Summary.String(), "does not offer STARTTLS") {
 				t.Errorf("probe: OK %t, %q; want a failure saying the server does not offer STARTTLS", res.OK, res.Summary)
 			}

@@ -127,3 +127,14 @@ func genericCodeClass(code int) Class {
 	// 5xxxx and codes outside the contract: retry a bounded number of times.
 	return Transient
 }
+
+// Probe makes a HEAD request to the messages endpoint with the send's bearer token: the
+// contract has no call that checks the token without sending.
+func (g *Generic) Probe(ctx context.Context) ProbeResult {
+	// Platform is the platform's value (English), PlatformName its name in the reader's
+	// language; each catalog uses the one it reads best with.
+	name := note("channels.probe.endpoint", "Platform", g.platform, "PlatformName", note("platform."+g.platform))
+	res, _ := probeHead(ctx, g.client, g.prefix, name, g.url, http.Header{"Authorization": {g.authorization()}},
+		note("channels.probe.generic_unchecked", "Platform", g.platform, "PlatformName", note("platform."+g.platform)))
+	return res
+}

@@ -6,7 +6,6 @@ import (
 	"unicode/utf8"
 
 	"herald/i18n"
-	"herald/models"
 )
 
 // Note is text a person reads — a connection test's summary and steps, what a setting
@@ -74,11 +73,10 @@ func (n Note) String() string { return n.In(i18n.English) }
 // IsZero says the note holds nothing.
 func (n Note) IsZero() bool { return n.Key == "" && n.Text == "" && len(n.Args) == 0 }
 
-// invalid returns the validation failure of an account's field with the note as its
-// message. The note's data must be plain values (no Notes): a FieldError translates
-// its message with its own data.
-func (n Note) invalid(field string) *models.FieldError {
-	return models.Invalid(field, n.Key, n.Args...)
+// invalid returns the problem with a setting, the note as its message. The note's data
+// must be plain values (no Notes): a field's message is translated with its own data.
+func (n Note) invalid(field string) *SettingError {
+	return &SettingError{Field: field, Problem: n}
 }
 
 // redact returns the note with every occurrence of secret in its text and its data

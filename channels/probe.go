@@ -5,11 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"net/smtp"
-	"net/textproto"
 	"net/url"
 	"strconv"
 	"strings"
@@ -17,8 +14,6 @@ import (
 	"time"
 
 	"herald/i18n"
-	"herald/models"
-	"herald/simulator"
 )
 
 // ProbeResult is what a connection test found. Its texts are Notes, shown in the
@@ -73,26 +68,27 @@ func failedWith(err error) ProbeStep {
 // probeTimeout bounds a connection test: an operator is waiting for the answer.
 const probeTimeout = 10 * time.Second
 
-// prober is an adapter that can test its connection without sending a message.
-type prober interface {
-	probe(ctx context.Context) ProbeResult
+// Prober is an adapter that can test its connection without sending a message. Each
+// adapter's test is beside its Send.
+type Prober interface {
+	Probe(ctx context.Context) ProbeResult
 }
 
 // Probe checks an account's connection and credentials without sending a message. The
 // adapter is built afresh, not taken from the cache, so the test sees the account's
 // current settings and, for WeCom, asks for a new token rather than reusing one.
-func (r *Registry) Probe(ctx context.Context, a *models.Account) ProbeResult {
+func (r *Registry) Probe(ctx context.Context, a Account) ProbeResult {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	var res ProbeResult
 	s, err := r.build(a)
-	fe, badSetting := errors.AsType[*models.FieldError](err)
+	se, badSetting := errors.AsType[*SettingError](err)
 	pe, isProblem := errors.AsType[*problemError](err)
-	p, canProbe := s.(prober)
+	p, canProbe := s.(Prober)
 	switch {
 	case badSetting:
-		problem := note("channels.probe.field_problem", "Field", fe.Field, "Problem", Note{Key: fe.Key, Args: fe.Args, Text: fe.Message})
+		problem := note("channels.probe.field_problem", "Field", se.Field, "Problem", se.Problem)
 		res = ProbeResult{Summary: note("channels.probe.invalid_settings", "Problem", problem),
 			Steps: []ProbeStep{exchange(note("channels.probe.check_settings"), problem)}}
 	case isProblem:
@@ -102,7 +98,7 @@ func (r *Registry) Probe(ctx context.Context, a *models.Account) ProbeResult {
 		res = ProbeResult{Summary: note("channels.probe.cannot_test", "Problem", verbatim(err.Error())),
 			Steps: []ProbeStep{exchange(note("channels.probe.check_settings"), verbatim(err.Error()))}}
 	case canProbe:
-		res = p.probe(ctx)
+		res = p.Probe(ctx)
 	default:
 		res = ProbeResult{Summary: note("channels.probe.no_test", "Platform", a.Platform)}
 	}
@@ -118,7 +114,7 @@ const minHiddenSecret = 4
 
 // hideSecrets replaces the account's secrets wherever they appear in the report. The
 // steps already leave them out; this catches a platform echoing one back.
-func hideSecrets(res *ProbeResult, a *models.Account) {
+func hideSecrets(res *ProbeResult, a Account) {
 	for _, key := range SecretKeys[a.Platform] {
 		secret := a.Config[key]
 		if len(secret) < minHiddenSecret {
@@ -129,123 +125,6 @@ func hideSecrets(res *ProbeResult, a *models.Account) {
 			res.Steps[i] = ProbeStep{Action: s.Action.redact(secret), Answer: s.Answer.redact(secret)}
 		}
 	}
-}
-
-// probe asks WeCom for an access token, through the same call a send makes when it
-// needs one, and reports what WeCom said. agent_id is not part of that call.
-func (w *WeCom) probe(ctx context.Context) ProbeResult {
-	r, reply, err := w.requestToken(ctx)
-	answer := answerNote(r)
-	if r.status != 0 {
-		line := answer.Text
-		if reply.ErrCode != nil {
-			line += fmt.Sprintf(", errcode %d (%s)", *reply.ErrCode, excerpt([]byte(reply.ErrMsg)))
-		}
-		if err == nil {
-			line += fmt.Sprintf(", expires_in %d", reply.ExpiresIn)
-		}
-		answer = verbatim(line)
-	}
-	step := exchange(verbatim("GET "+redactURL(w.tokenURL())), answer)
-	if err == nil {
-		return ProbeResult{OK: true,
-			Summary: note("channels.probe.wecom_ok", "Seconds", reply.ExpiresIn, "AgentID", w.agentID),
-			Steps:   []ProbeStep{step}}
-	}
-	res := ProbeResult{Steps: []ProbeStep{step, failedWith(err)}}
-	switch {
-	case r.status == 0:
-		res.Summary = note("channels.probe.wecom_unreachable", "Problem", noAnswer(err))
-	case reply.ErrCode != nil && *reply.ErrCode != 0:
-		key := "channels.probe.wecom_refused"
-		if Classify(err).Class == Auth {
-			key = "channels.probe.wecom_refused_credentials"
-		}
-		res.Summary = note(key, "Code", *reply.ErrCode, "Message", excerpt([]byte(reply.ErrMsg)))
-	default:
-		res.Summary = note("channels.probe.wecom_no_token", "Error", err.Error())
-	}
-	return res
-}
-
-// probe runs the SMTP conversation a send opens (greeting, EHLO, STARTTLS and AUTH as
-// configured) and ends it with QUIT: no MAIL, RCPT or DATA.
-func (e *Email) probe(ctx context.Context) ProbeResult {
-	var res ProbeResult
-	step := func(action, answer Note) { res.Steps = append(res.Steps, exchange(action, answer)) }
-	err := e.converse(ctx, step, func(c *smtp.Client) error {
-		if err := c.Quit(); err != nil {
-			return fmt.Errorf("QUIT: %w", err)
-		}
-		step(verbatim("QUIT"), verbatim("221"))
-		return nil
-	})
-	if err != nil {
-		ce := classifySMTP(err)
-		res.Steps = append(res.Steps, failedWith(ce))
-		res.Summary = e.probeFailure(err, ce)
-		return res
-	}
-	res.OK = true
-	if e.password != "" {
-		res.Summary = note("channels.probe.smtp_login_ok", "Addr", e.addr, "User", e.username)
-	} else {
-		res.Summary = note("channels.probe.smtp_ready", "Addr", e.addr)
-	}
-	return res
-}
-
-// probeFailure says in one line why an SMTP connection test failed.
-func (e *Email) probeFailure(err error, ce *Error) Note {
-	if problem := connectionProblem(err); !problem.IsZero() {
-		return note("channels.probe.smtp_unreachable", "Addr", e.addr, "Problem", problem)
-	}
-	te, isReply := errors.AsType[*textproto.Error](err)
-	switch {
-	case ce.Class == Auth && isReply:
-		return note("channels.probe.smtp_refused_credentials", "Addr", e.addr, "Code", te.Code, "Message", te.Msg)
-	case isReply:
-		return note("channels.probe.smtp_error_at", "Addr", e.addr, "Error", err.Error())
-	}
-	if errors.Is(err, errNoStartTLS) {
-		return note("channels.probe.smtp_no_starttls", "Addr", e.addr)
-	}
-	if ae, ok := errors.AsType[*smtpAuthError](err); ok {
-		// No server reply: net/smtp would not send the password, e.g. unencrypted.
-		return note("channels.probe.smtp_login_not_attempted", "Addr", e.addr, "Error", ae.err.Error())
-	}
-	return note("channels.probe.smtp_failed", "Addr", e.addr, "Error", err.Error())
-}
-
-// probe makes a HEAD request to the messages endpoint with the send's bearer token: the
-// contract has no call that checks the token without sending.
-func (g *Generic) probe(ctx context.Context) ProbeResult {
-	// Platform is the platform's value (English), PlatformName its name in the reader's
-	// language; each catalog uses the one it reads best with.
-	name := note("channels.probe.endpoint", "Platform", g.platform, "PlatformName", note("platform."+g.platform))
-	res, _ := probeHead(ctx, g.client, g.prefix, name, g.url, http.Header{"Authorization": {g.authorization()}},
-		note("channels.probe.generic_unchecked", "Platform", g.platform, "PlatformName", note("platform."+g.platform)))
-	return res
-}
-
-// probe makes a HEAD request to the receiver's URL, unsigned: there is no body to sign.
-func (w *Webhook) probe(ctx context.Context) ProbeResult {
-	res, status := probeHead(ctx, w.client, "channels: webhook", note("channels.probe.webhook_receiver"), w.url, nil,
-		note("channels.probe.webhook_unchecked"))
-	if status == http.StatusUnauthorized || status == http.StatusForbidden {
-		res.Steps = append(res.Steps, remark(note("channels.probe.webhook_unsigned")))
-	}
-	return res
-}
-
-// probe reports the simulator ready: it runs in this process, so there is nothing to reach.
-func (s *Sandbox) probe(context.Context) ProbeResult {
-	res := ProbeResult{OK: true, Summary: note("channels.probe.sandbox_ok"),
-		Steps: []ProbeStep{remark(note("channels.probe.sandbox_local"))}}
-	if f := s.Sim.Faults(); f != (simulator.Faults{}) {
-		res.Steps = append(res.Steps, remark(note("channels.probe.sandbox_faults", "Faults", fmt.Sprintf("%+v", f))))
-	}
-	return res
 }
 
 // probeHead tests an endpoint whose contract has no harmless call. Any answer below 500

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"herald/i18n"
-	"herald/models"
 	"herald/simulator"
 )
 
@@ -81,8 +80,8 @@ func checkNothingSent(t *testing.T, sim *simulator.Simulator) {
 }
 
 // probeAccount is an account as the console would hand it to Probe.
-func probeAccount(platform string, allowPrivate bool, cfg map[string]string) *models.Account {
-	return &models.Account{ID: 1, Name: platform + "-main", Platform: platform, Enabled: true,
+func probeAccount(platform string, allowPrivate bool, cfg map[string]string) Account {
+	return Account{ID: 1, Name: platform + "-main", Platform: platform,
 		AllowPrivateNetwork: allowPrivate, Config: cfg, UpdatedAt: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
 }
 
@@ -93,15 +92,14 @@ func TestProbe(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		faults  simulator.Faults
-		noSim   bool // a registry without the sandbox simulator
-		account func(rig *simRig) *models.Account
+		account func(rig *simRig) Account
 		ok      bool
 		summary []string
 		steps   []string
 	}{
 		{
 			name: "wecom token issued",
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("wecom", true, map[string]string{"corp_id": "ww0123", "secret": probeWeComSecret,
 					"agent_id": "1000002", "base_url": rig.url + "/wecom"})
 			},
@@ -112,7 +110,7 @@ func TestProbe(t *testing.T) {
 		{
 			name:   "wecom secret refused",
 			faults: simulator.Faults{AuthFail: true},
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("wecom", true, map[string]string{"corp_id": "ww0123", "secret": probeWeComSecret,
 					"agent_id": "1000002", "base_url": rig.url + "/wecom"})
 			},
@@ -121,7 +119,7 @@ func TestProbe(t *testing.T) {
 		},
 		{
 			name: "email login accepted",
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("email", true, map[string]string{"host": rig.smtpHost, "port": rig.smtpPort,
 					"from": "herald@example.com", "username": "herald", "password": probePassword, "tls": "none"})
 			},
@@ -132,7 +130,7 @@ func TestProbe(t *testing.T) {
 		},
 		{
 			name: "email without STARTTLS on offer",
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("email", true, map[string]string{"host": rig.smtpHost, "port": rig.smtpPort,
 					"from": "herald@example.com", "username": "herald", "password": probePassword})
 			},
@@ -142,7 +140,7 @@ func TestProbe(t *testing.T) {
 		{
 			name:   "email login refused",
 			faults: simulator.Faults{AuthFail: true},
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("email", true, map[string]string{"host": rig.smtpHost, "port": rig.smtpPort,
 					"from": "herald@example.com", "username": "herald", "password": probePassword, "tls": "none"})
 			},
@@ -152,7 +150,7 @@ func TestProbe(t *testing.T) {
 		{
 			name:   "email without credentials",
 			faults: simulator.Faults{AuthFail: true}, // would refuse MAIL, which a probe never sends
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("email", true, map[string]string{"host": rig.smtpHost, "port": rig.smtpPort,
 					"from": "herald@example.com", "tls": "none"})
 			},
@@ -162,7 +160,7 @@ func TestProbe(t *testing.T) {
 		},
 		{
 			name: "tianyuan HEAD answered",
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("tianyuan", true, map[string]string{"base_url": rig.url + "/tianyuan", "token": probeToken})
 			},
 			ok:      true,
@@ -172,7 +170,7 @@ func TestProbe(t *testing.T) {
 		{
 			name:   "zhaohu HEAD answered",
 			faults: simulator.Faults{AuthFail: true}, // applies to messages, not to HEAD
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("zhaohu", true, map[string]string{"base_url": rig.url + "/zhaohu", "path": "/messages", "token": probeToken})
 			},
 			ok:      true,
@@ -181,7 +179,7 @@ func TestProbe(t *testing.T) {
 		},
 		{
 			name: "webhook HEAD answered",
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("webhook", true, map[string]string{"url": rig.url + "/webhook/herald?key=" + probeHookSecret, "secret": probeHookSecret})
 			},
 			ok:      true,
@@ -189,27 +187,20 @@ func TestProbe(t *testing.T) {
 			steps:   []string{"/webhook/herald?key=*** → HTTP 405"},
 		},
 		{
-			name:    "sandbox",
-			account: func(*simRig) *models.Account { return probeAccount("sandbox", false, nil) },
-			ok:      true,
-			summary: []string{"In-process simulator, always ready"},
-		},
-		{
 			name:    "sandbox missing",
-			noSim:   true,
-			account: func(*simRig) *models.Account { return probeAccount("sandbox", false, nil) },
+			account: func(*simRig) Account { return probeAccount("sandbox", false, nil) },
 			summary: []string{"sandbox platform is not available"},
 		},
 		{
 			name: "missing token",
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("tianyuan", true, map[string]string{"base_url": rig.url + "/tianyuan"})
 			},
 			summary: []string{"Invalid settings: config.token: is required"},
 		},
 		{
 			name: "unknown key",
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("wecom", true, map[string]string{"corp_id": "ww0123", "secret": probeWeComSecret,
 					"agent_id": "1000002", "base_url": rig.url + "/wecom", "colour": "red"})
 			},
@@ -217,19 +208,19 @@ func TestProbe(t *testing.T) {
 		},
 		{
 			name:    "unknown platform",
-			account: func(*simRig) *models.Account { return probeAccount("pigeon", false, map[string]string{}) },
+			account: func(*simRig) Account { return probeAccount("pigeon", false, map[string]string{}) },
 			summary: []string{`platform "pigeon" has no adapter`},
 		},
 		{
 			name: "private address refused by the settings",
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("tianyuan", false, map[string]string{"base_url": rig.url + "/tianyuan", "token": probeToken})
 			},
 			summary: []string{"config.base_url: 127.0.0.1 is a loopback address", "allow_private_network"},
 		},
 		{
 			name: "private address refused at dial",
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("webhook", false, map[string]string{"url": strings.Replace(rig.url, "127.0.0.1", "localhost", 1) + "/webhook/x"})
 			},
 			summary: []string{"blocked by Herald's network guard: 127.0.0.1 is a loopback address", "allow_private_network"},
@@ -237,7 +228,7 @@ func TestProbe(t *testing.T) {
 		},
 		{
 			name: "smtp private address refused at dial",
-			account: func(rig *simRig) *models.Account {
+			account: func(rig *simRig) Account {
 				return probeAccount("email", false, map[string]string{"host": "localhost", "port": rig.smtpPort,
 					"from": "herald@example.com", "username": "herald", "password": probePassword})
 			},
@@ -249,11 +240,7 @@ func TestProbe(t *testing.T) {
 			t.Parallel()
 			rig := startSim(t, simulator.Options{})
 			rig.sim.SetFaults(tc.faults)
-			reg := NewRegistry(rig.sim)
-			if tc.noSim {
-				reg = NewRegistry(nil)
-			}
-			res := reg.Probe(context.Background(), tc.account(rig))
+			res := NewRegistry(nil).Probe(context.Background(), tc.account(rig))
 			checkProbe(t, res, tc.ok, tc.summary, tc.steps)
 			checkNothingSent(t, rig.sim)
 			if n := rig.hitCount(wecomSendPath); n != 0 {
@@ -293,7 +280,7 @@ func TestProbeHeadAnswers(t *testing.T) {
 	reg := NewRegistry(nil)
 	for _, tc := range []struct {
 		name    string
-		account *models.Account
+		account Account
 		ok      bool
 		summary []string
 	}{
@@ -358,7 +345,7 @@ func TestProbeNetworkErrors(t *testing.T) {
 
 	for _, tc := range []struct {
 		name    string
-		account *models.Account
+		account Account
 		summary []string
 	}{
 		{"refused", probeAccount("tianyuan", true, map[string]string{"base_url": closedURL, "token": probeToken}),
@@ -432,7 +419,7 @@ func TestEmailImplicitTLS(t *testing.T) {
 	defer cancel()
 
 	e := newTLSEmail(trusted)
-	res := e.probe(ctx)
+	res := e.Probe(ctx)
 	res.Took = time.Millisecond
 	checkProbe(t, res, true, []string{"accepted the login of herald"},
 		[]string{"TLS handshake → TLS 1.3", "greeting → 220 herald-sim ESMTP ready", "AUTH PLAIN as herald → 235", "QUIT → 221"})
@@ -445,7 +432,7 @@ func TestEmailImplicitTLS(t *testing.T) {
 		t.Errorf("deliveries = %+v, want %s", d, m.ID)
 	}
 
-	res = newTLSEmail(nil).probe(ctx)
+	res = newTLSEmail(nil).Probe(ctx)
 	res.Took = time.Millisecond
 	checkProbe(t, res, false, []string{"TLS failed", "certificate"}, []string{"error: transient: channels: email: TLS handshake"})
 }
@@ -461,7 +448,7 @@ func TestProbeEmailPasswordNotSentInClear(t *testing.T) {
 	e.dial = func(ctx context.Context, network, _ string) (net.Conn, error) {
 		return dial(ctx, network, net.JoinHostPort(rig.smtpHost, rig.smtpPort))
 	}
-	res := e.probe(context.Background())
+	res := e.Probe(context.Background())
 	res.Took = time.Millisecond
 	checkProbe(t, res, false, []string{"SMTP login to mail.example.com:587 not attempted: unencrypted connection"},
 		[]string{"EHLO localhost → 250", "error: auth: channels: email: AUTH: unencrypted connection"})

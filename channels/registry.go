@@ -3,18 +3,14 @@ package channels
 import (
 	"fmt"
 	"io"
-	"slices"
 	"sync"
 	"time"
-
-	"herald/models"
-	"herald/simulator"
 )
 
 // Registry builds and caches one Sender per account. An account edited since its sender
 // was built gets a new one.
 type Registry struct {
-	sandbox *simulator.Simulator
+	sandbox Sender
 
 	mu      sync.Mutex
 	senders map[int64]cachedSender
@@ -25,17 +21,15 @@ type cachedSender struct {
 	sender    Sender
 }
 
-// NewRegistry returns a registry; sandbox is the in-process simulator behind the sandbox
-// platform (nil disables that platform).
-func NewRegistry(sandbox *simulator.Simulator) *Registry {
+// NewRegistry returns a registry; sandbox is the sender behind the sandbox platform, the
+// in-process simulator (nil disables that platform). A sandbox that is also a Prober
+// answers the connection test.
+func NewRegistry(sandbox Sender) *Registry {
 	return &Registry{sandbox: sandbox, senders: map[int64]cachedSender{}}
 }
 
-// Platforms lists the platform names Herald can send through.
-var Platforms = []string{"tianyuan", "zhaohu", "wecom", "email", "webhook", "sandbox"}
-
 // Sender returns the sender for an account.
-func (r *Registry) Sender(a *models.Account) (Sender, error) {
+func (r *Registry) Sender(a Account) (Sender, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	old, ok := r.senders[a.ID]
@@ -78,26 +72,13 @@ func closeSender(s Sender) {
 
 // build constructs the adapter for an account, after checking its config as it is
 // checked at save time: a sender is never built from settings that could not be saved.
-func (r *Registry) build(a *models.Account) (Sender, error) {
-	if a.Platform == "sandbox" {
-		if r.sandbox == nil {
-			return nil, &problemError{prefix: "channels: account " + a.Name + ": ", note: note("channels.probe.no_sandbox")}
-		}
-		return &Sandbox{Sim: r.sandbox}, nil
-	}
-	if !slices.Contains(Platforms, a.Platform) {
+func (r *Registry) build(a Account) (Sender, error) {
+	p, ok := platforms[a.Platform]
+	if !ok {
 		return nil, &problemError{prefix: "channels: account " + a.Name + ": ", note: note("channels.probe.no_adapter", "Platform", a.Platform)}
 	}
 	if err := ValidateConfig(a.Platform, a.Config, a.AllowPrivateNetwork); err != nil {
 		return nil, fmt.Errorf("channels: account %s: %w", a.Name, err)
 	}
-	switch a.Platform {
-	case "wecom":
-		return newWeCom(a.Config, a.AllowPrivateNetwork), nil
-	case "email":
-		return newEmail(a.Config, a.AllowPrivateNetwork), nil
-	case "webhook":
-		return newWebhook(a.Config, a.AllowPrivateNetwork), nil
-	}
-	return newGeneric(a.Platform, a.Config, a.AllowPrivateNetwork), nil
+	return p.build(r, a)
 }

@@ -100,7 +100,7 @@ func PostSigned(ctx context.Context, client *http.Client, target, secret string,
 }
 
 // CheckURLField is CheckURL for a field of a form or a request: the problem, if any, as
-// a *models.FieldError naming field.
+// a *SettingError naming field.
 func CheckURLField(field, raw string, allowPrivate bool) error {
 	if problem := urlProblem(raw, allowPrivate); !problem.IsZero() {
 		return problem.invalid(field)
@@ -135,4 +135,14 @@ func webhookReplyID(body []byte) string {
 		return n.String()
 	}
 	return ""
+}
+
+// Probe makes a HEAD request to the receiver's URL, unsigned: there is no body to sign.
+func (w *Webhook) Probe(ctx context.Context) ProbeResult {
+	res, status := probeHead(ctx, w.client, "channels: webhook", note("channels.probe.webhook_receiver"), w.url, nil,
+		note("channels.probe.webhook_unchecked"))
+	if status == http.StatusUnauthorized || status == http.StatusForbidden {
+		res.Steps = append(res.Steps, remark(note("channels.probe.webhook_unsigned")))
+	}
+	return res
 }

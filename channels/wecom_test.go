@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"herald/models"
 	"herald/simulator"
 )
 
@@ -40,7 +39,7 @@ func TestWeComTokenFetchedOnce(t *testing.T) {
 	rig := startSim(t, simulator.Options{})
 	rig.sim.SetFaults(simulator.Faults{Latency: simulator.Duration(20 * time.Millisecond)})
 	reg := NewRegistry(nil)
-	acct := &models.Account{ID: 7, Name: "wecom-main", Platform: "wecom", AllowPrivateNetwork: true,
+	acct := Account{ID: 7, Name: "wecom-main", Platform: "wecom", AllowPrivateNetwork: true,
 		Config: wecomConfig(rig), UpdatedAt: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)}
 
 	const sends = 50

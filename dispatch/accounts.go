@@ -113,7 +113,7 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 	case old != nil:
 		a.Limits = old.Limits
 	default:
-		a.Limits = channels.DefaultLimits(a.Platform)
+		a.Limits = models.DefaultLimits(a.Platform)
 	}
 	var kept []string
 	if old != nil && old.Platform == a.Platform {
@@ -128,7 +128,7 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 		return nil, err
 	}
 	// A problem with one setting is a *models.FieldError naming config.<key>.
-	if err := channels.ValidateConfig(a.Platform, a.Config, a.AllowPrivateNetwork); err != nil {
+	if err := models.SettingInvalid(channels.ValidateConfig(a.Platform, a.Config, a.AllowPrivateNetwork)); err != nil {
 		if _, ok := errors.AsType[*models.FieldError](err); ok {
 			return nil, err
 		}

@@ -18,7 +18,7 @@ func CheckCallback(c models.CallbackSetting) error {
 	if err := models.CheckCallbackSetting(c); err != nil {
 		return err
 	}
-	return channels.CheckURLField("url", c.URL, c.AllowPrivate)
+	return models.SettingInvalid(channels.CheckURLField("url", c.URL, c.AllowPrivate))
 }
 
 // SetCallback checks and stores a key's callback (an empty URL removes it) with its

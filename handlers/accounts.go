@@ -149,7 +149,7 @@ func limitFields(limits models.Limits) []views.LimitField {
 // limitsNote is the catalog key of the sentence saying a new account's limits start
 // from what its platform documents ("" for a platform that documents none).
 func limitsNote(platform string) string {
-	if channels.DefaultLimits(platform) == (models.Limits{}) {
+	if models.DefaultLimits(platform) == (models.Limits{}) {
 		return ""
 	}
 	return "accounts.form.platform_limits." + platform
@@ -301,7 +301,7 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 	if c.Query("account") == "" {
 		// A new account: its limits start from what the platform documents.
 		platform := c.Query("platform")
-		render(c, http.StatusOK, views.NewAccountPlatformFields(fields, limitFields(channels.DefaultLimits(platform)), limitsNote(platform)))
+		render(c, http.StatusOK, views.NewAccountPlatformFields(fields, limitFields(models.DefaultLimits(platform)), limitsNote(platform)))
 		return
 	}
 	render(c, http.StatusOK, views.AccountConfigFields(fields, nil))
@@ -310,7 +310,7 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 // NewAccountForm shows an empty account form.
 func (h *Handlers) NewAccountForm(c *gin.Context) {
 	a := &models.Account{Platform: channels.Platforms[0], Enabled: true, MaxAttempts: models.DefaultMaxAttempts,
-		Limits: channels.DefaultLimits(channels.Platforms[0])}
+		Limits: models.DefaultLimits(channels.Platforms[0])}
 	render(c, http.StatusOK, views.AccountFormPage(page(c, tr(c, "title.new_account"), "accounts"), accountForm(a, "", nil), nil))
 }
 
@@ -383,7 +383,7 @@ func (h *Handlers) TestAccount(c *gin.Context) {
 	if !ok {
 		return
 	}
-	res := h.Channels.Probe(c.Request.Context(), a)
+	res := h.Channels.Probe(c.Request.Context(), a.Channel())
 	outcome := "failed"
 	if res.OK {
 		outcome = "ok"

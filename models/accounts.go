@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"herald/channels"
 )
 
 // Limits are an account's send limits; 0 means no limit for that window.
@@ -42,6 +44,17 @@ var LimitWindows = []LimitWindow{
 	{"per_recipient_per_minute", time.Minute, true, func(l *Limits) *int { return &l.PerRecipientPerMinute }},
 	{"per_recipient_per_hour", time.Hour, true, func(l *Limits) *int { return &l.PerRecipientPerHour }},
 	{"per_recipient_per_day", 24 * time.Hour, true, func(l *Limits) *int { return &l.PerRecipientPerDay }},
+}
+
+// DefaultLimits are the limits a new account of the platform starts from: those the
+// platform documents it enforces (see channels.DocumentedLimits).
+func DefaultLimits(platform string) Limits {
+	var l Limits
+	documented := channels.DocumentedLimits(platform)
+	for _, w := range LimitWindows {
+		*w.Of(&l) = documented[w.Name]
+	}
+	return l
 }
 
 // Account is one sending identity on a platform, with its credentials (encrypted at rest),
@@ -83,6 +96,12 @@ const (
 
 // configField names the sealed config in its associated data.
 const configField = "config"
+
+// Channel is what the account's adapter needs of it.
+func (a *Account) Channel() channels.Account {
+	return channels.Account{ID: a.ID, Name: a.Name, Platform: a.Platform, Config: a.Config,
+		AllowPrivateNetwork: a.AllowPrivateNetwork, UpdatedAt: a.UpdatedAt}
+}
 
 // sealConfig seals a.Config for a.ID, which must be set: the id is part of the seal.
 func (s *Store) sealConfig(a *Account) error {

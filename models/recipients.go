@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"gorm.io/gorm"
+
+	"herald/channels"
 )
 
 // OrgType says where a staff member works, which decides whether the duty rule applies.
@@ -38,19 +40,20 @@ type Recipient struct {
 	UpdatedAt   time.Time `json:"-"`
 }
 
-// Address returns the recipient's address on a platform, empty when there is none.
-// The sandbox platform addresses people by their external id.
+// Address returns the recipient's address on a platform, empty when there is none:
+// the field the platform table names (the sandbox and webhooks address people by their
+// external id).
 func (r *Recipient) Address(platform string) string {
-	switch platform {
-	case "tianyuan":
+	switch channels.AddressField(platform) {
+	case "tianyuan_id":
 		return r.TianyuanID
-	case "zhaohu":
+	case "zhaohu_id":
 		return r.ZhaohuID
-	case "wecom":
+	case "wecom_userid":
 		return r.WecomUserid
 	case "email":
 		return r.Email
-	case "sandbox", "webhook":
+	case "external_id":
 		return r.ExternalID
 	}
 	return ""

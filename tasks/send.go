@@ -350,7 +350,7 @@ func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome 
 	if o, wait := s.quietHours(m, acct); wait {
 		return o
 	}
-	sender, err := s.Channels.Sender(acct)
+	sender, err := s.Channels.Sender(acct.Channel())
 	if err != nil {
 		return s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0)
 	}

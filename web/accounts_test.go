@@ -403,7 +403,7 @@ func TestKeptSecretNeverReachesANewAddress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sender, err := c.h.Channels.Sender(a)
+	sender, err := c.h.Channels.Sender(a.Channel())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"herald/channels"
+	sandboxsender "herald/channels/sandbox"
 	"herald/dispatch"
 	"herald/handlers"
 	"herald/i18n"
@@ -109,7 +110,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 			Accounts: store.NewAccountCache(5 * time.Second)},
 		PingRedis: func(context.Context) error { return enq.Ping() },
 		Limiter:   tasks.NewLimiter(rdb),
-		Channels:  channels.NewRegistry(sandbox),
+		Channels:  channels.NewRegistry(sandboxsender.New(sandbox)),
 	}
 	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store, 30*time.Minute)
 	h.Sessions = sessions

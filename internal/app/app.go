@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"herald/channels"
+	"herald/channels/sandbox"
 	"herald/config"
 	"herald/dispatch"
 	"herald/models"
@@ -114,7 +115,7 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	a.Inspector = asynq.NewInspector(a.Redis.Asynq())
 	a.Callbacks = &tasks.Callbacks{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log}
 	a.Sim = simulator.New(simulator.Faults{})
-	a.Channels = channels.NewRegistry(a.Sim)
+	a.Channels = channels.NewRegistry(sandbox.New(a.Sim))
 	a.Stats = store.NewStats()
 	a.Dispatch = &dispatch.Dispatcher{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log, Location: cfg.Location,
 		Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks}

@@ -1,0 +1,214 @@
+package channels
+
+import (
+	"maps"
+	"strconv"
+	"strings"
+)
+
+// platform is one platform Herald sends through, and everything Herald knows of it.
+type platform struct {
+	name string
+	// fields are its config keys, in the order forms show them (required keys first).
+	fields []Field
+	// check is the platform's rule across keys, after each key was checked on its own.
+	check func(cfg map[string]string) error
+	// address names the staff member's field that holds their address on the platform,
+	// as the staff list and the API name it (tianyuan_id, email, external_id, …).
+	address string
+	// cap bounds one message's text, counted as the platform counts it. Herald refuses
+	// longer content at intake rather than letting a platform cut it, since a platform
+	// that cuts at a byte count can cut a Chinese character in half.
+	cap ContentCap
+	// counted is the text the cap applies to, when it is not the content alone.
+	counted func(Message) string
+	// html says the platform sends a template's HTML alternative beside the text.
+	html bool
+	// limits are what the platform documents it enforces, often by dropping the excess
+	// without an error, by window name (per_recipient_per_minute, …): a new account
+	// starts from them.
+	limits map[string]int
+	// build makes the adapter for an account whose settings passed ValidateConfig.
+	build func(r *Registry, a Account) (Sender, error)
+}
+
+// table is the one list of platforms, in the order forms offer them: validation,
+// secrets, destinations, the account form, addresses, the content checks, the default
+// limits and the registry all read it.
+var table = []platform{
+	// Tianyuan and Zhaohu (in-house IM, the generic JSON contract): the contract does not
+	// say what its 4000 counts, so Herald counts UTF-8 bytes, the stricter reading: a
+	// text of 4000 bytes is never more than 4000 characters either (about 1333 Chinese
+	// characters).
+	{name: "tianyuan", fields: genericFields, address: "tianyuan_id", cap: ContentCap{Max: 4000, Unit: Bytes}, build: buildGeneric},
+	{name: "zhaohu", fields: genericFields, address: "zhaohu_id", cap: ContentCap{Max: 4000, Unit: Bytes}, build: buildGeneric},
+	// WeCom counts bytes: text and markdown content are "at most 2048 bytes, UTF-8", and
+	// WeCom cuts longer content itself, at a byte, possibly inside a character. The
+	// adapter puts the title into the content, so the cap counts the two together.
+	{name: "wecom", fields: []Field{
+		{Key: "corp_id", Required: true, Destination: true, Label: "channels.field.corp_id", Help: "channels.help.corp_id"},
+		{Key: "agent_id", Required: true, Label: "channels.field.agent_id", Help: "channels.help.agent_id"},
+		{Key: "secret", Required: true, Secret: true, Label: "channels.field.wecom_secret"},
+		{Key: "base_url", Destination: true, Default: DefaultWeComBaseURL, Label: "channels.field.base_url", Help: "channels.help.wecom_base_url"},
+	}, address: "wecom_userid", cap: ContentCap{Max: 2048, Unit: Bytes}, counted: wecomText,
+		// Application messages: at most 30 a minute and 1,000 an hour to one member, the
+		// excess dropped without an error. (The daily cap, 200 person-sends per member of
+		// the account's licence, depends on the licence: the operator sets per_day.)
+		limits: map[string]int{"per_recipient_per_minute": 30, "per_recipient_per_hour": 1000},
+		build:  func(_ *Registry, a Account) (Sender, error) { return newWeCom(a.Config, a.AllowPrivateNetwork), nil }},
+	// Email: SMTP sizes are bytes; Herald's own bound, far below what servers accept.
+	{name: "email", fields: []Field{
+		{Key: "host", Required: true, Destination: true, Label: "channels.field.host", Help: "channels.help.host"},
+		{Key: "from", Required: true, Label: "channels.field.from", Help: "channels.help.from"},
+		{Key: "port", Destination: true, Label: "channels.field.port", Help: "channels.help.port"},
+		{Key: "username", Label: "channels.field.username", Help: "channels.help.username"},
+		{Key: "password", Secret: true, Label: "channels.field.password"},
+		{Key: "tls", Destination: true, Default: tlsStartTLS, Options: []string{tlsStartTLS, tlsImplicit, tlsNone},
+			Warnings: map[string]string{tlsNone: "channels.warning.tls_none"}, Label: "channels.field.tls"},
+		{Key: "pool_size", Default: strconv.Itoa(DefaultSMTPPoolSize), Label: "channels.field.pool_size", Help: "channels.help.pool_size"},
+		{Key: "session_messages", Default: strconv.Itoa(DefaultSMTPSessionMessages), Label: "channels.field.session_messages", Help: "channels.help.session_messages"},
+	}, check: func(cfg map[string]string) error {
+		if cfg["password"] != "" && strings.TrimSpace(cfg["username"]) == "" {
+			return note("channels.config.username_for_password").invalid("config.username")
+		}
+		return nil
+	}, address: "email", cap: ContentCap{Max: 256 << 10, Unit: Bytes}, html: true,
+		build: func(_ *Registry, a Account) (Sender, error) { return newEmail(a.Config, a.AllowPrivateNetwork), nil }},
+	// Webhook: the receiver reads an HTTP body, bytes; Herald's own bound. People are
+	// named to the receiver by their external id.
+	{name: "webhook", fields: []Field{
+		{Key: "url", Required: true, Destination: true, Label: "channels.field.url", Help: "channels.help.url"},
+		{Key: "secret", Secret: true, Label: "channels.field.webhook_secret", Help: "channels.help.webhook_secret"},
+	}, address: "external_id", cap: ContentCap{Max: 64 << 10, Unit: Bytes},
+		build: func(_ *Registry, a Account) (Sender, error) { return newWebhook(a.Config, a.AllowPrivateNetwork), nil }},
+	// The sandbox is the in-process simulator the registry was given: it simulates the
+	// generic contract, counts as Tianyuan does, and addresses people by external id.
+	{name: "sandbox", fields: []Field{}, address: "external_id", cap: ContentCap{Max: 4000, Unit: Bytes},
+		build: func(r *Registry, a Account) (Sender, error) {
+			if r.sandbox == nil {
+				return nil, &problemError{prefix: "channels: account " + a.Name + ": ", note: note("channels.probe.no_sandbox")}
+			}
+			return r.sandbox, nil
+		}},
+}
+
+// genericFields are the settings of the generic JSON contract (Tianyuan and Zhaohu).
+var genericFields = []Field{
+	{Key: "base_url", Required: true, Destination: true, Label: "channels.field.base_url", Help: "channels.help.generic_base_url"},
+	{Key: "token", Required: true, Secret: true, Label: "channels.field.token", Help: "channels.help.token"},
+	{Key: "path", Destination: true, Default: defaultGenericPath, Label: "channels.field.path", Help: "channels.help.path"},
+}
+
+func buildGeneric(_ *Registry, a Account) (Sender, error) {
+	return newGeneric(a.Platform, a.Config, a.AllowPrivateNetwork), nil
+}
+
+// platforms finds a platform of the table by name.
+var platforms = func() map[string]*platform {
+	out := make(map[string]*platform, len(table))
+	for i := range table {
+		out[table[i].name] = &table[i]
+	}
+	return out
+}()
+
+// Platforms lists the platform names Herald can send through, in the table's order.
+var Platforms = func() []string {
+	out := make([]string, len(table))
+	for i, p := range table {
+		out[i] = p.name
+	}
+	return out
+}()
+
+// defaultCap bounds content for a platform the table does not know.
+var defaultCap = ContentCap{Max: 4000, Unit: Bytes}
+
+// Cap returns the content cap of a platform.
+func Cap(platform string) ContentCap {
+	if p, ok := platforms[platform]; ok {
+		return p.cap
+	}
+	return defaultCap
+}
+
+// CountedContent is the text of a message that a platform's cap applies to: the
+// content, and for WeCom, which has no title field, the title leading it as the
+// adapter sends it. Intake checks this against Cap, so what the platform receives fits.
+func CountedContent(platform string, m Message) string {
+	if p, ok := platforms[platform]; ok && p.counted != nil {
+		return p.counted(m)
+	}
+	return m.Content
+}
+
+// LargestCapBytes is the most UTF-8 bytes any platform accepts in one message.
+func LargestCapBytes() int {
+	largest := 0
+	for _, p := range table {
+		largest = max(largest, p.cap.MaxBytes())
+	}
+	return largest
+}
+
+// TakesHTML reports whether a platform sends a template's HTML alternative (email, as
+// multipart/alternative); the others send the text alone.
+func TakesHTML(platform string) bool {
+	p, ok := platforms[platform]
+	return ok && p.html
+}
+
+// AddressField names the staff member's field that holds their address on a platform
+// (tianyuan_id, zhaohu_id, wecom_userid, email or external_id); "" for an unknown
+// platform.
+func AddressField(platform string) string {
+	if p, ok := platforms[platform]; ok {
+		return p.address
+	}
+	return ""
+}
+
+// DocumentedLimits are the limits a platform documents it enforces, by window name
+// (per_recipient_per_minute, …): none for the in-house platforms, email and webhooks,
+// whose limits are the bank's own. A new account starts from them.
+func DocumentedLimits(platform string) map[string]int {
+	if p, ok := platforms[platform]; ok {
+		return maps.Clone(p.limits)
+	}
+	return nil
+}
+
+// Fields returns a platform's config keys in form order; nil for an unknown platform.
+func Fields(platform string) []Field { return fieldsOf(platform) }
+
+// field returns the description of a platform's key.
+func field(platform, key string) (Field, bool) {
+	for _, f := range fieldsOf(platform) {
+		if f.Key == key {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// SecretKeys are the write-only config keys of each platform: stored encrypted, never
+// shown again.
+var SecretKeys = func() map[string][]string {
+	out := map[string][]string{}
+	for _, p := range table {
+		for _, f := range p.fields {
+			if f.Secret {
+				out[p.name] = append(out[p.name], f.Key)
+			}
+		}
+	}
+	return out
+}()
+
+// fieldsOf is a platform's config keys; nil for an unknown platform.
+func fieldsOf(platform string) []Field {
+	if p, ok := platforms[platform]; ok {
+		return p.fields
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+package models
+
+import (
+	"errors"
+	"testing"
+
+	"herald/channels"
+	"herald/i18n"
+)
+
+// Each platform's address, default limits and setting problems come from the platform
+// table in channels, read the same way here for every platform.
+func TestPlatformTableReadByModels(t *testing.T) {
+	r := &Recipient{ExternalID: "E1001", TianyuanID: "ty-1", ZhaohuID: "zh-1", WecomUserid: "wx-1", Email: "a@example.com"}
+	want := map[string]string{"tianyuan": "ty-1", "zhaohu": "zh-1", "wecom": "wx-1", "email": "a@example.com", "webhook": "E1001", "sandbox": "E1001"}
+	for _, p := range channels.Platforms {
+		if got := r.Address(p); got != want[p] || got == "" {
+			t.Errorf("Address(%s) = %q, want %q", p, got, want[p])
+		}
+		documented := channels.DocumentedLimits(p)
+		l := DefaultLimits(p)
+		set := 0
+		for _, w := range LimitWindows {
+			if v := *w.Of(&l); v != documented[w.Name] {
+				t.Errorf("%s: default %s = %d, documented %d", p, w.Name, v, documented[w.Name])
+			} else if v != 0 {
+				set++
+			}
+		}
+		if set != len(documented) {
+			t.Errorf("%s: documented limits %v name a window Herald does not have", p, documented)
+		}
+	}
+	if r.Address("pigeon") != "" {
+		t.Error("an unknown platform has an address")
+	}
+	if got := DefaultLimits("wecom"); got.PerRecipientPerMinute != 30 || got.PerRecipientPerHour != 1000 {
+		t.Errorf("WeCom defaults = %+v", got)
+	}
+
+	err := SettingInvalid(channels.ValidateConfig("tianyuan", map[string]string{"base_url": "https://im.example.com"}, false))
+	fe, ok := errors.AsType[*FieldError](err)
+	if !ok || fe.Field != "config.token" || fe.Key == "" || fe.Text(i18n.Chinese) == fe.Message {
+		t.Errorf("missing token = %#v, want a translated failure of config.token", err)
+	}
+	if SettingInvalid(nil) != nil {
+		t.Error("no problem became one")
+	}
+	other := errors.New("boom")
+	if SettingInvalid(other) != other {
+		t.Error("an error that is not a setting's changed")
+	}
+}
