@@ -185,8 +185,8 @@ type gatedLookup struct {
 }
 
 func (g *gatedLookup) lookup(ctx context.Context, secret string) (*models.APIKey, error) {
-	g.reads.Add(1)
 	k, err := g.store.AuthenticateAPIKey(ctx, secret)
+	g.reads.Add(1) // counted once the database answered: waitForRead then knows what it saw
 	select {
 	case <-g.gate:
 		return k, err
@@ -195,7 +195,7 @@ func (g *gatedLookup) lookup(ctx context.Context, secret string) (*models.APIKey
 	}
 }
 
-// waitForRead waits until a read has begun.
+// waitForRead waits until a read has read the database and is held at the gate.
 func (g *gatedLookup) waitForRead(t *testing.T) {
 	t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); g.reads.Load() == 0; time.Sleep(time.Millisecond) {
