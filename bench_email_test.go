@@ -22,10 +22,11 @@ const emailBenchMessages = 5000
 // BenchmarkEmail measures email against a local SMTP sink (a go-smtp server that takes
 // every message): a raw pooled Go SMTP client with 10 sessions (the ceiling of the
 // delivery path), then Herald through its API on MySQL + Redis (5,000 single-recipient
-// requests from 16 keep-alive callers while a worker process sends, then one fan-out
-// of 5,000) and in embedded mode (the same single-recipient run, in one process). It
+// requests from 16 keep-alive callers with no worker running, the intake's own ceiling;
+// then, once a worker has sent those, 5,000 more while it sends, then one fan-out of
+// 5,000) and in embedded mode (the same single-recipient run, in one process). It
 // prints one line:
-// `email raw_smtp_per_s=… email_mysql_per_s=… email_mysql_ratio=… email_fanout_mysql_per_s=…
+// `email raw_smtp_per_s=… email_intake_only_per_s=… email_mysql_per_s=… email_mysql_ratio=… email_fanout_mysql_per_s=…
 // email_fanout_ratio=… email_embedded_per_s=… email_embedded_ratio=… api_accept_p99_ms=…
 // smtp_conns_per_1000=…`. HERALD_BENCH_EMAIL_POOL and HERALD_BENCH_EMAIL_SESSION_MESSAGES
 // set the account's pool_size and session_messages (pool 20 with 1 message a session is
@@ -43,7 +44,12 @@ func BenchmarkEmail(b *testing.B) {
 
 		rig := newBenchRig(b, emailBenchMessages, 0)
 		rig.useEmail(b, sink, pool, perSession)
+		// The intake's own ceiling: the same requests with no worker sending beside them.
+		backlog := sink.Messages() + emailBenchMessages
+		took, elapsed := rig.acceptMany(b, emailBenchMessages, 16)
+		intake := float64(len(took)) / elapsed.Seconds()
 		worker := rig.startWorker(b, rig.h.app.Config.WorkerConcurrency)
+		waitTaken(b, sink, backlog)
 		connsBefore, msgsBefore := sink.Connections(), sink.Messages()
 		single, accept99 := rig.emailDistinct(b, sink, emailBenchMessages, 16)
 		fanout := rig.emailFanOut(b, sink, emailBenchMessages)
@@ -59,6 +65,7 @@ func BenchmarkEmail(b *testing.B) {
 			digits int
 		}{
 			{"raw_smtp_per_s", raw, 0},
+			{"email_intake_only_per_s", intake, 0},
 			{"email_mysql_per_s", single, 0},
 			{"email_mysql_ratio", ratio(single, raw), 2},
 			{"email_fanout_mysql_per_s", fanout, 0},
@@ -151,10 +158,19 @@ func emailConfig(host, port, pool, perSession string) map[string]string {
 // sink has taken them all, and the API's accept p99.
 func (r *benchRig) emailDistinct(b *testing.B, sink *testenv.SMTPSink, n, callers int) (rate float64, accept99 time.Duration) {
 	want := sink.Messages() + n
+	start := time.Now()
+	took, _ := r.acceptMany(b, n, callers)
+	last := waitTaken(b, sink, want)
+	_, p99 := percentiles(took)
+	return float64(n) / last.Sub(start).Seconds(), p99
+}
+
+// acceptMany sends n single-recipient requests from callers keep-alive callers and
+// returns how long each took to be accepted and how long they all took.
+func (r *benchRig) acceptMany(b *testing.B, n, callers int) (took []time.Duration, elapsed time.Duration) {
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: callers}}
 	var next atomic.Int64
 	var mu sync.Mutex
-	var took []time.Duration
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range callers {
@@ -174,9 +190,7 @@ func (r *benchRig) emailDistinct(b *testing.B, sink *testenv.SMTPSink, n, caller
 		})
 	}
 	wg.Wait()
-	last := waitTaken(b, sink, want)
-	_, p99 := percentiles(took)
-	return float64(n) / last.Sub(start).Seconds(), p99
+	return took, time.Since(start)
 }
 
 // emailFanOut sends one request to n people and returns messages per second from the
