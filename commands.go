@@ -196,7 +196,7 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 	var cb *models.CallbackSetting
 	if *callbackURL != "" {
 		cb = &models.CallbackSetting{URL: *callbackURL, AllowPrivate: *callbackPrivate}
-		if err := dispatch.CheckCallback(*cb); err != nil {
+		if err := dispatch.CheckCallback(cb); err != nil {
 			return fmt.Errorf("apikey create: callback-url: %w", err)
 		}
 	}

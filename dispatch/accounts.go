@@ -27,7 +27,7 @@ type AccountInput struct {
 	// changes; a secret given as "" clears it.
 	Config map[string]string
 	// Limits nil: a new account starts from its platform's documented limits
-	// (channels.DefaultLimits), an update keeps the account's.
+	// (models.DefaultLimits), an update keeps the account's.
 	Limits      *models.Limits
 	RetryPolicy models.RetryPolicy
 	// QuietHours: the zero value is none.

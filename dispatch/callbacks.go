@@ -10,12 +10,11 @@ import (
 // CheckCallback checks a key's callback setting the way an account's URL is checked: http
 // or https, a host, no credentials, and no private address unless the setting allows
 // it (the address is checked again at every connection). The console, the API and the
-// command line all check a callback through it. Errors name url or secret.
-func CheckCallback(c models.CallbackSetting) error {
-	if c.URL == "" {
-		return nil
-	}
-	if err := models.CheckCallbackSetting(c); err != nil {
+// command line all check a callback through it, normalised in place (trimmed, a secret
+// made when none was given), so that what is checked is what is stored and audited.
+// Errors name url or secret.
+func CheckCallback(c *models.CallbackSetting) error {
+	if err := c.Normalise(); err != nil || c.URL == "" {
 		return err
 	}
 	return models.SettingInvalid(channels.CheckURLField("url", c.URL, c.AllowPrivate))
@@ -25,7 +24,7 @@ func CheckCallback(c models.CallbackSetting) error {
 // audit entry, which names the URL and never the secret; set.Secret holds the secret in
 // force afterwards, to show once. The console and the API set callbacks through it.
 func (d *Dispatcher) SetCallback(ctx context.Context, k *models.APIKey, set *models.CallbackSetting, by models.AuditEntry) error {
-	if err := CheckCallback(*set); err != nil {
+	if err := CheckCallback(set); err != nil {
 		return err
 	}
 	after := *k

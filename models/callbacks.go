@@ -205,9 +205,10 @@ func NewCallbackSecret() string {
 // maxCallbackSecret bounds a secret a caller chooses.
 const maxCallbackSecret = 200
 
-// normalise checks the setting (not the URL's address, which channels checks) and fills
-// in a secret when the URL is set and none was given.
-func (c *CallbackSetting) normalise() error {
+// Normalise trims the setting, checks what models can of it (lengths: the URL's address
+// is dispatch.CheckCallback's) and fills in a secret when the URL is set and none was
+// given. Normalising twice changes nothing more.
+func (c *CallbackSetting) Normalise() error {
 	c.URL = strings.TrimSpace(c.URL)
 	if len(c.URL) > 2048 {
 		return Invalid("url", "callbacks.url_long")
@@ -226,13 +227,9 @@ func (c *CallbackSetting) normalise() error {
 	return nil
 }
 
-// CheckCallbackSetting checks what models can of a setting: lengths (the address is
-// dispatch.CheckCallback's). It does not change c.
-func CheckCallbackSetting(c CallbackSetting) error { return c.normalise() }
-
 // setCallback writes a key's callback in tx.
 func (s *Store) setCallback(tx *gorm.DB, keyID int64, c *CallbackSetting) error {
-	if err := c.normalise(); err != nil {
+	if err := c.Normalise(); err != nil {
 		return err
 	}
 	upd := map[string]any{"callback_url": c.URL, "callback_allow_private": c.AllowPrivate, "callback_secret_enc": nil}

@@ -89,12 +89,21 @@ func (s *Store) EndFallback(ctx context.Context, prev *Message) error {
 		if err := casResult(res, "end the chain of", prev.ID); err != nil {
 			return err
 		}
-		if prev.CallbackKeyID == nil {
-			return nil
-		}
-		return recordFinal(tx, []finalMessage{{id: prev.ID, batchID: prev.BatchID, keyID: *prev.CallbackKeyID,
-			status: StatusStopped, silent: true}}, Now())
+		return recordChainsEnded(tx, []Message{*prev}, Now())
 	})
+}
+
+// recordChainsEnded writes what the end of these stopped messages' chains means to their
+// callback keys: no event of its own (each stop was reported already), but their batch
+// may now be complete.
+func recordChainsEnded(tx *gorm.DB, ended []Message, now time.Time) error {
+	var finals []finalMessage
+	for _, m := range ended {
+		if m.CallbackKeyID != nil {
+			finals = append(finals, finalMessage{id: m.ID, batchID: m.BatchID, keyID: *m.CallbackKeyID, status: StatusStopped, silent: true})
+		}
+	}
+	return recordFinal(tx, finals, now)
 }
 
 // endChains ends the due chains of a rejected batch (its people without an address on
@@ -110,11 +119,5 @@ func endChains(tx *gorm.DB, batchID string, now time.Time) error {
 	if err := tx.Model(&Message{}).Where("batch_id = ? AND fallback_due = ?", batchID, true).Update("fallback_due", false).Error; err != nil {
 		return fmt.Errorf("models: end chains of batch %s: %w", batchID, err)
 	}
-	var finals []finalMessage
-	for _, m := range due {
-		if m.CallbackKeyID != nil {
-			finals = append(finals, finalMessage{id: m.ID, batchID: m.BatchID, keyID: *m.CallbackKeyID, status: StatusStopped, silent: true})
-		}
-	}
-	return recordFinal(tx, finals, now)
+	return recordChainsEnded(tx, due, now)
 }

@@ -228,10 +228,8 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 func recordCreatedFinal(tx *gorm.DB, msgs []Message) error {
 	var finals []finalMessage
 	for i := range msgs {
-		if msgs[i].Status.Terminal() {
-			if f, ok := finalOf(&msgs[i], msgs[i].Status, msgs[i].ErrorClass); ok {
-				finals = append(finals, f)
-			}
+		if f, ok := finalOf(&msgs[i], msgs[i].Status, msgs[i].ErrorClass); ok {
+			finals = append(finals, f)
 		}
 	}
 	return recordFinal(tx, finals, Now())

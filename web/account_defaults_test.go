@@ -25,8 +25,12 @@ func TestNewAccountsStartFromPlatformLimits(t *testing.T) {
 	wantContains(t, "wecom fields", body, `id="account-limits" hx-swap-oob="true"`, `name="limits.per_recipient_per_minute" value="30"`,
 		`name="limits.per_recipient_per_hour" value="1000"`, "WeCom drops the excess without an error")
 	resp, body = admin.getHX("/accounts/config-fields?platform=email")
+	wantStatus(t, "email fields", resp, body, http.StatusOK)
+	wantContains(t, "email fields", body, `name="config.host"`, `id="account-limits" hx-swap-oob="true"`)
 	wantNotContains(t, "email fields", body, `value="1000"`, "WeCom drops")
 	resp, body = admin.getHX("/accounts/config-fields?platform=wecom&account=" + models.SandboxAccountName)
+	wantStatus(t, "an existing account's fields", resp, body, http.StatusOK)
+	wantContains(t, "an existing account's fields", body, `name="config.corp_id"`)
 	wantNotContains(t, "an existing account's fields", body, "hx-swap-oob")
 
 	_, secret, err := c.store.CreateAPIKey(ctx, "setup", models.ScopeAdmin, adminUser)
