@@ -205,6 +205,7 @@ func (e *Email) open(ctx context.Context, step func(action, answer Note)) (*smtp
 		}
 		step(note("channels.probe.auth_as", "User", e.username), verbatim("235"))
 	}
+	s.learn()
 	return s, nil
 }
 

@@ -67,6 +67,10 @@ func TestSMTPSessionsAreReused(t *testing.T) {
 	if sink.Messages() != 200 || sink.Connections() > 3 {
 		t.Fatalf("%d messages over %d connections; want 200 over at most 3", sink.Messages(), sink.Connections())
 	}
+	// The sink offers PIPELINING: each transaction begins in one write, not four.
+	if got := sink.Pipelined(); got < 190 {
+		t.Errorf("%d of 200 transactions began with MAIL, RCPT and DATA in one write; want (nearly) all", got)
+	}
 	if rset := sink.Commands("RSET"); rset < 200-3 {
 		t.Errorf("%d RSETs for 200 messages on %d sessions; want one before every message but each session's first", rset, sink.Connections())
 	}
@@ -76,6 +80,26 @@ func TestSMTPSessionsAreReused(t *testing.T) {
 	e.Close()
 	if got := sink.Commands("QUIT"); got != sink.Connections() {
 		t.Errorf("QUIT %d times after Close, want once per session (%d)", got, sink.Connections())
+	}
+}
+
+// A recipient refused within a pipelined transaction fails that message only, as a
+// permanent refusal naming RCPT TO; the session goes on to the next message.
+func TestSMTPRefusedRecipientInPipeline(t *testing.T) {
+	e, sink := newSinkEmail(t, map[string]string{"pool_size": "1"})
+	sink.RefuseRecipient("nobody@example.com")
+	_, err := e.Send(context.Background(), channels.Message{ID: "m-refused", To: "nobody@example.com", Title: "Ledger", Content: "Ledger 42"})
+	ce := channels.Classify(err)
+	if err == nil || !strings.Contains(err.Error(), "RCPT TO") || ce == nil || ce.Class != channels.Permanent {
+		t.Fatalf("refused recipient: %v (%+v); want a permanent failure naming RCPT TO", err, ce)
+	}
+	for i := range 3 {
+		if err := sendMail(t, e, i); err != nil {
+			t.Fatalf("message %d after the refusal: %v", i, err)
+		}
+	}
+	if sink.Messages() != 3 || sink.Connections() != 1 {
+		t.Errorf("%d messages over %d connections; want 3 over the one session", sink.Messages(), sink.Connections())
 	}
 }
 

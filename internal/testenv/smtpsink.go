@@ -9,38 +9,50 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/emersion/go-smtp"
 )
 
-// SMTPSink is a real SMTP server (github.com/emersion/go-smtp) on loopback that takes
-// every message and counts what clients do: connections opened, messages taken and the
-// session commands RSET, NOOP and QUIT. Tests and the email benchmark send to it.
+// SMTPSink is a real SMTP server (github.com/emersion/go-smtp, which offers PIPELINING)
+// on loopback that takes every message and counts what clients do: connections opened,
+// messages taken, the session commands RSET, NOOP and QUIT, and transactions begun in
+// one write. Tests and the email benchmark send to it.
 type SMTPSink struct {
 	Addr string
+	rtt  time.Duration
 
 	srv       *smtp.Server
 	conns     atomic.Int64
 	messages  atomic.Int64
 	loseAfter atomic.Bool
+	// pipelined counts reads that brought MAIL, RCPT and DATA together.
+	pipelined atomic.Int64
 
 	mu       sync.Mutex
 	commands map[string]int
 	kept     [][]byte
 	live     map[net.Conn]bool
+	refuse   map[string]bool
 }
 
 // keptMessages is how many messages the sink keeps whole, for tests to read back.
 const keptMessages = 1000
 
 // StartSMTPSink starts a sink that stops when the test ends.
-func StartSMTPSink(t testing.TB) *SMTPSink {
+func StartSMTPSink(t testing.TB) *SMTPSink { return StartSMTPSinkAfter(t, 0) }
+
+// StartSMTPSinkAfter starts a sink whose every answer reaches the client rtt after the
+// server wrote it, as if the relay were a round trip of rtt away; answers in flight
+// overlap, as they would on a network, so a client that pipelines its commands waits
+// one rtt for a group of answers.
+func StartSMTPSinkAfter(t testing.TB, rtt time.Duration) *SMTPSink {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &SMTPSink{Addr: ln.Addr().String(), commands: map[string]int{}, live: map[net.Conn]bool{}}
+	s := &SMTPSink{Addr: ln.Addr().String(), rtt: rtt, commands: map[string]int{}, live: map[net.Conn]bool{}, refuse: map[string]bool{}}
 	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
 		return &sinkSession{sink: s, conn: c.Conn()}, nil
 	}))
@@ -63,6 +75,17 @@ func (s *SMTPSink) Commands(verb string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.commands[verb]
+}
+
+// Pipelined counts the transactions whose MAIL, RCPT and DATA commands reached the
+// server in one read: sent together, without waiting for each answer (RFC 2920).
+func (s *SMTPSink) Pipelined() int { return int(s.pipelined.Load()) }
+
+// RefuseRecipient makes the sink answer RCPT TO:<addr> with 550.
+func (s *SMTPSink) RefuseRecipient(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse[addr] = true
 }
 
 // Message returns the i-th message taken (of the first thousand), as it arrived.
@@ -96,8 +119,15 @@ type sinkSession struct {
 func (*sinkSession) Reset()                               {}
 func (*sinkSession) Logout() error                        { return nil }
 func (*sinkSession) Mail(string, *smtp.MailOptions) error { return nil }
-func (*sinkSession) Rcpt(string, *smtp.RcptOptions) error { return nil }
-func (*sinkSession) AuthMechanisms() []string             { return nil }
+func (s *sinkSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+	s.sink.mu.Lock()
+	defer s.sink.mu.Unlock()
+	if s.sink.refuse[to] {
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such mailbox"}
+	}
+	return nil
+}
+func (*sinkSession) AuthMechanisms() []string { return nil }
 func (s *sinkSession) Data(r io.Reader) error {
 	b, err := io.ReadAll(r)
 	if err != nil {
@@ -133,7 +163,12 @@ func (l *sinkListener) Accept() (net.Conn, error) {
 	l.sink.mu.Unlock()
 	pr, pw := io.Pipe()
 	go l.sink.watch(pr)
-	return &sinkConn{Conn: c, sink: l.sink, seen: pw}, nil
+	sc := &sinkConn{Conn: c, sink: l.sink, seen: pw}
+	if l.sink.rtt > 0 {
+		sc.late = make(chan lateWrite, 64)
+		go sc.deliver()
+	}
+	return sc, nil
 }
 
 // watch counts the session commands in a client's stream, one line at a time.
@@ -156,12 +191,47 @@ type sinkConn struct {
 	net.Conn
 	sink *SMTPSink
 	seen *io.PipeWriter
+	// late carries the server's writes to deliver, each at its time, when the sink
+	// has a round trip; closing is set once it is closed.
+	late    chan lateWrite
+	mu      sync.Mutex
+	closing bool
+}
+
+type lateWrite struct {
+	at time.Time
+	b  []byte
+}
+
+func (c *sinkConn) Write(p []byte) (int, error) {
+	if c.late == nil {
+		return c.Conn.Write(p)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return 0, net.ErrClosed
+	}
+	c.late <- lateWrite{at: time.Now().Add(c.sink.rtt), b: bytes.Clone(p)}
+	return len(p), nil
+}
+
+// deliver writes each delayed write at its time, in order.
+func (c *sinkConn) deliver() {
+	for w := range c.late {
+		time.Sleep(time.Until(w.at))
+		c.Conn.Write(w.b)
+	}
+	c.Conn.Close()
 }
 
 func (c *sinkConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.seen.Write(p[:n])
+		if chunk := bytes.ToUpper(p[:n]); bytes.Contains(chunk, []byte("MAIL FROM:")) && bytes.Contains(chunk, []byte("RCPT TO:")) && bytes.Contains(chunk, []byte("\r\nDATA\r\n")) {
+			c.sink.pipelined.Add(1)
+		}
 	}
 	return n, err
 }
@@ -171,6 +241,16 @@ func (c *sinkConn) Close() error {
 	c.sink.mu.Lock()
 	delete(c.sink.live, c.Conn)
 	c.sink.mu.Unlock()
+	if c.late != nil {
+		// The writes in flight still arrive (a QUIT's answer); deliver closes after them.
+		c.mu.Lock()
+		if !c.closing {
+			c.closing = true
+			close(c.late)
+		}
+		c.mu.Unlock()
+		return nil
+	}
 	return c.Conn.Close()
 }
 
