@@ -101,6 +101,9 @@ func TestSMTPRefusedRecipientInPipeline(t *testing.T) {
 	if sink.Messages() != 3 || sink.Connections() != 1 {
 		t.Errorf("%d messages over %d connections; want 3 over the one session", sink.Messages(), sink.Connections())
 	}
+	if sink.Pipelined() != 4 {
+		t.Errorf("%d of 4 transactions pipelined; the refusal must be met on the pipelined path", sink.Pipelined())
+	}
 }
 
 // A session is closed after session_messages messages and a new one opened.
