@@ -25,6 +25,12 @@ import (
 func newSinkEmail(t *testing.T, extra map[string]string) (*channels.Email, *testenv.SMTPSink) {
 	t.Helper()
 	sink := testenv.StartSMTPSink(t)
+	return emailTo(t, sink, extra), sink
+}
+
+// emailTo is an email sender to sink, with extra settings.
+func emailTo(t *testing.T, sink *testenv.SMTPSink, extra map[string]string) *channels.Email {
+	t.Helper()
 	host, port, _ := net.SplitHostPort(sink.Addr)
 	cfg := map[string]string{"host": host, "port": port, "from": "herald@example.com", "tls": "none"}
 	for k, v := range extra {
@@ -35,7 +41,7 @@ func newSinkEmail(t *testing.T, extra map[string]string) (*channels.Email, *test
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	return e, sink
+	return e
 }
 
 func sendMail(t *testing.T, e *channels.Email, i int) error {
@@ -48,22 +54,7 @@ func sendMail(t *testing.T, e *channels.Email, i int) error {
 // connections, with RSET between messages, and QUIT ends them on Close.
 func TestSMTPSessionsAreReused(t *testing.T) {
 	e, sink := newSinkEmail(t, map[string]string{"pool_size": "3"})
-	var wg sync.WaitGroup
-	errs := make(chan error, 200)
-	for g := range 8 {
-		wg.Go(func() {
-			for i := g; i < 200; i += 8 {
-				errs <- sendMail(t, e, i)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	sendConcurrently(t, e, 200)
 	if sink.Messages() != 200 || sink.Connections() > 3 {
 		t.Fatalf("%d messages over %d connections; want 200 over at most 3", sink.Messages(), sink.Connections())
 	}
@@ -80,6 +71,81 @@ func TestSMTPSessionsAreReused(t *testing.T) {
 	e.Close()
 	if got := sink.Commands("QUIT"); got != sink.Connections() {
 		t.Errorf("QUIT %d times after Close, want once per session (%d)", got, sink.Connections())
+	}
+}
+
+// sendConcurrently sends n messages from 8 goroutines and fails the test on an error.
+func sendConcurrently(t *testing.T, e *channels.Email, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < n; i += 8 {
+				errs <- sendMail(t, e, i)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A relay that takes two connections from a client refuses a third with 421: the pool
+// of six learns the ceiling and its messages wait for the two sessions instead of
+// failing. Once the ceiling's hold is over, the pool tries more sessions again.
+func TestSMTPPoolLearnsRelayConnectionLimit(t *testing.T) {
+	channels.SetSMTPLimitHold(t, 300*time.Millisecond)
+	e, sink := newSinkEmail(t, map[string]string{"pool_size": "6"})
+	sink.LimitConnections(2)
+	sendConcurrently(t, e, 200)
+	if sink.Messages() != 200 || sink.MostConnections() > 2 {
+		t.Fatalf("%d messages, at most %d connections open at once; want 200 over at most 2", sink.Messages(), sink.MostConnections())
+	}
+	// The first burst of opens meets the limit; after that the pool keeps to it.
+	if got := sink.Refused(); got < 1 || got > 6 {
+		t.Errorf("%d connections refused; want the few of the first burst (1 to 6)", got)
+	}
+
+	sink.LimitConnections(0)
+	time.Sleep(400 * time.Millisecond)
+	sendConcurrently(t, e, 200)
+	if got := sink.MostConnections(); got <= 2 {
+		t.Errorf("at most %d connections open at once after the hold; want the pool to grow past the old ceiling", got)
+	}
+}
+
+// A message waiting, under a learnt ceiling, for a session that does not come back in
+// time fails as a wait, not as the relay's refusal; the session it waited for goes on
+// to the next message.
+func TestSMTPWaitForSessionEnds(t *testing.T) {
+	// Each answer takes 200 ms: a message on a fresh session takes about 800 ms.
+	sink := testenv.StartSMTPSinkAfter(t, 200*time.Millisecond)
+	sink.LimitConnections(1)
+	e := emailTo(t, sink, map[string]string{"pool_size": "2"})
+	first := make(chan error, 1)
+	go func() { first <- sendMail(t, e, 1) }()
+	time.Sleep(50 * time.Millisecond)
+	// The relay refuses this one's connection at once; it waits for the first one's
+	// session, which is still busy when its 500 ms are over.
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err := e.Send(ctx, channels.Message{ID: "m2", To: "p2@example.com", Title: "Ledger", Content: "Ledger 42"})
+	if err == nil || !strings.Contains(err.Error(), "waiting for an SMTP session") {
+		t.Fatalf("second message: %v; want it to fail waiting for a session", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatalf("first message: %v", err)
+	}
+	if err := sendMail(t, e, 3); err != nil {
+		t.Fatalf("third message: %v", err)
+	}
+	if sink.Messages() != 2 || sink.Refused() != 1 || sink.MostConnections() != 1 {
+		t.Errorf("%d messages, %d connections refused, at most %d open; want 2, 1 and 1", sink.Messages(), sink.Refused(), sink.MostConnections())
 	}
 }
 

@@ -26,6 +26,11 @@ type SMTPSink struct {
 	conns     atomic.Int64
 	messages  atomic.Int64
 	loseAfter atomic.Bool
+	// maxConns, when above 0, is how many connections the sink takes at once; refused
+	// counts the ones it turned away, and most is the most it had open at once.
+	maxConns atomic.Int64
+	refused  atomic.Int64
+	most     atomic.Int64
 	// pipelined counts reads that brought MAIL, RCPT and DATA (upper case) together.
 	pipelined atomic.Int64
 
@@ -80,6 +85,17 @@ func (s *SMTPSink) Commands(verb string) int {
 // Pipelined counts the transactions whose MAIL, RCPT and DATA commands reached the
 // server in one read: sent together, without waiting for each answer (RFC 2920).
 func (s *SMTPSink) Pipelined() int { return int(s.pipelined.Load()) }
+
+// LimitConnections makes the sink take at most n connections at once (0: any number),
+// answering one more with 421 and closing it, as Postfix and Exchange answer a client
+// over their connection limit.
+func (s *SMTPSink) LimitConnections(n int) { s.maxConns.Store(int64(n)) }
+
+// Refused counts the connections turned away by LimitConnections.
+func (s *SMTPSink) Refused() int { return int(s.refused.Load()) }
+
+// MostConnections is the most connections the sink had open at once.
+func (s *SMTPSink) MostConnections() int { return int(s.most.Load()) }
 
 // RefuseRecipient makes the sink answer RCPT TO:<addr> with 550.
 func (s *SMTPSink) RefuseRecipient(addr string) {
@@ -153,14 +169,27 @@ type sinkListener struct {
 }
 
 func (l *sinkListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	var c net.Conn
+	for {
+		var err error
+		if c, err = l.Listener.Accept(); err != nil {
+			return nil, err
+		}
+		l.sink.conns.Add(1)
+		l.sink.mu.Lock()
+		full := l.sink.maxConns.Load() > 0 && int64(len(l.sink.live)) >= l.sink.maxConns.Load()
+		if !full {
+			l.sink.live[c] = true
+			l.sink.most.Store(max(l.sink.most.Load(), int64(len(l.sink.live))))
+		}
+		l.sink.mu.Unlock()
+		if !full {
+			break
+		}
+		l.sink.refused.Add(1)
+		c.Write([]byte("421 4.7.0 sink.test Error: too many connections from " + c.RemoteAddr().String() + "\r\n"))
+		c.Close()
 	}
-	l.sink.conns.Add(1)
-	l.sink.mu.Lock()
-	l.sink.live[c] = true
-	l.sink.mu.Unlock()
 	pr, pw := io.Pipe()
 	go l.sink.watch(pr)
 	sc := &sinkConn{Conn: c, sink: l.sink, seen: pw}
