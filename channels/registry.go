@@ -1,8 +1,10 @@
 package channels
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 )
@@ -17,6 +19,7 @@ type Registry struct {
 }
 
 type cachedSender struct {
+	name      string // the account's
 	updatedAt time.Time
 	sender    Sender
 }
@@ -40,7 +43,7 @@ func (r *Registry) Sender(a Account) (Sender, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.senders[a.ID] = cachedSender{updatedAt: a.UpdatedAt, sender: s}
+	r.senders[a.ID] = cachedSender{name: a.Name, updatedAt: a.UpdatedAt, sender: s}
 	if ok {
 		// The account was edited: the old sender's open sessions (email) go, so nothing
 		// is sent any more with settings that changed.
@@ -61,6 +64,23 @@ func (r *Registry) Close() {
 		wg.Go(func() { closeSender(c.sender) })
 	}
 	wg.Wait()
+}
+
+// SMTPPools reports the session pool of every email account this registry has a sender
+// for, by account name.
+func (r *Registry) SMTPPools() []SMTPPoolStats {
+	r.mu.Lock()
+	var out []SMTPPoolStats
+	for _, c := range r.senders {
+		if e, ok := c.sender.(*Email); ok {
+			st := e.pool.stats()
+			st.Account = c.name
+			out = append(out, st)
+		}
+	}
+	r.mu.Unlock()
+	slices.SortFunc(out, func(a, b SMTPPoolStats) int { return cmp.Compare(a.Account, b.Account) })
+	return out
 }
 
 // closeSender closes a sender that holds something open.

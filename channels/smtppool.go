@@ -132,8 +132,31 @@ type smtpPool struct {
 	// over (or for nil: a session closed, so one may be opened).
 	waiters []chan handover
 
-	// opened counts the connections opened, for tests and the benchmark.
-	opened atomic.Int64
+	// opened counts the connections opened; waits the sends that waited under a learnt
+	// ceiling. Both for /metrics, the tests and the benchmark.
+	opened, waits atomic.Int64
+}
+
+// SMTPPoolStats is what an email account's session pool in this process holds and has
+// done since its sender was built (an edit of the account builds a new one).
+type SMTPPoolStats struct {
+	Account string // the account's name
+	Open    int    // sessions open or being opened, idle or in use
+	Limit   int    // the ceiling a relay's 421 set, while it holds; 0 when none
+	Opened  int64  // connections opened
+	Waits   int64  // sends that waited for a session under the ceiling
+}
+
+// stats reads the pool's figures; the caller names the account.
+func (p *smtpPool) stats() SMTPPoolStats {
+	p.mu.Lock()
+	st := SMTPPoolStats{Open: p.open}
+	if time.Now().Before(p.limitUntil) {
+		st.Limit = p.limit
+	}
+	p.mu.Unlock()
+	st.Opened, st.Waits = p.opened.Load(), p.waits.Load()
+	return st
 }
 
 // handover is a session passed from a send that finished to one that waits.
@@ -181,6 +204,7 @@ func (p *smtpPool) send(ctx context.Context, to string, msg []byte) error {
 // take returns an idle session that still answers, a new one, or, while the relay's
 // ceiling is reached, the next session another send hands back.
 func (p *smtpPool) take(ctx context.Context) (s *smtpSession, generation int, reused bool, err error) {
+	waited := false
 	for {
 		p.mu.Lock()
 		generation = p.generation
@@ -197,6 +221,10 @@ func (p *smtpPool) take(ctx context.Context) (s *smtpSession, generation int, re
 			w := make(chan handover, 1)
 			p.waiters = append(p.waiters, w)
 			p.mu.Unlock()
+			if !waited {
+				waited = true
+				p.waits.Add(1)
+			}
 			h, err := p.wait(ctx, w)
 			if err != nil {
 				return nil, 0, false, err

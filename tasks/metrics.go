@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"herald/channels"
 )
 
 // Metrics are the worker's Prometheus instruments.
@@ -13,8 +15,9 @@ type Metrics struct {
 	throttled       *prometheus.CounterVec
 }
 
-// NewMetrics registers the worker's instruments with reg.
-func NewMetrics(reg prometheus.Registerer) *Metrics {
+// NewMetrics registers the worker's instruments with reg, and the session pools of the
+// email accounts that senders reaches, read at each scrape.
+func NewMetrics(reg prometheus.Registerer, senders *channels.Registry) *Metrics {
 	m := &Metrics{
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "herald_messages_total",
@@ -30,8 +33,44 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Limiter decisions that made a message wait, by account and the window that was full.",
 		}, []string{"account", "window"}),
 	}
-	reg.MustRegister(m.messages, m.attemptDuration, m.throttled)
+	reg.MustRegister(m.messages, m.attemptDuration, m.throttled, newSMTPPoolCollector(senders))
 	return m
+}
+
+// smtpPoolCollector reports the email accounts' SMTP session pools of this process: what
+// a relay's connection limit does to an account shows here first.
+type smtpPoolCollector struct {
+	senders                    *channels.Registry
+	open, limit, opened, waits *prometheus.Desc
+}
+
+func newSMTPPoolCollector(senders *channels.Registry) *smtpPoolCollector {
+	account := []string{"account"}
+	return &smtpPoolCollector{
+		senders: senders,
+		open:    prometheus.NewDesc("herald_smtp_sessions", "SMTP sessions an email account has open or opening in this process.", account, nil),
+		limit: prometheus.NewDesc("herald_smtp_session_limit",
+			"Sessions an email account keeps to because its relay refused one more with 421, while that holds (a minute); 0 when none.", account, nil),
+		opened: prometheus.NewDesc("herald_smtp_connections_opened_total", "SMTP connections an email account opened in this process since its last edit.", account, nil),
+		waits: prometheus.NewDesc("herald_smtp_session_waits_total",
+			"Messages of an email account that waited for a session under its relay's limit, since its last edit.", account, nil),
+	}
+}
+
+func (c *smtpPoolCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.open
+	ch <- c.limit
+	ch <- c.opened
+	ch <- c.waits
+}
+
+func (c *smtpPoolCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, p := range c.senders.SMTPPools() {
+		ch <- prometheus.MustNewConstMetric(c.open, prometheus.GaugeValue, float64(p.Open), p.Account)
+		ch <- prometheus.MustNewConstMetric(c.limit, prometheus.GaugeValue, float64(p.Limit), p.Account)
+		ch <- prometheus.MustNewConstMetric(c.opened, prometheus.CounterValue, float64(p.Opened), p.Account)
+		ch <- prometheus.MustNewConstMetric(c.waits, prometheus.CounterValue, float64(p.Waits), p.Account)
+	}
 }
 
 func (m *Metrics) attempt(platform, account, outcome string, took time.Duration) {

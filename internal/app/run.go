@@ -90,7 +90,7 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	send := tasks.NewSender(a.Store, a.Channels, a.Enqueuer, a.Log, a.Config.SendTimeout)
 	send.Limiter = a.Limiter
 	send.Accounts = a.Accounts
-	send.Metrics = tasks.NewMetrics(a.Metrics)
+	send.Metrics = tasks.NewMetrics(a.Metrics, a.Channels)
 	send.Stats = a.Stats
 	send.Location = a.Config.Location
 	send.Callbacks = a.Callbacks
