@@ -458,7 +458,7 @@ func (r *benchRig) accept(b *testing.B, concurrency, rate int, span time.Duratio
 	defer worker.stop(b)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
 	var mu sync.Mutex
-	var took []time.Duration
+	var took, at []time.Duration // each request's accept latency, and when it began
 	offered := time.Now()
 	_, failed = offer(b, rate, span, func(i int) (string, error) {
 		start := time.Now()
@@ -471,7 +471,7 @@ func (r *benchRig) accept(b *testing.B, concurrency, rate int, span time.Duratio
 			return "", fmt.Errorf("accepted %d, want 1", accepted)
 		}
 		mu.Lock()
-		took = append(took, d)
+		took, at = append(took, d), append(at, start.Sub(offered))
 		mu.Unlock()
 		return "", nil
 	})
@@ -482,8 +482,20 @@ func (r *benchRig) accept(b *testing.B, concurrency, rate int, span time.Duratio
 		b.Fatal(err)
 	}
 	if last.Valid {
+		drained := last.Time.Sub(offered.UTC())
 		b.Logf("accept: %d of the %d backlog messages were sent during the %s offer, the last %s after it began",
-			sent, len(r.people), span, last.Time.Sub(offered.UTC()).Round(time.Millisecond))
+			sent, len(r.people), span, drained.Round(time.Millisecond))
+		var during, after []time.Duration
+		for i, d := range took {
+			if at[i] < drained {
+				during = append(during, d)
+			} else {
+				after = append(after, d)
+			}
+		}
+		d50, d99 := percentiles(during)
+		a50, a99 := percentiles(after)
+		b.Logf("accept (p50/p99): %d requests while the backlog drained %s/%s, %d after it %s/%s", len(during), d50, d99, len(after), a50, a99)
 	} else {
 		b.Logf("accept: none of the %d backlog messages was sent during the %s offer", len(r.people), span)
 	}
