@@ -1,10 +1,13 @@
 package channels
 
-import "time"
+import (
+	"testing"
+	"time"
+)
 
 // SetSMTPLimitHold sets how long a relay's learnt connection ceiling holds, until the
 // test ends.
-func SetSMTPLimitHold(t interface{ Cleanup(func()) }, d time.Duration) {
+func SetSMTPLimitHold(t testing.TB, d time.Duration) {
 	old := smtpLimitHold
 	smtpLimitHold = d
 	t.Cleanup(func() { smtpLimitHold = old })

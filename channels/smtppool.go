@@ -309,19 +309,27 @@ func refusedSession(err error) bool {
 func (p *smtpPool) closed() {
 	p.mu.Lock()
 	p.open--
+	p.handOff(handover{})
 	p.mu.Unlock()
-	p.wake()
 }
 
 // wake tells the first waiting send, if any, that it may open a session.
 func (p *smtpPool) wake() {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if len(p.waiters) > 0 {
-		w := p.waiters[0]
-		p.waiters = p.waiters[1:]
-		w <- handover{}
+	p.handOff(handover{})
+	p.mu.Unlock()
+}
+
+// handOff gives h to the first waiting send, if any, and reports whether one took it: a
+// session to carry its message, or with none, leave to open one. Call it with mu held.
+func (p *smtpPool) handOff(h handover) bool {
+	if len(p.waiters) == 0 {
+		return false
 	}
+	w := p.waiters[0]
+	p.waiters = p.waiters[1:]
+	w <- h // buffered: the waiter reads it even if its wait has just ended
+	return true
 }
 
 // put gives a session back after a send: kept for the next one while it is usable, has
@@ -339,10 +347,7 @@ func (p *smtpPool) put(s *smtpSession, generation int, reusable bool) {
 		go s.quit()
 		return
 	}
-	if len(p.waiters) > 0 {
-		w := p.waiters[0]
-		p.waiters = p.waiters[1:]
-		w <- handover{s, generation}
+	if p.handOff(handover{s, generation}) {
 		p.mu.Unlock()
 		return
 	}

@@ -4,14 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net"
 	"net/mail"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,17 +42,11 @@ func emailTo(t *testing.T, sink *testenv.SMTPSink, extra map[string]string) *cha
 	return e
 }
 
-func sendMail(t *testing.T, e *channels.Email, i int) error {
-	t.Helper()
-	_, err := e.Send(context.Background(), channels.Message{ID: fmt.Sprintf("m%d", i), To: fmt.Sprintf("p%d@example.com", i), Title: "Ledger", Content: "Ledger 42 closes at five"})
-	return err
-}
-
 // Sessions are reused: 200 messages from 8 goroutines go over at most pool_size
 // connections, with RSET between messages, and QUIT ends them on Close.
 func TestSMTPSessionsAreReused(t *testing.T) {
 	e, sink := newSinkEmail(t, map[string]string{"pool_size": "3"})
-	sendConcurrently(t, e, 200)
+	testenv.SendConcurrently(t, e, 200)
 	if sink.Messages() != 200 || sink.Connections() > 3 {
 		t.Fatalf("%d messages over %d connections; want 200 over at most 3", sink.Messages(), sink.Connections())
 	}
@@ -74,27 +66,6 @@ func TestSMTPSessionsAreReused(t *testing.T) {
 	}
 }
 
-// sendConcurrently sends n messages from 8 goroutines and fails the test on an error.
-func sendConcurrently(t *testing.T, e *channels.Email, n int) {
-	t.Helper()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for g := range 8 {
-		wg.Go(func() {
-			for i := g; i < n; i += 8 {
-				errs <- sendMail(t, e, i)
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // A relay that takes two connections from a client refuses a third with 421: the pool
 // of six learns the ceiling and its messages wait for the two sessions instead of
 // failing. Once the ceiling's hold is over, the pool tries more sessions again.
@@ -102,7 +73,7 @@ func TestSMTPPoolLearnsRelayConnectionLimit(t *testing.T) {
 	channels.SetSMTPLimitHold(t, 300*time.Millisecond)
 	e, sink := newSinkEmail(t, map[string]string{"pool_size": "6"})
 	sink.LimitConnections(2)
-	sendConcurrently(t, e, 200)
+	testenv.SendConcurrently(t, e, 200)
 	if sink.Messages() != 200 || sink.MostConnections() > 2 {
 		t.Fatalf("%d messages, at most %d connections open at once; want 200 over at most 2", sink.Messages(), sink.MostConnections())
 	}
@@ -113,7 +84,7 @@ func TestSMTPPoolLearnsRelayConnectionLimit(t *testing.T) {
 
 	sink.LimitConnections(0)
 	time.Sleep(400 * time.Millisecond)
-	sendConcurrently(t, e, 200)
+	testenv.SendConcurrently(t, e, 200)
 	if got := sink.MostConnections(); got <= 2 {
 		t.Errorf("at most %d connections open at once after the hold; want the pool to grow past the old ceiling", got)
 	}
@@ -128,7 +99,7 @@ func TestSMTPWaitForSessionEnds(t *testing.T) {
 	sink.LimitConnections(1)
 	e := emailTo(t, sink, map[string]string{"pool_size": "2"})
 	first := make(chan error, 1)
-	go func() { first <- sendMail(t, e, 1) }()
+	go func() { first <- testenv.SendMail(e, 1) }()
 	time.Sleep(50 * time.Millisecond)
 	// The relay refuses this one's connection at once; it waits for the first one's
 	// session, which is still busy when its 500 ms are over.
@@ -141,7 +112,7 @@ func TestSMTPWaitForSessionEnds(t *testing.T) {
 	if err := <-first; err != nil {
 		t.Fatalf("first message: %v", err)
 	}
-	if err := sendMail(t, e, 3); err != nil {
+	if err := testenv.SendMail(e, 3); err != nil {
 		t.Fatalf("third message: %v", err)
 	}
 	if sink.Messages() != 2 || sink.Refused() != 1 || sink.MostConnections() != 1 {
@@ -160,7 +131,7 @@ func TestSMTPRefusedRecipientInPipeline(t *testing.T) {
 		t.Fatalf("refused recipient: %v (%+v); want a permanent failure naming RCPT TO", err, ce)
 	}
 	for i := range 3 {
-		if err := sendMail(t, e, i); err != nil {
+		if err := testenv.SendMail(e, i); err != nil {
 			t.Fatalf("message %d after the refusal: %v", i, err)
 		}
 	}
@@ -176,7 +147,7 @@ func TestSMTPRefusedRecipientInPipeline(t *testing.T) {
 func TestSMTPSessionMessageCap(t *testing.T) {
 	e, sink := newSinkEmail(t, map[string]string{"pool_size": "1", "session_messages": "10"})
 	for i := range 25 {
-		if err := sendMail(t, e, i); err != nil {
+		if err := testenv.SendMail(e, i); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -191,11 +162,11 @@ func TestSMTPSessionMessageCap(t *testing.T) {
 // new one: nothing is lost and nothing classified as failed.
 func TestSMTPBrokenSessionIsReplaced(t *testing.T) {
 	e, sink := newSinkEmail(t, map[string]string{"pool_size": "1"})
-	if err := sendMail(t, e, 1); err != nil {
+	if err := testenv.SendMail(e, 1); err != nil {
 		t.Fatal(err)
 	}
 	sink.DropAll()
-	if err := sendMail(t, e, 2); err != nil {
+	if err := testenv.SendMail(e, 2); err != nil {
 		t.Fatalf("after the server dropped the idle session: %v", err)
 	}
 	if sink.Messages() != 2 || sink.Connections() != 2 {
@@ -208,11 +179,11 @@ func TestSMTPBrokenSessionIsReplaced(t *testing.T) {
 // message is not sent again by the adapter.
 func TestSMTPLostAfterDataIsNotRetried(t *testing.T) {
 	e, sink := newSinkEmail(t, map[string]string{"pool_size": "1"})
-	if err := sendMail(t, e, 1); err != nil {
+	if err := testenv.SendMail(e, 1); err != nil {
 		t.Fatal(err)
 	}
 	sink.LoseAfterData(true)
-	err := sendMail(t, e, 2)
+	err := testenv.SendMail(e, 2)
 	ce := channels.Classify(err)
 	if ce == nil || !ce.Ambiguous {
 		t.Fatalf("lost after DATA: %v; want an ambiguous error", err)
@@ -221,7 +192,7 @@ func TestSMTPLostAfterDataIsNotRetried(t *testing.T) {
 		t.Errorf("the adapter opened %d connections; it must not send the message again", sink.Connections())
 	}
 	sink.LoseAfterData(false)
-	if err := sendMail(t, e, 3); err != nil {
+	if err := testenv.SendMail(e, 3); err != nil {
 		t.Fatalf("the next message: %v", err)
 	}
 }
@@ -231,7 +202,7 @@ func TestSMTPLostAfterDataIsNotRetried(t *testing.T) {
 func TestSMTPCloseEndsSessions(t *testing.T) {
 	e, sink := newSinkEmail(t, nil)
 	for i := range 3 {
-		if err := sendMail(t, e, i); err != nil {
+		if err := testenv.SendMail(e, i); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -240,7 +211,7 @@ func TestSMTPCloseEndsSessions(t *testing.T) {
 		t.Errorf("QUIT %d, connections %d; want every session ended", sink.Commands("QUIT"), sink.Connections())
 	}
 	before := sink.Connections()
-	if err := sendMail(t, e, 9); err != nil {
+	if err := testenv.SendMail(e, 9); err != nil {
 		t.Fatal(err)
 	}
 	if sink.Connections() != before+1 {

@@ -1,10 +1,7 @@
 package tasks_test
 
 import (
-	"context"
-	"fmt"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,8 +21,8 @@ func TestMetricsShowSMTPPools(t *testing.T) {
 	t.Cleanup(senders.Close)
 	limited, free := testenv.StartSMTPSink(t), testenv.StartSMTPSink(t)
 	limited.LimitConnections(2)
-	send(t, senders, 1, "mail-limited", limited, 40)
-	send(t, senders, 2, "mail-free", free, 10)
+	sendThrough(t, senders, 1, "mail-limited", limited, 40)
+	sendThrough(t, senders, 2, "mail-free", free, 10)
 
 	reg := prometheus.NewRegistry()
 	tasks.NewMetrics(reg, senders)
@@ -54,8 +51,8 @@ func TestMetricsShowSMTPPools(t *testing.T) {
 	}
 }
 
-// send sends n messages from 8 goroutines through the account's sender to sink.
-func send(t *testing.T, senders *channels.Registry, id int64, name string, sink *testenv.SMTPSink, n int) {
+// sendThrough sends n messages from 8 goroutines through the account's sender to sink.
+func sendThrough(t *testing.T, senders *channels.Registry, id int64, name string, sink *testenv.SMTPSink, n int) {
 	t.Helper()
 	host, port, _ := net.SplitHostPort(sink.Addr)
 	acct := channels.Account{ID: id, Name: name, Platform: "email", AllowPrivateNetwork: true, UpdatedAt: time.Now(),
@@ -64,23 +61,7 @@ func send(t *testing.T, senders *channels.Registry, id int64, name string, sink 
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for g := range 8 {
-		wg.Go(func() {
-			for i := g; i < n; i += 8 {
-				_, err := s.Send(context.Background(), channels.Message{ID: fmt.Sprint(i), To: fmt.Sprintf("p%d@example.com", i), Title: "Ledger", Content: "Ledger 42 closes at five"})
-				errs <- err
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	testenv.SendConcurrently(t, s, n)
 	if sink.Messages() != n {
 		t.Fatalf("%s: the relay took %d messages, want %d", name, sink.Messages(), n)
 	}

@@ -3,6 +3,8 @@ package testenv
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -12,6 +14,8 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+
+	"herald/channels"
 )
 
 // SMTPSink is a real SMTP server (github.com/emersion/go-smtp, which offers PIPELINING)
@@ -289,3 +293,32 @@ type discardLogger struct{}
 
 func (discardLogger) Printf(string, ...any) {}
 func (discardLogger) Println(...any)        {}
+
+// SendMail sends the i-th test message through s, to p<i>@example.com.
+func SendMail(s channels.Sender, i int) error {
+	_, err := s.Send(context.Background(), channels.Message{ID: fmt.Sprintf("m%d", i), To: fmt.Sprintf("p%d@example.com", i),
+		Title: "Ledger", Content: "Ledger 42 closes at five"})
+	return err
+}
+
+// SendConcurrently sends test messages 0 to n-1 through s from 8 goroutines, and fails
+// the test on an error.
+func SendConcurrently(t testing.TB, s channels.Sender, n int) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for g := range 8 {
+		wg.Go(func() {
+			for i := g; i < n; i += 8 {
+				errs <- SendMail(s, i)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
