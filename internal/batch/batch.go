@@ -5,64 +5,147 @@ package batch
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// Batcher runs calls from many goroutines together. Each runner takes every request
-// waiting at that moment (up to max) and runs them as one batch: with no load a call
-// runs at once, alone; under load, the requests that queued while the previous batch ran
-// go together, so the database sees one statement and one commit for many messages.
+// Batcher runs calls from many goroutines together. A call that finds no batch running
+// runs at once, alone; the calls that arrive while batches run go together in the next
+// one (up to max), so the database sees one statement and one commit for many messages.
+//
+// How soon a batch starts beside running ones is the Grouping: by default at once, up to
+// runners batches, which keeps each call's wait shortest. With a Grouping, calls wait
+// for a running batch to end and go together in the next, and another batch starts
+// beside it only once Eager calls wait or the oldest has waited Linger: fewer, larger
+// transactions when calls come steadily, and a slow batch still does not hold the next
+// ones back for long.
 type Batcher[In, Out any] struct {
-	max  int
-	run  func(context.Context, []In) []Out
-	reqs chan batchReq[In, Out]
+	runners, max int
+	grouping     Grouping
+	run          func(context.Context, []In) []Out
+	reqs         chan batchReq[In, Out]
+	// taken counts the calls the scheduler has taken in.
+	taken atomic.Int64
 
 	mu     sync.RWMutex
 	closed bool
 }
 
+// Grouping says when a batch starts while others run (see Batcher).
+type Grouping struct {
+	// Eager is how many waiting calls start a batch beside running ones at once.
+	Eager int
+	// Linger is how long the oldest waiting call waits for running batches to end
+	// before a batch starts beside them.
+	Linger time.Duration
+}
+
 type batchReq[In, Out any] struct {
 	in  In
 	out chan Out
+	at  time.Time
 }
 
 // batchTimeout bounds one batch's database work.
 const batchTimeout = 15 * time.Second
 
-// New returns a batcher with runners goroutines, each running up to max calls at once
-// through run, which returns one result per input, in order.
-func New[In, Out any](runners, max int, run func(context.Context, []In) []Out) *Batcher[In, Out] {
-	b := &Batcher[In, Out]{max: max, run: run, reqs: make(chan batchReq[In, Out], runners*max)}
-	for range runners {
-		go b.loop()
-	}
+// New returns a batcher that runs up to runners batches at once, each of up to max calls,
+// through run, which returns one result per input, in order. A batch starts as soon as
+// fewer than runners run.
+func New[In, Out any](runners, most int, run func(context.Context, []In) []Out) *Batcher[In, Out] {
+	return NewGrouping(runners, most, Grouping{Eager: 1}, run)
+}
+
+// NewGrouping is New with a batch started beside running ones only as g says.
+func NewGrouping[In, Out any](runners, most int, g Grouping, run func(context.Context, []In) []Out) *Batcher[In, Out] {
+	g.Eager = min(max(g.Eager, 1), most)
+	b := &Batcher[In, Out]{runners: runners, max: most, grouping: g, run: run, reqs: make(chan batchReq[In, Out], runners*most)}
+	go b.schedule()
 	return b
 }
 
-func (b *Batcher[In, Out]) loop() {
-	ins := make([]In, 0, b.max)
-	waiting := make([]chan Out, 0, b.max)
-	for r := range b.reqs {
-		ins, waiting = append(ins[:0], r.in), append(waiting[:0], r.out)
-	gather:
-		for len(ins) < b.max {
-			select {
-			case r := <-b.reqs:
-				ins, waiting = append(ins, r.in), append(waiting, r.out)
-			default:
-				break gather
-			}
+// schedule gathers the waiting calls and starts batches of them as the Grouping allows,
+// until the batcher is closed and every call queued before has started.
+func (b *Batcher[In, Out]) schedule() {
+	var (
+		queue   []batchReq[In, Out]
+		running int
+		ended   = make(chan struct{}, b.runners)
+		linger  *time.Timer
+		expired <-chan time.Time
+		reqs    = b.reqs // nil once closed and drained into queue
+	)
+	for {
+		for len(queue) > 0 && running < b.runners && (reqs == nil || b.due(queue, running)) {
+			n := min(len(queue), b.max)
+			go b.start(queue[:n:n], ended)
+			queue = append([]batchReq[In, Out](nil), queue[n:]...)
+			running++
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
-		outs := b.run(ctx, ins)
-		cancel()
-		for i, out := range waiting {
-			out <- outs[i]
+		if reqs == nil && len(queue) == 0 {
+			return
+		}
+		// Wake when the oldest waiting call has lingered long enough.
+		expired = nil
+		if len(queue) > 0 && running < b.runners {
+			wait := b.grouping.Linger - time.Since(queue[0].at)
+			if linger == nil {
+				linger = time.NewTimer(wait)
+			} else {
+				linger.Reset(wait)
+			}
+			expired = linger.C
+		}
+		select {
+		case r, ok := <-reqs:
+			if !ok {
+				reqs = nil
+				continue
+			}
+			queue = append(queue, r)
+			b.taken.Add(1)
+		gather:
+			for {
+				select {
+				case r, ok := <-reqs:
+					if !ok {
+						reqs = nil
+						break gather
+					}
+					queue = append(queue, r)
+					b.taken.Add(1)
+				default:
+					break gather
+				}
+			}
+		case <-ended:
+			running--
+		case <-expired:
 		}
 	}
 }
 
-// Close ends the runners once the requests already queued have run. A call after it
+// due reports whether the waiting calls may start a batch while running others run.
+func (b *Batcher[In, Out]) due(queue []batchReq[In, Out], running int) bool {
+	return running == 0 || len(queue) >= b.grouping.Eager || time.Since(queue[0].at) >= b.grouping.Linger
+}
+
+// start runs one batch and hands each call its result.
+func (b *Batcher[In, Out]) start(reqs []batchReq[In, Out], ended chan<- struct{}) {
+	defer func() { ended <- struct{}{} }()
+	ins := make([]In, len(reqs))
+	for i, r := range reqs {
+		ins[i] = r.in
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), batchTimeout)
+	outs := b.run(ctx, ins)
+	cancel()
+	for i, r := range reqs {
+		r.out <- outs[i]
+	}
+}
+
+// Close ends the batcher once the calls already queued have started. A call after it
 // runs alone: a task Asynq gave up waiting for at shutdown may still finish.
 func (b *Batcher[In, Out]) Close() {
 	b.mu.Lock()
@@ -83,7 +166,7 @@ func (b *Batcher[In, Out]) Do(in In) Out {
 		defer cancel()
 		return b.run(ctx, []In{in})[0]
 	}
-	b.reqs <- batchReq[In, Out]{in: in, out: out}
+	b.reqs <- batchReq[In, Out]{in: in, out: out, at: time.Now()}
 	b.mu.RUnlock()
 	return <-out
 }
