@@ -46,8 +46,9 @@ func newGate() *gate {
 }
 
 func (g *gate) run(_ context.Context, in []int) []int {
+	first := g.first.CompareAndSwap(false, true) // before it is reported: the first reported is the one held
 	g.started <- append([]int(nil), in...)
-	if g.first.CompareAndSwap(false, true) {
+	if first {
 		<-g.release
 	}
 	return in
