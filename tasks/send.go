@@ -103,13 +103,6 @@ const (
 	batchMax     = 64
 )
 
-// finishGrouping: outcomes that arrive while a finish transaction runs wait for it and go
-// together in the next, unless 16 wait or one has waited 5 ms. Fewer, larger finish
-// transactions took a fifth off MariaDB's CPU per message in a fan-out drain
-// (docs/benchmarks.md); claims keep starting at once, as a claim is what a task waits on
-// before its call.
-var finishGrouping = batch.Grouping{Eager: 16, Linger: 5 * time.Millisecond}
-
 // DefaultLease is how long a claim outlives its worker's last heartbeat. It does not
 // depend on the call timeout: a live worker renews its leases however long a call takes.
 // Renewals come every Lease/5, so a busy database can delay or lose three of them before
@@ -125,7 +118,7 @@ func NewSender(store *models.Store, reg *channels.Registry, enq *Enqueuer, log *
 	s := &Sender{Store: store, Channels: reg, Enqueuer: enq, Policy: DefaultPolicy, Log: log,
 		CallTimeout: callTimeout, Lease: DefaultLease, Accounts: store.NewAccountCache(AccountCacheTTL)}
 	s.claims = batch.New(batchRunners, batchMax, s.claimBatch)
-	s.finishes = batch.NewGrouping(batchRunners, batchMax, finishGrouping, store.FinishAttempts)
+	s.finishes = batch.New(batchRunners, batchMax, store.FinishAttempts)
 	return s
 }
 
