@@ -456,25 +456,8 @@ func (r *benchRig) accept(b *testing.B, concurrency, rate int, span time.Duratio
 	backlog := r.fanOut(b, len(r.people))
 	worker := r.startWorker(b, concurrency)
 	defer worker.stop(b)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
-	var mu sync.Mutex
-	var took, at []time.Duration // each request's accept latency, and when it began
 	offered := time.Now()
-	_, failed = offer(b, rate, span, func(i int) (string, error) {
-		start := time.Now()
-		_, accepted, err := r.send(client, []string{r.people[i%len(r.people)]}, "bench accept")
-		d := time.Since(start)
-		if err != nil {
-			return "", err
-		}
-		if accepted != 1 {
-			return "", fmt.Errorf("accepted %d, want 1", accepted)
-		}
-		mu.Lock()
-		took, at = append(took, d), append(at, start.Sub(offered))
-		mu.Unlock()
-		return "", nil
-	})
+	took, at, failed := r.postAtRate(b, rate, span, "bench accept")
 	var sent int
 	var last sql.NullTime
 	if err := r.h.app.Store.SQL().QueryRow("SELECT COUNT(*), MAX(sent_at) FROM messages WHERE batch_id = ? AND status = 'sent' AND sent_at <= ?",
@@ -501,6 +484,30 @@ func (r *benchRig) accept(b *testing.B, concurrency, rate int, span time.Duratio
 	}
 	p50, p99 = percentiles(took)
 	return p50, p99, failed
+}
+
+// postAtRate posts single-recipient API requests at rate per second for span (open loop)
+// and returns each accepted request's latency and when it began, after the first.
+func (r *benchRig) postAtRate(b *testing.B, rate int, span time.Duration, text string) (took, at []time.Duration, failed int) {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
+	var mu sync.Mutex
+	offered := time.Now()
+	_, failed = offer(b, rate, span, func(i int) (string, error) {
+		start := time.Now()
+		_, accepted, err := r.send(client, []string{r.people[i%len(r.people)]}, text)
+		d := time.Since(start)
+		if err != nil {
+			return "", err
+		}
+		if accepted != 1 {
+			return "", fmt.Errorf("accepted %d, want 1", accepted)
+		}
+		mu.Lock()
+		took, at = append(took, d), append(at, start.Sub(offered))
+		mu.Unlock()
+		return "", nil
+	})
+	return took, at, failed
 }
 
 // simCalls calls the Tianyuan adapter the send handler uses, built from the rig's
