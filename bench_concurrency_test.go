@@ -18,9 +18,7 @@ import (
 // worker process of that concurrency, whose peak resident memory it reads from /proc.
 // It prints one line per concurrency; `make bench` runs it once.
 func BenchmarkConcurrency(b *testing.B) {
-	if os.Getenv("HERALD_TEST_MYSQL_DSN") == "" || os.Getenv("HERALD_TEST_REDIS_URL") == "" {
-		b.Skip("set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL (make bench does)")
-	}
+	needMySQLAndRedis(b)
 	levels, err := envInts("HERALD_BENCH_CONCURRENCIES", []int{50, 100, 200, 400})
 	if err != nil {
 		b.Fatal(err)

@@ -33,9 +33,7 @@ const emailBenchMessages = 5000
 // one connection per message); HERALD_BENCH_EMAIL_RTT (e.g. 2ms) puts the sink a round
 // trip away, as a relay on another host is.
 func BenchmarkEmail(b *testing.B) {
-	if os.Getenv("HERALD_TEST_MYSQL_DSN") == "" || os.Getenv("HERALD_TEST_REDIS_URL") == "" {
-		b.Skip("set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL (make bench does)")
-	}
+	needMySQLAndRedis(b)
 	pool := fmt.Sprint(envInt("HERALD_BENCH_EMAIL_POOL", 0))
 	perSession := fmt.Sprint(envInt("HERALD_BENCH_EMAIL_SESSION_MESSAGES", 0))
 	// A relay on another host: every answer of the sink arrives this long after it was sent.

@@ -17,9 +17,7 @@ import (
 // callers). The CPU figures are what
 // leaves room, on a shared machine, for the worker, Redis and the platforms.
 func BenchmarkIntake(b *testing.B) {
-	if os.Getenv("HERALD_TEST_MYSQL_DSN") == "" || os.Getenv("HERALD_TEST_REDIS_URL") == "" {
-		b.Skip("set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL (make bench does)")
-	}
+	needMySQLAndRedis(b)
 	rate := envInt("HERALD_BENCH_INTAKE_RATE", 1000)
 	rig := newBenchRig(b, 10000, benchSimLatency)
 	// Warm up: connections, caches, the first pages of the tables.

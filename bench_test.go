@@ -46,9 +46,7 @@ const benchSimLatency = 5 * time.Millisecond
 // It prints the machine and one summary line, and reports the same figures as metrics;
 // `make bench` runs it once.
 func BenchmarkPipeline(b *testing.B) {
-	if os.Getenv("HERALD_TEST_MYSQL_DSN") == "" || os.Getenv("HERALD_TEST_REDIS_URL") == "" {
-		b.Skip("set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL (make bench does)")
-	}
+	needMySQLAndRedis(b)
 	backlog := envInt("HERALD_BENCH_BACKLOG", 20000)
 	for range b.N {
 		rig := newBenchRig(b, dispatch.MaxRecipients, benchSimLatency)
@@ -87,6 +85,15 @@ func BenchmarkPipeline(b *testing.B) {
 			line += fmt.Sprintf(" %s=%.*f", f.name, f.digits, f.value)
 		}
 		fmt.Fprintln(os.Stderr, line)
+	}
+}
+
+// needMySQLAndRedis skips a benchmark unless HERALD_TEST_MYSQL_DSN and
+// HERALD_TEST_REDIS_URL name the servers it measures on.
+func needMySQLAndRedis(b *testing.B) {
+	b.Helper()
+	if os.Getenv("HERALD_TEST_MYSQL_DSN") == "" || os.Getenv("HERALD_TEST_REDIS_URL") == "" {
+		b.Skip("set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL (make bench does)")
 	}
 }
 
@@ -617,9 +624,7 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 // rows (and attempts and a day of per-minute rollups) in MySQL: the target in docs/benchmarks.md is
 // p95 under 50 ms.
 func BenchmarkDashboard(b *testing.B) {
-	if os.Getenv("HERALD_TEST_MYSQL_DSN") == "" || os.Getenv("HERALD_TEST_REDIS_URL") == "" {
-		b.Skip("set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL (make bench does)")
-	}
+	needMySQLAndRedis(b)
 	rows := envInt("HERALD_BENCH_DASHBOARD_ROWS", 1000000)
 	env := map[string]string{
 		"HERALD_DATA_DIR": b.TempDir(), "HERALD_ADMIN_PASSWORD": testAdminPassword, "HERALD_DEMO": "true",
@@ -697,9 +702,7 @@ func BenchmarkDashboard(b *testing.B) {
 // tasks to the queues every DelayedTaskCheckInterval (tasks.NewWorker), which bounds the
 // lateness from below.
 func BenchmarkScheduledLateness(b *testing.B) {
-	if os.Getenv("HERALD_TEST_MYSQL_DSN") == "" || os.Getenv("HERALD_TEST_REDIS_URL") == "" {
-		b.Skip("set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL (make bench does)")
-	}
+	needMySQLAndRedis(b)
 	for range b.N {
 		rig := newBenchRig(b, 2000, 0)
 		worker := startHeraldAs(b, rig.env, "worker")

@@ -78,60 +78,50 @@ func doAll(b *Batcher[int, int], values ...int) <-chan struct{} {
 	return done
 }
 
-// TestBatcherStartsBesideARunningBatch: with no Grouping, a call that arrives while a
-// batch runs starts a batch of its own at once, up to the runners.
-func TestBatcherStartsBesideARunningBatch(t *testing.T) {
-	g := newGate()
-	b := New(2, 8, g.run)
-	first := doAll(b, 1)
-	if got := g.next(t); !slices.Equal(got, []int{1}) {
-		t.Fatalf("first batch %v, want [1]", got)
+// TestBatcherBesideARunningBatch: when calls that arrive while a batch runs start a
+// batch beside it, and which calls it holds.
+func TestBatcherBesideARunningBatch(t *testing.T) {
+	tests := []struct {
+		name     string
+		grouping *Grouping // nil: New
+		calls    []int
+		// minWait is the least time the batch may take to start after the calls.
+		minWait time.Duration
+	}{
+		{name: "no grouping: at once", calls: []int{2}},
+		{name: "eager: once three wait, together", grouping: &Grouping{Eager: 3, Linger: time.Hour}, calls: []int{2, 3, 4}},
+		{name: "linger: alone, after it", grouping: &Grouping{Eager: 8, Linger: 20 * time.Millisecond}, calls: []int{2},
+			minWait: 20 * time.Millisecond},
 	}
-	second := doAll(b, 2)
-	if got := g.next(t); !slices.Equal(got, []int{2}) {
-		t.Errorf("second batch %v, want [2] beside the first", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newGate()
+			var b *Batcher[int, int]
+			if tt.grouping == nil {
+				b = New(4, 8, g.run)
+			} else {
+				b = NewGrouping(4, 8, *tt.grouping, g.run)
+			}
+			first := doAll(b, 1)
+			if got := g.next(t); !slices.Equal(got, []int{1}) {
+				t.Fatalf("first batch %v, want [1]", got)
+			}
+			start := time.Now()
+			rest := doAll(b, tt.calls...)
+			got := g.next(t)
+			waited := time.Since(start)
+			slices.Sort(got)
+			if !slices.Equal(got, tt.calls) {
+				t.Errorf("batch beside the running one %v, want %v", got, tt.calls)
+			}
+			if waited < tt.minWait {
+				t.Errorf("it started after %s, before %s", waited, tt.minWait)
+			}
+			<-rest
+			close(g.release)
+			<-first
+		})
 	}
-	<-second
-	close(g.release)
-	<-first
-}
-
-// TestBatcherGroupingEager: with a Grouping, calls wait for the running batch until
-// Eager of them wait; then they start together beside it.
-func TestBatcherGroupingEager(t *testing.T) {
-	g := newGate()
-	b := NewGrouping(4, 8, Grouping{Eager: 3, Linger: time.Hour}, g.run)
-	first := doAll(b, 1)
-	g.next(t)
-	rest := doAll(b, 2, 3, 4)
-	got := g.next(t)
-	slices.Sort(got)
-	if !slices.Equal(got, []int{2, 3, 4}) {
-		t.Errorf("batch beside the running one %v, want the three waiting calls together", got)
-	}
-	<-rest
-	close(g.release)
-	<-first
-}
-
-// TestBatcherGroupingLinger: a call that waits Linger for a running batch starts one
-// beside it, even alone.
-func TestBatcherGroupingLinger(t *testing.T) {
-	g := newGate()
-	b := NewGrouping(4, 8, Grouping{Eager: 8, Linger: 20 * time.Millisecond}, g.run)
-	first := doAll(b, 1)
-	g.next(t)
-	start := time.Now()
-	second := doAll(b, 2)
-	if got := g.next(t); !slices.Equal(got, []int{2}) {
-		t.Errorf("lingering batch %v, want [2]", got)
-	}
-	if waited := time.Since(start); waited < 20*time.Millisecond {
-		t.Errorf("the lone call started after %s, before its linger of 20ms", waited)
-	}
-	<-second
-	close(g.release)
-	<-first
 }
 
 // TestBatcherGroupingAfterTheRunningBatch: calls that wait for a running batch start
