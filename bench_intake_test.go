@@ -1,6 +1,7 @@
 package main
 
 import (
+	"database/sql"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,8 +15,9 @@ import (
 // requests (1,000 a second, HERALD_BENCH_INTAKE_RATE) for 10 s with no worker running:
 // the accept latency, and the CPU time spent per request by the local MariaDB (-1 when
 // none runs on this machine) and by the benchmark's own process (the web process and its
-// callers). The CPU figures are what
-// leaves room, on a shared machine, for the worker, Redis and the platforms.
+// callers). The CPU figures are what leaves room, on a shared machine, for the worker,
+// Redis and the platforms. Then a worker drains what was accepted while requests keep
+// coming at the same rate: the accept latency while lone messages drain.
 func BenchmarkIntake(b *testing.B) {
 	needMySQLAndRedis(b)
 	rate := envInt("HERALD_BENCH_INTAKE_RATE", 1000)
@@ -41,7 +43,36 @@ func BenchmarkIntake(b *testing.B) {
 		fmt.Fprintln(os.Stderr, line)
 		b.ReportMetric(ms(p99), "accept_p99_ms")
 		b.ReportMetric(perRequest(db), "mariadb_cpu_us/req")
+		rig.acceptWhileDraining(b, rate)
 	}
+}
+
+// acceptWhileDraining starts a worker on the lone messages accepted so far (a few per
+// task, as they were grouped) and offers the same rate of requests while it drains them;
+// it prints how long the backlog took and the accept latency meanwhile.
+func (r *benchRig) acceptWhileDraining(b *testing.B, rate int) {
+	var backlog int
+	if err := r.h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE status <> 'sent'").Scan(&backlog); err != nil {
+		b.Fatal(err)
+	}
+	worker := r.startWorker(b, r.h.app.Config.WorkerConcurrency)
+	defer worker.stop(b)
+	took, _, failed := r.postAtRate(b, rate, 10*time.Second, "bench intake while draining")
+	// How long the backlog took (-1: it was not drained within the offer), and what of it
+	// was left then.
+	var left int
+	var last sql.NullTime
+	if err := r.h.app.Store.SQL().QueryRow(`SELECT SUM(status <> 'sent'), MAX(sent_at) FROM messages
+		WHERE content <> 'bench intake while draining'`).Scan(&left, &last); err != nil {
+		b.Fatal(err)
+	}
+	drained := -1.0
+	if left == 0 && last.Valid {
+		drained = last.Time.Sub(worker.started.UTC()).Seconds()
+	}
+	p50, p99 := percentiles(took)
+	fmt.Fprintf(os.Stderr, "intake_while_draining backlog=%d drained_s=%.1f backlog_left=%d accepted=%d failed=%d accept_p50_ms=%.1f accept_p99_ms=%.1f\n",
+		backlog, drained, left, len(took), failed, ms(p50), ms(p99))
 }
 
 // databaseCPU is the CPU time the local MariaDB (or MySQL) server has used so far, read
