@@ -464,7 +464,7 @@ func (r *benchRig) accept(b *testing.B, concurrency, rate int, span time.Duratio
 	worker := r.startWorker(b, concurrency)
 	defer worker.stop(b)
 	offered := time.Now()
-	took, at, failed := r.postAtRate(b, rate, span, "bench accept")
+	took, began, failed := r.postAtRate(b, rate, span, "bench accept")
 	var sent int
 	var last sql.NullTime
 	if err := r.h.app.Store.SQL().QueryRow("SELECT COUNT(*), MAX(sent_at) FROM messages WHERE batch_id = ? AND status = 'sent' AND sent_at <= ?",
@@ -477,7 +477,7 @@ func (r *benchRig) accept(b *testing.B, concurrency, rate int, span time.Duratio
 			sent, len(r.people), span, drained.Round(time.Millisecond))
 		var during, after []time.Duration
 		for i, d := range took {
-			if at[i] < drained {
+			if began[i].Before(last.Time) {
 				during = append(during, d)
 			} else {
 				after = append(after, d)
@@ -494,11 +494,10 @@ func (r *benchRig) accept(b *testing.B, concurrency, rate int, span time.Duratio
 }
 
 // postAtRate posts single-recipient API requests at rate per second for span (open loop)
-// and returns each accepted request's latency and when it began, after the first.
-func (r *benchRig) postAtRate(b *testing.B, rate int, span time.Duration, text string) (took, at []time.Duration, failed int) {
+// and returns each accepted request's latency and when it began.
+func (r *benchRig) postAtRate(b *testing.B, rate int, span time.Duration, text string) (took []time.Duration, began []time.Time, failed int) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
 	var mu sync.Mutex
-	offered := time.Now()
 	_, failed = offer(b, rate, span, func(i int) (string, error) {
 		start := time.Now()
 		_, accepted, err := r.send(client, []string{r.people[i%len(r.people)]}, text)
@@ -510,11 +509,11 @@ func (r *benchRig) postAtRate(b *testing.B, rate int, span time.Duration, text s
 			return "", fmt.Errorf("accepted %d, want 1", accepted)
 		}
 		mu.Lock()
-		took, at = append(took, d), append(at, start.Sub(offered))
+		took, began = append(took, d), append(began, start)
 		mu.Unlock()
 		return "", nil
 	})
-	return took, at, failed
+	return took, began, failed
 }
 
 // simCalls calls the Tianyuan adapter the send handler uses, built from the rig's

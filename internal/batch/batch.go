@@ -78,8 +78,8 @@ func (b *Batcher[In, Out]) schedule() {
 	for {
 		for len(queue) > 0 && running < b.runners && (reqs == nil || b.due(queue, running)) {
 			n := min(len(queue), b.max)
-			go b.start(queue[:n:n], ended)
-			queue = append([]batchReq[In, Out](nil), queue[n:]...)
+			go b.start(queue[:n:n], ended) // capped: appends to the rest never reach it
+			queue = queue[n:]
 			running++
 		}
 		if reqs == nil && len(queue) == 0 {
@@ -98,25 +98,18 @@ func (b *Batcher[In, Out]) schedule() {
 		}
 		select {
 		case r, ok := <-reqs:
+			// Take every call already waiting, so that the next batch holds them all.
+			// Only this goroutine receives: a call counted in len(reqs) is there to take.
+			for ok {
+				queue = append(queue, r)
+				b.taken.Add(1)
+				if len(reqs) == 0 {
+					break
+				}
+				r, ok = <-reqs
+			}
 			if !ok {
 				reqs = nil
-				continue
-			}
-			queue = append(queue, r)
-			b.taken.Add(1)
-		gather:
-			for {
-				select {
-				case r, ok := <-reqs:
-					if !ok {
-						reqs = nil
-						break gather
-					}
-					queue = append(queue, r)
-					b.taken.Add(1)
-				default:
-					break gather
-				}
 			}
 		case <-ended:
 			running--
