@@ -18,7 +18,9 @@ import (
 // for a running batch to end and go together in the next, and another batch starts
 // beside it only once Eager calls wait or the oldest has waited Linger: fewer, larger
 // transactions when calls come steadily, and a slow batch still does not hold the next
-// ones back for long.
+// ones back for long. With Gather, a call that finds no batch running waits that long
+// for others to join it too, when calls come that often: the next one is likely within
+// the wait.
 type Batcher[In, Out any] struct {
 	runners, max int
 	grouping     Grouping
@@ -38,12 +40,18 @@ type Grouping struct {
 	// Linger is how long the oldest waiting call waits for running batches to end
 	// before a batch starts beside them.
 	Linger time.Duration
+	// Gather is how long a call that finds no batch running waits for others to join
+	// it, when it came less than Gather after the call before it; a call after a quiet
+	// spell runs at once. Zero: never.
+	Gather time.Duration
 }
 
 type batchReq[In, Out any] struct {
 	in  In
 	out chan Out
 	at  time.Time
+	// company: the call came less than Gather after the one before it.
+	company bool
 }
 
 // batchTimeout bounds one batch's database work.
@@ -74,6 +82,7 @@ func (b *Batcher[In, Out]) schedule() {
 		linger  *time.Timer
 		expired <-chan time.Time
 		reqs    = b.reqs // nil once closed and drained into queue
+		last    time.Time
 	)
 	for {
 		for len(queue) > 0 && running < b.runners && (reqs == nil || b.due(queue, running)) {
@@ -85,10 +94,13 @@ func (b *Batcher[In, Out]) schedule() {
 		if reqs == nil && len(queue) == 0 {
 			return
 		}
-		// Wake when the oldest waiting call has lingered long enough.
+		// Wake when the oldest waiting call has lingered, or gathered, long enough.
 		expired = nil
 		if len(queue) > 0 && running < b.runners {
 			wait := b.grouping.Linger - time.Since(queue[0].at)
+			if running == 0 {
+				wait = b.grouping.Gather - time.Since(queue[0].at)
+			}
 			if linger == nil {
 				linger = time.NewTimer(wait)
 			} else {
@@ -101,6 +113,8 @@ func (b *Batcher[In, Out]) schedule() {
 			// Take every call already waiting, so that the next batch holds them all.
 			// Only this goroutine receives: a call counted in len(reqs) is there to take.
 			for ok {
+				r.company = !last.IsZero() && r.at.Sub(last) < b.grouping.Gather
+				last = r.at
 				queue = append(queue, r)
 				b.taken.Add(1)
 				if len(reqs) == 0 {
@@ -120,7 +134,14 @@ func (b *Batcher[In, Out]) schedule() {
 
 // due reports whether the waiting calls may start a batch while running others run.
 func (b *Batcher[In, Out]) due(queue []batchReq[In, Out], running int) bool {
-	return running == 0 || len(queue) >= b.grouping.Eager || time.Since(queue[0].at) >= b.grouping.Linger
+	wait := b.grouping.Linger
+	if running == 0 {
+		if !queue[0].company {
+			return true
+		}
+		wait = b.grouping.Gather
+	}
+	return len(queue) >= b.grouping.Eager || time.Since(queue[0].at) >= wait
 }
 
 // start runs one batch and hands each call its result.

@@ -78,6 +78,18 @@ func doAll(b *Batcher[int, int], values ...int) <-chan struct{} {
 	return done
 }
 
+// waitTaken waits until the scheduler has taken n calls in, or fails after a while.
+func waitTaken(t *testing.T, b *Batcher[int, int], n int64) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for b.taken.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatal("the calls never reached the queue")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestBatcherBesideARunningBatch: when calls that arrive while a batch runs start a
 // batch beside it, and which calls it holds.
 func TestBatcherBesideARunningBatch(t *testing.T) {
@@ -133,13 +145,7 @@ func TestBatcherGroupingAfterTheRunningBatch(t *testing.T) {
 	g.next(t)
 	rest := doAll(b, 2, 3, 4)
 	// The three reach the scheduler in their own time: wait until it has taken them in.
-	deadline := time.Now().Add(5 * time.Second)
-	for b.taken.Load() < 4 {
-		if time.Now().After(deadline) {
-			t.Fatal("the calls never reached the queue")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitTaken(t, b, 4)
 	select {
 	case got := <-g.started:
 		t.Fatalf("batch %v started beside the running one before Eager or Linger", got)
@@ -154,4 +160,63 @@ func TestBatcherGroupingAfterTheRunningBatch(t *testing.T) {
 	}
 	<-rest
 	b.Close()
+}
+
+// TestBatcherGather: with Gather, a call that finds nothing running waits for others
+// when it came soon after the call before it, and runs at once after a quiet spell.
+func TestBatcherGather(t *testing.T) {
+	g := newGate()
+	close(g.release) // no batch is held: each one ends as soon as it starts
+	b := NewGrouping(4, 8, Grouping{Eager: 3, Linger: time.Hour, Gather: time.Hour}, g.run)
+	defer b.Close()
+	// The first call has no call before it: it runs at once, alone.
+	<-doAll(b, 1)
+	if got := g.next(t); !slices.Equal(got, []int{1}) {
+		t.Fatalf("first batch %v, want [1]", got)
+	}
+	// The next came within Gather of it: it waits until Eager calls wait.
+	rest := doAll(b, 2)
+	waitTaken(t, b, 2)
+	select {
+	case got := <-g.started:
+		t.Fatalf("batch %v started before Eager calls waited or Gather passed", got)
+	case <-time.After(20 * time.Millisecond):
+	}
+	more := doAll(b, 3, 4)
+	got := g.next(t)
+	slices.Sort(got)
+	if !slices.Equal(got, []int{2, 3, 4}) {
+		t.Errorf("gathered batch %v, want [2 3 4]", got)
+	}
+	<-rest
+	<-more
+}
+
+// TestBatcherDue: when waiting calls may start a batch, by what is running and how the
+// oldest of them came.
+func TestBatcherDue(t *testing.T) {
+	b := &Batcher[int, int]{grouping: Grouping{Eager: 4, Linger: 5 * time.Millisecond, Gather: 2 * time.Millisecond}}
+	now := time.Now()
+	call := func(age time.Duration, company bool) batchReq[int, int] {
+		return batchReq[int, int]{at: now.Add(-age), company: company}
+	}
+	tests := []struct {
+		name    string
+		queue   []batchReq[int, int]
+		running int
+		want    bool
+	}{
+		{"nothing running, after a quiet spell", []batchReq[int, int]{call(0, false)}, 0, true},
+		{"nothing running, in company, just come", []batchReq[int, int]{call(0, true)}, 0, false},
+		{"nothing running, in company, gathered long enough", []batchReq[int, int]{call(3*time.Millisecond, true)}, 0, true},
+		{"nothing running, in company, eager many", []batchReq[int, int]{call(0, true), call(0, true), call(0, true), call(0, true)}, 0, true},
+		{"one running, past Gather but not Linger", []batchReq[int, int]{call(3*time.Millisecond, false)}, 1, false},
+		{"one running, lingered long enough", []batchReq[int, int]{call(6*time.Millisecond, true)}, 1, true},
+		{"one running, eager many", []batchReq[int, int]{call(0, false), call(0, true), call(0, true), call(0, true)}, 1, true},
+	}
+	for _, tt := range tests {
+		if got := b.due(tt.queue, tt.running); got != tt.want {
+			t.Errorf("%s: due = %v, want %v", tt.name, got, tt.want)
+		}
+	}
 }
