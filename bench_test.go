@@ -88,12 +88,12 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 }
 
-// needMySQLAndRedis skips a benchmark unless HERALD_TEST_MYSQL_DSN and
-// HERALD_TEST_REDIS_URL name the servers it measures on.
-func needMySQLAndRedis(b *testing.B) {
-	b.Helper()
+// needMySQLAndRedis skips a benchmark or test unless HERALD_TEST_MYSQL_DSN and
+// HERALD_TEST_REDIS_URL name the servers it runs on.
+func needMySQLAndRedis(t testing.TB) {
+	t.Helper()
 	if os.Getenv("HERALD_TEST_MYSQL_DSN") == "" || os.Getenv("HERALD_TEST_REDIS_URL") == "" {
-		b.Skip("set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL (make bench does)")
+		t.Skip("set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL (make bench does; .ci/run does for make test)")
 	}
 }
 

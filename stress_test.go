@@ -59,9 +59,7 @@ var burstModes = []struct {
 }{
 	{"embedded", embeddedEnv},
 	{"mysql+redis", func(t testing.TB) map[string]string {
-		if os.Getenv("HERALD_TEST_MYSQL_DSN") == "" || os.Getenv("HERALD_TEST_REDIS_URL") == "" {
-			t.Skip("set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL")
-		}
+		needMySQLAndRedis(t)
 		return testEnv(t)
 	}},
 }

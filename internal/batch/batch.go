@@ -94,13 +94,10 @@ func (b *Batcher[In, Out]) schedule() {
 		if reqs == nil && len(queue) == 0 {
 			return
 		}
-		// Wake when the oldest waiting call has lingered, or gathered, long enough.
+		// Wake when the oldest waiting call has waited long enough.
 		expired = nil
 		if len(queue) > 0 && running < b.runners {
-			wait := b.grouping.Linger - time.Since(queue[0].at)
-			if running == 0 {
-				wait = b.grouping.Gather - time.Since(queue[0].at)
-			}
+			wait := b.patience(running) - time.Since(queue[0].at)
 			if linger == nil {
 				linger = time.NewTimer(wait)
 			} else {
@@ -134,14 +131,19 @@ func (b *Batcher[In, Out]) schedule() {
 
 // due reports whether the waiting calls may start a batch while running others run.
 func (b *Batcher[In, Out]) due(queue []batchReq[In, Out], running int) bool {
-	wait := b.grouping.Linger
-	if running == 0 {
-		if !queue[0].company {
-			return true
-		}
-		wait = b.grouping.Gather
+	if running == 0 && !queue[0].company {
+		return true
 	}
-	return len(queue) >= b.grouping.Eager || time.Since(queue[0].at) >= wait
+	return len(queue) >= b.grouping.Eager || time.Since(queue[0].at) >= b.patience(running)
+}
+
+// patience is how long the oldest waiting call waits before a batch starts without
+// Eager calls: Gather when nothing runs, Linger beside running batches.
+func (b *Batcher[In, Out]) patience(running int) time.Duration {
+	if running == 0 {
+		return b.grouping.Gather
+	}
+	return b.grouping.Linger
 }
 
 // start runs one batch and hands each call its result.
