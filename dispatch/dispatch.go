@@ -556,11 +556,11 @@ func who(p *models.Recipient) string {
 // then the members of the whole departments and branches named, by id. requested counts
 // the people asked for: those named and the groups' members.
 func (d *Dispatcher) resolve(ctx context.Context, req Request) (people []models.Recipient, rejected models.Reasons, requested int, err error) {
-	byExt, err := d.Store.RecipientsByExternalIDs(ctx, dedupe(req.Recipients))
+	byExt, err := d.Store.CachedRecipientsByExternalIDs(ctx, dedupe(req.Recipients))
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	byID, err := d.Store.RecipientsByIDs(ctx, dedupe(req.RecipientIDs))
+	byID, err := d.Store.CachedRecipientsByIDs(ctx, dedupe(req.RecipientIDs))
 	if err != nil {
 		return nil, nil, 0, err
 	}

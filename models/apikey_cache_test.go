@@ -122,21 +122,7 @@ func TestAPIKeyCacheRevokedHereIsRefusedAtOnce(t *testing.T) {
 func TestAPIKeyCacheRevokedElsewhereIsRefusedWithinTTL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opts := freshOptions(t)
-	here, err := models.Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer here.Close()
-	if _, err := here.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	// Another web process on the same database.
-	there, err := models.Open(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer there.Close()
+	here, there := twoProcesses(t)
 
 	k, secret := newKey(t, here)
 	hereClock, thereClock := newStepClock(), newStepClock()

@@ -33,3 +33,10 @@ func (s *Store) BeginGuess(ctx context.Context, username, ip string, at time.Tim
 	s.endGuess(ctx, g, !wrong)
 	return nil
 }
+
+// UseRecipientClock sets the clock of the store's cache of recipients.
+func (s *Store) UseRecipientClock(now func() time.Time) {
+	s.people.mu.Lock()
+	s.people.now = now
+	s.people.mu.Unlock()
+}

@@ -61,7 +61,7 @@ func (r *Recipient) Address(platform string) string {
 
 // CreateRecipient stores a new recipient.
 func (s *Store) CreateRecipient(ctx context.Context, r *Recipient) error {
-	if err := s.db.WithContext(ctx).Create(r).Error; err != nil {
+	if err := s.changeRecipients(ctx, func(tx *gorm.DB) error { return tx.Create(r).Error }); err != nil {
 		if isDuplicate(err) {
 			return duplicateField("external_id", "validation.external_id_taken")
 		}
@@ -277,7 +277,7 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 	for i, r := range list {
 		ids[i] = r.ExternalID
 	}
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.changeRecipients(ctx, func(tx *gorm.DB) error {
 		var existing []Recipient
 		for start := 0; start < len(ids); start += insertChunk {
 			var part []Recipient

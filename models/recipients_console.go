@@ -3,6 +3,8 @@ package models
 import (
 	"context"
 	"fmt"
+
+	"gorm.io/gorm"
 )
 
 // RecipientByExternalID returns one recipient by the id business systems use.
@@ -22,7 +24,7 @@ func (s *Store) UpdateRecipient(ctx context.Context, r *Recipient) error {
 		return err
 	}
 	r.ID, r.CreatedAt, r.UpdatedAt = old.ID, old.CreatedAt, Now()
-	if err := s.db.WithContext(ctx).Save(r).Error; err != nil {
+	if err := s.changeRecipients(ctx, func(tx *gorm.DB) error { return tx.Save(r).Error }); err != nil {
 		return fmt.Errorf("models: update recipient %s: %w", r.ExternalID, err)
 	}
 	return nil
@@ -31,15 +33,17 @@ func (s *Store) UpdateRecipient(ctx context.Context, r *Recipient) error {
 // SetRecipientActive activates or deactivates a recipient. An inactive recipient stays
 // on record (old messages refer to it) but receives nothing.
 func (s *Store) SetRecipientActive(ctx context.Context, externalID string, active bool) error {
-	res := s.db.WithContext(ctx).Model(&Recipient{}).Where("external_id = ?", externalID).
-		Updates(map[string]any{"active": active, "updated_at": Now()})
-	if res.Error != nil {
-		return fmt.Errorf("models: set recipient %s active: %w", externalID, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: recipient %s: %w", externalID, ErrNotFound)
-	}
-	return nil
+	return s.changeRecipients(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&Recipient{}).Where("external_id = ?", externalID).
+			Updates(map[string]any{"active": active, "updated_at": Now()})
+		if res.Error != nil {
+			return fmt.Errorf("models: set recipient %s active: %w", externalID, res.Error)
+		}
+		if res.RowsAffected == 0 {
+			return fmt.Errorf("models: recipient %s: %w", externalID, ErrNotFound)
+		}
+		return nil
+	})
 }
 
 // Branches lists the distinct branch names recipients have, for filters.

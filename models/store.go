@@ -48,6 +48,8 @@ type Store struct {
 		sync.Mutex
 		list []*APIKeyCache
 	}
+	// people caches the intake's lookups of recipients.
+	people *recipientCache
 }
 
 // Options configure Open.
@@ -79,7 +81,7 @@ func Open(opts Options) (*Store, error) {
 		NowFunc: Now,
 		Logger:  logger.Discard,
 	}
-	s := &Store{sealer: newSealer(opts.SecretKey)}
+	s := &Store{sealer: newSealer(opts.SecretKey), people: newRecipientCache(Now)}
 	var err error
 	if opts.MySQLDSN != "" {
 		s.dialect = migrations.MySQL

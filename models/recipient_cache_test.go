@@ -1,0 +1,143 @@
+package models_test
+
+import (
+	"context"
+	"testing"
+
+	"herald/internal/testenv"
+	"herald/models"
+)
+
+// lookUp returns the person with external id ext as both cached lookups see it, and
+// fails the test when the two disagree; nil when neither finds one.
+func lookUp(t *testing.T, s *models.Store, ext string, id int64) *models.Recipient {
+	t.Helper()
+	ctx := context.Background()
+	byExt, err := s.CachedRecipientsByExternalIDs(ctx, []string{ext})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID, err := s.CachedRecipientsByIDs(ctx, []int64{id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(byExt) != len(byID) || len(byExt) > 1 {
+		t.Fatalf("%s: %d found by external id, %d by id", ext, len(byExt), len(byID))
+	}
+	if len(byExt) == 0 {
+		return nil
+	}
+	if byExt[0] != byID[0] {
+		t.Fatalf("%s: by external id %+v, by id %+v", ext, byExt[0], byID[0])
+	}
+	return &byExt[0]
+}
+
+// wantName fails the test unless the cached lookups give the person the name want.
+func wantName(t *testing.T, when string, s *models.Store, r *models.Recipient, want string) {
+	t.Helper()
+	got := lookUp(t, s, r.ExternalID, r.ID)
+	if got == nil {
+		t.Fatalf("%s: %s not found", when, r.ExternalID)
+	}
+	if got.Name != want {
+		t.Errorf("%s: name %q, want %q", when, got.Name, want)
+	}
+}
+
+// twoProcesses opens two stores on one fresh, migrated database, as two processes have.
+func twoProcesses(t *testing.T) (here, there *models.Store) {
+	t.Helper()
+	opts := freshOptions(t)
+	for _, s := range []**models.Store{&here, &there} {
+		var err error
+		if *s, err = models.Open(opts); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*s).Close() })
+	}
+	if _, err := here.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return here, there
+}
+
+// newPerson adds an active branch employee with a Tianyuan address.
+func newPerson(t *testing.T, s *models.Store, ext, name string) *models.Recipient {
+	t.Helper()
+	r := &models.Recipient{ExternalID: ext, Name: name, OrgType: models.Branch, TianyuanID: "ty_" + ext, Active: true}
+	if err := s.CreateRecipient(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestCachedRecipientsSeeThisStoresChangesAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := testenv.Store(t)
+	s.UseRecipientClock(newStepClock().Now) // the clock never moves: no check comes due
+	r := newPerson(t, s, "C1001", "Li Wei")
+	wantName(t, "created", s, r, "Li Wei")
+
+	r.Name = "Li Wei (Treasury)"
+	if err := s.UpdateRecipient(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	wantName(t, "updated", s, r, "Li Wei (Treasury)")
+
+	if err := s.SetRecipientActive(ctx, r.ExternalID, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := lookUp(t, s, r.ExternalID, r.ID); got == nil || got.Active {
+		t.Errorf("deactivated: %+v, want an inactive person", got)
+	}
+
+	changed := *r
+	changed.Name, changed.Active = "Li Wei (Audit)", true
+	if _, err := s.UpsertRecipients(ctx, []models.Recipient{changed}); err != nil {
+		t.Fatal(err)
+	}
+	wantName(t, "imported", s, r, "Li Wei (Audit)")
+}
+
+func TestCachedRecipientsSeeOtherProcessesChangesWithinACheck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	here, there := twoProcesses(t)
+	clock := newStepClock()
+	here.UseRecipientClock(clock.Now)
+
+	r := newPerson(t, there, "C2001", "Wang Fang")
+	wantName(t, "created elsewhere", here, r, "Wang Fang")
+
+	changed := *r
+	changed.Name = "Wang Fang (Retail)"
+	if err := there.UpdateRecipient(ctx, &changed); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(models.RecipientCacheCheck / 2)
+	wantName(t, "changed elsewhere, before the check", here, r, "Wang Fang")
+	clock.Advance(models.RecipientCacheCheck / 2)
+	wantName(t, "changed elsewhere, at the check", here, r, "Wang Fang (Retail)")
+
+	// Nobody unknown is remembered: a person added elsewhere is found at once.
+	if got := lookUp(t, here, "C2002", 0); got != nil {
+		t.Fatalf("C2002 before it exists: %+v", got)
+	}
+	added := newPerson(t, there, "C2002", "Zhao Min")
+	wantName(t, "added elsewhere", here, added, "Zhao Min")
+
+	// A change that does not count itself (written to the table by hand) is seen once
+	// the entries are RecipientCacheMaxAge old. First the check that takes in the
+	// counted addition above.
+	clock.Advance(models.RecipientCacheCheck)
+	wantName(t, "after the addition's check", here, r, "Wang Fang (Retail)")
+	if _, err := there.SQL().ExecContext(ctx, "UPDATE recipients SET name = 'Wang Fang (Audit)' WHERE external_id = 'C2001'"); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(models.RecipientCacheCheck)
+	wantName(t, "changed by hand, the counter unmoved", here, r, "Wang Fang (Retail)")
+	clock.Advance(models.RecipientCacheMaxAge)
+	wantName(t, "changed by hand, entries too old", here, r, "Wang Fang (Audit)")
+}
