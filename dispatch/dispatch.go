@@ -94,10 +94,33 @@ func (d *Dispatcher) writeBatches(ctx context.Context, ws []write) []error {
 		live = append(live, w.NewBatch)
 		at = append(at, i)
 	}
+	// The shared transaction lasts no longer than its callers wait: when the database
+	// stalls, it is given up (and rolled back) as the last of them gives up, instead of
+	// holding every caller for the batcher's own limit.
+	if last, ok := latestDeadline(ws, at); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, last)
+		defer cancel()
+	}
 	for k, err := range d.Store.CreateBatches(ctx, live) {
 		errs[at[k]] = err
 	}
 	return errs
+}
+
+// latestDeadline is the latest deadline of the writes at the given indexes; false when
+// one of them has none.
+func latestDeadline(ws []write, at []int) (last time.Time, ok bool) {
+	for _, i := range at {
+		d, has := ws[i].ctx.Deadline()
+		if !has {
+			return time.Time{}, false
+		}
+		if d.After(last) {
+			last = d
+		}
+	}
+	return last, len(at) > 0
 }
 
 // Request is one ask to notify some people. The console names people by id, the API by

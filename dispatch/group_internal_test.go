@@ -83,3 +83,31 @@ func TestGroupsGatherLoneMessages(t *testing.T) {
 		t.Errorf("after wait: high group enqueued %v, full low group enqueued %v", high, low)
 	}
 }
+
+func TestSharedTransactionEndsWithItsLastCaller(t *testing.T) {
+	base := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	withDeadline := func(d time.Duration) write {
+		ctx, cancel := context.WithDeadline(context.Background(), base.Add(d))
+		t.Cleanup(cancel)
+		return write{ctx: ctx}
+	}
+	none := write{ctx: context.Background()}
+	for _, tt := range []struct {
+		name   string
+		ws     []write
+		at     []int
+		want   time.Duration
+		wantOK bool
+	}{
+		{"one caller", []write{withDeadline(4 * time.Second)}, []int{0}, 4 * time.Second, true},
+		{"the latest of several", []write{withDeadline(2 * time.Second), withDeadline(4 * time.Second), withDeadline(3 * time.Second)}, []int{0, 1, 2}, 4 * time.Second, true},
+		{"only the writes still live count", []write{withDeadline(9 * time.Second), withDeadline(4 * time.Second)}, []int{1}, 4 * time.Second, true},
+		{"a caller without a deadline: none", []write{withDeadline(2 * time.Second), none}, []int{0, 1}, 0, false},
+		{"no writes: none", []write{withDeadline(2 * time.Second)}, nil, 0, false},
+	} {
+		got, ok := latestDeadline(tt.ws, tt.at)
+		if ok != tt.wantOK || (ok && !got.Equal(base.Add(tt.want))) {
+			t.Errorf("%s: %v %v, want %v %v", tt.name, got, ok, base.Add(tt.want), tt.wantOK)
+		}
+	}
+}
