@@ -187,9 +187,9 @@ type benchRig struct {
 }
 
 // newBenchRig prepares MySQL with a Tianyuan account on a `herald simulate` HTTP server
-// that answers after simLatency, n branch recipients, and an API key to send with. Its
-// Herald is a web process with no worker, so what it accepts waits until a benchmark
-// starts one.
+// that answers after simLatency, n branch recipients (with Tianyuan and email
+// addresses), and an API key to send with. Its Herald is a web process with no worker,
+// so what it accepts waits until a benchmark starts one.
 func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 	env := map[string]string{
 		"HERALD_DATA_DIR":       b.TempDir(),
@@ -232,7 +232,8 @@ func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 	list := make([]models.Recipient, n)
 	for i := range list {
 		id := fmt.Sprintf("B%06d", i)
-		list[i] = models.Recipient{ExternalID: id, Name: id, OrgType: models.Branch, TianyuanID: "ty_" + id, Active: true}
+		list[i] = models.Recipient{ExternalID: id, Name: id, OrgType: models.Branch, TianyuanID: "ty_" + id,
+			Email: strings.ToLower(id) + "@example.com", Active: true}
 		r.people = append(r.people, id)
 	}
 	for start := 0; start < n; start += 10000 {

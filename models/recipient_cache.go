@@ -54,7 +54,8 @@ func (s *Store) recipientsVersion(ctx context.Context) (int64, error) {
 }
 
 // changeRecipients runs fn, which changes recipients, in one transaction that also
-// counts the change, then drops what this store's cache holds.
+// counts the change, then drops what this store's cache holds: after an error too, as a
+// commit that failed to answer may still have been made.
 func (s *Store) changeRecipients(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	err := s.tx(ctx, func(tx *gorm.DB) error {
 		if err := fn(tx); err != nil {
@@ -115,6 +116,8 @@ func (c *recipientCache) current(ctx context.Context, version func(context.Conte
 	if err != nil {
 		return 0, err
 	}
+	// Before the first check the entries belong to no known counter: people read while
+	// it ran may predate a change it counted.
 	if c.checked.IsZero() || v != c.version {
 		c.clear()
 		c.version = v

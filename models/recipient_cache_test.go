@@ -45,23 +45,6 @@ func wantName(t *testing.T, when string, s *models.Store, r *models.Recipient, w
 	}
 }
 
-// twoProcesses opens two stores on one fresh, migrated database, as two processes have.
-func twoProcesses(t *testing.T) (here, there *models.Store) {
-	t.Helper()
-	opts := freshOptions(t)
-	for _, s := range []**models.Store{&here, &there} {
-		var err error
-		if *s, err = models.Open(opts); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { (*s).Close() })
-	}
-	if _, err := here.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return here, there
-}
-
 // newPerson adds an active branch employee with a Tianyuan address.
 func newPerson(t *testing.T, s *models.Store, ext, name string) *models.Recipient {
 	t.Helper()

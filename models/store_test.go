@@ -20,6 +20,23 @@ func freshOptions(t *testing.T) models.Options {
 	return models.Options{MySQLDSN: testenv.MySQLDSN(t), DataDir: t.TempDir(), SecretKey: testenv.SecretKey}
 }
 
+// twoProcesses opens two stores on one fresh, migrated database, as two processes have.
+func twoProcesses(t *testing.T) (here, there *models.Store) {
+	t.Helper()
+	opts := freshOptions(t)
+	for _, s := range []**models.Store{&here, &there} {
+		var err error
+		if *s, err = models.Open(opts); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*s).Close() })
+	}
+	if _, err := here.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return here, there
+}
+
 // fixture is a migrated store with one recipient and one account to hang messages on.
 type fixture struct {
 	store     *models.Store
