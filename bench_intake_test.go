@@ -80,30 +80,68 @@ func (r *benchRig) acceptWhileDraining(b *testing.B, rate int) {
 func databaseCPU() time.Duration {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range stats {
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			continue
+		if comm, cpu, ok := procStat(path); ok && (comm == "mariadbd" || comm == "mysqld") {
+			return cpu
 		}
-		// pid (comm) state ppid … utime stime: fields 14 and 15, counted after the
-		// command name, which may hold spaces.
-		s := string(raw)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		if comm := s[open+1 : end]; comm != "mariadbd" && comm != "mysqld" {
-			continue
-		}
-		var utime, stime int64
-		f := strings.Fields(s[end+1:])
-		if len(f) < 13 {
-			continue
-		}
-		fmt.Sscan(f[11], &utime)
-		fmt.Sscan(f[12], &stime)
-		return time.Duration(utime+stime) * time.Second / clockTicks
 	}
 	return -1
+}
+
+// pidCPU is the CPU time the process pid has used so far; -1 when /proc does not say.
+func pidCPU(pid int) time.Duration {
+	if _, cpu, ok := procStat(fmt.Sprintf("/proc/%d/stat", pid)); ok {
+		return cpu
+	}
+	return -1
+}
+
+// procStat reads a process's command name and the CPU time it has used (user and
+// system) from its /proc/<pid>/stat file.
+func procStat(path string) (comm string, cpu time.Duration, ok bool) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", 0, false
+	}
+	// pid (comm) state ppid … utime stime: fields 14 and 15, counted after the command
+	// name, which may hold spaces.
+	s := string(raw)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return "", 0, false
+	}
+	f := strings.Fields(s[end+1:])
+	if len(f) < 13 {
+		return "", 0, false
+	}
+	var utime, stime int64
+	fmt.Sscan(f[11], &utime)
+	fmt.Sscan(f[12], &stime)
+	return s[open+1 : end], time.Duration(utime+stime) * time.Second / clockTicks, true
+}
+
+// machineCPU is the CPU time all of the machine's cores have been busy so far, and the
+// time they have been there at all (busy or idle), from the first line of /proc/stat;
+// zeros where it cannot be read.
+func machineCPU() (busy, total time.Duration) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	f := strings.Fields(line)
+	if len(f) < 5 || f[0] != "cpu" {
+		return 0, 0
+	}
+	for i, v := range f[1:] {
+		var ticks int64
+		fmt.Sscan(v, &ticks)
+		d := time.Duration(ticks) * time.Second / clockTicks
+		total += d
+		if i != 3 && i != 4 { // idle, iowait
+			busy += d
+		}
+	}
+	return busy, total
 }
 
 // clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times (100 on Linux).

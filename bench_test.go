@@ -48,17 +48,18 @@ const benchSimLatency = 5 * time.Millisecond
 func BenchmarkPipeline(b *testing.B) {
 	needMySQLAndRedis(b)
 	backlog := envInt("HERALD_BENCH_BACKLOG", 20000)
+	latencyRate := envInt("HERALD_BENCH_LATENCY_RATE", 2000)
 	for range b.N {
 		rig := newBenchRig(b, dispatch.MaxRecipients, benchSimLatency)
 		concurrency := rig.h.app.Config.WorkerConcurrency
-		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d backlog=%d sim_latency=%s\n", machineLine(), concurrency, backlog, benchSimLatency)
+		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d backlog=%d latency_rate=%d sim_latency=%s\n", machineLine(), concurrency, backlog, latencyRate, benchSimLatency)
 
 		noop := benchNoop(b, testenv.RedisURL(b), 50000, concurrency)
 		rig.fanOut(b, backlog)
 		fanout, _ := rig.drain(b, backlog, concurrency)
 		rig.distinct(b, backlog, 16)
 		distinct, _ := rig.drain(b, backlog, concurrency)
-		p50, p99, failedSubmits := rig.latency(b, concurrency, 2000, 10*time.Second)
+		p50, p99, failedSubmits := rig.latency(b, concurrency, latencyRate, 10*time.Second)
 		a50, a99, failedPosts := rig.accept(b, concurrency, 1000, 10*time.Second)
 		ceiling, failedCalls := rig.simCalls(b, 64, 5*time.Second)
 
@@ -184,6 +185,8 @@ type benchRig struct {
 	people []string
 	// key is the secret of an API key with scope send.
 	key string
+	// simPID is the simulator's process.
+	simPID int
 }
 
 // newBenchRig prepares MySQL with a Tianyuan account on a `herald simulate` HTTP server
@@ -215,6 +218,7 @@ func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = sim.Process.Signal(syscall.SIGTERM); _ = sim.Wait() })
+	r.simPID = sim.Process.Pid
 	waitHTTP(b, "http://"+simAddr+"/healthz")
 
 	// Migrate, then seed with a process that has no worker, so the backlog waits.
@@ -387,6 +391,8 @@ func (r *benchRig) sentCount(b *testing.B) int {
 // worker start). It also returns the worker's peak resident memory in MiB.
 func (r *benchRig) drain(b *testing.B, n, concurrency int) (rate, rssMB float64) {
 	before := r.sentCount(b)
+	db0, sim0 := databaseCPU(), pidCPU(r.simPID)
+	busy0, total0 := machineCPU()
 	w := r.startWorker(b, concurrency)
 	defer w.stop(b)
 	for {
@@ -402,12 +408,29 @@ func (r *benchRig) drain(b *testing.B, n, concurrency int) (rate, rssMB float64)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	r.logCPU(b, n, w, db0, sim0, busy0, total0)
 	// The last rows were sent before the last poll: take the true span from the data.
 	var last time.Time
 	if err := r.h.app.Store.SQL().QueryRow("SELECT MAX(sent_at) FROM messages").Scan(&last); err != nil {
 		b.Fatal(err)
 	}
 	return float64(n) / last.Sub(w.started.UTC()).Seconds(), w.peakRSSMB()
+}
+
+// logCPU logs where the machine's CPU went while a worker drained n messages, from the
+// readings taken before it started: the CPU time per message of MariaDB, the worker and
+// the simulator, and how busy the cores were (the rest is Redis, the web process, the
+// benchmark's polling and the system).
+func (r *benchRig) logCPU(b *testing.B, n int, w *benchWorker, db0, sim0, busy0, total0 time.Duration) {
+	busy, total := machineCPU()
+	per := func(d time.Duration) time.Duration { return d / time.Duration(n) }
+	worker := pidCPU(w.proc.Process.Pid)
+	if db0 < 0 || sim0 < 0 || worker < 0 || total <= total0 {
+		b.Logf("drain of %d: /proc does not tell where the CPU went", n)
+		return
+	}
+	b.Logf("drain of %d: CPU per message: MariaDB %s, worker %s, simulator %s; cores %.0f%% busy", n,
+		per(databaseCPU()-db0), per(worker), per(pidCPU(r.simPID)-sim0), 100*float64(busy-busy0)/float64(total-total0))
 }
 
 // latency offers single-recipient requests at rate per second for a while, with a
