@@ -52,7 +52,8 @@ func BenchmarkPipeline(b *testing.B) {
 	for range b.N {
 		rig := newBenchRig(b, dispatch.MaxRecipients, benchSimLatency)
 		concurrency := rig.h.app.Config.WorkerConcurrency
-		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d backlog=%d latency_rate=%d sim_latency=%s\n", machineLine(), concurrency, backlog, latencyRate, benchSimLatency)
+		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d worker_db_conns=%d backlog=%d latency_rate=%d sim_latency=%s\n", machineLine(), concurrency,
+			rig.h.app.Config.WorkerDBConns, backlog, latencyRate, benchSimLatency)
 
 		noop := benchNoop(b, testenv.RedisURL(b), 50000, concurrency)
 		rig.fanOut(b, backlog)
@@ -202,8 +203,10 @@ func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 		"HERALD_SESSION_SECRET": "bench-session-secret-0123456789abcdef",
 		"HERALD_SECRET_KEY":     "bench-secret-key-0123456789abcdef0123",
 	}
-	if v := os.Getenv("HERALD_WORKER_CONCURRENCY"); v != "" {
-		env["HERALD_WORKER_CONCURRENCY"] = v
+	for _, name := range []string{"HERALD_WORKER_CONCURRENCY", "HERALD_WORKER_DB_CONNS"} {
+		if v := os.Getenv(name); v != "" {
+			env[name] = v
+		}
 	}
 	r := &benchRig{env: env}
 	simAddr := freeAddr(b)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -367,6 +368,56 @@ func killWorkerMidRun(t testing.TB, bound time.Duration) killed {
 // TestStoppedWorkerHandsOverCleanly is the kill test with SIGTERM instead: the stopped
 // worker finishes or hands back what it holds before it exits, so nothing is delivered
 // twice and no attempt is left unknown.
+// TestWorkerOnOneDatabaseConnectionLosesNothing: on MySQL the sender claims, renews and
+// records through a pool of its own, HERALD_WORKER_DB_CONNS connections; with one, and
+// failing, slow and throttled calls to retry, every message still ends, none is lost, and
+// the pool never opens a second connection while the sender's tasks queue for it.
+func TestWorkerOnOneDatabaseConnectionLosesNothing(t *testing.T) {
+	env := testEnv(t)
+	if env["HERALD_MYSQL_DSN"] == "" {
+		t.Skip("the sender has a pool of its own on MySQL; on SQLite one writer serves the process")
+	}
+	env["HERALD_WORKER_DB_CONNS"] = "1"
+	env["HERALD_SEND_TIMEOUT"] = "300ms"
+	rig := newFaultRig(t, env, 1000, simulator.Faults{FailRate: 0.2, TimeoutRate: 0.05, ThrottleRate: 0.05})
+	pool, err := rig.h.app.SenderStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pool == rig.h.app.Store {
+		t.Fatal("the sender shares the process's pool, want one of its own")
+	}
+	var most atomic.Int64
+	watch, stop := context.WithCancel(context.Background())
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for watch.Err() == nil {
+			if n := int64(pool.SQL().Stats().OpenConnections); n > most.Load() {
+				most.Store(n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	ids := rig.submit(t)
+	counts := rig.waitTerminal(t, len(ids), 3*time.Minute)
+	stop()
+	<-watched
+	rig.checkNoLoss(t, ids)
+	st := pool.SQL().Stats()
+	t.Logf("finished %v; the sender's pool: at most %d open, %d waits for its connection", counts, most.Load(), st.WaitCount)
+	if st.MaxOpenConnections != 1 {
+		t.Errorf("the sender's pool allows %d connections, want 1", st.MaxOpenConnections)
+	}
+	if most.Load() > 1 {
+		t.Errorf("the sender's pool had %d connections open at once, want at most 1", most.Load())
+	}
+	// Fifty send tasks share the one connection: the sender must have waited for it.
+	if st.WaitCount == 0 {
+		t.Error("nothing waited for the sender's connection: the sender did not claim and record through its pool")
+	}
+}
+
 func TestStoppedWorkerHandsOverCleanly(t *testing.T) {
 	rig, workers, ids := splitRolesMidRun(t)
 	if err := workers[0].Process.Signal(syscall.SIGTERM); err != nil {

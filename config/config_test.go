@@ -38,6 +38,8 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"negative concurrency", map[string]string{"HERALD_WORKER_CONCURRENCY": "-3"}, "HERALD_WORKER_CONCURRENCY"},
 		{"zero concurrency", map[string]string{"HERALD_WORKER_CONCURRENCY": "0"}, "HERALD_WORKER_CONCURRENCY"},
 		{"non-numeric concurrency", map[string]string{"HERALD_WORKER_CONCURRENCY": "abc"}, "HERALD_WORKER_CONCURRENCY"},
+		{"zero worker connections", map[string]string{"HERALD_WORKER_DB_CONNS": "0"}, "HERALD_WORKER_DB_CONNS"},
+		{"non-numeric worker connections", map[string]string{"HERALD_WORKER_DB_CONNS": "four"}, "HERALD_WORKER_DB_CONNS"},
 		{"unparsable check interval", map[string]string{"HERALD_TASK_CHECK_INTERVAL": "fast"}, "HERALD_TASK_CHECK_INTERVAL"},
 		{"negative check interval", map[string]string{"HERALD_TASK_CHECK_INTERVAL": "-1s"}, "HERALD_TASK_CHECK_INTERVAL"},
 		{"non-boolean demo", map[string]string{"HERALD_DEMO": "maybe"}, "HERALD_DEMO"},
@@ -86,19 +88,19 @@ func TestLoadDefaults(t *testing.T) {
 	}
 	type summary struct {
 		Addr, DataDir, Location, AdminUser string
-		WorkerConcurrency                  int
+		WorkerConcurrency, WorkerDBConns   int
 		TaskCheckInterval, SessionIdle     time.Duration
 		Embedded, EmbeddedRedis            bool
 		Demo, DemoSet                      bool
 	}
 	want := summary{
 		Addr: "127.0.0.1:8080", DataDir: dir, Location: "Asia/Shanghai", AdminUser: "admin",
-		WorkerConcurrency: 50, TaskCheckInterval: 10 * time.Millisecond, SessionIdle: 30 * time.Minute,
+		WorkerConcurrency: 50, WorkerDBConns: 4, TaskCheckInterval: 10 * time.Millisecond, SessionIdle: 30 * time.Minute,
 		Embedded: true, EmbeddedRedis: true,
 	}
 	got := summary{
 		Addr: c.Addr, DataDir: c.DataDir, Location: c.Location.String(), AdminUser: c.AdminUser,
-		WorkerConcurrency: c.WorkerConcurrency, TaskCheckInterval: c.TaskCheckInterval, SessionIdle: c.SessionIdle,
+		WorkerConcurrency: c.WorkerConcurrency, WorkerDBConns: c.WorkerDBConns, TaskCheckInterval: c.TaskCheckInterval, SessionIdle: c.SessionIdle,
 		Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
 		Demo: c.Demo, DemoSet: c.DemoSet,
 	}
@@ -114,6 +116,7 @@ func TestLoadExplicitValues(t *testing.T) {
 		"HERALD_REDIS_URL":           "redis://127.0.0.1:6379/0",
 		"HERALD_TIMEZONE":            "Europe/Berlin",
 		"HERALD_WORKER_CONCURRENCY":  "8",
+		"HERALD_WORKER_DB_CONNS":     "2",
 		"HERALD_TASK_CHECK_INTERVAL": "250ms",
 		"HERALD_SESSION_IDLE":        "15m",
 		"HERALD_SESSION_SECRET":      goodSecret,
@@ -127,6 +130,7 @@ func TestLoadExplicitValues(t *testing.T) {
 	type summary struct {
 		Addr, Location            string
 		WorkerConcurrency         int
+		WorkerDBConns             int
 		TaskCheckInterval         time.Duration
 		SessionIdle               time.Duration
 		Embedded, EmbeddedRedis   bool
@@ -134,12 +138,12 @@ func TestLoadExplicitValues(t *testing.T) {
 		MetricsAddr, MetricsToken string
 	}
 	want := summary{
-		Addr: "0.0.0.0:9000", Location: "Europe/Berlin", WorkerConcurrency: 8,
+		Addr: "0.0.0.0:9000", Location: "Europe/Berlin", WorkerConcurrency: 8, WorkerDBConns: 2,
 		TaskCheckInterval: 250 * time.Millisecond, SessionIdle: 15 * time.Minute, SessionSecret: goodSecret, SecretKey: otherSecret,
 		MetricsAddr: "10.0.0.7:9100", MetricsToken: goodSecret,
 	}
 	got := summary{
-		Addr: c.Addr, Location: c.Location.String(), WorkerConcurrency: c.WorkerConcurrency,
+		Addr: c.Addr, Location: c.Location.String(), WorkerConcurrency: c.WorkerConcurrency, WorkerDBConns: c.WorkerDBConns,
 		TaskCheckInterval: c.TaskCheckInterval, SessionIdle: c.SessionIdle, Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
 		SessionSecret: string(c.SessionSecret), SecretKey: string(c.SecretKey),
 		MetricsAddr: c.MetricsAddr, MetricsToken: c.MetricsToken,

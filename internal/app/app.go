@@ -45,6 +45,9 @@ type App struct {
 	Role   string
 	Log    *slog.Logger
 	Store  *models.Store
+	// sendStore is the worker's sender's own pool on MySQL (see SenderStore); nil until
+	// a worker starts, or on SQLite.
+	sendStore *models.Store
 	// Redis is where every Redis connection is made from; EmbeddedRedis is the
 	// in-process server behind it on a single node, nil otherwise.
 	Redis         *tasks.Redis
@@ -125,8 +128,12 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 }
 
 // OpenStore opens the database cfg names. Its error names the setting and the server.
-func OpenStore(cfg *config.Config) (*models.Store, error) {
-	store, err := models.Open(models.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey})
+func OpenStore(cfg *config.Config) (*models.Store, error) { return openStore(cfg, 0) }
+
+// openStore is OpenStore with a MySQL pool of at most conns connections (0: the
+// default).
+func openStore(cfg *config.Config, conns int) (*models.Store, error) {
+	store, err := models.Open(models.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey, MaxOpenConns: conns})
 	if err == nil {
 		return store, nil
 	}
@@ -138,6 +145,26 @@ func OpenStore(cfg *config.Config) (*models.Store, error) {
 		where = d.Addr + "/" + d.DBName
 	}
 	return nil, fmt.Errorf("cannot open the database at %s (HERALD_MYSQL_DSN): %w", where, err)
+}
+
+// SenderStore is the store the worker's sender claims and records messages through. On
+// MySQL it is a pool of its own of HERALD_WORKER_DB_CONNS connections, so a worker
+// draining a backlog as fast as it can never has more statements than that in the
+// database at once, and the intake's transactions (in this process or another) are not
+// left queueing behind its claims and finishes. On SQLite it is the process's store:
+// one writer serves the whole process.
+func (a *App) SenderStore() (*models.Store, error) {
+	if a.Config.Embedded() {
+		return a.Store, nil
+	}
+	if a.sendStore == nil {
+		s, err := openStore(a.Config, a.Config.WorkerDBConns)
+		if err != nil {
+			return nil, err
+		}
+		a.sendStore = s
+	}
+	return a.sendStore, nil
 }
 
 // Sweeper returns the process's sweeper.
@@ -172,6 +199,9 @@ func (a *App) Close() {
 	}
 	if a.EmbeddedRedis != nil {
 		a.EmbeddedRedis.Close()
+	}
+	if a.sendStore != nil {
+		a.sendStore.Close()
 	}
 	a.Store.Close()
 }

@@ -87,7 +87,11 @@ func (a *App) Run(ctx context.Context) error {
 // startWorker starts the Asynq worker that sends messages and runs maintenance tasks,
 // and the heartbeat that renews the leases of the claims it holds.
 func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
-	send := tasks.NewSender(a.Store, a.Channels, a.Enqueuer, a.Log, a.Config.SendTimeout)
+	store, err := a.SenderStore()
+	if err != nil {
+		return err
+	}
+	send := tasks.NewSender(store, a.Channels, a.Enqueuer, a.Log, a.Config.SendTimeout)
 	send.Limiter = a.Limiter
 	send.Accounts = a.Accounts
 	send.Metrics = tasks.NewMetrics(a.Metrics, a.Channels)
