@@ -67,8 +67,9 @@ type Config struct {
 
 // DefaultWorkerDBConns is HERALD_WORKER_DB_CONNS's default: with at most four of the
 // worker's statements in MySQL at once, API requests at 1,000 a second beside a worker
-// draining a backlog on two shared cores were accepted at a p99 of 23–44 ms instead of
-// 86–125 ms, the backlog as fast (docs/benchmarks.md).
+// draining a backlog on two shared cores were accepted at a p99 of 31–49 ms instead of
+// 89–95 ms with 16, the fan-out as fast; with two, the fan-out was a tenth slower
+// (docs/benchmarks.md).
 const DefaultWorkerDBConns = 4
 
 // Embedded reports whether Herald runs on its embedded backends (SQLite, in-process Redis).
