@@ -393,9 +393,7 @@ func (r *benchRig) sentCount(b *testing.B) int {
 // every earlier message sent, and measures until all n are sent: n / (last sent_at −
 // worker start). It also returns the worker's peak resident memory in MiB.
 func (r *benchRig) drain(b *testing.B, n, concurrency int) (rate, rssMB float64) {
-	before := r.sentCount(b)
-	db0, sim0 := databaseCPU(), pidCPU(r.simPID)
-	busy0, total0 := machineCPU()
+	before, cpu := r.sentCount(b), r.cpuNow()
 	w := r.startWorker(b, concurrency)
 	defer w.stop(b)
 	for {
@@ -411,7 +409,7 @@ func (r *benchRig) drain(b *testing.B, n, concurrency int) (rate, rssMB float64)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	r.logCPU(b, n, w, db0, sim0, busy0, total0)
+	r.logCPU(b, n, w, cpu)
 	// The last rows were sent before the last poll: take the true span from the data.
 	var last time.Time
 	if err := r.h.app.Store.SQL().QueryRow("SELECT MAX(sent_at) FROM messages").Scan(&last); err != nil {
@@ -420,20 +418,28 @@ func (r *benchRig) drain(b *testing.B, n, concurrency int) (rate, rssMB float64)
 	return float64(n) / last.Sub(w.started.UTC()).Seconds(), w.peakRSSMB()
 }
 
-// logCPU logs where the machine's CPU went while a worker drained n messages, from the
-// readings taken before it started: the CPU time per message of MariaDB, the worker and
-// the simulator, and how busy the cores were (the rest is Redis, the web process, the
-// benchmark's polling and the system).
-func (r *benchRig) logCPU(b *testing.B, n int, w *benchWorker, db0, sim0, busy0, total0 time.Duration) {
+// cpuReading is the CPU time used so far by MariaDB and the rig's simulator, and by the
+// machine's cores (busy, and in all).
+type cpuReading struct{ db, sim, busy, total time.Duration }
+
+func (r *benchRig) cpuNow() cpuReading {
 	busy, total := machineCPU()
-	per := func(d time.Duration) time.Duration { return d / time.Duration(n) }
-	worker := pidCPU(w.proc.Process.Pid)
-	if db0 < 0 || sim0 < 0 || worker < 0 || total <= total0 {
+	return cpuReading{db: databaseCPU(), sim: pidCPU(r.simPID), busy: busy, total: total}
+}
+
+// logCPU logs where the machine's CPU went while a worker drained n messages since the
+// reading before it started: the CPU time per message of MariaDB, the worker and the
+// simulator, and how busy the cores were (the rest is Redis, the web process, the
+// benchmark's polling and the system).
+func (r *benchRig) logCPU(b *testing.B, n int, w *benchWorker, before cpuReading) {
+	now, worker := r.cpuNow(), pidCPU(w.proc.Process.Pid)
+	if before.db < 0 || before.sim < 0 || worker < 0 || now.total <= before.total {
 		b.Logf("drain of %d: /proc does not tell where the CPU went", n)
 		return
 	}
+	per := func(d time.Duration) time.Duration { return d / time.Duration(n) }
 	b.Logf("drain of %d: CPU per message: MariaDB %s, worker %s, simulator %s; cores %.0f%% busy", n,
-		per(databaseCPU()-db0), per(worker), per(pidCPU(r.simPID)-sim0), 100*float64(busy-busy0)/float64(total-total0))
+		per(now.db-before.db), per(worker), per(now.sim-before.sim), 100*float64(now.busy-before.busy)/float64(now.total-before.total))
 }
 
 // latency offers single-recipient requests at rate per second for a while, with a

@@ -9,7 +9,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -370,8 +369,8 @@ func killWorkerMidRun(t testing.TB, bound time.Duration) killed {
 // twice and no attempt is left unknown.
 // TestWorkerOnOneDatabaseConnectionLosesNothing: on MySQL the sender claims, renews and
 // records through a pool of its own, HERALD_WORKER_DB_CONNS connections; with one, and
-// failing, slow and throttled calls to retry, every message still ends, none is lost, and
-// the pool never opens a second connection while the sender's tasks queue for it.
+// failing, slow and throttled calls to retry, every message still ends and none is lost,
+// while the sender's tasks queue for the one connection.
 func TestWorkerOnOneDatabaseConnectionLosesNothing(t *testing.T) {
 	env := testEnv(t)
 	if env["HERALD_MYSQL_DSN"] == "" {
@@ -387,30 +386,15 @@ func TestWorkerOnOneDatabaseConnectionLosesNothing(t *testing.T) {
 	if pool == rig.h.app.Store {
 		t.Fatal("the sender shares the process's pool, want one of its own")
 	}
-	var most atomic.Int64
-	watch, stop := context.WithCancel(context.Background())
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for watch.Err() == nil {
-			if n := int64(pool.SQL().Stats().OpenConnections); n > most.Load() {
-				most.Store(n)
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
 	ids := rig.submit(t)
 	counts := rig.waitTerminal(t, len(ids), 3*time.Minute)
-	stop()
-	<-watched
 	rig.checkNoLoss(t, ids)
 	st := pool.SQL().Stats()
-	t.Logf("finished %v; the sender's pool: at most %d open, %d waits for its connection", counts, most.Load(), st.WaitCount)
+	t.Logf("finished %v; %d waits for the sender's connection", counts, st.WaitCount)
+	// database/sql never opens more than the pool allows: what needs checking is that
+	// the setting reached the pool, and that the sender used it.
 	if st.MaxOpenConnections != 1 {
 		t.Errorf("the sender's pool allows %d connections, want 1", st.MaxOpenConnections)
-	}
-	if most.Load() > 1 {
-		t.Errorf("the sender's pool had %d connections open at once, want at most 1", most.Load())
 	}
 	// Fifty send tasks share the one connection: the sender must have waited for it.
 	if st.WaitCount == 0 {

@@ -60,7 +60,9 @@ func (d *Dispatcher) store(ctx context.Context, nb models.NewBatch) error {
 		// A large intake is a transaction's worth on its own; it would hold up small ones.
 		return d.Store.CreateBatch(ctx, nb.Batch, nb.Messages, nb.Extras)
 	}
-	d.writesOnce.Do(func() { d.writes = batch.NewGrouping(writeRunners, writeMax, writeGrouping, d.writeBatches) })
+	// Requests that come together share a transaction (batch.Commits): without the
+	// grouping nearly every request at 1,000 a second had a transaction of its own.
+	d.writesOnce.Do(func() { d.writes = batch.NewGrouping(writeRunners, writeMax, batch.Commits, d.writeBatches) })
 	return d.writes.Do(write{ctx: ctx, NewBatch: nb})
 }
 
@@ -70,17 +72,6 @@ const (
 	writeRunners = 4
 	writeMax     = 64
 )
-
-// writeGrouping: while a shared transaction runs, the requests that arrive wait for its
-// commit and go together in the next one, unless 16 wait or one has waited 5 ms; then
-// another starts beside it. At 1,000 single-recipient requests a second this took 29 %
-// off MariaDB's CPU per request, against a transaction per request when every free
-// runner started at once. With no transaction running, a request that came within 2 ms
-// of the one before waits up to 2 ms for others: at that rate a transaction is over
-// before the next request comes, so without the wait nearly each had its own; with it,
-// MariaDB's CPU per request fell by another 28 %, for 2 ms at the median
-// (BenchmarkIntake, docs/benchmarks.md).
-var writeGrouping = batch.Grouping{Eager: 16, Linger: 5 * time.Millisecond, Gather: 2 * time.Millisecond}
 
 func (d *Dispatcher) writeBatches(ctx context.Context, ws []write) []error {
 	errs := make([]error, len(ws))

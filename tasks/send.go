@@ -103,16 +103,6 @@ const (
 	batchMax     = 64
 )
 
-// finishGrouping: outcomes that come while a finish transaction runs wait for its commit
-// and go together in the next one, unless 16 wait or one has waited 5 ms; with none
-// running, an outcome that came within 2 ms of the one before waits up to 2 ms for
-// company. A fan-out's finishes are full batches either way; lone messages at 2,000 a
-// second otherwise finished a few at a time, each with its own commit, and the
-// database's extra work showed in every message's wait: created→sent p99 fell from a
-// median of 63.5 ms to 52.0 ms over five runs each, the slowest recordings from 8–22 ms
-// to 8–9 ms (BenchmarkPipeline, docs/benchmarks.md).
-var finishGrouping = batch.Grouping{Eager: 16, Linger: 5 * time.Millisecond, Gather: 2 * time.Millisecond}
-
 // DefaultLease is how long a claim outlives its worker's last heartbeat. It does not
 // depend on the call timeout: a live worker renews its leases however long a call takes.
 // Renewals come every Lease/5, so a busy database can delay or lose three of them before
@@ -128,7 +118,10 @@ func NewSender(store *models.Store, reg *channels.Registry, enq *Enqueuer, log *
 	s := &Sender{Store: store, Channels: reg, Enqueuer: enq, Policy: DefaultPolicy, Log: log,
 		CallTimeout: callTimeout, Lease: DefaultLease, Accounts: store.NewAccountCache(AccountCacheTTL)}
 	s.claims = batch.New(batchRunners, batchMax, s.claimBatch)
-	s.finishes = batch.NewGrouping(batchRunners, batchMax, finishGrouping, store.FinishAttempts)
+	// Outcomes group as the intake's writes do (batch.Commits): a fan-out's finishes are
+	// full batches either way, but lone messages would finish a few at a time, each
+	// with a commit of its own.
+	s.finishes = batch.NewGrouping(batchRunners, batchMax, batch.Commits, store.FinishAttempts)
 	return s
 }
 
