@@ -203,7 +203,7 @@ func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 		"HERALD_SESSION_SECRET": "bench-session-secret-0123456789abcdef",
 		"HERALD_SECRET_KEY":     "bench-secret-key-0123456789abcdef0123",
 	}
-	for _, name := range []string{"HERALD_WORKER_CONCURRENCY", "HERALD_WORKER_DB_CONNS"} {
+	for _, name := range []string{"HERALD_WORKER_CONCURRENCY", "HERALD_WORKER_DB_CONNS", "HERALD_TASK_CHECK_INTERVAL"} {
 		if v := os.Getenv(name); v != "" {
 			env[name] = v
 		}
