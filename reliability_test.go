@@ -364,9 +364,6 @@ func killWorkerMidRun(t testing.TB, bound time.Duration) killed {
 	return k
 }
 
-// TestStoppedWorkerHandsOverCleanly is the kill test with SIGTERM instead: the stopped
-// worker finishes or hands back what it holds before it exits, so nothing is delivered
-// twice and no attempt is left unknown.
 // TestWorkerOnOneDatabaseConnectionLosesNothing: on MySQL the sender claims, renews and
 // records through a pool of its own, HERALD_WORKER_DB_CONNS connections; with one, and
 // failing, slow and throttled calls to retry, every message still ends and none is lost,
@@ -402,6 +399,9 @@ func TestWorkerOnOneDatabaseConnectionLosesNothing(t *testing.T) {
 	}
 }
 
+// TestStoppedWorkerHandsOverCleanly is the kill test with SIGTERM instead: the stopped
+// worker finishes or hands back what it holds before it exits, so nothing is delivered
+// twice and no attempt is left unknown.
 func TestStoppedWorkerHandsOverCleanly(t *testing.T) {
 	rig, workers, ids := splitRolesMidRun(t)
 	if err := workers[0].Process.Signal(syscall.SIGTERM); err != nil {
