@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"net/http"
 	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -54,19 +52,6 @@ func (h *Handlers) rotationSpecs(c *gin.Context, list ...models.Rotation) ([]mod
 	return specs, true
 }
 
-// rotationChange describes a rotation for the audit log.
-func rotationChange(s models.RotationSpec) string {
-	covers := s.Covers
-	if s.Covers == models.CoversWeekdays {
-		days := make([]string, len(s.Weekdays))
-		for i, d := range s.Weekdays {
-			days[i] = time.Weekday(d % 7).String()[:3]
-		}
-		covers += " " + strings.Join(days, ",")
-	}
-	return strings.Join(s.Members, ", ") + " from " + s.Start + ", " + strconv.Itoa(s.TurnDays) + "-day turns, " + covers
-}
-
 // APIListRotations is GET /api/v1/duty/rotations.
 func (h *Handlers) APIListRotations(c *gin.Context) {
 	list, err := h.Store.Rotations(c.Request.Context())
@@ -97,17 +82,12 @@ func (h *Handlers) APICreateRotation(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	r, err := h.Store.CreateRotation(c.Request.Context(), body)
+	spec, err := h.Dispatch.CreateRotation(c.Request.Context(), actor(c), body)
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	specs, ok := h.rotationSpecs(c, *r)
-	if !ok {
-		return
-	}
-	h.auditAPI(c, "duty.rotation.create", "rotation", r.Name, rotationChange(specs[0]))
-	c.JSON(http.StatusCreated, specs[0])
+	c.JSON(http.StatusCreated, spec)
 }
 
 // APIUpdateRotation is PUT /api/v1/duty/rotations/:name: replaces the rotation, which
@@ -117,26 +97,20 @@ func (h *Handlers) APIUpdateRotation(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	before, after, err := h.Store.UpdateRotation(c.Request.Context(), c.Param("name"), body)
+	spec, err := h.Dispatch.UpdateRotation(c.Request.Context(), actor(c), c.Param("name"), body)
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	specs, ok := h.rotationSpecs(c, *before, *after)
-	if !ok {
-		return
-	}
-	h.auditAPI(c, "duty.rotation.update", "rotation", before.Name, rotationChange(specs[0])+" → "+specs[1].Name+": "+rotationChange(specs[1]))
-	c.JSON(http.StatusOK, specs[1])
+	c.JSON(http.StatusOK, spec)
 }
 
 // APIDeleteRotation is DELETE /api/v1/duty/rotations/:name.
 func (h *Handlers) APIDeleteRotation(c *gin.Context) {
-	if err := h.Store.DeleteRotation(c.Request.Context(), c.Param("name")); err != nil {
+	if err := h.Dispatch.DeleteRotation(c.Request.Context(), actor(c), c.Param("name")); err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	h.auditAPI(c, "duty.rotation.delete", "rotation", c.Param("name"), "")
 	c.Status(http.StatusNoContent)
 }
 

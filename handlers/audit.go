@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/dispatch"
 	"herald/models"
 )
 
@@ -33,6 +34,18 @@ func (h *Handlers) AuditRequest(c *gin.Context, action, targetType, targetID str
 		actor = u.Username
 	}
 	h.audit(c, actor, action, targetType, targetID, fmt.Sprintf("status %d: %s %s", c.Writer.Status(), c.Request.Method, c.Request.URL.Path))
+}
+
+// actor is who makes the request's change, as the service layer takes it: the API key
+// (and the person who created it) on an API request, else the signed-in console user.
+func actor(c *gin.Context) dispatch.Actor {
+	if k := CurrentAPIKey(c); k != nil {
+		return dispatch.Actor{Name: "apikey:" + k.Name, Type: dispatch.ActorAPIKey, Person: k.CreatedBy, APIKeyID: k.ID, IP: c.ClientIP()}
+	}
+	if u := CurrentUser(c); u != nil {
+		return dispatch.Actor{Name: u.Username, Type: dispatch.ActorUser, Person: u.Username, IP: c.ClientIP()}
+	}
+	return dispatch.Actor{Name: "anonymous", Type: dispatch.ActorUser, IP: c.ClientIP()}
 }
 
 // apiActor is the request's API key, as the audit log records who acted.

@@ -117,9 +117,8 @@ func (h *Handlers) NewRotationForm(c *gin.Context) {
 func (h *Handlers) CreateRotation(c *gin.Context) {
 	f := rotationFormOf(c, "")
 	spec, err := rotationSpecOf(f)
-	var r *models.Rotation
 	if err == nil {
-		r, err = h.Store.CreateRotation(c.Request.Context(), spec)
+		spec, err = h.Dispatch.CreateRotation(c.Request.Context(), actor(c), spec)
 	}
 	if errs, ok := rotationFormErrors(c, err); ok {
 		h.renderRotationForm(c, http.StatusUnprocessableEntity, f, errs)
@@ -129,8 +128,7 @@ func (h *Handlers) CreateRotation(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "duty.rotation.create", "rotation", r.Name, rotationChange(spec))
-	h.redirectNotice(c, "/duty#rotations", "saved", tr(c, "rotation.notice", "Name", r.Name))
+	h.redirectNotice(c, "/duty#rotations", "saved", tr(c, "rotation.notice", "Name", spec.Name))
 }
 
 // EditRotationForm shows a rotation to change.
@@ -159,9 +157,8 @@ func (h *Handlers) EditRotationForm(c *gin.Context) {
 func (h *Handlers) UpdateRotation(c *gin.Context) {
 	f := rotationFormOf(c, c.Param("name"))
 	spec, err := rotationSpecOf(f)
-	var before, after *models.Rotation
 	if err == nil {
-		before, after, err = h.Store.UpdateRotation(c.Request.Context(), f.Original, spec)
+		spec, err = h.Dispatch.UpdateRotation(c.Request.Context(), actor(c), f.Original, spec)
 	}
 	if isNotFound(err) {
 		ErrorPage(c, http.StatusNotFound, "error.no_rotation", "Name", f.Original)
@@ -179,18 +176,13 @@ func (h *Handlers) UpdateRotation(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	detail := rotationChange(spec)
-	if specs, err := h.Store.RotationSpecs(c.Request.Context(), []models.Rotation{*before}); err == nil {
-		detail = rotationChange(specs[0]) + " → " + after.Name + ": " + detail
-	}
-	h.audit(c, CurrentUser(c).Username, "duty.rotation.update", "rotation", before.Name, detail)
-	h.redirectNotice(c, "/duty#rotations", "saved", tr(c, "rotation.notice", "Name", after.Name))
+	h.redirectNotice(c, "/duty#rotations", "saved", tr(c, "rotation.notice", "Name", spec.Name))
 }
 
 // DeleteRotation removes a rotation.
 func (h *Handlers) DeleteRotation(c *gin.Context) {
 	name := c.Param("name")
-	err := h.Store.DeleteRotation(c.Request.Context(), name)
+	err := h.Dispatch.DeleteRotation(c.Request.Context(), actor(c), name)
 	if isNotFound(err) {
 		ErrorPage(c, http.StatusNotFound, "error.no_rotation", "Name", name)
 		return
@@ -199,7 +191,6 @@ func (h *Handlers) DeleteRotation(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "duty.rotation.delete", "rotation", name, "")
 	h.redirectNotice(c, "/duty#rotations", "deleted", tr(c, "rotation.notice", "Name", name))
 }
 

@@ -260,3 +260,9 @@ func has(lang, id string) bool {
 	i := sort.SearchStrings(ks, id)
 	return i < len(ks) && ks[i] == id
 }
+
+// Has reports whether lang's catalogs hold the message id.
+func Has(lang, id string) bool {
+	_, ok := slices.BinarySearch(keys[lang], id)
+	return ok
+}

@@ -152,3 +152,10 @@ func (c *APIKeyCache) Forget() {
 	clear(c.items)
 	c.mu.Unlock()
 }
+
+// apiKeyCacheList is the caches made on a store; a store bound to a transaction (InTx)
+// shares its parent's list.
+type apiKeyCacheList struct {
+	sync.Mutex
+	list []*APIKeyCache
+}

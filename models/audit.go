@@ -2,7 +2,10 @@ package models
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -15,8 +18,46 @@ type AuditEntry struct {
 	Action     string
 	TargetType string
 	TargetID   string
-	Detail     string
-	IP         string
+	// Detail is free text: the words of entries written before Params existed, or a
+	// value an entry carries as it was given (a request line, a reason typed).
+	Detail string
+	// Params are the entry's named values as JSON ({"accepted":"2"}): the console renders
+	// the action's catalog sentence with them, in the reader's language.
+	Params *string
+	IP     string
+}
+
+// AuditParams are an audit entry's named values.
+type AuditParams map[string]string
+
+// WithParams sets the entry's named values; empty ones are left out.
+func (e AuditEntry) WithParams(p AuditParams) AuditEntry {
+	out := AuditParams{}
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		if p[k] != "" {
+			out[k] = p[k]
+		}
+	}
+	if len(out) == 0 {
+		e.Params = nil
+		return e
+	}
+	buf, _ := json.Marshal(out) // a map of strings always marshals
+	str := string(buf)
+	e.Params = &str
+	return e
+}
+
+// ParamMap returns the entry's named values; none for an entry written without them.
+func (e AuditEntry) ParamMap() AuditParams {
+	if e.Params == nil || *e.Params == "" {
+		return nil
+	}
+	var p AuditParams
+	if json.Unmarshal([]byte(*e.Params), &p) != nil {
+		return nil
+	}
+	return p
 }
 
 // TableName implements gorm's tabler.
@@ -27,10 +68,7 @@ func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
 	if e.At.IsZero() {
 		e.At = Now()
 	}
-	// Cut to the columns' sizes: some values come from outside (a username tried, a
-	// path requested), and an over-long one must not cost the entry.
-	e.Actor, e.Action, e.TargetType = truncate(e.Actor, 100), truncate(e.Action, 64), truncate(e.TargetType, 32)
-	e.TargetID, e.IP = truncate(e.TargetID, 64), truncate(e.IP, 64)
+	e.cut()
 	if err := s.db.WithContext(ctx).Create(&e).Error; err != nil {
 		return fmt.Errorf("models: audit %s: %w", e.Action, err)
 	}
@@ -49,8 +87,18 @@ func (s *Store) AuditMany(ctx context.Context, entries []AuditEntry) error {
 			entries[i].At = now
 		}
 	}
+	for i := range entries {
+		entries[i].cut()
+	}
 	if err := s.db.WithContext(ctx).CreateInBatches(entries, insertChunk).Error; err != nil {
 		return fmt.Errorf("models: audit %d entries: %w", len(entries), err)
 	}
 	return nil
+}
+
+// cut shortens values to the columns' sizes: some come from outside (a username tried, a
+// path requested), and an over-long one must not cost the entry.
+func (e *AuditEntry) cut() {
+	e.Actor, e.Action, e.TargetType = truncate(e.Actor, 100), truncate(e.Action, 64), truncate(e.TargetType, 32)
+	e.TargetID, e.IP = truncate(e.TargetID, 64), truncate(e.IP, 64)
 }

@@ -59,7 +59,7 @@ func deadlockRounds(ctx context.Context, s *models.Store, pool, rounds int) erro
 			query := fmt.Sprintf("SELECT %d", 1000*round+i+1)
 			inTx := make(chan struct{})
 			wg.Go(func() {
-				errs <- s.InTx(ctx, func(q func(string) error) error {
+				errs <- s.RawInTx(ctx, func(q func(string) error) error {
 					close(inTx)
 					// Let the goroutine outside reach the pool and wait there.
 					time.Sleep(20 * time.Millisecond)

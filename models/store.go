@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -44,10 +43,7 @@ type Store struct {
 	dialect migrations.Dialect
 	sealer  *sealer
 	// apiKeyCaches are the caches made on this store, for RevokeAPIKey to clear.
-	apiKeyCaches struct {
-		sync.Mutex
-		list []*APIKeyCache
-	}
+	apiKeyCaches *apiKeyCacheList
 	// people caches the intake's lookups of recipients.
 	people *recipientCache
 }
@@ -81,7 +77,7 @@ func Open(opts Options) (*Store, error) {
 		NowFunc: Now,
 		Logger:  logger.Discard,
 	}
-	s := &Store{sealer: newSealer(opts.SecretKey), people: newRecipientCache(Now)}
+	s := &Store{sealer: newSealer(opts.SecretKey), people: newRecipientCache(Now), apiKeyCaches: &apiKeyCacheList{}}
 	var err error
 	if opts.MySQLDSN != "" {
 		s.dialect = migrations.MySQL
@@ -220,6 +216,18 @@ func (s *Store) Close() error {
 
 // reader is where a read outside a transaction runs.
 func (s *Store) reader(ctx context.Context) *gorm.DB { return s.read.WithContext(ctx) }
+
+// InTx runs fn with a store whose every statement, reads included, runs in one
+// transaction: what fn writes through it commits together or not at all. The service
+// layer writes a change and its audit entry this way. Store methods that run a
+// transaction of their own run it nested (a savepoint) inside this one.
+func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		bound := *s
+		bound.db, bound.read = tx, tx
+		return fn(&bound)
+	})
+}
 
 // tx runs fn in one transaction.
 func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {

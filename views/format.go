@@ -132,3 +132,20 @@ func yearList(years []int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// AuditSentence is what an audit entry changed, in the reader's language: its action's
+// catalog sentence (audit.event.<action with "_" for ".">) filled with the entry's
+// named values. An entry whose action has no sentence, or that was written before
+// entries had values, shows its action code.
+func AuditSentence(ctx context.Context, e models.AuditEntry) string {
+	id := "audit.event." + strings.ReplaceAll(e.Action, ".", "_")
+	if !i18n.Has(i18n.Lang(ctx), id) || (e.Params == nil && e.Detail != "") {
+		return e.Action
+	}
+	p := e.ParamMap()
+	args := make([]any, 0, 2*len(p))
+	for k, v := range p {
+		args = append(args, k, v)
+	}
+	return i18n.T(ctx, id, args...)
+}

@@ -116,7 +116,7 @@ func TestRotationsAPIAndCalendar(t *testing.T) {
 	if status := apiJSON(t, c, admin, "POST", "/api/v1/duty/rotations", desk, &spec); status != 201 || spec.Name != "desk" || len(spec.Members) != 2 || spec.Members[1] != "E1003+E1004" {
 		t.Fatalf("create: %d %+v", status, spec)
 	}
-	if a := c.lastAudit("duty.rotation.create"); a.TargetID != "desk" || !strings.Contains(a.Detail, "E1003+E1004") {
+	if a := c.lastAudit("duty.rotation.create"); a.TargetID != "desk" || !strings.Contains(a.ParamMap()["members"], "E1003+E1004") {
 		t.Errorf("audit entry %+v", a)
 	}
 	var e errorAnswer
@@ -175,7 +175,7 @@ func TestRotationsAPIAndCalendar(t *testing.T) {
 	if status := apiJSON(t, c, admin, "PUT", "/api/v1/duty/rotations/desk", week, &spec); status != 200 || spec.Name != "front" {
 		t.Fatalf("update: %d %+v", status, spec)
 	}
-	if a := c.lastAudit("duty.rotation.update"); a.TargetID != "desk" || !strings.Contains(a.Detail, "front") {
+	if a := c.lastAudit("duty.rotation.update"); a.TargetID != "desk" || a.ParamMap()["new_name"] != "front" {
 		t.Errorf("audit entry %+v", a)
 	}
 	if status := apiJSON(t, c, admin, "PUT", "/api/v1/duty/rotations/desk", week, nil); status != 404 {

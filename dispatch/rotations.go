@@ -1,0 +1,86 @@
+package dispatch
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"herald/models"
+)
+
+// CreateRotation saves a new rotation, audited as done by by. A validation failure is a
+// *models.FieldError and writes nothing.
+func (d *Dispatcher) CreateRotation(ctx context.Context, by Actor, spec models.RotationSpec) (models.RotationSpec, error) {
+	var saved models.RotationSpec
+	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		r, err := tx.CreateRotation(ctx, spec)
+		if err != nil {
+			return err
+		}
+		if saved, err = rotationSpec(ctx, tx, *r); err != nil {
+			return err
+		}
+		ch.Audit("duty.rotation.create", "rotation", r.Name, rotationParams(saved))
+		return nil
+	})
+	return saved, err
+}
+
+// UpdateRotation replaces the rotation called name (which may rename it), audited with
+// what it was and what it is now. models.ErrNotFound: no such rotation.
+func (d *Dispatcher) UpdateRotation(ctx context.Context, by Actor, name string, spec models.RotationSpec) (models.RotationSpec, error) {
+	var saved models.RotationSpec
+	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		before, after, err := tx.UpdateRotation(ctx, name, spec)
+		if err != nil {
+			return err
+		}
+		specs, err := tx.RotationSpecs(ctx, []models.Rotation{*before, *after})
+		if err != nil {
+			return err
+		}
+		saved = specs[1]
+		p := rotationParams(saved)
+		old := rotationParams(specs[0])
+		p["before"] = old["members"] + "; " + old["start"] + "; " + old["turn_days"] + "; " + old["covers"]
+		p["new_name"] = saved.Name
+		ch.Audit("duty.rotation.update", "rotation", before.Name, p)
+		return nil
+	})
+	return saved, err
+}
+
+// DeleteRotation removes a rotation, audited. models.ErrNotFound: no such rotation.
+func (d *Dispatcher) DeleteRotation(ctx context.Context, by Actor, name string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.DeleteRotation(ctx, name); err != nil {
+			return err
+		}
+		ch.Audit("duty.rotation.delete", "rotation", name, models.AuditParams{"name": name})
+		return nil
+	})
+}
+
+// rotationSpec is a stored rotation as callers see it (members by external id).
+func rotationSpec(ctx context.Context, st *models.Store, r models.Rotation) (models.RotationSpec, error) {
+	specs, err := st.RotationSpecs(ctx, []models.Rotation{r})
+	if err != nil {
+		return models.RotationSpec{}, err
+	}
+	return specs[0], nil
+}
+
+// rotationParams names a rotation for its audit sentence: its name, turns, start, length
+// of turn and the days it covers (weekdays 1=Mon..7=Sun).
+func rotationParams(s models.RotationSpec) models.AuditParams {
+	covers := s.Covers
+	if s.Covers == models.CoversWeekdays {
+		days := make([]string, len(s.Weekdays))
+		for i, d := range s.Weekdays {
+			days[i] = strconv.Itoa(d)
+		}
+		covers += " " + strings.Join(days, ",")
+	}
+	return models.AuditParams{"name": s.Name, "members": strings.Join(s.Members, ", "), "start": s.Start,
+		"turn_days": strconv.Itoa(s.TurnDays), "covers": covers}
+}
