@@ -1,0 +1,143 @@
+package web_test
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"herald/models"
+)
+
+// parityCase is one action that both the console and the API offer: the same input
+// given to each, as a form and as a JSON body.
+type parityCase struct {
+	name string
+	// form and formPath are the console's submission; method, path and body the API's.
+	formPath     string
+	form         url.Values
+	method, path string
+	body         string
+	// field is the field a bad input must be refused on; "" for a good input.
+	field string
+	// action is the audit action a good input records; state reads back what it left
+	// (the rows, as a comparable value); reset removes it before the other side runs.
+	action string
+	state  func(c *console) any
+	reset  func(c *console)
+}
+
+// TestConsoleAPIParity gives the console and the API the same input for every action
+// both offer: bad input is refused by both, naming the same field with the same
+// sentence; good input leaves the same rows and the same audit entry, whoever sends it.
+func TestConsoleAPIParity(t *testing.T) {
+	c := newConsole(t)
+	ctx := context.Background()
+	_, key, err := c.store.CreateAPIKey(ctx, "parity", models.ScopeAdmin, adminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := c.as(adminUser)
+
+	rotation := func(name string) func(*console) any {
+		return func(c *console) any {
+			r, err := c.store.RotationByName(ctx, name)
+			if err != nil {
+				return err.Error()
+			}
+			specs, err := c.store.RotationSpecs(ctx, []models.Rotation{*r})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return specs[0]
+		}
+	}
+	dropRotation := func(name string) func(*console) {
+		return func(c *console) {
+			if err := c.store.DeleteRotation(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	start := c.today(3)
+
+	cases := []parityCase{
+		{name: "rotation without members", formPath: "/duty/rotations",
+			form:   url.Values{"name": {"desk"}, "members": {""}, "start": {start}, "turn_days": {"1"}, "covers": {"workdays"}},
+			method: "POST", path: "/api/v1/duty/rotations",
+			body:  `{"name":"desk","members":[],"start":"` + start + `","turn_days":1,"covers":"workdays"}`,
+			field: "members"},
+		{name: "rotation with a bad start", formPath: "/duty/rotations",
+			form:   url.Values{"name": {"desk"}, "members": {"E1001"}, "start": {"soon"}, "turn_days": {"1"}, "covers": {"workdays"}},
+			method: "POST", path: "/api/v1/duty/rotations",
+			body:  `{"name":"desk","members":["E1001"],"start":"soon","turn_days":1,"covers":"workdays"}`,
+			field: "start"},
+		{name: "rotation", formPath: "/duty/rotations",
+			form:   url.Values{"name": {"desk"}, "members": {"E1001\nE1003+E1004"}, "start": {start}, "turn_days": {"1"}, "covers": {"weekdays"}, "weekdays": {"1", "3"}},
+			method: "POST", path: "/api/v1/duty/rotations",
+			body:   `{"name":"desk","members":["E1001","E1003+E1004"],"start":"` + start + `","turn_days":1,"covers":"weekdays","weekdays":[1,3]}`,
+			action: "duty.rotation.create", state: rotation("desk"), reset: dropRotation("desk")},
+	}
+
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, page := admin.post(tc.formPath, tc.form)
+			if tc.field == "" {
+				// Good input: the console first; read what it left, undo it, and let
+				// the API do the same from scratch.
+				if resp.StatusCode != 303 {
+					t.Fatalf("console: %d\n%s", resp.StatusCode, page)
+				}
+				consoleState, consoleEntry := tc.state(c), c.lastAudit(tc.action)
+				tc.reset(c)
+				var answer errorAnswer
+				if status := apiJSON(t, c, key, tc.method, tc.path, tc.body, &answer); status >= 300 {
+					t.Fatalf("API: %d naming %q", status, answer.Error.Field)
+				}
+				apiState, apiEntry := tc.state(c), c.lastAudit(tc.action)
+				if consoleEntry.ID == apiEntry.ID {
+					t.Fatal("the API wrote no audit entry")
+				}
+				if d := cmp.Diff(consoleState, apiState); d != "" {
+					t.Errorf("rows (-console +API):\n%s", d)
+				}
+				if d := cmp.Diff(comparableEntry(consoleEntry), comparableEntry(apiEntry)); d != "" {
+					t.Errorf("audit entry (-console +API):\n%s", d)
+				}
+				return
+			}
+			var answer struct {
+				Error struct{ Code, Message, Field string } `json:"error"`
+			}
+			status := apiJSON(t, c, key, tc.method, tc.path, tc.body, &answer)
+			beside := fieldError(page, tc.field)
+			if resp.StatusCode != 422 || beside == "" {
+				t.Fatalf("console: %d, error beside %s %q", resp.StatusCode, tc.field, beside)
+			}
+			if status != 422 || answer.Error.Field != tc.field || answer.Error.Code != "validation_failed" {
+				t.Fatalf("API: %d %+v, want 422 naming %s", status, answer.Error, tc.field)
+			}
+			if !strings.Contains(answer.Error.Message, beside) {
+				t.Errorf("the API says %q, the console %q", answer.Error.Message, beside)
+			}
+		})
+	}
+}
+
+// comparableEntry is what an audit entry says of the change, leaving out who made it,
+// when and from where.
+func comparableEntry(e models.AuditEntry) map[string]string {
+	out := map[string]string{"action": e.Action, "target_type": e.TargetType, "target_id": e.TargetID, "detail": e.Detail}
+	maps.Copy(out, e.ParamMap())
+	if e.Params != nil {
+		var check map[string]string
+		if err := json.Unmarshal([]byte(*e.Params), &check); err != nil {
+			out["params"] = "not JSON: " + *e.Params
+		}
+	}
+	return out
+}
