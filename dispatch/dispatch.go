@@ -225,8 +225,10 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
 		if req.APIKeyID != nil {
 			actorType = "api_key"
 		}
-		extras.Audit = &models.AuditEntry{Actor: req.Actor, ActorType: actorType, Action: "batch.create", TargetType: "batch",
-			TargetID: res.Batch.ID, Detail: fmt.Sprintf("%d accepted", res.Batch.Accepted), IP: req.AuditIP}
+		e := models.AuditEntry{Actor: req.Actor, ActorType: actorType, Action: "batch.create", TargetType: "batch",
+			TargetID: res.Batch.ID, IP: req.AuditIP}.WithParams(models.AuditParams{"accepted": strconv.Itoa(res.Batch.Accepted),
+			"skipped": strconv.Itoa(len(res.Skipped)), "rejected": strconv.Itoa(len(res.Rejected))})
+		extras.Audit = &e
 	}
 	var jobs []tasks.Job
 	var gr *group

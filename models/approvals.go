@@ -134,8 +134,8 @@ func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time) ([]s
 	}
 	var expired []string
 	for _, id := range ids {
-		audit := AuditEntry{Actor: "herald", ActorType: "system", Action: "batch.expire", TargetType: "batch", TargetID: id,
-			Detail: fmt.Sprintf("not approved within %s", ApprovalWait)}
+		audit := AuditEntry{Actor: "herald", ActorType: "system", Action: "batch.expire", TargetType: "batch", TargetID: id}.
+			WithParams(AuditParams{"wait": ApprovalWait.String()})
 		if _, err := s.RejectBatch(ctx, id, "", ApprovalExpired, now, audit); err != nil {
 			if errors.Is(err, ErrStateChanged) {
 				continue // decided meanwhile

@@ -67,3 +67,25 @@ func TestMonitoringChangesAreAudited(t *testing.T) {
 		t.Errorf("a GET added %d audit entries, want none", n-before)
 	}
 }
+
+// TestAuditPageSpeaksTheReadersLanguage: an entry with named values reads as its
+// action's sentence in the reader's language, the code beside it; an entry written
+// before entries had values shows its words as they were.
+func TestAuditPageSpeaksTheReadersLanguage(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := t.Context()
+	if err := c.store.Audit(ctx, models.AuditEntry{Actor: "ops1", ActorType: "user", Action: "batch.create", TargetType: "batch",
+		TargetID: "b-new"}.WithParams(models.AuditParams{"accepted": "2", "skipped": "1", "rejected": "0"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.store.Audit(ctx, models.AuditEntry{Actor: "ops1", ActorType: "user", Action: "batch.create", TargetType: "batch",
+		TargetID: "b-old", Detail: "5 accepted"}); err != nil {
+		t.Fatal(err)
+	}
+	for lang, want := range map[string]string{"zh-CN": "批次已创建：2 人受理，1 人跳过，0 人被拒", "en": "Batch created: 2 accepted, 1 skipped, 0 rejected"} {
+		resp, body := c.as(viewerUser).do("GET", "/audit", "", nil, map[string]string{"Accept-Language": lang})
+		wantStatus(t, "audit page in "+lang, resp, body, http.StatusOK)
+		wantContains(t, "audit page in "+lang, body, want, "batch.create", "5 accepted")
+	}
+}
