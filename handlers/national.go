@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/dispatch"
 	"herald/models"
 	"herald/views"
 )
@@ -108,7 +109,7 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 	list := models.NationalHolidays(days, asWeekday)
 	ctx := c.Request.Context()
 	if c.PostForm("mode") == "apply" {
-		if err := h.applyHolidays(c, list, "national calendar"); err != nil {
+		if err := h.applyHolidays(c, list, dispatch.HolidaysFromNational); err != nil {
 			h.serverError(c, err)
 		}
 		return
