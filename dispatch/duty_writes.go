@@ -413,8 +413,9 @@ func (d *Dispatcher) SetDutyReminder(ctx context.Context, by Actor, cfg models.R
 			return err
 		}
 		p := reminderParams(cfg)
-		was := reminderParams(before)
-		p["before"] = was["enabled"] + " " + was["time"] + " " + was["account"] + " " + was["template"]
+		for k, v := range reminderParams(before) {
+			p["before_"+k] = v
+		}
 		ch.Audit("duty.reminder.set", "setting", models.SettingDutyReminder, p)
 		return nil
 	})

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"herald/models"
 )
@@ -33,8 +32,11 @@ func (d *Dispatcher) SetHoliday(ctx context.Context, by Actor, hd models.Holiday
 		}
 		p := holidayParams(hd)
 		if old := changes[0].Old; old != nil {
-			was := holidayParams(*old)
-			p["before"] = strings.TrimSpace(was["kind"] + " " + was["as_weekday"] + " " + was["name"])
+			for k, v := range holidayParams(*old) {
+				if k != "date" {
+					p["before_"+k] = v
+				}
+			}
 		}
 		ch.Audit("duty.holiday.set", "duty", hd.Date, p)
 		return nil

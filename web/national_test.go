@@ -64,8 +64,8 @@ func TestNationalCalendarImport(t *testing.T) {
 		got["2026-02-15"].Kind != models.HolidayOff {
 		t.Fatalf("after apply: %d entries: %+v %+v %+v", len(got), got["2026-10-01"], got["2026-10-10"], got["2026-01-04"])
 	}
-	if a := c.lastAudit("duty.holidays.import"); !strings.Contains(a.Detail, "39 dates (38 new, 1 changed)") {
-		t.Errorf("audit entry %+v", a)
+	if p := c.lastAudit("duty.holidays.import").ParamMap(); p["count"] != "39" || p["new"] != "38" || p["changed"] != "1" || p["source"] != "national" {
+		t.Errorf("audit entry params %v", p)
 	}
 	// Saturday 2026-10-10 works with Friday's roster (Li Wei, Zhang Min).
 	_, body = op.get("/duty/roster?date=2026-10-10")
