@@ -93,12 +93,12 @@ func TestNationalCalendarImport(t *testing.T) {
 		field   string
 		message string
 	}{
-		{url.Values{"text": {"2028-01-01 off\n2028-13-01 off"}}, "text", "line 2.date: must be a date as YYYY-MM-DD"},
-		{url.Values{"text": {"2028-01-01 maybe"}}, "text", "line 1: the second word must be off or workday (休 or 班)"},
-		{url.Values{"text": {`{"year":2028,"days":[{"name":"x","date":"2029-01-01","isOffDay":true}]}`}}, "text", "days[0].date: must be a date in 2028"},
+		{url.Values{"text": {"2028-01-01 off\n2028-13-01 off"}}, "text", "Line 2, date: must be a date as YYYY-MM-DD (“2028-13-01 off”)"},
+		{url.Values{"text": {"2028-01-01 maybe"}}, "text", "Line 1: the second word must be off or workday (休 or 班) (“2028-01-01 maybe”)"},
+		{url.Values{"text": {`{"year":2028,"days":[{"name":"x","date":"2029-01-01","isOffDay":true}]}`}}, "text", "Day 1 of the file, date: must be a date in 2028 (days[0].date)"},
 		{url.Values{"builtin": {"1999"}}, "builtin", "Herald does not ship the calendar of that year"},
 		{url.Values{"mode": {"apply"}, "entries": {`[{"date":"2028-01-01","name":"","off":true},{"date":"2028-02-30","name":"","off":true}]`}}, "text",
-			"entries[1].date: must be a date as YYYY-MM-DD"},
+			"Date 2 of the preview, date: must be a date as YYYY-MM-DD (entries[1].date)"},
 	} {
 		if bad.form.Get("mode") == "" {
 			bad.form.Set("mode", "preview")
@@ -109,5 +109,22 @@ func TestNationalCalendarImport(t *testing.T) {
 	}
 	if got := year("2028"); len(got) != 0 {
 		t.Errorf("refused imports wrote %+v", got)
+	}
+
+	// In Chinese, a problem on a pasted line is a Chinese sentence naming the line, with
+	// the line as it was pasted beside it.
+	zh := c.login(operatorUser)
+	zh.post("/language", url.Values{"language": {"zh-CN"}, "next": {"/duty"}})
+	for _, bad := range []struct{ text, message string }{
+		{"2028-01-01 off\n\n\n\n2028-13-01 off 元旦", "第 5 行的日期：必须是 YYYY-MM-DD 格式的日期（“2028-13-01 off 元旦”）"},
+		{"2028-01-01 maybe", "第 1 行：第二项必须是 off 或 workday（休 或 班）（“2028-01-01 maybe”）"},
+		{`{"year":2028,"days":[{"name":"x","date":"2029-01-01","isOffDay":true}]}`, "文件中第 1 个日期的日期：必须是 2028 年的日期（days[0].date）"},
+	} {
+		resp, body := zh.post("/duty/holidays/national", url.Values{"mode": {"preview"}, "text": {bad.text}})
+		wantStatus(t, "bad import in Chinese", resp, body, http.StatusUnprocessableEntity)
+		wantFieldError(t, body, "text", bad.message)
+		if got := fieldError(body, "text"); strings.Contains(got, "line ") || strings.Contains(got, "must") {
+			t.Errorf("English in the Chinese error %q", got)
+		}
 	}
 }
