@@ -355,7 +355,7 @@ func (h *Handlers) HolidayImportForm(c *gin.Context) {
 func (h *Handlers) ImportHolidays(c *gin.Context) {
 	runImport(h, c, csvImport[models.Holiday]{
 		form: holidayImport(c), page: page(c, tr(c, "title.import_holidays"), "duty"),
-		columns: holidayColumns, required: []string{"date", "kind"},
+		columns: holidayColumns, required: []string{"date", "kind"}, maxRows: models.MaxHolidays,
 		item: func(r csvRow) (models.Holiday, []string) {
 			get := func(col string) string { return r.get(holidayColumns, col) }
 			wd := get("as_weekday")

@@ -1,11 +1,13 @@
 package web_test
 
 import (
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"herald/internal/testenv"
 	"herald/models"
@@ -107,6 +109,14 @@ func TestNationalCalendarImport(t *testing.T) {
 		wantStatus(t, "bad import", resp, body, http.StatusUnprocessableEntity)
 		wantFieldError(t, body, bad.field, bad.message)
 	}
+	// A pasted list one date too long is refused, naming the field and the limit.
+	var long strings.Builder
+	for i := range models.MaxNationalDays + 1 {
+		fmt.Fprintf(&long, "%s off\n", time.Date(2028, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly))
+	}
+	resp, body = op.post("/duty/holidays/national", url.Values{"mode": {"preview"}, "text": {long.String()}})
+	wantStatus(t, "too many dates", resp, body, http.StatusUnprocessableEntity)
+	wantFieldError(t, body, "text", fmt.Sprintf("at most %d dates at once", models.MaxNationalDays))
 	if got := year("2028"); len(got) != 0 {
 		t.Errorf("refused imports wrote %+v", got)
 	}
