@@ -208,8 +208,12 @@ func TestHolidayImport(t *testing.T) {
 			return b.String()
 		}
 		for _, send := range []func(string) (*http.Response, string){
-			func(csv string) (*http.Response, string) { return op.upload("/duty/holidays/import", url.Values{"mode": {"preview"}}, csv) },
-			func(csv string) (*http.Response, string) { return op.post("/duty/holidays/import", url.Values{"mode": {"preview"}, "csv": {csv}}) },
+			func(csv string) (*http.Response, string) {
+				return op.upload("/duty/holidays/import", url.Values{"mode": {"preview"}}, csv)
+			},
+			func(csv string) (*http.Response, string) {
+				return op.post("/duty/holidays/import", url.Values{"mode": {"preview"}, "csv": {csv}})
+			},
 		} {
 			resp, body := send(rows(models.MaxHolidays+1, "off"))
 			wantStatus(t, "too many rows", resp, body, http.StatusUnprocessableEntity)
