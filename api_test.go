@@ -433,27 +433,33 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 			t.Errorf("audit entry of %s: %q from %q (%v), want %q… with the caller's address", target, got, ip, err, want)
 		}
 	}
-	var weekDetail string
-	if err := h.app.Store.SQL().QueryRow(`SELECT detail FROM audit_log WHERE action = 'duty.week.replace' ORDER BY id DESC LIMIT 1`).Scan(&weekDetail); err != nil ||
-		!strings.Contains(weekDetail, "Wed: ") || !strings.Contains(weekDetail, "→ H1") {
-		t.Errorf("duty week audit detail %q (%v), want each changed weekday before → after", weekDetail, err)
+	var weekParams string
+	if err := h.app.Store.SQL().QueryRow(`SELECT params FROM audit_log WHERE action = 'duty.week.replace' ORDER BY id DESC LIMIT 1`).Scan(&weekParams); err != nil ||
+		!strings.Contains(weekParams, "3: ") || !strings.Contains(weekParams, "→ H1") {
+		t.Errorf("duty week audit params %q (%v), want each changed weekday before → after", weekParams, err)
 	}
 	if status, body, _ := api.call("PUT", "/api/v1/duty/week", `{"1":["B1"]}`); status != 422 || errorField(body) != "1[0]" {
 		t.Errorf("branch person on duty: %d %s, want 422 naming 1[0]", status, body["_raw"])
 	}
-	// 2026-12-25 is a Friday: make it a day off, and 2026-12-27 (Sunday) a workday as Monday.
-	hol := `[{"date":"2026-12-25","kind":"off","name":"Closed"},{"date":"2026-12-27","kind":"workday","as_weekday":1}]`
+	// The next Friday: make it a day off, and the Sunday after it a workday as Monday.
+	// (An override must be dated today or later.)
+	friday := time.Now().AddDate(0, 0, 2)
+	for friday.Weekday() != time.Friday {
+		friday = friday.AddDate(0, 0, 1)
+	}
+	fri, sun := friday.Format(time.DateOnly), friday.AddDate(0, 0, 2).Format(time.DateOnly)
+	hol := `[{"date":"` + fri + `","kind":"off","name":"Closed"},{"date":"` + sun + `","kind":"workday","as_weekday":1}]`
 	if status, body, _ := api.call("PUT", "/api/v1/duty/holidays", hol); status != 200 {
 		t.Fatalf("holidays: %d %s", status, body["_raw"])
 	}
-	if status, body, _ := api.call("GET", "/api/v1/duty/roster?date=2026-12-25", ""); status != 200 || body["day_off"] != true || body["configured"] != true ||
+	if status, body, _ := api.call("GET", "/api/v1/duty/roster?date="+fri, ""); status != 200 || body["day_off"] != true || body["configured"] != true ||
 		len(body["on_duty"].([]any)) != 0 {
 		t.Errorf("roster on a day off: %d %s, want a day off with nobody on duty, not a missing schedule", status, body["_raw"])
 	}
-	if status, body, _ := api.call("PUT", "/api/v1/duty/overrides", `{"date":"2026-12-25","recipient":"H1","action":"add"}`); status != 200 {
+	if status, body, _ := api.call("PUT", "/api/v1/duty/overrides", `{"date":"`+fri+`","recipient":"H1","action":"add"}`); status != 200 {
 		t.Fatalf("override: %d %s", status, body["_raw"])
 	}
-	_, roster, _ := api.call("GET", "/api/v1/duty/roster?date=2026-12-25", "")
+	_, roster, _ := api.call("GET", "/api/v1/duty/roster?date="+fri, "")
 	if onDuty, _ := json.Marshal(roster["on_duty"]); !bytes.Contains(onDuty, []byte(`"H1"`)) {
 		t.Errorf("roster after add override: %s", roster["_raw"])
 	}

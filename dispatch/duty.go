@@ -145,25 +145,3 @@ func Rosters(ctx context.Context, store *models.Store, from, to string) ([]*Rost
 	}
 	return out, nil
 }
-
-// RecordSwap records a shift swap after checking, by the duty rule, that each person is
-// on duty on the date they give away. aName and bName name them in errors.
-func RecordSwap(ctx context.Context, store *models.Store, sw *models.DutySwap, aName, bName string) error {
-	if err := models.CheckSwap(sw); err != nil {
-		return err
-	}
-	for _, give := range []struct {
-		id          int64
-		date, field string
-		name        string
-	}{{sw.AID, sw.ADate, "a_date", aName}, {sw.BID, sw.BDate, "b_date", bName}} {
-		day, err := store.DutyDayOf(ctx, give.date)
-		if err != nil {
-			return err
-		}
-		if !BuildRoster(day).OnDuty[give.id] {
-			return models.Invalid(give.field, "swap.invalid.not_on_duty", "Name", give.name, "Date", give.date)
-		}
-	}
-	return store.CreateSwap(ctx, sw)
-}

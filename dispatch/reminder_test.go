@@ -41,7 +41,8 @@ func TestDutyReminder(t *testing.T) {
 		t.Fatalf("a reminder that is off sent %+v, %v", res, err)
 	}
 	cfg := models.ReminderConfig{Enabled: true, Time: "17:00", Account: models.SandboxAccountName, Template: "on-duty"}
-	if err := f.store.SetDutyReminderConfig(ctx, cfg, models.AuditEntry{Actor: "test", ActorType: "user", Action: "duty.reminder.set"}); err != nil {
+	by := dispatch.Actor{Name: "test", Type: dispatch.ActorUser, Person: "test"}
+	if err := f.d.SetDutyReminder(ctx, by, cfg); err != nil {
 		t.Fatal(err)
 	}
 	for _, wrong := range []struct {
@@ -52,7 +53,7 @@ func TestDutyReminder(t *testing.T) {
 		{models.ReminderConfig{Enabled: true, Time: "17:00", Account: "nope", Template: "on-duty"}, "account"},
 		{models.ReminderConfig{Enabled: true, Time: "17:00", Account: models.SandboxAccountName, Template: ""}, "template"},
 	} {
-		if err := f.store.SetDutyReminderConfig(ctx, wrong.cfg, models.AuditEntry{Actor: "test"}); !errors.As(err, &fe) || fe.Field != wrong.field {
+		if err := f.d.SetDutyReminder(ctx, by, wrong.cfg); !errors.As(err, &fe) || fe.Field != wrong.field {
 			t.Errorf("%+v: %v, want an error naming %s", wrong.cfg, err, wrong.field)
 		}
 	}

@@ -1,11 +1,9 @@
 package handlers
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -23,35 +21,6 @@ func (h *Handlers) externalIDs(c *gin.Context, ids []int64) (map[int64]models.Re
 	out := make(map[int64]models.Recipient, len(people))
 	for _, p := range people {
 		out[p.ID] = p
-	}
-	return out, nil
-}
-
-// headOfficeByExternalID resolves external ids to head-office recipients, or returns a
-// FieldError naming field for the first unknown or branch person.
-func (h *Handlers) headOfficeByExternalID(c *gin.Context, field string, ids []string) ([]models.Recipient, error) {
-	people, err := h.Store.RecipientsByExternalIDs(c.Request.Context(), ids)
-	if err != nil {
-		return nil, err
-	}
-	byExt := map[string]models.Recipient{}
-	for _, p := range people {
-		byExt[p.ExternalID] = p
-	}
-	out := make([]models.Recipient, 0, len(ids))
-	for i, id := range ids {
-		p, ok := byExt[id]
-		f := fmt.Sprintf("%s[%d]", field, i)
-		if field == "" {
-			f = "recipient"
-		}
-		switch {
-		case !ok:
-			return nil, models.Invalid(f, "duty.no_recipient", "ID", strconv.Quote(id))
-		case p.OrgType != models.HeadOffice:
-			return nil, models.Invalid(f, "duty.branch_staff", "ID", id)
-		}
-		out = append(out, p)
 	}
 	return out, nil
 }
@@ -84,44 +53,6 @@ func (h *Handlers) APIGetDutyWeek(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// weekChange describes a roster replacement for the audit log: each weekday whose
-// roster changed, before and after, by external id ("Mon: E1001 → E1001, E1002").
-func (h *Handlers) weekChange(c *gin.Context, before, after models.Week) (string, error) {
-	var ids []int64
-	for _, w := range []models.Week{before, after} {
-		for _, list := range w {
-			ids = append(ids, list...)
-		}
-	}
-	people, err := h.externalIDs(c, ids)
-	if err != nil {
-		return "", err
-	}
-	names := func(list []int64) string {
-		out := make([]string, 0, len(list))
-		for _, id := range list {
-			out = append(out, people[id].ExternalID)
-		}
-		slices.Sort(out)
-		out = slices.Compact(out)
-		if len(out) == 0 {
-			return "nobody"
-		}
-		return strings.Join(out, ", ")
-	}
-	var parts []string
-	for day := 1; day <= 7; day++ {
-		was, now := names(before[day]), names(after[day])
-		if was != now {
-			parts = append(parts, fmt.Sprintf("%s: %s → %s", time.Weekday(day % 7).String()[:3], was, now))
-		}
-	}
-	if len(parts) == 0 {
-		return "unchanged", nil
-	}
-	return strings.Join(parts, "; "), nil
-}
-
 // APIPutDutyWeek is PUT /api/v1/duty/week: replaces the whole weekly roster. Weekdays
 // left out of the body get an empty roster.
 func (h *Handlers) APIPutDutyWeek(c *gin.Context) {
@@ -129,32 +60,19 @@ func (h *Handlers) APIPutDutyWeek(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	week := models.Week{}
+	week := map[int][]string{}
 	for key, ids := range body {
 		day, err := strconv.Atoi(key)
 		if err != nil || day < 1 || day > 7 {
 			APIError(c, http.StatusUnprocessableEntity, "validation_failed", tr(c, "duty.api.week_keys"), key)
 			return
 		}
-		people, err := h.headOfficeByExternalID(c, key, ids)
-		if err != nil {
-			h.apiFail(c, err)
-			return
-		}
-		for _, p := range people {
-			week[day] = append(week[day], p.ID)
-		}
+		week[day] = ids
 	}
-	before, err := h.Store.ReplaceDutyWeek(c.Request.Context(), week)
-	if err != nil {
+	if err := h.Dispatch.ReplaceDutyWeek(c.Request.Context(), actor(c), week); err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	detail, err := h.weekChange(c, before, week)
-	if err != nil {
-		h.Log.Warn("describe duty week change", "error", err)
-	}
-	h.auditAPI(c, "duty.week.replace", "duty", "week", detail)
 	h.APIGetDutyWeek(c)
 }
 
@@ -217,37 +135,26 @@ func (h *Handlers) APIPutOverride(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	people, err := h.headOfficeByExternalID(c, "", []string{body.Recipient})
-	if err != nil {
+	o := dispatch.Override{Date: body.Date, Recipient: body.Recipient, Action: body.Action, Note: body.Note}
+	if _, err := h.Dispatch.SetOverride(c.Request.Context(), actor(c), o); err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	o := &models.DutyOverride{Date: body.Date, RecipientID: people[0].ID, Action: body.Action, Note: body.Note}
-	if err := h.Store.SetOverride(c.Request.Context(), o); err != nil {
-		h.apiFail(c, err)
-		return
-	}
-	h.auditAPI(c, "duty.override.set", "duty", body.Date, body.Action+" "+body.Recipient)
 	c.JSON(http.StatusOK, body)
 }
 
 // APIDeleteOverride is DELETE /api/v1/duty/overrides?date=&recipient=.
 func (h *Handlers) APIDeleteOverride(c *gin.Context) {
 	date, ext := c.Query("date"), c.Query("recipient")
-	if err := models.ValidDate("date", date); err != nil {
-		h.apiFail(c, err)
-		return
-	}
-	people, err := h.Store.RecipientsByExternalIDs(c.Request.Context(), []string{ext})
-	if err != nil || len(people) == 0 {
+	_, err := h.Dispatch.DeleteOverride(c.Request.Context(), actor(c), date, ext)
+	if isNotFound(err) {
 		APIError(c, http.StatusNotFound, "not_found", tr(c, "duty.api.no_override"), "")
 		return
 	}
-	if err := h.Store.DeleteOverride(c.Request.Context(), date, people[0].ID); err != nil {
+	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	h.auditAPI(c, "duty.override.delete", "duty", date, ext)
 	c.Status(http.StatusNoContent)
 }
 
@@ -287,21 +194,19 @@ func (h *Handlers) APIPutHolidays(c *gin.Context) {
 	for i, d := range body {
 		list[i] = models.Holiday{Date: d.Date, Kind: d.Kind, AsWeekday: d.AsWeekday, Name: d.Name}
 	}
-	if err := h.Store.SetHolidays(c.Request.Context(), list); err != nil {
+	if err := h.Dispatch.SetHolidays(c.Request.Context(), actor(c), list); err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	h.auditAPI(c, "duty.holidays.set", "duty", "holidays", fmt.Sprintf("%d dates", len(list)))
 	c.JSON(http.StatusOK, gin.H{"saved": len(list)})
 }
 
 // APIDeleteHoliday is DELETE /api/v1/duty/holidays/:date.
 func (h *Handlers) APIDeleteHoliday(c *gin.Context) {
-	if err := h.Store.DeleteHoliday(c.Request.Context(), c.Param("date")); err != nil {
+	if err := h.Dispatch.DeleteHoliday(c.Request.Context(), actor(c), c.Param("date")); err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	h.auditAPI(c, "duty.holiday.delete", "duty", c.Param("date"), "")
 	c.Status(http.StatusNoContent)
 }
 

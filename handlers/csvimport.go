@@ -141,8 +141,9 @@ func (r csvRow) get(columns []string, col string) string {
 // readCSV parses an import: a header line naming columns (in any order; each must be one
 // of columns, or a name aliases maps to one, and every required one must be there), then
 // data rows. Cells come back arranged in the order of columns; a column the file lacks
-// reads as empty.
-func readCSV(text string, columns []string, aliases map[string]string, required []string) ([]csvRow, error) {
+// reads as empty. With maxRows above 0, reading stops at the first row past it, which is
+// a FieldError naming the limit: an import too large is refused without holding it all.
+func readCSV(text string, columns []string, aliases map[string]string, required []string, maxRows int) ([]csvRow, error) {
 	r := csv.NewReader(strings.NewReader(text))
 	r.FieldsPerRecord = -1
 	r.TrimLeadingSpace = true
@@ -191,6 +192,9 @@ func readCSV(text string, columns []string, aliases map[string]string, required 
 			fe := models.Invalid("csv", key, "Line", pe.StartLine)
 			fe.Err = err
 			return nil, fe
+		}
+		if maxRows > 0 && len(rows) == maxRows {
+			return nil, models.Invalid("csv", "import.too_many_rows", "Max", maxRows)
 		}
 		line, _ := r.FieldPos(0)
 		row := csvRow{line: line, cells: make([]string, len(columns))}

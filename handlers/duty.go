@@ -196,47 +196,17 @@ func (h *Handlers) DutyRoster(c *gin.Context) {
 	render(c, status, views.RosterResult(r))
 }
 
-// headOfficePerson resolves the recipient field of a duty form.
-func (h *Handlers) headOfficePerson(c *gin.Context) (*models.Recipient, error) {
-	ext := strings.TrimSpace(c.PostForm("recipient"))
-	if ext == "" {
-		return nil, models.Invalid("recipient", "duty.choose_person_error")
-	}
-	people, err := h.headOfficeByExternalID(c, "", []string{ext})
-	if err != nil {
-		return nil, err
-	}
-	return &people[0], nil
-}
-
 // AddDutySlot puts a head-office person on a weekday's roster.
 func (h *Handlers) AddDutySlot(c *gin.Context) {
 	weekday, _ := strconv.Atoi(c.PostForm("weekday"))
-	p, err := h.headOfficePerson(c)
-	if err == nil {
-		err = h.Store.AddDutySlot(c.Request.Context(), weekday, p.ID)
-	}
-	if err == nil {
-		h.audit(c, CurrentUser(c).Username, "duty.slot.add", "duty", "weekday "+strconv.Itoa(weekday), p.ExternalID)
-	}
+	_, err := h.Dispatch.AddDutySlot(c.Request.Context(), actor(c), weekday, c.PostForm("recipient"))
 	h.afterWeekChange(c, err)
 }
 
 // RemoveDutySlot takes a person off a weekday's roster.
 func (h *Handlers) RemoveDutySlot(c *gin.Context) {
 	weekday, _ := strconv.Atoi(c.PostForm("weekday"))
-	ext := c.PostForm("recipient")
-	p, err := h.Store.RecipientByExternalID(c.Request.Context(), ext)
-	if isNotFound(err) {
-		err = models.Invalid("recipient", "duty.no_recipient", "ID", strconv.Quote(ext))
-	}
-	if err == nil {
-		err = h.Store.RemoveDutySlot(c.Request.Context(), weekday, p.ID)
-	}
-	if err == nil {
-		h.audit(c, CurrentUser(c).Username, "duty.slot.remove", "duty", "weekday "+strconv.Itoa(weekday), ext)
-	}
-	h.afterWeekChange(c, err)
+	h.afterWeekChange(c, h.Dispatch.RemoveDutySlot(c.Request.Context(), actor(c), weekday, c.PostForm("recipient")))
 }
 
 // afterWeekChange answers a roster edit: the grid for htmx, the page otherwise.
@@ -283,10 +253,7 @@ func rosterEditError(c *gin.Context, fe *models.FieldError) string {
 func (h *Handlers) SetDutyOverride(c *gin.Context) {
 	f := views.OverrideForm{Date: strings.TrimSpace(c.PostForm("date")), Recipient: c.PostForm("recipient"),
 		Action: c.PostForm("action"), Note: strings.TrimSpace(c.PostForm("note"))}
-	p, err := h.headOfficePerson(c)
-	if err == nil {
-		err = h.Store.SetOverride(c.Request.Context(), &models.DutyOverride{Date: f.Date, RecipientID: p.ID, Action: f.Action, Note: f.Note})
-	}
+	p, err := h.Dispatch.SetOverride(c.Request.Context(), actor(c), dispatch.Override{Date: f.Date, Recipient: f.Recipient, Action: f.Action, Note: f.Note})
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderDuty(c, http.StatusUnprocessableEntity, f, views.HolidayForm{}, errs)
 		return
@@ -295,19 +262,15 @@ func (h *Handlers) SetDutyOverride(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "duty.override.set", "duty", f.Date, f.Action+" "+p.ExternalID)
 	h.redirectNotice(c, "/duty", "saved", tr(c, "duty.notice.override", "Name", p.Name, "Date", f.Date))
 }
 
 // DeleteDutyOverride removes a person's override on a date.
 func (h *Handlers) DeleteDutyOverride(c *gin.Context) {
-	ctx := c.Request.Context()
 	date, ext := c.PostForm("date"), c.PostForm("recipient")
-	p, err := h.Store.RecipientByExternalID(ctx, ext)
-	if err == nil {
-		err = h.Store.DeleteOverride(ctx, date, p.ID)
-	}
-	if isNotFound(err) {
+	p, err := h.Dispatch.DeleteOverride(c.Request.Context(), actor(c), date, ext)
+	_, invalid := fieldErrors(c, err)
+	if isNotFound(err) || invalid {
 		h.renderDuty(c, http.StatusNotFound, views.OverrideForm{}, views.HolidayForm{},
 			map[string]string{"": tr(c, "duty.no_override", "ID", ext, "Date", date)})
 		return
@@ -316,7 +279,6 @@ func (h *Handlers) DeleteDutyOverride(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "duty.override.delete", "duty", date, ext)
 	h.redirectNotice(c, "/duty", "deleted", tr(c, "duty.notice.override", "Name", p.Name, "Date", date))
 }
 
@@ -333,7 +295,7 @@ func holidayFrom(date, kind, asWeekday, name string) models.Holiday {
 func (h *Handlers) SetDutyHoliday(c *gin.Context) {
 	f := views.HolidayForm{Date: c.PostForm("date"), Kind: c.PostForm("kind"), AsWeekday: c.PostForm("as_weekday"), Name: c.PostForm("name")}
 	hd := holidayFrom(f.Date, f.Kind, f.AsWeekday, f.Name)
-	err := h.Store.SetHoliday(c.Request.Context(), &hd)
+	err := h.Dispatch.SetHoliday(c.Request.Context(), actor(c), hd)
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
 		h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, f, map[string]string{"holiday." + fe.Field: fe.In(c.Request.Context())})
@@ -343,14 +305,13 @@ func (h *Handlers) SetDutyHoliday(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "duty.holiday.set", "duty", hd.Date, hd.Kind)
 	h.redirectNotice(c, holidaysPath(hd.Date), "saved", tr(c, "duty.notice.holiday", "Date", hd.Date))
 }
 
 // DeleteDutyHoliday removes the holiday entry of a date.
 func (h *Handlers) DeleteDutyHoliday(c *gin.Context) {
 	date := c.PostForm("date")
-	err := h.Store.DeleteHoliday(c.Request.Context(), date)
+	err := h.Dispatch.DeleteHoliday(c.Request.Context(), actor(c), date)
 	if isNotFound(err) {
 		h.renderDuty(c, http.StatusNotFound, views.OverrideForm{}, views.HolidayForm{}, map[string]string{"": tr(c, "duty.no_holiday", "Date", date)})
 		return
@@ -359,7 +320,6 @@ func (h *Handlers) DeleteDutyHoliday(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "duty.holiday.delete", "duty", date, "")
 	h.redirectNotice(c, holidaysPath(date), "deleted", tr(c, "duty.notice.holiday", "Date", date))
 }
 
@@ -395,7 +355,7 @@ func (h *Handlers) HolidayImportForm(c *gin.Context) {
 func (h *Handlers) ImportHolidays(c *gin.Context) {
 	runImport(h, c, csvImport[models.Holiday]{
 		form: holidayImport(c), page: page(c, tr(c, "title.import_holidays"), "duty"),
-		columns: holidayColumns, required: []string{"date", "kind"},
+		columns: holidayColumns, required: []string{"date", "kind"}, maxRows: models.MaxHolidays,
 		item: func(r csvRow) (models.Holiday, []string) {
 			get := func(col string) string { return r.get(holidayColumns, col) }
 			wd := get("as_weekday")
@@ -416,29 +376,18 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 		summary: func(n map[string]int) string {
 			return tr(c, "duty.import.effects", "Create", n[models.EffectCreate], "Update", n[models.EffectUpdate], "Unchanged", n[models.EffectUnchanged])
 		},
-		apply: func(list []models.Holiday) error { return h.applyHolidays(c, list, "CSV import") },
+		apply: func(list []models.Holiday) error { return h.applyHolidays(c, list, dispatch.HolidaysFromCSV) },
 	})
 }
 
 // applyHolidays saves holiday entries in one transaction, audited with what they did
-// (source says where they came from), and answers with the year's holidays.
-func (h *Handlers) applyHolidays(c *gin.Context, list []models.Holiday, source string) error {
-	ctx := c.Request.Context()
-	effects, err := h.Store.HolidayEffects(ctx, list)
-	if err != nil {
+// (from says which import: dispatch.HolidaysFromCSV …), and answers with the year's
+// holidays.
+func (h *Handlers) applyHolidays(c *gin.Context, list []models.Holiday, from string) error {
+	if err := h.Dispatch.ImportHolidays(c.Request.Context(), actor(c), list, from); err != nil {
 		return err
 	}
-	if err := h.Store.SetHolidays(ctx, list); err != nil {
-		return err
-	}
-	counts := map[string]int{}
-	for _, e := range effects {
-		counts[e]++
-	}
-	slices.SortFunc(list, func(a, b models.Holiday) int { return strings.Compare(a.Date, b.Date) })
-	h.audit(c, CurrentUser(c).Username, "duty.holidays.import", "duty", "holidays",
-		fmt.Sprintf("%s %s…%s: %d dates (%d new, %d changed)", source, list[0].Date, list[len(list)-1].Date, len(list),
-			counts[models.EffectCreate], counts[models.EffectUpdate]))
-	h.redirectNotice(c, holidaysPath(list[0].Date), "imported", i18n.N(ctx, "duty.import.done", len(list)))
+	first := slices.MinFunc(list, func(a, b models.Holiday) int { return strings.Compare(a.Date, b.Date) })
+	h.redirectNotice(c, holidaysPath(first.Date), "imported", i18n.N(c.Request.Context(), "duty.import.done", len(list)))
 	return nil
 }

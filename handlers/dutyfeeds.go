@@ -79,7 +79,7 @@ func (h *Handlers) RotateDutyFeed(c *gin.Context) {
 	if !ok {
 		return
 	}
-	token, err := h.Store.RotateDutyFeed(c.Request.Context(), p.ID, CurrentUser(c).Username)
+	token, err := h.Dispatch.RotateDutyFeed(c.Request.Context(), actor(c), p.ID)
 	if _, bad := fieldErrors(c, err); bad {
 		ErrorPage(c, http.StatusUnprocessableEntity, "duty.branch_staff", "ID", p.ExternalID)
 		return
@@ -88,7 +88,6 @@ func (h *Handlers) RotateDutyFeed(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "duty.feed.rotate", "recipient", p.ExternalID, "")
 	scheme := "http"
 	if c.Request.TLS != nil || c.GetHeader("X-Forwarded-Proto") == "https" {
 		scheme = "https"
@@ -102,13 +101,10 @@ func (h *Handlers) DeleteDutyFeed(c *gin.Context) {
 	if !ok {
 		return
 	}
-	err := h.Store.DeleteDutyFeed(c.Request.Context(), p.ID)
+	err := h.Dispatch.DeleteDutyFeed(c.Request.Context(), actor(c), p.ID)
 	if err != nil && !isNotFound(err) {
 		h.serverError(c, err)
 		return
-	}
-	if err == nil {
-		h.audit(c, CurrentUser(c).Username, "duty.feed.delete", "recipient", p.ExternalID, "")
 	}
 	h.redirectNotice(c, "/duty/feeds", "deleted", tr(c, "feeds.notice", "Name", p.Name))
 }

@@ -20,7 +20,7 @@ type csvImport[T any] struct {
 	columns  []string
 	aliases  map[string]string
 	required []string
-	maxRows  int // 0: no limit beyond the size of the text
+	maxRows  int // 0: no limit beyond the size of the text; reading stops one row past it
 	// item builds a row's item; problems are the row's translated problems.
 	item func(r csvRow) (item T, problems []string)
 	// key identifies an item: two rows of one key are refused (duplicate says so).
@@ -48,17 +48,13 @@ func runImport[T any](h *Handlers, c *gin.Context, im csvImport[T]) {
 		return
 	}
 	v.CSV, v.ReadAs = text, readAs
-	rows, err := readCSV(text, im.columns, im.aliases, im.required)
+	rows, err := readCSV(text, im.columns, im.aliases, im.required, im.maxRows)
 	if errs, ok := fieldErrors(c, err); ok {
 		fail(errs)
 		return
 	}
 	if err != nil {
 		h.serverError(c, err)
-		return
-	}
-	if im.maxRows > 0 && len(rows) > im.maxRows {
-		fail(map[string]string{"csv": tr(c, "import.too_many_rows", "Rows", len(rows), "Max", im.maxRows)})
 		return
 	}
 	items := make([]T, 0, len(rows))
@@ -98,6 +94,8 @@ func runImport[T any](h *Handlers, c *gin.Context, im csvImport[T]) {
 	}
 	v.Previewed = true
 	v.Summary = im.summary(counts)
+	v.Total = len(v.Rows)
+	v.Rows = previewPage(v.Rows)
 	if v.Errors > 0 {
 		fail(nil)
 		return
@@ -114,4 +112,34 @@ func runImport[T any](h *Handlers, c *gin.Context, im csvImport[T]) {
 	if err != nil {
 		h.serverError(c, err)
 	}
+}
+
+// importPreviewRows is how many rows a preview shows: a page, whatever the size of the
+// import; the rest are counted (views.Import.Total).
+const importPreviewRows = 100
+
+// previewPage picks the rows a preview shows: the rows with errors first, which are
+// what the person has to fix, then the others in file order, at most importPreviewRows
+// in all, in file order.
+func previewPage(rows []views.ImportRow) []views.ImportRow {
+	if len(rows) <= importPreviewRows {
+		return rows
+	}
+	show := make([]bool, len(rows))
+	n := 0
+	for _, errorsOnly := range []bool{true, false} {
+		for i, r := range rows {
+			if n < importPreviewRows && !show[i] && (len(r.Errors) > 0 || !errorsOnly) {
+				show[i] = true
+				n++
+			}
+		}
+	}
+	out := make([]views.ImportRow, 0, importPreviewRows)
+	for i, r := range rows {
+		if show[i] {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/dispatch"
 	"herald/models"
 	"herald/views"
 )
@@ -84,14 +85,13 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 		if errors.As(err, &fe) {
 			msg := fe.In(c.Request.Context())
 			field := fe.Field
-			if field != "file" && field != "text" && field != "builtin" {
-				// A place inside the input (days[3].date, line 3): name it, beside the
-				// input it is in.
+			if place, ok := models.ParseNationalPlace(field); ok {
+				// A place inside the input: say it in words, beside the input it is in.
 				field = "text"
 				if _, err := c.FormFile("file"); err == nil {
 					field = "file"
 				}
-				msg = tr(c, "national.invalid.at", "Where", fe.Field, "Problem", msg)
+				msg = nationalProblem(c, place, fe.Field, msg)
 			}
 			h.renderNational(c, http.StatusUnprocessableEntity, v, map[string]string{field: msg})
 			return
@@ -108,7 +108,7 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 	list := models.NationalHolidays(days, asWeekday)
 	ctx := c.Request.Context()
 	if c.PostForm("mode") == "apply" {
-		if err := h.applyHolidays(c, list, "national calendar"); err != nil {
+		if err := h.applyHolidays(c, list, dispatch.HolidaysFromNational); err != nil {
 			h.serverError(c, err)
 		}
 		return
@@ -131,4 +131,23 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 		}
 	}
 	h.renderNational(c, http.StatusOK, v, nil)
+}
+
+// nationalProblem says where in an import a problem is and what it is, in the reader's
+// language ("第 6 行的日期：…"), with the raw detail beside it: the line as it was
+// pasted, or the place in the file (days[3].date), which the person can look up.
+func nationalProblem(c *gin.Context, place models.NationalPlace, raw, problem string) string {
+	field := ""
+	if place.Field != "" {
+		field = tr(c, "national.field."+place.Field)
+	}
+	if place.In != "line" {
+		return tr(c, "national.invalid.at_"+place.In, "N", place.N, "Field", field, "Problem", problem, "Detail", raw)
+	}
+	lines := strings.Split(strings.ReplaceAll(c.PostForm("text"), "\r\n", "\n"), "\n")
+	detail := ""
+	if place.N >= 1 && place.N <= len(lines) {
+		detail = strings.TrimSpace(lines[place.N-1])
+	}
+	return tr(c, "national.invalid.at_line", "N", place.N, "Field", field, "Problem", problem, "Detail", detail)
 }

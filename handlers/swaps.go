@@ -36,28 +36,7 @@ func (h *Handlers) NewSwapForm(c *gin.Context) {
 func (h *Handlers) CreateSwap(c *gin.Context) {
 	f := views.SwapForm{A: c.PostForm("a"), ADate: strings.TrimSpace(c.PostForm("a_date")), B: c.PostForm("b"),
 		BDate: strings.TrimSpace(c.PostForm("b_date")), Note: strings.TrimSpace(c.PostForm("note"))}
-	people := map[int64]models.Recipient{}
-	var ids [2]int64
-	var err error
-	for i, pick := range []struct{ field, ext string }{{"a", f.A}, {"b", f.B}} {
-		if pick.ext == "" {
-			err = models.Invalid(pick.field, "duty.choose_person_error")
-			break
-		}
-		var found []models.Recipient
-		if found, err = h.headOfficeByExternalID(c, "", []string{pick.ext}); err != nil {
-			var fe *models.FieldError
-			if errors.As(err, &fe) {
-				fe.Field = pick.field
-			}
-			break
-		}
-		ids[i], people[found[0].ID] = found[0].ID, found[0]
-	}
-	sw := &models.DutySwap{AID: ids[0], ADate: f.ADate, BID: ids[1], BDate: f.BDate, Note: f.Note, CreatedBy: CurrentUser(c).Username}
-	if err == nil {
-		err = dispatch.RecordSwap(c.Request.Context(), h.Store, sw, people[ids[0]].Name, people[ids[1]].Name)
-	}
+	sw, people, err := h.Dispatch.CreateSwap(c.Request.Context(), actor(c), dispatch.Swap{A: f.A, ADate: f.ADate, B: f.B, BDate: f.BDate, Note: f.Note})
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderSwapForm(c, http.StatusUnprocessableEntity, f, errs)
 		return
@@ -66,16 +45,18 @@ func (h *Handlers) CreateSwap(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	label := swapLabel(*sw, people)
-	h.audit(c, CurrentUser(c).Username, "duty.swap.create", "duty", "swap "+strconv.FormatInt(sw.ID, 10),
-		f.A+" "+sw.ADate+" ↔ "+f.B+" "+sw.BDate)
-	h.redirectNotice(c, "/duty#overrides", "saved", tr(c, "swap.notice", "Label", label))
+	h.redirectNotice(c, "/duty#overrides", "saved", tr(c, "swap.notice", "Label", swapLabel(*sw, swapPeople(people))))
+}
+
+// swapPeople is a swap's two people by id, as swapLabel takes them.
+func swapPeople(people [2]models.Recipient) map[int64]models.Recipient {
+	return map[int64]models.Recipient{people[0].ID: people[0], people[1].ID: people[1]}
 }
 
 // DeleteSwap undoes a shift swap: its overrides go together.
 func (h *Handlers) DeleteSwap(c *gin.Context) {
 	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
-	sw, err := h.Store.DeleteSwap(c.Request.Context(), id)
+	sw, people, err := h.Dispatch.DeleteSwap(c.Request.Context(), actor(c), id)
 	if isNotFound(err) || errors.Is(err, models.ErrStateChanged) {
 		ErrorPage(c, http.StatusNotFound, "error.no_swap", "ID", c.Param("id"))
 		return
@@ -84,14 +65,7 @@ func (h *Handlers) DeleteSwap(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	people, err := h.externalIDs(c, []int64{sw.AID, sw.BID})
-	if err != nil {
-		h.serverError(c, err)
-		return
-	}
-	h.audit(c, CurrentUser(c).Username, "duty.swap.delete", "duty", "swap "+c.Param("id"),
-		people[sw.AID].ExternalID+" "+sw.ADate+" ↔ "+people[sw.BID].ExternalID+" "+sw.BDate)
-	h.redirectNotice(c, "/duty#overrides", "deleted", tr(c, "swap.notice", "Label", swapLabel(*sw, people)))
+	h.redirectNotice(c, "/duty#overrides", "deleted", tr(c, "swap.notice", "Label", swapLabel(*sw, swapPeople(people))))
 }
 
 // reminderView gathers the duty reminder section.
@@ -119,27 +93,9 @@ func (h *Handlers) reminderView(c *gin.Context, cfg *models.ReminderConfig, errs
 
 // SaveDutyReminder sets the duty reminder.
 func (h *Handlers) SaveDutyReminder(c *gin.Context) {
-	ctx := c.Request.Context()
 	cfg := models.ReminderConfig{Enabled: c.PostForm("enabled") != "", Time: strings.TrimSpace(c.PostForm("time")),
 		Account: c.PostForm("account"), Template: c.PostForm("template")}
-	var err error
-	if cfg.Template != "" {
-		var t *models.Template
-		if t, err = h.Store.TemplateByName(ctx, cfg.Template); err == nil {
-			err = dispatch.CheckReminderTemplate(t)
-		} else if isNotFound(err) {
-			err = models.Invalid("template", "reminder.invalid.template")
-		}
-	}
-	if err == nil {
-		u := CurrentUser(c)
-		detail := "off"
-		if cfg.Enabled {
-			detail = "at " + cfg.Time + " through " + cfg.Account + ", template " + cfg.Template
-		}
-		err = h.Store.SetDutyReminderConfig(ctx, cfg, models.AuditEntry{Actor: u.Username, ActorType: "user", Action: "duty.reminder.set",
-			TargetType: "setting", TargetID: models.SettingDutyReminder, Detail: detail, IP: c.ClientIP()})
-	}
+	err := h.Dispatch.SetDutyReminder(c.Request.Context(), actor(c), cfg)
 	if errs, ok := fieldErrors(c, err); ok {
 		c.Set(reminderFormKey, reminderForm{cfg: cfg, errs: errs})
 		h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, views.HolidayForm{}, nil)

@@ -64,6 +64,10 @@ const (
 	OverrideRemove = "remove"
 )
 
+// MaxHolidays bounds the holiday entries saved at once (an import, the API's list):
+// ten years of every date a notice can name, and far from what fits in memory.
+const MaxHolidays = 2000
+
 // ValidDate checks a YYYY-MM-DD date.
 func ValidDate(field, date string) error {
 	if _, err := time.Parse(time.DateOnly, date); err != nil || len(date) != 10 {

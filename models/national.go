@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -80,6 +82,10 @@ func ParseNationalDates(text string) ([]NationalDay, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		if len(days) == MaxNationalDays {
+			// One date more than allowed: stop reading, the list is refused anyway.
+			return nil, Invalid("text", "national.invalid.too_many", "Max", MaxNationalDays)
+		}
 		field := fmt.Sprintf("line %d", n+1)
 		parts := strings.FieldsFunc(line, func(r rune) bool { return r == ',' || r == '，' || r == '\t' || r == ' ' })
 		if len(parts) < 2 {
@@ -98,9 +104,6 @@ func ParseNationalDates(text string) ([]NationalDay, error) {
 	}
 	if len(days) == 0 {
 		return nil, Invalid("text", "national.invalid.empty")
-	}
-	if len(days) > MaxNationalDays {
-		return nil, Invalid("text", "national.invalid.too_many", "Max", MaxNationalDays)
 	}
 	return days, checkNationalDays(0, days, func(i int) string { return fmt.Sprintf("line %d", lines[i]) })
 }
@@ -127,6 +130,37 @@ func checkNationalDays(year int, days []NationalDay, field func(int) string) err
 		seen[d.Date] = true
 	}
 	return nil
+}
+
+// NationalPlace is where in an import's input a problem is, read back from the field a
+// parser's FieldError names ("line 6.date", "days[3].isOffDay", "entries[1]"), so that
+// the console can say it in the reader's language.
+type NationalPlace struct {
+	// In is "line" (a pasted date list), "days" (a holiday-cn file) or "entries" (the
+	// previewed dates posted back).
+	In string
+	// N is the line's number (from 1), or the day's position in its list (from 1).
+	N int
+	// Field is the part of the line or day: "date", "name", "isOffDay", or "" for the
+	// whole of it.
+	Field string
+}
+
+var nationalPlace = regexp.MustCompile(`^(?:line (\d+)|(days|entries)\[(\d+)\])(?:\.(\w+))?$`)
+
+// ParseNationalPlace reads the place a national import's FieldError names; false for a
+// field of the form (text, file, builtin …).
+func ParseNationalPlace(field string) (NationalPlace, bool) {
+	m := nationalPlace.FindStringSubmatch(field)
+	if m == nil {
+		return NationalPlace{}, false
+	}
+	if m[1] != "" {
+		n, _ := strconv.Atoi(m[1])
+		return NationalPlace{In: "line", N: n, Field: m[4]}, true
+	}
+	i, _ := strconv.Atoi(m[3])
+	return NationalPlace{In: m[2], N: i + 1, Field: m[4]}, true
 }
 
 // ParseNationalEntries reads national days back from the JSON an import preview

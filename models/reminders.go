@@ -3,7 +3,6 @@ package models
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -65,45 +64,24 @@ func (s *Store) DutyReminderConfig(ctx context.Context) (ReminderConfig, error) 
 	return cfg, nil
 }
 
-// SetDutyReminderConfig saves the duty reminder, with its audit entry in the same
-// transaction. An enabled reminder needs an existing account and template; check is
-// the caller's test of the template (its variables).
-func (s *Store) SetDutyReminderConfig(ctx context.Context, cfg ReminderConfig, audit AuditEntry) error {
+// SetDutyReminderConfig saves the duty reminder's settings, recording by as who last
+// changed them. The service layer checks the account and template and audits the change
+// (dispatch.SetDutyReminder); a time that is not HH:MM is refused here too.
+func (s *Store) SetDutyReminderConfig(ctx context.Context, cfg ReminderConfig, by string) error {
 	if _, err := cfg.At(time.Now()); err != nil {
 		return err
-	}
-	if cfg.Enabled || cfg.Account != "" {
-		if _, err := s.AccountByName(ctx, cfg.Account); errors.Is(err, ErrNotFound) {
-			return Invalid("account", "reminder.invalid.account")
-		} else if err != nil {
-			return err
-		}
-	}
-	if cfg.Enabled || cfg.Template != "" {
-		if _, err := s.TemplateByName(ctx, cfg.Template); errors.Is(err, ErrNotFound) {
-			return Invalid("template", "reminder.invalid.template")
-		} else if err != nil {
-			return err
-		}
 	}
 	value, err := json.Marshal(cfg)
 	if err != nil {
 		return err
 	}
-	now := Now()
-	return s.tx(ctx, func(tx *gorm.DB) error {
-		row := Setting{Name: SettingDutyReminder, Value: string(value), UpdatedBy: audit.Actor, UpdatedAt: now}
-		err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, DoUpdates: clause.AssignmentColumns([]string{"value", "updated_by", "updated_at"})}).
-			Create(&row).Error
-		if err != nil {
-			return fmt.Errorf("models: set %s: %w", SettingDutyReminder, err)
-		}
-		audit.At = now
-		if err := tx.Create(&audit).Error; err != nil {
-			return fmt.Errorf("models: audit %s: %w", SettingDutyReminder, err)
-		}
-		return nil
-	})
+	row := Setting{Name: SettingDutyReminder, Value: string(value), UpdatedBy: by, UpdatedAt: Now()}
+	err = s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}},
+		DoUpdates: clause.AssignmentColumns([]string{"value", "updated_by", "updated_at"})}).Create(&row).Error
+	if err != nil {
+		return fmt.Errorf("models: set %s: %w", SettingDutyReminder, err)
+	}
+	return nil
 }
 
 // DutyReminderOf returns the reminder of a date, or nil if there was none yet.

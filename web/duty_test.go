@@ -2,11 +2,13 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"herald/models"
 )
@@ -192,6 +194,52 @@ func TestHolidayImport(t *testing.T) {
 			"line 4: date 2031-10-01 is also on line 2")
 		if n := count(); n != before {
 			t.Fatalf("a failed apply changed the holidays: %d, had %d", n, before)
+		}
+	})
+
+	t.Run("too many rows are refused, naming the field and the limit", func(t *testing.T) {
+		rows := func(n int, kind string) string {
+			var b strings.Builder
+			b.WriteString(header)
+			day := time.Date(2040, 1, 1, 0, 0, 0, 0, time.UTC)
+			for i := range n {
+				fmt.Fprintf(&b, "%s,%s,,Day %d\n", day.AddDate(0, 0, i).Format(time.DateOnly), kind, i)
+			}
+			return b.String()
+		}
+		for _, send := range []func(string) (*http.Response, string){
+			func(csv string) (*http.Response, string) {
+				return op.upload("/duty/holidays/import", url.Values{"mode": {"preview"}}, csv)
+			},
+			func(csv string) (*http.Response, string) {
+				return op.post("/duty/holidays/import", url.Values{"mode": {"preview"}, "csv": {csv}})
+			},
+		} {
+			resp, body := send(rows(models.MaxHolidays+1, "off"))
+			wantStatus(t, "too many rows", resp, body, http.StatusUnprocessableEntity)
+			wantFieldError(t, body, "csv", fmt.Sprintf("has more than %d rows; import at most %d at a time", models.MaxHolidays, models.MaxHolidays))
+			wantNotContains(t, "refused import", body, "<tbody>")
+		}
+
+		// As many as allowed: the preview shows a page of rows and counts the rest.
+		resp, body := op.upload("/duty/holidays/import", url.Values{"mode": {"preview"}}, rows(models.MaxHolidays, "off"))
+		wantStatus(t, "large preview", resp, body, http.StatusOK)
+		wantContains(t, "large preview", body, fmt.Sprintf("All %d rows are valid", models.MaxHolidays),
+			fmt.Sprintf("Apply %d rows", models.MaxHolidays), fmt.Sprintf(`id="import-more">100 of %d rows are shown`, models.MaxHolidays))
+		if n := strings.Count(body, "<tr"); n > 101 {
+			t.Errorf("the preview of %d rows renders %d table rows, want at most a page", models.MaxHolidays, n)
+		}
+		// With errors, the rows with errors are the ones shown.
+		bad := strings.Replace(rows(1500, "off"), "2043-02-", "2043-02-3", 1)
+		bad = strings.Replace(bad, ",off,,Day 1499", ",never,,Day 1499", 1)
+		resp, body = op.upload("/duty/holidays/import", url.Values{"mode": {"preview"}}, bad)
+		wantStatus(t, "large preview with errors", resp, body, http.StatusUnprocessableEntity)
+		wantContains(t, "large preview with errors", body, "2 of 1500 rows have errors", "line 1501: kind must be off or workday", `id="import-more">100 of 1500 rows are shown`)
+		if n := strings.Count(body, "<tr"); n > 101 {
+			t.Errorf("the preview renders %d table rows, want at most a page", n)
+		}
+		if n := count(); n != 3 {
+			t.Errorf("previews wrote: %d holidays in 2031, want the 3 applied", n)
 		}
 	})
 

@@ -1,11 +1,13 @@
 package web_test
 
 import (
+	"fmt"
 	"html"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"herald/internal/testenv"
 	"herald/models"
@@ -64,8 +66,8 @@ func TestNationalCalendarImport(t *testing.T) {
 		got["2026-02-15"].Kind != models.HolidayOff {
 		t.Fatalf("after apply: %d entries: %+v %+v %+v", len(got), got["2026-10-01"], got["2026-10-10"], got["2026-01-04"])
 	}
-	if a := c.lastAudit("duty.holidays.import"); !strings.Contains(a.Detail, "39 dates (38 new, 1 changed)") {
-		t.Errorf("audit entry %+v", a)
+	if p := c.lastAudit("duty.holidays.import").ParamMap(); p["count"] != "39" || p["new"] != "38" || p["changed"] != "1" || p["source"] != "national" {
+		t.Errorf("audit entry params %v", p)
 	}
 	// Saturday 2026-10-10 works with Friday's roster (Li Wei, Zhang Min).
 	_, body = op.get("/duty/roster?date=2026-10-10")
@@ -93,12 +95,12 @@ func TestNationalCalendarImport(t *testing.T) {
 		field   string
 		message string
 	}{
-		{url.Values{"text": {"2028-01-01 off\n2028-13-01 off"}}, "text", "line 2.date: must be a date as YYYY-MM-DD"},
-		{url.Values{"text": {"2028-01-01 maybe"}}, "text", "line 1: the second word must be off or workday (休 or 班)"},
-		{url.Values{"text": {`{"year":2028,"days":[{"name":"x","date":"2029-01-01","isOffDay":true}]}`}}, "text", "days[0].date: must be a date in 2028"},
+		{url.Values{"text": {"2028-01-01 off\n2028-13-01 off"}}, "text", "Line 2, date: must be a date as YYYY-MM-DD (“2028-13-01 off”)"},
+		{url.Values{"text": {"2028-01-01 maybe"}}, "text", "Line 1: the second word must be off or workday (休 or 班) (“2028-01-01 maybe”)"},
+		{url.Values{"text": {`{"year":2028,"days":[{"name":"x","date":"2029-01-01","isOffDay":true}]}`}}, "text", "Day 1 of the file, date: must be a date in 2028 (days[0].date)"},
 		{url.Values{"builtin": {"1999"}}, "builtin", "Herald does not ship the calendar of that year"},
 		{url.Values{"mode": {"apply"}, "entries": {`[{"date":"2028-01-01","name":"","off":true},{"date":"2028-02-30","name":"","off":true}]`}}, "text",
-			"entries[1].date: must be a date as YYYY-MM-DD"},
+			"Date 2 of the preview, date: must be a date as YYYY-MM-DD (entries[1].date)"},
 	} {
 		if bad.form.Get("mode") == "" {
 			bad.form.Set("mode", "preview")
@@ -107,7 +109,32 @@ func TestNationalCalendarImport(t *testing.T) {
 		wantStatus(t, "bad import", resp, body, http.StatusUnprocessableEntity)
 		wantFieldError(t, body, bad.field, bad.message)
 	}
+	// A pasted list one date too long is refused, naming the field and the limit.
+	var long strings.Builder
+	for i := range models.MaxNationalDays + 1 {
+		fmt.Fprintf(&long, "%s off\n", time.Date(2028, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly))
+	}
+	resp, body = op.post("/duty/holidays/national", url.Values{"mode": {"preview"}, "text": {long.String()}})
+	wantStatus(t, "too many dates", resp, body, http.StatusUnprocessableEntity)
+	wantFieldError(t, body, "text", fmt.Sprintf("at most %d dates at once", models.MaxNationalDays))
 	if got := year("2028"); len(got) != 0 {
 		t.Errorf("refused imports wrote %+v", got)
+	}
+
+	// In Chinese, a problem on a pasted line is a Chinese sentence naming the line, with
+	// the line as it was pasted beside it.
+	zh := c.login(operatorUser)
+	zh.post("/language", url.Values{"language": {"zh-CN"}, "next": {"/duty"}})
+	for _, bad := range []struct{ text, message string }{
+		{"2028-01-01 off\n\n\n\n2028-13-01 off 元旦", "第 5 行的日期：必须是 YYYY-MM-DD 格式的日期（“2028-13-01 off 元旦”）"},
+		{"2028-01-01 maybe", "第 1 行：第二项必须是 off 或 workday（休 或 班）（“2028-01-01 maybe”）"},
+		{`{"year":2028,"days":[{"name":"x","date":"2029-01-01","isOffDay":true}]}`, "文件中第 1 个日期的日期：必须是 2028 年的日期（days[0].date）"},
+	} {
+		resp, body := zh.post("/duty/holidays/national", url.Values{"mode": {"preview"}, "text": {bad.text}})
+		wantStatus(t, "bad import in Chinese", resp, body, http.StatusUnprocessableEntity)
+		wantFieldError(t, body, "text", bad.message)
+		if got := fieldError(body, "text"); strings.Contains(got, "line ") || strings.Contains(got, "must") {
+			t.Errorf("English in the Chinese error %q", got)
+		}
 	}
 }

@@ -80,8 +80,9 @@ func TestShiftSwaps(t *testing.T) {
 			t.Errorf("override %+v is not the swap's", o)
 		}
 	}
-	if a := c.lastAudit("duty.swap.create"); a.Detail != "E1001 "+mon+" ↔ E1003 "+wed {
-		t.Errorf("audit %+v", a)
+	if a := c.lastAudit("duty.swap.create"); a.ParamMap()["a"] != "E1001" || a.ParamMap()["a_date"] != mon ||
+		a.ParamMap()["b"] != "E1003" || a.ParamMap()["b_date"] != wed || a.Actor != operatorUser {
+		t.Errorf("audit %+v %v", a, a.ParamMap())
 	}
 	_, body = op.get("/duty")
 	label := "Li Wei " + mon + " ↔ Zhang Min " + wed
@@ -131,7 +132,7 @@ func TestDutyReminderSettings(t *testing.T) {
 	if err != nil || cfg != (models.ReminderConfig{Enabled: true, Time: "18:30", Account: models.SandboxAccountName, Template: "on-duty"}) {
 		t.Fatalf("stored %+v, %v", cfg, err)
 	}
-	if a := c.lastAudit("duty.reminder.set"); !strings.Contains(a.Detail, "18:30") {
+	if a := c.lastAudit("duty.reminder.set"); a.ParamMap()["time"] != "18:30" || a.ParamMap()["enabled"] != "on" || a.ParamMap()["before_enabled"] != "off" {
 		t.Errorf("audit %+v", a)
 	}
 	_, body = c.as(viewerUser).get("/duty")
