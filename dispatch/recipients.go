@@ -141,7 +141,7 @@ func (d *Dispatcher) UpsertRecipients(ctx context.Context, by Actor, via string,
 		ch.Audit(action, "recipient", "", models.AuditParams{"via": via, "created": strconv.Itoa(res.Created),
 			"updated": strconv.Itoa(res.Updated), "unchanged": strconv.Itoa(res.Unchanged)})
 		for _, c := range res.Changes {
-			ch.Audit(recipientActions[c.Action], "recipient", c.ExternalID, models.AuditParams{"via": via, "name": c.Name,
+			ch.Audit(recipientActions[c.Action], "recipient", c.ExternalID, models.AuditParams{"via": via, "name": c.Name, "external_id": c.ExternalID,
 				"fields": strings.Join(c.Fields, ", "), "changes": strings.Join(c.Diff, "; ")})
 		}
 		return nil

@@ -274,7 +274,7 @@ func parserProblem(detail string) string {
 			return p.key
 		}
 	}
-	return "compose.render.problem.other"
+	return "compose.render.problem.invalid"
 }
 
 // keyedError is an error that carries its message as a catalog message, so that a
