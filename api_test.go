@@ -423,13 +423,13 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 	// Each bulk change is audited per recipient and the week before and after, so an
 	// auditor can answer who changed E1001, when and from where.
 	for target, want := range map[string]string{
-		"H1":    "recipient.create|apikey:test-admin|API bulk upsert",
-		"E1001": "recipient.update|apikey:test-admin|API bulk upsert: name",
+		"H1":    `recipient.create|apikey:test-admin|{"external_id":"H1",`,
+		"E1001": `recipient.update|apikey:test-admin|{"changes":"name: `,
 	} {
-		var action, actor, detail, ip string
-		err := h.app.Store.SQL().QueryRow(`SELECT action, actor, detail, ip FROM audit_log WHERE target_type = 'recipient' AND target_id = ?`, target).
-			Scan(&action, &actor, &detail, &ip)
-		if got := action + "|" + actor + "|" + detail; err != nil || !strings.HasPrefix(got, want) || ip == "" {
+		var action, actor, params, ip string
+		err := h.app.Store.SQL().QueryRow(`SELECT action, actor, params, ip FROM audit_log WHERE target_type = 'recipient' AND target_id = ?`, target).
+			Scan(&action, &actor, &params, &ip)
+		if got := action + "|" + actor + "|" + params; err != nil || !strings.HasPrefix(got, want) || !strings.Contains(params, `"via":"api"`) || ip == "" {
 			t.Errorf("audit entry of %s: %q from %q (%v), want %q… with the caller's address", target, got, ip, err, want)
 		}
 	}

@@ -16,7 +16,7 @@ var ReminderVariables = []string{"date"}
 // CheckReminderTemplate reports whether a template can be a reminder's: it may declare
 // no variable but those in ReminderVariables.
 func CheckReminderTemplate(t *models.Template) error {
-	for _, v := range t.Variables {
+	for _, v := range t.VariableNames() {
 		if !slices.Contains(ReminderVariables, v) {
 			return models.Invalid("template", "reminder.invalid.variables", "Name", v)
 		}
@@ -61,7 +61,7 @@ func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
 	slices.Sort(ids)
 	req := Request{Source: models.SourceReminder, Actor: "duty-reminder", Account: cfg.Account, Template: cfg.Template,
 		RecipientIDs: ids, DutyDate: &tomorrow, Reminder: date, Variables: map[string]string{}, Priority: models.PriorityNormal}
-	if t, err := d.Store.TemplateByName(ctx, cfg.Template); err == nil && slices.Contains(t.Variables, "date") {
+	if t, err := d.Store.TemplateByName(ctx, cfg.Template); err == nil && slices.Contains(t.VariableNames(), "date") {
 		req.Variables["date"] = date
 	}
 	res, err := d.Submit(ctx, req)

@@ -30,7 +30,7 @@ type Compiled struct {
 	subject  *template.Template
 	body     *template.Template
 	html     *template.Template // nil without an HTML alternative
-	declared []string
+	declared []models.TemplateVariable
 
 	mu      sync.Mutex
 	running *budget // the render in progress, under mu
@@ -49,16 +49,16 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 		return nil, models.Invalid("msg_type", "compose.render.msg_type")
 	}
 	seen := map[string]bool{}
-	for _, v := range t.Variables {
+	for _, v := range t.Vars() {
 		switch {
-		case !variableName.MatchString(v):
-			return nil, models.Invalid("variables", "compose.render.variable_name", "Name", strconv.Quote(v))
-		case v == recipientVar:
+		case !variableName.MatchString(v.Name):
+			return nil, models.Invalid("variables", "compose.render.variable_name", "Name", strconv.Quote(v.Name))
+		case v.Name == recipientVar:
 			return nil, models.Invalid("variables", "compose.render.variable_builtin")
-		case seen[v]:
-			return nil, models.Invalid("variables", "compose.render.variable_twice", "Name", strconv.Quote(v))
+		case seen[v.Name]:
+			return nil, models.Invalid("variables", "compose.render.variable_twice", "Name", strconv.Quote(v.Name))
 		}
-		seen[v] = true
+		seen[v.Name] = true
 	}
 	if strings.TrimSpace(t.Body) == "" {
 		return nil, models.Invalid("body", "compose.render.required")
@@ -72,7 +72,7 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 	if err := models.CheckText("html", t.HTML, true); err != nil {
 		return nil, err
 	}
-	c := &Compiled{tmpl: t, declared: slices.Clone(t.Variables)}
+	c := &Compiled{tmpl: t, declared: t.Vars()}
 	var err error
 	if c.subject, err = c.parse("subject", t.Subject); err != nil {
 		return nil, err
@@ -93,7 +93,7 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 		}
 	}
 	sample := map[string]string{}
-	for _, v := range t.Variables {
+	for _, v := range t.VariableNames() {
 		sample[v] = "sample"
 	}
 	sampleRecipient := &models.Recipient{Name: "Sample", ExternalID: "E0000"}
@@ -119,11 +119,18 @@ func (c *Compiled) parse(field, src string) (*template.Template, error) {
 }
 
 // CheckVariables reports the first problem with the variables given for this template:
-// a declared one missing, one given that the template does not declare, or one too long.
+// a declared one missing or blank (empty or only spaces) unless the template marks it
+// optional, one given that the template does not declare, or one too long. The console
+// and the API both send through it, so both refuse alike, naming variables.<name>.
 func (c *Compiled) CheckVariables(vars map[string]string) error {
 	for _, v := range c.declared {
-		if _, ok := vars[v]; !ok {
-			return models.Invalid("variables."+v, "compose.render.variable_required", "Template", c.tmpl.Name)
+		value, ok := vars[v.Name]
+		switch {
+		case v.Optional:
+		case !ok:
+			return models.Invalid("variables."+v.Name, "compose.render.variable_required", "Template", c.tmpl.Name)
+		case strings.TrimSpace(value) == "":
+			return models.Invalid("variables."+v.Name, "compose.render.variable_blank", "Template", c.tmpl.Name)
 		}
 	}
 	keys := make([]string, 0, len(vars))
@@ -132,7 +139,7 @@ func (c *Compiled) CheckVariables(vars map[string]string) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if !slices.Contains(c.declared, k) {
+		if !slices.ContainsFunc(c.declared, func(v models.TemplateVariable) bool { return v.Name == k }) {
 			return models.Invalid("variables."+k, "compose.render.variable_undeclared", "Template", c.tmpl.Name)
 		}
 		// A value no message could hold is no use, and every function given it pays for its size.
@@ -147,7 +154,7 @@ func (c *Compiled) CheckVariables(vars map[string]string) error {
 // particular: the largest platform's cap applies). Each field must fit the platform's
 // cap and render within renderTimeout; ctx can abandon a render sooner.
 func (c *Compiled) Render(ctx context.Context, platform string, vars map[string]string, p *models.Recipient) (subject, body string, err error) {
-	data := templateData(vars, p, func(s string) string { return s })
+	data := c.data(vars, p, func(s string) string { return s })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() { c.running = nil }()
@@ -160,10 +167,13 @@ func (c *Compiled) Render(ctx context.Context, platform string, vars map[string]
 	return subject, body, nil
 }
 
-// templateData is what a template renders with: the variables and the recipient's own
-// fields, each value passed through escape.
-func templateData(vars map[string]string, p *models.Recipient, escape func(string) string) map[string]any {
-	data := make(map[string]any, len(vars)+1)
+// data is what the template renders with: the variables and the recipient's own fields,
+// each value passed through escape. An optional variable not given renders empty.
+func (c *Compiled) data(vars map[string]string, p *models.Recipient, escape func(string) string) map[string]any {
+	data := make(map[string]any, len(vars)+len(c.declared)+1)
+	for _, v := range c.declared {
+		data[v.Name] = ""
+	}
 	for k, v := range vars {
 		data[k] = escape(v)
 	}
@@ -183,7 +193,7 @@ func (c *Compiled) RenderHTML(ctx context.Context, platform string, vars map[str
 	if c.html == nil {
 		return "", nil
 	}
-	data := templateData(vars, p, html.EscapeString)
+	data := c.data(vars, p, html.EscapeString)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() { c.running = nil }()
@@ -238,10 +248,33 @@ func templateError(field string, err error) *models.FieldError {
 	if !ok {
 		return models.Invalid(field, "compose.render.limit", "Detail", msg)
 	}
+	problem := i18n.M(parserProblem(detail))
 	if line, col, ok := strings.Cut(pos, ":"); ok {
-		return models.Invalid(field, "compose.render.syntax_at", "Line", line, "Col", col, "Detail", detail)
+		return models.Invalid(field, "compose.render.syntax_at", "Line", line, "Col", col, "Problem", problem, "Detail", detail)
 	}
-	return models.Invalid(field, "compose.render.syntax_line", "Line", pos, "Detail", detail)
+	return models.Invalid(field, "compose.render.syntax_line", "Line", pos, "Problem", problem, "Detail", detail)
+}
+
+// parserProblems name, in the catalogs, what text/template reports, so that a template's
+// author reads the problem in their language; the parser's own words follow as a detail.
+// The first whose text the report contains applies.
+var parserProblems = []struct{ contains, key string }{
+	{"unexpected EOF", "compose.render.problem.eof"},
+	{"unclosed action", "compose.render.problem.unclosed"},
+	{"unexpected {{end}}", "compose.render.problem.end"},
+	{"not defined", "compose.render.problem.function"},
+	{"executing ", "compose.render.problem.render"},
+	{"unexpected ", "compose.render.problem.unexpected"},
+}
+
+// parserProblem is the catalog key of what text/template reported.
+func parserProblem(detail string) string {
+	for _, p := range parserProblems {
+		if strings.Contains(detail, p.contains) {
+			return p.key
+		}
+	}
+	return "compose.render.problem.invalid"
 }
 
 // keyedError is an error that carries its message as a catalog message, so that a

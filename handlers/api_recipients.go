@@ -1,12 +1,13 @@
 package handlers
 
 import (
-	"fmt"
+	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
 
+	"herald/dispatch"
 	"herald/models"
 )
 
@@ -74,9 +75,6 @@ func (h *Handlers) APIListRecipients(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"recipients": out, "next": next})
 }
 
-// maxUpsert bounds one bulk upsert.
-const maxUpsert = 10000
-
 // APIUpsertRecipients is PUT /api/v1/recipients: a JSON array of recipients, created or
 // updated by external_id, all or nothing.
 func (h *Handlers) APIUpsertRecipients(c *gin.Context) {
@@ -84,32 +82,18 @@ func (h *Handlers) APIUpsertRecipients(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	if len(body) == 0 || len(body) > maxUpsert {
-		APIError(c, http.StatusUnprocessableEntity, "validation_failed", tr(c, "recipients.api.count", "Max", maxUpsert), "")
-		return
-	}
 	list := make([]models.Recipient, len(body))
-	seen := map[string]int{}
 	for i, r := range body {
 		list[i] = r.model()
-		if err := models.ValidateRecipient(&list[i]); err != nil {
-			fe := err.(*models.FieldError)
-			APIError(c, http.StatusUnprocessableEntity, "validation_failed", fe.In(c.Request.Context()), fmt.Sprintf("[%d].%s", i, fe.Field))
-			return
-		}
-		if j, dup := seen[list[i].ExternalID]; dup {
-			APIError(c, http.StatusUnprocessableEntity, "validation_failed",
-				tr(c, "recipients.api.duplicate", "ID", list[i].ExternalID, "Index", j), fmt.Sprintf("[%d].external_id", i))
-			return
-		}
-		seen[list[i].ExternalID] = i
 	}
-	res, err := h.Store.UpsertRecipients(c.Request.Context(), list)
+	res, err := h.Dispatch.UpsertRecipients(c.Request.Context(), actor(c), dispatch.ViaAPI, list)
+	if fe, ok := errors.AsType[*models.FieldError](err); ok {
+		APIError(c, http.StatusUnprocessableEntity, "validation_failed", fe.In(c.Request.Context()), fe.Field)
+		return
+	}
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	h.auditAPI(c, "recipients.upsert", "recipient", "", fmt.Sprintf("%d created, %d updated", res.Created, res.Updated))
-	h.auditRecipientChanges(c, "API bulk upsert", res)
 	c.JSON(http.StatusOK, res)
 }

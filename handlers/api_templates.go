@@ -23,8 +23,6 @@ type templateJSON struct {
 	Variables []string `json:"variables"`
 	// Fallback is the chain of requests that name none.
 	Fallback []string `json:"fallback"`
-	// fallbackText is the chain as the console's form has it, typed.
-	fallbackText *string
 }
 
 func toTemplateJSON(t models.Template) templateJSON {
@@ -40,28 +38,10 @@ func toTemplateJSON(t models.Template) templateJSON {
 		Variables: vars, Fallback: chain}
 }
 
-// templateFrom validates a template body with the same rule the console uses.
-func templateFrom(body templateJSON) (*models.Template, error) {
-	t := &models.Template{Name: strings.TrimSpace(body.Name), DisplayName: body.DisplayName, MsgType: body.MsgType,
-		Subject: body.Subject, Body: body.Body, HTML: body.HTML, Variables: models.StringList(body.Variables)}
-	if t.MsgType == "" {
-		t.MsgType = "text"
-	}
-	chain := strings.Join(body.Fallback, ",")
-	if body.fallbackText != nil {
-		chain = *body.fallbackText
-	}
-	var err error
-	if t.Fallback, err = dispatch.ParseFallback(chain); err != nil {
-		return nil, err
-	}
-	if _, err := dispatch.CompileTemplate(t); err != nil {
-		return nil, err
-	}
-	if err := t.CheckDisplayName(); err != nil {
-		return nil, err
-	}
-	return t, nil
+// input is the body as the service takes it.
+func (body templateJSON) input() dispatch.TemplateInput {
+	return dispatch.TemplateInput{Name: body.Name, DisplayName: body.DisplayName, MsgType: body.MsgType, Subject: body.Subject,
+		Body: body.Body, HTML: body.HTML, Variables: body.Variables, Fallback: strings.Join(body.Fallback, ",")}
 }
 
 // APIListTemplates is GET /api/v1/templates.
@@ -94,15 +74,11 @@ func (h *Handlers) APICreateTemplate(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	t, err := templateFrom(body)
-	if err == nil {
-		err = h.Store.CreateTemplate(c.Request.Context(), t)
-	}
+	t, err := h.Dispatch.CreateTemplate(c.Request.Context(), actor(c), body.input())
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	h.auditAPI(c, "template.create", "template", t.Name, "")
 	c.JSON(http.StatusCreated, toTemplateJSON(*t))
 }
 
@@ -115,24 +91,19 @@ func (h *Handlers) APIUpdateTemplate(c *gin.Context) {
 	if body.Name == "" {
 		body.Name = c.Param("name")
 	}
-	t, err := templateFrom(body)
-	if err == nil {
-		err = h.Store.UpdateTemplate(c.Request.Context(), c.Param("name"), t)
-	}
+	t, err := h.Dispatch.UpdateTemplate(c.Request.Context(), actor(c), c.Param("name"), body.input())
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	h.auditAPI(c, "template.update", "template", t.Name, "")
 	c.JSON(http.StatusOK, toTemplateJSON(*t))
 }
 
 // APIDeleteTemplate is DELETE /api/v1/templates/:name.
 func (h *Handlers) APIDeleteTemplate(c *gin.Context) {
-	if err := h.Store.DeleteTemplate(c.Request.Context(), c.Param("name")); err != nil {
+	if err := h.Dispatch.DeleteTemplate(c.Request.Context(), actor(c), c.Param("name")); err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	h.auditAPI(c, "template.delete", "template", c.Param("name"), "")
 	c.Status(http.StatusNoContent)
 }

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -74,32 +73,5 @@ func (h *Handlers) auditAPI(c *gin.Context, action, targetType, targetID, detail
 func (h *Handlers) writeAudit(c *gin.Context, e models.AuditEntry) {
 	if err := h.Store.Audit(c.Request.Context(), e); err != nil {
 		h.Log.Error("audit log write failed", "action", e.Action, "error", err)
-	}
-}
-
-// recipientActions names a bulk upsert's change as the audit log's recipient actions,
-// the same ones the single-recipient console forms write.
-var recipientActions = map[string]string{"created": "recipient.create", "updated": "recipient.update",
-	"deactivated": "recipient.deactivate", "reactivated": "recipient.activate"}
-
-// auditRecipientChanges writes one entry per recipient a bulk upsert changed (via says
-// which bulk action: an import, the API), so an auditor can answer who changed E1001,
-// when and from where. The actor is the API key of an API call, else the console user.
-func (h *Handlers) auditRecipientChanges(c *gin.Context, via string, res models.UpsertResult) {
-	who := consoleActor
-	if CurrentAPIKey(c) != nil {
-		who = apiActor
-	}
-	entries := make([]models.AuditEntry, 0, len(res.Changes))
-	for _, ch := range res.Changes {
-		e := who(c)
-		e.Action, e.TargetType, e.TargetID, e.Detail = recipientActions[ch.Action], "recipient", ch.ExternalID, via
-		if len(ch.Fields) > 0 {
-			e.Detail += ": " + strings.Join(ch.Fields, ", ")
-		}
-		entries = append(entries, e)
-	}
-	if err := h.Store.AuditMany(c.Request.Context(), entries); err != nil {
-		h.Log.Error("audit log write failed", "action", "recipients bulk", "error", err)
 	}
 }

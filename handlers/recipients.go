@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/dispatch"
 	"herald/models"
 	"herald/views"
 )
@@ -158,11 +159,7 @@ func (h *Handlers) NewRecipientForm(c *gin.Context) {
 
 // CreateRecipient adds a person, with the API's validation.
 func (h *Handlers) CreateRecipient(c *gin.Context) {
-	r := recipientFromForm(c)
-	err := models.ValidateRecipient(&r)
-	if err == nil {
-		err = h.Store.CreateRecipient(c.Request.Context(), &r)
-	}
+	r, err := h.Dispatch.CreateRecipient(c.Request.Context(), actor(c), recipientFromForm(c))
 	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.RecipientFormPage(page(c, tr(c, "title.new_person"), "recipients"), r, false, errs))
 		return
@@ -171,7 +168,6 @@ func (h *Handlers) CreateRecipient(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "recipient.create", "recipient", r.ExternalID, r.Name)
 	h.redirectNotice(c, "/recipients", "created", r.Name+" ("+r.ExternalID+")")
 }
 
@@ -202,11 +198,10 @@ func (h *Handlers) UpdateRecipient(c *gin.Context) {
 	if !ok {
 		return
 	}
-	r := recipientFromForm(c)
-	r.ExternalID = old.ExternalID
-	err := models.ValidateRecipient(&r)
-	if err == nil {
-		err = h.Store.UpdateRecipient(c.Request.Context(), &r)
+	r, err := h.Dispatch.UpdateRecipient(c.Request.Context(), actor(c), old.ExternalID, recipientFromForm(c))
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "error.no_recipient", "ID", old.ExternalID)
+		return
 	}
 	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.RecipientFormPage(page(c, old.Name, "recipients"), r, true, errs))
@@ -216,26 +211,25 @@ func (h *Handlers) UpdateRecipient(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "recipient.update", "recipient", r.ExternalID, "")
 	h.redirectNotice(c, "/recipients", "saved", r.Name+" ("+r.ExternalID+")")
 }
 
 // SetRecipientActive deactivates or reactivates a person.
 func (h *Handlers) SetRecipientActive(c *gin.Context) {
-	r, ok := h.storedRecipient(c)
-	if !ok {
+	active := c.PostForm("active") == "true"
+	r, err := h.Dispatch.SetRecipientActive(c.Request.Context(), actor(c), c.Param("id"), active)
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "error.no_recipient", "ID", c.Param("id"))
 		return
 	}
-	active := c.PostForm("active") == "true"
-	if err := h.Store.SetRecipientActive(c.Request.Context(), r.ExternalID, active); err != nil {
+	if err != nil {
 		h.serverError(c, err)
 		return
 	}
-	action, notice := "recipient.deactivate", "deactivated"
+	notice := "deactivated"
 	if active {
-		action, notice = "recipient.activate", "activated"
+		notice = "activated"
 	}
-	h.audit(c, CurrentUser(c).Username, action, "recipient", r.ExternalID, "")
 	h.redirectNotice(c, "/recipients", notice, r.Name+" ("+r.ExternalID+")")
 }
 
@@ -283,7 +277,7 @@ func (h *Handlers) RecipientImportForm(c *gin.Context) {
 func (h *Handlers) ImportRecipients(c *gin.Context) {
 	runImport(h, c, csvImport[models.Recipient]{
 		form: recipientImport(c), page: page(c, tr(c, "title.import_staff"), "recipients"),
-		columns: recipientColumns, aliases: recipientAliases, required: []string{"external_id", "name", "org_type"}, maxRows: maxUpsert,
+		columns: recipientColumns, aliases: recipientAliases, required: []string{"external_id", "name", "org_type"}, maxRows: dispatch.MaxUpsert,
 		item: func(r csvRow) (models.Recipient, []string) {
 			get := func(col string) string { return r.get(recipientColumns, col) }
 			p := models.Recipient{ExternalID: get("external_id"), Name: get("name"), OrgType: csvOrgType(get("org_type")),
@@ -314,14 +308,10 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 			return tr(c, "recipients.import.summary", "Create", n[models.EffectCreate], "Update", n[models.EffectUpdate], "Unchanged", n[models.EffectUnchanged])
 		},
 		apply: func(list []models.Recipient) error {
-			res, err := h.Store.UpsertRecipients(c.Request.Context(), list)
+			res, err := h.Dispatch.UpsertRecipients(c.Request.Context(), actor(c), dispatch.ViaImport, list)
 			if err != nil {
 				return err
 			}
-			// The audit log is in English, whoever reads the console; the notice is not.
-			detail := fmt.Sprintf("%d created, %d updated, %d unchanged", res.Created, res.Updated, res.Unchanged)
-			h.audit(c, CurrentUser(c).Username, "recipients.import", "recipient", "", detail)
-			h.auditRecipientChanges(c, "CSV import", res)
 			h.redirectNotice(c, "/recipients", "imported",
 				tr(c, "recipients.import.done", "Created", res.Created, "Updated", res.Updated, "Unchanged", res.Unchanged))
 			return nil

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -65,10 +66,10 @@ func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 	return f
 }
 
-// templateInput is the form as the API's template shape, so both validate alike.
-func templateInput(f views.TemplateForm) templateJSON {
-	return templateJSON{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body, HTML: f.HTML,
-		Variables: splitVariables(f.Variables), fallbackText: &f.Fallback}
+// templateInput is the form as the service takes it, the same as the API's body.
+func templateInput(f views.TemplateForm) dispatch.TemplateInput {
+	return dispatch.TemplateInput{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body,
+		HTML: f.HTML, Variables: splitVariables(f.Variables), Fallback: f.Fallback}
 }
 
 // samplePerson is whom a preview renders for when no one is chosen, named in the
@@ -98,12 +99,13 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 	}
 	compiled, err := dispatch.CompileTemplate(t)
 	if err != nil {
-		out.Errors = []string{fieldMessage(c, err)}
+		out.Errors = []string{templateFieldMessage(c, err)}
 		return out
 	}
 	samples := parseSamples(f.Samples)
 	vars := map[string]string{}
-	for _, v := range t.Variables {
+	names := t.VariableNames()
+	for _, v := range names {
 		value, ok := samples[v]
 		if !ok {
 			value = "‹" + v + "›"
@@ -112,7 +114,7 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 		vars[v] = value
 	}
 	for name := range samples {
-		if !slices.Contains(t.Variables, name) {
+		if !slices.Contains(names, name) {
 			out.Notes = append(out.Notes, tr(c, "templates.preview.undeclared_sample", "Name", name))
 		}
 	}
@@ -121,9 +123,28 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 		out.HTML, err = compiled.RenderHTML(c.Request.Context(), "", vars, &person)
 	}
 	if err != nil {
-		out.Errors = []string{fieldMessage(c, err)}
+		out.Errors = []string{templateFieldMessage(c, err)}
 	}
 	return out
+}
+
+// templateFormLabels are the editor's labels of the fields a template's validation
+// names (templates.form.<label>).
+var templateFormLabels = map[string]string{"name": "name", "display_name": "display_name", "msg_type": "type",
+	"variables": "variables", "subject": "subject", "body": "body", "html": "html"}
+
+// templateFieldMessage is a validation message of the editor's preview, with the field
+// named as the editor labels it ("正文：第 1 行：…").
+func templateFieldMessage(c *gin.Context, err error) string {
+	fe, ok := errors.AsType[*models.FieldError](err)
+	if !ok {
+		return fieldMessage(c, err)
+	}
+	label := fe.Field
+	if l, ok := templateFormLabels[fe.Field]; ok {
+		label = tr(c, "templates.form."+l)
+	}
+	return tr(c, "compose.field_error", "Field", label, "Message", fe.In(c.Request.Context()))
 }
 
 // TemplatePreview renders the live preview of the editor's current input (an htmx partial).
@@ -163,10 +184,7 @@ func (h *Handlers) NewTemplateForm(c *gin.Context) {
 // CreateTemplate saves a new template, validated as the API validates it.
 func (h *Handlers) CreateTemplate(c *gin.Context) {
 	f := templateFormOf(c, "")
-	t, err := templateFrom(templateInput(f))
-	if err == nil {
-		err = h.Store.CreateTemplate(c.Request.Context(), t)
-	}
+	t, err := h.Dispatch.CreateTemplate(c.Request.Context(), actor(c), templateInput(f))
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, errs)
 		return
@@ -175,7 +193,6 @@ func (h *Handlers) CreateTemplate(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "template.create", "template", t.Name, "")
 	h.redirectNotice(c, "/templates", "created", tr(c, "templates.subject", "Name", t.Label()))
 }
 
@@ -192,17 +209,14 @@ func (h *Handlers) EditTemplateForm(c *gin.Context) {
 	}
 	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{OldName: t.Name, OldDisplayName: t.DisplayName, Name: t.Name,
 		DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject,
-		Body: t.Body, HTML: t.HTML, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.Variables),
+		Body: t.Body, HTML: t.HTML, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.VariableNames()),
 		Fallback: strings.Join(models.Chain(t.Fallback), ", ")}, nil)
 }
 
 // UpdateTemplate saves a changed template (it may be renamed).
 func (h *Handlers) UpdateTemplate(c *gin.Context) {
 	f := templateFormOf(c, c.Param("name"))
-	t, err := templateFrom(templateInput(f))
-	if err == nil {
-		err = h.Store.UpdateTemplate(c.Request.Context(), f.OldName, t)
-	}
+	t, err := h.Dispatch.UpdateTemplate(c.Request.Context(), actor(c), f.OldName, templateInput(f))
 	if isNotFound(err) {
 		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", f.OldName)
 		return
@@ -215,18 +229,13 @@ func (h *Handlers) UpdateTemplate(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	detail := ""
-	if t.Name != f.OldName {
-		detail = "renamed from " + f.OldName
-	}
-	h.audit(c, CurrentUser(c).Username, "template.update", "template", t.Name, detail)
 	h.redirectNotice(c, "/templates", "saved", tr(c, "templates.subject", "Name", t.Label()))
 }
 
 // DeleteTemplate removes a template.
 func (h *Handlers) DeleteTemplate(c *gin.Context) {
 	name := c.Param("name")
-	err := h.Store.DeleteTemplate(c.Request.Context(), name)
+	err := h.Dispatch.DeleteTemplate(c.Request.Context(), actor(c), name)
 	if isNotFound(err) {
 		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", name)
 		return
@@ -235,7 +244,6 @@ func (h *Handlers) DeleteTemplate(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "template.delete", "template", name, "")
 	h.redirectNotice(c, "/templates", "deleted", tr(c, "templates.subject", "Name", name))
 }
 

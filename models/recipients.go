@@ -237,17 +237,19 @@ type UpsertResult struct {
 	Changes   []RecipientChange `json:"-"`
 }
 
-// RecipientChange is what a bulk upsert did to one recipient: created, updated,
-// deactivated or reactivated, and which fields changed.
+// RecipientChange is what a write did to one recipient: created, updated, deactivated
+// or reactivated, which fields changed, and each change as "field: was → now".
 type RecipientChange struct {
 	ExternalID string
+	Name       string
 	Action     string
 	Fields     []string
+	Diff       []string
 }
 
-// recipientChange compares a recipient before and after an update.
-func recipientChange(old, r Recipient) RecipientChange {
-	ch := RecipientChange{ExternalID: r.ExternalID, Action: "updated"}
+// CompareRecipients is the change from a recipient as it was (old) to as it is (r).
+func CompareRecipients(old, r Recipient) RecipientChange {
+	ch := RecipientChange{ExternalID: r.ExternalID, Name: r.Name, Action: "updated"}
 	switch {
 	case old.Active && !r.Active:
 		ch.Action = "deactivated"
@@ -264,7 +266,11 @@ func recipientChange(old, r Recipient) RecipientChange {
 	} {
 		if f.was != f.now {
 			ch.Fields = append(ch.Fields, f.name)
+			ch.Diff = append(ch.Diff, f.name+": "+f.was+" → "+f.now)
 		}
+	}
+	if old.Active != r.Active {
+		ch.Diff = append(ch.Diff, fmt.Sprintf("active: %t → %t", old.Active, r.Active))
 	}
 	return ch
 }
@@ -307,7 +313,7 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 				return fmt.Errorf("models: update recipient %s: %w", r.ExternalID, err)
 			}
 			res.Updated++
-			res.Changes = append(res.Changes, recipientChange(old, r))
+			res.Changes = append(res.Changes, CompareRecipients(old, r))
 		}
 		if len(created) > 0 {
 			if err := tx.CreateInBatches(created, insertChunk).Error; err != nil {
@@ -319,7 +325,7 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 		}
 		res.Created = len(created)
 		for _, r := range created {
-			res.Changes = append(res.Changes, RecipientChange{ExternalID: r.ExternalID, Action: "created"})
+			res.Changes = append(res.Changes, RecipientChange{ExternalID: r.ExternalID, Name: r.Name, Action: "created"})
 		}
 		return nil
 	})

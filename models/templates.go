@@ -51,6 +51,42 @@ func (t *Template) CheckDisplayName() error {
 	return CheckText("display_name", t.DisplayName, false)
 }
 
+// OptionalMark ends a declared variable that may be left blank: a template declaring
+// ["task", "note?"] needs a value for task and takes note blank or not given at all (its
+// body still writes {{.note}}). Without the mark a variable must have a value that is not
+// only spaces, so templates saved before the mark existed keep their meaning.
+const OptionalMark = "?"
+
+// TemplateVariable is one declared variable of a template.
+type TemplateVariable struct {
+	Name     string
+	Optional bool
+}
+
+// ParseVariable reads a declared variable: its name and whether OptionalMark ends it.
+func ParseVariable(declared string) TemplateVariable {
+	name, optional := strings.CutSuffix(declared, OptionalMark)
+	return TemplateVariable{Name: name, Optional: optional}
+}
+
+// Vars are the template's declared variables, in their order.
+func (t *Template) Vars() []TemplateVariable {
+	out := make([]TemplateVariable, len(t.Variables))
+	for i, v := range t.Variables {
+		out[i] = ParseVariable(v)
+	}
+	return out
+}
+
+// VariableNames are the names of the template's variables, without OptionalMark.
+func (t *Template) VariableNames() []string {
+	out := make([]string, len(t.Variables))
+	for i, v := range t.Variables {
+		out[i] = ParseVariable(v).Name
+	}
+	return out
+}
+
 // StringList is a list of strings stored as a JSON array in one column.
 type StringList []string
 

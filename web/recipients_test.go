@@ -177,16 +177,16 @@ func TestRecipientImport(t *testing.T) {
 		if r := c.recipient("E3001"); r.Branch != "Pudong Branch" || r.Email != "qian@example.com" {
 			t.Errorf("E3001 after import: %+v", r)
 		}
-		if a := c.lastAudit("recipients.import"); a.Detail != "1 created, 1 updated, 1 unchanged" {
-			t.Errorf("audit %+v", a)
+		if a := c.lastAudit("recipients.import"); a.ParamMap()["created"] != "1" || a.ParamMap()["updated"] != "1" || a.ParamMap()["unchanged"] != "1" {
+			t.Errorf("audit %+v %v", a, a.ParamMap())
 		}
 		// And one entry per recipient changed, naming what changed.
-		if a := c.lastAudit("recipient.create"); a.TargetID != "E3001" || a.Detail != "CSV import" || a.Actor != operatorUser {
-			t.Errorf("audit of the created recipient: %+v", a)
+		if a := c.lastAudit("recipient.create"); a.TargetID != "E3001" || a.ParamMap()["via"] != "csv" || a.Actor != operatorUser {
+			t.Errorf("audit of the created recipient: %+v %v", a, a.ParamMap())
 		}
-		if a := c.lastAudit("recipient.deactivate"); a.TargetID != "E1002" || !strings.HasPrefix(a.Detail, "CSV import: ") ||
-			!strings.Contains(a.Detail, "department") {
-			t.Errorf("audit of the deactivated recipient: %+v", a)
+		if a := c.lastAudit("recipient.deactivate"); a.TargetID != "E1002" || a.ParamMap()["via"] != "csv" ||
+			!strings.Contains(a.ParamMap()["fields"], "department") || !strings.Contains(a.ParamMap()["changes"], "→ Treasury") {
+			t.Errorf("audit of the deactivated recipient: %+v %v", a, a.ParamMap())
 		}
 	})
 

@@ -41,11 +41,12 @@ func TestTemplatesPage(t *testing.T) {
 
 		form.Set("body", "{{.task}} for {{.owner}}")
 		_, body = op.postHX("/templates/preview", form)
-		wantContains(t, "preview of an undeclared variable", body, `id="preview-errors"`, "body uses undeclared variable owner")
+		wantContains(t, "preview of an undeclared variable", body, `id="preview-errors"`, "Body: uses undeclared variable owner")
 
 		form.Set("body", "{{.task")
 		_, body = op.postHX("/templates/preview", form)
-		wantContains(t, "preview of a syntax error", body, "body line 1: unclosed action")
+		wantContains(t, "preview of a syntax error", body,
+			"Body: line 1: an action opened with {{ is not closed with }} (the parser says: unclosed action)")
 
 		form.Set("body", "{{.task}}")
 		form.Set("samples", "")
@@ -95,7 +96,7 @@ func TestTemplatesPage(t *testing.T) {
 			wantStatus(t, "save "+tt.src, resp, body, http.StatusUnprocessableEntity)
 			wantFieldError(t, body, tt.field, tt.message)
 			_, body = op.postHX("/templates/preview", form)
-			wantContains(t, "preview of "+tt.src, body, `id="preview-errors"`, tt.field+" ", tt.message)
+			wantContains(t, "preview of "+tt.src, body, `id="preview-errors"`, strings.ToUpper(tt.field[:1])+tt.field[1:]+": ", tt.message)
 		}
 		if _, err := c.store.TemplateByName(ctx, "runaway"); err == nil {
 			t.Error("a refused template was saved")

@@ -1,0 +1,134 @@
+package dispatch
+
+import (
+	"context"
+	"strings"
+
+	"herald/models"
+)
+
+// TemplateInput is a template as the console's editor and the API give it.
+type TemplateInput struct {
+	Name        string
+	DisplayName string
+	MsgType     string // "" is text
+	Subject     string
+	Body        string
+	HTML        string
+	// Variables are the declared variables; one ending in models.OptionalMark may be
+	// left blank.
+	Variables []string
+	// Fallback is the chain of platforms, comma-separated, as ParseFallback reads it.
+	Fallback string
+}
+
+// CheckTemplate validates a template as saving does: its name, type, variables and
+// text compile (CompileTemplate), its fallback chain and its display name. Errors are
+// *models.FieldError.
+func CheckTemplate(in TemplateInput) (*models.Template, error) {
+	t := &models.Template{Name: strings.TrimSpace(in.Name), DisplayName: in.DisplayName, MsgType: in.MsgType,
+		Subject: in.Subject, Body: in.Body, HTML: in.HTML, Variables: models.StringList(in.Variables)}
+	if t.MsgType == "" {
+		t.MsgType = "text"
+	}
+	var err error
+	if t.Fallback, err = ParseFallback(in.Fallback); err != nil {
+		return nil, err
+	}
+	if _, err := CompileTemplate(t); err != nil {
+		return nil, err
+	}
+	if err := t.CheckDisplayName(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// CreateTemplate saves a new template, audited as template.create. A validation
+// failure (a name in use included) is a *models.FieldError and writes nothing.
+func (d *Dispatcher) CreateTemplate(ctx context.Context, by Actor, in TemplateInput) (*models.Template, error) {
+	t, err := CheckTemplate(in)
+	if err != nil {
+		return nil, err
+	}
+	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.CreateTemplate(ctx, t); err != nil {
+			return err
+		}
+		ch.Audit("template.create", "template", t.Name, templateParams(t))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// UpdateTemplate replaces the template called name (which may rename it), audited as
+// template.update with what changed. models.ErrNotFound: no such template.
+func (d *Dispatcher) UpdateTemplate(ctx context.Context, by Actor, name string, in TemplateInput) (*models.Template, error) {
+	t, err := CheckTemplate(in)
+	if err != nil {
+		return nil, err
+	}
+	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		old, err := tx.TemplateByName(ctx, name)
+		if err != nil {
+			return err
+		}
+		if err := tx.UpdateTemplate(ctx, name, t); err != nil {
+			return err
+		}
+		p := templateParams(t)
+		p["changed"] = strings.Join(templateChanges(old, t), ", ")
+		if old.Name != t.Name {
+			p["old_name"] = old.Name
+		}
+		ch.Audit("template.update", "template", t.Name, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// DeleteTemplate removes a template, audited as template.delete. Messages already
+// rendered from it are unaffected. models.ErrNotFound: no such template.
+func (d *Dispatcher) DeleteTemplate(ctx context.Context, by Actor, name string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		old, err := tx.TemplateByName(ctx, name)
+		if err != nil {
+			return err
+		}
+		if err := tx.DeleteTemplate(ctx, name); err != nil {
+			return err
+		}
+		ch.Audit("template.delete", "template", name, templateParams(old))
+		return nil
+	})
+}
+
+// templateParams name a template for its audit sentence.
+func templateParams(t *models.Template) models.AuditParams {
+	return models.AuditParams{"name": t.Name, "display_name": t.DisplayName, "msg_type": t.MsgType,
+		"variables": strings.Join(t.Variables, ", ")}
+}
+
+// templateChanges lists the fields of a template an update changed.
+func templateChanges(old, now *models.Template) []string {
+	var out []string
+	for _, f := range []struct {
+		name     string
+		was, now string
+	}{
+		{"name", old.Name, now.Name}, {"display_name", old.DisplayName, now.DisplayName}, {"msg_type", old.MsgType, now.MsgType},
+		{"subject", old.Subject, now.Subject}, {"body", old.Body, now.Body}, {"html", old.HTML, now.HTML},
+		{"variables", strings.Join(old.Variables, ","), strings.Join(now.Variables, ",")}, {"fallback", old.Fallback, now.Fallback},
+	} {
+		if f.was != f.now {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
