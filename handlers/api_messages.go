@@ -164,7 +164,7 @@ type messageJSON struct {
 // GetMessage is GET /api/v1/messages/:id: the message, its state and its attempts.
 func (h *Handlers) GetMessage(c *gin.Context) {
 	ctx := c.Request.Context()
-	m, err := h.Store.MessageWithRecipient(ctx, c.Param("id"))
+	m, err := h.Dispatch.Message(ctx, actor(c), c.Param("id"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -192,7 +192,7 @@ func (h *Handlers) GetMessage(c *gin.Context) {
 // GetBatch is GET /api/v1/batches/:id: counts by status, skipped and rejected.
 func (h *Handlers) GetBatch(c *gin.Context) {
 	ctx := c.Request.Context()
-	b, err := h.Store.BatchByID(ctx, c.Param("id"))
+	b, err := h.Dispatch.Batch(ctx, actor(c), c.Param("id"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -225,17 +225,11 @@ func (h *Handlers) RetryMessage(c *gin.Context) {
 
 func (h *Handlers) changeMessage(c *gin.Context, op string) {
 	ctx := c.Request.Context()
-	id := c.Param("id")
-	m, err := h.Store.MessageByID(ctx, id)
-	if err != nil {
-		h.apiFail(c, err)
-		return
+	change := h.Dispatch.CancelMessage
+	if op == "retry" {
+		change = h.Dispatch.RetryMessage
 	}
-	if op == "cancel" {
-		err = h.Dispatch.Cancel(ctx, m)
-	} else {
-		err = h.Dispatch.Retry(ctx, m)
-	}
+	m, err := change(ctx, actor(c), c.Param("id"))
 	if errors.Is(err, models.ErrStateChanged) {
 		APIError(c, http.StatusConflict, "invalid_state", tr(c, "api.cannot_"+op, "Status", string(m.Status)), "")
 		return
@@ -244,9 +238,7 @@ func (h *Handlers) changeMessage(c *gin.Context, op string) {
 		h.apiFail(c, err)
 		return
 	}
-	h.auditAPI(c, "message."+op, "message", id, "")
-	m, err = h.Store.MessageByID(ctx, id)
-	if err != nil {
+	if m, err = h.Store.MessageByID(ctx, m.ID); err != nil {
 		h.apiFail(c, err)
 		return
 	}
