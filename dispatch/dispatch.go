@@ -717,4 +717,3 @@ func truncateRunes(s string, n int) string {
 	}
 	return string(r[:n])
 }
-

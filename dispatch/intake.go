@@ -71,4 +71,3 @@ func (d *Dispatcher) SubmitIdempotent(ctx context.Context, req Request, canonica
 	}
 	return res, nil, nil
 }
-
