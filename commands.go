@@ -120,13 +120,9 @@ func adminCreate(ctx context.Context, args []string, getenv config.Getenv, stdin
 		return err
 	}
 	defer store.Close()
-	u, err := store.CreateUser(ctx, *username, password, models.Role(*role))
+	u, err := cliService(store, nil).CreateUser(ctx, cliActor, *username, password, models.Role(*role))
 	if err != nil {
 		return fmt.Errorf("admin create: %w", err)
-	}
-	if err := store.Audit(ctx, models.AuditEntry{Actor: "cli", ActorType: "system", Action: "user.create",
-		TargetType: "user", TargetID: u.Username, Detail: "role " + string(u.Role)}); err != nil {
-		return err
 	}
 	fmt.Fprintf(stdout, "created %s user %s\n", u.Role, u.Username)
 	return nil
@@ -164,12 +160,8 @@ func adminResetPassword(ctx context.Context, args []string, getenv config.Getenv
 	if err != nil {
 		return fmt.Errorf("admin reset-password: %w", err)
 	}
-	if err := store.ResetPassword(ctx, u.ID, password); err != nil {
+	if err := cliService(store, nil).ResetPassword(ctx, cliActor, u, password); err != nil {
 		return fmt.Errorf("admin reset-password: %w", err)
-	}
-	if err := store.Audit(ctx, models.AuditEntry{Actor: "cli", ActorType: "system", Action: "user.password_reset",
-		TargetType: "user", TargetID: u.Username, Detail: "sessions signed out"}); err != nil {
-		return err
 	}
 	fmt.Fprintf(stdout, "set a new password for %s user %s; their sessions were signed out\n", u.Role, u.Username)
 	if u.Disabled {
@@ -193,33 +185,28 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("apikey create: %w", err)
 	}
+	in := dispatch.APIKeyInput{Name: *name, Scopes: *scopes, MaxRecipients: *maxRecipients, Expires: *expires}
 	var cb *models.CallbackSetting
 	if *callbackURL != "" {
 		cb = &models.CallbackSetting{URL: *callbackURL, AllowPrivate: *callbackPrivate}
+		// Checked here too, to name the flag; the service checks it again.
 		if err := dispatch.CheckCallback(cb); err != nil {
 			return fmt.Errorf("apikey create: callback-url: %w", err)
 		}
+		in.Callback = cb
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
-	}
-	limits, err := models.ParseKeyLimits(*maxRecipients, *expires, cfg.Location, time.Now())
-	if err != nil {
-		return fmt.Errorf("apikey create: %w", err)
 	}
 	store, err := openMigrated(ctx, getenv)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	k, secret, err := store.CreateCallbackAPIKey(ctx, *name, *scopes, "cli", limits, cb)
+	k, secret, err := cliService(store, cfg.Location).CreateAPIKey(ctx, cliActor, in)
 	if err != nil {
 		return fmt.Errorf("apikey create: %w", err)
-	}
-	if err := store.Audit(ctx, models.AuditEntry{Actor: "cli", ActorType: "system", Action: "apikey.create",
-		TargetType: "api_key", TargetID: k.Name, Detail: "scopes " + k.Scopes + k.KeyLimits.AuditDetail() + k.CallbackDetail()}); err != nil {
-		return err
 	}
 	fmt.Fprintf(stdout, "%s\n", secret)
 	if cb != nil {
@@ -227,6 +214,15 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 	}
 	fmt.Fprintf(stderr, "created API key %q with scopes %s; the key above is shown only once\n", k.Name, k.Scopes)
 	return nil
+}
+
+// cliActor is the command line, as the audit log records who acted.
+var cliActor = dispatch.System("cli")
+
+// cliService is the service layer for a command: the changes it makes follow the
+// console's and the API's rules and are audited alike. loc is HERALD_TIMEZONE (nil: UTC).
+func cliService(store *models.Store, loc *time.Location) *dispatch.Dispatcher {
+	return &dispatch.Dispatcher{Store: store, Location: loc}
 }
 
 func simulateCommand(ctx context.Context, args []string, stdout io.Writer) error {

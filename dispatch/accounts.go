@@ -40,48 +40,72 @@ type AccountInput struct {
 // the input leaves out is kept only while the platform and every destination setting
 // stay as they were: a changed address needs its secret typed again, so no secret is
 // handed to an address it was not entered for. The change is audited, with the old and
-// new destination, as done by by (Actor, ActorType and IP), and intake in this process
+// new destination and whatever else changed, as done by by, and intake in this process
 // sees it at once. A validation failure is a *models.FieldError and writes nothing.
-func (d *Dispatcher) SaveAccount(ctx context.Context, old *models.Account, in AccountInput, by models.AuditEntry) (*models.Account, error) {
+func (d *Dispatcher) SaveAccount(ctx context.Context, by Actor, old *models.Account, in AccountInput) (*models.Account, error) {
 	a, err := accountFromInput(in, old)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.Store.SaveAccount(ctx, a); err != nil {
+	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.SaveAccount(ctx, a); err != nil {
+			return err
+		}
+		if old == nil {
+			ch.Audit("account.create", "account", a.Name, models.AuditParams{"name": a.Name, "platform": a.Platform,
+				"destination": destination(a.Platform, a.Config)})
+		} else {
+			ch.Audit("account.update", "account", old.Name, updateParams(old, a, in.Config))
+		}
+		ch.After(d.accountsChanged)
+		return nil
+	})
+	if err != nil {
 		return nil, err
-	}
-	d.accountsChanged()
-	if old == nil {
-		d.auditAccount(ctx, by, "account.create", a.Name, a.Platform+"; "+destination(a.Platform, a.Config))
-	} else {
-		d.auditAccount(ctx, by, "account.update", a.Name, updateDetail(old, a, in.Config))
 	}
 	return a, nil
 }
 
 // SetAccountEnabled enables or disables an account, audited as done by by.
-func (d *Dispatcher) SetAccountEnabled(ctx context.Context, a *models.Account, enabled bool, by models.AuditEntry) error {
-	if err := d.Store.SetAccountEnabled(ctx, a.ID, enabled); err != nil {
-		return err
-	}
-	d.accountsChanged()
-	action := "account.disable"
-	if enabled {
-		action = "account.enable"
-	}
-	d.auditAccount(ctx, by, action, a.Name, "")
-	return nil
+func (d *Dispatcher) SetAccountEnabled(ctx context.Context, by Actor, a *models.Account, enabled bool) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.SetAccountEnabled(ctx, a.ID, enabled); err != nil {
+			return err
+		}
+		action := "account.disable"
+		if enabled {
+			action = "account.enable"
+		}
+		ch.Audit(action, "account", a.Name, models.AuditParams{"name": a.Name})
+		ch.After(d.accountsChanged)
+		return nil
+	})
 }
 
 // DeleteAccount removes an account that has no undelivered messages (else the error is
 // models.ErrInUse), audited as done by by.
-func (d *Dispatcher) DeleteAccount(ctx context.Context, a *models.Account, by models.AuditEntry) error {
-	if err := d.Store.DeleteAccount(ctx, a.ID); err != nil {
-		return err
-	}
-	d.accountsChanged()
-	d.auditAccount(ctx, by, "account.delete", a.Name, a.Platform)
-	return nil
+func (d *Dispatcher) DeleteAccount(ctx context.Context, by Actor, a *models.Account) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.DeleteAccount(ctx, a.ID); err != nil {
+			return err
+		}
+		ch.Audit("account.delete", "account", a.Name, models.AuditParams{"name": a.Name, "platform": a.Platform})
+		ch.After(d.accountsChanged)
+		return nil
+	})
+}
+
+// AccountTested records that by checked an account's connection (the console's test
+// button) and what came of it: ok or failed, and the platform's answer in summary.
+func (d *Dispatcher) AccountTested(ctx context.Context, by Actor, a *models.Account, ok bool, summary string) error {
+	return d.change(ctx, by, func(_ *models.Store, ch *Change) error {
+		outcome := "failed"
+		if ok {
+			outcome = "ok"
+		}
+		ch.AuditDetail("account.test", "account", a.Name, summary, models.AuditParams{"name": a.Name, "outcome": outcome})
+		return nil
+	})
 }
 
 // accountFromInput applies the defaults, keeps the stored secrets the input leaves out
@@ -156,43 +180,61 @@ func destination(platform string, cfg map[string]string) string {
 	return strings.Join(parts, ", ")
 }
 
-// updateDetail says, for the audit log, where an account connected and connects now,
-// and which secrets were given; secrets themselves never appear.
-func updateDetail(old, a *models.Account, given map[string]string) string {
-	var parts []string
+// updateParams names, for the audit log, what an update changed: the platform, where
+// the account connected and connects now, its quiet hours, limits and attempts, and which
+// secrets were entered or cleared; secrets themselves never appear.
+func updateParams(old, a *models.Account, given map[string]string) models.AuditParams {
+	p := models.AuditParams{"name": old.Name}
+	if old.Name != a.Name {
+		p["new_name"] = a.Name
+	}
 	if old.Platform != a.Platform {
-		parts = append(parts, fmt.Sprintf("platform %s → %s; destination %s → %s", old.Platform, a.Platform,
-			destination(old.Platform, old.Config), destination(a.Platform, a.Config)))
+		p["platform"] = old.Platform + " → " + a.Platform
+		p["destination"] = destination(old.Platform, old.Config) + " → " + destination(a.Platform, a.Config)
 	} else {
+		var parts []string
 		for _, c := range channels.DestinationChanges(a.Platform, old.Config, a.Config) {
 			parts = append(parts, fmt.Sprintf("%s %s → %s", c.Key, orNone(c.Old), orNone(c.New)))
 		}
+		p["destination"] = strings.Join(parts, ", ")
 	}
 	if old.QuietHours != a.QuietHours {
-		parts = append(parts, fmt.Sprintf("quiet hours %s → %s", quietHours(old.QuietHours), quietHours(a.QuietHours)))
+		p["quiet_hours"] = quietHours(old.QuietHours) + " → " + quietHours(a.QuietHours)
 	}
+	var limits []string
+	for _, w := range models.LimitWindows {
+		if o, n := *w.Of(&old.Limits), *w.Of(&a.Limits); o != n {
+			limits = append(limits, fmt.Sprintf("%s %d → %d", w.Name, o, n))
+		}
+	}
+	p["limits"] = strings.Join(limits, ", ")
+	if old.MaxAttempts != a.MaxAttempts {
+		p["max_attempts"] = fmt.Sprintf("%d → %d", old.MaxAttempts, a.MaxAttempts)
+	}
+	var entered, cleared []string
 	for _, k := range channels.SecretKeys[a.Platform] {
 		switch v, ok := given[k]; {
 		case ok && v == "" && old.Config[k] != "":
-			parts = append(parts, k+" cleared")
+			cleared = append(cleared, k)
 		case ok && v != "":
-			parts = append(parts, k+" entered")
+			entered = append(entered, k)
 		}
 	}
-	return strings.Join(parts, "; ")
+	p["secrets_entered"], p["secrets_cleared"] = strings.Join(entered, ", "), strings.Join(cleared, ", ")
+	return p
 }
 
 // quietHours writes a window for the audit log.
 func quietHours(q models.QuietHours) string {
 	if !q.Set() {
-		return "(none)"
+		return "-"
 	}
 	return q.Start + "–" + q.End
 }
 
 func orNone(v string) string {
 	if v == "" {
-		return "(none)"
+		return "-"
 	}
 	return v
 }
@@ -202,14 +244,5 @@ func orNone(v string) string {
 func (d *Dispatcher) accountsChanged() {
 	if d.Accounts != nil {
 		d.Accounts.Forget()
-	}
-}
-
-// auditAccount records an account change. A failure to write the audit log is logged,
-// not returned: the change itself has been made.
-func (d *Dispatcher) auditAccount(ctx context.Context, by models.AuditEntry, action, name, detail string) {
-	by.Action, by.TargetType, by.TargetID, by.Detail = action, "account", name, detail
-	if err := d.Store.Audit(ctx, by); err != nil && d.Log != nil {
-		d.Log.Error("audit log write failed", "action", action, "error", err)
 	}
 }

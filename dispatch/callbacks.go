@@ -23,15 +23,27 @@ func CheckCallback(c *models.CallbackSetting) error {
 // SetCallback checks and stores a key's callback (an empty URL removes it) with its
 // audit entry, which names the URL and never the secret; set.Secret holds the secret in
 // force afterwards, to show once. The console and the API set callbacks through it.
-func (d *Dispatcher) SetCallback(ctx context.Context, k *models.APIKey, set *models.CallbackSetting, by models.AuditEntry) error {
+// models.ErrStateChanged: the key is revoked.
+func (d *Dispatcher) SetCallback(ctx context.Context, by Actor, k *models.APIKey, set *models.CallbackSetting) error {
 	if err := CheckCallback(set); err != nil {
 		return err
 	}
-	after := *k
-	after.CallbackURL, after.CallbackAllowPrivate = set.URL, set.AllowPrivate
-	by.Action, by.TargetType, by.TargetID, by.Detail = "apikey.callback.set", "api_key", k.Name, "hk_"+k.Prefix+after.CallbackDetail()
-	if set.URL == "" {
-		by.Action = "apikey.callback.remove"
-	}
-	return d.Store.SetCallback(ctx, k.ID, set, by)
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.SaveCallback(ctx, k.ID, set); err != nil {
+			return err
+		}
+		p := keyParams(k)
+		if set.URL == "" {
+			p["old_url"] = k.CallbackURL
+			ch.Audit("apikey.callback.remove", "api_key", k.Name, p)
+		} else {
+			p["url"], p["old_url"] = set.URL, k.CallbackURL
+			if set.AllowPrivate {
+				p["private_network"] = "allowed"
+			}
+			ch.Audit("apikey.callback.set", "api_key", k.Name, p)
+		}
+		ch.After(d.Store.ForgetAPIKeys)
+		return nil
+	})
 }

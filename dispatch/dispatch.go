@@ -719,16 +719,3 @@ func truncateRunes(s string, n int) string {
 	}
 	return string(r[:n])
 }
-
-// Retry makes a stopped message due again with a fresh allowance of attempts, and enqueues it.
-func (d *Dispatcher) Retry(ctx context.Context, m *models.Message) error {
-	acct, err := d.Store.AccountByID(ctx, m.AccountID)
-	if err != nil {
-		return err
-	}
-	if err := d.Store.RetryMessage(ctx, m.ID, acct.MaxAttempts); err != nil {
-		return err
-	}
-	d.enqueue(ctx, []tasks.Job{tasks.Single(m.ID, m.Priority, d.now(), "")})
-	return nil
-}

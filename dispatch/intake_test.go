@@ -213,11 +213,8 @@ func TestCancel(t *testing.T) {
 	f.stop(t, ids[1])
 	var errs []error
 	for _, id := range []string{ids[0], ids[0], ids[1]} {
-		m, err := f.store.MessageByID(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		errs = append(errs, f.d.Cancel(ctx, m))
+		_, err := f.d.CancelMessage(ctx, dispatch.System("test"), id)
+		errs = append(errs, err)
 	}
 	if errs[0] != nil || !errors.Is(errs[1], models.ErrStateChanged) || !errors.Is(errs[2], models.ErrStateChanged) {
 		t.Errorf("cancel pending, cancelled, stopped: %v; want nil, then ErrStateChanged twice", errs)
@@ -260,7 +257,7 @@ func TestResendStopped(t *testing.T) {
 			[]models.Status{models.StatusPending, models.StatusPending, models.StatusPending, models.StatusPending}},
 	}
 	for _, s := range steps {
-		got, err := f.d.ResendStopped(ctx, s.filter, s.limit)
+		got, err := f.d.ResendStopped(ctx, dispatch.System("test"), s.filter, s.limit)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}

@@ -34,6 +34,9 @@ type Actor struct {
 	Person string
 	// APIKeyID is the key of an API change; 0 otherwise.
 	APIKeyID int64
+	// OwnOnly is set for an API key without the admin scope: it may read and change only
+	// the batches created through it and their messages (OwnKey).
+	OwnOnly bool
 	// IP is the address the change came from; empty for the command line and jobs.
 	IP string
 }

@@ -358,7 +358,7 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 		render(c, http.StatusUnprocessableEntity, views.AccountFormPage(page(c, title, "accounts"), f, errs))
 		return
 	}
-	a, err := h.Dispatch.SaveAccount(c.Request.Context(), old, in, consoleActor(c))
+	a, err := h.Dispatch.SaveAccount(c.Request.Context(), actor(c), old, in)
 	if errors.Is(err, models.ErrStateChanged) {
 		render(c, http.StatusConflict, views.AccountFormPage(page(c, title, "accounts"), f, map[string]string{
 			"": tr(c, "accounts.error.state_changed")}))
@@ -384,11 +384,10 @@ func (h *Handlers) TestAccount(c *gin.Context) {
 		return
 	}
 	res := h.Channels.Probe(c.Request.Context(), a.Channel())
-	outcome := "failed"
-	if res.OK {
-		outcome = "ok"
+	if err := h.Dispatch.AccountTested(c.Request.Context(), actor(c), a, res.OK, res.Summary.String()); err != nil {
+		h.serverError(c, err)
+		return
 	}
-	h.audit(c, CurrentUser(c).Username, "account.test", "account", a.Name, outcome+": "+res.Summary.String())
 	if c.GetHeader("HX-Request") == "" {
 		f := accountForm(a, a.Name, a)
 		f.Probe = &res
@@ -405,7 +404,7 @@ func (h *Handlers) SetAccountEnabled(c *gin.Context) {
 		return
 	}
 	enabled := c.PostForm("enabled") == "true"
-	if err := h.Dispatch.SetAccountEnabled(c.Request.Context(), a, enabled, consoleActor(c)); err != nil {
+	if err := h.Dispatch.SetAccountEnabled(c.Request.Context(), actor(c), a, enabled); err != nil {
 		h.serverError(c, err)
 		return
 	}
@@ -422,7 +421,7 @@ func (h *Handlers) DeleteAccount(c *gin.Context) {
 	if !ok {
 		return
 	}
-	err := h.Dispatch.DeleteAccount(c.Request.Context(), a, consoleActor(c))
+	err := h.Dispatch.DeleteAccount(c.Request.Context(), actor(c), a)
 	if errors.Is(err, models.ErrInUse) {
 		h.renderAccounts(c, http.StatusConflict, map[string]string{"": tr(c, "accounts.error.in_use", "Name", a.Name)})
 		return

@@ -157,7 +157,7 @@ func (h *Handlers) apiSaveAccount(c *gin.Context, old *models.Account, status in
 	in, err := body.accountInput()
 	var a *models.Account
 	if err == nil {
-		a, err = h.Dispatch.SaveAccount(c.Request.Context(), old, in, apiActor(c))
+		a, err = h.Dispatch.SaveAccount(c.Request.Context(), actor(c), old, in)
 	}
 	if err != nil {
 		h.apiFail(c, err)
@@ -173,7 +173,7 @@ func (h *Handlers) APIDeleteAccount(c *gin.Context) {
 		h.apiFail(c, err)
 		return
 	}
-	err = h.Dispatch.DeleteAccount(c.Request.Context(), a, apiActor(c))
+	err = h.Dispatch.DeleteAccount(c.Request.Context(), actor(c), a)
 	if errors.Is(err, models.ErrInUse) {
 		APIError(c, http.StatusConflict, "in_use", tr(c, "api.account_in_use"), "")
 		return

@@ -39,7 +39,7 @@ func (h *Handlers) APIPutCallback(c *gin.Context) {
 		return
 	}
 	set := models.CallbackSetting{URL: in.URL, Secret: in.Secret, AllowPrivate: in.AllowPrivateNetwork}
-	if err := h.Dispatch.SetCallback(ctx, k, &set, apiActor(c)); err != nil {
+	if err := h.Dispatch.SetCallback(ctx, actor(c), k, &set); err != nil {
 		h.apiFail(c, err)
 		return
 	}

@@ -4,10 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"herald/channels"
 	"herald/dispatch"
 	"herald/models"
 )
@@ -164,7 +167,7 @@ type messageJSON struct {
 // GetMessage is GET /api/v1/messages/:id: the message, its state and its attempts.
 func (h *Handlers) GetMessage(c *gin.Context) {
 	ctx := c.Request.Context()
-	m, err := h.Store.MessageWithRecipient(ctx, c.Param("id"))
+	m, err := h.Dispatch.Message(ctx, actor(c), c.Param("id"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -192,7 +195,7 @@ func (h *Handlers) GetMessage(c *gin.Context) {
 // GetBatch is GET /api/v1/batches/:id: counts by status, skipped and rejected.
 func (h *Handlers) GetBatch(c *gin.Context) {
 	ctx := c.Request.Context()
-	b, err := h.Store.BatchByID(ctx, c.Param("id"))
+	b, err := h.Dispatch.Batch(ctx, actor(c), c.Param("id"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -225,17 +228,11 @@ func (h *Handlers) RetryMessage(c *gin.Context) {
 
 func (h *Handlers) changeMessage(c *gin.Context, op string) {
 	ctx := c.Request.Context()
-	id := c.Param("id")
-	m, err := h.Store.MessageByID(ctx, id)
-	if err != nil {
-		h.apiFail(c, err)
-		return
+	change := h.Dispatch.CancelMessage
+	if op == "retry" {
+		change = h.Dispatch.RetryMessage
 	}
-	if op == "cancel" {
-		err = h.Dispatch.Cancel(ctx, m)
-	} else {
-		err = h.Dispatch.Retry(ctx, m)
-	}
+	m, err := change(ctx, actor(c), c.Param("id"))
 	if errors.Is(err, models.ErrStateChanged) {
 		APIError(c, http.StatusConflict, "invalid_state", tr(c, "api.cannot_"+op, "Status", string(m.Status)), "")
 		return
@@ -244,11 +241,135 @@ func (h *Handlers) changeMessage(c *gin.Context, op string) {
 		h.apiFail(c, err)
 		return
 	}
-	h.auditAPI(c, "message."+op, "message", id, "")
-	m, err = h.Store.MessageByID(ctx, id)
-	if err != nil {
+	if m, err = h.Store.MessageByID(ctx, m.ID); err != nil {
 		h.apiFail(c, err)
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"id": m.ID, "status": m.Status})
+}
+
+// listPageSize is how many items one page of an API list holds.
+const listPageSize = 100
+
+// messageSummaryJSON is one message of GET /api/v1/messages: the message's state without
+// its content or its history (GET /api/v1/messages/:id has them).
+type messageSummaryJSON struct {
+	ID            string     `json:"id"`
+	BatchID       string     `json:"batch_id"`
+	Recipient     string     `json:"recipient"`
+	RecipientName string     `json:"recipient_name"`
+	Platform      string     `json:"platform"`
+	Address       string     `json:"address"`
+	Status        string     `json:"status"`
+	Priority      string     `json:"priority"`
+	Attempts      int        `json:"attempts"`
+	MaxAttempts   int        `json:"max_attempts"`
+	SendAt        time.Time  `json:"send_at"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	ErrorClass    string     `json:"error_class"`
+	LastError     string     `json:"last_error"`
+	CreatedAt     time.Time  `json:"created_at"`
+	SentAt        *time.Time `json:"sent_at"`
+}
+
+// ListMessagesAPI is GET /api/v1/messages: the console's message list and its filters,
+// newest first, a page at a time (next_cursor continues it; "" on the last page). A send
+// or read key lists the messages of its own batches only. A filter value that cannot be
+// read is 422 naming it.
+func (h *Handlers) ListMessagesAPI(c *gin.Context) {
+	ctx := c.Request.Context()
+	f, after, err := h.apiMessageFilter(c)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	rows, err := h.Dispatch.Messages(ctx, actor(c), f, after, listPageSize+1)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	next := ""
+	if len(rows) > listPageSize {
+		rows = rows[:listPageSize]
+		last := rows[len(rows)-1]
+		next = models.MessageCursor{CreatedAt: last.CreatedAt, ID: last.ID}.String()
+	}
+	out := make([]messageSummaryJSON, len(rows))
+	for i, m := range rows {
+		out[i] = messageSummaryJSON{ID: m.ID, BatchID: m.BatchID, Recipient: m.RecipientExternalID, RecipientName: m.RecipientName,
+			Platform: m.Platform, Address: m.Address, Status: string(m.Status), Priority: string(m.Priority), Attempts: m.Attempts,
+			MaxAttempts: m.MaxAttempts, SendAt: m.SendAt, NextAttemptAt: m.NextAttemptAt, ErrorClass: m.ErrorClass,
+			LastError: m.LastError, CreatedAt: m.CreatedAt, SentAt: m.SentAt}
+		if m.Status.Terminal() || m.Status == models.StatusSending {
+			out[i].NextAttemptAt = nil
+		}
+	}
+	c.JSON(http.StatusOK, gin.H{"messages": out, "next_cursor": next})
+}
+
+// apiMessageFilter reads GET /api/v1/messages's filters; a value that cannot match is a
+// *models.FieldError naming it, where the console's form drops it with a note.
+func (h *Handlers) apiMessageFilter(c *gin.Context) (models.MessageFilter, *models.MessageCursor, error) {
+	var f models.MessageFilter
+	oneOf := func(field string, allowed []string) (string, error) {
+		v := c.Query(field)
+		if v == "" || slices.Contains(allowed, v) {
+			return v, nil
+		}
+		return "", models.Invalid(field, "api.list.one_of", "Values", strings.Join(allowed, ", "))
+	}
+	statuses := make([]string, len(models.AllStatuses))
+	for i, s := range models.AllStatuses {
+		statuses[i] = string(s)
+	}
+	status, err := oneOf("status", statuses)
+	if err != nil {
+		return f, nil, err
+	}
+	f.Status = models.Status(status)
+	if f.Platform, err = oneOf("platform", channels.Platforms); err != nil {
+		return f, nil, err
+	}
+	if f.ErrorClass, err = oneOf("error_class", errorClasses); err != nil {
+		return f, nil, err
+	}
+	if id := strings.TrimSpace(c.Query("recipient")); id != "" {
+		r, err := h.Store.RecipientByExternalID(c.Request.Context(), id)
+		if isNotFound(err) {
+			return f, nil, models.Invalid("recipient", "api.list.no_recipient")
+		}
+		if err != nil {
+			return f, nil, err
+		}
+		f.RecipientID = r.ID
+	}
+	if f.BatchID = strings.TrimSpace(c.Query("batch")); len(f.BatchID) > 36 {
+		return f, nil, models.Invalid("batch", "api.list.too_long", "Max", 36)
+	}
+	if f.CreatedFrom, err = queryTime(c, "since"); err != nil {
+		return f, nil, err
+	}
+	if f.CreatedBefore, err = queryTime(c, "until"); err != nil {
+		return f, nil, err
+	}
+	var after *models.MessageCursor
+	if cur := c.Query("cursor"); cur != "" {
+		if after, err = models.ParseMessageCursor(cur); err != nil {
+			return f, nil, models.Invalid("cursor", "api.list.cursor")
+		}
+	}
+	return f, after, nil
+}
+
+// queryTime reads an RFC 3339 time from the query string; nil when it is not given.
+func queryTime(c *gin.Context, field string) (*time.Time, error) {
+	v := c.Query(field)
+	if v == "" {
+		return nil, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return nil, models.Invalid(field, "api.list.time")
+	}
+	return &t, nil
 }

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"herald/dispatch"
 	"herald/models"
 	"herald/views"
 )
@@ -34,13 +34,8 @@ func (h *Handlers) CreateAPIKey(c *gin.Context) {
 	for _, s := range scopes {
 		f.Scopes[s] = true
 	}
-	u := CurrentUser(c)
-	limits, err := models.ParseKeyLimits(f.MaxRecipients, f.Expires, h.Dispatch.Location, time.Now())
-	var k *models.APIKey
-	var secret string
-	if err == nil {
-		k, secret, err = h.Store.CreateLimitedAPIKey(c.Request.Context(), f.Name, strings.Join(scopes, ","), u.Username, limits)
-	}
+	k, secret, err := h.Dispatch.CreateAPIKey(c.Request.Context(), actor(c), dispatch.APIKeyInput{Name: f.Name,
+		Scopes: strings.Join(scopes, ","), MaxRecipients: f.MaxRecipients, Expires: f.Expires})
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderAPIKeys(c, http.StatusUnprocessableEntity, f, errs)
 		return
@@ -49,7 +44,6 @@ func (h *Handlers) CreateAPIKey(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, u.Username, "apikey.create", "api_key", k.Name, "hk_"+k.Prefix+" scopes "+k.Scopes+k.KeyLimits.AuditDetail())
 	// The secret is in this response only: no redirect, and no cache may keep it.
 	c.Header("Cache-Control", "no-store")
 	render(c, http.StatusCreated, views.APIKeyCreatedPage(page(c, tr(c, "title.api_key_created"), "apikeys"), k, secret))
@@ -61,7 +55,7 @@ func (h *Handlers) RevokeAPIKey(c *gin.Context) {
 	if !ok {
 		return
 	}
-	err := h.Store.RevokeAPIKey(c.Request.Context(), k.ID)
+	err := h.Dispatch.RevokeAPIKey(c.Request.Context(), actor(c), k)
 	if errors.Is(err, models.ErrStateChanged) {
 		h.renderAPIKeys(c, http.StatusConflict, views.APIKeyForm{Scopes: map[string]bool{}}, map[string]string{"": tr(c, "users.keys.already_revoked", "Name", k.Name)})
 		return
@@ -70,6 +64,5 @@ func (h *Handlers) RevokeAPIKey(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "apikey.revoke", "api_key", k.Name, "hk_"+k.Prefix)
 	h.redirectNotice(c, "/api-keys", "revoked", tr(c, "users.keys.subject", "Name", k.Name))
 }

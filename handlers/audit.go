@@ -39,7 +39,8 @@ func (h *Handlers) AuditRequest(c *gin.Context, action, targetType, targetID str
 // (and the person who created it) on an API request, else the signed-in console user.
 func actor(c *gin.Context) dispatch.Actor {
 	if k := CurrentAPIKey(c); k != nil {
-		return dispatch.Actor{Name: "apikey:" + k.Name, Type: dispatch.ActorAPIKey, Person: k.CreatedBy, APIKeyID: k.ID, IP: c.ClientIP()}
+		return dispatch.Actor{Name: "apikey:" + k.Name, Type: dispatch.ActorAPIKey, Person: k.CreatedBy, APIKeyID: k.ID,
+			OwnOnly: !k.HasScope(models.ScopeAdmin), IP: c.ClientIP()}
 	}
 	if u := CurrentUser(c); u != nil {
 		return dispatch.Actor{Name: u.Username, Type: dispatch.ActorUser, Person: u.Username, IP: c.ClientIP()}

@@ -75,8 +75,7 @@ func (h *Handlers) SetKeyCallback(c *gin.Context) {
 	}
 	set := models.CallbackSetting{URL: c.PostForm("url"), Secret: c.PostForm("secret"), AllowPrivate: c.PostForm("allow_private_network") == "true"}
 	v := views.KeyCallback{Key: k, Form: views.CallbackForm{URL: set.URL, AllowPrivate: set.AllowPrivate}}
-	u := CurrentUser(c)
-	err := h.Dispatch.SetCallback(c.Request.Context(), k, &set, models.AuditEntry{Actor: u.Username, ActorType: "user", IP: c.ClientIP()})
+	err := h.Dispatch.SetCallback(c.Request.Context(), actor(c), k, &set)
 	if errors.Is(err, models.ErrStateChanged) {
 		h.renderCallback(c, http.StatusConflict, v, map[string]string{"": tr(c, "users.keys.already_revoked", "Name", k.Name)})
 		return
@@ -106,10 +105,7 @@ func (h *Handlers) ResendKeyEvent(c *gin.Context) {
 		return
 	}
 	event := c.Param("event")
-	u := CurrentUser(c)
-	audit := models.AuditEntry{Actor: u.Username, ActorType: "user", IP: c.ClientIP(), Action: "apikey.callback.resend",
-		TargetType: "api_key", TargetID: k.Name, Detail: "event " + event}
-	err := h.Store.ResendCallbackEvent(c.Request.Context(), k.ID, event, audit)
+	err := h.Dispatch.ResendCallbackEvent(c.Request.Context(), actor(c), k, event)
 	switch {
 	case isNotFound(err):
 		ErrorPage(c, http.StatusNotFound, "callbacks.no_event", "ID", event)
@@ -122,6 +118,5 @@ func (h *Handlers) ResendKeyEvent(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.Dispatch.Callbacks.Kick(k.ID)
 	h.redirectNotice(c, "/api-keys/"+c.Param("id")+"/callback", "resent", tr(c, "callbacks.event_subject", "ID", event))
 }

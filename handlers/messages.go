@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -116,7 +115,7 @@ func (h *Handlers) Messages(c *gin.Context) {
 			errs[""] = tr(c, "messages.filter.broken_page_link")
 		}
 	}
-	if v.Rows, err = h.Store.ListMessages(ctx, f, after, pageSize+1); err != nil {
+	if v.Rows, err = h.Dispatch.Messages(ctx, actor(c), f, after, pageSize+1); err != nil {
 		h.serverError(c, err)
 		return
 	}
@@ -184,19 +183,14 @@ func (h *Handlers) MessageCancel(c *gin.Context) {
 func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
-	m, err := h.Store.MessageByID(ctx, id)
+	change := h.Dispatch.CancelMessage
+	if op == "retry" {
+		change = h.Dispatch.RetryMessage
+	}
+	m, err := change(ctx, actor(c), id)
 	if isNotFound(err) {
 		ErrorPage(c, http.StatusNotFound, "error.no_message", "ID", id)
 		return
-	}
-	if err != nil {
-		h.serverError(c, err)
-		return
-	}
-	if op == "cancel" {
-		err = h.Dispatch.Cancel(ctx, m)
-	} else {
-		err = h.Dispatch.Retry(ctx, m)
 	}
 	if errors.Is(err, models.ErrStateChanged) {
 		// The status sits inside a sentence: lower case ("The message is pending now").
@@ -208,7 +202,6 @@ func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "message."+op, "message", id, "")
 	h.redirectNotice(c, "/messages/"+id, map[string]string{"cancel": "cancelled", "retry": "retried"}[op], shortMessageID(id))
 }
 
@@ -301,14 +294,11 @@ func (h *Handlers) Resend(c *gin.Context) {
 		c.Redirect(http.StatusSeeOther, back)
 		return
 	}
-	resent, err := h.Dispatch.ResendStopped(ctx, f, resendMax)
+	resent, err := h.Dispatch.ResendStopped(ctx, actor(c), f, resendMax)
 	if err != nil {
 		h.serverError(c, err)
 		return
 	}
-	// The audit log is written in English, like the rest of the record.
-	detail := strconv.Itoa(resent.Retried) + " re-sent; filter: " + describeFilter(i18n.WithLang(ctx, i18n.English), vf)
-	h.audit(c, CurrentUser(c).Username, "messages.resend", "message", "", detail)
 	subject := i18n.N(ctx, "messages.resend.subject", resent.Retried)
 	if resent.Remaining > 0 {
 		subject = tr(c, "messages.resend.still_stopped", "Subject", subject, "Remaining", resent.Remaining)

@@ -33,18 +33,13 @@ func (h *Handlers) renderAccount(c *gin.Context, status int, changed bool, errs 
 // throttle as sign-ins, and are audited.
 func (h *Handlers) ChangePassword(c *gin.Context) {
 	u := CurrentUser(c)
-	err := h.Store.ChangePassword(c.Request.Context(), u.ID, c.PostForm("current_password"), c.PostForm("new_password"), c.ClientIP())
+	err := h.Dispatch.ChangePassword(c.Request.Context(), actor(c), u, c.PostForm("current_password"), c.PostForm("new_password"))
 	if errors.Is(err, models.ErrThrottled) {
-		h.auditOnce(c, u.Username, "user.password_change_throttled", "user", u.Username,
-			"status 429: too many wrong passwords", "password "+u.Username+" "+c.ClientIP())
 		h.renderAccount(c, http.StatusTooManyRequests, false,
 			map[string]string{"current_password": tr(c, "users.me.throttled")})
 		return
 	}
 	if errs, ok := fieldErrors(c, err); ok {
-		if _, wrong := errs["current_password"]; wrong {
-			h.audit(c, u.Username, "user.password_change_failed", "user", u.Username, "status 422: wrong current password")
-		}
 		h.renderAccount(c, http.StatusUnprocessableEntity, false, errs)
 		return
 	}
@@ -56,7 +51,6 @@ func (h *Handlers) ChangePassword(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, u.Username, "user.password_change", "user", u.Username, "")
 	// The page lists the fresh session, which the middleware did not load.
 	h.renderAccount(c, http.StatusOK, true, nil)
 }
@@ -78,7 +72,7 @@ func (h *Handlers) SignOutEverywhere(c *gin.Context) {
 func (h *Handlers) SetLanguage(c *gin.Context) {
 	u := CurrentUser(c)
 	lang := c.PostForm("language")
-	if err := h.Store.SetUserLanguage(c.Request.Context(), u.ID, lang); err != nil {
+	if err := h.Dispatch.SetUserLanguage(c.Request.Context(), actor(c), u, lang); err != nil {
 		if errs, ok := fieldErrors(c, err); ok {
 			h.renderAccount(c, http.StatusUnprocessableEntity, false, errs)
 			return
@@ -86,14 +80,5 @@ func (h *Handlers) SetLanguage(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, u.Username, "user.language", "user", u.Username, "language "+orDash(u.Language)+" → "+orDash(lang))
 	c.Redirect(http.StatusSeeOther, safeNext(c.PostForm("next")))
-}
-
-// orDash shows an empty setting as "-" in audit details.
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

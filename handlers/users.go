@@ -30,7 +30,7 @@ func (h *Handlers) renderUsers(c *gin.Context, status int, f views.UserForm, err
 // CreateUser adds a console user with an initial password.
 func (h *Handlers) CreateUser(c *gin.Context) {
 	f := views.UserForm{Username: c.PostForm("username"), Role: c.PostForm("role")}
-	u, err := h.Store.CreateUser(c.Request.Context(), f.Username, c.PostForm("password"), models.Role(f.Role))
+	u, err := h.Dispatch.CreateUser(c.Request.Context(), actor(c), f.Username, c.PostForm("password"), models.Role(f.Role))
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderUsers(c, http.StatusUnprocessableEntity, f, errs)
 		return
@@ -39,7 +39,6 @@ func (h *Handlers) CreateUser(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "user.create", "user", u.Username, string(u.Role))
 	h.redirectNotice(c, "/users", "created", tr(c, "users.subject_user", "Name", u.Username))
 }
 
@@ -76,7 +75,7 @@ func (h *Handlers) SetUserRole(c *gin.Context) {
 		return
 	}
 	role := models.Role(c.PostForm("role"))
-	err := h.Store.SetUserRole(c.Request.Context(), u.ID, role)
+	err := h.Dispatch.SetUserRole(c.Request.Context(), actor(c), u, role)
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
 		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{},
@@ -87,7 +86,6 @@ func (h *Handlers) SetUserRole(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "user.role", "user", u.Username, string(u.Role)+" → "+string(role))
 	h.redirectNotice(c, "/users", "role", tr(c, "users.subject_role", "Name", u.Username, "Role", i18n.Name(c.Request.Context(), "role", string(role))))
 }
 
@@ -98,15 +96,14 @@ func (h *Handlers) SetUserDisabled(c *gin.Context) {
 		return
 	}
 	disabled := c.PostForm("disabled") == "true"
-	if err := h.Store.SetUserDisabled(c.Request.Context(), u.ID, disabled); err != nil {
+	if err := h.Dispatch.SetUserDisabled(c.Request.Context(), actor(c), u, disabled); err != nil {
 		h.serverError(c, err)
 		return
 	}
-	action, notice := "user.enable", "enabled"
+	notice := "enabled"
 	if disabled {
-		action, notice = "user.disable", "disabled"
+		notice = "disabled"
 	}
-	h.audit(c, CurrentUser(c).Username, action, "user", u.Username, "")
 	h.redirectNotice(c, "/users", notice, tr(c, "users.subject_user", "Name", u.Username))
 }
 
@@ -116,7 +113,7 @@ func (h *Handlers) ResetUserPassword(c *gin.Context) {
 	if !ok {
 		return
 	}
-	err := h.Store.ResetPassword(c.Request.Context(), u.ID, c.PostForm("password"))
+	err := h.Dispatch.ResetPassword(c.Request.Context(), actor(c), u, c.PostForm("password"))
 	var fe *models.FieldError
 	if errors.As(err, &fe) {
 		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{},
@@ -127,6 +124,5 @@ func (h *Handlers) ResetUserPassword(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, CurrentUser(c).Username, "user.password_reset", "user", u.Username, "")
 	h.redirectNotice(c, "/users", "password", u.Username)
 }

@@ -250,6 +250,10 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id int64) error {
 	return nil
 }
 
+// ForgetAPIKeys clears every key cache made on s: the service layer calls it once a
+// change to a key has committed, so that no cache keeps what a request read meanwhile.
+func (s *Store) ForgetAPIKeys() { s.forgetAPIKeys() }
+
 // APIKeys lists every key, newest first.
 func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 	var out []APIKey

@@ -250,13 +250,20 @@ func (s *Store) setCallback(tx *gorm.DB, keyID int64, c *CallbackSetting) error 
 // the same transaction. The setting's Secret holds the secret in force afterwards, to
 // show once. Events already waiting go to the new URL.
 func (s *Store) SetCallback(ctx context.Context, keyID int64, c *CallbackSetting, audit AuditEntry) error {
-	err := s.tx(ctx, func(tx *gorm.DB) error {
-		if err := s.setCallback(tx, keyID, c); err != nil {
+	return s.InTx(ctx, func(tx *Store) error {
+		if err := tx.SaveCallback(ctx, keyID, c); err != nil {
 			return err
 		}
-		audit.At = Now()
-		return tx.Create(&audit).Error
+		return tx.Audit(ctx, audit)
 	})
+}
+
+// SaveCallback sets (or, with an empty URL, removes) a live key's callback:
+// ErrStateChanged when the key is revoked. The setting's Secret holds the secret in force
+// afterwards, to show once. Events already waiting go to the new URL. This process's key
+// caches forget the key's old setting.
+func (s *Store) SaveCallback(ctx context.Context, keyID int64, c *CallbackSetting) error {
+	err := s.setCallback(s.db.WithContext(ctx), keyID, c)
 	s.forgetAPIKeys()
 	return err
 }
@@ -410,8 +417,8 @@ func (s *Store) CallbackEventsOf(ctx context.Context, keyID int64, state string,
 }
 
 // ResendCallbackEvent makes a delivered or failed event of a key pending again, due
-// now, audited in the same transaction. ErrStateChanged: it is pending already.
-func (s *Store) ResendCallbackEvent(ctx context.Context, keyID int64, eventID string, audit AuditEntry) error {
+// now. ErrStateChanged: it is pending already; ErrNotFound: the key has no such event.
+func (s *Store) ResendCallbackEvent(ctx context.Context, keyID int64, eventID string) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		now := Now()
 		res := tx.Model(&CallbackEvent{}).Where("id = ? AND api_key_id = ? AND state IN ?", eventID, keyID, []string{EventDelivered, EventFailed}).
@@ -429,8 +436,7 @@ func (s *Store) ResendCallbackEvent(ctx context.Context, keyID int64, eventID st
 			}
 			return fmt.Errorf("models: send callback %s again: %w", eventID, ErrStateChanged)
 		}
-		audit.At = now
-		return tx.Create(&audit).Error
+		return nil
 	})
 }
 

@@ -26,6 +26,32 @@ type MessageFilter struct {
 	RecipientName string
 	// CreatedFrom and CreatedBefore bound created_at: From <= created_at < Before.
 	CreatedFrom, CreatedBefore *time.Time
+	// OwnKey, when not 0, keeps the messages of batches created through that API key
+	// only: what a send or read key may see (see Store.CheckOwn).
+	OwnKey int64
+}
+
+// ownBatches is the rule of what an API key without the admin scope may read and
+// change: the batches created through it, and their messages. CheckOwn and
+// MessageFilter.OwnKey both apply it.
+const ownBatches = "SELECT id FROM batches WHERE api_key_id = ?"
+
+// CheckOwn answers ErrNotFound when ownKey is not 0 and the batch was not created through
+// that API key: a send or read key sees only its own batches and their messages, and
+// another key's answer "not found", so that an id it learnt elsewhere is not confirmed.
+func (s *Store) CheckOwn(ctx context.Context, ownKey int64, batchID string) error {
+	if ownKey == 0 {
+		return nil
+	}
+	var n int64
+	err := s.reader(ctx).Table("batches").Where("id = ? AND id IN ("+ownBatches+")", batchID, ownKey).Count(&n).Error
+	if err != nil {
+		return fmt.Errorf("models: batch %s of api key %d: %w", batchID, ownKey, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("models: batch %s: %w", batchID, ErrNotFound)
+	}
+	return nil
 }
 
 func (f MessageFilter) apply(q *gorm.DB) *gorm.DB {
@@ -46,6 +72,9 @@ func (f MessageFilter) apply(q *gorm.DB) *gorm.DB {
 	}
 	if f.ErrorClass != "" {
 		q = q.Where("m.error_class = ?", f.ErrorClass)
+	}
+	if f.OwnKey != 0 {
+		q = q.Where("m.batch_id IN ("+ownBatches+")", f.OwnKey)
 	}
 	if f.RecipientName != "" {
 		// A subquery, not the list's join: counts and re-sends filter without it.

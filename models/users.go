@@ -174,19 +174,40 @@ func (s *Store) checkPassword(ctx context.Context, username, password string) (*
 // session of the user; the caller starts a fresh one. The check of the current password
 // is throttled as a sign-in is (ErrThrottled), and shares its allowance.
 func (s *Store) ChangePassword(ctx context.Context, userID int64, current, next, ip string) error {
-	u, err := s.UserByID(ctx, userID)
+	u, err := s.CheckCurrentPassword(ctx, userID, current, ip)
 	if err != nil {
 		return err
 	}
+	return s.SetOwnPassword(ctx, u, next)
+}
+
+// CheckCurrentPassword returns the user if current is their password: the check a
+// password change starts with. It is throttled as a sign-in is (ErrThrottled), and shares
+// its allowance; a wrong password is a *FieldError naming current_password. The guess is
+// counted outside any transaction of the caller's, so that a change refused afterwards
+// still counts it.
+func (s *Store) CheckCurrentPassword(ctx context.Context, userID int64, current, ip string) (*User, error) {
+	u, err := s.UserByID(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
 	g, err := s.beginGuess(ctx, u.Username, ip, Now())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	right := bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) == nil
 	s.endGuess(ctx, g, right)
 	if !right {
-		return Invalid("current_password", "users.wrong_current_password")
+		return nil, Invalid("current_password", "users.wrong_current_password")
 	}
+	return u, nil
+}
+
+// SetOwnPassword sets the new password of u, whose current password was just checked
+// (CheckCurrentPassword), and revokes every session of the user. It is a compare-and-set
+// on the password u was read with: ErrStateChanged if it changed meanwhile. A password
+// that is not good enough is a *FieldError naming new_password.
+func (s *Store) SetOwnPassword(ctx context.Context, u *User, next string) error {
 	if err := ValidateUser(u.Username, next, u.Role); err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) && fe.Field == "password" {
@@ -199,14 +220,14 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, current, next,
 		return fmt.Errorf("models: hash password: %w", err)
 	}
 	return s.tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&User{}).Where("id = ? AND password_hash = ?", userID, u.PasswordHash).
+		res := tx.Model(&User{}).Where("id = ? AND password_hash = ?", u.ID, u.PasswordHash).
 			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": Now()})
 		if res.Error != nil {
-			return fmt.Errorf("models: change password %d: %w", userID, res.Error)
+			return fmt.Errorf("models: change password %d: %w", u.ID, res.Error)
 		}
 		if res.RowsAffected == 0 {
 			return ErrStateChanged
 		}
-		return tx.Where("user_id = ?", userID).Delete(&Session{}).Error
+		return tx.Where("user_id = ?", u.ID).Delete(&Session{}).Error
 	})
 }

@@ -50,7 +50,7 @@ func TestKeyCallbackPage(t *testing.T) {
 	if resp.Header.Get("Cache-Control") != "no-store" {
 		t.Errorf("the page with the secret may be cached: %q", resp.Header.Get("Cache-Control"))
 	}
-	if e := c.lastAudit("apikey.callback.set"); !strings.Contains(e.Detail, "10.1.2.3/events") || strings.Contains(e.Detail, "hcs_") {
+	if e := c.lastAudit("apikey.callback.set"); !strings.Contains(e.ParamMap()["url"], "10.1.2.3/events") || strings.Contains(*e.Params, "hcs_") {
 		t.Errorf("audit: %+v", e)
 	}
 	resp, body = admin.get(base)

@@ -284,7 +284,7 @@ func TestBulkResend(t *testing.T) {
 	}
 	_, body = op.get(loc)
 	wantContains(t, "list after re-send", body, "Re-sent 2 stopped messages.")
-	if a := c.lastAudit("messages.resend"); !strings.HasPrefix(a.Detail, "2 re-sent") {
+	if a := c.lastAudit("messages.resend"); a.ParamMap()["resent"] != "2" {
 		t.Errorf("audit %+v", a)
 	}
 

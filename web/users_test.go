@@ -48,7 +48,7 @@ func TestUsersPage(t *testing.T) {
 		if resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("the new user cannot sign in: %d", resp.StatusCode)
 		}
-		if a := c.lastAudit("user.create"); a.TargetID != "newbie" || a.Detail != "operator" {
+		if a := c.lastAudit("user.create"); a.TargetID != "newbie" || a.ParamMap()["role"] != "operator" {
 			t.Errorf("audit %+v", a)
 		}
 
@@ -78,7 +78,7 @@ func TestUsersPage(t *testing.T) {
 		if resp, _ := vera.get("/compose"); resp.StatusCode != http.StatusOK {
 			t.Errorf("promoted user GET /compose: %d", resp.StatusCode)
 		}
-		if a := c.lastAudit("user.role"); a.Detail != "viewer → operator" {
+		if a := c.lastAudit("user.role"); a.ParamMap()["old_role"] != "viewer" || a.ParamMap()["role"] != "operator" {
 			t.Errorf("audit %+v", a)
 		}
 		resp, body = admin.post(usersPath(c.user(viewerUser), "role"), url.Values{"role": {"root"}})

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 
 	"herald/config"
+	"herald/dispatch"
 	"herald/models"
 )
 
@@ -64,7 +65,8 @@ func ensureAdmin(ctx context.Context, store *models.Store, cfg *config.Config, s
 		_, _ = rand.Read(b)
 		password, generated = base64.RawURLEncoding.EncodeToString(b), true
 	}
-	u, err := store.CreateUser(ctx, cfg.AdminUser, password, models.RoleAdmin)
+	svc := &dispatch.Dispatcher{Store: store, Location: cfg.Location}
+	u, err := svc.CreateUser(ctx, dispatch.System("system"), cfg.AdminUser, password, models.RoleAdmin)
 	if err != nil {
 		// Lost a race with `herald admin create`: not an error.
 		if n, cerr := store.CountUsers(ctx); cerr == nil && n > 0 {
@@ -79,8 +81,6 @@ func ensureAdmin(ctx context.Context, store *models.Store, cfg *config.Config, s
 	if err != nil {
 		return err
 	}
-	_ = store.Audit(ctx, models.AuditEntry{Actor: "system", ActorType: "system", Action: "user.create",
-		TargetType: "user", TargetID: u.Username, Detail: "first admin"})
 	if generated {
 		fmt.Fprintf(stdout, "\nCreated the first console user.\n  username: %s\n  password: %s\nThis password is shown only once.\n\n", u.Username, password)
 	} else {

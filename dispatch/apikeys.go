@@ -1,0 +1,110 @@
+package dispatch
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"herald/models"
+)
+
+// APIKeyInput is a new API key as an admin asks for it, in the console or on the
+// command line: its name, comma-separated scopes, and optionally a recipient cap and
+// the last day it works (as typed: a number, a date YYYY-MM-DD in HERALD_TIMEZONE), and a
+// status callback.
+type APIKeyInput struct {
+	Name          string
+	Scopes        string
+	MaxRecipients string
+	Expires       string
+	// Callback nil: none. Its Secret holds the secret in force afterwards, to show once.
+	Callback *models.CallbackSetting
+}
+
+// CreateAPIKey makes a key, created by the person behind by (the command line's name
+// when there is none), and returns it with its secret, which is shown once and never
+// stored. The key, its callback and its audit entry are written together. Bad input is
+// a *models.FieldError naming name, scopes, max_recipients_per_request, expires, url or
+// secret, and writes nothing.
+func (d *Dispatcher) CreateAPIKey(ctx context.Context, by Actor, in APIKeyInput) (*models.APIKey, string, error) {
+	limits, err := models.ParseKeyLimits(in.MaxRecipients, in.Expires, d.location(), d.now())
+	if err != nil {
+		return nil, "", err
+	}
+	if in.Callback != nil {
+		if err := CheckCallback(in.Callback); err != nil {
+			return nil, "", err
+		}
+	}
+	createdBy := by.Person
+	if createdBy == "" {
+		createdBy = by.Name
+	}
+	var k *models.APIKey
+	var secret string
+	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		var err error
+		if k, secret, err = tx.CreateCallbackAPIKey(ctx, in.Name, in.Scopes, createdBy, limits, in.Callback); err != nil {
+			return err
+		}
+		p := keyParams(k)
+		p["scopes"] = k.Scopes
+		if k.MaxRecipientsPerRequest > 0 {
+			p["max_recipients"] = strconv.Itoa(k.MaxRecipientsPerRequest)
+		}
+		if k.ExpiresAt != nil {
+			p["expires"] = k.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		ch.Audit("apikey.create", "api_key", k.Name, p)
+		return nil
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return k, secret, nil
+}
+
+// RevokeAPIKey revokes a key: systems using it are refused from then on (other
+// processes within models.APIKeyCacheTTL). Revoking twice is models.ErrStateChanged.
+func (d *Dispatcher) RevokeAPIKey(ctx context.Context, by Actor, k *models.APIKey) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.RevokeAPIKey(ctx, k.ID); err != nil {
+			return err
+		}
+		ch.Audit("apikey.revoke", "api_key", k.Name, keyParams(k))
+		ch.After(d.Store.ForgetAPIKeys)
+		return nil
+	})
+}
+
+// ResendCallbackEvent makes a delivered or failed event of a key's pending again, due
+// now, and wakes the key's deliveries. models.ErrStateChanged: it is pending already;
+// models.ErrNotFound: the key has no such event.
+func (d *Dispatcher) ResendCallbackEvent(ctx context.Context, by Actor, k *models.APIKey, eventID string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.ResendCallbackEvent(ctx, k.ID, eventID); err != nil {
+			return err
+		}
+		p := keyParams(k)
+		p["event"] = eventID
+		ch.AuditDetail("apikey.callback.resend", "api_key", k.Name, "event "+eventID, p)
+		if d.Callbacks != nil {
+			ch.After(func() { d.Callbacks.Kick(k.ID) })
+		}
+		return nil
+	})
+}
+
+// keyParams names a key for its audit sentence: its name and the public prefix of its
+// secret.
+func keyParams(k *models.APIKey) models.AuditParams {
+	return models.AuditParams{"name": k.Name, "prefix": "hk_" + k.Prefix}
+}
+
+// location is HERALD_TIMEZONE; UTC when the dispatcher was built without it.
+func (d *Dispatcher) location() *time.Location {
+	if d.Location == nil {
+		return time.UTC
+	}
+	return d.Location
+}

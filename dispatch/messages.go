@@ -1,0 +1,222 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"herald/models"
+	"herald/tasks"
+)
+
+// OwnKey is the API key whose batches alone the actor may read and change: its own key
+// when it is a send or read key, 0 (everything) for an admin key or a console user.
+func (a Actor) OwnKey() int64 {
+	if a.OwnOnly {
+		return a.APIKeyID
+	}
+	return 0
+}
+
+// Message returns a message with its recipient, as by may see it: another key's message
+// is models.ErrNotFound to a send or read key.
+func (d *Dispatcher) Message(ctx context.Context, by Actor, id string) (*models.BatchMessage, error) {
+	m, err := d.Store.MessageWithRecipient(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Store.CheckOwn(ctx, by.OwnKey(), m.BatchID); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Batch returns a batch as by may see it: another key's batch is models.ErrNotFound to a
+// send or read key.
+func (d *Dispatcher) Batch(ctx context.Context, by Actor, id string) (*models.Batch, error) {
+	if err := d.Store.CheckOwn(ctx, by.OwnKey(), id); err != nil {
+		return nil, err
+	}
+	return d.Store.BatchByID(ctx, id)
+}
+
+// Messages lists the messages a filter selects that by may see, newest first, at most
+// limit of them after the cursor (nil: from the newest). The console's list and the
+// API's read it alike.
+func (d *Dispatcher) Messages(ctx context.Context, by Actor, f models.MessageFilter, after *models.MessageCursor, limit int) ([]models.BatchMessage, error) {
+	f.OwnKey = by.OwnKey()
+	return d.Store.ListMessages(ctx, f, after, limit)
+}
+
+// ownMessage reads a message that by may change.
+func (d *Dispatcher) ownMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
+	m, err := d.Store.MessageByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Store.CheckOwn(ctx, by.OwnKey(), m.BatchID); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// CancelMessage cancels a pending or failed message, so it is never sent, audited as done
+// by by, and counts it for the dashboard. It returns the message as it was read: a
+// message in any other state is left as it is (models.ErrStateChanged), one that by may
+// not see is models.ErrNotFound. The console and the API both cancel through it.
+func (d *Dispatcher) CancelMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
+	m, err := d.ownMessage(ctx, by, id)
+	if err != nil {
+		return nil, err
+	}
+	return m, d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.CancelMessage(ctx, m.ID); err != nil {
+			return err
+		}
+		ch.Audit("message.cancel", "message", m.ID, messageParams(m))
+		ch.After(func() {
+			if m.CallbackKeyID != nil {
+				d.Callbacks.Kick(*m.CallbackKeyID)
+			}
+			d.Stats.Count(m.AccountID, "cancelled", 1)
+		})
+		return nil
+	})
+}
+
+// RetryMessage makes a stopped message due again with a fresh allowance of attempts,
+// audited, and enqueues it after the commit. Like CancelMessage, it returns the message
+// as it was read; models.ErrStateChanged when it is not stopped.
+func (d *Dispatcher) RetryMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
+	m, err := d.ownMessage(ctx, by, id)
+	if err != nil {
+		return nil, err
+	}
+	return m, d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		job, err := d.retry(ctx, tx, m, nil)
+		if err != nil {
+			return err
+		}
+		ch.Audit("message.retry", "message", m.ID, messageParams(m))
+		ch.After(func() { d.enqueue(ctx, []tasks.Job{job}) })
+		return nil
+	})
+}
+
+// retry makes a stopped message pending again in tx with its account's allowance of
+// attempts (accounts caches the accounts read, for a bulk re-send; nil reads each).
+func (d *Dispatcher) retry(ctx context.Context, tx *models.Store, m *models.Message, accounts map[int64]*models.Account) (tasks.Job, error) {
+	acct, ok := accounts[m.AccountID]
+	if !ok {
+		var err error
+		if acct, err = tx.AccountByID(ctx, m.AccountID); err != nil {
+			return tasks.Job{}, err
+		}
+		if accounts != nil {
+			accounts[m.AccountID] = acct
+		}
+	}
+	if err := tx.RetryMessage(ctx, m.ID, acct.MaxAttempts); err != nil {
+		return tasks.Job{}, err
+	}
+	return tasks.Single(m.ID, m.Priority, d.now(), ""), nil
+}
+
+// messageParams names a message for its audit sentence: its id, its batch and the
+// status it was in.
+func messageParams(m *models.Message) models.AuditParams {
+	return models.AuditParams{"id": m.ID, "batch": m.BatchID, "old_status": string(m.Status)}
+}
+
+// resendChunk is how many stopped messages a bulk re-send reads at a time.
+const resendChunk = 500
+
+// Resent is what one bulk re-send did.
+type Resent struct {
+	// Retried were made due again.
+	Retried int
+	// Skipped were retried or removed by someone else meanwhile.
+	Skipped int
+	// Remaining are stopped still: beyond the limit, or stopped meanwhile.
+	Remaining int64
+}
+
+// ResendStopped retries the stopped messages a filter selects that by may see, oldest
+// first, looking at no more than limit of them: the caller bounds the run so that it
+// ends in time, and a further run picks up the rest. The run is one change, audited once
+// with how many it re-sent and the filter; the messages are enqueued after the commit.
+func (d *Dispatcher) ResendStopped(ctx context.Context, by Actor, f models.MessageFilter, limit int) (Resent, error) {
+	f.OwnKey = by.OwnKey()
+	var out Resent
+	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		out = Resent{}
+		var (
+			after    *models.MessageCursor
+			jobs     []tasks.Job
+			accounts = map[int64]*models.Account{}
+		)
+		for out.Retried+out.Skipped < limit {
+			chunk, err := tx.StoppedMessages(ctx, f, after, min(resendChunk, limit-out.Retried-out.Skipped))
+			if err != nil {
+				return err
+			}
+			for i := range chunk {
+				job, err := d.retry(ctx, tx, &chunk[i], accounts)
+				switch {
+				case err == nil:
+					out.Retried++
+					jobs = append(jobs, job)
+				case errors.Is(err, models.ErrStateChanged), errors.Is(err, models.ErrNotFound):
+					out.Skipped++
+				default:
+					return err
+				}
+			}
+			if len(chunk) < resendChunk {
+				break
+			}
+			last := chunk[len(chunk)-1]
+			after = &models.MessageCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		}
+		var err error
+		if out.Remaining, err = tx.CountStopped(ctx, f); err != nil {
+			return err
+		}
+		p := filterParams(f)
+		p["resent"] = strconv.Itoa(out.Retried)
+		if out.Skipped > 0 {
+			p["skipped"] = strconv.Itoa(out.Skipped)
+		}
+		if out.Remaining > 0 {
+			p["remaining"] = strconv.FormatInt(out.Remaining, 10)
+		}
+		ch.Audit("messages.resend", "message", "", p)
+		ch.After(func() {
+			if len(jobs) > 0 {
+				d.enqueue(ctx, jobs)
+			}
+		})
+		return nil
+	})
+	return out, err
+}
+
+// filterParams names a message filter's values for an audit entry.
+func filterParams(f models.MessageFilter) models.AuditParams {
+	p := models.AuditParams{"status": string(f.Status), "platform": f.Platform, "batch": f.BatchID,
+		"error_class": f.ErrorClass, "name": f.RecipientName}
+	if f.AccountID != 0 {
+		p["account_id"] = strconv.FormatInt(f.AccountID, 10)
+	}
+	if f.RecipientID > 0 {
+		p["recipient_id"] = strconv.FormatInt(f.RecipientID, 10)
+	}
+	if f.CreatedFrom != nil {
+		p["from"] = f.CreatedFrom.UTC().Format(time.RFC3339)
+	}
+	if f.CreatedBefore != nil {
+		p["until"] = f.CreatedBefore.UTC().Format(time.RFC3339)
+	}
+	return p
+}

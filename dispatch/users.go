@@ -1,0 +1,129 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"herald/models"
+)
+
+// CreateUser adds a console user with an initial password, audited as done by by (an
+// admin in the console, the command line, or Herald's first start). A username,
+// password or role that is not good enough is a *models.FieldError and writes nothing.
+func (d *Dispatcher) CreateUser(ctx context.Context, by Actor, username, password string, role models.Role) (*models.User, error) {
+	var u *models.User
+	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		var err error
+		if u, err = tx.CreateUser(ctx, username, password, role); err != nil {
+			return err
+		}
+		ch.Audit("user.create", "user", u.Username, models.AuditParams{"username": u.Username, "role": string(u.Role)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return u, nil
+}
+
+// SetUserRole changes a user's role, audited with the old role and the new one. The
+// user's sessions stay: the role is read on every request, so it applies at once.
+func (d *Dispatcher) SetUserRole(ctx context.Context, by Actor, u *models.User, role models.Role) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.SetUserRole(ctx, u.ID, role); err != nil {
+			return err
+		}
+		ch.Audit("user.role", "user", u.Username, models.AuditParams{"username": u.Username,
+			"old_role": string(u.Role), "role": string(role)})
+		return nil
+	})
+}
+
+// SetUserDisabled disables a user, revoking their sessions in the same transaction, or
+// enables them again; audited.
+func (d *Dispatcher) SetUserDisabled(ctx context.Context, by Actor, u *models.User, disabled bool) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.SetUserDisabled(ctx, u.ID, disabled); err != nil {
+			return err
+		}
+		action := "user.enable"
+		if disabled {
+			action = "user.disable"
+		}
+		ch.Audit(action, "user", u.Username, models.AuditParams{"username": u.Username})
+		return nil
+	})
+}
+
+// ResetPassword sets a new password for a user without the old one (an admin's action,
+// or the command line's for a lost password) and signs them out everywhere; audited.
+// A password that is not good enough is a *models.FieldError naming password.
+func (d *Dispatcher) ResetPassword(ctx context.Context, by Actor, u *models.User, password string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.ResetPassword(ctx, u.ID, password); err != nil {
+			return err
+		}
+		ch.Audit("user.password_reset", "user", u.Username, models.AuditParams{"username": u.Username})
+		return nil
+	})
+}
+
+// SetUserLanguage stores the console language a user chose (empty: follow the browser),
+// audited with the old choice and the new one ("-" for none).
+func (d *Dispatcher) SetUserLanguage(ctx context.Context, by Actor, u *models.User, lang string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.SetUserLanguage(ctx, u.ID, lang); err != nil {
+			return err
+		}
+		ch.Audit("user.language", "user", u.Username, models.AuditParams{"username": u.Username,
+			"old_language": orDash(u.Language), "language": orDash(lang)})
+		return nil
+	})
+}
+
+// ChangePassword sets a user's own password after checking the current one and revokes
+// every session of theirs; the caller starts a fresh one for this browser. The check is
+// throttled as a sign-in is: models.ErrThrottled, recorded at most once a minute per
+// user and address. A wrong current password is a *models.FieldError naming
+// current_password and is recorded as a failed attempt (the guess counted); a new
+// password that is not good enough names new_password and writes nothing.
+func (d *Dispatcher) ChangePassword(ctx context.Context, by Actor, u *models.User, current, next string) error {
+	checked, err := d.Store.CheckCurrentPassword(ctx, u.ID, current, by.IP)
+	if errors.Is(err, models.ErrThrottled) {
+		e := by.Entry("user.password_change_throttled", "user", u.Username, models.AuditParams{"username": u.Username})
+		e.Detail = "status 429: too many wrong passwords"
+		if _, aerr := d.Store.AuditOnce(ctx, e, "password "+u.Username+" "+by.IP, time.Minute); aerr != nil {
+			return aerr
+		}
+		return err
+	}
+	if fe, ok := errors.AsType[*models.FieldError](err); ok && fe.Field == "current_password" {
+		if aerr := d.change(ctx, by, func(_ *models.Store, ch *Change) error {
+			ch.AuditDetail("user.password_change_failed", "user", u.Username, "status 422: wrong current password",
+				models.AuditParams{"username": u.Username})
+			return nil
+		}); aerr != nil {
+			return aerr
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.SetOwnPassword(ctx, checked, next); err != nil {
+			return err
+		}
+		ch.Audit("user.password_change", "user", u.Username, models.AuditParams{"username": u.Username})
+		return nil
+	})
+}
+
+// orDash shows an empty setting as "-" in audit entries.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
