@@ -16,9 +16,14 @@ import (
 func TestApprovalsThroughTheAPI(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
-	maker := newAPIKey(t, h, "admin")
-	_, secret, err := h.app.Store.CreateAPIKey(ctx, "checker", "admin", "test")
+	maker := newAPIKey(t, h, "admin") // a key of the person "test"
+	// Another key of the same person is the same maker; the checker is someone else's.
+	_, secret, err := h.app.Store.CreateAPIKey(ctx, "maker-too", "admin", "test")
 	if err != nil {
+		t.Fatal(err)
+	}
+	makerToo := &apiClient{t: t, base: h.url, key: secret}
+	if _, secret, err = h.app.Store.CreateAPIKey(ctx, "checker", "admin", "checker-person"); err != nil {
 		t.Fatal(err)
 	}
 	checker := &apiClient{t: t, base: h.url, key: secret}
@@ -64,6 +69,9 @@ func TestApprovalsThroughTheAPI(t *testing.T) {
 	}
 	if status, body, _ := maker.call("POST", "/api/v1/batches/"+approved+"/approve", ""); status != 403 {
 		t.Errorf("the maker approving its own batch: %d %s, want 403", status, body["_raw"])
+	}
+	if status, body, _ := makerToo.call("POST", "/api/v1/batches/"+approved+"/approve", ""); status != 403 {
+		t.Errorf("another key of the maker approving: %d %s, want 403", status, body["_raw"])
 	}
 	if status, body, _ := checker.call("POST", "/api/v1/batches/"+approved+"/approve", ""); status != 200 || body["status"] != models.ApprovalApproved || body["decided_by"] != "apikey:checker" {
 		t.Fatalf("approve: %d %s", status, body["_raw"])

@@ -1,9 +1,11 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,8 +17,10 @@ import (
 
 // Maker-checker: a batch for more people than the approval threshold is stored with its
 // messages held (pending, never due) until another person approves it, which releases
-// them, or rejects it, which cancels them. Nobody decides on their own batch: a console
-// user on a batch they composed, an API key on a batch it sent.
+// them, or rejects it, which cancels them. Nobody decides on their own batch: the people
+// who made it (Batch.Makers: the console user who composed it, the creator of the API
+// key that sent it, whoever last set up the duty reminder it is) may not approve or
+// reject it, whether they act in the console or through any API key of theirs.
 
 // MaxReasonLen bounds a rejection's reason, in characters.
 const MaxReasonLen = 200
@@ -75,25 +79,37 @@ func (d *Dispatcher) holdForApproval(ctx context.Context, res *Result) error {
 	return nil
 }
 
-// Decider is who approves or rejects: a console user (Actor is the username) or an API
-// key (Actor is apikey:<name>), and the address the decision came from.
-type Decider struct {
-	Actor     string
-	ActorType string // "user" or "api_key"
-	IP        string
-}
-
-// audit is the audit entry of a decision.
-func (by Decider) audit(action string, b *models.Batch, detail string) models.AuditEntry {
-	return models.AuditEntry{Actor: by.Actor, ActorType: by.ActorType, Action: action, TargetType: "batch", TargetID: b.ID, Detail: detail, IP: by.IP}
+// ownBatch reports whether by made the batch: the same person (a console user, or the
+// creator of the API key acting, with any of their keys), the same key, or, for a batch
+// recorded before its makers were, the same actor.
+func (d *Dispatcher) ownBatch(ctx context.Context, b *models.Batch, by Actor) (bool, error) {
+	if by.Name == b.Actor || (by.APIKeyID != 0 && b.APIKeyID != nil && *b.APIKeyID == by.APIKeyID) {
+		return true, nil
+	}
+	makers := b.Makers
+	switch {
+	case len(makers) > 0:
+	case b.APIKeyID != nil: // recorded before its makers were
+		k, err := d.Store.APIKeyByID(ctx, *b.APIKeyID)
+		if err != nil && !errors.Is(err, models.ErrNotFound) {
+			return false, err
+		}
+		if k != nil {
+			makers = models.StringList{k.CreatedBy}
+		}
+	case b.Source == "console":
+		makers = models.StringList{b.Actor}
+	}
+	return by.Person != "" && slices.Contains(makers, by.Person), nil
 }
 
 // Approve releases a batch's held messages: due at their send_at, or now when that has
-// passed, in chunk tasks. ErrOwnBatch refuses the maker; models.ErrStateChanged means the
-// batch was not awaiting approval (decided already, or never needed it).
-func (d *Dispatcher) Approve(ctx context.Context, b *models.Batch, by Decider) error {
-	if by.Actor == b.Actor {
-		return ErrOwnBatch
+// passed, in chunk tasks. ErrOwnBatch refuses a maker of the batch (see ownBatch);
+// models.ErrStateChanged means the batch was not awaiting approval (decided already, or
+// never needed it).
+func (d *Dispatcher) Approve(ctx context.Context, by Actor, b *models.Batch) error {
+	if own, err := d.ownBatch(ctx, b, by); err != nil || own {
+		return cmp.Or(err, ErrOwnBatch)
 	}
 	if b.Approval != models.ApprovalAwaiting {
 		return models.ErrStateChanged
@@ -112,21 +128,26 @@ func (d *Dispatcher) Approve(ctx context.Context, b *models.Batch, by Decider) e
 	for i, j := range jobs {
 		chunks[i] = models.ChunkAssignment{TaskID: j.TaskID, MessageIDs: j.MessageIDs}
 	}
-	audit := by.audit("batch.approve", b, fmt.Sprintf("%d messages released", len(ids)))
-	if err := d.Store.ApproveBatch(ctx, b.ID, by.Actor, now, due, chunks, audit); err != nil {
-		return err
-	}
-	d.enqueue(ctx, jobs)
-	d.FallBackSoon() // the people without an address on the batch's platform
-	return nil
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.ApproveBatch(ctx, b.ID, by.Name, now, due, chunks); err != nil {
+			return err
+		}
+		ch.Audit("batch.approve", "batch", b.ID, models.AuditParams{"released": strconv.Itoa(len(ids)), "maker": b.Actor})
+		ch.After(func() {
+			d.enqueue(ctx, jobs)
+			d.FallBackSoon() // the people without an address on the batch's platform
+		})
+		return nil
+	})
 }
 
-// Reject cancels a batch's held messages with the reason. ErrOwnBatch refuses the maker
+// Reject cancels a batch's held messages with the reason. ErrOwnBatch refuses a maker
 // (who may cancel the messages one by one instead); models.ErrStateChanged means the
-// batch was not awaiting approval.
-func (d *Dispatcher) Reject(ctx context.Context, b *models.Batch, by Decider, reason string) (int, error) {
-	if by.Actor == b.Actor {
-		return 0, ErrOwnBatch
+// batch was not awaiting approval. A reason left empty, or too long, is a
+// *models.FieldError naming reason.
+func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reason string) (int, error) {
+	if own, err := d.ownBatch(ctx, b, by); err != nil || own {
+		return 0, cmp.Or(err, ErrOwnBatch)
 	}
 	reason = strings.TrimSpace(reason)
 	if err := models.CheckText("reason", reason, false); err != nil {
@@ -135,9 +156,36 @@ func (d *Dispatcher) Reject(ctx context.Context, b *models.Batch, by Decider, re
 	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonLen {
 		return 0, models.Invalid("reason", "approvals.error.reason", "Max", MaxReasonLen)
 	}
-	n, err := d.Store.RejectBatch(ctx, b.ID, by.Actor, reason, d.now(), by.audit("batch.reject", b, reason))
-	if err == nil && b.APIKeyID != nil {
-		d.Callbacks.Kick(*b.APIKeyID)
-	}
+	var n int
+	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		var err error
+		if n, err = tx.RejectBatch(ctx, b.ID, by.Name, reason, d.now()); err != nil {
+			return err
+		}
+		ch.AuditDetail("batch.reject", "batch", b.ID, reason, models.AuditParams{"cancelled": strconv.Itoa(n), "maker": b.Actor})
+		if b.APIKeyID != nil {
+			ch.After(func() { d.Callbacks.Kick(*b.APIKeyID) })
+		}
+		return nil
+	})
 	return n, err
+}
+
+// SetApprovalThreshold changes the number of accepted recipients above which a batch
+// waits for approval (0: off), audited with the old and new value. This process applies
+// it at once; others within thresholdTTL.
+func (d *Dispatcher) SetApprovalThreshold(ctx context.Context, by Actor, n int) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		old, err := tx.ApprovalThreshold(ctx)
+		if err != nil {
+			return err
+		}
+		if err := tx.SetApprovalThreshold(ctx, n, by.Name); err != nil {
+			return err
+		}
+		ch.AuditDetail("settings.update", "setting", models.SettingApprovalThreshold, strconv.Itoa(n),
+			models.AuditParams{"name": models.SettingApprovalThreshold, "old": strconv.Itoa(old), "new": strconv.Itoa(n)})
+		ch.After(d.ForgetThreshold)
+		return nil
+	})
 }

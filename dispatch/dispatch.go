@@ -117,8 +117,12 @@ func latestDeadline(ws []write, at []int) (last time.Time, ok bool) {
 // Request is one ask to notify some people. The console names people by id, the API by
 // external id; either or both may be given.
 type Request struct {
-	Source   string // "console" or "api"
-	Actor    string
+	Source string // "console" or "api"
+	Actor  string
+	// Makers are the people behind the request (console usernames): the user who
+	// composed it, or the creator of the API key; for a duty reminder, whoever last set
+	// it up. None of them may approve the batch.
+	Makers   []string
 	APIKeyID *int64
 	// CallbackKeyID, when set, is the API key that hears of each message's outcome.
 	CallbackKeyID *int64
@@ -278,8 +282,15 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res := newBatch(req, acct, tmpl, sendAt, aud)
-	if res.chain = chain; len(chain) > 0 && req.Variables != nil {
-		res.Batch.Variables = req.Variables
+	if res.chain = chain; len(chain) > 0 {
+		// The next messages of a chain are made later, from the content kept here (the
+		// content approved), not from the template as it may be edited meanwhile.
+		if req.Variables != nil {
+			res.Batch.Variables = req.Variables
+		}
+		if tmpl != nil {
+			res.Batch.TemplateContent = models.ContentOf(tmpl.tmpl)
+		}
 	}
 	for i := range aud.people {
 		if err := res.add(ctx, req, acct, tmpl, &aud.people[i], sendAt); err != nil {
@@ -367,7 +378,7 @@ func (d *Dispatcher) audience(ctx context.Context, req Request, sendAt time.Time
 func newBatch(req Request, acct *models.Account, tmpl *Compiled, sendAt time.Time, aud audience) *Result {
 	b := &models.Batch{ID: models.NewID(), Source: req.Source, Actor: req.Actor, APIKeyID: req.APIKeyID,
 		RequestHash: req.RequestHash, Platform: acct.Platform, AccountID: acct.ID, Priority: req.Priority,
-		SendAt: req.SendAt, ToOnDuty: req.ToOnDuty, Requested: aud.requested}
+		SendAt: req.SendAt, ToOnDuty: req.ToOnDuty, Requested: aud.requested, Makers: req.Makers}
 	if req.IdempotencyKey != "" {
 		b.IdempotencyKey = &req.IdempotencyKey
 	}

@@ -75,7 +75,7 @@ func (d *Dispatcher) FallBack(ctx context.Context) (int, error) {
 			return made, err
 		}
 		var jobs []tasks.Job
-		pass := &fallbackPass{batches: map[string]*models.Batch{}, templates: map[int64]*Compiled{}}
+		pass := &fallbackPass{batches: map[string]*models.Batch{}, templates: map[string]*Compiled{}}
 		for i := range due {
 			next, err := d.fallBack(ctx, pass, &due[i])
 			switch {
@@ -97,11 +97,11 @@ func (d *Dispatcher) FallBack(ctx context.Context) (int, error) {
 }
 
 // fallbackPass keeps what one pass reads per batch: the chains of a batch share its
-// variables and template, compiled once (nil: the batch has none, or it was deleted or
-// edited into something broken since, and the text sent before goes).
+// variables and template content, compiled once (nil: the batch has none, or its
+// content no longer compiles, and the text sent before goes).
 type fallbackPass struct {
 	batches   map[string]*models.Batch
-	templates map[int64]*Compiled
+	templates map[string]*Compiled
 }
 
 func (d *Dispatcher) passBatch(ctx context.Context, pass *fallbackPass, id string) (*models.Batch, *Compiled, error) {
@@ -113,23 +113,41 @@ func (d *Dispatcher) passBatch(ctx context.Context, pass *fallbackPass, id strin
 		}
 		pass.batches[id] = b
 	}
-	if b.TemplateID == nil {
-		return b, nil, nil
-	}
-	tmpl, ok := pass.templates[*b.TemplateID]
+	tmpl, ok := pass.templates[id]
 	if !ok {
-		t, err := d.Store.TemplateByID(ctx, *b.TemplateID)
-		if err != nil && !errors.Is(err, models.ErrNotFound) {
+		var err error
+		if tmpl, err = d.batchTemplate(ctx, b); err != nil {
 			return nil, nil, err
 		}
-		if t != nil {
-			if tmpl, err = CompileTemplate(t); err != nil {
-				tmpl = nil
-			}
-		}
-		pass.templates[*b.TemplateID] = tmpl
+		pass.templates[id] = tmpl
 	}
 	return b, tmpl, nil
+}
+
+// batchTemplate compiles the template content a batch was created with. A batch from
+// before the content was kept renders from its template as it is now, if it still
+// exists.
+func (d *Dispatcher) batchTemplate(ctx context.Context, b *models.Batch) (*Compiled, error) {
+	var t *models.Template
+	switch {
+	case b.TemplateContent != nil:
+		t = b.TemplateContent.Template()
+	case b.TemplateID != nil:
+		var err error
+		if t, err = d.Store.TemplateByID(ctx, *b.TemplateID); errors.Is(err, models.ErrNotFound) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+	default:
+		return nil, nil
+	}
+	tmpl, err := CompileTemplate(t)
+	if err != nil {
+		d.Log.Warn("dispatch: a batch's template does not compile; its fallbacks carry the text sent before", "batch", b.ID, "error", err)
+		return nil, nil
+	}
+	return tmpl, nil
 }
 
 // fallBack moves one chain on and returns the message it made (nil: the chain ended).

@@ -59,7 +59,11 @@ func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	req := Request{Source: models.SourceReminder, Actor: "duty-reminder", Account: cfg.Account, Template: cfg.Template,
+	makers, err := d.reminderMakers(ctx, cfg.Template)
+	if err != nil {
+		return nil, err
+	}
+	req := Request{Source: models.SourceReminder, Actor: "duty-reminder", Makers: makers, Account: cfg.Account, Template: cfg.Template,
 		RecipientIDs: ids, DutyDate: &tomorrow, Reminder: date, Variables: map[string]string{}, Priority: models.PriorityNormal}
 	if t, err := d.Store.TemplateByName(ctx, cfg.Template); err == nil && slices.Contains(t.VariableNames(), "date") {
 		req.Variables["date"] = date
@@ -73,4 +77,36 @@ func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
 	}
 	d.Log.Info("duty reminder sent", "date", date, "batch", res.Batch.ID, "messages", len(res.Messages))
 	return res, nil
+}
+
+// reminderMakers are the makers of a reminder's batch: whoever last changed the
+// reminder's settings and whoever last wrote its template. The reminder sends what
+// they chose, to people they chose the day of, so none of them may approve it.
+func (d *Dispatcher) reminderMakers(ctx context.Context, template string) ([]string, error) {
+	var makers []string
+	for _, last := range []struct {
+		actions []string
+		target  string
+	}{
+		{[]string{"duty.reminder.set"}, ""},
+		{[]string{"template.create", "template.update"}, template},
+	} {
+		e, err := d.Store.LastChange(ctx, last.actions, last.target)
+		if err != nil {
+			return nil, err
+		}
+		if e == nil {
+			continue
+		}
+		people, err := d.Store.PeopleOf(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range people {
+			if !slices.Contains(makers, p) {
+				makers = append(makers, p)
+			}
+		}
+	}
+	return makers, nil
 }

@@ -81,7 +81,7 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 		h.apiFail(c, err)
 		return
 	}
-	req := dispatch.Request{Source: "api", Actor: "apikey:" + key.Name, APIKeyID: &key.ID, MaxRecipients: key.MaxRecipientsPerRequest,
+	req := dispatch.Request{Source: "api", Actor: "apikey:" + key.Name, Makers: []string{key.CreatedBy}, APIKeyID: &key.ID, MaxRecipients: key.MaxRecipientsPerRequest,
 		Platform: body.Platform, Account: body.Account, Recipients: body.Recipients, ToOnDuty: body.ToOnDuty,
 		Departments: body.Departments, Branches: body.Branches,
 		Template: body.Template, Variables: body.Variables, Priority: body.Priority, SendAt: sendAt,

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -28,34 +27,40 @@ func (h *Handlers) RejectBatch(c *gin.Context) {
 
 func (h *Handlers) decideBatch(c *gin.Context, approve bool) {
 	ctx := c.Request.Context()
-	id := c.Param("id")
-	b, err := h.Store.BatchByID(ctx, id)
+	b, err := h.Store.BatchByID(ctx, c.Param("id"))
 	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
+		ErrorPage(c, http.StatusNotFound, "error.no_batch")
 		return
 	}
 	if err != nil {
 		h.serverError(c, err)
 		return
 	}
-	by := dispatch.Decider{Actor: CurrentUser(c).Username, ActorType: "user", IP: c.ClientIP()}
-	notice := "approved"
+	notice, reason := "approved", c.PostForm("reason")
 	if approve {
-		err = h.Dispatch.Approve(ctx, b, by)
+		err = h.Dispatch.Approve(ctx, actor(c), b)
 	} else {
 		notice = "rejected"
-		_, err = h.Dispatch.Reject(ctx, b, by, c.PostForm("reason"))
+		_, err = h.Dispatch.Reject(ctx, actor(c), b, reason)
 	}
-	var fe *models.FieldError
 	switch {
 	case errors.Is(err, dispatch.ErrOwnBatch):
 		ErrorPage(c, http.StatusForbidden, "approvals.error.own_batch")
 	case errors.Is(err, models.ErrStateChanged):
 		h.redirectNotice(c, "/batches/"+b.ID, "note", tr(c, "approvals.error.decided"))
-	case errors.As(err, &fe):
-		h.redirectNotice(c, "/batches/"+b.ID, "note", tr(c, "approvals.error.field", "Field", fe.Field, "Message", fe.In(ctx)))
 	case err != nil:
-		h.serverError(c, err)
+		errs, ok := fieldErrors(c, err)
+		if !ok {
+			h.serverError(c, err)
+			return
+		}
+		// The batch page again, with the reason as typed and what was wrong with it.
+		v, ok := h.batchView(c)
+		if !ok {
+			return
+		}
+		v.Decision = views.DecisionForm{Reason: reason, Errs: errs}
+		render(c, http.StatusUnprocessableEntity, views.BatchPage(page(c, tr(c, "title.batch"), ""), v))
 	default:
 		h.redirectNotice(c, "/batches/"+b.ID, notice, b.ID)
 	}
@@ -86,12 +91,10 @@ func (h *Handlers) apiDecideBatch(c *gin.Context, approve bool) {
 		h.apiFail(c, err)
 		return
 	}
-	actor := apiActor(c)
-	by := dispatch.Decider{Actor: actor.Actor, ActorType: actor.ActorType, IP: actor.IP}
 	if approve {
-		err = h.Dispatch.Approve(ctx, b, by)
+		err = h.Dispatch.Approve(ctx, actor(c), b)
 	} else {
-		_, err = h.Dispatch.Reject(ctx, b, by, body.Reason)
+		_, err = h.Dispatch.Reject(ctx, actor(c), b, body.Reason)
 	}
 	switch {
 	case errors.Is(err, dispatch.ErrOwnBatch):
@@ -128,8 +131,7 @@ func (h *Handlers) SaveSettings(c *gin.Context) {
 	if err != nil {
 		err = models.Invalid(models.SettingApprovalThreshold, "approvals.error.threshold", "Max", models.MaxApprovalThreshold)
 	} else {
-		err = h.Store.SetApprovalThreshold(c.Request.Context(), n, models.AuditEntry{Actor: CurrentUser(c).Username, ActorType: "user",
-			Action: "settings.update", TargetType: "setting", TargetID: models.SettingApprovalThreshold, Detail: strconv.Itoa(n), IP: c.ClientIP()})
+		err = h.Dispatch.SetApprovalThreshold(c.Request.Context(), actor(c), n)
 	}
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderSettings(c, http.StatusUnprocessableEntity, f, errs)
@@ -139,7 +141,6 @@ func (h *Handlers) SaveSettings(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.Dispatch.ForgetThreshold()
 	h.redirectNotice(c, "/settings", "saved", tr(c, "approvals.settings.subject"))
 }
 
@@ -168,12 +169,9 @@ func (h *Handlers) APIPutSettings(c *gin.Context) {
 		h.apiFail(c, models.Invalid(models.SettingApprovalThreshold, "validation.required"))
 		return
 	}
-	audit := apiActor(c)
-	audit.Action, audit.TargetType, audit.TargetID, audit.Detail = "settings.update", "setting", models.SettingApprovalThreshold, fmt.Sprint(*body.ApprovalThreshold)
-	if err := h.Store.SetApprovalThreshold(c.Request.Context(), *body.ApprovalThreshold, audit); err != nil {
+	if err := h.Dispatch.SetApprovalThreshold(c.Request.Context(), actor(c), *body.ApprovalThreshold); err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	h.Dispatch.ForgetThreshold()
 	h.APIGetSettings(c)
 }

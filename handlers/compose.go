@@ -140,7 +140,7 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 			}
 		}
 	}
-	req := dispatch.Request{Source: "console", Actor: CurrentUser(c).Username, AccountID: f.AccountID, RecipientIDs: ids,
+	req := dispatch.Request{Source: "console", Actor: CurrentUser(c).Username, Makers: []string{CurrentUser(c).Username}, AccountID: f.AccountID, RecipientIDs: ids,
 		Departments: departments, Branches: branches, ToOnDuty: f.ToOnDuty, Template: f.Template, Subject: f.Subject, Text: f.Text, Priority: f.Priority}
 	if f.Template != "" {
 		req.Variables = f.Variables
@@ -421,6 +421,7 @@ func (h *Handlers) Batch(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
+	v.Decision.Notice = h.notice(c)
 	render(c, http.StatusOK, views.BatchPage(page(c, tr(c, "title.batch"), ""), v))
 }
 

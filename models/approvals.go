@@ -2,9 +2,13 @@ package models
 
 import (
 	"context"
+	"database/sql/driver"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -52,18 +56,18 @@ func (s *Store) AwaitingMessageIDs(ctx context.Context, batchID string) ([]strin
 
 // ApproveBatch records the approval of a batch that awaits one and makes its held
 // messages due at dueAt, each carried by the task its chunk names, in one transaction
-// with its audit entry.
+// (the caller's, when the store is bound to one: its audit entry goes in there too).
 // ErrStateChanged means the batch was no longer awaiting approval.
-func (s *Store) ApproveBatch(ctx context.Context, batchID, by string, now, dueAt time.Time, chunks []ChunkAssignment, audit AuditEntry) error {
+func (s *Store) ApproveBatch(ctx context.Context, batchID, by string, now, dueAt time.Time, chunks []ChunkAssignment) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
-		if err := decide(tx, batchID, ApprovalApproved, by, "", now, audit); err != nil {
+		if err := decide(tx, batchID, ApprovalApproved, by, "", now); err != nil {
 			return err
 		}
 		for _, c := range chunks {
-			err := tx.Model(&Message{}).Where("id IN ? AND batch_id = ? AND status = ? AND next_attempt_at IS NULL", c.MessageIDs, batchID, StatusPending).
-				Updates(map[string]any{"next_attempt_at": dueAt, "task_id": c.TaskID, "updated_at": now}).Error
-			if err != nil {
-				return fmt.Errorf("models: release messages of batch %s: %w", batchID, err)
+			res := tx.Model(&Message{}).Where("id IN ? AND batch_id = ? AND status = ? AND next_attempt_at IS NULL", c.MessageIDs, batchID, StatusPending).
+				Updates(map[string]any{"next_attempt_at": dueAt, "task_id": c.TaskID, "updated_at": now})
+			if res.Error != nil {
+				return fmt.Errorf("models: release messages of batch %s: %w", batchID, res.Error)
 			}
 		}
 		return nil
@@ -71,14 +75,14 @@ func (s *Store) ApproveBatch(ctx context.Context, batchID, by string, now, dueAt
 }
 
 // RejectBatch records the rejection of a batch that awaits approval and cancels its
-// held messages with the note, in one transaction with its audit entry. It returns how
-// many it cancelled;
+// held messages with the note, in one transaction (the caller's, when the store is
+// bound to one). It returns how many it cancelled;
 // ErrStateChanged means the batch was no longer awaiting approval.
-func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now time.Time, audit AuditEntry) (int, error) {
+func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now time.Time) (int, error) {
 	var n int
 	now = now.UTC().Truncate(time.Microsecond) // as stored: recordCancelled finds the rows by it
 	err := s.tx(ctx, func(tx *gorm.DB) error {
-		if err := decide(tx, batchID, ApprovalRejected, by, note, now, audit); err != nil {
+		if err := decide(tx, batchID, ApprovalRejected, by, note, now); err != nil {
 			return err
 		}
 		res := tx.Model(&Message{}).Where("batch_id = ? AND status = ? AND next_attempt_at IS NULL", batchID, StatusPending).
@@ -95,9 +99,8 @@ func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now t
 	return n, err
 }
 
-// decide moves a batch from awaiting approval to the decision (a compare-and-set) and
-// records it in the audit log.
-func decide(tx *gorm.DB, batchID, decision, by, note string, now time.Time, audit AuditEntry) error {
+// decide moves a batch from awaiting approval to the decision (a compare-and-set).
+func decide(tx *gorm.DB, batchID, decision, by, note string, now time.Time) error {
 	res := tx.Model(&Batch{}).Where("id = ? AND approval = ?", batchID, ApprovalAwaiting).
 		Updates(map[string]any{"approval": decision, "decided_by": truncate(by, 128), "decided_at": now, "decision_note": truncate(note, 255)})
 	if res.Error != nil {
@@ -105,10 +108,6 @@ func decide(tx *gorm.DB, batchID, decision, by, note string, now time.Time, audi
 	}
 	if res.RowsAffected == 0 {
 		return fmt.Errorf("models: decide batch %s: %w", batchID, ErrStateChanged)
-	}
-	audit.At = now
-	if err := tx.Create(&audit).Error; err != nil {
-		return fmt.Errorf("models: audit decision on batch %s: %w", batchID, err)
 	}
 	return nil
 }
@@ -134,9 +133,14 @@ func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time) ([]s
 	}
 	var expired []string
 	for _, id := range ids {
-		audit := AuditEntry{Actor: "herald", ActorType: "system", Action: "batch.expire", TargetType: "batch", TargetID: id}.
-			WithParams(AuditParams{"wait": ApprovalWait.String()})
-		if _, err := s.RejectBatch(ctx, id, "", ApprovalExpired, now, audit); err != nil {
+		audit := AuditEntry{Actor: "herald", ActorType: "system", Action: "batch.expire", TargetType: "batch", TargetID: id}.WithParams(AuditParams{"hours": strconv.Itoa(int(ApprovalWait.Hours()))})
+		err := s.InTx(ctx, func(tx *Store) error {
+			if _, err := tx.RejectBatch(ctx, id, "", ApprovalExpired, now); err != nil {
+				return err
+			}
+			return tx.Audit(ctx, audit)
+		})
+		if err != nil {
 			if errors.Is(err, ErrStateChanged) {
 				continue // decided meanwhile
 			}
@@ -179,24 +183,87 @@ func (s *Store) ApprovalThreshold(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// SetApprovalThreshold changes approval_threshold, with the change in the audit log in
-// the same transaction.
-func (s *Store) SetApprovalThreshold(ctx context.Context, n int, audit AuditEntry) error {
+// SetApprovalThreshold changes approval_threshold, recording by (who changed it) on
+// the setting. It runs in the caller's transaction when the store is bound to one.
+func (s *Store) SetApprovalThreshold(ctx context.Context, n int, by string) error {
 	if n < 0 || n > MaxApprovalThreshold {
 		return Invalid(SettingApprovalThreshold, "approvals.error.threshold", "Max", MaxApprovalThreshold)
 	}
-	now := Now()
-	return s.tx(ctx, func(tx *gorm.DB) error {
-		row := Setting{Name: SettingApprovalThreshold, Value: strconv.Itoa(n), UpdatedBy: audit.Actor, UpdatedAt: now}
-		err := tx.Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, DoUpdates: clause.AssignmentColumns([]string{"value", "updated_by", "updated_at"})}).
-			Create(&row).Error
+	row := Setting{Name: SettingApprovalThreshold, Value: strconv.Itoa(n), UpdatedBy: by, UpdatedAt: Now()}
+	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, DoUpdates: clause.AssignmentColumns([]string{"value", "updated_by", "updated_at"})}).
+		Create(&row).Error
+	if err != nil {
+		return fmt.Errorf("models: set %s: %w", SettingApprovalThreshold, err)
+	}
+	return nil
+}
+
+// TemplateContent is a template's content as a batch was created (and approved) with:
+// the batch's fallback messages render from it, whatever the template has become since.
+type TemplateContent struct {
+	Name      string     `json:"name"`
+	MsgType   string     `json:"msg_type"`
+	Subject   string     `json:"subject"`
+	Body      string     `json:"body"`
+	HTML      string     `json:"html,omitempty"`
+	Variables StringList `json:"variables"`
+	Fallback  string     `json:"fallback,omitempty"`
+}
+
+// ContentOf is the content of t to keep with a batch.
+func ContentOf(t *Template) *TemplateContent {
+	return &TemplateContent{Name: t.Name, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, HTML: t.HTML,
+		Variables: slices.Clone(t.Variables), Fallback: t.Fallback}
+}
+
+// Template is the kept content as a template to compile (it has no id).
+func (c *TemplateContent) Template() *Template {
+	return &Template{Name: c.Name, MsgType: c.MsgType, Subject: c.Subject, Body: c.Body, HTML: c.HTML,
+		Variables: slices.Clone(c.Variables), Fallback: c.Fallback}
+}
+
+// Value implements driver.Valuer.
+func (c TemplateContent) Value() (driver.Value, error) {
+	b, err := json.Marshal(c)
+	return string(b), err
+}
+
+// Scan implements sql.Scanner.
+func (c *TemplateContent) Scan(src any) error { return scanJSON(src, c) }
+
+// LastChange is the latest audit entry of one of the actions, on the target named
+// targetID ("" for any), or nil when there is none: who last changed a setting or a
+// template.
+func (s *Store) LastChange(ctx context.Context, actions []string, targetID string) (*AuditEntry, error) {
+	var list []AuditEntry
+	q := s.reader(ctx).Where("action IN ?", actions)
+	if targetID != "" {
+		q = q.Where("target_id = ?", targetID)
+	}
+	if err := q.Order("id DESC").Limit(1).Find(&list).Error; err != nil {
+		return nil, fmt.Errorf("models: last %v of %s: %w", actions, targetID, err)
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	return &list[0], nil
+}
+
+// PeopleOf names the console users behind an audit entry's actor: the user, or the
+// creators of the API keys of that name (a name freed by a revoked key may have been
+// given again: each of them counts). None for Herald's own jobs.
+func (s *Store) PeopleOf(ctx context.Context, e *AuditEntry) ([]string, error) {
+	switch e.ActorType {
+	case "user":
+		return []string{e.Actor}, nil
+	case "api_key":
+		var people []string
+		err := s.reader(ctx).Model(&APIKey{}).Where("name = ? AND created_by <> ''", strings.TrimPrefix(e.Actor, "apikey:")).
+			Distinct().Order("created_by").Pluck("created_by", &people).Error
 		if err != nil {
-			return fmt.Errorf("models: set %s: %w", SettingApprovalThreshold, err)
+			return nil, fmt.Errorf("models: people behind %s: %w", e.Actor, err)
 		}
-		audit.At = now
-		if err := tx.Create(&audit).Error; err != nil {
-			return fmt.Errorf("models: audit %s: %w", SettingApprovalThreshold, err)
-		}
-		return nil
-	})
+		return people, nil
+	}
+	return nil, nil
 }

@@ -112,7 +112,15 @@ type Batch struct {
 	CallbackOpen int
 	// Variables are the request's template variables, kept when a fallback may need to
 	// render the template for another platform.
-	Variables     VarMap
+	Variables VarMap
+	// TemplateContent is the template as the batch was created (and approved) with,
+	// kept beside Variables: fallback messages render from it, not from the template as
+	// it is now.
+	TemplateContent *TemplateContent
+	// Makers are the people who made the batch (console usernames): the user who
+	// composed it, the creator of the API key that sent it, or whoever last set up the
+	// duty reminder it is. None of them may approve it.
+	Makers        StringList
 	SkippedCount  int
 	RejectedCount int
 	Skipped       Reasons

@@ -97,8 +97,10 @@ func TestConsoleApprovals(t *testing.T) {
 
 	t.Run("reject", func(t *testing.T) {
 		id := compose("Wrong audience")
+		// A reason left empty is refused where it was typed, not dropped in silence.
 		resp, body := admin.post("/batches/"+id+"/reject", url.Values{"reason": {"  "}})
-		wantRedirect(t, "reject without a reason", resp, body, "/batches/"+id)
+		wantStatus(t, "reject without a reason", resp, body, http.StatusUnprocessableEntity)
+		wantContains(t, "reject without a reason", body, `id="error-reason"`, "give a reason of 1 to 200 characters", "Waiting for approval")
 		if b, _ := c.store.BatchByID(ctx, id); b.Approval != models.ApprovalAwaiting {
 			t.Fatalf("a rejection without a reason changed the batch to %q", b.Approval)
 		}
@@ -110,9 +112,11 @@ func TestConsoleApprovals(t *testing.T) {
 			}
 		}
 		_, page := admin.get("/batches/" + id)
-		wantContains(t, "rejected batch page", page, "Rejected by "+adminUser, "wrong audience")
+		wantContains(t, "rejected batch page", page, "Rejected by "+adminUser, "wrong audience", "Rejected batch "+id)
 		resp, body = admin.post("/batches/"+id+"/approve", nil)
 		wantRedirect(t, "approve after reject", resp, body, "/batches/"+id)
+		_, page = admin.get("/batches/" + id)
+		wantContains(t, "approve after reject", page, "This batch was already decided")
 		if b, _ := c.store.BatchByID(ctx, id); b.Approval != models.ApprovalRejected {
 			t.Errorf("approve after a rejection changed the batch to %q", b.Approval)
 		}
