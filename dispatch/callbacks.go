@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"errors"
+	"strings"
 
 	"herald/channels"
 	"herald/models"
@@ -17,7 +19,22 @@ func CheckCallback(c *models.CallbackSetting) error {
 	if err := c.Normalise(); err != nil || c.URL == "" {
 		return err
 	}
-	return models.SettingInvalid(channels.CheckURLField("url", c.URL, c.AllowPrivate))
+	return callbackAddress(models.SettingInvalid(channels.CheckURLField("url", c.URL, c.AllowPrivate)))
+}
+
+// callbackAddress makes the address guard's refusal of a private or loopback address
+// name the setting that allows it here, the key's own checkbox (allow_private_network of
+// the callback), where the guard names an account's.
+func callbackAddress(err error) error {
+	fe, ok := errors.AsType[*models.FieldError](err)
+	if !ok {
+		return err
+	}
+	switch fe.Key {
+	case "channels.address.private", "channels.address.loopback":
+		return models.Invalid(fe.Field, "callbacks.address_"+strings.TrimPrefix(fe.Key, "channels.address."), fe.Args...)
+	}
+	return err
 }
 
 // SetCallback checks and stores a key's callback (an empty URL removes it) with its

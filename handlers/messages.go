@@ -19,8 +19,7 @@ import (
 )
 
 // errorClasses are the error classes a message can carry, for the filter.
-var errorClasses = []string{string(channels.Throttled), string(channels.RateLimited), string(channels.Transient),
-	string(channels.Auth), string(channels.Permanent)}
+var errorClasses = models.ErrorClasses
 
 // maxNameSearch caps the name search of the message list, in characters.
 const maxNameSearch = 100

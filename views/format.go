@@ -43,7 +43,7 @@ func fmtTimePtr(ctx context.Context, t *time.Time) string {
 
 func statusTitle(ctx context.Context, status int) string {
 	switch status {
-	case http.StatusForbidden, http.StatusNotFound, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
+	case http.StatusForbidden, http.StatusNotFound, http.StatusMethodNotAllowed, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
 		return i18n.T(ctx, fmt.Sprintf("error.title_%d", status))
 	}
 	return i18n.T(ctx, "error.title_other", "Status", status)
@@ -73,13 +73,15 @@ func fmtClock(ctx context.Context, t time.Time) string {
 }
 
 // displayStatus is how the console shows a message's state, in the language of ctx: a
-// pending message due in the future is "scheduled", and one Herald's own limiter holds
-// back says until when. class is the badge's CSS class.
+// pending message due in the future is "scheduled", and one Herald's own limiter or its
+// account's quiet hours hold back says until when. class is the badge's CSS class.
 func displayStatus(ctx context.Context, m models.Message, now time.Time) (label, class string) {
 	if m.Status == models.StatusPending {
 		switch {
 		case m.ErrorClass == "throttled" && m.NextAttemptAt != nil && m.NextAttemptAt.After(now):
 			return i18n.T(ctx, "messages.display.throttled_until", "Time", m.NextAttemptAt.In(location(ctx)).Format(time.TimeOnly)), "failed"
+		case m.ErrorClass == models.ErrorClassQuietHours && m.NextAttemptAt != nil && m.NextAttemptAt.After(now):
+			return i18n.T(ctx, "messages.display.quiet_until", "Time", fmtTime(ctx, *m.NextAttemptAt)), "scheduled"
 		case m.SendAt.After(now):
 			return i18n.T(ctx, "messages.display.scheduled"), "scheduled"
 		}

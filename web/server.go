@@ -62,20 +62,20 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 	_ = r.SetTrustedProxies(trustedProxies)
 	r.Use(recoverPanics(opts.Log), logRequests(opts.Log), securityHeaders(), crossOrigin(),
 		withDeadline(requestDeadline, slowDeadline), withLocation(opts.Location), withLanguage(opts.defaultLanguage()))
-	r.NoRoute(func(c *gin.Context) {
-		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
-			// The API answers in its own language (English unless asked for Chinese),
-			// not the console's default.
-			apiLanguage(c)
-			return
-		}
-		c.Next()
-	}, func(c *gin.Context) {
+	r.NoRoute(unrouted(s, opts.Log), userLanguage, func(c *gin.Context) {
 		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
 			handlers.APIError(c, http.StatusNotFound, "not_found", i18n.T(c.Request.Context(), "api.no_endpoint"), "")
 			return
 		}
 		handlers.ErrorPage(c, http.StatusNotFound, "error.no_page", "Path", c.Request.URL.Path)
+	})
+	r.NoMethod(unrouted(s, opts.Log), userLanguage, func(c *gin.Context) {
+		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
+			handlers.APIError(c, http.StatusMethodNotAllowed, "method_not_allowed",
+				i18n.T(c.Request.Context(), "error.api_method_not_allowed", "Method", c.Request.Method), "")
+			return
+		}
+		handlers.ErrorPage(c, http.StatusMethodNotAllowed, "error.method_not_allowed", "Path", c.Request.URL.Path)
 	})
 	mon := newMonitoring(opts.Redis)
 	// The console listener faces browsers: without a token, metrics stay on
@@ -86,6 +86,21 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 	}
 	routes(r, h, gin.HandlersChain{loadUser(s, opts.Log), userLanguage}, newAPIAuth(h.Store, opts.Log), mon, metrics)
 	return r, mon.Close
+}
+
+// unrouted settles the language of a request no route takes (404, 405) as its route
+// would have: the API's own (English unless asked for Chinese); for console pages the
+// signed-in user's choice (userLanguage follows it in the chain), whose navigation the
+// error page then shows.
+func unrouted(s *Sessions, log *slog.Logger) gin.HandlerFunc {
+	load := loadUser(s, log)
+	return func(c *gin.Context) {
+		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
+			apiLanguage(c)
+			return
+		}
+		load(c)
+	}
 }
 
 // NewOpsHandler serves only /healthz, /readyz and /metrics, for processes without the
