@@ -113,8 +113,7 @@ func TestReminderBatchHasMakers(t *testing.T) {
 		}
 	}
 	cfg := models.ReminderConfig{Enabled: true, Time: "17:00", Account: models.SandboxAccountName, Template: "on-duty"}
-	if err := f.store.SetDutyReminderConfig(ctx, cfg, models.AuditEntry{Actor: "otto", ActorType: "user", Action: "duty.reminder.set",
-		TargetType: "setting", TargetID: models.SettingDutyReminder}); err != nil {
+	if err := f.d.SetDutyReminder(ctx, dispatch.Actor{Name: "otto", Type: dispatch.ActorUser, Person: "otto"}, cfg); err != nil {
 		t.Fatal(err)
 	}
 	res, err := f.d.RemindIfDue(ctx)
@@ -207,14 +206,4 @@ func TestFallbackRendersApprovedContent(t *testing.T) {
 	if made != 2 {
 		t.Errorf("%d fallback messages, want 2", made)
 	}
-}
-
-// lastEntry is the newest audit entry of an action.
-func lastEntry(t *testing.T, s *models.Store, action string) models.AuditEntry {
-	t.Helper()
-	e, err := s.LastChange(context.Background(), []string{action}, "")
-	if err != nil || e == nil {
-		t.Fatalf("no %s entry: %v", action, err)
-	}
-	return *e
 }
