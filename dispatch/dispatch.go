@@ -1,7 +1,10 @@
-// Package dispatch is Herald's one intake, shared by the compose form and the JSON API:
-// it resolves recipients, applies the duty rule, renders content per recipient, writes
-// the batch and its messages in one transaction, and enqueues them after commit. It also
-// saves the accounts intake sends through (accounts.go), by one set of rules for both.
+// Package dispatch is Herald's service layer: every write the console, the JSON API and
+// the command line make is a method of Dispatcher, the same one for the same action. Each
+// validates its input (a *models.FieldError names the field), writes the change and its
+// audit entry in one transaction (change, in service.go), and runs its effects (enqueue,
+// cache refresh, callbacks) after the commit. The intake is one of them: it resolves
+// recipients, applies the duty rule, renders content per recipient, writes the batch and
+// its messages in one transaction, and enqueues them after commit.
 package dispatch
 
 import (
