@@ -3,6 +3,8 @@ package web_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"html"
 	"maps"
 	"net/url"
 	"strings"
@@ -64,6 +66,42 @@ func TestConsoleAPIParity(t *testing.T) {
 		}
 	}
 	start := c.today(3)
+	template := func(name string) func(*console) any {
+		return func(c *console) any {
+			t, err := c.store.TemplateByName(ctx, name)
+			if err != nil {
+				return err.Error()
+			}
+			return []any{t.Name, t.DisplayName, t.MsgType, t.Subject, t.Body, t.HTML, []string(t.Variables), models.Chain(t.Fallback)}
+		}
+	}
+	dropTemplate := func(name string) func(*console) {
+		return func(c *console) {
+			if err := c.store.DeleteTemplate(ctx, name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	override := func(date string) func(*console) any {
+		return func(c *console) any {
+			list, err := c.store.OverridesBetween(ctx, date, date)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, o := range list {
+				out = append(out, fmt.Sprint(o.Date, o.Action, o.Note))
+			}
+			return out
+		}
+	}
+	dropOverride := func(date, ext string) func(*console) {
+		return func(c *console) {
+			if err := c.store.DeleteOverride(ctx, date, c.recipient(ext).ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 
 	cases := []parityCase{
 		{name: "rotation without members", formPath: "/duty/rotations",
@@ -81,6 +119,38 @@ func TestConsoleAPIParity(t *testing.T) {
 			method: "POST", path: "/api/v1/duty/rotations",
 			body:   `{"name":"desk","members":["E1001","E1003+E1004"],"start":"` + start + `","turn_days":1,"covers":"weekdays","weekdays":[1,3]}`,
 			action: "duty.rotation.create", state: rotation("desk"), reset: dropRotation("desk")},
+
+		{name: "template with a bad body", formPath: "/templates",
+			form:   url.Values{"name": {"overdue"}, "msg_type": {"text"}, "body": {"Overdue: {{.task"}, "variables": {"task"}},
+			method: "POST", path: "/api/v1/templates",
+			body:  `{"name":"overdue","msg_type":"text","body":"Overdue: {{.task","variables":["task"]}`,
+			field: "body"},
+		{name: "template with a bad name", formPath: "/templates",
+			form:   url.Values{"name": {"over due!"}, "msg_type": {"text"}, "body": {"Overdue"}},
+			method: "POST", path: "/api/v1/templates",
+			body:  `{"name":"over due!","msg_type":"text","body":"Overdue"}`,
+			field: "name"},
+		{name: "template", formPath: "/templates",
+			form:   url.Values{"name": {"overdue"}, "msg_type": {"markdown"}, "subject": {"Late"}, "body": {"Overdue: {{.task}} {{.note}}"}, "variables": {"task, note?"}},
+			method: "POST", path: "/api/v1/templates",
+			body:   `{"name":"overdue","msg_type":"markdown","subject":"Late","body":"Overdue: {{.task}} {{.note}}","variables":["task","note?"]}`,
+			action: "template.create", state: template("overdue"), reset: dropTemplate("overdue")},
+
+		{name: "override in the past", formPath: "/duty/overrides",
+			form:   url.Values{"date": {c.today(-2)}, "recipient": {"E1001"}, "action": {"add"}},
+			method: "PUT", path: "/api/v1/duty/overrides",
+			body:  `{"date":"` + c.today(-2) + `","recipient":"E1001","action":"add"}`,
+			field: "date"},
+		{name: "override of nobody", formPath: "/duty/overrides",
+			form:   url.Values{"date": {c.today(2)}, "recipient": {"E9999"}, "action": {"add"}},
+			method: "PUT", path: "/api/v1/duty/overrides",
+			body:  `{"date":"` + c.today(2) + `","recipient":"E9999","action":"add"}`,
+			field: "recipient"},
+		{name: "override", formPath: "/duty/overrides",
+			form:   url.Values{"date": {c.today(2)}, "recipient": {"E1001"}, "action": {"add"}, "note": {"cover"}},
+			method: "PUT", path: "/api/v1/duty/overrides",
+			body:   `{"date":"` + c.today(2) + `","recipient":"E1001","action":"add","note":"cover"}`,
+			action: "duty.override.set", state: override(c.today(2)), reset: dropOverride(c.today(2), "E1001")},
 	}
 
 	for _, tc := range cases {
@@ -114,7 +184,7 @@ func TestConsoleAPIParity(t *testing.T) {
 				Error struct{ Code, Message, Field string } `json:"error"`
 			}
 			status := apiJSON(t, c, key, tc.method, tc.path, tc.body, &answer)
-			beside := fieldError(page, tc.field)
+			beside := html.UnescapeString(fieldError(page, tc.field))
 			if resp.StatusCode != 422 || beside == "" {
 				t.Fatalf("console: %d, error beside %s %q", resp.StatusCode, tc.field, beside)
 			}
