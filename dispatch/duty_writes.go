@@ -381,7 +381,9 @@ func swapParams(sw *models.DutySwap, people [2]models.Recipient) models.AuditPar
 // existing account and a template whose variables a reminder can fill.
 func (d *Dispatcher) SetDutyReminder(ctx context.Context, by Actor, cfg models.ReminderConfig) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
-		if cfg.Enabled || cfg.Template != "" {
+		// A template chosen that a reminder cannot fill is the first thing to say; then
+		// the fields in the form's order.
+		if cfg.Template != "" {
 			t, err := tx.TemplateByName(ctx, cfg.Template)
 			if errors.Is(err, models.ErrNotFound) {
 				return models.Invalid("template", "reminder.invalid.template")
@@ -404,6 +406,9 @@ func (d *Dispatcher) SetDutyReminder(ctx context.Context, by Actor, cfg models.R
 			if err != nil {
 				return err
 			}
+		}
+		if cfg.Enabled && cfg.Template == "" {
+			return models.Invalid("template", "reminder.invalid.template")
 		}
 		before, err := tx.DutyReminderConfig(ctx)
 		if err != nil {

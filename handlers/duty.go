@@ -36,7 +36,7 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 	ctx := c.Request.Context()
 	loc := h.Dispatch.Location
 	today := time.Now().In(loc)
-	d := views.Duty{OverrideForm: of, HolidayForm: hf, Notice: h.notice(c), Year: today.Year(), OverrideDays: overrideDays,
+	d := views.Duty{OverrideForm: of, HolidayForm: hf, Notice: h.notice(c), Year: today.Year(), OverrideDays: overrideDays, Today: today.Format(time.DateOnly),
 		NoticeAtHolidays: c.Query("year") != ""}
 	var err error
 	if d.Week, err = h.dutyWeek(c); err != nil {

@@ -249,3 +249,58 @@ func TestHolidayImport(t *testing.T) {
 		wantFieldError(t, body, "csv", `line 1: unknown column &#34;day&#34;`)
 	})
 }
+
+// TestPastOverrideRefused: an override dated before today would be saved and never
+// shown (the duty page lists today and later) and never used (that day's roster has
+// been used already). The console and the API refuse it alike, naming the date, and
+// write nothing.
+func TestPastOverrideRefused(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := t.Context()
+	_, key, err := c.store.CreateAPIKey(ctx, "duty-admin", "admin", adminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	yesterday := c.today(-1)
+	saved := func() int {
+		list, err := c.store.OverridesBetween(ctx, yesterday, yesterday)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(list)
+	}
+
+	resp, body := c.as(operatorUser).post("/duty/overrides", url.Values{"date": {yesterday}, "recipient": {"E1003"}, "action": {"add"}})
+	wantStatus(t, "console: yesterday", resp, body, http.StatusUnprocessableEntity)
+	wantFieldError(t, body, "date", "is before today ("+c.today(0)+")")
+	wantContains(t, "the form keeps its input", body, `value="`+yesterday+`"`)
+
+	zh := c.login(operatorUser)
+	zh.post("/language", url.Values{"language": {"zh-CN"}, "next": {"/duty"}})
+	resp, body = zh.post("/duty/overrides", url.Values{"date": {yesterday}, "recipient": {"E1003"}, "action": {"add"}})
+	wantStatus(t, "console in Chinese: yesterday", resp, body, http.StatusUnprocessableEntity)
+	wantFieldError(t, body, "date", "早于今天（"+c.today(0)+"）")
+
+	var answer errorAnswer
+	status := apiJSON(t, c, key, "PUT", "/api/v1/duty/overrides", `{"date":"`+yesterday+`","recipient":"E1003","action":"add"}`, &answer)
+	if status != http.StatusUnprocessableEntity || answer.Error.Field != "date" {
+		t.Errorf("API: yesterday: %d naming %q, want 422 naming date", status, answer.Error.Field)
+	}
+	if n := saved(); n != 0 {
+		t.Errorf("%d past overrides saved", n)
+	}
+	if list, _ := c.store.ListAudit(ctx, models.AuditFilter{Action: "duty.override.set"}, 10); len(list) != 0 {
+		t.Errorf("refused overrides were audited: %+v", list)
+	}
+
+	// Today is not the past, from either.
+	resp, body = c.as(operatorUser).post("/duty/overrides", url.Values{"date": {c.today(0)}, "recipient": {"E1003"}, "action": {"add"}})
+	wantRedirect(t, "console: today", resp, body, "/duty")
+	if status := apiJSON(t, c, key, "PUT", "/api/v1/duty/overrides", `{"date":"`+c.today(0)+`","recipient":"E1004","action":"remove"}`, nil); status != http.StatusOK {
+		t.Errorf("API: today: %d", status)
+	}
+	if a := c.lastAudit("duty.override.set"); a.Actor != "apikey:duty-admin" || a.ParamMap()["recipient"] != "E1004" || a.ParamMap()["action"] != "remove" {
+		t.Errorf("API entry %+v %v", a, a.ParamMap())
+	}
+}
