@@ -138,24 +138,37 @@ func (r csvRow) get(columns []string, col string) string {
 	return ""
 }
 
+// csvFile is an import's rows as readCSV read them.
+type csvFile struct {
+	rows []csvRow
+	// headers are the file's own header of each known column where it used another
+	// name for it (an alias: 工号 for external_id), else "".
+	headers []string
+}
+
 // readCSV parses an import: a header line naming columns (in any order; each must be one
 // of columns, or a name aliases maps to one, and every required one must be there), then
 // data rows. Cells come back arranged in the order of columns; a column the file lacks
-// reads as empty. With maxRows above 0, reading stops at the first row past it, which is
-// a FieldError naming the limit: an import too large is refused without holding it all.
-func readCSV(text string, columns []string, aliases map[string]string, required []string, maxRows int) ([]csvRow, error) {
+// reads as empty. With maxRows above 0 it stops at the first row past maxRows, so a file
+// of millions of tiny rows costs no more than one of maxRows + 1, and refuses it.
+func readCSV(text string, columns []string, aliases map[string]string, required []string, maxRows int) (*csvFile, error) {
 	r := csv.NewReader(strings.NewReader(text))
 	r.FieldsPerRecord = -1
 	r.TrimLeadingSpace = true
+	r.ReuseRecord = true // each row's cells are copied out
 	header, err := r.Read()
 	if err != nil {
 		return nil, models.Invalid("csv", "import.no_header", "Columns", strings.Join(columns, ","))
 	}
+	f := &csvFile{headers: make([]string, len(columns))}
 	pos := make([]int, len(header)) // file column → index in columns
 	for i, h := range header {
-		h = strings.ToLower(strings.TrimSpace(h))
+		given := strings.TrimSpace(h)
+		h = strings.ToLower(given)
 		if col, ok := aliases[h]; ok {
 			h = col
+		} else {
+			given = ""
 		}
 		j := slices.Index(columns, h)
 		if j < 0 {
@@ -164,14 +177,13 @@ func readCSV(text string, columns []string, aliases map[string]string, required 
 		if slices.Contains(pos[:i], j) {
 			return nil, models.Invalid("csv", "import.column_twice", "Column", h)
 		}
-		pos[i] = j
+		pos[i], f.headers[j] = j, given
 	}
 	for _, col := range required {
 		if !slices.Contains(pos, slices.Index(columns, col)) {
 			return nil, models.Invalid("csv", "import.column_required", "Column", col)
 		}
 	}
-	var rows []csvRow
 	for {
 		rec, err := r.Read()
 		if err == io.EOF {
@@ -193,7 +205,7 @@ func readCSV(text string, columns []string, aliases map[string]string, required 
 			fe.Err = err
 			return nil, fe
 		}
-		if maxRows > 0 && len(rows) == maxRows {
+		if maxRows > 0 && len(f.rows) == maxRows {
 			return nil, models.Invalid("csv", "import.too_many_rows", "Max", maxRows)
 		}
 		line, _ := r.FieldPos(0)
@@ -206,12 +218,12 @@ func readCSV(text string, columns []string, aliases map[string]string, required 
 				row.cells[pos[i]] = fromSpreadsheet(strings.TrimSpace(v))
 			}
 		}
-		rows = append(rows, row)
+		f.rows = append(f.rows, row)
 	}
-	if len(rows) == 0 {
+	if len(f.rows) == 0 {
 		return nil, models.Invalid("csv", "import.no_rows")
 	}
-	return rows, nil
+	return f, nil
 }
 
 // formulaStart are the characters that make a spreadsheet treat a cell as a formula.

@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"slices"
 
 	"github.com/gin-gonic/gin"
 
@@ -20,7 +22,10 @@ type csvImport[T any] struct {
 	columns  []string
 	aliases  map[string]string
 	required []string
-	maxRows  int // 0: no limit beyond the size of the text; reading stops one row past it
+	// label names a column in the preview's header and its rows' problems, in the
+	// language of the request; nil: the column's own name.
+	label   func(col string) string
+	maxRows int // 0: no limit beyond the size of the text
 	// item builds a row's item; problems are the row's translated problems.
 	item func(r csvRow) (item T, problems []string)
 	// key identifies an item: two rows of one key are refused (duplicate says so).
@@ -36,6 +41,52 @@ type csvImport[T any] struct {
 	apply func(items []T) error
 }
 
+// previewRows is how many rows a preview shows: a file of thousands is counted whole
+// but shows one page of rows, in the file's order, those with errors before the others.
+const previewRows = 100
+
+// previewPage collects the rows a preview shows: the first previewRows, where a row
+// with errors takes the place of the last valid one once the page is full.
+type previewPage struct {
+	list  []views.ImportRow
+	items []int // the item of each row of list; -1 for a row with errors
+}
+
+// takes reports whether the page has room for a row, with errors or not.
+func (p *previewPage) takes(hasErrors bool) bool {
+	if len(p.list) < previewRows {
+		return true
+	}
+	if !hasErrors {
+		return false
+	}
+	// Drop the last valid row, if any, to make room.
+	for i := len(p.items) - 1; i >= 0; i-- {
+		if p.items[i] >= 0 {
+			p.list = slices.Delete(p.list, i, i+1)
+			p.items = slices.Delete(p.items, i, i+1)
+			return true
+		}
+	}
+	return false
+}
+
+// add appends a row, of item (-1 for a row with errors).
+func (p *previewPage) add(row views.ImportRow, item int) {
+	p.list = append(p.list, row)
+	p.items = append(p.items, item)
+}
+
+// rows are the page's rows, each valid one with its effect.
+func (p *previewPage) rows(effects []string) []views.ImportRow {
+	for i, item := range p.items {
+		if item >= 0 && item < len(effects) {
+			p.list[i].Action = effects[item]
+		}
+	}
+	return p.list
+}
+
 // runImport runs an import from its form post (mode=preview or mode=apply).
 func runImport[T any](h *Handlers, c *gin.Context, im csvImport[T]) {
 	v := im.form
@@ -48,7 +99,7 @@ func runImport[T any](h *Handlers, c *gin.Context, im csvImport[T]) {
 		return
 	}
 	v.CSV, v.ReadAs = text, readAs
-	rows, err := readCSV(text, im.columns, im.aliases, im.required, im.maxRows)
+	file, err := readCSV(text, im.columns, im.aliases, im.required, im.maxRows)
 	if errs, ok := fieldErrors(c, err); ok {
 		fail(errs)
 		return
@@ -57,10 +108,16 @@ func runImport[T any](h *Handlers, c *gin.Context, im csvImport[T]) {
 		h.serverError(c, err)
 		return
 	}
-	items := make([]T, 0, len(rows))
-	at := make([]int, 0, len(rows)) // the preview row of each valid item
+	if im.label != nil {
+		v.Headers = make([]string, len(im.columns))
+		for i, col := range im.columns {
+			v.Headers[i] = cmp.Or(file.headers[i], im.label(col))
+		}
+	}
+	items := make([]T, 0, len(file.rows))
+	var shown previewPage
 	seen := map[string]int{}
-	for _, r := range rows {
+	for _, r := range file.rows {
 		row := views.ImportRow{Line: r.line, Cells: r.cells}
 		var problems []string
 		var item T
@@ -73,29 +130,32 @@ func runImport[T any](h *Handlers, c *gin.Context, im csvImport[T]) {
 			}
 		}
 		if len(problems) > 0 {
-			row.Errors = rowErrors(c, r.line, problems)
 			v.Errors++
+			if shown.takes(true) {
+				row.Errors = rowErrors(c, r.line, problems)
+				shown.add(row, -1)
+			}
 		} else {
 			seen[im.key(item)] = r.line
+			if shown.takes(false) {
+				shown.add(row, len(items))
+			}
 			items = append(items, item)
-			at = append(at, len(v.Rows))
 		}
-		v.Rows = append(v.Rows, row)
 	}
+	v.Total = len(file.rows)
 	effects, err := im.effects(c.Request.Context(), items)
 	if err != nil {
 		h.serverError(c, err)
 		return
 	}
 	counts := map[string]int{}
-	for i, e := range effects {
-		v.Rows[at[i]].Action = e
+	for _, e := range effects {
 		counts[e]++
 	}
+	v.Rows = shown.rows(effects)
 	v.Previewed = true
 	v.Summary = im.summary(counts)
-	v.Total = len(v.Rows)
-	v.Rows = previewPage(v.Rows)
 	if v.Errors > 0 {
 		fail(nil)
 		return
@@ -112,34 +172,4 @@ func runImport[T any](h *Handlers, c *gin.Context, im csvImport[T]) {
 	if err != nil {
 		h.serverError(c, err)
 	}
-}
-
-// importPreviewRows is how many rows a preview shows: a page, whatever the size of the
-// import; the rest are counted (views.Import.Total).
-const importPreviewRows = 100
-
-// previewPage picks the rows a preview shows: the rows with errors first, which are
-// what the person has to fix, then the others in file order, at most importPreviewRows
-// in all, in file order.
-func previewPage(rows []views.ImportRow) []views.ImportRow {
-	if len(rows) <= importPreviewRows {
-		return rows
-	}
-	show := make([]bool, len(rows))
-	n := 0
-	for _, errorsOnly := range []bool{true, false} {
-		for i, r := range rows {
-			if n < importPreviewRows && !show[i] && (len(r.Errors) > 0 || !errorsOnly) {
-				show[i] = true
-				n++
-			}
-		}
-	}
-	out := make([]views.ImportRow, 0, importPreviewRows)
-	for i, r := range rows {
-		if show[i] {
-			out = append(out, r)
-		}
-	}
-	return out
 }

@@ -275,9 +275,16 @@ func (h *Handlers) RecipientImportForm(c *gin.Context) {
 // validates it and compared with the stored person, nothing written) or applies it
 // (mode=apply: one upsert transaction, all rows or none).
 func (h *Handlers) ImportRecipients(c *gin.Context) {
+	// Columns and the problems of their cells are named as the reader's catalog names
+	// the columns of a staff file.
+	label := func(col string) string { return tr(c, "recipients.import.col."+col) }
+	problem := func(fe *models.FieldError) string {
+		return tr(c, "import.field_error", "Field", label(fe.Field), "Message", fe.In(c.Request.Context()))
+	}
 	runImport(h, c, csvImport[models.Recipient]{
 		form: recipientImport(c), page: page(c, tr(c, "title.import_staff"), "recipients"),
 		columns: recipientColumns, aliases: recipientAliases, required: []string{"external_id", "name", "org_type"}, maxRows: dispatch.MaxUpsert,
+		label: label,
 		item: func(r csvRow) (models.Recipient, []string) {
 			get := func(col string) string { return r.get(recipientColumns, col) }
 			p := models.Recipient{ExternalID: get("external_id"), Name: get("name"), OrgType: csvOrgType(get("org_type")),
@@ -288,12 +295,12 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 				if fe.Field == "org_type" {
 					fe = models.Invalid("org_type", "recipients.invalid.org_type_csv")
 				}
-				problems = append(problems, fieldMessage(c, fe))
+				problems = append(problems, problem(fe))
 			}
 			if a := get("active"); a != "" {
 				b, ok := parseActive(a)
 				if !ok {
-					problems = append(problems, fieldMessage(c, models.Invalid("active", "recipients.not_bool_csv")))
+					problems = append(problems, problem(models.Invalid("active", "recipients.not_bool_csv")))
 				}
 				p.Active = b
 			}

@@ -193,7 +193,10 @@ func RecipientProblems(r *Recipient) []*FieldError {
 
 // RecipientFilter selects recipients for a listing.
 type RecipientFilter struct {
-	Query   string // matches name, external id, branch or department
+	// Query finds people as the compose form's people picker does (PersonMatches): part
+	// of the name, external id, branch or department, or the name in pinyin, whole
+	// ("zhangwei") or by initials ("zw").
+	Query   string
 	OrgType OrgType
 	Branch  string
 	Active  *bool
@@ -201,12 +204,45 @@ type RecipientFilter struct {
 	Limit   int
 }
 
-// ListRecipients lists recipients by external id, filtered, one page at a time.
+// searchChunk is how many people a search reads at a time.
+const searchChunk = 1000
+
+// ListRecipients lists recipients by external id, filtered, one page at a time. A
+// query is matched in Go with PersonMatches, the one matcher of people, since neither
+// database spells names in pinyin: the other filters select in SQL, chunk by chunk,
+// until the page is full or the directory is read.
 func (s *Store) ListRecipients(ctx context.Context, f RecipientFilter) ([]Recipient, error) {
-	q := s.reader(ctx).Model(&Recipient{})
-	if f.Query != "" {
-		q = whereLike(q, likeContains, f.Query, "name", "external_id", "branch", "department")
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
 	}
+	if strings.TrimSpace(f.Query) == "" {
+		return s.listRecipients(ctx, f)
+	}
+	scan := f
+	scan.Query, scan.Limit = "", searchChunk
+	var out []Recipient
+	for {
+		list, err := s.listRecipients(ctx, scan)
+		if err != nil {
+			return nil, err
+		}
+		for i := range list {
+			if PersonMatches(&list[i], f.Query) {
+				if out = append(out, list[i]); len(out) == f.Limit {
+					return out, nil
+				}
+			}
+		}
+		if len(list) < searchChunk {
+			return out, nil
+		}
+		scan.After = list[len(list)-1].ExternalID
+	}
+}
+
+// listRecipients is ListRecipients without the query.
+func (s *Store) listRecipients(ctx context.Context, f RecipientFilter) ([]Recipient, error) {
+	q := s.reader(ctx).Model(&Recipient{})
 	if f.OrgType != "" {
 		q = q.Where("org_type = ?", f.OrgType)
 	}
@@ -218,9 +254,6 @@ func (s *Store) ListRecipients(ctx context.Context, f RecipientFilter) ([]Recipi
 	}
 	if f.After != "" {
 		q = q.Where("external_id > ?", f.After)
-	}
-	if f.Limit <= 0 || f.Limit > 1000 {
-		f.Limit = 100
 	}
 	var out []Recipient
 	if err := q.Order("external_id").Limit(f.Limit).Find(&out).Error; err != nil {

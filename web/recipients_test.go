@@ -33,6 +33,29 @@ func TestRecipientsPage(t *testing.T) {
 		wantNotContains(t, "branch filter", body, "Liu Yang", "Li Wei")
 	})
 
+	t.Run("search by pinyin as the compose people picker does", func(t *testing.T) {
+		list := []models.Recipient{
+			{ExternalID: "W001", Name: "王小明", OrgType: models.Branch, Active: true},
+			{ExternalID: "W002", Name: "钱红", OrgType: models.HeadOffice, Active: true},
+			{ExternalID: "W003", Name: "王芳", OrgType: models.Branch, Active: true},
+		}
+		if _, err := c.store.UpsertRecipients(ctx, list); err != nil {
+			t.Fatal(err)
+		}
+		for q, want := range map[string]string{"wxm": "W001", "qh": "W002", "wangxiaoming": "W001", "QianHong": "W002", "xiaom": "W001"} {
+			_, body := op.get("/recipients?q=" + url.QueryEscape(q))
+			wantContains(t, "search "+q, body, `<td class="mono">`+want+`</td>`)
+			for _, other := range []string{"W001", "W002", "W003"} {
+				if other != want {
+					wantNotContains(t, "search "+q, body, `<td class="mono">`+other+`</td>`)
+				}
+			}
+			// The people picker finds the same person.
+			_, body = op.get("/compose?q=" + url.QueryEscape(q))
+			wantContains(t, "picker "+q, body, want)
+		}
+	})
+
 	t.Run("keyset pagination", func(t *testing.T) {
 		var list []models.Recipient
 		for i := range 60 {
