@@ -225,7 +225,7 @@ func TestHolidayImport(t *testing.T) {
 		resp, body := op.upload("/duty/holidays/import", url.Values{"mode": {"preview"}}, rows(models.MaxHolidays, "off"))
 		wantStatus(t, "large preview", resp, body, http.StatusOK)
 		wantContains(t, "large preview", body, fmt.Sprintf("All %d rows are valid", models.MaxHolidays),
-			fmt.Sprintf("Apply %d rows", models.MaxHolidays), fmt.Sprintf(`id="import-more">100 of %d rows are shown`, models.MaxHolidays))
+			fmt.Sprintf("Apply %d rows", models.MaxHolidays), fmt.Sprintf(`id="import-more">Showing 100 of %d rows`, models.MaxHolidays))
 		if n := strings.Count(body, "<tr"); n > 101 {
 			t.Errorf("the preview of %d rows renders %d table rows, want at most a page", models.MaxHolidays, n)
 		}
@@ -234,7 +234,7 @@ func TestHolidayImport(t *testing.T) {
 		bad = strings.Replace(bad, ",off,,Day 1499", ",never,,Day 1499", 1)
 		resp, body = op.upload("/duty/holidays/import", url.Values{"mode": {"preview"}}, bad)
 		wantStatus(t, "large preview with errors", resp, body, http.StatusUnprocessableEntity)
-		wantContains(t, "large preview with errors", body, "2 of 1500 rows have errors", "line 1501: kind must be off or workday", `id="import-more">100 of 1500 rows are shown`)
+		wantContains(t, "large preview with errors", body, "2 of 1500 rows have errors", "line 1501: kind must be off or workday", `id="import-more">Showing 100 of 1500 rows`)
 		if n := strings.Count(body, "<tr"); n > 101 {
 			t.Errorf("the preview renders %d table rows, want at most a page", n)
 		}
