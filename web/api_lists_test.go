@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"herald/models"
+	"herald/views"
 )
 
 // apiSend sends a message to people through the API with key, due in a day (so that it
@@ -253,5 +254,26 @@ func TestAPIListAudit(t *testing.T) {
 	}
 	if len(seen) != 150 {
 		t.Errorf("%d entries over the pages, want 150", len(seen))
+	}
+}
+
+// Two batches made within the same minute share the start of their ids (ids begin with
+// the time): the dashboard and the message list tell them apart by the random end.
+func TestBatchesOfOneMinuteToldApart(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	first, second := c.send(nil, "E2001")["E2001"], c.send(nil, "E2002")["E2002"]
+	if first.BatchID[:8] != second.BatchID[:8] {
+		t.Logf("the two batches' ids differ from the start: %s, %s", first.BatchID, second.BatchID)
+	}
+	a, b := views.ShortID(first.BatchID), views.ShortID(second.BatchID)
+	if a == b {
+		t.Fatalf("both batches are shown as %s", a)
+	}
+	viewer := c.as(viewerUser)
+	for _, path := range []string{"/", "/messages"} {
+		resp, body := viewer.get(path)
+		wantStatus(t, path, resp, body, http.StatusOK)
+		wantContains(t, path, body, a, b)
 	}
 }
