@@ -120,6 +120,18 @@ func (d *Dispatcher) ChangePassword(ctx context.Context, by Actor, u *models.Use
 	})
 }
 
+// SignOutEverywhere revokes every session of u, audited; the caller clears this
+// browser's cookie.
+func (d *Dispatcher) SignOutEverywhere(ctx context.Context, by Actor, u *models.User) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.DeleteUserSessions(ctx, u.ID); err != nil {
+			return err
+		}
+		ch.Audit("user.logout_everywhere", "user", u.Username, models.AuditParams{"username": u.Username})
+		return nil
+	})
+}
+
 // orDash shows an empty setting as "-" in audit entries.
 func orDash(s string) string {
 	if s == "" {

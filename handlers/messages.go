@@ -201,14 +201,7 @@ func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
 		h.serverError(c, err)
 		return
 	}
-	h.redirectNotice(c, "/messages/"+id, map[string]string{"cancel": "cancelled", "retry": "retried"}[op], shortMessageID(id))
-}
-
-func shortMessageID(id string) string {
-	if len(id) > 8 {
-		return id[:8] + "…"
-	}
-	return id
+	h.redirectNotice(c, "/messages/"+id, map[string]string{"cancel": "cancelled", "retry": "retried"}[op], views.ShortID(id))
 }
 
 // resendMax bounds the stopped messages one bulk re-send looks at, so that the request

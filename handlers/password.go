@@ -59,11 +59,15 @@ func (h *Handlers) ChangePassword(c *gin.Context) {
 // the sign-in page.
 func (h *Handlers) SignOutEverywhere(c *gin.Context) {
 	u := CurrentUser(c)
-	if err := h.Sessions.EndAll(c, u); err != nil {
+	if err := h.Dispatch.SignOutEverywhere(c.Request.Context(), actor(c), u); err != nil {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, u.Username, "user.logout_everywhere", "user", u.Username, "")
+	// This browser's session went with the others: End clears its cookie.
+	if err := h.Sessions.End(c); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	c.Redirect(http.StatusSeeOther, "/login")
 }
 

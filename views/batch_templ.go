@@ -912,7 +912,7 @@ func BatchProgress(v BatchView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var53 string
-					templ_7745c5c3_Var53, templ_7745c5c3_Err = templ.JoinStringErrs(shortID(*m.FallbackOf))
+					templ_7745c5c3_Var53, templ_7745c5c3_Err = templ.JoinStringErrs(ShortID(*m.FallbackOf))
 					if templ_7745c5c3_Err != nil {
 						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/batch.templ`, Line: 171, Col: 120}
 					}

@@ -711,7 +711,7 @@ func KeyCallbackPage(p Page, v KeyCallback, errs map[string]string) templ.Compon
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var44 string
-						templ_7745c5c3_Var44, templ_7745c5c3_Err = templ.JoinStringErrs(shortID(*e.MessageID))
+						templ_7745c5c3_Var44, templ_7745c5c3_Err = templ.JoinStringErrs(ShortID(*e.MessageID))
 						if templ_7745c5c3_Err != nil {
 							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/callbacks.templ`, Line: 118, Col: 101}
 						}
@@ -761,7 +761,7 @@ func KeyCallbackPage(p Page, v KeyCallback, errs map[string]string) templ.Compon
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var47 string
-						templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "callbacks.batch", "ID", shortID(e.BatchID)))
+						templ_7745c5c3_Var47, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "callbacks.batch", "ID", ShortID(e.BatchID)))
 						if templ_7745c5c3_Err != nil {
 							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/callbacks.templ`, Line: 123, Col: 119}
 						}
