@@ -114,7 +114,7 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 			handlers.APIError(c, http.StatusNotFound, "not_found", i18n.T(c.Request.Context(), "api.no_endpoint"), "")
 			return
 		}
-		handlers.ErrorPage(c, http.StatusNotFound, "error.no_page", "Path", c.Request.URL.Path)
+		handlers.ErrorPage(c, http.StatusNotFound, "error.no_page")
 	})
 	mon := newMonitoring(opts.Redis)
 	// The console listener faces browsers: without a token, metrics stay on
