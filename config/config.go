@@ -64,10 +64,6 @@ type Config struct {
 	// X-Forwarded-For and X-Forwarded-Proto headers Herald believes
 	// (HERALD_TRUSTED_PROXIES, comma-separated); none by default.
 	TrustedProxies []string
-	// SecretKeyPrevious is the HERALD_SECRET_KEY before a rotation
-	// (HERALD_SECRET_KEY_PREVIOUS): credentials it sealed still open, and are sealed
-	// again under SecretKey at start. Empty for none.
-	SecretKeyPrevious []byte
 	// Demo seeds sample data into a new database. DemoSet reports whether HERALD_DEMO was
 	// given explicitly; when it was not, demo data goes only into a new embedded database.
 	Demo    bool
@@ -193,15 +189,6 @@ func Load(getenv Getenv) (*Config, error) {
 	}
 	if c.SecretKey, err = secret(getenv, c, "HERALD_SECRET_KEY", "secret.key"); err != nil {
 		return nil, err
-	}
-	if v := getenv("HERALD_SECRET_KEY_PREVIOUS"); v != "" {
-		if len(v) < minSecretLen {
-			return nil, &Error{"HERALD_SECRET_KEY_PREVIOUS", fmt.Sprintf("must be at least %d characters: the HERALD_SECRET_KEY used before", minSecretLen)}
-		}
-		if v == string(c.SecretKey) {
-			return nil, &Error{"HERALD_SECRET_KEY_PREVIOUS", "is the same as HERALD_SECRET_KEY; set it to the key used before the rotation, or leave it empty"}
-		}
-		c.SecretKeyPrevious = []byte(v)
 	}
 	if c.EmbeddedRedis() {
 		pw, err := loadOrCreateSecret(filepath.Join(c.DataDir, "redis.key"))
