@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -59,6 +60,10 @@ type Config struct {
 	// SessionIdle signs a console session out after this long unused
 	// (HERALD_SESSION_IDLE, default 30m); 12 hours after sign-in it ends regardless.
 	SessionIdle time.Duration
+	// TrustedProxies are the addresses and CIDR ranges of the reverse proxies whose
+	// X-Forwarded-For and X-Forwarded-Proto headers Herald believes
+	// (HERALD_TRUSTED_PROXIES, comma-separated); none by default.
+	TrustedProxies []string
 	// Demo seeds sample data into a new database. DemoSet reports whether HERALD_DEMO was
 	// given explicitly; when it was not, demo data goes only into a new embedded database.
 	Demo    bool
@@ -168,6 +173,9 @@ func Load(getenv Getenv) (*Config, error) {
 		}
 		c.DefaultLanguage = v
 	}
+	if c.TrustedProxies, err = trustedProxies(getenv("HERALD_TRUSTED_PROXIES")); err != nil {
+		return nil, err
+	}
 	if v := strings.TrimSpace(getenv("HERALD_DEMO")); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
@@ -260,6 +268,24 @@ func loadOrCreateSecret(path string) ([]byte, error) {
 		return nil, err
 	}
 	return []byte(v), nil
+}
+
+// trustedProxies reads HERALD_TRUSTED_PROXIES: addresses and CIDR ranges, separated
+// by commas.
+func trustedProxies(v string) ([]string, error) {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		_, errPrefix := netip.ParsePrefix(s)
+		_, errAddr := netip.ParseAddr(s)
+		if errPrefix != nil && errAddr != nil {
+			return nil, &Error{"HERALD_TRUSTED_PROXIES", fmt.Sprintf("%q is neither an IP address nor a CIDR range (e.g. 10.0.0.5, 10.0.0.0/24)", s)}
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func positiveInt(getenv Getenv, name string, def int) (int, error) {

@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html"
+	htmltemplate "html/template"
+	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -26,10 +27,13 @@ const recipientVar = "recipient"
 // Compiled is a parsed template ready to render per recipient. It renders one message at
 // a time: its functions charge the render in progress.
 type Compiled struct {
-	tmpl     *models.Template
-	subject  *template.Template
-	body     *template.Template
-	html     *template.Template // nil without an HTML alternative
+	tmpl    *models.Template
+	subject *template.Template
+	body    *template.Template
+	// html is the HTML alternative (nil without one), parsed with html/template: every
+	// value is escaped for where it lands (text, attribute, URL, script), so a variable
+	// cannot add markup, an event handler or a javascript: link.
+	html     *htmltemplate.Template
 	declared []models.TemplateVariable
 
 	mu      sync.Mutex
@@ -80,16 +84,17 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 	if c.body, err = c.parse("body", t.Body); err != nil {
 		return nil, err
 	}
-	parsed := []*template.Template{c.subject, c.body}
+	for _, tp := range []*template.Template{c.subject, c.body} {
+		if err := checkConstructs(tp.Templates()); err != nil {
+			return nil, templateError(tp.Name(), err)
+		}
+	}
 	if strings.TrimSpace(t.HTML) != "" {
-		if c.html, err = c.parse("html", t.HTML); err != nil {
+		if c.html, err = c.parseHTML(t.HTML); err != nil {
 			return nil, err
 		}
-		parsed = append(parsed, c.html)
-	}
-	for _, tp := range parsed {
-		if err := checkConstructs(tp); err != nil {
-			return nil, templateError(tp.Name(), err)
+		if err := checkConstructs(c.html.Templates()); err != nil {
+			return nil, templateError("html", err)
 		}
 	}
 	sample := map[string]string{}
@@ -114,6 +119,19 @@ func (c *Compiled) parse(field, src string) (*template.Template, error) {
 	tp, err := template.New(field).Funcs(funcs(func() *budget { return c.running })).Option("missingkey=error").Parse(src)
 	if err != nil {
 		return nil, templateError(field, err)
+	}
+	return tp, nil
+}
+
+// parseHTML parses the HTML alternative as parse does the other fields, with
+// html/template.
+func (c *Compiled) parseHTML(src string) (*htmltemplate.Template, error) {
+	if len(src) > maxTemplateSource {
+		return nil, models.Invalid("html", "compose.check.max_bytes", "Max", maxTemplateSource)
+	}
+	tp, err := htmltemplate.New("html").Funcs(htmltemplate.FuncMap(funcs(func() *budget { return c.running }))).Option("missingkey=error").Parse(src)
+	if err != nil {
+		return nil, templateError("html", err)
 	}
 	return tp, nil
 }
@@ -187,21 +205,28 @@ func (c *Compiled) data(vars map[string]string, p *models.Recipient, escape func
 func (c *Compiled) HasHTML() bool { return c.html != nil }
 
 // RenderHTML renders the HTML alternative for one recipient ("" without one). The
-// variables' values and the recipient's fields are HTML-escaped before they go in, so
-// what a caller sends shows as text and cannot add markup.
+// variables' values and the recipient's fields are escaped by html/template for the
+// context each lands in, so what a caller sends shows as text: it cannot add markup,
+// leave a quoted or unquoted attribute, or make a link run script.
 func (c *Compiled) RenderHTML(ctx context.Context, platform string, vars map[string]string, p *models.Recipient) (string, error) {
 	if c.html == nil {
 		return "", nil
 	}
-	data := c.data(vars, p, html.EscapeString)
+	data := c.data(vars, p, func(s string) string { return s })
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() { c.running = nil }()
 	return c.execute(ctx, platform, c.html, data)
 }
 
+// executer is a parsed field: a text/template or an html/template one.
+type executer interface {
+	Execute(w io.Writer, data any) error
+	Name() string
+}
+
 // execute renders one field within a fresh budget; c.mu is held.
-func (c *Compiled) execute(ctx context.Context, platform string, tp *template.Template, data map[string]any) (string, error) {
+func (c *Compiled) execute(ctx context.Context, platform string, tp executer, data map[string]any) (string, error) {
 	c.running = newBudget(ctx, platform)
 	if err := tp.Execute(c.running, data); err != nil {
 		if ctx.Err() != nil {

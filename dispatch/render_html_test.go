@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"herald/models"
@@ -35,5 +36,36 @@ func TestRenderHTML(t *testing.T) {
 		if fe, ok := err.(*models.FieldError); !ok || fe.Field != "html" {
 			t.Errorf("HTML %q: %v, want an error naming html", bad, err)
 		}
+	}
+}
+
+// The HTML alternative escapes each value for where it lands: a javascript: link is
+// neutralised, an unquoted attribute cannot be left for an event handler, and text in
+// an attribute cannot close its quotes.
+func TestRenderHTMLEscapesByContext(t *testing.T) {
+	tmpl := &models.Template{Name: "linked", MsgType: "text", Body: "See {{.link}}",
+		HTML:      `<a href="{{.link}}">open</a> <img alt={{.note}} src="x.png"> <span title="{{.note}}">{{.note}}</span>`,
+		Variables: models.StringList{"link", "note"}}
+	c, err := CompileTemplate(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.RenderHTML(context.Background(), "email",
+		map[string]string{"link": "javascript:alert(document.cookie)", "note": `x onerror=alert(1) "><script>alert(2)</script>`}, &models.Recipient{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{"javascript:", "alt=x onerror", "<script>", `"><`} {
+		if strings.Contains(got, bad) {
+			t.Errorf("RenderHTML left %q in:\n%s", bad, got)
+		}
+	}
+	if !strings.Contains(got, `href="#ZgotmplZ"`) {
+		t.Errorf("the javascript: link is not replaced:\n%s", got)
+	}
+	// A safe link goes through as it is.
+	got, err = c.RenderHTML(context.Background(), "email", map[string]string{"link": "https://herald.example/m?id=1&x=2", "note": "ok"}, &models.Recipient{})
+	if err != nil || !strings.Contains(got, `href="https://herald.example/m?id=1&amp;x=2"`) {
+		t.Errorf("a https link rendered as %q, %v", got, err)
 	}
 }

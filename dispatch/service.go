@@ -65,10 +65,11 @@ func (c *Change) Audit(action, targetType, targetID string, params models.AuditP
 }
 
 // AuditDetail is Audit with free text kept beside the values (a reason typed, a
-// request line), shown as it was given.
+// request line), shown as it was given but for URLs' credentials and queries (the
+// values too: see models.Redact).
 func (c *Change) AuditDetail(action, targetType, targetID, detail string, params models.AuditParams) {
 	e := c.actor.Entry(action, targetType, targetID, params)
-	e.Detail = detail
+	e.Detail = models.Redact(detail)
 	c.entries = append(c.entries, e)
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	htmltemplate "html/template"
 	"strconv"
 	"strings"
 	"text/template"
@@ -191,13 +192,23 @@ func limitMessage(err error) (string, bool) {
 //   - calling a template (template, block), which can recurse;
 //   - printf widths and precisions above maxFormatWidth, or taken from an argument.
 //
-// It checks every template the source defines, with the construct's position.
-func checkConstructs(tp *template.Template) error {
-	for _, t := range tp.Templates() {
-		if t.Tree == nil {
+// It checks every template the source defines (a text/template or html/template
+// set), with the construct's position.
+func checkConstructs[T interface {
+	*template.Template | *htmltemplate.Template
+}](templates []T) error {
+	for _, tp := range templates {
+		var tree *parse.Tree
+		switch t := any(tp).(type) {
+		case *template.Template:
+			tree = t.Tree
+		case *htmltemplate.Template:
+			tree = t.Tree
+		}
+		if tree == nil {
 			continue
 		}
-		if err := checkNode(t.Tree, t.Tree.Root); err != nil {
+		if err := checkNode(tree, tree.Root); err != nil {
 			return err
 		}
 	}

@@ -104,7 +104,9 @@ func render(c *gin.Context, status int, comp templ.Component) {
 }
 
 // ErrorPage renders a console error page with the catalog message key and its data as
-// name, value pairs; the web middleware uses it for 403 and 404.
+// name, value pairs; the web middleware uses it for 403 and 404. The sentence names
+// nothing taken from the request (a path, an id): a link could make the page say
+// anything, in Herald's own words and layout.
 func ErrorPage(c *gin.Context, status int, key string, args ...any) {
 	message := i18n.T(c.Request.Context(), key, args...)
 	render(c, status, views.ErrorPage(page(c, tr(c, "title.error"), ""), status, message))

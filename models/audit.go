@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -30,12 +32,13 @@ type AuditEntry struct {
 // AuditParams are an audit entry's named values.
 type AuditParams map[string]string
 
-// WithParams sets the entry's named values; empty ones are left out.
+// WithParams sets the entry's named values, with any URL's credentials and query left
+// out (see Redact); empty ones are left out.
 func (e AuditEntry) WithParams(p AuditParams) AuditEntry {
 	out := AuditParams{}
 	for _, k := range slices.Sorted(maps.Keys(p)) {
 		if p[k] != "" {
-			out[k] = p[k]
+			out[k] = Redact(p[k])
 		}
 	}
 	if len(out) == 0 {
@@ -96,9 +99,34 @@ func (s *Store) AuditMany(ctx context.Context, entries []AuditEntry) error {
 	return nil
 }
 
+// urlInText finds URLs in free text: scheme, credentials, host and path, query, fragment.
+var urlInText = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)([^\s/?#@]*@)?([^\s?#]*)(\?[^\s#]*)?(#\S*)?`)
+
+// Redact leaves out of every URL in s what may be a secret: the credentials
+// (user:password@) and the query and fragment, where webhook and robot URLs carry their
+// tokens (?key=…). The audit log is read by viewers, who may not see account settings.
+func Redact(s string) string {
+	if !strings.Contains(s, "://") {
+		return s
+	}
+	return urlInText.ReplaceAllStringFunc(s, func(u string) string {
+		m := urlInText.FindStringSubmatch(u)
+		out := m[1]
+		if m[2] != "" {
+			out += "***@"
+		}
+		out += m[3]
+		if m[4] != "" || m[5] != "" {
+			out += "?***"
+		}
+		return out
+	})
+}
+
 // cut shortens values to the columns' sizes: some come from outside (a username tried, a
 // path requested), and an over-long one must not cost the entry.
 func (e *AuditEntry) cut() {
+	e.Detail = Redact(e.Detail)
 	e.Actor, e.Action, e.TargetType = truncate(e.Actor, 100), truncate(e.Action, 64), truncate(e.TargetType, 32)
 	e.TargetID, e.IP = truncate(e.TargetID, 64), truncate(e.IP, 64)
 }

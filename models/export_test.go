@@ -23,15 +23,31 @@ func (s *Store) RawInTx(ctx context.Context, fn func(query func(string) error) e
 	})
 }
 
-// BeginGuess counts a password guess at a time as a sign-in does, without checking any
-// password; wrong says whether the guess is then kept as a wrong one or given back.
+// BeginGuess counts a password guess at a time as a sign-in for username does (under
+// the user's id when there is such a user), without checking any password; wrong says
+// whether the guess is then kept as a wrong one or given back.
 func (s *Store) BeginGuess(ctx context.Context, username, ip string, at time.Time, wrong bool) error {
-	g, err := s.beginGuess(ctx, username, ip, at)
+	_, err := s.GuessDelay(ctx, username, ip, at, wrong)
+	return err
+}
+
+// GuessDelay is BeginGuess, reporting how long the guess waited for being past the
+// user's limit.
+func (s *Store) GuessDelay(ctx context.Context, username, ip string, at time.Time, wrong bool) (time.Duration, error) {
+	var list []User
+	if err := s.db.WithContext(ctx).Where("username = ?", username).Find(&list).Error; err != nil {
+		return 0, err
+	}
+	var u *User
+	if len(list) == 1 {
+		u = &list[0]
+	}
+	g, err := s.beginGuess(ctx, guessUserKey(u, username), ip, at)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	s.endGuess(ctx, g, !wrong)
-	return nil
+	return g.Delay, nil
 }
 
 // UseRecipientClock sets the clock of the store's cache of recipients.

@@ -1,9 +1,12 @@
 package models
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -80,52 +83,96 @@ func (s *Store) DeleteThrottleWindowsBefore(ctx context.Context, before time.Tim
 	return nil
 }
 
-// Password guessing limits: how many wrong passwords one username, and one address, may
-// try in any minute, at sign-in and when confirming the current password alike.
+// Password guessing limits: how many wrong passwords one user, and one address, may
+// try in any minute without delay, at sign-in and when confirming the current password
+// alike. An address over its limit is refused. A user over theirs is not: anyone could
+// then keep the admin out by guessing wrong on purpose. Each further guess is answered
+// after a delay that doubles with every wrong one (guessDelay), up to maxGuessDelay.
 const (
 	GuessesPerUser = 5
 	GuessesPerIP   = 20
 	guessWindow    = time.Minute
+	maxGuessDelay  = 30 * time.Second
 )
 
-// ErrThrottled means that a username or an address has had too many wrong passwords in
-// the last minute or two; the password was not checked.
+// guessDelay is the first delay past a user's limit; UseShortGuessDelays shortens it.
+var guessDelay = time.Second
+
+// UseShortGuessDelays makes the delays past a user's limit a thousand times shorter.
+// Test binaries that guess past the limit call it first; a Herald process never does.
+func UseShortGuessDelays() { guessDelay = time.Millisecond }
+
+// ErrThrottled means that an address has had too many wrong passwords in the last
+// minute or two; the password was not checked.
 var ErrThrottled = errors.New("too many wrong passwords; wait a minute or two")
 
 // passwordGuess is a password check that the throttle let through.
 type passwordGuess struct {
 	start time.Time
 	keys  []string
+	// Delay is how long the check waited because the user was over their limit.
+	Delay time.Duration
 }
 
-// beginGuess counts a password check against the username's and the address's limits
-// before the check runs, so that requests in parallel cannot all pass a count taken
-// beforehand: at most the limit reach bcrypt. Windows are fixed minutes, and a window
-// allows only what the one before it left, so a limit also holds across their border.
-func (s *Store) beginGuess(ctx context.Context, username, ip string, now time.Time) (*passwordGuess, error) {
+// guessUserKey is the key a user's guesses count under: their id, so that a name
+// written another way counts against the same allowance; the name tried when it is
+// nobody's.
+func guessUserKey(u *User, name string) string {
+	if u != nil {
+		return "guess user " + strconv.FormatInt(u.ID, 10)
+	}
+	return "guess name " + truncate(name, 64)
+}
+
+// beginGuess counts a password check against the user's (userKey, "" for none) and the
+// address's limits before the check runs, so that requests in parallel cannot all pass
+// a count taken beforehand. Windows are fixed minutes, and a window allows only what the
+// one before it left, so a limit also holds across their border. Past the address's
+// limit the guess is refused (ErrThrottled); past the user's, it waits a delay that
+// grows with the wrong guesses counted, and goes on.
+func (s *Store) beginGuess(ctx context.Context, userKey, ip string, now time.Time) (*passwordGuess, error) {
 	start := now.UTC().Truncate(guessWindow)
 	g := &passwordGuess{start: start}
-	limits := []struct {
-		key   string
-		limit int
-	}{
-		{"guess user " + truncate(username, 64), GuessesPerUser},
-		{"guess ip " + ip, GuessesPerIP},
+	ipKey := "guess ip " + ip
+	before, err := s.hits(ctx, ipKey, start.Add(-guessWindow))
+	ok := false
+	if err == nil {
+		ok, err = s.takeHit(ctx, ipKey, start, GuessesPerIP-before)
 	}
-	for _, l := range limits {
-		before, err := s.hits(ctx, l.key, start.Add(-guessWindow))
-		ok := false
-		if err == nil {
-			ok, err = s.takeHit(ctx, l.key, start, l.limit-before)
+	if err != nil || !ok {
+		return nil, cmp.Or(err, ErrThrottled)
+	}
+	g.keys = append(g.keys, ipKey)
+	if userKey == "" {
+		return g, nil
+	}
+	before, err = s.hits(ctx, userKey, start.Add(-guessWindow))
+	within := false
+	if err == nil {
+		within, err = s.takeHit(ctx, userKey, start, GuessesPerUser-before)
+	}
+	n := 0
+	if err == nil && !within {
+		// Past the limit every guess is counted still: it makes the next wait longer.
+		if _, err = s.takeHit(ctx, userKey, start, math.MaxInt32); err == nil {
+			n, err = s.hits(ctx, userKey, start)
 		}
-		if err != nil || !ok {
+	}
+	if err != nil {
+		s.giveBackGuess(ctx, g)
+		return nil, err
+	}
+	g.keys = append(g.keys, userKey)
+	if over := before + n - GuessesPerUser; !within && over > 0 {
+		g.Delay = min(guessDelay<<min(over-1, 16), maxGuessDelay*guessDelay/time.Second)
+		t := time.NewTimer(g.Delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
 			s.giveBackGuess(ctx, g)
-			if err == nil {
-				err = ErrThrottled
-			}
-			return nil, err
+			return nil, ctx.Err()
 		}
-		g.keys = append(g.keys, l.key)
 	}
 	return g, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,42 +14,60 @@ import (
 	"herald/models"
 )
 
-func TestParallelGuessesStopAtTheLimit(t *testing.T) {
+// Guesses past a user's limit are not refused, so that nobody can keep a user out by
+// guessing wrong on purpose: each waits, and the wait doubles with every wrong one.
+func TestGuessesPastTheUserLimitWait(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
 	ctx := context.Background()
 	now := models.Now()
-	const parallel = 30
+	const parallel = 12
 	var (
-		wg              sync.WaitGroup
-		mu              sync.Mutex
-		passed, refused int
+		wg             sync.WaitGroup
+		mu             sync.Mutex
+		prompt, waited int
 	)
 	for i := range parallel {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// Each from its own address: only the username's limit applies.
-			err := s.BeginGuess(ctx, "alice", fmt.Sprintf("10.0.1.%d", i), now, true)
+		wg.Go(func() {
+			// Each from its own address: only the user's limit applies.
+			delay, err := s.GuessDelay(ctx, "alice", fmt.Sprintf("10.0.1.%d", i), now, true)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case err == nil:
-				passed++
-			case errors.Is(err, models.ErrThrottled):
-				refused++
-			default:
+			case err != nil:
 				t.Error(err)
+			case delay == 0:
+				prompt++
+			default:
+				waited++
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	if passed != models.GuessesPerUser || refused != parallel-models.GuessesPerUser {
-		t.Errorf("%d parallel guesses: %d passed, %d refused; want %d passed", parallel, passed, refused, models.GuessesPerUser)
+	if prompt != models.GuessesPerUser || waited != parallel-models.GuessesPerUser {
+		t.Errorf("%d parallel guesses: %d answered at once, %d after a wait; want %d at once", parallel, prompt, waited, models.GuessesPerUser)
 	}
-	if err := s.BeginGuess(ctx, "bob", "10.0.1.1", now, true); err != nil {
-		t.Errorf("another username from one of the addresses: %v", err)
+	var delays []time.Duration
+	for i := range 4 {
+		delay, err := s.GuessDelay(ctx, "alice", fmt.Sprintf("10.0.1.%d", 50+i), now, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delays = append(delays, delay)
 	}
+	for i := 1; i < len(delays); i++ {
+		if delays[i] <= delays[i-1] && delays[i] < 30*time.Millisecond {
+			t.Errorf("delays past the limit %v, want each longer than the last up to the cap", delays)
+		}
+	}
+	if delay, err := s.GuessDelay(ctx, "bob", "10.0.1.1", now, true); err != nil || delay != 0 {
+		t.Errorf("another username from one of the addresses: waited %s, %v", delay, err)
+	}
+}
+
+func TestMain(m *testing.M) {
+	models.UseShortGuessDelays()
+	os.Exit(m.Run())
 }
 
 func TestGuessLimits(t *testing.T) {
@@ -76,15 +95,15 @@ func TestGuessLimits(t *testing.T) {
 	t.Run("the username's limit holds across the border of two minutes", func(t *testing.T) {
 		late := minute.Add(59 * time.Second)
 		for i := range models.GuessesPerUser {
-			if err := guess("dave", fmt.Sprintf("10.0.3.%d", i), late, true); err != nil {
-				t.Fatalf("wrong guess %d: %v", i+1, err)
+			if delay, err := s.GuessDelay(ctx, "dave", fmt.Sprintf("10.0.3.%d", i), late, true); err != nil || delay != 0 {
+				t.Fatalf("wrong guess %d: waited %s, %v", i+1, delay, err)
 			}
 		}
-		if err := guess("dave", "10.0.3.99", minute.Add(61*time.Second), true); !errors.Is(err, models.ErrThrottled) {
-			t.Errorf("guess two seconds later, in the next minute: %v, want ErrThrottled", err)
+		if delay, err := s.GuessDelay(ctx, "dave", "10.0.3.99", minute.Add(61*time.Second), true); err != nil || delay == 0 {
+			t.Errorf("guess two seconds later, in the next minute: waited %s, %v; want a wait", delay, err)
 		}
-		if err := guess("dave", "10.0.3.99", minute.Add(2*time.Minute), true); err != nil {
-			t.Errorf("guess once the minute of the failures is over: %v", err)
+		if delay, err := s.GuessDelay(ctx, "dave", "10.0.3.99", minute.Add(3*time.Minute), true); err != nil || delay != 0 {
+			t.Errorf("guess once the minutes of the failures are over: waited %s, %v", delay, err)
 		}
 	})
 
@@ -131,11 +150,13 @@ func TestPasswordChecksAreThrottled(t *testing.T) {
 	if err := s.ChangePassword(ctx, u.ID, "not-the-password", "staple-battery-horse", "10.0.6.9"); !errors.As(err, &fe) || fe.Field != "current_password" {
 		t.Fatalf("fifth wrong guess, on the current password: %v, want a FieldError on current_password", err)
 	}
-	if err := s.ChangePassword(ctx, u.ID, password, "staple-battery-horse", "10.0.6.9"); !errors.Is(err, models.ErrThrottled) {
-		t.Errorf("sixth guess, with the right current password: %v, want ErrThrottled", err)
+	// The sixth check, past the limit, waits first; the two share the allowance.
+	if delay, err := s.GuessDelay(ctx, "alice", "10.0.6.10", models.Now(), true); err != nil || delay == 0 {
+		t.Errorf("sign-in after five wrong guesses: waited %s, %v; want a wait", delay, err)
 	}
-	if _, err := s.Authenticate(ctx, "alice", password, "10.0.6.10"); !errors.Is(err, models.ErrThrottled) {
-		t.Errorf("sign-in after five wrong guesses: %v, want ErrThrottled", err)
+	// Past the limit the right password still works: nobody is locked out.
+	if _, err := s.Authenticate(ctx, "alice", password, "10.0.6.11"); err != nil {
+		t.Errorf("sign-in with the right password past the limit: %v", err)
 	}
 }
 

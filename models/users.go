@@ -131,16 +131,33 @@ var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("herald-timing-equaliser")
 var ErrBadCredentials = errors.New("wrong username or password")
 
 // Authenticate checks a username and password from an address and records the login
-// time. The guess is counted against the throttle before the password is compared;
-// ErrThrottled means it was not compared at all.
+// time. A name that no username could be is refused without a lookup; the user is
+// found by the name exactly as stored (usernames are stored lower-case and compared
+// byte for byte on every database: ＡＤＭＩＮ or ädmin is never admin), and the guess is
+// counted against the user's id and the address before the password is compared.
+// ErrThrottled means the address is over its limit and the password was not compared.
 func (s *Store) Authenticate(ctx context.Context, username, password, ip string) (*User, error) {
 	username = NormalizeUsername(username)
-	g, err := s.beginGuess(ctx, username, ip, Now())
+	var u *User
+	if usernameRe.MatchString(username) {
+		var list []User
+		if err := s.reader(ctx).Where("username = ?", username).Limit(1).Find(&list).Error; err != nil {
+			return nil, fmt.Errorf("models: authenticate %s: %w", username, err)
+		}
+		if len(list) == 1 && list[0].Username == username {
+			u = &list[0]
+		}
+	}
+	userKey := ""
+	if u != nil || usernameRe.MatchString(username) {
+		userKey = guessUserKey(u, username)
+	}
+	g, err := s.beginGuess(ctx, userKey, ip, Now())
 	if err != nil {
 		return nil, err
 	}
-	u, err := s.checkPassword(ctx, username, password)
-	s.endGuess(ctx, g, !errors.Is(err, ErrBadCredentials))
+	err = checkPassword(u, password)
+	s.endGuess(ctx, g, err == nil)
 	if err != nil {
 		return nil, err
 	}
@@ -152,22 +169,17 @@ func (s *Store) Authenticate(ctx context.Context, username, password, ip string)
 	return u, nil
 }
 
-// checkPassword returns the enabled user with the username and password, or
-// ErrBadCredentials.
-func (s *Store) checkPassword(ctx context.Context, username, password string) (*User, error) {
-	var u User
-	err := s.reader(ctx).Where("username = ?", username).First(&u).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+// checkPassword returns ErrBadCredentials unless u is an enabled user with the password;
+// for no user it compares against a dummy hash, taking as long.
+func checkPassword(u *User, password string) error {
+	if u == nil {
 		_ = bcrypt.CompareHashAndPassword(dummyHash, []byte(password))
-		return nil, ErrBadCredentials
-	}
-	if err != nil {
-		return nil, fmt.Errorf("models: authenticate %s: %w", username, err)
+		return ErrBadCredentials
 	}
 	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(password)) != nil || u.Disabled {
-		return nil, ErrBadCredentials
+		return ErrBadCredentials
 	}
-	return &u, nil
+	return nil
 }
 
 // ChangePassword sets a new password after checking the current one, and revokes every
@@ -191,7 +203,7 @@ func (s *Store) CheckCurrentPassword(ctx context.Context, userID int64, current,
 	if err != nil {
 		return nil, err
 	}
-	g, err := s.beginGuess(ctx, u.Username, ip, Now())
+	g, err := s.beginGuess(ctx, guessUserKey(u, u.Username), ip, Now())
 	if err != nil {
 		return nil, err
 	}

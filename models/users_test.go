@@ -3,6 +3,7 @@ package models_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +221,41 @@ func TestChangePassword(t *testing.T) {
 	}
 	if _, err := s.Authenticate(ctx, "alice", newPassword, "10.0.0.1"); err != nil {
 		t.Errorf("Authenticate with the new password: %v", err)
+	}
+}
+
+// A username that only looks like one (another case of a letter outside ASCII, an
+// accent, full-width letters) never signs in as that user, even with their password,
+// and on MySQL too, where the column's old collation matched them; guesses under any
+// spelling of a user's name count against that user.
+func TestLookalikeUsernames(t *testing.T) {
+	t.Parallel()
+	s := testenv.Store(t)
+	ctx := context.Background()
+	const password = "correct-horse-battery"
+	admin, err := s.CreateUser(ctx, "admin", password, models.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"ädmin", "àdmin", "ãdmin", "ＡＤＭＩＮ", "ａｄｍｉｎ", "admin\u0000", "admın"} {
+		if u, err := s.Authenticate(ctx, name, password, fmt.Sprintf("10.0.8.%d", i)); !errors.Is(err, models.ErrBadCredentials) {
+			t.Errorf("sign-in as %q with admin's password: %+v, %v; want ErrBadCredentials", name, u, err)
+		}
+	}
+	var n int64
+	if err := s.SQL().QueryRow("SELECT COUNT(*) FROM console_users WHERE username = ?", "ädmin").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the database matches ädmin to %d users (%v): usernames must compare byte for byte", n, err)
+	}
+	if u, err := s.Authenticate(ctx, " Admin ", password, "10.0.8.20"); err != nil || u.ID != admin.ID {
+		t.Errorf("sign-in as \" Admin \": %+v, %v; want admin (ASCII case is folded)", u, err)
+	}
+	// Five wrong guesses as ADMIN and Admin: the next as admin is past admin's limit.
+	for i, name := range []string{"ADMIN", "Admin", "aDmin", "ADMIN", "Admin"} {
+		if _, err := s.Authenticate(ctx, name, "wrong-horse-battery", fmt.Sprintf("10.0.8.%d", 30+i)); !errors.Is(err, models.ErrBadCredentials) {
+			t.Fatalf("wrong guess %d as %s: %v", i+1, name, err)
+		}
+	}
+	if delay, err := s.GuessDelay(ctx, "admin", "10.0.8.40", models.Now(), true); err != nil || delay == 0 {
+		t.Errorf("the sixth wrong guess on admin under another spelling: waited %s, %v; want a wait", delay, err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"herald/web"
 )
 
 const consolePolicy = "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'; object-src 'none'"
@@ -91,28 +93,35 @@ func TestMonitoringSecurityHeaders(t *testing.T) {
 	}
 }
 
-// HSTS is sent only to browsers that came over HTTPS: directly, or through a proxy on
-// the same host saying so. X-Forwarded-Proto from anyone else is not believed, for HSTS
-// or for the session cookie's Secure flag.
+// HSTS is sent only to browsers that came over HTTPS: directly, or through a proxy
+// configured in HERALD_TRUSTED_PROXIES saying so. X-Forwarded-Proto from anyone else
+// (loopback included, unless configured) is not believed, for HSTS or for the session
+// cookie's Secure flag.
 func TestHSTSOnlyOverHTTPS(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	c.user(adminUser)
+	proxied := newConsole(t, func(o *web.Options) { o.TrustedProxies = []string{"127.0.0.1", "::1/128", "10.1.0.0/16"} })
+	proxied.user(adminUser)
 	const hsts = "max-age=31536000; includeSubDomains"
 	for _, tc := range []struct {
 		what       string
+		c          *console
 		remoteAddr string
 		tls        bool
 		proto      string
 		want       string
 	}{
-		{"plain HTTP", "192.0.2.1:40000", false, "", ""},
-		{"TLS", "192.0.2.1:40000", true, "", hsts},
-		{"proxy on loopback saying https", "127.0.0.1:40000", false, "https", hsts},
-		{"IPv6 proxy on loopback saying https", "[::1]:40000", false, "https", hsts},
-		{"proxy on loopback saying http", "127.0.0.1:40000", false, "http", ""},
-		{"another host saying https", "192.0.2.1:40000", false, "https", ""},
+		{"plain HTTP", c, "192.0.2.1:40000", false, "", ""},
+		{"TLS", c, "192.0.2.1:40000", true, "", hsts},
+		{"unconfigured loopback saying https", c, "127.0.0.1:40000", false, "https", ""},
+		{"configured proxy on loopback saying https", proxied, "127.0.0.1:40000", false, "https", hsts},
+		{"configured IPv6 proxy on loopback saying https", proxied, "[::1]:40000", false, "https", hsts},
+		{"configured proxy range saying https", proxied, "10.1.2.3:40000", false, "https", hsts},
+		{"configured proxy saying http", proxied, "127.0.0.1:40000", false, "http", ""},
+		{"another host saying https", proxied, "192.0.2.1:40000", false, "https", ""},
 	} {
+		c := tc.c
 		form := url.Values{"username": {adminUser}, "password": {testPassword}}
 		req := httptest.NewRequest("POST", "/login", strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

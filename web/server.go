@@ -3,6 +3,7 @@
 package web
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -32,6 +33,11 @@ type Options struct {
 	// DefaultLanguage is the console's language when neither the user nor the browser
 	// chose one (HERALD_DEFAULT_LANGUAGE); empty means Chinese.
 	DefaultLanguage string
+	// TrustedProxies are the addresses and CIDR ranges of the proxies whose
+	// X-Forwarded-For and X-Forwarded-Proto are believed (HERALD_TRUSTED_PROXIES);
+	// none by default, so a client can never choose the address its sign-in attempts
+	// count against.
+	TrustedProxies []string
 }
 
 func (o Options) defaultLanguage() string {
@@ -41,15 +47,44 @@ func (o Options) defaultLanguage() string {
 	return i18n.Chinese
 }
 
-// trustedProxies are the peers whose X-Forwarded-For and X-Forwarded-Proto headers are
-// believed: Herald listens directly or behind a proxy on the same host, and a header
-// from any other client could claim anything.
-var trustedProxies = []string{"127.0.0.1", "::1"}
+// httpsKey marks, in a request's context, a request that came over HTTPS to a trusted
+// proxy in front of Herald (see forwarded).
+type httpsKey struct{}
 
-// fromTrustedProxy reports whether r comes straight from a trusted proxy.
-func fromTrustedProxy(r *http.Request) bool {
+// forwarded believes X-Forwarded-Proto only from the configured proxies
+// (HERALD_TRUSTED_PROXIES); gin's SetTrustedProxies does the same for X-Forwarded-For.
+// From any other peer the headers could claim anything.
+func forwarded(proxies []netip.Prefix) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.Request.Header.Get("X-Forwarded-Proto") == "https" && fromProxy(proxies, c.Request) {
+			c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), httpsKey{}, true))
+		}
+		c.Next()
+	}
+}
+
+// fromProxy reports whether r comes straight from one of the proxies.
+func fromProxy(proxies []netip.Prefix, r *http.Request) bool {
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	return err == nil && slices.Contains(trustedProxies, ap.Addr().Unmap().String())
+	if err != nil {
+		return false
+	}
+	ip := ap.Addr().Unmap()
+	return slices.ContainsFunc(proxies, func(p netip.Prefix) bool { return p.Contains(ip) })
+}
+
+// proxyPrefixes reads the trusted proxies, addresses or CIDR ranges (config has
+// checked them).
+func proxyPrefixes(list []string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range list {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+		} else if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		}
+	}
+	return out
 }
 
 // NewHandler returns the complete HTTP handler: console, API and operations endpoints.
@@ -59,15 +94,19 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.MaxMultipartMemory = maxMultipartMemory
-	_ = r.SetTrustedProxies(trustedProxies)
-	r.Use(recoverPanics(opts.Log), logRequests(opts.Log), securityHeaders(), crossOrigin(),
+	// X-Forwarded-For names the client only when a configured proxy sent it.
+	if err := r.SetTrustedProxies(opts.TrustedProxies); err != nil {
+		opts.Log.Error("HERALD_TRUSTED_PROXIES: trusting none", "error", err)
+		_ = r.SetTrustedProxies(nil)
+	}
+	r.Use(recoverPanics(opts.Log), forwarded(proxyPrefixes(opts.TrustedProxies)), logRequests(opts.Log), securityHeaders(), crossOrigin(),
 		withDeadline(requestDeadline, slowDeadline), withLocation(opts.Location), withLanguage(opts.defaultLanguage()))
 	r.NoRoute(unrouted(s, opts.Log), userLanguage, func(c *gin.Context) {
 		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
 			handlers.APIError(c, http.StatusNotFound, "not_found", i18n.T(c.Request.Context(), "api.no_endpoint"), "")
 			return
 		}
-		handlers.ErrorPage(c, http.StatusNotFound, "error.no_page", "Path", c.Request.URL.Path)
+		handlers.ErrorPage(c, http.StatusNotFound, "error.no_page")
 	})
 	r.NoMethod(unrouted(s, opts.Log), userLanguage, func(c *gin.Context) {
 		if strings.HasPrefix(c.Request.URL.Path, "/api/") {
@@ -75,7 +114,7 @@ func NewHandler(h *handlers.Handlers, s *Sessions, opts Options) (handler http.H
 				i18n.T(c.Request.Context(), "error.api_method_not_allowed", "Method", c.Request.Method), "")
 			return
 		}
-		handlers.ErrorPage(c, http.StatusMethodNotAllowed, "error.method_not_allowed", "Path", c.Request.URL.Path)
+		handlers.ErrorPage(c, http.StatusMethodNotAllowed, "error.method_not_allowed")
 	})
 	mon := newMonitoring(opts.Redis)
 	// The console listener faces browsers: without a token, metrics stay on

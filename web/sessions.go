@@ -42,9 +42,10 @@ func NewSessions(secret []byte, store *models.Store, idle time.Duration) *Sessio
 }
 
 // isHTTPS reports whether the browser talks to Herald over HTTPS, directly or through a
-// trusted proxy that says so.
+// trusted proxy that says so (see forwarded).
 func isHTTPS(r *http.Request) bool {
-	return r.TLS != nil || (fromTrustedProxy(r) && r.Header.Get("X-Forwarded-Proto") == "https")
+	https, _ := r.Context().Value(httpsKey{}).(bool)
+	return r.TLS != nil || https
 }
 
 func (s *Sessions) cookie(r *http.Request) *sessions.Session {

@@ -46,7 +46,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	opts := web.Options{Location: a.Config.Location, Log: a.Log, Redis: a.Redis.Asynq(),
 		Metrics: web.NewMetrics(a.Metrics, a.Inspector, a.Store, a.Log), MetricsToken: a.Config.MetricsToken,
-		DefaultLanguage: a.Config.DefaultLanguage}
+		DefaultLanguage: a.Config.DefaultLanguage, TrustedProxies: a.Config.TrustedProxies}
 	var handler http.Handler
 	if runWeb {
 		sessions := web.NewSessions(a.Config.SessionSecret, a.Store, a.Config.SessionIdle)
