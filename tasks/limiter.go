@@ -118,7 +118,7 @@ type Decision struct {
 const WindowLate = "late_admission"
 
 // WindowUnreplicated names a refusal of an admission that no replica acknowledged in
-// time (see Limiter.Replicas).
+// time (see LimiterConfig.Redis).
 const WindowUnreplicated = "unreplicated_admission"
 
 // Acquire asks to make one call for a message of the account to a recipient address.

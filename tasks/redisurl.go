@@ -75,7 +75,7 @@ func (r *Redis) NewClient(poolSize int) redis.UniversalClient {
 }
 
 // AdmissionReplicas is how many replicas must hold a rate-limit admission before it is
-// used (Limiter.Replicas): one under Sentinel, where a failover loses what clients wrote
+// used (NewLimiter asks it): one under Sentinel, where a failover loses what clients wrote
 // to the old master meanwhile; none otherwise.
 func (r *Redis) AdmissionReplicas() int {
 	if r.cfg.Topology == config.Sentinel {

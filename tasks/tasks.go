@@ -1,5 +1,6 @@
-// Package tasks is everything Asynq: task types and payloads, the send handler, the retry
-// policy, the sweeper and the server and scheduler that run them.
+// Package tasks is everything Asynq: task types and payloads, the send handler (which
+// applies the retry policy and quiet hours of package delivery), the rate limiter,
+// the sweeper and the server and scheduler that run them.
 //
 // MySQL is the source of truth. A task only says "look at message X now"; the handler
 // claims the row with a compare-and-set before it calls a platform, so a task delivered
