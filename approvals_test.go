@@ -107,7 +107,11 @@ func TestApprovalsThroughTheAPI(t *testing.T) {
 	}
 
 	// Nothing of the rejected or expired batches was delivered, even after a sweep.
-	if _, err := h.app.Sweeper().Sweep(ctx); err != nil {
+	sweeper, err := h.app.Sweeper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sweeper.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond)

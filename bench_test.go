@@ -668,7 +668,7 @@ func BenchmarkDashboard(b *testing.B) {
 	// A thousand real rows, then copied in SQL (50,000 at a time, which a default
 	// buffer pool can lock) until there are enough.
 	ctx := context.Background()
-	d := &dispatch.Dispatcher{Store: h.app.Store, Enqueuer: h.app.Enqueuer, Log: h.app.Log, Location: h.app.Config.Location}
+	d := intakeOf(b, h.app)
 	for range 200 {
 		if _, err := d.Submit(ctx, dispatch.Request{Source: "api", Actor: "bench", Platform: "sandbox",
 			Recipients: []string{"E2001", "E2002", "E2003", "E2001", "E2002"}, Text: "seed"}); err != nil {
@@ -738,7 +738,7 @@ func BenchmarkScheduledLateness(b *testing.B) {
 	for range b.N {
 		rig := newBenchRig(b, 2000, 0)
 		worker := startHeraldAs(b, rig.env, "worker")
-		d := &dispatch.Dispatcher{Store: rig.h.app.Store, Enqueuer: rig.h.app.Enqueuer, Log: rig.h.app.Log, Location: rig.h.app.Config.Location}
+		d := intakeOf(b, rig.h.app)
 		batchIDs, failed := offer(b, 200, 10*time.Second, func(i int) (string, error) {
 			at := time.Now().Add(2*time.Second + time.Duration(i%5)*time.Second)
 			res, err := d.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "bench", Account: rig.acct.Name,

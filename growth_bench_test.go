@@ -94,7 +94,10 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 		b.Fatal(err)
 	}
 	enq := tasks.NewEnqueuer(red.Asynq())
-	d := &dispatch.Dispatcher{Store: store, Enqueuer: enq, Log: app.NewLogger(cfg, nil), Location: cfg.Location}
+	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: enq, Log: app.NewLogger(cfg, nil), Location: cfg.Location})
+	if err != nil {
+		b.Fatal(err)
+	}
 	submit := func(n int, text string) {
 		for start := 0; start < n; start += len(ids) {
 			if _, err := d.Submit(ctx, dispatch.Request{Source: "api", Actor: "bench", Account: acct.Name,

@@ -169,7 +169,7 @@ func newLimitRig(t *testing.T, env map[string]string, limits models.Limits, reci
 	rig.h.stop() // the workers under test are separate processes
 	web := startHeraldAs(t, env, "web")
 	rig.h = web
-	rig.dispatch = &dispatch.Dispatcher{Store: web.app.Store, Enqueuer: web.app.Enqueuer, Log: web.app.Log, Location: web.app.Config.Location}
+	rig.dispatch = intakeOf(t, web.app)
 	return &limitRig{faultRig: rig, env: env}
 }
 
@@ -369,7 +369,7 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 		t.Errorf("the platform received %d calls made on late admissions", n)
 	}
 	// Every late admission was taken back.
-	usage, err := tasks.NewLimiter(rig.h.app.RDB).Usage(context.Background(), rig.account.ID, rig.account.Limits)
+	usage, err := rig.h.app.Limiter.Usage(context.Background(), rig.account.ID, rig.account.Limits)
 	if err != nil || len(usage) != 1 || usage[0].Used != 0 {
 		t.Errorf("usage after only late admissions: %+v %v, want per_second used 0", usage, err)
 	}

@@ -66,7 +66,7 @@ func newRigAt(t testing.TB, env map[string]string, n int, simURL string, configu
 	if _, err := h.app.Store.UpsertRecipients(ctx, list); err != nil {
 		t.Fatal(err)
 	}
-	rig.dispatch = &dispatch.Dispatcher{Store: h.app.Store, Enqueuer: h.app.Enqueuer, Log: h.app.Log, Location: h.app.Config.Location}
+	rig.dispatch = intakeOf(t, h.app)
 	return rig
 }
 
@@ -153,8 +153,23 @@ func (r *faultRig) deliveries(t testing.TB) []simulator.Delivery {
 	return out
 }
 
+// intakeOf returns an intake of its own on a running Herald's store and queue: no shared
+// account cache, no dashboard counters.
+func intakeOf(t testing.TB, a *app.App) *dispatch.Dispatcher {
+	t.Helper()
+	d, err := dispatch.NewDispatcher(dispatch.Config{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log, Location: a.Config.Location})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func (r *faultRig) sweep() (int, error) {
-	return r.h.app.Sweeper().Sweep(context.Background())
+	sweeper, err := r.h.app.Sweeper()
+	if err != nil {
+		return 0, err
+	}
+	return sweeper.Sweep(context.Background())
 }
 
 // checkNoLoss asserts the invariants of a finished run: every message sent or stopped,
@@ -263,7 +278,7 @@ func splitRolesMidRun(t testing.TB) (*faultRig, []*process, []string) {
 	workers := startWorkers(t, env, 2, "HERALD_WORKER_CONCURRENCY=20")
 	startHeraldAs(t, env, "scheduler")
 	intake := startHeraldAs(t, env, "web")
-	rig.dispatch = &dispatch.Dispatcher{Store: intake.app.Store, Enqueuer: intake.app.Enqueuer, Log: intake.app.Log, Location: intake.app.Config.Location}
+	rig.dispatch = intakeOf(t, intake.app)
 	rig.h = intake
 	ids := rig.submit(t)
 	deadline := time.Now().Add(time.Minute)

@@ -11,15 +11,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	_ "time/tzdata" // HERALD_TIMEZONE must resolve on hosts without a zoneinfo database
 
 	"github.com/go-sql-driver/mysql"
-
-	"herald/i18n"
-	"herald/tasks"
 )
 
 // Config is Herald's whole configuration. It is built once by Load and passed down;
@@ -30,7 +28,7 @@ type Config struct {
 	MySQLDSN string
 	RedisURL string
 	// Redis is RedisURL parsed; nil when Herald runs its own in-process Redis.
-	Redis             *tasks.Redis
+	Redis             *Redis
 	Location          *time.Location
 	SessionSecret     []byte
 	SecretKey         []byte
@@ -69,6 +67,11 @@ type Config struct {
 	Demo    bool
 	DemoSet bool
 }
+
+// Languages are the console's languages HERALD_DEFAULT_LANGUAGE may name, the default
+// first. They are the catalogs' languages (i18n.Languages; a test keeps the two lists
+// alike): configuration imports none of Herald's packages.
+var Languages = []string{"zh-CN", "en"}
 
 // DefaultWorkerDBConns is HERALD_WORKER_DB_CONNS's default: with at most four of the
 // worker's statements in MySQL at once, API requests at 1,000 a second beside a worker
@@ -136,8 +139,8 @@ func Load(getenv Getenv) (*Config, error) {
 	}
 	if c.RedisURL != "" {
 		var err error
-		if c.Redis, err = tasks.ParseRedisURL(c.RedisURL); err != nil {
-			return nil, &Error{"HERALD_REDIS_URL", strings.TrimPrefix(err.Error(), "tasks: redis url: ")}
+		if c.Redis, err = ParseRedisURL(c.RedisURL); err != nil {
+			return nil, &Error{"HERALD_REDIS_URL", strings.TrimPrefix(err.Error(), redisURLError)}
 		}
 	}
 	tz := orDefault(getenv("HERALD_TIMEZONE"), "Asia/Shanghai")
@@ -166,10 +169,10 @@ func Load(getenv Getenv) (*Config, error) {
 	if c.SessionIdle < time.Minute || c.SessionIdle > 12*time.Hour {
 		return nil, &Error{"HERALD_SESSION_IDLE", fmt.Sprintf("must be between 1m and 12h, got %s", c.SessionIdle)}
 	}
-	c.DefaultLanguage = i18n.Chinese
+	c.DefaultLanguage = Languages[0]
 	if v := strings.TrimSpace(getenv("HERALD_DEFAULT_LANGUAGE")); v != "" {
-		if !i18n.Valid(v) {
-			return nil, &Error{"HERALD_DEFAULT_LANGUAGE", fmt.Sprintf("must be one of %s, got %q", strings.Join(i18n.Languages, ", "), v)}
+		if !slices.Contains(Languages, v) {
+			return nil, &Error{"HERALD_DEFAULT_LANGUAGE", fmt.Sprintf("must be one of %s, got %q", strings.Join(Languages, ", "), v)}
 		}
 		c.DefaultLanguage = v
 	}

@@ -24,7 +24,7 @@ import (
 	"herald/tasks"
 )
 
-// Dispatcher turns requests into stored, enqueued messages.
+// Dispatcher turns requests into stored, enqueued messages; NewDispatcher builds it.
 type Dispatcher struct {
 	Store    *models.Store
 	Enqueuer *tasks.Enqueuer

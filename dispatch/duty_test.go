@@ -31,7 +31,12 @@ func newDutyFixture(t *testing.T) *dutyFixture {
 	store := testenv.Store(t)
 	ctx := context.Background()
 	f := &dutyFixture{store: store, log: &bytes.Buffer{}, ids: map[string]int64{}}
-	f.d = &dispatch.Dispatcher{Store: store, Location: shanghai, Log: slog.New(slog.NewTextHandler(f.log, nil))}
+	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: testenv.Enqueuer(t), Location: shanghai,
+		Log: slog.New(slog.NewTextHandler(f.log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.d = d
 	for _, p := range []struct {
 		id  string
 		org models.OrgType

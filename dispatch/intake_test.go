@@ -42,8 +42,11 @@ func newIntakeFixture(t *testing.T) *intakeFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &intakeFixture{store: store, keyID: key.ID,
-		d: &dispatch.Dispatcher{Store: store, Enqueuer: enq, Location: time.UTC, Log: slog.New(slog.DiscardHandler)}}
+	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: enq, Location: time.UTC, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &intakeFixture{store: store, keyID: key.ID, d: d}
 }
 
 // request is an API request to one person; an empty text makes it invalid.

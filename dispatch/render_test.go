@@ -242,7 +242,10 @@ func TestCheckVariablesRefusesHugeValues(t *testing.T) {
 func TestIntakeRefusesPlantedTemplates(t *testing.T) {
 	store := testenv.Store(t)
 	ctx := context.Background()
-	d := &Dispatcher{Store: store, Location: time.UTC, Log: slog.New(slog.DiscardHandler)}
+	d, err := NewDispatcher(Config{Store: store, Enqueuer: testenv.Enqueuer(t), Location: time.UTC, Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := store.CreateRecipient(ctx, &models.Recipient{ExternalID: "E1", Name: "Li Wei", OrgType: models.Branch,
 		WecomUserid: "liwei", Active: true}); err != nil {
 		t.Fatal(err)

@@ -9,16 +9,16 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/channels"
+	"herald/delivery"
 	"herald/dispatch"
 	"herald/models"
-	"herald/tasks"
 	"herald/views"
 )
 
 // retryRows lays out the retry table: the account's adjustments as values, the defaults
 // as placeholders. typed, when not nil, holds the form as submitted.
 func retryRows(p models.RetryPolicy, typed map[string]string) []views.RetryRow {
-	def := tasks.DefaultPolicy
+	def := delivery.DefaultPolicy
 	rows := make([]views.RetryRow, 0, len(models.RetryClasses))
 	for _, class := range models.RetryClasses {
 		d, adj := def[channels.Class(class)], p[class]
@@ -280,7 +280,7 @@ func (h *Handlers) AccountUsage(c *gin.Context) {
 		return
 	}
 	if usage == nil {
-		usage = []tasks.Usage{}
+		usage = []delivery.Usage{}
 	}
 	c.JSON(http.StatusOK, usage)
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/tasks"
 	"herald/views"
 )
 
@@ -96,18 +95,11 @@ func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
 	return d, nil
 }
 
-// queues reads each priority queue's depth and latency from Asynq's inspector.
+// queues reads each priority queue's depth and latency.
 func (h *Handlers) queues() ([]views.QueueRow, string) {
 	var out []views.QueueRow
-	for _, q := range []string{tasks.QueueHigh, tasks.QueueNormal, tasks.QueueLow} {
-		info, err := h.Inspector.GetQueueInfo(q)
-		if err != nil {
-			// A queue that never held a task does not exist yet: show it empty.
-			out = append(out, views.QueueRow{Name: q})
-			continue
-		}
-		out = append(out, views.QueueRow{Name: q, Pending: info.Pending, Active: info.Active,
-			Scheduled: info.Scheduled, Retry: info.Retry, Latency: info.Latency})
+	for _, q := range h.QueueDepths() {
+		out = append(out, views.QueueRow(q))
 	}
 	if err := h.PingRedis(context.Background()); err != nil {
 		return out, err.Error()

@@ -10,13 +10,12 @@ import (
 
 	"github.com/a-h/templ"
 	"github.com/gin-gonic/gin"
-	"github.com/hibiken/asynq"
 
 	"herald/channels"
+	"herald/delivery"
 	"herald/dispatch"
 	"herald/i18n"
 	"herald/models"
-	"herald/tasks"
 	"herald/views"
 )
 
@@ -44,13 +43,19 @@ type Handlers struct {
 	// PingRedis checks that Redis answers, for /readyz.
 	PingRedis func(context.Context) error
 	// Limiter reports accounts' current use of their limits.
-	Limiter *tasks.Limiter
-	// Inspector reads Asynq's queues for the dashboard.
-	Inspector *asynq.Inspector
+	Limiter LimitUsage
+	// QueueDepths reads the message queues for the dashboard, most urgent first.
+	QueueDepths func() []delivery.QueueDepth
 	// Stats counts message outcomes for the dashboard.
 	Stats *models.Stats
 	// Channels tests accounts' connections.
 	Channels *channels.Registry
+}
+
+// LimitUsage reports an account's current use of each of its limited windows; the rate
+// limiter (tasks.Limiter) implements it.
+type LimitUsage interface {
+	Usage(ctx context.Context, accountID int64, limits models.Limits) ([]delivery.Usage, error)
 }
 
 // UserKey is the gin context key under which the web middleware stores the signed-in user.

@@ -11,56 +11,39 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+
+	"herald/delivery"
 )
 
-// Status is a message's delivery state.
-type Status string
+// Status is a message's delivery state; the states and the moves allowed between them
+// are delivery's (delivery/states.go), the queries that make the moves are here.
+type Status = delivery.Status
 
 // The message states.
 const (
-	StatusPending   Status = "pending"
-	StatusSending   Status = "sending"
-	StatusSent      Status = "sent"
-	StatusFailed    Status = "failed"
-	StatusStopped   Status = "stopped"
-	StatusCancelled Status = "cancelled"
+	StatusPending   = delivery.Pending
+	StatusSending   = delivery.Sending
+	StatusSent      = delivery.Sent
+	StatusFailed    = delivery.Failed
+	StatusStopped   = delivery.Stopped
+	StatusCancelled = delivery.Cancelled
 )
 
-// Priority is a message's priority: it picks the Asynq queue the message waits in and
-// its place when the limiter has one call slot for several messages.
-type Priority string
+// Priority is a message's priority (delivery/priority.go).
+type Priority = delivery.Priority
 
 // The priorities.
 const (
-	PriorityHigh   Priority = "high"
-	PriorityNormal Priority = "normal"
-	PriorityLow    Priority = "low"
+	PriorityHigh   = delivery.High
+	PriorityNormal = delivery.Normal
+	PriorityLow    = delivery.Low
 )
 
 // Priorities lists the priorities, highest first.
-var Priorities = []Priority{PriorityHigh, PriorityNormal, PriorityLow}
-
-// Valid reports whether p is one of Priorities.
-func (p Priority) Valid() bool { return slices.Contains(Priorities, p) }
-
-// Rank orders priorities: 0 for high, 1 for normal, 2 for low (and anything else).
-func (p Priority) Rank() int {
-	switch p {
-	case PriorityHigh:
-		return 0
-	case PriorityNormal:
-		return 1
-	}
-	return 2
-}
+var Priorities = delivery.Priorities
 
 // AllStatuses lists the states in lifecycle order, for display.
-var AllStatuses = []Status{StatusPending, StatusSending, StatusFailed, StatusSent, StatusStopped, StatusCancelled}
-
-// Terminal reports whether no further transition can happen.
-func (s Status) Terminal() bool {
-	return s == StatusSent || s == StatusStopped || s == StatusCancelled
-}
+var AllStatuses = delivery.Statuses
 
 // NewID returns a new time-ordered id (UUIDv7) for batches and messages, so inserts
 // append to the primary key and ids sort by creation.
@@ -646,7 +629,7 @@ func (s *Store) ClaimMany(ctx context.Context, ids []string, leaseUntil time.Tim
 	token := NewToken()[:24]
 	err := s.db.WithContext(ctx).Model(&Message{}).
 		Where("id IN ? AND ((status IN ? AND next_attempt_at <= ?) OR (status = ? AND lease_until < ?))",
-			ids, []Status{StatusPending, StatusFailed}, now.Add(claimEarly), StatusSending, now).
+			ids, delivery.Claimable, now.Add(claimEarly), StatusSending, now).
 		Updates(map[string]any{"status": StatusSending, "lease_until": leaseUntil.UTC(), "claim_token": token, "updated_at": now}).Error
 	if err != nil {
 		return nil, "", fmt.Errorf("models: claim messages: %w", err)
@@ -697,7 +680,7 @@ func (s *Store) DueMessages(ctx context.Context, dueBy time.Time, after DueCurso
 	var out []DueMessage
 	dueBy, after.At = dueBy.UTC(), after.At.UTC() // SQLite compares times as text: every stored time is UTC
 	q := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at, task_id").
-		Where("status IN ? AND next_attempt_at <= ?", []Status{StatusPending, StatusFailed}, dueBy)
+		Where("status IN ? AND next_attempt_at <= ?", delivery.Waiting, dueBy)
 	if !after.At.IsZero() {
 		q = q.Where("(next_attempt_at > ? OR (next_attempt_at = ? AND id > ?))", after.At, after.At, after.ID)
 	}
@@ -716,7 +699,7 @@ func (s *Store) UnclaimedDue(ctx context.Context, ids []string, dueBy time.Time)
 		return out, nil
 	}
 	err := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at, task_id").
-		Where("id IN ? AND status IN ? AND next_attempt_at <= ?", ids, []Status{StatusPending, StatusFailed}, dueBy.UTC()).
+		Where("id IN ? AND status IN ? AND next_attempt_at <= ?", ids, delivery.Waiting, dueBy.UTC()).
 		Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: unclaimed due messages: %w", err)
@@ -731,7 +714,7 @@ func (s *Store) SetTaskID(ctx context.Context, taskID string, ids []string) erro
 		return nil
 	}
 	err := s.db.WithContext(ctx).Model(&Message{}).
-		Where("id IN ? AND status IN ?", ids, []Status{StatusPending, StatusFailed}).
+		Where("id IN ? AND status IN ?", ids, delivery.Waiting).
 		UpdateColumn("task_id", taskID).Error
 	if err != nil {
 		return fmt.Errorf("models: record task %s: %w", taskID, err)
@@ -863,7 +846,7 @@ func (s *Store) CancelMessage(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		now := Now()
 		res := tx.Model(&Message{}).
-			Where("id = ? AND status IN ?", id, []Status{StatusPending, StatusFailed}).
+			Where("id = ? AND status IN ?", id, delivery.Cancellable).
 			Updates(map[string]any{"status": StatusCancelled, "next_attempt_at": nil, "updated_at": now})
 		if err := casResult(res, "cancel", id); err != nil {
 			return err
@@ -939,7 +922,7 @@ func (s *Store) MessageWithRecipient(ctx context.Context, id string) (*BatchMess
 func (s *Store) OldestDue(ctx context.Context) (*time.Time, error) {
 	var out []DueMessage
 	err := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
-		Where("status IN ? AND next_attempt_at <= ?", []Status{StatusPending, StatusFailed}, Now()).
+		Where("status IN ? AND next_attempt_at <= ?", delivery.Waiting, Now()).
 		Order("next_attempt_at").Limit(1).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: oldest due message: %w", err)

@@ -6,34 +6,31 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"herald/delivery"
 )
 
 // ErrorClassQuietHours marks a message that waits for its account's quiet hours to end:
 // pending, due at the end, with no attempt used.
-const ErrorClassQuietHours = "quiet_hours"
+const ErrorClassQuietHours = delivery.ErrorClassQuietHours
 
-// QuietHours is a daily window, in HERALD_TIMEZONE, in which an account sends only
-// high-priority messages: normal and low ones wait until it ends. Start and End are
-// HH:MM; a window whose end is earlier than its start runs over midnight (20:00–08:00).
-// The zero value is no window. It is stored as "HH:MM-HH:MM" ("" for none).
-type QuietHours struct {
-	Start string `json:"start"`
-	End   string `json:"end"`
-}
+// QuietHours is an account's daily window in which only high-priority messages go out
+// (delivery.QuietHours holds the rule); it is stored as "HH:MM-HH:MM" ("" for none).
+type QuietHours delivery.QuietHours
 
 // Set reports whether the account has quiet hours.
-func (q QuietHours) Set() bool { return q.Start != "" || q.End != "" }
+func (q QuietHours) Set() bool { return delivery.QuietHours(q).Set() }
 
 // Validate checks both times; an error names quiet_hours.start or quiet_hours.end.
 func (q QuietHours) Validate() error {
 	if !q.Set() {
 		return nil
 	}
-	start, ok := minuteOfDay(q.Start)
+	start, ok := delivery.MinuteOfDay(q.Start)
 	if !ok {
 		return Invalid("quiet_hours.start", "accounts.quiet.error_time")
 	}
-	end, ok := minuteOfDay(q.End)
+	end, ok := delivery.MinuteOfDay(q.End)
 	if !ok {
 		return Invalid("quiet_hours.end", "accounts.quiet.error_time")
 	}
@@ -43,40 +40,10 @@ func (q QuietHours) Validate() error {
 	return nil
 }
 
-// minuteOfDay reads HH:MM (00:00 to 23:59).
-func minuteOfDay(s string) (int, bool) {
-	t, err := time.Parse("15:04", s)
-	if err != nil || len(s) != 5 {
-		return 0, false
-	}
-	return t.Hour()*60 + t.Minute(), true
-}
-
 // Holds reports whether a message of the priority, due at now, must wait for the
-// window to end, and when it ends. High priority never waits.
+// window to end, and when it ends (delivery.QuietHours.Holds).
 func (q QuietHours) Holds(p Priority, now time.Time, loc *time.Location) (bool, time.Time) {
-	if p == PriorityHigh || q.Validate() != nil || !q.Set() {
-		return false, time.Time{}
-	}
-	start, _ := minuteOfDay(q.Start)
-	end, _ := minuteOfDay(q.End)
-	local := now.In(loc)
-	minute := local.Hour()*60 + local.Minute()
-	var inside bool
-	if start < end {
-		inside = minute >= start && minute < end
-	} else {
-		inside = minute >= start || minute < end
-	}
-	if !inside {
-		return false, time.Time{}
-	}
-	midnight := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, loc)
-	until := midnight.Add(time.Duration(end) * time.Minute)
-	if !until.After(local) {
-		until = time.Date(local.Year(), local.Month(), local.Day()+1, 0, 0, 0, 0, loc).Add(time.Duration(end) * time.Minute)
-	}
-	return true, until.UTC()
+	return delivery.QuietHours(q).Holds(p, now, loc)
 }
 
 // Value implements driver.Valuer.

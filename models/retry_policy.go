@@ -6,39 +6,28 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"herald/delivery"
 )
 
-// RetryRule adjusts one error class's retry rule for an account. A nil field keeps the
-// default: tasks.DefaultPolicy, the table in README.md ("Delivery, limits and retries").
-type RetryRule struct {
-	// MaxRetries bounds the retries of the class (attempts still stop at max_attempts).
-	MaxRetries *int `json:"max_retries,omitempty"`
-	// DelaySeconds is the wait before the first retry.
-	DelaySeconds *float64 `json:"delay_seconds,omitempty"`
-	// Factor multiplies the wait at each further retry.
-	Factor *float64 `json:"factor,omitempty"`
-	// MaxDelaySeconds caps the wait.
-	MaxDelaySeconds *float64 `json:"max_delay_seconds,omitempty"`
-}
-
-// Empty says the rule changes nothing.
-func (r RetryRule) Empty() bool {
-	return r.MaxRetries == nil && r.DelaySeconds == nil && r.Factor == nil && r.MaxDelaySeconds == nil
-}
+// RetryRule adjusts one error class's retry rule for an account; a nil field keeps the
+// default. The retry table and how adjustments apply to it are delivery's
+// (delivery/retry.go); this file stores and validates them.
+type RetryRule = delivery.Adjustment
 
 // RetryPolicy is an account's adjustments to the default retry policy, by error class.
 // It is stored as JSON in accounts.retry_policy; no adjustment is stored as NULL.
 type RetryPolicy map[string]RetryRule
 
 // RetryClasses are the error classes whose retries an account may adjust, in the order
-// forms show them. Throttled waits are computed by the limiter and are not adjustable.
-var RetryClasses = []string{"rate_limited", "transient", "auth", "permanent"}
+// forms show them.
+var RetryClasses = delivery.AdjustableClasses
 
 // Bounds of the adjustable values.
 const (
-	maxRetriesLimit = 100
-	maxDelaySeconds = 24 * 60 * 60
-	maxFactor       = 10
+	maxRetriesLimit = delivery.MaxRetriesLimit
+	maxDelaySeconds = delivery.MaxDelaySeconds
+	maxFactor       = delivery.MaxFactor
 )
 
 // Validate checks every adjustment; the error names the field, e.g.

@@ -3,15 +3,12 @@ package tasks_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/hibiken/asynq"
 
-	"herald/channels"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
@@ -45,8 +42,7 @@ func TestChunkRetriesAFailedMessageOnItsOwn(t *testing.T) {
 	}
 	enq := tasks.NewEnqueuer(red.Asynq())
 	t.Cleanup(func() { enq.Close() })
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	sender := tasks.NewSender(store, channels.NewRegistry(nil), enq, log, 5*time.Second)
+	sender := newTestSender(t, store, red, tasks.SenderConfig{Enqueuer: enq, CallTimeout: 5 * time.Second})
 	task := tasks.NewSendMessageTask(tasks.Chunk(ids, "normal", now, func(string, int) string { return tasks.ChunkTaskID(b.ID, 1) })[0])
 	if err := sender.ProcessTask(ctx, task); err != nil {
 		t.Fatalf("the chunk asked to run again: %v", err)
@@ -175,7 +171,7 @@ func TestSweepReenqueuesMessagesWhoseChunkIsLost(t *testing.T) {
 	}
 	insp := asynq.NewInspector(red.Asynq())
 	t.Cleanup(func() { insp.Close() })
-	sweeper := &tasks.Sweeper{Store: store, Enqueuer: enq, Inspector: insp, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	sweeper := newTestSweeper(t, tasks.SweeperConfig{Store: store, Enqueuer: enq, Inspector: insp})
 	if n, err := sweeper.Sweep(ctx); err != nil || n != 1 {
 		t.Fatalf("the sweep enqueued %d tasks (%v), want 1 for the lost chunk", n, err)
 	}

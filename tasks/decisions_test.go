@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"herald/channels"
+	"herald/delivery"
 	"herald/models"
 )
 
@@ -46,7 +47,7 @@ func TestNotClaimedDecisions(t *testing.T) {
 
 // TestFailureDecisions: the state a classified failure leads to, by the policy table.
 func TestFailureDecisions(t *testing.T) {
-	s := &Sender{Policy: DefaultPolicy}
+	s := &Sender{policy: delivery.DefaultPolicy}
 	tests := []struct {
 		name       string
 		m          models.Message

@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"herald/delivery"
 	"herald/models"
 )
 
@@ -34,16 +36,17 @@ import (
 type Limiter struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
-	// Margin widens every window.
+	// Margin widens every window (DefaultMargin). With none at all every admission
+	// comes back late and is refused.
 	Margin time.Duration
-	// Replicas is how many replicas must hold an admission before it is used; 0 uses it
+	// replicas is how many replicas must hold an admission before it is used; 0 uses it
 	// at once. Under Sentinel a failover promotes a replica while clients still write
 	// to the old master for a second or two, and what they write there is lost: a call
 	// admitted there would vanish from the logs and the new master would admit its
-	// capacity again. With Replicas 1 such an admission, never acknowledged, is taken
+	// capacity again. With one replica such an admission, never acknowledged, is taken
 	// back and refused (WindowUnreplicated). Only for a client of one master: a Cluster
-	// client would send the WAIT to a random node.
-	Replicas int
+	// client would send the WAIT to a random node. Redis.AdmissionReplicas sets it.
+	replicas int
 }
 
 //go:embed limiter.lua
@@ -54,9 +57,30 @@ var limiterLua string
 // which leaves the other half for the call to reach the platform.
 const DefaultMargin = 50 * time.Millisecond
 
-// NewLimiter returns a limiter on a Redis connection.
-func NewLimiter(rdb redis.UniversalClient) *Limiter {
-	return &Limiter{rdb: rdb, script: redis.NewScript(limiterLua), Margin: DefaultMargin}
+// LimiterConfig is what a Limiter is built from.
+type LimiterConfig struct {
+	// Redis is the deployment the limiter's connection goes to (required): its
+	// topology says how many replicas must hold an admission (Redis.AdmissionReplicas).
+	Redis *Redis
+	// Client is the limiter's connection; a client of Redis of its own when nil.
+	Client redis.UniversalClient
+	// Margin widens every window; DefaultMargin when zero.
+	Margin time.Duration
+}
+
+// NewLimiter returns a limiter built from cfg, or an error when cfg names no Redis.
+func NewLimiter(cfg LimiterConfig) (*Limiter, error) {
+	if cfg.Redis == nil {
+		return nil, errors.New("tasks: a rate limiter needs its Redis")
+	}
+	l := &Limiter{rdb: cfg.Client, script: redis.NewScript(limiterLua), Margin: cfg.Margin, replicas: cfg.Redis.AdmissionReplicas()}
+	if l.rdb == nil {
+		l.rdb = cfg.Redis.NewClient(0)
+	}
+	if l.Margin <= 0 {
+		l.Margin = DefaultMargin
+	}
+	return l, nil
 }
 
 // window is one limited window length and its limit.
@@ -94,7 +118,7 @@ type Decision struct {
 const WindowLate = "late_admission"
 
 // WindowUnreplicated names a refusal of an admission that no replica acknowledged in
-// time (see Limiter.Replicas).
+// time (see LimiterConfig.Redis).
 const WindowUnreplicated = "unreplicated_admission"
 
 // Acquire asks to make one call for a message of the account to a recipient address.
@@ -132,11 +156,11 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 	}
 	if res[0] == 1 {
 		late := time.Since(asked) > l.Margin/2
-		if !late && replicated >= l.Replicas {
+		if !late && replicated >= l.replicas {
 			return Decision{Allowed: true}, nil
 		}
 		window := WindowLate
-		if replicated < l.Replicas {
+		if replicated < l.replicas {
 			window = WindowUnreplicated
 		}
 		pipe := l.rdb.Pipeline()
@@ -165,7 +189,7 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 // the same round trip on the same connection. It returns the script's answer and how
 // many replicas acknowledged it.
 func (l *Limiter) run(ctx context.Context, keys []string, args []any) ([]int64, int, error) {
-	if l.Replicas == 0 {
+	if l.replicas == 0 {
 		res, err := l.script.Run(ctx, l.rdb, keys, args...).Int64Slice()
 		return res, 0, err
 	}
@@ -173,7 +197,7 @@ func (l *Limiter) run(ctx context.Context, keys []string, args []any) ([]int64, 
 		pipe := l.rdb.Pipeline()
 		eval := pipe.EvalSha(ctx, l.script.Hash(), keys, args...)
 		// WAIT's timeout 0 would block for ever.
-		wait := pipe.Do(ctx, "WAIT", l.Replicas, max(l.Margin/2, time.Millisecond).Milliseconds())
+		wait := pipe.Do(ctx, "WAIT", l.replicas, max(l.Margin/2, time.Millisecond).Milliseconds())
 		_, _ = pipe.Exec(ctx)
 		if err := eval.Err(); redis.HasErrorPrefix(err, "NOSCRIPT") && !loaded {
 			if err := l.script.Load(ctx, l.rdb).Err(); err != nil {
@@ -201,15 +225,8 @@ func limiterKeys(accountID int64, recipient string) []string {
 	return []string{base + ":log", base + ":r:" + recipient, base + ":waiting"}
 }
 
-// Usage is one window's current use.
-type Usage struct {
-	Window string `json:"window"`
-	Used   int    `json:"used"`
-	Limit  int    `json:"limit"`
-}
-
 // Usage reports an account's calls in each of its limited windows right now.
-func (l *Limiter) Usage(ctx context.Context, accountID int64, limits models.Limits) ([]Usage, error) {
+func (l *Limiter) Usage(ctx context.Context, accountID int64, limits models.Limits) ([]delivery.Usage, error) {
 	aw := accountWindows(limits)
 	if len(aw) == 0 {
 		return nil, nil
@@ -228,9 +245,9 @@ func (l *Limiter) Usage(ctx context.Context, accountID int64, limits models.Limi
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("tasks: rate limiter usage: %w", err)
 	}
-	out := make([]Usage, len(aw))
+	out := make([]delivery.Usage, len(aw))
 	for i, w := range aw {
-		out[i] = Usage{Window: w.name, Used: int(cmds[i].Val()), Limit: w.limit}
+		out[i] = delivery.Usage{Window: w.name, Used: int(cmds[i].Val()), Limit: w.limit}
 	}
 	return out, nil
 }

@@ -19,13 +19,28 @@ import (
 
 func newTestLimiter(t *testing.T) (*tasks.Limiter, *redis.Client) {
 	t.Helper()
-	opt, err := redis.ParseURL(testenv.RedisURL(t))
+	url := testenv.RedisURL(t)
+	opt, err := redis.ParseURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rdb := redis.NewClient(opt)
 	t.Cleanup(func() { rdb.Close() })
-	return tasks.NewLimiter(rdb), rdb
+	return mustLimiter(t, url, rdb), rdb
+}
+
+// mustLimiter returns a limiter for the Redis at url on the connection rdb.
+func mustLimiter(t testing.TB, url string, rdb redis.UniversalClient) *tasks.Limiter {
+	t.Helper()
+	red, err := tasks.ParseRedisURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: red, Client: rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 // maxInWindow is the largest number of times in any half-open window (t−w, t].
@@ -200,11 +215,11 @@ func TestLimiterLetsUrgentMessagesFirst(t *testing.T) {
 func TestLimiterWithoutLimitsAdmitsWithoutRedis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing listens there
 	defer rdb.Close()
-	d, err := tasks.NewLimiter(rdb).Acquire(context.Background(), 1, models.Limits{}, "u", "normal", "m")
+	d, err := mustLimiter(t, "redis://127.0.0.1:1/0", rdb).Acquire(context.Background(), 1, models.Limits{}, "u", "normal", "m")
 	if err != nil || !d.Allowed {
 		t.Errorf("no limits: %+v %v, want admitted without asking Redis", d, err)
 	}
-	_, err = tasks.NewLimiter(rdb).Acquire(context.Background(), 1, models.Limits{PerSecond: 5}, "u", "normal", "m")
+	_, err = mustLimiter(t, "redis://127.0.0.1:1/0", rdb).Acquire(context.Background(), 1, models.Limits{PerSecond: 5}, "u", "normal", "m")
 	if err == nil {
 		t.Error("limits with Redis unreachable: admitted, want an error (never unlimited)")
 	}
@@ -213,13 +228,14 @@ func TestLimiterWithoutLimitsAdmitsWithoutRedis(t *testing.T) {
 // BenchmarkLimiter measures one limiter decision (a Lua script round trip) with all six
 // windows limited, from 16 goroutines: its cost per message and decisions per second.
 func BenchmarkLimiter(b *testing.B) {
-	opt, err := redis.ParseURL(testenv.RedisURL(b))
+	url := testenv.RedisURL(b)
+	opt, err := redis.ParseURL(url)
 	if err != nil {
 		b.Fatal(err)
 	}
 	rdb := redis.NewClient(opt)
 	defer rdb.Close()
-	l := tasks.NewLimiter(rdb)
+	l := mustLimiter(b, url, rdb)
 	ctx := context.Background()
 	// High limits: every call is admitted and logged, the costly path.
 	limits := models.Limits{PerSecond: 1 << 20, PerMinute: 1 << 22, PerHour: 1 << 24, PerDay: 1 << 26,
@@ -283,8 +299,10 @@ func limiterOn(t *testing.T, url string) *tasks.Limiter {
 	}
 	rdb := red.NewClient(0)
 	t.Cleanup(func() { rdb.Close() })
-	l := tasks.NewLimiter(rdb)
-	l.Replicas = red.AdmissionReplicas()
+	l, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: red, Client: rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
 	return l
 }
 

@@ -2,12 +2,9 @@ package tasks_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"herald/channels"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
@@ -46,10 +43,9 @@ func TestQuietHoursHoldNormalAndLow(t *testing.T) {
 	}
 	enq := tasks.NewEnqueuer(red.Asynq())
 	t.Cleanup(func() { enq.Close() })
-	sender := tasks.NewSender(store, channels.NewRegistry(nil), enq, slog.New(slog.NewTextHandler(io.Discard, nil)), 5*time.Second)
-	sender.Location = shanghai
 	clock := night
-	sender.Now = func() time.Time { return clock }
+	sender := newTestSender(t, store, red, tasks.SenderConfig{Enqueuer: enq, CallTimeout: 5 * time.Second, Location: shanghai,
+		Now: func() time.Time { return clock }})
 	// A message that must wait asks its task to run again later (an error for Asynq's
 	// retry); the stored rows below say what happened.
 	run := func() {

@@ -3,57 +3,14 @@ package tasks_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/redis/go-redis/v9"
 
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
 )
-
-// parsed is the part of a parsed URL the tests compare.
-type parsed struct {
-	Topology           tasks.Topology
-	Addrs              []string
-	MasterName         string
-	DB                 int
-	Username, Password string
-	SentinelPassword   string
-	TLS                bool
-}
-
-func TestParseRedisURL(t *testing.T) {
-	for _, c := range []struct {
-		url  string
-		want parsed
-	}{
-		{"redis://127.0.0.1:6379/3", parsed{Topology: tasks.Standalone, Addrs: []string{"127.0.0.1:6379"}, DB: 3}},
-		{"rediss://:pw@db.internal/0", parsed{Topology: tasks.Standalone, Addrs: []string{"db.internal:6379"}, Password: "pw", TLS: true}},
-		{"redis+sentinel://10.0.0.1:26379,10.0.0.2:26380/mymaster",
-			parsed{Topology: tasks.Sentinel, Addrs: []string{"10.0.0.1:26379", "10.0.0.2:26380"}, MasterName: "mymaster"}},
-		{"redis+sentinel://app:p%40ss@s1,[::1]:26390/mymaster/2?sentinel_password=sp",
-			parsed{Topology: tasks.Sentinel, Addrs: []string{"s1:26379", "[::1]:26390"}, MasterName: "mymaster", DB: 2,
-				Username: "app", Password: "p@ss", SentinelPassword: "sp"}},
-		{"redis+cluster://:pw@h1:7000,h2:7001,[fd00::3]:7002",
-			parsed{Topology: tasks.Cluster, Addrs: []string{"h1:7000", "h2:7001", "[fd00::3]:7002"}, Password: "pw"}},
-		{"redis+cluster://h1", parsed{Topology: tasks.Cluster, Addrs: []string{"h1:6379"}}},
-	} {
-		r, err := tasks.ParseRedisURL(c.url)
-		if err != nil {
-			t.Errorf("%s: %v", c.url, err)
-			continue
-		}
-		o := r.Options()
-		got := parsed{Topology: r.Topology, Addrs: o.Addrs, MasterName: o.MasterName, DB: o.DB, Username: o.Username,
-			Password: o.Password, SentinelPassword: o.SentinelPassword, TLS: o.TLSConfig != nil}
-		if diff := cmp.Diff(c.want, got); diff != "" {
-			t.Errorf("%s (-want +got):\n%s", c.url, diff)
-		}
-	}
-}
 
 // Every client made from one URL, Asynq's included, is of the URL's topology.
 func TestRedisClientsFollowTheTopology(t *testing.T) {
@@ -75,25 +32,6 @@ func TestRedisClientsFollowTheTopology(t *testing.T) {
 		}
 		limiter.Close()
 		asynqs.Close()
-	}
-}
-
-func TestParseRedisURLRejects(t *testing.T) {
-	for _, c := range []struct{ url, says string }{
-		{"127.0.0.1:6379", "no scheme"},
-		{"http://x", `unknown scheme "http"`},
-		{"redis-sentinel://h:26379?master=m", `unknown scheme "redis-sentinel"`},
-		{"redis+sentinel://h:26379", "names the master"},
-		{"redis+sentinel://h:26379/m/x", `database "x" is not a number`},
-		{"redis+sentinel://h:26379,,h2/m", "empty address"},
-		{"redis+sentinel://h:port/m", `"h:port" is not host:port`},
-		{"redis+cluster://h:7000/1", "only database 0"},
-		{"redis+cluster://h:7000?pool=5", `unknown parameter "pool"`},
-	} {
-		_, err := tasks.ParseRedisURL(c.url)
-		if err == nil || !strings.Contains(err.Error(), c.says) {
-			t.Errorf("%s: error %v, want one saying %q", c.url, err, c.says)
-		}
 	}
 }
 

@@ -13,25 +13,66 @@ import (
 	"github.com/hibiken/asynq"
 
 	"herald/channels"
+	"herald/delivery"
 	"herald/internal/batch"
 	"herald/models"
 )
 
-// Sender delivers claimed messages. It is the handler of TypeSendMessage.
+// Sender delivers claimed messages. It is the handler of TypeSendMessage; NewSender
+// builds it.
 type Sender struct {
+	store    *models.Store
+	channels *channels.Registry
+	enqueuer *Enqueuer
+	limiter  *Limiter
+	policy   delivery.Policy
+	log      *slog.Logger
+	// callTimeout bounds one provider call; lease is how long a claim holds without a
+	// heartbeat (SenderConfig).
+	callTimeout, lease time.Duration
+	metrics            *Metrics
+	stats              *models.Stats
+	callbacks          *Callbacks
+	fallBackSoon       func()
+	accounts           *models.AccountCache
+	location           *time.Location
+	now                func() time.Time
+
+	claims   *batch.Batcher[string, claimResult]
+	finishes *batch.Batcher[models.Finish, error]
+	held     heldClaims
+}
+
+// SenderConfig is what a Sender is built from. Store, Channels, Enqueuer, Limiter and
+// Location are required: a sender without its limiter would send past the limits a
+// platform enforces by dropping messages, so none can be built. Zero values of the rest
+// take the defaults their comments give.
+type SenderConfig struct {
 	Store    *models.Store
 	Channels *channels.Registry
 	// Enqueuer enqueues the own task of a message that must wait inside a chunk.
 	Enqueuer *Enqueuer
-	Policy   Policy
-	Log      *slog.Logger
-	// CallTimeout bounds one provider call.
+	// Limiter enforces account limits.
+	Limiter *Limiter
+	// Location is HERALD_TIMEZONE, where accounts' quiet hours are.
+	Location *time.Location
+
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+	// CallTimeout bounds one provider call; DefaultCallTimeout when zero.
 	CallTimeout time.Duration
 	// Lease is how long a claim holds without a heartbeat before the sweeper may assume
-	// the worker died. KeepLeases renews the leases of held claims every Lease/5.
+	// the worker died; DefaultLease when zero. KeepLeases renews the leases of held
+	// claims every Lease/5.
 	Lease time.Duration
-	// Limiter enforces account limits; nil sends unlimited.
-	Limiter *Limiter
+	// Policy is the retry policy; delivery.DefaultPolicy when nil.
+	Policy delivery.Policy
+	// Accounts caches account lookups; the process shares one with intake. A cache of
+	// the sender's own (AccountCacheTTL) when nil.
+	Accounts *models.AccountCache
+	// Now is the clock quiet hours are judged by; time.Now when nil.
+	Now func() time.Time
+
 	// Metrics records attempts and outcomes; nil records nothing.
 	Metrics *Metrics
 	// Stats counts outcomes per minute for the dashboard; nil counts nothing.
@@ -42,18 +83,11 @@ type Sender struct {
 	// FallBackSoon, when set, has the next messages of chains whose message stopped made
 	// in the background; it must return at once (the recovery pass makes them too).
 	FallBackSoon func()
-
-	// Accounts caches account lookups; the process shares one with intake.
-	Accounts *models.AccountCache
-	// Location is HERALD_TIMEZONE, where accounts' quiet hours are; nil means UTC.
-	Location *time.Location
-	// Now is the clock quiet hours are judged by; nil means time.Now.
-	Now func() time.Time
-
-	claims   *batch.Batcher[string, claimResult]
-	finishes *batch.Batcher[models.Finish, error]
-	held     heldClaims
 }
+
+// DefaultCallTimeout bounds one provider call unless told otherwise
+// (HERALD_SEND_TIMEOUT's default).
+const DefaultCallTimeout = 15 * time.Second
 
 // heldClaims are the claims this worker holds, message id → claim token, for the
 // heartbeat.
@@ -111,18 +145,50 @@ const (
 // the sweeper's 3 s.
 const DefaultLease = 15 * time.Second
 
-// NewSender returns a send handler with the default policy and lease, and an account
-// cache of its own unless Accounts is set before use. Run KeepLeases beside it for as
-// long as it handles tasks, and Close it once the worker has stopped.
-func NewSender(store *models.Store, reg *channels.Registry, enq *Enqueuer, log *slog.Logger, callTimeout time.Duration) *Sender {
-	s := &Sender{Store: store, Channels: reg, Enqueuer: enq, Policy: DefaultPolicy, Log: log,
-		CallTimeout: callTimeout, Lease: DefaultLease, Accounts: store.NewAccountCache(AccountCacheTTL)}
+// NewSender returns a send handler built from cfg, or an error naming the required part
+// cfg lacks. Run KeepLeases beside it for as long as it handles tasks, and Close it once
+// the worker has stopped.
+func NewSender(cfg SenderConfig) (*Sender, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("tasks: a sender needs a store")
+	case cfg.Channels == nil:
+		return nil, errors.New("tasks: a sender needs the channel registry")
+	case cfg.Enqueuer == nil:
+		return nil, errors.New("tasks: a sender needs an enqueuer")
+	case cfg.Limiter == nil:
+		return nil, errors.New("tasks: a sender needs a rate limiter: it never sends unlimited")
+	case cfg.Location == nil:
+		return nil, errors.New("tasks: a sender needs the time zone of quiet hours")
+	}
+	s := &Sender{store: cfg.Store, channels: cfg.Channels, enqueuer: cfg.Enqueuer, limiter: cfg.Limiter,
+		policy: cfg.Policy, log: cfg.Log, callTimeout: cfg.CallTimeout, lease: cfg.Lease,
+		metrics: cfg.Metrics, stats: cfg.Stats, callbacks: cfg.Callbacks, fallBackSoon: cfg.FallBackSoon,
+		accounts: cfg.Accounts, location: cfg.Location, now: cfg.Now}
+	if s.policy == nil {
+		s.policy = delivery.DefaultPolicy
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.callTimeout <= 0 {
+		s.callTimeout = DefaultCallTimeout
+	}
+	if s.lease <= 0 {
+		s.lease = DefaultLease
+	}
+	if s.accounts == nil {
+		s.accounts = cfg.Store.NewAccountCache(AccountCacheTTL)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
 	s.claims = batch.New(batchRunners, batchMax, s.claimBatch)
 	// Outcomes group as the intake's writes do (batch.Commits): a fan-out's finishes are
 	// full batches either way, but lone messages would finish a few at a time, each
 	// with a commit of its own.
-	s.finishes = batch.NewGrouping(batchRunners, batchMax, batch.Commits, store.FinishAttempts)
-	return s
+	s.finishes = batch.NewGrouping(batchRunners, batchMax, batch.Commits, cfg.Store.FinishAttempts)
+	return s, nil
 }
 
 // AccountCacheTTL is how long a worker or intake trusts an account it read: an edit in
@@ -141,8 +207,8 @@ func (s *Sender) Close() {
 // one): one claim covers both, so only its first task gets it.
 func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 	out := make([]claimResult, len(ids))
-	lease := models.Now().Add(s.Lease)
-	found, token, err := s.Store.ClaimMany(ctx, ids, lease)
+	lease := models.Now().Add(s.lease)
+	found, token, err := s.store.ClaimMany(ctx, ids, lease)
 	// Two tasks of one message (a dead worker's and its replacement) can meet in a
 	// batch: only the first holds the claim.
 	given := make(map[string]bool, len(ids))
@@ -172,7 +238,7 @@ func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 // sweeper's recovery finds its claims within a lease and a few seconds. Stop it only
 // after the worker has finished its tasks.
 func (s *Sender) KeepLeases(ctx context.Context) {
-	every := s.Lease / 5
+	every := s.lease / 5
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -188,11 +254,11 @@ func (s *Sender) KeepLeases(ctx context.Context) {
 		slices.Sort(ids) // the order InnoDB locks them in anyway
 		// A renewal may take longer than the interval on a slow database: the ticker
 		// drops the ticks it misses, and one renewal that lands keeps every claim.
-		rctx, cancel := context.WithTimeout(ctx, s.Lease/3)
-		_, err := s.Store.RenewLeases(rctx, ids, tokens, models.Now().Add(s.Lease))
+		rctx, cancel := context.WithTimeout(ctx, s.lease/3)
+		_, err := s.store.RenewLeases(rctx, ids, tokens, models.Now().Add(s.lease))
 		cancel()
 		if err != nil {
-			s.Log.Warn("renew claim leases", "claims", len(ids), "error", err)
+			s.log.Warn("renew claim leases", "claims", len(ids), "error", err)
 		}
 	}
 }
@@ -287,10 +353,10 @@ func (s *Sender) sendChunk(ctx context.Context, ids []string) error {
 // later ones, against a window that is only widened by the limiter's margin: fewer calls
 // waiting for the CPU keep that gap short. A chunk's messages share their account.
 func (s *Sender) chunkWidth(ctx context.Context, held []*models.Message) int {
-	if len(held) == 0 || s.Limiter == nil {
+	if len(held) == 0 {
 		return chunkParallel
 	}
-	acct, err := s.Accounts.ByID(ctx, held[0].AccountID)
+	acct, err := s.accounts.ByID(ctx, held[0].AccountID)
 	if err == nil && acct.Limits == (models.Limits{}) {
 		return chunkParallel
 	}
@@ -313,8 +379,8 @@ func (s *Sender) deliverInChunk(ctx context.Context, m *models.Message) {
 	// missing and enqueues the message again.
 	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, err := s.Enqueuer.Enqueue(ectx, []Job{Single(m.ID, m.Priority, *o.NextAttemptAt, "")}); err != nil {
-		s.Log.Warn("enqueue a message's own task; the sweeper will", "message_id", m.ID, "error", err)
+	if _, err := s.enqueuer.Enqueue(ectx, []Job{Single(m.ID, m.Priority, *o.NextAttemptAt, "")}); err != nil {
+		s.log.Warn("enqueue a message's own task; the sweeper will", "message_id", m.ID, "error", err)
 	}
 }
 
@@ -340,7 +406,7 @@ func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome 
 			}
 		}
 	}
-	acct, err := s.Accounts.ByID(ctx, m.AccountID)
+	acct, err := s.accounts.ByID(ctx, m.AccountID)
 	if err != nil {
 		return s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0)
 	}
@@ -353,7 +419,7 @@ func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome 
 	if o, wait := s.quietHours(m, acct); wait {
 		return o
 	}
-	sender, err := s.Channels.Sender(acct.Channel())
+	sender, err := s.channels.Sender(acct.Channel())
 	if err != nil {
 		return s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0)
 	}
@@ -365,7 +431,7 @@ func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome 
 
 // call makes the provider call and classifies its result.
 func (s *Sender) call(ctx context.Context, m *models.Message, acct *models.Account, sender channels.Sender) models.Outcome {
-	callCtx, cancel := context.WithTimeout(ctx, s.CallTimeout)
+	callCtx, cancel := context.WithTimeout(ctx, s.callTimeout)
 	started := time.Now()
 	receipt, err := sender.Send(callCtx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content, HTML: m.ContentHTML})
 	took := time.Since(started)
@@ -374,10 +440,10 @@ func (s *Sender) call(ctx context.Context, m *models.Message, acct *models.Accou
 		if !acct.Healthy {
 			s.setHealth(acct, true, "")
 		}
-		s.Log.Info("attempt", "message_id", m.ID, "account", acct.Name, "class", "", "duration_ms", took.Milliseconds(), "outcome", "sent")
-		s.Metrics.attempt(acct.Platform, acct.Name, "sent", took)
-		s.Metrics.final(acct.Platform, acct.Name, string(models.StatusSent))
-		s.Stats.Count(acct.ID, "sent", 1)
+		s.log.Info("attempt", "message_id", m.ID, "account", acct.Name, "class", "", "duration_ms", took.Milliseconds(), "outcome", "sent")
+		s.metrics.attempt(acct.Platform, acct.Name, "sent", took)
+		s.metrics.final(acct.Platform, acct.Name, string(models.StatusSent))
+		s.stats.Count(acct.ID, "sent", 1)
 		return models.Outcome{Status: models.StatusSent, ProviderMessageID: receipt.ProviderMessageID,
 			CountsAttempt: true, Called: true, StartedAt: started.UTC(), Duration: took}
 	}
@@ -387,48 +453,31 @@ func (s *Sender) call(ctx context.Context, m *models.Message, acct *models.Accou
 		// policy retries once, five minutes later.
 		s.setHealth(acct, false, ce.Error())
 	}
-	s.Log.Info("attempt", "message_id", m.ID, "account", acct.Name, "class", ce.Class, "duration_ms", took.Milliseconds(),
+	s.log.Info("attempt", "message_id", m.ID, "account", acct.Name, "class", ce.Class, "duration_ms", took.Milliseconds(),
 		"outcome", "failed", "error", ce.Error())
-	s.Metrics.attempt(acct.Platform, acct.Name, string(ce.Class), took)
+	s.metrics.attempt(acct.Platform, acct.Name, string(ce.Class), took)
 	o := s.failure(m, acct, ce, true, started.UTC(), took)
-	s.Stats.Count(acct.ID, "failed", 1)
+	s.stats.Count(acct.ID, "failed", 1)
 	if o.Status == models.StatusStopped {
-		s.Metrics.final(acct.Platform, acct.Name, string(models.StatusStopped))
-		s.Stats.Count(acct.ID, "stopped", 1)
+		s.metrics.final(acct.Platform, acct.Name, string(models.StatusStopped))
+		s.stats.Count(acct.ID, "stopped", 1)
 	}
 	return o
 }
 
-// failure turns a classified error into the message's next state, per the policy table
-// with the account's adjustments.
+// failure turns a classified error into the message's next state, by the retry policy
+// with the account's adjustments (delivery.Policy.Decide).
 func (s *Sender) failure(m *models.Message, acct *models.Account, ce *channels.Error, called bool, started time.Time, took time.Duration) models.Outcome {
-	policy := s.Policy
+	policy := s.policy
 	if acct != nil {
 		policy = policy.With(acct.RetryPolicy)
 	}
-	rule, ok := policy[ce.Class]
-	if !ok {
-		rule = policy[channels.Transient]
-	}
-	o := models.Outcome{ErrorClass: string(ce.Class), Error: ce.Error(), ProviderCode: ce.Code,
-		CountsAttempt: rule.CountsAttempt, Called: called, StartedAt: started, Duration: took}
-	attempts := m.Attempts
-	if rule.CountsAttempt {
-		attempts++
-	}
-	retries := m.RetriesOf(string(ce.Class)) + 1
-	o.ClassRetries = retries
-	switch {
-	case ce.Ambiguous:
-		// The platform may have the message: sending it again could deliver it twice,
-		// so it stops, and its attempt says the outcome is unknown; a person decides.
-		o.Status, o.Unknown = models.StatusStopped, true
-	case rule.CountsAttempt && attempts >= m.MaxAttempts,
-		rule.MaxRetries >= 0 && retries > rule.MaxRetries:
-		o.Status = models.StatusStopped
-	default:
-		o.Status = models.StatusFailed
-		next := models.Now().Add(rule.Delay(retries, ce.RetryAfter))
+	v := policy.Decide(delivery.Failure{Class: ce.Class, Ambiguous: ce.Ambiguous, RetryAfter: ce.RetryAfter,
+		Attempts: m.Attempts, MaxAttempts: m.MaxAttempts, ClassRetries: m.RetriesOf(string(ce.Class))})
+	o := models.Outcome{Status: v.Status, Unknown: v.Unknown, ErrorClass: string(ce.Class), Error: ce.Error(), ProviderCode: ce.Code,
+		CountsAttempt: v.CountsAttempt, ClassRetries: v.ClassRetries, Called: called, StartedAt: started, Duration: took}
+	if v.Status == models.StatusFailed {
+		next := models.Now().Add(v.Delay)
 		o.NextAttemptAt = &next
 	}
 	return o
@@ -447,10 +496,10 @@ func (s *Sender) record(m *models.Message, o models.Outcome) error {
 		return fmt.Errorf("tasks: %w", err)
 	}
 	if m.CallbackKeyID != nil && o.Status.Terminal() {
-		s.Callbacks.Kick(*m.CallbackKeyID)
+		s.callbacks.Kick(*m.CallbackKeyID)
 	}
-	if o.Status == models.StatusStopped && m.Fallback != "" && s.FallBackSoon != nil {
-		s.FallBackSoon()
+	if o.Status == models.StatusStopped && m.Fallback != "" && s.fallBackSoon != nil {
+		s.fallBackSoon()
 	}
 	return nil
 }
@@ -483,28 +532,21 @@ const recheckClaimed = 5 * time.Second
 func (s *Sender) setHealth(acct *models.Account, healthy bool, note string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.Store.SetAccountHealth(ctx, acct.ID, healthy, note); err != nil {
-		s.Log.Warn("record account health", "account", acct.Name, "error", err)
+	if err := s.store.SetAccountHealth(ctx, acct.ID, healthy, note); err != nil {
+		s.log.Warn("record account health", "account", acct.Name, "error", err)
 	}
-	s.Accounts.Forget()
+	s.accounts.Forget()
 }
 
 // quietHours holds a normal or low message inside its account's quiet hours: pending,
 // due when they end, with no attempt used.
 func (s *Sender) quietHours(m *models.Message, acct *models.Account) (models.Outcome, bool) {
-	now, loc := time.Now(), s.Location
-	if s.Now != nil {
-		now = s.Now()
-	}
-	if loc == nil {
-		loc = time.UTC
-	}
-	hold, until := acct.QuietHours.Holds(m.Priority, now, loc)
+	hold, until := delivery.QuietHours(acct.QuietHours).Holds(m.Priority, s.now(), s.location)
 	if !hold {
 		return models.Outcome{}, false
 	}
-	return models.Outcome{Status: models.StatusPending, ErrorClass: models.ErrorClassQuietHours,
-		Error: "quiet hours of account " + acct.Name + " until " + until.In(loc).Format("2006-01-02 15:04"), NextAttemptAt: &until}, true
+	return models.Outcome{Status: models.StatusPending, ErrorClass: delivery.ErrorClassQuietHours,
+		Error: "quiet hours of account " + acct.Name + " until " + until.In(s.location).Format("2006-01-02 15:04"), NextAttemptAt: &until}, true
 }
 
 // Waiting for rate-limit capacity: short waits are slept through in the worker (Asynq
@@ -520,14 +562,11 @@ const (
 // maxInlineWait, or the limiter cannot be reached, it returns the outcome that
 // reschedules the message and true: a message never goes out unlimited.
 func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Account) (models.Outcome, bool) {
-	if s.Limiter == nil {
-		return models.Outcome{}, false
-	}
 	waited := time.Duration(0)
 	for {
-		d, err := s.Limiter.Acquire(ctx, acct.ID, acct.Limits, m.Address, m.Priority, m.ID)
+		d, err := s.limiter.Acquire(ctx, acct.ID, acct.Limits, m.Address, m.Priority, m.ID)
 		if err != nil {
-			s.Log.Warn("rate limiter unavailable; holding the message", "message_id", m.ID, "error", err)
+			s.log.Warn("rate limiter unavailable; holding the message", "message_id", m.ID, "error", err)
 			next := models.Now().Add(limiterDownWait)
 			return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
 				Error: "rate limiter unavailable: " + err.Error(), NextAttemptAt: &next}, true
@@ -535,7 +574,7 @@ func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Acco
 		if d.Allowed {
 			return models.Outcome{}, false
 		}
-		s.Metrics.throttle(acct.Name, d.Window)
+		s.metrics.throttle(acct.Name, d.Window)
 		jitter := time.Duration(rand.Int64N(int64(throttleJitter)))
 		if waited+d.Wait > maxInlineWait {
 			next := models.Now().Add(d.Wait + jitter)

@@ -27,18 +27,40 @@ import (
 // active task is stale: the sweeper enqueues the message again under a second task id.
 // Should the stale task run after all, the claim in the database sends it only once.
 // The second task may go stale in turn; the next sweep then adds a third.
+//
+// NewSweeper builds it.
 type Sweeper struct {
+	store     *models.Store
+	enqueuer  *Enqueuer
+	log       *slog.Logger
+	inspector *asynq.Inspector
+	grace     time.Duration
+	remind    func(context.Context) error
+	callbacks *Callbacks
+	fallBack  func(context.Context) error
+
+	mu sync.Mutex
+	// unclaimed: active send tasks whose message was due and unclaimed when a pass of
+	// this sweeper saw them, task id → first seen.
+	unclaimed map[string]time.Time
+}
+
+// SweeperConfig is what a Sweeper is built from. Store, Enqueuer and Inspector are
+// required; zero values of the rest take the defaults their comments give.
+type SweeperConfig struct {
 	Store    *models.Store
 	Enqueuer *Enqueuer
-	Log      *slog.Logger
-	// Inspector, when set, lets Recover find send tasks that a dead worker took from the
-	// queue but had not claimed yet (their messages are still pending, so no lease of
-	// Herald's expires): Asynq marks them orphaned when its own 30 s lease runs out, and
-	// its recoverer would retry them up to a minute and a half after that. The full sweep
+	// Inspector lets Recover find send tasks that a dead worker took from the queue but
+	// had not claimed yet (their messages are still pending, so no lease of Herald's
+	// expires): Asynq marks them orphaned when its own 30 s lease runs out, and its
+	// recoverer would retry them up to a minute and a half after that. The full sweep
 	// uses it to find due messages whose task a Redis failover left active.
 	Inspector *asynq.Inspector
+	// Log defaults to slog.Default().
+	Log *slog.Logger
 	// Grace is how long past due a message must be before the sweeper looks at it, so it
-	// does not race a task that is about to run anyway.
+	// does not race a task that is about to run anyway (the process uses
+	// DefaultSweepGrace). Zero looks at every due message; the claim still sends it once.
 	Grace time.Duration
 	// Remind, when set, sends the duty reminder if it is due; each sweep (once a
 	// minute) asks.
@@ -48,11 +70,29 @@ type Sweeper struct {
 	// FallBack, when set, makes the next messages of chains whose message stopped;
 	// each recovery pass calls it, which catches a worker that died after a stop.
 	FallBack func(context.Context) error
+}
 
-	mu sync.Mutex
-	// unclaimed: active send tasks whose message was due and unclaimed when a pass of
-	// this sweeper saw them, task id → first seen.
-	unclaimed map[string]time.Time
+// DefaultSweepGrace is how long past due the process's sweeper leaves a message to its
+// own task.
+const DefaultSweepGrace = 30 * time.Second
+
+// NewSweeper returns a sweeper built from cfg, or an error naming the required part cfg
+// lacks.
+func NewSweeper(cfg SweeperConfig) (*Sweeper, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("tasks: a sweeper needs a store")
+	case cfg.Enqueuer == nil:
+		return nil, errors.New("tasks: a sweeper needs an enqueuer")
+	case cfg.Inspector == nil:
+		return nil, errors.New("tasks: a sweeper needs an inspector: without one it cannot find tasks a dead worker left")
+	}
+	s := &Sweeper{store: cfg.Store, enqueuer: cfg.Enqueuer, inspector: cfg.Inspector, log: cfg.Log, grace: max(cfg.Grace, 0),
+		remind: cfg.Remind, callbacks: cfg.Callbacks, fallBack: cfg.FallBack}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s, nil
 }
 
 // stuckAfter is how long an active send task may hold a due message without claiming
@@ -85,9 +125,9 @@ func (s *Sweeper) Recover(ctx context.Context) (int, error) {
 // recover is Recover with the active send tasks already listed (listErr, if they could
 // not all be read).
 func (s *Sweeper) recover(ctx context.Context, sends []activeSend, listErr error) (int, error) {
-	released, err := s.Store.ReleaseExpiredLeases(ctx)
+	released, err := s.store.ReleaseExpiredLeases(ctx)
 	if len(released) > 0 {
-		s.Log.Warn("sweeper: released expired claims; their attempts are recorded as unknown", "count", len(released))
+		s.log.Warn("sweeper: released expired claims; their attempts are recorded as unknown", "count", len(released))
 	}
 	now := models.Now()
 	// The messages of one claim were claimed together, usually a chunk: they go back
@@ -113,10 +153,10 @@ func (s *Sweeper) recover(ctx context.Context, sends []activeSend, listErr error
 	jobs = append(jobs, stuck...)
 	// Released rows are failed and due: if enqueueing fails, the full sweep finds them.
 	n, qerr := s.enqueue(ctx, jobs)
-	cerr := s.Callbacks.KickDue(ctx)
+	cerr := s.callbacks.KickDue(ctx)
 	var ferr error
-	if s.FallBack != nil {
-		ferr = s.FallBack(ctx)
+	if s.fallBack != nil {
+		ferr = s.fallBack(ctx)
 	}
 	return n, errors.Join(err, listErr, serr, qerr, cerr, ferr)
 }
@@ -127,13 +167,13 @@ func (s *Sweeper) enqueue(ctx context.Context, jobs []Job) (int, error) {
 	var errs []error
 	marked := jobs[:0:0]
 	for _, j := range jobs {
-		if err := s.Store.SetTaskID(ctx, j.TaskID, j.MessageIDs); err != nil {
+		if err := s.store.SetTaskID(ctx, j.TaskID, j.MessageIDs); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		marked = append(marked, j)
 	}
-	n, err := s.Enqueuer.Enqueue(ctx, marked)
+	n, err := s.enqueuer.Enqueue(ctx, marked)
 	return n, errors.Join(append(errs, err)...)
 }
 
@@ -149,7 +189,7 @@ func (s *Sweeper) stuckSends(ctx context.Context, active []activeSend, now time.
 	}
 	due := make(map[string]models.DueMessage)
 	for chunk := range slices.Chunk(ids, stuckPage) {
-		d, err := s.Store.UnclaimedDue(ctx, chunk, now)
+		d, err := s.store.UnclaimedDue(ctx, chunk, now)
 		if err != nil {
 			return nil, err
 		}
@@ -194,7 +234,7 @@ func (s *Sweeper) stuckSends(ctx context.Context, active []activeSend, now time.
 	}
 	s.unclaimed = seen
 	if len(jobs) > 0 {
-		s.Log.Warn("sweeper: re-enqueued messages of send tasks a dead worker took but never claimed",
+		s.log.Warn("sweeper: re-enqueued messages of send tasks a dead worker took but never claimed",
 			"orphaned", orphaned, "stuck", stuck)
 	}
 	return jobs, nil
@@ -218,19 +258,19 @@ const stuckPage = 500
 func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	sends, listErr := s.activeSends()
 	if listErr != nil {
-		s.Log.Warn("sweeper: stale tasks of some queues wait for the next sweep", "error", listErr)
+		s.log.Warn("sweeper: stale tasks of some queues wait for the next sweep", "error", listErr)
 	}
 	total, err := s.recover(ctx, sends, nil)
 	if err != nil {
 		return total, err
 	}
-	dueBy := models.Now().Add(-s.Grace)
+	dueBy := models.Now().Add(-s.grace)
 	// Replacements get this sweep's mark: one of an earlier sweep may be lost too.
 	replaces := "sweep-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	var after models.DueCursor
 	lostCount, staleCount := 0, 0
 	for {
-		due, err := s.Store.DueMessages(ctx, dueBy, after, sweepPage)
+		due, err := s.store.DueMessages(ctx, dueBy, after, sweepPage)
 		if err != nil {
 			return total, err
 		}
@@ -257,12 +297,12 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		after = models.DueCursor{At: last.NextAttemptAt, ID: last.ID}
 	}
 	if lostCount > 0 {
-		s.Log.Warn("sweeper: re-enqueued messages whose task was missing or stale", "count", lostCount, "stale", staleCount)
+		s.log.Warn("sweeper: re-enqueued messages whose task was missing or stale", "count", lostCount, "stale", staleCount)
 	}
 	s.housekeeping(ctx)
-	if s.Remind != nil {
-		if err := s.Remind(ctx); err != nil {
-			s.Log.Warn("sweeper: duty reminder", "error", err)
+	if s.remind != nil {
+		if err := s.remind(ctx); err != nil {
+			s.log.Warn("sweeper: duty reminder", "error", err)
 		}
 	}
 	return total, nil
@@ -274,9 +314,6 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 // stale. It asks Redis once per task, and counts the stale ones. Without an inspector
 // every due message counts as lost: the claim keeps a second task from sending twice.
 func (s *Sweeper) lost(due []models.DueMessage) (lost []models.DueMessage, stale int) {
-	if s.Inspector == nil {
-		return due, 0
-	}
 	type task struct{ queue, id string }
 	state := map[task]string{} // "" carries on, else lost or stale
 	for _, m := range due {
@@ -286,12 +323,12 @@ func (s *Sweeper) lost(due []models.DueMessage) (lost []models.DueMessage, stale
 		}
 		verdict, ok := state[t]
 		if !ok {
-			info, err := s.Inspector.GetTaskInfo(t.queue, t.id)
+			info, err := s.inspector.GetTaskInfo(t.queue, t.id)
 			switch {
 			case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
 				verdict = "lost"
 			case err != nil:
-				s.Log.Warn("sweeper: cannot read a task; its messages wait for the next sweep", "task_id", t.id, "error", err)
+				s.log.Warn("sweeper: cannot read a task; its messages wait for the next sweep", "task_id", t.id, "error", err)
 			case info.State == asynq.TaskStateActive:
 				verdict = "stale"
 			case info.State == asynq.TaskStateArchived, info.State == asynq.TaskStateCompleted:
@@ -323,14 +360,11 @@ type activeSend struct {
 // activeSends lists the send tasks Redis holds as active in every queue. A queue that
 // cannot be read is skipped and reported: its tasks wait for the next pass.
 func (s *Sweeper) activeSends() ([]activeSend, error) {
-	if s.Inspector == nil {
-		return nil, nil
-	}
 	var out []activeSend
 	var errs []error
 	for queue := range MessageQueues {
 		for page := 1; ; page++ {
-			list, err := s.Inspector.ListActiveTasks(queue, asynq.PageSize(activePage), asynq.Page(page))
+			list, err := s.inspector.ListActiveTasks(queue, asynq.PageSize(activePage), asynq.Page(page))
 			if errors.Is(err, asynq.ErrQueueNotFound) {
 				break
 			}
@@ -359,21 +393,21 @@ func (s *Sweeper) activeSends() ([]activeSend, error) {
 // for approval longer than models.ApprovalWait. Failures are logged, not returned:
 // they must not hold up the sweep.
 func (s *Sweeper) housekeeping(ctx context.Context) {
-	if err := s.Store.DeleteExpiredSessions(ctx); err != nil {
-		s.Log.Warn("sweeper: prune sessions", "error", err)
+	if err := s.store.DeleteExpiredSessions(ctx); err != nil {
+		s.log.Warn("sweeper: prune sessions", "error", err)
 	}
-	if _, err := s.Store.DeleteExpiredIdempotencyKeys(ctx); err != nil {
-		s.Log.Warn("sweeper: prune idempotency keys", "error", err)
+	if _, err := s.store.DeleteExpiredIdempotencyKeys(ctx); err != nil {
+		s.log.Warn("sweeper: prune idempotency keys", "error", err)
 	}
-	if err := s.Store.DeleteThrottleWindowsBefore(ctx, models.Now().Add(-24*time.Hour)); err != nil {
-		s.Log.Warn("sweeper: prune throttle windows", "error", err)
+	if err := s.store.DeleteThrottleWindowsBefore(ctx, models.Now().Add(-24*time.Hour)); err != nil {
+		s.log.Warn("sweeper: prune throttle windows", "error", err)
 	}
 	now := models.Now()
-	expired, err := s.Store.ExpireApprovals(ctx, now.Add(-models.ApprovalWait), now)
+	expired, err := s.store.ExpireApprovals(ctx, now.Add(-models.ApprovalWait), now)
 	if err != nil {
-		s.Log.Warn("sweeper: expire approvals", "error", err)
+		s.log.Warn("sweeper: expire approvals", "error", err)
 	}
 	for _, id := range expired {
-		s.Log.Info("sweeper: batch not approved in time; its messages are cancelled", "batch", id, "reason", models.ApprovalExpired)
+		s.log.Info("sweeper: batch not approved in time; its messages are cancelled", "batch", id, "reason", models.ApprovalExpired)
 	}
 }

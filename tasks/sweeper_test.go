@@ -38,7 +38,7 @@ func TestRecoverReplacesOrphanedSendTasks(t *testing.T) {
 
 	insp := asynq.NewInspector(redisOpt)
 	t.Cleanup(func() { insp.Close() })
-	sweeper := &tasks.Sweeper{Store: store, Enqueuer: enq, Inspector: insp, Log: log}
+	sweeper := newTestSweeper(t, tasks.SweeperConfig{Store: store, Enqueuer: enq, Inspector: insp, Log: log})
 	replacement := tasks.SendTaskID(messageID, tasks.Replacing("orphan", messageID))
 	if n, err := sweeper.Recover(context.Background()); err != nil || n != 0 {
 		t.Fatalf("Recover with a live worker enqueued %d (%v), want 0", n, err)
@@ -160,7 +160,7 @@ func recoverTwice(t *testing.T, store *models.Store, enq *tasks.Enqueuer, redisO
 	ctx := context.Background()
 	insp := asynq.NewInspector(redisOpt)
 	t.Cleanup(func() { insp.Close() })
-	sweeper := &tasks.Sweeper{Store: store, Enqueuer: enq, Inspector: insp, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	sweeper := newTestSweeper(t, tasks.SweeperConfig{Store: store, Enqueuer: enq, Inspector: insp})
 	if n, err := sweeper.Recover(ctx); err != nil || n != 0 {
 		t.Fatalf("the first pass to see the tasks enqueued %d (%v), want 0: the worker may be about to claim", n, err)
 	}

@@ -1,5 +1,6 @@
-// Package tasks is everything Asynq: task types and payloads, the send handler, the retry
-// policy, the sweeper and the server and scheduler that run them.
+// Package tasks is everything Asynq: task types and payloads, the send handler (which
+// applies the retry policy and quiet hours of package delivery), the rate limiter,
+// the sweeper and the server and scheduler that run them.
 //
 // MySQL is the source of truth. A task only says "look at message X now"; the handler
 // claims the row with a compare-and-set before it calls a platform, so a task delivered
@@ -16,6 +17,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"herald/delivery"
 	"herald/models"
 )
 
@@ -38,8 +40,9 @@ const (
 	QueueMaintenance = "maintenance"
 )
 
-// MessageQueues maps the message queues to their weights: high 6, normal 3, low 1.
-var MessageQueues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1}
+// MessageQueues maps the message queues to their weights: high 6, normal 3, low 1
+// (delivery.QueueWeights).
+var MessageQueues = delivery.QueueWeights
 
 // Queues are every queue a worker serves, with their weights. Maintenance tasks are few
 // and short (one every 3 s) but must not wait behind a backlog of messages: they weigh
@@ -47,18 +50,12 @@ var MessageQueues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1}
 //
 // Status callbacks have a queue of their own with a small weight: a slow receiver holds
 // a few workers at most.
-var Queues = map[string]int{QueueHigh: 6, QueueNormal: 3, QueueLow: 1, QueueMaintenance: 6, QueueCallbacks: 2}
+var Queues = map[string]int{QueueHigh: MessageQueues[QueueHigh], QueueNormal: MessageQueues[QueueNormal], QueueLow: MessageQueues[QueueLow],
+	QueueMaintenance: 6, QueueCallbacks: 2}
 
-// QueueFor returns the queue of a priority; unknown priorities go to normal.
-func QueueFor(priority models.Priority) string {
-	switch priority {
-	case models.PriorityHigh:
-		return QueueHigh
-	case models.PriorityLow:
-		return QueueLow
-	}
-	return QueueNormal
-}
+// QueueFor returns the queue of a priority; unknown priorities go to normal
+// (delivery.Priority.Queue).
+func QueueFor(priority models.Priority) string { return priority.Queue() }
 
 // SendMessagePayload is the payload of a send task: one message (MessageID), or a chunk
 // of messages of one batch or one sweep (MessageIDs).

@@ -224,7 +224,7 @@ func (c *console) useLimits(account string, limits models.Limits, n int) {
 		c.t.Fatal(err)
 	}
 	for i := range n {
-		if d, err := c.h.Limiter.Acquire(ctx, a.ID, limits, "E2001", "normal", fmt.Sprint("use-", i)); err != nil || !d.Allowed {
+		if d, err := c.limiter.Acquire(ctx, a.ID, limits, "E2001", "normal", fmt.Sprint("use-", i)); err != nil || !d.Allowed {
 			c.t.Fatalf("use %s's limits: %+v, %v", account, d, err)
 		}
 	}

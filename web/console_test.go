@@ -23,6 +23,7 @@ import (
 
 	"herald/channels"
 	sandboxsender "herald/channels/sandbox"
+	"herald/delivery"
 	"herald/dispatch"
 	"herald/handlers"
 	"herald/i18n"
@@ -55,6 +56,8 @@ type console struct {
 	url   string
 	store *models.Store
 	h     *handlers.Handlers
+	// limiter is the console's rate limiter, for tests that use up an account's limits.
+	limiter *tasks.Limiter
 	// sandbox is the simulator behind the sandbox platform.
 	sandbox *simulator.Simulator
 	engine  *gin.Engine
@@ -106,12 +109,20 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	}
 	stats := store.NewStats()
 	sandbox := simulator.New(simulator.Faults{})
-	h := &handlers.Handlers{Store: store, Log: log, Stats: stats, Inspector: inspector,
-		Dispatch: &dispatch.Dispatcher{Store: store, Enqueuer: enq, Log: log, Location: loc, Stats: stats,
-			Accounts: store.NewAccountCache(5 * time.Second)},
-		PingRedis: func(context.Context) error { return enq.Ping() },
-		Limiter:   tasks.NewLimiter(rdb),
-		Channels:  channels.NewRegistry(sandboxsender.New(sandbox)),
+	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: enq, Log: log, Location: loc, Stats: stats,
+		Accounts: store.NewAccountCache(5 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiter, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: red, Client: rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &handlers.Handlers{Store: store, Log: log, Stats: stats, Dispatch: d,
+		PingRedis:   func(context.Context) error { return enq.Ping() },
+		Limiter:     limiter,
+		QueueDepths: func() []delivery.QueueDepth { return tasks.MessageQueueDepths(inspector) },
+		Channels:    channels.NewRegistry(sandboxsender.New(sandbox)),
 	}
 	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store, 30*time.Minute)
 	h.Sessions = sessions
@@ -137,7 +148,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	if err := store.SeedDemo(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := &console{t: t, url: srv.URL, store: store, h: h, sandbox: sandbox, engine: handler.(*gin.Engine), loc: loc, logs: logs,
+	c := &console{t: t, url: srv.URL, store: store, h: h, limiter: limiter, sandbox: sandbox, engine: handler.(*gin.Engine), loc: loc, logs: logs,
 		users: map[string]*models.User{}, clients: map[string]*client{}}
 	return c
 }

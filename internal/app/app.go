@@ -89,7 +89,10 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg, Role: role, Log: log, Store: store, Redis: cfg.Redis, SweepGrace: 30 * time.Second}
+	a := &App{Config: cfg, Role: role, Log: log, Store: store, SweepGrace: tasks.DefaultSweepGrace}
+	if cfg.Redis != nil {
+		a.Redis = tasks.NewRedis(cfg.Redis)
+	}
 	if err := Prepare(ctx, store, cfg, role, log, stdout); err != nil {
 		a.Close()
 		return nil, err
@@ -108,8 +111,10 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	// for a connection (the default pool is 10 per CPU).
 	a.RDB = a.Redis.NewClient(cfg.WorkerConcurrency + 10)
 	a.Accounts = a.Store.NewAccountCache(tasks.AccountCacheTTL)
-	a.Limiter = tasks.NewLimiter(a.RDB)
-	a.Limiter.Replicas = a.Redis.AdmissionReplicas()
+	if a.Limiter, err = tasks.NewLimiter(tasks.LimiterConfig{Redis: a.Redis, Client: a.RDB}); err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.Enqueuer = tasks.NewEnqueuer(a.Redis.Asynq())
 	if err := a.Enqueuer.Ping(); err != nil {
 		a.Close()
@@ -120,8 +125,11 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	a.Sim = simulator.New(simulator.Faults{})
 	a.Channels = channels.NewRegistry(sandbox.New(a.Sim))
 	a.Stats = store.NewStats()
-	a.Dispatch = &dispatch.Dispatcher{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log, Location: cfg.Location,
-		Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks}
+	if a.Dispatch, err = dispatch.NewDispatcher(dispatch.Config{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log,
+		Location: cfg.Location, Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks}); err != nil {
+		a.Close()
+		return nil, err
+	}
 	a.Metrics = prometheus.NewRegistry()
 	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return a, nil
@@ -168,13 +176,13 @@ func (a *App) SenderStore() (*models.Store, error) {
 }
 
 // Sweeper returns the process's sweeper.
-func (a *App) Sweeper() *tasks.Sweeper {
+func (a *App) Sweeper() (*tasks.Sweeper, error) {
 	remind := func(ctx context.Context) error {
 		_, err := a.Dispatch.RemindIfDue(ctx)
 		return err
 	}
-	return &tasks.Sweeper{Store: a.Store, Enqueuer: a.Enqueuer, Inspector: a.Inspector, Log: a.Log, Grace: a.SweepGrace, Remind: remind,
-		Callbacks: a.Callbacks, FallBack: a.fallBack}
+	return tasks.NewSweeper(tasks.SweeperConfig{Store: a.Store, Enqueuer: a.Enqueuer, Inspector: a.Inspector, Log: a.Log,
+		Grace: a.SweepGrace, Remind: remind, Callbacks: a.Callbacks, FallBack: a.fallBack})
 }
 
 // fallBack moves the due fallback chains on, for the sender and the recovery pass.

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"herald/delivery"
 	"herald/handlers"
 	"herald/tasks"
 	"herald/web"
@@ -38,11 +39,12 @@ func (a *App) Run(ctx context.Context) error {
 	// Every role serves HTTP on HERALD_ADDR: the console and API with the web role, and
 	// /healthz, /readyz and /metrics only otherwise. /metrics may also have a listener of
 	// its own (HERALD_METRICS_ADDR).
-	h := &handlers.Handlers{Store: a.Store, Log: a.Log, Stats: a.Stats, Inspector: a.Inspector,
-		Dispatch:  a.Dispatch,
-		PingRedis: func(context.Context) error { return a.Enqueuer.Ping() },
-		Limiter:   a.Limiter,
-		Channels:  a.Channels,
+	h := &handlers.Handlers{Store: a.Store, Log: a.Log, Stats: a.Stats,
+		Dispatch:    a.Dispatch,
+		PingRedis:   func(context.Context) error { return a.Enqueuer.Ping() },
+		Limiter:     a.Limiter,
+		QueueDepths: func() []delivery.QueueDepth { return tasks.MessageQueueDepths(a.Inspector) },
+		Channels:    a.Channels,
 	}
 	opts := web.Options{Location: a.Config.Location, Log: a.Log, Redis: a.Redis.Asynq(),
 		Metrics: web.NewMetrics(a.Metrics, a.Inspector, a.Store, a.Log), MetricsToken: a.Config.MetricsToken,
@@ -91,17 +93,22 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	if err != nil {
 		return err
 	}
-	send := tasks.NewSender(store, a.Channels, a.Enqueuer, a.Log, a.Config.SendTimeout)
-	send.Limiter = a.Limiter
-	send.Accounts = a.Accounts
-	send.Metrics = tasks.NewMetrics(a.Metrics, a.Channels)
-	send.Stats = a.Stats
-	send.Location = a.Config.Location
-	send.Callbacks = a.Callbacks
-	send.FallBackSoon = a.Dispatch.FallBackSoon
+	send, err := tasks.NewSender(tasks.SenderConfig{Store: store, Channels: a.Channels, Enqueuer: a.Enqueuer,
+		Limiter: a.Limiter, Location: a.Config.Location, Log: a.Log, CallTimeout: a.Config.SendTimeout,
+		Accounts: a.Accounts, Metrics: tasks.NewMetrics(a.Metrics, a.Channels), Stats: a.Stats,
+		Callbacks: a.Callbacks, FallBackSoon: a.Dispatch.FallBackSoon})
+	if err != nil {
+		return err
+	}
+	sweeper, err := a.Sweeper()
+	if err != nil {
+		send.Close()
+		return err
+	}
 	srv, mux := tasks.NewWorker(a.Redis.Asynq(), tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
-		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, a.Sweeper(), a.Callbacks)
+		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, sweeper, a.Callbacks)
 	if err := srv.Start(mux); err != nil {
+		send.Close()
 		return fmt.Errorf("serve: start worker: %w", err)
 	}
 	// Leases are renewed until the worker has finished its tasks, not just until the

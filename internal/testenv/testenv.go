@@ -146,3 +146,15 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
+
+// Enqueuer returns an enqueuer on an empty Redis database of the test's own (RedisURL).
+func Enqueuer(t testing.TB) *tasks.Enqueuer {
+	t.Helper()
+	red, err := tasks.ParseRedisURL(RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enq := tasks.NewEnqueuer(red.Asynq())
+	t.Cleanup(func() { enq.Close() })
+	return enq
+}

@@ -1,16 +1,15 @@
-package tasks
+package delivery
 
 import (
 	"testing"
 	"time"
 
 	"herald/channels"
-	"herald/models"
 )
 
 func TestPolicyWithAccountAdjustments(t *testing.T) {
 	five, delay, factor, maxDelay, long := 5, 10.0, 3.0, 120.0, 900.0
-	p := DefaultPolicy.With(models.RetryPolicy{
+	p := DefaultPolicy.With(map[string]Adjustment{
 		"transient":    {MaxRetries: &five, DelaySeconds: &delay, Factor: &factor, MaxDelaySeconds: &maxDelay},
 		"rate_limited": {DelaySeconds: &long}, // within its default cap of an hour
 		"auth":         {DelaySeconds: &long}, // longer than its 5 min cap: the cap follows

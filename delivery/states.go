@@ -1,0 +1,65 @@
+package delivery
+
+import "slices"
+
+// Status is a message's delivery state.
+type Status string
+
+// The message states (DESIGN.md, "Message states").
+const (
+	Pending   Status = "pending"
+	Sending   Status = "sending"
+	Sent      Status = "sent"
+	Failed    Status = "failed"
+	Stopped   Status = "stopped"
+	Cancelled Status = "cancelled"
+)
+
+// Statuses lists the states in lifecycle order, for display.
+var Statuses = []Status{Pending, Sending, Failed, Sent, Stopped, Cancelled}
+
+// transitions are the moves a message may make, by the state it leaves. Every move is
+// a compare-and-set in the store, conditioned on the states that may make it (From).
+var transitions = map[Status][]Status{
+	// Claimed by a worker, or cancelled by an operator or the API (a rejected approval
+	// too).
+	Pending: {Sending, Cancelled},
+	// The attempt's outcome: sent; failed with a retry due; stopped (attempts exhausted,
+	// a permanent error, an ambiguous call); or given back pending without an attempt
+	// used (limits, quiet hours, a stopping worker). A claim whose lease ran out goes
+	// back to failed, or is taken over by another worker's claim as it stands.
+	Sending: {Sent, Failed, Stopped, Pending},
+	// Claimed again when the retry is due, or cancelled.
+	Failed: {Sending, Cancelled},
+	// Sent again by an operator or the API.
+	Stopped: {Pending},
+}
+
+// Allowed reports whether a message in state from may move to state to.
+func Allowed(from, to Status) bool { return slices.Contains(transitions[from], to) }
+
+// From lists the states a message may move to state to from, in lifecycle order: the
+// list a compare-and-set update conditions on.
+func From(to Status) []Status {
+	var out []Status
+	for _, s := range Statuses {
+		if Allowed(s, to) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// The compare-and-set lists the store uses, named for the question.
+var (
+	// Claimable are the states a worker may claim a due message in.
+	Claimable = From(Sending)
+	// Waiting are the states of a message waiting for its task to claim it: the
+	// sweeper looks for the tasks of these.
+	Waiting = Claimable
+	// Cancellable are the states an operator or the API may cancel a message in.
+	Cancellable = From(Cancelled)
+)
+
+// Terminal reports whether no further move can happen but a deliberate resend.
+func (s Status) Terminal() bool { return s == Sent || s == Stopped || s == Cancelled }

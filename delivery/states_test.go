@@ -1,0 +1,34 @@
+package delivery
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// The compare-and-set lists follow from the moves allowed (DESIGN.md, "Message states").
+func TestStateLists(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		got, want []Status
+	}{
+		{"claimable", Claimable, []Status{Pending, Failed}},
+		{"waiting", Waiting, []Status{Pending, Failed}},
+		{"cancellable", Cancellable, []Status{Pending, Failed}},
+		{"to failed", From(Failed), []Status{Sending}},
+		{"to sent", From(Sent), []Status{Sending}},
+		{"to pending", From(Pending), []Status{Sending, Stopped}},
+	} {
+		if diff := cmp.Diff(tt.want, tt.got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+	for _, s := range Statuses {
+		if s.Terminal() && s != Stopped && len(transitions[s]) > 0 {
+			t.Errorf("terminal state %s has moves %v", s, transitions[s])
+		}
+	}
+	if Allowed(Sent, Pending) || Allowed(Cancelled, Pending) || !Allowed(Stopped, Pending) {
+		t.Error("only a stopped message may be sent again")
+	}
+}

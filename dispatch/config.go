@@ -1,0 +1,51 @@
+package dispatch
+
+import (
+	"errors"
+	"log/slog"
+	"time"
+
+	"herald/models"
+	"herald/tasks"
+)
+
+// Config is what a Dispatcher is built from. Store, Enqueuer and Location are required;
+// zero values of the rest take the defaults their comments give.
+type Config struct {
+	Store *models.Store
+	// Enqueuer hands committed messages to the queue.
+	Enqueuer *tasks.Enqueuer
+	// Location is HERALD_TIMEZONE: the duty rule looks at the delivery date there.
+	Location *time.Location
+
+	// Log defaults to slog.Default().
+	Log *slog.Logger
+	// Now is the clock; models.Now when nil.
+	Now func() time.Time
+	// Stats counts created messages for the dashboard; nil counts nothing.
+	Stats *models.Stats
+	// Accounts caches account lookups; nil reads the store every time.
+	Accounts *models.AccountCache
+	// Callbacks hears of messages cancelled here, so their events go out at once; nil:
+	// the recovery pass finds them within seconds.
+	Callbacks *tasks.Callbacks
+}
+
+// NewDispatcher returns the intake and service layer built from cfg, or an error naming
+// the required part cfg lacks.
+func NewDispatcher(cfg Config) (*Dispatcher, error) {
+	switch {
+	case cfg.Store == nil:
+		return nil, errors.New("dispatch: a dispatcher needs a store")
+	case cfg.Enqueuer == nil:
+		return nil, errors.New("dispatch: a dispatcher needs an enqueuer")
+	case cfg.Location == nil:
+		return nil, errors.New("dispatch: a dispatcher needs the time zone of the duty rule")
+	}
+	d := &Dispatcher{Store: cfg.Store, Enqueuer: cfg.Enqueuer, Location: cfg.Location, Log: cfg.Log, Now: cfg.Now,
+		Stats: cfg.Stats, Accounts: cfg.Accounts, Callbacks: cfg.Callbacks}
+	if d.Log == nil {
+		d.Log = slog.Default()
+	}
+	return d, nil
+}

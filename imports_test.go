@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// listedPackage is the part of `go list -json` the import rules look at.
+type listedPackage struct {
+	ImportPath   string
+	Imports      []string
+	Deps         []string
+	TestImports  []string
+	XTestImports []string
+}
+
+// listPackages runs `go list -json` on every package of the module.
+func listPackages(t *testing.T) map[string]listedPackage {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	pkgs := map[string]listedPackage{}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	return pkgs
+}
+
+// isHerald reports whether an import path is one of the module's own packages.
+func isHerald(path string) bool { return path == "herald" || strings.HasPrefix(path, "herald/") }
+
+// TestImportRules keeps the layout's dependencies pointing one way (README,
+// "Architecture"): configuration is a leaf; platform adapters know nothing of the store
+// or the simulator; pages and handlers know nothing of the queue; only the store speaks
+// GORM. A rule broken here is a dependency to move behind an interface or a plain type
+// where it is consumed, not an exception to add.
+func TestImportRules(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	pkgs := listPackages(t)
+	get := func(path string) listedPackage {
+		p, ok := pkgs[path]
+		if !ok {
+			t.Fatalf("go list does not list %s", path)
+		}
+		return p
+	}
+
+	// config imports nothing of Herald's, directly or through another package.
+	for _, dep := range get("herald/config").Deps {
+		if isHerald(dep) {
+			t.Errorf("herald/config depends on %s: configuration must be a leaf", dep)
+		}
+	}
+
+	// channels reaches neither the store nor the simulator.
+	for _, dep := range get("herald/channels").Deps {
+		if dep == "herald/models" || dep == "herald/simulator" || strings.HasPrefix(dep, "gorm.io/") {
+			t.Errorf("herald/channels depends on %s", dep)
+		}
+	}
+
+	// Pages and handlers talk to the queue only through dispatch and the small
+	// interfaces handlers define; views reach it through nothing at all.
+	queue := func(path string) bool {
+		return path == "herald/tasks" || path == "github.com/hibiken/asynq" || strings.HasPrefix(path, "github.com/hibiken/asynq/")
+	}
+	for _, dep := range get("herald/views").Deps {
+		if queue(dep) {
+			t.Errorf("herald/views depends on %s", dep)
+		}
+	}
+	for _, imp := range get("herald/handlers").Imports {
+		if queue(imp) {
+			t.Errorf("herald/handlers imports %s", imp)
+		}
+	}
+
+	// Only the store (and its own tests) imports GORM.
+	for _, p := range pkgs {
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+			if (imp == "gorm.io/gorm" || strings.HasPrefix(imp, "gorm.io/")) && p.ImportPath != "herald/models" {
+				t.Errorf("%s imports %s: only herald/models speaks GORM", p.ImportPath, imp)
+			}
+		}
+	}
+}
