@@ -712,9 +712,9 @@ func TestUnroutedAnswersInReadersLanguage(t *testing.T) {
 		status             int
 		want               []string
 	}{
-		{"zh-CN", "POST", "/duty/rotations/new", http.StatusMethodNotAllowed, []string{`<html lang="zh-CN">`, "此处不能这样操作", "/duty/rotations/new 不接受这种请求"}},
+		{"zh-CN", "POST", "/duty/rotations/new", http.StatusMethodNotAllowed, []string{`<html lang="zh-CN">`, "此处不能这样操作", "此页面不接受这种请求"}},
 		{"en", "POST", "/duty/rotations/new", http.StatusMethodNotAllowed, []string{`<html lang="en">`, "Not possible here", "does not take this kind of request"}},
-		{"zh-CN", "GET", "/no-such-page", http.StatusNotFound, []string{`<html lang="zh-CN">`, "/no-such-page 处没有页面"}},
+		{"zh-CN", "GET", "/no-such-page", http.StatusNotFound, []string{`<html lang="zh-CN">`, "该页面不存在"}},
 		{"zh-CN", "DELETE", "/api/v1/openapi.json", http.StatusMethodNotAllowed, []string{`"code":"method_not_allowed"`, "此接口不接受 DELETE 请求"}},
 		{"", "DELETE", "/api/v1/openapi.json", http.StatusMethodNotAllowed, []string{`"code":"method_not_allowed"`, "this endpoint does not take DELETE"}},
 	} {
@@ -723,6 +723,12 @@ func TestUnroutedAnswersInReadersLanguage(t *testing.T) {
 		wantContains(t, tc.method+" "+tc.path+" in "+tc.lang, html.UnescapeString(body), tc.want...)
 		if strings.Contains(body, "method not allowed") {
 			t.Errorf("%s %s in %s answers gin's own English", tc.method, tc.path, tc.lang)
+		}
+		// An error page names no path: a link could make it say anything.
+		if tc.status != http.StatusMethodNotAllowed || !strings.HasPrefix(tc.path, "/api/") {
+			if page := strings.SplitN(body, "<main", 2); len(page) == 2 && strings.Contains(page[1], tc.path) {
+				t.Errorf("%s %s in %s echoes the path", tc.method, tc.path, tc.lang)
+			}
 		}
 	}
 	// The signed-in admin's error page keeps the console's navigation.
