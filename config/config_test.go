@@ -51,6 +51,7 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"metrics addr is the console's", map[string]string{"HERALD_METRICS_ADDR": "127.0.0.1:8080"}, "HERALD_METRICS_ADDR"},
 		{"short metrics token", map[string]string{"HERALD_METRICS_TOKEN": "too-short"}, "HERALD_METRICS_TOKEN"},
 		{"metrics token with a space", map[string]string{"HERALD_METRICS_TOKEN": goodSecret + " x"}, "HERALD_METRICS_TOKEN"},
+		{"trusted proxy that is no address", map[string]string{"HERALD_TRUSTED_PROXIES": "127.0.0.1, proxy.internal"}, "HERALD_TRUSTED_PROXIES"},
 		{"short session secret", map[string]string{"HERALD_SESSION_SECRET": "too-short"}, "HERALD_SESSION_SECRET"},
 		{"short secret key", map[string]string{"HERALD_SECRET_KEY": strings.Repeat("k", 31)}, "HERALD_SECRET_KEY"},
 		{"mysql without session secret", map[string]string{"HERALD_MYSQL_DSN": goodDSN}, "HERALD_SESSION_SECRET"},
@@ -123,6 +124,7 @@ func TestLoadExplicitValues(t *testing.T) {
 		"HERALD_SECRET_KEY":          otherSecret,
 		"HERALD_METRICS_ADDR":        "10.0.0.7:9100",
 		"HERALD_METRICS_TOKEN":       goodSecret,
+		"HERALD_TRUSTED_PROXIES":     " 127.0.0.1, 10.0.0.0/24 ,::1",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -136,17 +138,18 @@ func TestLoadExplicitValues(t *testing.T) {
 		Embedded, EmbeddedRedis   bool
 		SessionSecret, SecretKey  string
 		MetricsAddr, MetricsToken string
+		TrustedProxies            []string
 	}
 	want := summary{
 		Addr: "0.0.0.0:9000", Location: "Europe/Berlin", WorkerConcurrency: 8, WorkerDBConns: 2,
 		TaskCheckInterval: 250 * time.Millisecond, SessionIdle: 15 * time.Minute, SessionSecret: goodSecret, SecretKey: otherSecret,
-		MetricsAddr: "10.0.0.7:9100", MetricsToken: goodSecret,
+		MetricsAddr: "10.0.0.7:9100", MetricsToken: goodSecret, TrustedProxies: []string{"127.0.0.1", "10.0.0.0/24", "::1"},
 	}
 	got := summary{
 		Addr: c.Addr, Location: c.Location.String(), WorkerConcurrency: c.WorkerConcurrency, WorkerDBConns: c.WorkerDBConns,
 		TaskCheckInterval: c.TaskCheckInterval, SessionIdle: c.SessionIdle, Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
 		SessionSecret: string(c.SessionSecret), SecretKey: string(c.SecretKey),
-		MetricsAddr: c.MetricsAddr, MetricsToken: c.MetricsToken,
+		MetricsAddr: c.MetricsAddr, MetricsToken: c.MetricsToken, TrustedProxies: c.TrustedProxies,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config mismatch (-want +got):\n%s", diff)
