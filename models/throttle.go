@@ -164,7 +164,9 @@ func (s *Store) beginGuess(ctx context.Context, userKey, ip string, now time.Tim
 	}
 	g.keys = append(g.keys, userKey)
 	if over := before + n - GuessesPerUser; !within && over > 0 {
-		g.Delay = min(guessDelay<<min(over-1, 16), maxGuessDelay*guessDelay/time.Second)
+		// The cap scales with guessDelay (30 s, or 30 ms with short delays); written
+		// without multiplying two durations, which overflows.
+		g.Delay = min(guessDelay<<min(over-1, 16), maxGuessDelay/(time.Second/guessDelay))
 		t := time.NewTimer(g.Delay)
 		defer t.Stop()
 		select {
