@@ -28,10 +28,14 @@ type Config struct {
 	MySQLDSN string
 	RedisURL string
 	// Redis is RedisURL parsed; nil when Herald runs its own in-process Redis.
-	Redis             *Redis
-	Location          *time.Location
-	SessionSecret     []byte
-	SecretKey         []byte
+	Redis         *Redis
+	Location      *time.Location
+	SessionSecret []byte
+	SecretKey     []byte
+	// SecretKeyPrevious (HERALD_SECRET_KEY_PREVIOUS, optional) is the key being
+	// rotated out: credentials still sealed with it open, and are re-sealed with
+	// SecretKey at start.
+	SecretKeyPrevious []byte
 	AdminUser         string
 	AdminPassword     string
 	WorkerConcurrency int
@@ -192,6 +196,12 @@ func Load(getenv Getenv) (*Config, error) {
 	}
 	if c.SecretKey, err = secret(getenv, c, "HERALD_SECRET_KEY", "secret.key"); err != nil {
 		return nil, err
+	}
+	if v := getenv("HERALD_SECRET_KEY_PREVIOUS"); v != "" {
+		if len(v) < minSecretLen {
+			return nil, &Error{"HERALD_SECRET_KEY_PREVIOUS", fmt.Sprintf("must be at least %d characters", minSecretLen)}
+		}
+		c.SecretKeyPrevious = []byte(v)
 	}
 	if c.EmbeddedRedis() {
 		pw, err := loadOrCreateSecret(filepath.Join(c.DataDir, "redis.key"))

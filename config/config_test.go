@@ -54,6 +54,7 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"trusted proxy that is no address", map[string]string{"HERALD_TRUSTED_PROXIES": "127.0.0.1, proxy.internal"}, "HERALD_TRUSTED_PROXIES"},
 		{"short session secret", map[string]string{"HERALD_SESSION_SECRET": "too-short"}, "HERALD_SESSION_SECRET"},
 		{"short secret key", map[string]string{"HERALD_SECRET_KEY": strings.Repeat("k", 31)}, "HERALD_SECRET_KEY"},
+		{"short previous secret key", map[string]string{"HERALD_SECRET_KEY_PREVIOUS": strings.Repeat("k", 31)}, "HERALD_SECRET_KEY_PREVIOUS"},
 		{"mysql without session secret", map[string]string{"HERALD_MYSQL_DSN": goodDSN}, "HERALD_SESSION_SECRET"},
 		{"mysql without secret key", map[string]string{"HERALD_MYSQL_DSN": goodDSN, "HERALD_SESSION_SECRET": goodSecret}, "HERALD_SECRET_KEY"},
 	}
@@ -122,6 +123,7 @@ func TestLoadExplicitValues(t *testing.T) {
 		"HERALD_SESSION_IDLE":        "15m",
 		"HERALD_SESSION_SECRET":      goodSecret,
 		"HERALD_SECRET_KEY":          otherSecret,
+		"HERALD_SECRET_KEY_PREVIOUS": goodSecret + "-previous",
 		"HERALD_METRICS_ADDR":        "10.0.0.7:9100",
 		"HERALD_METRICS_TOKEN":       goodSecret,
 		"HERALD_TRUSTED_PROXIES":     " 127.0.0.1, 10.0.0.0/24 ,::1",
@@ -137,18 +139,20 @@ func TestLoadExplicitValues(t *testing.T) {
 		SessionIdle               time.Duration
 		Embedded, EmbeddedRedis   bool
 		SessionSecret, SecretKey  string
+		SecretKeyPrevious         string
 		MetricsAddr, MetricsToken string
 		TrustedProxies            []string
 	}
 	want := summary{
 		Addr: "0.0.0.0:9000", Location: "Europe/Berlin", WorkerConcurrency: 8, WorkerDBConns: 2,
 		TaskCheckInterval: 250 * time.Millisecond, SessionIdle: 15 * time.Minute, SessionSecret: goodSecret, SecretKey: otherSecret,
-		MetricsAddr: "10.0.0.7:9100", MetricsToken: goodSecret, TrustedProxies: []string{"127.0.0.1", "10.0.0.0/24", "::1"},
+		SecretKeyPrevious: goodSecret + "-previous",
+		MetricsAddr:       "10.0.0.7:9100", MetricsToken: goodSecret, TrustedProxies: []string{"127.0.0.1", "10.0.0.0/24", "::1"},
 	}
 	got := summary{
 		Addr: c.Addr, Location: c.Location.String(), WorkerConcurrency: c.WorkerConcurrency, WorkerDBConns: c.WorkerDBConns,
 		TaskCheckInterval: c.TaskCheckInterval, SessionIdle: c.SessionIdle, Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
-		SessionSecret: string(c.SessionSecret), SecretKey: string(c.SecretKey),
+		SessionSecret: string(c.SessionSecret), SecretKey: string(c.SecretKey), SecretKeyPrevious: string(c.SecretKeyPrevious),
 		MetricsAddr: c.MetricsAddr, MetricsToken: c.MetricsToken, TrustedProxies: c.TrustedProxies,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -139,6 +139,14 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 	default:
 		a.Limits = models.DefaultLimits(a.Platform)
 	}
+	if old != nil && old.Unreadable {
+		// Nothing is kept of settings no key opens: each required secret must be given.
+		for _, f := range channels.Fields(a.Platform) {
+			if f.Secret && f.Required && a.Config[f.Key] == "" {
+				return nil, models.Invalid("config."+f.Key, "accounts.error.unreadable_secret", "Secret", f.Key)
+			}
+		}
+	}
 	var kept []string
 	if old != nil && old.Platform == a.Platform {
 		for _, k := range channels.SecretKeys[a.Platform] {

@@ -556,6 +556,9 @@ func (d *Dispatcher) account(ctx context.Context, req Request) (*models.Account,
 		field = "platform"
 		acct, err = accounts.Default(ctx, req.Platform)
 	}
+	if errors.Is(err, models.ErrUnreadable) {
+		return nil, models.Invalid(field, "compose.check.account_unreadable")
+	}
 	if errors.Is(err, models.ErrNotFound) {
 		if field == "platform" {
 			return nil, models.Invalid("platform", "compose.check.no_default_account", "Platform", req.Platform)

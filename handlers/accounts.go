@@ -127,6 +127,7 @@ func accountForm(a *models.Account, oldName string, stored *models.Account) view
 		MaxAttempts: strconv.Itoa(a.MaxAttempts), QuietHours: a.QuietHours, Config: configFields(a.Platform, a.Config, stored),
 		Warnings: models.UnreachableLimits(a.Limits), Retry: retryRows(a.RetryPolicy, nil)}
 	f.Limits = limitFields(a.Limits)
+	f.Unreadable = stored != nil && stored.Unreadable
 	if oldName == "" {
 		f.LimitsNote = limitsNote(a.Platform)
 	}

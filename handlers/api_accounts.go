@@ -35,6 +35,9 @@ type accountJSON struct {
 	QuietHours *models.QuietHours `json:"quiet_hours,omitempty"`
 	Healthy    *bool              `json:"healthy,omitempty"`
 	HealthNote string             `json:"health_note,omitempty"`
+	// SecretsUnreadable says the stored settings cannot be decrypted with
+	// HERALD_SECRET_KEY: config is empty and an update must give them again (read-only).
+	SecretsUnreadable bool `json:"secrets_unreadable,omitempty"`
 	// Warnings name limits that can never be reached and settings that give up
 	// encryption (read-only; ignored on input).
 	Warnings []string `json:"warnings,omitempty"`
@@ -57,7 +60,7 @@ func toAccountJSON(a models.Account) accountJSON {
 	}
 	return accountJSON{QuietHours: quiet, Name: a.Name, Platform: a.Platform, IsDefault: a.IsDefault, Enabled: &enabled,
 		AllowPrivateNetwork: a.AllowPrivateNetwork, MaxAttempts: a.MaxAttempts, Config: cfg, Limits: &a.Limits,
-		RetryPolicy: a.RetryPolicy, Healthy: &healthy, HealthNote: a.HealthNote,
+		RetryPolicy: a.RetryPolicy, Healthy: &healthy, HealthNote: a.HealthNote, SecretsUnreadable: a.Unreadable,
 		Warnings: append(models.LimitWarnings(a.Limits), configWarnings(a)...)}
 }
 

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -37,6 +38,10 @@ func (c *AccountCache) get(key string, load func() (*Account, error)) (*Account,
 	a, err := load()
 	if err != nil {
 		return nil, err
+	}
+	if a.Unreadable {
+		// Nothing sends through an account whose credentials no key opens.
+		return nil, fmt.Errorf("models: account %s: %w", a.Name, ErrUnreadable)
 	}
 	c.mu.Lock()
 	c.items[key] = cachedAccount{at: time.Now(), account: a}

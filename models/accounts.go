@@ -74,8 +74,11 @@ type Account struct {
 	// the config field, sealUnbound for a value sealed before binding existed.
 	SealVersion int
 	Config      map[string]string `gorm:"-"`
-	Limits      Limits            `gorm:"embedded"`
-	RetryPolicy RetryPolicy       `gorm:"type:text"`
+	// Unreadable says the sealed config opened with no key Herald holds (ErrUnreadable):
+	// Config is empty, and the account's settings must be entered again.
+	Unreadable  bool        `gorm:"-"`
+	Limits      Limits      `gorm:"embedded"`
+	RetryPolicy RetryPolicy `gorm:"type:text"`
 	// QuietHours hold normal and low messages in a daily window (quiet_hours.go).
 	QuietHours QuietHours
 	Healthy    bool
@@ -119,13 +122,24 @@ func (s *Store) sealConfig(a *Account) error {
 
 func (s *Store) openConfig(a *Account) error {
 	if a.SealVersion != sealBound {
-		return fmt.Errorf("account %s: credentials sealed by an older Herald; run `herald migrate up` to re-seal them", a.Name)
+		return fmt.Errorf("account %s: credentials sealed by an older Herald; run `herald migrate up` to re-seal them: %w", a.Name, ErrUnreadable)
 	}
 	plain, err := s.sealer.open(a.ConfigEnc, sealedFor(a.ID, configField))
 	if err != nil {
 		return fmt.Errorf("account %s: %w", a.Name, err)
 	}
 	return json.Unmarshal(plain, &a.Config)
+}
+
+// openOrFlag opens a's config, or marks it Unreadable (with an empty config) when no
+// key opens it, so that the account can still be listed, shown, edited and deleted.
+func (s *Store) openOrFlag(a *Account) error {
+	err := s.openConfig(a)
+	if errors.Is(err, ErrUnreadable) {
+		a.Config, a.Unreadable = map[string]string{}, true
+		return nil
+	}
+	return err
 }
 
 // CreateAccount stores a new account, sealing its credentials.
@@ -172,27 +186,29 @@ func (s *Store) AccountByID(ctx context.Context, id int64) (*Account, error) {
 	return &a, nil
 }
 
-// EnabledAccounts lists enabled accounts by name, credentials opened.
+// EnabledAccounts lists enabled accounts by name, credentials opened (or the account
+// marked Unreadable).
 func (s *Store) EnabledAccounts(ctx context.Context) ([]Account, error) {
 	var out []Account
 	if err := s.reader(ctx).Where("enabled = ?", true).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list accounts: %w", err)
 	}
 	for i := range out {
-		if err := s.openConfig(&out[i]); err != nil {
+		if err := s.openOrFlag(&out[i]); err != nil {
 			return nil, fmt.Errorf("models: %w", err)
 		}
 	}
 	return out, nil
 }
 
-// AccountByName returns an account with its credentials opened.
+// AccountByName returns an account with its credentials opened, or marked Unreadable
+// when no key opens them.
 func (s *Store) AccountByName(ctx context.Context, name string) (*Account, error) {
 	var a Account
 	if err := s.reader(ctx).Where("name = ?", name).First(&a).Error; err != nil {
 		return nil, fmt.Errorf("models: account %s: %w", name, notFound(err))
 	}
-	if err := s.openConfig(&a); err != nil {
+	if err := s.openOrFlag(&a); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
 	}
 	return &a, nil
@@ -236,14 +252,15 @@ func ValidateAccount(a *Account) error {
 	return nil
 }
 
-// Accounts lists every account by name, credentials opened.
+// Accounts lists every account by name, credentials opened (or the account marked
+// Unreadable).
 func (s *Store) Accounts(ctx context.Context) ([]Account, error) {
 	var out []Account
 	if err := s.reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list accounts: %w", err)
 	}
 	for i := range out {
-		if err := s.openConfig(&out[i]); err != nil {
+		if err := s.openOrFlag(&out[i]); err != nil {
 			return nil, fmt.Errorf("models: %w", err)
 		}
 	}
@@ -311,24 +328,34 @@ func (s *Store) SetAccountEnabled(ctx context.Context, id int64, enabled bool) e
 	return nil
 }
 
-// resealAccounts binds credentials sealed before binding existed to their account.
-// Each row is a compare-and-set on the value read, so processes starting at once
-// re-seal every row exactly once and a later run finds nothing to do. It reports how
-// many rows it re-sealed.
+// resealAccounts binds credentials sealed before binding existed to their account and,
+// while a previous key is set, seals again with the current key the credentials only the
+// previous one opens, so that after one start the previous key can be dropped. Each row
+// is a compare-and-set on the value read, so processes starting at once re-seal every
+// row exactly once and a later run finds nothing to do. Credentials no key opens are
+// left as they are: the account is marked Unreadable until its settings are entered
+// again. It reports how many rows it re-sealed.
 func (s *Store) resealAccounts(ctx context.Context) (int, error) {
-	var old []Account
-	err := s.db.WithContext(ctx).Select("id", "name", "config_enc").Where("seal_version = ?", sealUnbound).Find(&old).Error
-	if err != nil {
+	q := s.db.WithContext(ctx).Select("id", "name", "config_enc", "seal_version")
+	if s.sealer.previous == nil {
+		q = q.Where("seal_version = ?", sealUnbound)
+	}
+	var rows []Account
+	if err := q.Find(&rows).Error; err != nil {
 		return 0, fmt.Errorf("models: list accounts to re-seal: %w", err)
 	}
 	n := 0
-	for _, a := range old {
-		plain, err := s.sealer.open(a.ConfigEnc, nil)
-		if err != nil {
-			return n, fmt.Errorf("models: re-seal account %s: %w", a.Name, err)
+	for _, a := range rows {
+		var associated []byte
+		if a.SealVersion == sealBound {
+			associated = sealedFor(a.ID, configField)
+		}
+		plain, stale, err := s.sealer.openAny(a.ConfigEnc, associated)
+		if err != nil || (a.SealVersion == sealBound && !stale) {
+			continue
 		}
 		res := s.db.WithContext(ctx).Model(&Account{}).
-			Where("id = ? AND seal_version = ? AND config_enc = ?", a.ID, sealUnbound, a.ConfigEnc).
+			Where("id = ? AND seal_version = ? AND config_enc = ?", a.ID, a.SealVersion, a.ConfigEnc).
 			UpdateColumns(map[string]any{"config_enc": s.sealer.seal(plain, sealedFor(a.ID, configField)), "seal_version": sealBound})
 		if res.Error != nil {
 			return n, fmt.Errorf("models: re-seal account %s: %w", a.Name, res.Error)
@@ -336,6 +363,21 @@ func (s *Store) resealAccounts(ctx context.Context) (int, error) {
 		n += int(res.RowsAffected)
 	}
 	return n, nil
+}
+
+// UnreadableAccounts names the accounts whose credentials no key opens, by name.
+func (s *Store) UnreadableAccounts(ctx context.Context) ([]string, error) {
+	var rows []Account
+	if err := s.reader(ctx).Select("id", "name", "config_enc", "seal_version").Order("name").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("models: list accounts: %w", err)
+	}
+	var names []string
+	for i := range rows {
+		if errors.Is(s.openConfig(&rows[i]), ErrUnreadable) {
+			names = append(names, rows[i].Name)
+		}
+	}
+	return names, nil
 }
 
 // ErrInUse means a resource cannot be removed while something depends on it.

@@ -268,6 +268,30 @@ func (s *Store) SaveCallback(ctx context.Context, keyID int64, c *CallbackSettin
 	return err
 }
 
+// resealCallbackSecrets seals again with the current key the callback secrets only the
+// previous key opens (see resealAccounts); a compare-and-set on the value read.
+func (s *Store) resealCallbackSecrets(ctx context.Context) error {
+	if s.sealer.previous == nil {
+		return nil
+	}
+	var keys []APIKey
+	if err := s.db.WithContext(ctx).Select("id", "name", "callback_secret_enc").Where("callback_secret_enc IS NOT NULL").Find(&keys).Error; err != nil {
+		return fmt.Errorf("models: list callback secrets to re-seal: %w", err)
+	}
+	for _, k := range keys {
+		plain, stale, err := s.sealer.openAny(*k.CallbackSecretEnc, sealedForKey(k.ID))
+		if err != nil || !stale {
+			continue
+		}
+		err = s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ? AND callback_secret_enc = ?", k.ID, *k.CallbackSecretEnc).
+			UpdateColumn("callback_secret_enc", s.sealer.seal(plain, sealedForKey(k.ID))).Error
+		if err != nil {
+			return fmt.Errorf("models: re-seal callback secret of api key %s: %w", k.Name, err)
+		}
+	}
+	return nil
+}
+
 // CallbackTargetOf returns where a key's events go; ErrNotFound when the key has no
 // callback (or is gone).
 func (s *Store) CallbackTargetOf(ctx context.Context, keyID int64) (*CallbackTarget, error) {

@@ -15,11 +15,31 @@ import (
 // HERALD_SECRET_KEY. Sealed values carry a version prefix so the scheme can change later.
 // The associated data names the row and field a value belongs to (see sealedFor), so a
 // value copied into another account, or another field, does not open.
-type sealer struct{ aead cipher.AEAD }
+//
+// While the key is rotated, the sealer also holds the previous key
+// (HERALD_SECRET_KEY_PREVIOUS): it seals with the current key only, and opens with the
+// current key, then the previous one.
+type sealer struct {
+	aead     cipher.AEAD
+	previous cipher.AEAD // nil when no previous key is set
+}
 
 const sealPrefix = "v1:"
 
-func newSealer(secret []byte) *sealer {
+// ErrUnreadable means sealed credentials open with none of the keys Herald holds:
+// HERALD_SECRET_KEY changed without HERALD_SECRET_KEY_PREVIOUS, or the value was copied
+// from another row. They must be entered again.
+var ErrUnreadable = errors.New("credentials cannot be decrypted")
+
+func newSealer(secret, previous []byte) *sealer {
+	s := &sealer{aead: newAEAD(secret)}
+	if len(previous) > 0 {
+		s.previous = newAEAD(previous)
+	}
+	return s
+}
+
+func newAEAD(secret []byte) cipher.AEAD {
 	key := sha256.Sum256(append([]byte("herald credentials v1\x00"), secret...))
 	block, err := aes.NewCipher(key[:])
 	if err != nil {
@@ -29,7 +49,7 @@ func newSealer(secret []byte) *sealer {
 	if err != nil {
 		panic(err)
 	}
-	return &sealer{aead: aead}
+	return aead
 }
 
 // sealedFor is the associated data binding a sealed value to one field of one account.
@@ -47,17 +67,28 @@ func (s *sealer) seal(plain, associated []byte) string {
 }
 
 func (s *sealer) open(sealed string, associated []byte) ([]byte, error) {
+	plain, _, err := s.openAny(sealed, associated)
+	return plain, err
+}
+
+// openAny opens a sealed value with the current key, then the previous one; stale
+// reports that only the previous key opened it, so it should be sealed again.
+func (s *sealer) openAny(sealed string, associated []byte) (plain []byte, stale bool, err error) {
 	if len(sealed) < len(sealPrefix) || sealed[:len(sealPrefix)] != sealPrefix {
-		return nil, errors.New("models: credentials: unknown format")
+		return nil, false, fmt.Errorf("models: credentials: unknown format: %w", ErrUnreadable)
 	}
 	raw, err := base64.StdEncoding.DecodeString(sealed[len(sealPrefix):])
 	if err != nil || len(raw) < s.aead.NonceSize() {
-		return nil, errors.New("models: credentials: corrupt")
+		return nil, false, fmt.Errorf("models: credentials: corrupt: %w", ErrUnreadable)
 	}
 	n := s.aead.NonceSize()
-	plain, err := s.aead.Open(nil, raw[:n], raw[n:], associated)
-	if err != nil {
-		return nil, fmt.Errorf("models: credentials: cannot decrypt (was HERALD_SECRET_KEY changed, or the value copied from another account?): %w", err)
+	if plain, err = s.aead.Open(nil, raw[:n], raw[n:], associated); err == nil {
+		return plain, false, nil
 	}
-	return plain, nil
+	if s.previous != nil {
+		if plain, err := s.previous.Open(nil, raw[:n], raw[n:], associated); err == nil {
+			return plain, true, nil
+		}
+	}
+	return nil, false, fmt.Errorf("models: %w (was HERALD_SECRET_KEY changed without HERALD_SECRET_KEY_PREVIOUS, or the value copied from another row?)", ErrUnreadable)
 }

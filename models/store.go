@@ -55,6 +55,9 @@ type Options struct {
 	DataDir  string
 	// SecretKey encrypts account credentials at rest.
 	SecretKey []byte
+	// PreviousSecretKey, while SecretKey is rotated, opens credentials sealed with the
+	// old key; Migrate re-seals them with SecretKey.
+	PreviousSecretKey []byte
 	// MaxOpenConns bounds the MySQL pool; 0 means 16, which measured faster than large pools.
 	MaxOpenConns int
 }
@@ -77,7 +80,7 @@ func Open(opts Options) (*Store, error) {
 		NowFunc: Now,
 		Logger:  logger.Discard,
 	}
-	s := &Store{sealer: newSealer(opts.SecretKey), people: newRecipientCache(Now), apiKeyCaches: &apiKeyCacheList{}}
+	s := &Store{sealer: newSealer(opts.SecretKey, opts.PreviousSecretKey), people: newRecipientCache(Now), apiKeyCaches: &apiKeyCacheList{}}
 	var err error
 	if opts.MySQLDSN != "" {
 		s.dialect = migrations.MySQL
@@ -167,6 +170,9 @@ func (s *Store) MigrateUp(ctx context.Context) (applied int, fresh bool, err err
 		return 0, false, err
 	}
 	if _, err := s.resealAccounts(ctx); err != nil {
+		return applied, false, err
+	}
+	if err := s.resealCallbackSecrets(ctx); err != nil {
 		return applied, false, err
 	}
 	return applied, before == 0, nil

@@ -159,8 +159,9 @@ func TestAccountConfigSealedAtRest(t *testing.T) {
 	} else if errors.Is(err, models.ErrNotFound) {
 		t.Errorf("AccountByID with another secret key: %v, want a decryption error, not not-found", err)
 	}
-	if _, err := other.EnabledAccounts(ctx); err == nil {
-		t.Error("EnabledAccounts with another secret key succeeded, want an error")
+	// Listing does not fail: the account is marked Unreadable, its config not opened.
+	if list, err := other.EnabledAccounts(ctx); err != nil || len(list) != 1 || !list[0].Unreadable || len(list[0].Config) > 0 {
+		t.Errorf("EnabledAccounts with another secret key: %+v, %v; want the account marked Unreadable, config empty", list, err)
 	}
 }
 

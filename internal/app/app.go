@@ -141,7 +141,7 @@ func OpenStore(cfg *config.Config) (*models.Store, error) { return openStore(cfg
 // openStore is OpenStore with a MySQL pool of at most conns connections (0: the
 // default).
 func openStore(cfg *config.Config, conns int) (*models.Store, error) {
-	store, err := models.Open(models.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey, MaxOpenConns: conns})
+	store, err := models.Open(models.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey, PreviousSecretKey: cfg.SecretKeyPrevious, MaxOpenConns: conns})
 	if err == nil {
 		return store, nil
 	}
