@@ -172,7 +172,7 @@ func (c *Compiled) CheckVariables(vars map[string]string) error {
 // particular: the largest platform's cap applies). Each field must fit the platform's
 // cap and render within renderTimeout; ctx can abandon a render sooner.
 func (c *Compiled) Render(ctx context.Context, platform string, vars map[string]string, p *models.Recipient) (subject, body string, err error) {
-	data := c.data(vars, p, func(s string) string { return s })
+	data := c.data(vars, p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() { c.running = nil }()
@@ -186,17 +186,18 @@ func (c *Compiled) Render(ctx context.Context, platform string, vars map[string]
 }
 
 // data is what the template renders with: the variables and the recipient's own fields,
-// each value passed through escape. An optional variable not given renders empty.
-func (c *Compiled) data(vars map[string]string, p *models.Recipient, escape func(string) string) map[string]any {
+// as given (the HTML alternative escapes them by context: html/template). An optional
+// variable not given renders empty.
+func (c *Compiled) data(vars map[string]string, p *models.Recipient) map[string]any {
 	data := make(map[string]any, len(vars)+len(c.declared)+1)
 	for _, v := range c.declared {
 		data[v.Name] = ""
 	}
 	for k, v := range vars {
-		data[k] = escape(v)
+		data[k] = v
 	}
 	data[recipientVar] = map[string]string{
-		"name": escape(p.Name), "external_id": escape(p.ExternalID), "branch": escape(p.Branch), "department": escape(p.Department),
+		"name": p.Name, "external_id": p.ExternalID, "branch": p.Branch, "department": p.Department,
 	}
 	return data
 }
@@ -212,7 +213,7 @@ func (c *Compiled) RenderHTML(ctx context.Context, platform string, vars map[str
 	if c.html == nil {
 		return "", nil
 	}
-	data := c.data(vars, p, func(s string) string { return s })
+	data := c.data(vars, p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() { c.running = nil }()
