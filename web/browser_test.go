@@ -61,7 +61,7 @@ func TestBrowserConsoleInteractions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := waitFor(ctx, `#template-preview`, "body uses undeclared variable owner"); err != nil {
+		if err := waitFor(ctx, `#template-preview`, "Body: uses undeclared variable owner"); err != nil {
 			t.Fatal(err)
 		}
 		if err := chromedp.Run(ctx, chromedp.SendKeys(`#variables`, "owner, ", chromedp.ByQuery),
