@@ -46,6 +46,14 @@ type Sender interface {
 	Send(ctx context.Context, m Message) (Receipt, error)
 }
 
+// Recaller is a Sender whose platform can take back a message it accepted, within the
+// platform's recall window (RecallWindow).
+type Recaller interface {
+	// Recall takes back the message the platform accepted as receipt.ProviderMessageID,
+	// addressed to m.To. It returns a classified *Error when the platform refuses.
+	Recall(ctx context.Context, m Message, receipt Receipt) error
+}
+
 // Class is an error class (docs/retries.md); the retry policy is keyed by it.
 type Class string
 

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // platform is one platform Herald sends through, and everything Herald knows of it.
@@ -28,6 +29,9 @@ type platform struct {
 	// without an error, by window name (per_recipient_per_minute, …): a new account
 	// starts from them.
 	limits map[string]int
+	// recall is how long after sending the platform lets a message be recalled; 0 means
+	// the platform cannot recall (its adapter is then no Recaller).
+	recall time.Duration
 	// build makes the adapter for an account whose settings passed ValidateConfig.
 	build func(r *Registry, a Account) (Sender, error)
 }
@@ -55,6 +59,8 @@ var table = []platform{
 		// excess dropped without an error. (The daily cap, 200 person-sends per member of
 		// the account's licence, depends on the licence: the operator sets per_day.)
 		limits: map[string]int{"per_recipient_per_minute": 30, "per_recipient_per_hour": 1000},
+		// message/recall takes back an application message within 24 hours.
+		recall: 24 * time.Hour,
 		build:  func(_ *Registry, a Account) (Sender, error) { return newWeCom(a.Config, a.AllowPrivateNetwork), nil }},
 	// Email: SMTP sizes are bytes; Herald's own bound, far below what servers accept.
 	{name: "email", fields: []Field{
@@ -140,6 +146,15 @@ func CountedContent(platform string, m Message) string {
 		return p.counted(m)
 	}
 	return m.Content
+}
+
+// RecallWindow is how long after sending a platform's messages can be recalled; 0 means
+// they cannot be.
+func RecallWindow(platform string) time.Duration {
+	if p, ok := platforms[platform]; ok {
+		return p.recall
+	}
+	return 0
 }
 
 // LargestCapBytes is the most UTF-8 bytes any platform accepts in one message.

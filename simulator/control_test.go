@@ -39,7 +39,8 @@ func TestDeliveriesAndStatsEndpoints(t *testing.T) {
 
 	resp = mustDo(t, "GET", srv.URL+"/_sim/stats", nil, nil)
 	wantStats := `{"requests":3,"accepted":2,"by_platform":{"sandbox":1,"tianyuan":1},` +
-		`"faults":{"fail":0,"timeout":0,"throttle":0,"reject":1,"accept_then_timeout":0,"auth":0}}`
+		`"faults":{"fail":0,"timeout":0,"throttle":0,"reject":1,"accept_then_timeout":0,"auth":0},` +
+		`"dropped_silently":{"dingtalk":0,"feishu":0,"wecom":0}}`
 	if diff := cmp.Diff(wantStats, strings.TrimSpace(string(resp.body))); diff != "" {
 		t.Errorf("stats JSON (-want +got):\n%s", diff)
 	}
@@ -50,7 +51,7 @@ func TestDeliveriesAndStatsEndpoints(t *testing.T) {
 	if got := sim.Deliveries(); len(got) != 0 {
 		t.Errorf("after reset, deliveries = %v", got)
 	}
-	if diff := cmp.Diff(Stats{ByPlatform: map[string]int64{}}, sim.Stats()); diff != "" {
+	if diff := cmp.Diff(newStats(), sim.Stats()); diff != "" {
 		t.Errorf("after reset, stats (-want +got):\n%s", diff)
 	}
 	if got := sim.Faults(); got != (Faults{}) {

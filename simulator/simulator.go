@@ -35,6 +35,21 @@ type Stats struct {
 	ByPlatform map[string]int64 `json:"by_platform"`
 	// Faults counts injected faults by kind.
 	Faults FaultCounts `json:"faults"`
+	// DroppedSilently counts calls a platform answers with success but delivers nothing
+	// for, as WeCom, Feishu and DingTalk do past their documented limits, by platform.
+	DroppedSilently map[string]int64 `json:"dropped_silently"`
+}
+
+// silentPlatforms are the platforms that drop the excess without an error; the stats
+// name each of them, 0 when nothing was dropped.
+var silentPlatforms = []string{"wecom", "feishu", "dingtalk"}
+
+func newStats() Stats {
+	st := Stats{ByPlatform: map[string]int64{}, DroppedSilently: map[string]int64{}}
+	for _, p := range silentPlatforms {
+		st.DroppedSilently[p] = 0
+	}
+	return st
 }
 
 // FaultCounts counts injected faults by kind.
@@ -108,7 +123,7 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 		faults:   f,
 		// A fixed second word is fine: the seed alone must decide the sequence.
 		rng:   mathrand.New(mathrand.NewPCG(seed, 0x6865726c64)),
-		stats: Stats{ByPlatform: map[string]int64{}},
+		stats: newStats(),
 	}
 	s.handler = s.routes()
 	return s
@@ -157,6 +172,7 @@ func (s *Simulator) Stats() Stats {
 	defer s.mu.Unlock()
 	out := s.stats
 	out.ByPlatform = maps.Clone(s.stats.ByPlatform)
+	out.DroppedSilently = maps.Clone(s.stats.DroppedSilently)
 	return out
 }
 
@@ -165,7 +181,7 @@ func (s *Simulator) Reset() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deliveries = nil
-	s.stats = Stats{ByPlatform: map[string]int64{}}
+	s.stats = newStats()
 }
 
 // record stores accepted deliveries.
@@ -177,6 +193,13 @@ func (s *Simulator) record(ds ...Delivery) {
 	for _, d := range ds {
 		s.stats.ByPlatform[d.Platform]++
 	}
+}
+
+// dropSilently counts n deliveries the platform answered with success and dropped.
+func (s *Simulator) dropSilently(platform string, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stats.DroppedSilently[platform] += int64(n)
 }
 
 // newMsgID returns a provider message id unique to this simulator.
