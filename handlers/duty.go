@@ -101,6 +101,10 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 		h.serverError(c, err)
 		return
 	}
+	if d.HolidayYears, err = h.Store.HolidayYears(ctx); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	render(c, status, views.DutyPage(page(c, tr(c, "title.duty"), "duty"), d, errs))
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -229,6 +230,22 @@ func (s *Store) OverridesBetween(ctx context.Context, from, to string) ([]DutyOv
 		return nil, fmt.Errorf("models: overrides: %w", err)
 	}
 	return out, nil
+}
+
+// HolidayYears lists the years that have holiday entries, in order.
+func (s *Store) HolidayYears(ctx context.Context) ([]int, error) {
+	var dates []string
+	// One date a year is enough: the first of each year's entries.
+	if err := s.reader(ctx).Model(&Holiday{}).Select("MIN(date)").Group("SUBSTR(date, 1, 4)").Order("MIN(date)").Pluck("MIN(date)", &dates).Error; err != nil {
+		return nil, fmt.Errorf("models: holiday years: %w", err)
+	}
+	years := make([]int, 0, len(dates))
+	for _, d := range dates {
+		if y, err := strconv.Atoi(d[:min(4, len(d))]); err == nil {
+			years = append(years, y)
+		}
+	}
+	return years, nil
 }
 
 // HolidaysBetween lists holiday entries from one date to another, inclusive.

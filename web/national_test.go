@@ -42,7 +42,7 @@ func TestNationalCalendarImport(t *testing.T) {
 	}
 
 	resp, body := op.get("/duty")
-	wantContains(t, "duty page", body, `href="/duty/holidays/national"`, "national holiday calendar of 2025, 2026")
+	wantContains(t, "duty page", body, `href="/duty/holidays/national"`, "national holiday calendars of 2025, 2026", "No holidays are in force")
 	resp, body = op.get("/duty/holidays/national")
 	wantStatus(t, "form", resp, body, http.StatusOK)
 	wantContains(t, "form", body, `name="builtin" value="2026"`, `name="builtin" value="2025"`)
@@ -69,6 +69,8 @@ func TestNationalCalendarImport(t *testing.T) {
 	if p := c.lastAudit("duty.holidays.import").ParamMap(); p["count"] != "39" || p["new"] != "38" || p["changed"] != "1" || p["source"] != "national" {
 		t.Errorf("audit entry params %v", p)
 	}
+	_, body = op.get("/duty")
+	wantContains(t, "duty page after the import", body, "Holidays in force: 2026.")
 	// Saturday 2026-10-10 works with Friday's roster (Li Wei, Zhang Min).
 	_, body = op.get("/duty/roster?date=2026-10-10")
 	wantContains(t, "make-up workday roster", body, "Li Wei", "Zhang Min")

@@ -36,11 +36,33 @@ func Prepare(ctx context.Context, store *models.Store, cfg *config.Config, role 
 			}
 			log.Info("seeded demo data: sandbox account, sample staff, a duty week and a template")
 		}
+		if fresh {
+			if err := loadNationalCalendars(ctx, store, cfg); err != nil {
+				return err
+			}
+		}
 		if role != "all" && role != "web" {
 			return nil
 		}
 		return ensureAdmin(ctx, store, cfg, stdout)
 	})
+}
+
+// loadNationalCalendars puts the national holiday calendars Herald ships in force on a
+// new database, so that a fresh install knows 春节 and 国庆 without an import. Each year
+// is written and audited as an import would be; an operator may change any day later.
+func loadNationalCalendars(ctx context.Context, store *models.Store, cfg *config.Config) error {
+	svc := &dispatch.Dispatcher{Store: store, Location: cfg.Location}
+	for _, year := range models.BuiltinNationalYears() {
+		days, _, ok := models.BuiltinNationalCalendar(year)
+		if !ok {
+			continue
+		}
+		if err := svc.ImportHolidays(ctx, dispatch.System("first-start"), models.NationalHolidays(days, nil), dispatch.HolidaysFromNational); err != nil {
+			return fmt.Errorf("national holiday calendar %d: %w", year, err)
+		}
+	}
+	return nil
 }
 
 // Migrate applies pending migrations under the start lock and reports how many it applied.

@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"herald/config"
+	"herald/internal/testenv"
+	"herald/models"
+)
+
+// TestFirstStartPutsTheNationalCalendarsInForce: a new database knows the national
+// holidays Herald ships from its first start (国庆 2026 is a day off, the Sunday before it
+// a make-up workday), each year audited as an import; a second start adds nothing.
+func TestFirstStartPutsTheNationalCalendarsInForce(t *testing.T) {
+	ctx := context.Background()
+	s, err := models.Open(models.Options{MySQLDSN: testenv.MySQLDSN(t), DataDir: t.TempDir(), SecretKey: testenv.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	cfg := &config.Config{Location: time.UTC, AdminUser: "admin", AdminPassword: "a long enough password 1", Demo: false, DemoSet: true}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for range 2 {
+		if err := Prepare(ctx, s, cfg, "worker", log, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+	}
+	years, err := s.HolidayYears(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := models.BuiltinNationalYears(); !equalInts(years, want) {
+		t.Errorf("holiday years in force %v, want the shipped %v", years, want)
+	}
+	want := 0
+	for _, y := range models.BuiltinNationalYears() {
+		days, _, _ := models.BuiltinNationalCalendar(y)
+		want += len(days)
+	}
+	all, err := s.HolidaysBetween(ctx, "2000-01-01", "2100-12-31")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != want {
+		t.Errorf("%d holiday entries after two starts, want %d", len(all), want)
+	}
+	kinds := map[string]string{}
+	for _, h := range all {
+		kinds[h.Date] = h.Kind
+	}
+	if kinds["2026-10-01"] != models.HolidayOff || kinds["2026-09-20"] != models.HolidayWorkday {
+		t.Errorf("国庆 2026: 10-01 %q, 09-20 %q", kinds["2026-10-01"], kinds["2026-09-20"])
+	}
+	entries, err := s.ListAudit(ctx, models.AuditFilter{Action: "duty.holidays.import"}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(models.BuiltinNationalYears()) {
+		t.Errorf("%d import entries, want one a shipped year", len(entries))
+	}
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
