@@ -368,6 +368,14 @@ func TestPhoneConsole(t *testing.T) {
 				{"API reference", "/api-reference"},
 			} {
 				p.open(sub.page, sub.path)
+				if sub.path == "/duty/calendar" {
+					// One column of days at this width: the month opens at today.
+					p.wait("the month view opens at today", `(() => {
+						const d = document.querySelector('.month-day.today');
+						if (!d) { return false; }
+						const r = d.getBoundingClientRect();
+						return r.top >= -1 && r.top < window.innerHeight; })()`)
+				}
 			}
 			for _, list := range []struct{ page, path, link string }{
 				{"edit person", "/recipients", `main table a[href^="/recipients/"][href$="/edit"]`},

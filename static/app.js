@@ -57,6 +57,14 @@
     document.getElementById(button.getAttribute("aria-controls")).classList.remove("open");
     button.focus();
   });
+  // At phone width the month view is one long column of days: open it at today, not at
+  // the first of the month (the wide grid shows the whole month at once and stays put).
+  document.addEventListener("DOMContentLoaded", function () {
+    var today = document.querySelector(".month .month-day.today");
+    if (today && window.matchMedia("(max-width: 760px)").matches && !location.hash) {
+      today.scrollIntoView({ block: "start" });
+    }
+  });
   // Select a read-only value on focus so it can be copied at once: <input data-select-on-focus>.
   document.addEventListener("focusin", function (e) {
     if (e.target.hasAttribute && e.target.hasAttribute("data-select-on-focus")) { e.target.select(); }
