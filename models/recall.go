@@ -68,6 +68,22 @@ type RecallCounts struct {
 	Failed             int `json:"failed"`
 }
 
+// Add counts one message's outcome, named as the API names it (the field's JSON name).
+func (c *RecallCounts) Add(outcome string) {
+	switch outcome {
+	case "recalled":
+		c.Recalled++
+	case "cancelled":
+		c.Cancelled++
+	case "recall_unsupported":
+		c.RecallUnsupported++
+	case "recall_window_passed":
+		c.RecallWindowPassed++
+	default:
+		c.Failed++
+	}
+}
+
 // Value implements driver.Valuer.
 func (c RecallCounts) Value() (driver.Value, error) {
 	b, err := json.Marshal(c)
