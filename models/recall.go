@@ -136,6 +136,16 @@ func (s *Store) LatestRecallRequest(ctx context.Context, batchID string) (*Recal
 	return &list[0], nil
 }
 
+// RecallRequestsAwaiting returns the recall requests waiting for a decision, oldest
+// first, at most limit of them.
+func (s *Store) RecallRequestsAwaiting(ctx context.Context, limit int) ([]RecallRequest, error) {
+	var out []RecallRequest
+	if err := s.reader(ctx).Where("status = ?", RecallAwaiting).Order("created_at, id").Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: recall requests awaiting approval: %w", err)
+	}
+	return out, nil
+}
+
 // DecideRecallRequest moves a recall request from awaiting approval to the decision (a
 // compare-and-set: ErrStateChanged when it was decided already), in the caller's
 // transaction when the store is bound to one.

@@ -95,13 +95,13 @@ func TestConsoleRecall(t *testing.T) {
 	for _, tt := range []struct {
 		lang                                         string
 		button, confirm, recalledNote, done, waiting string
-		notYours, reasonError, rejected              string
+		notYours, reasonError, rejected, dashboard   string
 	}{
 		{"en", "Recall from 2 people", "Recall this batch from 2 people?", "Recalled message", "Recall done: 1 recalled",
 			"it waits for another operator&#39;s approval", "You asked for this recall", "give a reason of 1 to 200 characters",
-			"Recall request rejected"},
+			"Recall request rejected", "1 batch recall waits for approval"},
 		{"zh-CN", "撤回（2 人）", "确定撤回本批次发给 2 人的消息吗？", "已撤回消息", "撤回完成：撤回 1 条",
-			"等待另一位操作员批准", "此撤回由您申请", "请填写 1 到 200 个字的理由", "已驳回撤回申请"},
+			"等待另一位操作员批准", "此撤回由您申请", "请填写 1 到 200 个字的理由", "已驳回撤回申请", "1 个批次撤回等待审批"},
 	} {
 		t.Run(tt.lang, func(t *testing.T) {
 			lang := map[string]string{"Accept-Language": tt.lang}
@@ -148,6 +148,7 @@ func TestConsoleRecall(t *testing.T) {
 			resp, body = post(op, "/batches/"+batch+"/recall", nil)
 			wantRedirect(t, "ask for a recall", resp, body, "/batches/"+batch)
 			wantContains(t, "awaiting", get(op, "/batches/"+batch), tt.waiting, tt.notYours)
+			wantContains(t, "dashboard", get(op, "/"), `id="awaiting-recalls"`, tt.dashboard, `href="/batches/`+batch+`"`)
 			resp, body = post(op, "/batches/"+batch+"/recall/approve", nil)
 			wantStatus(t, "the asker approves", resp, body, http.StatusForbidden)
 			resp, body = post(admin, "/batches/"+batch+"/recall/reject", url.Values{"reason": {" "}})
