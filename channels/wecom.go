@@ -115,6 +115,11 @@ var wecomErrors = map[int]wecomAction{
 	60111: {Permanent, false, "userid not found"},
 	81013: {Permanent, false, "recipient invalid or outside the application's visible range"},
 	82001: {Permanent, false, "no valid recipient"},
+
+	// message/recall's refusals (as the simulator answers them): the message was
+	// recalled already, or sent more than 24 hours ago.
+	301084: {Permanent, false, "message recalled already"},
+	301085: {Permanent, false, "recall window passed"},
 }
 
 // wecomErrorAction returns what a non-zero errcode means.
@@ -161,24 +166,64 @@ func (w *WeCom) Send(ctx context.Context, m Message) (Receipt, error) {
 	if err != nil {
 		return Receipt{}, Errorf(Permanent, "", "channels: wecom: encoding the message: %v", err)
 	}
-	// A token rejected as expired or invalid is replaced and the send tried once more:
-	// WeCom refused the first try before delivering, so this cannot duplicate.
+	var receipt Receipt
+	err = w.withToken(ctx, func(token string) (wecomAction, error) {
+		var action wecomAction
+		receipt, action, err = w.post(ctx, token, m.ID, body)
+		return action, err
+	})
+	return receipt, err
+}
+
+// withToken runs one call with an access token. A token rejected as expired or invalid
+// is replaced and the call tried once more: WeCom refused the first try before acting
+// on it, so this cannot duplicate a send or a recall.
+func (w *WeCom) withToken(ctx context.Context, call func(token string) (wecomAction, error)) error {
 	for attempt := 1; ; attempt++ {
 		token, err := w.accessToken(ctx)
 		if err != nil {
-			return Receipt{}, err
+			return err
 		}
-		receipt, action, err := w.post(ctx, token, m.ID, body)
+		action, err := call(token)
 		if err == nil {
-			return receipt, nil
+			return nil
 		}
 		if action.refreshToken || action.class == Auth {
 			w.dropToken(token)
 		}
 		if !action.refreshToken || attempt == 2 {
-			return Receipt{}, err
+			return err
 		}
 	}
+}
+
+// Recall implements Recaller: message/recall takes back the message WeCom accepted as
+// receipt.ProviderMessageID, within 24 hours of sending. Its errors are classified as
+// a send's are.
+func (w *WeCom) Recall(ctx context.Context, m Message, receipt Receipt) error {
+	if receipt.ProviderMessageID == "" {
+		return Errorf(Permanent, "", "channels: wecom: recall: the message has no WeCom msgid")
+	}
+	body, err := json.Marshal(map[string]string{"msgid": receipt.ProviderMessageID})
+	if err != nil {
+		return Errorf(Permanent, "", "channels: wecom: recall: encoding the request: %v", err)
+	}
+	return w.withToken(ctx, func(token string) (wecomAction, error) {
+		target := w.baseURL + "/cgi-bin/message/recall?access_token=" + url.QueryEscape(token)
+		r, err := postJSON(ctx, w.client, "channels: wecom: recall", target, http.Header{"X-Request-Id": {m.ID}}, body)
+		if err != nil {
+			return wecomAction{}, err
+		}
+		reply, err := w.readReply(r, "recall")
+		if err != nil {
+			return wecomAction{}, err
+		}
+		if code := *reply.ErrCode; code != 0 {
+			action := wecomErrorAction(code)
+			return action, wecomError("recall", code, action, reply.ErrMsg, r)
+		}
+		return wecomAction{}, nil
+	})
 }
 
 // wecomBody builds the message/send body. Text messages have no title field, so a

@@ -13,10 +13,12 @@ const (
 	Failed    Status = "failed"
 	Stopped   Status = "stopped"
 	Cancelled Status = "cancelled"
+	// Recalled is a sent message taken back on its platform (terminal).
+	Recalled Status = "recalled"
 )
 
 // Statuses lists the states in lifecycle order, for display.
-var Statuses = []Status{Pending, Sending, Failed, Sent, Stopped, Cancelled}
+var Statuses = []Status{Pending, Sending, Failed, Sent, Stopped, Cancelled, Recalled}
 
 // transitions are the moves a message may make, by the state it leaves. Every move is
 // a compare-and-set in the store, conditioned on the states that may make it (From).
@@ -33,6 +35,9 @@ var transitions = map[Status][]Status{
 	Failed: {Sending, Cancelled},
 	// Sent again by an operator or the API.
 	Stopped: {Pending},
+	// Taken back on the platform within its recall window. A message not sent yet is
+	// cancelled instead.
+	Sent: {Recalled},
 }
 
 // Allowed reports whether a message in state from may move to state to.
@@ -59,7 +64,11 @@ var (
 	Waiting = Claimable
 	// Cancellable are the states an operator or the API may cancel a message in.
 	Cancellable = From(Cancelled)
+	// Recallable are the states a message may be recalled in.
+	Recallable = From(Recalled)
 )
 
 // Terminal reports whether no further move can happen but a deliberate resend.
-func (s Status) Terminal() bool { return s == Sent || s == Stopped || s == Cancelled }
+func (s Status) Terminal() bool {
+	return s == Sent || s == Stopped || s == Cancelled || s == Recalled
+}

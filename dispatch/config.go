@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"herald/channels"
 	"herald/models"
 	"herald/tasks"
 )
@@ -29,6 +30,9 @@ type Config struct {
 	// Callbacks hears of messages cancelled here, so their events go out at once; nil:
 	// the recovery pass finds them within seconds.
 	Callbacks *tasks.Callbacks
+	// Channels builds the platform adapters a recall calls; nil: nothing can be
+	// recalled (recall_unsupported).
+	Channels *channels.Registry
 }
 
 // NewDispatcher returns the intake and service layer built from cfg, or an error naming
@@ -43,7 +47,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("dispatch: a dispatcher needs the time zone of the duty rule")
 	}
 	d := &Dispatcher{Store: cfg.Store, Enqueuer: cfg.Enqueuer, Location: cfg.Location, Log: cfg.Log, Now: cfg.Now,
-		Stats: cfg.Stats, Accounts: cfg.Accounts, Callbacks: cfg.Callbacks}
+		Stats: cfg.Stats, Accounts: cfg.Accounts, Callbacks: cfg.Callbacks, Channels: cfg.Channels}
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}

@@ -40,6 +40,8 @@ type Dispatcher struct {
 	// Callbacks hears of messages cancelled here, so their events go out at once; nil:
 	// the recovery pass finds them within seconds.
 	Callbacks *tasks.Callbacks
+	// Channels builds the platform adapters a recall calls; nil: nothing can be recalled.
+	Channels *channels.Registry
 
 	groups    grouper
 	fallbacks fallbackRuns

@@ -70,7 +70,13 @@ func (d *Dispatcher) CancelMessage(ctx context.Context, by Actor, id string) (*m
 	if err != nil {
 		return nil, err
 	}
-	return m, d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	return m, d.cancel(ctx, by, m)
+}
+
+// cancel cancels a message read already (CancelMessage; a recall of a message not sent
+// yet).
+func (d *Dispatcher) cancel(ctx context.Context, by Actor, m *models.Message) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.CancelMessage(ctx, m.ID); err != nil {
 			return err
 		}

@@ -161,6 +161,8 @@ type messageJSON struct {
 	SentAt            *time.Time      `json:"sent_at"`
 	FallbackOf        *string         `json:"fallback_of"`
 	FallbackNext      *string         `json:"fallback_next"`
+	RecalledAt        *time.Time      `json:"recalled_at"`
+	RecalledBy        string          `json:"recalled_by"`
 	History           []attemptJSON   `json:"history"`
 }
 
@@ -181,7 +183,7 @@ func (h *Handlers) GetMessage(c *gin.Context) {
 		Status: string(m.Status), Priority: m.Priority, Attempts: m.Attempts, MaxAttempts: m.MaxAttempts, SendAt: m.SendAt,
 		NextAttemptAt: m.NextAttemptAt, ErrorClass: m.ErrorClass, LastError: m.LastError, ProviderMessageID: m.ProviderMessageID,
 		TaskID: m.TaskID, CreatedAt: m.CreatedAt, SentAt: m.SentAt, FallbackOf: m.FallbackOf, FallbackNext: m.FallbackNext,
-		History: make([]attemptJSON, len(attempts))}
+		RecalledAt: m.RecalledAt, RecalledBy: m.RecalledBy, History: make([]attemptJSON, len(attempts))}
 	if m.Status.Terminal() || m.Status == models.StatusSending {
 		out.NextAttemptAt = nil
 	}

@@ -460,6 +460,10 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 	}
 	slices.SortStableFunc(msgs, func(a, b models.BatchMessage) int { return models.CompareNames(a.RecipientName, b.RecipientName) })
 	v := views.BatchView{Batch: b, Messages: msgs, Counts: counts.ByStatus, Reached: counts.Reached, Falling: counts.Falling}
+	if v.Recall, err = h.Store.LatestRecallRequest(ctx, id); err != nil {
+		h.serverError(c, err)
+		return views.BatchView{}, false
+	}
 	if counts.ByStatus[models.StatusPending] > 0 {
 		if v.QuietWaiting, err = h.Store.QuietWaiting(ctx, id); err != nil {
 			h.serverError(c, err)

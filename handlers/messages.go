@@ -155,7 +155,8 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 		h.serverError(c, err)
 		return
 	}
-	d := views.MessageDetail{Message: m, Notice: h.notice(c), Now: time.Now()}
+	d := views.MessageDetail{Message: m, Notice: h.notice(c), Now: time.Now(),
+		CanRecall: m.Status == models.StatusSent && channels.RecallWindow(m.Platform) > 0}
 	if d.Attempts, err = h.Store.AttemptsOf(ctx, m.ID); err != nil {
 		h.serverError(c, err)
 		return

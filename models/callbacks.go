@@ -23,7 +23,7 @@ const (
 )
 
 // EventTypes lists the event types.
-var EventTypes = []string{EventMessageSent, EventMessageStopped, EventMessageCancelled, EventBatchCompleted}
+var EventTypes = []string{EventMessageSent, EventMessageStopped, EventMessageCancelled, EventMessageRecalled, EventBatchCompleted}
 
 // Delivery states of a callback event.
 const (

@@ -27,6 +27,7 @@ const (
 	StatusFailed    = delivery.Failed
 	StatusStopped   = delivery.Stopped
 	StatusCancelled = delivery.Cancelled
+	StatusRecalled  = delivery.Recalled
 )
 
 // Priority is a message's priority (delivery/priority.go).
@@ -160,6 +161,9 @@ type Message struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	SentAt       *time.Time
+	// RecalledAt and RecalledBy say when and by whom a recalled message was taken back.
+	RecalledAt *time.Time
+	RecalledBy string
 }
 
 // insertChunk bounds a multi-row INSERT well below MySQL's placeholder limit.

@@ -14,6 +14,7 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /zhaohu/messages", s.handleGeneric("zhaohu"))
 	mux.HandleFunc("GET /wecom/cgi-bin/gettoken", s.handleWeComToken)
 	mux.HandleFunc("POST /wecom/cgi-bin/message/send", s.handleWeComSend)
+	mux.HandleFunc("POST /wecom/cgi-bin/message/recall", s.handleWeComRecall)
 	mux.HandleFunc("POST /webhook/", s.handleWebhook)
 
 	// Control, for tests and benchmarks.

@@ -19,6 +19,10 @@ type Delivery struct {
 	RequestID    string `json:"request_id"`
 	Content      string `json:"content"`
 	ReceivedAtMs int64  `json:"received_at_ms"` // unix milliseconds, when the request arrived
+	// ProviderMsgID is the message id the platform answered with: a recall names it.
+	ProviderMsgID string `json:"provider_msg_id,omitempty"`
+	// Recalled is set once the platform took the message back.
+	Recalled bool `json:"recalled,omitempty"`
 }
 
 // Stats counts what the simulator has seen since it started or was last reset.
@@ -193,6 +197,35 @@ func (s *Simulator) record(ds ...Delivery) {
 	for _, d := range ds {
 		s.stats.ByPlatform[d.Platform]++
 	}
+}
+
+// markRecalled marks the deliveries of platform that were answered with the provider
+// message id as recalled (a message to several people has one id), and reports whether
+// there were any. Each platform's recall endpoint calls it once it accepts the recall.
+func (s *Simulator) markRecalled(platform, providerMsgID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := false
+	for i := range s.deliveries {
+		d := &s.deliveries[i]
+		if d.Platform == platform && providerMsgID != "" && d.ProviderMsgID == providerMsgID {
+			d.Recalled, found = true, true
+		}
+	}
+	return found
+}
+
+// recallable finds the delivery of platform answered with the provider message id: it
+// tells whether there is one, whether it is recalled already, and when it arrived.
+func (s *Simulator) recallable(platform, providerMsgID string) (found, recalled bool, receivedAtMs int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.deliveries {
+		if d.Platform == platform && providerMsgID != "" && d.ProviderMsgID == providerMsgID {
+			return true, d.Recalled, d.ReceivedAtMs
+		}
+	}
+	return false, false, 0
 }
 
 // dropSilently counts n deliveries the platform answered with success and dropped.

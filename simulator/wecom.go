@@ -41,6 +41,11 @@ const (
 	wecomEmptyContent       = 44004
 	wecomFreqOutOfLimit     = 45009
 	wecomAllReceiversFailed = 81013
+	// Recall's refusals of a message recalled already and of one sent more than 24
+	// hours ago (an unknown msgid is an invalid parameter). The numbers are the
+	// simulator's; the adapter maps them to permanent failures.
+	wecomMsgRecalled   = 301084
+	wecomRecallExpired = 301085
 )
 
 // handleWeComToken serves GET /wecom/cgi-bin/gettoken. Token requests are not fault
@@ -62,6 +67,25 @@ func (s *Simulator) handleWeComToken(w http.ResponseWriter, r *http.Request) {
 		// Rounded up so a sub-second test TTL does not read as "no expiry given".
 		ExpiresIn: int64((ttl + time.Second - 1) / time.Second),
 	})
+}
+
+// wecomTokenValid checks the request's access_token, answering with WeCom's error
+// through fail when it is missing, unknown or expired.
+func (s *Simulator) wecomTokenValid(r *http.Request, now time.Time, fail func(code int, msg string)) bool {
+	token := r.URL.Query().Get("access_token")
+	if token == "" {
+		fail(wecomTokenMissing, "access_token missing")
+		return false
+	}
+	switch s.tokens.check(token, now) {
+	case tokenUnknown:
+		fail(wecomInvalidToken, "invalid access_token")
+		return false
+	case tokenExpired:
+		fail(wecomTokenExpired, "access_token expired")
+		return false
+	}
+	return true
 }
 
 // wecomMessage is the body of message/send for the text and markdown types.
@@ -100,17 +124,7 @@ func (s *Simulator) handleWeComSend(w http.ResponseWriter, r *http.Request) {
 	fail := func(code int, msg string) {
 		writeJSON(w, http.StatusOK, wecomReply{ErrCode: code, ErrMsg: msg})
 	}
-	token := r.URL.Query().Get("access_token")
-	if token == "" {
-		fail(wecomTokenMissing, "access_token missing")
-		return
-	}
-	switch s.tokens.check(token, received) {
-	case tokenUnknown:
-		fail(wecomInvalidToken, "invalid access_token")
-		return
-	case tokenExpired:
-		fail(wecomTokenExpired, "access_token expired")
+	if !s.wecomTokenValid(r, received, fail) {
 		return
 	}
 	var msg wecomMessage
@@ -144,14 +158,16 @@ func (s *Simulator) handleWeComSend(w http.ResponseWriter, r *http.Request) {
 	v := s.decide()
 	waitLatency(r, v)
 	requestID := r.Header.Get("X-Request-Id")
+	msgID := s.newMsgID()
 	deliveries := make([]Delivery, len(users))
 	for i, u := range users {
 		deliveries[i] = Delivery{
-			Platform:     "wecom",
-			To:           u,
-			RequestID:    requestID,
-			Content:      content,
-			ReceivedAtMs: received.UnixMilli(),
+			Platform:      "wecom",
+			To:            u,
+			RequestID:     requestID,
+			Content:       content,
+			ReceivedAtMs:  received.UnixMilli(),
+			ProviderMsgID: msgID,
 		}
 	}
 	switch v.outcome {
@@ -172,7 +188,47 @@ func (s *Simulator) handleWeComSend(w http.ResponseWriter, r *http.Request) {
 		s.record(deliveries...)
 		writeJSON(w, http.StatusOK, wecomSendReply{
 			wecomReply: wecomReply{ErrCode: wecomOK, ErrMsg: "ok"},
-			MsgID:      s.newMsgID(),
+			MsgID:      msgID,
 		})
+	}
+}
+
+// wecomRecallWindow is how long after sending WeCom lets an application message be
+// recalled.
+const wecomRecallWindow = 24 * time.Hour
+
+// handleWeComRecall serves POST /wecom/cgi-bin/message/recall {"msgid"}: the message
+// that send answered with msgid is taken back, within 24 hours of sending. Recalls are
+// not fault draws but for auth-fail: they are rare, and a test of them wants them.
+func (s *Simulator) handleWeComRecall(w http.ResponseWriter, r *http.Request) {
+	now := s.now()
+	fail := func(code int, msg string) {
+		writeJSON(w, http.StatusOK, wecomReply{ErrCode: code, ErrMsg: msg})
+	}
+	if !s.wecomTokenValid(r, now, fail) {
+		return
+	}
+	if s.Faults().AuthFail {
+		fail(wecomInvalidToken, "invalid access_token")
+		return
+	}
+	var body struct {
+		MsgID string `json:"msgid"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&body); err != nil || body.MsgID == "" {
+		fail(wecomInvalidParameter, "invalid parameter: msgid")
+		return
+	}
+	found, recalled, receivedAtMs := s.recallable("wecom", body.MsgID)
+	switch {
+	case !found:
+		fail(wecomInvalidParameter, "invalid parameter: unknown msgid")
+	case recalled:
+		fail(wecomMsgRecalled, "message already recalled")
+	case now.Sub(time.UnixMilli(receivedAtMs)) > wecomRecallWindow:
+		fail(wecomRecallExpired, "message can only be recalled within 24 hours")
+	default:
+		s.markRecalled("wecom", body.MsgID)
+		writeJSON(w, http.StatusOK, wecomReply{ErrCode: wecomOK, ErrMsg: "ok"})
 	}
 }

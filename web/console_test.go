@@ -109,8 +109,9 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	}
 	stats := store.NewStats()
 	sandbox := simulator.New(simulator.Faults{})
+	registry := channels.NewRegistry(sandboxsender.New(sandbox))
 	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: enq, Log: log, Location: loc, Stats: stats,
-		Accounts: store.NewAccountCache(5 * time.Second)})
+		Accounts: store.NewAccountCache(5 * time.Second), Channels: registry})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +123,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 		PingRedis:   func(context.Context) error { return enq.Ping() },
 		Limiter:     limiter,
 		QueueDepths: func() []delivery.QueueDepth { return tasks.MessageQueueDepths(inspector) },
-		Channels:    channels.NewRegistry(sandboxsender.New(sandbox)),
+		Channels:    registry,
 	}
 	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store, 30*time.Minute)
 	h.Sessions = sessions

@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	a.Channels = channels.NewRegistry(sandbox.New(a.Sim))
 	a.Stats = store.NewStats()
 	if a.Dispatch, err = dispatch.NewDispatcher(dispatch.Config{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log,
-		Location: cfg.Location, Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks}); err != nil {
+		Location: cfg.Location, Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks, Channels: a.Channels}); err != nil {
 		a.Close()
 		return nil, err
 	}

@@ -1,0 +1,335 @@
+package dispatch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"herald/channels"
+	"herald/delivery"
+	"herald/models"
+)
+
+// Recall takes back a notice sent by mistake. A sent message is recalled on its
+// platform, within the platform's recall window (channels.RecallWindow), by the
+// provider message id the send returned; a message not sent yet is cancelled instead.
+// A batch recall for more people than the approval threshold waits, as a large send
+// does, for another person to approve it.
+
+// Recall outcomes, as a batch recall counts them and a single recall's error names them.
+const (
+	RecallRecalled       = "recalled"
+	RecallCancelled      = "cancelled"
+	RecallUnsupported    = "recall_unsupported"
+	RecallWindowPassed   = "recall_window_passed"
+	RecallFailed         = "failed"
+	RecallAwaitsApproval = "awaiting_approval"
+)
+
+// RecallError is a recall that could not happen: Code is RecallUnsupported,
+// RecallWindowPassed or RecallFailed (the platform refused or could not be reached:
+// Err says why).
+type RecallError struct {
+	Code string
+	Err  error
+}
+
+func (e *RecallError) Error() string {
+	if e.Err != nil {
+		return "dispatch: recall: " + e.Code + ": " + e.Err.Error()
+	}
+	return "dispatch: recall: " + e.Code
+}
+
+func (e *RecallError) Unwrap() error { return e.Err }
+
+// ErrOwnRecall refuses the decision on a recall request by the person who asked for it.
+var ErrOwnRecall = errors.New("dispatch: the person who asked for a recall cannot decide on it")
+
+// recallConcurrency bounds the platform calls one batch recall makes at once: a recall
+// is rare and the platforms limit their API calls, so a few in flight finish a batch of
+// hundreds within seconds without crowding out the sends.
+const recallConcurrency = 4
+
+// RecallMessage recalls one message as by: a sent one on its platform (recalled, with
+// recalled_at and recalled_by, audited, message.recalled to its callback key), one not
+// sent yet is cancelled. It returns the message as it was read. A *RecallError says why
+// the recall could not happen; models.ErrStateChanged that the message is in a state
+// that has nothing to recall (stopped, cancelled, recalled, sending); models.ErrNotFound
+// a message by may not see.
+func (d *Dispatcher) RecallMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
+	m, err := d.ownMessage(ctx, by, id)
+	if err != nil {
+		return nil, err
+	}
+	_, err = d.recallOne(ctx, by, m, by.Name)
+	return m, err
+}
+
+// recallOne recalls or cancels one message and returns the outcome. recalledBy is who
+// asked for the recall (an approver acts for the one who asked).
+func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message, recalledBy string) (string, error) {
+	if slices.Contains(delivery.Cancellable, m.Status) {
+		if err := d.cancel(ctx, by, m); err != nil {
+			return RecallFailed, err
+		}
+		return RecallCancelled, nil
+	}
+	if m.Status != models.StatusSent {
+		return RecallFailed, fmt.Errorf("dispatch: recall message %s (%s): %w", m.ID, m.Status, models.ErrStateChanged)
+	}
+	window := channels.RecallWindow(m.Platform)
+	if window <= 0 {
+		return RecallUnsupported, &RecallError{Code: RecallUnsupported}
+	}
+	if m.SentAt == nil || d.now().Sub(*m.SentAt) > window {
+		return RecallWindowPassed, &RecallError{Code: RecallWindowPassed}
+	}
+	recaller, err := d.recallerFor(ctx, m)
+	if re := (*RecallError)(nil); errors.As(err, &re) {
+		return re.Code, err
+	}
+	if err != nil {
+		return RecallFailed, err
+	}
+	err = recaller.Recall(ctx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content},
+		channels.Receipt{ProviderMessageID: m.ProviderMessageID})
+	if err != nil {
+		return RecallFailed, d.recordRecallFailure(ctx, by, m, err)
+	}
+	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.RecallMessage(ctx, m, recalledBy, d.now()); err != nil {
+			return err
+		}
+		p := messageParams(m)
+		p["platform"] = m.Platform
+		ch.Audit("message.recall", "message", m.ID, p)
+		if m.CallbackKeyID != nil {
+			ch.After(func() { d.Callbacks.Kick(*m.CallbackKeyID) })
+		}
+		return nil
+	})
+	if err != nil {
+		return RecallFailed, err
+	}
+	return RecallRecalled, nil
+}
+
+// recallerFor returns the adapter of the message's account, as a Recaller; a
+// *RecallError with RecallUnsupported when it cannot recall.
+func (d *Dispatcher) recallerFor(ctx context.Context, m *models.Message) (channels.Recaller, error) {
+	if d.Channels == nil {
+		return nil, &RecallError{Code: RecallUnsupported, Err: errors.New("no platform adapters in this process")}
+	}
+	acct, err := d.Store.AccountByID(ctx, m.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	sender, err := d.Channels.Sender(acct.Channel())
+	if err != nil {
+		return nil, &RecallError{Code: RecallFailed, Err: err}
+	}
+	recaller, ok := sender.(channels.Recaller)
+	if !ok {
+		return nil, &RecallError{Code: RecallUnsupported}
+	}
+	return recaller, nil
+}
+
+// recordRecallFailure audits a recall the platform refused (or that never reached it)
+// and returns it as a *RecallError.
+func (d *Dispatcher) recordRecallFailure(ctx context.Context, by Actor, m *models.Message, cause error) error {
+	ce := channels.Classify(cause)
+	err := d.change(ctx, by, func(_ *models.Store, ch *Change) error {
+		p := messageParams(m)
+		p["platform"], p["error_class"] = m.Platform, string(ce.Class)
+		ch.AuditDetail("message.recall_fail", "message", m.ID, cause.Error(), p)
+		return nil
+	})
+	return cmp.Or(err, error(&RecallError{Code: RecallFailed, Err: cause}))
+}
+
+// BatchRecall is what a batch recall did: the counts per outcome, or, for more people
+// than the approval threshold, the request now awaiting another person's approval.
+type BatchRecall struct {
+	Counts models.RecallCounts
+	// AwaitingApproval is set when the recall waits for approval; People is how many
+	// people it would reach.
+	AwaitingApproval bool
+	People           int
+}
+
+// RecallBatch recalls every message of a batch as by (see RecallMessage for one): the
+// messages not sent yet are cancelled, the sent ones recalled where their platform and
+// its window allow. For more people than the approval threshold it records a recall
+// request instead, which another person approves (ApproveRecall) or rejects
+// (RejectRecall); asking again while one waits changes nothing. The batch recall is
+// audited with its counts, each message's recall on its own.
+func (d *Dispatcher) RecallBatch(ctx context.Context, by Actor, batchID string) (BatchRecall, error) {
+	b, err := d.Batch(ctx, by, batchID)
+	if err != nil {
+		return BatchRecall{}, err
+	}
+	targets, err := d.Store.RecallTargets(ctx, b.ID)
+	if err != nil {
+		return BatchRecall{}, err
+	}
+	out := BatchRecall{People: len(targets)}
+	if len(targets) == 0 {
+		return out, nil
+	}
+	threshold, err := d.approvalThreshold(ctx)
+	if err != nil {
+		return out, err
+	}
+	if threshold > 0 && len(targets) > threshold {
+		out.AwaitingApproval = true
+		return out, d.requestRecall(ctx, by, b, len(targets))
+	}
+	out.Counts, err = d.recallAll(ctx, by, b, targets, by.Name, "")
+	return out, err
+}
+
+// requestRecall records a batch recall that awaits approval, unless one awaits already.
+func (d *Dispatcher) requestRecall(ctx context.Context, by Actor, b *models.Batch, people int) error {
+	if r, err := d.Store.LatestRecallRequest(ctx, b.ID); err != nil || (r != nil && r.Status == models.RecallAwaiting) {
+		return err
+	}
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		r := &models.RecallRequest{BatchID: b.ID, RequestedBy: by.Name, Requester: by.Person, People: people}
+		if by.APIKeyID != 0 {
+			r.APIKeyID = &by.APIKeyID
+		}
+		if err := tx.CreateRecallRequest(ctx, r); err != nil {
+			return err
+		}
+		ch.Audit("batch.recall_request", "batch", b.ID, models.AuditParams{"people": strconv.Itoa(people)})
+		return nil
+	})
+}
+
+// recallAll recalls targets with a few platform calls at a time and audits the batch
+// recall with its counts (approvedBy names the approver of a recall request, if any).
+func (d *Dispatcher) recallAll(ctx context.Context, by Actor, b *models.Batch, targets []models.Message, recalledBy, approvedBy string) (models.RecallCounts, error) {
+	var (
+		mu     sync.Mutex
+		counts models.RecallCounts
+		wg     sync.WaitGroup
+		slots  = make(chan struct{}, recallConcurrency)
+	)
+	for i := range targets {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			outcome, err := d.recallOne(ctx, by, &targets[i], recalledBy)
+			if err != nil && outcome == RecallFailed {
+				d.Log.Warn("recall failed", "message", targets[i].ID, "batch", b.ID, "err", err)
+			}
+			mu.Lock()
+			counts.Add(outcome)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	p := models.AuditParams{"recalled": strconv.Itoa(counts.Recalled), "cancelled": strconv.Itoa(counts.Cancelled),
+		"unsupported": strconv.Itoa(counts.RecallUnsupported), "window_passed": strconv.Itoa(counts.RecallWindowPassed),
+		"failed": strconv.Itoa(counts.Failed)}
+	if approvedBy != "" {
+		p["approved_by"] = approvedBy
+	}
+	err := d.change(ctx, by, func(_ *models.Store, ch *Change) error {
+		ch.Audit("batch.recall", "batch", b.ID, p)
+		return nil
+	})
+	return counts, err
+}
+
+// pendingRecall returns the batch's recall request awaiting a decision, as by may
+// decide on it: models.ErrStateChanged when none awaits, ErrOwnRecall for the person
+// (or key) who asked.
+func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string) (*models.RecallRequest, error) {
+	r, err := d.Store.LatestRecallRequest(ctx, batchID)
+	if err != nil {
+		return nil, err
+	}
+	if r == nil || r.Status != models.RecallAwaiting {
+		return nil, models.ErrStateChanged
+	}
+	if by.Name == r.RequestedBy || (by.Person != "" && by.Person == r.Requester) ||
+		(by.APIKeyID != 0 && r.APIKeyID != nil && *r.APIKeyID == by.APIKeyID) {
+		return nil, ErrOwnRecall
+	}
+	return r, nil
+}
+
+// ApproveRecall approves the batch's recall request as by and runs it: the messages
+// are recalled for the person who asked. ErrOwnRecall refuses that person;
+// models.ErrStateChanged means no request awaits.
+func (d *Dispatcher) ApproveRecall(ctx context.Context, by Actor, batchID string) (models.RecallCounts, error) {
+	r, err := d.pendingRecall(ctx, by, batchID)
+	if err != nil {
+		return models.RecallCounts{}, err
+	}
+	b, err := d.Store.BatchByID(ctx, batchID)
+	if err != nil {
+		return models.RecallCounts{}, err
+	}
+	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.DecideRecallRequest(ctx, r.ID, models.RecallApproved, by.Name, "", d.now()); err != nil {
+			return err
+		}
+		ch.Audit("batch.recall_approve", "batch", b.ID, models.AuditParams{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
+		return nil
+	})
+	if err != nil {
+		return models.RecallCounts{}, err
+	}
+	targets, err := d.Store.RecallTargets(ctx, b.ID)
+	if err != nil {
+		return models.RecallCounts{}, err
+	}
+	counts, err := d.recallAll(ctx, by, b, targets, r.RequestedBy, by.Name)
+	if err != nil {
+		return counts, err
+	}
+	return counts, d.Store.RecordRecallResult(ctx, r.ID, counts)
+}
+
+// RejectRecall rejects the batch's recall request as by, with the reason: nothing is
+// recalled. ErrOwnRecall refuses the person who asked; models.ErrStateChanged means no
+// request awaits; a reason left empty or too long is a *models.FieldError naming reason.
+func (d *Dispatcher) RejectRecall(ctx context.Context, by Actor, batchID, reason string) error {
+	r, err := d.pendingRecall(ctx, by, batchID)
+	if err != nil {
+		return err
+	}
+	reason = strings.TrimSpace(reason)
+	if err := models.CheckText("reason", reason, false); err != nil {
+		return err
+	}
+	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonLen {
+		return models.Invalid("reason", "approvals.error.reason", "Max", MaxReasonLen)
+	}
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.DecideRecallRequest(ctx, r.ID, models.RecallRejected, by.Name, reason, d.now()); err != nil {
+			return err
+		}
+		ch.AuditDetail("batch.recall_reject", "batch", batchID, reason, models.AuditParams{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
+		return nil
+	})
+}
+
+// RecallRequest returns the batch's latest recall request (nil for none), as by may see
+// it.
+func (d *Dispatcher) RecallRequest(ctx context.Context, by Actor, batchID string) (*models.RecallRequest, error) {
+	if err := d.Store.CheckOwn(ctx, by.OwnKey(), batchID); err != nil {
+		return nil, err
+	}
+	return d.Store.LatestRecallRequest(ctx, batchID)
+}

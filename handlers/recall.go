@@ -1,0 +1,117 @@
+package handlers
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/dispatch"
+	"herald/i18n"
+	"herald/models"
+	"herald/views"
+)
+
+// MessageRecall is POST /messages/:id/recall: a sent message is taken back on its
+// platform (one not sent yet is cancelled); a recall that cannot happen is shown on the
+// message page, saying why.
+func (h *Handlers) MessageRecall(c *gin.Context) {
+	ctx := c.Request.Context()
+	id := c.Param("id")
+	m, err := h.Dispatch.RecallMessage(ctx, actor(c), id)
+	var re *dispatch.RecallError
+	switch {
+	case isNotFound(err):
+		ErrorPage(c, http.StatusNotFound, "error.no_message", "ID", id)
+	case errors.As(err, &re) && re.Code == dispatch.RecallFailed:
+		h.renderMessage(c, http.StatusBadGateway, map[string]string{"": tr(c, "recall.error.failed", "Error", re.Unwrap().Error())})
+	case errors.As(err, &re):
+		h.renderMessage(c, http.StatusConflict, map[string]string{"": tr(c, "recall.error."+re.Code)})
+	case errors.Is(err, models.ErrStateChanged):
+		status := strings.ToLower(i18n.Name(ctx, "status", string(m.Status)))
+		h.renderMessage(c, http.StatusConflict, map[string]string{"": tr(c, "recall.error.state", "Status", status)})
+	case err != nil:
+		h.serverError(c, err)
+	default:
+		h.redirectNotice(c, "/messages/"+id, "note", tr(c, "recall.notice.message", "ID", views.ShortID(id)))
+	}
+}
+
+// BatchRecall is POST /batches/:id/recall: every message of the batch is recalled (or
+// cancelled when not sent yet), or, for more people than the approval threshold, a
+// request waits for another person's approval. The batch page says what happened.
+func (h *Handlers) BatchRecall(c *gin.Context) {
+	id := c.Param("id")
+	res, err := h.Dispatch.RecallBatch(c.Request.Context(), actor(c), id)
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	if res.AwaitingApproval {
+		h.redirectNotice(c, "/batches/"+id, "note", i18n.N(c.Request.Context(), "recall.notice.awaiting", res.People))
+		return
+	}
+	h.redirectNotice(c, "/batches/"+id, "note", recallSummary(c, res.Counts))
+}
+
+// recallSummary says what a batch recall did, in the reader's language.
+func recallSummary(c *gin.Context, n models.RecallCounts) string {
+	return tr(c, "recall.notice.batch", "Recalled", n.Recalled, "Cancelled", n.Cancelled,
+		"Unsupported", n.RecallUnsupported, "WindowPassed", n.RecallWindowPassed, "Failed", n.Failed)
+}
+
+// ApproveRecall is POST /batches/:id/recall/approve: another operator approves a batch
+// recall that waits, which runs it.
+func (h *Handlers) ApproveRecall(c *gin.Context) {
+	id := c.Param("id")
+	n, err := h.Dispatch.ApproveRecall(c.Request.Context(), actor(c), id)
+	if h.recallDecisionFailed(c, id, err, "") {
+		return
+	}
+	h.redirectNotice(c, "/batches/"+id, "note", recallSummary(c, n))
+}
+
+// RejectRecall is POST /batches/:id/recall/reject with a reason: another operator
+// refuses a batch recall that waits; nothing is recalled.
+func (h *Handlers) RejectRecall(c *gin.Context) {
+	id, reason := c.Param("id"), c.PostForm("reason")
+	err := h.Dispatch.RejectRecall(c.Request.Context(), actor(c), id, reason)
+	if h.recallDecisionFailed(c, id, err, reason) {
+		return
+	}
+	h.redirectNotice(c, "/batches/"+id, "note", tr(c, "recall.notice.rejected"))
+}
+
+// recallDecisionFailed answers a decision on a recall request that failed, and reports
+// whether it did: the requester is refused, a request decided already is a note, a
+// reason refused shows beside the field with what was typed.
+func (h *Handlers) recallDecisionFailed(c *gin.Context, id string, err error, reason string) bool {
+	switch {
+	case err == nil:
+		return false
+	case isNotFound(err):
+		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
+	case errors.Is(err, dispatch.ErrOwnRecall):
+		ErrorPage(c, http.StatusForbidden, "recall.error.own_request")
+	case errors.Is(err, models.ErrStateChanged):
+		h.redirectNotice(c, "/batches/"+id, "note", tr(c, "recall.error.decided"))
+	default:
+		errs, ok := fieldErrors(c, err)
+		if !ok {
+			h.serverError(c, err)
+			return true
+		}
+		v, ok := h.batchView(c)
+		if !ok {
+			return true
+		}
+		v.RecallDecision = views.DecisionForm{Reason: reason, Errs: errs}
+		render(c, http.StatusUnprocessableEntity, views.BatchPage(page(c, tr(c, "title.batch"), ""), v))
+	}
+	return true
+}

@@ -1,0 +1,170 @@
+package models
+
+import (
+	"context"
+	"database/sql/driver"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"herald/delivery"
+)
+
+// EventMessageRecalled is the status event of a sent message taken back on its platform.
+const EventMessageRecalled = "message.recalled"
+
+// RecallMessage moves a sent message to recalled, recording when and by whom, and
+// writes its message.recalled event when a callback key hears of it, in one transaction
+// (the caller's, when the store is bound to one). ErrStateChanged means it was no
+// longer sent (recalled already, by someone else meanwhile). A recalled message was
+// final already when it was sent, so its batch's count of open messages stays.
+func (s *Store) RecallMessage(ctx context.Context, m *Message, by string, now time.Time) error {
+	now = now.UTC().Truncate(time.Microsecond)
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&Message{}).Where("id = ? AND status IN ?", m.ID, delivery.Recallable).
+			Updates(map[string]any{"status": StatusRecalled, "recalled_at": now, "recalled_by": truncate(by, 128), "updated_at": now})
+		if err := casResult(res, "recall", m.ID); err != nil {
+			return err
+		}
+		if m.CallbackKeyID == nil {
+			return nil
+		}
+		id := m.ID
+		ev := newEvent(*m.CallbackKeyID, EventMessageRecalled, &id, m.BatchID, string(StatusRecalled), "", now)
+		if err := tx.Create(&ev).Error; err != nil {
+			return fmt.Errorf("models: record recall of message %s: %w", m.ID, err)
+		}
+		return nil
+	})
+}
+
+// RecallTargets returns the messages of a batch a recall would touch, in id order: sent
+// ones (to recall) and those not sent yet (to cancel).
+func (s *Store) RecallTargets(ctx context.Context, batchID string) ([]Message, error) {
+	states := append(append([]Status{}, delivery.Recallable...), delivery.Cancellable...)
+	var out []Message
+	err := s.reader(ctx).Where("batch_id = ? AND status IN ?", batchID, states).Order("id").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: messages to recall of batch %s: %w", batchID, err)
+	}
+	return out, nil
+}
+
+// Recall request states (RecallRequest.Status).
+const (
+	RecallAwaiting = ApprovalAwaiting
+	RecallApproved = ApprovalApproved
+	RecallRejected = ApprovalRejected
+)
+
+// RecallCounts is what a batch recall did, by outcome.
+type RecallCounts struct {
+	Recalled           int `json:"recalled"`
+	Cancelled          int `json:"cancelled"`
+	RecallUnsupported  int `json:"recall_unsupported"`
+	RecallWindowPassed int `json:"recall_window_passed"`
+	Failed             int `json:"failed"`
+}
+
+// Add counts one message's outcome, named as the API names it (the field's JSON name).
+func (c *RecallCounts) Add(outcome string) {
+	switch outcome {
+	case "recalled":
+		c.Recalled++
+	case "cancelled":
+		c.Cancelled++
+	case "recall_unsupported":
+		c.RecallUnsupported++
+	case "recall_window_passed":
+		c.RecallWindowPassed++
+	default:
+		c.Failed++
+	}
+}
+
+// Value implements driver.Valuer.
+func (c RecallCounts) Value() (driver.Value, error) {
+	b, err := json.Marshal(c)
+	return string(b), err
+}
+
+// Scan implements sql.Scanner.
+func (c *RecallCounts) Scan(src any) error { return scanJSON(src, c) }
+
+// RecallRequest is a batch recall for more people than the approval threshold, waiting
+// for another person's decision (or decided).
+type RecallRequest struct {
+	ID      int64
+	BatchID string
+	// RequestedBy is the actor who asked (a username or apikey:<name>); Requester is the
+	// person behind it, who may not approve their own request.
+	RequestedBy  string
+	Requester    string
+	APIKeyID     *int64 `gorm:"column:api_key_id"`
+	People       int
+	Status       string
+	DecidedBy    string
+	DecidedAt    *time.Time
+	DecisionNote string
+	// Result is what the recall did once approved.
+	Result    *RecallCounts
+	CreatedAt time.Time
+}
+
+// CreateRecallRequest records a recall request awaiting approval, in the caller's
+// transaction when the store is bound to one.
+func (s *Store) CreateRecallRequest(ctx context.Context, r *RecallRequest) error {
+	r.Status, r.CreatedAt = RecallAwaiting, Now()
+	r.RequestedBy, r.Requester = truncate(r.RequestedBy, 128), truncate(r.Requester, 64)
+	if err := s.db.WithContext(ctx).Create(r).Error; err != nil {
+		return fmt.Errorf("models: record recall request of batch %s: %w", r.BatchID, err)
+	}
+	return nil
+}
+
+// LatestRecallRequest returns a batch's latest recall request, or nil when it has none.
+func (s *Store) LatestRecallRequest(ctx context.Context, batchID string) (*RecallRequest, error) {
+	var list []RecallRequest
+	if err := s.reader(ctx).Where("batch_id = ?", batchID).Order("id DESC").Limit(1).Find(&list).Error; err != nil {
+		return nil, fmt.Errorf("models: recall request of batch %s: %w", batchID, err)
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	return &list[0], nil
+}
+
+// RecallRequestsAwaiting returns the recall requests waiting for a decision, oldest
+// first, at most limit of them.
+func (s *Store) RecallRequestsAwaiting(ctx context.Context, limit int) ([]RecallRequest, error) {
+	var out []RecallRequest
+	if err := s.reader(ctx).Where("status = ?", RecallAwaiting).Order("created_at, id").Limit(limit).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: recall requests awaiting approval: %w", err)
+	}
+	return out, nil
+}
+
+// DecideRecallRequest moves a recall request from awaiting approval to the decision (a
+// compare-and-set: ErrStateChanged when it was decided already), in the caller's
+// transaction when the store is bound to one.
+func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by, note string, now time.Time) error {
+	res := s.db.WithContext(ctx).Model(&RecallRequest{}).Where("id = ? AND status = ?", id, RecallAwaiting).
+		Updates(map[string]any{"status": decision, "decided_by": truncate(by, 128), "decided_at": now.UTC(), "decision_note": truncate(note, 255)})
+	if res.Error != nil {
+		return fmt.Errorf("models: decide recall request %d: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: decide recall request %d: %w", id, ErrStateChanged)
+	}
+	return nil
+}
+
+// RecordRecallResult keeps what an approved recall request did.
+func (s *Store) RecordRecallResult(ctx context.Context, id int64, c RecallCounts) error {
+	if err := s.db.WithContext(ctx).Model(&RecallRequest{}).Where("id = ?", id).Update("result", c).Error; err != nil {
+		return fmt.Errorf("models: record result of recall request %d: %w", id, err)
+	}
+	return nil
+}
