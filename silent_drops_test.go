@@ -129,28 +129,21 @@ func (r *silentRig) waitingOrSent(t *testing.T, platform string, ids []string) m
 	for _, d := range r.sim.Deliveries() {
 		delivered[d.RequestID] = true
 	}
-	counts := map[models.Status]int{}
-	for _, id := range ids {
-		m, err := r.h.app.Store.MessageByID(context.Background(), id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		counts[m.Status]++
+	return r.statusCountsOf(t, ids, func(m *models.Message) {
 		switch m.Status {
 		case models.StatusSent:
-			if !delivered[id] {
-				t.Errorf("%s message %s is sent but the platform never delivered it", platform, id)
+			if !delivered[m.ID] {
+				t.Errorf("%s message %s is sent but the platform never delivered it", platform, m.ID)
 			}
 		case models.StatusPending, models.StatusSending:
 		default:
-			t.Errorf("%s message %s is %s (%s), want sent or waiting", platform, id, m.Status, m.LastError)
+			t.Errorf("%s message %s is %s (%s), want sent or waiting", platform, m.ID, m.Status, m.LastError)
 		}
-	}
-	return counts
+	})
 }
 
-// statusCountsOf counts the messages by status.
-func (r *silentRig) statusCountsOf(t *testing.T, ids []string) map[models.Status]int {
+// statusCountsOf counts the messages by status, handing each to the checks.
+func (r *silentRig) statusCountsOf(t *testing.T, ids []string, checks ...func(*models.Message)) map[models.Status]int {
 	t.Helper()
 	counts := map[models.Status]int{}
 	for _, id := range ids {
@@ -159,6 +152,9 @@ func (r *silentRig) statusCountsOf(t *testing.T, ids []string) map[models.Status
 			t.Fatal(err)
 		}
 		counts[m.Status]++
+		for _, check := range checks {
+			check(m)
+		}
 	}
 	return counts
 }

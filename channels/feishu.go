@@ -66,15 +66,6 @@ func newFeishu(cfg map[string]string, allowPrivate bool) *Feishu {
 	return f
 }
 
-// feishuAction is what a Feishu code means.
-type feishuAction struct {
-	class Class
-	// refreshToken marks codes saying the tenant_access_token is bad: drop it and try
-	// once more with a new one.
-	refreshToken bool
-	meaning      string
-}
-
 // Feishu codes Herald acts on by name.
 const (
 	feishuTokenMissing  = 99991661
@@ -86,7 +77,7 @@ const (
 
 // feishuErrors maps Feishu's codes to error classes. Codes not listed follow the HTTP
 // status Feishu answered with (see feishuErrorAction).
-var feishuErrors = map[int]feishuAction{
+var feishuErrors = map[int]codeAction{
 	feishuTokenMissing: {Auth, true, "access token missing"},
 	feishuTokenInvalid: {Auth, true, "tenant_access_token invalid or expired"},
 	99991672:           {Auth, false, "the app lacks the permission (im:message:send_as_bot)"},
@@ -112,19 +103,19 @@ var feishuErrors = map[int]feishuAction{
 
 // feishuErrorAction returns what a non-zero code means; status is the HTTP status it
 // came with.
-func feishuErrorAction(code, status int) feishuAction {
+func feishuErrorAction(code, status int) codeAction {
 	if a, ok := feishuErrors[code]; ok {
 		return a
 	}
 	switch {
 	case status >= 500:
-		return feishuAction{class: Transient, meaning: "server error"}
+		return codeAction{class: Transient, meaning: "server error"}
 	case status >= 400:
 		// Feishu answers request, permission and content errors with HTTP 400: the
 		// same request will hit them again.
-		return feishuAction{class: Permanent, meaning: "request refused"}
+		return codeAction{class: Permanent, meaning: "request refused"}
 	}
-	return feishuAction{class: Transient, meaning: "unexpected error"}
+	return codeAction{class: Transient, meaning: "unexpected error"}
 }
 
 // feishuReply is the part of every Feishu answer this adapter reads.
@@ -285,7 +276,7 @@ func (f *Feishu) withToken(ctx context.Context, step string, do func(token strin
 // readFeishuReply decodes a Feishu answer. Feishu answers errors with an HTTP status
 // (400, 429, 5xx) and a JSON body whose code says more; the code decides, and the
 // status where the body has none. On failure it also returns what the answer meant.
-func readFeishuReply(r httpReply, step string) (feishuReply, feishuAction, error) {
+func readFeishuReply(r httpReply, step string) (feishuReply, codeAction, error) {
 	prefix := "channels: feishu: " + step
 	var reply feishuReply
 	readable := json.Unmarshal(r.body, &reply) == nil && reply.Code != nil
@@ -296,12 +287,12 @@ func readFeishuReply(r httpReply, step string) (feishuReply, feishuAction, error
 			e.Code = strconv.Itoa(*reply.Code)
 		}
 		e.RetryAfter = feishuRetryAfter(r.header)
-		return reply, feishuAction{class: RateLimited}, e
+		return reply, codeAction{class: RateLimited}, e
 	case !readable:
 		if e := statusError(prefix, r, ""); e != nil {
-			return reply, feishuAction{class: e.Class}, e
+			return reply, codeAction{class: e.Class}, e
 		}
-		return reply, feishuAction{class: Transient}, Errorf(Transient, r.httpCode(), "%s: unreadable answer: %s", prefix, excerpt(r.body))
+		return reply, codeAction{class: Transient}, Errorf(Transient, r.httpCode(), "%s: unreadable answer: %s", prefix, excerpt(r.body))
 	case *reply.Code != 0:
 		code := *reply.Code
 		action := feishuErrorAction(code, r.status)
@@ -309,9 +300,9 @@ func readFeishuReply(r httpReply, step string) (feishuReply, feishuAction, error
 			prefix, code, action.meaning, excerpt([]byte(reply.Msg)))
 	case r.status < 200 || r.status >= 300:
 		e := statusError(prefix, r, "")
-		return reply, feishuAction{class: e.Class}, e
+		return reply, codeAction{class: e.Class}, e
 	}
-	return reply, feishuAction{}, nil
+	return reply, codeAction{}, nil
 }
 
 // feishuRetryAfter is the wait Feishu asks for: x-ogw-ratelimit-reset, the seconds
@@ -361,34 +352,7 @@ func (f *Feishu) requestToken(ctx context.Context) (httpReply, feishuReply, erro
 // it needs one, and reports what Feishu said.
 func (f *Feishu) Probe(ctx context.Context) ProbeResult {
 	r, reply, err := f.requestToken(ctx)
-	answer := answerNote(r)
-	if r.status != 0 {
-		line := answer.Text
-		if reply.Code != nil {
-			line += fmt.Sprintf(", code %d (%s)", *reply.Code, excerpt([]byte(reply.Msg)))
-		}
-		if err == nil {
-			line += fmt.Sprintf(", expire %d", reply.Expire)
-		}
-		answer = verbatim(line)
-	}
-	step := exchange(verbatim("POST "+f.baseURL+feishuTokenPath), answer)
-	if err == nil {
-		return ProbeResult{OK: true, Summary: note("channels.probe.feishu_ok", "Seconds", reply.Expire),
-			Steps: []ProbeStep{step}}
-	}
-	res := ProbeResult{Steps: []ProbeStep{step, failedWith(err)}}
-	switch {
-	case r.status == 0:
-		res.Summary = note("channels.probe.feishu_unreachable", "Problem", noAnswer(err))
-	case reply.Code != nil && *reply.Code != 0:
-		key := "channels.probe.feishu_refused"
-		if Classify(err).Class == Auth {
-			key = "channels.probe.feishu_refused_credentials"
-		}
-		res.Summary = note(key, "Code", *reply.Code, "Message", excerpt([]byte(reply.Msg)))
-	default:
-		res.Summary = note("channels.probe.feishu_no_token", "Error", err.Error())
-	}
-	return res
+	return tokenProbe("feishu", "POST "+f.baseURL+feishuTokenPath, r,
+		tokenAnswer{codeName: "code", code: reply.Code, msg: reply.Msg, lifetime: fmt.Sprintf("expire %d", reply.Expire)},
+		err, note("channels.probe.feishu_ok", "Seconds", reply.Expire))
 }

@@ -2,6 +2,7 @@ package channels
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -95,4 +96,60 @@ func (c *tokenCache) drop(token string) {
 		c.token = ""
 		c.expires = time.Time{}
 	}
+}
+
+// codeAction is what a platform's error code means for a call.
+type codeAction struct {
+	class Class
+	// refreshToken marks codes saying the access token is bad: drop it and try once
+	// more with a new one.
+	refreshToken bool
+	meaning      string
+}
+
+// tokenAnswer is what a token request brought back, as a connection test shows it.
+type tokenAnswer struct {
+	// codeName is what the platform calls its code field (errcode, code); code is nil
+	// when the answer had none.
+	codeName string
+	code     *int
+	msg      string
+	// lifetime names the token's life as the platform gave it ("expires_in 7200").
+	lifetime string
+}
+
+// tokenProbe is the connection test of a platform whose test is one token request:
+// the request, what came back, and a summary under channels.probe.<platform>_… (ok is
+// the caller's, for success; _unreachable, _refused, _refused_credentials, _no_token).
+func tokenProbe(platform, request string, r httpReply, a tokenAnswer, err error, ok Note) ProbeResult {
+	answer := answerNote(r)
+	if r.status != 0 {
+		line := answer.Text
+		if a.code != nil {
+			line += fmt.Sprintf(", %s %d (%s)", a.codeName, *a.code, excerpt([]byte(a.msg)))
+		}
+		if err == nil {
+			line += ", " + a.lifetime
+		}
+		answer = verbatim(line)
+	}
+	step := exchange(verbatim(request), answer)
+	if err == nil {
+		return ProbeResult{OK: true, Summary: ok, Steps: []ProbeStep{step}}
+	}
+	key := "channels.probe." + platform
+	res := ProbeResult{Steps: []ProbeStep{step, failedWith(err)}}
+	switch {
+	case r.status == 0:
+		res.Summary = note(key+"_unreachable", "Problem", noAnswer(err))
+	case a.code != nil && *a.code != 0:
+		key += "_refused"
+		if Classify(err).Class == Auth {
+			key += "_credentials"
+		}
+		res.Summary = note(key, "Code", *a.code, "Message", excerpt([]byte(a.msg)))
+	default:
+		res.Summary = note(key+"_no_token", "Error", err.Error())
+	}
+	return res
 }

@@ -62,13 +62,7 @@ func newWeCom(cfg map[string]string, allowPrivate bool) *WeCom {
 }
 
 // wecomAction is what an errcode means for a send.
-type wecomAction struct {
-	class Class
-	// refreshToken marks codes saying the access token is bad: drop it and try once
-	// more with a new one.
-	refreshToken bool
-	meaning      string
-}
+type wecomAction = codeAction
 
 // wecomErrors maps WeCom's errcodes to error classes. Codes not listed fall back to
 // wecomErrorAction's ranges.
@@ -287,35 +281,7 @@ func (w *WeCom) dropToken(token string) { w.tokens.drop(token) }
 // needs one, and reports what WeCom said. agent_id is not part of that call.
 func (w *WeCom) Probe(ctx context.Context) ProbeResult {
 	r, reply, err := w.requestToken(ctx)
-	answer := answerNote(r)
-	if r.status != 0 {
-		line := answer.Text
-		if reply.ErrCode != nil {
-			line += fmt.Sprintf(", errcode %d (%s)", *reply.ErrCode, excerpt([]byte(reply.ErrMsg)))
-		}
-		if err == nil {
-			line += fmt.Sprintf(", expires_in %d", reply.ExpiresIn)
-		}
-		answer = verbatim(line)
-	}
-	step := exchange(verbatim("GET "+redactURL(w.tokenURL())), answer)
-	if err == nil {
-		return ProbeResult{OK: true,
-			Summary: note("channels.probe.wecom_ok", "Seconds", reply.ExpiresIn, "AgentID", w.agentID),
-			Steps:   []ProbeStep{step}}
-	}
-	res := ProbeResult{Steps: []ProbeStep{step, failedWith(err)}}
-	switch {
-	case r.status == 0:
-		res.Summary = note("channels.probe.wecom_unreachable", "Problem", noAnswer(err))
-	case reply.ErrCode != nil && *reply.ErrCode != 0:
-		key := "channels.probe.wecom_refused"
-		if Classify(err).Class == Auth {
-			key = "channels.probe.wecom_refused_credentials"
-		}
-		res.Summary = note(key, "Code", *reply.ErrCode, "Message", excerpt([]byte(reply.ErrMsg)))
-	default:
-		res.Summary = note("channels.probe.wecom_no_token", "Error", err.Error())
-	}
-	return res
+	return tokenProbe("wecom", "GET "+redactURL(w.tokenURL()), r,
+		tokenAnswer{codeName: "errcode", code: reply.ErrCode, msg: reply.ErrMsg, lifetime: fmt.Sprintf("expires_in %d", reply.ExpiresIn)},
+		err, note("channels.probe.wecom_ok", "Seconds", reply.ExpiresIn, "AgentID", w.agentID))
 }
