@@ -105,6 +105,7 @@ func parseCommandFlags(args []string, stdout io.Writer) (commandConfig, error) {
 	fs.Int64Var(&cfg.opts.Seed, "seed", 0, "seed for the fault draws; 0 picks a random one")
 	fs.StringVar(&cfg.opts.WebhookSecret, "webhook-secret", "", "verify X-Herald-Signature on webhooks with this secret")
 	fs.DurationVar(&cfg.opts.WeComTokenTTL, "wecom-token-ttl", defaultWeComTokenTTL, "lifetime of WeCom access tokens")
+	fs.BoolVar(&cfg.opts.NoPlatformLimits, "no-platform-limits", false, "deliver past the platforms' documented limits (for benchmarks)")
 	fs.DurationVar(&cfg.opts.FeishuTokenTTL, "feishu-token-ttl", defaultFeishuTokenTTL, "lifetime of Feishu tenant_access_tokens")
 
 	if err := fs.Parse(args); err != nil {

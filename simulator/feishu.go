@@ -57,11 +57,17 @@ type feishuUUID struct {
 	at    time.Time
 }
 
-func newFeishuState() *feishuState {
+// newFeishuState returns Feishu's state, keeping its documented limits unless told not
+// to.
+func newFeishuState(limits bool) *feishuState {
+	users, app := feishuUserLimits, feishuAppLimits
+	if !limits {
+		users, app = nil, nil
+	}
 	return &feishuState{
 		tokens: newTokenStore(),
-		users:  newWindowCounter(feishuUserLimits...),
-		app:    newWindowCounter(feishuAppLimits...),
+		users:  newWindowCounter(users...),
+		app:    newWindowCounter(app...),
 		sent:   map[string]*feishuSent{},
 		uuids:  map[string]feishuUUID{},
 	}

@@ -264,3 +264,18 @@ func TestWeComDropsPastTheMemberLimitsSilently(t *testing.T) {
 		t.Errorf("over 34 minutes: %d delivered to u1, %d dropped; want 1,000 and 22", got, st.DroppedSilently["wecom"])
 	}
 }
+
+// A benchmark's simulator delivers past the documented limits.
+func TestNoPlatformLimits(t *testing.T) {
+	t.Parallel()
+	sim, srv := newTestServer(t, Faults{}, Options{NoPlatformLimits: true})
+	token := feishuToken(t, srv.URL)
+	for i := range 60 {
+		if resp, _ := sendFeishu(t, srv.URL, token, feishuText("u1", "x", fmt.Sprint("m", i))); resp.status != 200 {
+			t.Fatalf("call %d: %d %s", i, resp.status, resp.body)
+		}
+	}
+	if st := sim.Stats(); st.ByPlatform["feishu"] != 60 || st.DroppedSilently["feishu"] != 0 {
+		t.Errorf("stats = %+v, want all 60 delivered", st)
+	}
+}

@@ -73,6 +73,10 @@ type Options struct {
 	// FeishuTokenTTL is how long a Feishu tenant_access_token lives; 0 means 7200 s, as
 	// on Feishu.
 	FeishuTokenTTL time.Duration
+	// NoPlatformLimits turns off the platforms' documented limits (WeCom's and Feishu's
+	// per-person silent drops, Feishu's application 429s), so a benchmark can measure
+	// a drain far faster than any platform allows.
+	NoPlatformLimits bool
 	// Now is the clock for recording times and token expiry; nil means time.Now.
 	Now func() time.Time
 }
@@ -128,13 +132,16 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 		opts:         opts,
 		tokens:       newTokenStore(),
 		wecomMembers: newWindowCounter(wecomMemberLimits...),
-		feishu:       newFeishuState(),
+		feishu:       newFeishuState(!opts.NoPlatformLimits),
 		idPrefix:     "sim-" + hex.EncodeToString(prefix[:]) + "-",
 		released:     make(chan struct{}),
 		faults:       f,
 		// A fixed second word is fine: the seed alone must decide the sequence.
 		rng:   mathrand.New(mathrand.NewPCG(seed, 0x6865726c64)),
 		stats: newStats(),
+	}
+	if opts.NoPlatformLimits {
+		s.wecomMembers = newWindowCounter()
 	}
 	s.handler = s.routes()
 	return s
