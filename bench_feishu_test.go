@@ -28,7 +28,7 @@ func BenchmarkPipelineFeishu(b *testing.B) {
 		concurrency := rig.h.app.Config.WorkerConcurrency
 		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d backlog=%d sim_latency=%s\n", machineLine(), concurrency, backlog, benchSimLatency)
 		rig.useFeishu(b)
-		noop := benchNoop(b, testenv.RedisURL(b), 50000, concurrency)
+		noop := benchNoop(b, testenv.RedisURL(b), 20000, concurrency)
 		rig.fanOut(b, backlog)
 		drain, rss := rig.drain(b, backlog, concurrency)
 		line := "feishu"
