@@ -62,6 +62,26 @@ var table = []platform{
 		// message/recall takes back an application message within 24 hours.
 		recall: 24 * time.Hour,
 		build:  func(_ *Registry, a Account) (Sender, error) { return newWeCom(a.Config, a.AllowPrivateNetwork), nil }},
+	// Feishu (Lark) application messages, sent as the app's bot to a user_id. Feishu
+	// refuses a text or post request body over 150 KB. The content travels as a JSON
+	// string inside the JSON body, so it is encoded twice and a quote or backslash grows
+	// to four bytes: Herald counts the title and text together in UTF-8 bytes and stops
+	// at 32 KB (about 10,000 Chinese characters), which stays under 150 KB even for text
+	// made of nothing but quotes.
+	{name: "feishu", fields: []Field{
+		{Key: "app_id", Required: true, Destination: true, Label: "channels.field.app_id", Help: "channels.help.app_id"},
+		{Key: "app_secret", Required: true, Secret: true, Label: "channels.field.app_secret"},
+		{Key: "base_url", Destination: true, Default: DefaultFeishuBaseURL, Label: "channels.field.base_url", Help: "channels.help.feishu_base_url"},
+	}, address: "feishu_user_id", cap: ContentCap{Max: 32 << 10, Unit: Bytes}, counted: feishuTextOf,
+		// Sending messages: 5 a second to one user (or chat), and 50 a second and 1,000 a
+		// minute for the application (HTTP 429, code 99991400, x-ogw-ratelimit-reset).
+		limits: map[string]int{"per_recipient_per_second": 5, "per_second": 50, "per_minute": 1000},
+		// The bot recalls its own messages within a window the tenant's administrator
+		// sets, 24 hours unless changed. The table has one window per platform, so
+		// Herald assumes the default; a tenant that shortened it answers 230009, which
+		// the recall reports as refused.
+		recall: 24 * time.Hour,
+		build:  func(_ *Registry, a Account) (Sender, error) { return newFeishu(a.Config, a.AllowPrivateNetwork), nil }},
 	// Email: SMTP sizes are bytes; Herald's own bound, far below what servers accept.
 	{name: "email", fields: []Field{
 		{Key: "host", Required: true, Destination: true, Label: "channels.field.host", Help: "channels.help.host"},

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -23,31 +22,11 @@ type WeCom struct {
 	agentID int64
 	client  *http.Client
 	now     func() time.Time
-
-	mu       sync.Mutex // guards the fields below
-	token    string
-	expires  time.Time  // when to stop using token
-	fetching *tokenCall // the token request in flight, if any
-}
-
-// tokenCall is one token request that every send needing a token waits for.
-type tokenCall struct {
-	done  chan struct{}
-	token string
-	err   error
+	tokens  *tokenCache
 }
 
 // DefaultWeComBaseURL is WeCom's API host.
 const DefaultWeComBaseURL = "https://qyapi.weixin.qq.com"
-
-const (
-	// tokenFetchTimeout bounds a token request. It runs detached from the send that
-	// started it, so one impatient caller cannot fail the others waiting on it.
-	tokenFetchTimeout = 15 * time.Second
-	// maxTokenMargin is how long before its stated expiry a token is retired, so a send
-	// does not carry a token that expires on the way.
-	maxTokenMargin = 5 * time.Minute
-)
 
 // NewWeCom returns the adapter for a WeCom account's config (keys corp_id, secret,
 // agent_id, base_url).
@@ -65,7 +44,7 @@ func newWeCom(cfg map[string]string, allowPrivate bool) *WeCom {
 	if base == "" {
 		base = DefaultWeComBaseURL
 	}
-	return &WeCom{
+	w := &WeCom{
 		baseURL: strings.TrimRight(base, "/"),
 		corpID:  cfg["corp_id"],
 		secret:  cfg["secret"],
@@ -73,16 +52,17 @@ func newWeCom(cfg map[string]string, allowPrivate bool) *WeCom {
 		client:  NewHTTPClient(allowPrivate, backstopTimeout),
 		now:     time.Now,
 	}
+	// The cache reads w.now at each call, so a test may swap the clock after this.
+	w.tokens = &tokenCache{prefix: "channels: wecom", now: func() time.Time { return w.now() },
+		fetch: func(ctx context.Context) (string, time.Duration, error) {
+			_, reply, err := w.requestToken(ctx)
+			return reply.AccessToken, time.Duration(reply.ExpiresIn) * time.Second, err
+		}}
+	return w
 }
 
 // wecomAction is what an errcode means for a send.
-type wecomAction struct {
-	class Class
-	// refreshToken marks codes saying the access token is bad: drop it and try once
-	// more with a new one.
-	refreshToken bool
-	meaning      string
-}
+type wecomAction = codeAction
 
 // wecomErrors maps WeCom's errcodes to error classes. Codes not listed fall back to
 // wecomErrorAction's ranges.
@@ -300,53 +280,8 @@ func wecomError(step string, code int, action wecomAction, errmsg string, r http
 	return e
 }
 
-// accessToken returns a valid token, fetching one if needed. Concurrent callers share
-// one fetch; each still gives up when its own context ends.
-func (w *WeCom) accessToken(ctx context.Context) (string, error) {
-	w.mu.Lock()
-	if w.token != "" && w.now().Before(w.expires) {
-		token := w.token
-		w.mu.Unlock()
-		return token, nil
-	}
-	c := w.fetching
-	if c == nil {
-		c = &tokenCall{done: make(chan struct{})}
-		w.fetching = c
-		fetchCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), tokenFetchTimeout)
-		go func() {
-			defer cancel()
-			w.fetchToken(fetchCtx, c)
-		}()
-	}
-	w.mu.Unlock()
-
-	select {
-	case <-c.done:
-		return c.token, c.err
-	case <-ctx.Done():
-		return "", Errorf(Transient, "", "channels: wecom: waiting for an access token: %v", ctx.Err())
-	}
-}
-
-// fetchToken runs one gettoken call, stores its result and wakes the waiters.
-func (w *WeCom) fetchToken(ctx context.Context, c *tokenCall) {
-	started := w.now()
-	_, reply, err := w.requestToken(ctx)
-	var token string
-	w.mu.Lock()
-	if err == nil {
-		token = reply.AccessToken
-		ttl := time.Duration(reply.ExpiresIn) * time.Second
-		w.token = token
-		// Retire the token early: 10 % of its life, at most five minutes.
-		w.expires = started.Add(ttl - min(ttl/10, maxTokenMargin))
-	}
-	w.fetching = nil
-	w.mu.Unlock()
-	c.token, c.err = token, err
-	close(c.done)
-}
+// accessToken returns a valid token, fetching one if needed (see tokenCache).
+func (w *WeCom) accessToken(ctx context.Context) (string, error) { return w.tokens.get(ctx) }
 
 // tokenURL is the gettoken URL; it carries the corp secret.
 func (w *WeCom) tokenURL() string {
@@ -384,50 +319,14 @@ func (w *WeCom) requestToken(ctx context.Context) (httpReply, wecomReply, error)
 	return r, reply, nil
 }
 
-// dropToken forgets token if it is still the cached one; a newer token fetched by a
-// concurrent send stays.
-func (w *WeCom) dropToken(token string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.token == token {
-		w.token = ""
-		w.expires = time.Time{}
-	}
-}
+// dropToken forgets token if it is still the cached one.
+func (w *WeCom) dropToken(token string) { w.tokens.drop(token) }
 
 // Probe asks WeCom for an access token, through the same call a send makes when it
 // needs one, and reports what WeCom said. agent_id is not part of that call.
 func (w *WeCom) Probe(ctx context.Context) ProbeResult {
 	r, reply, err := w.requestToken(ctx)
-	answer := answerNote(r)
-	if r.status != 0 {
-		line := answer.Text
-		if reply.ErrCode != nil {
-			line += fmt.Sprintf(", errcode %d (%s)", *reply.ErrCode, excerpt([]byte(reply.ErrMsg)))
-		}
-		if err == nil {
-			line += fmt.Sprintf(", expires_in %d", reply.ExpiresIn)
-		}
-		answer = verbatim(line)
-	}
-	step := exchange(verbatim("GET "+redactURL(w.tokenURL())), answer)
-	if err == nil {
-		return ProbeResult{OK: true,
-			Summary: note("channels.probe.wecom_ok", "Seconds", reply.ExpiresIn, "AgentID", w.agentID),
-			Steps:   []ProbeStep{step}}
-	}
-	res := ProbeResult{Steps: []ProbeStep{step, failedWith(err)}}
-	switch {
-	case r.status == 0:
-		res.Summary = note("channels.probe.wecom_unreachable", "Problem", noAnswer(err))
-	case reply.ErrCode != nil && *reply.ErrCode != 0:
-		key := "channels.probe.wecom_refused"
-		if Classify(err).Class == Auth {
-			key = "channels.probe.wecom_refused_credentials"
-		}
-		res.Summary = note(key, "Code", *reply.ErrCode, "Message", excerpt([]byte(reply.ErrMsg)))
-	default:
-		res.Summary = note("channels.probe.wecom_no_token", "Error", err.Error())
-	}
-	return res
+	return tokenProbe("wecom", "GET "+redactURL(w.tokenURL()), r,
+		tokenAnswer{codeName: "errcode", code: reply.ErrCode, msg: reply.ErrMsg, lifetime: fmt.Sprintf("expires_in %d", reply.ExpiresIn)},
+		err, note("channels.probe.wecom_ok", "Seconds", reply.ExpiresIn, "AgentID", w.agentID))
 }

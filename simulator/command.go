@@ -23,9 +23,11 @@ type commandConfig struct {
 	opts     Options
 }
 
-// RunCommand implements `herald simulate [flags]`: it serves HTTP on --addr and SMTP on
-// --smtp-addr, prints one line saying where to stdout, and runs until ctx is cancelled,
-// then shuts down gracefully. -h prints the flags to stdout and returns nil.
+// RunCommand implements `herald simulate [flags]`: it serves HTTP on --addr (the
+// platforms under /tianyuan, /zhaohu, /wecom, /feishu and /webhook, an account's
+// base_url being the simulator's address plus that prefix) and SMTP on --smtp-addr,
+// prints one line saying where to stdout, and runs until ctx is cancelled, then shuts
+// down gracefully. -h prints the flags to stdout and returns nil.
 func RunCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	cfg, err := parseCommandFlags(args, stdout)
 	if errors.Is(err, flag.ErrHelp) {
@@ -103,6 +105,8 @@ func parseCommandFlags(args []string, stdout io.Writer) (commandConfig, error) {
 	fs.Int64Var(&cfg.opts.Seed, "seed", 0, "seed for the fault draws; 0 picks a random one")
 	fs.StringVar(&cfg.opts.WebhookSecret, "webhook-secret", "", "verify X-Herald-Signature on webhooks with this secret")
 	fs.DurationVar(&cfg.opts.WeComTokenTTL, "wecom-token-ttl", defaultWeComTokenTTL, "lifetime of WeCom access tokens")
+	fs.BoolVar(&cfg.opts.NoPlatformLimits, "no-platform-limits", false, "deliver past the platforms' documented limits (for benchmarks)")
+	fs.DurationVar(&cfg.opts.FeishuTokenTTL, "feishu-token-ttl", defaultFeishuTokenTTL, "lifetime of Feishu tenant_access_tokens")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -121,6 +125,9 @@ func parseCommandFlags(args []string, stdout io.Writer) (commandConfig, error) {
 	}
 	if cfg.opts.WeComTokenTTL <= 0 {
 		return cfg, fmt.Errorf("--wecom-token-ttl must be positive, got %s", cfg.opts.WeComTokenTTL)
+	}
+	if cfg.opts.FeishuTokenTTL <= 0 {
+		return cfg, fmt.Errorf("--feishu-token-ttl must be positive, got %s", cfg.opts.FeishuTokenTTL)
 	}
 	return cfg, nil
 }

@@ -45,6 +45,7 @@ func newTestServer(t *testing.T, f Faults, opts Options) (*Simulator, *httptest.
 type response struct {
 	status     int
 	retryAfter string
+	reset      string // Feishu's x-ogw-ratelimit-reset
 	body       []byte
 }
 
@@ -82,7 +83,8 @@ func do(t *testing.T, client *http.Client, method, url string, header http.Heade
 	if err != nil {
 		return response{}, err
 	}
-	return response{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"), body: data}, nil
+	return response{status: resp.StatusCode, retryAfter: resp.Header.Get("Retry-After"),
+		reset: resp.Header.Get(feishuRateLimitResetHdr), body: data}, nil
 }
 
 // mustDo is do for requests that must get an answer.

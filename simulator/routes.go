@@ -15,6 +15,9 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("GET /wecom/cgi-bin/gettoken", s.handleWeComToken)
 	mux.HandleFunc("POST /wecom/cgi-bin/message/send", s.handleWeComSend)
 	mux.HandleFunc("POST /wecom/cgi-bin/message/recall", s.handleWeComRecall)
+	mux.HandleFunc("POST /feishu/open-apis/auth/v3/tenant_access_token/internal", s.handleFeishuToken)
+	mux.HandleFunc("POST /feishu/open-apis/im/v1/messages", s.handleFeishuSend)
+	mux.HandleFunc("DELETE /feishu/open-apis/im/v1/messages/{message_id}", s.handleFeishuRecall)
 	mux.HandleFunc("POST /webhook/", s.handleWebhook)
 
 	// Control, for tests and benchmarks.

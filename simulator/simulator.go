@@ -74,6 +74,13 @@ type Options struct {
 	WebhookSecret string
 	// WeComTokenTTL is how long a WeCom access token lives; 0 means 7200 s, as on WeCom.
 	WeComTokenTTL time.Duration
+	// FeishuTokenTTL is how long a Feishu tenant_access_token lives; 0 means 7200 s, as
+	// on Feishu.
+	FeishuTokenTTL time.Duration
+	// NoPlatformLimits turns off the platforms' documented limits (WeCom's and Feishu's
+	// per-person silent drops, Feishu's application 429s), so a benchmark can measure
+	// a drain far faster than any platform allows.
+	NoPlatformLimits bool
 	// Now is the clock for recording times and token expiry; nil means time.Now.
 	Now func() time.Time
 }
@@ -86,6 +93,9 @@ type Simulator struct {
 	opts    Options
 	handler http.Handler
 	tokens  *tokenStore
+	// wecomMembers keeps WeCom's per-member limits; feishu is the simulated Feishu.
+	wecomMembers *windowCounter
+	feishu       *feishuState
 	// idPrefix keeps message ids unique across simulator restarts; idSeq within one.
 	idPrefix string
 	idSeq    atomic.Uint64
@@ -110,6 +120,9 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 	if opts.WeComTokenTTL <= 0 {
 		opts.WeComTokenTTL = defaultWeComTokenTTL
 	}
+	if opts.FeishuTokenTTL <= 0 {
+		opts.FeishuTokenTTL = defaultFeishuTokenTTL
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -120,14 +133,19 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 	var prefix [4]byte
 	rand.Read(prefix[:])
 	s := &Simulator{
-		opts:     opts,
-		tokens:   newTokenStore(),
-		idPrefix: "sim-" + hex.EncodeToString(prefix[:]) + "-",
-		released: make(chan struct{}),
-		faults:   f,
+		opts:         opts,
+		tokens:       newTokenStore(),
+		wecomMembers: newWindowCounter(wecomMemberLimits...),
+		feishu:       newFeishuState(!opts.NoPlatformLimits),
+		idPrefix:     "sim-" + hex.EncodeToString(prefix[:]) + "-",
+		released:     make(chan struct{}),
+		faults:       f,
 		// A fixed second word is fine: the seed alone must decide the sequence.
 		rng:   mathrand.New(mathrand.NewPCG(seed, 0x6865726c64)),
 		stats: newStats(),
+	}
+	if opts.NoPlatformLimits {
+		s.wecomMembers = newWindowCounter()
 	}
 	s.handler = s.routes()
 	return s
@@ -180,8 +198,11 @@ func (s *Simulator) Stats() Stats {
 	return out
 }
 
-// Reset clears the recorded deliveries and the counters; fault settings stay.
+// Reset clears the recorded deliveries, the counters and the platforms' windows;
+// fault settings and tokens stay.
 func (s *Simulator) Reset() {
+	s.wecomMembers.reset()
+	s.feishu.reset()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deliveries = nil

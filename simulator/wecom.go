@@ -48,6 +48,11 @@ const (
 	wecomRecallExpired = 301085
 )
 
+// wecomMemberLimits are WeCom's documented limits for application messages to one
+// member: 30 a minute and 1,000 an hour. WeCom answers the excess with success and
+// delivers nothing.
+var wecomMemberLimits = []window{{30, time.Minute}, {1000, time.Hour}}
+
 // handleWeComToken serves GET /wecom/cgi-bin/gettoken. Token requests are not fault
 // draws: the rates apply to messages, and a sender fetches a token only now and then.
 func (s *Simulator) handleWeComToken(w http.ResponseWriter, r *http.Request) {
@@ -182,10 +187,10 @@ func (s *Simulator) handleWeComSend(w http.ResponseWriter, r *http.Request) {
 	case outcomeTimeout:
 		s.holdThenAbort(r)
 	case outcomeAcceptThenTimeout:
-		s.record(deliveries...)
+		s.deliverWeCom(deliveries, received)
 		s.holdThenAbort(r)
 	default:
-		s.record(deliveries...)
+		s.deliverWeCom(deliveries, received)
 		writeJSON(w, http.StatusOK, wecomSendReply{
 			wecomReply: wecomReply{ErrCode: wecomOK, ErrMsg: "ok"},
 			MsgID:      msgID,
@@ -231,4 +236,19 @@ func (s *Simulator) handleWeComRecall(w http.ResponseWriter, r *http.Request) {
 		s.markRecalled("wecom", body.MsgID)
 		writeJSON(w, http.StatusOK, wecomReply{ErrCode: wecomOK, ErrMsg: "ok"})
 	}
+}
+
+// deliverWeCom records the deliveries of members within their limits and drops the
+// others silently, as WeCom does.
+func (s *Simulator) deliverWeCom(deliveries []Delivery, now time.Time) {
+	kept := deliveries[:0]
+	for _, d := range deliveries {
+		if ok, _ := s.wecomMembers.admit(d.To, now); ok {
+			kept = append(kept, d)
+		}
+	}
+	if dropped := len(deliveries) - len(kept); dropped > 0 {
+		s.dropSilently("wecom", dropped)
+	}
+	s.record(kept...)
 }

@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"herald/dispatch"
+	"herald/models"
+	"herald/simulator"
+)
+
+// silentRig is Herald with a WeCom and a Feishu account on an in-test simulator, which
+// keeps both platforms' per-person limits the way they do: past them it answers
+// success and delivers nothing.
+type silentRig struct {
+	*faultRig
+	accounts map[string]*models.Account
+}
+
+// newSilentRig starts Herald and the simulator with n people who have a WeCom and a
+// Feishu user id. limits nil gives each account what a new account gets: its
+// platform's documented limits.
+func newSilentRig(t *testing.T, n int, limits *models.Limits) *silentRig {
+	t.Helper()
+	sim := simulator.NewWithOptions(simulator.Faults{}, simulator.Options{Seed: 42})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(srv.Close)
+	rig := &silentRig{faultRig: newRigAt(t, testEnv(t), 0, srv.URL), accounts: map[string]*models.Account{}}
+	rig.sim = sim
+	ctx := context.Background()
+	list := make([]models.Recipient, n)
+	for i := range list {
+		id := fmt.Sprintf("S%03d", i)
+		list[i] = models.Recipient{ExternalID: id, Name: "Silent " + id, OrgType: models.Branch, Active: true,
+			WecomUserid: "wx_" + id, FeishuUserID: "fs_" + id}
+		rig.people = append(rig.people, id)
+	}
+	if _, err := rig.h.app.Store.UpsertRecipients(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	for platform, cfg := range map[string]map[string]string{
+		"wecom":  {"corp_id": "ww1", "agent_id": "1000002", "secret": "s", "base_url": srv.URL + "/wecom"},
+		"feishu": {"app_id": "cli_1", "app_secret": "s", "base_url": srv.URL + "/feishu"},
+	} {
+		a, err := rig.dispatch.SaveAccount(ctx, dispatch.System("test"), nil, dispatch.AccountInput{Name: platform + "-main",
+			Platform: platform, AllowPrivateNetwork: true, Config: cfg, Limits: limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rig.accounts[platform] = a
+	}
+	return rig
+}
+
+// offer submits rounds messages to every person through the platform's account, one
+// request a round, and returns their ids.
+func (r *silentRig) offer(t *testing.T, platform string, rounds int) []string {
+	t.Helper()
+	var ids []string
+	for i := range rounds {
+		res, err := r.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+			Account: r.accounts[platform].Name, Recipients: r.people, Text: fmt.Sprintf("notice %d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range res.Messages {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
+}
+
+// The silent-drop guard, end to end: a new WeCom or Feishu account starts from its
+// platform's documented limits, so three times the per-person limit offered at once
+// leaves the excess waiting in Herald rather than sent into the platform's silent
+// drop. Herald's limiter runs on Redis's clock, which a test cannot advance, so the
+// run lasts a few real seconds: long enough for Feishu's per-second window to turn
+// over several times, and for WeCom's per-minute window to be filled and held.
+func TestSilentDropGuard(t *testing.T) {
+	const people = 2
+	rig := newSilentRig(t, people, nil)
+	wecom := rig.offer(t, "wecom", 3*30)    // 30 a minute to one member
+	feishu := rig.offer(t, "feishu", 3*5*3) // 5 a second to one user, three seconds' worth
+	time.Sleep(3500 * time.Millisecond)     // Feishu's window turns over three times
+	for platform, ids := range map[string][]string{"wecom": wecom, "feishu": feishu} {
+		counts := rig.waitingOrSent(t, platform, ids)
+		t.Logf("%s: offered %d, %v", platform, len(ids), counts)
+		if counts[models.StatusSent] == 0 || counts[models.StatusSent] == len(ids) {
+			t.Errorf("%s: %d of %d sent; want the limit's worth sent and the rest waiting", platform, counts[models.StatusSent], len(ids))
+		}
+	}
+	st := rig.sim.Stats()
+	for _, platform := range []string{"wecom", "feishu"} {
+		if n := st.DroppedSilently[platform]; n != 0 {
+			t.Errorf("%s dropped %d notices silently: Herald sent past its documented limits", platform, n)
+		}
+	}
+	if got := rig.sim.Stats().ByPlatform["wecom"]; got != people*30 {
+		t.Errorf("WeCom received %d, want %d: 30 a member within the minute", got, people*30)
+	}
+}
+
+// Without limits the same offer is sent at once and the simulator drops the excess
+// silently, so the guard above can fail.
+func TestSilentDropsWithoutLimits(t *testing.T) {
+	rig := newSilentRig(t, 1, &models.Limits{})
+	ids := append(rig.offer(t, "wecom", 35), rig.offer(t, "feishu", 8)...)
+	deadline := time.Now().Add(time.Minute)
+	for rig.statusCountsOf(t, ids)[models.StatusSent] < len(ids) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not all sent: %v", rig.statusCountsOf(t, ids))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st := rig.sim.Stats()
+	if st.DroppedSilently["wecom"] != 5 || st.DroppedSilently["feishu"] == 0 {
+		t.Errorf("dropped silently %v, want wecom 5 and some of feishu's 8 within a second", st.DroppedSilently)
+	}
+}
+
+// waitingOrSent checks that each message is sent (and in the simulator's record) or
+// waiting to be sent, none lost, stopped or failed, and counts them by status.
+func (r *silentRig) waitingOrSent(t *testing.T, platform string, ids []string) map[models.Status]int {
+	t.Helper()
+	delivered := map[string]bool{}
+	for _, d := range r.sim.Deliveries() {
+		delivered[d.RequestID] = true
+	}
+	return r.statusCountsOf(t, ids, func(m *models.Message) {
+		switch m.Status {
+		case models.StatusSent:
+			if !delivered[m.ID] {
+				t.Errorf("%s message %s is sent but the platform never delivered it", platform, m.ID)
+			}
+		case models.StatusPending, models.StatusSending:
+		default:
+			t.Errorf("%s message %s is %s (%s), want sent or waiting", platform, m.ID, m.Status, m.LastError)
+		}
+	})
+}
+
+// statusCountsOf counts the messages by status, handing each to the checks.
+func (r *silentRig) statusCountsOf(t *testing.T, ids []string, checks ...func(*models.Message)) map[models.Status]int {
+	t.Helper()
+	counts := map[models.Status]int{}
+	for _, id := range ids {
+		m, err := r.h.app.Store.MessageByID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts[m.Status]++
+		for _, check := range checks {
+			check(m)
+		}
+	}
+	return counts
+}
