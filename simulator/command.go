@@ -103,10 +103,12 @@ func parseCommandFlags(args []string, stdout io.Writer) (commandConfig, error) {
 	fs.Int64Var(&cfg.opts.Seed, "seed", 0, "seed for the fault draws; 0 picks a random one")
 	fs.StringVar(&cfg.opts.WebhookSecret, "webhook-secret", "", "verify X-Herald-Signature on webhooks with this secret")
 	fs.DurationVar(&cfg.opts.WeComTokenTTL, "wecom-token-ttl", defaultWeComTokenTTL, "lifetime of WeCom access tokens")
+	fs.DurationVar(&cfg.opts.DingTalkTokenTTL, "dingtalk-token-ttl", defaultWeComTokenTTL, "lifetime of DingTalk access tokens")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "Usage: herald simulate [flags]")
+			fmt.Fprintln(stdout, "Platforms, under the HTTP address: "+strings.Join(PlatformPrefixes, " "))
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 		}
@@ -121,6 +123,9 @@ func parseCommandFlags(args []string, stdout io.Writer) (commandConfig, error) {
 	}
 	if cfg.opts.WeComTokenTTL <= 0 {
 		return cfg, fmt.Errorf("--wecom-token-ttl must be positive, got %s", cfg.opts.WeComTokenTTL)
+	}
+	if cfg.opts.DingTalkTokenTTL <= 0 {
+		return cfg, fmt.Errorf("--dingtalk-token-ttl must be positive, got %s", cfg.opts.DingTalkTokenTTL)
 	}
 	return cfg, nil
 }

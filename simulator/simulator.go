@@ -19,6 +19,10 @@ type Delivery struct {
 	RequestID    string `json:"request_id"`
 	Content      string `json:"content"`
 	ReceivedAtMs int64  `json:"received_at_ms"` // unix milliseconds, when the request arrived
+	// ProviderMsgID is the id the platform answered with, which a recall names.
+	ProviderMsgID string `json:"-"`
+	// Recalled says the platform took the message back.
+	Recalled bool `json:"recalled,omitempty"`
 }
 
 // Stats counts what the simulator has seen since it started or was last reset.
@@ -70,7 +74,11 @@ type Options struct {
 	WebhookSecret string
 	// WeComTokenTTL is how long a WeCom access token lives; 0 means 7200 s, as on WeCom.
 	WeComTokenTTL time.Duration
-	// Now is the clock for recording times and token expiry; nil means time.Now.
+	// DingTalkTokenTTL is how long a DingTalk access token lives; 0 means 7200 s, as on
+	// DingTalk.
+	DingTalkTokenTTL time.Duration
+	// Now is the clock for recording times, token expiry and DingTalk's days and
+	// minutes; nil means time.Now.
 	Now func() time.Time
 }
 
@@ -82,6 +90,8 @@ type Simulator struct {
 	opts    Options
 	handler http.Handler
 	tokens  *tokenStore
+	// dingtalk holds DingTalk's counters and tasks.
+	dingtalk *dingtalkState
 	// idPrefix keeps message ids unique across simulator restarts; idSeq within one.
 	idPrefix string
 	idSeq    atomic.Uint64
@@ -106,6 +116,9 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 	if opts.WeComTokenTTL <= 0 {
 		opts.WeComTokenTTL = defaultWeComTokenTTL
 	}
+	if opts.DingTalkTokenTTL <= 0 {
+		opts.DingTalkTokenTTL = defaultWeComTokenTTL
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -118,6 +131,7 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 	s := &Simulator{
 		opts:     opts,
 		tokens:   newTokenStore(),
+		dingtalk: newDingTalkState(),
 		idPrefix: "sim-" + hex.EncodeToString(prefix[:]) + "-",
 		released: make(chan struct{}),
 		faults:   f,
