@@ -13,30 +13,32 @@ import (
 
 // recipientJSON is the API's recipient shape (docs/api.md).
 type recipientJSON struct {
-	ExternalID  string         `json:"external_id"`
-	Name        string         `json:"name"`
-	OrgType     models.OrgType `json:"org_type"`
-	Branch      string         `json:"branch"`
-	Department  string         `json:"department"`
-	TianyuanID  string         `json:"tianyuan_id"`
-	ZhaohuID    string         `json:"zhaohu_id"`
-	WecomUserid string         `json:"wecom_userid"`
-	Email       string         `json:"email"`
-	Active      *bool          `json:"active"`
+	ExternalID     string         `json:"external_id"`
+	Name           string         `json:"name"`
+	OrgType        models.OrgType `json:"org_type"`
+	Branch         string         `json:"branch"`
+	Department     string         `json:"department"`
+	TianyuanID     string         `json:"tianyuan_id"`
+	ZhaohuID       string         `json:"zhaohu_id"`
+	WecomUserid    string         `json:"wecom_userid"`
+	FeishuUserID   string         `json:"feishu_user_id"`
+	DingtalkUserid string         `json:"dingtalk_userid"`
+	Email          string         `json:"email"`
+	Active         *bool          `json:"active"`
 }
 
 func (r recipientJSON) model() models.Recipient {
 	active := r.Active == nil || *r.Active
 	return models.Recipient{ExternalID: r.ExternalID, Name: r.Name, OrgType: r.OrgType, Branch: r.Branch,
 		Department: r.Department, TianyuanID: r.TianyuanID, ZhaohuID: r.ZhaohuID, WecomUserid: r.WecomUserid,
-		Email: r.Email, Active: active}
+		FeishuUserID: r.FeishuUserID, DingtalkUserid: r.DingtalkUserid, Email: r.Email, Active: active}
 }
 
 func toRecipientJSON(r models.Recipient) recipientJSON {
 	active := r.Active
 	return recipientJSON{ExternalID: r.ExternalID, Name: r.Name, OrgType: r.OrgType, Branch: r.Branch,
 		Department: r.Department, TianyuanID: r.TianyuanID, ZhaohuID: r.ZhaohuID, WecomUserid: r.WecomUserid,
-		Email: r.Email, Active: &active}
+		FeishuUserID: r.FeishuUserID, DingtalkUserid: r.DingtalkUserid, Email: r.Email, Active: &active}
 }
 
 // APIListRecipients is GET /api/v1/recipients?q=&org_type=&branch=&active=&after=&limit=.

@@ -69,12 +69,18 @@ func (h *Handlers) Recipients(c *gin.Context) {
 }
 
 // recipientColumns are the columns of a staff CSV file, import and export alike.
-var recipientColumns = []string{"external_id", "name", "org_type", "branch", "department", "tianyuan_id", "zhaohu_id", "wecom_userid", "email", "active"}
+var recipientColumns = func() []string {
+	cols := []string{"external_id", "name", "org_type", "branch", "department"}
+	for _, a := range models.IMAddresses {
+		cols = append(cols, a.Field)
+	}
+	return append(cols, "email", "active")
+}()
 
 // recipientAliases are the Chinese column names a staff CSV file may use instead.
 var recipientAliases = map[string]string{
 	"工号": "external_id", "姓名": "name", "机构类型": "org_type", "分行": "branch", "部门": "department",
-	"天元": "tianyuan_id", "招呼": "zhaohu_id", "企业微信": "wecom_userid", "邮箱": "email", "在职": "active",
+	"天元": "tianyuan_id", "招呼": "zhaohu_id", "企业微信": "wecom_userid", "飞书": "feishu_user_id", "钉钉": "dingtalk_userid", "邮箱": "email", "在职": "active",
 }
 
 // csvOrgType reads the org_type cell of a staff CSV file: head_office or branch, or
@@ -126,7 +132,11 @@ func (h *Handlers) ExportRecipients(c *gin.Context) {
 			return
 		}
 		for _, r := range list {
-			row := []string{r.ExternalID, r.Name, string(r.OrgType), r.Branch, r.Department, r.TianyuanID, r.ZhaohuID, r.WecomUserid, r.Email, strconv.FormatBool(r.Active)}
+			row := []string{r.ExternalID, r.Name, string(r.OrgType), r.Branch, r.Department}
+			for _, a := range models.IMAddresses {
+				row = append(row, *a.Of(&r))
+			}
+			row = append(row, r.Email, strconv.FormatBool(r.Active))
 			for i := range row {
 				row[i] = toSpreadsheet(row[i])
 			}
@@ -144,11 +154,19 @@ func (h *Handlers) ExportRecipients(c *gin.Context) {
 
 // recipientFromForm reads the person form.
 func recipientFromForm(c *gin.Context) models.Recipient {
-	return models.Recipient{ExternalID: strings.TrimSpace(c.PostForm("external_id")), Name: c.PostForm("name"),
+	r := models.Recipient{ExternalID: strings.TrimSpace(c.PostForm("external_id")), Name: c.PostForm("name"),
 		OrgType: models.OrgType(c.PostForm("org_type")), Branch: strings.TrimSpace(c.PostForm("branch")),
-		Department: strings.TrimSpace(c.PostForm("department")), TianyuanID: strings.TrimSpace(c.PostForm("tianyuan_id")),
-		ZhaohuID: strings.TrimSpace(c.PostForm("zhaohu_id")), WecomUserid: strings.TrimSpace(c.PostForm("wecom_userid")),
-		Email: strings.TrimSpace(c.PostForm("email")), Active: c.PostForm("active") == "true"}
+		Department: strings.TrimSpace(c.PostForm("department")),
+		Email:      strings.TrimSpace(c.PostForm("email")), Active: c.PostForm("active") == "true"}
+	setAddresses(&r, func(field string) string { return strings.TrimSpace(c.PostForm(field)) })
+	return r
+}
+
+// setAddresses fills r's user ids on the IM platforms from get, by field name.
+func setAddresses(r *models.Recipient, get func(field string) string) {
+	for _, a := range models.IMAddresses {
+		*a.Of(r) = get(a.Field)
+	}
 }
 
 // NewRecipientForm shows an empty person form.
@@ -288,8 +306,8 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 		item: func(r csvRow) (models.Recipient, []string) {
 			get := func(col string) string { return r.get(recipientColumns, col) }
 			p := models.Recipient{ExternalID: get("external_id"), Name: get("name"), OrgType: csvOrgType(get("org_type")),
-				Branch: get("branch"), Department: get("department"), TianyuanID: get("tianyuan_id"), ZhaohuID: get("zhaohu_id"),
-				WecomUserid: get("wecom_userid"), Email: get("email"), Active: true}
+				Branch: get("branch"), Department: get("department"), Email: get("email"), Active: true}
+			setAddresses(&p, get)
 			var problems []string
 			for _, fe := range models.RecipientProblems(&p) {
 				if fe.Field == "org_type" {

@@ -25,32 +25,51 @@ const (
 
 // Recipient is a staff member who can receive messages, with one address per platform.
 type Recipient struct {
-	ID          int64     `json:"-"`
-	ExternalID  string    `json:"external_id"`
-	Name        string    `json:"name"`
-	OrgType     OrgType   `json:"org_type"`
-	Branch      string    `json:"branch"`
-	Department  string    `json:"department"`
-	TianyuanID  string    `json:"tianyuan_id"`
-	ZhaohuID    string    `json:"zhaohu_id"`
-	WecomUserid string    `json:"wecom_userid" gorm:"column:wecom_userid"`
-	Email       string    `json:"email"`
-	Active      bool      `json:"active"`
-	CreatedAt   time.Time `json:"-"`
-	UpdatedAt   time.Time `json:"-"`
+	ID          int64   `json:"-"`
+	ExternalID  string  `json:"external_id"`
+	Name        string  `json:"name"`
+	OrgType     OrgType `json:"org_type"`
+	Branch      string  `json:"branch"`
+	Department  string  `json:"department"`
+	TianyuanID  string  `json:"tianyuan_id"`
+	ZhaohuID    string  `json:"zhaohu_id"`
+	WecomUserid string  `json:"wecom_userid" gorm:"column:wecom_userid"`
+	// FeishuUserID is the person's user_id on Feishu, DingtalkUserid their userid on DingTalk.
+	FeishuUserID   string    `json:"feishu_user_id" gorm:"column:feishu_user_id"`
+	DingtalkUserid string    `json:"dingtalk_userid" gorm:"column:dingtalk_userid"`
+	Email          string    `json:"email"`
+	Active         bool      `json:"active"`
+	CreatedAt      time.Time `json:"-"`
+	UpdatedAt      time.Time `json:"-"`
+}
+
+// IMAddress is a staff field holding a person's user id on an instant-messaging platform.
+type IMAddress struct {
+	Field string // the API's field, the CSV column and the form's input name
+	Of    func(*Recipient) *string
+}
+
+// IMAddresses are the user-id fields in the order the form, the CSV file and the API
+// list them: Address, validation, the change record and the handlers all read this list.
+var IMAddresses = []IMAddress{
+	{"tianyuan_id", func(r *Recipient) *string { return &r.TianyuanID }},
+	{"zhaohu_id", func(r *Recipient) *string { return &r.ZhaohuID }},
+	{"wecom_userid", func(r *Recipient) *string { return &r.WecomUserid }},
+	{"feishu_user_id", func(r *Recipient) *string { return &r.FeishuUserID }},
+	{"dingtalk_userid", func(r *Recipient) *string { return &r.DingtalkUserid }},
 }
 
 // Address returns the recipient's address on a platform, empty when there is none:
 // the field the platform table names (the sandbox and webhooks address people by their
 // external id).
 func (r *Recipient) Address(platform string) string {
-	switch channels.AddressField(platform) {
-	case "tianyuan_id":
-		return r.TianyuanID
-	case "zhaohu_id":
-		return r.ZhaohuID
-	case "wecom_userid":
-		return r.WecomUserid
+	field := channels.AddressField(platform)
+	for _, a := range IMAddresses {
+		if a.Field == field {
+			return *a.Of(r)
+		}
+	}
+	switch field {
 	case "email":
 		return r.Email
 	case "external_id":
@@ -120,7 +139,7 @@ var externalIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 const (
 	MaxExternalID = 64
 	MaxName       = 100 // name, branch and department
-	MaxAddress    = 128 // tianyuan_id, zhaohu_id, wecom_userid
+	MaxAddress    = 128 // the IMAddresses
 	MaxEmail      = 254
 )
 
@@ -178,9 +197,10 @@ func RecipientProblems(r *Recipient) []*FieldError {
 			add(text(f.field, f.v))
 		}
 	}
-	for _, f := range []struct{ field, v string }{{"tianyuan_id", r.TianyuanID}, {"zhaohu_id", r.ZhaohuID}, {"wecom_userid", r.WecomUserid}} {
-		if !add(tooLong(f.field, long, f.v, MaxAddress)) && strings.ContainsFunc(f.v, func(c rune) bool { return c <= ' ' }) {
-			add(Invalid(f.field, "recipients.invalid.address"))
+	for _, a := range IMAddresses {
+		v := *a.Of(r)
+		if !add(tooLong(a.Field, long, v, MaxAddress)) && strings.ContainsFunc(v, func(c rune) bool { return c <= ' ' }) {
+			add(Invalid(a.Field, "recipients.invalid.address"))
 		}
 	}
 	if r.Email != "" && !add(tooLong("email", long, r.Email, MaxEmail)) {
@@ -289,14 +309,16 @@ func CompareRecipients(old, r Recipient) RecipientChange {
 	case !old.Active && r.Active:
 		ch.Action = "reactivated"
 	}
-	for _, f := range []struct {
+	type field struct {
 		name     string
 		was, now string
-	}{
-		{"name", old.Name, r.Name}, {"org_type", string(old.OrgType), string(r.OrgType)}, {"branch", old.Branch, r.Branch},
-		{"department", old.Department, r.Department}, {"tianyuan_id", old.TianyuanID, r.TianyuanID},
-		{"zhaohu_id", old.ZhaohuID, r.ZhaohuID}, {"wecom_userid", old.WecomUserid, r.WecomUserid}, {"email", old.Email, r.Email},
-	} {
+	}
+	fields := []field{{"name", old.Name, r.Name}, {"org_type", string(old.OrgType), string(r.OrgType)}, {"branch", old.Branch, r.Branch},
+		{"department", old.Department, r.Department}}
+	for _, a := range IMAddresses {
+		fields = append(fields, field{a.Field, *a.Of(&old), *a.Of(&r)})
+	}
+	for _, f := range append(fields, field{"email", old.Email, r.Email}) {
 		if f.was != f.now {
 			ch.Fields = append(ch.Fields, f.name)
 			ch.Diff = append(ch.Diff, f.name+": "+f.was+" → "+f.now)
