@@ -35,7 +35,7 @@ func (s *Sender) groupSender(ctx context.Context, held []*models.Message) channe
 
 // contentKey is what the messages of one call share.
 type contentKey struct {
-	accountID                int64
+	accountID                 int64
 	msgType, subject, content string
 }
 
