@@ -124,3 +124,22 @@ type SettingError struct {
 }
 
 func (e *SettingError) Error() string { return e.Field + ": " + e.Problem.String() }
+
+// GroupSender is a Sender whose platform takes one content to many people in one call
+// (DingTalk's work notices). The worker groups the messages of a chunk that share their
+// account and content into calls of at most MaxGroup messages; each message still has
+// its own claim, admission and outcome.
+type GroupSender interface {
+	Sender
+	// MaxGroup is the most messages one SendGroup call takes.
+	MaxGroup() int
+	// SendGroup delivers messages that share MsgType, Title and Content, each to its own
+	// address, in one platform call, and returns one result per message, in order.
+	SendGroup(ctx context.Context, ms []Message) []GroupResult
+}
+
+// GroupResult is what became of one message of a SendGroup call.
+type GroupResult struct {
+	Receipt Receipt
+	Err     error
+}

@@ -42,7 +42,7 @@ func TestChannelsIsALeaf(t *testing.T) {
 
 // Every platform of the table has what intake, fallback and the registry ask of it.
 func TestEveryPlatformIsComplete(t *testing.T) {
-	addresses := []string{"tianyuan_id", "zhaohu_id", "wecom_userid", "feishu_user_id", "email", "external_id"}
+	addresses := []string{"tianyuan_id", "zhaohu_id", "wecom_userid", "feishu_user_id", "dingtalk_userid", "email", "external_id"}
 	for _, name := range Platforms {
 		p := platforms[name]
 		if p.build == nil || p.cap.Max <= 0 || p.fields == nil {

@@ -29,6 +29,9 @@ type platform struct {
 	// without an error, by window name (per_recipient_per_minute, …): a new account
 	// starts from them.
 	limits map[string]int
+	// oncePerDay says the platform delivers one content to one person only once a
+	// calendar day and drops a second copy without an error (DingTalk).
+	oncePerDay bool
 	// recall is how long after sending the platform lets a message be recalled; 0 means
 	// the platform cannot recall (its adapter is then no Recaller).
 	recall time.Duration
@@ -82,6 +85,24 @@ var table = []platform{
 		// the recall reports as refused.
 		recall: 24 * time.Hour,
 		build:  func(_ *Registry, a Account) (Sender, error) { return newFeishu(a.Config, a.AllowPrivateNetwork), nil }},
+	// DingTalk work notices of an internal app. DingTalk documents no hard cap on a work
+	// notice's text (a text message "should stay within 500 characters"); Herald bounds
+	// it at 5,000 characters, title included, as the adapter sends them together.
+	{name: "dingtalk", fields: []Field{
+		{Key: "app_key", Required: true, Destination: true, Label: "channels.field.dingtalk_app_key", Help: "channels.help.dingtalk_app_key"},
+		{Key: "agent_id", Required: true, Label: "channels.field.agent_id", Help: "channels.help.dingtalk_agent_id"},
+		{Key: "app_secret", Required: true, Secret: true, Label: "channels.field.dingtalk_app_secret"},
+		{Key: "base_url", Destination: true, Default: DefaultDingTalkBaseURL, Label: "channels.field.base_url", Help: "channels.help.dingtalk_base_url"},
+	}, address: "dingtalk_userid", cap: ContentCap{Max: 5000, Unit: Characters}, counted: wecomText,
+		// Past these DingTalk answers success and delivers nothing: 500 notices per
+		// employee per day from an internal app, 5,000 recipients a minute per app.
+		limits: map[string]int{"per_recipient_per_day": 500, "per_minute": 5000},
+		// It also delivers the same content to one employee only once a day; intake
+		// skips the second (duplicate_content_today).
+		oncePerDay: true,
+		// corpconversation/recall takes back a work notice within 24 hours.
+		recall: 24 * time.Hour,
+		build:  func(_ *Registry, a Account) (Sender, error) { return newDingTalk(a.Config, a.AllowPrivateNetwork), nil }},
 	// Email: SMTP sizes are bytes; Herald's own bound, far below what servers accept.
 	{name: "email", fields: []Field{
 		{Key: "host", Required: true, Destination: true, Label: "channels.field.host", Help: "channels.help.host"},
@@ -175,6 +196,14 @@ func RecallWindow(platform string) time.Duration {
 		return p.recall
 	}
 	return 0
+}
+
+// OncePerDay reports whether a platform delivers one content to one person only once a
+// calendar day, dropping a second copy without an error; intake skips such a copy
+// (duplicate_content_today).
+func OncePerDay(platform string) bool {
+	p, ok := platforms[platform]
+	return ok && p.oncePerDay
 }
 
 // LargestCapBytes is the most UTF-8 bytes any platform accepts in one message.

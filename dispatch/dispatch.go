@@ -184,6 +184,8 @@ type Result struct {
 	Roster   *Roster
 	// chain is the fallback chain the messages carry.
 	chain []string
+	// daily are the messages' rows of "same content once a day" (skipSentToday).
+	daily []models.DailyContent
 }
 
 // Limits of one request.
@@ -214,6 +216,18 @@ func (d *Dispatcher) now() time.Time {
 // Submit validates a request, records it and enqueues its messages. A validation error
 // is a *models.FieldError, and then nothing is written.
 func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
+	for round := 1; ; round++ {
+		res, err := d.submitOnce(ctx, req)
+		// Another intake sent someone the same content today between this one's look
+		// and its write: plan again, and they are skipped this time.
+		if !contentTaken(err) || round == contentRetries {
+			return res, err
+		}
+	}
+}
+
+// submitOnce is one round of Submit.
+func (d *Dispatcher) submitOnce(ctx context.Context, req Request) (*Result, error) {
 	res, err := d.Plan(ctx, req)
 	if err != nil {
 		return nil, err
@@ -229,6 +243,7 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
 	if req.Reminder != "" {
 		extras.Reminder = &models.DutyReminder{Date: req.Reminder, BatchID: res.Batch.ID}
 	}
+	extras.DailyContents = res.daily
 	if req.AuditIP != "" {
 		actorType := "user"
 		if req.APIKeyID != nil {
@@ -301,6 +316,9 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 		if err := res.add(ctx, req, acct, tmpl, &aud.people[i], sendAt); err != nil {
 			return nil, err
 		}
+	}
+	if err := d.skipSentToday(ctx, res, acct, sendAt); err != nil {
+		return nil, err
 	}
 	b := res.Batch
 	b.Accepted, b.SkippedCount, b.RejectedCount = len(res.Messages), len(res.Skipped), len(res.Rejected)

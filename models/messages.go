@@ -177,6 +177,10 @@ type BatchExtras struct {
 	// Reminder, when set, records the duty reminder this batch is: a date is reminded
 	// once, so a second batch for it fails with ErrDuplicate.
 	Reminder *DutyReminder
+	// DailyContents, when set, records notices of a platform that delivers one content
+	// to one person once a day; one recorded already fails the batch with
+	// ErrContentTaken.
+	DailyContents []DailyContent
 }
 
 // CreateBatch writes a batch and its messages in one transaction: either all rows exist
@@ -198,6 +202,11 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		}
 		if extras != nil && extras.Reminder != nil {
 			if err := createReminder(tx, extras.Reminder); err != nil {
+				return err
+			}
+		}
+		if extras != nil {
+			if err := createDailyContents(tx, extras.DailyContents); err != nil {
 				return err
 			}
 		}
@@ -276,6 +285,11 @@ func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 			}
 			if x := it.Extras; x != nil && x.Reminder != nil {
 				if err := createReminder(tx, x.Reminder); err != nil {
+					return err
+				}
+			}
+			if x := it.Extras; x != nil {
+				if err := createDailyContents(tx, x.DailyContents); err != nil {
 					return err
 				}
 			}

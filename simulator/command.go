@@ -107,10 +107,12 @@ func parseCommandFlags(args []string, stdout io.Writer) (commandConfig, error) {
 	fs.DurationVar(&cfg.opts.WeComTokenTTL, "wecom-token-ttl", defaultWeComTokenTTL, "lifetime of WeCom access tokens")
 	fs.BoolVar(&cfg.opts.NoPlatformLimits, "no-platform-limits", false, "deliver past the platforms' documented limits (for benchmarks)")
 	fs.DurationVar(&cfg.opts.FeishuTokenTTL, "feishu-token-ttl", defaultFeishuTokenTTL, "lifetime of Feishu tenant_access_tokens")
+	fs.DurationVar(&cfg.opts.DingTalkTokenTTL, "dingtalk-token-ttl", defaultWeComTokenTTL, "lifetime of DingTalk access tokens")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintln(stdout, "Usage: herald simulate [flags]")
+			fmt.Fprintln(stdout, "Platforms, under the HTTP address: "+strings.Join(PlatformPrefixes, " "))
 			fs.SetOutput(stdout)
 			fs.PrintDefaults()
 		}
@@ -128,6 +130,9 @@ func parseCommandFlags(args []string, stdout io.Writer) (commandConfig, error) {
 	}
 	if cfg.opts.FeishuTokenTTL <= 0 {
 		return cfg, fmt.Errorf("--feishu-token-ttl must be positive, got %s", cfg.opts.FeishuTokenTTL)
+	}
+	if cfg.opts.DingTalkTokenTTL <= 0 {
+		return cfg, fmt.Errorf("--dingtalk-token-ttl must be positive, got %s", cfg.opts.DingTalkTokenTTL)
 	}
 	return cfg, nil
 }

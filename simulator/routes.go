@@ -5,6 +5,10 @@ import (
 	"net/http"
 )
 
+// PlatformPrefixes are the paths the platforms are served under: an account's base URL
+// is the simulator's address plus its platform's prefix.
+var PlatformPrefixes = []string{"/tianyuan", "/zhaohu", "/wecom", "/dingtalk", "/webhook"}
+
 // routes lists every HTTP endpoint the simulator serves.
 func (s *Simulator) routes() http.Handler {
 	mux := http.NewServeMux()
@@ -19,6 +23,10 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /feishu/open-apis/im/v1/messages", s.handleFeishuSend)
 	mux.HandleFunc("DELETE /feishu/open-apis/im/v1/messages/{message_id}", s.handleFeishuRecall)
 	mux.HandleFunc("POST /webhook/", s.handleWebhook)
+	mux.HandleFunc("GET /dingtalk/gettoken", s.handleDingTalkToken)
+	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/asyncsend_v2", s.handleDingTalkSend)
+	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/getsendresult", s.handleDingTalkResult)
+	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/recall", s.handleDingTalkRecall)
 
 	// Control, for tests and benchmarks.
 	mux.HandleFunc("GET /_sim/deliveries", s.handleListDeliveries)

@@ -81,7 +81,11 @@ type Options struct {
 	// per-person silent drops, Feishu's application 429s), so a benchmark can measure
 	// a drain far faster than any platform allows.
 	NoPlatformLimits bool
-	// Now is the clock for recording times and token expiry; nil means time.Now.
+	// DingTalkTokenTTL is how long a DingTalk access token lives; 0 means 7200 s, as on
+	// DingTalk.
+	DingTalkTokenTTL time.Duration
+	// Now is the clock for recording times, token expiry and DingTalk's days and
+	// minutes; nil means time.Now.
 	Now func() time.Time
 }
 
@@ -96,6 +100,8 @@ type Simulator struct {
 	// wecomMembers keeps WeCom's per-member limits; feishu is the simulated Feishu.
 	wecomMembers *windowCounter
 	feishu       *feishuState
+	// dingtalk holds DingTalk's counters and tasks.
+	dingtalk *dingtalkState
 	// idPrefix keeps message ids unique across simulator restarts; idSeq within one.
 	idPrefix string
 	idSeq    atomic.Uint64
@@ -123,6 +129,9 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 	if opts.FeishuTokenTTL <= 0 {
 		opts.FeishuTokenTTL = defaultFeishuTokenTTL
 	}
+	if opts.DingTalkTokenTTL <= 0 {
+		opts.DingTalkTokenTTL = defaultWeComTokenTTL
+	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
@@ -140,6 +149,7 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 		idPrefix:     "sim-" + hex.EncodeToString(prefix[:]) + "-",
 		released:     make(chan struct{}),
 		faults:       f,
+		dingtalk:     newDingTalkState(),
 		// A fixed second word is fine: the seed alone must decide the sequence.
 		rng:   mathrand.New(mathrand.NewPCG(seed, 0x6865726c64)),
 		stats: newStats(),

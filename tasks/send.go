@@ -328,6 +328,10 @@ func (s *Sender) sendChunk(ctx context.Context, ids []string) error {
 		// The database failed the claim: Asynq runs the chunk again later.
 		return errs[0]
 	}
+	if gs := s.groupSender(ctx, held); gs != nil {
+		s.sendGrouped(ctx, gs, held)
+		return nil
+	}
 	next := make(chan *models.Message)
 	var wg sync.WaitGroup
 	for range min(s.chunkWidth(ctx, held), len(held)) {
@@ -366,8 +370,13 @@ func (s *Sender) chunkWidth(ctx context.Context, held []*models.Message) int {
 // deliverInChunk delivers one message of a chunk and records its outcome; one that must
 // wait is enqueued on a task of its own, due when the outcome says.
 func (s *Sender) deliverInChunk(ctx context.Context, m *models.Message) {
+	s.finishInChunk(ctx, m, s.deliver(ctx, m))
+}
+
+// finishInChunk records the outcome of a chunk's message; one that must wait is
+// enqueued on a task of its own, due when the outcome says.
+func (s *Sender) finishInChunk(ctx context.Context, m *models.Message, o models.Outcome) {
 	defer s.held.drop(m.ID)
-	o := s.deliver(ctx, m)
 	own := o.Status == models.StatusFailed || o.Status == models.StatusPending
 	if own {
 		o.TaskID = SendTaskID(m.ID, "")
@@ -388,12 +397,24 @@ func (s *Sender) deliverInChunk(ctx context.Context, m *models.Message) {
 // account, admit it under the account's limits, call the platform, and classify what
 // happened. It returns the outcome to record.
 func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome {
+	acct, sender, o, ready := s.prepare(ctx, m, nil)
+	if !ready {
+		return o
+	}
+	return s.call(ctx, m, acct, sender)
+}
+
+// prepare takes a claimed message up to its provider call: wait until it is due, find
+// its account and adapter, and admit it under the account's limits. It returns them and
+// true when the call may be made, else the outcome to record. beforeWait, when set, runs
+// before the limiter's answer is waited for in the worker.
+func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func()) (*models.Account, channels.Sender, models.Outcome, bool) {
 	if ctx.Err() != nil {
 		// The worker is stopping before this message's turn: give it back, due now,
 		// without using an attempt.
 		next := models.Now()
-		return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
-			Error: "worker stopping", NextAttemptAt: &next}
+		return nil, nil, models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
+			Error: "worker stopping", NextAttemptAt: &next}, false
 	}
 	// Asynq keeps run times in whole seconds and may start a task up to a second before
 	// the message is due (the claim allows it): wait for the due time itself, so that a
@@ -408,34 +429,45 @@ func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome 
 	}
 	acct, err := s.accounts.ByID(ctx, m.AccountID)
 	if err != nil {
-		return s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0)
+		return nil, nil, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0), false
 	}
 	if !acct.Enabled {
 		// A disabled account holds its messages rather than failing them.
 		next := models.Now().Add(time.Minute)
-		return models.Outcome{Status: models.StatusFailed, ErrorClass: string(channels.Throttled),
-			Error: "account " + acct.Name + " is disabled", NextAttemptAt: &next}
+		return nil, nil, models.Outcome{Status: models.StatusFailed, ErrorClass: string(channels.Throttled),
+			Error: "account " + acct.Name + " is disabled", NextAttemptAt: &next}, false
 	}
 	if o, wait := s.quietHours(m, acct); wait {
-		return o
+		return nil, nil, o, false
 	}
 	sender, err := s.channels.Sender(acct.Channel())
 	if err != nil {
-		return s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0)
+		return nil, nil, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0), false
 	}
-	if o, wait := s.admit(ctx, m, acct); wait {
-		return o
+	if o, wait := s.admit(ctx, m, acct, beforeWait); wait {
+		return nil, nil, o, false
 	}
-	return s.call(ctx, m, acct, sender)
+	return acct, sender, models.Outcome{}, true
 }
 
 // call makes the provider call and classifies its result.
 func (s *Sender) call(ctx context.Context, m *models.Message, acct *models.Account, sender channels.Sender) models.Outcome {
 	callCtx, cancel := context.WithTimeout(ctx, s.callTimeout)
 	started := time.Now()
-	receipt, err := sender.Send(callCtx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content, HTML: m.ContentHTML})
+	receipt, err := sender.Send(callCtx, channelMessage(m))
 	took := time.Since(started)
 	cancel()
+	return s.outcome(m, acct, receipt, err, started, took)
+}
+
+// channelMessage is what an adapter is given of a message.
+func channelMessage(m *models.Message) channels.Message {
+	return channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content, HTML: m.ContentHTML}
+}
+
+// outcome classifies what a provider call made of a message, started at started and
+// taking took, into the outcome to record.
+func (s *Sender) outcome(m *models.Message, acct *models.Account, receipt channels.Receipt, err error, started time.Time, took time.Duration) models.Outcome {
 	if err == nil {
 		if !acct.Healthy {
 			s.setHealth(acct, true, "")
@@ -561,7 +593,7 @@ const (
 // admit asks the limiter for a call slot. When the message must wait longer than
 // maxInlineWait, or the limiter cannot be reached, it returns the outcome that
 // reschedules the message and true: a message never goes out unlimited.
-func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Account) (models.Outcome, bool) {
+func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Account, beforeWait func()) (models.Outcome, bool) {
 	waited := time.Duration(0)
 	for {
 		d, err := s.limiter.Acquire(ctx, acct.ID, acct.Limits, m.Address, m.Priority, m.ID)
@@ -580,6 +612,9 @@ func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Acco
 			next := models.Now().Add(d.Wait + jitter)
 			return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
 				Error: "waiting for " + d.Window + " capacity", NextAttemptAt: &next}, true
+		}
+		if beforeWait != nil {
+			beforeWait()
 		}
 		select {
 		case <-ctx.Done():

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"herald/dispatch"
+	"herald/internal/testenv"
+	"herald/models"
+)
+
+// BenchmarkDingTalk drains one fan-out of dispatch.MaxRecipients DingTalk work notices
+// through the simulator (every state persisted, a chunk's people in one asyncsend_v2
+// call and one getsendresult), beside raw Asynq no-op throughput measured in the same
+// run. The account has no limits, so the figure is the pipeline's, not DingTalk's 5,000
+// recipients a minute. It prints one line:
+// `dingtalk asynq_noop_tasks_per_s=… dingtalk_fanout_msgs_per_s=… dingtalk_fanout_ratio=… dingtalk_calls=…`.
+func BenchmarkDingTalk(b *testing.B) {
+	needMySQLAndRedis(b)
+	n := dispatch.MaxRecipients
+	for range b.N {
+		rig := newBenchRig(b, n, 0)
+		concurrency := rig.h.app.Config.WorkerConcurrency
+		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d\n", machineLine(), concurrency)
+		simURL := rig.useDingTalk(b)
+		noop := benchNoop(b, testenv.RedisURL(b), 50000, concurrency)
+		rig.fanOut(b, n)
+		rate, _ := rig.drain(b, n, concurrency)
+		calls := simRequests(b, simURL)
+		line := fmt.Sprintf("dingtalk asynq_noop_tasks_per_s=%.0f dingtalk_fanout_msgs_per_s=%.0f dingtalk_fanout_ratio=%.2f dingtalk_calls=%d",
+			noop, rate, ratio(rate, noop), calls)
+		b.ReportMetric(rate, "dingtalk_fanout_msgs_per_s")
+		b.ReportMetric(ratio(rate, noop), "dingtalk_fanout_ratio")
+		fmt.Fprintln(os.Stderr, line)
+	}
+}
+
+// useDingTalk gives the rig's people DingTalk user ids and makes a DingTalk account on
+// the rig's simulator the one the rig sends through; it returns the simulator's URL.
+func (r *benchRig) useDingTalk(b *testing.B) string {
+	ctx := context.Background()
+	simURL := strings.TrimSuffix(r.acct.Config["base_url"], "/tianyuan")
+	store := r.h.app.Store
+	list := make([]models.Recipient, len(r.people))
+	for i, id := range r.people {
+		list[i] = models.Recipient{ExternalID: id, Name: id, OrgType: models.Branch, DingtalkUserid: "dt_" + id, Active: true}
+	}
+	for start := 0; start < len(list); start += 10000 {
+		if _, err := store.UpsertRecipients(ctx, list[start:min(start+10000, len(list))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	a := &models.Account{Name: "dt-bench", Platform: "dingtalk", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
+		Config: map[string]string{"app_key": "bench", "app_secret": "bench", "agent_id": "1", "base_url": simURL + "/dingtalk"}}
+	if err := store.SaveAccount(ctx, a); err != nil {
+		b.Fatal(err)
+	}
+	r.acct = a
+	return simURL
+}
+
+// simRequests is how many message calls the simulator has answered.
+func simRequests(b *testing.B, simURL string) int64 {
+	resp, err := http.Get(simURL + "/_sim/stats")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Requests int64 `json:"requests"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		b.Fatal(err)
+	}
+	return st.Requests
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"herald/channels"
+	"herald/dispatch"
+	"herald/internal/testenv"
+	"herald/models"
+	"herald/simulator"
+)
+
+// TestDingTalkSilentDropGuard offers one employee three times DingTalk's daily limit of
+// work notices in one day, some of them repeating a content already sent. DingTalk would
+// answer every call with success and deliver only the first 500, and no repeat; Herald
+// must not lose one: its account starts from DingTalk's documented limits, intake skips
+// the repeats, and the simulator, which keeps DingTalk's limits, drops nothing. Every
+// notice ends sent, skipped as a duplicate, or waiting for tomorrow's capacity.
+//
+// Herald's limiter runs on Redis's clock, so the days cannot be advanced here: the
+// notices past the 500th are checked to wait, not to go out the next day.
+func TestDingTalkSilentDropGuard(t *testing.T) {
+	env := testEnv(t)
+	h := startHerald(t, env)
+	ctx := context.Background()
+	sim := simulator.NewWithOptions(simulator.Faults{}, simulator.Options{Seed: 7})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(srv.Close)
+
+	documented := channels.DocumentedLimits("dingtalk")
+	acct := &models.Account{Name: "dt-guard", Platform: "dingtalk", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
+		Limits: models.Limits{PerRecipientPerDay: documented["per_recipient_per_day"], PerMinute: documented["per_minute"]},
+		Config: map[string]string{"app_key": "dingkey", "app_secret": "s3cret", "agent_id": "1", "base_url": srv.URL + "/dingtalk"}}
+	if err := h.app.Store.SaveAccount(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.app.Store.UpsertRecipients(ctx, []models.Recipient{{ExternalID: "DG1", Name: "Guard", OrgType: models.Branch,
+		DingtalkUserid: "dg1", Active: true}}); err != nil {
+		t.Fatal(err)
+	}
+	const perDay = 500
+	offered, distinct := 3*perDay, 3*perDay-100 // the last 100 repeat earlier contents
+	created, skipped := 0, 0
+	for i := range offered {
+		res, err := h.app.Dispatch.Submit(ctx, dispatch.Request{Source: "api", Actor: "test", Account: acct.Name,
+			Recipients: []string{"DG1"}, Text: fmt.Sprintf("Notice %d", i%distinct)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		created += len(res.Messages)
+		for _, s := range res.Skipped {
+			if s.Reason == dispatch.ReasonDuplicateContentToday {
+				skipped++
+			}
+		}
+	}
+	if created != distinct || skipped != offered-distinct {
+		t.Fatalf("%d messages created, %d skipped as duplicates; want %d and %d", created, skipped, distinct, offered-distinct)
+	}
+
+	var counts map[string]int
+	testenv.WaitFor(t, time.Minute, "the day's 500 to go out and the rest to wait", func() bool {
+		counts = statusCounts(t, h, acct.ID)
+		return counts["sent"] == perDay && counts["sending"] == 0 && counts["pending"]+counts["failed"] == distinct-perDay
+	})
+	st := sim.Stats()
+	if st.DroppedSilently["dingtalk"] != 0 || st.ByPlatform["dingtalk"] != perDay {
+		t.Errorf("simulator delivered %d and dropped %d silently; want %d and 0", st.ByPlatform["dingtalk"], st.DroppedSilently["dingtalk"], perDay)
+	}
+	// Those waiting wait for capacity (throttled), due when the day's window frees, not lost.
+	var early int
+	if err := h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE account_id = ? AND status IN ('pending','failed') AND (error_class <> 'throttled' OR next_attempt_at < ?)",
+		acct.ID, time.Now().UTC().Add(12*time.Hour)).Scan(&early); err != nil {
+		t.Fatal(err)
+	}
+	if early != 0 {
+		t.Errorf("%d waiting messages are not throttled until the window frees", early)
+	}
+}
+
+// statusCounts counts an account's messages by status.
+func statusCounts(t *testing.T, h *running, accountID int64) map[string]int {
+	t.Helper()
+	rows, err := h.app.Store.SQL().Query("SELECT status, COUNT(*) FROM messages WHERE account_id = ? GROUP BY status", accountID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var status string
+		var n int
+		if err := rows.Scan(&status, &n); err != nil {
+			t.Fatal(err)
+		}
+		out[status] = n
+	}
+	return out
+}
