@@ -280,6 +280,7 @@ func (s *Simulator) deliverFeishu(uuid string, d Delivery, now time.Time) string
 		return msgID
 	}
 	s.feishu.remember(uuid, msgID, now)
+	d.ProviderMsgID = msgID
 	s.record(d)
 	return msgID
 }
@@ -323,6 +324,7 @@ func (s *Simulator) handleFeishuRecall(w http.ResponseWriter, r *http.Request) {
 		feishuFail(w, http.StatusBadRequest, code, msg)
 		return
 	}
+	s.markRecalled("feishu", r.PathValue("message_id"))
 	writeJSON(w, http.StatusOK, feishuReply{Code: feishuOK, Msg: "success", Data: map[string]any{}})
 }
 

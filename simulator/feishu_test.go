@@ -3,6 +3,7 @@ package simulator
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -91,7 +92,15 @@ func TestFeishuSend(t *testing.T) {
 		{Platform: "feishu", To: "u1", RequestID: "m-1", Content: "Overdue\n\nreconcile", ReceivedAtMs: at},
 		{Platform: "feishu", To: "u2", RequestID: "m-2", Content: "Overdue\n**ledger** 42", ReceivedAtMs: at},
 	}
-	if got := sim.Deliveries(); fmt.Sprint(got) != fmt.Sprint(want) {
+	got := sim.Deliveries()
+	for i := range got {
+		// The message id is the simulator's to choose (a recall names it).
+		if !strings.HasPrefix(got[i].ProviderMsgID, "om_") {
+			t.Errorf("delivery %d has message id %q", i, got[i].ProviderMsgID)
+		}
+		got[i].ProviderMsgID = ""
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("deliveries = %+v, want %+v", got, want)
 	}
 
@@ -227,6 +236,12 @@ func TestFeishuRecall(t *testing.T) {
 	}
 	if !sim.FeishuRecalled(first.Data.MessageID) || sim.FeishuRecalled(second.Data.MessageID) {
 		t.Error("recalled state: want the first recalled and the second not")
+	}
+	// The deliveries show it too, as every platform's recall does.
+	for _, d := range sim.Deliveries() {
+		if want := d.ProviderMsgID == first.Data.MessageID; d.Recalled != want {
+			t.Errorf("delivery %s recalled %v, want %v", d.ProviderMsgID, d.Recalled, want)
+		}
 	}
 }
 
