@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,20 +46,33 @@ func TestDingTalkSilentDropGuard(t *testing.T) {
 	}
 	const perDay = 500
 	offered, distinct := 3*perDay, 3*perDay-100 // the last 100 repeat earlier contents
+	// Offered from a few callers at once, as business systems do: the repeats race their
+	// originals, and intake's key rows must still let exactly one of each through.
+	var mu sync.Mutex
 	created, skipped := 0, 0
-	for i := range offered {
-		res, err := h.app.Dispatch.Submit(ctx, dispatch.Request{Source: "api", Actor: "test", Account: acct.Name,
-			Recipients: []string{"DG1"}, Text: fmt.Sprintf("Notice %d", i%distinct)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		created += len(res.Messages)
-		for _, s := range res.Skipped {
-			if s.Reason == dispatch.ReasonDuplicateContentToday {
-				skipped++
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < offered; i = int(next.Add(1)) - 1 {
+				res, err := h.app.Dispatch.Submit(ctx, dispatch.Request{Source: "api", Actor: "test", Account: acct.Name,
+					Recipients: []string{"DG1"}, Text: fmt.Sprintf("Notice %d", i%distinct)})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				created += len(res.Messages)
+				for _, s := range res.Skipped {
+					if s.Reason == dispatch.ReasonDuplicateContentToday {
+						skipped++
+					}
+				}
+				mu.Unlock()
 			}
-		}
+		})
 	}
+	wg.Wait()
 	if created != distinct || skipped != offered-distinct {
 		t.Fatalf("%d messages created, %d skipped as duplicates; want %d and %d", created, skipped, distinct, offered-distinct)
 	}
