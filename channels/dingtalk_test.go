@@ -211,3 +211,39 @@ func TestDingTalkErrorClasses(t *testing.T) {
 		}
 	}
 }
+
+// Past 5,000 recipients in a minute DingTalk delivers nothing to the rest of the app's
+// calls that minute; the next minute it delivers again.
+func TestDingTalkPerAppMinute(t *testing.T) {
+	t.Parallel()
+	clock := newTestClock()
+	rig := startSim(t, simulator.Options{Now: clock.Now})
+	d := newTestDingTalk(t, rig)
+	ctx := context.Background()
+	group := func(call int) []GroupResult {
+		users := make([]string, DingTalkMaxGroup)
+		for i := range users {
+			users[i] = fmt.Sprintf("c%d-u%d", call, i)
+		}
+		return d.SendGroup(ctx, sameContent("minute "+strconv.Itoa(call), users...))
+	}
+	for call := range 5000 / DingTalkMaxGroup {
+		for _, r := range group(call) {
+			if r.Err != nil {
+				t.Fatalf("call %d: %v", call, r.Err)
+			}
+		}
+	}
+	for _, r := range group(-1) {
+		if r.Err == nil || classOf(t, r.Err) != RateLimited {
+			t.Fatalf("past 5,000 in the minute: %v, want rate_limited", r.Err)
+		}
+	}
+	clock.Advance(time.Minute)
+	if r := group(-2)[0]; r.Err != nil {
+		t.Errorf("the next minute: %v", r.Err)
+	}
+	if st := rig.sim.Stats(); st.DroppedSilently["dingtalk"] != DingTalkMaxGroup {
+		t.Errorf("dropped silently %d, want %d", st.DroppedSilently["dingtalk"], DingTalkMaxGroup)
+	}
+}
