@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"herald/channels"
+	"herald/delivery"
 	"herald/models"
 )
 
@@ -28,7 +29,7 @@ type AccountInput struct {
 	Config map[string]string
 	// Limits nil: a new account starts from its platform's documented limits
 	// (models.DefaultLimits), an update keeps the account's.
-	Limits      *models.Limits
+	Limits      *delivery.Limits
 	RetryPolicy models.RetryPolicy
 	// QuietHours: the zero value is none.
 	QuietHours models.QuietHours
@@ -137,7 +138,7 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 	case old != nil:
 		a.Limits = old.Limits
 	default:
-		a.Limits = models.DefaultLimits(a.Platform)
+		a.Limits = delivery.DocumentedLimits(a.Platform)
 	}
 	if old != nil && old.Unreadable {
 		// Nothing is kept of settings no key opens: each required secret must be given.
@@ -210,7 +211,7 @@ func updateParams(old, a *models.Account, given map[string]string) models.AuditP
 		p["quiet_hours"] = quietHours(old.QuietHours) + " → " + quietHours(a.QuietHours)
 	}
 	var limits []string
-	for _, w := range models.LimitWindows {
+	for _, w := range delivery.LimitWindows {
 		if o, n := *w.Of(&old.Limits), *w.Of(&a.Limits); o != n {
 			limits = append(limits, fmt.Sprintf("%s %d → %d", w.Name, o, n))
 		}

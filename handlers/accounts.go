@@ -125,7 +125,7 @@ func accountForm(a *models.Account, oldName string, stored *models.Account) view
 	f := views.AccountForm{OldName: oldName, Name: a.Name, Platform: a.Platform, Platforms: channels.Platforms,
 		IsDefault: a.IsDefault, Enabled: a.Enabled, AllowPrivateNetwork: a.AllowPrivateNetwork,
 		MaxAttempts: strconv.Itoa(a.MaxAttempts), QuietHours: a.QuietHours, Config: configFields(a.Platform, a.Config, stored),
-		Warnings: models.UnreachableLimits(a.Limits), Retry: retryRows(a.RetryPolicy, nil)}
+		Warnings: delivery.UnreachableLimits(a.Limits), Retry: retryRows(a.RetryPolicy, nil)}
 	f.Limits = limitFields(a.Limits)
 	f.Unreadable = stored != nil && stored.Unreadable
 	if oldName == "" {
@@ -135,9 +135,9 @@ func accountForm(a *models.Account, oldName string, stored *models.Account) view
 }
 
 // limitFields lays out limits for the form.
-func limitFields(limits models.Limits) []views.LimitField {
+func limitFields(limits delivery.Limits) []views.LimitField {
 	var out []views.LimitField
-	for _, w := range models.LimitWindows {
+	for _, w := range delivery.LimitWindows {
 		l := views.LimitField{Key: w.Name}
 		if v := *w.Of(&limits); v > 0 {
 			l.Value = strconv.Itoa(v)
@@ -150,7 +150,7 @@ func limitFields(limits models.Limits) []views.LimitField {
 // limitsNote is the catalog key of the sentence saying a new account's limits start
 // from what its platform documents ("" for a platform that documents none).
 func limitsNote(platform string) string {
-	if models.DefaultLimits(platform) == (models.Limits{}) {
+	if delivery.DocumentedLimits(platform) == (delivery.Limits{}) {
 		return ""
 	}
 	return "accounts.form.platform_limits." + platform
@@ -164,7 +164,7 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 	enabled := c.PostForm("enabled") == "true"
 	in := dispatch.AccountInput{Name: strings.TrimSpace(c.PostForm("name")), Platform: c.PostForm("platform"),
 		IsDefault: c.PostForm("is_default") == "true", Enabled: &enabled,
-		AllowPrivateNetwork: c.PostForm("allow_private_network") == "true", Config: map[string]string{}, Limits: &models.Limits{}}
+		AllowPrivateNetwork: c.PostForm("allow_private_network") == "true", Config: map[string]string{}, Limits: &delivery.Limits{}}
 	oldName := ""
 	if old != nil {
 		oldName = old.Name
@@ -181,7 +181,7 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 		}
 		in.MaxAttempts = n
 	}
-	for _, w := range models.LimitWindows {
+	for _, w := range delivery.LimitWindows {
 		l := views.LimitField{Key: w.Name, Value: strings.TrimSpace(c.PostForm("limits." + w.Name))}
 		if l.Value != "" {
 			n, err := strconv.Atoi(l.Value)
@@ -210,7 +210,7 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 		}
 	}
 	f.Config = configFields(in.Platform, values, old)
-	f.Warnings = models.UnreachableLimits(*in.Limits)
+	f.Warnings = delivery.UnreachableLimits(*in.Limits)
 	var typed map[string]string
 	in.RetryPolicy, typed = retryInput(c, errs)
 	f.Retry = retryRows(nil, typed)
@@ -231,7 +231,7 @@ func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]st
 	}
 	rows := make([]views.AccountListRow, len(list))
 	for i, a := range list {
-		rows[i] = views.AccountListRow{Account: a, Warnings: models.UnreachableLimits(a.Limits),
+		rows[i] = views.AccountListRow{Account: a, Warnings: delivery.UnreachableLimits(a.Limits),
 			ConfigWarnings: channels.ConfigWarnings(a.Platform, a.Config)}
 	}
 	render(c, status, views.AccountsPage(page(c, tr(c, "title.accounts"), "accounts"), rows, h.accountUsage(c, list), h.notice(c), errs))
@@ -302,7 +302,7 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 	if c.Query("account") == "" {
 		// A new account: its limits start from what the platform documents.
 		platform := c.Query("platform")
-		render(c, http.StatusOK, views.NewAccountPlatformFields(fields, limitFields(models.DefaultLimits(platform)), limitsNote(platform)))
+		render(c, http.StatusOK, views.NewAccountPlatformFields(fields, limitFields(delivery.DocumentedLimits(platform)), limitsNote(platform)))
 		return
 	}
 	render(c, http.StatusOK, views.AccountConfigFields(fields, nil))
@@ -311,7 +311,7 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 // NewAccountForm shows an empty account form.
 func (h *Handlers) NewAccountForm(c *gin.Context) {
 	a := &models.Account{Platform: channels.Platforms[0], Enabled: true, MaxAttempts: models.DefaultMaxAttempts,
-		Limits: models.DefaultLimits(channels.Platforms[0])}
+		Limits: delivery.DocumentedLimits(channels.Platforms[0])}
 	render(c, http.StatusOK, views.AccountFormPage(page(c, tr(c, "title.new_account"), "accounts"), accountForm(a, "", nil), nil))
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/channels"
+	"herald/delivery"
 	"herald/dispatch"
 	"herald/models"
 )
@@ -27,7 +28,7 @@ type accountJSON struct {
 	Config              map[string]any `json:"config"`
 	// Limits absent: a new account starts from its platform's documented limits, an
 	// update keeps the account's.
-	Limits *models.Limits `json:"limits"`
+	Limits *delivery.Limits `json:"limits"`
 	// RetryPolicy adjusts the default retries per error class; omitted classes and
 	// fields keep the defaults.
 	RetryPolicy models.RetryPolicy `json:"retry_policy,omitempty"`
@@ -61,7 +62,7 @@ func toAccountJSON(a models.Account) accountJSON {
 	return accountJSON{QuietHours: quiet, Name: a.Name, Platform: a.Platform, IsDefault: a.IsDefault, Enabled: &enabled,
 		AllowPrivateNetwork: a.AllowPrivateNetwork, MaxAttempts: a.MaxAttempts, Config: cfg, Limits: &a.Limits,
 		RetryPolicy: a.RetryPolicy, Healthy: &healthy, HealthNote: a.HealthNote, SecretsUnreadable: a.Unreadable,
-		Warnings: append(models.LimitWarnings(a.Limits), configWarnings(a)...)}
+		Warnings: append(delivery.LimitWarnings(a.Limits), configWarnings(a)...)}
 }
 
 // configWarnings says, in English, what an account's settings give up.
