@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"herald/channels"
+	"herald/i18n"
 )
 
 // Usage is one limited window's current use by an account.
@@ -50,6 +51,16 @@ var LimitWindows = []LimitWindow{
 	{"per_recipient_per_day", 24 * time.Hour, true, func(l *Limits) *int { return &l.PerRecipientPerDay }},
 }
 
+// Of is the value of the limit named window (per_minute, …); 0 for a name there is none of.
+func (l Limits) Of(window string) int {
+	for _, w := range LimitWindows {
+		if w.Name == window {
+			return *w.Of(&l)
+		}
+	}
+	return 0
+}
+
 // DocumentedLimits are the limits a platform documents it enforces (channels'
 // platform table), as Limits: what a new account of the platform starts from.
 func DocumentedLimits(platform string) Limits {
@@ -86,6 +97,7 @@ func (l Limits) Validate() error {
 // value, or 0 (no limit) where the platform has one. The platform drops what goes
 // beyond its limits, often without an error, so such a setting needs a confirmation.
 type Excess struct {
+	Platform   string
 	Window     string
 	Value      int // 0: no limit
 	Documented int
@@ -99,8 +111,21 @@ func AboveDocumented(l Limits, platform string) []Excess {
 	for _, w := range LimitWindows {
 		v, d := *w.Of(&l), *w.Of(&documented)
 		if d > 0 && (v == 0 || v > d) {
-			out = append(out, Excess{Window: w.Name, Value: v, Documented: d})
+			out = append(out, Excess{Platform: platform, Window: w.Name, Value: v, Documented: d})
 		}
 	}
 	return out
 }
+
+// In says it in lang, as the account's warnings do.
+func (e Excess) In(lang string) string {
+	key := "accounts.warning.above_documented"
+	if e.Value == 0 {
+		key = "accounts.warning.unlimited_documented"
+	}
+	return i18n.In(lang, key, "Label", i18n.In(lang, "accounts.limit."+e.Window), "Value", e.Value,
+		"Documented", e.Documented, "Platform", i18n.In(lang, "platform."+e.Platform))
+}
+
+// String says it in English.
+func (e Excess) String() string { return e.In(i18n.English) }
