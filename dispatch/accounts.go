@@ -34,7 +34,7 @@ type AccountInput struct {
 	// (above its value, or 0 where it has one): without it such a change is refused,
 	// since the platform drops the excess, often without an error.
 	ConfirmAboveDocumented bool
-	RetryPolicy models.RetryPolicy
+	RetryPolicy            models.RetryPolicy
 	// QuietHours: the zero value is none.
 	QuietHours models.QuietHours
 }
