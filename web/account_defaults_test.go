@@ -96,7 +96,7 @@ func TestLimitsAboveDocumentedNeedConfirmation(t *testing.T) {
 	cfg := `"config":{"corp_id":"ww1","agent_id":"1000002","secret":"s3cret-value"}`
 	above := `{"name":"wx","platform":"wecom",` + cfg + `,"limits":{"per_recipient_per_minute":60,"per_recipient_per_hour":1000}`
 	code, out := call("POST", "/api/v1/accounts", above+`}`)
-	if code != http.StatusUnprocessableEntity || out["field"] != "limits.per_recipient_per_minute" {
+	if e, _ := out["error"].(map[string]any); code != http.StatusUnprocessableEntity || e["field"] != "limits.per_recipient_per_minute" {
 		t.Fatalf("above documented without confirmation: %d %v, want 422 naming limits.per_recipient_per_minute", code, out)
 	}
 	if _, err := c.store.AccountByName(ctx, "wx"); err == nil {
