@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -230,11 +231,40 @@ func (r *limitRig) checkWindows(t *testing.T, limits models.Limits) map[string]f
 	return util
 }
 
+// startCPUHog runs n processes that spin on the CPU until the test ends, as a build
+// beside the workers would: a worker starved between its admission and its call must
+// still keep the limits (the admission is checked again at the request's first byte).
+func startCPUHog(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		cmd := exec.Command("sh", "-c", "while :; do :; done")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	}
+}
+
+// cpuHogProcesses is HERALD_TEST_CPU_HOG: how many spinning processes the oracle test
+// runs beside its workers (none unless set).
+func cpuHogProcesses(t *testing.T) int {
+	v := os.Getenv("HERALD_TEST_CPU_HOG")
+	if v == "" {
+		return 0
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		t.Fatalf("HERALD_TEST_CPU_HOG=%q: want a number of processes", v)
+	}
+	return n
+}
+
 // TestLimitsHoldAcrossWorkerProcesses is the oracle test: three worker processes drain
 // 2,000 messages (over three minutes at the per-minute limit) for one account limited to 20/s,
 // 600/min and 5/min per recipient (each recipient gets 10); the
 // simulator's receipt times must never show more than a limit in any trailing window,
-// and the busiest limit must be used at 90 % or more while the backlog lasts.
+// and the busiest limit must be used at 90 % or more while the backlog lasts. With
+// HERALD_TEST_CPU_HOG=n, n processes spin on the CPU beside the workers meanwhile.
 func TestLimitsHoldAcrossWorkerProcesses(t *testing.T) {
 	env := testEnv(t)
 	if env["HERALD_MYSQL_DSN"] == "" || env["HERALD_REDIS_URL"] == "" {
@@ -246,6 +276,7 @@ func TestLimitsHoldAcrossWorkerProcesses(t *testing.T) {
 	limits := models.Limits{PerSecond: 20, PerMinute: 600, PerRecipientPerMinute: 5}
 	rig := newLimitRig(t, env, limits, 200)
 	ids := rig.submitRounds(t, 10, "normal")
+	startCPUHog(t, cpuHogProcesses(t))
 	startWorkers(t, env, 3)
 	counts := rig.waitTerminal(t, len(ids), 8*time.Minute)
 	if counts[models.StatusSent] != len(ids) {

@@ -30,8 +30,13 @@ func (r httpReply) httpCode() string { return "http " + strconv.Itoa(r.status) }
 // call sends req and reads the answer. A failure to get one comes back classified:
 // an address refused by the guard stays Permanent, anything else (connection errors,
 // timeouts, a body cut short) is Transient. prefix names the adapter in messages.
+//
+// A start check the request's context carries (WithStartCheck) runs at its first byte;
+// a call it stopped fails as Transient wrapping ErrLateStart.
 func call(client *http.Client, req *http.Request, prefix string) (httpReply, error) {
-	resp, err := client.Do(req)
+	ctx, unbind := withStartCheck(req.Context())
+	resp, err := client.Do(req.WithContext(ctx))
+	unbind()
 	if err != nil {
 		return httpReply{}, transportError(prefix, err)
 	}

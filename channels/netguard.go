@@ -176,6 +176,18 @@ func DialContext(allowPrivate bool) func(ctx context.Context, network, addr stri
 	}
 }
 
+// gatedDial makes every connection dial returns run the start check of the request
+// that uses it (startgate.go).
+func gatedDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &gatedConn{Conn: conn}, nil
+	}
+}
+
 // transports holds one connection pool per address policy, shared by every adapter in
 // the process: accounts on the same host share connections, and an account rebuilt
 // after an edit does not strand a pool of idle ones.
@@ -188,9 +200,12 @@ func newTransport(allowPrivate bool) *http.Transport {
 	return &http.Transport{
 		// No proxy: the guard must see the provider's address, not a proxy's.
 		Proxy:       nil,
-		DialContext: DialContext(allowPrivate),
-		// A custom DialContext turns HTTP/2 off unless asked for.
-		ForceAttemptHTTP2:   true,
+		DialContext: gatedDial(DialContext(allowPrivate)),
+		// HTTP/1.1 only (a custom DialContext turns HTTP/2 off unless asked for): a
+		// connection carries one request at a time, so a request's start check runs at
+		// its own first byte (startgate.go). HTTP/2 would interleave several requests'
+		// frames on one connection, and a check could not tell whose byte goes first.
+		ForceAttemptHTTP2:   false,
 		TLSHandshakeTimeout: tlsHandshakeTimeout,
 		// A worker runs up to its concurrency times eight sends at once (a chunk task
 		// delivers eight of its messages at a time), mostly to one host per platform: an

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"herald/channels"
+	"herald/delivery"
 	"herald/models"
 )
 
@@ -27,9 +28,13 @@ type AccountInput struct {
 	// changes; a secret given as "" clears it.
 	Config map[string]string
 	// Limits nil: a new account starts from its platform's documented limits
-	// (models.DefaultLimits), an update keeps the account's.
-	Limits      *models.Limits
-	RetryPolicy models.RetryPolicy
+	// (delivery.DocumentedLimits), an update keeps the account's.
+	Limits *delivery.Limits
+	// ConfirmAboveDocumented confirms limits set looser than the platform documents
+	// (above its value, or 0 where it has one): without it such a change is refused,
+	// since the platform drops the excess, often without an error.
+	ConfirmAboveDocumented bool
+	RetryPolicy            models.RetryPolicy
 	// QuietHours: the zero value is none.
 	QuietHours models.QuietHours
 }
@@ -53,9 +58,12 @@ func (d *Dispatcher) SaveAccount(ctx context.Context, by Actor, old *models.Acco
 		}
 		if old == nil {
 			ch.Audit("account.create", "account", a.Name, models.AuditParams{"name": a.Name, "platform": a.Platform,
-				"destination": destination(a.Platform, a.Config)})
+				"destination": destination(a.Platform, a.Config), "limits": limitsText(a.Limits),
+				"above_documented": excessText(newExcess(a, nil))})
 		} else {
-			ch.Audit("account.update", "account", old.Name, updateParams(old, a, in.Config))
+			p := updateParams(old, a, in.Config)
+			p["above_documented"] = excessText(newExcess(a, old))
+			ch.Audit("account.update", "account", old.Name, p)
 		}
 		ch.After(d.accountsChanged)
 		return nil
@@ -137,7 +145,10 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 	case old != nil:
 		a.Limits = old.Limits
 	default:
-		a.Limits = models.DefaultLimits(a.Platform)
+		a.Limits = delivery.DocumentedLimits(a.Platform)
+	}
+	if err := checkExcess(a, old, in.ConfirmAboveDocumented); err != nil {
+		return nil, err
 	}
 	if old != nil && old.Unreadable {
 		// Nothing is kept of settings no key opens: each required secret must be given.
@@ -172,6 +183,74 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 		}
 	}
 	return a, nil
+}
+
+// ErrAboveDocumented marks the refusal of limits looser than the platform documents,
+// set without ConfirmAboveDocumented (the *models.FieldError's Err).
+var ErrAboveDocumented = errors.New("limit above the platform's documented limit")
+
+// newExcess lists the limits a save leaves looser than the platform documents that
+// were not so already: every one of a new account, or of an account moving to another
+// platform; for an update, those whose value changes. An account kept above its
+// platform's limits is not asked again at each save.
+func newExcess(a, old *models.Account) []delivery.Excess {
+	all := delivery.AboveDocumented(a.Limits, a.Platform)
+	if old == nil || old.Platform != a.Platform {
+		return all
+	}
+	var out []delivery.Excess
+	for _, e := range all {
+		if e.Value != old.Limits.Of(e.Window) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// checkExcess refuses, unless confirmed, limits the save would newly leave looser than
+// the platform documents, naming the first.
+func checkExcess(a, old *models.Account, confirmed bool) error {
+	ex := newExcess(a, old)
+	if len(ex) == 0 || confirmed {
+		return nil
+	}
+	e := ex[0]
+	key := "accounts.error.above_documented"
+	if e.Value == 0 {
+		key = "accounts.error.unlimited_documented"
+	}
+	fe := models.Invalid("limits."+e.Window, key, "Value", e.Value, "Documented", e.Documented, "Platform", a.Platform)
+	fe.Err = ErrAboveDocumented
+	return fe
+}
+
+// excessText names, for the audit log, limits confirmed above the documented ones:
+// "per_recipient_per_minute 60 (documented 30)", "per_second none (documented 50)".
+func excessText(ex []delivery.Excess) string {
+	parts := make([]string, len(ex))
+	for i, e := range ex {
+		v := "none"
+		if e.Value > 0 {
+			v = fmt.Sprint(e.Value)
+		}
+		parts[i] = fmt.Sprintf("%s %s (documented %d)", e.Window, v, e.Documented)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// limitsText names an account's limits for the audit log: "per_second 20, per_minute 600",
+// or "none".
+func limitsText(l delivery.Limits) string {
+	var parts []string
+	for _, w := range delivery.LimitWindows {
+		if v := *w.Of(&l); v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d", w.Name, v))
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // destination says where an account connects, for the audit log.
@@ -210,7 +289,7 @@ func updateParams(old, a *models.Account, given map[string]string) models.AuditP
 		p["quiet_hours"] = quietHours(old.QuietHours) + " → " + quietHours(a.QuietHours)
 	}
 	var limits []string
-	for _, w := range models.LimitWindows {
+	for _, w := range delivery.LimitWindows {
 		if o, n := *w.Of(&old.Limits), *w.Of(&a.Limits); o != n {
 			limits = append(limits, fmt.Sprintf("%s %d → %d", w.Name, o, n))
 		}

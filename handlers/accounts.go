@@ -125,8 +125,9 @@ func accountForm(a *models.Account, oldName string, stored *models.Account) view
 	f := views.AccountForm{OldName: oldName, Name: a.Name, Platform: a.Platform, Platforms: channels.Platforms,
 		IsDefault: a.IsDefault, Enabled: a.Enabled, AllowPrivateNetwork: a.AllowPrivateNetwork,
 		MaxAttempts: strconv.Itoa(a.MaxAttempts), QuietHours: a.QuietHours, Config: configFields(a.Platform, a.Config, stored),
-		Warnings: models.UnreachableLimits(a.Limits), Retry: retryRows(a.RetryPolicy, nil)}
-	f.Limits = limitFields(a.Limits)
+		Warnings: delivery.UnreachableLimits(a.Limits), Excess: delivery.AboveDocumented(a.Limits, a.Platform),
+		Retry: retryRows(a.RetryPolicy, nil)}
+	f.Limits = limitFields(a.Limits, a.Platform)
 	f.Unreadable = stored != nil && stored.Unreadable
 	if oldName == "" {
 		f.LimitsNote = limitsNote(a.Platform)
@@ -134,11 +135,12 @@ func accountForm(a *models.Account, oldName string, stored *models.Account) view
 	return f
 }
 
-// limitFields lays out limits for the form.
-func limitFields(limits models.Limits) []views.LimitField {
+// limitFields lays out limits for the form, each beside what the platform documents.
+func limitFields(limits delivery.Limits, platform string) []views.LimitField {
+	documented := delivery.DocumentedLimits(platform)
 	var out []views.LimitField
-	for _, w := range models.LimitWindows {
-		l := views.LimitField{Key: w.Name}
+	for _, w := range delivery.LimitWindows {
+		l := views.LimitField{Key: w.Name, Documented: *w.Of(&documented)}
 		if v := *w.Of(&limits); v > 0 {
 			l.Value = strconv.Itoa(v)
 		}
@@ -150,7 +152,7 @@ func limitFields(limits models.Limits) []views.LimitField {
 // limitsNote is the catalog key of the sentence saying a new account's limits start
 // from what its platform documents ("" for a platform that documents none).
 func limitsNote(platform string) string {
-	if models.DefaultLimits(platform) == (models.Limits{}) {
+	if delivery.DocumentedLimits(platform) == (delivery.Limits{}) {
 		return ""
 	}
 	return "accounts.form.platform_limits." + platform
@@ -164,14 +166,15 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 	enabled := c.PostForm("enabled") == "true"
 	in := dispatch.AccountInput{Name: strings.TrimSpace(c.PostForm("name")), Platform: c.PostForm("platform"),
 		IsDefault: c.PostForm("is_default") == "true", Enabled: &enabled,
-		AllowPrivateNetwork: c.PostForm("allow_private_network") == "true", Config: map[string]string{}, Limits: &models.Limits{}}
+		AllowPrivateNetwork: c.PostForm("allow_private_network") == "true", Config: map[string]string{}, Limits: &delivery.Limits{},
+		ConfirmAboveDocumented: c.PostForm("confirm_above_documented") == "true"}
 	oldName := ""
 	if old != nil {
 		oldName = old.Name
 	}
 	f := views.AccountForm{OldName: oldName, Name: in.Name, Platform: in.Platform, Platforms: channels.Platforms,
 		IsDefault: in.IsDefault, Enabled: enabled, AllowPrivateNetwork: in.AllowPrivateNetwork,
-		MaxAttempts: strings.TrimSpace(c.PostForm("max_attempts"))}
+		MaxAttempts: strings.TrimSpace(c.PostForm("max_attempts")), ConfirmAboveDocumented: in.ConfirmAboveDocumented}
 	in.QuietHours = models.QuietHours{Start: strings.TrimSpace(c.PostForm("quiet_hours.start")), End: strings.TrimSpace(c.PostForm("quiet_hours.end"))}
 	f.QuietHours = in.QuietHours
 	if f.MaxAttempts != "" {
@@ -181,8 +184,9 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 		}
 		in.MaxAttempts = n
 	}
-	for _, w := range models.LimitWindows {
-		l := views.LimitField{Key: w.Name, Value: strings.TrimSpace(c.PostForm("limits." + w.Name))}
+	documented := delivery.DocumentedLimits(in.Platform)
+	for _, w := range delivery.LimitWindows {
+		l := views.LimitField{Key: w.Name, Value: strings.TrimSpace(c.PostForm("limits." + w.Name)), Documented: *w.Of(&documented)}
 		if l.Value != "" {
 			n, err := strconv.Atoi(l.Value)
 			if err != nil {
@@ -210,7 +214,8 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 		}
 	}
 	f.Config = configFields(in.Platform, values, old)
-	f.Warnings = models.UnreachableLimits(*in.Limits)
+	f.Warnings = delivery.UnreachableLimits(*in.Limits)
+	f.Excess = delivery.AboveDocumented(*in.Limits, in.Platform)
 	var typed map[string]string
 	in.RetryPolicy, typed = retryInput(c, errs)
 	f.Retry = retryRows(nil, typed)
@@ -231,7 +236,7 @@ func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]st
 	}
 	rows := make([]views.AccountListRow, len(list))
 	for i, a := range list {
-		rows[i] = views.AccountListRow{Account: a, Warnings: models.UnreachableLimits(a.Limits),
+		rows[i] = views.AccountListRow{Account: a, Warnings: delivery.UnreachableLimits(a.Limits), Excess: delivery.AboveDocumented(a.Limits, a.Platform),
 			ConfigWarnings: channels.ConfigWarnings(a.Platform, a.Config)}
 	}
 	render(c, status, views.AccountsPage(page(c, tr(c, "title.accounts"), "accounts"), rows, h.accountUsage(c, list), h.notice(c), errs))
@@ -302,7 +307,7 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 	if c.Query("account") == "" {
 		// A new account: its limits start from what the platform documents.
 		platform := c.Query("platform")
-		render(c, http.StatusOK, views.NewAccountPlatformFields(fields, limitFields(models.DefaultLimits(platform)), limitsNote(platform)))
+		render(c, http.StatusOK, views.NewAccountPlatformFields(fields, limitFields(delivery.DocumentedLimits(platform), platform), limitsNote(platform)))
 		return
 	}
 	render(c, http.StatusOK, views.AccountConfigFields(fields, nil))
@@ -311,7 +316,7 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 // NewAccountForm shows an empty account form.
 func (h *Handlers) NewAccountForm(c *gin.Context) {
 	a := &models.Account{Platform: channels.Platforms[0], Enabled: true, MaxAttempts: models.DefaultMaxAttempts,
-		Limits: models.DefaultLimits(channels.Platforms[0])}
+		Limits: delivery.DocumentedLimits(channels.Platforms[0])}
 	render(c, http.StatusOK, views.AccountFormPage(page(c, tr(c, "title.new_account"), "accounts"), accountForm(a, "", nil), nil))
 }
 
@@ -366,6 +371,9 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 		return
 	}
 	if fe, ok := fieldErrors(c, err); ok {
+		// Limits looser than the platform documents are saved once confirmed: the
+		// confirmation shows with the error.
+		f.AskConfirm = errors.Is(err, dispatch.ErrAboveDocumented)
 		render(c, http.StatusUnprocessableEntity, views.AccountFormPage(page(c, title, "accounts"), f, fe))
 		return
 	}

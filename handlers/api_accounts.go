@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/channels"
+	"herald/delivery"
 	"herald/dispatch"
 	"herald/models"
 )
@@ -27,7 +28,10 @@ type accountJSON struct {
 	Config              map[string]any `json:"config"`
 	// Limits absent: a new account starts from its platform's documented limits, an
 	// update keeps the account's.
-	Limits *models.Limits `json:"limits"`
+	Limits *delivery.Limits `json:"limits"`
+	// ConfirmAboveDocumented confirms limits looser than the platform documents (input
+	// only): without it such a change is refused with 422 naming the limit.
+	ConfirmAboveDocumented bool `json:"confirm_above_documented,omitempty"`
 	// RetryPolicy adjusts the default retries per error class; omitted classes and
 	// fields keep the defaults.
 	RetryPolicy models.RetryPolicy `json:"retry_policy,omitempty"`
@@ -61,7 +65,16 @@ func toAccountJSON(a models.Account) accountJSON {
 	return accountJSON{QuietHours: quiet, Name: a.Name, Platform: a.Platform, IsDefault: a.IsDefault, Enabled: &enabled,
 		AllowPrivateNetwork: a.AllowPrivateNetwork, MaxAttempts: a.MaxAttempts, Config: cfg, Limits: &a.Limits,
 		RetryPolicy: a.RetryPolicy, Healthy: &healthy, HealthNote: a.HealthNote, SecretsUnreadable: a.Unreadable,
-		Warnings: append(models.LimitWarnings(a.Limits), configWarnings(a)...)}
+		Warnings: append(append(delivery.LimitWarnings(a.Limits), excessWarnings(a)...), configWarnings(a)...)}
+}
+
+// excessWarnings says, in English, which limits are looser than the platform documents.
+func excessWarnings(a models.Account) []string {
+	var out []string
+	for _, e := range delivery.AboveDocumented(a.Limits, a.Platform) {
+		out = append(out, e.String())
+	}
+	return out
 }
 
 // configWarnings says, in English, what an account's settings give up.
@@ -78,7 +91,7 @@ func configWarnings(a models.Account) []string {
 func (in accountJSON) accountInput() (dispatch.AccountInput, error) {
 	out := dispatch.AccountInput{Name: in.Name, Platform: in.Platform, IsDefault: in.IsDefault, Enabled: in.Enabled,
 		AllowPrivateNetwork: in.AllowPrivateNetwork, MaxAttempts: in.MaxAttempts, Limits: in.Limits,
-		RetryPolicy: in.RetryPolicy, Config: map[string]string{}}
+		ConfirmAboveDocumented: in.ConfirmAboveDocumented, RetryPolicy: in.RetryPolicy, Config: map[string]string{}}
 	if in.QuietHours != nil {
 		out.QuietHours = *in.QuietHours
 	}

@@ -11,51 +11,12 @@ import (
 	"gorm.io/gorm"
 
 	"herald/channels"
+	"herald/delivery"
 )
 
-// Limits are an account's send limits; 0 means no limit for that window.
-type Limits struct {
-	PerSecond             int `json:"per_second"`
-	PerMinute             int `json:"per_minute"`
-	PerHour               int `json:"per_hour"`
-	PerDay                int `json:"per_day"`
-	PerRecipientPerMinute int `json:"per_recipient_per_minute"`
-	PerRecipientPerHour   int `json:"per_recipient_per_hour"`
-	PerRecipientPerDay    int `json:"per_recipient_per_day"`
-}
-
-// LimitWindow is one of the limits an account may set: its name (the API's field and
-// the catalogs' key), its window, whether it counts one person's messages or all, and
-// where it is in Limits. LimitWindows is the one list of them: the form, the API, the
-// limiter and the warnings all read it.
-type LimitWindow struct {
-	Name         string
-	Len          time.Duration
-	PerRecipient bool
-	Of           func(*Limits) *int
-}
-
-// LimitWindows are the limits in the order the console shows them.
-var LimitWindows = []LimitWindow{
-	{"per_second", time.Second, false, func(l *Limits) *int { return &l.PerSecond }},
-	{"per_minute", time.Minute, false, func(l *Limits) *int { return &l.PerMinute }},
-	{"per_hour", time.Hour, false, func(l *Limits) *int { return &l.PerHour }},
-	{"per_day", 24 * time.Hour, false, func(l *Limits) *int { return &l.PerDay }},
-	{"per_recipient_per_minute", time.Minute, true, func(l *Limits) *int { return &l.PerRecipientPerMinute }},
-	{"per_recipient_per_hour", time.Hour, true, func(l *Limits) *int { return &l.PerRecipientPerHour }},
-	{"per_recipient_per_day", 24 * time.Hour, true, func(l *Limits) *int { return &l.PerRecipientPerDay }},
-}
-
-// DefaultLimits are the limits a new account of the platform starts from: those the
-// platform documents it enforces (see channels.DocumentedLimits).
-func DefaultLimits(platform string) Limits {
-	var l Limits
-	documented := channels.DocumentedLimits(platform)
-	for _, w := range LimitWindows {
-		*w.Of(&l) = documented[w.Name]
-	}
-	return l
-}
+// Limits are an account's send limits (delivery.Limits, where their rules live),
+// kept as columns of the account.
+type Limits = delivery.Limits
 
 // Account is one sending identity on a platform, with its credentials (encrypted at rest),
 // limits and retry settings.
@@ -244,12 +205,18 @@ func ValidateAccount(a *Account) error {
 	if err := a.QuietHours.Validate(); err != nil {
 		return err
 	}
-	for _, w := range LimitWindows {
-		if *w.Of(&a.Limits) < 0 {
-			return Invalid("limits."+w.Name, "accounts.error.limit_negative")
-		}
+	if err := a.Limits.Validate(); err != nil {
+		return limitInvalid(err)
 	}
 	return nil
+}
+
+// limitInvalid returns a problem with a limit as the failure of its field, else err.
+func limitInvalid(err error) error {
+	if p, ok := errors.AsType[*delivery.LimitProblem](err); ok {
+		return Invalid(p.Field, p.Key, p.Args...)
+	}
+	return err
 }
 
 // Accounts lists every account by name, credentials opened (or the account marked

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"herald/channels"
+	"herald/delivery"
 	"herald/i18n"
 )
 
@@ -18,9 +19,9 @@ func TestPlatformTableReadByModels(t *testing.T) {
 			t.Errorf("Address(%s) = %q, want %q", p, got, want[p])
 		}
 		documented := channels.DocumentedLimits(p)
-		l := DefaultLimits(p)
+		l := delivery.DocumentedLimits(p)
 		set := 0
-		for _, w := range LimitWindows {
+		for _, w := range delivery.LimitWindows {
 			if v := *w.Of(&l); v != documented[w.Name] {
 				t.Errorf("%s: default %s = %d, documented %d", p, w.Name, v, documented[w.Name])
 			} else if v != 0 {
@@ -34,7 +35,7 @@ func TestPlatformTableReadByModels(t *testing.T) {
 	if r.Address("pigeon") != "" {
 		t.Error("an unknown platform has an address")
 	}
-	if got := DefaultLimits("wecom"); got.PerRecipientPerMinute != 30 || got.PerRecipientPerHour != 1000 {
+	if got := delivery.DocumentedLimits("wecom"); got.PerRecipientPerMinute != 30 || got.PerRecipientPerHour != 1000 {
 		t.Errorf("WeCom defaults = %+v", got)
 	}
 

@@ -90,14 +90,14 @@ type window struct {
 	limit int
 }
 
-func accountWindows(l models.Limits) []window { return windowsOf(l, false) }
+func accountWindows(l delivery.Limits) []window { return windowsOf(l, false) }
 
-func recipientWindows(l models.Limits) []window { return windowsOf(l, true) }
+func recipientWindows(l delivery.Limits) []window { return windowsOf(l, true) }
 
 // windowsOf lists the set limits that count all messages, or one person's.
-func windowsOf(l models.Limits, perRecipient bool) []window {
+func windowsOf(l delivery.Limits, perRecipient bool) []window {
 	var out []window
-	for _, w := range models.LimitWindows {
+	for _, w := range delivery.LimitWindows {
 		if n := *w.Of(&l); n > 0 && w.PerRecipient == perRecipient {
 			out = append(out, window{w.Name, w.Len, n})
 		}
@@ -108,6 +108,9 @@ func windowsOf(l models.Limits, perRecipient bool) []window {
 // Decision is the limiter's answer for one call.
 type Decision struct {
 	Allowed bool
+	// Admission is the admitted call's entry in the logs; nil when refused or when the
+	// account has no limits.
+	Admission *Admission
 	// Wait is how long until the call would be admitted, when it is not.
 	Wait time.Duration
 	// Window names the limit that refused it (or WindowLate).
@@ -133,7 +136,7 @@ const WindowUnreplicated = "unreplicated_admission"
 // (WindowLate), to be asked for again. Removing a call that is never made cannot let a
 // window exceed its limit. Likewise an admission that not enough replicas acknowledged
 // in that time (see Replicas).
-func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Limits, recipient string, priority models.Priority, token string) (Decision, error) {
+func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits delivery.Limits, recipient string, priority models.Priority, token string) (Decision, error) {
 	aw, rw := accountWindows(limits), recipientWindows(limits)
 	if len(aw) == 0 && len(rw) == 0 {
 		return Decision{Allowed: true}, nil
@@ -155,21 +158,19 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 		return Decision{}, fmt.Errorf("tasks: rate limiter: %w", err)
 	}
 	if res[0] == 1 {
-		late := time.Since(asked) > l.Margin/2
+		a := &Admission{keys: keys[:2], member: member, asked: asked, margin: l.Margin}
+		late := a.Stale()
 		if !late && replicated >= l.replicas {
-			return Decision{Allowed: true}, nil
+			return Decision{Allowed: true, Admission: a}, nil
 		}
 		window := WindowLate
 		if replicated < l.replicas {
 			window = WindowUnreplicated
 		}
-		pipe := l.rdb.Pipeline()
-		pipe.ZRem(ctx, keys[0], member)
-		pipe.ZRem(ctx, keys[1], member)
 		// A master that lost its replicas may refuse the removal, or lose it with the
 		// rest it never replicated: neither can let a window exceed its limit.
-		if _, err := pipe.Exec(ctx); err != nil && late {
-			return Decision{}, fmt.Errorf("tasks: rate limiter: taking back a late admission: %w", err)
+		if err := l.Release(ctx, a); err != nil && late {
+			return Decision{}, err
 		}
 		return Decision{Wait: l.Margin, Window: window}, nil
 	}
@@ -183,6 +184,46 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits models.Li
 		d.Window = rw[i-len(aw)].name
 	}
 	return d, nil
+}
+
+// Admission is one admitted call's entry in the account's and the recipient's logs.
+// It may be used only while fresh: the windows are widened by the margin, half of it
+// for the admission to reach the request's first byte and half for that byte to reach
+// the platform. A call not made on it is taken back with Release.
+type Admission struct {
+	keys   []string
+	member string
+	// asked is when the worker asked, a little before Redis stamped the entry: the
+	// admission's age is never underestimated.
+	asked  time.Time
+	margin time.Duration
+}
+
+// Stale says the admission is too old to start a call on now.
+func (a *Admission) Stale() bool { return time.Since(a.asked) > a.margin/2 }
+
+// StartCheck refuses a call's start once the admission is stale; a channels adapter
+// runs it at the request's first byte (channels.WithStartCheck).
+func (a *Admission) StartCheck() error {
+	if a.Stale() {
+		return fmt.Errorf("admission %s old, more than half the limiter's margin of %s", time.Since(a.asked).Round(time.Millisecond), a.margin)
+	}
+	return nil
+}
+
+// Release takes the entry of a call that was never made out of the logs, giving its
+// capacity back. Removing a call that was not made can never let a window exceed its
+// limit; removing one that was made could, so only a call known not to have left may
+// be released.
+func (l *Limiter) Release(ctx context.Context, a *Admission) error {
+	pipe := l.rdb.Pipeline()
+	for _, k := range a.keys {
+		pipe.ZRem(ctx, k, a.member)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("tasks: rate limiter: taking back an unused admission: %w", err)
+	}
+	return nil
 }
 
 // run runs the limiter script and, when admissions must be held by replicas, WAIT in
@@ -226,7 +267,7 @@ func limiterKeys(accountID int64, recipient string) []string {
 }
 
 // Usage reports an account's calls in each of its limited windows right now.
-func (l *Limiter) Usage(ctx context.Context, accountID int64, limits models.Limits) ([]delivery.Usage, error) {
+func (l *Limiter) Usage(ctx context.Context, accountID int64, limits delivery.Limits) ([]delivery.Usage, error) {
 	aw := accountWindows(limits)
 	if len(aw) == 0 {
 		return nil, nil

@@ -361,7 +361,7 @@ func (s *Sender) chunkWidth(ctx context.Context, held []*models.Message) int {
 		return chunkParallel
 	}
 	acct, err := s.accounts.ByID(ctx, held[0].AccountID)
-	if err == nil && acct.Limits == (models.Limits{}) {
+	if err == nil && acct.Limits == (delivery.Limits{}) {
 		return chunkParallel
 	}
 	return 1
@@ -397,23 +397,29 @@ func (s *Sender) finishInChunk(ctx context.Context, m *models.Message, o models.
 // account, admit it under the account's limits, call the platform, and classify what
 // happened. It returns the outcome to record.
 func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome {
-	acct, sender, o, ready := s.prepare(ctx, m, nil)
-	if !ready {
-		return o
+	for tries := 1; ; tries++ {
+		acct, sender, adm, o, ready := s.prepare(ctx, m, nil)
+		if !ready {
+			return o
+		}
+		// A worker so starved that its admissions keep going stale gives the message
+		// back (pending, due now) rather than spin here.
+		if o, late := s.call(ctx, m, acct, sender, adm); !late || tries == maxLateStarts {
+			return o
+		}
 	}
-	return s.call(ctx, m, acct, sender)
 }
 
 // prepare takes a claimed message up to its provider call: wait until it is due, find
 // its account and adapter, and admit it under the account's limits. It returns them and
 // true when the call may be made, else the outcome to record. beforeWait, when set, runs
 // before the limiter's answer is waited for in the worker.
-func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func()) (*models.Account, channels.Sender, models.Outcome, bool) {
+func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func()) (*models.Account, channels.Sender, *Admission, models.Outcome, bool) {
 	if ctx.Err() != nil {
 		// The worker is stopping before this message's turn: give it back, due now,
 		// without using an attempt.
 		next := models.Now()
-		return nil, nil, models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
+		return nil, nil, nil, models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
 			Error: "worker stopping", NextAttemptAt: &next}, false
 	}
 	// Asynq keeps run times in whole seconds and may start a task up to a second before
@@ -429,35 +435,65 @@ func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func
 	}
 	acct, err := s.accounts.ByID(ctx, m.AccountID)
 	if err != nil {
-		return nil, nil, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0), false
+		return nil, nil, nil, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0), false
 	}
 	if !acct.Enabled {
 		// A disabled account holds its messages rather than failing them.
 		next := models.Now().Add(time.Minute)
-		return nil, nil, models.Outcome{Status: models.StatusFailed, ErrorClass: string(channels.Throttled),
+		return nil, nil, nil, models.Outcome{Status: models.StatusFailed, ErrorClass: string(channels.Throttled),
 			Error: "account " + acct.Name + " is disabled", NextAttemptAt: &next}, false
 	}
 	if o, wait := s.quietHours(m, acct); wait {
-		return nil, nil, o, false
+		return nil, nil, nil, o, false
 	}
 	sender, err := s.channels.Sender(acct.Channel())
 	if err != nil {
-		return nil, nil, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0), false
+		return nil, nil, nil, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0), false
 	}
-	if o, wait := s.admit(ctx, m, acct, beforeWait); wait {
-		return nil, nil, o, false
+	o, adm, wait := s.admit(ctx, m, acct, beforeWait)
+	if wait {
+		return nil, nil, nil, o, false
 	}
-	return acct, sender, models.Outcome{}, true
+	return acct, sender, adm, models.Outcome{}, true
 }
 
-// call makes the provider call and classifies its result.
-func (s *Sender) call(ctx context.Context, m *models.Message, acct *models.Account, sender channels.Sender) models.Outcome {
+// maxLateStarts is how many admissions one delivery may see go stale before the
+// message is given back to wait as throttled.
+const maxLateStarts = 3
+
+// call makes the provider call and classifies its result. An admission (nil for an
+// account without limits) is used only if the request's first byte leaves while it is
+// fresh: when it went stale first, nothing was sent, the admission is given back and
+// call reports late, for the caller to ask again.
+func (s *Sender) call(ctx context.Context, m *models.Message, acct *models.Account, sender channels.Sender, adm *Admission) (models.Outcome, bool) {
 	callCtx, cancel := context.WithTimeout(ctx, s.callTimeout)
+	if adm != nil {
+		callCtx = channels.WithStartCheck(callCtx, adm.StartCheck)
+	}
 	started := time.Now()
 	receipt, err := sender.Send(callCtx, channelMessage(m))
 	took := time.Since(started)
 	cancel()
-	return s.outcome(m, acct, receipt, err, started, took)
+	if adm != nil && errors.Is(err, channels.ErrLateStart) {
+		return s.lateStart(m, acct, adm, err)
+	}
+	return s.outcome(m, acct, receipt, err, started, took), false
+}
+
+// lateStart gives back an admission that went stale before its call's first byte.
+// Should Redis not take it back, the entry stays counted for a call never made, which
+// only costs capacity: the message waits as throttled rather than risk the limit.
+func (s *Sender) lateStart(m *models.Message, acct *models.Account, adm *Admission, err error) (models.Outcome, bool) {
+	s.metrics.throttle(acct.Name, WindowLate)
+	s.log.Debug("admission went stale before the call started; asking again", "message_id", m.ID, "account", acct.Name, "error", err)
+	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if rerr := s.limiter.Release(rctx, adm); rerr != nil {
+		s.log.Warn("give back a stale admission", "message_id", m.ID, "error", rerr)
+	}
+	next := models.Now()
+	return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
+		Error: "waiting for " + WindowLate + " capacity", NextAttemptAt: &next}, true
 }
 
 // channelMessage is what an adapter is given of a message.
@@ -590,10 +626,12 @@ const (
 	limiterDownWait = 5 * time.Second
 )
 
-// admit asks the limiter for a call slot. When the message must wait longer than
-// maxInlineWait, or the limiter cannot be reached, it returns the outcome that
-// reschedules the message and true: a message never goes out unlimited.
-func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Account, beforeWait func()) (models.Outcome, bool) {
+// admit asks the limiter for a call slot and returns its admission (nil for an account
+// without limits). When the message must wait longer than maxInlineWait, or the limiter
+// cannot be reached, it returns the outcome that reschedules the message and true: a
+// message never goes out unlimited. beforeWait, when set, runs before the worker waits
+// for capacity.
+func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Account, beforeWait func()) (models.Outcome, *Admission, bool) {
 	waited := time.Duration(0)
 	for {
 		d, err := s.limiter.Acquire(ctx, acct.ID, acct.Limits, m.Address, m.Priority, m.ID)
@@ -601,17 +639,17 @@ func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Acco
 			s.log.Warn("rate limiter unavailable; holding the message", "message_id", m.ID, "error", err)
 			next := models.Now().Add(limiterDownWait)
 			return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
-				Error: "rate limiter unavailable: " + err.Error(), NextAttemptAt: &next}, true
+				Error: "rate limiter unavailable: " + err.Error(), NextAttemptAt: &next}, nil, true
 		}
 		if d.Allowed {
-			return models.Outcome{}, false
+			return models.Outcome{}, d.Admission, false
 		}
 		s.metrics.throttle(acct.Name, d.Window)
 		jitter := time.Duration(rand.Int64N(int64(throttleJitter)))
 		if waited+d.Wait > maxInlineWait {
 			next := models.Now().Add(d.Wait + jitter)
 			return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
-				Error: "waiting for " + d.Window + " capacity", NextAttemptAt: &next}, true
+				Error: "waiting for " + d.Window + " capacity", NextAttemptAt: &next}, nil, true
 		}
 		if beforeWait != nil {
 			beforeWait()
@@ -620,7 +658,7 @@ func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Acco
 		case <-ctx.Done():
 			next := models.Now()
 			return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
-				Error: "worker stopping", NextAttemptAt: &next}, true
+				Error: "worker stopping", NextAttemptAt: &next}, nil, true
 		case <-time.After(d.Wait + jitter):
 		}
 		waited += d.Wait + jitter

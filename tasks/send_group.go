@@ -84,7 +84,9 @@ func (s *Sender) deliverGroup(ctx context.Context, ms []*models.Message) {
 	}
 	maxAge := s.limiter.Margin / 4
 	for _, m := range ms {
-		a, sender, o, ok := s.prepare(ctx, m, flush)
+		// A group's call is checked by its admissions' age here (maxAge), not at its
+		// first byte: the admission of each message stays counted.
+		a, sender, adm, o, ok := s.prepare(ctx, m, flush)
 		if !ok {
 			s.finishInChunk(ctx, m, o)
 			continue
@@ -93,7 +95,8 @@ func (s *Sender) deliverGroup(ctx context.Context, ms []*models.Message) {
 		if !isGroup {
 			// The account was edited to another platform meanwhile.
 			flush()
-			s.finishInChunk(ctx, m, s.call(ctx, m, a, sender))
+			o, _ := s.call(ctx, m, a, sender, adm)
+			s.finishInChunk(ctx, m, o)
 			continue
 		}
 		if len(ready) > 0 && (g != gs || len(ready) >= g.MaxGroup()) {

@@ -23,7 +23,7 @@ var ownErrors = []struct {
 	key   string
 	names []string
 }{
-	// tasks' admit: "waiting for per_minute capacity" (a window of models.LimitWindows,
+	// tasks' admit: "waiting for per_minute capacity" (a window of delivery.LimitWindows,
 	// or one of the limiter's own refusals, matched first).
 	{regexp.MustCompile(`^waiting for priority capacity$`), "capacity_priority", nil},
 	{regexp.MustCompile(`^waiting for (?:late_admission|unreplicated_admission) capacity$`), "capacity_again", nil},
