@@ -157,9 +157,12 @@ type Message struct {
 	FallbackDue  bool
 	FallbackOf   *string
 	FallbackNext *string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	SentAt       *time.Time
+	// TemplateVersion is the version of the template the content was rendered from (nil:
+	// no template, or sent before versions existed).
+	TemplateVersion *int
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	SentAt          *time.Time
 }
 
 // insertChunk bounds a multi-row INSERT well below MySQL's placeholder limit.
