@@ -44,7 +44,8 @@ func (v *TemplateVersion) Of(t *Template) *Template {
 // refuse a second one anyway). Call it in the transaction that saves t.
 func (s *Store) AddTemplateVersion(ctx context.Context, t *Template, actor string) (*TemplateVersion, error) {
 	db := s.db.WithContext(ctx)
-	res := db.Model(&Template{}).Where("id = ?", t.ID).UpdateColumn("version", gorm.Expr("version + 1"))
+	// Raw: the model's Version is read-only, so that a template's own save never writes it.
+	res := db.Exec("UPDATE templates SET version = version + 1 WHERE id = ?", t.ID)
 	if res.Error != nil {
 		return nil, fmt.Errorf("models: count version of template %s: %w", t.Name, res.Error)
 	}
