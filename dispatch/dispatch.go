@@ -146,8 +146,10 @@ type Request struct {
 	Departments []string
 	Branches    []string
 
-	Template  string
-	Variables map[string]string
+	Template string
+	// TemplateVersion pins the send to that version of the template; 0: its latest.
+	TemplateVersion int
+	Variables       map[string]string
 	// Fallback names the platforms to try next, in order, for a person without an
 	// address on the first or whose message stops (fallback.go); none: the template's.
 	Fallback []string
@@ -302,12 +304,13 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res := newBatch(req, acct, tmpl, sendAt, aud)
+	if tmpl != nil && req.Variables != nil {
+		// Kept also for a save of the template that renders waiting messages again.
+		res.Batch.Variables = req.Variables
+	}
 	if res.chain = chain; len(chain) > 0 {
 		// The next messages of a chain are made later, from the content kept here (the
 		// content approved), not from the template as it may be edited meanwhile.
-		if req.Variables != nil {
-			res.Batch.Variables = req.Variables
-		}
 		if tmpl != nil {
 			res.Batch.TemplateContent = models.ContentOf(tmpl.tmpl)
 		}
@@ -337,6 +340,9 @@ func (d *Dispatcher) template(ctx context.Context, req Request) (*Compiled, erro
 		return nil, models.Invalid("template", "compose.check.template_unknown", "Name", strconv.Quote(req.Template))
 	}
 	if err != nil {
+		return nil, err
+	}
+	if t, err = d.pinned(ctx, t, req.TemplateVersion); err != nil {
 		return nil, err
 	}
 	tmpl, err := CompileTemplate(t)
@@ -449,6 +455,10 @@ func (res *Result) add(ctx context.Context, req Request, acct *models.Account, t
 		}
 		msgType, field = tmpl.MsgType(), "template"
 	}
+	var version *int
+	if tmpl != nil && tmpl.tmpl.Version > 0 {
+		version = &tmpl.tmpl.Version
+	}
 	subject = truncateRunes(subject, maxSubjectLen)
 	if err := checkSize(field, acct.Platform, who(p), channels.Message{MsgType: msgType, Title: subject, Content: body}); err != nil {
 		return err
@@ -462,6 +472,7 @@ func (res *Result) add(ctx context.Context, req Request, acct *models.Account, t
 		Address: addr, MsgType: msgType, Subject: subject, Content: body, ContentHTML: htmlBody,
 		Priority: req.Priority, Status: models.StatusPending, MaxAttempts: acct.MaxAttempts,
 		SendAt: sendAt, NextAttemptAt: &sendAt, CallbackKeyID: req.CallbackKeyID, Fallback: models.JoinChain(res.chain),
+		TemplateVersion: version,
 	}
 	if addr == "" {
 		// Nothing to send on this platform: stopped at once, the next of the chain is due.
@@ -519,6 +530,9 @@ func validate(req *Request, now time.Time) error {
 		}
 	} else if req.Text != "" || req.Subject != "" {
 		return models.Invalid("content", "compose.check.template_and_content")
+	}
+	if req.TemplateVersion != 0 && req.Template == "" {
+		return models.Invalid("template_version", "versions.pin_without_template")
 	}
 	if err := models.CheckText("content.text", req.Text, true); err != nil {
 		return err

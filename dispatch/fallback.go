@@ -210,6 +210,9 @@ func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *m
 			return nil, err
 		}
 		next.Subject, next.Content, next.MsgType = truncateRunes(subject, maxSubjectLen), body, tmpl.MsgType()
+		if v := tmpl.tmpl.Version; v > 0 {
+			next.TemplateVersion = &v
+		}
 		if channels.TakesHTML(acct.Platform) {
 			if next.ContentHTML, err = tmpl.RenderHTML(ctx, acct.Platform, b.Variables, p); err != nil {
 				return nil, err

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"strconv"
 	"strings"
 
 	"herald/models"
@@ -20,6 +21,10 @@ type TemplateInput struct {
 	Variables []string
 	// Fallback is the chain of platforms, comma-separated, as ParseFallback reads it.
 	Fallback string
+	// Rerender, on an edit, renders the template's scheduled and awaiting-approval
+	// messages again from the new version; false keeps the content (and version) they
+	// were created with.
+	Rerender bool
 }
 
 // CheckTemplate validates a template as saving does: its name, type, variables and
@@ -55,6 +60,9 @@ func (d *Dispatcher) CreateTemplate(ctx context.Context, by Actor, in TemplateIn
 		if err := tx.CreateTemplate(ctx, t); err != nil {
 			return err
 		}
+		if _, err := tx.AddTemplateVersion(ctx, t, by.Name); err != nil {
+			return err
+		}
 		ch.Audit("template.create", "template", t.Name, templateParams(t))
 		return nil
 	})
@@ -79,7 +87,13 @@ func (d *Dispatcher) UpdateTemplate(ctx context.Context, by Actor, name string, 
 		if err := tx.UpdateTemplate(ctx, name, t); err != nil {
 			return err
 		}
+		if _, err := tx.AddTemplateVersion(ctx, t, by.Name); err != nil {
+			return err
+		}
 		p := templateParams(t)
+		if err := d.settleWaiting(ctx, tx, ch, t, in.Rerender); err != nil {
+			return err
+		}
 		p["changed"] = strings.Join(templateChanges(old, t), ", ")
 		if old.Name != t.Name {
 			p["old_name"] = old.Name
@@ -112,7 +126,7 @@ func (d *Dispatcher) DeleteTemplate(ctx context.Context, by Actor, name string) 
 // templateParams name a template for its audit sentence.
 func templateParams(t *models.Template) models.AuditParams {
 	return models.AuditParams{"name": t.Name, "display_name": t.DisplayName, "msg_type": t.MsgType,
-		"variables": strings.Join(t.Variables, ", ")}
+		"variables": strings.Join(t.Variables, ", "), "version": strconv.Itoa(t.Version)}
 }
 
 // templateChanges lists the fields of a template an update changed.

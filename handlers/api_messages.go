@@ -30,6 +30,9 @@ type sendRequest struct {
 	SendAt         *string           `json:"send_at"`
 	IdempotencyKey string            `json:"idempotency_key"`
 	Fallback       []string          `json:"fallback"`
+
+	// TemplateVersion pins an older version of the template (absent: its latest).
+	TemplateVersion int `json:"template_version,omitempty"`
 }
 
 type sendContent struct {
@@ -84,7 +87,7 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 	req := dispatch.Request{Source: "api", Actor: "apikey:" + key.Name, Makers: []string{key.CreatedBy}, APIKeyID: &key.ID, MaxRecipients: key.MaxRecipientsPerRequest,
 		Platform: body.Platform, Account: body.Account, Recipients: body.Recipients, ToOnDuty: body.ToOnDuty,
 		Departments: body.Departments, Branches: body.Branches,
-		Template: body.Template, Variables: body.Variables, Priority: body.Priority, SendAt: sendAt,
+		Template: body.Template, TemplateVersion: body.TemplateVersion, Variables: body.Variables, Priority: body.Priority, SendAt: sendAt,
 		IdempotencyKey: body.IdempotencyKey, AuditIP: c.ClientIP(), Fallback: body.Fallback}
 	if body.Content != nil {
 		req.Subject, req.Text = body.Content.Subject, body.Content.Text
@@ -164,6 +167,9 @@ type messageJSON struct {
 	RecalledAt        *time.Time      `json:"recalled_at"`
 	RecalledBy        string          `json:"recalled_by"`
 	History           []attemptJSON   `json:"history"`
+
+	// TemplateVersion is the template version the content was rendered from.
+	TemplateVersion *int `json:"template_version"`
 }
 
 // GetMessage is GET /api/v1/messages/:id: the message, its state and its attempts.
@@ -183,7 +189,7 @@ func (h *Handlers) GetMessage(c *gin.Context) {
 		Status: string(m.Status), Priority: m.Priority, Attempts: m.Attempts, MaxAttempts: m.MaxAttempts, SendAt: m.SendAt,
 		NextAttemptAt: m.NextAttemptAt, ErrorClass: m.ErrorClass, LastError: m.LastError, ProviderMessageID: m.ProviderMessageID,
 		TaskID: m.TaskID, CreatedAt: m.CreatedAt, SentAt: m.SentAt, FallbackOf: m.FallbackOf, FallbackNext: m.FallbackNext,
-		RecalledAt: m.RecalledAt, RecalledBy: m.RecalledBy, History: make([]attemptJSON, len(attempts))}
+		RecalledAt: m.RecalledAt, RecalledBy: m.RecalledBy, TemplateVersion: m.TemplateVersion, History: make([]attemptJSON, len(attempts))}
 	if m.Status.Terminal() || m.Status == models.StatusSending {
 		out.NextAttemptAt = nil
 	}

@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -23,6 +25,9 @@ type templateJSON struct {
 	Variables []string `json:"variables"`
 	// Fallback is the chain of requests that name none.
 	Fallback []string `json:"fallback"`
+
+	// Version is the number of the latest version (an answer only; ignored when sent).
+	Version int `json:"version,omitempty"`
 }
 
 func toTemplateJSON(t models.Template) templateJSON {
@@ -35,7 +40,7 @@ func toTemplateJSON(t models.Template) templateJSON {
 		chain = []string{}
 	}
 	return templateJSON{Name: t.Name, DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, HTML: t.HTML,
-		Variables: vars, Fallback: chain}
+		Variables: vars, Fallback: chain, Version: t.Version}
 }
 
 // input is the body as the service takes it.
@@ -106,4 +111,93 @@ func (h *Handlers) APIDeleteTemplate(c *gin.Context) {
 		return
 	}
 	c.Status(http.StatusNoContent)
+}
+
+// templateVersionJSON is the API's shape of a template version (docs/api.md).
+type templateVersionJSON struct {
+	Template  string    `json:"template"`
+	Number    int       `json:"number"`
+	Actor     string    `json:"actor"`
+	CreatedAt time.Time `json:"created_at"`
+	MsgType   string    `json:"msg_type"`
+	Subject   string    `json:"subject"`
+	Body      string    `json:"body"`
+	HTML      string    `json:"html"`
+	Variables []string  `json:"variables"`
+	Fallback  []string  `json:"fallback"`
+}
+
+func toTemplateVersionJSON(name string, v models.TemplateVersion) templateVersionJSON {
+	vars := []string(v.Variables)
+	if vars == nil {
+		vars = []string{}
+	}
+	chain := models.Chain(v.Fallback)
+	if chain == nil {
+		chain = []string{}
+	}
+	return templateVersionJSON{Template: name, Number: v.Number, Actor: v.Actor, CreatedAt: v.CreatedAt, MsgType: v.MsgType,
+		Subject: v.Subject, Body: v.Body, HTML: v.HTML, Variables: vars, Fallback: chain}
+}
+
+// APITemplateVersions is GET /api/v1/templates/:name/versions, newest first.
+func (h *Handlers) APITemplateVersions(c *gin.Context) {
+	ctx := c.Request.Context()
+	t, err := h.Store.TemplateByName(ctx, c.Param("name"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	list, err := h.Store.TemplateVersions(ctx, t.ID)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := make([]templateVersionJSON, len(list))
+	for i, v := range list {
+		out[i] = toTemplateVersionJSON(t.Name, v)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// APITemplateVersion is GET /api/v1/templates/:name/versions/:n.
+func (h *Handlers) APITemplateVersion(c *gin.Context) {
+	ctx := c.Request.Context()
+	t, err := h.Store.TemplateByName(ctx, c.Param("name"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	n, err := strconv.Atoi(c.Param("n"))
+	if err != nil {
+		h.apiFail(c, models.ErrNotFound)
+		return
+	}
+	v, err := h.Store.TemplateVersionOf(ctx, t.ID, n)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toTemplateVersionJSON(t.Name, *v))
+}
+
+// rollbackRequest is the body of POST /api/v1/templates/:name/rollback.
+type rollbackRequest struct {
+	Version         int  `json:"version"`
+	RerenderWaiting bool `json:"rerender_waiting"`
+}
+
+// APIRollbackTemplate is POST /api/v1/templates/:name/rollback: a new version equal to
+// an older one.
+func (h *Handlers) APIRollbackTemplate(c *gin.Context) {
+	var body rollbackRequest
+	if !decodeJSON(c, &body) {
+		return
+	}
+	t, err := h.Dispatch.RollbackTemplate(c.Request.Context(), actor(c), c.Param("name"), body.Version, body.RerenderWaiting)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toTemplateJSON(*t))
 }

@@ -61,6 +61,7 @@ func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 	f := views.TemplateForm{OldName: oldName, Name: strings.TrimSpace(c.PostForm("name")), DisplayName: c.PostForm("display_name"), MsgType: c.PostForm("msg_type"),
 		Subject: c.PostForm("subject"), Body: c.PostForm("body"), HTML: c.PostForm("html"), Variables: c.PostForm("variables"), Samples: c.PostForm("samples"),
 		Fallback: c.PostForm("fallback")}
+	f.Rerender = c.PostForm("waiting") == views.WaitingRerender
 	f.TestRecipient, _ = strconv.ParseInt(c.PostForm("test_recipient"), 10, 64)
 	f.TestAccount, _ = strconv.ParseInt(c.PostForm("test_account"), 10, 64)
 	return f
@@ -69,7 +70,7 @@ func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 // templateInput is the form as the service takes it, the same as the API's body.
 func templateInput(f views.TemplateForm) dispatch.TemplateInput {
 	return dispatch.TemplateInput{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body,
-		HTML: f.HTML, Variables: splitVariables(f.Variables), Fallback: f.Fallback}
+		HTML: f.HTML, Variables: splitVariables(f.Variables), Fallback: f.Fallback, Rerender: f.Rerender}
 }
 
 // samplePerson is whom a preview renders for when no one is chosen, named in the
@@ -172,6 +173,10 @@ func (h *Handlers) renderTemplateForm(c *gin.Context, status int, f views.Templa
 		}
 	}
 	e := views.TemplateEditor{Form: f, Preview: h.preview(c, f), People: people, Accounts: accounts}
+	if err := h.templateHistory(c, &e); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	render(c, status, views.TemplateFormPage(page(c, title, "templates"), e, errs))
 }
 
@@ -207,10 +212,15 @@ func (h *Handlers) EditTemplateForm(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.renderTemplateForm(c, http.StatusOK, views.TemplateForm{OldName: t.Name, OldDisplayName: t.DisplayName, Name: t.Name,
+	h.renderTemplateForm(c, http.StatusOK, savedTemplateForm(c, t), nil)
+}
+
+// savedTemplateForm is the editor filled with a saved template.
+func savedTemplateForm(c *gin.Context, t *models.Template) views.TemplateForm {
+	return views.TemplateForm{OldName: t.Name, OldDisplayName: t.DisplayName, Name: t.Name,
 		DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject,
 		Body: t.Body, HTML: t.HTML, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.VariableNames()),
-		Fallback: strings.Join(models.Chain(t.Fallback), ", ")}, nil)
+		Fallback: strings.Join(models.Chain(t.Fallback), ", ")}
 }
 
 // UpdateTemplate saves a changed template (it may be renamed).

@@ -208,18 +208,20 @@ type TemplateContent struct {
 	HTML      string     `json:"html,omitempty"`
 	Variables StringList `json:"variables"`
 	Fallback  string     `json:"fallback,omitempty"`
+	// Version is the template's version the content is (0: kept before versions).
+	Version int `json:"version,omitempty"`
 }
 
 // ContentOf is the content of t to keep with a batch.
 func ContentOf(t *Template) *TemplateContent {
 	return &TemplateContent{Name: t.Name, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, HTML: t.HTML,
-		Variables: slices.Clone(t.Variables), Fallback: t.Fallback}
+		Variables: slices.Clone(t.Variables), Fallback: t.Fallback, Version: t.Version}
 }
 
 // Template is the kept content as a template to compile (it has no id).
 func (c *TemplateContent) Template() *Template {
 	return &Template{Name: c.Name, MsgType: c.MsgType, Subject: c.Subject, Body: c.Body, HTML: c.HTML,
-		Variables: slices.Clone(c.Variables), Fallback: c.Fallback}
+		Variables: slices.Clone(c.Variables), Fallback: c.Fallback, Version: c.Version}
 }
 
 // Value implements driver.Valuer.

@@ -50,5 +50,9 @@ func (s *Store) SeedDemo(ctx context.Context) error {
 	if err := s.CreateTemplate(ctx, t); err != nil {
 		return fmt.Errorf("models: demo template: %w", err)
 	}
+	// Its version 1, as a save through the console would make it.
+	if _, err := s.AddTemplateVersion(ctx, t, ""); err != nil {
+		return fmt.Errorf("models: demo template: %w", err)
+	}
 	return nil
 }

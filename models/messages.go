@@ -158,9 +158,12 @@ type Message struct {
 	FallbackDue  bool
 	FallbackOf   *string
 	FallbackNext *string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	SentAt       *time.Time
+	// TemplateVersion is the version of the template the content was rendered from (nil:
+	// no template, or sent before versions existed).
+	TemplateVersion *int
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	SentAt          *time.Time
 	// RecalledAt and RecalledBy say when and by whom a recalled message was taken back.
 	RecalledAt *time.Time
 	RecalledBy string

@@ -27,7 +27,7 @@ var gormModels = []any{
 	&models.Template{}, &models.Account{}, &models.Batch{}, &models.Message{},
 	&models.Attempt{}, &models.AuditEntry{}, &models.IdempotencyKey{}, &models.MessageStat{},
 	&models.Setting{}, &models.Rotation{}, &models.DutyFeed{}, &models.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
-	&models.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{},
+	&models.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{}, &models.TemplateVersion{},
 }
 
 // designTables are the tables the migrations create, by the names operators and tools rely on.

@@ -24,7 +24,10 @@ type Template struct {
 	Variables StringList
 	// Fallback is the platforms a message of the template falls back to, in order,
 	// comma-separated, when a request names none ("" for none).
-	Fallback  string
+	Fallback string
+	// Version is the number of the template's latest version (TemplateVersion); the
+	// store raises it as it saves one, never from this field (read-only here).
+	Version   int `gorm:"->"`
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
