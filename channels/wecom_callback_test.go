@@ -1,9 +1,20 @@
 package channels
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"herald/simulator"
 )
 
 // WeCom's published sample of callback encryption (the WXBizMsgCrypt samples in every
@@ -126,5 +137,105 @@ func TestWeComCallbackSettings(t *testing.T) {
 	}
 	if _, err := NewWeComCallback(base); !errors.Is(err, ErrWeComCallbackOff) {
 		t.Errorf("NewWeComCallback without settings = %v, want ErrWeComCallbackOff", err)
+	}
+}
+
+// An alert notice goes to WeCom as a button card; a click on it comes back through the
+// simulator, signed and encrypted as WeCom does, and opens with the account's
+// settings into the click's user, button and task id.
+func TestWeComCardClickRoundTrip(t *testing.T) {
+	t.Parallel()
+	rig := startSim(t, simulator.Options{})
+	cfg := wecomConfig(rig)
+	cfg["callback_token"], cfg["encoding_aes_key"] = "cb-token", wecomSample["encoding_aes_key"]
+	cb, err := NewWeComCallback(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clicks := make(chan WeComCardEvent, 1)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if r.Method == http.MethodGet {
+			echo, err := cb.VerifyURL(q.Get("msg_signature"), q.Get("timestamp"), q.Get("nonce"), q.Get("echostr"))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusForbidden)
+				return
+			}
+			io.WriteString(w, echo)
+			return
+		}
+		body, _ := io.ReadAll(r.Body)
+		msg, err := cb.Open(q.Get("msg_signature"), q.Get("timestamp"), q.Get("nonce"), body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+		ev, ok, err := ParseWeComCardEvent(msg)
+		if !ok || err != nil {
+			http.Error(w, fmt.Sprintf("not a card click: %v", err), http.StatusBadRequest)
+			return
+		}
+		clicks <- ev
+	}))
+	t.Cleanup(receiver.Close)
+
+	w, err := NewWeCom(cfg, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := Message{ID: "0193a5c2-7d4e-7b3a-9c1d-2f4e6a8b0c1d", To: "zhangsan", MsgType: "text", Title: "核心系统告警",
+		Content: "交易成功率低于 95%", Actions: []Action{{Key: AckAction, Label: "我来处理"}, {Key: ResolveAction, Label: "已解决"}}}
+	if _, err := w.Send(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	ds := rig.sim.Deliveries()
+	if len(ds) != 1 || ds[0].Card == nil {
+		t.Fatalf("simulator recorded %+v, want one card", ds)
+	}
+	wantCard := &simulator.Card{CardType: "button_interaction", TaskID: m.ID,
+		Buttons: []simulator.CardButton{{Text: "我来处理", Key: "ack"}, {Text: "已解决", Key: "resolve"}}}
+	if diff := cmp.Diff(wantCard, ds[0].Card); diff != "" {
+		t.Errorf("card mismatch (-want +got):\n%s", diff)
+	}
+	if ds[0].Content != "核心系统告警\n\n交易成功率低于 95%" {
+		t.Errorf("card text = %q", ds[0].Content)
+	}
+	// The same task id again is refused, as WeCom refuses it.
+	if _, err := w.Send(context.Background(), m); err == nil {
+		t.Error("a second card with the same task id was accepted")
+	}
+
+	post := func(path string, v any) (int, string) {
+		b, _ := json.Marshal(v)
+		resp, err := http.Post(rig.url+path, "application/json", bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	// A wrong token fails WeCom's URL check and is not kept.
+	if status, body := post("/_sim/wecom/callback", map[string]string{"url": receiver.URL, "token": "wrong",
+		"encoding_aes_key": cfg["encoding_aes_key"], "corp_id": cfg["corp_id"]}); status != http.StatusBadGateway {
+		t.Errorf("callback with a wrong token: %d %s, want 502", status, body)
+	}
+	if status, body := post("/_sim/wecom/callback", map[string]string{"url": receiver.URL, "token": "cb-token",
+		"encoding_aes_key": cfg["encoding_aes_key"], "corp_id": cfg["corp_id"]}); status != http.StatusNoContent {
+		t.Fatalf("callback: %d %s", status, body)
+	}
+	if status, body := post("/_sim/wecom/click", map[string]string{"task_id": m.ID, "key": "ack"}); status != http.StatusOK || !strings.Contains(body, `"status":200`) {
+		t.Fatalf("click: %d %s", status, body)
+	}
+	select {
+	case ev := <-clicks:
+		if diff := cmp.Diff(WeComCardEvent{UserID: "zhangsan", Key: "ack", TaskID: m.ID}, ev); diff != "" {
+			t.Errorf("click mismatch (-want +got):\n%s", diff)
+		}
+	default:
+		t.Fatal("the receiver heard no click")
+	}
+	if status, _ := post("/_sim/wecom/click", map[string]string{"task_id": m.ID, "key": "ack", "userid": "lisi"}); status != http.StatusBadRequest {
+		t.Errorf("a click by someone else: %d, want 400", status)
 	}
 }
