@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"herald/i18n"
 )
 
 // Message is what an adapter delivers: one rendered message to one address.
@@ -43,6 +45,16 @@ const (
 	AckAction     = "ack"
 	ResolveAction = "resolve"
 )
+
+// AlertActions are the buttons of an alert notice, 我来处理 and 已解决, in Chinese like
+// every notice Herald writes itself (the catalog's ack.button keys, the words of the
+// link's page).
+func AlertActions() []Action {
+	return []Action{
+		{Key: AckAction, Label: i18n.In(i18n.Chinese, "ack.button.ack")},
+		{Key: ResolveAction, Label: i18n.In(i18n.Chinese, "ack.button.resolve")},
+	}
+}
 
 // Account is what an adapter needs of a sending account.
 type Account struct {

@@ -184,7 +184,7 @@ func TestWeComCardClickRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := Message{ID: "0193a5c2-7d4e-7b3a-9c1d-2f4e6a8b0c1d", To: "zhangsan", MsgType: "text", Title: "核心系统告警",
-		Content: "交易成功率低于 95%", Actions: []Action{{Key: AckAction, Label: "我来处理"}, {Key: ResolveAction, Label: "已解决"}}}
+		Content: "交易成功率低于 95%", Actions: AlertActions()}
 	if _, err := w.Send(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
