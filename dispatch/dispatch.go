@@ -50,9 +50,10 @@ type Dispatcher struct {
 	// afterClaim, when set (by tests), runs after a step is claimed, inside the
 	// firing's transaction: an error rolls the firing back, as a crash would.
 	afterClaim func() error
-	groups     grouper
-	fallbacks  fallbackRuns
-	threshold  thresholdCache
+
+	groups    grouper
+	fallbacks fallbackRuns
+	threshold thresholdCache
 	// writes gathers concurrent intakes into shared transactions.
 	writes     *batch.Batcher[write, error]
 	writesOnce sync.Once
