@@ -29,6 +29,12 @@ type Config struct {
 	// Callbacks hears of messages cancelled here, so their events go out at once; nil:
 	// the recovery pass finds them within seconds.
 	Callbacks *tasks.Callbacks
+	// AckLink makes the acknowledgment link of an alert's notice to a recipient; nil:
+	// notices carry no link.
+	AckLink func(messageID string, recipientID int64) string
+	// AckObserver hears how long each alert waited for its first acknowledgment; nil:
+	// nobody.
+	AckObserver func(time.Duration)
 }
 
 // NewDispatcher returns the intake and service layer built from cfg, or an error naming
@@ -43,7 +49,8 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("dispatch: a dispatcher needs the time zone of the duty rule")
 	}
 	d := &Dispatcher{Store: cfg.Store, Enqueuer: cfg.Enqueuer, Location: cfg.Location, Log: cfg.Log, Now: cfg.Now,
-		Stats: cfg.Stats, Accounts: cfg.Accounts, Callbacks: cfg.Callbacks}
+		Stats: cfg.Stats, Accounts: cfg.Accounts, Callbacks: cfg.Callbacks,
+		AckLink: cfg.AckLink, AckObserver: cfg.AckObserver}
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}

@@ -160,6 +160,8 @@ type Message struct {
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 	SentAt       *time.Time
+	// AlertID is the alert the message notifies of (nil for none).
+	AlertID *int64
 }
 
 // insertChunk bounds a multi-row INSERT well below MySQL's placeholder limit.
