@@ -35,6 +35,9 @@ type Config struct {
 	// AckObserver hears how long each alert waited for its first acknowledgment; nil:
 	// nobody.
 	AckObserver func(time.Duration)
+	// AckLinks signs and opens the acknowledgment links (HERALD_PUBLIC_URL,
+	// HERALD_SECRET_KEY); with AckLink nil, it makes the links too. Nil: no link opens.
+	AckLinks *AckLinks
 }
 
 // NewDispatcher returns the intake and service layer built from cfg, or an error naming
@@ -51,6 +54,9 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	d := &Dispatcher{Store: cfg.Store, Enqueuer: cfg.Enqueuer, Location: cfg.Location, Log: cfg.Log, Now: cfg.Now,
 		Stats: cfg.Stats, Accounts: cfg.Accounts, Callbacks: cfg.Callbacks,
 		AckLink: cfg.AckLink, AckObserver: cfg.AckObserver}
+	if d.AckLinks = cfg.AckLinks; d.AckLink == nil && d.AckLinks != nil {
+		d.AckLink = d.AckLinks.Link
+	}
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}

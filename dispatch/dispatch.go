@@ -46,6 +46,8 @@ type Dispatcher struct {
 	// AckObserver hears how long each alert waited for its first acknowledgment; nil:
 	// nobody.
 	AckObserver func(time.Duration)
+	// AckLinks opens the acknowledgment links (ackpage.go); nil: none opens.
+	AckLinks *AckLinks
 
 	// afterClaim, when set (by tests), runs after a step is claimed, inside the
 	// firing's transaction: an error rolls the firing back, as a crash would.

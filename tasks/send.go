@@ -429,11 +429,21 @@ func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome 
 	return s.call(ctx, m, acct, sender)
 }
 
+// alertActions are the buttons of a notice of an alert (a WeCom card shows them); none
+// for other messages.
+func alertActions(m *models.Message) []channels.Action {
+	if m.AlertID == nil {
+		return nil
+	}
+	return channels.AlertActions()
+}
+
 // call makes the provider call and classifies its result.
 func (s *Sender) call(ctx context.Context, m *models.Message, acct *models.Account, sender channels.Sender) models.Outcome {
 	callCtx, cancel := context.WithTimeout(ctx, s.callTimeout)
 	started := time.Now()
-	receipt, err := sender.Send(callCtx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content, HTML: m.ContentHTML})
+	receipt, err := sender.Send(callCtx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content, HTML: m.ContentHTML,
+		Actions: alertActions(m)})
 	took := time.Since(started)
 	cancel()
 	if err == nil {

@@ -125,8 +125,11 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	a.Sim = simulator.New(simulator.Faults{})
 	a.Channels = channels.NewRegistry(sandbox.New(a.Sim))
 	a.Stats = store.NewStats()
+	// Alert notices carry links to HERALD_PUBLIC_URL, signed under HERALD_SECRET_KEY.
+	ackLinks := dispatch.NewAckLinks(cfg.PublicURL, cfg.SecretKey, cfg.SecretKeyPrevious)
 	if a.Dispatch, err = dispatch.NewDispatcher(dispatch.Config{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log,
-		Location: cfg.Location, Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks}); err != nil {
+		Location: cfg.Location, Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks,
+		AckLinks: ackLinks}); err != nil {
 		a.Close()
 		return nil, err
 	}
