@@ -120,7 +120,9 @@ type ackBody struct {
 }
 
 // APIAcknowledgeAlert is POST /api/v1/alerts/:id/ack {"by","note"}.
-func (h *Handlers) APIAcknowledgeAlert(c *gin.Context) { h.apiMoveAlert(c, h.Dispatch.AcknowledgeAlert) }
+func (h *Handlers) APIAcknowledgeAlert(c *gin.Context) {
+	h.apiMoveAlert(c, h.Dispatch.AcknowledgeAlert)
+}
 
 // APIResolveAlert is POST /api/v1/alerts/:id/resolve {"by","note"}.
 func (h *Handlers) APIResolveAlert(c *gin.Context) { h.apiMoveAlert(c, h.Dispatch.ResolveAlert) }
