@@ -270,7 +270,7 @@ func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
 		jobs, gr = d.assignTasks(res.Batch, res.Messages)
 	}
 	if res.Alert != nil {
-		err = d.storeAlert(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras}, res)
+		err = d.storeAlert(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras}, res, req.Respond)
 	} else {
 		err = d.store(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras})
 	}

@@ -75,8 +75,9 @@ func withoutAck(vars map[string]string) models.VarMap {
 }
 
 // storeAlert writes an alert's first batch, the alert and its first step in one
-// transaction, with the intake's audit entry and the alert's own.
-func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Result) error {
+// transaction, with the intake's audit entry and the alert's own; respond (may be nil)
+// builds the answer an idempotent request replays.
+func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Result, respond func(*Result) (int, []byte)) error {
 	by := Actor{Name: res.Batch.Actor, Type: ActorUser}
 	if res.Batch.APIKeyID != nil {
 		by.Type = ActorAPIKey
@@ -84,6 +85,11 @@ func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Re
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.CreateAlert(ctx, res.Alert, res.firstStep); err != nil {
 			return err
+		}
+		if idem := nb.Extras.Idem; idem != nil && respond != nil {
+			// The answer to replay names the alert, known only now.
+			status, body := respond(res)
+			idem.StatusCode, idem.Response = status, string(body)
 		}
 		for i := range nb.Messages {
 			nb.Messages[i].AlertID = &res.Alert.ID

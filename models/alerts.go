@@ -371,3 +371,12 @@ func (s *Store) RotationTurnOn(ctx context.Context, name, date string, next int)
 	}
 	return nil, fmt.Errorf("models: rotation %s: %w", name, ErrNotFound)
 }
+
+// CountOpenAlerts counts the alerts nobody has acknowledged yet.
+func (s *Store) CountOpenAlerts(ctx context.Context) (int, error) {
+	var n int64
+	if err := s.reader(ctx).Model(&Alert{}).Where("state = ?", AlertOpen).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("models: count open alerts: %w", err)
+	}
+	return int(n), nil
+}
