@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 
@@ -89,7 +91,7 @@ func (h *Handlers) ackProblem(c *gin.Context, err error) {
 // ackView is the page's view of a notice.
 func (h *Handlers) ackView(c *gin.Context, n dispatch.AckNotice, outcome string) views.AckView {
 	a := n.Alert
-	v := views.AckView{For: personName(n.Recipient), Subject: n.Message.Subject, Content: n.Message.Content,
+	v := views.AckView{For: personName(n.Recipient), Subject: n.Message.Subject, Content: withoutOwnLink(n.Message.Content, c.Param("token")),
 		State: a.State, AcknowledgedAt: a.AcknowledgedAt, ResolvedAt: a.ResolvedAt, Outcome: outcome}
 	if a.AcknowledgedBy != "" {
 		v.AcknowledgedBy = h.ackerName(c, a.AcknowledgedBy)
@@ -98,6 +100,15 @@ func (h *Handlers) ackView(c *gin.Context, n dispatch.AckNotice, outcome string)
 		v.ResolvedBy = h.ackerName(c, a.ResolvedBy)
 	}
 	return v
+}
+
+// withoutOwnLink is a notice's content without the line that carries the link to the
+// page showing it.
+func withoutOwnLink(content, token string) string {
+	own := dispatch.AckLinkPath + token
+	lines := strings.Split(content, "\n")
+	lines = slices.DeleteFunc(lines, func(l string) bool { return strings.Contains(l, own) })
+	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
 // ackerName is how the page names who acknowledged or resolved: a person's name for

@@ -72,6 +72,11 @@ func TestAckLinkAcknowledgesAsItsRecipient(t *testing.T) {
 	resp, body := anon.do("GET", c.ackPath(msgs["E2001"]), "", nil, map[string]string{"Accept-Language": "zh-CN,zh;q=0.9"})
 	wantStatus(t, "link page (zh-CN)", resp, body, http.StatusOK)
 	wantContains(t, "link page (zh-CN)", body, "Core banking alarm", "Transfers failing since 02:10", "我来处理", "已解决", "等待接手")
+	// The notice carries its link; the page it opens does not show it again.
+	if !strings.Contains(msgs["E2001"].Content, c.ackPath(msgs["E2001"])) {
+		t.Errorf("the notice's content lacks its link:\n%s", msgs["E2001"].Content)
+	}
+	wantNotContains(t, "link page (zh-CN)", body, c.ackPath(msgs["E2001"]))
 	resp, body = anon.get(c.ackPath(msgs["E2001"]))
 	wantStatus(t, "link page (en)", resp, body, http.StatusOK)
 	wantContains(t, "link page (en)", body, "I&#39;ll handle it", "Resolved", "Waiting for someone")
