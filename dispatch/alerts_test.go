@@ -269,3 +269,57 @@ func TestAlertStepFiresOnce(t *testing.T) {
 		t.Fatalf("a fired step fired again: %v %v", ok, err)
 	}
 }
+
+// TestStepTargets resolves each kind of target when its step fires: the people on duty
+// (none on a holiday, Wednesday's on a make-up workday standing for a Wednesday), a
+// rotation's turn and the next in turn, a department, a person.
+func TestStepTargets(t *testing.T) {
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	wednesday := 3
+	for _, h := range []models.Holiday{
+		{Date: "2026-10-01", Kind: models.HolidayOff, Name: "国庆"},
+		{Date: "2026-10-10", Kind: models.HolidayWorkday, AsWeekday: &wednesday, Name: "调休"},
+	} {
+		if err := f.store.SetHoliday(ctx, &h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.d.CreateRotation(ctx, f.by, models.RotationSpec{Name: "night", Members: []string{"E1001", "E1002", "E1003"},
+		Start: "2026-09-01", TurnDays: 1, Covers: models.CoversWorkdays}); err != nil {
+		t.Fatal(err)
+	}
+	f.policy(t, models.EscalationPolicy{Name: "all", Steps: []models.PolicyStep{
+		{Targets: []string{"on_duty"}, Wait: "10m"},
+		{Targets: []string{"rotation:night", "rotation:night+1"}, Wait: "10m"},
+		{Targets: []string{"department:Counter"}, Wait: "10m"},
+		{Targets: []string{"E1004"}, Wait: "10m"},
+	}})
+	for _, tc := range []struct {
+		name string
+		at   time.Time
+		want []string
+	}{
+		// 国庆, a day off nobody is on duty and the workday rotation has no turn: steps 1
+		// and 2 are recorded with their reasons, and step 3 fires at once.
+		{"holiday", time.Date(2026, 10, 1, 2, 0, 0, 0, time.UTC),
+			[]string{"1.1 (holiday)", "1.2 (rotation_off)", "1.3 E2001,E2002", "1.4 E1004"}},
+		// A Saturday worked as a Wednesday: Wednesday's roster (E1003, E1004) and the
+		// rotation's turn, its 29th workday: E1002, then E1003.
+		{"make-up workday", time.Date(2026, 10, 10, 2, 0, 0, 0, time.UTC),
+			[]string{"1.1 E1002,E1003,E1004", "1.2 E1002,E1003", "1.3 E2001,E2002", "1.4 E1004"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.mu.Lock()
+			f.now = tc.at
+			f.mu.Unlock()
+			a := f.open(t, "all")
+			for range 3 {
+				f.advance(t, 10*time.Minute)
+			}
+			if diff := cmp.Diff(tc.want, f.steps(t, a.ID)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

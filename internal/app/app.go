@@ -135,6 +135,7 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	}
 	a.Metrics = prometheus.NewRegistry()
 	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.Dispatch.AckObserver = tasks.NewAlertMetrics(a.Metrics, a.Store)
 	return a, nil
 }
 
