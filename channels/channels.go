@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"herald/i18n"
 )
 
 // Message is what an adapter delivers: one rendered message to one address.
@@ -22,6 +24,36 @@ type Message struct {
 	Content string
 	// HTML is an HTML alternative of Content, which email sends beside it ("" for none).
 	HTML string
+	// Actions are buttons to show with the message where the platform has them (a WeCom
+	// template card): an alert notice's 我来处理 and 已解决. A click comes back to
+	// Herald's callback naming the action's Key and the message's ID (the card's task
+	// id). Platforms without buttons send the content alone, which carries a link to the
+	// same actions.
+	Actions []Action
+}
+
+// Action is a button shown with a message.
+type Action struct {
+	// Key is what a click reports back (AckAction, ResolveAction).
+	Key string
+	// Label is the button's words, in the reader's language.
+	Label string
+}
+
+// The actions of an alert notice.
+const (
+	AckAction     = "ack"
+	ResolveAction = "resolve"
+)
+
+// AlertActions are the buttons of an alert notice, 我来处理 and 已解决, in Chinese like
+// every notice Herald writes itself (the catalog's ack.button keys, the words of the
+// link's page).
+func AlertActions() []Action {
+	return []Action{
+		{Key: AckAction, Label: i18n.In(i18n.Chinese, "ack.button.ack")},
+		{Key: ResolveAction, Label: i18n.In(i18n.Chinese, "ack.button.resolve")},
+	}
 }
 
 // Account is what an adapter needs of a sending account.

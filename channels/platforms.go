@@ -57,7 +57,11 @@ var table = []platform{
 		{Key: "agent_id", Required: true, Label: "channels.field.agent_id", Help: "channels.help.agent_id"},
 		{Key: "secret", Required: true, Secret: true, Label: "channels.field.wecom_secret"},
 		{Key: "base_url", Destination: true, Default: DefaultWeComBaseURL, Label: "channels.field.base_url", Help: "channels.help.wecom_base_url"},
-	}, address: "wecom_userid", cap: ContentCap{Max: 2048, Unit: Bytes}, counted: wecomText,
+		// The application's callback ("接收消息"), where WeCom reports clicks on alert
+		// cards' buttons (see WeComCallback); both or neither.
+		{Key: "callback_token", Secret: true, Label: "channels.field.callback_token", Help: "channels.help.callback_token"},
+		{Key: "encoding_aes_key", Secret: true, Label: "channels.field.encoding_aes_key", Help: "channels.help.encoding_aes_key"},
+	}, check: checkWeComCallback, address: "wecom_userid", cap: ContentCap{Max: 2048, Unit: Bytes}, counted: wecomText,
 		// Application messages: at most 30 a minute and 1,000 an hour to one member, the
 		// excess dropped without an error. (The daily cap, 200 person-sends per member of
 		// the account's licence, depends on the licence: the operator sets per_day.)

@@ -133,12 +133,38 @@ type wecomContent struct {
 
 // wecomMessage is the body of message/send.
 type wecomMessage struct {
-	ToUser   string        `json:"touser"`
-	MsgType  string        `json:"msgtype"`
-	AgentID  int64         `json:"agentid"`
-	Text     *wecomContent `json:"text,omitempty"`
-	Markdown *wecomContent `json:"markdown,omitempty"`
+	ToUser       string        `json:"touser"`
+	MsgType      string        `json:"msgtype"`
+	AgentID      int64         `json:"agentid"`
+	Text         *wecomContent `json:"text,omitempty"`
+	Markdown     *wecomContent `json:"markdown,omitempty"`
+	TemplateCard *wecomCard    `json:"template_card,omitempty"`
 }
+
+// wecomCard is a template card of type button_interaction: a title, the text, and
+// buttons whose clicks WeCom reports to the application's callback with the card's
+// task_id and the button's key.
+type wecomCard struct {
+	CardType     string            `json:"card_type"`
+	MainTitle    wecomCardTitle    `json:"main_title"`
+	SubTitleText string            `json:"sub_title_text,omitempty"`
+	TaskID       string            `json:"task_id"`
+	ButtonList   []wecomCardButton `json:"button_list"`
+}
+
+type wecomCardTitle struct {
+	Title string `json:"title"`
+}
+
+type wecomCardButton struct {
+	Text  string `json:"text"`
+	Style int    `json:"style"`
+	Key   string `json:"key"`
+}
+
+// wecomCardTitleMax is how much of a card's title WeCom shows (it advises at most 36
+// characters); the whole text follows below it.
+const wecomCardTitleMax = 36
 
 // Send implements Sender.
 func (w *WeCom) Send(ctx context.Context, m Message) (Receipt, error) {
@@ -214,6 +240,10 @@ func (w *WeCom) Recall(ctx context.Context, m Message, receipt Receipt) error {
 // can leave half a Chinese character.
 func wecomBody(m Message, agentID int64) wecomMessage {
 	msg := wecomMessage{ToUser: m.To, AgentID: agentID}
+	if len(m.Actions) > 0 {
+		msg.MsgType, msg.TemplateCard = "template_card", wecomCardOf(m)
+		return msg
+	}
 	content := &wecomContent{Content: Cap("wecom").Truncate(wecomText(m))}
 	if m.MsgType == "markdown" {
 		msg.MsgType, msg.Markdown = "markdown", content
@@ -221,6 +251,25 @@ func wecomBody(m Message, agentID int64) wecomMessage {
 		msg.MsgType, msg.Text = "text", content
 	}
 	return msg
+}
+
+// wecomCardOf is the button card of a message with actions. The message's id is the
+// task id (WeCom allows letters, digits and "_-@", at most 128 bytes, never reused by
+// the application), so a click names the message it belongs to. The title is the
+// message's, else its first line.
+func wecomCardOf(m Message) *wecomCard {
+	title, text := m.Title, m.Content
+	if title == "" {
+		title, text, _ = strings.Cut(m.Content, "\n")
+	}
+	card := &wecomCard{CardType: "button_interaction", TaskID: m.ID,
+		MainTitle:    wecomCardTitle{Title: ContentCap{Max: wecomCardTitleMax, Unit: Characters}.Truncate(title)},
+		SubTitleText: Cap("wecom").Truncate(strings.TrimSpace(text))}
+	for i, a := range m.Actions {
+		// Style 1 is WeCom's prominent button, 2 a plain one.
+		card.ButtonList = append(card.ButtonList, wecomCardButton{Text: a.Label, Style: min(i+1, 2), Key: a.Key})
+	}
+	return card
 }
 
 // wecomText is the text WeCom receives for a message: the title, if any, leads it.

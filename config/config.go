@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -66,6 +67,10 @@ type Config struct {
 	// X-Forwarded-For and X-Forwarded-Proto headers Herald believes
 	// (HERALD_TRUSTED_PROXIES, comma-separated); none by default.
 	TrustedProxies []string
+	// PublicURL is the base of every link that leaves Herald (HERALD_PUBLIC_URL, e.g.
+	// the acknowledgment links in alert notices): the address staff's phones reach.
+	// Default http://<HERALD_ADDR>; never ends with a slash.
+	PublicURL string
 	// Demo seeds sample data into a new database. DemoSet reports whether HERALD_DEMO was
 	// given explicitly; when it was not, demo data goes only into a new embedded database.
 	Demo    bool
@@ -181,6 +186,9 @@ func Load(getenv Getenv) (*Config, error) {
 		c.DefaultLanguage = v
 	}
 	if c.TrustedProxies, err = trustedProxies(getenv("HERALD_TRUSTED_PROXIES")); err != nil {
+		return nil, err
+	}
+	if c.PublicURL, err = publicURL(getenv("HERALD_PUBLIC_URL"), c.Addr); err != nil {
 		return nil, err
 	}
 	if v := strings.TrimSpace(getenv("HERALD_DEMO")); v != "" {
@@ -299,6 +307,24 @@ func trustedProxies(v string) ([]string, error) {
 		out = append(out, s)
 	}
 	return out, nil
+}
+
+// publicURL reads HERALD_PUBLIC_URL: an absolute http(s) URL, perhaps with a path
+// (Herald behind a proxy under /herald), without query or fragment, since links are
+// built by appending to it.
+func publicURL(v, addr string) (string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "http://" + addr, nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Opaque != "" {
+		return "", &Error{"HERALD_PUBLIC_URL", fmt.Sprintf("%q is not an absolute http(s) URL (e.g. https://herald.example.com)", v)}
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", &Error{"HERALD_PUBLIC_URL", fmt.Sprintf("%q must have no query, fragment or user name: links are built by appending paths to it", v)}
+	}
+	return strings.TrimRight(v, "/"), nil
 }
 
 func positiveInt(getenv Getenv, name string, def int) (int, error) {

@@ -52,6 +52,10 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"short metrics token", map[string]string{"HERALD_METRICS_TOKEN": "too-short"}, "HERALD_METRICS_TOKEN"},
 		{"metrics token with a space", map[string]string{"HERALD_METRICS_TOKEN": goodSecret + " x"}, "HERALD_METRICS_TOKEN"},
 		{"trusted proxy that is no address", map[string]string{"HERALD_TRUSTED_PROXIES": "127.0.0.1, proxy.internal"}, "HERALD_TRUSTED_PROXIES"},
+		{"relative public url", map[string]string{"HERALD_PUBLIC_URL": "herald.example.com"}, "HERALD_PUBLIC_URL"},
+		{"public url of another scheme", map[string]string{"HERALD_PUBLIC_URL": "ftp://herald.example.com"}, "HERALD_PUBLIC_URL"},
+		{"public url without host", map[string]string{"HERALD_PUBLIC_URL": "https:///ack"}, "HERALD_PUBLIC_URL"},
+		{"public url with a query", map[string]string{"HERALD_PUBLIC_URL": "https://herald.example.com/?x=1"}, "HERALD_PUBLIC_URL"},
 		{"short session secret", map[string]string{"HERALD_SESSION_SECRET": "too-short"}, "HERALD_SESSION_SECRET"},
 		{"short secret key", map[string]string{"HERALD_SECRET_KEY": strings.Repeat("k", 31)}, "HERALD_SECRET_KEY"},
 		{"short previous secret key", map[string]string{"HERALD_SECRET_KEY_PREVIOUS": strings.Repeat("k", 31)}, "HERALD_SECRET_KEY_PREVIOUS"},
@@ -94,9 +98,11 @@ func TestLoadDefaults(t *testing.T) {
 		TaskCheckInterval, SessionIdle     time.Duration
 		Embedded, EmbeddedRedis            bool
 		Demo, DemoSet                      bool
+		PublicURL                          string
 	}
 	want := summary{
-		Addr: "127.0.0.1:8080", DataDir: dir, Location: "Asia/Shanghai", AdminUser: "admin",
+		PublicURL: "http://127.0.0.1:8080",
+		Addr:      "127.0.0.1:8080", DataDir: dir, Location: "Asia/Shanghai", AdminUser: "admin",
 		WorkerConcurrency: 50, WorkerDBConns: 4, TaskCheckInterval: 10 * time.Millisecond, SessionIdle: 30 * time.Minute,
 		Embedded: true, EmbeddedRedis: true,
 	}
@@ -104,7 +110,7 @@ func TestLoadDefaults(t *testing.T) {
 		Addr: c.Addr, DataDir: c.DataDir, Location: c.Location.String(), AdminUser: c.AdminUser,
 		WorkerConcurrency: c.WorkerConcurrency, WorkerDBConns: c.WorkerDBConns, TaskCheckInterval: c.TaskCheckInterval, SessionIdle: c.SessionIdle,
 		Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
-		Demo: c.Demo, DemoSet: c.DemoSet,
+		Demo: c.Demo, DemoSet: c.DemoSet, PublicURL: c.PublicURL,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("default config mismatch (-want +got):\n%s", diff)
@@ -127,6 +133,7 @@ func TestLoadExplicitValues(t *testing.T) {
 		"HERALD_METRICS_ADDR":        "10.0.0.7:9100",
 		"HERALD_METRICS_TOKEN":       goodSecret,
 		"HERALD_TRUSTED_PROXIES":     " 127.0.0.1, 10.0.0.0/24 ,::1",
+		"HERALD_PUBLIC_URL":          "https://herald.example.com/alerts/",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -142,18 +149,21 @@ func TestLoadExplicitValues(t *testing.T) {
 		SecretKeyPrevious         string
 		MetricsAddr, MetricsToken string
 		TrustedProxies            []string
+		PublicURL                 string
 	}
 	want := summary{
 		Addr: "0.0.0.0:9000", Location: "Europe/Berlin", WorkerConcurrency: 8, WorkerDBConns: 2,
 		TaskCheckInterval: 250 * time.Millisecond, SessionIdle: 15 * time.Minute, SessionSecret: goodSecret, SecretKey: otherSecret,
 		SecretKeyPrevious: goodSecret + "-previous",
 		MetricsAddr:       "10.0.0.7:9100", MetricsToken: goodSecret, TrustedProxies: []string{"127.0.0.1", "10.0.0.0/24", "::1"},
+		PublicURL: "https://herald.example.com/alerts",
 	}
 	got := summary{
 		Addr: c.Addr, Location: c.Location.String(), WorkerConcurrency: c.WorkerConcurrency, WorkerDBConns: c.WorkerDBConns,
 		TaskCheckInterval: c.TaskCheckInterval, SessionIdle: c.SessionIdle, Embedded: c.Embedded(), EmbeddedRedis: c.EmbeddedRedis(),
 		SessionSecret: string(c.SessionSecret), SecretKey: string(c.SecretKey), SecretKeyPrevious: string(c.SecretKeyPrevious),
 		MetricsAddr: c.MetricsAddr, MetricsToken: c.MetricsToken, TrustedProxies: c.TrustedProxies,
+		PublicURL: c.PublicURL,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config mismatch (-want +got):\n%s", diff)

@@ -33,6 +33,15 @@ type Config struct {
 	// Channels builds the platform adapters a recall calls; nil: nothing can be
 	// recalled (recall_unsupported).
 	Channels *channels.Registry
+	// AckLink makes the acknowledgment link of an alert's notice to a recipient; nil:
+	// notices carry no link.
+	AckLink func(messageID string, recipientID int64) string
+	// AckObserver hears how long each alert waited for its first acknowledgment; nil:
+	// nobody.
+	AckObserver func(time.Duration)
+	// AckLinks signs and opens the acknowledgment links (HERALD_PUBLIC_URL,
+	// HERALD_SECRET_KEY); with AckLink nil, it makes the links too. Nil: no link opens.
+	AckLinks *AckLinks
 }
 
 // NewDispatcher returns the intake and service layer built from cfg, or an error naming
@@ -47,7 +56,11 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("dispatch: a dispatcher needs the time zone of the duty rule")
 	}
 	d := &Dispatcher{Store: cfg.Store, Enqueuer: cfg.Enqueuer, Location: cfg.Location, Log: cfg.Log, Now: cfg.Now,
-		Stats: cfg.Stats, Accounts: cfg.Accounts, Callbacks: cfg.Callbacks, Channels: cfg.Channels}
+		Stats: cfg.Stats, Accounts: cfg.Accounts, Callbacks: cfg.Callbacks, Channels: cfg.Channels,
+		AckLink: cfg.AckLink, AckObserver: cfg.AckObserver}
+	if d.AckLinks = cfg.AckLinks; d.AckLink == nil && d.AckLinks != nil {
+		d.AckLink = d.AckLinks.Link
+	}
 	if d.Log == nil {
 		d.Log = slog.Default()
 	}

@@ -42,6 +42,18 @@ type Dispatcher struct {
 	Callbacks *tasks.Callbacks
 	// Channels builds the platform adapters a recall calls; nil: nothing can be recalled.
 	Channels *channels.Registry
+	// AckLink makes the acknowledgment link of an alert's notice to a recipient; nil:
+	// notices carry no link.
+	AckLink func(messageID string, recipientID int64) string
+	// AckObserver hears how long each alert waited for its first acknowledgment; nil:
+	// nobody.
+	AckObserver func(time.Duration)
+	// AckLinks opens the acknowledgment links (ackpage.go); nil: none opens.
+	AckLinks *AckLinks
+
+	// afterClaim, when set (by tests), runs after a step is claimed, inside the
+	// firing's transaction: an error rolls the firing back, as a crash would.
+	afterClaim func() error
 
 	groups    grouper
 	fallbacks fallbackRuns
@@ -173,6 +185,12 @@ type Request struct {
 	// AuditIP, when set, records the intake in the audit log (from this address) in the
 	// batch's own transaction.
 	AuditIP string
+	// Ack, when set, makes the batch an alert: someone must acknowledge it, or the
+	// named escalation policy calls more people (alerts.go).
+	Ack *AckRequest
+	// notice marks Herald's own notices of an alert: the escalation policy chose their
+	// people, so the duty rule does not apply again.
+	notice bool
 }
 
 // Result is what intake created, or for a preview, what it would create.
@@ -184,10 +202,14 @@ type Result struct {
 	Skipped  models.Reasons
 	Rejected models.Reasons
 	Roster   *Roster
+	// Alert is the alert the batch opened (a request with Ack).
+	Alert *models.Alert
 	// chain is the fallback chain the messages carry.
 	chain []string
 	// daily are the messages' rows of "same content once a day" (skipSentToday).
 	daily []models.DailyContent
+	// firstStep is the first step of the alert, written with it.
+	firstStep *models.AlertStep
 }
 
 // Limits of one request.
@@ -234,6 +256,11 @@ func (d *Dispatcher) submitOnce(ctx context.Context, req Request) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
+	if req.Ack != nil {
+		if err := d.openAlert(ctx, req, res); err != nil {
+			return nil, err
+		}
+	}
 	if err := d.holdForApproval(ctx, res); err != nil {
 		return nil, err
 	}
@@ -261,7 +288,11 @@ func (d *Dispatcher) submitOnce(ctx context.Context, req Request) (*Result, erro
 	if res.Batch.Approval != models.ApprovalAwaiting {
 		jobs, gr = d.assignTasks(res.Batch, res.Messages)
 	}
-	err = d.store(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras})
+	if res.Alert != nil {
+		err = d.storeAlert(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras}, res, req.Respond)
+	} else {
+		err = d.store(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras})
+	}
 	if gr != nil {
 		d.groups.done(gr, res.Messages[0].ID, err == nil)
 	}
@@ -270,6 +301,9 @@ func (d *Dispatcher) submitOnce(ctx context.Context, req Request) (*Result, erro
 	}
 	d.Stats.Count(res.Batch.AccountID, "created", len(res.Messages))
 	d.enqueue(ctx, jobs)
+	if res.Alert != nil {
+		d.fireFirstStep(ctx, res)
+	}
 	if res.fallsBack() && res.Batch.Approval != models.ApprovalAwaiting {
 		d.FallBackSoon()
 	}
@@ -282,6 +316,11 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 	now := d.now()
 	if err := validate(&req, now); err != nil {
 		return nil, err
+	}
+	if req.Ack != nil {
+		if err := d.checkAck(ctx, &req); err != nil {
+			return nil, err
+		}
 	}
 	acct, err := d.account(ctx, req)
 	if err != nil {
@@ -381,6 +420,7 @@ func (d *Dispatcher) audience(ctx context.Context, req Request, sendAt time.Time
 	for _, p := range a.people {
 		needRoster = needRoster || p.OrgType == models.HeadOffice
 	}
+	needRoster = needRoster && !req.notice
 	if needRoster {
 		dutyAt := sendAt
 		if req.DutyDate != nil {
@@ -500,7 +540,7 @@ func validate(req *Request, now time.Time) error {
 	n := len(req.Recipients) + len(req.RecipientIDs)
 	groups := len(req.Departments) + len(req.Branches)
 	switch {
-	case n == 0 && groups == 0 && !req.ToOnDuty:
+	case n == 0 && groups == 0 && !req.ToOnDuty && req.Ack == nil && !req.notice:
 		return models.Invalid("recipients", "compose.check.recipients_none")
 	case n > MaxRecipients:
 		return models.Invalid("recipients", "compose.check.recipients_too_many", "Max", MaxRecipients, "Got", n)
@@ -718,6 +758,11 @@ func (d *Dispatcher) assignTasks(b *models.Batch, msgs []models.Message) ([]task
 		m.TaskID = gr.job.TaskID
 		return nil, gr
 	}
+	return chunkTasks(b, msgs), nil
+}
+
+// chunkTasks puts the messages of a batch in chunk tasks named after the batch.
+func chunkTasks(b *models.Batch, msgs []models.Message) []tasks.Job {
 	ids := make([]string, len(msgs))
 	for i := range msgs {
 		ids[i] = msgs[i].ID
@@ -730,7 +775,7 @@ func (d *Dispatcher) assignTasks(b *models.Batch, msgs []models.Message) ([]task
 			i++
 		}
 	}
-	return jobs, nil
+	return jobs
 }
 
 // Close enqueues the groups still gathering and waits for them, until ctx ends. Call it

@@ -33,6 +33,8 @@ type sendRequest struct {
 
 	// TemplateVersion pins an older version of the template (absent: its latest).
 	TemplateVersion int `json:"template_version,omitempty"`
+	// Ack makes the send an alert someone must acknowledge.
+	Ack *dispatch.AckRequest `json:"ack,omitempty"`
 }
 
 type sendContent struct {
@@ -55,6 +57,8 @@ type sendResponse struct {
 	Messages []messageRef   `json:"messages"`
 	Skipped  models.Reasons `json:"skipped"`
 	Rejected models.Reasons `json:"rejected"`
+	// AlertID is the alert a send with ack opened.
+	AlertID *int64 `json:"alert_id,omitempty"`
 }
 
 // parseSendAt requires an RFC 3339 time with an offset: a bare local time is ambiguous.
@@ -88,7 +92,7 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 		Platform: body.Platform, Account: body.Account, Recipients: body.Recipients, ToOnDuty: body.ToOnDuty,
 		Departments: body.Departments, Branches: body.Branches,
 		Template: body.Template, TemplateVersion: body.TemplateVersion, Variables: body.Variables, Priority: body.Priority, SendAt: sendAt,
-		IdempotencyKey: body.IdempotencyKey, AuditIP: c.ClientIP(), Fallback: body.Fallback}
+		IdempotencyKey: body.IdempotencyKey, AuditIP: c.ClientIP(), Fallback: body.Fallback, Ack: body.Ack}
 	if body.Content != nil {
 		req.Subject, req.Text = body.Content.Subject, body.Content.Text
 	}
@@ -122,6 +126,9 @@ func newSendResponse(res *dispatch.Result) sendResponse {
 		Skipped: nonNil(res.Skipped), Rejected: nonNil(res.Rejected)}
 	for i, m := range res.Messages {
 		out.Messages[i] = messageRef{ID: m.ID, Recipient: res.Names[m.RecipientID], Status: string(m.Status)}
+	}
+	if res.Alert != nil {
+		out.AlertID = &res.Alert.ID
 	}
 	return out
 }

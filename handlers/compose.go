@@ -108,6 +108,7 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 		Departments:  map[string]bool{},
 		Branches:     map[string]bool{},
 		Variables:    map[string]string{},
+		AckPolicy:    strings.TrimSpace(c.PostForm("ack.policy")),
 	}
 	errs := map[string]string{}
 	var err error
@@ -144,6 +145,9 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 		Departments: departments, Branches: branches, ToOnDuty: f.ToOnDuty, Template: f.Template, Subject: f.Subject, Text: f.Text, Priority: f.Priority}
 	if f.Template != "" {
 		req.Variables = f.Variables
+	}
+	if f.AckPolicy != "" {
+		req.Ack = &dispatch.AckRequest{Policy: f.AckPolicy}
 	}
 	if f.SendAt != "" {
 		t, err := parseLocalTime(f.SendAt, h.Dispatch.Location)
@@ -392,6 +396,10 @@ func (h *Handlers) renderCompose(c *gin.Context, status int, f views.ComposeForm
 		return
 	}
 	if v.Chosen, err = h.chosenTemplate(c, f.Template); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	if v.Policies, err = h.Dispatch.Policies(ctx); err != nil {
 		h.serverError(c, err)
 		return
 	}

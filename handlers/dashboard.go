@@ -79,6 +79,9 @@ func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
 	if d.Batches, err = h.Store.RecentBatches(ctx, 10); err != nil {
 		return d, err
 	}
+	if d.OpenAlerts, err = h.Store.CountOpenAlerts(ctx); err != nil {
+		return d, err
+	}
 	d.Queues, d.QueuesError = h.queues()
 	accounts, err := h.Store.Accounts(ctx)
 	if err != nil {

@@ -167,6 +167,8 @@ type Message struct {
 	// RecalledAt and RecalledBy say when and by whom a recalled message was taken back.
 	RecalledAt *time.Time
 	RecalledBy string
+	// AlertID is the alert the message notifies of (nil for none).
+	AlertID *int64
 }
 
 // insertChunk bounds a multi-row INSERT well below MySQL's placeholder limit.

@@ -421,6 +421,13 @@ func (d *DutyData) covers(r *Rotation, t time.Time) bool {
 
 // turn returns who rotation r puts on duty on date t, or nil if it covers no turn then.
 func (d *DutyData) turn(r *Rotation, t time.Time) []int64 {
+	return d.turnAfter(r, t, 0)
+}
+
+// turnAfter returns who takes the turn k turns after the one rotation r puts on duty on
+// date t (0: that turn, 1: the next in line, its backup), or nil if it covers no turn
+// then.
+func (d *DutyData) turnAfter(r *Rotation, t time.Time, k int) []int64 {
 	start, err := time.Parse(time.DateOnly, r.StartDate)
 	if err != nil || t.Before(start) || len(r.Members) == 0 || r.TurnDays < 1 || !d.covers(r, t) {
 		return nil
@@ -435,5 +442,5 @@ func (d *DutyData) turn(r *Rotation, t time.Time) []int64 {
 			}
 		}
 	}
-	return r.Members[(elapsed/r.TurnDays)%len(r.Members)]
+	return r.Members[(elapsed/r.TurnDays+k)%len(r.Members)]
 }

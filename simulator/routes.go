@@ -34,6 +34,8 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("GET /_sim/stats", s.handleStats)
 	mux.HandleFunc("GET /_sim/faults", s.handleGetFaults)
 	mux.HandleFunc("POST /_sim/faults", s.handlePatchFaults)
+	mux.HandleFunc("POST /_sim/wecom/callback", s.handleWeComCallbackSettings)
+	mux.HandleFunc("POST /_sim/wecom/click", s.handleWeComClick)
 	mux.HandleFunc("GET /healthz", handleHealth)
 
 	return mux

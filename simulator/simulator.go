@@ -23,6 +23,22 @@ type Delivery struct {
 	ProviderMsgID string `json:"provider_msg_id,omitempty"`
 	// Recalled is set once the platform took the message back.
 	Recalled bool `json:"recalled,omitempty"`
+	// Card is the template card a WeCom message came as (Content then holds its title
+	// and text); nil for plain messages.
+	Card *Card `json:"card,omitempty"`
+}
+
+// Card is a WeCom template card with buttons, as the simulator received it.
+type Card struct {
+	CardType string       `json:"card_type"`
+	TaskID   string       `json:"task_id"`
+	Buttons  []CardButton `json:"buttons"`
+}
+
+// CardButton is one button of a card: its words and the key a click reports.
+type CardButton struct {
+	Text string `json:"text"`
+	Key  string `json:"key"`
 }
 
 // Stats counts what the simulator has seen since it started or was last reset.
@@ -114,6 +130,8 @@ type Simulator struct {
 	rng        *mathrand.Rand
 	deliveries []Delivery
 	stats      Stats
+	// wecomCallback is where clicks on WeCom cards are reported (nil: nowhere yet).
+	wecomCallback *wecomCallback
 }
 
 // New returns a simulator with the given faults and default options.

@@ -95,11 +95,12 @@ func (s *Simulator) wecomTokenValid(r *http.Request, now time.Time, fail func(co
 
 // wecomMessage is the body of message/send for the text and markdown types.
 type wecomMessage struct {
-	ToUser   string        `json:"touser"`
-	MsgType  string        `json:"msgtype"`
-	AgentID  int64         `json:"agentid"`
-	Text     *wecomContent `json:"text"`
-	Markdown *wecomContent `json:"markdown"`
+	ToUser       string        `json:"touser"`
+	MsgType      string        `json:"msgtype"`
+	AgentID      int64         `json:"agentid"`
+	Text         *wecomContent `json:"text"`
+	Markdown     *wecomContent `json:"markdown"`
+	TemplateCard *wecomCard    `json:"template_card"`
 }
 
 type wecomContent struct {
@@ -114,6 +115,11 @@ func (m wecomMessage) content() (string, bool) {
 		c = m.Text
 	case "markdown":
 		c = m.Markdown
+	case "template_card":
+		if m.TemplateCard == nil {
+			return "", true
+		}
+		return m.TemplateCard.text(), true
 	default:
 		return "", false
 	}
@@ -149,6 +155,14 @@ func (s *Simulator) handleWeComSend(w http.ResponseWriter, r *http.Request) {
 		fail(wecomInvalidAgentID, "invalid agentid")
 		return
 	}
+	var card *Card
+	if msg.TemplateCard != nil && msg.MsgType == "template_card" {
+		if problem := s.checkCard(msg.TemplateCard); problem != "" {
+			fail(wecomInvalidParameter, "invalid parameter: "+problem)
+			return
+		}
+		card = msg.TemplateCard.recorded()
+	}
 	var users []string
 	for u := range strings.SplitSeq(msg.ToUser, "|") {
 		if u = strings.TrimSpace(u); u != "" {
@@ -173,6 +187,7 @@ func (s *Simulator) handleWeComSend(w http.ResponseWriter, r *http.Request) {
 			Content:       content,
 			ReceivedAtMs:  received.UnixMilli(),
 			ProviderMsgID: msgID,
+			Card:          card,
 		}
 	}
 	switch v.outcome {

@@ -1,11 +1,13 @@
 package tasks
 
 import (
+	"context"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"herald/channels"
+	"herald/models"
 )
 
 // Metrics are the worker's Prometheus instruments.
@@ -88,5 +90,40 @@ func (m *Metrics) final(platform, account, state string) {
 func (m *Metrics) throttle(account, window string) {
 	if m != nil {
 		m.throttled.WithLabelValues(account, window).Inc()
+	}
+}
+
+// NewAlertMetrics registers the alerts' instruments with reg: herald_alert_ack_seconds,
+// how long alerts waited for their first acknowledgment (observed by the returned
+// function, where acknowledgments are made), and herald_alerts, the alerts by state,
+// read from the database at each scrape.
+func NewAlertMetrics(reg prometheus.Registerer, store *models.Store) func(time.Duration) {
+	ack := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herald_alert_ack_seconds",
+		Help:    "How long alerts waited from opening to their first acknowledgment.",
+		Buckets: []float64{30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400}})
+	reg.MustRegister(ack, &alertStateCollector{store: store,
+		desc: prometheus.NewDesc("herald_alerts", "Alerts by state.", []string{"state"}, nil)})
+	return func(d time.Duration) { ack.Observe(d.Seconds()) }
+}
+
+// alertStateCollector counts alerts by state at each scrape: the database holds the
+// truth for every process.
+type alertStateCollector struct {
+	store *models.Store
+	desc  *prometheus.Desc
+}
+
+func (c *alertStateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *alertStateCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	counts, err := c.store.AlertCounts(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.desc, err)
+		return
+	}
+	for _, st := range models.AlertStates {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[st]), st)
 	}
 }

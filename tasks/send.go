@@ -457,6 +457,15 @@ func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func
 	return acct, sender, adm, models.Outcome{}, true
 }
 
+// alertActions are the buttons of a notice of an alert (a WeCom card shows them); none
+// for other messages.
+func alertActions(m *models.Message) []channels.Action {
+	if m.AlertID == nil {
+		return nil
+	}
+	return channels.AlertActions()
+}
+
 // maxLateStarts is how many admissions one delivery may see go stale before the
 // message is given back to wait as throttled.
 const maxLateStarts = 3
@@ -498,7 +507,8 @@ func (s *Sender) lateStart(m *models.Message, acct *models.Account, adm *Admissi
 
 // channelMessage is what an adapter is given of a message.
 func channelMessage(m *models.Message) channels.Message {
-	return channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content, HTML: m.ContentHTML}
+	return channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content, HTML: m.ContentHTML,
+		Actions: alertActions(m)}
 }
 
 // outcome classifies what a provider call made of a message, started at started and

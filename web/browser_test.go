@@ -140,22 +140,7 @@ func TestBrowserPagesKeepToTheCSP(t *testing.T) {
 	c.useLimits("sandbox", models.Limits{PerMinute: 10, PerHour: 100}, 4)
 	ctx := testenv.Chrome(t)
 
-	// The browser reports each refusal of its policy as a security message in its log.
-	var mu sync.Mutex
-	var violations []string
-	chromedp.ListenTarget(ctx, func(ev any) {
-		if e, ok := ev.(*cdplog.EventEntryAdded); ok &&
-			(e.Entry.Source == cdplog.SourceSecurity || strings.Contains(e.Entry.Text, "Content Security Policy")) {
-			mu.Lock()
-			violations = append(violations, e.Entry.URL+": "+e.Entry.Text)
-			mu.Unlock()
-		}
-	})
-	reported := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), violations...)
-	}
+	reported := listenCSPViolations(ctx)
 	pause := func(d time.Duration) chromedp.Action { return chromedp.Sleep(d) }
 	q := chromedp.ByQuery
 	steps := []struct {
@@ -207,6 +192,27 @@ func TestBrowserPagesKeepToTheCSP(t *testing.T) {
 	}
 	if v := reported(); len(v) == 0 {
 		t.Error("an inline style attribute was not reported: the violation listener hears nothing")
+	}
+}
+
+// listenCSPViolations collects the Content-Security-Policy violations the browser of
+// ctx reports (each refusal is a security message in its log, once cdplog.Enable has
+// run); the function returns those reported so far.
+func listenCSPViolations(ctx context.Context) func() []string {
+	var mu sync.Mutex
+	var violations []string
+	chromedp.ListenTarget(ctx, func(ev any) {
+		if e, ok := ev.(*cdplog.EventEntryAdded); ok &&
+			(e.Entry.Source == cdplog.SourceSecurity || strings.Contains(e.Entry.Text, "Content Security Policy")) {
+			mu.Lock()
+			violations = append(violations, e.Entry.URL+": "+e.Entry.Text)
+			mu.Unlock()
+		}
+	})
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), violations...)
 	}
 }
 

@@ -110,15 +110,27 @@ var routeRoles = map[string]models.Role{
 	"POST /api-keys/:id/callback":             models.RoleAdmin,
 	"POST /api-keys/:id/events/:event/resend": models.RoleAdmin,
 	"* " + web.MonitoringPath:                 models.RoleViewer, // Asynqmon, every method
+	"GET /alerts":                             models.RoleViewer,
+	"GET /alerts/live":                        models.RoleViewer,
+	"GET /alerts/:id":                         models.RoleViewer,
+	"POST /alerts/:id/ack":                    models.RoleOperator,
+	"POST /alerts/:id/resolve":                models.RoleOperator,
+	"GET /escalation-policies":                models.RoleAdmin,
+	"GET /escalation-policies/new":            models.RoleAdmin,
+	"POST /escalation-policies":               models.RoleAdmin,
+	"GET /escalation-policies/:name/edit":     models.RoleAdmin,
+	"POST /escalation-policies/:name/edit":    models.RoleAdmin,
+	"POST /escalation-policies/:name/delete":  models.RoleAdmin,
 	"* " + web.MonitoringPath + "/*path":      models.RoleViewer,
 }
 
 // unwalked are the routes outside the console's roles: operations endpoints, assets,
 // sign-in and sign-out, the bearer-key API (tested with API keys elsewhere), duty
-// calendar feeds (their secret address is the credential, see TestDutyFeeds); and
+// calendar feeds (their secret address is the credential, see TestDutyFeeds),
+// acknowledgment links and WeCom's callback (signed, see TestAckLink*); and
 // signing out everywhere, which would end the walking clients' sessions
 // (TestSessionsPage checks its role).
-var unwalked = []string{"/api/", "/static/", "/duty/feed/", "/healthz", "/readyz", "/metrics", "/login", "/logout", "/sessions/revoke"}
+var unwalked = []string{"/api/", "/static/", "/duty/feed/", "/ack/", "/callbacks/wecom/", "/healthz", "/readyz", "/metrics", "/login", "/logout", "/sessions/revoke"}
 
 // walkFixtures creates what the routes' parameters name, so each request reaches its
 // handler's real work rather than a 404.
@@ -148,6 +160,10 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		TurnDays: 1, Covers: models.CoversEveryDay}); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.store.CreatePolicy(ctx, &models.EscalationPolicy{Name: "walk-policy",
+		Steps: []models.PolicyStep{{Targets: []string{"on_duty"}, Wait: "10m"}}}); err != nil {
+		t.Fatal(err)
+	}
 	return map[string]string{
 		"/batches/:id":                msg.BatchID,
 		"/messages/:id":               msg.ID,
@@ -159,6 +175,8 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		"/duty/rotations/:name":       "walk-rotation",
 		"/duty/feeds/:id":             fmt.Sprint(c.recipient("E1002").ID),
 		"/duty/swaps/:id":             fmt.Sprint(swap.ID),
+		"/alerts/:id":                 "1", // no such alert: a 404 page, past the role check
+		"/escalation-policies/:name":  "walk-policy",
 		"/events/:event":              models.NewID(), // no such event: the answer is a 404 page, past the role check
 		web.MonitoringPath + "/*path": "",
 	}

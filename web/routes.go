@@ -46,6 +46,12 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	// A person's duty calendar feed: its secret address is the credential.
 	r.GET(handlers.DutyFeedPath+":file", h.DutyFeed)
 	r.HEAD(static.Prefix+"*path", gin.WrapH(static.Handler()))
+	// An alert notice's acknowledgment link and WeCom's callback: the signed link, or
+	// WeCom's signature, is the credential; no session.
+	r.GET("/ack/:token", h.AckPage)
+	r.POST("/ack/:token", formBody(maxFormBytes, false), h.AckAct)
+	r.GET("/callbacks/wecom/:account", h.WeComCallback)
+	r.POST("/callbacks/wecom/:account", h.WeComCallback)
 
 	// The console: every route below knows the signed-in user, if any, and takes small
 	// forms without files.
@@ -81,6 +87,9 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	viewer.GET("/duty/calendar", h.DutyCalendar)
 	viewer.GET("/duty/feeds", h.DutyFeeds)
 	viewer.GET("/audit", h.AuditLog)
+	viewer.GET("/alerts", h.Alerts)
+	viewer.GET("/alerts/live", h.AlertsLive)
+	viewer.GET("/alerts/:id", h.Alert)
 
 	// Operators also compose, retry, cancel and edit staff, duty and templates.
 	operator := console.Group("/", requireRole(models.RoleOperator))
@@ -132,6 +141,8 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	operator.GET("/duty/rotations/:name/edit", h.EditRotationForm)
 	operator.POST("/duty/rotations/:name/edit", h.UpdateRotation)
 	operator.POST("/duty/rotations/:name/delete", h.DeleteRotation)
+	operator.POST("/alerts/:id/ack", h.AcknowledgeAlert)
+	operator.POST("/alerts/:id/resolve", h.ResolveAlert)
 	// CSV imports take an uploaded file: a larger body, read once the user is known to
 	// be an operator.
 	imports := r.Group("/", append(session, requireRole(models.RoleOperator), formBody(maxUploadBytes, true))...)
@@ -165,6 +176,12 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	admins.GET("/api-keys/:id/callback", h.KeyCallback)
 	admins.POST("/api-keys/:id/callback", h.SetKeyCallback)
 	admins.POST("/api-keys/:id/events/:event/resend", h.ResendKeyEvent)
+	admins.GET("/escalation-policies", h.Policies)
+	admins.GET("/escalation-policies/new", h.NewPolicyForm)
+	admins.POST("/escalation-policies", h.CreatePolicy)
+	admins.GET("/escalation-policies/:name/edit", h.EditPolicyForm)
+	admins.POST("/escalation-policies/:name/edit", h.UpdatePolicy)
+	admins.POST("/escalation-policies/:name/delete", h.DeletePolicy)
 
 	// The JSON API: bearer API keys with scopes; admin has every scope.
 	v1 := r.Group("/api/v1", apiLanguage)
@@ -215,4 +232,13 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.GET("/accounts/:name", admin, h.APIGetAccount)
 	v1.PUT("/accounts/:name", admin, h.APIUpdateAccount)
 	v1.DELETE("/accounts/:name", admin, h.APIDeleteAccount)
+	v1.GET("/alerts", read, h.APIListAlerts)
+	v1.GET("/alerts/:id", read, h.APIGetAlert)
+	v1.POST("/alerts/:id/ack", send, h.APIAcknowledgeAlert)
+	v1.POST("/alerts/:id/resolve", send, h.APIResolveAlert)
+	v1.GET("/escalation-policies", admin, h.APIListPolicies)
+	v1.POST("/escalation-policies", admin, h.APICreatePolicy)
+	v1.GET("/escalation-policies/:name", admin, h.APIGetPolicy)
+	v1.PUT("/escalation-policies/:name", admin, h.APIUpdatePolicy)
+	v1.DELETE("/escalation-policies/:name", admin, h.APIDeletePolicy)
 }

@@ -125,13 +125,17 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	a.Sim = simulator.New(simulator.Faults{})
 	a.Channels = channels.NewRegistry(sandbox.New(a.Sim))
 	a.Stats = store.NewStats()
+	// Alert notices carry links to HERALD_PUBLIC_URL, signed under HERALD_SECRET_KEY.
+	ackLinks := dispatch.NewAckLinks(cfg.PublicURL, cfg.SecretKey, cfg.SecretKeyPrevious)
 	if a.Dispatch, err = dispatch.NewDispatcher(dispatch.Config{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log,
-		Location: cfg.Location, Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks, Channels: a.Channels}); err != nil {
+		Location: cfg.Location, Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks, Channels: a.Channels,
+		AckLinks: ackLinks}); err != nil {
 		a.Close()
 		return nil, err
 	}
 	a.Metrics = prometheus.NewRegistry()
 	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.Dispatch.AckObserver = tasks.NewAlertMetrics(a.Metrics, a.Store)
 	return a, nil
 }
 

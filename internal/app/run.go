@@ -107,6 +107,8 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	}
 	srv, mux := tasks.NewWorker(a.Redis.Asynq(), tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
 		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, sweeper, a.Callbacks)
+	mux.Handle(tasks.TypeFireAlertStep, tasks.AlertStepHandler(a.Dispatch.FireAlertStepNow))
+	go a.Dispatch.RunEscalationPoll(ctx, escalationPoll)
 	if err := srv.Start(mux); err != nil {
 		send.Close()
 		return fmt.Errorf("serve: start worker: %w", err)
@@ -118,6 +120,9 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	g.Go(func() error { <-ctx.Done(); srv.Shutdown(); stopBeat(); send.Close(); return nil })
 	return nil
 }
+
+// escalationPoll is how often each worker looks for overdue alert steps.
+const escalationPoll = time.Second
 
 // startScheduler starts the periodic maintenance tasks and enqueues a first sweep, so
 // a restart picks up what was left at once.

@@ -1,0 +1,129 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"herald/channels"
+	"herald/models"
+)
+
+// Acknowledging from outside the console: the page an alert notice's link opens (no
+// login: the signed link is the credential, AckLinks) and the buttons of a WeCom card
+// (the click comes to Herald's callback, signed by WeCom). Both act as the one person
+// the notice went to, on that notice's alert only.
+
+// AckLinkLife is how long after its alert ends a link still opens: its page then says
+// the alert is over; later the link has expired.
+const AckLinkLife = 24 * time.Hour
+
+// ErrAckLinkExpired means the link's alert ended more than AckLinkLife ago.
+var ErrAckLinkExpired = errors.New("dispatch: acknowledgment link has expired")
+
+// Link and WeCom callback actors, as the audit log names them; the entry's own values
+// name the person who acted (the notice's recipient) and how.
+const (
+	ActorAckLink   = "ack-link"
+	ActorWeComCard = "wecom-callback"
+)
+
+// AckNotice is an alert notice as its link's page shows it.
+type AckNotice struct {
+	Message *models.Message
+	Alert   *models.Alert
+	// Recipient is the person the notice went to: whoever uses the link acts as them.
+	Recipient *models.Recipient
+}
+
+// OpenAckLink reads the notice a link's token names. ErrAckLinkInvalid: the token was
+// not signed by Herald as it stands, or names no alert notice to that person;
+// ErrAckLinkExpired: its alert ended more than AckLinkLife ago.
+func (d *Dispatcher) OpenAckLink(ctx context.Context, token string) (AckNotice, error) {
+	if d.AckLinks == nil {
+		return AckNotice{}, ErrAckLinkInvalid
+	}
+	link, err := d.AckLinks.Parse(token)
+	if err != nil {
+		return AckNotice{}, err
+	}
+	return d.alertNotice(ctx, link.MessageID, func(m *models.Message) bool { return m.RecipientID == link.RecipientID })
+}
+
+// ActOnAckLink acknowledges or resolves (action channels.AckAction or
+// channels.ResolveAction) the alert of a link's notice, as the person the link belongs
+// to, via "link". Besides OpenAckLink's errors: a *models.FieldError on action for
+// another action, ErrAlertEnded for an exhausted alert. Acting twice is harmless (see
+// AckResult). The notice comes back with the alert as it is after.
+func (d *Dispatcher) ActOnAckLink(ctx context.Context, by Actor, token, action string) (AckNotice, AckResult, error) {
+	n, err := d.OpenAckLink(ctx, token)
+	if err != nil {
+		return n, AckResult{}, err
+	}
+	return d.actOnNotice(ctx, by, n, action, AckViaLink)
+}
+
+// ActOnWeComCard acknowledges or resolves the alert of a WeCom card a member clicked,
+// via "wecom". The card's task id is its message's id; a click counts only on a card
+// that account sent, from the member it went to. ErrAckLinkInvalid: the click names
+// no such card; otherwise as ActOnAckLink.
+func (d *Dispatcher) ActOnWeComCard(ctx context.Context, by Actor, accountID int64, click channels.WeComCardEvent) (AckNotice, AckResult, error) {
+	n, err := d.alertNotice(ctx, click.TaskID, func(m *models.Message) bool {
+		return m.AccountID == accountID && m.Address == click.UserID
+	})
+	if err != nil {
+		return n, AckResult{}, err
+	}
+	return d.actOnNotice(ctx, by, n, click.Key, AckViaWeCom)
+}
+
+// alertNotice reads an alert notice, if belongs accepts its message.
+func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs func(*models.Message) bool) (AckNotice, error) {
+	if messageID == "" {
+		return AckNotice{}, ErrAckLinkInvalid
+	}
+	m, err := d.Store.MessageByID(ctx, messageID)
+	if errors.Is(err, models.ErrNotFound) {
+		return AckNotice{}, ErrAckLinkInvalid
+	}
+	if err != nil {
+		return AckNotice{}, err
+	}
+	if m.AlertID == nil || !belongs(m) {
+		return AckNotice{}, ErrAckLinkInvalid
+	}
+	a, err := d.Store.AlertByID(ctx, *m.AlertID)
+	if err != nil {
+		return AckNotice{}, fmt.Errorf("dispatch: alert of message %s: %w", m.ID, err)
+	}
+	if a.EndedAt != nil && d.now().After(a.EndedAt.Add(AckLinkLife)) {
+		return AckNotice{}, ErrAckLinkExpired
+	}
+	people, err := d.Store.CachedRecipientsByIDs(ctx, []int64{m.RecipientID})
+	if err != nil {
+		return AckNotice{}, err
+	}
+	if len(people) == 0 {
+		return AckNotice{}, ErrAckLinkInvalid
+	}
+	return AckNotice{Message: m, Alert: a, Recipient: &people[0]}, nil
+}
+
+// actOnNotice acknowledges or resolves the notice's alert as its recipient.
+func (d *Dispatcher) actOnNotice(ctx context.Context, by Actor, n AckNotice, action, via string) (AckNotice, AckResult, error) {
+	var res AckResult
+	var err error
+	switch action {
+	case channels.AckAction:
+		res, err = d.AcknowledgeAlert(ctx, by, n.Alert.ID, n.Recipient.ExternalID, via, "")
+	case channels.ResolveAction:
+		res, err = d.ResolveAlert(ctx, by, n.Alert.ID, n.Recipient.ExternalID, via, "")
+	default:
+		return n, AckResult{}, models.Invalid("action", "ack.unknown_action")
+	}
+	if res.Alert != nil {
+		n.Alert = res.Alert
+	}
+	return n, res, err
+}

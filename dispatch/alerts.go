@@ -1,0 +1,322 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"herald/i18n"
+	"herald/models"
+)
+
+// An alert is a batch someone must acknowledge: its notices carry a link to do it, and
+// until someone does, the policy copied onto it when it opened calls more people, step by
+// step (escalation.go). Acknowledging stops the escalation; resolving closes the alert.
+
+// AckRequest asks for a send to be acknowledged, escalating along the named policy.
+type AckRequest struct {
+	Policy string `json:"policy"`
+}
+
+// Ways of acknowledging or resolving an alert, as the audit log and the alert record them.
+const (
+	AckViaLink    = "link"
+	AckViaAPI     = ViaAPI
+	AckViaConsole = "console"
+	AckViaWeCom   = "wecom"
+)
+
+// AckVias lists the ways of acknowledging.
+var AckVias = []string{AckViaLink, AckViaAPI, AckViaConsole, AckViaWeCom}
+
+// ErrAlertEnded refuses acknowledging or resolving an alert that is exhausted: nobody
+// answered in time, and it is over.
+var ErrAlertEnded = errors.New("dispatch: the alert has ended")
+
+// errAlreadyMoved rolls back an acknowledgment or resolution that found the alert
+// already past it.
+var errAlreadyMoved = errors.New("dispatch: alert already moved")
+
+// AckResult is an alert after an acknowledgment or resolution. Already says the alert
+// was acknowledged (or resolved) before this call, which changed nothing; the alert's
+// AcknowledgedBy and AcknowledgedAt then say who did it first and when.
+type AckResult struct {
+	Alert   *models.Alert
+	Already bool
+}
+
+// State is the alert's state after the call.
+func (r AckResult) State() string { return r.Alert.State }
+
+// AckLinkPlaceholder stands for an alert notice's acknowledgment link while its content
+// is rendered, before the message, and so the link, exists.
+const ackLinkPlaceholder = "HERALDACKURL7f3c9"
+
+// AckVariable is the template variable that places the acknowledgment link.
+const AckVariable = "ack_url"
+
+// AcknowledgeAlert records that someone has taken the alert: the escalation stops (its
+// pending steps cancelled), and with the policy's notify_on_ack everyone notified so far
+// hears who took it. externalID names the person (an external id; "" for a console
+// user, who is by.Name); via is how (AckViaLink, AckViaAPI, AckViaConsole, AckViaWeCom).
+// Acknowledging twice is harmless: the result says who did first. ErrAlertEnded: the
+// alert is exhausted. models.ErrNotFound: no such alert.
+func (d *Dispatcher) AcknowledgeAlert(ctx context.Context, by Actor, alertID int64, externalID, via, note string) (AckResult, error) {
+	return d.moveAlert(ctx, by, alertID, externalID, via, note, ackMove)
+}
+
+// ResolveAlert closes an alert, open or acknowledged: the escalation stops. Resolving
+// twice is harmless. ErrAlertEnded: the alert is exhausted. models.ErrNotFound: no such
+// alert.
+func (d *Dispatcher) ResolveAlert(ctx context.Context, by Actor, alertID int64, externalID, via, note string) (AckResult, error) {
+	return d.moveAlert(ctx, by, alertID, externalID, via, note, resolveMove)
+}
+
+// alertMove is an acknowledgment or a resolution: the states it leaves, the state it
+// makes, its audit action and its status event.
+type alertMove struct {
+	from   []string
+	to     string
+	action string
+	event  string
+}
+
+var (
+	ackMove     = alertMove{[]string{models.AlertOpen}, models.AlertAcknowledged, "alert.acknowledge", models.EventAlertAcknowledged}
+	resolveMove = alertMove{[]string{models.AlertOpen, models.AlertAcknowledged}, models.AlertResolved, "alert.resolve", models.EventAlertResolved}
+)
+
+// moveAlert runs an acknowledgment or a resolution.
+func (d *Dispatcher) moveAlert(ctx context.Context, by Actor, alertID int64, externalID, via, note string, mv alertMove) (AckResult, error) {
+	who, err := d.acker(ctx, by, externalID, via, note)
+	if err != nil {
+		return AckResult{}, err
+	}
+	now := d.now()
+	var a *models.Alert
+	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if a, err = tx.AlertByID(ctx, alertID); err != nil {
+			return err
+		}
+		set := map[string]any{"state": mv.to}
+		if mv.to == models.AlertAcknowledged {
+			set["acknowledged_by"], set["acknowledged_via"], set["acknowledged_at"] = who.id, via, now
+		} else {
+			set["resolved_by"], set["resolved_via"], set["resolved_at"], set["ended_at"] = who.id, via, now, now
+		}
+		moved, err := tx.MoveAlert(ctx, alertID, mv.from, set)
+		if err != nil {
+			return err
+		}
+		if !moved {
+			return errAlreadyMoved
+		}
+		if err := tx.CancelAlertSteps(ctx, alertID, now); err != nil {
+			return err
+		}
+		wasOpen := a.State == models.AlertOpen
+		if mv.to == models.AlertAcknowledged && a.PolicyCopy.NotifyOnAck {
+			if err := d.noticeOfAck(ctx, tx, ch, a, who); err != nil {
+				return err
+			}
+		}
+		if err := d.alertEvent(ctx, tx, ch, a, mv.event, mv.to, now); err != nil {
+			return err
+		}
+		params := models.AuditParams{"id": strconv.FormatInt(alertID, 10), "by": who.name, "via": via, "note": note}
+		ch.Audit(mv.action, "alert", strconv.FormatInt(alertID, 10), params)
+		if wasOpen && d.AckObserver != nil {
+			opened := a.OpenedAt
+			ch.After(func() { d.AckObserver(now.Sub(opened)) })
+		}
+		return nil
+	})
+	if errors.Is(err, errAlreadyMoved) {
+		return d.alreadyMoved(ctx, alertID)
+	}
+	if err != nil {
+		return AckResult{}, err
+	}
+	a, err = d.Store.AlertByID(ctx, alertID)
+	return AckResult{Alert: a}, err
+}
+
+// alreadyMoved answers an acknowledgment or resolution that came after the alert had
+// moved past it.
+func (d *Dispatcher) alreadyMoved(ctx context.Context, alertID int64) (AckResult, error) {
+	a, err := d.Store.AlertByID(ctx, alertID)
+	if err != nil {
+		return AckResult{}, err
+	}
+	if a.State == models.AlertExhausted {
+		return AckResult{Alert: a}, ErrAlertEnded
+	}
+	return AckResult{Alert: a, Already: true}, nil
+}
+
+// ackPerson is who acknowledges or resolves: the id recorded (an external id, or the
+// console user's name) and the name people read.
+type ackPerson struct {
+	id, name    string
+	recipientID int64
+}
+
+// acker checks the input of an acknowledgment and finds the person.
+func (d *Dispatcher) acker(ctx context.Context, by Actor, externalID, via, note string) (ackPerson, error) {
+	if !slices.Contains(AckVias, via) {
+		return ackPerson{}, models.Invalid("via", "alerts.invalid.via")
+	}
+	if len(note) > maxNoteLen {
+		return ackPerson{}, models.Invalid("note", "compose.check.max_bytes", "Max", maxNoteLen)
+	}
+	if err := models.CheckText("note", note, true); err != nil {
+		return ackPerson{}, err
+	}
+	externalID = strings.TrimSpace(externalID)
+	if externalID == "" {
+		if via != AckViaConsole {
+			return ackPerson{}, models.Invalid("by", "alerts.invalid.by_required")
+		}
+		return ackPerson{id: by.Name, name: by.Name}, nil
+	}
+	people, err := d.Store.CachedRecipientsByExternalIDs(ctx, []string{externalID})
+	if err != nil {
+		return ackPerson{}, err
+	}
+	if len(people) == 0 {
+		return ackPerson{}, models.Invalid("by", "alerts.invalid.unknown_person", "Name", externalID)
+	}
+	p := people[0]
+	name := p.Name
+	if name == "" {
+		name = p.ExternalID
+	}
+	return ackPerson{id: p.ExternalID, name: name, recipientID: p.ID}, nil
+}
+
+const maxNoteLen = 1000
+
+// noticeOfAck tells everyone the alert notified so far, but the person who took it,
+// that it is taken.
+func (d *Dispatcher) noticeOfAck(ctx context.Context, tx *models.Store, ch *Change, a *models.Alert, who ackPerson) error {
+	ids, err := tx.AlertRecipients(ctx, a.ID)
+	if err != nil {
+		return err
+	}
+	ids = slices.DeleteFunc(ids, func(id int64) bool { return id == who.recipientID })
+	text := i18n.In(i18n.Chinese, "alerts.notice.acknowledged", "Name", who.name, "Subject", alertTitle(a))
+	return d.writeNotice(ctx, tx, ch, a, ids, text)
+}
+
+// alertTitle is how Herald's own notices name an alert: its subject, else the start of
+// its text, else its number.
+func alertTitle(a *models.Alert) string {
+	switch {
+	case a.Subject != "":
+		return a.Subject
+	case a.Text != "":
+		return truncateRunes(strings.SplitN(a.Text, "\n", 2)[0], 60)
+	}
+	return "#" + strconv.FormatInt(a.ID, 10)
+}
+
+// writeNotice writes one of Herald's own notices of an alert (taken, nobody answered) to
+// people, in tx, enqueued once it commits.
+func (d *Dispatcher) writeNotice(ctx context.Context, tx *models.Store, ch *Change, a *models.Alert, people []int64, text string) error {
+	if len(people) == 0 {
+		return nil
+	}
+	req := Request{Source: models.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: people,
+		Text: text, Priority: models.PriorityHigh, CallbackKeyID: a.CallbackKeyID, notice: true}
+	res, err := d.Plan(ctx, req)
+	if err != nil {
+		return err
+	}
+	return d.writeAlertBatch(ctx, tx, ch, a.ID, res)
+}
+
+// writeAlertBatch writes a batch of an alert's notices in tx and enqueues its messages
+// once tx commits.
+func (d *Dispatcher) writeAlertBatch(ctx context.Context, tx *models.Store, ch *Change, alertID int64, res *Result) error {
+	if len(res.Messages) == 0 {
+		return nil
+	}
+	for i := range res.Messages {
+		res.Messages[i].AlertID = &alertID
+	}
+	// Tasks of their own, never a group's: a group enqueues when it fills, which may be
+	// before this transaction commits.
+	jobs := chunkTasks(res.Batch, res.Messages)
+	if err := tx.CreateBatch(ctx, res.Batch, res.Messages, nil); err != nil {
+		return err
+	}
+	ch.After(func() {
+		d.Stats.Count(res.Batch.AccountID, "created", len(res.Messages))
+		d.enqueue(context.WithoutCancel(ctx), jobs)
+	})
+	return nil
+}
+
+// alertEvent writes an alert's status event for the API key that opened it, if any,
+// and wakes its delivery once the change commits.
+func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *Change, a *models.Alert, typ, state string, now time.Time) error {
+	if a.CallbackKeyID == nil {
+		return nil
+	}
+	if err := tx.RecordAlertEvent(ctx, *a.CallbackKeyID, typ, a.BatchID, state, now); err != nil {
+		return err
+	}
+	key := *a.CallbackKeyID
+	if d.Callbacks != nil {
+		ch.After(func() { d.Callbacks.Kick(key) })
+	}
+	return nil
+}
+
+// Alert returns an alert and its steps (those of the policy; not the closing check
+// after the last). models.ErrNotFound: no such alert.
+func (d *Dispatcher) Alert(ctx context.Context, id int64) (*models.Alert, []models.AlertStep, error) {
+	a, err := d.Store.AlertByID(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	steps, err := d.Store.AlertSteps(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, PolicySteps(a, steps), nil
+}
+
+// PolicySteps leaves out an alert's closing check (the row after its last step that
+// exhausts it), which is no step of the policy.
+func PolicySteps(a *models.Alert, steps []models.AlertStep) []models.AlertStep {
+	return slices.DeleteFunc(steps, func(s models.AlertStep) bool { return s.N > len(a.PolicyCopy.Steps) })
+}
+
+// Alerts lists alerts in a state ("" for all), open ones first.
+func (d *Dispatcher) Alerts(ctx context.Context, state string, limit int) ([]models.Alert, error) {
+	if state != "" && !slices.Contains(models.AlertStates, state) {
+		return nil, models.Invalid("state", "alerts.invalid.state", "States", strings.Join(models.AlertStates, ", "))
+	}
+	return d.Store.Alerts(ctx, state, limit)
+}
+
+// checkAck checks a request's acknowledgment: the policy must exist. A template that
+// places the acknowledgment link gets its placeholder.
+func (d *Dispatcher) checkAck(ctx context.Context, req *Request) error {
+	req.Ack.Policy = strings.TrimSpace(req.Ack.Policy)
+	if req.Ack.Policy == "" {
+		return models.Invalid("ack.policy", "alerts.invalid.policy_required")
+	}
+	if _, err := d.Store.PolicyByName(ctx, req.Ack.Policy); errors.Is(err, models.ErrNotFound) {
+		return models.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
+	} else if err != nil {
+		return err
+	}
+	vars, err := d.ackVariables(ctx, req.Template, req.Variables)
+	req.Variables = vars
+	return err
+}

@@ -1,0 +1,529 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"herald/i18n"
+	"herald/models"
+)
+
+// The step engine. Each step of an alert is a row with its due time, written when the
+// step before it fires (the first when the alert opens). Firing a step is one
+// transaction: the compare-and-set of the row's fired_at, the alert's progress, the
+// step's notices (a batch of the intake's own making) and its audit entry; the notices
+// are enqueued after the commit. Two firers of one step cannot both commit, and a firer
+// that dies before committing leaves the row as it was, for the next to fire. An Asynq
+// task at the due time fires each step on time; a recovery poll fires whatever is
+// overdue (Redis lost the task, a worker died holding it).
+//
+// After the last step of the last round one more row comes due, the closing check: if
+// nobody has acknowledged by then the alert is exhausted and the last step's people hear
+// that nobody answered.
+
+// Why a step called nobody.
+const (
+	SkipRotationOff    = "rotation_off"
+	SkipUnknownTarget  = "unknown_target"
+	SkipDepartmentGone = "department_empty"
+	SkipNoneReachable  = "none_reachable"
+)
+
+// errStepTaken rolls back a firing that lost the step to another firer, or found the
+// alert no longer open.
+var errStepTaken = errors.New("dispatch: alert step taken")
+
+// openAlert prepares the alert a request asks for: the policy it names (copied), and the
+// first step, due at once when nobody was notified by the request itself, else after
+// the first step's wait. It is written with the batch (storeAlert).
+func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) error {
+	p, err := d.Store.PolicyByName(ctx, req.Ack.Policy)
+	if errors.Is(err, models.ErrNotFound) {
+		return models.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
+	}
+	if err != nil {
+		return err
+	}
+	now := d.now()
+	a := &models.Alert{BatchID: res.Batch.ID, Policy: p.Name, PolicyCopy: *p, State: models.AlertOpen,
+		AccountID: res.Batch.AccountID, Template: req.Template, Variables: withoutAck(req.Variables), Subject: req.Subject, Text: req.Text,
+		CallbackKeyID: req.CallbackKeyID, OpenedAt: now}
+	first := &models.AlertStep{N: 1, Round: 1, DueAt: now}
+	if len(res.Messages) > 0 {
+		first.DueAt = now.Add(stepWait(p.Steps[0]))
+	}
+	res.Alert, res.firstStep = a, first
+	return nil
+}
+
+// withoutAck is a request's variables without the acknowledgment link's placeholder.
+func withoutAck(vars map[string]string) models.VarMap {
+	if _, ok := vars[AckVariable]; !ok {
+		return vars
+	}
+	out := make(models.VarMap, len(vars))
+	for k, v := range vars {
+		if k != AckVariable {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// storeAlert writes an alert's first batch, the alert and its first step in one
+// transaction, with the intake's audit entry and the alert's own; respond (may be nil)
+// builds the answer an idempotent request replays.
+func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Result, respond func(*Result) (int, []byte)) error {
+	by := Actor{Name: res.Batch.Actor, Type: ActorUser}
+	if res.Batch.APIKeyID != nil {
+		by.Type = ActorAPIKey
+	}
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.CreateAlert(ctx, res.Alert, res.firstStep); err != nil {
+			return err
+		}
+		if idem := nb.Extras.Idem; idem != nil && respond != nil {
+			// The answer to replay names the alert, known only now.
+			status, body := respond(res)
+			idem.StatusCode, idem.Response = status, string(body)
+		}
+		for i := range nb.Messages {
+			nb.Messages[i].AlertID = &res.Alert.ID
+		}
+		d.placeAckLinks(res.Batch, nb.Messages)
+		if err := tx.CreateBatch(ctx, nb.Batch, nb.Messages, nb.Extras); err != nil {
+			return err
+		}
+		id := strconv.FormatInt(res.Alert.ID, 10)
+		ch.Audit("alert.open", "alert", id, models.AuditParams{"id": id, "batch": res.Batch.ID, "policy": res.Alert.Policy})
+		step := *res.firstStep
+		ch.After(func() { d.scheduleStep(ctx, step) })
+		return nil
+	})
+}
+
+// placeAckLinks puts each message's acknowledgment link where its template placed
+// {{.ack_url}}, or appends a line with it to a content that has no place for it.
+func (d *Dispatcher) placeAckLinks(b *models.Batch, msgs []models.Message) {
+	for i := range msgs {
+		m := &msgs[i]
+		link := ""
+		if d.AckLink != nil {
+			link = d.AckLink(m.ID, m.RecipientID)
+		}
+		placed := strings.Contains(m.Content, ackLinkPlaceholder)
+		m.Subject = strings.ReplaceAll(m.Subject, ackLinkPlaceholder, link)
+		m.Content = strings.ReplaceAll(m.Content, ackLinkPlaceholder, link)
+		m.ContentHTML = strings.ReplaceAll(m.ContentHTML, ackLinkPlaceholder, link)
+		if !placed && link != "" {
+			m.Content += "\n\n" + i18n.In(i18n.Chinese, "alerts.notice.ack_line", "URL", link)
+		}
+	}
+}
+
+// ackVariables gives a template that declares ack_url its placeholder, so an alert's
+// notices can be rendered before their links exist.
+func (d *Dispatcher) ackVariables(ctx context.Context, template string, vars map[string]string) (map[string]string, error) {
+	if template == "" {
+		return vars, nil
+	}
+	t, err := d.Store.TemplateByName(ctx, template)
+	if err != nil {
+		return vars, nil // the intake names the problem with the template
+	}
+	if !slices.Contains(t.VariableNames(), AckVariable) {
+		return vars, nil
+	}
+	out := make(map[string]string, len(vars)+1)
+	for k, v := range vars {
+		out[k] = v
+	}
+	out[AckVariable] = ackLinkPlaceholder
+	return out, nil
+}
+
+// scheduleStep hands a step to Asynq for its due time. A failure loses nothing: the
+// recovery poll fires the step once it is overdue.
+func (d *Dispatcher) scheduleStep(ctx context.Context, s models.AlertStep) {
+	if d.Enqueuer == nil {
+		return
+	}
+	if err := d.Enqueuer.EnqueueAlertStep(context.WithoutCancel(ctx), s.ID, s.DueAt); err != nil {
+		d.Log.Warn("dispatch: alert step not enqueued; the recovery poll will fire it", "error", err, "step", s.ID)
+	}
+}
+
+// FireAlertStep fires a step of an alert if it is due at now and has not fired: it
+// calls the step's people (or records why there are none) and schedules the next step,
+// or, for the closing check, exhausts the alert. A next step due at once (the step
+// called nobody) fires before it returns. It reports whether this call fired the step.
+func (d *Dispatcher) FireAlertStep(ctx context.Context, stepID int64, now time.Time) (bool, error) {
+	fired := false
+	for stepID != 0 {
+		next, ok, err := d.fireStep(ctx, stepID, now)
+		if err != nil || !ok {
+			return fired, err
+		}
+		fired = true
+		stepID = 0
+		if next != nil && !next.DueAt.After(now) {
+			stepID = next.ID
+		}
+	}
+	return fired, nil
+}
+
+// FireDueAlertSteps fires every step due by now that has not fired: the recovery poll.
+// It returns how many it fired.
+func (d *Dispatcher) FireDueAlertSteps(ctx context.Context, now time.Time) (int, error) {
+	return d.fireDue(ctx, now, now)
+}
+
+// fireDue fires the steps due by dueBy that have not fired, as at now.
+func (d *Dispatcher) fireDue(ctx context.Context, dueBy, now time.Time) (int, error) {
+	due, err := d.Store.DueAlertSteps(ctx, dueBy, dueStepsPage)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, s := range due {
+		ok, err := d.FireAlertStep(ctx, s.ID, now)
+		if err != nil {
+			d.Log.Warn("dispatch: fire alert step", "step", s.ID, "error", err)
+			continue
+		}
+		if ok {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// dueStepsPage is how many overdue steps one recovery pass looks at.
+const dueStepsPage = 500
+
+// fireStep fires one step; ok is false when it was not due, already fired or
+// cancelled, or its alert is no longer open.
+func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) (next *models.AlertStep, ok bool, err error) {
+	s, err := d.Store.AlertStepByID(ctx, stepID)
+	if err != nil || s.FiredAt != nil || s.CancelledAt != nil || s.DueAt.After(now) {
+		return nil, false, err
+	}
+	a, err := d.Store.AlertByID(ctx, s.AlertID)
+	if err != nil || a.State != models.AlertOpen {
+		return nil, false, err
+	}
+	if s.N > len(a.PolicyCopy.Steps) {
+		ok, err := d.exhaust(ctx, a, s, now)
+		return nil, ok, err
+	}
+	call, err := d.planStep(ctx, a, s, now)
+	if err != nil {
+		return nil, false, err
+	}
+	next = nextStep(a, s, now, call.reason != "")
+	err = d.change(ctx, System("escalation"), func(tx *models.Store, ch *Change) error {
+		if err := d.claimStep(ctx, tx, a, s, now); err != nil {
+			return err
+		}
+		if call.res != nil {
+			if err := d.writeAlertBatch(ctx, tx, ch, a.ID, call.res); err != nil {
+				return err
+			}
+		}
+		if err := tx.RecordAlertStep(ctx, s.ID, call.targets, call.reason); err != nil {
+			return err
+		}
+		if err := tx.AddAlertStep(ctx, next); err != nil {
+			return err
+		}
+		if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertEscalated, models.AlertOpen, now); err != nil {
+			return err
+		}
+		id := strconv.FormatInt(a.ID, 10)
+		ch.Audit("alert.step", "alert", id, models.AuditParams{"id": id, "n": strconv.Itoa(s.N), "round": strconv.Itoa(s.Round),
+			"targets": strings.Join(call.targets, ", "), "reason": call.reason})
+		nextStep := *next
+		ch.After(func() { d.scheduleStep(ctx, nextStep) })
+		return nil
+	})
+	if errors.Is(err, errStepTaken) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return next, true, nil
+}
+
+// claimStep is the compare-and-set that makes a step fire once: the row not fired yet,
+// the alert still open. It moves the alert's step and round on.
+func (d *Dispatcher) claimStep(ctx context.Context, tx *models.Store, a *models.Alert, s *models.AlertStep, now time.Time) error {
+	claimed, err := tx.ClaimAlertStep(ctx, s.ID, now)
+	if err != nil {
+		return err
+	}
+	if !claimed {
+		return errStepTaken
+	}
+	set := map[string]any{"step": s.N, "round": s.Round}
+	if s.N > len(a.PolicyCopy.Steps) {
+		set = map[string]any{"state": models.AlertExhausted, "ended_at": now}
+	}
+	moved, err := tx.MoveAlert(ctx, a.ID, []string{models.AlertOpen}, set)
+	if err != nil {
+		return err
+	}
+	if !moved {
+		return errStepTaken
+	}
+	if d.afterClaim != nil {
+		return d.afterClaim()
+	}
+	return nil
+}
+
+// nextStep is the row that comes due after step s fires at now: the policy's next step,
+// the first of the next round, or after the last round the closing check. It is due
+// once s's wait has passed, or at once when s called nobody.
+func nextStep(a *models.Alert, s *models.AlertStep, now time.Time, nobody bool) *models.AlertStep {
+	steps := a.PolicyCopy.Steps
+	due := now.Add(stepWait(steps[s.N-1]))
+	if nobody {
+		due = now
+	}
+	n, round := s.N+1, s.Round
+	if n > len(steps) && round <= a.PolicyCopy.Repeat {
+		n, round = 1, round+1
+	}
+	return &models.AlertStep{AlertID: a.ID, N: n, Round: round, DueAt: due}
+}
+
+// stepCall is what firing a step does: the notices to write (nil for none), whom they
+// go to, or why nobody.
+type stepCall struct {
+	res     *Result
+	targets []string
+	reason  string
+}
+
+// planStep works out whom a step calls at now and their notices.
+func (d *Dispatcher) planStep(ctx context.Context, a *models.Alert, s *models.AlertStep, now time.Time) (stepCall, error) {
+	ids, reason, err := d.resolveTargets(ctx, a.PolicyCopy.Steps[s.N-1].Targets, now)
+	if err != nil || len(ids) == 0 {
+		return stepCall{reason: reason}, err
+	}
+	vars, err := d.ackVariables(ctx, a.Template, a.Variables)
+	if err != nil {
+		return stepCall{}, err
+	}
+	req := Request{Source: models.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: ids,
+		Template: a.Template, Variables: vars, Subject: a.Subject, Text: a.Text, Priority: models.PriorityHigh,
+		CallbackKeyID: a.CallbackKeyID, notice: true}
+	if a.Template == "" {
+		req.Variables = nil
+	}
+	res, err := d.Plan(ctx, req)
+	if err != nil {
+		return stepCall{}, err
+	}
+	if len(res.Messages) == 0 {
+		return stepCall{reason: SkipNoneReachable}, nil
+	}
+	d.placeAckLinks(res.Batch, res.Messages)
+	call := stepCall{res: res}
+	for _, m := range res.Messages {
+		call.targets = append(call.targets, res.Names[m.RecipientID])
+	}
+	return call, nil
+}
+
+// resolveTargets finds the people a step's targets name at now, in the order named,
+// once each. With nobody, reason says why (the first target's reason).
+func (d *Dispatcher) resolveTargets(ctx context.Context, targets []string, now time.Time) (ids []int64, reason string, err error) {
+	seen := map[int64]bool{}
+	for _, t := range targets {
+		found, why, err := d.resolveTarget(ctx, t, now)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(found) == 0 && reason == "" {
+			reason = why
+		}
+		for _, id := range found {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	if len(ids) > 0 {
+		reason = ""
+	}
+	return ids, reason, nil
+}
+
+// resolveTarget finds the people one target names at now, or why there are none.
+func (d *Dispatcher) resolveTarget(ctx context.Context, target string, now time.Time) ([]int64, string, error) {
+	kind, name := parseTarget(target)
+	switch kind {
+	case TargetOnDuty:
+		roster, err := d.RosterOn(ctx, now)
+		if err != nil {
+			return nil, "", err
+		}
+		if roster.Empty() {
+			if roster.DayOff() {
+				return nil, ReasonHoliday, nil
+			}
+			return nil, ReasonDutyNotConfigured, nil
+		}
+		ids := make([]int64, 0, len(roster.OnDuty))
+		for id := range roster.OnDuty {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		return ids, "", nil
+	case targetRotation:
+		date, _ := DateOf(now, d.Location)
+		k := 0
+		if strings.HasSuffix(target, backupSuffix) {
+			k = 1
+		}
+		ids, err := d.Store.RotationTurnOn(ctx, name, date, k)
+		if errors.Is(err, models.ErrNotFound) {
+			return nil, SkipUnknownTarget, nil
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		if len(ids) == 0 {
+			return nil, SkipRotationOff, nil
+		}
+		return ids, "", nil
+	case targetDepartment:
+		people, err := d.Store.ActiveRecipientsIn(ctx, []string{name}, nil, MaxRecipients)
+		if err != nil || len(people) == 0 {
+			return nil, SkipDepartmentGone, err
+		}
+		return recipientIDs(people), "", nil
+	}
+	people, err := d.Store.CachedRecipientsByExternalIDs(ctx, []string{name})
+	if err != nil || len(people) == 0 {
+		return nil, SkipUnknownTarget, err
+	}
+	return recipientIDs(people), "", nil
+}
+
+func recipientIDs(people []models.Recipient) []int64 {
+	ids := make([]int64, len(people))
+	for i, p := range people {
+		ids[i] = p.ID
+	}
+	return ids
+}
+
+// exhaust runs an alert's closing check: nobody acknowledged through every step and
+// round, so the alert is exhausted and the last step's people hear that nobody answered.
+func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.AlertStep, now time.Time) (bool, error) {
+	steps, err := d.Store.AlertSteps(ctx, a.ID)
+	if err != nil {
+		return false, err
+	}
+	var last []string
+	for _, st := range steps {
+		if st.N == len(a.PolicyCopy.Steps) && st.Round == s.Round {
+			last = st.Targets
+		}
+	}
+	people, err := d.Store.CachedRecipientsByExternalIDs(ctx, last)
+	if err != nil {
+		return false, err
+	}
+	err = d.change(ctx, System("escalation"), func(tx *models.Store, ch *Change) error {
+		if err := d.claimStep(ctx, tx, a, s, now); err != nil {
+			return err
+		}
+		text := i18n.In(i18n.Chinese, "alerts.notice.exhausted", "Subject", alertTitle(a))
+		if err := d.writeNotice(ctx, tx, ch, a, recipientIDs(people), text); err != nil {
+			return err
+		}
+		if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertExhausted, models.AlertExhausted, now); err != nil {
+			return err
+		}
+		id := strconv.FormatInt(a.ID, 10)
+		ch.Audit("alert.exhaust", "alert", id, models.AuditParams{"id": id, "targets": strings.Join(last, ", ")})
+		return nil
+	})
+	if errors.Is(err, errStepTaken) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// FireAlertStepNow fires a step from its Asynq task: Asynq may run it up to a second
+// before it is due (it keeps whole seconds), so it waits for the due time first. A step
+// due later than that is left to a later task or the recovery poll.
+func (d *Dispatcher) FireAlertStepNow(ctx context.Context, stepID int64) error {
+	s, err := d.Store.AlertStepByID(ctx, stepID)
+	if errors.Is(err, models.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if wait := s.DueAt.Sub(d.now()); wait > 0 {
+		if wait > maxEarly {
+			return nil
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	_, err = d.FireAlertStep(ctx, stepID, d.now())
+	return err
+}
+
+// maxEarly is how early a step's task may run and still wait for its due time.
+const maxEarly = 2 * time.Second
+
+// RunEscalationPoll fires overdue steps every interval until ctx ends: the recovery of
+// steps whose task Redis lost or whose worker died. Steps are left to their own task
+// for a moment past due (pollGrace) so that the two rarely race; the claim makes a race
+// harmless.
+func (d *Dispatcher) RunEscalationPoll(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		now := d.now()
+		if _, err := d.fireDue(ctx, now.Add(-pollGrace), now); err != nil && ctx.Err() == nil {
+			d.Log.Warn("dispatch: escalation poll", "error", err)
+		}
+	}
+}
+
+// pollGrace is how long past due the recovery poll leaves a step to its task.
+const pollGrace = time.Second
+
+// fireFirstStep fires an alert's first step before the request is answered when it is
+// due at once (nobody was named); a failure is left to the recovery poll.
+func (d *Dispatcher) fireFirstStep(ctx context.Context, res *Result) {
+	now := d.now()
+	if res.firstStep.DueAt.After(now) {
+		return
+	}
+	if _, err := d.FireAlertStep(ctx, res.firstStep.ID, now); err != nil {
+		d.Log.Warn("dispatch: first alert step; the recovery poll will fire it", "alert", res.Alert.ID, "error", err)
+	}
+}

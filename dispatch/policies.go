@@ -1,0 +1,213 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"herald/models"
+)
+
+// Escalation policy limits.
+const (
+	MinStepWait     = 30 * time.Second
+	MaxStepWait     = 24 * time.Hour
+	MaxPolicyRepeat = 5
+	maxPolicySteps  = 10
+	maxStepTargets  = 20
+)
+
+// Target kinds of a policy step; anything else names a person by external id.
+const (
+	TargetOnDuty     = "on_duty"
+	targetRotation   = "rotation:"
+	targetDepartment = "department:"
+	backupSuffix     = "+1"
+)
+
+// CreatePolicy saves a new escalation policy, audited. A validation failure is a
+// *models.FieldError and writes nothing.
+func (d *Dispatcher) CreatePolicy(ctx context.Context, by Actor, p models.EscalationPolicy) (*models.EscalationPolicy, error) {
+	if err := d.checkPolicy(ctx, &p); err != nil {
+		return nil, err
+	}
+	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.CreatePolicy(ctx, &p); err != nil {
+			return err
+		}
+		ch.Audit("alert.policy.create", "escalation_policy", p.Name, policyParams(&p))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// UpdatePolicy replaces the policy called name (which may rename it), audited with what
+// it was. Alerts already open keep the copy they opened with. models.ErrNotFound: no
+// such policy.
+func (d *Dispatcher) UpdatePolicy(ctx context.Context, by Actor, name string, p models.EscalationPolicy) (*models.EscalationPolicy, error) {
+	if err := d.checkPolicy(ctx, &p); err != nil {
+		return nil, err
+	}
+	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		before, err := tx.UpdatePolicy(ctx, name, &p)
+		if err != nil {
+			return err
+		}
+		params := policyParams(&p)
+		params["before"] = policyParams(before)["steps"]
+		params["old_name"] = before.Name
+		ch.Audit("alert.policy.update", "escalation_policy", before.Name, params)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// DeletePolicy removes a policy, audited. Alerts already open keep their copy.
+// models.ErrNotFound: no such policy.
+func (d *Dispatcher) DeletePolicy(ctx context.Context, by Actor, name string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.DeletePolicy(ctx, name); err != nil {
+			return err
+		}
+		ch.Audit("alert.policy.delete", "escalation_policy", name, models.AuditParams{"name": name})
+		return nil
+	})
+}
+
+// policyParams names a policy for its audit sentence.
+func policyParams(p *models.EscalationPolicy) models.AuditParams {
+	steps := make([]string, len(p.Steps))
+	for i, s := range p.Steps {
+		steps[i] = strings.Join(s.Targets, " ") + " / " + s.Wait
+	}
+	return models.AuditParams{"name": p.Name, "steps": strings.Join(steps, "; "), "repeat": strconv.Itoa(p.Repeat),
+		"notify_on_ack": strconv.FormatBool(p.NotifyOnAck)}
+}
+
+// checkPolicy validates a policy field by field, naming the field of the first problem
+// (steps[i].targets[j], steps[i].wait, repeat), and tidies its values.
+func (d *Dispatcher) checkPolicy(ctx context.Context, p *models.EscalationPolicy) error {
+	p.Name = strings.TrimSpace(p.Name)
+	switch n := utf8.RuneCountInString(p.Name); {
+	case n == 0:
+		return models.Invalid("name", "alerts.invalid.name_required")
+	case n > models.MaxPolicyName:
+		return models.Invalid("name", "alerts.invalid.name_long", "Max", models.MaxPolicyName)
+	case strings.ContainsAny(p.Name, "/?#%"):
+		return models.Invalid("name", "alerts.invalid.name_chars")
+	}
+	if err := models.CheckText("name", p.Name, false); err != nil {
+		return err
+	}
+	if len(p.Steps) == 0 || len(p.Steps) > maxPolicySteps {
+		return models.Invalid("steps", "alerts.invalid.steps_count", "Max", maxPolicySteps)
+	}
+	for i := range p.Steps {
+		if err := d.checkStep(ctx, i, &p.Steps[i]); err != nil {
+			return err
+		}
+	}
+	if p.Repeat < 0 || p.Repeat > MaxPolicyRepeat {
+		return models.Invalid("repeat", "alerts.invalid.repeat", "Max", MaxPolicyRepeat)
+	}
+	return nil
+}
+
+// checkStep validates one step: its wait and each of its targets.
+func (d *Dispatcher) checkStep(ctx context.Context, i int, s *models.PolicyStep) error {
+	field := fmt.Sprintf("steps[%d]", i)
+	s.Wait = strings.TrimSpace(s.Wait)
+	w, err := time.ParseDuration(s.Wait)
+	if err != nil || w < MinStepWait || w > MaxStepWait {
+		return models.Invalid(field+".wait", "alerts.invalid.wait")
+	}
+	if len(s.Targets) == 0 || len(s.Targets) > maxStepTargets {
+		return models.Invalid(field+".targets", "alerts.invalid.targets_count", "Max", maxStepTargets)
+	}
+	for j := range s.Targets {
+		s.Targets[j] = strings.TrimSpace(s.Targets[j])
+		if err := d.checkTarget(ctx, s.Targets[j]); err != nil {
+			var fe *models.FieldError
+			if errors.As(err, &fe) {
+				fe.Field = fmt.Sprintf("%s.targets[%d]", field, j)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTarget reports a target naming no rotation, department or person Herald knows.
+func (d *Dispatcher) checkTarget(ctx context.Context, target string) error {
+	kind, name := parseTarget(target)
+	switch kind {
+	case TargetOnDuty:
+		return nil
+	case targetRotation:
+		if _, err := d.Store.RotationByName(ctx, name); errors.Is(err, models.ErrNotFound) {
+			return models.Invalid("target", "alerts.invalid.unknown_rotation", "Name", name)
+		} else if err != nil {
+			return err
+		}
+	case targetDepartment:
+		people, err := d.Store.ActiveRecipientsIn(ctx, []string{name}, nil, 1)
+		if err != nil {
+			return err
+		}
+		if len(people) == 0 {
+			return models.Invalid("target", "alerts.invalid.unknown_department", "Name", name)
+		}
+	default:
+		if name == "" || len(name) > maxExternalLen {
+			return models.Invalid("target", "alerts.invalid.target_blank")
+		}
+		people, err := d.Store.CachedRecipientsByExternalIDs(ctx, []string{name})
+		if err != nil {
+			return err
+		}
+		if len(people) == 0 {
+			return models.Invalid("target", "alerts.invalid.unknown_person", "Name", name)
+		}
+	}
+	return nil
+}
+
+// parseTarget splits a target into its kind (TargetOnDuty, targetRotation,
+// targetDepartment, or "" for a person) and the name it carries; a rotation's backup
+// keeps its "+1".
+func parseTarget(t string) (kind, name string) {
+	switch {
+	case t == TargetOnDuty:
+		return TargetOnDuty, ""
+	case strings.HasPrefix(t, targetRotation):
+		return targetRotation, strings.TrimSuffix(strings.TrimPrefix(t, targetRotation), backupSuffix)
+	case strings.HasPrefix(t, targetDepartment):
+		return targetDepartment, strings.TrimPrefix(t, targetDepartment)
+	}
+	return "", t
+}
+
+// Policies lists the escalation policies by name.
+func (d *Dispatcher) Policies(ctx context.Context) ([]models.EscalationPolicy, error) {
+	return d.Store.Policies(ctx)
+}
+
+// stepWait is a step's wait; policies are checked when saved, so a wait that no longer
+// parses falls back to the shortest.
+func stepWait(s models.PolicyStep) time.Duration {
+	w, err := time.ParseDuration(s.Wait)
+	if err != nil || w < MinStepWait {
+		return MinStepWait
+	}
+	return w
+}

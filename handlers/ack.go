@@ -1,0 +1,196 @@
+package handlers
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/channels"
+	"herald/dispatch"
+	"herald/models"
+	"herald/views"
+)
+
+// The acknowledgment link's page and WeCom's callback: neither has a console session.
+// The signed link, or WeCom's signature, is the whole credential, and both act as the
+// one person the notice went to.
+
+// AckPage serves GET /ack/:token: an alert notice with its two buttons, 我来处理 and
+// 已解决, in the reader's language.
+func (h *Handlers) AckPage(c *gin.Context) {
+	ackHeaders(c)
+	n, err := h.Dispatch.OpenAckLink(c.Request.Context(), c.Param("token"))
+	if err != nil {
+		h.ackProblem(c, err)
+		return
+	}
+	render(c, http.StatusOK, views.AckPage(h.ackView(c, n, "")))
+}
+
+// AckAct serves POST /ack/:token: a tap on one of the page's buttons (form field
+// action: ack or resolve). Tapping twice is harmless and says who was first.
+func (h *Handlers) AckAct(c *gin.Context) {
+	ackHeaders(c)
+	by := dispatch.System(dispatch.ActorAckLink)
+	by.IP = c.ClientIP()
+	action := c.PostForm("action")
+	n, res, err := h.Dispatch.ActOnAckLink(c.Request.Context(), by, c.Param("token"), action)
+	switch {
+	case errors.Is(err, dispatch.ErrAlertEnded):
+		render(c, http.StatusConflict, views.AckPage(h.ackView(c, n, "ended")))
+	case err != nil:
+		h.ackProblem(c, err)
+	default:
+		render(c, http.StatusOK, views.AckPage(h.ackView(c, n, ackOutcome(action, res))))
+	}
+}
+
+// ackOutcome is what a tap did, as the page says it (views.AckView.Outcome).
+func ackOutcome(action string, res dispatch.AckResult) string {
+	switch {
+	case !res.Already && action == channels.ResolveAction:
+		return "done_resolve"
+	case !res.Already:
+		return "done_ack"
+	case res.Alert.State == models.AlertResolved:
+		return "already_resolved"
+	}
+	return "already_ack"
+}
+
+// ackHeaders keep the link's page out of caches and search engines, and its address
+// (which carries the token) out of any Referer.
+func ackHeaders(c *gin.Context) {
+	c.Header("Cache-Control", "no-store")
+	c.Header("Referrer-Policy", "no-referrer")
+	c.Header("X-Robots-Tag", "noindex")
+}
+
+// ackProblem answers a link that cannot be used, naming nothing from it: 404 for a
+// link Herald did not sign as it stands, 410 for one whose alert ended over a day ago.
+func (h *Handlers) ackProblem(c *gin.Context, err error) {
+	status, key := http.StatusServiceUnavailable, "ack.failed"
+	var fe *models.FieldError
+	switch {
+	case errors.Is(err, dispatch.ErrAckLinkInvalid):
+		status, key = http.StatusNotFound, "ack.invalid"
+	case errors.Is(err, dispatch.ErrAckLinkExpired):
+		status, key = http.StatusGone, "ack.expired"
+	case errors.As(err, &fe):
+		status, key = http.StatusBadRequest, "ack.unknown_action"
+	default:
+		h.Log.Error("acknowledgment link", "error", err)
+	}
+	render(c, status, views.AckProblem(status, tr(c, key)))
+}
+
+// ackView is the page's view of a notice.
+func (h *Handlers) ackView(c *gin.Context, n dispatch.AckNotice, outcome string) views.AckView {
+	a := n.Alert
+	v := views.AckView{For: personName(n.Recipient), Subject: n.Message.Subject, Content: withoutOwnLink(n.Message.Content, c.Param("token")),
+		State: a.State, AcknowledgedAt: a.AcknowledgedAt, ResolvedAt: a.ResolvedAt, Outcome: outcome}
+	if a.AcknowledgedBy != "" {
+		v.AcknowledgedBy = h.ackerName(c, a.AcknowledgedBy)
+	}
+	if a.ResolvedBy != "" {
+		v.ResolvedBy = h.ackerName(c, a.ResolvedBy)
+	}
+	return v
+}
+
+// withoutOwnLink is a notice's content without the line that carries the link to the
+// page showing it.
+func withoutOwnLink(content, token string) string {
+	own := dispatch.AckLinkPath + token
+	lines := strings.Split(content, "\n")
+	lines = slices.DeleteFunc(lines, func(l string) bool { return strings.Contains(l, own) })
+	return strings.TrimSpace(strings.Join(lines, "\n"))
+}
+
+// ackerName is how the page names who acknowledged or resolved: a person's name for
+// their external id, else the id as recorded (a console user's name).
+func (h *Handlers) ackerName(c *gin.Context, id string) string {
+	people, err := h.Store.CachedRecipientsByExternalIDs(c.Request.Context(), []string{id})
+	if err != nil || len(people) == 0 {
+		return id
+	}
+	return personName(&people[0])
+}
+
+// personName is a person's name, or their external id when they have none.
+func personName(r *models.Recipient) string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return r.ExternalID
+}
+
+// maxWeComCallbackBytes bounds a callback's body: WeCom's events are a few hundred
+// bytes.
+const maxWeComCallbackBytes = 64 << 10
+
+// WeComCallback serves GET and POST /callbacks/wecom/:account, the callback URL of a
+// WeCom account's application. GET is WeCom's check of the URL, answered with the
+// decrypted echostr; POST carries an event, of which Herald acts on clicks on alert
+// cards' buttons. Anything without a valid msg_signature is refused (403) and changes
+// nothing; WeCom retries what is not answered 200, so an event Herald cannot use is
+// still answered 200.
+func (h *Handlers) WeComCallback(c *gin.Context) {
+	ctx := c.Request.Context()
+	acct, err := h.Store.AccountByName(ctx, c.Param("account"))
+	if err != nil || acct.Platform != "wecom" || acct.Unreadable {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	cb, err := channels.NewWeComCallback(acct.Config)
+	if err != nil {
+		c.Status(http.StatusNotFound)
+		return
+	}
+	q := c.Request.URL.Query()
+	sig, ts, nonce := q.Get("msg_signature"), q.Get("timestamp"), q.Get("nonce")
+	if c.Request.Method == http.MethodGet {
+		echo, err := cb.VerifyURL(sig, ts, nonce, q.Get("echostr"))
+		if err != nil {
+			c.Status(http.StatusForbidden)
+			return
+		}
+		c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(echo))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxWeComCallbackBytes))
+	if err != nil {
+		c.Status(http.StatusRequestEntityTooLarge)
+		return
+	}
+	msg, err := cb.Open(sig, ts, nonce, body)
+	if err != nil {
+		h.Log.Warn("wecom callback refused", "account", acct.Name, "error", err)
+		c.Status(http.StatusForbidden)
+		return
+	}
+	click, ok, err := channels.ParseWeComCardEvent(msg)
+	if err != nil || !ok {
+		c.Status(http.StatusOK)
+		return
+	}
+	by := dispatch.System(dispatch.ActorWeComCard)
+	by.IP = c.ClientIP()
+	_, _, err = h.Dispatch.ActOnWeComCard(ctx, by, acct.ID, click)
+	var fe *models.FieldError
+	switch {
+	case err == nil, errors.Is(err, dispatch.ErrAlertEnded):
+	case errors.Is(err, dispatch.ErrAckLinkInvalid), errors.Is(err, dispatch.ErrAckLinkExpired), errors.As(err, &fe):
+		h.Log.Warn("wecom card click ignored", "account", acct.Name, "task_id", click.TaskID, "key", click.Key, "error", err)
+	default:
+		// WeCom retries an event not answered 200: the click is acted on then.
+		h.Log.Error("wecom card click", "account", acct.Name, "task_id", click.TaskID, "error", err)
+		c.Status(http.StatusServiceUnavailable)
+		return
+	}
+	c.Status(http.StatusOK)
+}

@@ -1,0 +1,321 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/dispatch"
+	"herald/models"
+	"herald/views"
+)
+
+// maxAlertRows is how many alerts the 待确认 page shows.
+const maxAlertRows = 100
+
+// alertRows builds the rows of alerts: who each called so far (by name), when its next
+// step fires, and why a step called nobody.
+func (h *Handlers) alertRows(c *gin.Context, list []models.Alert) ([]views.AlertRow, map[int64][]models.AlertStep, error) {
+	ctx := c.Request.Context()
+	ids := make([]int64, len(list))
+	for i := range list {
+		ids[i] = list[i].ID
+	}
+	steps, err := h.Store.AlertSteps(ctx, ids...)
+	if err != nil {
+		return nil, nil, err
+	}
+	byAlert := map[int64][]models.AlertStep{}
+	var called []string
+	for _, s := range steps {
+		byAlert[s.AlertID] = append(byAlert[s.AlertID], s)
+		called = append(called, s.Targets...)
+	}
+	people, err := h.Store.CachedRecipientsByExternalIDs(ctx, called)
+	if err != nil {
+		return nil, nil, err
+	}
+	names := map[string]string{}
+	for _, p := range people {
+		names[p.ExternalID] = p.Name
+	}
+	rows := make([]views.AlertRow, len(list))
+	for i, a := range list {
+		rows[i].Alert = a
+		seen := map[string]bool{}
+		for _, s := range byAlert[a.ID] {
+			if s.FiredAt == nil && s.CancelledAt == nil && a.State == models.AlertOpen {
+				due := s.DueAt
+				rows[i].NextDue = &due
+			}
+			if s.SkippedReason != "" {
+				rows[i].Warnings = append(rows[i].Warnings, s.SkippedReason)
+			}
+			for _, t := range s.Targets {
+				if !seen[t] {
+					seen[t] = true
+					rows[i].Called = append(rows[i].Called, cmpOr(names[t], t))
+				}
+			}
+		}
+	}
+	return rows, byAlert, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// alertsView gathers the 待确认 page.
+func (h *Handlers) alertsView(c *gin.Context) (views.AlertsView, error) {
+	ctx := c.Request.Context()
+	v := views.AlertsView{Now: time.Now(), CanAct: canOperate(c)}
+	list, err := h.Dispatch.Alerts(ctx, "", maxAlertRows)
+	if err != nil {
+		return v, err
+	}
+	if v.Rows, _, err = h.alertRows(c, list); err != nil {
+		return v, err
+	}
+	v.Counts, err = h.Store.AlertCounts(ctx)
+	return v, err
+}
+
+// canOperate reports whether the signed-in user may act (operator or admin).
+func canOperate(c *gin.Context) bool {
+	u := CurrentUser(c)
+	return u != nil && u.Role.Allows(models.RoleOperator)
+}
+
+// Alerts is the 待确认 page: alerts waiting for someone, open ones first.
+func (h *Handlers) Alerts(c *gin.Context) {
+	v, err := h.alertsView(c)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	v.Notice = h.notice(c)
+	render(c, http.StatusOK, views.AlertsPage(page(c, tr(c, "alerts.title"), "alerts"), v))
+}
+
+// AlertsLive renders the self-refreshing part of the 待确认 page (an htmx partial).
+func (h *Handlers) AlertsLive(c *gin.Context) {
+	v, err := h.alertsView(c)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, http.StatusOK, views.AlertsLive(v))
+}
+
+// Alert is one alert's page.
+func (h *Handlers) Alert(c *gin.Context) {
+	h.renderAlert(c, http.StatusOK, h.notice(c), nil)
+}
+
+func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs map[string]string) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	var a *models.Alert
+	if err == nil {
+		a, err = h.Store.AlertByID(c.Request.Context(), id)
+	}
+	if err != nil && (isNotFound(err) || errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange)) {
+		ErrorPage(c, http.StatusNotFound, "alerts.no_alert")
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	rows, steps, err := h.alertRows(c, []models.Alert{*a})
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	v := views.AlertView{Row: rows[0], Steps: dispatch.PolicySteps(a, steps[a.ID]), Now: time.Now(), CanAct: canOperate(c),
+		Notice: notice, Errs: errs}
+	render(c, status, views.AlertPage(page(c, tr(c, "alerts.alert_title", "ID", a.ID), "alerts"), v))
+}
+
+// AcknowledgeAlert takes an alert from the console, as the signed-in user.
+func (h *Handlers) AcknowledgeAlert(c *gin.Context) {
+	h.consoleMoveAlert(c, h.Dispatch.AcknowledgeAlert, "alerts.done.acknowledged")
+}
+
+// ResolveAlert closes an alert from the console.
+func (h *Handlers) ResolveAlert(c *gin.Context) {
+	h.consoleMoveAlert(c, h.Dispatch.ResolveAlert, "alerts.done.resolved")
+}
+
+func (h *Handlers) consoleMoveAlert(c *gin.Context, move alertMove, done string) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil {
+		ErrorPage(c, http.StatusNotFound, "alerts.no_alert")
+		return
+	}
+	res, err := move(c.Request.Context(), actor(c), id, "", dispatch.AckViaConsole, c.PostForm("note"))
+	var fe *models.FieldError
+	switch {
+	case isNotFound(err):
+		ErrorPage(c, http.StatusNotFound, "alerts.no_alert")
+		return
+	case errors.Is(err, dispatch.ErrAlertEnded):
+		h.renderAlert(c, http.StatusConflict, "", map[string]string{"": tr(c, "alerts.api.ended")})
+		return
+	case errors.As(err, &fe):
+		h.renderAlert(c, http.StatusUnprocessableEntity, "", map[string]string{fe.Field: fe.In(c.Request.Context())})
+		return
+	case err != nil:
+		h.serverError(c, err)
+		return
+	}
+	sentence := tr(c, done, "ID", id)
+	if res.Already {
+		sentence = tr(c, "alerts.done.already", "ID", id, "By", res.Alert.AcknowledgedBy)
+	}
+	h.redirectNotice(c, fmt.Sprintf("/alerts/%d", id), "note", sentence)
+}
+
+// Policies lists the escalation policies.
+func (h *Handlers) Policies(c *gin.Context) {
+	list, err := h.Dispatch.Policies(c.Request.Context())
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	render(c, http.StatusOK, views.PoliciesPage(page(c, tr(c, "alerts.policies.title"), "alerts"), list, h.notice(c)))
+}
+
+// policyFormOf reads the policy form.
+func policyFormOf(c *gin.Context, original string) views.PolicyForm {
+	return views.PolicyForm{Original: original, Name: strings.TrimSpace(c.PostForm("name")), Steps: c.PostForm("steps"),
+		Repeat: strings.TrimSpace(c.PostForm("repeat")), NotifyOnAck: c.PostForm("notify_on_ack") != ""}
+}
+
+// policyOf turns the form into a policy: one step a line, its targets separated by
+// spaces or commas, then "|" and its wait.
+func policyOf(f views.PolicyForm) (models.EscalationPolicy, error) {
+	p := models.EscalationPolicy{Name: f.Name, NotifyOnAck: f.NotifyOnAck}
+	for _, line := range strings.Split(f.Steps, "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		targets, wait, _ := strings.Cut(line, "|")
+		p.Steps = append(p.Steps, models.PolicyStep{Wait: strings.TrimSpace(wait),
+			Targets: strings.FieldsFunc(targets, func(r rune) bool { return r == ' ' || r == ',' || r == '，' || r == '\t' })})
+	}
+	n, err := strconv.Atoi(f.Repeat)
+	if err != nil {
+		return p, models.Invalid("repeat", "alerts.invalid.repeat", "Max", dispatch.MaxPolicyRepeat)
+	}
+	p.Repeat = n
+	return p, nil
+}
+
+// policyFormErrors places a policy's validation error beside its form field: a step's
+// problem beside the steps, naming its line.
+func policyFormErrors(c *gin.Context, err error) (map[string]string, bool) {
+	var fe *models.FieldError
+	if !errors.As(err, &fe) {
+		return nil, false
+	}
+	msg := fe.In(c.Request.Context())
+	var line int
+	if _, scanErr := fmt.Sscanf(fe.Field, "steps[%d]", &line); scanErr == nil {
+		return map[string]string{"steps": tr(c, "alerts.policies.line", "Line", line+1, "Message", msg)}, true
+	}
+	return map[string]string{fe.Field: msg}, true
+}
+
+func (h *Handlers) renderPolicyForm(c *gin.Context, status int, f views.PolicyForm, errs map[string]string) {
+	title := tr(c, "alerts.policies.new")
+	if f.Original != "" {
+		title = tr(c, "alerts.policies.edit_title", "Name", f.Original)
+	}
+	render(c, status, views.PolicyFormPage(page(c, title, "alerts"), f, errs))
+}
+
+// NewPolicyForm starts a policy: the people on duty, then the duty manager.
+func (h *Handlers) NewPolicyForm(c *gin.Context) {
+	h.renderPolicyForm(c, http.StatusOK, views.PolicyForm{Steps: "on_duty | 10m\n", Repeat: "1", NotifyOnAck: true}, nil)
+}
+
+// CreatePolicy saves a new policy.
+func (h *Handlers) CreatePolicy(c *gin.Context) {
+	f := policyFormOf(c, "")
+	p, err := policyOf(f)
+	var saved *models.EscalationPolicy
+	if err == nil {
+		saved, err = h.Dispatch.CreatePolicy(c.Request.Context(), actor(c), p)
+	}
+	h.afterPolicySave(c, f, saved, err)
+}
+
+// EditPolicyForm shows a policy to change.
+func (h *Handlers) EditPolicyForm(c *gin.Context) {
+	p, err := h.Store.PolicyByName(c.Request.Context(), c.Param("name"))
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "alerts.no_policy")
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	f := views.PolicyForm{Original: p.Name, Name: p.Name, Steps: views.PolicyStepsLine(p.Steps), Repeat: strconv.Itoa(p.Repeat),
+		NotifyOnAck: p.NotifyOnAck}
+	h.renderPolicyForm(c, http.StatusOK, f, nil)
+}
+
+// UpdatePolicy saves a changed policy.
+func (h *Handlers) UpdatePolicy(c *gin.Context) {
+	f := policyFormOf(c, c.Param("name"))
+	p, err := policyOf(f)
+	var saved *models.EscalationPolicy
+	if err == nil {
+		saved, err = h.Dispatch.UpdatePolicy(c.Request.Context(), actor(c), f.Original, p)
+	}
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "alerts.no_policy")
+		return
+	}
+	h.afterPolicySave(c, f, saved, err)
+}
+
+func (h *Handlers) afterPolicySave(c *gin.Context, f views.PolicyForm, saved *models.EscalationPolicy, err error) {
+	if errs, ok := policyFormErrors(c, err); ok {
+		h.renderPolicyForm(c, http.StatusUnprocessableEntity, f, errs)
+		return
+	}
+	if errors.Is(err, models.ErrStateChanged) {
+		h.renderPolicyForm(c, http.StatusConflict, f, map[string]string{"": tr(c, "error.changed_meanwhile")})
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.redirectNotice(c, "/escalation-policies", "saved", saved.Name)
+}
+
+// DeletePolicy removes a policy.
+func (h *Handlers) DeletePolicy(c *gin.Context) {
+	err := h.Dispatch.DeletePolicy(c.Request.Context(), actor(c), c.Param("name"))
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "alerts.no_policy")
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.redirectNotice(c, "/escalation-policies", "deleted", c.Param("name"))
+}

@@ -1,0 +1,219 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/dispatch"
+	"herald/models"
+)
+
+// alertStepJSON is one step of an alert as the API shows it.
+type alertStepJSON struct {
+	N             int        `json:"n"`
+	Round         int        `json:"round"`
+	DueAt         time.Time  `json:"due_at"`
+	FiredAt       *time.Time `json:"fired_at"`
+	Targets       []string   `json:"targets"`
+	SkippedReason string     `json:"skipped_reason"`
+}
+
+// alertJSON is an alert as the API shows it. Repeat is the round the escalation is in,
+// from 0 (the chain's first run).
+type alertJSON struct {
+	ID             int64           `json:"id"`
+	BatchID        string          `json:"batch_id"`
+	Policy         string          `json:"policy"`
+	State          string          `json:"state"`
+	Step           int             `json:"step"`
+	Repeat         int             `json:"repeat"`
+	OpenedAt       time.Time       `json:"opened_at"`
+	AcknowledgedBy string          `json:"acknowledged_by"`
+	AcknowledgedAt *time.Time      `json:"acknowledged_at"`
+	ResolvedBy     string          `json:"resolved_by"`
+	ResolvedAt     *time.Time      `json:"resolved_at"`
+	Steps          []alertStepJSON `json:"steps"`
+}
+
+func newAlertJSON(a *models.Alert, steps []models.AlertStep) alertJSON {
+	out := alertJSON{ID: a.ID, BatchID: a.BatchID, Policy: a.Policy, State: a.State, Step: a.Step, Repeat: max(a.Round-1, 0),
+		OpenedAt: a.OpenedAt, AcknowledgedBy: a.AcknowledgedBy, AcknowledgedAt: a.AcknowledgedAt, ResolvedBy: a.ResolvedBy,
+		ResolvedAt: a.ResolvedAt, Steps: []alertStepJSON{}}
+	for _, s := range steps {
+		if s.CancelledAt != nil {
+			continue
+		}
+		targets := []string(s.Targets)
+		if targets == nil {
+			targets = []string{}
+		}
+		out.Steps = append(out.Steps, alertStepJSON{N: s.N, Round: s.Round, DueAt: s.DueAt, FiredAt: s.FiredAt, Targets: targets,
+			SkippedReason: s.SkippedReason})
+	}
+	return out
+}
+
+// alertID reads the :id of an alert route; false after answering 404.
+func alertID(c *gin.Context) (int64, bool) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		APIError(c, http.StatusNotFound, "not_found", tr(c, "api.not_found"), "")
+		return 0, false
+	}
+	return id, true
+}
+
+// APIGetAlert is GET /api/v1/alerts/:id.
+func (h *Handlers) APIGetAlert(c *gin.Context) {
+	id, ok := alertID(c)
+	if !ok {
+		return
+	}
+	a, steps, err := h.Dispatch.Alert(c.Request.Context(), id)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, newAlertJSON(a, steps))
+}
+
+// maxAlertList is how many alerts one list answer holds.
+const maxAlertList = 200
+
+// APIListAlerts is GET /api/v1/alerts?state=open: open alerts first, then the newest.
+func (h *Handlers) APIListAlerts(c *gin.Context) {
+	ctx := c.Request.Context()
+	list, err := h.Dispatch.Alerts(ctx, c.Query("state"), maxAlertList)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	ids := make([]int64, len(list))
+	for i := range list {
+		ids[i] = list[i].ID
+	}
+	steps, err := h.Store.AlertSteps(ctx, ids...)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	byAlert := map[int64][]models.AlertStep{}
+	for _, s := range steps {
+		byAlert[s.AlertID] = append(byAlert[s.AlertID], s)
+	}
+	out := make([]alertJSON, len(list))
+	for i := range list {
+		out[i] = newAlertJSON(&list[i], dispatch.PolicySteps(&list[i], byAlert[list[i].ID]))
+	}
+	c.JSON(http.StatusOK, gin.H{"alerts": out})
+}
+
+// ackBody is the body of an acknowledgment or resolution through the API.
+type ackBody struct {
+	By   string `json:"by"`
+	Note string `json:"note"`
+}
+
+// APIAcknowledgeAlert is POST /api/v1/alerts/:id/ack {"by","note"}.
+func (h *Handlers) APIAcknowledgeAlert(c *gin.Context) {
+	h.apiMoveAlert(c, h.Dispatch.AcknowledgeAlert)
+}
+
+// APIResolveAlert is POST /api/v1/alerts/:id/resolve {"by","note"}.
+func (h *Handlers) APIResolveAlert(c *gin.Context) { h.apiMoveAlert(c, h.Dispatch.ResolveAlert) }
+
+// alertMove is AcknowledgeAlert or ResolveAlert.
+type alertMove func(ctx context.Context, by dispatch.Actor, alertID int64, externalID, via, note string) (dispatch.AckResult, error)
+
+func (h *Handlers) apiMoveAlert(c *gin.Context, move alertMove) {
+	id, ok := alertID(c)
+	if !ok {
+		return
+	}
+	var body ackBody
+	if !decodeJSON(c, &body) {
+		return
+	}
+	res, err := move(c.Request.Context(), actor(c), id, body.By, dispatch.AckViaAPI, body.Note)
+	if errors.Is(err, dispatch.ErrAlertEnded) {
+		APIError(c, http.StatusConflict, "alert_ended", tr(c, "alerts.api.ended"), "")
+		return
+	}
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	steps, err := h.Store.AlertSteps(c.Request.Context(), id)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := gin.H{"alert": newAlertJSON(res.Alert, dispatch.PolicySteps(res.Alert, steps)), "already": res.Already}
+	c.JSON(http.StatusOK, out)
+}
+
+// APIListPolicies is GET /api/v1/escalation-policies.
+func (h *Handlers) APIListPolicies(c *gin.Context) {
+	list, err := h.Dispatch.Policies(c.Request.Context())
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	if list == nil {
+		list = []models.EscalationPolicy{}
+	}
+	c.JSON(http.StatusOK, list)
+}
+
+// APIGetPolicy is GET /api/v1/escalation-policies/:name.
+func (h *Handlers) APIGetPolicy(c *gin.Context) {
+	p, err := h.Store.PolicyByName(c.Request.Context(), c.Param("name"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+// APICreatePolicy is POST /api/v1/escalation-policies.
+func (h *Handlers) APICreatePolicy(c *gin.Context) {
+	var body models.EscalationPolicy
+	if !decodeJSON(c, &body) {
+		return
+	}
+	p, err := h.Dispatch.CreatePolicy(c.Request.Context(), actor(c), body)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, p)
+}
+
+// APIUpdatePolicy is PUT /api/v1/escalation-policies/:name: replaces the policy, which
+// may rename it. Alerts already open keep their copy.
+func (h *Handlers) APIUpdatePolicy(c *gin.Context) {
+	var body models.EscalationPolicy
+	if !decodeJSON(c, &body) {
+		return
+	}
+	p, err := h.Dispatch.UpdatePolicy(c.Request.Context(), actor(c), c.Param("name"), body)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, p)
+}
+
+// APIDeletePolicy is DELETE /api/v1/escalation-policies/:name.
+func (h *Handlers) APIDeletePolicy(c *gin.Context) {
+	if err := h.Dispatch.DeletePolicy(c.Request.Context(), actor(c), c.Param("name")); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}

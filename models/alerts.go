@@ -1,0 +1,382 @@
+package models
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+)
+
+// Alert states: open → acknowledged → resolved, open → exhausted, open → resolved.
+const (
+	AlertOpen         = "open"
+	AlertAcknowledged = "acknowledged"
+	AlertResolved     = "resolved"
+	AlertExhausted    = "exhausted"
+)
+
+// AlertStates lists the alert states in the order pages show them.
+var AlertStates = []string{AlertOpen, AlertAcknowledged, AlertResolved, AlertExhausted}
+
+// Alert status callback events.
+const (
+	EventAlertEscalated    = "alert.escalated"
+	EventAlertAcknowledged = "alert.acknowledged"
+	EventAlertResolved     = "alert.resolved"
+	EventAlertExhausted    = "alert.exhausted"
+)
+
+// SourceEscalation is the source of the batches Herald sends for an alert: its steps and
+// the notices of its acknowledgment and exhaustion.
+const SourceEscalation = "escalation"
+
+// PolicyStep is one step of an escalation policy: whom to call, then how long to wait
+// for an acknowledgment before the next step.
+type PolicyStep struct {
+	Targets []string `json:"targets"`
+	Wait    string   `json:"wait"`
+}
+
+// EscalationPolicy is a named chain of steps an alert follows until someone acknowledges.
+type EscalationPolicy struct {
+	ID    int64        `json:"-"`
+	Name  string       `json:"name"`
+	Steps []PolicyStep `gorm:"serializer:json" json:"steps"`
+	// Repeat is how many more times the whole chain runs after its last step.
+	Repeat      int       `gorm:"column:repeats" json:"repeat"`
+	NotifyOnAck bool      `json:"notify_on_ack"`
+	CreatedAt   time.Time `json:"-"`
+	UpdatedAt   time.Time `json:"-"`
+}
+
+// TableName implements gorm's tabler.
+func (EscalationPolicy) TableName() string { return "escalation_policies" }
+
+// Alert is a batch that needs someone to acknowledge it, and how far its escalation got.
+type Alert struct {
+	ID      int64
+	BatchID string
+	// Policy names the policy the alert opened under; PolicyCopy is that policy as it
+	// was then: editing or deleting the policy changes no alert in flight.
+	Policy     string
+	PolicyCopy EscalationPolicy `gorm:"serializer:json"`
+	State      string
+	// Step and Round are the last step fired (from 1) and the round it was in (from 1);
+	// 0 before the first.
+	Step  int
+	Round int
+	// What every notice of the alert says, through which account.
+	AccountID     int64
+	Template      string
+	Variables     VarMap
+	Subject       string
+	Text          string
+	CallbackKeyID *int64
+	OpenedAt      time.Time
+	// Who acknowledged and resolved it (an external id or a console user), how (link,
+	// api, console, wecom) and when.
+	AcknowledgedBy  string
+	AcknowledgedVia string
+	AcknowledgedAt  *time.Time
+	ResolvedBy      string
+	ResolvedVia     string
+	ResolvedAt      *time.Time
+	// EndedAt is when it was resolved or exhausted.
+	EndedAt *time.Time
+}
+
+// TableName implements gorm's tabler.
+func (Alert) TableName() string { return "alerts" }
+
+// AlertStep is one step of an alert in one round: when it is due, and once fired whom it
+// called (external ids), or why it called nobody.
+type AlertStep struct {
+	ID            int64
+	AlertID       int64
+	N             int
+	Round         int
+	DueAt         time.Time
+	FiredAt       *time.Time
+	CancelledAt   *time.Time
+	Targets       StringList
+	SkippedReason string
+}
+
+// TableName implements gorm's tabler.
+func (AlertStep) TableName() string { return "alert_steps" }
+
+// MaxPolicyName is the longest policy name.
+const MaxPolicyName = 64
+
+// Policies lists every escalation policy by name.
+func (s *Store) Policies(ctx context.Context) ([]EscalationPolicy, error) {
+	var out []EscalationPolicy
+	if err := s.reader(ctx).Order("name").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: policies: %w", err)
+	}
+	return out, nil
+}
+
+// PolicyByName finds a policy; ErrNotFound if none has the name.
+func (s *Store) PolicyByName(ctx context.Context, name string) (*EscalationPolicy, error) {
+	var out []EscalationPolicy
+	if err := s.reader(ctx).Where("name = ?", name).Limit(1).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: policy %s: %w", name, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("models: policy %s: %w", name, ErrNotFound)
+	}
+	return &out[0], nil
+}
+
+// CreatePolicy saves a new policy; a name taken is a field error on name.
+func (s *Store) CreatePolicy(ctx context.Context, p *EscalationPolicy) error {
+	if err := s.db.WithContext(ctx).Create(p).Error; err != nil {
+		if isDuplicate(err) {
+			return duplicateField("name", "alerts.invalid.name_taken")
+		}
+		return fmt.Errorf("models: create policy: %w", err)
+	}
+	return nil
+}
+
+// UpdatePolicy replaces the policy called name with p (which may rename it) and returns
+// it as it was.
+func (s *Store) UpdatePolicy(ctx context.Context, name string, p *EscalationPolicy) (*EscalationPolicy, error) {
+	before, err := s.PolicyByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	p.ID, p.CreatedAt = before.ID, before.CreatedAt
+	res := s.db.WithContext(ctx).Model(&EscalationPolicy{}).Where("id = ? AND updated_at = ?", before.ID, before.UpdatedAt).Select("*").Updates(p)
+	if res.Error != nil {
+		if isDuplicate(res.Error) {
+			return nil, duplicateField("name", "alerts.invalid.name_taken")
+		}
+		return nil, fmt.Errorf("models: update policy: %w", res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return nil, fmt.Errorf("models: policy %s changed meanwhile: %w", name, ErrStateChanged)
+	}
+	return before, nil
+}
+
+// DeletePolicy removes a policy. Alerts keep their copy.
+func (s *Store) DeletePolicy(ctx context.Context, name string) error {
+	res := s.db.WithContext(ctx).Where("name = ?", name).Delete(&EscalationPolicy{})
+	if res.Error != nil {
+		return fmt.Errorf("models: delete policy: %w", res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("models: policy %s: %w", name, ErrNotFound)
+	}
+	return nil
+}
+
+// CreateAlert writes an alert and its first step.
+func (s *Store) CreateAlert(ctx context.Context, a *Alert, first *AlertStep) error {
+	return s.tx(ctx, func(tx *gorm.DB) error {
+		if err := tx.Create(a).Error; err != nil {
+			return fmt.Errorf("models: create alert: %w", err)
+		}
+		first.AlertID = a.ID
+		if err := tx.Create(first).Error; err != nil {
+			return fmt.Errorf("models: create alert step: %w", err)
+		}
+		return nil
+	})
+}
+
+// AlertByID finds an alert; ErrNotFound if there is none.
+func (s *Store) AlertByID(ctx context.Context, id int64) (*Alert, error) {
+	var out []Alert
+	if err := s.reader(ctx).Where("id = ?", id).Limit(1).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: alert %d: %w", id, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("models: alert %d: %w", id, ErrNotFound)
+	}
+	return &out[0], nil
+}
+
+// AlertOfBatch finds the alert a batch opened; ErrNotFound if it opened none.
+func (s *Store) AlertOfBatch(ctx context.Context, batchID string) (*Alert, error) {
+	var out []Alert
+	if err := s.reader(ctx).Where("batch_id = ?", batchID).Limit(1).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: alert of batch %s: %w", batchID, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("models: alert of batch %s: %w", batchID, ErrNotFound)
+	}
+	return &out[0], nil
+}
+
+// Alerts lists alerts, open ones first, then the newest; state "" lists every state.
+func (s *Store) Alerts(ctx context.Context, state string, limit int) ([]Alert, error) {
+	q := s.reader(ctx).Model(&Alert{})
+	if state != "" {
+		q = q.Where("state = ?", state)
+	}
+	var out []Alert
+	err := q.Order(clause.Expr{SQL: "CASE WHEN state = ? THEN 0 ELSE 1 END", Vars: []any{AlertOpen}}).
+		Order("opened_at DESC").Order("id DESC").Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: alerts: %w", err)
+	}
+	return out, nil
+}
+
+// AlertCounts counts alerts by state.
+func (s *Store) AlertCounts(ctx context.Context) (map[string]int, error) {
+	var rows []struct {
+		State string
+		N     int
+	}
+	if err := s.reader(ctx).Model(&Alert{}).Select("state, COUNT(*) AS n").Group("state").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("models: count alerts: %w", err)
+	}
+	out := make(map[string]int, len(AlertStates))
+	for _, st := range AlertStates {
+		out[st] = 0
+	}
+	for _, r := range rows {
+		out[r.State] = r.N
+	}
+	return out, nil
+}
+
+// AlertSteps lists the steps of alerts, in the order they came due.
+func (s *Store) AlertSteps(ctx context.Context, alertIDs ...int64) ([]AlertStep, error) {
+	var out []AlertStep
+	if len(alertIDs) == 0 {
+		return nil, nil
+	}
+	if err := s.reader(ctx).Where("alert_id IN ?", alertIDs).Order("alert_id, round, n").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: alert steps: %w", err)
+	}
+	return out, nil
+}
+
+// AlertStepByID finds one step; ErrNotFound if there is none.
+func (s *Store) AlertStepByID(ctx context.Context, id int64) (*AlertStep, error) {
+	var out []AlertStep
+	if err := s.reader(ctx).Where("id = ?", id).Limit(1).Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: alert step %d: %w", id, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("models: alert step %d: %w", id, ErrNotFound)
+	}
+	return &out[0], nil
+}
+
+// DueAlertSteps lists steps due by now that have neither fired nor been cancelled, the
+// most overdue first.
+func (s *Store) DueAlertSteps(ctx context.Context, now time.Time, limit int) ([]AlertStep, error) {
+	var out []AlertStep
+	err := s.reader(ctx).Where("fired_at IS NULL AND cancelled_at IS NULL AND due_at <= ?", now).
+		Order("due_at").Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: due alert steps: %w", err)
+	}
+	return out, nil
+}
+
+// ClaimAlertStep marks a step fired at now, if it has neither fired nor been cancelled:
+// the compare-and-set that makes a step fire once. false: it had.
+func (s *Store) ClaimAlertStep(ctx context.Context, id int64, now time.Time) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&AlertStep{}).Where("id = ? AND fired_at IS NULL AND cancelled_at IS NULL", id).
+		Update("fired_at", now)
+	if res.Error != nil {
+		return false, fmt.Errorf("models: claim alert step %d: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// RecordAlertStep records whom a fired step called, or why it called nobody.
+func (s *Store) RecordAlertStep(ctx context.Context, id int64, targets []string, skippedReason string) error {
+	err := s.db.WithContext(ctx).Model(&AlertStep{}).Where("id = ?", id).
+		Updates(map[string]any{"targets": StringList(targets), "skipped_reason": skippedReason}).Error
+	if err != nil {
+		return fmt.Errorf("models: record alert step %d: %w", id, err)
+	}
+	return nil
+}
+
+// AddAlertStep writes the next step of an alert.
+func (s *Store) AddAlertStep(ctx context.Context, st *AlertStep) error {
+	if err := s.db.WithContext(ctx).Create(st).Error; err != nil {
+		return fmt.Errorf("models: add alert step: %w", err)
+	}
+	return nil
+}
+
+// CancelAlertSteps cancels the steps of an alert not fired yet.
+func (s *Store) CancelAlertSteps(ctx context.Context, alertID int64, now time.Time) error {
+	err := s.db.WithContext(ctx).Model(&AlertStep{}).Where("alert_id = ? AND fired_at IS NULL AND cancelled_at IS NULL", alertID).
+		Update("cancelled_at", now).Error
+	if err != nil {
+		return fmt.Errorf("models: cancel steps of alert %d: %w", alertID, err)
+	}
+	return nil
+}
+
+// MoveAlert changes an alert's columns if it is in one of the states from: the
+// compare-and-set of every alert transition. false: it was not.
+func (s *Store) MoveAlert(ctx context.Context, id int64, from []string, set map[string]any) (bool, error) {
+	res := s.db.WithContext(ctx).Model(&Alert{}).Where("id = ? AND state IN ?", id, from).Updates(set)
+	if res.Error != nil {
+		return false, fmt.Errorf("models: move alert %d: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// AlertRecipients lists the people the messages of an alert went to, by id.
+func (s *Store) AlertRecipients(ctx context.Context, alertID int64) ([]int64, error) {
+	var ids []int64
+	err := s.db.WithContext(ctx).Model(&Message{}).Where("alert_id = ?", alertID).Distinct("recipient_id").Order("recipient_id").Pluck("recipient_id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: recipients of alert %d: %w", alertID, err)
+	}
+	return ids, nil
+}
+
+// RecordAlertEvent writes an alert's status callback event for the API key that opened
+// it; state is the alert's state after.
+func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ, batchID, state string, now time.Time) error {
+	e := newEvent(keyID, typ, nil, batchID, state, "", now)
+	if err := s.db.WithContext(ctx).Create(&e).Error; err != nil {
+		return fmt.Errorf("models: record alert event: %w", err)
+	}
+	return nil
+}
+
+// RotationTurnOn returns who rotation name puts on duty on date (YYYY-MM-DD), or with
+// next the people whose turn comes after them; nil when the rotation covers no turn
+// that day. ErrNotFound: no such rotation.
+func (s *Store) RotationTurnOn(ctx context.Context, name, date string, next int) ([]int64, error) {
+	d, err := s.DutyBetween(ctx, date, date)
+	if err != nil {
+		return nil, err
+	}
+	t, err := time.Parse(time.DateOnly, date)
+	if err != nil {
+		return nil, Invalid("date", "validation.date")
+	}
+	for i := range d.Rotations {
+		if d.Rotations[i].Name == name {
+			return d.turnAfter(&d.Rotations[i], t, next), nil
+		}
+	}
+	return nil, fmt.Errorf("models: rotation %s: %w", name, ErrNotFound)
+}
+
+// CountOpenAlerts counts the alerts nobody has acknowledged yet.
+func (s *Store) CountOpenAlerts(ctx context.Context) (int, error) {
+	var n int64
+	if err := s.reader(ctx).Model(&Alert{}).Where("state = ?", AlertOpen).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("models: count open alerts: %w", err)
+	}
+	return int(n), nil
+}

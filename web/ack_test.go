@@ -1,0 +1,178 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"herald/dispatch"
+	"herald/models"
+)
+
+// ackAlert opens an alert on the sandbox account to the named people and returns the
+// console with acknowledgment links turned on, the alert and each person's message.
+func (c *console) ackAlert(people ...string) (*models.Alert, map[string]models.Message) {
+	c.t.Helper()
+	ctx := context.Background()
+	d := c.h.Dispatch
+	if d.AckLinks == nil {
+		d.AckLinks = dispatch.NewAckLinks(c.url, []byte("ack-test-secret-key-0123456789abcdef"), nil)
+		d.AckLink = d.AckLinks.Link
+		if _, err := d.CreatePolicy(ctx, dispatch.System("test"), models.EscalationPolicy{Name: "ack-test",
+			Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}}); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	acct, err := c.store.AccountByName(ctx, "sandbox")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	res, err := d.Submit(ctx, dispatch.Request{Source: "api", Actor: "test", AccountID: acct.ID, Recipients: people,
+		Subject: "Core banking alarm", Text: "Transfers failing since 02:10", Ack: &dispatch.AckRequest{Policy: "ack-test"}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if res.Alert == nil {
+		c.t.Fatal("the send opened no alert")
+	}
+	out := map[string]models.Message{}
+	for _, m := range res.Messages {
+		out[res.Names[m.RecipientID]] = m
+	}
+	return res.Alert, out
+}
+
+// ackPath is the page of a message's link.
+func (c *console) ackPath(m models.Message) string {
+	return dispatch.AckLinkPath + c.h.Dispatch.AckLinks.Token(m.ID, m.RecipientID)
+}
+
+func (c *console) alert(id int64) *models.Alert {
+	c.t.Helper()
+	a, err := c.store.AlertByID(context.Background(), id)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return a
+}
+
+// The link opens a page without a console login, in the reader's language, and
+// acknowledges as the person it was sent to, via "link"; the second person's tap says
+// who was first and changes nothing.
+func TestAckLinkAcknowledgesAsItsRecipient(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	a, msgs := c.ackAlert("E2001", "E2002")
+	anon := c.as("")
+
+	resp, body := anon.do("GET", c.ackPath(msgs["E2001"]), "", nil, map[string]string{"Accept-Language": "zh-CN,zh;q=0.9"})
+	wantStatus(t, "link page (zh-CN)", resp, body, http.StatusOK)
+	wantContains(t, "link page (zh-CN)", body, "Core banking alarm", "Transfers failing since 02:10", "我来处理", "已解决", "等待接手")
+	// The notice carries its link; the page it opens does not show it again.
+	if !strings.Contains(msgs["E2001"].Content, c.ackPath(msgs["E2001"])) {
+		t.Errorf("the notice's content lacks its link:\n%s", msgs["E2001"].Content)
+	}
+	wantNotContains(t, "link page (zh-CN)", body, c.ackPath(msgs["E2001"]))
+	resp, body = anon.get(c.ackPath(msgs["E2001"]))
+	wantStatus(t, "link page (en)", resp, body, http.StatusOK)
+	wantContains(t, "link page (en)", body, "I&#39;ll handle it", "Resolved", "Waiting for someone")
+	if got := resp.Header.Get("Cache-Control"); got != "no-store" {
+		t.Errorf("Cache-Control = %q, want no-store", got)
+	}
+
+	resp, body = anon.post(c.ackPath(msgs["E2001"]), url.Values{"action": {"ack"}})
+	wantStatus(t, "tap 我来处理", resp, body, http.StatusOK)
+	wantContains(t, "tap 我来处理", body, "You have taken the alert")
+	got := c.alert(a.ID)
+	if got.State != models.AlertAcknowledged || got.AcknowledgedBy != "E2001" || got.AcknowledgedVia != dispatch.AckViaLink {
+		t.Errorf("alert after the tap: state %s by %q via %q; want acknowledged by E2001 via link", got.State, got.AcknowledgedBy, got.AcknowledgedVia)
+	}
+	entry := c.lastAudit("alert.acknowledge")
+	if entry.Actor != dispatch.ActorAckLink || entry.Params == nil || !strings.Contains(*entry.Params, `"via":"link"`) {
+		t.Errorf("audit entry %+v: want actor %s and via link", entry, dispatch.ActorAckLink)
+	}
+
+	resp, body = anon.post(c.ackPath(msgs["E2002"]), url.Values{"action": {"ack"}})
+	wantStatus(t, "second tap", resp, body, http.StatusOK)
+	first := c.recipient("E2001").Name
+	wantContains(t, "second tap", body, first+" took it first")
+	if got := c.alert(a.ID); got.AcknowledgedBy != "E2001" {
+		t.Errorf("the second tap moved the acknowledgment to %q", got.AcknowledgedBy)
+	}
+}
+
+// An altered link, and a link signed for another person's message, open nothing and
+// change nothing; a cross-origin form is refused before the page.
+func TestAckLinkRefusesAlteredAndForeignLinks(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	a, msgs := c.ackAlert("E2001", "E2002")
+	anon := c.as("")
+	good := c.ackPath(msgs["E2001"])
+	last := good[len(good)-1]
+	flip := map[byte]byte{'A': 'B'}[last]
+	if flip == 0 {
+		flip = 'A'
+	}
+	altered := good[:len(good)-1] + string(flip)
+	// Signed by Herald, but naming E2001's message with E2002 as its recipient.
+	foreign := dispatch.AckLinkPath + c.h.Dispatch.AckLinks.Token(msgs["E2001"].ID, msgs["E2002"].RecipientID)
+	for _, path := range []string{altered, foreign, dispatch.AckLinkPath + "not-a-token"} {
+		resp, body := anon.get(path)
+		wantStatus(t, "GET "+path, resp, body, http.StatusNotFound)
+		wantContains(t, "GET "+path, body, "This link is not valid")
+		wantNotContains(t, "GET "+path, body, "Core banking alarm")
+		resp, body = anon.post(path, url.Values{"action": {"ack"}})
+		wantStatus(t, "POST "+path, resp, body, http.StatusNotFound)
+	}
+	resp, body := anon.do("POST", good, "application/x-www-form-urlencoded", strings.NewReader("action=ack"),
+		map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"})
+	wantStatus(t, "cross-origin tap", resp, body, http.StatusForbidden)
+	resp, body = anon.post(good, url.Values{"action": {"delete"}})
+	wantStatus(t, "unknown action", resp, body, http.StatusBadRequest)
+	if got := c.alert(a.ID); got.State != models.AlertOpen {
+		t.Errorf("alert is %s after refused requests, want open", got.State)
+	}
+}
+
+// Resolving ends the alert: the page says so and offers no buttons; a day after the
+// end the link has expired (the dispatcher's clock moved on, not the test's).
+func TestAckLinkAfterTheAlertEnds(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	var offset atomic.Int64
+	c.h.Dispatch.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	a, msgs := c.ackAlert("E2001")
+	anon := c.as("")
+	path := c.ackPath(msgs["E2001"])
+
+	resp, body := anon.post(path, url.Values{"action": {"resolve"}})
+	wantStatus(t, "tap 已解决", resp, body, http.StatusOK)
+	wantContains(t, "tap 已解决", body, "You have marked the alert resolved")
+	if got := c.alert(a.ID); got.State != models.AlertResolved || got.ResolvedVia != dispatch.AckViaLink || got.EndedAt == nil {
+		t.Fatalf("alert after resolving: %+v", got)
+	}
+	resp, body = anon.get(path)
+	wantStatus(t, "ended alert", resp, body, http.StatusOK)
+	wantContains(t, "ended alert", body, "This alert is over")
+	wantNotContains(t, "ended alert", body, `name="action"`)
+	resp, body = anon.post(path, url.Values{"action": {"ack"}})
+	wantStatus(t, "tap on an ended alert", resp, body, http.StatusOK)
+	wantContains(t, "tap on an ended alert", body, "had already marked it resolved")
+
+	offset.Store(int64(dispatch.AckLinkLife - time.Minute))
+	if resp, body := anon.get(path); resp.StatusCode != http.StatusOK {
+		t.Errorf("a minute before the link expires: %d\n%s", resp.StatusCode, body)
+	}
+	offset.Store(int64(dispatch.AckLinkLife + time.Minute))
+	resp, body = anon.get(path)
+	wantStatus(t, "expired link", resp, body, http.StatusGone)
+	wantContains(t, "expired link", body, "This link has expired")
+	resp, body = anon.do("GET", path, "", nil, map[string]string{"Accept-Language": "zh-CN"})
+	wantStatus(t, "expired link (zh-CN)", resp, body, http.StatusGone)
+	wantContains(t, "expired link (zh-CN)", body, "此链接已过期")
+}
