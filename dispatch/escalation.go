@@ -465,9 +465,12 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.Ale
 	return err == nil, err
 }
 
-// FireAlertStepNow fires a step from its Asynq task: Asynq may run it up to a second
-// before it is due (it keeps whole seconds), so it waits for the due time first. A step
-// due later than that is left to a later task or the recovery poll.
+// FireAlertStepNow fires a step from its Asynq task. Asynq keeps due times in whole
+// seconds, so the task may run up to a second before the step is due: it then leaves a
+// timer in this process to fire the step on time and returns, so that a thousand steps
+// due in one second do not hold a thousand worker slots while they wait. Should the
+// process die first, the recovery poll fires the step (the row, not the timer, is the
+// truth). A step due later than that is left to a later task or the poll.
 func (d *Dispatcher) FireAlertStepNow(ctx context.Context, stepID int64) error {
 	s, err := d.Store.AlertStepByID(ctx, stepID)
 	if errors.Is(err, models.ErrNotFound) {
@@ -476,21 +479,23 @@ func (d *Dispatcher) FireAlertStepNow(ctx context.Context, stepID int64) error {
 	if err != nil {
 		return err
 	}
-	if wait := s.DueAt.Sub(d.now()); wait > 0 {
-		if wait > maxEarly {
-			return nil
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	wait := s.DueAt.Sub(d.now())
+	switch {
+	case wait > maxEarly:
+		return nil
+	case wait > 0:
+		time.AfterFunc(wait, func() {
+			if _, err := d.FireAlertStep(context.Background(), stepID, d.now()); err != nil {
+				d.Log.Warn("dispatch: fire alert step; the recovery poll will retry", "step", stepID, "error", err)
+			}
+		})
+		return nil
 	}
 	_, err = d.FireAlertStep(ctx, stepID, d.now())
 	return err
 }
 
-// maxEarly is how early a step's task may run and still wait for its due time.
+// maxEarly is how early a step's task may run and still fire the step on time.
 const maxEarly = 2 * time.Second
 
 // RunEscalationPoll fires overdue steps every interval until ctx ends: the recovery of
