@@ -46,7 +46,9 @@ func newSilentRig(t *testing.T, n int, limits *models.Limits) *silentRig {
 		"feishu": {"app_id": "cli_1", "app_secret": "s", "base_url": srv.URL + "/feishu"},
 	} {
 		a, err := rig.dispatch.SaveAccount(ctx, dispatch.System("test"), nil, dispatch.AccountInput{Name: platform + "-main",
-			Platform: platform, AllowPrivateNetwork: true, Config: cfg, Limits: limits})
+			Platform: platform, AllowPrivateNetwork: true, Config: cfg, Limits: limits,
+			// The rig chooses its limits on purpose, looser ones included.
+			ConfirmAboveDocumented: true})
 		if err != nil {
 			t.Fatal(err)
 		}
