@@ -63,18 +63,9 @@ func newDingTalk(cfg map[string]string, allowPrivate bool) *DingTalk {
 	return d
 }
 
-// dingtalkAction is what an errcode means.
-type dingtalkAction struct {
-	class Class
-	// refreshToken marks codes saying the access token is bad: drop it and try once
-	// more with a new one.
-	refreshToken bool
-	meaning      string
-}
-
 // dingtalkErrors maps DingTalk's errcodes to error classes (its global error codes);
 // codes not listed fall back to dingtalkErrorAction's ranges.
-var dingtalkErrors = map[int]dingtalkAction{
+var dingtalkErrors = map[int]codeAction{
 	-1: {Transient, false, "system busy"},
 
 	40014: {Auth, true, "invalid access_token"},
@@ -99,19 +90,19 @@ var dingtalkErrors = map[int]dingtalkAction{
 }
 
 // dingtalkErrorAction returns what a non-zero errcode means.
-func dingtalkErrorAction(code int) dingtalkAction {
+func dingtalkErrorAction(code int) codeAction {
 	if a, ok := dingtalkErrors[code]; ok {
 		return a
 	}
 	switch {
 	case code/1000 == 90:
 		// 90xxx are DingTalk's flow-control codes.
-		return dingtalkAction{class: RateLimited, meaning: "flow control"}
+		return codeAction{class: RateLimited, meaning: "flow control"}
 	case code/10000 >= 3 && code/10000 <= 8:
 		// Request, contact and message errors that the same request will hit again.
-		return dingtalkAction{class: Permanent, meaning: "request refused"}
+		return codeAction{class: Permanent, meaning: "request refused"}
 	}
-	return dingtalkAction{class: Transient, meaning: "unexpected error"}
+	return codeAction{class: Transient, meaning: "unexpected error"}
 }
 
 // dingtalkReply is the part of every DingTalk answer this adapter reads.
@@ -350,7 +341,7 @@ func readDingTalkReply(r httpReply, step string) (dingtalkReply, error) {
 }
 
 // dingtalkError builds the error for a non-zero errcode.
-func dingtalkError(step string, code int, action dingtalkAction, reply dingtalkReply) *Error {
+func dingtalkError(step string, code int, action codeAction, reply dingtalkReply) *Error {
 	detail := excerpt([]byte(reply.ErrMsg))
 	if reply.SubCode != "" {
 		detail += " (sub_code " + excerpt([]byte(reply.SubCode)) + ")"

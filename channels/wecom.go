@@ -61,12 +61,9 @@ func newWeCom(cfg map[string]string, allowPrivate bool) *WeCom {
 	return w
 }
 
-// wecomAction is what an errcode means for a send.
-type wecomAction = codeAction
-
 // wecomErrors maps WeCom's errcodes to error classes. Codes not listed fall back to
 // wecomErrorAction's ranges.
-var wecomErrors = map[int]wecomAction{
+var wecomErrors = map[int]codeAction{
 	-1: {Transient, false, "system busy"},
 
 	40014: {Auth, true, "invalid access_token"},
@@ -103,7 +100,7 @@ var wecomErrors = map[int]wecomAction{
 }
 
 // wecomErrorAction returns what a non-zero errcode means.
-func wecomErrorAction(code int) wecomAction {
+func wecomErrorAction(code int) codeAction {
 	if a, ok := wecomErrors[code]; ok {
 		return a
 	}
@@ -111,9 +108,9 @@ func wecomErrorAction(code int) wecomAction {
 	// that the same request will hit again.
 	switch code / 10000 {
 	case 4, 6, 8:
-		return wecomAction{class: Permanent, meaning: "request refused"}
+		return codeAction{class: Permanent, meaning: "request refused"}
 	}
-	return wecomAction{class: Transient, meaning: "unexpected error"}
+	return codeAction{class: Transient, meaning: "unexpected error"}
 }
 
 // wecomReply is the part of every WeCom answer this adapter reads.
@@ -173,8 +170,8 @@ func (w *WeCom) Send(ctx context.Context, m Message) (Receipt, error) {
 		return Receipt{}, Errorf(Permanent, "", "channels: wecom: encoding the message: %v", err)
 	}
 	var receipt Receipt
-	err = w.withToken(ctx, func(token string) (wecomAction, error) {
-		var action wecomAction
+	err = w.withToken(ctx, func(token string) (codeAction, error) {
+		var action codeAction
 		receipt, action, err = w.post(ctx, token, m.ID, body)
 		return action, err
 	})
@@ -184,7 +181,7 @@ func (w *WeCom) Send(ctx context.Context, m Message) (Receipt, error) {
 // withToken runs one call with an access token. A token rejected as expired or invalid
 // is replaced and the call tried once more: WeCom refused the first try before acting
 // on it, so this cannot duplicate a send or a recall.
-func (w *WeCom) withToken(ctx context.Context, call func(token string) (wecomAction, error)) error {
+func (w *WeCom) withToken(ctx context.Context, call func(token string) (codeAction, error)) error {
 	for attempt := 1; ; attempt++ {
 		token, err := w.accessToken(ctx)
 		if err != nil {
@@ -214,21 +211,21 @@ func (w *WeCom) Recall(ctx context.Context, m Message, receipt Receipt) error {
 	if err != nil {
 		return Errorf(Permanent, "", "channels: wecom: recall: encoding the request: %v", err)
 	}
-	return w.withToken(ctx, func(token string) (wecomAction, error) {
+	return w.withToken(ctx, func(token string) (codeAction, error) {
 		target := w.baseURL + "/cgi-bin/message/recall?access_token=" + url.QueryEscape(token)
 		r, err := postJSON(ctx, w.client, "channels: wecom: recall", target, http.Header{"X-Request-Id": {m.ID}}, body)
 		if err != nil {
-			return wecomAction{}, err
+			return codeAction{}, err
 		}
 		reply, err := w.readReply(r, "recall")
 		if err != nil {
-			return wecomAction{}, err
+			return codeAction{}, err
 		}
 		if code := *reply.ErrCode; code != 0 {
 			action := wecomErrorAction(code)
 			return action, wecomError("recall", code, action, reply.ErrMsg, r)
 		}
-		return wecomAction{}, nil
+		return codeAction{}, nil
 	})
 }
 
@@ -285,25 +282,25 @@ func wecomText(m Message) string {
 
 // post makes one message/send call. On failure it also returns what the answer meant,
 // so Send can tell a stale token from other errors.
-func (w *WeCom) post(ctx context.Context, token, requestID string, body []byte) (Receipt, wecomAction, error) {
+func (w *WeCom) post(ctx context.Context, token, requestID string, body []byte) (Receipt, codeAction, error) {
 	target := w.baseURL + "/cgi-bin/message/send?access_token=" + url.QueryEscape(token)
 	r, err := postJSON(ctx, w.client, "channels: wecom: send", target, http.Header{"X-Request-Id": {requestID}}, body)
 	if err != nil {
-		return Receipt{}, wecomAction{}, err
+		return Receipt{}, codeAction{}, err
 	}
 	reply, err := w.readReply(r, "send")
 	if err != nil {
-		return Receipt{}, wecomAction{}, err
+		return Receipt{}, codeAction{}, err
 	}
 	if code := *reply.ErrCode; code != 0 {
 		action := wecomErrorAction(code)
 		return Receipt{}, action, wecomError("send", code, action, reply.ErrMsg, r)
 	}
 	if reply.InvalidUser != "" {
-		return Receipt{}, wecomAction{class: Permanent}, Errorf(Permanent, "invaliduser",
+		return Receipt{}, codeAction{class: Permanent}, Errorf(Permanent, "invaliduser",
 			"channels: wecom: send: recipient unknown to WeCom: %s", excerpt([]byte(reply.InvalidUser)))
 	}
-	return Receipt{ProviderMessageID: reply.MsgID}, wecomAction{}, nil
+	return Receipt{ProviderMessageID: reply.MsgID}, codeAction{}, nil
 }
 
 // readReply checks the HTTP status and decodes a WeCom answer that has an errcode.
@@ -320,7 +317,7 @@ func (w *WeCom) readReply(r httpReply, step string) (wecomReply, error) {
 }
 
 // wecomError builds the error for a non-zero errcode.
-func wecomError(step string, code int, action wecomAction, errmsg string, r httpReply) *Error {
+func wecomError(step string, code int, action codeAction, errmsg string, r httpReply) *Error {
 	e := Errorf(action.class, strconv.Itoa(code), "channels: wecom: %s: errcode %d (%s): %s",
 		step, code, action.meaning, excerpt([]byte(errmsg)))
 	if action.class == RateLimited {

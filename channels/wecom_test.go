@@ -192,7 +192,7 @@ func TestWeComInvalidUser(t *testing.T) {
 }
 
 func TestWeComErrorTable(t *testing.T) {
-	for code, want := range map[int]wecomAction{
+	for code, want := range map[int]codeAction{
 		-1:    {class: Transient},
 		42001: {class: Auth, refreshToken: true},
 		40014: {class: Auth, refreshToken: true},
