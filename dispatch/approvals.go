@@ -132,6 +132,9 @@ func (d *Dispatcher) Approve(ctx context.Context, by Actor, b *models.Batch) err
 		if err := tx.ApproveBatch(ctx, b.ID, by.Name, now, due, chunks); err != nil {
 			return err
 		}
+		if err := d.startHeldAlert(ctx, tx, ch, b); err != nil {
+			return err
+		}
 		ch.Audit("batch.approve", "batch", b.ID, models.AuditParams{"released": strconv.Itoa(len(ids)), "maker": b.Actor})
 		ch.After(func() {
 			d.enqueue(ctx, jobs)
@@ -160,6 +163,9 @@ func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reas
 	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		var err error
 		if n, err = tx.RejectBatch(ctx, b.ID, by.Name, reason, d.now()); err != nil {
+			return err
+		}
+		if err := d.endRejectedAlert(ctx, tx, ch, by, b.ID, reason); err != nil {
 			return err
 		}
 		ch.AuditDetail("batch.reject", "batch", b.ID, reason, models.AuditParams{"cancelled": strconv.Itoa(n), "maker": b.Actor})
