@@ -82,7 +82,17 @@ func TestAPIBatchCancelAndResend(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	erp, crm := newKey(t, c, "erp", "send,read"), newKey(t, c, "crm", "send,read")
-	batch, ids := apiSend(t, c, erp, "E2001", "E2002")
+	var sent struct {
+		BatchID  string `json:"batch_id"`
+		Messages []struct {
+			ID string `json:"id"`
+		} `json:"messages"`
+	}
+	body := `{"account":"sandbox","recipients":["E2001","E2002"],"content":{"text":"Ledger 42 is overdue"}}`
+	if status := apiJSON(t, c, erp, "POST", "/api/v1/messages", body, &sent); status != http.StatusAccepted || len(sent.Messages) != 2 {
+		t.Fatalf("send: %d %+v", status, sent)
+	}
+	batch, ids := sent.BatchID, []string{sent.Messages[0].ID, sent.Messages[1].ID}
 	c.stop(ids[0])
 
 	type answer struct {
