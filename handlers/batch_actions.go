@@ -14,12 +14,7 @@ func (h *Handlers) CancelBatch(c *gin.Context) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
 	res, err := h.Dispatch.CancelBatch(ctx, actor(c), id)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	if h.batchFailed(c, id, err) {
 		return
 	}
 	sentence := i18n.N(ctx, "batches.cancel.done", res.Cancelled)
@@ -37,13 +32,22 @@ func (h *Handlers) ResendBatch(c *gin.Context) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
 	res, err := h.Dispatch.ResendBatch(ctx, actor(c), id)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	if h.batchFailed(c, id, err) {
 		return
 	}
 	h.redirectNotice(c, "/batches/"+id, "resent", i18n.N(ctx, "messages.resend.subject", res.Retried))
+}
+
+// batchFailed answers an action on a batch that failed, and reports whether it did: a
+// batch the user may not see (or none) is 404, anything else a server error.
+func (h *Handlers) batchFailed(c *gin.Context, id string, err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case isNotFound(err):
+		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
+	default:
+		h.serverError(c, err)
+	}
+	return true
 }
