@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"herald/models"
 )
 
 // Wait is what a planned batch will wait for once it is sent, as the compose preview

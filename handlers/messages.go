@@ -166,6 +166,72 @@ func (h *Handlers) messagesView(c *gin.Context) (views.Messages, map[string]stri
 	return v, errs, true
 }
 
+// Message shows one message and its attempts.
+func (h *Handlers) Message(c *gin.Context) {
+	h.renderMessage(c, http.StatusOK, nil)
+}
+
+func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]string) {
+	ctx := c.Request.Context()
+	m, err := h.Store.MessageWithRecipient(ctx, c.Param("id"))
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "error.no_message", "ID", c.Param("id"))
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	d := views.MessageDetail{Message: m, Notice: h.notice(c), Now: time.Now(),
+		CanRecall: m.Status == models.StatusSent && channels.RecallWindow(m.Platform) > 0}
+	if d.Attempts, err = h.Store.AttemptsOf(ctx, m.ID); err != nil {
+		h.serverError(c, err)
+		return
+	}
+	if a, err := h.Store.AccountByID(ctx, m.AccountID); err == nil {
+		d.Account = a.Name
+	} else if !isNotFound(err) {
+		h.serverError(c, err)
+		return
+	}
+	render(c, status, views.MessagePage(page(c, tr(c, "title.message"), "messages"), d, errs))
+}
+
+// MessageRetry makes a stopped message due again.
+func (h *Handlers) MessageRetry(c *gin.Context) {
+	h.changeMessageFromConsole(c, "retry")
+}
+
+// MessageCancel cancels a pending or failed message.
+func (h *Handlers) MessageCancel(c *gin.Context) {
+	h.changeMessageFromConsole(c, "cancel")
+}
+
+func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
+	ctx := c.Request.Context()
+	id := c.Param("id")
+	change := h.Dispatch.CancelMessage
+	if op == "retry" {
+		change = h.Dispatch.RetryMessage
+	}
+	m, err := change(ctx, actor(c), id)
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "error.no_message", "ID", id)
+		return
+	}
+	if errors.Is(err, models.ErrStateChanged) {
+		// The status sits inside a sentence: lower case ("The message is pending now").
+		status := strings.ToLower(i18n.Name(ctx, "status", string(m.Status)))
+		h.renderMessage(c, http.StatusConflict, map[string]string{"": tr(c, "messages.detail."+op+"_refused", "Status", status)})
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.redirectNotice(c, "/messages/"+id, map[string]string{"cancel": "cancelled", "retry": "retried"}[op], views.ShortID(id))
+}
+
 // resendMax bounds the stopped messages one bulk re-send looks at, so that the request
 // ends well within the server's timeouts; running it again re-sends the rest.
 const resendMax = 5000

@@ -49,7 +49,7 @@ func TestBatchPageCancelsAndResends(t *testing.T) {
 			"Cancelled 2 messages of the batch before sending."},
 		{"resend", map[string]models.Status{"E2001": models.StatusPending, "E2002": models.StatusCancelled, "E2003": models.StatusCancelled},
 			"Re-sent 1 stopped message."},
-				{"cancel", map[string]models.Status{"E2001": models.StatusCancelled, "E2002": models.StatusCancelled, "E2003": models.StatusCancelled},
+		{"cancel", map[string]models.Status{"E2001": models.StatusCancelled, "E2002": models.StatusCancelled, "E2003": models.StatusCancelled},
 			"Cancelled 1 message of the batch before sending."},
 		// Nothing is left to cancel: the page says so, and nothing is written.
 		{"cancel", map[string]models.Status{"E2001": models.StatusCancelled, "E2002": models.StatusCancelled, "E2003": models.StatusCancelled},

@@ -20,21 +20,21 @@ const (
 
 // slowRoutes are the routes that get slowDeadline, by method and path.
 var slowRoutes = map[string]bool{
-	"POST /login":                  true,
-	"POST /password":               true,
-	"POST /users":                  true,
-	"POST /users/:id/password":     true,
-	"POST /recipients/import":      true,
-	"GET /recipients/export.csv":   true,
-	"POST /duty/holidays/import":   true,
-	"POST /duty/holidays/national": true,
-	"POST /messages/resend":        true,
-	"POST /batches/:id/cancel":     true,
-	"POST /batches/:id/resend":     true,
-	"PUT /api/v1/recipients":       true,
+	"POST /login":                     true,
+	"POST /password":                  true,
+	"POST /users":                     true,
+	"POST /users/:id/password":        true,
+	"POST /recipients/import":         true,
+	"GET /recipients/export.csv":      true,
+	"POST /duty/holidays/import":      true,
+	"POST /duty/holidays/national":    true,
+	"POST /messages/resend":           true,
+	"POST /batches/:id/cancel":        true,
+	"POST /batches/:id/resend":        true,
+	"PUT /api/v1/recipients":          true,
 	"POST /api/v1/batches/:id/cancel": true,
 	"POST /api/v1/batches/:id/resend": true,
-	"PUT /api/v1/duty/holidays":    true,
+	"PUT /api/v1/duty/holidays":       true,
 }
 
 // routes lists every route Herald serves, grouped by who may call it. metrics is nil

@@ -98,7 +98,6 @@ func TestDashboardShowsWhatWaitsAndWhy(t *testing.T) {
 	}
 }
 
-
 // The compose preview says, before sending, when the batch will wait for approval or
 // for the account's quiet hours, and until when.
 func TestComposePreviewSaysWhatTheSendWillWaitFor(t *testing.T) {
