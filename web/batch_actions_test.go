@@ -64,6 +64,7 @@ func TestBatchPageCancelsAndResends(t *testing.T) {
 		_, body = op.get(batch)
 		wantContains(t, s.form+" notice", body, s.note)
 	}
+	_, body = op.get(batch)
 	wantNotContains(t, "batch page with nothing to do", body, `id="cancel-batch"`, `id="resend-batch"`)
 	e := c.lastAudit("batch.cancel")
 	if e.Actor != operatorUser || e.TargetID != msgs["E2001"].BatchID || e.ParamMap()["cancelled"] != "1" {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"herald/i18n"
@@ -82,6 +83,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 	ctx := testenv.Chrome(t)
 	q := chromedp.ByQuery
 	if err := chromedp.Run(ctx,
+		network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}),
 		chromedp.Navigate(c.url+"/login"),
 		chromedp.WaitVisible(`#username`, q),
 		chromedp.SendKeys(`#username`, operatorUser, q),
