@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"time"
-
 )
 
 // Wait is what a planned batch will wait for once it is sent, as the compose preview
