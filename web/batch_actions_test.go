@@ -1,12 +1,15 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/dispatch"
 	"herald/models"
 )
 
@@ -132,5 +135,40 @@ func TestAPIBatchCancelAndResend(t *testing.T) {
 	}
 	if e := c.lastAudit("batch.cancel"); e.Actor != "apikey:erp" || e.ParamMap()["cancelled"] != "1" {
 		t.Errorf("batch.cancel audit entry: %+v %v", e, e.ParamMap())
+	}
+}
+
+// Cancels of one batch racing each other cancel each message once: the compare-and-set
+// on each message's state counts the loser's as skipped, or it finds nothing left.
+func TestConcurrentBatchCancelsCountEachMessageOnce(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	msgs := c.send(nil, "E2001", "E2002", "E2003")
+	batch := msgs["E2001"].BatchID
+	const racers = 4
+	var (
+		wg      sync.WaitGroup
+		results [racers]dispatch.BatchCancel
+		errs    [racers]error
+	)
+	for i := range racers {
+		wg.Go(func() {
+			results[i], errs[i] = c.h.Dispatch.CancelBatch(context.Background(), dispatch.Actor{Name: "test", Type: dispatch.ActorUser}, batch)
+		})
+	}
+	wg.Wait()
+	cancelled := 0
+	for i := range racers {
+		if errs[i] != nil {
+			t.Fatalf("cancel %d: %v", i, errs[i])
+		}
+		cancelled += results[i].Cancelled
+	}
+	if cancelled != len(msgs) {
+		t.Errorf("the racing cancels cancelled %d messages in all (%+v), want %d", cancelled, results, len(msgs))
+	}
+	want := map[string]models.Status{"E2001": models.StatusCancelled, "E2002": models.StatusCancelled, "E2003": models.StatusCancelled}
+	if diff := cmp.Diff(want, c.statuses(msgs)); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
 	}
 }
