@@ -64,11 +64,21 @@ func (d *Dispatcher) ForgetThreshold() {
 	d.threshold.mu.Unlock()
 }
 
+// overThreshold reports whether a batch for this many people waits for approval, and
+// the threshold (0: approval is off).
+func (d *Dispatcher) overThreshold(ctx context.Context, people int) (threshold int, over bool, err error) {
+	n, err := d.approvalThreshold(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	return n, n > 0 && people > n, nil
+}
+
 // holdForApproval marks a planned batch as awaiting approval when it is for more people
 // than the threshold, holding its messages: no due time, no task.
 func (d *Dispatcher) holdForApproval(ctx context.Context, res *Result) error {
-	n, err := d.approvalThreshold(ctx)
-	if err != nil || n == 0 || res.Batch.Accepted <= n {
+	_, over, err := d.overThreshold(ctx, res.Batch.Accepted)
+	if err != nil || !over {
 		return err
 	}
 	res.Batch.Approval = models.ApprovalAwaiting

@@ -210,6 +210,8 @@ type Result struct {
 	daily []models.DailyContent
 	// firstStep is the first step of the alert, written with it.
 	firstStep *models.AlertStep
+	// account is the account the batch sends through.
+	account *models.Account
 }
 
 // Limits of one request.
@@ -343,6 +345,7 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res := newBatch(req, acct, tmpl, sendAt, aud)
+	res.account = acct
 	if tmpl != nil && req.Variables != nil {
 		// Kept also for a save of the template that renders waiting messages again.
 		res.Batch.Variables = req.Variables
