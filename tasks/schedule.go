@@ -221,7 +221,7 @@ func (f *Forwarder) reschedule(ctx context.Context) {
 // dueJobs is what one pass took off the schedule.
 type dueJobs struct {
 	jobs []Job
-	// taken counts the jobs taken, with any whose payload was bad.
+	// taken counts the jobs the script returned, with any whose payload was bad.
 	taken int
 	// next is when the earliest job left is due; zero when none is.
 	next time.Time
@@ -234,8 +234,11 @@ type dueJobs struct {
 func (f *Forwarder) takeDue(ctx context.Context) (dueJobs, error) {
 	var out dueJobs
 	res, err := takeDueScript.Run(ctx, f.enq.rdb, scheduleKeys, f.now().UnixMilli(), forwardBatch).Slice()
-	if err != nil || len(res) < 2 {
+	switch {
+	case err != nil:
 		return out, fmt.Errorf("tasks: take due scheduled tasks: %w", err)
+	case len(res) < 2:
+		return out, fmt.Errorf("tasks: take due scheduled tasks: the script answered %v", res)
 	}
 	if next, _ := res[0].(int64); next >= 0 {
 		out.next = time.UnixMilli(next)

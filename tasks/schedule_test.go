@@ -215,3 +215,57 @@ func TestScheduledSendsGoOutOnTimeOnce(t *testing.T) {
 	}
 	r.checkSentOnceOnTime(t, alone, r.deliveries(t, len(alone)))
 }
+
+// TestEnqueueSchedulesWhatIsDueLater: a job due now or before goes to its Asynq queue to
+// run at once; a job due later waits in Herald's schedule, at its due time to the
+// millisecond, and not in Asynq.
+func TestEnqueueSchedulesWhatIsDueLater(t *testing.T) {
+	ctx := context.Background()
+	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enq := tasks.NewEnqueuer(red.Asynq())
+	t.Cleanup(func() { enq.Close() })
+	insp := asynq.NewInspector(red.Asynq())
+	t.Cleanup(func() { insp.Close() })
+	now := time.Now()
+	type where struct {
+		AsynqState  string
+		ScheduledAt time.Time
+	}
+	later, nextDay := now.Add(1500*time.Millisecond), now.Add(24*time.Hour+7*time.Millisecond)
+	for _, tt := range []struct {
+		name     string
+		priority models.Priority
+		due      time.Time
+		want     where
+	}{
+		{"past", models.PriorityNormal, now.Add(-time.Minute), where{AsynqState: "pending"}},
+		{"now", models.PriorityLow, now, where{AsynqState: "pending"}},
+		{"later", models.PriorityHigh, later, where{ScheduledAt: later.Truncate(time.Millisecond)}},
+		{"next day", models.PriorityNormal, nextDay, where{ScheduledAt: nextDay.Truncate(time.Millisecond)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			priority := tt.priority
+			id := models.NewID()
+			if n, err := enq.Enqueue(ctx, []tasks.Job{tasks.Single(id, priority, tt.due, "")}); err != nil || n != 1 {
+				t.Fatalf("Enqueue: %d %v", n, err)
+			}
+			var got where
+			if info, err := insp.GetTaskInfo(tasks.QueueFor(priority), id); err == nil {
+				got.AsynqState = info.State.String()
+			}
+			at, ok, err := enq.ScheduledAt(ctx, tasks.QueueFor(priority), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				got.ScheduledAt = at
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(time.Time.Equal)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
