@@ -52,16 +52,7 @@ func BenchmarkPipelineFeishu(b *testing.B) {
 // useFeishu starts a simulator without the platforms' limits, gives the rig's people
 // Feishu user ids and points the rig at a Feishu account on it.
 func (r *benchRig) useFeishu(b *testing.B) {
-	addr := freeAddr(b)
-	sim := exec.Command(heraldBinary(b), "simulate", "--addr", addr, "--smtp-addr", freeAddr(b),
-		"--latency", benchSimLatency.String(), "--no-platform-limits")
-	if err := sim.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = sim.Process.Signal(syscall.SIGTERM); _ = sim.Wait() })
-	r.simPID = sim.Process.Pid
-	waitHTTP(b, "http://"+addr+"/healthz")
-
+	addr := r.unlimitedSimulator(b)
 	ctx := context.Background()
 	if _, err := r.h.app.Store.SQL().ExecContext(ctx, "UPDATE recipients SET feishu_user_id = CONCAT('fs_', external_id)"); err != nil {
 		b.Fatal(err)
@@ -72,4 +63,20 @@ func (r *benchRig) useFeishu(b *testing.B) {
 		b.Fatal(err)
 	}
 	r.acct = a
+}
+
+// unlimitedSimulator starts a `herald simulate` process of the rig's own that answers
+// after the pipeline benchmark's latency and keeps none of the platforms' limits
+// (--no-platform-limits), makes it the rig's simulator and returns its address.
+func (r *benchRig) unlimitedSimulator(b *testing.B) string {
+	addr := freeAddr(b)
+	sim := exec.Command(heraldBinary(b), "simulate", "--addr", addr, "--smtp-addr", freeAddr(b),
+		"--latency", benchSimLatency.String(), "--no-platform-limits")
+	if err := sim.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = sim.Process.Signal(syscall.SIGTERM); _ = sim.Wait() })
+	r.simPID = sim.Process.Pid
+	waitHTTP(b, "http://"+addr+"/healthz")
+	return addr
 }

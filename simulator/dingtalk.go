@@ -13,7 +13,7 @@ import (
 // DingTalk work notices, as an internal app sees them. DingTalk answers success past
 // its documented limits and delivers nothing to the people over them; getsendresult
 // then lists them as forbidden. The simulator does the same and counts them in
-// dropped_silently:
+// dropped_silently (unless Options.NoPlatformLimits):
 //   - the same content reaches one employee only once a calendar day;
 //   - at most 500 notices per employee per calendar day;
 //   - at most 5,000 recipients a minute per app;
@@ -54,6 +54,10 @@ var china = time.FixedZone("UTC+8", 8*60*60)
 
 // dingtalkState is what the simulator remembers of DingTalk: its counters and tasks.
 type dingtalkState struct {
+	// limits keeps DingTalk's documented limits (Options.NoPlatformLimits turns them
+	// off); the 5,000 user ids a call carries hold either way.
+	limits bool
+
 	mu sync.Mutex
 	// perDay counts notices by day and user; sameContent remembers day, user and content.
 	perDay      map[string]int
@@ -80,8 +84,10 @@ type dingtalkForbidden struct {
 	UserID string `json:"userid"`
 }
 
-func newDingTalkState() *dingtalkState {
-	return &dingtalkState{perDay: map[string]int{}, sameContent: map[string]bool{}, tasks: map[int64]*dingtalkTask{}}
+// newDingTalkState returns DingTalk's state, keeping its documented limits unless told
+// not to.
+func newDingTalkState(limits bool) *dingtalkState {
+	return &dingtalkState{limits: limits, perDay: map[string]int{}, sameContent: map[string]bool{}, tasks: map[int64]*dingtalkTask{}}
 }
 
 // dingtalkReply is DingTalk's answer; errors come with HTTP 200 and a non-zero errcode.
@@ -254,9 +260,14 @@ func (s *Simulator) dingtalkDeliver(task *dingtalkTask, users []string, key, tex
 			task.forbidden = append(task.forbidden, dingtalkForbidden{Code: code, Count: int64(limit), UserID: u})
 		}
 		contentKey := day + "\x00" + u + "\x00" + key
+		delivery := Delivery{Platform: "dingtalk", To: u, RequestID: requestID,
+			Content: text, ReceivedAtMs: at.UnixMilli(), ProviderMsgID: strconv.FormatInt(id, 10)}
 		switch {
 		case i >= dingtalkPerCall:
 			forbid(dingtalkForbiddenPerCall, dingtalkPerCall)
+		case !st.limits:
+			task.delivered = append(task.delivered, u)
+			deliveries = append(deliveries, delivery)
 		case st.sameContent[contentKey]:
 			forbid(dingtalkForbiddenSameContent, 1)
 		case st.perDay[day+"\x00"+u] >= dingtalkPerEmployeeDay:
@@ -268,8 +279,7 @@ func (s *Simulator) dingtalkDeliver(task *dingtalkTask, users []string, key, tex
 			st.perDay[day+"\x00"+u]++
 			st.minuteUsed++
 			task.delivered = append(task.delivered, u)
-			deliveries = append(deliveries, Delivery{Platform: "dingtalk", To: u, RequestID: requestID,
-				Content: text, ReceivedAtMs: at.UnixMilli(), ProviderMsgID: strconv.FormatInt(id, 10)})
+			deliveries = append(deliveries, delivery)
 		}
 	}
 	st.mu.Unlock()

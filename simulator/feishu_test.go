@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 const (
@@ -280,7 +282,9 @@ func TestWeComDropsPastTheMemberLimitsSilently(t *testing.T) {
 	}
 }
 
-// A benchmark's simulator delivers past the documented limits.
+// A benchmark's simulator delivers past the documented limits: Feishu's per-user 5 a
+// second, and DingTalk's same content once a day, 500 a day per employee and 5,000
+// recipients a minute.
 func TestNoPlatformLimits(t *testing.T) {
 	t.Parallel()
 	sim, srv := newTestServer(t, Faults{}, Options{NoPlatformLimits: true})
@@ -290,7 +294,28 @@ func TestNoPlatformLimits(t *testing.T) {
 			t.Fatalf("call %d: %d %s", i, resp.status, resp.body)
 		}
 	}
-	if st := sim.Stats(); st.ByPlatform["feishu"] != 60 || st.DroppedSilently["feishu"] != 0 {
-		t.Errorf("stats = %+v, want all 60 delivered", st)
+	resp := mustDo(t, "GET", srv.URL+"/dingtalk/gettoken?appkey=k&appsecret=s", nil, nil)
+	dt := decode[dingtalkReply](t, resp.body)
+	if dt.AccessToken == "" {
+		t.Fatalf("dingtalk token = %d %s", resp.status, resp.body)
+	}
+	users := make([]string, dingtalkPerAppMinute)
+	for i := range users {
+		users[i] = fmt.Sprint("d", i)
+	}
+	body := map[string]any{"agent_id": 1, "userid_list": strings.Join(users, ","),
+		"msg": map[string]any{"msgtype": "text", "text": map[string]string{"content": "same"}}}
+	for i := range 2 {
+		resp := mustDo(t, "POST", srv.URL+"/dingtalk/topapi/message/corpconversation/asyncsend_v2?access_token="+dt.AccessToken, nil, body)
+		if reply := decode[dingtalkReply](t, resp.body); reply.ErrCode != 0 {
+			t.Fatalf("dingtalk call %d: %s", i, resp.body)
+		}
+	}
+	st := sim.Stats()
+	got := map[string]int64{"feishu": st.ByPlatform["feishu"], "dingtalk": st.ByPlatform["dingtalk"],
+		"feishu dropped": st.DroppedSilently["feishu"], "dingtalk dropped": st.DroppedSilently["dingtalk"]}
+	want := map[string]int64{"feishu": 60, "dingtalk": 2 * dingtalkPerAppMinute, "feishu dropped": 0, "dingtalk dropped": 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("delivered and dropped (-want +got):\n%s", diff)
 	}
 }

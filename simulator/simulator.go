@@ -94,7 +94,8 @@ type Options struct {
 	// on Feishu.
 	FeishuTokenTTL time.Duration
 	// NoPlatformLimits turns off the platforms' documented limits (WeCom's and Feishu's
-	// per-person silent drops, Feishu's application 429s), so a benchmark can measure
+	// per-person silent drops, Feishu's application 429s, DingTalk's per-employee,
+	// same-content and per-minute silent drops), so a benchmark can measure
 	// a drain far faster than any platform allows.
 	NoPlatformLimits bool
 	// DingTalkTokenTTL is how long a DingTalk access token lives; 0 means 7200 s, as on
@@ -167,7 +168,7 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 		idPrefix:     "sim-" + hex.EncodeToString(prefix[:]) + "-",
 		released:     make(chan struct{}),
 		faults:       f,
-		dingtalk:     newDingTalkState(),
+		dingtalk:     newDingTalkState(!opts.NoPlatformLimits),
 		// A fixed second word is fine: the seed alone must decide the sequence.
 		rng:   mathrand.New(mathrand.NewPCG(seed, 0x6865726c64)),
 		stats: newStats(),

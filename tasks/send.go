@@ -295,7 +295,7 @@ func (s *Sender) sendOne(ctx context.Context, id string) error {
 	if err := s.record(m, o); err != nil {
 		return err
 	}
-	if o.Status == models.StatusFailed || o.Status == models.StatusPending {
+	if mustWait(o) {
 		return &retryError{delay: time.Until(*o.NextAttemptAt), reason: o.ErrorClass}
 	}
 	return nil
@@ -377,7 +377,7 @@ func (s *Sender) deliverInChunk(ctx context.Context, m *models.Message) {
 // enqueued on a task of its own, due when the outcome says.
 func (s *Sender) finishInChunk(ctx context.Context, m *models.Message, o models.Outcome) {
 	defer s.held.drop(m.ID)
-	own := o.Status == models.StatusFailed || o.Status == models.StatusPending
+	own := mustWait(o)
 	if own {
 		o.TaskID = SendTaskID(m.ID, "")
 	}
@@ -391,6 +391,11 @@ func (s *Sender) finishInChunk(ctx context.Context, m *models.Message, o models.
 	if _, err := s.enqueuer.Enqueue(ectx, []Job{Single(m.ID, m.Priority, *o.NextAttemptAt, "")}); err != nil {
 		s.log.Warn("enqueue a message's own task; the sweeper will", "message_id", m.ID, "error", err)
 	}
+}
+
+// mustWait says an outcome leaves its message to be sent again, at o.NextAttemptAt.
+func mustWait(o models.Outcome) bool {
+	return o.Status == models.StatusFailed || o.Status == models.StatusPending
 }
 
 // deliver takes a claimed message through its attempt: wait until it is due, find its

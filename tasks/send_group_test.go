@@ -2,12 +2,18 @@ package tasks_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hibiken/asynq"
 
 	"herald/channels"
 	"herald/internal/testenv"
@@ -17,9 +23,9 @@ import (
 )
 
 // TestChunkSendsInGroups: a chunk's DingTalk messages that share their content go in
-// one call per content; each is finished with its own outcome: the person who already
-// had that content today is held back by DingTalk, and that message alone waits for a
-// retry on a task of its own.
+// one call per content; each is finished with its own outcome: the people who already
+// had their content today are held back by DingTalk, and their messages wait for a
+// retry together, on one task of the chunk's waiting messages, to go in groups again.
 func TestChunkSendsInGroups(t *testing.T) {
 	ctx := context.Background()
 	store := testenv.Store(t)
@@ -47,13 +53,17 @@ func TestChunkSendsInGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	const audit, lunch = "Branch audit at 3 pm", "Canteen closed today"
-	// u3 already had the audit notice today, sent outside Herald.
+	// u3 and u4 already had the audit notice today, u12 the lunch one, sent outside
+	// Herald.
 	dt, err := channels.NewDingTalk(cfg, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dt.Send(ctx, channels.Message{ID: "before", To: "u3", MsgType: "text", Content: audit}); err != nil {
-		t.Fatal(err)
+	before := map[string]string{"u3": audit, "u4": audit, "u12": lunch}
+	for to, content := range before {
+		if _, err := dt.Send(ctx, channels.Message{ID: "before-" + to, To: to, MsgType: "text", Content: content}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	calls.Store(0)
 
@@ -90,15 +100,19 @@ func TestChunkSendsInGroups(t *testing.T) {
 		t.Errorf("%d asyncsend_v2 calls for two contents, want 2", n)
 	}
 	receipts := map[string]string{}
+	var retried []string
+	retry := map[string]string{} // what the retried messages share: their task and due time
 	for i, id := range ids {
 		m, err := store.MessageWithRecipient(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.Address == "u3" {
-			if m.Status != models.StatusFailed || m.ErrorClass != string(channels.RateLimited) || m.TaskID != id {
-				t.Errorf("u3: %s (%s) carried by %q, want failed (rate_limited) on a task of its own", m.Status, m.ErrorClass, m.TaskID)
+		if before[m.Address] != "" {
+			if m.Status != models.StatusFailed || m.ErrorClass != string(channels.RateLimited) || m.TaskID == id {
+				t.Errorf("%s: %s (%s) carried by %q, want failed (rate_limited) on the chunk's retry task", m.Address, m.Status, m.ErrorClass, m.TaskID)
 			}
+			retried = append(retried, id)
+			retry[m.TaskID+" due "+m.NextAttemptAt.UTC().Format(time.RFC3339Nano)] += m.Address + " "
 			continue
 		}
 		if m.Status != models.StatusSent {
@@ -116,7 +130,26 @@ func TestChunkSendsInGroups(t *testing.T) {
 	if len(receipts) != 2 || receipts[audit] == receipts[lunch] {
 		t.Errorf("task ids by content %v, want one task per content", receipts)
 	}
-	if st := sim.Stats(); st.ByPlatform["dingtalk"] != 12 || st.DroppedSilently["dingtalk"] != 1 {
-		t.Errorf("simulator delivered %d, dropped %d; want 12 (with the one before) and 1", st.ByPlatform["dingtalk"], st.DroppedSilently["dingtalk"])
+	if st := sim.Stats(); st.ByPlatform["dingtalk"] != 12 || st.DroppedSilently["dingtalk"] != 3 {
+		t.Errorf("simulator delivered %d, dropped %d; want 12 (with the three before) and 3", st.ByPlatform["dingtalk"], st.DroppedSilently["dingtalk"])
+	}
+	if len(retry) != 1 {
+		t.Fatalf("the held-back messages wait on %v, want one task and one due time", retry)
+	}
+	var carried []string
+	for key := range retry {
+		taskID, _, _ := strings.Cut(key, " ")
+		info, err := asynq.NewInspector(red.Asynq()).GetTaskInfo(tasks.QueueFor("normal"), taskID)
+		if err != nil {
+			t.Fatalf("the retry task %s: %v", taskID, err)
+		}
+		var p tasks.SendMessagePayload
+		if err := json.Unmarshal(info.Payload, &p); err != nil {
+			t.Fatal(err)
+		}
+		carried = p.IDs()
+	}
+	if diff := cmp.Diff(retried, carried, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("the retry task carries (-held back +carried):\n%s", diff)
 	}
 }
