@@ -115,6 +115,19 @@ func (e *Enqueuer) ScheduledAt(ctx context.Context, queue, taskID string) (time.
 	return time.UnixMilli(int64(score)), true, nil
 }
 
+// ScheduledPayload returns the payload of the job with this task id in a message
+// queue's schedule, and false when the schedule does not hold it.
+func (e *Enqueuer) ScheduledPayload(ctx context.Context, queue, taskID string) ([]byte, bool, error) {
+	payload, err := e.rdb.HGet(ctx, scheduleJobsKey(queue), taskID).Bytes()
+	switch {
+	case err == redis.Nil:
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("tasks: read scheduled task %s: %w", taskID, err)
+	}
+	return payload, true, nil
+}
+
 // Forwarder moves jobs from the schedule to their Asynq queues as they fall due. Every
 // worker process runs one (NewForwarder, Run).
 type Forwarder struct {

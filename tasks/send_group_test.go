@@ -13,7 +13,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/hibiken/asynq"
 
 	"herald/channels"
 	"herald/internal/testenv"
@@ -137,14 +136,16 @@ func TestChunkSendsInGroups(t *testing.T) {
 		t.Fatalf("the held-back messages wait on %v, want one task and one due time", retry)
 	}
 	var carried []string
+	enq := tasks.NewEnqueuer(red.Asynq())
+	t.Cleanup(func() { enq.Close() })
 	for key := range retry {
 		taskID, _, _ := strings.Cut(key, " ")
-		info, err := asynq.NewInspector(red.Asynq()).GetTaskInfo(tasks.QueueFor("normal"), taskID)
-		if err != nil {
-			t.Fatalf("the retry task %s: %v", taskID, err)
+		payload, ok, err := enq.ScheduledPayload(ctx, tasks.QueueFor("normal"), taskID)
+		if err != nil || !ok {
+			t.Fatalf("the retry task %s is not in the schedule: %v", taskID, err)
 		}
 		var p tasks.SendMessagePayload
-		if err := json.Unmarshal(info.Payload, &p); err != nil {
+		if err := json.Unmarshal(payload, &p); err != nil {
 			t.Fatal(err)
 		}
 		carried = p.IDs()
