@@ -152,13 +152,15 @@ type eventBody struct {
 	Status     string  `json:"status"`
 	ErrorClass string  `json:"error_class"`
 	OccurredAt string  `json:"occurred_at"`
+	// DigestMessageID is the message that carried a digested notice.
+	DigestMessageID *string `json:"digest_message_id,omitempty"`
 }
 
 // EventBody returns the JSON body of an event, as it is posted.
 func EventBody(e models.EventDelivery) []byte {
 	b, _ := json.Marshal(eventBody{ID: e.EventID, Type: e.Type, MessageID: e.MessageID, BatchID: e.BatchID,
 		Recipient: e.Recipient, Platform: e.Platform, Status: e.Status, ErrorClass: e.ErrorClass,
-		OccurredAt: e.OccurredAt.UTC().Format(time.RFC3339Nano)})
+		OccurredAt: e.OccurredAt.UTC().Format(time.RFC3339Nano), DigestMessageID: e.DigestMessageID})
 	return b
 }
 
