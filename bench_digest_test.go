@@ -41,7 +41,7 @@ func BenchmarkDigest(b *testing.B) {
 			for i := int(next.Add(1)) - 1; i < notices; i = int(next.Add(1)) - 1 {
 				err := r.post(client, map[string]any{"account": r.acct.Name, "recipients": []string{r.people[i%people]},
 					"content": map[string]string{"subject": fmt.Sprintf("batch job %d failed", i), "text": "see the console"},
-					"digest": map[string]any{"key": "bench", "window": "1m", "max": 500}})
+					"digest":  map[string]any{"key": "bench", "window": "1m", "max": 500}})
 				if err != nil && failed.Add(1) <= 3 {
 					b.Logf("notice %d: %v", i, err)
 				}

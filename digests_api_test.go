@@ -88,4 +88,33 @@ func TestSendAPIDigests(t *testing.T) {
 	if !strings.Contains(strings.Join(got, "\n--\n"), want) || len(got) != 2 {
 		t.Errorf("deliveries %q: want the digest %q and the high notice, nothing else", got, want)
 	}
+
+	// The digest is an ordinary message of its account: inside the account's quiet hours
+	// it waits for them to end, as any normal message does.
+	now := time.Now().In(h.app.Config.Location)
+	admin := newAPIKey(t, h, "admin")
+	quiet := `{"name":"quiet","platform":"sandbox","quiet_hours":{"start":"` + now.Add(-time.Hour).Format("15:04") +
+		`","end":"` + now.Add(time.Hour).Format("15:04") + `"}}`
+	if status, body, _ := admin.call("POST", "/api/v1/accounts", quiet); status != 201 {
+		t.Fatalf("quiet account: %d %s", status, body["_raw"])
+	}
+	for range 2 {
+		status, body, _ := api.call("POST", "/api/v1/messages", `{"account":"quiet","recipients":["E2002"],"content":{"text":"夜间批量"},`+
+			`"digest":{"key":"night","window":"1h","max":2}}`)
+		if status != 202 {
+			t.Fatalf("send on the quiet account: %d %s", status, body["_raw"])
+		}
+		notices = append(notices, body["messages"].([]any)[0].(map[string]any)["id"].(string))
+	}
+	_, folded, _ := api.call("GET", "/api/v1/messages/"+notices[len(notices)-1], "")
+	quietDigest, _ := folded["digest_message_id"].(string)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, d, _ := api.call("GET", "/api/v1/messages/"+quietDigest, "")
+		if d["status"] == "pending" && d["error_class"] == "quiet_hours" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("digest on the quiet account: %s, want pending for quiet hours", d["_raw"])
+		}
+	}
 }

@@ -281,27 +281,25 @@ func renderDigest(platform string, notices []models.Message) (subject, body stri
 	fits := func(text string) bool {
 		return limit.Len(channels.CountedContent(platform, channels.Message{MsgType: "text", Title: subject, Content: text})) <= limit.Max
 	}
-	var b strings.Builder
+	more := func(n int) string { return i18n.In(i18n.Chinese, "digests.more", "Count", n) }
+	// Lines are added while the digest, with the count of those left out, still fits.
+	shown := ""
 	for i, line := range lines {
-		next := b.String()
+		next := line
 		if i > 0 {
-			next += "\n"
+			next = shown + "\n" + line
 		}
-		next += line
-		rest := len(lines) - i - 1
 		candidate := next
-		if rest > 0 {
-			candidate += "\n" + i18n.In(i18n.Chinese, "digests.more", "Count", rest)
+		if rest := len(lines) - i - 1; rest > 0 {
+			candidate += "\n" + more(rest)
 		}
 		if !fits(candidate) {
-			more := i18n.In(i18n.Chinese, "digests.more", "Count", len(lines)-i)
-			if b.Len() == 0 {
-				return subject, more
+			if i == 0 {
+				return subject, more(len(lines))
 			}
-			return subject, b.String() + "\n" + more
+			return subject, shown + "\n" + more(len(lines)-i)
 		}
-		b.Reset()
-		b.WriteString(next)
+		shown = next
 	}
-	return subject, b.String()
+	return subject, shown
 }

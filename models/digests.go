@@ -69,11 +69,6 @@ type DigestGroup struct {
 	MaxSize int
 }
 
-// Due reports whether the group is to be folded at now.
-func (g DigestGroup) Due(now time.Time) bool {
-	return !g.DueAt.After(now) || g.Count >= g.MaxSize
-}
-
 // DueDigestGroups returns the digest groups due at now, at most limit of them: every
 // group when slots is empty, else only those named. Only notices whose send_at has come
 // count: a scheduled notice joins its group when it is due.
@@ -81,12 +76,12 @@ func (s *Store) DueDigestGroups(ctx context.Context, now time.Time, slots []stri
 	now = now.UTC()
 	var rows []struct {
 		Slot    string
-		Count   int
+		N       int
 		DueAt   string
 		MaxSize int
 	}
 	q := s.db.WithContext(ctx).Model(&Message{}).
-		Select("digest_slot AS slot, COUNT(*) AS count, MIN(digest_due_at) AS due_at, MIN(digest_max) AS max_size").
+		Select("digest_slot AS slot, COUNT(*) AS n, MIN(digest_due_at) AS due_at, MIN(digest_max) AS max_size").
 		Where("status = ? AND digest_slot <> '' AND send_at <= ?", StatusPending, now)
 	if len(slots) > 0 {
 		q = q.Where("digest_slot IN ?", slots)
@@ -104,7 +99,7 @@ func (s *Store) DueDigestGroups(ctx context.Context, now time.Time, slots []stri
 		if err != nil {
 			return nil, fmt.Errorf("models: due digest group %s: %w", r.Slot, err)
 		}
-		out[i] = DigestGroup{Slot: r.Slot, Count: r.Count, DueAt: due, MaxSize: r.MaxSize}
+		out[i] = DigestGroup{Slot: r.Slot, Count: r.N, DueAt: due, MaxSize: r.MaxSize}
 	}
 	return out, nil
 }
