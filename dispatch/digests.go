@@ -48,15 +48,15 @@ type digestSpec struct {
 }
 
 // checkDigest checks a digest; errors name digest.key, digest.window or digest.max.
-func checkDigest(dr *DigestRequest) (*digestSpec, error) {
-	dr.Key = strings.TrimSpace(dr.Key)
+func checkDigest(dr DigestRequest) (*digestSpec, error) {
+	key := strings.TrimSpace(dr.Key)
 	switch {
-	case dr.Key == "":
+	case key == "":
 		return nil, models.Invalid("digest.key", "digests.invalid.key_required")
-	case utf8.RuneCountInString(dr.Key) > maxDigestKeyLen:
+	case utf8.RuneCountInString(key) > maxDigestKeyLen:
 		return nil, models.Invalid("digest.key", "compose.check.max_chars", "Max", maxDigestKeyLen)
 	}
-	if err := models.CheckText("digest.key", dr.Key, false); err != nil {
+	if err := models.CheckText("digest.key", key, false); err != nil {
 		return nil, err
 	}
 	window, err := time.ParseDuration(strings.TrimSpace(dr.Window))
@@ -66,7 +66,7 @@ func checkDigest(dr *DigestRequest) (*digestSpec, error) {
 	if dr.Max < MinDigestMax || dr.Max > MaxDigestMax {
 		return nil, models.Invalid("digest.max", "digests.invalid.max", "Min", MinDigestMax, "Max", MaxDigestMax)
 	}
-	return &digestSpec{key: dr.Key, window: window, max: dr.Max}, nil
+	return &digestSpec{key: key, window: window, max: dr.Max}, nil
 }
 
 // ParseTemplateDigest checks a template's default digest as stored or sent (JSON; ""
@@ -76,10 +76,11 @@ func ParseTemplateDigest(dr *DigestRequest) (string, error) {
 	if dr == nil {
 		return "", nil
 	}
-	if _, err := checkDigest(dr); err != nil {
+	spec, err := checkDigest(*dr)
+	if err != nil {
 		return "", err
 	}
-	b, err := json.Marshal(dr)
+	b, err := json.Marshal(DigestRequest{Key: spec.key, Window: strings.TrimSpace(dr.Window), Max: spec.max})
 	return string(b), err
 }
 
@@ -104,8 +105,7 @@ func digestOf(req Request, tmpl *Compiled) (*digestSpec, error) {
 	if dr == nil {
 		return nil, nil
 	}
-	c := *dr
-	return checkDigest(&c)
+	return checkDigest(*dr)
 }
 
 // waitInDigests puts the notices of a planned batch that may wait into their digest

@@ -258,8 +258,8 @@ func TestDigestConcurrentCallersAndWorkers(t *testing.T) {
 	t.Parallel()
 	f := newDigestFixture(t)
 	const (
-		callers = 8
-		each    = 15
+		callers = 6
+		each    = 12
 		maxSize = 4
 	)
 	people := []string{"E2001", "E2002", "E2003"}

@@ -584,7 +584,7 @@ func validate(req *Request, now time.Time) error {
 		return models.Invalid("content", "compose.check.template_and_content")
 	}
 	if req.Digest != nil {
-		if _, err := checkDigest(req.Digest); err != nil {
+		if _, err := checkDigest(*req.Digest); err != nil {
 			return err
 		}
 	}
