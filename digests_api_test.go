@@ -28,7 +28,7 @@ func TestSendAPIDigests(t *testing.T) {
 		{"window unreadable", `{"key":"k","window":"soon","max":20}`, "digest.window", 422},
 		{"max too small", `{"key":"k","window":"5m","max":1}`, "digest.max", 422},
 		{"max too large", `{"key":"k","window":"5m","max":501}`, "digest.max", 422},
-		{"unknown field", `{"key":"k","window":"5m","max":20,"colour":"red"}`, "digest.colour", 400},
+		{"unknown field", `{"key":"k","window":"5m","max":20,"colour":"red"}`, "colour", 400},
 	} {
 		batches, messages := countRows(t, h, "batches"), countRows(t, h, "messages")
 		status, body := send("x", "normal", tt.digest)

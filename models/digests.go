@@ -200,6 +200,18 @@ func (s *Store) DigestedInto(ctx context.Context, digestID string, limit int) ([
 	return out, nil
 }
 
+// DigestCarriesKey reports whether the message is a digest that carried a notice of a
+// batch made through the API key.
+func (s *Store) DigestCarriesKey(ctx context.Context, digestID string, keyID int64) (bool, error) {
+	var n int64
+	err := s.reader(ctx).Table("messages AS m").Joins("JOIN batches b ON b.id = m.batch_id").
+		Where("m.digest_message_id = ? AND b.api_key_id = ?", digestID, keyID).Limit(1).Count(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("models: digest %s of api key %d: %w", digestID, keyID, err)
+	}
+	return n > 0, nil
+}
+
 // DigestCounts counts the notices sent with a digest by where they are: waiting in a
 // group, digested, or gone some other way (cancelled). Benchmarks and tests read it.
 func (s *Store) DigestCounts(ctx context.Context) (map[Status]int, error) {
