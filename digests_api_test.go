@@ -98,9 +98,18 @@ func TestSendAPIDigests(t *testing.T) {
 	if status, body, _ := admin.call("POST", "/api/v1/accounts", quiet); status != 201 {
 		t.Fatalf("quiet account: %d %s", status, body["_raw"])
 	}
-	for range 2 {
-		status, body, _ := api.call("POST", "/api/v1/messages", `{"account":"quiet","recipients":["E2002"],"content":{"text":"夜间批量"},`+
-			`"digest":{"key":"night","window":"1h","max":2}}`)
+	// A template's default digest, through the template API.
+	tmpl := `{"name":"night-batch","msg_type":"text","body":"夜间批量 {{.job}}","variables":["job"],"digest":{"key":"night","window":"WINDOW","max":2}}`
+	if status, body, _ := admin.call("POST", "/api/v1/templates", strings.Replace(tmpl, "WINDOW", "1s", 1)); status != 422 || errorField(body) != "digest.window" {
+		t.Errorf("template with a 1s window: %d %s, want 422 naming digest.window", status, body["_raw"])
+	}
+	status, body, _ = admin.call("POST", "/api/v1/templates", strings.Replace(tmpl, "WINDOW", "1h", 1))
+	if d, _ := body["digest"].(map[string]any); status != 201 || d["window"] != "1h" || d["key"] != "night" || d["max"] != 2.0 {
+		t.Fatalf("template with a digest: %d %s", status, body["_raw"])
+	}
+	// The first names the digest itself, the second takes the template's: one key, one group.
+	for _, digest := range []string{`,"digest":{"key":"night","window":"1h","max":2}`, ""} {
+		status, body, _ := api.call("POST", "/api/v1/messages", `{"account":"quiet","recipients":["E2002"],"template":"night-batch","variables":{"job":"日终"}`+digest+`}`)
 		if status != 202 {
 			t.Fatalf("send on the quiet account: %d %s", status, body["_raw"])
 		}
