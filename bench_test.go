@@ -729,38 +729,119 @@ func BenchmarkDashboard(b *testing.B) {
 }
 
 // BenchmarkScheduledLateness measures how late scheduled sends go out: single-recipient
-// messages offered at 200/s for 10 s, each with a send_at 2 to 6 s ahead, one worker;
-// it reports the percentiles of sent_at − send_at. Asynq moves due scheduled and retry
-// tasks to the queues every DelayedTaskCheckInterval (tasks.NewWorker), which bounds the
-// lateness from below.
+// messages offered at 40/s for 15 s, then at 2,000/s for 5 s, each with a send_at 2 to
+// 6 s ahead (and a fraction of a second), one worker. One line per rate:
+//
+//	scheduled rate=40 sent=600 early=0 p50_ms=… p99_ms=… max_ms=…
+//
+// lateness is sent_at − send_at; early counts messages whose call started before their
+// send_at. HERALD_BENCH_SCHEDULED_RATES (e.g. "40,2000") changes the rates.
 func BenchmarkScheduledLateness(b *testing.B) {
 	needMySQLAndRedis(b)
+	rates := []int{40, 2000}
+	if raw := os.Getenv("HERALD_BENCH_SCHEDULED_RATES"); raw != "" {
+		rates = nil
+		for f := range strings.SplitSeq(raw, ",") {
+			var r int
+			if _, err := fmt.Sscan(f, &r); err != nil || r <= 0 {
+				b.Fatalf("HERALD_BENCH_SCHEDULED_RATES: %q is not a rate", f)
+			}
+			rates = append(rates, r)
+		}
+	}
 	for range b.N {
 		rig := newBenchRig(b, 2000, 0)
 		worker := startHeraldAs(b, rig.env, "worker")
-		d := intakeOf(b, rig.h.app)
-		batchIDs, failed := offer(b, 200, 10*time.Second, func(i int) (string, error) {
-			at := time.Now().Add(2*time.Second + time.Duration(i%5)*time.Second)
-			res, err := d.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "bench", Account: rig.acct.Name,
-				Recipients: []string{rig.people[i%len(rig.people)]}, Text: "bench scheduled", SendAt: &at})
-			if err != nil {
-				return "", err
+		for _, rate := range rates {
+			// At least 10,000 messages or 15 s, whichever is shorter.
+			span := min(15*time.Second, time.Duration(10000/rate)*time.Second)
+			r := rig.scheduledLateness(b, rate, span)
+			b.ReportMetric(float64(r.early), fmt.Sprintf("scheduled_%d_early", rate))
+			b.ReportMetric(ms(r.p99), fmt.Sprintf("scheduled_%d_late_p99_ms", rate))
+			fmt.Fprintf(os.Stderr, "\nscheduled rate=%d sent=%d early=%d p50_ms=%.1f p99_ms=%.1f max_ms=%.1f\n",
+				rate, r.sent, r.early, ms(r.p50), ms(r.p99), ms(r.max))
+			// Messages the intake wrote only after they were due measure the intake's
+			// backlog, not the schedule: how many, and the lateness counted from when
+			// each message was both due and written.
+			fmt.Fprintf(os.Stderr, "scheduled rate=%d written_after_due=%d from_written_p50_ms=%.1f from_written_p99_ms=%.1f\n",
+				rate, r.writtenLate, ms(r.fromWrittenP50), ms(r.fromWrittenP99))
+			if r.failed > 0 || r.sent < r.offered {
+				fmt.Fprintf(os.Stderr, "scheduled rate=%d: %d offered, %d refused, %d not sent in time\n", rate, r.offered, r.failed, r.offered-r.failed-r.sent)
 			}
-			return res.Batch.ID, nil
-		})
-		var late []time.Duration
-		p50, p99 := rig.sentLatency(b, batchIDs, func(m *models.Message) time.Duration {
-			late = append(late, m.SentAt.Sub(m.SendAt))
-			return late[len(late)-1]
-		})
+		}
 		worker.stop()
-		// Asynq keeps a task's ProcessAt in whole seconds, so a send_at with a fraction
-		// of a second may go out up to that fraction early (see models.claimEarly).
-		earliest := slices.Min(late)
-		b.ReportMetric(float64(p50.Microseconds())/1000, "scheduled_late_p50_ms")
-		b.ReportMetric(float64(p99.Microseconds())/1000, "scheduled_late_p99_ms")
-		b.ReportMetric(float64(earliest.Microseconds())/1000, "scheduled_earliest_ms")
-		fmt.Fprintf(os.Stderr, "\nscheduled sends: %d offered at 200/s, %d failed; sent_at − send_at p50 %s p99 %s, earliest %s\n",
-			len(batchIDs), failed, p50, p99, earliest)
 	}
+}
+
+// scheduledRun is what one rate of BenchmarkScheduledLateness measured.
+type scheduledRun struct {
+	offered, failed, sent, early, writtenLate int
+	p50, p99, max                             time.Duration
+	// fromWritten* count lateness from the later of send_at and the row's created_at.
+	fromWrittenP50, fromWrittenP99 time.Duration
+}
+
+// scheduledLateness offers single-recipient messages at rate for span, each due 2 to 6 s
+// later, waits until they are sent (two minutes at most) and measures how late each went.
+func (r *benchRig) scheduledLateness(b *testing.B, rate int, span time.Duration) scheduledRun {
+	d := intakeOf(b, r.h.app)
+	text := fmt.Sprintf("bench scheduled at %d/s", rate)
+	var offered atomic.Int64
+	batchIDs, failed := offer(b, rate, span, func(i int) (string, error) {
+		offered.Add(1)
+		at := time.Now().Add(2*time.Second + time.Duration(i%5)*time.Second)
+		res, err := d.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "bench", Account: r.acct.Name,
+			Recipients: []string{r.people[i%len(r.people)]}, Text: text, SendAt: &at})
+		if err != nil {
+			return "", err
+		}
+		return res.Batch.ID, nil
+	})
+	run := scheduledRun{offered: int(offered.Load()), failed: failed}
+	db := r.h.app.Store.SQL()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if err := db.QueryRow("SELECT COUNT(*) FROM messages WHERE content = ? AND sent_at IS NOT NULL", text).Scan(&run.sent); err != nil {
+			b.Fatal(err)
+		}
+		if run.sent >= len(batchIDs) || time.Now().After(deadline) {
+			break
+		}
+	}
+	rows, err := db.Query(`SELECT m.send_at, m.sent_at, m.created_at, (SELECT MIN(a.started_at) FROM attempts a WHERE a.message_id = m.id)
+		FROM messages m WHERE m.content = ? AND m.sent_at IS NOT NULL`, text)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rows.Close()
+	var late, fromWritten []time.Duration
+	for rows.Next() {
+		var sendAt, sentAt, created, started time.Time
+		if err := rows.Scan(&sendAt, &sentAt, &created, &started); err != nil {
+			b.Fatal(err)
+		}
+		late = append(late, sentAt.Sub(sendAt))
+		if started.Before(sendAt) {
+			run.early++
+		}
+		if created.After(sendAt) {
+			run.writtenLate++
+		}
+		fromWritten = append(fromWritten, sentAt.Sub(maxTime(sendAt, created)))
+	}
+	if err := rows.Err(); err != nil {
+		b.Fatal(err)
+	}
+	if len(late) > 0 {
+		run.p50, run.p99 = percentiles(late)
+		run.max = slices.Max(late)
+		run.fromWrittenP50, run.fromWrittenP99 = percentiles(fromWritten)
+	}
+	return run
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -89,7 +89,7 @@ type AckLink struct {
 // it was not signed by Herald as it stands. The comparison takes the same time however
 // much of the signature matches, so the page is no oracle for forging one.
 func (l *AckLinks) Parse(token string) (AckLink, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(token)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(raw) < 1+16+1+ackMACSize || raw[0] != ackLinkVersion {
 		return AckLink{}, ErrAckLinkInvalid
 	}

@@ -27,6 +27,9 @@ const (
 	AckViaAPI     = ViaAPI
 	AckViaConsole = "console"
 	AckViaWeCom   = "wecom"
+	// AckViaRejection resolves the alert of a batch rejected while it awaited
+	// approval; nobody acknowledges that way.
+	AckViaRejection = models.AlertViaRejection
 )
 
 // AckVias lists the ways of acknowledging.
@@ -63,14 +66,15 @@ const AckVariable = "ack_url"
 // hears who took it. externalID names the person (an external id; "" for a console
 // user, who is by.Name); via is how (AckViaLink, AckViaAPI, AckViaConsole, AckViaWeCom).
 // Acknowledging twice is harmless: the result says who did first. ErrAlertEnded: the
-// alert is exhausted. models.ErrNotFound: no such alert.
+// alert is exhausted. models.ErrNotFound: no such alert, or one by may not see (see
+// Alert).
 func (d *Dispatcher) AcknowledgeAlert(ctx context.Context, by Actor, alertID int64, externalID, via, note string) (AckResult, error) {
 	return d.moveAlert(ctx, by, alertID, externalID, via, note, ackMove)
 }
 
 // ResolveAlert closes an alert, open or acknowledged: the escalation stops. Resolving
 // twice is harmless. ErrAlertEnded: the alert is exhausted. models.ErrNotFound: no such
-// alert.
+// alert, or one by may not see.
 func (d *Dispatcher) ResolveAlert(ctx context.Context, by Actor, alertID int64, externalID, via, note string) (AckResult, error) {
 	return d.moveAlert(ctx, by, alertID, externalID, via, note, resolveMove)
 }
@@ -91,6 +95,12 @@ var (
 
 // moveAlert runs an acknowledgment or a resolution.
 func (d *Dispatcher) moveAlert(ctx context.Context, by Actor, alertID int64, externalID, via, note string, mv alertMove) (AckResult, error) {
+	if by.OwnKey() != 0 {
+		// Another key's alert is not found, before anything of the request is checked.
+		if _, err := d.ownAlert(ctx, by, alertID); err != nil {
+			return AckResult{}, err
+		}
+	}
 	who, err := d.acker(ctx, by, externalID, via, note)
 	if err != nil {
 		return AckResult{}, err
@@ -123,7 +133,7 @@ func (d *Dispatcher) moveAlert(ctx context.Context, by Actor, alertID int64, ext
 				return err
 			}
 		}
-		if err := d.alertEvent(ctx, tx, ch, a, mv.event, mv.to, now); err != nil {
+		if err := d.alertEvent(ctx, tx, ch, a, mv.event, models.AlertEvent{State: mv.to, Step: a.Step, Round: a.Round, By: who.id}, now); err != nil {
 			return err
 		}
 		params := models.AuditParams{"id": strconv.FormatInt(alertID, 10), "by": who.name, "via": via, "note": note}
@@ -260,13 +270,15 @@ func (d *Dispatcher) writeAlertBatch(ctx context.Context, tx *models.Store, ch *
 	return nil
 }
 
-// alertEvent writes an alert's status event for the API key that opened it, if any,
-// and wakes its delivery once the change commits.
-func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *Change, a *models.Alert, typ, state string, now time.Time) error {
+// alertEvent writes an alert's status event (e says what of it; its AlertID and
+// BatchID are a's) for the API key that opened it, if any, and wakes its delivery once
+// the change commits.
+func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *Change, a *models.Alert, typ string, e models.AlertEvent, now time.Time) error {
 	if a.CallbackKeyID == nil {
 		return nil
 	}
-	if err := tx.RecordAlertEvent(ctx, *a.CallbackKeyID, typ, a.BatchID, state, now); err != nil {
+	e.AlertID, e.BatchID = a.ID, a.BatchID
+	if err := tx.RecordAlertEvent(ctx, *a.CallbackKeyID, typ, e, now); err != nil {
 		return err
 	}
 	key := *a.CallbackKeyID
@@ -277,9 +289,10 @@ func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *Chang
 }
 
 // Alert returns an alert and its steps (those of the policy; not the closing check
-// after the last). models.ErrNotFound: no such alert.
-func (d *Dispatcher) Alert(ctx context.Context, id int64) (*models.Alert, []models.AlertStep, error) {
-	a, err := d.Store.AlertByID(ctx, id)
+// after the last), as by may see it. models.ErrNotFound: no such alert, or, to a send
+// or read key, an alert of a batch another key created (as Message answers).
+func (d *Dispatcher) Alert(ctx context.Context, by Actor, id int64) (*models.Alert, []models.AlertStep, error) {
+	a, err := d.ownAlert(ctx, by, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -296,12 +309,25 @@ func PolicySteps(a *models.Alert, steps []models.AlertStep) []models.AlertStep {
 	return slices.DeleteFunc(steps, func(s models.AlertStep) bool { return s.N > len(a.PolicyCopy.Steps) })
 }
 
-// Alerts lists alerts in a state ("" for all), open ones first.
-func (d *Dispatcher) Alerts(ctx context.Context, state string, limit int) ([]models.Alert, error) {
+// ownAlert reads an alert that by may see and act on: to a send or read key, an alert
+// of a batch another key created is models.ErrNotFound.
+func (d *Dispatcher) ownAlert(ctx context.Context, by Actor, id int64) (*models.Alert, error) {
+	a, err := d.Store.AlertByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Store.CheckOwn(ctx, by.OwnKey(), a.BatchID); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// Alerts lists the alerts in a state ("" for all) that by may see, open ones first.
+func (d *Dispatcher) Alerts(ctx context.Context, by Actor, state string, limit int) ([]models.Alert, error) {
 	if state != "" && !slices.Contains(models.AlertStates, state) {
 		return nil, models.Invalid("state", "alerts.invalid.state", "States", strings.Join(models.AlertStates, ", "))
 	}
-	return d.Store.Alerts(ctx, state, limit)
+	return d.Store.Alerts(ctx, models.AlertFilter{State: state, OwnKey: by.OwnKey()}, limit)
 }
 
 // checkAck checks a request's acknowledgment: the policy must exist. A template that

@@ -2,6 +2,7 @@ package dispatch_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -10,9 +11,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"herald/dispatch"
+	"herald/internal/testenv"
 	"herald/models"
+	"herald/tasks"
 )
 
 // alertFixture is the intake fixture with a clock the test moves, on Wednesday
@@ -78,7 +82,7 @@ func (f *alertFixture) open(t *testing.T, policy string, people ...string) *mode
 // steps are the alert's steps as the API shows them: n/round → targets or reason.
 func (f *alertFixture) steps(t *testing.T, id int64) []string {
 	t.Helper()
-	_, steps, err := f.d.Alert(context.Background(), id)
+	_, steps, err := f.d.Alert(context.Background(), f.by, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,8 +235,8 @@ func TestAlertStepFiresOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A firer that dies after claiming the step: its transaction rolls back, and the
-	// step fires again.
+	// A firing that fails after claiming the step rolls back, and the step fires again
+	// (a worker process killed mid-step: TestKilledWorkerFiresEveryStepOnce).
 	dispatch.FailAfterClaim(f.d, errors.New("killed"))
 	if _, err := f.d.FireAlertStep(ctx, steps[0].ID, f.clock()); err == nil {
 		t.Fatal("the failed firing reported no error")
@@ -321,5 +325,234 @@ func TestStepTargets(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// alertEvents are the alert.* status events written for the fixture's key, oldest
+// first, as their receiver gets them; each body is checked against the CallbackEvent
+// schema of docs/openapi.json.
+func (f *alertFixture) alertEvents(t *testing.T) []alertEvent {
+	t.Helper()
+	pending, err := f.store.PendingCallbackEvents(context.Background(), f.keyID, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []alertEvent
+	for _, e := range pending {
+		if !strings.HasPrefix(e.Type, "alert.") {
+			continue
+		}
+		body := tasks.EventBody(e)
+		testenv.CheckSchema(t, "CallbackEvent", body)
+		var got alertEvent
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, got)
+	}
+	return out
+}
+
+// alertEvent is what a receiver reads of an alert's status event.
+type alertEvent struct {
+	Type      string  `json:"type"`
+	AlertID   int64   `json:"alert_id"`
+	Status    string  `json:"status"`
+	Step      int     `json:"step"`
+	Repeat    int     `json:"repeat"`
+	By        string  `json:"by"`
+	MessageID *string `json:"message_id"`
+	Recipient *string `json:"recipient"`
+}
+
+// Every alert event names its alert, the state it left it in, the step and round it
+// had reached, and for an acknowledgment or resolution who it was.
+func TestAlertEventsNameTheAlert(t *testing.T) {
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	f.policy(t, models.EscalationPolicy{Name: "two", Repeat: 1, Steps: []models.PolicyStep{
+		{Targets: []string{"E1001"}, Wait: "10m"}, {Targets: []string{"E2001"}, Wait: "10m"}}})
+	f.policy(t, models.EscalationPolicy{Name: "one", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
+	taken := f.open(t, "two")
+	f.advance(t, 10*time.Minute)
+	f.advance(t, 10*time.Minute) // round 2, step 1
+	if _, err := f.d.AcknowledgeAlert(ctx, f.by, taken.ID, "E2001", dispatch.AckViaAPI, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.d.ResolveAlert(ctx, f.by, taken.ID, "", dispatch.AckViaConsole, ""); err != nil {
+		t.Fatal(err)
+	}
+	unanswered := f.open(t, "one")
+	f.advance(t, 10*time.Minute)
+	want := []alertEvent{
+		{Type: models.EventAlertEscalated, AlertID: taken.ID, Status: "open", Step: 1},
+		{Type: models.EventAlertEscalated, AlertID: taken.ID, Status: "open", Step: 2},
+		{Type: models.EventAlertEscalated, AlertID: taken.ID, Status: "open", Step: 1, Repeat: 1},
+		{Type: models.EventAlertAcknowledged, AlertID: taken.ID, Status: "acknowledged", Step: 1, Repeat: 1, By: "E2001"},
+		{Type: models.EventAlertResolved, AlertID: taken.ID, Status: "resolved", Step: 1, Repeat: 1, By: "admin1"},
+		{Type: models.EventAlertEscalated, AlertID: unanswered.ID, Status: "open", Step: 1},
+		{Type: models.EventAlertExhausted, AlertID: unanswered.ID, Status: "exhausted", Step: 1},
+	}
+	if diff := cmp.Diff(want, f.alertEvents(t)); diff != "" {
+		t.Errorf("alert events (-want +got):\n%s", diff)
+	}
+}
+
+// A send that waits for approval calls nobody, however long it waits: its alert's clock
+// starts when the batch is approved. A rejected batch, or one nobody decided on in
+// time, resolves its alert (via rejection) and calls nobody.
+func TestAlertWaitsForItsBatchApproval(t *testing.T) {
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
+	if err := f.d.SetApprovalThreshold(ctx, f.by, 1); err != nil {
+		t.Fatal(err)
+	}
+	checker := dispatch.Actor{Name: "checker", Type: dispatch.ActorUser, Person: "checker"}
+	approved := f.open(t, "core", "E2001", "E2002")
+	rejected := f.open(t, "core", "E2001", "E2002")
+	expired := f.open(t, "core", "E2001", "E2002")
+	if n := f.advance(t, 2*time.Hour); n != 0 {
+		t.Fatalf("%d steps fired while their batches awaited approval", n)
+	}
+	for _, a := range []*models.Alert{approved, rejected, expired} {
+		if got := f.alert(t, a.ID); got.State != models.AlertOpen || len(f.steps(t, a.ID)) != 0 {
+			t.Fatalf("alert %d awaiting approval: %+v, steps %v", a.ID, got, f.steps(t, a.ID))
+		}
+	}
+	batch := func(a *models.Alert) *models.Batch {
+		b, err := f.store.BatchByID(ctx, a.BatchID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+
+	if err := f.d.Approve(ctx, checker, batch(approved)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.alert(t, approved.ID); !got.OpenedAt.Equal(f.clock()) {
+		t.Errorf("opened_at %v after the approval at %v: the clock starts then", got.OpenedAt, f.clock())
+	}
+	if n := f.advance(t, 9*time.Minute); n != 0 {
+		t.Fatalf("step 1 fired %s after the approval, before its wait", 9*time.Minute)
+	}
+	f.advance(t, time.Minute)
+	if diff := cmp.Diff([]string{"1.1 E1001"}, f.steps(t, approved.ID)); diff != "" {
+		t.Errorf("after the approval (-want +got):\n%s", diff)
+	}
+
+	if _, err := f.d.Reject(ctx, checker, batch(rejected), "不是事故"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.store.ExpireApprovals(ctx, time.Now().Add(365*24*time.Hour), f.clock()); err != nil {
+		t.Fatal(err)
+	}
+	f.advance(t, time.Hour)
+	for _, tc := range []struct {
+		a  *models.Alert
+		by string
+	}{{rejected, "checker"}, {expired, "herald"}} {
+		got := f.alert(t, tc.a.ID)
+		if got.State != models.AlertResolved || got.ResolvedBy != tc.by || got.ResolvedVia != dispatch.AckViaRejection || got.EndedAt == nil {
+			t.Errorf("alert %d after its batch was rejected: %+v; want resolved by %s via rejection", tc.a.ID, got, tc.by)
+		}
+		if steps, notices := f.steps(t, tc.a.ID), f.noticesTo(t, tc.a.ID); len(steps) != 0 || len(notices["E1001"]) != 0 {
+			t.Errorf("alert %d of a rejected batch called people: steps %v, notices %v", tc.a.ID, steps, notices)
+		}
+	}
+	var resolved []alertEvent
+	for _, e := range f.alertEvents(t) {
+		if e.Type == models.EventAlertResolved {
+			resolved = append(resolved, e)
+		}
+	}
+	want := []alertEvent{{Type: models.EventAlertResolved, AlertID: rejected.ID, Status: "resolved", By: "checker"},
+		{Type: models.EventAlertResolved, AlertID: expired.ID, Status: "resolved", By: "herald"}}
+	if diff := cmp.Diff(want, resolved); diff != "" {
+		t.Errorf("events of the rejected alerts (-want +got):\n%s", diff)
+	}
+	entries, err := f.store.ListAudit(ctx, models.AuditFilter{Action: "alert.resolve"}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Errorf("%d audit entries of resolved alerts, want one per rejected batch", len(entries))
+	}
+}
+
+// A template that places {{.ack_url}} gets each notice's own link there, in the first
+// notices and in a step's, and no line is appended; the request need not give ack_url.
+func TestAckLinkWhereTheTemplatePlacesIt(t *testing.T) {
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	if err := f.store.CreateTemplate(ctx, &models.Template{Name: "incident", MsgType: "text",
+		Body: "故障：{{.system}}\n接手：{{.ack_url}}", Variables: models.StringList{"system", "ack_url"}}); err != nil {
+		t.Fatal(err)
+	}
+	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
+	res, err := f.d.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:intake", APIKeyID: &f.keyID, Platform: "sandbox",
+		Recipients: []string{"E2001"}, Template: "incident", Variables: map[string]string{"system": "核心系统"},
+		Ack: &dispatch.AckRequest{Policy: "core"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.advance(t, 10*time.Minute)
+	rows, err := f.store.SQL().Query("SELECT id, content FROM messages WHERE alert_id = ? ORDER BY created_at, id", res.Alert.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var id, content string
+		if err := rows.Scan(&id, &content); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, strings.ReplaceAll(content, id, "<id>"))
+	}
+	want := []string{"故障：核心系统\n接手：https://herald.example/ack/<id>", "故障：核心系统\n接手：https://herald.example/ack/<id>"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("notices (-want +got):\n%s", diff)
+	}
+}
+
+// herald_alert_ack_seconds observes how long each alert waited for its first
+// acknowledgment (not a resolution after it), and herald_alerts counts alerts by state.
+func TestAlertMetrics(t *testing.T) {
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	f.d.AckObserver = tasks.NewAlertMetrics(reg, f.store)
+	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
+	taken := f.open(t, "core")
+	f.open(t, "core")
+	f.advance(t, 7*time.Minute)
+	if _, err := f.d.AcknowledgeAlert(ctx, f.by, taken.ID, "E1001", dispatch.AckViaAPI, ""); err != nil {
+		t.Fatal(err)
+	}
+	f.advance(t, time.Minute)
+	if _, err := f.d.ResolveAlert(ctx, f.by, taken.ID, "E1001", dispatch.AckViaAPI, ""); err != nil {
+		t.Fatal(err)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range families {
+		for _, m := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "herald_alert_ack_seconds":
+				got["ack_count"] = float64(m.GetHistogram().GetSampleCount())
+				got["ack_sum"] = m.GetHistogram().GetSampleSum()
+			case "herald_alerts":
+				got[m.GetLabel()[0].GetValue()] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	wantValues := map[string]float64{"ack_count": 1, "ack_sum": 420, "open": 1, "acknowledged": 0, "resolved": 1, "exhausted": 0}
+	if diff := cmp.Diff(wantValues, got); diff != "" {
+		t.Errorf("metrics (-want +got):\n%s", diff)
 	}
 }

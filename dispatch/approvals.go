@@ -64,11 +64,21 @@ func (d *Dispatcher) ForgetThreshold() {
 	d.threshold.mu.Unlock()
 }
 
+// overThreshold reports whether a batch for this many people waits for approval, and
+// the threshold (0: approval is off).
+func (d *Dispatcher) overThreshold(ctx context.Context, people int) (threshold int, over bool, err error) {
+	n, err := d.approvalThreshold(ctx)
+	if err != nil {
+		return 0, false, err
+	}
+	return n, n > 0 && people > n, nil
+}
+
 // holdForApproval marks a planned batch as awaiting approval when it is for more people
 // than the threshold, holding its messages: no due time, no task.
 func (d *Dispatcher) holdForApproval(ctx context.Context, res *Result) error {
-	n, err := d.approvalThreshold(ctx)
-	if err != nil || n == 0 || res.Batch.Accepted <= n {
+	_, over, err := d.overThreshold(ctx, res.Batch.Accepted)
+	if err != nil || !over {
 		return err
 	}
 	res.Batch.Approval = models.ApprovalAwaiting
@@ -132,6 +142,9 @@ func (d *Dispatcher) Approve(ctx context.Context, by Actor, b *models.Batch) err
 		if err := tx.ApproveBatch(ctx, b.ID, by.Name, now, due, chunks); err != nil {
 			return err
 		}
+		if err := d.startHeldAlert(ctx, tx, ch, b); err != nil {
+			return err
+		}
 		ch.Audit("batch.approve", "batch", b.ID, models.AuditParams{"released": strconv.Itoa(len(ids)), "maker": b.Actor})
 		ch.After(func() {
 			d.enqueue(ctx, jobs)
@@ -160,6 +173,9 @@ func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reas
 	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		var err error
 		if n, err = tx.RejectBatch(ctx, b.ID, by.Name, reason, d.now()); err != nil {
+			return err
+		}
+		if err := d.endRejectedAlert(ctx, tx, ch, by, b.ID, reason); err != nil {
 			return err
 		}
 		ch.AuditDetail("batch.reject", "batch", b.ID, reason, models.AuditParams{"cancelled": strconv.Itoa(n), "maker": b.Actor})

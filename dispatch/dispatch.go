@@ -213,6 +213,8 @@ type Result struct {
 	daily []models.DailyContent
 	// firstStep is the first step of the alert, written with it.
 	firstStep *models.AlertStep
+	// account is the account the batch sends through.
+	account *models.Account
 	// digest is the digest the notices may wait in (digests.go).
 	digest *digestSpec
 }
@@ -354,6 +356,7 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res := newBatch(req, acct, tmpl, sendAt, aud)
+	res.account = acct
 	res.digest = digest
 	if tmpl != nil && req.Variables != nil {
 		// Kept also for a save of the template that renders waiting messages again.

@@ -38,8 +38,9 @@ const (
 var errStepTaken = errors.New("dispatch: alert step taken")
 
 // openAlert prepares the alert a request asks for: the policy it names (copied), and the
-// first step, due at once when nobody was notified by the request itself, else after
-// the first step's wait. It is written with the batch (storeAlert).
+// first step, due at once (at send_at, for a scheduled send) when nobody was notified
+// by the request itself, else after the first step's wait. It is written with the
+// batch (storeAlert), without its first step while the batch awaits approval.
 func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) error {
 	p, err := d.Store.PolicyByName(ctx, req.Ack.Policy)
 	if errors.Is(err, models.ErrNotFound) {
@@ -52,11 +53,66 @@ func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) er
 	a := &models.Alert{BatchID: res.Batch.ID, Policy: p.Name, PolicyCopy: *p, State: models.AlertOpen,
 		AccountID: res.Batch.AccountID, Template: req.Template, Variables: withoutAck(req.Variables), Subject: req.Subject, Text: req.Text,
 		CallbackKeyID: req.CallbackKeyID, OpenedAt: now}
-	first := &models.AlertStep{N: 1, Round: 1, DueAt: now}
-	if len(res.Messages) > 0 {
-		first.DueAt = now.Add(stepWait(p.Steps[0]))
+	res.Alert, res.firstStep = a, firstStep(p, now, res.Batch.SendAt, len(res.Messages) > 0)
+	return nil
+}
+
+// firstStep is an alert's first step once its notices go out at released (or at the
+// batch's send_at, if later): due a wait after that when the request notified someone,
+// else at once.
+func firstStep(p *models.EscalationPolicy, released time.Time, sendAt *time.Time, notified bool) *models.AlertStep {
+	due := released
+	if sendAt != nil && sendAt.After(due) {
+		due = sendAt.UTC()
 	}
-	res.Alert, res.firstStep = a, first
+	if notified {
+		due = due.Add(stepWait(p.Steps[0]))
+	}
+	return &models.AlertStep{N: 1, Round: 1, DueAt: due}
+}
+
+// startHeldAlert starts, in tx, the escalation of the alert of a batch that waited for
+// approval and has just been approved: until then nobody was notified, so no step was
+// due. The alert's clock starts now (opened_at), and step 1 comes due a wait after the
+// notices go out. An alert that someone acknowledged or resolved while it waited stays
+// as it is.
+func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *Change, b *models.Batch) error {
+	a, err := tx.AlertOfBatch(ctx, b.ID)
+	if errors.Is(err, models.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	now := d.now()
+	moved, err := tx.MoveAlert(ctx, a.ID, []string{models.AlertOpen}, map[string]any{"opened_at": now})
+	if err != nil || !moved {
+		return err
+	}
+	first := firstStep(&a.PolicyCopy, now, b.SendAt, true)
+	first.AlertID = a.ID
+	if err := tx.AddAlertStep(ctx, first); err != nil {
+		return err
+	}
+	ch.After(func() { d.scheduleStep(ctx, *first) })
+	return nil
+}
+
+// endRejectedAlert ends, in tx, the alert of a batch that was rejected: nobody will be
+// notified, so there is nothing to acknowledge. It is resolved (not exhausted: nobody
+// was asked, and the 无人响应 notice would go to people who never heard of it), by the
+// person who rejected the batch, via "rejection", with the reason as its note.
+func (d *Dispatcher) endRejectedAlert(ctx context.Context, tx *models.Store, ch *Change, by Actor, batchID, reason string) error {
+	a, err := tx.ResolveRejectedAlert(ctx, batchID, by.Name, d.now())
+	if err != nil || a == nil {
+		return err
+	}
+	if a.CallbackKeyID != nil && d.Callbacks != nil {
+		key := *a.CallbackKeyID
+		ch.After(func() { d.Callbacks.Kick(key) })
+	}
+	id := strconv.FormatInt(a.ID, 10)
+	ch.Audit(resolveMove.action, "alert", id, models.AuditParams{"id": id, "by": by.Name, "via": AckViaRejection, "note": reason})
 	return nil
 }
 
@@ -82,6 +138,12 @@ func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Re
 	if res.Batch.APIKeyID != nil {
 		by.Type = ActorAPIKey
 	}
+	held := res.Batch.Approval == models.ApprovalAwaiting
+	if held {
+		// Nobody is notified before the batch is approved, so no step is due: the
+		// approval writes the first (startHeldAlert), a rejection ends the alert.
+		res.firstStep = nil
+	}
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.CreateAlert(ctx, res.Alert, res.firstStep); err != nil {
 			return err
@@ -100,8 +162,10 @@ func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Re
 		}
 		id := strconv.FormatInt(res.Alert.ID, 10)
 		ch.Audit("alert.open", "alert", id, models.AuditParams{"id": id, "batch": res.Batch.ID, "policy": res.Alert.Policy})
-		step := *res.firstStep
-		ch.After(func() { d.scheduleStep(ctx, step) })
+		if !held {
+			step := *res.firstStep
+			ch.After(func() { d.scheduleStep(ctx, step) })
+		}
 		return nil
 	})
 }
@@ -241,7 +305,7 @@ func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) 
 		if err := tx.AddAlertStep(ctx, next); err != nil {
 			return err
 		}
-		if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertEscalated, models.AlertOpen, now); err != nil {
+		if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertEscalated, models.AlertEvent{State: models.AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
 			return err
 		}
 		id := strconv.FormatInt(a.ID, 10)
@@ -452,7 +516,7 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.Ale
 		if err := d.writeNotice(ctx, tx, ch, a, recipientIDs(people), text); err != nil {
 			return err
 		}
-		if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertExhausted, models.AlertExhausted, now); err != nil {
+		if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertExhausted, models.AlertEvent{State: models.AlertExhausted, Step: a.Step, Round: a.Round}, now); err != nil {
 			return err
 		}
 		id := strconv.FormatInt(a.ID, 10)
@@ -525,7 +589,7 @@ const pollGrace = time.Second
 // due at once (nobody was named); a failure is left to the recovery poll.
 func (d *Dispatcher) fireFirstStep(ctx context.Context, res *Result) {
 	now := d.now()
-	if res.firstStep.DueAt.After(now) {
+	if res.firstStep == nil || res.firstStep.DueAt.After(now) {
 		return
 	}
 	if _, err := d.FireAlertStep(ctx, res.firstStep.ID, now); err != nil {

@@ -88,18 +88,29 @@ func (d *Dispatcher) CancelMessage(ctx context.Context, by Actor, id string) (*m
 // yet).
 func (d *Dispatcher) cancel(ctx context.Context, by Actor, m *models.Message) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
-		if err := tx.CancelMessage(ctx, m.ID); err != nil {
+		if err := d.cancelIn(ctx, tx, ch, m); err != nil {
 			return err
 		}
 		ch.Audit("message.cancel", "message", m.ID, messageParams(m))
-		ch.After(func() {
-			if m.CallbackKeyID != nil {
-				d.Callbacks.Kick(*m.CallbackKeyID)
-			}
-			d.Stats.Count(m.AccountID, "cancelled", 1)
-		})
 		return nil
 	})
+}
+
+// cancelIn cancels one message within a change, compare-and-set on its state
+// (models.ErrStateChanged when it is no longer pending or failed); its callback key
+// hears of it and the dashboard counts it once the change commits. The change's audit
+// entry is the caller's: one for the message, or one for a whole batch.
+func (d *Dispatcher) cancelIn(ctx context.Context, tx *models.Store, ch *Change, m *models.Message) error {
+	if err := tx.CancelMessage(ctx, m.ID); err != nil {
+		return err
+	}
+	ch.After(func() {
+		if m.CallbackKeyID != nil {
+			d.Callbacks.Kick(*m.CallbackKeyID)
+		}
+		d.Stats.Count(m.AccountID, "cancelled", 1)
+	})
+	return nil
 }
 
 // RetryMessage makes a stopped message due again with a fresh allowance of attempts,

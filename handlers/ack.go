@@ -32,7 +32,9 @@ func (h *Handlers) AckPage(c *gin.Context) {
 }
 
 // AckAct serves POST /ack/:token: a tap on one of the page's buttons (form field
-// action: ack or resolve). Tapping twice is harmless and says who was first.
+// action: ack or resolve). Tapping twice is harmless and says who was first; a tap on
+// an alert that has ended (resolved, or nobody answered) changes nothing and answers
+// 409 with the page saying so.
 func (h *Handlers) AckAct(c *gin.Context) {
 	ackHeaders(c)
 	by := dispatch.System(dispatch.ActorAckLink)
@@ -44,6 +46,8 @@ func (h *Handlers) AckAct(c *gin.Context) {
 		render(c, http.StatusConflict, views.AckPage(h.ackView(c, n, "ended")))
 	case err != nil:
 		h.ackProblem(c, err)
+	case res.Already && res.State() == models.AlertResolved:
+		render(c, http.StatusConflict, views.AckPage(h.ackView(c, n, ackOutcome(action, res))))
 	default:
 		render(c, http.StatusOK, views.AckPage(h.ackView(c, n, ackOutcome(action, res))))
 	}

@@ -47,6 +47,8 @@ func (h *Handlers) alertRows(c *gin.Context, list []models.Alert) ([]views.Alert
 	rows := make([]views.AlertRow, len(list))
 	for i, a := range list {
 		rows[i].Alert = a
+		// An open alert has no step only while its batch awaits approval.
+		rows[i].Held = a.State == models.AlertOpen && len(byAlert[a.ID]) == 0
 		seen := map[string]bool{}
 		for _, s := range byAlert[a.ID] {
 			if s.FiredAt == nil && s.CancelledAt == nil && a.State == models.AlertOpen {
@@ -78,7 +80,7 @@ func cmpOr(a, b string) string {
 func (h *Handlers) alertsView(c *gin.Context) (views.AlertsView, error) {
 	ctx := c.Request.Context()
 	v := views.AlertsView{Now: time.Now(), CanAct: canOperate(c)}
-	list, err := h.Dispatch.Alerts(ctx, "", maxAlertRows)
+	list, err := h.Dispatch.Alerts(ctx, actor(c), "", maxAlertRows)
 	if err != nil {
 		return v, err
 	}
@@ -178,8 +180,11 @@ func (h *Handlers) consoleMoveAlert(c *gin.Context, move alertMove, done string)
 		return
 	}
 	sentence := tr(c, done, "ID", id)
-	if res.Already {
-		sentence = tr(c, "alerts.done.already", "ID", id, "By", res.Alert.AcknowledgedBy)
+	switch {
+	case res.Already && res.Alert.State == models.AlertResolved:
+		sentence = tr(c, "alerts.done.already_resolved", "ID", id, "By", h.ackerName(c, res.Alert.ResolvedBy))
+	case res.Already:
+		sentence = tr(c, "alerts.done.already", "ID", id, "By", h.ackerName(c, res.Alert.AcknowledgedBy))
 	}
 	h.redirectNotice(c, fmt.Sprintf("/alerts/%d", id), "note", sentence)
 }

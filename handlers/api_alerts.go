@@ -68,13 +68,14 @@ func alertID(c *gin.Context) (int64, bool) {
 	return id, true
 }
 
-// APIGetAlert is GET /api/v1/alerts/:id.
+// APIGetAlert is GET /api/v1/alerts/:id; another key's alert is 404 to a send or read
+// key, as its messages are.
 func (h *Handlers) APIGetAlert(c *gin.Context) {
 	id, ok := alertID(c)
 	if !ok {
 		return
 	}
-	a, steps, err := h.Dispatch.Alert(c.Request.Context(), id)
+	a, steps, err := h.Dispatch.Alert(c.Request.Context(), actor(c), id)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -85,10 +86,11 @@ func (h *Handlers) APIGetAlert(c *gin.Context) {
 // maxAlertList is how many alerts one list answer holds.
 const maxAlertList = 200
 
-// APIListAlerts is GET /api/v1/alerts?state=open: open alerts first, then the newest.
+// APIListAlerts is GET /api/v1/alerts?state=open: open alerts first, then the newest. A
+// send or read key lists the alerts of its own batches only.
 func (h *Handlers) APIListAlerts(c *gin.Context) {
 	ctx := c.Request.Context()
-	list, err := h.Dispatch.Alerts(ctx, c.Query("state"), maxAlertList)
+	list, err := h.Dispatch.Alerts(ctx, actor(c), c.Query("state"), maxAlertList)
 	if err != nil {
 		h.apiFail(c, err)
 		return

@@ -89,16 +89,27 @@ func (h *Handlers) APICreateTemplate(c *gin.Context) {
 	c.JSON(http.StatusCreated, toTemplateJSON(*t))
 }
 
-// APIUpdateTemplate is PUT /api/v1/templates/:name.
+// templateUpdateJSON is the body of PUT /api/v1/templates/:name: the template, and
+// whether its scheduled and awaiting-approval messages are rendered again from it.
+type templateUpdateJSON struct {
+	templateJSON
+	RerenderWaiting bool `json:"rerender_waiting"`
+}
+
+// APIUpdateTemplate is PUT /api/v1/templates/:name; with rerender_waiting, the
+// template's messages still waiting are rendered again from the new version, as a
+// rollback does.
 func (h *Handlers) APIUpdateTemplate(c *gin.Context) {
-	var body templateJSON
+	var body templateUpdateJSON
 	if !decodeJSON(c, &body) {
 		return
 	}
 	if body.Name == "" {
 		body.Name = c.Param("name")
 	}
-	t, err := h.Dispatch.UpdateTemplate(c.Request.Context(), actor(c), c.Param("name"), body.input())
+	in := body.input()
+	in.Rerender = body.RerenderWaiting
+	t, err := h.Dispatch.UpdateTemplate(c.Request.Context(), actor(c), c.Param("name"), in)
 	if err != nil {
 		h.apiFail(c, err)
 		return

@@ -305,6 +305,12 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 		v.Date, v.NoDuty, v.DayOff = res.Roster.Date, res.Roster.Unconfigured(), res.Roster.Empty() && res.Roster.DayOff()
 	}
 	v.SendAt = req.SendAt
+	wait, err := h.Dispatch.Waits(ctx, res)
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	v.Approval, v.Threshold, v.QuietUntil, v.QuietAccount = wait.Approval, wait.Threshold, wait.QuietUntil, wait.Account
 	render(c, http.StatusOK, views.ComposePreviewPanel(v))
 }
 

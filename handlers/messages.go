@@ -30,13 +30,18 @@ const maxNameSearch = 100
 func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accounts []models.Account) (views.MessageFilter, models.MessageFilter, map[string]string, error) {
 	v := views.MessageFilter{Status: get("status"), Platform: get("platform"), Account: get("account"),
 		Recipient: strings.TrimSpace(get("recipient")), Name: strings.TrimSpace(get("name")), Batch: strings.TrimSpace(get("batch")), ErrorClass: get("error_class"),
-		From: strings.TrimSpace(get("from")), To: strings.TrimSpace(get("to"))}
+		From: strings.TrimSpace(get("from")), To: strings.TrimSpace(get("to")), Waiting: get("waiting")}
 	errs := map[string]string{}
 	var f models.MessageFilter
 	if slices.Contains(models.AllStatuses, models.Status(v.Status)) {
 		f.Status = models.Status(v.Status)
 	} else {
 		v.Status = ""
+	}
+	if slices.Contains(models.WaitReasons, v.Waiting) {
+		f.Waiting = v.Waiting
+	} else {
+		v.Waiting = ""
 	}
 	if slices.Contains(channels.Platforms, v.Platform) {
 		f.Platform = v.Platform
@@ -87,24 +92,47 @@ func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accoun
 // messageQuery is the filter as a query string, to carry into links.
 func messageQuery(f views.MessageFilter) url.Values {
 	return url.Values{"status": {f.Status}, "platform": {f.Platform}, "account": {f.Account}, "recipient": {f.Recipient},
-		"name": {f.Name}, "batch": {f.Batch}, "error_class": {f.ErrorClass}, "from": {f.From}, "to": {f.To}}
+		"name": {f.Name}, "batch": {f.Batch}, "error_class": {f.ErrorClass}, "from": {f.From}, "to": {f.To}, "waiting": {f.Waiting}}
 }
 
 // Messages lists messages, newest first, filtered, one keyset page at a time.
 func (h *Handlers) Messages(c *gin.Context) {
+	v, errs, ok := h.messagesView(c)
+	if !ok {
+		return
+	}
+	v.Notice = h.notice(c)
+	status := http.StatusOK
+	if len(errs) > 0 {
+		status = http.StatusUnprocessableEntity
+	}
+	render(c, status, views.MessagesPage(page(c, tr(c, "title.messages"), "messages"), v, errs))
+}
+
+// MessagesLive renders the list part of the message page again (an htmx partial the page
+// polls), for the same filter and page.
+func (h *Handlers) MessagesLive(c *gin.Context) {
+	if v, _, ok := h.messagesView(c); ok {
+		render(c, http.StatusOK, views.MessageList(v))
+	}
+}
+
+// messagesView reads one page of the message list as the query string asks for it;
+// false when it has answered already (a server error).
+func (h *Handlers) messagesView(c *gin.Context) (views.Messages, map[string]string, bool) {
 	ctx := c.Request.Context()
 	accounts, err := h.Store.Accounts(ctx)
 	if err != nil {
 		h.serverError(c, err)
-		return
+		return views.Messages{}, nil, false
 	}
 	vf, f, errs, err := h.messageFilter(c, c.Query, accounts)
 	if err != nil {
 		h.serverError(c, err)
-		return
+		return views.Messages{}, nil, false
 	}
 	v := views.Messages{Filter: vf, Accounts: accounts, AccountNames: map[int64]string{}, Platforms: channels.Platforms,
-		ErrorClasses: errorClasses, Notice: h.notice(c), Now: time.Now()}
+		ErrorClasses: errorClasses, Now: time.Now()}
 	for _, a := range accounts {
 		v.AccountNames[a.ID] = a.Name
 	}
@@ -116,7 +144,7 @@ func (h *Handlers) Messages(c *gin.Context) {
 	}
 	if v.Rows, err = h.Dispatch.Messages(ctx, actor(c), f, after, pageSize+1); err != nil {
 		h.serverError(c, err)
-		return
+		return views.Messages{}, nil, false
 	}
 	q := messageQuery(vf)
 	if len(v.Rows) > pageSize {
@@ -126,17 +154,16 @@ func (h *Handlers) Messages(c *gin.Context) {
 		next.Set("before", models.MessageCursor{CreatedAt: last.CreatedAt, ID: last.ID}.String())
 		v.Next = withQuery("/messages", next)
 	}
+	live := messageQuery(vf)
 	if after != nil {
 		v.First = withQuery("/messages", q)
+		live.Set("before", after.String())
 	}
-	if f.Status == "" || f.Status == models.StatusStopped {
+	v.Live = withQuery("/messages/live", live)
+	if (f.Status == "" || f.Status == models.StatusStopped) && f.Waiting == "" {
 		v.Resend = withQuery("/messages/resend", q)
 	}
-	status := http.StatusOK
-	if len(errs) > 0 {
-		status = http.StatusUnprocessableEntity
-	}
-	render(c, status, views.MessagesPage(page(c, tr(c, "title.messages"), "messages"), v, errs))
+	return v, errs, true
 }
 
 // Message shows one message and its attempts.

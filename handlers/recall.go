@@ -44,12 +44,7 @@ func (h *Handlers) MessageRecall(c *gin.Context) {
 func (h *Handlers) BatchRecall(c *gin.Context) {
 	id := c.Param("id")
 	res, err := h.Dispatch.RecallBatch(c.Request.Context(), actor(c), id)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	if h.batchFailed(c, id, err) {
 		return
 	}
 	if res.AwaitingApproval {

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -175,11 +176,15 @@ func (s *Store) DeletePolicy(ctx context.Context, name string) error {
 	return nil
 }
 
-// CreateAlert writes an alert and its first step.
+// CreateAlert writes an alert and its first step; first is nil for an alert whose
+// batch awaits approval, whose first step is written when it is approved.
 func (s *Store) CreateAlert(ctx context.Context, a *Alert, first *AlertStep) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(a).Error; err != nil {
 			return fmt.Errorf("models: create alert: %w", err)
+		}
+		if first == nil {
+			return nil
 		}
 		first.AlertID = a.ID
 		if err := tx.Create(first).Error; err != nil {
@@ -213,11 +218,23 @@ func (s *Store) AlertOfBatch(ctx context.Context, batchID string) (*Alert, error
 	return &out[0], nil
 }
 
-// Alerts lists alerts, open ones first, then the newest; state "" lists every state.
-func (s *Store) Alerts(ctx context.Context, state string, limit int) ([]Alert, error) {
+// AlertFilter selects alerts.
+type AlertFilter struct {
+	// State keeps the alerts in one state; "" keeps every state.
+	State string
+	// OwnKey, when not 0, keeps the alerts of batches created through that API key
+	// only: what a send or read key may see (see CheckOwn).
+	OwnKey int64
+}
+
+// Alerts lists the alerts f selects, open ones first, then the newest.
+func (s *Store) Alerts(ctx context.Context, f AlertFilter, limit int) ([]Alert, error) {
 	q := s.reader(ctx).Model(&Alert{})
-	if state != "" {
-		q = q.Where("state = ?", state)
+	if f.State != "" {
+		q = q.Where("state = ?", f.State)
+	}
+	if f.OwnKey != 0 {
+		q = q.Where("batch_id IN ("+ownBatches+")", f.OwnKey)
 	}
 	var out []Alert
 	err := q.Order(clause.Expr{SQL: "CASE WHEN state = ? THEN 0 ELSE 1 END", Vars: []any{AlertOpen}}).
@@ -332,6 +349,40 @@ func (s *Store) MoveAlert(ctx context.Context, id int64, from []string, set map[
 	return res.RowsAffected == 1, nil
 }
 
+// AlertViaRejection is how the alert of a rejected batch was resolved (its
+// resolved_via): by the rejection, or by the expiry of the approval.
+const AlertViaRejection = "rejection"
+
+// ResolveRejectedAlert resolves the alert a rejected batch opened, if it is open or
+// acknowledged, by by, via AlertViaRejection, and records its alert.resolved event for
+// the key that opened it; run in the transaction of the rejection. It returns the alert
+// as it was before, or nil when the batch opened none or it had ended already.
+func (s *Store) ResolveRejectedAlert(ctx context.Context, batchID, by string, now time.Time) (*Alert, error) {
+	a, err := s.AlertOfBatch(ctx, batchID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]any{"state": AlertResolved, "resolved_by": truncate(by, 128), "resolved_via": AlertViaRejection,
+		"resolved_at": now, "ended_at": now}
+	moved, err := s.MoveAlert(ctx, a.ID, []string{AlertOpen, AlertAcknowledged}, set)
+	if err != nil || !moved {
+		return nil, err
+	}
+	if err := s.CancelAlertSteps(ctx, a.ID, now); err != nil {
+		return nil, err
+	}
+	if a.CallbackKeyID != nil {
+		e := AlertEvent{AlertID: a.ID, BatchID: a.BatchID, State: AlertResolved, Step: a.Step, Round: a.Round, By: by}
+		if err := s.RecordAlertEvent(ctx, *a.CallbackKeyID, EventAlertResolved, e, now); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
 // AlertRecipients lists the people the messages of an alert went to, by id.
 func (s *Store) AlertRecipients(ctx context.Context, alertID int64) ([]int64, error) {
 	var ids []int64
@@ -342,10 +393,24 @@ func (s *Store) AlertRecipients(ctx context.Context, alertID int64) ([]int64, er
 	return ids, nil
 }
 
+// AlertEvent is what an alert's status callback event says of it.
+type AlertEvent struct {
+	AlertID int64
+	BatchID string
+	// State is the alert's state after the change.
+	State string
+	// Step and Round are the step the alert had reached and its round (from 1; 0
+	// before the first step).
+	Step, Round int
+	// By is who acknowledged or resolved it; empty for the other events.
+	By string
+}
+
 // RecordAlertEvent writes an alert's status callback event for the API key that opened
-// it; state is the alert's state after.
-func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ, batchID, state string, now time.Time) error {
-	e := newEvent(keyID, typ, nil, batchID, state, "", now)
+// it.
+func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ string, ae AlertEvent, now time.Time) error {
+	e := newEvent(keyID, typ, nil, ae.BatchID, ae.State, "", now)
+	e.AlertID, e.AlertStep, e.AlertRound, e.AlertBy = &ae.AlertID, &ae.Step, &ae.Round, ae.By
 	if err := s.db.WithContext(ctx).Create(&e).Error; err != nil {
 		return fmt.Errorf("models: record alert event: %w", err)
 	}

@@ -138,6 +138,19 @@ func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time) ([]s
 			if _, err := tx.RejectBatch(ctx, id, "", ApprovalExpired, now); err != nil {
 				return err
 			}
+			// The batch's alert, if it opened one, ends with it (see ResolveRejectedAlert).
+			a, err := tx.ResolveRejectedAlert(ctx, id, audit.Actor, now)
+			if err != nil {
+				return err
+			}
+			if a != nil {
+				alertID := strconv.FormatInt(a.ID, 10)
+				ended := AuditEntry{Actor: audit.Actor, ActorType: audit.ActorType, Action: "alert.resolve", TargetType: "alert", TargetID: alertID}.
+					WithParams(AuditParams{"id": alertID, "by": audit.Actor, "via": AlertViaRejection, "note": ApprovalExpired})
+				if err := tx.Audit(ctx, ended); err != nil {
+					return err
+				}
+			}
 			return tx.Audit(ctx, audit)
 		})
 		if err != nil {

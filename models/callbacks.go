@@ -56,6 +56,13 @@ type CallbackEvent struct {
 	NextAttemptAt time.Time
 	LastError     string
 	DeliveredAt   *time.Time
+	// An alert's event (alert.*) names the alert, the step and round it had reached
+	// (0 before its first step), and who acknowledged or resolved it; nil and empty for
+	// a message's or a batch's event.
+	AlertID    *int64
+	AlertStep  *int
+	AlertRound *int
+	AlertBy    string
 }
 
 // TableName implements gorm's tabler.

@@ -29,6 +29,8 @@ type MessageFilter struct {
 	// OwnKey, when not 0, keeps the messages of batches created through that API key
 	// only: what a send or read key may see (see Store.CheckOwn).
 	OwnKey int64
+	// Waiting keeps the messages waiting for this reason now (WaitReasons).
+	Waiting string
 }
 
 // ownBatches is the rule of what an API key without the admin scope may read and
@@ -72,6 +74,10 @@ func (f MessageFilter) apply(q *gorm.DB) *gorm.DB {
 	}
 	if f.ErrorClass != "" {
 		q = q.Where("m.error_class = ?", f.ErrorClass)
+	}
+	if f.Waiting != "" {
+		cond, args := waitingCondition(f.Waiting, Now())
+		q = q.Where(cond, args...)
 	}
 	if f.OwnKey != 0 {
 		q = q.Where("m.batch_id IN ("+ownBatches+")", f.OwnKey)

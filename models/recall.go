@@ -43,11 +43,16 @@ func (s *Store) RecallMessage(ctx context.Context, m *Message, by string, now ti
 // RecallTargets returns the messages of a batch a recall would touch, in id order: sent
 // ones (to recall) and those not sent yet (to cancel).
 func (s *Store) RecallTargets(ctx context.Context, batchID string) ([]Message, error) {
-	states := append(append([]Status{}, delivery.Recallable...), delivery.Cancellable...)
+	return s.BatchMessagesIn(ctx, batchID, append(append([]Status{}, delivery.Recallable...), delivery.Cancellable...))
+}
+
+// BatchMessagesIn returns the messages of a batch in one of the states, in id order:
+// what a batch recall or cancel acts on.
+func (s *Store) BatchMessagesIn(ctx context.Context, batchID string, states []Status) ([]Message, error) {
 	var out []Message
 	err := s.reader(ctx).Where("batch_id = ? AND status IN ?", batchID, states).Order("id").Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: messages to recall of batch %s: %w", batchID, err)
+		return nil, fmt.Errorf("models: messages of batch %s in %v: %w", batchID, states, err)
 	}
 	return out, nil
 }

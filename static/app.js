@@ -65,6 +65,26 @@
       today.scrollIntoView({ block: "start" });
     }
   });
+  // A list that reloads itself (<div data-pause-on-select hx-trigger="every 5s">) holds
+  // back while the operator selects in it, so that a reload never undoes a selection: a
+  // checkbox of it ticked, text of it selected, or the mouse held down on it (a
+  // selection in progress). The poll keeps ticking and reloads again once the selection
+  // is cleared.
+  var pressed = null;
+  document.addEventListener("mousedown", function (e) {
+    pressed = e.target.closest ? e.target.closest("[data-pause-on-select]") : null;
+  });
+  document.addEventListener("mouseup", function () { pressed = null; });
+  var selecting = function (list) {
+    if (pressed === list || list.querySelector("input[type=checkbox]:checked")) { return true; }
+    var sel = window.getSelection();
+    return !!sel && !sel.isCollapsed && sel.rangeCount > 0 &&
+      (list.contains(sel.getRangeAt(0).commonAncestorContainer) || sel.containsNode(list, true));
+  };
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var list = e.detail && e.detail.elt;
+    if (list && list.hasAttribute && list.hasAttribute("data-pause-on-select") && selecting(list)) { e.preventDefault(); }
+  });
   // Select a read-only value on focus so it can be copied at once: <input data-select-on-focus>.
   document.addEventListener("focusin", function (e) {
     if (e.target.hasAttribute && e.target.hasAttribute("data-select-on-focus")) { e.target.select(); }

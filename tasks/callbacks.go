@@ -152,15 +152,33 @@ type eventBody struct {
 	Status     string  `json:"status"`
 	ErrorClass string  `json:"error_class"`
 	OccurredAt string  `json:"occurred_at"`
+	// An alert's event (alert.*) also names the alert, the step it had reached, its
+	// round as the alert API counts it (repeat, from 0), and who acknowledged or
+	// resolved it; its status is the alert's state.
+	AlertID *int64  `json:"alert_id,omitempty"`
+	Step    *int    `json:"step,omitempty"`
+	Repeat  *int    `json:"repeat,omitempty"`
+	By      *string `json:"by,omitempty"`
 	// DigestMessageID is the message that carried a digested notice.
 	DigestMessageID *string `json:"digest_message_id,omitempty"`
 }
 
 // EventBody returns the JSON body of an event, as it is posted.
 func EventBody(e models.EventDelivery) []byte {
-	b, _ := json.Marshal(eventBody{ID: e.EventID, Type: e.Type, MessageID: e.MessageID, BatchID: e.BatchID,
+	body := eventBody{ID: e.EventID, Type: e.Type, MessageID: e.MessageID, BatchID: e.BatchID,
 		Recipient: e.Recipient, Platform: e.Platform, Status: e.Status, ErrorClass: e.ErrorClass,
-		OccurredAt: e.OccurredAt.UTC().Format(time.RFC3339Nano), DigestMessageID: e.DigestMessageID})
+		OccurredAt: e.OccurredAt.UTC().Format(time.RFC3339Nano), DigestMessageID: e.DigestMessageID}
+	if e.AlertID != nil {
+		step, repeat, by := 0, 0, e.AlertBy
+		if e.AlertStep != nil {
+			step = *e.AlertStep
+		}
+		if e.AlertRound != nil {
+			repeat = max(*e.AlertRound-1, 0)
+		}
+		body.AlertID, body.Step, body.Repeat, body.By = e.AlertID, &step, &repeat, &by
+	}
+	b, _ := json.Marshal(body)
 	return b
 }
 

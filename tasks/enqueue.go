@@ -5,32 +5,61 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 )
 
-// Enqueuer hands messages to Asynq after their rows are committed.
+// Enqueuer hands messages to Asynq after their rows are committed: a job due now to its
+// queue, a job due later to Herald's schedule (schedule.go), which the workers'
+// forwarders move to its queue when it falls due.
 type Enqueuer struct {
+	rdb    redis.UniversalClient
 	client *asynq.Client
 }
 
 // NewEnqueuer returns an enqueuer on a Redis connection.
-func NewEnqueuer(redis asynq.RedisConnOpt) *Enqueuer {
-	return &Enqueuer{client: asynq.NewClient(redis)}
+func NewEnqueuer(opt asynq.RedisConnOpt) *Enqueuer {
+	rdb, ok := opt.MakeRedisClient().(redis.UniversalClient)
+	if !ok {
+		panic(fmt.Sprintf("tasks: unsupported Redis connection %T", opt))
+	}
+	return &Enqueuer{rdb: rdb, client: asynq.NewClientFromRedisClient(rdb)}
 }
 
 // Close releases the Redis connection.
-func (e *Enqueuer) Close() error { return e.client.Close() }
+func (e *Enqueuer) Close() error { return e.rdb.Close() }
 
 // enqueueWorkers is how many goroutines enqueue at once: Asynq has no pipelined batch
 // enqueue, and eight measured about 3.5× faster than one on a 2-core machine.
 const enqueueWorkers = 8
 
-// Enqueue hands jobs to Asynq. A job whose task already exists is fine (the sweeper and
-// intake may race): the task is there. It returns how many tasks were enqueued and the
-// first error; the messages of jobs that failed stay pending in MySQL for the sweeper.
+// Enqueue hands jobs to Asynq, or to the schedule those due later. A job whose task
+// already exists is fine (the sweeper and intake may race): the task is there. It
+// returns how many tasks were enqueued or scheduled and the first error; the messages of
+// jobs that failed stay pending in MySQL for the sweeper.
 func (e *Enqueuer) Enqueue(ctx context.Context, jobs []Job) (int, error) {
-	if len(jobs) == 1 {
+	now := time.Now()
+	var due, later []Job
+	for _, j := range jobs {
+		if j.ProcessAt.After(now) {
+			later = append(later, j)
+		} else {
+			due = append(due, j)
+		}
+	}
+	scheduled, serr := e.schedule(ctx, later)
+	enqueued, err := e.enqueueNow(ctx, due)
+	return scheduled + enqueued, errors.Join(serr, err)
+}
+
+// enqueueNow enqueues jobs in their queues to run at once, from a few goroutines.
+func (e *Enqueuer) enqueueNow(ctx context.Context, jobs []Job) (int, error) {
+	switch len(jobs) {
+	case 0:
+		return 0, nil
+	case 1:
 		return e.enqueueOne(ctx, jobs[0])
 	}
 	var (

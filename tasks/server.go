@@ -24,8 +24,9 @@ func NewWorker(redis asynq.RedisConnOpt, opts WorkerOptions, send *Sender, sweep
 		Concurrency:       opts.Concurrency,
 		Queues:            Queues,
 		TaskCheckInterval: opts.TaskCheckInterval,
-		// Scheduled sends, retries and throttled messages wait in Asynq's scheduled and
-		// retry sets; the default 5 s between checks would add up to 5 s to each.
+		// Retries of a task of its own (and alert steps) wait in Asynq's retry and
+		// scheduled sets; the default 5 s between checks would add up to 5 s to each.
+		// Scheduled sends wait in Herald's schedule instead (schedule.go).
 		DelayedTaskCheckInterval: delayedTaskCheck,
 		RetryDelayFunc:           func(n int, err error, t *asynq.Task) time.Duration { return retryDelay(n, err) },
 		IsFailure:                isFailure,
@@ -41,9 +42,8 @@ func NewWorker(redis asynq.RedisConnOpt, opts WorkerOptions, send *Sender, sweep
 	return srv, mux
 }
 
-// delayedTaskCheck is how often each worker moves due scheduled and retry tasks to their
-// queues: one short script per queue, and what bounds how late a scheduled send goes
-// out (BenchmarkScheduledLateness, docs/benchmarks.md).
+// delayedTaskCheck is how often each worker moves Asynq's due scheduled and retry tasks
+// to their queues: one short script per queue, and what bounds how late a retry goes.
 const delayedTaskCheck = 250 * time.Millisecond
 
 // How often the sweeper runs: the full sweep (Redis lost a task, housekeeping) once a

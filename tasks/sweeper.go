@@ -308,6 +308,56 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	return total, nil
 }
 
+// Reschedule enqueues every waiting (pending or failed) message again, due or not, under
+// tasks named for this pass: those due later go back to the schedule, the others to
+// their queues. A forwarder calls it when it finds the schedule lost (Redis emptied), so
+// that scheduled messages still go out on time rather than a sweep after they fall due.
+// A message whose old task survived somewhere has two tasks; the claim sends it once.
+// It reports how many tasks it enqueued or scheduled.
+func (s *Sweeper) Reschedule(ctx context.Context) (int, error) {
+	replaces := "reschedule-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	// Every waiting message: none is due later than this.
+	everything := models.Now().AddDate(100, 0, 0)
+	var after models.DueCursor
+	total := 0
+	for {
+		waiting, err := s.store.DueMessages(ctx, everything, after, sweepPage)
+		if err != nil {
+			return total, err
+		}
+		// Messages due together with one priority travel together, as intake sent them.
+		type group struct {
+			at       int64 // µs: times of one instant may differ in location
+			priority models.Priority
+		}
+		var order []group
+		ids := map[group][]string{}
+		due := map[group]time.Time{}
+		for _, m := range waiting {
+			g := group{m.NextAttemptAt.UnixMicro(), m.Priority}
+			if ids[g] == nil {
+				order = append(order, g)
+				due[g] = m.NextAttemptAt
+			}
+			ids[g] = append(ids[g], m.ID)
+		}
+		var jobs []Job
+		for _, g := range order {
+			jobs = append(jobs, Chunk(ids[g], g.priority, due[g], func(first string, _ int) string { return SendTaskID(first, replaces) })...)
+		}
+		n, err := s.enqueue(ctx, jobs)
+		total += n
+		if err != nil {
+			return total, err
+		}
+		if len(waiting) < sweepPage {
+			return total, nil
+		}
+		last := waiting[len(waiting)-1]
+		after = models.DueCursor{At: last.NextAttemptAt, ID: last.ID}
+	}
+}
+
 // lost returns the due messages whose task Redis does not have (flushed, failed over,
 // archived, or never enqueued because Redis was down), or has as active though the
 // message has been due past the grace and nobody holds it: a task a failover left

@@ -112,12 +112,7 @@ func Chunk(ids []string, priority models.Priority, at time.Time, id func(first s
 
 // NewSendMessageTask returns the task of a job, with ProcessAt as its earliest run time.
 func NewSendMessageTask(j Job) *asynq.Task {
-	p := SendMessagePayload{MessageIDs: j.MessageIDs}
-	if len(j.MessageIDs) == 1 {
-		p = SendMessagePayload{MessageID: j.MessageIDs[0]}
-	}
-	payload, _ := json.Marshal(p)
-	return asynq.NewTask(TypeSendMessage, payload,
+	return asynq.NewTask(TypeSendMessage, sendPayload(j.MessageIDs),
 		asynq.TaskID(j.TaskID),
 		asynq.Queue(QueueFor(j.Priority)),
 		asynq.ProcessAt(j.ProcessAt),
@@ -125,6 +120,16 @@ func NewSendMessageTask(j Job) *asynq.Task {
 		// counter only guards against a task looping forever.
 		asynq.MaxRetry(maxAsynqRetry),
 	)
+}
+
+// sendPayload is the payload of a send task carrying ids.
+func sendPayload(ids []string) []byte {
+	p := SendMessagePayload{MessageIDs: ids}
+	if len(ids) == 1 {
+		p = SendMessagePayload{MessageID: ids[0]}
+	}
+	payload, _ := json.Marshal(p)
+	return payload
 }
 
 // Task ids. What prevents a second send is the compare-and-set claim in the database,

@@ -161,8 +161,11 @@ func TestAckLinkAfterTheAlertEnds(t *testing.T) {
 	wantContains(t, "ended alert", body, "This alert is over")
 	wantNotContains(t, "ended alert", body, `name="action"`)
 	resp, body = anon.post(path, url.Values{"action": {"ack"}})
-	wantStatus(t, "tap on an ended alert", resp, body, http.StatusOK)
+	wantStatus(t, "tap on an ended alert", resp, body, http.StatusConflict)
 	wantContains(t, "tap on an ended alert", body, "had already marked it resolved")
+	if got := c.alert(a.ID); got.State != models.AlertResolved || got.AcknowledgedBy != "" {
+		t.Errorf("a tap on an ended alert changed it: %+v", got)
+	}
 
 	offset.Store(int64(dispatch.AckLinkLife - time.Minute))
 	if resp, body := anon.get(path); resp.StatusCode != http.StatusOK {

@@ -122,7 +122,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	h := &handlers.Handlers{Store: store, Log: log, Stats: stats, Dispatch: d,
 		PingRedis:   func(context.Context) error { return enq.Ping() },
 		Limiter:     limiter,
-		QueueDepths: func() []delivery.QueueDepth { return tasks.MessageQueueDepths(inspector) },
+		QueueDepths: func() []delivery.QueueDepth { return tasks.MessageQueueDepths(inspector, enq) },
 		Channels:    registry,
 	}
 	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store, 30*time.Minute)

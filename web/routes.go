@@ -20,17 +20,21 @@ const (
 
 // slowRoutes are the routes that get slowDeadline, by method and path.
 var slowRoutes = map[string]bool{
-	"POST /login":                  true,
-	"POST /password":               true,
-	"POST /users":                  true,
-	"POST /users/:id/password":     true,
-	"POST /recipients/import":      true,
-	"GET /recipients/export.csv":   true,
-	"POST /duty/holidays/import":   true,
-	"POST /duty/holidays/national": true,
-	"POST /messages/resend":        true,
-	"PUT /api/v1/recipients":       true,
-	"PUT /api/v1/duty/holidays":    true,
+	"POST /login":                     true,
+	"POST /password":                  true,
+	"POST /users":                     true,
+	"POST /users/:id/password":        true,
+	"POST /recipients/import":         true,
+	"GET /recipients/export.csv":      true,
+	"POST /duty/holidays/import":      true,
+	"POST /duty/holidays/national":    true,
+	"POST /messages/resend":           true,
+	"POST /batches/:id/cancel":        true,
+	"POST /batches/:id/resend":        true,
+	"PUT /api/v1/recipients":          true,
+	"POST /api/v1/batches/:id/cancel": true,
+	"POST /api/v1/batches/:id/resend": true,
+	"PUT /api/v1/duty/holidays":       true,
 }
 
 // routes lists every route Herald serves, grouped by who may call it. metrics is nil
@@ -76,6 +80,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	viewer.GET("/batches/:id", h.Batch)
 	viewer.GET("/batches/:id/progress", h.BatchProgress)
 	viewer.GET("/messages", h.Messages)
+	viewer.GET("/messages/live", h.MessagesLive)
 	viewer.GET("/messages/:id", h.Message)
 	viewer.GET("/recipients", h.Recipients)
 	viewer.GET("/recipients/export.csv", h.ExportRecipients)
@@ -104,6 +109,8 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	operator.POST("/messages/:id/cancel", h.MessageCancel)
 	operator.POST("/messages/:id/recall", h.MessageRecall)
 	operator.POST("/batches/:id/recall", h.BatchRecall)
+	operator.POST("/batches/:id/cancel", h.CancelBatch)
+	operator.POST("/batches/:id/resend", h.ResendBatch)
 	operator.POST("/batches/:id/recall/approve", h.ApproveRecall)
 	operator.POST("/batches/:id/recall/reject", h.RejectRecall)
 	operator.GET("/messages/resend", h.ResendForm)
@@ -192,6 +199,8 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.POST("/messages/:id/retry", send, h.RetryMessage)
 	v1.POST("/messages/:id/recall", send, h.RecallMessageAPI)
 	v1.POST("/batches/:id/recall", send, h.RecallBatchAPI)
+	v1.POST("/batches/:id/cancel", send, h.APICancelBatch)
+	v1.POST("/batches/:id/resend", send, h.APIResendBatch)
 	v1.GET("/messages", read, h.ListMessagesAPI)
 	v1.GET("/messages/:id", read, h.GetMessage)
 	v1.GET("/audit", admin, h.ListAuditAPI)

@@ -43,7 +43,7 @@ func (a *App) Run(ctx context.Context) error {
 		Dispatch:    a.Dispatch,
 		PingRedis:   func(context.Context) error { return a.Enqueuer.Ping() },
 		Limiter:     a.Limiter,
-		QueueDepths: func() []delivery.QueueDepth { return tasks.MessageQueueDepths(a.Inspector) },
+		QueueDepths: func() []delivery.QueueDepth { return tasks.MessageQueueDepths(a.Inspector, a.Enqueuer) },
 		Channels:    a.Channels,
 	}
 	opts := web.Options{Location: a.Config.Location, Log: a.Log, Redis: a.Redis.Asynq(),
@@ -87,7 +87,8 @@ func (a *App) Run(ctx context.Context) error {
 }
 
 // startWorker starts the Asynq worker that sends messages and runs maintenance tasks,
-// and the heartbeat that renews the leases of the claims it holds.
+// the forwarder that moves scheduled tasks to their queues when they fall due, and the
+// heartbeat that renews the leases of the claims it holds.
 func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	store, err := a.SenderStore()
 	if err != nil {
@@ -108,12 +109,18 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	srv, mux := tasks.NewWorker(a.Redis.Asynq(), tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
 		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, sweeper, a.Callbacks)
 	mux.Handle(tasks.TypeFireAlertStep, tasks.AlertStepHandler(a.Dispatch.FireAlertStepNow))
+	forwarder, err := tasks.NewForwarder(a.Enqueuer, sweeper, a.Log)
+	if err != nil {
+		send.Close()
+		return err
+	}
 	go a.Dispatch.RunEscalationPoll(ctx, escalationPoll)
 	go a.Dispatch.RunDigestPoll(ctx, digestPoll)
 	if err := srv.Start(mux); err != nil {
 		send.Close()
 		return fmt.Errorf("serve: start worker: %w", err)
 	}
+	g.Go(func() error { forwarder.Run(ctx); return nil })
 	// Leases are renewed until the worker has finished its tasks, not just until the
 	// stop signal.
 	beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))

@@ -12,6 +12,8 @@ import (
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/pb33f/libopenapi-validator/errors"
+	"github.com/pb33f/libopenapi-validator/schema_validation"
+	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 
 	"herald/docs"
 )
@@ -90,3 +92,35 @@ func describe(verrs []*errors.ValidationError) string {
 	}
 	return b.String()
 }
+
+// CheckSchema fails the test when body does not match the schema called name among
+// docs/openapi.json's components: for what Herald sends rather than answers, such as
+// a status callback event (CallbackEvent).
+func CheckSchema(t testing.TB, name string, body []byte) {
+	t.Helper()
+	model, err := apiModel()
+	if err != nil {
+		t.Fatalf("docs/openapi.json: %v", err)
+	}
+	// The model builds its schemas lazily: one check at a time.
+	schemaMu.Lock()
+	defer schemaMu.Unlock()
+	proxy, ok := model.Model.Components.Schemas.Get(name)
+	if !ok {
+		t.Fatalf("docs/openapi.json has no schema %s", name)
+	}
+	if ok, verrs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(proxy.Schema(), body); !ok {
+		t.Errorf("%s does not match the schema %s of docs/openapi.json: %s", body, name, describe(verrs))
+	}
+}
+
+var schemaMu sync.Mutex
+
+// apiModel is docs.OpenAPI's model, built once per test binary.
+var apiModel = sync.OnceValues(func() (*libopenapi.DocumentModel[v3.Document], error) {
+	doc, err := libopenapi.NewDocument(docs.OpenAPI)
+	if err != nil {
+		return nil, err
+	}
+	return doc.BuildV3Model()
+})

@@ -1,0 +1,271 @@
+package tasks_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"herald/internal/testenv"
+	"herald/models"
+	"herald/simulator"
+	"herald/tasks"
+)
+
+// scheduleRig is a store and a Redis with a Tianyuan account on a simulator, and
+// workers started on them as a worker process starts them: an Asynq server with the
+// send and sweep handlers, and a forwarder.
+type scheduleRig struct {
+	store     *models.Store
+	red       *tasks.Redis
+	redisURL  string
+	enq       *tasks.Enqueuer
+	sim       *simulator.Simulator
+	account   *models.Account
+	recipient *models.Recipient
+	log       *slog.Logger
+}
+
+func newScheduleRig(t *testing.T) *scheduleRig {
+	t.Helper()
+	ctx := context.Background()
+	r := &scheduleRig{store: testenv.Store(t), redisURL: testenv.RedisURL(t), sim: simulator.New(simulator.Faults{}),
+		log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var err error
+	if r.red, err = tasks.ParseRedisURL(r.redisURL); err != nil {
+		t.Fatal(err)
+	}
+	r.enq = tasks.NewEnqueuer(r.red.Asynq())
+	t.Cleanup(func() { r.enq.Close() })
+	srv := httptest.NewServer(r.sim.Handler())
+	t.Cleanup(srv.Close)
+	r.account = &models.Account{Name: "ty", Platform: "tianyuan", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+		Config: map[string]string{"base_url": srv.URL + "/tianyuan", "path": "/messages", "token": "tok"}}
+	if err := r.store.CreateAccount(ctx, r.account); err != nil {
+		t.Fatal(err)
+	}
+	r.recipient = &models.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: models.Branch, TianyuanID: "ty_E1001", Active: true}
+	if err := r.store.CreateRecipient(ctx, r.recipient); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// startWorker starts one worker until the test ends.
+func (r *scheduleRig) startWorker(t *testing.T) {
+	t.Helper()
+	send := newTestSender(t, r.store, r.red, tasks.SenderConfig{Enqueuer: r.enq, CallTimeout: 5 * time.Second})
+	insp := asynq.NewInspector(r.red.Asynq())
+	t.Cleanup(func() { insp.Close() })
+	sweep := newTestSweeper(t, tasks.SweeperConfig{Store: r.store, Enqueuer: r.enq, Inspector: insp})
+	srv, mux := tasks.NewWorker(r.red.Asynq(), tasks.WorkerOptions{Concurrency: 8, TaskCheckInterval: 10 * time.Millisecond, Log: r.log},
+		send, sweep, &tasks.Callbacks{Store: r.store, Enqueuer: r.enq, Log: r.log})
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	fwd, err := tasks.NewForwarder(r.enq, sweep, r.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { fwd.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; srv.Shutdown() })
+}
+
+// schedule writes batches due at each of dues, with n messages each (a batch of one goes
+// on a task of its own, a larger one in a chunk, as intake does), and enqueues them.
+func (r *scheduleRig) schedule(t *testing.T, n int, dues ...time.Time) []models.Message {
+	t.Helper()
+	ctx := context.Background()
+	var all []models.Message
+	for _, due := range dues {
+		b := &models.Batch{ID: models.NewID(), Source: "api", Platform: r.account.Platform, AccountID: r.account.ID, Priority: "normal", SendAt: &due}
+		msgs := make([]models.Message, n)
+		ids := make([]string, n)
+		for i := range msgs {
+			msgs[i] = models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: r.recipient.ID, AccountID: r.account.ID,
+				Platform: r.account.Platform, Address: fmt.Sprintf("ty_%d", i), MsgType: "text", Content: "Ledger 42 closes at five",
+				Priority: "normal", Status: models.StatusPending, MaxAttempts: 3, SendAt: due, NextAttemptAt: &due}
+			ids[i] = msgs[i].ID
+		}
+		jobs := tasks.Chunk(ids, "normal", due, func(first string, k int) string {
+			if n == 1 {
+				return first
+			}
+			return tasks.ChunkTaskID(b.ID, k)
+		})
+		for i := range msgs {
+			msgs[i].TaskID = jobs[0].TaskID
+		}
+		if err := r.store.CreateBatch(ctx, b, msgs, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.enq.Enqueue(ctx, jobs); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, msgs...)
+	}
+	return all
+}
+
+// deliveries waits until the simulator has taken want deliveries (or 15 s pass) and
+// returns them by message id.
+func (r *scheduleRig) deliveries(t *testing.T, want int) map[string][]simulator.Delivery {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for len(r.sim.Deliveries()) < want && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // long enough for a second send to show
+	got := map[string][]simulator.Delivery{}
+	for _, d := range r.sim.Deliveries() {
+		got[d.RequestID] = append(got[d.RequestID], d)
+	}
+	return got
+}
+
+// checkSentOnceOnTime reports each message not delivered exactly once, or delivered
+// before its send_at, or not recorded sent.
+func (r *scheduleRig) checkSentOnceOnTime(t *testing.T, msgs []models.Message, got map[string][]simulator.Delivery) {
+	t.Helper()
+	type result struct {
+		Deliveries int
+		Early      bool
+		Status     models.Status
+	}
+	for _, m := range msgs {
+		want := result{Deliveries: 1, Status: models.StatusSent}
+		res := result{Deliveries: len(got[m.ID])}
+		for _, d := range got[m.ID] {
+			// The simulator stamps arrivals in whole milliseconds, rounded down.
+			if d.ReceivedAtMs < m.SendAt.UnixMilli() {
+				res.Early = true
+				t.Logf("message %s due %s arrived %d ms early", m.ID, m.SendAt.Format(time.StampMilli), m.SendAt.UnixMilli()-d.ReceivedAtMs)
+			}
+		}
+		row, err := r.store.MessageWithRecipient(context.Background(), m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Status = row.Status
+		if diff := cmp.Diff(want, res); diff != "" {
+			t.Errorf("message %s (-want +got):\n%s", m.ID, diff)
+		}
+	}
+}
+
+// TestScheduledSendsGoOutOnTimeOnce: with two workers, each with its forwarder, every
+// scheduled message, alone or in a chunk, goes out once and never before its send_at.
+// When Redis loses the schedule (FLUSHDB) before they fall due, they still go out once
+// and on time: the forwarders see the schedule's mark gone and the messages are put back
+// from the database. A job lost alone (the mark kept) is found by the sweeper once due.
+func TestScheduledSendsGoOutOnTimeOnce(t *testing.T) {
+	ctx := context.Background()
+	r := newScheduleRig(t)
+	r.startWorker(t)
+	r.startWorker(t)
+
+	// Due times with fractions of a second, which Asynq's whole seconds would round.
+	base := time.Now().Add(time.Second).Truncate(time.Second)
+	var dues []time.Time
+	for i := range 12 {
+		dues = append(dues, base.Add(time.Duration(i*97+13)*time.Millisecond))
+	}
+	msgs := r.schedule(t, 1, dues...)
+	msgs = append(msgs, r.schedule(t, 40, base.Add(777*time.Millisecond))...)
+	r.checkSentOnceOnTime(t, msgs, r.deliveries(t, len(msgs)))
+
+	opt, err := redis.ParseURL(r.redisURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	r.sim.Reset()
+	soon := time.Now().Add(700 * time.Millisecond)
+	flushed := r.schedule(t, 1, soon, soon.Add(50*time.Millisecond))
+	flushed = append(flushed, r.schedule(t, 5, soon.Add(100*time.Millisecond))...)
+	if err := rdb.FlushDB(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r.checkSentOnceOnTime(t, flushed, r.deliveries(t, len(flushed)))
+
+	r.sim.Reset()
+	alone := r.schedule(t, 1, time.Now().Add(300*time.Millisecond))
+	if err := rdb.ZRem(ctx, tasks.ScheduleKey(tasks.QueueNormal), alone[0].TaskID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if n := len(r.sim.Deliveries()); n != 0 {
+		t.Fatalf("%d messages went out though their job was taken off the schedule: the test proves nothing", n)
+	}
+	insp := asynq.NewInspector(r.red.Asynq())
+	t.Cleanup(func() { insp.Close() })
+	sweeper := newTestSweeper(t, tasks.SweeperConfig{Store: r.store, Enqueuer: r.enq, Inspector: insp})
+	if n, err := sweeper.Sweep(ctx); err != nil || n != 1 {
+		t.Fatalf("the sweep enqueued %d tasks (%v), want 1 for the lost job", n, err)
+	}
+	r.checkSentOnceOnTime(t, alone, r.deliveries(t, len(alone)))
+}
+
+// TestEnqueueSchedulesWhatIsDueLater: a job due now or before goes to its Asynq queue to
+// run at once; a job due later waits in Herald's schedule, at its due time to the
+// millisecond, and not in Asynq.
+func TestEnqueueSchedulesWhatIsDueLater(t *testing.T) {
+	ctx := context.Background()
+	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enq := tasks.NewEnqueuer(red.Asynq())
+	t.Cleanup(func() { enq.Close() })
+	insp := asynq.NewInspector(red.Asynq())
+	t.Cleanup(func() { insp.Close() })
+	now := time.Now()
+	type where struct {
+		AsynqState  string
+		ScheduledAt time.Time
+	}
+	later, nextDay := now.Add(1500*time.Millisecond), now.Add(24*time.Hour+7*time.Millisecond)
+	for _, tt := range []struct {
+		name     string
+		priority models.Priority
+		due      time.Time
+		want     where
+	}{
+		{"past", models.PriorityNormal, now.Add(-time.Minute), where{AsynqState: "pending"}},
+		{"now", models.PriorityLow, now, where{AsynqState: "pending"}},
+		{"later", models.PriorityHigh, later, where{ScheduledAt: later.Truncate(time.Millisecond)}},
+		{"next day", models.PriorityNormal, nextDay, where{ScheduledAt: nextDay.Truncate(time.Millisecond)}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			priority := tt.priority
+			id := models.NewID()
+			if n, err := enq.Enqueue(ctx, []tasks.Job{tasks.Single(id, priority, tt.due, "")}); err != nil || n != 1 {
+				t.Fatalf("Enqueue: %d %v", n, err)
+			}
+			var got where
+			if info, err := insp.GetTaskInfo(tasks.QueueFor(priority), id); err == nil {
+				got.AsynqState = info.State.String()
+			}
+			at, ok, err := enq.ScheduledAt(ctx, tasks.QueueFor(priority), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok {
+				got.ScheduledAt = at
+			}
+			if diff := cmp.Diff(tt.want, got, cmp.Comparer(time.Time.Equal)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,219 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	_ "image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"herald/i18n"
+	"herald/internal/testenv"
+	"herald/models"
+	"herald/web"
+)
+
+// layoutScript measures the rules every console page keeps at any width: the page does
+// not scroll sideways, no table header is narrower than its word (it is on one line and
+// its text fits its box), and a date in a table takes one or two lines. It also reports
+// where the columns named by data-col end, and where the frames of their tables end.
+const layoutScript = `(() => {
+	const lines = e => {
+		const r = document.createRange();
+		r.selectNodeContents(e);
+		const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+		return tops.size;
+	};
+	const visible = e => e.getBoundingClientRect().width > 0;
+	const squeezed = [], tallDates = [], cols = {};
+	for (const th of document.querySelectorAll('main th')) {
+		if (!visible(th)) continue;
+		if (th.scrollWidth > th.clientWidth + 1 || lines(th) > 1) squeezed.push(th.textContent.trim() + ' (' + th.clientWidth + '/' + th.scrollWidth + ' px, ' + lines(th) + ' lines)');
+	}
+	for (const t of document.querySelectorAll('main td time')) {
+		if (visible(t) && lines(t) > 2) tallDates.push(t.textContent.trim() + ' (' + lines(t) + ' lines)');
+	}
+	for (const th of document.querySelectorAll('main th[data-col]')) {
+		const frame = th.closest('.table-wrap').getBoundingClientRect();
+		cols[th.dataset.col] = {right: th.getBoundingClientRect().right, frameRight: frame.right, visible: visible(th)};
+	}
+	return {lang: document.documentElement.lang, width: innerWidth,
+		scrollWidth: document.scrollingElement.scrollWidth, squeezed: squeezed, tallDates: tallDates, cols: cols};
+})()`
+
+type layoutColumn struct {
+	Right      float64 `json:"right"`
+	FrameRight float64 `json:"frameRight"`
+	Visible    bool    `json:"visible"`
+}
+
+type layoutMeasure struct {
+	Lang        string                  `json:"lang"`
+	Width       int                     `json:"width"`
+	ScrollWidth int                     `json:"scrollWidth"`
+	Squeezed    []string                `json:"squeezed"`
+	TallDates   []string                `json:"tallDates"`
+	Cols        map[string]layoutColumn `json:"cols"`
+}
+
+// TestBrowserConsoleLayout opens the dashboard, the message list, a batch, the compose
+// form and a CSV import preview in Chinese at 1366, 768 and 390 px, and checks the
+// layout rules on each (layoutScript), the columns that must be on a phone's screen, and
+// Send after the people on a phone. Each page's screenshot must be as wide as asked;
+// HERALD_LAYOUT_SCREENSHOTS names a directory to keep them in.
+func TestBrowserConsoleLayout(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, func(o *web.Options) { o.DefaultLanguage = i18n.Chinese })
+	c.user(operatorUser)
+	later := time.Now().Add(2 * time.Hour)
+	msgs := c.send(nil, "E2001", "E2002", "E2003")
+	c.stop(msgs["E2001"].ID)
+	c.finish(msgs["E2002"].ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
+	c.send(&later, "E2001", "E2003")
+	batch := "/batches/" + msgs["E2001"].BatchID
+
+	ctx := testenv.Chrome(t)
+	q := chromedp.ByQuery
+	if err := chromedp.Run(ctx,
+		network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}),
+		chromedp.Navigate(c.url+"/login"),
+		chromedp.WaitVisible(`#username`, q),
+		chromedp.SendKeys(`#username`, operatorUser, q),
+		chromedp.SendKeys(`#password`, testPassword, q),
+		chromedp.Submit(`#password`, q),
+		chromedp.WaitVisible(`header.topbar`, q),
+	); err != nil {
+		t.Fatalf("log in: %v", err)
+	}
+	shots := os.Getenv("HERALD_LAYOUT_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	importPreview := []chromedp.Action{chromedp.Navigate(c.url + "/recipients/import"), chromedp.WaitVisible(`#csv`, q),
+		chromedp.Evaluate(`document.querySelector('#csv').value = document.querySelector('#csv').placeholder`, nil),
+		chromedp.Submit(`#csv`, q), chromedp.WaitVisible(`.preview-table`, q)}
+	pages := []struct {
+		name    string
+		actions []chromedp.Action
+		// phoneCols must be inside the screen at 390 px; wideCols inside their table's
+		// frame at every width.
+		phoneCols, wideCols []string
+	}{
+		{"dashboard", []chromedp.Action{chromedp.Navigate(c.url + "/"), chromedp.WaitVisible(`#waiting`, q)}, []string{"accepted"}, nil},
+		{"messages", []chromedp.Action{chromedp.Navigate(c.url + "/messages"), chromedp.WaitVisible(`#message-list table`, q)}, []string{"status"}, nil},
+		{"batch", []chromedp.Action{chromedp.Navigate(c.url + batch), chromedp.WaitVisible(`#batch-actions`, q)}, nil, nil},
+		{"compose", []chromedp.Action{chromedp.Navigate(c.url + "/compose"), chromedp.WaitVisible(`#compose-list`, q)}, nil, nil},
+		{"import", importPreview, nil, []string{"result"}},
+	}
+	for _, width := range []int{1366, 768, 390} {
+		if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), 900)); err != nil {
+			t.Fatal(err)
+		}
+		for _, pg := range pages {
+			where := fmt.Sprintf("%s at %d px", pg.name, width)
+			var m layoutMeasure
+			if err := chromedp.Run(ctx, append(pg.actions, chromedp.Evaluate(layoutScript, &m))...); err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			if m.Lang != i18n.Chinese || m.Width != width {
+				t.Fatalf("%s: the page is in %q, %d px wide", where, m.Lang, m.Width)
+			}
+			if m.ScrollWidth > m.Width {
+				t.Errorf("%s: the page scrolls sideways (%d px wide)", where, m.ScrollWidth)
+			}
+			if len(m.Squeezed) > 0 {
+				t.Errorf("%s: table headers narrower than their words: %s", where, strings.Join(m.Squeezed, "; "))
+			}
+			if len(m.TallDates) > 0 {
+				t.Errorf("%s: dates on more than two lines: %s", where, strings.Join(m.TallDates, "; "))
+			}
+			check := pg.wideCols
+			if width == 390 {
+				check = append(check, pg.phoneCols...)
+			}
+			for _, col := range check {
+				got, ok := m.Cols[col]
+				limit := min(got.FrameRight, float64(width))
+				if !ok || !got.Visible || got.Right > limit+0.5 {
+					t.Errorf("%s: column %s ends at %.0f px, past the edge at %.0f px (%+v)", where, col, got.Right, limit, got)
+				}
+			}
+			if pg.name == "compose" {
+				checkSendPlace(t, ctx, where, width)
+			}
+			var png []byte
+			if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
+				t.Fatalf("%s: screenshot: %v", where, err)
+			}
+			img, _, err := image.DecodeConfig(bytes.NewReader(png))
+			if err != nil || img.Width != width {
+				t.Errorf("%s: screenshot %d px wide (%v), want %d", where, img.Width, err, width)
+			}
+			if err := os.WriteFile(filepath.Join(shots, fmt.Sprintf("%s-%d.png", pg.name, width)), png, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Run("message list holds its reload while text of it is selected", func(t *testing.T) {
+		checkListPause(t, ctx, c.url)
+	})
+}
+
+// checkSendPlace checks that Send is under the list of people at phone width, where the
+// form is one column, and beside it (above its end) when the people have a column.
+func checkSendPlace(t *testing.T, ctx context.Context, where string, width int) {
+	t.Helper()
+	var place struct {
+		SendTop    float64 `json:"sendTop"`
+		PeopleEnd  float64 `json:"peopleEnd"`
+		PeopleLeft float64 `json:"peopleLeft"`
+		SendLeft   float64 `json:"sendLeft"`
+	}
+	script := `(() => { const s = document.querySelector('#compose button[type=submit]').getBoundingClientRect(),
+		p = document.querySelector('.compose-people').getBoundingClientRect();
+		return {sendTop: s.top, peopleEnd: p.bottom, peopleLeft: p.left, sendLeft: s.left}; })()`
+	if err := chromedp.Run(ctx, chromedp.Evaluate(script, &place)); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	oneColumn := width <= 800
+	if after := place.SendTop >= place.PeopleEnd; after != oneColumn {
+		t.Errorf("%s: Send at %.0f px, the people end at %.0f px: want Send after the people %v", where, place.SendTop, place.PeopleEnd, oneColumn)
+	}
+}
+
+// checkListPause marks the message list, selects text in it and asks it to reload: the
+// reload is held back while the selection lasts, and happens once it is cleared.
+func checkListPause(t *testing.T, ctx context.Context, base string) {
+	reload := `htmx.ajax('GET', document.querySelector('#message-list').getAttribute('hx-get'),
+		{source: '#message-list', target: '#message-list', swap: 'outerHTML'}); true`
+	marked := `!!document.querySelector('#message-list[data-marked]')`
+	var still bool
+	err := chromedp.Run(ctx, chromedp.EmulateViewport(1366, 900),
+		chromedp.Navigate(base+"/messages"), chromedp.WaitVisible(`#message-list table`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector('#message-list').setAttribute('data-marked', '');
+			window.getSelection().selectAllChildren(document.querySelector('#message-list td')); true`, nil),
+		chromedp.Evaluate(reload, nil), chromedp.Sleep(700*time.Millisecond),
+		chromedp.Evaluate(marked, &still))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !still {
+		t.Fatal("the list reloaded while text of it was selected")
+	}
+	err = chromedp.Run(ctx, chromedp.Evaluate(`window.getSelection().removeAllRanges(); true`, nil),
+		chromedp.Evaluate(reload, nil), chromedp.Sleep(700*time.Millisecond), chromedp.Evaluate(marked, &still))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if still {
+		t.Error("the list did not reload once the selection was cleared")
+	}
+}
