@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -92,24 +89,8 @@ func BenchmarkEscalation(b *testing.B) {
 
 // openAlert sends to one person with acknowledgment under the bench policy.
 func (r *benchRig) openAlert(client *http.Client, person, text string) error {
-	body, _ := json.Marshal(map[string]any{"account": r.acct.Name, "recipients": []string{person},
+	return r.post(client, map[string]any{"account": r.acct.Name, "recipients": []string{person},
 		"content": map[string]string{"text": text}, "ack": map[string]string{"policy": "bench"}})
-	req, err := http.NewRequest("POST", r.h.url+"/api/v1/messages", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+r.key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusAccepted {
-		return fmt.Errorf("status %d: %.300s", resp.StatusCode, raw)
-	}
-	return nil
 }
 
 // stepLateness is how long after its due time each fired step fired (the closing checks

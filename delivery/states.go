@@ -15,17 +15,20 @@ const (
 	Cancelled Status = "cancelled"
 	// Recalled is a sent message taken back on its platform (terminal).
 	Recalled Status = "recalled"
+	// Digested is a notice folded into another message, its digest (terminal): the
+	// message's digest_message_id names the one that carried it.
+	Digested Status = "digested"
 )
 
 // Statuses lists the states in lifecycle order, for display.
-var Statuses = []Status{Pending, Sending, Failed, Sent, Stopped, Cancelled, Recalled}
+var Statuses = []Status{Pending, Sending, Failed, Sent, Stopped, Cancelled, Digested, Recalled}
 
 // transitions are the moves a message may make, by the state it leaves. Every move is
 // a compare-and-set in the store, conditioned on the states that may make it (From).
 var transitions = map[Status][]Status{
 	// Claimed by a worker, or cancelled by an operator or the API (a rejected approval
-	// too).
-	Pending: {Sending, Cancelled},
+	// too), or folded into a digest.
+	Pending: {Sending, Cancelled, Digested},
 	// The attempt's outcome: sent; failed with a retry due; stopped (attempts exhausted,
 	// a permanent error, an ambiguous call); or given back pending without an attempt
 	// used (limits, quiet hours, a stopping worker). A claim whose lease ran out goes
@@ -66,9 +69,11 @@ var (
 	Cancellable = From(Cancelled)
 	// Recallable are the states a message may be recalled in.
 	Recallable = From(Recalled)
+	// Digestible are the states a notice waiting in a digest group may be folded in.
+	Digestible = From(Digested)
 )
 
 // Terminal reports whether no further move can happen but a deliberate resend.
 func (s Status) Terminal() bool {
-	return s == Sent || s == Stopped || s == Cancelled || s == Recalled
+	return s == Sent || s == Stopped || s == Cancelled || s == Recalled || s == Digested
 }

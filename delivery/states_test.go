@@ -19,6 +19,7 @@ func TestStateLists(t *testing.T) {
 		{"to sent", From(Sent), []Status{Sending}},
 		{"to pending", From(Pending), []Status{Sending, Stopped}},
 		{"recallable", Recallable, []Status{Sent}},
+		{"digestible", Digestible, []Status{Pending}},
 	} {
 		if diff := cmp.Diff(tt.want, tt.got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
@@ -29,6 +30,9 @@ func TestStateLists(t *testing.T) {
 		if s.Terminal() && s != Stopped && s != Sent && len(transitions[s]) > 0 {
 			t.Errorf("terminal state %s has moves %v", s, transitions[s])
 		}
+	}
+	if !Digested.Terminal() || Allowed(Digested, Pending) || Allowed(Failed, Digested) {
+		t.Error("a digested notice is final, and only a pending one is folded")
 	}
 	if Allowed(Sent, Pending) || Allowed(Cancelled, Pending) || !Allowed(Stopped, Pending) {
 		t.Error("only a stopped message may be sent again")

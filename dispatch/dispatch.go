@@ -188,6 +188,9 @@ type Request struct {
 	// Ack, when set, makes the batch an alert: someone must acknowledge it, or the
 	// named escalation policy calls more people (alerts.go).
 	Ack *AckRequest
+	// Digest, when set, folds the notices into digests (digests.go); none: the
+	// template's default digest, if it has one.
+	Digest *DigestRequest
 	// notice marks Herald's own notices of an alert: the escalation policy chose their
 	// people, so the duty rule does not apply again.
 	notice bool
@@ -212,6 +215,8 @@ type Result struct {
 	firstStep *models.AlertStep
 	// account is the account the batch sends through.
 	account *models.Account
+	// digest is the digest the notices may wait in (digests.go).
+	digest *digestSpec
 }
 
 // Limits of one request.
@@ -287,8 +292,9 @@ func (d *Dispatcher) submitOnce(ctx context.Context, req Request) (*Result, erro
 	}
 	var jobs []tasks.Job
 	var gr *group
+	var grouped string
 	if res.Batch.Approval != models.ApprovalAwaiting {
-		jobs, gr = d.assignTasks(res.Batch, res.Messages)
+		jobs, gr, grouped = d.assignOutsideDigests(res)
 	}
 	if res.Alert != nil {
 		err = d.storeAlert(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras}, res, req.Respond)
@@ -296,13 +302,14 @@ func (d *Dispatcher) submitOnce(ctx context.Context, req Request) (*Result, erro
 		err = d.store(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras})
 	}
 	if gr != nil {
-		d.groups.done(gr, res.Messages[0].ID, err == nil)
+		d.groups.done(gr, grouped, err == nil)
 	}
 	if err != nil {
 		return nil, err
 	}
 	d.Stats.Count(res.Batch.AccountID, "created", len(res.Messages))
 	d.enqueue(ctx, jobs)
+	d.foldFullDigests(ctx, res)
 	if res.Alert != nil {
 		d.fireFirstStep(ctx, res)
 	}
@@ -340,12 +347,17 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	digest, err := digestOf(req, tmpl)
+	if err != nil {
+		return nil, err
+	}
 	aud, err := d.audience(ctx, req, sendAt)
 	if err != nil {
 		return nil, err
 	}
 	res := newBatch(req, acct, tmpl, sendAt, aud)
 	res.account = acct
+	res.digest = digest
 	if tmpl != nil && req.Variables != nil {
 		// Kept also for a save of the template that renders waiting messages again.
 		res.Batch.Variables = req.Variables
@@ -573,6 +585,11 @@ func validate(req *Request, now time.Time) error {
 		}
 	} else if req.Text != "" || req.Subject != "" {
 		return models.Invalid("content", "compose.check.template_and_content")
+	}
+	if req.Digest != nil {
+		if _, err := checkDigest(*req.Digest); err != nil {
+			return err
+		}
 	}
 	if req.TemplateVersion != 0 && req.Template == "" {
 		return models.Invalid("template_version", "versions.pin_without_template")

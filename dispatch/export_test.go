@@ -9,3 +9,6 @@ func FailAfterClaim(d *Dispatcher, err error) {
 	}
 	d.afterClaim = func() error { return err }
 }
+
+// RenderDigest is renderDigest, for the trimming test.
+var RenderDigest = renderDigest

@@ -20,13 +20,24 @@ func (a Actor) OwnKey() int64 {
 }
 
 // Message returns a message with its recipient, as by may see it: another key's message
-// is models.ErrNotFound to a send or read key.
+// is models.ErrNotFound to a send or read key, but for a digest that carried one of the
+// key's notices.
 func (d *Dispatcher) Message(ctx context.Context, by Actor, id string) (*models.BatchMessage, error) {
 	m, err := d.Store.MessageWithRecipient(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.Store.CheckOwn(ctx, by.OwnKey(), m.BatchID); err != nil {
+	err = d.Store.CheckOwn(ctx, by.OwnKey(), m.BatchID)
+	if errors.Is(err, models.ErrNotFound) && by.OwnKey() != 0 {
+		carries, cerr := d.Store.DigestCarriesKey(ctx, m.ID, by.OwnKey())
+		if cerr != nil {
+			return nil, cerr
+		}
+		if carries {
+			err = nil
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return m, nil

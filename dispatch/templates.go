@@ -21,6 +21,8 @@ type TemplateInput struct {
 	Variables []string
 	// Fallback is the chain of platforms, comma-separated, as ParseFallback reads it.
 	Fallback string
+	// Digest is the digest of sends that name none (nil: none).
+	Digest *DigestRequest
 	// Rerender, on an edit, renders the template's scheduled and awaiting-approval
 	// messages again from the new version; false keeps the content (and version) they
 	// were created with.
@@ -38,6 +40,9 @@ func CheckTemplate(in TemplateInput) (*models.Template, error) {
 	}
 	var err error
 	if t.Fallback, err = ParseFallback(in.Fallback); err != nil {
+		return nil, err
+	}
+	if t.Digest, err = ParseTemplateDigest(in.Digest); err != nil {
 		return nil, err
 	}
 	if _, err := CompileTemplate(t); err != nil {
@@ -139,6 +144,7 @@ func templateChanges(old, now *models.Template) []string {
 		{"name", old.Name, now.Name}, {"display_name", old.DisplayName, now.DisplayName}, {"msg_type", old.MsgType, now.MsgType},
 		{"subject", old.Subject, now.Subject}, {"body", old.Body, now.Body}, {"html", old.HTML, now.HTML},
 		{"variables", strings.Join(old.Variables, ","), strings.Join(now.Variables, ",")}, {"fallback", old.Fallback, now.Fallback},
+		{"digest", old.Digest, now.Digest},
 	} {
 		if f.was != f.now {
 			out = append(out, f.name)

@@ -35,6 +35,8 @@ type sendRequest struct {
 	TemplateVersion int `json:"template_version,omitempty"`
 	// Ack makes the send an alert someone must acknowledge.
 	Ack *dispatch.AckRequest `json:"ack,omitempty"`
+	// Digest folds the notices to each person into digests.
+	Digest *dispatch.DigestRequest `json:"digest,omitempty"`
 }
 
 type sendContent struct {
@@ -92,7 +94,7 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 		Platform: body.Platform, Account: body.Account, Recipients: body.Recipients, ToOnDuty: body.ToOnDuty,
 		Departments: body.Departments, Branches: body.Branches,
 		Template: body.Template, TemplateVersion: body.TemplateVersion, Variables: body.Variables, Priority: body.Priority, SendAt: sendAt,
-		IdempotencyKey: body.IdempotencyKey, AuditIP: c.ClientIP(), Fallback: body.Fallback, Ack: body.Ack}
+		IdempotencyKey: body.IdempotencyKey, AuditIP: c.ClientIP(), Fallback: body.Fallback, Ack: body.Ack, Digest: body.Digest}
 	if body.Content != nil {
 		req.Subject, req.Text = body.Content.Subject, body.Content.Text
 	}
@@ -177,6 +179,8 @@ type messageJSON struct {
 
 	// TemplateVersion is the template version the content was rendered from.
 	TemplateVersion *int `json:"template_version"`
+	// DigestMessageID is the message that carried a digested notice.
+	DigestMessageID *string `json:"digest_message_id"`
 }
 
 // GetMessage is GET /api/v1/messages/:id: the message, its state and its attempts.
@@ -196,7 +200,8 @@ func (h *Handlers) GetMessage(c *gin.Context) {
 		Status: string(m.Status), Priority: m.Priority, Attempts: m.Attempts, MaxAttempts: m.MaxAttempts, SendAt: m.SendAt,
 		NextAttemptAt: m.NextAttemptAt, ErrorClass: m.ErrorClass, LastError: m.LastError, ProviderMessageID: m.ProviderMessageID,
 		TaskID: m.TaskID, CreatedAt: m.CreatedAt, SentAt: m.SentAt, FallbackOf: m.FallbackOf, FallbackNext: m.FallbackNext,
-		RecalledAt: m.RecalledAt, RecalledBy: m.RecalledBy, TemplateVersion: m.TemplateVersion, History: make([]attemptJSON, len(attempts))}
+		RecalledAt: m.RecalledAt, RecalledBy: m.RecalledBy, TemplateVersion: m.TemplateVersion, DigestMessageID: m.DigestMessageID,
+		History: make([]attemptJSON, len(attempts))}
 	if m.Status.Terminal() || m.Status == models.StatusSending {
 		out.NextAttemptAt = nil
 	}
@@ -285,6 +290,8 @@ type messageSummaryJSON struct {
 	LastError     string     `json:"last_error"`
 	CreatedAt     time.Time  `json:"created_at"`
 	SentAt        *time.Time `json:"sent_at"`
+	// DigestMessageID is the message that carried a digested notice.
+	DigestMessageID *string `json:"digest_message_id"`
 }
 
 // ListMessagesAPI is GET /api/v1/messages: the console's message list and its filters,
@@ -314,7 +321,7 @@ func (h *Handlers) ListMessagesAPI(c *gin.Context) {
 		out[i] = messageSummaryJSON{ID: m.ID, BatchID: m.BatchID, Recipient: m.RecipientExternalID, RecipientName: m.RecipientName,
 			Platform: m.Platform, Address: m.Address, Status: string(m.Status), Priority: string(m.Priority), Attempts: m.Attempts,
 			MaxAttempts: m.MaxAttempts, SendAt: m.SendAt, NextAttemptAt: m.NextAttemptAt, ErrorClass: m.ErrorClass,
-			LastError: m.LastError, CreatedAt: m.CreatedAt, SentAt: m.SentAt}
+			LastError: m.LastError, CreatedAt: m.CreatedAt, SentAt: m.SentAt, DigestMessageID: m.DigestMessageID}
 		if m.Status.Terminal() || m.Status == models.StatusSending {
 			out[i].NextAttemptAt = nil
 		}

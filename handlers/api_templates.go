@@ -25,6 +25,8 @@ type templateJSON struct {
 	Variables []string `json:"variables"`
 	// Fallback is the chain of requests that name none.
 	Fallback []string `json:"fallback"`
+	// Digest is the digest of sends that name none (null: none).
+	Digest *dispatch.DigestRequest `json:"digest"`
 
 	// Version is the number of the latest version (an answer only; ignored when sent).
 	Version int `json:"version,omitempty"`
@@ -40,13 +42,13 @@ func toTemplateJSON(t models.Template) templateJSON {
 		chain = []string{}
 	}
 	return templateJSON{Name: t.Name, DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, HTML: t.HTML,
-		Variables: vars, Fallback: chain, Version: t.Version}
+		Variables: vars, Fallback: chain, Digest: dispatch.TemplateDigest(&t), Version: t.Version}
 }
 
 // input is the body as the service takes it.
 func (body templateJSON) input() dispatch.TemplateInput {
 	return dispatch.TemplateInput{Name: body.Name, DisplayName: body.DisplayName, MsgType: body.MsgType, Subject: body.Subject,
-		Body: body.Body, HTML: body.HTML, Variables: body.Variables, Fallback: strings.Join(body.Fallback, ",")}
+		Body: body.Body, HTML: body.HTML, Variables: body.Variables, Fallback: strings.Join(body.Fallback, ","), Digest: body.Digest}
 }
 
 // APIListTemplates is GET /api/v1/templates.

@@ -90,7 +90,8 @@ func (h *Handlers) peoplePicker(c *gin.Context, query string, selected map[int64
 // composeFields are the fields the compose form shows errors beside; an error about
 // any other field is shown above the form.
 var composeFields = map[string]bool{"account": true, "template": true, "recipients": true, "content.subject": true,
-	"content.text": true, "priority": true, "send_at": true, "variables": true}
+	"content.text": true, "priority": true, "send_at": true, "variables": true,
+	"digest.key": true, "digest.window": true, "digest.max": true}
 
 // composeRequest reads the form into an intake request, the same one the API builds:
 // people by id, whole departments and branches (their active members, which dispatch
@@ -109,6 +110,7 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 		Branches:     map[string]bool{},
 		Variables:    map[string]string{},
 		AckPolicy:    strings.TrimSpace(c.PostForm("ack.policy")),
+		Digest:       digestForm(c),
 	}
 	errs := map[string]string{}
 	var err error
@@ -149,6 +151,7 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 	if f.AckPolicy != "" {
 		req.Ack = &dispatch.AckRequest{Policy: f.AckPolicy}
 	}
+	req.Digest = digestRequest(f.Digest)
 	if f.SendAt != "" {
 		t, err := parseLocalTime(f.SendAt, h.Dispatch.Location)
 		if err != nil {

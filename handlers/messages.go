@@ -188,6 +188,10 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 		h.serverError(c, err)
 		return
 	}
+	if d.Digested, err = h.Store.DigestedInto(ctx, m.ID, digestNoticesShown); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	if a, err := h.Store.AccountByID(ctx, m.AccountID); err == nil {
 		d.Account = a.Name
 	} else if !isNotFound(err) {
@@ -196,6 +200,9 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 	}
 	render(c, status, views.MessagePage(page(c, tr(c, "title.message"), "messages"), d, errs))
 }
+
+// digestNoticesShown is how many of a digest's notices its page lists.
+const digestNoticesShown = 500
 
 // MessageRetry makes a stopped message due again.
 func (h *Handlers) MessageRetry(c *gin.Context) {

@@ -61,6 +61,7 @@ func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 	f := views.TemplateForm{OldName: oldName, Name: strings.TrimSpace(c.PostForm("name")), DisplayName: c.PostForm("display_name"), MsgType: c.PostForm("msg_type"),
 		Subject: c.PostForm("subject"), Body: c.PostForm("body"), HTML: c.PostForm("html"), Variables: c.PostForm("variables"), Samples: c.PostForm("samples"),
 		Fallback: c.PostForm("fallback")}
+	f.Digest = digestForm(c)
 	f.Rerender = c.PostForm("waiting") == views.WaitingRerender
 	f.TestRecipient, _ = strconv.ParseInt(c.PostForm("test_recipient"), 10, 64)
 	f.TestAccount, _ = strconv.ParseInt(c.PostForm("test_account"), 10, 64)
@@ -70,7 +71,8 @@ func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 // templateInput is the form as the service takes it, the same as the API's body.
 func templateInput(f views.TemplateForm) dispatch.TemplateInput {
 	return dispatch.TemplateInput{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body,
-		HTML: f.HTML, Variables: splitVariables(f.Variables), Fallback: f.Fallback, Rerender: f.Rerender}
+		HTML: f.HTML, Variables: splitVariables(f.Variables), Fallback: f.Fallback, Rerender: f.Rerender,
+		Digest: digestRequest(f.Digest)}
 }
 
 // samplePerson is whom a preview renders for when no one is chosen, named in the
@@ -220,7 +222,7 @@ func savedTemplateForm(c *gin.Context, t *models.Template) views.TemplateForm {
 	return views.TemplateForm{OldName: t.Name, OldDisplayName: t.DisplayName, Name: t.Name,
 		DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject,
 		Body: t.Body, HTML: t.HTML, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.VariableNames()),
-		Fallback: strings.Join(models.Chain(t.Fallback), ", ")}
+		Fallback: strings.Join(models.Chain(t.Fallback), ", "), Digest: digestFormOf(dispatch.TemplateDigest(t))}
 }
 
 // UpdateTemplate saves a changed template (it may be renamed).

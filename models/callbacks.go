@@ -23,7 +23,7 @@ const (
 )
 
 // EventTypes lists the event types.
-var EventTypes = []string{EventMessageSent, EventMessageStopped, EventMessageCancelled, EventMessageRecalled, EventBatchCompleted}
+var EventTypes = []string{EventMessageSent, EventMessageStopped, EventMessageCancelled, EventMessageRecalled, EventMessageDigested, EventBatchCompleted}
 
 // Delivery states of a callback event.
 const (
@@ -77,6 +77,8 @@ func eventOfStatus(s Status) string {
 		return EventMessageStopped
 	case StatusCancelled:
 		return EventMessageCancelled
+	case StatusDigested:
+		return EventMessageDigested
 	}
 	return ""
 }
@@ -352,13 +354,15 @@ type EventDelivery struct {
 	CallbackEvent
 	Recipient *string
 	Platform  string
+	// DigestMessageID is the message that carried a digested notice.
+	DigestMessageID *string
 }
 
 // eventDeliveries selects a key's events with what their body needs: the recipient's
 // external id, and the platform of the message (of the batch for batch.completed).
 func eventDeliveries(db *gorm.DB, keyID int64) *gorm.DB {
 	return db.Table("callback_events e").
-		Select("e.*, r.external_id AS recipient, COALESCE(m.platform, b.platform) AS platform").
+		Select("e.*, r.external_id AS recipient, COALESCE(m.platform, b.platform) AS platform, m.digest_message_id").
 		Joins("JOIN batches b ON b.id = e.batch_id").
 		Joins("LEFT JOIN messages m ON m.id = e.message_id").
 		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").

@@ -28,6 +28,7 @@ const (
 	StatusStopped   = delivery.Stopped
 	StatusCancelled = delivery.Cancelled
 	StatusRecalled  = delivery.Recalled
+	StatusDigested  = delivery.Digested
 )
 
 // Priority is a message's priority (delivery/priority.go).
@@ -169,6 +170,13 @@ type Message struct {
 	RecalledBy string
 	// AlertID is the alert the message notifies of (nil for none).
 	AlertID *int64
+	// DigestSlot is the digest group a notice waits in ("" for none; DigestSlotOf),
+	// DigestDueAt when its window closes and DigestMax the most notices it lets gather
+	// (digests.go). DigestMessageID is the message that carried a digested notice.
+	DigestSlot      string
+	DigestDueAt     *time.Time
+	DigestMax       int
+	DigestMessageID *string
 }
 
 // insertChunk bounds a multi-row INSERT well below MySQL's placeholder limit.

@@ -25,6 +25,9 @@ type Template struct {
 	// Fallback is the platforms a message of the template falls back to, in order,
 	// comma-separated, when a request names none ("" for none).
 	Fallback string
+	// Digest is the digest a send of the template uses when it names none, as JSON
+	// (dispatch.DigestRequest; "" for none).
+	Digest string
 	// Version is the number of the template's latest version (TemplateVersion); the
 	// store raises it as it saves one, never from this field (read-only here).
 	Version   int `gorm:"->"`

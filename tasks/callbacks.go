@@ -159,13 +159,15 @@ type eventBody struct {
 	Step    *int    `json:"step,omitempty"`
 	Repeat  *int    `json:"repeat,omitempty"`
 	By      *string `json:"by,omitempty"`
+	// DigestMessageID is the message that carried a digested notice.
+	DigestMessageID *string `json:"digest_message_id,omitempty"`
 }
 
 // EventBody returns the JSON body of an event, as it is posted.
 func EventBody(e models.EventDelivery) []byte {
 	body := eventBody{ID: e.EventID, Type: e.Type, MessageID: e.MessageID, BatchID: e.BatchID,
 		Recipient: e.Recipient, Platform: e.Platform, Status: e.Status, ErrorClass: e.ErrorClass,
-		OccurredAt: e.OccurredAt.UTC().Format(time.RFC3339Nano)}
+		OccurredAt: e.OccurredAt.UTC().Format(time.RFC3339Nano), DigestMessageID: e.DigestMessageID}
 	if e.AlertID != nil {
 		step, repeat, by := 0, 0, e.AlertBy
 		if e.AlertStep != nil {

@@ -65,7 +65,7 @@ func deliveryDay(ctx context.Context, b *models.Batch) string {
 
 func (v BatchView) done() int {
 	return v.Counts[models.StatusSent] + v.Counts[models.StatusStopped] + v.Counts[models.StatusCancelled] +
-		v.Counts[models.StatusRecalled] - v.Falling
+		v.Counts[models.StatusRecalled] + v.Counts[models.StatusDigested] - v.Falling
 }
 
 // total counts the batch's messages: one a person, and one more for each fallback.
@@ -577,7 +577,7 @@ func BatchProgress(v BatchView) templ.Component {
 		}
 		templ_7745c5c3_Err = Bar(v.total(), barPart{"sent", v.Counts[models.StatusSent]},
 			barPart{"stopped", v.Counts[models.StatusStopped]}, barPart{"cancelled", v.Counts[models.StatusCancelled]},
-			barPart{"recalled", v.Counts[models.StatusRecalled]}).Render(ctx, templ_7745c5c3_Buffer)
+			barPart{"recalled", v.Counts[models.StatusRecalled]}, barPart{"digested", v.Counts[models.StatusDigested]}).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -84,6 +84,8 @@ func displayStatus(ctx context.Context, m models.Message, now time.Time) (label,
 			return i18n.T(ctx, "messages.display.quiet_until", "Time", fmtTime(ctx, *m.NextAttemptAt)), "scheduled"
 		case m.SendAt.After(now):
 			return i18n.T(ctx, "messages.display.scheduled"), "scheduled"
+		case m.DigestSlot != "":
+			return i18n.T(ctx, "digests.badge"), "scheduled"
 		}
 	}
 	return i18n.Name(ctx, "status", string(m.Status)), string(m.Status)

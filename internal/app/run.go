@@ -115,6 +115,7 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 		return err
 	}
 	go a.Dispatch.RunEscalationPoll(ctx, escalationPoll)
+	go a.Dispatch.RunDigestPoll(ctx, digestPoll)
 	if err := srv.Start(mux); err != nil {
 		send.Close()
 		return fmt.Errorf("serve: start worker: %w", err)
@@ -130,6 +131,9 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 
 // escalationPoll is how often each worker looks for overdue alert steps.
 const escalationPoll = time.Second
+
+// digestPoll is how often each worker looks for digest groups whose window closed.
+const digestPoll = time.Second
 
 // startScheduler starts the periodic maintenance tasks and enqueues a first sweep, so
 // a restart picks up what was left at once.
