@@ -23,6 +23,7 @@ import (
 	"herald/internal/app"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/tasks"
 )
 
 const testAdminPassword = "correct-horse-battery"
@@ -505,6 +506,12 @@ func TestMetricsExposeDeliveries(t *testing.T) {
 	if resp, _ := b.get("/metrics"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/metrics on the console listener: %d, want 404", resp.StatusCode)
 	}
+	// A send due in an hour waits in Herald's own schedule, not in Asynq: it still counts
+	// as scheduled in its queue.
+	if _, err := h.app.Enqueuer.Enqueue(context.Background(), []tasks.Job{{TaskID: "metrics-later", MessageIDs: []string{models.NewID()},
+		Priority: "low", ProcessAt: time.Now().Add(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
 	resp, body := newBrowser(t, "http://"+env["HERALD_METRICS_ADDR"]).get("/metrics")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/metrics on HERALD_METRICS_ADDR: %d", resp.StatusCode)
@@ -514,6 +521,7 @@ func TestMetricsExposeDeliveries(t *testing.T) {
 		`herald_attempt_duration_seconds_count{account="sandbox",outcome="sent",platform="sandbox"} 2`,
 		`herald_oldest_due_message_age_seconds 0`,
 		`herald_queue_size{queue="normal",state="pending"}`,
+		`herald_queue_size{queue="low",state="scheduled"} 1`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)

@@ -129,7 +129,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	h.Sessions = sessions
 	// The console's tests read its English pages, as the root tests do
 	// (HERALD_DEFAULT_LANGUAGE=en); the Chinese ones have tests of their own.
-	opts := web.Options{Location: loc, Log: log, Redis: redOpt, Metrics: web.NewMetrics(prometheus.NewRegistry(), inspector, store, log),
+	opts := web.Options{Location: loc, Log: log, Redis: redOpt, Metrics: web.NewMetrics(prometheus.NewRegistry(), inspector, enq, store, log),
 		DefaultLanguage: i18n.English}
 	for _, f := range adjust {
 		f(&opts)

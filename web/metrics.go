@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,12 +16,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"herald/models"
+	"herald/tasks"
 )
 
 // stateCollector reads, at scrape time, what lives outside the process: Asynq's queue
-// sizes and the age of the oldest due message.
+// sizes (a message queue's scheduled sends counted from Herald's own schedule too) and
+// the age of the oldest due message.
 type stateCollector struct {
 	inspector *asynq.Inspector
+	enq       *tasks.Enqueuer
 	store     *models.Store
 	log       *slog.Logger
 
@@ -28,8 +32,8 @@ type stateCollector struct {
 	oldestDue *prometheus.Desc
 }
 
-func newStateCollector(inspector *asynq.Inspector, store *models.Store, log *slog.Logger) *stateCollector {
-	return &stateCollector{inspector: inspector, store: store, log: log,
+func newStateCollector(inspector *asynq.Inspector, enq *tasks.Enqueuer, store *models.Store, log *slog.Logger) *stateCollector {
+	return &stateCollector{inspector: inspector, enq: enq, store: store, log: log,
 		queueSize: prometheus.NewDesc("herald_queue_size", "Tasks in an Asynq queue, by state.", []string{"queue", "state"}, nil),
 		oldestDue: prometheus.NewDesc("herald_oldest_due_message_age_seconds",
 			"How long the longest-waiting due message (pending or failed) has been due; 0 when none is.", nil, nil),
@@ -48,13 +52,28 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		s.log.Warn("metrics: list queues", "error", err)
 	}
-	for _, q := range queues {
-		info, err := s.inspector.GetQueueInfo(q)
-		if err != nil {
-			s.log.Warn("metrics: queue info", "queue", q, "error", err)
-			continue
+	listed := len(queues)
+	// A message queue Asynq does not know yet may still hold scheduled sends.
+	for _, q := range []string{tasks.QueueHigh, tasks.QueueNormal, tasks.QueueLow} {
+		if !slices.Contains(queues, q) {
+			queues = append(queues, q)
 		}
-		for state, n := range map[string]int{"pending": info.Pending, "active": info.Active, "scheduled": info.Scheduled,
+	}
+	for i, q := range queues {
+		var info asynq.QueueInfo
+		if i < listed {
+			got, err := s.inspector.GetQueueInfo(q)
+			if err != nil {
+				s.log.Warn("metrics: queue info", "queue", q, "error", err)
+				continue
+			}
+			info = *got
+		}
+		scheduled, err := s.enq.Scheduled(context.Background(), q)
+		if err != nil {
+			s.log.Warn("metrics: scheduled sends", "queue", q, "error", err)
+		}
+		for state, n := range map[string]int{"pending": info.Pending, "active": info.Active, "scheduled": info.Scheduled + scheduled,
 			"retry": info.Retry, "archived": info.Archived} {
 			ch <- prometheus.MustNewConstMetric(s.queueSize, prometheus.GaugeValue, float64(n), q, state)
 		}
@@ -73,8 +92,8 @@ func (s *stateCollector) Collect(ch chan<- prometheus.Metric) {
 // NewMetrics returns the handler of /metrics: the metrics in reg plus, read at scrape
 // time, Asynq's queue sizes (through inspector) and the age of the oldest due message.
 // Build it once per process: it registers its collector in reg.
-func NewMetrics(reg *prometheus.Registry, inspector *asynq.Inspector, store *models.Store, log *slog.Logger) http.Handler {
-	reg.MustRegister(newStateCollector(inspector, store, log))
+func NewMetrics(reg *prometheus.Registry, inspector *asynq.Inspector, enq *tasks.Enqueuer, store *models.Store, log *slog.Logger) http.Handler {
+	reg.MustRegister(newStateCollector(inspector, enq, store, log))
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 

@@ -47,7 +47,7 @@ func (a *App) Run(ctx context.Context) error {
 		Channels:    a.Channels,
 	}
 	opts := web.Options{Location: a.Config.Location, Log: a.Log, Redis: a.Redis.Asynq(),
-		Metrics: web.NewMetrics(a.Metrics, a.Inspector, a.Store, a.Log), MetricsToken: a.Config.MetricsToken,
+		Metrics: web.NewMetrics(a.Metrics, a.Inspector, a.Enqueuer, a.Store, a.Log), MetricsToken: a.Config.MetricsToken,
 		DefaultLanguage: a.Config.DefaultLanguage, TrustedProxies: a.Config.TrustedProxies}
 	var handler http.Handler
 	if runWeb {
