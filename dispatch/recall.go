@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
-	"unicode/utf8"
+	"time"
 
 	"herald/channels"
 	"herald/delivery"
@@ -51,6 +50,15 @@ func (e *RecallError) Unwrap() error { return e.Err }
 
 // ErrOwnRecall refuses the decision on a recall request by the person who asked for it.
 var ErrOwnRecall = errors.New("dispatch: the person who asked for a recall cannot decide on it")
+
+// ErrRecallExpired refuses the decision on a recall request whose time ran out (see
+// recallDeadline): it is recorded expired, and a new request may be made.
+var ErrRecallExpired = errors.New("dispatch: the recall request expired before anyone decided on it")
+
+// recallRequestLife bounds a recall request for a batch with no sent message still
+// within its platform's recall window (nothing sent yet, say): the platforms' windows
+// are 24 hours, so a message sent while the request waits passes its own no sooner.
+const recallRequestLife = 24 * time.Hour
 
 // recallConcurrency bounds the platform calls one batch recall makes at once: a recall
 // is rare and the platforms limit their API calls, so a few in flight finish a batch of
@@ -163,6 +171,8 @@ type BatchRecall struct {
 	// people it would reach.
 	AwaitingApproval bool
 	People           int
+	// ExpiresAt is when the request awaiting approval lapses undecided.
+	ExpiresAt *time.Time
 }
 
 // RecallBatch recalls every message of a batch as by (see RecallMessage for one): the
@@ -189,29 +199,72 @@ func (d *Dispatcher) RecallBatch(ctx context.Context, by Actor, batchID string) 
 		return out, err
 	}
 	if threshold > 0 && len(targets) > threshold {
-		out.AwaitingApproval = true
-		return out, d.requestRecall(ctx, by, b, len(targets))
+		r, err := d.requestRecall(ctx, by, b, targets)
+		if err != nil {
+			return out, err
+		}
+		out.AwaitingApproval, out.People, out.ExpiresAt = true, r.People, r.ExpiresAt
+		return out, nil
 	}
 	out.Counts, err = d.recallAll(ctx, by, b, targets, by.Name, "")
 	return out, err
 }
 
-// requestRecall records a batch recall that awaits approval, unless one awaits already.
-func (d *Dispatcher) requestRecall(ctx context.Context, by Actor, b *models.Batch, people int) error {
-	if r, err := d.Store.LatestRecallRequest(ctx, b.ID); err != nil || (r != nil && r.Status == models.RecallAwaiting) {
-		return err
+// requestRecall records a batch recall that awaits approval, unless one awaits already,
+// and returns the request awaiting. One that lapsed is recorded expired and replaced.
+func (d *Dispatcher) requestRecall(ctx context.Context, by Actor, b *models.Batch, targets []models.Message) (*models.RecallRequest, error) {
+	latest, err := d.Store.LatestRecallRequest(ctx, b.ID)
+	if err != nil {
+		return nil, err
 	}
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
-		r := &models.RecallRequest{BatchID: b.ID, RequestedBy: by.Name, Requester: by.Person, People: people}
-		if by.APIKeyID != 0 {
-			r.APIKeyID = &by.APIKeyID
+	now := d.now()
+	if latest != nil && latest.Status == models.RecallAwaiting {
+		if !latest.Lapsed(now) {
+			return latest, nil
 		}
+		if err := d.expireRecalls(ctx); err != nil {
+			return nil, err
+		}
+	}
+	expires := recallDeadline(targets, now)
+	r := &models.RecallRequest{BatchID: b.ID, RequestedBy: by.Name, Requester: by.Person, People: len(targets), ExpiresAt: &expires}
+	if by.APIKeyID != 0 {
+		r.APIKeyID = &by.APIKeyID
+	}
+	return r, d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.CreateRecallRequest(ctx, r); err != nil {
 			return err
 		}
-		ch.Audit("batch.recall_request", "batch", b.ID, models.AuditParams{"people": strconv.Itoa(people)})
+		ch.Audit("batch.recall_request", "batch", b.ID, models.AuditParams{"people": strconv.Itoa(len(targets)),
+			"expires_at": r.ExpiresAt.Format(time.RFC3339)})
 		return nil
 	})
+}
+
+// recallDeadline is when a recall request for targets lapses: when the earliest of the
+// sent messages still within its platform's recall window passes it. Approved later,
+// the recall would fail for that message (recall_window_passed), and for every one sent
+// before it, so a second person is not asked to approve what can no longer be done.
+// Without such a message the request lasts recallRequestLife.
+func recallDeadline(targets []models.Message, now time.Time) time.Time {
+	deadline := now.Add(recallRequestLife)
+	for _, m := range targets {
+		window := channels.RecallWindow(m.Platform)
+		if m.Status != models.StatusSent || m.SentAt == nil || window <= 0 {
+			continue
+		}
+		if passes := m.SentAt.Add(window); passes.After(now) && passes.Before(deadline) {
+			deadline = passes
+		}
+	}
+	return deadline
+}
+
+// expireRecalls records the recall requests whose time ran out as expired, as the
+// sweeper does each minute, so that one is never decided on past its expiry.
+func (d *Dispatcher) expireRecalls(ctx context.Context) error {
+	_, err := d.Store.ExpireRecallRequests(ctx, d.now())
+	return err
 }
 
 // recallAll recalls targets with a few platform calls at a time and audits the batch
@@ -250,33 +303,38 @@ func (d *Dispatcher) recallAll(ctx context.Context, by Actor, b *models.Batch, t
 	return counts, err
 }
 
-// pendingRecall returns the batch's recall request awaiting a decision, as by may
-// decide on it: models.ErrStateChanged when none awaits, ErrOwnRecall for the person
-// (or key) who asked.
-func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string) (*models.RecallRequest, error) {
+// pendingRecall returns the batch and its recall request awaiting a decision, as by may
+// decide on it: models.ErrNotFound for a batch by may not see, models.ErrStateChanged
+// when no request awaits, ErrRecallExpired when its time ran out (it is recorded
+// expired), ErrOwnRecall for the person (or key) who asked.
+func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string) (*models.Batch, *models.RecallRequest, error) {
+	b, err := d.Batch(ctx, by, batchID)
+	if err != nil {
+		return nil, nil, err
+	}
 	r, err := d.Store.LatestRecallRequest(ctx, batchID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if r == nil || r.Status != models.RecallAwaiting {
-		return nil, models.ErrStateChanged
+		return nil, nil, models.ErrStateChanged
+	}
+	if r.Lapsed(d.now()) {
+		return nil, nil, cmp.Or(d.expireRecalls(ctx), ErrRecallExpired)
 	}
 	if by.Name == r.RequestedBy || (by.Person != "" && by.Person == r.Requester) ||
 		(by.APIKeyID != 0 && r.APIKeyID != nil && *r.APIKeyID == by.APIKeyID) {
-		return nil, ErrOwnRecall
+		return nil, nil, ErrOwnRecall
 	}
-	return r, nil
+	return b, r, nil
 }
 
 // ApproveRecall approves the batch's recall request as by and runs it: the messages
 // are recalled for the person who asked. ErrOwnRecall refuses that person;
-// models.ErrStateChanged means no request awaits.
+// models.ErrStateChanged means no request awaits, ErrRecallExpired that its time ran
+// out.
 func (d *Dispatcher) ApproveRecall(ctx context.Context, by Actor, batchID string) (models.RecallCounts, error) {
-	r, err := d.pendingRecall(ctx, by, batchID)
-	if err != nil {
-		return models.RecallCounts{}, err
-	}
-	b, err := d.Store.BatchByID(ctx, batchID)
+	b, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {
 		return models.RecallCounts{}, err
 	}
@@ -303,18 +361,16 @@ func (d *Dispatcher) ApproveRecall(ctx context.Context, by Actor, batchID string
 
 // RejectRecall rejects the batch's recall request as by, with the reason: nothing is
 // recalled. ErrOwnRecall refuses the person who asked; models.ErrStateChanged means no
-// request awaits; a reason left empty or too long is a *models.FieldError naming reason.
+// request awaits, ErrRecallExpired that its time ran out; a reason left empty or too
+// long is a *models.FieldError naming reason.
 func (d *Dispatcher) RejectRecall(ctx context.Context, by Actor, batchID, reason string) error {
-	r, err := d.pendingRecall(ctx, by, batchID)
+	_, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {
 		return err
 	}
-	reason = strings.TrimSpace(reason)
-	if err := models.CheckText("reason", reason, false); err != nil {
+	reason, err = checkReason(reason)
+	if err != nil {
 		return err
-	}
-	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonLen {
-		return models.Invalid("reason", "approvals.error.reason", "Max", MaxReasonLen)
 	}
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.DecideRecallRequest(ctx, r.ID, models.RecallRejected, by.Name, reason, d.now()); err != nil {
