@@ -106,20 +106,39 @@ func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message,
 	if err != nil {
 		return RecallFailed, err
 	}
+	// Where the platform recalls the whole call (DingTalk), the others it carried are
+	// taken back with m: they are recorded recalled too.
+	carried := []models.Message{*m}
+	if channels.RecallsCall(m.Platform) && m.ProviderMessageID != "" {
+		if carried, err = d.Store.SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID); err != nil {
+			return RecallFailed, err
+		}
+		if !slices.ContainsFunc(carried, func(c models.Message) bool { return c.ID == m.ID }) {
+			carried = append(carried, *m) // no longer sent: its compare-and-set says so
+		}
+	}
 	err = recaller.Recall(ctx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content},
 		channels.Receipt{ProviderMessageID: m.ProviderMessageID})
 	if err != nil {
 		return RecallFailed, d.recordRecallFailure(ctx, by, m, err)
 	}
 	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
-		if err := tx.RecallMessage(ctx, m, recalledBy, d.now()); err != nil {
-			return err
-		}
-		p := messageParams(m)
-		p["platform"] = m.Platform
-		ch.Audit("message.recall", "message", m.ID, p)
-		if m.CallbackKeyID != nil {
-			ch.After(func() { d.Callbacks.Kick(*m.CallbackKeyID) })
+		for i := range carried {
+			c := &carried[i]
+			err := tx.RecallMessage(ctx, c, recalledBy, d.now())
+			if c.ID != m.ID && errors.Is(err, models.ErrStateChanged) {
+				continue // recalled meanwhile by another request for the same call
+			}
+			if err != nil {
+				return err
+			}
+			p := messageParams(c)
+			p["platform"] = c.Platform
+			ch.Audit("message.recall", "message", c.ID, p)
+			if c.CallbackKeyID != nil {
+				key := *c.CallbackKeyID
+				ch.After(func() { d.Callbacks.Kick(key) })
+			}
 		}
 		return nil
 	})
@@ -127,6 +146,29 @@ func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message,
 		return RecallFailed, err
 	}
 	return RecallRecalled, nil
+}
+
+// recallUnits splits a batch recall's targets into the messages recalled together: one
+// platform call recalls a DingTalk task for every message it carried, so those form one
+// unit; every other message is a unit of its own.
+func recallUnits(targets []models.Message) [][]*models.Message {
+	var units [][]*models.Message
+	byCall := map[string]int{}
+	for i := range targets {
+		m := &targets[i]
+		if m.Status != models.StatusSent || m.ProviderMessageID == "" || !channels.RecallsCall(m.Platform) {
+			units = append(units, []*models.Message{m})
+			continue
+		}
+		key := strconv.FormatInt(m.AccountID, 10) + "/" + m.ProviderMessageID
+		if u, ok := byCall[key]; ok {
+			units[u] = append(units[u], m)
+			continue
+		}
+		byCall[key] = len(units)
+		units = append(units, []*models.Message{m})
+	}
+	return units
 }
 
 // recallerFor returns the adapter of the message's account, as a Recaller; a
@@ -276,16 +318,18 @@ func (d *Dispatcher) recallAll(ctx context.Context, by Actor, b *models.Batch, t
 		wg     sync.WaitGroup
 		slots  = make(chan struct{}, recallConcurrency)
 	)
-	for i := range targets {
+	for _, unit := range recallUnits(targets) {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			outcome, err := d.recallOne(ctx, by, &targets[i], recalledBy)
+			outcome, err := d.recallOne(ctx, by, unit[0], recalledBy)
 			if err != nil && outcome == RecallFailed {
-				d.Log.Warn("recall failed", "message", targets[i].ID, "batch", b.ID, "err", err)
+				d.Log.Warn("recall failed", "message", unit[0].ID, "batch", b.ID, "err", err)
 			}
 			mu.Lock()
-			counts.Add(outcome)
+			for range unit {
+				counts.Add(outcome)
+			}
 			mu.Unlock()
 		})
 	}

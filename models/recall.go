@@ -54,6 +54,18 @@ func (s *Store) RecallTargets(ctx context.Context, batchID string) ([]Message, e
 	return out, nil
 }
 
+// SentInCall returns the sent messages of a batch that one platform call carried, as
+// the receipt it returned names it (a DingTalk task id), in id order.
+func (s *Store) SentInCall(ctx context.Context, batchID string, accountID int64, providerID string) ([]Message, error) {
+	var out []Message
+	err := s.reader(ctx).Where("batch_id = ? AND account_id = ? AND provider_message_id = ? AND status = ?",
+		batchID, accountID, providerID, StatusSent).Order("id").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: messages of call %s in batch %s: %w", providerID, batchID, err)
+	}
+	return out, nil
+}
+
 // Recall request states (RecallRequest.Status). A request awaiting approval past its
 // ExpiresAt is expired: it reads so at once (Lapsed), and is recorded so by the
 // sweeper, or by whoever acts on it first (ExpireRecallRequests).
