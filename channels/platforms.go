@@ -110,7 +110,7 @@ var table = []platform{
 		// corpconversation/recall takes back a work notice within 24 hours, from every
 		// person of its task.
 		recall: 24 * time.Hour, recallsCall: true,
-		build:  func(_ *Registry, a Account) (Sender, error) { return newDingTalk(a.Config, a.AllowPrivateNetwork), nil }},
+		build: func(_ *Registry, a Account) (Sender, error) { return newDingTalk(a.Config, a.AllowPrivateNetwork), nil }},
 	// Email: SMTP sizes are bytes; Herald's own bound, far below what servers accept.
 	{name: "email", fields: []Field{
 		{Key: "host", Required: true, Destination: true, Label: "channels.field.host", Help: "channels.help.host"},
