@@ -417,10 +417,13 @@ func mustJSON(t *testing.T, v any) string {
 func TestRecallApprovalAPI(t *testing.T) {
 	r := newRecallRig(t)
 	ctx := context.Background()
-	if err := r.h.app.Store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
-		t.Fatal(err)
+	threshold := func(t *testing.T, n int) {
+		t.Helper()
+		if err := r.h.app.Store.SetApprovalThreshold(ctx, n, "test"); err != nil {
+			t.Fatal(err)
+		}
+		r.h.app.Dispatch.ForgetThreshold()
 	}
-	r.h.app.Dispatch.ForgetThreshold()
 	own := newAPIKey(t, r.h, "admin") // made by "test", who made the key asking
 	_, bobSecret, err := r.h.app.Store.CreateAPIKey(ctx, "bob-admin", "admin", "bob")
 	if err != nil {
@@ -429,8 +432,10 @@ func TestRecallApprovalAPI(t *testing.T) {
 	bob := &apiClient{t: t, base: r.h.url, key: bobSecret}
 	ask := func(t *testing.T, people ...string) (string, []string, map[string]any) {
 		t.Helper()
+		threshold(t, 0) // the send itself goes out at once
 		batch, ids := r.send(t, "wecom", people, "")
 		r.waitSent(t, ids...)
+		threshold(t, 1) // two people are more than one
 		code, body, _ := r.api.call("POST", "/api/v1/batches/"+batch+"/recall", "")
 		if code != http.StatusAccepted || body["status"] != models.RecallAwaiting {
 			t.Fatalf("recall request: %d %s", code, body["_raw"])

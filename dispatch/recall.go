@@ -349,8 +349,8 @@ func (d *Dispatcher) recallAll(ctx context.Context, by Actor, b *models.Batch, t
 
 // pendingRecall returns the batch and its recall request awaiting a decision, as by may
 // decide on it: models.ErrNotFound for a batch by may not see, models.ErrStateChanged
-// when no request awaits, ErrRecallExpired when its time ran out (it is recorded
-// expired), ErrOwnRecall for the person (or key) who asked.
+// when no request awaits, ErrRecallExpired when the latest one's time ran out (it is
+// recorded expired if it was not yet), ErrOwnRecall for the person (or key) who asked.
 func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string) (*models.Batch, *models.RecallRequest, error) {
 	b, err := d.Batch(ctx, by, batchID)
 	if err != nil {
@@ -359,6 +359,9 @@ func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string
 	r, err := d.Store.LatestRecallRequest(ctx, batchID)
 	if err != nil {
 		return nil, nil, err
+	}
+	if r != nil && r.Status == models.RecallExpired {
+		return nil, nil, ErrRecallExpired
 	}
 	if r == nil || r.Status != models.RecallAwaiting {
 		return nil, nil, models.ErrStateChanged
