@@ -176,7 +176,15 @@ func TestConsoleRecall(t *testing.T) {
 
 			// A request nobody decided on before the earliest message's window passed
 			// reads expired, and approving it says so and recalls nothing.
+			if err := c.store.SetApprovalThreshold(ctx, 0, "test"); err != nil {
+				t.Fatal(err)
+			}
+			c.h.Dispatch.ForgetThreshold()
 			batch, ids = c.sent("WX0", "WX1")
+			if err := c.store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
+				t.Fatal(err)
+			}
+			c.h.Dispatch.ForgetThreshold()
 			resp, body = post(op, "/batches/"+batch+"/recall", nil)
 			wantRedirect(t, "ask for a recall", resp, body, "/batches/"+batch)
 			if _, err := c.store.SQL().Exec("UPDATE recall_requests SET expires_at = ? WHERE batch_id = ?", time.Now().UTC().Add(-time.Minute), batch); err != nil {
