@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,14 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/simulator"
 )
 
-// recallRig is Herald with a WeCom account on a simulator, people with WeCom ids, and a
-// send key with a callback.
+// recallRig is Herald with a WeCom, a Feishu and a DingTalk account on a simulator,
+// people with an id on each, and a send key with a callback.
 type recallRig struct {
 	h    *running
 	sim  *simulator.Simulator
@@ -32,16 +35,22 @@ func newRecallRig(t *testing.T) *recallRig {
 	sim := simulator.NewWithOptions(simulator.Faults{}, simulator.Options{Seed: 7})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	acct := &models.Account{Name: "wecom-main", Platform: "wecom", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
-		MaxAttempts: 3, Healthy: true,
-		Config: map[string]string{"corp_id": "ww0123", "secret": "s3cret", "agent_id": "1000002", "base_url": srv.URL + "/wecom"}}
-	if err := h.app.Store.SaveAccount(ctx, acct); err != nil {
-		t.Fatal(err)
+	for platform, cfg := range map[string]map[string]string{
+		"wecom":    {"corp_id": "ww0123", "secret": "s3cret", "agent_id": "1000002", "base_url": srv.URL + "/wecom"},
+		"feishu":   {"app_id": "cli_recall", "app_secret": "s3cret", "base_url": srv.URL + "/feishu"},
+		"dingtalk": {"app_key": "dingrecall", "app_secret": "s3cret", "agent_id": "1", "base_url": srv.URL + "/dingtalk"},
+	} {
+		acct := &models.Account{Name: platform + "-main", Platform: platform, IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
+			MaxAttempts: 3, Healthy: true, Config: cfg}
+		if err := h.app.Store.SaveAccount(ctx, acct); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var people []models.Recipient
 	for i := range 4 {
 		people = append(people, models.Recipient{ExternalID: fmt.Sprintf("RC%03d", i), Name: fmt.Sprintf("Recall %d", i),
-			OrgType: models.Branch, WecomUserid: fmt.Sprintf("wx_%d", i), Active: true})
+			OrgType: models.Branch, WecomUserid: fmt.Sprintf("wx_%d", i), FeishuUserID: fmt.Sprintf("fs_%d", i),
+			DingtalkUserid: fmt.Sprintf("dt_%d", i), Active: true})
 	}
 	if _, err := h.app.Store.UpsertRecipients(ctx, people); err != nil {
 		t.Fatal(err)
@@ -101,6 +110,38 @@ func (r *recallRig) recalledOnPlatform(id string) bool {
 		}
 	}
 	return false
+}
+
+// recalledTo says whether the simulator shows the delivery of a message recalled, found
+// by its address: one DingTalk call's deliveries all carry the request id of its first
+// message.
+func (r *recallRig) recalledTo(t *testing.T, id string) bool {
+	t.Helper()
+	m, err := r.h.app.Store.MessageByID(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range r.sim.Deliveries() {
+		if d.Platform == m.Platform && d.To == m.Address && d.ProviderMsgID == m.ProviderMessageID {
+			return d.Recalled
+		}
+	}
+	t.Fatalf("no delivery of message %s to %s on %s", id, m.Address, m.Platform)
+	return false
+}
+
+// statuses reads the messages' statuses, by id.
+func (r *recallRig) statuses(t *testing.T, ids ...string) map[string]models.Status {
+	t.Helper()
+	out := map[string]models.Status{}
+	for _, id := range ids {
+		m, err := r.h.app.Store.MessageByID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[id] = m.Status
+	}
+	return out
 }
 
 // auditCount counts the audit entries of an action on a target.
@@ -261,4 +302,238 @@ func scheduledBatch(t *testing.T, r *recallRig, id string) string {
 		t.Fatal(err)
 	}
 	return m.BatchID
+}
+
+// A single message is recalled on each platform that can recall, through the
+// simulator; past the platform's 24 hours it is 409 recall_window_passed. DingTalk
+// recalls the whole call: the other person its call reached is recorded recalled too.
+func TestRecallPerPlatform(t *testing.T) {
+	r := newRecallRig(t)
+	for _, tc := range []struct {
+		platform  string
+		wholeCall bool
+	}{{"wecom", false}, {"feishu", false}, {"dingtalk", true}} {
+		t.Run(tc.platform, func(t *testing.T) {
+			_, ids := r.send(t, tc.platform, []string{"RC000", "RC001"}, "")
+			r.waitSent(t, ids...)
+			code, body, _ := r.api.call("POST", "/api/v1/messages/"+ids[0]+"/recall", "")
+			if code != http.StatusOK || body["status"] != "recalled" {
+				t.Fatalf("recall: %d %s", code, body["_raw"])
+			}
+			other := models.StatusSent
+			if tc.wholeCall {
+				other = models.StatusRecalled
+			}
+			want := map[string]models.Status{ids[0]: models.StatusRecalled, ids[1]: other}
+			if diff := cmp.Diff(want, r.statuses(t, ids...)); diff != "" {
+				t.Errorf("statuses (-want +got):\n%s", diff)
+			}
+			for id, status := range want {
+				recalled := status == models.StatusRecalled
+				if got := r.recalledTo(t, id); got != recalled {
+					t.Errorf("message %s: recalled on the platform %v, want %v", id, got, recalled)
+				}
+				wantAudit := 0
+				if recalled {
+					wantAudit = 1
+				}
+				if n := r.auditCount(t, "message.recall", id); n != wantAudit {
+					t.Errorf("message %s: %d message.recall entries, want %d", id, n, wantAudit)
+				}
+			}
+
+			_, late := r.send(t, tc.platform, []string{"RC002"}, "")
+			r.waitSent(t, late...)
+			r.ageSent(t, late[0], 25*time.Hour)
+			if code, body, _ := r.api.call("POST", "/api/v1/messages/"+late[0]+"/recall", ""); code != http.StatusConflict || errorCode(body) != "recall_window_passed" {
+				t.Errorf("recall after 25 h: %d %s, want 409 recall_window_passed", code, body["_raw"])
+			}
+			if r.recalledTo(t, late[0]) {
+				t.Error("a message past the window was recalled on the platform")
+			}
+		})
+	}
+}
+
+// A batch recall on each platform counts each outcome: recalled within the window,
+// recall_window_passed past it, recall_unsupported where the platform cannot recall.
+// DingTalk's three people share one call, which one recall takes back.
+func TestRecallBatchPerPlatform(t *testing.T) {
+	r := newRecallRig(t)
+	for _, tc := range []struct {
+		platform string
+		aged     int // how many of the three are sent longer ago than the window
+		want     models.RecallCounts
+	}{
+		{"wecom", 1, models.RecallCounts{Recalled: 2, RecallWindowPassed: 1}},
+		{"feishu", 1, models.RecallCounts{Recalled: 2, RecallWindowPassed: 1}},
+		{"dingtalk", 0, models.RecallCounts{Recalled: 3}},
+		{"sandbox", 0, models.RecallCounts{RecallUnsupported: 3}},
+	} {
+		t.Run(tc.platform, func(t *testing.T) {
+			people := []string{"RC000", "RC001", "RC002"}
+			if tc.platform == "sandbox" {
+				people = []string{"E2001", "E2002", "E2003"}
+			}
+			batch, ids := r.send(t, tc.platform, people, "")
+			r.waitSent(t, ids...)
+			for _, id := range ids[:tc.aged] {
+				r.ageSent(t, id, 25*time.Hour)
+			}
+			code, body, _ := r.api.call("POST", "/api/v1/batches/"+batch+"/recall", "")
+			if code != http.StatusAccepted || body["status"] != "completed" {
+				t.Fatalf("batch recall: %d %s", code, body["_raw"])
+			}
+			var got models.RecallCounts
+			if err := json.Unmarshal([]byte(mustJSON(t, body["counts"])), &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("counts (-want +got):\n%s", diff)
+			}
+			for i, id := range ids {
+				if want := i >= tc.aged; tc.platform != "sandbox" && r.recalledTo(t, id) != want {
+					t.Errorf("message %d: recalled on the platform %v, want %v", i, !want, want)
+				}
+			}
+		})
+	}
+}
+
+// mustJSON encodes v.
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A batch recall for more people than the threshold waits for another person, who
+// approves or rejects it through the API as a large send's approval is decided; the
+// request expires when the earliest sent message passes its recall window, after
+// which nobody can decide on it.
+func TestRecallApprovalAPI(t *testing.T) {
+	r := newRecallRig(t)
+	ctx := context.Background()
+	threshold := func(t *testing.T, n int) {
+		t.Helper()
+		if err := r.h.app.Store.SetApprovalThreshold(ctx, n, "test"); err != nil {
+			t.Fatal(err)
+		}
+		r.h.app.Dispatch.ForgetThreshold()
+	}
+	own := newAPIKey(t, r.h, "admin") // made by "test", who made the key asking
+	_, bobSecret, err := r.h.app.Store.CreateAPIKey(ctx, "bob-admin", "admin", "bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := &apiClient{t: t, base: r.h.url, key: bobSecret}
+	ask := func(t *testing.T, people ...string) (string, []string, map[string]any) {
+		t.Helper()
+		threshold(t, 0) // the send itself goes out at once
+		batch, ids := r.send(t, "wecom", people, "")
+		r.waitSent(t, ids...)
+		threshold(t, 1) // two people are more than one
+		code, body, _ := r.api.call("POST", "/api/v1/batches/"+batch+"/recall", "")
+		if code != http.StatusAccepted || body["status"] != models.RecallAwaiting {
+			t.Fatalf("recall request: %d %s", code, body["_raw"])
+		}
+		return batch, ids, body
+	}
+	recallRequest := func(t *testing.T, batch string) map[string]any {
+		t.Helper()
+		code, body, _ := own.call("GET", "/api/v1/batches/"+batch, "")
+		if code != http.StatusOK {
+			t.Fatalf("batch: %d %s", code, body["_raw"])
+		}
+		rr, _ := body["recall_request"].(map[string]any)
+		return rr
+	}
+
+	t.Run("approve", func(t *testing.T) {
+		batch, ids, _ := ask(t, "RC000", "RC001")
+		if rr := recallRequest(t, batch); rr["status"] != models.RecallAwaiting || rr["people"] != 2.0 || rr["requested_by"] != "apikey:crm" {
+			t.Errorf("recall_request %v", rr)
+		}
+		if code, body, _ := own.call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusForbidden {
+			t.Errorf("approval by the asker's own admin key: %d %s, want 403", code, body["_raw"])
+		}
+		code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+"/recall/approve", "")
+		result, _ := body["result"].(map[string]any)
+		if code != http.StatusAccepted || body["status"] != models.RecallApproved || body["decided_by"] != "apikey:bob-admin" || result["recalled"] != 2.0 {
+			t.Fatalf("approval: %d %s", code, body["_raw"])
+		}
+		if !r.recalledOnPlatform(ids[0]) || !r.recalledOnPlatform(ids[1]) {
+			t.Error("not recalled on the platform after approval")
+		}
+		if code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusConflict || errorCode(body) != "invalid_state" {
+			t.Errorf("second approval: %d %s, want 409 invalid_state", code, body["_raw"])
+		}
+	})
+
+	t.Run("reject", func(t *testing.T) {
+		batch, ids, _ := ask(t, "RC002", "RC003")
+		if code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+"/recall/reject", `{"reason":" "}`); code != http.StatusUnprocessableEntity || body["error"].(map[string]any)["field"] != "reason" {
+			t.Errorf("rejection without a reason: %d %s, want 422 naming reason", code, body["_raw"])
+		}
+		code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+"/recall/reject", `{"reason":"the right audience after all"}`)
+		if code != http.StatusOK || body["status"] != models.RecallRejected || body["decision_note"] != "the right audience after all" {
+			t.Fatalf("rejection: %d %s", code, body["_raw"])
+		}
+		want := map[string]models.Status{ids[0]: models.StatusSent, ids[1]: models.StatusSent}
+		if diff := cmp.Diff(want, r.statuses(t, ids...)); diff != "" {
+			t.Errorf("statuses after the rejection (-want +got):\n%s", diff)
+		}
+		if r.recalledOnPlatform(ids[0]) || r.recalledOnPlatform(ids[1]) {
+			t.Error("recalled on the platform although rejected")
+		}
+		if n := r.auditCount(t, "batch.recall_reject", batch); n != 1 {
+			t.Errorf("batch.recall_reject entries = %d, want 1", n)
+		}
+	})
+
+	t.Run("expiry", func(t *testing.T) {
+		batch, ids, body := ask(t, "RC000", "RC003")
+		// The request lapses when the earlier message passes WeCom's 24 hours.
+		first, _ := r.h.app.Store.MessageByID(ctx, ids[0])
+		expires, err := time.Parse(time.RFC3339Nano, body["expires_at"].(string))
+		if err != nil || expires.Sub(first.SentAt.Add(24*time.Hour)).Abs() > 5*time.Second {
+			t.Errorf("expires_at %v (%v), want the first message's sent_at %v plus 24 h", body["expires_at"], err, first.SentAt)
+		}
+
+		// Its time runs out: the batch reads expired at once, a decision is refused, and
+		// the request is recorded expired, with nothing recalled.
+		if _, err := r.h.app.Store.SQL().Exec("UPDATE recall_requests SET expires_at = ? WHERE batch_id = ?", time.Now().UTC().Add(-time.Minute), batch); err != nil {
+			t.Fatal(err)
+		}
+		if rr := recallRequest(t, batch); rr["status"] != models.RecallExpired {
+			t.Errorf("recall_request %v, want expired", rr)
+		}
+		for _, path := range []string{"/recall/approve", "/recall/reject"} {
+			if code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+path, `{"reason":"too late"}`); code != http.StatusConflict || errorCode(body) != "recall_request_expired" {
+				t.Errorf("%s after the expiry: %d %s, want 409 recall_request_expired", path, code, body["_raw"])
+			}
+		}
+		if r.recalledOnPlatform(ids[0]) || r.recalledOnPlatform(ids[1]) {
+			t.Error("recalled on the platform although expired")
+		}
+		var status string
+		if err := r.h.app.Store.SQL().QueryRow("SELECT status FROM recall_requests WHERE batch_id = ?", batch).Scan(&status); err != nil || status != models.RecallExpired {
+			t.Errorf("stored status %q (%v), want expired", status, err)
+		}
+		if n := r.auditCount(t, "batch.recall_expire", batch); n != 1 {
+			t.Errorf("batch.recall_expire entries = %d, want 1", n)
+		}
+
+		// Asking again makes a new request, which can be approved.
+		_, body2, _ := r.api.call("POST", "/api/v1/batches/"+batch+"/recall", "")
+		if body2["status"] != models.RecallAwaiting {
+			t.Fatalf("asking again: %s", body2["_raw"])
+		}
+		if code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusAccepted {
+			t.Errorf("approving the new request: %d %s", code, body["_raw"])
+		}
+	})
 }

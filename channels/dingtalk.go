@@ -59,7 +59,11 @@ func newDingTalk(cfg map[string]string, allowPrivate bool) *DingTalk {
 		agentID:   agentID,
 		client:    NewHTTPClient(allowPrivate, backstopTimeout),
 	}
-	d.tokens = &tokenCache{prefix: "channels: dingtalk", fetch: d.requestToken, now: time.Now}
+	d.tokens = &tokenCache{prefix: "channels: dingtalk", now: time.Now,
+		fetch: func(ctx context.Context) (string, time.Duration, error) {
+			_, reply, err := d.requestToken(ctx)
+			return reply.AccessToken, time.Duration(reply.ExpiresIn) * time.Second, err
+		}}
 	return d
 }
 
@@ -355,19 +359,21 @@ func (d *DingTalk) tokenURL() string {
 	return d.baseURL + "/gettoken?" + q.Encode()
 }
 
-// requestToken calls gettoken.
-func (d *DingTalk) requestToken(ctx context.Context) (string, time.Duration, error) {
+// requestToken calls gettoken. On success the reply holds the token and its lifetime.
+// Whatever the outcome it also returns what DingTalk answered (status 0 when nothing
+// came, ErrCode nil when the answer was unreadable), which a connection test reports.
+func (d *DingTalk) requestToken(ctx context.Context) (httpReply, dingtalkReply, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.tokenURL(), nil)
 	if err != nil {
-		return "", 0, Errorf(Permanent, "", "channels: dingtalk: gettoken: building the request: %v", unwrapURLError(err))
+		return httpReply{}, dingtalkReply{}, Errorf(Permanent, "", "channels: dingtalk: gettoken: building the request: %v", unwrapURLError(err))
 	}
 	r, err := call(d.client, req, "channels: dingtalk: gettoken")
 	if err != nil {
-		return "", 0, err
+		return httpReply{}, dingtalkReply{}, err
 	}
 	reply, err := readDingTalkReply(r, "gettoken")
 	if err != nil {
-		return "", 0, err
+		return r, dingtalkReply{}, err
 	}
 	if code := *reply.ErrCode; code != 0 {
 		action := dingtalkErrorAction(code)
@@ -375,10 +381,69 @@ func (d *DingTalk) requestToken(ctx context.Context) (string, time.Duration, err
 			// Token codes cannot describe gettoken itself: bad credentials.
 			action.class = Auth
 		}
-		return "", 0, dingtalkError("gettoken", code, action, reply)
+		return r, reply, dingtalkError("gettoken", code, action, reply)
 	}
 	if reply.AccessToken == "" || reply.ExpiresIn <= 0 {
-		return "", 0, Errorf(Transient, "", "channels: dingtalk: gettoken: answer without a token or expiry")
+		return r, reply, Errorf(Transient, "", "channels: dingtalk: gettoken: answer without a token or expiry")
 	}
-	return reply.AccessToken, time.Duration(reply.ExpiresIn) * time.Second, nil
+	return r, reply, nil
+}
+
+// dingtalkScopesPath is microapp/visible_scopes, which says who may see an app: the
+// connection test's harmless call, made for the account's agent_id.
+const dingtalkScopesPath = "/microapp/visible_scopes"
+
+// dingtalkScopes is what visible_scopes answers besides the errcode.
+type dingtalkScopes struct {
+	ErrCode *int     `json:"errcode"`
+	ErrMsg  string   `json:"errmsg"`
+	Depts   []int64  `json:"deptVisibleScopes"`
+	Users   []string `json:"userVisibleScopes"`
+}
+
+// Probe asks DingTalk for an access token, through the same call a send makes when it
+// needs one, and then, with that token, who may see the app of the account's agent_id
+// (microapp/visible_scopes): a read that sends nothing and shows whether DingTalk knows
+// the agent_id. The token is the test's own; the adapter's cache is not touched.
+func (d *DingTalk) Probe(ctx context.Context) ProbeResult {
+	r, reply, err := d.requestToken(ctx)
+	res := tokenProbe("dingtalk", "GET "+redactURL(d.tokenURL()), r,
+		tokenAnswer{codeName: "errcode", code: reply.ErrCode, msg: reply.ErrMsg, lifetime: fmt.Sprintf("expires_in %d", reply.ExpiresIn)},
+		err, note("channels.probe.dingtalk_ok", "Seconds", reply.ExpiresIn, "AgentID", d.agentID))
+	if !res.OK {
+		return res
+	}
+	target := d.baseURL + dingtalkScopesPath + "?access_token=" + url.QueryEscape(reply.AccessToken)
+	body, _ := json.Marshal(map[string]int64{"agentId": d.agentID})
+	action := verbatim("POST " + redactURL(target) + " agentId=" + strconv.FormatInt(d.agentID, 10))
+	r, err = postJSON(ctx, d.client, "channels: dingtalk: visible_scopes", target, nil, body)
+	if err != nil {
+		res.OK = false
+		res.Steps = append(res.Steps, exchange(action, answerNote(r)), failedWith(err))
+		res.Summary = note("channels.probe.dingtalk_unreachable", "Problem", noAnswer(err))
+		return res
+	}
+	var scopes dingtalkScopes
+	answer := answerNote(r).Text
+	readable := r.status == http.StatusOK && json.Unmarshal(r.body, &scopes) == nil && scopes.ErrCode != nil
+	if readable {
+		answer += fmt.Sprintf(", errcode %d (%s)", *scopes.ErrCode, excerpt([]byte(scopes.ErrMsg)))
+		if *scopes.ErrCode == 0 {
+			// Work notices reach only the people who can see the app.
+			answer += fmt.Sprintf(", deptVisibleScopes %d, userVisibleScopes %d", len(scopes.Depts), len(scopes.Users))
+		}
+	}
+	res.Steps = append(res.Steps, exchange(action, verbatim(answer)))
+	switch {
+	case !readable:
+		res.OK = false
+		res.Summary = note("channels.probe.dingtalk_agent_unchecked", "AgentID", d.agentID, "Answer", answer)
+	case *scopes.ErrCode != 0:
+		res.OK = false
+		res.Summary = note("channels.probe.dingtalk_agent_refused", "AgentID", d.agentID, "Code", *scopes.ErrCode,
+			"Message", excerpt([]byte(scopes.ErrMsg)))
+	default:
+		res.Summary = note("channels.probe.dingtalk_ok", "Seconds", reply.ExpiresIn, "AgentID", d.agentID)
+	}
+	return res
 }

@@ -35,6 +35,9 @@ type platform struct {
 	// recall is how long after sending the platform lets a message be recalled; 0 means
 	// the platform cannot recall (its adapter is then no Recaller).
 	recall time.Duration
+	// recallsCall says a recall takes a message back from everyone the call that carried
+	// it reached, not from one person (DingTalk recalls a task).
+	recallsCall bool
 	// build makes the adapter for an account whose settings passed ValidateConfig.
 	build func(r *Registry, a Account) (Sender, error)
 }
@@ -104,9 +107,10 @@ var table = []platform{
 		// It also delivers the same content to one employee only once a day; intake
 		// skips the second (duplicate_content_today).
 		oncePerDay: true,
-		// corpconversation/recall takes back a work notice within 24 hours.
-		recall: 24 * time.Hour,
-		build:  func(_ *Registry, a Account) (Sender, error) { return newDingTalk(a.Config, a.AllowPrivateNetwork), nil }},
+		// corpconversation/recall takes back a work notice within 24 hours, from every
+		// person of its task.
+		recall: 24 * time.Hour, recallsCall: true,
+		build: func(_ *Registry, a Account) (Sender, error) { return newDingTalk(a.Config, a.AllowPrivateNetwork), nil }},
 	// Email: SMTP sizes are bytes; Herald's own bound, far below what servers accept.
 	{name: "email", fields: []Field{
 		{Key: "host", Required: true, Destination: true, Label: "channels.field.host", Help: "channels.help.host"},
@@ -200,6 +204,14 @@ func RecallWindow(platform string) time.Duration {
 		return p.recall
 	}
 	return 0
+}
+
+// RecallsCall reports whether a platform's recall takes a message back from everyone
+// the call that carried it reached (DingTalk: one task, up to DingTalkMaxGroup people
+// given the same content), so that recalling one of them recalls them all.
+func RecallsCall(platform string) bool {
+	p, ok := platforms[platform]
+	return ok && p.recallsCall
 }
 
 // OncePerDay reports whether a platform delivers one content to one person only once a

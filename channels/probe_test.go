@@ -118,6 +118,27 @@ func TestProbe(t *testing.T) {
 			steps:   []string{"corpsecret=***", "errcode 40001 (invalid credential)", "error: auth (40001)"},
 		},
 		{
+			name: "dingtalk token issued and agent known",
+			account: func(rig *simRig) Account {
+				return probeAccount("dingtalk", true, map[string]string{"app_key": "dingkey", "app_secret": probeWeComSecret,
+					"agent_id": "836390886", "base_url": rig.url + "/dingtalk"})
+			},
+			ok:      true,
+			summary: []string{"DingTalk issued an access token (valid 7200 s) and knows agent_id 836390886"},
+			steps: []string{"/dingtalk/gettoken?appkey=***&appsecret=*** → HTTP 200 OK, errcode 0 (ok), expires_in 7200",
+				"/dingtalk/microapp/visible_scopes?access_token=*** agentId=836390886 → HTTP 200 OK, errcode 0 (ok), deptVisibleScopes 1, userVisibleScopes 0"},
+		},
+		{
+			name:   "dingtalk secret refused",
+			faults: simulator.Faults{AuthFail: true},
+			account: func(rig *simRig) Account {
+				return probeAccount("dingtalk", true, map[string]string{"app_key": "dingkey", "app_secret": probeWeComSecret,
+					"agent_id": "836390886", "base_url": rig.url + "/dingtalk"})
+			},
+			summary: []string{"DingTalk refused the credentials", "errcode 40089", "invalid appkey or appsecret"},
+			steps:   []string{"appsecret=***", "errcode 40089 (invalid appkey or appsecret)", "error: auth (40089)"},
+		},
+		{
 			name: "email login accepted",
 			account: func(rig *simRig) Account {
 				return probeAccount("email", true, map[string]string{"host": rig.smtpHost, "port": rig.smtpPort,
@@ -243,8 +264,10 @@ func TestProbe(t *testing.T) {
 			res := NewRegistry(nil).Probe(context.Background(), tc.account(rig))
 			checkProbe(t, res, tc.ok, tc.summary, tc.steps)
 			checkNothingSent(t, rig.sim)
-			if n := rig.hitCount(wecomSendPath); n != 0 {
-				t.Errorf("message/send called %d times", n)
+			for _, path := range []string{wecomSendPath, dingtalkSendPath} {
+				if n := rig.hitCount(path); n != 0 {
+					t.Errorf("%s called %d times", path, n)
+				}
 			}
 		})
 	}

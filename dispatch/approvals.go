@@ -162,15 +162,12 @@ func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reas
 	if own, err := d.ownBatch(ctx, b, by); err != nil || own {
 		return 0, cmp.Or(err, ErrOwnBatch)
 	}
-	reason = strings.TrimSpace(reason)
-	if err := models.CheckText("reason", reason, false); err != nil {
+	reason, err := checkReason(reason)
+	if err != nil {
 		return 0, err
 	}
-	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonLen {
-		return 0, models.Invalid("reason", "approvals.error.reason", "Max", MaxReasonLen)
-	}
 	var n int
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		var err error
 		if n, err = tx.RejectBatch(ctx, b.ID, by.Name, reason, d.now()); err != nil {
 			return err
@@ -185,6 +182,20 @@ func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reas
 		return nil
 	})
 	return n, err
+}
+
+// checkReason checks a rejection's reason (of a batch or of a recall request) and
+// returns it trimmed: one is required, of at most MaxReasonLen characters, as a
+// *models.FieldError naming reason.
+func checkReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	if err := models.CheckText("reason", reason, false); err != nil {
+		return "", err
+	}
+	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonLen {
+		return "", models.Invalid("reason", "approvals.error.reason", "Max", MaxReasonLen)
+	}
+	return reason, nil
 }
 
 // SetApprovalThreshold changes the number of accepted recipients above which a batch

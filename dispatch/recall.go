@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
-	"unicode/utf8"
+	"time"
 
 	"herald/channels"
 	"herald/delivery"
@@ -51,6 +50,15 @@ func (e *RecallError) Unwrap() error { return e.Err }
 
 // ErrOwnRecall refuses the decision on a recall request by the person who asked for it.
 var ErrOwnRecall = errors.New("dispatch: the person who asked for a recall cannot decide on it")
+
+// ErrRecallExpired refuses the decision on a recall request whose time ran out (see
+// recallDeadline): it is recorded expired, and a new request may be made.
+var ErrRecallExpired = errors.New("dispatch: the recall request expired before anyone decided on it")
+
+// recallRequestLife bounds a recall request for a batch with no sent message still
+// within its platform's recall window (nothing sent yet, say): the platforms' windows
+// are 24 hours, so a message sent while the request waits passes its own no sooner.
+const recallRequestLife = 24 * time.Hour
 
 // recallConcurrency bounds the platform calls one batch recall makes at once: a recall
 // is rare and the platforms limit their API calls, so a few in flight finish a batch of
@@ -98,20 +106,39 @@ func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message,
 	if err != nil {
 		return RecallFailed, err
 	}
+	// Where the platform recalls the whole call (DingTalk), the others it carried are
+	// taken back with m: they are recorded recalled too.
+	carried := []models.Message{*m}
+	if channels.RecallsCall(m.Platform) && m.ProviderMessageID != "" {
+		if carried, err = d.Store.SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID); err != nil {
+			return RecallFailed, err
+		}
+		if !slices.ContainsFunc(carried, func(c models.Message) bool { return c.ID == m.ID }) {
+			carried = append(carried, *m) // no longer sent: its compare-and-set says so
+		}
+	}
 	err = recaller.Recall(ctx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content},
 		channels.Receipt{ProviderMessageID: m.ProviderMessageID})
 	if err != nil {
 		return RecallFailed, d.recordRecallFailure(ctx, by, m, err)
 	}
 	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
-		if err := tx.RecallMessage(ctx, m, recalledBy, d.now()); err != nil {
-			return err
-		}
-		p := messageParams(m)
-		p["platform"] = m.Platform
-		ch.Audit("message.recall", "message", m.ID, p)
-		if m.CallbackKeyID != nil {
-			ch.After(func() { d.Callbacks.Kick(*m.CallbackKeyID) })
+		for i := range carried {
+			c := &carried[i]
+			err := tx.RecallMessage(ctx, c, recalledBy, d.now())
+			if c.ID != m.ID && errors.Is(err, models.ErrStateChanged) {
+				continue // recalled meanwhile by another request for the same call
+			}
+			if err != nil {
+				return err
+			}
+			p := messageParams(c)
+			p["platform"] = c.Platform
+			ch.Audit("message.recall", "message", c.ID, p)
+			if c.CallbackKeyID != nil {
+				key := *c.CallbackKeyID
+				ch.After(func() { d.Callbacks.Kick(key) })
+			}
 		}
 		return nil
 	})
@@ -119,6 +146,29 @@ func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message,
 		return RecallFailed, err
 	}
 	return RecallRecalled, nil
+}
+
+// recallUnits splits a batch recall's targets into the messages recalled together: one
+// platform call recalls a DingTalk task for every message it carried, so those form one
+// unit; every other message is a unit of its own.
+func recallUnits(targets []models.Message) [][]*models.Message {
+	var units [][]*models.Message
+	byCall := map[string]int{}
+	for i := range targets {
+		m := &targets[i]
+		if m.Status != models.StatusSent || m.ProviderMessageID == "" || !channels.RecallsCall(m.Platform) {
+			units = append(units, []*models.Message{m})
+			continue
+		}
+		key := strconv.FormatInt(m.AccountID, 10) + "/" + m.ProviderMessageID
+		if u, ok := byCall[key]; ok {
+			units[u] = append(units[u], m)
+			continue
+		}
+		byCall[key] = len(units)
+		units = append(units, []*models.Message{m})
+	}
+	return units
 }
 
 // recallerFor returns the adapter of the message's account, as a Recaller; a
@@ -163,6 +213,8 @@ type BatchRecall struct {
 	// people it would reach.
 	AwaitingApproval bool
 	People           int
+	// ExpiresAt is when the request awaiting approval lapses undecided.
+	ExpiresAt *time.Time
 }
 
 // RecallBatch recalls every message of a batch as by (see RecallMessage for one): the
@@ -189,29 +241,72 @@ func (d *Dispatcher) RecallBatch(ctx context.Context, by Actor, batchID string) 
 		return out, err
 	}
 	if threshold > 0 && len(targets) > threshold {
-		out.AwaitingApproval = true
-		return out, d.requestRecall(ctx, by, b, len(targets))
+		r, err := d.requestRecall(ctx, by, b, targets)
+		if err != nil {
+			return out, err
+		}
+		out.AwaitingApproval, out.People, out.ExpiresAt = true, r.People, r.ExpiresAt
+		return out, nil
 	}
 	out.Counts, err = d.recallAll(ctx, by, b, targets, by.Name, "")
 	return out, err
 }
 
-// requestRecall records a batch recall that awaits approval, unless one awaits already.
-func (d *Dispatcher) requestRecall(ctx context.Context, by Actor, b *models.Batch, people int) error {
-	if r, err := d.Store.LatestRecallRequest(ctx, b.ID); err != nil || (r != nil && r.Status == models.RecallAwaiting) {
-		return err
+// requestRecall records a batch recall that awaits approval, unless one awaits already,
+// and returns the request awaiting. One that lapsed is recorded expired and replaced.
+func (d *Dispatcher) requestRecall(ctx context.Context, by Actor, b *models.Batch, targets []models.Message) (*models.RecallRequest, error) {
+	latest, err := d.Store.LatestRecallRequest(ctx, b.ID)
+	if err != nil {
+		return nil, err
 	}
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
-		r := &models.RecallRequest{BatchID: b.ID, RequestedBy: by.Name, Requester: by.Person, People: people}
-		if by.APIKeyID != 0 {
-			r.APIKeyID = &by.APIKeyID
+	now := d.now()
+	if latest != nil && latest.Status == models.RecallAwaiting {
+		if !latest.Lapsed(now) {
+			return latest, nil
 		}
+		if err := d.expireRecalls(ctx); err != nil {
+			return nil, err
+		}
+	}
+	expires := recallDeadline(targets, now)
+	r := &models.RecallRequest{BatchID: b.ID, RequestedBy: by.Name, Requester: by.Person, People: len(targets), ExpiresAt: &expires}
+	if by.APIKeyID != 0 {
+		r.APIKeyID = &by.APIKeyID
+	}
+	return r, d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.CreateRecallRequest(ctx, r); err != nil {
 			return err
 		}
-		ch.Audit("batch.recall_request", "batch", b.ID, models.AuditParams{"people": strconv.Itoa(people)})
+		ch.Audit("batch.recall_request", "batch", b.ID, models.AuditParams{"people": strconv.Itoa(len(targets)),
+			"expires_at": r.ExpiresAt.Format(time.RFC3339)})
 		return nil
 	})
+}
+
+// recallDeadline is when a recall request for targets lapses: when the earliest of the
+// sent messages still within its platform's recall window passes it. Approved later,
+// the recall would fail for that message (recall_window_passed), and for every one sent
+// before it, so a second person is not asked to approve what can no longer be done.
+// Without such a message the request lasts recallRequestLife.
+func recallDeadline(targets []models.Message, now time.Time) time.Time {
+	deadline := now.Add(recallRequestLife)
+	for _, m := range targets {
+		window := channels.RecallWindow(m.Platform)
+		if m.Status != models.StatusSent || m.SentAt == nil || window <= 0 {
+			continue
+		}
+		if passes := m.SentAt.Add(window); passes.After(now) && passes.Before(deadline) {
+			deadline = passes
+		}
+	}
+	return deadline
+}
+
+// expireRecalls records the recall requests whose time ran out as expired, as the
+// sweeper does each minute, so that one is never decided on past its expiry.
+func (d *Dispatcher) expireRecalls(ctx context.Context) error {
+	_, err := d.Store.ExpireRecallRequests(ctx, d.now())
+	return err
 }
 
 // recallAll recalls targets with a few platform calls at a time and audits the batch
@@ -223,16 +318,18 @@ func (d *Dispatcher) recallAll(ctx context.Context, by Actor, b *models.Batch, t
 		wg     sync.WaitGroup
 		slots  = make(chan struct{}, recallConcurrency)
 	)
-	for i := range targets {
+	for _, unit := range recallUnits(targets) {
 		slots <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slots }()
-			outcome, err := d.recallOne(ctx, by, &targets[i], recalledBy)
+			outcome, err := d.recallOne(ctx, by, unit[0], recalledBy)
 			if err != nil && outcome == RecallFailed {
-				d.Log.Warn("recall failed", "message", targets[i].ID, "batch", b.ID, "err", err)
+				d.Log.Warn("recall failed", "message", unit[0].ID, "batch", b.ID, "err", err)
 			}
 			mu.Lock()
-			counts.Add(outcome)
+			for range unit {
+				counts.Add(outcome)
+			}
 			mu.Unlock()
 		})
 	}
@@ -250,33 +347,41 @@ func (d *Dispatcher) recallAll(ctx context.Context, by Actor, b *models.Batch, t
 	return counts, err
 }
 
-// pendingRecall returns the batch's recall request awaiting a decision, as by may
-// decide on it: models.ErrStateChanged when none awaits, ErrOwnRecall for the person
-// (or key) who asked.
-func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string) (*models.RecallRequest, error) {
+// pendingRecall returns the batch and its recall request awaiting a decision, as by may
+// decide on it: models.ErrNotFound for a batch by may not see, models.ErrStateChanged
+// when no request awaits, ErrRecallExpired when the latest one's time ran out (it is
+// recorded expired if it was not yet), ErrOwnRecall for the person (or key) who asked.
+func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string) (*models.Batch, *models.RecallRequest, error) {
+	b, err := d.Batch(ctx, by, batchID)
+	if err != nil {
+		return nil, nil, err
+	}
 	r, err := d.Store.LatestRecallRequest(ctx, batchID)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	if r != nil && r.Status == models.RecallExpired {
+		return nil, nil, ErrRecallExpired
 	}
 	if r == nil || r.Status != models.RecallAwaiting {
-		return nil, models.ErrStateChanged
+		return nil, nil, models.ErrStateChanged
+	}
+	if r.Lapsed(d.now()) {
+		return nil, nil, cmp.Or(d.expireRecalls(ctx), ErrRecallExpired)
 	}
 	if by.Name == r.RequestedBy || (by.Person != "" && by.Person == r.Requester) ||
 		(by.APIKeyID != 0 && r.APIKeyID != nil && *r.APIKeyID == by.APIKeyID) {
-		return nil, ErrOwnRecall
+		return nil, nil, ErrOwnRecall
 	}
-	return r, nil
+	return b, r, nil
 }
 
 // ApproveRecall approves the batch's recall request as by and runs it: the messages
 // are recalled for the person who asked. ErrOwnRecall refuses that person;
-// models.ErrStateChanged means no request awaits.
+// models.ErrStateChanged means no request awaits, ErrRecallExpired that its time ran
+// out.
 func (d *Dispatcher) ApproveRecall(ctx context.Context, by Actor, batchID string) (models.RecallCounts, error) {
-	r, err := d.pendingRecall(ctx, by, batchID)
-	if err != nil {
-		return models.RecallCounts{}, err
-	}
-	b, err := d.Store.BatchByID(ctx, batchID)
+	b, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {
 		return models.RecallCounts{}, err
 	}
@@ -303,18 +408,16 @@ func (d *Dispatcher) ApproveRecall(ctx context.Context, by Actor, batchID string
 
 // RejectRecall rejects the batch's recall request as by, with the reason: nothing is
 // recalled. ErrOwnRecall refuses the person who asked; models.ErrStateChanged means no
-// request awaits; a reason left empty or too long is a *models.FieldError naming reason.
+// request awaits, ErrRecallExpired that its time ran out; a reason left empty or too
+// long is a *models.FieldError naming reason.
 func (d *Dispatcher) RejectRecall(ctx context.Context, by Actor, batchID, reason string) error {
-	r, err := d.pendingRecall(ctx, by, batchID)
+	_, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {
 		return err
 	}
-	reason = strings.TrimSpace(reason)
-	if err := models.CheckText("reason", reason, false); err != nil {
+	reason, err = checkReason(reason)
+	if err != nil {
 		return err
-	}
-	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonLen {
-		return models.Invalid("reason", "approvals.error.reason", "Max", MaxReasonLen)
 	}
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.DecideRecallRequest(ctx, r.ID, models.RecallRejected, by.Name, reason, d.now()); err != nil {

@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -39,6 +40,8 @@ type batchRecallJSON struct {
 	Status string              `json:"status"`
 	People int                 `json:"people"`
 	Counts models.RecallCounts `json:"counts"`
+	// ExpiresAt is when a recall awaiting approval lapses undecided.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
 
 // RecallBatchAPI is POST /api/v1/batches/:id/recall: 202 with the counts per outcome,
@@ -51,7 +54,89 @@ func (h *Handlers) RecallBatchAPI(c *gin.Context) {
 	}
 	out := batchRecallJSON{BatchID: c.Param("id"), Status: "completed", People: res.People, Counts: res.Counts}
 	if res.AwaitingApproval {
-		out.Status = models.RecallAwaiting
+		out.Status, out.ExpiresAt = models.RecallAwaiting, res.ExpiresAt
 	}
 	c.JSON(http.StatusAccepted, out)
+}
+
+// recallRequestJSON is a batch's recall request as the API shows it: in GET
+// /api/v1/batches/:id, and as the answer to a decision on it.
+type recallRequestJSON struct {
+	BatchID     string `json:"batch_id"`
+	Status      string `json:"status"`
+	People      int    `json:"people"`
+	RequestedBy string `json:"requested_by"`
+	// ExpiresAt is when the request lapses undecided (null for a request older than
+	// expiry).
+	ExpiresAt    *time.Time           `json:"expires_at"`
+	DecidedBy    string               `json:"decided_by"`
+	DecidedAt    *time.Time           `json:"decided_at"`
+	DecisionNote string               `json:"decision_note"`
+	Result       *models.RecallCounts `json:"result"`
+}
+
+// recallRequestOf is r as the API shows it at now (nil for none): one past its
+// expiry reads expired, recorded or not.
+func recallRequestOf(r *models.RecallRequest, now time.Time) *recallRequestJSON {
+	if r == nil {
+		return nil
+	}
+	out := &recallRequestJSON{BatchID: r.BatchID, Status: r.State(now), People: r.People, RequestedBy: r.RequestedBy,
+		ExpiresAt: r.ExpiresAt, DecidedBy: r.DecidedBy, DecidedAt: r.DecidedAt, DecisionNote: r.DecisionNote, Result: r.Result}
+	if r.Lapsed(now) {
+		out.DecidedAt = r.ExpiresAt
+	}
+	return out
+}
+
+// APIApproveRecall is POST /api/v1/batches/:id/recall/approve (admin scope, never the
+// person or key who asked): the recall runs at once; 202 with the request, its result
+// counting each outcome.
+func (h *Handlers) APIApproveRecall(c *gin.Context) {
+	h.apiDecideRecall(c, true)
+}
+
+// APIRejectRecall is POST /api/v1/batches/:id/recall/reject with {"reason"} (admin
+// scope, never the person or key who asked): nothing is recalled; 200 with the request.
+func (h *Handlers) APIRejectRecall(c *gin.Context) {
+	h.apiDecideRecall(c, false)
+}
+
+// apiDecideRecall decides on a batch's recall request as a large send's approval is
+// decided (apiDecideBatch): the same scope, body and errors, and 409
+// recall_request_expired for a request whose time ran out.
+func (h *Handlers) apiDecideRecall(c *gin.Context, approve bool) {
+	reason, ok := decisionReason(c, approve)
+	if !ok {
+		return
+	}
+	ctx, by, id := c.Request.Context(), actor(c), c.Param("id")
+	var err error
+	status := http.StatusOK
+	if approve {
+		_, err = h.Dispatch.ApproveRecall(ctx, by, id)
+		status = http.StatusAccepted
+	} else {
+		err = h.Dispatch.RejectRecall(ctx, by, id, reason)
+	}
+	switch {
+	case errors.Is(err, dispatch.ErrOwnRecall):
+		APIError(c, http.StatusForbidden, "forbidden", tr(c, "recall.error.own_request"), "")
+		return
+	case errors.Is(err, dispatch.ErrRecallExpired):
+		APIError(c, http.StatusConflict, "recall_request_expired", tr(c, "recall.error.expired"), "")
+		return
+	case errors.Is(err, models.ErrStateChanged):
+		APIError(c, http.StatusConflict, "invalid_state", tr(c, "recall.error.not_awaiting"), "")
+		return
+	case err != nil:
+		h.apiFail(c, err)
+		return
+	}
+	r, err := h.Dispatch.RecallRequest(ctx, by, id)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(status, recallRequestOf(r, time.Now()))
 }

@@ -78,12 +78,22 @@ func (h *Handlers) APIRejectBatch(c *gin.Context) {
 	h.apiDecideBatch(c, false)
 }
 
-func (h *Handlers) apiDecideBatch(c *gin.Context, approve bool) {
-	ctx := c.Request.Context()
+// decisionReason reads the body of an API decision on an approval: none to approve,
+// {"reason"} to reject. It returns false after answering a bad body.
+func decisionReason(c *gin.Context, approve bool) (string, bool) {
 	var body struct {
 		Reason string `json:"reason"`
 	}
 	if !approve && !decodeJSON(c, &body) {
+		return "", false
+	}
+	return body.Reason, true
+}
+
+func (h *Handlers) apiDecideBatch(c *gin.Context, approve bool) {
+	ctx := c.Request.Context()
+	reason, ok := decisionReason(c, approve)
+	if !ok {
 		return
 	}
 	b, err := h.Store.BatchByID(ctx, c.Param("id"))
@@ -94,7 +104,7 @@ func (h *Handlers) apiDecideBatch(c *gin.Context, approve bool) {
 	if approve {
 		err = h.Dispatch.Approve(ctx, actor(c), b)
 	} else {
-		_, err = h.Dispatch.Reject(ctx, actor(c), b, body.Reason)
+		_, err = h.Dispatch.Reject(ctx, actor(c), b, reason)
 	}
 	switch {
 	case errors.Is(err, dispatch.ErrOwnBatch):

@@ -183,7 +183,15 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 		return
 	}
 	d := views.MessageDetail{Message: m, Notice: h.notice(c), Now: time.Now(),
-		CanRecall: m.Status == models.StatusSent && channels.RecallWindow(m.Platform) > 0}
+		CanRecall: m.Status == models.StatusSent && channels.RecallWindow(m.Platform) > 0, RecallReach: 1}
+	if d.CanRecall && channels.RecallsCall(m.Platform) {
+		carried, err := h.Store.SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID)
+		if err != nil {
+			h.serverError(c, err)
+			return
+		}
+		d.RecallReach = max(len(carried), 1)
+	}
 	if d.Attempts, err = h.Store.AttemptsOf(ctx, m.ID); err != nil {
 		h.serverError(c, err)
 		return

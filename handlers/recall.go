@@ -93,6 +93,8 @@ func (h *Handlers) recallDecisionFailed(c *gin.Context, id string, err error, re
 		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
 	case errors.Is(err, dispatch.ErrOwnRecall):
 		ErrorPage(c, http.StatusForbidden, "recall.error.own_request")
+	case errors.Is(err, dispatch.ErrRecallExpired):
+		h.redirectNotice(c, "/batches/"+id, "note", tr(c, "recall.error.expired"))
 	case errors.Is(err, models.ErrStateChanged):
 		h.redirectNotice(c, "/batches/"+id, "note", tr(c, "recall.error.decided"))
 	default:

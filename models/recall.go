@@ -4,7 +4,9 @@ import (
 	"context"
 	"database/sql/driver"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -57,11 +59,26 @@ func (s *Store) BatchMessagesIn(ctx context.Context, batchID string, states []St
 	return out, nil
 }
 
-// Recall request states (RecallRequest.Status).
+// SentInCall returns the sent messages of a batch that one platform call carried, as
+// the receipt it returned names it (a DingTalk task id), in id order.
+func (s *Store) SentInCall(ctx context.Context, batchID string, accountID int64, providerID string) ([]Message, error) {
+	var out []Message
+	err := s.reader(ctx).Where("batch_id = ? AND account_id = ? AND provider_message_id = ? AND status = ?",
+		batchID, accountID, providerID, StatusSent).Order("id").Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: messages of call %s in batch %s: %w", providerID, batchID, err)
+	}
+	return out, nil
+}
+
+// Recall request states (RecallRequest.Status). A request awaiting approval past its
+// ExpiresAt is expired: it reads so at once (Lapsed), and is recorded so by the
+// sweeper, or by whoever acts on it first (ExpireRecallRequests).
 const (
 	RecallAwaiting = ApprovalAwaiting
 	RecallApproved = ApprovalApproved
 	RecallRejected = ApprovalRejected
+	RecallExpired  = "expired"
 )
 
 // RecallCounts is what a batch recall did, by outcome.
@@ -114,14 +131,36 @@ type RecallRequest struct {
 	DecidedAt    *time.Time
 	DecisionNote string
 	// Result is what the recall did once approved.
-	Result    *RecallCounts
+	Result *RecallCounts
+	// ExpiresAt is when the request lapses undecided: when the earliest of the batch's
+	// sent messages passes its platform's recall window (nil for a request recorded
+	// before requests expired).
+	ExpiresAt *time.Time
 	CreatedAt time.Time
+}
+
+// Lapsed reports whether the request still awaits a decision although its time ran
+// out at now: it is expired, whether or not that was recorded yet.
+func (r *RecallRequest) Lapsed(now time.Time) bool {
+	return r.Status == RecallAwaiting && r.ExpiresAt != nil && !now.Before(*r.ExpiresAt)
+}
+
+// State is the request's status as of now: expired once it lapsed.
+func (r *RecallRequest) State(now time.Time) string {
+	if r.Lapsed(now) {
+		return RecallExpired
+	}
+	return r.Status
 }
 
 // CreateRecallRequest records a recall request awaiting approval, in the caller's
 // transaction when the store is bound to one.
 func (s *Store) CreateRecallRequest(ctx context.Context, r *RecallRequest) error {
 	r.Status, r.CreatedAt = RecallAwaiting, Now()
+	if r.ExpiresAt != nil {
+		at := r.ExpiresAt.UTC().Truncate(time.Microsecond)
+		r.ExpiresAt = &at
+	}
 	r.RequestedBy, r.Requester = truncate(r.RequestedBy, 128), truncate(r.Requester, 64)
 	if err := s.db.WithContext(ctx).Create(r).Error; err != nil {
 		return fmt.Errorf("models: record recall request of batch %s: %w", r.BatchID, err)
@@ -141,21 +180,23 @@ func (s *Store) LatestRecallRequest(ctx context.Context, batchID string) (*Recal
 	return &list[0], nil
 }
 
-// RecallRequestsAwaiting returns the recall requests waiting for a decision, oldest
-// first, at most limit of them.
-func (s *Store) RecallRequestsAwaiting(ctx context.Context, limit int) ([]RecallRequest, error) {
+// RecallRequestsAwaiting returns the recall requests waiting for a decision at now,
+// oldest first, at most limit of them: those past their expiry are left out.
+func (s *Store) RecallRequestsAwaiting(ctx context.Context, now time.Time, limit int) ([]RecallRequest, error) {
 	var out []RecallRequest
-	if err := s.reader(ctx).Where("status = ?", RecallAwaiting).Order("created_at, id").Limit(limit).Find(&out).Error; err != nil {
+	if err := s.reader(ctx).Where("status = ? AND (expires_at IS NULL OR expires_at > ?)", RecallAwaiting, now.UTC()).
+		Order("created_at, id").Limit(limit).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: recall requests awaiting approval: %w", err)
 	}
 	return out, nil
 }
 
 // DecideRecallRequest moves a recall request from awaiting approval to the decision (a
-// compare-and-set: ErrStateChanged when it was decided already), in the caller's
-// transaction when the store is bound to one.
+// compare-and-set: ErrStateChanged when it was decided already or has expired by now),
+// in the caller's transaction when the store is bound to one.
 func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by, note string, now time.Time) error {
-	res := s.db.WithContext(ctx).Model(&RecallRequest{}).Where("id = ? AND status = ?", id, RecallAwaiting).
+	res := s.db.WithContext(ctx).Model(&RecallRequest{}).
+		Where("id = ? AND status = ? AND (expires_at IS NULL OR expires_at > ?)", id, RecallAwaiting, now.UTC()).
 		Updates(map[string]any{"status": decision, "decided_by": truncate(by, 128), "decided_at": now.UTC(), "decision_note": truncate(note, 255)})
 	if res.Error != nil {
 		return fmt.Errorf("models: decide recall request %d: %w", id, res.Error)
@@ -164,6 +205,42 @@ func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by,
 		return fmt.Errorf("models: decide recall request %d: %w", id, ErrStateChanged)
 	}
 	return nil
+}
+
+// ExpireRecallRequests records every recall request awaiting approval whose expiry
+// passed by now as expired, each with its audit entry (Herald's own doing), and
+// returns them. A request decided meanwhile is left alone.
+func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]RecallRequest, error) {
+	var lapsed []RecallRequest
+	err := s.reader(ctx).Where("status = ? AND expires_at IS NOT NULL AND expires_at <= ?", RecallAwaiting, now.UTC()).
+		Order("expires_at, id").Limit(100).Find(&lapsed).Error
+	if err != nil {
+		return nil, fmt.Errorf("models: lapsed recall requests: %w", err)
+	}
+	var expired []RecallRequest
+	for _, r := range lapsed {
+		audit := AuditEntry{Actor: "herald", ActorType: "system", Action: "batch.recall_expire", TargetType: "batch", TargetID: r.BatchID}.
+			WithParams(AuditParams{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
+		err := s.InTx(ctx, func(tx *Store) error {
+			res := tx.db.WithContext(ctx).Model(&RecallRequest{}).Where("id = ? AND status = ?", r.ID, RecallAwaiting).
+				Updates(map[string]any{"status": RecallExpired, "decided_at": now.UTC()})
+			if res.Error != nil {
+				return fmt.Errorf("models: expire recall request %d: %w", r.ID, res.Error)
+			}
+			if res.RowsAffected == 0 {
+				return ErrStateChanged
+			}
+			return tx.Audit(ctx, audit)
+		})
+		if errors.Is(err, ErrStateChanged) {
+			continue // decided meanwhile
+		}
+		if err != nil {
+			return expired, err
+		}
+		expired = append(expired, r)
+	}
+	return expired, nil
 }
 
 // RecordRecallResult keeps what an approved recall request did.

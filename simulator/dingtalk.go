@@ -357,3 +357,26 @@ func (s *Simulator) handleDingTalkRecall(w http.ResponseWriter, r *http.Request)
 	s.markRecalled("dingtalk", strconv.FormatInt(req.MsgTaskID, 10))
 	writeJSON(w, http.StatusOK, dingtalkReply{ErrCode: dingtalkOK, ErrMsg: "ok"})
 }
+
+// handleDingTalkScopes serves POST /dingtalk/microapp/visible_scopes, which a connection
+// test reads: the app of any agentId is visible to the whole organisation (department
+// 1). It sends nothing and is no fault draw.
+func (s *Simulator) handleDingTalkScopes(w http.ResponseWriter, r *http.Request) {
+	switch s.tokens.check(r.URL.Query().Get("access_token"), s.now()) {
+	case tokenUnknown:
+		dingtalkFail(w, dingtalkInvalidToken, "invalid access_token")
+		return
+	case tokenExpired:
+		dingtalkFail(w, dingtalkTokenExpired, "access_token expired")
+		return
+	}
+	var req struct {
+		AgentID int64 `json:"agentId"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&req); err != nil || req.AgentID <= 0 {
+		dingtalkFail(w, dingtalkInvalidAgent, "invalid agentId")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"errcode": dingtalkOK, "errmsg": "ok", "isHidden": false,
+		"deptVisibleScopes": []int64{1}, "userVisibleScopes": []string{}})
+}

@@ -7,7 +7,7 @@ import (
 
 // PlatformPrefixes are the paths the platforms are served under: an account's base URL
 // is the simulator's address plus its platform's prefix.
-var PlatformPrefixes = []string{"/tianyuan", "/zhaohu", "/wecom", "/dingtalk", "/webhook"}
+var PlatformPrefixes = []string{"/tianyuan", "/zhaohu", "/wecom", "/feishu", "/dingtalk", "/webhook"}
 
 // routes lists every HTTP endpoint the simulator serves.
 func (s *Simulator) routes() http.Handler {
@@ -27,6 +27,7 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/asyncsend_v2", s.handleDingTalkSend)
 	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/getsendresult", s.handleDingTalkResult)
 	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/recall", s.handleDingTalkRecall)
+	mux.HandleFunc("POST /dingtalk/microapp/visible_scopes", s.handleDingTalkScopes)
 
 	// Control, for tests and benchmarks.
 	mux.HandleFunc("GET /_sim/deliveries", s.handleListDeliveries)

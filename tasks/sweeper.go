@@ -440,7 +440,8 @@ func (s *Sweeper) activeSends() ([]activeSend, error) {
 
 // housekeeping prunes rows that only matter for a while: expired sessions, idempotency
 // keys past their 24 hours and old throttle windows; and it rejects batches that waited
-// for approval longer than models.ApprovalWait. Failures are logged, not returned:
+// for approval longer than models.ApprovalWait, and expires batch recalls that waited
+// past their expiry. Failures are logged, not returned:
 // they must not hold up the sweep.
 func (s *Sweeper) housekeeping(ctx context.Context) {
 	if err := s.store.DeleteExpiredSessions(ctx); err != nil {
@@ -459,5 +460,12 @@ func (s *Sweeper) housekeeping(ctx context.Context) {
 	}
 	for _, id := range expired {
 		s.log.Info("sweeper: batch not approved in time; its messages are cancelled", "batch", id, "reason", models.ApprovalExpired)
+	}
+	lapsed, err := s.store.ExpireRecallRequests(ctx, now)
+	if err != nil {
+		s.log.Warn("sweeper: expire recall requests", "error", err)
+	}
+	for _, r := range lapsed {
+		s.log.Info("sweeper: batch recall not approved before its recall window passed; nothing was recalled", "batch", r.BatchID)
 	}
 }

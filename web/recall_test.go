@@ -96,12 +96,15 @@ func TestConsoleRecall(t *testing.T) {
 		lang                                         string
 		button, confirm, recalledNote, done, waiting string
 		notYours, reasonError, rejected, dashboard   string
+		expires, expired, expiredNote                string
 	}{
 		{"en", "Recall from 2 people", "Recall this batch from 2 people?", "Recalled message", "Recall done: 1 recalled",
 			"it waits for another operator&#39;s approval", "You asked for this recall", "give a reason of 1 to 200 characters",
-			"Recall request rejected", "1 batch recall waits for approval"},
+			"Recall request rejected", "1 batch recall waits for approval",
+			"Decide by ", "expired undecided at", "expired before anyone decided on it"},
 		{"zh-CN", "撤回（2 人）", "确定撤回本批次发给 2 人的消息吗？", "已撤回消息", "撤回完成：撤回 1 条",
-			"等待另一位操作员批准", "此撤回由您申请", "请填写 1 到 200 个字的理由", "已驳回撤回申请", "1 个批次撤回等待审批"},
+			"等待另一位操作员批准", "此撤回由您申请", "请填写 1 到 200 个字的理由", "已驳回撤回申请", "1 个批次撤回等待审批",
+			"之前决定", "未获决定，已于", "在有人决定之前已过期"},
 	} {
 		t.Run(tt.lang, func(t *testing.T) {
 			lang := map[string]string{"Accept-Language": tt.lang}
@@ -147,7 +150,7 @@ func TestConsoleRecall(t *testing.T) {
 			c.h.Dispatch.ForgetThreshold()
 			resp, body = post(op, "/batches/"+batch+"/recall", nil)
 			wantRedirect(t, "ask for a recall", resp, body, "/batches/"+batch)
-			wantContains(t, "awaiting", get(op, "/batches/"+batch), tt.waiting, tt.notYours)
+			wantContains(t, "awaiting", get(op, "/batches/"+batch), tt.waiting, tt.notYours, `data-recall-expires`, tt.expires)
 			wantContains(t, "dashboard", get(op, "/"), `id="awaiting-recalls"`, tt.dashboard, `href="/batches/`+batch+`"`)
 			resp, body = post(op, "/batches/"+batch+"/recall/approve", nil)
 			wantStatus(t, "the asker approves", resp, body, http.StatusForbidden)
@@ -169,6 +172,34 @@ func TestConsoleRecall(t *testing.T) {
 			wantContains(t, "approved", get(admin, "/batches/"+batch), strings.Replace(tt.done, "1", "2", 1))
 			if !c.recalledOnPlatform(ids[0]) || !c.recalledOnPlatform(ids[1]) {
 				t.Error("not recalled on WeCom after approval")
+			}
+
+			// A request nobody decided on before the earliest message's window passed
+			// reads expired, and approving it says so and recalls nothing.
+			if err := c.store.SetApprovalThreshold(ctx, 0, "test"); err != nil {
+				t.Fatal(err)
+			}
+			c.h.Dispatch.ForgetThreshold()
+			batch, ids = c.sent("WX0", "WX1")
+			if err := c.store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
+				t.Fatal(err)
+			}
+			c.h.Dispatch.ForgetThreshold()
+			resp, body = post(op, "/batches/"+batch+"/recall", nil)
+			wantRedirect(t, "ask for a recall", resp, body, "/batches/"+batch)
+			if _, err := c.store.SQL().Exec("UPDATE recall_requests SET expires_at = ? WHERE batch_id = ?", time.Now().UTC().Add(-time.Minute), batch); err != nil {
+				t.Fatal(err)
+			}
+			page = get(admin, "/batches/"+batch)
+			wantContains(t, "expired", page, tt.expired)
+			if strings.Contains(page, `/recall/approve"`) {
+				t.Error("an expired recall request can still be approved from the page")
+			}
+			resp, body = post(admin, "/batches/"+batch+"/recall/approve", nil)
+			wantRedirect(t, "approve an expired request", resp, body, "/batches/"+batch)
+			wantContains(t, "after approving an expired request", get(admin, "/batches/"+batch), tt.expiredNote)
+			if c.recalledOnPlatform(ids[0]) {
+				t.Error("recalled although the request expired")
 			}
 		})
 	}

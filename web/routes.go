@@ -207,6 +207,8 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.GET("/batches/:id", read, h.GetBatch)
 	v1.POST("/batches/:id/approve", admin, h.APIApproveBatch)
 	v1.POST("/batches/:id/reject", admin, h.APIRejectBatch)
+	v1.POST("/batches/:id/recall/approve", admin, h.APIApproveRecall)
+	v1.POST("/batches/:id/recall/reject", admin, h.APIRejectRecall)
 	v1.PUT("/api-keys/:name/callback", admin, h.APIPutCallback)
 	v1.GET("/settings", admin, h.APIGetSettings)
 	v1.PUT("/settings", admin, h.APIPutSettings)
