@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -291,18 +292,17 @@ func (s *Store) RecentSubjects(ctx context.Context, since time.Time, max int, fn
 // HoldMessages holds due waiting messages for the silences that match them (message id
 // → silence ids): each one still pending or failed and due by dueBy moves to held, with
 // no task and no attempt used, records the silences that hold it and, for a callback
-// key, its message.held event, in one transaction. It returns the ids it held; a
-// message claimed or changed meanwhile is left as it is.
-func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueBy time.Time) ([]string, error) {
+// key, its message.held event, in one transaction. It returns the ids it held and the
+// keys that have events to hear; a message claimed or changed meanwhile is left as it is.
+func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueBy time.Time) (held []string, keys []int64, err error) {
 	if len(holds) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	ids := make([]string, 0, len(holds))
 	for id := range holds {
 		ids = append(ids, id)
 	}
-	var held []string
-	err := s.txRetry(ctx, func(tx *gorm.DB) error {
+	err = s.txRetry(ctx, func(tx *gorm.DB) error {
 		now := Now()
 		// The token tells the rows this transaction held from any another process held at
 		// the same moment; claim_token means nothing outside sending.
@@ -313,7 +313,7 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		if res.Error != nil {
 			return fmt.Errorf("models: hold messages: %w", res.Error)
 		}
-		held = held[:0]
+		held, keys = held[:0], keys[:0]
 		if res.RowsAffected == 0 {
 			return nil
 		}
@@ -332,6 +332,9 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 			if m.CallbackKeyID != nil {
 				id := m.ID
 				events = append(events, newEvent(*m.CallbackKeyID, EventMessageHeld, &id, m.BatchID, string(StatusHeld), "", now))
+				if !slices.Contains(keys, *m.CallbackKeyID) {
+					keys = append(keys, *m.CallbackKeyID)
+				}
 			}
 		}
 		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(links, insertChunk).Error; err != nil {
@@ -345,9 +348,9 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return held, nil
+	return held, keys, nil
 }
 
 // FreeHeld is a held message none of whose silences is still live.

@@ -109,6 +109,7 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, sweeper, a.Callbacks)
 	mux.Handle(tasks.TypeFireAlertStep, tasks.AlertStepHandler(a.Dispatch.FireAlertStepNow))
 	go a.Dispatch.RunEscalationPoll(ctx, escalationPoll)
+	go a.Dispatch.RunSilencePass(ctx, silencePass)
 	if err := srv.Start(mux); err != nil {
 		send.Close()
 		return fmt.Errorf("serve: start worker: %w", err)
@@ -123,6 +124,9 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 
 // escalationPoll is how often each worker looks for overdue alert steps.
 const escalationPoll = time.Second
+
+// silencePass is how often each worker looks for silences to end.
+const silencePass = time.Second
 
 // startScheduler starts the periodic maintenance tasks and enqueues a first sweep, so
 // a restart picks up what was left at once.
