@@ -35,6 +35,10 @@ const (
 	SilenceExpired = "expired"
 )
 
+// MaxUnapprovedSilence is the longest a silence may last without a second person's
+// approval.
+const MaxUnapprovedSilence = 24 * time.Hour
+
 // SilenceStates lists the states in lifecycle order.
 var SilenceStates = []string{SilencePending, SilenceActive, SilenceExpired}
 

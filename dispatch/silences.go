@@ -22,14 +22,11 @@ import (
 // message none of whose silences is still live: pending again, due now (or at its
 // send_at, if later), in order of priority and then age, through the normal path and
 // so within every limit; or cancelled, when a silence that held it says so. A silence
-// that matches everything, or lasts longer than MaxUnapprovedSilence, waits for a
+// that matches everything, or lasts longer than delivery.MaxUnapprovedSilence, waits for a
 // second person's approval, as a large batch does (approvals.go).
 
 // Limits of a silence.
 const (
-	// MaxUnapprovedSilence is the longest a silence may last without a second person's
-	// approval.
-	MaxUnapprovedSilence = 24 * time.Hour
 	// MaxSilence is the longest a silence may last at all.
 	MaxSilence      = 90 * 24 * time.Hour
 	maxMatchers     = 20
@@ -115,9 +112,9 @@ func checkSilence(in *SilenceInput, now time.Time) error {
 }
 
 // needsApproval reports whether a silence waits for a second person: one that matches
-// everything, or lasts longer than MaxUnapprovedSilence.
+// everything, or lasts longer than delivery.MaxUnapprovedSilence.
 func needsApproval(in SilenceInput) bool {
-	return delivery.MatchesEverything(in.Matchers) || in.EndsAt.Sub(*in.StartsAt) > MaxUnapprovedSilence
+	return delivery.MatchesEverything(in.Matchers) || in.EndsAt.Sub(*in.StartsAt) > delivery.MaxUnapprovedSilence
 }
 
 // silenceParams are a silence's values for its audit entries.
