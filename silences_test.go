@@ -78,7 +78,7 @@ func TestSilencesAPI(t *testing.T) {
 		t.Errorf("expired silences: %s", body["_raw"])
 	}
 	var audits int
-	if err := h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM audit_log WHERE target_type = 'silence'").Scan(&audits); err != nil || audits != 4 {
+	if err := h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM audit_log WHERE action IN ('silence.create', 'silence.update', 'silence.expire')").Scan(&audits); err != nil || audits != 4 {
 		t.Errorf("%d audit entries of silences (%v), want 4 (create, two updates, expire)", audits, err)
 	}
 }
