@@ -62,7 +62,7 @@ func TestConsoleSilences(t *testing.T) {
 	}
 	id := list[0].ID
 	_, page := viewer.get("/silences")
-	wantContains(t, "viewer's list", page, `department=&#34;Counter&#34;`, "Active", "core banking upgrade")
+	wantContains(t, "viewer's list", page, `data-matcher="department">Department <span class="mono">=&#34;Counter&#34;</span>`, "Active", "core banking upgrade")
 	wantNotContains(t, "viewer's list", page, fmt.Sprintf(`action="/silences/%d/expire"`, id))
 	_, page = op.get("/silences?state=active")
 	wantContains(t, "operator's list", page, fmt.Sprintf(`action="/silences/%d/expire"`, id), "data-confirm=")
