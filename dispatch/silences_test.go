@@ -165,7 +165,10 @@ func TestSilenceValidation(t *testing.T) {
 		}, "matchers[0].value"},
 		{"no end", func(in *dispatch.SilenceInput) { in.EndsAt = nil }, "ends_at"},
 		{"end not after start", func(in *dispatch.SilenceInput) { in.StartsAt = &hour }, "ends_at"},
-		{"end passed", func(in *dispatch.SilenceInput) { start := now.Add(-2 * time.Hour); in.StartsAt, in.EndsAt = &start, &past }, "ends_at"},
+		{"end passed", func(in *dispatch.SilenceInput) {
+			start := now.Add(-2 * time.Hour)
+			in.StartsAt, in.EndsAt = &start, &past
+		}, "ends_at"},
 		{"no comment", func(in *dispatch.SilenceInput) { in.Comment = " " }, "comment"},
 		{"on_end", func(in *dispatch.SilenceInput) { in.OnEnd = "drop" }, "on_end"},
 	}

@@ -188,7 +188,7 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		"/duty/swaps/:id":             fmt.Sprint(swap.ID),
 		"/alerts/:id":                 "1", // no such alert: a 404 page, past the role check
 		"/escalation-policies/:name":  "walk-policy",
-		"/silences/:id":               "1", // no such silence: a 404 page, past the role check
+		"/silences/:id":               "1",            // no such silence: a 404 page, past the role check
 		"/events/:event":              models.NewID(), // no such event: the answer is a 404 page, past the role check
 		web.MonitoringPath + "/*path": "",
 	}
