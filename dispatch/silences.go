@@ -83,20 +83,22 @@ func checkSilence(in *SilenceInput, now time.Time) error {
 	if in.StartsAt == nil {
 		in.StartsAt = &now
 	}
+	// As stored: MySQL keeps microseconds.
 	starts := in.StartsAt.UTC().Truncate(time.Microsecond)
 	in.StartsAt = &starts
-	switch {
-	case in.EndsAt == nil:
+	if in.EndsAt == nil {
 		return models.Invalid("ends_at", "silences.check.ends_required")
-	case !in.EndsAt.After(starts):
-		return models.Invalid("ends_at", "silences.check.ends_after_starts")
-	case !in.EndsAt.After(now):
-		return models.Invalid("ends_at", "silences.check.ends_past")
-	case in.EndsAt.Sub(starts) > MaxSilence:
-		return models.Invalid("ends_at", "silences.check.too_long", "Days", int(MaxSilence/(24*time.Hour)))
 	}
 	ends := in.EndsAt.UTC().Truncate(time.Microsecond)
 	in.EndsAt = &ends
+	switch {
+	case !ends.After(starts):
+		return models.Invalid("ends_at", "silences.check.ends_after_starts")
+	case !ends.After(now):
+		return models.Invalid("ends_at", "silences.check.ends_past")
+	case ends.Sub(starts) > MaxSilence:
+		return models.Invalid("ends_at", "silences.check.too_long", "Days", int(MaxSilence/(24*time.Hour)))
+	}
 	in.Comment = strings.TrimSpace(in.Comment)
 	if err := models.CheckText("comment", in.Comment, true); err != nil {
 		return err
