@@ -88,7 +88,7 @@ func TestSilencesAPI(t *testing.T) {
 // them through the normal path, within the account's per-second limit.
 func TestSilenceHoldsThenReleasesWithinLimits(t *testing.T) {
 	env := testEnv(t)
-	rig := newFaultRig(t, env, 30, simulator.Faults{})
+	rig := newFaultRig(t, env, 20, simulator.Faults{})
 	ctx := context.Background()
 	rig.account.Limits = delivery.Limits{PerSecond: 10}
 	if err := rig.h.app.Store.SaveAccount(ctx, rig.account); err != nil {
