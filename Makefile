@@ -46,7 +46,7 @@ test: check-generate lint
 bench: export HERALD_TEST_MYSQL_DSN ?= root@tcp(127.0.0.1:3306)/?parseTime=true&loc=UTC&charset=utf8mb4
 bench: export HERALD_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 bench:
-	$(GO) test -run '^$$' -bench 'Pipeline|AckLinks|Intake|Concurrency|Dashboard|BurstMix|EmbeddedGrowth|KilledWorker|ScheduledLateness|Email|DingTalk|Escalation|Digest' -benchtime 1x -timeout 60m .
+	$(GO) test -run '^$$' -bench 'Pipeline|AckLinks|Intake|Concurrency|Dashboard|BurstMix|EmbeddedGrowth|KilledWorker|ScheduledLateness|Email|DingTalk|Escalation|Digest|SilenceRelease' -benchtime 1x -timeout 60m .
 	$(GO) test -run '^$$' -bench . ./tasks ./simulator
 
 clean:

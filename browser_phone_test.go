@@ -364,6 +364,7 @@ func TestPhoneConsole(t *testing.T) {
 				{"duty feeds", "/duty/feeds"},
 				{"national calendar", "/duty/holidays/national"},
 				{"shift swap", "/duty/swaps/new"},
+				{"new silence", "/silences/new"},
 				{"password", "/password"},
 				{"API reference", "/api-reference"},
 			} {

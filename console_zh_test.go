@@ -112,6 +112,16 @@ var zhWalk = []zhPage{
 	{as: "admin", method: "GET", path: "/messages/resend?status=stopped", status: 200, kind: kindPage},
 	{as: "admin", method: "POST", path: "/messages/{stopped}/retry", status: 303, kind: kindData},
 	{as: "admin", method: "GET", path: "/messages/{stopped}", status: 200, kind: kindPage}, // with the notice "retried"
+	{as: "admin", method: "GET", path: "/silences/new", status: 200, kind: kindPage},
+	{as: "admin", method: "POST", path: "/silences/preview", hx: true, status: 200, kind: kindPartial,
+		form: url.Values{"name_0": {"department"}, "value_0": {"柜面"}}},
+	{as: "admin", method: "POST", path: "/silences/preview", hx: true, status: 422, kind: kindPartial,
+		form: url.Values{"name_0": {"template"}, "value_0": {"disk-("}, "regex_0": {"1"}}},
+	{as: "admin", method: "POST", path: "/silences", status: 422, kind: kindPage, want: []string{`id="error-ends_at"`},
+		form: url.Values{"name_0": {"department"}, "value_0": {"柜面"}, "comment": {"核心系统升级"}}},
+	{as: "admin", method: "POST", path: "/silences", status: 303, kind: kindData,
+		form: url.Values{"name_0": {"department"}, "value_0": {"柜面"}, "ends_at": {"{tomorrow}T09:00"}, "comment": {"核心系统升级"}, "on_end": {"release"}}},
+	{as: "admin", method: "GET", path: "/silences", status: 200, kind: kindPage}, // with the notice "saved"
 	{as: "admin", method: "GET", path: "/recipients/new", status: 200, kind: kindPage},
 	{as: "admin", method: "POST", path: "/recipients", status: 422, kind: kindPage, want: []string{`id="error-name"`},
 		form: url.Values{"external_id": {"E9001"}, "name": {""}, "org_type": {"branch"}, "active": {"true"}}},

@@ -14,10 +14,11 @@ func TestStateLists(t *testing.T) {
 	}{
 		{"claimable", Claimable, []Status{Pending, Failed}},
 		{"waiting", Waiting, []Status{Pending, Failed}},
-		{"cancellable", Cancellable, []Status{Pending, Failed}},
+		{"cancellable", Cancellable, []Status{Pending, Held, Failed}},
+		{"holdable", Holdable, []Status{Pending, Failed}},
 		{"to failed", From(Failed), []Status{Sending}},
 		{"to sent", From(Sent), []Status{Sending}},
-		{"to pending", From(Pending), []Status{Sending, Stopped}},
+		{"to pending", From(Pending), []Status{Held, Sending, Stopped}},
 		{"recallable", Recallable, []Status{Sent}},
 		{"digestible", Digestible, []Status{Pending}},
 	} {

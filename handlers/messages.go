@@ -200,6 +200,10 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 		h.serverError(c, err)
 		return
 	}
+	if d.Silences, err = h.Store.SilencesOfMessage(ctx, m.ID); err != nil {
+		h.serverError(c, err)
+		return
+	}
 	if a, err := h.Store.AccountByID(ctx, m.AccountID); err == nil {
 		d.Account = a.Name
 	} else if !isNotFound(err) {

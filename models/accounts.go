@@ -355,7 +355,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id int64) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		var n int64
 		err := tx.Model(&Message{}).Where("account_id = ? AND status IN ?", id,
-			[]Status{StatusPending, StatusSending, StatusFailed}).Count(&n).Error
+			[]Status{StatusPending, StatusHeld, StatusSending, StatusFailed}).Count(&n).Error
 		if err != nil {
 			return fmt.Errorf("models: count undelivered of account %d: %w", id, err)
 		}

@@ -23,7 +23,7 @@ const (
 )
 
 // EventTypes lists the event types.
-var EventTypes = []string{EventMessageSent, EventMessageStopped, EventMessageCancelled, EventMessageRecalled, EventMessageDigested, EventBatchCompleted}
+var EventTypes = []string{EventMessageSent, EventMessageStopped, EventMessageCancelled, EventMessageRecalled, EventMessageDigested, EventMessageHeld, EventBatchCompleted}
 
 // Delivery states of a callback event.
 const (

@@ -28,7 +28,7 @@ var gormModels = []any{
 	&models.Attempt{}, &models.AuditEntry{}, &models.IdempotencyKey{}, &models.MessageStat{},
 	&models.Setting{}, &models.Rotation{}, &models.DutyFeed{}, &models.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
 	&models.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{}, &models.TemplateVersion{},
-	&models.EscalationPolicy{}, &models.Alert{}, &models.AlertStep{},
+	&models.EscalationPolicy{}, &models.Alert{}, &models.AlertStep{}, &models.Silence{}, &models.MessageSilence{},
 }
 
 // designTables are the tables the migrations create, by the names operators and tools rely on.

@@ -15,6 +15,7 @@ type Metrics struct {
 	messages        *prometheus.CounterVec
 	attemptDuration *prometheus.HistogramVec
 	throttled       *prometheus.CounterVec
+	heldBySilence   *prometheus.CounterVec
 }
 
 // NewMetrics registers the worker's instruments with reg, and the session pools of the
@@ -34,8 +35,12 @@ func NewMetrics(reg prometheus.Registerer, senders *channels.Registry) *Metrics 
 			Name: "herald_throttled_total",
 			Help: "Limiter decisions that made a message wait, by account and the window that was full.",
 		}, []string{"account", "window"}),
+		heldBySilence: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "herald_messages_held_total",
+			Help: "Messages an active silence held as they came due, by silence id (a message two silences hold counts for each).",
+		}, []string{"silence"}),
 	}
-	reg.MustRegister(m.messages, m.attemptDuration, m.throttled, newSMTPPoolCollector(senders))
+	reg.MustRegister(m.messages, m.attemptDuration, m.throttled, m.heldBySilence, newSMTPPoolCollector(senders))
 	return m
 }
 

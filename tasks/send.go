@@ -41,6 +41,7 @@ type Sender struct {
 	claims   *batch.Batcher[string, claimResult]
 	finishes *batch.Batcher[models.Finish, error]
 	held     heldClaims
+	silences silenceRules
 }
 
 // SenderConfig is what a Sender is built from. Store, Channels, Enqueuer, Limiter and
@@ -202,13 +203,20 @@ func (s *Sender) Close() {
 	s.finishes.Close()
 }
 
-// claimBatch claims a batch of messages under one lease. A message can be in a batch
-// twice, when two of its tasks run at once (the sweeper's second task beside a stale
-// one): one claim covers both, so only its first task gets it.
+// claimBatch claims a batch of messages under one lease, once those an active silence
+// matches are held. A message can be in a batch twice, when two of its tasks run at once
+// (the sweeper's second task beside a stale one): one claim covers both, so only its
+// first task gets it.
 func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 	out := make([]claimResult, len(ids))
-	lease := models.Now().Add(s.lease)
-	found, token, err := s.store.ClaimMany(ctx, ids, lease)
+	// A silence that cannot be read may hold these: claim none of them, and the tasks
+	// run again.
+	var found map[string]*models.Message
+	var token string
+	err := s.holdSilenced(ctx, ids)
+	if err == nil {
+		found, token, err = s.store.ClaimMany(ctx, ids, models.Now().Add(s.lease))
+	}
 	// Two tasks of one message (a dead worker's and its replacement) can meet in a
 	// batch: only the first holds the claim.
 	given := make(map[string]bool, len(ids))
@@ -594,7 +602,8 @@ func (s *Sender) record(m *models.Message, o models.Outcome) error {
 func notClaimed(m *models.Message) error {
 	now := models.Now()
 	switch {
-	case m == nil || m.Status.Terminal():
+	case m == nil || m.Status.Terminal() || m.Status == models.StatusHeld:
+		// A held message gets a task of its own when its silences end.
 		return nil
 	case m.Status == models.StatusSending && m.LeaseUntil != nil:
 		// Another task holds it, usually for a second or two; if its worker died, the

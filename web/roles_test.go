@@ -127,6 +127,15 @@ var routeRoles = map[string]models.Role{
 	"POST /escalation-policies/:name/edit":    models.RoleAdmin,
 	"POST /escalation-policies/:name/delete":  models.RoleAdmin,
 	"* " + web.MonitoringPath + "/*path":      models.RoleViewer,
+	"GET /silences":                           models.RoleViewer,
+	"GET /silences/new":                       models.RoleOperator,
+	"POST /silences":                          models.RoleOperator,
+	"POST /silences/preview":                  models.RoleOperator,
+	"GET /silences/:id/edit":                  models.RoleOperator,
+	"POST /silences/:id/edit":                 models.RoleOperator,
+	"POST /silences/:id/expire":               models.RoleOperator,
+	"POST /silences/:id/approve":              models.RoleOperator,
+	"POST /silences/:id/reject":               models.RoleOperator,
 }
 
 // unwalked are the routes outside the console's roles: operations endpoints, assets,
@@ -182,6 +191,7 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		"/duty/swaps/:id":             fmt.Sprint(swap.ID),
 		"/alerts/:id":                 "1", // no such alert: a 404 page, past the role check
 		"/escalation-policies/:name":  "walk-policy",
+		"/silences/:id":               "1",            // no such silence: a 404 page, past the role check
 		"/events/:event":              models.NewID(), // no such event: the answer is a 404 page, past the role check
 		web.MonitoringPath + "/*path": "",
 	}

@@ -95,6 +95,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	viewer.GET("/alerts", h.Alerts)
 	viewer.GET("/alerts/live", h.AlertsLive)
 	viewer.GET("/alerts/:id", h.Alert)
+	viewer.GET("/silences", h.Silences)
 
 	// Operators also compose, retry, cancel and edit staff, duty and templates.
 	operator := console.Group("/", requireRole(models.RoleOperator))
@@ -150,6 +151,14 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	operator.POST("/duty/rotations/:name/delete", h.DeleteRotation)
 	operator.POST("/alerts/:id/ack", h.AcknowledgeAlert)
 	operator.POST("/alerts/:id/resolve", h.ResolveAlert)
+	operator.GET("/silences/new", h.NewSilenceForm)
+	operator.POST("/silences", h.CreateSilence)
+	operator.POST("/silences/preview", h.PreviewSilence)
+	operator.GET("/silences/:id/edit", h.EditSilenceForm)
+	operator.POST("/silences/:id/edit", h.UpdateSilence)
+	operator.POST("/silences/:id/expire", h.ExpireSilence)
+	operator.POST("/silences/:id/approve", h.ApproveSilence)
+	operator.POST("/silences/:id/reject", h.RejectSilence)
 	// CSV imports take an uploaded file: a larger body, read once the user is known to
 	// be an operator.
 	imports := r.Group("/", append(session, requireRole(models.RoleOperator), formBody(maxUploadBytes, true))...)
@@ -247,6 +256,11 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.GET("/alerts/:id", read, h.APIGetAlert)
 	v1.POST("/alerts/:id/ack", send, h.APIAcknowledgeAlert)
 	v1.POST("/alerts/:id/resolve", send, h.APIResolveAlert)
+	v1.GET("/silences", send, h.APIListSilences)
+	v1.POST("/silences", send, h.APICreateSilence)
+	v1.GET("/silences/:id", send, h.APIGetSilence)
+	v1.PUT("/silences/:id", send, h.APIUpdateSilence)
+	v1.DELETE("/silences/:id", send, h.APIExpireSilence)
 	v1.GET("/escalation-policies", admin, h.APIListPolicies)
 	v1.POST("/escalation-policies", admin, h.APICreatePolicy)
 	v1.GET("/escalation-policies/:name", admin, h.APIGetPolicy)

@@ -116,6 +116,7 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	}
 	go a.Dispatch.RunEscalationPoll(ctx, escalationPoll)
 	go a.Dispatch.RunDigestPoll(ctx, digestPoll)
+	go a.Dispatch.RunSilencePass(ctx, silencePass)
 	if err := srv.Start(mux); err != nil {
 		send.Close()
 		return fmt.Errorf("serve: start worker: %w", err)
@@ -134,6 +135,8 @@ const escalationPoll = time.Second
 
 // digestPoll is how often each worker looks for digest groups whose window closed.
 const digestPoll = time.Second
+// silencePass is how often each worker looks for silences to end.
+const silencePass = time.Second
 
 // startScheduler starts the periodic maintenance tasks and enqueues a first sweep, so
 // a restart picks up what was left at once.

@@ -1,0 +1,487 @@
+package dispatch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"herald/delivery"
+	"herald/models"
+	"herald/tasks"
+)
+
+// Silences: while a silence is active, the worker holds each message it matches as the
+// message comes due (tasks/silences.go). When the silence ends, at its end or when a
+// person expires it early, the silence pass here ends it once and sends on every held
+// message none of whose silences is still live: pending again, due now (or at its
+// send_at, if later), in order of priority and then age, through the normal path and
+// so within every limit; or cancelled, when a silence that held it says so. A silence
+// that matches everything, or lasts longer than delivery.MaxUnapprovedSilence, waits for a
+// second person's approval, as a large batch does (approvals.go).
+
+// Limits of a silence.
+const (
+	// MaxSilence is the longest a silence may last at all.
+	MaxSilence      = 90 * 24 * time.Hour
+	maxMatchers     = 20
+	maxMatcherValue = 255
+	maxComment      = 1000
+	// SilenceKept is how long an ended silence stays listed.
+	SilenceKept = 7 * 24 * time.Hour
+)
+
+// ErrOwnSilence refuses a decision on a silence by a person who made it.
+var ErrOwnSilence = errors.New("dispatch: the maker of a silence cannot decide on it")
+
+// SilenceInput is a silence as a person writes it.
+type SilenceInput struct {
+	Matchers []delivery.Matcher
+	// StartsAt nil starts it now.
+	StartsAt *time.Time
+	EndsAt   *time.Time
+	Comment  string
+	// OnEnd is delivery.OnEndRelease (the default) or delivery.OnEndCancel.
+	OnEnd string
+}
+
+// CheckMatchers validates matchers: known names, values within bounds, expressions RE2
+// compiles. The error names the field (matchers[i].name or .value).
+func CheckMatchers(matchers []delivery.Matcher) error {
+	if len(matchers) > maxMatchers {
+		return models.Invalid("matchers", "silences.check.too_many", "Max", maxMatchers)
+	}
+	for i, m := range matchers {
+		at := fmt.Sprintf("matchers[%d]", i)
+		if !slices.Contains(delivery.MatcherNames, m.Name) {
+			return models.Invalid(at+".name", "silences.check.name", "Name", strconv.Quote(m.Name), "Names", strings.Join(delivery.MatcherNames, ", "))
+		}
+		if err := models.CheckText(at+".value", m.Value, false); err != nil {
+			return err
+		}
+		if utf8.RuneCountInString(m.Value) > maxMatcherValue {
+			return models.Invalid(at+".value", "compose.check.max_chars", "Max", maxMatcherValue)
+		}
+		if _, err := m.Compile(); err != nil {
+			return models.Invalid(at+".value", "silences.check.regex", "Err", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+		}
+	}
+	return nil
+}
+
+// checkSilence validates a silence as written and fills its defaults: it starts now,
+// and releases what it held.
+func checkSilence(in *SilenceInput, now time.Time) error {
+	if err := CheckMatchers(in.Matchers); err != nil {
+		return err
+	}
+	if in.StartsAt == nil {
+		in.StartsAt = &now
+	}
+	// As stored: MySQL keeps microseconds.
+	starts := in.StartsAt.UTC().Truncate(time.Microsecond)
+	in.StartsAt = &starts
+	if in.EndsAt == nil {
+		return models.Invalid("ends_at", "silences.check.ends_required")
+	}
+	ends := in.EndsAt.UTC().Truncate(time.Microsecond)
+	in.EndsAt = &ends
+	switch {
+	case !ends.After(starts):
+		return models.Invalid("ends_at", "silences.check.ends_after_starts")
+	case !ends.After(now):
+		return models.Invalid("ends_at", "silences.check.ends_past")
+	case ends.Sub(starts) > MaxSilence:
+		return models.Invalid("ends_at", "silences.check.too_long", "Days", int(MaxSilence/(24*time.Hour)))
+	}
+	in.Comment = strings.TrimSpace(in.Comment)
+	if err := models.CheckText("comment", in.Comment, true); err != nil {
+		return err
+	}
+	if in.Comment == "" || utf8.RuneCountInString(in.Comment) > maxComment {
+		return models.Invalid("comment", "silences.check.comment", "Max", maxComment)
+	}
+	in.OnEnd = cmp.Or(in.OnEnd, delivery.OnEndRelease)
+	if in.OnEnd != delivery.OnEndRelease && in.OnEnd != delivery.OnEndCancel {
+		return models.Invalid("on_end", "silences.check.on_end")
+	}
+	return nil
+}
+
+// needsApproval reports whether a silence waits for a second person: one that matches
+// everything, or lasts longer than delivery.MaxUnapprovedSilence.
+func needsApproval(in SilenceInput) bool {
+	return delivery.MatchesEverything(in.Matchers) || in.EndsAt.Sub(*in.StartsAt) > delivery.MaxUnapprovedSilence
+}
+
+// silenceParams are a silence's values for its audit entries.
+func silenceParams(s *models.Silence) models.AuditParams {
+	var ms []string
+	for _, m := range s.Matchers {
+		op := "="
+		switch {
+		case m.Regex && m.Negate:
+			op = "!~"
+		case m.Regex:
+			op = "=~"
+		case m.Negate:
+			op = "!="
+		}
+		ms = append(ms, m.Name+op+strconv.Quote(m.Value))
+	}
+	return models.AuditParams{"id": strconv.FormatInt(s.ID, 10), "matchers": strings.Join(ms, ", "),
+		"starts": s.StartsAt.Format(time.RFC3339), "ends": s.EndsAt.Format(time.RFC3339), "on_end": s.OnEnd, "approval": s.Approval}
+}
+
+// CreateSilence validates and saves a new silence, audited. One that needs approval
+// holds nothing until another person approves it.
+func (d *Dispatcher) CreateSilence(ctx context.Context, by Actor, in SilenceInput) (*models.Silence, error) {
+	if err := checkSilence(&in, d.now()); err != nil {
+		return nil, err
+	}
+	sil := &models.Silence{Matchers: in.Matchers, StartsAt: *in.StartsAt, EndsAt: *in.EndsAt, Comment: in.Comment,
+		CreatedBy: by.Name, OnEnd: in.OnEnd}
+	if by.APIKeyID != 0 {
+		sil.APIKeyID = &by.APIKeyID
+	}
+	if by.Person != "" {
+		sil.Makers = models.StringList{by.Person}
+	}
+	if needsApproval(in) {
+		sil.Approval = models.ApprovalAwaiting
+	}
+	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.CreateSilence(ctx, sil); err != nil {
+			return err
+		}
+		ch.AuditDetail("silence.create", "silence", strconv.FormatInt(sil.ID, 10), sil.Comment, silenceParams(sil))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sil, nil
+}
+
+// Silence returns a silence as by may see it: another key's silence is
+// models.ErrNotFound to a key without the admin scope.
+func (d *Dispatcher) Silence(ctx context.Context, by Actor, id int64) (*models.Silence, error) {
+	sil, err := d.Store.SilenceByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if own := by.OwnKey(); own != 0 && (sil.APIKeyID == nil || *sil.APIKeyID != own) {
+		return nil, fmt.Errorf("dispatch: silence %d of another key: %w", id, models.ErrNotFound)
+	}
+	return sil, nil
+}
+
+// maxSilenceList is how many silences one list holds.
+const maxSilenceList = 500
+
+// Silences lists the silences by may see, newest first, in one state ("" for every
+// one); ended ones for SilenceKept. An unknown state is a *models.FieldError naming
+// state.
+func (d *Dispatcher) Silences(ctx context.Context, by Actor, state string) ([]models.Silence, error) {
+	if state != "" && !slices.Contains(delivery.SilenceStates, state) {
+		return nil, models.Invalid("state", "silences.check.state", "States", strings.Join(delivery.SilenceStates, ", "))
+	}
+	now := d.now()
+	list, err := d.Store.Silences(ctx, by.OwnKey(), now.Add(-SilenceKept), maxSilenceList)
+	if err != nil || state == "" {
+		return list, err
+	}
+	return slices.DeleteFunc(list, func(s models.Silence) bool { return s.State(now) != state }), nil
+}
+
+// UpdateSilence replaces a silence that has not ended with in, audited. The change is
+// approved afresh when it needs approval; messages it holds stay held until it ends.
+// models.ErrStateChanged means it had expired.
+func (d *Dispatcher) UpdateSilence(ctx context.Context, by Actor, id int64, in SilenceInput) (*models.Silence, error) {
+	sil, err := d.Silence(ctx, by, id)
+	if err != nil {
+		return nil, err
+	}
+	now := d.now()
+	if sil.State(now) == delivery.SilenceExpired {
+		return nil, models.ErrStateChanged
+	}
+	if err := checkSilence(&in, now); err != nil {
+		return nil, err
+	}
+	sil.Matchers, sil.StartsAt, sil.EndsAt, sil.Comment, sil.OnEnd = in.Matchers, *in.StartsAt, *in.EndsAt, in.Comment, in.OnEnd
+	sil.Approval, sil.DecidedBy, sil.DecidedAt = "", "", nil
+	if needsApproval(in) {
+		sil.Approval = models.ApprovalAwaiting
+		if by.Person != "" && !slices.Contains(sil.Makers, by.Person) {
+			sil.Makers = append(sil.Makers, by.Person)
+		}
+	}
+	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.UpdateSilence(ctx, sil); err != nil {
+			return err
+		}
+		ch.AuditDetail("silence.update", "silence", strconv.FormatInt(id, 10), sil.Comment, silenceParams(sil))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return sil, nil
+}
+
+// ExpireSilence ends a silence early, audited: the silence pass sends on what it held
+// within a second or two. models.ErrStateChanged means it had expired already.
+func (d *Dispatcher) ExpireSilence(ctx context.Context, by Actor, id int64) (*models.Silence, error) {
+	sil, err := d.Silence(ctx, by, id)
+	if err != nil {
+		return nil, err
+	}
+	now := d.now()
+	if sil.State(now) == delivery.SilenceExpired {
+		return nil, models.ErrStateChanged
+	}
+	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.ExpireSilence(ctx, id, by.Name, now); err != nil {
+			return err
+		}
+		ch.Audit("silence.expire", "silence", strconv.FormatInt(id, 10), silenceParams(sil))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sil.ExpiredAt, sil.ExpiredBy = &now, by.Name
+	return sil, nil
+}
+
+// ownSilence reports whether by made the silence: the same person, the same key or the
+// same actor.
+func ownSilence(s *models.Silence, by Actor) bool {
+	return by.Name == s.CreatedBy || (by.APIKeyID != 0 && s.APIKeyID != nil && *s.APIKeyID == by.APIKeyID) ||
+		(by.Person != "" && slices.Contains(s.Makers, by.Person))
+}
+
+// DecideSilence approves or refuses a silence awaiting approval, audited; a refused
+// silence is expired. ErrOwnSilence refuses its maker; models.ErrStateChanged means it
+// was not awaiting approval.
+func (d *Dispatcher) DecideSilence(ctx context.Context, by Actor, id int64, approve bool) error {
+	sil, err := d.Silence(ctx, by, id)
+	if err != nil {
+		return err
+	}
+	if ownSilence(sil, by) {
+		return ErrOwnSilence
+	}
+	decision, action := models.ApprovalApproved, "silence.approve"
+	if !approve {
+		decision, action = models.ApprovalRejected, "silence.reject"
+	}
+	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		if err := tx.DecideSilence(ctx, id, decision, by.Name, d.now()); err != nil {
+			return err
+		}
+		ch.Audit(action, "silence", strconv.FormatInt(id, 10), models.AuditParams{"id": strconv.FormatInt(id, 10), "maker": sil.CreatedBy})
+		return nil
+	})
+}
+
+// SilencePreview is how many of the messages of the last day a silence would have held.
+type SilencePreview struct {
+	Held int
+	// Complete is false when there were more messages than MaxPreviewMessages: Held
+	// counts among the first of them.
+	Complete bool
+}
+
+// MaxPreviewMessages bounds the messages a preview looks at.
+const MaxPreviewMessages = 200000
+
+// PreviewSilence counts the messages created over the last 24 hours that matchers
+// would have held. Bad matchers are a *models.FieldError naming the field.
+func (d *Dispatcher) PreviewSilence(ctx context.Context, matchers []delivery.Matcher) (SilencePreview, error) {
+	if err := CheckMatchers(matchers); err != nil {
+		return SilencePreview{}, err
+	}
+	rule, err := delivery.NewSilenceRule(0, matchers)
+	if err != nil {
+		return SilencePreview{}, err
+	}
+	var p SilencePreview
+	p.Complete, err = d.Store.RecentSubjects(ctx, d.now().Add(-24*time.Hour), MaxPreviewMessages, func(s delivery.Subject) bool {
+		if rule.Matches(s) {
+			p.Held++
+		}
+		return true
+	})
+	return p, err
+}
+
+// silenceSweep is how often the silence pass looks for held messages to send on when
+// no silence has just ended: a message held by a silence that ended a moment before the
+// hold was recorded, or left by a pass that stopped halfway, goes on within it.
+const silenceSweep = 15 * time.Second
+
+// RunSilencePass ends silences and sends on what they held, every interval until ctx
+// ends. Each worker runs it; every move is a compare-and-set, so the passes of several
+// workers, or of a worker restarted halfway, never end a silence or release a message
+// twice.
+func (d *Dispatcher) RunSilencePass(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var swept time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		ended, err := d.EndSilences(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.Log.Warn("dispatch: end silences", "error", err)
+		}
+		if ended == 0 && time.Since(swept) < silenceSweep {
+			continue
+		}
+		swept = time.Now()
+		if _, _, err := d.ReleaseHeld(ctx); err != nil && ctx.Err() == nil {
+			d.Log.Warn("dispatch: release held messages", "error", err)
+		}
+	}
+}
+
+// EndSilences ends every silence whose end has come, each once and audited with the
+// number of messages it held, and reports how many it ended.
+func (d *Dispatcher) EndSilences(ctx context.Context) (int, error) {
+	now := d.now()
+	due, err := d.Store.DueSilenceEnds(ctx, now)
+	if err != nil {
+		return 0, err
+	}
+	ended := 0
+	for _, sil := range due {
+		err := d.change(ctx, System("silences"), func(tx *models.Store, ch *Change) error {
+			held, err := tx.EndSilence(ctx, sil.ID, now)
+			if err != nil {
+				return err
+			}
+			p := silenceParams(&sil)
+			p["held"] = strconv.Itoa(held)
+			ch.Audit("silence.end", "silence", strconv.FormatInt(sil.ID, 10), p)
+			return nil
+		})
+		switch {
+		case errors.Is(err, models.ErrStateChanged): // another worker ended it
+		case err != nil:
+			return ended, err
+		default:
+			ended++
+		}
+	}
+	return ended, nil
+}
+
+// releasePage is how many held messages one transaction sends on.
+const releasePage = 500
+
+// ReleaseHeld sends on every held message whose silences have all ended: pending
+// again, carried by new tasks enqueued in order of priority and then age, or cancelled.
+// It reports how many it released and cancelled.
+func (d *Dispatcher) ReleaseHeld(ctx context.Context) (released, cancelled int, err error) {
+	for {
+		free, err := d.Store.FreeHeldMessages(ctx, releasePage)
+		if err != nil || len(free) == 0 {
+			return released, cancelled, err
+		}
+		r, c, err := d.releasePage(ctx, free)
+		released, cancelled = released+r, cancelled+c
+		if err != nil || r+c == 0 {
+			// Nothing moved: another worker is sending these on.
+			return released, cancelled, err
+		}
+	}
+}
+
+// releasePage sends on one page of free held messages, in one audited transaction, and
+// enqueues their tasks once it has committed.
+func (d *Dispatcher) releasePage(ctx context.Context, free []models.FreeHeld) (released, cancelled int, err error) {
+	now := d.now()
+	// The page's own mark in its task ids: the rows a release moved are those carrying
+	// its task, whatever another worker did with the same page at the same moment.
+	mark := "release-" + models.NewToken()[:12]
+	var cancel []string
+	var releases []models.Release
+	var jobs []tasks.Job
+	type group struct {
+		priority models.Priority
+		account  int64
+	}
+	var order []group
+	due := map[group][]string{}
+	for _, m := range free {
+		switch {
+		case m.Cancel:
+			cancel = append(cancel, m.ID)
+		case m.SendAt.After(now): // scheduled for later than the silence
+			j := tasks.Single(m.ID, m.Priority, m.SendAt, mark)
+			releases, jobs = append(releases, models.Release{TaskID: j.TaskID, IDs: j.MessageIDs, DueAt: m.SendAt}), append(jobs, j)
+		default:
+			// A chunk's messages share their account (tasks.Sender.chunkWidth).
+			g := group{m.Priority, m.AccountID}
+			if due[g] == nil {
+				order = append(order, g)
+			}
+			due[g] = append(due[g], m.ID)
+		}
+	}
+	for _, g := range order {
+		for _, j := range tasks.Chunk(due[g], g.priority, now, func(first string, _ int) string { return tasks.SendTaskID(first, mark) }) {
+			releases, jobs = append(releases, models.Release{TaskID: j.TaskID, IDs: j.MessageIDs, DueAt: now}), append(jobs, j)
+		}
+	}
+	// Free messages come by priority, then age: the jobs keep that order, high first.
+	slices.SortStableFunc(jobs, func(a, b tasks.Job) int { return priorityOrder(a.Priority) - priorityOrder(b.Priority) })
+	err = d.change(ctx, System("silences"), func(tx *models.Store, ch *Change) error {
+		moved, n, err := tx.ReleaseHeld(ctx, releases, cancel, now)
+		if err != nil {
+			return err
+		}
+		released, cancelled = 0, n
+		byTask := map[string][]string{}
+		for i, r := range releases {
+			byTask[r.TaskID] = moved[i]
+			released += len(moved[i])
+		}
+		if released+cancelled == 0 {
+			return errNothingMoved
+		}
+		ch.Audit("silence.release", "silence", "", models.AuditParams{"released": strconv.Itoa(released), "cancelled": strconv.Itoa(cancelled)})
+		ch.After(func() {
+			for _, j := range jobs {
+				if j.MessageIDs = byTask[j.TaskID]; len(j.MessageIDs) > 0 {
+					// One at a time, in order: the queue then hands them out in it.
+					d.enqueue(ctx, []tasks.Job{j})
+				}
+			}
+		})
+		return nil
+	})
+	if errors.Is(err, errNothingMoved) {
+		return 0, 0, nil
+	}
+	return released, cancelled, err
+}
+
+// errNothingMoved rolls back a release pass that found every message of its page sent
+// on by another worker: nothing to audit.
+var errNothingMoved = errors.New("dispatch: another worker released the page")
+
+// priorityOrder ranks priorities, high first.
+func priorityOrder(p models.Priority) int {
+	return slices.Index(models.Priorities, p)
+}
