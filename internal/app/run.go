@@ -135,6 +135,7 @@ const escalationPoll = time.Second
 
 // digestPoll is how often each worker looks for digest groups whose window closed.
 const digestPoll = time.Second
+
 // silencePass is how often each worker looks for silences to end.
 const silencePass = time.Second
 
