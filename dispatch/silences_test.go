@@ -248,6 +248,33 @@ func TestHoldRecordsSilenceAndEvent(t *testing.T) {
 	}
 }
 
+// A worker's view of the silences may be a second old: a silence expired meanwhile holds
+// nothing more, so a message its end released is not held again by it.
+func TestHoldSkipsASilenceThatEndedMeanwhile(t *testing.T) {
+	t.Parallel()
+	f := newSilenceFixture(t)
+	ctx := context.Background()
+	sil := f.silence(t, delivery.OnEndRelease, match("recipient", "E2001"))
+	id := f.send(t, models.PriorityNormal, "E2001")["E2001"]
+	if err := f.store.ExpireSilence(ctx, sil.ID, "admin1", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	held, _, err := f.store.HoldMessages(ctx, map[string][]int64{id: {sil.ID}}, time.Now().Add(time.Second))
+	if err != nil || len(held) != 0 {
+		t.Fatalf("held by an expired silence: %v, %v", held, err)
+	}
+	m, err := f.store.MessageByID(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != models.StatusPending {
+		t.Errorf("the message is %s, want pending", m.Status)
+	}
+	if got, _ := f.store.SilencesOfMessage(ctx, id); len(got) != 0 {
+		t.Errorf("silences of the message: %v, want none", got)
+	}
+}
+
 // At its end a silence releases what it held, highest priority first and then oldest,
 // due now and carried by new tasks; one that cancels cancels, with the events; a
 // message held by two silences waits for both.

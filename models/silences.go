@@ -293,17 +293,60 @@ func (s *Store) RecentSubjects(ctx context.Context, since time.Time, max int, fn
 // → silence ids): each one still pending or failed and due by dueBy moves to held, with
 // no task and no attempt used, records the silences that hold it and, for a callback
 // key, its message.held event, in one transaction. It returns the ids it held and the
+
+// stillHolding returns holds without the silences that have ended or been expired
+// (early, or by a rejection), and without the messages no silence then holds.
+func stillHolding(tx *gorm.DB, holds map[string][]int64) (map[string][]int64, error) {
+	var sids []int64
+	for _, list := range holds {
+		for _, sid := range list {
+			if !slices.Contains(sids, sid) {
+				sids = append(sids, sid)
+			}
+		}
+	}
+	var live []int64
+	if err := tx.Model(&Silence{}).Where("id IN ? AND ended_at IS NULL AND expired_at IS NULL", sids).
+		Pluck("id", &live).Error; err != nil {
+		return nil, fmt.Errorf("models: silences still holding: %w", err)
+	}
+	out := make(map[string][]int64, len(holds))
+	for id, list := range holds {
+		var keep []int64
+		for _, sid := range list {
+			if slices.Contains(live, sid) {
+				keep = append(keep, sid)
+			}
+		}
+		if len(keep) > 0 {
+			out[id] = keep
+		}
+	}
+	return out, nil
+}
+
 // keys that have events to hear; a message claimed or changed meanwhile is left as it is.
 func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueBy time.Time) (held []string, keys []int64, err error) {
 	if len(holds) == 0 {
 		return nil, nil, nil
 	}
-	ids := make([]string, 0, len(holds))
-	for id := range holds {
-		ids = append(ids, id)
-	}
 	err = s.txRetry(ctx, func(tx *gorm.DB) error {
 		now := Now()
+		// A worker's view of the silences may be a second old: hold only for silences
+		// that have not ended or been expired meanwhile, so that a message the end pass
+		// has just released is not held again by the silence that released it.
+		holds, err := stillHolding(tx, holds)
+		if err != nil {
+			return err
+		}
+		held, keys = held[:0], keys[:0]
+		if len(holds) == 0 {
+			return nil
+		}
+		ids := make([]string, 0, len(holds))
+		for id := range holds {
+			ids = append(ids, id)
+		}
 		// The token tells the rows this transaction held from any another process held at
 		// the same moment; claim_token means nothing outside sending.
 		token := NewToken()[:24]
@@ -313,7 +356,6 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		if res.Error != nil {
 			return fmt.Errorf("models: hold messages: %w", res.Error)
 		}
-		held, keys = held[:0], keys[:0]
 		if res.RowsAffected == 0 {
 			return nil
 		}
