@@ -289,11 +289,6 @@ func (s *Store) RecentSubjects(ctx context.Context, since time.Time, max int, fn
 	}
 }
 
-// HoldMessages holds due waiting messages for the silences that match them (message id
-// → silence ids): each one still pending or failed and due by dueBy moves to held, with
-// no task and no attempt used, records the silences that hold it and, for a callback
-// key, its message.held event, in one transaction. It returns the ids it held and the
-
 // stillHolding returns holds without the silences that have ended or been expired
 // (early, or by a rejection), and without the messages no silence then holds.
 func stillHolding(tx *gorm.DB, holds map[string][]int64) (map[string][]int64, error) {
@@ -325,8 +320,13 @@ func stillHolding(tx *gorm.DB, holds map[string][]int64) (map[string][]int64, er
 	return out, nil
 }
 
-// keys that have events to hear; a message claimed or changed meanwhile is left as it is.
-func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueBy time.Time) (held []string, keys []int64, err error) {
+// HoldMessages holds due waiting messages for the silences that match them (message id
+// → silence ids): each one still pending or failed and due by dueBy moves to held, with
+// no task and no attempt used, records the silences that hold it and, for a callback
+// key, its message.held event, in one transaction. It returns the messages it held, each
+// with the silences that hold it (those not ended meanwhile), and the keys that have
+// events to hear; a message claimed or changed meanwhile is left as it is.
+func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueBy time.Time) (held map[string][]int64, keys []int64, err error) {
 	if len(holds) == 0 {
 		return nil, nil, nil
 	}
@@ -339,7 +339,7 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		if err != nil {
 			return err
 		}
-		held, keys = held[:0], keys[:0]
+		held, keys = map[string][]int64{}, keys[:0]
 		if len(holds) == 0 {
 			return nil
 		}
@@ -367,7 +367,7 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		var links []MessageSilence
 		var events []CallbackEvent
 		for _, m := range rows {
-			held = append(held, m.ID)
+			held[m.ID] = holds[m.ID]
 			for _, sid := range holds[m.ID] {
 				links = append(links, MessageSilence{MessageID: m.ID, SilenceID: sid, HeldAt: now})
 			}

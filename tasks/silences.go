@@ -90,9 +90,9 @@ func (s *Sender) holdSilenced(ctx context.Context, ids []string) error {
 	if err != nil {
 		return err
 	}
-	for _, id := range held {
-		s.log.Info("held by silence", "message_id", id, "silences", holds[id])
-		for _, sid := range holds[id] {
+	for id, silences := range held {
+		s.log.Info("held by silence", "message_id", id, "silences", silences)
+		for _, sid := range silences {
 			s.metrics.held(sid)
 		}
 	}
