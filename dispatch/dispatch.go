@@ -760,17 +760,21 @@ func (d *Dispatcher) addOnDuty(ctx context.Context, people []models.Recipient, r
 }
 
 // assignTasks gives each message of a batch the task that will carry it, and returns
-// the tasks to enqueue once the batch is committed: a lone message due now joins the
-// group of its priority (group.go; the group enqueues its task, so the caller must
-// report the commit to it), a lone scheduled message travels in a task of its own, more
-// in chunk tasks named after the batch. Every message of a batch shares its priority and
-// due time.
+// the tasks to enqueue once the batch is committed: a lone message joins the group of
+// its priority, and when scheduled of its due time's slot (group.go; the group enqueues
+// its task, so the caller must report the commit to it), a lone message due too soon
+// for a scheduled group travels in a task of its own, more in chunk tasks named after
+// the batch. Every message of a batch shares its priority and due time.
 func (d *Dispatcher) assignTasks(b *models.Batch, msgs []models.Message) ([]tasks.Job, *group) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
 	if m := &msgs[0]; len(msgs) == 1 {
 		if m.SendAt.After(d.now()) {
+			if gr := d.groups.joinScheduled(d.enqueue, m.ID, m.Priority, m.SendAt); gr != nil {
+				m.TaskID = gr.job.TaskID
+				return nil, gr
+			}
 			m.TaskID = m.ID
 			return []tasks.Job{tasks.Single(m.ID, m.Priority, m.SendAt, "")}, nil
 		}

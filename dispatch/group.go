@@ -20,44 +20,100 @@ import (
 // committed rows are pending and the sweeper finds their task missing.
 const groupWindow = 5 * time.Millisecond
 
-// grouper keeps the open groups of one dispatcher, one per priority.
+// Single-message intakes scheduled for later group too: those of one priority falling
+// due within one scheduleSlot share a task, due when the earliest of them is; the worker
+// waits for each message's own due time inside it, so none goes early. Asynq's cost is
+// then paid once for up to tasks.ChunkSize scheduled messages rather than once each,
+// which is what keeps scheduled sends on time at thousands a second
+// (BenchmarkScheduledLateness). A scheduled group gathers until scheduleLead before its
+// slot begins, and the schedule learns its members every scheduleFlushEvery as they
+// commit (one pipeline for every group that changed), so a process that dies leaves at
+// most that much of its intake to the sweeper. A message due sooner than the lead
+// travels in a task of its own.
+const (
+	scheduleSlot       = 50 * time.Millisecond
+	scheduleLead       = time.Second
+	scheduleFlushEvery = 50 * time.Millisecond
+)
+
+// grouper keeps the open groups of one dispatcher: for messages due now one per
+// priority, for scheduled messages one per priority and slot.
 type grouper struct {
 	mu      sync.Mutex
-	open    map[models.Priority]*group
+	open    map[groupKey]*group
 	pending sync.WaitGroup // groups not yet enqueued
+
+	// changed are the scheduled groups whose members the schedule has not all learnt;
+	// flushing is set while a flush of them is due or running.
+	changed  map[*group]bool
+	flushing bool
+}
+
+// groupKey is what a group's members share: their priority and, when scheduled, the
+// slot their due time falls in (zero for messages due now).
+type groupKey struct {
+	priority models.Priority
+	slot     int64
 }
 
 // group is the single-message intakes gathered into one task.
 type group struct {
+	key     groupKey
 	enqueue func(context.Context, []tasks.Job)
 	job     tasks.Job // MessageIDs: the members that committed
 	joined  int       // members so far
 	// writing counts members whose transaction has not ended yet.
 	writing int
-	// gathering is true until the window ends.
+	// gathering is true until the window ends or the group is full.
 	gathering bool
+	// handed: the group is enqueued for good (its pending count is done).
+	handed bool
 }
 
-// join adds a message due at at to the open group of its priority, opening one that
+func (gr *group) scheduled() bool { return gr.key.slot != 0 }
+
+// join adds a message due now (at) to the open group of its priority, opening one that
 // enqueue will hand to Asynq if needed, and returns the group; its task id is the
 // group's job.TaskID. The caller must call done once its transaction has ended.
 func (g *grouper) join(enqueue func(context.Context, []tasks.Job), messageID string, priority models.Priority, at time.Time) *group {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.open == nil {
-		g.open = map[models.Priority]*group{}
+	return g.joinLocked(enqueue, messageID, groupKey{priority: priority}, at, groupWindow)
+}
+
+// joinScheduled adds a message due at at, later, to the open group of its priority and
+// slot, as join does; it returns nil when the message is due too soon to wait for
+// company (scheduleLead): it then travels alone.
+func (g *grouper) joinScheduled(enqueue func(context.Context, []tasks.Job), messageID string, priority models.Priority, at time.Time) *group {
+	slot := at.UnixMilli() / scheduleSlot.Milliseconds()
+	gatherFor := time.Until(time.UnixMilli(slot * scheduleSlot.Milliseconds()).Add(-scheduleLead))
+	if gatherFor < groupWindow {
+		return nil
 	}
-	gr := g.open[priority]
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.joinLocked(enqueue, messageID, groupKey{priority: priority, slot: slot}, at, gatherFor)
+}
+
+func (g *grouper) joinLocked(enqueue func(context.Context, []tasks.Job), messageID string, key groupKey, at time.Time, gatherFor time.Duration) *group {
+	if g.open == nil {
+		g.open = map[groupKey]*group{}
+	}
+	gr := g.open[key]
 	if gr == nil {
-		gr = &group{enqueue: enqueue, job: tasks.Job{TaskID: tasks.SendTaskID(messageID, "group"), Priority: priority, ProcessAt: at}, gathering: true}
-		g.open[priority] = gr
+		gr = &group{key: key, enqueue: enqueue, gathering: true,
+			job: tasks.Job{TaskID: tasks.SendTaskID(messageID, "group"), Priority: key.priority, ProcessAt: at}}
+		g.open[key] = gr
 		g.pending.Add(1)
-		time.AfterFunc(groupWindow, func() { g.close(gr) })
+		time.AfterFunc(gatherFor, func() { g.close(gr) })
+	}
+	if at.Before(gr.job.ProcessAt) {
+		gr.job.ProcessAt = at
 	}
 	gr.joined++
 	gr.writing++
 	if gr.joined == tasks.ChunkSize {
-		delete(g.open, priority) // full: the next message opens another
+		g.closeLocked(gr) // full: the next message opens another
 	}
 	return gr
 }
@@ -66,37 +122,51 @@ func (g *grouper) join(enqueue func(context.Context, []tasks.Job), messageID str
 // twice is harmless.
 func (g *grouper) close(gr *group) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closeLocked(gr)
+}
+
+func (g *grouper) closeLocked(gr *group) {
 	if !gr.gathering {
-		g.mu.Unlock()
 		return
 	}
 	gr.gathering = false
-	if g.open[gr.job.Priority] == gr {
-		delete(g.open, gr.job.Priority)
+	if g.open[gr.key] == gr {
+		delete(g.open, gr.key)
 	}
-	ready := gr.writing == 0
-	g.mu.Unlock()
-	if ready {
-		go g.flush(gr)
-	}
+	g.settledLocked(gr)
 }
 
 // done records that a member's transaction ended, committed or not.
 func (g *grouper) done(gr *group, messageID string, committed bool) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	if committed {
 		gr.job.MessageIDs = append(gr.job.MessageIDs, messageID)
+		if gr.scheduled() {
+			g.flushSoonLocked(gr)
+		}
 	}
 	gr.writing--
-	ready := !gr.gathering && gr.writing == 0
-	g.mu.Unlock()
-	if ready {
-		go g.flush(gr)
-	}
+	g.settledLocked(gr)
 }
 
-// flush enqueues the group's task with the members that committed.
-func (g *grouper) flush(gr *group) {
+// settledLocked hands a group over for good once its window is over and no member is
+// writing: a group due now is enqueued, a scheduled one flushed a last time.
+func (g *grouper) settledLocked(gr *group) {
+	if gr.gathering || gr.writing > 0 {
+		return
+	}
+	if gr.scheduled() {
+		g.flushSoonLocked(gr)
+		return
+	}
+	gr.handed = true
+	go g.enqueueGroup(gr)
+}
+
+// enqueueGroup enqueues a group due now with the members that committed.
+func (g *grouper) enqueueGroup(gr *group) {
 	defer g.pending.Done()
 	if len(gr.job.MessageIDs) == 0 {
 		return
@@ -106,17 +176,67 @@ func (g *grouper) flush(gr *group) {
 	gr.enqueue(ctx, []tasks.Job{gr.job})
 }
 
+// flushSoonLocked marks a scheduled group as changed and makes sure a flush is coming.
+func (g *grouper) flushSoonLocked(gr *group) {
+	if g.changed == nil {
+		g.changed = map[*group]bool{}
+	}
+	g.changed[gr] = true
+	if !g.flushing {
+		g.flushing = true
+		time.AfterFunc(scheduleFlushEvery, g.flushScheduled)
+	}
+}
+
+// flushScheduled writes every changed scheduled group to the schedule, each under its
+// task id with all its committed members so far and its earliest due time, in one
+// call; groups that are settled are then handed over. One flush runs at a time, so a
+// group's payload never goes back to an older one.
+func (g *grouper) flushScheduled() {
+	g.mu.Lock()
+	var jobs []tasks.Job
+	var settled []*group
+	var enqueue func(context.Context, []tasks.Job)
+	for gr := range g.changed {
+		if len(gr.job.MessageIDs) > 0 {
+			j := gr.job
+			j.MessageIDs = append([]string(nil), gr.job.MessageIDs...)
+			jobs = append(jobs, j)
+			enqueue = gr.enqueue
+		}
+		if !gr.gathering && gr.writing == 0 && !gr.handed {
+			gr.handed = true
+			settled = append(settled, gr)
+		}
+	}
+	clear(g.changed)
+	g.mu.Unlock()
+
+	if len(jobs) > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		enqueue(ctx, jobs)
+		cancel()
+	}
+	for range settled {
+		g.pending.Done()
+	}
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.changed) > 0 {
+		time.AfterFunc(scheduleFlushEvery, g.flushScheduled)
+		return
+	}
+	g.flushing = false
+}
+
 // wait closes the open groups and waits until every group is enqueued, or ctx ends.
 func (g *grouper) wait(ctx context.Context) {
 	g.mu.Lock()
-	open := make([]*group, 0, len(g.open))
 	for _, gr := range g.open {
-		open = append(open, gr)
+		g.closeLocked(gr)
 	}
 	g.mu.Unlock()
-	for _, gr := range open {
-		g.close(gr)
-	}
 	done := make(chan struct{})
 	go func() { g.pending.Wait(); close(done) }()
 	select {

@@ -84,6 +84,86 @@ func TestGroupsGatherLoneMessages(t *testing.T) {
 	}
 }
 
+// TestScheduledGroupsGatherBySlot: lone scheduled messages of one priority due within
+// one slot share a task due when the earliest is; the schedule learns each committed
+// member while the group still gathers (not the rolled-back ones); another slot, another
+// priority or a due time too close for company make other tasks; wait hands the rest
+// over.
+func TestScheduledGroupsGatherBySlot(t *testing.T) {
+	var mu sync.Mutex
+	latest := map[string]tasks.Job{} // task id → the job last handed over
+	calls := 0
+	enqueue := func(_ context.Context, jobs []tasks.Job) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		for _, j := range jobs {
+			latest[j.TaskID] = j
+		}
+	}
+	handed := func(taskID string) (tasks.Job, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		j, ok := latest[taskID]
+		return j, ok
+	}
+	var g grouper
+	// The start of a slot 3 s from now: its group gathers for about 2 s.
+	slotStart := time.UnixMilli((time.Now().Add(3*time.Second).UnixMilli()/scheduleSlot.Milliseconds() + 1) * scheduleSlot.Milliseconds())
+	a := g.joinScheduled(enqueue, "s1", "normal", slotStart.Add(30*time.Millisecond))
+	b := g.joinScheduled(enqueue, "s2", "normal", slotStart.Add(10*time.Millisecond))
+	c := g.joinScheduled(enqueue, "s3", "normal", slotStart.Add(40*time.Millisecond))
+	other := g.joinScheduled(enqueue, "s4", "normal", slotStart.Add(scheduleSlot))
+	high := g.joinScheduled(enqueue, "s5", "high", slotStart.Add(20*time.Millisecond))
+	if a == nil || a != b || b != c || other == a || high == a || other == nil || high == nil {
+		t.Fatal("scheduled messages of one priority and slot joined different groups, or others shared one")
+	}
+	if soon := g.joinScheduled(enqueue, "s6", "normal", time.Now().Add(scheduleLead/2)); soon != nil {
+		t.Error("a message due sooner than the lead joined a group")
+	}
+	if a.job.TaskID != tasks.SendTaskID("s1", "group") || !a.job.ProcessAt.Equal(slotStart.Add(10*time.Millisecond)) {
+		t.Errorf("group task %q due %v, want %q due at its earliest member", a.job.TaskID, a.job.ProcessAt, tasks.SendTaskID("s1", "group"))
+	}
+	g.done(a, "s1", true)
+	g.done(b, "s2", false) // rolled back
+	// Learnt while the group still gathers.
+	deadline := time.Now().Add(time.Second)
+	for {
+		if j, ok := handed(a.job.TaskID); ok {
+			if !slices.Equal(j.MessageIDs, []string{"s1"}) || !j.ProcessAt.Equal(slotStart.Add(10*time.Millisecond)) {
+				t.Fatalf("scheduled %+v, want s1 due at the earliest member", j)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a committed member of a gathering group was not scheduled within a second")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	g.done(c, "s3", true)
+	g.done(other, "s4", true)
+	g.done(high, "s5", true)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	g.wait(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("wait did not hand the scheduled groups over")
+	}
+	for id, want := range map[string][]string{a.job.TaskID: {"s1", "s3"}, other.job.TaskID: {"s4"}, high.job.TaskID: {"s5"}} {
+		if j, _ := handed(id); !slices.Equal(j.MessageIDs, want) {
+			t.Errorf("task %s carries %v, want %v", id, j.MessageIDs, want)
+		}
+	}
+	if j, _ := handed(high.job.TaskID); j.Priority != "high" {
+		t.Errorf("the high group went as %q", j.Priority)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls > 3 {
+		t.Errorf("the schedule was written %d times for three commits a flush apart: flushes should gather the groups that changed", calls)
+	}
+}
+
 func TestSharedTransactionEndsWithItsLastCaller(t *testing.T) {
 	base := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
 	withDeadline := func(d time.Duration) write {

@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"herald/delivery"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/simulator"
@@ -268,4 +269,43 @@ func TestEnqueueSchedulesWhatIsDueLater(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAGroupTaskSendsEachMemberAtItsOwnTime: a task carrying lone scheduled messages of
+// two accounts whose due times spread over a slot (as intake groups them, due when the
+// earliest is) sends each once and none before its own send_at, whatever order the
+// task lists them in.
+func TestAGroupTaskSendsEachMemberAtItsOwnTime(t *testing.T) {
+	ctx := context.Background()
+	r := newScheduleRig(t)
+	second := &models.Account{Name: "ty2", Platform: "tianyuan", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+		Limits: delivery.Limits{PerSecond: 50}, Config: r.account.Config}
+	if err := r.store.CreateAccount(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	r.startWorker(t)
+	base := time.Now().Add(800 * time.Millisecond)
+	taskID := "g1:group"
+	var msgs []models.Message
+	var ids []string
+	for i := range 12 {
+		acct := r.account
+		if i%3 == 0 {
+			acct = second
+		}
+		due := base.Add(time.Duration(44-4*i) * time.Millisecond) // listed latest first
+		b := &models.Batch{ID: models.NewID(), Source: "api", Platform: acct.Platform, AccountID: acct.ID, Priority: "normal", SendAt: &due}
+		m := models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: r.recipient.ID, AccountID: acct.ID,
+			Platform: acct.Platform, Address: fmt.Sprintf("ty_%d", i), MsgType: "text", Content: "Ledger 42 closes at five",
+			Priority: "normal", Status: models.StatusPending, MaxAttempts: 3, SendAt: due, NextAttemptAt: &due, TaskID: taskID}
+		if err := r.store.CreateBatch(ctx, b, []models.Message{m}, nil); err != nil {
+			t.Fatal(err)
+		}
+		msgs, ids = append(msgs, m), append(ids, m.ID)
+	}
+	earliest := base.Add(time.Duration(44-4*11) * time.Millisecond)
+	if _, err := r.enq.Enqueue(ctx, []tasks.Job{{TaskID: taskID, MessageIDs: ids, Priority: "normal", ProcessAt: earliest}}); err != nil {
+		t.Fatal(err)
+	}
+	r.checkSentOnceOnTime(t, msgs, r.deliveries(t, len(msgs)))
 }

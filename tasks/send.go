@@ -336,34 +336,70 @@ func (s *Sender) sendChunk(ctx context.Context, ids []string) error {
 		// The database failed the claim: Asynq runs the chunk again later.
 		return errs[0]
 	}
+	// The messages of a group of lone intakes fall due over a few milliseconds (a
+	// scheduled group) and may belong to several accounts: each account's go side by
+	// side, each in due order, so that none waits inside the chunk behind a later one.
+	slices.SortStableFunc(held, func(a, b *models.Message) int { return dueOf(a).Compare(dueOf(b)) })
+	var wg sync.WaitGroup
+	for _, ms := range byAccount(held) {
+		wg.Go(func() { s.sendAccount(ctx, ms) })
+	}
+	wg.Wait()
+	return nil
+}
+
+// dueOf is when a claimed message may be sent.
+func dueOf(m *models.Message) time.Time {
+	if m.NextAttemptAt == nil {
+		return time.Time{}
+	}
+	return *m.NextAttemptAt
+}
+
+// byAccount splits messages by account, keeping their order within each.
+func byAccount(ms []*models.Message) [][]*models.Message {
+	var out [][]*models.Message
+	at := map[int64]int{}
+	for _, m := range ms {
+		i, ok := at[m.AccountID]
+		if !ok {
+			i = len(out)
+			at[m.AccountID] = i
+			out = append(out, nil)
+		}
+		out[i] = append(out[i], m)
+	}
+	return out
+}
+
+// sendAccount delivers a chunk's messages of one account: in groups when its platform
+// takes them, else chunkWidth at a time.
+func (s *Sender) sendAccount(ctx context.Context, held []*models.Message) {
 	if gs := s.groupSender(ctx, held); gs != nil {
 		s.sendGrouped(ctx, gs, held)
-		return nil
+		return
 	}
 	next := make(chan *models.Message)
 	var wg sync.WaitGroup
 	for range min(s.chunkWidth(ctx, held), len(held)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for m := range next {
 				s.deliverInChunk(ctx, m)
 			}
-		}()
+		})
 	}
 	for _, m := range held {
 		next <- m
 	}
 	close(next)
 	wg.Wait()
-	return nil
 }
 
-// chunkWidth is how many of a chunk's messages go at once: chunkParallel, or one for
-// an account with limits. A limited account cannot go faster than its limits anyway, and
-// every call admitted but not yet made is a call the platform may see late, bunched with
-// later ones, against a window that is only widened by the limiter's margin: fewer calls
-// waiting for the CPU keep that gap short. A chunk's messages share their account.
+// chunkWidth is how many of a chunk's messages of one account go at once:
+// chunkParallel, or one for an account with limits. A limited account cannot go faster
+// than its limits anyway, and every call admitted but not yet made is a call the
+// platform may see late, bunched with later ones, against a window that is only widened
+// by the limiter's margin: fewer calls waiting for the CPU keep that gap short.
 func (s *Sender) chunkWidth(ctx context.Context, held []*models.Message) int {
 	if len(held) == 0 {
 		return chunkParallel
@@ -435,11 +471,15 @@ func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func
 		return nil, nil, nil, models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
 			Error: "worker stopping", NextAttemptAt: &next}, false
 	}
-	// Asynq keeps run times in whole seconds and may start a task up to a second before
-	// the message is due (the claim allows it): wait for the due time itself, so that a
-	// scheduled send never goes out early.
+	// A task may start before some of its messages are due (a scheduled group is due
+	// when its earliest member is; the claim allows a second early): wait for the due
+	// time itself, so that a scheduled send never goes out early.
 	if m.NextAttemptAt != nil {
 		if wait := time.Until(*m.NextAttemptAt); wait > 0 {
+			// Messages already admitted go now: their admissions must not age.
+			if beforeWait != nil {
+				beforeWait()
+			}
 			select {
 			case <-time.After(wait):
 			case <-ctx.Done():

@@ -20,8 +20,8 @@ import (
 // go back to the queue together (requeue), so that they are sent in groups again
 // rather than on a task, and in a call, per person.
 
-// groupSender returns the adapter of a chunk's account when it sends in groups; nil
-// sends the chunk's messages one by one (a chunk's messages share their account).
+// groupSender returns the adapter of an account's messages when it sends in groups; nil
+// sends them one by one.
 func (s *Sender) groupSender(ctx context.Context, held []*models.Message) channels.GroupSender {
 	if len(held) < 2 {
 		return nil
