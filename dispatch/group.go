@@ -21,19 +21,25 @@ import (
 const groupWindow = 5 * time.Millisecond
 
 // Single-message intakes scheduled for later group too: those of one priority falling
-// due within one scheduleSlot share a task, due when the earliest of them is; the worker
-// waits for each message's own due time inside it, so none goes early. Asynq's cost is
-// then paid once for up to tasks.ChunkSize scheduled messages rather than once each,
-// which is what keeps scheduled sends on time at thousands a second
+// due within one scheduleSlot share a task, due just before the earliest of them is;
+// the worker waits for each message's own due time inside it, so none goes early.
+// Asynq's cost is then paid once for up to tasks.ChunkSize scheduled messages rather
+// than once each, which is what keeps scheduled sends on time at thousands a second
 // (BenchmarkScheduledLateness). A scheduled group gathers until scheduleLead before its
 // slot begins, and the schedule learns its members every scheduleFlushEvery as they
 // commit (one pipeline for every group that changed), so a process that dies leaves at
 // most that much of its intake to the sweeper. A message due sooner than the lead
 // travels in a task of its own.
+//
+// The group's task is due scheduleHeadStart before its earliest member: by the time
+// that member is due the worker has taken the task from its queue and claimed the
+// group's messages (the claim accepts them up to a second early), work that costs tens
+// of milliseconds on a busy machine and would otherwise all be lateness.
 const (
 	scheduleSlot       = 50 * time.Millisecond
 	scheduleLead       = time.Second
 	scheduleFlushEvery = 50 * time.Millisecond
+	scheduleHeadStart  = 100 * time.Millisecond
 )
 
 // grouper keeps the open groups of one dispatcher: for messages due now one per
@@ -68,9 +74,36 @@ type group struct {
 	gathering bool
 	// handed: the group is enqueued for good (its pending count is done).
 	handed bool
+	// scheduled counts the members a scheduled group's task carries in the schedule.
+	scheduledN int
 }
 
 func (gr *group) scheduled() bool { return gr.key.slot != 0 }
+
+// lateFlush is how close to its task's due time a scheduled group stops changing that
+// task: the forwarder may have taken it already.
+const lateFlush = 200 * time.Millisecond
+
+// nextJob is the job a flush writes for a scheduled group: the group's task with every
+// committed member while it is not yet due; once it may have gone (a transaction that
+// committed that late: a stalled database), a task of their own, due now, for the
+// members committed since, whose rows name the group's task, so the sweeper would only
+// find them half a minute late.
+func (gr *group) nextJob(now time.Time) (tasks.Job, bool) {
+	ids := gr.job.MessageIDs
+	if len(ids) == gr.scheduledN {
+		return tasks.Job{}, false
+	}
+	j := gr.job
+	if now.Add(lateFlush).Before(gr.job.ProcessAt) {
+		j.MessageIDs = append([]string(nil), ids...)
+	} else {
+		j.MessageIDs = append([]string(nil), ids[gr.scheduledN:]...)
+		j.TaskID = tasks.SendTaskID(j.MessageIDs[0], "group-late")
+	}
+	gr.scheduledN = len(ids)
+	return j, true
+}
 
 // join adds a message due now (at) to the open group of its priority, opening one that
 // enqueue will hand to Asynq if needed, and returns the group; its task id is the
@@ -82,7 +115,8 @@ func (g *grouper) join(enqueue func(context.Context, []tasks.Job), messageID str
 }
 
 // joinScheduled adds a message due at at, later, to the open group of its priority and
-// slot, as join does; it returns nil when the message is due too soon to wait for
+// slot, as join does (the group's task is due scheduleHeadStart before its earliest
+// member); it returns nil when the message is due too soon to wait for
 // company (scheduleLead): it then travels alone.
 func (g *grouper) joinScheduled(enqueue func(context.Context, []tasks.Job), messageID string, priority models.Priority, at time.Time) *group {
 	slot := at.UnixMilli() / scheduleSlot.Milliseconds()
@@ -92,7 +126,7 @@ func (g *grouper) joinScheduled(enqueue func(context.Context, []tasks.Job), mess
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.joinLocked(enqueue, messageID, groupKey{priority: priority, slot: slot}, at, gatherFor)
+	return g.joinLocked(enqueue, messageID, groupKey{priority: priority, slot: slot}, at.Add(-scheduleHeadStart), gatherFor)
 }
 
 func (g *grouper) joinLocked(enqueue func(context.Context, []tasks.Job), messageID string, key groupKey, at time.Time, gatherFor time.Duration) *group {
@@ -197,12 +231,11 @@ func (g *grouper) flushScheduled() {
 	var jobs []tasks.Job
 	var settled []*group
 	var enqueue func(context.Context, []tasks.Job)
+	now := time.Now()
 	for gr := range g.changed {
-		if len(gr.job.MessageIDs) > 0 {
-			j := gr.job
-			j.MessageIDs = append([]string(nil), gr.job.MessageIDs...)
+		if j, ok := gr.nextJob(now); ok {
 			jobs = append(jobs, j)
-			enqueue = gr.enqueue
+			enqueue = gr.enqueue // a dispatcher's groups share one
 		}
 		if !gr.gathering && gr.writing == 0 && !gr.handed {
 			gr.handed = true

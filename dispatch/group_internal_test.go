@@ -85,7 +85,7 @@ func TestGroupsGatherLoneMessages(t *testing.T) {
 }
 
 // TestScheduledGroupsGatherBySlot: lone scheduled messages of one priority due within
-// one slot share a task due when the earliest is; the schedule learns each committed
+// one slot share a task due a head start before the earliest is; the schedule learns each committed
 // member while the group still gathers (not the rolled-back ones); another slot, another
 // priority or a due time too close for company make other tasks; wait hands the rest
 // over.
@@ -121,8 +121,9 @@ func TestScheduledGroupsGatherBySlot(t *testing.T) {
 	if soon := g.joinScheduled(enqueue, "s6", "normal", time.Now().Add(scheduleLead/2)); soon != nil {
 		t.Error("a message due sooner than the lead joined a group")
 	}
-	if a.job.TaskID != tasks.SendTaskID("s1", "group") || !a.job.ProcessAt.Equal(slotStart.Add(10*time.Millisecond)) {
-		t.Errorf("group task %q due %v, want %q due at its earliest member", a.job.TaskID, a.job.ProcessAt, tasks.SendTaskID("s1", "group"))
+	earliest := slotStart.Add(10 * time.Millisecond).Add(-scheduleHeadStart)
+	if a.job.TaskID != tasks.SendTaskID("s1", "group") || !a.job.ProcessAt.Equal(earliest) {
+		t.Errorf("group task %q due %v, want %q due a head start before its earliest member", a.job.TaskID, a.job.ProcessAt, tasks.SendTaskID("s1", "group"))
 	}
 	g.done(a, "s1", true)
 	g.done(b, "s2", false) // rolled back
@@ -130,8 +131,8 @@ func TestScheduledGroupsGatherBySlot(t *testing.T) {
 	deadline := time.Now().Add(time.Second)
 	for {
 		if j, ok := handed(a.job.TaskID); ok {
-			if !slices.Equal(j.MessageIDs, []string{"s1"}) || !j.ProcessAt.Equal(slotStart.Add(10*time.Millisecond)) {
-				t.Fatalf("scheduled %+v, want s1 due at the earliest member", j)
+			if !slices.Equal(j.MessageIDs, []string{"s1"}) || !j.ProcessAt.Equal(earliest) {
+				t.Fatalf("scheduled %+v, want s1 due a head start before the earliest member", j)
 			}
 			break
 		}
@@ -161,6 +162,51 @@ func TestScheduledGroupsGatherBySlot(t *testing.T) {
 	defer mu.Unlock()
 	if calls > 3 {
 		t.Errorf("the schedule was written %d times for three commits a flush apart: flushes should gather the groups that changed", calls)
+	}
+}
+
+// TestLateMembersOfAScheduledGroupGoOnTheirOwn: a member whose transaction commits when
+// its group's task may already have left the schedule (a stalled database) is handed
+// over in a task of its own rather than added to a task that has gone.
+func TestLateMembersOfAScheduledGroupGoOnTheirOwn(t *testing.T) {
+	var mu sync.Mutex
+	var got []tasks.Job
+	enqueue := func(_ context.Context, jobs []tasks.Job) {
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, jobs...)
+	}
+	var g grouper
+	// The earliest slot that still takes company: its task is due in about 0.9 s.
+	at := time.Now().Add(scheduleLead + scheduleSlot + 2*groupWindow)
+	a := g.joinScheduled(enqueue, "on-time", "normal", at)
+	b := g.joinScheduled(enqueue, "late", "normal", at)
+	if a == nil || a != b {
+		t.Fatal("two messages of one slot did not share a group")
+	}
+	g.done(a, "on-time", true)
+	time.Sleep(time.Until(a.job.ProcessAt.Add(-lateFlush / 2)))
+	g.done(b, "late", true)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	g.wait(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	var carried []string
+	for _, j := range got {
+		switch {
+		case j.TaskID == a.job.TaskID && slices.Contains(j.MessageIDs, "late"):
+			t.Errorf("the late member was added to the group's task %v, which may have gone", j)
+		case j.TaskID == tasks.SendTaskID("late", "group-late"):
+			if !slices.Equal(j.MessageIDs, []string{"late"}) {
+				t.Errorf("the late task carries %v", j.MessageIDs)
+			}
+		}
+		carried = append(carried, j.MessageIDs...)
+	}
+	slices.Sort(carried)
+	if !slices.Equal(slices.Compact(carried), []string{"late", "on-time"}) {
+		t.Errorf("handed over %v, want both members", got)
 	}
 }
 
