@@ -784,7 +784,7 @@ type scheduledRun struct {
 // scheduledLateness offers single-recipient messages at rate for span, each due 2 to 6 s
 // later, waits until they are sent (two minutes at most) and measures how late each went.
 func (r *benchRig) scheduledLateness(b *testing.B, rate int, span time.Duration) scheduledRun {
-	d := intakeOf(b, r.h.app)
+	d := r.h.app.Dispatch // the web process's intake, with its caches
 	text := fmt.Sprintf("bench scheduled at %d/s", rate)
 	var offered atomic.Int64
 	batchIDs, failed := offer(b, rate, span, func(i int) (string, error) {
