@@ -450,8 +450,9 @@ func (c drainCPU) allMicros() float64 {
 
 // logCPU logs, and returns, where the machine's CPU went while a worker drained n
 // messages since the reading before it started: the CPU time per message of each
-// process, and how busy the cores were (what the processes named leave is the system's
-// and other programs').
+// process, the rest of the cores' busy time (the kernel's and other programs': on a
+// shared machine, what others ran meanwhile; their queries count under MariaDB and
+// Redis), and how busy the cores were.
 func (r *benchRig) logCPU(b *testing.B, n int, w *benchWorker, before cpuReading) drainCPU {
 	now, worker := r.cpuNow(), pidCPU(w.proc.Process.Pid)
 	if before.db < 0 || before.redis < 0 || before.sim < 0 || before.web < 0 || worker < 0 || now.total <= before.total {
@@ -461,8 +462,8 @@ func (r *benchRig) logCPU(b *testing.B, n int, w *benchWorker, before cpuReading
 	per := func(d time.Duration) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
 	c := drainCPU{db: per(now.db - before.db), redis: per(now.redis - before.redis), worker: per(worker),
 		sim: per(now.sim - before.sim), web: per(now.web - before.web)}
-	b.Logf("drain of %d: CPU per message: MariaDB %s, Redis %s, worker %s, simulator %s, web (this process, polling too) %s; all %s; cores %.0f%% busy",
-		n, c.db, c.redis, c.worker, c.sim, c.web, c.all(), 100*float64(now.busy-before.busy)/float64(now.total-before.total))
+	b.Logf("drain of %d: CPU per message: MariaDB %s, Redis %s, worker %s, simulator %s, web (this process, polling too) %s; all %s; rest of the machine %s; cores %.0f%% busy",
+		n, c.db, c.redis, c.worker, c.sim, c.web, c.all(), per(now.busy-before.busy)-c.all(), 100*float64(now.busy-before.busy)/float64(now.total-before.total))
 	return c
 }
 
