@@ -34,7 +34,8 @@ func BenchmarkConcurrency(b *testing.B) {
 		for _, c := range levels {
 			noop := benchNoop(b, noopRedis, 50000, c)
 			rig.fanOut(b, n)
-			fanout, rssMB := rig.drain(b, n, c)
+			drained := rig.drain(b, n, c)
+			fanout, rssMB := drained.rate, drained.rssMB
 			b.ReportMetric(noop, fmt.Sprintf("c%d_noop_tasks_per_s", c))
 			b.ReportMetric(fanout, fmt.Sprintf("c%d_fanout_msgs_per_s", c))
 			b.ReportMetric(ratio(fanout, noop), fmt.Sprintf("c%d_ratio", c))

@@ -32,7 +32,7 @@ func BenchmarkDingTalk(b *testing.B) {
 		simURL := rig.useDingTalk(b)
 		noop := benchNoop(b, testenv.RedisURL(b), 50000, concurrency)
 		rig.fanOut(b, n)
-		rate, _ := rig.drain(b, n, concurrency)
+		rate := rig.drain(b, n, concurrency).rate
 		st := simStats(b, simURL)
 		if dropped := st.DroppedSilently["dingtalk"]; dropped > 0 {
 			b.Fatalf("the simulator dropped %d notices silently: the figure would be DingTalk's limits, not the pipeline's", dropped)

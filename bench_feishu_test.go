@@ -30,7 +30,8 @@ func BenchmarkPipelineFeishu(b *testing.B) {
 		rig.useFeishu(b)
 		noop := benchNoop(b, testenv.RedisURL(b), 20000, concurrency)
 		rig.fanOut(b, backlog)
-		drain, rss := rig.drain(b, backlog, concurrency)
+		drained := rig.drain(b, backlog, concurrency)
+		drain, rss := drained.rate, drained.rssMB
 		line := "feishu"
 		for _, f := range []struct {
 			name   string

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,10 +78,18 @@ func (r *benchRig) acceptWhileDraining(b *testing.B, rate int) {
 
 // databaseCPU is the CPU time the local MariaDB (or MySQL) server has used so far, read
 // from /proc; -1 when no such process runs on this machine.
-func databaseCPU() time.Duration {
+func databaseCPU() time.Duration { return serverCPU("mariadbd", "mysqld") }
+
+// redisCPU is the CPU time the local Redis server has used so far; -1 when none runs on
+// this machine.
+func redisCPU() time.Duration { return serverCPU("redis-server") }
+
+// serverCPU is the CPU time used so far by the first process found in /proc whose
+// command name is one of names; -1 when there is none.
+func serverCPU(names ...string) time.Duration {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range stats {
-		if comm, cpu, ok := procStat(path); ok && (comm == "mariadbd" || comm == "mysqld") {
+		if comm, cpu, ok := procStat(path); ok && slices.Contains(names, comm) {
 			return cpu
 		}
 	}

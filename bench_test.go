@@ -34,11 +34,12 @@ import (
 const benchSimLatency = 5 * time.Millisecond
 
 // BenchmarkPipeline measures the targets in docs/benchmarks.md in one run on MySQL and
-// Redis, beside raw Asynq no-op throughput at the worker's concurrency, so that the
-// machine's speed of the day cancels out of the ratios:
+// Redis, beside raw Asynq no-op throughput at its best on this machine (rawAsynqNoop),
+// so that the machine's speed of the day cancels out of the ratios:
 //   - the drain of a fan-out (intakes of 10,000 recipients) and of distinct
 //     single-recipient requests, each created through the API with no worker running and
-//     then sent by one worker process;
+//     then sent by one worker process, with the CPU time a message costs all processes
+//     together (drainCPU);
 //   - created-to-sent latency of single-recipient messages offered at a steady rate;
 //   - API accept latency while a worker drains a backlog;
 //   - the ceiling of the delivery path: the simulator answering the adapter alone.
@@ -55,11 +56,16 @@ func BenchmarkPipeline(b *testing.B) {
 		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d worker_db_conns=%d backlog=%d latency_rate=%d sim_latency=%s\n", machineLine(), concurrency,
 			rig.h.app.Config.WorkerDBConns, backlog, latencyRate, benchSimLatency)
 
-		noop := benchNoop(b, testenv.RedisURL(b), 50000, concurrency)
+		heraldSettings := benchNoop(b, testenv.RedisURL(b), 50000, concurrency)
+		raw := rawAsynqNoop(b, testenv.RedisURL(b), envInt("HERALD_BENCH_NOOP_TASKS", 30000))
+		noop := raw.rate()
+		perTask := func(d time.Duration) time.Duration { return (d / time.Duration(raw.Tasks)).Round(time.Microsecond) }
+		b.Logf("raw asynq: %d no-op tasks, %d workers, %.0f/s; CPU per task: asynq process %s, Redis %s; all %s", raw.Tasks,
+			rawAsynqConcurrency, noop, perTask(raw.CPU), perTask(raw.RedisCPU), perTask(raw.CPU+raw.RedisCPU))
 		rig.fanOut(b, backlog)
-		fanout, _ := rig.drain(b, backlog, concurrency)
+		fanout := rig.drain(b, backlog, concurrency)
 		rig.distinct(b, backlog, 16)
-		distinct, _ := rig.drain(b, backlog, concurrency)
+		distinct := rig.drain(b, backlog, concurrency)
 		p50, p99, failedSubmits := rig.latency(b, concurrency, latencyRate, 10*time.Second)
 		a50, a99, failedPosts := rig.accept(b, concurrency, 1000, 10*time.Second)
 		ceiling, failedCalls := rig.simCalls(b, 64, 5*time.Second)
@@ -70,10 +76,13 @@ func BenchmarkPipeline(b *testing.B) {
 			digits int
 		}{
 			{"asynq_noop_tasks_per_s", noop, 0},
-			{"fanout_msgs_per_s", fanout, 0},
-			{"fanout_ratio", ratio(fanout, noop), 2},
-			{"distinct_msgs_per_s", distinct, 0},
-			{"distinct_ratio", ratio(distinct, noop), 2},
+			{"asynq_noop_herald_settings_tasks_per_s", heraldSettings, 0},
+			{"fanout_msgs_per_s", fanout.rate, 0},
+			{"fanout_ratio", ratio(fanout.rate, noop), 2},
+			{"fanout_cpu_us_per_msg", fanout.cpu.allMicros(), 0},
+			{"distinct_msgs_per_s", distinct.rate, 0},
+			{"distinct_ratio", ratio(distinct.rate, noop), 2},
+			{"distinct_cpu_us_per_msg", distinct.cpu.allMicros(), 0},
 			{"created_to_sent_p50_ms", ms(p50), 1},
 			{"created_to_sent_p99_ms", ms(p99), 1},
 			{"api_accept_p50_ms", ms(a50), 1},
@@ -133,33 +142,17 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// benchNoop enqueues n no-op tasks into the Redis at redisURL and reports how fast an
-// Asynq server of the given concurrency, with the queue settings of Herald's worker,
-// processes them.
+// benchNoop enqueues n no-op tasks into the normal queue of the Redis at redisURL and
+// reports how fast an Asynq server in this process, with the concurrency given and the
+// queues of Herald's worker (tasks.Queues: five, four of them empty here), processes
+// them: Asynq with Herald's settings, below rawAsynqNoop's best.
 func benchNoop(b *testing.B, redisURL string, n, concurrency int) float64 {
 	red, err := tasks.ParseRedisURL(redisURL)
 	if err != nil {
 		b.Fatal(err)
 	}
 	opt := red.Asynq()
-	client := asynq.NewClient(opt)
-	defer client.Close()
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range 8 {
-		wg.Go(func() {
-			for i := range next {
-				if _, err := client.Enqueue(asynq.NewTask("bench:noop", nil, asynq.TaskID(fmt.Sprint(i)), asynq.Queue(tasks.QueueNormal))); err != nil {
-					b.Error(err)
-				}
-			}
-		})
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	enqueueNoops(b, opt, n, func(int) string { return tasks.QueueNormal })
 	var done atomic.Int64
 	finished := make(chan struct{})
 	srv := asynq.NewServer(opt, asynq.Config{Concurrency: concurrency, Queues: tasks.Queues, TaskCheckInterval: 10 * time.Millisecond,
@@ -389,10 +382,19 @@ func (r *benchRig) sentCount(b *testing.B) int {
 	return sent
 }
 
+// drainResult is what one drain measured.
+type drainResult struct {
+	// rate is messages sent per second: n / (last sent_at − worker start).
+	rate float64
+	// rssMB is the worker's peak resident memory in MiB.
+	rssMB float64
+	// cpu is the CPU time a message cost each process.
+	cpu drainCPU
+}
+
 // drain starts one worker process of the given concurrency on n messages that wait with
-// every earlier message sent, and measures until all n are sent: n / (last sent_at −
-// worker start). It also returns the worker's peak resident memory in MiB.
-func (r *benchRig) drain(b *testing.B, n, concurrency int) (rate, rssMB float64) {
+// every earlier message sent, and measures until all n are sent.
+func (r *benchRig) drain(b *testing.B, n, concurrency int) drainResult {
 	before, cpu := r.sentCount(b), r.cpuNow()
 	w := r.startWorker(b, concurrency)
 	defer w.stop(b)
@@ -409,37 +411,60 @@ func (r *benchRig) drain(b *testing.B, n, concurrency int) (rate, rssMB float64)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	r.logCPU(b, n, w, cpu)
+	perMessage := r.logCPU(b, n, w, cpu)
 	// The last rows were sent before the last poll: take the true span from the data.
 	var last time.Time
 	if err := r.h.app.Store.SQL().QueryRow("SELECT MAX(sent_at) FROM messages").Scan(&last); err != nil {
 		b.Fatal(err)
 	}
-	return float64(n) / last.Sub(w.started.UTC()).Seconds(), w.peakRSSMB()
+	return drainResult{rate: float64(n) / last.Sub(w.started.UTC()).Seconds(), rssMB: w.peakRSSMB(), cpu: perMessage}
 }
 
-// cpuReading is the CPU time used so far by MariaDB and the rig's simulator, and by the
-// machine's cores (busy, and in all).
-type cpuReading struct{ db, sim, busy, total time.Duration }
+// cpuReading is the CPU time used so far by MariaDB, Redis, the rig's simulator and
+// this process (the rig's web process), and by the machine's cores (busy, and in all).
+type cpuReading struct{ db, redis, sim, web, busy, total time.Duration }
 
 func (r *benchRig) cpuNow() cpuReading {
 	busy, total := machineCPU()
-	return cpuReading{db: databaseCPU(), sim: pidCPU(r.simPID), busy: busy, total: total}
+	return cpuReading{db: databaseCPU(), redis: redisCPU(), sim: pidCPU(r.simPID), web: processCPU(), busy: busy, total: total}
 }
 
-// logCPU logs where the machine's CPU went while a worker drained n messages since the
-// reading before it started: the CPU time per message of MariaDB, the worker and the
-// simulator, and how busy the cores were (the rest is Redis, the web process, the
-// benchmark's polling and the system).
-func (r *benchRig) logCPU(b *testing.B, n int, w *benchWorker, before cpuReading) {
-	now, worker := r.cpuNow(), pidCPU(w.proc.Process.Pid)
-	if before.db < 0 || before.sim < 0 || worker < 0 || now.total <= before.total {
-		b.Logf("drain of %d: /proc does not tell where the CPU went", n)
-		return
+// drainCPU is the CPU time one message of a drain cost each process on the machine.
+type drainCPU struct {
+	db, redis, worker, sim time.Duration
+	// web is this test process: the rig's web process, idle during a drain, and the
+	// benchmark polling the database for the count of sent messages.
+	web time.Duration
+}
+
+// all is what a message cost all of them together.
+func (c drainCPU) all() time.Duration { return c.db + c.redis + c.worker + c.sim + c.web }
+
+// allMicros is all in microseconds; -1 when /proc did not tell.
+func (c drainCPU) allMicros() float64 {
+	if c == (drainCPU{}) {
+		return -1
 	}
-	per := func(d time.Duration) time.Duration { return d / time.Duration(n) }
-	b.Logf("drain of %d: CPU per message: MariaDB %s, worker %s, simulator %s; cores %.0f%% busy", n,
-		per(now.db-before.db), per(worker), per(now.sim-before.sim), 100*float64(now.busy-before.busy)/float64(now.total-before.total))
+	return float64(c.all().Nanoseconds()) / 1000
+}
+
+// logCPU logs, and returns, where the machine's CPU went while a worker drained n
+// messages since the reading before it started: the CPU time per message of each
+// process, the rest of the cores' busy time (the kernel's and other programs': on a
+// shared machine, what others ran meanwhile; their queries count under MariaDB and
+// Redis), and how busy the cores were.
+func (r *benchRig) logCPU(b *testing.B, n int, w *benchWorker, before cpuReading) drainCPU {
+	now, worker := r.cpuNow(), pidCPU(w.proc.Process.Pid)
+	if before.db < 0 || before.redis < 0 || before.sim < 0 || before.web < 0 || worker < 0 || now.total <= before.total {
+		b.Logf("drain of %d: /proc does not tell where the CPU went", n)
+		return drainCPU{}
+	}
+	per := func(d time.Duration) time.Duration { return (d / time.Duration(n)).Round(time.Microsecond) }
+	c := drainCPU{db: per(now.db - before.db), redis: per(now.redis - before.redis), worker: per(worker),
+		sim: per(now.sim - before.sim), web: per(now.web - before.web)}
+	b.Logf("drain of %d: CPU per message: MariaDB %s, Redis %s, worker %s, simulator %s, web (this process, polling too) %s; all %s; rest of the machine %s; cores %.0f%% busy",
+		n, c.db, c.redis, c.worker, c.sim, c.web, c.all(), per(now.busy-before.busy)-c.all(), 100*float64(now.busy-before.busy)/float64(now.total-before.total))
+	return c
 }
 
 // latency offers single-recipient requests at rate per second for a while, with a
