@@ -151,15 +151,110 @@ func jsonValue(c *gin.Context, value string) string {
 	return value
 }
 
-// jsonFrame is one open object or array while checkDuplicateKeys walks a document.
+// checkDuplicateKeys reports, as a catalog message, the first object key that appears
+// twice in the same object, or malformed JSON. A well-formed document whose keys hold no
+// escapes (every request a program sends, nearly) is walked byte by byte; any other goes
+// through encoding/json's tokens, whose words the malformed message quotes.
+func checkDuplicateKeys(raw []byte) *i18n.Msg {
+	if !json.Valid(raw) {
+		return walkDuplicateKeys(raw)
+	}
+	key, escaped := firstDuplicateKey(raw)
+	if escaped {
+		return walkDuplicateKeys(raw)
+	}
+	if key != "" {
+		m := i18n.M("api.duplicate_key", "Key", strconv.Quote(key))
+		return &m
+	}
+	return nil
+}
+
+// keySpan is where one key of an open object lies in the document, quotes excluded.
+type keySpan struct{ start, end int }
+
+// objectFrame is one open object or array while firstDuplicateKey walks a document.
+type objectFrame struct {
+	object    bool
+	expectKey bool
+	first     int             // the object's first key in the walk's list of keys
+	seen      map[string]bool // the object's keys, once it has many
+}
+
+// manyKeys is how many keys an object holds before firstDuplicateKey looks them up in a
+// map instead of comparing each new key with all of them.
+const manyKeys = 16
+
+// firstDuplicateKey walks a well-formed JSON document and returns the first key that
+// appears twice in one object ("" when none does), or escaped when a key holds an escape
+// and so cannot be compared as written.
+func firstDuplicateKey(raw []byte) (key string, escaped bool) {
+	var stack []objectFrame
+	var keys []keySpan
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '{':
+			stack = append(stack, objectFrame{object: true, expectKey: true, first: len(keys)})
+		case '[':
+			stack = append(stack, objectFrame{})
+		case '}', ']':
+			keys = keys[:stack[len(stack)-1].first]
+			stack = stack[:len(stack)-1]
+		case ',':
+			if top := len(stack) - 1; stack[top].object {
+				stack[top].expectKey = true
+			}
+		case '"':
+			start, hasEscape := i+1, false
+			for i++; raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					hasEscape = true
+					i++
+				}
+			}
+			top := len(stack) - 1
+			if top < 0 || !stack[top].expectKey {
+				continue // a value
+			}
+			if hasEscape {
+				return "", true
+			}
+			f := &stack[top]
+			f.expectKey = false
+			name := raw[start:i]
+			if f.seen != nil {
+				if f.seen[string(name)] {
+					return string(name), false
+				}
+				f.seen[string(name)] = true
+				continue
+			}
+			for _, k := range keys[f.first:] {
+				if bytes.Equal(raw[k.start:k.end], name) {
+					return string(name), false
+				}
+			}
+			keys = append(keys, keySpan{start, i})
+			if len(keys)-f.first > manyKeys {
+				f.seen = make(map[string]bool, 2*manyKeys)
+				for _, k := range keys[f.first:] {
+					f.seen[string(raw[k.start:k.end])] = true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// jsonFrame is one open object or array while walkDuplicateKeys walks a document.
 type jsonFrame struct {
 	keys      map[string]bool // nil for arrays
 	expectKey bool
 }
 
-// checkDuplicateKeys walks a JSON document and reports, as a catalog message, the first
-// object key that appears twice in the same object, or malformed JSON.
-func checkDuplicateKeys(raw []byte) *i18n.Msg {
+// walkDuplicateKeys is checkDuplicateKeys through encoding/json's tokens: any document,
+// and the words of its error when it is malformed.
+func walkDuplicateKeys(raw []byte) *i18n.Msg {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var stack []*jsonFrame

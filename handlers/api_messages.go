@@ -102,8 +102,11 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 		req.CallbackKeyID = &key.ID
 	}
 	// The body encoded again is the request in one fixed form: spacing and key order
-	// do not change it.
-	canonical, _ := json.Marshal(body)
+	// do not change it. Only a request with a key is compared with an earlier one.
+	var canonical []byte
+	if body.IdempotencyKey != "" {
+		canonical, _ = json.Marshal(body)
+	}
 	res, replay, err := h.Dispatch.SubmitIdempotent(c.Request.Context(), req, canonical, func(res *dispatch.Result) (int, []byte) {
 		b, _ := json.Marshal(newSendResponse(res))
 		return http.StatusAccepted, b

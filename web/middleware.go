@@ -28,6 +28,11 @@ func logRequests(log *slog.Logger) gin.HandlerFunc {
 		if c.Writer.Status() >= 500 {
 			level = slog.LevelError
 		}
+		// Checked first: the line's values (the client's address above all) cost more to
+		// gather than the request's other bookkeeping, for a line usually not written.
+		if !log.Enabled(c.Request.Context(), level) {
+			return
+		}
 		log.Log(c.Request.Context(), level, "http", "method", c.Request.Method, "path", c.Request.URL.Path,
 			"status", c.Writer.Status(), "duration_ms", time.Since(start).Milliseconds(), "ip", c.ClientIP())
 	}
