@@ -56,3 +56,14 @@ func (s *Store) UseRecipientClock(now func() time.Time) {
 	s.people.now = now
 	s.people.mu.Unlock()
 }
+
+// FillAfterMisses is fillAfterMisses, for tests.
+const FillAfterMisses = fillAfterMisses
+
+// RecipientCacheHeld reports how many people the intake's cache holds, and whether it
+// is reading the whole directory.
+func (s *Store) RecipientCacheHeld() (held int, filling bool) {
+	s.people.mu.Lock()
+	defer s.people.mu.Unlock()
+	return len(s.people.byExt), s.people.filling
+}

@@ -23,6 +23,17 @@ const RecipientCacheMaxAge = time.Minute
 // again from the start whenever the cache fills.
 const recipientCacheSize = 50_000
 
+// Reading the whole directory at once (a fill) costs the database about what a few
+// hundred lookups of one person cost, and more for a larger directory; the cache fills
+// itself once this many lookups since the last fill missed, or a sixteenth of the people
+// that fill read, whichever is more. A steady flow of requests then costs a fill a
+// minute (RecipientCacheMaxAge) and after each change of the directory, instead of a
+// lookup per person; a trickle costs what it did.
+const (
+	fillAfterMisses = 256
+	fillShare       = 16
+)
+
 // ChangeCounter counts the changes to one kind of data that processes keep in memory
 // (change_counters): each change adds one in the transaction that makes it.
 type ChangeCounter struct {
@@ -82,6 +93,11 @@ type recipientCache struct {
 	checking   bool      // a lookup is reading the counter
 	byExt      map[string]*cachedRecipient
 	byID       map[int64]*cachedRecipient
+	// misses counts the lookups that read the database since the last fill began;
+	// filling is set while one runs, lastFill is how many people it read.
+	misses   int
+	filling  bool
+	lastFill int
 }
 
 // cachedRecipient is a person as the database gave it at a time.
@@ -158,8 +174,59 @@ func (c *recipientCache) keep(generation uint64, read time.Time, people []Recipi
 	}
 }
 
+// missed counts a lookup that read the database, and reports whether the lookups
+// missed often enough since the last fill for the cache to fill itself now; then the
+// caller must run the fill.
+func (c *recipientCache) missed() (fill bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.misses++
+	if c.filling || c.misses < max(fillAfterMisses, c.lastFill/fillShare) {
+		return false
+	}
+	c.filling, c.misses = true, 0
+	return true
+}
+
+// fillRecipientCache reads the whole directory, if it fits the cache, and keeps it
+// under the generation current when the read began.
+func (s *Store) fillRecipientCache(ctx context.Context) {
+	c := s.people
+	defer func() {
+		c.mu.Lock()
+		c.filling = false
+		c.mu.Unlock()
+	}()
+	generation, err := c.current(ctx, s.recipientsVersion)
+	if err != nil {
+		return // the lookups go on reading what they miss
+	}
+	c.mu.Lock()
+	read := c.now()
+	c.mu.Unlock()
+	var all []Recipient
+	if err := s.reader(ctx).Order("id").Limit(recipientCacheSize + 1).Find(&all).Error; err != nil {
+		return
+	}
+	c.mu.Lock()
+	c.lastFill = len(all)
+	if len(all) > recipientCacheSize {
+		// Too large to hold: lookups go on one by one, and try again much later.
+		c.lastFill = recipientCacheSize * fillShare
+		c.mu.Unlock()
+		return
+	}
+	if generation == c.generation {
+		c.clear() // every entry is read again; keep counts the directory alone
+		generation = c.generation
+	}
+	c.mu.Unlock()
+	c.keep(generation, read, all)
+}
+
 // cachedRecipients answers a lookup of keys from index where it can and reads the rest
-// with read, keeping what it read.
+// with read, keeping what it read. Lookups that keep missing fill the cache with the
+// whole directory, in the background.
 func cachedRecipients[K comparable](ctx context.Context, s *Store, keys []K,
 	index func(*recipientCache) map[K]*cachedRecipient, read func(context.Context, []K) ([]Recipient, error)) ([]Recipient, error) {
 	if len(keys) == 0 {
@@ -184,6 +251,13 @@ func cachedRecipients[K comparable](ctx context.Context, s *Store, keys []K,
 	c.mu.Unlock()
 	if len(missing) == 0 {
 		return out, nil
+	}
+	if c.missed() {
+		go func() {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			s.fillRecipientCache(ctx)
+		}()
 	}
 	found, err := read(ctx, missing)
 	if err != nil {

@@ -2,7 +2,9 @@ package models_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"herald/internal/testenv"
 	"herald/models"
@@ -123,4 +125,47 @@ func TestCachedRecipientsSeeOtherProcessesChangesWithinACheck(t *testing.T) {
 	wantName(t, "changed by hand, the counter unmoved", here, r, "Wang Fang (Retail)")
 	clock.Advance(models.RecipientCacheMaxAge)
 	wantName(t, "changed by hand, entries too old", here, r, "Wang Fang (Audit)")
+}
+
+// Lookups that keep missing fill the cache with the whole directory, so a steady flow of
+// requests reads it at once instead of person by person; fewer misses fill nothing.
+func TestCachedRecipientsFillAfterManyMisses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := testenv.Store(t)
+	s.UseRecipientClock(newStepClock().Now) // the clock never moves: no entry expires
+	people := make([]models.Recipient, models.FillAfterMisses+50)
+	for i := range people {
+		ext := fmt.Sprintf("F%04d", i)
+		people[i] = models.Recipient{ExternalID: ext, Name: ext, OrgType: models.Branch, TianyuanID: "ty_" + ext, Active: true}
+	}
+	if _, err := s.UpsertRecipients(ctx, people); err != nil {
+		t.Fatal(err)
+	}
+	directory, err := s.CountRecipients(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range people[:models.FillAfterMisses-1] {
+		if got, err := s.CachedRecipientsByExternalIDs(ctx, []string{p.ExternalID}); err != nil || len(got) != 1 {
+			t.Fatalf("%s: %v, %v", p.ExternalID, got, err)
+		}
+	}
+	if held, filling := s.RecipientCacheHeld(); filling || held != models.FillAfterMisses-1 {
+		t.Fatalf("after %d misses: %d held (filling: %t), want those looked up only", models.FillAfterMisses-1, held, filling)
+	}
+	if _, err := s.CachedRecipientsByExternalIDs(ctx, []string{people[models.FillAfterMisses-1].ExternalID}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		held, filling := s.RecipientCacheHeld()
+		if !filling && held == int(directory) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %d misses: %d held (filling: %t), want the whole directory (%d)", models.FillAfterMisses, held, filling, directory)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
