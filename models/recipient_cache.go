@@ -167,6 +167,11 @@ func (c *recipientCache) keep(generation uint64, read time.Time, people []Recipi
 		c.clear()
 		return
 	}
+	c.put(read, people)
+}
+
+// put adds people read at a time; the caller holds mu.
+func (c *recipientCache) put(read time.Time, people []Recipient) {
 	for _, p := range people {
 		entry := &cachedRecipient{Recipient: p, read: read}
 		c.byExt[p.ExternalID] = entry
@@ -217,11 +222,12 @@ func (s *Store) fillRecipientCache(ctx context.Context) {
 		return
 	}
 	if generation == c.generation {
-		c.clear() // every entry is read again; keep counts the directory alone
-		generation = c.generation
+		// Every entry is read again: the directory replaces them in one step, so that
+		// no lookup finds the cache empty meanwhile.
+		c.clear()
+		c.put(read, all)
 	}
 	c.mu.Unlock()
-	c.keep(generation, read, all)
 }
 
 // cachedRecipients answers a lookup of keys from index where it can and reads the rest
