@@ -159,11 +159,11 @@ func checkDuplicateKeys(raw []byte) *i18n.Msg {
 	if !json.Valid(raw) {
 		return walkDuplicateKeys(raw)
 	}
-	key, escaped := firstDuplicateKey(raw)
+	key, found, escaped := firstDuplicateKey(raw)
 	if escaped {
 		return walkDuplicateKeys(raw)
 	}
-	if key != "" {
+	if found {
 		m := i18n.M("api.duplicate_key", "Key", strconv.Quote(key))
 		return &m
 	}
@@ -177,7 +177,7 @@ type keySpan struct{ start, end int }
 type objectFrame struct {
 	object    bool
 	expectKey bool
-	first     int             // the object's first key in the walk's list of keys
+	first     int             // where the frame's keys start in the walk's list of keys
 	seen      map[string]bool // the object's keys, once it has many
 }
 
@@ -186,9 +186,9 @@ type objectFrame struct {
 const manyKeys = 16
 
 // firstDuplicateKey walks a well-formed JSON document and returns the first key that
-// appears twice in one object ("" when none does), or escaped when a key holds an escape
-// and so cannot be compared as written.
-func firstDuplicateKey(raw []byte) (key string, escaped bool) {
+// appears twice in one object, if one does, or escaped when a key holds an escape and so
+// cannot be compared as written.
+func firstDuplicateKey(raw []byte) (key string, found, escaped bool) {
 	var stack []objectFrame
 	var keys []keySpan
 	for i := 0; i < len(raw); i++ {
@@ -196,7 +196,7 @@ func firstDuplicateKey(raw []byte) (key string, escaped bool) {
 		case '{':
 			stack = append(stack, objectFrame{object: true, expectKey: true, first: len(keys)})
 		case '[':
-			stack = append(stack, objectFrame{})
+			stack = append(stack, objectFrame{first: len(keys)})
 		case '}', ']':
 			keys = keys[:stack[len(stack)-1].first]
 			stack = stack[:len(stack)-1]
@@ -217,21 +217,21 @@ func firstDuplicateKey(raw []byte) (key string, escaped bool) {
 				continue // a value
 			}
 			if hasEscape {
-				return "", true
+				return "", false, true
 			}
 			f := &stack[top]
 			f.expectKey = false
 			name := raw[start:i]
 			if f.seen != nil {
 				if f.seen[string(name)] {
-					return string(name), false
+					return string(name), true, false
 				}
 				f.seen[string(name)] = true
 				continue
 			}
 			for _, k := range keys[f.first:] {
 				if bytes.Equal(raw[k.start:k.end], name) {
-					return string(name), false
+					return string(name), true, false
 				}
 			}
 			keys = append(keys, keySpan{start, i})
@@ -243,7 +243,7 @@ func firstDuplicateKey(raw []byte) (key string, escaped bool) {
 			}
 		}
 	}
-	return "", false
+	return "", false, false
 }
 
 // jsonFrame is one open object or array while walkDuplicateKeys walks a document.

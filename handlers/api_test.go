@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -35,6 +36,9 @@ func TestCheckDuplicateKeys(t *testing.T) {
 		{"nested duplicate", `{"content":{"text":"a","subject":"s","text":"b"}}`, `api.duplicate_key Key="text"`},
 		{"same key in sibling objects", `{"a":{"k":1},"b":{"k":2},"c":[{"k":1},{"k":2}]}`, ""},
 		{"key after a closed object", `{"a":{"b":1},"b":2,"a":3}`, `api.duplicate_key Key="a"`},
+		{"duplicate after an array", `{"a":1,"b":[1,[2]],"a":3}`, `api.duplicate_key Key="a"`},
+		{"keys after an array in a nested object", `{"x":{"p":1,"q":[{"p":1}],"r":2},"y":[]}`, ""},
+		{"empty key twice", `[{"":0,"":0}]`, `api.duplicate_key Key=""`},
 		{"value equal to a key", `{"a":"a","b":["a","b"],"c":"b"}`, ""},
 		{"quotes and colons in values", `{"a":"x\",\"a\":\"y","b":"{\"a\":1}"}`, ""},
 		{"escaped key equal to a plain one", `{"a":1,"\u0061":2}`, `api.duplicate_key Key="a"`},
@@ -70,4 +74,28 @@ func describe(m *i18n.Msg) string {
 		out += fmt.Sprintf(" %v=%v", m.Args[i], m.Args[i+1])
 	}
 	return out
+}
+
+// FuzzCheckDuplicateKeys holds the byte walk to the token walk on any document
+// decodeJSON would check (valid UTF-8).
+func FuzzCheckDuplicateKeys(f *testing.F) {
+	for _, seed := range []string{
+		`{"a":1,"b":[1,[2]],"a":3}`,
+		`{"x":{"p":1,"q":[{"p":1}],"r":2},"y":[]}`,
+		`{"a":{"b":1},"b":2,"a":3}`,
+		`{"a\"b":1,"a\\b":2,"\u0061":3,"a":4}`,
+		`[{"k":1},{"k":2,"k":3}]`,
+		`{"a":1,}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, doc string) {
+		if !utf8.ValidString(doc) {
+			return
+		}
+		got, want := describe(checkDuplicateKeys([]byte(doc))), describe(walkDuplicateKeys([]byte(doc)))
+		if got != want {
+			t.Errorf("checkDuplicateKeys(%q) = %q, the token walk says %q", doc, got, want)
+		}
+	})
 }
