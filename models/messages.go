@@ -705,13 +705,19 @@ type DueCursor struct {
 	ID string
 }
 
+// dueCondition selects the messages waiting (pending or failed) and due by a time. They
+// are found on idx_messages_due, which holds next_attempt_at alone so that claims leave
+// it alone (migration 00039); the unary plus keeps SQLite from preferring the status
+// index, which would read every waiting message, due or not (MySQL ignores it).
+const dueCondition = "+status IN ? AND next_attempt_at <= ?"
+
 // DueMessages lists pending or failed messages due by dueBy in (next_attempt_at, id)
 // order, after the cursor (the zero cursor starts at the beginning).
 func (s *Store) DueMessages(ctx context.Context, dueBy time.Time, after DueCursor, limit int) ([]DueMessage, error) {
 	var out []DueMessage
 	dueBy, after.At = dueBy.UTC(), after.At.UTC() // SQLite compares times as text: every stored time is UTC
 	q := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at, task_id").
-		Where("status IN ? AND next_attempt_at <= ?", delivery.Waiting, dueBy)
+		Where(dueCondition, delivery.Waiting, dueBy)
 	if !after.At.IsZero() {
 		q = q.Where("(next_attempt_at > ? OR (next_attempt_at = ? AND id > ?))", after.At, after.At, after.ID)
 	}
@@ -953,7 +959,7 @@ func (s *Store) MessageWithRecipient(ctx context.Context, id string) (*BatchMess
 func (s *Store) OldestDue(ctx context.Context) (*time.Time, error) {
 	var out []DueMessage
 	err := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
-		Where("status IN ? AND next_attempt_at <= ?", delivery.Waiting, Now()).
+		Where(dueCondition, delivery.Waiting, Now()).
 		Order("next_attempt_at").Limit(1).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: oldest due message: %w", err)
