@@ -551,7 +551,7 @@ func (s *Store) FinishAttempts(ctx context.Context, items []Finish) []error {
 			return err
 		}
 		if len(attempts) > 0 {
-			if err := tx.CreateInBatches(attempts, insertChunk).Error; err != nil {
+			if err := insertAttempts(tx, attempts); err != nil {
 				return fmt.Errorf("models: record attempts: %w", err)
 			}
 		}
@@ -838,7 +838,7 @@ func (s *Store) ReleaseExpiredLeases(ctx context.Context) ([]Released, error) {
 					ErrorClass: "transient", Error: leaseExpiredError})
 			}
 			if len(attempts) > 0 {
-				if err := tx.CreateInBatches(attempts, insertChunk).Error; err != nil {
+				if err := insertAttempts(tx, attempts); err != nil {
 					return fmt.Errorf("models: record unknown attempts: %w", err)
 				}
 			}
