@@ -678,13 +678,9 @@ func (s *Store) ClaimMany(ctx context.Context, ids []string, leaseUntil time.Tim
 	if err != nil {
 		return nil, "", fmt.Errorf("models: claim messages: %w", err)
 	}
-	var rows []Message
-	if err := s.reader(ctx).Where("id IN ?", ids).Find(&rows).Error; err != nil {
+	out, err := s.messagesByIDs(ctx, ids)
+	if err != nil {
 		return nil, "", fmt.Errorf("models: read claimed messages: %w", err)
-	}
-	out := make(map[string]*Message, len(rows))
-	for i := range rows {
-		out[rows[i].ID] = &rows[i]
 	}
 	return out, token, nil
 }
