@@ -22,6 +22,10 @@ import (
 // cannot both win, so no notice is carried twice, and a notice that arrives meanwhile
 // simply waits for the next group. Nothing lives outside the rows, so a restart loses no
 // open group.
+//
+// The queries find waiting notices by digest_waiting, a virtual column that is the
+// digest slot of a pending notice and NULL for every other row (migration 00039): its
+// index then holds no status, so claims and finishes of other messages never touch it.
 
 // EventMessageDigested is the status event of a notice folded into a digest.
 const EventMessageDigested = "message.digested"
@@ -81,12 +85,12 @@ func (s *Store) DueDigestGroups(ctx context.Context, now time.Time, slots []stri
 		MaxSize int
 	}
 	q := s.db.WithContext(ctx).Model(&Message{}).
-		Select("digest_slot AS slot, COUNT(*) AS n, MIN(digest_due_at) AS due_at, MIN(digest_max) AS max_size").
-		Where("status = ? AND digest_slot <> '' AND send_at <= ?", StatusPending, now)
+		Select("digest_waiting AS slot, COUNT(*) AS n, MIN(digest_due_at) AS due_at, MIN(digest_max) AS max_size").
+		Where("digest_waiting IS NOT NULL AND send_at <= ?", now)
 	if len(slots) > 0 {
-		q = q.Where("digest_slot IN ?", slots)
+		q = q.Where("digest_waiting IN ?", slots)
 	}
-	err := q.Group("digest_slot").
+	err := q.Group("digest_waiting").
 		Having("MIN(digest_due_at) <= ? OR COUNT(*) >= MIN(digest_max)", now).
 		Order("due_at").Limit(limit).Scan(&rows).Error
 	if err != nil {
@@ -132,7 +136,7 @@ func (s *Store) FoldDigest(ctx context.Context, slot string, now time.Time, buil
 	var notices []Message
 	err := s.txRetry(ctx, func(tx *gorm.DB) error {
 		digest, notices = nil, nil
-		err := tx.Where("status = ? AND digest_slot = ? AND send_at <= ?", StatusPending, slot, now.UTC()).
+		err := tx.Where("digest_waiting = ? AND send_at <= ?", slot, now.UTC()).
 			Order("created_at, id").Limit(maxDigest).Find(&notices).Error
 		if err != nil {
 			return fmt.Errorf("models: notices of digest group %s: %w", slot, err)

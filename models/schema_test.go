@@ -103,7 +103,9 @@ func migratedSchema(t *testing.T, opts models.Options) (*models.Store, tableColu
 			out[table] = cols
 		}
 	default:
-		rows, err := db.Query("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name <> 'goose_db_version'")
+		// Generated columns are left out, as SQLite's table_info leaves them out: they
+		// exist for an index (messages.digest_waiting), and no model writes them.
+		rows, err := db.Query("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name <> 'goose_db_version' AND extra NOT LIKE '%GENERATED%'")
 		if err != nil {
 			t.Fatal(err)
 		}

