@@ -596,22 +596,27 @@ func finishOne(tx *gorm.DB, it Finish, now time.Time) (bool, error) {
 
 // finishSent marks many delivered messages sent with one UPDATE, each fenced by its own
 // claim token, and returns which ones it changed. Successes are the common case; one
-// statement for a batch of them is what keeps the database off the critical path.
+// statement for a batch of them is what keeps the database off the critical path. The
+// fence is a list of (id, token) pairs, which MySQL searches by halves for each row; a
+// CASE would compare each row with every message of the batch.
 func finishSent(tx *gorm.DB, items []Finish, idx []int, now time.Time) (map[string]bool, error) {
 	var fence, provider strings.Builder
 	ids := make([]string, 0, len(idx))
 	var fenceArgs, providerArgs []any
-	fence.WriteString("CASE id")
+	fence.WriteString("(id, claim_token) IN (")
 	provider.WriteString("CASE id")
-	for _, i := range idx {
+	for n, i := range idx {
 		m := items[i].Message
 		ids = append(ids, m.ID)
-		fence.WriteString(" WHEN ? THEN claim_token = ?")
+		if n > 0 {
+			fence.WriteString(", ")
+		}
+		fence.WriteString("(?, ?)")
 		fenceArgs = append(fenceArgs, m.ID, m.ClaimToken)
 		provider.WriteString(" WHEN ? THEN ?")
 		providerArgs = append(providerArgs, m.ID, truncate(items[i].Outcome.ProviderMessageID, 128))
 	}
-	fence.WriteString(" ELSE FALSE END")
+	fence.WriteString(")")
 	provider.WriteString(" ELSE provider_message_id END")
 	args := append([]any{StatusSent, now, now}, providerArgs...)
 	args = append(args, ids, StatusSending)

@@ -1,0 +1,107 @@
+package models_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	gocmp "github.com/google/go-cmp/cmp"
+
+	"herald/models"
+)
+
+// TestClaimReadsEveryField: a claim returns the message as GORM reads it, with every
+// field set, so the claim's own row scanning converts each type (times, pointers,
+// booleans) the way the model does, on either database.
+func TestClaimReadsEveryField(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	at := models.Now().Add(-time.Minute)
+	keyID, alertID, version := int64(7), int64(9), 3
+	of, next, digest := models.NewID(), models.NewID(), models.NewID()
+	m := f.message("", models.StatusFailed, at)
+	m.Subject, m.ContentHTML, m.Attempts, m.ClassRetries = "Ledger", "<p>Overdue</p>", 1, 1
+	m.ErrorClass, m.LastError, m.ProviderMessageID, m.TaskID = "transient", "HTTP 503", "pm-1", "task-1"
+	m.CallbackKeyID, m.Fallback, m.FallbackDue, m.FallbackOf, m.FallbackNext = &keyID, "email", true, &of, &next
+	m.TemplateVersion, m.SentAt, m.RecalledAt, m.RecalledBy, m.AlertID = &version, &at, &at, "admin", &alertID
+	m.DigestSlot, m.DigestDueAt, m.DigestMax, m.DigestMessageID = "1/2/disk", &at, 5, &digest
+	f.createMessages(t, m)
+
+	claimed, err := f.store.ClaimForSending(ctx, m.ID, models.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := f.store.MessageByID(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := gocmp.Diff(stored, claimed); diff != "" {
+		t.Errorf("claimed message against the stored one (-stored +claimed):\n%s", diff)
+	}
+	if claimed.LeaseUntil == nil || claimed.ClaimToken == "" || claimed.FallbackOf == nil || *claimed.FallbackOf != of {
+		t.Errorf("claimed message lacks its claim or its chain: %+v", claimed)
+	}
+}
+
+// TestFinishSentFencesEachMessage: a batch of deliveries is recorded in one statement,
+// yet each message is finished only under its own claim: not one taken over by another
+// claim meanwhile, and not under the token of another message of the batch.
+func TestFinishSentFencesEachMessage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	var msgs []models.Message
+	for range 4 {
+		msgs = append(msgs, f.message("", models.StatusPending, models.Now()))
+	}
+	f.createMessages(t, msgs...)
+	held, takenOver, x, y := msgs[0].ID, msgs[1].ID, msgs[2].ID, msgs[3].ID
+	found, token, err := f.store.ClaimMany(ctx, []string{held, takenOver}, models.Now().Add(-time.Second))
+	if err != nil || !found[held].Claimed(token) || !found[takenOver].Claimed(token) {
+		t.Fatalf("claim: %v", err)
+	}
+	// Another worker takes over the second claim after its lease ran out.
+	if _, err := f.store.ClaimForSending(ctx, takenOver, models.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	claimX, err := f.store.ClaimForSending(ctx, x, models.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimY, err := f.store.ClaimForSending(ctx, y, models.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// x and y as a worker would hold them with their claims swapped: each token is in
+	// the batch, but not beside its message.
+	swappedX, swappedY := *claimX, *claimY
+	swappedX.ClaimToken, swappedY.ClaimToken = claimY.ClaimToken, claimX.ClaimToken
+
+	sent := func(m *models.Message) models.Finish {
+		return models.Finish{Message: m, Outcome: models.Outcome{Status: models.StatusSent, ProviderMessageID: "pm-" + m.ID,
+			CountsAttempt: true, Called: true, StartedAt: models.Now()}}
+	}
+	errs := f.store.FinishAttempts(ctx, []models.Finish{sent(found[held]), sent(found[takenOver]), sent(&swappedX), sent(&swappedY)})
+	type result struct {
+		Finished bool
+		Status   models.Status
+	}
+	want := map[string]result{held: {true, models.StatusSent}, takenOver: {false, models.StatusSending},
+		x: {false, models.StatusSending}, y: {false, models.StatusSending}}
+	got := map[string]result{}
+	for i, id := range []string{held, takenOver, x, y} {
+		if errs[i] != nil && !errors.Is(errs[i], models.ErrStateChanged) {
+			t.Fatalf("finish of %s: %v", id, errs[i])
+		}
+		m, err := f.store.MessageByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[id] = result{errs[i] == nil, m.Status}
+	}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("finished messages (-want +got):\n%s", diff)
+	}
+}
