@@ -170,7 +170,7 @@ var hotQueries = []struct{ name, sql string }{
 	{"read claimed", `SELECT * FROM messages WHERE id IN ('a', 'b')`},
 	{"finish", `UPDATE messages SET status = 'sent' WHERE id = 'a' AND status = 'sending' AND claim_token = 't'`},
 	{"attempts of a message", `SELECT * FROM attempts WHERE message_id = 'a' ORDER BY id`},
-	{"sweeper: due messages", `SELECT id, priority, next_attempt_at FROM messages WHERE status IN ('pending', 'failed') AND next_attempt_at <= '2030-01-01' ORDER BY next_attempt_at, id LIMIT 2000`},
+	{"sweeper: due messages", `SELECT id, priority, next_attempt_at FROM messages WHERE +status IN ('pending', 'failed') AND next_attempt_at <= '2030-01-01' ORDER BY next_attempt_at, id LIMIT 2000`},
 	{"sweeper: expired leases", `SELECT id FROM messages WHERE status = 'sending' AND lease_until < '2030-01-01' ORDER BY id LIMIT 500`},
 	{"dashboard: in flight", `SELECT COUNT(*) FROM messages WHERE status = 'sending'`},
 	{"dashboard: latest failures", `SELECT message_id FROM attempts WHERE outcome = 'failed' ORDER BY id DESC LIMIT 10`},
