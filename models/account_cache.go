@@ -63,14 +63,8 @@ func (c *AccountCache) get(ctx context.Context, key string, load func(context.Co
 
 // read loads an account and keeps it.
 func (c *AccountCache) read(ctx context.Context, key string, generation uint64, load func(context.Context) (*Account, error)) (*Account, error) {
-	// Requests that joined this read must not fail because the one that began it went
-	// away; its deadline still bounds the read when the database stalls.
-	readCtx := context.WithoutCancel(ctx)
-	if deadline, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		readCtx, cancel = context.WithDeadline(readCtx, deadline)
-		defer cancel()
-	}
+	readCtx, cancel := sharedRead(ctx)
+	defer cancel()
 	// The entry ages from before the read, so a slow read cannot stretch the time an
 	// edit made elsewhere waits.
 	started := time.Now()

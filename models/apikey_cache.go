@@ -104,16 +104,20 @@ func (c *APIKeyCache) Authenticate(ctx context.Context, secret string) (*APIKey,
 	}
 }
 
+// sharedRead is the context of a read that concurrent requests share: requests that
+// joined it must not fail because the one that began it went away, but that one's
+// deadline still bounds the read when the database stalls.
+func sharedRead(ctx context.Context) (context.Context, context.CancelFunc) {
+	if deadline, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	}
+	return context.WithoutCancel(ctx), func() {}
+}
+
 // read asks the database about a secret and keeps the key if it is accepted.
 func (c *APIKeyCache) read(ctx context.Context, sum [sha256.Size]byte, secret string, generation uint64) (*APIKey, error) {
-	// Requests that joined this read must not fail because the one that began it went
-	// away; its deadline still bounds the read when the database stalls.
-	readCtx := context.WithoutCancel(ctx)
-	if deadline, ok := ctx.Deadline(); ok {
-		var cancel context.CancelFunc
-		readCtx, cancel = context.WithDeadline(readCtx, deadline)
-		defer cancel()
-	}
+	readCtx, cancel := sharedRead(ctx)
+	defer cancel()
 	// The entry expires counting from before the read, so a slow read cannot stretch
 	// the time a revoked key is still accepted.
 	started := c.now()
