@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"herald/internal/testenv"
-	"herald/models"
 	"herald/tasks"
 )
 
@@ -38,26 +37,11 @@ func TestAttemptLogLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	receiver := newHookReceiver(t, func(to string) bool { return to == "down@example.com" })
-	a, r := hookAccount(t, store, receiver, nil)
-	b := &models.Batch{ID: models.NewID(), Source: "api", Platform: a.Platform, AccountID: a.ID, Priority: "normal"}
-	now := time.Now()
-	addrs := []string{"up@example.com", "down@example.com"}
-	msgs := make([]models.Message, len(addrs))
-	ids := make([]string, len(addrs))
-	for i, to := range addrs {
-		msgs[i] = models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: r.ID, AccountID: a.ID, Platform: a.Platform,
-			Address: to, MsgType: "text", Content: "Ledger 42 closes at five", Priority: "normal", Status: models.StatusPending,
-			MaxAttempts: 3, SendAt: now, NextAttemptAt: &now, TaskID: tasks.ChunkTaskID(b.ID, 1)}
-		ids[i] = msgs[i].ID
-	}
-	if err := store.CreateBatch(ctx, b, msgs, nil); err != nil {
-		t.Fatal(err)
-	}
+	c := newHookChunk(t, store, []string{"up@example.com", "down@example.com"})
+	a, ids, task := c.account, c.ids, c.task
 	var out lockedBuffer
 	sender := newTestSender(t, store, red, tasks.SenderConfig{CallTimeout: 5 * time.Second,
 		Log: slog.New(slog.NewJSONHandler(&out, nil)).With("role", "worker")})
-	task := tasks.NewSendMessageTask(tasks.Chunk(ids, "normal", now, func(string, int) string { return tasks.ChunkTaskID(b.ID, 1) })[0])
 	if err := sender.ProcessTask(ctx, task); err != nil {
 		t.Fatal(err)
 	}

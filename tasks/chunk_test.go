@@ -24,26 +24,12 @@ func TestChunkRetriesAFailedMessageOnItsOwn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	receiver := newHookReceiver(t, func(to string) bool { return to == "down@example.com" })
-	a, r := hookAccount(t, store, receiver, nil)
-	b := &models.Batch{ID: models.NewID(), Source: "api", Platform: a.Platform, AccountID: a.ID, Priority: "normal"}
-	now := time.Now()
 	addrs := []string{"a@example.com", "b@example.com", "down@example.com", "c@example.com", "d@example.com"}
-	msgs := make([]models.Message, len(addrs))
-	ids := make([]string, len(addrs))
-	for i, to := range addrs {
-		msgs[i] = models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: r.ID, AccountID: a.ID, Platform: a.Platform,
-			Address: to, MsgType: "text", Content: "Ledger 42 closes at five", Priority: "normal", Status: models.StatusPending,
-			MaxAttempts: 3, SendAt: now, NextAttemptAt: &now, TaskID: tasks.ChunkTaskID(b.ID, 1)}
-		ids[i] = msgs[i].ID
-	}
-	if err := store.CreateBatch(ctx, b, msgs, nil); err != nil {
-		t.Fatal(err)
-	}
+	c := newHookChunk(t, store, addrs)
+	receiver, ids, task := c.receiver, c.ids, c.task
 	enq := tasks.NewEnqueuer(red.Asynq())
 	t.Cleanup(func() { enq.Close() })
 	sender := newTestSender(t, store, red, tasks.SenderConfig{Enqueuer: enq, CallTimeout: 5 * time.Second})
-	task := tasks.NewSendMessageTask(tasks.Chunk(ids, "normal", now, func(string, int) string { return tasks.ChunkTaskID(b.ID, 1) })[0])
 	if err := sender.ProcessTask(ctx, task); err != nil {
 		t.Fatalf("the chunk asked to run again: %v", err)
 	}
@@ -58,7 +44,7 @@ func TestChunkRetriesAFailedMessageOnItsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := models.StatusSent
-		wantTask := tasks.ChunkTaskID(b.ID, 1)
+		wantTask := c.taskID
 		if addrs[i] == "down@example.com" {
 			want, wantTask = models.StatusFailed, id
 		}
@@ -191,4 +177,37 @@ func TestSweepReenqueuesMessagesWhoseChunkIsLost(t *testing.T) {
 	if n, err := sweeper.Sweep(ctx); err != nil || n != 0 {
 		t.Errorf("a second sweep enqueued %d tasks (%v), want 0", n, err)
 	}
+}
+
+// hookChunk is a batch of due messages in its first chunk, to a webhook receiver.
+type hookChunk struct {
+	account  *models.Account
+	receiver *hookReceiver
+	ids      []string
+	taskID   string
+	task     *asynq.Task
+}
+
+// newHookChunk writes a batch of due messages to a webhook receiver that refuses
+// down@example.com for now (503), one to each address, all in the batch's first chunk.
+func newHookChunk(t *testing.T, store *models.Store, addrs []string) hookChunk {
+	t.Helper()
+	receiver := newHookReceiver(t, func(to string) bool { return to == "down@example.com" })
+	a, r := hookAccount(t, store, receiver, nil)
+	b := &models.Batch{ID: models.NewID(), Source: "api", Platform: a.Platform, AccountID: a.ID, Priority: "normal"}
+	now := time.Now()
+	taskID := tasks.ChunkTaskID(b.ID, 1)
+	msgs := make([]models.Message, len(addrs))
+	ids := make([]string, len(addrs))
+	for i, to := range addrs {
+		msgs[i] = models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: r.ID, AccountID: a.ID, Platform: a.Platform,
+			Address: to, MsgType: "text", Content: "Ledger 42 closes at five", Priority: "normal", Status: models.StatusPending,
+			MaxAttempts: 3, SendAt: now, NextAttemptAt: &now, TaskID: taskID}
+		ids[i] = msgs[i].ID
+	}
+	if err := store.CreateBatch(context.Background(), b, msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	task := tasks.NewSendMessageTask(tasks.Chunk(ids, "normal", now, func(string, int) string { return taskID })[0])
+	return hookChunk{account: a, receiver: receiver, ids: ids, taskID: taskID, task: task}
 }
