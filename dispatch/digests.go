@@ -184,10 +184,12 @@ const maxDigestPages = 50
 
 // FoldDueDigests folds the digest groups due now (only those in slots, when any are
 // named) into their messages and enqueues them. A group another process folds first is
-// left to it. It returns how many digests it made.
+// left to it. A group holding more than one digest's worth is read again, so a pass
+// leaves nothing due behind it. It returns how many digests it made.
 func (d *Dispatcher) FoldDueDigests(ctx context.Context, slots []string) (int, error) {
 	made := 0
 	for range maxDigestPages {
+		again := false
 		now := d.now()
 		groups, err := d.Store.DueDigestGroups(ctx, now, slots, digestPage)
 		if err != nil || len(groups) == 0 {
@@ -207,6 +209,7 @@ func (d *Dispatcher) FoldDueDigests(ctx context.Context, slots []string) (int, e
 				continue
 			}
 			made++
+			again = again || len(notices) < g.Count
 			d.Stats.Count(m.AccountID, "created", 1)
 			jobs = append(jobs, tasks.Single(m.ID, m.Priority, m.SendAt, ""))
 			for _, n := range notices {
@@ -219,7 +222,7 @@ func (d *Dispatcher) FoldDueDigests(ctx context.Context, slots []string) (int, e
 		for k := range keys {
 			d.Callbacks.Kick(k)
 		}
-		if len(groups) < digestPage {
+		if len(groups) < digestPage && !again {
 			return made, nil
 		}
 	}

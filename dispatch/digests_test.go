@@ -202,6 +202,23 @@ func TestDigestMaxFoldsBeforeTheWindow(t *testing.T) {
 	}
 }
 
+// A notice asking a smaller max than the group holds folds the whole group at once, in
+// as many digests as it takes, the clock never moving.
+func TestDigestSmallerMaxFoldsTheWholeGroup(t *testing.T) {
+	t.Parallel()
+	f := newDigestFixture(t)
+	for i := range 5 {
+		f.notice(t, &dispatch.DigestRequest{Key: "k", Window: "1h", Max: 50}, fmt.Sprintf("通知 %d", i+1), "E2001")
+	}
+	f.notice(t, &dispatch.DigestRequest{Key: "k", Window: "1h", Max: 2}, "通知 6", "E2001")
+	if diff := cmp.Diff(map[models.Status]int{models.StatusDigested: 6}, f.digestCounts(t)); diff != "" {
+		t.Errorf("notices by status (-want +got):\n%s", diff)
+	}
+	if n := f.fold(t, time.Hour); n != 0 {
+		t.Errorf("%d digests when the window closed, want none left to make", n)
+	}
+}
+
 // A high priority notice, an alert's notices and a batch held for approval never wait
 // for a digest.
 func TestDigestBypass(t *testing.T) {
