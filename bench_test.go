@@ -788,6 +788,8 @@ func BenchmarkScheduledLateness(b *testing.B) {
 			// Messages the intake wrote only after they were due measure the intake's
 			// backlog, not the schedule: how many, and the lateness counted from when
 			// each message was both due and written.
+			fmt.Fprintf(os.Stderr, "scheduled rate=%d call_start_p50_ms=%.1f call_start_p99_ms=%.1f answered_p50_ms=%.1f answered_p99_ms=%.1f\n",
+				rate, ms(r.startP50), ms(r.startP99), ms(r.answerP50), ms(r.answerP99))
 			fmt.Fprintf(os.Stderr, "scheduled rate=%d written_after_due=%d from_written_p50_ms=%.1f from_written_p99_ms=%.1f\n",
 				rate, r.writtenLate, ms(r.fromWrittenP50), ms(r.fromWrittenP99))
 			if r.failed > 0 || r.sent < r.offered {
@@ -804,6 +806,8 @@ type scheduledRun struct {
 	p50, p99, max                             time.Duration
 	// fromWritten* count lateness from the later of send_at and the row's created_at.
 	fromWrittenP50, fromWrittenP99 time.Duration
+	// start* count lateness to the provider call's start, answer* to its answer.
+	startP50, startP99, answerP50, answerP99 time.Duration
 }
 
 // scheduledLateness offers single-recipient messages at rate for span, each due 2 to 6 s
@@ -832,19 +836,22 @@ func (r *benchRig) scheduledLateness(b *testing.B, rate int, span time.Duration)
 			break
 		}
 	}
-	rows, err := db.Query(`SELECT m.send_at, m.sent_at, m.created_at, (SELECT MIN(a.started_at) FROM attempts a WHERE a.message_id = m.id)
+	rows, err := db.Query(`SELECT m.send_at, m.sent_at, m.created_at, (SELECT MIN(a.started_at) FROM attempts a WHERE a.message_id = m.id),
+		(SELECT a.started_at + INTERVAL a.duration_ms * 1000 MICROSECOND FROM attempts a WHERE a.message_id = m.id AND a.n = m.attempts)
 		FROM messages m WHERE m.content = ? AND m.sent_at IS NOT NULL`, text)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer rows.Close()
-	var late, fromWritten []time.Duration
+	var late, fromWritten, startLate, answerLate []time.Duration
 	for rows.Next() {
-		var sendAt, sentAt, created, started time.Time
-		if err := rows.Scan(&sendAt, &sentAt, &created, &started); err != nil {
+		var sendAt, sentAt, created, started, answered time.Time
+		if err := rows.Scan(&sendAt, &sentAt, &created, &started, &answered); err != nil {
 			b.Fatal(err)
 		}
 		late = append(late, sentAt.Sub(sendAt))
+		startLate = append(startLate, started.Sub(sendAt))
+		answerLate = append(answerLate, answered.Sub(sendAt))
 		if started.Before(sendAt) {
 			run.early++
 		}
@@ -860,6 +867,8 @@ func (r *benchRig) scheduledLateness(b *testing.B, rate int, span time.Duration)
 		run.p50, run.p99 = percentiles(late)
 		run.max = slices.Max(late)
 		run.fromWrittenP50, run.fromWrittenP99 = percentiles(fromWritten)
+		run.startP50, run.startP99 = percentiles(startLate)
+		run.answerP50, run.answerP99 = percentiles(answerLate)
 	}
 	return run
 }
