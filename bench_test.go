@@ -776,6 +776,10 @@ func BenchmarkScheduledLateness(b *testing.B) {
 	}
 	for range b.N {
 		rig := newBenchRig(b, 2000, 0)
+		// The machine's speed of the day, measured in the same run.
+		raw := rawAsynqNoop(b, testenv.RedisURL(b), envInt("HERALD_BENCH_NOOP_TASKS", 30000))
+		b.ReportMetric(raw.rate(), "asynq_noop_tasks/s")
+		fmt.Fprintf(os.Stderr, "\n%s raw_asynq_noop_tasks_per_s=%.0f\n", machineLine(), raw.rate())
 		worker := startHeraldAs(b, rig.env, "worker")
 		for _, rate := range rates {
 			// At least 10,000 messages or 15 s, whichever is shorter.
