@@ -49,7 +49,7 @@ bench: export HERALD_TEST_MYSQL_DSN ?= root@tcp(127.0.0.1:3306)/?parseTime=true&
 bench: export HERALD_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 bench:
 	$(GO) test -run '^$$' -bench 'Pipeline|AckLinks|Intake|Concurrency|Dashboard|BurstMix|EmbeddedGrowth|KilledWorker|ScheduledLateness|Email|DingTalk|Escalation|Digest|SilenceRelease' -benchtime 1x -timeout 60m .
-	$(GO) test -run '^$$' -bench . ./tasks ./simulator
+	$(GO) test -run '^$$' -bench . -benchmem ./tasks ./simulator ./models
 
 clean:
 	rm -rf bin

@@ -1,9 +1,12 @@
 package models
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"gorm.io/gorm/schema"
@@ -37,5 +40,57 @@ func TestMessageColumnsCoverTheModel(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("messageColumns against the model (-want +got):\n%s", diff)
+	}
+}
+
+// TestMessageValuesFollowTheColumns: the intake's INSERT writes each value under its own
+// column. Every field of a message gets a value of its own, and each of messageValues
+// must be the field messageColumns names at its place.
+func TestMessageValuesFollowTheColumns(t *testing.T) {
+	var m Message
+	v := reflect.ValueOf(&m).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		if f.Kind() == reflect.Pointer {
+			f.Set(reflect.New(f.Type().Elem()))
+			f = f.Elem()
+		}
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(fmt.Sprintf("field %d", i))
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(1000 + i))
+		case reflect.Bool:
+			f.SetBool(true)
+		case reflect.Struct: // time.Time
+			f.Set(reflect.ValueOf(time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)))
+		default:
+			t.Fatalf("field %s: no test value for kind %s", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	cols, vals := messageColumns(&m), messageValues(&m)
+	if len(cols) != len(vals) {
+		t.Fatalf("%d columns, %d values", len(cols), len(vals))
+	}
+	if n := strings.Count(messageRow, "?"); n != len(cols) {
+		t.Errorf("messageRow has %d placeholders, want %d", n, len(cols))
+	}
+	for i, c := range cols {
+		want := reflect.ValueOf(c.into).Elem()
+		if want.Kind() == reflect.Pointer {
+			want = want.Elem()
+		}
+		if want.Kind() == reflect.String {
+			want = reflect.ValueOf(want.String()) // Priority and Status go as plain strings
+		}
+		if got := vals[i]; !reflect.DeepEqual(want.Interface(), got) {
+			t.Errorf("value %d under column %s: %#v, want %#v", i, c.name, got, want.Interface())
+		}
+	}
+	var nilPointers Message
+	for i, val := range messageValues(&nilPointers) {
+		if f := reflect.ValueOf(messageColumns(&nilPointers)[i].into).Elem(); f.Kind() == reflect.Pointer && val != nil {
+			t.Errorf("column %s: a nil pointer goes as %#v, want nil", cols[i].name, val)
+		}
 	}
 }

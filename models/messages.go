@@ -233,7 +233,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		if len(msgs) == 0 {
 			return nil
 		}
-		if err := tx.CreateInBatches(msgs, insertChunk).Error; err != nil {
+		if err := insertMessages(tx, msgs); err != nil {
 			return fmt.Errorf("models: create messages of batch %s: %w", b.ID, err)
 		}
 		return recordCreatedFinal(tx, msgs)
@@ -319,7 +319,7 @@ func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 			return fmt.Errorf("models: create batches: %w", err)
 		}
 		if len(msgs) > 0 {
-			if err := tx.CreateInBatches(msgs, insertChunk).Error; err != nil {
+			if err := insertMessages(tx, msgs); err != nil {
 				return fmt.Errorf("models: create messages: %w", err)
 			}
 		}
