@@ -35,11 +35,14 @@ vuln:
 ## test: generated code in sync, lint, and every test with the race detector. Set
 ## HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL to run against MySQL and Redis.
 ## The root package (the rate-limit oracle and the stress tests, which judge timing
-## across processes) and the browser tests of web each run alone: beside anything else
-## on a small machine they starve of CPU. The other packages run two at a time.
+## across processes), tasks (the limiter refuses an admission whose Redis round trip
+## outlasts its 50 ms margin) and the browser tests of web each run alone: beside
+## anything else on a small machine they starve of CPU. The other packages run two at
+## a time.
 test: check-generate lint
 	$(GO) test -race -count=1 -timeout 18m .
-	$(GO) test -race -count=1 -p 2 -timeout 10m $$($(GO) list ./... | grep -v -e '^herald$$' -e '^herald/web$$')
+	$(GO) test -race -count=1 -p 2 -timeout 10m $$($(GO) list ./... | grep -v -e '^herald$$' -e '^herald/web$$' -e '^herald/tasks$$')
+	$(GO) test -race -count=1 -timeout 10m ./tasks
 	$(GO) test -race -count=1 -timeout 10m ./web
 
 ## bench: the pipeline benchmark on MySQL and Redis, the burst mix in both modes, the
