@@ -16,8 +16,8 @@ import (
 
 // BenchmarkDingTalk drains one fan-out of dispatch.MaxRecipients DingTalk work notices
 // through the simulator (every state persisted, a chunk's people in one asyncsend_v2
-// call and one getsendresult), beside raw Asynq no-op throughput measured in the same
-// run. As for Feishu, the account has no limits and the simulator answers after the
+// call and one getsendresult), beside raw Asynq no-op throughput at its best
+// (rawAsynqNoop), measured in the same run. As for Feishu, the account has no limits and the simulator answers after the
 // pipeline benchmark's latency and ignores DingTalk's (--no-platform-limits), so the
 // figure is the pipeline's, not DingTalk's 5,000 recipients a minute; a run in which the
 // simulator dropped anything silently fails. It prints one line:
@@ -30,7 +30,7 @@ func BenchmarkDingTalk(b *testing.B) {
 		concurrency := rig.h.app.Config.WorkerConcurrency
 		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d\n", machineLine(), concurrency)
 		simURL := rig.useDingTalk(b)
-		noop := benchNoop(b, testenv.RedisURL(b), 50000, concurrency)
+		noop := rawAsynqNoop(b, testenv.RedisURL(b), envInt("HERALD_BENCH_NOOP_TASKS", 30000)).rate() // Asynq at its best, its own process
 		rig.fanOut(b, n)
 		rate := rig.drain(b, n, concurrency).rate
 		st := simStats(b, simURL)
