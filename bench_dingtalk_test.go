@@ -17,10 +17,11 @@ import (
 // BenchmarkDingTalk drains one fan-out of dispatch.MaxRecipients DingTalk work notices
 // through the simulator (every state persisted, a chunk's people in one asyncsend_v2
 // call and one getsendresult), beside raw Asynq no-op throughput at its best
-// (rawAsynqNoop), measured in the same run. As for Feishu, the account has no limits and the simulator answers after the
-// pipeline benchmark's latency and ignores DingTalk's (--no-platform-limits), so the
-// figure is the pipeline's, not DingTalk's 5,000 recipients a minute; a run in which the
-// simulator dropped anything silently fails. It prints one line:
+// (rawAsynqNoop), measured in the same run. As for Feishu, the account has no limits
+// and the simulator answers after the pipeline benchmark's latency and ignores
+// DingTalk's (--no-platform-limits), so the figure is the pipeline's, not DingTalk's
+// 5,000 recipients a minute; a run in which the simulator dropped anything silently
+// fails. It prints one line:
 // `dingtalk asynq_noop_tasks_per_s=… dingtalk_fanout_msgs_per_s=… dingtalk_fanout_ratio=… dingtalk_calls=…`.
 func BenchmarkDingTalk(b *testing.B) {
 	needMySQLAndRedis(b)

@@ -16,9 +16,10 @@ import (
 // BenchmarkPipelineFeishu drains a fan-out backlog (HERALD_BENCH_FEISHU_BACKLOG, 10,000
 // by default) through the Feishu adapter, token and all, into a `herald simulate`
 // process answering after the pipeline benchmark's latency, beside raw Asynq no-op
-// throughput at its best (rawAsynqNoop), measured in the same run. The account has no limits and the simulator
-// is told to ignore Feishu's (--no-platform-limits): what is measured is how fast
-// Herald can drive the adapter, not Feishu's 1,000 a minute. It prints one line:
+// throughput at its best (rawAsynqNoop), measured in the same run. The account has no
+// limits and the simulator is told to ignore Feishu's (--no-platform-limits): what is
+// measured is how fast Herald can drive the adapter, not Feishu's 1,000 a minute. It
+// prints one line:
 // `feishu asynq_noop_tasks_per_s=… feishu_drain_msgs_per_s=… feishu_ratio=… worker_rss_mb=…`.
 func BenchmarkPipelineFeishu(b *testing.B) {
 	needMySQLAndRedis(b)

@@ -99,10 +99,10 @@ func nullable[T any](v *T) any {
 var messageRow = "(" + strings.TrimSuffix(strings.Repeat("?, ", len(messageColumns(&Message{}))), ", ") + ")"
 
 // insertMessages writes new messages with one multi-row INSERT per insertChunk of them.
-// Every intake writes its messages this way: GORM's Create reflects over each of forty
-// fields of each row, which was the largest part of the web process's CPU and
-// allocations per request. Like Create it sets the created and updated times left
-// zero to now.
+// Every intake writes its messages this way: GORM's CreateInBatches reflects over each
+// of the 39 fields of each row, and took 38,000 allocations to write 1,000 messages
+// where this takes 16,000 (BenchmarkCreateBatch). Like Create it sets the created and
+// updated times left zero to now.
 func insertMessages(tx *gorm.DB, msgs []Message) error {
 	now := Now()
 	for len(msgs) > 0 {
