@@ -70,8 +70,11 @@ func (s *Store) messagesByIDs(ctx context.Context, ids []string) (map[string]*Me
 
 // messageValues are m's values in the order of messageColumns, as a database driver
 // takes them (nil for a nil pointer). A test holds the two lists together.
-func messageValues(m *Message) []any {
-	return []any{
+func messageValues(m *Message) []any { return appendMessageValues(nil, m) }
+
+// appendMessageValues appends messageValues(m) to args.
+func appendMessageValues(args []any, m *Message) []any {
+	return append(args,
 		m.ID, m.BatchID, m.RecipientID, m.AccountID,
 		m.Platform, m.Address, m.MsgType, m.Subject,
 		m.Content, m.ContentHTML, string(m.Priority), string(m.Status),
@@ -84,7 +87,7 @@ func messageValues(m *Message) []any {
 		m.UpdatedAt, nullable(m.SentAt), nullable(m.RecalledAt), m.RecalledBy,
 		nullable(m.AlertID), m.DigestSlot, nullable(m.DigestDueAt),
 		m.DigestMax, nullable(m.DigestMessageID),
-	}
+	)
 }
 
 // nullable is *v, or nil (NULL) for a nil pointer.
@@ -95,42 +98,21 @@ func nullable[T any](v *T) any {
 	return *v
 }
 
-// messageRow is the placeholders of one row of messageColumns.
-var messageRow = "(" + strings.TrimSuffix(strings.Repeat("?, ", len(messageColumns(&Message{}))), ", ") + ")"
-
-// insertMessages writes new messages with one multi-row INSERT per insertChunk of them.
-// Every intake writes its messages this way: GORM's CreateInBatches reflects over each
-// of the 39 fields of each row, and took 38,000 allocations to write 1,000 messages
-// where this takes 16,000 (BenchmarkCreateBatch). Like Create it sets the created and
-// updated times left zero to now.
+// insertMessages writes new messages with insertRows. Every intake writes its messages
+// this way: GORM's CreateInBatches reflects over each of the 39 fields of each row, and
+// took 38,000 allocations to write 1,000 messages where this takes 15,000
+// (BenchmarkCreateBatch). Like Create it sets the created and updated times left zero
+// to now.
 func insertMessages(tx *gorm.DB, msgs []Message) error {
 	now := Now()
-	for len(msgs) > 0 {
-		chunk := msgs[:min(len(msgs), insertChunk)]
-		msgs = msgs[len(chunk):]
-		var stmt strings.Builder
-		stmt.Grow(len("INSERT INTO messages () VALUES ") + len(messageSelect) + len(chunk)*(len(messageRow)+2))
-		stmt.WriteString("INSERT INTO messages (" + messageSelect + ") VALUES ")
-		args := make([]any, 0, len(chunk)*strings.Count(messageRow, "?"))
-		for i := range chunk {
-			m := &chunk[i]
-			if m.CreatedAt.IsZero() {
-				m.CreatedAt = now
-			}
-			if m.UpdatedAt.IsZero() {
-				m.UpdatedAt = now
-			}
-			if i > 0 {
-				stmt.WriteString(", ")
-			}
-			stmt.WriteString(messageRow)
-			args = append(args, messageValues(m)...)
+	return insertRows(tx, "messages", messageSelect, len(msgs), func(i int, args []any) []any {
+		m := &msgs[i]
+		if m.CreatedAt.IsZero() {
+			m.CreatedAt = now
 		}
-		// Straight to the connection: GORM's Exec would walk the statement and every one
-		// of its tens of thousands of values again.
-		if _, err := tx.Statement.ConnPool.ExecContext(tx.Statement.Context, stmt.String(), args...); err != nil {
-			return err
+		if m.UpdatedAt.IsZero() {
+			m.UpdatedAt = now
 		}
-	}
-	return nil
+		return appendMessageValues(args, m)
+	})
 }
