@@ -64,9 +64,11 @@ func (s *Store) DueFallbacks(ctx context.Context, limit int) ([]Message, error) 
 
 // LinkFallback writes next, the message prev falls back to, and links the two, in one
 // transaction; the compare-and-set on prev's fallback_due makes sure a chain moves on
-// once. ErrStateChanged: another process made prev's next message.
+// once. ErrStateChanged: another process made prev's next message. Two processes moving
+// one chain at once can deadlock on its rows: the victim runs again and then finds the
+// chain moved.
 func (s *Store) LinkFallback(ctx context.Context, prev, next *Message) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.txRetry(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Message{}).Where("id = ? AND fallback_due = ?", prev.ID, true).
 			Updates(map[string]any{"fallback_due": false, "fallback_next": next.ID})
 		if err := casResult(res, "fall back from", prev.ID); err != nil {
@@ -84,7 +86,7 @@ func (s *Store) LinkFallback(ctx context.Context, prev, next *Message) error {
 // address for the person or an account to send with. A callback key's batch may then
 // be complete.
 func (s *Store) EndFallback(ctx context.Context, prev *Message) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.txRetry(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Message{}).Where("id = ? AND fallback_due = ?", prev.ID, true).Update("fallback_due", false)
 		if err := casResult(res, "end the chain of", prev.ID); err != nil {
 			return err
