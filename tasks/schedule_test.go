@@ -309,3 +309,57 @@ func TestAGroupTaskSendsEachMemberAtItsOwnTime(t *testing.T) {
 	}
 	r.checkSentOnceOnTime(t, msgs, r.deliveries(t, len(msgs)))
 }
+
+// TestRescheduleLeavesKeptTasksAlone: a forwarder finding no schedule mark has the
+// sweeper put back the waiting messages whose task Redis lost, and only those. With the
+// intake's tasks all still in Redis (no worker has run on it yet), nothing is enqueued
+// again; once a chunk's task is deleted from its queue and a scheduled job from the
+// schedule, their messages, and no others, get new tasks, recorded on their rows.
+func TestRescheduleLeavesKeptTasksAlone(t *testing.T) {
+	ctx := context.Background()
+	r := newScheduleRig(t)
+	now, later := time.Now(), time.Now().Add(time.Hour)
+	due := r.schedule(t, 3, now)
+	scheduled := r.schedule(t, 2, later)
+	lone := r.schedule(t, 1, now)
+	insp := asynq.NewInspector(r.red.Asynq())
+	t.Cleanup(func() { insp.Close() })
+	sweeper := newTestSweeper(t, tasks.SweeperConfig{Store: r.store, Enqueuer: r.enq, Inspector: insp})
+
+	if n, err := sweeper.Reschedule(ctx); err != nil || n != 0 {
+		t.Fatalf("with every task in Redis, Reschedule enqueued %d tasks (%v), want 0", n, err)
+	}
+	if err := insp.DeleteTask(tasks.QueueNormal, due[0].TaskID); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := r.enq.ScheduledAt(ctx, tasks.QueueNormal, scheduled[0].TaskID); err != nil || !ok {
+		t.Fatalf("the later batch's job is not in the schedule (%v): the test proves nothing", err)
+	}
+	rdb := redis.NewClient(mustRedisOptions(t, r.redisURL))
+	t.Cleanup(func() { rdb.Close() })
+	if err := rdb.ZRem(ctx, tasks.ScheduleKey(tasks.QueueNormal), scheduled[0].TaskID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := sweeper.Reschedule(ctx); err != nil || n != 2 {
+		t.Fatalf("with two tasks lost, Reschedule enqueued %d tasks (%v), want 2", n, err)
+	}
+	for _, m := range append(append(due, scheduled...), lone...) {
+		got, err := r.store.MessageByID(ctx, m.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		moved := got.TaskID != m.TaskID
+		if want := m.BatchID != lone[0].BatchID; moved != want {
+			t.Errorf("message of batch %s: task %s → %s; moved %v, want %v", m.BatchID, m.TaskID, got.TaskID, moved, want)
+		}
+	}
+}
+
+func mustRedisOptions(t *testing.T, url string) *redis.Options {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return opt
+}

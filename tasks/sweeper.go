@@ -308,12 +308,16 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// Reschedule enqueues every waiting (pending or failed) message again, due or not, under
-// tasks named for this pass: those due later go back to the schedule, the others to
-// their queues. A forwarder calls it when it finds the schedule lost (Redis emptied), so
-// that scheduled messages still go out on time rather than a sweep after they fall due.
-// A message whose old task survived somewhere has two tasks; the claim sends it once.
-// It reports how many tasks it enqueued or scheduled.
+// Reschedule enqueues every waiting (pending or failed) message whose task Redis does not
+// keep again, due or not, under tasks named for this pass: those due later go back to
+// the schedule, the others to their queues. A forwarder calls it when it finds the
+// schedule lost (Redis emptied), so that scheduled messages still go out on time rather
+// than a sweep after they fall due. The mark is also missing on a Redis where no worker
+// ran yet, with every task the intake enqueued still there: those messages are left to
+// their tasks, not written again and sent to a second task that would claim nothing. A
+// message whose task is forwarded from the schedule to its queue between the two reads
+// has two tasks; the claim sends it once. It reports how many tasks it enqueued or
+// scheduled.
 func (s *Sweeper) Reschedule(ctx context.Context) (int, error) {
 	replaces := "reschedule-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	// Every waiting message: none is due later than this.
@@ -321,10 +325,11 @@ func (s *Sweeper) Reschedule(ctx context.Context) (int, error) {
 	var after models.DueCursor
 	total := 0
 	for {
-		waiting, err := s.store.DueMessages(ctx, everything, after, sweepPage)
+		page, err := s.store.DueMessages(ctx, everything, after, sweepPage)
 		if err != nil {
 			return total, err
 		}
+		waiting := s.unkept(ctx, page)
 		// Messages due together with one priority travel together, as intake sent them.
 		type group struct {
 			at       int64 // µs: times of one instant may differ in location
@@ -350,12 +355,50 @@ func (s *Sweeper) Reschedule(ctx context.Context) (int, error) {
 		if err != nil {
 			return total, err
 		}
-		if len(waiting) < sweepPage {
+		if len(page) < sweepPage {
 			return total, nil
 		}
-		last := waiting[len(waiting)-1]
+		last := page[len(page)-1]
 		after = models.DueCursor{At: last.NextAttemptAt, ID: last.ID}
 	}
+}
+
+// unkept returns the waiting messages whose task neither the schedule nor Asynq holds.
+// It asks Redis once per task, the schedule first: a job the forwarder moves meanwhile
+// is then found in its queue. A task Redis cannot be asked about counts as missing: a
+// second task costs a claim that claims nothing, a missing one a message left waiting.
+func (s *Sweeper) unkept(ctx context.Context, waiting []models.DueMessage) []models.DueMessage {
+	type task struct{ queue, id string }
+	missing := map[task]bool{}
+	var out []models.DueMessage
+	for _, m := range waiting {
+		t := task{QueueFor(m.Priority), m.TaskID}
+		if t.id == "" {
+			t.id = m.ID
+		}
+		gone, ok := missing[t]
+		if !ok {
+			gone = !s.keeps(ctx, t.queue, t.id)
+			missing[t] = gone
+		}
+		if gone {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// keeps reports whether Redis holds a task that will run: in the schedule, or in its
+// queue in any state but archived or completed.
+func (s *Sweeper) keeps(ctx context.Context, queue, id string) bool {
+	if _, ok, err := s.enqueuer.ScheduledAt(ctx, queue, id); err != nil || ok {
+		return ok
+	}
+	info, err := s.inspector.GetTaskInfo(queue, id)
+	if err != nil {
+		return false
+	}
+	return info.State != asynq.TaskStateArchived && info.State != asynq.TaskStateCompleted
 }
 
 // lost returns the due messages whose task Redis does not have (flushed, failed over,
