@@ -4,12 +4,12 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"herald/internal/testenv"
 )
 
 // BenchmarkIntake measures what accepting costs at a steady rate of single-recipient API
@@ -78,55 +78,14 @@ func (r *benchRig) acceptWhileDraining(b *testing.B, rate int) {
 
 // databaseCPU is the CPU time the local MariaDB (or MySQL) server has used so far, read
 // from /proc; -1 when no such process runs on this machine.
-func databaseCPU() time.Duration { return serverCPU("mariadbd", "mysqld") }
+func databaseCPU() time.Duration { return testenv.DatabaseCPU() }
 
 // redisCPU is the CPU time the local Redis server has used so far; -1 when none runs on
 // this machine.
-func redisCPU() time.Duration { return serverCPU("redis-server") }
-
-// serverCPU is the CPU time used so far by the first process found in /proc whose
-// command name is one of names; -1 when there is none.
-func serverCPU(names ...string) time.Duration {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, path := range stats {
-		if comm, cpu, ok := procStat(path); ok && slices.Contains(names, comm) {
-			return cpu
-		}
-	}
-	return -1
-}
+func redisCPU() time.Duration { return testenv.ServerCPU("redis-server") }
 
 // pidCPU is the CPU time the process pid has used so far; -1 when /proc does not say.
-func pidCPU(pid int) time.Duration {
-	if _, cpu, ok := procStat(fmt.Sprintf("/proc/%d/stat", pid)); ok {
-		return cpu
-	}
-	return -1
-}
-
-// procStat reads a process's command name and the CPU time it has used (user and
-// system) from its /proc/<pid>/stat file.
-func procStat(path string) (comm string, cpu time.Duration, ok bool) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return "", 0, false
-	}
-	// pid (comm) state ppid … utime stime: fields 14 and 15, counted after the command
-	// name, which may hold spaces.
-	s := string(raw)
-	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-	if open < 0 || end < open {
-		return "", 0, false
-	}
-	f := strings.Fields(s[end+1:])
-	if len(f) < 13 {
-		return "", 0, false
-	}
-	var utime, stime int64
-	fmt.Sscan(f[11], &utime)
-	fmt.Sscan(f[12], &stime)
-	return s[open+1 : end], time.Duration(utime+stime) * time.Second / clockTicks, true
-}
+func pidCPU(pid int) time.Duration { return testenv.PIDCPU(pid) }
 
 // machineCPU is the CPU time all of the machine's cores have been busy so far, and the
 // time they have been there at all (busy or idle), from the first line of /proc/stat;
@@ -144,7 +103,7 @@ func machineCPU() (busy, total time.Duration) {
 	for i, v := range f[1:] {
 		var ticks int64
 		fmt.Sscan(v, &ticks)
-		d := time.Duration(ticks) * time.Second / clockTicks
+		d := time.Duration(ticks) * time.Second / testenv.ClockTicks
 		total += d
 		if i != 3 && i != 4 { // idle, iowait
 			busy += d
@@ -152,9 +111,6 @@ func machineCPU() (busy, total time.Duration) {
 	}
 	return busy, total
 }
-
-// clockTicks is the kernel's USER_HZ, the unit of /proc's CPU times (100 on Linux).
-const clockTicks = 100
 
 // processCPU is the CPU time this process has used so far.
 func processCPU() time.Duration {

@@ -30,8 +30,8 @@ import (
 // MySQL stays the source of truth. When Redis loses the whole schedule (a flush, a
 // restart without persistence, as the in-process Redis has at every start) the mark the
 // forwarders keep beside it is gone too: the first forwarder to see that sets it again
-// and has the sweeper put every waiting message back (Sweeper.Reschedule), so messages
-// due later still go out on time. A job lost alone (a failover that lost the last
+// and has the sweeper put back every waiting message whose task Redis does not hold
+// (Sweeper.Reschedule), so messages due later still go out on time. A job lost alone (a failover that lost the last
 // writes, a process that died between taking a job and enqueueing it) leaves its
 // messages waiting in the database, where the sweeper finds them once they are due. A
 // job that reaches Asynq twice sends once: the claim in the database decides.
@@ -212,8 +212,8 @@ func (f *Forwarder) pass(ctx context.Context) time.Duration {
 	return min(forwardPoll, max(due.next.Sub(f.now()), forwardGap))
 }
 
-// reschedule has the sweeper put every waiting message back, in the background: the
-// forwarder goes on forwarding what is scheduled meanwhile.
+// reschedule has the sweeper put back the waiting messages whose task Redis lost, in the
+// background: the forwarder goes on forwarding what is scheduled meanwhile.
 func (f *Forwarder) reschedule(ctx context.Context) {
 	if !f.rescheduling.CompareAndSwap(false, true) {
 		return
