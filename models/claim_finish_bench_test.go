@@ -20,15 +20,8 @@ import (
 func BenchmarkClaimFinish(b *testing.B) {
 	s := testenv.Store(b)
 	ctx := context.Background()
-	acct := &models.Account{Name: "ty-bench", Platform: "tianyuan", Enabled: true, Healthy: true,
-		Config: map[string]string{"base_url": "http://127.0.0.1:9900/tianyuan", "token": "tok"}}
-	if err := s.CreateAccount(ctx, acct); err != nil {
-		b.Fatal(err)
-	}
-	r := &models.Recipient{ExternalID: "B0001", Name: "员工 1", OrgType: models.Branch, TianyuanID: "ty_B0001", Active: true}
-	if err := s.CreateRecipient(ctx, r); err != nil {
-		b.Fatal(err)
-	}
+	acct, people := benchDirectory(b, s, 1)
+	r := people[0]
 	const chunk, finishBatch = 100, 50
 	chunks := make([][]string, b.N)
 	for c := range chunks {

@@ -15,20 +15,7 @@ import (
 func BenchmarkCreateBatch(b *testing.B) {
 	s := testenv.Store(b)
 	ctx := context.Background()
-	acct := &models.Account{Name: "ty-bench", Platform: "tianyuan", Enabled: true, Healthy: true,
-		Config: map[string]string{"base_url": "http://127.0.0.1:9900/tianyuan", "token": "tok"}}
-	if err := s.CreateAccount(ctx, acct); err != nil {
-		b.Fatal(err)
-	}
-	var people []*models.Recipient
-	for i := range 1000 {
-		r := &models.Recipient{ExternalID: fmt.Sprintf("B%04d", i), Name: fmt.Sprintf("员工 %d", i), OrgType: models.Branch,
-			TianyuanID: fmt.Sprintf("ty_B%04d", i), Active: true}
-		if err := s.CreateRecipient(ctx, r); err != nil {
-			b.Fatal(err)
-		}
-		people = append(people, r)
-	}
+	acct, people := benchDirectory(b, s, 1000)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -45,4 +32,25 @@ func BenchmarkCreateBatch(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*len(people)), "µs/message")
+}
+
+// benchDirectory creates a Tianyuan account and n branch people who have its address.
+func benchDirectory(b *testing.B, s *models.Store, n int) (*models.Account, []*models.Recipient) {
+	b.Helper()
+	ctx := context.Background()
+	acct := &models.Account{Name: "ty-bench", Platform: "tianyuan", Enabled: true, Healthy: true,
+		Config: map[string]string{"base_url": "http://127.0.0.1:9900/tianyuan", "token": "tok"}}
+	if err := s.CreateAccount(ctx, acct); err != nil {
+		b.Fatal(err)
+	}
+	var people []*models.Recipient
+	for i := range n {
+		r := &models.Recipient{ExternalID: fmt.Sprintf("B%04d", i), Name: fmt.Sprintf("员工 %d", i), OrgType: models.Branch,
+			TianyuanID: fmt.Sprintf("ty_B%04d", i), Active: true}
+		if err := s.CreateRecipient(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		people = append(people, r)
+	}
+	return acct, people
 }
