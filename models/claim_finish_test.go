@@ -105,3 +105,29 @@ func TestFinishSentFencesEachMessage(t *testing.T) {
 		t.Errorf("finished messages (-want +got):\n%s", diff)
 	}
 }
+
+// TestClaimKeepsTheRowsLength: a new pending message is written with its claim columns
+// at the length a claim gives them (a token as long as a claim's, a lease that has
+// ended), so that InnoDB updates a claimed row in place. The lease written does not make
+// the message look held: it is claimable at once, and a message written sending with no
+// lease is still not (TestClaimForSending).
+func TestClaimKeepsTheRowsLength(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	m := f.message("", models.StatusPending, models.Now().Add(-time.Minute))
+	f.createMessages(t, m)
+	written, err := f.store.MessageByID(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := f.store.ClaimForSending(ctx, m.ID, models.Now().Add(time.Minute))
+	if err != nil {
+		t.Fatalf("a new pending message is not claimable: %v", err)
+	}
+	if written.LeaseUntil == nil || written.LeaseUntil.After(written.CreatedAt) || len(written.ClaimToken) != len(claimed.ClaimToken) ||
+		written.ClaimToken == claimed.ClaimToken {
+		t.Errorf("written with lease %v and token %q (created %v); its claim has token %q: want a lease that ended and a token of the same length",
+			written.LeaseUntil, written.ClaimToken, written.CreatedAt, claimed.ClaimToken)
+	}
+}

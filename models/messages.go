@@ -141,7 +141,10 @@ type Message struct {
 	ClassRetries  int
 	SendAt        time.Time
 	NextAttemptAt *time.Time
-	LeaseUntil    *time.Time
+	// LeaseUntil is when the claim of a sending message ends unless its worker renews it;
+	// it means nothing in any other status (a new message's lease ended when it was
+	// written, see unclaimed).
+	LeaseUntil *time.Time
 	// ClaimToken is unique per claim: it tells a worker whether it holds the message.
 	ClaimToken        string
 	ErrorClass        string
@@ -674,7 +677,7 @@ func attemptRow(it Finish) Attempt {
 // claim's token; the messages it claimed are those for which Claimed(token) is true.
 func (s *Store) ClaimMany(ctx context.Context, ids []string, leaseUntil time.Time) (map[string]*Message, string, error) {
 	now := Now()
-	token := NewToken()[:24]
+	token := NewToken()[:claimTokenLen]
 	db := s.db.WithContext(ctx)
 	err := db.Table(messagesByID(db)).
 		Where("id IN ? AND ((status IN ? AND next_attempt_at <= ?) OR (status = ? AND lease_until < ?))",
@@ -689,6 +692,9 @@ func (s *Store) ClaimMany(ctx context.Context, ids []string, leaseUntil time.Tim
 	}
 	return out, token, nil
 }
+
+// claimTokenLen is the length of every claim's token.
+const claimTokenLen = 24
 
 // Claimed reports whether m is held under the claim with this token.
 func (m *Message) Claimed(token string) bool {
