@@ -363,33 +363,28 @@ func (s *Sweeper) Reschedule(ctx context.Context) (int, error) {
 	}
 }
 
-// unkept returns the waiting messages whose task neither the schedule nor Asynq holds.
-// It asks Redis once per task, the schedule first: a job the forwarder moves meanwhile
-// is then found in its queue. A task Redis cannot be asked about counts as missing: a
-// second task costs a claim that claims nothing, a missing one a message left waiting.
+// unkept returns the waiting messages whose task neither the schedule nor Asynq holds
+// (keeps), asking Redis once per task. A task Redis cannot be asked about counts as
+// missing: a second task costs a claim that claims nothing, a missing one a message
+// left waiting.
 func (s *Sweeper) unkept(ctx context.Context, waiting []models.DueMessage) []models.DueMessage {
-	type task struct{ queue, id string }
-	missing := map[task]bool{}
 	var out []models.DueMessage
-	for _, m := range waiting {
-		t := task{QueueFor(m.Priority), m.TaskID}
-		if t.id == "" {
-			t.id = m.ID
+	for i, verdict := range judgeTasks(waiting, func(queue, id string) string {
+		if s.keeps(ctx, queue, id) {
+			return ""
 		}
-		gone, ok := missing[t]
-		if !ok {
-			gone = !s.keeps(ctx, t.queue, t.id)
-			missing[t] = gone
-		}
-		if gone {
-			out = append(out, m)
+		return "lost"
+	}) {
+		if verdict != "" {
+			out = append(out, waiting[i])
 		}
 	}
 	return out
 }
 
 // keeps reports whether Redis holds a task that will run: in the schedule, or in its
-// queue in any state but archived or completed.
+// queue in any state but archived or completed. The schedule is read first: a job the
+// forwarder moves meanwhile is then found in its queue.
 func (s *Sweeper) keeps(ctx context.Context, queue, id string) bool {
 	if _, ok, err := s.enqueuer.ScheduledAt(ctx, queue, id); err != nil || ok {
 		return ok
@@ -407,36 +402,51 @@ func (s *Sweeper) keeps(ctx context.Context, queue, id string) bool {
 // stale. It asks Redis once per task, and counts the stale ones. Without an inspector
 // every due message counts as lost: the claim keeps a second task from sending twice.
 func (s *Sweeper) lost(due []models.DueMessage) (lost []models.DueMessage, stale int) {
-	type task struct{ queue, id string }
-	state := map[task]string{} // "" carries on, else lost or stale
-	for _, m := range due {
-		t := task{QueueFor(m.Priority), m.TaskID}
-		if t.id == "" {
-			t.id = m.ID
+	verdicts := judgeTasks(due, func(queue, id string) string {
+		info, err := s.inspector.GetTaskInfo(queue, id)
+		switch {
+		case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
+			return "lost"
+		case err != nil:
+			s.log.Warn("sweeper: cannot read a task; its messages wait for the next sweep", "task_id", id, "error", err)
+		case info.State == asynq.TaskStateActive:
+			return "stale"
+		case info.State == asynq.TaskStateArchived, info.State == asynq.TaskStateCompleted:
+			return "lost"
 		}
-		verdict, ok := state[t]
-		if !ok {
-			info, err := s.inspector.GetTaskInfo(t.queue, t.id)
-			switch {
-			case errors.Is(err, asynq.ErrTaskNotFound), errors.Is(err, asynq.ErrQueueNotFound):
-				verdict = "lost"
-			case err != nil:
-				s.log.Warn("sweeper: cannot read a task; its messages wait for the next sweep", "task_id", t.id, "error", err)
-			case info.State == asynq.TaskStateActive:
-				verdict = "stale"
-			case info.State == asynq.TaskStateArchived, info.State == asynq.TaskStateCompleted:
-				verdict = "lost"
-			}
-			state[t] = verdict
-		}
+		return ""
+	})
+	for i, verdict := range verdicts {
 		if verdict != "" {
-			lost = append(lost, m)
+			lost = append(lost, due[i])
 		}
 		if verdict == "stale" {
 			stale++
 		}
 	}
 	return lost, stale
+}
+
+// judgeTasks returns, for each message, the verdict judge gives the task it waits for
+// (its queue and task id; the message id on rows older than task ids), asking judge once
+// per task: the messages of a chunk share one.
+func judgeTasks(ms []models.DueMessage, judge func(queue, id string) string) []string {
+	type task struct{ queue, id string }
+	seen := map[task]string{}
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		t := task{QueueFor(m.Priority), m.TaskID}
+		if t.id == "" {
+			t.id = m.ID
+		}
+		verdict, ok := seen[t]
+		if !ok {
+			verdict = judge(t.queue, t.id)
+			seen[t] = verdict
+		}
+		out[i] = verdict
+	}
+	return out
 }
 
 // activePage is how many active tasks one read returns.
