@@ -106,28 +106,67 @@ func TestFinishSentFencesEachMessage(t *testing.T) {
 	}
 }
 
-// TestClaimKeepsTheRowsLength: a new pending message is written with its claim columns
-// at the length a claim gives them (a token as long as a claim's, a lease that has
-// ended), so that InnoDB updates a claimed row in place. The lease written does not make
-// the message look held: it is claimable at once, and a message written sending with no
-// lease is still not (TestClaimForSending).
+// TestClaimKeepsTheRowsLength: however a message comes to wait (written by an intake,
+// made as the next message of a fallback chain, released by a silence), its claim
+// columns already have the length a claim gives them (a token as long as a claim's, a
+// lease that has ended), so that InnoDB updates the claimed row in place. The lease it
+// carries does not make it look held: it is claimable at once (and a message written
+// sending with no lease still is not, TestClaimForSending).
 func TestClaimKeepsTheRowsLength(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	m := f.message("", models.StatusPending, models.Now().Add(-time.Minute))
-	f.createMessages(t, m)
-	written, err := f.store.MessageByID(ctx, m.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimed, err := f.store.ClaimForSending(ctx, m.ID, models.Now().Add(time.Minute))
-	if err != nil {
-		t.Fatalf("a new pending message is not claimable: %v", err)
-	}
-	if written.LeaseUntil == nil || written.LeaseUntil.After(written.CreatedAt) || len(written.ClaimToken) != len(claimed.ClaimToken) ||
-		written.ClaimToken == claimed.ClaimToken {
-		t.Errorf("written with lease %v and token %q (created %v); its claim has token %q: want a lease that ended and a token of the same length",
-			written.LeaseUntil, written.ClaimToken, written.CreatedAt, claimed.ClaimToken)
+	due := models.Now().Add(-time.Minute)
+	for _, tt := range []struct {
+		name    string
+		waiting func(t *testing.T) string // returns the id of a message now waiting
+	}{
+		{"intake", func(t *testing.T) string {
+			m := f.message("", models.StatusPending, due)
+			f.createMessages(t, m)
+			return m.ID
+		}},
+		{"fallback", func(t *testing.T) string {
+			prev := f.message("", models.StatusStopped, due)
+			prev.Fallback, prev.FallbackDue = "email", true
+			f.createMessages(t, prev)
+			next := f.message(prev.BatchID, models.StatusPending, due)
+			if err := f.store.LinkFallback(ctx, &prev, &next); err != nil {
+				t.Fatal(err)
+			}
+			return next.ID
+		}},
+		{"silence release", func(t *testing.T) string {
+			m := f.message("", models.StatusPending, due)
+			f.createMessages(t, m)
+			sil := &models.Silence{Matchers: models.Matchers{}, StartsAt: due, EndsAt: due.Add(time.Hour), OnEnd: "release", CreatedBy: "admin"}
+			if err := f.store.CreateSilence(ctx, sil); err != nil {
+				t.Fatal(err)
+			}
+			if held, _, err := f.store.HoldMessages(ctx, map[string][]int64{m.ID: {sil.ID}}, models.Now()); err != nil || len(held) != 1 {
+				t.Fatalf("hold: %v %v", held, err)
+			}
+			if moved, _, err := f.store.ReleaseHeld(ctx, []models.Release{{TaskID: m.ID + ":released", IDs: []string{m.ID}, DueAt: due}}, nil, models.Now()); err != nil || len(moved[0]) != 1 {
+				t.Fatalf("release: %v %v", moved, err)
+			}
+			return m.ID
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			id := tt.waiting(t)
+			written, err := f.store.MessageByID(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			claimed, err := f.store.ClaimForSending(ctx, id, models.Now().Add(time.Minute))
+			if err != nil {
+				t.Fatalf("a waiting message is not claimable: %v", err)
+			}
+			if written.LeaseUntil == nil || written.LeaseUntil.After(models.Now()) || len(written.ClaimToken) != len(claimed.ClaimToken) ||
+				written.ClaimToken == claimed.ClaimToken {
+				t.Errorf("waiting with lease %v and token %q; its claim has token %q: want a lease that ended and a token of the same length",
+					written.LeaseUntil, written.ClaimToken, claimed.ClaimToken)
+			}
+		})
 	}
 }

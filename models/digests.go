@@ -158,7 +158,7 @@ func (s *Store) FoldDigest(ctx context.Context, slot string, now time.Time, buil
 		if err := tx.Create(b).Error; err != nil {
 			return fmt.Errorf("models: create digest batch: %w", err)
 		}
-		if err := tx.Create(m).Error; err != nil {
+		if err := insertMessage(tx, m); err != nil {
 			return fmt.Errorf("models: create digest message: %w", err)
 		}
 		ids := make([]string, len(notices))

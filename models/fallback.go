@@ -75,7 +75,7 @@ func (s *Store) LinkFallback(ctx context.Context, prev, next *Message) error {
 			return err
 		}
 		next.FallbackOf = &prev.ID
-		if err := tx.Create(next).Error; err != nil {
+		if err := insertMessage(tx, next); err != nil {
 			return fmt.Errorf("models: create fallback of %s: %w", prev.ID, err)
 		}
 		return nil

@@ -118,6 +118,18 @@ func insertMessages(tx *gorm.DB, msgs []Message) error {
 	})
 }
 
+// insertMessage writes one new message as insertMessages does, setting its times on m.
+// Every message Herald makes goes through insertMessages: the intake's, a digest, the
+// next message of a fallback chain.
+func insertMessage(tx *gorm.DB, m *Message) error {
+	one := []Message{*m}
+	if err := insertMessages(tx, one); err != nil {
+		return err
+	}
+	*m = one[0]
+	return nil
+}
+
 // unclaimedToken is the claim_token of a message no claim has held: as long as every
 // claim's token (claimTokenLen), and never one (base64url has no '.').
 var unclaimedToken = strings.Repeat(".", claimTokenLen)
@@ -128,7 +140,8 @@ var unclaimedToken = strings.Repeat(".", claimTokenLen)
 // row (a lease where there was none, 24 characters where there were none), and InnoDB
 // rewrites a row whose length changes rather than update it in place: a claim cost
 // MariaDB a third more (BenchmarkClaimFinish, docs/benchmarks.md). Messages created in
-// any other status are written as given.
+// any other status are written as given. A silence's release gives a message back the
+// placeholder token too, and its hold leaves the lease as it was.
 func unclaimed(m *Message) {
 	if m.Status != StatusPending {
 		return

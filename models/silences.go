@@ -349,9 +349,11 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		}
 		// The token tells the rows this transaction held from any another process held at
 		// the same moment; claim_token means nothing outside sending.
-		token := NewToken()[:24]
+		// The lease is left as it was, and the token has a claim's length: the claim that
+		// follows the release then updates the row in place (unclaimed).
+		token := NewToken()[:claimTokenLen]
 		res := tx.Model(&Message{}).Where("id IN ? AND status IN ? AND next_attempt_at <= ?", ids, delivery.Holdable, dueBy.UTC()).
-			Updates(map[string]any{"status": StatusHeld, "next_attempt_at": nil, "lease_until": nil, "claim_token": token,
+			Updates(map[string]any{"status": StatusHeld, "next_attempt_at": nil, "claim_token": token,
 				"task_id": "", "updated_at": now})
 		if res.Error != nil {
 			return fmt.Errorf("models: hold messages: %w", res.Error)
@@ -447,7 +449,7 @@ func (s *Store) ReleaseHeld(ctx context.Context, releases []Release, cancel []st
 			moved[i] = nil
 			res := tx.Model(&Message{}).Where("id IN ? AND status = ?", r.IDs, StatusHeld).
 				Updates(map[string]any{"status": StatusPending, "next_attempt_at": r.DueAt.UTC(), "task_id": r.TaskID,
-					"claim_token": "", "updated_at": now})
+					"claim_token": unclaimedToken, "updated_at": now})
 			if res.Error != nil {
 				return fmt.Errorf("models: release held messages: %w", res.Error)
 			}
