@@ -39,11 +39,11 @@ vuln:
 ## outlasts its 50 ms margin) and the browser tests of web each run alone: beside
 ## anything else on a small machine they starve of CPU. The other packages run two at
 ## a time.
+SOLO_PACKAGES := tasks web
 test: check-generate lint
 	$(GO) test -race -count=1 -timeout 18m .
-	$(GO) test -race -count=1 -p 2 -timeout 10m $$($(GO) list ./... | grep -v -e '^herald$$' -e '^herald/web$$' -e '^herald/tasks$$')
-	$(GO) test -race -count=1 -timeout 10m ./tasks
-	$(GO) test -race -count=1 -timeout 10m ./web
+	$(GO) test -race -count=1 -p 2 -timeout 10m $$($(GO) list ./... | grep -vx -e herald $(SOLO_PACKAGES:%=-e herald/%))
+	for p in $(SOLO_PACKAGES); do $(GO) test -race -count=1 -timeout 10m ./$$p || exit 1; done
 
 ## bench: the pipeline benchmark on MySQL and Redis, the burst mix in both modes, the
 ## embedded drain as the database grows, recovery after a worker is killed, plus

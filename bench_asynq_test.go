@@ -15,6 +15,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"herald/internal/testenv"
 	"herald/tasks"
 )
 
@@ -58,15 +59,17 @@ type rawAsynqResult struct {
 // rate is tasks handled per second.
 func (r rawAsynqResult) rate() float64 { return float64(r.Tasks) / r.Took.Seconds() }
 
-// rawAsynqNoop measures raw Asynq at its best on this machine: n no-op tasks enqueued
-// beforehand into rawAsynqQueues of the Redis at redisURL, spread in proportion to the
+// rawAsynqNoop measures raw Asynq at its best on this machine: HERALD_BENCH_NOOP_TASKS
+// (30,000 by default) no-op tasks enqueued beforehand into rawAsynqQueues of the test's
+// Redis, spread in proportion to the
 // weights, then handled by an Asynq server of its own settings in a process of its own
 // (this test binary, re-run for TestRawAsynqNoopProcess), which shares no Go runtime
 // with the benchmark. The spread follows the weights because Asynq tries a server's
 // queues one Redis call after another in a weighted random order: with every queue
 // holding tasks until near the end, the first try almost always finds one, which is
 // Asynq's fastest path (all in normal costs an empty try of high most of the time).
-func rawAsynqNoop(b *testing.B, redisURL string, n int) rawAsynqResult {
+func rawAsynqNoop(b *testing.B) rawAsynqResult {
+	n, redisURL := envInt("HERALD_BENCH_NOOP_TASKS", 30000), testenv.RedisURL(b)
 	red, err := tasks.ParseRedisURL(redisURL)
 	if err != nil {
 		b.Fatal(err)
@@ -133,7 +136,7 @@ func TestRawAsynqNoopProcess(t *testing.T) {
 	)
 	srv := asynq.NewServer(red.Asynq(), asynq.Config{Concurrency: rawAsynqConcurrency, Queues: rawAsynqQueues,
 		TaskCheckInterval: rawAsynqCheckInterval, LogLevel: asynq.FatalLevel})
-	cpu, redis, start := processCPU(), redisCPU(), time.Now()
+	cpu, redis, start := processCPU(), testenv.RedisCPU(), time.Now()
 	if err := srv.Start(asynq.HandlerFunc(func(context.Context, *asynq.Task) error {
 		if handled.Add(1) == int64(p.Tasks) {
 			lastDone = time.Now()
@@ -149,7 +152,7 @@ func TestRawAsynqNoopProcess(t *testing.T) {
 	case <-time.After(5 * time.Minute):
 		t.Fatalf("%d of %d tasks handled after 5 minutes", handled.Load(), p.Tasks)
 	}
-	res := rawAsynqResult{Tasks: p.Tasks, Took: lastDone.Sub(start), CPU: processCPU() - cpu, RedisCPU: redisCPU() - redis}
+	res := rawAsynqResult{Tasks: p.Tasks, Took: lastDone.Sub(start), CPU: processCPU() - cpu, RedisCPU: testenv.RedisCPU() - redis}
 	if redis < 0 {
 		res.RedisCPU = -1
 	}

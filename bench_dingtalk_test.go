@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"herald/dispatch"
-	"herald/internal/testenv"
 	"herald/models"
 	"herald/simulator"
 )
@@ -31,7 +30,7 @@ func BenchmarkDingTalk(b *testing.B) {
 		concurrency := rig.h.app.Config.WorkerConcurrency
 		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d\n", machineLine(), concurrency)
 		simURL := rig.useDingTalk(b)
-		noop := rawAsynqNoop(b, testenv.RedisURL(b), envInt("HERALD_BENCH_NOOP_TASKS", 30000)).rate() // Asynq at its best, its own process
+		noop := rawAsynqNoop(b).rate() // Asynq at its best, its own process
 		rig.fanOut(b, n)
 		rate := rig.drain(b, n, concurrency).rate
 		st := simStats(b, simURL)

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"herald/dispatch"
-	"herald/internal/testenv"
 	"herald/models"
 )
 
@@ -29,7 +28,7 @@ func BenchmarkPipelineFeishu(b *testing.B) {
 		concurrency := rig.h.app.Config.WorkerConcurrency
 		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d backlog=%d sim_latency=%s\n", machineLine(), concurrency, backlog, benchSimLatency)
 		rig.useFeishu(b)
-		noop := rawAsynqNoop(b, testenv.RedisURL(b), envInt("HERALD_BENCH_NOOP_TASKS", 30000)).rate() // Asynq at its best, its own process
+		noop := rawAsynqNoop(b).rate() // Asynq at its best, its own process
 		rig.fanOut(b, backlog)
 		drained := rig.drain(b, backlog, concurrency)
 		drain, rss := drained.rate, drained.rssMB

@@ -26,9 +26,9 @@ func BenchmarkIntake(b *testing.B) {
 	// Warm up: connections, caches, the first pages of the tables.
 	rig.postAtRate(b, rate, 5*time.Second, "bench intake warm-up")
 	for range b.N {
-		db0, self0 := databaseCPU(), processCPU()
+		db0, self0 := testenv.DatabaseCPU(), processCPU()
 		took, _, failed := rig.postAtRate(b, rate, 10*time.Second, "bench intake")
-		db, self := databaseCPU()-db0, processCPU()-self0
+		db, self := testenv.DatabaseCPU()-db0, processCPU()-self0
 		if db0 < 0 {
 			db = -1 // no local server to read
 		}
@@ -75,17 +75,6 @@ func (r *benchRig) acceptWhileDraining(b *testing.B, rate int) {
 	fmt.Fprintf(os.Stderr, "intake_while_draining backlog=%d drained_s=%.1f backlog_left=%d accepted=%d failed=%d accept_p50_ms=%.1f accept_p99_ms=%.1f\n",
 		backlog, drained, left, len(took), failed, ms(p50), ms(p99))
 }
-
-// databaseCPU is the CPU time the local MariaDB (or MySQL) server has used so far, read
-// from /proc; -1 when no such process runs on this machine.
-func databaseCPU() time.Duration { return testenv.DatabaseCPU() }
-
-// redisCPU is the CPU time the local Redis server has used so far; -1 when none runs on
-// this machine.
-func redisCPU() time.Duration { return testenv.ServerCPU("redis-server") }
-
-// pidCPU is the CPU time the process pid has used so far; -1 when /proc does not say.
-func pidCPU(pid int) time.Duration { return testenv.PIDCPU(pid) }
 
 // machineCPU is the CPU time all of the machine's cores have been busy so far, and the
 // time they have been there at all (busy or idle), from the first line of /proc/stat;

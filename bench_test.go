@@ -57,7 +57,7 @@ func BenchmarkPipeline(b *testing.B) {
 			rig.h.app.Config.WorkerDBConns, backlog, latencyRate, benchSimLatency)
 
 		heraldSettings := benchNoop(b, testenv.RedisURL(b), 50000, concurrency)
-		raw := rawAsynqNoop(b, testenv.RedisURL(b), envInt("HERALD_BENCH_NOOP_TASKS", 30000))
+		raw := rawAsynqNoop(b)
 		noop := raw.rate()
 		perTask := func(d time.Duration) time.Duration { return (d / time.Duration(raw.Tasks)).Round(time.Microsecond) }
 		b.Logf("raw asynq: %d no-op tasks, %d workers, %.0f/s; CPU per task: asynq process %s, Redis %s; all %s", raw.Tasks,
@@ -426,7 +426,7 @@ type cpuReading struct{ db, redis, sim, web, busy, total time.Duration }
 
 func (r *benchRig) cpuNow() cpuReading {
 	busy, total := machineCPU()
-	return cpuReading{db: databaseCPU(), redis: redisCPU(), sim: pidCPU(r.simPID), web: processCPU(), busy: busy, total: total}
+	return cpuReading{db: testenv.DatabaseCPU(), redis: testenv.RedisCPU(), sim: testenv.PIDCPU(r.simPID), web: processCPU(), busy: busy, total: total}
 }
 
 // drainCPU is the CPU time one message of a drain cost each process on the machine.
@@ -454,7 +454,7 @@ func (c drainCPU) allMicros() float64 {
 // shared machine, what others ran meanwhile; their queries count under MariaDB and
 // Redis), and how busy the cores were.
 func (r *benchRig) logCPU(b *testing.B, n int, w *benchWorker, before cpuReading) drainCPU {
-	now, worker := r.cpuNow(), pidCPU(w.proc.Process.Pid)
+	now, worker := r.cpuNow(), testenv.PIDCPU(w.proc.Process.Pid)
 	if before.db < 0 || before.redis < 0 || before.sim < 0 || before.web < 0 || worker < 0 || now.total <= before.total {
 		b.Logf("drain of %d: /proc does not tell where the CPU went", n)
 		return drainCPU{}
@@ -777,7 +777,7 @@ func BenchmarkScheduledLateness(b *testing.B) {
 	for range b.N {
 		rig := newBenchRig(b, 2000, 0)
 		// The machine's speed of the day, measured in the same run.
-		raw := rawAsynqNoop(b, testenv.RedisURL(b), envInt("HERALD_BENCH_NOOP_TASKS", 30000))
+		raw := rawAsynqNoop(b)
 		b.ReportMetric(raw.rate(), "asynq_noop_tasks/s")
 		fmt.Fprintf(os.Stderr, "\n%s raw_asynq_noop_tasks_per_s=%.0f\n", machineLine(), raw.rate())
 		worker := startHeraldAs(b, rig.env, "worker")

@@ -2,7 +2,6 @@ package models_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
@@ -20,23 +19,11 @@ import (
 func BenchmarkClaimFinish(b *testing.B) {
 	s := testenv.Store(b)
 	ctx := context.Background()
-	acct, people := benchDirectory(b, s, 1)
-	r := people[0]
 	const chunk, finishBatch = 100, 50
+	acct, people := benchDirectory(b, s, chunk)
 	chunks := make([][]string, b.N)
 	for c := range chunks {
-		batch := &models.Batch{ID: models.NewID(), Source: "api", Platform: acct.Platform, AccountID: acct.ID, Priority: "normal"}
-		now := models.Now()
-		msgs := make([]models.Message, chunk)
-		for i := range msgs {
-			msgs[i] = models.Message{ID: models.NewID(), BatchID: batch.ID, RecipientID: r.ID, AccountID: acct.ID,
-				Platform: acct.Platform, Address: fmt.Sprintf("ty_%d", i), MsgType: "text", Content: "逾期：台账 42 请于今日 17:00 前处理",
-				Priority: "normal", Status: models.StatusPending, MaxAttempts: models.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}
-			chunks[c] = append(chunks[c], msgs[i].ID)
-		}
-		if err := s.CreateBatch(ctx, batch, msgs, nil); err != nil {
-			b.Fatal(err)
-		}
+		chunks[c] = benchIntake(b, s, acct, people, "逾期：台账 42 请于今日 17:00 前处理")
 	}
 	n := float64(b.N * chunk)
 	b.ResetTimer()

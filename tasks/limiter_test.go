@@ -20,12 +20,7 @@ import (
 func newTestLimiter(t *testing.T) (*tasks.Limiter, *redis.Client) {
 	t.Helper()
 	url := testenv.RedisURL(t)
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := redisClient(t, url)
 	return mustLimiter(t, url, rdb), rdb
 }
 
@@ -229,13 +224,7 @@ func TestLimiterWithoutLimitsAdmitsWithoutRedis(t *testing.T) {
 // windows limited, from 16 goroutines: its cost per message and decisions per second.
 func BenchmarkLimiter(b *testing.B) {
 	url := testenv.RedisURL(b)
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	defer rdb.Close()
-	l := mustLimiter(b, url, rdb)
+	l := mustLimiter(b, url, redisClient(b, url))
 	ctx := context.Background()
 	// High limits: every call is admitted and logged, the costly path.
 	limits := models.Limits{PerSecond: 1 << 20, PerMinute: 1 << 22, PerHour: 1 << 24, PerDay: 1 << 26,

@@ -35,12 +35,7 @@ func TestEmbeddedRedisRequiresPassword(t *testing.T) {
 	if strings.Contains(r.Addr(), password) {
 		t.Fatalf("Addr %q carries the password", r.Addr())
 	}
-	opt, err := redis.ParseURL(r.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner := redis.NewClient(opt)
-	defer owner.Close()
+	owner := redisClient(t, r.URL())
 	if err := owner.Set(ctx, "k", "v", 0).Err(); err != nil {
 		t.Errorf("SET through URL(): %v", err)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"herald/delivery"
 	"herald/internal/testenv"
@@ -184,12 +183,7 @@ func TestScheduledSendsGoOutOnTimeOnce(t *testing.T) {
 	msgs = append(msgs, r.schedule(t, 40, base.Add(777*time.Millisecond))...)
 	r.checkSentOnceOnTime(t, msgs, r.deliveries(t, len(msgs)))
 
-	opt, err := redis.ParseURL(r.redisURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb := redis.NewClient(opt)
-	t.Cleanup(func() { rdb.Close() })
+	rdb := redisClient(t, r.redisURL)
 	r.sim.Reset()
 	soon := time.Now().Add(700 * time.Millisecond)
 	flushed := r.schedule(t, 1, soon, soon.Add(50*time.Millisecond))
@@ -335,8 +329,7 @@ func TestRescheduleLeavesKeptTasksAlone(t *testing.T) {
 	if _, ok, err := r.enq.ScheduledAt(ctx, tasks.QueueNormal, scheduled[0].TaskID); err != nil || !ok {
 		t.Fatalf("the later batch's job is not in the schedule (%v): the test proves nothing", err)
 	}
-	rdb := redis.NewClient(mustRedisOptions(t, r.redisURL))
-	t.Cleanup(func() { rdb.Close() })
+	rdb := redisClient(t, r.redisURL)
 	if err := rdb.ZRem(ctx, tasks.ScheduleKey(tasks.QueueNormal), scheduled[0].TaskID).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -353,13 +346,4 @@ func TestRescheduleLeavesKeptTasksAlone(t *testing.T) {
 			t.Errorf("message of batch %s: task %s → %s; moved %v, want %v", m.BatchID, m.TaskID, got.TaskID, moved, want)
 		}
 	}
-}
-
-func mustRedisOptions(t *testing.T, url string) *redis.Options {
-	t.Helper()
-	opt, err := redis.ParseURL(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return opt
 }

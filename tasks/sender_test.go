@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"herald/channels"
 	"herald/internal/testenv"
 	"herald/models"
@@ -105,4 +107,16 @@ func newTestSweeper(t *testing.T, cfg tasks.SweeperConfig) *tasks.Sweeper {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// redisClient connects to the Redis at url until the test ends.
+func redisClient(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(opt)
+	t.Cleanup(func() { rdb.Close() })
+	return rdb
 }

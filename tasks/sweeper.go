@@ -399,8 +399,8 @@ func (s *Sweeper) keeps(ctx context.Context, queue, id string) bool {
 // lost returns the due messages whose task Redis does not have (flushed, failed over,
 // archived, or never enqueued because Redis was down), or has as active though the
 // message has been due past the grace and nobody holds it: a task a failover left
-// stale. It asks Redis once per task, and counts the stale ones. Without an inspector
-// every due message counts as lost: the claim keeps a second task from sending twice.
+// stale. It asks Redis once per task, and counts the stale ones. A task Redis cannot be
+// asked about carries on until the next sweep.
 func (s *Sweeper) lost(due []models.DueMessage) (lost []models.DueMessage, stale int) {
 	verdicts := judgeTasks(due, func(queue, id string) string {
 		info, err := s.inspector.GetTaskInfo(queue, id)

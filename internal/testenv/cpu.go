@@ -16,6 +16,10 @@ const ClockTicks = 100
 // from /proc; -1 when no such process runs on this machine.
 func DatabaseCPU() time.Duration { return ServerCPU("mariadbd", "mysqld") }
 
+// RedisCPU is the CPU time the local Redis server has used so far; -1 when none runs
+// on this machine.
+func RedisCPU() time.Duration { return ServerCPU("redis-server") }
+
 // ServerCPU is the CPU time used so far by the first process found in /proc whose
 // command name is one of names; -1 when there is none.
 func ServerCPU(names ...string) time.Duration {
