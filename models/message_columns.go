@@ -68,11 +68,9 @@ func (s *Store) messagesByIDs(ctx context.Context, ids []string) (map[string]*Me
 	return out, rows.Err()
 }
 
-// messageValues are m's values in the order of messageColumns, as a database driver
-// takes them (nil for a nil pointer). A test holds the two lists together.
-func messageValues(m *Message) []any { return appendMessageValues(nil, m) }
-
-// appendMessageValues appends messageValues(m) to args.
+// appendMessageValues appends m's values to args in the order of messageColumns, as a
+// database driver takes them (nil for a nil pointer). A test holds the two lists
+// together.
 func appendMessageValues(args []any, m *Message) []any {
 	return append(args,
 		m.ID, m.BatchID, m.RecipientID, m.AccountID,

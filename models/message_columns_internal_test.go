@@ -43,7 +43,7 @@ func TestMessageColumnsCoverTheModel(t *testing.T) {
 }
 
 // TestMessageValuesFollowTheColumns: the intake's INSERT writes each value under its own
-// column. Every field of a message gets a value of its own, and each of messageValues
+// column. Every field of a message gets a value of its own, and each of appendMessageValues
 // must be the field messageColumns names at its place.
 func TestMessageValuesFollowTheColumns(t *testing.T) {
 	var m Message
@@ -67,7 +67,7 @@ func TestMessageValuesFollowTheColumns(t *testing.T) {
 			t.Fatalf("field %s: no test value for kind %s", v.Type().Field(i).Name, f.Kind())
 		}
 	}
-	cols, vals := messageColumns(&m), messageValues(&m)
+	cols, vals := messageColumns(&m), appendMessageValues(nil, &m)
 	if len(cols) != len(vals) {
 		t.Fatalf("%d columns, %d values", len(cols), len(vals))
 	}
@@ -84,7 +84,7 @@ func TestMessageValuesFollowTheColumns(t *testing.T) {
 		}
 	}
 	var nilPointers Message
-	for i, val := range messageValues(&nilPointers) {
+	for i, val := range appendMessageValues(nil, &nilPointers) {
 		if f := reflect.ValueOf(messageColumns(&nilPointers)[i].into).Elem(); f.Kind() == reflect.Pointer && val != nil {
 			t.Errorf("column %s: a nil pointer goes as %#v, want nil", cols[i].name, val)
 		}
