@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -94,7 +95,8 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 		b.Fatal(err)
 	}
 	enq := tasks.NewEnqueuer(red.Asynq())
-	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: enq, Log: app.NewLogger(cfg, nil), Location: cfg.Location})
+	log, _ := app.NewLogger(cfg, io.Discard)
+	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: enq, Log: log, Location: cfg.Location})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -85,7 +85,8 @@ func startHeraldAs(t testing.TB, env map[string]string, role string, configure .
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &bytes.Buffer{}
-	a, err := app.New(ctx, cfg, role, app.NewLogger(cfg, io.Discard), out)
+	log, _ := app.NewLogger(cfg, io.Discard)
+	a, err := app.New(ctx, cfg, role, log, out)
 	if err != nil {
 		cancel()
 		t.Fatal(err)

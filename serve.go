@@ -30,7 +30,8 @@ func serveCommand(ctx context.Context, args []string, getenv config.Getenv, stdo
 	if err != nil {
 		return err
 	}
-	log := app.NewLogger(cfg, stderr)
+	log, flushLog := app.NewLogger(cfg, stderr)
+	defer flushLog()
 	if setRedisLogger {
 		redis.SetLogger(app.RedisLog{Log: log})
 	}

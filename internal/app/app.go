@@ -23,6 +23,7 @@ import (
 	"herald/channels/sandbox"
 	"herald/config"
 	"herald/dispatch"
+	"herald/internal/logwrite"
 	"herald/models"
 	"herald/simulator"
 	"herald/tasks"
@@ -219,13 +220,24 @@ func (a *App) Close() {
 }
 
 // NewLogger logs text on a single node, where a person reads it, and JSON in
-// production mode, where a collector does.
-func NewLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+// production mode, where a collector does. Information lines reach w within LogDelay,
+// several in one write (logwrite); warnings and errors at once. flush writes what is
+// held: call it before the process exits.
+func NewLogger(cfg *config.Config, w io.Writer) (log *slog.Logger, flush func()) {
+	out := logwrite.NewWriter(w, LogDelay)
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	var format slog.Handler = slog.NewJSONHandler(out, opts)
 	if cfg.Embedded() {
-		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		format = slog.NewTextHandler(out, opts)
 	}
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	h := logwrite.NewHandler(format, out)
+	return slog.New(h), func() { _ = h.Flush() }
 }
+
+// LogDelay is the longest an information line waits to be written. A worker logs one for
+// every provider call; written one at a time they cost the worker and whatever reads its
+// log a system call each, more than the rest of the line (docs/benchmarks.md).
+const LogDelay = 2 * time.Millisecond
 
 // RedisLog carries go-redis's own messages (failed dials, Sentinel switching masters)
 // into the process log, for redis.SetLogger.
