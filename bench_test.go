@@ -417,7 +417,7 @@ func (r *benchRig) drain(b *testing.B, n, concurrency int) drainResult {
 	for {
 		// The database is asked only once the simulator has seen every message: counting
 		// the sent rows reads the status index over all of them, which MariaDB's figure
-		// would charge to the messages (5 to 10 µs each in the distinct drain).
+		// would charge to the messages (about 6 µs each in the distinct drain).
 		if r.simAccepted(b)-delivered >= n {
 			sent := r.sentCount(b) - before
 			if sent == n {
