@@ -220,7 +220,7 @@ func (a *App) Close() {
 }
 
 // NewLogger logs text on a single node, where a person reads it, and JSON in
-// production mode, where a collector does. Information lines reach w within LogDelay,
+// production mode, where a collector does. Information lines reach w after LogDelay,
 // several in one write (logwrite); warnings and errors at once. flush writes what is
 // held: call it before the process exits.
 func NewLogger(cfg *config.Config, w io.Writer) (log *slog.Logger, flush func()) {
@@ -234,7 +234,7 @@ func NewLogger(cfg *config.Config, w io.Writer) (log *slog.Logger, flush func())
 	return slog.New(h), func() { _ = h.Flush() }
 }
 
-// LogDelay is the longest an information line waits to be written. A worker logs one for
+// LogDelay is how long an information line is held before it is written. A worker logs one for
 // every provider call; written one at a time they cost the worker and whatever reads its
 // log a system call each, more than the rest of the line (docs/benchmarks.md).
 const LogDelay = 2 * time.Millisecond

@@ -3,14 +3,15 @@
 // A worker logs a line for every provider call, thousands a second. Written one system
 // call each, the lines cost the worker a write per message, and whatever reads its
 // output (journald, a container runtime, a terminal) a wake-up and a read per message:
-// together more than the rest of the line. A Writer holds lines for at most its delay
-// and writes what gathered in one call. Lines at warning level and above are written at
+// together more than the rest of the line. A Writer holds lines for its delay and
+// writes what gathered in one call. Lines at warning level and above are written at
 // once, with everything before them, so a problem's line never waits and the order of
 // lines is kept.
 //
 // What a Writer holds is lost if the process dies without flushing it (a kill, a crash
-// of the runtime): at most the delay's worth of information lines. Handler.Flush writes
-// them at a normal exit.
+// of the runtime): the information lines of the last delay, or a little more when a
+// saturated CPU makes the timed flush wait its turn. Handler.Flush writes them at a
+// normal exit.
 package logwrite
 
 import (
@@ -21,7 +22,7 @@ import (
 	"time"
 )
 
-// Writer holds what is written to it for at most a delay, then writes it to the
+// Writer holds what is written to it for a delay, then writes it to the
 // underlying writer in one call. It is safe for concurrent use.
 type Writer struct {
 	w     io.Writer
@@ -39,7 +40,7 @@ type Writer struct {
 // maxHeld is how many bytes a Writer holds before it writes them at once.
 const maxHeld = 64 << 10
 
-// NewWriter returns a Writer over w that holds lines for at most delay.
+// NewWriter returns a Writer over w that holds lines for delay.
 func NewWriter(w io.Writer, delay time.Duration) *Writer {
 	lw := &Writer{w: w, delay: delay}
 	lw.timer = time.AfterFunc(time.Hour, lw.flushLater)
