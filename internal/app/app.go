@@ -234,9 +234,9 @@ func NewLogger(cfg *config.Config, w io.Writer) (log *slog.Logger, flush func())
 	return slog.New(h), func() { _ = h.Flush() }
 }
 
-// LogDelay is how long an information line is held before it is written. A worker logs one for
-// every provider call; written one at a time they cost the worker and whatever reads its
-// log a system call each, more than the rest of the line (docs/benchmarks.md).
+// LogDelay is how long an information line is held before it is written. A worker logs
+// one for every provider call; written one at a time they cost the worker and whatever
+// reads its log a system call each, more than the rest of the line (docs/benchmarks.md).
 const LogDelay = 2 * time.Millisecond
 
 // RedisLog carries go-redis's own messages (failed dials, Sentinel switching masters)
