@@ -201,9 +201,11 @@ type BatchExtras struct {
 
 // CreateBatch writes a batch and its messages in one transaction: either all rows exist
 // afterwards or none do. The extras (may be nil) commit with them, so a crash can never
-// leave a batch without its replayable answer or its audit entry.
+// leave a batch without its replayable answer or its audit entry. A transaction that
+// loses a deadlock runs again: concurrent intakes inserting the same daily contents
+// can deadlock on the unique key, and the next run finds the content taken.
 func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extras *BatchExtras) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.txRetry(ctx, func(tx *gorm.DB) error {
 		if extras != nil && extras.Idem != nil {
 			if err := completeIdempotent(tx, extras.Idem, b.ID); err != nil {
 				return err
