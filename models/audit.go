@@ -68,11 +68,7 @@ func (AuditEntry) TableName() string { return "audit_log" }
 
 // Audit appends an entry to the audit log.
 func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
-	if e.At.IsZero() {
-		e.At = Now()
-	}
-	e.cut()
-	if err := s.db.WithContext(ctx).Create(&e).Error; err != nil {
+	if err := insertAudit(s.db.WithContext(ctx), &e); err != nil {
 		return fmt.Errorf("models: audit %s: %w", e.Action, err)
 	}
 	return nil
@@ -84,16 +80,11 @@ func (s *Store) AuditMany(ctx context.Context, entries []AuditEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	now := Now()
+	rows := make([]*AuditEntry, len(entries))
 	for i := range entries {
-		if entries[i].At.IsZero() {
-			entries[i].At = now
-		}
+		rows[i] = &entries[i]
 	}
-	for i := range entries {
-		entries[i].cut()
-	}
-	if err := s.db.WithContext(ctx).CreateInBatches(entries, insertChunk).Error; err != nil {
+	if err := insertAudit(s.db.WithContext(ctx), rows...); err != nil {
 		return fmt.Errorf("models: audit %d entries: %w", len(entries), err)
 	}
 	return nil

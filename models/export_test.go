@@ -67,3 +67,24 @@ func (s *Store) RecipientCacheHeld() (held int, filling bool) {
 	defer s.people.mu.Unlock()
 	return len(s.people.byExt), s.people.filling
 }
+
+// CreateBothWays writes a batch and an audit entry with GORM's Create (the entry as
+// Audit wrote it so: at now when it has no time, cut to its columns), and another batch
+// and audit entry as the intake writes them (insertBatches, insertAudit).
+func (s *Store) CreateBothWays(ctx context.Context, viaGORM, plain *Batch, gormAudit, plainAudit *AuditEntry) error {
+	db := s.db.WithContext(ctx)
+	if gormAudit.At.IsZero() {
+		gormAudit.At = Now()
+	}
+	gormAudit.cut()
+	if err := db.Create(viaGORM).Error; err != nil {
+		return err
+	}
+	if err := db.Create(gormAudit).Error; err != nil {
+		return err
+	}
+	if err := insertBatches(db, plain); err != nil {
+		return err
+	}
+	return insertAudit(db, plainAudit)
+}

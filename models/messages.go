@@ -214,7 +214,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		if extras != nil && extras.Audit != nil {
 			e := *extras.Audit
 			e.At = Now()
-			if err := tx.Create(&e).Error; err != nil {
+			if err := insertAudit(tx, &e); err != nil {
 				return fmt.Errorf("models: audit batch: %w", err)
 			}
 		}
@@ -229,7 +229,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 			}
 		}
 		countCallbacks(b, msgs)
-		if err := tx.Create(b).Error; err != nil {
+		if err := insertBatches(tx, b); err != nil {
 			if isDuplicate(err) {
 				return fmt.Errorf("models: create batch: %w", ErrDuplicate)
 			}
@@ -286,7 +286,7 @@ func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 		return errs
 	}
 	err := s.tx(ctx, func(tx *gorm.DB) error {
-		var audits []AuditEntry
+		var audits []*AuditEntry
 		batches := make([]*Batch, 0, len(items))
 		var msgs []Message
 		now := Now()
@@ -299,7 +299,7 @@ func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 			if x := it.Extras; x != nil && x.Audit != nil {
 				e := *x.Audit
 				e.At = now
-				audits = append(audits, e)
+				audits = append(audits, &e)
 			}
 			if x := it.Extras; x != nil && x.Reminder != nil {
 				if err := createReminder(tx, x.Reminder); err != nil {
@@ -315,12 +315,10 @@ func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 			batches = append(batches, it.Batch)
 			msgs = append(msgs, it.Messages...)
 		}
-		if len(audits) > 0 {
-			if err := tx.Create(&audits).Error; err != nil {
-				return fmt.Errorf("models: audit batches: %w", err)
-			}
+		if err := insertAudit(tx, audits...); err != nil {
+			return fmt.Errorf("models: audit batches: %w", err)
 		}
-		if err := tx.Create(&batches).Error; err != nil {
+		if err := insertBatches(tx, batches...); err != nil {
 			return fmt.Errorf("models: create batches: %w", err)
 		}
 		if len(msgs) > 0 {
