@@ -2,6 +2,7 @@ package models_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"herald/models"
@@ -21,17 +22,7 @@ func TestCreateBatchesSharesATransactionAndFailsAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var items []models.NewBatch
-	for i := range 4 {
-		b := f.batch()
-		msgs := []models.Message{f.message(b.ID, models.StatusPending, now), f.message(b.ID, models.StatusPending, now)}
-		if i == 2 {
-			msgs[1].ID = taken.ID // a message id that exists already: this intake cannot be written
-		}
-		items = append(items, models.NewBatch{Batch: b, Messages: msgs,
-			Extras: &models.BatchExtras{Audit: &models.AuditEntry{Actor: "apikey:test", ActorType: "api_key", Action: "batch.create",
-				TargetType: "batch", TargetID: b.ID, Detail: "2 accepted"}}})
-	}
+	items := f.intakes(4, 2, taken.ID)
 	errs := f.store.CreateBatches(ctx, items)
 	for i, it := range items {
 		msgs := count(t, f.store, "SELECT COUNT(*) FROM messages WHERE batch_id = ?", it.Batch.ID)
@@ -46,5 +37,74 @@ func TestCreateBatchesSharesATransactionAndFailsAlone(t *testing.T) {
 		if errs[i] != nil || msgs != 2 || batches != 1 || audits != 1 {
 			t.Errorf("intake %d: error %v, %d messages, %d batches, %d audit entries; want none, 2, 1, 1", i, errs[i], msgs, batches, audits)
 		}
+	}
+}
+
+// intakes returns n new intakes of two messages each with an audit entry; the one at
+// index bad has a message whose id is taken, so it cannot be written (-1: none).
+func (f *fixture) intakes(n, bad int, taken string) []models.NewBatch {
+	now := models.Now()
+	var items []models.NewBatch
+	for i := range n {
+		b := f.batch()
+		msgs := []models.Message{f.message(b.ID, models.StatusPending, now), f.message(b.ID, models.StatusPending, now)}
+		if i == bad {
+			msgs[1].ID = taken
+		}
+		items = append(items, models.NewBatch{Batch: b, Messages: msgs,
+			Extras: &models.BatchExtras{Audit: &models.AuditEntry{Actor: "apikey:test", ActorType: "api_key", Action: "batch.create",
+				TargetType: "batch", TargetID: b.ID, Detail: "2 accepted"}}})
+	}
+	return items
+}
+
+// rowsOf counts the messages, batch rows and audit entries of an intake.
+func rowsOf(t *testing.T, s *models.Store, it models.NewBatch) [3]int {
+	t.Helper()
+	return [3]int{count(t, s, "SELECT COUNT(*) FROM messages WHERE batch_id = ?", it.Batch.ID),
+		count(t, s, "SELECT COUNT(*) FROM batches WHERE id = ?", it.Batch.ID),
+		count(t, s, "SELECT COUNT(*) FROM audit_log WHERE target_id = ?", it.Batch.ID)}
+}
+
+// TestOneTripIsAllOrNothing: on MySQL, a script whose INSERT fails leaves none of its
+// intakes behind, and its connection holds no transaction afterwards (the next script
+// on it, were the failed one still open, would commit its first statements); intakes
+// that need each statement's outcome are not for a script.
+func TestOneTripIsAllOrNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	first := f.batch()
+	taken := f.message(first.ID, models.StatusPending, models.Now())
+	if err := f.store.CreateBatch(ctx, first, []models.Message{taken}, nil); err != nil {
+		t.Fatal(err)
+	}
+	failed := f.intakes(3, 2, taken.ID)
+	ok, err := f.store.CreateBatchesOneTrip(ctx, failed)
+	if !ok {
+		t.Skip("scripts are for MySQL (set HERALD_TEST_MYSQL_DSN)")
+	}
+	if err == nil {
+		t.Fatal("a script with a taken message id: no error")
+	}
+	good := f.intakes(3, -1, "")
+	if _, err := f.store.CreateBatchesOneTrip(ctx, good); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range failed {
+		if got := rowsOf(t, f.store, it); got != [3]int{} {
+			t.Errorf("intake of the failed script: %v messages, batches and audit entries; want none", got)
+		}
+	}
+	for _, it := range good {
+		if got := rowsOf(t, f.store, it); got != [3]int{2, 1, 1} {
+			t.Errorf("intake of the next script: %v messages, batches and audit entries; want [2 1 1]", got)
+		}
+	}
+
+	idem := f.intakes(2, -1, "")
+	idem[1].Extras.Idem = &models.IdemCompletion{APIKeyID: 1, Key: "k1"}
+	if _, err := f.store.CreateBatchesOneTrip(ctx, idem); !errors.Is(err, models.ErrNotOneTrip) {
+		t.Errorf("intakes with an idempotent answer: %v, want ErrNotOneTrip", err)
 	}
 }

@@ -83,8 +83,21 @@ func (s *Store) CreateBothWays(ctx context.Context, viaGORM, plain *Batch, gormA
 	if err := db.Create(gormAudit).Error; err != nil {
 		return err
 	}
-	if err := insertBatches(db, plain); err != nil {
+	if err := insertBatches(onTx(db), plain); err != nil {
 		return err
 	}
-	return insertAudit(db, plainAudit)
+	return insertAudit(onTx(db), plainAudit)
 }
+
+// CreateBatchesOneTrip writes intakes as one script, with the pool of scripts held to
+// one connection; ok is false when the store has no such pool (SQLite).
+func (s *Store) CreateBatchesOneTrip(ctx context.Context, items []NewBatch) (ok bool, err error) {
+	if s.oneTrip == nil {
+		return false, nil
+	}
+	s.oneTrip.SetMaxOpenConns(1)
+	return true, s.createBatchesOneTrip(ctx, items)
+}
+
+// ErrNotOneTrip is errNotOneTrip.
+var ErrNotOneTrip = errNotOneTrip

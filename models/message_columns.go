@@ -101,9 +101,9 @@ func nullable[T any](v *T) any {
 // took 38,000 allocations to write 1,000 messages where this takes 15,000
 // (BenchmarkCreateBatch). Like Create it sets the created and updated times left zero
 // to now, and it writes each row at the size its claim leaves it (unclaimed).
-func insertMessages(tx *gorm.DB, msgs []Message) error {
+func insertMessages(w rowWriter, msgs []Message) error {
 	now := Now()
-	return insertRows(tx, "messages", messageSelect, len(msgs), func(i int, args []any) []any {
+	return insertRows(w, "messages", messageSelect, len(msgs), func(i int, args []any) []any {
 		m := &msgs[i]
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = now
@@ -121,7 +121,7 @@ func insertMessages(tx *gorm.DB, msgs []Message) error {
 // next message of a fallback chain.
 func insertMessage(tx *gorm.DB, m *Message) error {
 	one := []Message{*m}
-	if err := insertMessages(tx, one); err != nil {
+	if err := insertMessages(onTx(tx), one); err != nil {
 		return err
 	}
 	*m = one[0]

@@ -214,7 +214,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		if extras != nil && extras.Audit != nil {
 			e := *extras.Audit
 			e.At = Now()
-			if err := insertAudit(tx, &e); err != nil {
+			if err := insertAudit(onTx(tx), &e); err != nil {
 				return fmt.Errorf("models: audit batch: %w", err)
 			}
 		}
@@ -229,7 +229,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 			}
 		}
 		countCallbacks(b, msgs)
-		if err := insertBatches(tx, b); err != nil {
+		if err := insertBatches(onTx(tx), b); err != nil {
 			if isDuplicate(err) {
 				return fmt.Errorf("models: create batch: %w", ErrDuplicate)
 			}
@@ -238,7 +238,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		if len(msgs) == 0 {
 			return nil
 		}
-		if err := insertMessages(tx, msgs); err != nil {
+		if err := insertMessages(onTx(tx), msgs); err != nil {
 			return fmt.Errorf("models: create messages of batch %s: %w", b.ID, err)
 		}
 		return recordCreatedFinal(tx, msgs)
@@ -276,64 +276,83 @@ type NewBatch struct {
 
 // CreateBatches writes several intakes in one transaction, with one INSERT per table for
 // all of them (and one UPDATE per idempotent answer): many concurrent requests then
-// cost the database one commit. Each intake is still all or nothing: when the shared
-// transaction fails, each is written again on its own, so one that cannot be written
-// fails alone. It returns one error per intake.
+// cost the database one commit. On MySQL, intakes with nothing but an audit entry beside
+// their rows go in one call (createBatchesOneTrip). Each intake is still all or nothing:
+// when the shared transaction fails, each is written again on its own, so one that
+// cannot be written fails alone. It returns one error per intake.
 func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 	errs := make([]error, len(items))
 	if len(items) == 1 {
 		errs[0] = s.CreateBatch(ctx, items[0].Batch, items[0].Messages, items[0].Extras)
 		return errs
 	}
-	err := s.tx(ctx, func(tx *gorm.DB) error {
-		var audits []*AuditEntry
-		batches := make([]*Batch, 0, len(items))
-		var msgs []Message
-		now := Now()
-		for _, it := range items {
-			if x := it.Extras; x != nil && x.Idem != nil {
-				if err := completeIdempotent(tx, x.Idem, it.Batch.ID); err != nil {
-					return err
+	err := errNotOneTrip
+	if s.oneTrip != nil {
+		err = s.createBatchesOneTrip(ctx, items)
+	}
+	if err == errNotOneTrip {
+		err = s.tx(ctx, func(tx *gorm.DB) error {
+			for _, it := range items {
+				x := it.Extras
+				if x == nil {
+					continue
 				}
-			}
-			if x := it.Extras; x != nil && x.Audit != nil {
-				e := *x.Audit
-				e.At = now
-				audits = append(audits, &e)
-			}
-			if x := it.Extras; x != nil && x.Reminder != nil {
-				if err := createReminder(tx, x.Reminder); err != nil {
-					return err
+				if x.Idem != nil {
+					if err := completeIdempotent(tx, x.Idem, it.Batch.ID); err != nil {
+						return err
+					}
 				}
-			}
-			if x := it.Extras; x != nil {
+				if x.Reminder != nil {
+					if err := createReminder(tx, x.Reminder); err != nil {
+						return err
+					}
+				}
 				if err := createDailyContents(tx, x.DailyContents); err != nil {
 					return err
 				}
 			}
-			countCallbacks(it.Batch, it.Messages)
-			batches = append(batches, it.Batch)
-			msgs = append(msgs, it.Messages...)
-		}
-		if err := insertAudit(tx, audits...); err != nil {
-			return fmt.Errorf("models: audit batches: %w", err)
-		}
-		if err := insertBatches(tx, batches...); err != nil {
-			return fmt.Errorf("models: create batches: %w", err)
-		}
-		if len(msgs) > 0 {
-			if err := insertMessages(tx, msgs); err != nil {
-				return fmt.Errorf("models: create messages: %w", err)
+			msgs, err := insertIntakes(onTx(tx), items)
+			if err != nil {
+				return err
 			}
-		}
-		return recordCreatedFinal(tx, msgs)
-	})
+			return recordCreatedFinal(tx, msgs)
+		})
+	}
 	if err != nil {
 		for i, it := range items {
 			errs[i] = s.CreateBatch(ctx, it.Batch, it.Messages, it.Extras)
 		}
 	}
 	return errs
+}
+
+// insertIntakes writes the audit entries, batches and messages of intakes through w,
+// with one INSERT per table for all of them, and returns their messages.
+func insertIntakes(w rowWriter, items []NewBatch) ([]Message, error) {
+	var audits []*AuditEntry
+	batches := make([]*Batch, 0, len(items))
+	var msgs []Message
+	now := Now()
+	for _, it := range items {
+		if x := it.Extras; x != nil && x.Audit != nil {
+			e := *x.Audit
+			e.At = now
+			audits = append(audits, &e)
+		}
+		countCallbacks(it.Batch, it.Messages)
+		batches = append(batches, it.Batch)
+		msgs = append(msgs, it.Messages...)
+	}
+	if err := insertAudit(w, audits...); err != nil {
+		return nil, fmt.Errorf("models: audit batches: %w", err)
+	}
+	if err := insertBatches(w, batches...); err != nil {
+		return nil, fmt.Errorf("models: create batches: %w", err)
+	}
+	if err := insertMessages(w, msgs); err != nil {
+		return nil, fmt.Errorf("models: create messages: %w", err)
+	}
+	return msgs, nil
 }
 
 // BatchByID returns one batch.

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"gorm.io/gorm"
 	"gorm.io/gorm/schema"
 )
 
@@ -57,13 +56,10 @@ func newModelRows[T any](table string) *modelRows[T] {
 }
 
 // insert writes rows, setting a zero creation time to now on the row as Create does.
-func (w *modelRows[T]) insert(tx *gorm.DB, rows []*T) error {
-	ctx := tx.Statement.Context
-	if ctx == nil {
-		ctx = context.Background()
-	}
+func (w *modelRows[T]) insert(to rowWriter, rows []*T) error {
+	ctx := context.Background() // schema.Field's accessors take a context and ignore it
 	now := Now()
-	return insertRows(tx, w.table, w.columns, len(rows), func(i int, args []any) []any {
+	return insertRows(to, w.table, w.columns, len(rows), func(i int, args []any) []any {
 		row := reflect.ValueOf(rows[i]).Elem()
 		for _, f := range w.stamps {
 			if _, zero := f.ValueOf(ctx, row); zero {
@@ -84,11 +80,11 @@ var (
 )
 
 // insertBatches writes new batches.
-func insertBatches(tx *gorm.DB, batches ...*Batch) error { return batchRows.insert(tx, batches) }
+func insertBatches(w rowWriter, batches ...*Batch) error { return batchRows.insert(w, batches) }
 
 // insertAudit writes audit entries, each at now when it has no time, with its values cut
 // to their columns and any URL's credentials and query left out (see Redact).
-func insertAudit(tx *gorm.DB, entries ...*AuditEntry) error {
+func insertAudit(w rowWriter, entries ...*AuditEntry) error {
 	now := Now()
 	for _, e := range entries {
 		if e.At.IsZero() {
@@ -96,5 +92,5 @@ func insertAudit(tx *gorm.DB, entries ...*AuditEntry) error {
 		}
 		e.cut()
 	}
-	return auditRows.insert(tx, entries)
+	return auditRows.insert(w, entries)
 }

@@ -46,6 +46,9 @@ type Store struct {
 	apiKeyCaches *apiKeyCacheList
 	// people caches the intake's lookups of recipients.
 	people *recipientCache
+	// oneTrip, on MySQL, is the pool that takes a shared intake transaction as one
+	// script (one_trip.go); nil on SQLite and in a store bound to a transaction.
+	oneTrip *sql.DB
 }
 
 // Options configure Open.
@@ -104,6 +107,10 @@ func Open(opts Options) (*Store, error) {
 		sqlDB.SetMaxIdleConns(n)
 		sqlDB.SetConnMaxLifetime(5 * time.Minute)
 		s.read = s.db
+		if s.oneTrip, err = openOneTrip(dsn); err != nil {
+			sqlDB.Close()
+			return nil, err
+		}
 		return s, nil
 	}
 	s.dialect = migrations.SQLite
@@ -217,6 +224,9 @@ func (s *Store) Close() error {
 		readDB, _ := s.read.DB()
 		readDB.Close()
 	}
+	if s.oneTrip != nil {
+		s.oneTrip.Close()
+	}
 	return s.SQL().Close()
 }
 
@@ -230,7 +240,7 @@ func (s *Store) reader(ctx context.Context) *gorm.DB { return s.read.WithContext
 func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		bound := *s
-		bound.db, bound.read = tx, tx
+		bound.db, bound.read, bound.oneTrip = tx, tx, nil
 		return fn(&bound)
 	})
 }
