@@ -277,20 +277,17 @@ type NewBatch struct {
 // CreateBatches writes several intakes in one transaction, with one INSERT per table for
 // all of them (and one UPDATE per idempotent answer): many concurrent requests then
 // cost the database one commit. On MySQL, intakes with nothing but an audit entry beside
-// their rows go in one call (createBatchesOneTrip). Each intake is still all or nothing:
-// when the shared transaction fails, each is written again on its own, so one that
-// cannot be written fails alone. It returns one error per intake.
+// their rows go in one call (createBatchesOneTrip), a lone one too. Each intake is still
+// all or nothing: when the shared transaction fails, each is written again on its own
+// (CreateBatch), so one that cannot be written fails alone. It returns one error per
+// intake.
 func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 	errs := make([]error, len(items))
-	if len(items) == 1 {
-		errs[0] = s.CreateBatch(ctx, items[0].Batch, items[0].Messages, items[0].Extras)
-		return errs
-	}
 	err := errNotOneTrip
 	if s.oneTrip != nil {
 		err = s.createBatchesOneTrip(ctx, items)
 	}
-	if err == errNotOneTrip {
+	if err == errNotOneTrip && len(items) > 1 {
 		err = s.tx(ctx, func(tx *gorm.DB) error {
 			for _, it := range items {
 				x := it.Extras
