@@ -34,7 +34,7 @@ func insertAttempts(tx *gorm.DB, attempts []Attempt) error {
 }
 
 // rowWriter runs the INSERT statements that write new rows: on a transaction, each at
-// once (onTx); in a script, gathered for one call to the database (oneTrip.go).
+// once (onTx); in a script, gathered for one call to the database (one_trip.go).
 type rowWriter interface {
 	insert(stmt string, args []any) error
 }

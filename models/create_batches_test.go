@@ -108,3 +108,31 @@ func TestOneTripIsAllOrNothing(t *testing.T) {
 		t.Errorf("intakes with an idempotent answer: %v, want ErrNotOneTrip", err)
 	}
 }
+
+// TestScriptsRefusedByTheServer: where the connection does not carry the multi-statement
+// flag (a proxy that drops it), MySQL answers a script as a syntax error; the intakes
+// are still written, each alone, and the store writes statement by statement from then
+// on.
+func TestScriptsRefusedByTheServer(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	ctx := context.Background()
+	ok, err := f.store.WithoutMultiStatements()
+	if !ok {
+		t.Skip("scripts are for MySQL (set HERALD_TEST_MYSQL_DSN)")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		items := f.intakes(2, -1, "")
+		for i, err := range f.store.CreateBatches(ctx, items) {
+			if got := rowsOf(t, f.store, items[i]); err != nil || got != [3]int{2, 1, 1} {
+				t.Errorf("round %d, intake %d: %v; %v messages, batches and audit entries, want [2 1 1]", round, i, err, got)
+			}
+		}
+		if !f.store.ScriptsRefused() {
+			t.Errorf("round %d: the store still sends scripts after a syntax error", round)
+		}
+	}
+}

@@ -2,7 +2,11 @@ package models
 
 import (
 	"context"
+	"database/sql"
+	"os"
 	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
 
 	"gorm.io/gorm"
 )
@@ -95,9 +99,36 @@ func (s *Store) CreateBatchesOneTrip(ctx context.Context, items []NewBatch) (ok 
 	if s.oneTrip == nil {
 		return false, nil
 	}
-	s.oneTrip.SetMaxOpenConns(1)
+	s.oneTrip.db.SetMaxOpenConns(1)
 	return true, s.createBatchesOneTrip(ctx, items)
 }
 
 // ErrNotOneTrip is errNotOneTrip.
 var ErrNotOneTrip = errNotOneTrip
+
+// WithoutMultiStatements opens the store's pool of scripts again without the
+// multi-statement flag, as a proxy that does not pass it on would leave it; false when
+// the store has no such pool (SQLite).
+func (s *Store) WithoutMultiStatements() (bool, error) {
+	if s.oneTrip == nil {
+		return false, nil
+	}
+	cfg, err := mysqldriver.ParseDSN(os.Getenv("HERALD_TEST_MYSQL_DSN"))
+	if err != nil {
+		return false, err
+	}
+	if err := s.SQL().QueryRow("SELECT DATABASE()").Scan(&cfg.DBName); err != nil {
+		return false, err
+	}
+	cfg.InterpolateParams, cfg.ParseTime, cfg.Loc = true, true, time.UTC
+	connector, err := mysqldriver.NewConnector(cfg)
+	if err != nil {
+		return false, err
+	}
+	s.oneTrip.db.Close()
+	s.oneTrip = &scripts{db: sql.OpenDB(connector)}
+	return true, nil
+}
+
+// ScriptsRefused reports whether the store stopped sending scripts.
+func (s *Store) ScriptsRefused() bool { return s.oneTrip != nil && s.oneTrip.refused.Load() }

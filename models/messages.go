@@ -284,7 +284,7 @@ type NewBatch struct {
 func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 	errs := make([]error, len(items))
 	err := errNotOneTrip
-	if s.oneTrip != nil {
+	if s.oneTrip.usable() {
 		err = s.createBatchesOneTrip(ctx, items)
 	}
 	if err == errNotOneTrip && len(items) > 1 {

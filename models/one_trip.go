@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
@@ -32,11 +33,20 @@ const oneTripMaxBytes = 1 << 20
 // entry beside their rows, or their values are too large.
 var errNotOneTrip = errors.New("models: not for one call")
 
-// openOneTrip opens the pool of connections that take several statements in one call.
-// Every value in a script is escaped by the driver, for the connection's character set,
-// as in every other statement (interpolateParams); only the shared intake transaction
-// uses this pool.
-func openOneTrip(cfg *mysqldriver.Config) (*sql.DB, error) {
+// scripts is the pool of connections that take several statements in one call.
+type scripts struct {
+	db *sql.DB
+	// refused is set once the server answered a script as a syntax error: a proxy
+	// between Herald and MySQL that does not pass the multi-statement flag on. The
+	// intakes are then written statement by statement, without a failed call first.
+	refused atomic.Bool
+}
+
+// openOneTrip opens the pool of scripts. Every value in a script is escaped by the
+// driver, for the connection's character set, as in every other statement
+// (interpolateParams); only the shared intake transaction uses this pool. It connects
+// when first used.
+func openOneTrip(cfg *mysqldriver.Config) (*scripts, error) {
 	multi := cfg.Clone()
 	multi.MultiStatements = true
 	connector, err := mysqldriver.NewConnector(multi)
@@ -47,8 +57,15 @@ func openOneTrip(cfg *mysqldriver.Config) (*sql.DB, error) {
 	db.SetMaxOpenConns(oneTripConns)
 	db.SetMaxIdleConns(oneTripConns)
 	db.SetConnMaxLifetime(5 * time.Minute)
-	return db, nil
+	return &scripts{db: db}, nil
 }
+
+// usable reports whether intakes may go as scripts.
+func (p *scripts) usable() bool { return p != nil && !p.refused.Load() }
+
+// erParseError is MySQL's answer to a statement it cannot parse; a connection without
+// the multi-statement flag gives it for a script.
+const erParseError = 1064
 
 // script gathers statements and their values for one call.
 type script struct {
@@ -85,7 +102,8 @@ func (sc *script) add(stmt string, args ...any) {
 // be sent, the connection is closed, which rolls the transaction back too. Intakes that
 // carry more than an audit entry beside their rows (an idempotent answer, a reminder,
 // daily contents) or a message created final, and scripts past oneTripMaxBytes, get
-// errNotOneTrip: their statements must see each one's outcome.
+// errNotOneTrip: their statements must see each one's outcome. A script answered as a
+// syntax error stops the store sending scripts (scripts.refused).
 func (s *Store) createBatchesOneTrip(ctx context.Context, items []NewBatch) error {
 	for _, it := range items {
 		if x := it.Extras; x != nil && (x.Idem != nil || x.Reminder != nil || len(x.DailyContents) > 0) {
@@ -106,12 +124,16 @@ func (s *Store) createBatchesOneTrip(ctx context.Context, items []NewBatch) erro
 	if sc.bytes > oneTripMaxBytes {
 		return errNotOneTrip
 	}
-	conn, err := s.oneTrip.Conn(ctx)
+	conn, err := s.oneTrip.db.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("models: create batches: %w", err)
 	}
 	defer conn.Close()
 	if _, err := conn.ExecContext(ctx, sc.text.String(), sc.args...); err != nil {
+		var me *mysqldriver.MySQLError
+		if errors.As(err, &me) && me.Number == erParseError {
+			s.oneTrip.refused.Store(true)
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if _, rerr := conn.ExecContext(rctx, "ROLLBACK"); rerr != nil {

@@ -48,7 +48,7 @@ type Store struct {
 	people *recipientCache
 	// oneTrip, on MySQL, is the pool that takes a shared intake transaction as one
 	// script (one_trip.go); nil on SQLite and in a store bound to a transaction.
-	oneTrip *sql.DB
+	oneTrip *scripts
 }
 
 // Options configure Open.
@@ -225,7 +225,7 @@ func (s *Store) Close() error {
 		readDB.Close()
 	}
 	if s.oneTrip != nil {
-		s.oneTrip.Close()
+		s.oneTrip.db.Close()
 	}
 	return s.SQL().Close()
 }
