@@ -3,7 +3,9 @@ package models
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
+	"reflect"
 	"time"
 
 	mysqldriver "github.com/go-sql-driver/mysql"
@@ -132,3 +134,34 @@ func (s *Store) WithoutMultiStatements() (bool, error) {
 
 // ScriptsRefused reports whether the store stopped sending scripts.
 func (s *Store) ScriptsRefused() bool { return s.oneTrip != nil && s.oneTrip.refused.Load() }
+
+// FillFields gives every string, integer, boolean and time field of the struct *v a
+// value of its own (a pointer to one of those gets a target with such a value), and
+// returns the names of the fields it left as they were.
+func FillFields(v any) (left []string) {
+	rv := reflect.ValueOf(v).Elem()
+	for i := range rv.NumField() {
+		f := rv.Field(i)
+		if f.Kind() == reflect.Pointer {
+			switch e := f.Type().Elem(); {
+			case e.Kind() == reflect.String, e.Kind() == reflect.Int, e.Kind() == reflect.Int64, e.Kind() == reflect.Bool,
+				e == reflect.TypeFor[time.Time]():
+				f.Set(reflect.New(e))
+				f = f.Elem()
+			}
+		}
+		switch {
+		case f.Kind() == reflect.String:
+			f.SetString(fmt.Sprintf("field %d", i))
+		case f.Kind() == reflect.Int, f.Kind() == reflect.Int64:
+			f.SetInt(int64(1000 + i))
+		case f.Kind() == reflect.Bool:
+			f.SetBool(true)
+		case f.Type() == reflect.TypeFor[time.Time]():
+			f.Set(reflect.ValueOf(time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)))
+		default:
+			left = append(left, rv.Type().Field(i).Name)
+		}
+	}
+	return left
+}

@@ -1,11 +1,9 @@
 package models
 
 import (
-	"fmt"
 	"reflect"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"gorm.io/gorm/schema"
@@ -47,25 +45,8 @@ func TestMessageColumnsCoverTheModel(t *testing.T) {
 // must be the field messageColumns names at its place.
 func TestMessageValuesFollowTheColumns(t *testing.T) {
 	var m Message
-	v := reflect.ValueOf(&m).Elem()
-	for i := range v.NumField() {
-		f := v.Field(i)
-		if f.Kind() == reflect.Pointer {
-			f.Set(reflect.New(f.Type().Elem()))
-			f = f.Elem()
-		}
-		switch f.Kind() {
-		case reflect.String:
-			f.SetString(fmt.Sprintf("field %d", i))
-		case reflect.Int, reflect.Int64:
-			f.SetInt(int64(1000 + i))
-		case reflect.Bool:
-			f.SetBool(true)
-		case reflect.Struct: // time.Time
-			f.Set(reflect.ValueOf(time.Date(2026, 1, 1, 0, 0, i, 0, time.UTC)))
-		default:
-			t.Fatalf("field %s: no test value for kind %s", v.Type().Field(i).Name, f.Kind())
-		}
+	if left := FillFields(&m); len(left) > 0 {
+		t.Fatalf("fields with no test value: %v", left)
 	}
 	cols, vals := messageColumns(&m), appendMessageValues(nil, &m)
 	if len(cols) != len(vals) {

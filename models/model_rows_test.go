@@ -3,7 +3,6 @@ package models_test
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"testing"
 	"time"
 
@@ -25,8 +24,8 @@ func TestIntakeRowsAsGORMWritesThem(t *testing.T) {
 			var viaGORM, plain models.Batch
 			var gormAudit, plainAudit models.AuditEntry
 			if full {
-				fill(t, &viaGORM)
-				fill(t, &gormAudit)
+				models.FillFields(&viaGORM) // the JSON columns are set below
+				models.FillFields(&gormAudit)
 				viaGORM.Skipped = models.Reasons{{Recipient: "E1", Reason: "off_duty"}}
 				viaGORM.Rejected = models.Reasons{{Recipient: "E2", Reason: "unknown_recipient"}}
 				viaGORM.Variables = models.VarMap{"ticket": "42"}
@@ -73,34 +72,5 @@ func TestIntakeRowsAsGORMWritesThem(t *testing.T) {
 				t.Errorf("created_at %v, want the batch's own %v", a.CreatedAt, viaGORM.CreatedAt)
 			}
 		})
-	}
-}
-
-// fill gives every string, integer, boolean and time field of *v a value of its own, and
-// every pointer to one of those a target with such a value.
-func fill(t *testing.T, v any) {
-	t.Helper()
-	rv := reflect.ValueOf(v).Elem()
-	for i := range rv.NumField() {
-		f := rv.Field(i)
-		if f.Kind() == reflect.Pointer {
-			switch f.Type().Elem().Kind() {
-			case reflect.String, reflect.Int, reflect.Int64, reflect.Bool, reflect.Struct:
-				f.Set(reflect.New(f.Type().Elem()))
-				f = f.Elem()
-			}
-		}
-		switch f.Kind() {
-		case reflect.String:
-			f.SetString(fmt.Sprintf("v%d", i))
-		case reflect.Int, reflect.Int64:
-			f.SetInt(int64(100 + i))
-		case reflect.Bool:
-			f.SetBool(true)
-		case reflect.Struct:
-			if f.Type() == reflect.TypeFor[time.Time]() {
-				f.Set(reflect.ValueOf(time.Date(2026, 3, 1, 8, 0, i, 123000, time.UTC)))
-			}
-		}
 	}
 }
