@@ -128,7 +128,7 @@ func (s *Store) WithoutMultiStatements() (bool, error) {
 		return false, err
 	}
 	s.oneTrip.db.Close()
-	s.oneTrip = &scripts{db: sql.OpenDB(connector)}
+	s.oneTrip = &scriptPool{db: sql.OpenDB(connector)}
 	return true, nil
 }
 

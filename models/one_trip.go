@@ -33,8 +33,8 @@ const oneTripMaxBytes = 1 << 20
 // entry beside their rows, or their values are too large.
 var errNotOneTrip = errors.New("models: not for one call")
 
-// scripts is the pool of connections that take several statements in one call.
-type scripts struct {
+// scriptPool is the pool of connections that take several statements in one call.
+type scriptPool struct {
 	db *sql.DB
 	// refused is set once the server answered a script as a syntax error: a proxy
 	// between Herald and MySQL that does not pass the multi-statement flag on. The
@@ -46,7 +46,7 @@ type scripts struct {
 // driver, for the connection's character set, as in every other statement
 // (interpolateParams); only the shared intake transaction uses this pool. It connects
 // when first used.
-func openOneTrip(cfg *mysqldriver.Config) (*scripts, error) {
+func openOneTrip(cfg *mysqldriver.Config) (*scriptPool, error) {
 	multi := cfg.Clone()
 	multi.MultiStatements = true
 	connector, err := mysqldriver.NewConnector(multi)
@@ -57,11 +57,11 @@ func openOneTrip(cfg *mysqldriver.Config) (*scripts, error) {
 	db.SetMaxOpenConns(oneTripConns)
 	db.SetMaxIdleConns(oneTripConns)
 	db.SetConnMaxLifetime(5 * time.Minute)
-	return &scripts{db: db}, nil
+	return &scriptPool{db: db}, nil
 }
 
 // usable reports whether intakes may go as scripts.
-func (p *scripts) usable() bool { return p != nil && !p.refused.Load() }
+func (p *scriptPool) usable() bool { return p != nil && !p.refused.Load() }
 
 // erParseError is MySQL's answer to a statement it cannot parse; a connection without
 // the multi-statement flag gives it for a script.
@@ -103,7 +103,7 @@ func (sc *script) add(stmt string, args ...any) {
 // carry more than an audit entry beside their rows (an idempotent answer, a reminder,
 // daily contents) or a message created final, and scripts past oneTripMaxBytes, get
 // errNotOneTrip: their statements must see each one's outcome. A script answered as a
-// syntax error stops the store sending scripts (scripts.refused).
+// syntax error stops the store sending scripts (scriptPool.refused).
 func (s *Store) createBatchesOneTrip(ctx context.Context, items []NewBatch) error {
 	for _, it := range items {
 		if x := it.Extras; x != nil && (x.Idem != nil || x.Reminder != nil || len(x.DailyContents) > 0) {

@@ -48,7 +48,7 @@ type Store struct {
 	people *recipientCache
 	// oneTrip, on MySQL, is the pool that takes a shared intake transaction as one
 	// script (one_trip.go); nil on SQLite and in a store bound to a transaction.
-	oneTrip *scripts
+	oneTrip *scriptPool
 }
 
 // Options configure Open.
