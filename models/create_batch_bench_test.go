@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"herald/internal/testenv"
 	"herald/models"
@@ -48,14 +49,12 @@ func benchDirectory(b *testing.B, s *models.Store, n int) (*models.Account, []*m
 // and returns the messages' ids.
 func benchIntake(b *testing.B, s *models.Store, acct *models.Account, people []*models.Recipient, content string) []string {
 	b.Helper()
-	batch := &models.Batch{ID: models.NewID(), Source: "api", Platform: acct.Platform, AccountID: acct.ID, Priority: "normal"}
+	batch := benchBatch(acct)
 	now := models.Now()
 	msgs := make([]models.Message, len(people))
 	ids := make([]string, len(people))
 	for i, r := range people {
-		msgs[i] = models.Message{ID: models.NewID(), BatchID: batch.ID, RecipientID: r.ID, AccountID: acct.ID,
-			Platform: acct.Platform, Address: r.Address(acct.Platform), MsgType: "text", Content: content,
-			Priority: "normal", Status: models.StatusPending, MaxAttempts: models.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}
+		msgs[i] = benchMessage(acct, batch, r, content, now)
 		ids[i] = msgs[i].ID
 	}
 	if err := s.CreateBatch(context.Background(), batch, msgs, nil); err != nil {
@@ -78,12 +77,9 @@ func BenchmarkCreateBatchesSingle(b *testing.B) {
 			for range b.N {
 				items := make([]models.NewBatch, group)
 				for i := range items {
-					r := people[i]
-					batch := &models.Batch{ID: models.NewID(), Source: "api", Platform: acct.Platform, AccountID: acct.ID,
-						Priority: "normal", Requested: 1, Accepted: 1}
-					msg := models.Message{ID: models.NewID(), BatchID: batch.ID, RecipientID: r.ID, AccountID: acct.ID,
-						Platform: acct.Platform, Address: r.Address(acct.Platform), MsgType: "text", Content: "逾期：台账 42",
-						Priority: "normal", Status: models.StatusPending, MaxAttempts: models.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}
+					batch := benchBatch(acct)
+					batch.Requested, batch.Accepted = 1, 1
+					msg := benchMessage(acct, batch, people[i], "逾期：台账 42", now)
 					audit := models.AuditEntry{Actor: "bench", ActorType: "api_key", Action: "batch.create", TargetType: "batch",
 						TargetID: batch.ID, IP: "127.0.0.1"}.WithParams(models.AuditParams{"accepted": "1", "skipped": "0", "rejected": "0"})
 					items[i] = models.NewBatch{Batch: batch, Messages: []models.Message{msg}, Extras: &models.BatchExtras{Audit: &audit}}
@@ -97,4 +93,16 @@ func BenchmarkCreateBatchesSingle(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N*group), "µs/intake")
 		})
 	}
+}
+
+// benchBatch is a new API batch through acct.
+func benchBatch(acct *models.Account) *models.Batch {
+	return &models.Batch{ID: models.NewID(), Source: "api", Platform: acct.Platform, AccountID: acct.ID, Priority: "normal"}
+}
+
+// benchMessage is a new pending message of batch to r through acct, due at now.
+func benchMessage(acct *models.Account, batch *models.Batch, r *models.Recipient, content string, now time.Time) models.Message {
+	return models.Message{ID: models.NewID(), BatchID: batch.ID, RecipientID: r.ID, AccountID: acct.ID,
+		Platform: acct.Platform, Address: r.Address(acct.Platform), MsgType: "text", Content: content,
+		Priority: "normal", Status: models.StatusPending, MaxAttempts: models.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}
 }

@@ -25,17 +25,15 @@ func TestCreateBatchesSharesATransactionAndFailsAlone(t *testing.T) {
 	items := f.intakes(4, 2, taken.ID)
 	errs := f.store.CreateBatches(ctx, items)
 	for i, it := range items {
-		msgs := count(t, f.store, "SELECT COUNT(*) FROM messages WHERE batch_id = ?", it.Batch.ID)
-		batches := count(t, f.store, "SELECT COUNT(*) FROM batches WHERE id = ?", it.Batch.ID)
-		audits := count(t, f.store, "SELECT COUNT(*) FROM audit_log WHERE target_id = ?", it.Batch.ID)
+		got := rowsOf(t, f.store, it)
 		if i == 2 {
-			if errs[i] == nil || msgs+batches+audits != 0 {
-				t.Errorf("the intake that cannot be written: error %v, left %d messages, %d batches, %d audit entries", errs[i], msgs, batches, audits)
+			if errs[i] == nil || got != [3]int{} {
+				t.Errorf("the intake that cannot be written: error %v, left %v messages, batches and audit entries", errs[i], got)
 			}
 			continue
 		}
-		if errs[i] != nil || msgs != 2 || batches != 1 || audits != 1 {
-			t.Errorf("intake %d: error %v, %d messages, %d batches, %d audit entries; want none, 2, 1, 1", i, errs[i], msgs, batches, audits)
+		if errs[i] != nil || got != [3]int{2, 1, 1} {
+			t.Errorf("intake %d: error %v, %v messages, batches and audit entries; want none, [2 1 1]", i, errs[i], got)
 		}
 	}
 }

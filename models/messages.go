@@ -199,6 +199,15 @@ type BatchExtras struct {
 	DailyContents []DailyContent
 }
 
+// stepwise reports whether the extras need each statement's outcome as it runs (an
+// idempotent answer's UPDATE must change its row; a reminder or a daily content must
+// not be taken), so their transaction cannot go as one script (createBatchesOneTrip).
+// Only the audit entry is written blind. An extra added to BatchExtras belongs here
+// unless it is written blind too: TestStepwiseExtras sets each one.
+func (x *BatchExtras) stepwise() bool {
+	return x != nil && (x.Idem != nil || x.Reminder != nil || len(x.DailyContents) > 0)
+}
+
 // CreateBatch writes a batch and its messages in one transaction: either all rows exist
 // afterwards or none do. The extras (may be nil) commit with them, so a crash can never
 // leave a batch without its replayable answer or its audit entry. A transaction that

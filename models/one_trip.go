@@ -106,7 +106,7 @@ func (sc *script) add(stmt string, args ...any) {
 // syntax error stops the store sending scripts (scriptPool.refused).
 func (s *Store) createBatchesOneTrip(ctx context.Context, items []NewBatch) error {
 	for _, it := range items {
-		if x := it.Extras; x != nil && (x.Idem != nil || x.Reminder != nil || len(x.DailyContents) > 0) {
+		if it.Extras.stepwise() {
 			return errNotOneTrip
 		}
 		for i := range it.Messages {
