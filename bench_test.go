@@ -43,7 +43,8 @@ const benchSimLatency = 5 * time.Millisecond
 //     together (drainCPU);
 //   - created-to-sent latency of single-recipient messages offered at a steady rate;
 //   - API accept latency while a worker drains a backlog;
-//   - the ceiling of the delivery path: the simulator answering the adapter alone.
+//   - the ceiling of the delivery path: the simulator answering the adapter alone, and
+//     what CPU one such call costs both sides.
 //
 // It prints the machine and one summary line, and reports the same figures as metrics;
 // `make bench` runs it once.
@@ -69,7 +70,7 @@ func BenchmarkPipeline(b *testing.B) {
 		distinct := rig.drain(b, backlog, concurrency)
 		p50, p99, failedSubmits := rig.latency(b, concurrency, latencyRate, 10*time.Second)
 		a50, a99, failedPosts := rig.accept(b, concurrency, 1000, 10*time.Second)
-		ceiling, failedCalls := rig.simCalls(b, 64, 5*time.Second)
+		ceiling, failedCalls := rig.simCalls(b, simCallers, 5*time.Second)
 
 		summary := []struct {
 			name   string
@@ -88,7 +89,8 @@ func BenchmarkPipeline(b *testing.B) {
 			{"created_to_sent_p99_ms", ms(p99), 1},
 			{"api_accept_p50_ms", ms(a50), 1},
 			{"api_accept_p99_ms", ms(a99), 1},
-			{"sim_calls_per_s", ceiling, 0},
+			{"sim_calls_per_s", ceiling.rate, 0},
+			{"sim_call_cpu_us", ceiling.cpu.Seconds() * 1e6, 0},
 			{"failed_calls", float64(failedSubmits + failedPosts + failedCalls), 0},
 		}
 		line := "summary"
@@ -597,16 +599,30 @@ func (r *benchRig) postAtRate(b *testing.B, rate int, span time.Duration, text s
 	return took, began, failed
 }
 
+// simCallers is how many goroutines call the simulator for the delivery path's ceiling:
+// enough that the cores, not the simulator's 5 ms answer, are the limit (64 callers
+// would stop at 12,800 calls a second).
+const simCallers = 256
+
+// simCeiling is the delivery path alone: the calls a second it answered, and the CPU
+// time one call cost the calling process (the adapter and its callers) and the
+// simulator together, which is a floor under what a delivered message can cost.
+type simCeiling struct {
+	rate float64
+	cpu  time.Duration
+}
+
 // simCalls calls the Tianyuan adapter the send handler uses, built from the rig's
 // account through a channels.Registry as the worker builds it, from callers goroutines
-// for span against the rig's simulator, and returns the successful calls per second:
-// the ceiling of the delivery path, with no database or queue in it.
-func (r *benchRig) simCalls(b *testing.B, callers int, span time.Duration) (rate float64, failed int) {
+// for span against the rig's simulator, and returns the successful calls per second and
+// their CPU per call: the ceiling of the delivery path, with no database or queue in it.
+func (r *benchRig) simCalls(b *testing.B, callers int, span time.Duration) (ceiling simCeiling, failed int) {
 	sender, err := channels.NewRegistry(nil).Sender(r.acct.Channel())
 	if err != nil {
 		b.Fatal(err)
 	}
 	var sent, errs atomic.Int64
+	sim0, self0 := testenv.PIDCPU(r.simPID), processCPU()
 	start := time.Now()
 	deadline := start.Add(span)
 	var wg sync.WaitGroup
@@ -628,7 +644,15 @@ func (r *benchRig) simCalls(b *testing.B, callers int, span time.Duration) (rate
 		})
 	}
 	wg.Wait()
-	return float64(sent.Load()) / time.Since(start).Seconds(), int(errs.Load())
+	took := time.Since(start)
+	sim, self := testenv.PIDCPU(r.simPID)-sim0, processCPU()-self0
+	if n := sent.Load(); n > 0 {
+		ceiling.cpu = (sim + self) / time.Duration(n)
+		b.Logf("delivery path alone: %d calls from %d callers, %.0f/s; CPU per call: simulator %s, adapter and callers %s",
+			n, callers, float64(n)/took.Seconds(), (sim / time.Duration(n)).Round(time.Microsecond), (self / time.Duration(n)).Round(time.Microsecond))
+	}
+	ceiling.rate = float64(sent.Load()) / took.Seconds()
+	return ceiling, int(errs.Load())
 }
 
 // offer calls fn at a steady rate for span (open loop: a slow call does not delay the
