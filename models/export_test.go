@@ -2,13 +2,9 @@ package models
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
-	"os"
 	"reflect"
 	"time"
-
-	mysqldriver "github.com/go-sql-driver/mysql"
 
 	"gorm.io/gorm"
 )
@@ -115,20 +111,14 @@ func (s *Store) WithoutMultiStatements() (bool, error) {
 	if s.oneTrip == nil {
 		return false, nil
 	}
-	cfg, err := mysqldriver.ParseDSN(os.Getenv("HERALD_TEST_MYSQL_DSN"))
-	if err != nil {
-		return false, err
-	}
-	if err := s.SQL().QueryRow("SELECT DATABASE()").Scan(&cfg.DBName); err != nil {
-		return false, err
-	}
-	cfg.InterpolateParams, cfg.ParseTime, cfg.Loc = true, true, time.UTC
-	connector, err := mysqldriver.NewConnector(cfg)
+	cfg := s.oneTrip.cfg.Clone()
+	cfg.MultiStatements = false
+	p, err := newScriptPool(cfg)
 	if err != nil {
 		return false, err
 	}
 	s.oneTrip.db.Close()
-	s.oneTrip = &scriptPool{db: sql.OpenDB(connector)}
+	s.oneTrip = p
 	return true, nil
 }
 

@@ -36,6 +36,8 @@ var errNotOneTrip = errors.New("models: not for one call")
 // scriptPool is the pool of connections that take several statements in one call.
 type scriptPool struct {
 	db *sql.DB
+	// cfg is the configuration its connections are opened with.
+	cfg *mysqldriver.Config
 	// refused is set once the server answered a script as a syntax error: a proxy
 	// between Herald and MySQL that does not pass the multi-statement flag on. The
 	// intakes are then written statement by statement, without a failed call first.
@@ -49,7 +51,12 @@ type scriptPool struct {
 func openOneTrip(cfg *mysqldriver.Config) (*scriptPool, error) {
 	multi := cfg.Clone()
 	multi.MultiStatements = true
-	connector, err := mysqldriver.NewConnector(multi)
+	return newScriptPool(multi)
+}
+
+// newScriptPool opens a pool of oneTripConns connections with cfg.
+func newScriptPool(cfg *mysqldriver.Config) (*scriptPool, error) {
+	connector, err := mysqldriver.NewConnector(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("models: open mysql for scripts: %w", err)
 	}
@@ -57,7 +64,7 @@ func openOneTrip(cfg *mysqldriver.Config) (*scriptPool, error) {
 	db.SetMaxOpenConns(oneTripConns)
 	db.SetMaxIdleConns(oneTripConns)
 	db.SetConnMaxLifetime(5 * time.Minute)
-	return &scriptPool{db: db}, nil
+	return &scriptPool{db: db, cfg: cfg}, nil
 }
 
 // usable reports whether intakes may go as scripts.
