@@ -47,6 +47,10 @@ type Limiter struct {
 	// back and refused (WindowUnreplicated). Only for a client of one master: a Cluster
 	// client would send the WAIT to a random node. Redis.AdmissionReplicas sets it.
 	replicas int
+	// sole, under Sentinel, lets a master with no replica at all use admissions once
+	// every sentinel names it (soleMaster): after a failover with one replica, limited
+	// accounts do not wait for the old master to rejoin.
+	sole *soleMaster
 }
 
 //go:embed limiter.lua
@@ -73,7 +77,8 @@ func NewLimiter(cfg LimiterConfig) (*Limiter, error) {
 	if cfg.Redis == nil {
 		return nil, errors.New("tasks: a rate limiter needs its Redis")
 	}
-	l := &Limiter{rdb: cfg.Client, script: redis.NewScript(limiterLua), Margin: cfg.Margin, replicas: cfg.Redis.AdmissionReplicas()}
+	l := &Limiter{rdb: cfg.Client, script: redis.NewScript(limiterLua), Margin: cfg.Margin,
+		replicas: cfg.Redis.AdmissionReplicas(), sole: cfg.Redis.soleMaster()}
 	if l.rdb == nil {
 		l.rdb = cfg.Redis.NewClient(0)
 	}
@@ -153,18 +158,18 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits delivery.
 		args = append(args, (w.len + l.Margin).Microseconds(), w.limit)
 	}
 	asked := time.Now()
-	res, replicated, err := l.run(ctx, keys, args)
+	res, held, err := l.run(ctx, keys, args)
 	if err != nil {
 		return Decision{}, fmt.Errorf("tasks: rate limiter: %w", err)
 	}
 	if res[0] == 1 {
 		a := &Admission{keys: keys[:2], member: member, asked: asked, margin: l.Margin}
 		late := a.Stale()
-		if !late && replicated >= l.replicas {
+		if !late && held {
 			return Decision{Allowed: true, Admission: a}, nil
 		}
 		window := WindowLate
-		if replicated < l.replicas {
+		if !held {
 			window = WindowUnreplicated
 		}
 		// A master that lost its replicas may refuse the removal, or lose it with the
@@ -227,34 +232,60 @@ func (l *Limiter) Release(ctx context.Context, a *Admission) error {
 }
 
 // run runs the limiter script and, when admissions must be held by replicas, WAIT in
-// the same round trip on the same connection. It returns the script's answer and how
-// many replicas acknowledged it.
-func (l *Limiter) run(ctx context.Context, keys []string, args []any) ([]int64, int, error) {
+// the same round trip on the same connection. It returns the script's answer and
+// whether an admission it made may be used as far as replicas go. While the master is
+// thought to have no replica (l.sole), the round trip asks the master's INFO instead
+// of WAITing: a master that has none and that every sentinel names holds admissions
+// alone; one that has a replica again sends the next admission back to WAIT.
+func (l *Limiter) run(ctx context.Context, keys []string, args []any) ([]int64, bool, error) {
 	if l.replicas == 0 {
 		res, err := l.script.Run(ctx, l.rdb, keys, args...).Int64Slice()
-		return res, 0, err
+		return res, true, err
 	}
 	for loaded := false; ; loaded = true {
+		alone := l.sole != nil && l.sole.check.Load()
 		pipe := l.rdb.Pipeline()
 		eval := pipe.EvalSha(ctx, l.script.Hash(), keys, args...)
-		// WAIT's timeout 0 would block for ever.
-		wait := pipe.Do(ctx, "WAIT", l.replicas, max(l.Margin/2, time.Millisecond).Milliseconds())
+		var wait *redis.Cmd
+		var info []*redis.StringCmd
+		if alone {
+			info = []*redis.StringCmd{pipe.Info(ctx, "server"), pipe.Info(ctx, "replication"), pipe.Info(ctx, "stats")}
+		} else {
+			// WAIT's timeout 0 would block for ever.
+			wait = pipe.Do(ctx, "WAIT", l.replicas, max(l.Margin/2, time.Millisecond).Milliseconds())
+		}
 		_, _ = pipe.Exec(ctx)
 		if err := eval.Err(); redis.HasErrorPrefix(err, "NOSCRIPT") && !loaded {
 			if err := l.script.Load(ctx, l.rdb).Err(); err != nil {
-				return nil, 0, err
+				return nil, false, err
 			}
 			continue
 		}
 		res, err := eval.Int64Slice()
 		if err != nil {
-			return nil, 0, err
+			return nil, false, err
+		}
+		if alone {
+			for _, c := range info {
+				if err := c.Err(); err != nil {
+					return nil, false, err
+				}
+			}
+			m := parseMasterState(info[0].Val(), info[1].Val(), info[2].Val())
+			if m.replicas != 0 {
+				l.sole.check.Store(false)
+				return res, false, nil
+			}
+			return res, res[0] != 1 || l.sole.holds(ctx, m), nil
 		}
 		n, err := wait.Int()
 		if err != nil {
-			return nil, 0, err
+			return nil, false, err
 		}
-		return res, n, nil
+		if n < l.replicas && l.sole != nil {
+			l.sole.check.Store(true)
+		}
+		return res, n >= l.replicas, nil
 	}
 }
 

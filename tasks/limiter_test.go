@@ -278,6 +278,62 @@ func TestLimiterWaitsForAReplica(t *testing.T) {
 	}
 }
 
+// After a failover with one replica the new master has none until Sentinel turns the
+// old master into one, 10–15 s later. Limited accounts do not wait for that: once every
+// sentinel names the new master it holds admissions alone. A worker still connected to
+// the old master (which is master too until then, and whose writes will be lost) is
+// refused throughout.
+func TestLimiterAdmitsSoonAfterAFailover(t *testing.T) {
+	group := testenv.StartSentinelGroup(t, 1)
+	l := limiterOn(t, group.URL())
+	ctx := context.Background()
+	limits := models.Limits{PerMinute: 1000}
+	acquire := func(l *tasks.Limiter, within time.Duration) (tasks.Decision, error) {
+		deadline := time.Now().Add(within)
+		for {
+			d, err := l.Acquire(ctx, 5, limits, "u", "normal", "m")
+			if (err == nil && d.Allowed) || time.Now().After(deadline) {
+				return d, err
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if d, err := acquire(l, 10*time.Second); err != nil || !d.Allowed {
+		t.Fatalf("before the failover: %+v %v, want admitted", d, err)
+	}
+	old := group.Master(t)
+	group.Failover(t)
+	promoted := time.Now()
+
+	red, err := tasks.ParseRedisURL(group.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := old.Client()
+	t.Cleanup(func() { stale.Close() })
+	onOld, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: red, Client: stale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		// Turned into a replica already, the old master refuses writes: as good.
+		if d, err := onOld.Acquire(ctx, 5, limits, "u", "normal", "m"); err == nil && d.Allowed {
+			t.Fatalf("on the old master after the promotion: %+v, want refused", d)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	d, err := acquire(l, 20*time.Second)
+	took := time.Since(promoted)
+	if err != nil || !d.Allowed {
+		t.Fatalf("after the failover: %+v %v, want admitted", d, err)
+	}
+	t.Logf("first admission %s after every sentinel named the new master", took.Round(time.Millisecond))
+	if took > 5*time.Second {
+		t.Errorf("first admission %s after the failover, want within 5 s", took.Round(time.Millisecond))
+	}
+}
+
 // limiterOn returns a limiter on the Redis a URL names, set up as Herald's workers set
 // theirs up.
 func limiterOn(t *testing.T, url string) *tasks.Limiter {

@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"slices"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -82,4 +83,17 @@ func (r *Redis) AdmissionReplicas() int {
 		return 1
 	}
 	return 0
+}
+
+// soleMaster returns what lets a Sentinel master with no replica at all hold
+// admissions (see soleMaster); nil for other topologies.
+func (r *Redis) soleMaster() *soleMaster {
+	if r.cfg.Topology != config.Sentinel {
+		return nil
+	}
+	c := r.cfg
+	return &soleMaster{name: c.MasterName, sentinels: slices.Clone(c.Addrs), options: func(addr string) *redis.Options {
+		return &redis.Options{Addr: addr, Username: c.SentinelUsername, Password: c.SentinelPassword,
+			DialTimeout: c.DialTimeout, ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout, PoolSize: 1, MaxRetries: -1}
+	}}
 }

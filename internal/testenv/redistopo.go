@@ -397,6 +397,61 @@ func (c *RedisCluster) FailoverMasterOf(t testing.TB, key string) *RedisServer {
 	return replica
 }
 
+// WatchPromotions polls ROLE on each of servers that is a replica now, every 10 ms,
+// until the returned stop is called; stop returns when each of them first answered as
+// master, by address. It measures the moment of a promotion from outside the client
+// under test.
+func WatchPromotions(servers []*RedisServer) (stop func() map[string]time.Time) {
+	ctx := context.Background()
+	role := func(c *redis.Client) string {
+		r, err := c.Do(ctx, "ROLE").Slice()
+		if err != nil || len(r) == 0 {
+			return ""
+		}
+		s, _ := r[0].(string)
+		return s
+	}
+	var watched []*RedisServer
+	clients := map[string]*redis.Client{}
+	for _, s := range servers {
+		c := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond,
+			ReadTimeout: 200 * time.Millisecond, PoolSize: 1})
+		if role(c) == "slave" {
+			watched = append(watched, s)
+			clients[s.Addr] = c
+		} else {
+			c.Close()
+		}
+	}
+	promoted := map[string]time.Time{}
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			for _, s := range watched {
+				if _, ok := promoted[s.Addr]; !ok && role(clients[s.Addr]) == "master" {
+					promoted[s.Addr] = time.Now()
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() map[string]time.Time {
+		close(done)
+		<-finished
+		for _, c := range clients {
+			c.Close()
+		}
+		return promoted
+	}
+}
+
 // WaitFor polls cond every 50 ms until it holds, failing the test after timeout.
 func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
