@@ -21,7 +21,7 @@ import (
 // Why it holds: an admission is lost only if the master it was written to is replaced
 // by a replica that never received it. The old master after a promotion has no replica
 // either, but the sentinel running the failover reports it in progress, then names the
-// new master; and no sentinel names a master whose runid it has not seen. Every
+// new master; the server at the address every sentinel names is asked its run id. Every
 // sentinel the group knows must answer, so the one running a failover is asked too. A
 // confirmed master keeps being trusted while it has no replica and has served no
 // replica a sync since (its run id and sync counters are unchanged): a replica can only
@@ -34,6 +34,8 @@ type soleMaster struct {
 	name      string
 	sentinels []string
 	options   func(addr string) *redis.Options
+	// masterOptions are a client's of the master at an address.
+	masterOptions func(addr string) *redis.Options
 	// check is set while the master is thought to have no replica: admissions then ask
 	// the master for its INFO instead of WAITing.
 	check atomic.Bool
@@ -105,11 +107,13 @@ func (s *soleMaster) holds(ctx context.Context, m masterState) bool {
 
 // confirm asks every sentinel of the group (those of the URL and those they know)
 // whether the master with runID is the master, with no failover in progress and no
-// replica up that a failover could promote.
+// replica up that a failover could promote. Sentinels name the master by address: the
+// server at that address is asked for its run id.
 func (s *soleMaster) confirm(ctx context.Context, runID string) bool {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	known := slices.Clone(s.sentinels)
+	var master string
 	for i := 0; i < len(known); i++ {
 		c := redis.NewSentinelClient(s.options(known[i]))
 		m, err := c.Master(ctx, s.name).Result()
@@ -121,9 +125,11 @@ func (s *soleMaster) confirm(ctx context.Context, runID string) bool {
 			others, err = c.Sentinels(ctx, s.name).Result()
 		}
 		c.Close()
-		if err != nil || m["runid"] != runID || m["flags"] != "master" {
+		addr := net.JoinHostPort(m["ip"], m["port"])
+		if err != nil || m["flags"] != "master" || (master != "" && addr != master) {
 			return false
 		}
+		master = addr
 		for _, r := range replicas {
 			// A replica the sentinel reaches and that is still a replica (not the old
 			// master before it is turned into one) could be promoted without them.
@@ -138,5 +144,12 @@ func (s *soleMaster) confirm(ctx context.Context, runID string) bool {
 			}
 		}
 	}
-	return true
+	if master == "" {
+		return false
+	}
+	// The sentinels name an address; the master there must be the one written to.
+	c := redis.NewClient(s.masterOptions(master))
+	defer c.Close()
+	text, err := c.Info(ctx, "server").Result()
+	return err == nil && infoField(text, "run_id") == runID
 }

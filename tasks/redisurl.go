@@ -92,8 +92,14 @@ func (r *Redis) soleMaster() *soleMaster {
 		return nil
 	}
 	c := r.cfg
-	return &soleMaster{name: c.MasterName, sentinels: slices.Clone(c.Addrs), options: func(addr string) *redis.Options {
-		return &redis.Options{Addr: addr, Username: c.SentinelUsername, Password: c.SentinelPassword,
-			DialTimeout: c.DialTimeout, ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout, PoolSize: 1, MaxRetries: -1}
-	}}
+	return &soleMaster{name: c.MasterName, sentinels: slices.Clone(c.Addrs),
+		options: func(addr string) *redis.Options {
+			return &redis.Options{Addr: addr, Username: c.SentinelUsername, Password: c.SentinelPassword,
+				DialTimeout: c.DialTimeout, ReadTimeout: c.ReadTimeout, WriteTimeout: c.WriteTimeout, PoolSize: 1, MaxRetries: -1}
+		},
+		masterOptions: func(addr string) *redis.Options {
+			o := r.opt.Simple()
+			o.Addr, o.PoolSize, o.MaxRetries = addr, 1, -1
+			return o
+		}}
 }
