@@ -22,6 +22,10 @@ const AckLinkLife = 24 * time.Hour
 // ErrAckLinkExpired means the link's alert ended more than AckLinkLife ago.
 var ErrAckLinkExpired = errors.New("dispatch: acknowledgment link has expired")
 
+// ErrAckNoticeWithdrawn means the link's notice was recalled or cancelled: its page
+// shows none of what it said, and nothing can be done through it.
+var ErrAckNoticeWithdrawn = errors.New("dispatch: the notice was withdrawn")
+
 // Link and WeCom callback actors, as the audit log names them; the entry's own values
 // name the person who acted (the notice's recipient) and how.
 const (
@@ -39,7 +43,8 @@ type AckNotice struct {
 
 // OpenAckLink reads the notice a link's token names. ErrAckLinkInvalid: the token was
 // not signed by Herald as it stands, or names no alert notice to that person;
-// ErrAckLinkExpired: its alert ended more than AckLinkLife ago.
+// ErrAckNoticeWithdrawn: the notice was recalled or cancelled; ErrAckLinkExpired: its
+// alert ended more than AckLinkLife ago.
 func (d *Dispatcher) OpenAckLink(ctx context.Context, token string) (AckNotice, error) {
 	if d.AckLinks == nil {
 		return AckNotice{}, ErrAckLinkInvalid
@@ -92,6 +97,9 @@ func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs 
 	}
 	if m.AlertID == nil || !belongs(m) {
 		return AckNotice{}, ErrAckLinkInvalid
+	}
+	if m.Status == models.StatusRecalled || m.Status == models.StatusCancelled {
+		return AckNotice{}, ErrAckNoticeWithdrawn
 	}
 	a, err := d.Store.AlertByID(ctx, *m.AlertID)
 	if err != nil {

@@ -29,14 +29,30 @@ const (
 	RecallWindowPassed   = "recall_window_passed"
 	RecallFailed         = "failed"
 	RecallAwaitsApproval = "awaiting_approval"
+	// RecallRequestAwaiting and RecallRequestRejected refuse one message's recall by the
+	// person whose recall of its whole batch awaits approval, or was rejected.
+	RecallRequestAwaiting = "recall_request_awaiting"
+	RecallRequestRejected = "recall_request_rejected"
 )
 
 // RecallError is a recall that could not happen: Code is RecallUnsupported,
-// RecallWindowPassed or RecallFailed (the platform refused or could not be reached:
-// Err says why).
+// RecallWindowPassed, RecallRequestAwaiting or RecallRequestRejected (Request is then
+// the batch's recall request that stands in the way), or RecallFailed (the platform
+// refused or could not be reached: Err says why).
 type RecallError struct {
-	Code string
-	Err  error
+	Code    string
+	Err     error
+	Request *models.RecallRequest
+}
+
+// Args are the values of the error's catalog sentence (recall.error.<Code>): the
+// request that stands in the way, if any.
+func (e *RecallError) Args() []any {
+	if e.Request == nil {
+		return nil
+	}
+	r := e.Request
+	return []any{"Batch", r.BatchID, "Request", r.ID, "RequestedBy", r.RequestedBy, "DecidedBy", r.DecidedBy}
 }
 
 func (e *RecallError) Error() string {
@@ -67,24 +83,83 @@ const recallConcurrency = 4
 
 // RecallMessage recalls one message as by: a sent one on its platform (recalled, with
 // recalled_at and recalled_by, audited, message.recalled to its callback key), one not
-// sent yet is cancelled. It returns the message as it was read. A *RecallError says why
+// sent yet is cancelled; either way an alert the message is a notice of ends
+// (endRecalledAlert). It returns the message as it was read. A *RecallError says why
 // the recall could not happen; models.ErrStateChanged that the message is in a state
 // that has nothing to recall (stopped, cancelled, recalled, sending); models.ErrNotFound
-// a message by may not see.
+// a message by may not see. A refused recall is audited (message.recall_refuse) with
+// why.
+//
+// While by's recall of the message's whole batch awaits approval, or after it was
+// rejected, by may not recall its messages one at a time (RecallRequestAwaiting,
+// RecallRequestRejected): that would recall, one message after another, what a second
+// person was asked to approve, or refused.
 func (d *Dispatcher) RecallMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
 	m, err := d.ownMessage(ctx, by, id)
 	if err != nil {
 		return nil, err
 	}
+	if err := d.checkBatchRecall(ctx, by, m); err != nil {
+		return m, d.refuseRecall(ctx, by, m, err)
+	}
 	_, err = d.recallOne(ctx, by, m, by.Name)
+	var re *RecallError
+	if (errors.As(err, &re) && re.Code != RecallFailed) || errors.Is(err, models.ErrStateChanged) {
+		return m, d.refuseRecall(ctx, by, m, err)
+	}
 	return m, err
+}
+
+// checkBatchRecall refuses, as a *RecallError naming the request, a single message's
+// recall by the person (or key) whose recall of its batch awaits approval or was
+// rejected. A request that lapsed, was approved, or was asked for by someone else is no
+// obstacle.
+func (d *Dispatcher) checkBatchRecall(ctx context.Context, by Actor, m *models.Message) error {
+	r, err := d.Store.LatestRecallRequest(ctx, m.BatchID)
+	if err != nil || r == nil || !r.AskedBy(by.Name, by.Person, by.APIKeyID) {
+		return err
+	}
+	switch r.State(d.now()) {
+	case models.RecallAwaiting:
+		return &RecallError{Code: RecallRequestAwaiting, Request: r}
+	case models.RecallRejected:
+		return &RecallError{Code: RecallRequestRejected, Request: r}
+	}
+	return nil
+}
+
+// refuseRecall audits a single message's recall that could not happen (cause: a
+// *RecallError or models.ErrStateChanged) and returns cause.
+func (d *Dispatcher) refuseRecall(ctx context.Context, by Actor, m *models.Message, cause error) error {
+	reason := "invalid_state"
+	p := messageParams(m)
+	p["platform"] = m.Platform
+	if re, ok := errors.AsType[*RecallError](cause); ok {
+		reason = re.Code
+		if re.Request != nil {
+			p["request"] = strconv.FormatInt(re.Request.ID, 10)
+		}
+	}
+	p["reason"] = reason
+	err := d.change(ctx, by, func(_ *models.Store, ch *Change) error {
+		ch.Audit("message.recall_refuse", "message", m.ID, p)
+		return nil
+	})
+	return cmp.Or(err, cause)
 }
 
 // recallOne recalls or cancels one message and returns the outcome. recalledBy is who
 // asked for the recall (an approver acts for the one who asked).
 func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message, recalledBy string) (string, error) {
 	if slices.Contains(delivery.Cancellable, m.Status) {
-		if err := d.cancel(ctx, by, m); err != nil {
+		err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+			if err := d.cancelIn(ctx, tx, ch, m); err != nil {
+				return err
+			}
+			ch.Audit("message.cancel", "message", m.ID, messageParams(m))
+			return d.endRecalledAlert(ctx, tx, ch, m, recalledBy)
+		})
+		if err != nil {
 			return RecallFailed, err
 		}
 		return RecallCancelled, nil
@@ -140,7 +215,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message,
 				ch.After(func() { d.Callbacks.Kick(key) })
 			}
 		}
-		return nil
+		return d.endRecalledAlert(ctx, tx, ch, m, recalledBy)
 	})
 	if err != nil {
 		return RecallFailed, err
@@ -369,8 +444,7 @@ func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string
 	if r.Lapsed(d.now()) {
 		return nil, nil, cmp.Or(d.expireRecalls(ctx), ErrRecallExpired)
 	}
-	if by.Name == r.RequestedBy || (by.Person != "" && by.Person == r.Requester) ||
-		(by.APIKeyID != 0 && r.APIKeyID != nil && *r.APIKeyID == by.APIKeyID) {
+	if r.AskedBy(by.Name, by.Person, by.APIKeyID) {
 		return nil, nil, ErrOwnRecall
 	}
 	return b, r, nil
@@ -435,4 +509,28 @@ func (d *Dispatcher) RecallRequest(ctx context.Context, by Actor, batchID string
 		return nil, err
 	}
 	return d.Store.LatestRecallRequest(ctx, batchID)
+}
+
+// endRecalledAlert ends, in tx, the alert whose notice m was just recalled (or cancelled
+// by a recall): the text was taken back, so its escalation must not call the next
+// person with it. The alert is resolved by recalledBy, via "recall" (not exhausted:
+// nobody failed to answer), its pending steps cancelled, with its audit entry and its
+// alert.resolved event, as a rejection ends the alert of its batch. A message of no
+// alert, or of one that has ended, changes nothing.
+func (d *Dispatcher) endRecalledAlert(ctx context.Context, tx *models.Store, ch *Change, m *models.Message, recalledBy string) error {
+	if m.AlertID == nil {
+		return nil
+	}
+	a, err := tx.ResolveRecalledAlert(ctx, *m.AlertID, recalledBy, d.now())
+	if err != nil || a == nil {
+		return err
+	}
+	if a.CallbackKeyID != nil && d.Callbacks != nil {
+		key := *a.CallbackKeyID
+		ch.After(func() { d.Callbacks.Kick(key) })
+	}
+	id := strconv.FormatInt(a.ID, 10)
+	ch.Audit(resolveMove.action, "alert", id, models.AuditParams{"id": id, "by": recalledBy, "via": models.AlertViaRecall,
+		"message": m.ID})
+	return nil
 }

@@ -25,13 +25,53 @@ func (d *Dispatcher) pinned(ctx context.Context, t *models.Template, n int) (*mo
 	if err != nil {
 		return nil, err
 	}
+	if v.RetiredAt != nil {
+		return nil, models.Invalid("template_version", "versions.pin_retired", "Version", n, "Name", t.Name, "Latest", t.Version)
+	}
 	return v.Of(t), nil
+}
+
+// RetireTemplateVersion retires version n of the template called name, audited as
+// template.version_retire: a send can no longer pin it (a field error on
+// template_version), nor a rollback restore it; messages rendered from it already keep
+// their content. The current version cannot be retired (save or roll back to another
+// first), nor one retired already: field errors on version, as is an unknown version.
+// models.ErrNotFound: no such template.
+func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by Actor, name string, n int) (*models.TemplateVersion, error) {
+	var retired *models.TemplateVersion
+	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		t, err := tx.TemplateByName(ctx, name)
+		if err != nil {
+			return err
+		}
+		if n == t.Version {
+			return models.Invalid("version", "versions.retire_current", "Version", n)
+		}
+		err = tx.RetireTemplateVersion(ctx, t.ID, n, by.Name, d.now())
+		switch {
+		case errors.Is(err, models.ErrNotFound):
+			return models.Invalid("version", "versions.unknown", "Version", n, "Latest", t.Version)
+		case errors.Is(err, models.ErrStateChanged):
+			return models.Invalid("version", "versions.retired_already", "Version", n)
+		case err != nil:
+			return err
+		}
+		if retired, err = tx.TemplateVersionOf(ctx, t.ID, n); err != nil {
+			return err
+		}
+		ch.Audit("template.version_retire", "template", t.Name, models.AuditParams{"name": t.Name, "version": strconv.Itoa(n)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return retired, nil
 }
 
 // RollbackTemplate makes a new version of the template called name equal to its version
 // n (content, variables, type, fallback; the names stay), audited as template.rollback.
 // rerender renders its waiting messages again from it, as an edit can. models.ErrNotFound:
-// no such template; an unknown version is a field error on version.
+// no such template; an unknown or retired version is a field error on version.
 func (d *Dispatcher) RollbackTemplate(ctx context.Context, by Actor, name string, n int, rerender bool) (*models.Template, error) {
 	var saved *models.Template
 	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
@@ -45,6 +85,9 @@ func (d *Dispatcher) RollbackTemplate(ctx context.Context, by Actor, name string
 		}
 		if err != nil {
 			return err
+		}
+		if v.RetiredAt != nil {
+			return models.Invalid("version", "versions.rollback_retired", "Version", n)
 		}
 		t := v.Of(cur)
 		if err := tx.UpdateTemplate(ctx, name, t); err != nil {
@@ -65,9 +108,11 @@ func (d *Dispatcher) RollbackTemplate(ctx context.Context, by Actor, name string
 	return saved, nil
 }
 
-// settleWaiting deals with the scheduled and awaiting-approval messages of a template
-// just saved as a new version. Their content was rendered at intake, so by default they
-// keep it (and the version they record). With rerender, each one still waiting is
+// settleWaiting deals with the scheduled messages of a template just saved as a new
+// version. Their content was rendered at intake, so by default they keep it (and the
+// version they record). Those of a batch approved or awaiting approval always keep it
+// (models.Store.WaitingOfTemplate leaves them out): the content a second person approves
+// is the content sent. With rerender, each other one still waiting is
 // rendered again from t for its person with its batch's variables, in the saving
 // transaction; one that has moved on meanwhile is left alone (compare-and-set on its
 // state). A message the new version cannot render fails the save, naming it.

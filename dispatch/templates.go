@@ -23,9 +23,9 @@ type TemplateInput struct {
 	Fallback string
 	// Digest is the digest of sends that name none (nil: none).
 	Digest *DigestRequest
-	// Rerender, on an edit, renders the template's scheduled and awaiting-approval
-	// messages again from the new version; false keeps the content (and version) they
-	// were created with.
+	// Rerender, on an edit, renders the template's scheduled messages again from the
+	// new version, but for those of batches approved or awaiting approval, which keep
+	// their content; false keeps the content (and version) they were created with.
 	Rerender bool
 }
 

@@ -14,7 +14,9 @@ import (
 // RecallMessageAPI is POST /api/v1/messages/:id/recall: a sent message is taken back on
 // its platform, one not sent yet is cancelled; 200 with the message as GET shows it.
 // A recall that cannot happen is 409 naming why (recall_unsupported,
-// recall_window_passed, invalid_state); one the platform refused is 502 recall_failed.
+// recall_window_passed, invalid_state, or recall_request_awaiting and
+// recall_request_rejected naming the batch recall request of the caller that stands
+// in the way); one the platform refused is 502 recall_failed.
 func (h *Handlers) RecallMessageAPI(c *gin.Context) {
 	m, err := h.Dispatch.RecallMessage(c.Request.Context(), actor(c), c.Param("id"))
 	var re *dispatch.RecallError
@@ -22,7 +24,7 @@ func (h *Handlers) RecallMessageAPI(c *gin.Context) {
 	case errors.As(err, &re) && re.Code == dispatch.RecallFailed:
 		APIError(c, http.StatusBadGateway, "recall_failed", tr(c, "recall.error.failed", "Error", re.Unwrap().Error()), "")
 	case errors.As(err, &re):
-		APIError(c, http.StatusConflict, re.Code, tr(c, "recall.error."+re.Code), "")
+		APIError(c, http.StatusConflict, re.Code, tr(c, "recall.error."+re.Code, re.Args()...), "")
 	case errors.Is(err, models.ErrStateChanged):
 		APIError(c, http.StatusConflict, "invalid_state", tr(c, "recall.error.state", "Status", string(m.Status)), "")
 	case err != nil:

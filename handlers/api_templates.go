@@ -138,6 +138,10 @@ type templateVersionJSON struct {
 	HTML      string    `json:"html"`
 	Variables []string  `json:"variables"`
 	Fallback  []string  `json:"fallback"`
+	// RetiredAt and RetiredBy say when and by whom the version was retired (null: in
+	// use).
+	RetiredAt *time.Time `json:"retired_at"`
+	RetiredBy string     `json:"retired_by,omitempty"`
 }
 
 func toTemplateVersionJSON(name string, v models.TemplateVersion) templateVersionJSON {
@@ -150,7 +154,7 @@ func toTemplateVersionJSON(name string, v models.TemplateVersion) templateVersio
 		chain = []string{}
 	}
 	return templateVersionJSON{Template: name, Number: v.Number, Actor: v.Actor, CreatedAt: v.CreatedAt, MsgType: v.MsgType,
-		Subject: v.Subject, Body: v.Body, HTML: v.HTML, Variables: vars, Fallback: chain}
+		Subject: v.Subject, Body: v.Body, HTML: v.HTML, Variables: vars, Fallback: chain, RetiredAt: v.RetiredAt, RetiredBy: v.RetiredBy}
 }
 
 // APITemplateVersions is GET /api/v1/templates/:name/versions, newest first.
@@ -192,6 +196,24 @@ func (h *Handlers) APITemplateVersion(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, toTemplateVersionJSON(t.Name, *v))
+}
+
+// APIRetireTemplateVersion is POST /api/v1/templates/:name/versions/:n/retire: a send
+// can no longer pin the version (422 naming template_version), nor a rollback restore
+// it; 200 with the version. The current version, or one retired already, is 422 naming
+// version.
+func (h *Handlers) APIRetireTemplateVersion(c *gin.Context) {
+	n, err := strconv.Atoi(c.Param("n"))
+	if err != nil {
+		h.apiFail(c, models.ErrNotFound)
+		return
+	}
+	v, err := h.Dispatch.RetireTemplateVersion(c.Request.Context(), actor(c), c.Param("name"), n)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toTemplateVersionJSON(c.Param("name"), *v))
 }
 
 // rollbackRequest is the body of POST /api/v1/templates/:name/rollback.

@@ -27,7 +27,7 @@ func (h *Handlers) MessageRecall(c *gin.Context) {
 	case errors.As(err, &re) && re.Code == dispatch.RecallFailed:
 		h.renderMessage(c, http.StatusBadGateway, map[string]string{"": tr(c, "recall.error.failed", "Error", re.Unwrap().Error())})
 	case errors.As(err, &re):
-		h.renderMessage(c, http.StatusConflict, map[string]string{"": tr(c, "recall.error."+re.Code)})
+		h.renderMessage(c, http.StatusConflict, map[string]string{"": tr(c, "recall.error."+re.Code, re.Args()...)})
 	case errors.Is(err, models.ErrStateChanged):
 		status := strings.ToLower(i18n.Name(ctx, "status", string(m.Status)))
 		h.renderMessage(c, http.StatusConflict, map[string]string{"": tr(c, "recall.error.state", "Status", status)})

@@ -115,6 +115,27 @@ func (h *Handlers) RollbackTemplate(c *gin.Context) {
 	h.redirectNotice(c, "/templates", "saved", tr(c, "versions.rolled_back", "Name", t.Label(), "From", n, "Version", t.Version))
 }
 
+// RetireTemplateVersion retires the chosen version of the template (POST
+// /templates/:name/retire, form field version): sends can no longer pin it.
+func (h *Handlers) RetireTemplateVersion(c *gin.Context) {
+	name := c.Param("name")
+	n, _ := strconv.Atoi(c.PostForm("version"))
+	_, err := h.Dispatch.RetireTemplateVersion(c.Request.Context(), actor(c), name, n)
+	if isNotFound(err) {
+		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", name)
+		return
+	}
+	if errs, ok := fieldErrors(c, err); ok {
+		h.rerenderEditor(c, name, false, errs)
+		return
+	}
+	if err != nil {
+		h.serverError(c, err)
+		return
+	}
+	h.redirectNotice(c, "/templates", "saved", tr(c, "versions.retired_note", "Name", name, "Version", n))
+}
+
 // rerenderEditor shows the saved template's editor again with errors of a form on it
 // other than the editor's own (the rollback).
 func (h *Handlers) rerenderEditor(c *gin.Context, name string, rerender bool, errs map[string]string) {

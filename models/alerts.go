@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -234,7 +235,7 @@ func (s *Store) Alerts(ctx context.Context, f AlertFilter, limit int) ([]Alert, 
 		q = q.Where("state = ?", f.State)
 	}
 	if f.OwnKey != 0 {
-		q = q.Where("batch_id IN ("+ownBatches+")", f.OwnKey)
+		q = q.Where("batch_id IN ("+ownBatches+")", sql.Named("key", f.OwnKey))
 	}
 	var out []Alert
 	err := q.Order(clause.Expr{SQL: "CASE WHEN state = ? THEN 0 ELSE 1 END", Vars: []any{AlertOpen}}).
@@ -353,6 +354,10 @@ func (s *Store) MoveAlert(ctx context.Context, id int64, from []string, set map[
 // resolved_via): by the rejection, or by the expiry of the approval.
 const AlertViaRejection = "rejection"
 
+// AlertViaRecall is how an alert was resolved when one of its notices was recalled (its
+// resolved_via): the text was taken back, so no one else is to be called with it.
+const AlertViaRecall = "recall"
+
 // ResolveRejectedAlert resolves the alert a rejected batch opened, if it is open or
 // acknowledged, by by, via AlertViaRejection, and records its alert.resolved event for
 // the key that opened it; run in the transaction of the rejection. It returns the alert
@@ -365,7 +370,26 @@ func (s *Store) ResolveRejectedAlert(ctx context.Context, batchID, by string, no
 	if err != nil {
 		return nil, err
 	}
-	set := map[string]any{"state": AlertResolved, "resolved_by": truncate(by, 128), "resolved_via": AlertViaRejection,
+	return s.endAlert(ctx, a, by, AlertViaRejection, now)
+}
+
+// ResolveRecalledAlert resolves alert id, if it is open or acknowledged, by by, via
+// AlertViaRecall, its pending steps cancelled, and records its alert.resolved event for
+// the key that opened it; run in the transaction of the recall. It returns the alert as
+// it was before, or nil when it had ended already.
+func (s *Store) ResolveRecalledAlert(ctx context.Context, id int64, by string, now time.Time) (*Alert, error) {
+	a, err := s.AlertByID(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.endAlert(ctx, a, by, AlertViaRecall, now)
+}
+
+// endAlert resolves a, if it is open or acknowledged (a compare-and-set), by by, via
+// via, cancels its pending steps and records its alert.resolved event; nil when it had
+// ended already.
+func (s *Store) endAlert(ctx context.Context, a *Alert, by, via string, now time.Time) (*Alert, error) {
+	set := map[string]any{"state": AlertResolved, "resolved_by": truncate(by, 128), "resolved_via": via,
 		"resolved_at": now, "ended_at": now}
 	moved, err := s.MoveAlert(ctx, a.ID, []string{AlertOpen, AlertAcknowledged}, set)
 	if err != nil || !moved {

@@ -2,6 +2,7 @@ package models
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,20 +34,29 @@ type MessageFilter struct {
 	Waiting string
 }
 
-// ownBatches is the rule of what an API key without the admin scope may read and
-// change: the batches created through it, and their messages. CheckOwn and
-// MessageFilter.OwnKey both apply it.
-const ownBatches = "SELECT id FROM batches WHERE api_key_id = ?"
+// ownBatches and ownAlerts are the rule of what an API key without the admin scope may
+// read and change: the batches created through it and their messages, and the notices
+// Herald sent for an alert one of them opened (its steps, who took it, that nobody
+// answered), which the key may follow and recall as its own. CheckOwn,
+// MessageFilter.OwnKey and AlertFilter.OwnKey apply it, with the key as the named
+// argument key. The notices are found by their alert_id (indexed), so that a list of
+// the key's messages costs the same per row whatever the size of other keys' batches.
+const (
+	ownBatches = "SELECT id FROM batches WHERE api_key_id = @key"
+	ownAlerts  = "SELECT sa.id FROM alerts sa JOIN batches sb ON sb.id = sa.batch_id WHERE sb.api_key_id = @key"
+)
 
 // CheckOwn answers ErrNotFound when ownKey is not 0 and the batch was not created through
-// that API key: a send or read key sees only its own batches and their messages, and
+// that API key, nor is one of notices of an alert the key opened: a send or read key
+// sees only its own batches and their messages, and
 // another key's answer "not found", so that an id it learnt elsewhere is not confirmed.
 func (s *Store) CheckOwn(ctx context.Context, ownKey int64, batchID string) error {
 	if ownKey == 0 {
 		return nil
 	}
 	var n int64
-	err := s.reader(ctx).Table("batches").Where("id = ? AND id IN ("+ownBatches+")", batchID, ownKey).Count(&n).Error
+	err := s.reader(ctx).Table("batches").Where("id = @batch AND (id IN ("+ownBatches+") OR EXISTS (SELECT 1 FROM messages sm WHERE sm.batch_id = @batch AND sm.alert_id IN ("+ownAlerts+")))",
+		sql.Named("batch", batchID), sql.Named("key", ownKey)).Count(&n).Error
 	if err != nil {
 		return fmt.Errorf("models: batch %s of api key %d: %w", batchID, ownKey, err)
 	}
@@ -80,7 +90,7 @@ func (f MessageFilter) apply(q *gorm.DB) *gorm.DB {
 		q = q.Where(cond, args...)
 	}
 	if f.OwnKey != 0 {
-		q = q.Where("m.batch_id IN ("+ownBatches+")", f.OwnKey)
+		q = q.Where("(m.batch_id IN ("+ownBatches+") OR m.alert_id IN ("+ownAlerts+"))", sql.Named("key", f.OwnKey))
 	}
 	if f.RecipientName != "" {
 		// A subquery, not the list's join: counts and re-sends filter without it.

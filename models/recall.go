@@ -145,6 +145,14 @@ func (r *RecallRequest) Lapsed(now time.Time) bool {
 	return r.Status == RecallAwaiting && r.ExpiresAt != nil && !now.Before(*r.ExpiresAt)
 }
 
+// AskedBy reports whether the request is the doing of the actor named name, of person
+// (the console user behind it, "" for none) or of the API key apiKeyID (0 for none):
+// the one who may not decide on it.
+func (r *RecallRequest) AskedBy(name, person string, apiKeyID int64) bool {
+	return name == r.RequestedBy || (person != "" && person == r.Requester) ||
+		(apiKeyID != 0 && r.APIKeyID != nil && *r.APIKeyID == apiKeyID)
+}
+
 // State is the request's status as of now: expired once it lapsed.
 func (r *RecallRequest) State(now time.Time) string {
 	if r.Lapsed(now) {

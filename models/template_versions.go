@@ -26,6 +26,10 @@ type TemplateVersion struct {
 	Variables StringList
 	Fallback  string
 	CreatedAt time.Time
+	// RetiredAt is when the version was retired (nil: in use), RetiredBy by whom: a
+	// retired version can no longer be pinned by a send or restored by a rollback.
+	RetiredAt *time.Time
+	RetiredBy string
 }
 
 // Of is t with this version's content: what a send pinned to the version renders from.
@@ -83,6 +87,25 @@ func (s *Store) TemplateVersionOf(ctx context.Context, templateID int64, n int) 
 	return &v, nil
 }
 
+// RetireTemplateVersion records version n of a template as retired by by, a
+// compare-and-set in the caller's transaction when the store is bound to one:
+// ErrStateChanged when it was retired already, ErrNotFound when there is no such
+// version.
+func (s *Store) RetireTemplateVersion(ctx context.Context, templateID int64, n int, by string, now time.Time) error {
+	res := s.db.WithContext(ctx).Model(&TemplateVersion{}).Where("template_id = ? AND number = ? AND retired_at IS NULL", templateID, n).
+		Updates(map[string]any{"retired_at": now.UTC().Truncate(time.Microsecond), "retired_by": truncate(by, 128)})
+	if res.Error != nil {
+		return fmt.Errorf("models: retire version %d of template %d: %w", n, templateID, res.Error)
+	}
+	if res.RowsAffected == 1 {
+		return nil
+	}
+	if _, err := s.TemplateVersionOf(ctx, templateID, n); err != nil {
+		return err
+	}
+	return fmt.Errorf("models: retire version %d of template %d: %w", n, templateID, ErrStateChanged)
+}
+
 // WaitingMessage is a message not sent yet whose content a template save may render
 // again, with its batch's variables.
 type WaitingMessage struct {
@@ -90,16 +113,19 @@ type WaitingMessage struct {
 	Variables VarMap
 }
 
-// waitingOfTemplate selects the messages of a template's batches that wait: scheduled
-// (pending, due after now) or held for approval (pending, no due time).
+// waitingOfTemplate selects the messages of a template's batches that wait and that a
+// save may render again: scheduled (pending, due after now) in a batch that needed no
+// approval. A batch approved, or awaiting approval, is left out whatever its messages'
+// state: what a second person approved (or is asked to approve) is what is sent, so a
+// template's later edit never reaches it.
 func (s *Store) waitingOfTemplate(ctx context.Context, templateID int64, now time.Time) *gorm.DB {
 	return s.reader(ctx).Table("messages").Joins("JOIN batches ON batches.id = messages.batch_id").
-		Where("batches.template_id = ? AND messages.status = ? AND (messages.next_attempt_at IS NULL OR messages.send_at > ?)",
+		Where("batches.template_id = ? AND batches.approval = '' AND messages.status = ? AND (messages.next_attempt_at IS NULL OR messages.send_at > ?)",
 			templateID, StatusPending, now)
 }
 
-// CountWaitingOfTemplate counts the scheduled and awaiting-approval messages of a
-// template's batches: those a save asks about.
+// CountWaitingOfTemplate counts the scheduled messages of a template's batches that
+// needed no approval: those a save asks about.
 func (s *Store) CountWaitingOfTemplate(ctx context.Context, templateID int64, now time.Time) (int, error) {
 	var n int64
 	if err := s.waitingOfTemplate(ctx, templateID, now).Count(&n).Error; err != nil {
@@ -108,8 +134,9 @@ func (s *Store) CountWaitingOfTemplate(ctx context.Context, templateID int64, no
 	return int(n), nil
 }
 
-// WaitingOfTemplate returns the scheduled and awaiting-approval messages of a template's
-// batches, with the variables their batches keep, in id order.
+// WaitingOfTemplate returns the scheduled messages of a template's batches that needed
+// no approval (see waitingOfTemplate), with the variables their batches keep, in id
+// order.
 func (s *Store) WaitingOfTemplate(ctx context.Context, templateID int64, now time.Time) ([]WaitingMessage, error) {
 	var out []WaitingMessage
 	err := s.waitingOfTemplate(ctx, templateID, now).Select("messages.*, batches.variables AS variables").

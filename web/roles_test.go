@@ -71,6 +71,7 @@ var routeRoles = map[string]models.Role{
 	"POST /templates/:name/delete":            models.RoleOperator,
 	"POST /templates/:name/test":              models.RoleOperator,
 	"POST /templates/:name/rollback":          models.RoleOperator,
+	"POST /templates/:name/retire":            models.RoleOperator,
 	"POST /duty/slots":                        models.RoleOperator,
 	"POST /duty/slots/delete":                 models.RoleOperator,
 	"POST /duty/overrides":                    models.RoleOperator,

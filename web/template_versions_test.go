@@ -62,7 +62,7 @@ func TestTemplateVersionsConsole(t *testing.T) {
 
 	resp, body = op.get("/templates/task-overdue/edit")
 	wantStatus(t, "editor", resp, body, http.StatusOK)
-	wantContains(t, "editor", body, `data-waiting="1"`, "1 scheduled or awaiting-approval message uses this template.",
+	wantContains(t, "editor", body, `data-waiting="1"`, "1 scheduled message uses this template.",
 		`name="waiting" value="keep" checked`, `id="versions"`, `action="/templates/task-overdue/rollback"`, `action="/templates/task-overdue/diff"`)
 
 	// Saved keeping the waiting message's version, then rendering it again.
