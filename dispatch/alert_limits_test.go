@@ -38,7 +38,7 @@ func TestAlertPolicyWithinKeyCap(t *testing.T) {
 		k := f.cappedKey(t, tc.max)
 		before := f.messages(t)
 		res, err := f.d.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:" + k.Name, APIKeyID: &k.ID, MaxRecipients: k.MaxRecipientsPerRequest,
-			Platform: "sandbox", Recipients: []string{"E1001"}, Text: "核心系统告警", Ack: &dispatch.AckRequest{Policy: "counter"}})
+			Platform: "sandbox", Recipients: []string{"E2003"}, Text: "核心系统告警", Ack: &dispatch.AckRequest{Policy: "counter"}})
 		var fe *models.FieldError
 		switch {
 		case tc.field == "" && err != nil:
@@ -59,7 +59,7 @@ func TestAlertStepWithinKeyCap(t *testing.T) {
 	f.policy(t, models.EscalationPolicy{Name: "counter", Steps: []models.PolicyStep{{Targets: []string{"department:Counter"}, Wait: "10m"}}})
 	k := f.cappedKey(t, "3")
 	res, err := f.d.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:" + k.Name, APIKeyID: &k.ID, MaxRecipients: k.MaxRecipientsPerRequest,
-		Platform: "sandbox", Recipients: []string{"E1001"}, Text: "核心系统告警", Ack: &dispatch.AckRequest{Policy: "counter"}})
+		Platform: "sandbox", Recipients: []string{"E2003"}, Text: "核心系统告警", Ack: &dispatch.AckRequest{Policy: "counter"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestAlertPolicyOverApprovalThreshold(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.d.ForgetThreshold()
-	a := f.open(t, "counter", "E1001")
+	a := f.open(t, "counter", "E2003")
 	b, err := f.store.BatchByID(ctx, a.BatchID)
 	if err != nil {
 		t.Fatal(err)
@@ -106,9 +106,9 @@ func TestAlertPolicyOverApprovalThreshold(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.d.ForgetThreshold()
-	grown := f.open(t, "counter", "E1001")
+	grown := f.open(t, "counter", "E2003")
 	if _, err := f.d.CreateRecipient(ctx, f.by, models.Recipient{ExternalID: "E2009", Name: "New Teller", OrgType: models.Branch,
-		Branch: "Pudong Branch", Department: "Counter", TianyuanID: "ty-e2009", Active: true}); err != nil {
+		Branch: "Pudong Branch", Department: "Counter", TianyuanID: "ty_E2009", Active: true}); err != nil {
 		t.Fatal(err)
 	}
 	f.advance(t, 10*time.Minute)
