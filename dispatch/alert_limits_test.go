@@ -220,4 +220,3 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Fatalf("no gauge %s", name)
 	return 0
 }
-
