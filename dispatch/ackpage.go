@@ -19,12 +19,23 @@ import (
 // the alert is over; later the link has expired.
 const AckLinkLife = 24 * time.Hour
 
-// ErrAckLinkExpired means the link's alert ended more than AckLinkLife ago.
+// AckLinkIdleLife is how long after its last activity (the acknowledgment) the link of
+// an acknowledged alert still opens: an alert someone took and nobody resolved does not
+// keep its links working for ever.
+const AckLinkIdleLife = 7 * 24 * time.Hour
+
+// ErrAckLinkExpired means the link's alert ended more than AckLinkLife ago, or was
+// acknowledged more than AckLinkIdleLife ago and not resolved since.
 var ErrAckLinkExpired = errors.New("dispatch: acknowledgment link has expired")
 
 // ErrAckNoticeWithdrawn means the link's notice was recalled or cancelled: its page
 // shows none of what it said, and nothing can be done through it.
 var ErrAckNoticeWithdrawn = errors.New("dispatch: the notice was withdrawn")
+
+// ErrAckNotCalled refuses acting through a notice that has not gone out to its person
+// yet (awaiting approval, scheduled for later, held by a silence) or never will
+// (cancelled, stopped, recalled): only the people the alert has called so far act on it.
+var ErrAckNotCalled = errors.New("dispatch: the notice has not reached its person")
 
 // Link and WeCom callback actors, as the audit log names them; the entry's own values
 // name the person who acted (the notice's recipient) and how.
@@ -105,7 +116,7 @@ func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs 
 	if err != nil {
 		return AckNotice{}, fmt.Errorf("dispatch: alert of message %s: %w", m.ID, err)
 	}
-	if a.EndedAt != nil && d.now().After(a.EndedAt.Add(AckLinkLife)) {
+	if ackLinkExpired(a, d.now()) {
 		return AckNotice{}, ErrAckLinkExpired
 	}
 	people, err := d.Store.CachedRecipientsByIDs(ctx, []int64{m.RecipientID})
@@ -118,10 +129,40 @@ func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs 
 	return AckNotice{Message: m, Alert: a, Recipient: &people[0]}, nil
 }
 
-// actOnNotice acknowledges or resolves the notice's alert as its recipient.
+// ackLinkExpired reports whether the links of alert a have expired at now: a day after
+// it ended, or a week after it was acknowledged when it is still only acknowledged.
+func ackLinkExpired(a *models.Alert, now time.Time) bool {
+	switch {
+	case a.EndedAt != nil:
+		return now.After(a.EndedAt.Add(AckLinkLife))
+	case a.State == models.AlertAcknowledged && a.AcknowledgedAt != nil:
+		return now.After(a.AcknowledgedAt.Add(AckLinkIdleLife))
+	}
+	return false
+}
+
+// called reports whether message m has gone out to its person by now: handed to the
+// platform (sent, being sent, or failed with a retry due), or pending and due.
+func called(m *models.Message, now time.Time) bool {
+	switch m.Status {
+	case models.StatusSent, models.StatusSending, models.StatusFailed:
+		return true
+	case models.StatusPending:
+		return m.NextAttemptAt != nil && !m.NextAttemptAt.After(now) && !m.SendAt.After(now)
+	}
+	return false
+}
+
+// actOnNotice acknowledges or resolves the notice's alert as its recipient, who must
+// be one the alert has called so far (ErrAckNotCalled).
 func (d *Dispatcher) actOnNotice(ctx context.Context, by Actor, n AckNotice, action, via string) (AckNotice, AckResult, error) {
 	var res AckResult
 	var err error
+	if action == channels.AckAction || action == channels.ResolveAction {
+		if !called(n.Message, d.now()) {
+			return n, AckResult{}, ErrAckNotCalled
+		}
+	}
 	switch action {
 	case channels.AckAction:
 		res, err = d.AcknowledgeAlert(ctx, by, n.Alert.ID, n.Recipient.ExternalID, via, "")

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"slices"
 	"strconv"
@@ -54,9 +55,12 @@ type AckResult struct {
 // State is the alert's state after the call.
 func (r AckResult) State() string { return r.Alert.State }
 
-// AckLinkPlaceholder stands for an alert notice's acknowledgment link while its content
-// is rendered, before the message, and so the link, exists.
-const ackLinkPlaceholder = "HERALDACKURL7f3c9"
+// newAckPlaceholder draws the placeholder that stands for the acknowledgment links of one
+// intake's (or one step's) notices while their content is rendered, before the
+// messages, and so the links, exist. It is drawn afresh each time, 128 random bits, so
+// no caller can know it: a caller's text or variables that spelt the placeholder would
+// otherwise carry a recipient's signed link inside the caller's own URL.
+func newAckPlaceholder() string { return "HERALDACK" + rand.Text() }
 
 // AckVariable is the template variable that places the acknowledgment link.
 const AckVariable = "ack_url"
@@ -342,7 +346,8 @@ func (d *Dispatcher) checkAck(ctx context.Context, req *Request) error {
 	} else if err != nil {
 		return err
 	}
-	vars, err := d.ackVariables(ctx, req.Template, req.Variables)
+	req.ackPlaceholder = newAckPlaceholder()
+	vars, err := d.ackVariables(ctx, req.Template, req.Variables, req.ackPlaceholder)
 	req.Variables = vars
 	return err
 }

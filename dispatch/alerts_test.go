@@ -511,9 +511,60 @@ func TestAckLinkWhereTheTemplatePlacesIt(t *testing.T) {
 		}
 		got = append(got, strings.ReplaceAll(content, id, "<id>"))
 	}
-	want := []string{"故障：核心系统\n接手：https://herald.example/ack/<id>", "故障：核心系统\n接手：https://herald.example/ack/<id>"}
+	placed := "故障：核心系统\n接手：https://herald.example/ack/<id>\n\n确认接手：https://herald.example/ack/<id>"
+	want := []string{placed, placed}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("notices (-want +got):\n%s", diff)
+	}
+}
+
+// The placeholder that stands for the link while a notice is rendered is no string a
+// caller can know: a caller's text or variable that spells the placeholder of earlier
+// versions inside a URL of its own keeps it as written (no recipient's link inside the
+// caller's URL), and every notice, the first ones and a step's, ends with the genuine
+// link on a line of its own, even where the template placed the link too.
+func TestAckLinkPlaceholderInCallerText(t *testing.T) {
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	const trap = "https://evil.example/collect?u=HERALDACKURL7f3c9"
+	if err := f.store.CreateTemplate(ctx, &models.Template{Name: "incident", MsgType: "text",
+		Body: "故障：{{.system}}\n接手：{{.ack_url}}", Variables: models.StringList{"system", "ack_url"}}); err != nil {
+		t.Fatal(err)
+	}
+	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
+	for _, req := range []dispatch.Request{
+		{Text: "详情见 " + trap},
+		{Template: "incident", Variables: map[string]string{"system": trap}},
+	} {
+		req.Source, req.Actor, req.APIKeyID, req.Platform = "api", "apikey:intake", &f.keyID, "sandbox"
+		req.Recipients, req.Ack = []string{"E2001"}, &dispatch.AckRequest{Policy: "core"}
+		res, err := f.d.Submit(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.advance(t, 10*time.Minute)
+		rows, err := f.store.SQL().Query("SELECT id, content FROM messages WHERE alert_id = ? ORDER BY created_at, id", res.Alert.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for rows.Next() {
+			var id, content string
+			if err := rows.Scan(&id, &content); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if !strings.Contains(content, trap) {
+				t.Errorf("the caller's URL was changed:\n%s", content)
+			}
+			if want := "\n\n确认接手：https://herald.example/ack/" + id; !strings.HasSuffix(content, want) {
+				t.Errorf("the notice does not end with its genuine link line %q:\n%s", want, content)
+			}
+		}
+		rows.Close()
+		if n != 2 {
+			t.Errorf("%d notices, want the first and step 1's", n)
+		}
 	}
 }
 

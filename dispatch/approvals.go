@@ -75,9 +75,10 @@ func (d *Dispatcher) overThreshold(ctx context.Context, people int) (threshold i
 }
 
 // holdForApproval marks a planned batch as awaiting approval when it is for more people
-// than the threshold, holding its messages: no due time, no task.
+// than the threshold (for an alert, when its policy can reach more), holding its
+// messages: no due time, no task.
 func (d *Dispatcher) holdForApproval(ctx context.Context, res *Result) error {
-	_, over, err := d.overThreshold(ctx, res.Batch.Accepted)
+	_, over, err := d.overThreshold(ctx, max(res.Batch.Accepted, res.reach))
 	if err != nil || !over {
 		return err
 	}

@@ -194,6 +194,9 @@ type Request struct {
 	// notice marks Herald's own notices of an alert: the escalation policy chose their
 	// people, so the duty rule does not apply again.
 	notice bool
+	// ackPlaceholder stands for the acknowledgment link where the template places
+	// {{.ack_url}} (newAckPlaceholder); "" for a request that opens no alert.
+	ackPlaceholder string
 }
 
 // Result is what intake created, or for a preview, what it would create.
@@ -217,6 +220,11 @@ type Result struct {
 	account *models.Account
 	// digest is the digest the notices may wait in (digests.go).
 	digest *digestSpec
+	// ackPlaceholder is the request's (Request.ackPlaceholder).
+	ackPlaceholder string
+	// reach is how many people an alert can reach, its policy's included
+	// (checkAlertReach); 0 for a send that opens none.
+	reach int
 }
 
 // Limits of one request.
@@ -472,7 +480,7 @@ func newBatch(req Request, acct *models.Account, tmpl *Compiled, sendAt time.Tim
 	if tmpl != nil {
 		b.TemplateID = &tmpl.tmpl.ID
 	}
-	return &Result{Batch: b, Rejected: aud.rejected, Roster: aud.roster, Names: map[int64]string{}}
+	return &Result{Batch: b, Rejected: aud.rejected, Roster: aud.roster, Names: map[int64]string{}, ackPlaceholder: req.ackPlaceholder}
 }
 
 // add decides about one person: rejected (inactive, no address on the platform), skipped

@@ -31,7 +31,32 @@ const (
 	SkipUnknownTarget  = "unknown_target"
 	SkipDepartmentGone = "department_empty"
 	SkipNoneReachable  = "none_reachable"
+	// SkipNobodyCalled is the closing check of an alert that called nobody at all: it
+	// is not exhausted but stays open, unrouted, until someone takes it in hand.
+	SkipNobodyCalled = "nobody_called"
+	// SkipOverKeyCap: the step would take the alert past the max_recipients_per_request
+	// of the API key that opened it.
+	SkipOverKeyCap = "over_key_cap"
+	// SkipNeedsApproval: the step would take an alert nobody approved past the approval
+	// threshold.
+	SkipNeedsApproval = "needs_approval"
 )
+
+// An alert stays inside the limits of whoever opened it. At intake, everyone it can
+// reach (the request's people and everyone its policy's steps name then) counts toward
+// the API key's max_recipients_per_request (past it the request is refused, naming
+// ack.policy) and toward the approval threshold (past it the batch awaits approval,
+// and so its escalation). At each step, everyone the alert has called plus the step's
+// people count again, as the key's cap and the threshold stand then: a step past
+// either (its targets grew) calls nobody, with the reason, and raises the unrouted
+// alarm; an alert a second person approved is past the threshold by that approval.
+
+// A step that calls nobody raises the unrouted alarm: its alert.unrouted event, a
+// warning in the log, and, while it is the alert's latest step, the dashboard's alarm
+// and the herald_alerts_unrouted gauge (models.CountUnroutedAlerts). The next step
+// still comes due at once, so a reachable later step is not delayed; but an alert that
+// called nobody through every step and round is never exhausted (nobody would hear
+// that nobody answered): it stays open and unrouted.
 
 // errStepTaken rolls back a firing that lost the step to another firer, or found the
 // alert no longer open.
@@ -50,11 +75,71 @@ func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) er
 		return err
 	}
 	now := d.now()
+	if err := d.checkAlertReach(ctx, req, res, p, now); err != nil {
+		return err
+	}
 	a := &models.Alert{BatchID: res.Batch.ID, Policy: p.Name, PolicyCopy: *p, State: models.AlertOpen,
 		AccountID: res.Batch.AccountID, Template: req.Template, Variables: withoutAck(req.Variables), Subject: req.Subject, Text: req.Text,
 		CallbackKeyID: req.CallbackKeyID, OpenedAt: now}
 	res.Alert, res.firstStep = a, firstStep(p, now, res.Batch.SendAt, len(res.Messages) > 0)
 	return nil
+}
+
+// checkAlertReach counts everyone an alert under policy p can reach at now, the
+// request's people and every step's, against the key's cap (a *models.FieldError on
+// ack.policy past it) and records it as the batch's reach for the approval threshold.
+func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Result, p *models.EscalationPolicy, now time.Time) error {
+	reach := make(map[int64]bool, len(res.Messages))
+	for _, m := range res.Messages {
+		reach[m.RecipientID] = true
+	}
+	for _, s := range p.Steps {
+		ids, _, err := d.resolveTargets(ctx, s.Targets, now)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			reach[id] = true
+		}
+	}
+	if n := len(reach) + len(res.Rejected); req.MaxRecipients > 0 && n > req.MaxRecipients {
+		return models.Invalid("ack.policy", "alerts.invalid.policy_over_key_cap", "Name", p.Name, "Max", req.MaxRecipients, "Count", n)
+	}
+	res.reach = len(reach)
+	return nil
+}
+
+// stepOverLimits reports why calling ids at a step of alert a would take it past its
+// opener's limits (SkipOverKeyCap, SkipNeedsApproval), or "" when it would not.
+func (d *Dispatcher) stepOverLimits(ctx context.Context, a *models.Alert, ids []int64) (string, error) {
+	b, err := d.Store.BatchByID(ctx, a.BatchID)
+	if err != nil {
+		return "", err
+	}
+	called, err := d.Store.AlertRecipients(ctx, a.ID)
+	if err != nil {
+		return "", err
+	}
+	reach := make(map[int64]bool, len(called)+len(ids))
+	for _, id := range slices.Concat(called, ids) {
+		reach[id] = true
+	}
+	if b.APIKeyID != nil {
+		k, err := d.Store.APIKeyByID(ctx, *b.APIKeyID)
+		if err != nil && !errors.Is(err, models.ErrNotFound) {
+			return "", err
+		}
+		if k != nil && k.MaxRecipientsPerRequest > 0 && len(reach) > k.MaxRecipientsPerRequest {
+			return SkipOverKeyCap, nil
+		}
+	}
+	if b.Approval == models.ApprovalApproved {
+		return "", nil
+	}
+	if _, over, err := d.overThreshold(ctx, len(reach)); err != nil || over {
+		return SkipNeedsApproval, err
+	}
+	return "", nil
 }
 
 // firstStep is an alert's first step once its notices go out at released (or at the
@@ -156,7 +241,7 @@ func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Re
 		for i := range nb.Messages {
 			nb.Messages[i].AlertID = &res.Alert.ID
 		}
-		d.placeAckLinks(res.Batch, nb.Messages)
+		d.placeAckLinks(res.ackPlaceholder, nb.Messages)
 		if err := tx.CreateBatch(ctx, nb.Batch, nb.Messages, nb.Extras); err != nil {
 			return err
 		}
@@ -171,27 +256,30 @@ func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Re
 }
 
 // placeAckLinks puts each message's acknowledgment link where its template placed
-// {{.ack_url}}, or appends a line with it to a content that has no place for it.
-func (d *Dispatcher) placeAckLinks(b *models.Batch, msgs []models.Message) {
+// {{.ack_url}} (rendered as placeholder), and always appends a line with the link: what
+// the template and the caller's variables make of the content, the notice ends with
+// the genuine link on a line of Herald's own.
+func (d *Dispatcher) placeAckLinks(placeholder string, msgs []models.Message) {
 	for i := range msgs {
 		m := &msgs[i]
 		link := ""
 		if d.AckLink != nil {
 			link = d.AckLink(m.ID, m.RecipientID)
 		}
-		placed := strings.Contains(m.Content, ackLinkPlaceholder)
-		m.Subject = strings.ReplaceAll(m.Subject, ackLinkPlaceholder, link)
-		m.Content = strings.ReplaceAll(m.Content, ackLinkPlaceholder, link)
-		m.ContentHTML = strings.ReplaceAll(m.ContentHTML, ackLinkPlaceholder, link)
-		if !placed && link != "" {
+		if placeholder != "" {
+			m.Subject = strings.ReplaceAll(m.Subject, placeholder, link)
+			m.Content = strings.ReplaceAll(m.Content, placeholder, link)
+			m.ContentHTML = strings.ReplaceAll(m.ContentHTML, placeholder, link)
+		}
+		if link != "" {
 			m.Content += "\n\n" + i18n.In(i18n.Chinese, "alerts.notice.ack_line", "URL", link)
 		}
 	}
 }
 
-// ackVariables gives a template that declares ack_url its placeholder, so an alert's
+// ackVariables gives a template that declares ack_url the placeholder, so an alert's
 // notices can be rendered before their links exist.
-func (d *Dispatcher) ackVariables(ctx context.Context, template string, vars map[string]string) (map[string]string, error) {
+func (d *Dispatcher) ackVariables(ctx context.Context, template string, vars map[string]string, placeholder string) (map[string]string, error) {
 	if template == "" {
 		return vars, nil
 	}
@@ -206,7 +294,7 @@ func (d *Dispatcher) ackVariables(ctx context.Context, template string, vars map
 	for k, v := range vars {
 		out[k] = v
 	}
-	out[AckVariable] = ackLinkPlaceholder
+	out[AckVariable] = placeholder
 	return out, nil
 }
 
@@ -308,6 +396,11 @@ func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) 
 		if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertEscalated, models.AlertEvent{State: models.AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
 			return err
 		}
+		if call.reason != "" {
+			if err := d.unrouted(ctx, tx, ch, a, s, call.reason, now); err != nil {
+				return err
+			}
+		}
 		id := strconv.FormatInt(a.ID, 10)
 		ch.Audit("alert.step", "alert", id, models.AuditParams{"id": id, "n": strconv.Itoa(s.N), "round": strconv.Itoa(s.Round),
 			"targets": strings.Join(call.targets, ", "), "reason": call.reason})
@@ -381,13 +474,17 @@ func (d *Dispatcher) planStep(ctx context.Context, a *models.Alert, s *models.Al
 	if err != nil || len(ids) == 0 {
 		return stepCall{reason: reason}, err
 	}
-	vars, err := d.ackVariables(ctx, a.Template, a.Variables)
+	if reason, err := d.stepOverLimits(ctx, a, ids); err != nil || reason != "" {
+		return stepCall{reason: reason}, err
+	}
+	placeholder := newAckPlaceholder()
+	vars, err := d.ackVariables(ctx, a.Template, a.Variables, placeholder)
 	if err != nil {
 		return stepCall{}, err
 	}
 	req := Request{Source: models.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: ids,
 		Template: a.Template, Variables: vars, Subject: a.Subject, Text: a.Text, Priority: models.PriorityHigh,
-		CallbackKeyID: a.CallbackKeyID, notice: true}
+		CallbackKeyID: a.CallbackKeyID, notice: true, ackPlaceholder: placeholder}
 	if a.Template == "" {
 		req.Variables = nil
 	}
@@ -398,7 +495,7 @@ func (d *Dispatcher) planStep(ctx context.Context, a *models.Alert, s *models.Al
 	if len(res.Messages) == 0 {
 		return stepCall{reason: SkipNoneReachable}, nil
 	}
-	d.placeAckLinks(res.Batch, res.Messages)
+	d.placeAckLinks(res.ackPlaceholder, res.Messages)
 	call := stepCall{res: res}
 	for _, m := range res.Messages {
 		call.targets = append(call.targets, res.Names[m.RecipientID])
@@ -491,9 +588,57 @@ func recipientIDs(people []models.Recipient) []int64 {
 	return ids
 }
 
+// unrouted raises the alarm of a step of a that called nobody, for reason: its
+// alert.unrouted event and, once the firing commits, a warning in the log.
+func (d *Dispatcher) unrouted(ctx context.Context, tx *models.Store, ch *Change, a *models.Alert, s *models.AlertStep, reason string, now time.Time) error {
+	if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertUnrouted, models.AlertEvent{State: models.AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
+		return err
+	}
+	ch.After(func() {
+		d.Log.Warn("dispatch: alert step called nobody", "alert", a.ID, "step", s.N, "round", s.Round, "reason", reason)
+	})
+	return nil
+}
+
+// keepUnrouted runs the closing check of an alert that called nobody at all: it is not
+// exhausted but stays open, unrouted (the dashboard keeps its alarm), with the check
+// recorded as SkipNobodyCalled and audited.
+func (d *Dispatcher) keepUnrouted(ctx context.Context, a *models.Alert, s *models.AlertStep, now time.Time) (bool, error) {
+	err := d.change(ctx, System("escalation"), func(tx *models.Store, ch *Change) error {
+		claimed, err := tx.ClaimAlertStep(ctx, s.ID, now)
+		if err != nil {
+			return err
+		}
+		if !claimed {
+			return errStepTaken
+		}
+		if err := tx.RecordAlertStep(ctx, s.ID, nil, SkipNobodyCalled); err != nil {
+			return err
+		}
+		if err := d.unrouted(ctx, tx, ch, a, s, SkipNobodyCalled, now); err != nil {
+			return err
+		}
+		id := strconv.FormatInt(a.ID, 10)
+		ch.Audit("alert.unrouted", "alert", id, models.AuditParams{"id": id, "policy": a.Policy})
+		return nil
+	})
+	if errors.Is(err, errStepTaken) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // exhaust runs an alert's closing check: nobody acknowledged through every step and
 // round, so the alert is exhausted and the last step's people hear that nobody answered.
+// An alert that called nobody at all is kept open instead (keepUnrouted).
 func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.AlertStep, now time.Time) (bool, error) {
+	called, err := d.Store.AlertRecipients(ctx, a.ID)
+	if err != nil {
+		return false, err
+	}
+	if len(called) == 0 {
+		return d.keepUnrouted(ctx, a, s, now)
+	}
 	steps, err := d.Store.AlertSteps(ctx, a.ID)
 	if err != nil {
 		return false, err

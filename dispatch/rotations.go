@@ -26,14 +26,63 @@ func (d *Dispatcher) CreateRotation(ctx context.Context, by Actor, spec models.R
 	return saved, err
 }
 
+// RotationInUseError refuses deleting or renaming a rotation that escalation policies
+// name as a target: their steps would find nobody. Policies lists them by name.
+type RotationInUseError struct {
+	Rotation string
+	Policies []string
+}
+
+func (e *RotationInUseError) Error() string {
+	return "dispatch: rotation " + e.Rotation + " is used by escalation policies " + strings.Join(e.Policies, ", ")
+}
+
+// checkRotationUnused refuses (*RotationInUseError) taking the name of rotation away
+// from the policies that name it, read in tx.
+func checkRotationUnused(ctx context.Context, tx *models.Store, rotation string) error {
+	policies, err := tx.Policies(ctx)
+	if err != nil {
+		return err
+	}
+	var users []string
+	for _, p := range policies {
+		if policyNamesRotation(&p, rotation) {
+			users = append(users, p.Name)
+		}
+	}
+	if len(users) > 0 {
+		return &RotationInUseError{Rotation: rotation, Policies: users}
+	}
+	return nil
+}
+
+// policyNamesRotation reports whether a step of p targets rotation (its turn or the
+// next in turn).
+func policyNamesRotation(p *models.EscalationPolicy, rotation string) bool {
+	for _, s := range p.Steps {
+		for _, t := range s.Targets {
+			if kind, name := parseTarget(t); kind == targetRotation && name == rotation {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // UpdateRotation replaces the rotation called name (which may rename it), audited with
-// what it was and what it is now. models.ErrNotFound: no such rotation.
+// what it was and what it is now. models.ErrNotFound: no such rotation;
+// *RotationInUseError: a rename of a rotation escalation policies name.
 func (d *Dispatcher) UpdateRotation(ctx context.Context, by Actor, name string, spec models.RotationSpec) (models.RotationSpec, error) {
 	var saved models.RotationSpec
 	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		before, after, err := tx.UpdateRotation(ctx, name, spec)
 		if err != nil {
 			return err
+		}
+		if after.Name != before.Name {
+			if err := checkRotationUnused(ctx, tx, before.Name); err != nil {
+				return err
+			}
 		}
 		specs, err := tx.RotationSpecs(ctx, []models.Rotation{*before, *after})
 		if err != nil {
@@ -50,10 +99,14 @@ func (d *Dispatcher) UpdateRotation(ctx context.Context, by Actor, name string, 
 	return saved, err
 }
 
-// DeleteRotation removes a rotation, audited. models.ErrNotFound: no such rotation.
+// DeleteRotation removes a rotation, audited. models.ErrNotFound: no such rotation;
+// *RotationInUseError: escalation policies name it (change them first).
 func (d *Dispatcher) DeleteRotation(ctx context.Context, by Actor, name string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.DeleteRotation(ctx, name); err != nil {
+			return err
+		}
+		if err := checkRotationUnused(ctx, tx, name); err != nil {
 			return err
 		}
 		ch.Audit("duty.rotation.delete", "rotation", name, models.AuditParams{"name": name})

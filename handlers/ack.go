@@ -76,7 +76,8 @@ func ackHeaders(c *gin.Context) {
 
 // ackProblem answers a link that cannot be used, naming nothing from it: 404 for a
 // link Herald did not sign as it stands, 410 for one whose notice was recalled or
-// cancelled, or whose alert ended over a day ago.
+// cancelled or that has expired, 409 for a tap on a notice that has not gone out to its
+// person.
 func (h *Handlers) ackProblem(c *gin.Context, err error) {
 	status, key := http.StatusServiceUnavailable, "ack.failed"
 	var fe *models.FieldError
@@ -87,6 +88,8 @@ func (h *Handlers) ackProblem(c *gin.Context, err error) {
 		status, key = http.StatusGone, "ack.expired"
 	case errors.Is(err, dispatch.ErrAckNoticeWithdrawn):
 		status, key = http.StatusGone, "ack.withdrawn"
+	case errors.Is(err, dispatch.ErrAckNotCalled):
+		status, key = http.StatusConflict, "ack.not_called"
 	case errors.As(err, &fe):
 		status, key = http.StatusBadRequest, "ack.unknown_action"
 	default:
@@ -192,7 +195,7 @@ func (h *Handlers) WeComCallback(c *gin.Context) {
 	switch {
 	case err == nil, errors.Is(err, dispatch.ErrAlertEnded):
 	case errors.Is(err, dispatch.ErrAckLinkInvalid), errors.Is(err, dispatch.ErrAckLinkExpired),
-		errors.Is(err, dispatch.ErrAckNoticeWithdrawn), errors.As(err, &fe):
+		errors.Is(err, dispatch.ErrAckNoticeWithdrawn), errors.Is(err, dispatch.ErrAckNotCalled), errors.As(err, &fe):
 		h.Log.Warn("wecom card click ignored", "account", acct.Name, "task_id", click.TaskID, "key", click.Key, "error", err)
 	default:
 		// WeCom retries an event not answered 200: the click is acted on then.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/dispatch"
 	"herald/i18n"
 	"herald/models"
 )
@@ -50,6 +51,7 @@ func DatabaseUnavailable(c *gin.Context) {
 // naming the field, "not found" is 404, anything else is logged and 500.
 func (h *Handlers) apiFail(c *gin.Context, err error) {
 	var fe *models.FieldError
+	var inUse *dispatch.RotationInUseError
 	switch {
 	case errors.As(err, &fe):
 		APIError(c, http.StatusUnprocessableEntity, "validation_failed", tr(c, "api.validation_failed", "Field", fe.Field, "Message", fe.In(c.Request.Context())), fe.Field)
@@ -57,6 +59,8 @@ func (h *Handlers) apiFail(c *gin.Context, err error) {
 		APIError(c, http.StatusNotFound, "not_found", tr(c, "api.not_found"), "")
 	case errors.Is(err, models.ErrStateChanged):
 		APIError(c, http.StatusConflict, "invalid_state", tr(c, "api.invalid_state"), "")
+	case errors.As(err, &inUse):
+		APIError(c, http.StatusConflict, "rotation_in_use", rotationInUse(c, inUse), "")
 	case models.Unavailable(err):
 		h.Log.Warn("api request: database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
 		DatabaseUnavailable(c)

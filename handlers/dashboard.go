@@ -84,6 +84,9 @@ func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
 	if d.OpenAlerts, err = h.Store.CountOpenAlerts(ctx); err != nil {
 		return d, err
 	}
+	if d.UnroutedAlerts, err = h.Store.CountUnroutedAlerts(ctx); err != nil {
+		return d, err
+	}
 	d.Queues, d.QueuesError = h.queues()
 	accounts, err := h.Store.Accounts(ctx)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/dispatch"
 	"herald/models"
 	"herald/views"
 )
@@ -168,6 +169,10 @@ func (h *Handlers) UpdateRotation(c *gin.Context) {
 		h.renderRotationForm(c, http.StatusConflict, f, map[string]string{"": tr(c, "error.changed_meanwhile")})
 		return
 	}
+	if inUse, ok := errors.AsType[*dispatch.RotationInUseError](err); ok {
+		h.renderRotationForm(c, http.StatusConflict, f, map[string]string{"name": rotationInUse(c, inUse)})
+		return
+	}
 	if errs, ok := rotationFormErrors(c, err); ok {
 		h.renderRotationForm(c, http.StatusUnprocessableEntity, f, errs)
 		return
@@ -187,11 +192,20 @@ func (h *Handlers) DeleteRotation(c *gin.Context) {
 		ErrorPage(c, http.StatusNotFound, "error.no_rotation", "Name", name)
 		return
 	}
+	if inUse, ok := errors.AsType[*dispatch.RotationInUseError](err); ok {
+		ErrorPage(c, http.StatusConflict, "rotation.in_use", "Name", inUse.Rotation, "Policies", strings.Join(inUse.Policies, ", "))
+		return
+	}
 	if err != nil {
 		h.serverError(c, err)
 		return
 	}
 	h.redirectNotice(c, "/duty#rotations", "deleted", tr(c, "rotation.notice", "Name", name))
+}
+
+// rotationInUse says which policies keep a rotation from being deleted or renamed.
+func rotationInUse(c *gin.Context, e *dispatch.RotationInUseError) string {
+	return tr(c, "rotation.in_use", "Name", e.Rotation, "Policies", strings.Join(e.Policies, ", "))
 }
 
 // DutyCalendar is the month view of the duty calendar (?month=YYYY-MM).

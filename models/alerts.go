@@ -28,6 +28,8 @@ const (
 	EventAlertAcknowledged = "alert.acknowledged"
 	EventAlertResolved     = "alert.resolved"
 	EventAlertExhausted    = "alert.exhausted"
+	// EventAlertUnrouted: a step of the alert found nobody to call.
+	EventAlertUnrouted = "alert.unrouted"
 )
 
 // SourceEscalation is the source of the batches Herald sends for an alert: its steps and
@@ -466,6 +468,20 @@ func (s *Store) CountOpenAlerts(ctx context.Context) (int, error) {
 	var n int64
 	if err := s.reader(ctx).Model(&Alert{}).Where("state = ?", AlertOpen).Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("models: count open alerts: %w", err)
+	}
+	return int(n), nil
+}
+
+// CountUnroutedAlerts counts the open alerts whose latest fired step (or closing check)
+// called nobody: the alarm of alerts nobody is being called for.
+func (s *Store) CountUnroutedAlerts(ctx context.Context) (int, error) {
+	var n int64
+	err := s.reader(ctx).Model(&Alert{}).Where("state = ?", AlertOpen).
+		Where(`EXISTS (SELECT 1 FROM alert_steps s WHERE s.alert_id = alerts.id AND s.fired_at IS NOT NULL AND s.skipped_reason <> ''
+			AND NOT EXISTS (SELECT 1 FROM alert_steps t WHERE t.alert_id = s.alert_id AND t.fired_at IS NOT NULL
+				AND (t.round > s.round OR (t.round = s.round AND t.n > s.n))))`).Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("models: count unrouted alerts: %w", err)
 	}
 	return int(n), nil
 }

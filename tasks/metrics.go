@@ -100,25 +100,28 @@ func (m *Metrics) throttle(account, window string) {
 
 // NewAlertMetrics registers the alerts' instruments with reg: herald_alert_ack_seconds,
 // how long alerts waited for their first acknowledgment (observed by the returned
-// function, where acknowledgments are made), and herald_alerts, the alerts by state,
-// read from the database at each scrape.
+// function, where acknowledgments are made), herald_alerts, the alerts by state, and
+// herald_alerts_unrouted, the open alerts whose latest step called nobody, both read
+// from the database at each scrape.
 func NewAlertMetrics(reg prometheus.Registerer, store *models.Store) func(time.Duration) {
 	ack := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "herald_alert_ack_seconds",
 		Help:    "How long alerts waited from opening to their first acknowledgment.",
 		Buckets: []float64{30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400}})
 	reg.MustRegister(ack, &alertStateCollector{store: store,
-		desc: prometheus.NewDesc("herald_alerts", "Alerts by state.", []string{"state"}, nil)})
+		desc: prometheus.NewDesc("herald_alerts", "Alerts by state.", []string{"state"}, nil),
+		unrouted: prometheus.NewDesc("herald_alerts_unrouted",
+			"Open alerts whose latest escalation step called nobody (the unrouted alarm).", nil, nil)})
 	return func(d time.Duration) { ack.Observe(d.Seconds()) }
 }
 
-// alertStateCollector counts alerts by state at each scrape: the database holds the
-// truth for every process.
+// alertStateCollector counts alerts by state, and the unrouted ones, at each scrape:
+// the database holds the truth for every process.
 type alertStateCollector struct {
-	store *models.Store
-	desc  *prometheus.Desc
+	store          *models.Store
+	desc, unrouted *prometheus.Desc
 }
 
-func (c *alertStateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+func (c *alertStateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.unrouted }
 
 func (c *alertStateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -126,9 +129,15 @@ func (c *alertStateCollector) Collect(ch chan<- prometheus.Metric) {
 	counts, err := c.store.AlertCounts(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
+	} else {
+		for _, st := range models.AlertStates {
+			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[st]), st)
+		}
+	}
+	n, err := c.store.CountUnroutedAlerts(ctx)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(c.unrouted, err)
 		return
 	}
-	for _, st := range models.AlertStates {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[st]), st)
-	}
+	ch <- prometheus.MustNewConstMetric(c.unrouted, prometheus.GaugeValue, float64(n))
 }

@@ -17,6 +17,12 @@ import (
 // console with acknowledgment links turned on, the alert and each person's message.
 func (c *console) ackAlert(people ...string) (*models.Alert, map[string]models.Message) {
 	c.t.Helper()
+	return c.ackAlertWith(func(*dispatch.Request) {}, people...)
+}
+
+// ackAlertWith is ackAlert with the request changed by adjust before it is sent.
+func (c *console) ackAlertWith(adjust func(*dispatch.Request), people ...string) (*models.Alert, map[string]models.Message) {
+	c.t.Helper()
 	ctx := context.Background()
 	d := c.h.Dispatch
 	if d.AckLinks == nil {
@@ -31,8 +37,10 @@ func (c *console) ackAlert(people ...string) (*models.Alert, map[string]models.M
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	res, err := d.Submit(ctx, dispatch.Request{Source: "api", Actor: "test", AccountID: acct.ID, Recipients: people,
-		Subject: "Core banking alarm", Text: "Transfers failing since 02:10", Ack: &dispatch.AckRequest{Policy: "ack-test"}})
+	req := dispatch.Request{Source: "api", Actor: "test", AccountID: acct.ID, Recipients: people,
+		Subject: "Core banking alarm", Text: "Transfers failing since 02:10", Ack: &dispatch.AckRequest{Policy: "ack-test"}}
+	adjust(&req)
+	res, err := d.Submit(ctx, req)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -178,4 +186,76 @@ func TestAckLinkAfterTheAlertEnds(t *testing.T) {
 	resp, body = anon.do("GET", path, "", nil, map[string]string{"Accept-Language": "zh-CN"})
 	wantStatus(t, "expired link (zh-CN)", resp, body, http.StatusGone)
 	wantContains(t, "expired link (zh-CN)", body, "此链接已过期")
+}
+
+// An alert someone took and nobody resolved does not keep its links for ever: a week
+// after the acknowledgment they have expired (410), in both languages.
+func TestAckLinkOfATakenAlertExpiresAfterAWeek(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	var offset atomic.Int64
+	c.h.Dispatch.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
+	a, msgs := c.ackAlert("E2001")
+	anon := c.as("")
+	path := c.ackPath(msgs["E2001"])
+	resp, body := anon.post(path, url.Values{"action": {"ack"}})
+	wantStatus(t, "tap 我来处理", resp, body, http.StatusOK)
+	if got := c.alert(a.ID); got.State != models.AlertAcknowledged {
+		t.Fatalf("alert is %s after the tap, want acknowledged", got.State)
+	}
+	offset.Store(int64(dispatch.AckLinkIdleLife - time.Minute))
+	if resp, body := anon.get(path); resp.StatusCode != http.StatusOK {
+		t.Errorf("a minute before the link expires: %d\n%s", resp.StatusCode, body)
+	}
+	offset.Store(int64(dispatch.AckLinkIdleLife + time.Minute))
+	resp, body = anon.get(path)
+	wantStatus(t, "a week after the acknowledgment", resp, body, http.StatusGone)
+	wantContains(t, "a week after the acknowledgment", body, "seven days after it was taken")
+	wantNotContains(t, "a week after the acknowledgment", body, "Core banking alarm")
+	resp, body = anon.post(path, url.Values{"action": {"resolve"}})
+	wantStatus(t, "resolve a week after the acknowledgment", resp, body, http.StatusGone)
+	resp, body = anon.do("GET", path, "", nil, map[string]string{"Accept-Language": "zh-CN"})
+	wantStatus(t, "expired link (zh-CN)", resp, body, http.StatusGone)
+	wantContains(t, "expired link (zh-CN)", body, "接手 7 天后链接失效")
+	if got := c.alert(a.ID); got.State != models.AlertAcknowledged {
+		t.Errorf("an expired link changed the alert: %s", got.State)
+	}
+}
+
+// Only the people the alert has called so far act through their links: the link of a
+// notice still awaiting approval, or scheduled for later, neither takes nor resolves
+// the alert (409, in both languages), though Herald signed it.
+func TestAckLinkActsOnlyForPeopleCalled(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := context.Background()
+	later := time.Now().Add(time.Hour)
+	scheduled, scheduledMsgs := c.ackAlertWith(func(r *dispatch.Request) { r.SendAt = &later }, "E2001")
+	if err := c.store.SetApprovalThreshold(ctx, 1, "admin"); err != nil {
+		t.Fatal(err)
+	}
+	c.h.Dispatch.ForgetThreshold()
+	held, heldMsgs := c.ackAlert("E2001", "E2002")
+	anon := c.as("")
+	for _, tc := range []struct {
+		name  string
+		alert *models.Alert
+		m     models.Message
+	}{
+		{"awaiting approval", held, heldMsgs["E2001"]},
+		{"scheduled", scheduled, scheduledMsgs["E2001"]},
+	} {
+		for _, action := range []string{"resolve", "ack"} {
+			resp, body := anon.post(c.ackPath(tc.m), url.Values{"action": {action}})
+			wantStatus(t, tc.name+" "+action, resp, body, http.StatusConflict)
+			wantContains(t, tc.name+" "+action, body, "has not reached you yet")
+		}
+		resp, body := anon.do("POST", c.ackPath(tc.m), "application/x-www-form-urlencoded", strings.NewReader("action=resolve"),
+			map[string]string{"Accept-Language": "zh-CN"})
+		wantStatus(t, tc.name+" (zh-CN)", resp, body, http.StatusConflict)
+		wantContains(t, tc.name+" (zh-CN)", body, "只有告警已通知到的人")
+		if got := c.alert(tc.alert.ID); got.State != models.AlertOpen || got.AcknowledgedBy != "" {
+			t.Errorf("%s: a link of a notice not yet sent changed the alert: %s by %q", tc.name, got.State, got.AcknowledgedBy)
+		}
+	}
 }
