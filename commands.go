@@ -21,11 +21,11 @@ import (
 // openMigrated opens the configured database with every migration applied (under the
 // start lock, so a command run beside starting processes waits its turn).
 func openMigrated(ctx context.Context, getenv config.Getenv) (*models.Store, error) {
-	_, store, err := openStore(getenv)
+	cfg, store, err := openStore(getenv)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := app.Migrate(ctx, store); err != nil {
+	if _, err := app.Migrate(ctx, store, cfg.Location); err != nil {
 		store.Close()
 		return nil, err
 	}
@@ -49,13 +49,13 @@ func migrateCommand(ctx context.Context, args []string, getenv config.Getenv, st
 	if len(args) != 1 || (args[0] != "up" && args[0] != "status") {
 		return errors.New("usage: herald migrate up|status")
 	}
-	_, store, err := openStore(getenv)
+	cfg, store, err := openStore(getenv)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 	if args[0] == "up" {
-		applied, err := app.Migrate(ctx, store)
+		applied, err := app.Migrate(ctx, store, cfg.Location)
 		if err != nil {
 			return err
 		}

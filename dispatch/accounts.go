@@ -160,6 +160,7 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 	}
 	var kept []string
 	if old != nil && old.Platform == a.Platform {
+		models.KeepMasked(a.Config, old.Config)
 		for _, k := range channels.SecretKeys[a.Platform] {
 			if _, given := in.Config[k]; !given && old.Config[k] != "" {
 				a.Config[k] = old.Config[k]

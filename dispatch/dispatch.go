@@ -55,6 +55,9 @@ type Dispatcher struct {
 	// firing's transaction: an error rolls the firing back, as a crash would.
 	afterClaim func() error
 
+	// weComRefusals rate-limits the log line of refused WeCom callbacks.
+	weComRefusals refusalLog
+
 	groups    grouper
 	fallbacks fallbackRuns
 	threshold thresholdCache

@@ -124,7 +124,7 @@ func configFields(platform string, values map[string]string, stored *models.Acco
 func accountForm(a *models.Account, oldName string, stored *models.Account) views.AccountForm {
 	f := views.AccountForm{OldName: oldName, Name: a.Name, Platform: a.Platform, Platforms: channels.Platforms,
 		IsDefault: a.IsDefault, Enabled: a.Enabled, AllowPrivateNetwork: a.AllowPrivateNetwork,
-		MaxAttempts: strconv.Itoa(a.MaxAttempts), QuietHours: a.QuietHours, Config: configFields(a.Platform, a.Config, stored),
+		MaxAttempts: strconv.Itoa(a.MaxAttempts), QuietHours: a.QuietHours, Config: configFields(a.Platform, models.MaskedConfig(a.Config), stored),
 		Warnings: delivery.UnreachableLimits(a.Limits), Excess: delivery.AboveDocumented(a.Limits, a.Platform),
 		Retry: retryRows(a.RetryPolicy, nil)}
 	f.Limits = limitFields(a.Limits, a.Platform)
@@ -301,7 +301,7 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 	}
 	values := map[string]string{}
 	if stored != nil && stored.Platform == c.Query("platform") {
-		values = stored.Config
+		values = models.MaskedConfig(stored.Config)
 	}
 	fields := configFields(c.Query("platform"), values, stored)
 	if c.Query("account") == "" {

@@ -146,62 +146,34 @@ const maxWeComCallbackBytes = 64 << 10
 // WeComCallback serves GET and POST /callbacks/wecom/:account, the callback URL of a
 // WeCom account's application. GET is WeCom's check of the URL, answered with the
 // decrypted echostr; POST carries an event, of which Herald acts on clicks on alert
-// cards' buttons. Anything without a valid msg_signature is refused (403) and changes
-// nothing; WeCom retries what is not answered 200, so an event Herald cannot use is
-// still answered 200.
+// cards' buttons (dispatch.WeComCallback). Every refusal is answered alike, 403 with
+// no body, whatever its reason (an unknown account, a bad signature, an old timestamp,
+// a replay, a body too large); WeCom retries what is not answered 200, so an event
+// Herald cannot use is still answered 200, and one it could not act on yet 503.
 func (h *Handlers) WeComCallback(c *gin.Context) {
-	ctx := c.Request.Context()
-	acct, err := h.Store.AccountByName(ctx, c.Param("account"))
-	if err != nil || acct.Platform != "wecom" || acct.Unreadable {
-		c.Status(http.StatusNotFound)
-		return
-	}
-	cb, err := channels.NewWeComCallback(acct.Config)
-	if err != nil {
-		c.Status(http.StatusNotFound)
-		return
-	}
 	q := c.Request.URL.Query()
-	sig, ts, nonce := q.Get("msg_signature"), q.Get("timestamp"), q.Get("nonce")
-	if c.Request.Method == http.MethodGet {
-		echo, err := cb.VerifyURL(sig, ts, nonce, q.Get("echostr"))
+	req := dispatch.WeComCallbackRequest{Account: c.Param("account"), Signature: q.Get("msg_signature"),
+		Timestamp: q.Get("timestamp"), Nonce: q.Get("nonce"), Echostr: q.Get("echostr"), Check: c.Request.Method == http.MethodGet}
+	if !req.Check {
+		body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxWeComCallbackBytes))
 		if err != nil {
 			c.Status(http.StatusForbidden)
 			return
 		}
-		c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(echo))
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxWeComCallbackBytes))
-	if err != nil {
-		c.Status(http.StatusRequestEntityTooLarge)
-		return
-	}
-	msg, err := cb.Open(sig, ts, nonce, body)
-	if err != nil {
-		h.Log.Warn("wecom callback refused", "account", acct.Name, "error", err)
-		c.Status(http.StatusForbidden)
-		return
-	}
-	click, ok, err := channels.ParseWeComCardEvent(msg)
-	if err != nil || !ok {
-		c.Status(http.StatusOK)
-		return
+		req.Body = body
 	}
 	by := dispatch.System(dispatch.ActorWeComCard)
 	by.IP = c.ClientIP()
-	_, _, err = h.Dispatch.ActOnWeComCard(ctx, by, acct.ID, click)
-	var fe *models.FieldError
+	echo, err := h.Dispatch.WeComCallback(c.Request.Context(), by, req)
 	switch {
-	case err == nil, errors.Is(err, dispatch.ErrAlertEnded):
-	case errors.Is(err, dispatch.ErrAckLinkInvalid), errors.Is(err, dispatch.ErrAckLinkExpired),
-		errors.Is(err, dispatch.ErrAckNoticeWithdrawn), errors.Is(err, dispatch.ErrAckNotCalled), errors.As(err, &fe):
-		h.Log.Warn("wecom card click ignored", "account", acct.Name, "task_id", click.TaskID, "key", click.Key, "error", err)
-	default:
-		// WeCom retries an event not answered 200: the click is acted on then.
-		h.Log.Error("wecom card click", "account", acct.Name, "task_id", click.TaskID, "error", err)
+	case errors.Is(err, dispatch.ErrWeComCallbackRefused):
+		c.Status(http.StatusForbidden)
+	case err != nil:
+		h.Log.Error("wecom callback", "account", req.Account, "error", err)
 		c.Status(http.StatusServiceUnavailable)
-		return
+	case req.Check:
+		c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(echo))
+	default:
+		c.Status(http.StatusOK)
 	}
-	c.Status(http.StatusOK)
 }

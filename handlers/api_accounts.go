@@ -51,7 +51,7 @@ type accountJSON struct {
 func toAccountJSON(a models.Account) accountJSON {
 	cfg := map[string]any{}
 	secret := channels.SecretKeys[a.Platform]
-	for k, v := range a.Config {
+	for k, v := range models.MaskedConfig(a.Config) {
 		if slices.Contains(secret, k) && v != "" {
 			v = SecretMask
 		}

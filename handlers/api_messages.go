@@ -364,16 +364,7 @@ func (h *Handlers) apiMessageFilter(c *gin.Context) (models.MessageFilter, *mode
 	if f.ErrorClass, err = oneOf("error_class", errorClasses); err != nil {
 		return f, nil, err
 	}
-	if id := strings.TrimSpace(c.Query("recipient")); id != "" {
-		r, err := h.Store.RecipientByExternalID(c.Request.Context(), id)
-		if isNotFound(err) {
-			return f, nil, models.Invalid("recipient", "api.list.no_recipient")
-		}
-		if err != nil {
-			return f, nil, err
-		}
-		f.RecipientID = r.ID
-	}
+	f.Recipient = strings.TrimSpace(c.Query("recipient"))
 	if f.BatchID = strings.TrimSpace(c.Query("batch")); len(f.BatchID) > 36 {
 		return f, nil, models.Invalid("batch", "api.list.too_long", "Max", 36)
 	}

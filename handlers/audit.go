@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -17,9 +18,9 @@ func consoleActor(c *gin.Context) models.AuditEntry {
 
 // auditOnce records a console event that anyone can repeat at will (a throttled
 // guess) at most once a minute per key, so that it is on record without flooding it.
-func (h *Handlers) auditOnce(c *gin.Context, actor, action, targetType, targetID, detail, key string) {
+func (h *Handlers) auditOnce(c *gin.Context, actor, action, targetType, targetID, detail, key string, params models.AuditParams) {
 	_, err := h.Store.AuditOnce(c.Request.Context(), models.AuditEntry{Actor: actor, ActorType: "user", Action: action,
-		TargetType: targetType, TargetID: targetID, Detail: detail, IP: c.ClientIP()}, key, time.Minute)
+		TargetType: targetType, TargetID: targetID, Detail: detail, IP: c.ClientIP()}.WithParams(params), key, time.Minute)
 	if err != nil {
 		h.Log.Error("audit log write failed", "action", action, "error", err)
 	}
@@ -32,7 +33,9 @@ func (h *Handlers) AuditRequest(c *gin.Context, action, targetType, targetID str
 	if u := CurrentUser(c); u != nil {
 		actor = u.Username
 	}
-	h.audit(c, actor, action, targetType, targetID, fmt.Sprintf("status %d: %s %s", c.Writer.Status(), c.Request.Method, c.Request.URL.Path))
+	request := c.Request.Method + " " + c.Request.URL.Path
+	h.audit(c, actor, action, targetType, targetID, fmt.Sprintf("status %d: %s", c.Writer.Status(), request),
+		models.AuditParams{"request": request, "status": strconv.Itoa(c.Writer.Status())})
 }
 
 // actor is who makes the request's change, as the service layer takes it: the API key
@@ -57,11 +60,12 @@ func apiActor(c *gin.Context) models.AuditEntry {
 	return models.AuditEntry{Actor: actor, ActorType: "api_key", IP: c.ClientIP()}
 }
 
-// audit records a console action. A failure to write the audit log is logged, not shown:
-// the action itself has already happened.
-func (h *Handlers) audit(c *gin.Context, actor, action, targetType, targetID, detail string) {
+// audit records a console action with the named values of its catalog sentence. A
+// failure to write the audit log is logged, not shown: the action itself has already
+// happened.
+func (h *Handlers) audit(c *gin.Context, actor, action, targetType, targetID, detail string, params models.AuditParams) {
 	h.writeAudit(c, models.AuditEntry{Actor: actor, ActorType: "user", Action: action,
-		TargetType: targetType, TargetID: targetID, Detail: detail, IP: c.ClientIP()})
+		TargetType: targetType, TargetID: targetID, Detail: detail, IP: c.ClientIP()}.WithParams(params))
 }
 
 // auditAPI records an API action under the API key's name.

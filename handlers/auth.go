@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -31,13 +32,23 @@ func (h *Handlers) Login(c *gin.Context) {
 	u, err := h.Store.Authenticate(c.Request.Context(), username, c.PostForm("password"), ip)
 	switch {
 	case errors.Is(err, models.ErrThrottled):
+		// Refused at once, the password unchecked: Retry-After says when the next guess
+		// may be checked.
+		wait := models.RetryAfterSeconds(err)
+		c.Header("Retry-After", strconv.Itoa(wait))
 		h.Log.Warn("login throttled", "username", username, "ip", ip)
-		h.auditOnce(c, username, "user.login_throttled", "user", username, "status 429: too many failed sign-ins", "login "+username+" "+ip)
-		render(c, http.StatusTooManyRequests, views.LoginPage(username, next, tr(c, "login.throttled")))
+		h.auditOnce(c, username, "user.login_throttled", "user", username, "status 429: too many failed sign-ins", "login "+username+" "+ip,
+			models.AuditParams{"username": username, "retry_after": strconv.Itoa(wait)})
+		msg := tr(c, "login.throttled")
+		if te, ok := errors.AsType[*models.ThrottledError](err); ok && te.User {
+			msg = tr(c, "login.user_throttled", "Seconds", wait)
+		}
+		render(c, http.StatusTooManyRequests, views.LoginPage(username, next, msg))
 		return
 	case errors.Is(err, models.ErrBadCredentials):
 		h.Log.Warn("login failed", "username", username, "ip", ip)
-		h.audit(c, username, "user.login_failed", "user", username, "status 401: wrong username or password")
+		h.audit(c, username, "user.login_failed", "user", username, "status 401: wrong username or password",
+			models.AuditParams{"username": username})
 		render(c, http.StatusUnauthorized, views.LoginPage(username, next, tr(c, "login.wrong")))
 		return
 	case err != nil:
@@ -48,7 +59,7 @@ func (h *Handlers) Login(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, u.Username, "user.login", "user", u.Username, "")
+	h.audit(c, u.Username, "user.login", "user", u.Username, "", models.AuditParams{"username": u.Username})
 	c.Redirect(http.StatusSeeOther, safeNext(next))
 }
 
@@ -60,7 +71,7 @@ func (h *Handlers) Logout(c *gin.Context) {
 		return
 	}
 	if u != nil {
-		h.audit(c, u.Username, "user.logout", "user", u.Username, "")
+		h.audit(c, u.Username, "user.logout", "user", u.Username, "", models.AuditParams{"username": u.Username})
 	}
 	c.Redirect(http.StatusSeeOther, "/login")
 }

@@ -114,7 +114,11 @@ func render(c *gin.Context, status int, comp templ.Component) {
 // anything, in Herald's own words and layout.
 func ErrorPage(c *gin.Context, status int, key string, args ...any) {
 	message := i18n.T(c.Request.Context(), key, args...)
-	render(c, status, views.ErrorPage(page(c, tr(c, "title.error"), ""), status, message))
+	p := page(c, tr(c, "title.error"), "")
+	// The language switch of an error page comes back to the dashboard, not to the path
+	// asked for: a made-up path must not travel on in the page's form.
+	p.Path = "/"
+	render(c, status, views.ErrorPage(p, status, message))
 	c.Abort()
 }
 

@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -35,8 +36,10 @@ func (h *Handlers) ChangePassword(c *gin.Context) {
 	u := CurrentUser(c)
 	err := h.Dispatch.ChangePassword(c.Request.Context(), actor(c), u, c.PostForm("current_password"), c.PostForm("new_password"))
 	if errors.Is(err, models.ErrThrottled) {
+		wait := models.RetryAfterSeconds(err)
+		c.Header("Retry-After", strconv.Itoa(wait))
 		h.renderAccount(c, http.StatusTooManyRequests, false,
-			map[string]string{"current_password": tr(c, "users.me.throttled")})
+			map[string]string{"current_password": tr(c, "users.me.throttled", "Seconds", wait)})
 		return
 	}
 	if errs, ok := fieldErrors(c, err); ok {

@@ -149,7 +149,8 @@ func (h *Handlers) ExportRecipients(c *gin.Context) {
 		f.After = list[len(list)-1].ExternalID
 	}
 	w.Flush()
-	h.audit(c, CurrentUser(c).Username, "recipients.export", "recipient", "", fmt.Sprintf("%d rows", n))
+	h.audit(c, CurrentUser(c).Username, "recipients.export", "recipient", "", fmt.Sprintf("%d rows", n),
+		models.AuditParams{"rows": strconv.Itoa(n)})
 }
 
 // recipientFromForm reads the person form.

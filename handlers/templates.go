@@ -286,6 +286,7 @@ func (h *Handlers) TestSendTemplate(c *gin.Context) {
 		h.serverError(c, err)
 		return
 	}
-	h.audit(c, u.Username, "template.test_send", "batch", res.Batch.ID, "template "+f.OldName)
+	h.audit(c, u.Username, "template.test_send", "batch", res.Batch.ID, "template "+f.OldName,
+		models.AuditParams{"template": f.OldName, "batch": res.Batch.ID})
 	c.Redirect(http.StatusSeeOther, "/batches/"+res.Batch.ID)
 }

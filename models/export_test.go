@@ -27,18 +27,12 @@ func (s *Store) RawInTx(ctx context.Context, fn func(query func(string) error) e
 
 // BeginGuess counts a password guess at a time as a sign-in for username does (under
 // the user's id when there is such a user), without checking any password; wrong says
-// whether the guess is then kept as a wrong one or given back.
+// whether the guess is then kept as a wrong one or given back. nil means the guess
+// would have been checked; a refusal is a *ThrottledError.
 func (s *Store) BeginGuess(ctx context.Context, username, ip string, at time.Time, wrong bool) error {
-	_, err := s.GuessDelay(ctx, username, ip, at, wrong)
-	return err
-}
-
-// GuessDelay is BeginGuess, reporting how long the guess waited for being past the
-// user's limit.
-func (s *Store) GuessDelay(ctx context.Context, username, ip string, at time.Time, wrong bool) (time.Duration, error) {
 	var list []User
 	if err := s.db.WithContext(ctx).Where("username = ?", username).Find(&list).Error; err != nil {
-		return 0, err
+		return err
 	}
 	var u *User
 	if len(list) == 1 {
@@ -46,10 +40,15 @@ func (s *Store) GuessDelay(ctx context.Context, username, ip string, at time.Tim
 	}
 	g, err := s.beginGuess(ctx, guessUserKey(u, username), ip, at)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	s.endGuess(ctx, g, !wrong)
-	return g.Delay, nil
+	return nil
+}
+
+// AuthenticateAt is Authenticate with the throttle's clock at a given time.
+func (s *Store) AuthenticateAt(ctx context.Context, username, password, ip string, at time.Time) (*User, error) {
+	return s.authenticate(ctx, username, password, ip, at)
 }
 
 // UseRecipientClock sets the clock of the store's cache of recipients.

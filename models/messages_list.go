@@ -21,8 +21,12 @@ type MessageFilter struct {
 	Platform    string
 	AccountID   int64
 	RecipientID int64
-	BatchID     string
-	ErrorClass  string
+	// Recipient keeps the messages to the person with this external id; an id nobody
+	// has matches nothing, exactly like a person with no messages, so that a filter
+	// never tells which staff exist.
+	Recipient  string
+	BatchID    string
+	ErrorClass string
 	// RecipientName finds messages to people whose name holds this text.
 	RecipientName string
 	// CreatedFrom and CreatedBefore bound created_at: From <= created_at < Before.
@@ -78,6 +82,9 @@ func (f MessageFilter) apply(q *gorm.DB) *gorm.DB {
 	}
 	if f.RecipientID != 0 {
 		q = q.Where("m.recipient_id = ?", f.RecipientID)
+	}
+	if f.Recipient != "" {
+		q = q.Where("m.recipient_id IN (SELECT id FROM recipients WHERE external_id = ?)", f.Recipient)
 	}
 	if f.BatchID != "" {
 		q = q.Where("m.batch_id = ?", f.BatchID)

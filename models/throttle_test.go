@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,60 +13,122 @@ import (
 	"herald/models"
 )
 
-// Guesses past a user's limit are not refused, so that nobody can keep a user out by
-// guessing wrong on purpose: each waits, and the wait doubles with every wrong one.
-func TestGuessesPastTheUserLimitWait(t *testing.T) {
+// Past a user's limit, guesses pass one at a time through a gate that closes for a
+// delay after each; a guess while it is closed is refused at once with the time until
+// it opens, whatever the concurrency and however many addresses: of 30 parallel guesses
+// at most GuessesPerUser+1 reach the check.
+func TestParallelGuessesPastTheUserLimitAreRefused(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
 	ctx := context.Background()
 	now := models.Now()
-	const parallel = 12
+	const parallel = 30
 	var (
-		wg             sync.WaitGroup
-		mu             sync.Mutex
-		prompt, waited int
+		wg               sync.WaitGroup
+		mu               sync.Mutex
+		checked, refused int
+		retry            []time.Duration
 	)
 	for i := range parallel {
 		wg.Go(func() {
 			// Each from its own address: only the user's limit applies.
-			delay, err := s.GuessDelay(ctx, "alice", fmt.Sprintf("10.0.1.%d", i), now, true)
+			err := s.BeginGuess(ctx, "alice", fmt.Sprintf("10.0.1.%d", i), now, true)
 			mu.Lock()
 			defer mu.Unlock()
+			var te *models.ThrottledError
 			switch {
-			case err != nil:
-				t.Error(err)
-			case delay == 0:
-				prompt++
+			case err == nil:
+				checked++
+			case errors.As(err, &te) && errors.Is(err, models.ErrThrottled) && te.User:
+				refused++
+				retry = append(retry, te.RetryAfter)
 			default:
-				waited++
+				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if prompt != models.GuessesPerUser || waited != parallel-models.GuessesPerUser {
-		t.Errorf("%d parallel guesses: %d answered at once, %d after a wait; want %d at once", parallel, prompt, waited, models.GuessesPerUser)
+	if checked > models.GuessesPerUser+1 || checked+refused != parallel {
+		t.Errorf("%d parallel guesses: %d reached the check, %d refused; want at most %d checked", parallel, checked, refused, models.GuessesPerUser+1)
 	}
-	var delays []time.Duration
-	for i := range 4 {
-		delay, err := s.GuessDelay(ctx, "alice", fmt.Sprintf("10.0.1.%d", 50+i), now, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		delays = append(delays, delay)
-	}
-	for i := 1; i < len(delays); i++ {
-		if delays[i] <= delays[i-1] && delays[i] < 30*time.Millisecond {
-			t.Errorf("delays past the limit %v, want each longer than the last up to the cap", delays)
+	for _, d := range retry {
+		if d <= 0 || d > 2*time.Second {
+			t.Errorf("a refusal says to retry in %s, want the first delay (1 s, whole seconds)", d)
+			break
 		}
 	}
-	if delay, err := s.GuessDelay(ctx, "bob", "10.0.1.1", now, true); err != nil || delay != 0 {
-		t.Errorf("another username from one of the addresses: waited %s, %v", delay, err)
+	// Each guess after the gate opens passes, and closes it for longer.
+	at, last := now, time.Duration(0)
+	for i := range 5 {
+		err := s.BeginGuess(ctx, "alice", "10.0.1.200", at, true)
+		te, ok := errors.AsType[*models.ThrottledError](err)
+		if !ok {
+			t.Fatalf("guess %d at once after one passed: %v, want a refusal", i, err)
+		}
+		if te.RetryAfter <= last {
+			t.Errorf("delays past the limit: %s after %s, want each longer", te.RetryAfter, last)
+		}
+		last = te.RetryAfter
+		at = at.Add(te.RetryAfter)
+		if err := s.BeginGuess(ctx, "alice", "10.0.1.201", at, true); err != nil {
+			t.Fatalf("a guess once the gate opened: %v", err)
+		}
+	}
+	if err := s.BeginGuess(ctx, "bob", "10.0.1.1", now, true); err != nil {
+		t.Errorf("another username from one of the addresses: %v", err)
 	}
 }
 
-func TestMain(m *testing.M) {
-	models.UseShortGuessDelays()
-	os.Exit(m.Run())
+// ASVS 2.2.1: fewer than 100 failed checks per account in an hour, however fast and
+// from however many addresses an attacker guesses: here one guess at every moment the
+// gate opens, and guesses in between that are refused.
+func TestWrongGuessesPerHourStayUnderASVSLimit(t *testing.T) {
+	t.Parallel()
+	s := testenv.Store(t)
+	ctx := context.Background()
+	start := models.Now().Truncate(time.Minute)
+	checked := 0
+	for at, i := start, 0; at.Before(start.Add(time.Hour)); i++ {
+		err := s.BeginGuess(ctx, "mallory-target", fmt.Sprintf("10.1.%d.%d", i/250, i%250), at, true)
+		te, refused := errors.AsType[*models.ThrottledError](err)
+		switch {
+		case err == nil:
+			checked++
+		case !refused:
+			t.Fatal(err)
+		}
+		step := time.Second
+		if refused && te.RetryAfter > 0 {
+			step = te.RetryAfter
+		}
+		at = at.Add(step)
+	}
+	t.Logf("%d wrong passwords checked in an hour of guessing at every opening of the gate", checked)
+	if checked >= 100 {
+		t.Errorf("%d wrong passwords checked in an hour, want under 100 (ASVS 2.2.1)", checked)
+	}
+	// The right password once the gate opens still signs in: nobody is locked out.
+	if _, err := s.CreateUser(ctx, "carl", "correct-horse-battery", models.RoleAdmin); err != nil {
+		t.Fatal(err)
+	}
+	at := start
+	for range 3 * models.GuessesPerUser {
+		if _, err := s.AuthenticateAt(ctx, "carl", "wrong-password", "10.2.0.1", at); !errors.Is(err, models.ErrThrottled) && !errors.Is(err, models.ErrBadCredentials) {
+			t.Fatal(err)
+		}
+	}
+	_, err := s.AuthenticateAt(ctx, "carl", "correct-horse-battery", "10.2.0.2", at)
+	te, ok := errors.AsType[*models.ThrottledError](err)
+	if !ok {
+		t.Fatalf("the right password while the gate is closed: %v, want a refusal with a time", err)
+	}
+	if _, err := s.AuthenticateAt(ctx, "carl", "correct-horse-battery", "10.2.0.2", at.Add(te.RetryAfter)); err != nil {
+		t.Errorf("the right password once the gate opened: %v", err)
+	}
+	// A right password opens the gate for good.
+	if _, err := s.AuthenticateAt(ctx, "carl", "wrong-password", "10.2.0.3", at.Add(te.RetryAfter)); !errors.Is(err, models.ErrBadCredentials) {
+		t.Errorf("a wrong password right after the right one: %v, want it checked", err)
+	}
 }
 
 func TestGuessLimits(t *testing.T) {
@@ -95,15 +156,17 @@ func TestGuessLimits(t *testing.T) {
 	t.Run("the username's limit holds across the border of two minutes", func(t *testing.T) {
 		late := minute.Add(59 * time.Second)
 		for i := range models.GuessesPerUser {
-			if delay, err := s.GuessDelay(ctx, "dave", fmt.Sprintf("10.0.3.%d", i), late, true); err != nil || delay != 0 {
-				t.Fatalf("wrong guess %d: waited %s, %v", i+1, delay, err)
+			if err := guess("dave", fmt.Sprintf("10.0.3.%d", i), late, true); err != nil {
+				t.Fatalf("wrong guess %d: %v", i+1, err)
 			}
 		}
-		if delay, err := s.GuessDelay(ctx, "dave", "10.0.3.99", minute.Add(61*time.Second), true); err != nil || delay == 0 {
-			t.Errorf("guess two seconds later, in the next minute: waited %s, %v; want a wait", delay, err)
+		// In the next minute the sixth passes the gate, and closes it behind itself.
+		next := minute.Add(61 * time.Second)
+		if err := guess("dave", "10.0.3.98", next, true); err != nil {
+			t.Errorf("the sixth guess, two seconds later: %v; want it through the gate", err)
 		}
-		if delay, err := s.GuessDelay(ctx, "dave", "10.0.3.99", minute.Add(3*time.Minute), true); err != nil || delay != 0 {
-			t.Errorf("guess once the minutes of the failures are over: waited %s, %v", delay, err)
+		if err := guess("dave", "10.0.3.99", next, true); !errors.Is(err, models.ErrThrottled) {
+			t.Errorf("the seventh at once, in the next minute: %v; want ErrThrottled", err)
 		}
 	})
 
@@ -150,13 +213,21 @@ func TestPasswordChecksAreThrottled(t *testing.T) {
 	if err := s.ChangePassword(ctx, u.ID, "not-the-password", "staple-battery-horse", "10.0.6.9"); !errors.As(err, &fe) || fe.Field != "current_password" {
 		t.Fatalf("fifth wrong guess, on the current password: %v, want a FieldError on current_password", err)
 	}
-	// The sixth check, past the limit, waits first; the two share the allowance.
-	if delay, err := s.GuessDelay(ctx, "alice", "10.0.6.10", models.Now(), true); err != nil || delay == 0 {
-		t.Errorf("sign-in after five wrong guesses: waited %s, %v; want a wait", delay, err)
+	// The sixth check passes the gate and closes it; the two share the allowance, so
+	// the seventh, on the current password, is refused without a check.
+	now := models.Now()
+	if err := s.BeginGuess(ctx, "alice", "10.0.6.10", now, true); err != nil {
+		t.Errorf("the sixth guess: %v", err)
 	}
-	// Past the limit the right password still works: nobody is locked out.
-	if _, err := s.Authenticate(ctx, "alice", password, "10.0.6.11"); err != nil {
-		t.Errorf("sign-in with the right password past the limit: %v", err)
+	_, err = s.CheckCurrentPassword(ctx, u.ID, password, "10.0.6.12")
+	refusedAt := models.Now()
+	te, ok := errors.AsType[*models.ThrottledError](err)
+	if !ok || models.RetryAfterSeconds(err) < 1 {
+		t.Fatalf("the right current password while the gate is closed: %v, want a refusal with a time", err)
+	}
+	// Once it opens the right password still works: nobody is locked out.
+	if _, err := s.AuthenticateAt(ctx, "alice", password, "10.0.6.11", refusedAt.Add(te.RetryAfter)); err != nil {
+		t.Errorf("sign-in with the right password once the gate opened: %v", err)
 	}
 }
 

@@ -135,8 +135,14 @@ var ErrBadCredentials = errors.New("wrong username or password")
 // found by the name exactly as stored (usernames are stored lower-case and compared
 // byte for byte on every database: ＡＤＭＩＮ or ädmin is never admin), and the guess is
 // counted against the user's id and the address before the password is compared.
-// ErrThrottled means the address is over its limit and the password was not compared.
+// ErrThrottled (a *ThrottledError) means the address is over its limit or the user's
+// gate is closed, and the password was not compared.
 func (s *Store) Authenticate(ctx context.Context, username, password, ip string) (*User, error) {
+	return s.authenticate(ctx, username, password, ip, Now())
+}
+
+// authenticate is Authenticate with the throttle's clock at now.
+func (s *Store) authenticate(ctx context.Context, username, password, ip string, now time.Time) (*User, error) {
 	username = NormalizeUsername(username)
 	var u *User
 	if usernameRe.MatchString(username) {
@@ -152,7 +158,7 @@ func (s *Store) Authenticate(ctx context.Context, username, password, ip string)
 	if u != nil || usernameRe.MatchString(username) {
 		userKey = guessUserKey(u, username)
 	}
-	g, err := s.beginGuess(ctx, userKey, ip, Now())
+	g, err := s.beginGuess(ctx, userKey, ip, now)
 	if err != nil {
 		return nil, err
 	}
@@ -161,9 +167,9 @@ func (s *Store) Authenticate(ctx context.Context, username, password, ip string)
 	if err != nil {
 		return nil, err
 	}
-	now := Now()
-	u.LastLoginAt = &now
-	if err := s.db.WithContext(ctx).Model(u).Update("last_login_at", now).Error; err != nil {
+	at := Now()
+	u.LastLoginAt = &at
+	if err := s.db.WithContext(ctx).Model(u).Update("last_login_at", at).Error; err != nil {
 		return nil, fmt.Errorf("models: record login %s: %w", username, err)
 	}
 	return u, nil

@@ -458,3 +458,58 @@ func TestEmailWithoutTLSWarns(t *testing.T) {
 	_, body = admin.get("/accounts")
 	wantContains(t, "account list", body, warning)
 }
+
+// A webhook URL's query string (a robot's access_token) is never shown once stored: the
+// API and the account form show it masked, as the audit log does, and an edit that
+// sends the masked URL back unchanged keeps the stored one.
+func TestWebhookURLQueryIsMaskedOnRead(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := context.Background()
+	const stored = "https://hooks.example.com/robot/send?access_token=tok-4242"
+	a := &models.Account{Name: "hook", Platform: "webhook", Enabled: true, MaxAttempts: 3,
+		Config: map[string]string{"url": stored, "secret": "hmac-key-123"}}
+	if err := c.store.SaveAccount(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	admin := c.as(adminUser)
+	for _, path := range []string{"/accounts", "/accounts/hook/edit", "/accounts/config-fields?platform=webhook&account=hook"} {
+		if _, body := admin.get(path); strings.Contains(body, "tok-4242") {
+			t.Errorf("%s shows the URL's access_token", path)
+		}
+	}
+	key := newKey(t, c, "ops", "admin")
+	var got struct {
+		Config map[string]any `json:"config"`
+	}
+	if status := apiJSON(t, c, key, "GET", "/api/v1/accounts/hook", "", &got); status != http.StatusOK {
+		t.Fatalf("GET the account: %d", status)
+	}
+	shown, _ := got.Config["url"].(string)
+	if shown != "https://hooks.example.com/robot/send?***" {
+		t.Errorf("the API shows url %q, want the query masked", shown)
+	}
+	keeps := func(how string) {
+		t.Helper()
+		if a, err := c.store.AccountByName(ctx, "hook"); err != nil || a.Config["url"] != stored {
+			t.Errorf("%s: stored url %q, %v; want it kept", how, a.Config["url"], err)
+		}
+	}
+	body := `{"name":"hook","platform":"webhook","enabled":true,"max_attempts":3,"config":{"url":"` + shown + `","secret":"********"}}`
+	if status := apiJSON(t, c, key, "PUT", "/api/v1/accounts/hook", body, nil); status != http.StatusOK {
+		t.Fatalf("PUT the account as read: %d", status)
+	}
+	keeps("a PUT of the masked URL")
+	resp, page := admin.post("/accounts/hook/edit", url.Values{"name": {"hook"}, "platform": {"webhook"}, "enabled": {"true"},
+		"config.url": {shown}, "max_attempts": {"3"}})
+	wantRedirect(t, "the form sent back as shown", resp, page, "/accounts")
+	keeps("the form sent back as shown")
+	// A URL typed anew is stored as typed.
+	body = `{"name":"hook","platform":"webhook","enabled":true,"max_attempts":3,"config":{"url":"https://hooks.example.com/robot/send?access_token=new-1","secret":"hmac-key-456"}}`
+	if status := apiJSON(t, c, key, "PUT", "/api/v1/accounts/hook", body, nil); status != http.StatusOK {
+		t.Fatalf("PUT a new URL: %d", status)
+	}
+	if a, _ := c.store.AccountByName(ctx, "hook"); a.Config["url"] != "https://hooks.example.com/robot/send?access_token=new-1" {
+		t.Errorf("stored url after a new one: %q", a.Config["url"])
+	}
+}

@@ -134,6 +134,16 @@ func TestAPIListMessages(t *testing.T) {
 	if got, want := list(admin, ""), sorted(append(slices.Clone(erpIDs), crmIDs...)...); !slices.Equal(got, want) {
 		t.Errorf("the admin key lists %v, want every message %v", got, want)
 	}
+	// A filter by someone nobody is answers as a filter by a person without messages:
+	// an empty list, never which staff exist.
+	for _, key := range []string{crm, admin} {
+		if got := list(key, "?recipient=E9999"); len(got) != 0 {
+			t.Errorf("?recipient= of nobody lists %v", got)
+		}
+	}
+	if got := list(crm, "?recipient=E2001"); len(got) != 0 {
+		t.Errorf("crm filtered by another key's recipient: %v", got)
+	}
 	if got := list(admin, "?recipient=E2002&status=pending&platform=sandbox"); len(got) != 1 {
 		t.Errorf("filtered by recipient, status and platform: %v", got)
 	}
@@ -146,7 +156,7 @@ func TestAPIListMessages(t *testing.T) {
 
 	for _, tc := range []struct{ query, field string }{
 		{"?status=lost", "status"}, {"?platform=pigeon", "platform"}, {"?error_class=bad", "error_class"},
-		{"?recipient=E9999", "recipient"}, {"?since=yesterday", "since"}, {"?until=2026-11-22", "until"},
+		{"?since=yesterday", "since"}, {"?until=2026-11-22", "until"},
 		{"?cursor=nonsense", "cursor"},
 	} {
 		var e struct {

@@ -2,12 +2,15 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,8 +56,11 @@ func TestParallelWrongPasswordsStopAtTheAddressLimit(t *testing.T) {
 	c := newConsole(t)
 	c.user(viewerUser)
 	const parallel = 30
+	var n atomic.Int32
 	got := statuses(parallel, func() int {
-		resp, _ := c.login("").post("/login", url.Values{"username": {viewerUser}, "password": {"wrong-password"}})
+		// Each guess for another name: the address's limit, not a user's, stops them.
+		name := fmt.Sprintf("%s%d", viewerUser, n.Add(1))
+		resp, _ := c.login("").post("/login", url.Values{"username": {name}, "password": {"wrong-password"}})
 		return resp.StatusCode
 	})
 	// Every wrong password that reached the check is audited as a failed sign-in: that
@@ -66,23 +72,24 @@ func TestParallelWrongPasswordsStopAtTheAddressLimit(t *testing.T) {
 			parallel, got, checked, models.GuessesPerIP)
 	}
 	a := c.lastAudit("user.login_failed")
-	if a.Actor != viewerUser || a.IP != "127.0.0.1" || !strings.Contains(a.Detail, "401") {
+	if !strings.HasPrefix(a.Actor, viewerUser) || a.IP != "127.0.0.1" || !strings.Contains(a.Detail, "401") {
 		t.Errorf("failed sign-in audited as %+v, want the username tried, the address and the result", a)
 	}
-	if a := c.lastAudit("user.login_throttled"); a.Actor != viewerUser || !strings.Contains(a.Detail, "429") {
+	if a := c.lastAudit("user.login_throttled"); !strings.HasPrefix(a.Actor, viewerUser) || !strings.Contains(a.Detail, "429") {
 		t.Errorf("refused sign-in audited as %+v", a)
 	}
-	if n := c.auditCount("user.login_throttled"); n > 2 {
-		t.Errorf("%d refused sign-ins audited, want one a minute", n)
+	if n := c.auditCount("user.login_throttled"); n > 2*(parallel-models.GuessesPerIP) {
+		t.Errorf("%d refused sign-ins audited, want one a minute per name", n)
 	}
 	resp, body := c.login("").post("/login", url.Values{"username": {viewerUser}, "password": {testPassword}})
 	wantStatus(t, "the right password after the address's limit", resp, body, http.StatusTooManyRequests)
 	wantContains(t, "sign-in page", body, "Too many failed sign-ins from this address")
 }
 
-// Nobody can lock a user out by guessing wrong on purpose: from many addresses (behind
-// a configured proxy), every guess past the user's limit is answered after a wait, and
-// the user's own right password still signs in.
+// Past a user's limit, guesses from many addresses (behind a configured proxy) are
+// refused at once while the user's gate is closed: 429 with Retry-After and a sentence
+// from the catalogs, in either language, the password unchecked. Nobody is locked out:
+// once the gate opens, the user's own right password signs in.
 func TestWrongGuessesDoNotLockTheUserOut(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t, func(o *web.Options) { o.TrustedProxies = []string{"127.0.0.1"} })
@@ -92,15 +99,51 @@ func TestWrongGuessesDoNotLockTheUserOut(t *testing.T) {
 		return strings.NewReader(url.Values{"username": {adminUser}, "password": {password}}.Encode())
 	}
 	const formType = "application/x-www-form-urlencoded"
-	for i := range 3 * models.GuessesPerUser {
+	for i := range models.GuessesPerUser + 1 {
 		resp, body := c.login("").do("POST", "/login", formType, form("wrong-password"), from(fmt.Sprintf("198.51.100.%d", i)))
 		wantStatus(t, fmt.Sprintf("wrong guess %d", i+1), resp, body, http.StatusUnauthorized)
 	}
-	if a := c.lastAudit("user.login_failed"); a.IP != "198.51.100.14" {
+	if a := c.lastAudit("user.login_failed"); a.IP != "198.51.100.5" {
 		t.Errorf("failed sign-in audited from %q, want the address the configured proxy forwarded", a.IP)
 	}
-	resp, body := c.login("").do("POST", "/login", formType, form(testPassword), from("203.0.113.7"))
-	wantRedirect(t, "the admin's own sign-in after the guesses", resp, body, "/")
+	checked := c.auditCount("user.login_failed")
+	got := statuses(30, func() int {
+		resp, _ := c.login("").do("POST", "/login", formType, form("wrong-password"), from("198.51.100.77"))
+		return resp.StatusCode
+	})
+	if n := c.auditCount("user.login_failed") - checked; n > 1 || got[http.StatusTooManyRequests] < 29 {
+		t.Errorf("30 parallel guesses while the gate is closed: answers %v, %d checked; want at most one checked", got, n)
+	}
+	for _, lang := range []struct{ accept, want string }{
+		{"en", "Too many wrong passwords for this user"}, {"zh-CN", "此用户密码错误次数过多"},
+	} {
+		// A guess that finds the gate open passes it and closes it for twice as long:
+		// within a few guesses one is refused, however slow the machine.
+		var resp *http.Response
+		var body string
+		for range 8 {
+			resp, body = c.login("").do("POST", "/login", formType, form("wrong-password"),
+				map[string]string{"X-Forwarded-For": "203.0.113.7", "Accept-Language": lang.accept})
+			if resp.StatusCode == http.StatusTooManyRequests {
+				break
+			}
+		}
+		wantStatus(t, "a guess while the gate is closed ("+lang.accept+")", resp, body, http.StatusTooManyRequests)
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err != nil || s < 1 || s > 60 {
+			t.Errorf("Retry-After %q, want the seconds until the gate opens", resp.Header.Get("Retry-After"))
+		}
+		wantContains(t, "sign-in page ("+lang.accept+")", body, lang.want)
+	}
+	// The gate opens after its delay: the admin signs in.
+	deadline := time.Now().Add(70 * time.Second)
+	for {
+		resp, body := c.login("").do("POST", "/login", formType, form(testPassword), from("203.0.113.7"))
+		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
+			wantRedirect(t, "the admin's own sign-in once the gate opened", resp, body, "/")
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // X-Forwarded-For from a peer that is not a configured proxy is not believed, loopback
@@ -133,12 +176,31 @@ func TestCurrentPasswordChecksAreThrottled(t *testing.T) {
 		t.Fatalf("%d wrong current passwords: answers %v, want at most %d checked (422, audited), the rest refused (429)",
 			parallel, got, models.GuessesPerIP)
 	}
-	resp, body := op.post("/password", url.Values{"current_password": {testPassword}, "new_password": {"staple-battery-horse"}})
-	wantStatus(t, "the right current password after the limit", resp, body, http.StatusTooManyRequests)
+	var resp *http.Response
+	var body string
+	for range 8 {
+		resp, body = op.post("/password", url.Values{"current_password": {"wrong-password"}, "new_password": {"staple-battery-horse"}})
+		if resp.StatusCode == http.StatusTooManyRequests {
+			break
+		}
+	}
+	wantStatus(t, "a current password while the gate is closed", resp, body, http.StatusTooManyRequests)
 	wantFieldError(t, body, "current_password", "too many wrong passwords")
-	// From another address the user is not locked out: the check waits, then passes.
-	if _, err := c.store.Authenticate(context.Background(), operatorUser, testPassword, "10.9.9.9"); err != nil {
-		t.Errorf("sign-in from another address after the wrong current passwords: %v", err)
+	if resp.Header.Get("Retry-After") == "" {
+		t.Error("a refused current password without Retry-After")
+	}
+	// From another address the user is not locked out: once the gate opens, the right
+	// password passes.
+	deadline := time.Now().Add(70 * time.Second)
+	for {
+		_, err := c.store.Authenticate(context.Background(), operatorUser, testPassword, "10.9.9.9")
+		if !errors.Is(err, models.ErrThrottled) || time.Now().After(deadline) {
+			if err != nil {
+				t.Errorf("sign-in from another address after the wrong current passwords: %v", err)
+			}
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

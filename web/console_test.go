@@ -38,7 +38,6 @@ import (
 // own tests check the real cost).
 func TestMain(m *testing.M) {
 	models.UseCheapPasswordHashes()
-	models.UseShortGuessDelays()
 	os.Exit(m.Run())
 }
 

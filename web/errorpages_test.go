@@ -30,5 +30,7 @@ func TestErrorPagesDoNotEchoTheRequest(t *testing.T) {
 		// The page's own links (the language switch returns to the path) are not text.
 		main := body[strings.Index(body, "<main>"):]
 		wantNotContains(t, tc.what, main, "evil.example")
+		// Nor does the language switch's hidden next field carry the path asked for.
+		wantNotContains(t, tc.what, body, bait)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"time"
 
 	"herald/config"
 	"herald/dispatch"
@@ -22,7 +23,7 @@ import (
 // through Migrate, under the same lock.
 func Prepare(ctx context.Context, store *models.Store, cfg *config.Config, role string, log *slog.Logger, stdout io.Writer) error {
 	return store.WithStartLock(ctx, func() error {
-		fresh, err := store.Migrate(ctx)
+		_, fresh, err := migrate(ctx, store, cfg.Location)
 		if err != nil {
 			return err
 		}
@@ -36,11 +37,6 @@ func Prepare(ctx context.Context, store *models.Store, cfg *config.Config, role 
 			}
 			log.Info("seeded demo data: sandbox account, sample staff, a duty week and a template")
 		}
-		if fresh {
-			if err := loadNationalCalendars(ctx, store, cfg); err != nil {
-				return err
-			}
-		}
 		if role != "all" && role != "web" {
 			return nil
 		}
@@ -48,11 +44,23 @@ func Prepare(ctx context.Context, store *models.Store, cfg *config.Config, role 
 	})
 }
 
+// migrate is the one migration step of every way Herald migrates (serve's first start,
+// `herald migrate up`, the admin and apikey commands): it applies pending migrations
+// and, on a new database, puts the national holiday calendars Herald ships in force, so
+// that an install migrated before it first serves knows them too.
+func migrate(ctx context.Context, store *models.Store, loc *time.Location) (applied int, fresh bool, err error) {
+	applied, fresh, err = store.MigrateUp(ctx)
+	if err != nil || !fresh {
+		return applied, fresh, err
+	}
+	return applied, fresh, loadNationalCalendars(ctx, store, loc)
+}
+
 // loadNationalCalendars puts the national holiday calendars Herald ships in force on a
 // new database, so that a fresh install knows 春节 and 国庆 without an import. Each year
 // is written and audited as an import would be; an operator may change any day later.
-func loadNationalCalendars(ctx context.Context, store *models.Store, cfg *config.Config) error {
-	svc := &dispatch.Dispatcher{Store: store, Location: cfg.Location}
+func loadNationalCalendars(ctx context.Context, store *models.Store, loc *time.Location) error {
+	svc := &dispatch.Dispatcher{Store: store, Location: loc}
 	for _, year := range models.BuiltinNationalYears() {
 		days, _, ok := models.BuiltinNationalCalendar(year)
 		if !ok {
@@ -65,10 +73,12 @@ func loadNationalCalendars(ctx context.Context, store *models.Store, cfg *config
 	return nil
 }
 
-// Migrate applies pending migrations under the start lock and reports how many it applied.
-func Migrate(ctx context.Context, store *models.Store) (applied int, err error) {
+// Migrate applies pending migrations under the start lock, with the national calendars
+// on a new database (migrate), and reports how many it applied. loc is the duty rule's
+// time zone (HERALD_TIMEZONE).
+func Migrate(ctx context.Context, store *models.Store, loc *time.Location) (applied int, err error) {
 	err = store.WithStartLock(ctx, func() error {
-		applied, _, err = store.MigrateUp(ctx)
+		applied, _, err = migrate(ctx, store, loc)
 		return err
 	})
 	return applied, err

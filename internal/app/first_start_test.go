@@ -64,6 +64,41 @@ func TestFirstStartPutsTheNationalCalendarsInForce(t *testing.T) {
 	}
 }
 
+// TestMigrateUpPutsTheNationalCalendarsInForce: an install started the way README's
+// production section says, `herald migrate up` and then `herald serve`, knows the
+// national holidays as one started by serve alone does; migrating again adds nothing.
+func TestMigrateUpPutsTheNationalCalendarsInForce(t *testing.T) {
+	ctx := context.Background()
+	s, err := models.Open(models.Options{MySQLDSN: testenv.MySQLDSN(t), DataDir: t.TempDir(), SecretKey: testenv.SecretKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for range 2 {
+		if _, err := Migrate(ctx, s, time.UTC); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := &config.Config{Location: time.UTC, AdminUser: "admin", AdminPassword: "a long enough password 1", Demo: false, DemoSet: true}
+	if err := Prepare(ctx, s, cfg, "all", slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	years, err := s.HolidayYears(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := models.BuiltinNationalYears(); !equalInts(years, want) {
+		t.Errorf("holiday years in force after migrate up and serve %v, want the shipped %v", years, want)
+	}
+	entries, err := s.ListAudit(ctx, models.AuditFilter{Action: "duty.holidays.import"}, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(models.BuiltinNationalYears()) {
+		t.Errorf("%d import entries, want one a shipped year", len(entries))
+	}
+}
+
 func equalInts(a, b []int) bool {
 	if len(a) != len(b) {
 		return false
