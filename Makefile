@@ -34,15 +34,15 @@ vuln:
 
 ## test: generated code in sync, lint, and every test with the race detector. Set
 ## HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL to run against MySQL and Redis.
-## The root package (the rate-limit oracle and the stress tests, which judge timing
+## The end-to-end tests of test/e2e (the rate-limit oracle and the stress tests, which judge timing
 ## across processes), tasks (the limiter refuses an admission whose Redis round trip
 ## outlasts its 50 ms margin) and the browser tests of web each run alone: beside
 ## anything else on a small machine they starve of CPU. The other packages run two at
 ## a time.
 SOLO_PACKAGES := tasks web
 test: check-generate lint
-	$(GO) test -race -count=1 -timeout 18m .
-	$(GO) test -race -count=1 -p 2 -timeout 10m $$($(GO) list ./... | grep -vx -e herald $(SOLO_PACKAGES:%=-e herald/%))
+	$(GO) test -race -count=1 -timeout 18m ./test/e2e
+	$(GO) test -race -count=1 -p 2 -timeout 10m $$($(GO) list ./... | grep -vx -e herald/test/e2e $(SOLO_PACKAGES:%=-e herald/%))
 	for p in $(SOLO_PACKAGES); do $(GO) test -race -count=1 -timeout 10m ./$$p || exit 1; done
 
 ## bench: the pipeline benchmark on MySQL and Redis, the burst mix in both modes, the
@@ -51,7 +51,7 @@ test: check-generate lint
 bench: export HERALD_TEST_MYSQL_DSN ?= root@tcp(127.0.0.1:3306)/?parseTime=true&loc=UTC&charset=utf8mb4
 bench: export HERALD_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 bench:
-	$(GO) test -run '^$$' -bench 'Pipeline|AckLinks|Intake|Concurrency|Dashboard|BurstMix|EmbeddedGrowth|KilledWorker|ScheduledLateness|Email|DingTalk|Escalation|Digest|SilenceRelease' -benchtime 1x -timeout 60m .
+	$(GO) test -run '^$$' -bench 'Pipeline|AckLinks|Intake|Concurrency|Dashboard|BurstMix|EmbeddedGrowth|KilledWorker|ScheduledLateness|Email|DingTalk|Escalation|Digest|SilenceRelease' -benchtime 1x -timeout 60m ./test/e2e
 	$(GO) test -run '^$$' -bench . -benchmem ./tasks ./simulator ./models
 
 clean:

@@ -4,18 +4,34 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"herald/config"
+	"herald/internal/app"
 	"herald/models"
 )
 
+// runHerald runs the herald binary with args, the environment env only and stdin, and
+// returns its exit code and output. A command still running after 30 s is killed.
 func runHerald(t *testing.T, env map[string]string, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	var out, errOut bytes.Buffer
-	code = run(context.Background(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out, &errOut)
+	cmd := exec.CommandContext(ctx, heraldBinary(t), args...)
+	cmd.Env = processEnv(env)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("herald %v: %v", args, err)
+		}
+		code = exit.ExitCode()
+	}
 	return code, out.String(), errOut.String()
 }
 
@@ -61,11 +77,8 @@ func TestUnreachableServersStopWithTheCause(t *testing.T) {
 			// Production mode needs its secrets whatever backends the test run has.
 			env["HERALD_SESSION_SECRET"] = "test-session-secret-0123456789abcdef"
 			env["HERALD_SECRET_KEY"] = "test-secret-key-0123456789abcdef0123"
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			var out, errOut bytes.Buffer
-			code := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errOut)
-			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+			code, _, stderr := runHerald(t, env, "", "serve")
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
 			last := lines[len(lines)-1]
 			if code != 1 || !strings.Contains(last, tt.want) || !strings.Contains(last, "connection refused") {
 				t.Errorf("exit %d, last line %q: want 1 and a line with %q and the cause", code, last, tt.want)
@@ -78,12 +91,8 @@ func TestWeakFirstAdminPasswordStopsWithTheReason(t *testing.T) {
 	env := testEnv(t)
 	env["HERALD_ADMIN_PASSWORD"] = "password123"
 	env["HERALD_ADDR"] = freeAddr(t)
-	// Were the password accepted, Herald would serve until the deadline.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	code := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errOut)
-	stderr := errOut.String()
+	// Were the password accepted, Herald would serve until runHerald's limit.
+	code, _, stderr := runHerald(t, env, "", "serve")
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	if last := lines[len(lines)-1]; code != 1 || !strings.Contains(last, "HERALD_ADMIN_PASSWORD: is too easy to guess. This is a very common password") {
 		t.Errorf("exit %d, stderr %q: want 1 and a last line naming HERALD_ADMIN_PASSWORD and why it was refused", code, stderr)
@@ -245,7 +254,11 @@ func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
 // the test.
 func openTestStore(t *testing.T, env map[string]string) *models.Store {
 	t.Helper()
-	_, store, err := openStore(func(k string) string { return env[k] })
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := app.OpenStore(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,10 @@ import (
 
 const testAdminPassword = "correct-horse-battery"
 
+// repoRoot is the repository's top, seen from this package's directory, where go test
+// runs it.
+const repoRoot = "../.."
+
 // TestMain makes password hashing cheap for the processes the tests start in this
 // binary: they sign in hundreds of times (models' own tests check the real cost).
 func TestMain(m *testing.M) {

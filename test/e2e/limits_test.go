@@ -38,7 +38,7 @@ func heraldBinary(t testing.TB) string {
 			return
 		}
 		builtBin = filepath.Join(dir, "herald")
-		if out, err := exec.Command("go", "build", "-o", builtBin, ".").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", builtBin, "herald").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("%v\n%s", err, out)
 		}
 	})
@@ -46,6 +46,16 @@ func heraldBinary(t testing.TB) string {
 		t.Fatalf("build herald: %v", buildErr)
 	}
 	return builtBin
+}
+
+// processEnv is the environment of a herald process the test runs: env and PATH, nothing
+// of the test's own environment.
+func processEnv(env map[string]string) []string {
+	out := []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
 }
 
 // startWorkers starts n `herald serve --role worker` processes and stops them at the end.
@@ -78,11 +88,7 @@ func (p *process) Wait() error {
 func startRole(t testing.TB, env map[string]string, role string, extra ...string) *process {
 	t.Helper()
 	cmd := exec.Command(heraldBinary(t), "serve", "--role", role)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	cmd.Env = append(cmd.Env, extra...)
+	cmd.Env = append(processEnv(env), extra...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {

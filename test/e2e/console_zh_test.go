@@ -599,7 +599,7 @@ func englishCatalogPhrases(t *testing.T) []englishPhrase {
 // text, or its plural forms.
 func catalogSources(t *testing.T, lang string) map[string][]string {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("i18n", "locales", "*."+lang+".toml"))
+	paths, err := filepath.Glob(filepath.Join(repoRoot, "i18n", "locales", "*."+lang+".toml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no %s catalogs in i18n/locales: %v", lang, err)
 	}
