@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -33,10 +35,54 @@ const testAdminPassword = "correct-horse-battery"
 const repoRoot = "../.."
 
 // TestMain makes password hashing cheap for the processes the tests start in this
-// binary: they sign in hundreds of times (models' own tests check the real cost).
+// binary: they sign in hundreds of times (models' own tests check the real cost). Unless
+// HERALD_TEST_LONG=1 (make test-long), it skips the long runs, naming each with why.
 func TestMain(m *testing.M) {
 	models.UseCheapPasswordHashes()
+	flag.Parse()
+	if !longRun() {
+		skipLongRuns()
+	}
 	os.Exit(m.Run())
+}
+
+// longRuns are the tests only `make test-long` runs: each proves at full length or full
+// size what a shorter test in `make test` proves on a smaller scale (named here), or
+// runs for minutes by design.
+var longRuns = []struct{ test, why string }{
+	{"TestLimitsHoldPerMinuteAcrossWorkerProcesses", "2,000 messages at 600/min take over three minutes; TestLimitsHoldAcrossWorkerProcesses runs the same limiter on the per-second and per-recipient windows"},
+	{"TestSentinelFailoverLosesNothing", "starts a Sentinel group and fails it over"},
+	{"TestClusterFailoverLosesNothing", "starts a Redis Cluster and fails a primary over"},
+	{"TestSoak", "30 minutes of the burst mix (HERALD_SOAK_DURATION)"},
+}
+
+// longRun reports whether the long runs are on: HERALD_TEST_LONG=1, as make test-long sets.
+func longRun() bool { return os.Getenv("HERALD_TEST_LONG") == "1" }
+
+// skipLongRuns adds the long runs to -test.skip and says so once.
+func skipLongRuns() {
+	names := make([]string, len(longRuns))
+	for i, r := range longRuns {
+		names[i] = r.test
+		fmt.Fprintf(os.Stderr, "skipping %s: %s (make test-long, or HERALD_TEST_LONG=1, runs it)\n", r.test, r.why)
+	}
+	pattern := "^(" + strings.Join(names, "|") + ")$"
+	skip := flag.Lookup("test.skip")
+	if prev := skip.Value.String(); prev != "" {
+		pattern = prev + "|" + pattern
+	}
+	if err := skip.Value.Set(pattern); err != nil {
+		panic(err)
+	}
+}
+
+// fullSize is n when the long runs are on, else short: the size of a rig that proves the
+// same at either size, the larger one for before a release.
+func fullSize(short, n int) int {
+	if longRun() {
+		return n
+	}
+	return short
 }
 
 // testEnv returns the environment of a Herald process for a test: production mode
