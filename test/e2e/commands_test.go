@@ -36,6 +36,7 @@ func runHerald(t *testing.T, env map[string]string, stdin string, args ...string
 }
 
 func TestBadConfigurationStopsWithOneLine(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, variable, value string
 	}{
@@ -64,6 +65,7 @@ func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 // TestUnreachableServersStopWithTheCause: a process whose database or Redis does not
 // answer at start exits with a last line naming the setting, the server and the cause.
 func TestUnreachableServersStopWithTheCause(t *testing.T) {
+	t.Parallel()
 	closed := freeAddr(t) // nothing listens there
 	tests := []struct{ name, variable, value, want string }{
 		{"mysql", "HERALD_MYSQL_DSN", "root@tcp(" + closed + ")/herald?parseTime=true", "cannot open the database at " + closed + "/herald (HERALD_MYSQL_DSN)"},
@@ -88,6 +90,7 @@ func TestUnreachableServersStopWithTheCause(t *testing.T) {
 }
 
 func TestWeakFirstAdminPasswordStopsWithTheReason(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	env["HERALD_ADMIN_PASSWORD"] = "password123"
 	env["HERALD_ADDR"] = freeAddr(t)
@@ -100,6 +103,7 @@ func TestWeakFirstAdminPasswordStopsWithTheReason(t *testing.T) {
 }
 
 func TestMigrateStatusListsEveryMigrationApplied(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	if code, out, stderr := runHerald(t, env, "", "migrate", "status"); code != 0 || !strings.Contains(out, "pending") {
 		t.Fatalf("status before up: code %d, out %q, err %q; want a pending migration", code, out, stderr)
@@ -126,6 +130,7 @@ func TestMigrateStatusListsEveryMigrationApplied(t *testing.T) {
 }
 
 func TestAdminCreateReadsPasswordFromStdin(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	code, out, stderr := runHerald(t, env, "night-shift-ledger\n", "admin", "create", "--username", "ops", "--role", "operator")
 	if code != 0 || !strings.Contains(out, "created operator user ops") {
@@ -156,6 +161,7 @@ func TestAdminCreateReadsPasswordFromStdin(t *testing.T) {
 }
 
 func TestFirstAdminPasswordIsGeneratedAndPrintedOnce(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	delete(env, "HERALD_ADMIN_PASSWORD")
 	h := startHerald(t, env)
@@ -175,6 +181,7 @@ func TestFirstAdminPasswordIsGeneratedAndPrintedOnce(t *testing.T) {
 // TestRestartKeepsData checks that the install is persistent: users, staff and messages
 // survive a restart (the in-process Redis does not, and need not).
 func TestRestartKeepsData(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	h := startHerald(t, env)
 	b := newBrowser(t, h.url)
@@ -201,6 +208,7 @@ func TestRestartKeepsData(t *testing.T) {
 }
 
 func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	code, out, stderr := runHerald(t, env, "", "apikey", "create", "--name", "erp", "--scopes", "send,read")
 	if code != 0 {
@@ -267,6 +275,7 @@ func openTestStore(t *testing.T, env map[string]string) *models.Store {
 }
 
 func TestAdminResetPasswordSetsThePasswordAndSignsOut(t *testing.T) {
+	t.Parallel()
 	const oldPassword, newPassword = "night-shift-ledger", "amber-quarry-lantern-81"
 	env := testEnv(t)
 	if code, out, stderr := runHerald(t, env, oldPassword+"\n", "admin", "create", "--username", "ops", "--role", "admin"); code != 0 {
@@ -335,6 +344,7 @@ func TestAdminResetPasswordSetsThePasswordAndSignsOut(t *testing.T) {
 // TestHelpListsEveryCommand: help, -h and --help print one line for every command and
 // subcommand, and exit 0; an unknown command prints the same list to stderr.
 func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	commands := []string{"serve", "migrate up|status", "admin create", "admin reset-password", "apikey create", "simulate", "help"}
 	for _, arg := range []string{"help", "-h", "--help"} {
 		t.Run(arg, func(t *testing.T) {

@@ -235,6 +235,7 @@ func (f zhFixtures) fill(s string) string {
 // console page and htmx partial: each answers as expected, no catalog lookup fails, and
 // no English text of the catalogs is left in what a person reads.
 func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
+	t.Parallel()
 	i18n.ResetMissing()
 	env := testEnv(t)
 	env["HERALD_DEFAULT_LANGUAGE"] = i18n.Chinese

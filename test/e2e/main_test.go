@@ -273,6 +273,7 @@ func composeAndWait(t *testing.T, b *browser, sent []string, skipped ...string) 
 }
 
 func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	// Today's duty, whatever weekday today is: E1001 is added, E1002 removed.
@@ -324,6 +325,7 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 }
 
 func TestAccessControl(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	// A TLS proxy on the same host, as README describes: its X-Forwarded-Proto is believed.
 	env["HERALD_TRUSTED_PROXIES"] = "127.0.0.1,::1"
@@ -428,6 +430,7 @@ func TestAccessControl(t *testing.T) {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	b := newBrowser(t, h.url)
 	if resp, body := b.get("/healthz"); resp.StatusCode != http.StatusOK || body != "ok" {
@@ -439,6 +442,7 @@ func TestHealthAndReadiness(t *testing.T) {
 }
 
 func TestPasswordChangeRevokesOtherSessions(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	first, second := newBrowser(t, h.url), newBrowser(t, h.url)
 	first.login("admin", testAdminPassword)
@@ -464,6 +468,7 @@ func TestPasswordChangeRevokesOtherSessions(t *testing.T) {
 // The in-process Redis of the embedded default answers only Herald: its password is
 // generated into the data directory, readable by its owner alone.
 func TestEmbeddedRedisAnswersOnlyHerald(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	delete(env, "HERALD_REDIS_URL") // the in-process Redis, whatever the test backends
 	h := startHerald(t, env)
@@ -514,6 +519,7 @@ func waitHTTP(t testing.TB, url string) {
 }
 
 func TestMonitoringIsInsideTheConsole(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	if _, err := h.app.Store.CreateUser(ctx, "vic", "viewer-password-2", models.RoleViewer); err != nil {
@@ -548,6 +554,7 @@ func TestMonitoringIsInsideTheConsole(t *testing.T) {
 
 // /metrics is served on HERALD_METRICS_ADDR, not on the console's listener.
 func TestMetricsExposeDeliveries(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	env["HERALD_METRICS_ADDR"] = freeAddr(t)
 	h := startHerald(t, env)
