@@ -4,7 +4,7 @@ BIN     := bin/herald
 PKGS    := ./...
 GOFILES  = $(shell git ls-files '*.go' | grep -v '_templ.go$$')
 
-.PHONY: run build test lint vuln generate check-generate bench clean
+.PHONY: run build test test-long lint vuln generate check-generate bench clean
 
 ## build: compile the herald binary into bin/
 build:
@@ -32,18 +32,28 @@ lint:
 vuln:
 	$(GO) run golang.org/x/vuln/cmd/govulncheck@v1.9.0 $(PKGS)
 
-## test: generated code in sync, lint, and every test with the race detector. Set
-## HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL to run against MySQL and Redis.
-## The root package (the rate-limit oracle and the stress tests, which judge timing
-## across processes), tasks (the limiter refuses an admission whose Redis round trip
-## outlasts its 50 ms margin) and the browser tests of web each run alone: beside
-## anything else on a small machine they starve of CPU. The other packages run two at
-## a time.
-SOLO_PACKAGES := tasks web
+## test: generated code in sync, lint, and every test with the race detector: the
+## everyday and CI run. Set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL to run against
+## MySQL and Redis. The long runs (the full-length limits oracle, the Sentinel and
+## Cluster failovers, the full-size fault rigs, the soak) are skipped with their reason;
+## make test-long runs them. The end-to-end tests of test/e2e (the rate-limit oracle
+## and the stress tests, which judge timing across processes), tasks (the limiter
+## refuses an admission whose Redis round trip outlasts its 50 ms margin) and the
+## browser tests of web each run alone: beside anything else on a small machine they
+## starve of CPU. The other packages run two at a time.
+SOLO_PACKAGES := test/e2e tasks web
+SOLO_TIMEOUT  := 15m
 test: check-generate lint
-	$(GO) test -race -count=1 -timeout 18m .
-	$(GO) test -race -count=1 -p 2 -timeout 10m $$($(GO) list ./... | grep -vx -e herald $(SOLO_PACKAGES:%=-e herald/%))
-	for p in $(SOLO_PACKAGES); do $(GO) test -race -count=1 -timeout 10m ./$$p || exit 1; done
+	$(GO) test -race -count=1 -p 2 -timeout 10m $$($(GO) list ./... $(SOLO_PACKAGES:%=| grep -vx herald/%))
+	for p in $(SOLO_PACKAGES); do $(GO) test -race -count=1 -timeout $(SOLO_TIMEOUT) ./$$p || exit 1; done
+
+## test-long: everything make test runs plus the long runs (HERALD_TEST_LONG=1), for
+## before a release: the limits oracle at 600/min over 2,000 messages, the Sentinel and
+## Cluster failovers, the fault rigs at 2,000 messages, and the soak (HERALD_SOAK_DURATION,
+## 30 minutes by default, on the embedded default and on MySQL + Redis when set).
+test-long: export HERALD_TEST_LONG = 1
+test-long: SOLO_TIMEOUT := 120m
+test-long: test
 
 ## bench: the pipeline benchmark on MySQL and Redis, the burst mix in both modes, the
 ## embedded drain as the database grows, recovery after a worker is killed, plus
@@ -51,7 +61,7 @@ test: check-generate lint
 bench: export HERALD_TEST_MYSQL_DSN ?= root@tcp(127.0.0.1:3306)/?parseTime=true&loc=UTC&charset=utf8mb4
 bench: export HERALD_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 bench:
-	$(GO) test -run '^$$' -bench 'Pipeline|AckLinks|Intake|Concurrency|Dashboard|BurstMix|EmbeddedGrowth|KilledWorker|ScheduledLateness|Email|DingTalk|Escalation|Digest|SilenceRelease' -benchtime 1x -timeout 60m .
+	$(GO) test -run '^$$' -bench 'Pipeline|AckLinks|Intake|Concurrency|Dashboard|BurstMix|EmbeddedGrowth|KilledWorker|ScheduledLateness|Email|DingTalk|Escalation|Digest|SilenceRelease' -benchtime 1x -timeout 60m ./test/e2e
 	$(GO) test -run '^$$' -bench . -benchmem ./tasks ./simulator ./models
 
 clean:

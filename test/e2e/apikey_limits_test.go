@@ -13,6 +13,7 @@ import (
 // naming recipients; a key past its last day is refused with key_expired; both are set
 // by `herald apikey create` flags.
 func TestAPIKeyCapsAndExpiry(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	h := startHerald(t, env) // first, so that it seeds the demo staff and sandbox account
 	code, out, stderr := runHerald(t, env, "", "apikey", "create", "--name", "capped", "--scopes", "send",

@@ -92,6 +92,7 @@ func countRows(t *testing.T, h *running, table string) int {
 }
 
 func TestSendAPIRejectsBadInputAndWritesNothing(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "send,read")
 	future := time.Now().Add(48 * time.Hour).Format(time.RFC3339)
@@ -168,6 +169,7 @@ func TestSendAPIRejectsBadInputAndWritesNothing(t *testing.T) {
 // caller asks for Chinese with Accept-Language, even where the console's own default
 // is Chinese.
 func TestAPIErrorMessagesFollowAcceptLanguage(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	env["HERALD_DEFAULT_LANGUAGE"] = "zh-CN"
 	h := startHerald(t, env)
@@ -242,6 +244,7 @@ func TestAPIErrorMessagesFollowAcceptLanguage(t *testing.T) {
 }
 
 func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	api := newAPIKey(t, h, "send,read")
@@ -308,6 +311,7 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 }
 
 func TestSendAPICancelScheduledMessage(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "send,read")
 	at := time.Now().Add(time.Hour).Format(time.RFC3339)
@@ -325,6 +329,7 @@ func TestSendAPICancelScheduledMessage(t *testing.T) {
 }
 
 func TestSendAPIIdempotency(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "send")
 	body := `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"once"},"idempotency_key":"order-42"}`
@@ -366,6 +371,7 @@ func TestSendAPIIdempotency(t *testing.T) {
 }
 
 func TestAPIAuthAndScopes(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	reader := newAPIKey(t, h, "read")
 	tests := []struct {
@@ -398,6 +404,7 @@ func TestAPIAuthAndScopes(t *testing.T) {
 }
 
 func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "admin")
 
@@ -540,6 +547,7 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 // expand to their active members (with duty applied to head-office staff, as for named
 // recipients); a person in both is sent one message.
 func TestSendAPIToWholeGroups(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "send,read")
 	status, out, _ := api.call("POST", "/api/v1/messages",

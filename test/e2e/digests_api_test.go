@@ -10,6 +10,7 @@ import (
 // one message when max have gathered, and the API says which message carried each; a
 // high priority notice goes out on its own.
 func TestSendAPIDigests(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "send,read")
 	send := func(subject, priority, digest string) (int, map[string]any) {

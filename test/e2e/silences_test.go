@@ -24,6 +24,7 @@ func silenceBody(matchers, onEnd string, d time.Duration) string {
 // The silences API: bad input is 422 naming the field with nothing written; a send key
 // sees and changes only its own silences, an admin key any; DELETE expires.
 func TestSilencesAPI(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	own, other, admin := newAPIKey(t, h, "send"), newAPIKey(t, h, "send,read"), newAPIKey(t, h, "admin")
 	now := time.Now()

@@ -90,7 +90,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("docs", name)
+	path := filepath.Join(repoRoot, "docs", name)
 	if err := os.WriteFile(path, png, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -99,7 +100,7 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 		t.Fatalf("the dashboard did not move without a reload: %v", err)
 	}
 	t.Logf("dashboard sent count moved from %s to %s without a reload", before, after)
-	// HERALD_SCREENSHOT=docs/dashboard.png renders the README's picture: the dashboard
+	// HERALD_SCREENSHOT=docs/dashboard.png (from the repository's top) renders the README's picture: the dashboard
 	// while a few thousand messages go out.
 	if shot := os.Getenv("HERALD_SCREENSHOT"); shot != "" {
 		for range 8 {
@@ -125,6 +126,9 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 		var png []byte
 		if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 100)); err != nil {
 			t.Fatal(err)
+		}
+		if !filepath.IsAbs(shot) {
+			shot = filepath.Join(repoRoot, shot)
 		}
 		if err := os.WriteFile(shot, png, 0o644); err != nil {
 			t.Fatal(err)

@@ -167,6 +167,7 @@ func errorCode(body map[string]any) string {
 // cannot be recalled, nor one sent longer ago than WeCom's 24 hours; one not sent yet is
 // cancelled; another send key cannot recall the key's messages, an admin key can.
 func TestRecallMessage(t *testing.T) {
+	t.Parallel()
 	r := newRecallRig(t)
 	_, ids := r.send(t, "wecom", []string{"RC000", "RC001"}, "")
 	r.waitSent(t, ids...)
@@ -225,6 +226,7 @@ func TestRecallMessage(t *testing.T) {
 // A batch recall counts each outcome; for more people than the approval threshold it
 // waits for someone other than the person who asked, and then recalls.
 func TestRecallBatch(t *testing.T) {
+	t.Parallel()
 	r := newRecallRig(t)
 	ctx := context.Background()
 	batch, ids := r.send(t, "wecom", []string{"RC000", "RC001", "RC002"}, "")
@@ -308,6 +310,7 @@ func scheduledBatch(t *testing.T, r *recallRig, id string) string {
 // simulator; past the platform's 24 hours it is 409 recall_window_passed. DingTalk
 // recalls the whole call: the other person its call reached is recorded recalled too.
 func TestRecallPerPlatform(t *testing.T) {
+	t.Parallel()
 	r := newRecallRig(t)
 	for _, tc := range []struct {
 		platform  string
@@ -359,6 +362,7 @@ func TestRecallPerPlatform(t *testing.T) {
 // recall_window_passed past it, recall_unsupported where the platform cannot recall.
 // DingTalk's three people share one call, which one recall takes back.
 func TestRecallBatchPerPlatform(t *testing.T) {
+	t.Parallel()
 	r := newRecallRig(t)
 	for _, tc := range []struct {
 		platform string
@@ -415,6 +419,7 @@ func mustJSON(t *testing.T, v any) string {
 // request expires when the earliest sent message passes its recall window, after
 // which nobody can decide on it.
 func TestRecallApprovalAPI(t *testing.T) {
+	t.Parallel()
 	r := newRecallRig(t)
 	ctx := context.Background()
 	threshold := func(t *testing.T, n int) {

@@ -222,9 +222,10 @@ func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 	waitHTTP(b, "http://"+simAddr+"/healthz")
 
 	// Migrate, then seed with a process that has no worker, so the backlog waits.
-	var out bytes.Buffer
-	if code := run(context.Background(), []string{"migrate", "up"}, func(k string) string { return env[k] }, nil, &out, &out); code != 0 {
-		b.Fatalf("migrate: %s", out.String())
+	migrate := exec.Command(heraldBinary(b), "migrate", "up")
+	migrate.Env = processEnv(env)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		b.Fatalf("migrate: %v\n%s", err, out)
 	}
 	r.h = startHeraldAs(b, env, "web")
 	store := r.h.app.Store

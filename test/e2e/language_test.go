@@ -13,6 +13,7 @@ import (
 // HERALD_DEFAULT_LANGUAGE. The choice is stored on the user, survives a new session, and
 // is audited.
 func TestConsoleLanguageFollowsUserThenBrowserThenDefault(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	env["HERALD_DEFAULT_LANGUAGE"] = "zh-CN"
 	h := startHerald(t, env)

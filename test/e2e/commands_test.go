@@ -4,22 +4,39 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"herald/config"
+	"herald/internal/app"
 	"herald/models"
 )
 
+// runHerald runs the herald binary with args, the environment env only and stdin, and
+// returns its exit code and output. A command still running after 30 s is killed.
 func runHerald(t *testing.T, env map[string]string, stdin string, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	var out, errOut bytes.Buffer
-	code = run(context.Background(), args, func(k string) string { return env[k] }, strings.NewReader(stdin), &out, &errOut)
+	cmd := exec.CommandContext(ctx, heraldBinary(t), args...)
+	cmd.Env = processEnv(env)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
+	if err := cmd.Run(); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			t.Fatalf("herald %v: %v", args, err)
+		}
+		code = exit.ExitCode()
+	}
 	return code, out.String(), errOut.String()
 }
 
 func TestBadConfigurationStopsWithOneLine(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, variable, value string
 	}{
@@ -48,6 +65,7 @@ func TestBadConfigurationStopsWithOneLine(t *testing.T) {
 // TestUnreachableServersStopWithTheCause: a process whose database or Redis does not
 // answer at start exits with a last line naming the setting, the server and the cause.
 func TestUnreachableServersStopWithTheCause(t *testing.T) {
+	t.Parallel()
 	closed := freeAddr(t) // nothing listens there
 	tests := []struct{ name, variable, value, want string }{
 		{"mysql", "HERALD_MYSQL_DSN", "root@tcp(" + closed + ")/herald?parseTime=true", "cannot open the database at " + closed + "/herald (HERALD_MYSQL_DSN)"},
@@ -61,11 +79,8 @@ func TestUnreachableServersStopWithTheCause(t *testing.T) {
 			// Production mode needs its secrets whatever backends the test run has.
 			env["HERALD_SESSION_SECRET"] = "test-session-secret-0123456789abcdef"
 			env["HERALD_SECRET_KEY"] = "test-secret-key-0123456789abcdef0123"
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			var out, errOut bytes.Buffer
-			code := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errOut)
-			lines := strings.Split(strings.TrimSpace(errOut.String()), "\n")
+			code, _, stderr := runHerald(t, env, "", "serve")
+			lines := strings.Split(strings.TrimSpace(stderr), "\n")
 			last := lines[len(lines)-1]
 			if code != 1 || !strings.Contains(last, tt.want) || !strings.Contains(last, "connection refused") {
 				t.Errorf("exit %d, last line %q: want 1 and a line with %q and the cause", code, last, tt.want)
@@ -75,15 +90,12 @@ func TestUnreachableServersStopWithTheCause(t *testing.T) {
 }
 
 func TestWeakFirstAdminPasswordStopsWithTheReason(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	env["HERALD_ADMIN_PASSWORD"] = "password123"
 	env["HERALD_ADDR"] = freeAddr(t)
-	// Were the password accepted, Herald would serve until the deadline.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	code := run(ctx, []string{"serve"}, func(k string) string { return env[k] }, strings.NewReader(""), &out, &errOut)
-	stderr := errOut.String()
+	// Were the password accepted, Herald would serve until runHerald's limit.
+	code, _, stderr := runHerald(t, env, "", "serve")
 	lines := strings.Split(strings.TrimSpace(stderr), "\n")
 	if last := lines[len(lines)-1]; code != 1 || !strings.Contains(last, "HERALD_ADMIN_PASSWORD: is too easy to guess. This is a very common password") {
 		t.Errorf("exit %d, stderr %q: want 1 and a last line naming HERALD_ADMIN_PASSWORD and why it was refused", code, stderr)
@@ -91,6 +103,7 @@ func TestWeakFirstAdminPasswordStopsWithTheReason(t *testing.T) {
 }
 
 func TestMigrateStatusListsEveryMigrationApplied(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	if code, out, stderr := runHerald(t, env, "", "migrate", "status"); code != 0 || !strings.Contains(out, "pending") {
 		t.Fatalf("status before up: code %d, out %q, err %q; want a pending migration", code, out, stderr)
@@ -117,6 +130,7 @@ func TestMigrateStatusListsEveryMigrationApplied(t *testing.T) {
 }
 
 func TestAdminCreateReadsPasswordFromStdin(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	code, out, stderr := runHerald(t, env, "night-shift-ledger\n", "admin", "create", "--username", "ops", "--role", "operator")
 	if code != 0 || !strings.Contains(out, "created operator user ops") {
@@ -147,6 +161,7 @@ func TestAdminCreateReadsPasswordFromStdin(t *testing.T) {
 }
 
 func TestFirstAdminPasswordIsGeneratedAndPrintedOnce(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	delete(env, "HERALD_ADMIN_PASSWORD")
 	h := startHerald(t, env)
@@ -166,6 +181,7 @@ func TestFirstAdminPasswordIsGeneratedAndPrintedOnce(t *testing.T) {
 // TestRestartKeepsData checks that the install is persistent: users, staff and messages
 // survive a restart (the in-process Redis does not, and need not).
 func TestRestartKeepsData(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	h := startHerald(t, env)
 	b := newBrowser(t, h.url)
@@ -192,6 +208,7 @@ func TestRestartKeepsData(t *testing.T) {
 }
 
 func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	code, out, stderr := runHerald(t, env, "", "apikey", "create", "--name", "erp", "--scopes", "send,read")
 	if code != 0 {
@@ -245,7 +262,11 @@ func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
 // the test.
 func openTestStore(t *testing.T, env map[string]string) *models.Store {
 	t.Helper()
-	_, store, err := openStore(func(k string) string { return env[k] })
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := app.OpenStore(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,6 +275,7 @@ func openTestStore(t *testing.T, env map[string]string) *models.Store {
 }
 
 func TestAdminResetPasswordSetsThePasswordAndSignsOut(t *testing.T) {
+	t.Parallel()
 	const oldPassword, newPassword = "night-shift-ledger", "amber-quarry-lantern-81"
 	env := testEnv(t)
 	if code, out, stderr := runHerald(t, env, oldPassword+"\n", "admin", "create", "--username", "ops", "--role", "admin"); code != 0 {
@@ -322,6 +344,7 @@ func TestAdminResetPasswordSetsThePasswordAndSignsOut(t *testing.T) {
 // TestHelpListsEveryCommand: help, -h and --help print one line for every command and
 // subcommand, and exit 0; an unknown command prints the same list to stderr.
 func TestHelpListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	commands := []string{"serve", "migrate up|status", "admin create", "admin reset-password", "apikey create", "simulate", "help"}
 	for _, arg := range []string{"help", "-h", "--help"} {
 		t.Run(arg, func(t *testing.T) {

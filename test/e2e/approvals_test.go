@@ -14,6 +14,7 @@ import (
 // maker cannot decide on it; another admin key's approval delivers every message, a
 // rejection delivers none, and a wait past 24 hours cancels the batch.
 func TestApprovalsThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	maker := newAPIKey(t, h, "admin") // a key of the person "test"

@@ -235,6 +235,7 @@ func (f zhFixtures) fill(s string) string {
 // console page and htmx partial: each answers as expected, no catalog lookup fails, and
 // no English text of the catalogs is left in what a person reads.
 func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
+	t.Parallel()
 	i18n.ResetMissing()
 	env := testEnv(t)
 	env["HERALD_DEFAULT_LANGUAGE"] = i18n.Chinese
@@ -599,7 +600,7 @@ func englishCatalogPhrases(t *testing.T) []englishPhrase {
 // text, or its plural forms.
 func catalogSources(t *testing.T, lang string) map[string][]string {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("i18n", "locales", "*."+lang+".toml"))
+	paths, err := filepath.Glob(filepath.Join(repoRoot, "i18n", "locales", "*."+lang+".toml"))
 	if err != nil || len(paths) == 0 {
 		t.Fatalf("no %s catalogs in i18n/locales: %v", lang, err)
 	}

@@ -8,6 +8,7 @@ import (
 // Quiet hours through the API: validated by field, shown on reads, cleared when an
 // update leaves them out (an update replaces the whole account).
 func TestAccountQuietHoursThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "admin")
 	base := `{"name":"quiet","platform":"sandbox"`

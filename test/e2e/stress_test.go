@@ -42,7 +42,7 @@ func TestBurstRightAfterStart(t *testing.T) {
 				}
 				t.Run(fmt.Sprintf("start%d", i+1), func(t *testing.T) {
 					h := startHerald(t, mode.env(t))
-					r := runBurst(t, h, 32, length)
+					r := runBurst(t, h, 32, 1, length)
 					t.Logf("%s: %d accepted in %s (%.0f/s), slowest request %s (%s), %d console pages",
 						mode.name, r.accepted, length, float64(r.accepted)/length.Seconds(), r.slowest, r.slowestPath, r.pages)
 				})
@@ -73,7 +73,7 @@ func BenchmarkBurstMix(b *testing.B) {
 		rates := map[string]float64{}
 		for _, mode := range burstModes {
 			h := startHerald(b, mode.env(b))
-			r := runBurst(b, h, 32, span)
+			r := runBurst(b, h, 32, 1, span)
 			h.stop()
 			rates[mode.name] = float64(r.accepted) / span.Seconds()
 			key := strings.ReplaceAll(mode.name, "+", "_")
@@ -110,6 +110,7 @@ type burstResult struct {
 	pages       int
 	slowest     time.Duration
 	slowestPath string
+	duplicates  int // deliveries of an accepted message beyond its first
 }
 
 // watchdog times every request of a burst and prints a goroutine dump, once, when one of
@@ -176,15 +177,19 @@ func (w *watchdog) watch(stop <-chan struct{}) {
 
 var nextPageLink = regexp.MustCompile(`href="(/messages\?[^"]+)" rel="next"`)
 
-// runBurst runs callers API callers and one console user against h for span.
-func runBurst(t testing.TB, h *running, callers int, span time.Duration) burstResult {
+// runBurst runs callers API callers and operators console users against h for span,
+// then waits until the platform has every accepted message.
+func runBurst(t testing.TB, h *running, callers, operators int, span time.Duration) burstResult {
 	api := newAPIKey(t, h, "send,read")
-	console := newBrowser(t, h.url)
-	console.login("admin", testAdminPassword)
 	// The clients give up long after the hang detector has spoken, so that a freeze
 	// ends the test instead of hanging it.
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: callers}}
-	console.c.Timeout = 30 * time.Second
+	consoles := make([]*browser, operators)
+	for i := range consoles {
+		consoles[i] = newBrowser(t, h.url)
+		consoles[i].login("admin", testAdminPassword)
+		consoles[i].c.Timeout = 30 * time.Second
+	}
 	w := &watchdog{t: t, inFlight: map[int64]flight{}}
 	stop := make(chan struct{})
 	go w.watch(stop)
@@ -239,48 +244,9 @@ func runBurst(t testing.TB, h *running, callers int, span time.Duration) burstRe
 			}
 		})
 	}
-	// The operator: the dashboard's live fragment every 2 s, and between polls the
-	// messages list, page after page.
-	wg.Go(func() {
-		get := func(path string, header map[string]string) string {
-			id := w.begin("GET " + path)
-			req, _ := http.NewRequest("GET", h.url+path, nil)
-			for k, v := range header {
-				req.Header.Set(k, v)
-			}
-			resp, err := console.c.Do(req)
-			w.end(id)
-			if err != nil {
-				fail("GET %s: %v", path, err)
-				return ""
-			}
-			defer resp.Body.Close()
-			raw, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != http.StatusOK {
-				fail("GET %s: %d", path, resp.StatusCode)
-				return ""
-			}
-			mu.Lock()
-			pages++
-			mu.Unlock()
-			return string(raw)
-		}
-		page := "/messages"
-		nextPoll := time.Now()
-		for time.Now().Before(deadline) {
-			if !time.Now().Before(nextPoll) {
-				get("/dashboard/live", map[string]string{"HX-Request": "true"})
-				nextPoll = nextPoll.Add(2 * time.Second)
-			}
-			body := get(page, nil)
-			if m := nextPageLink.FindStringSubmatch(body); m != nil {
-				page = html.UnescapeString(m[1])
-			} else {
-				page = "/messages"
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-	})
+	for _, console := range consoles {
+		wg.Go(func() { operate(console, w, deadline, fail, func() { mu.Lock(); pages++; mu.Unlock() }) })
+	}
 	wg.Wait()
 	for _, f := range failures {
 		t.Error(f)
@@ -288,28 +254,73 @@ func runBurst(t testing.TB, h *running, callers int, span time.Duration) burstRe
 	if len(accepted) == 0 {
 		t.Fatal("no message was accepted")
 	}
-	waitDelivered(t, h, accepted, 2*time.Minute)
-	return burstResult{accepted: len(accepted), pages: pages, slowest: w.slowest, slowestPath: w.slowPath}
+	dups := waitDelivered(t, h, accepted, 2*time.Minute)
+	return burstResult{accepted: len(accepted), pages: pages, slowest: w.slowest, slowestPath: w.slowPath, duplicates: dups}
 }
 
-// waitDelivered waits until the platform has received every message in ids.
-func waitDelivered(t testing.TB, h *running, ids []string, timeout time.Duration) {
+// operate is one signed-in operator of a burst until deadline: the dashboard's live
+// fragment every 2 s, and between polls the messages list, page after page. Each page
+// answered counts with served; failures go to fail.
+func operate(console *browser, w *watchdog, deadline time.Time, fail func(string, ...any), served func()) {
+	get := func(path string, header map[string]string) string {
+		id := w.begin("GET " + path)
+		req, _ := http.NewRequest("GET", console.base+path, nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		resp, err := console.c.Do(req)
+		w.end(id)
+		if err != nil {
+			fail("GET %s: %v", path, err)
+			return ""
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			fail("GET %s: %d", path, resp.StatusCode)
+			return ""
+		}
+		served()
+		return string(raw)
+	}
+	page := "/messages"
+	nextPoll := time.Now()
+	for time.Now().Before(deadline) {
+		if !time.Now().Before(nextPoll) {
+			get("/dashboard/live", map[string]string{"HX-Request": "true"})
+			nextPoll = nextPoll.Add(2 * time.Second)
+		}
+		body := get(page, nil)
+		if m := nextPageLink.FindStringSubmatch(body); m != nil {
+			page = html.UnescapeString(m[1])
+		} else {
+			page = "/messages"
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitDelivered waits until the platform has received every message in ids and returns
+// how many deliveries of them came beyond the first.
+func waitDelivered(t testing.TB, h *running, ids []string, timeout time.Duration) (duplicates int) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		got := map[string]bool{}
+		got := map[string]int{}
 		for _, d := range h.app.Sim.Deliveries() {
-			got[d.RequestID] = true
+			got[d.RequestID]++
 		}
 		var missing []string
 		for _, id := range ids {
-			if !got[id] {
+			if got[id] == 0 {
 				missing = append(missing, id)
 			}
+			duplicates += max(got[id]-1, 0)
 		}
 		if len(missing) == 0 {
-			return
+			return duplicates
 		}
+		duplicates = 0
 		if time.Now().After(deadline) {
 			slices.Sort(missing)
 			t.Fatalf("%d of %d accepted messages never reached the platform, e.g. %v", len(missing), len(ids), missing[:min(5, len(missing))])

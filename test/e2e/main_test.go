@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -28,11 +30,59 @@ import (
 
 const testAdminPassword = "correct-horse-battery"
 
+// repoRoot is the repository's top, seen from this package's directory, where go test
+// runs it.
+const repoRoot = "../.."
+
 // TestMain makes password hashing cheap for the processes the tests start in this
-// binary: they sign in hundreds of times (models' own tests check the real cost).
+// binary: they sign in hundreds of times (models' own tests check the real cost). Unless
+// HERALD_TEST_LONG=1 (make test-long), it skips the long runs, naming each with why.
 func TestMain(m *testing.M) {
 	models.UseCheapPasswordHashes()
+	flag.Parse()
+	if !longRun() {
+		skipLongRuns()
+	}
 	os.Exit(m.Run())
+}
+
+// longRuns are the tests only `make test-long` runs: each proves at full length or full
+// size what a shorter test in `make test` proves on a smaller scale (named here), or
+// runs for minutes by design.
+var longRuns = []struct{ test, why string }{
+	{"TestLimitsHoldPerMinuteAcrossWorkerProcesses", "2,000 messages at 600/min take over three minutes; TestLimitsHoldAcrossWorkerProcesses runs the same limiter on the per-second and per-recipient windows"},
+	{"TestSentinelFailoverLosesNothing", "starts a Sentinel group and fails it over"},
+	{"TestClusterFailoverLosesNothing", "starts a Redis Cluster and fails a primary over"},
+	{"TestSoak", "30 minutes of the burst mix (HERALD_SOAK_DURATION)"},
+}
+
+// longRun reports whether the long runs are on: HERALD_TEST_LONG=1, as make test-long sets.
+func longRun() bool { return os.Getenv("HERALD_TEST_LONG") == "1" }
+
+// skipLongRuns adds the long runs to -test.skip and says so once.
+func skipLongRuns() {
+	names := make([]string, len(longRuns))
+	for i, r := range longRuns {
+		names[i] = r.test
+		fmt.Fprintf(os.Stderr, "skipping %s: %s (make test-long, or HERALD_TEST_LONG=1, runs it)\n", r.test, r.why)
+	}
+	pattern := "^(" + strings.Join(names, "|") + ")$"
+	skip := flag.Lookup("test.skip")
+	if prev := skip.Value.String(); prev != "" {
+		pattern = prev + "|" + pattern
+	}
+	if err := skip.Value.Set(pattern); err != nil {
+		panic(err)
+	}
+}
+
+// fullSize is n when the long runs are on, else short: the size of a rig that proves the
+// same at either size, the larger one for before a release.
+func fullSize(short, n int) int {
+	if longRun() {
+		return n
+	}
+	return short
 }
 
 // testEnv returns the environment of a Herald process for a test: production mode
@@ -223,6 +273,7 @@ func composeAndWait(t *testing.T, b *browser, sent []string, skipped ...string) 
 }
 
 func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	// Today's duty, whatever weekday today is: E1001 is added, E1002 removed.
@@ -274,6 +325,7 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 }
 
 func TestAccessControl(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	// A TLS proxy on the same host, as README describes: its X-Forwarded-Proto is believed.
 	env["HERALD_TRUSTED_PROXIES"] = "127.0.0.1,::1"
@@ -378,6 +430,7 @@ func TestAccessControl(t *testing.T) {
 }
 
 func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	b := newBrowser(t, h.url)
 	if resp, body := b.get("/healthz"); resp.StatusCode != http.StatusOK || body != "ok" {
@@ -389,6 +442,7 @@ func TestHealthAndReadiness(t *testing.T) {
 }
 
 func TestPasswordChangeRevokesOtherSessions(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	first, second := newBrowser(t, h.url), newBrowser(t, h.url)
 	first.login("admin", testAdminPassword)
@@ -414,6 +468,7 @@ func TestPasswordChangeRevokesOtherSessions(t *testing.T) {
 // The in-process Redis of the embedded default answers only Herald: its password is
 // generated into the data directory, readable by its owner alone.
 func TestEmbeddedRedisAnswersOnlyHerald(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	delete(env, "HERALD_REDIS_URL") // the in-process Redis, whatever the test backends
 	h := startHerald(t, env)
@@ -464,6 +519,7 @@ func waitHTTP(t testing.TB, url string) {
 }
 
 func TestMonitoringIsInsideTheConsole(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	if _, err := h.app.Store.CreateUser(ctx, "vic", "viewer-password-2", models.RoleViewer); err != nil {
@@ -498,6 +554,7 @@ func TestMonitoringIsInsideTheConsole(t *testing.T) {
 
 // /metrics is served on HERALD_METRICS_ADDR, not on the console's listener.
 func TestMetricsExposeDeliveries(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	env["HERALD_METRICS_ADDR"] = freeAddr(t)
 	h := startHerald(t, env)

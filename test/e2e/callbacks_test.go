@@ -227,6 +227,7 @@ func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
 // address guard applies, the secret is shown once and stored sealed, and a request that
 // names its own callback URL is refused.
 func TestCallbackSettingThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	admin := newAPIKey(t, h, "admin")
 	sender := newAPIKey(t, h, "send")

@@ -203,7 +203,7 @@ func (r *faultRig) checkNoLoss(t testing.TB, ids []string) (duplicates int) {
 func TestFaultRunEndsEveryMessageSentOrStopped(t *testing.T) {
 	env := testEnv(t)
 	env["HERALD_SEND_TIMEOUT"] = "300ms"
-	rig := newFaultRig(t, env, 2000, simulator.Faults{FailRate: 0.30, TimeoutRate: 0.10, ThrottleRate: 0.05})
+	rig := newFaultRig(t, env, fullSize(500, 2000), simulator.Faults{FailRate: 0.30, TimeoutRate: 0.10, ThrottleRate: 0.05})
 	ids := rig.submit(t)
 	counts := rig.waitTerminal(t, len(ids), 3*time.Minute)
 	dups := rig.checkNoLoss(t, ids)
@@ -227,7 +227,7 @@ func TestFaultRunEndsEveryMessageSentOrStopped(t *testing.T) {
 
 func TestRedisFlushedMidRunLosesNothing(t *testing.T) {
 	env := testEnv(t)
-	rig := newFaultRig(t, env, 2000, simulator.Faults{Latency: simulator.Duration(5 * time.Millisecond)})
+	rig := newFaultRig(t, env, fullSize(500, 2000), simulator.Faults{Latency: simulator.Duration(5 * time.Millisecond)})
 	ids := rig.submit(t)
 	// Flush once a part is sent, as a Redis restart without persistence would.
 	deadline := time.Now().Add(time.Minute)
@@ -265,15 +265,15 @@ func (r *faultRig) flushRedis(t testing.TB) {
 }
 
 // splitRolesMidRun starts Herald as an operator splits it (two worker processes, a
-// scheduler and a web process, on MySQL and Redis), submits 2,000 messages and returns
-// once 300 of them are sent, with the rig pointed at the web process.
-func splitRolesMidRun(t testing.TB) (*faultRig, []*process, []string) {
+// scheduler and a web process, on MySQL and Redis), submits n messages and returns once
+// 15 % of them are sent, with the rig pointed at the web process.
+func splitRolesMidRun(t testing.TB, n int) (*faultRig, []*process, []string) {
 	t.Helper()
 	env := testEnv(t)
 	if env["HERALD_MYSQL_DSN"] == "" || env["HERALD_REDIS_URL"] == "" {
 		t.Skip("needs HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL: split roles share MySQL and Redis")
 	}
-	rig := newFaultRig(t, env, 2000, simulator.Faults{Latency: simulator.Duration(20 * time.Millisecond)})
+	rig := newFaultRig(t, env, n, simulator.Faults{Latency: simulator.Duration(20 * time.Millisecond)})
 	rig.h.stop() // it migrated and seeded; from here the children are the only workers
 	workers := startWorkers(t, env, 2, "HERALD_WORKER_CONCURRENCY=20")
 	startHeraldAs(t, env, "scheduler")
@@ -282,7 +282,7 @@ func splitRolesMidRun(t testing.TB) (*faultRig, []*process, []string) {
 	rig.h = intake
 	ids := rig.submit(t)
 	deadline := time.Now().Add(time.Minute)
-	for rig.statusCounts(t)[models.StatusSent] < 300 && time.Now().Before(deadline) {
+	for rig.statusCounts(t)[models.StatusSent] < n*15/100 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return rig, workers, ids
@@ -296,7 +296,7 @@ func splitRolesMidRun(t testing.TB) (*faultRig, []*process, []string) {
 // bound is generous (the design before heartbeats needed about two minutes); the figure
 // is logged, and measured over several runs by BenchmarkKilledWorker.
 func TestKilledWorkerLosesNothing(t *testing.T) {
-	k := killWorkerMidRun(t, time.Minute)
+	k := killWorkerMidRun(t, fullSize(500, 2000), time.Minute)
 	t.Logf("every message final %s after the kill; duplicate deliveries %d; messages with an unknown attempt %d",
 		k.recovered.Round(100*time.Millisecond), k.duplicates, k.unknown)
 }
@@ -313,7 +313,7 @@ func BenchmarkKilledWorker(b *testing.B) {
 	dups, unknown := 0, 0
 	for i := range runs {
 		b.Run(fmt.Sprintf("kill-%d", i+1), func(b *testing.B) {
-			k := killWorkerMidRun(b, time.Minute)
+			k := killWorkerMidRun(b, 2000, time.Minute)
 			times = append(times, k.recovered)
 			dups += k.duplicates
 			unknown += k.unknown
@@ -334,11 +334,11 @@ type killed struct {
 	duplicates, unknown int           // deliveries made twice; messages with an unknown attempt
 }
 
-// killWorkerMidRun kills one of two worker processes with SIGKILL mid-run and waits up to
-// bound for every message to be sent, checking that nothing is lost and that every
-// duplicate delivery shows as an unknown attempt.
-func killWorkerMidRun(t testing.TB, bound time.Duration) killed {
-	rig, workers, ids := splitRolesMidRun(t)
+// killWorkerMidRun kills one of two worker processes with SIGKILL while they send n
+// messages and waits up to bound for every message to be sent, checking that nothing is
+// lost and that every duplicate delivery shows as an unknown attempt.
+func killWorkerMidRun(t testing.TB, n int, bound time.Duration) killed {
+	rig, workers, ids := splitRolesMidRun(t, n)
 	if err := workers[0].Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +418,7 @@ func TestWorkerOnOneDatabaseConnectionLosesNothing(t *testing.T) {
 // worker finishes or hands back what it holds before it exits, so nothing is delivered
 // twice and no attempt is left unknown.
 func TestStoppedWorkerHandsOverCleanly(t *testing.T) {
-	rig, workers, ids := splitRolesMidRun(t)
+	rig, workers, ids := splitRolesMidRun(t, fullSize(500, 2000))
 	if err := workers[0].Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Soak limits: what a long run of the burst mix must keep to.
+const (
+	soakSlowest   = 250 * time.Millisecond // the slowest request of the whole run
+	soakRSSGrowth = 0.10                   // resident memory at the end over after warm-up
+)
+
+// TestSoak runs the burst mix (64 API callers sending, two operators on the dashboard
+// and the messages list, the worker draining) for HERALD_SOAK_DURATION, 30 minutes by
+// default (make test-long), on the embedded default and on MySQL + Redis when set. It
+// runs in rounds of at most a minute; after each, every message accepted in it must have
+// reached the platform exactly once (the simulator's record is then cleared, so that the
+// test's own bookkeeping does not grow in the process it measures). At the end the
+// slowest request must have answered within 250 ms and the resident memory must be
+// within 10 % of what it was after the first tenth of the run.
+func TestSoak(t *testing.T) {
+	span := envDuration("HERALD_SOAK_DURATION", 30*time.Minute)
+	round := min(max(span/30, 10*time.Second), time.Minute)
+	rounds := max(int(span/round), 1)
+	warm := max(rounds/10, 1)
+	for _, mode := range burstModes {
+		t.Run(mode.name, func(t *testing.T) {
+			h := startHerald(t, mode.env(t))
+			var (
+				accepted, dups int
+				slowest        time.Duration
+				slowestPath    string
+				warmRSS, rss   int64
+			)
+			for i := range rounds {
+				r := runBurst(t, h, 64, 2, round)
+				h.app.Sim.Reset()
+				accepted += r.accepted
+				dups += r.duplicates
+				if r.slowest > slowest {
+					slowest, slowestPath = r.slowest, r.slowestPath
+				}
+				rss = residentBytes(t)
+				if i < warm {
+					warmRSS = max(warmRSS, rss)
+				}
+				t.Logf("round %d/%d: %d accepted, slowest %s (%s), RSS %d MiB",
+					i+1, rounds, r.accepted, r.slowest.Round(time.Millisecond), r.slowestPath, rss>>20)
+				if t.Failed() {
+					return
+				}
+			}
+			growth := float64(rss-warmRSS) / float64(warmRSS)
+			t.Logf("%s soak over %s: %d accepted, %d duplicate deliveries, slowest request %s (%s), RSS %d MiB after warm-up, %d MiB at the end (%+.1f%%)",
+				mode.name, span, accepted, dups, slowest.Round(time.Millisecond), slowestPath, warmRSS>>20, rss>>20, 100*growth)
+			if dups != 0 {
+				t.Errorf("%d duplicate deliveries, want 0", dups)
+			}
+			if slowest >= soakSlowest {
+				t.Errorf("slowest request %s (%s), want under %s", slowest.Round(time.Millisecond), slowestPath, soakSlowest)
+			}
+			if growth > soakRSSGrowth {
+				t.Errorf("resident memory grew %.1f%% after warm-up (%d to %d MiB), want at most %.0f%%",
+					100*growth, warmRSS>>20, rss>>20, 100*soakRSSGrowth)
+			}
+		})
+	}
+}
+
+// residentBytes is the test process's resident memory (VmRSS): the Herald under test
+// runs in it.
+func residentBytes(t testing.TB) int64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		t.Skipf("no /proc to read the resident memory from: %v", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				t.Fatalf("VmRSS %q: %v", rest, err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
