@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -35,11 +37,24 @@ func Chrome(t *testing.T) context.Context {
 	if err != nil {
 		t.Fatalf("start chromium: %v", err)
 	}
-	tab, cancelTab := chromedp.NewContext(bctx, chromedp.WithNewBrowserContext())
+	// A browser context of its own and a window in it (chromedp's WithNewBrowserContext
+	// asks for a tab, which a new browser context has no window to put in).
+	browser := cdp.WithExecutor(bctx, chromedp.FromContext(bctx).Browser)
+	id, err := target.CreateBrowserContext().WithDisposeOnDetach(true).Do(browser)
+	if err != nil {
+		t.Fatalf("open a browser context: %v", err)
+	}
+	tid, err := target.CreateTarget("about:blank").WithBrowserContextID(id).WithNewWindow(true).
+		WithWidth(1280).WithHeight(900).Do(browser)
+	if err != nil {
+		t.Fatalf("open a browser window: %v", err)
+	}
+	tab, cancelTab := chromedp.NewContext(bctx, chromedp.WithTargetID(tid))
 	ctx, cancelTimeout := context.WithTimeout(tab, 90*time.Second)
 	t.Cleanup(func() {
 		cancelTimeout()
-		cancelTab() // closes the tab and its browser context
+		cancelTab() // closes the window
+		_ = target.DisposeBrowserContext(id).Do(browser)
 	})
 	return ctx
 }
@@ -86,9 +101,8 @@ func sharedChrome(path string) (context.Context, error) {
 		cancelCtx()
 		cancelAlloc() // waits for the browser process to exit
 	}
-	start, cancelStart := context.WithTimeout(ctx, time.Minute)
-	defer cancelStart()
-	if err := chromedp.Run(start); err != nil {
+	// Not under a timeout: the context of the first Run is the browser's lifetime.
+	if err := chromedp.Run(ctx); err != nil {
 		cancel()
 		removeAll(profile)
 		return nil, err
