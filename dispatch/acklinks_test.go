@@ -15,6 +15,7 @@ var (
 )
 
 func TestAckLinkRoundTrip(t *testing.T) {
+	t.Parallel()
 	links := NewAckLinks("https://herald.example.com/h", linkKey, nil)
 	id := models.NewID()
 	link := links.Link(id, 42)
@@ -38,6 +39,7 @@ func TestAckLinkRoundTrip(t *testing.T) {
 // Every change to a token, every token of another key, and every token cut short is
 // refused: the link binds its message and its recipient.
 func TestAckLinkRefusesAlteredTokens(t *testing.T) {
+	t.Parallel()
 	links := NewAckLinks("http://h", linkKey, nil)
 	id := models.NewID()
 	token := links.Token(id, 42)
@@ -76,6 +78,7 @@ func TestAckLinkRefusesAlteredTokens(t *testing.T) {
 // While HERALD_SECRET_KEY is rotated, links signed with the previous key still open;
 // new links are signed with the new one.
 func TestAckLinkPreviousKey(t *testing.T) {
+	t.Parallel()
 	old := NewAckLinks("http://h", otherLinkKey, nil)
 	rotated := NewAckLinks("http://h", linkKey, otherLinkKey)
 	id := models.NewID()

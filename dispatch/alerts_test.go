@@ -131,6 +131,7 @@ func (f *alertFixture) noticesTo(t *testing.T, alertID int64) map[string][]strin
 }
 
 func TestEscalationRunsThroughStepsAndRounds(t *testing.T) {
+	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	f.policy(t, models.EscalationPolicy{Name: "core", Repeat: 1, Steps: []models.PolicyStep{
@@ -171,6 +172,7 @@ func TestEscalationRunsThroughStepsAndRounds(t *testing.T) {
 }
 
 func TestAcknowledgeStopsEscalation(t *testing.T) {
+	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	f.policy(t, models.EscalationPolicy{Name: "core", NotifyOnAck: true, Steps: []models.PolicyStep{
@@ -223,6 +225,7 @@ func TestAcknowledgeStopsEscalation(t *testing.T) {
 }
 
 func TestAlertStepFiresOnce(t *testing.T) {
+	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{
@@ -278,6 +281,7 @@ func TestAlertStepFiresOnce(t *testing.T) {
 // (none on a holiday, Wednesday's on a make-up workday standing for a Wednesday), a
 // rotation's turn and the next in turn, a department, a person.
 func TestStepTargets(t *testing.T) {
+	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	wednesday := 3
@@ -368,6 +372,7 @@ type alertEvent struct {
 // Every alert event names its alert, the state it left it in, the step and round it
 // had reached, and for an acknowledgment or resolution who it was.
 func TestAlertEventsNameTheAlert(t *testing.T) {
+	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	f.policy(t, models.EscalationPolicy{Name: "two", Repeat: 1, Steps: []models.PolicyStep{
@@ -402,6 +407,7 @@ func TestAlertEventsNameTheAlert(t *testing.T) {
 // starts when the batch is approved. A rejected batch, or one nobody decided on in
 // time, resolves its alert (via rejection) and calls nobody.
 func TestAlertWaitsForItsBatchApproval(t *testing.T) {
+	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
@@ -484,6 +490,7 @@ func TestAlertWaitsForItsBatchApproval(t *testing.T) {
 // A template that places {{.ack_url}} gets each notice's own link there, in the first
 // notices and in a step's, and no line is appended; the request need not give ack_url.
 func TestAckLinkWhereTheTemplatePlacesIt(t *testing.T) {
+	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	if err := f.store.CreateTemplate(ctx, &models.Template{Name: "incident", MsgType: "text",
@@ -571,6 +578,7 @@ func TestAckLinkPlaceholderInCallerText(t *testing.T) {
 // herald_alert_ack_seconds observes how long each alert waited for its first
 // acknowledgment (not a resolution after it), and herald_alerts counts alerts by state.
 func TestAlertMetrics(t *testing.T) {
+	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()

@@ -41,6 +41,7 @@ func user(name string) dispatch.Actor {
 // API key that sent it, may not approve or reject it, in the console or through any of
 // their API keys; someone else may.
 func TestApprovalMakerIsAPerson(t *testing.T) {
+	t.Parallel()
 	f := approvalFixture(t)
 	ctx := context.Background()
 	_, adaKey := apiKeyOf(t, f, "ada-one", "ada")
@@ -91,6 +92,7 @@ func TestApprovalMakerIsAPerson(t *testing.T) {
 // last wrote its template: one operator who writes the text, puts people on duty and
 // sets the reminder to now cannot approve what it sends.
 func TestReminderBatchHasMakers(t *testing.T) {
+	t.Parallel()
 	f := approvalFixture(t)
 	ctx := context.Background()
 	loc, _ := time.LoadLocation("Asia/Shanghai")
@@ -144,6 +146,7 @@ func TestReminderBatchHasMakers(t *testing.T) {
 // Fallback messages go out with the content the batch was created and approved with:
 // the template edited while the batch waits changes nothing of what it sends.
 func TestFallbackRendersApprovedContent(t *testing.T) {
+	t.Parallel()
 	f := approvalFixture(t)
 	ctx := context.Background()
 	for _, a := range []*models.Account{

@@ -11,6 +11,7 @@ import (
 // A callback is checked as it will be stored: trimmed, with a secret made when none was
 // given; blank means no callback, and a private address needs the setting's opt-in.
 func TestCheckCallbackNormalises(t *testing.T) {
+	t.Parallel()
 	c := models.CallbackSetting{URL: "  https://8.8.8.8/herald/events \n"}
 	if err := CheckCallback(&c); err != nil {
 		t.Fatal(err)

@@ -65,6 +65,7 @@ func (f *writeFixture) id(t *testing.T, ext string) int64 {
 }
 
 func TestWeeklyRosterService(t *testing.T) {
+	t.Parallel()
 	f := newWriteFixture(t)
 	ctx := context.Background()
 	week := func() models.Week {
@@ -168,6 +169,7 @@ func mapsEqual(a, b models.Week) bool {
 }
 
 func TestOverrideService(t *testing.T) {
+	t.Parallel()
 	f := newWriteFixture(t)
 	ctx := context.Background()
 	overrides := func() []models.DutyOverride {
@@ -251,6 +253,7 @@ func TestOverrideService(t *testing.T) {
 }
 
 func TestHolidayService(t *testing.T) {
+	t.Parallel()
 	f := newWriteFixture(t)
 	ctx := context.Background()
 	holidays := func() []models.Holiday {
@@ -337,6 +340,7 @@ func TestHolidayService(t *testing.T) {
 }
 
 func TestSwapService(t *testing.T) {
+	t.Parallel()
 	f := newWriteFixture(t)
 	ctx := context.Background()
 	// Monday 2026-11-30: E1001, E1002; Wednesday 2026-12-02: E1003, E1004.
@@ -396,6 +400,7 @@ func TestSwapService(t *testing.T) {
 }
 
 func TestDutyReminderSettingsService(t *testing.T) {
+	t.Parallel()
 	f := newWriteFixture(t)
 	ctx := context.Background()
 	if err := f.store.CreateTemplate(ctx, &models.Template{Name: "on-duty", MsgType: "text", Body: "On duty {{.date}}", Variables: models.StringList{"date"}}); err != nil {
@@ -435,6 +440,7 @@ func TestDutyReminderSettingsService(t *testing.T) {
 }
 
 func TestDutyFeedService(t *testing.T) {
+	t.Parallel()
 	f := newWriteFixture(t)
 	ctx := context.Background()
 	var fe *models.FieldError

@@ -74,6 +74,7 @@ func (f *dutyFixture) receives(t *testing.T, at time.Time) map[string]string {
 }
 
 func TestDutyRule(t *testing.T) {
+	t.Parallel()
 	intPtr := func(n int) *int { return &n }
 	// 2026-11-23 is a Monday; 2026-11-28 a Saturday.
 	tests := []struct {
@@ -171,6 +172,7 @@ func TestDutyRule(t *testing.T) {
 }
 
 func TestScheduledSendUsesItsOwnDate(t *testing.T) {
+	t.Parallel()
 	f := newDutyFixture(t)
 	f.d.Now = func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, shanghai) } // a Sunday: nobody on duty
 	ctx := context.Background()
@@ -218,6 +220,7 @@ func TestScheduledSendUsesItsOwnDate(t *testing.T) {
 // A rotation counts at intake exactly as the weekly table does, on the delivery date: a
 // send scheduled for a rotation's day reaches whoever's turn it is then.
 func TestScheduledSendFollowsRotations(t *testing.T) {
+	t.Parallel()
 	f := newDutyFixture(t)
 	f.d.Now = func() time.Time { return time.Date(2026, 11, 27, 10, 0, 0, 0, shanghai) } // a Friday
 	ctx := context.Background()

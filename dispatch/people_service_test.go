@@ -15,6 +15,7 @@ import (
 // and the CSV import: a bad person names the field and leaves no row and no audit entry;
 // a good one leaves the row and its entry, with what changed.
 func TestRecipientService(t *testing.T) {
+	t.Parallel()
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	by := dispatch.Actor{Name: "ops1", Type: dispatch.ActorUser, Person: "ops1", IP: "192.0.2.1"}
@@ -99,6 +100,7 @@ func TestRecipientService(t *testing.T) {
 // a bad list names the person by position and writes nothing; a good one writes every
 // person, one entry for the whole write and one per person changed.
 func TestUpsertRecipientsService(t *testing.T) {
+	t.Parallel()
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	by := dispatch.Actor{Name: "apikey:hr", Type: dispatch.ActorAPIKey, Person: "admin", IP: "192.0.2.9"}
@@ -178,6 +180,7 @@ func TestUpsertRecipientsService(t *testing.T) {
 // TestTemplateService checks the template writes' rules once for the console and the
 // API, and the optional variable's mark.
 func TestTemplateService(t *testing.T) {
+	t.Parallel()
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	by := dispatch.Actor{Name: "ops1", Type: dispatch.ActorUser, Person: "ops1", IP: "192.0.2.1"}
@@ -250,6 +253,7 @@ func TestTemplateService(t *testing.T) {
 // naming variables.<name>, unless the template marks it optional; an optional one may
 // also be left out, and renders empty.
 func TestBlankVariables(t *testing.T) {
+	t.Parallel()
 	c, err := dispatch.CompileTemplate(&models.Template{Name: "late", MsgType: "text", Body: "Do {{.task}} by {{.due}}.{{.note}}",
 		Variables: models.StringList{"task", "due", "note?"}})
 	if err != nil {
@@ -286,6 +290,7 @@ func TestBlankVariables(t *testing.T) {
 // TestTemplateSyntaxErrorInChinese: what the parser reports reads as a sentence with the
 // line in both languages, the parser's words kept beside it.
 func TestTemplateSyntaxErrorInChinese(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ body, en, zh string }{
 		{"{{.task", "line 1: an action opened with {{ is not closed with }} (the parser says: unclosed action)",
 			"第 1 行：以 {{ 开始的动作没有用 }} 结束（解析器原文：unclosed action）"},

@@ -13,6 +13,7 @@ import (
 // window passes it; messages past it already, not sent yet, or on a platform that
 // cannot recall do not count, and with none left it lasts a day.
 func TestRecallDeadline(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 	sent := func(platform string, ago time.Duration) models.Message {
 		at := now.Add(-ago)
@@ -41,6 +42,7 @@ func TestRecallDeadline(t *testing.T) {
 // A batch recall calls DingTalk once per task: the messages one call carried form one
 // unit; every other message is a unit of its own.
 func TestRecallUnits(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
 	msg := func(id, platform string, account int64, task string, status models.Status) models.Message {
 		return models.Message{ID: id, Platform: platform, AccountID: account, ProviderMessageID: task, Status: status, SentAt: &at}

@@ -14,6 +14,7 @@ import (
 )
 
 func TestDutyReminder(t *testing.T) {
+	t.Parallel()
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	loc, _ := time.LoadLocation("Asia/Shanghai")

@@ -11,6 +11,7 @@ import (
 // The HTML alternative renders with the same variables as the text, escaped: a value
 // shows as text and cannot add markup; a bad HTML template is refused naming html.
 func TestRenderHTML(t *testing.T) {
+	t.Parallel()
 	tmpl := &models.Template{Name: "overdue", MsgType: "text", Body: "Overdue: {{.task}}",
 		HTML: `<p>Overdue: <b>{{.task}}</b> for {{.recipient.name}}</p>`, Variables: models.StringList{"task"}}
 	c, err := CompileTemplate(tmpl)
@@ -43,6 +44,7 @@ func TestRenderHTML(t *testing.T) {
 // neutralised, an unquoted attribute cannot be left for an event handler, and text in
 // an attribute cannot close its quotes.
 func TestRenderHTMLEscapesByContext(t *testing.T) {
+	t.Parallel()
 	tmpl := &models.Template{Name: "linked", MsgType: "text", Body: "See {{.link}}",
 		HTML:      `<a href="{{.link}}">open</a> <img alt={{.note}} src="x.png"> <span title="{{.note}}">{{.note}}</span>`,
 		Variables: models.StringList{"link", "note"}}

@@ -14,6 +14,7 @@ import (
 )
 
 func TestCompileTemplate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name  string
 		tmpl  models.Template
@@ -51,6 +52,7 @@ func TestCompileTemplate(t *testing.T) {
 }
 
 func TestRenderNeverSaysNoValue(t *testing.T) {
+	t.Parallel()
 	c, err := CompileTemplate(&models.Template{Name: "t", MsgType: "text", Subject: "About {{.task}}",
 		Body: "Dear {{.recipient.name}}, {{.task}} is overdue", Variables: models.StringList{"task"}})
 	if err != nil {
@@ -205,6 +207,7 @@ func TestRenderStopsAtTheDeadline(t *testing.T) {
 // TestRenderKeepsNormalTemplatesExact: the limits leave an ordinary template, Chinese
 // text and functions included, rendering exactly as before.
 func TestRenderKeepsNormalTemplatesExact(t *testing.T) {
+	t.Parallel()
 	c, err := CompileTemplate(&models.Template{Name: "overdue", MsgType: "markdown", Subject: "【{{.system}}】任务逾期",
 		Body:      "{{.recipient.name}}，您好：\n任务“{{.task}}”已逾期 {{.days}} 天，请于今日处理。{{if .note}}\n备注：{{.note}}{{end}}\n编号 {{upper .code}} {{printf \"%-6s|%5.1f\" .code 2.25}}",
 		Variables: models.StringList{"system", "task", "days", "note", "code"}})
@@ -225,6 +228,7 @@ func TestRenderKeepsNormalTemplatesExact(t *testing.T) {
 // TestCheckVariablesRefusesHugeValues: a value no message could hold is refused before
 // any function works on it.
 func TestCheckVariablesRefusesHugeValues(t *testing.T) {
+	t.Parallel()
 	c, err := CompileTemplate(&models.Template{Name: "t", MsgType: "text", Body: "{{.task}}", Variables: models.StringList{"task"}})
 	if err != nil {
 		t.Fatal(err)
@@ -240,6 +244,7 @@ func TestCheckVariablesRefusesHugeValues(t *testing.T) {
 // to the database directly) is checked again at every intake, and its render is held to
 // the account's platform cap.
 func TestIntakeRefusesPlantedTemplates(t *testing.T) {
+	t.Parallel()
 	store := testenv.Store(t)
 	ctx := context.Background()
 	d, err := NewDispatcher(Config{Store: store, Enqueuer: testenv.Enqueuer(t), Location: time.UTC, Log: slog.New(slog.DiscardHandler)})

@@ -13,6 +13,7 @@ import (
 // API: a good change leaves its row and its audit entry, a bad one neither, and an audit
 // log that cannot be written rolls the change back.
 func TestRotationService(t *testing.T) {
+	t.Parallel()
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	by := dispatch.Actor{Name: "ops1", Type: dispatch.ActorUser, Person: "ops1", IP: "192.0.2.1"}

@@ -52,6 +52,7 @@ func TestRenderCapWithChineseText(t *testing.T) {
 
 // Every limit message of a template reads in Chinese, with its position where it has one.
 func TestTemplateLimitMessagesInChinese(t *testing.T) {
+	t.Parallel()
 	for _, body := range []string{`{{range 3}}x{{end}}`, `{{template "x"}}`, `{{printf "%999d" 1}}`, `{{printf "%.*d" 1 2}}`} {
 		_, err := CompileTemplate(&models.Template{Name: "bad", MsgType: "text", Body: body})
 		fe := limitFailure(t, err)

@@ -17,6 +17,7 @@ import (
 // the save asks to render it again, a send may pin an older version, and a rollback
 // makes a new version equal to an old one.
 func TestTemplateVersions(t *testing.T) {
+	t.Parallel()
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	by := user("ops1")

@@ -14,6 +14,7 @@ import (
 // its own event, and exactly one of them sees the batch complete. A message retried
 // after it stopped opens the batch again.
 func TestBatchCompletesOnceUnderConcurrentFinishes(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
 	key, _, err := f.store.CreateCallbackAPIKey(ctx, "crm", "send", "test", models.KeyLimits{},

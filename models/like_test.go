@@ -17,9 +17,9 @@ func onBothDialects(t *testing.T, test func(t *testing.T, s *models.Store)) {
 	for _, dialect := range []string{"sqlite", "mysql"} {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			opts := models.Options{DataDir: t.TempDir(), SecretKey: testenv.SecretKey}
+			opts := models.Options{DataDir: testenv.MigratedDataDir(t), SecretKey: testenv.SecretKey}
 			if dialect == "mysql" {
-				if opts.MySQLDSN = testenv.MySQLDSN(t); opts.MySQLDSN == "" {
+				if opts.MySQLDSN = testenv.MigratedMySQLDSN(t); opts.MySQLDSN == "" {
 					t.Skip("HERALD_TEST_MYSQL_DSN not set")
 				}
 			}

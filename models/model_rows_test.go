@@ -17,6 +17,7 @@ import (
 // INSERTs read back exactly as the same rows written with GORM's Create, with every
 // field set and with every pointer nil and the times left for the write to set.
 func TestIntakeRowsAsGORMWritesThem(t *testing.T) {
+	t.Parallel()
 	s := testenv.Store(t)
 	ctx := context.Background()
 	for _, full := range []bool{true, false} {

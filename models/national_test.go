@@ -84,6 +84,7 @@ func TestParseNationalDates(t *testing.T) {
 }
 
 func TestHolidayChanges(t *testing.T) {
+	t.Parallel()
 	store := testenv.Store(t)
 	ctx := context.Background()
 	two := 2

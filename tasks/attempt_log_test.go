@@ -31,6 +31,7 @@ func (b *lockedBuffer) Write(p []byte) (int, error) {
 // TestAttemptLogLine: every provider call logs one "attempt" line that says which
 // message, on which account, how it ended and, for a failure, its class and error.
 func TestAttemptLogLine(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := testenv.Store(t)
 	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))

@@ -18,6 +18,7 @@ import (
 // once; the one the platform refuses for now moves to a task of its own, due when its
 // retry is, and the chunk itself finishes: it is never run again for one message.
 func TestChunkRetriesAFailedMessageOnItsOwn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := testenv.Store(t)
 	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
@@ -76,6 +77,7 @@ func TestChunkRetriesAFailedMessageOnItsOwn(t *testing.T) {
 // never claimed is replaced with a task carrying only the messages still waiting for it:
 // not one claimed elsewhere, not one finished, not one that moved to a task of its own.
 func TestRecoverReplacesWhatAStuckChunkStillCarries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := testenv.Store(t)
 	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
@@ -130,6 +132,7 @@ func TestRecoverReplacesWhatAStuckChunkStillCarries(t *testing.T) {
 // longer has are enqueued again, together; messages whose chunk is still queued are left
 // to it; a second sweep finds nothing to do.
 func TestSweepReenqueuesMessagesWhoseChunkIsLost(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := testenv.Store(t)
 	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))

@@ -13,6 +13,7 @@ import (
 // TestNotClaimedDecisions: what a single-message task does when its message could not
 // be claimed.
 func TestNotClaimedDecisions(t *testing.T) {
+	t.Parallel()
 	now := models.Now()
 	at := func(d time.Duration) *time.Time { v := now.Add(d); return &v }
 	tests := []struct {
@@ -47,6 +48,7 @@ func TestNotClaimedDecisions(t *testing.T) {
 
 // TestFailureDecisions: the state a classified failure leads to, by the policy table.
 func TestFailureDecisions(t *testing.T) {
+	t.Parallel()
 	s := &Sender{policy: delivery.DefaultPolicy}
 	tests := []struct {
 		name       string

@@ -17,6 +17,7 @@ import (
 // shows as a ceiling of two, with messages that waited for a session; an account whose
 // relay sets no limit shows none.
 func TestMetricsShowSMTPPools(t *testing.T) {
+	t.Parallel()
 	senders := channels.NewRegistry(nil)
 	t.Cleanup(senders.Close)
 	limited, free := testenv.StartSMTPSink(t), testenv.StartSMTPSink(t)

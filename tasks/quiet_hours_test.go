@@ -14,6 +14,7 @@ import (
 // sets), normal and low messages wait, pending until the window ends, with no attempt
 // used and nothing sent; high goes at once; at the end of the window the waiting ones go.
 func TestQuietHoursHoldNormalAndLow(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := testenv.Store(t)
 	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))

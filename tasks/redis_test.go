@@ -13,6 +13,7 @@ import (
 // The in-process Redis listens on a loopback port any local user can reach: it answers
 // only clients that authenticate with its password.
 func TestEmbeddedRedisRequiresPassword(t *testing.T) {
+	t.Parallel()
 	const password = "embedded-redis-test-password-0123456789"
 	r, err := tasks.StartEmbeddedRedis(password)
 	if err != nil {

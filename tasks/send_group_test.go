@@ -26,6 +26,7 @@ import (
 // had their content today are held back by DingTalk, and their messages wait for a
 // retry together, on one task of the chunk's waiting messages, to go in groups again.
 func TestChunkSendsInGroups(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	store := testenv.Store(t)
 	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))

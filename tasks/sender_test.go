@@ -52,6 +52,7 @@ func newTestSender(t *testing.T, store *models.Store, red *tasks.Redis, cfg task
 // A sender cannot be built without one of its required parts; above all, not without
 // its limiter, which would send past the limits a platform enforces by dropping.
 func TestNewSenderRequiresItsParts(t *testing.T) {
+	t.Parallel()
 	store := testenv.Store(t)
 	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
 	if err != nil {

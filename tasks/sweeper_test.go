@@ -20,6 +20,7 @@ import (
 // expires) is sent out again under a task id of its own as soon as Asynq reports it
 // orphaned, and only once however often recovery runs.
 func TestRecoverReplacesOrphanedSendTasks(t *testing.T) {
+	t.Parallel()
 	url := testenv.RedisURL(t)
 	red, err := tasks.ParseRedisURL(url)
 	if err != nil {
@@ -122,6 +123,7 @@ func waitHeld(t *testing.T, held <-chan struct{}, n int) {
 // apart have seen it, and only once. A task whose message is claimed is left alone: the
 // claim's lease decides about it.
 func TestRecoverReplacesUnclaimedSendTasks(t *testing.T) {
+	t.Parallel()
 	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
 	if err != nil {
 		t.Fatal(err)

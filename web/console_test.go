@@ -35,10 +35,12 @@ import (
 )
 
 // TestMain makes password hashing cheap: the tests sign in hundreds of times (models'
-// own tests check the real cost).
+// own tests check the real cost). The browser tests share one Chromium, closed at the end.
 func TestMain(m *testing.M) {
 	models.UseCheapPasswordHashes()
-	os.Exit(m.Run())
+	code := m.Run()
+	testenv.CloseChrome()
+	os.Exit(code)
 }
 
 // Console users every test signs in as, one per role.

@@ -43,7 +43,9 @@ func TestMain(m *testing.M) {
 	if !longRun() {
 		skipLongRuns()
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	testenv.CloseChrome()
+	os.Exit(code)
 }
 
 // longRuns are the tests only `make test-long` runs: each proves at full length or full
