@@ -22,7 +22,9 @@ func TestSilenceApprovalByReach(t *testing.T) {
 	f := newSilenceFixture(t)
 	ctx := context.Background()
 	hour := time.Now().Add(time.Hour)
-	re := func(name, value string) delivery.Matcher { return delivery.Matcher{Name: name, Value: value, Regex: true} }
+	re := func(name, value string) delivery.Matcher {
+		return delivery.Matcher{Name: name, Value: value, Regex: true}
+	}
 	tests := []struct {
 		name     string
 		matchers []delivery.Matcher
