@@ -1,8 +1,11 @@
 package delivery
 
 import (
+	"errors"
 	"regexp"
+	"regexp/syntax"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -66,13 +69,47 @@ func (m Matcher) Compile() (*regexp.Regexp, error) {
 	return regexp.Compile(`^(?:` + m.Value + `)$`)
 }
 
-// Subject is what a silence looks at in a message: the value of each matcher name.
+// MaxRegexProgram bounds the size of a matcher's compiled expression: every worker tests
+// every message it sends against every live silence, so no expression may be heavy.
+const MaxRegexProgram = 1000
+
+// ErrRegexTooLarge refuses an expression whose program is over MaxRegexProgram.
+var ErrRegexTooLarge = errors.New("expression too large")
+
+// Check compiles a regex matcher's expression as Compile does and refuses one whose
+// program is larger than MaxRegexProgram instructions.
+func (m Matcher) Check() error {
+	if _, err := m.Compile(); err != nil || !m.Regex {
+		return err
+	}
+	re, err := syntax.Parse(`^(?:`+m.Value+`)$`, syntax.Perl)
+	if err != nil {
+		return err
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return err
+	}
+	if len(prog.Inst) > MaxRegexProgram {
+		return ErrRegexTooLarge
+	}
+	return nil
+}
+
+// Subject is what a silence looks at in a message: the value of each matcher name, and
+// under SubjectKeyID the id of the API key that sent it.
 type Subject map[string]string
+
+// SubjectKeyID is the subject's API key id ("" for a message no key sent): no matcher
+// may name it; a send key's silence holds only the messages whose key is its own.
+const SubjectKeyID = "api_key_id"
 
 // SilenceRule is a silence's matchers ready to test messages with.
 type SilenceRule struct {
 	ID       int64
 	matchers []compiledMatcher
+	// onlyKey is the API key id whose messages alone it holds ("" for anyone's).
+	onlyKey string
 }
 
 type compiledMatcher struct {
@@ -94,10 +131,20 @@ func NewSilenceRule(id int64, matchers []Matcher) (*SilenceRule, error) {
 	return r, nil
 }
 
+// HoldOnly limits the rule to the messages of the API key keyID, as a send key's silence
+// is, and returns it.
+func (r *SilenceRule) HoldOnly(keyID int64) *SilenceRule {
+	r.onlyKey = strconv.FormatInt(keyID, 10)
+	return r
+}
+
 // Matches reports whether every matcher matches the subject. An alert's notice (one
 // with a policy) matches only a silence that names its policy with a matcher that is
-// not negated.
+// not negated; a send key's silence matches only the key's own messages.
 func (r *SilenceRule) Matches(s Subject) bool {
+	if r.onlyKey != "" && s[SubjectKeyID] != r.onlyKey {
+		return false
+	}
 	namesPolicy := false
 	for _, m := range r.matchers {
 		v := s[m.Name]
@@ -117,31 +164,74 @@ func (r *SilenceRule) Matches(s Subject) bool {
 	return s[MatchPolicy] == "" || namesPolicy
 }
 
-// everyValue are values no real matcher singles out together: a matcher that matches
-// all of them matches anything.
-var everyValue = []string{"", "x", "high", "E1001", "运维部", "a b-c"}
+// Why a silence waits for a second person's approval: its reach is judged by what it
+// would hold, whatever the spelling of its matchers.
+const (
+	// BroadNoMatchers: without matchers it holds every message.
+	BroadNoMatchers = "no_matchers"
+	// BroadRegex: a regular expression's reach cannot be read at a glance (".+",
+	// "high|normal|low" and "[a-z]+" all hold everything).
+	BroadRegex = "regex"
+	// BroadNegated: a negated matcher holds everything but what it names.
+	BroadNegated = "negated"
+	// BroadHoldsMany: it would have held more than MaxUnapprovedHeld of the last day's
+	// messages.
+	BroadHoldsMany = "holds_many"
+	// BroadLong: it lasts longer than MaxUnapprovedSilence.
+	BroadLong = "long"
+	// BroadAdjacent: with its creator's silences that overlap it or follow on within
+	// AdjacentGap, it covers longer than MaxUnapprovedSilence.
+	BroadAdjacent = "adjacent"
+)
 
-// MatchesEverything reports whether the matchers leave nothing out: none at all, or
-// each matches any value (a regex such as ".*"). Such a silence needs a second person's
-// approval.
-func MatchesEverything(matchers []Matcher) bool {
-	for _, m := range matchers {
-		re, err := m.Compile()
-		if err != nil {
-			return false
-		}
-		all := !slices.ContainsFunc(everyValue, func(v string) bool {
-			ok := v == m.Value
-			if re != nil {
-				ok = re.MatchString(v)
+// MaxUnapprovedHeld is the most of the last day's messages a silence may have held
+// without a second person's approval.
+const MaxUnapprovedHeld = 100
+
+// AdjacentGap is the longest pause between two silences of one creator that still
+// makes them one stretch for the MaxUnapprovedSilence rule: back-to-back silences are
+// one long silence.
+const AdjacentGap = time.Hour
+
+// BroadMatchers returns why matchers alone make a silence broad: none at all, a regular
+// expression, a negated matcher. The order is fixed, each reason once.
+func BroadMatchers(matchers []Matcher) []string {
+	var out []string
+	if len(matchers) == 0 {
+		out = append(out, BroadNoMatchers)
+	}
+	if slices.ContainsFunc(matchers, func(m Matcher) bool { return m.Regex }) {
+		out = append(out, BroadRegex)
+	}
+	if slices.ContainsFunc(matchers, func(m Matcher) bool { return m.Negate }) {
+		out = append(out, BroadNegated)
+	}
+	return out
+}
+
+// Window is the time a silence covers, from Start until End.
+type Window struct{ Start, End time.Time }
+
+// Stretch returns how long the stretch w belongs to lasts: w joined with every window of
+// others that overlaps it or follows on within AdjacentGap, and with those that join
+// them, from the first start to the last end.
+func Stretch(w Window, others []Window) time.Duration {
+	joined := true
+	for joined {
+		joined = false
+		for _, o := range others {
+			if o.Start.After(w.End.Add(AdjacentGap)) || o.End.Add(AdjacentGap).Before(w.Start) {
+				continue
 			}
-			return ok == m.Negate
-		})
-		if !all {
-			return false
+			if o.Start.Before(w.Start) {
+				w.Start, joined = o.Start, true
+			}
+			if o.End.After(w.End) {
+				w.End, joined = o.End, true
+			}
 		}
 	}
-	return true
+	return w.End.Sub(w.Start)
 }
 
 // SilenceState is a silence's state at now: pending before it starts (or while it

@@ -61,22 +61,75 @@ func TestSilenceRuleMatches(t *testing.T) {
 	}
 }
 
-func TestMatchesEverything(t *testing.T) {
+// Breadth is judged by spelling no more: every regex and every negated matcher counts,
+// however narrow it looks, and none at all holds everything.
+func TestBroadMatchers(t *testing.T) {
 	tests := []struct {
 		name     string
 		matchers []Matcher
-		want     bool
+		want     []string
 	}{
-		{"none", nil, true},
-		{"dot star", []Matcher{{Name: MatchPlatform, Value: ".*", Regex: true}}, true},
-		{"negated empty set", []Matcher{{Name: MatchPlatform, Value: "x^", Regex: true, Negate: true}}, true},
-		{"a value", []Matcher{{Name: MatchPlatform, Value: "wecom"}}, false},
-		{"one constrains", []Matcher{{Name: MatchPlatform, Value: ".*", Regex: true}, {Name: MatchPriority, Value: "low"}}, false},
-		{"dot plus leaves out the empty value", []Matcher{{Name: MatchTemplate, Value: ".+", Regex: true}}, false},
+		{"none", nil, []string{BroadNoMatchers}},
+		{"a value", []Matcher{{Name: MatchPlatform, Value: "wecom"}}, nil},
+		{"dot plus", []Matcher{{Name: MatchPriority, Value: ".+", Regex: true}}, []string{BroadRegex}},
+		{"every priority spelled out", []Matcher{{Name: MatchPriority, Value: "high|normal|low", Regex: true}}, []string{BroadRegex}},
+		{"a class", []Matcher{{Name: MatchPlatform, Value: "[a-z]+", Regex: true}}, []string{BroadRegex}},
+		{"all but one", []Matcher{{Name: MatchRecipient, Value: "E1001", Negate: true}}, []string{BroadNegated}},
+		{"every policy", []Matcher{{Name: MatchPolicy, Value: ".+", Regex: true}, {Name: MatchPlatform, Value: "wecom"}}, []string{BroadRegex}},
+		{"both", []Matcher{{Name: MatchTemplate, Value: "x", Regex: true, Negate: true}}, []string{BroadRegex, BroadNegated}},
 	}
 	for _, tt := range tests {
-		if got := MatchesEverything(tt.matchers); got != tt.want {
+		if diff := cmp.Diff(tt.want, BroadMatchers(tt.matchers)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
+
+// A creator's silences that overlap or follow on within AdjacentGap are one stretch.
+func TestStretch(t *testing.T) {
+	t0 := time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC)
+	w := func(from, to time.Duration) Window { return Window{t0.Add(from), t0.Add(to)} }
+	h := time.Hour
+	tests := []struct {
+		name   string
+		w      Window
+		others []Window
+		want   time.Duration
+	}{
+		{"alone", w(0, 24*h), nil, 24 * h},
+		{"back to back", w(24*h, 48*h), []Window{w(0, 24*h)}, 48 * h},
+		{"a gap within AdjacentGap", w(24*h+30*time.Minute, 48*h), []Window{w(0, 24*h)}, 48 * h},
+		{"a chain before and after", w(24*h, 30*h), []Window{w(0, 24*h), w(30*h, 40*h), w(40*h+h, 50*h)}, 50 * h},
+		{"apart", w(26*h, 30*h), []Window{w(0, 24*h)}, 4 * h},
+		{"a nightly hour", w(24*h+h, 24*h+2*h), []Window{w(h, 2*h)}, h},
+	}
+	for _, tt := range tests {
+		if got := Stretch(tt.w, tt.others); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// A send key's silence holds its own key's messages only.
+func TestSilenceRuleHoldOnly(t *testing.T) {
+	r, err := NewSilenceRule(1, []Matcher{{Name: MatchPlatform, Value: "wecom"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.HoldOnly(7)
+	for key, want := range map[string]bool{"7": true, "8": false, "": false} {
+		if got := r.Matches(Subject{MatchPlatform: "wecom", SubjectKeyID: key}); got != want {
+			t.Errorf("key %q: %v, want %v", key, got, want)
+		}
+	}
+}
+
+// Heavy expressions are refused when a silence is saved.
+func TestMatcherCheckRefusesHeavyRegex(t *testing.T) {
+	for expr, heavy := range map[string]bool{"disk-.*": false, "E100[1-9]": false, `(\pL{50}){50}`: true, "[a-z]{1000}": true} {
+		err := Matcher{Name: MatchTemplate, Value: expr, Regex: true}.Check()
+		if (err != nil) != heavy {
+			t.Errorf("%s: %v, heavy %v", expr, err, heavy)
 		}
 	}
 }

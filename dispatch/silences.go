@@ -21,14 +21,24 @@ import (
 // person expires it early, the silence pass here ends it once and sends on every held
 // message none of whose silences is still live: pending again, due now (or at its
 // send_at, if later), in order of priority and then age, through the normal path and
-// so within every limit; or cancelled, when a silence that held it says so. A silence
-// that matches everything, or lasts longer than delivery.MaxUnapprovedSilence, waits for a
-// second person's approval, as a large batch does (approvals.go).
+// so within every limit; or cancelled, when a silence that held it says so. A broad
+// silence waits for a second person's approval, as a large batch does (approvals.go):
+// judged by what it would hold, not by how its matchers are spelled (approvalReasons).
+// A send key's silence holds only that key's messages. Live silences are capped per
+// creator and overall, and start at most MaxSilenceLead ahead: every worker tests every
+// message against every live silence.
 
 // Limits of a silence.
 const (
 	// MaxSilence is the longest a silence may last at all.
-	MaxSilence      = 90 * 24 * time.Hour
+	MaxSilence = 90 * 24 * time.Hour
+	// MaxSilenceLead is how far ahead a silence may start.
+	MaxSilenceLead = 30 * 24 * time.Hour
+	// MaxCreatorSilences is how many silences one person or one API key may have that
+	// have not ended (pending, awaiting approval or active).
+	MaxCreatorSilences = 20
+	// MaxLiveSilences is how many silences may not have ended, all creators together.
+	MaxLiveSilences = 200
 	maxMatchers     = 20
 	maxMatcherValue = 255
 	maxComment      = 1000
@@ -67,7 +77,9 @@ func CheckMatchers(matchers []delivery.Matcher) error {
 		if utf8.RuneCountInString(m.Value) > maxMatcherValue {
 			return models.Invalid(at+".value", "compose.check.max_chars", "Max", maxMatcherValue)
 		}
-		if _, err := m.Compile(); err != nil {
+		if err := m.Check(); errors.Is(err, delivery.ErrRegexTooLarge) {
+			return models.Invalid(at+".value", "silences.check.regex_too_large", "Max", delivery.MaxRegexProgram)
+		} else if err != nil {
 			return models.Invalid(at+".value", "silences.check.regex", "Err", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 		}
 	}
@@ -86,6 +98,9 @@ func checkSilence(in *SilenceInput, now time.Time) error {
 	// As stored: MySQL keeps microseconds.
 	starts := in.StartsAt.UTC().Truncate(time.Microsecond)
 	in.StartsAt = &starts
+	if starts.After(now.Add(MaxSilenceLead)) {
+		return models.Invalid("starts_at", "silences.check.starts_too_late", "Days", int(MaxSilenceLead/(24*time.Hour)))
+	}
 	if in.EndsAt == nil {
 		return models.Invalid("ends_at", "silences.check.ends_required")
 	}
@@ -113,10 +128,84 @@ func checkSilence(in *SilenceInput, now time.Time) error {
 	return nil
 }
 
-// needsApproval reports whether a silence waits for a second person: one that matches
-// everything, or lasts longer than delivery.MaxUnapprovedSilence.
-func needsApproval(in SilenceInput) bool {
-	return delivery.MatchesEverything(in.Matchers) || in.EndsAt.Sub(*in.StartsAt) > delivery.MaxUnapprovedSilence
+// creator is who made a silence, for the rules that count a creator's silences: an API
+// key (its id), or a person (their name, KeyID 0).
+type creator struct {
+	KeyID int64
+	Name  string
+}
+
+func creatorOf(s *models.Silence) creator {
+	if s.APIKeyID != nil {
+		return creator{*s.APIKeyID, s.CreatedBy}
+	}
+	return creator{0, s.CreatedBy}
+}
+
+// silenceRule is the rule a silence holds messages by: a send key's silence holds only
+// the key's messages.
+func silenceRule(id int64, matchers []delivery.Matcher, holdsKey *int64) (*delivery.SilenceRule, error) {
+	rule, err := delivery.NewSilenceRule(id, matchers)
+	if err == nil && holdsKey != nil {
+		rule.HoldOnly(*holdsKey)
+	}
+	return rule, err
+}
+
+// lengthReasons returns why a silence's times make it wait for approval: it lasts longer
+// than delivery.MaxUnapprovedSilence, or its creator's silences that overlap it or
+// follow on from it (delivery.Stretch) make one stretch longer than that. self is the
+// silence being edited, left out (0 for a new one).
+func (d *Dispatcher) lengthReasons(ctx context.Context, in SilenceInput, by creator, self int64) ([]string, error) {
+	w := delivery.Window{Start: *in.StartsAt, End: *in.EndsAt}
+	if w.End.Sub(w.Start) > delivery.MaxUnapprovedSilence {
+		return []string{delivery.BroadLong}, nil
+	}
+	// A silence that ended before this reaches back cannot join a stretch long enough.
+	since := w.Start.Add(-delivery.MaxUnapprovedSilence - delivery.AdjacentGap)
+	mine, err := d.Store.CreatorSilences(ctx, by.KeyID, by.Name, since)
+	if err != nil {
+		return nil, err
+	}
+	var others []delivery.Window
+	for _, s := range mine {
+		if s.ID != self {
+			others = append(others, delivery.Window{Start: s.StartsAt, End: s.End()})
+		}
+	}
+	if delivery.Stretch(w, others) > delivery.MaxUnapprovedSilence {
+		return []string{delivery.BroadAdjacent}, nil
+	}
+	return nil, nil
+}
+
+// approvalReasons returns why a silence waits for a second person's approval, none when
+// it needs none: its matchers (none, a regex, a negation: delivery.BroadMatchers), its
+// length alone or with its creator's adjacent silences, and, when nothing else has
+// already decided it, more than delivery.MaxUnapprovedHeld of the last day's messages
+// held (or more messages than a preview reads, so that it cannot tell).
+func (d *Dispatcher) approvalReasons(ctx context.Context, in SilenceInput, by creator, self int64, holdsKey *int64) ([]string, error) {
+	reasons := delivery.BroadMatchers(in.Matchers)
+	long, err := d.lengthReasons(ctx, in, by, self)
+	if err != nil {
+		return nil, err
+	}
+	reasons = append(reasons, long...)
+	if len(reasons) > 0 {
+		return reasons, nil
+	}
+	rule, err := silenceRule(0, in.Matchers, holdsKey)
+	if err != nil {
+		return nil, err
+	}
+	p, err := d.countHeld(ctx, rule, delivery.MaxUnapprovedHeld)
+	if err != nil {
+		return nil, err
+	}
+	if p.Held > delivery.MaxUnapprovedHeld || !p.Complete {
+		reasons = append(reasons, delivery.BroadHoldsMany)
+	}
+	return reasons, nil
 }
 
 // silenceParams are a silence's values for its audit entries.
@@ -135,11 +224,14 @@ func silenceParams(s *models.Silence) models.AuditParams {
 		ms = append(ms, m.Name+op+strconv.Quote(m.Value))
 	}
 	return models.AuditParams{"id": strconv.FormatInt(s.ID, 10), "matchers": strings.Join(ms, ", "),
-		"starts": s.StartsAt.Format(time.RFC3339), "ends": s.EndsAt.Format(time.RFC3339), "on_end": s.OnEnd, "approval": s.Approval}
+		"starts": s.StartsAt.Format(time.RFC3339), "ends": s.EndsAt.Format(time.RFC3339), "on_end": s.OnEnd, "approval": s.Approval,
+		"reasons": strings.Join(s.ApprovalReasons, ", ")}
 }
 
 // CreateSilence validates and saves a new silence, audited. One that needs approval
-// holds nothing until another person approves it.
+// holds nothing until another person approves it (its ApprovalReasons say why). A send
+// key's silence holds only the key's messages. Past MaxCreatorSilences of its creator's,
+// or MaxLiveSilences in all, it is a *models.FieldError naming silences.
 func (d *Dispatcher) CreateSilence(ctx context.Context, by Actor, in SilenceInput) (*models.Silence, error) {
 	if err := checkSilence(&in, d.now()); err != nil {
 		return nil, err
@@ -149,13 +241,31 @@ func (d *Dispatcher) CreateSilence(ctx context.Context, by Actor, in SilenceInpu
 	if by.APIKeyID != 0 {
 		sil.APIKeyID = &by.APIKeyID
 	}
+	if own := by.OwnKey(); own != 0 {
+		sil.HoldsKeyID = &own
+	}
 	if by.Person != "" {
 		sil.Makers = models.StringList{by.Person}
 	}
-	if needsApproval(in) {
+	reasons, err := d.approvalReasons(ctx, in, creatorOf(sil), 0, sil.HoldsKeyID)
+	if err != nil {
+		return nil, err
+	}
+	sil.ApprovalReasons = reasons
+	if len(reasons) > 0 {
 		sil.Approval = models.ApprovalAwaiting
 	}
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		c := creatorOf(sil)
+		mine, all, err := tx.LiveSilenceCounts(ctx, c.KeyID, c.Name)
+		switch {
+		case err != nil:
+			return err
+		case all >= MaxLiveSilences:
+			return models.Invalid("silences", "silences.check.too_many_live", "Max", MaxLiveSilences)
+		case mine >= MaxCreatorSilences:
+			return models.Invalid("silences", "silences.check.too_many_mine", "Max", MaxCreatorSilences)
+		}
 		if err := tx.CreateSilence(ctx, sil); err != nil {
 			return err
 		}
@@ -214,9 +324,13 @@ func (d *Dispatcher) UpdateSilence(ctx context.Context, by Actor, id int64, in S
 	if err := checkSilence(&in, now); err != nil {
 		return nil, err
 	}
+	reasons, err := d.approvalReasons(ctx, in, creatorOf(sil), sil.ID, sil.HoldsKeyID)
+	if err != nil {
+		return nil, err
+	}
 	sil.Matchers, sil.StartsAt, sil.EndsAt, sil.Comment, sil.OnEnd = in.Matchers, *in.StartsAt, *in.EndsAt, in.Comment, in.OnEnd
-	sil.Approval, sil.DecidedBy, sil.DecidedAt = "", "", nil
-	if needsApproval(in) {
+	sil.Approval, sil.DecidedBy, sil.DecidedAt, sil.ApprovalReasons = "", "", nil, reasons
+	if len(reasons) > 0 {
 		sil.Approval = models.ApprovalAwaiting
 		if by.Person != "" && !slices.Contains(sil.Makers, by.Person) {
 			sil.Makers = append(sil.Makers, by.Person)
@@ -291,33 +405,62 @@ func (d *Dispatcher) DecideSilence(ctx context.Context, by Actor, id int64, appr
 	})
 }
 
-// SilencePreview is how many of the messages of the last day a silence would have held.
+// SilencePreview is how many of the messages of the last day a silence would have held,
+// and why it would wait for a second person's approval.
 type SilencePreview struct {
 	Held int
 	// Complete is false when there were more messages than MaxPreviewMessages: Held
 	// counts among the first of them.
 	Complete bool
+	// Reasons are delivery's Broad… codes its matchers, its count and, when the input
+	// has valid times, its length give; the save adds its creator's adjacent silences.
+	Reasons []string
 }
 
 // MaxPreviewMessages bounds the messages a preview looks at.
 const MaxPreviewMessages = 200000
 
-// PreviewSilence counts the messages created over the last 24 hours that matchers
-// would have held. Bad matchers are a *models.FieldError naming the field.
-func (d *Dispatcher) PreviewSilence(ctx context.Context, matchers []delivery.Matcher) (SilencePreview, error) {
-	if err := CheckMatchers(matchers); err != nil {
+// PreviewSilence counts the messages created over the last 24 hours that the silence in
+// would have held, as by would make it (a send key's only its own), and says why it
+// would need approval. Bad matchers are a *models.FieldError naming the field; bad
+// times are left to the save.
+func (d *Dispatcher) PreviewSilence(ctx context.Context, by Actor, in SilenceInput) (SilencePreview, error) {
+	if err := CheckMatchers(in.Matchers); err != nil {
 		return SilencePreview{}, err
 	}
-	rule, err := delivery.NewSilenceRule(0, matchers)
+	var holdsKey *int64
+	if own := by.OwnKey(); own != 0 {
+		holdsKey = &own
+	}
+	rule, err := silenceRule(0, in.Matchers, holdsKey)
 	if err != nil {
 		return SilencePreview{}, err
 	}
+	p, err := d.countHeld(ctx, rule, 0)
+	if err != nil {
+		return p, err
+	}
+	p.Reasons = delivery.BroadMatchers(in.Matchers)
+	if p.Held > delivery.MaxUnapprovedHeld || !p.Complete {
+		p.Reasons = append(p.Reasons, delivery.BroadHoldsMany)
+	}
+	if checkSilence(&in, d.now()) == nil && in.EndsAt.Sub(*in.StartsAt) > delivery.MaxUnapprovedSilence {
+		p.Reasons = append(p.Reasons, delivery.BroadLong)
+	}
+	return p, nil
+}
+
+// countHeld counts the messages of the last 24 hours rule matches, at most
+// MaxPreviewMessages of them; with stopOver above 0 it stops once more than stopOver
+// matched (Complete is then false).
+func (d *Dispatcher) countHeld(ctx context.Context, rule *delivery.SilenceRule, stopOver int) (SilencePreview, error) {
 	var p SilencePreview
+	var err error
 	p.Complete, err = d.Store.RecentSubjects(ctx, d.now().Add(-24*time.Hour), MaxPreviewMessages, func(s delivery.Subject) bool {
 		if rule.Matches(s) {
 			p.Held++
 		}
-		return true
+		return stopOver == 0 || p.Held <= stopOver
 	})
 	return p, err
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -202,7 +203,7 @@ func TestSilenceSubjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := delivery.Subject{"platform": "sandbox", "account": models.SandboxAccountName, "template": "", "department": "Credit",
-		"recipient": "E2003", "priority": "low", "api_key": "zabbix", "policy": ""}
+		"recipient": "E2003", "priority": "low", "api_key": "zabbix", "policy": "", delivery.SubjectKeyID: strconv.FormatInt(f.keyID, 10)}
 	if diff := cmp.Diff(want, subjects[ids["E2003"]]); diff != "" {
 		t.Errorf("subject (-want +got):\n%s", diff)
 	}
@@ -553,12 +554,12 @@ func TestSilencePreview(t *testing.T) {
 		{[]delivery.Matcher{match("department", "Counter"), {Name: "priority", Value: "high", Negate: true}}, 2},
 		{[]delivery.Matcher{{Name: "recipient", Value: "E200[13]", Regex: true}}, 3},
 	} {
-		p, err := f.d.PreviewSilence(context.Background(), tt.matchers)
+		p, err := f.d.PreviewSilence(context.Background(), user("ops"), dispatch.SilenceInput{Matchers: tt.matchers})
 		if err != nil || p.Held != tt.want || !p.Complete {
 			t.Errorf("%v: %+v (%v), want %d", tt.matchers, p, err, tt.want)
 		}
 	}
-	if _, err := f.d.PreviewSilence(context.Background(), []delivery.Matcher{{Name: "host", Value: "x"}}); err == nil {
+	if _, err := f.d.PreviewSilence(context.Background(), user("ops"), dispatch.SilenceInput{Matchers: []delivery.Matcher{{Name: "host", Value: "x"}}}); err == nil {
 		t.Error("a bad matcher previewed")
 	}
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // silenceJSON is a silence as the API shows it. Approval is "none" for a silence that
-// needed none; Holding counts the messages it holds now.
+// needed none, ApprovalReasons why it needs one; Holding counts the messages it holds
+// now.
 type silenceJSON struct {
 	ID        int64              `json:"id"`
 	Matchers  []delivery.Matcher `json:"matchers"`
@@ -25,15 +26,21 @@ type silenceJSON struct {
 	OnEnd     string             `json:"on_end"`
 	State     string             `json:"state"`
 	Approval  string             `json:"approval"`
-	ExpiredAt *time.Time         `json:"expired_at"`
-	Holding   int                `json:"holding"`
+	// ApprovalReasons are delivery's Broad… codes.
+	ApprovalReasons []string   `json:"approval_reasons"`
+	ExpiredAt       *time.Time `json:"expired_at"`
+	Holding         int        `json:"holding"`
 }
 
 func newSilenceJSON(s *models.Silence, holding int, now time.Time) silenceJSON {
 	out := silenceJSON{ID: s.ID, Matchers: s.Matchers, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Comment: s.Comment,
-		CreatedBy: s.CreatedBy, OnEnd: s.OnEnd, State: s.State(now), Approval: s.Approval, ExpiredAt: s.ExpiredAt, Holding: holding}
+		CreatedBy: s.CreatedBy, OnEnd: s.OnEnd, State: s.State(now), Approval: s.Approval, ApprovalReasons: s.ApprovalReasons,
+		ExpiredAt: s.ExpiredAt, Holding: holding}
 	if out.Matchers == nil {
 		out.Matchers = []delivery.Matcher{}
+	}
+	if out.ApprovalReasons == nil {
+		out.ApprovalReasons = []string{}
 	}
 	if out.Approval == "" {
 		out.Approval = "none"

@@ -96,6 +96,9 @@ func silenceFormErrors(c *gin.Context, f views.SilenceForm, err error) (map[stri
 		return nil, false
 	}
 	field := fe.Field
+	if field == "silences" {
+		field = "" // the caps on live silences: above the form
+	}
 	var k int
 	var part string
 	if n, _ := fmt.Sscanf(strings.Replace(field, "].", "] ", 1), "matchers[%d] %s", &k, &part); n == 2 {
@@ -183,7 +186,21 @@ func (h *Handlers) afterSilenceSave(c *gin.Context, id int64, f views.SilenceFor
 		h.serverError(c, err)
 		return
 	}
+	if saved.Approval == models.ApprovalAwaiting {
+		h.redirectNotice(c, "/silences", "note", tr(c, "silences.notice.awaiting", "ID", saved.ID,
+			"Reasons", reasonsText(c, saved.ApprovalReasons)))
+		return
+	}
 	h.redirectNotice(c, "/silences", "saved", tr(c, "silences.name", "ID", saved.ID))
+}
+
+// reasonsText is why a silence waits for approval, in the reader's language.
+func reasonsText(c *gin.Context, reasons []string) string {
+	out := make([]string, len(reasons))
+	for i, r := range reasons {
+		out[i] = views.SilenceReason(c.Request.Context(), r)
+	}
+	return strings.Join(out, tr(c, "silences.reason_separator"))
 }
 
 func (h *Handlers) renderSilenceForm(c *gin.Context, status int, id int64, f views.SilenceForm, errs map[string]string) {
@@ -198,17 +215,21 @@ func (h *Handlers) renderSilenceForm(c *gin.Context, status int, id int64, f vie
 // the matchers would have held (htmx swaps it in beside the buttons).
 func (h *Handlers) PreviewSilence(c *gin.Context) {
 	f := silenceFormOf(c)
-	matchers, _ := matchersOf(f)
-	p, err := h.Dispatch.PreviewSilence(c.Request.Context(), matchers)
+	in, _ := h.silenceInputOf(f) // bad times are the save's to report
+	p, err := h.Dispatch.PreviewSilence(c.Request.Context(), actor(c), in)
 	if errs, ok := silenceFormErrors(c, f, err); ok {
-		render(c, http.StatusUnprocessableEntity, views.SilencePreview(0, false, errs))
+		render(c, http.StatusUnprocessableEntity, views.SilencePreview(0, false, "", errs))
 		return
 	}
 	if err != nil {
 		h.serverError(c, err)
 		return
 	}
-	render(c, http.StatusOK, views.SilencePreview(p.Held, p.Complete, nil))
+	var reasons string
+	if len(p.Reasons) > 0 {
+		reasons = reasonsText(c, p.Reasons)
+	}
+	render(c, http.StatusOK, views.SilencePreview(p.Held, p.Complete, reasons, nil))
 }
 
 // ExpireSilence ends a silence now.

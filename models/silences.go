@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -49,18 +50,25 @@ type Silence struct {
 	// one did: a key without the admin scope sees and changes only its own silences.
 	CreatedBy string
 	APIKeyID  *int64 `gorm:"column:api_key_id"`
+	// HoldsKeyID is the send key whose messages alone it holds: set when a key without
+	// the admin scope made it; nil holds anyone's.
+	HoldsKeyID *int64 `gorm:"column:holds_key_id"`
+	// Version counts the edits of its matchers: a worker compiles it once per version.
+	Version   int
 	OnEnd     string
 	ExpiredAt *time.Time
 	ExpiredBy string
 	EndedAt   *time.Time
 	// Approval is "" for a silence that needed none, else ApprovalAwaiting,
 	// ApprovalApproved or ApprovalRejected; Makers are the people who may not approve it.
-	Approval  string
-	Makers    StringList
-	DecidedBy string
-	DecidedAt *time.Time
-	CreatedAt time.Time
-	UpdatedAt time.Time
+	Approval string
+	Makers   StringList
+	// ApprovalReasons say why it awaits (or awaited) approval: delivery's Broad… codes.
+	ApprovalReasons StringList
+	DecidedBy       string
+	DecidedAt       *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
 }
 
 // State is the silence's state at now.
@@ -90,7 +98,7 @@ func (MessageSilence) TableName() string { return "message_silences" }
 // bound to one).
 func (s *Store) CreateSilence(ctx context.Context, sil *Silence) error {
 	now := Now()
-	sil.CreatedAt, sil.UpdatedAt = now, now
+	sil.CreatedAt, sil.UpdatedAt, sil.Version = now, now, 1
 	if err := s.db.WithContext(ctx).Create(sil).Error; err != nil {
 		return fmt.Errorf("models: create silence: %w", err)
 	}
@@ -98,21 +106,63 @@ func (s *Store) CreateSilence(ctx context.Context, sil *Silence) error {
 }
 
 // UpdateSilence replaces what a person may edit of a silence that has not ended:
-// matchers, times, comment, what it does at its end, and its approval. ErrStateChanged
-// means it was expired or ended meanwhile.
+// matchers, times, comment, what it does at its end, and its approval; it moves the
+// silence to its next version. ErrStateChanged means it was expired, ended or edited
+// meanwhile (its version is no longer sil.Version).
 func (s *Store) UpdateSilence(ctx context.Context, sil *Silence) error {
 	sil.UpdatedAt = Now()
-	res := s.db.WithContext(ctx).Model(&Silence{}).Where("id = ? AND ended_at IS NULL AND expired_at IS NULL", sil.ID).
+	res := s.db.WithContext(ctx).Model(&Silence{}).Where("id = ? AND version = ? AND ended_at IS NULL AND expired_at IS NULL", sil.ID, sil.Version).
 		Updates(map[string]any{"matchers": sil.Matchers, "starts_at": sil.StartsAt, "ends_at": sil.EndsAt, "comment": sil.Comment,
-			"on_end": sil.OnEnd, "approval": sil.Approval, "makers": sil.Makers, "decided_by": "", "decided_at": nil,
-			"updated_at": sil.UpdatedAt})
+			"on_end": sil.OnEnd, "approval": sil.Approval, "approval_reasons": sil.ApprovalReasons, "makers": sil.Makers,
+			"decided_by": "", "decided_at": nil, "version": gorm.Expr("version + 1"), "updated_at": sil.UpdatedAt})
 	if res.Error != nil {
 		return fmt.Errorf("models: update silence %d: %w", sil.ID, res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return fmt.Errorf("models: update silence %d: %w", sil.ID, ErrStateChanged)
 	}
+	sil.Version++
 	return nil
+}
+
+// LiveSilenceCounts counts the silences that have not ended or been expired (pending,
+// awaiting approval or active): those of one creator (the API key keyID when it is not
+// 0, else the person createdBy) and all of them. In MySQL the count locks what it read
+// until the transaction ends, so two silences created at once cannot both take the last
+// place; SQLite runs one writer at a time.
+func (s *Store) LiveSilenceCounts(ctx context.Context, keyID int64, createdBy string) (mine, all int, err error) {
+	var rows []struct {
+		APIKeyID  *int64
+		CreatedBy string
+	}
+	err = s.db.WithContext(ctx).Model(&Silence{}).Clauses(clause.Locking{Strength: "UPDATE"}).Select("api_key_id, created_by").
+		Where("ended_at IS NULL AND expired_at IS NULL").Scan(&rows).Error
+	if err != nil {
+		return 0, 0, fmt.Errorf("models: count live silences: %w", err)
+	}
+	for _, r := range rows {
+		if (keyID != 0 && r.APIKeyID != nil && *r.APIKeyID == keyID) || (keyID == 0 && r.APIKeyID == nil && r.CreatedBy == createdBy) {
+			mine++
+		}
+	}
+	return mine, len(rows), nil
+}
+
+// CreatorSilences lists the silences of one creator (the API key keyID when it is not
+// 0, else the person createdBy) that may have held messages since since: not refused,
+// not ended before it.
+func (s *Store) CreatorSilences(ctx context.Context, keyID int64, createdBy string, since time.Time) ([]Silence, error) {
+	var out []Silence
+	q := s.reader(ctx).Where("(ended_at IS NULL OR ended_at >= ?) AND approval <> ?", since.UTC(), ApprovalRejected)
+	if keyID != 0 {
+		q = q.Where("api_key_id = ?", keyID)
+	} else {
+		q = q.Where("created_by = ? AND api_key_id IS NULL", createdBy)
+	}
+	if err := q.Order("id").Find(&out).Error; err != nil {
+		return nil, fmt.Errorf("models: silences of %s: %w", createdBy, err)
+	}
+	return out, nil
 }
 
 // SilenceByID returns one silence.
@@ -217,7 +267,7 @@ func (s *Store) EndSilence(ctx context.Context, id int64, now time.Time) (int, e
 // messages m and the rows it names.
 const subjectColumns = "m.id, m.platform, m.priority, COALESCE(a.name, '') AS account, COALESCE(t.name, '') AS template, " +
 	"COALESCE(r.department, '') AS department, COALESCE(r.external_id, '') AS recipient, COALESCE(k.name, '') AS api_key, " +
-	"COALESCE(al.policy, '') AS policy, m.created_at"
+	"COALESCE(al.policy, '') AS policy, COALESCE(b.api_key_id, 0) AS key_id, m.created_at"
 
 // subjectJoins are the joins subjectColumns reads.
 const subjectJoins = "LEFT JOIN batches b ON b.id = m.batch_id LEFT JOIN accounts a ON a.id = m.account_id " +
@@ -227,13 +277,22 @@ const subjectJoins = "LEFT JOIN batches b ON b.id = m.batch_id LEFT JOIN account
 // subjectRow is one message as a silence sees it.
 type subjectRow struct {
 	ID, Platform, Priority, Account, Template, Department, Recipient, APIKey, Policy string
+	KeyID                                                                            int64
 	CreatedAt                                                                        time.Time
 }
 
 func (r subjectRow) subject() delivery.Subject {
 	return delivery.Subject{delivery.MatchPlatform: r.Platform, delivery.MatchPriority: r.Priority, delivery.MatchAccount: r.Account,
 		delivery.MatchTemplate: r.Template, delivery.MatchDepartment: r.Department, delivery.MatchRecipient: r.Recipient,
-		delivery.MatchAPIKey: r.APIKey, delivery.MatchPolicy: r.Policy}
+		delivery.MatchAPIKey: r.APIKey, delivery.MatchPolicy: r.Policy, delivery.SubjectKeyID: keyIDText(r.KeyID)}
+}
+
+// keyIDText is an API key id as a subject holds it: "" for no key.
+func keyIDText(id int64) string {
+	if id == 0 {
+		return ""
+	}
+	return strconv.FormatInt(id, 10)
 }
 
 // SilenceSubjects returns what a silence sees of each of the messages ids that is

@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"time"
@@ -29,31 +30,57 @@ type liveSilence struct {
 	start, end time.Time
 }
 
-// silenceRules caches the live silences for silenceTTL.
+// compiledSilence is a silence's rule as compiled at one version of its matchers.
+type compiledSilence struct {
+	version int
+	rule    *delivery.SilenceRule
+}
+
+// silenceLoader reads the live silences (models.Store.LiveSilences).
+type silenceLoader func(ctx context.Context) ([]models.Silence, error)
+
+// silenceRules caches the live silences for silenceTTL. A reload reads the database and
+// compiles only the silences whose version it has not compiled yet, without holding the
+// lock: while one caller reloads, the others test with the list read a moment before (or,
+// before the first read, wait for it), so a slow read delays no send but the reloader's.
 type silenceRules struct {
 	mu   sync.Mutex
 	read time.Time
-	list []liveSilence
+	// loading is closed when the reload under way ends; nil when none is.
+	loading chan struct{}
+	list    []liveSilence
+	// compiled is each live silence's rule by id. Only the caller that reloads touches it,
+	// one at a time, outside the lock.
+	compiled map[int64]compiledSilence
 }
 
+// errSilencesUnread answers the callers that waited for a first read that failed.
+var errSilencesUnread = errors.New("tasks: the live silences could not be read")
+
 // active returns the silences active at now.
-func (c *silenceRules) active(ctx context.Context, store *models.Store, now time.Time) ([]*delivery.SilenceRule, error) {
+func (c *silenceRules) active(ctx context.Context, load silenceLoader, now time.Time) ([]*delivery.SilenceRule, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.read.IsZero() || time.Since(c.read) >= silenceTTL {
-		list, err := store.LiveSilences(ctx)
-		if err != nil {
-			return nil, err
-		}
-		c.list = c.list[:0]
-		for _, sil := range list {
-			rule, err := delivery.NewSilenceRule(sil.ID, sil.Matchers)
-			if err != nil {
-				continue // validated when saved; an expression Go no longer takes holds nothing
+		switch done := c.loading; {
+		case done == nil:
+			if err := c.reload(ctx, load); err != nil {
+				c.mu.Unlock()
+				return nil, err
 			}
-			c.list = append(c.list, liveSilence{rule: rule, start: sil.StartsAt, end: sil.End()})
+		case c.read.IsZero():
+			// The first read is under way: there is nothing to test with before it.
+			c.mu.Unlock()
+			select {
+			case <-done:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			c.mu.Lock()
+			if c.read.IsZero() {
+				c.mu.Unlock()
+				return nil, errSilencesUnread
+			}
 		}
-		c.read = time.Now()
 	}
 	var out []*delivery.SilenceRule
 	for _, l := range c.list {
@@ -61,7 +88,53 @@ func (c *silenceRules) active(ctx context.Context, store *models.Store, now time
 			out = append(out, l.rule)
 		}
 	}
+	c.mu.Unlock()
 	return out, nil
+}
+
+// reload reads and compiles the live silences, called and returning with c.mu held but
+// releasing it meanwhile.
+func (c *silenceRules) reload(ctx context.Context, load silenceLoader) error {
+	done := make(chan struct{})
+	c.loading = done
+	c.mu.Unlock()
+	list, next, err := c.compile(ctx, load)
+	c.mu.Lock()
+	c.loading = nil
+	close(done)
+	if err != nil {
+		return err
+	}
+	c.list, c.compiled, c.read = list, next, time.Now()
+	return nil
+}
+
+// compile reads the live silences and returns them ready, with each one's compiled
+// rule: the one compiled before while its version is the same, a new one otherwise.
+// Silences no longer live drop out.
+func (c *silenceRules) compile(ctx context.Context, load silenceLoader) ([]liveSilence, map[int64]compiledSilence, error) {
+	sils, err := load(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	list := make([]liveSilence, 0, len(sils))
+	next := make(map[int64]compiledSilence, len(sils))
+	for _, sil := range sils {
+		cs, ok := c.compiled[sil.ID]
+		if !ok || cs.version != sil.Version {
+			rule, err := delivery.NewSilenceRule(sil.ID, sil.Matchers)
+			if err != nil {
+				continue // validated when saved; an expression Go no longer takes holds nothing
+			}
+			if sil.HoldsKeyID != nil {
+				rule.HoldOnly(*sil.HoldsKeyID)
+			}
+			cs = compiledSilence{sil.Version, rule}
+		}
+		next[sil.ID] = cs
+		list = append(list, liveSilence{rule: cs.rule, start: sil.StartsAt, end: sil.End()})
+	}
+	return list, next, nil
 }
 
 // holdSilenced holds the due messages among ids that an active silence matches, before
@@ -69,7 +142,7 @@ func (c *silenceRules) active(ctx context.Context, store *models.Store, now time
 // it costs nothing but a look at the cache.
 func (s *Sender) holdSilenced(ctx context.Context, ids []string) error {
 	now := models.Now()
-	rules, err := s.silences.active(ctx, s.store, now)
+	rules, err := s.silences.active(ctx, s.store.LiveSilences, now)
 	if err != nil || len(rules) == 0 {
 		return err
 	}

@@ -96,7 +96,8 @@ func TestSilenceHoldsThenReleasesWithinLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	rig.h.app.Accounts.Forget()
-	api := newAPIKey(t, rig.h, "send")
+	// An admin key: a send key's silence would hold only the key's own messages.
+	api := newAPIKey(t, rig.h, "send,admin")
 	status, sil, _ := api.call("POST", "/api/v1/silences", silenceBody(`[{"name":"account","value":"ty-fault"}]`, "release", time.Hour))
 	if status != http.StatusCreated {
 		t.Fatalf("create: %d %s", status, sil["_raw"])
@@ -161,6 +162,10 @@ func TestSilenceAcrossRestart(t *testing.T) {
 		Matchers: []delivery.Matcher{{Name: "recipient", Value: "F000[0-3][0-9]", Regex: true}}, StartsAt: &start, EndsAt: &end,
 		Comment: "restart drill"})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A regex silence waits for a second person.
+	if err := rig.h.app.Dispatch.DecideSilence(ctx, dispatch.System("approver"), sil.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond)
