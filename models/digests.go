@@ -136,7 +136,10 @@ func (s *Store) FoldDigest(ctx context.Context, slot string, now time.Time, buil
 	var notices []Message
 	err := s.txRetry(ctx, func(tx *gorm.DB) error {
 		digest, notices = nil, nil
-		err := tx.Where("digest_waiting = ? AND send_at <= ?", slot, now.UTC()).
+		// The columns digest_waiting is computed from are named too: on MariaDB, with
+		// transactions changing notices meanwhile, a plan that reads digest_waiting alone
+		// can miss notices still waiting, and nothing would fold them again.
+		err := tx.Where("digest_waiting = ? AND status = ? AND digest_slot = ? AND send_at <= ?", slot, StatusPending, slot, now.UTC()).
 			Order("created_at, id").Limit(maxDigest).Find(&notices).Error
 		if err != nil {
 			return fmt.Errorf("models: notices of digest group %s: %w", slot, err)
