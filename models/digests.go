@@ -23,9 +23,10 @@ import (
 // simply waits for the next group. Nothing lives outside the rows, so a restart loses no
 // open group.
 //
-// The queries find waiting notices by digest_waiting, a virtual column that is the
-// digest slot of a pending notice and NULL for every other row (migration 00039): its
-// index then holds no status, so claims and finishes of other messages never touch it.
+// The queries find waiting notices by the columns themselves (status pending and a
+// digest slot), not by digest_waiting, the virtual column migration 00039 indexes: on
+// MariaDB, while other transactions fold and claim, reads through that index missed
+// notices still waiting, and a notice no pass finds again never goes out.
 
 // EventMessageDigested is the status event of a notice folded into a digest.
 const EventMessageDigested = "message.digested"
@@ -85,12 +86,12 @@ func (s *Store) DueDigestGroups(ctx context.Context, now time.Time, slots []stri
 		MaxSize int
 	}
 	q := s.db.WithContext(ctx).Model(&Message{}).
-		Select("digest_waiting AS slot, COUNT(*) AS n, MIN(digest_due_at) AS due_at, MIN(digest_max) AS max_size").
-		Where("digest_waiting IS NOT NULL AND send_at <= ?", now)
+		Select("digest_slot AS slot, COUNT(*) AS n, MIN(digest_due_at) AS due_at, MIN(digest_max) AS max_size").
+		Where("status = ? AND digest_slot <> '' AND send_at <= ?", StatusPending, now)
 	if len(slots) > 0 {
-		q = q.Where("digest_waiting IN ?", slots)
+		q = q.Where("digest_slot IN ?", slots)
 	}
-	err := q.Group("digest_waiting").
+	err := q.Group("digest_slot").
 		Having("MIN(digest_due_at) <= ? OR COUNT(*) >= MIN(digest_max)", now).
 		Order("due_at").Limit(limit).Scan(&rows).Error
 	if err != nil {
@@ -136,10 +137,7 @@ func (s *Store) FoldDigest(ctx context.Context, slot string, now time.Time, buil
 	var notices []Message
 	err := s.txRetry(ctx, func(tx *gorm.DB) error {
 		digest, notices = nil, nil
-		// The columns digest_waiting is computed from are named too: on MariaDB, with
-		// transactions changing notices meanwhile, a plan that reads digest_waiting alone
-		// can miss notices still waiting, and nothing would fold them again.
-		err := tx.Where("digest_waiting = ? AND status = ? AND digest_slot = ? AND send_at <= ?", slot, StatusPending, slot, now.UTC()).
+		err := tx.Where("status = ? AND digest_slot = ? AND send_at <= ?", StatusPending, slot, now.UTC()).
 			Order("created_at, id").Limit(maxDigest).Find(&notices).Error
 		if err != nil {
 			return fmt.Errorf("models: notices of digest group %s: %w", slot, err)
