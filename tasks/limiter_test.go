@@ -329,8 +329,11 @@ func TestLimiterAdmitsSoonAfterAFailover(t *testing.T) {
 		t.Fatalf("after the failover: %+v %v, want admitted", d, err)
 	}
 	t.Logf("first admission %s after every sentinel named the new master", took.Round(time.Millisecond))
-	if took > 5*time.Second {
-		t.Errorf("first admission %s after the failover, want within 5 s", took.Round(time.Millisecond))
+	// The target is 5 s (docs/benchmarks.md measures it); the bound is twice that, so a
+	// loaded machine does not fail it while the old wait for a rejoining replica (about
+	// 15 s) still does.
+	if took > 10*time.Second {
+		t.Errorf("first admission %s after the failover, want within 10 s", took.Round(time.Millisecond))
 	}
 }
 
