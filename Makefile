@@ -41,11 +41,13 @@ vuln:
 ## refuses an admission whose Redis round trip outlasts its 50 ms margin) and the
 ## browser tests of web each run alone: beside anything else on a small machine they
 ## starve of CPU. The other packages run two at a time.
+## TESTFLAGS go to every go test, e.g. TESTFLAGS=-json for each test's duration.
 SOLO_PACKAGES := test/e2e tasks web
 SOLO_TIMEOUT  := 15m
+TESTFLAGS     ?=
 test: check-generate lint
-	$(GO) test -race -count=1 -p 2 -timeout 10m $$($(GO) list ./... $(SOLO_PACKAGES:%=| grep -vx herald/%))
-	for p in $(SOLO_PACKAGES); do $(GO) test -race -count=1 -timeout $(SOLO_TIMEOUT) ./$$p || exit 1; done
+	$(GO) test -race -count=1 -p 2 -timeout 10m $(TESTFLAGS) $$($(GO) list ./... $(SOLO_PACKAGES:%=| grep -vx herald/%))
+	for p in $(SOLO_PACKAGES); do $(GO) test -race -count=1 -timeout $(SOLO_TIMEOUT) $(TESTFLAGS) ./$$p || exit 1; done
 
 ## test-long: everything make test runs plus the long runs (HERALD_TEST_LONG=1), for
 ## before a release: the limits oracle at 600/min over 2,000 messages, the Sentinel and

@@ -75,6 +75,8 @@ type Config struct {
 	// given explicitly; when it was not, demo data goes only into a new embedded database.
 	Demo    bool
 	DemoSet bool
+	// Knobs shorten built-in waits for tests (HERALD_TEST_KNOBS); zero in production.
+	Knobs TestKnobs
 }
 
 // Languages are the console's languages HERALD_DEFAULT_LANGUAGE may name, the default
@@ -199,6 +201,9 @@ func Load(getenv Getenv) (*Config, error) {
 		c.Demo, c.DemoSet = b, true
 	}
 
+	if c.Knobs, err = testKnobs(getenv("HERALD_TEST_KNOBS")); err != nil {
+		return nil, err
+	}
 	if c.SessionSecret, err = secret(getenv, c, "HERALD_SESSION_SECRET", "session.key"); err != nil {
 		return nil, err
 	}

@@ -56,6 +56,15 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"public url of another scheme", map[string]string{"HERALD_PUBLIC_URL": "ftp://herald.example.com"}, "HERALD_PUBLIC_URL"},
 		{"public url without host", map[string]string{"HERALD_PUBLIC_URL": "https:///ack"}, "HERALD_PUBLIC_URL"},
 		{"public url with a query", map[string]string{"HERALD_PUBLIC_URL": "https://herald.example.com/?x=1"}, "HERALD_PUBLIC_URL"},
+		{"unknown test knob", map[string]string{"HERALD_TEST_KNOBS": "leese=2s"}, "HERALD_TEST_KNOBS"},
+		{"test knob without a value", map[string]string{"HERALD_TEST_KNOBS": "lease"}, "HERALD_TEST_KNOBS"},
+		{"test knob given twice", map[string]string{"HERALD_TEST_KNOBS": "lease=2s,lease=3s"}, "HERALD_TEST_KNOBS"},
+		{"lease under a second", map[string]string{"HERALD_TEST_KNOBS": "lease=200ms"}, "HERALD_TEST_KNOBS"},
+		{"lease longer than production", map[string]string{"HERALD_TEST_KNOBS": "lease=1m"}, "HERALD_TEST_KNOBS"},
+		{"step wait of no duration", map[string]string{"HERALD_TEST_KNOBS": "step_wait=soon"}, "HERALD_TEST_KNOBS"},
+		{"negative sweep grace", map[string]string{"HERALD_TEST_KNOBS": "sweep_grace=-1s"}, "HERALD_TEST_KNOBS"},
+		{"retry scale of zero", map[string]string{"HERALD_TEST_KNOBS": "retry_scale=0"}, "HERALD_TEST_KNOBS"},
+		{"retry scale that lengthens", map[string]string{"HERALD_TEST_KNOBS": "retry_scale=2"}, "HERALD_TEST_KNOBS"},
 		{"short session secret", map[string]string{"HERALD_SESSION_SECRET": "too-short"}, "HERALD_SESSION_SECRET"},
 		{"short secret key", map[string]string{"HERALD_SECRET_KEY": strings.Repeat("k", 31)}, "HERALD_SECRET_KEY"},
 		{"short previous secret key", map[string]string{"HERALD_SECRET_KEY_PREVIOUS": strings.Repeat("k", 31)}, "HERALD_SECRET_KEY_PREVIOUS"},
@@ -317,5 +326,29 @@ func TestLoadDemo(t *testing.T) {
 				t.Errorf("[Demo DemoSet] mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestLoadTestKnobs reads every knob, keeps production values for the absent ones, and
+// tells a zero sweep grace from none.
+func TestLoadTestKnobs(t *testing.T) {
+	c, err := Load(env(map[string]string{"HERALD_DATA_DIR": t.TempDir()}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Knobs.Set() {
+		t.Errorf("knobs set without HERALD_TEST_KNOBS: %+v", c.Knobs)
+	}
+	c, err = Load(env(map[string]string{"HERALD_DATA_DIR": t.TempDir(),
+		"HERALD_TEST_KNOBS": " lease=2s, step_wait=1s,retry_scale=0.1,sweep_every=5s,sweep_grace=0s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := TestKnobs{Lease: 2 * time.Second, StepWait: time.Second, RetryScale: 0.1, SweepEvery: 5 * time.Second, SweepGraceSet: true}
+	if diff := cmp.Diff(want, c.Knobs); diff != "" {
+		t.Errorf("knobs (-want +got):\n%s", diff)
+	}
+	if got, want := c.Knobs.String(), "lease=2s,step_wait=1s,sweep_every=5s,sweep_grace=0s,retry_scale=0.1"; got != want {
+		t.Errorf("String() = %q, want %q", got, want)
 	}
 }

@@ -42,6 +42,9 @@ type Config struct {
 	// AckLinks signs and opens the acknowledgment links (HERALD_PUBLIC_URL,
 	// HERALD_SECRET_KEY); with AckLink nil, it makes the links too. Nil: no link opens.
 	AckLinks *AckLinks
+	// StepWait, when positive, replaces MinStepWait as the shortest wait of an
+	// escalation step (HERALD_TEST_KNOBS step_wait, for tests only).
+	StepWait time.Duration
 }
 
 // NewDispatcher returns the intake and service layer built from cfg, or an error naming
@@ -57,7 +60,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	}
 	d := &Dispatcher{Store: cfg.Store, Enqueuer: cfg.Enqueuer, Location: cfg.Location, Log: cfg.Log, Now: cfg.Now,
 		Stats: cfg.Stats, Accounts: cfg.Accounts, Callbacks: cfg.Callbacks, Channels: cfg.Channels,
-		AckLink: cfg.AckLink, AckObserver: cfg.AckObserver}
+		AckLink: cfg.AckLink, AckObserver: cfg.AckObserver, minStepWait: cfg.StepWait}
 	if d.AckLinks = cfg.AckLinks; d.AckLink == nil && d.AckLinks != nil {
 		d.AckLink = d.AckLinks.Link
 	}

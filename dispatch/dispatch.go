@@ -51,6 +51,9 @@ type Dispatcher struct {
 	// AckLinks opens the acknowledgment links (ackpage.go); nil: none opens.
 	AckLinks *AckLinks
 
+	// minStepWait replaces MinStepWait when positive (Config.StepWait).
+	minStepWait time.Duration
+
 	// afterClaim, when set (by tests), runs after a step is claimed, inside the
 	// firing's transaction: an error rolls the firing back, as a crash would.
 	afterClaim func() error

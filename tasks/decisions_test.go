@@ -88,3 +88,19 @@ func TestFailureDecisions(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryScale: a sender with a retry scale (HERALD_TEST_KNOBS retry_scale) shortens
+// the policy's delays by it, and keeps a platform's Retry-After as it came.
+func TestRetryScale(t *testing.T) {
+	t.Parallel()
+	s := &Sender{policy: delivery.DefaultPolicy, retryScale: 0.1}
+	before := models.Now()
+	o := s.failure(&models.Message{MaxAttempts: 3}, nil, &channels.Error{Class: channels.RateLimited, Err: errors.New("slow down")}, true, before, time.Millisecond)
+	if d := o.NextAttemptAt.Sub(before); d < 6*time.Second || d > 7*time.Second {
+		t.Errorf("rate limited, scaled by 0.1: next attempt in %s, want 6s (a tenth of the 60s rule)", d)
+	}
+	o = s.failure(&models.Message{MaxAttempts: 3}, nil, &channels.Error{Class: channels.RateLimited, RetryAfter: 30 * time.Second, Err: errors.New("slow down")}, true, before, time.Millisecond)
+	if d := o.NextAttemptAt.Sub(before); d < 30*time.Second || d > 31*time.Second {
+		t.Errorf("rate limited with Retry-After 30s: next attempt in %s, want 30s", d)
+	}
+}

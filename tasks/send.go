@@ -26,7 +26,9 @@ type Sender struct {
 	enqueuer *Enqueuer
 	limiter  *Limiter
 	policy   delivery.Policy
-	log      *slog.Logger
+	// retryScale multiplies the policy's delays when positive (SenderConfig.RetryScale).
+	retryScale float64
+	log        *slog.Logger
 	// callTimeout bounds one provider call; lease is how long a claim holds without a
 	// heartbeat (SenderConfig).
 	callTimeout, lease time.Duration
@@ -68,6 +70,9 @@ type SenderConfig struct {
 	Lease time.Duration
 	// Policy is the retry policy; delivery.DefaultPolicy when nil.
 	Policy delivery.Policy
+	// RetryScale, when positive, multiplies the delays the policy gives (a platform's
+	// Retry-After is kept): HERALD_TEST_KNOBS retry_scale, for tests only.
+	RetryScale float64
 	// Accounts caches account lookups; the process shares one with intake. A cache of
 	// the sender's own (AccountCacheTTL) when nil.
 	Accounts *models.AccountCache
@@ -163,7 +168,7 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 		return nil, errors.New("tasks: a sender needs the time zone of quiet hours")
 	}
 	s := &Sender{store: cfg.Store, channels: cfg.Channels, enqueuer: cfg.Enqueuer, limiter: cfg.Limiter,
-		policy: cfg.Policy, log: cfg.Log, callTimeout: cfg.CallTimeout, lease: cfg.Lease,
+		policy: cfg.Policy, retryScale: cfg.RetryScale, log: cfg.Log, callTimeout: cfg.CallTimeout, lease: cfg.Lease,
 		metrics: cfg.Metrics, stats: cfg.Stats, callbacks: cfg.Callbacks, fallBackSoon: cfg.FallBackSoon,
 		accounts: cfg.Accounts, location: cfg.Location, now: cfg.Now}
 	if s.policy == nil {
@@ -625,6 +630,9 @@ func (s *Sender) failure(m *models.Message, acct *models.Account, ce *channels.E
 	o := models.Outcome{Status: v.Status, Unknown: v.Unknown, ErrorClass: string(ce.Class), Error: ce.Error(), ProviderCode: ce.Code,
 		CountsAttempt: v.CountsAttempt, ClassRetries: v.ClassRetries, Called: called, StartedAt: started, Duration: took}
 	if v.Status == models.StatusFailed {
+		if s.retryScale > 0 && ce.RetryAfter <= 0 {
+			v.Delay = time.Duration(float64(v.Delay) * s.retryScale)
+		}
 		next := models.Now().Add(v.Delay)
 		o.NextAttemptAt = &next
 	}

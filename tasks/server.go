@@ -54,15 +54,19 @@ const (
 	RecoverEvery = 3 * time.Second
 )
 
-// NewScheduler returns the scheduler that enqueues the sweeper and the recovery task.
-// Several scheduler processes may run: each task is unique per interval, so one runs.
-func NewScheduler(redis asynq.RedisConnOpt, log *slog.Logger) (*asynq.Scheduler, error) {
+// NewScheduler returns the scheduler that enqueues the sweeper (every sweepEvery;
+// SweepEvery when zero) and the recovery task. Several scheduler processes may run: each
+// task is unique per interval, so one runs.
+func NewScheduler(redis asynq.RedisConnOpt, log *slog.Logger, sweepEvery time.Duration) (*asynq.Scheduler, error) {
+	if sweepEvery <= 0 {
+		sweepEvery = SweepEvery
+	}
 	s := asynq.NewScheduler(redis, &asynq.SchedulerOpts{
 		Logger:   asynqLogger{log.With("component", "asynq-scheduler")},
 		LogLevel: asynq.WarnLevel,
 		Location: time.UTC,
 	})
-	if _, err := s.Register("@every 1m", NewSweepTask(), asynq.Unique(SweepEvery-5*time.Second)); err != nil {
+	if _, err := s.Register(fmt.Sprintf("@every %s", sweepEvery), NewSweepTask(), asynq.Unique(sweepEvery*11/12)); err != nil {
 		return nil, fmt.Errorf("tasks: register sweeper: %w", err)
 	}
 	if _, err := s.Register(fmt.Sprintf("@every %s", RecoverEvery), NewRecoverTask(), asynq.Unique(RecoverEvery-time.Second)); err != nil {

@@ -91,6 +91,12 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 		return nil, err
 	}
 	a := &App{Config: cfg, Role: role, Log: log, Store: store, SweepGrace: tasks.DefaultSweepGrace}
+	if cfg.Knobs.Set() {
+		log.Warn("HERALD_TEST_KNOBS is set: built-in waits are shortened, for tests only", "knobs", cfg.Knobs.String())
+		if cfg.Knobs.SweepGraceSet {
+			a.SweepGrace = cfg.Knobs.SweepGrace
+		}
+	}
 	if cfg.Redis != nil {
 		a.Redis = tasks.NewRedis(cfg.Redis)
 	}
@@ -130,7 +136,7 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	ackLinks := dispatch.NewAckLinks(cfg.PublicURL, cfg.SecretKey, cfg.SecretKeyPrevious)
 	if a.Dispatch, err = dispatch.NewDispatcher(dispatch.Config{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log,
 		Location: cfg.Location, Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks, Channels: a.Channels,
-		AckLinks: ackLinks}); err != nil {
+		AckLinks: ackLinks, StepWait: cfg.Knobs.StepWait}); err != nil {
 		a.Close()
 		return nil, err
 	}

@@ -97,7 +97,8 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	send, err := tasks.NewSender(tasks.SenderConfig{Store: store, Channels: a.Channels, Enqueuer: a.Enqueuer,
 		Limiter: a.Limiter, Location: a.Config.Location, Log: a.Log, CallTimeout: a.Config.SendTimeout,
 		Accounts: a.Accounts, Metrics: tasks.NewMetrics(a.Metrics, a.Channels), Stats: a.Stats,
-		Callbacks: a.Callbacks, FallBackSoon: a.Dispatch.FallBackSoon})
+		Callbacks: a.Callbacks, FallBackSoon: a.Dispatch.FallBackSoon,
+		Lease: a.Config.Knobs.Lease, RetryScale: a.Config.Knobs.RetryScale})
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ const silencePass = time.Second
 // startScheduler starts the periodic maintenance tasks and enqueues a first sweep, so
 // a restart picks up what was left at once.
 func (a *App) startScheduler(ctx context.Context, g *errgroup.Group) error {
-	sch, err := tasks.NewScheduler(a.Redis.Asynq(), a.Log)
+	sch, err := tasks.NewScheduler(a.Redis.Asynq(), a.Log, a.Config.Knobs.SweepEvery)
 	if err != nil {
 		return err
 	}

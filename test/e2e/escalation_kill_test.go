@@ -19,9 +19,13 @@ import (
 // their second steps take a while to fire, so that the kill lands among them.
 const killAlerts = 300
 
+// killStepWait is the first step's wait in TestKilledWorkerFiresEveryStepOnce.
+const killStepWait = 5 * time.Second
+
 // TestKilledWorkerFiresEveryStepOnce opens alerts under a two-step policy whose first
-// step waits the shortest wait (30 s) while two worker processes of the real binary
-// run, and kills one of them with SIGKILL while the second steps are firing: whatever
+// step waits 5 s (HERALD_TEST_KNOBS step_wait; the production minimum is 30 s, and what
+// the test proves does not depend on the wait) while two worker processes of the real
+// binary run, and kills one of them with SIGKILL while the second steps are firing: whatever
 // it held — step tasks taken from Redis, timers waiting for a step's due time,
 // transactions not committed — dies with it, and it is started again. On the database
 // afterwards every second step has fired, exactly once (one notice to its person per
@@ -33,6 +37,7 @@ func TestKilledWorkerFiresEveryStepOnce(t *testing.T) {
 	if env["HERALD_MYSQL_DSN"] == "" || env["HERALD_REDIS_URL"] == "" {
 		t.Skip("needs HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL: worker processes share MySQL and Redis")
 	}
+	env["HERALD_TEST_KNOBS"] = "step_wait=" + killStepWait.String()
 	rig := newFaultRig(t, env, 2, simulator.Faults{})
 	rig.h.stop() // it migrated and seeded; from here the children are the only workers
 	workers := startWorkers(t, env, 2, "HERALD_WORKER_CONCURRENCY=20")
@@ -41,10 +46,10 @@ func TestKilledWorkerFiresEveryStepOnce(t *testing.T) {
 	ctx := context.Background()
 	first, second := rig.people[0], rig.people[1]
 	if _, err := d.CreatePolicy(ctx, dispatch.System("test"), models.EscalationPolicy{Name: "kill", Steps: []models.PolicyStep{
-		{Targets: []string{first}, Wait: "30s"}, {Targets: []string{second}, Wait: "1h"}}}); err != nil {
+		{Targets: []string{first}, Wait: killStepWait.String()}, {Targets: []string{second}, Wait: "1h"}}}); err != nil {
 		t.Fatal(err)
 	}
-	// Nobody named: step 1 fires as each alert opens, here; step 2 comes due 30 s later,
+	// Nobody named: step 1 fires as each alert opens, here; step 2 comes due 5 s later,
 	// on the workers, spread over the time the opening took. (Its own wait is long, so
 	// that no alert is exhausted before the test ends.)
 	var wg sync.WaitGroup

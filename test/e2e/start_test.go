@@ -28,24 +28,34 @@ func TestRolesStartTogetherOnAFreshDatabase(t *testing.T) {
 	for i, role := range roles {
 		procs[i] = startRole(t, env, role, "HERALD_ADDR="+addrs[i])
 	}
-	time.Sleep(5 * time.Second)
+	// Each must come up: /readyz answers 200 within 30 s, and no process exits.
+	client := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for i, addr := range addrs {
+		for {
+			select {
+			case <-procs[i].done:
+				t.Fatalf("the %s process exited: %v", roles[i], procs[i].err)
+			default:
+			}
+			resp, err := client.Get("http://" + addr + "/readyz")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s process: /readyz not ready 30 s after the start: %v %v", roles[i], resp, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
 	for i, p := range procs {
 		select {
 		case <-p.done:
 			t.Fatalf("the %s process exited: %v", roles[i], p.err)
 		default:
-		}
-	}
-	client := &http.Client{Timeout: 5 * time.Second}
-	for i, addr := range addrs {
-		resp, err := client.Get("http://" + addr + "/readyz")
-		if err != nil {
-			t.Errorf("%s process: /readyz: %v", roles[i], err)
-			continue
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Errorf("%s process: /readyz answered %s", roles[i], resp.Status)
 		}
 	}
 	store, err := models.Open(models.Options{MySQLDSN: env["HERALD_MYSQL_DSN"], SecretKey: []byte(env["HERALD_SECRET_KEY"])})
