@@ -320,3 +320,112 @@ func TestSignInReturnsToThePageAsked(t *testing.T) {
 		t.Errorf("signed in to %q, want /", got)
 	}
 }
+
+func TestAccessControl(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	c.user(viewerUser)
+	formBody := func(form url.Values) io.Reader { return strings.NewReader(form.Encode()) }
+	const formType = "application/x-www-form-urlencoded"
+
+	t.Run("anonymous page redirects to login", func(t *testing.T) {
+		resp, _ := c.login("").get("/")
+		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
+			t.Errorf("GET / anonymously: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
+		}
+	})
+	t.Run("anonymous htmx partial is told to log in", func(t *testing.T) {
+		resp, _ := c.login("").getHX("/batches/x/progress")
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("HX-Redirect"), "/login") {
+			t.Errorf("htmx partial anonymously: %d, HX-Redirect %q", resp.StatusCode, resp.Header.Get("HX-Redirect"))
+		}
+	})
+	t.Run("cross-origin post is refused", func(t *testing.T) {
+		b := c.login(adminUser)
+		crossSite := map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"}
+		resp, _ := b.do("POST", "/compose", formType, formBody(url.Values{"text": {"x"}}), crossSite)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("cross-origin POST: %d, want 403", resp.StatusCode)
+		}
+		resp, _ = b.do("POST", "/login", formType, formBody(url.Values{"username": {adminUser}, "password": {testPassword}}), crossSite)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("cross-origin login: %d, want 403", resp.StatusCode)
+		}
+	})
+	t.Run("viewer cannot compose", func(t *testing.T) {
+		b := c.login(viewerUser)
+		if resp, _ := b.get("/"); resp.StatusCode != http.StatusOK {
+			t.Errorf("viewer GET /: %d, want 200", resp.StatusCode)
+		}
+		if resp, _ := b.get("/compose"); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("viewer GET /compose: %d, want 403", resp.StatusCode)
+		}
+		if resp, _ := b.post("/compose", url.Values{"text": {"x"}}); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("viewer POST /compose: %d, want 403", resp.StatusCode)
+		}
+	})
+	t.Run("past five wrong passwords a minute guesses pass one at a time, and no one is locked out", func(t *testing.T) {
+		b := c.login("")
+		for i := 1; i <= 6; i++ {
+			resp, _ := b.post("/login", url.Values{"username": {viewerUser}, "password": {"wrong-password"}})
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("wrong password %d: %d, want 401", i, resp.StatusCode)
+			}
+		}
+		// The sixth wrong guess closed the viewer's gate: the next guess, right or not, is
+		// refused at once without a check.
+		resp, _ := b.post("/login", url.Values{"username": {viewerUser}, "password": {testPassword}})
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Fatalf("a guess while the gate is closed: %d, want 429", resp.StatusCode)
+		}
+		wait, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if err != nil || wait < 1 {
+			t.Fatalf("Retry-After %q, want whole seconds", resp.Header.Get("Retry-After"))
+		}
+		// Another user from elsewhere is not locked out by the viewer's failures.
+		c.login(adminUser)
+		// Once the gate opens the right password signs in: a delay, not a lock.
+		time.Sleep(time.Duration(wait) * time.Second)
+		resp, _ = b.post("/login", url.Values{"username": {viewerUser}, "password": {testPassword}})
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("right password once the gate opened: %d, want 303", resp.StatusCode)
+		}
+	})
+	t.Run("logout revokes the session server-side", func(t *testing.T) {
+		b := c.login(adminUser)
+		u, _ := url.Parse(c.url)
+		saved := b.c.Jar.Cookies(u)
+		if resp, _ := b.post("/logout", url.Values{}); resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("logout: %d", resp.StatusCode)
+		}
+		// Replaying the old cookie must not work.
+		replay := c.login("")
+		replay.c.Jar.SetCookies(u, saved)
+		if resp, _ := replay.get("/"); resp.StatusCode != http.StatusSeeOther {
+			t.Errorf("old cookie after logout: %d, want 303 to /login", resp.StatusCode)
+		}
+	})
+}
+
+func TestPasswordChangeRevokesOtherSessions(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	first, second := c.login(adminUser), c.login(adminUser)
+
+	resp, body := first.post("/password", url.Values{"current_password": {"wrong"}, "new_password": {"a-new-password-1"}})
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `id="error-current_password"`) {
+		t.Fatalf("wrong current password: %d, want 422 with the error beside current_password", resp.StatusCode)
+	}
+	resp, _ = first.post("/password", url.Values{"current_password": {testPassword}, "new_password": {"a-new-password-1"}})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("change password: %d", resp.StatusCode)
+	}
+	if resp, _ := first.get("/"); resp.StatusCode != http.StatusOK {
+		t.Errorf("the browser that changed the password: %d, want 200 (a fresh session)", resp.StatusCode)
+	}
+	if resp, _ := second.get("/"); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("another session after the change: %d, want 303 to /login", resp.StatusCode)
+	}
+	resp, body = c.login("").post("/login", url.Values{"username": {adminUser}, "password": {"a-new-password-1"}})
+	wantStatus(t, "sign in with the new password", resp, body, http.StatusSeeOther)
+}

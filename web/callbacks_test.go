@@ -115,3 +115,49 @@ func TestKeyCallbackPage(t *testing.T) {
 		t.Errorf("audit: %+v", e)
 	}
 }
+
+// TestCallbackSettingThroughTheAPI: an admin sets a key's callback over the API, the
+// address guard applies, the secret is shown once and stored sealed, and a request that
+// names its own callback URL is refused.
+func TestCallbackSettingThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	admin := c.apiKey("test-admin", "admin")
+	sender := c.apiKey("test-send", "send")
+
+	code, body, _ := admin.call("PUT", "/api/v1/api-keys/test-send/callback", `{"url":"http://127.0.0.1:9/events"}`)
+	if code != http.StatusUnprocessableEntity || errorField(body) != "url" {
+		t.Fatalf("a loopback URL without allow_private_network: %d %v", code, body["_raw"])
+	}
+	code, body, _ = admin.call("PUT", "/api/v1/api-keys/test-send/callback", `{"url":"http://127.0.0.1:9/events","secret":"short"}`)
+	if code != http.StatusUnprocessableEntity {
+		t.Fatalf("a short secret: %d %v", code, body["_raw"])
+	}
+	code, body, _ = admin.call("PUT", "/api/v1/api-keys/test-send/callback",
+		`{"url":"http://127.0.0.1:9/events","secret":"a-secret-of-our-own-choosing","allow_private_network":true}`)
+	if code != http.StatusOK || body["secret"] != "a-secret-of-our-own-choosing" || body["url"] != "http://127.0.0.1:9/events" {
+		t.Fatalf("set callback: %d %v", code, body["_raw"])
+	}
+	var enc string
+	if err := c.store.SQL().QueryRow("SELECT callback_secret_enc FROM api_keys WHERE name = 'test-send'").Scan(&enc); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(enc, "a-secret-of-our-own-choosing") || !strings.HasPrefix(enc, "v1:") {
+		t.Errorf("the secret is not sealed at rest: %q", enc)
+	}
+	var detail, params string
+	if err := c.store.SQL().QueryRow("SELECT detail, COALESCE(params, '') FROM audit_log WHERE action = 'apikey.callback.set'").Scan(&detail, &params); err != nil {
+		t.Fatalf("no audit entry: %v", err)
+	}
+	if strings.Contains(detail+params, "a-secret") || !strings.Contains(params, "127.0.0.1:9/events") {
+		t.Errorf("audit entry: detail %q, params %q", detail, params)
+	}
+	if code, body, _ := admin.call("PUT", "/api/v1/api-keys/nobody/callback", `{"url":""}`); code != http.StatusNotFound {
+		t.Errorf("unknown key: %d %v", code, body["_raw"])
+	}
+
+	code, body, _ = sender.call("POST", "/api/v1/messages", `{"platform":"tianyuan","recipients":["E1001"],"content":{"text":"x"},"callback_url":"http://127.0.0.1:9/x"}`)
+	if code != http.StatusBadRequest || errorField(body) != "callback_url" {
+		t.Errorf("a per-request callback_url: %d %v", code, body["_raw"])
+	}
+}

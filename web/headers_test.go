@@ -96,7 +96,7 @@ func TestMonitoringSecurityHeaders(t *testing.T) {
 // HSTS is sent only to browsers that came over HTTPS: directly, or through a proxy
 // configured in HERALD_TRUSTED_PROXIES saying so. X-Forwarded-Proto from anyone else
 // (loopback included, unless configured) is not believed, for HSTS or for the session
-// cookie's Secure flag.
+// cookie's Secure flag. The session cookie is HttpOnly and SameSite=Lax in every case.
 func TestHSTSOnlyOverHTTPS(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
@@ -140,9 +140,17 @@ func TestHSTSOnlyOverHTTPS(t *testing.T) {
 		if got := rec.Header().Get("Strict-Transport-Security"); got != tc.want {
 			t.Errorf("%s: Strict-Transport-Security %q, want %q", tc.what, got, tc.want)
 		}
-		secure := strings.Contains(strings.ToLower(rec.Header().Get("Set-Cookie")), "; secure")
+		cookie := rec.Header().Get("Set-Cookie")
+		secure := strings.Contains(strings.ToLower(cookie), "; secure")
 		if secure != (tc.want != "") {
-			t.Errorf("%s: session cookie Secure=%v, want %v (%s)", tc.what, secure, tc.want != "", rec.Header().Get("Set-Cookie"))
+			t.Errorf("%s: session cookie Secure=%v, want %v (%s)", tc.what, secure, tc.want != "", cookie)
+		}
+		// Whatever the transport, scripts never read the session cookie and other sites'
+		// posts never carry it.
+		for _, flag := range []string{"HttpOnly", "SameSite=Lax"} {
+			if !strings.Contains(cookie, flag) {
+				t.Errorf("%s: session cookie %q lacks %s", tc.what, cookie, flag)
+			}
 		}
 	}
 }

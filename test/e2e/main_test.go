@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -327,155 +326,6 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 	}
 }
 
-func TestAccessControl(t *testing.T) {
-	t.Parallel()
-	env := testEnv(t)
-	// A TLS proxy on the same host, as README describes: its X-Forwarded-Proto is believed.
-	env["HERALD_TRUSTED_PROXIES"] = "127.0.0.1,::1"
-	h := startHerald(t, env)
-	ctx := context.Background()
-	if _, err := h.app.Store.CreateUser(ctx, "vera", "viewer-password-1", models.RoleViewer); err != nil {
-		t.Fatal(err)
-	}
-
-	t.Run("anonymous page redirects to login", func(t *testing.T) {
-		resp, _ := newBrowser(t, h.url).get("/")
-		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
-			t.Errorf("GET / anonymously: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
-		}
-	})
-	t.Run("anonymous htmx partial is told to log in", func(t *testing.T) {
-		resp, _ := newBrowser(t, h.url).do("GET", "/batches/x/progress", nil, map[string]string{"HX-Request": "true"})
-		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("HX-Redirect"), "/login") {
-			t.Errorf("htmx partial anonymously: %d, HX-Redirect %q", resp.StatusCode, resp.Header.Get("HX-Redirect"))
-		}
-	})
-	t.Run("cross-origin post is refused", func(t *testing.T) {
-		b := newBrowser(t, h.url)
-		b.login("admin", testAdminPassword)
-		resp, _ := b.do("POST", "/compose", url.Values{"text": {"x"}}, map[string]string{
-			"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"})
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("cross-origin POST: %d, want 403", resp.StatusCode)
-		}
-		resp, _ = b.do("POST", "/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}},
-			map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"})
-		if resp.StatusCode != http.StatusForbidden {
-			t.Errorf("cross-origin login: %d, want 403", resp.StatusCode)
-		}
-	})
-	t.Run("viewer cannot compose", func(t *testing.T) {
-		b := newBrowser(t, h.url)
-		b.login("vera", "viewer-password-1")
-		if resp, _ := b.get("/"); resp.StatusCode != http.StatusOK {
-			t.Errorf("viewer GET /: %d, want 200", resp.StatusCode)
-		}
-		if resp, _ := b.get("/compose"); resp.StatusCode != http.StatusForbidden {
-			t.Errorf("viewer GET /compose: %d, want 403", resp.StatusCode)
-		}
-		if resp, _ := b.post("/compose", url.Values{"text": {"x"}}); resp.StatusCode != http.StatusForbidden {
-			t.Errorf("viewer POST /compose: %d, want 403", resp.StatusCode)
-		}
-	})
-	t.Run("past five wrong passwords a minute guesses pass one at a time, and no one is locked out", func(t *testing.T) {
-		b := newBrowser(t, h.url)
-		for i := 1; i <= 6; i++ {
-			resp, _ := b.post("/login", url.Values{"username": {"vera"}, "password": {"wrong-password"}})
-			if resp.StatusCode != http.StatusUnauthorized {
-				t.Fatalf("wrong password %d: %d, want 401", i, resp.StatusCode)
-			}
-		}
-		// The sixth wrong guess closed vera's gate: the next guess, right or not, is refused
-		// at once without a check.
-		resp, _ := b.post("/login", url.Values{"username": {"vera"}, "password": {"viewer-password-1"}})
-		if resp.StatusCode != http.StatusTooManyRequests {
-			t.Fatalf("a guess while the gate is closed: %d, want 429", resp.StatusCode)
-		}
-		wait, err := strconv.Atoi(resp.Header.Get("Retry-After"))
-		if err != nil || wait < 1 {
-			t.Fatalf("Retry-After %q, want whole seconds", resp.Header.Get("Retry-After"))
-		}
-		// Another user from elsewhere is not locked out by vera's failures.
-		other := newBrowser(t, h.url)
-		other.login("admin", testAdminPassword)
-		// Once the gate opens the right password signs in: a delay, not a lock.
-		time.Sleep(time.Duration(wait) * time.Second)
-		resp, _ = b.post("/login", url.Values{"username": {"vera"}, "password": {"viewer-password-1"}})
-		if resp.StatusCode != http.StatusSeeOther {
-			t.Errorf("right password once the gate opened: %d, want 303", resp.StatusCode)
-		}
-	})
-	t.Run("logout revokes the session server-side", func(t *testing.T) {
-		b := newBrowser(t, h.url)
-		b.login("admin", testAdminPassword)
-		u, _ := url.Parse(h.url)
-		saved := b.c.Jar.Cookies(u)
-		if resp, _ := b.post("/logout", url.Values{}); resp.StatusCode != http.StatusSeeOther {
-			t.Fatalf("logout: %d", resp.StatusCode)
-		}
-		// Replaying the old cookie must not work.
-		replay := newBrowser(t, h.url)
-		replay.c.Jar.SetCookies(u, saved)
-		if resp, _ := replay.get("/"); resp.StatusCode != http.StatusSeeOther {
-			t.Errorf("old cookie after logout: %d, want 303 to /login", resp.StatusCode)
-		}
-	})
-	t.Run("session cookie flags", func(t *testing.T) {
-		b := newBrowser(t, h.url)
-		resp, _ := b.post("/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}})
-		c := resp.Header.Get("Set-Cookie")
-		for _, want := range []string{"HttpOnly", "SameSite=Lax"} {
-			if !strings.Contains(c, want) {
-				t.Errorf("session cookie %q lacks %s", c, want)
-			}
-		}
-		if strings.Contains(c, "Secure") {
-			t.Errorf("session cookie over plain HTTP is Secure: %q", c)
-		}
-		resp, _ = b.do("POST", "/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}},
-			map[string]string{"X-Forwarded-Proto": "https"})
-		if c := resp.Header.Get("Set-Cookie"); !strings.Contains(c, "Secure") {
-			t.Errorf("session cookie behind HTTPS is not Secure: %q", c)
-		}
-	})
-}
-
-func TestHealthAndReadiness(t *testing.T) {
-	t.Parallel()
-	h := startHerald(t, testEnv(t))
-	b := newBrowser(t, h.url)
-	if resp, body := b.get("/healthz"); resp.StatusCode != http.StatusOK || body != "ok" {
-		t.Errorf("/healthz: %d %q", resp.StatusCode, body)
-	}
-	if resp, body := b.get("/readyz"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"redis":"ok"`) {
-		t.Errorf("/readyz: %d %s", resp.StatusCode, body)
-	}
-}
-
-func TestPasswordChangeRevokesOtherSessions(t *testing.T) {
-	t.Parallel()
-	h := startHerald(t, testEnv(t))
-	first, second := newBrowser(t, h.url), newBrowser(t, h.url)
-	first.login("admin", testAdminPassword)
-	second.login("admin", testAdminPassword)
-
-	resp, body := first.post("/password", url.Values{"current_password": {"wrong"}, "new_password": {"a-new-password-1"}})
-	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `id="error-current_password"`) {
-		t.Fatalf("wrong current password: %d, want 422 with the error beside current_password", resp.StatusCode)
-	}
-	resp, _ = first.post("/password", url.Values{"current_password": {testAdminPassword}, "new_password": {"a-new-password-1"}})
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("change password: %d", resp.StatusCode)
-	}
-	if resp, _ := first.get("/"); resp.StatusCode != http.StatusOK {
-		t.Errorf("the browser that changed the password: %d, want 200 (a fresh session)", resp.StatusCode)
-	}
-	if resp, _ := second.get("/"); resp.StatusCode != http.StatusSeeOther {
-		t.Errorf("another session after the change: %d, want 303 to /login", resp.StatusCode)
-	}
-	newBrowser(t, h.url).login("admin", "a-new-password-1")
-}
-
 // The in-process Redis of the embedded default answers only Herald: its password is
 // generated into the data directory, readable by its owner alone.
 func TestEmbeddedRedisAnswersOnlyHerald(t *testing.T) {
@@ -527,40 +377,6 @@ func waitHTTP(t testing.TB, url string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func TestMonitoringIsInsideTheConsole(t *testing.T) {
-	t.Parallel()
-	h := startHerald(t, testEnv(t))
-	ctx := context.Background()
-	if _, err := h.app.Store.CreateUser(ctx, "vic", "viewer-password-2", models.RoleViewer); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.app.Store.CreateUser(ctx, "otto", "operator-password-2", models.RoleOperator); err != nil {
-		t.Fatal(err)
-	}
-	if resp, _ := newBrowser(t, h.url).get("/monitoring/"); resp.StatusCode != http.StatusSeeOther ||
-		!strings.HasPrefix(resp.Header.Get("Location"), "/login") {
-		t.Errorf("anonymous /monitoring/: %d %q, want the login page", resp.StatusCode, resp.Header.Get("Location"))
-	}
-	viewer := newBrowser(t, h.url)
-	viewer.login("vic", "viewer-password-2")
-	if resp, body := viewer.get("/monitoring/"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "<div id=\"root\">") {
-		t.Errorf("viewer /monitoring/: %d, want the Asynqmon page", resp.StatusCode)
-	}
-	if resp, _ := viewer.get("/monitoring/api/queues"); resp.StatusCode != http.StatusOK {
-		t.Errorf("viewer reads queues: %d, want 200", resp.StatusCode)
-	}
-	// Pausing a queue is an action: refused for a viewer, allowed for an operator.
-	if resp, _ := viewer.do("POST", "/monitoring/api/queues/normal:pause", url.Values{}, nil); resp.StatusCode != http.StatusMethodNotAllowed {
-		t.Errorf("viewer pauses a queue: %d, want 405 (read-only)", resp.StatusCode)
-	}
-	operator := newBrowser(t, h.url)
-	operator.login("otto", "operator-password-2")
-	if resp, body := operator.do("POST", "/monitoring/api/queues/normal:pause", url.Values{}, nil); resp.StatusCode >= 300 {
-		t.Errorf("operator pauses a queue: %d %s, want success", resp.StatusCode, body)
-	}
-	operator.do("POST", "/monitoring/api/queues/normal:resume", url.Values{}, nil)
 }
 
 // /metrics is served on HERALD_METRICS_ADDR, not on the console's listener.

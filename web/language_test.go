@@ -1,4 +1,4 @@
-package main
+package web_test
 
 import (
 	"context"
@@ -6,6 +6,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"herald/i18n"
+	"herald/web"
 )
 
 // TestConsoleLanguageFollowsUserThenBrowserThenDefault: a page renders in the language
@@ -14,13 +17,12 @@ import (
 // is audited.
 func TestConsoleLanguageFollowsUserThenBrowserThenDefault(t *testing.T) {
 	t.Parallel()
-	env := testEnv(t)
-	env["HERALD_DEFAULT_LANGUAGE"] = "zh-CN"
-	h := startHerald(t, env)
-	b := newBrowser(t, h.url)
+	c := newConsole(t, func(o *web.Options) { o.DefaultLanguage = i18n.Chinese })
+	c.user(adminUser)
+	b := c.login("")
 	lang := func(header map[string]string) string {
 		t.Helper()
-		resp, body := b.do("GET", "/password", nil, header)
+		resp, body := b.do("GET", "/password", "", nil, header)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("GET /password: %d", resp.StatusCode)
 		}
@@ -33,17 +35,18 @@ func TestConsoleLanguageFollowsUserThenBrowserThenDefault(t *testing.T) {
 		return "?"
 	}
 	// The login page follows the browser.
-	if _, body := b.do("GET", "/login", nil, map[string]string{"Accept-Language": "en-GB,en;q=0.9"}); !strings.Contains(body, `<html lang="en">`) {
+	if _, body := b.getIn("en-GB,en;q=0.9", "/login"); !strings.Contains(body, `<html lang="en">`) {
 		t.Errorf("login page for an English browser is not in English")
 	}
-	b.login("admin", testAdminPassword)
+	resp, body := b.post("/login", url.Values{"username": {adminUser}, "password": {testPassword}})
+	wantStatus(t, "sign in", resp, body, http.StatusSeeOther)
 	if got := lang(nil); got != "zh-CN" {
 		t.Errorf("no choice, no Accept-Language: %s, want the default zh-CN", got)
 	}
 	if got := lang(map[string]string{"Accept-Language": "en-US,en;q=0.9"}); got != "en" {
 		t.Errorf("no choice, English browser: %s, want en", got)
 	}
-	resp, _ := b.post("/language", url.Values{"language": {"en"}, "next": {"/messages?status=sent"}})
+	resp, _ = b.post("/language", url.Values{"language": {"en"}, "next": {"/messages?status=sent"}})
 	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/messages?status=sent" {
 		t.Fatalf("POST /language: %d to %q, want 303 back to the page", resp.StatusCode, resp.Header.Get("Location"))
 	}
@@ -51,8 +54,7 @@ func TestConsoleLanguageFollowsUserThenBrowserThenDefault(t *testing.T) {
 		t.Errorf("chose en, Chinese browser: %s, want the user's choice", got)
 	}
 	// The choice is the user's, not the session's.
-	again := newBrowser(t, h.url)
-	again.login("admin", testAdminPassword)
+	again := c.login(adminUser)
 	if _, body := again.get("/password"); !strings.Contains(body, `<html lang="en">`) {
 		t.Errorf("a new session of the same user lost the language choice")
 	}
@@ -64,8 +66,8 @@ func TestConsoleLanguageFollowsUserThenBrowserThenDefault(t *testing.T) {
 		t.Errorf("language fr: %d, want 422", resp.StatusCode)
 	}
 	var n int
-	if err := h.app.Store.SQL().QueryRowContext(context.Background(),
-		"SELECT COUNT(*) FROM audit_log WHERE action = 'user.language' AND actor = 'admin'").Scan(&n); err != nil || n != 2 {
+	if err := c.store.SQL().QueryRowContext(context.Background(),
+		"SELECT COUNT(*) FROM audit_log WHERE action = 'user.language' AND actor = ?", adminUser).Scan(&n); err != nil || n != 2 {
 		t.Errorf("%d user.language audit entries (%v), want 2", n, err)
 	}
 	if _, body := b.get("/password"); !strings.Contains(body, `<html lang="zh-CN">`) {
