@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -13,62 +12,8 @@ import (
 	"unicode"
 
 	"herald/dispatch"
-	"herald/internal/testenv"
 	"herald/models"
 )
-
-// apiClient calls Herald's JSON API with a bearer key.
-type apiClient struct {
-	t    testing.TB
-	base string
-	key  string
-	// lang, when set, is sent as Accept-Language.
-	lang string
-}
-
-func newAPIKey(t testing.TB, h *running, scopes string) *apiClient {
-	t.Helper()
-	_, secret, err := h.app.Store.CreateAPIKey(context.Background(), "test-"+strings.ReplaceAll(scopes, ",", "-"), scopes, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &apiClient{t: t, base: h.url, key: secret}
-}
-
-// call sends a raw body and decodes the JSON answer into a generic map (or list).
-func (a *apiClient) call(method, path, body string) (int, map[string]any, http.Header) {
-	a.t.Helper()
-	req, err := http.NewRequest(method, a.base+path, strings.NewReader(body))
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	if a.key != "" {
-		req.Header.Set("Authorization", "Bearer "+a.key)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if a.lang != "" {
-		req.Header.Set("Accept-Language", a.lang)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	testenv.CheckAPIAnswer(a.t, req, resp.StatusCode, resp.Header, raw)
-	out := map[string]any{}
-	if len(raw) > 0 && raw[0] == '{' {
-		if err := json.Unmarshal(raw, &out); err != nil {
-			a.t.Fatalf("%s %s: answer is not JSON: %s", method, path, raw)
-		}
-	} else if len(raw) > 0 && raw[0] == '[' {
-		var list []any
-		_ = json.Unmarshal(raw, &list)
-		out["list"] = list
-	}
-	out["_raw"] = string(raw)
-	return resp.StatusCode, out, resp.Header
-}
 
 func errorField(body map[string]any) string {
 	e, _ := body["error"].(map[string]any)
@@ -85,7 +30,7 @@ func errorMessage(body map[string]any) string {
 func countRows(t *testing.T, h *running, table string) int {
 	t.Helper()
 	var n int
-	if err := h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
+	if err := h.App.Store.SQL().QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -144,7 +89,7 @@ func TestSendAPIRejectsBadInputAndWritesNothing(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			batches, messages := countRows(t, h, "batches"), countRows(t, h, "messages")
-			status, body, _ := api.call("POST", "/api/v1/messages", tt.body)
+			status, body, _ := api.Call("POST", "/api/v1/messages", tt.body)
 			if status != tt.status {
 				t.Fatalf("status %d, want %d: %.300s", status, tt.status, body["_raw"])
 			}
@@ -174,8 +119,8 @@ func TestAPIErrorMessagesFollowAcceptLanguage(t *testing.T) {
 	env["HERALD_DEFAULT_LANGUAGE"] = "zh-CN"
 	h := startHerald(t, env)
 	en := newAPIKey(t, h, "send,read")
-	zh := &apiClient{t: t, base: h.url, key: en.key, lang: "zh-CN,zh;q=0.9"}
-	english := &apiClient{t: t, base: h.url, key: en.key, lang: "en-US,en;q=0.9"}
+	zh := &apiClient{T: t, Base: h.URL, Key: en.Key, Lang: "zh-CN,zh;q=0.9"}
+	english := &apiClient{T: t, Base: h.URL, Key: en.Key, Lang: "en-US,en;q=0.9"}
 	hasHan := func(s string) bool {
 		for _, r := range s {
 			if unicode.Is(unicode.Han, r) {
@@ -213,9 +158,9 @@ func TestAPIErrorMessagesFollowAcceptLanguage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			var codes, fields, messages [3]string
 			for i, a := range []*apiClient{en, english, zh} {
-				status, body, _ := a.call(tt.method, tt.path, tt.body)
+				status, body, _ := a.Call(tt.method, tt.path, tt.body)
 				if status != tt.status {
-					t.Fatalf("Accept-Language %q: status %d, want %d: %s", a.lang, status, tt.status, body["_raw"])
+					t.Fatalf("Accept-Language %q: status %d, want %d: %s", a.Lang, status, tt.status, body["_raw"])
 				}
 				e, _ := body["error"].(map[string]any)
 				codes[i], _ = e["code"].(string)
@@ -237,8 +182,8 @@ func TestAPIErrorMessagesFollowAcceptLanguage(t *testing.T) {
 		})
 	}
 	// Refused keys answer in the caller's language too.
-	anonymous := &apiClient{t: t, base: h.url, lang: "zh-CN"}
-	if status, body, _ := anonymous.call("GET", "/api/v1/batches/x", ""); status != 401 || !hasHan(errorMessage(body)) {
+	anonymous := &apiClient{T: t, Base: h.URL, Lang: "zh-CN"}
+	if status, body, _ := anonymous.Call("GET", "/api/v1/batches/x", ""); status != 401 || !hasHan(errorMessage(body)) {
 		t.Errorf("no key, Chinese caller: %d %s, want 401 in Chinese", status, body["_raw"])
 	}
 }
@@ -248,12 +193,12 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	api := newAPIKey(t, h, "send,read")
-	today, _ := dispatch.DateOf(time.Now(), h.app.Config.Location)
-	people, _ := h.app.Store.RecipientsByExternalIDs(ctx, []string{"E1001"})
-	if err := h.app.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: people[0].ID, Action: models.OverrideRemove}); err != nil {
+	today, _ := dispatch.DateOf(time.Now(), h.App.Config.Location)
+	people, _ := h.App.Store.RecipientsByExternalIDs(ctx, []string{"E1001"})
+	if err := h.App.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: people[0].ID, Action: models.OverrideRemove}); err != nil {
 		t.Fatal(err)
 	}
-	status, body, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E1001","E9999","E2001"],
+	status, body, _ := api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E1001","E9999","E2001"],
 		"template":"task-overdue","variables":{"task":"Reconcile ledger 42"},"priority":"high"}`)
 	if status != 202 {
 		t.Fatalf("send: %d %s", status, body["_raw"])
@@ -273,7 +218,7 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	var msg map[string]any
 	for {
-		_, msg, _ = api.call("GET", "/api/v1/messages/"+msgID, "")
+		_, msg, _ = api.Call("GET", "/api/v1/messages/"+msgID, "")
 		if msg["status"] == "sent" || time.Now().After(deadline) {
 			break
 		}
@@ -287,7 +232,7 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 		t.Errorf("history %v, want one sent attempt", history)
 	}
 	found := false
-	for _, d := range h.app.Sim.Deliveries() {
+	for _, d := range h.App.Sim.Deliveries() {
 		if d.RequestID == msgID {
 			found = d.Content == "Overdue: Reconcile ledger 42. Please handle it today."
 		}
@@ -295,17 +240,17 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 	if !found {
 		t.Errorf("no delivery with the rendered template for %s", msgID)
 	}
-	status, batch, _ := api.call("GET", "/api/v1/batches/"+body["batch_id"].(string), "")
+	status, batch, _ := api.Call("GET", "/api/v1/batches/"+body["batch_id"].(string), "")
 	if counts, _ := batch["counts"].(map[string]any); status != 200 || counts["sent"] != 1.0 {
 		t.Errorf("batch: %d %s", status, batch["_raw"])
 	}
 	// A sent message can be neither cancelled nor retried.
 	for _, op := range []string{"cancel", "retry"} {
-		if status, _, _ := api.call("POST", "/api/v1/messages/"+msgID+"/"+op, ""); status != 409 {
+		if status, _, _ := api.Call("POST", "/api/v1/messages/"+msgID+"/"+op, ""); status != 409 {
 			t.Errorf("%s a sent message: %d, want 409", op, status)
 		}
 	}
-	if status, _, _ := api.call("GET", "/api/v1/messages/nope", ""); status != 404 {
+	if status, _, _ := api.Call("GET", "/api/v1/messages/nope", ""); status != 404 {
 		t.Errorf("unknown message: %d, want 404", status)
 	}
 }
@@ -315,15 +260,15 @@ func TestSendAPICancelScheduledMessage(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "send,read")
 	at := time.Now().Add(time.Hour).Format(time.RFC3339)
-	status, body, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2002"],"content":{"text":"later"},"send_at":"`+at+`"}`)
+	status, body, _ := api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2002"],"content":{"text":"later"},"send_at":"`+at+`"}`)
 	if status != 202 {
 		t.Fatalf("send: %d %s", status, body["_raw"])
 	}
 	id := body["messages"].([]any)[0].(map[string]any)["id"].(string)
-	if status, body, _ := api.call("POST", "/api/v1/messages/"+id+"/cancel", ""); status != 200 || body["status"] != "cancelled" {
+	if status, body, _ := api.Call("POST", "/api/v1/messages/"+id+"/cancel", ""); status != 200 || body["status"] != "cancelled" {
 		t.Fatalf("cancel: %d %s", status, body["_raw"])
 	}
-	if status, _, _ := api.call("POST", "/api/v1/messages/"+id+"/cancel", ""); status != 409 {
+	if status, _, _ := api.Call("POST", "/api/v1/messages/"+id+"/cancel", ""); status != 409 {
 		t.Errorf("cancel twice: %d, want 409", status)
 	}
 }
@@ -333,39 +278,39 @@ func TestSendAPIIdempotency(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "send")
 	body := `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"once"},"idempotency_key":"order-42"}`
-	status, first, _ := api.call("POST", "/api/v1/messages", body)
+	status, first, _ := api.Call("POST", "/api/v1/messages", body)
 	if status != 202 {
 		t.Fatalf("first: %d %s", status, first["_raw"])
 	}
 	// The same body, even with other whitespace and key order, replays the first answer.
 	again := `{ "idempotency_key":"order-42", "content":{"text":"once"}, "recipients":["E2001"], "platform":"sandbox" }`
-	status, replay, hdr := api.call("POST", "/api/v1/messages", again)
+	status, replay, hdr := api.Call("POST", "/api/v1/messages", again)
 	if status != 202 || replay["_raw"] != first["_raw"] || hdr.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("replay: %d %s (replayed=%q), want the first answer %s", status, replay["_raw"], hdr.Get("Idempotent-Replayed"), first["_raw"])
 	}
 	if n := countRows(t, h, "batches"); n != 1 {
 		t.Errorf("%d batches after a replay, want 1", n)
 	}
-	status, mismatch, _ := api.call("POST", "/api/v1/messages", strings.Replace(body, "once", "twice", 1))
+	status, mismatch, _ := api.Call("POST", "/api/v1/messages", strings.Replace(body, "once", "twice", 1))
 	if status != 422 || errorField(mismatch) != "idempotency_key" {
 		t.Errorf("different body: %d %s, want 422 naming idempotency_key", status, mismatch["_raw"])
 	}
 	// A request still in flight: claim a key as another request would, then collide.
-	k, _ := h.app.Store.AuthenticateAPIKey(context.Background(), api.key)
-	if _, err := h.app.Store.BeginIdempotent(context.Background(), k.ID, "order-43", "somehash"); err != nil {
+	k, _ := h.App.Store.AuthenticateAPIKey(context.Background(), api.Key)
+	if _, err := h.App.Store.BeginIdempotent(context.Background(), k.ID, "order-43", "somehash"); err != nil {
 		t.Fatal(err)
 	}
-	status, inflight, _ := api.call("POST", "/api/v1/messages", strings.Replace(body, "order-42", "order-43", 1))
+	status, inflight, _ := api.Call("POST", "/api/v1/messages", strings.Replace(body, "order-42", "order-43", 1))
 	if status != 409 {
 		t.Errorf("in flight: %d %s, want 409", status, inflight["_raw"])
 	}
 	// A rejected request frees its key for a corrected retry.
 	bad := `{"platform":"sandbox","recipients":["E2001"],"idempotency_key":"order-44"}`
-	if status, _, _ := api.call("POST", "/api/v1/messages", bad); status != 422 {
+	if status, _, _ := api.Call("POST", "/api/v1/messages", bad); status != 422 {
 		t.Fatalf("bad request: %d", status)
 	}
 	good := `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"fixed"},"idempotency_key":"order-44"}`
-	if status, body, _ := api.call("POST", "/api/v1/messages", good); status != 202 {
+	if status, body, _ := api.Call("POST", "/api/v1/messages", good); status != 202 {
 		t.Errorf("corrected retry with the same key: %d %s", status, body["_raw"])
 	}
 }
@@ -381,24 +326,24 @@ func TestAPIAuthAndScopes(t *testing.T) {
 		path   string
 		status int
 	}{
-		{"no key", &apiClient{t: t, base: h.url}, "GET", "/api/v1/batches/x", 401},
-		{"wrong key", &apiClient{t: t, base: h.url, key: "hk_000000000000_bad"}, "GET", "/api/v1/batches/x", 401},
+		{"no key", &apiClient{T: t, Base: h.URL}, "GET", "/api/v1/batches/x", 401},
+		{"wrong key", &apiClient{T: t, Base: h.URL, Key: "hk_000000000000_bad"}, "GET", "/api/v1/batches/x", 401},
 		{"read key cannot send", reader, "POST", "/api/v1/messages", 403},
 		{"read key cannot admin", reader, "GET", "/api/v1/recipients", 403},
 		{"read key reads", reader, "GET", "/api/v1/batches/none", 404},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if status, body, _ := tt.client.call(tt.method, tt.path, "{}"); status != tt.status {
+			if status, body, _ := tt.client.Call(tt.method, tt.path, "{}"); status != tt.status {
 				t.Errorf("%s %s: %d, want %d: %s", tt.method, tt.path, status, tt.status, body["_raw"])
 			}
 		})
 	}
-	k, _ := h.app.Store.AuthenticateAPIKey(context.Background(), reader.key)
-	if err := h.app.Store.RevokeAPIKey(context.Background(), k.ID); err != nil {
+	k, _ := h.App.Store.AuthenticateAPIKey(context.Background(), reader.Key)
+	if err := h.App.Store.RevokeAPIKey(context.Background(), k.ID); err != nil {
 		t.Fatal(err)
 	}
-	if status, _, _ := reader.call("GET", "/api/v1/batches/none", ""); status != 401 {
+	if status, _, _ := reader.Call("GET", "/api/v1/batches/none", ""); status != 401 {
 		t.Errorf("revoked key: %d, want 401", status)
 	}
 }
@@ -408,23 +353,23 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "admin")
 
-	status, body, _ := api.call("PUT", "/api/v1/recipients", `[
+	status, body, _ := api.Call("PUT", "/api/v1/recipients", `[
 		{"external_id":"H1","name":"Head One","org_type":"head_office","tianyuan_id":"ty1"},
 		{"external_id":"B1","name":"Branch One","org_type":"branch","branch":"Pudong","tianyuan_id":"ty2"},
 		{"external_id":"E1001","name":"Li Wei (renamed)","org_type":"head_office","tianyuan_id":"ty_E1001"}]`)
 	if status != 200 || body["created"] != 2.0 || body["updated"] != 1.0 {
 		t.Fatalf("upsert: %d %s", status, body["_raw"])
 	}
-	status, body, _ = api.call("PUT", "/api/v1/recipients", `[{"external_id":"H2","name":"x","org_type":"head_office"},{"external_id":"H3","name":"y","org_type":"board"}]`)
+	status, body, _ = api.Call("PUT", "/api/v1/recipients", `[{"external_id":"H2","name":"x","org_type":"head_office"},{"external_id":"H3","name":"y","org_type":"board"}]`)
 	if status != 422 || errorField(body) != "[1].org_type" {
 		t.Errorf("bad upsert: %d %s, want 422 naming [1].org_type", status, body["_raw"])
 	}
-	if _, list, _ := api.call("GET", "/api/v1/recipients?q=H2", ""); len(list["recipients"].([]any)) != 0 {
+	if _, list, _ := api.Call("GET", "/api/v1/recipients?q=H2", ""); len(list["recipients"].([]any)) != 0 {
 		t.Errorf("a rejected upsert wrote H2: %s", list["_raw"])
 	}
 
 	week := `{"1":["H1"],"2":["H1"],"3":["H1"],"4":["H1"],"5":["H1"],"6":["H1"],"7":["H1"]}`
-	if status, body, _ := api.call("PUT", "/api/v1/duty/week", week); status != 200 || body["3"].([]any)[0] != "H1" {
+	if status, body, _ := api.Call("PUT", "/api/v1/duty/week", week); status != 200 || body["3"].([]any)[0] != "H1" {
 		t.Fatalf("duty week: %d %s", status, body["_raw"])
 	}
 	// Each bulk change is audited per recipient and the week before and after, so an
@@ -434,18 +379,18 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 		"E1001": `recipient.update|apikey:test-admin|{"changes":"name: `,
 	} {
 		var action, actor, params, ip string
-		err := h.app.Store.SQL().QueryRow(`SELECT action, actor, params, ip FROM audit_log WHERE target_type = 'recipient' AND target_id = ?`, target).
+		err := h.App.Store.SQL().QueryRow(`SELECT action, actor, params, ip FROM audit_log WHERE target_type = 'recipient' AND target_id = ?`, target).
 			Scan(&action, &actor, &params, &ip)
 		if got := action + "|" + actor + "|" + params; err != nil || !strings.HasPrefix(got, want) || !strings.Contains(params, `"via":"api"`) || ip == "" {
 			t.Errorf("audit entry of %s: %q from %q (%v), want %q… with the caller's address", target, got, ip, err, want)
 		}
 	}
 	var weekParams string
-	if err := h.app.Store.SQL().QueryRow(`SELECT params FROM audit_log WHERE action = 'duty.week.replace' ORDER BY id DESC LIMIT 1`).Scan(&weekParams); err != nil ||
+	if err := h.App.Store.SQL().QueryRow(`SELECT params FROM audit_log WHERE action = 'duty.week.replace' ORDER BY id DESC LIMIT 1`).Scan(&weekParams); err != nil ||
 		!strings.Contains(weekParams, "3: ") || !strings.Contains(weekParams, "→ H1") {
 		t.Errorf("duty week audit params %q (%v), want each changed weekday before → after", weekParams, err)
 	}
-	if status, body, _ := api.call("PUT", "/api/v1/duty/week", `{"1":["B1"]}`); status != 422 || errorField(body) != "1[0]" {
+	if status, body, _ := api.Call("PUT", "/api/v1/duty/week", `{"1":["B1"]}`); status != 422 || errorField(body) != "1[0]" {
 		t.Errorf("branch person on duty: %d %s, want 422 naming 1[0]", status, body["_raw"])
 	}
 	// The next Friday: make it a day off, and the Sunday after it a workday as Monday.
@@ -456,87 +401,87 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 	}
 	fri, sun := friday.Format(time.DateOnly), friday.AddDate(0, 0, 2).Format(time.DateOnly)
 	hol := `[{"date":"` + fri + `","kind":"off","name":"Closed"},{"date":"` + sun + `","kind":"workday","as_weekday":1}]`
-	if status, body, _ := api.call("PUT", "/api/v1/duty/holidays", hol); status != 200 {
+	if status, body, _ := api.Call("PUT", "/api/v1/duty/holidays", hol); status != 200 {
 		t.Fatalf("holidays: %d %s", status, body["_raw"])
 	}
-	if status, body, _ := api.call("GET", "/api/v1/duty/roster?date="+fri, ""); status != 200 || body["day_off"] != true || body["configured"] != true ||
+	if status, body, _ := api.Call("GET", "/api/v1/duty/roster?date="+fri, ""); status != 200 || body["day_off"] != true || body["configured"] != true ||
 		len(body["on_duty"].([]any)) != 0 {
 		t.Errorf("roster on a day off: %d %s, want a day off with nobody on duty, not a missing schedule", status, body["_raw"])
 	}
-	if status, body, _ := api.call("PUT", "/api/v1/duty/overrides", `{"date":"`+fri+`","recipient":"H1","action":"add"}`); status != 200 {
+	if status, body, _ := api.Call("PUT", "/api/v1/duty/overrides", `{"date":"`+fri+`","recipient":"H1","action":"add"}`); status != 200 {
 		t.Fatalf("override: %d %s", status, body["_raw"])
 	}
-	_, roster, _ := api.call("GET", "/api/v1/duty/roster?date="+fri, "")
+	_, roster, _ := api.Call("GET", "/api/v1/duty/roster?date="+fri, "")
 	if onDuty, _ := json.Marshal(roster["on_duty"]); !bytes.Contains(onDuty, []byte(`"H1"`)) {
 		t.Errorf("roster after add override: %s", roster["_raw"])
 	}
 
 	tmpl := `{"name":"ledger","msg_type":"text","subject":"Ledger","body":"Hello {{.recipient.name}}: {{.item}}","variables":["item"]}`
-	if status, body, _ := api.call("POST", "/api/v1/templates", tmpl); status != 201 {
+	if status, body, _ := api.Call("POST", "/api/v1/templates", tmpl); status != 201 {
 		t.Fatalf("template: %d %s", status, body["_raw"])
 	}
-	if status, body, _ := api.call("POST", "/api/v1/templates", `{"name":"bad","msg_type":"text","body":"{{.undeclared}}","variables":[]}`); status != 422 || errorField(body) != "body" {
+	if status, body, _ := api.Call("POST", "/api/v1/templates", `{"name":"bad","msg_type":"text","body":"{{.undeclared}}","variables":[]}`); status != 422 || errorField(body) != "body" {
 		t.Errorf("template using an undeclared variable: %d %s, want 422 naming body", status, body["_raw"])
 	}
-	if status, body, _ := api.call("POST", "/api/v1/templates", `{"name":"bad2","msg_type":"text","body":"{{.x","variables":["x"]}`); status != 422 || errorField(body) != "body" {
+	if status, body, _ := api.Call("POST", "/api/v1/templates", `{"name":"bad2","msg_type":"text","body":"{{.x","variables":["x"]}`); status != 422 || errorField(body) != "body" {
 		t.Errorf("template with a syntax error: %d %s, want 422 naming body", status, body["_raw"])
 	}
 	for _, runaway := range []struct{ body, message string }{
 		{`{"name":"runaway","msg_type":"text","body":"{{range 20}}{{printf \"%999999d\" 0}}{{end}}"}`, "range is not allowed"},
 		{`{"name":"runaway2","msg_type":"text","body":"{{printf \"%999999d\" 0}}"}`, "printf width 999999 exceeds 100"},
 	} {
-		status, body, _ := api.call("POST", "/api/v1/templates", runaway.body)
+		status, body, _ := api.Call("POST", "/api/v1/templates", runaway.body)
 		e, _ := body["error"].(map[string]any)
 		if message, _ := e["message"].(string); status != 422 || errorField(body) != "body" || !strings.Contains(message, runaway.message) {
 			t.Errorf("runaway template: %d %s, want 422 naming body, saying %q", status, body["_raw"], runaway.message)
 		}
 	}
-	if status, body, _ := api.call("PUT", "/api/v1/templates/ledger", `{"msg_type":"text","body":"{{range 1000}}{{range 1000}}{{$.item}}{{end}}{{end}}","variables":["item"]}`); status != 422 || errorField(body) != "body" {
+	if status, body, _ := api.Call("PUT", "/api/v1/templates/ledger", `{"msg_type":"text","body":"{{range 1000}}{{range 1000}}{{$.item}}{{end}}{{end}}","variables":["item"]}`); status != 422 || errorField(body) != "body" {
 		t.Errorf("nested ranges on update: %d %s, want 422 naming body", status, body["_raw"])
 	}
 
 	acct := fmt.Sprintf(`{"name":"ty-main","platform":"tianyuan","is_default":true,"allow_private_network":true,
 		"config":{"base_url":"http://127.0.0.1:1","token":"s3cret-token"},"limits":{"per_second":10}}`)
-	status, body, _ = api.call("POST", "/api/v1/accounts", acct)
+	status, body, _ = api.Call("POST", "/api/v1/accounts", acct)
 	if status != 201 {
 		t.Fatalf("account: %d %s", status, body["_raw"])
 	}
 	if strings.Contains(body["_raw"].(string), "s3cret-token") {
 		t.Errorf("account answer reveals the token: %s", body["_raw"])
 	}
-	status, body, _ = api.call("POST", "/api/v1/accounts", `{"name":"ty-odd","platform":"tianyuan","allow_private_network":true,
+	status, body, _ = api.Call("POST", "/api/v1/accounts", `{"name":"ty-odd","platform":"tianyuan","allow_private_network":true,
 		"config":{"base_url":"http://127.0.0.1:1","token":"t"},"limits":{"per_second":20,"per_minute":10}}`)
 	if warnings, _ := body["warnings"].([]any); status != 201 || len(warnings) == 0 {
 		t.Errorf("per_second above per_minute: %d %s, want created with a warning", status, body["_raw"])
 	}
-	status, body, _ = api.call("PUT", "/api/v1/accounts/ty-main", `{"platform":"tianyuan","is_default":true,"allow_private_network":true,
+	status, body, _ = api.Call("PUT", "/api/v1/accounts/ty-main", `{"platform":"tianyuan","is_default":true,"allow_private_network":true,
 		"config":{"base_url":"http://127.0.0.1:1","token":"********"},"limits":{"per_second":5}}`)
 	if status != 200 {
 		t.Fatalf("account update: %d %s", status, body["_raw"])
 	}
-	stored, err := h.app.Store.AccountByName(context.Background(), "ty-main")
+	stored, err := h.App.Store.AccountByName(context.Background(), "ty-main")
 	if err != nil || stored.Config["token"] != "s3cret-token" || stored.Limits.PerSecond != 5 {
 		t.Errorf("masked token on update must keep the stored one: %+v %v", stored, err)
 	}
-	status, body, _ = api.call("PUT", "/api/v1/accounts/ty-main", `{"platform":"tianyuan","is_default":true,"allow_private_network":true,
+	status, body, _ = api.Call("PUT", "/api/v1/accounts/ty-main", `{"platform":"tianyuan","is_default":true,"allow_private_network":true,
 		"config":{"base_url":"http://127.0.0.1:2","token":"********"}}`)
 	if status != 422 || errorField(body) != "config.token" {
 		t.Errorf("masked token with a new base_url: %d %s, want 422 naming config.token", status, body["_raw"])
 	}
-	if status, body, _ := api.call("POST", "/api/v1/accounts", `{"name":"ty2","platform":"tianyuan","config":{"token":"t"}}`); status != 422 || errorField(body) != "config.base_url" {
+	if status, body, _ := api.Call("POST", "/api/v1/accounts", `{"name":"ty2","platform":"tianyuan","config":{"token":"t"}}`); status != 422 || errorField(body) != "config.base_url" {
 		t.Errorf("account without base_url: %d %s, want 422 naming config.base_url", status, body["_raw"])
 	}
-	if status, body, _ := api.call("POST", "/api/v1/accounts", `{"name":"ty3","platform":"tianyuan","config":{"base_url":"http://10.0.0.1","token":"t"}}`); status != 422 || errorField(body) != "config.base_url" {
+	if status, body, _ := api.Call("POST", "/api/v1/accounts", `{"name":"ty3","platform":"tianyuan","config":{"base_url":"http://10.0.0.1","token":"t"}}`); status != 422 || errorField(body) != "config.base_url" {
 		t.Errorf("private base_url without allow_private_network: %d %s, want 422", status, body["_raw"])
 	}
-	if status, body, _ := api.call("POST", "/api/v1/accounts", `{"name":"ty4","platform":"tianyuan","config":{"base_url":"http://127.0.0.1","token":"t"},"limits":{"per_minute":-1}}`); status != 422 || errorField(body) != "limits.per_minute" {
+	if status, body, _ := api.Call("POST", "/api/v1/accounts", `{"name":"ty4","platform":"tianyuan","config":{"base_url":"http://127.0.0.1","token":"t"},"limits":{"per_minute":-1}}`); status != 422 || errorField(body) != "limits.per_minute" {
 		t.Errorf("negative limit: %d %s, want 422 naming limits.per_minute", status, body["_raw"])
 	}
-	if status, body, _ := api.call("POST", "/api/v1/accounts", `{"name":"ty5","platform":"tianyuan","config":{"base_url":"http://127.0.0.1","token":"t"},
+	if status, body, _ := api.Call("POST", "/api/v1/accounts", `{"name":"ty5","platform":"tianyuan","config":{"base_url":"http://127.0.0.1","token":"t"},
 		"retry_policy":{"throttled":{"max_retries":1}}}`); status != 422 || errorField(body) != "retry_policy.throttled" {
 		t.Errorf("adjusting throttled retries: %d %s, want 422 naming retry_policy.throttled", status, body["_raw"])
 	}
-	status, body, _ = api.call("POST", "/api/v1/accounts", `{"name":"ty6","platform":"tianyuan","allow_private_network":true,
+	status, body, _ = api.Call("POST", "/api/v1/accounts", `{"name":"ty6","platform":"tianyuan","allow_private_network":true,
 		"config":{"base_url":"http://127.0.0.1","token":"t"},"retry_policy":{"rate_limited":{"max_retries":3,"delay_seconds":30}}}`)
 	if policy, _ := body["retry_policy"].(map[string]any); status != 201 || fmt.Sprint(policy["rate_limited"]) != "map[delay_seconds:30 max_retries:3]" {
 		t.Errorf("account with a retry policy: %d %s", status, body["_raw"])
@@ -550,7 +495,7 @@ func TestSendAPIToWholeGroups(t *testing.T) {
 	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "send,read")
-	status, out, _ := api.call("POST", "/api/v1/messages",
+	status, out, _ := api.Call("POST", "/api/v1/messages",
 		`{"platform":"sandbox","departments":["Credit"],"branches":["Pudong Branch"],"content":{"text":"branch notice"}}`)
 	if status != http.StatusAccepted {
 		t.Fatalf("send to groups: %d %v", status, out)
@@ -563,7 +508,7 @@ func TestSendAPIToWholeGroups(t *testing.T) {
 	if len(got) != 2 || !got["E2001"] || !got["E2003"] {
 		t.Errorf("messages to %v, want E2001 and E2003 once each", got)
 	}
-	if status, out, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","branches":["No Such Branch"],"content":{"text":"x"}}`); status != http.StatusUnprocessableEntity {
+	if status, out, _ := api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","branches":["No Such Branch"],"content":{"text":"x"}}`); status != http.StatusUnprocessableEntity {
 		t.Errorf("a branch with nobody in it: %d %v, want 422", status, out)
 	}
 }

@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,15 +17,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"herald/config"
 	"herald/dispatch"
-	"herald/internal/app"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
 )
-
-const testAdminPassword = "correct-horse-battery"
 
 // repoRoot is the repository's top, seen from this package's directory, where go test
 // runs it.
@@ -88,140 +80,6 @@ func fullSize(short, n int) int {
 	return short
 }
 
-// testEnv returns the environment of a Herald process for a test: production mode
-// (MySQL + Redis) when the test backends are configured, the embedded default otherwise.
-// The console speaks English unless a test asks for Chinese (the tests of the Chinese
-// console set the language themselves).
-func testEnv(t testing.TB) map[string]string {
-	env := map[string]string{
-		"HERALD_DATA_DIR":         t.TempDir(),
-		"HERALD_ADMIN_PASSWORD":   testAdminPassword,
-		"HERALD_TIMEZONE":         "Asia/Shanghai",
-		"HERALD_DEFAULT_LANGUAGE": "en",
-	}
-	if dsn := testenv.MySQLDSN(t); dsn != "" {
-		env["HERALD_MYSQL_DSN"] = dsn
-		env["HERALD_SESSION_SECRET"] = "test-session-secret-0123456789abcdef"
-		env["HERALD_SECRET_KEY"] = "test-secret-key-0123456789abcdef0123"
-		env["HERALD_DEMO"] = "true"
-	}
-	if os.Getenv("HERALD_TEST_REDIS_URL") != "" {
-		env["HERALD_REDIS_URL"] = testenv.RedisURL(t)
-	}
-	return env
-}
-
-// running is a Herald process started in the test.
-type running struct {
-	app    *app.App
-	url    string
-	stdout *bytes.Buffer
-	stop   func()
-}
-
-// startHerald starts Herald with role all on a random loopback port.
-func startHerald(t testing.TB, env map[string]string, configure ...func(*app.App)) *running {
-	t.Helper()
-	return startHeraldAs(t, env, "all", configure...)
-}
-
-// sweepAtOnce makes the sweeper re-enqueue due messages without the usual grace.
-func sweepAtOnce(a *app.App) { a.SweepGrace = 0 }
-
-// startHeraldAs starts Herald in one role; roles other than all need MySQL and Redis.
-// The configure functions adjust the process before it runs.
-func startHeraldAs(t testing.TB, env map[string]string, role string, configure ...func(*app.App)) *running {
-	t.Helper()
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &bytes.Buffer{}
-	log, _ := app.NewLogger(cfg, io.Discard)
-	a, err := app.New(ctx, cfg, role, log, out)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Listener = ln
-	for _, f := range configure {
-		f(a)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	r := &running{app: a, url: "http://" + ln.Addr().String(), stdout: out}
-	stopped := false
-	r.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("herald stopped with: %v", err)
-		}
-	}
-	t.Cleanup(r.stop)
-	return r
-}
-
-// browser is an HTTP client with a cookie jar that does not follow redirects.
-type browser struct {
-	t    testing.TB
-	base string
-	c    *http.Client
-}
-
-func newBrowser(t testing.TB, base string) *browser {
-	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, base: base, c: &http.Client{Jar: jar, Timeout: 10 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-}
-
-func (b *browser) do(method, path string, form url.Values, header map[string]string) (*http.Response, string) {
-	b.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, b.base+path, body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := b.c.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	text, _ := io.ReadAll(resp.Body)
-	return resp, string(text)
-}
-
-func (b *browser) get(path string) (*http.Response, string) { return b.do("GET", path, nil, nil) }
-
-func (b *browser) post(path string, form url.Values) (*http.Response, string) {
-	return b.do("POST", path, form, nil)
-}
-
-func (b *browser) login(username, password string) {
-	b.t.Helper()
-	resp, body := b.post("/login", url.Values{"username": {username}, "password": {password}})
-	if resp.StatusCode != http.StatusSeeOther {
-		b.t.Fatalf("login as %s: status %d, body %s", username, resp.StatusCode, body)
-	}
-}
-
 var recipientOption = regexp.MustCompile(`name="recipient" value="(\d+)"[^>]*>\s*<span>([^<]+?) <span class="muted">(\w+)`)
 
 // recipientIDs maps the external ids of the people on the compose form to their form values.
@@ -240,7 +98,7 @@ func recipientIDs(t *testing.T, composePage string) map[string]string {
 // batch page shows every one in sent delivered; it returns the batch id.
 func composeAndWait(t *testing.T, b *browser, sent []string, skipped ...string) string {
 	t.Helper()
-	_, page := b.get("/compose")
+	_, page := b.Get("/compose")
 	ids := recipientIDs(t, page)
 	account := regexp.MustCompile(`<option value="(\d+)" selected`).FindStringSubmatch(page)
 	if account == nil {
@@ -253,7 +111,7 @@ func composeAndWait(t *testing.T, b *browser, sent []string, skipped ...string) 
 		}
 		form.Add("recipient", ids[p])
 	}
-	resp, body := b.post("/compose", form)
+	resp, body := b.Post("/compose", form)
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("compose: status %d:\n%s", resp.StatusCode, body)
 	}
@@ -261,7 +119,7 @@ func composeAndWait(t *testing.T, b *browser, sent []string, skipped ...string) 
 	batchID := strings.TrimPrefix(batchPath, "/batches/")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, body := b.do("GET", batchPath+"/progress", nil, map[string]string{"HX-Request": "true"})
+		resp, body := b.Do("GET", batchPath+"/progress", nil, map[string]string{"HX-Request": "true"})
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("progress: status %d", resp.StatusCode)
 		}
@@ -280,8 +138,8 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	// Today's duty, whatever weekday today is: E1001 is added, E1002 removed.
-	today, _ := dispatch.DateOf(time.Now(), h.app.Config.Location)
-	people, err := h.app.Store.RecipientsByExternalIDs(ctx, []string{"E1001", "E1002"})
+	today, _ := dispatch.DateOf(time.Now(), h.App.Config.Location)
+	people, err := h.App.Store.RecipientsByExternalIDs(ctx, []string{"E1001", "E1002"})
 	if err != nil || len(people) != 2 {
 		t.Fatalf("demo staff: %v %v", people, err)
 	}
@@ -290,21 +148,21 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 		if p.ExternalID == "E1002" {
 			action = models.OverrideRemove
 		}
-		if err := h.app.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: p.ID, Action: action}); err != nil {
+		if err := h.App.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: p.ID, Action: action}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	b := newBrowser(t, h.url)
-	b.login("admin", testAdminPassword)
+	b := newBrowser(t, h.URL)
+	b.Login("admin", testAdminPassword)
 	batchID := composeAndWait(t, b, []string{"E1001", "E2001"}, "E1002")
 
-	msgs, err := h.app.Store.MessagesOfBatch(ctx, batchID, 10)
+	msgs, err := h.App.Store.MessagesOfBatch(ctx, batchID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	delivered := map[string]bool{}
-	for _, d := range h.app.Sim.Deliveries() {
+	for _, d := range h.App.Sim.Deliveries() {
 		delivered[d.RequestID] = true
 	}
 	if len(msgs) != 2 {
@@ -319,7 +177,7 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 		}
 	}
 	// The full batch page renders with the people's names and the skipped person.
-	_, page := b.get("/batches/" + batchID)
+	_, page := b.Get("/batches/" + batchID)
 	for _, want := range []string{"Li Wei", "Liu Yang", "100.0%", "Wang Fang (E1002) — not on duty today"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("batch page does not show %q", want)
@@ -334,60 +192,60 @@ func TestAccessControl(t *testing.T) {
 	env["HERALD_TRUSTED_PROXIES"] = "127.0.0.1,::1"
 	h := startHerald(t, env)
 	ctx := context.Background()
-	if _, err := h.app.Store.CreateUser(ctx, "vera", "viewer-password-1", models.RoleViewer); err != nil {
+	if _, err := h.App.Store.CreateUser(ctx, "vera", "viewer-password-1", models.RoleViewer); err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("anonymous page redirects to login", func(t *testing.T) {
-		resp, _ := newBrowser(t, h.url).get("/")
+		resp, _ := newBrowser(t, h.URL).Get("/")
 		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/login") {
 			t.Errorf("GET / anonymously: %d to %q, want 303 to /login", resp.StatusCode, resp.Header.Get("Location"))
 		}
 	})
 	t.Run("anonymous htmx partial is told to log in", func(t *testing.T) {
-		resp, _ := newBrowser(t, h.url).do("GET", "/batches/x/progress", nil, map[string]string{"HX-Request": "true"})
+		resp, _ := newBrowser(t, h.URL).Do("GET", "/batches/x/progress", nil, map[string]string{"HX-Request": "true"})
 		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("HX-Redirect"), "/login") {
 			t.Errorf("htmx partial anonymously: %d, HX-Redirect %q", resp.StatusCode, resp.Header.Get("HX-Redirect"))
 		}
 	})
 	t.Run("cross-origin post is refused", func(t *testing.T) {
-		b := newBrowser(t, h.url)
-		b.login("admin", testAdminPassword)
-		resp, _ := b.do("POST", "/compose", url.Values{"text": {"x"}}, map[string]string{
+		b := newBrowser(t, h.URL)
+		b.Login("admin", testAdminPassword)
+		resp, _ := b.Do("POST", "/compose", url.Values{"text": {"x"}}, map[string]string{
 			"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"})
 		if resp.StatusCode != http.StatusForbidden {
 			t.Errorf("cross-origin POST: %d, want 403", resp.StatusCode)
 		}
-		resp, _ = b.do("POST", "/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}},
+		resp, _ = b.Do("POST", "/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}},
 			map[string]string{"Origin": "https://evil.example", "Sec-Fetch-Site": "cross-site"})
 		if resp.StatusCode != http.StatusForbidden {
 			t.Errorf("cross-origin login: %d, want 403", resp.StatusCode)
 		}
 	})
 	t.Run("viewer cannot compose", func(t *testing.T) {
-		b := newBrowser(t, h.url)
-		b.login("vera", "viewer-password-1")
-		if resp, _ := b.get("/"); resp.StatusCode != http.StatusOK {
+		b := newBrowser(t, h.URL)
+		b.Login("vera", "viewer-password-1")
+		if resp, _ := b.Get("/"); resp.StatusCode != http.StatusOK {
 			t.Errorf("viewer GET /: %d, want 200", resp.StatusCode)
 		}
-		if resp, _ := b.get("/compose"); resp.StatusCode != http.StatusForbidden {
+		if resp, _ := b.Get("/compose"); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("viewer GET /compose: %d, want 403", resp.StatusCode)
 		}
-		if resp, _ := b.post("/compose", url.Values{"text": {"x"}}); resp.StatusCode != http.StatusForbidden {
+		if resp, _ := b.Post("/compose", url.Values{"text": {"x"}}); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("viewer POST /compose: %d, want 403", resp.StatusCode)
 		}
 	})
 	t.Run("past five wrong passwords a minute guesses pass one at a time, and no one is locked out", func(t *testing.T) {
-		b := newBrowser(t, h.url)
+		b := newBrowser(t, h.URL)
 		for i := 1; i <= 6; i++ {
-			resp, _ := b.post("/login", url.Values{"username": {"vera"}, "password": {"wrong-password"}})
+			resp, _ := b.Post("/login", url.Values{"username": {"vera"}, "password": {"wrong-password"}})
 			if resp.StatusCode != http.StatusUnauthorized {
 				t.Fatalf("wrong password %d: %d, want 401", i, resp.StatusCode)
 			}
 		}
 		// The sixth wrong guess closed vera's gate: the next guess, right or not, is refused
 		// at once without a check.
-		resp, _ := b.post("/login", url.Values{"username": {"vera"}, "password": {"viewer-password-1"}})
+		resp, _ := b.Post("/login", url.Values{"username": {"vera"}, "password": {"viewer-password-1"}})
 		if resp.StatusCode != http.StatusTooManyRequests {
 			t.Fatalf("a guess while the gate is closed: %d, want 429", resp.StatusCode)
 		}
@@ -396,33 +254,33 @@ func TestAccessControl(t *testing.T) {
 			t.Fatalf("Retry-After %q, want whole seconds", resp.Header.Get("Retry-After"))
 		}
 		// Another user from elsewhere is not locked out by vera's failures.
-		other := newBrowser(t, h.url)
-		other.login("admin", testAdminPassword)
+		other := newBrowser(t, h.URL)
+		other.Login("admin", testAdminPassword)
 		// Once the gate opens the right password signs in: a delay, not a lock.
 		time.Sleep(time.Duration(wait) * time.Second)
-		resp, _ = b.post("/login", url.Values{"username": {"vera"}, "password": {"viewer-password-1"}})
+		resp, _ = b.Post("/login", url.Values{"username": {"vera"}, "password": {"viewer-password-1"}})
 		if resp.StatusCode != http.StatusSeeOther {
 			t.Errorf("right password once the gate opened: %d, want 303", resp.StatusCode)
 		}
 	})
 	t.Run("logout revokes the session server-side", func(t *testing.T) {
-		b := newBrowser(t, h.url)
-		b.login("admin", testAdminPassword)
-		u, _ := url.Parse(h.url)
-		saved := b.c.Jar.Cookies(u)
-		if resp, _ := b.post("/logout", url.Values{}); resp.StatusCode != http.StatusSeeOther {
+		b := newBrowser(t, h.URL)
+		b.Login("admin", testAdminPassword)
+		u, _ := url.Parse(h.URL)
+		saved := b.Client.Jar.Cookies(u)
+		if resp, _ := b.Post("/logout", url.Values{}); resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("logout: %d", resp.StatusCode)
 		}
 		// Replaying the old cookie must not work.
-		replay := newBrowser(t, h.url)
-		replay.c.Jar.SetCookies(u, saved)
-		if resp, _ := replay.get("/"); resp.StatusCode != http.StatusSeeOther {
+		replay := newBrowser(t, h.URL)
+		replay.Client.Jar.SetCookies(u, saved)
+		if resp, _ := replay.Get("/"); resp.StatusCode != http.StatusSeeOther {
 			t.Errorf("old cookie after logout: %d, want 303 to /login", resp.StatusCode)
 		}
 	})
 	t.Run("session cookie flags", func(t *testing.T) {
-		b := newBrowser(t, h.url)
-		resp, _ := b.post("/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}})
+		b := newBrowser(t, h.URL)
+		resp, _ := b.Post("/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}})
 		c := resp.Header.Get("Set-Cookie")
 		for _, want := range []string{"HttpOnly", "SameSite=Lax"} {
 			if !strings.Contains(c, want) {
@@ -432,7 +290,7 @@ func TestAccessControl(t *testing.T) {
 		if strings.Contains(c, "Secure") {
 			t.Errorf("session cookie over plain HTTP is Secure: %q", c)
 		}
-		resp, _ = b.do("POST", "/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}},
+		resp, _ = b.Do("POST", "/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}},
 			map[string]string{"X-Forwarded-Proto": "https"})
 		if c := resp.Header.Get("Set-Cookie"); !strings.Contains(c, "Secure") {
 			t.Errorf("session cookie behind HTTPS is not Secure: %q", c)
@@ -443,11 +301,11 @@ func TestAccessControl(t *testing.T) {
 func TestHealthAndReadiness(t *testing.T) {
 	t.Parallel()
 	h := startHerald(t, testEnv(t))
-	b := newBrowser(t, h.url)
-	if resp, body := b.get("/healthz"); resp.StatusCode != http.StatusOK || body != "ok" {
+	b := newBrowser(t, h.URL)
+	if resp, body := b.Get("/healthz"); resp.StatusCode != http.StatusOK || body != "ok" {
 		t.Errorf("/healthz: %d %q", resp.StatusCode, body)
 	}
-	if resp, body := b.get("/readyz"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"redis":"ok"`) {
+	if resp, body := b.Get("/readyz"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"redis":"ok"`) {
 		t.Errorf("/readyz: %d %s", resp.StatusCode, body)
 	}
 }
@@ -455,25 +313,25 @@ func TestHealthAndReadiness(t *testing.T) {
 func TestPasswordChangeRevokesOtherSessions(t *testing.T) {
 	t.Parallel()
 	h := startHerald(t, testEnv(t))
-	first, second := newBrowser(t, h.url), newBrowser(t, h.url)
-	first.login("admin", testAdminPassword)
-	second.login("admin", testAdminPassword)
+	first, second := newBrowser(t, h.URL), newBrowser(t, h.URL)
+	first.Login("admin", testAdminPassword)
+	second.Login("admin", testAdminPassword)
 
-	resp, body := first.post("/password", url.Values{"current_password": {"wrong"}, "new_password": {"a-new-password-1"}})
+	resp, body := first.Post("/password", url.Values{"current_password": {"wrong"}, "new_password": {"a-new-password-1"}})
 	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, `id="error-current_password"`) {
 		t.Fatalf("wrong current password: %d, want 422 with the error beside current_password", resp.StatusCode)
 	}
-	resp, _ = first.post("/password", url.Values{"current_password": {testAdminPassword}, "new_password": {"a-new-password-1"}})
+	resp, _ = first.Post("/password", url.Values{"current_password": {testAdminPassword}, "new_password": {"a-new-password-1"}})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("change password: %d", resp.StatusCode)
 	}
-	if resp, _ := first.get("/"); resp.StatusCode != http.StatusOK {
+	if resp, _ := first.Get("/"); resp.StatusCode != http.StatusOK {
 		t.Errorf("the browser that changed the password: %d, want 200 (a fresh session)", resp.StatusCode)
 	}
-	if resp, _ := second.get("/"); resp.StatusCode != http.StatusSeeOther {
+	if resp, _ := second.Get("/"); resp.StatusCode != http.StatusSeeOther {
 		t.Errorf("another session after the change: %d, want 303 to /login", resp.StatusCode)
 	}
-	newBrowser(t, h.url).login("admin", "a-new-password-1")
+	newBrowser(t, h.URL).Login("admin", "a-new-password-1")
 }
 
 // The in-process Redis of the embedded default answers only Herald: its password is
@@ -483,11 +341,11 @@ func TestEmbeddedRedisAnswersOnlyHerald(t *testing.T) {
 	env := testEnv(t)
 	delete(env, "HERALD_REDIS_URL") // the in-process Redis, whatever the test backends
 	h := startHerald(t, env)
-	b := newBrowser(t, h.url)
-	b.login("admin", testAdminPassword)
+	b := newBrowser(t, h.URL)
+	b.Login("admin", testAdminPassword)
 	composeAndWait(t, b, []string{"E2001"})
 
-	stranger := redis.NewClient(&redis.Options{Addr: h.app.EmbeddedRedis.Addr()})
+	stranger := redis.NewClient(&redis.Options{Addr: h.App.EmbeddedRedis.Addr()})
 	defer stranger.Close()
 	if err := stranger.Ping(context.Background()).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 		t.Errorf("a client without the password: %v, want NOAUTH", err)
@@ -501,66 +359,38 @@ func TestEmbeddedRedisAnswersOnlyHerald(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// waitHTTP waits until url answers 200.
-func waitHTTP(t testing.TB, url string) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer: %v", url, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func TestMonitoringIsInsideTheConsole(t *testing.T) {
 	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
-	if _, err := h.app.Store.CreateUser(ctx, "vic", "viewer-password-2", models.RoleViewer); err != nil {
+	if _, err := h.App.Store.CreateUser(ctx, "vic", "viewer-password-2", models.RoleViewer); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.app.Store.CreateUser(ctx, "otto", "operator-password-2", models.RoleOperator); err != nil {
+	if _, err := h.App.Store.CreateUser(ctx, "otto", "operator-password-2", models.RoleOperator); err != nil {
 		t.Fatal(err)
 	}
-	if resp, _ := newBrowser(t, h.url).get("/monitoring/"); resp.StatusCode != http.StatusSeeOther ||
+	if resp, _ := newBrowser(t, h.URL).Get("/monitoring/"); resp.StatusCode != http.StatusSeeOther ||
 		!strings.HasPrefix(resp.Header.Get("Location"), "/login") {
 		t.Errorf("anonymous /monitoring/: %d %q, want the login page", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	viewer := newBrowser(t, h.url)
-	viewer.login("vic", "viewer-password-2")
-	if resp, body := viewer.get("/monitoring/"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "<div id=\"root\">") {
+	viewer := newBrowser(t, h.URL)
+	viewer.Login("vic", "viewer-password-2")
+	if resp, body := viewer.Get("/monitoring/"); resp.StatusCode != http.StatusOK || !strings.Contains(body, "<div id=\"root\">") {
 		t.Errorf("viewer /monitoring/: %d, want the Asynqmon page", resp.StatusCode)
 	}
-	if resp, _ := viewer.get("/monitoring/api/queues"); resp.StatusCode != http.StatusOK {
+	if resp, _ := viewer.Get("/monitoring/api/queues"); resp.StatusCode != http.StatusOK {
 		t.Errorf("viewer reads queues: %d, want 200", resp.StatusCode)
 	}
 	// Pausing a queue is an action: refused for a viewer, allowed for an operator.
-	if resp, _ := viewer.do("POST", "/monitoring/api/queues/normal:pause", url.Values{}, nil); resp.StatusCode != http.StatusMethodNotAllowed {
+	if resp, _ := viewer.Do("POST", "/monitoring/api/queues/normal:pause", url.Values{}, nil); resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("viewer pauses a queue: %d, want 405 (read-only)", resp.StatusCode)
 	}
-	operator := newBrowser(t, h.url)
-	operator.login("otto", "operator-password-2")
-	if resp, body := operator.do("POST", "/monitoring/api/queues/normal:pause", url.Values{}, nil); resp.StatusCode >= 300 {
+	operator := newBrowser(t, h.URL)
+	operator.Login("otto", "operator-password-2")
+	if resp, body := operator.Do("POST", "/monitoring/api/queues/normal:pause", url.Values{}, nil); resp.StatusCode >= 300 {
 		t.Errorf("operator pauses a queue: %d %s, want success", resp.StatusCode, body)
 	}
-	operator.do("POST", "/monitoring/api/queues/normal:resume", url.Values{}, nil)
+	operator.Do("POST", "/monitoring/api/queues/normal:resume", url.Values{}, nil)
 }
 
 // /metrics is served on HERALD_METRICS_ADDR, not on the console's listener.
@@ -569,19 +399,19 @@ func TestMetricsExposeDeliveries(t *testing.T) {
 	env := testEnv(t)
 	env["HERALD_METRICS_ADDR"] = freeAddr(t)
 	h := startHerald(t, env)
-	b := newBrowser(t, h.url)
-	b.login("admin", testAdminPassword)
+	b := newBrowser(t, h.URL)
+	b.Login("admin", testAdminPassword)
 	composeAndWait(t, b, []string{"E2001", "E2002"})
-	if resp, _ := b.get("/metrics"); resp.StatusCode != http.StatusNotFound {
+	if resp, _ := b.Get("/metrics"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/metrics on the console listener: %d, want 404", resp.StatusCode)
 	}
 	// A send due in an hour waits in Herald's own schedule, not in Asynq: it still counts
 	// as scheduled in its queue.
-	if _, err := h.app.Enqueuer.Enqueue(context.Background(), []tasks.Job{{TaskID: "metrics-later", MessageIDs: []string{models.NewID()},
+	if _, err := h.App.Enqueuer.Enqueue(context.Background(), []tasks.Job{{TaskID: "metrics-later", MessageIDs: []string{models.NewID()},
 		Priority: "low", ProcessAt: time.Now().Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
-	resp, body := newBrowser(t, "http://"+env["HERALD_METRICS_ADDR"]).get("/metrics")
+	resp, body := newBrowser(t, "http://"+env["HERALD_METRICS_ADDR"]).Get("/metrics")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/metrics on HERALD_METRICS_ADDR: %d", resp.StatusCode)
 	}

@@ -31,8 +31,8 @@ func TestRolesStartTogetherOnAFreshDatabase(t *testing.T) {
 	time.Sleep(5 * time.Second)
 	for i, p := range procs {
 		select {
-		case <-p.done:
-			t.Fatalf("the %s process exited: %v", roles[i], p.err)
+		case <-p.Done():
+			t.Fatalf("the %s process exited: %v", roles[i], p.Wait())
 		default:
 		}
 	}
