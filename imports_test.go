@@ -51,8 +51,9 @@ func isHerald(path string) bool { return path == "herald" || strings.HasPrefix(p
 // TestImportRules keeps the layout's dependencies pointing one way (README,
 // "Architecture"): configuration is a leaf; platform adapters know nothing of the store
 // or the simulator; pages and handlers know nothing of the queue; only the store speaks
-// GORM. A rule broken here is a dependency to move behind an interface or a plain type
-// where it is consumed, not an exception to add.
+// GORM; only the end-to-end tests and the benchmarks use the test harness. A rule broken
+// here is a dependency to move behind an interface or a plain type where it is consumed,
+// not an exception to add.
 func TestImportRules(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
@@ -101,6 +102,20 @@ func TestImportRules(t *testing.T) {
 		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
 			if (imp == "gorm.io/gorm" || strings.HasPrefix(imp, "gorm.io/")) && p.ImportPath != "herald/models" {
 				t.Errorf("%s imports %s: only herald/models speaks GORM", p.ImportPath, imp)
+			}
+		}
+	}
+
+	// The harness that starts Herald for the end-to-end tests and the benchmarks is
+	// theirs alone: it may import anything, and nothing outside test/ and bench/ imports it.
+	get("herald/test/harness")
+	for _, p := range pkgs {
+		if strings.HasPrefix(p.ImportPath, "herald/test/") || p.ImportPath == "herald/bench" {
+			continue
+		}
+		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
+			if imp == "herald/test/harness" {
+				t.Errorf("%s imports %s: only the end-to-end tests and the benchmarks use the harness", p.ImportPath, imp)
 			}
 		}
 	}

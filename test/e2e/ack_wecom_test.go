@@ -31,7 +31,7 @@ func TestWeComCardClickAcknowledges(t *testing.T) {
 	simSrv := httptest.NewServer(sim.Handler())
 	t.Cleanup(simSrv.Close)
 
-	store, d := r.app.Store, r.app.Dispatch
+	store, d := r.App.Store, r.App.Dispatch
 	const corpID, account = "ww-ack-test", "wecom-ack"
 	if err := store.SaveAccount(ctx, &models.Account{Name: account, Platform: "wecom", Enabled: true, MaxAttempts: 3,
 		AllowPrivateNetwork: true, Config: map[string]string{"corp_id": corpID, "agent_id": "1000002", "secret": "s3cret",
@@ -65,7 +65,7 @@ func TestWeComCardClickAcknowledges(t *testing.T) {
 		t.Errorf("card to %s with buttons %s, want wangfang with 我来处理=ack,已解决=resolve", card.To, got)
 	}
 
-	callbackURL := r.url + "/callbacks/wecom/" + account
+	callbackURL := r.URL + "/callbacks/wecom/" + account
 	simPost := func(path string, body any) (int, string) {
 		b, _ := json.Marshal(body)
 		resp, err := http.Post(simSrv.URL+path, "application/json", bytes.NewReader(b))

@@ -3,69 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"strings"
 	"testing"
 	"time"
 
 	"herald/dispatch"
-	"herald/internal/testenv"
 	"herald/models"
 )
-
-// apiClient calls Herald's JSON API with a bearer key.
-type apiClient struct {
-	t    testing.TB
-	base string
-	key  string
-	// lang, when set, is sent as Accept-Language.
-	lang string
-}
-
-func newAPIKey(t testing.TB, h *running, scopes string) *apiClient {
-	t.Helper()
-	_, secret, err := h.app.Store.CreateAPIKey(context.Background(), "test-"+strings.ReplaceAll(scopes, ",", "-"), scopes, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &apiClient{t: t, base: h.url, key: secret}
-}
-
-// call sends a raw body and decodes the JSON answer into a generic map (or list).
-func (a *apiClient) call(method, path, body string) (int, map[string]any, http.Header) {
-	a.t.Helper()
-	req, err := http.NewRequest(method, a.base+path, strings.NewReader(body))
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	if a.key != "" {
-		req.Header.Set("Authorization", "Bearer "+a.key)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if a.lang != "" {
-		req.Header.Set("Accept-Language", a.lang)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	testenv.CheckAPIAnswer(a.t, req, resp.StatusCode, resp.Header, raw)
-	out := map[string]any{}
-	if len(raw) > 0 && raw[0] == '{' {
-		if err := json.Unmarshal(raw, &out); err != nil {
-			a.t.Fatalf("%s %s: answer is not JSON: %s", method, path, raw)
-		}
-	} else if len(raw) > 0 && raw[0] == '[' {
-		var list []any
-		_ = json.Unmarshal(raw, &list)
-		out["list"] = list
-	}
-	out["_raw"] = string(raw)
-	return resp.StatusCode, out, resp.Header
-}
 
 func errorField(body map[string]any) string {
 	e, _ := body["error"].(map[string]any)
@@ -76,7 +19,7 @@ func errorField(body map[string]any) string {
 func countRows(t *testing.T, h *running, table string) int {
 	t.Helper()
 	var n int
-	if err := h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
+	if err := h.App.Store.SQL().QueryRow("SELECT COUNT(*) FROM " + table).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
@@ -87,12 +30,12 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	api := newAPIKey(t, h, "send,read")
-	today, _ := dispatch.DateOf(time.Now(), h.app.Config.Location)
-	people, _ := h.app.Store.RecipientsByExternalIDs(ctx, []string{"E1001"})
-	if err := h.app.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: people[0].ID, Action: models.OverrideRemove}); err != nil {
+	today, _ := dispatch.DateOf(time.Now(), h.App.Config.Location)
+	people, _ := h.App.Store.RecipientsByExternalIDs(ctx, []string{"E1001"})
+	if err := h.App.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: people[0].ID, Action: models.OverrideRemove}); err != nil {
 		t.Fatal(err)
 	}
-	status, body, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E1001","E9999","E2001"],
+	status, body, _ := api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E1001","E9999","E2001"],
 		"template":"task-overdue","variables":{"task":"Reconcile ledger 42"},"priority":"high"}`)
 	if status != 202 {
 		t.Fatalf("send: %d %s", status, body["_raw"])
@@ -112,7 +55,7 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	var msg map[string]any
 	for {
-		_, msg, _ = api.call("GET", "/api/v1/messages/"+msgID, "")
+		_, msg, _ = api.Call("GET", "/api/v1/messages/"+msgID, "")
 		if msg["status"] == "sent" || time.Now().After(deadline) {
 			break
 		}
@@ -126,7 +69,7 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 		t.Errorf("history %v, want one sent attempt", history)
 	}
 	found := false
-	for _, d := range h.app.Sim.Deliveries() {
+	for _, d := range h.App.Sim.Deliveries() {
 		if d.RequestID == msgID {
 			found = d.Content == "Overdue: Reconcile ledger 42. Please handle it today."
 		}
@@ -134,17 +77,17 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 	if !found {
 		t.Errorf("no delivery with the rendered template for %s", msgID)
 	}
-	status, batch, _ := api.call("GET", "/api/v1/batches/"+body["batch_id"].(string), "")
+	status, batch, _ := api.Call("GET", "/api/v1/batches/"+body["batch_id"].(string), "")
 	if counts, _ := batch["counts"].(map[string]any); status != 200 || counts["sent"] != 1.0 {
 		t.Errorf("batch: %d %s", status, batch["_raw"])
 	}
 	// A sent message can be neither cancelled nor retried.
 	for _, op := range []string{"cancel", "retry"} {
-		if status, _, _ := api.call("POST", "/api/v1/messages/"+msgID+"/"+op, ""); status != 409 {
+		if status, _, _ := api.Call("POST", "/api/v1/messages/"+msgID+"/"+op, ""); status != 409 {
 			t.Errorf("%s a sent message: %d, want 409", op, status)
 		}
 	}
-	if status, _, _ := api.call("GET", "/api/v1/messages/nope", ""); status != 404 {
+	if status, _, _ := api.Call("GET", "/api/v1/messages/nope", ""); status != 404 {
 		t.Errorf("unknown message: %d, want 404", status)
 	}
 }

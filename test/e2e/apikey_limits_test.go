@@ -32,34 +32,34 @@ func TestAPIKeyCapsAndExpiry(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	capped := &apiClient{t: t, base: h.url, key: strings.TrimSpace(out)}
-	k, err := h.app.Store.AuthenticateAPIKey(ctx, capped.key)
+	capped := &apiClient{T: t, Base: h.URL, Key: strings.TrimSpace(out)}
+	k, err := h.App.Store.AuthenticateAPIKey(ctx, capped.Key)
 	if err != nil || k.MaxRecipientsPerRequest != 2 || k.ExpiresAt == nil {
 		t.Fatalf("stored key %+v, %v; want a cap of 2 and an expiry", k, err)
 	}
-	if last := k.ExpiresAt.In(h.app.Config.Location).Add(-time.Nanosecond).Format(time.DateOnly); last != "2099-12-31" {
+	if last := k.ExpiresAt.In(h.App.Config.Location).Add(-time.Nanosecond).Format(time.DateOnly); last != "2099-12-31" {
 		t.Errorf("the key works until %s, want 2099-12-31 in HERALD_TIMEZONE", last)
 	}
 
 	send := `{"platform":"sandbox","recipients":[%s],"content":{"text":"cap"}}`
-	if status, body, _ := capped.call("POST", "/api/v1/messages", strings.Replace(send, "%s", `"E2001","E2002"`, 1)); status != 202 {
+	if status, body, _ := capped.Call("POST", "/api/v1/messages", strings.Replace(send, "%s", `"E2001","E2002"`, 1)); status != 202 {
 		t.Errorf("2 recipients under a cap of 2: %d %s", status, body["_raw"])
 	}
-	if status, body, _ := capped.call("POST", "/api/v1/messages", strings.Replace(send, "%s", `"E2001","E2002","E2003"`, 1)); status != 422 || errorField(body) != "recipients" {
+	if status, body, _ := capped.Call("POST", "/api/v1/messages", strings.Replace(send, "%s", `"E2001","E2002","E2003"`, 1)); status != 422 || errorField(body) != "recipients" {
 		t.Errorf("3 recipients over a cap of 2: %d %s, want 422 naming recipients", status, body["_raw"])
 	}
 	// A branch of two people and one more named: three reached.
-	if status, body, _ := capped.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2002"],"branches":["Pudong Branch"],"content":{"text":"cap"}}`); status != 422 || errorField(body) != "recipients" {
+	if status, body, _ := capped.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2002"],"branches":["Pudong Branch"],"content":{"text":"cap"}}`); status != 422 || errorField(body) != "recipients" {
 		t.Errorf("a branch taking the request over the cap: %d %s, want 422 naming recipients", status, body["_raw"])
 	}
 
 	past := time.Now().Add(-time.Hour)
-	_, secret, err := h.app.Store.CreateLimitedAPIKey(ctx, "old", "send", "test", models.KeyLimits{ExpiresAt: &past})
+	_, secret, err := h.App.Store.CreateLimitedAPIKey(ctx, "old", "send", "test", models.KeyLimits{ExpiresAt: &past})
 	if err != nil {
 		t.Fatal(err)
 	}
-	expired := &apiClient{t: t, base: h.url, key: secret}
-	status, body, _ := expired.call("POST", "/api/v1/messages", strings.Replace(send, "%s", `"E2001"`, 1))
+	expired := &apiClient{T: t, Base: h.URL, Key: secret}
+	status, body, _ := expired.Call("POST", "/api/v1/messages", strings.Replace(send, "%s", `"E2001"`, 1))
 	if e, _ := body["error"].(map[string]any); status != 401 || e["code"] != "key_expired" {
 		t.Errorf("an expired key: %d %s, want 401 key_expired", status, body["_raw"])
 	}

@@ -18,7 +18,7 @@ import (
 func TestBrowserOperatorFlow(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := testenv.Chrome(t)
-	store := h.app.Store
+	store := h.App.Store
 	bg := context.Background()
 	zw := &models.Recipient{ExternalID: "C2001", Name: "张伟", OrgType: models.Branch, Branch: "浦东分行", Department: "营业部", Active: true}
 	wl := &models.Recipient{ExternalID: "C2002", Name: "王磊", OrgType: models.Branch, Branch: "浦东分行", Department: "营业部", Active: true}
@@ -31,7 +31,7 @@ func TestBrowserOperatorFlow(t *testing.T) {
 		Body: "Dear {{.recipient.name}} of {{.recipient.branch}}: {{.task}}", Variables: models.StringList{"task"}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := browserLogin(ctx, h.url, "admin", testAdminPassword); err != nil {
+	if err := browserLogin(ctx, h.URL, "admin", testAdminPassword); err != nil {
 		t.Fatalf("log in: %v", err)
 	}
 	q := chromedp.ByQuery
@@ -39,7 +39,7 @@ func TestBrowserOperatorFlow(t *testing.T) {
 
 	// Search: typing "zw" narrows the list to 张伟 without a reload.
 	if err := chromedp.Run(ctx,
-		chromedp.Navigate(h.url+"/compose"),
+		chromedp.Navigate(h.URL+"/compose"),
 		chromedp.WaitVisible(`#people-q`, q),
 		chromedp.SendKeys(`#people-q`, "zw", q),
 	); err != nil {

@@ -236,25 +236,25 @@ func (p *phone) attr(sel, name string) string {
 func TestPhoneConsole(t *testing.T) {
 	i18n.ResetMissing()
 	h := startHerald(t, testEnv(t))
-	people, err := h.app.Store.RecipientsByExternalIDs(context.Background(), []string{"E2001"})
+	people, err := h.App.Store.RecipientsByExternalIDs(context.Background(), []string{"E2001"})
 	if err != nil || len(people) != 1 {
 		t.Fatalf("demo staff E2001: %v %v", people, err)
 	}
 	// An API key with a callback that nobody answers, and two events of it waiting: the
 	// callback page lists them.
 	cb := &models.CallbackSetting{URL: "http://127.0.0.1:1/events", AllowPrivate: true}
-	_, secret, err := h.app.Store.CreateCallbackAPIKey(context.Background(), "crm", "send", "admin", models.KeyLimits{}, cb)
+	_, secret, err := h.App.Store.CreateCallbackAPIKey(context.Background(), "crm", "send", "admin", models.KeyLimits{}, cb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := &apiClient{t: t, base: h.url, key: secret}
+	api := &apiClient{T: t, Base: h.URL, Key: secret}
 	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	code, sent, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"later"},"send_at":"`+later+`"}`)
+	code, sent, _ := api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001"],"content":{"text":"later"},"send_at":"`+later+`"}`)
 	if code != http.StatusAccepted {
 		t.Fatalf("send: %d %v", code, sent["_raw"])
 	}
 	id := sent["messages"].([]any)[0].(map[string]any)["id"].(string)
-	if code, body, _ := api.call("POST", "/api/v1/messages/"+id+"/cancel", ""); code != http.StatusOK {
+	if code, body, _ := api.Call("POST", "/api/v1/messages/"+id+"/cancel", ""); code != http.StatusOK {
 		t.Fatalf("cancel: %d %v", code, body["_raw"])
 	}
 	shots := os.Getenv("HERALD_PHONE_SCREENSHOTS")
@@ -266,18 +266,18 @@ func TestPhoneConsole(t *testing.T) {
 	for _, lang := range []struct{ tag, accept string }{{i18n.English, "en-US,en;q=0.9"}, {i18n.Chinese, "zh-CN,zh;q=0.9"}} {
 		t.Run(lang.tag, func(t *testing.T) {
 			ctx := testenv.Chrome(t)
-			p := &phone{t: t, ctx: ctx, base: h.url, lang: lang.tag, shots: shots}
+			p := &phone{t: t, ctx: ctx, base: h.URL, lang: lang.tag, shots: shots}
 			if err := chromedp.Run(ctx,
 				network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": lang.accept}),
 				chromedp.EmulateViewport(phoneWidth, phoneHeight),
 			); err != nil {
 				t.Fatal(err)
 			}
-			if err := chromedp.Run(ctx, chromedp.Navigate(h.url+"/login"), chromedp.WaitVisible(`#username`, chromedp.ByQuery)); err != nil {
+			if err := chromedp.Run(ctx, chromedp.Navigate(h.URL+"/login"), chromedp.WaitVisible(`#username`, chromedp.ByQuery)); err != nil {
 				t.Fatal(err)
 			}
 			p.check("sign-in")
-			if err := browserLogin(ctx, h.url, "admin", testAdminPassword); err != nil {
+			if err := browserLogin(ctx, h.URL, "admin", testAdminPassword); err != nil {
 				t.Fatalf("sign in: %v", err)
 			}
 			p.settle()
@@ -384,7 +384,7 @@ func TestPhoneConsole(t *testing.T) {
 				{"edit account", "/accounts", `main table a[href^="/accounts/"][href$="/edit"]`},
 				{"API key callback", "/api-keys", `main table a[href^="/api-keys/"][href$="/callback"]`},
 			} {
-				if err := chromedp.Run(ctx, chromedp.Navigate(h.url+list.path), chromedp.WaitVisible(`main`, chromedp.ByQuery)); err != nil {
+				if err := chromedp.Run(ctx, chromedp.Navigate(h.URL+list.path), chromedp.WaitVisible(`main`, chromedp.ByQuery)); err != nil {
 					t.Fatal(err)
 				}
 				href := p.attr(list.link, "href")

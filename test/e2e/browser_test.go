@@ -52,15 +52,15 @@ func waitText(ctx context.Context, sel string, ok func(string) bool) (string, er
 func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := testenv.Chrome(t)
-	if err := browserLogin(ctx, h.url, "admin", testAdminPassword); err != nil {
+	if err := browserLogin(ctx, h.URL, "admin", testAdminPassword); err != nil {
 		t.Fatalf("log in: %v", err)
 	}
-	people, err := h.app.Store.RecipientsByExternalIDs(context.Background(), []string{"E2001", "E2002", "E2003"})
+	people, err := h.App.Store.RecipientsByExternalIDs(context.Background(), []string{"E2001", "E2002", "E2003"})
 	if err != nil || len(people) != 3 {
 		t.Fatalf("demo staff: %v", err)
 	}
 	actions := []chromedp.Action{
-		chromedp.Navigate(h.url + "/compose"),
+		chromedp.Navigate(h.URL + "/compose"),
 		chromedp.WaitVisible(`#text`, chromedp.ByQuery),
 	}
 	for _, p := range people {
@@ -83,7 +83,7 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 	}
 
 	// The dashboard updates itself: open it, then send more out of band.
-	if err := chromedp.Run(ctx, chromedp.Navigate(h.url+"/"), chromedp.WaitVisible(`#stat-sent`, chromedp.ByQuery)); err != nil {
+	if err := chromedp.Run(ctx, chromedp.Navigate(h.URL+"/"), chromedp.WaitVisible(`#stat-sent`, chromedp.ByQuery)); err != nil {
 		t.Fatal(err)
 	}
 	before, err := waitText(ctx, `#stat-sent`, func(s string) bool { n, err := strconv.Atoi(s); return err == nil && n >= 3 })
@@ -91,7 +91,7 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 		t.Fatalf("dashboard never counted the first three: %v", err)
 	}
 	api := newAPIKey(t, h, "send")
-	if status, body, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E2002"],"content":{"text":"more"}}`); status != 202 {
+	if status, body, _ := api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E2002"],"content":{"text":"more"}}`); status != 202 {
 		t.Fatalf("send: %d %s", status, body["_raw"])
 	}
 	was, _ := strconv.Atoi(before)
@@ -104,14 +104,14 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 	// while a few thousand messages go out.
 	if shot := os.Getenv("HERALD_SCREENSHOT"); shot != "" {
 		for range 8 {
-			api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E2002","E2003"],"content":{"text":"load"}}`)
+			api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E2002","E2003"],"content":{"text":"load"}}`)
 		}
 		people := make([]models.Recipient, 300)
 		for i := range people {
 			id := fmt.Sprintf("L%04d", i)
 			people[i] = models.Recipient{ExternalID: id, Name: id, OrgType: models.Branch, Active: true}
 		}
-		if _, err := h.app.Store.UpsertRecipients(context.Background(), people); err != nil {
+		if _, err := h.App.Store.UpsertRecipients(context.Background(), people); err != nil {
 			t.Fatal(err)
 		}
 		ids := make([]string, len(people))
@@ -119,7 +119,7 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 			ids[i] = `"` + p.ExternalID + `"`
 		}
 		for range 10 {
-			api.call("POST", "/api/v1/messages", `{"platform":"sandbox","priority":"low","recipients":[`+strings.Join(ids, ",")+`],"content":{"text":"load"}}`)
+			api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","priority":"low","recipients":[`+strings.Join(ids, ",")+`],"content":{"text":"load"}}`)
 			time.Sleep(300 * time.Millisecond)
 		}
 		time.Sleep(2500 * time.Millisecond)
@@ -140,22 +140,22 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 // no action can be taken from it.
 func TestBrowserAsynqmonReadOnlyForViewers(t *testing.T) {
 	h := startHerald(t, testEnv(t))
-	if _, err := h.app.Store.CreateUser(context.Background(), "vera", "viewer-password-9", models.RoleViewer); err != nil {
+	if _, err := h.App.Store.CreateUser(context.Background(), "vera", "viewer-password-9", models.RoleViewer); err != nil {
 		t.Fatal(err)
 	}
 	// Put a task in Asynq's scheduled set so there is something to act on (scheduled
 	// sends wait in Herald's own schedule, which Asynqmon does not show).
-	if _, err := h.app.Enqueuer.Client().Enqueue(tasks.NewSendMessageTask(tasks.Job{TaskID: "later", MessageIDs: []string{"later"},
+	if _, err := h.App.Enqueuer.Client().Enqueue(tasks.NewSendMessageTask(tasks.Job{TaskID: "later", MessageIDs: []string{"later"},
 		Priority: models.PriorityNormal, ProcessAt: time.Now().Add(time.Hour)})); err != nil {
 		t.Fatal(err)
 	}
 	ctx := testenv.Chrome(t)
-	if err := browserLogin(ctx, h.url, "vera", "viewer-password-9"); err != nil {
+	if err := browserLogin(ctx, h.URL, "vera", "viewer-password-9"); err != nil {
 		t.Fatalf("log in: %v", err)
 	}
 	var title string
 	if err := chromedp.Run(ctx,
-		chromedp.Navigate(h.url+"/monitoring/"),
+		chromedp.Navigate(h.URL+"/monitoring/"),
 		chromedp.WaitVisible(`#root`, chromedp.ByQuery),
 		chromedp.Title(&title),
 	); err != nil {
@@ -181,7 +181,7 @@ func TestBrowserAsynqmonReadOnlyForViewers(t *testing.T) {
 			t.Errorf("viewer action %d answered %d, want 405 (read-only)", i, s)
 		}
 	}
-	inspector := asynq.NewInspector(h.app.Redis.Asynq())
+	inspector := asynq.NewInspector(h.App.Redis.Asynq())
 	defer inspector.Close()
 	if info, err := inspector.GetQueueInfo("normal"); err != nil || info.Paused || info.Scheduled != 1 {
 		t.Errorf("normal queue after the viewer's attempts: %+v %v; want unpaused with its scheduled task", info, err)

@@ -107,13 +107,13 @@ func TestChineseBrowserComposesToZhangWei(t *testing.T) {
 	env := testEnv(t) // HERALD_DEFAULT_LANGUAGE=en: Chinese comes from the browser alone
 	h := startHerald(t, env)
 	api := newAPIKey(t, h, "admin")
-	if status, body, _ := api.call("PUT", "/api/v1/recipients", `[
+	if status, body, _ := api.Call("PUT", "/api/v1/recipients", `[
 		{"external_id":"E3001","name":"张伟","org_type":"branch","branch":"浦东支行","department":"运营部","active":true},
 		{"external_id":"E3002","name":"李娜","org_type":"branch","branch":"徐汇支行","department":"柜面","active":true},
 		{"external_id":"E3003","name":"王磊","org_type":"branch","branch":"浦东支行","department":"信贷部","active":true}]`); status != 200 {
 		t.Fatalf("create staff: %d %s", status, body["_raw"])
 	}
-	people, err := h.app.Store.RecipientsByExternalIDs(context.Background(), []string{"E3001", "E3002", "E3003"})
+	people, err := h.App.Store.RecipientsByExternalIDs(context.Background(), []string{"E3001", "E3002", "E3003"})
 	if err != nil || len(people) != 3 {
 		t.Fatalf("new staff: %v %v", people, err)
 	}
@@ -123,7 +123,7 @@ func TestChineseBrowserComposesToZhangWei(t *testing.T) {
 	if err := chromedp.Run(ctx, network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": acceptChinese})); err != nil {
 		t.Fatal(err)
 	}
-	if err := browserLogin(ctx, h.url, "admin", testAdminPassword); err != nil {
+	if err := browserLogin(ctx, h.URL, "admin", testAdminPassword); err != nil {
 		t.Fatalf("sign in: %v", err)
 	}
 	var lang string
@@ -132,7 +132,7 @@ func TestChineseBrowserComposesToZhangWei(t *testing.T) {
 	}
 
 	actions := []chromedp.Action{
-		chromedp.Navigate(h.url + "/compose"),
+		chromedp.Navigate(h.URL + "/compose"),
 		chromedp.WaitVisible(`#text`, chromedp.ByQuery),
 	}
 	for _, p := range people {
@@ -179,7 +179,7 @@ func TestChineseBrowserComposesToZhangWei(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		got := ""
-		for _, d := range h.app.Sim.Deliveries() {
+		for _, d := range h.App.Sim.Deliveries() {
 			if d.To == "E3001" {
 				got = d.Content
 			}
@@ -198,8 +198,8 @@ func TestChineseBrowserComposesToZhangWei(t *testing.T) {
 		t.Fatal(err)
 	}
 	screenshot(t, ctx, "console-zh-CN.png")
-	batchPath := strings.TrimPrefix(batchURL, h.url)
-	checkPhoneWidth(t, ctx, h.url, "zh-CN", map[string]string{"dashboard": "/", "batch page": batchPath})
+	batchPath := strings.TrimPrefix(batchURL, h.URL)
+	checkPhoneWidth(t, ctx, h.URL, "zh-CN", map[string]string{"dashboard": "/", "batch page": batchPath})
 
 	// The language switch in the header: English, whatever the browser asks for.
 	if err := chromedp.Run(ctx,
@@ -216,14 +216,14 @@ func TestChineseBrowserComposesToZhangWei(t *testing.T) {
 		chromedp.Location(&batchURL), chromedp.Evaluate(`document.body.innerText`, &text)); err != nil {
 		t.Fatal(err)
 	}
-	if strings.TrimPrefix(batchURL, h.url) != batchPath {
+	if strings.TrimPrefix(batchURL, h.URL) != batchPath {
 		t.Errorf("the language switch came back to %s, want %s", batchURL, batchPath)
 	}
 	if sent := i18n.In(i18n.English, "status.sent"); !strings.Contains(text, sent) {
 		t.Errorf("English batch page does not show the status %q:\n%s", sent, text)
 	}
 	screenshot(t, ctx, "console-en.png")
-	checkPhoneWidth(t, ctx, h.url, "en", map[string]string{"dashboard": "/", "batch page": batchPath})
+	checkPhoneWidth(t, ctx, h.URL, "en", map[string]string{"dashboard": "/", "batch page": batchPath})
 
 	if m := i18n.Missing(); len(m) > 0 {
 		t.Errorf("catalog lookups failed:\n  %s", strings.Join(m, "\n  "))

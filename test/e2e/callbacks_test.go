@@ -111,14 +111,14 @@ func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
 	rig := newFaultRig(t, env, 4, simulator.Faults{FailRate: 1})
 	ctx := context.Background()
 	none := 0
-	rig.account.RetryPolicy = models.RetryPolicy{"transient": {MaxRetries: &none}}
-	if err := rig.h.app.Store.SaveAccount(ctx, rig.account); err != nil {
+	rig.Account.RetryPolicy = models.RetryPolicy{"transient": {MaxRetries: &none}}
+	if err := rig.H.App.Store.SaveAccount(ctx, rig.Account); err != nil {
 		t.Fatal(err)
 	}
 	recv := newCallbackReceiver(t)
 	recv.down.Store(true)
 	cb := &models.CallbackSetting{URL: recv.url, AllowPrivate: true}
-	key, secret, err := rig.h.app.Store.CreateCallbackAPIKey(ctx, "crm", "send,read", "test", models.KeyLimits{}, cb)
+	key, secret, err := rig.H.App.Store.CreateCallbackAPIKey(ctx, "crm", "send,read", "test", models.KeyLimits{}, cb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,8 +127,8 @@ func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
 	}
 	recv.secret.Store(cb.Secret)
 
-	res, err := rig.dispatch.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:crm", APIKeyID: &key.ID,
-		CallbackKeyID: &key.ID, Account: rig.account.Name, Recipients: rig.people, Text: "callback run"})
+	res, err := rig.Dispatch.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:crm", APIKeyID: &key.ID,
+		CallbackKeyID: &key.ID, Account: rig.Account.Name, Recipients: rig.People, Text: "callback run"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
 	for i, m := range res.Messages {
 		ids[i] = m.ID
 	}
-	if c := rig.waitTerminal(t, len(ids), time.Minute); c[models.StatusStopped] != len(ids) {
+	if c := rig.WaitTerminal(t, len(ids), time.Minute); c[models.StatusStopped] != len(ids) {
 		t.Fatalf("with every call failing and no retry: %v", c)
 	}
 	// The receiver is down: every event waits in the outbox, none delivered.
@@ -145,10 +145,10 @@ func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
 		defer recv.mu.Unlock()
 		return recv.refused > 0
 	})
-	if n := countRows(t, rig.h, "callback_events WHERE state = 'pending'"); n != len(ids)+1 {
+	if n := countRows(t, rig.H, "callback_events WHERE state = 'pending'"); n != len(ids)+1 {
 		t.Fatalf("%d pending events in the outbox, want %d (one per message and batch.completed)", n, len(ids)+1)
 	}
-	rig.h.stop()
+	rig.H.Stop()
 
 	// Another process on the same database and Redis delivers them once the receiver is up.
 	recv.down.Store(false)
@@ -159,7 +159,7 @@ func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
 		switch e.Type {
 		case models.EventMessageStopped:
 			if e.MessageID == nil || e.Status != "stopped" || e.ErrorClass != "transient" || e.Platform != "tianyuan" ||
-				e.Recipient == nil || !slices.Contains(rig.people, *e.Recipient) || e.BatchID != res.Batch.ID {
+				e.Recipient == nil || !slices.Contains(rig.People, *e.Recipient) || e.BatchID != res.Batch.ID {
 				t.Errorf("stopped event %+v", e)
 				continue
 			}
@@ -178,9 +178,9 @@ func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
 
 	// A stopped message retried and sent: its second event comes after its first, and the
 	// batch completes again.
-	rig.sim.SetFaults(simulator.Faults{})
-	api := &apiClient{t: t, base: h2.url, key: secret}
-	if code, body, _ := api.call("POST", "/api/v1/messages/"+ids[0]+"/retry", ""); code != http.StatusAccepted && code != http.StatusOK {
+	rig.Sim.SetFaults(simulator.Faults{})
+	api := &apiClient{T: t, Base: h2.URL, Key: secret}
+	if code, body, _ := api.Call("POST", "/api/v1/messages/"+ids[0]+"/retry", ""); code != http.StatusAccepted && code != http.StatusOK {
 		t.Fatalf("retry: %d %v", code, body["_raw"])
 	}
 	events = recv.waitFor(t, len(ids)+3, 30*time.Second)
@@ -203,7 +203,7 @@ func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
 
 	// Cancelling a scheduled message is an event too.
 	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	code, body, _ := api.call("POST", "/api/v1/messages", `{"account":"ty-fault","recipients":["F00001"],"content":{"text":"later"},"send_at":"`+later+`"}`)
+	code, body, _ := api.Call("POST", "/api/v1/messages", `{"account":"ty-fault","recipients":["F00001"],"content":{"text":"later"},"send_at":"`+later+`"}`)
 	if code != http.StatusAccepted {
 		t.Fatalf("send: %d %v", code, body["_raw"])
 	}
@@ -212,7 +212,7 @@ func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
 		t.Fatalf("send answer: %v", body["_raw"])
 	}
 	cancelID, _ := msgs[0].(map[string]any)["id"].(string)
-	if code, body, _ := api.call("POST", "/api/v1/messages/"+cancelID+"/cancel", ""); code != http.StatusOK {
+	if code, body, _ := api.Call("POST", "/api/v1/messages/"+cancelID+"/cancel", ""); code != http.StatusOK {
 		t.Fatalf("cancel: %d %v", code, body["_raw"])
 	}
 	events = recv.waitFor(t, len(ids)+5, 30*time.Second)

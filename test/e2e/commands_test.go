@@ -150,13 +150,13 @@ func TestAdminCreateReadsPasswordFromStdin(t *testing.T) {
 	}
 
 	h := startHerald(t, env)
-	u, err := h.app.Store.Authenticate(context.Background(), "ops", "night-shift-ledger", "127.0.0.1")
+	u, err := h.App.Store.Authenticate(context.Background(), "ops", "night-shift-ledger", "127.0.0.1")
 	if err != nil || u.Role != models.RoleOperator {
 		t.Fatalf("authenticate the created user: %v, %+v", err, u)
 	}
 	// A user exists, so no first admin was generated.
-	if strings.Contains(h.stdout.String(), "Created the first console user") {
-		t.Errorf("first admin created although a user existed:\n%s", h.stdout.String())
+	if strings.Contains(h.Stdout.String(), "Created the first console user") {
+		t.Errorf("first admin created although a user existed:\n%s", h.Stdout.String())
 	}
 }
 
@@ -165,16 +165,16 @@ func TestFirstAdminPasswordIsGeneratedAndPrintedOnce(t *testing.T) {
 	env := testEnv(t)
 	delete(env, "HERALD_ADMIN_PASSWORD")
 	h := startHerald(t, env)
-	m := regexp.MustCompile(`password: (\S+)`).FindStringSubmatch(h.stdout.String())
+	m := regexp.MustCompile(`password: (\S+)`).FindStringSubmatch(h.Stdout.String())
 	if m == nil {
-		t.Fatalf("no generated password printed:\n%s", h.stdout.String())
+		t.Fatalf("no generated password printed:\n%s", h.Stdout.String())
 	}
-	newBrowser(t, h.url).login("admin", m[1])
-	h.stop()
+	newBrowser(t, h.URL).Login("admin", m[1])
+	h.Stop()
 
 	again := startHerald(t, env)
-	if strings.Contains(again.stdout.String(), "password") {
-		t.Errorf("second start printed a password again:\n%s", again.stdout.String())
+	if strings.Contains(again.Stdout.String(), "password") {
+		t.Errorf("second start printed a password again:\n%s", again.Stdout.String())
 	}
 }
 
@@ -184,23 +184,23 @@ func TestRestartKeepsData(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
 	h := startHerald(t, env)
-	b := newBrowser(t, h.url)
-	b.login("admin", testAdminPassword)
+	b := newBrowser(t, h.URL)
+	b.Login("admin", testAdminPassword)
 	batchID := composeAndWait(t, b, []string{"E2002", "E2003"})
-	staff, err := h.app.Store.CountRecipients(context.Background())
+	staff, err := h.App.Store.CountRecipients(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.stop()
+	h.Stop()
 
 	again := startHerald(t, env)
-	b = newBrowser(t, again.url)
-	b.login("admin", testAdminPassword)
-	resp, page := b.get("/batches/" + batchID)
+	b = newBrowser(t, again.URL)
+	b.Login("admin", testAdminPassword)
+	resp, page := b.Get("/batches/" + batchID)
 	if resp.StatusCode != 200 || strings.Count(page, `data-status="sent"`) != 2 {
 		t.Errorf("batch %s after restart: status %d, sent rows %d; want both still sent", batchID, resp.StatusCode, strings.Count(page, `data-status="sent"`))
 	}
-	n, err := again.app.Store.CountRecipients(context.Background())
+	n, err := again.App.Store.CountRecipients(context.Background())
 	if err != nil || n != staff {
 		t.Errorf("staff after restart: %d (%v), want %d (demo must not be seeded twice)", n, err, staff)
 	}
@@ -219,12 +219,12 @@ func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
 		t.Fatalf("apikey create printed %q / %q", out, stderr)
 	}
 	h := startHerald(t, env)
-	k, err := h.app.Store.AuthenticateAPIKey(context.Background(), secret)
+	k, err := h.App.Store.AuthenticateAPIKey(context.Background(), secret)
 	if err != nil || k.Name != "erp" || !k.HasScope("send") || k.HasScope("admin") {
 		t.Fatalf("the printed key: %+v %v", k, err)
 	}
 	var stored string
-	if err := h.app.Store.SQL().QueryRow("SELECT key_hash FROM api_keys WHERE name = 'erp'").Scan(&stored); err != nil {
+	if err := h.App.Store.SQL().QueryRow("SELECT key_hash FROM api_keys WHERE name = 'erp'").Scan(&stored); err != nil {
 		t.Fatal(err)
 	}
 	if stored == secret || strings.Contains(stored, secret[3:]) {
@@ -241,11 +241,11 @@ func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
 	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "hk_") || !strings.HasPrefix(lines[1], "callback secret: hcs_") {
 		t.Fatalf("apikey create with a callback: %d %q %q", code, out, stderr)
 	}
-	k, err = h.app.Store.AuthenticateAPIKey(context.Background(), lines[0])
+	k, err = h.App.Store.AuthenticateAPIKey(context.Background(), lines[0])
 	if err != nil || k.CallbackURL != "https://crm.example/herald/events" {
 		t.Fatalf("the key with a callback: %+v %v", k, err)
 	}
-	target, err := h.app.Store.CallbackTargetOf(context.Background(), k.ID)
+	target, err := h.App.Store.CallbackTargetOf(context.Background(), k.ID)
 	if err != nil || "callback secret: "+target.Secret != lines[1] {
 		t.Errorf("the stored secret does not open to the printed one: %+v %v", target, err)
 	}

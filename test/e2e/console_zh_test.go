@@ -242,7 +242,7 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	env["HERALD_DEMO"] = "true"
 	h := startHerald(t, env)
 	ctx := context.Background()
-	store := h.app.Store
+	store := h.App.Store
 	fx := zhFixtures{}
 
 	// Fixtures: a viewer, a second account (with a limit that can never be reached, and
@@ -265,7 +265,7 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 		t.Fatalf("demo sandbox account: %v", err)
 	}
 	fx["account"], fx["account_id"], fx["other_account"] = sandbox.Name, fmt.Sprint(sandbox.ID), other.Name
-	loc := h.app.Config.Location
+	loc := h.App.Config.Location
 	now := time.Now().In(loc)
 	fx["today"] = now.Format(time.DateOnly)
 	fx["tomorrow"] = now.AddDate(0, 0, 1).Format(time.DateOnly)
@@ -298,11 +298,11 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	admin, viewer, anon := newBrowser(t, h.url), newBrowser(t, h.url), newBrowser(t, h.url)
+	admin, viewer, anon := newBrowser(t, h.URL), newBrowser(t, h.URL), newBrowser(t, h.URL)
 	zh := map[string]string{"Accept-Language": "zh-CN,zh;q=0.9"}
 	loginAs := func(b *browser, user, password string) {
 		t.Helper()
-		resp, body := b.do("POST", "/login", url.Values{"username": {user}, "password": {password}}, zh)
+		resp, body := b.Do("POST", "/login", url.Values{"username": {user}, "password": {password}}, zh)
 		if resp.StatusCode != http.StatusSeeOther {
 			t.Fatalf("sign in as %s: %d\n%s", user, resp.StatusCode, body)
 		}
@@ -311,7 +311,7 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	loginAs(viewer, "vera", "viewer-password-zh")
 
 	// A batch composed through the console: E2001 receives, E1002 is skipped.
-	resp, body := admin.do("POST", "/compose", url.Values{"account": {fx["account_id"]}, "content.text": {zhText}, "priority": {"normal"},
+	resp, body := admin.Do("POST", "/compose", url.Values{"account": {fx["account_id"]}, "content.text": {zhText}, "priority": {"normal"},
 		"recipient": {fx["recipient_id"], fx["off_duty_id"]}}, zh)
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("compose: %d\n%s", resp.StatusCode, body)
@@ -345,8 +345,8 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	}
 	fx["key_id"] = fmt.Sprint(cbKey.ID)
 	// A message the platform refuses: stopped at once, with its attempt.
-	h.app.Sim.SetFaults(simulator.Faults{RejectRate: 1})
-	status, sent, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2003"],"content":{"text":"平台拒收"}}`)
+	h.App.Sim.SetFaults(simulator.Faults{RejectRate: 1})
+	status, sent, _ := api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2003"],"content":{"text":"平台拒收"}}`)
 	if status != http.StatusAccepted {
 		t.Fatalf("send: %d %s", status, sent["_raw"])
 	}
@@ -364,15 +364,15 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	h.app.Sim.SetFaults(simulator.Faults{})
+	h.App.Sim.SetFaults(simulator.Faults{})
 	// A scheduled message, cancelled through the API.
 	at := time.Now().Add(2 * time.Hour).Format(time.RFC3339)
-	status, sent, _ = api.call("POST", "/api/v1/messages", `{"platform":"sandbox","priority":"high","recipients":["E2002"],"content":{"text":"稍后发送"},"send_at":"`+at+`"}`)
+	status, sent, _ = api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","priority":"high","recipients":["E2002"],"content":{"text":"稍后发送"},"send_at":"`+at+`"}`)
 	if status != http.StatusAccepted {
 		t.Fatalf("schedule: %d %s", status, sent["_raw"])
 	}
 	fx["cancelled"] = sent["messages"].([]any)[0].(map[string]any)["id"].(string)
-	if status, body, _ := api.call("POST", "/api/v1/messages/"+fx["cancelled"]+"/cancel", ""); status != http.StatusOK {
+	if status, body, _ := api.Call("POST", "/api/v1/messages/"+fx["cancelled"]+"/cancel", ""); status != http.StatusOK {
 		t.Fatalf("cancel: %d %s", status, body["_raw"])
 	}
 
@@ -381,7 +381,7 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 		Branch: "上海分行", Active: true}}); err != nil {
 		t.Fatal(err)
 	}
-	status, sent, _ = api.call("POST", "/api/v1/messages", `{"account":"ty-main","recipients":["E9101"],"content":{"text":"备用渠道"},"fallback":["sandbox"]}`)
+	status, sent, _ = api.Call("POST", "/api/v1/messages", `{"account":"ty-main","recipients":["E9101"],"content":{"text":"备用渠道"},"fallback":["sandbox"]}`)
 	if status != http.StatusAccepted {
 		t.Fatalf("send with a fallback: %d %s", status, sent["_raw"])
 	}
@@ -433,7 +433,7 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 			name += " (" + map[string]string{"viewer": "viewer", "": "signed out"}[p.as] + ")"
 		}
 		i18n.ResetMissing()
-		resp, body := b.do(p.method, path, form, header)
+		resp, body := b.Do(p.method, path, form, header)
 		var notFound []string
 		for _, m := range i18n.Missing() {
 			// "zh-CN some.key: message "some.key" not found in language "zh-CN"" is said
@@ -891,7 +891,7 @@ func latinLeftovers(chunks []string, userData []string) []string {
 // people, departments, branches, templates, accounts, users, API keys, audit details.
 func zhUserData(t *testing.T, h *running) []string {
 	t.Helper()
-	db := h.app.Store.SQL()
+	db := h.App.Store.SQL()
 	var out []string
 	for _, q := range []string{
 		"SELECT name FROM recipients", "SELECT external_id FROM recipients", "SELECT branch FROM recipients",

@@ -118,12 +118,12 @@ func TestDatabaseStallAnswers503(t *testing.T) {
 	env["HERALD_MYSQL_DSN"] = cfg.FormatDSN()
 	h := startHerald(t, env)
 	api := newAPIKey(t, h, "send,read")
-	console := newBrowser(t, h.url)
-	console.login("admin", testAdminPassword)
+	console := newBrowser(t, h.URL)
+	console.Login("admin", testAdminPassword)
 	send := func(text string) (*http.Response, string, time.Duration) {
-		req, _ := http.NewRequest("POST", h.url+"/api/v1/messages",
+		req, _ := http.NewRequest("POST", h.URL+"/api/v1/messages",
 			strings.NewReader(`{"platform":"sandbox","recipients":["E2001"],"content":{"text":"`+text+`"}}`))
-		req.Header.Set("Authorization", "Bearer "+api.key)
+		req.Header.Set("Authorization", "Bearer "+api.Key)
 		req.Header.Set("Content-Type", "application/json")
 		started := time.Now()
 		resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
@@ -165,7 +165,7 @@ func TestDatabaseStallAnswers503(t *testing.T) {
 			t.Logf("API call %d during the stall: %s in %s", i+1, resp.Status, took.Round(time.Millisecond))
 		}()
 	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(h.url + "/readyz")
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(h.URL + "/readyz")
 	if err != nil {
 		t.Errorf("/readyz during the stall: %v", err)
 	} else {
@@ -174,7 +174,7 @@ func TestDatabaseStallAnswers503(t *testing.T) {
 			t.Errorf("/readyz during the stall: %s, want 503", resp.Status)
 		}
 	}
-	if resp, body := console.get("/messages"); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "database is not answering") {
+	if resp, body := console.Get("/messages"); resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "database is not answering") {
 		t.Errorf("console page during the stall: %s, want the 503 error page; got %.300s", resp.Status, body)
 	}
 	wg.Wait()

@@ -15,7 +15,7 @@ func TestSendAPIDigests(t *testing.T) {
 	api := newAPIKey(t, h, "send,read")
 	send := func(subject, priority, digest string) (int, map[string]any) {
 		t.Helper()
-		status, body, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001"],"priority":"`+priority+
+		status, body, _ := api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001"],"priority":"`+priority+
 			`","content":{"subject":"`+subject+`","text":"详情见系统"},"digest":`+digest+`}`)
 		return status, body
 	}
@@ -56,20 +56,20 @@ func TestSendAPIDigests(t *testing.T) {
 	}
 	high := body["messages"].([]any)[0].(map[string]any)["id"].(string)
 
-	_, first, _ := api.call("GET", "/api/v1/messages/"+notices[0], "")
+	_, first, _ := api.Call("GET", "/api/v1/messages/"+notices[0], "")
 	digestID, _ := first["digest_message_id"].(string)
 	if first["status"] != "digested" || digestID == "" {
 		t.Fatalf("first notice: %s", first["_raw"])
 	}
 	for _, id := range notices[1:] {
-		if _, m, _ := api.call("GET", "/api/v1/messages/"+id, ""); m["status"] != "digested" || m["digest_message_id"] != digestID {
+		if _, m, _ := api.Call("GET", "/api/v1/messages/"+id, ""); m["status"] != "digested" || m["digest_message_id"] != digestID {
 			t.Errorf("notice %s: %s", id, m["_raw"])
 		}
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		_, d, _ := api.call("GET", "/api/v1/messages/"+digestID, "")
-		_, hm, _ := api.call("GET", "/api/v1/messages/"+high, "")
+		_, d, _ := api.Call("GET", "/api/v1/messages/"+digestID, "")
+		_, hm, _ := api.Call("GET", "/api/v1/messages/"+high, "")
 		if d["status"] == "sent" && hm["status"] == "sent" {
 			if hm["digest_message_id"] != nil {
 				t.Errorf("high notice carried by a digest: %s", hm["_raw"])
@@ -82,7 +82,7 @@ func TestSendAPIDigests(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	var got []string
-	for _, d := range h.app.Sim.Deliveries() {
+	for _, d := range h.App.Sim.Deliveries() {
 		got = append(got, d.Content)
 	}
 	want := "• 日终批量失败\n• 对账失败\n• 清算延迟"
@@ -92,34 +92,34 @@ func TestSendAPIDigests(t *testing.T) {
 
 	// The digest is an ordinary message of its account: inside the account's quiet hours
 	// it waits for them to end, as any normal message does.
-	now := time.Now().In(h.app.Config.Location)
+	now := time.Now().In(h.App.Config.Location)
 	admin := newAPIKey(t, h, "admin")
 	quiet := `{"name":"quiet","platform":"sandbox","quiet_hours":{"start":"` + now.Add(-time.Hour).Format("15:04") +
 		`","end":"` + now.Add(time.Hour).Format("15:04") + `"}}`
-	if status, body, _ := admin.call("POST", "/api/v1/accounts", quiet); status != 201 {
+	if status, body, _ := admin.Call("POST", "/api/v1/accounts", quiet); status != 201 {
 		t.Fatalf("quiet account: %d %s", status, body["_raw"])
 	}
 	// A template's default digest, through the template API.
 	tmpl := `{"name":"night-batch","msg_type":"text","body":"夜间批量 {{.job}}","variables":["job"],"digest":{"key":"night","window":"WINDOW","max":2}}`
-	if status, body, _ := admin.call("POST", "/api/v1/templates", strings.Replace(tmpl, "WINDOW", "1s", 1)); status != 422 || errorField(body) != "digest.window" {
+	if status, body, _ := admin.Call("POST", "/api/v1/templates", strings.Replace(tmpl, "WINDOW", "1s", 1)); status != 422 || errorField(body) != "digest.window" {
 		t.Errorf("template with a 1s window: %d %s, want 422 naming digest.window", status, body["_raw"])
 	}
-	status, body, _ = admin.call("POST", "/api/v1/templates", strings.Replace(tmpl, "WINDOW", "1h", 1))
+	status, body, _ = admin.Call("POST", "/api/v1/templates", strings.Replace(tmpl, "WINDOW", "1h", 1))
 	if d, _ := body["digest"].(map[string]any); status != 201 || d["window"] != "1h" || d["key"] != "night" || d["max"] != 2.0 {
 		t.Fatalf("template with a digest: %d %s", status, body["_raw"])
 	}
 	// The first names the digest itself, the second takes the template's: one key, one group.
 	for _, digest := range []string{`,"digest":{"key":"night","window":"1h","max":2}`, ""} {
-		status, body, _ := api.call("POST", "/api/v1/messages", `{"account":"quiet","recipients":["E2002"],"template":"night-batch","variables":{"job":"日终"}`+digest+`}`)
+		status, body, _ := api.Call("POST", "/api/v1/messages", `{"account":"quiet","recipients":["E2002"],"template":"night-batch","variables":{"job":"日终"}`+digest+`}`)
 		if status != 202 {
 			t.Fatalf("send on the quiet account: %d %s", status, body["_raw"])
 		}
 		notices = append(notices, body["messages"].([]any)[0].(map[string]any)["id"].(string))
 	}
-	_, folded, _ := api.call("GET", "/api/v1/messages/"+notices[len(notices)-1], "")
+	_, folded, _ := api.Call("GET", "/api/v1/messages/"+notices[len(notices)-1], "")
 	quietDigest, _ := folded["digest_message_id"].(string)
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		_, d, _ := api.call("GET", "/api/v1/messages/"+quietDigest, "")
+		_, d, _ := api.Call("GET", "/api/v1/messages/"+quietDigest, "")
 		if d["status"] == "pending" && d["error_class"] == "quiet_hours" {
 			break
 		}

@@ -37,10 +37,10 @@ func TestDingTalkSilentDropGuard(t *testing.T) {
 	acct := &models.Account{Name: "dt-guard", Platform: "dingtalk", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
 		Limits: models.Limits{PerRecipientPerDay: documented["per_recipient_per_day"], PerMinute: documented["per_minute"]},
 		Config: map[string]string{"app_key": "dingkey", "app_secret": "s3cret", "agent_id": "1", "base_url": srv.URL + "/dingtalk"}}
-	if err := h.app.Store.SaveAccount(ctx, acct); err != nil {
+	if err := h.App.Store.SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.app.Store.UpsertRecipients(ctx, []models.Recipient{{ExternalID: "DG1", Name: "Guard", OrgType: models.Branch,
+	if _, err := h.App.Store.UpsertRecipients(ctx, []models.Recipient{{ExternalID: "DG1", Name: "Guard", OrgType: models.Branch,
 		DingtalkUserid: "dg1", Active: true}}); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestDingTalkSilentDropGuard(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < offered; i = int(next.Add(1)) - 1 {
-				res, err := h.app.Dispatch.Submit(ctx, dispatch.Request{Source: "api", Actor: "test", Account: acct.Name,
+				res, err := h.App.Dispatch.Submit(ctx, dispatch.Request{Source: "api", Actor: "test", Account: acct.Name,
 					Recipients: []string{"DG1"}, Text: fmt.Sprintf("Notice %d", i%distinct)})
 				if err != nil {
 					t.Error(err)
@@ -98,7 +98,7 @@ func TestDingTalkSilentDropGuard(t *testing.T) {
 func waitingForTomorrow(t *testing.T, h *running, accountID int64) int {
 	t.Helper()
 	var n int
-	if err := h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE account_id = ? AND status IN ('pending','failed') AND error_class = 'throttled' AND next_attempt_at > ?",
+	if err := h.App.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE account_id = ? AND status IN ('pending','failed') AND error_class = 'throttled' AND next_attempt_at > ?",
 		accountID, time.Now().UTC().Add(12*time.Hour)).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func waitingForTomorrow(t *testing.T, h *running, accountID int64) int {
 // statusCounts counts an account's messages by status.
 func statusCounts(t *testing.T, h *running, accountID int64) map[string]int {
 	t.Helper()
-	rows, err := h.app.Store.SQL().Query("SELECT status, COUNT(*) FROM messages WHERE account_id = ? GROUP BY status", accountID)
+	rows, err := h.App.Store.SQL().Query("SELECT status, COUNT(*) FROM messages WHERE account_id = ? GROUP BY status", accountID)
 	if err != nil {
 		t.Fatal(err)
 	}

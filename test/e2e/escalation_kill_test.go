@@ -39,12 +39,12 @@ func TestKilledWorkerFiresEveryStepOnce(t *testing.T) {
 	}
 	env["HERALD_TEST_KNOBS"] = "step_wait=" + killStepWait.String()
 	rig := newFaultRig(t, env, 2, simulator.Faults{})
-	rig.h.stop() // it migrated and seeded; from here the children are the only workers
+	rig.H.Stop() // it migrated and seeded; from here the children are the only workers
 	workers := startWorkers(t, env, 2, "HERALD_WORKER_CONCURRENCY=20")
 	intake := startHeraldAs(t, env, "web")
-	store, d := intake.app.Store, intakeOf(t, intake.app)
+	store, d := intake.App.Store, intakeOf(t, intake.App)
 	ctx := context.Background()
-	first, second := rig.people[0], rig.people[1]
+	first, second := rig.People[0], rig.People[1]
 	if _, err := d.CreatePolicy(ctx, dispatch.System("test"), models.EscalationPolicy{Name: "kill", Steps: []models.PolicyStep{
 		{Targets: []string{first}, Wait: killStepWait.String()}, {Targets: []string{second}, Wait: "1h"}}}); err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestKilledWorkerFiresEveryStepOnce(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				if _, err := d.Submit(ctx, dispatch.Request{Source: "api", Actor: "test", Account: rig.account.Name,
+				if _, err := d.Submit(ctx, dispatch.Request{Source: "api", Actor: "test", Account: rig.Account.Name,
 					Text: fmt.Sprintf("核心系统告警 %d", i), Ack: &dispatch.AckRequest{Policy: "kill"}}); err != nil {
 					t.Error(err)
 				}

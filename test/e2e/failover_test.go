@@ -40,14 +40,14 @@ func runThroughFailover(t *testing.T, redisURL string, servers []*testenv.RedisS
 	env["HERALD_REDIS_URL"] = redisURL
 	rig := newLimitRig(t, env, failoverLimits, failoverBacklog)
 	// The test's sweeps stand in for the scheduler's, with a shorter grace.
-	rig.h.app.SweepGrace = 5 * time.Second
+	rig.H.App.SweepGrace = 5 * time.Second
 	ids := rig.submitRounds(t, 1, "normal")
 	// Workers run as processes of their own, away from this test's race detector, as in
 	// the limit tests: the windows are judged by the simulator's receipt times.
 	startWorkers(t, env, 2)
 
 	deadline := time.Now().Add(time.Minute)
-	for rig.statusCounts(t)[models.StatusSent] < failoverBacklog/4 && time.Now().Before(deadline) {
+	for rig.StatusCounts(t)[models.StatusSent] < failoverBacklog/4 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Intake goes on through the failover: five messages every 100 ms.
@@ -67,9 +67,9 @@ func runThroughFailover(t *testing.T, redisURL string, servers []*testenv.RedisS
 				return
 			case <-tick.C:
 			}
-			from := (i * 5) % len(rig.people)
-			res, err := rig.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
-				Account: rig.account.Name, Recipients: rig.people[from : from+5], Text: "during failover"})
+			from := (i * 5) % len(rig.People)
+			res, err := rig.Dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+				Account: rig.Account.Name, Recipients: rig.People[from : from+5], Text: "during failover"})
 			mu.Lock()
 			if err != nil {
 				refused++
@@ -82,10 +82,10 @@ func runThroughFailover(t *testing.T, redisURL string, servers []*testenv.RedisS
 		}
 	}()
 	time.Sleep(500 * time.Millisecond)
-	atFailover := rig.statusCounts(t)
+	atFailover := rig.StatusCounts(t)
 	started := time.Now()
 	stopWatch := testenv.WatchPromotions(servers)
-	failover(rig.account.ID)
+	failover(rig.Account.ID)
 	failedOver := time.Since(started)
 	time.Sleep(2 * time.Second)
 	close(stopFeed)
@@ -94,15 +94,15 @@ func runThroughFailover(t *testing.T, redisURL string, servers []*testenv.RedisS
 		t.Fatal("everything was sent before the failover; the test proves nothing")
 	}
 
-	counts := rig.waitTerminal(t, len(ids), time.Minute)
+	counts := rig.WaitTerminal(t, len(ids), time.Minute)
 	finished := time.Since(started)
 	promoted := stopWatch()
 	if counts[models.StatusSent] != len(ids) {
 		t.Errorf("after the failover: %v, want all %d sent", counts, len(ids))
 	}
-	dups := rig.checkNoLoss(t, ids)
+	dups := rig.CheckNoLoss(t, ids)
 	rig.checkWindows(t, failoverLimits)
-	times := rig.deliveryTimes(t)
+	times := deliveryTimes(t, rig.faultRig)
 	gap := longestDeliveryGap(times, started)
 	if len(promoted) == 0 {
 		t.Fatal("no replica was seen promoted")
@@ -125,16 +125,16 @@ func runThroughFailover(t *testing.T, redisURL string, servers []*testenv.RedisS
 	}
 	// The dashboard's and Asynqmon's view of the queues runs Asynq's inspection scripts,
 	// which must work on every topology (on a Cluster each queue's keys share a slot).
-	queues, err := rig.h.app.Inspector.Queues()
+	queues, err := rig.H.App.Inspector.Queues()
 	if err != nil || !slices.Contains(queues, tasks.QueueNormal) {
 		t.Errorf("queues %v, %v; want %s among them", queues, err, tasks.QueueNormal)
 	}
 	for _, q := range queues {
-		if _, err := rig.h.app.Inspector.GetQueueInfo(q); err != nil {
+		if _, err := rig.H.App.Inspector.GetQueueInfo(q); err != nil {
 			t.Errorf("queue %s: %v", q, err)
 		}
 	}
-	if _, err := rig.h.app.Inspector.Servers(); err != nil {
+	if _, err := rig.H.App.Inspector.Servers(); err != nil {
 		t.Errorf("list the worker processes: %v", err)
 	}
 	// Left to the libraries, a Cluster client keeps dialing a dead master for a minute
@@ -171,9 +171,9 @@ func firstDeliveryFrom(ms []int64, from time.Time) time.Duration {
 const maxFailoverPause = 30 * time.Second
 
 // deliveryTimes are the simulator's receipt times, in order.
-func (r *faultRig) deliveryTimes(t *testing.T) []int64 {
+func deliveryTimes(t *testing.T, r *faultRig) []int64 {
 	var ms []int64
-	for _, d := range r.deliveries(t) {
+	for _, d := range r.Deliveries(t) {
 		ms = append(ms, d.ReceivedAtMs)
 	}
 	slices.Sort(ms)

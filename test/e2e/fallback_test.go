@@ -36,7 +36,7 @@ func TestFallbackChains(t *testing.T) {
 		MaxAttempts: 3, Healthy: true, Limits: models.Limits{PerSecond: perSecond},
 		Config: map[string]string{"base_url": srv.URL + "/zhaohu", "path": "/messages", "token": "t0ken"}}
 	for _, a := range []*models.Account{dead, zh} {
-		if err := h.app.Store.SaveAccount(ctx, a); err != nil {
+		if err := h.App.Store.SaveAccount(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -54,23 +54,23 @@ func TestFallbackChains(t *testing.T) {
 		people = append(people, p)
 		ids = append(ids, p.ExternalID)
 	}
-	if _, err := h.app.Store.UpsertRecipients(ctx, people); err != nil {
+	if _, err := h.App.Store.UpsertRecipients(ctx, people); err != nil {
 		t.Fatal(err)
 	}
 	recv := newCallbackReceiver(t)
 	cb := &models.CallbackSetting{URL: recv.url, AllowPrivate: true}
-	_, secret, err := h.app.Store.CreateCallbackAPIKey(ctx, "crm", "send,read", "test", models.KeyLimits{}, cb)
+	_, secret, err := h.App.Store.CreateCallbackAPIKey(ctx, "crm", "send,read", "test", models.KeyLimits{}, cb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	recv.secret.Store(cb.Secret)
-	api := &apiClient{t: t, base: h.url, key: secret}
+	api := &apiClient{T: t, Base: h.URL, Key: secret}
 
-	code, body, _ := api.call("POST", "/api/v1/messages", `{"platform":"tianyuan","recipients":["FB000"],"content":{"text":"x"},"fallback":["tianyuan"]}`)
+	code, body, _ := api.Call("POST", "/api/v1/messages", `{"platform":"tianyuan","recipients":["FB000"],"content":{"text":"x"},"fallback":["tianyuan"]}`)
 	if code != http.StatusUnprocessableEntity || errorField(body) != "fallback" {
 		t.Fatalf("a chain back to the first platform: %d %v", code, body["_raw"])
 	}
-	code, body, _ = api.call("POST", "/api/v1/messages", `{"platform":"tianyuan","recipients":`+jsonList(ids)+`,"content":{"text":"ledger closed"},"fallback":["zhaohu"]}`)
+	code, body, _ = api.Call("POST", "/api/v1/messages", `{"platform":"tianyuan","recipients":`+jsonList(ids)+`,"content":{"text":"ledger closed"},"fallback":["zhaohu"]}`)
 	if code != http.StatusAccepted {
 		t.Fatalf("send: %d %v", code, body["_raw"])
 	}
@@ -81,7 +81,7 @@ func TestFallbackChains(t *testing.T) {
 
 	var batch map[string]any
 	testenv.WaitFor(t, time.Minute, "every chain to end", func() bool {
-		_, batch, _ = api.call("GET", "/api/v1/batches/"+batchID, "")
+		_, batch, _ = api.Call("GET", "/api/v1/batches/"+batchID, "")
 		counts := batch["counts"].(map[string]any)
 		return counts["pending"].(float64)+counts["sending"].(float64)+counts["failed"].(float64) == 0 &&
 			counts["sent"].(float64) == 29
@@ -92,7 +92,7 @@ func TestFallbackChains(t *testing.T) {
 	}
 
 	// Each chain: a stopped Tianyuan message linked to a sent Zhaohu one.
-	rows, err := h.app.Store.SQL().Query("SELECT id, platform, status, error_class, fallback_of, fallback_next, fallback_due FROM messages WHERE batch_id = ?", batchID)
+	rows, err := h.App.Store.SQL().Query("SELECT id, platform, status, error_class, fallback_of, fallback_next, fallback_due FROM messages WHERE batch_id = ?", batchID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestFallbackChains(t *testing.T) {
 	var one map[string]any
 	for _, r := range byID {
 		if r.platform == "zhaohu" {
-			_, one, _ = api.call("GET", "/api/v1/messages/"+r.id, "")
+			_, one, _ = api.Call("GET", "/api/v1/messages/"+r.id, "")
 			break
 		}
 	}

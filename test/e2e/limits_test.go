@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,126 +17,6 @@ import (
 	"herald/simulator"
 	"herald/tasks"
 )
-
-var (
-	buildOnce sync.Once
-	builtBin  string
-	buildErr  error
-)
-
-// heraldBinary builds the herald binary once per test run.
-func heraldBinary(t testing.TB) string {
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "herald-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		builtBin = filepath.Join(dir, "herald")
-		if out, err := exec.Command("go", "build", "-o", builtBin, "herald").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("%v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build herald: %v", buildErr)
-	}
-	return builtBin
-}
-
-// processEnv is the environment of a herald process the test runs: env and PATH, nothing
-// of the test's own environment.
-func processEnv(env map[string]string) []string {
-	out := []string{"PATH=" + os.Getenv("PATH")}
-	for k, v := range env {
-		out = append(out, k+"="+v)
-	}
-	return out
-}
-
-// startWorkers starts n `herald serve --role worker` processes and stops them at the end.
-func startWorkers(t testing.TB, env map[string]string, n int, extra ...string) []*process {
-	t.Helper()
-	var procs []*process
-	for range n {
-		// Each worker serves /healthz, /readyz and /metrics on a port of its own.
-		procs = append(procs, startRole(t, env, "worker", append([]string{"HERALD_ADDR=127.0.0.1:0"}, extra...)...))
-	}
-	return procs
-}
-
-// process is a Herald process started by a test. One goroutine waits for it, so the
-// test and the cleanup can both wait without racing.
-type process struct {
-	*exec.Cmd
-	done chan struct{}
-	err  error
-}
-
-// Wait waits for the process to exit and returns how it ended.
-func (p *process) Wait() error {
-	<-p.done
-	return p.err
-}
-
-// startRole starts `herald serve --role role` as a process of its own, with env plus the
-// extra KEY=value settings, and stops it with SIGTERM at the end of the test.
-func startRole(t testing.TB, env map[string]string, role string, extra ...string) *process {
-	t.Helper()
-	cmd := exec.Command(heraldBinary(t), "serve", "--role", role)
-	cmd.Env = append(processEnv(env), extra...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &process{Cmd: cmd, done: make(chan struct{})}
-	go func() { p.err = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() && stderr.Len() > 0 {
-			t.Logf("%s process output:\n%s", role, lastLines(stderr.String(), 20))
-		}
-	})
-	return p
-}
-
-// lastLines returns the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// windowOracle computes, from delivery receipt times, the largest count in any trailing
-// window (t−w, t] and the mean use of the limit from the first full window to the last
-// delivery, sampled every 100 ms.
-func windowOracle(ms []int64, w int64, limit int) (maxCount int, utilisation float64) {
-	slices.Sort(ms)
-	lo := 0
-	for hi := range ms {
-		for ms[lo] <= ms[hi]-w {
-			lo++
-		}
-		maxCount = max(maxCount, hi-lo+1)
-	}
-	if len(ms) == 0 || ms[len(ms)-1]-ms[0] <= w {
-		return maxCount, 0
-	}
-	var sum float64
-	var samples int
-	for t := ms[0] + w; t <= ms[len(ms)-1]; t += 100 {
-		i, _ := slices.BinarySearch(ms, t-w+1)
-		j, _ := slices.BinarySearch(ms, t+1)
-		sum += float64(j-i) / float64(limit)
-		samples++
-	}
-	return maxCount, sum / float64(samples)
-}
 
 // startSimulator runs `herald simulate` as a process of its own, as the platforms are,
 // and returns its base URL. The receipt times the limit tests judge by are taken there,
@@ -169,14 +44,14 @@ type limitRig struct {
 func newLimitRig(t *testing.T, env map[string]string, limits models.Limits, recipients int) *limitRig {
 	t.Helper()
 	rig := newRigAt(t, env, recipients, startSimulator(t, "--latency", "2ms"))
-	rig.account.Limits = limits
-	if err := rig.h.app.Store.SaveAccount(context.Background(), rig.account); err != nil {
+	rig.Account.Limits = limits
+	if err := rig.H.App.Store.SaveAccount(context.Background(), rig.Account); err != nil {
 		t.Fatal(err)
 	}
-	rig.h.stop() // the workers under test are separate processes
+	rig.H.Stop() // the workers under test are separate processes
 	web := startHeraldAs(t, env, "web")
-	rig.h = web
-	rig.dispatch = intakeOf(t, web.app)
+	rig.H = web
+	rig.Dispatch = intakeOf(t, web.App)
 	return &limitRig{faultRig: rig, env: env}
 }
 
@@ -185,8 +60,8 @@ func (r *limitRig) submitRounds(t *testing.T, rounds int, priority models.Priori
 	t.Helper()
 	var ids []string
 	for range rounds {
-		res, err := r.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
-			Account: r.account.Name, Recipients: r.people, Text: "limited", Priority: priority})
+		res, err := r.Dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+			Account: r.Account.Name, Recipients: r.People, Text: "limited", Priority: priority})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +78,7 @@ func (r *limitRig) checkWindows(t *testing.T, limits models.Limits) map[string]f
 	t.Helper()
 	var all []int64
 	byTo := map[string][]int64{}
-	for _, d := range r.deliveries(t) {
+	for _, d := range r.Deliveries(t) {
 		all = append(all, d.ReceivedAtMs)
 		byTo[d.To] = append(byTo[d.To], d.ReceivedAtMs)
 	}
@@ -289,16 +164,16 @@ func TestLimitsHoldAcrossWorkerProcesses(t *testing.T) {
 	// that began with each recipient's first message.
 	allowed := recipients * perRecipient
 	deadline := time.Now().Add(2 * time.Minute)
-	for rig.statusCounts(t)[models.StatusSent] < allowed {
+	for rig.StatusCounts(t)[models.StatusSent] < allowed {
 		if time.Now().After(deadline) {
-			t.Fatalf("after 2 minutes: %v, want %d sent", rig.statusCounts(t), allowed)
+			t.Fatalf("after 2 minutes: %v, want %d sent", rig.StatusCounts(t), allowed)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	// Watched for a while after: a per-recipient limit that let the third round through
 	// shows here, within seconds, long before the minute ends.
 	time.Sleep(3 * time.Second)
-	counts := rig.statusCounts(t)
+	counts := rig.StatusCounts(t)
 	if counts[models.StatusSent] != allowed || counts[models.StatusStopped] != 0 {
 		t.Errorf("3 s after the first two rounds: %v, want %d sent and the third round (%d) waiting", counts, allowed, len(ids)-allowed)
 	}
@@ -308,7 +183,7 @@ func TestLimitsHoldAcrossWorkerProcesses(t *testing.T) {
 	}
 	// Throttling never uses an attempt: the sent took one, the held none beyond it.
 	var over int
-	if err := rig.h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE attempts > 1 OR (status = ? AND attempts <> 1)", models.StatusSent).Scan(&over); err != nil {
+	if err := rig.H.App.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE attempts > 1 OR (status = ? AND attempts <> 1)", models.StatusSent).Scan(&over); err != nil {
 		t.Fatal(err)
 	}
 	if over != 0 {
@@ -333,7 +208,7 @@ func TestLimitsHoldPerMinuteAcrossWorkerProcesses(t *testing.T) {
 	ids := rig.submitRounds(t, 10, "normal")
 	startCPUHog(t, cpuHogProcesses(t))
 	startWorkers(t, env, 3)
-	counts := rig.waitTerminal(t, len(ids), 8*time.Minute)
+	counts := rig.WaitTerminal(t, len(ids), 8*time.Minute)
 	if counts[models.StatusSent] != len(ids) {
 		t.Fatalf("not all sent: %v", counts)
 	}
@@ -343,13 +218,13 @@ func TestLimitsHoldPerMinuteAcrossWorkerProcesses(t *testing.T) {
 	}
 	// Throttling never uses an attempt: with no provider failures every message took one.
 	var over int
-	if err := rig.h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE attempts <> 1").Scan(&over); err != nil {
+	if err := rig.H.App.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE attempts <> 1").Scan(&over); err != nil {
 		t.Fatal(err)
 	}
 	if over != 0 {
 		t.Errorf("%d messages used more than one attempt though only throttling delayed them", over)
 	}
-	rig.checkNoLoss(t, ids)
+	rig.CheckNoLoss(t, ids)
 }
 
 // TestRedisOutageHoldsLimits pauses a private Redis for a few seconds mid-run: sends
@@ -378,7 +253,7 @@ func TestRedisOutageHoldsLimits(t *testing.T) {
 	ids := rig.submitRounds(t, 1, "normal")
 	startWorkers(t, env, 2)
 	deadline := time.Now().Add(time.Minute)
-	for rig.statusCounts(t)[models.StatusSent] < 50 && time.Now().Before(deadline) {
+	for rig.StatusCounts(t)[models.StatusSent] < 50 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Redis stops answering for four seconds.
@@ -389,12 +264,12 @@ func TestRedisOutageHoldsLimits(t *testing.T) {
 	if err := redisCmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	counts := rig.waitTerminal(t, len(ids), 3*time.Minute)
+	counts := rig.WaitTerminal(t, len(ids), 3*time.Minute)
 	if counts[models.StatusSent] != len(ids) {
 		t.Errorf("after the outage: %v, want all %d sent", counts, len(ids))
 	}
 	rig.checkWindows(t, limits)
-	rig.checkNoLoss(t, ids)
+	rig.CheckNoLoss(t, ids)
 }
 
 // waitTCP waits until something listens on addr.
@@ -421,19 +296,19 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 	env := testEnv(t)
 	noMargin := func(a *app.App) { a.Limiter.Margin = 0 }
 	rig := newFaultRig(t, env, 2, simulator.Faults{}, noMargin)
-	rig.account.Limits = models.Limits{PerSecond: 100}
-	if err := rig.h.app.Store.SaveAccount(context.Background(), rig.account); err != nil {
+	rig.Account.Limits = models.Limits{PerSecond: 100}
+	if err := rig.H.App.Store.SaveAccount(context.Background(), rig.Account); err != nil {
 		t.Fatal(err)
 	}
-	res, err := rig.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
-		Account: rig.account.Name, Recipients: rig.people[:1], Text: "late"})
+	res, err := rig.Dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+		Account: rig.Account.Name, Recipients: rig.People[:1], Text: "late"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := res.Messages[0].ID
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		m, err := rig.h.app.Store.MessageByID(context.Background(), id)
+		m, err := rig.H.App.Store.MessageByID(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -451,30 +326,30 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := len(rig.deliveries(t)); n != 0 {
+	if n := len(rig.Deliveries(t)); n != 0 {
 		t.Errorf("the platform received %d calls made on late admissions", n)
 	}
 	// Every late admission was taken back.
-	usage, err := rig.h.app.Limiter.Usage(context.Background(), rig.account.ID, rig.account.Limits)
+	usage, err := rig.H.App.Limiter.Usage(context.Background(), rig.Account.ID, rig.Account.Limits)
 	if err != nil || len(usage) != 1 || usage[0].Used != 0 {
 		t.Errorf("usage after only late admissions: %+v %v, want per_second used 0", usage, err)
 	}
 
 	// The same account without limits never asks the limiter.
-	rig.account.Limits = models.Limits{}
-	if err := rig.h.app.Store.SaveAccount(context.Background(), rig.account); err != nil {
+	rig.Account.Limits = models.Limits{}
+	if err := rig.H.App.Store.SaveAccount(context.Background(), rig.Account); err != nil {
 		t.Fatal(err)
 	}
-	res, err = rig.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
-		Account: rig.account.Name, Recipients: rig.people[1:], Text: "unlimited"})
+	res, err = rig.Dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+		Account: rig.Account.Name, Recipients: rig.People[1:], Text: "unlimited"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	deadline = time.Now().Add(20 * time.Second)
-	for len(rig.deliveries(t)) == 0 {
+	for len(rig.Deliveries(t)) == 0 {
 		if time.Now().After(deadline) {
-			m, _ := rig.h.app.Store.MessageByID(context.Background(), res.Messages[0].ID)
-			a, _ := rig.h.app.Store.AccountByName(context.Background(), rig.account.Name)
+			m, _ := rig.H.App.Store.MessageByID(context.Background(), res.Messages[0].ID)
+			a, _ := rig.H.App.Store.AccountByName(context.Background(), rig.Account.Name)
 			t.Fatalf("an unlimited account's message was not delivered: %s %s %v; limits %+v", m.Status, m.LastError, m.NextAttemptAt, a.Limits)
 		}
 		time.Sleep(50 * time.Millisecond)

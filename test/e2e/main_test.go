@@ -1,14 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,15 +16,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"herald/config"
 	"herald/dispatch"
-	"herald/internal/app"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
 )
-
-const testAdminPassword = "correct-horse-battery"
 
 // repoRoot is the repository's top, seen from this package's directory, where go test
 // runs it.
@@ -87,140 +79,6 @@ func fullSize(short, n int) int {
 	return short
 }
 
-// testEnv returns the environment of a Herald process for a test: production mode
-// (MySQL + Redis) when the test backends are configured, the embedded default otherwise.
-// The console speaks English unless a test asks for Chinese (the tests of the Chinese
-// console set the language themselves).
-func testEnv(t testing.TB) map[string]string {
-	env := map[string]string{
-		"HERALD_DATA_DIR":         t.TempDir(),
-		"HERALD_ADMIN_PASSWORD":   testAdminPassword,
-		"HERALD_TIMEZONE":         "Asia/Shanghai",
-		"HERALD_DEFAULT_LANGUAGE": "en",
-	}
-	if dsn := testenv.MySQLDSN(t); dsn != "" {
-		env["HERALD_MYSQL_DSN"] = dsn
-		env["HERALD_SESSION_SECRET"] = "test-session-secret-0123456789abcdef"
-		env["HERALD_SECRET_KEY"] = "test-secret-key-0123456789abcdef0123"
-		env["HERALD_DEMO"] = "true"
-	}
-	if os.Getenv("HERALD_TEST_REDIS_URL") != "" {
-		env["HERALD_REDIS_URL"] = testenv.RedisURL(t)
-	}
-	return env
-}
-
-// running is a Herald process started in the test.
-type running struct {
-	app    *app.App
-	url    string
-	stdout *bytes.Buffer
-	stop   func()
-}
-
-// startHerald starts Herald with role all on a random loopback port.
-func startHerald(t testing.TB, env map[string]string, configure ...func(*app.App)) *running {
-	t.Helper()
-	return startHeraldAs(t, env, "all", configure...)
-}
-
-// sweepAtOnce makes the sweeper re-enqueue due messages without the usual grace.
-func sweepAtOnce(a *app.App) { a.SweepGrace = 0 }
-
-// startHeraldAs starts Herald in one role; roles other than all need MySQL and Redis.
-// The configure functions adjust the process before it runs.
-func startHeraldAs(t testing.TB, env map[string]string, role string, configure ...func(*app.App)) *running {
-	t.Helper()
-	cfg, err := config.Load(func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	out := &bytes.Buffer{}
-	log, _ := app.NewLogger(cfg, io.Discard)
-	a, err := app.New(ctx, cfg, role, log, out)
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.Listener = ln
-	for _, f := range configure {
-		f(a)
-	}
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx) }()
-	r := &running{app: a, url: "http://" + ln.Addr().String(), stdout: out}
-	stopped := false
-	r.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("herald stopped with: %v", err)
-		}
-	}
-	t.Cleanup(r.stop)
-	return r
-}
-
-// browser is an HTTP client with a cookie jar that does not follow redirects.
-type browser struct {
-	t    testing.TB
-	base string
-	c    *http.Client
-}
-
-func newBrowser(t testing.TB, base string) *browser {
-	jar, _ := cookiejar.New(nil)
-	return &browser{t: t, base: base, c: &http.Client{Jar: jar, Timeout: 10 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-}
-
-func (b *browser) do(method, path string, form url.Values, header map[string]string) (*http.Response, string) {
-	b.t.Helper()
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequest(method, b.base+path, body)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := b.c.Do(req)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	text, _ := io.ReadAll(resp.Body)
-	return resp, string(text)
-}
-
-func (b *browser) get(path string) (*http.Response, string) { return b.do("GET", path, nil, nil) }
-
-func (b *browser) post(path string, form url.Values) (*http.Response, string) {
-	return b.do("POST", path, form, nil)
-}
-
-func (b *browser) login(username, password string) {
-	b.t.Helper()
-	resp, body := b.post("/login", url.Values{"username": {username}, "password": {password}})
-	if resp.StatusCode != http.StatusSeeOther {
-		b.t.Fatalf("login as %s: status %d, body %s", username, resp.StatusCode, body)
-	}
-}
-
 var recipientOption = regexp.MustCompile(`name="recipient" value="(\d+)"[^>]*>\s*<span>([^<]+?) <span class="muted">(\w+)`)
 
 // recipientIDs maps the external ids of the people on the compose form to their form values.
@@ -239,7 +97,7 @@ func recipientIDs(t *testing.T, composePage string) map[string]string {
 // batch page shows every one in sent delivered; it returns the batch id.
 func composeAndWait(t *testing.T, b *browser, sent []string, skipped ...string) string {
 	t.Helper()
-	_, page := b.get("/compose")
+	_, page := b.Get("/compose")
 	ids := recipientIDs(t, page)
 	account := regexp.MustCompile(`<option value="(\d+)" selected`).FindStringSubmatch(page)
 	if account == nil {
@@ -252,7 +110,7 @@ func composeAndWait(t *testing.T, b *browser, sent []string, skipped ...string) 
 		}
 		form.Add("recipient", ids[p])
 	}
-	resp, body := b.post("/compose", form)
+	resp, body := b.Post("/compose", form)
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("compose: status %d:\n%s", resp.StatusCode, body)
 	}
@@ -260,7 +118,7 @@ func composeAndWait(t *testing.T, b *browser, sent []string, skipped ...string) 
 	batchID := strings.TrimPrefix(batchPath, "/batches/")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		resp, body := b.do("GET", batchPath+"/progress", nil, map[string]string{"HX-Request": "true"})
+		resp, body := b.Do("GET", batchPath+"/progress", nil, map[string]string{"HX-Request": "true"})
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("progress: status %d", resp.StatusCode)
 		}
@@ -279,8 +137,8 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	// Today's duty, whatever weekday today is: E1001 is added, E1002 removed.
-	today, _ := dispatch.DateOf(time.Now(), h.app.Config.Location)
-	people, err := h.app.Store.RecipientsByExternalIDs(ctx, []string{"E1001", "E1002"})
+	today, _ := dispatch.DateOf(time.Now(), h.App.Config.Location)
+	people, err := h.App.Store.RecipientsByExternalIDs(ctx, []string{"E1001", "E1002"})
 	if err != nil || len(people) != 2 {
 		t.Fatalf("demo staff: %v %v", people, err)
 	}
@@ -289,21 +147,21 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 		if p.ExternalID == "E1002" {
 			action = models.OverrideRemove
 		}
-		if err := h.app.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: p.ID, Action: action}); err != nil {
+		if err := h.App.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: p.ID, Action: action}); err != nil {
 			t.Fatal(err)
 		}
 	}
 
-	b := newBrowser(t, h.url)
-	b.login("admin", testAdminPassword)
+	b := newBrowser(t, h.URL)
+	b.Login("admin", testAdminPassword)
 	batchID := composeAndWait(t, b, []string{"E1001", "E2001"}, "E1002")
 
-	msgs, err := h.app.Store.MessagesOfBatch(ctx, batchID, 10)
+	msgs, err := h.App.Store.MessagesOfBatch(ctx, batchID, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
 	delivered := map[string]bool{}
-	for _, d := range h.app.Sim.Deliveries() {
+	for _, d := range h.App.Sim.Deliveries() {
 		delivered[d.RequestID] = true
 	}
 	if len(msgs) != 2 {
@@ -318,7 +176,7 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 		}
 	}
 	// The full batch page renders with the people's names and the skipped person.
-	_, page := b.get("/batches/" + batchID)
+	_, page := b.Get("/batches/" + batchID)
 	for _, want := range []string{"Li Wei", "Liu Yang", "100.0%", "Wang Fang (E1002) — not on duty today"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("batch page does not show %q", want)
@@ -333,11 +191,11 @@ func TestEmbeddedRedisAnswersOnlyHerald(t *testing.T) {
 	env := testEnv(t)
 	delete(env, "HERALD_REDIS_URL") // the in-process Redis, whatever the test backends
 	h := startHerald(t, env)
-	b := newBrowser(t, h.url)
-	b.login("admin", testAdminPassword)
+	b := newBrowser(t, h.URL)
+	b.Login("admin", testAdminPassword)
 	composeAndWait(t, b, []string{"E2001"})
 
-	stranger := redis.NewClient(&redis.Options{Addr: h.app.EmbeddedRedis.Addr()})
+	stranger := redis.NewClient(&redis.Options{Addr: h.App.EmbeddedRedis.Addr()})
 	defer stranger.Close()
 	if err := stranger.Ping(context.Background()).Err(); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
 		t.Errorf("a client without the password: %v, want NOAUTH", err)
@@ -351,53 +209,25 @@ func TestEmbeddedRedisAnswersOnlyHerald(t *testing.T) {
 	}
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// waitHTTP waits until url answers 200.
-func waitHTTP(t testing.TB, url string) {
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := http.Get(url)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not answer: %v", url, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // /metrics is served on HERALD_METRICS_ADDR, not on the console's listener.
 func TestMetricsExposeDeliveries(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
 	env["HERALD_METRICS_ADDR"] = freeAddr(t)
 	h := startHerald(t, env)
-	b := newBrowser(t, h.url)
-	b.login("admin", testAdminPassword)
+	b := newBrowser(t, h.URL)
+	b.Login("admin", testAdminPassword)
 	composeAndWait(t, b, []string{"E2001", "E2002"})
-	if resp, _ := b.get("/metrics"); resp.StatusCode != http.StatusNotFound {
+	if resp, _ := b.Get("/metrics"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("/metrics on the console listener: %d, want 404", resp.StatusCode)
 	}
 	// A send due in an hour waits in Herald's own schedule, not in Asynq: it still counts
 	// as scheduled in its queue.
-	if _, err := h.app.Enqueuer.Enqueue(context.Background(), []tasks.Job{{TaskID: "metrics-later", MessageIDs: []string{models.NewID()},
+	if _, err := h.App.Enqueuer.Enqueue(context.Background(), []tasks.Job{{TaskID: "metrics-later", MessageIDs: []string{models.NewID()},
 		Priority: "low", ProcessAt: time.Now().Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}
-	resp, body := newBrowser(t, "http://"+env["HERALD_METRICS_ADDR"]).get("/metrics")
+	resp, body := newBrowser(t, "http://"+env["HERALD_METRICS_ADDR"]).Get("/metrics")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("/metrics on HERALD_METRICS_ADDR: %d", resp.StatusCode)
 	}

@@ -25,11 +25,11 @@ func TestHighPriorityOvertakesFanOut(t *testing.T) {
 
 	// Submitted through dispatch, not the API: the API's request deadline is not what this
 	// test is about, and a 3,000-recipient intake can outlast it on a loaded machine.
-	lowBatch := submitAt(t, rig, rig.people, "low")
+	lowBatch := submitAt(t, rig, rig.People, "low")
 	deadline := time.Now().Add(2 * time.Minute)
 	var sentAtPost int
 	for {
-		sentAtPost = rig.statusCounts(t)[models.StatusSent]
+		sentAtPost = rig.StatusCounts(t)[models.StatusSent]
 		if sentAtPost >= fanOut/10 {
 			break
 		}
@@ -41,7 +41,7 @@ func TestHighPriorityOvertakesFanOut(t *testing.T) {
 	if sentAtPost >= fanOut/2 {
 		t.Fatalf("%d of %d fan-out messages were sent before the high one was posted: the fan-out drains too fast for this test to show anything", sentAtPost, fanOut)
 	}
-	highBatch := submitAt(t, rig, rig.people[:1], "high")
+	highBatch := submitAt(t, rig, rig.People[:1], "high")
 	high := onlyMessage(t, rig, highBatch)
 	deadline = time.Now().Add(2 * time.Minute)
 	for high.SentAt == nil {
@@ -52,7 +52,7 @@ func TestHighPriorityOvertakesFanOut(t *testing.T) {
 		high = onlyMessage(t, rig, highBatch)
 	}
 
-	low, err := rig.h.app.Store.MessagesOfBatch(context.Background(), lowBatch, fanOut+1)
+	low, err := rig.H.App.Store.MessagesOfBatch(context.Background(), lowBatch, fanOut+1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestHighPriorityOvertakesFanOut(t *testing.T) {
 	// The test stops once the high message has overtaken: draining the rest of the
 	// fan-out proves only that a backlog ends sent, which the fault runs
 	// (TestFaultRunEndsEveryMessageSentOrStopped) prove under worse conditions.
-	if counts := rig.statusCounts(t); counts[models.StatusStopped] != 0 {
+	if counts := rig.StatusCounts(t); counts[models.StatusStopped] != 0 {
 		t.Errorf("messages by status when the high one was sent: %v, want none stopped", counts)
 	}
 }
@@ -81,8 +81,8 @@ func TestHighPriorityOvertakesFanOut(t *testing.T) {
 // submitAt sends a text message to recipients at priority and returns its batch id.
 func submitAt(t *testing.T, rig *faultRig, recipients []string, priority models.Priority) string {
 	t.Helper()
-	res, err := rig.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
-		Account: rig.account.Name, Recipients: recipients, Priority: priority, Text: "priority " + string(priority)})
+	res, err := rig.Dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+		Account: rig.Account.Name, Recipients: recipients, Priority: priority, Text: "priority " + string(priority)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func submitAt(t *testing.T, rig *faultRig, recipients []string, priority models.
 // onlyMessage returns the one message of a batch as stored now.
 func onlyMessage(t *testing.T, rig *faultRig, batchID string) *models.Message {
 	t.Helper()
-	msgs, err := rig.h.app.Store.MessagesOfBatch(context.Background(), batchID, 2)
+	msgs, err := rig.H.App.Store.MessagesOfBatch(context.Background(), batchID, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func newRecallRig(t *testing.T) *recallRig {
 	} {
 		acct := &models.Account{Name: platform + "-main", Platform: platform, IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
 			MaxAttempts: 3, Healthy: true, Config: cfg}
-		if err := h.app.Store.SaveAccount(ctx, acct); err != nil {
+		if err := h.App.Store.SaveAccount(ctx, acct); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,17 +52,17 @@ func newRecallRig(t *testing.T) *recallRig {
 			OrgType: models.Branch, WecomUserid: fmt.Sprintf("wx_%d", i), FeishuUserID: fmt.Sprintf("fs_%d", i),
 			DingtalkUserid: fmt.Sprintf("dt_%d", i), Active: true})
 	}
-	if _, err := h.app.Store.UpsertRecipients(ctx, people); err != nil {
+	if _, err := h.App.Store.UpsertRecipients(ctx, people); err != nil {
 		t.Fatal(err)
 	}
 	recv := newCallbackReceiver(t)
 	cb := &models.CallbackSetting{URL: recv.url, AllowPrivate: true}
-	_, secret, err := h.app.Store.CreateCallbackAPIKey(ctx, "crm", "send,read", "test", models.KeyLimits{}, cb)
+	_, secret, err := h.App.Store.CreateCallbackAPIKey(ctx, "crm", "send,read", "test", models.KeyLimits{}, cb)
 	if err != nil {
 		t.Fatal(err)
 	}
 	recv.secret.Store(cb.Secret)
-	return &recallRig{h: h, sim: sim, api: &apiClient{t: t, base: h.url, key: secret}, recv: recv}
+	return &recallRig{h: h, sim: sim, api: &apiClient{T: t, Base: h.URL, Key: secret}, recv: recv}
 }
 
 // send sends a text to people on a platform and returns the batch and its message ids;
@@ -70,7 +70,7 @@ func newRecallRig(t *testing.T) *recallRig {
 func (r *recallRig) send(t *testing.T, platform string, people []string, extra string) (string, []string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"platform":%q,"recipients":%s,"content":{"text":"wrong audience"}%s}`, platform, jsonList(people), extra)
-	code, res, _ := r.api.call("POST", "/api/v1/messages", body)
+	code, res, _ := r.api.Call("POST", "/api/v1/messages", body)
 	if code != http.StatusAccepted {
 		t.Fatalf("send: %d %s", code, res["_raw"])
 	}
@@ -86,7 +86,7 @@ func (r *recallRig) waitSent(t *testing.T, ids ...string) {
 	t.Helper()
 	testenv.WaitFor(t, 20*time.Second, "messages sent", func() bool {
 		for _, id := range ids {
-			if m, err := r.h.app.Store.MessageByID(context.Background(), id); err != nil || m.Status != models.StatusSent {
+			if m, err := r.h.App.Store.MessageByID(context.Background(), id); err != nil || m.Status != models.StatusSent {
 				return false
 			}
 		}
@@ -97,7 +97,7 @@ func (r *recallRig) waitSent(t *testing.T, ids ...string) {
 // ageSent moves a message's sent_at back by d, as if it had been sent that long ago.
 func (r *recallRig) ageSent(t *testing.T, id string, d time.Duration) {
 	t.Helper()
-	if _, err := r.h.app.Store.SQL().Exec("UPDATE messages SET sent_at = ? WHERE id = ?", time.Now().UTC().Add(-d), id); err != nil {
+	if _, err := r.h.App.Store.SQL().Exec("UPDATE messages SET sent_at = ? WHERE id = ?", time.Now().UTC().Add(-d), id); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -117,7 +117,7 @@ func (r *recallRig) recalledOnPlatform(id string) bool {
 // message.
 func (r *recallRig) recalledTo(t *testing.T, id string) bool {
 	t.Helper()
-	m, err := r.h.app.Store.MessageByID(context.Background(), id)
+	m, err := r.h.App.Store.MessageByID(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func (r *recallRig) statuses(t *testing.T, ids ...string) map[string]models.Stat
 	t.Helper()
 	out := map[string]models.Status{}
 	for _, id := range ids {
-		m, err := r.h.app.Store.MessageByID(context.Background(), id)
+		m, err := r.h.App.Store.MessageByID(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +148,7 @@ func (r *recallRig) statuses(t *testing.T, ids ...string) map[string]models.Stat
 func (r *recallRig) auditCount(t *testing.T, action, target string) int {
 	t.Helper()
 	var n int
-	err := r.h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM audit_log WHERE action = ? AND target_id = ?", action, target).Scan(&n)
+	err := r.h.App.Store.SQL().QueryRow("SELECT COUNT(*) FROM audit_log WHERE action = ? AND target_id = ?", action, target).Scan(&n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,17 +174,17 @@ func TestRecallMessage(t *testing.T) {
 	recalled, aged := ids[0], ids[1]
 
 	other := newAPIKey(t, r.h, "send,read")
-	if code, body, _ := other.call("POST", "/api/v1/messages/"+recalled+"/recall", ""); code != http.StatusNotFound {
+	if code, body, _ := other.Call("POST", "/api/v1/messages/"+recalled+"/recall", ""); code != http.StatusNotFound {
 		t.Errorf("another key's recall: %d %s, want 404", code, body["_raw"])
 	}
-	code, body, _ := r.api.call("POST", "/api/v1/messages/"+recalled+"/recall", "")
+	code, body, _ := r.api.Call("POST", "/api/v1/messages/"+recalled+"/recall", "")
 	if code != http.StatusOK || body["status"] != "recalled" || body["recalled_by"] != "apikey:crm" || body["recalled_at"] == nil {
 		t.Fatalf("recall: %d %s", code, body["_raw"])
 	}
 	if !r.recalledOnPlatform(recalled) || r.recalledOnPlatform(aged) {
 		t.Errorf("simulator deliveries %+v: want only %s recalled", r.sim.Deliveries(), recalled)
 	}
-	if code, body, _ := r.api.call("POST", "/api/v1/messages/"+recalled+"/recall", ""); code != http.StatusConflict || errorCode(body) != "invalid_state" {
+	if code, body, _ := r.api.Call("POST", "/api/v1/messages/"+recalled+"/recall", ""); code != http.StatusConflict || errorCode(body) != "invalid_state" {
 		t.Errorf("second recall: %d %s, want 409 invalid_state", code, body["_raw"])
 	}
 	if n := r.auditCount(t, "message.recall", recalled); n != 1 {
@@ -194,20 +194,20 @@ func TestRecallMessage(t *testing.T) {
 	// Past WeCom's window, even for an admin key.
 	r.ageSent(t, aged, 25*time.Hour)
 	admin := newAPIKey(t, r.h, "admin")
-	if code, body, _ := admin.call("POST", "/api/v1/messages/"+aged+"/recall", ""); code != http.StatusConflict || errorCode(body) != "recall_window_passed" {
+	if code, body, _ := admin.Call("POST", "/api/v1/messages/"+aged+"/recall", ""); code != http.StatusConflict || errorCode(body) != "recall_window_passed" {
 		t.Errorf("recall after 25 h: %d %s, want 409 recall_window_passed", code, body["_raw"])
 	}
 
 	// A platform that cannot recall.
 	_, sandbox := r.send(t, "sandbox", []string{"E2001"}, "")
 	r.waitSent(t, sandbox...)
-	if code, body, _ := r.api.call("POST", "/api/v1/messages/"+sandbox[0]+"/recall", ""); code != http.StatusConflict || errorCode(body) != "recall_unsupported" {
+	if code, body, _ := r.api.Call("POST", "/api/v1/messages/"+sandbox[0]+"/recall", ""); code != http.StatusConflict || errorCode(body) != "recall_unsupported" {
 		t.Errorf("sandbox recall: %d %s, want 409 recall_unsupported", code, body["_raw"])
 	}
 
 	// Not sent yet: cancelled instead.
 	_, later := r.send(t, "wecom", []string{"RC002"}, `,"send_at":"`+time.Now().Add(time.Hour).Format(time.RFC3339)+`"`)
-	if code, body, _ := r.api.call("POST", "/api/v1/messages/"+later[0]+"/recall", ""); code != http.StatusOK || body["status"] != "cancelled" {
+	if code, body, _ := r.api.Call("POST", "/api/v1/messages/"+later[0]+"/recall", ""); code != http.StatusOK || body["status"] != "cancelled" {
 		t.Errorf("recall of a scheduled message: %d %s, want 200 cancelled", code, body["_raw"])
 	}
 
@@ -234,7 +234,7 @@ func TestRecallBatch(t *testing.T) {
 	r.ageSent(t, ids[2], 25*time.Hour)
 	_, scheduled := r.send(t, "wecom", []string{"RC003"}, `,"send_at":"`+time.Now().Add(time.Hour).Format(time.RFC3339)+`"`)
 
-	code, body, _ := r.api.call("POST", "/api/v1/batches/"+batch+"/recall", "")
+	code, body, _ := r.api.Call("POST", "/api/v1/batches/"+batch+"/recall", "")
 	want := map[string]any{"recalled": 2.0, "cancelled": 0.0, "recall_unsupported": 0.0, "recall_window_passed": 1.0, "failed": 0.0}
 	if code != http.StatusAccepted || body["status"] != "completed" || fmt.Sprint(body["counts"]) != fmt.Sprint(want) {
 		t.Fatalf("batch recall: %d %s, want counts %v", code, body["_raw"], want)
@@ -245,7 +245,7 @@ func TestRecallBatch(t *testing.T) {
 	if n := r.auditCount(t, "batch.recall", batch); n != 1 {
 		t.Errorf("batch.recall audit entries = %d, want 1", n)
 	}
-	_, batchJSON, _ := r.api.call("GET", "/api/v1/batches/"+batch, "")
+	_, batchJSON, _ := r.api.Call("GET", "/api/v1/batches/"+batch, "")
 	if counts := batchJSON["counts"].(map[string]any); counts["recalled"] != 2.0 || counts["sent"] != 1.0 {
 		t.Errorf("batch counts after the recall: %v", counts)
 	}
@@ -253,11 +253,11 @@ func TestRecallBatch(t *testing.T) {
 	// Approval: two people are more than a threshold of one.
 	big, bigIDs := r.send(t, "wecom", []string{"RC000", "RC001"}, "")
 	r.waitSent(t, bigIDs...)
-	if err := r.h.app.Store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
+	if err := r.h.App.Store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
 		t.Fatal(err)
 	}
-	r.h.app.Dispatch.ForgetThreshold()
-	code, body, _ = r.api.call("POST", "/api/v1/batches/"+big+"/recall", "")
+	r.h.App.Dispatch.ForgetThreshold()
+	code, body, _ = r.api.Call("POST", "/api/v1/batches/"+big+"/recall", "")
 	if code != http.StatusAccepted || body["status"] != "awaiting_approval" || body["people"] != 2.0 {
 		t.Fatalf("large batch recall: %d %s, want awaiting_approval for 2 people", code, body["_raw"])
 	}
@@ -265,22 +265,22 @@ func TestRecallBatch(t *testing.T) {
 		t.Error("recalled before approval")
 	}
 	asker := dispatch.Actor{Name: "test", Type: dispatch.ActorUser, Person: "test"}
-	if _, err := r.h.app.Dispatch.ApproveRecall(ctx, asker, big); !errors.Is(err, dispatch.ErrOwnRecall) {
+	if _, err := r.h.App.Dispatch.ApproveRecall(ctx, asker, big); !errors.Is(err, dispatch.ErrOwnRecall) {
 		t.Errorf("the key's creator approving: %v, want ErrOwnRecall", err)
 	}
 	bob := dispatch.Actor{Name: "bob", Type: dispatch.ActorUser, Person: "bob"}
-	counts, err := r.h.app.Dispatch.ApproveRecall(ctx, bob, big)
+	counts, err := r.h.App.Dispatch.ApproveRecall(ctx, bob, big)
 	if err != nil || counts.Recalled != 2 {
 		t.Fatalf("approval: %+v %v, want 2 recalled", counts, err)
 	}
 	if !r.recalledOnPlatform(bigIDs[0]) || !r.recalledOnPlatform(bigIDs[1]) {
 		t.Error("not recalled on the platform after approval")
 	}
-	m, _ := r.h.app.Store.MessageByID(ctx, bigIDs[0])
+	m, _ := r.h.App.Store.MessageByID(ctx, bigIDs[0])
 	if m.RecalledBy != "apikey:crm" {
 		t.Errorf("recalled_by %q, want the key that asked", m.RecalledBy)
 	}
-	if _, err := r.h.app.Dispatch.ApproveRecall(ctx, bob, big); !errors.Is(err, models.ErrStateChanged) {
+	if _, err := r.h.App.Dispatch.ApproveRecall(ctx, bob, big); !errors.Is(err, models.ErrStateChanged) {
 		t.Errorf("approving twice: %v, want ErrStateChanged", err)
 	}
 	for _, action := range []string{"batch.recall_request", "batch.recall_approve", "batch.recall"} {
@@ -290,7 +290,7 @@ func TestRecallBatch(t *testing.T) {
 	}
 
 	// One message is under the threshold: the scheduled one is cancelled at once.
-	code, body, _ = r.api.call("POST", "/api/v1/batches/"+scheduledBatch(t, r, scheduled[0])+"/recall", "")
+	code, body, _ = r.api.Call("POST", "/api/v1/batches/"+scheduledBatch(t, r, scheduled[0])+"/recall", "")
 	if code != http.StatusAccepted || !strings.Contains(fmt.Sprint(body["counts"]), "cancelled:1") {
 		t.Errorf("recall of a scheduled batch: %d %s, want 1 cancelled", code, body["_raw"])
 	}
@@ -299,7 +299,7 @@ func TestRecallBatch(t *testing.T) {
 // scheduledBatch is the batch of a message.
 func scheduledBatch(t *testing.T, r *recallRig, id string) string {
 	t.Helper()
-	m, err := r.h.app.Store.MessageByID(context.Background(), id)
+	m, err := r.h.App.Store.MessageByID(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestRecallPerPlatform(t *testing.T) {
 		t.Run(tc.platform, func(t *testing.T) {
 			_, ids := r.send(t, tc.platform, []string{"RC000", "RC001"}, "")
 			r.waitSent(t, ids...)
-			code, body, _ := r.api.call("POST", "/api/v1/messages/"+ids[0]+"/recall", "")
+			code, body, _ := r.api.Call("POST", "/api/v1/messages/"+ids[0]+"/recall", "")
 			if code != http.StatusOK || body["status"] != "recalled" {
 				t.Fatalf("recall: %d %s", code, body["_raw"])
 			}
@@ -348,7 +348,7 @@ func TestRecallPerPlatform(t *testing.T) {
 			_, late := r.send(t, tc.platform, []string{"RC002"}, "")
 			r.waitSent(t, late...)
 			r.ageSent(t, late[0], 25*time.Hour)
-			if code, body, _ := r.api.call("POST", "/api/v1/messages/"+late[0]+"/recall", ""); code != http.StatusConflict || errorCode(body) != "recall_window_passed" {
+			if code, body, _ := r.api.Call("POST", "/api/v1/messages/"+late[0]+"/recall", ""); code != http.StatusConflict || errorCode(body) != "recall_window_passed" {
 				t.Errorf("recall after 25 h: %d %s, want 409 recall_window_passed", code, body["_raw"])
 			}
 			if r.recalledTo(t, late[0]) {
@@ -384,7 +384,7 @@ func TestRecallBatchPerPlatform(t *testing.T) {
 			for _, id := range ids[:tc.aged] {
 				r.ageSent(t, id, 25*time.Hour)
 			}
-			code, body, _ := r.api.call("POST", "/api/v1/batches/"+batch+"/recall", "")
+			code, body, _ := r.api.Call("POST", "/api/v1/batches/"+batch+"/recall", "")
 			if code != http.StatusAccepted || body["status"] != "completed" {
 				t.Fatalf("batch recall: %d %s", code, body["_raw"])
 			}
@@ -424,24 +424,24 @@ func TestRecallApprovalAPI(t *testing.T) {
 	ctx := context.Background()
 	threshold := func(t *testing.T, n int) {
 		t.Helper()
-		if err := r.h.app.Store.SetApprovalThreshold(ctx, n, "test"); err != nil {
+		if err := r.h.App.Store.SetApprovalThreshold(ctx, n, "test"); err != nil {
 			t.Fatal(err)
 		}
-		r.h.app.Dispatch.ForgetThreshold()
+		r.h.App.Dispatch.ForgetThreshold()
 	}
 	own := newAPIKey(t, r.h, "admin") // made by "test", who made the key asking
-	_, bobSecret, err := r.h.app.Store.CreateAPIKey(ctx, "bob-admin", "admin", "bob")
+	_, bobSecret, err := r.h.App.Store.CreateAPIKey(ctx, "bob-admin", "admin", "bob")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bob := &apiClient{t: t, base: r.h.url, key: bobSecret}
+	bob := &apiClient{T: t, Base: r.h.URL, Key: bobSecret}
 	ask := func(t *testing.T, people ...string) (string, []string, map[string]any) {
 		t.Helper()
 		threshold(t, 0) // the send itself goes out at once
 		batch, ids := r.send(t, "wecom", people, "")
 		r.waitSent(t, ids...)
 		threshold(t, 1) // two people are more than one
-		code, body, _ := r.api.call("POST", "/api/v1/batches/"+batch+"/recall", "")
+		code, body, _ := r.api.Call("POST", "/api/v1/batches/"+batch+"/recall", "")
 		if code != http.StatusAccepted || body["status"] != models.RecallAwaiting {
 			t.Fatalf("recall request: %d %s", code, body["_raw"])
 		}
@@ -449,7 +449,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 	}
 	recallRequest := func(t *testing.T, batch string) map[string]any {
 		t.Helper()
-		code, body, _ := own.call("GET", "/api/v1/batches/"+batch, "")
+		code, body, _ := own.Call("GET", "/api/v1/batches/"+batch, "")
 		if code != http.StatusOK {
 			t.Fatalf("batch: %d %s", code, body["_raw"])
 		}
@@ -462,10 +462,10 @@ func TestRecallApprovalAPI(t *testing.T) {
 		if rr := recallRequest(t, batch); rr["status"] != models.RecallAwaiting || rr["people"] != 2.0 || rr["requested_by"] != "apikey:crm" {
 			t.Errorf("recall_request %v", rr)
 		}
-		if code, body, _ := own.call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusForbidden {
+		if code, body, _ := own.Call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusForbidden {
 			t.Errorf("approval by the asker's own admin key: %d %s, want 403", code, body["_raw"])
 		}
-		code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+"/recall/approve", "")
+		code, body, _ := bob.Call("POST", "/api/v1/batches/"+batch+"/recall/approve", "")
 		result, _ := body["result"].(map[string]any)
 		if code != http.StatusAccepted || body["status"] != models.RecallApproved || body["decided_by"] != "apikey:bob-admin" || result["recalled"] != 2.0 {
 			t.Fatalf("approval: %d %s", code, body["_raw"])
@@ -473,17 +473,17 @@ func TestRecallApprovalAPI(t *testing.T) {
 		if !r.recalledOnPlatform(ids[0]) || !r.recalledOnPlatform(ids[1]) {
 			t.Error("not recalled on the platform after approval")
 		}
-		if code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusConflict || errorCode(body) != "invalid_state" {
+		if code, body, _ := bob.Call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusConflict || errorCode(body) != "invalid_state" {
 			t.Errorf("second approval: %d %s, want 409 invalid_state", code, body["_raw"])
 		}
 	})
 
 	t.Run("reject", func(t *testing.T) {
 		batch, ids, _ := ask(t, "RC002", "RC003")
-		if code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+"/recall/reject", `{"reason":" "}`); code != http.StatusUnprocessableEntity || body["error"].(map[string]any)["field"] != "reason" {
+		if code, body, _ := bob.Call("POST", "/api/v1/batches/"+batch+"/recall/reject", `{"reason":" "}`); code != http.StatusUnprocessableEntity || body["error"].(map[string]any)["field"] != "reason" {
 			t.Errorf("rejection without a reason: %d %s, want 422 naming reason", code, body["_raw"])
 		}
-		code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+"/recall/reject", `{"reason":"the right audience after all"}`)
+		code, body, _ := bob.Call("POST", "/api/v1/batches/"+batch+"/recall/reject", `{"reason":"the right audience after all"}`)
 		if code != http.StatusOK || body["status"] != models.RecallRejected || body["decision_note"] != "the right audience after all" {
 			t.Fatalf("rejection: %d %s", code, body["_raw"])
 		}
@@ -502,7 +502,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 	t.Run("expiry", func(t *testing.T) {
 		batch, ids, body := ask(t, "RC000", "RC003")
 		// The request lapses when the earlier message passes WeCom's 24 hours.
-		first, _ := r.h.app.Store.MessageByID(ctx, ids[0])
+		first, _ := r.h.App.Store.MessageByID(ctx, ids[0])
 		expires, err := time.Parse(time.RFC3339Nano, body["expires_at"].(string))
 		if err != nil || expires.Sub(first.SentAt.Add(24*time.Hour)).Abs() > 5*time.Second {
 			t.Errorf("expires_at %v (%v), want the first message's sent_at %v plus 24 h", body["expires_at"], err, first.SentAt)
@@ -510,14 +510,14 @@ func TestRecallApprovalAPI(t *testing.T) {
 
 		// Its time runs out: the batch reads expired at once, a decision is refused, and
 		// the request is recorded expired, with nothing recalled.
-		if _, err := r.h.app.Store.SQL().Exec("UPDATE recall_requests SET expires_at = ? WHERE batch_id = ?", time.Now().UTC().Add(-time.Minute), batch); err != nil {
+		if _, err := r.h.App.Store.SQL().Exec("UPDATE recall_requests SET expires_at = ? WHERE batch_id = ?", time.Now().UTC().Add(-time.Minute), batch); err != nil {
 			t.Fatal(err)
 		}
 		if rr := recallRequest(t, batch); rr["status"] != models.RecallExpired {
 			t.Errorf("recall_request %v, want expired", rr)
 		}
 		for _, path := range []string{"/recall/approve", "/recall/reject"} {
-			if code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+path, `{"reason":"too late"}`); code != http.StatusConflict || errorCode(body) != "recall_request_expired" {
+			if code, body, _ := bob.Call("POST", "/api/v1/batches/"+batch+path, `{"reason":"too late"}`); code != http.StatusConflict || errorCode(body) != "recall_request_expired" {
 				t.Errorf("%s after the expiry: %d %s, want 409 recall_request_expired", path, code, body["_raw"])
 			}
 		}
@@ -525,7 +525,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 			t.Error("recalled on the platform although expired")
 		}
 		var status string
-		if err := r.h.app.Store.SQL().QueryRow("SELECT status FROM recall_requests WHERE batch_id = ?", batch).Scan(&status); err != nil || status != models.RecallExpired {
+		if err := r.h.App.Store.SQL().QueryRow("SELECT status FROM recall_requests WHERE batch_id = ?", batch).Scan(&status); err != nil || status != models.RecallExpired {
 			t.Errorf("stored status %q (%v), want expired", status, err)
 		}
 		if n := r.auditCount(t, "batch.recall_expire", batch); n != 1 {
@@ -533,11 +533,11 @@ func TestRecallApprovalAPI(t *testing.T) {
 		}
 
 		// Asking again makes a new request, which can be approved.
-		_, body2, _ := r.api.call("POST", "/api/v1/batches/"+batch+"/recall", "")
+		_, body2, _ := r.api.Call("POST", "/api/v1/batches/"+batch+"/recall", "")
 		if body2["status"] != models.RecallAwaiting {
 			t.Fatalf("asking again: %s", body2["_raw"])
 		}
-		if code, body, _ := bob.call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusAccepted {
+		if code, body, _ := bob.Call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusAccepted {
 			t.Errorf("approving the new request: %d %s", code, body["_raw"])
 		}
 	})

@@ -18,15 +18,15 @@ import (
 func TestSilencePagesInTheBrowser(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "send")
-	if status, body, _ := api.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E2002","E2003"],"content":{"text":"disk full"}}`); status != 202 {
+	if status, body, _ := api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E2002","E2003"],"content":{"text":"disk full"}}`); status != 202 {
 		t.Fatalf("send: %d %s", status, body["_raw"])
 	}
 	ctx := testenv.Chrome(t)
-	if err := browserLogin(ctx, h.url, "admin", testAdminPassword); err != nil {
+	if err := browserLogin(ctx, h.URL, "admin", testAdminPassword); err != nil {
 		t.Fatalf("sign in: %v", err)
 	}
 	fill := []chromedp.Action{
-		chromedp.Navigate(h.url + "/silences/new"),
+		chromedp.Navigate(h.URL + "/silences/new"),
 		chromedp.WaitVisible(`#silence-form`, chromedp.ByQuery),
 		chromedp.SetValue(`#name_0`, "department", chromedp.ByQuery),
 		chromedp.SendKeys(`#value_0`, "Counter", chromedp.ByQuery),
@@ -58,7 +58,7 @@ func TestSilencePagesInTheBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("save: %v", err)
 	}
-	list, err := h.app.Store.Silences(context.Background(), 0, time.Time{}, 10)
+	list, err := h.App.Store.Silences(context.Background(), 0, time.Time{}, 10)
 	if err != nil || len(list) != 1 || list[0].State(models.Now()) != "active" || list[0].Comment != "核心系统升级 CHG-42" {
 		t.Fatalf("saved silences: %+v (%v)", list, err)
 	}
@@ -67,7 +67,7 @@ func TestSilencePagesInTheBrowser(t *testing.T) {
 		var rows int
 		if err := chromedp.Run(ctx,
 			chromedp.EmulateViewport(width, 900),
-			chromedp.Navigate(h.url+"/silences"),
+			chromedp.Navigate(h.URL+"/silences"),
 			chromedp.WaitVisible(`main`, chromedp.ByQuery),
 			chromedp.Evaluate(`document.querySelectorAll('tr[data-silence]').length`, &rows),
 			chromedp.Evaluate(overflowScript, &o),

@@ -28,41 +28,41 @@ func TestSilenceHoldsThenReleasesWithinLimits(t *testing.T) {
 	env := testEnv(t)
 	rig := newFaultRig(t, env, 20, simulator.Faults{})
 	ctx := context.Background()
-	rig.account.Limits = delivery.Limits{PerSecond: 10}
-	if err := rig.h.app.Store.SaveAccount(ctx, rig.account); err != nil {
+	rig.Account.Limits = delivery.Limits{PerSecond: 10}
+	if err := rig.H.App.Store.SaveAccount(ctx, rig.Account); err != nil {
 		t.Fatal(err)
 	}
-	rig.h.app.Accounts.Forget()
+	rig.H.App.Accounts.Forget()
 	// An admin key: a send key's silence would hold only the key's own messages.
-	api := newAPIKey(t, rig.h, "send,admin")
-	status, sil, _ := api.call("POST", "/api/v1/silences", silenceBody(`[{"name":"account","value":"ty-fault"}]`, "release", time.Hour))
+	api := newAPIKey(t, rig.H, "send,admin")
+	status, sil, _ := api.Call("POST", "/api/v1/silences", silenceBody(`[{"name":"account","value":"ty-fault"}]`, "release", time.Hour))
 	if status != http.StatusCreated {
 		t.Fatalf("create: %d %s", status, sil["_raw"])
 	}
 	time.Sleep(1100 * time.Millisecond) // workers read silences afresh every second
-	ids := rig.submit(t)
-	testenv.WaitFor(t, 20*time.Second, "every message held", func() bool { return rig.statusCounts(t)[models.StatusHeld] == len(ids) })
-	if n := len(rig.deliveries(t)); n != 0 {
+	ids := rig.Submit(t)
+	testenv.WaitFor(t, 20*time.Second, "every message held", func() bool { return rig.StatusCounts(t)[models.StatusHeld] == len(ids) })
+	if n := len(rig.Deliveries(t)); n != 0 {
 		t.Fatalf("%d deliveries while the silence held everything", n)
 	}
-	if n := countRows(t, rig.h, "attempts"); n != 0 {
+	if n := countRows(t, rig.H, "attempts"); n != 0 {
 		t.Errorf("%d attempts while held", n)
 	}
-	if held := heldMetric(t, rig.h); held != len(ids) {
+	if held := heldMetric(t, rig.H); held != len(ids) {
 		t.Errorf("herald_messages_held_total %d, want %d", held, len(ids))
 	}
-	if status, body, _ := api.call("DELETE", "/api/v1/silences/"+strconv.FormatFloat(sil["id"].(float64), 'f', 0, 64), ""); status != http.StatusOK {
+	if status, body, _ := api.Call("DELETE", "/api/v1/silences/"+strconv.FormatFloat(sil["id"].(float64), 'f', 0, 64), ""); status != http.StatusOK {
 		t.Fatalf("expire: %d %s", status, body["_raw"])
 	}
-	counts := rig.waitTerminal(t, len(ids), 30*time.Second)
+	counts := rig.WaitTerminal(t, len(ids), 30*time.Second)
 	if counts[models.StatusSent] != len(ids) {
 		t.Errorf("after the silence: %v", counts)
 	}
-	if dups := rig.checkNoLoss(t, ids); dups != 0 {
+	if dups := rig.CheckNoLoss(t, ids); dups != 0 {
 		t.Errorf("%d duplicate deliveries", dups)
 	}
 	var ms []int64
-	for _, d := range rig.deliveries(t) {
+	for _, d := range rig.Deliveries(t) {
 		ms = append(ms, d.ReceivedAtMs)
 	}
 	if most, _ := windowOracle(ms, 1000, 10); most > 10 {
@@ -73,7 +73,7 @@ func TestSilenceHoldsThenReleasesWithinLimits(t *testing.T) {
 // heldMetric sums herald_messages_held_total over silences.
 func heldMetric(t *testing.T, h *running) int {
 	t.Helper()
-	families, err := h.app.Metrics.Gather()
+	families, err := h.App.Metrics.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,33 +95,33 @@ func TestSilenceAcrossRestart(t *testing.T) {
 	rig := newFaultRig(t, env, 40, simulator.Faults{})
 	ctx := context.Background()
 	start, end := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
-	sil, err := rig.h.app.Dispatch.CreateSilence(ctx, dispatch.System("test"), dispatch.SilenceInput{
+	sil, err := rig.H.App.Dispatch.CreateSilence(ctx, dispatch.System("test"), dispatch.SilenceInput{
 		Matchers: []delivery.Matcher{{Name: "recipient", Value: "F000[0-3][0-9]", Regex: true}}, StartsAt: &start, EndsAt: &end,
 		Comment: "restart drill"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A regex silence waits for a second person.
-	if err := rig.h.app.Dispatch.DecideSilence(ctx, dispatch.System("approver"), sil.ID, true); err != nil {
+	if err := rig.H.App.Dispatch.DecideSilence(ctx, dispatch.System("approver"), sil.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	ids := rig.submit(t)
-	testenv.WaitFor(t, 20*time.Second, "every message held", func() bool { return rig.statusCounts(t)[models.StatusHeld] == len(ids) })
-	rig.h.stop()
+	ids := rig.Submit(t)
+	testenv.WaitFor(t, 20*time.Second, "every message held", func() bool { return rig.StatusCounts(t)[models.StatusHeld] == len(ids) })
+	rig.H.Stop()
 
-	rig.h = startHerald(t, env, sweepAtOnce)
-	if _, err := rig.h.app.Dispatch.ExpireSilence(ctx, dispatch.System("test"), sil.ID); err != nil {
+	rig.H = startHerald(t, env, sweepAtOnce)
+	if _, err := rig.H.App.Dispatch.ExpireSilence(ctx, dispatch.System("test"), sil.ID); err != nil {
 		t.Fatal(err)
 	}
-	counts := rig.waitTerminal(t, len(ids), 30*time.Second)
+	counts := rig.WaitTerminal(t, len(ids), 30*time.Second)
 	if counts[models.StatusSent] != len(ids) {
 		t.Errorf("after the restart and the silence: %v", counts)
 	}
-	if dups := rig.checkNoLoss(t, ids); dups != 0 {
+	if dups := rig.CheckNoLoss(t, ids); dups != 0 {
 		t.Errorf("%d duplicate deliveries", dups)
 	}
-	if n := countRows(t, rig.h, "attempts"); n != len(ids) {
+	if n := countRows(t, rig.H, "attempts"); n != len(ids) {
 		t.Errorf("%d attempts for %d messages", n, len(ids))
 	}
 }

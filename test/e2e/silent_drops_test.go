@@ -29,23 +29,23 @@ func newSilentRig(t *testing.T, n int, limits *models.Limits) *silentRig {
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
 	rig := &silentRig{faultRig: newRigAt(t, testEnv(t), 0, srv.URL), accounts: map[string]*models.Account{}}
-	rig.sim = sim
+	rig.Sim = sim
 	ctx := context.Background()
 	list := make([]models.Recipient, n)
 	for i := range list {
 		id := fmt.Sprintf("S%03d", i)
 		list[i] = models.Recipient{ExternalID: id, Name: "Silent " + id, OrgType: models.Branch, Active: true,
 			WecomUserid: "wx_" + id, FeishuUserID: "fs_" + id}
-		rig.people = append(rig.people, id)
+		rig.People = append(rig.People, id)
 	}
-	if _, err := rig.h.app.Store.UpsertRecipients(ctx, list); err != nil {
+	if _, err := rig.H.App.Store.UpsertRecipients(ctx, list); err != nil {
 		t.Fatal(err)
 	}
 	for platform, cfg := range map[string]map[string]string{
 		"wecom":  {"corp_id": "ww1", "agent_id": "1000002", "secret": "s", "base_url": srv.URL + "/wecom"},
 		"feishu": {"app_id": "cli_1", "app_secret": "s", "base_url": srv.URL + "/feishu"},
 	} {
-		a, err := rig.dispatch.SaveAccount(ctx, dispatch.System("test"), nil, dispatch.AccountInput{Name: platform + "-main",
+		a, err := rig.Dispatch.SaveAccount(ctx, dispatch.System("test"), nil, dispatch.AccountInput{Name: platform + "-main",
 			Platform: platform, AllowPrivateNetwork: true, Config: cfg, Limits: limits,
 			// The rig chooses its limits on purpose, looser ones included.
 			ConfirmAboveDocumented: true})
@@ -63,8 +63,8 @@ func (r *silentRig) offer(t *testing.T, platform string, rounds int) []string {
 	t.Helper()
 	var ids []string
 	for i := range rounds {
-		res, err := r.dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
-			Account: r.accounts[platform].Name, Recipients: r.people, Text: fmt.Sprintf("notice %d", i)})
+		res, err := r.Dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
+			Account: r.accounts[platform].Name, Recipients: r.People, Text: fmt.Sprintf("notice %d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,13 +94,13 @@ func TestSilentDropGuard(t *testing.T) {
 			t.Errorf("%s: %d of %d sent; want the limit's worth sent and the rest waiting", platform, counts[models.StatusSent], len(ids))
 		}
 	}
-	st := rig.sim.Stats()
+	st := rig.Sim.Stats()
 	for _, platform := range []string{"wecom", "feishu"} {
 		if n := st.DroppedSilently[platform]; n != 0 {
 			t.Errorf("%s dropped %d notices silently: Herald sent past its documented limits", platform, n)
 		}
 	}
-	if got := rig.sim.Stats().ByPlatform["wecom"]; got != people*30 {
+	if got := rig.Sim.Stats().ByPlatform["wecom"]; got != people*30 {
 		t.Errorf("WeCom received %d, want %d: 30 a member within the minute", got, people*30)
 	}
 }
@@ -117,7 +117,7 @@ func TestSilentDropsWithoutLimits(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	st := rig.sim.Stats()
+	st := rig.Sim.Stats()
 	if st.DroppedSilently["wecom"] != 5 || st.DroppedSilently["feishu"] == 0 {
 		t.Errorf("dropped silently %v, want wecom 5 and some of feishu's 8 within a second", st.DroppedSilently)
 	}
@@ -140,7 +140,7 @@ func (r *silentRig) waitingOrSent(t *testing.T, platform string, ids []string) m
 	// The platform's record is read after the statuses: a message is recorded sent only
 	// once the platform answered, so one sent meanwhile is in it too.
 	delivered := map[string]bool{}
-	for _, d := range r.sim.Deliveries() {
+	for _, d := range r.Sim.Deliveries() {
 		delivered[d.RequestID] = true
 	}
 	for _, id := range sent {
@@ -156,7 +156,7 @@ func (r *silentRig) statusCountsOf(t *testing.T, ids []string, checks ...func(*m
 	t.Helper()
 	counts := map[models.Status]int{}
 	for _, id := range ids {
-		m, err := r.h.app.Store.MessageByID(context.Background(), id)
+		m, err := r.H.App.Store.MessageByID(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -29,8 +29,8 @@ func TestSoak(t *testing.T) {
 	rounds := max(int(span/round), 1)
 	warm := max(rounds/10, 1)
 	for _, mode := range burstModes {
-		t.Run(mode.name, func(t *testing.T) {
-			h := startHerald(t, mode.env(t))
+		t.Run(mode.Name, func(t *testing.T) {
+			h := startHerald(t, mode.Env(t))
 			var (
 				accepted, dups int
 				slowest        time.Duration
@@ -39,25 +39,25 @@ func TestSoak(t *testing.T) {
 			)
 			for i := range rounds {
 				r := runBurst(t, h, 64, 2, round)
-				h.app.Sim.Reset()
-				accepted += r.accepted
-				dups += r.duplicates
-				if r.slowest > slowest {
-					slowest, slowestPath = r.slowest, r.slowestPath
+				h.App.Sim.Reset()
+				accepted += r.Accepted
+				dups += r.Duplicates
+				if r.Slowest > slowest {
+					slowest, slowestPath = r.Slowest, r.SlowestPath
 				}
 				rss = residentBytes(t)
 				if i < warm {
 					warmRSS = max(warmRSS, rss)
 				}
 				t.Logf("round %d/%d: %d accepted, slowest %s (%s), RSS %d MiB",
-					i+1, rounds, r.accepted, r.slowest.Round(time.Millisecond), r.slowestPath, rss>>20)
+					i+1, rounds, r.Accepted, r.Slowest.Round(time.Millisecond), r.SlowestPath, rss>>20)
 				if t.Failed() {
 					return
 				}
 			}
 			growth := float64(rss-warmRSS) / float64(warmRSS)
 			t.Logf("%s soak over %s: %d accepted, %d duplicate deliveries, slowest request %s (%s), RSS %d MiB after warm-up, %d MiB at the end (%+.1f%%)",
-				mode.name, span, accepted, dups, slowest.Round(time.Millisecond), slowestPath, warmRSS>>20, rss>>20, 100*growth)
+				mode.Name, span, accepted, dups, slowest.Round(time.Millisecond), slowestPath, warmRSS>>20, rss>>20, 100*growth)
 			if dups != 0 {
 				t.Errorf("%d duplicate deliveries, want 0", dups)
 			}

@@ -34,8 +34,8 @@ func TestRolesStartTogetherOnAFreshDatabase(t *testing.T) {
 	for i, addr := range addrs {
 		for {
 			select {
-			case <-procs[i].done:
-				t.Fatalf("the %s process exited: %v", roles[i], procs[i].err)
+			case <-procs[i].Done():
+				t.Fatalf("the %s process exited: %v", roles[i], procs[i].Wait())
 			default:
 			}
 			resp, err := client.Get("http://" + addr + "/readyz")
@@ -53,8 +53,8 @@ func TestRolesStartTogetherOnAFreshDatabase(t *testing.T) {
 	}
 	for i, p := range procs {
 		select {
-		case <-p.done:
-			t.Fatalf("the %s process exited: %v", roles[i], p.err)
+		case <-p.Done():
+			t.Fatalf("the %s process exited: %v", roles[i], p.Wait())
 		default:
 		}
 	}

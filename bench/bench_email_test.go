@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func BenchmarkEmail(b *testing.B) {
 		backlog := sink.Messages() + emailBenchMessages
 		took, elapsed := rig.acceptMany(b, emailBenchMessages, 16)
 		intake := float64(len(took)) / elapsed.Seconds()
-		worker := rig.startWorker(b, rig.h.app.Config.WorkerConcurrency)
+		worker := rig.startWorker(b, rig.h.App.Config.WorkerConcurrency)
 		waitTaken(b, sink, backlog)
 		connsBefore, msgsBefore := sink.Connections(), sink.Messages()
 		single, accept99 := rig.emailDistinct(b, sink, emailBenchMessages, 16)
@@ -139,7 +139,7 @@ func (r *benchRig) useEmail(b *testing.B, sink *testenv.SMTPSink, pool, perSessi
 	host, port, _ := net.SplitHostPort(sink.Addr)
 	a := &models.Account{Name: "mail-bench", Platform: "email", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
 		Config: emailConfig(host, port, pool, perSession)}
-	if err := r.h.app.Store.SaveAccount(ctx, a); err != nil {
+	if err := r.h.App.Store.SaveAccount(ctx, a); err != nil {
 		b.Fatal(err)
 	}
 	r.acct = a
@@ -228,7 +228,7 @@ func embeddedEmail(b *testing.B, sink *testenv.SMTPSink, pool, perSession string
 	host, port, _ := net.SplitHostPort(sink.Addr)
 	a := &models.Account{Name: "mail-bench", Platform: "email", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
 		Config: emailConfig(host, port, pool, perSession)}
-	if err := h.app.Store.SaveAccount(ctx, a); err != nil {
+	if err := h.App.Store.SaveAccount(ctx, a); err != nil {
 		b.Fatal(err)
 	}
 	list := make([]models.Recipient, n)
@@ -238,10 +238,10 @@ func embeddedEmail(b *testing.B, sink *testenv.SMTPSink, pool, perSession string
 		list[i] = models.Recipient{ExternalID: id, Name: id, OrgType: models.Branch, Email: fmt.Sprintf("b%06d@example.com", i), Active: true}
 		people[i] = id
 	}
-	if _, err := h.app.Store.UpsertRecipients(ctx, list); err != nil {
+	if _, err := h.App.Store.UpsertRecipients(ctx, list); err != nil {
 		b.Fatal(err)
 	}
-	_, key, err := h.app.Store.CreateAPIKey(ctx, "bench", "send", "bench")
+	_, key, err := h.App.Store.CreateAPIKey(ctx, "bench", "send", "bench")
 	if err != nil {
 		b.Fatal(err)
 	}

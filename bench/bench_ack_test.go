@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func BenchmarkAckLinks(b *testing.B) {
 	for range b.N {
 		r := startHerald(b, testEnv(b))
 		ctx := context.Background()
-		d := r.app.Dispatch
+		d := r.App.Dispatch
 		if _, err := d.CreatePolicy(ctx, dispatch.System("bench"), models.EscalationPolicy{Name: "bench-ack",
 			Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "1h"}}}); err != nil {
 			b.Fatal(err)
@@ -49,9 +49,9 @@ func BenchmarkAckLinks(b *testing.B) {
 		}
 
 		// The notices go out first: the taps are measured alone, not beside 1,000 sends.
-		for deadline := time.Now().Add(2 * time.Minute); r.app.Sim.Stats().Accepted < alerts; time.Sleep(50 * time.Millisecond) {
+		for deadline := time.Now().Add(2 * time.Minute); r.App.Sim.Stats().Accepted < alerts; time.Sleep(50 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				b.Fatalf("notices delivered: %d of %d", r.app.Sim.Stats().Accepted, alerts)
+				b.Fatalf("notices delivered: %d of %d", r.App.Sim.Stats().Accepted, alerts)
 			}
 		}
 		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: tappers}}
@@ -65,7 +65,7 @@ func BenchmarkAckLinks(b *testing.B) {
 			wg.Go(func() {
 				for i := range work {
 					t0 := time.Now()
-					resp, err := client.PostForm(r.url+notices[i].path, url.Values{"action": {"ack"}})
+					resp, err := client.PostForm(r.URL+notices[i].path, url.Values{"action": {"ack"}})
 					took[i] = time.Since(t0)
 					if err != nil {
 						failures.Store(i, err.Error())
@@ -87,7 +87,7 @@ func BenchmarkAckLinks(b *testing.B) {
 		b.StopTimer()
 		failures.Range(func(k, v any) bool { b.Fatalf("tap %v: %v", k, v); return false })
 		for _, n := range notices {
-			a, err := r.app.Store.AlertByID(ctx, n.alertID)
+			a, err := r.App.Store.AlertByID(ctx, n.alertID)
 			if err != nil || a.State != models.AlertAcknowledged || a.AcknowledgedBy != n.person || a.AcknowledgedVia != dispatch.AckViaLink {
 				b.Fatalf("alert %d after its tap: %+v, %v", n.alertID, a, err)
 			}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -20,7 +20,7 @@ func BenchmarkEscalation(b *testing.B) {
 	const alerts = 1000
 	r := newBenchRig(b, 3, 0)
 	ctx := context.Background()
-	store := r.h.app.Store
+	store := r.h.App.Store
 	p := &models.EscalationPolicy{Name: "bench", Steps: []models.PolicyStep{
 		{Targets: []string{r.people[1]}, Wait: "30s"}, {Targets: []string{r.people[2]}, Wait: "30s"}}}
 	if err := store.CreatePolicy(ctx, p); err != nil {
@@ -91,43 +91,4 @@ func BenchmarkEscalation(b *testing.B) {
 func (r *benchRig) openAlert(client *http.Client, person, text string) error {
 	return r.post(client, map[string]any{"account": r.acct.Name, "recipients": []string{person},
 		"content": map[string]string{"text": text}, "ack": map[string]string{"policy": "bench"}})
-}
-
-// stepLateness is how long after its due time each fired step fired (the closing checks
-// included: they send the nobody-answered notices).
-func stepLateness(store *models.Store) ([]time.Duration, error) {
-	rows, err := store.SQL().Query("SELECT due_at, fired_at FROM alert_steps WHERE fired_at IS NOT NULL")
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []time.Duration
-	for rows.Next() {
-		var due, fired time.Time
-		if err := rows.Scan(&due, &fired); err != nil {
-			return nil, err
-		}
-		out = append(out, fired.Sub(due))
-	}
-	return out, rows.Err()
-}
-
-// noticesPerPerson counts the alerts' messages by recipient.
-func noticesPerPerson(store *models.Store) (map[string]int, error) {
-	rows, err := store.SQL().Query(`SELECT r.external_id, COUNT(*) FROM messages m JOIN recipients r ON r.id = m.recipient_id
-		WHERE m.alert_id IS NOT NULL GROUP BY r.external_id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := map[string]int{}
-	for rows.Next() {
-		var who string
-		var n int
-		if err := rows.Scan(&who, &n); err != nil {
-			return nil, err
-		}
-		out[who] = n
-	}
-	return out, rows.Err()
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -21,13 +21,13 @@ func BenchmarkSilenceRelease(b *testing.B) {
 	const messages, perSecond = 10000, 1000
 	r := newBenchRig(b, 1000, 0)
 	ctx := context.Background()
-	store := r.h.app.Store
+	store := r.h.App.Store
 	r.acct.Limits = delivery.Limits{PerSecond: perSecond}
 	if err := store.SaveAccount(ctx, r.acct); err != nil {
 		b.Fatal(err)
 	}
 	start, end := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
-	sil, err := r.h.app.Dispatch.CreateSilence(ctx, dispatch.System("bench"), dispatch.SilenceInput{
+	sil, err := r.h.App.Dispatch.CreateSilence(ctx, dispatch.System("bench"), dispatch.SilenceInput{
 		Matchers: []delivery.Matcher{{Name: delivery.MatchAccount, Value: r.acct.Name}}, StartsAt: &start, EndsAt: &end,
 		Comment: "bench maintenance window"})
 	if err != nil {
@@ -41,7 +41,7 @@ func BenchmarkSilenceRelease(b *testing.B) {
 	heldIn := time.Since(held)
 
 	b.ResetTimer()
-	if _, err := r.h.app.Dispatch.ExpireSilence(ctx, dispatch.System("bench"), sil.ID); err != nil {
+	if _, err := r.h.App.Dispatch.ExpireSilence(ctx, dispatch.System("bench"), sil.ID); err != nil {
 		b.Fatal(err)
 	}
 	ended := time.Now()

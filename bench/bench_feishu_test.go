@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -25,7 +25,7 @@ func BenchmarkPipelineFeishu(b *testing.B) {
 	backlog := envInt("HERALD_BENCH_FEISHU_BACKLOG", 10000)
 	for range b.N {
 		rig := newBenchRig(b, min(backlog, dispatch.MaxRecipients), 0)
-		concurrency := rig.h.app.Config.WorkerConcurrency
+		concurrency := rig.h.App.Config.WorkerConcurrency
 		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d backlog=%d sim_latency=%s\n", machineLine(), concurrency, backlog, benchSimLatency)
 		rig.useFeishu(b)
 		noop := rawAsynqNoop(b).rate() // Asynq at its best, its own process
@@ -55,12 +55,12 @@ func BenchmarkPipelineFeishu(b *testing.B) {
 func (r *benchRig) useFeishu(b *testing.B) {
 	addr := r.unlimitedSimulator(b)
 	ctx := context.Background()
-	if _, err := r.h.app.Store.SQL().ExecContext(ctx, "UPDATE recipients SET feishu_user_id = CONCAT('fs_', external_id)"); err != nil {
+	if _, err := r.h.App.Store.SQL().ExecContext(ctx, "UPDATE recipients SET feishu_user_id = CONCAT('fs_', external_id)"); err != nil {
 		b.Fatal(err)
 	}
 	a := &models.Account{Name: "feishu-bench", Platform: "feishu", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
 		Config: map[string]string{"app_id": "cli_bench", "app_secret": "bench", "base_url": "http://" + addr + "/feishu"}}
-	if err := r.h.app.Store.SaveAccount(ctx, a); err != nil {
+	if err := r.h.App.Store.SaveAccount(ctx, a); err != nil {
 		b.Fatal(err)
 	}
 	r.acct = a

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -139,10 +139,10 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 
 	start := time.Now()
 	h := startHerald(b, env, sweepAtOnce)
-	defer h.stop()
+	defer h.Stop()
 	for {
 		var left int
-		err := h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE status IN ('pending', 'failed', 'sending')").Scan(&left)
+		err := h.App.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE status IN ('pending', 'failed', 'sending')").Scan(&left)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 		time.Sleep(50 * time.Millisecond)
 	}
 	rate = float64(backlog) / time.Since(start).Seconds()
-	return rate, explainHotQueries(b, h.app.Store.SQL())
+	return rate, explainHotQueries(b, h.App.Store.SQL())
 }
 
 func mustExec(b *testing.B, db *sql.DB, query string, args ...any) {

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -90,7 +90,7 @@ func (r *benchRig) post(client *http.Client, fields map[string]any) error {
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequest("POST", r.h.url+"/api/v1/messages", bytes.NewReader(body))
+	req, err := http.NewRequest("POST", r.h.URL+"/api/v1/messages", bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ type digestTally struct {
 
 func tallyDigests(r *benchRig) (digestTally, error) {
 	var c digestTally
-	err := r.h.app.Store.SQL().QueryRow(`SELECT
+	err := r.h.App.Store.SQL().QueryRow(`SELECT
 		(SELECT COUNT(*) FROM messages WHERE status = 'sent'),
 		(SELECT COUNT(*) FROM messages m JOIN batches b ON b.id = m.batch_id WHERE b.source = 'digest' AND m.status <> 'sent'),
 		(SELECT COUNT(*) FROM messages n JOIN messages d ON d.id = n.digest_message_id WHERE n.status = 'digested' AND d.status = 'sent'),
@@ -131,6 +131,6 @@ func tallyDigests(r *benchRig) (digestTally, error) {
 // lastSent is when the last message was sent.
 func (r *benchRig) lastSent(ctx context.Context) (time.Time, error) {
 	var last time.Time
-	err := r.h.app.Store.SQL().QueryRowContext(ctx, "SELECT MAX(sent_at) FROM messages").Scan(&last)
+	err := r.h.App.Store.SQL().QueryRowContext(ctx, "SELECT MAX(sent_at) FROM messages").Scan(&last)
 	return last, err
 }

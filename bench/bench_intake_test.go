@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"database/sql"
@@ -53,17 +53,17 @@ func BenchmarkIntake(b *testing.B) {
 // it prints how long the backlog took and the accept latency meanwhile.
 func (r *benchRig) acceptWhileDraining(b *testing.B, rate int) {
 	var backlog int
-	if err := r.h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE status <> 'sent'").Scan(&backlog); err != nil {
+	if err := r.h.App.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE status <> 'sent'").Scan(&backlog); err != nil {
 		b.Fatal(err)
 	}
-	worker := r.startWorker(b, r.h.app.Config.WorkerConcurrency)
+	worker := r.startWorker(b, r.h.App.Config.WorkerConcurrency)
 	defer worker.stop(b)
 	took, _, failed := r.postAtRate(b, rate, 10*time.Second, "bench intake while draining")
 	// How long the backlog took (-1: it was not drained within the offer), and what of it
 	// was left then.
 	var left int
 	var last sql.NullTime
-	if err := r.h.app.Store.SQL().QueryRow(`SELECT SUM(status <> 'sent'), MAX(sent_at) FROM messages
+	if err := r.h.App.Store.SQL().QueryRow(`SELECT SUM(status <> 'sent'), MAX(sent_at) FROM messages
 		WHERE content <> 'bench intake while draining'`).Scan(&left, &last); err != nil {
 		b.Fatal(err)
 	}

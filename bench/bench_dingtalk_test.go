@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -27,7 +27,7 @@ func BenchmarkDingTalk(b *testing.B) {
 	n := dispatch.MaxRecipients
 	for range b.N {
 		rig := newBenchRig(b, n, 0)
-		concurrency := rig.h.app.Config.WorkerConcurrency
+		concurrency := rig.h.App.Config.WorkerConcurrency
 		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d\n", machineLine(), concurrency)
 		simURL := rig.useDingTalk(b)
 		noop := rawAsynqNoop(b).rate() // Asynq at its best, its own process
@@ -52,7 +52,7 @@ func BenchmarkDingTalk(b *testing.B) {
 func (r *benchRig) useDingTalk(b *testing.B) string {
 	ctx := context.Background()
 	simURL := "http://" + r.unlimitedSimulator(b)
-	store := r.h.app.Store
+	store := r.h.App.Store
 	list := make([]models.Recipient, len(r.people))
 	for i, id := range r.people {
 		list[i] = models.Recipient{ExternalID: id, Name: id, OrgType: models.Branch, DingtalkUserid: "dt_" + id, Active: true}

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -54,9 +54,9 @@ func BenchmarkPipeline(b *testing.B) {
 	latencyRate := envInt("HERALD_BENCH_LATENCY_RATE", 2000)
 	for range b.N {
 		rig := newBenchRig(b, dispatch.MaxRecipients, benchSimLatency)
-		concurrency := rig.h.app.Config.WorkerConcurrency
+		concurrency := rig.h.App.Config.WorkerConcurrency
 		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d worker_db_conns=%d backlog=%d latency_rate=%d sim_latency=%s\n", machineLine(), concurrency,
-			rig.h.app.Config.WorkerDBConns, backlog, latencyRate, benchSimLatency)
+			rig.h.App.Config.WorkerDBConns, backlog, latencyRate, benchSimLatency)
 
 		heraldSettings := benchNoop(b, testenv.RedisURL(b), 50000, concurrency)
 		raw := rawAsynqNoop(b)
@@ -102,15 +102,6 @@ func BenchmarkPipeline(b *testing.B) {
 	}
 }
 
-// needMySQLAndRedis skips a benchmark or test unless HERALD_TEST_MYSQL_DSN and
-// HERALD_TEST_REDIS_URL name the servers it runs on.
-func needMySQLAndRedis(t testing.TB) {
-	t.Helper()
-	if os.Getenv("HERALD_TEST_MYSQL_DSN") == "" || os.Getenv("HERALD_TEST_REDIS_URL") == "" {
-		t.Skip("set HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL (make bench does; .ci/run does for make test)")
-	}
-}
-
 // ratio is a figure over the no-op baseline; 0 when there is no baseline.
 func ratio(figure, noop float64) float64 {
 	if noop <= 0 {
@@ -135,14 +126,6 @@ func machineLine() string {
 		}
 	}
 	return fmt.Sprintf("machine nproc=%d cpu=%q go=%s", runtime.NumCPU(), cpu, runtime.Version())
-}
-
-func envInt(name string, def int) int {
-	var n int
-	if _, err := fmt.Sscan(os.Getenv(name), &n); err == nil && n > 0 {
-		return n
-	}
-	return def
 }
 
 // benchNoop enqueues n no-op tasks into the normal queue of the Redis at redisURL and
@@ -228,7 +211,7 @@ func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 		b.Fatalf("migrate: %v\n%s", err, out)
 	}
 	r.h = startHeraldAs(b, env, "web")
-	store := r.h.app.Store
+	store := r.h.App.Store
 	r.acct = &models.Account{Name: "ty-bench", Platform: "tianyuan", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
 		MaxAttempts: 3, Healthy: true, Config: map[string]string{"base_url": "http://" + simAddr + "/tianyuan", "path": "/messages", "token": "bench"}}
 	if err := store.SaveAccount(context.Background(), r.acct); err != nil {
@@ -260,7 +243,7 @@ func (r *benchRig) send(client *http.Client, recipients []string, text string) (
 	if err != nil {
 		return "", 0, err
 	}
-	req, err := http.NewRequest("POST", r.h.url+"/api/v1/messages", bytes.NewReader(body))
+	req, err := http.NewRequest("POST", r.h.URL+"/api/v1/messages", bytes.NewReader(body))
 	if err != nil {
 		return "", 0, err
 	}
@@ -381,7 +364,7 @@ func (w *benchWorker) stop(b *testing.B) {
 // sentCount counts the sent messages.
 func (r *benchRig) sentCount(b *testing.B) int {
 	var sent int
-	if err := r.h.app.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE status = 'sent'").Scan(&sent); err != nil {
+	if err := r.h.App.Store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE status = 'sent'").Scan(&sent); err != nil {
 		b.Fatal(err)
 	}
 	return sent
@@ -440,7 +423,7 @@ func (r *benchRig) drain(b *testing.B, n, concurrency int) drainResult {
 	perMessage := r.logCPU(b, n, w, cpu)
 	// The last rows were sent before the last poll: take the true span from the data.
 	var last time.Time
-	if err := r.h.app.Store.SQL().QueryRow("SELECT MAX(sent_at) FROM messages").Scan(&last); err != nil {
+	if err := r.h.App.Store.SQL().QueryRow("SELECT MAX(sent_at) FROM messages").Scan(&last); err != nil {
 		b.Fatal(err)
 	}
 	return drainResult{rate: float64(n) / last.Sub(w.started.UTC()).Seconds(), rssMB: w.peakRSSMB(), cpu: perMessage}
@@ -499,7 +482,7 @@ func (r *benchRig) logCPU(b *testing.B, n int, w *benchWorker, before cpuReading
 func (r *benchRig) latency(b *testing.B, concurrency, rate int, span time.Duration) (p50, p99 time.Duration, failed int) {
 	worker := r.startWorker(b, concurrency)
 	defer worker.stop(b)
-	d := r.h.app.Dispatch
+	d := r.h.App.Dispatch
 	batchIDs, failed := offer(b, rate, span, func(i int) (string, error) {
 		res, err := d.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "bench", Account: r.acct.Name,
 			Recipients: []string{r.people[i%len(r.people)]}, Text: "bench latency"})
@@ -517,7 +500,7 @@ func (r *benchRig) latency(b *testing.B, concurrency, rate int, span time.Durati
 // waiting for a worker (row written to attempt started), the platform call, and
 // recording the outcome (call ended to row marked sent).
 func (r *benchRig) latencyParts(b *testing.B, text string) {
-	rows, err := r.h.app.Store.SQL().Query(`SELECT m.created_at, a.started_at, a.duration_ms, m.sent_at
+	rows, err := r.h.App.Store.SQL().Query(`SELECT m.created_at, a.started_at, a.duration_ms, m.sent_at
 		FROM messages m JOIN attempts a ON a.message_id = m.id WHERE m.content = ? AND m.sent_at IS NOT NULL`, text)
 	if err != nil {
 		b.Fatal(err)
@@ -551,7 +534,7 @@ func (r *benchRig) accept(b *testing.B, concurrency, rate int, span time.Duratio
 	took, began, failed := r.postAtRate(b, rate, span, "bench accept")
 	var sent int
 	var last sql.NullTime
-	if err := r.h.app.Store.SQL().QueryRow("SELECT COUNT(*), MAX(sent_at) FROM messages WHERE batch_id = ? AND status = 'sent' AND sent_at <= ?",
+	if err := r.h.App.Store.SQL().QueryRow("SELECT COUNT(*), MAX(sent_at) FROM messages WHERE batch_id = ? AND status = 'sent' AND sent_at <= ?",
 		backlog[0], offered.Add(span).UTC()).Scan(&sent, &last); err != nil {
 		b.Fatal(err)
 	}
@@ -700,7 +683,7 @@ func (r *benchRig) sentLatency(b *testing.B, batchIDs []string, measure func(*mo
 	var took []time.Duration
 	for _, id := range batchIDs {
 		for {
-			msgs, err := r.h.app.Store.MessagesOfBatch(context.Background(), id, 1)
+			msgs, err := r.h.App.Store.MessagesOfBatch(context.Background(), id, 1)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -737,11 +720,11 @@ func BenchmarkDashboard(b *testing.B) {
 		"HERALD_SESSION_SECRET": "bench-session-secret-0123456789abcdef", "HERALD_SECRET_KEY": "bench-secret-key-0123456789abcdef0123",
 	}
 	h := startHerald(b, env)
-	db := h.app.Store.SQL()
+	db := h.App.Store.SQL()
 	// A thousand real rows, then copied in SQL (50,000 at a time, which a default
 	// buffer pool can lock) until there are enough.
 	ctx := context.Background()
-	d := intakeOf(b, h.app)
+	d := intakeOf(b, h.App)
 	for range 200 {
 		if _, err := d.Submit(ctx, dispatch.Request{Source: "api", Actor: "bench", Platform: "sandbox",
 			Recipients: []string{"E2001", "E2002", "E2003", "E2001", "E2002"}, Text: "seed"}); err != nil {
@@ -774,7 +757,7 @@ func BenchmarkDashboard(b *testing.B) {
 	}
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := client.PostForm(h.url+"/login", map[string][]string{"username": {"admin"}, "password": {testAdminPassword}})
+	resp, err := client.PostForm(h.URL+"/login", map[string][]string{"username": {"admin"}, "password": {testAdminPassword}})
 	if err != nil || resp.StatusCode != http.StatusSeeOther {
 		b.Fatalf("login: %v %v", resp, err)
 	}
@@ -783,7 +766,7 @@ func BenchmarkDashboard(b *testing.B) {
 	b.ResetTimer()
 	for range max(b.N, 200) {
 		start := time.Now()
-		resp, err := client.Get(h.url + "/dashboard/live")
+		resp, err := client.Get(h.URL + "/dashboard/live")
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -848,7 +831,7 @@ func BenchmarkScheduledLateness(b *testing.B) {
 				fmt.Fprintf(os.Stderr, "scheduled rate=%d: %d offered, %d refused, %d not sent in time\n", rate, r.offered, r.failed, r.offered-r.failed-r.sent)
 			}
 		}
-		worker.stop()
+		worker.Stop()
 	}
 }
 
@@ -865,7 +848,7 @@ type scheduledRun struct {
 // scheduledLateness offers single-recipient messages at rate for span, each due 2 to 6 s
 // later, waits until they are sent (two minutes at most) and measures how late each went.
 func (r *benchRig) scheduledLateness(b *testing.B, rate int, span time.Duration) scheduledRun {
-	d := r.h.app.Dispatch // the web process's intake, with its caches
+	d := r.h.App.Dispatch // the web process's intake, with its caches
 	text := fmt.Sprintf("bench scheduled at %d/s", rate)
 	var offered atomic.Int64
 	batchIDs, failed := offer(b, rate, span, func(i int) (string, error) {
@@ -879,7 +862,7 @@ func (r *benchRig) scheduledLateness(b *testing.B, rate int, span time.Duration)
 		return res.Batch.ID, nil
 	})
 	run := scheduledRun{offered: int(offered.Load()), failed: failed}
-	db := r.h.app.Store.SQL()
+	db := r.h.App.Store.SQL()
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		if err := db.QueryRow("SELECT COUNT(*) FROM messages WHERE content = ? AND sent_at IS NOT NULL", text).Scan(&run.sent); err != nil {
 			b.Fatal(err)

@@ -1,0 +1,138 @@
+package harness
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// HeraldBinary builds the herald binary once per test run.
+func HeraldBinary(t testing.TB) string {
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "herald-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "herald")
+		if out, err := exec.Command("go", "build", "-o", builtBin, "herald").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build herald: %v", buildErr)
+	}
+	return builtBin
+}
+
+// ProcessEnv is the environment of a herald process the test runs: env and PATH, nothing
+// of the test's own environment.
+func ProcessEnv(env map[string]string) []string {
+	out := []string{"PATH=" + os.Getenv("PATH")}
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// StartWorkers starts n `herald serve --role worker` processes and stops them at the end.
+func StartWorkers(t testing.TB, env map[string]string, n int, extra ...string) []*Process {
+	t.Helper()
+	var procs []*Process
+	for range n {
+		// Each worker serves /healthz, /readyz and /metrics on a port of its own.
+		procs = append(procs, StartRole(t, env, "worker", append([]string{"HERALD_ADDR=127.0.0.1:0"}, extra...)...))
+	}
+	return procs
+}
+
+// Process is a Herald process started by a test. One goroutine waits for it, so the
+// test and the cleanup can both wait without racing.
+type Process struct {
+	*exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// Wait waits for the process to exit and returns how it ended.
+func (p *Process) Wait() error {
+	<-p.done
+	return p.err
+}
+
+// Done is closed once the process has exited; Wait then returns at once.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// StartRole starts `herald serve --role role` as a process of its own, with env plus the
+// extra KEY=value settings, and stops it with SIGTERM at the end of the test.
+func StartRole(t testing.TB, env map[string]string, role string, extra ...string) *Process {
+	t.Helper()
+	cmd := exec.Command(HeraldBinary(t), "serve", "--role", role)
+	cmd.Env = append(ProcessEnv(env), extra...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &Process{Cmd: cmd, done: make(chan struct{})}
+	go func() { p.err = cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() && stderr.Len() > 0 {
+			t.Logf("%s process output:\n%s", role, lastLines(stderr.String(), 20))
+		}
+	})
+	return p
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// WindowOracle computes, from delivery receipt times, the largest count in any trailing
+// window (t−w, t] and the mean use of the limit from the first full window to the last
+// delivery, sampled every 100 ms.
+func WindowOracle(ms []int64, w int64, limit int) (maxCount int, utilisation float64) {
+	slices.Sort(ms)
+	lo := 0
+	for hi := range ms {
+		for ms[lo] <= ms[hi]-w {
+			lo++
+		}
+		maxCount = max(maxCount, hi-lo+1)
+	}
+	if len(ms) == 0 || ms[len(ms)-1]-ms[0] <= w {
+		return maxCount, 0
+	}
+	var sum float64
+	var samples int
+	for t := ms[0] + w; t <= ms[len(ms)-1]; t += 100 {
+		i, _ := slices.BinarySearch(ms, t-w+1)
+		j, _ := slices.BinarySearch(ms, t+1)
+		sum += float64(j-i) / float64(limit)
+		samples++
+	}
+	return maxCount, sum / float64(samples)
+}
