@@ -21,7 +21,7 @@ func BenchmarkKilledWorker(b *testing.B) {
 	dups, unknown := 0, 0
 	for i := range runs {
 		b.Run(fmt.Sprintf("kill-%d", i+1), func(b *testing.B) {
-			k := killWorkerMidRun(b, 2000, time.Minute)
+			k := killWorkerMidRun(b, 2000, time.Minute, "")
 			times = append(times, k.Recovered)
 			dups += k.Duplicates
 			unknown += k.Unknown

@@ -20,6 +20,7 @@ import (
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
+	"herald/test/harness"
 )
 
 // repoRoot is the repository's top, seen from this package's directory, where go test
@@ -27,47 +28,81 @@ import (
 const repoRoot = "../.."
 
 // TestMain makes password hashing cheap for the processes the tests start in this
-// binary: they sign in hundreds of times (models' own tests check the real cost). Unless
-// HERALD_TEST_LONG=1 (make test-long), it skips the long runs, naming each with why.
+// binary: they sign in hundreds of times (models' own tests check the real cost). It
+// chooses the tests by HERALD_TEST_LONG: unset (make test), it skips the long runs,
+// naming each with why, and runs the rigs at their smaller size; 1 runs everything at
+// full size; only (make test-long, after make test) runs just the long runs and the rigs
+// at full size. The soak never runs under the race detector, which multiplies the memory
+// and latency it measures: make test-long runs it in a build of its own.
 func TestMain(m *testing.M) {
 	models.UseCheapPasswordHashes()
 	flag.Parse()
-	if !longRun() {
-		skipLongRuns()
+	var skip []string
+	switch mode := os.Getenv("HERALD_TEST_LONG"); mode {
+	case "":
+		for _, r := range longRuns {
+			if !r.alsoShort {
+				skip = append(skip, r.test)
+				fmt.Fprintf(os.Stderr, "skipping %s: %s (make test-long, or HERALD_TEST_LONG=1, runs it)\n", r.test, r.why)
+			}
+		}
+	case "1":
+	case "only":
+		if run := flag.Lookup("test.run"); run.Value.String() == "" {
+			names := make([]string, len(longRuns))
+			for i, r := range longRuns {
+				names[i] = r.test
+			}
+			must(run.Value.Set("^(" + strings.Join(names, "|") + ")$"))
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "HERALD_TEST_LONG=%q: want 1, only or nothing\n", mode)
+		os.Exit(2)
+	}
+	if harness.RaceDetector {
+		skip = append(skip, "TestSoak")
+		fmt.Fprintln(os.Stderr, "skipping TestSoak under the race detector, which multiplies the memory and latency it measures (make test-long runs it without)")
+	}
+	if len(skip) > 0 {
+		pattern := "^(" + strings.Join(skip, "|") + ")$"
+		flagSkip := flag.Lookup("test.skip")
+		if prev := flagSkip.Value.String(); prev != "" {
+			pattern = prev + "|" + pattern
+		}
+		must(flagSkip.Value.Set(pattern))
 	}
 	code := m.Run()
 	testenv.CloseChrome()
 	os.Exit(code)
 }
 
-// longRuns are the tests only `make test-long` runs: each proves at full length or full
-// size what a shorter test in `make test` proves on a smaller scale (named here), or
-// runs for minutes by design.
-var longRuns = []struct{ test, why string }{
-	{"TestLimitsHoldPerMinuteAcrossWorkerProcesses", "2,000 messages at 600/min take over three minutes; TestLimitsHoldAcrossWorkerProcesses runs the same limiter on the per-second and per-recipient windows"},
-	{"TestSentinelFailoverLosesNothing", "starts a Sentinel group and fails it over"},
-	{"TestClusterFailoverLosesNothing", "starts a Redis Cluster and fails a primary over"},
-	{"TestSoak", "30 minutes of the burst mix (HERALD_SOAK_DURATION)"},
-}
-
-// longRun reports whether the long runs are on: HERALD_TEST_LONG=1, as make test-long sets.
-func longRun() bool { return os.Getenv("HERALD_TEST_LONG") == "1" }
-
-// skipLongRuns adds the long runs to -test.skip and says so once.
-func skipLongRuns() {
-	names := make([]string, len(longRuns))
-	for i, r := range longRuns {
-		names[i] = r.test
-		fmt.Fprintf(os.Stderr, "skipping %s: %s (make test-long, or HERALD_TEST_LONG=1, runs it)\n", r.test, r.why)
-	}
-	pattern := "^(" + strings.Join(names, "|") + ")$"
-	skip := flag.Lookup("test.skip")
-	if prev := skip.Value.String(); prev != "" {
-		pattern = prev + "|" + pattern
-	}
-	if err := skip.Value.Set(pattern); err != nil {
+func must(err error) {
+	if err != nil {
 		panic(err)
 	}
+}
+
+// longRuns are what `make test-long` adds to `make test`: tests that prove at full length
+// what a shorter test in `make test` proves (named here) or run for minutes by design,
+// and rigs that make test runs at a smaller size (alsoShort).
+var longRuns = []struct {
+	test, why string
+	alsoShort bool
+}{
+	{"TestLimitsHoldPerMinuteAcrossWorkerProcesses", "2,000 messages at 600/min take over three minutes; TestLimitsHoldAcrossWorkerProcesses runs the same limiter on the per-second and per-recipient windows", false},
+	{"TestSentinelFailoverLosesNothing", "starts a Sentinel group and fails it over", false},
+	{"TestClusterFailoverLosesNothing", "starts a Redis Cluster and fails a primary over", false},
+	{"TestSoak", "30 minutes of the burst mix (HERALD_SOAK_DURATION)", false},
+	{"TestFaultRunEndsEveryMessageSentOrStopped", "2,000 messages instead of 500", true},
+	{"TestRedisFlushedMidRunLosesNothing", "2,000 messages instead of 500", true},
+	{"TestKilledWorkerLosesNothing", "2,000 messages instead of 500", true},
+	{"TestStoppedWorkerHandsOverCleanly", "2,000 messages instead of 500", true},
+}
+
+// longRun reports whether the long runs are on: HERALD_TEST_LONG=1 or only.
+func longRun() bool {
+	v := os.Getenv("HERALD_TEST_LONG")
+	return v == "1" || v == "only"
 }
 
 // fullSize is n when the long runs are on, else short: the size of a rig that proves the

@@ -15,9 +15,14 @@ import (
 	"herald/tasks"
 )
 
+// TestFaultRunEndsEveryMessageSentOrStopped sends through a platform that fails,
+// times out and throttles: every message ends sent or stopped, none is lost or sent
+// twice. Retries come a tenth as far apart as in production (HERALD_TEST_KNOBS
+// retry_scale): the same retries, sooner.
 func TestFaultRunEndsEveryMessageSentOrStopped(t *testing.T) {
 	env := testEnv(t)
 	env["HERALD_SEND_TIMEOUT"] = "300ms"
+	env["HERALD_TEST_KNOBS"] = "retry_scale=0.1"
 	rig := newFaultRig(t, env, fullSize(500, 2000), simulator.Faults{FailRate: 0.30, TimeoutRate: 0.10, ThrottleRate: 0.05})
 	ids := rig.Submit(t)
 	counts := rig.WaitTerminal(t, len(ids), 3*time.Minute)
@@ -86,9 +91,11 @@ func flushRedis(t testing.TB, r *faultRig) {
 // without their heartbeat and the scheduler's recovery task sends them out again. Every
 // duplicate delivery must show on its message as an attempt with outcome unknown. The
 // bound is generous (the design before heartbeats needed about two minutes); the figure
-// is logged, and measured over several runs by BenchmarkKilledWorker.
+// is logged, and measured over several runs, with the production lease, by
+// BenchmarkKilledWorker. Here the lease is 5 s instead of 15 s (HERALD_TEST_KNOBS): the
+// dead worker's claims expire the same way, sooner.
 func TestKilledWorkerLosesNothing(t *testing.T) {
-	k := killWorkerMidRun(t, fullSize(500, 2000), time.Minute)
+	k := killWorkerMidRun(t, fullSize(500, 2000), time.Minute, "lease=5s")
 	t.Logf("every message final %s after the kill; duplicate deliveries %d; messages with an unknown attempt %d",
 		k.Recovered.Round(100*time.Millisecond), k.Duplicates, k.Unknown)
 }
@@ -96,13 +103,15 @@ func TestKilledWorkerLosesNothing(t *testing.T) {
 // TestWorkerOnOneDatabaseConnectionLosesNothing: on MySQL the sender claims, renews and
 // records through a pool of its own, HERALD_WORKER_DB_CONNS connections; with one, and
 // failing, slow and throttled calls to retry, every message still ends and none is lost,
-// while the sender's tasks queue for the one connection.
+// while the sender's tasks queue for the one connection. Retries come a tenth as far
+// apart as in production (HERALD_TEST_KNOBS retry_scale).
 func TestWorkerOnOneDatabaseConnectionLosesNothing(t *testing.T) {
 	env := testEnv(t)
 	if env["HERALD_MYSQL_DSN"] == "" {
 		t.Skip("the sender has a pool of its own on MySQL; on SQLite one writer serves the process")
 	}
 	env["HERALD_WORKER_DB_CONNS"] = "1"
+	env["HERALD_TEST_KNOBS"] = "retry_scale=0.1"
 	env["HERALD_SEND_TIMEOUT"] = "300ms"
 	rig := newFaultRig(t, env, 1000, simulator.Faults{FailRate: 0.2, TimeoutRate: 0.05, ThrottleRate: 0.05})
 	pool, err := rig.H.App.SenderStore()
@@ -132,7 +141,7 @@ func TestWorkerOnOneDatabaseConnectionLosesNothing(t *testing.T) {
 // worker finishes or hands back what it holds before it exits, so nothing is delivered
 // twice and no attempt is left unknown.
 func TestStoppedWorkerHandsOverCleanly(t *testing.T) {
-	rig, workers, ids := splitRolesMidRun(t, fullSize(500, 2000))
+	rig, workers, ids := splitRolesMidRun(t, fullSize(500, 2000), "")
 	if err := workers[0].Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -149,10 +149,11 @@ func (r *FaultRig) Deliveries(t testing.TB) []simulator.Delivery {
 }
 
 // IntakeOf returns an intake of its own on a running Herald's store and queue: no shared
-// account cache, no dashboard counters.
+// account cache, no dashboard counters. It honours the process's step_wait knob.
 func IntakeOf(t testing.TB, a *app.App) *dispatch.Dispatcher {
 	t.Helper()
-	d, err := dispatch.NewDispatcher(dispatch.Config{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log, Location: a.Config.Location})
+	d, err := dispatch.NewDispatcher(dispatch.Config{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log, Location: a.Config.Location,
+		StepWait: a.Config.Knobs.StepWait})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,12 +199,16 @@ func (r *FaultRig) CheckNoLoss(t testing.TB, ids []string) (duplicates int) {
 
 // SplitRolesMidRun starts Herald as an operator splits it (two worker processes, a
 // scheduler and a web process, on MySQL and Redis), submits n messages and returns once
-// 15 % of them are sent, with the rig pointed at the web process.
-func SplitRolesMidRun(t testing.TB, n int) (*FaultRig, []*Process, []string) {
+// 15 % of them are sent, with the rig pointed at the web process. Every process runs
+// with knobs as HERALD_TEST_KNOBS (none when empty).
+func SplitRolesMidRun(t testing.TB, n int, knobs string) (*FaultRig, []*Process, []string) {
 	t.Helper()
 	env := TestEnv(t)
 	if env["HERALD_MYSQL_DSN"] == "" || env["HERALD_REDIS_URL"] == "" {
 		t.Skip("needs HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL: split roles share MySQL and Redis")
+	}
+	if knobs != "" {
+		env["HERALD_TEST_KNOBS"] = knobs
 	}
 	rig := NewFaultRig(t, env, n, simulator.Faults{Latency: simulator.Duration(20 * time.Millisecond)})
 	rig.H.Stop() // it migrated and seeded; from here the children are the only workers
@@ -229,8 +234,8 @@ type Killed struct {
 // KillWorkerMidRun kills one of two worker processes with SIGKILL while they send n
 // messages and waits up to bound for every message to be sent, checking that nothing is
 // lost and that every duplicate delivery shows as an unknown attempt.
-func KillWorkerMidRun(t testing.TB, n int, bound time.Duration) Killed {
-	rig, workers, ids := SplitRolesMidRun(t, n)
+func KillWorkerMidRun(t testing.TB, n int, bound time.Duration, knobs string) Killed {
+	rig, workers, ids := SplitRolesMidRun(t, n, knobs)
 	if err := workers[0].Process.Kill(); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,9 @@ var (
 	buildErr  error
 )
 
-// HeraldBinary builds the herald binary once per test run.
+// HeraldBinary builds the herald binary once per test run, with the race detector when
+// the test binary has it: the processes a test starts are checked for races too, and the
+// build reuses the packages go test -race compiled instead of compiling them all again.
 func HeraldBinary(t testing.TB) string {
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "herald-bin-")
@@ -29,7 +31,11 @@ func HeraldBinary(t testing.TB) string {
 			return
 		}
 		builtBin = filepath.Join(dir, "herald")
-		if out, err := exec.Command("go", "build", "-o", builtBin, "herald").CombinedOutput(); err != nil {
+		args := []string{"build", "-o", builtBin}
+		if RaceDetector {
+			args = append(args, "-race")
+		}
+		if out, err := exec.Command("go", append(args, "herald")...).CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("%v\n%s", err, out)
 		}
 	})
@@ -98,11 +104,20 @@ func StartRole(t testing.TB, env map[string]string, role string, extra ...string
 			_ = cmd.Process.Kill()
 			<-p.done
 		}
-		if t.Failed() && stderr.Len() > 0 {
-			t.Logf("%s process output:\n%s", role, lastLines(stderr.String(), 20))
+		out := stderr.String()
+		if i := strings.Index(out, "WARNING: DATA RACE"); i >= 0 {
+			t.Errorf("the %s process reported a data race:\n%s", role, firstLines(out[i:], 60))
+		} else if t.Failed() && out != "" {
+			t.Logf("%s process output:\n%s", role, lastLines(out, 20))
 		}
 	})
 	return p
+}
+
+// firstLines returns the first n lines of s.
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	return strings.Join(lines[:min(n, len(lines))], "\n")
 }
 
 // lastLines returns the last n lines of s.
