@@ -13,8 +13,10 @@ import (
 // the first burst, with nothing warmed up, is where a freeze shows. Every request must
 // answer within hangAfter and never with a 5xx, and every accepted message must reach the
 // platform. A request that hangs prints a goroutine dump, so a failure explains itself.
+// The first start's burst lasts 10 s (HERALD_STRESS_SPAN); the soak of make test-long
+// keeps the same traffic up for half an hour.
 func TestBurstRightAfterStart(t *testing.T) {
-	span := envDuration("HERALD_STRESS_SPAN", 20*time.Second)
+	span := envDuration("HERALD_STRESS_SPAN", 10*time.Second)
 	starts := envInt("HERALD_STRESS_STARTS", 3)
 	for _, mode := range burstModes {
 		t.Run(mode.Name, func(t *testing.T) {
