@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,8 +50,13 @@ func TestSoak(t *testing.T) {
 				if i < warm {
 					warmRSS = max(warmRSS, rss)
 				}
-				t.Logf("round %d/%d: %d accepted, slowest %s (%s), RSS %d MiB",
-					i+1, rounds, r.Accepted, r.Slowest.Round(time.Millisecond), r.SlowestPath, rss>>20)
+				// Where the memory is, for when it grows: the Go heap in use, the
+				// goroutines' stacks and their number.
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				t.Logf("round %d/%d: %d accepted, slowest %s (%s), RSS %d MiB (Go heap in use %d MiB, stacks %d MiB, %d goroutines)",
+					i+1, rounds, r.Accepted, r.Slowest.Round(time.Millisecond), r.SlowestPath, rss>>20,
+					ms.HeapInuse>>20, ms.StackInuse>>20, runtime.NumGoroutine())
 				if t.Failed() {
 					return
 				}
