@@ -131,6 +131,9 @@ func RunBurst(t testing.TB, h *Running, callers, operators int, span time.Durati
 	// The clients give up long after the hang detector has spoken, so that a freeze
 	// ends the test instead of hanging it.
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: callers}}
+	// Its connections close with the burst: left idle, each would hold three goroutines
+	// (two here, one in Herald) until the server's idle timeout.
+	defer client.CloseIdleConnections()
 	consoles := make([]*Browser, operators)
 	for i := range consoles {
 		consoles[i] = NewBrowser(t, h.URL)
