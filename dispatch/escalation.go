@@ -81,7 +81,7 @@ func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) er
 	a := &models.Alert{BatchID: res.Batch.ID, Policy: p.Name, PolicyCopy: *p, State: models.AlertOpen,
 		AccountID: res.Batch.AccountID, Template: req.Template, Variables: withoutAck(req.Variables), Subject: req.Subject, Text: req.Text,
 		CallbackKeyID: req.CallbackKeyID, OpenedAt: now}
-	res.Alert, res.firstStep = a, d.firstStep(p, now, res.Batch.SendAt, len(res.Messages) > 0)
+	res.Alert, res.firstStep = a, firstStep(p, now, res.Batch.SendAt, len(res.Messages) > 0, d.minStepWait)
 	return nil
 }
 
@@ -145,13 +145,13 @@ func (d *Dispatcher) stepOverLimits(ctx context.Context, a *models.Alert, ids []
 // firstStep is an alert's first step once its notices go out at released (or at the
 // batch's send_at, if later): due a wait after that when the request notified someone,
 // else at once.
-func (d *Dispatcher) firstStep(p *models.EscalationPolicy, released time.Time, sendAt *time.Time, notified bool) *models.AlertStep {
+func firstStep(p *models.EscalationPolicy, released time.Time, sendAt *time.Time, notified bool, shortest time.Duration) *models.AlertStep {
 	due := released
 	if sendAt != nil && sendAt.After(due) {
 		due = sendAt.UTC()
 	}
 	if notified {
-		due = due.Add(d.stepWait(p.Steps[0]))
+		due = due.Add(stepWait(p.Steps[0], shortest))
 	}
 	return &models.AlertStep{N: 1, Round: 1, DueAt: due}
 }
@@ -174,7 +174,7 @@ func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *C
 	if err != nil || !moved {
 		return err
 	}
-	first := d.firstStep(&a.PolicyCopy, now, b.SendAt, true)
+	first := firstStep(&a.PolicyCopy, now, b.SendAt, true, d.minStepWait)
 	first.AlertID = a.ID
 	if err := tx.AddAlertStep(ctx, first); err != nil {
 		return err
@@ -377,7 +377,7 @@ func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) 
 	if err != nil {
 		return nil, false, err
 	}
-	next = d.nextStep(a, s, now, call.reason != "")
+	next = nextStep(a, s, now, call.reason != "", d.minStepWait)
 	err = d.change(ctx, System("escalation"), func(tx *models.Store, ch *Change) error {
 		if err := d.claimStep(ctx, tx, a, s, now); err != nil {
 			return err
@@ -447,9 +447,9 @@ func (d *Dispatcher) claimStep(ctx context.Context, tx *models.Store, a *models.
 // nextStep is the row that comes due after step s fires at now: the policy's next step,
 // the first of the next round, or after the last round the closing check. It is due
 // once s's wait has passed, or at once when s called nobody.
-func (d *Dispatcher) nextStep(a *models.Alert, s *models.AlertStep, now time.Time, nobody bool) *models.AlertStep {
+func nextStep(a *models.Alert, s *models.AlertStep, now time.Time, nobody bool, shortest time.Duration) *models.AlertStep {
 	steps := a.PolicyCopy.Steps
-	due := now.Add(d.stepWait(steps[s.N-1]))
+	due := now.Add(stepWait(steps[s.N-1], shortest))
 	if nobody {
 		due = now
 	}

@@ -128,7 +128,7 @@ func (d *Dispatcher) checkStep(ctx context.Context, i int, s *models.PolicyStep)
 	field := fmt.Sprintf("steps[%d]", i)
 	s.Wait = strings.TrimSpace(s.Wait)
 	w, err := time.ParseDuration(s.Wait)
-	if err != nil || w < d.shortestWait() || w > MaxStepWait {
+	if err != nil || w < shortestWait(d.minStepWait) || w > MaxStepWait {
 		return models.Invalid(field+".wait", "alerts.invalid.wait")
 	}
 	if len(s.Targets) == 0 || len(s.Targets) > maxStepTargets {
@@ -203,20 +203,20 @@ func (d *Dispatcher) Policies(ctx context.Context) ([]models.EscalationPolicy, e
 }
 
 // stepWait is a step's wait; policies are checked when saved, so a wait that no longer
-// parses falls back to the shortest.
-func (d *Dispatcher) stepWait(s models.PolicyStep) time.Duration {
+// parses falls back to the shortest (shortestWait of the dispatcher's Config.StepWait).
+func stepWait(s models.PolicyStep, shortest time.Duration) time.Duration {
 	w, err := time.ParseDuration(s.Wait)
-	if err != nil || w < d.shortestWait() {
-		return d.shortestWait()
+	if least := shortestWait(shortest); err != nil || w < least {
+		return least
 	}
 	return w
 }
 
 // shortestWait is the shortest wait a step may have: MinStepWait, unless a test set
-// Config.StepWait.
-func (d *Dispatcher) shortestWait() time.Duration {
-	if d.minStepWait > 0 {
-		return d.minStepWait
+// Config.StepWait (given here as knob).
+func shortestWait(knob time.Duration) time.Duration {
+	if knob > 0 {
+		return knob
 	}
 	return MinStepWait
 }
