@@ -1,6 +1,6 @@
 package delivery
 
-import "slices"
+import "herald/internal/states"
 
 // Status is a message's delivery state.
 type Status string
@@ -51,20 +51,15 @@ var transitions = map[Status][]Status{
 	Sent: {Recalled},
 }
 
+// table is the message lifecycle: Statuses in their order, with their transitions.
+var table = states.New(Statuses, transitions)
+
 // Allowed reports whether a message in state from may move to state to.
-func Allowed(from, to Status) bool { return slices.Contains(transitions[from], to) }
+func Allowed(from, to Status) bool { return table.Allowed(from, to) }
 
 // From lists the states a message may move to state to from, in lifecycle order: the
 // list a compare-and-set update conditions on.
-func From(to Status) []Status {
-	var out []Status
-	for _, s := range Statuses {
-		if Allowed(s, to) {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+func From(to Status) []Status { return table.From(to) }
 
 // The compare-and-set lists the store uses, named for the question.
 var (

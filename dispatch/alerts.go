@@ -93,8 +93,8 @@ type alertMove struct {
 }
 
 var (
-	ackMove     = alertMove{[]string{models.AlertOpen}, models.AlertAcknowledged, "alert.acknowledge", models.EventAlertAcknowledged}
-	resolveMove = alertMove{[]string{models.AlertOpen, models.AlertAcknowledged}, models.AlertResolved, "alert.resolve", models.EventAlertResolved}
+	ackMove     = alertMove{models.AlertAcknowledgeable, models.AlertAcknowledged, "alert.acknowledge", models.EventAlertAcknowledged}
+	resolveMove = alertMove{models.AlertResolvable, models.AlertResolved, "alert.resolve", models.EventAlertResolved}
 )
 
 // moveAlert runs an acknowledgment or a resolution.

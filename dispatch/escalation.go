@@ -170,7 +170,7 @@ func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *C
 		return err
 	}
 	now := d.now()
-	moved, err := tx.MoveAlert(ctx, a.ID, []string{models.AlertOpen}, map[string]any{"opened_at": now})
+	moved, err := tx.MoveAlert(ctx, a.ID, models.AlertEscalating, map[string]any{"opened_at": now})
 	if err != nil || !moved {
 		return err
 	}
@@ -366,7 +366,7 @@ func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) 
 		return nil, false, err
 	}
 	a, err := d.Store.AlertByID(ctx, s.AlertID)
-	if err != nil || a.State != models.AlertOpen {
+	if err != nil || !a.Escalating() {
 		return nil, false, err
 	}
 	if s.N > len(a.PolicyCopy.Steps) {
@@ -431,7 +431,7 @@ func (d *Dispatcher) claimStep(ctx context.Context, tx *models.Store, a *models.
 	if s.N > len(a.PolicyCopy.Steps) {
 		set = map[string]any{"state": models.AlertExhausted, "ended_at": now}
 	}
-	moved, err := tx.MoveAlert(ctx, a.ID, []string{models.AlertOpen}, set)
+	moved, err := tx.MoveAlert(ctx, a.ID, models.AlertEscalating, set)
 	if err != nil {
 		return err
 	}

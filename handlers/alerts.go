@@ -47,11 +47,11 @@ func (h *Handlers) alertRows(c *gin.Context, list []models.Alert) ([]views.Alert
 	rows := make([]views.AlertRow, len(list))
 	for i, a := range list {
 		rows[i].Alert = a
-		// An open alert has no step only while its batch awaits approval.
-		rows[i].Held = a.State == models.AlertOpen && len(byAlert[a.ID]) == 0
+		// An escalating alert has no step only while its batch awaits approval.
+		rows[i].Held = a.Escalating() && len(byAlert[a.ID]) == 0
 		seen := map[string]bool{}
 		for _, s := range byAlert[a.ID] {
-			if s.FiredAt == nil && s.CancelledAt == nil && a.State == models.AlertOpen {
+			if s.FiredAt == nil && s.CancelledAt == nil && a.Escalating() {
 				due := s.DueAt
 				rows[i].NextDue = &due
 			}

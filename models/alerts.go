@@ -5,10 +5,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"herald/internal/states"
 )
 
 // Alert states: open → acknowledged → resolved, open → exhausted, open → resolved.
@@ -21,6 +24,38 @@ const (
 
 // AlertStates lists the alert states in the order pages show them.
 var AlertStates = []string{AlertOpen, AlertAcknowledged, AlertResolved, AlertExhausted}
+
+// alertMoves are the moves an alert may make, by the state it leaves. Every move is a
+// compare-and-set in the store (MoveAlert), conditioned on the states that may make it.
+var alertMoves = map[string][]string{
+	// Acknowledged by someone it called; resolved by anyone, or because its batch was
+	// rejected or a notice of it recalled; exhausted when its last round passes with
+	// nobody acknowledging.
+	AlertOpen: {AlertAcknowledged, AlertResolved, AlertExhausted},
+	// Resolved; nobody is called any more, so it cannot be exhausted.
+	AlertAcknowledged: {AlertResolved},
+}
+
+// alertTable is the alert lifecycle.
+var alertTable = states.New(AlertStates, alertMoves)
+
+// The compare-and-set lists of alert moves, named for the question.
+var (
+	// AlertAcknowledgeable are the states an alert may be acknowledged in.
+	AlertAcknowledgeable = alertTable.From(AlertAcknowledged)
+	// AlertResolvable are the states an alert may be resolved in.
+	AlertResolvable = alertTable.From(AlertResolved)
+	// AlertEscalating are the states an alert escalates in, those it may be exhausted
+	// in: its steps fire and move its step on, and its clock starts when the batch that
+	// held it is approved.
+	AlertEscalating = alertTable.From(AlertExhausted)
+)
+
+// CanMoveTo reports whether the alert, in the state it is in, may move to state to.
+func (a *Alert) CanMoveTo(to string) bool { return alertTable.Allowed(a.State, to) }
+
+// Escalating reports whether the alert is in a state it escalates in (AlertEscalating).
+func (a *Alert) Escalating() bool { return slices.Contains(AlertEscalating, a.State) }
 
 // Alert status callback events.
 const (
@@ -387,13 +422,12 @@ func (s *Store) ResolveRecalledAlert(ctx context.Context, id int64, by string, n
 	return s.endAlert(ctx, a, by, AlertViaRecall, now)
 }
 
-// endAlert resolves a, if it is open or acknowledged (a compare-and-set), by by, via
-// via, cancels its pending steps and records its alert.resolved event; nil when it had
-// ended already.
+// endAlert resolves a, if it is resolvable (a compare-and-set), by by, via via, cancels
+// its pending steps and records its alert.resolved event; nil when it had ended already.
 func (s *Store) endAlert(ctx context.Context, a *Alert, by, via string, now time.Time) (*Alert, error) {
 	set := map[string]any{"state": AlertResolved, "resolved_by": truncate(by, 128), "resolved_via": via,
 		"resolved_at": now, "ended_at": now}
-	moved, err := s.MoveAlert(ctx, a.ID, []string{AlertOpen, AlertAcknowledged}, set)
+	moved, err := s.MoveAlert(ctx, a.ID, AlertResolvable, set)
 	if err != nil || !moved {
 		return nil, err
 	}

@@ -13,6 +13,8 @@ import (
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"herald/internal/states"
 )
 
 // Approval states of a batch (Batch.Approval). A batch that needed no approval has "",
@@ -26,6 +28,32 @@ const (
 	ApprovalExpired = "approval_expired"
 	// ApprovalWait is how long a batch may wait for a decision.
 	ApprovalWait = 24 * time.Hour
+)
+
+// approvalStates are the states of an approval, in lifecycle order: the approval of a
+// batch, of a recall request or of a silence (whose "" for none needed is no approval).
+var approvalStates = []string{ApprovalAwaiting, ApprovalApproved, ApprovalRejected, RecallExpired}
+
+// approvalMoves are the moves an approval may make, by the state it leaves: one
+// lifecycle for batches, recall requests and silences. Every move is a compare-and-set
+// conditioned on the states that may make it.
+var approvalMoves = map[string][]string{
+	// Approved or rejected by a second person, or expired when nobody decided in time.
+	// Only a recall request records RecallExpired: a batch records its expiry as a
+	// rejection with the note ApprovalExpired, and a silence still waiting at its end
+	// is ended like any other, its approval left awaiting.
+	ApprovalAwaiting: {ApprovalApproved, ApprovalRejected, RecallExpired},
+}
+
+// approvalTable is the approval lifecycle.
+var approvalTable = states.New(approvalStates, approvalMoves)
+
+// The compare-and-set lists of approval moves, named for the question.
+var (
+	// approvalDecidable are the states a second person may approve or reject in.
+	approvalDecidable = approvalTable.From(ApprovalApproved)
+	// approvalExpirable are the states a recall request may expire in.
+	approvalExpirable = approvalTable.From(RecallExpired)
 )
 
 // Status is the batch's approval status as the API shows it.
@@ -101,7 +129,7 @@ func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now t
 
 // decide moves a batch from awaiting approval to the decision (a compare-and-set).
 func decide(tx *gorm.DB, batchID, decision, by, note string, now time.Time) error {
-	res := tx.Model(&Batch{}).Where("id = ? AND approval = ?", batchID, ApprovalAwaiting).
+	res := tx.Model(&Batch{}).Where("id = ? AND approval IN ?", batchID, approvalDecidable).
 		Updates(map[string]any{"approval": decision, "decided_by": truncate(by, 128), "decided_at": now, "decision_note": truncate(note, 255)})
 	if res.Error != nil {
 		return fmt.Errorf("models: decide batch %s: %w", batchID, res.Error)
@@ -127,7 +155,7 @@ func (s *Store) BatchesAwaitingApproval(ctx context.Context, limit int) ([]Batch
 // for a decision since before cutoff, and returns their ids.
 func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time) ([]string, error) {
 	var ids []string
-	err := s.reader(ctx).Model(&Batch{}).Where("approval = ? AND created_at < ?", ApprovalAwaiting, cutoff).Order("created_at").Limit(100).Pluck("id", &ids).Error
+	err := s.reader(ctx).Model(&Batch{}).Where("approval IN ? AND created_at < ?", approvalDecidable, cutoff).Order("created_at").Limit(100).Pluck("id", &ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: expired approvals: %w", err)
 	}

@@ -204,7 +204,7 @@ func (s *Store) RecallRequestsAwaiting(ctx context.Context, now time.Time, limit
 // in the caller's transaction when the store is bound to one.
 func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by, note string, now time.Time) error {
 	res := s.db.WithContext(ctx).Model(&RecallRequest{}).
-		Where("id = ? AND status = ? AND (expires_at IS NULL OR expires_at > ?)", id, RecallAwaiting, now.UTC()).
+		Where("id = ? AND status IN ? AND (expires_at IS NULL OR expires_at > ?)", id, approvalDecidable, now.UTC()).
 		Updates(map[string]any{"status": decision, "decided_by": truncate(by, 128), "decided_at": now.UTC(), "decision_note": truncate(note, 255)})
 	if res.Error != nil {
 		return fmt.Errorf("models: decide recall request %d: %w", id, res.Error)
@@ -220,7 +220,7 @@ func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by,
 // returns them. A request decided meanwhile is left alone.
 func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]RecallRequest, error) {
 	var lapsed []RecallRequest
-	err := s.reader(ctx).Where("status = ? AND expires_at IS NOT NULL AND expires_at <= ?", RecallAwaiting, now.UTC()).
+	err := s.reader(ctx).Where("status IN ? AND expires_at IS NOT NULL AND expires_at <= ?", approvalExpirable, now.UTC()).
 		Order("expires_at, id").Limit(100).Find(&lapsed).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: lapsed recall requests: %w", err)
@@ -230,7 +230,7 @@ func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]Reca
 		audit := AuditEntry{Actor: "herald", ActorType: "system", Action: "batch.recall_expire", TargetType: "batch", TargetID: r.BatchID}.
 			WithParams(AuditParams{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
 		err := s.InTx(ctx, func(tx *Store) error {
-			res := tx.db.WithContext(ctx).Model(&RecallRequest{}).Where("id = ? AND status = ?", r.ID, RecallAwaiting).
+			res := tx.db.WithContext(ctx).Model(&RecallRequest{}).Where("id = ? AND status IN ?", r.ID, approvalExpirable).
 				Updates(map[string]any{"status": RecallExpired, "decided_at": now.UTC()})
 			if res.Error != nil {
 				return fmt.Errorf("models: expire recall request %d: %w", r.ID, res.Error)

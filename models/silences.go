@@ -111,7 +111,7 @@ func (s *Store) CreateSilence(ctx context.Context, sil *Silence) error {
 // meanwhile (its version is no longer sil.Version).
 func (s *Store) UpdateSilence(ctx context.Context, sil *Silence) error {
 	sil.UpdatedAt = Now()
-	res := s.db.WithContext(ctx).Model(&Silence{}).Where("id = ? AND version = ? AND ended_at IS NULL AND expired_at IS NULL", sil.ID, sil.Version).
+	res := s.db.WithContext(ctx).Model(&Silence{}).Where("id = ? AND version = ?", sil.ID, sil.Version).Where(silenceWhere("", silenceEditable)).
 		Updates(map[string]any{"matchers": sil.Matchers, "starts_at": sil.StartsAt, "ends_at": sil.EndsAt, "comment": sil.Comment,
 			"on_end": sil.OnEnd, "approval": sil.Approval, "approval_reasons": sil.ApprovalReasons, "makers": sil.Makers,
 			"decided_by": "", "decided_at": nil, "version": gorm.Expr("version + 1"), "updated_at": sil.UpdatedAt})
@@ -136,7 +136,7 @@ func (s *Store) LiveSilenceCounts(ctx context.Context, keyID int64, createdBy st
 		CreatedBy string
 	}
 	err = s.db.WithContext(ctx).Model(&Silence{}).Clauses(clause.Locking{Strength: "UPDATE"}).Select("api_key_id, created_by").
-		Where("ended_at IS NULL AND expired_at IS NULL").Scan(&rows).Error
+		Where(silenceWhere("", silenceOpen)).Scan(&rows).Error
 	if err != nil {
 		return 0, 0, fmt.Errorf("models: count live silences: %w", err)
 	}
@@ -193,8 +193,7 @@ func (s *Store) Silences(ctx context.Context, ownKey int64, endedAfter time.Time
 // hold what they match.
 func (s *Store) LiveSilences(ctx context.Context) ([]Silence, error) {
 	var out []Silence
-	err := s.reader(ctx).Where("ended_at IS NULL AND expired_at IS NULL AND approval IN ?", []string{"", ApprovalApproved}).
-		Order("id").Find(&out).Error
+	err := s.reader(ctx).Where(silenceWhere("", []silenceStage{silenceLive})).Order("id").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: live silences: %w", err)
 	}
@@ -204,7 +203,7 @@ func (s *Store) LiveSilences(ctx context.Context) ([]Silence, error) {
 // ExpireSilence expires a silence early at now (a compare-and-set: ErrStateChanged
 // means it had ended or been expired already).
 func (s *Store) ExpireSilence(ctx context.Context, id int64, by string, now time.Time) error {
-	res := s.db.WithContext(ctx).Model(&Silence{}).Where("id = ? AND ended_at IS NULL AND expired_at IS NULL", id).
+	res := s.db.WithContext(ctx).Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceOpen)).
 		Updates(map[string]any{"expired_at": now.UTC(), "expired_by": truncate(by, 128), "updated_at": now.UTC()})
 	if res.Error != nil {
 		return fmt.Errorf("models: expire silence %d: %w", id, res.Error)
@@ -219,10 +218,12 @@ func (s *Store) ExpireSilence(ctx context.Context, id int64, by string, now time
 // expires it. ErrStateChanged means it was not awaiting approval.
 func (s *Store) DecideSilence(ctx context.Context, id int64, decision, by string, now time.Time) error {
 	upd := map[string]any{"approval": decision, "decided_by": truncate(by, 128), "decided_at": now.UTC(), "updated_at": now.UTC()}
+	move := silenceApprove
 	if decision == ApprovalRejected {
 		upd["expired_at"], upd["expired_by"] = now.UTC(), truncate(by, 128)
+		move = silenceRefuse
 	}
-	res := s.db.WithContext(ctx).Model(&Silence{}).Where("id = ? AND approval = ? AND ended_at IS NULL AND expired_at IS NULL", id, ApprovalAwaiting).
+	res := s.db.WithContext(ctx).Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceTable.From(move))).
 		Updates(upd)
 	if res.Error != nil {
 		return fmt.Errorf("models: decide silence %d: %w", id, res.Error)
@@ -238,7 +239,7 @@ func (s *Store) DecideSilence(ctx context.Context, id int64, decision, by string
 func (s *Store) DueSilenceEnds(ctx context.Context, now time.Time) ([]Silence, error) {
 	var out []Silence
 	now = now.UTC()
-	err := s.reader(ctx).Where("ended_at IS NULL AND (ends_at <= ? OR expired_at <= ?)", now, now).Order("id").Find(&out).Error
+	err := s.reader(ctx).Where(silenceWhere("", silenceEndable)).Where("(ends_at <= ? OR expired_at <= ?)", now, now).Order("id").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: silences due to end: %w", err)
 	}
@@ -250,7 +251,7 @@ func (s *Store) DueSilenceEnds(ctx context.Context, now time.Time) ([]Silence, e
 func (s *Store) EndSilence(ctx context.Context, id int64, now time.Time) (int, error) {
 	var held int64
 	err := s.tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&Silence{}).Where("id = ? AND ended_at IS NULL", id).Update("ended_at", now.UTC())
+		res := tx.Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceEndable)).Update("ended_at", now.UTC())
 		if res.Error != nil {
 			return fmt.Errorf("models: end silence %d: %w", id, res.Error)
 		}
@@ -360,7 +361,7 @@ func stillHolding(tx *gorm.DB, holds map[string][]int64) (map[string][]int64, er
 		}
 	}
 	var live []int64
-	if err := tx.Model(&Silence{}).Where("id IN ? AND ended_at IS NULL AND expired_at IS NULL", sids).
+	if err := tx.Model(&Silence{}).Where("id IN ?", sids).Where(silenceWhere("", silenceOpen)).
 		Pluck("id", &live).Error; err != nil {
 		return nil, fmt.Errorf("models: silences still holding: %w", err)
 	}
@@ -473,11 +474,12 @@ const priorityRank = "CASE m.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 EL
 // are to go on: by priority, then oldest first; at most limit of them.
 func (s *Store) FreeHeldMessages(ctx context.Context, limit int) ([]FreeHeld, error) {
 	var out []FreeHeld
+	holding := silenceWhere("s.", silenceEndable)
 	err := s.reader(ctx).Table("messages AS m").
 		Select("m.id, m.priority, m.account_id, m.send_at, EXISTS (SELECT 1 FROM message_silences mc JOIN silences c ON c.id = mc.silence_id "+
 			"WHERE mc.message_id = m.id AND c.on_end = ?) AS cancel", delivery.OnEndCancel).
 		Where("m.status = ? AND NOT EXISTS (SELECT 1 FROM message_silences ms JOIN silences s ON s.id = ms.silence_id "+
-			"WHERE ms.message_id = m.id AND s.ended_at IS NULL)", StatusHeld).
+			"WHERE ms.message_id = m.id AND "+holding.SQL+")", append([]any{StatusHeld}, holding.Vars...)...).
 		Order(priorityRank + ", m.id").Limit(limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: held messages free to go: %w", err)

@@ -606,7 +606,7 @@ func alertButtons(a models.Alert) templ.Component {
 			templ_7745c5c3_Var27 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		if a.State == models.AlertOpen {
+		if a.CanMoveTo(models.AlertAcknowledged) {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "<form method=\"post\" action=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -638,7 +638,7 @@ func alertButtons(a models.Alert) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if a.State == models.AlertOpen || a.State == models.AlertAcknowledged {
+		if a.CanMoveTo(models.AlertResolved) {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 44, "<form method=\"post\" action=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -1279,7 +1279,7 @@ func AlertPage(p Page, v AlertView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.CanAct && (v.Row.Alert.State == models.AlertOpen || v.Row.Alert.State == models.AlertAcknowledged) {
+			if v.CanAct && v.Row.Alert.CanMoveTo(models.AlertResolved) {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 99, "<form method=\"post\" action=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -1340,7 +1340,7 @@ func AlertPage(p Page, v AlertView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if v.Row.Alert.State == models.AlertOpen {
+				if v.Row.Alert.CanMoveTo(models.AlertAcknowledged) {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 105, "<button type=\"submit\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
