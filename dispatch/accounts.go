@@ -188,7 +188,8 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 
 // ErrAboveDocumented marks the refusal of limits looser than the platform documents,
 // set without ConfirmAboveDocumented (the *models.FieldError's Err).
-var ErrAboveDocumented = errors.New("limit above the platform's documented limit")
+var ErrAboveDocumented = models.Declare(models.DomainError{Kind: models.KindInvalid, Code: "validation_failed", Key: "accounts.error.above_documented",
+	Text: "limit above the platform's documented limit"})
 
 // newExcess lists the limits a save leaves looser than the platform documents that
 // were not so already: every one of a new account, or of an account moving to another

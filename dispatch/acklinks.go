@@ -5,9 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 
 	"github.com/google/uuid"
+
+	"herald/models"
 )
 
 // AckLinks makes and reads the acknowledgment links of alert notices:
@@ -35,7 +36,8 @@ const ackMACSize = 16
 
 // ErrAckLinkInvalid means a token that Herald did not sign as it stands: altered,
 // cut short, or signed with a key Herald no longer holds.
-var ErrAckLinkInvalid = errors.New("dispatch: acknowledgment link is not valid")
+var ErrAckLinkInvalid = models.Declare(models.DomainError{Kind: models.KindNotFound, Code: "ack_link_invalid", Key: "ack.invalid",
+	Text: "dispatch: acknowledgment link is not valid"})
 
 // NewAckLinks returns the links of a Herald reachable at publicURL (HERALD_PUBLIC_URL,
 // without a trailing slash), signed under secretKey (HERALD_SECRET_KEY); previousKey

@@ -26,16 +26,19 @@ const AckLinkIdleLife = 7 * 24 * time.Hour
 
 // ErrAckLinkExpired means the link's alert ended more than AckLinkLife ago, or was
 // acknowledged more than AckLinkIdleLife ago and not resolved since.
-var ErrAckLinkExpired = errors.New("dispatch: acknowledgment link has expired")
+var ErrAckLinkExpired = models.Declare(models.DomainError{Kind: models.KindGone, Code: "ack_link_expired", Key: "ack.expired",
+	Text: "dispatch: acknowledgment link has expired"})
 
 // ErrAckNoticeWithdrawn means the link's notice was recalled or cancelled: its page
 // shows none of what it said, and nothing can be done through it.
-var ErrAckNoticeWithdrawn = errors.New("dispatch: the notice was withdrawn")
+var ErrAckNoticeWithdrawn = models.Declare(models.DomainError{Kind: models.KindGone, Code: "notice_withdrawn", Key: "ack.withdrawn",
+	Text: "dispatch: the notice was withdrawn"})
 
 // ErrAckNotCalled refuses acting through a notice that has not gone out to its person
 // yet (awaiting approval, scheduled for later, held by a silence) or never will
 // (cancelled, stopped, recalled): only the people the alert has called so far act on it.
-var ErrAckNotCalled = errors.New("dispatch: the notice has not reached its person")
+var ErrAckNotCalled = models.Declare(models.DomainError{Kind: models.KindConflict, Code: "notice_not_called", Key: "ack.not_called",
+	Text: "dispatch: the notice has not reached its person"})
 
 // Link and WeCom callback actors, as the audit log names them; the entry's own values
 // name the person who acted (the notice's recipient) and how.

@@ -129,16 +129,17 @@ func TestRotationUsedByPolicy(t *testing.T) {
 	}
 	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1004", "rotation:night+1"}, Wait: "10m"}}})
 	f.policy(t, models.EscalationPolicy{Name: "other", Steps: []models.PolicyStep{{Targets: []string{"E1004"}, Wait: "10m"}}})
-	want := &dispatch.RotationInUseError{Rotation: "night", Policies: []string{"core"}}
+	want := []any{"Name", "night", "Policies", "core"}
 	renamed := spec
 	renamed.Name = "nights"
 	for name, try := range map[string]func() error{
 		"delete": func() error { return f.d.DeleteRotation(ctx, f.by, "night") },
 		"rename": func() error { _, err := f.d.UpdateRotation(ctx, f.by, "night", renamed); return err },
 	} {
-		var got *dispatch.RotationInUseError
-		if err := try(); !errors.As(err, &got) || !cmp.Equal(want, got) {
-			t.Errorf("%s: got %v, want %v", name, err, want)
+		err := try()
+		got, ok := errors.AsType[*models.DomainError](err)
+		if !errors.Is(err, dispatch.ErrRotationInUse) || !ok || !cmp.Equal(want, got.Args) {
+			t.Errorf("%s: got %v, want dispatch.ErrRotationInUse with %v", name, err, want)
 		}
 	}
 	if _, err := f.store.RotationByName(ctx, "night"); err != nil {

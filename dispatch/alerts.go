@@ -38,7 +38,8 @@ var AckVias = []string{AckViaLink, AckViaAPI, AckViaConsole, AckViaWeCom}
 
 // ErrAlertEnded refuses acknowledging or resolving an alert that is exhausted: nobody
 // answered in time, and it is over.
-var ErrAlertEnded = errors.New("dispatch: the alert has ended")
+var ErrAlertEnded = models.Declare(models.DomainError{Kind: models.KindConflict, Code: "alert_ended", Key: "alerts.api.ended",
+	Text: "dispatch: the alert has ended"})
 
 // errAlreadyMoved rolls back an acknowledgment or resolution that found the alert
 // already past it.

@@ -26,7 +26,8 @@ import (
 const MaxReasonLen = 200
 
 // ErrOwnBatch refuses a decision by the batch's maker.
-var ErrOwnBatch = errors.New("dispatch: the maker of a batch cannot decide on it")
+var ErrOwnBatch = models.Declare(models.DomainError{Kind: models.KindForbidden, Code: "forbidden", Key: "approvals.error.own_batch",
+	Text: "dispatch: the maker of a batch cannot decide on it"})
 
 // thresholdTTL is how long an intake trusts the approval threshold it read: a change
 // reaches every process within it.
@@ -120,7 +121,7 @@ func (d *Dispatcher) ownBatch(ctx context.Context, b *models.Batch, by Actor) (b
 // never needed it).
 func (d *Dispatcher) Approve(ctx context.Context, by Actor, b *models.Batch) error {
 	if own, err := d.ownBatch(ctx, b, by); err != nil || own {
-		return cmp.Or(err, ErrOwnBatch)
+		return cmp.Or(err, error(ErrOwnBatch))
 	}
 	if b.Approval != models.ApprovalAwaiting {
 		return models.ErrStateChanged
@@ -161,7 +162,7 @@ func (d *Dispatcher) Approve(ctx context.Context, by Actor, b *models.Batch) err
 // *models.FieldError naming reason.
 func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reason string) (int, error) {
 	if own, err := d.ownBatch(ctx, b, by); err != nil || own {
-		return 0, cmp.Or(err, ErrOwnBatch)
+		return 0, cmp.Or(err, error(ErrOwnBatch))
 	}
 	reason, err := checkReason(reason)
 	if err != nil {

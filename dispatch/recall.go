@@ -38,16 +38,17 @@ const (
 // RecallError is a recall that could not happen: Code is RecallUnsupported,
 // RecallWindowPassed, RecallRequestAwaiting or RecallRequestRejected (Request is then
 // the batch's recall request that stands in the way), or RecallFailed (the platform
-// refused or could not be reached: Err says why).
+// refused or could not be reached: Err says why). It unwraps to the domain error of
+// its Code (recallRefusals), which the handlers answer with.
 type RecallError struct {
 	Code    string
 	Err     error
 	Request *models.RecallRequest
 }
 
-// Args are the values of the error's catalog sentence (recall.error.<Code>): the
+// args are the values of the error's catalog sentence (recall.error.<Code>): the
 // request that stands in the way, if any.
-func (e *RecallError) Args() []any {
+func (e *RecallError) args() []any {
 	if e.Request == nil {
 		return nil
 	}
@@ -62,14 +63,46 @@ func (e *RecallError) Error() string {
 	return "dispatch: recall: " + e.Code
 }
 
-func (e *RecallError) Unwrap() error { return e.Err }
+// Unwrap returns the domain error of the recall's Code, carrying its message's data,
+// and the cause, if any.
+func (e *RecallError) Unwrap() []error {
+	var errs []error
+	if refusal, ok := recallRefusals[e.Code]; ok {
+		args := e.args()
+		if e.Code == RecallFailed && e.Err != nil {
+			args = []any{"Error", e.Err.Error()}
+		}
+		errs = append(errs, refusal.With(args...))
+	}
+	if e.Err != nil {
+		errs = append(errs, e.Err)
+	}
+	return errs
+}
+
+// recallRefusals are the domain errors of the codes of a RecallError: refusals where
+// the message or the platform stands in the way, and the platform's own refusal.
+var recallRefusals = map[string]*models.DomainError{
+	RecallUnsupported: models.Declare(models.DomainError{Kind: models.KindConflict, Code: RecallUnsupported, Key: "recall.error.recall_unsupported",
+		Text: "dispatch: the platform cannot recall"}),
+	RecallWindowPassed: models.Declare(models.DomainError{Kind: models.KindConflict, Code: RecallWindowPassed, Key: "recall.error.recall_window_passed",
+		Text: "dispatch: the recall window has passed"}),
+	RecallRequestAwaiting: models.Declare(models.DomainError{Kind: models.KindConflict, Code: RecallRequestAwaiting, Key: "recall.error.recall_request_awaiting",
+		Text: "dispatch: a recall of the batch awaits approval"}),
+	RecallRequestRejected: models.Declare(models.DomainError{Kind: models.KindConflict, Code: RecallRequestRejected, Key: "recall.error.recall_request_rejected",
+		Text: "dispatch: a recall of the batch was rejected"}),
+	RecallFailed: models.Declare(models.DomainError{Kind: models.KindUpstream, Code: "recall_failed", Key: "recall.error.failed",
+		Text: "dispatch: the platform did not recall"}),
+}
 
 // ErrOwnRecall refuses the decision on a recall request by the person who asked for it.
-var ErrOwnRecall = errors.New("dispatch: the person who asked for a recall cannot decide on it")
+var ErrOwnRecall = models.Declare(models.DomainError{Kind: models.KindForbidden, Code: "forbidden", Key: "recall.error.own_request",
+	Text: "dispatch: the person who asked for a recall cannot decide on it"})
 
 // ErrRecallExpired refuses the decision on a recall request whose time ran out (see
 // recallDeadline): it is recorded expired, and a new request may be made.
-var ErrRecallExpired = errors.New("dispatch: the recall request expired before anyone decided on it")
+var ErrRecallExpired = models.Declare(models.DomainError{Kind: models.KindConflict, Code: "recall_request_expired", Key: "recall.error.expired",
+	Text: "dispatch: the recall request expired before anyone decided on it"})
 
 // recallRequestLife bounds a recall request for a batch with no sent message still
 // within its platform's recall window (nothing sent yet, say): the platforms' windows
@@ -442,7 +475,7 @@ func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string
 		return nil, nil, models.ErrStateChanged
 	}
 	if r.Lapsed(d.now()) {
-		return nil, nil, cmp.Or(d.expireRecalls(ctx), ErrRecallExpired)
+		return nil, nil, cmp.Or(d.expireRecalls(ctx), error(ErrRecallExpired))
 	}
 	if r.AskedBy(by.Name, by.Person, by.APIKeyID) {
 		return nil, nil, ErrOwnRecall

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -26,18 +27,13 @@ func (d *Dispatcher) CreateRotation(ctx context.Context, by Actor, spec models.R
 	return saved, err
 }
 
-// RotationInUseError refuses deleting or renaming a rotation that escalation policies
-// name as a target: their steps would find nobody. Policies lists them by name.
-type RotationInUseError struct {
-	Rotation string
-	Policies []string
-}
+// ErrRotationInUse refuses deleting or renaming a rotation that escalation policies
+// name as a target: their steps would find nobody. It is made With the rotation's Name
+// and the Policies that name it, which its message lists.
+var ErrRotationInUse = models.Declare(models.DomainError{Kind: models.KindConflict, Code: "rotation_in_use", Key: "rotation.in_use",
+	Text: "rotation in use"})
 
-func (e *RotationInUseError) Error() string {
-	return "dispatch: rotation " + e.Rotation + " is used by escalation policies " + strings.Join(e.Policies, ", ")
-}
-
-// checkRotationUnused refuses (*RotationInUseError) taking the name of rotation away
+// checkRotationUnused refuses (ErrRotationInUse) taking the name of rotation away
 // from the policies that name it, read in tx.
 func checkRotationUnused(ctx context.Context, tx *models.Store, rotation string) error {
 	policies, err := tx.Policies(ctx)
@@ -51,7 +47,9 @@ func checkRotationUnused(ctx context.Context, tx *models.Store, rotation string)
 		}
 	}
 	if len(users) > 0 {
-		return &RotationInUseError{Rotation: rotation, Policies: users}
+		names := strings.Join(users, ", ")
+		return fmt.Errorf("dispatch: rotation %s is used by escalation policies %s: %w", rotation, names,
+			ErrRotationInUse.With("Name", rotation, "Policies", names))
 	}
 	return nil
 }
@@ -71,7 +69,7 @@ func policyNamesRotation(p *models.EscalationPolicy, rotation string) bool {
 
 // UpdateRotation replaces the rotation called name (which may rename it), audited with
 // what it was and what it is now. models.ErrNotFound: no such rotation;
-// *RotationInUseError: a rename of a rotation escalation policies name.
+// ErrRotationInUse: a rename of a rotation escalation policies name.
 func (d *Dispatcher) UpdateRotation(ctx context.Context, by Actor, name string, spec models.RotationSpec) (models.RotationSpec, error) {
 	var saved models.RotationSpec
 	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
@@ -100,7 +98,7 @@ func (d *Dispatcher) UpdateRotation(ctx context.Context, by Actor, name string, 
 }
 
 // DeleteRotation removes a rotation, audited. models.ErrNotFound: no such rotation;
-// *RotationInUseError: escalation policies name it (change them first).
+// ErrRotationInUse: escalation policies name it (change them first).
 func (d *Dispatcher) DeleteRotation(ctx context.Context, by Actor, name string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.DeleteRotation(ctx, name); err != nil {

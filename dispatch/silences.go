@@ -46,8 +46,15 @@ const (
 	SilenceKept = 7 * 24 * time.Hour
 )
 
-// ErrOwnSilence refuses a decision on a silence by a person who made it.
-var ErrOwnSilence = errors.New("dispatch: the maker of a silence cannot decide on it")
+// ErrSilenceEnded refuses expiring a silence that has ended already, before the call
+// or meanwhile; it is a case of models.ErrStateChanged.
+var ErrSilenceEnded = models.Declare(models.DomainError{Kind: models.KindConflict, Code: "silence_expired", Key: "silences.api.expired",
+	Err: models.ErrStateChanged, Text: "dispatch: the silence has ended"})
+
+// ErrOwnSilence refuses a decision on a silence by a person who made it; it is made
+// With the silence's ID, which its message names.
+var ErrOwnSilence = models.Declare(models.DomainError{Kind: models.KindForbidden, Code: "forbidden", Key: "silences.notice.own",
+	Text: "dispatch: the maker of a silence cannot decide on it"})
 
 // SilenceInput is a silence as a person writes it.
 type SilenceInput struct {
@@ -350,7 +357,8 @@ func (d *Dispatcher) UpdateSilence(ctx context.Context, by Actor, id int64, in S
 }
 
 // ExpireSilence ends a silence early, audited: the silence pass sends on what it held
-// within a second or two. models.ErrStateChanged means it had expired already.
+// within a second or two. ErrSilenceEnded (a models.ErrStateChanged) means it had
+// expired already.
 func (d *Dispatcher) ExpireSilence(ctx context.Context, by Actor, id int64) (*models.Silence, error) {
 	sil, err := d.Silence(ctx, by, id)
 	if err != nil {
@@ -358,7 +366,7 @@ func (d *Dispatcher) ExpireSilence(ctx context.Context, by Actor, id int64) (*mo
 	}
 	now := d.now()
 	if sil.State(now) == delivery.SilenceExpired {
-		return nil, models.ErrStateChanged
+		return nil, fmt.Errorf("dispatch: expire silence %d: %w", id, ErrSilenceEnded)
 	}
 	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.ExpireSilence(ctx, id, by.Name, now); err != nil {
@@ -367,6 +375,9 @@ func (d *Dispatcher) ExpireSilence(ctx context.Context, by Actor, id int64) (*mo
 		ch.Audit("silence.expire", "silence", strconv.FormatInt(id, 10), silenceParams(sil))
 		return nil
 	})
+	if errors.Is(err, models.ErrStateChanged) {
+		return nil, fmt.Errorf("dispatch: expire silence %d: %w", id, ErrSilenceEnded)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -390,7 +401,7 @@ func (d *Dispatcher) DecideSilence(ctx context.Context, by Actor, id int64, appr
 		return err
 	}
 	if ownSilence(sil, by) {
-		return ErrOwnSilence
+		return ErrOwnSilence.With("ID", id)
 	}
 	decision, action := models.ApprovalApproved, "silence.approve"
 	if !approve {

@@ -22,7 +22,8 @@ const WeComCallbackWindow = 5 * time.Minute
 // request seen before. The caller answers all of them the same way, so that a caller
 // without the token learns nothing (not even which accounts exist); the reason goes
 // only to the log.
-var ErrWeComCallbackRefused = errors.New("dispatch: wecom callback refused")
+var ErrWeComCallbackRefused = models.Declare(models.DomainError{Kind: models.KindForbidden, Code: "forbidden", Key: "api.callback_refused",
+	Text: "dispatch: wecom callback refused"})
 
 // WeComCallbackRequest is what WeCom sends to /callbacks/wecom/<account>: the query's
 // msg_signature, timestamp and nonce, and either echostr (a GET: WeCom checking the URL)

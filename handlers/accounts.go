@@ -231,7 +231,7 @@ func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]st
 	ctx := c.Request.Context()
 	list, err := h.Store.Accounts(ctx)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	rows := make([]views.AccountListRow, len(list))
@@ -263,7 +263,7 @@ func (h *Handlers) accountUsage(c *gin.Context, list []models.Account) []views.A
 func (h *Handlers) AccountsUsage(c *gin.Context) {
 	list, err := h.Store.Accounts(c.Request.Context())
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, http.StatusOK, views.AccountsUsage(h.accountUsage(c, list)))
@@ -328,12 +328,8 @@ func (h *Handlers) CreateAccount(c *gin.Context) {
 // storedAccount loads the account named in the path, or shows 404.
 func (h *Handlers) storedAccount(c *gin.Context) (*models.Account, bool) {
 	a, err := h.Store.AccountByName(c.Request.Context(), c.Param("name"))
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_account", "Name", c.Param("name"))
-		return nil, false
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_account", "Name", c.Param("name")))
 		return nil, false
 	}
 	return a, true
@@ -365,20 +361,12 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 		return
 	}
 	a, err := h.Dispatch.SaveAccount(c.Request.Context(), actor(c), old, in)
-	if errors.Is(err, models.ErrStateChanged) {
-		render(c, http.StatusConflict, views.AccountFormPage(page(c, title, "accounts"), f, map[string]string{
-			"": tr(c, "accounts.error.state_changed")}))
-		return
-	}
-	if fe, ok := fieldErrors(c, err); ok {
+	if err != nil {
 		// Limits looser than the platform documents are saved once confirmed: the
 		// confirmation shows with the error.
 		f.AskConfirm = errors.Is(err, dispatch.ErrAboveDocumented)
-		render(c, http.StatusUnprocessableEntity, views.AccountFormPage(page(c, title, "accounts"), f, fe))
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+		h.failOr(c, err, func(r answer) { render(c, r.Status, views.AccountFormPage(page(c, title, "accounts"), f, r.errs())) },
+			saying(models.ErrStateChanged, "accounts.error.state_changed"))
 		return
 	}
 	h.redirectNotice(c, "/accounts", notice, tr(c, "accounts.subject", "Name", a.Name))
@@ -394,7 +382,7 @@ func (h *Handlers) TestAccount(c *gin.Context) {
 	}
 	res := h.Channels.Probe(c.Request.Context(), a.Channel())
 	if err := h.Dispatch.AccountTested(c.Request.Context(), actor(c), a, res.OK, res.Summary.String()); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if c.GetHeader("HX-Request") == "" {
@@ -414,7 +402,7 @@ func (h *Handlers) SetAccountEnabled(c *gin.Context) {
 	}
 	enabled := c.PostForm("enabled") == "true"
 	if err := h.Dispatch.SetAccountEnabled(c.Request.Context(), actor(c), a, enabled); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	notice := "disabled"
@@ -430,13 +418,8 @@ func (h *Handlers) DeleteAccount(c *gin.Context) {
 	if !ok {
 		return
 	}
-	err := h.Dispatch.DeleteAccount(c.Request.Context(), actor(c), a)
-	if errors.Is(err, models.ErrInUse) {
-		h.renderAccounts(c, http.StatusConflict, map[string]string{"": tr(c, "accounts.error.in_use", "Name", a.Name)})
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	if err := h.Dispatch.DeleteAccount(c.Request.Context(), actor(c), a); err != nil {
+		h.failOr(c, err, func(r answer) { h.renderAccounts(c, r.Status, r.errs()) }, saying(models.ErrInUse, "accounts.error.in_use", "Name", a.Name))
 		return
 	}
 	h.redirectNotice(c, "/accounts", "deleted", tr(c, "accounts.subject", "Name", a.Name))

@@ -43,7 +43,7 @@ func (h *Handlers) AckAct(c *gin.Context) {
 	n, res, err := h.Dispatch.ActOnAckLink(c.Request.Context(), by, c.Param("token"), action)
 	switch {
 	case errors.Is(err, dispatch.ErrAlertEnded):
-		render(c, http.StatusConflict, views.AckPage(h.ackView(c, n, "ended")))
+		render(c, h.present(c, err, onPage).Status, views.AckPage(h.ackView(c, n, "ended")))
 	case err != nil:
 		h.ackProblem(c, err)
 	case res.Already && res.State() == models.AlertResolved:
@@ -74,28 +74,20 @@ func ackHeaders(c *gin.Context) {
 	c.Header("X-Robots-Tag", "noindex")
 }
 
-// ackProblem answers a link that cannot be used, naming nothing from it: 404 for a
-// link Herald did not sign as it stands, 410 for one whose notice was recalled or
-// cancelled or that has expired, 409 for a tap on a notice that has not gone out to its
-// person.
+// ackProblem answers a link that cannot be used, naming nothing from it, with the
+// answer of its refusal (dispatch's ErrAck errors: 404 for a link Herald did not sign
+// as it stands, 410 for one whose notice was withdrawn or that has expired, 409 for a
+// tap on a notice that has not gone out to its person). An action the page does not
+// know is the page's fault, not the reader's (400); anything else could not be
+// recorded (503: try again).
 func (h *Handlers) ackProblem(c *gin.Context, err error) {
-	status, key := http.StatusServiceUnavailable, "ack.failed"
-	var fe *models.FieldError
-	switch {
-	case errors.Is(err, dispatch.ErrAckLinkInvalid):
-		status, key = http.StatusNotFound, "ack.invalid"
-	case errors.Is(err, dispatch.ErrAckLinkExpired):
-		status, key = http.StatusGone, "ack.expired"
-	case errors.Is(err, dispatch.ErrAckNoticeWithdrawn):
-		status, key = http.StatusGone, "ack.withdrawn"
-	case errors.Is(err, dispatch.ErrAckNotCalled):
-		status, key = http.StatusConflict, "ack.not_called"
-	case errors.As(err, &fe):
-		status, key = http.StatusBadRequest, "ack.unknown_action"
-	default:
-		h.Log.Error("acknowledgment link", "error", err)
+	a := h.present(c, err, onPage)
+	if _, ok := errors.AsType[*models.FieldError](err); ok {
+		a.Status, a.Message = http.StatusBadRequest, tr(c, "ack.unknown_action")
+	} else if !a.Refused {
+		a.Status, a.Message = http.StatusServiceUnavailable, tr(c, "ack.failed")
 	}
-	render(c, status, views.AckProblem(status, tr(c, key)))
+	render(c, a.Status, views.AckProblem(a.Status, a.Message))
 }
 
 // ackView is the page's view of a notice.
@@ -166,11 +158,14 @@ func (h *Handlers) WeComCallback(c *gin.Context) {
 	by.IP = c.ClientIP()
 	echo, err := h.Dispatch.WeComCallback(c.Request.Context(), by, req)
 	switch {
-	case errors.Is(err, dispatch.ErrWeComCallbackRefused):
-		c.Status(http.StatusForbidden)
 	case err != nil:
-		h.Log.Error("wecom callback", "account", req.Account, "error", err)
-		c.Status(http.StatusServiceUnavailable)
+		// A refusal's status, without its sentence; anything else could not be acted on
+		// yet, which WeCom retries.
+		if a := h.present(c, err, onAPI); a.Refused {
+			c.Status(a.Status)
+		} else {
+			c.Status(http.StatusServiceUnavailable)
+		}
 	case req.Check:
 		c.Data(http.StatusOK, "text/plain; charset=utf-8", []byte(echo))
 	default:

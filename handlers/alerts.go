@@ -101,7 +101,7 @@ func canOperate(c *gin.Context) bool {
 func (h *Handlers) Alerts(c *gin.Context) {
 	v, err := h.alertsView(c)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	v.Notice = h.notice(c)
@@ -112,7 +112,7 @@ func (h *Handlers) Alerts(c *gin.Context) {
 func (h *Handlers) AlertsLive(c *gin.Context) {
 	v, err := h.alertsView(c)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, http.StatusOK, views.AlertsLive(v))
@@ -129,17 +129,17 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 	if err == nil {
 		a, err = h.Store.AlertByID(c.Request.Context(), id)
 	}
-	if err != nil && (isNotFound(err) || errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange)) {
+	if errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange) {
 		ErrorPage(c, http.StatusNotFound, "alerts.no_alert")
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "alerts.no_alert"))
 		return
 	}
 	rows, steps, err := h.alertRows(c, []models.Alert{*a})
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	v := views.AlertView{Row: rows[0], Steps: dispatch.PolicySteps(a, steps[a.ID]), Now: time.Now(), CanAct: canOperate(c),
@@ -164,19 +164,8 @@ func (h *Handlers) consoleMoveAlert(c *gin.Context, move alertMove, done string)
 		return
 	}
 	res, err := move(c.Request.Context(), actor(c), id, "", dispatch.AckViaConsole, c.PostForm("note"))
-	var fe *models.FieldError
-	switch {
-	case isNotFound(err):
-		ErrorPage(c, http.StatusNotFound, "alerts.no_alert")
-		return
-	case errors.Is(err, dispatch.ErrAlertEnded):
-		h.renderAlert(c, http.StatusConflict, "", map[string]string{"": tr(c, "alerts.api.ended")})
-		return
-	case errors.As(err, &fe):
-		h.renderAlert(c, http.StatusUnprocessableEntity, "", map[string]string{fe.Field: fe.In(c.Request.Context())})
-		return
-	case err != nil:
-		h.serverError(c, err)
+	if err != nil {
+		h.failOr(c, err, func(a answer) { h.renderAlert(c, a.Status, "", a.errs()) }, saying(models.ErrNotFound, "alerts.no_alert"))
 		return
 	}
 	sentence := tr(c, done, "ID", id)
@@ -193,7 +182,7 @@ func (h *Handlers) consoleMoveAlert(c *gin.Context, move alertMove, done string)
 func (h *Handlers) Policies(c *gin.Context) {
 	list, err := h.Dispatch.Policies(c.Request.Context())
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, http.StatusOK, views.PoliciesPage(page(c, tr(c, "alerts.policies.title"), "alerts"), list, h.notice(c)))
@@ -267,12 +256,8 @@ func (h *Handlers) CreatePolicy(c *gin.Context) {
 // EditPolicyForm shows a policy to change.
 func (h *Handlers) EditPolicyForm(c *gin.Context) {
 	p, err := h.Store.PolicyByName(c.Request.Context(), c.Param("name"))
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "alerts.no_policy")
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "alerts.no_policy"))
 		return
 	}
 	f := views.PolicyForm{Original: p.Name, Name: p.Name, Steps: views.PolicyStepsLine(p.Steps), Repeat: strconv.Itoa(p.Repeat),
@@ -288,10 +273,6 @@ func (h *Handlers) UpdatePolicy(c *gin.Context) {
 	if err == nil {
 		saved, err = h.Dispatch.UpdatePolicy(c.Request.Context(), actor(c), f.Original, p)
 	}
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "alerts.no_policy")
-		return
-	}
 	h.afterPolicySave(c, f, saved, err)
 }
 
@@ -300,12 +281,8 @@ func (h *Handlers) afterPolicySave(c *gin.Context, f views.PolicyForm, saved *mo
 		h.renderPolicyForm(c, http.StatusUnprocessableEntity, f, errs)
 		return
 	}
-	if errors.Is(err, models.ErrStateChanged) {
-		h.renderPolicyForm(c, http.StatusConflict, f, map[string]string{"": tr(c, "error.changed_meanwhile")})
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.failOr(c, err, func(a answer) { h.renderPolicyForm(c, a.Status, f, a.errs()) }, saying(models.ErrNotFound, "alerts.no_policy"))
 		return
 	}
 	h.redirectNotice(c, "/escalation-policies", "saved", saved.Name)
@@ -314,12 +291,8 @@ func (h *Handlers) afterPolicySave(c *gin.Context, f views.PolicyForm, saved *mo
 // DeletePolicy removes a policy.
 func (h *Handlers) DeletePolicy(c *gin.Context) {
 	err := h.Dispatch.DeletePolicy(c.Request.Context(), actor(c), c.Param("name"))
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "alerts.no_policy")
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "alerts.no_policy"))
 		return
 	}
 	h.redirectNotice(c, "/escalation-policies", "deleted", c.Param("name"))

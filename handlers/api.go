@@ -12,7 +12,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
 	"herald/i18n"
 	"herald/models"
 )
@@ -42,33 +41,7 @@ const RetryAfterSeconds = "5"
 // 503 with Retry-After, so a business system backs off instead of piling up requests.
 // Nothing was half-written: a batch is one transaction, and a retry with the same
 // idempotency_key replays the answer if it did commit.
-func DatabaseUnavailable(c *gin.Context) {
-	c.Header("Retry-After", RetryAfterSeconds)
-	APIError(c, http.StatusServiceUnavailable, "database_unavailable", tr(c, "api.database_unavailable"), "")
-}
-
-// apiFail answers an error from a store or dispatch call: validation errors are 422
-// naming the field, "not found" is 404, anything else is logged and 500.
-func (h *Handlers) apiFail(c *gin.Context, err error) {
-	var fe *models.FieldError
-	var inUse *dispatch.RotationInUseError
-	switch {
-	case errors.As(err, &fe):
-		APIError(c, http.StatusUnprocessableEntity, "validation_failed", tr(c, "api.validation_failed", "Field", fe.Field, "Message", fe.In(c.Request.Context())), fe.Field)
-	case errors.Is(err, models.ErrNotFound):
-		APIError(c, http.StatusNotFound, "not_found", tr(c, "api.not_found"), "")
-	case errors.Is(err, models.ErrStateChanged):
-		APIError(c, http.StatusConflict, "invalid_state", tr(c, "api.invalid_state"), "")
-	case errors.As(err, &inUse):
-		APIError(c, http.StatusConflict, "rotation_in_use", rotationInUse(c, inUse), "")
-	case models.Unavailable(err):
-		h.Log.Warn("api request: database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
-		DatabaseUnavailable(c)
-	default:
-		h.Log.Error("api request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
-		APIError(c, http.StatusInternalServerError, "internal", tr(c, "api.internal"), "")
-	}
-}
+func DatabaseUnavailable(c *gin.Context) { writeAPIAnswer(c, unavailable(c, onAPI)) }
 
 // decodeJSON reads a request body strictly: at most MaxBodyBytes (413, before reading
 // it when its declared length is over), valid UTF-8, no duplicate keys and no unknown

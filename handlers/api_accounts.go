@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -189,12 +188,7 @@ func (h *Handlers) APIDeleteAccount(c *gin.Context) {
 		h.apiFail(c, err)
 		return
 	}
-	err = h.Dispatch.DeleteAccount(c.Request.Context(), actor(c), a)
-	if errors.Is(err, models.ErrInUse) {
-		APIError(c, http.StatusConflict, "in_use", tr(c, "api.account_in_use"), "")
-		return
-	}
-	if err != nil {
+	if err := h.Dispatch.DeleteAccount(c.Request.Context(), actor(c), a); err != nil {
 		h.apiFail(c, err)
 		return
 	}

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -142,10 +141,6 @@ func (h *Handlers) apiMoveAlert(c *gin.Context, move alertMove) {
 		return
 	}
 	res, err := move(c.Request.Context(), actor(c), id, body.By, dispatch.AckViaAPI, body.Note)
-	if errors.Is(err, dispatch.ErrAlertEnded) {
-		APIError(c, http.StatusConflict, "alert_ended", tr(c, "alerts.api.ended"), "")
-		return
-	}
 	if err != nil {
 		h.apiFail(c, err)
 		return

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -30,10 +29,6 @@ func (h *Handlers) APIPutCallback(c *gin.Context) {
 	}
 	ctx := c.Request.Context()
 	k, err := h.Store.LiveAPIKeyByName(ctx, c.Param("name"))
-	if errors.Is(err, models.ErrAmbiguous) {
-		APIError(c, http.StatusConflict, "ambiguous", tr(c, "callbacks.api_ambiguous", "Name", c.Param("name")), "name")
-		return
-	}
 	if err != nil {
 		h.apiFail(c, err)
 		return

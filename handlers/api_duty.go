@@ -146,13 +146,8 @@ func (h *Handlers) APIPutOverride(c *gin.Context) {
 // APIDeleteOverride is DELETE /api/v1/duty/overrides?date=&recipient=.
 func (h *Handlers) APIDeleteOverride(c *gin.Context) {
 	date, ext := c.Query("date"), c.Query("recipient")
-	_, err := h.Dispatch.DeleteOverride(c.Request.Context(), actor(c), date, ext)
-	if isNotFound(err) {
-		APIError(c, http.StatusNotFound, "not_found", tr(c, "duty.api.no_override"), "")
-		return
-	}
-	if err != nil {
-		h.apiFail(c, err)
+	if _, err := h.Dispatch.DeleteOverride(c.Request.Context(), actor(c), date, ext); err != nil {
+		h.apiFail(c, err, saying(models.ErrNotFound, "duty.api.no_override"))
 		return
 	}
 	c.Status(http.StatusNoContent)

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"slices"
 	"strings"
@@ -112,10 +111,6 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 		return http.StatusAccepted, b
 	})
 	switch {
-	case errors.Is(err, dispatch.ErrIdempotencyMismatch):
-		APIError(c, http.StatusUnprocessableEntity, "idempotency_mismatch", tr(c, "api.idempotency_mismatch"), "idempotency_key")
-	case errors.Is(err, dispatch.ErrIdempotencyInFlight):
-		APIError(c, http.StatusConflict, "idempotency_in_flight", tr(c, "api.idempotency_in_flight"), "idempotency_key")
 	case err != nil:
 		h.apiFail(c, err)
 	case replay != nil:
@@ -262,12 +257,8 @@ func (h *Handlers) changeMessage(c *gin.Context, op string) {
 		change = h.Dispatch.RetryMessage
 	}
 	m, err := change(ctx, actor(c), c.Param("id"))
-	if errors.Is(err, models.ErrStateChanged) {
-		APIError(c, http.StatusConflict, "invalid_state", tr(c, "api.cannot_"+op, "Status", string(m.Status)), "")
-		return
-	}
 	if err != nil {
-		h.apiFail(c, err)
+		h.apiFail(c, err, saying(models.ErrStateChanged, "api.cannot_"+op, "Status", messageStatus(m)))
 		return
 	}
 	if m, err = h.Store.MessageByID(ctx, m.ID); err != nil {

@@ -1,13 +1,11 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
 	"herald/models"
 )
 
@@ -19,19 +17,11 @@ import (
 // in the way); one the platform refused is 502 recall_failed.
 func (h *Handlers) RecallMessageAPI(c *gin.Context) {
 	m, err := h.Dispatch.RecallMessage(c.Request.Context(), actor(c), c.Param("id"))
-	var re *dispatch.RecallError
-	switch {
-	case errors.As(err, &re) && re.Code == dispatch.RecallFailed:
-		APIError(c, http.StatusBadGateway, "recall_failed", tr(c, "recall.error.failed", "Error", re.Unwrap().Error()), "")
-	case errors.As(err, &re):
-		APIError(c, http.StatusConflict, re.Code, tr(c, "recall.error."+re.Code, re.Args()...), "")
-	case errors.Is(err, models.ErrStateChanged):
-		APIError(c, http.StatusConflict, "invalid_state", tr(c, "recall.error.state", "Status", string(m.Status)), "")
-	case err != nil:
-		h.apiFail(c, err)
-	default:
-		h.GetMessage(c)
+	if err != nil {
+		h.apiFail(c, err, saying(models.ErrStateChanged, "recall.error.state", "Status", messageStatus(m)))
+		return
 	}
+	h.GetMessage(c)
 }
 
 // batchRecallJSON is the answer of POST /api/v1/batches/:id/recall.
@@ -121,18 +111,8 @@ func (h *Handlers) apiDecideRecall(c *gin.Context, approve bool) {
 	} else {
 		err = h.Dispatch.RejectRecall(ctx, by, id, reason)
 	}
-	switch {
-	case errors.Is(err, dispatch.ErrOwnRecall):
-		APIError(c, http.StatusForbidden, "forbidden", tr(c, "recall.error.own_request"), "")
-		return
-	case errors.Is(err, dispatch.ErrRecallExpired):
-		APIError(c, http.StatusConflict, "recall_request_expired", tr(c, "recall.error.expired"), "")
-		return
-	case errors.Is(err, models.ErrStateChanged):
-		APIError(c, http.StatusConflict, "invalid_state", tr(c, "recall.error.not_awaiting"), "")
-		return
-	case err != nil:
-		h.apiFail(c, err)
+	if err != nil {
+		h.apiFail(c, err, saying(models.ErrStateChanged, "recall.error.not_awaiting"))
 		return
 	}
 	r, err := h.Dispatch.RecallRequest(ctx, by, id)

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -162,10 +161,6 @@ func (h *Handlers) APIExpireSilence(c *gin.Context) {
 		return
 	}
 	s, err := h.Dispatch.ExpireSilence(c.Request.Context(), actor(c), id)
-	if errors.Is(err, models.ErrStateChanged) {
-		APIError(c, http.StatusConflict, "silence_expired", tr(c, "silences.api.expired"), "")
-		return
-	}
 	if err != nil {
 		h.apiFail(c, err)
 		return

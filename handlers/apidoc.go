@@ -26,7 +26,7 @@ func (h *Handlers) OpenAPIDescription(c *gin.Context) {
 func (h *Handlers) APIReference(c *gin.Context) {
 	ref, err := apiReference()
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, http.StatusOK, views.APIReferencePage(page(c, tr(c, "title.api_reference"), "apikeys"), ref))

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strings"
 
@@ -20,7 +19,7 @@ func (h *Handlers) APIKeys(c *gin.Context) {
 func (h *Handlers) renderAPIKeys(c *gin.Context, status int, f views.APIKeyForm, errs map[string]string) {
 	list, err := h.Store.APIKeys(c.Request.Context())
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, status, views.APIKeysPage(page(c, tr(c, "title.api_keys"), "apikeys"), views.APIKeys{List: list, Form: f, Notice: h.notice(c)}, errs))
@@ -41,7 +40,7 @@ func (h *Handlers) CreateAPIKey(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	// The secret is in this response only: no redirect, and no cache may keep it.
@@ -55,13 +54,9 @@ func (h *Handlers) RevokeAPIKey(c *gin.Context) {
 	if !ok {
 		return
 	}
-	err := h.Dispatch.RevokeAPIKey(c.Request.Context(), actor(c), k)
-	if errors.Is(err, models.ErrStateChanged) {
-		h.renderAPIKeys(c, http.StatusConflict, views.APIKeyForm{Scopes: map[string]bool{}}, map[string]string{"": tr(c, "users.keys.already_revoked", "Name", k.Name)})
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	if err := h.Dispatch.RevokeAPIKey(c.Request.Context(), actor(c), k); err != nil {
+		h.failOr(c, err, func(a answer) { h.renderAPIKeys(c, a.Status, views.APIKeyForm{Scopes: map[string]bool{}}, a.errs()) },
+			saying(models.ErrStateChanged, "users.keys.already_revoked", "Name", k.Name))
 		return
 	}
 	h.redirectNotice(c, "/api-keys", "revoked", tr(c, "users.keys.subject", "Name", k.Name))

@@ -1,14 +1,12 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
 	"herald/models"
 	"herald/views"
 )
@@ -28,12 +26,8 @@ func (h *Handlers) RejectBatch(c *gin.Context) {
 func (h *Handlers) decideBatch(c *gin.Context, approve bool) {
 	ctx := c.Request.Context()
 	b, err := h.Store.BatchByID(ctx, c.Param("id"))
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_batch")
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_batch"))
 		return
 	}
 	notice, reason := "approved", c.PostForm("reason")
@@ -43,26 +37,32 @@ func (h *Handlers) decideBatch(c *gin.Context, approve bool) {
 		notice = "rejected"
 		_, err = h.Dispatch.Reject(ctx, actor(c), b, reason)
 	}
-	switch {
-	case errors.Is(err, dispatch.ErrOwnBatch):
-		ErrorPage(c, http.StatusForbidden, "approvals.error.own_batch")
-	case errors.Is(err, models.ErrStateChanged):
-		h.redirectNotice(c, "/batches/"+b.ID, "note", tr(c, "approvals.error.decided"))
-	case err != nil:
-		errs, ok := fieldErrors(c, err)
-		if !ok {
-			h.serverError(c, err)
-			return
-		}
-		// The batch page again, with the reason as typed and what was wrong with it.
+	if err != nil {
+		h.failOr(c, err, func(a answer) {
+			h.decisionRefused(c, a, "/batches/"+b.ID, func(v *views.BatchView) { v.Decision = views.DecisionForm{Reason: reason, Errs: a.errs()} })
+		}, saying(models.ErrStateChanged, "approvals.error.decided"))
+		return
+	}
+	h.redirectNotice(c, "/batches/"+b.ID, notice, b.ID)
+}
+
+// decisionRefused shows a refused decision on a batch, or on its recall: a conflict
+// (decided meanwhile, expired) is a note on the batch's page; a reason refused, the
+// page again with the reason as typed and what was wrong with it (form sets them);
+// any other refusal, the error page.
+func (h *Handlers) decisionRefused(c *gin.Context, a answer, batchPath string, form func(*views.BatchView)) {
+	switch a.Status {
+	case http.StatusConflict:
+		h.redirectNotice(c, batchPath, "note", a.Message)
+	case http.StatusUnprocessableEntity:
 		v, ok := h.batchView(c)
 		if !ok {
 			return
 		}
-		v.Decision = views.DecisionForm{Reason: reason, Errs: errs}
-		render(c, http.StatusUnprocessableEntity, views.BatchPage(page(c, tr(c, "title.batch"), ""), v))
+		form(&v)
+		render(c, a.Status, views.BatchPage(page(c, tr(c, "title.batch"), ""), v))
 	default:
-		h.redirectNotice(c, "/batches/"+b.ID, notice, b.ID)
+		showAnswer(c, a)
 	}
 }
 
@@ -106,15 +106,8 @@ func (h *Handlers) apiDecideBatch(c *gin.Context, approve bool) {
 	} else {
 		_, err = h.Dispatch.Reject(ctx, actor(c), b, reason)
 	}
-	switch {
-	case errors.Is(err, dispatch.ErrOwnBatch):
-		APIError(c, http.StatusForbidden, "forbidden", tr(c, "approvals.error.own_batch"), "")
-		return
-	case errors.Is(err, models.ErrStateChanged):
-		APIError(c, http.StatusConflict, "invalid_state", tr(c, "approvals.error.not_awaiting", "Status", b.Status()), "")
-		return
-	case err != nil:
-		h.apiFail(c, err)
+	if err != nil {
+		h.apiFail(c, err, saying(models.ErrStateChanged, "approvals.error.not_awaiting", "Status", b.Status()))
 		return
 	}
 	h.GetBatch(c)
@@ -124,7 +117,7 @@ func (h *Handlers) apiDecideBatch(c *gin.Context, approve bool) {
 func (h *Handlers) Settings(c *gin.Context) {
 	n, err := h.Store.ApprovalThreshold(c.Request.Context())
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.renderSettings(c, http.StatusOK, views.SettingsForm{ApprovalThreshold: strconv.Itoa(n)}, nil)
@@ -148,7 +141,7 @@ func (h *Handlers) SaveSettings(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, "/settings", "saved", tr(c, "approvals.settings.subject"))

@@ -22,7 +22,7 @@ func (h *Handlers) AuditLog(c *gin.Context) {
 	f.BeforeID, _ = strconv.ParseInt(c.Query("before"), 10, 64)
 	list, err := h.Store.ListAudit(c.Request.Context(), f, pageSize+1)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	q := url.Values{"actor": {v.Filter.Actor}, "action": {v.Filter.Action}, "target": {v.Filter.Target}, "from": {v.Filter.From}, "to": {v.Filter.To}}

@@ -30,33 +30,28 @@ func (h *Handlers) Login(c *gin.Context) {
 	next := c.DefaultPostForm("next", c.Query("next"))
 	ip := c.ClientIP()
 	u, err := h.Store.Authenticate(c.Request.Context(), username, c.PostForm("password"), ip)
-	switch {
-	case errors.Is(err, models.ErrThrottled):
-		// Refused at once, the password unchecked: Retry-After says when the next guess
-		// may be checked.
-		wait := models.RetryAfterSeconds(err)
-		c.Header("Retry-After", strconv.Itoa(wait))
-		h.Log.Warn("login throttled", "username", username, "ip", ip)
-		h.auditOnce(c, username, "user.login_throttled", "user", username, "status 429: too many failed sign-ins", "login "+username+" "+ip,
-			models.AuditParams{"username": username, "retry_after": strconv.Itoa(wait)})
-		msg := tr(c, "login.throttled")
-		if te, ok := errors.AsType[*models.ThrottledError](err); ok && te.User {
-			msg = tr(c, "login.user_throttled", "Seconds", wait)
-		}
-		render(c, http.StatusTooManyRequests, views.LoginPage(username, next, msg))
-		return
-	case errors.Is(err, models.ErrBadCredentials):
-		h.Log.Warn("login failed", "username", username, "ip", ip)
-		h.audit(c, username, "user.login_failed", "user", username, "status 401: wrong username or password",
-			models.AuditParams{"username": username})
-		render(c, http.StatusUnauthorized, views.LoginPage(username, next, tr(c, "login.wrong")))
-		return
-	case err != nil:
-		h.serverError(c, err)
+	if err != nil {
+		h.failOr(c, err, func(a answer) {
+			switch {
+			case errors.Is(err, models.ErrThrottled):
+				// Refused at once, the password unchecked: Retry-After says when the next
+				// guess may be checked.
+				wait := strconv.Itoa(models.RetryAfterSeconds(err))
+				c.Header("Retry-After", wait)
+				h.Log.Warn("login throttled", "username", username, "ip", ip)
+				h.auditOnce(c, username, "user.login_throttled", "user", username, "status 429: too many failed sign-ins", "login "+username+" "+ip,
+					models.AuditParams{"username": username, "retry_after": wait})
+			case errors.Is(err, models.ErrBadCredentials):
+				h.Log.Warn("login failed", "username", username, "ip", ip)
+				h.audit(c, username, "user.login_failed", "user", username, "status 401: wrong username or password",
+					models.AuditParams{"username": username})
+			}
+			render(c, a.Status, views.LoginPage(username, next, a.Message))
+		})
 		return
 	}
 	if err := h.Sessions.Start(c, u); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.audit(c, u.Username, "user.login", "user", u.Username, "", models.AuditParams{"username": u.Username})
@@ -67,7 +62,7 @@ func (h *Handlers) Login(c *gin.Context) {
 func (h *Handlers) Logout(c *gin.Context) {
 	u := CurrentUser(c)
 	if err := h.Sessions.End(c); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if u != nil {

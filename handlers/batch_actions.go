@@ -1,11 +1,10 @@
 package handlers
 
 import (
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"herald/i18n"
+	"herald/models"
 )
 
 // CancelBatch is POST /batches/:id/cancel: every message of the batch not sent yet
@@ -39,15 +38,11 @@ func (h *Handlers) ResendBatch(c *gin.Context) {
 }
 
 // batchFailed answers an action on a batch that failed, and reports whether it did: a
-// batch the user may not see (or none) is 404, anything else a server error.
+// batch the user may not see (or none) is 404, anything else its own answer.
 func (h *Handlers) batchFailed(c *gin.Context, id string, err error) bool {
-	switch {
-	case err == nil:
+	if err == nil {
 		return false
-	case isNotFound(err):
-		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
-	default:
-		h.serverError(c, err)
 	}
+	h.fail(c, err, saying(models.ErrNotFound, "error.no_batch", "ID", id))
 	return true
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -18,12 +17,8 @@ const callbackPageSize = 50
 func (h *Handlers) keyOfPath(c *gin.Context) (*models.APIKey, bool) {
 	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
 	k, err := h.Store.APIKeyByID(c.Request.Context(), id)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_api_key", "ID", c.Param("id"))
-		return nil, false
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_api_key", "ID", c.Param("id")))
 		return nil, false
 	}
 	return k, true
@@ -49,7 +44,7 @@ func (h *Handlers) renderCallback(c *gin.Context, status int, v views.KeyCallbac
 	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
 	events, err := h.Store.CallbackEventsOf(c.Request.Context(), v.Key.ID, v.State, before, callbackPageSize)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	v.Events = events
@@ -75,17 +70,9 @@ func (h *Handlers) SetKeyCallback(c *gin.Context) {
 	}
 	set := models.CallbackSetting{URL: c.PostForm("url"), Secret: c.PostForm("secret"), AllowPrivate: c.PostForm("allow_private_network") == "true"}
 	v := views.KeyCallback{Key: k, Form: views.CallbackForm{URL: set.URL, AllowPrivate: set.AllowPrivate}}
-	err := h.Dispatch.SetCallback(c.Request.Context(), actor(c), k, &set)
-	if errors.Is(err, models.ErrStateChanged) {
-		h.renderCallback(c, http.StatusConflict, v, map[string]string{"": tr(c, "users.keys.already_revoked", "Name", k.Name)})
-		return
-	}
-	if errs, ok := fieldErrors(c, err); ok {
-		h.renderCallback(c, http.StatusUnprocessableEntity, v, errs)
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	if err := h.Dispatch.SetCallback(c.Request.Context(), actor(c), k, &set); err != nil {
+		h.failOr(c, err, func(a answer) { h.renderCallback(c, a.Status, v, a.errs()) },
+			saying(models.ErrStateChanged, "users.keys.already_revoked", "Name", k.Name))
 		return
 	}
 	if set.URL == "" {
@@ -105,17 +92,10 @@ func (h *Handlers) ResendKeyEvent(c *gin.Context) {
 		return
 	}
 	event := c.Param("event")
-	err := h.Dispatch.ResendCallbackEvent(c.Request.Context(), actor(c), k, event)
-	switch {
-	case isNotFound(err):
-		ErrorPage(c, http.StatusNotFound, "callbacks.no_event", "ID", event)
-		return
-	case errors.Is(err, models.ErrStateChanged):
+	if err := h.Dispatch.ResendCallbackEvent(c.Request.Context(), actor(c), k, event); err != nil {
 		v := views.KeyCallback{Key: k, Form: views.CallbackForm{URL: k.CallbackURL, AllowPrivate: k.CallbackAllowPrivate}}
-		h.renderCallback(c, http.StatusConflict, v, map[string]string{"": tr(c, "callbacks.already_pending")})
-		return
-	case err != nil:
-		h.serverError(c, err)
+		h.failOr(c, err, func(a answer) { h.renderCallback(c, a.Status, v, a.errs()) },
+			saying(models.ErrNotFound, "callbacks.no_event", "ID", event), saying(models.ErrStateChanged, "callbacks.already_pending"))
 		return
 	}
 	h.redirectNotice(c, "/api-keys/"+c.Param("id")+"/callback", "resent", tr(c, "callbacks.event_subject", "ID", event))

@@ -43,7 +43,7 @@ func (h *Handlers) ComposePeople(c *gin.Context) {
 	}
 	picker, err := h.peoplePicker(c, c.Query("q"), selected)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, http.StatusOK, views.ComposePeople(picker))
@@ -226,7 +226,7 @@ var composeLabeled = map[string]bool{"account": true, "platform": true, "templat
 func (h *Handlers) Compose(c *gin.Context) {
 	f, req, errs, err := h.composeRequest(c)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if len(errs) > 0 {
@@ -241,7 +241,7 @@ func (h *Handlers) Compose(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/batches/"+res.Batch.ID)
@@ -254,7 +254,7 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 	ctx := c.Request.Context()
 	_, req, errs, err := h.composeRequest(c)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	var v views.ComposePreview
@@ -274,7 +274,7 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	ids := make([]int64, len(res.Messages))
@@ -284,7 +284,7 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 		v.Messages[m.RecipientID] = m
 	}
 	if v.Receive, err = h.Store.RecipientsByIDs(ctx, ids); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	models.SortRecipientsByName(v.Receive)
@@ -297,7 +297,7 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 		}
 	}
 	if v.Skipped, v.Rejected, err = h.reasonLines(c, res.Skipped, res.Rejected); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	v.Platform = res.Batch.Platform
@@ -307,7 +307,7 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 	v.SendAt = req.SendAt
 	wait, err := h.Dispatch.Waits(ctx, res)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	v.Approval, v.Threshold, v.QuietUntil, v.QuietAccount = wait.Approval, wait.Threshold, wait.QuietUntil, wait.Account
@@ -359,7 +359,7 @@ func (h *Handlers) reasonLines(c *gin.Context, skipped, rejected models.Reasons)
 func (h *Handlers) ComposeContent(c *gin.Context) {
 	t, err := h.chosenTemplate(c, c.Query("template"))
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, http.StatusOK, views.ComposeContent(views.ComposeForm{Template: c.Query("template")}, t, nil))
@@ -382,34 +382,34 @@ func (h *Handlers) renderCompose(c *gin.Context, status int, f views.ComposeForm
 	v := views.Compose{Form: f, TimeZone: h.Dispatch.Location.String()}
 	var err error
 	if v.Accounts, err = h.Store.EnabledAccounts(ctx); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if v.People, err = h.peoplePicker(c, f.Query, f.RecipientIDs); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if v.Departments, err = h.Store.Departments(ctx); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if v.Branches, err = h.Store.ActiveBranches(ctx); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	// Chinese names by pinyin, as people are.
 	slices.SortFunc(v.Departments, models.CompareNames)
 	slices.SortFunc(v.Branches, models.CompareNames)
 	if v.Templates, err = h.Store.Templates(ctx); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if v.Chosen, err = h.chosenTemplate(c, f.Template); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if v.Policies, err = h.Dispatch.Policies(ctx); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if v.Form.AccountID == 0 {
@@ -435,7 +435,7 @@ func (h *Handlers) Batch(c *gin.Context) {
 	// Who was not sent to, by name: only the full page shows them, not its live part.
 	var err error
 	if v.Skipped, v.Rejected, err = h.reasonLines(c, v.Batch.Skipped, v.Batch.Rejected); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	v.Decision.Notice = h.notice(c)
@@ -454,12 +454,8 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
 	b, err := h.Store.BatchByID(ctx, id)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
-		return views.BatchView{}, false
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_batch", "ID", id))
 		return views.BatchView{}, false
 	}
 	// Counts first, then the rows: the counts decide when the page stops polling, so the
@@ -467,23 +463,23 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 	// cannot show a state older than the counts.
 	counts, err := h.Store.BatchStatusCounts(ctx, id)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return views.BatchView{}, false
 	}
 	msgs, err := h.Store.MessagesOfBatch(ctx, id, batchListLimit)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return views.BatchView{}, false
 	}
 	slices.SortStableFunc(msgs, func(a, b models.BatchMessage) int { return models.CompareNames(a.RecipientName, b.RecipientName) })
 	v := views.BatchView{Batch: b, Messages: msgs, Counts: counts.ByStatus, Reached: counts.Reached, Falling: counts.Falling}
 	if v.Recall, err = h.Store.LatestRecallRequest(ctx, id); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return views.BatchView{}, false
 	}
 	if counts.ByStatus[models.StatusPending] > 0 {
 		if v.QuietWaiting, err = h.Store.QuietWaiting(ctx, id); err != nil {
-			h.serverError(c, err)
+			h.fail(c, err)
 			return views.BatchView{}, false
 		}
 	}

@@ -15,7 +15,7 @@ import (
 func (h *Handlers) Dashboard(c *gin.Context) {
 	d, err := h.dashboard(c.Request.Context())
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, http.StatusOK, views.DashboardPage(page(c, tr(c, "title.dashboard"), "dashboard"), d))
@@ -25,7 +25,7 @@ func (h *Handlers) Dashboard(c *gin.Context) {
 func (h *Handlers) DashboardLive(c *gin.Context) {
 	d, err := h.dashboard(c.Request.Context())
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, http.StatusOK, views.DashboardLive(d))

@@ -40,11 +40,11 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 		NoticeAtHolidays: c.Query("year") != ""}
 	var err error
 	if d.Week, err = h.dutyWeek(c); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if d.Rotations, err = h.rotationRows(c); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	var rf *models.ReminderConfig
@@ -54,14 +54,14 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 		rf, rerrs = &form.cfg, form.errs
 	}
 	if d.Reminder, err = h.reminderView(c, rf, rerrs); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	d.Roster = h.roster(ctx, c.DefaultQuery("date", today.Format(time.DateOnly)))
 	from, to := today.Format(time.DateOnly), today.AddDate(0, 0, overrideDays).Format(time.DateOnly)
 	overrides, err := h.Store.OverridesBetween(ctx, from, to)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	ids := make([]int64, len(overrides))
@@ -74,7 +74,7 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 	}
 	swaps, err := h.Store.SwapsByID(ctx, swapIDs)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	for _, sw := range swaps {
@@ -82,7 +82,7 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 	}
 	people, err := h.externalIDs(c, ids)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	for _, o := range overrides {
@@ -98,11 +98,11 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 		d.Year = y
 	}
 	if d.Holidays, err = h.Store.HolidaysBetween(ctx, fmt.Sprintf("%d-01-01", d.Year), fmt.Sprintf("%d-12-31", d.Year)); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if d.HolidayYears, err = h.Store.HolidayYears(ctx); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, status, views.DutyPage(page(c, tr(c, "title.duty"), "duty"), d, errs))
@@ -217,7 +217,7 @@ func (h *Handlers) RemoveDutySlot(c *gin.Context) {
 func (h *Handlers) afterWeekChange(c *gin.Context, err error) {
 	var fe *models.FieldError
 	if err != nil && !errors.As(err, &fe) {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if !isHTMX(c) {
@@ -230,7 +230,7 @@ func (h *Handlers) afterWeekChange(c *gin.Context, err error) {
 	}
 	w, werr := h.dutyWeek(c)
 	if werr != nil {
-		h.serverError(c, werr)
+		h.fail(c, werr)
 		return
 	}
 	status := http.StatusOK
@@ -263,7 +263,7 @@ func (h *Handlers) SetDutyOverride(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, "/duty", "saved", tr(c, "duty.notice.override", "Name", p.Name, "Date", f.Date))
@@ -273,14 +273,14 @@ func (h *Handlers) SetDutyOverride(c *gin.Context) {
 func (h *Handlers) DeleteDutyOverride(c *gin.Context) {
 	date, ext := c.PostForm("date"), c.PostForm("recipient")
 	p, err := h.Dispatch.DeleteOverride(c.Request.Context(), actor(c), date, ext)
-	_, invalid := fieldErrors(c, err)
-	if isNotFound(err) || invalid {
-		h.renderDuty(c, http.StatusNotFound, views.OverrideForm{}, views.HolidayForm{},
-			map[string]string{"": tr(c, "duty.no_override", "ID", ext, "Date", date)})
-		return
+	if _, invalid := fieldErrors(c, err); invalid {
+		// A date or a person that cannot be has no override either.
+		err = fmt.Errorf("handlers: override of %q on %q: %w", ext, date, models.ErrNotFound)
 	}
 	if err != nil {
-		h.serverError(c, err)
+		if a, ok := h.refusal(c, err, saying(models.ErrNotFound, "duty.no_override", "ID", ext, "Date", date)); ok {
+			h.renderDuty(c, a.Status, views.OverrideForm{}, views.HolidayForm{}, a.errs())
+		}
 		return
 	}
 	h.redirectNotice(c, "/duty", "deleted", tr(c, "duty.notice.override", "Name", p.Name, "Date", date))
@@ -306,7 +306,7 @@ func (h *Handlers) SetDutyHoliday(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, holidaysPath(hd.Date), "saved", tr(c, "duty.notice.holiday", "Date", hd.Date))
@@ -315,13 +315,10 @@ func (h *Handlers) SetDutyHoliday(c *gin.Context) {
 // DeleteDutyHoliday removes the holiday entry of a date.
 func (h *Handlers) DeleteDutyHoliday(c *gin.Context) {
 	date := c.PostForm("date")
-	err := h.Dispatch.DeleteHoliday(c.Request.Context(), actor(c), date)
-	if isNotFound(err) {
-		h.renderDuty(c, http.StatusNotFound, views.OverrideForm{}, views.HolidayForm{}, map[string]string{"": tr(c, "duty.no_holiday", "Date", date)})
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	if err := h.Dispatch.DeleteHoliday(c.Request.Context(), actor(c), date); err != nil {
+		if a, ok := h.refusal(c, err, saying(models.ErrNotFound, "duty.no_holiday", "Date", date)); ok {
+			h.renderDuty(c, a.Status, views.OverrideForm{}, views.HolidayForm{}, a.errs())
+		}
 		return
 	}
 	h.redirectNotice(c, holidaysPath(date), "deleted", tr(c, "duty.notice.holiday", "Date", date))

@@ -35,12 +35,12 @@ func (h *Handlers) renderDutyFeeds(c *gin.Context, status int, newFor, newURL st
 	ctx := c.Request.Context()
 	staff, err := h.Store.HeadOfficeStaff(ctx, dutyStaffLimit)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	feeds, err := h.Store.DutyFeeds(ctx)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	d := views.DutyFeeds{NewFor: newFor, NewURL: newURL, CanEdit: CurrentUser(c).Role.Allows(models.RoleOperator)}
@@ -62,7 +62,7 @@ func (h *Handlers) feedPerson(c *gin.Context) (*models.Recipient, bool) {
 	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
 	people, err := h.Store.RecipientsByIDs(c.Request.Context(), []int64{id})
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return nil, false
 	}
 	if len(people) == 0 {
@@ -85,7 +85,7 @@ func (h *Handlers) RotateDutyFeed(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	scheme := "http"
@@ -103,7 +103,7 @@ func (h *Handlers) DeleteDutyFeed(c *gin.Context) {
 	}
 	err := h.Dispatch.DeleteDutyFeed(c.Request.Context(), actor(c), p.ID)
 	if err != nil && !isNotFound(err) {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, "/duty/feeds", "deleted", tr(c, "feeds.notice", "Name", p.Name))
@@ -124,14 +124,14 @@ func (h *Handlers) DutyFeed(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	now := time.Now().In(h.Dispatch.Location)
 	from, to := now.AddDate(0, 0, -feedDaysBack).Format(time.DateOnly), now.AddDate(0, 0, feedDaysAhead).Format(time.DateOnly)
 	rosters, err := dispatch.Rosters(ctx, h.Store, from, to)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	cal := ical.NewCalendar()
@@ -173,7 +173,7 @@ func (h *Handlers) DutyFeed(c *gin.Context) {
 	}
 	var buf bytes.Buffer
 	if err := ical.NewEncoder(&buf).Encode(cal); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	c.Header("Cache-Control", "private, max-age=300")

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
 
 	"github.com/a-h/templ"
 	"github.com/gin-gonic/gin"
@@ -113,7 +112,11 @@ func render(c *gin.Context, status int, comp templ.Component) {
 // nothing taken from the request (a path, an id): a link could make the page say
 // anything, in Herald's own words and layout.
 func ErrorPage(c *gin.Context, status int, key string, args ...any) {
-	message := i18n.T(c.Request.Context(), key, args...)
+	errorPage(c, status, i18n.T(c.Request.Context(), key, args...))
+}
+
+// errorPage renders the console's error page with a sentence (see ErrorPage).
+func errorPage(c *gin.Context, status int, message string) {
 	p := page(c, tr(c, "title.error"), "")
 	// The language switch of an error page comes back to the dashboard, not to the path
 	// asked for: a made-up path must not travel on in the page's form.
@@ -123,21 +126,7 @@ func ErrorPage(c *gin.Context, status int, key string, args ...any) {
 }
 
 // ConsoleUnavailable shows the console's page for a database that did not answer in time.
-func ConsoleUnavailable(c *gin.Context) {
-	c.Header("Retry-After", RetryAfterSeconds)
-	ErrorPage(c, http.StatusServiceUnavailable, "error.database_unavailable")
-}
-
-// serverError logs an unexpected error once and shows a generic page.
-func (h *Handlers) serverError(c *gin.Context, err error) {
-	if models.Unavailable(err) {
-		h.Log.Warn("request: database unavailable", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
-		ConsoleUnavailable(c)
-		return
-	}
-	h.Log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "error", err)
-	ErrorPage(c, http.StatusInternalServerError, "error.internal")
-}
+func ConsoleUnavailable(c *gin.Context) { showAnswer(c, unavailable(c, onPage)) }
 
 // fieldErrors turns a validation error into a field → message map for a form; ok is
 // false for any other error.

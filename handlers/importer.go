@@ -105,7 +105,7 @@ func runImport[T any](h *Handlers, c *gin.Context, im csvImport[T]) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if im.label != nil {
@@ -146,7 +146,7 @@ func runImport[T any](h *Handlers, c *gin.Context, im csvImport[T]) {
 	v.Total = len(file.rows)
 	effects, err := im.effects(c.Request.Context(), items)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	counts := map[string]int{}
@@ -170,6 +170,6 @@ func runImport[T any](h *Handlers, c *gin.Context, im csvImport[T]) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 	}
 }

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -123,12 +122,12 @@ func (h *Handlers) messagesView(c *gin.Context) (views.Messages, map[string]stri
 	ctx := c.Request.Context()
 	accounts, err := h.Store.Accounts(ctx)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return views.Messages{}, nil, false
 	}
 	vf, f, errs, err := h.messageFilter(c, c.Query, accounts)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return views.Messages{}, nil, false
 	}
 	v := views.Messages{Filter: vf, Accounts: accounts, AccountNames: map[int64]string{}, Platforms: channels.Platforms,
@@ -143,7 +142,7 @@ func (h *Handlers) messagesView(c *gin.Context) (views.Messages, map[string]stri
 		}
 	}
 	if v.Rows, err = h.Dispatch.Messages(ctx, actor(c), f, after, pageSize+1); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return views.Messages{}, nil, false
 	}
 	q := messageQuery(vf)
@@ -174,12 +173,8 @@ func (h *Handlers) Message(c *gin.Context) {
 func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]string) {
 	ctx := c.Request.Context()
 	m, err := h.Store.MessageWithRecipient(ctx, c.Param("id"))
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_message", "ID", c.Param("id"))
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_message", "ID", c.Param("id")))
 		return
 	}
 	d := views.MessageDetail{Message: m, Notice: h.notice(c), Now: time.Now(),
@@ -187,27 +182,27 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 	if d.CanRecall && channels.RecallsCall(m.Platform) {
 		carried, err := h.Store.SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID)
 		if err != nil {
-			h.serverError(c, err)
+			h.fail(c, err)
 			return
 		}
 		d.RecallReach = max(len(carried), 1)
 	}
 	if d.Attempts, err = h.Store.AttemptsOf(ctx, m.ID); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if d.Digested, err = h.Store.DigestedInto(ctx, m.ID, digestNoticesShown); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if d.Silences, err = h.Store.SilencesOfMessage(ctx, m.ID); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	if a, err := h.Store.AccountByID(ctx, m.AccountID); err == nil {
 		d.Account = a.Name
 	} else if !isNotFound(err) {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, status, views.MessagePage(page(c, tr(c, "title.message"), "messages"), d, errs))
@@ -226,6 +221,21 @@ func (h *Handlers) MessageCancel(c *gin.Context) {
 	h.changeMessageFromConsole(c, "cancel")
 }
 
+// messageStatus is m's status as the API names it; "" for no message (a refusal before
+// it was read).
+func messageStatus(m *models.Message) string {
+	if m == nil {
+		return ""
+	}
+	return string(m.Status)
+}
+
+// statusInSentence is m's status as the console says it inside a sentence, in lower
+// case ("The message is pending now").
+func statusInSentence(c *gin.Context, m *models.Message) string {
+	return strings.ToLower(i18n.Name(c.Request.Context(), "status", messageStatus(m)))
+}
+
 func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
@@ -234,18 +244,9 @@ func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
 		change = h.Dispatch.RetryMessage
 	}
 	m, err := change(ctx, actor(c), id)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_message", "ID", id)
-		return
-	}
-	if errors.Is(err, models.ErrStateChanged) {
-		// The status sits inside a sentence: lower case ("The message is pending now").
-		status := strings.ToLower(i18n.Name(ctx, "status", string(m.Status)))
-		h.renderMessage(c, http.StatusConflict, map[string]string{"": tr(c, "messages.detail."+op+"_refused", "Status", status)})
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.failOr(c, err, func(a answer) { h.renderMessage(c, a.Status, a.errs()) }, saying(models.ErrNotFound, "error.no_message", "ID", id),
+			saying(models.ErrStateChanged, "messages.detail."+op+"_refused", "Status", statusInSentence(c, m)))
 		return
 	}
 	h.redirectNotice(c, "/messages/"+id, map[string]string{"cancel": "cancelled", "retry": "retried"}[op], views.ShortID(id))
@@ -260,12 +261,12 @@ func (h *Handlers) ResendForm(c *gin.Context) {
 	ctx := c.Request.Context()
 	accounts, err := h.Store.Accounts(ctx)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	vf, f, errs, err := h.messageFilter(c, c.Query, accounts)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	back := withQuery("/messages", messageQuery(vf))
@@ -275,7 +276,7 @@ func (h *Handlers) ResendForm(c *gin.Context) {
 	}
 	n, err := h.Store.CountStopped(ctx, f)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	conf := views.Confirm{Title: tr(c, "title.re_send_stopped_messages"), Action: "/messages/resend",
@@ -320,12 +321,12 @@ func (h *Handlers) Resend(c *gin.Context) {
 	ctx := c.Request.Context()
 	accounts, err := h.Store.Accounts(ctx)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	vf, f, errs, err := h.messageFilter(c, c.PostForm, accounts)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	back := withQuery("/messages", messageQuery(vf))
@@ -335,7 +336,7 @@ func (h *Handlers) Resend(c *gin.Context) {
 	}
 	resent, err := h.Dispatch.ResendStopped(ctx, actor(c), f, resendMax)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	subject := i18n.N(ctx, "messages.resend.subject", resent.Retried)

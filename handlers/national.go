@@ -96,7 +96,7 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 			h.renderNational(c, http.StatusUnprocessableEntity, v, map[string]string{field: msg})
 			return
 		}
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	asWeekday := map[string]int{}
@@ -109,13 +109,13 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 	ctx := c.Request.Context()
 	if c.PostForm("mode") == "apply" {
 		if err := h.applyHolidays(c, list, dispatch.HolidaysFromNational); err != nil {
-			h.serverError(c, err)
+			h.fail(c, err)
 		}
 		return
 	}
 	changes, err := h.Store.HolidayChanges(ctx, list)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	entries, _ := json.Marshal(days)

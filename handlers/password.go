@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 
@@ -19,7 +18,7 @@ func (h *Handlers) PasswordForm(c *gin.Context) {
 func (h *Handlers) renderAccount(c *gin.Context, status int, changed bool, errs map[string]string) {
 	list, err := h.Sessions.Active(c, CurrentUser(c).ID)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	v := views.Account{Changed: changed, Sessions: list}
@@ -35,23 +34,20 @@ func (h *Handlers) renderAccount(c *gin.Context, status int, changed bool, errs 
 func (h *Handlers) ChangePassword(c *gin.Context) {
 	u := CurrentUser(c)
 	err := h.Dispatch.ChangePassword(c.Request.Context(), actor(c), u, c.PostForm("current_password"), c.PostForm("new_password"))
-	if errors.Is(err, models.ErrThrottled) {
-		wait := models.RetryAfterSeconds(err)
-		c.Header("Retry-After", strconv.Itoa(wait))
-		h.renderAccount(c, http.StatusTooManyRequests, false,
-			map[string]string{"current_password": tr(c, "users.me.throttled", "Seconds", wait)})
-		return
-	}
-	if errs, ok := fieldErrors(c, err); ok {
-		h.renderAccount(c, http.StatusUnprocessableEntity, false, errs)
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		wait := models.RetryAfterSeconds(err)
+		h.failOr(c, err, func(a answer) {
+			if wait > 0 {
+				// The current password went unchecked: Retry-After says when it will be.
+				c.Header("Retry-After", strconv.Itoa(wait))
+				a.Field = "current_password"
+			}
+			h.renderAccount(c, a.Status, false, a.errs())
+		}, saying(models.ErrThrottled, "users.me.throttled", "Seconds", wait))
 		return
 	}
 	if err := h.Sessions.Start(c, u); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	// The page lists the fresh session, which the middleware did not load.
@@ -63,12 +59,12 @@ func (h *Handlers) ChangePassword(c *gin.Context) {
 func (h *Handlers) SignOutEverywhere(c *gin.Context) {
 	u := CurrentUser(c)
 	if err := h.Dispatch.SignOutEverywhere(c.Request.Context(), actor(c), u); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	// This browser's session went with the others: End clears its cookie.
 	if err := h.Sessions.End(c); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/login")
@@ -84,7 +80,7 @@ func (h *Handlers) SetLanguage(c *gin.Context) {
 			h.renderAccount(c, http.StatusUnprocessableEntity, false, errs)
 			return
 		}
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	c.Redirect(http.StatusSeeOther, safeNext(c.PostForm("next")))

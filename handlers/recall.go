@@ -1,13 +1,8 @@
 package handlers
 
 import (
-	"errors"
-	"net/http"
-	"strings"
-
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
 	"herald/i18n"
 	"herald/models"
 	"herald/views"
@@ -20,22 +15,12 @@ func (h *Handlers) MessageRecall(c *gin.Context) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
 	m, err := h.Dispatch.RecallMessage(ctx, actor(c), id)
-	var re *dispatch.RecallError
-	switch {
-	case isNotFound(err):
-		ErrorPage(c, http.StatusNotFound, "error.no_message", "ID", id)
-	case errors.As(err, &re) && re.Code == dispatch.RecallFailed:
-		h.renderMessage(c, http.StatusBadGateway, map[string]string{"": tr(c, "recall.error.failed", "Error", re.Unwrap().Error())})
-	case errors.As(err, &re):
-		h.renderMessage(c, http.StatusConflict, map[string]string{"": tr(c, "recall.error."+re.Code, re.Args()...)})
-	case errors.Is(err, models.ErrStateChanged):
-		status := strings.ToLower(i18n.Name(ctx, "status", string(m.Status)))
-		h.renderMessage(c, http.StatusConflict, map[string]string{"": tr(c, "recall.error.state", "Status", status)})
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		h.redirectNotice(c, "/messages/"+id, "note", tr(c, "recall.notice.message", "ID", views.ShortID(id)))
+	if err != nil {
+		h.failOr(c, err, func(a answer) { h.renderMessage(c, a.Status, a.errs()) }, saying(models.ErrNotFound, "error.no_message", "ID", id),
+			saying(models.ErrStateChanged, "recall.error.state", "Status", statusInSentence(c, m)))
+		return
 	}
+	h.redirectNotice(c, "/messages/"+id, "note", tr(c, "recall.notice.message", "ID", views.ShortID(id)))
 }
 
 // BatchRecall is POST /batches/:id/recall: every message of the batch is recalled (or
@@ -86,29 +71,11 @@ func (h *Handlers) RejectRecall(c *gin.Context) {
 // whether it did: the requester is refused, a request decided already is a note, a
 // reason refused shows beside the field with what was typed.
 func (h *Handlers) recallDecisionFailed(c *gin.Context, id string, err error, reason string) bool {
-	switch {
-	case err == nil:
+	if err == nil {
 		return false
-	case isNotFound(err):
-		ErrorPage(c, http.StatusNotFound, "error.no_batch", "ID", id)
-	case errors.Is(err, dispatch.ErrOwnRecall):
-		ErrorPage(c, http.StatusForbidden, "recall.error.own_request")
-	case errors.Is(err, dispatch.ErrRecallExpired):
-		h.redirectNotice(c, "/batches/"+id, "note", tr(c, "recall.error.expired"))
-	case errors.Is(err, models.ErrStateChanged):
-		h.redirectNotice(c, "/batches/"+id, "note", tr(c, "recall.error.decided"))
-	default:
-		errs, ok := fieldErrors(c, err)
-		if !ok {
-			h.serverError(c, err)
-			return true
-		}
-		v, ok := h.batchView(c)
-		if !ok {
-			return true
-		}
-		v.RecallDecision = views.DecisionForm{Reason: reason, Errs: errs}
-		render(c, http.StatusUnprocessableEntity, views.BatchPage(page(c, tr(c, "title.batch"), ""), v))
 	}
+	h.failOr(c, err, func(a answer) {
+		h.decisionRefused(c, a, "/batches/"+id, func(v *views.BatchView) { v.RecallDecision = views.DecisionForm{Reason: reason, Errs: a.errs()} })
+	}, saying(models.ErrNotFound, "error.no_batch", "ID", id), saying(models.ErrStateChanged, "recall.error.decided"))
 	return true
 }

@@ -46,7 +46,7 @@ func (h *Handlers) Recipients(c *gin.Context) {
 	f.After, f.Limit = c.Query("after"), pageSize+1
 	people, err := h.Store.ListRecipients(ctx, f)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	q := recipientQuery(v.Filter)
@@ -62,7 +62,7 @@ func (h *Handlers) Recipients(c *gin.Context) {
 	v.People = people
 	v.Export = withQuery("/recipients/export.csv", q)
 	if v.Branches, err = h.Store.Branches(ctx); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, http.StatusOK, views.RecipientsPage(page(c, tr(c, "title.staff"), "recipients"), v))
@@ -184,7 +184,7 @@ func (h *Handlers) CreateRecipient(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, "/recipients", "created", r.Name+" ("+r.ExternalID+")")
@@ -193,12 +193,8 @@ func (h *Handlers) CreateRecipient(c *gin.Context) {
 // storedRecipient loads the person named in the path, or shows 404.
 func (h *Handlers) storedRecipient(c *gin.Context) (*models.Recipient, bool) {
 	r, err := h.Store.RecipientByExternalID(c.Request.Context(), c.Param("id"))
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_recipient", "ID", c.Param("id"))
-		return nil, false
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_recipient", "ID", c.Param("id")))
 		return nil, false
 	}
 	return r, true
@@ -218,16 +214,10 @@ func (h *Handlers) UpdateRecipient(c *gin.Context) {
 		return
 	}
 	r, err := h.Dispatch.UpdateRecipient(c.Request.Context(), actor(c), old.ExternalID, recipientFromForm(c))
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_recipient", "ID", old.ExternalID)
-		return
-	}
-	if errs, ok := fieldErrors(c, err); ok {
-		render(c, http.StatusUnprocessableEntity, views.RecipientFormPage(page(c, old.Name, "recipients"), r, true, errs))
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.failOr(c, err, func(a answer) {
+			render(c, a.Status, views.RecipientFormPage(page(c, old.Name, "recipients"), r, true, a.errs()))
+		}, saying(models.ErrNotFound, "error.no_recipient", "ID", old.ExternalID))
 		return
 	}
 	h.redirectNotice(c, "/recipients", "saved", r.Name+" ("+r.ExternalID+")")
@@ -237,12 +227,8 @@ func (h *Handlers) UpdateRecipient(c *gin.Context) {
 func (h *Handlers) SetRecipientActive(c *gin.Context) {
 	active := c.PostForm("active") == "true"
 	r, err := h.Dispatch.SetRecipientActive(c.Request.Context(), actor(c), c.Param("id"), active)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_recipient", "ID", c.Param("id"))
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_recipient", "ID", c.Param("id")))
 		return
 	}
 	notice := "deactivated"

@@ -126,7 +126,7 @@ func (h *Handlers) CreateRotation(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, "/duty#rotations", "saved", tr(c, "rotation.notice", "Name", spec.Name))
@@ -136,17 +136,13 @@ func (h *Handlers) CreateRotation(c *gin.Context) {
 func (h *Handlers) EditRotationForm(c *gin.Context) {
 	ctx := c.Request.Context()
 	r, err := h.Store.RotationByName(ctx, c.Param("name"))
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_rotation", "Name", c.Param("name"))
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_rotation", "Name", c.Param("name")))
 		return
 	}
 	specs, err := h.Store.RotationSpecs(ctx, []models.Rotation{*r})
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	s := specs[0]
@@ -161,24 +157,17 @@ func (h *Handlers) UpdateRotation(c *gin.Context) {
 	if err == nil {
 		spec, err = h.Dispatch.UpdateRotation(c.Request.Context(), actor(c), f.Original, spec)
 	}
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_rotation", "Name", f.Original)
-		return
-	}
-	if errors.Is(err, models.ErrStateChanged) {
-		h.renderRotationForm(c, http.StatusConflict, f, map[string]string{"": tr(c, "error.changed_meanwhile")})
-		return
-	}
-	if inUse, ok := errors.AsType[*dispatch.RotationInUseError](err); ok {
-		h.renderRotationForm(c, http.StatusConflict, f, map[string]string{"name": rotationInUse(c, inUse)})
-		return
-	}
 	if errs, ok := rotationFormErrors(c, err); ok {
 		h.renderRotationForm(c, http.StatusUnprocessableEntity, f, errs)
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.failOr(c, err, func(a answer) {
+			if errors.Is(err, dispatch.ErrRotationInUse) {
+				a.Field = "name" // the name the policies go on using
+			}
+			h.renderRotationForm(c, a.Status, f, a.errs())
+		}, saying(models.ErrNotFound, "error.no_rotation", "Name", f.Original))
 		return
 	}
 	h.redirectNotice(c, "/duty#rotations", "saved", tr(c, "rotation.notice", "Name", spec.Name))
@@ -187,25 +176,11 @@ func (h *Handlers) UpdateRotation(c *gin.Context) {
 // DeleteRotation removes a rotation.
 func (h *Handlers) DeleteRotation(c *gin.Context) {
 	name := c.Param("name")
-	err := h.Dispatch.DeleteRotation(c.Request.Context(), actor(c), name)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_rotation", "Name", name)
-		return
-	}
-	if inUse, ok := errors.AsType[*dispatch.RotationInUseError](err); ok {
-		ErrorPage(c, http.StatusConflict, "rotation.in_use", "Name", inUse.Rotation, "Policies", strings.Join(inUse.Policies, ", "))
-		return
-	}
-	if err != nil {
-		h.serverError(c, err)
+	if err := h.Dispatch.DeleteRotation(c.Request.Context(), actor(c), name); err != nil {
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_rotation", "Name", name))
 		return
 	}
 	h.redirectNotice(c, "/duty#rotations", "deleted", tr(c, "rotation.notice", "Name", name))
-}
-
-// rotationInUse says which policies keep a rotation from being deleted or renamed.
-func rotationInUse(c *gin.Context, e *dispatch.RotationInUseError) string {
-	return tr(c, "rotation.in_use", "Name", e.Rotation, "Policies", strings.Join(e.Policies, ", "))
 }
 
 // DutyCalendar is the month view of the duty calendar (?month=YYYY-MM).
@@ -216,12 +191,12 @@ func (h *Handlers) DutyCalendar(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	people, err := h.rosterPeople(c, rosters)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	today := time.Now().In(h.Dispatch.Location).Format(time.DateOnly)

@@ -26,7 +26,7 @@ func (h *Handlers) Silences(c *gin.Context) {
 		list, err = h.Dispatch.Silences(ctx, actor(c), "")
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	ids := make([]int64, len(list))
@@ -35,7 +35,7 @@ func (h *Handlers) Silences(c *gin.Context) {
 	}
 	ever, holding, err := h.Store.HeldCounts(ctx, ids)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	v := views.SilencesView{State: state, List: list, Ever: ever, Holding: holding, Now: models.Now(), Notice: h.notice(c)}
@@ -139,10 +139,10 @@ func (h *Handlers) consoleSilence(c *gin.Context) (*models.Silence, bool) {
 	switch {
 	case err == nil:
 		return sil, true
-	case isNotFound(err), errors.Is(err, strconv.ErrSyntax), errors.Is(err, strconv.ErrRange):
+	case errors.Is(err, strconv.ErrSyntax), errors.Is(err, strconv.ErrRange):
 		ErrorPage(c, http.StatusNotFound, "silences.none")
 	default:
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "silences.none"))
 	}
 	return nil, false
 }
@@ -178,12 +178,9 @@ func (h *Handlers) afterSilenceSave(c *gin.Context, id int64, f views.SilenceFor
 		h.renderSilenceForm(c, http.StatusUnprocessableEntity, id, f, errs)
 		return
 	}
-	if errors.Is(err, models.ErrStateChanged) {
-		h.renderSilenceForm(c, http.StatusConflict, id, f, map[string]string{"": tr(c, "silences.expired_meanwhile")})
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.failOr(c, err, func(a answer) { h.renderSilenceForm(c, a.Status, id, f, a.errs()) },
+			saying(models.ErrStateChanged, "silences.expired_meanwhile"))
 		return
 	}
 	if saved.Approval == models.ApprovalAwaiting {
@@ -222,7 +219,7 @@ func (h *Handlers) PreviewSilence(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	var reasons string
@@ -263,14 +260,10 @@ func (h *Handlers) decideSilence(c *gin.Context, approve bool) {
 
 // afterSilenceAction returns to the list with what happened.
 func (h *Handlers) afterSilenceAction(c *gin.Context, id int64, done string, err error) {
-	switch {
-	case errors.Is(err, dispatch.ErrOwnSilence):
-		h.redirectNotice(c, "/silences", "note", tr(c, "silences.notice.own", "ID", id))
-	case errors.Is(err, models.ErrStateChanged):
-		h.redirectNotice(c, "/silences", "note", tr(c, "silences.notice.changed", "ID", id))
-	case err != nil:
-		h.serverError(c, err)
-	default:
-		h.redirectNotice(c, "/silences", "note", tr(c, done, "ID", id))
+	if err != nil {
+		h.failOr(c, err, func(a answer) { h.redirectNotice(c, "/silences", "note", a.Message) },
+			saying(models.ErrStateChanged, "silences.notice.changed", "ID", id))
+		return
 	}
+	h.redirectNotice(c, "/silences", "note", tr(c, done, "ID", id))
 }

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -22,7 +21,7 @@ func swapLabel(sw models.DutySwap, people map[int64]models.Recipient) string {
 func (h *Handlers) renderSwapForm(c *gin.Context, status int, f views.SwapForm, errs map[string]string) {
 	staff, err := h.Store.HeadOfficeStaff(c.Request.Context(), dutyStaffLimit)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	f.Today = time.Now().In(h.Dispatch.Location).Format(time.DateOnly)
@@ -44,7 +43,7 @@ func (h *Handlers) CreateSwap(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, "/duty#overrides", "saved", tr(c, "swap.notice", "Label", swapLabel(*sw, swapPeople(people))))
@@ -59,12 +58,8 @@ func swapPeople(people [2]models.Recipient) map[int64]models.Recipient {
 func (h *Handlers) DeleteSwap(c *gin.Context) {
 	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
 	sw, people, err := h.Dispatch.DeleteSwap(c.Request.Context(), actor(c), id)
-	if isNotFound(err) || errors.Is(err, models.ErrStateChanged) {
-		ErrorPage(c, http.StatusNotFound, "error.no_swap", "ID", c.Param("id"))
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_swap", "ID", c.Param("id")))
 		return
 	}
 	h.redirectNotice(c, "/duty#overrides", "deleted", tr(c, "swap.notice", "Label", swapLabel(*sw, swapPeople(people))))
@@ -104,7 +99,7 @@ func (h *Handlers) SaveDutyReminder(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, "/duty#reminder", "saved", tr(c, "reminder.notice"))

@@ -39,17 +39,13 @@ func (h *Handlers) templateHistory(c *gin.Context, e *views.TemplateEditor) erro
 func (h *Handlers) TemplateDiff(c *gin.Context) {
 	ctx := c.Request.Context()
 	t, err := h.Store.TemplateByName(ctx, c.Param("name"))
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", c.Param("name"))
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_template", "Name", c.Param("name")))
 		return
 	}
 	versions, err := h.Store.TemplateVersions(ctx, t.ID)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	d := views.TemplateDiff{Name: t.Name, Label: t.Label(), Versions: versions, A: max(t.Version-1, 1), B: t.Version}
@@ -100,16 +96,8 @@ func (h *Handlers) RollbackTemplate(c *gin.Context) {
 	n, _ := strconv.Atoi(c.PostForm("version"))
 	rerender := c.PostForm("waiting") == views.WaitingRerender
 	t, err := h.Dispatch.RollbackTemplate(c.Request.Context(), actor(c), name, n, rerender)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", name)
-		return
-	}
-	if errs, ok := fieldErrors(c, err); ok {
-		h.rerenderEditor(c, name, rerender, errs)
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.failOr(c, err, func(a answer) { h.rerenderEditor(c, a, name, rerender) }, saying(models.ErrNotFound, "error.no_template", "Name", name))
 		return
 	}
 	h.redirectNotice(c, "/templates", "saved", tr(c, "versions.rolled_back", "Name", t.Label(), "From", n, "Version", t.Version))
@@ -121,16 +109,8 @@ func (h *Handlers) RetireTemplateVersion(c *gin.Context) {
 	name := c.Param("name")
 	n, _ := strconv.Atoi(c.PostForm("version"))
 	_, err := h.Dispatch.RetireTemplateVersion(c.Request.Context(), actor(c), name, n)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", name)
-		return
-	}
-	if errs, ok := fieldErrors(c, err); ok {
-		h.rerenderEditor(c, name, false, errs)
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.failOr(c, err, func(a answer) { h.rerenderEditor(c, a, name, false) }, saying(models.ErrNotFound, "error.no_template", "Name", name))
 		return
 	}
 	h.redirectNotice(c, "/templates", "saved", tr(c, "versions.retired_note", "Name", name, "Version", n))
@@ -138,13 +118,13 @@ func (h *Handlers) RetireTemplateVersion(c *gin.Context) {
 
 // rerenderEditor shows the saved template's editor again with errors of a form on it
 // other than the editor's own (the rollback).
-func (h *Handlers) rerenderEditor(c *gin.Context, name string, rerender bool, errs map[string]string) {
+func (h *Handlers) rerenderEditor(c *gin.Context, refused answer, name string, rerender bool) {
 	t, err := h.Store.TemplateByName(c.Request.Context(), name)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	f := savedTemplateForm(c, t)
 	f.Rerender = rerender
-	h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, errs)
+	h.renderTemplateForm(c, refused.Status, f, refused.errs())
 }

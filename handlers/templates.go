@@ -19,7 +19,7 @@ import (
 func (h *Handlers) Templates(c *gin.Context) {
 	list, err := h.Store.Templates(c.Request.Context())
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, http.StatusOK, views.TemplatesPage(page(c, tr(c, "title.templates"), "templates"), list, h.notice(c)))
@@ -159,12 +159,12 @@ func (h *Handlers) renderTemplateForm(c *gin.Context, status int, f views.Templa
 	ctx := c.Request.Context()
 	people, err := h.Store.ActiveRecipients(ctx, composeListLimit)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	accounts, err := h.Store.EnabledAccounts(ctx)
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	title := tr(c, "templates.form.new_heading")
@@ -176,7 +176,7 @@ func (h *Handlers) renderTemplateForm(c *gin.Context, status int, f views.Templa
 	}
 	e := views.TemplateEditor{Form: f, Preview: h.preview(c, f), People: people, Accounts: accounts}
 	if err := h.templateHistory(c, &e); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	render(c, status, views.TemplateFormPage(page(c, title, "templates"), e, errs))
@@ -197,7 +197,7 @@ func (h *Handlers) CreateTemplate(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, "/templates", "created", tr(c, "templates.subject", "Name", t.Label()))
@@ -206,12 +206,8 @@ func (h *Handlers) CreateTemplate(c *gin.Context) {
 // EditTemplateForm shows a template in the editor (read-only for viewers).
 func (h *Handlers) EditTemplateForm(c *gin.Context) {
 	t, err := h.Store.TemplateByName(c.Request.Context(), c.Param("name"))
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", c.Param("name"))
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_template", "Name", c.Param("name")))
 		return
 	}
 	h.renderTemplateForm(c, http.StatusOK, savedTemplateForm(c, t), nil)
@@ -229,16 +225,8 @@ func savedTemplateForm(c *gin.Context, t *models.Template) views.TemplateForm {
 func (h *Handlers) UpdateTemplate(c *gin.Context) {
 	f := templateFormOf(c, c.Param("name"))
 	t, err := h.Dispatch.UpdateTemplate(c.Request.Context(), actor(c), f.OldName, templateInput(f))
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", f.OldName)
-		return
-	}
-	if errs, ok := fieldErrors(c, err); ok {
-		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, errs)
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.failOr(c, err, func(a answer) { h.renderTemplateForm(c, a.Status, f, a.errs()) }, saying(models.ErrNotFound, "error.no_template", "Name", f.OldName))
 		return
 	}
 	h.redirectNotice(c, "/templates", "saved", tr(c, "templates.subject", "Name", t.Label()))
@@ -248,12 +236,8 @@ func (h *Handlers) UpdateTemplate(c *gin.Context) {
 func (h *Handlers) DeleteTemplate(c *gin.Context) {
 	name := c.Param("name")
 	err := h.Dispatch.DeleteTemplate(c.Request.Context(), actor(c), name)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_template", "Name", name)
-		return
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_template", "Name", name))
 		return
 	}
 	h.redirectNotice(c, "/templates", "deleted", tr(c, "templates.subject", "Name", name))
@@ -283,7 +267,7 @@ func (h *Handlers) TestSendTemplate(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.audit(c, u.Username, "template.test_send", "batch", res.Batch.ID, "template "+f.OldName,

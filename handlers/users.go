@@ -20,7 +20,7 @@ func (h *Handlers) Users(c *gin.Context) {
 func (h *Handlers) renderUsers(c *gin.Context, status int, f views.UserForm, errs map[string]string) {
 	list, err := h.Store.Users(c.Request.Context())
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	v := views.Users{List: list, Self: CurrentUser(c).ID, Form: f, Notice: h.notice(c)}
@@ -36,7 +36,7 @@ func (h *Handlers) CreateUser(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, "/users", "created", tr(c, "users.subject_user", "Name", u.Username))
@@ -53,12 +53,8 @@ func (h *Handlers) targetUser(c *gin.Context, selfKey string) (*models.User, boo
 		return nil, false
 	}
 	u, err := h.Store.UserByID(c.Request.Context(), id)
-	if isNotFound(err) {
-		ErrorPage(c, http.StatusNotFound, "error.no_user", "ID", c.Param("id"))
-		return nil, false
-	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err, saying(models.ErrNotFound, "error.no_user", "ID", c.Param("id")))
 		return nil, false
 	}
 	if u.ID == CurrentUser(c).ID {
@@ -83,7 +79,7 @@ func (h *Handlers) SetUserRole(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, "/users", "role", tr(c, "users.subject_role", "Name", u.Username, "Role", i18n.Name(c.Request.Context(), "role", string(role))))
@@ -97,7 +93,7 @@ func (h *Handlers) SetUserDisabled(c *gin.Context) {
 	}
 	disabled := c.PostForm("disabled") == "true"
 	if err := h.Dispatch.SetUserDisabled(c.Request.Context(), actor(c), u, disabled); err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	notice := "enabled"
@@ -121,7 +117,7 @@ func (h *Handlers) ResetUserPassword(c *gin.Context) {
 		return
 	}
 	if err != nil {
-		h.serverError(c, err)
+		h.fail(c, err)
 		return
 	}
 	h.redirectNotice(c, "/users", "password", u.Username)

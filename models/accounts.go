@@ -347,8 +347,10 @@ func (s *Store) UnreadableAccounts(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// ErrInUse means a resource cannot be removed while something depends on it.
-var ErrInUse = errors.New("in use")
+// ErrInUse means a resource cannot be removed while something depends on it: an
+// account with undelivered messages, the one resource it refuses today, whose message
+// it carries.
+var ErrInUse = Declare(DomainError{Kind: KindConflict, Code: "in_use", Key: "api.account_in_use", Text: "in use"})
 
 // DeleteAccount removes an account that has no undelivered messages.
 func (s *Store) DeleteAccount(ctx context.Context, id int64) error {

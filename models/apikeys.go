@@ -276,5 +276,5 @@ func (s *Store) LiveAPIKeyByName(ctx context.Context, name string) (*APIKey, err
 	case 1:
 		return &list[0], nil
 	}
-	return nil, fmt.Errorf("models: api key %q: %w", name, ErrAmbiguous)
+	return nil, fmt.Errorf("models: api key %q: %w", name, ErrAmbiguous.With("Name", name))
 }

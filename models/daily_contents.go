@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"time"
 
@@ -29,7 +28,8 @@ func (DailyContent) TableName() string { return "daily_contents" }
 
 // ErrContentTaken means another intake recorded the same content for the same person on
 // the same day between this intake's look and its write: planning it again skips them.
-var ErrContentTaken = errors.New("same content already sent today")
+var ErrContentTaken = Declare(DomainError{Kind: KindConflict, Code: "duplicate_content_today", Key: "compose.reason_sentence.duplicate_content_today",
+	Text: "same content already sent today"})
 
 // ContentHash identifies a message's content as the platform compares it: its type,
 // title and text.

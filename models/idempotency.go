@@ -34,10 +34,12 @@ type IdempotencyKey struct {
 }
 
 // ErrIdempotencyMismatch means the key was used before with a different request body.
-var ErrIdempotencyMismatch = errors.New("idempotency key reused with a different request")
+var ErrIdempotencyMismatch = Declare(DomainError{Kind: KindInvalid, Code: "idempotency_mismatch", Key: "api.idempotency_mismatch",
+	Field: "idempotency_key", Text: "idempotency key reused with a different request"})
 
 // ErrIdempotencyInFlight means the first request with this key is still being processed.
-var ErrIdempotencyInFlight = errors.New("a request with this idempotency key is in flight")
+var ErrIdempotencyInFlight = Declare(DomainError{Kind: KindConflict, Code: "idempotency_in_flight", Key: "api.idempotency_in_flight",
+	Field: "idempotency_key", Text: "a request with this idempotency key is in flight"})
 
 // BeginIdempotent claims a key for a request. It returns nil, nil when the caller should
 // process the request (and then call CompleteIdempotent or AbortIdempotent); the earlier

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strconv"
 )
@@ -29,7 +28,8 @@ const sealPrefix = "v1:"
 // ErrUnreadable means sealed credentials open with none of the keys Herald holds:
 // HERALD_SECRET_KEY changed without HERALD_SECRET_KEY_PREVIOUS, or the value was copied
 // from another row. They must be entered again.
-var ErrUnreadable = errors.New("credentials cannot be decrypted")
+var ErrUnreadable = Declare(DomainError{Kind: KindConflict, Code: "account_unreadable", Key: "compose.check.account_unreadable",
+	Text: "credentials cannot be decrypted"})
 
 func newSealer(secret, previous []byte) *sealer {
 	s := &sealer{aead: newAEAD(secret)}

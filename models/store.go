@@ -23,13 +23,19 @@ import (
 
 // Named errors the store returns; callers compare with errors.Is.
 var (
-	ErrNotFound  = errors.New("not found")
-	ErrDuplicate = errors.New("already exists")
+	// ErrNotFound means no row matched: the handlers name what was not found where they
+	// show it.
+	ErrNotFound = Declare(DomainError{Kind: KindNotFound, Code: "not_found", Key: "api.not_found", PageKey: "error.no_page", Text: "not found"})
+	// ErrDuplicate means a unique value is taken; a field's value taken is a FieldError
+	// whose Err it is.
+	ErrDuplicate = Declare(DomainError{Kind: KindConflict, Code: "duplicate", Key: "api.duplicate", Text: "already exists"})
 	// ErrStateChanged means a compare-and-set update matched no row: another actor moved
 	// the row out of the state the caller expected.
-	ErrStateChanged = errors.New("state changed concurrently")
-	// ErrAmbiguous means a name matched several rows where one was expected.
-	ErrAmbiguous = errors.New("ambiguous")
+	ErrStateChanged = Declare(DomainError{Kind: KindConflict, Code: "invalid_state", Key: "api.invalid_state", PageKey: "error.changed_meanwhile",
+		Text: "state changed concurrently"})
+	// ErrAmbiguous means a name matched several rows where one was expected (the live API
+	// keys of a name: its message says so, naming it).
+	ErrAmbiguous = Declare(DomainError{Kind: KindConflict, Code: "ambiguous", Key: "callbacks.api_ambiguous", Field: "name", Text: "ambiguous"})
 )
 
 // Store is Herald's data access: one per process, safe for concurrent use.

@@ -80,7 +80,8 @@ func (s *Store) CreateSwap(ctx context.Context, sw *DutySwap) error {
 }
 
 // DeleteSwap undoes a swap: its overrides still in place and the swap go together. It
-// returns the swap as it was.
+// returns the swap as it was; ErrNotFound when there is none, or it was undone
+// meanwhile.
 func (s *Store) DeleteSwap(ctx context.Context, id int64) (*DutySwap, error) {
 	var sw DutySwap
 	err := s.tx(ctx, func(tx *gorm.DB) error {
@@ -95,7 +96,8 @@ func (s *Store) DeleteSwap(ctx context.Context, id int64) (*DutySwap, error) {
 			return fmt.Errorf("models: delete swap: %w", res.Error)
 		}
 		if res.RowsAffected != 1 {
-			return fmt.Errorf("models: swap %d: %w", id, ErrStateChanged)
+			// Undone meanwhile: there is no such swap any more.
+			return fmt.Errorf("models: swap %d: %w", id, ErrNotFound)
 		}
 		return nil
 	})

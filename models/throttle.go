@@ -106,10 +106,15 @@ const guessDelay = time.Second
 // ErrThrottled means that the password was not checked: an address has had too many
 // wrong passwords in the last minute or two, or the user's gate is closed. The error
 // is a *ThrottledError saying when to try again.
-var ErrThrottled = errors.New("too many wrong passwords; try again later")
+var ErrThrottled = Declare(DomainError{Kind: KindTooMany, Code: "throttled", Key: "login.throttled", Text: "too many wrong passwords; try again later"})
+
+// ErrUserThrottled is ErrThrottled by the user's gate, whose message says how many
+// Seconds to wait.
+var ErrUserThrottled = Declare(DomainError{Kind: KindTooMany, Code: "throttled", Key: "login.user_throttled", Err: ErrThrottled,
+	Text: "too many wrong passwords for this user; try again later"})
 
 // ThrottledError is a refused guess and how long until one may be tried again; it is
-// ErrThrottled.
+// ErrThrottled (ErrUserThrottled when the user's gate refused it).
 type ThrottledError struct {
 	RetryAfter time.Duration
 	// User says the user's gate refused it, not the address's limit.
@@ -120,8 +125,14 @@ func (e *ThrottledError) Error() string {
 	return fmt.Sprintf("%s (in %s)", ErrThrottled, e.RetryAfter.Round(time.Second))
 }
 
-// Is makes a *ThrottledError match ErrThrottled.
-func (e *ThrottledError) Is(target error) bool { return target == ErrThrottled }
+// Unwrap makes a *ThrottledError ErrThrottled, or ErrUserThrottled with the seconds to
+// wait, for errors.Is and the presenter.
+func (e *ThrottledError) Unwrap() error {
+	if e.User {
+		return ErrUserThrottled.With("Seconds", RetryAfterSeconds(e))
+	}
+	return ErrThrottled
+}
 
 // RetryAfterSeconds is how many whole seconds to wait after a refused guess (at least
 // 1), for a Retry-After header; 0 when err is no refusal.

@@ -128,7 +128,7 @@ func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("herald-timing-equaliser"), bcryptCost)
 
 // ErrBadCredentials is returned for an unknown user, a wrong password or a disabled user.
-var ErrBadCredentials = errors.New("wrong username or password")
+var ErrBadCredentials = Declare(DomainError{Kind: KindUnauthorized, Code: "unauthorized", Key: "login.wrong", Text: "wrong username or password"})
 
 // Authenticate checks a username and password from an address and records the login
 // time. A name that no username could be is refused without a lookup; the user is
