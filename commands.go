@@ -222,7 +222,7 @@ var cliActor = dispatch.System("cli")
 // cliService is the service layer for a command: the changes it makes follow the
 // console's and the API's rules and are audited alike. loc is HERALD_TIMEZONE (nil: UTC).
 func cliService(store *models.Store, loc *time.Location) *dispatch.Dispatcher {
-	return &dispatch.Dispatcher{Store: store, Location: loc}
+	return dispatch.NewStoreOnly(store, loc)
 }
 
 func simulateCommand(ctx context.Context, args []string, stdout io.Writer) error {

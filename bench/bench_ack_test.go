@@ -45,7 +45,7 @@ func BenchmarkAckLinks(b *testing.B) {
 				b.Fatal(err)
 			}
 			m := res.Messages[0]
-			notices = append(notices, notice{res.Alert.ID, dispatch.AckLinkPath + d.AckLinks.Token(m.ID, m.RecipientID), person})
+			notices = append(notices, notice{res.Alert.ID, dispatch.AckLinkPath + r.App.AckLinks.Token(m.ID, m.RecipientID), person})
 		}
 
 		// The notices go out first: the taps are measured alone, not beside 1,000 sends.

@@ -331,7 +331,7 @@ func orNone(v string) string {
 // accountsChanged makes this process's intake see an account change at once (other
 // processes see it within their cache's few seconds).
 func (d *Dispatcher) accountsChanged() {
-	if d.Accounts != nil {
-		d.Accounts.Forget()
+	if d.accounts != nil {
+		d.accounts.Forget()
 	}
 }

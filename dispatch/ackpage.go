@@ -60,10 +60,10 @@ type AckNotice struct {
 // ErrAckNoticeWithdrawn: the notice was recalled or cancelled; ErrAckLinkExpired: its
 // alert ended more than AckLinkLife ago.
 func (d *Dispatcher) OpenAckLink(ctx context.Context, token string) (AckNotice, error) {
-	if d.AckLinks == nil {
+	if d.ackLinks == nil {
 		return AckNotice{}, ErrAckLinkInvalid
 	}
-	link, err := d.AckLinks.Parse(token)
+	link, err := d.ackLinks.Parse(token)
 	if err != nil {
 		return AckNotice{}, err
 	}
@@ -102,7 +102,7 @@ func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs 
 	if messageID == "" {
 		return AckNotice{}, ErrAckLinkInvalid
 	}
-	m, err := d.Store.MessageByID(ctx, messageID)
+	m, err := d.store.MessageByID(ctx, messageID)
 	if errors.Is(err, models.ErrNotFound) {
 		return AckNotice{}, ErrAckLinkInvalid
 	}
@@ -115,14 +115,14 @@ func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs 
 	if m.Status == models.StatusRecalled || m.Status == models.StatusCancelled {
 		return AckNotice{}, ErrAckNoticeWithdrawn
 	}
-	a, err := d.Store.AlertByID(ctx, *m.AlertID)
+	a, err := d.store.AlertByID(ctx, *m.AlertID)
 	if err != nil {
 		return AckNotice{}, fmt.Errorf("dispatch: alert of message %s: %w", m.ID, err)
 	}
 	if ackLinkExpired(a, d.now()) {
 		return AckNotice{}, ErrAckLinkExpired
 	}
-	people, err := d.Store.CachedRecipientsByIDs(ctx, []int64{m.RecipientID})
+	people, err := d.store.CachedRecipientsByIDs(ctx, []int64{m.RecipientID})
 	if err != nil {
 		return AckNotice{}, err
 	}

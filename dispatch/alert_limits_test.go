@@ -164,7 +164,7 @@ func TestUnroutedAlertRaisesTheAlarm(t *testing.T) {
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	f.d.AckObserver = tasks.NewAlertMetrics(reg, f.store)
+	dispatch.SetAckObserver(f.d, tasks.NewAlertMetrics(reg, f.store))
 	// Mondays only: nobody's turn on the fixture's Wednesday.
 	if _, err := f.d.CreateRotation(ctx, f.by, models.RotationSpec{Name: "monday", Members: []string{"E1001"}, Start: "2026-09-07",
 		TurnDays: 1, Covers: models.CoversWeekdays, Weekdays: []int{1}}); err != nil {

@@ -143,9 +143,9 @@ func (d *Dispatcher) moveAlert(ctx context.Context, by Actor, alertID int64, ext
 		}
 		params := models.AuditParams{"id": strconv.FormatInt(alertID, 10), "by": who.name, "via": via, "note": note}
 		ch.Audit(mv.action, "alert", strconv.FormatInt(alertID, 10), params)
-		if wasOpen && d.AckObserver != nil {
+		if wasOpen && d.ackObserver != nil {
 			opened := a.OpenedAt
-			ch.After(func() { d.AckObserver(now.Sub(opened)) })
+			ch.After(func() { d.ackObserver(now.Sub(opened)) })
 		}
 		return nil
 	})
@@ -155,14 +155,14 @@ func (d *Dispatcher) moveAlert(ctx context.Context, by Actor, alertID int64, ext
 	if err != nil {
 		return AckResult{}, err
 	}
-	a, err = d.Store.AlertByID(ctx, alertID)
+	a, err = d.store.AlertByID(ctx, alertID)
 	return AckResult{Alert: a}, err
 }
 
 // alreadyMoved answers an acknowledgment or resolution that came after the alert had
 // moved past it.
 func (d *Dispatcher) alreadyMoved(ctx context.Context, alertID int64) (AckResult, error) {
-	a, err := d.Store.AlertByID(ctx, alertID)
+	a, err := d.store.AlertByID(ctx, alertID)
 	if err != nil {
 		return AckResult{}, err
 	}
@@ -197,7 +197,7 @@ func (d *Dispatcher) acker(ctx context.Context, by Actor, externalID, via, note 
 		}
 		return ackPerson{id: by.Name, name: by.Name}, nil
 	}
-	people, err := d.Store.CachedRecipientsByExternalIDs(ctx, []string{externalID})
+	people, err := d.store.CachedRecipientsByExternalIDs(ctx, []string{externalID})
 	if err != nil {
 		return ackPerson{}, err
 	}
@@ -269,7 +269,7 @@ func (d *Dispatcher) writeAlertBatch(ctx context.Context, tx *models.Store, ch *
 		return err
 	}
 	ch.After(func() {
-		d.Stats.Count(res.Batch.AccountID, "created", len(res.Messages))
+		d.stats.Count(res.Batch.AccountID, "created", len(res.Messages))
 		d.enqueue(context.WithoutCancel(ctx), jobs)
 	})
 	return nil
@@ -287,8 +287,8 @@ func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *Chang
 		return err
 	}
 	key := *a.CallbackKeyID
-	if d.Callbacks != nil {
-		ch.After(func() { d.Callbacks.Kick(key) })
+	if d.callbacks != nil {
+		ch.After(func() { d.callbacks.Kick(key) })
 	}
 	return nil
 }
@@ -301,7 +301,7 @@ func (d *Dispatcher) Alert(ctx context.Context, by Actor, id int64) (*models.Ale
 	if err != nil {
 		return nil, nil, err
 	}
-	steps, err := d.Store.AlertSteps(ctx, id)
+	steps, err := d.store.AlertSteps(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -317,11 +317,11 @@ func PolicySteps(a *models.Alert, steps []models.AlertStep) []models.AlertStep {
 // ownAlert reads an alert that by may see and act on: to a send or read key, an alert
 // of a batch another key created is models.ErrNotFound.
 func (d *Dispatcher) ownAlert(ctx context.Context, by Actor, id int64) (*models.Alert, error) {
-	a, err := d.Store.AlertByID(ctx, id)
+	a, err := d.store.AlertByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.Store.CheckOwn(ctx, by.OwnKey(), a.BatchID); err != nil {
+	if err := d.store.CheckOwn(ctx, by.OwnKey(), a.BatchID); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -332,7 +332,7 @@ func (d *Dispatcher) Alerts(ctx context.Context, by Actor, state string, limit i
 	if state != "" && !slices.Contains(models.AlertStates, state) {
 		return nil, models.Invalid("state", "alerts.invalid.state", "States", strings.Join(models.AlertStates, ", "))
 	}
-	return d.Store.Alerts(ctx, models.AlertFilter{State: state, OwnKey: by.OwnKey()}, limit)
+	return d.store.Alerts(ctx, models.AlertFilter{State: state, OwnKey: by.OwnKey()}, limit)
 }
 
 // checkAck checks a request's acknowledgment: the policy must exist. A template that
@@ -342,7 +342,7 @@ func (d *Dispatcher) checkAck(ctx context.Context, req *Request) error {
 	if req.Ack.Policy == "" {
 		return models.Invalid("ack.policy", "alerts.invalid.policy_required")
 	}
-	if _, err := d.Store.PolicyByName(ctx, req.Ack.Policy); errors.Is(err, models.ErrNotFound) {
+	if _, err := d.store.PolicyByName(ctx, req.Ack.Policy); errors.Is(err, models.ErrNotFound) {
 		return models.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
 	} else if err != nil {
 		return err

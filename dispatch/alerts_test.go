@@ -31,10 +31,10 @@ type alertFixture struct {
 func newAlertFixture(t *testing.T) *alertFixture {
 	f := &alertFixture{intakeFixture: newIntakeFixture(t), now: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC),
 		by: dispatch.Actor{Name: "admin1", Type: dispatch.ActorUser, Person: "admin1"}}
-	f.d.Now = f.clock
-	f.d.AckLink = func(messageID string, recipientID int64) string {
+	dispatch.SetClock(f.d, f.clock)
+	dispatch.SetAckLink(f.d, func(messageID string, recipientID int64) string {
 		return "https://herald.example/ack/" + messageID
-	}
+	})
 	return f
 }
 
@@ -582,7 +582,7 @@ func TestAlertMetrics(t *testing.T) {
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
-	f.d.AckObserver = tasks.NewAlertMetrics(reg, f.store)
+	dispatch.SetAckObserver(f.d, tasks.NewAlertMetrics(reg, f.store))
 	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
 	taken := f.open(t, "core")
 	f.open(t, "core")

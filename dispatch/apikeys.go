@@ -72,7 +72,7 @@ func (d *Dispatcher) RevokeAPIKey(ctx context.Context, by Actor, k *models.APIKe
 			return err
 		}
 		ch.Audit("apikey.revoke", "api_key", k.Name, keyParams(k))
-		ch.After(d.Store.ForgetAPIKeys)
+		ch.After(d.store.ForgetAPIKeys)
 		return nil
 	})
 }
@@ -88,8 +88,8 @@ func (d *Dispatcher) ResendCallbackEvent(ctx context.Context, by Actor, k *model
 		p := keyParams(k)
 		p["event"] = eventID
 		ch.AuditDetail("apikey.callback.resend", "api_key", k.Name, "event "+eventID, p)
-		if d.Callbacks != nil {
-			ch.After(func() { d.Callbacks.Kick(k.ID) })
+		if d.callbacks != nil {
+			ch.After(func() { d.callbacks.Kick(k.ID) })
 		}
 		return nil
 	})
@@ -103,8 +103,8 @@ func keyParams(k *models.APIKey) models.AuditParams {
 
 // location is HERALD_TIMEZONE; UTC when the dispatcher was built without it.
 func (d *Dispatcher) location() *time.Location {
-	if d.Location == nil {
+	if d.loc == nil {
 		return time.UTC
 	}
-	return d.Location
+	return d.loc
 }

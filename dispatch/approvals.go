@@ -49,7 +49,7 @@ func (d *Dispatcher) approvalThreshold(ctx context.Context) (int, error) {
 	if !c.read.IsZero() && now.Sub(c.read) < thresholdTTL {
 		return c.n, nil
 	}
-	n, err := d.Store.ApprovalThreshold(ctx)
+	n, err := d.store.ApprovalThreshold(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -102,7 +102,7 @@ func (d *Dispatcher) ownBatch(ctx context.Context, b *models.Batch, by Actor) (b
 	switch {
 	case len(makers) > 0:
 	case b.APIKeyID != nil: // recorded before its makers were
-		k, err := d.Store.APIKeyByID(ctx, *b.APIKeyID)
+		k, err := d.store.APIKeyByID(ctx, *b.APIKeyID)
 		if err != nil && !errors.Is(err, models.ErrNotFound) {
 			return false, err
 		}
@@ -126,7 +126,7 @@ func (d *Dispatcher) Approve(ctx context.Context, by Actor, b *models.Batch) err
 	if b.Approval != models.ApprovalAwaiting {
 		return models.ErrStateChanged
 	}
-	ids, err := d.Store.AwaitingMessageIDs(ctx, b.ID)
+	ids, err := d.store.AwaitingMessageIDs(ctx, b.ID)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,7 @@ func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reas
 		}
 		ch.AuditDetail("batch.reject", "batch", b.ID, reason, models.AuditParams{"cancelled": strconv.Itoa(n), "maker": b.Actor})
 		if b.APIKeyID != nil {
-			ch.After(func() { d.Callbacks.Kick(*b.APIKeyID) })
+			ch.After(func() { d.callbacks.Kick(*b.APIKeyID) })
 		}
 		return nil
 	})

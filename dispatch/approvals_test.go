@@ -96,9 +96,9 @@ func TestReminderBatchHasMakers(t *testing.T) {
 	f := approvalFixture(t)
 	ctx := context.Background()
 	loc, _ := time.LoadLocation("Asia/Shanghai")
-	f.d.Location = loc
+	dispatch.SetLocation(f.d, loc)
 	now := time.Date(2026, 11, 25, 17, 1, 0, 0, loc) // Thursday's roster has two people
-	f.d.Now = func() time.Time { return now }
+	dispatch.SetClock(f.d, func() time.Time { return now })
 	tmpl := &models.Template{Name: "on-duty", MsgType: "text", Body: "Pay {{.date}} to account 42", Variables: models.StringList{"date"}}
 	if err := f.store.CreateTemplate(ctx, tmpl); err != nil {
 		t.Fatal(err)

@@ -32,7 +32,7 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, by Actor, batchID string) 
 	if err != nil {
 		return BatchCancel{}, err
 	}
-	targets, err := d.Store.BatchMessagesIn(ctx, b.ID, delivery.Cancellable)
+	targets, err := d.store.BatchMessagesIn(ctx, b.ID, delivery.Cancellable)
 	if err != nil {
 		return BatchCancel{}, err
 	}
@@ -72,7 +72,7 @@ func (d *Dispatcher) ResendBatch(ctx context.Context, by Actor, batchID string) 
 		return Resent{}, err
 	}
 	f := models.MessageFilter{BatchID: b.ID}
-	if n, err := d.Store.CountStopped(ctx, f); err != nil || n == 0 {
+	if n, err := d.store.CountStopped(ctx, f); err != nil || n == 0 {
 		return Resent{}, err // nothing to write, nothing to audit
 	}
 	return d.ResendStopped(ctx, by, f, math.MaxInt)

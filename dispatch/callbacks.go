@@ -60,7 +60,7 @@ func (d *Dispatcher) SetCallback(ctx context.Context, by Actor, k *models.APIKey
 			}
 			ch.Audit("apikey.callback.set", "api_key", k.Name, p)
 		}
-		ch.After(d.Store.ForgetAPIKeys)
+		ch.After(d.store.ForgetAPIKeys)
 		return nil
 	})
 }

@@ -58,14 +58,21 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	case cfg.Location == nil:
 		return nil, errors.New("dispatch: a dispatcher needs the time zone of the duty rule")
 	}
-	d := &Dispatcher{Store: cfg.Store, Enqueuer: cfg.Enqueuer, Location: cfg.Location, Log: cfg.Log, Now: cfg.Now,
-		Stats: cfg.Stats, Accounts: cfg.Accounts, Callbacks: cfg.Callbacks, Channels: cfg.Channels,
-		AckLink: cfg.AckLink, AckObserver: cfg.AckObserver, minStepWait: cfg.StepWait}
-	if d.AckLinks = cfg.AckLinks; d.AckLink == nil && d.AckLinks != nil {
-		d.AckLink = d.AckLinks.Link
+	d := &Dispatcher{store: cfg.Store, enqueuer: cfg.Enqueuer, loc: cfg.Location, log: cfg.Log, clock: cfg.Now,
+		stats: cfg.Stats, accounts: cfg.Accounts, callbacks: cfg.Callbacks, channels: cfg.Channels,
+		ackLink: cfg.AckLink, ackObserver: cfg.AckObserver, minStepWait: cfg.StepWait}
+	if d.ackLinks = cfg.AckLinks; d.ackLink == nil && d.ackLinks != nil {
+		d.ackLink = d.ackLinks.Link
 	}
-	if d.Log == nil {
-		d.Log = slog.Default()
+	if d.log == nil {
+		d.log = slog.Default()
 	}
 	return d, nil
+}
+
+// NewStoreOnly returns the service layer of a process that enqueues nothing (the command
+// line, the first start): its changes follow the console's and the API's rules and are
+// audited alike. loc is HERALD_TIMEZONE; nil means UTC.
+func NewStoreOnly(store *models.Store, loc *time.Location) *Dispatcher {
+	return &Dispatcher{store: store, loc: loc, log: slog.Default()}
 }

@@ -33,7 +33,7 @@ func (d *Dispatcher) skipSentToday(ctx context.Context, res *Result, acct *model
 	for _, m := range res.Messages {
 		keys = append(keys, dailyKey(&m))
 	}
-	taken, err := d.Store.DailyContentsTaken(ctx, acct.ID, day, keys)
+	taken, err := d.store.DailyContentsTaken(ctx, acct.ID, day, keys)
 	if err != nil {
 		return err
 	}

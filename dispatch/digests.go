@@ -169,7 +169,7 @@ func (d *Dispatcher) foldFullDigests(ctx context.Context, res *Result) {
 	for len(slots) > 0 {
 		n := min(len(slots), digestPage)
 		if _, err := d.FoldDueDigests(ctx, slots[:n]); err != nil {
-			d.Log.Warn("dispatch: fold full digests; the digest poll will fold them", "error", err)
+			d.log.Warn("dispatch: fold full digests; the digest poll will fold them", "error", err)
 			return
 		}
 		slots = slots[n:]
@@ -191,14 +191,14 @@ func (d *Dispatcher) FoldDueDigests(ctx context.Context, slots []string) (int, e
 	for range maxDigestPages {
 		again := false
 		now := d.now()
-		groups, err := d.Store.DueDigestGroups(ctx, now, slots, digestPage)
+		groups, err := d.store.DueDigestGroups(ctx, now, slots, digestPage)
 		if err != nil || len(groups) == 0 {
 			return made, err
 		}
 		var jobs []tasks.Job
 		keys := map[int64]bool{}
 		for _, g := range groups {
-			m, notices, err := d.Store.FoldDigest(ctx, g.Slot, now, d.buildDigest(now))
+			m, notices, err := d.store.FoldDigest(ctx, g.Slot, now, d.buildDigest(now))
 			switch {
 			case errors.Is(err, models.ErrStateChanged):
 				continue
@@ -210,7 +210,7 @@ func (d *Dispatcher) FoldDueDigests(ctx context.Context, slots []string) (int, e
 			}
 			made++
 			again = again || len(notices) < g.Count
-			d.Stats.Count(m.AccountID, "created", 1)
+			d.stats.Count(m.AccountID, "created", 1)
 			jobs = append(jobs, tasks.Single(m.ID, m.Priority, m.SendAt, ""))
 			for _, n := range notices {
 				if n.CallbackKeyID != nil {
@@ -220,7 +220,7 @@ func (d *Dispatcher) FoldDueDigests(ctx context.Context, slots []string) (int, e
 		}
 		d.enqueue(ctx, jobs)
 		for k := range keys {
-			d.Callbacks.Kick(k)
+			d.callbacks.Kick(k)
 		}
 		if len(groups) < digestPage && !again {
 			return made, nil
@@ -242,7 +242,7 @@ func (d *Dispatcher) RunDigestPoll(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 		if _, err := d.FoldDueDigests(ctx, nil); err != nil && ctx.Err() == nil {
-			d.Log.Warn("dispatch: digest poll", "error", err)
+			d.log.Warn("dispatch: digest poll", "error", err)
 		}
 	}
 }

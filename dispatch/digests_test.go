@@ -282,7 +282,7 @@ func TestDigestConcurrentCallersAndWorkers(t *testing.T) {
 	people := []string{"E2001", "E2002", "E2003"}
 	workers := []*dispatch.Dispatcher{f.d}
 	for range 2 {
-		w, err := dispatch.NewDispatcher(dispatch.Config{Store: f.store, Enqueuer: f.d.Enqueuer, Location: time.UTC, Now: f.clock, Log: f.d.Log})
+		w, err := dispatch.NewDispatcher(dispatch.Config{Store: f.store, Enqueuer: dispatch.EnqueuerOf(f.d), Location: time.UTC, Now: f.clock, Log: dispatch.LogOf(f.d)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -355,7 +355,7 @@ func TestDigestOpenGroupSurvivesRestart(t *testing.T) {
 	for i := range 5 {
 		f.notice(t, d, fmt.Sprintf("重启前 %d", i), "E2001", "E2002")
 	}
-	restarted, err := dispatch.NewDispatcher(dispatch.Config{Store: f.store, Enqueuer: f.d.Enqueuer, Location: time.UTC, Now: f.clock, Log: f.d.Log})
+	restarted, err := dispatch.NewDispatcher(dispatch.Config{Store: f.store, Enqueuer: dispatch.EnqueuerOf(f.d), Location: time.UTC, Now: f.clock, Log: dispatch.LogOf(f.d)})
 	if err != nil {
 		t.Fatal(err)
 	}

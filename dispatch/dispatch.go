@@ -26,30 +26,30 @@ import (
 
 // Dispatcher turns requests into stored, enqueued messages; NewDispatcher builds it.
 type Dispatcher struct {
-	Store    *models.Store
-	Enqueuer *tasks.Enqueuer
-	Log      *slog.Logger
-	// Location is HERALD_TIMEZONE: the duty rule looks at the delivery date there.
-	Location *time.Location
-	// Now is the clock; nil means models.Now.
-	Now func() time.Time
-	// Stats counts created messages for the dashboard; nil counts nothing.
-	Stats *models.Stats
-	// Accounts caches account lookups; nil reads the store every time.
-	Accounts *models.AccountCache
-	// Callbacks hears of messages cancelled here, so their events go out at once; nil:
+	store    *models.Store
+	enqueuer *tasks.Enqueuer
+	log      *slog.Logger
+	// loc is HERALD_TIMEZONE: the duty rule looks at the delivery date there.
+	loc *time.Location
+	// clock is the clock; nil means models.Now.
+	clock func() time.Time
+	// stats counts created messages for the dashboard; nil counts nothing.
+	stats *models.Stats
+	// accounts caches account lookups; nil reads the store every time.
+	accounts *models.AccountCache
+	// callbacks hears of messages cancelled here, so their events go out at once; nil:
 	// the recovery pass finds them within seconds.
-	Callbacks *tasks.Callbacks
-	// Channels builds the platform adapters a recall calls; nil: nothing can be recalled.
-	Channels *channels.Registry
-	// AckLink makes the acknowledgment link of an alert's notice to a recipient; nil:
+	callbacks *tasks.Callbacks
+	// channels builds the platform adapters a recall calls; nil: nothing can be recalled.
+	channels *channels.Registry
+	// ackLink makes the acknowledgment link of an alert's notice to a recipient; nil:
 	// notices carry no link.
-	AckLink func(messageID string, recipientID int64) string
-	// AckObserver hears how long each alert waited for its first acknowledgment; nil:
+	ackLink func(messageID string, recipientID int64) string
+	// ackObserver hears how long each alert waited for its first acknowledgment; nil:
 	// nobody.
-	AckObserver func(time.Duration)
-	// AckLinks opens the acknowledgment links (ackpage.go); nil: none opens.
-	AckLinks *AckLinks
+	ackObserver func(time.Duration)
+	// ackLinks opens the acknowledgment links (ackpage.go); nil: none opens.
+	ackLinks *AckLinks
 
 	// minStepWait replaces MinStepWait when positive (Config.StepWait).
 	minStepWait time.Duration
@@ -75,13 +75,13 @@ type write struct {
 	models.NewBatch
 }
 
-// store writes an intake, in one transaction with the intakes of other requests that wait
+// writeBatch writes an intake, in one transaction with the intakes of other requests that wait
 // at the same moment. A request that gave up before its turn is not written; once its
 // turn has come, it waits for the outcome, so that its answer says what happened.
-func (d *Dispatcher) store(ctx context.Context, nb models.NewBatch) error {
+func (d *Dispatcher) writeBatch(ctx context.Context, nb models.NewBatch) error {
 	if len(nb.Messages) > tasks.ChunkSize {
 		// A large intake is a transaction's worth on its own; it would hold up small ones.
-		return d.Store.CreateBatch(ctx, nb.Batch, nb.Messages, nb.Extras)
+		return d.store.CreateBatch(ctx, nb.Batch, nb.Messages, nb.Extras)
 	}
 	// Requests that come together share a transaction (batch.Commits): without the
 	// grouping nearly every request at 1,000 a second had a transaction of its own.
@@ -116,7 +116,7 @@ func (d *Dispatcher) writeBatches(ctx context.Context, ws []write) []error {
 		ctx, cancel = context.WithDeadline(ctx, last)
 		defer cancel()
 	}
-	for k, err := range d.Store.CreateBatches(ctx, live) {
+	for k, err := range d.store.CreateBatches(ctx, live) {
 		errs[at[k]] = err
 	}
 	return errs
@@ -252,8 +252,8 @@ const (
 )
 
 func (d *Dispatcher) now() time.Time {
-	if d.Now != nil {
-		return d.Now().UTC()
+	if d.clock != nil {
+		return d.clock().UTC()
 	}
 	return models.Now()
 }
@@ -313,7 +313,7 @@ func (d *Dispatcher) submitOnce(ctx context.Context, req Request) (*Result, erro
 	if res.Alert != nil {
 		err = d.storeAlert(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras}, res, req.Respond)
 	} else {
-		err = d.store(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras})
+		err = d.writeBatch(ctx, models.NewBatch{Batch: res.Batch, Messages: res.Messages, Extras: extras})
 	}
 	if gr != nil {
 		d.groups.done(gr, grouped, err == nil)
@@ -321,7 +321,7 @@ func (d *Dispatcher) submitOnce(ctx context.Context, req Request) (*Result, erro
 	if err != nil {
 		return nil, err
 	}
-	d.Stats.Count(res.Batch.AccountID, "created", len(res.Messages))
+	d.stats.Count(res.Batch.AccountID, "created", len(res.Messages))
 	d.enqueue(ctx, jobs)
 	d.foldFullDigests(ctx, res)
 	if res.Alert != nil {
@@ -403,7 +403,7 @@ func (d *Dispatcher) template(ctx context.Context, req Request) (*Compiled, erro
 	if req.Template == "" {
 		return nil, nil
 	}
-	t, err := d.Store.TemplateByName(ctx, req.Template)
+	t, err := d.store.TemplateByName(ctx, req.Template)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, models.Invalid("template", "compose.check.template_unknown", "Name", strconv.Quote(req.Template))
 	}
@@ -651,9 +651,9 @@ func (d *Dispatcher) account(ctx context.Context, req Request) (*models.Account,
 		err   error
 		field = "account"
 	)
-	accounts := d.Accounts
+	accounts := d.accounts
 	if accounts == nil {
-		accounts = d.Store.NewAccountCache(0)
+		accounts = d.store.NewAccountCache(0)
 	}
 	switch {
 	case req.AccountID != 0:
@@ -697,16 +697,16 @@ func who(p *models.Recipient) string {
 // then the members of the whole departments and branches named, by id. requested counts
 // the people asked for: those named and the groups' members.
 func (d *Dispatcher) resolve(ctx context.Context, req Request) (people []models.Recipient, rejected models.Reasons, requested int, err error) {
-	byExt, err := d.Store.CachedRecipientsByExternalIDs(ctx, dedupe(req.Recipients))
+	byExt, err := d.store.CachedRecipientsByExternalIDs(ctx, dedupe(req.Recipients))
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	byID, err := d.Store.CachedRecipientsByIDs(ctx, dedupe(req.RecipientIDs))
+	byID, err := d.store.CachedRecipientsByIDs(ctx, dedupe(req.RecipientIDs))
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	// One more than allowed tells a group too large from one just large enough.
-	members, err := d.Store.ActiveRecipientsIn(ctx, dedupe(req.Departments), dedupe(req.Branches), MaxRecipients+1)
+	members, err := d.store.ActiveRecipientsIn(ctx, dedupe(req.Departments), dedupe(req.Branches), MaxRecipients+1)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -765,7 +765,7 @@ func (d *Dispatcher) addOnDuty(ctx context.Context, people []models.Recipient, r
 		}
 	}
 	slices.Sort(ids)
-	extra, err := d.Store.RecipientsByIDs(ctx, ids)
+	extra, err := d.store.RecipientsByIDs(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -829,8 +829,8 @@ func (d *Dispatcher) Close(ctx context.Context) {
 // enqueue hands the tasks of committed messages to Asynq. A failure here loses nothing:
 // the rows are pending in the database and the sweeper enqueues them later.
 func (d *Dispatcher) enqueue(ctx context.Context, jobs []tasks.Job) {
-	if _, err := d.Enqueuer.Enqueue(ctx, jobs); err != nil {
-		d.Log.Warn("dispatch: enqueue failed; the sweeper will retry", "error", err, "tasks", len(jobs))
+	if _, err := d.enqueuer.Enqueue(ctx, jobs); err != nil {
+		d.log.Warn("dispatch: enqueue failed; the sweeper will retry", "error", err, "tasks", len(jobs))
 	}
 }
 

@@ -107,14 +107,14 @@ func DateOf(t time.Time, loc *time.Location) (string, int) {
 // zone. A day that is not a day off with nobody on duty is logged as
 // DUTY_SCHEDULE_NOT_CONFIGURED; a day off is not.
 func (d *Dispatcher) RosterOn(ctx context.Context, t time.Time) (*Roster, error) {
-	date, _ := DateOf(t, d.Location)
-	day, err := d.Store.DutyDayOf(ctx, date)
+	date, _ := DateOf(t, d.loc)
+	day, err := d.store.DutyDayOf(ctx, date)
 	if err != nil {
 		return nil, err
 	}
 	r := BuildRoster(day)
 	if r.Unconfigured() {
-		d.Log.Warn("DUTY_SCHEDULE_NOT_CONFIGURED", "date", date)
+		d.log.Warn("DUTY_SCHEDULE_NOT_CONFIGURED", "date", date)
 	}
 	return r, nil
 }

@@ -21,7 +21,7 @@ type writeFixture struct {
 
 func newWriteFixture(t *testing.T) *writeFixture {
 	f := newIntakeFixture(t)
-	f.d.Now = func() time.Time { return time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC) }
+	dispatch.SetClock(f.d, func() time.Time { return time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC) })
 	return &writeFixture{intakeFixture: f, by: dispatch.Actor{Name: "ops1", Type: dispatch.ActorUser, Person: "ops1", IP: "192.0.2.1"}}
 }
 

@@ -174,7 +174,7 @@ func TestDutyRule(t *testing.T) {
 func TestScheduledSendUsesItsOwnDate(t *testing.T) {
 	t.Parallel()
 	f := newDutyFixture(t)
-	f.d.Now = func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, shanghai) } // a Sunday: nobody on duty
+	dispatch.SetClock(f.d, func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, shanghai) }) // a Sunday: nobody on duty
 	ctx := context.Background()
 	acct := &models.Account{Name: "ty", Platform: "tianyuan", Enabled: true, MaxAttempts: 3, Config: map[string]string{}}
 	if err := f.store.SaveAccount(ctx, acct); err != nil {
@@ -222,7 +222,7 @@ func TestScheduledSendUsesItsOwnDate(t *testing.T) {
 func TestScheduledSendFollowsRotations(t *testing.T) {
 	t.Parallel()
 	f := newDutyFixture(t)
-	f.d.Now = func() time.Time { return time.Date(2026, 11, 27, 10, 0, 0, 0, shanghai) } // a Friday
+	dispatch.SetClock(f.d, func() time.Time { return time.Date(2026, 11, 27, 10, 0, 0, 0, shanghai) }) // a Friday
 	ctx := context.Background()
 	acct := &models.Account{Name: "ty", Platform: "tianyuan", Enabled: true, MaxAttempts: 3, Config: map[string]string{}}
 	if err := f.store.SaveAccount(ctx, acct); err != nil {

@@ -201,7 +201,7 @@ type Override struct {
 
 // today is the dispatcher's current date (YYYY-MM-DD) in its time zone.
 func (d *Dispatcher) today() string {
-	date, _ := DateOf(d.now(), d.Location)
+	date, _ := DateOf(d.now(), d.loc)
 	return date
 }
 

@@ -67,7 +67,7 @@ var errStepTaken = errors.New("dispatch: alert step taken")
 // by the request itself, else after the first step's wait. It is written with the
 // batch (storeAlert), without its first step while the batch awaits approval.
 func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) error {
-	p, err := d.Store.PolicyByName(ctx, req.Ack.Policy)
+	p, err := d.store.PolicyByName(ctx, req.Ack.Policy)
 	if errors.Is(err, models.ErrNotFound) {
 		return models.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
 	}
@@ -112,11 +112,11 @@ func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Resu
 // stepOverLimits reports why calling ids at a step of alert a would take it past its
 // opener's limits (SkipOverKeyCap, SkipNeedsApproval), or "" when it would not.
 func (d *Dispatcher) stepOverLimits(ctx context.Context, a *models.Alert, ids []int64) (string, error) {
-	b, err := d.Store.BatchByID(ctx, a.BatchID)
+	b, err := d.store.BatchByID(ctx, a.BatchID)
 	if err != nil {
 		return "", err
 	}
-	called, err := d.Store.AlertRecipients(ctx, a.ID)
+	called, err := d.store.AlertRecipients(ctx, a.ID)
 	if err != nil {
 		return "", err
 	}
@@ -125,7 +125,7 @@ func (d *Dispatcher) stepOverLimits(ctx context.Context, a *models.Alert, ids []
 		reach[id] = true
 	}
 	if b.APIKeyID != nil {
-		k, err := d.Store.APIKeyByID(ctx, *b.APIKeyID)
+		k, err := d.store.APIKeyByID(ctx, *b.APIKeyID)
 		if err != nil && !errors.Is(err, models.ErrNotFound) {
 			return "", err
 		}
@@ -192,9 +192,9 @@ func (d *Dispatcher) endRejectedAlert(ctx context.Context, tx *models.Store, ch 
 	if err != nil || a == nil {
 		return err
 	}
-	if a.CallbackKeyID != nil && d.Callbacks != nil {
+	if a.CallbackKeyID != nil && d.callbacks != nil {
 		key := *a.CallbackKeyID
-		ch.After(func() { d.Callbacks.Kick(key) })
+		ch.After(func() { d.callbacks.Kick(key) })
 	}
 	id := strconv.FormatInt(a.ID, 10)
 	ch.Audit(resolveMove.action, "alert", id, models.AuditParams{"id": id, "by": by.Name, "via": AckViaRejection, "note": reason})
@@ -263,8 +263,8 @@ func (d *Dispatcher) placeAckLinks(placeholder string, msgs []models.Message) {
 	for i := range msgs {
 		m := &msgs[i]
 		link := ""
-		if d.AckLink != nil {
-			link = d.AckLink(m.ID, m.RecipientID)
+		if d.ackLink != nil {
+			link = d.ackLink(m.ID, m.RecipientID)
 		}
 		if placeholder != "" {
 			m.Subject = strings.ReplaceAll(m.Subject, placeholder, link)
@@ -283,7 +283,7 @@ func (d *Dispatcher) ackVariables(ctx context.Context, template string, vars map
 	if template == "" {
 		return vars, nil
 	}
-	t, err := d.Store.TemplateByName(ctx, template)
+	t, err := d.store.TemplateByName(ctx, template)
 	if err != nil {
 		return vars, nil // the intake names the problem with the template
 	}
@@ -301,11 +301,11 @@ func (d *Dispatcher) ackVariables(ctx context.Context, template string, vars map
 // scheduleStep hands a step to Asynq for its due time. A failure loses nothing: the
 // recovery poll fires the step once it is overdue.
 func (d *Dispatcher) scheduleStep(ctx context.Context, s models.AlertStep) {
-	if d.Enqueuer == nil {
+	if d.enqueuer == nil {
 		return
 	}
-	if err := d.Enqueuer.EnqueueAlertStep(context.WithoutCancel(ctx), s.ID, s.DueAt); err != nil {
-		d.Log.Warn("dispatch: alert step not enqueued; the recovery poll will fire it", "error", err, "step", s.ID)
+	if err := d.enqueuer.EnqueueAlertStep(context.WithoutCancel(ctx), s.ID, s.DueAt); err != nil {
+		d.log.Warn("dispatch: alert step not enqueued; the recovery poll will fire it", "error", err, "step", s.ID)
 	}
 }
 
@@ -337,7 +337,7 @@ func (d *Dispatcher) FireDueAlertSteps(ctx context.Context, now time.Time) (int,
 
 // fireDue fires the steps due by dueBy that have not fired, as at now.
 func (d *Dispatcher) fireDue(ctx context.Context, dueBy, now time.Time) (int, error) {
-	due, err := d.Store.DueAlertSteps(ctx, dueBy, dueStepsPage)
+	due, err := d.store.DueAlertSteps(ctx, dueBy, dueStepsPage)
 	if err != nil {
 		return 0, err
 	}
@@ -345,7 +345,7 @@ func (d *Dispatcher) fireDue(ctx context.Context, dueBy, now time.Time) (int, er
 	for _, s := range due {
 		ok, err := d.FireAlertStep(ctx, s.ID, now)
 		if err != nil {
-			d.Log.Warn("dispatch: fire alert step", "step", s.ID, "error", err)
+			d.log.Warn("dispatch: fire alert step", "step", s.ID, "error", err)
 			continue
 		}
 		if ok {
@@ -361,11 +361,11 @@ const dueStepsPage = 500
 // fireStep fires one step; ok is false when it was not due, already fired or
 // cancelled, or its alert is no longer open.
 func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) (next *models.AlertStep, ok bool, err error) {
-	s, err := d.Store.AlertStepByID(ctx, stepID)
+	s, err := d.store.AlertStepByID(ctx, stepID)
 	if err != nil || s.FiredAt != nil || s.CancelledAt != nil || s.DueAt.After(now) {
 		return nil, false, err
 	}
-	a, err := d.Store.AlertByID(ctx, s.AlertID)
+	a, err := d.store.AlertByID(ctx, s.AlertID)
 	if err != nil || !a.Escalating() {
 		return nil, false, err
 	}
@@ -550,12 +550,12 @@ func (d *Dispatcher) resolveTarget(ctx context.Context, target string, now time.
 		slices.Sort(ids)
 		return ids, "", nil
 	case targetRotation:
-		date, _ := DateOf(now, d.Location)
+		date, _ := DateOf(now, d.loc)
 		k := 0
 		if strings.HasSuffix(target, backupSuffix) {
 			k = 1
 		}
-		ids, err := d.Store.RotationTurnOn(ctx, name, date, k)
+		ids, err := d.store.RotationTurnOn(ctx, name, date, k)
 		if errors.Is(err, models.ErrNotFound) {
 			return nil, SkipUnknownTarget, nil
 		}
@@ -567,13 +567,13 @@ func (d *Dispatcher) resolveTarget(ctx context.Context, target string, now time.
 		}
 		return ids, "", nil
 	case targetDepartment:
-		people, err := d.Store.ActiveRecipientsIn(ctx, []string{name}, nil, MaxRecipients)
+		people, err := d.store.ActiveRecipientsIn(ctx, []string{name}, nil, MaxRecipients)
 		if err != nil || len(people) == 0 {
 			return nil, SkipDepartmentGone, err
 		}
 		return recipientIDs(people), "", nil
 	}
-	people, err := d.Store.CachedRecipientsByExternalIDs(ctx, []string{name})
+	people, err := d.store.CachedRecipientsByExternalIDs(ctx, []string{name})
 	if err != nil || len(people) == 0 {
 		return nil, SkipUnknownTarget, err
 	}
@@ -595,7 +595,7 @@ func (d *Dispatcher) unrouted(ctx context.Context, tx *models.Store, ch *Change,
 		return err
 	}
 	ch.After(func() {
-		d.Log.Warn("dispatch: alert step called nobody", "alert", a.ID, "step", s.N, "round", s.Round, "reason", reason)
+		d.log.Warn("dispatch: alert step called nobody", "alert", a.ID, "step", s.N, "round", s.Round, "reason", reason)
 	})
 	return nil
 }
@@ -632,14 +632,14 @@ func (d *Dispatcher) keepUnrouted(ctx context.Context, a *models.Alert, s *model
 // round, so the alert is exhausted and the last step's people hear that nobody answered.
 // An alert that called nobody at all is kept open instead (keepUnrouted).
 func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.AlertStep, now time.Time) (bool, error) {
-	called, err := d.Store.AlertRecipients(ctx, a.ID)
+	called, err := d.store.AlertRecipients(ctx, a.ID)
 	if err != nil {
 		return false, err
 	}
 	if len(called) == 0 {
 		return d.keepUnrouted(ctx, a, s, now)
 	}
-	steps, err := d.Store.AlertSteps(ctx, a.ID)
+	steps, err := d.store.AlertSteps(ctx, a.ID)
 	if err != nil {
 		return false, err
 	}
@@ -649,7 +649,7 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.Ale
 			last = st.Targets
 		}
 	}
-	people, err := d.Store.CachedRecipientsByExternalIDs(ctx, last)
+	people, err := d.store.CachedRecipientsByExternalIDs(ctx, last)
 	if err != nil {
 		return false, err
 	}
@@ -681,7 +681,7 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.Ale
 // process die first, the recovery poll fires the step (the row, not the timer, is the
 // truth). A step due later than that is left to a later task or the poll.
 func (d *Dispatcher) FireAlertStepNow(ctx context.Context, stepID int64) error {
-	s, err := d.Store.AlertStepByID(ctx, stepID)
+	s, err := d.store.AlertStepByID(ctx, stepID)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil
 	}
@@ -695,7 +695,7 @@ func (d *Dispatcher) FireAlertStepNow(ctx context.Context, stepID int64) error {
 	case wait > 0:
 		time.AfterFunc(wait, func() {
 			if _, err := d.FireAlertStep(context.Background(), stepID, d.now()); err != nil {
-				d.Log.Warn("dispatch: fire alert step; the recovery poll will retry", "step", stepID, "error", err)
+				d.log.Warn("dispatch: fire alert step; the recovery poll will retry", "step", stepID, "error", err)
 			}
 		})
 		return nil
@@ -722,7 +722,7 @@ func (d *Dispatcher) RunEscalationPoll(ctx context.Context, every time.Duration)
 		}
 		now := d.now()
 		if _, err := d.fireDue(ctx, now.Add(-pollGrace), now); err != nil && ctx.Err() == nil {
-			d.Log.Warn("dispatch: escalation poll", "error", err)
+			d.log.Warn("dispatch: escalation poll", "error", err)
 		}
 	}
 }
@@ -738,6 +738,6 @@ func (d *Dispatcher) fireFirstStep(ctx context.Context, res *Result) {
 		return
 	}
 	if _, err := d.FireAlertStep(ctx, res.firstStep.ID, now); err != nil {
-		d.Log.Warn("dispatch: first alert step; the recovery poll will fire it", "alert", res.Alert.ID, "error", err)
+		d.log.Warn("dispatch: first alert step; the recovery poll will fire it", "alert", res.Alert.ID, "error", err)
 	}
 }

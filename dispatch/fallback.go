@@ -70,7 +70,7 @@ const fallbackRead = 200
 func (d *Dispatcher) FallBack(ctx context.Context) (int, error) {
 	made := 0
 	for {
-		due, err := d.Store.DueFallbacks(ctx, fallbackRead)
+		due, err := d.store.DueFallbacks(ctx, fallbackRead)
 		if err != nil || len(due) == 0 {
 			return made, err
 		}
@@ -108,7 +108,7 @@ func (d *Dispatcher) passBatch(ctx context.Context, pass *fallbackPass, id strin
 	b, ok := pass.batches[id]
 	if !ok {
 		var err error
-		if b, err = d.Store.BatchByID(ctx, id); err != nil {
+		if b, err = d.store.BatchByID(ctx, id); err != nil {
 			return nil, nil, err
 		}
 		pass.batches[id] = b
@@ -134,7 +134,7 @@ func (d *Dispatcher) batchTemplate(ctx context.Context, b *models.Batch) (*Compi
 		t = b.TemplateContent.Template()
 	case b.TemplateID != nil:
 		var err error
-		if t, err = d.Store.TemplateByID(ctx, *b.TemplateID); errors.Is(err, models.ErrNotFound) {
+		if t, err = d.store.TemplateByID(ctx, *b.TemplateID); errors.Is(err, models.ErrNotFound) {
 			return nil, nil
 		} else if err != nil {
 			return nil, err
@@ -144,7 +144,7 @@ func (d *Dispatcher) batchTemplate(ctx context.Context, b *models.Batch) (*Compi
 	}
 	tmpl, err := CompileTemplate(t)
 	if err != nil {
-		d.Log.Warn("dispatch: a batch's template does not compile; its fallbacks carry the text sent before", "batch", b.ID, "error", err)
+		d.log.Warn("dispatch: a batch's template does not compile; its fallbacks carry the text sent before", "batch", b.ID, "error", err)
 		return nil, nil
 	}
 	return tmpl, nil
@@ -156,13 +156,13 @@ func (d *Dispatcher) fallBack(ctx context.Context, pass *fallbackPass, prev *mod
 	if err != nil {
 		return nil, err
 	}
-	people, err := d.Store.RecipientsByIDs(ctx, []int64{prev.RecipientID})
+	people, err := d.store.RecipientsByIDs(ctx, []int64{prev.RecipientID})
 	if err != nil {
 		return nil, err
 	}
-	accounts := d.Accounts
+	accounts := d.accounts
 	if accounts == nil {
-		accounts = d.Store.NewAccountCache(0)
+		accounts = d.store.NewAccountCache(0)
 	}
 	chain := models.Chain(prev.Fallback)
 	for i, platform := range chain {
@@ -183,17 +183,17 @@ func (d *Dispatcher) fallBack(ctx context.Context, pass *fallbackPass, prev *mod
 		}
 		next, err := d.nextInChain(ctx, prev, b, tmpl, p, acct, addr)
 		if err != nil {
-			d.Log.Warn("dispatch: fallback cannot be rendered for the platform; trying the next", "message", prev.ID, "platform", platform, "error", err)
+			d.log.Warn("dispatch: fallback cannot be rendered for the platform; trying the next", "message", prev.ID, "platform", platform, "error", err)
 			continue
 		}
 		next.Fallback = models.JoinChain(chain[i+1:])
-		if err := d.Store.LinkFallback(ctx, prev, next); err != nil {
+		if err := d.store.LinkFallback(ctx, prev, next); err != nil {
 			return nil, err
 		}
-		d.Stats.Count(acct.ID, "created", 1)
+		d.stats.Count(acct.ID, "created", 1)
 		return next, nil
 	}
-	return nil, d.Store.EndFallback(ctx, prev)
+	return nil, d.store.EndFallback(ctx, prev)
 }
 
 // nextInChain is the message prev falls back to on acct: the template rendered for the
@@ -255,7 +255,7 @@ func (d *Dispatcher) fallBackRuns() {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if _, err := d.FallBack(ctx); err != nil {
-			d.Log.Warn("dispatch: fallback", "error", err)
+			d.log.Warn("dispatch: fallback", "error", err)
 		}
 		cancel()
 		d.fallbacks.mu.Lock()

@@ -23,13 +23,13 @@ func (a Actor) OwnKey() int64 {
 // is models.ErrNotFound to a send or read key, but for a digest that carried one of the
 // key's notices.
 func (d *Dispatcher) Message(ctx context.Context, by Actor, id string) (*models.BatchMessage, error) {
-	m, err := d.Store.MessageWithRecipient(ctx, id)
+	m, err := d.store.MessageWithRecipient(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	err = d.Store.CheckOwn(ctx, by.OwnKey(), m.BatchID)
+	err = d.store.CheckOwn(ctx, by.OwnKey(), m.BatchID)
 	if errors.Is(err, models.ErrNotFound) && by.OwnKey() != 0 {
-		carries, cerr := d.Store.DigestCarriesKey(ctx, m.ID, by.OwnKey())
+		carries, cerr := d.store.DigestCarriesKey(ctx, m.ID, by.OwnKey())
 		if cerr != nil {
 			return nil, cerr
 		}
@@ -46,10 +46,10 @@ func (d *Dispatcher) Message(ctx context.Context, by Actor, id string) (*models.
 // Batch returns a batch as by may see it: another key's batch is models.ErrNotFound to a
 // send or read key.
 func (d *Dispatcher) Batch(ctx context.Context, by Actor, id string) (*models.Batch, error) {
-	if err := d.Store.CheckOwn(ctx, by.OwnKey(), id); err != nil {
+	if err := d.store.CheckOwn(ctx, by.OwnKey(), id); err != nil {
 		return nil, err
 	}
-	return d.Store.BatchByID(ctx, id)
+	return d.store.BatchByID(ctx, id)
 }
 
 // Messages lists the messages a filter selects that by may see, newest first, at most
@@ -57,16 +57,16 @@ func (d *Dispatcher) Batch(ctx context.Context, by Actor, id string) (*models.Ba
 // API's read it alike.
 func (d *Dispatcher) Messages(ctx context.Context, by Actor, f models.MessageFilter, after *models.MessageCursor, limit int) ([]models.BatchMessage, error) {
 	f.OwnKey = by.OwnKey()
-	return d.Store.ListMessages(ctx, f, after, limit)
+	return d.store.ListMessages(ctx, f, after, limit)
 }
 
 // ownMessage reads a message that by may change.
 func (d *Dispatcher) ownMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
-	m, err := d.Store.MessageByID(ctx, id)
+	m, err := d.store.MessageByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := d.Store.CheckOwn(ctx, by.OwnKey(), m.BatchID); err != nil {
+	if err := d.store.CheckOwn(ctx, by.OwnKey(), m.BatchID); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -106,9 +106,9 @@ func (d *Dispatcher) cancelIn(ctx context.Context, tx *models.Store, ch *Change,
 	}
 	ch.After(func() {
 		if m.CallbackKeyID != nil {
-			d.Callbacks.Kick(*m.CallbackKeyID)
+			d.callbacks.Kick(*m.CallbackKeyID)
 		}
-		d.Stats.Count(m.AccountID, "cancelled", 1)
+		d.stats.Count(m.AccountID, "cancelled", 1)
 	})
 	return nil
 }

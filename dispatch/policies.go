@@ -154,13 +154,13 @@ func (d *Dispatcher) checkTarget(ctx context.Context, target string) error {
 	case TargetOnDuty:
 		return nil
 	case targetRotation:
-		if _, err := d.Store.RotationByName(ctx, name); errors.Is(err, models.ErrNotFound) {
+		if _, err := d.store.RotationByName(ctx, name); errors.Is(err, models.ErrNotFound) {
 			return models.Invalid("target", "alerts.invalid.unknown_rotation", "Name", name)
 		} else if err != nil {
 			return err
 		}
 	case targetDepartment:
-		people, err := d.Store.ActiveRecipientsIn(ctx, []string{name}, nil, 1)
+		people, err := d.store.ActiveRecipientsIn(ctx, []string{name}, nil, 1)
 		if err != nil {
 			return err
 		}
@@ -171,7 +171,7 @@ func (d *Dispatcher) checkTarget(ctx context.Context, target string) error {
 		if name == "" || len(name) > maxExternalLen {
 			return models.Invalid("target", "alerts.invalid.target_blank")
 		}
-		people, err := d.Store.CachedRecipientsByExternalIDs(ctx, []string{name})
+		people, err := d.store.CachedRecipientsByExternalIDs(ctx, []string{name})
 		if err != nil {
 			return err
 		}
@@ -199,7 +199,7 @@ func parseTarget(t string) (kind, name string) {
 
 // Policies lists the escalation policies by name.
 func (d *Dispatcher) Policies(ctx context.Context) ([]models.EscalationPolicy, error) {
-	return d.Store.Policies(ctx)
+	return d.store.Policies(ctx)
 }
 
 // stepWait is a step's wait; policies are checked when saved, so a wait that no longer

@@ -148,7 +148,7 @@ func (d *Dispatcher) RecallMessage(ctx context.Context, by Actor, id string) (*m
 // rejected. A request that lapsed, was approved, or was asked for by someone else is no
 // obstacle.
 func (d *Dispatcher) checkBatchRecall(ctx context.Context, by Actor, m *models.Message) error {
-	r, err := d.Store.LatestRecallRequest(ctx, m.BatchID)
+	r, err := d.store.LatestRecallRequest(ctx, m.BatchID)
 	if err != nil || r == nil || !r.AskedBy(by.Name, by.Person, by.APIKeyID) {
 		return err
 	}
@@ -218,7 +218,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message,
 	// taken back with m: they are recorded recalled too.
 	carried := []models.Message{*m}
 	if channels.RecallsCall(m.Platform) && m.ProviderMessageID != "" {
-		if carried, err = d.Store.SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID); err != nil {
+		if carried, err = d.store.SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID); err != nil {
 			return RecallFailed, err
 		}
 		if !slices.ContainsFunc(carried, func(c models.Message) bool { return c.ID == m.ID }) {
@@ -245,7 +245,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message,
 			ch.Audit("message.recall", "message", c.ID, p)
 			if c.CallbackKeyID != nil {
 				key := *c.CallbackKeyID
-				ch.After(func() { d.Callbacks.Kick(key) })
+				ch.After(func() { d.callbacks.Kick(key) })
 			}
 		}
 		return d.endRecalledAlert(ctx, tx, ch, m, recalledBy)
@@ -282,14 +282,14 @@ func recallUnits(targets []models.Message) [][]*models.Message {
 // recallerFor returns the adapter of the message's account, as a Recaller; a
 // *RecallError with RecallUnsupported when it cannot recall.
 func (d *Dispatcher) recallerFor(ctx context.Context, m *models.Message) (channels.Recaller, error) {
-	if d.Channels == nil {
+	if d.channels == nil {
 		return nil, &RecallError{Code: RecallUnsupported, Err: errors.New("no platform adapters in this process")}
 	}
-	acct, err := d.Store.AccountByID(ctx, m.AccountID)
+	acct, err := d.store.AccountByID(ctx, m.AccountID)
 	if err != nil {
 		return nil, err
 	}
-	sender, err := d.Channels.Sender(acct.Channel())
+	sender, err := d.channels.Sender(acct.Channel())
 	if err != nil {
 		return nil, &RecallError{Code: RecallFailed, Err: err}
 	}
@@ -336,7 +336,7 @@ func (d *Dispatcher) RecallBatch(ctx context.Context, by Actor, batchID string) 
 	if err != nil {
 		return BatchRecall{}, err
 	}
-	targets, err := d.Store.RecallTargets(ctx, b.ID)
+	targets, err := d.store.RecallTargets(ctx, b.ID)
 	if err != nil {
 		return BatchRecall{}, err
 	}
@@ -363,7 +363,7 @@ func (d *Dispatcher) RecallBatch(ctx context.Context, by Actor, batchID string) 
 // requestRecall records a batch recall that awaits approval, unless one awaits already,
 // and returns the request awaiting. One that lapsed is recorded expired and replaced.
 func (d *Dispatcher) requestRecall(ctx context.Context, by Actor, b *models.Batch, targets []models.Message) (*models.RecallRequest, error) {
-	latest, err := d.Store.LatestRecallRequest(ctx, b.ID)
+	latest, err := d.store.LatestRecallRequest(ctx, b.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -413,7 +413,7 @@ func recallDeadline(targets []models.Message, now time.Time) time.Time {
 // expireRecalls records the recall requests whose time ran out as expired, as the
 // sweeper does each minute, so that one is never decided on past its expiry.
 func (d *Dispatcher) expireRecalls(ctx context.Context) error {
-	_, err := d.Store.ExpireRecallRequests(ctx, d.now())
+	_, err := d.store.ExpireRecallRequests(ctx, d.now())
 	return err
 }
 
@@ -432,7 +432,7 @@ func (d *Dispatcher) recallAll(ctx context.Context, by Actor, b *models.Batch, t
 			defer func() { <-slots }()
 			outcome, err := d.recallOne(ctx, by, unit[0], recalledBy)
 			if err != nil && outcome == RecallFailed {
-				d.Log.Warn("recall failed", "message", unit[0].ID, "batch", b.ID, "err", err)
+				d.log.Warn("recall failed", "message", unit[0].ID, "batch", b.ID, "err", err)
 			}
 			mu.Lock()
 			for range unit {
@@ -464,7 +464,7 @@ func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := d.Store.LatestRecallRequest(ctx, batchID)
+	r, err := d.store.LatestRecallRequest(ctx, batchID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -502,7 +502,7 @@ func (d *Dispatcher) ApproveRecall(ctx context.Context, by Actor, batchID string
 	if err != nil {
 		return models.RecallCounts{}, err
 	}
-	targets, err := d.Store.RecallTargets(ctx, b.ID)
+	targets, err := d.store.RecallTargets(ctx, b.ID)
 	if err != nil {
 		return models.RecallCounts{}, err
 	}
@@ -510,7 +510,7 @@ func (d *Dispatcher) ApproveRecall(ctx context.Context, by Actor, batchID string
 	if err != nil {
 		return counts, err
 	}
-	return counts, d.Store.RecordRecallResult(ctx, r.ID, counts)
+	return counts, d.store.RecordRecallResult(ctx, r.ID, counts)
 }
 
 // RejectRecall rejects the batch's recall request as by, with the reason: nothing is
@@ -538,10 +538,10 @@ func (d *Dispatcher) RejectRecall(ctx context.Context, by Actor, batchID, reason
 // RecallRequest returns the batch's latest recall request (nil for none), as by may see
 // it.
 func (d *Dispatcher) RecallRequest(ctx context.Context, by Actor, batchID string) (*models.RecallRequest, error) {
-	if err := d.Store.CheckOwn(ctx, by.OwnKey(), batchID); err != nil {
+	if err := d.store.CheckOwn(ctx, by.OwnKey(), batchID); err != nil {
 		return nil, err
 	}
-	return d.Store.LatestRecallRequest(ctx, batchID)
+	return d.store.LatestRecallRequest(ctx, batchID)
 }
 
 // endRecalledAlert ends, in tx, the alert whose notice m was just recalled (or cancelled
@@ -558,9 +558,9 @@ func (d *Dispatcher) endRecalledAlert(ctx context.Context, tx *models.Store, ch 
 	if err != nil || a == nil {
 		return err
 	}
-	if a.CallbackKeyID != nil && d.Callbacks != nil {
+	if a.CallbackKeyID != nil && d.callbacks != nil {
 		key := *a.CallbackKeyID
-		ch.After(func() { d.Callbacks.Kick(key) })
+		ch.After(func() { d.callbacks.Kick(key) })
 	}
 	id := strconv.FormatInt(a.ID, 10)
 	ch.Audit(resolveMove.action, "alert", id, models.AuditParams{"id": id, "by": recalledBy, "via": models.AlertViaRecall,

@@ -31,18 +31,18 @@ func CheckReminderTemplate(t *models.Template) error {
 // process gets there first; a date nobody is on duty is recorded without a batch. It
 // returns the batch sent, or nil.
 func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
-	cfg, err := d.Store.DutyReminderConfig(ctx)
+	cfg, err := d.store.DutyReminderConfig(ctx)
 	if err != nil || !cfg.Enabled {
 		return nil, err
 	}
-	now := d.now().In(d.Location)
+	now := d.now().In(d.loc)
 	at, err := cfg.At(now)
 	if err != nil || now.Before(at) {
 		return nil, err
 	}
-	tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 12, 0, 0, 0, d.Location)
-	date, _ := DateOf(tomorrow, d.Location)
-	if done, err := d.Store.DutyReminderOf(ctx, date); err != nil || done != nil {
+	tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 12, 0, 0, 0, d.loc)
+	date, _ := DateOf(tomorrow, d.loc)
+	if done, err := d.store.DutyReminderOf(ctx, date); err != nil || done != nil {
 		return nil, err
 	}
 	roster, err := d.RosterOn(ctx, tomorrow)
@@ -50,8 +50,8 @@ func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if roster.Empty() {
-		_, err := d.Store.MarkDutyReminder(ctx, date)
-		d.Log.Info("duty reminder: nobody is on duty", "date", date)
+		_, err := d.store.MarkDutyReminder(ctx, date)
+		d.log.Info("duty reminder: nobody is on duty", "date", date)
 		return nil, err
 	}
 	ids := make([]int64, 0, len(roster.OnDuty))
@@ -65,7 +65,7 @@ func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
 	}
 	req := Request{Source: models.SourceReminder, Actor: "duty-reminder", Makers: makers, Account: cfg.Account, Template: cfg.Template,
 		RecipientIDs: ids, DutyDate: &tomorrow, Reminder: date, Variables: map[string]string{}, Priority: models.PriorityNormal}
-	if t, err := d.Store.TemplateByName(ctx, cfg.Template); err == nil && slices.Contains(t.VariableNames(), "date") {
+	if t, err := d.store.TemplateByName(ctx, cfg.Template); err == nil && slices.Contains(t.VariableNames(), "date") {
 		req.Variables["date"] = date
 	}
 	res, err := d.Submit(ctx, req)
@@ -75,7 +75,7 @@ func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	d.Log.Info("duty reminder sent", "date", date, "batch", res.Batch.ID, "messages", len(res.Messages))
+	d.log.Info("duty reminder sent", "date", date, "batch", res.Batch.ID, "messages", len(res.Messages))
 	return res, nil
 }
 
@@ -91,14 +91,14 @@ func (d *Dispatcher) reminderMakers(ctx context.Context, template string) ([]str
 		{[]string{"duty.reminder.set"}, ""},
 		{[]string{"template.create", "template.update"}, template},
 	} {
-		e, err := d.Store.LastChange(ctx, last.actions, last.target)
+		e, err := d.store.LastChange(ctx, last.actions, last.target)
 		if err != nil {
 			return nil, err
 		}
 		if e == nil {
 			continue
 		}
-		people, err := d.Store.PeopleOf(ctx, e)
+		people, err := d.store.PeopleOf(ctx, e)
 		if err != nil {
 			return nil, err
 		}

@@ -18,9 +18,9 @@ func TestDutyReminder(t *testing.T) {
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	loc, _ := time.LoadLocation("Asia/Shanghai")
-	f.d.Location = loc
+	dispatch.SetLocation(f.d, loc)
 	now := time.Date(2026, 11, 25, 16, 59, 0, 0, loc) // a Wednesday; Thursday's roster: E1004, E1001
-	f.d.Now = func() time.Time { return now }
+	dispatch.SetClock(f.d, func() time.Time { return now })
 	tmpl := &models.Template{Name: "on-duty", MsgType: "text", Body: "You are on duty on {{.date}}.", Variables: models.StringList{"date"}}
 	if err := f.store.CreateTemplate(ctx, tmpl); err != nil {
 		t.Fatal(err)

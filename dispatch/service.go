@@ -85,7 +85,7 @@ var errUnaudited = errors.New("dispatch: a change recorded no audit entry")
 // registered with After run after the commit.
 func (d *Dispatcher) change(ctx context.Context, by Actor, fn func(tx *models.Store, ch *Change) error) error {
 	var ch *Change
-	err := d.Store.InTx(ctx, func(tx *models.Store) error {
+	err := d.store.InTx(ctx, func(tx *models.Store) error {
 		ch = &Change{actor: by} // afresh on every run of the transaction
 		if err := fn(tx, ch); err != nil {
 			return err

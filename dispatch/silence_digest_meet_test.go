@@ -37,7 +37,7 @@ func newMeetFixture(t *testing.T) *meetFixture {
 	t.Helper()
 	f := &meetFixture{silenceFixture: newSilenceFixture(t), now: time.Now().UTC().Add(-5 * time.Minute).Truncate(time.Second),
 		sim: simulator.New(simulator.Faults{})}
-	f.d.Now = f.clock
+	dispatch.SetClock(f.d, f.clock)
 	return f
 }
 

@@ -170,7 +170,7 @@ func (d *Dispatcher) lengthReasons(ctx context.Context, in SilenceInput, by crea
 	}
 	// A silence that ended before this reaches back cannot join a stretch long enough.
 	since := w.Start.Add(-delivery.MaxUnapprovedSilence - delivery.AdjacentGap)
-	mine, err := d.Store.CreatorSilences(ctx, by.KeyID, by.Name, since)
+	mine, err := d.store.CreatorSilences(ctx, by.KeyID, by.Name, since)
 	if err != nil {
 		return nil, err
 	}
@@ -288,7 +288,7 @@ func (d *Dispatcher) CreateSilence(ctx context.Context, by Actor, in SilenceInpu
 // Silence returns a silence as by may see it: another key's silence is
 // models.ErrNotFound to a key without the admin scope.
 func (d *Dispatcher) Silence(ctx context.Context, by Actor, id int64) (*models.Silence, error) {
-	sil, err := d.Store.SilenceByID(ctx, id)
+	sil, err := d.store.SilenceByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +309,7 @@ func (d *Dispatcher) Silences(ctx context.Context, by Actor, state string) ([]mo
 		return nil, models.Invalid("state", "silences.check.state", "States", strings.Join(delivery.SilenceStates, ", "))
 	}
 	now := d.now()
-	list, err := d.Store.Silences(ctx, by.OwnKey(), now.Add(-SilenceKept), maxSilenceList)
+	list, err := d.store.Silences(ctx, by.OwnKey(), now.Add(-SilenceKept), maxSilenceList)
 	if err != nil || state == "" {
 		return list, err
 	}
@@ -467,7 +467,7 @@ func (d *Dispatcher) PreviewSilence(ctx context.Context, by Actor, in SilenceInp
 func (d *Dispatcher) countHeld(ctx context.Context, rule *delivery.SilenceRule, stopOver int) (SilencePreview, error) {
 	var p SilencePreview
 	var err error
-	p.Complete, err = d.Store.RecentSubjects(ctx, d.now().Add(-24*time.Hour), MaxPreviewMessages, func(s delivery.Subject) bool {
+	p.Complete, err = d.store.RecentSubjects(ctx, d.now().Add(-24*time.Hour), MaxPreviewMessages, func(s delivery.Subject) bool {
 		if rule.Matches(s) {
 			p.Held++
 		}
@@ -497,14 +497,14 @@ func (d *Dispatcher) RunSilencePass(ctx context.Context, every time.Duration) {
 		}
 		ended, err := d.EndSilences(ctx)
 		if err != nil && ctx.Err() == nil {
-			d.Log.Warn("dispatch: end silences", "error", err)
+			d.log.Warn("dispatch: end silences", "error", err)
 		}
 		if ended == 0 && time.Since(swept) < silenceSweep {
 			continue
 		}
 		swept = time.Now()
 		if _, _, err := d.ReleaseHeld(ctx); err != nil && ctx.Err() == nil {
-			d.Log.Warn("dispatch: release held messages", "error", err)
+			d.log.Warn("dispatch: release held messages", "error", err)
 		}
 	}
 }
@@ -513,7 +513,7 @@ func (d *Dispatcher) RunSilencePass(ctx context.Context, every time.Duration) {
 // number of messages it held, and reports how many it ended.
 func (d *Dispatcher) EndSilences(ctx context.Context) (int, error) {
 	now := d.now()
-	due, err := d.Store.DueSilenceEnds(ctx, now)
+	due, err := d.store.DueSilenceEnds(ctx, now)
 	if err != nil {
 		return 0, err
 	}
@@ -548,7 +548,7 @@ const releasePage = 500
 // It reports how many it released and cancelled.
 func (d *Dispatcher) ReleaseHeld(ctx context.Context) (released, cancelled int, err error) {
 	for {
-		free, err := d.Store.FreeHeldMessages(ctx, releasePage)
+		free, err := d.store.FreeHeldMessages(ctx, releasePage)
 		if err != nil || len(free) == 0 {
 			return released, cancelled, err
 		}

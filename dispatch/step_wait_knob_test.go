@@ -26,7 +26,7 @@ func TestStepWaitKnob(t *testing.T) {
 		t.Fatalf("a 2s wait without the knob: %v, want a field error on steps[0].wait", err)
 	}
 
-	knobbed, err := dispatch.NewDispatcher(dispatch.Config{Store: f.store, Enqueuer: f.d.Enqueuer, Location: time.UTC,
+	knobbed, err := dispatch.NewDispatcher(dispatch.Config{Store: f.store, Enqueuer: dispatch.EnqueuerOf(f.d), Location: time.UTC,
 		Now: f.clock, Log: slog.New(slog.DiscardHandler), StepWait: 2 * time.Second})
 	if err != nil {
 		t.Fatal(err)

@@ -18,7 +18,7 @@ func (d *Dispatcher) pinned(ctx context.Context, t *models.Template, n int) (*mo
 	if n < 0 {
 		return nil, models.Invalid("template_version", "versions.pin_unknown", "Version", n, "Name", t.Name, "Latest", t.Version)
 	}
-	v, err := d.Store.TemplateVersionOf(ctx, t.ID, n)
+	v, err := d.store.TemplateVersionOf(ctx, t.ID, n)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, models.Invalid("template_version", "versions.pin_unknown", "Version", n, "Name", t.Name, "Latest", t.Version)
 	}

@@ -89,11 +89,11 @@ func (d *Dispatcher) SetUserLanguage(ctx context.Context, by Actor, u *models.Us
 // current_password and is recorded as a failed attempt (the guess counted); a new
 // password that is not good enough names new_password and writes nothing.
 func (d *Dispatcher) ChangePassword(ctx context.Context, by Actor, u *models.User, current, next string) error {
-	checked, err := d.Store.CheckCurrentPassword(ctx, u.ID, current, by.IP)
+	checked, err := d.store.CheckCurrentPassword(ctx, u.ID, current, by.IP)
 	if errors.Is(err, models.ErrThrottled) {
 		e := by.Entry("user.password_change_throttled", "user", u.Username, models.AuditParams{"username": u.Username})
 		e.Detail = "status 429: too many wrong passwords"
-		if _, aerr := d.Store.AuditOnce(ctx, e, "password "+u.Username+" "+by.IP, time.Minute); aerr != nil {
+		if _, aerr := d.store.AuditOnce(ctx, e, "password "+u.Username+" "+by.IP, time.Minute); aerr != nil {
 			return aerr
 		}
 		return err

@@ -38,7 +38,7 @@ func (d *Dispatcher) Waits(ctx context.Context, res *Result) (Wait, error) {
 	if due.IsZero() {
 		due = d.now()
 	}
-	if hold, until := res.account.QuietHours.Holds(res.Batch.Priority, due, d.Location); hold {
+	if hold, until := res.account.QuietHours.Holds(res.Batch.Priority, due, d.loc); hold {
 		w.QuietUntil, w.Account = until, res.account.Name
 	}
 	return w, nil

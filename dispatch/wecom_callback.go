@@ -73,7 +73,7 @@ func (d *Dispatcher) WeComCallback(ctx context.Context, by Actor, req WeComCallb
 	at, replayKey := time.Unix(ts, 0), ""
 	if reason == "" {
 		replayKey = fmt.Sprintf("wecom callback %d %s", acct.ID, req.Signature)
-		first, err := d.Store.ClaimOnce(ctx, replayKey, at)
+		first, err := d.store.ClaimOnce(ctx, replayKey, at)
 		if err != nil {
 			return "", err
 		}
@@ -82,7 +82,7 @@ func (d *Dispatcher) WeComCallback(ctx context.Context, by Actor, req WeComCallb
 		}
 	}
 	if reason != "" {
-		d.weComRefusals.log(d.Log, req.Account, reason)
+		d.weComRefusals.log(d.log, req.Account, reason)
 		return "", ErrWeComCallbackRefused
 	}
 	if req.Check {
@@ -99,12 +99,12 @@ func (d *Dispatcher) WeComCallback(ctx context.Context, by Actor, req WeComCallb
 		return "", nil
 	case errors.Is(err, ErrAckLinkInvalid), errors.Is(err, ErrAckLinkExpired),
 		errors.Is(err, ErrAckNoticeWithdrawn), errors.Is(err, ErrAckNotCalled), errors.As(err, &fe):
-		d.Log.Warn("wecom card click ignored", "account", acct.Name, "task_id", click.TaskID, "key", click.Key, "error", err)
+		d.log.Warn("wecom card click ignored", "account", acct.Name, "task_id", click.TaskID, "key", click.Key, "error", err)
 		return "", nil
 	}
 	// WeCom retries an event not answered 200: the click is acted on then.
-	if gerr := d.Store.ReleaseClaim(context.WithoutCancel(ctx), replayKey, at); gerr != nil {
-		d.Log.Error("wecom callback: give back a signature", "account", acct.Name, "error", gerr)
+	if gerr := d.store.ReleaseClaim(context.WithoutCancel(ctx), replayKey, at); gerr != nil {
+		d.log.Error("wecom callback: give back a signature", "account", acct.Name, "error", gerr)
 	}
 	return "", fmt.Errorf("dispatch: wecom card click on %s: %w", acct.Name, err)
 }
@@ -112,7 +112,7 @@ func (d *Dispatcher) WeComCallback(ctx context.Context, by Actor, req WeComCallb
 // weComCallbackOf returns the callback checker of the WeCom account named, or the
 // reason there is none (to be refused as any other refusal is).
 func (d *Dispatcher) weComCallbackOf(ctx context.Context, name string) (*channels.WeComCallback, *models.Account, string, error) {
-	acct, err := d.Store.AccountByName(ctx, name)
+	acct, err := d.store.AccountByName(ctx, name)
 	if errors.Is(err, models.ErrNotFound) {
 		return nil, nil, "no such account", nil
 	}

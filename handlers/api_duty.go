@@ -85,7 +85,7 @@ type overrideJSON struct {
 
 // dateRange reads from/to query dates, defaulting to [today-7d, today+60d].
 func (h *Handlers) dateRange(c *gin.Context, back, ahead int) (string, string, bool) {
-	today := time.Now().In(h.Dispatch.Location)
+	today := time.Now().In(h.Location)
 	from, to := c.Query("from"), c.Query("to")
 	if from == "" {
 		from = today.AddDate(0, 0, -back).Format(time.DateOnly)
@@ -207,8 +207,8 @@ func (h *Handlers) APIDeleteHoliday(c *gin.Context) {
 
 // APIRoster is GET /api/v1/duty/roster?date=YYYY-MM-DD: who is on duty that date.
 func (h *Handlers) APIRoster(c *gin.Context) {
-	date := c.DefaultQuery("date", time.Now().In(h.Dispatch.Location).Format(time.DateOnly))
-	day, err := time.ParseInLocation(time.DateOnly, date, h.Dispatch.Location)
+	date := c.DefaultQuery("date", time.Now().In(h.Location).Format(time.DateOnly))
+	day, err := time.ParseInLocation(time.DateOnly, date, h.Location)
 	if err != nil {
 		APIError(c, http.StatusUnprocessableEntity, "validation_failed", tr(c, "duty.roster.bad_date"), "date")
 		return
@@ -227,6 +227,6 @@ func (h *Handlers) APIRoster(c *gin.Context) {
 	if roster.Holiday != nil {
 		holiday = &holidayJSON{Date: roster.Holiday.Date, Kind: roster.Holiday.Kind, AsWeekday: roster.Holiday.AsWeekday, Name: roster.Holiday.Name}
 	}
-	_, weekday := dispatch.DateOf(day.Add(12*time.Hour), h.Dispatch.Location)
+	_, weekday := dispatch.DateOf(day.Add(12*time.Hour), h.Location)
 	c.JSON(http.StatusOK, gin.H{"date": roster.Date, "weekday": weekday, "holiday": holiday, "on_duty": onDuty(roster, people), "configured": !roster.Unconfigured(), "day_off": roster.DayOff()})
 }

@@ -129,7 +129,7 @@ type calendarDayJSON struct {
 func (h *Handlers) monthRosters(c *gin.Context) (time.Time, []*dispatch.Roster, error) {
 	month := c.Query("month")
 	if month == "" {
-		month = time.Now().In(h.Dispatch.Location).Format("2006-01")
+		month = time.Now().In(h.Location).Format("2006-01")
 	}
 	first, err := time.Parse("2006-01", month)
 	if err != nil || first.Year() < 2000 || first.Year() > 2100 {

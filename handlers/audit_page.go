@@ -18,7 +18,7 @@ func (h *Handlers) AuditLog(c *gin.Context) {
 		Target: strings.TrimSpace(c.Query("target")), From: strings.TrimSpace(c.Query("from")), To: strings.TrimSpace(c.Query("to"))}}
 	errs := map[string]string{}
 	f := models.AuditFilter{Actor: v.Filter.Actor, Action: v.Filter.Action, Target: v.Filter.Target}
-	f.From, f.Before = dayRange(c, v.Filter.From, v.Filter.To, h.Dispatch.Location, errs)
+	f.From, f.Before = dayRange(c, v.Filter.From, v.Filter.To, h.Location, errs)
 	f.BeforeID, _ = strconv.ParseInt(c.Query("before"), 10, 64)
 	list, err := h.Store.ListAudit(c.Request.Context(), f, pageSize+1)
 	if err != nil {

@@ -153,7 +153,7 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 	}
 	req.Digest = digestRequest(f.Digest)
 	if f.SendAt != "" {
-		t, err := parseLocalTime(f.SendAt, h.Dispatch.Location)
+		t, err := parseLocalTime(f.SendAt, h.Location)
 		if err != nil {
 			errs["send_at"] = tr(c, "compose.bad_send_at")
 		}
@@ -379,7 +379,7 @@ func (h *Handlers) chosenTemplate(c *gin.Context, name string) (*models.Template
 
 func (h *Handlers) renderCompose(c *gin.Context, status int, f views.ComposeForm, errs map[string]string) {
 	ctx := c.Request.Context()
-	v := views.Compose{Form: f, TimeZone: h.Dispatch.Location.String()}
+	v := views.Compose{Form: f, TimeZone: h.Location.String()}
 	var err error
 	if v.Accounts, err = h.Store.EnabledAccounts(ctx); err != nil {
 		h.fail(c, err)

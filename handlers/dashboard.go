@@ -40,8 +40,8 @@ const chartMinutes = 60
 // with millions of rows.
 func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
 	now := time.Now()
-	local := now.In(h.Dispatch.Location)
-	midnight := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, h.Dispatch.Location)
+	local := now.In(h.Location)
+	midnight := time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, h.Location)
 	chartFrom := now.Add(-(chartMinutes - 1) * time.Minute).Truncate(time.Minute)
 	d := views.Dashboard{Now: now}
 

@@ -34,7 +34,7 @@ func (h *Handlers) Duty(c *gin.Context) {
 
 func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm, hf views.HolidayForm, errs map[string]string) {
 	ctx := c.Request.Context()
-	loc := h.Dispatch.Location
+	loc := h.Location
 	today := time.Now().In(loc)
 	d := views.Duty{OverrideForm: of, HolidayForm: hf, Notice: h.notice(c), Year: today.Year(), OverrideDays: overrideDays, Today: today.Format(time.DateOnly),
 		NoticeAtHolidays: c.Query("year") != ""}
@@ -143,7 +143,7 @@ func (h *Handlers) dutyWeek(c *gin.Context) (views.DutyWeek, error) {
 // whose roster is empty. It applies the same rule as intake (dispatch.BuildRoster on the
 // store's view of each date) without logging: the page shows the warning instead.
 func (h *Handlers) emptyRosterDates(ctx context.Context) ([]views.EmptyDate, error) {
-	today := time.Now().In(h.Dispatch.Location)
+	today := time.Now().In(h.Location)
 	from := today.Format(time.DateOnly)
 	to := today.AddDate(0, 0, emptyRosterDays-1).Format(time.DateOnly)
 	rosters, err := dispatch.Rosters(ctx, h.Store, from, to)
@@ -163,7 +163,7 @@ func (h *Handlers) emptyRosterDates(ctx context.Context) ([]views.EmptyDate, err
 // roster works out who is on duty on a date, as intake would. Its error, if any, is in
 // the language of ctx.
 func (h *Handlers) roster(ctx context.Context, date string) views.Roster {
-	loc := h.Dispatch.Location
+	loc := h.Location
 	day, err := time.ParseInLocation(time.DateOnly, date, loc)
 	if err != nil {
 		return views.Roster{Date: date, Error: i18n.T(ctx, "duty.roster.bad_date")}
@@ -192,7 +192,7 @@ func (h *Handlers) roster(ctx context.Context, date string) views.Roster {
 
 // DutyRoster renders who is on duty on ?date= (an htmx partial).
 func (h *Handlers) DutyRoster(c *gin.Context) {
-	r := h.roster(c.Request.Context(), c.DefaultQuery("date", time.Now().In(h.Dispatch.Location).Format(time.DateOnly)))
+	r := h.roster(c.Request.Context(), c.DefaultQuery("date", time.Now().In(h.Location).Format(time.DateOnly)))
 	status := http.StatusOK
 	if r.Error != "" {
 		status = http.StatusUnprocessableEntity

@@ -127,7 +127,7 @@ func (h *Handlers) DutyFeed(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	now := time.Now().In(h.Dispatch.Location)
+	now := time.Now().In(h.Location)
 	from, to := now.AddDate(0, 0, -feedDaysBack).Format(time.DateOnly), now.AddDate(0, 0, feedDaysAhead).Format(time.DateOnly)
 	rosters, err := dispatch.Rosters(ctx, h.Store, from, to)
 	if err != nil {
@@ -162,7 +162,7 @@ func (h *Handlers) DutyFeed(c *gin.Context) {
 		// A calendar must hold a component: with no duty days, it describes the time zone
 		// the dates are in.
 		tz := ical.NewComponent(ical.CompTimezone)
-		tz.Props.SetText(ical.PropTimezoneID, h.Dispatch.Location.String())
+		tz.Props.SetText(ical.PropTimezoneID, h.Location.String())
 		std := ical.NewComponent(ical.CompTimezoneStandard)
 		std.Props.SetDateTime(ical.PropDateTimeStart, time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC))
 		_, offset := now.Zone()

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/gin-gonic/gin"
@@ -49,6 +50,8 @@ type Handlers struct {
 	Stats *models.Stats
 	// Channels tests accounts' connections.
 	Channels *channels.Registry
+	// Location is HERALD_TIMEZONE: the days and times pages show and read.
+	Location *time.Location
 }
 
 // LimitUsage reports an account's current use of each of its limited windows; the rate

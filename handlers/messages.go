@@ -84,7 +84,7 @@ func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accoun
 		}
 		f.BatchID = v.Batch
 	}
-	f.CreatedFrom, f.CreatedBefore = dayRange(c, v.From, v.To, h.Dispatch.Location, errs)
+	f.CreatedFrom, f.CreatedBefore = dayRange(c, v.From, v.To, h.Location, errs)
 	return v, f, errs, nil
 }
 

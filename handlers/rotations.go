@@ -36,7 +36,7 @@ func (h *Handlers) rotationRows(c *gin.Context) ([]views.RotationRow, error) {
 		}
 		return strings.Join(out, " + ")
 	}
-	today, err := h.Store.DutyDayOf(ctx, time.Now().In(h.Dispatch.Location).Format(time.DateOnly))
+	today, err := h.Store.DutyDayOf(ctx, time.Now().In(h.Location).Format(time.DateOnly))
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (h *Handlers) renderRotationForm(c *gin.Context, status int, f views.Rotati
 
 // NewRotationForm starts a rotation: one day each over workdays, from tomorrow.
 func (h *Handlers) NewRotationForm(c *gin.Context) {
-	tomorrow := time.Now().In(h.Dispatch.Location).AddDate(0, 0, 1).Format(time.DateOnly)
+	tomorrow := time.Now().In(h.Location).AddDate(0, 0, 1).Format(time.DateOnly)
 	h.renderRotationForm(c, http.StatusOK, views.RotationForm{Start: tomorrow, TurnDays: "1", Covers: models.CoversWorkdays}, nil)
 }
 
@@ -199,7 +199,7 @@ func (h *Handlers) DutyCalendar(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	today := time.Now().In(h.Dispatch.Location).Format(time.DateOnly)
+	today := time.Now().In(h.Location).Format(time.DateOnly)
 	cal := views.Calendar{Month: first.Format("2006-01"), Prev: first.AddDate(0, -1, 0).Format("2006-01"),
 		Next: first.AddDate(0, 1, 0).Format("2006-01"), Lead: models.Weekday(first) - 1}
 	for i, r := range rosters {

@@ -79,7 +79,7 @@ func (h *Handlers) silenceInputOf(f views.SilenceForm) (dispatch.SilenceInput, e
 		if t.value == "" {
 			continue
 		}
-		v, err := parseLocalTime(t.value, h.Dispatch.Location)
+		v, err := parseLocalTime(t.value, h.Location)
 		if err != nil {
 			return in, models.Invalid(t.field, "silences.check.time")
 		}
@@ -111,7 +111,7 @@ func silenceFormErrors(c *gin.Context, f views.SilenceForm, err error) (map[stri
 
 // NewSilenceForm starts a silence: from now for two hours, releasing what it held.
 func (h *Handlers) NewSilenceForm(c *gin.Context) {
-	now := time.Now().In(h.Dispatch.Location)
+	now := time.Now().In(h.Location)
 	f := views.SilenceForm{StartsAt: now.Format("2006-01-02T15:04"), EndsAt: now.Add(2 * time.Hour).Format("2006-01-02T15:04"),
 		OnEnd: delivery.OnEndRelease}
 	h.renderSilenceForm(c, http.StatusOK, 0, f, nil)
@@ -123,8 +123,8 @@ func (h *Handlers) EditSilenceForm(c *gin.Context) {
 	if !ok {
 		return
 	}
-	f := views.SilenceForm{StartsAt: sil.StartsAt.In(h.Dispatch.Location).Format("2006-01-02T15:04"),
-		EndsAt: sil.EndsAt.In(h.Dispatch.Location).Format("2006-01-02T15:04"), Comment: sil.Comment, OnEnd: sil.OnEnd}
+	f := views.SilenceForm{StartsAt: sil.StartsAt.In(h.Location).Format("2006-01-02T15:04"),
+		EndsAt: sil.EndsAt.In(h.Location).Format("2006-01-02T15:04"), Comment: sil.Comment, OnEnd: sil.OnEnd}
 	copy(f.Rows[:], sil.Matchers)
 	h.renderSilenceForm(c, http.StatusOK, sil.ID, f, nil)
 }

@@ -24,7 +24,7 @@ func (h *Handlers) renderSwapForm(c *gin.Context, status int, f views.SwapForm, 
 		h.fail(c, err)
 		return
 	}
-	f.Today = time.Now().In(h.Dispatch.Location).Format(time.DateOnly)
+	f.Today = time.Now().In(h.Location).Format(time.DateOnly)
 	render(c, status, views.SwapFormPage(page(c, tr(c, "swap.title"), "duty"), f, staff, errs))
 }
 

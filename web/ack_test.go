@@ -2,10 +2,10 @@ package web_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -25,9 +25,7 @@ func (c *console) ackAlertWith(adjust func(*dispatch.Request), people ...string)
 	c.t.Helper()
 	ctx := context.Background()
 	d := c.h.Dispatch
-	if d.AckLinks == nil {
-		d.AckLinks = dispatch.NewAckLinks(c.url, []byte("ack-test-secret-key-0123456789abcdef"), nil)
-		d.AckLink = d.AckLinks.Link
+	if _, err := c.store.PolicyByName(ctx, "ack-test"); errors.Is(err, models.ErrNotFound) {
 		if _, err := d.CreatePolicy(ctx, dispatch.System("test"), models.EscalationPolicy{Name: "ack-test",
 			Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}}); err != nil {
 			c.t.Fatal(err)
@@ -56,7 +54,7 @@ func (c *console) ackAlertWith(adjust func(*dispatch.Request), people ...string)
 
 // ackPath is the page of a message's link.
 func (c *console) ackPath(m models.Message) string {
-	return dispatch.AckLinkPath + c.h.Dispatch.AckLinks.Token(m.ID, m.RecipientID)
+	return dispatch.AckLinkPath + c.ackLinks.Token(m.ID, m.RecipientID)
 }
 
 func (c *console) alert(id int64) *models.Alert {
@@ -128,7 +126,7 @@ func TestAckLinkRefusesAlteredAndForeignLinks(t *testing.T) {
 	}
 	altered := good[:len(good)-1] + string(flip)
 	// Signed by Herald, but naming E2001's message with E2002 as its recipient.
-	foreign := dispatch.AckLinkPath + c.h.Dispatch.AckLinks.Token(msgs["E2001"].ID, msgs["E2002"].RecipientID)
+	foreign := dispatch.AckLinkPath + c.ackLinks.Token(msgs["E2001"].ID, msgs["E2002"].RecipientID)
 	for _, path := range []string{altered, foreign, dispatch.AckLinkPath + "not-a-token"} {
 		resp, body := anon.get(path)
 		wantStatus(t, "GET "+path, resp, body, http.StatusNotFound)
@@ -152,8 +150,6 @@ func TestAckLinkRefusesAlteredAndForeignLinks(t *testing.T) {
 func TestAckLinkAfterTheAlertEnds(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
-	var offset atomic.Int64
-	c.h.Dispatch.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	a, msgs := c.ackAlert("E2001")
 	anon := c.as("")
 	path := c.ackPath(msgs["E2001"])
@@ -175,11 +171,11 @@ func TestAckLinkAfterTheAlertEnds(t *testing.T) {
 		t.Errorf("a tap on an ended alert changed it: %+v", got)
 	}
 
-	offset.Store(int64(dispatch.AckLinkLife - time.Minute))
+	c.clockOffset.Store(int64(dispatch.AckLinkLife - time.Minute))
 	if resp, body := anon.get(path); resp.StatusCode != http.StatusOK {
 		t.Errorf("a minute before the link expires: %d\n%s", resp.StatusCode, body)
 	}
-	offset.Store(int64(dispatch.AckLinkLife + time.Minute))
+	c.clockOffset.Store(int64(dispatch.AckLinkLife + time.Minute))
 	resp, body = anon.get(path)
 	wantStatus(t, "expired link", resp, body, http.StatusGone)
 	wantContains(t, "expired link", body, "This link has expired")
@@ -193,8 +189,6 @@ func TestAckLinkAfterTheAlertEnds(t *testing.T) {
 func TestAckLinkOfATakenAlertExpiresAfterAWeek(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
-	var offset atomic.Int64
-	c.h.Dispatch.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	a, msgs := c.ackAlert("E2001")
 	anon := c.as("")
 	path := c.ackPath(msgs["E2001"])
@@ -203,11 +197,11 @@ func TestAckLinkOfATakenAlertExpiresAfterAWeek(t *testing.T) {
 	if got := c.alert(a.ID); got.State != models.AlertAcknowledged {
 		t.Fatalf("alert is %s after the tap, want acknowledged", got.State)
 	}
-	offset.Store(int64(dispatch.AckLinkIdleLife - time.Minute))
+	c.clockOffset.Store(int64(dispatch.AckLinkIdleLife - time.Minute))
 	if resp, body := anon.get(path); resp.StatusCode != http.StatusOK {
 		t.Errorf("a minute before the link expires: %d\n%s", resp.StatusCode, body)
 	}
-	offset.Store(int64(dispatch.AckLinkIdleLife + time.Minute))
+	c.clockOffset.Store(int64(dispatch.AckLinkIdleLife + time.Minute))
 	resp, body = anon.get(path)
 	wantStatus(t, "a week after the acknowledgment", resp, body, http.StatusGone)
 	wantContains(t, "a week after the acknowledgment", body, "seven days after it was taken")

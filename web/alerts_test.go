@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -292,13 +291,11 @@ func TestAlertThatNobodyAnswered(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	ctx := context.Background()
-	var offset atomic.Int64
 	d := c.h.Dispatch
-	d.Now = func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
 	a, msgs := c.ackAlert("E2001")
 	for _, after := range []time.Duration{10*time.Minute + time.Second, 20*time.Minute + 2*time.Second} {
-		offset.Store(int64(after))
-		if _, err := d.FireDueAlertSteps(ctx, d.Now()); err != nil {
+		c.clockOffset.Store(int64(after))
+		if _, err := d.FireDueAlertSteps(ctx, models.Now().Add(time.Duration(c.clockOffset.Load()))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -65,6 +66,13 @@ type console struct {
 	loc     *time.Location
 	users   map[string]*models.User
 	logs    *syncBuffer
+	// accounts is the dispatcher's account cache, for tests that change an account
+	// behind it.
+	accounts *models.AccountCache
+	// ackLinks signs the acknowledgment links of the console's alerts.
+	ackLinks *dispatch.AckLinks
+	// clockOffset moves the dispatcher's clock on (nanoseconds), for tests of expiry.
+	clockOffset atomic.Int64
 
 	mu      sync.Mutex
 	clients map[string]*client
@@ -111,8 +119,16 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	stats := store.NewStats()
 	sandbox := simulator.New(simulator.Faults{})
 	registry := channels.NewRegistry(sandboxsender.New(sandbox))
+	// The server's address comes first: the acknowledgment links name it.
+	srv := httptest.NewUnstartedServer(nil)
+	url := "http://" + srv.Listener.Addr().String()
+	c := &console{t: t, url: url, store: store, sandbox: sandbox, loc: loc, logs: logs,
+		users: map[string]*models.User{}, clients: map[string]*client{},
+		accounts: store.NewAccountCache(5 * time.Second),
+		ackLinks: dispatch.NewAckLinks(url, []byte("ack-test-secret-key-0123456789abcdef"), nil)}
 	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: enq, Log: log, Location: loc, Stats: stats,
-		Accounts: store.NewAccountCache(5 * time.Second), Channels: registry})
+		Accounts: c.accounts, Channels: registry, AckLinks: c.ackLinks,
+		Now: func() time.Time { return models.Now().Add(time.Duration(c.clockOffset.Load())) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +141,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 		Limiter:     limiter,
 		QueueDepths: func() []delivery.QueueDepth { return tasks.MessageQueueDepths(inspector, enq) },
 		Channels:    registry,
+		Location:    loc,
 	}
 	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store, 30*time.Minute)
 	h.Sessions = sessions
@@ -136,7 +153,8 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 		f(&opts)
 	}
 	handler, closeHandler := web.NewHandler(h, sessions, opts)
-	srv := httptest.NewServer(handler)
+	srv.Config.Handler = handler
+	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
 		closeHandler()
@@ -150,8 +168,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	if err := store.SeedDemo(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c := &console{t: t, url: srv.URL, store: store, h: h, limiter: limiter, sandbox: sandbox, engine: handler.(*gin.Engine), loc: loc, logs: logs,
-		users: map[string]*models.User{}, clients: map[string]*client{}}
+	c.h, c.limiter, c.engine = h, limiter, handler.(*gin.Engine)
 	return c
 }
 

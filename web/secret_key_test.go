@@ -25,7 +25,7 @@ func makeUnreadable(t *testing.T, c *console, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.h.Dispatch.Accounts.Forget()
+	c.accounts.Forget()
 }
 
 // An account whose settings cannot be decrypted is listed and shown flagged, /readyz

@@ -115,7 +115,7 @@ func TestComposePreviewSaysWhatTheSendWillWaitFor(t *testing.T) {
 	if err := c.store.SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
-	c.h.Dispatch.Accounts.Forget()
+	c.accounts.Forget()
 	if err := c.store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
 		t.Fatal(err)
 	}

@@ -67,6 +67,8 @@ type App struct {
 	Callbacks *tasks.Callbacks
 	// Dispatch is the process's intake, for the console and the API alike.
 	Dispatch *dispatch.Dispatcher
+	// AckLinks signs and opens the acknowledgment links of the alerts' notices.
+	AckLinks *dispatch.AckLinks
 	// Sim is the in-process simulator behind sandbox accounts.
 	Sim *simulator.Simulator
 
@@ -133,16 +135,15 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	a.Channels = channels.NewRegistry(sandbox.New(a.Sim))
 	a.Stats = store.NewStats()
 	// Alert notices carry links to HERALD_PUBLIC_URL, signed under HERALD_SECRET_KEY.
-	ackLinks := dispatch.NewAckLinks(cfg.PublicURL, cfg.SecretKey, cfg.SecretKeyPrevious)
+	a.AckLinks = dispatch.NewAckLinks(cfg.PublicURL, cfg.SecretKey, cfg.SecretKeyPrevious)
+	a.Metrics = prometheus.NewRegistry()
+	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if a.Dispatch, err = dispatch.NewDispatcher(dispatch.Config{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log,
 		Location: cfg.Location, Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks, Channels: a.Channels,
-		AckLinks: ackLinks, StepWait: cfg.Knobs.StepWait}); err != nil {
+		AckLinks: a.AckLinks, AckObserver: tasks.NewAlertMetrics(a.Metrics, a.Store), StepWait: cfg.Knobs.StepWait}); err != nil {
 		a.Close()
 		return nil, err
 	}
-	a.Metrics = prometheus.NewRegistry()
-	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	a.Dispatch.AckObserver = tasks.NewAlertMetrics(a.Metrics, a.Store)
 	return a, nil
 }
 

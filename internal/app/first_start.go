@@ -60,7 +60,7 @@ func migrate(ctx context.Context, store *models.Store, loc *time.Location) (appl
 // new database, so that a fresh install knows 春节 and 国庆 without an import. Each year
 // is written and audited as an import would be; an operator may change any day later.
 func loadNationalCalendars(ctx context.Context, store *models.Store, loc *time.Location) error {
-	svc := &dispatch.Dispatcher{Store: store, Location: loc}
+	svc := dispatch.NewStoreOnly(store, loc)
 	for _, year := range models.BuiltinNationalYears() {
 		days, _, ok := models.BuiltinNationalCalendar(year)
 		if !ok {
@@ -97,7 +97,7 @@ func ensureAdmin(ctx context.Context, store *models.Store, cfg *config.Config, s
 		_, _ = rand.Read(b)
 		password, generated = base64.RawURLEncoding.EncodeToString(b), true
 	}
-	svc := &dispatch.Dispatcher{Store: store, Location: cfg.Location}
+	svc := dispatch.NewStoreOnly(store, cfg.Location)
 	u, err := svc.CreateUser(ctx, dispatch.System("system"), cfg.AdminUser, password, models.RoleAdmin)
 	if err != nil {
 		// Lost a race with `herald admin create`: not an error.
