@@ -67,6 +67,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	if d.log == nil {
 		d.log = slog.Default()
 	}
+	d.intake = d
 	return d, nil
 }
 
@@ -74,5 +75,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 // line, the first start): its changes follow the console's and the API's rules and are
 // audited alike. loc is HERALD_TIMEZONE; nil means UTC.
 func NewStoreOnly(store *models.Store, loc *time.Location) *Dispatcher {
-	return &Dispatcher{store: store, loc: loc, log: slog.Default()}
+	d := &Dispatcher{store: store, loc: loc, log: slog.Default()}
+	d.intake = d
+	return d
 }

@@ -50,6 +50,9 @@ type Dispatcher struct {
 	ackObserver func(time.Duration)
 	// ackLinks opens the acknowledgment links (ackpage.go); nil: none opens.
 	ackLinks *AckLinks
+	// intake plans the notices of escalation steps and acknowledgments: the
+	// dispatcher itself, seen through what escalation needs of it.
+	intake planner
 
 	// minStepWait replaces MinStepWait when positive (Config.StepWait).
 	minStepWait time.Duration

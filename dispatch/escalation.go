@@ -12,6 +12,14 @@ import (
 	"herald/models"
 )
 
+// planner is what escalation asks of the intake: a request checked, resolved to its
+// recipients under the duty rule and rendered, with nothing written. Escalation
+// writes the plan itself, in the transaction of the step or the acknowledgment that
+// needs it. The Dispatcher is one (Plan); escalation reaches it only through this.
+type planner interface {
+	Plan(ctx context.Context, req Request) (*Result, error)
+}
+
 // The step engine. Each step of an alert is a row with its due time, written when the
 // step before it fires (the first when the alert opens). Firing a step is one
 // transaction: the compare-and-set of the row's fired_at, the alert's progress, the
@@ -488,7 +496,7 @@ func (d *Dispatcher) planStep(ctx context.Context, a *models.Alert, s *models.Al
 	if a.Template == "" {
 		req.Variables = nil
 	}
-	res, err := d.Plan(ctx, req)
+	res, err := d.intake.Plan(ctx, req)
 	if err != nil {
 		return stepCall{}, err
 	}
