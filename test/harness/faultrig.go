@@ -217,12 +217,31 @@ func SplitRolesMidRun(t testing.TB, n int, knobs string) (*FaultRig, []*Process,
 	intake := StartHeraldAs(t, env, "web")
 	rig.Dispatch = IntakeOf(t, intake.App)
 	rig.H = intake
+	// Every worker must be up before the messages go in: a worker stopped while it still
+	// starts up holds nothing, and its stop would prove nothing.
+	started := time.Now().Add(time.Minute)
+	for !allLogged(workers, `"msg":"herald started"`) {
+		if time.Now().After(started) {
+			t.Fatal("a minute after their start, not every worker has said it started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	ids := rig.Submit(t)
 	deadline := time.Now().Add(time.Minute)
 	for rig.StatusCounts(t)[models.StatusSent] < n*15/100 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	return rig, workers, ids
+}
+
+// allLogged reports whether every one of workers has logged s.
+func allLogged(workers []*Process, s string) bool {
+	for _, w := range workers {
+		if !w.Logged(s) {
+			return false
+		}
+	}
+	return true
 }
 
 // Killed is what KillWorkerMidRun measured.

@@ -72,6 +72,30 @@ type Process struct {
 	*exec.Cmd
 	done chan struct{}
 	err  error
+	// stderr is what the process has written to its standard error so far.
+	stderr *lockedBuffer
+}
+
+// Logged reports whether the process has written s to its standard error (its log).
+func (p *Process) Logged(s string) bool { return strings.Contains(p.stderr.String(), s) }
+
+// lockedBuffer is a buffer that the process's output is copied into while the test
+// reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // Wait waits for the process to exit and returns how it ended.
@@ -89,12 +113,12 @@ func StartRole(t testing.TB, env map[string]string, role string, extra ...string
 	t.Helper()
 	cmd := exec.Command(HeraldBinary(t), "serve", "--role", role)
 	cmd.Env = append(ProcessEnv(env), extra...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &Process{Cmd: cmd, done: make(chan struct{})}
+	p := &Process{Cmd: cmd, done: make(chan struct{}), stderr: stderr}
 	go func() { p.err = cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
