@@ -1,11 +1,10 @@
 package tasks_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,18 +14,6 @@ import (
 	"herald/internal/testenv"
 	"herald/tasks"
 )
-
-// lockedBuffer is a log destination that the sender's goroutines may share.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
 
 // TestAttemptLogLine: every provider call logs one "attempt" line that says which
 // message, on which account, how it ended and, for a failure, its class and error.
@@ -40,7 +27,7 @@ func TestAttemptLogLine(t *testing.T) {
 	}
 	c := newHookChunk(t, store, []string{"up@example.com", "down@example.com"})
 	a, ids, task := c.account, c.ids, c.task
-	var out lockedBuffer
+	var out testenv.SyncBuffer
 	sender := newTestSender(t, store, red, tasks.SenderConfig{CallTimeout: 5 * time.Second,
 		Log: slog.New(slog.NewJSONHandler(&out, nil)).With("role", "worker")})
 	if err := sender.ProcessTask(ctx, task); err != nil {
@@ -48,7 +35,7 @@ func TestAttemptLogLine(t *testing.T) {
 	}
 
 	var got []map[string]any
-	dec := json.NewDecoder(bytes.NewReader(out.buf.Bytes()))
+	dec := json.NewDecoder(strings.NewReader(out.String()))
 	for dec.More() {
 		var line map[string]any
 		if err := dec.Decode(&line); err != nil {

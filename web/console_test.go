@@ -65,7 +65,7 @@ type console struct {
 	engine  *gin.Engine
 	loc     *time.Location
 	users   map[string]*models.User
-	logs    *syncBuffer
+	logs    *testenv.SyncBuffer
 	// accounts is the dispatcher's account cache, for tests that change an account
 	// behind it.
 	accounts *models.AccountCache
@@ -76,24 +76,6 @@ type console struct {
 
 	mu      sync.Mutex
 	clients map[string]*client
-}
-
-// syncBuffer collects the server's log, shown when a test fails.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // newConsole starts a console; adjust functions change its web options first.
@@ -110,7 +92,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	rdb := red.NewClient(0)
 	enq := tasks.NewEnqueuer(redOpt)
 	inspector := asynq.NewInspector(redOpt)
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	loc, err := time.LoadLocation("Asia/Shanghai")
 	if err != nil {

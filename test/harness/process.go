@@ -1,7 +1,6 @@
 package harness
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"herald/internal/testenv"
 )
 
 var (
@@ -73,30 +74,11 @@ type Process struct {
 	done chan struct{}
 	err  error
 	// stderr is what the process has written to its standard error so far.
-	stderr *lockedBuffer
+	stderr *testenv.SyncBuffer
 }
 
 // Logged reports whether the process has written s to its standard error (its log).
 func (p *Process) Logged(s string) bool { return strings.Contains(p.stderr.String(), s) }
-
-// lockedBuffer is a buffer that the process's output is copied into while the test
-// reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // Wait waits for the process to exit and returns how it ended.
 func (p *Process) Wait() error {
@@ -113,7 +95,7 @@ func StartRole(t testing.TB, env map[string]string, role string, extra ...string
 	t.Helper()
 	cmd := exec.Command(HeraldBinary(t), "serve", "--role", role)
 	cmd.Env = append(ProcessEnv(env), extra...)
-	stderr := &lockedBuffer{}
+	stderr := &testenv.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
