@@ -55,6 +55,9 @@ type Store struct {
 	// oneTrip, on MySQL, is the pool that takes a shared intake transaction as one
 	// script (one_trip.go); nil on SQLite and in a store bound to a transaction.
 	oneTrip *scriptPool
+	// checkpoints, on SQLite, copies the write-ahead log into the database file off the
+	// write path (checkpoint.go); nil on MySQL.
+	checkpoints *checkpointer
 }
 
 // Options configure Open.
@@ -126,10 +129,15 @@ func Open(opts Options) (*Store, error) {
 	path := filepath.Join(opts.DataDir, SQLiteFile)
 	// One writer connection: SQLite has one writer at a time, and a single connection
 	// turns lock contention into an orderly queue with no SQLITE_BUSY between writers.
-	if s.db, err = openSQLite(path, gcfg, 1, "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)"); err != nil {
+	if s.db, err = openSQLite(path, gcfg, 1, "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)",
+		fmt.Sprintf("wal_autocheckpoint(%d)", sqliteWriterCheckpoint)); err != nil {
 		return nil, err
 	}
 	if s.read, err = openSQLite(path, gcfg, sqliteReaders, "query_only(1)"); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.checkpoints, err = startCheckpointer(path, gcfg); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -226,6 +234,9 @@ func (s *Store) Ping(ctx context.Context) error { return s.SQL().PingContext(ctx
 
 // Close releases the connection pools.
 func (s *Store) Close() error {
+	if s.checkpoints != nil {
+		s.checkpoints.close()
+	}
 	if s.read != nil && s.read != s.db {
 		readDB, _ := s.read.DB()
 		readDB.Close()
@@ -246,7 +257,7 @@ func (s *Store) reader(ctx context.Context) *gorm.DB { return s.read.WithContext
 func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		bound := *s
-		bound.db, bound.read, bound.oneTrip = tx, tx, nil
+		bound.db, bound.read, bound.oneTrip, bound.checkpoints = tx, tx, nil, nil
 		return fn(&bound)
 	})
 }

@@ -16,6 +16,7 @@ import (
 // pinyin initials of their name, tick them, see the message as they will receive it,
 // send it, and follow the batch page to the message page, which shows what was sent.
 func TestBrowserOperatorFlow(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	ctx := testenv.Chrome(t)
 	store := h.App.Store

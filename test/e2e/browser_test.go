@@ -50,6 +50,7 @@ func waitText(ctx context.Context, sel string, ok func(string) bool) (string, er
 // three staff, watch the batch page reach 100 %, and see the dashboard's counts move
 // without a reload.
 func TestBrowserComposeBatchAndDashboard(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	ctx := testenv.Chrome(t)
 	if err := browserLogin(ctx, h.URL, "admin", testAdminPassword); err != nil {
@@ -139,6 +140,7 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 // TestBrowserAsynqmonReadOnlyForViewers opens Asynqmon as a viewer: the page works, and
 // no action can be taken from it.
 func TestBrowserAsynqmonReadOnlyForViewers(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	if _, err := h.App.Store.CreateUser(context.Background(), "vera", "viewer-password-9", models.RoleViewer); err != nil {
 		t.Fatal(err)

@@ -103,7 +103,8 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // statuses in Chinese. The language switch then turns the console English. Both fit a
 // 390 px phone screen.
 func TestChineseBrowserComposesToZhangWei(t *testing.T) {
-	i18n.ResetMissing()
+	t.Parallel()
+	watchCatalog(t)
 	env := testEnv(t) // HERALD_DEFAULT_LANGUAGE=en: Chinese comes from the browser alone
 	h := startHerald(t, env)
 	api := newAPIKey(t, h, "admin")

@@ -236,7 +236,7 @@ func (f zhFixtures) fill(s string) string {
 // no English text of the catalogs is left in what a person reads.
 func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	t.Parallel()
-	i18n.ResetMissing()
+	watchCatalog(t)
 	env := testEnv(t)
 	env["HERALD_DEFAULT_LANGUAGE"] = i18n.Chinese
 	env["HERALD_DEMO"] = "true"

@@ -11,12 +11,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"herald/dispatch"
+	"herald/i18n"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
@@ -37,6 +39,15 @@ const repoRoot = "../.."
 func TestMain(m *testing.M) {
 	models.UseCheapPasswordHashes()
 	flag.Parse()
+	// Most parallel tests here wait on the processes they started (a sign-in, a
+	// migration, a first delivery), not on the CPU: unless -test.parallel says otherwise,
+	// four of them run at a time instead of one a core. The tests that judge timing
+	// across processes are not parallel: they run first, one at a time.
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		must(flag.Lookup("test.parallel").Value.Set("4"))
+	}
 	var skip []string
 	switch mode := os.Getenv("HERALD_TEST_LONG"); mode {
 	case "":
@@ -74,6 +85,19 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	testenv.CloseChrome()
 	os.Exit(code)
+}
+
+// catalogWatch is held by a test that checks that no catalog lookup failed
+// (i18n.Missing) between its start and its end. The record of failed lookups is the
+// process's, so two such tests side by side would clear each other's record.
+var catalogWatch sync.Mutex
+
+// watchCatalog starts a catalog check: it waits for any other to end, then clears the
+// record of failed lookups, which the test reads at its end.
+func watchCatalog(t *testing.T) {
+	catalogWatch.Lock()
+	t.Cleanup(catalogWatch.Unlock)
+	i18n.ResetMissing()
 }
 
 func must(err error) {

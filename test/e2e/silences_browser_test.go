@@ -16,6 +16,7 @@ import (
 // width: nothing scrolls sideways; the form's preview counts what the silence would
 // have held, and saving lists it, active.
 func TestSilencePagesInTheBrowser(t *testing.T) {
+	t.Parallel()
 	h := startHerald(t, testEnv(t))
 	api := newAPIKey(t, h, "send")
 	if status, body, _ := api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E2002","E2003"],"content":{"text":"disk full"}}`); status != 202 {

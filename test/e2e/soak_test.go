@@ -66,9 +66,11 @@ func TestSoak(t *testing.T) {
 				if i < warm {
 					warmRSS = max(warmRSS, rss)
 				}
-				t.Logf("round %d/%d: %d accepted, slowest %s (%s), RSS %d MiB after collection, %d MiB before (Go heap in use %d MiB, free but held %d MiB, stacks %d MiB, %d goroutines)",
-					i+1, rounds, r.Accepted, r.Slowest.Round(time.Millisecond), r.SlowestPath, rss>>20, raw>>20,
-					ms.HeapInuse>>20, (ms.HeapIdle-ms.HeapReleased)>>20, ms.StackInuse>>20, runtime.NumGoroutine())
+				var after runtime.MemStats
+				runtime.ReadMemStats(&after)
+				t.Logf("round %d/%d: %d accepted, slowest %s (%s, %s into the round), RSS %d MiB after collection (Go heap in use %d MiB), %d MiB before (Go heap in use %d MiB, free but held %d MiB), stacks %d MiB, %d goroutines",
+					i+1, rounds, r.Accepted, r.Slowest.Round(time.Millisecond), r.SlowestPath, r.SlowestAt.Round(time.Millisecond),
+					rss>>20, after.HeapInuse>>20, raw>>20, ms.HeapInuse>>20, (ms.HeapIdle-ms.HeapReleased)>>20, ms.StackInuse>>20, runtime.NumGoroutine())
 				if t.Failed() {
 					return
 				}

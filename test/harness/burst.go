@@ -57,7 +57,9 @@ type BurstResult struct {
 	Pages       int
 	Slowest     time.Duration
 	SlowestPath string
-	Duplicates  int // deliveries of an accepted message beyond its first
+	// SlowestAt is when the slowest request was sent, counted from the burst's start.
+	SlowestAt  time.Duration
+	Duplicates int // deliveries of an accepted message beyond its first
 }
 
 // watchdog times every request of a burst and prints a goroutine dump, once, when one of
@@ -67,8 +69,10 @@ type watchdog struct {
 	mu       sync.Mutex
 	inFlight map[int64]flight
 	next     int64
+	started  time.Time
 	slowest  time.Duration
 	slowPath string
+	slowAt   time.Duration
 	dumped   atomic.Bool
 }
 
@@ -92,7 +96,7 @@ func (w *watchdog) end(id int64) time.Duration {
 	delete(w.inFlight, id)
 	took := time.Since(f.start)
 	if took > w.slowest {
-		w.slowest, w.slowPath = took, f.path
+		w.slowest, w.slowPath, w.slowAt = took, f.path, f.start.Sub(w.started)
 	}
 	return took
 }
@@ -140,7 +144,7 @@ func RunBurst(t testing.TB, h *Running, callers, operators int, span time.Durati
 		consoles[i].Login("admin", AdminPassword)
 		consoles[i].Client.Timeout = 30 * time.Second
 	}
-	w := &watchdog{t: t, inFlight: map[int64]flight{}}
+	w := &watchdog{t: t, inFlight: map[int64]flight{}, started: time.Now()}
 	stop := make(chan struct{})
 	go w.watch(stop)
 	defer close(stop)
@@ -205,7 +209,7 @@ func RunBurst(t testing.TB, h *Running, callers, operators int, span time.Durati
 		t.Fatal("no message was accepted")
 	}
 	dups := WaitDelivered(t, h, accepted, 2*time.Minute)
-	return BurstResult{Accepted: len(accepted), Pages: pages, Slowest: w.slowest, SlowestPath: w.slowPath, Duplicates: dups}
+	return BurstResult{Accepted: len(accepted), Pages: pages, Slowest: w.slowest, SlowestPath: w.slowPath, SlowestAt: w.slowAt, Duplicates: dups}
 }
 
 // operate is one signed-in operator of a burst until deadline: the dashboard's live
