@@ -13,6 +13,7 @@ import (
 	"herald/config"
 	"herald/dispatch"
 	"herald/internal/app"
+	"herald/kernel"
 	"herald/migrations"
 	"herald/models"
 	"herald/simulator"
@@ -154,7 +155,7 @@ func adminResetPassword(ctx context.Context, args []string, getenv config.Getenv
 	}
 	defer store.Close()
 	u, err := store.UserByUsername(ctx, *username)
-	if errors.Is(err, models.ErrNotFound) {
+	if errors.Is(err, kernel.ErrNotFound) {
 		return fmt.Errorf("admin reset-password: no console user is named %q", models.NormalizeUsername(*username))
 	}
 	if err != nil {

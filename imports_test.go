@@ -50,8 +50,9 @@ func isHerald(path string) bool { return path == "herald" || strings.HasPrefix(p
 
 // TestImportRules keeps the layout's dependencies pointing one way (README,
 // "Architecture"): configuration is a leaf; platform adapters know nothing of the store
-// or the simulator; pages and handlers know nothing of the queue; only the store speaks
-// GORM; only the end-to-end tests and the benchmarks use the test harness. A rule broken
+// or the simulator; pages and handlers know nothing of the queue; the kernel builds on
+// nothing of Herald's but the catalogs and the migrations; only the store and the kernel
+// speak GORM; only the end-to-end tests and the benchmarks use the test harness. A rule broken
 // here is a dependency to move behind an interface or a plain type where it is consumed,
 // not an exception to add.
 func TestImportRules(t *testing.T) {
@@ -97,11 +98,19 @@ func TestImportRules(t *testing.T) {
 		}
 	}
 
-	// Only the store (and its own tests) imports GORM.
+	// The kernel, what every domain builds on (named errors, validation failures), is
+	// built on nothing of Herald's but the catalogs and the migrations.
+	for _, dep := range get("herald/kernel").Deps {
+		if isHerald(dep) && dep != "herald/i18n" && dep != "herald/migrations" {
+			t.Errorf("herald/kernel depends on %s: the kernel builds on the catalogs and the migrations alone", dep)
+		}
+	}
+
+	// Only the store and the kernel (and their own tests) import GORM.
 	for _, p := range pkgs {
 		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
-			if (imp == "gorm.io/gorm" || strings.HasPrefix(imp, "gorm.io/")) && p.ImportPath != "herald/models" {
-				t.Errorf("%s imports %s: only herald/models speaks GORM", p.ImportPath, imp)
+			if (imp == "gorm.io/gorm" || strings.HasPrefix(imp, "gorm.io/")) && p.ImportPath != "herald/models" && p.ImportPath != "herald/kernel" {
+				t.Errorf("%s imports %s: only herald/models and herald/kernel speak GORM", p.ImportPath, imp)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"herald/channels"
 	"herald/delivery"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -41,12 +42,12 @@ type AccountInput struct {
 
 // SaveAccount validates and saves an account: a new one when old is nil, otherwise an
 // update of old as the caller read it (the save is a compare-and-set on that read, so
-// it fails with models.ErrStateChanged if the account changed since). A stored secret
+// it fails with kernel.ErrStateChanged if the account changed since). A stored secret
 // the input leaves out is kept only while the platform and every destination setting
 // stay as they were: a changed address needs its secret typed again, so no secret is
 // handed to an address it was not entered for. The change is audited, with the old and
 // new destination and whatever else changed, as done by by, and intake in this process
-// sees it at once. A validation failure is a *models.FieldError and writes nothing.
+// sees it at once. A validation failure is a *kernel.FieldError and writes nothing.
 func (d *Dispatcher) SaveAccount(ctx context.Context, by Actor, old *models.Account, in AccountInput) (*models.Account, error) {
 	a, err := accountFromInput(in, old)
 	if err != nil {
@@ -137,7 +138,7 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 		}
 	}
 	if !slices.Contains(channels.Platforms, a.Platform) {
-		return nil, models.Invalid("platform", "accounts.error.platform", "Platforms", strings.Join(channels.Platforms, ", "))
+		return nil, kernel.Invalid("platform", "accounts.error.platform", "Platforms", strings.Join(channels.Platforms, ", "))
 	}
 	switch {
 	case in.Limits != nil:
@@ -154,7 +155,7 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 		// Nothing is kept of settings no key opens: each required secret must be given.
 		for _, f := range channels.Fields(a.Platform) {
 			if f.Secret && f.Required && a.Config[f.Key] == "" {
-				return nil, models.Invalid("config."+f.Key, "accounts.error.unreadable_secret", "Secret", f.Key)
+				return nil, kernel.Invalid("config."+f.Key, "accounts.error.unreadable_secret", "Secret", f.Key)
 			}
 		}
 	}
@@ -171,24 +172,24 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 	if err := models.ValidateAccount(a); err != nil {
 		return nil, err
 	}
-	// A problem with one setting is a *models.FieldError naming config.<key>.
+	// A problem with one setting is a *kernel.FieldError naming config.<key>.
 	if err := models.SettingInvalid(channels.ValidateConfig(a.Platform, a.Config, a.AllowPrivateNetwork)); err != nil {
-		if _, ok := errors.AsType[*models.FieldError](err); ok {
+		if _, ok := errors.AsType[*kernel.FieldError](err); ok {
 			return nil, err
 		}
 		return nil, fmt.Errorf("dispatch: account %s: %w", a.Name, err)
 	}
 	if len(kept) > 0 {
 		if changed := channels.DestinationChanges(a.Platform, old.Config, a.Config); len(changed) > 0 {
-			return nil, models.Invalid("config."+kept[0], "accounts.error.reenter_secret", "Secret", kept[0], "Changed", changed[0].Key)
+			return nil, kernel.Invalid("config."+kept[0], "accounts.error.reenter_secret", "Secret", kept[0], "Changed", changed[0].Key)
 		}
 	}
 	return a, nil
 }
 
 // ErrAboveDocumented marks the refusal of limits looser than the platform documents,
-// set without ConfirmAboveDocumented (the *models.FieldError's Err).
-var ErrAboveDocumented = models.Declare(models.DomainError{Kind: models.KindInvalid, Code: "validation_failed", Key: "accounts.error.above_documented",
+// set without ConfirmAboveDocumented (the *kernel.FieldError's Err).
+var ErrAboveDocumented = kernel.Declare(kernel.DomainError{Kind: kernel.KindInvalid, Code: "validation_failed", Key: "accounts.error.above_documented",
 	Text: "limit above the platform's documented limit"})
 
 // newExcess lists the limits a save leaves looser than the platform documents that
@@ -221,7 +222,7 @@ func checkExcess(a, old *models.Account, confirmed bool) error {
 	if e.Value == 0 {
 		key = "accounts.error.unlimited_documented"
 	}
-	fe := models.Invalid("limits."+e.Window, key, "Value", e.Value, "Documented", e.Documented, "Platform", a.Platform)
+	fe := kernel.Invalid("limits."+e.Window, key, "Value", e.Value, "Documented", e.Documented, "Platform", a.Platform)
 	fe.Err = ErrAboveDocumented
 	return fe
 }

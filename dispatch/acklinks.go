@@ -5,10 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+	"herald/kernel"
 
 	"github.com/google/uuid"
-
-	"herald/models"
 )
 
 // AckLinks makes and reads the acknowledgment links of alert notices:
@@ -36,7 +35,7 @@ const ackMACSize = 16
 
 // ErrAckLinkInvalid means a token that Herald did not sign as it stands: altered,
 // cut short, or signed with a key Herald no longer holds.
-var ErrAckLinkInvalid = models.Declare(models.DomainError{Kind: models.KindNotFound, Code: "ack_link_invalid", Key: "ack.invalid",
+var ErrAckLinkInvalid = kernel.Declare(kernel.DomainError{Kind: kernel.KindNotFound, Code: "ack_link_invalid", Key: "ack.invalid",
 	Text: "dispatch: acknowledgment link is not valid"})
 
 // NewAckLinks returns the links of a Herald reachable at publicURL (HERALD_PUBLIC_URL,

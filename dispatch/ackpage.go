@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herald/channels"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -26,18 +27,18 @@ const AckLinkIdleLife = 7 * 24 * time.Hour
 
 // ErrAckLinkExpired means the link's alert ended more than AckLinkLife ago, or was
 // acknowledged more than AckLinkIdleLife ago and not resolved since.
-var ErrAckLinkExpired = models.Declare(models.DomainError{Kind: models.KindGone, Code: "ack_link_expired", Key: "ack.expired",
+var ErrAckLinkExpired = kernel.Declare(kernel.DomainError{Kind: kernel.KindGone, Code: "ack_link_expired", Key: "ack.expired",
 	Text: "dispatch: acknowledgment link has expired"})
 
 // ErrAckNoticeWithdrawn means the link's notice was recalled or cancelled: its page
 // shows none of what it said, and nothing can be done through it.
-var ErrAckNoticeWithdrawn = models.Declare(models.DomainError{Kind: models.KindGone, Code: "notice_withdrawn", Key: "ack.withdrawn",
+var ErrAckNoticeWithdrawn = kernel.Declare(kernel.DomainError{Kind: kernel.KindGone, Code: "notice_withdrawn", Key: "ack.withdrawn",
 	Text: "dispatch: the notice was withdrawn"})
 
 // ErrAckNotCalled refuses acting through a notice that has not gone out to its person
 // yet (awaiting approval, scheduled for later, held by a silence) or never will
 // (cancelled, stopped, recalled): only the people the alert has called so far act on it.
-var ErrAckNotCalled = models.Declare(models.DomainError{Kind: models.KindConflict, Code: "notice_not_called", Key: "ack.not_called",
+var ErrAckNotCalled = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "notice_not_called", Key: "ack.not_called",
 	Text: "dispatch: the notice has not reached its person"})
 
 // Link and WeCom callback actors, as the audit log names them; the entry's own values
@@ -72,7 +73,7 @@ func (d *Dispatcher) OpenAckLink(ctx context.Context, token string) (AckNotice, 
 
 // ActOnAckLink acknowledges or resolves (action channels.AckAction or
 // channels.ResolveAction) the alert of a link's notice, as the person the link belongs
-// to, via "link". Besides OpenAckLink's errors: a *models.FieldError on action for
+// to, via "link". Besides OpenAckLink's errors: a *kernel.FieldError on action for
 // another action, ErrAlertEnded for an exhausted alert. Acting twice is harmless (see
 // AckResult). The notice comes back with the alert as it is after.
 func (d *Dispatcher) ActOnAckLink(ctx context.Context, by Actor, token, action string) (AckNotice, AckResult, error) {
@@ -103,7 +104,7 @@ func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs 
 		return AckNotice{}, ErrAckLinkInvalid
 	}
 	m, err := d.store.MessageByID(ctx, messageID)
-	if errors.Is(err, models.ErrNotFound) {
+	if errors.Is(err, kernel.ErrNotFound) {
 		return AckNotice{}, ErrAckLinkInvalid
 	}
 	if err != nil {
@@ -172,7 +173,7 @@ func (d *Dispatcher) actOnNotice(ctx context.Context, by Actor, n AckNotice, act
 	case channels.ResolveAction:
 		res, err = d.ResolveAlert(ctx, by, n.Alert.ID, n.Recipient.ExternalID, via, "")
 	default:
-		return n, AckResult{}, models.Invalid("action", "ack.unknown_action")
+		return n, AckResult{}, kernel.Invalid("action", "ack.unknown_action")
 	}
 	if res.Alert != nil {
 		n.Alert = res.Alert

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
-// wantField checks that err is a *models.FieldError naming field.
+// wantField checks that err is a *kernel.FieldError naming field.
 func wantField(t *testing.T, err error, field string) {
 	t.Helper()
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != field {
 		t.Fatalf("got %v, want an error naming %s", err, field)
 	}
@@ -52,7 +53,7 @@ func TestAccountService(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := f.d.SaveAccount(ctx, admin, nil, tc.in)
 			wantField(t, err, tc.field)
-			if _, err := f.store.AccountByName(ctx, tc.in.Name); tc.in.Name != "" && !errors.Is(err, models.ErrNotFound) {
+			if _, err := f.store.AccountByName(ctx, tc.in.Name); tc.in.Name != "" && !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("a refused account was stored: %v", err)
 			}
 			if n := auditCount(t, f.store, "account."); n != 0 {
@@ -97,7 +98,7 @@ func TestAccountService(t *testing.T) {
 	if oneEntry(t, f.store, "account.delete").ParamMap()["platform"] != "tianyuan" {
 		t.Error("the delete entry does not name the platform")
 	}
-	if err := f.d.DeleteAccount(ctx, admin, stored); !errors.Is(err, models.ErrNotFound) {
+	if err := f.d.DeleteAccount(ctx, admin, stored); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("deleting it again: %v", err)
 	}
 	if n := auditCount(t, f.store, "account.delete"); n != 1 {
@@ -243,11 +244,11 @@ func TestAPIKeyService(t *testing.T) {
 	if err := f.d.RevokeAPIKey(ctx, admin, k); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.RevokeAPIKey(ctx, admin, k); !errors.Is(err, models.ErrStateChanged) {
+	if err := f.d.RevokeAPIKey(ctx, admin, k); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("revoking twice: %v", err)
 	}
 	oneEntry(t, f.store, "apikey.revoke")
-	if err := f.d.SetCallback(ctx, admin, k, &models.CallbackSetting{URL: ""}); !errors.Is(err, models.ErrStateChanged) {
+	if err := f.d.SetCallback(ctx, admin, k, &models.CallbackSetting{URL: ""}); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("the callback of a revoked key: %v", err)
 	}
 	if n := auditCount(t, f.store, "apikey.callback.remove"); n != 0 {
@@ -272,12 +273,12 @@ func TestMessageService(t *testing.T) {
 		do   func() error
 		want error
 	}{
-		{"another key cancels", func() error { _, err := f.d.CancelMessage(ctx, other, id); return err }, models.ErrNotFound},
-		{"another key retries", func() error { _, err := f.d.RetryMessage(ctx, other, id); return err }, models.ErrNotFound},
-		{"another key reads", func() error { _, err := f.d.Message(ctx, other, id); return err }, models.ErrNotFound},
-		{"another key reads the batch", func() error { _, err := f.d.Batch(ctx, other, res.Batch.ID); return err }, models.ErrNotFound},
-		{"a pending message retried", func() error { _, err := f.d.RetryMessage(ctx, own, id); return err }, models.ErrStateChanged},
-		{"no such message", func() error { _, err := f.d.CancelMessage(ctx, admin, "nope"); return err }, models.ErrNotFound},
+		{"another key cancels", func() error { _, err := f.d.CancelMessage(ctx, other, id); return err }, kernel.ErrNotFound},
+		{"another key retries", func() error { _, err := f.d.RetryMessage(ctx, other, id); return err }, kernel.ErrNotFound},
+		{"another key reads", func() error { _, err := f.d.Message(ctx, other, id); return err }, kernel.ErrNotFound},
+		{"another key reads the batch", func() error { _, err := f.d.Batch(ctx, other, res.Batch.ID); return err }, kernel.ErrNotFound},
+		{"a pending message retried", func() error { _, err := f.d.RetryMessage(ctx, own, id); return err }, kernel.ErrStateChanged},
+		{"no such message", func() error { _, err := f.d.CancelMessage(ctx, admin, "nope"); return err }, kernel.ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.do(); !errors.Is(err, tc.want) {

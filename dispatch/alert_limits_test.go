@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
@@ -39,7 +40,7 @@ func TestAlertPolicyWithinKeyCap(t *testing.T) {
 		before := f.messages(t)
 		res, err := f.d.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:" + k.Name, APIKeyID: &k.ID, MaxRecipients: k.MaxRecipientsPerRequest,
 			Platform: "sandbox", Recipients: []string{"E2003"}, Text: "核心系统告警", Ack: &dispatch.AckRequest{Policy: "counter"}})
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		switch {
 		case tc.field == "" && err != nil:
 			t.Errorf("cap %s: %v", tc.max, err)
@@ -137,7 +138,7 @@ func TestRotationUsedByPolicy(t *testing.T) {
 		"rename": func() error { _, err := f.d.UpdateRotation(ctx, f.by, "night", renamed); return err },
 	} {
 		err := try()
-		got, ok := errors.AsType[*models.DomainError](err)
+		got, ok := errors.AsType[*kernel.DomainError](err)
 		if !errors.Is(err, dispatch.ErrRotationInUse) || !ok || !cmp.Equal(want, got.Args) {
 			t.Errorf("%s: got %v, want dispatch.ErrRotationInUse with %v", name, err, want)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -38,7 +39,7 @@ var AckVias = []string{AckViaLink, AckViaAPI, AckViaConsole, AckViaWeCom}
 
 // ErrAlertEnded refuses acknowledging or resolving an alert that is exhausted: nobody
 // answered in time, and it is over.
-var ErrAlertEnded = models.Declare(models.DomainError{Kind: models.KindConflict, Code: "alert_ended", Key: "alerts.api.ended",
+var ErrAlertEnded = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "alert_ended", Key: "alerts.api.ended",
 	Text: "dispatch: the alert has ended"})
 
 // errAlreadyMoved rolls back an acknowledgment or resolution that found the alert
@@ -71,14 +72,14 @@ const AckVariable = "ack_url"
 // hears who took it. externalID names the person (an external id; "" for a console
 // user, who is by.Name); via is how (AckViaLink, AckViaAPI, AckViaConsole, AckViaWeCom).
 // Acknowledging twice is harmless: the result says who did first. ErrAlertEnded: the
-// alert is exhausted. models.ErrNotFound: no such alert, or one by may not see (see
+// alert is exhausted. kernel.ErrNotFound: no such alert, or one by may not see (see
 // Alert).
 func (d *Dispatcher) AcknowledgeAlert(ctx context.Context, by Actor, alertID int64, externalID, via, note string) (AckResult, error) {
 	return d.moveAlert(ctx, by, alertID, externalID, via, note, ackMove)
 }
 
 // ResolveAlert closes an alert, open or acknowledged: the escalation stops. Resolving
-// twice is harmless. ErrAlertEnded: the alert is exhausted. models.ErrNotFound: no such
+// twice is harmless. ErrAlertEnded: the alert is exhausted. kernel.ErrNotFound: no such
 // alert, or one by may not see.
 func (d *Dispatcher) ResolveAlert(ctx context.Context, by Actor, alertID int64, externalID, via, note string) (AckResult, error) {
 	return d.moveAlert(ctx, by, alertID, externalID, via, note, resolveMove)
@@ -182,18 +183,18 @@ type ackPerson struct {
 // acker checks the input of an acknowledgment and finds the person.
 func (d *Dispatcher) acker(ctx context.Context, by Actor, externalID, via, note string) (ackPerson, error) {
 	if !slices.Contains(AckVias, via) {
-		return ackPerson{}, models.Invalid("via", "alerts.invalid.via")
+		return ackPerson{}, kernel.Invalid("via", "alerts.invalid.via")
 	}
 	if len(note) > maxNoteLen {
-		return ackPerson{}, models.Invalid("note", "compose.check.max_bytes", "Max", maxNoteLen)
+		return ackPerson{}, kernel.Invalid("note", "compose.check.max_bytes", "Max", maxNoteLen)
 	}
-	if err := models.CheckText("note", note, true); err != nil {
+	if err := kernel.CheckText("note", note, true); err != nil {
 		return ackPerson{}, err
 	}
 	externalID = strings.TrimSpace(externalID)
 	if externalID == "" {
 		if via != AckViaConsole {
-			return ackPerson{}, models.Invalid("by", "alerts.invalid.by_required")
+			return ackPerson{}, kernel.Invalid("by", "alerts.invalid.by_required")
 		}
 		return ackPerson{id: by.Name, name: by.Name}, nil
 	}
@@ -202,7 +203,7 @@ func (d *Dispatcher) acker(ctx context.Context, by Actor, externalID, via, note 
 		return ackPerson{}, err
 	}
 	if len(people) == 0 {
-		return ackPerson{}, models.Invalid("by", "alerts.invalid.unknown_person", "Name", externalID)
+		return ackPerson{}, kernel.Invalid("by", "alerts.invalid.unknown_person", "Name", externalID)
 	}
 	p := people[0]
 	name := p.Name
@@ -294,7 +295,7 @@ func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *Chang
 }
 
 // Alert returns an alert and its steps (those of the policy; not the closing check
-// after the last), as by may see it. models.ErrNotFound: no such alert, or, to a send
+// after the last), as by may see it. kernel.ErrNotFound: no such alert, or, to a send
 // or read key, an alert of a batch another key created (as Message answers).
 func (d *Dispatcher) Alert(ctx context.Context, by Actor, id int64) (*models.Alert, []models.AlertStep, error) {
 	a, err := d.ownAlert(ctx, by, id)
@@ -315,7 +316,7 @@ func PolicySteps(a *models.Alert, steps []models.AlertStep) []models.AlertStep {
 }
 
 // ownAlert reads an alert that by may see and act on: to a send or read key, an alert
-// of a batch another key created is models.ErrNotFound.
+// of a batch another key created is kernel.ErrNotFound.
 func (d *Dispatcher) ownAlert(ctx context.Context, by Actor, id int64) (*models.Alert, error) {
 	a, err := d.store.AlertByID(ctx, id)
 	if err != nil {
@@ -330,7 +331,7 @@ func (d *Dispatcher) ownAlert(ctx context.Context, by Actor, id int64) (*models.
 // Alerts lists the alerts in a state ("" for all) that by may see, open ones first.
 func (d *Dispatcher) Alerts(ctx context.Context, by Actor, state string, limit int) ([]models.Alert, error) {
 	if state != "" && !slices.Contains(models.AlertStates, state) {
-		return nil, models.Invalid("state", "alerts.invalid.state", "States", strings.Join(models.AlertStates, ", "))
+		return nil, kernel.Invalid("state", "alerts.invalid.state", "States", strings.Join(models.AlertStates, ", "))
 	}
 	return d.store.Alerts(ctx, models.AlertFilter{State: state, OwnKey: by.OwnKey()}, limit)
 }
@@ -340,10 +341,10 @@ func (d *Dispatcher) Alerts(ctx context.Context, by Actor, state string, limit i
 func (d *Dispatcher) checkAck(ctx context.Context, req *Request) error {
 	req.Ack.Policy = strings.TrimSpace(req.Ack.Policy)
 	if req.Ack.Policy == "" {
-		return models.Invalid("ack.policy", "alerts.invalid.policy_required")
+		return kernel.Invalid("ack.policy", "alerts.invalid.policy_required")
 	}
-	if _, err := d.store.PolicyByName(ctx, req.Ack.Policy); errors.Is(err, models.ErrNotFound) {
-		return models.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
+	if _, err := d.store.PolicyByName(ctx, req.Ack.Policy); errors.Is(err, kernel.ErrNotFound) {
+		return kernel.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
 	} else if err != nil {
 		return err
 	}

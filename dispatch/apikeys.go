@@ -24,7 +24,7 @@ type APIKeyInput struct {
 // CreateAPIKey makes a key, created by the person behind by (the command line's name
 // when there is none), and returns it with its secret, which is shown once and never
 // stored. The key, its callback and its audit entry are written together. Bad input is
-// a *models.FieldError naming name, scopes, max_recipients_per_request, expires, url or
+// a *kernel.FieldError naming name, scopes, max_recipients_per_request, expires, url or
 // secret, and writes nothing.
 func (d *Dispatcher) CreateAPIKey(ctx context.Context, by Actor, in APIKeyInput) (*models.APIKey, string, error) {
 	limits, err := models.ParseKeyLimits(in.MaxRecipients, in.Expires, d.location(), d.now())
@@ -65,7 +65,7 @@ func (d *Dispatcher) CreateAPIKey(ctx context.Context, by Actor, in APIKeyInput)
 }
 
 // RevokeAPIKey revokes a key: systems using it are refused from then on (other
-// processes within models.APIKeyCacheTTL). Revoking twice is models.ErrStateChanged.
+// processes within models.APIKeyCacheTTL). Revoking twice is kernel.ErrStateChanged.
 func (d *Dispatcher) RevokeAPIKey(ctx context.Context, by Actor, k *models.APIKey) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.RevokeAPIKey(ctx, k.ID); err != nil {
@@ -78,8 +78,8 @@ func (d *Dispatcher) RevokeAPIKey(ctx context.Context, by Actor, k *models.APIKe
 }
 
 // ResendCallbackEvent makes a delivered or failed event of a key's pending again, due
-// now, and wakes the key's deliveries. models.ErrStateChanged: it is pending already;
-// models.ErrNotFound: the key has no such event.
+// now, and wakes the key's deliveries. kernel.ErrStateChanged: it is pending already;
+// kernel.ErrNotFound: the key has no such event.
 func (d *Dispatcher) ResendCallbackEvent(ctx context.Context, by Actor, k *models.APIKey, eventID string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.ResendCallbackEvent(ctx, k.ID, eventID); err != nil {

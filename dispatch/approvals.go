@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
@@ -26,7 +27,7 @@ import (
 const MaxReasonLen = 200
 
 // ErrOwnBatch refuses a decision by the batch's maker.
-var ErrOwnBatch = models.Declare(models.DomainError{Kind: models.KindForbidden, Code: "forbidden", Key: "approvals.error.own_batch",
+var ErrOwnBatch = kernel.Declare(kernel.DomainError{Kind: kernel.KindForbidden, Code: "forbidden", Key: "approvals.error.own_batch",
 	Text: "dispatch: the maker of a batch cannot decide on it"})
 
 // thresholdTTL is how long an intake trusts the approval threshold it read: a change
@@ -103,7 +104,7 @@ func (d *Dispatcher) ownBatch(ctx context.Context, b *models.Batch, by Actor) (b
 	case len(makers) > 0:
 	case b.APIKeyID != nil: // recorded before its makers were
 		k, err := d.store.APIKeyByID(ctx, *b.APIKeyID)
-		if err != nil && !errors.Is(err, models.ErrNotFound) {
+		if err != nil && !errors.Is(err, kernel.ErrNotFound) {
 			return false, err
 		}
 		if k != nil {
@@ -117,14 +118,14 @@ func (d *Dispatcher) ownBatch(ctx context.Context, b *models.Batch, by Actor) (b
 
 // Approve releases a batch's held messages: due at their send_at, or now when that has
 // passed, in chunk tasks. ErrOwnBatch refuses a maker of the batch (see ownBatch);
-// models.ErrStateChanged means the batch was not awaiting approval (decided already, or
+// kernel.ErrStateChanged means the batch was not awaiting approval (decided already, or
 // never needed it).
 func (d *Dispatcher) Approve(ctx context.Context, by Actor, b *models.Batch) error {
 	if own, err := d.ownBatch(ctx, b, by); err != nil || own {
 		return cmp.Or(err, error(ErrOwnBatch))
 	}
 	if b.Approval != models.ApprovalAwaiting {
-		return models.ErrStateChanged
+		return kernel.ErrStateChanged
 	}
 	ids, err := d.store.AwaitingMessageIDs(ctx, b.ID)
 	if err != nil {
@@ -157,9 +158,9 @@ func (d *Dispatcher) Approve(ctx context.Context, by Actor, b *models.Batch) err
 }
 
 // Reject cancels a batch's held messages with the reason. ErrOwnBatch refuses a maker
-// (who may cancel the messages one by one instead); models.ErrStateChanged means the
+// (who may cancel the messages one by one instead); kernel.ErrStateChanged means the
 // batch was not awaiting approval. A reason left empty, or too long, is a
-// *models.FieldError naming reason.
+// *kernel.FieldError naming reason.
 func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reason string) (int, error) {
 	if own, err := d.ownBatch(ctx, b, by); err != nil || own {
 		return 0, cmp.Or(err, error(ErrOwnBatch))
@@ -188,14 +189,14 @@ func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reas
 
 // checkReason checks a rejection's reason (of a batch or of a recall request) and
 // returns it trimmed: one is required, of at most MaxReasonLen characters, as a
-// *models.FieldError naming reason.
+// *kernel.FieldError naming reason.
 func checkReason(reason string) (string, error) {
 	reason = strings.TrimSpace(reason)
-	if err := models.CheckText("reason", reason, false); err != nil {
+	if err := kernel.CheckText("reason", reason, false); err != nil {
 		return "", err
 	}
 	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonLen {
-		return "", models.Invalid("reason", "approvals.error.reason", "Max", MaxReasonLen)
+		return "", kernel.Invalid("reason", "approvals.error.reason", "Max", MaxReasonLen)
 	}
 	return reason, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -148,7 +149,7 @@ func TestRetiredTemplateVersionCannotBePinned(t *testing.T) {
 	if _, err := f.d.RetireTemplateVersion(ctx, by, "notice", 9); !isField(err, "version") {
 		t.Errorf("retiring an unknown version: %v", err)
 	}
-	if _, err := f.d.RetireTemplateVersion(ctx, by, "nope", 1); !errors.Is(err, models.ErrNotFound) {
+	if _, err := f.d.RetireTemplateVersion(ctx, by, "nope", 1); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("retiring a version of an unknown template: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"herald/delivery"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -26,7 +27,7 @@ type BatchCancel struct {
 // CancelBatch cancels every message of a batch that has not been sent yet: scheduled,
 // pending and failed ones (including those held for the batch's approval), as by, in
 // one change audited once with the counts. Messages sending at that moment finish their
-// attempt. models.ErrNotFound: a batch by may not see.
+// attempt. kernel.ErrNotFound: a batch by may not see.
 func (d *Dispatcher) CancelBatch(ctx context.Context, by Actor, batchID string) (BatchCancel, error) {
 	b, err := d.Batch(ctx, by, batchID)
 	if err != nil {
@@ -47,7 +48,7 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, by Actor, batchID string) 
 			switch {
 			case err == nil:
 				out.Cancelled++
-			case errors.Is(err, models.ErrStateChanged):
+			case errors.Is(err, kernel.ErrStateChanged):
 				out.Skipped++
 			default:
 				return err
@@ -64,7 +65,7 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, by Actor, batchID string) 
 }
 
 // ResendBatch re-sends the stopped messages of a batch, as by: ResendStopped on the
-// batch, every stopped message of it at once. models.ErrNotFound: a batch by may not
+// batch, every stopped message of it at once. kernel.ErrNotFound: a batch by may not
 // see.
 func (d *Dispatcher) ResendBatch(ctx context.Context, by Actor, batchID string) (Resent, error) {
 	b, err := d.Batch(ctx, by, batchID)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"herald/channels"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -26,13 +27,13 @@ func CheckCallback(c *models.CallbackSetting) error {
 // name the setting that allows it here, the key's own checkbox (allow_private_network of
 // the callback), where the guard names an account's.
 func callbackAddress(err error) error {
-	fe, ok := errors.AsType[*models.FieldError](err)
+	fe, ok := errors.AsType[*kernel.FieldError](err)
 	if !ok {
 		return err
 	}
 	switch fe.Key {
 	case "channels.address.private", "channels.address.loopback":
-		return models.Invalid(fe.Field, "callbacks.address_"+strings.TrimPrefix(fe.Key, "channels.address."), fe.Args...)
+		return kernel.Invalid(fe.Field, "callbacks.address_"+strings.TrimPrefix(fe.Key, "channels.address."), fe.Args...)
 	}
 	return err
 }
@@ -40,7 +41,7 @@ func callbackAddress(err error) error {
 // SetCallback checks and stores a key's callback (an empty URL removes it) with its
 // audit entry, which names the URL and never the secret; set.Secret holds the secret in
 // force afterwards, to show once. The console and the API set callbacks through it.
-// models.ErrStateChanged: the key is revoked.
+// kernel.ErrStateChanged: the key is revoked.
 func (d *Dispatcher) SetCallback(ctx context.Context, by Actor, k *models.APIKey, set *models.CallbackSetting) error {
 	if err := CheckCallback(set); err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -30,7 +31,7 @@ func TestCheckCallbackNormalises(t *testing.T) {
 	}
 
 	private := models.CallbackSetting{URL: "http://10.1.2.3/hook"}
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if err := CheckCallback(&private); !errors.As(err, &fe) || fe.Field != "url" {
 		t.Errorf("a private address without the opt-in: %v, want a failure of url", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"herald/channels"
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
@@ -52,19 +53,19 @@ func checkDigest(dr DigestRequest) (*digestSpec, error) {
 	key := strings.TrimSpace(dr.Key)
 	switch {
 	case key == "":
-		return nil, models.Invalid("digest.key", "digests.invalid.key_required")
+		return nil, kernel.Invalid("digest.key", "digests.invalid.key_required")
 	case utf8.RuneCountInString(key) > maxDigestKeyLen:
-		return nil, models.Invalid("digest.key", "compose.check.max_chars", "Max", maxDigestKeyLen)
+		return nil, kernel.Invalid("digest.key", "compose.check.max_chars", "Max", maxDigestKeyLen)
 	}
-	if err := models.CheckText("digest.key", key, false); err != nil {
+	if err := kernel.CheckText("digest.key", key, false); err != nil {
 		return nil, err
 	}
 	window, err := time.ParseDuration(strings.TrimSpace(dr.Window))
 	if err != nil || window < MinDigestWindow || window > MaxDigestWindow {
-		return nil, models.Invalid("digest.window", "digests.invalid.window")
+		return nil, kernel.Invalid("digest.window", "digests.invalid.window")
 	}
 	if dr.Max < MinDigestMax || dr.Max > MaxDigestMax {
-		return nil, models.Invalid("digest.max", "digests.invalid.max", "Min", MinDigestMax, "Max", MaxDigestMax)
+		return nil, kernel.Invalid("digest.max", "digests.invalid.max", "Min", MinDigestMax, "Max", MaxDigestMax)
 	}
 	return &digestSpec{key: key, window: window, max: dr.Max}, nil
 }
@@ -200,7 +201,7 @@ func (d *Dispatcher) FoldDueDigests(ctx context.Context, slots []string) (int, e
 		for _, g := range groups {
 			m, notices, err := d.store.FoldDigest(ctx, g.Slot, now, d.buildDigest(now))
 			switch {
-			case errors.Is(err, models.ErrStateChanged):
+			case errors.Is(err, kernel.ErrStateChanged):
 				continue
 			case err != nil:
 				d.enqueue(ctx, jobs)

@@ -13,6 +13,7 @@ import (
 
 	"herald/channels"
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -93,7 +94,7 @@ func TestDigestValidation(t *testing.T) {
 		{"max too large", dispatch.DigestRequest{Key: "k", Window: "24h", Max: 501}, "digest.max"},
 	} {
 		_, err := f.d.Submit(context.Background(), f.noticeRequest(&tt.digest, "x", "E2001"))
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != tt.field {
 			t.Errorf("%s: error %v, want one naming %s", tt.name, err, tt.field)
 		}
@@ -380,7 +381,7 @@ func TestTemplateDefaultDigest(t *testing.T) {
 	}
 	_, err = f.d.CreateTemplate(ctx, f.by, dispatch.TemplateInput{Name: "bad-digest", Body: "x",
 		Digest: &dispatch.DigestRequest{Key: "jobs", Window: "1s", Max: 10}})
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "digest.window" {
 		t.Errorf("template with a 1s window: %v, want an error naming digest.window", err)
 	}

@@ -1,6 +1,6 @@
 // Package dispatch is Herald's service layer: every write the console, the JSON API and
 // the command line make is a method of Dispatcher, the same one for the same action. Each
-// validates its input (a *models.FieldError names the field), writes the change and its
+// validates its input (a *kernel.FieldError names the field), writes the change and its
 // audit entry in one transaction (change, in service.go), and runs its effects (enqueue,
 // cache refresh, callbacks) after the commit. The intake is one of them: it resolves
 // recipients, applies the duty rule, renders content per recipient, writes the batch and
@@ -20,6 +20,7 @@ import (
 
 	"herald/channels"
 	"herald/internal/batch"
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
@@ -184,7 +185,7 @@ type Request struct {
 	DutyDate *time.Time
 	// Reminder, when set, is the date this batch reminds the people on duty of; it is
 	// recorded with the batch, and a second reminder of that date fails with
-	// models.ErrDuplicate.
+	// kernel.ErrDuplicate.
 	Reminder       string
 	IdempotencyKey string
 	RequestHash    string
@@ -262,7 +263,7 @@ func (d *Dispatcher) now() time.Time {
 }
 
 // Submit validates a request, records it and enqueues its messages. A validation error
-// is a *models.FieldError, and then nothing is written.
+// is a *kernel.FieldError, and then nothing is written.
 func (d *Dispatcher) Submit(ctx context.Context, req Request) (*Result, error) {
 	for round := 1; ; round++ {
 		res, err := d.submitOnce(ctx, req)
@@ -407,8 +408,8 @@ func (d *Dispatcher) template(ctx context.Context, req Request) (*Compiled, erro
 		return nil, nil
 	}
 	t, err := d.store.TemplateByName(ctx, req.Template)
-	if errors.Is(err, models.ErrNotFound) {
-		return nil, models.Invalid("template", "compose.check.template_unknown", "Name", strconv.Quote(req.Template))
+	if errors.Is(err, kernel.ErrNotFound) {
+		return nil, kernel.Invalid("template", "compose.check.template_unknown", "Name", strconv.Quote(req.Template))
 	}
 	if err != nil {
 		return nil, err
@@ -418,11 +419,11 @@ func (d *Dispatcher) template(ctx context.Context, req Request) (*Compiled, erro
 	}
 	tmpl, err := CompileTemplate(t)
 	if err != nil {
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		if !errors.As(err, &fe) {
 			return nil, err
 		}
-		return nil, models.Invalid("template", "compose.check.template_broken", "Name", t.Name, "Err", fe)
+		return nil, kernel.Invalid("template", "compose.check.template_broken", "Name", t.Name, "Err", fe)
 	}
 	if err := tmpl.CheckVariables(req.Variables); err != nil {
 		return nil, err
@@ -470,7 +471,7 @@ func (d *Dispatcher) audience(ctx context.Context, req Request, sendAt time.Time
 	// A key's cap counts everyone the request reaches, named or in a group, before the
 	// duty rule: what the caller asked for, not what the day's roster lets through.
 	if n := len(a.people) + len(a.rejected); req.MaxRecipients > 0 && n > req.MaxRecipients {
-		return a, models.Invalid("recipients", "api.recipients_over_key_cap", "Max", req.MaxRecipients, "Count", n)
+		return a, kernel.Invalid("recipients", "api.recipients_over_key_cap", "Max", req.MaxRecipients, "Count", n)
 	}
 	return a, nil
 }
@@ -519,9 +520,9 @@ func (res *Result) add(ctx context.Context, req Request, acct *models.Account, t
 			htmlBody, err = tmpl.RenderHTML(ctx, acct.Platform, req.Variables, p)
 		}
 		if err != nil {
-			var fe *models.FieldError
+			var fe *kernel.FieldError
 			if errors.As(err, &fe) {
-				return models.Invalid("template", "compose.check.for_recipient", "Recipient", who(p), "Err", fe)
+				return kernel.Invalid("template", "compose.check.for_recipient", "Recipient", who(p), "Err", fe)
 			}
 			return err
 		}
@@ -561,31 +562,31 @@ func validate(req *Request, now time.Time) error {
 		req.Priority = models.PriorityNormal
 	}
 	if !req.Priority.Valid() {
-		return models.Invalid("priority", "compose.check.priority")
+		return kernel.Invalid("priority", "compose.check.priority")
 	}
 	if req.Platform != "" && !slices.Contains(channels.Platforms, req.Platform) {
-		return models.Invalid("platform", "compose.check.platform_one_of", "Platforms", strings.Join(channels.Platforms, ", "))
+		return kernel.Invalid("platform", "compose.check.platform_one_of", "Platforms", strings.Join(channels.Platforms, ", "))
 	}
 	if req.Platform == "" && req.Account == "" && req.AccountID == 0 {
-		return models.Invalid("platform", "compose.check.platform_required")
+		return kernel.Invalid("platform", "compose.check.platform_required")
 	}
 	n := len(req.Recipients) + len(req.RecipientIDs)
 	groups := len(req.Departments) + len(req.Branches)
 	switch {
 	case n == 0 && groups == 0 && !req.ToOnDuty && req.Ack == nil && !req.notice:
-		return models.Invalid("recipients", "compose.check.recipients_none")
+		return kernel.Invalid("recipients", "compose.check.recipients_none")
 	case n > MaxRecipients:
-		return models.Invalid("recipients", "compose.check.recipients_too_many", "Max", MaxRecipients, "Got", n)
+		return kernel.Invalid("recipients", "compose.check.recipients_too_many", "Max", MaxRecipients, "Got", n)
 	}
 	for i, r := range req.Recipients {
 		if strings.TrimSpace(r) == "" || len(r) > maxExternalLen {
-			return models.Invalid(fmt.Sprintf("recipients[%d]", i), "compose.check.recipient_id", "Max", maxExternalLen)
+			return kernel.Invalid(fmt.Sprintf("recipients[%d]", i), "compose.check.recipient_id", "Max", maxExternalLen)
 		}
 	}
 	for _, g := range [][]string{req.Departments, req.Branches} {
 		for _, name := range g {
 			if strings.TrimSpace(name) == "" || len(name) > maxGroupLen {
-				return models.Invalid("recipients", "compose.check.group_name", "Max", maxGroupLen)
+				return kernel.Invalid("recipients", "compose.check.group_name", "Max", maxGroupLen)
 			}
 		}
 	}
@@ -593,15 +594,15 @@ func validate(req *Request, now time.Time) error {
 		req.Text = strings.TrimSpace(req.Text)
 		switch {
 		case req.Text == "":
-			return models.Invalid("content.text", "compose.check.text_required")
+			return kernel.Invalid("content.text", "compose.check.text_required")
 		case len(req.Text) > maxTextLen:
-			return models.Invalid("content.text", "compose.check.max_bytes", "Max", maxTextLen)
+			return kernel.Invalid("content.text", "compose.check.max_bytes", "Max", maxTextLen)
 		}
 		if len(req.Variables) > 0 {
-			return models.Invalid("variables", "compose.check.variables_without_template")
+			return kernel.Invalid("variables", "compose.check.variables_without_template")
 		}
 	} else if req.Text != "" || req.Subject != "" {
-		return models.Invalid("content", "compose.check.template_and_content")
+		return kernel.Invalid("content", "compose.check.template_and_content")
 	}
 	if req.Digest != nil {
 		if _, err := checkDigest(*req.Digest); err != nil {
@@ -609,28 +610,28 @@ func validate(req *Request, now time.Time) error {
 		}
 	}
 	if req.TemplateVersion != 0 && req.Template == "" {
-		return models.Invalid("template_version", "versions.pin_without_template")
+		return kernel.Invalid("template_version", "versions.pin_without_template")
 	}
-	if err := models.CheckText("content.text", req.Text, true); err != nil {
+	if err := kernel.CheckText("content.text", req.Text, true); err != nil {
 		return err
 	}
-	if err := models.CheckText("content.subject", req.Subject, false); err != nil {
+	if err := kernel.CheckText("content.subject", req.Subject, false); err != nil {
 		return err
 	}
 	for name, v := range req.Variables {
-		if err := models.CheckText("variables."+name, v, true); err != nil {
+		if err := kernel.CheckText("variables."+name, v, true); err != nil {
 			return err
 		}
 	}
 	if len([]rune(req.Subject)) > maxSubjectLen {
-		return models.Invalid("content.subject", "compose.check.max_chars", "Max", maxSubjectLen)
+		return kernel.Invalid("content.subject", "compose.check.max_chars", "Max", maxSubjectLen)
 	}
 	if req.SendAt != nil {
 		switch {
 		case req.SendAt.Before(now.Add(-maxPast)):
-			return models.Invalid("send_at", "compose.check.send_at_past")
+			return kernel.Invalid("send_at", "compose.check.send_at_past")
 		case req.SendAt.After(now.Add(maxSchedule)):
-			return models.Invalid("send_at", "compose.check.send_at_ahead", "Days", int(maxSchedule/(24*time.Hour)))
+			return kernel.Invalid("send_at", "compose.check.send_at_ahead", "Days", int(maxSchedule/(24*time.Hour)))
 		}
 	}
 	return CheckIdempotencyKey(req.IdempotencyKey)
@@ -642,7 +643,7 @@ const MaxIdempotencyKeyLen = 128
 // CheckIdempotencyKey validates an idempotency key; the API checks it before claiming it.
 func CheckIdempotencyKey(key string) error {
 	if len(key) > MaxIdempotencyKeyLen {
-		return models.Invalid("idempotency_key", "compose.check.max_chars", "Max", MaxIdempotencyKeyLen)
+		return kernel.Invalid("idempotency_key", "compose.check.max_chars", "Max", MaxIdempotencyKeyLen)
 	}
 	return nil
 }
@@ -668,22 +669,22 @@ func (d *Dispatcher) account(ctx context.Context, req Request) (*models.Account,
 		acct, err = accounts.Default(ctx, req.Platform)
 	}
 	if errors.Is(err, models.ErrUnreadable) {
-		return nil, models.Invalid(field, "compose.check.account_unreadable")
+		return nil, kernel.Invalid(field, "compose.check.account_unreadable")
 	}
-	if errors.Is(err, models.ErrNotFound) {
+	if errors.Is(err, kernel.ErrNotFound) {
 		if field == "platform" {
-			return nil, models.Invalid("platform", "compose.check.no_default_account", "Platform", req.Platform)
+			return nil, kernel.Invalid("platform", "compose.check.no_default_account", "Platform", req.Platform)
 		}
-		return nil, models.Invalid("account", "compose.check.unknown_account")
+		return nil, kernel.Invalid("account", "compose.check.unknown_account")
 	}
 	if err != nil {
 		return nil, err
 	}
 	if req.Platform != "" && acct.Platform != req.Platform {
-		return nil, models.Invalid("account", "compose.check.account_platform", "Account", acct.Name, "Platform", acct.Platform, "Want", req.Platform)
+		return nil, kernel.Invalid("account", "compose.check.account_platform", "Account", acct.Name, "Platform", acct.Platform, "Want", req.Platform)
 	}
 	if !acct.Enabled {
-		return nil, models.Invalid(field, "compose.check.account_disabled", "Name", acct.Name)
+		return nil, kernel.Invalid(field, "compose.check.account_disabled", "Name", acct.Name)
 	}
 	return acct, nil
 }
@@ -715,10 +716,10 @@ func (d *Dispatcher) resolve(ctx context.Context, req Request) (people []models.
 	}
 	requested = len(req.Recipients) + len(req.RecipientIDs) + len(members)
 	if requested > MaxRecipients {
-		return nil, nil, 0, models.Invalid("recipients", "compose.check.recipients_too_many", "Max", MaxRecipients, "Got", requested)
+		return nil, nil, 0, kernel.Invalid("recipients", "compose.check.recipients_too_many", "Max", MaxRecipients, "Got", requested)
 	}
 	if len(members) == 0 && len(req.Departments)+len(req.Branches) > 0 && len(req.Recipients)+len(req.RecipientIDs) == 0 && !req.ToOnDuty {
-		return nil, nil, 0, models.Invalid("recipients", "compose.check.groups_empty")
+		return nil, nil, 0, kernel.Invalid("recipients", "compose.check.groups_empty")
 	}
 	ext := make(map[string]models.Recipient, len(byExt))
 	for _, p := range byExt {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -125,11 +126,11 @@ func (d *Dispatcher) RosterOn(ctx context.Context, t time.Time) (*Roster, error)
 func Rosters(ctx context.Context, store *models.Store, from, to string) ([]*Roster, error) {
 	first, err := time.Parse(time.DateOnly, from)
 	if err != nil {
-		return nil, models.Invalid("from", "validation.date")
+		return nil, kernel.Invalid("from", "validation.date")
 	}
 	last, err := time.Parse(time.DateOnly, to)
 	if err != nil {
-		return nil, models.Invalid("to", "validation.date")
+		return nil, kernel.Invalid("to", "validation.date")
 	}
 	data, err := store.DutyBetween(ctx, from, to)
 	if err != nil {

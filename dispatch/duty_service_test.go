@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -29,7 +30,7 @@ func newWriteFixture(t *testing.T) *writeFixture {
 // audit entry of action.
 func (f *writeFixture) refused(t *testing.T, err error, field, action string, entriesBefore int) {
 	t.Helper()
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != field {
 		t.Errorf("got %v, want an error naming %s", err, field)
 	}
@@ -206,7 +207,7 @@ func TestOverrideService(t *testing.T) {
 			}
 		})
 	}
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if _, err := f.d.SetOverride(ctx, f.by, with(func(o *dispatch.Override) { o.Date = "2026-11-24" })); errors.As(err, &fe) {
 		if msg := fe.Text("zh-CN"); !strings.Contains(msg, "早于今天（2026-11-25）") {
 			t.Errorf("the past date's message in Chinese: %q", msg)
@@ -234,7 +235,7 @@ func TestOverrideService(t *testing.T) {
 		t.Errorf("delete with a bad date: %v", err)
 	}
 	for _, who := range []string{"E9999", "E1001"} {
-		if _, err := f.d.DeleteOverride(ctx, f.by, "2026-11-25", who); !errors.Is(err, models.ErrNotFound) {
+		if _, err := f.d.DeleteOverride(ctx, f.by, "2026-11-25", who); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("delete the override %s has not: %v", who, err)
 		}
 	}
@@ -310,7 +311,7 @@ func TestHolidayService(t *testing.T) {
 		t.Fatalf("holidays %+v", list)
 	}
 
-	if err := f.d.DeleteHoliday(ctx, f.by, "2027-01-02"); !errors.Is(err, models.ErrNotFound) {
+	if err := f.d.DeleteHoliday(ctx, f.by, "2027-01-02"); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("deleting a date without an entry: %v", err)
 	}
 	if err := f.d.DeleteHoliday(ctx, f.by, "2027-01-01"); err != nil {
@@ -385,7 +386,7 @@ func TestSwapService(t *testing.T) {
 	if p := f.lastEntry(t, "duty.swap.create", 0); p["a"] != "E1001" || p["a_date"] != "2026-11-30" || p["b"] != "E1003" || p["b_date"] != "2026-12-02" || p["note"] != "dentist" {
 		t.Errorf("create entry %v", p)
 	}
-	if _, _, err := f.d.DeleteSwap(ctx, f.by, sw.ID+100); !errors.Is(err, models.ErrNotFound) {
+	if _, _, err := f.d.DeleteSwap(ctx, f.by, sw.ID+100); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("deleting no swap: %v", err)
 	}
 	if _, _, err := f.d.DeleteSwap(ctx, f.by, sw.ID); err != nil {
@@ -443,14 +444,14 @@ func TestDutyFeedService(t *testing.T) {
 	t.Parallel()
 	f := newWriteFixture(t)
 	ctx := context.Background()
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if _, err := f.d.RotateDutyFeed(ctx, f.by, f.id(t, "E2001")); !errors.As(err, &fe) || fe.Field != "recipient" {
 		t.Errorf("a feed for branch staff: %v", err)
 	}
-	if _, err := f.d.RotateDutyFeed(ctx, f.by, 999999); !errors.Is(err, models.ErrNotFound) {
+	if _, err := f.d.RotateDutyFeed(ctx, f.by, 999999); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("a feed for nobody: %v", err)
 	}
-	if err := f.d.DeleteDutyFeed(ctx, f.by, f.id(t, "E1001")); !errors.Is(err, models.ErrNotFound) {
+	if err := f.d.DeleteDutyFeed(ctx, f.by, f.id(t, "E1001")); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("turning off a feed there is not: %v", err)
 	}
 	if n := auditCount(t, f.store, "duty.feed.rotate") + auditCount(t, f.store, "duty.feed.delete"); n != 0 {
@@ -479,7 +480,7 @@ func TestDutyFeedService(t *testing.T) {
 	if err := f.d.DeleteDutyFeed(ctx, f.by, f.id(t, "E1001")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.DutyFeedOwner(ctx, token); !errors.Is(err, models.ErrNotFound) {
+	if _, err := f.store.DutyFeedOwner(ctx, token); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("the feed still works: %v", err)
 	}
 	if p := f.lastEntry(t, "duty.feed.delete", 0); p["recipient"] != "E1001" {

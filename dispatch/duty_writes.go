@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -39,9 +40,9 @@ func headOffice(ctx context.Context, st *models.Store, field string, ids []strin
 		p, ok := byExt[id]
 		switch {
 		case !ok:
-			return nil, models.Invalid(f, "duty.no_recipient", "ID", strconv.Quote(id))
+			return nil, kernel.Invalid(f, "duty.no_recipient", "ID", strconv.Quote(id))
 		case p.OrgType != models.HeadOffice:
-			return nil, models.Invalid(f, "duty.branch_staff", "ID", id)
+			return nil, kernel.Invalid(f, "duty.branch_staff", "ID", id)
 		}
 		out = append(out, p)
 	}
@@ -52,10 +53,10 @@ func headOffice(ctx context.Context, st *models.Store, field string, ids []strin
 func headOfficePerson(ctx context.Context, st *models.Store, field, ext string) (models.Recipient, error) {
 	ext = strings.TrimSpace(ext)
 	if ext == "" {
-		return models.Recipient{}, models.Invalid(field, "duty.choose_person_error")
+		return models.Recipient{}, kernel.Invalid(field, "duty.choose_person_error")
 	}
 	people, err := headOffice(ctx, st, "", []string{ext})
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		fe.Field = field
 	}
@@ -68,7 +69,7 @@ func headOfficePerson(ctx context.Context, st *models.Store, field, ext string) 
 // validWeekday checks a weekday of the weekly roster.
 func validWeekday(weekday int) error {
 	if weekday < 1 || weekday > 7 {
-		return models.Invalid("weekday", "duty.invalid.weekday")
+		return kernel.Invalid("weekday", "duty.invalid.weekday")
 	}
 	return nil
 }
@@ -104,8 +105,8 @@ func (d *Dispatcher) RemoveDutySlot(ctx context.Context, by Actor, weekday int, 
 			return err
 		}
 		p, err := tx.RecipientByExternalID(ctx, recipient)
-		if errors.Is(err, models.ErrNotFound) {
-			return models.Invalid("recipient", "duty.no_recipient", "ID", strconv.Quote(recipient))
+		if errors.Is(err, kernel.ErrNotFound) {
+			return kernel.Invalid("recipient", "duty.no_recipient", "ID", strconv.Quote(recipient))
 		}
 		if err != nil {
 			return err
@@ -128,7 +129,7 @@ func (d *Dispatcher) ReplaceDutyWeek(ctx context.Context, by Actor, week map[int
 		w := models.Week{}
 		for _, day := range slices.Sorted(maps.Keys(week)) {
 			if day < 1 || day > 7 {
-				return models.Invalid(strconv.Itoa(day), "duty.invalid.not_weekday", "Day", day)
+				return kernel.Invalid(strconv.Itoa(day), "duty.invalid.not_weekday", "Day", day)
 			}
 			people, err := headOffice(ctx, tx, strconv.Itoa(day), week[day])
 			if err != nil {
@@ -213,7 +214,7 @@ func (d *Dispatcher) notPast(field, date string) error {
 		return err
 	}
 	if date < d.today() {
-		return models.Invalid(field, "duty.invalid.past", "Today", d.today())
+		return kernel.Invalid(field, "duty.invalid.past", "Today", d.today())
 	}
 	return nil
 }
@@ -263,7 +264,7 @@ func overrideOf(ctx context.Context, st *models.Store, date string, recipientID 
 }
 
 // DeleteOverride removes a person's override of a date (a past one too: removing
-// never hides anything), audited with what it was. models.ErrNotFound: no such person
+// never hides anything), audited with what it was. kernel.ErrNotFound: no such person
 // or override. It returns the person.
 func (d *Dispatcher) DeleteOverride(ctx context.Context, by Actor, date, recipient string) (models.Recipient, error) {
 	var p models.Recipient
@@ -281,7 +282,7 @@ func (d *Dispatcher) DeleteOverride(ctx context.Context, by Actor, date, recipie
 			return err
 		}
 		if was == nil {
-			return fmt.Errorf("dispatch: override of %s on %s: %w", recipient, date, models.ErrNotFound)
+			return fmt.Errorf("dispatch: override of %s on %s: %w", recipient, date, kernel.ErrNotFound)
 		}
 		if err := tx.DeleteOverride(ctx, date, p.ID); err != nil {
 			return err
@@ -330,7 +331,7 @@ func (d *Dispatcher) CreateSwap(ctx context.Context, by Actor, s Swap) (*models.
 				return err
 			}
 			if !BuildRoster(day).OnDuty[give.p.ID] {
-				return models.Invalid(give.field, "swap.invalid.not_on_duty", "Name", give.p.Name, "Date", give.date)
+				return kernel.Invalid(give.field, "swap.invalid.not_on_duty", "Name", give.p.Name, "Date", give.date)
 			}
 		}
 		if err := tx.CreateSwap(ctx, sw); err != nil {
@@ -343,7 +344,7 @@ func (d *Dispatcher) CreateSwap(ctx context.Context, by Actor, s Swap) (*models.
 }
 
 // DeleteSwap undoes a shift swap: its overrides still in place go with it. Audited.
-// models.ErrNotFound: no such swap. It returns the swap as it was and its people.
+// kernel.ErrNotFound: no such swap. It returns the swap as it was and its people.
 func (d *Dispatcher) DeleteSwap(ctx context.Context, by Actor, id int64) (*models.DutySwap, [2]models.Recipient, error) {
 	var sw *models.DutySwap
 	var people [2]models.Recipient
@@ -385,8 +386,8 @@ func (d *Dispatcher) SetDutyReminder(ctx context.Context, by Actor, cfg models.R
 		// the fields in the form's order.
 		if cfg.Template != "" {
 			t, err := tx.TemplateByName(ctx, cfg.Template)
-			if errors.Is(err, models.ErrNotFound) {
-				return models.Invalid("template", "reminder.invalid.template")
+			if errors.Is(err, kernel.ErrNotFound) {
+				return kernel.Invalid("template", "reminder.invalid.template")
 			}
 			if err != nil {
 				return err
@@ -400,15 +401,15 @@ func (d *Dispatcher) SetDutyReminder(ctx context.Context, by Actor, cfg models.R
 		}
 		if cfg.Enabled || cfg.Account != "" {
 			_, err := tx.AccountByName(ctx, cfg.Account)
-			if errors.Is(err, models.ErrNotFound) {
-				return models.Invalid("account", "reminder.invalid.account")
+			if errors.Is(err, kernel.ErrNotFound) {
+				return kernel.Invalid("account", "reminder.invalid.account")
 			}
 			if err != nil {
 				return err
 			}
 		}
 		if cfg.Enabled && cfg.Template == "" {
-			return models.Invalid("template", "reminder.invalid.template")
+			return kernel.Invalid("template", "reminder.invalid.template")
 		}
 		before, err := tx.DutyReminderConfig(ctx)
 		if err != nil {
@@ -437,7 +438,7 @@ func reminderParams(cfg models.ReminderConfig) models.AuditParams {
 
 // RotateDutyFeed gives a head-office person (by recipient id) a new secret calendar
 // feed address, replacing their old one, audited without the token; it returns the
-// token, shown once. models.ErrNotFound: no such person.
+// token, shown once. kernel.ErrNotFound: no such person.
 func (d *Dispatcher) RotateDutyFeed(ctx context.Context, by Actor, recipientID int64) (string, error) {
 	var token string
 	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
@@ -454,7 +455,7 @@ func (d *Dispatcher) RotateDutyFeed(ctx context.Context, by Actor, recipientID i
 	return token, err
 }
 
-// DeleteDutyFeed turns a person's calendar feed off, audited. models.ErrNotFound: no
+// DeleteDutyFeed turns a person's calendar feed off, audited. kernel.ErrNotFound: no
 // such person, or no feed to turn off.
 func (d *Dispatcher) DeleteDutyFeed(ctx context.Context, by Actor, recipientID int64) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
@@ -470,14 +471,14 @@ func (d *Dispatcher) DeleteDutyFeed(ctx context.Context, by Actor, recipientID i
 	})
 }
 
-// recipientByID returns a recipient, or models.ErrNotFound.
+// recipientByID returns a recipient, or kernel.ErrNotFound.
 func recipientByID(ctx context.Context, st *models.Store, id int64) (models.Recipient, error) {
 	people, err := st.RecipientsByIDs(ctx, []int64{id})
 	if err != nil {
 		return models.Recipient{}, err
 	}
 	if len(people) == 0 {
-		return models.Recipient{}, fmt.Errorf("dispatch: recipient %d: %w", id, models.ErrNotFound)
+		return models.Recipient{}, fmt.Errorf("dispatch: recipient %d: %w", id, kernel.ErrNotFound)
 	}
 	return people[0], nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -76,8 +77,8 @@ var errStepTaken = errors.New("dispatch: alert step taken")
 // batch (storeAlert), without its first step while the batch awaits approval.
 func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) error {
 	p, err := d.store.PolicyByName(ctx, req.Ack.Policy)
-	if errors.Is(err, models.ErrNotFound) {
-		return models.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
+	if errors.Is(err, kernel.ErrNotFound) {
+		return kernel.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
 	}
 	if err != nil {
 		return err
@@ -94,7 +95,7 @@ func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) er
 }
 
 // checkAlertReach counts everyone an alert under policy p can reach at now, the
-// request's people and every step's, against the key's cap (a *models.FieldError on
+// request's people and every step's, against the key's cap (a *kernel.FieldError on
 // ack.policy past it) and records it as the batch's reach for the approval threshold.
 func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Result, p *models.EscalationPolicy, now time.Time) error {
 	reach := make(map[int64]bool, len(res.Messages))
@@ -111,7 +112,7 @@ func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Resu
 		}
 	}
 	if n := len(reach) + len(res.Rejected); req.MaxRecipients > 0 && n > req.MaxRecipients {
-		return models.Invalid("ack.policy", "alerts.invalid.policy_over_key_cap", "Name", p.Name, "Max", req.MaxRecipients, "Count", n)
+		return kernel.Invalid("ack.policy", "alerts.invalid.policy_over_key_cap", "Name", p.Name, "Max", req.MaxRecipients, "Count", n)
 	}
 	res.reach = len(reach)
 	return nil
@@ -134,7 +135,7 @@ func (d *Dispatcher) stepOverLimits(ctx context.Context, a *models.Alert, ids []
 	}
 	if b.APIKeyID != nil {
 		k, err := d.store.APIKeyByID(ctx, *b.APIKeyID)
-		if err != nil && !errors.Is(err, models.ErrNotFound) {
+		if err != nil && !errors.Is(err, kernel.ErrNotFound) {
 			return "", err
 		}
 		if k != nil && k.MaxRecipientsPerRequest > 0 && len(reach) > k.MaxRecipientsPerRequest {
@@ -171,7 +172,7 @@ func firstStep(p *models.EscalationPolicy, released time.Time, sendAt *time.Time
 // as it is.
 func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *Change, b *models.Batch) error {
 	a, err := tx.AlertOfBatch(ctx, b.ID)
-	if errors.Is(err, models.ErrNotFound) {
+	if errors.Is(err, kernel.ErrNotFound) {
 		return nil
 	}
 	if err != nil {
@@ -564,7 +565,7 @@ func (d *Dispatcher) resolveTarget(ctx context.Context, target string, now time.
 			k = 1
 		}
 		ids, err := d.store.RotationTurnOn(ctx, name, date, k)
-		if errors.Is(err, models.ErrNotFound) {
+		if errors.Is(err, kernel.ErrNotFound) {
 			return nil, SkipUnknownTarget, nil
 		}
 		if err != nil {
@@ -690,7 +691,7 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.Ale
 // truth). A step due later than that is left to a later task or the poll.
 func (d *Dispatcher) FireAlertStepNow(ctx context.Context, stepID int64) error {
 	s, err := d.store.AlertStepByID(ctx, stepID)
-	if errors.Is(err, models.ErrNotFound) {
+	if errors.Is(err, kernel.ErrNotFound) {
 		return nil
 	}
 	if err != nil {

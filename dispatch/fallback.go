@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/channels"
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
@@ -29,16 +30,16 @@ func checkFallback(req Request, platform string, tmpl *Compiled) ([]string, erro
 		return nil, nil
 	}
 	if len(chain) > MaxFallback {
-		return nil, models.Invalid("fallback", "fallback.too_long", "Max", MaxFallback)
+		return nil, kernel.Invalid("fallback", "fallback.too_long", "Max", MaxFallback)
 	}
 	for i, p := range chain {
 		switch {
 		case !slices.Contains(channels.Platforms, p):
-			return nil, models.Invalid("fallback", "fallback.unknown", "Platform", p, "Platforms", strings.Join(channels.Platforms, ", "))
+			return nil, kernel.Invalid("fallback", "fallback.unknown", "Platform", p, "Platforms", strings.Join(channels.Platforms, ", "))
 		case p == platform:
-			return nil, models.Invalid("fallback", "fallback.first", "Platform", p)
+			return nil, kernel.Invalid("fallback", "fallback.first", "Platform", p)
 		case slices.Contains(chain[:i], p):
-			return nil, models.Invalid("fallback", "fallback.twice", "Platform", p)
+			return nil, kernel.Invalid("fallback", "fallback.twice", "Platform", p)
 		}
 	}
 	return chain, nil
@@ -79,7 +80,7 @@ func (d *Dispatcher) FallBack(ctx context.Context) (int, error) {
 		for i := range due {
 			next, err := d.fallBack(ctx, pass, &due[i])
 			switch {
-			case errors.Is(err, models.ErrStateChanged):
+			case errors.Is(err, kernel.ErrStateChanged):
 				continue // another process moved it on
 			case err != nil:
 				d.enqueue(ctx, jobs)
@@ -134,7 +135,7 @@ func (d *Dispatcher) batchTemplate(ctx context.Context, b *models.Batch) (*Compi
 		t = b.TemplateContent.Template()
 	case b.TemplateID != nil:
 		var err error
-		if t, err = d.store.TemplateByID(ctx, *b.TemplateID); errors.Is(err, models.ErrNotFound) {
+		if t, err = d.store.TemplateByID(ctx, *b.TemplateID); errors.Is(err, kernel.ErrNotFound) {
 			return nil, nil
 		} else if err != nil {
 			return nil, err
@@ -175,7 +176,7 @@ func (d *Dispatcher) fallBack(ctx context.Context, pass *fallbackPass, prev *mod
 			continue
 		}
 		acct, err := accounts.Default(ctx, platform)
-		if errors.Is(err, models.ErrNotFound) || (err == nil && !acct.Enabled) {
+		if errors.Is(err, kernel.ErrNotFound) || (err == nil && !acct.Enabled) {
 			continue
 		}
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -16,7 +17,7 @@ const (
 )
 
 // SetHoliday records a day off or a make-up workday, replacing the entry its date had;
-// audited with what it was. A validation failure is a *models.FieldError (date, kind,
+// audited with what it was. A validation failure is a *kernel.FieldError (date, kind,
 // as_weekday, name).
 func (d *Dispatcher) SetHoliday(ctx context.Context, by Actor, hd models.Holiday) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
@@ -53,7 +54,7 @@ func holidayParams(hd models.Holiday) models.AuditParams {
 }
 
 // DeleteHoliday removes the holiday entry of a date, audited with what it was.
-// models.ErrNotFound: the date has none.
+// kernel.ErrNotFound: the date has none.
 func (d *Dispatcher) DeleteHoliday(ctx context.Context, by Actor, date string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		list, err := tx.HolidaysBetween(ctx, date, date)
@@ -61,7 +62,7 @@ func (d *Dispatcher) DeleteHoliday(ctx context.Context, by Actor, date string) e
 			return err
 		}
 		if len(list) == 0 {
-			return fmt.Errorf("dispatch: holiday %s: %w", date, models.ErrNotFound)
+			return fmt.Errorf("dispatch: holiday %s: %w", date, kernel.ErrNotFound)
 		}
 		if err := tx.DeleteHoliday(ctx, date); err != nil {
 			return err
@@ -88,7 +89,7 @@ func (d *Dispatcher) ImportHolidays(ctx context.Context, by Actor, list []models
 func (d *Dispatcher) setHolidays(ctx context.Context, by Actor, action string, list []models.Holiday, params models.AuditParams) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if len(list) > models.MaxHolidays {
-			return models.Invalid("holidays", "duty.invalid.too_many", "Max", models.MaxHolidays)
+			return kernel.Invalid("holidays", "duty.invalid.too_many", "Max", models.MaxHolidays)
 		}
 		effects, err := tx.HolidayEffects(ctx, list)
 		if err != nil {

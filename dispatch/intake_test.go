@@ -13,6 +13,7 @@ import (
 
 	"herald/dispatch"
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
@@ -131,7 +132,7 @@ func TestSubmitIdempotent(t *testing.T) {
 			}
 			res, replay, err := submit(tt.call)
 			var got submission
-			var fe *models.FieldError
+			var fe *kernel.FieldError
 			switch {
 			case errors.Is(err, dispatch.ErrIdempotencyMismatch):
 				got.Outcome = "mismatch"
@@ -219,7 +220,7 @@ func TestCancel(t *testing.T) {
 		_, err := f.d.CancelMessage(ctx, dispatch.System("test"), id)
 		errs = append(errs, err)
 	}
-	if errs[0] != nil || !errors.Is(errs[1], models.ErrStateChanged) || !errors.Is(errs[2], models.ErrStateChanged) {
+	if errs[0] != nil || !errors.Is(errs[1], kernel.ErrStateChanged) || !errors.Is(errs[2], kernel.ErrStateChanged) {
 		t.Errorf("cancel pending, cancelled, stopped: %v; want nil, then ErrStateChanged twice", errs)
 	}
 	want := []models.Status{models.StatusCancelled, models.StatusStopped}

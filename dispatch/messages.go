@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
@@ -20,7 +21,7 @@ func (a Actor) OwnKey() int64 {
 }
 
 // Message returns a message with its recipient, as by may see it: another key's message
-// is models.ErrNotFound to a send or read key, but for a digest that carried one of the
+// is kernel.ErrNotFound to a send or read key, but for a digest that carried one of the
 // key's notices.
 func (d *Dispatcher) Message(ctx context.Context, by Actor, id string) (*models.BatchMessage, error) {
 	m, err := d.store.MessageWithRecipient(ctx, id)
@@ -28,7 +29,7 @@ func (d *Dispatcher) Message(ctx context.Context, by Actor, id string) (*models.
 		return nil, err
 	}
 	err = d.store.CheckOwn(ctx, by.OwnKey(), m.BatchID)
-	if errors.Is(err, models.ErrNotFound) && by.OwnKey() != 0 {
+	if errors.Is(err, kernel.ErrNotFound) && by.OwnKey() != 0 {
 		carries, cerr := d.store.DigestCarriesKey(ctx, m.ID, by.OwnKey())
 		if cerr != nil {
 			return nil, cerr
@@ -43,7 +44,7 @@ func (d *Dispatcher) Message(ctx context.Context, by Actor, id string) (*models.
 	return m, nil
 }
 
-// Batch returns a batch as by may see it: another key's batch is models.ErrNotFound to a
+// Batch returns a batch as by may see it: another key's batch is kernel.ErrNotFound to a
 // send or read key.
 func (d *Dispatcher) Batch(ctx context.Context, by Actor, id string) (*models.Batch, error) {
 	if err := d.store.CheckOwn(ctx, by.OwnKey(), id); err != nil {
@@ -74,8 +75,8 @@ func (d *Dispatcher) ownMessage(ctx context.Context, by Actor, id string) (*mode
 
 // CancelMessage cancels a pending or failed message, so it is never sent, audited as done
 // by by, and counts it for the dashboard. It returns the message as it was read: a
-// message in any other state is left as it is (models.ErrStateChanged), one that by may
-// not see is models.ErrNotFound. The console and the API both cancel through it.
+// message in any other state is left as it is (kernel.ErrStateChanged), one that by may
+// not see is kernel.ErrNotFound. The console and the API both cancel through it.
 func (d *Dispatcher) CancelMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
 	m, err := d.ownMessage(ctx, by, id)
 	if err != nil {
@@ -97,7 +98,7 @@ func (d *Dispatcher) cancel(ctx context.Context, by Actor, m *models.Message) er
 }
 
 // cancelIn cancels one message within a change, compare-and-set on its state
-// (models.ErrStateChanged when it is no longer pending or failed); its callback key
+// (kernel.ErrStateChanged when it is no longer pending or failed); its callback key
 // hears of it and the dashboard counts it once the change commits. The change's audit
 // entry is the caller's: one for the message, or one for a whole batch.
 func (d *Dispatcher) cancelIn(ctx context.Context, tx *models.Store, ch *Change, m *models.Message) error {
@@ -115,7 +116,7 @@ func (d *Dispatcher) cancelIn(ctx context.Context, tx *models.Store, ch *Change,
 
 // RetryMessage makes a stopped message due again with a fresh allowance of attempts,
 // audited, and enqueues it after the commit. Like CancelMessage, it returns the message
-// as it was read; models.ErrStateChanged when it is not stopped.
+// as it was read; kernel.ErrStateChanged when it is not stopped.
 func (d *Dispatcher) RetryMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
 	m, err := d.ownMessage(ctx, by, id)
 	if err != nil {
@@ -195,7 +196,7 @@ func (d *Dispatcher) ResendStopped(ctx context.Context, by Actor, f models.Messa
 				case err == nil:
 					out.Retried++
 					jobs = append(jobs, job)
-				case errors.Is(err, models.ErrStateChanged), errors.Is(err, models.ErrNotFound):
+				case errors.Is(err, kernel.ErrStateChanged), errors.Is(err, kernel.ErrNotFound):
 					out.Skipped++
 				default:
 					return err

@@ -8,6 +8,7 @@ import (
 
 	"herald/dispatch"
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -34,11 +35,11 @@ func TestRecipientService(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := f.d.CreateRecipient(ctx, by, tc.r)
-			var fe *models.FieldError
+			var fe *kernel.FieldError
 			if !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("got %v, want an error naming %s", err, tc.field)
 			}
-			if _, err := f.store.RecipientByExternalID(ctx, "N2"); !errors.Is(err, models.ErrNotFound) {
+			if _, err := f.store.RecipientByExternalID(ctx, "N2"); !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("a refused person was stored: %v", err)
 			}
 			if n := auditCount(t, f.store, "recipient.create"); n != 0 {
@@ -75,7 +76,7 @@ func TestRecipientService(t *testing.T) {
 	if p := lastEntry(t, f.store, "recipient.update").ParamMap(); p["changes"] != "department:  → Treasury" {
 		t.Errorf("update params %v", p)
 	}
-	if _, err := f.d.UpdateRecipient(ctx, by, "N404", changed); !errors.Is(err, models.ErrNotFound) {
+	if _, err := f.d.UpdateRecipient(ctx, by, "N404", changed); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("update of nobody: %v", err)
 	}
 
@@ -88,7 +89,7 @@ func TestRecipientService(t *testing.T) {
 	if e := lastEntry(t, f.store, "recipient.deactivate"); e.TargetID != "N1" {
 		t.Errorf("deactivate entry %+v", e)
 	}
-	if _, err := f.d.SetRecipientActive(ctx, by, "N404", true); !errors.Is(err, models.ErrNotFound) {
+	if _, err := f.d.SetRecipientActive(ctx, by, "N404", true); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("activate nobody: %v", err)
 	}
 	if n := auditCount(t, f.store, "recipient.activate"); n != 0 {
@@ -121,7 +122,7 @@ func TestUpsertRecipientsService(t *testing.T) {
 			if !isField(err, tc.field) {
 				t.Fatalf("got %v, want an error naming %q", err, tc.field)
 			}
-			if _, err := f.store.RecipientByExternalID(ctx, "U1"); !errors.Is(err, models.ErrNotFound) {
+			if _, err := f.store.RecipientByExternalID(ctx, "U1"); !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("a refused list stored U1: %v", err)
 			}
 			if n := auditCount(t, f.store, "recipients.upsert") + auditCount(t, f.store, "recipient.create"); n != 0 {
@@ -205,7 +206,7 @@ func TestTemplateService(t *testing.T) {
 			if !isField(err, tc.field) {
 				t.Fatalf("got %v, want an error naming %s", err, tc.field)
 			}
-			if _, err := f.store.TemplateByName(ctx, tc.in.Name); !errors.Is(err, models.ErrNotFound) {
+			if _, err := f.store.TemplateByName(ctx, tc.in.Name); !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("a refused template was stored: %v", err)
 			}
 			if n := auditCount(t, f.store, "template.create"); n != 0 {
@@ -235,13 +236,13 @@ func TestTemplateService(t *testing.T) {
 	if p := lastEntry(t, f.store, "template.update").ParamMap(); p["old_name"] != "late" || p["name"] != "later" || p["changed"] != "name, body" {
 		t.Errorf("update params %v", p)
 	}
-	if _, err := f.d.UpdateTemplate(ctx, by, "late", renamed); !errors.Is(err, models.ErrNotFound) {
+	if _, err := f.d.UpdateTemplate(ctx, by, "late", renamed); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("update of a renamed template: %v", err)
 	}
 	if err := f.d.DeleteTemplate(ctx, by, "later"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.DeleteTemplate(ctx, by, "later"); !errors.Is(err, models.ErrNotFound) {
+	if err := f.d.DeleteTemplate(ctx, by, "later"); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("deleting it again: %v", err)
 	}
 	if n := auditCount(t, f.store, "template.delete"); n != 1 {
@@ -299,7 +300,7 @@ func TestTemplateSyntaxErrorInChinese(t *testing.T) {
 		{"{{nosuch .task}}", "line 1: it uses a function that templates do not have", "第 1 行：用到了模板中没有的函数"},
 	} {
 		_, err := dispatch.CompileTemplate(&models.Template{Name: "x", MsgType: "text", Body: tc.body, Variables: models.StringList{"task"}})
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != "body" {
 			t.Fatalf("%q: %v", tc.body, err)
 		}
@@ -314,7 +315,7 @@ func TestTemplateSyntaxErrorInChinese(t *testing.T) {
 
 // isField reports whether err is a validation failure of field.
 func isField(err error, field string) bool {
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	return errors.As(err, &fe) && fe.Field == field
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -30,7 +31,7 @@ const (
 )
 
 // CreatePolicy saves a new escalation policy, audited. A validation failure is a
-// *models.FieldError and writes nothing.
+// *kernel.FieldError and writes nothing.
 func (d *Dispatcher) CreatePolicy(ctx context.Context, by Actor, p models.EscalationPolicy) (*models.EscalationPolicy, error) {
 	if err := d.checkPolicy(ctx, &p); err != nil {
 		return nil, err
@@ -49,7 +50,7 @@ func (d *Dispatcher) CreatePolicy(ctx context.Context, by Actor, p models.Escala
 }
 
 // UpdatePolicy replaces the policy called name (which may rename it), audited with what
-// it was. Alerts already open keep the copy they opened with. models.ErrNotFound: no
+// it was. Alerts already open keep the copy they opened with. kernel.ErrNotFound: no
 // such policy.
 func (d *Dispatcher) UpdatePolicy(ctx context.Context, by Actor, name string, p models.EscalationPolicy) (*models.EscalationPolicy, error) {
 	if err := d.checkPolicy(ctx, &p); err != nil {
@@ -73,7 +74,7 @@ func (d *Dispatcher) UpdatePolicy(ctx context.Context, by Actor, name string, p 
 }
 
 // DeletePolicy removes a policy, audited. Alerts already open keep their copy.
-// models.ErrNotFound: no such policy.
+// kernel.ErrNotFound: no such policy.
 func (d *Dispatcher) DeletePolicy(ctx context.Context, by Actor, name string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.DeletePolicy(ctx, name); err != nil {
@@ -100,17 +101,17 @@ func (d *Dispatcher) checkPolicy(ctx context.Context, p *models.EscalationPolicy
 	p.Name = strings.TrimSpace(p.Name)
 	switch n := utf8.RuneCountInString(p.Name); {
 	case n == 0:
-		return models.Invalid("name", "alerts.invalid.name_required")
+		return kernel.Invalid("name", "alerts.invalid.name_required")
 	case n > models.MaxPolicyName:
-		return models.Invalid("name", "alerts.invalid.name_long", "Max", models.MaxPolicyName)
+		return kernel.Invalid("name", "alerts.invalid.name_long", "Max", models.MaxPolicyName)
 	case strings.ContainsAny(p.Name, "/?#%"):
-		return models.Invalid("name", "alerts.invalid.name_chars")
+		return kernel.Invalid("name", "alerts.invalid.name_chars")
 	}
-	if err := models.CheckText("name", p.Name, false); err != nil {
+	if err := kernel.CheckText("name", p.Name, false); err != nil {
 		return err
 	}
 	if len(p.Steps) == 0 || len(p.Steps) > maxPolicySteps {
-		return models.Invalid("steps", "alerts.invalid.steps_count", "Max", maxPolicySteps)
+		return kernel.Invalid("steps", "alerts.invalid.steps_count", "Max", maxPolicySteps)
 	}
 	for i := range p.Steps {
 		if err := d.checkStep(ctx, i, &p.Steps[i]); err != nil {
@@ -118,7 +119,7 @@ func (d *Dispatcher) checkPolicy(ctx context.Context, p *models.EscalationPolicy
 		}
 	}
 	if p.Repeat < 0 || p.Repeat > MaxPolicyRepeat {
-		return models.Invalid("repeat", "alerts.invalid.repeat", "Max", MaxPolicyRepeat)
+		return kernel.Invalid("repeat", "alerts.invalid.repeat", "Max", MaxPolicyRepeat)
 	}
 	return nil
 }
@@ -129,15 +130,15 @@ func (d *Dispatcher) checkStep(ctx context.Context, i int, s *models.PolicyStep)
 	s.Wait = strings.TrimSpace(s.Wait)
 	w, err := time.ParseDuration(s.Wait)
 	if err != nil || w < shortestWait(d.minStepWait) || w > MaxStepWait {
-		return models.Invalid(field+".wait", "alerts.invalid.wait")
+		return kernel.Invalid(field+".wait", "alerts.invalid.wait")
 	}
 	if len(s.Targets) == 0 || len(s.Targets) > maxStepTargets {
-		return models.Invalid(field+".targets", "alerts.invalid.targets_count", "Max", maxStepTargets)
+		return kernel.Invalid(field+".targets", "alerts.invalid.targets_count", "Max", maxStepTargets)
 	}
 	for j := range s.Targets {
 		s.Targets[j] = strings.TrimSpace(s.Targets[j])
 		if err := d.checkTarget(ctx, s.Targets[j]); err != nil {
-			var fe *models.FieldError
+			var fe *kernel.FieldError
 			if errors.As(err, &fe) {
 				fe.Field = fmt.Sprintf("%s.targets[%d]", field, j)
 			}
@@ -154,8 +155,8 @@ func (d *Dispatcher) checkTarget(ctx context.Context, target string) error {
 	case TargetOnDuty:
 		return nil
 	case targetRotation:
-		if _, err := d.store.RotationByName(ctx, name); errors.Is(err, models.ErrNotFound) {
-			return models.Invalid("target", "alerts.invalid.unknown_rotation", "Name", name)
+		if _, err := d.store.RotationByName(ctx, name); errors.Is(err, kernel.ErrNotFound) {
+			return kernel.Invalid("target", "alerts.invalid.unknown_rotation", "Name", name)
 		} else if err != nil {
 			return err
 		}
@@ -165,18 +166,18 @@ func (d *Dispatcher) checkTarget(ctx context.Context, target string) error {
 			return err
 		}
 		if len(people) == 0 {
-			return models.Invalid("target", "alerts.invalid.unknown_department", "Name", name)
+			return kernel.Invalid("target", "alerts.invalid.unknown_department", "Name", name)
 		}
 	default:
 		if name == "" || len(name) > maxExternalLen {
-			return models.Invalid("target", "alerts.invalid.target_blank")
+			return kernel.Invalid("target", "alerts.invalid.target_blank")
 		}
 		people, err := d.store.CachedRecipientsByExternalIDs(ctx, []string{name})
 		if err != nil {
 			return err
 		}
 		if len(people) == 0 {
-			return models.Invalid("target", "alerts.invalid.unknown_person", "Name", name)
+			return kernel.Invalid("target", "alerts.invalid.unknown_person", "Name", name)
 		}
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"herald/channels"
 	"herald/delivery"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -82,26 +83,26 @@ func (e *RecallError) Unwrap() []error {
 
 // recallRefusals are the domain errors of the codes of a RecallError: refusals where
 // the message or the platform stands in the way, and the platform's own refusal.
-var recallRefusals = map[string]*models.DomainError{
-	RecallUnsupported: models.Declare(models.DomainError{Kind: models.KindConflict, Code: RecallUnsupported, Key: "recall.error.recall_unsupported",
+var recallRefusals = map[string]*kernel.DomainError{
+	RecallUnsupported: kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: RecallUnsupported, Key: "recall.error.recall_unsupported",
 		Text: "dispatch: the platform cannot recall"}),
-	RecallWindowPassed: models.Declare(models.DomainError{Kind: models.KindConflict, Code: RecallWindowPassed, Key: "recall.error.recall_window_passed",
+	RecallWindowPassed: kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: RecallWindowPassed, Key: "recall.error.recall_window_passed",
 		Text: "dispatch: the recall window has passed"}),
-	RecallRequestAwaiting: models.Declare(models.DomainError{Kind: models.KindConflict, Code: RecallRequestAwaiting, Key: "recall.error.recall_request_awaiting",
+	RecallRequestAwaiting: kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: RecallRequestAwaiting, Key: "recall.error.recall_request_awaiting",
 		Text: "dispatch: a recall of the batch awaits approval"}),
-	RecallRequestRejected: models.Declare(models.DomainError{Kind: models.KindConflict, Code: RecallRequestRejected, Key: "recall.error.recall_request_rejected",
+	RecallRequestRejected: kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: RecallRequestRejected, Key: "recall.error.recall_request_rejected",
 		Text: "dispatch: a recall of the batch was rejected"}),
-	RecallFailed: models.Declare(models.DomainError{Kind: models.KindUpstream, Code: "recall_failed", Key: "recall.error.failed",
+	RecallFailed: kernel.Declare(kernel.DomainError{Kind: kernel.KindUpstream, Code: "recall_failed", Key: "recall.error.failed",
 		Text: "dispatch: the platform did not recall"}),
 }
 
 // ErrOwnRecall refuses the decision on a recall request by the person who asked for it.
-var ErrOwnRecall = models.Declare(models.DomainError{Kind: models.KindForbidden, Code: "forbidden", Key: "recall.error.own_request",
+var ErrOwnRecall = kernel.Declare(kernel.DomainError{Kind: kernel.KindForbidden, Code: "forbidden", Key: "recall.error.own_request",
 	Text: "dispatch: the person who asked for a recall cannot decide on it"})
 
 // ErrRecallExpired refuses the decision on a recall request whose time ran out (see
 // recallDeadline): it is recorded expired, and a new request may be made.
-var ErrRecallExpired = models.Declare(models.DomainError{Kind: models.KindConflict, Code: "recall_request_expired", Key: "recall.error.expired",
+var ErrRecallExpired = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "recall_request_expired", Key: "recall.error.expired",
 	Text: "dispatch: the recall request expired before anyone decided on it"})
 
 // recallRequestLife bounds a recall request for a batch with no sent message still
@@ -118,8 +119,8 @@ const recallConcurrency = 4
 // recalled_at and recalled_by, audited, message.recalled to its callback key), one not
 // sent yet is cancelled; either way an alert the message is a notice of ends
 // (endRecalledAlert). It returns the message as it was read. A *RecallError says why
-// the recall could not happen; models.ErrStateChanged that the message is in a state
-// that has nothing to recall (stopped, cancelled, recalled, sending); models.ErrNotFound
+// the recall could not happen; kernel.ErrStateChanged that the message is in a state
+// that has nothing to recall (stopped, cancelled, recalled, sending); kernel.ErrNotFound
 // a message by may not see. A refused recall is audited (message.recall_refuse) with
 // why.
 //
@@ -137,7 +138,7 @@ func (d *Dispatcher) RecallMessage(ctx context.Context, by Actor, id string) (*m
 	}
 	_, err = d.recallOne(ctx, by, m, by.Name)
 	var re *RecallError
-	if (errors.As(err, &re) && re.Code != RecallFailed) || errors.Is(err, models.ErrStateChanged) {
+	if (errors.As(err, &re) && re.Code != RecallFailed) || errors.Is(err, kernel.ErrStateChanged) {
 		return m, d.refuseRecall(ctx, by, m, err)
 	}
 	return m, err
@@ -162,7 +163,7 @@ func (d *Dispatcher) checkBatchRecall(ctx context.Context, by Actor, m *models.M
 }
 
 // refuseRecall audits a single message's recall that could not happen (cause: a
-// *RecallError or models.ErrStateChanged) and returns cause.
+// *RecallError or kernel.ErrStateChanged) and returns cause.
 func (d *Dispatcher) refuseRecall(ctx context.Context, by Actor, m *models.Message, cause error) error {
 	reason := "invalid_state"
 	p := messageParams(m)
@@ -198,7 +199,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message,
 		return RecallCancelled, nil
 	}
 	if m.Status != models.StatusSent {
-		return RecallFailed, fmt.Errorf("dispatch: recall message %s (%s): %w", m.ID, m.Status, models.ErrStateChanged)
+		return RecallFailed, fmt.Errorf("dispatch: recall message %s (%s): %w", m.ID, m.Status, kernel.ErrStateChanged)
 	}
 	window := channels.RecallWindow(m.Platform)
 	if window <= 0 {
@@ -234,7 +235,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message,
 		for i := range carried {
 			c := &carried[i]
 			err := tx.RecallMessage(ctx, c, recalledBy, d.now())
-			if c.ID != m.ID && errors.Is(err, models.ErrStateChanged) {
+			if c.ID != m.ID && errors.Is(err, kernel.ErrStateChanged) {
 				continue // recalled meanwhile by another request for the same call
 			}
 			if err != nil {
@@ -456,7 +457,7 @@ func (d *Dispatcher) recallAll(ctx context.Context, by Actor, b *models.Batch, t
 }
 
 // pendingRecall returns the batch and its recall request awaiting a decision, as by may
-// decide on it: models.ErrNotFound for a batch by may not see, models.ErrStateChanged
+// decide on it: kernel.ErrNotFound for a batch by may not see, kernel.ErrStateChanged
 // when no request awaits, ErrRecallExpired when the latest one's time ran out (it is
 // recorded expired if it was not yet), ErrOwnRecall for the person (or key) who asked.
 func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string) (*models.Batch, *models.RecallRequest, error) {
@@ -472,7 +473,7 @@ func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string
 		return nil, nil, ErrRecallExpired
 	}
 	if r == nil || r.Status != models.RecallAwaiting {
-		return nil, nil, models.ErrStateChanged
+		return nil, nil, kernel.ErrStateChanged
 	}
 	if r.Lapsed(d.now()) {
 		return nil, nil, cmp.Or(d.expireRecalls(ctx), error(ErrRecallExpired))
@@ -485,7 +486,7 @@ func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string
 
 // ApproveRecall approves the batch's recall request as by and runs it: the messages
 // are recalled for the person who asked. ErrOwnRecall refuses that person;
-// models.ErrStateChanged means no request awaits, ErrRecallExpired that its time ran
+// kernel.ErrStateChanged means no request awaits, ErrRecallExpired that its time ran
 // out.
 func (d *Dispatcher) ApproveRecall(ctx context.Context, by Actor, batchID string) (models.RecallCounts, error) {
 	b, r, err := d.pendingRecall(ctx, by, batchID)
@@ -514,9 +515,9 @@ func (d *Dispatcher) ApproveRecall(ctx context.Context, by Actor, batchID string
 }
 
 // RejectRecall rejects the batch's recall request as by, with the reason: nothing is
-// recalled. ErrOwnRecall refuses the person who asked; models.ErrStateChanged means no
+// recalled. ErrOwnRecall refuses the person who asked; kernel.ErrStateChanged means no
 // request awaits, ErrRecallExpired that its time ran out; a reason left empty or too
-// long is a *models.FieldError naming reason.
+// long is a *kernel.FieldError naming reason.
 func (d *Dispatcher) RejectRecall(ctx context.Context, by Actor, batchID, reason string) error {
 	_, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -29,7 +30,7 @@ var recipientActions = map[string]string{"created": "recipient.create", "updated
 var bulkActions = map[string]string{ViaAPI: "recipients.upsert", ViaImport: "recipients.import"}
 
 // CreateRecipient adds a person, audited as recipient.create. A validation failure (an
-// external id in use included) is a *models.FieldError and writes nothing.
+// external id in use included) is a *kernel.FieldError and writes nothing.
 func (d *Dispatcher) CreateRecipient(ctx context.Context, by Actor, r models.Recipient) (models.Recipient, error) {
 	if err := models.ValidateRecipient(&r); err != nil {
 		return r, err
@@ -46,7 +47,7 @@ func (d *Dispatcher) CreateRecipient(ctx context.Context, by Actor, r models.Rec
 
 // UpdateRecipient saves the changes to the person whose external id is externalID (which
 // does not change: business systems know people by it), audited as recipient.update with
-// each field's old and new value. models.ErrNotFound: no such person.
+// each field's old and new value. kernel.ErrNotFound: no such person.
 func (d *Dispatcher) UpdateRecipient(ctx context.Context, by Actor, externalID string, r models.Recipient) (models.Recipient, error) {
 	r.ExternalID = externalID
 	if err := models.ValidateRecipient(&r); err != nil {
@@ -70,7 +71,7 @@ func (d *Dispatcher) UpdateRecipient(ctx context.Context, by Actor, externalID s
 
 // SetRecipientActive deactivates or reactivates a person, audited as
 // recipient.deactivate or recipient.activate. An inactive person stays on record (old
-// messages refer to them) but receives nothing. models.ErrNotFound: no such person.
+// messages refer to them) but receives nothing. kernel.ErrNotFound: no such person.
 func (d *Dispatcher) SetRecipientActive(ctx context.Context, by Actor, externalID string, active bool) (models.Recipient, error) {
 	var r models.Recipient
 	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
@@ -93,16 +94,16 @@ func (d *Dispatcher) SetRecipientActive(ctx context.Context, by Actor, externalI
 }
 
 // CheckRecipients validates a bulk write: between 1 and MaxUpsert people, each valid
-// and none given twice. A problem is a *models.FieldError naming the person by position
+// and none given twice. A problem is a *kernel.FieldError naming the person by position
 // ("[3].email").
 func CheckRecipients(list []models.Recipient) error {
 	if len(list) == 0 || len(list) > MaxUpsert {
-		return models.Invalid("", "recipients.api.count", "Max", MaxUpsert)
+		return kernel.Invalid("", "recipients.api.count", "Max", MaxUpsert)
 	}
 	seen := make(map[string]int, len(list))
 	for i := range list {
 		if err := models.ValidateRecipient(&list[i]); err != nil {
-			fe, ok := errors.AsType[*models.FieldError](err)
+			fe, ok := errors.AsType[*kernel.FieldError](err)
 			if !ok {
 				return err
 			}
@@ -111,7 +112,7 @@ func CheckRecipients(list []models.Recipient) error {
 			return &out
 		}
 		if j, dup := seen[list[i].ExternalID]; dup {
-			return models.Invalid(fmt.Sprintf("[%d].external_id", i), "recipients.api.duplicate", "ID", list[i].ExternalID, "Index", j)
+			return kernel.Invalid(fmt.Sprintf("[%d].external_id", i), "recipients.api.duplicate", "ID", list[i].ExternalID, "Index", j)
 		}
 		seen[list[i].ExternalID] = i
 	}

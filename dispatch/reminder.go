@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -18,7 +19,7 @@ var ReminderVariables = []string{"date"}
 func CheckReminderTemplate(t *models.Template) error {
 	for _, v := range t.VariableNames() {
 		if !slices.Contains(ReminderVariables, v) {
-			return models.Invalid("template", "reminder.invalid.variables", "Name", v)
+			return kernel.Invalid("template", "reminder.invalid.variables", "Name", v)
 		}
 	}
 	return nil
@@ -69,7 +70,7 @@ func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
 		req.Variables["date"] = date
 	}
 	res, err := d.Submit(ctx, req)
-	if errors.Is(err, models.ErrDuplicate) {
+	if errors.Is(err, kernel.ErrDuplicate) {
 		return nil, nil // another process reminded the date meanwhile
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -29,7 +30,7 @@ func TestDutyReminder(t *testing.T) {
 	if err := f.store.CreateTemplate(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if err := dispatch.CheckReminderTemplate(bad); !errors.As(err, &fe) || fe.Field != "template" {
 		t.Errorf("a template with a variable a reminder cannot fill: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"herald/channels"
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -43,37 +44,37 @@ type Compiled struct {
 // CompileTemplate parses a template and checks it against its declared variables and
 // Herald's limits: every variable it uses must be declared (or be .recipient), it may
 // not use what checkConstructs refuses, and rendering with sample values must work
-// within the largest platform's cap. Errors are *models.FieldError naming "name",
+// within the largest platform's cap. Errors are *kernel.FieldError naming "name",
 // "msg_type", "variables", "subject" or "body".
 func CompileTemplate(t *models.Template) (*Compiled, error) {
 	if !variableName.MatchString(strings.ReplaceAll(t.Name, "-", "_")) {
-		return nil, models.Invalid("name", "compose.render.name")
+		return nil, kernel.Invalid("name", "compose.render.name")
 	}
 	if t.MsgType != "text" && t.MsgType != "markdown" {
-		return nil, models.Invalid("msg_type", "compose.render.msg_type")
+		return nil, kernel.Invalid("msg_type", "compose.render.msg_type")
 	}
 	seen := map[string]bool{}
 	for _, v := range t.Vars() {
 		switch {
 		case !variableName.MatchString(v.Name):
-			return nil, models.Invalid("variables", "compose.render.variable_name", "Name", strconv.Quote(v.Name))
+			return nil, kernel.Invalid("variables", "compose.render.variable_name", "Name", strconv.Quote(v.Name))
 		case v.Name == recipientVar:
-			return nil, models.Invalid("variables", "compose.render.variable_builtin")
+			return nil, kernel.Invalid("variables", "compose.render.variable_builtin")
 		case seen[v.Name]:
-			return nil, models.Invalid("variables", "compose.render.variable_twice", "Name", strconv.Quote(v.Name))
+			return nil, kernel.Invalid("variables", "compose.render.variable_twice", "Name", strconv.Quote(v.Name))
 		}
 		seen[v.Name] = true
 	}
 	if strings.TrimSpace(t.Body) == "" {
-		return nil, models.Invalid("body", "compose.render.required")
+		return nil, kernel.Invalid("body", "compose.render.required")
 	}
-	if err := models.CheckText("subject", t.Subject, false); err != nil {
+	if err := kernel.CheckText("subject", t.Subject, false); err != nil {
 		return nil, err
 	}
-	if err := models.CheckText("body", t.Body, true); err != nil {
+	if err := kernel.CheckText("body", t.Body, true); err != nil {
 		return nil, err
 	}
-	if err := models.CheckText("html", t.HTML, true); err != nil {
+	if err := kernel.CheckText("html", t.HTML, true); err != nil {
 		return nil, err
 	}
 	c := &Compiled{tmpl: t, declared: t.Vars()}
@@ -114,7 +115,7 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 // parse parses one field with the functions that charge the render in progress.
 func (c *Compiled) parse(field, src string) (*template.Template, error) {
 	if len(src) > maxTemplateSource {
-		return nil, models.Invalid(field, "compose.check.max_bytes", "Max", maxTemplateSource)
+		return nil, kernel.Invalid(field, "compose.check.max_bytes", "Max", maxTemplateSource)
 	}
 	tp, err := template.New(field).Funcs(funcs(func() *budget { return c.running })).Option("missingkey=error").Parse(src)
 	if err != nil {
@@ -127,7 +128,7 @@ func (c *Compiled) parse(field, src string) (*template.Template, error) {
 // html/template.
 func (c *Compiled) parseHTML(src string) (*htmltemplate.Template, error) {
 	if len(src) > maxTemplateSource {
-		return nil, models.Invalid("html", "compose.check.max_bytes", "Max", maxTemplateSource)
+		return nil, kernel.Invalid("html", "compose.check.max_bytes", "Max", maxTemplateSource)
 	}
 	tp, err := htmltemplate.New("html").Funcs(htmltemplate.FuncMap(funcs(func() *budget { return c.running }))).Option("missingkey=error").Parse(src)
 	if err != nil {
@@ -146,9 +147,9 @@ func (c *Compiled) CheckVariables(vars map[string]string) error {
 		switch {
 		case v.Optional:
 		case !ok:
-			return models.Invalid("variables."+v.Name, "compose.render.variable_required", "Template", c.tmpl.Name)
+			return kernel.Invalid("variables."+v.Name, "compose.render.variable_required", "Template", c.tmpl.Name)
 		case strings.TrimSpace(value) == "":
-			return models.Invalid("variables."+v.Name, "compose.render.variable_blank", "Template", c.tmpl.Name)
+			return kernel.Invalid("variables."+v.Name, "compose.render.variable_blank", "Template", c.tmpl.Name)
 		}
 	}
 	keys := make([]string, 0, len(vars))
@@ -158,11 +159,11 @@ func (c *Compiled) CheckVariables(vars map[string]string) error {
 	slices.Sort(keys)
 	for _, k := range keys {
 		if !slices.ContainsFunc(c.declared, func(v models.TemplateVariable) bool { return v.Name == k }) {
-			return models.Invalid("variables."+k, "compose.render.variable_undeclared", "Template", c.tmpl.Name)
+			return kernel.Invalid("variables."+k, "compose.render.variable_undeclared", "Template", c.tmpl.Name)
 		}
 		// A value no message could hold is no use, and every function given it pays for its size.
 		if len(vars[k]) > maxTextLen {
-			return models.Invalid("variables."+k, "compose.check.max_bytes", "Max", maxTextLen)
+			return kernel.Invalid("variables."+k, "compose.check.max_bytes", "Max", maxTextLen)
 		}
 	}
 	return nil
@@ -243,12 +244,12 @@ func (c *Compiled) MsgType() string { return c.tmpl.MsgType }
 
 // templateError is the validation error of a template field that failed to parse, to
 // pass Herald's limits (template_limits.go) or to render. An error that already is a
-// *models.FieldError keeps its message under field; a limit's message is its own
+// *kernel.FieldError keeps its message under field; a limit's message is its own
 // (keyed when the limit error carries a catalog message, see keyedError); what Go's
 // text/template reports is shortened to what a template author needs: the position
 // and text/template's own words.
-func templateError(field string, err error) *models.FieldError {
-	var fe *models.FieldError
+func templateError(field string, err error) *kernel.FieldError {
+	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		out := *fe
 		out.Field = field
@@ -257,14 +258,14 @@ func templateError(field string, err error) *models.FieldError {
 	var ke keyedError
 	if errors.As(err, &ke) {
 		m := ke.Msg()
-		return models.Invalid(field, m.ID, m.Args...)
+		return kernel.Invalid(field, m.ID, m.Args...)
 	}
 	if msg, ok := limitMessage(err); ok {
-		return models.Invalid(field, "compose.render.limit", "Detail", msg)
+		return kernel.Invalid(field, "compose.render.limit", "Detail", msg)
 	}
 	msg := err.Error()
 	if i := strings.Index(msg, "map has no entry for key "); i >= 0 {
-		return models.Invalid(field, "compose.render.undeclared", "Name", strings.Trim(msg[i+len("map has no entry for key "):], `"`))
+		return kernel.Invalid(field, "compose.render.undeclared", "Name", strings.Trim(msg[i+len("map has no entry for key "):], `"`))
 	}
 	// "template: body:1:7: executing ..." → line 1, column 7, "executing ..."
 	for _, prefix := range []string{"template: subject:", "template: body:", "template: html:"} {
@@ -272,13 +273,13 @@ func templateError(field string, err error) *models.FieldError {
 	}
 	pos, detail, ok := strings.Cut(msg, ": ")
 	if !ok {
-		return models.Invalid(field, "compose.render.limit", "Detail", msg)
+		return kernel.Invalid(field, "compose.render.limit", "Detail", msg)
 	}
 	problem := i18n.M(parserProblem(detail))
 	if line, col, ok := strings.Cut(pos, ":"); ok {
-		return models.Invalid(field, "compose.render.syntax_at", "Line", line, "Col", col, "Problem", problem, "Detail", detail)
+		return kernel.Invalid(field, "compose.render.syntax_at", "Line", line, "Col", col, "Problem", problem, "Detail", detail)
 	}
-	return models.Invalid(field, "compose.render.syntax_line", "Line", pos, "Problem", problem, "Detail", detail)
+	return kernel.Invalid(field, "compose.render.syntax_line", "Line", pos, "Problem", problem, "Detail", detail)
 }
 
 // parserProblems name, in the catalogs, what text/template reports, so that a template's
@@ -316,11 +317,11 @@ type keyedError interface {
 // puts the title into the text; see channels.CountedContent).
 func checkSize(field, platform, who string, m channels.Message) error {
 	if !utf8.ValidString(m.Content) {
-		return models.Invalid(field, "compose.render.utf8")
+		return kernel.Invalid(field, "compose.render.utf8")
 	}
 	limit := channels.Cap(platform)
 	if n := limit.Len(channels.CountedContent(platform, m)); n > limit.Max {
-		return models.Invalid(field, "compose.render.too_big_"+string(limit.Unit), "Recipient", who, "Size", n, "Platform", platform, "Max", limit.Max)
+		return kernel.Invalid(field, "compose.render.too_big_"+string(limit.Unit), "Recipient", who, "Size", n, "Platform", platform, "Max", limit.Max)
 	}
 	return nil
 }

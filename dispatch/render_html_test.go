@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -34,7 +35,7 @@ func TestRenderHTML(t *testing.T) {
 	}
 	for _, bad := range []string{`<p>{{.missing}}</p>`, `<p>{{if}}</p>`} {
 		_, err := CompileTemplate(&models.Template{Name: "bad", MsgType: "text", Body: "x", HTML: bad})
-		if fe, ok := err.(*models.FieldError); !ok || fe.Field != "html" {
+		if fe, ok := err.(*kernel.FieldError); !ok || fe.Field != "html" {
 			t.Errorf("HTML %q: %v, want an error naming html", bad, err)
 		}
 	}

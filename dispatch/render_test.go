@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -38,7 +39,7 @@ func TestCompileTemplate(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := CompileTemplate(&tt.tmpl)
-			var fe *models.FieldError
+			var fe *kernel.FieldError
 			switch {
 			case tt.field == "" && err != nil:
 				t.Errorf("unexpected error: %v", err)
@@ -108,7 +109,7 @@ func TestCompileTemplateRefusesRunaways(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := CompileTemplate(&models.Template{Name: "x", MsgType: "text", Subject: tt.subject, Body: tt.body, Variables: models.StringList{"t"}})
-			var fe *models.FieldError
+			var fe *kernel.FieldError
 			if !errors.As(err, &fe) || fe.Field != tt.field || !strings.Contains(fe.Message, tt.message) {
 				t.Errorf("error %v, want a FieldError on %s saying %q", err, tt.field, tt.message)
 			}
@@ -166,7 +167,7 @@ func TestRenderStopsAtTheCap(t *testing.T) {
 			n := allocated(func() {
 				_, _, err = c.Render(context.Background(), tt.platform, map[string]string{"t": strings.Repeat("x", 1000)}, person)
 			})
-			var fe *models.FieldError
+			var fe *kernel.FieldError
 			if !errors.As(err, &fe) || fe.Field != "body" || fe.Message != tt.message {
 				t.Errorf("error %v, want a FieldError on body saying %q", err, tt.message)
 			}
@@ -187,7 +188,7 @@ func TestRenderStopsAtTheDeadline(t *testing.T) {
 		_, _, err := c.Render(context.Background(), "tianyuan", nil, person)
 		done <- err
 	}()
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	select {
 	case err := <-done:
 		if !errors.As(err, &fe) || fe.Field != "body" || fe.Message != "takes longer than 100ms to render" {
@@ -234,7 +235,7 @@ func TestCheckVariablesRefusesHugeValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.CheckVariables(map[string]string{"task": strings.Repeat("x", maxTextLen+1)})
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "variables.task" {
 		t.Errorf("error %v, want a FieldError on variables.task", err)
 	}
@@ -277,7 +278,7 @@ func TestIntakeRefusesPlantedTemplates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, err := d.Plan(ctx, Request{Source: "api", Account: "wc", Recipients: []string{"E1"}, Template: tt.template, Variables: tt.vars})
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != "template" || !strings.HasPrefix(fe.Message, tt.message) {
 			t.Errorf("intake with template %s: %v, want a FieldError on template starting %q", tt.template, err, tt.message)
 		}

@@ -6,11 +6,12 @@ import (
 	"strconv"
 	"strings"
 
+	"herald/kernel"
 	"herald/models"
 )
 
 // CreateRotation saves a new rotation, audited as done by by. A validation failure is a
-// *models.FieldError and writes nothing.
+// *kernel.FieldError and writes nothing.
 func (d *Dispatcher) CreateRotation(ctx context.Context, by Actor, spec models.RotationSpec) (models.RotationSpec, error) {
 	var saved models.RotationSpec
 	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
@@ -30,7 +31,7 @@ func (d *Dispatcher) CreateRotation(ctx context.Context, by Actor, spec models.R
 // ErrRotationInUse refuses deleting or renaming a rotation that escalation policies
 // name as a target: their steps would find nobody. It is made With the rotation's Name
 // and the Policies that name it, which its message lists.
-var ErrRotationInUse = models.Declare(models.DomainError{Kind: models.KindConflict, Code: "rotation_in_use", Key: "rotation.in_use",
+var ErrRotationInUse = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "rotation_in_use", Key: "rotation.in_use",
 	Text: "rotation in use"})
 
 // checkRotationUnused refuses (ErrRotationInUse) taking the name of rotation away
@@ -68,7 +69,7 @@ func policyNamesRotation(p *models.EscalationPolicy, rotation string) bool {
 }
 
 // UpdateRotation replaces the rotation called name (which may rename it), audited with
-// what it was and what it is now. models.ErrNotFound: no such rotation;
+// what it was and what it is now. kernel.ErrNotFound: no such rotation;
 // ErrRotationInUse: a rename of a rotation escalation policies name.
 func (d *Dispatcher) UpdateRotation(ctx context.Context, by Actor, name string, spec models.RotationSpec) (models.RotationSpec, error) {
 	var saved models.RotationSpec
@@ -97,7 +98,7 @@ func (d *Dispatcher) UpdateRotation(ctx context.Context, by Actor, name string, 
 	return saved, err
 }
 
-// DeleteRotation removes a rotation, audited. models.ErrNotFound: no such rotation;
+// DeleteRotation removes a rotation, audited. kernel.ErrNotFound: no such rotation;
 // ErrRotationInUse: escalation policies name it (change them first).
 func (d *Dispatcher) DeleteRotation(ctx context.Context, by Actor, name string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {

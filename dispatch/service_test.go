@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -32,7 +33,7 @@ func TestRotationService(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := f.d.CreateRotation(ctx, by, tc.spec)
-			var fe *models.FieldError
+			var fe *kernel.FieldError
 			if !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("got %v, want an error naming %s", err, tc.field)
 			}
@@ -77,7 +78,7 @@ func TestRotationService(t *testing.T) {
 	if err := f.d.DeleteRotation(ctx, by, "night"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.DeleteRotation(ctx, by, "night"); !errors.Is(err, models.ErrNotFound) {
+	if err := f.d.DeleteRotation(ctx, by, "night"); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("deleting it again: %v", err)
 	}
 	if n := auditCount(t, f.store, "duty.rotation.delete"); n != 1 {

@@ -11,6 +11,7 @@ import (
 
 	"herald/delivery"
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -106,7 +107,7 @@ func TestSilenceStretchAndStart(t *testing.T) {
 		{int(time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC).Sub(now).Hours()), int(time.Date(2999, 1, 1, 1, 0, 0, 0, time.UTC).Sub(now).Hours()), "starts_at"},
 	} {
 		_, err := f.d.CreateSilence(ctx, user("cy"), dispatch.SilenceInput{Matchers: narrow, StartsAt: at(tt.from), EndsAt: at(tt.to), Comment: "later"})
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != tt.field {
 			t.Errorf("starting in %d h: %v, want a field error naming %s", tt.from, err, tt.field)
 		}
@@ -138,7 +139,7 @@ func TestSilenceCaps(t *testing.T) {
 		}
 	}
 	_, err := create("ada", 99)
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "silences" {
 		t.Fatalf("one past the cap: %v, want a field error naming silences", err)
 	}

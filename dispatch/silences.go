@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"herald/delivery"
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
@@ -47,13 +48,13 @@ const (
 )
 
 // ErrSilenceEnded refuses expiring a silence that has ended already, before the call
-// or meanwhile; it is a case of models.ErrStateChanged.
-var ErrSilenceEnded = models.Declare(models.DomainError{Kind: models.KindConflict, Code: "silence_expired", Key: "silences.api.expired",
-	Err: models.ErrStateChanged, Text: "dispatch: the silence has ended"})
+// or meanwhile; it is a case of kernel.ErrStateChanged.
+var ErrSilenceEnded = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "silence_expired", Key: "silences.api.expired",
+	Err: kernel.ErrStateChanged, Text: "dispatch: the silence has ended"})
 
 // ErrOwnSilence refuses a decision on a silence by a person who made it; it is made
 // With the silence's ID, which its message names.
-var ErrOwnSilence = models.Declare(models.DomainError{Kind: models.KindForbidden, Code: "forbidden", Key: "silences.notice.own",
+var ErrOwnSilence = kernel.Declare(kernel.DomainError{Kind: kernel.KindForbidden, Code: "forbidden", Key: "silences.notice.own",
 	Text: "dispatch: the maker of a silence cannot decide on it"})
 
 // SilenceInput is a silence as a person writes it.
@@ -71,23 +72,23 @@ type SilenceInput struct {
 // compiles. The error names the field (matchers[i].name or .value).
 func CheckMatchers(matchers []delivery.Matcher) error {
 	if len(matchers) > maxMatchers {
-		return models.Invalid("matchers", "silences.check.too_many", "Max", maxMatchers)
+		return kernel.Invalid("matchers", "silences.check.too_many", "Max", maxMatchers)
 	}
 	for i, m := range matchers {
 		at := fmt.Sprintf("matchers[%d]", i)
 		if !slices.Contains(delivery.MatcherNames, m.Name) {
-			return models.Invalid(at+".name", "silences.check.name", "Name", strconv.Quote(m.Name), "Names", strings.Join(delivery.MatcherNames, ", "))
+			return kernel.Invalid(at+".name", "silences.check.name", "Name", strconv.Quote(m.Name), "Names", strings.Join(delivery.MatcherNames, ", "))
 		}
-		if err := models.CheckText(at+".value", m.Value, false); err != nil {
+		if err := kernel.CheckText(at+".value", m.Value, false); err != nil {
 			return err
 		}
 		if utf8.RuneCountInString(m.Value) > maxMatcherValue {
-			return models.Invalid(at+".value", "compose.check.max_chars", "Max", maxMatcherValue)
+			return kernel.Invalid(at+".value", "compose.check.max_chars", "Max", maxMatcherValue)
 		}
 		if err := m.Check(); errors.Is(err, delivery.ErrRegexTooLarge) {
-			return models.Invalid(at+".value", "silences.check.regex_too_large", "Max", delivery.MaxRegexProgram)
+			return kernel.Invalid(at+".value", "silences.check.regex_too_large", "Max", delivery.MaxRegexProgram)
 		} else if err != nil {
-			return models.Invalid(at+".value", "silences.check.regex", "Err", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
+			return kernel.Invalid(at+".value", "silences.check.regex", "Err", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 		}
 	}
 	return nil
@@ -106,31 +107,31 @@ func checkSilence(in *SilenceInput, now time.Time) error {
 	starts := in.StartsAt.UTC().Truncate(time.Microsecond)
 	in.StartsAt = &starts
 	if starts.After(now.Add(MaxSilenceLead)) {
-		return models.Invalid("starts_at", "silences.check.starts_too_late", "Days", int(MaxSilenceLead/(24*time.Hour)))
+		return kernel.Invalid("starts_at", "silences.check.starts_too_late", "Days", int(MaxSilenceLead/(24*time.Hour)))
 	}
 	if in.EndsAt == nil {
-		return models.Invalid("ends_at", "silences.check.ends_required")
+		return kernel.Invalid("ends_at", "silences.check.ends_required")
 	}
 	ends := in.EndsAt.UTC().Truncate(time.Microsecond)
 	in.EndsAt = &ends
 	switch {
 	case !ends.After(starts):
-		return models.Invalid("ends_at", "silences.check.ends_after_starts")
+		return kernel.Invalid("ends_at", "silences.check.ends_after_starts")
 	case !ends.After(now):
-		return models.Invalid("ends_at", "silences.check.ends_past")
+		return kernel.Invalid("ends_at", "silences.check.ends_past")
 	case ends.Sub(starts) > MaxSilence:
-		return models.Invalid("ends_at", "silences.check.too_long", "Days", int(MaxSilence/(24*time.Hour)))
+		return kernel.Invalid("ends_at", "silences.check.too_long", "Days", int(MaxSilence/(24*time.Hour)))
 	}
 	in.Comment = strings.TrimSpace(in.Comment)
-	if err := models.CheckText("comment", in.Comment, true); err != nil {
+	if err := kernel.CheckText("comment", in.Comment, true); err != nil {
 		return err
 	}
 	if in.Comment == "" || utf8.RuneCountInString(in.Comment) > maxComment {
-		return models.Invalid("comment", "silences.check.comment", "Max", maxComment)
+		return kernel.Invalid("comment", "silences.check.comment", "Max", maxComment)
 	}
 	in.OnEnd = cmp.Or(in.OnEnd, delivery.OnEndRelease)
 	if in.OnEnd != delivery.OnEndRelease && in.OnEnd != delivery.OnEndCancel {
-		return models.Invalid("on_end", "silences.check.on_end")
+		return kernel.Invalid("on_end", "silences.check.on_end")
 	}
 	return nil
 }
@@ -238,7 +239,7 @@ func silenceParams(s *models.Silence) models.AuditParams {
 // CreateSilence validates and saves a new silence, audited. One that needs approval
 // holds nothing until another person approves it (its ApprovalReasons say why). A send
 // key's silence holds only the key's messages. Past MaxCreatorSilences of its creator's,
-// or MaxLiveSilences in all, it is a *models.FieldError naming silences.
+// or MaxLiveSilences in all, it is a *kernel.FieldError naming silences.
 func (d *Dispatcher) CreateSilence(ctx context.Context, by Actor, in SilenceInput) (*models.Silence, error) {
 	if err := checkSilence(&in, d.now()); err != nil {
 		return nil, err
@@ -269,9 +270,9 @@ func (d *Dispatcher) CreateSilence(ctx context.Context, by Actor, in SilenceInpu
 		case err != nil:
 			return err
 		case all >= MaxLiveSilences:
-			return models.Invalid("silences", "silences.check.too_many_live", "Max", MaxLiveSilences)
+			return kernel.Invalid("silences", "silences.check.too_many_live", "Max", MaxLiveSilences)
 		case mine >= MaxCreatorSilences:
-			return models.Invalid("silences", "silences.check.too_many_mine", "Max", MaxCreatorSilences)
+			return kernel.Invalid("silences", "silences.check.too_many_mine", "Max", MaxCreatorSilences)
 		}
 		if err := tx.CreateSilence(ctx, sil); err != nil {
 			return err
@@ -286,14 +287,14 @@ func (d *Dispatcher) CreateSilence(ctx context.Context, by Actor, in SilenceInpu
 }
 
 // Silence returns a silence as by may see it: another key's silence is
-// models.ErrNotFound to a key without the admin scope.
+// kernel.ErrNotFound to a key without the admin scope.
 func (d *Dispatcher) Silence(ctx context.Context, by Actor, id int64) (*models.Silence, error) {
 	sil, err := d.store.SilenceByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	if own := by.OwnKey(); own != 0 && (sil.APIKeyID == nil || *sil.APIKeyID != own) {
-		return nil, fmt.Errorf("dispatch: silence %d of another key: %w", id, models.ErrNotFound)
+		return nil, fmt.Errorf("dispatch: silence %d of another key: %w", id, kernel.ErrNotFound)
 	}
 	return sil, nil
 }
@@ -302,11 +303,11 @@ func (d *Dispatcher) Silence(ctx context.Context, by Actor, id int64) (*models.S
 const maxSilenceList = 500
 
 // Silences lists the silences by may see, newest first, in one state ("" for every
-// one); ended ones for SilenceKept. An unknown state is a *models.FieldError naming
+// one); ended ones for SilenceKept. An unknown state is a *kernel.FieldError naming
 // state.
 func (d *Dispatcher) Silences(ctx context.Context, by Actor, state string) ([]models.Silence, error) {
 	if state != "" && !slices.Contains(delivery.SilenceStates, state) {
-		return nil, models.Invalid("state", "silences.check.state", "States", strings.Join(delivery.SilenceStates, ", "))
+		return nil, kernel.Invalid("state", "silences.check.state", "States", strings.Join(delivery.SilenceStates, ", "))
 	}
 	now := d.now()
 	list, err := d.store.Silences(ctx, by.OwnKey(), now.Add(-SilenceKept), maxSilenceList)
@@ -318,7 +319,7 @@ func (d *Dispatcher) Silences(ctx context.Context, by Actor, state string) ([]mo
 
 // UpdateSilence replaces a silence that has not ended with in, audited. The change is
 // approved afresh when it needs approval; messages it holds stay held until it ends.
-// models.ErrStateChanged means it had expired.
+// kernel.ErrStateChanged means it had expired.
 func (d *Dispatcher) UpdateSilence(ctx context.Context, by Actor, id int64, in SilenceInput) (*models.Silence, error) {
 	sil, err := d.Silence(ctx, by, id)
 	if err != nil {
@@ -326,7 +327,7 @@ func (d *Dispatcher) UpdateSilence(ctx context.Context, by Actor, id int64, in S
 	}
 	now := d.now()
 	if sil.State(now) == delivery.SilenceExpired {
-		return nil, models.ErrStateChanged
+		return nil, kernel.ErrStateChanged
 	}
 	if err := checkSilence(&in, now); err != nil {
 		return nil, err
@@ -357,7 +358,7 @@ func (d *Dispatcher) UpdateSilence(ctx context.Context, by Actor, id int64, in S
 }
 
 // ExpireSilence ends a silence early, audited: the silence pass sends on what it held
-// within a second or two. ErrSilenceEnded (a models.ErrStateChanged) means it had
+// within a second or two. ErrSilenceEnded (a kernel.ErrStateChanged) means it had
 // expired already.
 func (d *Dispatcher) ExpireSilence(ctx context.Context, by Actor, id int64) (*models.Silence, error) {
 	sil, err := d.Silence(ctx, by, id)
@@ -375,7 +376,7 @@ func (d *Dispatcher) ExpireSilence(ctx context.Context, by Actor, id int64) (*mo
 		ch.Audit("silence.expire", "silence", strconv.FormatInt(id, 10), silenceParams(sil))
 		return nil
 	})
-	if errors.Is(err, models.ErrStateChanged) {
+	if errors.Is(err, kernel.ErrStateChanged) {
 		return nil, fmt.Errorf("dispatch: expire silence %d: %w", id, ErrSilenceEnded)
 	}
 	if err != nil {
@@ -393,7 +394,7 @@ func ownSilence(s *models.Silence, by Actor) bool {
 }
 
 // DecideSilence approves or refuses a silence awaiting approval, audited; a refused
-// silence is expired. ErrOwnSilence refuses its maker; models.ErrStateChanged means it
+// silence is expired. ErrOwnSilence refuses its maker; kernel.ErrStateChanged means it
 // was not awaiting approval.
 func (d *Dispatcher) DecideSilence(ctx context.Context, by Actor, id int64, approve bool) error {
 	sil, err := d.Silence(ctx, by, id)
@@ -433,7 +434,7 @@ const MaxPreviewMessages = 200000
 
 // PreviewSilence counts the messages created over the last 24 hours that the silence in
 // would have held, as by would make it (a send key's only its own), and says why it
-// would need approval. Bad matchers are a *models.FieldError naming the field; bad
+// would need approval. Bad matchers are a *kernel.FieldError naming the field; bad
 // times are left to the save.
 func (d *Dispatcher) PreviewSilence(ctx context.Context, by Actor, in SilenceInput) (SilencePreview, error) {
 	if err := CheckMatchers(in.Matchers); err != nil {
@@ -530,7 +531,7 @@ func (d *Dispatcher) EndSilences(ctx context.Context) (int, error) {
 			return nil
 		})
 		switch {
-		case errors.Is(err, models.ErrStateChanged): // another worker ended it
+		case errors.Is(err, kernel.ErrStateChanged): // another worker ended it
 		case err != nil:
 			return ended, err
 		default:

@@ -19,6 +19,7 @@ import (
 	"herald/delivery"
 	"herald/dispatch"
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
@@ -178,7 +179,7 @@ func TestSilenceValidation(t *testing.T) {
 		in.Matchers = slices.Clone(ok.Matchers)
 		tt.edit(&in)
 		_, err := f.d.CreateSilence(ctx, user("ops"), in)
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != tt.field {
 			t.Errorf("%s: %v, want a field error naming %s", tt.name, err, tt.field)
 		}
@@ -474,7 +475,7 @@ func TestSilenceApproval(t *testing.T) {
 	if err := f.d.DecideSilence(ctx, user("bob"), awaiting[1].ID, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.DecideSilence(ctx, user("bob"), awaiting[1].ID, true); !errors.Is(err, models.ErrStateChanged) {
+	if err := f.d.DecideSilence(ctx, user("bob"), awaiting[1].ID, true); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("approving a rejected silence: %v", err)
 	}
 	for i, want := range []string{delivery.SilenceActive, delivery.SilenceExpired} {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -21,7 +22,7 @@ func TestStepWaitKnob(t *testing.T) {
 	short := models.EscalationPolicy{Name: "short", Steps: []models.PolicyStep{
 		{Targets: []string{"E1003"}, Wait: "2s"}, {Targets: []string{"E1004"}, Wait: "1h"}}}
 	_, err := f.d.CreatePolicy(ctx, f.by, short)
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "steps[0].wait" {
 		t.Fatalf("a 2s wait without the knob: %v, want a field error on steps[0].wait", err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"herald/channels"
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -67,11 +68,11 @@ func TestTemplateLimitMessagesInChinese(t *testing.T) {
 
 // limitFailure returns err as the validation failure of a template limit, whose
 // message is a templates.limit catalog key, or fails the test.
-func limitFailure(t *testing.T, err error) *models.FieldError {
+func limitFailure(t *testing.T, err error) *kernel.FieldError {
 	t.Helper()
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || !strings.HasPrefix(fe.Key, "templates.limit.") {
-		t.Errorf("error %v (%T), want a *models.FieldError with a templates.limit key", err, err)
+		t.Errorf("error %v (%T), want a *kernel.FieldError with a templates.limit key", err, err)
 		return nil
 	}
 	return fe

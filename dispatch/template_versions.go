@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"herald/channels"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -16,17 +17,17 @@ func (d *Dispatcher) pinned(ctx context.Context, t *models.Template, n int) (*mo
 		return t, nil
 	}
 	if n < 0 {
-		return nil, models.Invalid("template_version", "versions.pin_unknown", "Version", n, "Name", t.Name, "Latest", t.Version)
+		return nil, kernel.Invalid("template_version", "versions.pin_unknown", "Version", n, "Name", t.Name, "Latest", t.Version)
 	}
 	v, err := d.store.TemplateVersionOf(ctx, t.ID, n)
-	if errors.Is(err, models.ErrNotFound) {
-		return nil, models.Invalid("template_version", "versions.pin_unknown", "Version", n, "Name", t.Name, "Latest", t.Version)
+	if errors.Is(err, kernel.ErrNotFound) {
+		return nil, kernel.Invalid("template_version", "versions.pin_unknown", "Version", n, "Name", t.Name, "Latest", t.Version)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if v.RetiredAt != nil {
-		return nil, models.Invalid("template_version", "versions.pin_retired", "Version", n, "Name", t.Name, "Latest", t.Version)
+		return nil, kernel.Invalid("template_version", "versions.pin_retired", "Version", n, "Name", t.Name, "Latest", t.Version)
 	}
 	return v.Of(t), nil
 }
@@ -36,7 +37,7 @@ func (d *Dispatcher) pinned(ctx context.Context, t *models.Template, n int) (*mo
 // template_version), nor a rollback restore it; messages rendered from it already keep
 // their content. The current version cannot be retired (save or roll back to another
 // first), nor one retired already: field errors on version, as is an unknown version.
-// models.ErrNotFound: no such template.
+// kernel.ErrNotFound: no such template.
 func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by Actor, name string, n int) (*models.TemplateVersion, error) {
 	var retired *models.TemplateVersion
 	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
@@ -45,14 +46,14 @@ func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by Actor, name s
 			return err
 		}
 		if n == t.Version {
-			return models.Invalid("version", "versions.retire_current", "Version", n)
+			return kernel.Invalid("version", "versions.retire_current", "Version", n)
 		}
 		err = tx.RetireTemplateVersion(ctx, t.ID, n, by.Name, d.now())
 		switch {
-		case errors.Is(err, models.ErrNotFound):
-			return models.Invalid("version", "versions.unknown", "Version", n, "Latest", t.Version)
-		case errors.Is(err, models.ErrStateChanged):
-			return models.Invalid("version", "versions.retired_already", "Version", n)
+		case errors.Is(err, kernel.ErrNotFound):
+			return kernel.Invalid("version", "versions.unknown", "Version", n, "Latest", t.Version)
+		case errors.Is(err, kernel.ErrStateChanged):
+			return kernel.Invalid("version", "versions.retired_already", "Version", n)
 		case err != nil:
 			return err
 		}
@@ -70,7 +71,7 @@ func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by Actor, name s
 
 // RollbackTemplate makes a new version of the template called name equal to its version
 // n (content, variables, type, fallback; the names stay), audited as template.rollback.
-// rerender renders its waiting messages again from it, as an edit can. models.ErrNotFound:
+// rerender renders its waiting messages again from it, as an edit can. kernel.ErrNotFound:
 // no such template; an unknown or retired version is a field error on version.
 func (d *Dispatcher) RollbackTemplate(ctx context.Context, by Actor, name string, n int, rerender bool) (*models.Template, error) {
 	var saved *models.Template
@@ -80,14 +81,14 @@ func (d *Dispatcher) RollbackTemplate(ctx context.Context, by Actor, name string
 			return err
 		}
 		v, err := tx.TemplateVersionOf(ctx, cur.ID, n)
-		if errors.Is(err, models.ErrNotFound) {
-			return models.Invalid("version", "versions.unknown", "Version", n, "Latest", cur.Version)
+		if errors.Is(err, kernel.ErrNotFound) {
+			return kernel.Invalid("version", "versions.unknown", "Version", n, "Latest", cur.Version)
 		}
 		if err != nil {
 			return err
 		}
 		if v.RetiredAt != nil {
-			return models.Invalid("version", "versions.rollback_retired", "Version", n)
+			return kernel.Invalid("version", "versions.rollback_retired", "Version", n)
 		}
 		t := v.Of(cur)
 		if err := tx.UpdateTemplate(ctx, name, t); err != nil {
@@ -182,8 +183,8 @@ func waitingPeople(ctx context.Context, tx *models.Store, waiting []models.Waiti
 // person.
 func renderAgain(ctx context.Context, tmpl *Compiled, w *models.WaitingMessage, p *models.Recipient) error {
 	fail := func(err error) error {
-		if fe, ok := errors.AsType[*models.FieldError](err); ok {
-			return models.Invalid("waiting", "versions.rerender_failed", "Recipient", who(p), "Err", fe)
+		if fe, ok := errors.AsType[*kernel.FieldError](err); ok {
+			return kernel.Invalid("waiting", "versions.rerender_failed", "Recipient", who(p), "Err", fe)
 		}
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -144,7 +145,7 @@ func TestTemplateVersions(t *testing.T) {
 	if _, err := f.d.RollbackTemplate(ctx, by, "shift", 99, false); !isField(err, "version") {
 		t.Errorf("rollback to an unknown version: %v", err)
 	}
-	if _, err := f.d.RollbackTemplate(ctx, by, "nope", 1, false); !errors.Is(err, models.ErrNotFound) {
+	if _, err := f.d.RollbackTemplate(ctx, by, "nope", 1, false); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("rollback of an unknown template: %v", err)
 	}
 }

@@ -31,7 +31,7 @@ type TemplateInput struct {
 
 // CheckTemplate validates a template as saving does: its name, type, variables and
 // text compile (CompileTemplate), its fallback chain and its display name. Errors are
-// *models.FieldError.
+// *kernel.FieldError.
 func CheckTemplate(in TemplateInput) (*models.Template, error) {
 	t := &models.Template{Name: strings.TrimSpace(in.Name), DisplayName: in.DisplayName, MsgType: in.MsgType,
 		Subject: in.Subject, Body: in.Body, HTML: in.HTML, Variables: models.StringList(in.Variables)}
@@ -55,7 +55,7 @@ func CheckTemplate(in TemplateInput) (*models.Template, error) {
 }
 
 // CreateTemplate saves a new template, audited as template.create. A validation
-// failure (a name in use included) is a *models.FieldError and writes nothing.
+// failure (a name in use included) is a *kernel.FieldError and writes nothing.
 func (d *Dispatcher) CreateTemplate(ctx context.Context, by Actor, in TemplateInput) (*models.Template, error) {
 	t, err := CheckTemplate(in)
 	if err != nil {
@@ -78,7 +78,7 @@ func (d *Dispatcher) CreateTemplate(ctx context.Context, by Actor, in TemplateIn
 }
 
 // UpdateTemplate replaces the template called name (which may rename it), audited as
-// template.update with what changed. models.ErrNotFound: no such template.
+// template.update with what changed. kernel.ErrNotFound: no such template.
 func (d *Dispatcher) UpdateTemplate(ctx context.Context, by Actor, name string, in TemplateInput) (*models.Template, error) {
 	t, err := CheckTemplate(in)
 	if err != nil {
@@ -113,7 +113,7 @@ func (d *Dispatcher) UpdateTemplate(ctx context.Context, by Actor, name string, 
 }
 
 // DeleteTemplate removes a template, audited as template.delete. Messages already
-// rendered from it are unaffected. models.ErrNotFound: no such template.
+// rendered from it are unaffected. kernel.ErrNotFound: no such template.
 func (d *Dispatcher) DeleteTemplate(ctx context.Context, by Actor, name string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		old, err := tx.TemplateByName(ctx, name)

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 )
 
 // CreateUser adds a console user with an initial password, audited as done by by (an
 // admin in the console, the command line, or Herald's first start). A username,
-// password or role that is not good enough is a *models.FieldError and writes nothing.
+// password or role that is not good enough is a *kernel.FieldError and writes nothing.
 func (d *Dispatcher) CreateUser(ctx context.Context, by Actor, username, password string, role models.Role) (*models.User, error) {
 	var u *models.User
 	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
@@ -58,7 +59,7 @@ func (d *Dispatcher) SetUserDisabled(ctx context.Context, by Actor, u *models.Us
 
 // ResetPassword sets a new password for a user without the old one (an admin's action,
 // or the command line's for a lost password) and signs them out everywhere; audited.
-// A password that is not good enough is a *models.FieldError naming password.
+// A password that is not good enough is a *kernel.FieldError naming password.
 func (d *Dispatcher) ResetPassword(ctx context.Context, by Actor, u *models.User, password string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
 		if err := tx.ResetPassword(ctx, u.ID, password); err != nil {
@@ -85,7 +86,7 @@ func (d *Dispatcher) SetUserLanguage(ctx context.Context, by Actor, u *models.Us
 // ChangePassword sets a user's own password after checking the current one and revokes
 // every session of theirs; the caller starts a fresh one for this browser. The check is
 // throttled as a sign-in is: models.ErrThrottled, recorded at most once a minute per
-// user and address. A wrong current password is a *models.FieldError naming
+// user and address. A wrong current password is a *kernel.FieldError naming
 // current_password and is recorded as a failed attempt (the guess counted); a new
 // password that is not good enough names new_password and writes nothing.
 func (d *Dispatcher) ChangePassword(ctx context.Context, by Actor, u *models.User, current, next string) error {
@@ -98,7 +99,7 @@ func (d *Dispatcher) ChangePassword(ctx context.Context, by Actor, u *models.Use
 		}
 		return err
 	}
-	if fe, ok := errors.AsType[*models.FieldError](err); ok && fe.Field == "current_password" {
+	if fe, ok := errors.AsType[*kernel.FieldError](err); ok && fe.Field == "current_password" {
 		if aerr := d.change(ctx, by, func(_ *models.Store, ch *Change) error {
 			ch.AuditDetail("user.password_change_failed", "user", u.Username, "status 422: wrong current password",
 				models.AuditParams{"username": u.Username})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/channels"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -22,7 +23,7 @@ const WeComCallbackWindow = 5 * time.Minute
 // request seen before. The caller answers all of them the same way, so that a caller
 // without the token learns nothing (not even which accounts exist); the reason goes
 // only to the log.
-var ErrWeComCallbackRefused = models.Declare(models.DomainError{Kind: models.KindForbidden, Code: "forbidden", Key: "api.callback_refused",
+var ErrWeComCallbackRefused = kernel.Declare(kernel.DomainError{Kind: kernel.KindForbidden, Code: "forbidden", Key: "api.callback_refused",
 	Text: "dispatch: wecom callback refused"})
 
 // WeComCallbackRequest is what WeCom sends to /callbacks/wecom/<account>: the query's
@@ -93,7 +94,7 @@ func (d *Dispatcher) WeComCallback(ctx context.Context, by Actor, req WeComCallb
 		return "", nil
 	}
 	_, _, err = d.ActOnWeComCard(ctx, by, acct.ID, click)
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	switch {
 	case err == nil, errors.Is(err, ErrAlertEnded):
 		return "", nil
@@ -113,7 +114,7 @@ func (d *Dispatcher) WeComCallback(ctx context.Context, by Actor, req WeComCallb
 // reason there is none (to be refused as any other refusal is).
 func (d *Dispatcher) weComCallbackOf(ctx context.Context, name string) (*channels.WeComCallback, *models.Account, string, error) {
 	acct, err := d.store.AccountByName(ctx, name)
-	if errors.Is(err, models.ErrNotFound) {
+	if errors.Is(err, kernel.ErrNotFound) {
 		return nil, nil, "no such account", nil
 	}
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"herald/channels"
 	"herald/delivery"
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -329,7 +330,7 @@ func (h *Handlers) CreateAccount(c *gin.Context) {
 func (h *Handlers) storedAccount(c *gin.Context) (*models.Account, bool) {
 	a, err := h.Store.AccountByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_account", "Name", c.Param("name")))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_account", "Name", c.Param("name")))
 		return nil, false
 	}
 	return a, true
@@ -366,7 +367,7 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 		// confirmation shows with the error.
 		f.AskConfirm = errors.Is(err, dispatch.ErrAboveDocumented)
 		h.failOr(c, err, func(r answer) { render(c, r.Status, views.AccountFormPage(page(c, title, "accounts"), f, r.errs())) },
-			saying(models.ErrStateChanged, "accounts.error.state_changed"))
+			saying(kernel.ErrStateChanged, "accounts.error.state_changed"))
 		return
 	}
 	h.redirectNotice(c, "/accounts", notice, tr(c, "accounts.subject", "Name", a.Name))

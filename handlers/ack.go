@@ -11,6 +11,7 @@ import (
 
 	"herald/channels"
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -82,7 +83,7 @@ func ackHeaders(c *gin.Context) {
 // recorded (503: try again).
 func (h *Handlers) ackProblem(c *gin.Context, err error) {
 	a := h.present(c, err, onPage)
-	if _, ok := errors.AsType[*models.FieldError](err); ok {
+	if _, ok := errors.AsType[*kernel.FieldError](err); ok {
 		a.Status, a.Message = http.StatusBadRequest, tr(c, "ack.unknown_action")
 	} else if !a.Refused {
 		a.Status, a.Message = http.StatusServiceUnavailable, tr(c, "ack.failed")

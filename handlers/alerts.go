@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -134,7 +135,7 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 		return
 	}
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "alerts.no_alert"))
+		h.fail(c, err, saying(kernel.ErrNotFound, "alerts.no_alert"))
 		return
 	}
 	rows, steps, err := h.alertRows(c, []models.Alert{*a})
@@ -165,7 +166,7 @@ func (h *Handlers) consoleMoveAlert(c *gin.Context, move alertMove, done string)
 	}
 	res, err := move(c.Request.Context(), actor(c), id, "", dispatch.AckViaConsole, c.PostForm("note"))
 	if err != nil {
-		h.failOr(c, err, func(a answer) { h.renderAlert(c, a.Status, "", a.errs()) }, saying(models.ErrNotFound, "alerts.no_alert"))
+		h.failOr(c, err, func(a answer) { h.renderAlert(c, a.Status, "", a.errs()) }, saying(kernel.ErrNotFound, "alerts.no_alert"))
 		return
 	}
 	sentence := tr(c, done, "ID", id)
@@ -208,7 +209,7 @@ func policyOf(f views.PolicyForm) (models.EscalationPolicy, error) {
 	}
 	n, err := strconv.Atoi(f.Repeat)
 	if err != nil {
-		return p, models.Invalid("repeat", "alerts.invalid.repeat", "Max", dispatch.MaxPolicyRepeat)
+		return p, kernel.Invalid("repeat", "alerts.invalid.repeat", "Max", dispatch.MaxPolicyRepeat)
 	}
 	p.Repeat = n
 	return p, nil
@@ -217,7 +218,7 @@ func policyOf(f views.PolicyForm) (models.EscalationPolicy, error) {
 // policyFormErrors places a policy's validation error beside its form field: a step's
 // problem beside the steps, naming its line.
 func policyFormErrors(c *gin.Context, err error) (map[string]string, bool) {
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) {
 		return nil, false
 	}
@@ -257,7 +258,7 @@ func (h *Handlers) CreatePolicy(c *gin.Context) {
 func (h *Handlers) EditPolicyForm(c *gin.Context) {
 	p, err := h.Store.PolicyByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "alerts.no_policy"))
+		h.fail(c, err, saying(kernel.ErrNotFound, "alerts.no_policy"))
 		return
 	}
 	f := views.PolicyForm{Original: p.Name, Name: p.Name, Steps: views.PolicyStepsLine(p.Steps), Repeat: strconv.Itoa(p.Repeat),
@@ -282,7 +283,7 @@ func (h *Handlers) afterPolicySave(c *gin.Context, f views.PolicyForm, saved *mo
 		return
 	}
 	if err != nil {
-		h.failOr(c, err, func(a answer) { h.renderPolicyForm(c, a.Status, f, a.errs()) }, saying(models.ErrNotFound, "alerts.no_policy"))
+		h.failOr(c, err, func(a answer) { h.renderPolicyForm(c, a.Status, f, a.errs()) }, saying(kernel.ErrNotFound, "alerts.no_policy"))
 		return
 	}
 	h.redirectNotice(c, "/escalation-policies", "saved", saved.Name)
@@ -292,7 +293,7 @@ func (h *Handlers) afterPolicySave(c *gin.Context, f views.PolicyForm, saved *mo
 func (h *Handlers) DeletePolicy(c *gin.Context) {
 	err := h.Dispatch.DeletePolicy(c.Request.Context(), actor(c), c.Param("name"))
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "alerts.no_policy"))
+		h.fail(c, err, saying(kernel.ErrNotFound, "alerts.no_policy"))
 		return
 	}
 	h.redirectNotice(c, "/escalation-policies", "deleted", c.Param("name"))

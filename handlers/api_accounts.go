@@ -10,6 +10,7 @@ import (
 	"herald/channels"
 	"herald/delivery"
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -107,7 +108,7 @@ func (in accountJSON) accountInput() (dispatch.AccountInput, error) {
 }
 
 // configString reads one config value of the API's account shape; a value that is not
-// a string, a number or a boolean is a *models.FieldError naming field.
+// a string, a number or a boolean is a *kernel.FieldError naming field.
 func configString(field string, v any) (string, error) {
 	switch x := v.(type) {
 	case string:
@@ -119,7 +120,7 @@ func configString(field string, v any) (string, error) {
 	case nil:
 		return "", nil
 	}
-	return "", models.Invalid(field, "accounts.error.config_type")
+	return "", kernel.Invalid(field, "accounts.error.config_type")
 }
 
 // APIListAccounts is GET /api/v1/accounts.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -35,7 +36,7 @@ func (h *Handlers) ListAuditAPI(c *gin.Context) {
 		max          int
 	}{{"actor", f.Actor, 100}, {"action", f.Action, 64}, {"target", f.Target, 64}} {
 		if utf8.RuneCountInString(v.value) > v.max {
-			h.apiFail(c, models.Invalid(v.field, "api.list.too_long", "Max", v.max))
+			h.apiFail(c, kernel.Invalid(v.field, "api.list.too_long", "Max", v.max))
 			return
 		}
 	}
@@ -50,7 +51,7 @@ func (h *Handlers) ListAuditAPI(c *gin.Context) {
 	}
 	if cur := c.Query("cursor"); cur != "" {
 		if f.BeforeID, err = strconv.ParseInt(cur, 10, 64); err != nil || f.BeforeID <= 0 {
-			h.apiFail(c, models.Invalid("cursor", "api.list.cursor"))
+			h.apiFail(c, kernel.Invalid("cursor", "api.list.cursor"))
 			return
 		}
 	}

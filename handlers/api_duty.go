@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -147,7 +148,7 @@ func (h *Handlers) APIPutOverride(c *gin.Context) {
 func (h *Handlers) APIDeleteOverride(c *gin.Context) {
 	date, ext := c.Query("date"), c.Query("recipient")
 	if _, err := h.Dispatch.DeleteOverride(c.Request.Context(), actor(c), date, ext); err != nil {
-		h.apiFail(c, err, saying(models.ErrNotFound, "duty.api.no_override"))
+		h.apiFail(c, err, saying(kernel.ErrNotFound, "duty.api.no_override"))
 		return
 	}
 	c.Status(http.StatusNoContent)

@@ -11,6 +11,7 @@ import (
 
 	"herald/channels"
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -70,9 +71,9 @@ func parseSendAt(s *string) (*time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, *s)
 	if err != nil {
 		if _, e2 := time.Parse("2006-01-02T15:04:05", *s); e2 == nil {
-			return nil, models.Invalid("send_at", "api.send_at_offset")
+			return nil, kernel.Invalid("send_at", "api.send_at_offset")
 		}
-		return nil, models.Invalid("send_at", "api.send_at_format")
+		return nil, kernel.Invalid("send_at", "api.send_at_format")
 	}
 	return &t, nil
 }
@@ -258,7 +259,7 @@ func (h *Handlers) changeMessage(c *gin.Context, op string) {
 	}
 	m, err := change(ctx, actor(c), c.Param("id"))
 	if err != nil {
-		h.apiFail(c, err, saying(models.ErrStateChanged, "api.cannot_"+op, "Status", messageStatus(m)))
+		h.apiFail(c, err, saying(kernel.ErrStateChanged, "api.cannot_"+op, "Status", messageStatus(m)))
 		return
 	}
 	if m, err = h.Store.MessageByID(ctx, m.ID); err != nil {
@@ -330,7 +331,7 @@ func (h *Handlers) ListMessagesAPI(c *gin.Context) {
 }
 
 // apiMessageFilter reads GET /api/v1/messages's filters; a value that cannot match is a
-// *models.FieldError naming it, where the console's form drops it with a note.
+// *kernel.FieldError naming it, where the console's form drops it with a note.
 func (h *Handlers) apiMessageFilter(c *gin.Context) (models.MessageFilter, *models.MessageCursor, error) {
 	var f models.MessageFilter
 	oneOf := func(field string, allowed []string) (string, error) {
@@ -338,7 +339,7 @@ func (h *Handlers) apiMessageFilter(c *gin.Context) (models.MessageFilter, *mode
 		if v == "" || slices.Contains(allowed, v) {
 			return v, nil
 		}
-		return "", models.Invalid(field, "api.list.one_of", "Values", strings.Join(allowed, ", "))
+		return "", kernel.Invalid(field, "api.list.one_of", "Values", strings.Join(allowed, ", "))
 	}
 	statuses := make([]string, len(models.AllStatuses))
 	for i, s := range models.AllStatuses {
@@ -357,7 +358,7 @@ func (h *Handlers) apiMessageFilter(c *gin.Context) (models.MessageFilter, *mode
 	}
 	f.Recipient = strings.TrimSpace(c.Query("recipient"))
 	if f.BatchID = strings.TrimSpace(c.Query("batch")); len(f.BatchID) > 36 {
-		return f, nil, models.Invalid("batch", "api.list.too_long", "Max", 36)
+		return f, nil, kernel.Invalid("batch", "api.list.too_long", "Max", 36)
 	}
 	if f.CreatedFrom, err = queryTime(c, "since"); err != nil {
 		return f, nil, err
@@ -368,7 +369,7 @@ func (h *Handlers) apiMessageFilter(c *gin.Context) (models.MessageFilter, *mode
 	var after *models.MessageCursor
 	if cur := c.Query("cursor"); cur != "" {
 		if after, err = models.ParseMessageCursor(cur); err != nil {
-			return f, nil, models.Invalid("cursor", "api.list.cursor")
+			return f, nil, kernel.Invalid("cursor", "api.list.cursor")
 		}
 	}
 	return f, after, nil
@@ -382,7 +383,7 @@ func queryTime(c *gin.Context, field string) (*time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
-		return nil, models.Invalid(field, "api.list.time")
+		return nil, kernel.Invalid(field, "api.list.time")
 	}
 	return &t, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -18,7 +19,7 @@ import (
 func (h *Handlers) RecallMessageAPI(c *gin.Context) {
 	m, err := h.Dispatch.RecallMessage(c.Request.Context(), actor(c), c.Param("id"))
 	if err != nil {
-		h.apiFail(c, err, saying(models.ErrStateChanged, "recall.error.state", "Status", messageStatus(m)))
+		h.apiFail(c, err, saying(kernel.ErrStateChanged, "recall.error.state", "Status", messageStatus(m)))
 		return
 	}
 	h.GetMessage(c)
@@ -112,7 +113,7 @@ func (h *Handlers) apiDecideRecall(c *gin.Context, approve bool) {
 		err = h.Dispatch.RejectRecall(ctx, by, id, reason)
 	}
 	if err != nil {
-		h.apiFail(c, err, saying(models.ErrStateChanged, "recall.error.not_awaiting"))
+		h.apiFail(c, err, saying(kernel.ErrStateChanged, "recall.error.not_awaiting"))
 		return
 	}
 	r, err := h.Dispatch.RecallRequest(ctx, by, id)

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -48,7 +49,7 @@ func (h *Handlers) APIListRecipients(c *gin.Context) {
 	if v := c.Query("active"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			APIError(c, http.StatusUnprocessableEntity, "validation_failed", fieldMessage(c, models.Invalid("active", "recipients.not_bool")), "active")
+			APIError(c, http.StatusUnprocessableEntity, "validation_failed", fieldMessage(c, kernel.Invalid("active", "recipients.not_bool")), "active")
 			return
 		}
 		f.Active = &b
@@ -89,7 +90,7 @@ func (h *Handlers) APIUpsertRecipients(c *gin.Context) {
 		list[i] = r.model()
 	}
 	res, err := h.Dispatch.UpsertRecipients(c.Request.Context(), actor(c), dispatch.ViaAPI, list)
-	if fe, ok := errors.AsType[*models.FieldError](err); ok {
+	if fe, ok := errors.AsType[*kernel.FieldError](err); ok {
 		APIError(c, http.StatusUnprocessableEntity, "validation_failed", fe.In(c.Request.Context()), fe.Field)
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -133,7 +134,7 @@ func (h *Handlers) monthRosters(c *gin.Context) (time.Time, []*dispatch.Roster, 
 	}
 	first, err := time.Parse("2006-01", month)
 	if err != nil || first.Year() < 2000 || first.Year() > 2100 {
-		return time.Time{}, nil, models.Invalid("month", "calendar.bad_month")
+		return time.Time{}, nil, kernel.Invalid("month", "calendar.bad_month")
 	}
 	last := first.AddDate(0, 1, -1)
 	rosters, err := dispatch.Rosters(c.Request.Context(), h.Store, first.Format(time.DateOnly), last.Format(time.DateOnly))

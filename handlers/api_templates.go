@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -187,7 +188,7 @@ func (h *Handlers) APITemplateVersion(c *gin.Context) {
 	}
 	n, err := strconv.Atoi(c.Param("n"))
 	if err != nil {
-		h.apiFail(c, models.ErrNotFound)
+		h.apiFail(c, kernel.ErrNotFound)
 		return
 	}
 	v, err := h.Store.TemplateVersionOf(ctx, t.ID, n)
@@ -205,7 +206,7 @@ func (h *Handlers) APITemplateVersion(c *gin.Context) {
 func (h *Handlers) APIRetireTemplateVersion(c *gin.Context) {
 	n, err := strconv.Atoi(c.Param("n"))
 	if err != nil {
-		h.apiFail(c, models.ErrNotFound)
+		h.apiFail(c, kernel.ErrNotFound)
 		return
 	}
 	v, err := h.Dispatch.RetireTemplateVersion(c.Request.Context(), actor(c), c.Param("name"), n)

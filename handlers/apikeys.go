@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -56,7 +57,7 @@ func (h *Handlers) RevokeAPIKey(c *gin.Context) {
 	}
 	if err := h.Dispatch.RevokeAPIKey(c.Request.Context(), actor(c), k); err != nil {
 		h.failOr(c, err, func(a answer) { h.renderAPIKeys(c, a.Status, views.APIKeyForm{Scopes: map[string]bool{}}, a.errs()) },
-			saying(models.ErrStateChanged, "users.keys.already_revoked", "Name", k.Name))
+			saying(kernel.ErrStateChanged, "users.keys.already_revoked", "Name", k.Name))
 		return
 	}
 	h.redirectNotice(c, "/api-keys", "revoked", tr(c, "users.keys.subject", "Name", k.Name))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -27,7 +28,7 @@ func (h *Handlers) decideBatch(c *gin.Context, approve bool) {
 	ctx := c.Request.Context()
 	b, err := h.Store.BatchByID(ctx, c.Param("id"))
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_batch"))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_batch"))
 		return
 	}
 	notice, reason := "approved", c.PostForm("reason")
@@ -40,7 +41,7 @@ func (h *Handlers) decideBatch(c *gin.Context, approve bool) {
 	if err != nil {
 		h.failOr(c, err, func(a answer) {
 			h.decisionRefused(c, a, "/batches/"+b.ID, func(v *views.BatchView) { v.Decision = views.DecisionForm{Reason: reason, Errs: a.errs()} })
-		}, saying(models.ErrStateChanged, "approvals.error.decided"))
+		}, saying(kernel.ErrStateChanged, "approvals.error.decided"))
 		return
 	}
 	h.redirectNotice(c, "/batches/"+b.ID, notice, b.ID)
@@ -107,7 +108,7 @@ func (h *Handlers) apiDecideBatch(c *gin.Context, approve bool) {
 		_, err = h.Dispatch.Reject(ctx, actor(c), b, reason)
 	}
 	if err != nil {
-		h.apiFail(c, err, saying(models.ErrStateChanged, "approvals.error.not_awaiting", "Status", b.Status()))
+		h.apiFail(c, err, saying(kernel.ErrStateChanged, "approvals.error.not_awaiting", "Status", b.Status()))
 		return
 	}
 	h.GetBatch(c)
@@ -132,7 +133,7 @@ func (h *Handlers) SaveSettings(c *gin.Context) {
 	f := views.SettingsForm{ApprovalThreshold: strings.TrimSpace(c.PostForm(models.SettingApprovalThreshold))}
 	n, err := strconv.Atoi(f.ApprovalThreshold)
 	if err != nil {
-		err = models.Invalid(models.SettingApprovalThreshold, "approvals.error.threshold", "Max", models.MaxApprovalThreshold)
+		err = kernel.Invalid(models.SettingApprovalThreshold, "approvals.error.threshold", "Max", models.MaxApprovalThreshold)
 	} else {
 		err = h.Dispatch.SetApprovalThreshold(c.Request.Context(), actor(c), n)
 	}
@@ -169,7 +170,7 @@ func (h *Handlers) APIPutSettings(c *gin.Context) {
 		return
 	}
 	if body.ApprovalThreshold == nil {
-		h.apiFail(c, models.Invalid(models.SettingApprovalThreshold, "validation.required"))
+		h.apiFail(c, kernel.Invalid(models.SettingApprovalThreshold, "validation.required"))
 		return
 	}
 	if err := h.Dispatch.SetApprovalThreshold(c.Request.Context(), actor(c), *body.ApprovalThreshold); err != nil {

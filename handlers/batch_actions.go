@@ -4,7 +4,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/i18n"
-	"herald/models"
+	"herald/kernel"
 )
 
 // CancelBatch is POST /batches/:id/cancel: every message of the batch not sent yet
@@ -43,6 +43,6 @@ func (h *Handlers) batchFailed(c *gin.Context, id string, err error) bool {
 	if err == nil {
 		return false
 	}
-	h.fail(c, err, saying(models.ErrNotFound, "error.no_batch", "ID", id))
+	h.fail(c, err, saying(kernel.ErrNotFound, "error.no_batch", "ID", id))
 	return true
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -18,7 +19,7 @@ func (h *Handlers) keyOfPath(c *gin.Context) (*models.APIKey, bool) {
 	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
 	k, err := h.Store.APIKeyByID(c.Request.Context(), id)
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_api_key", "ID", c.Param("id")))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_api_key", "ID", c.Param("id")))
 		return nil, false
 	}
 	return k, true
@@ -72,7 +73,7 @@ func (h *Handlers) SetKeyCallback(c *gin.Context) {
 	v := views.KeyCallback{Key: k, Form: views.CallbackForm{URL: set.URL, AllowPrivate: set.AllowPrivate}}
 	if err := h.Dispatch.SetCallback(c.Request.Context(), actor(c), k, &set); err != nil {
 		h.failOr(c, err, func(a answer) { h.renderCallback(c, a.Status, v, a.errs()) },
-			saying(models.ErrStateChanged, "users.keys.already_revoked", "Name", k.Name))
+			saying(kernel.ErrStateChanged, "users.keys.already_revoked", "Name", k.Name))
 		return
 	}
 	if set.URL == "" {
@@ -95,7 +96,7 @@ func (h *Handlers) ResendKeyEvent(c *gin.Context) {
 	if err := h.Dispatch.ResendCallbackEvent(c.Request.Context(), actor(c), k, event); err != nil {
 		v := views.KeyCallback{Key: k, Form: views.CallbackForm{URL: k.CallbackURL, AllowPrivate: k.CallbackAllowPrivate}}
 		h.failOr(c, err, func(a answer) { h.renderCallback(c, a.Status, v, a.errs()) },
-			saying(models.ErrNotFound, "callbacks.no_event", "ID", event), saying(models.ErrStateChanged, "callbacks.already_pending"))
+			saying(kernel.ErrNotFound, "callbacks.no_event", "ID", event), saying(kernel.ErrStateChanged, "callbacks.already_pending"))
 		return
 	}
 	h.redirectNotice(c, "/api-keys/"+c.Param("id")+"/callback", "resent", tr(c, "callbacks.event_subject", "ID", event))

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -173,7 +174,7 @@ func parseLocalTime(s string, loc *time.Location) (time.Time, error) {
 
 // composeErrors places an intake validation error beside its field, or above the form.
 func composeErrors(c *gin.Context, err error) (map[string]string, bool) {
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) {
 		return nil, false
 	}
@@ -195,7 +196,7 @@ var composeWording = map[string]string{
 }
 
 // composeMessage is a validation message as the compose form says it.
-func composeMessage(c *gin.Context, fe *models.FieldError) string {
+func composeMessage(c *gin.Context, fe *kernel.FieldError) string {
 	if key, ok := composeWording[fe.Key]; ok {
 		return tr(c, key, fe.Args...)
 	}
@@ -267,7 +268,7 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 		return
 	}
 	res, err := h.Dispatch.Plan(ctx, req)
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		v.Errors = []string{composeFieldError(c, fe.Field, composeMessage(c, fe))}
 		render(c, http.StatusUnprocessableEntity, views.ComposePreviewPanel(v))
@@ -455,7 +456,7 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 	id := c.Param("id")
 	b, err := h.Store.BatchByID(ctx, id)
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_batch", "ID", id))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_batch", "ID", id))
 		return views.BatchView{}, false
 	}
 	// Counts first, then the rows: the counts decide when the page stops polling, so the

@@ -10,7 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/i18n"
-	"herald/models"
+	"herald/kernel"
 )
 
 // pageSize is how many rows a console list shows at once.
@@ -70,7 +70,7 @@ func parseDay(field, value string, loc *time.Location) (*time.Time, error) {
 	}
 	t, err := time.ParseInLocation(time.DateOnly, value, loc)
 	if err != nil {
-		return nil, models.Invalid(field, "validation.date")
+		return nil, kernel.Invalid(field, "validation.date")
 	}
 	return &t, nil
 }
@@ -80,11 +80,11 @@ func parseDay(field, value string, loc *time.Location) (*time.Time, error) {
 func dayRange(c *gin.Context, from, to string, loc *time.Location, errs map[string]string) (start, before *time.Time) {
 	start, err := parseDay("from", from, loc)
 	if err != nil {
-		errs["from"] = err.(*models.FieldError).In(c.Request.Context())
+		errs["from"] = err.(*kernel.FieldError).In(c.Request.Context())
 	}
 	end, err := parseDay("to", to, loc)
 	if err != nil {
-		errs["to"] = err.(*models.FieldError).In(c.Request.Context())
+		errs["to"] = err.(*kernel.FieldError).In(c.Request.Context())
 	}
 	if end != nil {
 		next := end.AddDate(0, 0, 1)
@@ -112,7 +112,7 @@ func withQuery(path string, v url.Values) string {
 // fieldMessage is one validation error as a sentence, for places that show errors of
 // several fields together.
 func fieldMessage(c *gin.Context, err error) string {
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		return fe.Field + " " + fe.In(c.Request.Context())
 	}

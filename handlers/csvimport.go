@@ -13,7 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"golang.org/x/text/encoding/simplifiedchinese"
 
-	"herald/models"
+	"herald/kernel"
 	"herald/views"
 )
 
@@ -32,19 +32,19 @@ func importText(c *gin.Context) (text, readAs string, err error) {
 	fh, err := c.FormFile("file")
 	if err == nil {
 		if fh.Size > MaxImportBytes {
-			return "", "", models.Invalid("file", "import.too_large", "MB", MaxImportBytes>>20)
+			return "", "", kernel.Invalid("file", "import.too_large", "MB", MaxImportBytes>>20)
 		}
 		f, err := fh.Open()
 		if err != nil {
-			return "", "", models.Invalid("file", "import.unreadable")
+			return "", "", kernel.Invalid("file", "import.unreadable")
 		}
 		defer f.Close()
 		b, err := io.ReadAll(io.LimitReader(f, MaxImportBytes+1))
 		if err != nil {
-			return "", "", models.Invalid("file", "import.unreadable")
+			return "", "", kernel.Invalid("file", "import.unreadable")
 		}
 		if len(b) > MaxImportBytes {
-			return "", "", models.Invalid("file", "import.too_large", "MB", MaxImportBytes>>20)
+			return "", "", kernel.Invalid("file", "import.too_large", "MB", MaxImportBytes>>20)
 		}
 		if text, readAs, err = decodeCSV(b, c.PostForm("encoding")); err != nil {
 			return "", "", err
@@ -52,22 +52,22 @@ func importText(c *gin.Context) (text, readAs string, err error) {
 		// GB18030 takes two bytes for most Chinese characters, UTF-8 three: the text
 		// must still fit when the preview posts it back for "apply".
 		if len(text) > MaxImportBytes {
-			return "", "", models.Invalid("file", "import.too_large_utf8", "MB", MaxImportBytes>>20)
+			return "", "", kernel.Invalid("file", "import.too_large_utf8", "MB", MaxImportBytes>>20)
 		}
 	} else {
 		// No file: rows pasted in, or the apply step posting the previewed text back.
 		// A browser sends form text in the page's encoding, UTF-8.
 		text, readAs = c.PostForm("csv"), views.ReadPasted
 		if len(text) > MaxImportBytes {
-			return "", "", models.Invalid("csv", "import.too_large", "MB", MaxImportBytes>>20)
+			return "", "", kernel.Invalid("csv", "import.too_large", "MB", MaxImportBytes>>20)
 		}
 		if !utf8.ValidString(text) {
-			return "", "", models.Invalid("csv", "import.pasted_not_utf8")
+			return "", "", kernel.Invalid("csv", "import.pasted_not_utf8")
 		}
 		text = strings.TrimPrefix(text, utf8BOM)
 	}
 	if strings.TrimSpace(text) == "" {
-		return "", "", models.Invalid("csv", "import.empty")
+		return "", "", kernel.Invalid("csv", "import.empty")
 	}
 	return text, readAs, nil
 }
@@ -85,18 +85,18 @@ func decodeCSV(b []byte, choice string) (text, readAs string, err error) {
 	// No CSV holds a NUL byte; a workbook (.xlsx is a zip) or UTF-16 "Unicode text"
 	// does, and would otherwise come out as a screen of GB18030 mojibake.
 	if bytes.IndexByte(b, 0) >= 0 {
-		return "", "", models.Invalid("file", "import.binary")
+		return "", "", kernel.Invalid("file", "import.binary")
 	}
 	if rest, ok := bytes.CutPrefix(b, []byte(utf8BOM)); ok {
 		if !utf8.Valid(rest) {
-			return "", "", models.Invalid("file", "import.bad_utf8")
+			return "", "", kernel.Invalid("file", "import.bad_utf8")
 		}
 		return string(rest), views.ReadUTF8BOM, nil
 	}
 	switch {
 	case choice == views.EncodingUTF8:
 		if !utf8.Valid(b) {
-			return "", "", models.Invalid("file", "import.not_utf8")
+			return "", "", kernel.Invalid("file", "import.not_utf8")
 		}
 		return string(b), views.ReadUTF8, nil
 	case choice == views.EncodingGB18030:
@@ -116,7 +116,7 @@ func decodeCSV(b []byte, choice string) (text, readAs string, err error) {
 func decodeGB18030(b []byte) (string, error) {
 	out, err := simplifiedchinese.GB18030.NewDecoder().Bytes(b)
 	if err != nil || bytes.ContainsRune(out, utf8.RuneError) {
-		return "", models.Invalid("file", "import.not_gb18030")
+		return "", kernel.Invalid("file", "import.not_gb18030")
 	}
 	// GB18030 has a byte order mark of its own (84 31 95 33), decoded as U+FEFF.
 	return strings.TrimPrefix(string(out), utf8BOM), nil
@@ -127,7 +127,7 @@ type csvRow struct {
 	line  int
 	cells []string
 	// err is set when the row itself is malformed (wrong number of cells).
-	err *models.FieldError
+	err *kernel.FieldError
 }
 
 // get returns the cell of a column.
@@ -158,7 +158,7 @@ func readCSV(text string, columns []string, aliases map[string]string, required 
 	r.ReuseRecord = true // each row's cells are copied out
 	header, err := r.Read()
 	if err != nil {
-		return nil, models.Invalid("csv", "import.no_header", "Columns", strings.Join(columns, ","))
+		return nil, kernel.Invalid("csv", "import.no_header", "Columns", strings.Join(columns, ","))
 	}
 	f := &csvFile{headers: make([]string, len(columns))}
 	pos := make([]int, len(header)) // file column → index in columns
@@ -172,16 +172,16 @@ func readCSV(text string, columns []string, aliases map[string]string, required 
 		}
 		j := slices.Index(columns, h)
 		if j < 0 {
-			return nil, models.Invalid("csv", "import.unknown_column", "Column", strconv.Quote(h), "Columns", strings.Join(columns, ","))
+			return nil, kernel.Invalid("csv", "import.unknown_column", "Column", strconv.Quote(h), "Columns", strings.Join(columns, ","))
 		}
 		if slices.Contains(pos[:i], j) {
-			return nil, models.Invalid("csv", "import.column_twice", "Column", h)
+			return nil, kernel.Invalid("csv", "import.column_twice", "Column", h)
 		}
 		pos[i], f.headers[j] = j, given
 	}
 	for _, col := range required {
 		if !slices.Contains(pos, slices.Index(columns, col)) {
-			return nil, models.Invalid("csv", "import.column_required", "Column", col)
+			return nil, kernel.Invalid("csv", "import.column_required", "Column", col)
 		}
 	}
 	for {
@@ -201,17 +201,17 @@ func readCSV(text string, columns []string, aliases map[string]string, required 
 			case errors.Is(pe.Err, csv.ErrBareQuote):
 				key = "import.bare_quote"
 			}
-			fe := models.Invalid("csv", key, "Line", pe.StartLine)
+			fe := kernel.Invalid("csv", key, "Line", pe.StartLine)
 			fe.Err = err
 			return nil, fe
 		}
 		if maxRows > 0 && len(f.rows) == maxRows {
-			return nil, models.Invalid("csv", "import.too_many_rows", "Max", maxRows)
+			return nil, kernel.Invalid("csv", "import.too_many_rows", "Max", maxRows)
 		}
 		line, _ := r.FieldPos(0)
 		row := csvRow{line: line, cells: make([]string, len(columns))}
 		if len(rec) != len(header) {
-			row.err = models.Invalid("csv", "import.cells", "Cells", len(rec), "Columns", len(header))
+			row.err = kernel.Invalid("csv", "import.cells", "Cells", len(rec), "Columns", len(header))
 		}
 		for i, v := range rec {
 			if i < len(pos) {
@@ -221,7 +221,7 @@ func readCSV(text string, columns []string, aliases map[string]string, required 
 		f.rows = append(f.rows, row)
 	}
 	if len(f.rows) == 0 {
-		return nil, models.Invalid("csv", "import.no_rows")
+		return nil, kernel.Invalid("csv", "import.no_rows")
 	}
 	return f, nil
 }

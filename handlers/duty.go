@@ -14,6 +14,7 @@ import (
 
 	"herald/dispatch"
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -215,7 +216,7 @@ func (h *Handlers) RemoveDutySlot(c *gin.Context) {
 
 // afterWeekChange answers a roster edit: the grid for htmx, the page otherwise.
 func (h *Handlers) afterWeekChange(c *gin.Context, err error) {
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if err != nil && !errors.As(err, &fe) {
 		h.fail(c, err)
 		return
@@ -242,7 +243,7 @@ func (h *Handlers) afterWeekChange(c *gin.Context, err error) {
 
 // rosterEditError is the sentence a failed roster edit shows above the grid: the
 // field's name on the page ("Person", "Weekday"), then what is wrong with it.
-func rosterEditError(c *gin.Context, fe *models.FieldError) string {
+func rosterEditError(c *gin.Context, fe *kernel.FieldError) string {
 	field := fe.Field
 	switch field {
 	case "recipient":
@@ -275,10 +276,10 @@ func (h *Handlers) DeleteDutyOverride(c *gin.Context) {
 	p, err := h.Dispatch.DeleteOverride(c.Request.Context(), actor(c), date, ext)
 	if _, invalid := fieldErrors(c, err); invalid {
 		// A date or a person that cannot be has no override either.
-		err = fmt.Errorf("handlers: override of %q on %q: %w", ext, date, models.ErrNotFound)
+		err = fmt.Errorf("handlers: override of %q on %q: %w", ext, date, kernel.ErrNotFound)
 	}
 	if err != nil {
-		if a, ok := h.refusal(c, err, saying(models.ErrNotFound, "duty.no_override", "ID", ext, "Date", date)); ok {
+		if a, ok := h.refusal(c, err, saying(kernel.ErrNotFound, "duty.no_override", "ID", ext, "Date", date)); ok {
 			h.renderDuty(c, a.Status, views.OverrideForm{}, views.HolidayForm{}, a.errs())
 		}
 		return
@@ -300,7 +301,7 @@ func (h *Handlers) SetDutyHoliday(c *gin.Context) {
 	f := views.HolidayForm{Date: c.PostForm("date"), Kind: c.PostForm("kind"), AsWeekday: c.PostForm("as_weekday"), Name: c.PostForm("name")}
 	hd := holidayFrom(f.Date, f.Kind, f.AsWeekday, f.Name)
 	err := h.Dispatch.SetHoliday(c.Request.Context(), actor(c), hd)
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, f, map[string]string{"holiday." + fe.Field: fe.In(c.Request.Context())})
 		return
@@ -316,7 +317,7 @@ func (h *Handlers) SetDutyHoliday(c *gin.Context) {
 func (h *Handlers) DeleteDutyHoliday(c *gin.Context) {
 	date := c.PostForm("date")
 	if err := h.Dispatch.DeleteHoliday(c.Request.Context(), actor(c), date); err != nil {
-		if a, ok := h.refusal(c, err, saying(models.ErrNotFound, "duty.no_holiday", "Date", date)); ok {
+		if a, ok := h.refusal(c, err, saying(kernel.ErrNotFound, "duty.no_holiday", "Date", date)); ok {
 			h.renderDuty(c, a.Status, views.OverrideForm{}, views.HolidayForm{}, a.errs())
 		}
 		return
@@ -362,7 +363,7 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 			wd := get("as_weekday")
 			hd := holidayFrom(get("date"), get("kind"), wd, get("name"))
 			if _, err := strconv.Atoi(wd); wd != "" && err != nil {
-				return hd, []string{fieldMessage(c, models.Invalid("as_weekday", "duty.weekday_number"))}
+				return hd, []string{fieldMessage(c, kernel.Invalid("as_weekday", "duty.weekday_number"))}
 			}
 			if err := models.ValidateHoliday(&hd); err != nil {
 				return hd, []string{fieldMessage(c, err)}

@@ -15,6 +15,7 @@ import (
 	"herald/delivery"
 	"herald/dispatch"
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -134,11 +135,11 @@ func ConsoleUnavailable(c *gin.Context) { showAnswer(c, unavailable(c, onPage)) 
 // fieldErrors turns a validation error into a field → message map for a form; ok is
 // false for any other error.
 func fieldErrors(c *gin.Context, err error) (map[string]string, bool) {
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		return map[string]string{fe.Field: fe.In(c.Request.Context())}, true
 	}
 	return nil, false
 }
 
-func isNotFound(err error) bool { return errors.Is(err, models.ErrNotFound) }
+func isNotFound(err error) bool { return errors.Is(err, kernel.ErrNotFound) }

@@ -13,6 +13,7 @@ import (
 
 	"herald/channels"
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -174,7 +175,7 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 	ctx := c.Request.Context()
 	m, err := h.Store.MessageWithRecipient(ctx, c.Param("id"))
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_message", "ID", c.Param("id")))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_message", "ID", c.Param("id")))
 		return
 	}
 	d := views.MessageDetail{Message: m, Notice: h.notice(c), Now: time.Now(),
@@ -245,8 +246,8 @@ func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
 	}
 	m, err := change(ctx, actor(c), id)
 	if err != nil {
-		h.failOr(c, err, func(a answer) { h.renderMessage(c, a.Status, a.errs()) }, saying(models.ErrNotFound, "error.no_message", "ID", id),
-			saying(models.ErrStateChanged, "messages.detail."+op+"_refused", "Status", statusInSentence(c, m)))
+		h.failOr(c, err, func(a answer) { h.renderMessage(c, a.Status, a.errs()) }, saying(kernel.ErrNotFound, "error.no_message", "ID", id),
+			saying(kernel.ErrStateChanged, "messages.detail."+op+"_refused", "Status", statusInSentence(c, m)))
 		return
 	}
 	h.redirectNotice(c, "/messages/"+id, map[string]string{"cancel": "cancelled", "retry": "retried"}[op], views.ShortID(id))

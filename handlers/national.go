@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -37,7 +38,7 @@ func nationalDays(c *gin.Context) (days []models.NationalDay, source, notice str
 		year, _ := strconv.Atoi(b)
 		days, notice, ok := models.BuiltinNationalCalendar(year)
 		if !ok {
-			return nil, "", "", models.Invalid("builtin", "national.invalid.no_year")
+			return nil, "", "", kernel.Invalid("builtin", "national.invalid.no_year")
 		}
 		return days, tr(c, "national.source_builtin", "Year", year), notice, nil
 	}
@@ -46,15 +47,15 @@ func nationalDays(c *gin.Context) (days []models.NationalDay, source, notice str
 	if fh, ferr := c.FormFile("file"); ferr == nil {
 		field = "file"
 		if fh.Size > MaxImportBytes {
-			return nil, "", "", models.Invalid("file", "import.too_large", "MB", MaxImportBytes>>20)
+			return nil, "", "", kernel.Invalid("file", "import.too_large", "MB", MaxImportBytes>>20)
 		}
 		f, err := fh.Open()
 		if err != nil {
-			return nil, "", "", models.Invalid("file", "import.unreadable")
+			return nil, "", "", kernel.Invalid("file", "import.unreadable")
 		}
 		defer f.Close()
 		if raw, err = io.ReadAll(io.LimitReader(f, MaxImportBytes)); err != nil {
-			return nil, "", "", models.Invalid("file", "import.unreadable")
+			return nil, "", "", kernel.Invalid("file", "import.unreadable")
 		}
 	} else {
 		raw = []byte(c.PostForm("text"))
@@ -62,13 +63,13 @@ func nationalDays(c *gin.Context) (days []models.NationalDay, source, notice str
 	text := strings.TrimSpace(string(raw))
 	if !strings.HasPrefix(text, "{") {
 		if field == "file" {
-			return nil, "", "", models.Invalid("file", "national.invalid.json", "Reason", "{ …")
+			return nil, "", "", kernel.Invalid("file", "national.invalid.json", "Reason", "{ …")
 		}
 		days, err = models.ParseNationalDates(text)
 		return days, tr(c, "national.source_text"), "", err
 	}
 	year, days, err := models.ParseHolidayCN([]byte(text))
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if errors.As(err, &fe) && fe.Field == "file" {
 		fe.Field = field
 	}
@@ -81,7 +82,7 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 	v := views.NationalImport{Text: c.PostForm("text")}
 	days, source, notice, err := nationalDays(c)
 	if err != nil {
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		if errors.As(err, &fe) {
 			msg := fe.In(c.Request.Context())
 			field := fe.Field

@@ -7,12 +7,13 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/kernel"
 	"herald/models"
 )
 
 // The presenter: the one place where an error becomes an HTTP status and a sentence.
-// A domain error (models.DomainError) answers with its kind's status, its code and its
-// catalog message; a validation error (models.FieldError) with 422 and its field; a
+// A domain error (kernel.DomainError) answers with its kind's status, its code and its
+// catalog message; a validation error (kernel.FieldError) with 422 and its field; a
 // database that did not answer in time with 503; anything else with 500, logged once
 // here. The console and the API read the same answer, each in its own words where the
 // catalogs have two.
@@ -59,28 +60,28 @@ func saying(target error, key string, args ...any) wording {
 }
 
 // kindStatus is the HTTP status of each kind of domain error.
-var kindStatus = map[models.Kind]int{
-	models.KindNotFound:     http.StatusNotFound,
-	models.KindConflict:     http.StatusConflict,
-	models.KindInvalid:      http.StatusUnprocessableEntity,
-	models.KindForbidden:    http.StatusForbidden,
-	models.KindGone:         http.StatusGone,
-	models.KindUnauthorized: http.StatusUnauthorized,
-	models.KindTooMany:      http.StatusTooManyRequests,
-	models.KindUpstream:     http.StatusBadGateway,
+var kindStatus = map[kernel.Kind]int{
+	kernel.KindNotFound:     http.StatusNotFound,
+	kernel.KindConflict:     http.StatusConflict,
+	kernel.KindInvalid:      http.StatusUnprocessableEntity,
+	kernel.KindForbidden:    http.StatusForbidden,
+	kernel.KindGone:         http.StatusGone,
+	kernel.KindUnauthorized: http.StatusUnauthorized,
+	kernel.KindTooMany:      http.StatusTooManyRequests,
+	kernel.KindUpstream:     http.StatusBadGateway,
 }
 
 // present maps err to its answer for who reads it; words, the first whose target err
 // is, replace the declared message.
 func (h *Handlers) present(c *gin.Context, err error, to audience, words ...wording) answer {
-	if fe, ok := errors.AsType[*models.FieldError](err); ok {
+	if fe, ok := errors.AsType[*kernel.FieldError](err); ok {
 		msg := fe.In(c.Request.Context())
 		if to == onAPI {
 			msg = tr(c, "api.validation_failed", "Field", fe.Field, "Message", msg)
 		}
 		return answer{Status: http.StatusUnprocessableEntity, Code: "validation_failed", Message: msg, Field: fe.Field, Refused: true}
 	}
-	if de, ok := errors.AsType[*models.DomainError](err); ok {
+	if de, ok := errors.AsType[*kernel.DomainError](err); ok {
 		key := de.Key
 		if to == onPage && de.PageKey != "" {
 			key = de.PageKey

@@ -16,7 +16,7 @@ import (
 
 	"herald/dispatch"
 	"herald/i18n"
-	"herald/models"
+	"herald/kernel"
 )
 
 // presentIn returns the answer to err for to, in lang, and what the presenter logged.
@@ -31,16 +31,16 @@ func presentIn(t *testing.T, lang string, err error, to audience, words ...wordi
 
 // kindStatuses is the status each kind of domain error answers with, as the console
 // and the API have always answered them.
-var kindStatuses = map[models.Kind]int{models.KindNotFound: 404, models.KindConflict: 409, models.KindInvalid: 422,
-	models.KindForbidden: 403, models.KindGone: 410, models.KindUnauthorized: 401, models.KindTooMany: 429, models.KindUpstream: 502}
+var kindStatuses = map[kernel.Kind]int{kernel.KindNotFound: 404, kernel.KindConflict: 409, kernel.KindInvalid: 422,
+	kernel.KindForbidden: 403, kernel.KindGone: 410, kernel.KindUnauthorized: 401, kernel.KindTooMany: 429, kernel.KindUpstream: 502}
 
 // Every declared domain error, wrapped with context as callers wrap it, answers with
 // its kind's status and code, is not logged, and has its messages in every language's
 // catalog: a new error without a catalog message fails here.
 func TestEveryDomainErrorIsPresented(t *testing.T) {
-	declared := models.DomainErrors()
+	declared := kernel.DomainErrors()
 	// The packages' own errors, as a check that the walk sees them.
-	for _, e := range []*models.DomainError{models.ErrNotFound, models.ErrStateChanged, dispatch.ErrAlertEnded, dispatch.ErrRotationInUse} {
+	for _, e := range []*kernel.DomainError{kernel.ErrNotFound, kernel.ErrStateChanged, dispatch.ErrAlertEnded, dispatch.ErrRotationInUse} {
 		if !containsError(declared, e) {
 			t.Errorf("%q is not among the declared errors", e)
 		}
@@ -77,7 +77,7 @@ func TestEveryDomainErrorIsPresented(t *testing.T) {
 	}
 }
 
-func containsError(list []*models.DomainError, e *models.DomainError) bool {
+func containsError(list []*kernel.DomainError, e *kernel.DomainError) bool {
 	for _, d := range list {
 		if d == e {
 			return true
@@ -89,9 +89,9 @@ func containsError(list []*models.DomainError, e *models.DomainError) bool {
 // An error made With its message's data is still the declared error, and its message
 // names them; a case of a more general error is that one too.
 func TestDomainErrorWithData(t *testing.T) {
-	err := fmt.Errorf("models: api key %q: %w", "billing", models.ErrAmbiguous.With("Name", "billing"))
-	if !errors.Is(err, models.ErrAmbiguous) || errors.Is(err, models.ErrNotFound) {
-		t.Errorf("errors.Is: %v is ErrAmbiguous %v, ErrNotFound %v", err, errors.Is(err, models.ErrAmbiguous), errors.Is(err, models.ErrNotFound))
+	err := fmt.Errorf("models: api key %q: %w", "billing", kernel.ErrAmbiguous.With("Name", "billing"))
+	if !errors.Is(err, kernel.ErrAmbiguous) || errors.Is(err, kernel.ErrNotFound) {
+		t.Errorf("errors.Is: %v is ErrAmbiguous %v, ErrNotFound %v", err, errors.Is(err, kernel.ErrAmbiguous), errors.Is(err, kernel.ErrNotFound))
 	}
 	a, _ := presentIn(t, i18n.English, err, onAPI)
 	want := answer{Status: http.StatusConflict, Code: "ambiguous", Field: "name", Refused: true,
@@ -99,18 +99,18 @@ func TestDomainErrorWithData(t *testing.T) {
 	if diff := cmp.Diff(want, a); diff != "" {
 		t.Errorf("answer (-want +got):\n%s", diff)
 	}
-	if models.ErrAmbiguous.Args != nil {
-		t.Errorf("With changed the declared error: %v", models.ErrAmbiguous.Args)
+	if kernel.ErrAmbiguous.Args != nil {
+		t.Errorf("With changed the declared error: %v", kernel.ErrAmbiguous.Args)
 	}
-	if ended := fmt.Errorf("dispatch: expire silence 7: %w", dispatch.ErrSilenceEnded); !errors.Is(ended, models.ErrStateChanged) {
-		t.Errorf("%v is not models.ErrStateChanged", ended)
+	if ended := fmt.Errorf("dispatch: expire silence 7: %w", dispatch.ErrSilenceEnded); !errors.Is(ended, kernel.ErrStateChanged) {
+		t.Errorf("%v is not kernel.ErrStateChanged", ended)
 	}
 }
 
 // Validation errors, a database that did not answer and anything unexpected go through
 // the presenter too; a handler's own wording replaces the message only.
 func TestPresentOtherErrors(t *testing.T) {
-	fe := fmt.Errorf("dispatch: save: %w", models.Invalid("date", "validation.date"))
+	fe := fmt.Errorf("dispatch: save: %w", kernel.Invalid("date", "validation.date"))
 	for _, tc := range []struct {
 		name   string
 		err    error
@@ -131,15 +131,15 @@ func TestPresentOtherErrors(t *testing.T) {
 			answer{Status: 500, Code: "internal", Message: i18n.In(i18n.English, "error.internal")}, "disk on fire"},
 		{"unexpected in the API", errors.New("disk on fire"), onAPI, nil,
 			answer{Status: 500, Code: "internal", Message: i18n.In(i18n.English, "api.internal")}, "disk on fire"},
-		{"not found on a page", fmt.Errorf("models: batch b1: %w", models.ErrNotFound), onPage, nil,
+		{"not found on a page", fmt.Errorf("models: batch b1: %w", kernel.ErrNotFound), onPage, nil,
 			answer{Status: 404, Code: "not_found", Message: i18n.In(i18n.English, "error.no_page"), Refused: true}, ""},
-		{"not found in the API", fmt.Errorf("models: batch b1: %w", models.ErrNotFound), onAPI, nil,
+		{"not found in the API", fmt.Errorf("models: batch b1: %w", kernel.ErrNotFound), onAPI, nil,
 			answer{Status: 404, Code: "not_found", Message: "no such resource", Refused: true}, ""},
-		{"the handler's words", fmt.Errorf("models: batch b1: %w", models.ErrNotFound), onPage,
-			[]wording{saying(models.ErrStateChanged, "approvals.error.decided"), saying(models.ErrNotFound, "error.no_batch")},
+		{"the handler's words", fmt.Errorf("models: batch b1: %w", kernel.ErrNotFound), onPage,
+			[]wording{saying(kernel.ErrStateChanged, "approvals.error.decided"), saying(kernel.ErrNotFound, "error.no_batch")},
 			answer{Status: 404, Code: "not_found", Message: "There is no such batch.", Refused: true}, ""},
-		{"words for another error", fmt.Errorf("models: batch b1: %w", models.ErrStateChanged), onAPI,
-			[]wording{saying(models.ErrNotFound, "error.no_batch")},
+		{"words for another error", fmt.Errorf("models: batch b1: %w", kernel.ErrStateChanged), onAPI,
+			[]wording{saying(kernel.ErrNotFound, "error.no_batch")},
 			answer{Status: 409, Code: "invalid_state", Message: "the resource is not in a state that allows this", Refused: true}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -16,8 +17,8 @@ func (h *Handlers) MessageRecall(c *gin.Context) {
 	id := c.Param("id")
 	m, err := h.Dispatch.RecallMessage(ctx, actor(c), id)
 	if err != nil {
-		h.failOr(c, err, func(a answer) { h.renderMessage(c, a.Status, a.errs()) }, saying(models.ErrNotFound, "error.no_message", "ID", id),
-			saying(models.ErrStateChanged, "recall.error.state", "Status", statusInSentence(c, m)))
+		h.failOr(c, err, func(a answer) { h.renderMessage(c, a.Status, a.errs()) }, saying(kernel.ErrNotFound, "error.no_message", "ID", id),
+			saying(kernel.ErrStateChanged, "recall.error.state", "Status", statusInSentence(c, m)))
 		return
 	}
 	h.redirectNotice(c, "/messages/"+id, "note", tr(c, "recall.notice.message", "ID", views.ShortID(id)))
@@ -76,6 +77,6 @@ func (h *Handlers) recallDecisionFailed(c *gin.Context, id string, err error, re
 	}
 	h.failOr(c, err, func(a answer) {
 		h.decisionRefused(c, a, "/batches/"+id, func(v *views.BatchView) { v.RecallDecision = views.DecisionForm{Reason: reason, Errs: a.errs()} })
-	}, saying(models.ErrNotFound, "error.no_batch", "ID", id), saying(models.ErrStateChanged, "recall.error.decided"))
+	}, saying(kernel.ErrNotFound, "error.no_batch", "ID", id), saying(kernel.ErrStateChanged, "recall.error.decided"))
 	return true
 }

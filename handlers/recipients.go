@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -194,7 +195,7 @@ func (h *Handlers) CreateRecipient(c *gin.Context) {
 func (h *Handlers) storedRecipient(c *gin.Context) (*models.Recipient, bool) {
 	r, err := h.Store.RecipientByExternalID(c.Request.Context(), c.Param("id"))
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_recipient", "ID", c.Param("id")))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_recipient", "ID", c.Param("id")))
 		return nil, false
 	}
 	return r, true
@@ -217,7 +218,7 @@ func (h *Handlers) UpdateRecipient(c *gin.Context) {
 	if err != nil {
 		h.failOr(c, err, func(a answer) {
 			render(c, a.Status, views.RecipientFormPage(page(c, old.Name, "recipients"), r, true, a.errs()))
-		}, saying(models.ErrNotFound, "error.no_recipient", "ID", old.ExternalID))
+		}, saying(kernel.ErrNotFound, "error.no_recipient", "ID", old.ExternalID))
 		return
 	}
 	h.redirectNotice(c, "/recipients", "saved", r.Name+" ("+r.ExternalID+")")
@@ -228,7 +229,7 @@ func (h *Handlers) SetRecipientActive(c *gin.Context) {
 	active := c.PostForm("active") == "true"
 	r, err := h.Dispatch.SetRecipientActive(c.Request.Context(), actor(c), c.Param("id"), active)
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_recipient", "ID", c.Param("id")))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_recipient", "ID", c.Param("id")))
 		return
 	}
 	notice := "deactivated"
@@ -283,7 +284,7 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 	// Columns and the problems of their cells are named as the reader's catalog names
 	// the columns of a staff file.
 	label := func(col string) string { return tr(c, "recipients.import.col."+col) }
-	problem := func(fe *models.FieldError) string {
+	problem := func(fe *kernel.FieldError) string {
 		return tr(c, "import.field_error", "Field", label(fe.Field), "Message", fe.In(c.Request.Context()))
 	}
 	runImport(h, c, csvImport[models.Recipient]{
@@ -298,14 +299,14 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 			var problems []string
 			for _, fe := range models.RecipientProblems(&p) {
 				if fe.Field == "org_type" {
-					fe = models.Invalid("org_type", "recipients.invalid.org_type_csv")
+					fe = kernel.Invalid("org_type", "recipients.invalid.org_type_csv")
 				}
 				problems = append(problems, problem(fe))
 			}
 			if a := get("active"); a != "" {
 				b, ok := parseActive(a)
 				if !ok {
-					problems = append(problems, problem(models.Invalid("active", "recipients.not_bool_csv")))
+					problems = append(problems, problem(kernel.Invalid("active", "recipients.not_bool_csv")))
 				}
 				p.Active = b
 			}

@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -81,7 +82,7 @@ func rotationSpecOf(f views.RotationForm) (models.RotationSpec, error) {
 	}
 	n, err := strconv.Atoi(f.TurnDays)
 	if err != nil {
-		return spec, models.Invalid("turn_days", "rotation.invalid.turn_days", "Max", models.MaxTurnDays)
+		return spec, kernel.Invalid("turn_days", "rotation.invalid.turn_days", "Max", models.MaxTurnDays)
 	}
 	spec.TurnDays = n
 	return spec, nil
@@ -89,7 +90,7 @@ func rotationSpecOf(f views.RotationForm) (models.RotationSpec, error) {
 
 // rotationFormErrors places a rotation's validation error beside its form field.
 func rotationFormErrors(c *gin.Context, err error) (map[string]string, bool) {
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) {
 		return nil, false
 	}
@@ -137,7 +138,7 @@ func (h *Handlers) EditRotationForm(c *gin.Context) {
 	ctx := c.Request.Context()
 	r, err := h.Store.RotationByName(ctx, c.Param("name"))
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_rotation", "Name", c.Param("name")))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_rotation", "Name", c.Param("name")))
 		return
 	}
 	specs, err := h.Store.RotationSpecs(ctx, []models.Rotation{*r})
@@ -167,7 +168,7 @@ func (h *Handlers) UpdateRotation(c *gin.Context) {
 				a.Field = "name" // the name the policies go on using
 			}
 			h.renderRotationForm(c, a.Status, f, a.errs())
-		}, saying(models.ErrNotFound, "error.no_rotation", "Name", f.Original))
+		}, saying(kernel.ErrNotFound, "error.no_rotation", "Name", f.Original))
 		return
 	}
 	h.redirectNotice(c, "/duty#rotations", "saved", tr(c, "rotation.notice", "Name", spec.Name))
@@ -177,7 +178,7 @@ func (h *Handlers) UpdateRotation(c *gin.Context) {
 func (h *Handlers) DeleteRotation(c *gin.Context) {
 	name := c.Param("name")
 	if err := h.Dispatch.DeleteRotation(c.Request.Context(), actor(c), name); err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_rotation", "Name", name))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_rotation", "Name", name))
 		return
 	}
 	h.redirectNotice(c, "/duty#rotations", "deleted", tr(c, "rotation.notice", "Name", name))

@@ -12,6 +12,7 @@ import (
 
 	"herald/delivery"
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -81,7 +82,7 @@ func (h *Handlers) silenceInputOf(f views.SilenceForm) (dispatch.SilenceInput, e
 		}
 		v, err := parseLocalTime(t.value, h.Location)
 		if err != nil {
-			return in, models.Invalid(t.field, "silences.check.time")
+			return in, kernel.Invalid(t.field, "silences.check.time")
 		}
 		*t.to = &v
 	}
@@ -91,7 +92,7 @@ func (h *Handlers) silenceInputOf(f views.SilenceForm) (dispatch.SilenceInput, e
 // silenceFormErrors places a validation error beside its field: a matcher's beside its
 // row.
 func silenceFormErrors(c *gin.Context, f views.SilenceForm, err error) (map[string]string, bool) {
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) {
 		return nil, false
 	}
@@ -142,7 +143,7 @@ func (h *Handlers) consoleSilence(c *gin.Context) (*models.Silence, bool) {
 	case errors.Is(err, strconv.ErrSyntax), errors.Is(err, strconv.ErrRange):
 		ErrorPage(c, http.StatusNotFound, "silences.none")
 	default:
-		h.fail(c, err, saying(models.ErrNotFound, "silences.none"))
+		h.fail(c, err, saying(kernel.ErrNotFound, "silences.none"))
 	}
 	return nil, false
 }
@@ -180,7 +181,7 @@ func (h *Handlers) afterSilenceSave(c *gin.Context, id int64, f views.SilenceFor
 	}
 	if err != nil {
 		h.failOr(c, err, func(a answer) { h.renderSilenceForm(c, a.Status, id, f, a.errs()) },
-			saying(models.ErrStateChanged, "silences.expired_meanwhile"))
+			saying(kernel.ErrStateChanged, "silences.expired_meanwhile"))
 		return
 	}
 	if saved.Approval == models.ApprovalAwaiting {
@@ -262,7 +263,7 @@ func (h *Handlers) decideSilence(c *gin.Context, approve bool) {
 func (h *Handlers) afterSilenceAction(c *gin.Context, id int64, done string, err error) {
 	if err != nil {
 		h.failOr(c, err, func(a answer) { h.redirectNotice(c, "/silences", "note", a.Message) },
-			saying(models.ErrStateChanged, "silences.notice.changed", "ID", id))
+			saying(kernel.ErrStateChanged, "silences.notice.changed", "ID", id))
 		return
 	}
 	h.redirectNotice(c, "/silences", "note", tr(c, done, "ID", id))

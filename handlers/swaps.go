@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -59,7 +60,7 @@ func (h *Handlers) DeleteSwap(c *gin.Context) {
 	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
 	sw, people, err := h.Dispatch.DeleteSwap(c.Request.Context(), actor(c), id)
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_swap", "ID", c.Param("id")))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_swap", "ID", c.Param("id")))
 		return
 	}
 	h.redirectNotice(c, "/duty#overrides", "deleted", tr(c, "swap.notice", "Label", swapLabel(*sw, swapPeople(people))))

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/internal/linediff"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -40,7 +41,7 @@ func (h *Handlers) TemplateDiff(c *gin.Context) {
 	ctx := c.Request.Context()
 	t, err := h.Store.TemplateByName(ctx, c.Param("name"))
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_template", "Name", c.Param("name")))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_template", "Name", c.Param("name")))
 		return
 	}
 	versions, err := h.Store.TemplateVersions(ctx, t.ID)
@@ -97,7 +98,7 @@ func (h *Handlers) RollbackTemplate(c *gin.Context) {
 	rerender := c.PostForm("waiting") == views.WaitingRerender
 	t, err := h.Dispatch.RollbackTemplate(c.Request.Context(), actor(c), name, n, rerender)
 	if err != nil {
-		h.failOr(c, err, func(a answer) { h.rerenderEditor(c, a, name, rerender) }, saying(models.ErrNotFound, "error.no_template", "Name", name))
+		h.failOr(c, err, func(a answer) { h.rerenderEditor(c, a, name, rerender) }, saying(kernel.ErrNotFound, "error.no_template", "Name", name))
 		return
 	}
 	h.redirectNotice(c, "/templates", "saved", tr(c, "versions.rolled_back", "Name", t.Label(), "From", n, "Version", t.Version))
@@ -110,7 +111,7 @@ func (h *Handlers) RetireTemplateVersion(c *gin.Context) {
 	n, _ := strconv.Atoi(c.PostForm("version"))
 	_, err := h.Dispatch.RetireTemplateVersion(c.Request.Context(), actor(c), name, n)
 	if err != nil {
-		h.failOr(c, err, func(a answer) { h.rerenderEditor(c, a, name, false) }, saying(models.ErrNotFound, "error.no_template", "Name", name))
+		h.failOr(c, err, func(a answer) { h.rerenderEditor(c, a, name, false) }, saying(kernel.ErrNotFound, "error.no_template", "Name", name))
 		return
 	}
 	h.redirectNotice(c, "/templates", "saved", tr(c, "versions.retired_note", "Name", name, "Version", n))

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -139,7 +140,7 @@ var templateFormLabels = map[string]string{"name": "name", "display_name": "disp
 // templateFieldMessage is a validation message of the editor's preview, with the field
 // named as the editor labels it ("正文：第 1 行：…").
 func templateFieldMessage(c *gin.Context, err error) string {
-	fe, ok := errors.AsType[*models.FieldError](err)
+	fe, ok := errors.AsType[*kernel.FieldError](err)
 	if !ok {
 		return fieldMessage(c, err)
 	}
@@ -207,7 +208,7 @@ func (h *Handlers) CreateTemplate(c *gin.Context) {
 func (h *Handlers) EditTemplateForm(c *gin.Context) {
 	t, err := h.Store.TemplateByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_template", "Name", c.Param("name")))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_template", "Name", c.Param("name")))
 		return
 	}
 	h.renderTemplateForm(c, http.StatusOK, savedTemplateForm(c, t), nil)
@@ -226,7 +227,7 @@ func (h *Handlers) UpdateTemplate(c *gin.Context) {
 	f := templateFormOf(c, c.Param("name"))
 	t, err := h.Dispatch.UpdateTemplate(c.Request.Context(), actor(c), f.OldName, templateInput(f))
 	if err != nil {
-		h.failOr(c, err, func(a answer) { h.renderTemplateForm(c, a.Status, f, a.errs()) }, saying(models.ErrNotFound, "error.no_template", "Name", f.OldName))
+		h.failOr(c, err, func(a answer) { h.renderTemplateForm(c, a.Status, f, a.errs()) }, saying(kernel.ErrNotFound, "error.no_template", "Name", f.OldName))
 		return
 	}
 	h.redirectNotice(c, "/templates", "saved", tr(c, "templates.subject", "Name", t.Label()))
@@ -237,7 +238,7 @@ func (h *Handlers) DeleteTemplate(c *gin.Context) {
 	name := c.Param("name")
 	err := h.Dispatch.DeleteTemplate(c.Request.Context(), actor(c), name)
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_template", "Name", name))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_template", "Name", name))
 		return
 	}
 	h.redirectNotice(c, "/templates", "deleted", tr(c, "templates.subject", "Name", name))

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
@@ -54,7 +55,7 @@ func (h *Handlers) targetUser(c *gin.Context, selfKey string) (*models.User, boo
 	}
 	u, err := h.Store.UserByID(c.Request.Context(), id)
 	if err != nil {
-		h.fail(c, err, saying(models.ErrNotFound, "error.no_user", "ID", c.Param("id")))
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_user", "ID", c.Param("id")))
 		return nil, false
 	}
 	if u.ID == CurrentUser(c).ID {
@@ -72,7 +73,7 @@ func (h *Handlers) SetUserRole(c *gin.Context) {
 	}
 	role := models.Role(c.PostForm("role"))
 	err := h.Dispatch.SetUserRole(c.Request.Context(), actor(c), u, role)
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{},
 			map[string]string{"": tr(c, "users.role_failed", "Name", u.Username, "Message", fe.In(c.Request.Context()))})
@@ -110,7 +111,7 @@ func (h *Handlers) ResetUserPassword(c *gin.Context) {
 		return
 	}
 	err := h.Dispatch.ResetPassword(c.Request.Context(), actor(c), u, c.PostForm("password"))
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{},
 			map[string]string{"": tr(c, "users.password_failed", "Name", u.Username, "Message", fe.In(c.Request.Context()))})

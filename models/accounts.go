@@ -12,6 +12,7 @@ import (
 
 	"herald/channels"
 	"herald/delivery"
+	"herald/kernel"
 )
 
 // Limits are an account's send limits (delivery.Limits, where their rules live),
@@ -121,8 +122,8 @@ func (s *Store) CreateAccount(ctx context.Context, a *Account) error {
 func (s *Store) insertAccount(tx *gorm.DB, a *Account) error {
 	a.ConfigEnc, a.SealVersion = "", sealBound
 	if err := tx.Create(a).Error; err != nil {
-		if isDuplicate(err) {
-			return duplicateField("name", "validation.name_taken_account")
+		if kernel.IsDuplicate(err) {
+			return kernel.DuplicateField("name", "validation.name_taken_account")
 		}
 		return fmt.Errorf("models: create account %s: %w", a.Name, err)
 	}
@@ -139,7 +140,7 @@ func (s *Store) insertAccount(tx *gorm.DB, a *Account) error {
 func (s *Store) AccountByID(ctx context.Context, id int64) (*Account, error) {
 	var a Account
 	if err := s.reader(ctx).First(&a, id).Error; err != nil {
-		return nil, fmt.Errorf("models: account %d: %w", id, notFound(err))
+		return nil, fmt.Errorf("models: account %d: %w", id, kernel.NotFound(err))
 	}
 	if err := s.openConfig(&a); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
@@ -167,7 +168,7 @@ func (s *Store) EnabledAccounts(ctx context.Context) ([]Account, error) {
 func (s *Store) AccountByName(ctx context.Context, name string) (*Account, error) {
 	var a Account
 	if err := s.reader(ctx).Where("name = ?", name).First(&a).Error; err != nil {
-		return nil, fmt.Errorf("models: account %s: %w", name, notFound(err))
+		return nil, fmt.Errorf("models: account %s: %w", name, kernel.NotFound(err))
 	}
 	if err := s.openOrFlag(&a); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
@@ -180,7 +181,7 @@ func (s *Store) DefaultAccount(ctx context.Context, platform string) (*Account, 
 	var a Account
 	err := s.reader(ctx).Where("platform = ? AND is_default = ?", platform, true).Order("id").First(&a).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: default account of %s: %w", platform, notFound(err))
+		return nil, fmt.Errorf("models: default account of %s: %w", platform, kernel.NotFound(err))
 	}
 	if err := s.openConfig(&a); err != nil {
 		return nil, fmt.Errorf("models: %w", err)
@@ -195,9 +196,9 @@ var accountNameRe = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 func ValidateAccount(a *Account) error {
 	switch {
 	case !accountNameRe.MatchString(a.Name):
-		return Invalid("name", "accounts.error.name")
+		return kernel.Invalid("name", "accounts.error.name")
 	case a.MaxAttempts < 1 || a.MaxAttempts > 20:
-		return Invalid("max_attempts", "accounts.error.max_attempts", "Min", 1, "Max", 20)
+		return kernel.Invalid("max_attempts", "accounts.error.max_attempts", "Min", 1, "Max", 20)
 	}
 	if err := a.RetryPolicy.Validate(); err != nil {
 		return err
@@ -214,7 +215,7 @@ func ValidateAccount(a *Account) error {
 // limitInvalid returns a problem with a limit as the failure of its field, else err.
 func limitInvalid(err error) error {
 	if p, ok := errors.AsType[*delivery.LimitProblem](err); ok {
-		return Invalid(p.Field, p.Key, p.Args...)
+		return kernel.Invalid(p.Field, p.Key, p.Args...)
 	}
 	return err
 }
@@ -260,14 +261,14 @@ func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
 		// from the old, so a matched row is always a changed row, on MySQL too.
 		res := tx.Model(&Account{}).Where("id = ? AND config_enc = ?", a.ID, read).
 			Select("*").Omit("id", "created_at").Updates(a)
-		if isDuplicate(res.Error) {
-			return duplicateField("name", "validation.name_taken_account")
+		if kernel.IsDuplicate(res.Error) {
+			return kernel.DuplicateField("name", "validation.name_taken_account")
 		}
 		if res.Error != nil {
 			return fmt.Errorf("models: save account %s: %w", a.Name, res.Error)
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("models: save account %s: %w", a.Name, ErrStateChanged)
+			return fmt.Errorf("models: save account %s: %w", a.Name, kernel.ErrStateChanged)
 		}
 		return nil
 	})
@@ -290,7 +291,7 @@ func (s *Store) SetAccountEnabled(ctx context.Context, id int64, enabled bool) e
 		return fmt.Errorf("models: enable account %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: account %d: %w", id, ErrNotFound)
+		return fmt.Errorf("models: account %d: %w", id, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -350,7 +351,7 @@ func (s *Store) UnreadableAccounts(ctx context.Context) ([]string, error) {
 // ErrInUse means a resource cannot be removed while something depends on it: an
 // account with undelivered messages, the one resource it refuses today, whose message
 // it carries.
-var ErrInUse = Declare(DomainError{Kind: KindConflict, Code: "in_use", Key: "api.account_in_use", Text: "in use"})
+var ErrInUse = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "in_use", Key: "api.account_in_use", Text: "in use"})
 
 // DeleteAccount removes an account that has no undelivered messages.
 func (s *Store) DeleteAccount(ctx context.Context, id int64) error {
@@ -369,7 +370,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id int64) error {
 			return fmt.Errorf("models: delete account %d: %w", id, res.Error)
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("models: account %d: %w", id, ErrNotFound)
+			return fmt.Errorf("models: account %d: %w", id, kernel.ErrNotFound)
 		}
 		return nil
 	})
@@ -383,4 +384,17 @@ func (s *Store) SetAccountHealth(ctx context.Context, id int64, healthy bool, no
 		return fmt.Errorf("models: account %d health: %w", id, err)
 	}
 	return nil
+}
+
+// SettingInvalid returns err as the failure of its field when it is a problem with a
+// platform setting or a callback (*channels.SettingError), else err unchanged.
+func SettingInvalid(err error) error {
+	se, ok := errors.AsType[*channels.SettingError](err)
+	if !ok {
+		return err
+	}
+	if se.Problem.Key == "" {
+		return &kernel.FieldError{Field: se.Field, Message: se.Problem.Text}
+	}
+	return kernel.Invalid(se.Field, se.Problem.Key, se.Problem.Args...)
 }

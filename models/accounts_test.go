@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -43,7 +44,7 @@ func TestSealedConfigIsBoundToItsAccount(t *testing.T) {
 	}
 	if got, err := s.AccountByID(ctx, second.ID); err == nil {
 		t.Errorf("account 2 opened account 1's sealed config: %v", got.Config)
-	} else if errors.Is(err, models.ErrNotFound) {
+	} else if errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("AccountByID: %v, want a decryption error", err)
 	}
 	got, err := s.AccountByID(ctx, first.ID)
@@ -176,7 +177,7 @@ func TestSaveAccountIsCompareAndSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	mine.Config["base_url"] = "https://elsewhere.example.com"
-	if err := f.store.SaveAccount(ctx, mine); !errors.Is(err, models.ErrStateChanged) {
+	if err := f.store.SaveAccount(ctx, mine); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("save of a stale read: %v, want ErrStateChanged", err)
 	}
 	got, _ := f.store.AccountByID(ctx, f.account.ID)
@@ -202,13 +203,13 @@ func TestAccountNameTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := f.store.SaveAccount(ctx, &models.Account{Name: f.account.Name, Platform: "zhaohu", MaxAttempts: 3})
-	var fe *models.FieldError
-	if !errors.As(err, &fe) || fe.Field != "name" || !errors.Is(err, models.ErrDuplicate) {
+	var fe *kernel.FieldError
+	if !errors.As(err, &fe) || fe.Field != "name" || !errors.Is(err, kernel.ErrDuplicate) {
 		t.Errorf("create with a taken name: %v, want a FieldError on name wrapping ErrDuplicate", err)
 	}
 	other.Name = f.account.Name
 	err = f.store.SaveAccount(ctx, other)
-	if !errors.As(err, &fe) || fe.Field != "name" || !errors.Is(err, models.ErrDuplicate) {
+	if !errors.As(err, &fe) || fe.Field != "name" || !errors.Is(err, kernel.ErrDuplicate) {
 		t.Errorf("rename to a taken name: %v, want a FieldError on name wrapping ErrDuplicate", err)
 	}
 }

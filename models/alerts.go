@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"herald/internal/states"
+	"herald/kernel"
 )
 
 // Alert states: open → acknowledged → resolved, open → exhausted, open → resolved.
@@ -165,7 +166,7 @@ func (s *Store) PolicyByName(ctx context.Context, name string) (*EscalationPolic
 		return nil, fmt.Errorf("models: policy %s: %w", name, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("models: policy %s: %w", name, ErrNotFound)
+		return nil, fmt.Errorf("models: policy %s: %w", name, kernel.ErrNotFound)
 	}
 	return &out[0], nil
 }
@@ -173,8 +174,8 @@ func (s *Store) PolicyByName(ctx context.Context, name string) (*EscalationPolic
 // CreatePolicy saves a new policy; a name taken is a field error on name.
 func (s *Store) CreatePolicy(ctx context.Context, p *EscalationPolicy) error {
 	if err := s.db.WithContext(ctx).Create(p).Error; err != nil {
-		if isDuplicate(err) {
-			return duplicateField("name", "alerts.invalid.name_taken")
+		if kernel.IsDuplicate(err) {
+			return kernel.DuplicateField("name", "alerts.invalid.name_taken")
 		}
 		return fmt.Errorf("models: create policy: %w", err)
 	}
@@ -191,13 +192,13 @@ func (s *Store) UpdatePolicy(ctx context.Context, name string, p *EscalationPoli
 	p.ID, p.CreatedAt = before.ID, before.CreatedAt
 	res := s.db.WithContext(ctx).Model(&EscalationPolicy{}).Where("id = ? AND updated_at = ?", before.ID, before.UpdatedAt).Select("*").Updates(p)
 	if res.Error != nil {
-		if isDuplicate(res.Error) {
-			return nil, duplicateField("name", "alerts.invalid.name_taken")
+		if kernel.IsDuplicate(res.Error) {
+			return nil, kernel.DuplicateField("name", "alerts.invalid.name_taken")
 		}
 		return nil, fmt.Errorf("models: update policy: %w", res.Error)
 	}
 	if res.RowsAffected != 1 {
-		return nil, fmt.Errorf("models: policy %s changed meanwhile: %w", name, ErrStateChanged)
+		return nil, fmt.Errorf("models: policy %s changed meanwhile: %w", name, kernel.ErrStateChanged)
 	}
 	return before, nil
 }
@@ -209,7 +210,7 @@ func (s *Store) DeletePolicy(ctx context.Context, name string) error {
 		return fmt.Errorf("models: delete policy: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: policy %s: %w", name, ErrNotFound)
+		return fmt.Errorf("models: policy %s: %w", name, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -239,7 +240,7 @@ func (s *Store) AlertByID(ctx context.Context, id int64) (*Alert, error) {
 		return nil, fmt.Errorf("models: alert %d: %w", id, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("models: alert %d: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("models: alert %d: %w", id, kernel.ErrNotFound)
 	}
 	return &out[0], nil
 }
@@ -251,7 +252,7 @@ func (s *Store) AlertOfBatch(ctx context.Context, batchID string) (*Alert, error
 		return nil, fmt.Errorf("models: alert of batch %s: %w", batchID, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("models: alert of batch %s: %w", batchID, ErrNotFound)
+		return nil, fmt.Errorf("models: alert of batch %s: %w", batchID, kernel.ErrNotFound)
 	}
 	return &out[0], nil
 }
@@ -321,7 +322,7 @@ func (s *Store) AlertStepByID(ctx context.Context, id int64) (*AlertStep, error)
 		return nil, fmt.Errorf("models: alert step %d: %w", id, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("models: alert step %d: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("models: alert step %d: %w", id, kernel.ErrNotFound)
 	}
 	return &out[0], nil
 }
@@ -401,7 +402,7 @@ const AlertViaRecall = "recall"
 // as it was before, or nil when the batch opened none or it had ended already.
 func (s *Store) ResolveRejectedAlert(ctx context.Context, batchID, by string, now time.Time) (*Alert, error) {
 	a, err := s.AlertOfBatch(ctx, batchID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, kernel.ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
@@ -487,14 +488,14 @@ func (s *Store) RotationTurnOn(ctx context.Context, name, date string, next int)
 	}
 	t, err := time.Parse(time.DateOnly, date)
 	if err != nil {
-		return nil, Invalid("date", "validation.date")
+		return nil, kernel.Invalid("date", "validation.date")
 	}
 	for i := range d.Rotations {
 		if d.Rotations[i].Name == name {
 			return d.turnAfter(&d.Rotations[i], t, next), nil
 		}
 	}
-	return nil, fmt.Errorf("models: rotation %s: %w", name, ErrNotFound)
+	return nil, fmt.Errorf("models: rotation %s: %w", name, kernel.ErrNotFound)
 }
 
 // CountOpenAlerts counts the alerts nobody has acknowledged yet.

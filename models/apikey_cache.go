@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"crypto/sha256"
+	"herald/kernel"
 	"strconv"
 	"sync"
 	"time"
@@ -79,7 +80,7 @@ func (s *Store) forgetAPIKeys() {
 // while a read it joined goes on for other requests.
 func (c *APIKeyCache) Authenticate(ctx context.Context, secret string) (*APIKey, error) {
 	if APIKeyPrefix(secret) == "" {
-		return nil, ErrNotFound // not shaped like a key: the database cannot know it
+		return nil, kernel.ErrNotFound // not shaped like a key: the database cannot know it
 	}
 	sum := sha256.Sum256([]byte(secret))
 	c.mu.Lock()

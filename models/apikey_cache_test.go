@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -71,7 +72,7 @@ func wantAccepted(t *testing.T, what string, c *models.APIKeyCache, secret strin
 // wantRefused fails the test unless the cache refuses secret as unknown or revoked.
 func wantRefused(t *testing.T, what string, c *models.APIKeyCache, secret string) {
 	t.Helper()
-	if k, err := c.Authenticate(context.Background(), secret); !errors.Is(err, models.ErrNotFound) {
+	if k, err := c.Authenticate(context.Background(), secret); !errors.Is(err, kernel.ErrNotFound) {
 		t.Fatalf("%s: key %+v, error %v; want ErrNotFound", what, k, err)
 	}
 }
@@ -114,7 +115,7 @@ func TestAPIKeyCacheRevokedHereIsRefusedAtOnce(t *testing.T) {
 		wantRefused(t, fmt.Sprintf("cache %d after the revocation", i), c, secret)
 		wantAccepted(t, fmt.Sprintf("cache %d, other key after", i), c, otherSecret, other.ID)
 	}
-	if err := s.RevokeAPIKey(ctx, k.ID); !errors.Is(err, models.ErrStateChanged) {
+	if err := s.RevokeAPIKey(ctx, k.ID); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("revoking twice: %v, want ErrStateChanged", err)
 	}
 }
@@ -292,7 +293,7 @@ func TestAPIKeyCacheKeepsNoReadBegunBeforeARevocation(t *testing.T) {
 	if err := <-before; err != nil {
 		t.Errorf("the request begun before the revocation: %v, want the key", err)
 	}
-	if err := <-after; !errors.Is(err, models.ErrNotFound) {
+	if err := <-after; !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("a request after the revocation: %v, want ErrNotFound", err)
 	}
 	wantRefused(t, "later, on the same clock", cache, secret)

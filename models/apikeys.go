@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"herald/kernel"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,7 +53,7 @@ const MaxKeyRecipients = 10000
 // Validate checks the limits; an error names max_recipients_per_request.
 func (l KeyLimits) Validate() error {
 	if l.MaxRecipientsPerRequest < 0 || l.MaxRecipientsPerRequest > MaxKeyRecipients {
-		return Invalid("max_recipients_per_request", "users.keys.cap_range", "Max", MaxKeyRecipients)
+		return kernel.Invalid("max_recipients_per_request", "users.keys.cap_range", "Max", MaxKeyRecipients)
 	}
 	return nil
 }
@@ -66,7 +67,7 @@ func ParseKeyLimits(maxRecipients, lastDay string, loc *time.Location, now time.
 	if s := strings.TrimSpace(maxRecipients); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
-			return l, Invalid("max_recipients_per_request", "users.keys.cap_range", "Max", MaxKeyRecipients)
+			return l, kernel.Invalid("max_recipients_per_request", "users.keys.cap_range", "Max", MaxKeyRecipients)
 		}
 		l.MaxRecipientsPerRequest = n
 	}
@@ -76,11 +77,11 @@ func ParseKeyLimits(maxRecipients, lastDay string, loc *time.Location, now time.
 	if s := strings.TrimSpace(lastDay); s != "" {
 		day, err := time.ParseInLocation(time.DateOnly, s, loc)
 		if err != nil {
-			return l, Invalid("expires", "validation.date")
+			return l, kernel.Invalid("expires", "validation.date")
 		}
 		end := day.AddDate(0, 0, 1).UTC()
 		if !end.After(now) {
-			return l, Invalid("expires", "users.keys.expires_past")
+			return l, kernel.Invalid("expires", "users.keys.expires_past")
 		}
 		l.ExpiresAt = &end
 	}
@@ -130,14 +131,14 @@ func ParseScopes(s string) (string, error) {
 			continue
 		}
 		if !slices.Contains(Scopes, p) {
-			return "", Invalid("scopes", "users.keys.scope_unknown", "Scope", strconv.Quote(p))
+			return "", kernel.Invalid("scopes", "users.keys.scope_unknown", "Scope", strconv.Quote(p))
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
 	if len(out) == 0 {
-		return "", Invalid("scopes", "users.keys.scope_none")
+		return "", kernel.Invalid("scopes", "users.keys.scope_none")
 	}
 	slices.Sort(out)
 	return strings.Join(out, ","), nil
@@ -166,7 +167,7 @@ func (s *Store) CreateCallbackAPIKey(ctx context.Context, name, scopes, createdB
 	}
 	name = strings.TrimSpace(name)
 	if name == "" || len(name) > 100 {
-		return nil, "", Invalid("name", "users.keys.name_length")
+		return nil, "", kernel.Invalid("name", "users.keys.name_length")
 	}
 	norm, err := ParseScopes(scopes)
 	if err != nil {
@@ -217,14 +218,14 @@ func APIKeyPrefix(secret string) string {
 func (s *Store) AuthenticateAPIKey(ctx context.Context, secret string) (*APIKey, error) {
 	prefix := APIKeyPrefix(secret)
 	if prefix == "" {
-		return nil, ErrNotFound
+		return nil, kernel.ErrNotFound
 	}
 	var k APIKey
 	if err := s.reader(ctx).Where("prefix = ?", prefix).First(&k).Error; err != nil {
-		return nil, notFound(err)
+		return nil, kernel.NotFound(err)
 	}
 	if subtle.ConstantTimeCompare([]byte(k.KeyHash), []byte(hashKey(secret))) != 1 || k.RevokedAt != nil {
-		return nil, ErrNotFound
+		return nil, kernel.ErrNotFound
 	}
 	return &k, nil
 }
@@ -245,7 +246,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id int64) error {
 	// process's caches may still hold it: they are cleared either way.
 	s.forgetAPIKeys()
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: revoke api key %d: %w", id, ErrStateChanged)
+		return fmt.Errorf("models: revoke api key %d: %w", id, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -272,9 +273,9 @@ func (s *Store) LiveAPIKeyByName(ctx context.Context, name string) (*APIKey, err
 	}
 	switch len(list) {
 	case 0:
-		return nil, fmt.Errorf("models: api key %q: %w", name, ErrNotFound)
+		return nil, fmt.Errorf("models: api key %q: %w", name, kernel.ErrNotFound)
 	case 1:
 		return &list[0], nil
 	}
-	return nil, fmt.Errorf("models: api key %q: %w", name, ErrAmbiguous.With("Name", name))
+	return nil, fmt.Errorf("models: api key %q: %w", name, kernel.ErrAmbiguous.With("Name", name))
 }

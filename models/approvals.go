@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"herald/internal/states"
+	"herald/kernel"
 )
 
 // Approval states of a batch (Batch.Approval). A batch that needed no approval has "",
@@ -135,7 +136,7 @@ func decide(tx *gorm.DB, batchID, decision, by, note string, now time.Time) erro
 		return fmt.Errorf("models: decide batch %s: %w", batchID, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: decide batch %s: %w", batchID, ErrStateChanged)
+		return fmt.Errorf("models: decide batch %s: %w", batchID, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -182,7 +183,7 @@ func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time) ([]s
 			return tx.Audit(ctx, audit)
 		})
 		if err != nil {
-			if errors.Is(err, ErrStateChanged) {
+			if errors.Is(err, kernel.ErrStateChanged) {
 				continue // decided meanwhile
 			}
 			return expired, err
@@ -228,7 +229,7 @@ func (s *Store) ApprovalThreshold(ctx context.Context) (int, error) {
 // the setting. It runs in the caller's transaction when the store is bound to one.
 func (s *Store) SetApprovalThreshold(ctx context.Context, n int, by string) error {
 	if n < 0 || n > MaxApprovalThreshold {
-		return Invalid(SettingApprovalThreshold, "approvals.error.threshold", "Max", MaxApprovalThreshold)
+		return kernel.Invalid(SettingApprovalThreshold, "approvals.error.threshold", "Max", MaxApprovalThreshold)
 	}
 	row := Setting{Name: SettingApprovalThreshold, Value: strconv.Itoa(n), UpdatedBy: by, UpdatedAt: Now()}
 	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, DoUpdates: clause.AssignmentColumns([]string{"value", "updated_by", "updated_at"})}).

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"herald/kernel"
 	"slices"
 	"strconv"
 	"strings"
@@ -220,7 +221,7 @@ const maxCallbackSecret = 200
 func (c *CallbackSetting) Normalise() error {
 	c.URL = strings.TrimSpace(c.URL)
 	if len(c.URL) > 2048 {
-		return Invalid("url", "callbacks.url_long")
+		return kernel.Invalid("url", "callbacks.url_long")
 	}
 	if c.URL == "" {
 		c.Secret, c.AllowPrivate = "", false
@@ -231,7 +232,7 @@ func (c *CallbackSetting) Normalise() error {
 		c.Secret = NewCallbackSecret()
 	}
 	if len(c.Secret) < 16 || len(c.Secret) > maxCallbackSecret {
-		return Invalid("secret", "callbacks.secret_length", "Min", 16, "Max", maxCallbackSecret)
+		return kernel.Invalid("secret", "callbacks.secret_length", "Min", 16, "Max", maxCallbackSecret)
 	}
 	return nil
 }
@@ -250,7 +251,7 @@ func (s *Store) setCallback(tx *gorm.DB, keyID int64, c *CallbackSetting) error 
 		return fmt.Errorf("models: set callback of api key %d: %w", keyID, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: set callback of api key %d: %w", keyID, ErrStateChanged)
+		return fmt.Errorf("models: set callback of api key %d: %w", keyID, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -306,10 +307,10 @@ func (s *Store) resealCallbackSecrets(ctx context.Context) error {
 func (s *Store) CallbackTargetOf(ctx context.Context, keyID int64) (*CallbackTarget, error) {
 	var k APIKey
 	if err := s.reader(ctx).First(&k, keyID).Error; err != nil {
-		return nil, fmt.Errorf("models: api key %d: %w", keyID, notFound(err))
+		return nil, fmt.Errorf("models: api key %d: %w", keyID, kernel.NotFound(err))
 	}
 	if k.CallbackURL == "" || k.CallbackSecretEnc == nil {
-		return nil, fmt.Errorf("models: callback of api key %d: %w", keyID, ErrNotFound)
+		return nil, fmt.Errorf("models: callback of api key %d: %w", keyID, kernel.ErrNotFound)
 	}
 	secret, err := s.sealer.open(*k.CallbackSecretEnc, sealedForKey(keyID))
 	if err != nil {
@@ -467,9 +468,9 @@ func (s *Store) ResendCallbackEvent(ctx context.Context, keyID int64, eventID st
 				return err
 			}
 			if n == 0 {
-				return fmt.Errorf("models: callback %s: %w", eventID, ErrNotFound)
+				return fmt.Errorf("models: callback %s: %w", eventID, kernel.ErrNotFound)
 			}
-			return fmt.Errorf("models: send callback %s again: %w", eventID, ErrStateChanged)
+			return fmt.Errorf("models: send callback %s again: %w", eventID, kernel.ErrStateChanged)
 		}
 		return nil
 	})

@@ -8,6 +8,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -92,7 +93,7 @@ func TestFinishSentFencesEachMessage(t *testing.T) {
 		x: {false, models.StatusSending}, y: {false, models.StatusSending}}
 	got := map[string]result{}
 	for i, id := range []string{held, takenOver, x, y} {
-		if errs[i] != nil && !errors.Is(errs[i], models.ErrStateChanged) {
+		if errs[i] != nil && !errors.Is(errs[i], kernel.ErrStateChanged) {
 			t.Fatalf("finish of %s: %v", id, errs[i])
 		}
 		m, err := f.store.MessageByID(ctx, id)

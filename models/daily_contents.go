@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"herald/kernel"
 	"time"
 
 	"gorm.io/gorm"
@@ -28,7 +29,7 @@ func (DailyContent) TableName() string { return "daily_contents" }
 
 // ErrContentTaken means another intake recorded the same content for the same person on
 // the same day between this intake's look and its write: planning it again skips them.
-var ErrContentTaken = Declare(DomainError{Kind: KindConflict, Code: "duplicate_content_today", Key: "compose.reason_sentence.duplicate_content_today",
+var ErrContentTaken = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "duplicate_content_today", Key: "compose.reason_sentence.duplicate_content_today",
 	Text: "same content already sent today"})
 
 // ContentHash identifies a message's content as the platform compares it: its type,
@@ -86,7 +87,7 @@ func createDailyContents(tx *gorm.DB, rows []DailyContent) error {
 		rows[i].CreatedAt = now
 	}
 	if err := tx.CreateInBatches(rows, insertChunk).Error; err != nil {
-		if isDuplicate(err) {
+		if kernel.IsDuplicate(err) {
 			return fmt.Errorf("models: daily contents: %w", ErrContentTaken)
 		}
 		return fmt.Errorf("models: daily contents: %w", err)

@@ -11,6 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"herald/delivery"
+	"herald/kernel"
 )
 
 // Digests. A notice sent with a digest is stored like any message, pending, but with no
@@ -173,7 +174,7 @@ func (s *Store) FoldDigest(ctx context.Context, slot string, now time.Time, buil
 			return fmt.Errorf("models: fold digest group %s: %w", slot, res.Error)
 		}
 		if int(res.RowsAffected) != len(notices) {
-			return fmt.Errorf("models: fold digest group %s: %w", slot, ErrStateChanged)
+			return fmt.Errorf("models: fold digest group %s: %w", slot, kernel.ErrStateChanged)
 		}
 		finals := make([]finalMessage, 0, len(notices))
 		for i := range notices {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"herald/kernel"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -44,10 +45,10 @@ type Holiday struct {
 // AddDutySlot puts a recipient on a weekday's roster; adding an existing slot is a no-op.
 func (s *Store) AddDutySlot(ctx context.Context, weekday int, recipientID int64) error {
 	if weekday < 1 || weekday > 7 {
-		return Invalid("weekday", "duty.invalid.weekday")
+		return kernel.Invalid("weekday", "duty.invalid.weekday")
 	}
 	err := s.db.WithContext(ctx).Create(&DutySlot{Weekday: weekday, RecipientID: recipientID}).Error
-	if err != nil && !isDuplicate(err) {
+	if err != nil && !kernel.IsDuplicate(err) {
 		return fmt.Errorf("models: add duty slot: %w", err)
 	}
 	return nil
@@ -72,7 +73,7 @@ const MaxHolidays = 2000
 // ValidDate checks a YYYY-MM-DD date.
 func ValidDate(field, date string) error {
 	if _, err := time.Parse(time.DateOnly, date); err != nil || len(date) != 10 {
-		return Invalid(field, "validation.date")
+		return kernel.Invalid(field, "validation.date")
 	}
 	return nil
 }
@@ -84,12 +85,12 @@ func (s *Store) SetOverride(ctx context.Context, o *DutyOverride) error {
 		return err
 	}
 	if o.Action != OverrideAdd && o.Action != OverrideRemove {
-		return Invalid("action", "duty.invalid.action")
+		return kernel.Invalid("action", "duty.invalid.action")
 	}
 	if utf8.RuneCountInString(o.Note) > 255 {
-		return Invalid("note", "duty.invalid.too_long", "Max", 255)
+		return kernel.Invalid("note", "duty.invalid.too_long", "Max", 255)
 	}
-	if err := CheckText("note", o.Note, false); err != nil {
+	if err := kernel.CheckText("note", o.Note, false); err != nil {
 		return err
 	}
 	return s.tx(ctx, func(tx *gorm.DB) error {
@@ -111,7 +112,7 @@ func (s *Store) DeleteOverride(ctx context.Context, date string, recipientID int
 		return fmt.Errorf("models: delete override: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: override %s: %w", date, ErrNotFound)
+		return fmt.Errorf("models: override %s: %w", date, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -133,17 +134,17 @@ func validateHoliday(h *Holiday) error {
 		h.AsWeekday = nil
 	case HolidayWorkday:
 		if h.AsWeekday == nil || *h.AsWeekday < 1 || *h.AsWeekday > 7 {
-			return Invalid("as_weekday", "duty.invalid.as_weekday")
+			return kernel.Invalid("as_weekday", "duty.invalid.as_weekday")
 		}
 	default:
-		return Invalid("kind", "duty.invalid.kind")
+		return kernel.Invalid("kind", "duty.invalid.kind")
 	}
 	// Characters, not bytes: the column is VARCHAR(100) of utf8mb4 on MySQL, and a
 	// Chinese holiday name takes three bytes a character.
 	if utf8.RuneCountInString(h.Name) > 100 {
-		return Invalid("name", "duty.invalid.too_long", "Max", 100)
+		return kernel.Invalid("name", "duty.invalid.too_long", "Max", 100)
 	}
-	return CheckText("name", h.Name, false)
+	return kernel.CheckText("name", h.Name, false)
 }
 
 // DeleteHoliday removes the holiday entry of a date.
@@ -153,7 +154,7 @@ func (s *Store) DeleteHoliday(ctx context.Context, date string) error {
 		return fmt.Errorf("models: delete holiday: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: holiday %s: %w", date, ErrNotFound)
+		return fmt.Errorf("models: holiday %s: %w", date, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -179,7 +180,7 @@ func (s *Store) DutyWeek(ctx context.Context) (Week, error) {
 func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err error) {
 	for day := range w {
 		if day < 1 || day > 7 {
-			return nil, Invalid("weekday", "duty.invalid.not_weekday", "Day", day)
+			return nil, kernel.Invalid("weekday", "duty.invalid.not_weekday", "Day", day)
 		}
 	}
 	before = Week{}
@@ -261,7 +262,7 @@ func (s *Store) HolidaysBetween(ctx context.Context, from, to string) ([]Holiday
 func (s *Store) SetHolidays(ctx context.Context, list []Holiday) error {
 	for i := range list {
 		if err := validateHoliday(&list[i]); err != nil {
-			var fe *FieldError
+			var fe *kernel.FieldError
 			if errors.As(err, &fe) {
 				at := *fe
 				at.Field = fmt.Sprintf("[%d].%s", i, fe.Field)

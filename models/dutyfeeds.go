@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"herald/kernel"
 	"time"
 
 	"gorm.io/gorm"
@@ -37,12 +38,12 @@ func (s *Store) RotateDutyFeed(ctx context.Context, recipientID int64, by string
 		var p Recipient
 		if err := tx.Where("id = ?", recipientID).Take(&p).Error; err != nil {
 			if err == gorm.ErrRecordNotFound {
-				return fmt.Errorf("models: recipient %d: %w", recipientID, ErrNotFound)
+				return fmt.Errorf("models: recipient %d: %w", recipientID, kernel.ErrNotFound)
 			}
 			return fmt.Errorf("models: recipient %d: %w", recipientID, err)
 		}
 		if p.OrgType != HeadOffice {
-			return Invalid("recipient", "duty.branch_staff", "ID", p.ExternalID)
+			return kernel.Invalid("recipient", "duty.branch_staff", "ID", p.ExternalID)
 		}
 		if err := tx.Where("recipient_id = ?", recipientID).Delete(&DutyFeed{}).Error; err != nil {
 			return fmt.Errorf("models: replace feed: %w", err)
@@ -62,7 +63,7 @@ func (s *Store) DeleteDutyFeed(ctx context.Context, recipientID int64) error {
 		return fmt.Errorf("models: delete feed: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: feed of %d: %w", recipientID, ErrNotFound)
+		return fmt.Errorf("models: feed of %d: %w", recipientID, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -88,14 +89,14 @@ func (s *Store) DutyFeedOwner(ctx context.Context, token string) (*Recipient, er
 		return nil, fmt.Errorf("models: feed: %w", err)
 	}
 	if len(f) == 0 {
-		return nil, fmt.Errorf("models: feed: %w", ErrNotFound)
+		return nil, fmt.Errorf("models: feed: %w", kernel.ErrNotFound)
 	}
 	people, err := s.RecipientsByIDs(ctx, []int64{f[0].RecipientID})
 	if err != nil {
 		return nil, err
 	}
 	if len(people) == 0 || !people[0].Active || people[0].OrgType != HeadOffice {
-		return nil, fmt.Errorf("models: feed owner: %w", ErrNotFound)
+		return nil, fmt.Errorf("models: feed owner: %w", kernel.ErrNotFound)
 	}
 	return &people[0], nil
 }

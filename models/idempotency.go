@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"herald/kernel"
 	"time"
 
 	"gorm.io/gorm"
@@ -34,11 +35,11 @@ type IdempotencyKey struct {
 }
 
 // ErrIdempotencyMismatch means the key was used before with a different request body.
-var ErrIdempotencyMismatch = Declare(DomainError{Kind: KindInvalid, Code: "idempotency_mismatch", Key: "api.idempotency_mismatch",
+var ErrIdempotencyMismatch = kernel.Declare(kernel.DomainError{Kind: kernel.KindInvalid, Code: "idempotency_mismatch", Key: "api.idempotency_mismatch",
 	Field: "idempotency_key", Text: "idempotency key reused with a different request"})
 
 // ErrIdempotencyInFlight means the first request with this key is still being processed.
-var ErrIdempotencyInFlight = Declare(DomainError{Kind: KindConflict, Code: "idempotency_in_flight", Key: "api.idempotency_in_flight",
+var ErrIdempotencyInFlight = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "idempotency_in_flight", Key: "api.idempotency_in_flight",
 	Field: "idempotency_key", Text: "a request with this idempotency key is in flight"})
 
 // BeginIdempotent claims a key for a request. It returns nil, nil when the caller should
@@ -54,7 +55,7 @@ func (s *Store) BeginIdempotent(ctx context.Context, apiKeyID int64, key, reques
 		if err == nil {
 			return nil, nil
 		}
-		if !isDuplicate(err) {
+		if !kernel.IsDuplicate(err) {
 			return nil, fmt.Errorf("models: begin idempotent request: %w", err)
 		}
 		var prev IdempotencyKey
@@ -104,7 +105,7 @@ func completeIdempotent(tx *gorm.DB, c *IdemCompletion, batchID string) error {
 		return fmt.Errorf("models: complete idempotent request: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: complete idempotent request: %w", ErrStateChanged)
+		return fmt.Errorf("models: complete idempotent request: %w", kernel.ErrStateChanged)
 	}
 	return nil
 }

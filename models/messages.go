@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"herald/delivery"
+	"herald/kernel"
 )
 
 // Status is a message's delivery state; the states and the moves allowed between them
@@ -239,8 +240,8 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		}
 		countCallbacks(b, msgs)
 		if err := insertBatches(onTx(tx), b); err != nil {
-			if isDuplicate(err) {
-				return fmt.Errorf("models: create batch: %w", ErrDuplicate)
+			if kernel.IsDuplicate(err) {
+				return fmt.Errorf("models: create batch: %w", kernel.ErrDuplicate)
 			}
 			return fmt.Errorf("models: create batch: %w", err)
 		}
@@ -365,7 +366,7 @@ func insertIntakes(w rowWriter, items []NewBatch) ([]Message, error) {
 func (s *Store) BatchByID(ctx context.Context, id string) (*Batch, error) {
 	var b Batch
 	if err := s.reader(ctx).Where("id = ?", id).First(&b).Error; err != nil {
-		return nil, fmt.Errorf("models: batch %s: %w", id, notFound(err))
+		return nil, fmt.Errorf("models: batch %s: %w", id, kernel.NotFound(err))
 	}
 	return &b, nil
 }
@@ -374,7 +375,7 @@ func (s *Store) BatchByID(ctx context.Context, id string) (*Batch, error) {
 func (s *Store) MessageByID(ctx context.Context, id string) (*Message, error) {
 	var m Message
 	if err := s.reader(ctx).Where("id = ?", id).First(&m).Error; err != nil {
-		return nil, fmt.Errorf("models: message %s: %w", id, notFound(err))
+		return nil, fmt.Errorf("models: message %s: %w", id, kernel.NotFound(err))
 	}
 	return &m, nil
 }
@@ -472,9 +473,9 @@ func (s *Store) ClaimForSending(ctx context.Context, id string, leaseUntil time.
 	m := found[id]
 	switch {
 	case m == nil:
-		return nil, fmt.Errorf("models: message %s: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("models: message %s: %w", id, kernel.ErrNotFound)
 	case !m.Claimed(token):
-		return m, ErrStateChanged
+		return m, kernel.ErrStateChanged
 	}
 	return m, nil
 }
@@ -549,7 +550,7 @@ func (s *Store) FinishAttempts(ctx context.Context, items []Finish) []error {
 				return err
 			}
 			if !ok {
-				errs[i] = fmt.Errorf("models: finish message %s: %w", it.Message.ID, ErrStateChanged)
+				errs[i] = fmt.Errorf("models: finish message %s: %w", it.Message.ID, kernel.ErrStateChanged)
 				continue
 			}
 			if it.Outcome.Called {
@@ -566,7 +567,7 @@ func (s *Store) FinishAttempts(ctx context.Context, items []Finish) []error {
 			}
 			for _, i := range sent {
 				if !done[items[i].Message.ID] {
-					errs[i] = fmt.Errorf("models: finish message %s: %w", items[i].Message.ID, ErrStateChanged)
+					errs[i] = fmt.Errorf("models: finish message %s: %w", items[i].Message.ID, kernel.ErrStateChanged)
 					continue
 				}
 				attempts = append(attempts, attemptRow(items[i]))
@@ -979,7 +980,7 @@ func casResult(res *gorm.DB, op, id string) error {
 		return fmt.Errorf("models: %s message %s: %w", op, id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: %s message %s: %w", op, id, ErrStateChanged)
+		return fmt.Errorf("models: %s message %s: %w", op, id, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -995,7 +996,7 @@ func (s *Store) MessageWithRecipient(ctx context.Context, id string) (*BatchMess
 		return nil, fmt.Errorf("models: message %s: %w", id, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("models: message %s: %w", id, ErrNotFound)
+		return nil, fmt.Errorf("models: message %s: %w", id, kernel.ErrNotFound)
 	}
 	return &out[0], nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"herald/kernel"
 	"strconv"
 	"strings"
 	"time"
@@ -65,7 +66,7 @@ func (s *Store) CheckOwn(ctx context.Context, ownKey int64, batchID string) erro
 		return fmt.Errorf("models: batch %s of api key %d: %w", batchID, ownKey, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("models: batch %s: %w", batchID, ErrNotFound)
+		return fmt.Errorf("models: batch %s: %w", batchID, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -130,7 +131,7 @@ func ParseMessageCursor(s string) (*MessageCursor, error) {
 	micros, id, ok := strings.Cut(s, "_")
 	n, err := strconv.ParseInt(micros, 10, 64)
 	if !ok || err != nil || id == "" || len(id) > 36 {
-		return nil, Invalid("before", "messages.invalid.cursor")
+		return nil, kernel.Invalid("before", "messages.invalid.cursor")
 	}
 	return &MessageCursor{CreatedAt: time.UnixMicro(n).UTC(), ID: id}, nil
 }

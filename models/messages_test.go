@@ -12,6 +12,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -53,7 +54,7 @@ func TestCreateBatch(t *testing.T) {
 		t.Errorf("last message has batch %s status %s, want batch %s status pending", last.BatchID, last.Status, b.ID)
 	}
 
-	if err := f.store.CreateBatch(ctx, &models.Batch{ID: b.ID, Source: "api", Platform: "tianyuan", AccountID: f.account.ID, Priority: "low"}, nil, nil); !errors.Is(err, models.ErrDuplicate) {
+	if err := f.store.CreateBatch(ctx, &models.Batch{ID: b.ID, Source: "api", Platform: "tianyuan", AccountID: f.account.ID, Priority: "low"}, nil, nil); !errors.Is(err, kernel.ErrDuplicate) {
 		t.Errorf("CreateBatch with an existing id: %v, want ErrDuplicate", err)
 	}
 }
@@ -74,7 +75,7 @@ func TestCreateBatchIsAtomic(t *testing.T) {
 	if err := f.store.CreateBatch(ctx, b, msgs, nil); err == nil {
 		t.Fatal("CreateBatch with a duplicate message id succeeded, want an error")
 	}
-	if _, err := f.store.BatchByID(ctx, b.ID); !errors.Is(err, models.ErrNotFound) {
+	if _, err := f.store.BatchByID(ctx, b.ID); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("BatchByID after the failed CreateBatch: %v, want ErrNotFound", err)
 	}
 	for _, table := range []string{"batches", "messages"} {
@@ -112,7 +113,7 @@ func TestClaimForSendingConcurrently(t *testing.T) {
 		switch {
 		case err == nil:
 			won++
-		case errors.Is(err, models.ErrStateChanged):
+		case errors.Is(err, kernel.ErrStateChanged):
 			lost++
 		default:
 			t.Errorf("ClaimForSending: unexpected error %v", err)
@@ -162,7 +163,7 @@ func TestClaimForSending(t *testing.T) {
 				if err != nil {
 					t.Fatalf("ClaimForSending: %v, want success", err)
 				}
-			} else if !errors.Is(err, models.ErrStateChanged) {
+			} else if !errors.Is(err, kernel.ErrStateChanged) {
 				t.Fatalf("ClaimForSending: %v, want ErrStateChanged", err)
 			}
 			if got == nil || got.Status != wantStatus {
@@ -179,7 +180,7 @@ func TestClaimForSending(t *testing.T) {
 	}
 
 	t.Run("unknown message", func(t *testing.T) {
-		if _, err := f.store.ClaimForSending(ctx, models.NewID(), models.Now().Add(time.Minute)); !errors.Is(err, models.ErrNotFound) {
+		if _, err := f.store.ClaimForSending(ctx, models.NewID(), models.Now().Add(time.Minute)); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("ClaimForSending of an unknown id: %v, want ErrNotFound", err)
 		}
 	})
@@ -289,7 +290,7 @@ func TestFinishAttempt(t *testing.T) {
 
 			// The message has left sending: finishing it again must change nothing.
 			err = f.store.FinishAttempt(ctx, claimed, o)
-			if !errors.Is(err, models.ErrStateChanged) {
+			if !errors.Is(err, kernel.ErrStateChanged) {
 				t.Errorf("second FinishAttempt: %v, want an error wrapping ErrStateChanged", err)
 			}
 			if again, _ := f.store.AttemptsOf(ctx, m.ID); len(again) != len(wantRows) {
@@ -303,7 +304,7 @@ func TestFinishAttempt(t *testing.T) {
 		f.createMessages(t, m)
 		err := f.store.FinishAttempt(ctx, &m, models.Outcome{Status: models.StatusSent, ProviderMessageID: "pm-x",
 			CountsAttempt: true, Called: true, StartedAt: models.Now()})
-		if !errors.Is(err, models.ErrStateChanged) {
+		if !errors.Is(err, kernel.ErrStateChanged) {
 			t.Errorf("FinishAttempt on a pending message: %v, want an error wrapping ErrStateChanged", err)
 		}
 		if n := count(t, f.store, "SELECT COUNT(*) FROM attempts WHERE message_id = ?", m.ID); n != 0 {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"herald/kernel"
 	"regexp"
 	"slices"
 	"strconv"
@@ -50,18 +51,18 @@ func ParseHolidayCN(b []byte) (int, []NationalDay, error) {
 	dec.DisallowUnknownFields()
 	var f holidayCN
 	if err := dec.Decode(&f); err != nil {
-		return 0, nil, Invalid("file", "national.invalid.json", "Reason", err.Error())
+		return 0, nil, kernel.Invalid("file", "national.invalid.json", "Reason", err.Error())
 	}
 	if f.Year < 2000 || f.Year > 2100 {
-		return 0, nil, Invalid("year", "national.invalid.year")
+		return 0, nil, kernel.Invalid("year", "national.invalid.year")
 	}
 	if len(f.Days) > MaxNationalDays {
-		return 0, nil, Invalid("days", "national.invalid.too_many", "Max", MaxNationalDays)
+		return 0, nil, kernel.Invalid("days", "national.invalid.too_many", "Max", MaxNationalDays)
 	}
 	days := make([]NationalDay, len(f.Days))
 	for i, d := range f.Days {
 		if d.IsOffDay == nil {
-			return 0, nil, Invalid(fmt.Sprintf("days[%d].isOffDay", i), "national.invalid.is_off_day")
+			return 0, nil, kernel.Invalid(fmt.Sprintf("days[%d].isOffDay", i), "national.invalid.is_off_day")
 		}
 		days[i] = NationalDay{Date: d.Date, Name: strings.TrimSpace(d.Name), Off: *d.IsOffDay}
 	}
@@ -84,12 +85,12 @@ func ParseNationalDates(text string) ([]NationalDay, error) {
 		}
 		if len(days) == MaxNationalDays {
 			// One date more than allowed: stop reading, the list is refused anyway.
-			return nil, Invalid("text", "national.invalid.too_many", "Max", MaxNationalDays)
+			return nil, kernel.Invalid("text", "national.invalid.too_many", "Max", MaxNationalDays)
 		}
 		field := fmt.Sprintf("line %d", n+1)
 		parts := strings.FieldsFunc(line, func(r rune) bool { return r == ',' || r == '，' || r == '\t' || r == ' ' })
 		if len(parts) < 2 {
-			return nil, Invalid(field, "national.invalid.line")
+			return nil, kernel.Invalid(field, "national.invalid.line")
 		}
 		d := NationalDay{Date: parts[0], Name: strings.Join(parts[2:], " ")}
 		switch strings.ToLower(parts[1]) {
@@ -97,13 +98,13 @@ func ParseNationalDates(text string) ([]NationalDay, error) {
 			d.Off = true
 		case "workday", "work", "班", "上班", "补班":
 		default:
-			return nil, Invalid(field, "national.invalid.kind")
+			return nil, kernel.Invalid(field, "national.invalid.kind")
 		}
 		days = append(days, d)
 		lines = append(lines, n+1)
 	}
 	if len(days) == 0 {
-		return nil, Invalid("text", "national.invalid.empty")
+		return nil, kernel.Invalid("text", "national.invalid.empty")
 	}
 	return days, checkNationalDays(0, days, func(i int) string { return fmt.Sprintf("line %d", lines[i]) })
 }
@@ -116,15 +117,15 @@ func checkNationalDays(year int, days []NationalDay, field func(int) string) err
 		t, err := time.Parse(time.DateOnly, d.Date)
 		switch {
 		case err != nil || len(d.Date) != 10:
-			return Invalid(field(i)+".date", "validation.date")
+			return kernel.Invalid(field(i)+".date", "validation.date")
 		case year != 0 && t.Year() != year:
-			return Invalid(field(i)+".date", "national.invalid.other_year", "Year", year)
+			return kernel.Invalid(field(i)+".date", "national.invalid.other_year", "Year", year)
 		case seen[d.Date]:
-			return Invalid(field(i)+".date", "national.invalid.twice", "Date", d.Date)
+			return kernel.Invalid(field(i)+".date", "national.invalid.twice", "Date", d.Date)
 		case utf8.RuneCountInString(d.Name) > 100:
-			return Invalid(field(i)+".name", "duty.invalid.too_long", "Max", 100)
+			return kernel.Invalid(field(i)+".name", "duty.invalid.too_long", "Max", 100)
 		}
-		if err := CheckText(field(i)+".name", d.Name, false); err != nil {
+		if err := kernel.CheckText(field(i)+".name", d.Name, false); err != nil {
 			return err
 		}
 		seen[d.Date] = true
@@ -170,10 +171,10 @@ func ParseNationalEntries(text string) ([]NationalDay, error) {
 	dec.DisallowUnknownFields()
 	var days []NationalDay
 	if err := dec.Decode(&days); err != nil || len(days) == 0 {
-		return nil, Invalid("entries", "national.invalid.empty")
+		return nil, kernel.Invalid("entries", "national.invalid.empty")
 	}
 	if len(days) > MaxNationalDays {
-		return nil, Invalid("entries", "national.invalid.too_many", "Max", MaxNationalDays)
+		return nil, kernel.Invalid("entries", "national.invalid.too_many", "Max", MaxNationalDays)
 	}
 	return days, checkNationalDays(0, days, func(i int) string { return fmt.Sprintf("entries[%d]", i) })
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -51,7 +52,7 @@ func TestParseHolidayCNRefusesBadFiles(t *testing.T) {
 		{`not json`, "file"},
 	} {
 		_, _, err := models.ParseHolidayCN([]byte(tt.file))
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != tt.field {
 			t.Errorf("%s: %v, want an error naming %s", tt.file, err, tt.field)
 		}
@@ -76,7 +77,7 @@ func TestParseNationalDates(t *testing.T) {
 		"# nothing":                          "text",
 	} {
 		_, err := models.ParseNationalDates(text)
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != field {
 			t.Errorf("%q: %v, want an error naming %s", text, err, field)
 		}

@@ -10,6 +10,7 @@ import (
 	"github.com/trustelem/zxcvbn/match"
 
 	"herald/i18n"
+	"herald/kernel"
 )
 
 // MinPasswordLen is the shortest password a console user may have.
@@ -25,19 +26,19 @@ const minPasswordScore = 3
 // counted as known words; the message carries zxcvbn's own advice.
 func CheckPassword(username, password string) error {
 	if utf8.RuneCountInString(password) < MinPasswordLen {
-		return Invalid("password", "users.password.too_short", "Min", MinPasswordLen)
+		return kernel.Invalid("password", "users.password.too_short", "Min", MinPasswordLen)
 	}
 	if len(password) > maxPasswordBytes {
-		return Invalid("password", "users.password.too_long", "Max", maxPasswordBytes)
+		return kernel.Invalid("password", "users.password.too_long", "Max", maxPasswordBytes)
 	}
 	if username != "" && strings.Contains(strings.ToLower(password), strings.ToLower(username)) {
-		return Invalid("password", "users.password.contains_username")
+		return kernel.Invalid("password", "users.password.contains_username")
 	}
 	r := zxcvbn.PasswordStrength(password, []string{username, "herald"})
 	if r.Score >= minPasswordScore {
 		return nil
 	}
-	return Invalid("password", "users.password.weak", "Advice", passwordFeedback(r.Sequence))
+	return kernel.Invalid("password", "users.password.weak", "Advice", passwordFeedback(r.Sequence))
 }
 
 // maxPasswordBytes is bcrypt's limit: it ignores what follows.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -40,7 +41,7 @@ func TestCheckPassword(t *testing.T) {
 				}
 				return
 			}
-			var fe *models.FieldError
+			var fe *kernel.FieldError
 			if !errors.As(err, &fe) || fe.Field != "password" || !strings.Contains(fe.Message, tt.want) {
 				t.Errorf("CheckPassword(%q) = %v, want a FieldError on password saying %q", tt.password, err, tt.want)
 			}

@@ -7,6 +7,7 @@ import (
 	"herald/channels"
 	"herald/delivery"
 	"herald/i18n"
+	"herald/kernel"
 )
 
 // Each platform's address, default limits and setting problems come from the platform
@@ -40,7 +41,7 @@ func TestPlatformTableReadByModels(t *testing.T) {
 	}
 
 	err := SettingInvalid(channels.ValidateConfig("tianyuan", map[string]string{"base_url": "https://im.example.com"}, false))
-	fe, ok := errors.AsType[*FieldError](err)
+	fe, ok := errors.AsType[*kernel.FieldError](err)
 	if !ok || fe.Field != "config.token" || fe.Key == "" || fe.Text(i18n.Chinese) == fe.Message {
 		t.Errorf("missing token = %#v, want a translated failure of config.token", err)
 	}

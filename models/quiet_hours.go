@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"herald/delivery"
+	"herald/kernel"
 )
 
 // ErrorClassQuietHours marks a message that waits for its account's quiet hours to end:
@@ -28,14 +29,14 @@ func (q QuietHours) Validate() error {
 	}
 	start, ok := delivery.MinuteOfDay(q.Start)
 	if !ok {
-		return Invalid("quiet_hours.start", "accounts.quiet.error_time")
+		return kernel.Invalid("quiet_hours.start", "accounts.quiet.error_time")
 	}
 	end, ok := delivery.MinuteOfDay(q.End)
 	if !ok {
-		return Invalid("quiet_hours.end", "accounts.quiet.error_time")
+		return kernel.Invalid("quiet_hours.end", "accounts.quiet.error_time")
 	}
 	if start == end {
-		return Invalid("quiet_hours.end", "accounts.quiet.error_same")
+		return kernel.Invalid("quiet_hours.end", "accounts.quiet.error_same")
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -57,7 +58,7 @@ func TestQuietHoursValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		err := tt.q.Validate()
-		fe, _ := err.(*models.FieldError)
+		fe, _ := err.(*kernel.FieldError)
 		switch {
 		case tt.field == "" && err != nil:
 			t.Errorf("%+v: %v, want valid", tt.q, err)

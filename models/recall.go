@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"herald/delivery"
+	"herald/kernel"
 )
 
 // EventMessageRecalled is the status event of a sent message taken back on its platform.
@@ -210,7 +211,7 @@ func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by,
 		return fmt.Errorf("models: decide recall request %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: decide recall request %d: %w", id, ErrStateChanged)
+		return fmt.Errorf("models: decide recall request %d: %w", id, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -236,11 +237,11 @@ func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]Reca
 				return fmt.Errorf("models: expire recall request %d: %w", r.ID, res.Error)
 			}
 			if res.RowsAffected == 0 {
-				return ErrStateChanged
+				return kernel.ErrStateChanged
 			}
 			return tx.Audit(ctx, audit)
 		})
-		if errors.Is(err, ErrStateChanged) {
+		if errors.Is(err, kernel.ErrStateChanged) {
 			continue // decided meanwhile
 		}
 		if err != nil {

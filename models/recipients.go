@@ -12,6 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"herald/channels"
+	"herald/kernel"
 )
 
 // OrgType says where a staff member works, which decides whether the duty rule applies.
@@ -81,8 +82,8 @@ func (r *Recipient) Address(platform string) string {
 // CreateRecipient stores a new recipient.
 func (s *Store) CreateRecipient(ctx context.Context, r *Recipient) error {
 	if err := s.changeRecipients(ctx, func(tx *gorm.DB) error { return tx.Create(r).Error }); err != nil {
-		if isDuplicate(err) {
-			return duplicateField("external_id", "validation.external_id_taken")
+		if kernel.IsDuplicate(err) {
+			return kernel.DuplicateField("external_id", "validation.external_id_taken")
 		}
 		return fmt.Errorf("models: create recipient %s: %w", r.ExternalID, err)
 	}
@@ -145,9 +146,9 @@ const (
 
 // tooLong refuses a value of more than max characters, saying how many it has: a value
 // is never cut to fit. key is the message, with .Count and .Max.
-func tooLong(field, key, s string, max int) *FieldError {
+func tooLong(field, key, s string, max int) *kernel.FieldError {
 	if n := utf8.RuneCountInString(s); n > max {
-		return Invalid(field, key, "Count", n, "Max", max)
+		return kernel.Invalid(field, key, "Count", n, "Max", max)
 	}
 	return nil
 }
@@ -164,33 +165,33 @@ func ValidateRecipient(r *Recipient) error {
 // RecipientProblems trims a recipient's external id and name and checks every field,
 // returning every problem found (at most one a field, in the order of the fields), or
 // nothing. A CSV import shows them all at once.
-func RecipientProblems(r *Recipient) []*FieldError {
+func RecipientProblems(r *Recipient) []*kernel.FieldError {
 	r.ExternalID = strings.TrimSpace(r.ExternalID)
 	r.Name = strings.TrimSpace(r.Name)
-	var out []*FieldError
-	add := func(fe *FieldError) bool {
+	var out []*kernel.FieldError
+	add := func(fe *kernel.FieldError) bool {
 		if fe != nil {
 			out = append(out, fe)
 		}
 		return fe != nil
 	}
-	text := func(field, v string) *FieldError {
-		if err := CheckText(field, v, false); err != nil {
-			return err.(*FieldError)
+	text := func(field, v string) *kernel.FieldError {
+		if err := kernel.CheckText(field, v, false); err != nil {
+			return err.(*kernel.FieldError)
 		}
 		return nil
 	}
 	const long = "recipients.invalid.too_long"
 	if !add(tooLong("external_id", long, r.ExternalID, MaxExternalID)) && !externalIDRe.MatchString(r.ExternalID) {
-		add(Invalid("external_id", "recipients.invalid.external_id", "Max", MaxExternalID))
+		add(kernel.Invalid("external_id", "recipients.invalid.external_id", "Max", MaxExternalID))
 	}
 	if r.Name == "" {
-		add(Invalid("name", "recipients.invalid.name", "Max", MaxName))
+		add(kernel.Invalid("name", "recipients.invalid.name", "Max", MaxName))
 	} else if !add(tooLong("name", long, r.Name, MaxName)) {
 		add(text("name", r.Name))
 	}
 	if r.OrgType != HeadOffice && r.OrgType != Branch {
-		add(Invalid("org_type", "recipients.invalid.org_type"))
+		add(kernel.Invalid("org_type", "recipients.invalid.org_type"))
 	}
 	for _, f := range []struct{ field, v string }{{"branch", r.Branch}, {"department", r.Department}} {
 		if !add(tooLong(f.field, long, f.v, MaxName)) {
@@ -200,12 +201,12 @@ func RecipientProblems(r *Recipient) []*FieldError {
 	for _, a := range IMAddresses {
 		v := *a.Of(r)
 		if !add(tooLong(a.Field, long, v, MaxAddress)) && strings.ContainsFunc(v, func(c rune) bool { return c <= ' ' }) {
-			add(Invalid(a.Field, "recipients.invalid.address"))
+			add(kernel.Invalid(a.Field, "recipients.invalid.address"))
 		}
 	}
 	if r.Email != "" && !add(tooLong("email", long, r.Email, MaxEmail)) {
 		if a, err := mail.ParseAddress(r.Email); err != nil || a.Address != r.Email {
-			add(Invalid("email", "recipients.invalid.email"))
+			add(kernel.Invalid("email", "recipients.invalid.email"))
 		}
 	}
 	return out
@@ -372,8 +373,8 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 		}
 		if len(created) > 0 {
 			if err := tx.CreateInBatches(created, insertChunk).Error; err != nil {
-				if isDuplicate(err) {
-					return duplicateField("external_id", "validation.appears_twice")
+				if kernel.IsDuplicate(err) {
+					return kernel.DuplicateField("external_id", "validation.appears_twice")
 				}
 				return fmt.Errorf("models: create recipients: %w", err)
 			}

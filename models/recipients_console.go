@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )
@@ -11,7 +12,7 @@ import (
 func (s *Store) RecipientByExternalID(ctx context.Context, externalID string) (*Recipient, error) {
 	var r Recipient
 	if err := s.reader(ctx).Where("external_id = ?", externalID).First(&r).Error; err != nil {
-		return nil, fmt.Errorf("models: recipient %s: %w", externalID, notFound(err))
+		return nil, fmt.Errorf("models: recipient %s: %w", externalID, kernel.NotFound(err))
 	}
 	return &r, nil
 }
@@ -40,7 +41,7 @@ func (s *Store) SetRecipientActive(ctx context.Context, externalID string, activ
 			return fmt.Errorf("models: set recipient %s active: %w", externalID, res.Error)
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("models: recipient %s: %w", externalID, ErrNotFound)
+			return fmt.Errorf("models: recipient %s: %w", externalID, kernel.ErrNotFound)
 		}
 		return nil
 	})

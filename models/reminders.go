@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"herald/kernel"
 	"time"
 
 	"gorm.io/gorm"
@@ -31,7 +32,7 @@ const DefaultReminderTime = "17:00"
 func (c ReminderConfig) At(now time.Time) (time.Time, error) {
 	t, err := time.Parse("15:04", c.Time)
 	if err != nil {
-		return time.Time{}, Invalid("time", "reminder.invalid.time")
+		return time.Time{}, kernel.Invalid("time", "reminder.invalid.time")
 	}
 	return time.Date(now.Year(), now.Month(), now.Day(), t.Hour(), t.Minute(), 0, 0, now.Location()), nil
 }
@@ -109,7 +110,7 @@ func (s *Store) RecentDutyReminders(ctx context.Context, n int) ([]DutyReminder,
 // returns false when the date was already recorded.
 func (s *Store) MarkDutyReminder(ctx context.Context, date string) (bool, error) {
 	err := s.db.WithContext(ctx).Create(&DutyReminder{Date: date}).Error
-	if isDuplicate(err) {
+	if kernel.IsDuplicate(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -122,8 +123,8 @@ func (s *Store) MarkDutyReminder(ctx context.Context, date string) (bool, error)
 // the same date fails it with ErrDuplicate.
 func createReminder(tx *gorm.DB, r *DutyReminder) error {
 	if err := tx.Create(r).Error; err != nil {
-		if isDuplicate(err) {
-			return fmt.Errorf("models: reminder %s: %w", r.Date, ErrDuplicate)
+		if kernel.IsDuplicate(err) {
+			return fmt.Errorf("models: reminder %s: %w", r.Date, kernel.ErrDuplicate)
 		}
 		return fmt.Errorf("models: reminder %s: %w", r.Date, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"herald/delivery"
+	"herald/kernel"
 )
 
 // RetryRule adjusts one error class's retry rule for an account; a nil field keeps the
@@ -39,21 +40,21 @@ func (p RetryPolicy) Validate() error {
 		field := "retry_policy." + class
 		if !slices.Contains(RetryClasses, class) {
 			if class == "throttled" {
-				return Invalid(field, "accounts.error.retry_throttled")
+				return kernel.Invalid(field, "accounts.error.retry_throttled")
 			}
-			return Invalid(field, "accounts.error.retry_class", "Classes", fmt.Sprint(RetryClasses))
+			return kernel.Invalid(field, "accounts.error.retry_class", "Classes", fmt.Sprint(RetryClasses))
 		}
 		switch {
 		case r.MaxRetries != nil && (*r.MaxRetries < 0 || *r.MaxRetries > maxRetriesLimit):
-			return Invalid(field+".max_retries", "accounts.error.retry_count", "Max", maxRetriesLimit)
+			return kernel.Invalid(field+".max_retries", "accounts.error.retry_count", "Max", maxRetriesLimit)
 		case r.DelaySeconds != nil && (*r.DelaySeconds < 1 || *r.DelaySeconds > maxDelaySeconds):
-			return Invalid(field+".delay_seconds", "accounts.error.retry_seconds", "Max", maxDelaySeconds)
+			return kernel.Invalid(field+".delay_seconds", "accounts.error.retry_seconds", "Max", maxDelaySeconds)
 		case r.Factor != nil && (*r.Factor < 1 || *r.Factor > maxFactor):
-			return Invalid(field+".factor", "accounts.error.retry_factor", "Max", maxFactor)
+			return kernel.Invalid(field+".factor", "accounts.error.retry_factor", "Max", maxFactor)
 		case r.MaxDelaySeconds != nil && (*r.MaxDelaySeconds < 1 || *r.MaxDelaySeconds > maxDelaySeconds):
-			return Invalid(field+".max_delay_seconds", "accounts.error.retry_seconds", "Max", maxDelaySeconds)
+			return kernel.Invalid(field+".max_delay_seconds", "accounts.error.retry_seconds", "Max", maxDelaySeconds)
 		case r.DelaySeconds != nil && r.MaxDelaySeconds != nil && *r.MaxDelaySeconds < *r.DelaySeconds:
-			return Invalid(field+".max_delay_seconds", "accounts.error.retry_cap_below_delay")
+			return kernel.Invalid(field+".max_delay_seconds", "accounts.error.retry_cap_below_delay")
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -65,7 +66,7 @@ func TestRetryPolicyValidation(t *testing.T) {
 		{models.RetryPolicy{"transient": {DelaySeconds: ptr(60.0), MaxDelaySeconds: ptr(30.0)}}, "retry_policy.transient.max_delay_seconds"},
 	} {
 		err := c.policy.Validate()
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		switch {
 		case c.field == "" && err != nil:
 			t.Errorf("%v: %v, want valid", c.policy, err)

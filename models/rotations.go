@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"herald/kernel"
 	"slices"
 	"strings"
 	"time"
@@ -79,7 +80,7 @@ func (s *Store) RotationByName(ctx context.Context, name string) (*Rotation, err
 		return nil, fmt.Errorf("models: rotation %s: %w", name, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("models: rotation %s: %w", name, ErrNotFound)
+		return nil, fmt.Errorf("models: rotation %s: %w", name, kernel.ErrNotFound)
 	}
 	return &out[0], nil
 }
@@ -91,8 +92,8 @@ func (s *Store) CreateRotation(ctx context.Context, spec RotationSpec) (*Rotatio
 		return nil, err
 	}
 	if err := s.db.WithContext(ctx).Create(r).Error; err != nil {
-		if isDuplicate(err) {
-			return nil, duplicateField("name", "rotation.invalid.name_taken")
+		if kernel.IsDuplicate(err) {
+			return nil, kernel.DuplicateField("name", "rotation.invalid.name_taken")
 		}
 		return nil, fmt.Errorf("models: create rotation: %w", err)
 	}
@@ -112,19 +113,19 @@ func (s *Store) UpdateRotation(ctx context.Context, name string, spec RotationSp
 			return fmt.Errorf("models: rotation %s: %w", name, err)
 		}
 		if len(old) == 0 {
-			return fmt.Errorf("models: rotation %s: %w", name, ErrNotFound)
+			return fmt.Errorf("models: rotation %s: %w", name, kernel.ErrNotFound)
 		}
 		before = &old[0]
 		after.ID, after.CreatedAt = before.ID, before.CreatedAt
 		res := tx.Model(&Rotation{}).Where("id = ? AND updated_at = ?", before.ID, before.UpdatedAt).Select("*").Updates(after)
 		if res.Error != nil {
-			if isDuplicate(res.Error) {
-				return duplicateField("name", "rotation.invalid.name_taken")
+			if kernel.IsDuplicate(res.Error) {
+				return kernel.DuplicateField("name", "rotation.invalid.name_taken")
 			}
 			return fmt.Errorf("models: update rotation: %w", res.Error)
 		}
 		if res.RowsAffected != 1 {
-			return fmt.Errorf("models: rotation %s changed meanwhile: %w", name, ErrStateChanged)
+			return fmt.Errorf("models: rotation %s changed meanwhile: %w", name, kernel.ErrStateChanged)
 		}
 		return nil
 	})
@@ -141,7 +142,7 @@ func (s *Store) DeleteRotation(ctx context.Context, name string) error {
 		return fmt.Errorf("models: delete rotation: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: rotation %s: %w", name, ErrNotFound)
+		return fmt.Errorf("models: rotation %s: %w", name, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -152,45 +153,45 @@ func (s *Store) rotationFrom(ctx context.Context, spec RotationSpec) (*Rotation,
 	name := strings.TrimSpace(spec.Name)
 	switch n := utf8.RuneCountInString(name); {
 	case n == 0:
-		return nil, Invalid("name", "rotation.invalid.name_required")
+		return nil, kernel.Invalid("name", "rotation.invalid.name_required")
 	case n > MaxRotationName:
-		return nil, Invalid("name", "duty.invalid.too_long", "Max", MaxRotationName)
+		return nil, kernel.Invalid("name", "duty.invalid.too_long", "Max", MaxRotationName)
 	case strings.ContainsAny(name, "/?#%"):
-		return nil, Invalid("name", "rotation.invalid.name_chars")
+		return nil, kernel.Invalid("name", "rotation.invalid.name_chars")
 	}
-	if err := CheckText("name", name, false); err != nil {
+	if err := kernel.CheckText("name", name, false); err != nil {
 		return nil, err
 	}
 	if len(spec.Members) == 0 {
-		return nil, Invalid("members", "rotation.invalid.no_members")
+		return nil, kernel.Invalid("members", "rotation.invalid.no_members")
 	}
 	if len(spec.Members) > MaxRotationMembers {
-		return nil, Invalid("members", "rotation.invalid.too_many", "Max", MaxRotationMembers)
+		return nil, kernel.Invalid("members", "rotation.invalid.too_many", "Max", MaxRotationMembers)
 	}
 	if err := ValidDate("start", spec.Start); err != nil {
 		return nil, err
 	}
 	if spec.TurnDays < 1 || spec.TurnDays > MaxTurnDays {
-		return nil, Invalid("turn_days", "rotation.invalid.turn_days", "Max", MaxTurnDays)
+		return nil, kernel.Invalid("turn_days", "rotation.invalid.turn_days", "Max", MaxTurnDays)
 	}
 	r := &Rotation{Name: name, StartDate: spec.Start, TurnDays: spec.TurnDays, Covers: spec.Covers, Weekdays: []int{}}
 	switch spec.Covers {
 	case CoversEveryDay, CoversWorkdays:
 		if len(spec.Weekdays) > 0 {
-			return nil, Invalid("weekdays", "rotation.invalid.weekdays_unused")
+			return nil, kernel.Invalid("weekdays", "rotation.invalid.weekdays_unused")
 		}
 	case CoversWeekdays:
 		if len(spec.Weekdays) == 0 {
-			return nil, Invalid("weekdays", "rotation.invalid.no_weekdays")
+			return nil, kernel.Invalid("weekdays", "rotation.invalid.no_weekdays")
 		}
 		for i, d := range spec.Weekdays {
 			if d < 1 || d > 7 {
-				return nil, Invalid(fmt.Sprintf("weekdays[%d]", i), "duty.invalid.weekday")
+				return nil, kernel.Invalid(fmt.Sprintf("weekdays[%d]", i), "duty.invalid.weekday")
 			}
 		}
 		r.Weekdays = slices.Compact(slices.Sorted(slices.Values(spec.Weekdays)))
 	default:
-		return nil, Invalid("covers", "rotation.invalid.covers")
+		return nil, kernel.Invalid("covers", "rotation.invalid.covers")
 	}
 	groups := make([][]string, len(spec.Members))
 	var all []string
@@ -198,7 +199,7 @@ func (s *Store) rotationFrom(ctx context.Context, spec RotationSpec) (*Rotation,
 		for _, id := range strings.Split(m, "+") {
 			id = strings.TrimSpace(id)
 			if id == "" {
-				return nil, Invalid(fmt.Sprintf("members[%d]", i), "rotation.invalid.member_empty")
+				return nil, kernel.Invalid(fmt.Sprintf("members[%d]", i), "rotation.invalid.member_empty")
 			}
 			groups[i] = append(groups[i], id)
 			all = append(all, id)
@@ -219,11 +220,11 @@ func (s *Store) rotationFrom(ctx context.Context, spec RotationSpec) (*Rotation,
 			field := fmt.Sprintf("members[%d]", i)
 			switch {
 			case !ok:
-				return nil, Invalid(field, "duty.no_recipient", "ID", id)
+				return nil, kernel.Invalid(field, "duty.no_recipient", "ID", id)
 			case p.OrgType != HeadOffice:
-				return nil, Invalid(field, "duty.branch_staff", "ID", id)
+				return nil, kernel.Invalid(field, "duty.branch_staff", "ID", id)
 			case slices.Contains(turn, p.ID):
-				return nil, Invalid(field, "validation.appears_twice")
+				return nil, kernel.Invalid(field, "validation.appears_twice")
 			}
 			turn = append(turn, p.ID)
 		}
@@ -361,7 +362,7 @@ func Weekday(date time.Time) int {
 func (d *DutyData) Day(date string) (*DutyDay, error) {
 	t, err := time.Parse(time.DateOnly, date)
 	if err != nil {
-		return nil, Invalid("date", "validation.date")
+		return nil, kernel.Invalid("date", "validation.date")
 	}
 	day := &DutyDay{Date: date, Holiday: d.Holidays[date], Overrides: d.Overrides[date]}
 	day.Kind = d.kind(t)

@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"herald/kernel"
 	"strconv"
 )
 
@@ -28,7 +29,7 @@ const sealPrefix = "v1:"
 // ErrUnreadable means sealed credentials open with none of the keys Herald holds:
 // HERALD_SECRET_KEY changed without HERALD_SECRET_KEY_PREVIOUS, or the value was copied
 // from another row. They must be entered again.
-var ErrUnreadable = Declare(DomainError{Kind: KindConflict, Code: "account_unreadable", Key: "compose.check.account_unreadable",
+var ErrUnreadable = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "account_unreadable", Key: "compose.check.account_unreadable",
 	Text: "credentials cannot be decrypted"})
 
 func newSealer(secret, previous []byte) *sealer {

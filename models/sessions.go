@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"herald/kernel"
 	"time"
 )
 
@@ -61,18 +62,18 @@ const sessionTouchEvery = time.Minute
 // minute), a disabled user or an unknown token gives ErrNotFound.
 func (s *Store) SessionUser(ctx context.Context, token string, idle time.Duration) (*Session, *User, error) {
 	if token == "" {
-		return nil, nil, ErrNotFound
+		return nil, nil, kernel.ErrNotFound
 	}
 	var sess Session
 	now := Now()
 	err := s.reader(ctx).Where("id = ? AND expires_at > ? AND last_seen_at > ?", hashToken(token), now, now.Add(-idle)).
 		First(&sess).Error
 	if err != nil {
-		return nil, nil, notFound(err)
+		return nil, nil, kernel.NotFound(err)
 	}
 	u, err := s.UserByID(ctx, sess.UserID)
-	if errors.Is(err, ErrNotFound) || (err == nil && u.Disabled) {
-		return nil, nil, ErrNotFound
+	if errors.Is(err, kernel.ErrNotFound) || (err == nil && u.Disabled) {
+		return nil, nil, kernel.ErrNotFound
 	}
 	if err != nil {
 		return nil, nil, err

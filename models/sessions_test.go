@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -102,7 +103,7 @@ func TestSessions(t *testing.T) {
 		if err := s.DeleteSession(ctx, tok); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, models.ErrNotFound) {
+		if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("SessionUser after DeleteSession: %v, want ErrNotFound", err)
 		}
 		if _, _, err := s.SessionUser(ctx, live, idle); err != nil {
@@ -115,7 +116,7 @@ func TestSessions(t *testing.T) {
 		brief := newSession(t, 20*time.Millisecond)
 		time.Sleep(50 * time.Millisecond)
 		for name, tok := range map[string]string{"negative ttl": past, "ttl elapsed": brief} {
-			if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, models.ErrNotFound) {
+			if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("%s: SessionUser = %v, want ErrNotFound", name, err)
 			}
 		}
@@ -155,7 +156,7 @@ func TestSessions(t *testing.T) {
 		setLastSeen(active, 29*time.Minute)
 		setLastSeen(unused, 31*time.Minute)
 
-		if _, _, err := s.SessionUser(ctx, unused, idle); !errors.Is(err, models.ErrNotFound) {
+		if _, _, err := s.SessionUser(ctx, unused, idle); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("session unused for 31 minutes with a 30-minute idle timeout: %v, want ErrNotFound", err)
 		}
 		sess, _, err := s.SessionUser(ctx, active, idle)
@@ -198,7 +199,7 @@ func TestSessions(t *testing.T) {
 
 	t.Run("unknown tokens", func(t *testing.T) {
 		for _, tok := range []string{"", models.NewToken(), live + "x"} {
-			if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, models.ErrNotFound) {
+			if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("SessionUser(%q) = %v, want ErrNotFound", tok, err)
 			}
 		}
@@ -209,7 +210,7 @@ func TestSessions(t *testing.T) {
 		if _, err := s.SQL().Exec("UPDATE console_users SET disabled = TRUE WHERE id = ?", alice.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.SessionUser(ctx, live, idle); !errors.Is(err, models.ErrNotFound) {
+		if _, _, err := s.SessionUser(ctx, live, idle); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("SessionUser for a disabled user: %v, want ErrNotFound", err)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -232,7 +233,7 @@ func TestSilenceMovesAsBefore(t *testing.T) {
 				switch err := tt.move(g.id); {
 				case err == nil:
 					got = append(got, g.id)
-				case !errors.Is(err, models.ErrStateChanged):
+				case !errors.Is(err, kernel.ErrStateChanged):
 					t.Fatal(err)
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"herald/delivery"
+	"herald/kernel"
 )
 
 // StatusHeld is a message an active silence holds.
@@ -119,7 +120,7 @@ func (s *Store) UpdateSilence(ctx context.Context, sil *Silence) error {
 		return fmt.Errorf("models: update silence %d: %w", sil.ID, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: update silence %d: %w", sil.ID, ErrStateChanged)
+		return fmt.Errorf("models: update silence %d: %w", sil.ID, kernel.ErrStateChanged)
 	}
 	sil.Version++
 	return nil
@@ -169,7 +170,7 @@ func (s *Store) CreatorSilences(ctx context.Context, keyID int64, createdBy stri
 func (s *Store) SilenceByID(ctx context.Context, id int64) (*Silence, error) {
 	var sil Silence
 	if err := s.reader(ctx).Where("id = ?", id).First(&sil).Error; err != nil {
-		return nil, fmt.Errorf("models: silence %d: %w", id, notFound(err))
+		return nil, fmt.Errorf("models: silence %d: %w", id, kernel.NotFound(err))
 	}
 	return &sil, nil
 }
@@ -209,7 +210,7 @@ func (s *Store) ExpireSilence(ctx context.Context, id int64, by string, now time
 		return fmt.Errorf("models: expire silence %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: expire silence %d: %w", id, ErrStateChanged)
+		return fmt.Errorf("models: expire silence %d: %w", id, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -229,7 +230,7 @@ func (s *Store) DecideSilence(ctx context.Context, id int64, decision, by string
 		return fmt.Errorf("models: decide silence %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: decide silence %d: %w", id, ErrStateChanged)
+		return fmt.Errorf("models: decide silence %d: %w", id, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -256,7 +257,7 @@ func (s *Store) EndSilence(ctx context.Context, id int64, now time.Time) (int, e
 			return fmt.Errorf("models: end silence %d: %w", id, res.Error)
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("models: end silence %d: %w", id, ErrStateChanged)
+			return fmt.Errorf("models: end silence %d: %w", id, kernel.ErrStateChanged)
 		}
 		return tx.Table("message_silences AS ms").Joins("JOIN messages m ON m.id = ms.message_id").
 			Where("ms.silence_id = ? AND m.status = ?", id, StatusHeld).Count(&held).Error

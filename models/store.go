@@ -5,11 +5,9 @@ package models
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -18,24 +16,8 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"herald/kernel"
 	"herald/migrations"
-)
-
-// Named errors the store returns; callers compare with errors.Is.
-var (
-	// ErrNotFound means no row matched: the handlers name what was not found where they
-	// show it.
-	ErrNotFound = Declare(DomainError{Kind: KindNotFound, Code: "not_found", Key: "api.not_found", PageKey: "error.no_page", Text: "not found"})
-	// ErrDuplicate means a unique value is taken; a field's value taken is a FieldError
-	// whose Err it is.
-	ErrDuplicate = Declare(DomainError{Kind: KindConflict, Code: "duplicate", Key: "api.duplicate", Text: "already exists"})
-	// ErrStateChanged means a compare-and-set update matched no row: another actor moved
-	// the row out of the state the caller expected.
-	ErrStateChanged = Declare(DomainError{Kind: KindConflict, Code: "invalid_state", Key: "api.invalid_state", PageKey: "error.changed_meanwhile",
-		Text: "state changed concurrently"})
-	// ErrAmbiguous means a name matched several rows where one was expected (the live API
-	// keys of a name: its message says so, naming it).
-	ErrAmbiguous = Declare(DomainError{Kind: KindConflict, Code: "ambiguous", Key: "callbacks.api_ambiguous", Field: "name", Text: "ambiguous"})
 )
 
 // Store is Herald's data access: one per process, safe for concurrent use.
@@ -273,7 +255,7 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
 func (s *Store) txRetry(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	for try := 1; ; try++ {
 		err := s.tx(ctx, fn)
-		if err == nil || !isLockConflict(err) || try == lockRetries || ctx.Err() != nil {
+		if err == nil || !kernel.IsLockConflict(err) || try == lockRetries || ctx.Err() != nil {
 			return err
 		}
 		time.Sleep(time.Duration(try) * 5 * time.Millisecond)
@@ -282,26 +264,3 @@ func (s *Store) txRetry(ctx context.Context, fn func(tx *gorm.DB) error) error {
 
 // lockRetries is how many times txRetry runs a transaction that keeps losing lock conflicts.
 const lockRetries = 4
-
-// isLockConflict reports a MySQL deadlock (1213) or lock wait timeout (1205).
-func isLockConflict(err error) bool {
-	var me *mysqldriver.MySQLError
-	return errors.As(err, &me) && (me.Number == 1213 || me.Number == 1205)
-}
-
-// isDuplicate reports whether err is a unique-key violation on either dialect.
-func isDuplicate(err error) bool {
-	var me *mysqldriver.MySQLError
-	if errors.As(err, &me) {
-		return me.Number == 1062
-	}
-	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
-}
-
-// notFound maps GORM's record-not-found to ErrNotFound, keeping other errors.
-func notFound(err error) error {
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return ErrNotFound
-	}
-	return err
-}

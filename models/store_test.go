@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -156,7 +157,7 @@ func TestAccountConfigSealedAtRest(t *testing.T) {
 	defer other.Close()
 	if acct, err := other.AccountByID(ctx, a.ID); err == nil {
 		t.Errorf("AccountByID with another secret key succeeded with config %v, want an error", acct.Config)
-	} else if errors.Is(err, models.ErrNotFound) {
+	} else if errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("AccountByID with another secret key: %v, want a decryption error, not not-found", err)
 	}
 	// Listing does not fail: the account is marked Unreadable, its config not opened.
@@ -169,7 +170,7 @@ func TestCreateAccountDuplicateName(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	err := f.store.CreateAccount(context.Background(), &models.Account{Name: f.account.Name, Platform: "zhaohu"})
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "name" {
 		t.Errorf("second account named %s: error %v, want a FieldError on name", f.account.Name, err)
 	}
@@ -179,7 +180,7 @@ func TestAccountByIDNotFound(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
 	_, err := s.AccountByID(context.Background(), 4242)
-	if !errors.Is(err, models.ErrNotFound) {
+	if !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("AccountByID(4242) on an empty database: %v, want ErrNotFound", err)
 	}
 }

@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"herald/kernel"
 	"time"
 	"unicode/utf8"
 
@@ -47,13 +48,13 @@ func CheckSwap(sw *DutySwap) error {
 	}
 	switch {
 	case sw.AID == sw.BID:
-		return Invalid("b", "swap.invalid.same_person")
+		return kernel.Invalid("b", "swap.invalid.same_person")
 	case sw.ADate == sw.BDate:
-		return Invalid("b_date", "swap.invalid.same_date")
+		return kernel.Invalid("b_date", "swap.invalid.same_date")
 	case utf8.RuneCountInString(sw.Note) > 255:
-		return Invalid("note", "duty.invalid.too_long", "Max", 255)
+		return kernel.Invalid("note", "duty.invalid.too_long", "Max", 255)
 	}
-	return CheckText("note", sw.Note, false)
+	return kernel.CheckText("note", sw.Note, false)
 }
 
 // CreateSwap stores a swap and its four overrides in one transaction; each replaces an
@@ -86,7 +87,7 @@ func (s *Store) DeleteSwap(ctx context.Context, id int64) (*DutySwap, error) {
 	var sw DutySwap
 	err := s.tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("id = ?", id).Take(&sw).Error; err != nil {
-			return fmt.Errorf("models: swap %d: %w", id, notFound(err))
+			return fmt.Errorf("models: swap %d: %w", id, kernel.NotFound(err))
 		}
 		if err := tx.Where("swap_id = ?", id).Delete(&DutyOverride{}).Error; err != nil {
 			return fmt.Errorf("models: undo swap overrides: %w", err)
@@ -97,7 +98,7 @@ func (s *Store) DeleteSwap(ctx context.Context, id int64) (*DutySwap, error) {
 		}
 		if res.RowsAffected != 1 {
 			// Undone meanwhile: there is no such swap any more.
-			return fmt.Errorf("models: swap %d: %w", id, ErrNotFound)
+			return fmt.Errorf("models: swap %d: %w", id, kernel.ErrNotFound)
 		}
 		return nil
 	})

@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"herald/kernel"
 	"slices"
 	"time"
 
@@ -54,7 +55,7 @@ func (s *Store) AddTemplateVersion(ctx context.Context, t *Template, actor strin
 		return nil, fmt.Errorf("models: count version of template %s: %w", t.Name, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return nil, fmt.Errorf("models: template %s: %w", t.Name, ErrNotFound)
+		return nil, fmt.Errorf("models: template %s: %w", t.Name, kernel.ErrNotFound)
 	}
 	var n int
 	if err := db.Model(&Template{}).Where("id = ?", t.ID).Pluck("version", &n).Error; err != nil {
@@ -82,7 +83,7 @@ func (s *Store) TemplateVersions(ctx context.Context, templateID int64) ([]Templ
 func (s *Store) TemplateVersionOf(ctx context.Context, templateID int64, n int) (*TemplateVersion, error) {
 	var v TemplateVersion
 	if err := s.reader(ctx).Where("template_id = ? AND number = ?", templateID, n).First(&v).Error; err != nil {
-		return nil, fmt.Errorf("models: version %d of template %d: %w", n, templateID, notFound(err))
+		return nil, fmt.Errorf("models: version %d of template %d: %w", n, templateID, kernel.NotFound(err))
 	}
 	return &v, nil
 }
@@ -103,7 +104,7 @@ func (s *Store) RetireTemplateVersion(ctx context.Context, templateID int64, n i
 	if _, err := s.TemplateVersionOf(ctx, templateID, n); err != nil {
 		return err
 	}
-	return fmt.Errorf("models: retire version %d of template %d: %w", n, templateID, ErrStateChanged)
+	return fmt.Errorf("models: retire version %d of template %d: %w", n, templateID, kernel.ErrStateChanged)
 }
 
 // WaitingMessage is a message not sent yet whose content a template save may render

@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+	"herald/kernel"
 	"strings"
 	"time"
 )
@@ -54,7 +55,7 @@ func (t *Template) CheckDisplayName() error {
 	if err := tooLong("display_name", "templates.invalid.too_long", t.DisplayName, MaxDisplayName); err != nil {
 		return err
 	}
-	return CheckText("display_name", t.DisplayName, false)
+	return kernel.CheckText("display_name", t.DisplayName, false)
 }
 
 // OptionalMark ends a declared variable that may be left blank: a template declaring
@@ -129,8 +130,8 @@ func scanJSON(src, dst any) error {
 // CreateTemplate stores a new template.
 func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
 	if err := s.db.WithContext(ctx).Create(t).Error; err != nil {
-		if isDuplicate(err) {
-			return duplicateField("name", "validation.name_taken_template")
+		if kernel.IsDuplicate(err) {
+			return kernel.DuplicateField("name", "validation.name_taken_template")
 		}
 		return fmt.Errorf("models: create template %s: %w", t.Name, err)
 	}
@@ -141,7 +142,7 @@ func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
 func (s *Store) TemplateByName(ctx context.Context, name string) (*Template, error) {
 	var t Template
 	if err := s.reader(ctx).Where("name = ?", name).First(&t).Error; err != nil {
-		return nil, fmt.Errorf("models: template %s: %w", name, notFound(err))
+		return nil, fmt.Errorf("models: template %s: %w", name, kernel.NotFound(err))
 	}
 	return &t, nil
 }
@@ -163,8 +164,8 @@ func (s *Store) UpdateTemplate(ctx context.Context, name string, t *Template) er
 	}
 	t.ID, t.CreatedAt = old.ID, old.CreatedAt
 	if err := s.db.WithContext(ctx).Save(t).Error; err != nil {
-		if isDuplicate(err) {
-			return duplicateField("name", "validation.name_taken_template")
+		if kernel.IsDuplicate(err) {
+			return kernel.DuplicateField("name", "validation.name_taken_template")
 		}
 		return fmt.Errorf("models: update template %s: %w", name, err)
 	}
@@ -178,7 +179,7 @@ func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
 		return fmt.Errorf("models: delete template %s: %w", name, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: template %s: %w", name, ErrNotFound)
+		return fmt.Errorf("models: template %s: %w", name, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -187,7 +188,7 @@ func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
 func (s *Store) TemplateByID(ctx context.Context, id int64) (*Template, error) {
 	var t Template
 	if err := s.reader(ctx).First(&t, id).Error; err != nil {
-		return nil, fmt.Errorf("models: template %d: %w", id, notFound(err))
+		return nil, fmt.Errorf("models: template %d: %w", id, kernel.NotFound(err))
 	}
 	return &t, nil
 }

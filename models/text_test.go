@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -24,8 +25,8 @@ func TestCheckTextRefusesControlCharacters(t *testing.T) {
 		{"newline and CRLF in text", "a\nb\r\nc", true, true},
 	}
 	for _, tt := range tests {
-		err := models.CheckText("content.text", tt.text, tt.multiline)
-		var fe *models.FieldError
+		err := kernel.CheckText("content.text", tt.text, tt.multiline)
+		var fe *kernel.FieldError
 		switch {
 		case tt.ok && err != nil:
 			t.Errorf("%s: refused: %v", tt.name, err)
@@ -42,7 +43,7 @@ func TestValidateRecipientRefusesControlCharacters(t *testing.T) {
 		"branch":     {ExternalID: "E1", Name: "Zhang Wei", OrgType: models.Branch, Branch: "Pudong\n"},
 	} {
 		err := models.ValidateRecipient(&r)
-		var fe *models.FieldError
+		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != field {
 			t.Errorf("%s with a control character: got %v, want a field error on %s", field, err, field)
 		}

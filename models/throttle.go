@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"herald/kernel"
 	"math"
 	"strconv"
 	"time"
@@ -39,7 +40,7 @@ func (s *Store) takeHit(ctx context.Context, key string, start time.Time, limit 
 	// A plain insert whose duplicate is ignored: MySQL's upsert takes locks that
 	// deadlock when several requests create the same row at once.
 	err := db.Create(&ThrottleWindow{ThrottleKey: key, WindowStart: start}).Error
-	if err != nil && !isDuplicate(err) {
+	if err != nil && !kernel.IsDuplicate(err) {
 		return false, fmt.Errorf("models: throttle %s: %w", key, err)
 	}
 	res := db.Model(&ThrottleWindow{}).Where("throttle_key = ? AND window_start = ? AND hits < ?", key, start, limit).
@@ -106,11 +107,11 @@ const guessDelay = time.Second
 // ErrThrottled means that the password was not checked: an address has had too many
 // wrong passwords in the last minute or two, or the user's gate is closed. The error
 // is a *ThrottledError saying when to try again.
-var ErrThrottled = Declare(DomainError{Kind: KindTooMany, Code: "throttled", Key: "login.throttled", Text: "too many wrong passwords; try again later"})
+var ErrThrottled = kernel.Declare(kernel.DomainError{Kind: kernel.KindTooMany, Code: "throttled", Key: "login.throttled", Text: "too many wrong passwords; try again later"})
 
 // ErrUserThrottled is ErrThrottled by the user's gate, whose message says how many
 // Seconds to wait.
-var ErrUserThrottled = Declare(DomainError{Kind: KindTooMany, Code: "throttled", Key: "login.user_throttled", Err: ErrThrottled,
+var ErrUserThrottled = kernel.Declare(kernel.DomainError{Kind: kernel.KindTooMany, Code: "throttled", Key: "login.user_throttled", Err: ErrThrottled,
 	Text: "too many wrong passwords for this user; try again later"})
 
 // ThrottledError is a refused guess and how long until one may be tried again; it is
@@ -254,7 +255,7 @@ func (s *Store) passGate(ctx context.Context, userKey string, gate *ThrottleWind
 	var passed bool
 	if gate == nil {
 		err := db.Create(next).Error
-		if err != nil && !isDuplicate(err) {
+		if err != nil && !kernel.IsDuplicate(err) {
 			return nil, fmt.Errorf("models: guess gate %s: %w", userKey, err)
 		}
 		passed = err == nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -209,7 +210,7 @@ func TestPasswordChecksAreThrottled(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if err := s.ChangePassword(ctx, u.ID, "not-the-password", "staple-battery-horse", "10.0.6.9"); !errors.As(err, &fe) || fe.Field != "current_password" {
 		t.Fatalf("fifth wrong guess, on the current password: %v, want a FieldError on current_password", err)
 	}

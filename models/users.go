@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"herald/kernel"
 	"regexp"
 	"strings"
 	"time"
@@ -73,13 +74,13 @@ var usernameRe = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{1,63}$`)
 // ValidateUser checks a new user's username, password and role.
 func ValidateUser(username, password string, role Role) error {
 	if !usernameRe.MatchString(username) {
-		return Invalid("username", "users.username_invalid")
+		return kernel.Invalid("username", "users.username_invalid")
 	}
 	if err := CheckPassword(username, password); err != nil {
 		return err
 	}
 	if !role.Valid() {
-		return Invalid("role", "users.role_invalid")
+		return kernel.Invalid("role", "users.role_invalid")
 	}
 	return nil
 }
@@ -101,8 +102,8 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, role 
 	now := Now()
 	u := &User{Username: username, PasswordHash: string(hash), Role: role, PasswordChangedAt: now}
 	if err := s.db.WithContext(ctx).Create(u).Error; err != nil {
-		if isDuplicate(err) {
-			return nil, duplicateField("username", "validation.username_taken")
+		if kernel.IsDuplicate(err) {
+			return nil, kernel.DuplicateField("username", "validation.username_taken")
 		}
 		return nil, fmt.Errorf("models: create user %s: %w", username, err)
 	}
@@ -123,7 +124,7 @@ func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
 	var u User
 	if err := s.reader(ctx).First(&u, id).Error; err != nil {
-		return nil, fmt.Errorf("models: user %d: %w", id, notFound(err))
+		return nil, fmt.Errorf("models: user %d: %w", id, kernel.NotFound(err))
 	}
 	return &u, nil
 }
@@ -140,7 +141,7 @@ var dummyHash = []byte(dummyHashAtPasswordCost)
 const dummyHashAtPasswordCost = "$2a$11$olGGNctCafVOQeFiKcGDluFTm3PRRipH9Kq8/HujqFfvBmOV1cgL6"
 
 // ErrBadCredentials is returned for an unknown user, a wrong password or a disabled user.
-var ErrBadCredentials = Declare(DomainError{Kind: KindUnauthorized, Code: "unauthorized", Key: "login.wrong", Text: "wrong username or password"})
+var ErrBadCredentials = kernel.Declare(kernel.DomainError{Kind: kernel.KindUnauthorized, Code: "unauthorized", Key: "login.wrong", Text: "wrong username or password"})
 
 // Authenticate checks a username and password from an address and records the login
 // time. A name that no username could be is refused without a lookup; the user is
@@ -228,7 +229,7 @@ func (s *Store) CheckCurrentPassword(ctx context.Context, userID int64, current,
 	right := bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte(current)) == nil
 	s.endGuess(ctx, g, right)
 	if !right {
-		return nil, Invalid("current_password", "users.wrong_current_password")
+		return nil, kernel.Invalid("current_password", "users.wrong_current_password")
 	}
 	return u, nil
 }
@@ -239,7 +240,7 @@ func (s *Store) CheckCurrentPassword(ctx context.Context, userID int64, current,
 // that is not good enough is a *FieldError naming new_password.
 func (s *Store) SetOwnPassword(ctx context.Context, u *User, next string) error {
 	if err := ValidateUser(u.Username, next, u.Role); err != nil {
-		var fe *FieldError
+		var fe *kernel.FieldError
 		if errors.As(err, &fe) && fe.Field == "password" {
 			fe.Field = "new_password"
 		}
@@ -256,7 +257,7 @@ func (s *Store) SetOwnPassword(ctx context.Context, u *User, next string) error 
 			return fmt.Errorf("models: change password %d: %w", u.ID, res.Error)
 		}
 		if res.RowsAffected == 0 {
-			return ErrStateChanged
+			return kernel.ErrStateChanged
 		}
 		return tx.Where("user_id = ?", u.ID).Delete(&Session{}).Error
 	})

@@ -9,6 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"herald/i18n"
+	"herald/kernel"
 )
 
 // Users lists every console user by username.
@@ -25,7 +26,7 @@ func (s *Store) UserByUsername(ctx context.Context, username string) (*User, err
 	username = NormalizeUsername(username)
 	var u User
 	if err := s.reader(ctx).Where("username = ?", username).First(&u).Error; err != nil {
-		return nil, fmt.Errorf("models: user %q: %w", username, notFound(err))
+		return nil, fmt.Errorf("models: user %q: %w", username, kernel.NotFound(err))
 	}
 	return &u, nil
 }
@@ -34,14 +35,14 @@ func (s *Store) UserByUsername(ctx context.Context, username string) (*User, err
 // every request, so it applies at once.
 func (s *Store) SetUserRole(ctx context.Context, id int64, role Role) error {
 	if !role.Valid() {
-		return Invalid("role", "users.role_invalid")
+		return kernel.Invalid("role", "users.role_invalid")
 	}
 	res := s.db.WithContext(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"role": role, "updated_at": Now()})
 	if res.Error != nil {
 		return fmt.Errorf("models: set role of user %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: user %d: %w", id, ErrNotFound)
+		return fmt.Errorf("models: user %d: %w", id, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -49,14 +50,14 @@ func (s *Store) SetUserRole(ctx context.Context, id int64, role Role) error {
 // SetUserLanguage sets the console language of a user; empty follows the browser.
 func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) error {
 	if lang != "" && !i18n.Valid(lang) {
-		return Invalid("language", "validation.language", "Languages", strings.Join(i18n.Languages, ", "))
+		return kernel.Invalid("language", "validation.language", "Languages", strings.Join(i18n.Languages, ", "))
 	}
 	res := s.db.WithContext(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"language": lang, "updated_at": Now()})
 	if res.Error != nil {
 		return fmt.Errorf("models: set language of user %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: user %d: %w", id, ErrNotFound)
+		return fmt.Errorf("models: user %d: %w", id, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -70,7 +71,7 @@ func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool) er
 			return fmt.Errorf("models: disable user %d: %w", id, res.Error)
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("models: user %d: %w", id, ErrNotFound)
+			return fmt.Errorf("models: user %d: %w", id, kernel.ErrNotFound)
 		}
 		if !disabled {
 			return nil

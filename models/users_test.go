@@ -12,6 +12,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -66,9 +67,9 @@ func TestCreateUserValidation(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			u, err := s.CreateUser(ctx, tt.username, tt.password, tt.role)
-			var fe *models.FieldError
+			var fe *kernel.FieldError
 			if !errors.As(err, &fe) {
-				t.Fatalf("CreateUser(%q, %q, %q) = %+v, %v; want a *models.FieldError", tt.username, tt.password, tt.role, u, err)
+				t.Fatalf("CreateUser(%q, %q, %q) = %+v, %v; want a *kernel.FieldError", tt.username, tt.password, tt.role, u, err)
 			}
 			if fe.Field != tt.wantField {
 				t.Errorf("FieldError names %q (%v), want %q", fe.Field, fe, tt.wantField)
@@ -112,7 +113,7 @@ func TestCreateUser(t *testing.T) {
 	}
 
 	_, err = s.CreateUser(ctx, "alice", "another-password", models.RoleViewer)
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "username" {
 		t.Errorf("CreateUser of an existing username: %v, want a FieldError on username", err)
 	}
@@ -199,7 +200,7 @@ func TestChangePassword(t *testing.T) {
 	}
 
 	err = s.ChangePassword(ctx, u.ID, "not-the-password", newPassword, "10.0.0.1")
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "current_password" {
 		t.Errorf("ChangePassword with a wrong current password: %v, want a FieldError on current_password", err)
 	}
@@ -212,7 +213,7 @@ func TestChangePassword(t *testing.T) {
 		t.Fatalf("ChangePassword: %v", err)
 	}
 	for i, tok := range tokens {
-		if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, models.ErrNotFound) {
+		if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("session %d after the password change: %v, want ErrNotFound", i, err)
 		}
 	}

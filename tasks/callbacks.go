@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"herald/channels"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -197,7 +198,7 @@ func (c *Callbacks) Deliver(ctx context.Context, keyID int64) error {
 		}
 	}()
 	target, err := c.Store.CallbackTargetOf(ctx, keyID)
-	if errors.Is(err, models.ErrNotFound) {
+	if errors.Is(err, kernel.ErrNotFound) {
 		// The key's callback was removed: its events wait, failed, for an operator to
 		// set one and send them again.
 		return c.Store.FailPendingCallbacks(ctx, keyID, channels.Note{Key: "callbacks.no_url"}.Rendered(), c.now())

@@ -15,6 +15,7 @@ import (
 	"herald/channels"
 	"herald/delivery"
 	"herald/internal/batch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -231,12 +232,12 @@ func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 		case err != nil:
 			out[i].err = err
 		case m == nil:
-			out[i].err = models.ErrNotFound
+			out[i].err = kernel.ErrNotFound
 		case given[id]:
 			held := *m // the claiming task's handler owns m
-			out[i] = claimResult{m: &held, err: models.ErrStateChanged}
+			out[i] = claimResult{m: &held, err: kernel.ErrStateChanged}
 		case !m.Claimed(token):
-			out[i] = claimResult{m: m, err: models.ErrStateChanged}
+			out[i] = claimResult{m: m, err: kernel.ErrStateChanged}
 		default:
 			out[i].m = m
 			given[id] = true
@@ -295,9 +296,9 @@ func (s *Sender) sendOne(ctx context.Context, id string) error {
 	claim := s.claims.Do(id)
 	m, err := claim.m, claim.err
 	switch {
-	case errors.Is(err, models.ErrStateChanged):
+	case errors.Is(err, kernel.ErrStateChanged):
 		return notClaimed(m)
-	case errors.Is(err, models.ErrNotFound):
+	case errors.Is(err, kernel.ErrNotFound):
 		return nil // deleted; nothing to do
 	case err != nil:
 		return err
@@ -332,7 +333,7 @@ func (s *Sender) sendChunk(ctx context.Context, ids []string) error {
 		switch {
 		case c.err == nil:
 			held = append(held, c.m)
-		case errors.Is(c.err, models.ErrStateChanged), errors.Is(c.err, models.ErrNotFound):
+		case errors.Is(c.err, kernel.ErrStateChanged), errors.Is(c.err, kernel.ErrNotFound):
 		default:
 			errs = append(errs, c.err)
 		}

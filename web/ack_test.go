@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -25,7 +26,7 @@ func (c *console) ackAlertWith(adjust func(*dispatch.Request), people ...string)
 	c.t.Helper()
 	ctx := context.Background()
 	d := c.h.Dispatch
-	if _, err := c.store.PolicyByName(ctx, "ack-test"); errors.Is(err, models.ErrNotFound) {
+	if _, err := c.store.PolicyByName(ctx, "ack-test"); errors.Is(err, kernel.ErrNotFound) {
 		if _, err := d.CreatePolicy(ctx, dispatch.System("test"), models.EscalationPolicy{Name: "ack-test",
 			Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}}); err != nil {
 			c.t.Fatal(err)

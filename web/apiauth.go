@@ -13,6 +13,7 @@ import (
 
 	"herald/handlers"
 	"herald/i18n"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -63,7 +64,7 @@ func (a *apiAuth) authenticate(c *gin.Context) (*models.APIKey, bool) {
 		return nil, false
 	}
 	k, err := a.keys.Authenticate(c.Request.Context(), secret)
-	if errors.Is(err, models.ErrNotFound) {
+	if errors.Is(err, kernel.ErrNotFound) {
 		a.auditFailure(c, models.APIKeyPrefix(secret), "unknown or revoked API key")
 		c.Header("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
 		handlers.APIError(c, http.StatusUnauthorized, "unauthorized", i18n.T(c.Request.Context(), "api.unknown_key"), "")

@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/sessions"
 
 	"herald/handlers"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -115,7 +116,7 @@ func (s *Sessions) Current(r *http.Request) (*models.Session, *models.User, erro
 		return nil, nil, nil
 	}
 	sess, u, err := s.store.SessionUser(r.Context(), token, s.idle)
-	if errors.Is(err, models.ErrNotFound) {
+	if errors.Is(err, kernel.ErrNotFound) {
 		return nil, nil, nil
 	}
 	return sess, u, err

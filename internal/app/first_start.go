@@ -12,6 +12,7 @@ import (
 
 	"herald/config"
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -105,7 +106,7 @@ func ensureAdmin(ctx context.Context, store *models.Store, cfg *config.Config, s
 			return nil
 		}
 	}
-	var fe *models.FieldError
+	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		env := map[string]string{"username": "HERALD_ADMIN_USER", "password": "HERALD_ADMIN_PASSWORD"}[fe.Field]
 		return &config.Error{Var: env, Msg: fe.Message}

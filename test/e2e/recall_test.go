@@ -15,6 +15,7 @@ import (
 
 	"herald/dispatch"
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 	"herald/simulator"
 )
@@ -280,7 +281,7 @@ func TestRecallBatch(t *testing.T) {
 	if m.RecalledBy != "apikey:crm" {
 		t.Errorf("recalled_by %q, want the key that asked", m.RecalledBy)
 	}
-	if _, err := r.h.App.Dispatch.ApproveRecall(ctx, bob, big); !errors.Is(err, models.ErrStateChanged) {
+	if _, err := r.h.App.Dispatch.ApproveRecall(ctx, bob, big); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("approving twice: %v, want ErrStateChanged", err)
 	}
 	for _, action := range []string{"batch.recall_request", "batch.recall_approve", "batch.recall"} {

@@ -1,10 +1,8 @@
-package models
+package kernel
 
 import (
 	"context"
-	"errors"
 
-	"herald/channels"
 	"herald/i18n"
 )
 
@@ -49,21 +47,8 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 func (e *FieldError) Unwrap() error { return e.Err }
 
 // duplicateField reports a unique value (a name, an external id) already in use.
-func duplicateField(field, key string, args ...any) *FieldError {
+func DuplicateField(field, key string, args ...any) *FieldError {
 	fe := Invalid(field, key, args...)
 	fe.Err = ErrDuplicate
 	return fe
-}
-
-// SettingInvalid returns err as the failure of its field when it is a problem with a
-// platform setting or a callback (*channels.SettingError), else err unchanged.
-func SettingInvalid(err error) error {
-	se, ok := errors.AsType[*channels.SettingError](err)
-	if !ok {
-		return err
-	}
-	if se.Problem.Key == "" {
-		return &FieldError{Field: se.Field, Message: se.Problem.Text}
-	}
-	return Invalid(se.Field, se.Problem.Key, se.Problem.Args...)
 }

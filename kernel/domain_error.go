@@ -1,4 +1,4 @@
-package models
+package kernel
 
 import (
 	"slices"
@@ -36,9 +36,9 @@ const (
 )
 
 // DomainError is a named refusal: its kind, the code the JSON API answers with, and
-// the catalog keys of the sentence a person reads. The named errors of models and
-// dispatch are its values, declared once with Declare; callers compare with errors.Is
-// and wrap them with context as any error. The handlers' presenter turns one into an
+// the catalog keys of the sentence a person reads. The named errors of the kernel, the
+// store and dispatch are its values, declared once with Declare; callers compare with
+// errors.Is and wrap them with context as any error. The handlers' presenter turns one into an
 // HTTP status (from Kind) and a message (from Key), so a new refusal needs nothing
 // but its declaration.
 type DomainError struct {
