@@ -612,6 +612,10 @@ func clipText(s string) string {
 // or phrase, as opposed to a name, a code or a product word.
 var englishSentence = regexp.MustCompile(`[A-Za-z][A-Za-z'’]*(?:[ ,]+[A-Za-z][A-Za-z'’]*){2,}`)
 
+// walkIdentifier is a message, batch or audit id (a UUID): taken out of a text before
+// the user data, whose short values would otherwise cut its letters into "words".
+var walkIdentifier = regexp.MustCompile(`\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b`)
+
 // checkChinese reports the English sentences a Chinese page shows in its text, outside
 // script, style, textarea, pre, code and class="mono" (technical values shown as they
 // are: addresses, raw errors, field names), once the database's own values (people,
@@ -644,7 +648,7 @@ func (w *walker) checkChinese(where string, doc *html.Node) {
 // englishIn returns the first English sentence of a text, or "". The database's values
 // are read again before a text is judged English: a form just stored new ones.
 func (w *walker) englishIn(text string) string {
-	text = strings.Join(strings.Fields(text), " ")
+	text = walkIdentifier.ReplaceAllString(strings.Join(strings.Fields(text), " "), " ")
 	for fresh := false; ; fresh = true {
 		if fresh || w.userData == nil {
 			w.userData = walkUserData(w.t, w.c)
