@@ -7,11 +7,12 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"herald/kernel"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )

@@ -5,11 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"herald/kernel"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"herald/kernel"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"herald/kernel"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"herald/kernel"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"

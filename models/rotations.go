@@ -3,11 +3,12 @@ package models
 import (
 	"context"
 	"fmt"
-	"herald/kernel"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )

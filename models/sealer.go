@@ -7,8 +7,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"herald/kernel"
 	"strconv"
+
+	"herald/kernel"
 )
 
 // sealer encrypts account credentials at rest with AES-256-GCM under a key derived from

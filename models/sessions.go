@@ -8,8 +8,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"herald/kernel"
 	"time"
+
+	"herald/kernel"
 )
 
 // Session is a console login, kept server-side so that logout and a password change

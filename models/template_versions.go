@@ -3,9 +3,10 @@ package models
 import (
 	"context"
 	"fmt"
-	"herald/kernel"
 	"slices"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )

@@ -5,9 +5,10 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"herald/kernel"
 	"strings"
 	"time"
+
+	"herald/kernel"
 )
 
 // Template is a named message body in Go template syntax with declared variables.

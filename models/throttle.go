@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"herald/kernel"
 	"math"
 	"strconv"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )

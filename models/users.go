@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"herald/kernel"
 	"regexp"
 	"strings"
 	"time"
+
+	"herald/kernel"
 
 	"golang.org/x/crypto/bcrypt"
 	"gorm.io/gorm"
