@@ -13,6 +13,7 @@ import (
 	"herald/config"
 	"herald/dispatch"
 	"herald/internal/app"
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
@@ -65,7 +66,7 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	store, err := models.Open(models.Options{DataDir: cfg.DataDir, SecretKey: cfg.SecretKey})
+	store, err := models.Open(kernel.Options{DataDir: cfg.DataDir, SecretKey: cfg.SecretKey})
 	if err != nil {
 		b.Fatal(err)
 	}

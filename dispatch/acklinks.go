@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
+
 	"herald/kernel"
 
 	"github.com/google/uuid"

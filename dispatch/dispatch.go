@@ -259,7 +259,7 @@ func (d *Dispatcher) now() time.Time {
 	if d.clock != nil {
 		return d.clock().UTC()
 	}
-	return models.Now()
+	return kernel.Now()
 }
 
 // Submit validates a request, records it and enqueues its messages. A validation error
@@ -668,7 +668,7 @@ func (d *Dispatcher) account(ctx context.Context, req Request) (*models.Account,
 		field = "platform"
 		acct, err = accounts.Default(ctx, req.Platform)
 	}
-	if errors.Is(err, models.ErrUnreadable) {
+	if errors.Is(err, kernel.ErrUnreadable) {
 		return nil, kernel.Invalid(field, "compose.check.account_unreadable")
 	}
 	if errors.Is(err, kernel.ErrNotFound) {

@@ -9,6 +9,7 @@ import (
 
 	"herald/delivery"
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -77,7 +78,7 @@ func (h *Handlers) writeSilence(c *gin.Context, status int, s *models.Silence) {
 		h.apiFail(c, err)
 		return
 	}
-	c.JSON(status, newSilenceJSON(s, holding[s.ID], models.Now()))
+	c.JSON(status, newSilenceJSON(s, holding[s.ID], kernel.Now()))
 }
 
 // APIListSilences is GET /api/v1/silences?state=: the key's own silences (every one
@@ -98,7 +99,7 @@ func (h *Handlers) APIListSilences(c *gin.Context) {
 		h.apiFail(c, err)
 		return
 	}
-	now := models.Now()
+	now := kernel.Now()
 	out := make([]silenceJSON, len(list))
 	for i := range list {
 		out[i] = newSilenceJSON(&list[i], holding[list[i].ID], now)

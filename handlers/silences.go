@@ -39,7 +39,7 @@ func (h *Handlers) Silences(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	v := views.SilencesView{State: state, List: list, Ever: ever, Holding: holding, Now: models.Now(), Notice: h.notice(c)}
+	v := views.SilencesView{State: state, List: list, Ever: ever, Holding: holding, Now: kernel.Now(), Notice: h.notice(c)}
 	if u := CurrentUser(c); u != nil {
 		v.Me = u.Username
 	}

@@ -31,7 +31,7 @@ func (h *Handlers) templateHistory(c *gin.Context, e *views.TemplateEditor) erro
 		return err
 	}
 	e.History.Current = t.Version
-	e.History.Waiting, err = h.Store.CountWaitingOfTemplate(ctx, t.ID, models.Now())
+	e.History.Waiting, err = h.Store.CountWaitingOfTemplate(ctx, t.ID, kernel.Now())
 	return err
 }
 

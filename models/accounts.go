@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -78,15 +79,15 @@ func (s *Store) sealConfig(a *Account) error {
 	if err != nil {
 		return err
 	}
-	a.ConfigEnc, a.SealVersion = s.sealer.seal(b, sealedFor(a.ID, configField)), sealBound
+	a.ConfigEnc, a.SealVersion = s.k.Sealer().Seal(b, sealedFor(a.ID, configField)), sealBound
 	return nil
 }
 
 func (s *Store) openConfig(a *Account) error {
 	if a.SealVersion != sealBound {
-		return fmt.Errorf("account %s: credentials sealed by an older Herald; run `herald migrate up` to re-seal them: %w", a.Name, ErrUnreadable)
+		return fmt.Errorf("account %s: credentials sealed by an older Herald; run `herald migrate up` to re-seal them: %w", a.Name, kernel.ErrUnreadable)
 	}
-	plain, err := s.sealer.open(a.ConfigEnc, sealedFor(a.ID, configField))
+	plain, err := s.k.Sealer().Open(a.ConfigEnc, sealedFor(a.ID, configField))
 	if err != nil {
 		return fmt.Errorf("account %s: %w", a.Name, err)
 	}
@@ -97,7 +98,7 @@ func (s *Store) openConfig(a *Account) error {
 // key opens it, so that the account can still be listed, shown, edited and deleted.
 func (s *Store) openOrFlag(a *Account) error {
 	err := s.openConfig(a)
-	if errors.Is(err, ErrUnreadable) {
+	if errors.Is(err, kernel.ErrUnreadable) {
 		a.Config, a.Unreadable = map[string]string{}, true
 		return nil
 	}
@@ -256,7 +257,7 @@ func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
 		if err := s.sealConfig(a); err != nil {
 			return fmt.Errorf("models: seal account %s: %w", a.Name, err)
 		}
-		a.UpdatedAt = Now()
+		a.UpdatedAt = kernel.Now()
 		// Every column but the key and the creation time; the new seal always differs
 		// from the old, so a matched row is always a changed row, on MySQL too.
 		res := tx.Model(&Account{}).Where("id = ? AND config_enc = ?", a.ID, read).
@@ -285,8 +286,8 @@ func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
 
 // SetAccountEnabled enables or disables an account; its credentials are untouched.
 func (s *Store) SetAccountEnabled(ctx context.Context, id int64, enabled bool) error {
-	res := s.db.WithContext(ctx).Model(&Account{}).Where("id = ?", id).
-		Updates(map[string]any{"enabled": enabled, "updated_at": Now()})
+	res := s.k.Writer(ctx).Model(&Account{}).Where("id = ?", id).
+		Updates(map[string]any{"enabled": enabled, "updated_at": kernel.Now()})
 	if res.Error != nil {
 		return fmt.Errorf("models: enable account %d: %w", id, res.Error)
 	}
@@ -304,8 +305,8 @@ func (s *Store) SetAccountEnabled(ctx context.Context, id int64, enabled bool) e
 // left as they are: the account is marked Unreadable until its settings are entered
 // again. It reports how many rows it re-sealed.
 func (s *Store) resealAccounts(ctx context.Context) (int, error) {
-	q := s.db.WithContext(ctx).Select("id", "name", "config_enc", "seal_version")
-	if s.sealer.previous == nil {
+	q := s.k.Writer(ctx).Select("id", "name", "config_enc", "seal_version")
+	if !s.k.Sealer().HasPrevious() {
 		q = q.Where("seal_version = ?", sealUnbound)
 	}
 	var rows []Account
@@ -318,13 +319,13 @@ func (s *Store) resealAccounts(ctx context.Context) (int, error) {
 		if a.SealVersion == sealBound {
 			associated = sealedFor(a.ID, configField)
 		}
-		plain, stale, err := s.sealer.openAny(a.ConfigEnc, associated)
+		plain, stale, err := s.k.Sealer().OpenAny(a.ConfigEnc, associated)
 		if err != nil || (a.SealVersion == sealBound && !stale) {
 			continue
 		}
-		res := s.db.WithContext(ctx).Model(&Account{}).
+		res := s.k.Writer(ctx).Model(&Account{}).
 			Where("id = ? AND seal_version = ? AND config_enc = ?", a.ID, a.SealVersion, a.ConfigEnc).
-			UpdateColumns(map[string]any{"config_enc": s.sealer.seal(plain, sealedFor(a.ID, configField)), "seal_version": sealBound})
+			UpdateColumns(map[string]any{"config_enc": s.k.Sealer().Seal(plain, sealedFor(a.ID, configField)), "seal_version": sealBound})
 		if res.Error != nil {
 			return n, fmt.Errorf("models: re-seal account %s: %w", a.Name, res.Error)
 		}
@@ -341,7 +342,7 @@ func (s *Store) UnreadableAccounts(ctx context.Context) ([]string, error) {
 	}
 	var names []string
 	for i := range rows {
-		if errors.Is(s.openConfig(&rows[i]), ErrUnreadable) {
+		if errors.Is(s.openConfig(&rows[i]), kernel.ErrUnreadable) {
 			names = append(names, rows[i].Name)
 		}
 	}
@@ -378,7 +379,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id int64) error {
 
 // SetAccountHealth records whether an account's credentials work, and why not.
 func (s *Store) SetAccountHealth(ctx context.Context, id int64, healthy bool, note string) error {
-	err := s.db.WithContext(ctx).Model(&Account{}).Where("id = ? AND healthy <> ?", id, healthy).
+	err := s.k.Writer(ctx).Model(&Account{}).Where("id = ? AND healthy <> ?", id, healthy).
 		Updates(map[string]any{"healthy": healthy, "health_note": truncate(note, 255)}).Error
 	if err != nil {
 		return fmt.Errorf("models: account %d health: %w", id, err)
@@ -397,4 +398,10 @@ func SettingInvalid(err error) error {
 		return &kernel.FieldError{Field: se.Field, Message: se.Problem.Text}
 	}
 	return kernel.Invalid(se.Field, se.Problem.Key, se.Problem.Args...)
+}
+
+// sealedFor is the associated data binding a sealed value to one field of one account.
+// Values sealed before binding existed have none (nil).
+func sealedFor(accountID int64, field string) []byte {
+	return []byte("account " + strconv.FormatInt(accountID, 10) + " " + field)
 }

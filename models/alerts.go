@@ -173,7 +173,7 @@ func (s *Store) PolicyByName(ctx context.Context, name string) (*EscalationPolic
 
 // CreatePolicy saves a new policy; a name taken is a field error on name.
 func (s *Store) CreatePolicy(ctx context.Context, p *EscalationPolicy) error {
-	if err := s.db.WithContext(ctx).Create(p).Error; err != nil {
+	if err := s.k.Writer(ctx).Create(p).Error; err != nil {
 		if kernel.IsDuplicate(err) {
 			return kernel.DuplicateField("name", "alerts.invalid.name_taken")
 		}
@@ -190,7 +190,7 @@ func (s *Store) UpdatePolicy(ctx context.Context, name string, p *EscalationPoli
 		return nil, err
 	}
 	p.ID, p.CreatedAt = before.ID, before.CreatedAt
-	res := s.db.WithContext(ctx).Model(&EscalationPolicy{}).Where("id = ? AND updated_at = ?", before.ID, before.UpdatedAt).Select("*").Updates(p)
+	res := s.k.Writer(ctx).Model(&EscalationPolicy{}).Where("id = ? AND updated_at = ?", before.ID, before.UpdatedAt).Select("*").Updates(p)
 	if res.Error != nil {
 		if kernel.IsDuplicate(res.Error) {
 			return nil, kernel.DuplicateField("name", "alerts.invalid.name_taken")
@@ -205,7 +205,7 @@ func (s *Store) UpdatePolicy(ctx context.Context, name string, p *EscalationPoli
 
 // DeletePolicy removes a policy. Alerts keep their copy.
 func (s *Store) DeletePolicy(ctx context.Context, name string) error {
-	res := s.db.WithContext(ctx).Where("name = ?", name).Delete(&EscalationPolicy{})
+	res := s.k.Writer(ctx).Where("name = ?", name).Delete(&EscalationPolicy{})
 	if res.Error != nil {
 		return fmt.Errorf("models: delete policy: %w", res.Error)
 	}
@@ -342,7 +342,7 @@ func (s *Store) DueAlertSteps(ctx context.Context, now time.Time, limit int) ([]
 // ClaimAlertStep marks a step fired at now, if it has neither fired nor been cancelled:
 // the compare-and-set that makes a step fire once. false: it had.
 func (s *Store) ClaimAlertStep(ctx context.Context, id int64, now time.Time) (bool, error) {
-	res := s.db.WithContext(ctx).Model(&AlertStep{}).Where("id = ? AND fired_at IS NULL AND cancelled_at IS NULL", id).
+	res := s.k.Writer(ctx).Model(&AlertStep{}).Where("id = ? AND fired_at IS NULL AND cancelled_at IS NULL", id).
 		Update("fired_at", now)
 	if res.Error != nil {
 		return false, fmt.Errorf("models: claim alert step %d: %w", id, res.Error)
@@ -352,7 +352,7 @@ func (s *Store) ClaimAlertStep(ctx context.Context, id int64, now time.Time) (bo
 
 // RecordAlertStep records whom a fired step called, or why it called nobody.
 func (s *Store) RecordAlertStep(ctx context.Context, id int64, targets []string, skippedReason string) error {
-	err := s.db.WithContext(ctx).Model(&AlertStep{}).Where("id = ?", id).
+	err := s.k.Writer(ctx).Model(&AlertStep{}).Where("id = ?", id).
 		Updates(map[string]any{"targets": StringList(targets), "skipped_reason": skippedReason}).Error
 	if err != nil {
 		return fmt.Errorf("models: record alert step %d: %w", id, err)
@@ -362,7 +362,7 @@ func (s *Store) RecordAlertStep(ctx context.Context, id int64, targets []string,
 
 // AddAlertStep writes the next step of an alert.
 func (s *Store) AddAlertStep(ctx context.Context, st *AlertStep) error {
-	if err := s.db.WithContext(ctx).Create(st).Error; err != nil {
+	if err := s.k.Writer(ctx).Create(st).Error; err != nil {
 		return fmt.Errorf("models: add alert step: %w", err)
 	}
 	return nil
@@ -370,7 +370,7 @@ func (s *Store) AddAlertStep(ctx context.Context, st *AlertStep) error {
 
 // CancelAlertSteps cancels the steps of an alert not fired yet.
 func (s *Store) CancelAlertSteps(ctx context.Context, alertID int64, now time.Time) error {
-	err := s.db.WithContext(ctx).Model(&AlertStep{}).Where("alert_id = ? AND fired_at IS NULL AND cancelled_at IS NULL", alertID).
+	err := s.k.Writer(ctx).Model(&AlertStep{}).Where("alert_id = ? AND fired_at IS NULL AND cancelled_at IS NULL", alertID).
 		Update("cancelled_at", now).Error
 	if err != nil {
 		return fmt.Errorf("models: cancel steps of alert %d: %w", alertID, err)
@@ -381,7 +381,7 @@ func (s *Store) CancelAlertSteps(ctx context.Context, alertID int64, now time.Ti
 // MoveAlert changes an alert's columns if it is in one of the states from: the
 // compare-and-set of every alert transition. false: it was not.
 func (s *Store) MoveAlert(ctx context.Context, id int64, from []string, set map[string]any) (bool, error) {
-	res := s.db.WithContext(ctx).Model(&Alert{}).Where("id = ? AND state IN ?", id, from).Updates(set)
+	res := s.k.Writer(ctx).Model(&Alert{}).Where("id = ? AND state IN ?", id, from).Updates(set)
 	if res.Error != nil {
 		return false, fmt.Errorf("models: move alert %d: %w", id, res.Error)
 	}
@@ -447,7 +447,7 @@ func (s *Store) endAlert(ctx context.Context, a *Alert, by, via string, now time
 // AlertRecipients lists the people the messages of an alert went to, by id.
 func (s *Store) AlertRecipients(ctx context.Context, alertID int64) ([]int64, error) {
 	var ids []int64
-	err := s.db.WithContext(ctx).Model(&Message{}).Where("alert_id = ?", alertID).Distinct("recipient_id").Order("recipient_id").Pluck("recipient_id", &ids).Error
+	err := s.k.Writer(ctx).Model(&Message{}).Where("alert_id = ?", alertID).Distinct("recipient_id").Order("recipient_id").Pluck("recipient_id", &ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: recipients of alert %d: %w", alertID, err)
 	}
@@ -472,7 +472,7 @@ type AlertEvent struct {
 func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ string, ae AlertEvent, now time.Time) error {
 	e := newEvent(keyID, typ, nil, ae.BatchID, ae.State, "", now)
 	e.AlertID, e.AlertStep, e.AlertRound, e.AlertBy = &ae.AlertID, &ae.Step, &ae.Round, ae.By
-	if err := s.db.WithContext(ctx).Create(&e).Error; err != nil {
+	if err := s.k.Writer(ctx).Create(&e).Error; err != nil {
 		return fmt.Errorf("models: record alert event: %w", err)
 	}
 	return nil

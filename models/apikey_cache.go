@@ -3,10 +3,11 @@ package models
 import (
 	"context"
 	"crypto/sha256"
-	"herald/kernel"
 	"strconv"
 	"sync"
 	"time"
+
+	"herald/kernel"
 
 	"golang.org/x/sync/singleflight"
 )

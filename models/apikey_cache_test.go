@@ -50,7 +50,7 @@ func setRevokedBehindCache(t *testing.T, s *models.Store, id int64, revoked bool
 	t.Helper()
 	var at any
 	if revoked {
-		at = models.Now()
+		at = kernel.Now()
 	}
 	if _, err := s.SQL().Exec("UPDATE api_keys SET revoked_at = ? WHERE id = ?", at, id); err != nil {
 		t.Fatal(err)

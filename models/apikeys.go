@@ -7,11 +7,12 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
-	"herald/kernel"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )
@@ -232,13 +233,13 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, secret string) (*APIKey,
 
 // TouchAPIKey records that a key was used.
 func (s *Store) TouchAPIKey(ctx context.Context, id int64) error {
-	return s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ?", id).Update("last_used_at", Now()).Error
+	return s.k.Writer(ctx).Model(&APIKey{}).Where("id = ?", id).Update("last_used_at", kernel.Now()).Error
 }
 
 // RevokeAPIKey revokes a key; revoking twice is ErrStateChanged. The caches made on s
 // refuse the key at once; other processes' caches, within APIKeyCacheTTL.
 func (s *Store) RevokeAPIKey(ctx context.Context, id int64) error {
-	res := s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", Now())
+	res := s.k.Writer(ctx).Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", kernel.Now())
 	if res.Error != nil {
 		return fmt.Errorf("models: revoke api key %d: %w", id, res.Error)
 	}

@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+
 	"herald/kernel"
 )
 

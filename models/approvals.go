@@ -231,8 +231,8 @@ func (s *Store) SetApprovalThreshold(ctx context.Context, n int, by string) erro
 	if n < 0 || n > MaxApprovalThreshold {
 		return kernel.Invalid(SettingApprovalThreshold, "approvals.error.threshold", "Max", MaxApprovalThreshold)
 	}
-	row := Setting{Name: SettingApprovalThreshold, Value: strconv.Itoa(n), UpdatedBy: by, UpdatedAt: Now()}
-	err := s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, DoUpdates: clause.AssignmentColumns([]string{"value", "updated_by", "updated_at"})}).
+	row := Setting{Name: SettingApprovalThreshold, Value: strconv.Itoa(n), UpdatedBy: by, UpdatedAt: kernel.Now()}
+	err := s.k.Writer(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, DoUpdates: clause.AssignmentColumns([]string{"value", "updated_by", "updated_at"})}).
 		Create(&row).Error
 	if err != nil {
 		return fmt.Errorf("models: set %s: %w", SettingApprovalThreshold, err)

@@ -5,11 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"herald/kernel"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )
@@ -244,7 +245,7 @@ func (s *Store) setCallback(tx *gorm.DB, keyID int64, c *CallbackSetting) error 
 	}
 	upd := map[string]any{"callback_url": c.URL, "callback_allow_private": c.AllowPrivate, "callback_secret_enc": nil}
 	if c.URL != "" {
-		upd["callback_secret_enc"] = s.sealer.seal([]byte(c.Secret), sealedForKey(keyID))
+		upd["callback_secret_enc"] = s.k.Sealer().Seal([]byte(c.Secret), sealedForKey(keyID))
 	}
 	res := tx.Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", keyID).Updates(upd)
 	if res.Error != nil {
@@ -273,7 +274,7 @@ func (s *Store) SetCallback(ctx context.Context, keyID int64, c *CallbackSetting
 // afterwards, to show once. Events already waiting go to the new URL. This process's key
 // caches forget the key's old setting.
 func (s *Store) SaveCallback(ctx context.Context, keyID int64, c *CallbackSetting) error {
-	err := s.setCallback(s.db.WithContext(ctx), keyID, c)
+	err := s.setCallback(s.k.Writer(ctx), keyID, c)
 	s.forgetAPIKeys()
 	return err
 }
@@ -281,20 +282,20 @@ func (s *Store) SaveCallback(ctx context.Context, keyID int64, c *CallbackSettin
 // resealCallbackSecrets seals again with the current key the callback secrets only the
 // previous key opens (see resealAccounts); a compare-and-set on the value read.
 func (s *Store) resealCallbackSecrets(ctx context.Context) error {
-	if s.sealer.previous == nil {
+	if !s.k.Sealer().HasPrevious() {
 		return nil
 	}
 	var keys []APIKey
-	if err := s.db.WithContext(ctx).Select("id", "name", "callback_secret_enc").Where("callback_secret_enc IS NOT NULL").Find(&keys).Error; err != nil {
+	if err := s.k.Writer(ctx).Select("id", "name", "callback_secret_enc").Where("callback_secret_enc IS NOT NULL").Find(&keys).Error; err != nil {
 		return fmt.Errorf("models: list callback secrets to re-seal: %w", err)
 	}
 	for _, k := range keys {
-		plain, stale, err := s.sealer.openAny(*k.CallbackSecretEnc, sealedForKey(k.ID))
+		plain, stale, err := s.k.Sealer().OpenAny(*k.CallbackSecretEnc, sealedForKey(k.ID))
 		if err != nil || !stale {
 			continue
 		}
-		err = s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ? AND callback_secret_enc = ?", k.ID, *k.CallbackSecretEnc).
-			UpdateColumn("callback_secret_enc", s.sealer.seal(plain, sealedForKey(k.ID))).Error
+		err = s.k.Writer(ctx).Model(&APIKey{}).Where("id = ? AND callback_secret_enc = ?", k.ID, *k.CallbackSecretEnc).
+			UpdateColumn("callback_secret_enc", s.k.Sealer().Seal(plain, sealedForKey(k.ID))).Error
 		if err != nil {
 			return fmt.Errorf("models: re-seal callback secret of api key %s: %w", k.Name, err)
 		}
@@ -312,7 +313,7 @@ func (s *Store) CallbackTargetOf(ctx context.Context, keyID int64) (*CallbackTar
 	if k.CallbackURL == "" || k.CallbackSecretEnc == nil {
 		return nil, fmt.Errorf("models: callback of api key %d: %w", keyID, kernel.ErrNotFound)
 	}
-	secret, err := s.sealer.open(*k.CallbackSecretEnc, sealedForKey(keyID))
+	secret, err := s.k.Sealer().Open(*k.CallbackSecretEnc, sealedForKey(keyID))
 	if err != nil {
 		return nil, fmt.Errorf("api key %s: %w", k.Name, err)
 	}
@@ -323,7 +324,7 @@ func (s *Store) CallbackTargetOf(ctx context.Context, keyID int64) (*CallbackTar
 // compare-and-set on the key's row), so that one runner at a time delivers them and
 // events of one message keep their order. It reports false when another runner holds it.
 func (s *Store) LeaseCallbacks(ctx context.Context, keyID int64, now, until time.Time) (bool, error) {
-	res := s.db.WithContext(ctx).Model(&APIKey{}).
+	res := s.k.Writer(ctx).Model(&APIKey{}).
 		Where("id = ? AND (callback_lease_until IS NULL OR callback_lease_until < ?)", keyID, now).
 		Update("callback_lease_until", until)
 	if res.Error != nil {
@@ -334,7 +335,7 @@ func (s *Store) LeaseCallbacks(ctx context.Context, keyID int64, now, until time
 
 // ReleaseCallbacks gives a lease back.
 func (s *Store) ReleaseCallbacks(ctx context.Context, keyID int64, until time.Time) error {
-	return s.db.WithContext(ctx).Model(&APIKey{}).Where("id = ? AND callback_lease_until = ?", keyID, until).
+	return s.k.Writer(ctx).Model(&APIKey{}).Where("id = ? AND callback_lease_until = ?", keyID, until).
 		Update("callback_lease_until", nil).Error
 }
 
@@ -374,7 +375,7 @@ func eventDeliveries(db *gorm.DB, keyID int64) *gorm.DB {
 // later event of a message must wait for an earlier one that is not due yet).
 func (s *Store) PendingCallbackEvents(ctx context.Context, keyID int64, limit int) ([]EventDelivery, error) {
 	var out []EventDelivery
-	err := eventDeliveries(s.db.WithContext(ctx), keyID).Where("e.state = ?", EventPending).
+	err := eventDeliveries(s.k.Writer(ctx), keyID).Where("e.state = ?", EventPending).
 		Order("e.seq").Limit(limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: pending callbacks of api key %d: %w", keyID, err)
@@ -456,7 +457,7 @@ func (s *Store) CallbackEventsOf(ctx context.Context, keyID int64, state string,
 // now. ErrStateChanged: it is pending already; ErrNotFound: the key has no such event.
 func (s *Store) ResendCallbackEvent(ctx context.Context, keyID int64, eventID string) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
-		now := Now()
+		now := kernel.Now()
 		res := tx.Model(&CallbackEvent{}).Where("id = ? AND api_key_id = ? AND state IN ?", eventID, keyID, []string{EventDelivered, EventFailed}).
 			Updates(map[string]any{"state": EventPending, "next_attempt_at": now})
 		if res.Error != nil {
@@ -479,7 +480,7 @@ func (s *Store) ResendCallbackEvent(ctx context.Context, keyID int64, eventID st
 // FailPendingCallbacks marks a key's pending events failed with a reason: they cannot go
 // anywhere (the key's callback was removed). An operator may send them again.
 func (s *Store) FailPendingCallbacks(ctx context.Context, keyID int64, reason string, now time.Time) error {
-	err := s.db.WithContext(ctx).Model(&CallbackEvent{}).Where("api_key_id = ? AND state = ?", keyID, EventPending).
+	err := s.k.Writer(ctx).Model(&CallbackEvent{}).Where("api_key_id = ? AND state = ?", keyID, EventPending).
 		Updates(map[string]any{"state": EventFailed, "last_error": reason, "next_attempt_at": now}).Error
 	if err != nil {
 		return fmt.Errorf("models: fail callbacks of api key %d: %w", keyID, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -35,7 +36,7 @@ func TestBatchCompletesOnceUnderConcurrentFinishes(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				m, err := f.store.ClaimForSending(ctx, msgs[i].ID, models.Now().Add(time.Minute))
+				m, err := f.store.ClaimForSending(ctx, msgs[i].ID, kernel.Now().Add(time.Minute))
 				if err != nil {
 					errs[i] = err
 					return
@@ -68,7 +69,7 @@ func TestBatchCompletesOnceUnderConcurrentFinishes(t *testing.T) {
 			if n := eventCounts(t, f, batchID)[models.EventBatchCompleted]; n != 1 {
 				t.Fatalf("a retry completed the batch: %d", n)
 			}
-			m, err := f.store.ClaimForSending(ctx, msgs[0].ID, models.Now().Add(time.Minute))
+			m, err := f.store.ClaimForSending(ctx, msgs[0].ID, kernel.Now().Add(time.Minute))
 			if err != nil {
 				t.Fatal(err)
 			}

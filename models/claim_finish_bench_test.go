@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -30,7 +31,7 @@ func BenchmarkClaimFinish(b *testing.B) {
 	db0, started := testenv.DatabaseCPU(), time.Now()
 	claimed := make([][]*models.Message, 0, b.N)
 	for _, ids := range chunks {
-		found, token, err := s.ClaimMany(ctx, ids, models.Now().Add(time.Minute))
+		found, token, err := s.ClaimMany(ctx, ids, kernel.Now().Add(time.Minute))
 		if err != nil {
 			b.Fatal(err)
 		}

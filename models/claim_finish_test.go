@@ -19,7 +19,7 @@ func TestClaimReadsEveryField(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	at := models.Now().Add(-time.Minute)
+	at := kernel.Now().Add(-time.Minute)
 	keyID, alertID, version := int64(7), int64(9), 3
 	of, next, digest := models.NewID(), models.NewID(), models.NewID()
 	m := f.message("", models.StatusFailed, at)
@@ -30,7 +30,7 @@ func TestClaimReadsEveryField(t *testing.T) {
 	m.DigestSlot, m.DigestDueAt, m.DigestMax, m.DigestMessageID = "1/2/disk", &at, 5, &digest
 	f.createMessages(t, m)
 
-	claimed, err := f.store.ClaimForSending(ctx, m.ID, models.Now().Add(time.Minute))
+	claimed, err := f.store.ClaimForSending(ctx, m.ID, kernel.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,23 +55,23 @@ func TestFinishSentFencesEachMessage(t *testing.T) {
 	ctx := context.Background()
 	var msgs []models.Message
 	for range 4 {
-		msgs = append(msgs, f.message("", models.StatusPending, models.Now()))
+		msgs = append(msgs, f.message("", models.StatusPending, kernel.Now()))
 	}
 	f.createMessages(t, msgs...)
 	held, takenOver, x, y := msgs[0].ID, msgs[1].ID, msgs[2].ID, msgs[3].ID
-	found, token, err := f.store.ClaimMany(ctx, []string{held, takenOver}, models.Now().Add(-time.Second))
+	found, token, err := f.store.ClaimMany(ctx, []string{held, takenOver}, kernel.Now().Add(-time.Second))
 	if err != nil || !found[held].Claimed(token) || !found[takenOver].Claimed(token) {
 		t.Fatalf("claim: %v", err)
 	}
 	// Another worker takes over the second claim after its lease ran out.
-	if _, err := f.store.ClaimForSending(ctx, takenOver, models.Now().Add(time.Minute)); err != nil {
+	if _, err := f.store.ClaimForSending(ctx, takenOver, kernel.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	claimX, err := f.store.ClaimForSending(ctx, x, models.Now().Add(time.Minute))
+	claimX, err := f.store.ClaimForSending(ctx, x, kernel.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	claimY, err := f.store.ClaimForSending(ctx, y, models.Now().Add(time.Minute))
+	claimY, err := f.store.ClaimForSending(ctx, y, kernel.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestFinishSentFencesEachMessage(t *testing.T) {
 
 	sent := func(m *models.Message) models.Finish {
 		return models.Finish{Message: m, Outcome: models.Outcome{Status: models.StatusSent, ProviderMessageID: "pm-" + m.ID,
-			CountsAttempt: true, Called: true, StartedAt: models.Now()}}
+			CountsAttempt: true, Called: true, StartedAt: kernel.Now()}}
 	}
 	errs := f.store.FinishAttempts(ctx, []models.Finish{sent(found[held]), sent(found[takenOver]), sent(&swappedX), sent(&swappedY)})
 	type result struct {
@@ -117,7 +117,7 @@ func TestClaimKeepsTheRowsLength(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	due := models.Now().Add(-time.Minute)
+	due := kernel.Now().Add(-time.Minute)
 	for _, tt := range []struct {
 		name    string
 		waiting func(t *testing.T) string // returns the id of a message now waiting
@@ -144,10 +144,10 @@ func TestClaimKeepsTheRowsLength(t *testing.T) {
 			if err := f.store.CreateSilence(ctx, sil); err != nil {
 				t.Fatal(err)
 			}
-			if held, _, err := f.store.HoldMessages(ctx, map[string][]int64{m.ID: {sil.ID}}, models.Now()); err != nil || len(held) != 1 {
+			if held, _, err := f.store.HoldMessages(ctx, map[string][]int64{m.ID: {sil.ID}}, kernel.Now()); err != nil || len(held) != 1 {
 				t.Fatalf("hold: %v %v", held, err)
 			}
-			if moved, _, err := f.store.ReleaseHeld(ctx, []models.Release{{TaskID: m.ID + ":released", IDs: []string{m.ID}, DueAt: due}}, nil, models.Now()); err != nil || len(moved[0]) != 1 {
+			if moved, _, err := f.store.ReleaseHeld(ctx, []models.Release{{TaskID: m.ID + ":released", IDs: []string{m.ID}, DueAt: due}}, nil, kernel.Now()); err != nil || len(moved[0]) != 1 {
 				t.Fatalf("release: %v %v", moved, err)
 			}
 			return m.ID
@@ -159,11 +159,11 @@ func TestClaimKeepsTheRowsLength(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			claimed, err := f.store.ClaimForSending(ctx, id, models.Now().Add(time.Minute))
+			claimed, err := f.store.ClaimForSending(ctx, id, kernel.Now().Add(time.Minute))
 			if err != nil {
 				t.Fatalf("a waiting message is not claimable: %v", err)
 			}
-			if written.LeaseUntil == nil || written.LeaseUntil.After(models.Now()) || len(written.ClaimToken) != len(claimed.ClaimToken) ||
+			if written.LeaseUntil == nil || written.LeaseUntil.After(kernel.Now()) || len(written.ClaimToken) != len(claimed.ClaimToken) ||
 				written.ClaimToken == claimed.ClaimToken {
 				t.Errorf("waiting with lease %v and token %q; its claim has token %q: want a lease that ended and a token of the same length",
 					written.LeaseUntil, written.ClaimToken, claimed.ClaimToken)

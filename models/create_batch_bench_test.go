@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -50,7 +51,7 @@ func benchDirectory(b *testing.B, s *models.Store, n int) (*models.Account, []*m
 func benchIntake(b *testing.B, s *models.Store, acct *models.Account, people []*models.Recipient, content string) []string {
 	b.Helper()
 	batch := benchBatch(acct)
-	now := models.Now()
+	now := kernel.Now()
 	msgs := make([]models.Message, len(people))
 	ids := make([]string, len(people))
 	for i, r := range people {
@@ -70,7 +71,7 @@ func benchIntake(b *testing.B, s *models.Store, acct *models.Account, people []*
 func BenchmarkCreateBatchesSingle(b *testing.B) {
 	s := testenv.Store(b)
 	acct, people := benchDirectory(b, s, 16)
-	now := models.Now()
+	now := kernel.Now()
 	for _, group := range []int{1, 2, 16} {
 		b.Run(fmt.Sprintf("group=%d", group), func(b *testing.B) {
 			b.ReportAllocs()

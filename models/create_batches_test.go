@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -15,7 +16,7 @@ func TestCreateBatchesSharesATransactionAndFailsAlone(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	now := models.Now()
+	now := kernel.Now()
 	first := f.batch()
 	taken := f.message(first.ID, models.StatusPending, now)
 	if err := f.store.CreateBatch(ctx, first, []models.Message{taken}, nil); err != nil {
@@ -41,7 +42,7 @@ func TestCreateBatchesSharesATransactionAndFailsAlone(t *testing.T) {
 // intakes returns n new intakes of two messages each with an audit entry; the one at
 // index bad has a message whose id is taken, so it cannot be written (-1: none).
 func (f *fixture) intakes(n, bad int, taken string) []models.NewBatch {
-	now := models.Now()
+	now := kernel.Now()
 	var items []models.NewBatch
 	for i := range n {
 		b := f.batch()
@@ -73,7 +74,7 @@ func TestOneTripIsAllOrNothing(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
 	first := f.batch()
-	taken := f.message(first.ID, models.StatusPending, models.Now())
+	taken := f.message(first.ID, models.StatusPending, kernel.Now())
 	if err := f.store.CreateBatch(ctx, first, []models.Message{taken}, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"herald/kernel"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )
@@ -63,7 +64,7 @@ func (s *Store) DailyContentsTaken(ctx context.Context, accountID int64, day str
 			list = append(list, h)
 		}
 		var rows []DailyContent
-		err := s.db.WithContext(ctx).Select("address", "content_hash").
+		err := s.k.Writer(ctx).Select("address", "content_hash").
 			Where("account_id = ? AND day = ? AND content_hash IN ? AND address IN ?", accountID, day, list, addrs).
 			Find(&rows).Error
 		if err != nil {
@@ -82,7 +83,7 @@ func createDailyContents(tx *gorm.DB, rows []DailyContent) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	now := Now()
+	now := kernel.Now()
 	for i := range rows {
 		rows[i].CreatedAt = now
 	}

@@ -86,7 +86,7 @@ func (s *Store) DueDigestGroups(ctx context.Context, now time.Time, slots []stri
 		DueAt   string
 		MaxSize int
 	}
-	q := s.db.WithContext(ctx).Model(&Message{}).
+	q := s.k.Writer(ctx).Model(&Message{}).
 		Select("digest_slot AS slot, COUNT(*) AS n, MIN(digest_due_at) AS due_at, MIN(digest_max) AS max_size").
 		Where("status = ? AND digest_slot <> '' AND send_at <= ?", StatusPending, now)
 	if len(slots) > 0 {
@@ -167,7 +167,7 @@ func (s *Store) FoldDigest(ctx context.Context, slot string, now time.Time, buil
 		for i := range notices {
 			ids[i] = notices[i].ID
 		}
-		stamp := Now()
+		stamp := kernel.Now()
 		res := tx.Model(&Message{}).Where("id IN ? AND status IN ?", ids, delivery.Digestible).
 			Updates(map[string]any{"status": StatusDigested, "digest_message_id": m.ID, "next_attempt_at": nil, "updated_at": stamp})
 		if res.Error != nil {

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"herald/kernel"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )
@@ -47,7 +48,7 @@ func (s *Store) AddDutySlot(ctx context.Context, weekday int, recipientID int64)
 	if weekday < 1 || weekday > 7 {
 		return kernel.Invalid("weekday", "duty.invalid.weekday")
 	}
-	err := s.db.WithContext(ctx).Create(&DutySlot{Weekday: weekday, RecipientID: recipientID}).Error
+	err := s.k.Writer(ctx).Create(&DutySlot{Weekday: weekday, RecipientID: recipientID}).Error
 	if err != nil && !kernel.IsDuplicate(err) {
 		return fmt.Errorf("models: add duty slot: %w", err)
 	}
@@ -107,7 +108,7 @@ func (s *Store) SetOverride(ctx context.Context, o *DutyOverride) error {
 
 // DeleteOverride removes a recipient's override on a date.
 func (s *Store) DeleteOverride(ctx context.Context, date string, recipientID int64) error {
-	res := s.db.WithContext(ctx).Where("date = ? AND recipient_id = ?", date, recipientID).Delete(&DutyOverride{})
+	res := s.k.Writer(ctx).Where("date = ? AND recipient_id = ?", date, recipientID).Delete(&DutyOverride{})
 	if res.Error != nil {
 		return fmt.Errorf("models: delete override: %w", res.Error)
 	}
@@ -149,7 +150,7 @@ func validateHoliday(h *Holiday) error {
 
 // DeleteHoliday removes the holiday entry of a date.
 func (s *Store) DeleteHoliday(ctx context.Context, date string) error {
-	res := s.db.WithContext(ctx).Where("date = ?", date).Delete(&Holiday{})
+	res := s.k.Writer(ctx).Where("date = ?", date).Delete(&Holiday{})
 	if res.Error != nil {
 		return fmt.Errorf("models: delete holiday: %w", res.Error)
 	}
@@ -217,7 +218,7 @@ func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err e
 
 // RemoveDutySlot takes a recipient off a weekday's roster.
 func (s *Store) RemoveDutySlot(ctx context.Context, weekday int, recipientID int64) error {
-	err := s.db.WithContext(ctx).Where("weekday = ? AND recipient_id = ?", weekday, recipientID).Delete(&DutySlot{}).Error
+	err := s.k.Writer(ctx).Where("weekday = ? AND recipient_id = ?", weekday, recipientID).Delete(&DutySlot{}).Error
 	if err != nil {
 		return fmt.Errorf("models: remove duty slot: %w", err)
 	}

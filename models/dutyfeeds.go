@@ -5,8 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"herald/kernel"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )
@@ -58,7 +59,7 @@ func (s *Store) RotateDutyFeed(ctx context.Context, recipientID int64, by string
 
 // DeleteDutyFeed disables a person's feed.
 func (s *Store) DeleteDutyFeed(ctx context.Context, recipientID int64) error {
-	res := s.db.WithContext(ctx).Where("recipient_id = ?", recipientID).Delete(&DutyFeed{})
+	res := s.k.Writer(ctx).Where("recipient_id = ?", recipientID).Delete(&DutyFeed{})
 	if res.Error != nil {
 		return fmt.Errorf("models: delete feed: %w", res.Error)
 	}

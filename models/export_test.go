@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"herald/kernel"
+
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
@@ -14,7 +16,7 @@ import (
 // QueryOutside runs query, a SELECT of one integer, outside any transaction.
 func (s *Store) QueryOutside(ctx context.Context, query string) error {
 	var n int
-	return s.db.WithContext(ctx).Raw(query).Scan(&n).Error
+	return s.k.Writer(ctx).Raw(query).Scan(&n).Error
 }
 
 // RawInTx runs fn inside one transaction; query runs a SELECT of one integer on it.
@@ -33,7 +35,7 @@ func (s *Store) RawInTx(ctx context.Context, fn func(query func(string) error) e
 // would have been checked; a refusal is a *ThrottledError.
 func (s *Store) BeginGuess(ctx context.Context, username, ip string, at time.Time, wrong bool) error {
 	var list []User
-	if err := s.db.WithContext(ctx).Where("username = ?", username).Find(&list).Error; err != nil {
+	if err := s.k.Writer(ctx).Where("username = ?", username).Find(&list).Error; err != nil {
 		return err
 	}
 	var u *User
@@ -75,9 +77,9 @@ func (s *Store) RecipientCacheHeld() (held int, filling bool) {
 // Audit wrote it so: at now when it has no time, cut to its columns), and another batch
 // and audit entry as the intake writes them (insertBatches, insertAudit).
 func (s *Store) CreateBothWays(ctx context.Context, viaGORM, plain *Batch, gormAudit, plainAudit *AuditEntry) error {
-	db := s.db.WithContext(ctx)
+	db := s.k.Writer(ctx)
 	if gormAudit.At.IsZero() {
-		gormAudit.At = Now()
+		gormAudit.At = kernel.Now()
 	}
 	gormAudit.cut()
 	if err := db.Create(viaGORM).Error; err != nil {
@@ -179,13 +181,13 @@ func (s *Store) silenceIDs(ctx context.Context, table string, cond clause.Expr) 
 		from += " AS " + strings.TrimSuffix(table, ".")
 	}
 	var ids []int64
-	err := s.db.WithContext(ctx).Table(from).Where(cond).Order(table+"id").Pluck(table+"id", &ids).Error
+	err := s.k.Writer(ctx).Table(from).Where(cond).Order(table+"id").Pluck(table+"id", &ids).Error
 	return ids, err
 }
 
 // SetSilenceColumns sets the columns a silence's stage is read from, to any values,
 // those no code writes included.
 func (s *Store) SetSilenceColumns(ctx context.Context, id int64, approval string, expiredAt, endedAt *time.Time) error {
-	return s.db.WithContext(ctx).Model(&Silence{}).Where("id = ?", id).
+	return s.k.Writer(ctx).Model(&Silence{}).Where("id = ?", id).
 		Updates(map[string]any{"approval": approval, "expired_at": expiredAt, "ended_at": endedAt}).Error
 }

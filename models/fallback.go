@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"herald/kernel"
+
 	"gorm.io/gorm"
 )
 
@@ -54,7 +56,7 @@ const ErrorNoAddress = "no_address"
 // yet, oldest first, leaving out batches that wait for approval.
 func (s *Store) DueFallbacks(ctx context.Context, limit int) ([]Message, error) {
 	var out []Message
-	err := s.db.WithContext(ctx).Where("fallback_due = ? AND batch_id NOT IN (SELECT id FROM batches WHERE approval = ?)", true, ApprovalAwaiting).
+	err := s.k.Writer(ctx).Where("fallback_due = ? AND batch_id NOT IN (SELECT id FROM batches WHERE approval = ?)", true, ApprovalAwaiting).
 		Order("id").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: due fallbacks: %w", err)
@@ -91,7 +93,7 @@ func (s *Store) EndFallback(ctx context.Context, prev *Message) error {
 		if err := casResult(res, "end the chain of", prev.ID); err != nil {
 			return err
 		}
-		return recordChainsEnded(tx, []Message{*prev}, Now())
+		return recordChainsEnded(tx, []Message{*prev}, kernel.Now())
 	})
 }
 

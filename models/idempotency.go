@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"herald/kernel"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )
@@ -47,11 +48,11 @@ var ErrIdempotencyInFlight = kernel.Declare(kernel.DomainError{Kind: kernel.Kind
 // record when the request was already answered (replay it); ErrIdempotencyMismatch or
 // ErrIdempotencyInFlight otherwise. An expired record is replaced.
 func (s *Store) BeginIdempotent(ctx context.Context, apiKeyID int64, key, requestHash string) (*IdempotencyKey, error) {
-	now := Now()
+	now := kernel.Now()
 	rec := &IdempotencyKey{APIKeyID: apiKeyID, IdemKey: key, RequestHash: requestHash, State: IdemInFlight,
 		CreatedAt: now, ExpiresAt: now.Add(IdempotencyTTL)}
 	for range 2 {
-		err := s.db.WithContext(ctx).Create(rec).Error
+		err := s.k.Writer(ctx).Create(rec).Error
 		if err == nil {
 			return nil, nil
 		}
@@ -69,7 +70,7 @@ func (s *Store) BeginIdempotent(ctx context.Context, apiKeyID int64, key, reques
 		// An in-flight record this old belongs to a process that died before committing
 		// (the batch and the completion commit together), so nothing was sent: take over.
 		if prev.ExpiresAt.Before(now) || (prev.State == IdemInFlight && prev.CreatedAt.Before(now.Add(-idemAbandonAfter))) {
-			s.db.WithContext(ctx).Where("id = ? AND state = ? AND created_at = ?", prev.ID, prev.State, prev.CreatedAt).Delete(&IdempotencyKey{})
+			s.k.Writer(ctx).Where("id = ? AND state = ? AND created_at = ?", prev.ID, prev.State, prev.CreatedAt).Delete(&IdempotencyKey{})
 			rec.ID = 0
 			continue
 		}
@@ -112,7 +113,7 @@ func completeIdempotent(tx *gorm.DB, c *IdemCompletion, batchID string) error {
 
 // AbortIdempotent forgets a key whose request was rejected, so it can be used again.
 func (s *Store) AbortIdempotent(ctx context.Context, apiKeyID int64, key string) error {
-	err := s.db.WithContext(ctx).Where("api_key_id = ? AND idem_key = ? AND state = ?", apiKeyID, key, IdemInFlight).
+	err := s.k.Writer(ctx).Where("api_key_id = ? AND idem_key = ? AND state = ?", apiKeyID, key, IdemInFlight).
 		Delete(&IdempotencyKey{}).Error
 	if err != nil {
 		return fmt.Errorf("models: abort idempotent request: %w", err)
@@ -122,6 +123,6 @@ func (s *Store) AbortIdempotent(ctx context.Context, apiKeyID int64, key string)
 
 // DeleteExpiredIdempotencyKeys removes records past their time.
 func (s *Store) DeleteExpiredIdempotencyKeys(ctx context.Context) (int64, error) {
-	res := s.db.WithContext(ctx).Where("expires_at < ?", Now()).Delete(&IdempotencyKey{})
+	res := s.k.Writer(ctx).Where("expires_at < ?", kernel.Now()).Delete(&IdempotencyKey{})
 	return res.RowsAffected, res.Error
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -29,7 +30,7 @@ func TestFinishesSurviveLeaseRenewals(t *testing.T) {
 	}
 	slices.Sort(ids)
 	for round := range 25 {
-		found, token, err := f.store.ClaimMany(ctx, ids, models.Now().Add(time.Minute))
+		found, token, err := f.store.ClaimMany(ctx, ids, kernel.Now().Add(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -39,7 +40,7 @@ func TestFinishesSurviveLeaseRenewals(t *testing.T) {
 			if !m.Claimed(token) {
 				t.Fatalf("round %d: %s not claimed", round, id)
 			}
-			next := models.Now().Add(-time.Second)
+			next := kernel.Now().Add(-time.Second)
 			items = append(items, models.Finish{Message: m, Outcome: models.Outcome{Status: models.StatusFailed,
 				ErrorClass: "transient", Error: "round", NextAttemptAt: &next}})
 		}
@@ -50,7 +51,7 @@ func TestFinishesSurviveLeaseRenewals(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 3 {
-				if _, err := f.store.RenewLeases(ctx, ids, []string{token}, models.Now().Add(time.Minute)); err != nil {
+				if _, err := f.store.RenewLeases(ctx, ids, []string{token}, kernel.Now().Add(time.Minute)); err != nil {
 					renewErr = err
 				}
 			}

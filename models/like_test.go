@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -17,7 +18,7 @@ func onBothDialects(t *testing.T, test func(t *testing.T, s *models.Store)) {
 	for _, dialect := range []string{"sqlite", "mysql"} {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			opts := models.Options{DataDir: testenv.MigratedDataDir(t), SecretKey: testenv.SecretKey}
+			opts := kernel.Options{DataDir: testenv.MigratedDataDir(t), SecretKey: testenv.SecretKey}
 			if dialect == "mysql" {
 				if opts.MySQLDSN = testenv.MigratedMySQLDSN(t); opts.MySQLDSN == "" {
 					t.Skip("HERALD_TEST_MYSQL_DSN not set")

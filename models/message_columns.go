@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"herald/kernel"
+
 	"gorm.io/gorm"
 )
 
@@ -102,7 +104,7 @@ func nullable[T any](v *T) any {
 // (BenchmarkCreateBatch). Like Create it sets the created and updated times left zero
 // to now, and it writes each row at the size its claim leaves it (unclaimed).
 func insertMessages(w rowWriter, msgs []Message) error {
-	now := Now()
+	now := kernel.Now()
 	return insertRows(w, "messages", messageSelect, len(msgs), func(i int, args []any) []any {
 		m := &msgs[i]
 		if m.CreatedAt.IsZero() {

@@ -223,7 +223,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		}
 		if extras != nil && extras.Audit != nil {
 			e := *extras.Audit
-			e.At = Now()
+			e.At = kernel.Now()
 			if err := insertAudit(onTx(tx), &e); err != nil {
 				return fmt.Errorf("models: audit batch: %w", err)
 			}
@@ -264,7 +264,7 @@ func recordCreatedFinal(tx *gorm.DB, msgs []Message) error {
 			finals = append(finals, f)
 		}
 	}
-	return recordFinal(tx, finals, Now())
+	return recordFinal(tx, finals, kernel.Now())
 }
 
 // countCallbacks sets how many of a batch's messages a callback key waits for.
@@ -339,7 +339,7 @@ func insertIntakes(w rowWriter, items []NewBatch) ([]Message, error) {
 	var audits []*AuditEntry
 	batches := make([]*Batch, 0, len(items))
 	var msgs []Message
-	now := Now()
+	now := kernel.Now()
 	for _, it := range items {
 		if x := it.Extras; x != nil && x.Audit != nil {
 			e := *x.Audit
@@ -536,7 +536,7 @@ func (s *Store) FinishAttempts(ctx context.Context, items []Finish) []error {
 	err := s.txRetry(ctx, func(tx *gorm.DB) error {
 		attempts = attempts[:0]
 		clear(errs)
-		now := Now()
+		now := kernel.Now()
 		var sent []int
 		var finals []finalMessage
 		for _, i := range order {
@@ -702,9 +702,9 @@ func attemptRow(it Finish) Attempt {
 // one UPDATE and one SELECT for the lot. It returns every message found, by id, and the
 // claim's token; the messages it claimed are those for which Claimed(token) is true.
 func (s *Store) ClaimMany(ctx context.Context, ids []string, leaseUntil time.Time) (map[string]*Message, string, error) {
-	now := Now()
+	now := kernel.Now()
 	token := NewToken()[:claimTokenLen]
-	db := s.db.WithContext(ctx)
+	db := s.k.Writer(ctx)
 	err := db.Table(messagesByID(db)).
 		Where("id IN ? AND ((status IN ? AND next_attempt_at <= ?) OR (status = ? AND lease_until < ?))",
 			ids, delivery.Claimable, now.Add(claimEarly), StatusSending, now).
@@ -796,7 +796,7 @@ func (s *Store) SetTaskID(ctx context.Context, taskID string, ids []string) erro
 	if len(ids) == 0 {
 		return nil
 	}
-	db := s.db.WithContext(ctx)
+	db := s.k.Writer(ctx)
 	err := db.Table(messagesByID(db)).
 		Where("id IN ? AND status IN ?", ids, delivery.Waiting).
 		UpdateColumn("task_id", taskID).Error
@@ -840,7 +840,7 @@ type expiredClaim struct {
 func (s *Store) ReleaseExpiredLeases(ctx context.Context) ([]Released, error) {
 	var released []Released
 	for {
-		now := Now()
+		now := kernel.Now()
 		var claims []expiredClaim
 		err := s.reader(ctx).Model(&Message{}).Select("id, priority, claim_token, attempts, updated_at").
 			Where("status = ? AND lease_until < ?", StatusSending, now).
@@ -928,7 +928,7 @@ func truncate(s string, n int) string {
 // another state (sending, sent, stopped or cancelled already).
 func (s *Store) CancelMessage(ctx context.Context, id string) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
-		now := Now()
+		now := kernel.Now()
 		res := tx.Model(&Message{}).
 			Where("id = ? AND status IN ?", id, delivery.Cancellable).
 			Updates(map[string]any{"status": StatusCancelled, "next_attempt_at": nil, "updated_at": now})
@@ -963,7 +963,7 @@ func recordCancelled(tx *gorm.DB, where string, arg any, now time.Time) error {
 // retry scheduled and is not changed (ErrStateChanged).
 func (s *Store) RetryMessage(ctx context.Context, id string, extraAttempts int) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
-		now := Now()
+		now := kernel.Now()
 		res := tx.Model(&Message{}).
 			Where("id = ? AND status = ?", id, StatusStopped).
 			Updates(map[string]any{"status": StatusPending, "next_attempt_at": now, "updated_at": now,
@@ -1006,7 +1006,7 @@ func (s *Store) MessageWithRecipient(ctx context.Context, id string) (*BatchMess
 func (s *Store) OldestDue(ctx context.Context) (*time.Time, error) {
 	var out []DueMessage
 	err := s.reader(ctx).Model(&Message{}).Select("id, priority, next_attempt_at").
-		Where(dueCondition, delivery.Waiting, Now()).
+		Where(dueCondition, delivery.Waiting, kernel.Now()).
 		Order("next_attempt_at").Limit(1).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: oldest due message: %w", err)

@@ -4,10 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"herald/kernel"
 	"strconv"
 	"strings"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )
@@ -94,7 +95,7 @@ func (f MessageFilter) apply(q *gorm.DB) *gorm.DB {
 		q = q.Where("m.error_class = ?", f.ErrorClass)
 	}
 	if f.Waiting != "" {
-		cond, args := waitingCondition(f.Waiting, Now())
+		cond, args := waitingCondition(f.Waiting, kernel.Now())
 		q = q.Where(cond, args...)
 	}
 	if f.OwnKey != 0 {

@@ -20,7 +20,7 @@ func TestCreateBatch(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	now := models.Now()
+	now := kernel.Now()
 	b := f.batch()
 	b.Requested, b.Accepted, b.SkippedCount = 1201, 1200, 1
 	b.Skipped = models.Reasons{{Recipient: "E9001", Reason: "off_duty"}}
@@ -63,7 +63,7 @@ func TestCreateBatchIsAtomic(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	now := models.Now()
+	now := kernel.Now()
 	b := f.batch()
 	msgs := make([]models.Message, 1200)
 	for i := range msgs {
@@ -89,11 +89,11 @@ func TestClaimForSendingConcurrently(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	m := f.message("", models.StatusPending, models.Now())
+	m := f.message("", models.StatusPending, kernel.Now())
 	f.createMessages(t, m)
 
 	const claimers = 20
-	lease := models.Now().Add(30 * time.Second)
+	lease := kernel.Now().Add(30 * time.Second)
 	start := make(chan struct{})
 	errs := make([]error, claimers)
 	var wg sync.WaitGroup
@@ -136,7 +136,7 @@ func TestClaimForSending(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	now := models.Now()
+	now := kernel.Now()
 	tests := []struct {
 		name          string
 		status        models.Status
@@ -156,7 +156,7 @@ func TestClaimForSending(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := f.message("", tt.status, tt.nextAttemptAt)
 			f.createMessages(t, m)
-			got, err := f.store.ClaimForSending(ctx, m.ID, models.Now().Add(30*time.Second))
+			got, err := f.store.ClaimForSending(ctx, m.ID, kernel.Now().Add(30*time.Second))
 			wantStatus := tt.status
 			if tt.claimable {
 				wantStatus = models.StatusSending
@@ -180,7 +180,7 @@ func TestClaimForSending(t *testing.T) {
 	}
 
 	t.Run("unknown message", func(t *testing.T) {
-		if _, err := f.store.ClaimForSending(ctx, models.NewID(), models.Now().Add(time.Minute)); !errors.Is(err, kernel.ErrNotFound) {
+		if _, err := f.store.ClaimForSending(ctx, models.NewID(), kernel.Now().Add(time.Minute)); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("ClaimForSending of an unknown id: %v, want ErrNotFound", err)
 		}
 	})
@@ -190,7 +190,7 @@ func TestFinishAttempt(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	retryAt := models.Now().Add(time.Minute)
+	retryAt := kernel.Now().Add(time.Minute)
 	tests := []struct {
 		name          string
 		priorAttempts int
@@ -231,20 +231,20 @@ func TestFinishAttempt(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := f.message("", models.StatusPending, models.Now())
+			m := f.message("", models.StatusPending, kernel.Now())
 			m.Attempts = tt.priorAttempts
 			f.createMessages(t, m)
-			claimed, err := f.store.ClaimForSending(ctx, m.ID, models.Now().Add(30*time.Second))
+			claimed, err := f.store.ClaimForSending(ctx, m.ID, kernel.Now().Add(30*time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
 			o := tt.outcome
-			o.StartedAt = models.Now()
-			before := models.Now()
+			o.StartedAt = kernel.Now()
+			before := kernel.Now()
 			if err := f.store.FinishAttempt(ctx, claimed, o); err != nil {
 				t.Fatalf("FinishAttempt: %v", err)
 			}
-			after := models.Now()
+			after := kernel.Now()
 
 			got, err := f.store.MessageByID(ctx, m.ID)
 			if err != nil {
@@ -300,10 +300,10 @@ func TestFinishAttempt(t *testing.T) {
 	}
 
 	t.Run("message not in sending", func(t *testing.T) {
-		m := f.message("", models.StatusPending, models.Now())
+		m := f.message("", models.StatusPending, kernel.Now())
 		f.createMessages(t, m)
 		err := f.store.FinishAttempt(ctx, &m, models.Outcome{Status: models.StatusSent, ProviderMessageID: "pm-x",
-			CountsAttempt: true, Called: true, StartedAt: models.Now()})
+			CountsAttempt: true, Called: true, StartedAt: kernel.Now()})
 		if !errors.Is(err, kernel.ErrStateChanged) {
 			t.Errorf("FinishAttempt on a pending message: %v, want an error wrapping ErrStateChanged", err)
 		}
@@ -324,7 +324,7 @@ func TestDueMessagesPaging(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	now := models.Now()
+	now := kernel.Now()
 	dueAt := now.Add(-time.Minute)
 
 	// 2,500 due messages sharing one next_attempt_at, so paging must break ties by id.
@@ -381,7 +381,7 @@ func TestDueMessagesOrder(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	now := models.Now()
+	now := kernel.Now()
 	late := f.message("", models.StatusPending, now.Add(-time.Second))
 	early := f.message("", models.StatusFailed, now.Add(-time.Hour))
 	middle := f.message("", models.StatusPending, now.Add(-time.Minute))
@@ -405,12 +405,12 @@ func TestReleaseExpiredLeases(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	expired := f.message("", models.StatusPending, models.Now())
-	live := f.message("", models.StatusPending, models.Now())
-	untouched := f.message("", models.StatusPending, models.Now())
+	expired := f.message("", models.StatusPending, kernel.Now())
+	live := f.message("", models.StatusPending, kernel.Now())
+	untouched := f.message("", models.StatusPending, kernel.Now())
 	f.createMessages(t, expired, live, untouched)
-	liveLease := models.Now().Add(time.Minute)
-	if _, err := f.store.ClaimForSending(ctx, expired.ID, models.Now().Add(-time.Minute)); err != nil {
+	liveLease := kernel.Now().Add(time.Minute)
+	if _, err := f.store.ClaimForSending(ctx, expired.ID, kernel.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.store.ClaimForSending(ctx, live.ID, liveLease); err != nil {
@@ -421,9 +421,9 @@ func TestReleaseExpiredLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := models.Now()
+	before := kernel.Now()
 	released, err := f.store.ReleaseExpiredLeases(ctx)
-	after := models.Now()
+	after := kernel.Now()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func TestReleaseExpiredLeases(t *testing.T) {
 	if got.NextAttemptAt == nil || got.NextAttemptAt.Before(before) || got.NextAttemptAt.After(after) {
 		t.Errorf("expired lease: next_attempt_at %v, want between %v and %v", got.NextAttemptAt, before, after)
 	}
-	if _, err := f.store.ClaimForSending(ctx, expired.ID, models.Now().Add(time.Minute)); err != nil {
+	if _, err := f.store.ClaimForSending(ctx, expired.ID, kernel.Now().Add(time.Minute)); err != nil {
 		t.Errorf("released message cannot be claimed again: %v", err)
 	}
 
@@ -474,23 +474,23 @@ func TestRenewLeasesKeepsLiveClaims(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	held := f.message("", models.StatusPending, models.Now())
-	takenOver := f.message("", models.StatusPending, models.Now())
+	held := f.message("", models.StatusPending, kernel.Now())
+	takenOver := f.message("", models.StatusPending, kernel.Now())
 	f.createMessages(t, held, takenOver)
-	past := models.Now().Add(-time.Second)
+	past := kernel.Now().Add(-time.Second)
 	found, token, err := f.store.ClaimMany(ctx, []string{held.ID, takenOver.ID}, past)
 	if err != nil || !found[held.ID].Claimed(token) || !found[takenOver.ID].Claimed(token) {
 		t.Fatalf("claim: %v", err)
 	}
 	// Another worker takes over the second claim after its lease ran out.
-	if _, err := f.store.ClaimForSending(ctx, takenOver.ID, models.Now().Add(time.Minute)); err != nil {
+	if _, err := f.store.ClaimForSending(ctx, takenOver.ID, kernel.Now().Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	claimedAt, err := f.store.MessageByID(ctx, held.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	until := models.Now().Add(10 * time.Second)
+	until := kernel.Now().Add(10 * time.Second)
 	n, err := f.store.RenewLeases(ctx, []string{held.ID, takenOver.ID}, []string{token}, until)
 	if err != nil {
 		t.Fatal(err)
@@ -525,7 +525,7 @@ func TestBatchStatusCountsAndMessages(t *testing.T) {
 	if err := f.store.CreateRecipient(ctx, ann); err != nil {
 		t.Fatal(err)
 	}
-	now := models.Now()
+	now := kernel.Now()
 	msgs := []models.Message{
 		f.message("", models.StatusPending, now),
 		f.messageTo(ann, "", models.StatusPending, now),

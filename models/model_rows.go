@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"herald/kernel"
+
 	"gorm.io/gorm/schema"
 )
 
@@ -58,7 +60,7 @@ func newModelRows[T any](table string) *modelRows[T] {
 // insert writes rows, setting a zero creation time to now on the row as Create does.
 func (w *modelRows[T]) insert(to rowWriter, rows []*T) error {
 	ctx := context.Background() // schema.Field's accessors take a context and ignore it
-	now := Now()
+	now := kernel.Now()
 	return insertRows(to, w.table, w.columns, len(rows), func(i int, args []any) []any {
 		row := reflect.ValueOf(rows[i]).Elem()
 		for _, f := range w.stamps {
@@ -85,7 +87,7 @@ func insertBatches(w rowWriter, batches ...*Batch) error { return batchRows.inse
 // insertAudit writes audit entries, each at now when it has no time, with its values cut
 // to their columns and any URL's credentials and query left out (see Redact).
 func insertAudit(w rowWriter, entries ...*AuditEntry) error {
-	now := Now()
+	now := kernel.Now()
 	for _, e := range entries {
 		if e.At.IsZero() {
 			e.At = now

@@ -5,13 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"herald/kernel"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"herald/kernel"
 )
 
 // NationalDay is one date of a national holiday calendar: a day off, or a make-up

@@ -165,13 +165,13 @@ func (r *RecallRequest) State(now time.Time) string {
 // CreateRecallRequest records a recall request awaiting approval, in the caller's
 // transaction when the store is bound to one.
 func (s *Store) CreateRecallRequest(ctx context.Context, r *RecallRequest) error {
-	r.Status, r.CreatedAt = RecallAwaiting, Now()
+	r.Status, r.CreatedAt = RecallAwaiting, kernel.Now()
 	if r.ExpiresAt != nil {
 		at := r.ExpiresAt.UTC().Truncate(time.Microsecond)
 		r.ExpiresAt = &at
 	}
 	r.RequestedBy, r.Requester = truncate(r.RequestedBy, 128), truncate(r.Requester, 64)
-	if err := s.db.WithContext(ctx).Create(r).Error; err != nil {
+	if err := s.k.Writer(ctx).Create(r).Error; err != nil {
 		return fmt.Errorf("models: record recall request of batch %s: %w", r.BatchID, err)
 	}
 	return nil
@@ -204,7 +204,7 @@ func (s *Store) RecallRequestsAwaiting(ctx context.Context, now time.Time, limit
 // compare-and-set: ErrStateChanged when it was decided already or has expired by now),
 // in the caller's transaction when the store is bound to one.
 func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by, note string, now time.Time) error {
-	res := s.db.WithContext(ctx).Model(&RecallRequest{}).
+	res := s.k.Writer(ctx).Model(&RecallRequest{}).
 		Where("id = ? AND status IN ? AND (expires_at IS NULL OR expires_at > ?)", id, approvalDecidable, now.UTC()).
 		Updates(map[string]any{"status": decision, "decided_by": truncate(by, 128), "decided_at": now.UTC(), "decision_note": truncate(note, 255)})
 	if res.Error != nil {
@@ -231,7 +231,7 @@ func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]Reca
 		audit := AuditEntry{Actor: "herald", ActorType: "system", Action: "batch.recall_expire", TargetType: "batch", TargetID: r.BatchID}.
 			WithParams(AuditParams{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
 		err := s.InTx(ctx, func(tx *Store) error {
-			res := tx.db.WithContext(ctx).Model(&RecallRequest{}).Where("id = ? AND status IN ?", r.ID, approvalExpirable).
+			res := tx.k.Writer(ctx).Model(&RecallRequest{}).Where("id = ? AND status IN ?", r.ID, approvalExpirable).
 				Updates(map[string]any{"status": RecallExpired, "decided_at": now.UTC()})
 			if res.Error != nil {
 				return fmt.Errorf("models: expire recall request %d: %w", r.ID, res.Error)
@@ -254,7 +254,7 @@ func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]Reca
 
 // RecordRecallResult keeps what an approved recall request did.
 func (s *Store) RecordRecallResult(ctx context.Context, id int64, c RecallCounts) error {
-	if err := s.db.WithContext(ctx).Model(&RecallRequest{}).Where("id = ?", id).Update("result", c).Error; err != nil {
+	if err := s.k.Writer(ctx).Model(&RecallRequest{}).Where("id = ?", id).Update("result", c).Error; err != nil {
 		return fmt.Errorf("models: record result of recall request %d: %w", id, err)
 	}
 	return nil

@@ -364,7 +364,7 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 				res.Unchanged++
 				continue
 			}
-			r.UpdatedAt = Now()
+			r.UpdatedAt = kernel.Now()
 			if err := tx.Save(&r).Error; err != nil {
 				return fmt.Errorf("models: update recipient %s: %w", r.ExternalID, err)
 			}

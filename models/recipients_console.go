@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+
 	"herald/kernel"
 
 	"gorm.io/gorm"
@@ -24,7 +25,7 @@ func (s *Store) UpdateRecipient(ctx context.Context, r *Recipient) error {
 	if err != nil {
 		return err
 	}
-	r.ID, r.CreatedAt, r.UpdatedAt = old.ID, old.CreatedAt, Now()
+	r.ID, r.CreatedAt, r.UpdatedAt = old.ID, old.CreatedAt, kernel.Now()
 	if err := s.changeRecipients(ctx, func(tx *gorm.DB) error { return tx.Save(r).Error }); err != nil {
 		return fmt.Errorf("models: update recipient %s: %w", r.ExternalID, err)
 	}
@@ -36,7 +37,7 @@ func (s *Store) UpdateRecipient(ctx context.Context, r *Recipient) error {
 func (s *Store) SetRecipientActive(ctx context.Context, externalID string, active bool) error {
 	return s.changeRecipients(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Recipient{}).Where("external_id = ?", externalID).
-			Updates(map[string]any{"active": active, "updated_at": Now()})
+			Updates(map[string]any{"active": active, "updated_at": kernel.Now()})
 		if res.Error != nil {
 			return fmt.Errorf("models: set recipient %s active: %w", externalID, res.Error)
 		}

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"herald/kernel"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -76,8 +77,8 @@ func (s *Store) SetDutyReminderConfig(ctx context.Context, cfg ReminderConfig, b
 	if err != nil {
 		return err
 	}
-	row := Setting{Name: SettingDutyReminder, Value: string(value), UpdatedBy: by, UpdatedAt: Now()}
-	err = s.db.WithContext(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}},
+	row := Setting{Name: SettingDutyReminder, Value: string(value), UpdatedBy: by, UpdatedAt: kernel.Now()}
+	err = s.k.Writer(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}},
 		DoUpdates: clause.AssignmentColumns([]string{"value", "updated_by", "updated_at"})}).Create(&row).Error
 	if err != nil {
 		return fmt.Errorf("models: set %s: %w", SettingDutyReminder, err)
@@ -109,7 +110,7 @@ func (s *Store) RecentDutyReminders(ctx context.Context, n int) ([]DutyReminder,
 // MarkDutyReminder records a date as reminded without a batch (nobody was on duty). It
 // returns false when the date was already recorded.
 func (s *Store) MarkDutyReminder(ctx context.Context, date string) (bool, error) {
-	err := s.db.WithContext(ctx).Create(&DutyReminder{Date: date}).Error
+	err := s.k.Writer(ctx).Create(&DutyReminder{Date: date}).Error
 	if kernel.IsDuplicate(err) {
 		return false, nil
 	}

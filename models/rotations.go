@@ -3,11 +3,12 @@ package models
 import (
 	"context"
 	"fmt"
-	"herald/kernel"
 	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )
@@ -91,7 +92,7 @@ func (s *Store) CreateRotation(ctx context.Context, spec RotationSpec) (*Rotatio
 	if err != nil {
 		return nil, err
 	}
-	if err := s.db.WithContext(ctx).Create(r).Error; err != nil {
+	if err := s.k.Writer(ctx).Create(r).Error; err != nil {
 		if kernel.IsDuplicate(err) {
 			return nil, kernel.DuplicateField("name", "rotation.invalid.name_taken")
 		}
@@ -137,7 +138,7 @@ func (s *Store) UpdateRotation(ctx context.Context, name string, spec RotationSp
 
 // DeleteRotation removes a rotation.
 func (s *Store) DeleteRotation(ctx context.Context, name string) error {
-	res := s.db.WithContext(ctx).Where("name = ?", name).Delete(&Rotation{})
+	res := s.k.Writer(ctx).Where("name = ?", name).Delete(&Rotation{})
 	if res.Error != nil {
 		return fmt.Errorf("models: delete rotation: %w", res.Error)
 	}

@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/migrations"
 	"herald/models"
 )
@@ -63,7 +64,7 @@ func modelSchema(t *testing.T) tableColumns {
 
 // migratedSchema opens a store, migrates it and reads back its tables and columns,
 // leaving out goose's bookkeeping table.
-func migratedSchema(t *testing.T, opts models.Options) (*models.Store, tableColumns) {
+func migratedSchema(t *testing.T, opts kernel.Options) (*models.Store, tableColumns) {
 	t.Helper()
 	s, err := models.Open(opts)
 	if err != nil {
@@ -161,7 +162,7 @@ func TestMigrationsMatchModels(t *testing.T) {
 
 	var sqliteSchema, mysqlSchema tableColumns
 	t.Run("sqlite", func(t *testing.T) {
-		_, sqliteSchema = migratedSchema(t, models.Options{DataDir: t.TempDir(), SecretKey: testenv.SecretKey})
+		_, sqliteSchema = migratedSchema(t, kernel.Options{DataDir: t.TempDir(), SecretKey: testenv.SecretKey})
 		if diff := cmp.Diff(want, sqliteSchema); diff != "" {
 			t.Errorf("sqlite migrations differ from the GORM models (-want +got):\n%s", diff)
 		}
@@ -171,7 +172,7 @@ func TestMigrationsMatchModels(t *testing.T) {
 		if dsn == "" {
 			t.Skip("HERALD_TEST_MYSQL_DSN not set")
 		}
-		s, got := migratedSchema(t, models.Options{MySQLDSN: dsn, SecretKey: testenv.SecretKey})
+		s, got := migratedSchema(t, kernel.Options{MySQLDSN: dsn, SecretKey: testenv.SecretKey})
 		mysqlSchema = got
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("mysql migrations differ from the GORM models (-want +got):\n%s", diff)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -14,7 +15,7 @@ import (
 var otherKey = []byte("another-secret-key-another-secret-key-9876")
 
 // openWith opens and migrates a store on opts' database with the given keys.
-func openWith(t *testing.T, opts models.Options, current, previous []byte) *models.Store {
+func openWith(t *testing.T, opts kernel.Options, current, previous []byte) *models.Store {
 	t.Helper()
 	opts.SecretKey, opts.PreviousSecretKey = current, previous
 	s, err := models.Open(opts)
@@ -54,7 +55,7 @@ func TestRotatedSecretKeyResealsAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { newOnly.Close() })
-	if _, err := newOnly.AccountByID(ctx, a.ID); !errors.Is(err, models.ErrUnreadable) {
+	if _, err := newOnly.AccountByID(ctx, a.ID); !errors.Is(err, kernel.ErrUnreadable) {
 		t.Fatalf("new key alone before the re-seal: %v, want ErrUnreadable", err)
 	}
 
@@ -73,7 +74,7 @@ func TestRotatedSecretKeyResealsAtStart(t *testing.T) {
 		t.Errorf("unreadable accounts after the rotation: %v, %v", names, err)
 	}
 	// The old key no longer opens them.
-	if _, err := old.AccountByID(ctx, a.ID); !errors.Is(err, models.ErrUnreadable) {
+	if _, err := old.AccountByID(ctx, a.ID); !errors.Is(err, kernel.ErrUnreadable) {
 		t.Errorf("old key after the re-seal: %v, want ErrUnreadable", err)
 	}
 }
@@ -107,7 +108,7 @@ func TestUnreadableAccount(t *testing.T) {
 	if err != nil || !a.Unreadable {
 		t.Fatalf("AccountByName: %+v, %v", a, err)
 	}
-	if _, err := s.NewAccountCache(0).ByName(ctx, "ty-lost"); !errors.Is(err, models.ErrUnreadable) {
+	if _, err := s.NewAccountCache(0).ByName(ctx, "ty-lost"); !errors.Is(err, kernel.ErrUnreadable) {
 		t.Errorf("sending through it: %v, want ErrUnreadable", err)
 	}
 

@@ -8,8 +8,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"herald/kernel"
 	"time"
+
+	"herald/kernel"
 )
 
 // Session is a console login, kept server-side so that logout and a password change
@@ -44,11 +45,11 @@ func NewToken() string {
 // CreateSession starts a session for a user and returns the token for the cookie.
 func (s *Store) CreateSession(ctx context.Context, userID int64, ip, userAgent string, ttl time.Duration) (string, error) {
 	token := NewToken()
-	now := Now()
+	now := kernel.Now()
 	userAgent = truncate(userAgent, 255)
 	sess := &Session{ID: hashToken(token), UserID: userID, IP: ip, UserAgent: userAgent,
 		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(ttl)}
-	if err := s.db.WithContext(ctx).Create(sess).Error; err != nil {
+	if err := s.k.Writer(ctx).Create(sess).Error; err != nil {
 		return "", fmt.Errorf("models: create session: %w", err)
 	}
 	return token, nil
@@ -65,7 +66,7 @@ func (s *Store) SessionUser(ctx context.Context, token string, idle time.Duratio
 		return nil, nil, kernel.ErrNotFound
 	}
 	var sess Session
-	now := Now()
+	now := kernel.Now()
 	err := s.reader(ctx).Where("id = ? AND expires_at > ? AND last_seen_at > ?", hashToken(token), now, now.Add(-idle)).
 		First(&sess).Error
 	if err != nil {
@@ -79,7 +80,7 @@ func (s *Store) SessionUser(ctx context.Context, token string, idle time.Duratio
 		return nil, nil, err
 	}
 	if now.Sub(sess.LastSeenAt) > sessionTouchEvery {
-		s.db.WithContext(ctx).Model(&Session{}).Where("id = ?", sess.ID).Update("last_seen_at", now)
+		s.k.Writer(ctx).Model(&Session{}).Where("id = ?", sess.ID).Update("last_seen_at", now)
 		sess.LastSeenAt = now
 	}
 	return &sess, u, nil
@@ -89,7 +90,7 @@ func (s *Store) SessionUser(ctx context.Context, token string, idle time.Duratio
 // recently seen first.
 func (s *Store) UserSessions(ctx context.Context, userID int64, idle time.Duration) ([]Session, error) {
 	var out []Session
-	now := Now()
+	now := kernel.Now()
 	err := s.reader(ctx).Where("user_id = ? AND expires_at > ? AND last_seen_at > ?", userID, now, now.Add(-idle)).
 		Order("last_seen_at DESC").Order("created_at DESC").Find(&out).Error
 	if err != nil {
@@ -100,7 +101,7 @@ func (s *Store) UserSessions(ctx context.Context, userID int64, idle time.Durati
 
 // DeleteUserSessions revokes every session of a user: "sign out everywhere".
 func (s *Store) DeleteUserSessions(ctx context.Context, userID int64) error {
-	if err := s.db.WithContext(ctx).Where("user_id = ?", userID).Delete(&Session{}).Error; err != nil {
+	if err := s.k.Writer(ctx).Where("user_id = ?", userID).Delete(&Session{}).Error; err != nil {
 		return fmt.Errorf("models: revoke sessions of user %d: %w", userID, err)
 	}
 	return nil
@@ -108,7 +109,7 @@ func (s *Store) DeleteUserSessions(ctx context.Context, userID int64) error {
 
 // DeleteSession revokes one session by its token.
 func (s *Store) DeleteSession(ctx context.Context, token string) error {
-	err := s.db.WithContext(ctx).Where("id = ?", hashToken(token)).Delete(&Session{}).Error
+	err := s.k.Writer(ctx).Where("id = ?", hashToken(token)).Delete(&Session{}).Error
 	if err != nil {
 		return fmt.Errorf("models: delete session: %w", err)
 	}
@@ -117,5 +118,5 @@ func (s *Store) DeleteSession(ctx context.Context, token string) error {
 
 // DeleteExpiredSessions removes sessions past their expiry.
 func (s *Store) DeleteExpiredSessions(ctx context.Context) error {
-	return s.db.WithContext(ctx).Where("expires_at <= ?", Now()).Delete(&Session{}).Error
+	return s.k.Writer(ctx).Where("expires_at <= ?", kernel.Now()).Delete(&Session{}).Error
 }

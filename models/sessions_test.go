@@ -149,7 +149,7 @@ func TestSessions(t *testing.T) {
 			t.Helper()
 			sum := sha256.Sum256([]byte(tok))
 			if _, err := s.SQL().Exec("UPDATE console_sessions SET last_seen_at = ? WHERE id = ?",
-				models.Now().Add(-ago), hex.EncodeToString(sum[:])); err != nil {
+				kernel.Now().Add(-ago), hex.EncodeToString(sum[:])); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -179,7 +179,7 @@ func TestSessions(t *testing.T) {
 		if len(list) != 1 || list[0].UserAgent != "Firefox" {
 			t.Fatalf("UserSessions = %+v, want only the active Firefox session", list)
 		}
-		if age := models.Now().Sub(list[0].LastSeenAt); age < 15*time.Second {
+		if age := kernel.Now().Sub(list[0].LastSeenAt); age < 15*time.Second {
 			t.Errorf("last seen rewritten %v after the previous write, want at most one write a minute", 20*time.Second-age)
 		}
 		if _, _, err := s.SessionUser(ctx, unused, time.Hour); err != nil {

@@ -100,7 +100,7 @@ func silenceIDs(list []models.Silence) []int64 {
 func TestSilenceStageConditions(t *testing.T) {
 	ctx := context.Background()
 	s := testenv.Store(t)
-	grid := silenceGrid(t, s, models.Now())
+	grid := silenceGrid(t, s, kernel.Now())
 	stages := []string{"awaiting", "live", "expired_early", "ended"}
 	in := func(stages ...string) []int64 {
 		var ids []int64
@@ -139,7 +139,7 @@ func TestSilenceStageConditions(t *testing.T) {
 func TestSilenceQueriesSelectAsBefore(t *testing.T) {
 	ctx := context.Background()
 	s := testenv.Store(t)
-	now := models.Now()
+	now := kernel.Now()
 	silenceGrid(t, s, now)
 	before := func(table, cond string, args ...any) []int64 {
 		t.Helper()
@@ -194,7 +194,7 @@ func TestSilenceQueriesSelectAsBefore(t *testing.T) {
 func TestSilenceMovesAsBefore(t *testing.T) {
 	ctx := context.Background()
 	s := testenv.Store(t)
-	now := models.Now()
+	now := kernel.Now()
 	open := "ended_at IS NULL AND expired_at IS NULL"
 	awaiting := "approval = ? AND ended_at IS NULL AND expired_at IS NULL"
 	for _, tt := range []struct {

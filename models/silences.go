@@ -98,9 +98,9 @@ func (MessageSilence) TableName() string { return "message_silences" }
 // CreateSilence writes a new silence (in the caller's transaction, when the store is
 // bound to one).
 func (s *Store) CreateSilence(ctx context.Context, sil *Silence) error {
-	now := Now()
+	now := kernel.Now()
 	sil.CreatedAt, sil.UpdatedAt, sil.Version = now, now, 1
-	if err := s.db.WithContext(ctx).Create(sil).Error; err != nil {
+	if err := s.k.Writer(ctx).Create(sil).Error; err != nil {
 		return fmt.Errorf("models: create silence: %w", err)
 	}
 	return nil
@@ -111,8 +111,8 @@ func (s *Store) CreateSilence(ctx context.Context, sil *Silence) error {
 // silence to its next version. ErrStateChanged means it was expired, ended or edited
 // meanwhile (its version is no longer sil.Version).
 func (s *Store) UpdateSilence(ctx context.Context, sil *Silence) error {
-	sil.UpdatedAt = Now()
-	res := s.db.WithContext(ctx).Model(&Silence{}).Where("id = ? AND version = ?", sil.ID, sil.Version).Where(silenceWhere("", silenceEditable)).
+	sil.UpdatedAt = kernel.Now()
+	res := s.k.Writer(ctx).Model(&Silence{}).Where("id = ? AND version = ?", sil.ID, sil.Version).Where(silenceWhere("", silenceEditable)).
 		Updates(map[string]any{"matchers": sil.Matchers, "starts_at": sil.StartsAt, "ends_at": sil.EndsAt, "comment": sil.Comment,
 			"on_end": sil.OnEnd, "approval": sil.Approval, "approval_reasons": sil.ApprovalReasons, "makers": sil.Makers,
 			"decided_by": "", "decided_at": nil, "version": gorm.Expr("version + 1"), "updated_at": sil.UpdatedAt})
@@ -136,7 +136,7 @@ func (s *Store) LiveSilenceCounts(ctx context.Context, keyID int64, createdBy st
 		APIKeyID  *int64
 		CreatedBy string
 	}
-	err = s.db.WithContext(ctx).Model(&Silence{}).Clauses(clause.Locking{Strength: "UPDATE"}).Select("api_key_id, created_by").
+	err = s.k.Writer(ctx).Model(&Silence{}).Clauses(clause.Locking{Strength: "UPDATE"}).Select("api_key_id, created_by").
 		Where(silenceWhere("", silenceOpen)).Scan(&rows).Error
 	if err != nil {
 		return 0, 0, fmt.Errorf("models: count live silences: %w", err)
@@ -204,7 +204,7 @@ func (s *Store) LiveSilences(ctx context.Context) ([]Silence, error) {
 // ExpireSilence expires a silence early at now (a compare-and-set: ErrStateChanged
 // means it had ended or been expired already).
 func (s *Store) ExpireSilence(ctx context.Context, id int64, by string, now time.Time) error {
-	res := s.db.WithContext(ctx).Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceOpen)).
+	res := s.k.Writer(ctx).Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceOpen)).
 		Updates(map[string]any{"expired_at": now.UTC(), "expired_by": truncate(by, 128), "updated_at": now.UTC()})
 	if res.Error != nil {
 		return fmt.Errorf("models: expire silence %d: %w", id, res.Error)
@@ -224,7 +224,7 @@ func (s *Store) DecideSilence(ctx context.Context, id int64, decision, by string
 		upd["expired_at"], upd["expired_by"] = now.UTC(), truncate(by, 128)
 		move = silenceRefuse
 	}
-	res := s.db.WithContext(ctx).Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceTable.From(move))).
+	res := s.k.Writer(ctx).Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceTable.From(move))).
 		Updates(upd)
 	if res.Error != nil {
 		return fmt.Errorf("models: decide silence %d: %w", id, res.Error)
@@ -392,7 +392,7 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		return nil, nil, nil
 	}
 	err = s.txRetry(ctx, func(tx *gorm.DB) error {
-		now := Now()
+		now := kernel.Now()
 		// A worker's view of the silences may be a second old: hold only for silences
 		// that have not ended or been expired meanwhile, so that a message the end pass
 		// has just released is not held again by the silence that released it.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"herald/kernel"
 	"herald/migrations"
 )
 
@@ -48,7 +49,7 @@ func (st *Stats) Count(accountID int64, counter string, n int) {
 	if st == nil || n == 0 {
 		return
 	}
-	k := statKey{minute: Now().Truncate(time.Minute), accountID: accountID}
+	k := statKey{minute: kernel.Now().Truncate(time.Minute), accountID: accountID}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	d := st.delta[k]
@@ -126,7 +127,7 @@ func (s *Store) addStats(ctx context.Context, rows []MessageStat) error {
 		args = append(args, r.Minute, r.AccountID, r.Created, r.Sent, r.Failed, r.Stopped, r.Cancelled)
 	}
 	cols := []string{"created", "sent", "failed", "stopped", "cancelled"}
-	if s.dialect == migrations.MySQL {
+	if s.k.Dialect() == migrations.MySQL {
 		b.WriteString(" ON DUPLICATE KEY UPDATE ")
 		for i, c := range cols {
 			if i > 0 {
@@ -143,7 +144,7 @@ func (s *Store) addStats(ctx context.Context, rows []MessageStat) error {
 			fmt.Fprintf(&b, "%s = %s + excluded.%s", c, c, c)
 		}
 	}
-	if err := s.db.WithContext(ctx).Exec(b.String(), args...).Error; err != nil {
+	if err := s.k.Writer(ctx).Exec(b.String(), args...).Error; err != nil {
 		return fmt.Errorf("models: add message stats: %w", err)
 	}
 	return nil

@@ -5,16 +5,8 @@ package models
 import (
 	"context"
 	"database/sql"
-	"fmt"
-	"os"
-	"path/filepath"
-	"time"
 
-	"github.com/glebarez/sqlite"
-	mysqldriver "github.com/go-sql-driver/mysql"
-	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 
 	"herald/kernel"
 	"herald/migrations"
@@ -22,14 +14,8 @@ import (
 
 // Store is Herald's data access: one per process, safe for concurrent use.
 type Store struct {
-	// db writes, and runs every transaction.
-	db *gorm.DB
-	// read runs reads outside transactions. On SQLite it is a pool of read-only
-	// connections beside the one writer: WAL lets them read while the writer writes, so a
-	// dashboard or a lookup never queues behind a transaction. On MySQL it is db.
-	read    *gorm.DB
-	dialect migrations.Dialect
-	sealer  *sealer
+	// k is the database: its connections, transactions and sealer.
+	k *kernel.DB
 	// apiKeyCaches are the caches made on this store, for RevokeAPIKey to clear.
 	apiKeyCaches *apiKeyCacheList
 	// people caches the intake's lookups of recipients.
@@ -37,126 +23,29 @@ type Store struct {
 	// oneTrip, on MySQL, is the pool that takes a shared intake transaction as one
 	// script (one_trip.go); nil on SQLite and in a store bound to a transaction.
 	oneTrip *scriptPool
-	// checkpoints, on SQLite, copies the write-ahead log into the database file off the
-	// write path (checkpoint.go); nil on MySQL.
-	checkpoints *checkpointer
 }
-
-// Options configure Open.
-type Options struct {
-	// MySQLDSN selects MySQL; when empty, SQLite in DataDir is used.
-	MySQLDSN string
-	DataDir  string
-	// SecretKey encrypts account credentials at rest.
-	SecretKey []byte
-	// PreviousSecretKey, while SecretKey is rotated, opens credentials sealed with the
-	// old key; Migrate re-seals them with SecretKey.
-	PreviousSecretKey []byte
-	// MaxOpenConns bounds the MySQL pool; 0 means 16, which measured faster than large pools.
-	MaxOpenConns int
-}
-
-// SQLiteFile is the embedded database's file name inside the data directory.
-const SQLiteFile = "herald.db"
 
 // Open connects to the database named by opts. It does not migrate; call Migrate.
-func Open(opts Options) (*Store, error) {
-	gcfg := &gorm.Config{
-		// Each write is a single statement or an explicit transaction; GORM's implicit
-		// transaction around every write costs two extra round trips.
-		SkipDefaultTransaction: true,
-		// No PrepareStmt: GORM's statement cache (v1.31) prepares a new statement on a
-		// connection of its own while other goroutines wait, under one lock for every
-		// statement, for it to finish; when a transaction holds the connection that
-		// prepare needs and then runs any new statement itself, nothing moves again
-		// (gorm#7350, #7465). MySQL interpolates parameters instead (one round trip a
-		// statement, as a cached statement takes); SQLite parses in-process.
-		NowFunc: Now,
-		Logger:  logger.Discard,
+func Open(opts kernel.Options) (*Store, error) {
+	k, err := kernel.Open(opts)
+	if err != nil {
+		return nil, err
 	}
-	s := &Store{sealer: newSealer(opts.SecretKey, opts.PreviousSecretKey), people: newRecipientCache(Now), apiKeyCaches: &apiKeyCacheList{}}
-	var err error
-	if opts.MySQLDSN != "" {
-		s.dialect = migrations.MySQL
-		dsn, err := mysqldriver.ParseDSN(opts.MySQLDSN)
-		if err != nil {
-			return nil, fmt.Errorf("models: parse mysql dsn: %w", err)
-		}
-		// Parameters are sent inline, escaped by the driver for the connection's
-		// character set (utf8mb4), instead of a prepare, execute and close per statement.
-		dsn.InterpolateParams = true
-		s.db, err = gorm.Open(mysql.Open(dsn.FormatDSN()), gcfg)
-		if err != nil {
-			return nil, fmt.Errorf("models: open mysql: %w", err)
-		}
-		sqlDB, _ := s.db.DB()
-		n := opts.MaxOpenConns
-		if n <= 0 {
-			n = 16
-		}
-		sqlDB.SetMaxOpenConns(n)
-		sqlDB.SetMaxIdleConns(n)
-		sqlDB.SetConnMaxLifetime(5 * time.Minute)
-		s.read = s.db
-		if s.oneTrip, err = openOneTrip(dsn); err != nil {
-			sqlDB.Close()
+	s := &Store{k: k, people: newRecipientCache(kernel.Now), apiKeyCaches: &apiKeyCacheList{}}
+	if cfg := k.MySQLConfig(); cfg != nil {
+		if s.oneTrip, err = openOneTrip(cfg); err != nil {
+			k.Close()
 			return nil, err
 		}
-		return s, nil
-	}
-	s.dialect = migrations.SQLite
-	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("models: create data dir: %w", err)
-	}
-	path := filepath.Join(opts.DataDir, SQLiteFile)
-	// One writer connection: SQLite has one writer at a time, and a single connection
-	// turns lock contention into an orderly queue with no SQLITE_BUSY between writers.
-	if s.db, err = openSQLite(path, gcfg, 1, "journal_mode(WAL)", "synchronous(NORMAL)", "foreign_keys(1)",
-		fmt.Sprintf("wal_autocheckpoint(%d)", sqliteWriterCheckpoint)); err != nil {
-		return nil, err
-	}
-	if s.read, err = openSQLite(path, gcfg, sqliteReaders, "query_only(1)"); err != nil {
-		s.Close()
-		return nil, err
-	}
-	if s.checkpoints, err = startCheckpointer(path, gcfg); err != nil {
-		s.Close()
-		return nil, err
 	}
 	return s, nil
 }
 
-// sqliteReaders is the size of SQLite's read pool.
-const sqliteReaders = 4
-
-// openSQLite opens a pool of at most conns connections to the SQLite file at path, each
-// set up with the given pragmas.
-func openSQLite(path string, gcfg *gorm.Config, conns int, pragmas ...string) (*gorm.DB, error) {
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)"
-	for _, p := range pragmas {
-		dsn += "&_pragma=" + p
-	}
-	db, err := gorm.Open(sqlite.Open(dsn), gcfg)
-	if err != nil {
-		return nil, fmt.Errorf("models: open sqlite %s: %w", path, err)
-	}
-	sqlDB, _ := db.DB()
-	sqlDB.SetMaxOpenConns(conns)
-	sqlDB.SetMaxIdleConns(conns)
-	return db, nil
-}
-
-// Now is the store's clock: UTC, at the microsecond precision MySQL keeps.
-func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
-
 // Dialect reports which database the store talks to.
-func (s *Store) Dialect() migrations.Dialect { return s.dialect }
+func (s *Store) Dialect() migrations.Dialect { return s.k.Dialect() }
 
 // SQL returns the underlying connection pool.
-func (s *Store) SQL() *sql.DB {
-	db, _ := s.db.DB()
-	return db
-}
+func (s *Store) SQL() *sql.DB { return s.k.SQL() }
 
 // Migrate applies pending migrations, then re-seals account credentials sealed before
 // they were bound to their account (a step SQL cannot do). fresh reports whether the
@@ -168,7 +57,7 @@ func (s *Store) Migrate(ctx context.Context) (fresh bool, err error) {
 
 // MigrateUp is Migrate, also reporting how many migrations it applied.
 func (s *Store) MigrateUp(ctx context.Context) (applied int, fresh bool, err error) {
-	applied, before, err := migrations.Up(ctx, s.SQL(), s.dialect)
+	applied, before, err := migrations.Up(ctx, s.SQL(), s.k.Dialect())
 	if err != nil {
 		return 0, false, err
 	}
@@ -181,86 +70,42 @@ func (s *Store) MigrateUp(ctx context.Context) (applied int, fresh bool, err err
 	return applied, before == 0, nil
 }
 
-// startLockWait is how long a starting process waits for another one's first-start
-// steps (migrations, the first admin) before it gives up.
-const startLockWait = 2 * time.Minute
-
-// WithStartLock runs fn while no other process holds the database's start lock, so
-// processes started at the same moment on a fresh database migrate and create the first
-// admin one after another instead of racing. On MySQL it is a named lock (GET_LOCK) per
-// database, held on one connection for the duration; the embedded SQLite database
-// belongs to one process, which needs no lock.
+// WithStartLock runs fn while no other process holds the database's start lock
+// (kernel.DB.WithStartLock).
 func (s *Store) WithStartLock(ctx context.Context, fn func() error) error {
-	if s.dialect != migrations.MySQL {
-		return fn()
-	}
-	conn, err := s.SQL().Conn(ctx)
-	if err != nil {
-		return fmt.Errorf("models: start lock: %w", err)
-	}
-	defer conn.Close()
-	const name = "CONCAT('herald-start:', DATABASE())"
-	var got sql.NullInt64
-	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+name+", ?)", int(startLockWait.Seconds())).Scan(&got); err != nil {
-		return fmt.Errorf("models: start lock: %w", err)
-	}
-	if !got.Valid || got.Int64 != 1 {
-		return fmt.Errorf("models: start lock: another process held it for %s (a migration still running?)", startLockWait)
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK("+name+")")
-	return fn()
+	return s.k.WithStartLock(ctx, fn)
 }
 
 // Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error { return s.SQL().PingContext(ctx) }
+func (s *Store) Ping(ctx context.Context) error { return s.k.Ping(ctx) }
 
 // Close releases the connection pools.
 func (s *Store) Close() error {
-	if s.checkpoints != nil {
-		s.checkpoints.close()
-	}
-	if s.read != nil && s.read != s.db {
-		readDB, _ := s.read.DB()
-		readDB.Close()
-	}
 	if s.oneTrip != nil {
 		s.oneTrip.db.Close()
 	}
-	return s.SQL().Close()
+	return s.k.Close()
 }
 
 // reader is where a read outside a transaction runs.
-func (s *Store) reader(ctx context.Context) *gorm.DB { return s.read.WithContext(ctx) }
+func (s *Store) reader(ctx context.Context) *gorm.DB { return s.k.Reader(ctx) }
 
 // InTx runs fn with a store whose every statement, reads included, runs in one
 // transaction: what fn writes through it commits together or not at all. The service
 // layer writes a change and its audit entry this way. Store methods that run a
 // transaction of their own run it nested (a savepoint) inside this one.
 func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.k.InTx(ctx, func(k *kernel.DB) error {
 		bound := *s
-		bound.db, bound.read, bound.oneTrip, bound.checkpoints = tx, tx, nil, nil
+		bound.k, bound.oneTrip = k, nil
 		return fn(&bound)
 	})
 }
 
 // tx runs fn in one transaction.
-func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	return s.db.WithContext(ctx).Transaction(fn)
-}
+func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error { return s.k.Tx(ctx, fn) }
 
-// txRetry is tx, run again (up to lockRetries times in all) when MySQL rolled it back
-// as a deadlock victim or after a lock wait timeout: the transaction left nothing behind
-// and can simply run again. fn must start from scratch each time it is called.
+// txRetry runs fn in one transaction, again after a lock conflict (kernel.DB.TxRetry).
 func (s *Store) txRetry(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	for try := 1; ; try++ {
-		err := s.tx(ctx, fn)
-		if err == nil || !kernel.IsLockConflict(err) || try == lockRetries || ctx.Err() != nil {
-			return err
-		}
-		time.Sleep(time.Duration(try) * 5 * time.Millisecond)
-	}
+	return s.k.TxRetry(ctx, fn)
 }
-
-// lockRetries is how many times txRetry runs a transaction that keeps losing lock conflicts.
-const lockRetries = 4

@@ -16,9 +16,9 @@ import (
 
 // freshOptions returns options for a new, empty database (MySQL when configured,
 // SQLite in a temporary directory otherwise), so a test can open several stores on it.
-func freshOptions(t *testing.T) models.Options {
+func freshOptions(t *testing.T) kernel.Options {
 	t.Helper()
-	return models.Options{MySQLDSN: testenv.MySQLDSN(t), DataDir: t.TempDir(), SecretKey: testenv.SecretKey}
+	return kernel.Options{MySQLDSN: testenv.MySQLDSN(t), DataDir: t.TempDir(), SecretKey: testenv.SecretKey}
 }
 
 // twoProcesses opens two stores on one fresh, migrated database, as two processes have.
@@ -191,7 +191,7 @@ func TestStoreComparesInstantsNotZones(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	now := models.Now()
+	now := kernel.Now()
 	due := f.message("", models.StatusPending, now.Add(-time.Minute))
 	later := f.message("", models.StatusPending, now.Add(3*time.Hour))
 	f.createMessages(t, due, later)
@@ -213,7 +213,7 @@ func TestStoreComparesInstantsNotZones(t *testing.T) {
 				t.Errorf("throttle windows left after pruning those older than an hour ago in %s: %d, want the current 2", zone, n)
 			}
 
-			page, err := f.store.DueMessages(ctx, models.Now().In(loc), models.DueCursor{}, 10)
+			page, err := f.store.DueMessages(ctx, kernel.Now().In(loc), models.DueCursor{}, 10)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -3,9 +3,10 @@ package models
 import (
 	"context"
 	"fmt"
-	"herald/kernel"
 	"time"
 	"unicode/utf8"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )

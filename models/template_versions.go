@@ -3,9 +3,10 @@ package models
 import (
 	"context"
 	"fmt"
-	"herald/kernel"
 	"slices"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )
@@ -48,7 +49,7 @@ func (v *TemplateVersion) Of(t *Template) *Template {
 // each other, so each gets its own number (the unique key on template_id, number would
 // refuse a second one anyway). Call it in the transaction that saves t.
 func (s *Store) AddTemplateVersion(ctx context.Context, t *Template, actor string) (*TemplateVersion, error) {
-	db := s.db.WithContext(ctx)
+	db := s.k.Writer(ctx)
 	// Raw: the model's Version is read-only, so that a template's own save never writes it.
 	res := db.Exec("UPDATE templates SET version = version + 1 WHERE id = ?", t.ID)
 	if res.Error != nil {
@@ -62,7 +63,7 @@ func (s *Store) AddTemplateVersion(ctx context.Context, t *Template, actor strin
 		return nil, fmt.Errorf("models: version of template %s: %w", t.Name, err)
 	}
 	v := &TemplateVersion{TemplateID: t.ID, Number: n, Actor: actor, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body,
-		HTML: t.HTML, Variables: slices.Clone(t.Variables), Fallback: t.Fallback, CreatedAt: Now()}
+		HTML: t.HTML, Variables: slices.Clone(t.Variables), Fallback: t.Fallback, CreatedAt: kernel.Now()}
 	if err := db.Create(v).Error; err != nil {
 		return nil, fmt.Errorf("models: save version %d of template %s: %w", n, t.Name, err)
 	}
@@ -93,7 +94,7 @@ func (s *Store) TemplateVersionOf(ctx context.Context, templateID int64, n int) 
 // ErrStateChanged when it was retired already, ErrNotFound when there is no such
 // version.
 func (s *Store) RetireTemplateVersion(ctx context.Context, templateID int64, n int, by string, now time.Time) error {
-	res := s.db.WithContext(ctx).Model(&TemplateVersion{}).Where("template_id = ? AND number = ? AND retired_at IS NULL", templateID, n).
+	res := s.k.Writer(ctx).Model(&TemplateVersion{}).Where("template_id = ? AND number = ? AND retired_at IS NULL", templateID, n).
 		Updates(map[string]any{"retired_at": now.UTC().Truncate(time.Microsecond), "retired_by": truncate(by, 128)})
 	if res.Error != nil {
 		return fmt.Errorf("models: retire version %d of template %d: %w", n, templateID, res.Error)
@@ -152,9 +153,9 @@ func (s *Store) WaitingOfTemplate(ctx context.Context, templateID int64, now tim
 // version of its template; false when it has moved on meanwhile (compare-and-set on
 // its state) and was left as it was.
 func (s *Store) Rerender(ctx context.Context, m *Message, version int) (bool, error) {
-	res := s.db.WithContext(ctx).Model(&Message{}).Where("id = ? AND status = ?", m.ID, StatusPending).Updates(map[string]any{
+	res := s.k.Writer(ctx).Model(&Message{}).Where("id = ? AND status = ?", m.ID, StatusPending).Updates(map[string]any{
 		"msg_type": m.MsgType, "subject": m.Subject, "content": m.Content, "content_html": m.ContentHTML,
-		"template_version": version, "updated_at": Now()})
+		"template_version": version, "updated_at": kernel.Now()})
 	if res.Error != nil {
 		return false, fmt.Errorf("models: render message %s again: %w", m.ID, res.Error)
 	}
@@ -164,7 +165,7 @@ func (s *Store) Rerender(ctx context.Context, m *Message, version int) (bool, er
 // SetBatchTemplateContent replaces the template content a batch keeps for its fallback
 // messages, when it keeps one.
 func (s *Store) SetBatchTemplateContent(ctx context.Context, batchID string, c *TemplateContent) error {
-	err := s.db.WithContext(ctx).Model(&Batch{}).Where("id = ? AND template_content IS NOT NULL", batchID).
+	err := s.k.Writer(ctx).Model(&Batch{}).Where("id = ? AND template_content IS NOT NULL", batchID).
 		Update("template_content", c).Error
 	if err != nil {
 		return fmt.Errorf("models: template content of batch %s: %w", batchID, err)

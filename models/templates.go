@@ -5,9 +5,10 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"herald/kernel"
 	"strings"
 	"time"
+
+	"herald/kernel"
 )
 
 // Template is a named message body in Go template syntax with declared variables.
@@ -129,7 +130,7 @@ func scanJSON(src, dst any) error {
 
 // CreateTemplate stores a new template.
 func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
-	if err := s.db.WithContext(ctx).Create(t).Error; err != nil {
+	if err := s.k.Writer(ctx).Create(t).Error; err != nil {
 		if kernel.IsDuplicate(err) {
 			return kernel.DuplicateField("name", "validation.name_taken_template")
 		}
@@ -163,7 +164,7 @@ func (s *Store) UpdateTemplate(ctx context.Context, name string, t *Template) er
 		return err
 	}
 	t.ID, t.CreatedAt = old.ID, old.CreatedAt
-	if err := s.db.WithContext(ctx).Save(t).Error; err != nil {
+	if err := s.k.Writer(ctx).Save(t).Error; err != nil {
 		if kernel.IsDuplicate(err) {
 			return kernel.DuplicateField("name", "validation.name_taken_template")
 		}
@@ -174,7 +175,7 @@ func (s *Store) UpdateTemplate(ctx context.Context, name string, t *Template) er
 
 // DeleteTemplate removes a template. Messages already rendered from it are unaffected.
 func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
-	res := s.db.WithContext(ctx).Where("name = ?", name).Delete(&Template{})
+	res := s.k.Writer(ctx).Where("name = ?", name).Delete(&Template{})
 	if res.Error != nil {
 		return fmt.Errorf("models: delete template %s: %w", name, res.Error)
 	}

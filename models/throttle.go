@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"herald/kernel"
 	"math"
 	"strconv"
 	"time"
+
+	"herald/kernel"
 
 	"gorm.io/gorm"
 )
@@ -36,7 +37,7 @@ func (s *Store) takeHit(ctx context.Context, key string, start time.Time, limit 
 		return false, nil
 	}
 	key = truncate(key, throttleKeyLen)
-	db := s.db.WithContext(ctx)
+	db := s.k.Writer(ctx)
 	// A plain insert whose duplicate is ignored: MySQL's upsert takes locks that
 	// deadlock when several requests create the same row at once.
 	err := db.Create(&ThrottleWindow{ThrottleKey: key, WindowStart: start}).Error
@@ -54,7 +55,7 @@ func (s *Store) takeHit(ctx context.Context, key string, start time.Time, limit 
 // giveBackHit uncounts one event that takeHit counted.
 func (s *Store) giveBackHit(ctx context.Context, key string, start time.Time) error {
 	key = truncate(key, throttleKeyLen)
-	err := s.db.WithContext(ctx).Model(&ThrottleWindow{}).Where("throttle_key = ? AND window_start = ? AND hits > 0", key, start).
+	err := s.k.Writer(ctx).Model(&ThrottleWindow{}).Where("throttle_key = ? AND window_start = ? AND hits > 0", key, start).
 		Update("hits", gorm.Expr("hits - 1")).Error
 	if err != nil {
 		return fmt.Errorf("models: throttle %s: give back: %w", key, err)
@@ -65,7 +66,7 @@ func (s *Store) giveBackHit(ctx context.Context, key string, start time.Time) er
 // hits reports how many events key has in the window that starts at start.
 func (s *Store) hits(ctx context.Context, key string, start time.Time) (int, error) {
 	var w ThrottleWindow
-	err := s.db.WithContext(ctx).Where("throttle_key = ? AND window_start = ?", truncate(key, throttleKeyLen), start).Take(&w).Error
+	err := s.k.Writer(ctx).Where("throttle_key = ? AND window_start = ?", truncate(key, throttleKeyLen), start).Take(&w).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return 0, nil
 	}
@@ -77,7 +78,7 @@ func (s *Store) hits(ctx context.Context, key string, start time.Time) (int, err
 
 // DeleteThrottleWindowsBefore prunes windows that started before a time.
 func (s *Store) DeleteThrottleWindowsBefore(ctx context.Context, before time.Time) error {
-	if err := s.db.WithContext(ctx).Where("window_start < ?", before.UTC()).Delete(&ThrottleWindow{}).Error; err != nil {
+	if err := s.k.Writer(ctx).Where("window_start < ?", before.UTC()).Delete(&ThrottleWindow{}).Error; err != nil {
 		return fmt.Errorf("models: prune throttle windows: %w", err)
 	}
 	return nil
@@ -219,7 +220,7 @@ func gateKey(userKey string) string { return "gate " + userKey }
 // guessGate reads a user's gate; nil when it has none.
 func (s *Store) guessGate(ctx context.Context, userKey string) (*ThrottleWindow, error) {
 	var list []ThrottleWindow
-	err := s.db.WithContext(ctx).Where("throttle_key = ?", truncate(gateKey(userKey), throttleKeyLen)).Limit(1).Find(&list).Error
+	err := s.k.Writer(ctx).Where("throttle_key = ?", truncate(gateKey(userKey), throttleKeyLen)).Limit(1).Find(&list).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: guess gate %s: %w", userKey, err)
 	}
@@ -251,7 +252,7 @@ func (s *Store) passGate(ctx context.Context, userKey string, gate *ThrottleWind
 	delay := min(guessDelay<<min(streak, 16), maxGuessDelay)
 	// Whole seconds: MySQL's DATETIME keeps no more.
 	next := &ThrottleWindow{ThrottleKey: truncate(gateKey(userKey), throttleKeyLen), WindowStart: now.Add(delay + time.Second - 1).Truncate(time.Second), Hits: streak + 1}
-	db := s.db.WithContext(ctx)
+	db := s.k.Writer(ctx)
 	var passed bool
 	if gate == nil {
 		err := db.Create(next).Error
@@ -295,7 +296,7 @@ func (s *Store) endGuess(ctx context.Context, g *passwordGuess, notWrong bool) {
 	if g.gate != nil {
 		// The count must go down even if the request is gone; a failure here only leaves
 		// the gate's delay as it was.
-		_ = s.db.WithContext(context.WithoutCancel(ctx)).
+		_ = s.k.Writer(context.WithoutCancel(ctx)).
 			Where("throttle_key = ? AND window_start = ?", g.gate.ThrottleKey, g.gate.WindowStart).Delete(&ThrottleWindow{}).Error
 	}
 }
@@ -329,7 +330,7 @@ func (s *Store) ReleaseClaim(ctx context.Context, key string, at time.Time) erro
 // current window of length per; it reports whether it wrote. It records events that
 // anyone can repeat at will, such as a wrong API key, without letting them flood the log.
 func (s *Store) AuditOnce(ctx context.Context, e AuditEntry, key string, per time.Duration) (bool, error) {
-	key, start := "audit "+key, Now().Truncate(per)
+	key, start := "audit "+key, kernel.Now().Truncate(per)
 	ok, err := s.takeHit(ctx, key, start, 1)
 	if err != nil || !ok {
 		return false, err

@@ -22,7 +22,7 @@ func TestParallelGuessesPastTheUserLimitAreRefused(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
 	ctx := context.Background()
-	now := models.Now()
+	now := kernel.Now()
 	const parallel = 30
 	var (
 		wg               sync.WaitGroup
@@ -87,7 +87,7 @@ func TestWrongGuessesPerHourStayUnderASVSLimit(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
 	ctx := context.Background()
-	start := models.Now().Truncate(time.Minute)
+	start := kernel.Now().Truncate(time.Minute)
 	checked := 0
 	for at, i := start, 0; at.Before(start.Add(time.Hour)); i++ {
 		err := s.BeginGuess(ctx, "mallory-target", fmt.Sprintf("10.1.%d.%d", i/250, i%250), at, true)
@@ -136,7 +136,7 @@ func TestGuessLimits(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
 	ctx := context.Background()
-	minute := models.Now().Truncate(time.Minute)
+	minute := kernel.Now().Truncate(time.Minute)
 	guess := func(user, ip string, at time.Time, wrong bool) error {
 		t.Helper()
 		err := s.BeginGuess(ctx, user, ip, at, wrong)
@@ -206,7 +206,7 @@ func TestPasswordChecksAreThrottled(t *testing.T) {
 	// Wrong guesses used up elsewhere, so that only the sixth check hashes: hashing is
 	// slow under the race detector.
 	for i := range models.GuessesPerUser - 1 {
-		if err := s.BeginGuess(ctx, "alice", fmt.Sprintf("10.0.6.%d", i), models.Now(), true); err != nil {
+		if err := s.BeginGuess(ctx, "alice", fmt.Sprintf("10.0.6.%d", i), kernel.Now(), true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -216,12 +216,12 @@ func TestPasswordChecksAreThrottled(t *testing.T) {
 	}
 	// The sixth check passes the gate and closes it; the two share the allowance, so
 	// the seventh, on the current password, is refused without a check.
-	now := models.Now()
+	now := kernel.Now()
 	if err := s.BeginGuess(ctx, "alice", "10.0.6.10", now, true); err != nil {
 		t.Errorf("the sixth guess: %v", err)
 	}
 	_, err = s.CheckCurrentPassword(ctx, u.ID, password, "10.0.6.12")
-	refusedAt := models.Now()
+	refusedAt := kernel.Now()
 	te, ok := errors.AsType[*models.ThrottledError](err)
 	if !ok || models.RetryAfterSeconds(err) < 1 {
 		t.Fatalf("the right current password while the gate is closed: %v, want a refusal with a time", err)

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"herald/kernel"
 	"regexp"
 	"strings"
 	"time"
+
+	"herald/kernel"
 
 	"golang.org/x/crypto/bcrypt"
 	"gorm.io/gorm"
@@ -99,9 +100,9 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, role 
 	if err != nil {
 		return nil, fmt.Errorf("models: hash password: %w", err)
 	}
-	now := Now()
+	now := kernel.Now()
 	u := &User{Username: username, PasswordHash: string(hash), Role: role, PasswordChangedAt: now}
-	if err := s.db.WithContext(ctx).Create(u).Error; err != nil {
+	if err := s.k.Writer(ctx).Create(u).Error; err != nil {
 		if kernel.IsDuplicate(err) {
 			return nil, kernel.DuplicateField("username", "validation.username_taken")
 		}
@@ -151,7 +152,7 @@ var ErrBadCredentials = kernel.Declare(kernel.DomainError{Kind: kernel.KindUnaut
 // ErrThrottled (a *ThrottledError) means the address is over its limit or the user's
 // gate is closed, and the password was not compared.
 func (s *Store) Authenticate(ctx context.Context, username, password, ip string) (*User, error) {
-	return s.authenticate(ctx, username, password, ip, Now())
+	return s.authenticate(ctx, username, password, ip, kernel.Now())
 }
 
 // authenticate is Authenticate with the throttle's clock at now.
@@ -180,9 +181,9 @@ func (s *Store) authenticate(ctx context.Context, username, password, ip string,
 	if err != nil {
 		return nil, err
 	}
-	at := Now()
+	at := kernel.Now()
 	u.LastLoginAt = &at
-	if err := s.db.WithContext(ctx).Model(u).Update("last_login_at", at).Error; err != nil {
+	if err := s.k.Writer(ctx).Model(u).Update("last_login_at", at).Error; err != nil {
 		return nil, fmt.Errorf("models: record login %s: %w", username, err)
 	}
 	return u, nil
@@ -222,7 +223,7 @@ func (s *Store) CheckCurrentPassword(ctx context.Context, userID int64, current,
 	if err != nil {
 		return nil, err
 	}
-	g, err := s.beginGuess(ctx, guessUserKey(u, u.Username), ip, Now())
+	g, err := s.beginGuess(ctx, guessUserKey(u, u.Username), ip, kernel.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -252,7 +253,7 @@ func (s *Store) SetOwnPassword(ctx context.Context, u *User, next string) error 
 	}
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&User{}).Where("id = ? AND password_hash = ?", u.ID, u.PasswordHash).
-			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": Now()})
+			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": kernel.Now()})
 		if res.Error != nil {
 			return fmt.Errorf("models: change password %d: %w", u.ID, res.Error)
 		}

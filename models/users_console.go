@@ -37,7 +37,7 @@ func (s *Store) SetUserRole(ctx context.Context, id int64, role Role) error {
 	if !role.Valid() {
 		return kernel.Invalid("role", "users.role_invalid")
 	}
-	res := s.db.WithContext(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"role": role, "updated_at": Now()})
+	res := s.k.Writer(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"role": role, "updated_at": kernel.Now()})
 	if res.Error != nil {
 		return fmt.Errorf("models: set role of user %d: %w", id, res.Error)
 	}
@@ -52,7 +52,7 @@ func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) erro
 	if lang != "" && !i18n.Valid(lang) {
 		return kernel.Invalid("language", "validation.language", "Languages", strings.Join(i18n.Languages, ", "))
 	}
-	res := s.db.WithContext(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"language": lang, "updated_at": Now()})
+	res := s.k.Writer(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"language": lang, "updated_at": kernel.Now()})
 	if res.Error != nil {
 		return fmt.Errorf("models: set language of user %d: %w", id, res.Error)
 	}
@@ -66,7 +66,7 @@ func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) erro
 // the user in the same transaction, so nobody stays signed in as them.
 func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&User{}).Where("id = ?", id).Updates(map[string]any{"disabled": disabled, "updated_at": Now()})
+		res := tx.Model(&User{}).Where("id = ?", id).Updates(map[string]any{"disabled": disabled, "updated_at": kernel.Now()})
 		if res.Error != nil {
 			return fmt.Errorf("models: disable user %d: %w", id, res.Error)
 		}
@@ -99,7 +99,7 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password string) er
 	}
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		err := tx.Model(&User{}).Where("id = ?", id).
-			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": Now(), "updated_at": Now()}).Error
+			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": kernel.Now(), "updated_at": kernel.Now()}).Error
 		if err != nil {
 			return fmt.Errorf("models: reset password of user %d: %w", id, err)
 		}
@@ -113,7 +113,7 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password string) er
 // SessionCount reports how many live sessions a user has.
 func (s *Store) SessionCount(ctx context.Context, userID int64) (int64, error) {
 	var n int64
-	err := s.reader(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, Now()).Count(&n).Error
+	err := s.reader(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, kernel.Now()).Count(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("models: count sessions of user %d: %w", userID, err)
 	}

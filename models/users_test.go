@@ -135,9 +135,9 @@ func TestAuthenticate(t *testing.T) {
 		t.Errorf("new user has LastLoginAt %v, want nil", alice.LastLoginAt)
 	}
 
-	before := models.Now()
+	before := kernel.Now()
 	u, err := s.Authenticate(ctx, "alice", password, "10.0.0.1")
-	after := models.Now()
+	after := kernel.Now()
 	if err != nil {
 		t.Fatalf("Authenticate with the right password: %v", err)
 	}
@@ -258,7 +258,7 @@ func TestLookalikeUsernames(t *testing.T) {
 	}
 	// The sixth passes the gate; the seventh, at once, is refused.
 	for i := range 2 {
-		if err := s.BeginGuess(ctx, "admin", "10.0.8.40", models.Now(), true); (i == 0) != (err == nil) {
+		if err := s.BeginGuess(ctx, "admin", "10.0.8.40", kernel.Now(), true); (i == 0) != (err == nil) {
 			t.Errorf("wrong guess %d on admin under another spelling: %v", 6+i, err)
 		}
 	}

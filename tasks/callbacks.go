@@ -75,7 +75,7 @@ func (c *Callbacks) now() time.Time {
 	if c.Now != nil {
 		return c.Now().UTC()
 	}
-	return models.Now()
+	return kernel.Now()
 }
 
 // Kick asks for a key's events to be delivered soon: it enqueues the key's task unless

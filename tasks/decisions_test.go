@@ -7,6 +7,7 @@ import (
 
 	"herald/channels"
 	"herald/delivery"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -14,7 +15,7 @@ import (
 // be claimed.
 func TestNotClaimedDecisions(t *testing.T) {
 	t.Parallel()
-	now := models.Now()
+	now := kernel.Now()
 	at := func(d time.Duration) *time.Time { v := now.Add(d); return &v }
 	tests := []struct {
 		name     string
@@ -70,7 +71,7 @@ func TestFailureDecisions(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := models.Now()
+			before := kernel.Now()
 			o := s.failure(&tt.m, nil, &channels.Error{Class: tt.class, Err: errors.New("refused")}, true, before, time.Millisecond)
 			if o.Status != tt.want || o.CountsAttempt != tt.counts || o.ClassRetries != tt.classTries {
 				t.Fatalf("got %s (counts %v, class retries %d), want %s (counts %v, class retries %d)",
@@ -94,7 +95,7 @@ func TestFailureDecisions(t *testing.T) {
 func TestRetryScale(t *testing.T) {
 	t.Parallel()
 	s := &Sender{policy: delivery.DefaultPolicy, retryScale: 0.1}
-	before := models.Now()
+	before := kernel.Now()
 	o := s.failure(&models.Message{MaxAttempts: 3}, nil, &channels.Error{Class: channels.RateLimited, Err: errors.New("slow down")}, true, before, time.Millisecond)
 	if d := o.NextAttemptAt.Sub(before); d < 6*time.Second || d > 7*time.Second {
 		t.Errorf("rate limited, scaled by 0.1: next attempt in %s, want 6s (a tenth of the 60s rule)", d)

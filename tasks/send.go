@@ -221,7 +221,7 @@ func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 	var token string
 	err := s.holdSilenced(ctx, ids)
 	if err == nil {
-		found, token, err = s.store.ClaimMany(ctx, ids, models.Now().Add(s.lease))
+		found, token, err = s.store.ClaimMany(ctx, ids, kernel.Now().Add(s.lease))
 	}
 	// Two tasks of one message (a dead worker's and its replacement) can meet in a
 	// batch: only the first holds the claim.
@@ -269,7 +269,7 @@ func (s *Sender) KeepLeases(ctx context.Context) {
 		// A renewal may take longer than the interval on a slow database: the ticker
 		// drops the ticks it misses, and one renewal that lands keeps every claim.
 		rctx, cancel := context.WithTimeout(ctx, s.lease/3)
-		_, err := s.store.RenewLeases(rctx, ids, tokens, models.Now().Add(s.lease))
+		_, err := s.store.RenewLeases(rctx, ids, tokens, kernel.Now().Add(s.lease))
 		cancel()
 		if err != nil {
 			s.log.Warn("renew claim leases", "claims", len(ids), "error", err)
@@ -473,7 +473,7 @@ func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func
 	if ctx.Err() != nil {
 		// The worker is stopping before this message's turn: give it back, due now,
 		// without using an attempt.
-		next := models.Now()
+		next := kernel.Now()
 		return nil, nil, nil, models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
 			Error: "worker stopping", NextAttemptAt: &next}, false
 	}
@@ -498,7 +498,7 @@ func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func
 	}
 	if !acct.Enabled {
 		// A disabled account holds its messages rather than failing them.
-		next := models.Now().Add(time.Minute)
+		next := kernel.Now().Add(time.Minute)
 		return nil, nil, nil, models.Outcome{Status: models.StatusFailed, ErrorClass: string(channels.Throttled),
 			Error: "account " + acct.Name + " is disabled", NextAttemptAt: &next}, false
 	}
@@ -559,7 +559,7 @@ func (s *Sender) lateStart(m *models.Message, acct *models.Account, adm *Admissi
 	if rerr := s.limiter.Release(rctx, adm); rerr != nil {
 		s.log.Warn("give back a stale admission", "message_id", m.ID, "error", rerr)
 	}
-	next := models.Now()
+	next := kernel.Now()
 	return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
 		Error: "waiting for " + WindowLate + " capacity", NextAttemptAt: &next}, true
 }
@@ -634,7 +634,7 @@ func (s *Sender) failure(m *models.Message, acct *models.Account, ce *channels.E
 		if s.retryScale > 0 && ce.RetryAfter <= 0 {
 			v.Delay = time.Duration(float64(v.Delay) * s.retryScale)
 		}
-		next := models.Now().Add(v.Delay)
+		next := kernel.Now().Add(v.Delay)
 		o.NextAttemptAt = &next
 	}
 	return o
@@ -666,7 +666,7 @@ func (s *Sender) record(m *models.Message, o models.Outcome) error {
 // lets go only of a finished message: another task of it may hold it now and stop
 // holding it without carrying it on.
 func notClaimed(m *models.Message) error {
-	now := models.Now()
+	now := kernel.Now()
 	switch {
 	case m == nil || m.Status.Terminal() || m.Status == models.StatusHeld:
 		// A held message gets a task of its own when its silences end.
@@ -727,7 +727,7 @@ func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Acco
 		d, err := s.limiter.Acquire(ctx, acct.ID, acct.Limits, m.Address, m.Priority, m.ID)
 		if err != nil {
 			s.log.Warn("rate limiter unavailable; holding the message", "message_id", m.ID, "error", err)
-			next := models.Now().Add(limiterDownWait)
+			next := kernel.Now().Add(limiterDownWait)
 			return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
 				Error: "rate limiter unavailable: " + err.Error(), NextAttemptAt: &next}, nil, true
 		}
@@ -737,7 +737,7 @@ func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Acco
 		s.metrics.throttle(acct.Name, d.Window)
 		jitter := time.Duration(rand.Int64N(int64(throttleJitter)))
 		if waited+d.Wait > maxInlineWait {
-			next := models.Now().Add(d.Wait + jitter)
+			next := kernel.Now().Add(d.Wait + jitter)
 			return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
 				Error: "waiting for " + d.Window + " capacity", NextAttemptAt: &next}, nil, true
 		}
@@ -746,7 +746,7 @@ func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Acco
 		}
 		select {
 		case <-ctx.Done():
-			next := models.Now()
+			next := kernel.Now()
 			return models.Outcome{Status: models.StatusPending, ErrorClass: string(channels.Throttled),
 				Error: "worker stopping", NextAttemptAt: &next}, nil, true
 		case <-time.After(d.Wait + jitter):

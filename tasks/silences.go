@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"herald/delivery"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -141,7 +142,7 @@ func (c *silenceRules) compile(ctx context.Context, load silenceLoader) ([]liveS
 // they are claimed: held, with no attempt used and nothing sent. With no silence active
 // it costs nothing but a look at the cache.
 func (s *Sender) holdSilenced(ctx context.Context, ids []string) error {
-	now := models.Now()
+	now := kernel.Now()
 	rules, err := s.silences.active(ctx, s.store.LiveSilences, now)
 	if err != nil || len(rules) == 0 {
 		return err

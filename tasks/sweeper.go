@@ -13,6 +13,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -129,7 +130,7 @@ func (s *Sweeper) recover(ctx context.Context, sends []activeSend, listErr error
 	if len(released) > 0 {
 		s.log.Warn("sweeper: released expired claims; their attempts are recorded as unknown", "count", len(released))
 	}
-	now := models.Now()
+	now := kernel.Now()
 	// The messages of one claim were claimed together, usually a chunk: they go back
 	// together, under a task named after the expired claim.
 	type claim struct {
@@ -264,7 +265,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 	if err != nil {
 		return total, err
 	}
-	dueBy := models.Now().Add(-s.grace)
+	dueBy := kernel.Now().Add(-s.grace)
 	// Replacements get this sweep's mark: one of an earlier sweep may be lost too.
 	replaces := "sweep-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	var after models.DueCursor
@@ -281,7 +282,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 		for _, m := range lost {
 			byPriority[m.Priority] = append(byPriority[m.Priority], m.ID)
 		}
-		now := models.Now()
+		now := kernel.Now()
 		for _, p := range slices.Sorted(maps.Keys(byPriority)) {
 			jobs = append(jobs, Chunk(byPriority[p], p, now, func(first string, _ int) string { return SendTaskID(first, replaces) })...)
 		}
@@ -321,7 +322,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (int, error) {
 func (s *Sweeper) Reschedule(ctx context.Context) (int, error) {
 	replaces := "reschedule-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	// Every waiting message: none is due later than this.
-	everything := models.Now().AddDate(100, 0, 0)
+	everything := kernel.Now().AddDate(100, 0, 0)
 	var after models.DueCursor
 	total := 0
 	for {
@@ -503,10 +504,10 @@ func (s *Sweeper) housekeeping(ctx context.Context) {
 	if _, err := s.store.DeleteExpiredIdempotencyKeys(ctx); err != nil {
 		s.log.Warn("sweeper: prune idempotency keys", "error", err)
 	}
-	if err := s.store.DeleteThrottleWindowsBefore(ctx, models.Now().Add(-24*time.Hour)); err != nil {
+	if err := s.store.DeleteThrottleWindowsBefore(ctx, kernel.Now().Add(-24*time.Hour)); err != nil {
 		s.log.Warn("sweeper: prune throttle windows", "error", err)
 	}
-	now := models.Now()
+	now := kernel.Now()
 	expired, err := s.store.ExpireApprovals(ctx, now.Add(-models.ApprovalWait), now)
 	if err != nil {
 		s.log.Warn("sweeper: expire approvals", "error", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/dispatch"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -295,7 +296,7 @@ func TestAlertThatNobodyAnswered(t *testing.T) {
 	a, msgs := c.ackAlert("E2001")
 	for _, after := range []time.Duration{10*time.Minute + time.Second, 20*time.Minute + 2*time.Second} {
 		c.clockOffset.Store(int64(after))
-		if _, err := d.FireDueAlertSteps(ctx, models.Now().Add(time.Duration(c.clockOffset.Load()))); err != nil {
+		if _, err := d.FireDueAlertSteps(ctx, kernel.Now().Add(time.Duration(c.clockOffset.Load()))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -75,7 +75,7 @@ func (a *apiAuth) authenticate(c *gin.Context) (*models.APIKey, bool) {
 		handlers.DatabaseUnavailable(c)
 		return nil, false
 	}
-	if k.Expired(models.Now()) {
+	if k.Expired(kernel.Now()) {
 		a.auditFailure(c, k.Prefix, "expired API key")
 		c.Header("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
 		handlers.APIError(c, http.StatusUnauthorized, "key_expired",

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -44,7 +45,7 @@ func TestAPIRefusesRevokedKeys(t *testing.T) {
 	}
 	// Revoked by another process: only the database knows.
 	revokedAt := time.Now()
-	if _, err := c.store.SQL().ExecContext(ctx, "UPDATE api_keys SET revoked_at = ? WHERE id = ?", models.Now(), there.ID); err != nil {
+	if _, err := c.store.SQL().ExecContext(ctx, "UPDATE api_keys SET revoked_at = ? WHERE id = ?", kernel.Now(), there.ID); err != nil {
 		t.Fatal(err)
 	}
 	for call(thereSecret) != http.StatusUnauthorized {

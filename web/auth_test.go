@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 	"herald/web"
 )
@@ -264,7 +265,7 @@ func TestSessionsPage(t *testing.T) {
 				newest = s
 			}
 		}
-		if _, err := c.store.SQL().Exec("UPDATE console_sessions SET last_seen_at = ? WHERE id = ?", models.Now().Add(-31*time.Minute), newest.ID); err != nil {
+		if _, err := c.store.SQL().Exec("UPDATE console_sessions SET last_seen_at = ? WHERE id = ?", kernel.Now().Add(-31*time.Minute), newest.ID); err != nil {
 			t.Fatal(err)
 		}
 		resp, _ := idle.get("/")

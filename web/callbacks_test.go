@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -62,7 +63,7 @@ func TestKeyCallbackPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := models.Now()
+	now := kernel.Now()
 	b := &models.Batch{ID: models.NewID(), Source: "api", Actor: "apikey:crm", APIKeyID: &key.ID, Platform: acct.Platform,
 		AccountID: acct.ID, Priority: models.PriorityNormal, Requested: 1, Accepted: 1}
 	m := models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: c.recipient("E2001").ID, AccountID: acct.ID,
@@ -89,7 +90,7 @@ func TestKeyCallbackPage(t *testing.T) {
 	wantStatus(t, "resend a waiting event", resp, body, http.StatusConflict)
 	wantContains(t, "resend a waiting event", body, "waiting to be delivered already")
 
-	if err := c.store.RecordCallbackResults(ctx, []models.EventResult{{Seq: ev.Seq}}, models.Now()); err != nil {
+	if err := c.store.RecordCallbackResults(ctx, []models.EventResult{{Seq: ev.Seq}}, kernel.Now()); err != nil {
 		t.Fatal(err)
 	}
 	resp, body = admin.get(base + "?state=delivered")

@@ -29,6 +29,7 @@ import (
 	"herald/handlers"
 	"herald/i18n"
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 	"herald/simulator"
 	"herald/tasks"
@@ -110,7 +111,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 		ackLinks: dispatch.NewAckLinks(url, []byte("ack-test-secret-key-0123456789abcdef"), nil)}
 	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: enq, Log: log, Location: loc, Stats: stats,
 		Accounts: c.accounts, Channels: registry, AckLinks: c.ackLinks,
-		Now: func() time.Time { return models.Now().Add(time.Duration(c.clockOffset.Load())) }})
+		Now: func() time.Time { return kernel.Now().Add(time.Duration(c.clockOffset.Load())) }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"herald/config"
 	"herald/dispatch"
 	"herald/internal/logwrite"
+	"herald/kernel"
 	"herald/models"
 	"herald/simulator"
 	"herald/tasks"
@@ -153,7 +154,7 @@ func OpenStore(cfg *config.Config) (*models.Store, error) { return openStore(cfg
 // openStore is OpenStore with a MySQL pool of at most conns connections (0: the
 // default).
 func openStore(cfg *config.Config, conns int) (*models.Store, error) {
-	store, err := models.Open(models.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey, PreviousSecretKey: cfg.SecretKeyPrevious, MaxOpenConns: conns})
+	store, err := models.Open(kernel.Options{MySQLDSN: cfg.MySQLDSN, DataDir: cfg.DataDir, SecretKey: cfg.SecretKey, PreviousSecretKey: cfg.SecretKeyPrevious, MaxOpenConns: conns})
 	if err == nil {
 		return store, nil
 	}

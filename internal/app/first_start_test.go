@@ -9,6 +9,7 @@ import (
 
 	"herald/config"
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -17,7 +18,7 @@ import (
 // a make-up workday), each year audited as an import; a second start adds nothing.
 func TestFirstStartPutsTheNationalCalendarsInForce(t *testing.T) {
 	ctx := context.Background()
-	s, err := models.Open(models.Options{MySQLDSN: testenv.MySQLDSN(t), DataDir: t.TempDir(), SecretKey: testenv.SecretKey})
+	s, err := models.Open(kernel.Options{MySQLDSN: testenv.MySQLDSN(t), DataDir: t.TempDir(), SecretKey: testenv.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +70,7 @@ func TestFirstStartPutsTheNationalCalendarsInForce(t *testing.T) {
 // national holidays as one started by serve alone does; migrating again adds nothing.
 func TestMigrateUpPutsTheNationalCalendarsInForce(t *testing.T) {
 	ctx := context.Background()
-	s, err := models.Open(models.Options{MySQLDSN: testenv.MySQLDSN(t), DataDir: t.TempDir(), SecretKey: testenv.SecretKey})
+	s, err := models.Open(kernel.Options{MySQLDSN: testenv.MySQLDSN(t), DataDir: t.TempDir(), SecretKey: testenv.SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -119,7 +120,7 @@ func templateOfMySQL(t testing.TB, server *mysql.Config, admin *sql.DB) *mysqlTe
 			t.Logf("drop template database %s: %v", name, err)
 		}
 	}()
-	s, err := models.Open(models.Options{MySQLDSN: databaseDSN(server, name), SecretKey: SecretKey})
+	s, err := models.Open(kernel.Options{MySQLDSN: databaseDSN(server, name), SecretKey: SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,7 +264,7 @@ func MigratedDataDir(t testing.TB) string {
 	t.Helper()
 	tpl := templateOfSQLite(t)
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, models.SQLiteFile), tpl, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, kernel.SQLiteFile), tpl, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -283,7 +284,7 @@ func templateOfSQLite(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(dir)
-	s, err := models.Open(models.Options{DataDir: dir, SecretKey: SecretKey})
+	s, err := models.Open(kernel.Options{DataDir: dir, SecretKey: SecretKey})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +300,7 @@ func templateOfSQLite(t testing.TB) []byte {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(filepath.Join(dir, models.SQLiteFile))
+	b, err := os.ReadFile(filepath.Join(dir, kernel.SQLiteFile))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/kernel"
 	"herald/migrations"
 	"herald/models"
 )
@@ -22,7 +23,7 @@ import (
 func TestMigratedCopyIsAMigratedDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	migrated := func(t *testing.T, opts models.Options) *models.Store {
+	migrated := func(t *testing.T, opts kernel.Options) *models.Store {
 		s, err := models.Open(opts)
 		if err != nil {
 			t.Fatal(err)
@@ -33,7 +34,7 @@ func TestMigratedCopyIsAMigratedDatabase(t *testing.T) {
 		}
 		return s
 	}
-	compare := func(t *testing.T, copyOpts, freshOpts models.Options) {
+	compare := func(t *testing.T, copyOpts, freshOpts kernel.Options) {
 		copied, err := models.Open(copyOpts)
 		if err != nil {
 			t.Fatal(err)
@@ -54,8 +55,8 @@ func TestMigratedCopyIsAMigratedDatabase(t *testing.T) {
 	}
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
-		compare(t, models.Options{DataDir: MigratedDataDir(t), SecretKey: SecretKey},
-			models.Options{DataDir: t.TempDir(), SecretKey: SecretKey})
+		compare(t, kernel.Options{DataDir: MigratedDataDir(t), SecretKey: SecretKey},
+			kernel.Options{DataDir: t.TempDir(), SecretKey: SecretKey})
 	})
 	t.Run("mysql", func(t *testing.T) {
 		t.Parallel()
@@ -63,8 +64,8 @@ func TestMigratedCopyIsAMigratedDatabase(t *testing.T) {
 		if dsn == "" {
 			t.Skip("HERALD_TEST_MYSQL_DSN not set")
 		}
-		compare(t, models.Options{MySQLDSN: dsn, SecretKey: SecretKey},
-			models.Options{MySQLDSN: MySQLDSN(t), SecretKey: SecretKey})
+		compare(t, kernel.Options{MySQLDSN: dsn, SecretKey: SecretKey},
+			kernel.Options{MySQLDSN: MySQLDSN(t), SecretKey: SecretKey})
 	})
 }
 

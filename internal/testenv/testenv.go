@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
@@ -56,7 +57,7 @@ func newDatabase(t testing.TB, admin *sql.DB) string {
 // copy of one the test binary migrated once (template.go).
 func Store(t testing.TB) *models.Store {
 	t.Helper()
-	opts := models.Options{MySQLDSN: MigratedMySQLDSN(t), SecretKey: SecretKey}
+	opts := kernel.Options{MySQLDSN: MigratedMySQLDSN(t), SecretKey: SecretKey}
 	if opts.MySQLDSN == "" {
 		opts.DataDir = MigratedDataDir(t)
 	}

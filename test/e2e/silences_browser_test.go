@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"herald/internal/testenv"
-	"herald/models"
+	"herald/kernel"
 )
 
 // The silences page and its form in Chromium at a phone's, a tablet's and a desktop's
@@ -60,7 +60,7 @@ func TestSilencePagesInTheBrowser(t *testing.T) {
 		t.Fatalf("save: %v", err)
 	}
 	list, err := h.App.Store.Silences(context.Background(), 0, time.Time{}, 10)
-	if err != nil || len(list) != 1 || list[0].State(models.Now()) != "active" || list[0].Comment != "核心系统升级 CHG-42" {
+	if err != nil || len(list) != 1 || list[0].State(kernel.Now()) != "active" || list[0].Comment != "核心系统升级 CHG-42" {
 		t.Fatalf("saved silences: %+v (%v)", list, err)
 	}
 	for _, width := range []int64{390, 768, 1366} {

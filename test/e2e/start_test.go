@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/kernel"
 	"herald/models"
 )
 
@@ -58,7 +59,7 @@ func TestRolesStartTogetherOnAFreshDatabase(t *testing.T) {
 		default:
 		}
 	}
-	store, err := models.Open(models.Options{MySQLDSN: env["HERALD_MYSQL_DSN"], SecretKey: []byte(env["HERALD_SECRET_KEY"])})
+	store, err := models.Open(kernel.Options{MySQLDSN: env["HERALD_MYSQL_DSN"], SecretKey: []byte(env["HERALD_SECRET_KEY"])})
 	if err != nil {
 		t.Fatal(err)
 	}

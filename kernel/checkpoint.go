@@ -1,4 +1,4 @@
-package models
+package kernel
 
 import (
 	"database/sql"

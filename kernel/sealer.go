@@ -1,4 +1,4 @@
-package models
+package kernel
 
 import (
 	"crypto/aes"
@@ -7,19 +7,17 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"herald/kernel"
-	"strconv"
 )
 
-// sealer encrypts account credentials at rest with AES-256-GCM under a key derived from
+// Sealer encrypts credentials at rest (accounts' settings, callback secrets) with AES-256-GCM under a key derived from
 // HERALD_SECRET_KEY. Sealed values carry a version prefix so the scheme can change later.
-// The associated data names the row and field a value belongs to (see sealedFor), so a
+// The associated data names the row and field a value belongs to, so a
 // value copied into another account, or another field, does not open.
 //
 // While the key is rotated, the sealer also holds the previous key
 // (HERALD_SECRET_KEY_PREVIOUS): it seals with the current key only, and opens with the
 // current key, then the previous one.
-type sealer struct {
+type Sealer struct {
 	aead     cipher.AEAD
 	previous cipher.AEAD // nil when no previous key is set
 }
@@ -29,11 +27,11 @@ const sealPrefix = "v1:"
 // ErrUnreadable means sealed credentials open with none of the keys Herald holds:
 // HERALD_SECRET_KEY changed without HERALD_SECRET_KEY_PREVIOUS, or the value was copied
 // from another row. They must be entered again.
-var ErrUnreadable = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "account_unreadable", Key: "compose.check.account_unreadable",
+var ErrUnreadable = Declare(DomainError{Kind: KindConflict, Code: "account_unreadable", Key: "compose.check.account_unreadable",
 	Text: "credentials cannot be decrypted"})
 
-func newSealer(secret, previous []byte) *sealer {
-	s := &sealer{aead: newAEAD(secret)}
+func newSealer(secret, previous []byte) *Sealer {
+	s := &Sealer{aead: newAEAD(secret)}
 	if len(previous) > 0 {
 		s.previous = newAEAD(previous)
 	}
@@ -53,13 +51,8 @@ func newAEAD(secret []byte) cipher.AEAD {
 	return aead
 }
 
-// sealedFor is the associated data binding a sealed value to one field of one account.
-// Values sealed before binding existed have none (nil).
-func sealedFor(accountID int64, field string) []byte {
-	return []byte("account " + strconv.FormatInt(accountID, 10) + " " + field)
-}
-
-func (s *sealer) seal(plain, associated []byte) string {
+// Seal encrypts plain with the current key, bound to associated.
+func (s *Sealer) Seal(plain, associated []byte) string {
 	nonce := make([]byte, s.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		panic(err)
@@ -67,14 +60,15 @@ func (s *sealer) seal(plain, associated []byte) string {
 	return sealPrefix + base64.StdEncoding.EncodeToString(s.aead.Seal(nonce, nonce, plain, associated))
 }
 
-func (s *sealer) open(sealed string, associated []byte) ([]byte, error) {
-	plain, _, err := s.openAny(sealed, associated)
+// Open opens a sealed value with either key.
+func (s *Sealer) Open(sealed string, associated []byte) ([]byte, error) {
+	plain, _, err := s.OpenAny(sealed, associated)
 	return plain, err
 }
 
-// openAny opens a sealed value with the current key, then the previous one; stale
+// OpenAny opens a sealed value with the current key, then the previous one; stale
 // reports that only the previous key opened it, so it should be sealed again.
-func (s *sealer) openAny(sealed string, associated []byte) (plain []byte, stale bool, err error) {
+func (s *Sealer) OpenAny(sealed string, associated []byte) (plain []byte, stale bool, err error) {
 	if len(sealed) < len(sealPrefix) || sealed[:len(sealPrefix)] != sealPrefix {
 		return nil, false, fmt.Errorf("models: credentials: unknown format: %w", ErrUnreadable)
 	}
@@ -93,3 +87,7 @@ func (s *sealer) openAny(sealed string, associated []byte) (plain []byte, stale 
 	}
 	return nil, false, fmt.Errorf("models: %w (was HERALD_SECRET_KEY changed without HERALD_SECRET_KEY_PREVIOUS, or the value copied from another row?)", ErrUnreadable)
 }
+
+// HasPrevious reports whether a previous key is held: whether a key is being rotated,
+// so that values sealed with the old key are to be sealed again.
+func (s *Sealer) HasPrevious() bool { return s.previous != nil }
