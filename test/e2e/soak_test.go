@@ -2,9 +2,12 @@ package main
 
 import (
 	"bufio"
+	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -66,6 +69,9 @@ func TestSoak(t *testing.T) {
 				if i < warm {
 					warmRSS = max(warmRSS, rss)
 				}
+				if i == warm-1 || i == rounds-1 {
+					writeHeapProfile(t, mode.Name, i+1)
+				}
 				var after runtime.MemStats
 				runtime.ReadMemStats(&after)
 				t.Logf("round %d/%d: %d accepted, slowest %s (%s, %s into the round), RSS %d MiB after collection (Go heap in use %d MiB), %d MiB before (Go heap in use %d MiB, free but held %d MiB), stacks %d MiB, %d goroutines",
@@ -89,6 +95,24 @@ func TestSoak(t *testing.T) {
 					100*growth, warmRSS>>20, rss>>20, 100*soakRSSGrowth)
 			}
 		})
+	}
+}
+
+// writeHeapProfile writes the heap's profile after round n to the folder
+// HERALD_SOAK_PROFILES names, when it names one: the profiles after the warm-up and at
+// the end, compared (go tool pprof -base), show what the Go heap kept on growing.
+func writeHeapProfile(t *testing.T, mode string, n int) {
+	dir := os.Getenv("HERALD_SOAK_PROFILES")
+	if dir == "" {
+		return
+	}
+	f, err := os.Create(filepath.Join(dir, fmt.Sprintf("heap-%s-round%02d.pb.gz", mode, n)))
+	if err != nil {
+		t.Fatalf("heap profile: %v", err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Fatalf("heap profile: %v", err)
 	}
 }
 
