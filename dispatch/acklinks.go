@@ -6,9 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 
-	"herald/kernel"
-
 	"github.com/google/uuid"
+
+	"herald/kernel"
 )
 
 // AckLinks makes and reads the acknowledgment links of alert notices:

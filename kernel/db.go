@@ -10,12 +10,12 @@ import (
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 
-	"herald/migrations"
-
 	"github.com/glebarez/sqlite"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+
+	"herald/migrations"
 )
 
 // Options configure Open.

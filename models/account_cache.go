@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"herald/kernel"
-
 	"golang.org/x/sync/singleflight"
+
+	"herald/kernel"
 )
 
 // AccountCache keeps accounts for a few seconds, so a busy worker or API does not read

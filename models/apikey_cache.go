@@ -7,9 +7,9 @@ import (
 	"sync"
 	"time"
 
-	"herald/kernel"
-
 	"golang.org/x/sync/singleflight"
+
+	"herald/kernel"
 )
 
 // APIKeyCacheTTL is how long a cached key is trusted before the database is asked again.

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // APIKey authenticates a business system on the JSON API. Only the SHA-256 of the key

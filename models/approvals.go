@@ -273,7 +273,7 @@ func (c TemplateContent) Value() (driver.Value, error) {
 }
 
 // Scan implements sql.Scanner.
-func (c *TemplateContent) Scan(src any) error { return scanJSON(src, c) }
+func (c *TemplateContent) Scan(src any) error { return kernel.ScanJSON(src, c) }
 
 // LastChange is the latest audit entry of one of the actions, on the target named
 // targetID ("" for any), or nil when there is none: who last changed a setting or a

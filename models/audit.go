@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"herald/kernel"
 )
 
 // AuditEntry records one state-changing action: who, what, when and from where.
@@ -68,7 +70,7 @@ func (AuditEntry) TableName() string { return "audit_log" }
 
 // Audit appends an entry to the audit log.
 func (s *Store) Audit(ctx context.Context, e AuditEntry) error {
-	if err := insertAudit(onTx(s.k.Writer(ctx)), &e); err != nil {
+	if err := insertAudit(kernel.OnTx(s.k.Writer(ctx)), &e); err != nil {
 		return fmt.Errorf("models: audit %s: %w", e.Action, err)
 	}
 	return nil
@@ -84,7 +86,7 @@ func (s *Store) AuditMany(ctx context.Context, entries []AuditEntry) error {
 	for i := range entries {
 		rows[i] = &entries[i]
 	}
-	if err := insertAudit(onTx(s.k.Writer(ctx)), rows...); err != nil {
+	if err := insertAudit(kernel.OnTx(s.k.Writer(ctx)), rows...); err != nil {
 		return fmt.Errorf("models: audit %d entries: %w", len(entries), err)
 	}
 	return nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"herald/kernel"
 )
 
 // AuditFilter selects audit log entries; zero fields do not filter.
@@ -28,7 +30,7 @@ func (s *Store) ListAudit(ctx context.Context, f AuditFilter, limit int) ([]Audi
 	switch {
 	case f.Action == "":
 	case f.Action[len(f.Action)-1] == '.':
-		q = whereLike(q, likePrefix, f.Action, "action")
+		q = kernel.WhereLike(q, kernel.LikePrefix, f.Action, "action")
 	default:
 		q = q.Where("action = ?", f.Action)
 	}

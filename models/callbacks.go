@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // Status callback event types: what a calling system hears about the messages it asked
@@ -139,7 +139,7 @@ func recordFinal(tx *gorm.DB, finals []finalMessage, now time.Time) error {
 	if len(events) == 0 {
 		return nil
 	}
-	if err := tx.CreateInBatches(events, insertChunk).Error; err != nil {
+	if err := tx.CreateInBatches(events, kernel.InsertChunk).Error; err != nil {
 		return fmt.Errorf("models: record callback events: %w", err)
 	}
 	return nil

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // DailyContent records a notice intake accepted for a platform that delivers one
@@ -87,7 +87,7 @@ func createDailyContents(tx *gorm.DB, rows []DailyContent) error {
 	for i := range rows {
 		rows[i].CreatedAt = now
 	}
-	if err := tx.CreateInBatches(rows, insertChunk).Error; err != nil {
+	if err := tx.CreateInBatches(rows, kernel.InsertChunk).Error; err != nil {
 		if kernel.IsDuplicate(err) {
 			return fmt.Errorf("models: daily contents: %w", ErrContentTaken)
 		}

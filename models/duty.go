@@ -8,9 +8,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // DutySlot puts a recipient on the weekly roster of a weekday (1 = Monday … 7 = Sunday).

@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"time"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // DutyFeed is a head-office person's secret calendar feed of their duty days. Only the

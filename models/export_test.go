@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"herald/kernel"
 )
 
 // QueryOutside runs query, a SELECT of one integer, outside any transaction.
@@ -88,10 +88,10 @@ func (s *Store) CreateBothWays(ctx context.Context, viaGORM, plain *Batch, gormA
 	if err := db.Create(gormAudit).Error; err != nil {
 		return err
 	}
-	if err := insertBatches(onTx(db), plain); err != nil {
+	if err := insertBatches(kernel.OnTx(db), plain); err != nil {
 		return err
 	}
-	return insertAudit(onTx(db), plainAudit)
+	return insertAudit(kernel.OnTx(db), plainAudit)
 }
 
 // CreateBatchesOneTrip writes intakes as one script, with the pool of scripts held to

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // VarMap is a map of strings stored as a JSON object in one nullable column.
@@ -34,7 +34,7 @@ func (m *VarMap) Scan(src any) error {
 		*m = nil
 		return nil
 	}
-	return scanJSON(src, m)
+	return kernel.ScanJSON(src, m)
 }
 
 // Chain splits a stored fallback chain into its platforms.

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // Idempotency record states.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // messageColumn is a column of the messages table and the field of a Message it is
@@ -98,14 +98,14 @@ func nullable[T any](v *T) any {
 	return *v
 }
 
-// insertMessages writes new messages with insertRows. Every intake writes its messages
+// insertMessages writes new messages with kernel.InsertRows. Every intake writes its messages
 // this way: GORM's CreateInBatches reflects over each of the 39 fields of each row, and
 // took 38,000 allocations to write 1,000 messages where this takes 15,000
 // (BenchmarkCreateBatch). Like Create it sets the created and updated times left zero
 // to now, and it writes each row at the size its claim leaves it (unclaimed).
-func insertMessages(w rowWriter, msgs []Message) error {
+func insertMessages(w kernel.RowWriter, msgs []Message) error {
 	now := kernel.Now()
-	return insertRows(w, "messages", messageSelect, len(msgs), func(i int, args []any) []any {
+	return kernel.InsertRows(w, "messages", messageSelect, len(msgs), func(i int, args []any) []any {
 		m := &msgs[i]
 		if m.CreatedAt.IsZero() {
 			m.CreatedAt = now
@@ -123,7 +123,7 @@ func insertMessages(w rowWriter, msgs []Message) error {
 // next message of a fallback chain.
 func insertMessage(tx *gorm.DB, m *Message) error {
 	one := []Message{*m}
-	if err := insertMessages(onTx(tx), one); err != nil {
+	if err := insertMessages(kernel.OnTx(tx), one); err != nil {
 		return err
 	}
 	*m = one[0]

@@ -71,7 +71,7 @@ func (r Reasons) Value() (driver.Value, error) {
 }
 
 // Scan implements sql.Scanner.
-func (r *Reasons) Scan(src any) error { return scanJSON(src, r) }
+func (r *Reasons) Scan(src any) error { return kernel.ScanJSON(src, r) }
 
 // SourceReminder is the source of a duty reminder's batch.
 const SourceReminder = "reminder"
@@ -183,9 +183,6 @@ type Message struct {
 	DigestMessageID *string
 }
 
-// insertChunk bounds a multi-row INSERT well below MySQL's placeholder limit.
-const insertChunk = 500
-
 // BatchExtras are written in a batch's transaction: the answer to replay for an
 // idempotent request, and the audit entry of the intake.
 type BatchExtras struct {
@@ -224,7 +221,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		if extras != nil && extras.Audit != nil {
 			e := *extras.Audit
 			e.At = kernel.Now()
-			if err := insertAudit(onTx(tx), &e); err != nil {
+			if err := insertAudit(kernel.OnTx(tx), &e); err != nil {
 				return fmt.Errorf("models: audit batch: %w", err)
 			}
 		}
@@ -239,7 +236,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 			}
 		}
 		countCallbacks(b, msgs)
-		if err := insertBatches(onTx(tx), b); err != nil {
+		if err := insertBatches(kernel.OnTx(tx), b); err != nil {
 			if kernel.IsDuplicate(err) {
 				return fmt.Errorf("models: create batch: %w", kernel.ErrDuplicate)
 			}
@@ -248,7 +245,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		if len(msgs) == 0 {
 			return nil
 		}
-		if err := insertMessages(onTx(tx), msgs); err != nil {
+		if err := insertMessages(kernel.OnTx(tx), msgs); err != nil {
 			return fmt.Errorf("models: create messages of batch %s: %w", b.ID, err)
 		}
 		return recordCreatedFinal(tx, msgs)
@@ -318,7 +315,7 @@ func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 					return err
 				}
 			}
-			msgs, err := insertIntakes(onTx(tx), items)
+			msgs, err := insertIntakes(kernel.OnTx(tx), items)
 			if err != nil {
 				return err
 			}
@@ -335,7 +332,7 @@ func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 
 // insertIntakes writes the audit entries, batches and messages of intakes through w,
 // with one INSERT per table for all of them, and returns their messages.
-func insertIntakes(w rowWriter, items []NewBatch) ([]Message, error) {
+func insertIntakes(w kernel.RowWriter, items []NewBatch) ([]Message, error) {
 	var audits []*AuditEntry
 	batches := make([]*Batch, 0, len(items))
 	var msgs []Message

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // MessageFilter selects messages for the console's message list; zero fields do not
@@ -103,7 +103,7 @@ func (f MessageFilter) apply(q *gorm.DB) *gorm.DB {
 	}
 	if f.RecipientName != "" {
 		// A subquery, not the list's join: counts and re-sends filter without it.
-		people := whereLike(q.Session(&gorm.Session{NewDB: true}).Table("recipients"), likeContains, f.RecipientName, "name")
+		people := kernel.WhereLike(q.Session(&gorm.Session{NewDB: true}).Table("recipients"), kernel.LikeContains, f.RecipientName, "name")
 		q = q.Where("m.recipient_id IN (?)", people.Select("id"))
 	}
 	// SQLite compares times as text: every stored time is UTC.

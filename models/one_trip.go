@@ -81,7 +81,7 @@ type script struct {
 	bytes int
 }
 
-func (sc *script) insert(stmt string, args []any) error {
+func (sc *script) Insert(stmt string, args []any) error {
 	sc.add(stmt, args...)
 	return nil
 }

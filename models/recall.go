@@ -114,7 +114,7 @@ func (c RecallCounts) Value() (driver.Value, error) {
 }
 
 // Scan implements sql.Scanner.
-func (c *RecallCounts) Scan(src any) error { return scanJSON(src, c) }
+func (c *RecallCounts) Scan(src any) error { return kernel.ScanJSON(src, c) }
 
 // RecallRequest is a batch recall for more people than the approval threshold, waiting
 // for another person's decision (or decided).

@@ -341,9 +341,9 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 	}
 	err := s.changeRecipients(ctx, func(tx *gorm.DB) error {
 		var existing []Recipient
-		for start := 0; start < len(ids); start += insertChunk {
+		for start := 0; start < len(ids); start += kernel.InsertChunk {
 			var part []Recipient
-			if err := tx.Where("external_id IN ?", ids[start:min(start+insertChunk, len(ids))]).Find(&part).Error; err != nil {
+			if err := tx.Where("external_id IN ?", ids[start:min(start+kernel.InsertChunk, len(ids))]).Find(&part).Error; err != nil {
 				return fmt.Errorf("models: upsert recipients: %w", err)
 			}
 			existing = append(existing, part...)
@@ -372,7 +372,7 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 			res.Changes = append(res.Changes, CompareRecipients(old, r))
 		}
 		if len(created) > 0 {
-			if err := tx.CreateInBatches(created, insertChunk).Error; err != nil {
+			if err := tx.CreateInBatches(created, kernel.InsertChunk).Error; err != nil {
 				if kernel.IsDuplicate(err) {
 					return kernel.DuplicateField("external_id", "validation.appears_twice")
 				}

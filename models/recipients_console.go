@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // RecipientByExternalID returns one recipient by the id business systems use.

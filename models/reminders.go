@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"time"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
+
+	"herald/kernel"
 )
 
 // SettingDutyReminder is the setting that holds the duty reminder (ReminderConfig as

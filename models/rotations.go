@@ -8,9 +8,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // Which days a rotation covers.

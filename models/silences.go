@@ -35,7 +35,7 @@ func (m Matchers) Value() (driver.Value, error) {
 }
 
 // Scan implements sql.Scanner.
-func (m *Matchers) Scan(src any) error { return scanJSON(src, m) }
+func (m *Matchers) Scan(src any) error { return kernel.ScanJSON(src, m) }
 
 // Silence holds the messages its matchers all match while it is active (delivery's
 // silences.go has the rule). ExpiredAt is set when someone expired it early (or its
@@ -442,11 +442,11 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 				}
 			}
 		}
-		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(links, insertChunk).Error; err != nil {
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(links, kernel.InsertChunk).Error; err != nil {
 			return fmt.Errorf("models: record silences of held messages: %w", err)
 		}
 		if len(events) > 0 {
-			if err := tx.CreateInBatches(events, insertChunk).Error; err != nil {
+			if err := tx.CreateInBatches(events, kernel.InsertChunk).Error; err != nil {
 				return fmt.Errorf("models: record held events: %w", err)
 			}
 		}

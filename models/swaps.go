@@ -6,9 +6,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // DutySwap records "A swaps their duty on ADate with B's on BDate": on ADate A is off

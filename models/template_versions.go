@@ -6,9 +6,9 @@ import (
 	"slices"
 	"time"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // TemplateVersion is one saved state of a template, never changed once written: every

@@ -108,25 +108,7 @@ func (l StringList) Value() (driver.Value, error) {
 }
 
 // Scan implements sql.Scanner.
-func (l *StringList) Scan(src any) error { return scanJSON(src, l) }
-
-func scanJSON(src, dst any) error {
-	var b []byte
-	switch v := src.(type) {
-	case string:
-		b = []byte(v)
-	case []byte:
-		b = v
-	case nil:
-		return nil
-	default:
-		return fmt.Errorf("models: cannot scan %T as JSON", src)
-	}
-	if len(b) == 0 {
-		return nil
-	}
-	return json.Unmarshal(b, dst)
-}
+func (l *StringList) Scan(src any) error { return kernel.ScanJSON(src, l) }
 
 // CreateTemplate stores a new template.
 func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {

@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"time"
 
-	"herald/kernel"
-
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // ThrottleWindow counts the events of one kind (its key) in one fixed window of time.

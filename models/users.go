@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"herald/kernel"
-
 	"golang.org/x/crypto/bcrypt"
 	"gorm.io/gorm"
+
+	"herald/kernel"
 )
 
 // Role is a console user's role. Each role includes the rights of those below it.
