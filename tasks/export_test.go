@@ -5,3 +5,7 @@ var Replacing = replacing
 
 // ScheduleKey is scheduleKey, for tests that take a job off the schedule.
 var ScheduleKey = scheduleKey
+
+// ForgetDeleted is forgetDeleted, for the test that the embedded Redis does not keep
+// every key it ever held.
+func (e *EmbeddedRedis) ForgetDeleted() int { return e.forgetDeleted() }
