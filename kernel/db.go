@@ -38,13 +38,22 @@ const SQLiteFile = "herald.db"
 const sqliteReaders = 4
 
 // openSQLite opens a pool of at most conns connections to the SQLite file at path, each
-// set up with the given pragmas.
+// set up with the given pragmas. A pool of one connection serves its statements and
+// transactions in turn (see inTurn).
 func openSQLite(path string, gcfg *gorm.Config, conns int, pragmas ...string) (*gorm.DB, error) {
 	dsn := "file:" + path + "?_pragma=busy_timeout(10000)"
 	for _, p := range pragmas {
 		dsn += "&_pragma=" + p
 	}
-	db, err := gorm.Open(sqlite.Open(dsn), gcfg)
+	dialector := &sqlite.Dialector{DSN: dsn}
+	if conns == 1 {
+		pool, err := sql.Open(sqlite.DriverName, dsn)
+		if err != nil {
+			return nil, fmt.Errorf("models: open sqlite %s: %w", path, err)
+		}
+		dialector.Conn = newInTurn(pool)
+	}
+	db, err := gorm.Open(dialector, gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("models: open sqlite %s: %w", path, err)
 	}
