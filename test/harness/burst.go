@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime/pprof"
+	"runtime/trace"
 	"slices"
 	"strings"
 	"sync"
@@ -74,7 +76,20 @@ type watchdog struct {
 	slowPath string
 	slowAt   time.Duration
 	dumped   atomic.Bool
+
+	// recorder, when HERALD_BURST_TRACE names a folder, keeps the last seconds of an
+	// execution trace; the first request of the burst slower than traceSlowerThan
+	// writes them out (see slowTrace).
+	recorder *trace.FlightRecorder
+	traced   atomic.Bool
+	writing  sync.WaitGroup
 }
+
+// traceSlowerThan is how slow a request must be for its burst's trace to be kept.
+const traceSlowerThan = 200 * time.Millisecond
+
+// traces numbers the traces written in this process.
+var traces atomic.Int64
 
 type flight struct {
 	path  string
@@ -98,7 +113,29 @@ func (w *watchdog) end(id int64) time.Duration {
 	if took > w.slowest {
 		w.slowest, w.slowPath, w.slowAt = took, f.path, f.start.Sub(w.started)
 	}
+	if w.recorder != nil && took > traceSlowerThan && w.traced.CompareAndSwap(false, true) {
+		w.writing.Go(func() { w.slowTrace(f.path, took) })
+	}
 	return took
+}
+
+// slowTrace writes the execution trace of the seconds around a slow request to the
+// folder HERALD_BURST_TRACE names, for go tool trace: what the process did while the
+// request waited (its goroutines' blocking, system calls, the collector, the
+// scheduler).
+func (w *watchdog) slowTrace(path string, took time.Duration) {
+	time.Sleep(100 * time.Millisecond) // the moments after the answer, too
+	name := filepath.Join(os.Getenv("HERALD_BURST_TRACE"), fmt.Sprintf("burst-%03d-%s-%dms.trace", traces.Add(1),
+		strings.NewReplacer(" ", "-", "/", "_").Replace(path), took.Milliseconds()))
+	f, err := os.Create(name)
+	if err != nil {
+		w.t.Logf("trace of a slow request: %v", err)
+		return
+	}
+	defer f.Close()
+	if _, err := w.recorder.WriteTo(f); err != nil {
+		w.t.Logf("trace of a slow request: %v", err)
+	}
 }
 
 func (w *watchdog) watch(stop <-chan struct{}) {
@@ -145,6 +182,16 @@ func RunBurst(t testing.TB, h *Running, callers, operators int, span time.Durati
 		consoles[i].Client.Timeout = 30 * time.Second
 	}
 	w := &watchdog{t: t, inFlight: map[int64]flight{}, started: time.Now()}
+	if os.Getenv("HERALD_BURST_TRACE") != "" {
+		w.recorder = trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: 2 * time.Second, MaxBytes: 64 << 20})
+		if err := w.recorder.Start(); err != nil {
+			t.Fatalf("HERALD_BURST_TRACE: %v", err)
+		}
+		defer func() {
+			w.writing.Wait()
+			w.recorder.Stop()
+		}()
+	}
 	stop := make(chan struct{})
 	go w.watch(stop)
 	defer close(stop)
