@@ -14,8 +14,11 @@ import (
 // answer within hangAfter and never with a 5xx, and every accepted message must reach the
 // platform. A request that hangs prints a goroutine dump, so a failure explains itself.
 // The first start's burst lasts 10 s (HERALD_STRESS_SPAN); the soak of make test-long
-// keeps the same traffic up for half an hour.
+// keeps the same traffic up for half an hour. It judges freezes, not speed, so it runs
+// beside the package's other parallel tests: their load makes a freeze likelier, not
+// less.
 func TestBurstRightAfterStart(t *testing.T) {
+	t.Parallel()
 	span := envDuration("HERALD_STRESS_SPAN", 10*time.Second)
 	starts := envInt("HERALD_STRESS_STARTS", 3)
 	for _, mode := range burstModes {
