@@ -120,7 +120,7 @@ func (d *apiDoc) problems() []string {
 				problems = append(problems, where+": no responses")
 			}
 			for _, code := range slices.Sorted(maps.Keys(responses)) {
-				ptr := "/paths/" + pointerToken(p.template) + "/" + method + "/responses/" + pointerToken(code)
+				ptr := responsePointer(p.template, method, code)
 				resp, ptr, err := d.resolve(responses[code], ptr)
 				if err != nil {
 					problems = append(problems, fmt.Sprintf("%s answer %s: %v", where, code, err))
@@ -240,6 +240,11 @@ func (d *apiDoc) schema(ptr string) (*jsonschema.Schema, error) {
 	return s, nil
 }
 
+// responsePointer is the JSON pointer of an operation's answer for code.
+func responsePointer(template, method, code string) string {
+	return "/paths/" + pointerToken(template) + "/" + method + "/responses/" + pointerToken(code)
+}
+
 // pointerToken escapes one token of a JSON pointer.
 func pointerToken(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
@@ -288,15 +293,10 @@ func APIAnswerProblems(req *http.Request, status int, header http.Header, body [
 		resp, ok = responses[code]
 	}
 	if !ok {
-		described := make([]string, 0, len(responses))
-		for c := range responses {
-			described = append(described, c)
-		}
-		slices.Sort(described)
 		return fmt.Sprintf("\n  %s %s answered %d, which is not among the operation's answers (%s)",
-			req.Method, path.template, status, strings.Join(described, ", ")), nil
+			req.Method, path.template, status, strings.Join(slices.Sorted(maps.Keys(responses)), ", ")), nil
 	}
-	ptr := "/paths/" + pointerToken(path.template) + "/" + method + "/responses/" + pointerToken(code)
+	ptr := responsePointer(path.template, method, code)
 	resp, ptr, err = d.resolve(resp, ptr)
 	if err != nil {
 		return "", fmt.Errorf("docs/openapi.json: %s %s: %w", req.Method, path.template, err)
@@ -308,13 +308,8 @@ func APIAnswerProblems(req *http.Request, status int, header http.Header, body [
 	mediaType, _, err := mime.ParseMediaType(header.Get("Content-Type"))
 	media, ok := content[mediaType].(map[string]any)
 	if err != nil || !ok {
-		described := make([]string, 0, len(content))
-		for mt := range content {
-			described = append(described, mt)
-		}
-		slices.Sort(described)
 		return fmt.Sprintf("\n  %s %s answered %d with Content-Type %q; the description has %s",
-			req.Method, path.template, status, header.Get("Content-Type"), strings.Join(described, ", ")), nil
+			req.Method, path.template, status, header.Get("Content-Type"), strings.Join(slices.Sorted(maps.Keys(content)), ", ")), nil
 	}
 	if _, ok := media["schema"]; !ok {
 		return "", nil
