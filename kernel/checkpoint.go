@@ -36,7 +36,7 @@ type checkpointer struct {
 // startCheckpointer opens a connection of its own to the SQLite file at path and
 // checkpoints through it until stopped.
 func startCheckpointer(path string, gcfg *gorm.Config) (*checkpointer, error) {
-	gdb, err := openSQLite(path, gcfg, 1)
+	gdb, err := openSQLite(path, gcfg, 1, cacheSize(checkpointCacheKiB))
 	if err != nil {
 		return nil, err
 	}

@@ -9,7 +9,7 @@ import (
 
 // sqlitePageCaches reads from SQLite's own counters in this process (the embedded
 // default's database runs in it) how much memory the connections' page caches hold:
-// SQLite keeps each within its connection's cache_size.
+// SQLite keeps them together within the sum of their cache sizes.
 func sqlitePageCaches() int64 {
 	tls := libc.NewTLS()
 	defer tls.Close()
