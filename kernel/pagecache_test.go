@@ -43,10 +43,10 @@ func TestPageCachesStayWithinTheirBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// About 40 MB of rows, the index keys random: each batch touches pages all over the
+	// About 6 MB of rows, the index keys random: each batch touches pages all over the
 	// table's end and the index. Between batches each reader reads the newest rows and
 	// leaves their pages in its cache, for the writer's next batch to take.
-	for range 80 {
+	for range 12 {
 		if err := w.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 1000)
 			INSERT INTO filler (k, v) SELECT hex(randomblob(16)), hex(randomblob(250)) FROM n`).Error; err != nil {
 			t.Fatal(err)
@@ -73,7 +73,7 @@ func TestPageCachesStayWithinTheirBudget(t *testing.T) {
 		t.Fatalf("the page caches hold %d KiB (%v bytes by connection, writer first), want at most the %d KiB budget", total>>10, used, budget>>10)
 	}
 	if total < budget/2 {
-		t.Fatalf("the page caches hold %d KiB after 40 MB written and read, want them filled towards the %d KiB budget: the test no longer fills them", total>>10, budget>>10)
+		t.Fatalf("the page caches hold %d KiB after 6 MB written and read, want them filled towards the %d KiB budget: the test no longer fills them", total>>10, budget>>10)
 	}
 }
 
