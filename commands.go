@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"herald/audit"
 	"herald/config"
 	"herald/dispatch"
 	"herald/internal/app"
@@ -218,7 +219,7 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 }
 
 // cliActor is the command line, as the audit log records who acted.
-var cliActor = dispatch.System("cli")
+var cliActor = audit.System("cli")
 
 // cliService is the service layer for a command: the changes it makes follow the
 // console's and the API's rules and are audited alike. loc is HERALD_TIMEZONE (nil: UTC).

@@ -51,7 +51,8 @@ func isHerald(path string) bool { return path == "herald" || strings.HasPrefix(p
 // TestImportRules keeps the layout's dependencies pointing one way (README,
 // "Architecture"): configuration is a leaf; platform adapters know nothing of the store
 // or the simulator; pages and handlers know nothing of the queue; the kernel builds on
-// nothing of Herald's but the catalogs and the migrations; only the store and the kernel
+// nothing of Herald's but the catalogs and the migrations, and the audit log on nothing
+// but the kernel; only the store and the kernel
 // speak GORM; only the end-to-end tests and the benchmarks use the test harness. A rule broken
 // here is a dependency to move behind an interface or a plain type where it is consumed,
 // not an exception to add.
@@ -103,6 +104,14 @@ func TestImportRules(t *testing.T) {
 	for _, dep := range get("herald/kernel").Deps {
 		if isHerald(dep) && dep != "herald/i18n" && dep != "herald/migrations" {
 			t.Errorf("herald/kernel depends on %s: the kernel builds on the catalogs and the migrations alone", dep)
+		}
+	}
+
+	// The audit log and the change runner build on the kernel alone: every domain's
+	// service records its changes through them.
+	for _, dep := range get("herald/audit").Deps {
+		if isHerald(dep) && dep != "herald/kernel" && dep != "herald/i18n" && dep != "herald/migrations" {
+			t.Errorf("herald/audit depends on %s: the audit log builds on the kernel alone", dep)
 		}
 	}
 

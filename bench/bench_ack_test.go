@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/models"
 )
@@ -26,7 +27,7 @@ func BenchmarkAckLinks(b *testing.B) {
 		r := startHerald(b, testEnv(b))
 		ctx := context.Background()
 		d := r.App.Dispatch
-		if _, err := d.CreatePolicy(ctx, dispatch.System("bench"), models.EscalationPolicy{Name: "bench-ack",
+		if _, err := d.CreatePolicy(ctx, audit.System("bench"), models.EscalationPolicy{Name: "bench-ack",
 			Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "1h"}}}); err != nil {
 			b.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"herald/audit"
 	"herald/channels"
 	"herald/delivery"
 	"herald/kernel"
@@ -48,17 +49,17 @@ type AccountInput struct {
 // handed to an address it was not entered for. The change is audited, with the old and
 // new destination and whatever else changed, as done by by, and intake in this process
 // sees it at once. A validation failure is a *kernel.FieldError and writes nothing.
-func (d *Dispatcher) SaveAccount(ctx context.Context, by Actor, old *models.Account, in AccountInput) (*models.Account, error) {
+func (d *Dispatcher) SaveAccount(ctx context.Context, by audit.Actor, old *models.Account, in AccountInput) (*models.Account, error) {
 	a, err := accountFromInput(in, old)
 	if err != nil {
 		return nil, err
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.SaveAccount(ctx, a); err != nil {
 			return err
 		}
 		if old == nil {
-			ch.Audit("account.create", "account", a.Name, models.AuditParams{"name": a.Name, "platform": a.Platform,
+			ch.Audit("account.create", "account", a.Name, audit.Params{"name": a.Name, "platform": a.Platform,
 				"destination": destination(a.Platform, a.Config), "limits": limitsText(a.Limits),
 				"above_documented": excessText(newExcess(a, nil))})
 		} else {
@@ -76,8 +77,8 @@ func (d *Dispatcher) SaveAccount(ctx context.Context, by Actor, old *models.Acco
 }
 
 // SetAccountEnabled enables or disables an account, audited as done by by.
-func (d *Dispatcher) SetAccountEnabled(ctx context.Context, by Actor, a *models.Account, enabled bool) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) SetAccountEnabled(ctx context.Context, by audit.Actor, a *models.Account, enabled bool) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.SetAccountEnabled(ctx, a.ID, enabled); err != nil {
 			return err
 		}
@@ -85,7 +86,7 @@ func (d *Dispatcher) SetAccountEnabled(ctx context.Context, by Actor, a *models.
 		if enabled {
 			action = "account.enable"
 		}
-		ch.Audit(action, "account", a.Name, models.AuditParams{"name": a.Name})
+		ch.Audit(action, "account", a.Name, audit.Params{"name": a.Name})
 		ch.After(d.accountsChanged)
 		return nil
 	})
@@ -93,12 +94,12 @@ func (d *Dispatcher) SetAccountEnabled(ctx context.Context, by Actor, a *models.
 
 // DeleteAccount removes an account that has no undelivered messages (else the error is
 // models.ErrInUse), audited as done by by.
-func (d *Dispatcher) DeleteAccount(ctx context.Context, by Actor, a *models.Account) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) DeleteAccount(ctx context.Context, by audit.Actor, a *models.Account) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.DeleteAccount(ctx, a.ID); err != nil {
 			return err
 		}
-		ch.Audit("account.delete", "account", a.Name, models.AuditParams{"name": a.Name, "platform": a.Platform})
+		ch.Audit("account.delete", "account", a.Name, audit.Params{"name": a.Name, "platform": a.Platform})
 		ch.After(d.accountsChanged)
 		return nil
 	})
@@ -106,13 +107,13 @@ func (d *Dispatcher) DeleteAccount(ctx context.Context, by Actor, a *models.Acco
 
 // AccountTested records that by checked an account's connection (the console's test
 // button) and what came of it: ok or failed, and the platform's answer in summary.
-func (d *Dispatcher) AccountTested(ctx context.Context, by Actor, a *models.Account, ok bool, summary string) error {
-	return d.change(ctx, by, func(_ *models.Store, ch *Change) error {
+func (d *Dispatcher) AccountTested(ctx context.Context, by audit.Actor, a *models.Account, ok bool, summary string) error {
+	return d.change(ctx, by, func(_ *models.Store, ch *audit.Change) error {
 		outcome := "failed"
 		if ok {
 			outcome = "ok"
 		}
-		ch.AuditDetail("account.test", "account", a.Name, summary, models.AuditParams{"name": a.Name, "outcome": outcome})
+		ch.AuditDetail("account.test", "account", a.Name, summary, audit.Params{"name": a.Name, "outcome": outcome})
 		return nil
 	})
 }
@@ -273,8 +274,8 @@ func destination(platform string, cfg map[string]string) string {
 // updateParams names, for the audit log, what an update changed: the platform, where
 // the account connected and connects now, its quiet hours, limits and attempts, and which
 // secrets were entered or cleared; secrets themselves never appear.
-func updateParams(old, a *models.Account, given map[string]string) models.AuditParams {
-	p := models.AuditParams{"name": old.Name}
+func updateParams(old, a *models.Account, given map[string]string) audit.Params {
+	p := audit.Params{"name": old.Name}
 	if old.Name != a.Name {
 		p["new_name"] = a.Name
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"herald/audit"
 	"herald/channels"
 	"herald/kernel"
 	"herald/models"
@@ -76,7 +77,7 @@ func (d *Dispatcher) OpenAckLink(ctx context.Context, token string) (AckNotice, 
 // to, via "link". Besides OpenAckLink's errors: a *kernel.FieldError on action for
 // another action, ErrAlertEnded for an exhausted alert. Acting twice is harmless (see
 // AckResult). The notice comes back with the alert as it is after.
-func (d *Dispatcher) ActOnAckLink(ctx context.Context, by Actor, token, action string) (AckNotice, AckResult, error) {
+func (d *Dispatcher) ActOnAckLink(ctx context.Context, by audit.Actor, token, action string) (AckNotice, AckResult, error) {
 	n, err := d.OpenAckLink(ctx, token)
 	if err != nil {
 		return n, AckResult{}, err
@@ -88,7 +89,7 @@ func (d *Dispatcher) ActOnAckLink(ctx context.Context, by Actor, token, action s
 // via "wecom". The card's task id is its message's id; a click counts only on a card
 // that account sent, from the member it went to. ErrAckLinkInvalid: the click names
 // no such card; otherwise as ActOnAckLink.
-func (d *Dispatcher) ActOnWeComCard(ctx context.Context, by Actor, accountID int64, click channels.WeComCardEvent) (AckNotice, AckResult, error) {
+func (d *Dispatcher) ActOnWeComCard(ctx context.Context, by audit.Actor, accountID int64, click channels.WeComCardEvent) (AckNotice, AckResult, error) {
 	n, err := d.alertNotice(ctx, click.TaskID, func(m *models.Message) bool {
 		return m.AccountID == accountID && m.Address == click.UserID
 	})
@@ -159,7 +160,7 @@ func called(m *models.Message, now time.Time) bool {
 
 // actOnNotice acknowledges or resolves the notice's alert as its recipient, who must
 // be one the alert has called so far (ErrAckNotCalled).
-func (d *Dispatcher) actOnNotice(ctx context.Context, by Actor, n AckNotice, action, via string) (AckNotice, AckResult, error) {
+func (d *Dispatcher) actOnNotice(ctx context.Context, by audit.Actor, n AckNotice, action, via string) (AckNotice, AckResult, error) {
 	var res AckResult
 	var err error
 	if action == channels.AckAction || action == channels.ResolveAction {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -21,16 +22,16 @@ func wantField(t *testing.T, err error, field string) {
 }
 
 // oneEntry returns the one audit entry of an action, failing when there is not exactly one.
-func oneEntry(t *testing.T, s *models.Store, action string) models.AuditEntry {
+func oneEntry(t *testing.T, s *models.Store, action string) audit.Entry {
 	t.Helper()
-	entries, err := s.ListAudit(context.Background(), models.AuditFilter{Action: action}, 10)
+	entries, err := s.AuditLog().List(context.Background(), audit.Filter{Action: action}, 10)
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("%s: audit entries %+v, %v; want one", action, entries, err)
 	}
 	return entries[0]
 }
 
-var admin = dispatch.Actor{Name: "root", Type: dispatch.ActorUser, Person: "root", IP: "192.0.2.9"}
+var admin = audit.Actor{Name: "root", Type: audit.ActorUser, Person: "root", IP: "192.0.2.9"}
 
 func TestAccountService(t *testing.T) {
 	t.Parallel()
@@ -170,7 +171,7 @@ func TestUserService(t *testing.T) {
 
 	// Changing one's own password: a wrong current one is recorded as a failed attempt;
 	// a weak new one writes nothing.
-	self := dispatch.Actor{Name: "vera", Type: dispatch.ActorUser, Person: "vera", IP: "192.0.2.10"}
+	self := audit.Actor{Name: "vera", Type: audit.ActorUser, Person: "vera", IP: "192.0.2.10"}
 	u, _ = f.store.UserByID(ctx, u.ID)
 	wantField(t, f.d.ChangePassword(ctx, self, u, "not-it", "another-staple-battery-7"), "current_password")
 	if e := oneEntry(t, f.store, "user.password_change_failed"); e.Actor != "vera" || e.IP != "192.0.2.10" {
@@ -265,8 +266,8 @@ func TestMessageService(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := res.Messages[0].ID
-	other := dispatch.Actor{Name: "apikey:crm", Type: dispatch.ActorAPIKey, APIKeyID: f.keyID + 100, OwnOnly: true}
-	own := dispatch.Actor{Name: "apikey:intake", Type: dispatch.ActorAPIKey, APIKeyID: f.keyID, OwnOnly: true}
+	other := audit.Actor{Name: "apikey:crm", Type: audit.ActorAPIKey, APIKeyID: f.keyID + 100, OwnOnly: true}
+	own := audit.Actor{Name: "apikey:intake", Type: audit.ActorAPIKey, APIKeyID: f.keyID, OwnOnly: true}
 
 	for _, tc := range []struct {
 		name string

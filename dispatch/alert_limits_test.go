@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -195,7 +196,7 @@ func TestUnroutedAlertRaisesTheAlarm(t *testing.T) {
 	if got := gauge(t, reg, "herald_alerts_unrouted"); got != 1 {
 		t.Errorf("herald_alerts_unrouted = %v, want 1", got)
 	}
-	entries, err := f.store.ListAudit(ctx, models.AuditFilter{Action: "alert.unrouted"}, 10)
+	entries, err := f.store.AuditLog().List(ctx, audit.Filter{Action: "alert.unrouted"}, 10)
 	if err != nil || len(entries) != 1 {
 		t.Errorf("alert.unrouted audit entries: %d %v, want 1", len(entries), err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"herald/audit"
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
@@ -74,14 +75,14 @@ const AckVariable = "ack_url"
 // Acknowledging twice is harmless: the result says who did first. ErrAlertEnded: the
 // alert is exhausted. kernel.ErrNotFound: no such alert, or one by may not see (see
 // Alert).
-func (d *Dispatcher) AcknowledgeAlert(ctx context.Context, by Actor, alertID int64, externalID, via, note string) (AckResult, error) {
+func (d *Dispatcher) AcknowledgeAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (AckResult, error) {
 	return d.moveAlert(ctx, by, alertID, externalID, via, note, ackMove)
 }
 
 // ResolveAlert closes an alert, open or acknowledged: the escalation stops. Resolving
 // twice is harmless. ErrAlertEnded: the alert is exhausted. kernel.ErrNotFound: no such
 // alert, or one by may not see.
-func (d *Dispatcher) ResolveAlert(ctx context.Context, by Actor, alertID int64, externalID, via, note string) (AckResult, error) {
+func (d *Dispatcher) ResolveAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (AckResult, error) {
 	return d.moveAlert(ctx, by, alertID, externalID, via, note, resolveMove)
 }
 
@@ -100,7 +101,7 @@ var (
 )
 
 // moveAlert runs an acknowledgment or a resolution.
-func (d *Dispatcher) moveAlert(ctx context.Context, by Actor, alertID int64, externalID, via, note string, mv alertMove) (AckResult, error) {
+func (d *Dispatcher) moveAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string, mv alertMove) (AckResult, error) {
 	if by.OwnKey() != 0 {
 		// Another key's alert is not found, before anything of the request is checked.
 		if _, err := d.ownAlert(ctx, by, alertID); err != nil {
@@ -113,7 +114,7 @@ func (d *Dispatcher) moveAlert(ctx context.Context, by Actor, alertID int64, ext
 	}
 	now := d.now()
 	var a *models.Alert
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if a, err = tx.AlertByID(ctx, alertID); err != nil {
 			return err
 		}
@@ -142,7 +143,7 @@ func (d *Dispatcher) moveAlert(ctx context.Context, by Actor, alertID int64, ext
 		if err := d.alertEvent(ctx, tx, ch, a, mv.event, models.AlertEvent{State: mv.to, Step: a.Step, Round: a.Round, By: who.id}, now); err != nil {
 			return err
 		}
-		params := models.AuditParams{"id": strconv.FormatInt(alertID, 10), "by": who.name, "via": via, "note": note}
+		params := audit.Params{"id": strconv.FormatInt(alertID, 10), "by": who.name, "via": via, "note": note}
 		ch.Audit(mv.action, "alert", strconv.FormatInt(alertID, 10), params)
 		if wasOpen && d.ackObserver != nil {
 			opened := a.OpenedAt
@@ -181,7 +182,7 @@ type ackPerson struct {
 }
 
 // acker checks the input of an acknowledgment and finds the person.
-func (d *Dispatcher) acker(ctx context.Context, by Actor, externalID, via, note string) (ackPerson, error) {
+func (d *Dispatcher) acker(ctx context.Context, by audit.Actor, externalID, via, note string) (ackPerson, error) {
 	if !slices.Contains(AckVias, via) {
 		return ackPerson{}, kernel.Invalid("via", "alerts.invalid.via")
 	}
@@ -217,7 +218,7 @@ const maxNoteLen = 1000
 
 // noticeOfAck tells everyone the alert notified so far, but the person who took it,
 // that it is taken.
-func (d *Dispatcher) noticeOfAck(ctx context.Context, tx *models.Store, ch *Change, a *models.Alert, who ackPerson) error {
+func (d *Dispatcher) noticeOfAck(ctx context.Context, tx *models.Store, ch *audit.Change, a *models.Alert, who ackPerson) error {
 	ids, err := tx.AlertRecipients(ctx, a.ID)
 	if err != nil {
 		return err
@@ -241,7 +242,7 @@ func alertTitle(a *models.Alert) string {
 
 // writeNotice writes one of Herald's own notices of an alert (taken, nobody answered) to
 // people, in tx, enqueued once it commits.
-func (d *Dispatcher) writeNotice(ctx context.Context, tx *models.Store, ch *Change, a *models.Alert, people []int64, text string) error {
+func (d *Dispatcher) writeNotice(ctx context.Context, tx *models.Store, ch *audit.Change, a *models.Alert, people []int64, text string) error {
 	if len(people) == 0 {
 		return nil
 	}
@@ -256,7 +257,7 @@ func (d *Dispatcher) writeNotice(ctx context.Context, tx *models.Store, ch *Chan
 
 // writeAlertBatch writes a batch of an alert's notices in tx and enqueues its messages
 // once tx commits.
-func (d *Dispatcher) writeAlertBatch(ctx context.Context, tx *models.Store, ch *Change, alertID int64, res *Result) error {
+func (d *Dispatcher) writeAlertBatch(ctx context.Context, tx *models.Store, ch *audit.Change, alertID int64, res *Result) error {
 	if len(res.Messages) == 0 {
 		return nil
 	}
@@ -279,7 +280,7 @@ func (d *Dispatcher) writeAlertBatch(ctx context.Context, tx *models.Store, ch *
 // alertEvent writes an alert's status event (e says what of it; its AlertID and
 // BatchID are a's) for the API key that opened it, if any, and wakes its delivery once
 // the change commits.
-func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *Change, a *models.Alert, typ string, e models.AlertEvent, now time.Time) error {
+func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *audit.Change, a *models.Alert, typ string, e models.AlertEvent, now time.Time) error {
 	if a.CallbackKeyID == nil {
 		return nil
 	}
@@ -297,7 +298,7 @@ func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *Chang
 // Alert returns an alert and its steps (those of the policy; not the closing check
 // after the last), as by may see it. kernel.ErrNotFound: no such alert, or, to a send
 // or read key, an alert of a batch another key created (as Message answers).
-func (d *Dispatcher) Alert(ctx context.Context, by Actor, id int64) (*models.Alert, []models.AlertStep, error) {
+func (d *Dispatcher) Alert(ctx context.Context, by audit.Actor, id int64) (*models.Alert, []models.AlertStep, error) {
 	a, err := d.ownAlert(ctx, by, id)
 	if err != nil {
 		return nil, nil, err
@@ -317,7 +318,7 @@ func PolicySteps(a *models.Alert, steps []models.AlertStep) []models.AlertStep {
 
 // ownAlert reads an alert that by may see and act on: to a send or read key, an alert
 // of a batch another key created is kernel.ErrNotFound.
-func (d *Dispatcher) ownAlert(ctx context.Context, by Actor, id int64) (*models.Alert, error) {
+func (d *Dispatcher) ownAlert(ctx context.Context, by audit.Actor, id int64) (*models.Alert, error) {
 	a, err := d.store.AlertByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -329,7 +330,7 @@ func (d *Dispatcher) ownAlert(ctx context.Context, by Actor, id int64) (*models.
 }
 
 // Alerts lists the alerts in a state ("" for all) that by may see, open ones first.
-func (d *Dispatcher) Alerts(ctx context.Context, by Actor, state string, limit int) ([]models.Alert, error) {
+func (d *Dispatcher) Alerts(ctx context.Context, by audit.Actor, state string, limit int) ([]models.Alert, error) {
 	if state != "" && !slices.Contains(models.AlertStates, state) {
 		return nil, kernel.Invalid("state", "alerts.invalid.state", "States", strings.Join(models.AlertStates, ", "))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
@@ -23,14 +24,14 @@ import (
 // 2026-11-25 at 10:00 UTC (demo week: Wednesday E1003 and E1004 on duty).
 type alertFixture struct {
 	*intakeFixture
-	by  dispatch.Actor
+	by  audit.Actor
 	now time.Time
 	mu  sync.Mutex
 }
 
 func newAlertFixture(t *testing.T) *alertFixture {
 	f := &alertFixture{intakeFixture: newIntakeFixture(t), now: time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC),
-		by: dispatch.Actor{Name: "admin1", Type: dispatch.ActorUser, Person: "admin1"}}
+		by: audit.Actor{Name: "admin1", Type: audit.ActorUser, Person: "admin1"}}
 	dispatch.SetClock(f.d, f.clock)
 	dispatch.SetAckLink(f.d, func(messageID string, recipientID int64) string {
 		return "https://herald.example/ack/" + messageID
@@ -209,7 +210,7 @@ func TestAcknowledgeStopsEscalation(t *testing.T) {
 	if err != nil || res.State() != models.AlertResolved || res.Alert.ResolvedBy != "admin1" || res.Alert.EndedAt == nil {
 		t.Fatalf("resolve: %+v %v", res.Alert, err)
 	}
-	entries, err := f.store.ListAudit(ctx, models.AuditFilter{Action: "alert."}, 100)
+	entries, err := f.store.AuditLog().List(ctx, audit.Filter{Action: "alert."}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +415,7 @@ func TestAlertWaitsForItsBatchApproval(t *testing.T) {
 	if err := f.d.SetApprovalThreshold(ctx, f.by, 1); err != nil {
 		t.Fatal(err)
 	}
-	checker := dispatch.Actor{Name: "checker", Type: dispatch.ActorUser, Person: "checker"}
+	checker := audit.Actor{Name: "checker", Type: audit.ActorUser, Person: "checker"}
 	approved := f.open(t, "core", "E2001", "E2002")
 	rejected := f.open(t, "core", "E2001", "E2002")
 	expired := f.open(t, "core", "E2001", "E2002")
@@ -478,7 +479,7 @@ func TestAlertWaitsForItsBatchApproval(t *testing.T) {
 	if diff := cmp.Diff(want, resolved); diff != "" {
 		t.Errorf("events of the rejected alerts (-want +got):\n%s", diff)
 	}
-	entries, err := f.store.ListAudit(ctx, models.AuditFilter{Action: "alert.resolve"}, 10)
+	entries, err := f.store.AuditLog().List(ctx, audit.Filter{Action: "alert.resolve"}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}

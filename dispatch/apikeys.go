@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"herald/audit"
 	"herald/models"
 )
 
@@ -26,7 +27,7 @@ type APIKeyInput struct {
 // stored. The key, its callback and its audit entry are written together. Bad input is
 // a *kernel.FieldError naming name, scopes, max_recipients_per_request, expires, url or
 // secret, and writes nothing.
-func (d *Dispatcher) CreateAPIKey(ctx context.Context, by Actor, in APIKeyInput) (*models.APIKey, string, error) {
+func (d *Dispatcher) CreateAPIKey(ctx context.Context, by audit.Actor, in APIKeyInput) (*models.APIKey, string, error) {
 	limits, err := models.ParseKeyLimits(in.MaxRecipients, in.Expires, d.location(), d.now())
 	if err != nil {
 		return nil, "", err
@@ -42,7 +43,7 @@ func (d *Dispatcher) CreateAPIKey(ctx context.Context, by Actor, in APIKeyInput)
 	}
 	var k *models.APIKey
 	var secret string
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		var err error
 		if k, secret, err = tx.CreateCallbackAPIKey(ctx, in.Name, in.Scopes, createdBy, limits, in.Callback); err != nil {
 			return err
@@ -66,8 +67,8 @@ func (d *Dispatcher) CreateAPIKey(ctx context.Context, by Actor, in APIKeyInput)
 
 // RevokeAPIKey revokes a key: systems using it are refused from then on (other
 // processes within models.APIKeyCacheTTL). Revoking twice is kernel.ErrStateChanged.
-func (d *Dispatcher) RevokeAPIKey(ctx context.Context, by Actor, k *models.APIKey) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) RevokeAPIKey(ctx context.Context, by audit.Actor, k *models.APIKey) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.RevokeAPIKey(ctx, k.ID); err != nil {
 			return err
 		}
@@ -80,8 +81,8 @@ func (d *Dispatcher) RevokeAPIKey(ctx context.Context, by Actor, k *models.APIKe
 // ResendCallbackEvent makes a delivered or failed event of a key's pending again, due
 // now, and wakes the key's deliveries. kernel.ErrStateChanged: it is pending already;
 // kernel.ErrNotFound: the key has no such event.
-func (d *Dispatcher) ResendCallbackEvent(ctx context.Context, by Actor, k *models.APIKey, eventID string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) ResendCallbackEvent(ctx context.Context, by audit.Actor, k *models.APIKey, eventID string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.ResendCallbackEvent(ctx, k.ID, eventID); err != nil {
 			return err
 		}
@@ -97,8 +98,8 @@ func (d *Dispatcher) ResendCallbackEvent(ctx context.Context, by Actor, k *model
 
 // keyParams names a key for its audit sentence: its name and the public prefix of its
 // secret.
-func keyParams(k *models.APIKey) models.AuditParams {
-	return models.AuditParams{"name": k.Name, "prefix": "hk_" + k.Prefix}
+func keyParams(k *models.APIKey) audit.Params {
+	return audit.Params{"name": k.Name, "prefix": "hk_" + k.Prefix}
 }
 
 // location is HERALD_TIMEZONE; UTC when the dispatcher was built without it.

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"herald/audit"
 	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
@@ -95,7 +96,7 @@ func (d *Dispatcher) holdForApproval(ctx context.Context, res *Result) error {
 // ownBatch reports whether by made the batch: the same person (a console user, or the
 // creator of the API key acting, with any of their keys), the same key, or, for a batch
 // recorded before its makers were, the same actor.
-func (d *Dispatcher) ownBatch(ctx context.Context, b *models.Batch, by Actor) (bool, error) {
+func (d *Dispatcher) ownBatch(ctx context.Context, b *models.Batch, by audit.Actor) (bool, error) {
 	if by.Name == b.Actor || (by.APIKeyID != 0 && b.APIKeyID != nil && *b.APIKeyID == by.APIKeyID) {
 		return true, nil
 	}
@@ -120,7 +121,7 @@ func (d *Dispatcher) ownBatch(ctx context.Context, b *models.Batch, by Actor) (b
 // passed, in chunk tasks. ErrOwnBatch refuses a maker of the batch (see ownBatch);
 // kernel.ErrStateChanged means the batch was not awaiting approval (decided already, or
 // never needed it).
-func (d *Dispatcher) Approve(ctx context.Context, by Actor, b *models.Batch) error {
+func (d *Dispatcher) Approve(ctx context.Context, by audit.Actor, b *models.Batch) error {
 	if own, err := d.ownBatch(ctx, b, by); err != nil || own {
 		return cmp.Or(err, error(ErrOwnBatch))
 	}
@@ -141,14 +142,14 @@ func (d *Dispatcher) Approve(ctx context.Context, by Actor, b *models.Batch) err
 	for i, j := range jobs {
 		chunks[i] = models.ChunkAssignment{TaskID: j.TaskID, MessageIDs: j.MessageIDs}
 	}
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.ApproveBatch(ctx, b.ID, by.Name, now, due, chunks); err != nil {
 			return err
 		}
 		if err := d.startHeldAlert(ctx, tx, ch, b); err != nil {
 			return err
 		}
-		ch.Audit("batch.approve", "batch", b.ID, models.AuditParams{"released": strconv.Itoa(len(ids)), "maker": b.Actor})
+		ch.Audit("batch.approve", "batch", b.ID, audit.Params{"released": strconv.Itoa(len(ids)), "maker": b.Actor})
 		ch.After(func() {
 			d.enqueue(ctx, jobs)
 			d.FallBackSoon() // the people without an address on the batch's platform
@@ -161,7 +162,7 @@ func (d *Dispatcher) Approve(ctx context.Context, by Actor, b *models.Batch) err
 // (who may cancel the messages one by one instead); kernel.ErrStateChanged means the
 // batch was not awaiting approval. A reason left empty, or too long, is a
 // *kernel.FieldError naming reason.
-func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reason string) (int, error) {
+func (d *Dispatcher) Reject(ctx context.Context, by audit.Actor, b *models.Batch, reason string) (int, error) {
 	if own, err := d.ownBatch(ctx, b, by); err != nil || own {
 		return 0, cmp.Or(err, error(ErrOwnBatch))
 	}
@@ -170,7 +171,7 @@ func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reas
 		return 0, err
 	}
 	var n int
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		var err error
 		if n, err = tx.RejectBatch(ctx, b.ID, by.Name, reason, d.now()); err != nil {
 			return err
@@ -178,7 +179,7 @@ func (d *Dispatcher) Reject(ctx context.Context, by Actor, b *models.Batch, reas
 		if err := d.endRejectedAlert(ctx, tx, ch, by, b.ID, reason); err != nil {
 			return err
 		}
-		ch.AuditDetail("batch.reject", "batch", b.ID, reason, models.AuditParams{"cancelled": strconv.Itoa(n), "maker": b.Actor})
+		ch.AuditDetail("batch.reject", "batch", b.ID, reason, audit.Params{"cancelled": strconv.Itoa(n), "maker": b.Actor})
 		if b.APIKeyID != nil {
 			ch.After(func() { d.callbacks.Kick(*b.APIKeyID) })
 		}
@@ -204,8 +205,8 @@ func checkReason(reason string) (string, error) {
 // SetApprovalThreshold changes the number of accepted recipients above which a batch
 // waits for approval (0: off), audited with the old and new value. This process applies
 // it at once; others within thresholdTTL.
-func (d *Dispatcher) SetApprovalThreshold(ctx context.Context, by Actor, n int) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) SetApprovalThreshold(ctx context.Context, by audit.Actor, n int) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		old, err := tx.ApprovalThreshold(ctx)
 		if err != nil {
 			return err
@@ -214,7 +215,7 @@ func (d *Dispatcher) SetApprovalThreshold(ctx context.Context, by Actor, n int) 
 			return err
 		}
 		ch.AuditDetail("settings.update", "setting", models.SettingApprovalThreshold, strconv.Itoa(n),
-			models.AuditParams{"name": models.SettingApprovalThreshold, "old": strconv.Itoa(old), "new": strconv.Itoa(n)})
+			audit.Params{"name": models.SettingApprovalThreshold, "old": strconv.Itoa(old), "new": strconv.Itoa(n)})
 		ch.After(d.ForgetThreshold)
 		return nil
 	})

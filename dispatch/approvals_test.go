@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
@@ -24,17 +25,17 @@ func approvalFixture(t *testing.T) *intakeFixture {
 }
 
 // apiKeyOf makes an API key created by person, and the actor it is on a request.
-func apiKeyOf(t *testing.T, f *intakeFixture, name, person string) (*models.APIKey, dispatch.Actor) {
+func apiKeyOf(t *testing.T, f *intakeFixture, name, person string) (*models.APIKey, audit.Actor) {
 	t.Helper()
 	k, _, err := f.store.CreateAPIKey(context.Background(), name, "send,read,admin", person)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k, dispatch.Actor{Name: "apikey:" + name, Type: dispatch.ActorAPIKey, Person: person, APIKeyID: k.ID}
+	return k, audit.Actor{Name: "apikey:" + name, Type: audit.ActorAPIKey, Person: person, APIKeyID: k.ID}
 }
 
-func user(name string) dispatch.Actor {
-	return dispatch.Actor{Name: name, Type: dispatch.ActorUser, Person: name}
+func user(name string) audit.Actor {
+	return audit.Actor{Name: name, Type: audit.ActorUser, Person: name}
 }
 
 // The maker of a batch is a person: whoever composed it in the console, or created the
@@ -67,7 +68,7 @@ func TestApprovalMakerIsAPerson(t *testing.T) {
 	legacyConsole := submit(dispatch.Request{Source: "console", Actor: "ada"})
 
 	for _, b := range []*models.Batch{console, api, legacy, legacyConsole} {
-		for _, by := range []dispatch.Actor{user("ada"), adaKey, adaOther} {
+		for _, by := range []audit.Actor{user("ada"), adaKey, adaOther} {
 			if err := f.d.Approve(ctx, by, b); !errors.Is(err, dispatch.ErrOwnBatch) {
 				t.Errorf("%s approving batch %s by %s (%v): %v, want ErrOwnBatch", by.Name, b.Source, b.Actor, b.Makers, err)
 			}
@@ -105,17 +106,17 @@ func TestReminderBatchHasMakers(t *testing.T) {
 	}
 	_, olgaKey := apiKeyOf(t, f, "olga-key", "olga")
 	// olga wrote the template through her API key; otto set the reminder in the console.
-	for _, e := range []models.AuditEntry{
+	for _, e := range []audit.Entry{
 		{Actor: "someone", ActorType: "user", Action: "template.create", TargetType: "template", TargetID: "on-duty"},
 		{Actor: olgaKey.Name, ActorType: "api_key", Action: "template.update", TargetType: "template", TargetID: "on-duty"},
 		{Actor: "ada", ActorType: "user", Action: "template.update", TargetType: "template", TargetID: "other"},
 	} {
-		if err := f.store.Audit(ctx, e); err != nil {
+		if err := f.store.AuditLog().Write(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
 	cfg := models.ReminderConfig{Enabled: true, Time: "17:00", Account: models.SandboxAccountName, Template: "on-duty"}
-	if err := f.d.SetDutyReminder(ctx, dispatch.Actor{Name: "otto", Type: dispatch.ActorUser, Person: "otto"}, cfg); err != nil {
+	if err := f.d.SetDutyReminder(ctx, audit.Actor{Name: "otto", Type: audit.ActorUser, Person: "otto"}, cfg); err != nil {
 		t.Fatal(err)
 	}
 	res, err := f.d.RemindIfDue(ctx)
@@ -133,7 +134,7 @@ func TestReminderBatchHasMakers(t *testing.T) {
 	if want := (models.StringList{"otto", "olga"}); !slices.Equal(stored.Makers, want) {
 		t.Errorf("reminder batch makers %v, want %v", stored.Makers, want)
 	}
-	for _, by := range []dispatch.Actor{user("otto"), user("olga"), olgaKey} {
+	for _, by := range []audit.Actor{user("otto"), user("olga"), olgaKey} {
 		if err := f.d.Approve(ctx, by, stored); !errors.Is(err, dispatch.ErrOwnBatch) {
 			t.Errorf("%s approving the reminder they set up: %v, want ErrOwnBatch", by.Name, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"herald/audit"
 	"herald/delivery"
 	"herald/kernel"
 	"herald/models"
@@ -28,7 +29,7 @@ type BatchCancel struct {
 // pending and failed ones (including those held for the batch's approval), as by, in
 // one change audited once with the counts. Messages sending at that moment finish their
 // attempt. kernel.ErrNotFound: a batch by may not see.
-func (d *Dispatcher) CancelBatch(ctx context.Context, by Actor, batchID string) (BatchCancel, error) {
+func (d *Dispatcher) CancelBatch(ctx context.Context, by audit.Actor, batchID string) (BatchCancel, error) {
 	b, err := d.Batch(ctx, by, batchID)
 	if err != nil {
 		return BatchCancel{}, err
@@ -41,7 +42,7 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, by Actor, batchID string) 
 	if len(targets) == 0 {
 		return out, nil // nothing to write, nothing to audit
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		out = BatchCancel{} // afresh on every run of the transaction
 		for i := range targets {
 			err := d.cancelIn(ctx, tx, ch, &targets[i])
@@ -54,7 +55,7 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, by Actor, batchID string) 
 				return err
 			}
 		}
-		p := models.AuditParams{"cancelled": strconv.Itoa(out.Cancelled)}
+		p := audit.Params{"cancelled": strconv.Itoa(out.Cancelled)}
 		if out.Skipped > 0 {
 			p["skipped"] = strconv.Itoa(out.Skipped)
 		}
@@ -67,7 +68,7 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, by Actor, batchID string) 
 // ResendBatch re-sends the stopped messages of a batch, as by: ResendStopped on the
 // batch, every stopped message of it at once. kernel.ErrNotFound: a batch by may not
 // see.
-func (d *Dispatcher) ResendBatch(ctx context.Context, by Actor, batchID string) (Resent, error) {
+func (d *Dispatcher) ResendBatch(ctx context.Context, by audit.Actor, batchID string) (Resent, error) {
 	b, err := d.Batch(ctx, by, batchID)
 	if err != nil {
 		return Resent{}, err

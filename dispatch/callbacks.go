@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"herald/audit"
 	"herald/channels"
 	"herald/kernel"
 	"herald/models"
@@ -42,11 +43,11 @@ func callbackAddress(err error) error {
 // audit entry, which names the URL and never the secret; set.Secret holds the secret in
 // force afterwards, to show once. The console and the API set callbacks through it.
 // kernel.ErrStateChanged: the key is revoked.
-func (d *Dispatcher) SetCallback(ctx context.Context, by Actor, k *models.APIKey, set *models.CallbackSetting) error {
+func (d *Dispatcher) SetCallback(ctx context.Context, by audit.Actor, k *models.APIKey, set *models.CallbackSetting) error {
 	if err := CheckCallback(set); err != nil {
 		return err
 	}
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.SaveCallback(ctx, k.ID, set); err != nil {
 			return err
 		}

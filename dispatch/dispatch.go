@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"herald/audit"
 	"herald/channels"
 	"herald/internal/batch"
 	"herald/kernel"
@@ -303,8 +304,8 @@ func (d *Dispatcher) submitOnce(ctx context.Context, req Request) (*Result, erro
 		if req.APIKeyID != nil {
 			actorType = "api_key"
 		}
-		e := models.AuditEntry{Actor: req.Actor, ActorType: actorType, Action: "batch.create", TargetType: "batch",
-			TargetID: res.Batch.ID, IP: req.AuditIP}.WithParams(models.AuditParams{"accepted": strconv.Itoa(res.Batch.Accepted),
+		e := audit.Entry{Actor: req.Actor, ActorType: actorType, Action: "batch.create", TargetType: "batch",
+			TargetID: res.Batch.ID, IP: req.AuditIP}.WithParams(audit.Params{"accepted": strconv.Itoa(res.Batch.Accepted),
 			"skipped": strconv.Itoa(len(res.Skipped)), "rejected": strconv.Itoa(len(res.Rejected))})
 		extras.Audit = &e
 	}

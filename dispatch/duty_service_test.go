@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -17,13 +18,13 @@ import (
 // week: Monday E1001 and E1002, Wednesday E1003 and E1004, Thursday E1004 and E1001.
 type writeFixture struct {
 	*intakeFixture
-	by dispatch.Actor
+	by audit.Actor
 }
 
 func newWriteFixture(t *testing.T) *writeFixture {
 	f := newIntakeFixture(t)
 	dispatch.SetClock(f.d, func() time.Time { return time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC) })
-	return &writeFixture{intakeFixture: f, by: dispatch.Actor{Name: "ops1", Type: dispatch.ActorUser, Person: "ops1", IP: "192.0.2.1"}}
+	return &writeFixture{intakeFixture: f, by: audit.Actor{Name: "ops1", Type: audit.ActorUser, Person: "ops1", IP: "192.0.2.1"}}
 }
 
 // refused checks that err is a validation failure of field and that the change wrote no
@@ -40,9 +41,9 @@ func (f *writeFixture) refused(t *testing.T, err error, field, action string, en
 }
 
 // lastEntry is the one new entry of action since there were before, with its values.
-func (f *writeFixture) lastEntry(t *testing.T, action string, before int) models.AuditParams {
+func (f *writeFixture) lastEntry(t *testing.T, action string, before int) audit.Params {
 	t.Helper()
-	entries, err := f.store.ListAudit(context.Background(), models.AuditFilter{Action: action}, 1000)
+	entries, err := f.store.AuditLog().List(context.Background(), audit.Filter{Action: action}, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func (f *writeFixture) lastEntry(t *testing.T, action string, before int) models
 		t.Fatalf("%d new %s entries, want 1", len(entries)-before, action)
 	}
 	e := entries[0]
-	if e.Actor != "ops1" || e.ActorType != dispatch.ActorUser || e.IP != "192.0.2.1" {
+	if e.Actor != "ops1" || e.ActorType != audit.ActorUser || e.IP != "192.0.2.1" {
 		t.Errorf("entry %+v", e)
 	}
 	return e.ParamMap()

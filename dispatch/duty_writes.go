@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"herald/audit"
 	"herald/kernel"
 	"herald/models"
 )
@@ -77,9 +78,9 @@ func validWeekday(weekday int) error {
 // AddDutySlot puts a head-office person (by external id) on a weekday's roster
 // (1 = Monday … 7 = Sunday), audited. Adding someone already there changes nothing
 // but is audited all the same: it is what was asked.
-func (d *Dispatcher) AddDutySlot(ctx context.Context, by Actor, weekday int, recipient string) (models.Recipient, error) {
+func (d *Dispatcher) AddDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) (models.Recipient, error) {
 	var p models.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := validWeekday(weekday); err != nil {
 			return err
 		}
@@ -90,7 +91,7 @@ func (d *Dispatcher) AddDutySlot(ctx context.Context, by Actor, weekday int, rec
 		if err := tx.AddDutySlot(ctx, weekday, p.ID); err != nil {
 			return err
 		}
-		ch.Audit("duty.slot.add", "duty", "weekday "+strconv.Itoa(weekday), models.AuditParams{
+		ch.Audit("duty.slot.add", "duty", "weekday "+strconv.Itoa(weekday), audit.Params{
 			"weekday": strconv.Itoa(weekday), "recipient": p.ExternalID, "name": p.Name})
 		return nil
 	})
@@ -99,8 +100,8 @@ func (d *Dispatcher) AddDutySlot(ctx context.Context, by Actor, weekday int, rec
 
 // RemoveDutySlot takes a person off a weekday's roster, audited. Branch staff are
 // accepted here: taking someone off is always allowed.
-func (d *Dispatcher) RemoveDutySlot(ctx context.Context, by Actor, weekday int, recipient string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) RemoveDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := validWeekday(weekday); err != nil {
 			return err
 		}
@@ -114,7 +115,7 @@ func (d *Dispatcher) RemoveDutySlot(ctx context.Context, by Actor, weekday int, 
 		if err := tx.RemoveDutySlot(ctx, weekday, p.ID); err != nil {
 			return err
 		}
-		ch.Audit("duty.slot.remove", "duty", "weekday "+strconv.Itoa(weekday), models.AuditParams{
+		ch.Audit("duty.slot.remove", "duty", "weekday "+strconv.Itoa(weekday), audit.Params{
 			"weekday": strconv.Itoa(weekday), "recipient": p.ExternalID, "name": p.Name})
 		return nil
 	})
@@ -124,8 +125,8 @@ func (d *Dispatcher) RemoveDutySlot(ctx context.Context, by Actor, weekday int, 
 // head-office staff; a weekday left out gets an empty roster. An unknown or branch
 // person is a FieldError naming the weekday and position ("3[1]"). Audited with each
 // weekday that changed, before and after.
-func (d *Dispatcher) ReplaceDutyWeek(ctx context.Context, by Actor, week map[int][]string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) ReplaceDutyWeek(ctx context.Context, by audit.Actor, week map[int][]string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		w := models.Week{}
 		for _, day := range slices.Sorted(maps.Keys(week)) {
 			if day < 1 || day > 7 {
@@ -147,7 +148,7 @@ func (d *Dispatcher) ReplaceDutyWeek(ctx context.Context, by Actor, week map[int
 		if err != nil {
 			return err
 		}
-		ch.Audit("duty.week.replace", "duty", "week", models.AuditParams{"changes": changes})
+		ch.Audit("duty.week.replace", "duty", "week", audit.Params{"changes": changes})
 		return nil
 	})
 }
@@ -222,9 +223,9 @@ func (d *Dispatcher) notPast(field, date string) error {
 // SetOverride adds a head-office person to, or removes them from, the roster of a date
 // (today or later), replacing their earlier override of that date; audited. It returns
 // the person.
-func (d *Dispatcher) SetOverride(ctx context.Context, by Actor, o Override) (models.Recipient, error) {
+func (d *Dispatcher) SetOverride(ctx context.Context, by audit.Actor, o Override) (models.Recipient, error) {
 	var p models.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := d.notPast("date", o.Date); err != nil {
 			return err
 		}
@@ -239,7 +240,7 @@ func (d *Dispatcher) SetOverride(ctx context.Context, by Actor, o Override) (mod
 		if err := tx.SetOverride(ctx, &models.DutyOverride{Date: o.Date, RecipientID: p.ID, Action: o.Action, Note: o.Note}); err != nil {
 			return err
 		}
-		params := models.AuditParams{"date": o.Date, "action": o.Action, "recipient": p.ExternalID, "name": p.Name, "note": o.Note}
+		params := audit.Params{"date": o.Date, "action": o.Action, "recipient": p.ExternalID, "name": p.Name, "note": o.Note}
 		if before != nil {
 			params["before"] = before.Action
 		}
@@ -266,9 +267,9 @@ func overrideOf(ctx context.Context, st *models.Store, date string, recipientID 
 // DeleteOverride removes a person's override of a date (a past one too: removing
 // never hides anything), audited with what it was. kernel.ErrNotFound: no such person
 // or override. It returns the person.
-func (d *Dispatcher) DeleteOverride(ctx context.Context, by Actor, date, recipient string) (models.Recipient, error) {
+func (d *Dispatcher) DeleteOverride(ctx context.Context, by audit.Actor, date, recipient string) (models.Recipient, error) {
 	var p models.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := models.ValidDate("date", date); err != nil {
 			return err
 		}
@@ -287,7 +288,7 @@ func (d *Dispatcher) DeleteOverride(ctx context.Context, by Actor, date, recipie
 		if err := tx.DeleteOverride(ctx, date, p.ID); err != nil {
 			return err
 		}
-		ch.Audit("duty.override.delete", "duty", date, models.AuditParams{"date": date, "action": was.Action,
+		ch.Audit("duty.override.delete", "duty", date, audit.Params{"date": date, "action": was.Action,
 			"recipient": p.ExternalID, "name": p.Name})
 		return nil
 	})
@@ -305,10 +306,10 @@ type Swap struct {
 // CreateSwap records a shift swap, four overrides made together, after checking that
 // both dates are today or later and, by the duty rule, that each person is on duty on
 // the date they give away. Audited. It returns the swap and its two people.
-func (d *Dispatcher) CreateSwap(ctx context.Context, by Actor, s Swap) (*models.DutySwap, [2]models.Recipient, error) {
+func (d *Dispatcher) CreateSwap(ctx context.Context, by audit.Actor, s Swap) (*models.DutySwap, [2]models.Recipient, error) {
 	var sw *models.DutySwap
 	var people [2]models.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		for i, pick := range []struct{ field, ext string }{{"a", s.A}, {"b", s.B}} {
 			var err error
 			if people[i], err = headOfficePerson(ctx, tx, pick.field, pick.ext); err != nil {
@@ -345,10 +346,10 @@ func (d *Dispatcher) CreateSwap(ctx context.Context, by Actor, s Swap) (*models.
 
 // DeleteSwap undoes a shift swap: its overrides still in place go with it. Audited.
 // kernel.ErrNotFound: no such swap. It returns the swap as it was and its people.
-func (d *Dispatcher) DeleteSwap(ctx context.Context, by Actor, id int64) (*models.DutySwap, [2]models.Recipient, error) {
+func (d *Dispatcher) DeleteSwap(ctx context.Context, by audit.Actor, id int64) (*models.DutySwap, [2]models.Recipient, error) {
 	var sw *models.DutySwap
 	var people [2]models.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		var err error
 		if sw, err = tx.DeleteSwap(ctx, id); err != nil {
 			return err
@@ -372,16 +373,16 @@ func (d *Dispatcher) DeleteSwap(ctx context.Context, by Actor, id int64) (*model
 }
 
 // swapParams names a swap for its audit sentence.
-func swapParams(sw *models.DutySwap, people [2]models.Recipient) models.AuditParams {
-	return models.AuditParams{"a": people[0].ExternalID, "a_name": people[0].Name, "a_date": sw.ADate,
+func swapParams(sw *models.DutySwap, people [2]models.Recipient) audit.Params {
+	return audit.Params{"a": people[0].ExternalID, "a_name": people[0].Name, "a_date": sw.ADate,
 		"b": people[1].ExternalID, "b_name": people[1].Name, "b_date": sw.BDate, "note": sw.Note}
 }
 
 // SetDutyReminder saves the duty reminder's settings, recording by as who last changed
 // them, audited with the settings before and after. An enabled reminder needs an
 // existing account and a template whose variables a reminder can fill.
-func (d *Dispatcher) SetDutyReminder(ctx context.Context, by Actor, cfg models.ReminderConfig) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) SetDutyReminder(ctx context.Context, by audit.Actor, cfg models.ReminderConfig) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		// A template chosen that a reminder cannot fill is the first thing to say; then
 		// the fields in the form's order.
 		if cfg.Template != "" {
@@ -428,20 +429,20 @@ func (d *Dispatcher) SetDutyReminder(ctx context.Context, by Actor, cfg models.R
 }
 
 // reminderParams names the reminder's settings for its audit sentence.
-func reminderParams(cfg models.ReminderConfig) models.AuditParams {
+func reminderParams(cfg models.ReminderConfig) audit.Params {
 	on := "off"
 	if cfg.Enabled {
 		on = "on"
 	}
-	return models.AuditParams{"enabled": on, "time": cfg.Time, "account": cfg.Account, "template": cfg.Template}
+	return audit.Params{"enabled": on, "time": cfg.Time, "account": cfg.Account, "template": cfg.Template}
 }
 
 // RotateDutyFeed gives a head-office person (by recipient id) a new secret calendar
 // feed address, replacing their old one, audited without the token; it returns the
 // token, shown once. kernel.ErrNotFound: no such person.
-func (d *Dispatcher) RotateDutyFeed(ctx context.Context, by Actor, recipientID int64) (string, error) {
+func (d *Dispatcher) RotateDutyFeed(ctx context.Context, by audit.Actor, recipientID int64) (string, error) {
 	var token string
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		p, err := recipientByID(ctx, tx, recipientID)
 		if err != nil {
 			return err
@@ -449,7 +450,7 @@ func (d *Dispatcher) RotateDutyFeed(ctx context.Context, by Actor, recipientID i
 		if token, err = tx.RotateDutyFeed(ctx, recipientID, by.Name); err != nil {
 			return err
 		}
-		ch.Audit("duty.feed.rotate", "recipient", p.ExternalID, models.AuditParams{"recipient": p.ExternalID, "name": p.Name})
+		ch.Audit("duty.feed.rotate", "recipient", p.ExternalID, audit.Params{"recipient": p.ExternalID, "name": p.Name})
 		return nil
 	})
 	return token, err
@@ -457,8 +458,8 @@ func (d *Dispatcher) RotateDutyFeed(ctx context.Context, by Actor, recipientID i
 
 // DeleteDutyFeed turns a person's calendar feed off, audited. kernel.ErrNotFound: no
 // such person, or no feed to turn off.
-func (d *Dispatcher) DeleteDutyFeed(ctx context.Context, by Actor, recipientID int64) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) DeleteDutyFeed(ctx context.Context, by audit.Actor, recipientID int64) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		p, err := recipientByID(ctx, tx, recipientID)
 		if err != nil {
 			return err
@@ -466,7 +467,7 @@ func (d *Dispatcher) DeleteDutyFeed(ctx context.Context, by Actor, recipientID i
 		if err := tx.DeleteDutyFeed(ctx, recipientID); err != nil {
 			return err
 		}
-		ch.Audit("duty.feed.delete", "recipient", p.ExternalID, models.AuditParams{"recipient": p.ExternalID, "name": p.Name})
+		ch.Audit("duty.feed.delete", "recipient", p.ExternalID, audit.Params{"recipient": p.ExternalID, "name": p.Name})
 		return nil
 	})
 }

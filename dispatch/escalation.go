@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"herald/audit"
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
@@ -170,7 +171,7 @@ func firstStep(p *models.EscalationPolicy, released time.Time, sendAt *time.Time
 // due. The alert's clock starts now (opened_at), and step 1 comes due a wait after the
 // notices go out. An alert that someone acknowledged or resolved while it waited stays
 // as it is.
-func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *Change, b *models.Batch) error {
+func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *audit.Change, b *models.Batch) error {
 	a, err := tx.AlertOfBatch(ctx, b.ID)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return nil
@@ -196,7 +197,7 @@ func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *C
 // notified, so there is nothing to acknowledge. It is resolved (not exhausted: nobody
 // was asked, and the 无人响应 notice would go to people who never heard of it), by the
 // person who rejected the batch, via "rejection", with the reason as its note.
-func (d *Dispatcher) endRejectedAlert(ctx context.Context, tx *models.Store, ch *Change, by Actor, batchID, reason string) error {
+func (d *Dispatcher) endRejectedAlert(ctx context.Context, tx *models.Store, ch *audit.Change, by audit.Actor, batchID, reason string) error {
 	a, err := tx.ResolveRejectedAlert(ctx, batchID, by.Name, d.now())
 	if err != nil || a == nil {
 		return err
@@ -206,7 +207,7 @@ func (d *Dispatcher) endRejectedAlert(ctx context.Context, tx *models.Store, ch 
 		ch.After(func() { d.callbacks.Kick(key) })
 	}
 	id := strconv.FormatInt(a.ID, 10)
-	ch.Audit(resolveMove.action, "alert", id, models.AuditParams{"id": id, "by": by.Name, "via": AckViaRejection, "note": reason})
+	ch.Audit(resolveMove.action, "alert", id, audit.Params{"id": id, "by": by.Name, "via": AckViaRejection, "note": reason})
 	return nil
 }
 
@@ -228,9 +229,9 @@ func withoutAck(vars map[string]string) models.VarMap {
 // transaction, with the intake's audit entry and the alert's own; respond (may be nil)
 // builds the answer an idempotent request replays.
 func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Result, respond func(*Result) (int, []byte)) error {
-	by := Actor{Name: res.Batch.Actor, Type: ActorUser}
+	by := audit.Actor{Name: res.Batch.Actor, Type: audit.ActorUser}
 	if res.Batch.APIKeyID != nil {
-		by.Type = ActorAPIKey
+		by.Type = audit.ActorAPIKey
 	}
 	held := res.Batch.Approval == models.ApprovalAwaiting
 	if held {
@@ -238,7 +239,7 @@ func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Re
 		// approval writes the first (startHeldAlert), a rejection ends the alert.
 		res.firstStep = nil
 	}
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.CreateAlert(ctx, res.Alert, res.firstStep); err != nil {
 			return err
 		}
@@ -255,7 +256,7 @@ func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Re
 			return err
 		}
 		id := strconv.FormatInt(res.Alert.ID, 10)
-		ch.Audit("alert.open", "alert", id, models.AuditParams{"id": id, "batch": res.Batch.ID, "policy": res.Alert.Policy})
+		ch.Audit("alert.open", "alert", id, audit.Params{"id": id, "batch": res.Batch.ID, "policy": res.Alert.Policy})
 		if !held {
 			step := *res.firstStep
 			ch.After(func() { d.scheduleStep(ctx, step) })
@@ -387,7 +388,7 @@ func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) 
 		return nil, false, err
 	}
 	next = nextStep(a, s, now, call.reason != "", d.minStepWait)
-	err = d.change(ctx, System("escalation"), func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, audit.System("escalation"), func(tx *models.Store, ch *audit.Change) error {
 		if err := d.claimStep(ctx, tx, a, s, now); err != nil {
 			return err
 		}
@@ -411,7 +412,7 @@ func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) 
 			}
 		}
 		id := strconv.FormatInt(a.ID, 10)
-		ch.Audit("alert.step", "alert", id, models.AuditParams{"id": id, "n": strconv.Itoa(s.N), "round": strconv.Itoa(s.Round),
+		ch.Audit("alert.step", "alert", id, audit.Params{"id": id, "n": strconv.Itoa(s.N), "round": strconv.Itoa(s.Round),
 			"targets": strings.Join(call.targets, ", "), "reason": call.reason})
 		nextStep := *next
 		ch.After(func() { d.scheduleStep(ctx, nextStep) })
@@ -599,7 +600,7 @@ func recipientIDs(people []models.Recipient) []int64 {
 
 // unrouted raises the alarm of a step of a that called nobody, for reason: its
 // alert.unrouted event and, once the firing commits, a warning in the log.
-func (d *Dispatcher) unrouted(ctx context.Context, tx *models.Store, ch *Change, a *models.Alert, s *models.AlertStep, reason string, now time.Time) error {
+func (d *Dispatcher) unrouted(ctx context.Context, tx *models.Store, ch *audit.Change, a *models.Alert, s *models.AlertStep, reason string, now time.Time) error {
 	if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertUnrouted, models.AlertEvent{State: models.AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
 		return err
 	}
@@ -613,7 +614,7 @@ func (d *Dispatcher) unrouted(ctx context.Context, tx *models.Store, ch *Change,
 // exhausted but stays open, unrouted (the dashboard keeps its alarm), with the check
 // recorded as SkipNobodyCalled and audited.
 func (d *Dispatcher) keepUnrouted(ctx context.Context, a *models.Alert, s *models.AlertStep, now time.Time) (bool, error) {
-	err := d.change(ctx, System("escalation"), func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, audit.System("escalation"), func(tx *models.Store, ch *audit.Change) error {
 		claimed, err := tx.ClaimAlertStep(ctx, s.ID, now)
 		if err != nil {
 			return err
@@ -628,7 +629,7 @@ func (d *Dispatcher) keepUnrouted(ctx context.Context, a *models.Alert, s *model
 			return err
 		}
 		id := strconv.FormatInt(a.ID, 10)
-		ch.Audit("alert.unrouted", "alert", id, models.AuditParams{"id": id, "policy": a.Policy})
+		ch.Audit("alert.unrouted", "alert", id, audit.Params{"id": id, "policy": a.Policy})
 		return nil
 	})
 	if errors.Is(err, errStepTaken) {
@@ -662,7 +663,7 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.Ale
 	if err != nil {
 		return false, err
 	}
-	err = d.change(ctx, System("escalation"), func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, audit.System("escalation"), func(tx *models.Store, ch *audit.Change) error {
 		if err := d.claimStep(ctx, tx, a, s, now); err != nil {
 			return err
 		}
@@ -674,7 +675,7 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.Ale
 			return err
 		}
 		id := strconv.FormatInt(a.ID, 10)
-		ch.Audit("alert.exhaust", "alert", id, models.AuditParams{"id": id, "targets": strings.Join(last, ", ")})
+		ch.Audit("alert.exhaust", "alert", id, audit.Params{"id": id, "targets": strings.Join(last, ", ")})
 		return nil
 	})
 	if errors.Is(err, errStepTaken) {

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 
+	"herald/audit"
 	"herald/kernel"
 	"herald/models"
 )
@@ -19,8 +20,8 @@ const (
 // SetHoliday records a day off or a make-up workday, replacing the entry its date had;
 // audited with what it was. A validation failure is a *kernel.FieldError (date, kind,
 // as_weekday, name).
-func (d *Dispatcher) SetHoliday(ctx context.Context, by Actor, hd models.Holiday) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) SetHoliday(ctx context.Context, by audit.Actor, hd models.Holiday) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := models.ValidateHoliday(&hd); err != nil {
 			return err
 		}
@@ -45,8 +46,8 @@ func (d *Dispatcher) SetHoliday(ctx context.Context, by Actor, hd models.Holiday
 }
 
 // holidayParams names a holiday entry for its audit sentence.
-func holidayParams(hd models.Holiday) models.AuditParams {
-	p := models.AuditParams{"date": hd.Date, "kind": hd.Kind, "name": hd.Name}
+func holidayParams(hd models.Holiday) audit.Params {
+	p := audit.Params{"date": hd.Date, "kind": hd.Kind, "name": hd.Name}
 	if hd.AsWeekday != nil {
 		p["as_weekday"] = strconv.Itoa(*hd.AsWeekday)
 	}
@@ -55,8 +56,8 @@ func holidayParams(hd models.Holiday) models.AuditParams {
 
 // DeleteHoliday removes the holiday entry of a date, audited with what it was.
 // kernel.ErrNotFound: the date has none.
-func (d *Dispatcher) DeleteHoliday(ctx context.Context, by Actor, date string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) DeleteHoliday(ctx context.Context, by audit.Actor, date string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		list, err := tx.HolidaysBetween(ctx, date, date)
 		if err != nil {
 			return err
@@ -76,18 +77,18 @@ func (d *Dispatcher) DeleteHoliday(ctx context.Context, by Actor, date string) e
 // date's, all or none; audited once with the dates and how many were new or changed.
 // A failure names the entry ("[3].date"); more than models.MaxHolidays entries is a
 // failure of "holidays".
-func (d *Dispatcher) SetHolidays(ctx context.Context, by Actor, list []models.Holiday) error {
+func (d *Dispatcher) SetHolidays(ctx context.Context, by audit.Actor, list []models.Holiday) error {
 	return d.setHolidays(ctx, by, "duty.holidays.set", list, nil)
 }
 
 // ImportHolidays is SetHolidays for an import: from says which (HolidaysFromCSV or
 // HolidaysFromNational), and the entry's action is duty.holidays.import.
-func (d *Dispatcher) ImportHolidays(ctx context.Context, by Actor, list []models.Holiday, from string) error {
-	return d.setHolidays(ctx, by, "duty.holidays.import", list, models.AuditParams{"source": from})
+func (d *Dispatcher) ImportHolidays(ctx context.Context, by audit.Actor, list []models.Holiday, from string) error {
+	return d.setHolidays(ctx, by, "duty.holidays.import", list, audit.Params{"source": from})
 }
 
-func (d *Dispatcher) setHolidays(ctx context.Context, by Actor, action string, list []models.Holiday, params models.AuditParams) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) setHolidays(ctx context.Context, by audit.Actor, action string, list []models.Holiday, params audit.Params) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if len(list) > models.MaxHolidays {
 			return kernel.Invalid("holidays", "duty.invalid.too_many", "Max", models.MaxHolidays)
 		}
@@ -102,7 +103,7 @@ func (d *Dispatcher) setHolidays(ctx context.Context, by Actor, action string, l
 		for _, e := range effects {
 			counts[e]++
 		}
-		p := models.AuditParams{"count": strconv.Itoa(len(list)), "new": strconv.Itoa(counts[models.EffectCreate]),
+		p := audit.Params{"count": strconv.Itoa(len(list)), "new": strconv.Itoa(counts[models.EffectCreate]),
 			"changed": strconv.Itoa(counts[models.EffectUpdate])}
 		if len(list) > 0 {
 			dates := make([]string, len(list))

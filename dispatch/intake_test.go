@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/kernel"
@@ -217,7 +218,7 @@ func TestCancel(t *testing.T) {
 	f.stop(t, ids[1])
 	var errs []error
 	for _, id := range []string{ids[0], ids[0], ids[1]} {
-		_, err := f.d.CancelMessage(ctx, dispatch.System("test"), id)
+		_, err := f.d.CancelMessage(ctx, audit.System("test"), id)
 		errs = append(errs, err)
 	}
 	if errs[0] != nil || !errors.Is(errs[1], kernel.ErrStateChanged) || !errors.Is(errs[2], kernel.ErrStateChanged) {
@@ -261,7 +262,7 @@ func TestResendStopped(t *testing.T) {
 			[]models.Status{models.StatusPending, models.StatusPending, models.StatusPending, models.StatusPending}},
 	}
 	for _, s := range steps {
-		got, err := f.d.ResendStopped(ctx, dispatch.System("test"), s.filter, s.limit)
+		got, err := f.d.ResendStopped(ctx, audit.System("test"), s.filter, s.limit)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}

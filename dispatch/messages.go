@@ -6,24 +6,16 @@ import (
 	"strconv"
 	"time"
 
+	"herald/audit"
 	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 )
 
-// OwnKey is the API key whose batches alone the actor may read and change: its own key
-// when it is a send or read key, 0 (everything) for an admin key or a console user.
-func (a Actor) OwnKey() int64 {
-	if a.OwnOnly {
-		return a.APIKeyID
-	}
-	return 0
-}
-
 // Message returns a message with its recipient, as by may see it: another key's message
 // is kernel.ErrNotFound to a send or read key, but for a digest that carried one of the
 // key's notices.
-func (d *Dispatcher) Message(ctx context.Context, by Actor, id string) (*models.BatchMessage, error) {
+func (d *Dispatcher) Message(ctx context.Context, by audit.Actor, id string) (*models.BatchMessage, error) {
 	m, err := d.store.MessageWithRecipient(ctx, id)
 	if err != nil {
 		return nil, err
@@ -46,7 +38,7 @@ func (d *Dispatcher) Message(ctx context.Context, by Actor, id string) (*models.
 
 // Batch returns a batch as by may see it: another key's batch is kernel.ErrNotFound to a
 // send or read key.
-func (d *Dispatcher) Batch(ctx context.Context, by Actor, id string) (*models.Batch, error) {
+func (d *Dispatcher) Batch(ctx context.Context, by audit.Actor, id string) (*models.Batch, error) {
 	if err := d.store.CheckOwn(ctx, by.OwnKey(), id); err != nil {
 		return nil, err
 	}
@@ -56,13 +48,13 @@ func (d *Dispatcher) Batch(ctx context.Context, by Actor, id string) (*models.Ba
 // Messages lists the messages a filter selects that by may see, newest first, at most
 // limit of them after the cursor (nil: from the newest). The console's list and the
 // API's read it alike.
-func (d *Dispatcher) Messages(ctx context.Context, by Actor, f models.MessageFilter, after *models.MessageCursor, limit int) ([]models.BatchMessage, error) {
+func (d *Dispatcher) Messages(ctx context.Context, by audit.Actor, f models.MessageFilter, after *models.MessageCursor, limit int) ([]models.BatchMessage, error) {
 	f.OwnKey = by.OwnKey()
 	return d.store.ListMessages(ctx, f, after, limit)
 }
 
 // ownMessage reads a message that by may change.
-func (d *Dispatcher) ownMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
+func (d *Dispatcher) ownMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
 	m, err := d.store.MessageByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -77,7 +69,7 @@ func (d *Dispatcher) ownMessage(ctx context.Context, by Actor, id string) (*mode
 // by by, and counts it for the dashboard. It returns the message as it was read: a
 // message in any other state is left as it is (kernel.ErrStateChanged), one that by may
 // not see is kernel.ErrNotFound. The console and the API both cancel through it.
-func (d *Dispatcher) CancelMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
+func (d *Dispatcher) CancelMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
 	m, err := d.ownMessage(ctx, by, id)
 	if err != nil {
 		return nil, err
@@ -87,8 +79,8 @@ func (d *Dispatcher) CancelMessage(ctx context.Context, by Actor, id string) (*m
 
 // cancel cancels a message read already (CancelMessage; a recall of a message not sent
 // yet).
-func (d *Dispatcher) cancel(ctx context.Context, by Actor, m *models.Message) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) cancel(ctx context.Context, by audit.Actor, m *models.Message) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := d.cancelIn(ctx, tx, ch, m); err != nil {
 			return err
 		}
@@ -101,7 +93,7 @@ func (d *Dispatcher) cancel(ctx context.Context, by Actor, m *models.Message) er
 // (kernel.ErrStateChanged when it is no longer pending or failed); its callback key
 // hears of it and the dashboard counts it once the change commits. The change's audit
 // entry is the caller's: one for the message, or one for a whole batch.
-func (d *Dispatcher) cancelIn(ctx context.Context, tx *models.Store, ch *Change, m *models.Message) error {
+func (d *Dispatcher) cancelIn(ctx context.Context, tx *models.Store, ch *audit.Change, m *models.Message) error {
 	if err := tx.CancelMessage(ctx, m.ID); err != nil {
 		return err
 	}
@@ -117,12 +109,12 @@ func (d *Dispatcher) cancelIn(ctx context.Context, tx *models.Store, ch *Change,
 // RetryMessage makes a stopped message due again with a fresh allowance of attempts,
 // audited, and enqueues it after the commit. Like CancelMessage, it returns the message
 // as it was read; kernel.ErrStateChanged when it is not stopped.
-func (d *Dispatcher) RetryMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
+func (d *Dispatcher) RetryMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
 	m, err := d.ownMessage(ctx, by, id)
 	if err != nil {
 		return nil, err
 	}
-	return m, d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	return m, d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		job, err := d.retry(ctx, tx, m, nil)
 		if err != nil {
 			return err
@@ -154,8 +146,8 @@ func (d *Dispatcher) retry(ctx context.Context, tx *models.Store, m *models.Mess
 
 // messageParams names a message for its audit sentence: its id, its batch and the
 // status it was in.
-func messageParams(m *models.Message) models.AuditParams {
-	return models.AuditParams{"id": m.ID, "batch": m.BatchID, "old_status": string(m.Status)}
+func messageParams(m *models.Message) audit.Params {
+	return audit.Params{"id": m.ID, "batch": m.BatchID, "old_status": string(m.Status)}
 }
 
 // resendChunk is how many stopped messages a bulk re-send reads at a time.
@@ -175,10 +167,10 @@ type Resent struct {
 // first, looking at no more than limit of them: the caller bounds the run so that it
 // ends in time, and a further run picks up the rest. The run is one change, audited once
 // with how many it re-sent and the filter; the messages are enqueued after the commit.
-func (d *Dispatcher) ResendStopped(ctx context.Context, by Actor, f models.MessageFilter, limit int) (Resent, error) {
+func (d *Dispatcher) ResendStopped(ctx context.Context, by audit.Actor, f models.MessageFilter, limit int) (Resent, error) {
 	f.OwnKey = by.OwnKey()
 	var out Resent
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		out = Resent{}
 		var (
 			after    *models.MessageCursor
@@ -232,8 +224,8 @@ func (d *Dispatcher) ResendStopped(ctx context.Context, by Actor, f models.Messa
 }
 
 // filterParams names a message filter's values for an audit entry.
-func filterParams(f models.MessageFilter) models.AuditParams {
-	p := models.AuditParams{"status": string(f.Status), "platform": f.Platform, "batch": f.BatchID,
+func filterParams(f models.MessageFilter) audit.Params {
+	p := audit.Params{"status": string(f.Status), "platform": f.Platform, "batch": f.BatchID,
 		"error_class": f.ErrorClass, "name": f.RecipientName}
 	if f.AccountID != 0 {
 		p["account_id"] = strconv.FormatInt(f.AccountID, 10)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/i18n"
 	"herald/kernel"
@@ -19,7 +20,7 @@ func TestRecipientService(t *testing.T) {
 	t.Parallel()
 	f := newIntakeFixture(t)
 	ctx := context.Background()
-	by := dispatch.Actor{Name: "ops1", Type: dispatch.ActorUser, Person: "ops1", IP: "192.0.2.1"}
+	by := audit.Actor{Name: "ops1", Type: audit.ActorUser, Person: "ops1", IP: "192.0.2.1"}
 	good := models.Recipient{ExternalID: "N1", Name: "Niu Lan", OrgType: models.Branch, Branch: "Pudong", Active: true}
 
 	for _, tc := range []struct {
@@ -104,7 +105,7 @@ func TestUpsertRecipientsService(t *testing.T) {
 	t.Parallel()
 	f := newIntakeFixture(t)
 	ctx := context.Background()
-	by := dispatch.Actor{Name: "apikey:hr", Type: dispatch.ActorAPIKey, Person: "admin", IP: "192.0.2.9"}
+	by := audit.Actor{Name: "apikey:hr", Type: audit.ActorAPIKey, Person: "admin", IP: "192.0.2.9"}
 	p := func(id, name string) models.Recipient {
 		return models.Recipient{ExternalID: id, Name: name, OrgType: models.Branch, Active: true}
 	}
@@ -184,7 +185,7 @@ func TestTemplateService(t *testing.T) {
 	t.Parallel()
 	f := newIntakeFixture(t)
 	ctx := context.Background()
-	by := dispatch.Actor{Name: "ops1", Type: dispatch.ActorUser, Person: "ops1", IP: "192.0.2.1"}
+	by := audit.Actor{Name: "ops1", Type: audit.ActorUser, Person: "ops1", IP: "192.0.2.1"}
 	good := dispatch.TemplateInput{Name: "late", Body: "Late: {{.task}}{{.note}}", Variables: []string{"task", "note?"}}
 
 	for _, tc := range []struct {
@@ -320,9 +321,9 @@ func isField(err error, field string) bool {
 }
 
 // lastEntry is the newest audit entry of an action.
-func lastEntry(t *testing.T, s *models.Store, action string) models.AuditEntry {
+func lastEntry(t *testing.T, s *models.Store, action string) audit.Entry {
 	t.Helper()
-	entries, err := s.ListAudit(context.Background(), models.AuditFilter{Action: action}, 1)
+	entries, err := s.AuditLog().List(context.Background(), audit.Filter{Action: action}, 1)
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("audit entries of %s: %+v, %v", action, entries, err)
 	}

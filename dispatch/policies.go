@@ -9,6 +9,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"herald/audit"
 	"herald/kernel"
 	"herald/models"
 )
@@ -32,11 +33,11 @@ const (
 
 // CreatePolicy saves a new escalation policy, audited. A validation failure is a
 // *kernel.FieldError and writes nothing.
-func (d *Dispatcher) CreatePolicy(ctx context.Context, by Actor, p models.EscalationPolicy) (*models.EscalationPolicy, error) {
+func (d *Dispatcher) CreatePolicy(ctx context.Context, by audit.Actor, p models.EscalationPolicy) (*models.EscalationPolicy, error) {
 	if err := d.checkPolicy(ctx, &p); err != nil {
 		return nil, err
 	}
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.CreatePolicy(ctx, &p); err != nil {
 			return err
 		}
@@ -52,11 +53,11 @@ func (d *Dispatcher) CreatePolicy(ctx context.Context, by Actor, p models.Escala
 // UpdatePolicy replaces the policy called name (which may rename it), audited with what
 // it was. Alerts already open keep the copy they opened with. kernel.ErrNotFound: no
 // such policy.
-func (d *Dispatcher) UpdatePolicy(ctx context.Context, by Actor, name string, p models.EscalationPolicy) (*models.EscalationPolicy, error) {
+func (d *Dispatcher) UpdatePolicy(ctx context.Context, by audit.Actor, name string, p models.EscalationPolicy) (*models.EscalationPolicy, error) {
 	if err := d.checkPolicy(ctx, &p); err != nil {
 		return nil, err
 	}
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		before, err := tx.UpdatePolicy(ctx, name, &p)
 		if err != nil {
 			return err
@@ -75,23 +76,23 @@ func (d *Dispatcher) UpdatePolicy(ctx context.Context, by Actor, name string, p 
 
 // DeletePolicy removes a policy, audited. Alerts already open keep their copy.
 // kernel.ErrNotFound: no such policy.
-func (d *Dispatcher) DeletePolicy(ctx context.Context, by Actor, name string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) DeletePolicy(ctx context.Context, by audit.Actor, name string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.DeletePolicy(ctx, name); err != nil {
 			return err
 		}
-		ch.Audit("alert.policy.delete", "escalation_policy", name, models.AuditParams{"name": name})
+		ch.Audit("alert.policy.delete", "escalation_policy", name, audit.Params{"name": name})
 		return nil
 	})
 }
 
 // policyParams names a policy for its audit sentence.
-func policyParams(p *models.EscalationPolicy) models.AuditParams {
+func policyParams(p *models.EscalationPolicy) audit.Params {
 	steps := make([]string, len(p.Steps))
 	for i, s := range p.Steps {
 		steps[i] = strings.Join(s.Targets, " ") + " / " + s.Wait
 	}
-	return models.AuditParams{"name": p.Name, "steps": strings.Join(steps, "; "), "repeat": strconv.Itoa(p.Repeat),
+	return audit.Params{"name": p.Name, "steps": strings.Join(steps, "; "), "repeat": strconv.Itoa(p.Repeat),
 		"notify_on_ack": strconv.FormatBool(p.NotifyOnAck)}
 }
 

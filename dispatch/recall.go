@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"herald/audit"
 	"herald/channels"
 	"herald/delivery"
 	"herald/kernel"
@@ -128,7 +129,7 @@ const recallConcurrency = 4
 // rejected, by may not recall its messages one at a time (RecallRequestAwaiting,
 // RecallRequestRejected): that would recall, one message after another, what a second
 // person was asked to approve, or refused.
-func (d *Dispatcher) RecallMessage(ctx context.Context, by Actor, id string) (*models.Message, error) {
+func (d *Dispatcher) RecallMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
 	m, err := d.ownMessage(ctx, by, id)
 	if err != nil {
 		return nil, err
@@ -148,7 +149,7 @@ func (d *Dispatcher) RecallMessage(ctx context.Context, by Actor, id string) (*m
 // recall by the person (or key) whose recall of its batch awaits approval or was
 // rejected. A request that lapsed, was approved, or was asked for by someone else is no
 // obstacle.
-func (d *Dispatcher) checkBatchRecall(ctx context.Context, by Actor, m *models.Message) error {
+func (d *Dispatcher) checkBatchRecall(ctx context.Context, by audit.Actor, m *models.Message) error {
 	r, err := d.store.LatestRecallRequest(ctx, m.BatchID)
 	if err != nil || r == nil || !r.AskedBy(by.Name, by.Person, by.APIKeyID) {
 		return err
@@ -164,7 +165,7 @@ func (d *Dispatcher) checkBatchRecall(ctx context.Context, by Actor, m *models.M
 
 // refuseRecall audits a single message's recall that could not happen (cause: a
 // *RecallError or kernel.ErrStateChanged) and returns cause.
-func (d *Dispatcher) refuseRecall(ctx context.Context, by Actor, m *models.Message, cause error) error {
+func (d *Dispatcher) refuseRecall(ctx context.Context, by audit.Actor, m *models.Message, cause error) error {
 	reason := "invalid_state"
 	p := messageParams(m)
 	p["platform"] = m.Platform
@@ -175,7 +176,7 @@ func (d *Dispatcher) refuseRecall(ctx context.Context, by Actor, m *models.Messa
 		}
 	}
 	p["reason"] = reason
-	err := d.change(ctx, by, func(_ *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(_ *models.Store, ch *audit.Change) error {
 		ch.Audit("message.recall_refuse", "message", m.ID, p)
 		return nil
 	})
@@ -184,9 +185,9 @@ func (d *Dispatcher) refuseRecall(ctx context.Context, by Actor, m *models.Messa
 
 // recallOne recalls or cancels one message and returns the outcome. recalledBy is who
 // asked for the recall (an approver acts for the one who asked).
-func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message, recalledBy string) (string, error) {
+func (d *Dispatcher) recallOne(ctx context.Context, by audit.Actor, m *models.Message, recalledBy string) (string, error) {
 	if slices.Contains(delivery.Cancellable, m.Status) {
-		err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+		err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 			if err := d.cancelIn(ctx, tx, ch, m); err != nil {
 				return err
 			}
@@ -231,7 +232,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by Actor, m *models.Message,
 	if err != nil {
 		return RecallFailed, d.recordRecallFailure(ctx, by, m, err)
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		for i := range carried {
 			c := &carried[i]
 			err := tx.RecallMessage(ctx, c, recalledBy, d.now())
@@ -303,9 +304,9 @@ func (d *Dispatcher) recallerFor(ctx context.Context, m *models.Message) (channe
 
 // recordRecallFailure audits a recall the platform refused (or that never reached it)
 // and returns it as a *RecallError.
-func (d *Dispatcher) recordRecallFailure(ctx context.Context, by Actor, m *models.Message, cause error) error {
+func (d *Dispatcher) recordRecallFailure(ctx context.Context, by audit.Actor, m *models.Message, cause error) error {
 	ce := channels.Classify(cause)
-	err := d.change(ctx, by, func(_ *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(_ *models.Store, ch *audit.Change) error {
 		p := messageParams(m)
 		p["platform"], p["error_class"] = m.Platform, string(ce.Class)
 		ch.AuditDetail("message.recall_fail", "message", m.ID, cause.Error(), p)
@@ -332,7 +333,7 @@ type BatchRecall struct {
 // request instead, which another person approves (ApproveRecall) or rejects
 // (RejectRecall); asking again while one waits changes nothing. The batch recall is
 // audited with its counts, each message's recall on its own.
-func (d *Dispatcher) RecallBatch(ctx context.Context, by Actor, batchID string) (BatchRecall, error) {
+func (d *Dispatcher) RecallBatch(ctx context.Context, by audit.Actor, batchID string) (BatchRecall, error) {
 	b, err := d.Batch(ctx, by, batchID)
 	if err != nil {
 		return BatchRecall{}, err
@@ -363,7 +364,7 @@ func (d *Dispatcher) RecallBatch(ctx context.Context, by Actor, batchID string) 
 
 // requestRecall records a batch recall that awaits approval, unless one awaits already,
 // and returns the request awaiting. One that lapsed is recorded expired and replaced.
-func (d *Dispatcher) requestRecall(ctx context.Context, by Actor, b *models.Batch, targets []models.Message) (*models.RecallRequest, error) {
+func (d *Dispatcher) requestRecall(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message) (*models.RecallRequest, error) {
 	latest, err := d.store.LatestRecallRequest(ctx, b.ID)
 	if err != nil {
 		return nil, err
@@ -382,11 +383,11 @@ func (d *Dispatcher) requestRecall(ctx context.Context, by Actor, b *models.Batc
 	if by.APIKeyID != 0 {
 		r.APIKeyID = &by.APIKeyID
 	}
-	return r, d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	return r, d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.CreateRecallRequest(ctx, r); err != nil {
 			return err
 		}
-		ch.Audit("batch.recall_request", "batch", b.ID, models.AuditParams{"people": strconv.Itoa(len(targets)),
+		ch.Audit("batch.recall_request", "batch", b.ID, audit.Params{"people": strconv.Itoa(len(targets)),
 			"expires_at": r.ExpiresAt.Format(time.RFC3339)})
 		return nil
 	})
@@ -420,7 +421,7 @@ func (d *Dispatcher) expireRecalls(ctx context.Context) error {
 
 // recallAll recalls targets with a few platform calls at a time and audits the batch
 // recall with its counts (approvedBy names the approver of a recall request, if any).
-func (d *Dispatcher) recallAll(ctx context.Context, by Actor, b *models.Batch, targets []models.Message, recalledBy, approvedBy string) (models.RecallCounts, error) {
+func (d *Dispatcher) recallAll(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message, recalledBy, approvedBy string) (models.RecallCounts, error) {
 	var (
 		mu     sync.Mutex
 		counts models.RecallCounts
@@ -443,13 +444,13 @@ func (d *Dispatcher) recallAll(ctx context.Context, by Actor, b *models.Batch, t
 		})
 	}
 	wg.Wait()
-	p := models.AuditParams{"recalled": strconv.Itoa(counts.Recalled), "cancelled": strconv.Itoa(counts.Cancelled),
+	p := audit.Params{"recalled": strconv.Itoa(counts.Recalled), "cancelled": strconv.Itoa(counts.Cancelled),
 		"unsupported": strconv.Itoa(counts.RecallUnsupported), "window_passed": strconv.Itoa(counts.RecallWindowPassed),
 		"failed": strconv.Itoa(counts.Failed)}
 	if approvedBy != "" {
 		p["approved_by"] = approvedBy
 	}
-	err := d.change(ctx, by, func(_ *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(_ *models.Store, ch *audit.Change) error {
 		ch.Audit("batch.recall", "batch", b.ID, p)
 		return nil
 	})
@@ -460,7 +461,7 @@ func (d *Dispatcher) recallAll(ctx context.Context, by Actor, b *models.Batch, t
 // decide on it: kernel.ErrNotFound for a batch by may not see, kernel.ErrStateChanged
 // when no request awaits, ErrRecallExpired when the latest one's time ran out (it is
 // recorded expired if it was not yet), ErrOwnRecall for the person (or key) who asked.
-func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string) (*models.Batch, *models.RecallRequest, error) {
+func (d *Dispatcher) pendingRecall(ctx context.Context, by audit.Actor, batchID string) (*models.Batch, *models.RecallRequest, error) {
 	b, err := d.Batch(ctx, by, batchID)
 	if err != nil {
 		return nil, nil, err
@@ -488,16 +489,16 @@ func (d *Dispatcher) pendingRecall(ctx context.Context, by Actor, batchID string
 // are recalled for the person who asked. ErrOwnRecall refuses that person;
 // kernel.ErrStateChanged means no request awaits, ErrRecallExpired that its time ran
 // out.
-func (d *Dispatcher) ApproveRecall(ctx context.Context, by Actor, batchID string) (models.RecallCounts, error) {
+func (d *Dispatcher) ApproveRecall(ctx context.Context, by audit.Actor, batchID string) (models.RecallCounts, error) {
 	b, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {
 		return models.RecallCounts{}, err
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.DecideRecallRequest(ctx, r.ID, models.RecallApproved, by.Name, "", d.now()); err != nil {
 			return err
 		}
-		ch.Audit("batch.recall_approve", "batch", b.ID, models.AuditParams{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
+		ch.Audit("batch.recall_approve", "batch", b.ID, audit.Params{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
 		return nil
 	})
 	if err != nil {
@@ -518,7 +519,7 @@ func (d *Dispatcher) ApproveRecall(ctx context.Context, by Actor, batchID string
 // recalled. ErrOwnRecall refuses the person who asked; kernel.ErrStateChanged means no
 // request awaits, ErrRecallExpired that its time ran out; a reason left empty or too
 // long is a *kernel.FieldError naming reason.
-func (d *Dispatcher) RejectRecall(ctx context.Context, by Actor, batchID, reason string) error {
+func (d *Dispatcher) RejectRecall(ctx context.Context, by audit.Actor, batchID, reason string) error {
 	_, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {
 		return err
@@ -527,18 +528,18 @@ func (d *Dispatcher) RejectRecall(ctx context.Context, by Actor, batchID, reason
 	if err != nil {
 		return err
 	}
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.DecideRecallRequest(ctx, r.ID, models.RecallRejected, by.Name, reason, d.now()); err != nil {
 			return err
 		}
-		ch.AuditDetail("batch.recall_reject", "batch", batchID, reason, models.AuditParams{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
+		ch.AuditDetail("batch.recall_reject", "batch", batchID, reason, audit.Params{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
 		return nil
 	})
 }
 
 // RecallRequest returns the batch's latest recall request (nil for none), as by may see
 // it.
-func (d *Dispatcher) RecallRequest(ctx context.Context, by Actor, batchID string) (*models.RecallRequest, error) {
+func (d *Dispatcher) RecallRequest(ctx context.Context, by audit.Actor, batchID string) (*models.RecallRequest, error) {
 	if err := d.store.CheckOwn(ctx, by.OwnKey(), batchID); err != nil {
 		return nil, err
 	}
@@ -551,7 +552,7 @@ func (d *Dispatcher) RecallRequest(ctx context.Context, by Actor, batchID string
 // nobody failed to answer), its pending steps cancelled, with its audit entry and its
 // alert.resolved event, as a rejection ends the alert of its batch. A message of no
 // alert, or of one that has ended, changes nothing.
-func (d *Dispatcher) endRecalledAlert(ctx context.Context, tx *models.Store, ch *Change, m *models.Message, recalledBy string) error {
+func (d *Dispatcher) endRecalledAlert(ctx context.Context, tx *models.Store, ch *audit.Change, m *models.Message, recalledBy string) error {
 	if m.AlertID == nil {
 		return nil
 	}
@@ -564,7 +565,7 @@ func (d *Dispatcher) endRecalledAlert(ctx context.Context, tx *models.Store, ch 
 		ch.After(func() { d.callbacks.Kick(key) })
 	}
 	id := strconv.FormatInt(a.ID, 10)
-	ch.Audit(resolveMove.action, "alert", id, models.AuditParams{"id": id, "by": recalledBy, "via": models.AlertViaRecall,
+	ch.Audit(resolveMove.action, "alert", id, audit.Params{"id": id, "by": recalledBy, "via": models.AlertViaRecall,
 		"message": m.ID})
 	return nil
 }

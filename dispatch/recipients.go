@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"herald/audit"
 	"herald/kernel"
 	"herald/models"
 )
@@ -31,11 +32,11 @@ var bulkActions = map[string]string{ViaAPI: "recipients.upsert", ViaImport: "rec
 
 // CreateRecipient adds a person, audited as recipient.create. A validation failure (an
 // external id in use included) is a *kernel.FieldError and writes nothing.
-func (d *Dispatcher) CreateRecipient(ctx context.Context, by Actor, r models.Recipient) (models.Recipient, error) {
+func (d *Dispatcher) CreateRecipient(ctx context.Context, by audit.Actor, r models.Recipient) (models.Recipient, error) {
 	if err := models.ValidateRecipient(&r); err != nil {
 		return r, err
 	}
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.CreateRecipient(ctx, &r); err != nil {
 			return err
 		}
@@ -48,12 +49,12 @@ func (d *Dispatcher) CreateRecipient(ctx context.Context, by Actor, r models.Rec
 // UpdateRecipient saves the changes to the person whose external id is externalID (which
 // does not change: business systems know people by it), audited as recipient.update with
 // each field's old and new value. kernel.ErrNotFound: no such person.
-func (d *Dispatcher) UpdateRecipient(ctx context.Context, by Actor, externalID string, r models.Recipient) (models.Recipient, error) {
+func (d *Dispatcher) UpdateRecipient(ctx context.Context, by audit.Actor, externalID string, r models.Recipient) (models.Recipient, error) {
 	r.ExternalID = externalID
 	if err := models.ValidateRecipient(&r); err != nil {
 		return r, err
 	}
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		old, err := tx.RecipientByExternalID(ctx, externalID)
 		if err != nil {
 			return err
@@ -72,9 +73,9 @@ func (d *Dispatcher) UpdateRecipient(ctx context.Context, by Actor, externalID s
 // SetRecipientActive deactivates or reactivates a person, audited as
 // recipient.deactivate or recipient.activate. An inactive person stays on record (old
 // messages refer to them) but receives nothing. kernel.ErrNotFound: no such person.
-func (d *Dispatcher) SetRecipientActive(ctx context.Context, by Actor, externalID string, active bool) (models.Recipient, error) {
+func (d *Dispatcher) SetRecipientActive(ctx context.Context, by audit.Actor, externalID string, active bool) (models.Recipient, error) {
 	var r models.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.SetRecipientActive(ctx, externalID, active); err != nil {
 			return err
 		}
@@ -125,7 +126,7 @@ func CheckRecipients(list []models.Recipient) error {
 // counts, and one per person it changed (recipient.create, .update, .deactivate or
 // .activate) naming what changed, so the log answers who changed E1001, when and from
 // where.
-func (d *Dispatcher) UpsertRecipients(ctx context.Context, by Actor, via string, list []models.Recipient) (models.UpsertResult, error) {
+func (d *Dispatcher) UpsertRecipients(ctx context.Context, by audit.Actor, via string, list []models.Recipient) (models.UpsertResult, error) {
 	action, ok := bulkActions[via]
 	if !ok {
 		return models.UpsertResult{}, fmt.Errorf("dispatch: upsert recipients via %q", via)
@@ -134,15 +135,15 @@ func (d *Dispatcher) UpsertRecipients(ctx context.Context, by Actor, via string,
 		return models.UpsertResult{}, err
 	}
 	var res models.UpsertResult
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		var err error
 		if res, err = tx.UpsertRecipients(ctx, list); err != nil {
 			return err
 		}
-		ch.Audit(action, "recipient", "", models.AuditParams{"via": via, "created": strconv.Itoa(res.Created),
+		ch.Audit(action, "recipient", "", audit.Params{"via": via, "created": strconv.Itoa(res.Created),
 			"updated": strconv.Itoa(res.Updated), "unchanged": strconv.Itoa(res.Unchanged)})
 		for _, c := range res.Changes {
-			ch.Audit(recipientActions[c.Action], "recipient", c.ExternalID, models.AuditParams{"via": via, "name": c.Name, "external_id": c.ExternalID,
+			ch.Audit(recipientActions[c.Action], "recipient", c.ExternalID, audit.Params{"via": via, "name": c.Name, "external_id": c.ExternalID,
 				"fields": strings.Join(c.Fields, ", "), "changes": strings.Join(c.Diff, "; ")})
 		}
 		return nil
@@ -151,7 +152,7 @@ func (d *Dispatcher) UpsertRecipients(ctx context.Context, by Actor, via string,
 }
 
 // recipientParams name a person for their audit sentence.
-func recipientParams(r models.Recipient) models.AuditParams {
-	return models.AuditParams{"name": r.Name, "external_id": r.ExternalID, "org_type": string(r.OrgType),
+func recipientParams(r models.Recipient) audit.Params {
+	return audit.Params{"name": r.Name, "external_id": r.ExternalID, "org_type": string(r.OrgType),
 		"branch": r.Branch, "department": r.Department}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -43,7 +44,7 @@ func TestDutyReminder(t *testing.T) {
 		t.Fatalf("a reminder that is off sent %+v, %v", res, err)
 	}
 	cfg := models.ReminderConfig{Enabled: true, Time: "17:00", Account: models.SandboxAccountName, Template: "on-duty"}
-	by := dispatch.Actor{Name: "test", Type: dispatch.ActorUser, Person: "test"}
+	by := audit.Actor{Name: "test", Type: audit.ActorUser, Person: "test"}
 	if err := f.d.SetDutyReminder(ctx, by, cfg); err != nil {
 		t.Fatal(err)
 	}

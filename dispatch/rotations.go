@@ -6,15 +6,16 @@ import (
 	"strconv"
 	"strings"
 
+	"herald/audit"
 	"herald/kernel"
 	"herald/models"
 )
 
 // CreateRotation saves a new rotation, audited as done by by. A validation failure is a
 // *kernel.FieldError and writes nothing.
-func (d *Dispatcher) CreateRotation(ctx context.Context, by Actor, spec models.RotationSpec) (models.RotationSpec, error) {
+func (d *Dispatcher) CreateRotation(ctx context.Context, by audit.Actor, spec models.RotationSpec) (models.RotationSpec, error) {
 	var saved models.RotationSpec
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		r, err := tx.CreateRotation(ctx, spec)
 		if err != nil {
 			return err
@@ -71,9 +72,9 @@ func policyNamesRotation(p *models.EscalationPolicy, rotation string) bool {
 // UpdateRotation replaces the rotation called name (which may rename it), audited with
 // what it was and what it is now. kernel.ErrNotFound: no such rotation;
 // ErrRotationInUse: a rename of a rotation escalation policies name.
-func (d *Dispatcher) UpdateRotation(ctx context.Context, by Actor, name string, spec models.RotationSpec) (models.RotationSpec, error) {
+func (d *Dispatcher) UpdateRotation(ctx context.Context, by audit.Actor, name string, spec models.RotationSpec) (models.RotationSpec, error) {
 	var saved models.RotationSpec
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		before, after, err := tx.UpdateRotation(ctx, name, spec)
 		if err != nil {
 			return err
@@ -100,15 +101,15 @@ func (d *Dispatcher) UpdateRotation(ctx context.Context, by Actor, name string, 
 
 // DeleteRotation removes a rotation, audited. kernel.ErrNotFound: no such rotation;
 // ErrRotationInUse: escalation policies name it (change them first).
-func (d *Dispatcher) DeleteRotation(ctx context.Context, by Actor, name string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) DeleteRotation(ctx context.Context, by audit.Actor, name string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.DeleteRotation(ctx, name); err != nil {
 			return err
 		}
 		if err := checkRotationUnused(ctx, tx, name); err != nil {
 			return err
 		}
-		ch.Audit("duty.rotation.delete", "rotation", name, models.AuditParams{"name": name})
+		ch.Audit("duty.rotation.delete", "rotation", name, audit.Params{"name": name})
 		return nil
 	})
 }
@@ -124,7 +125,7 @@ func rotationSpec(ctx context.Context, st *models.Store, r models.Rotation) (mod
 
 // rotationParams names a rotation for its audit sentence: its name, turns, start, length
 // of turn and the days it covers (weekdays 1=Mon..7=Sun).
-func rotationParams(s models.RotationSpec) models.AuditParams {
+func rotationParams(s models.RotationSpec) audit.Params {
 	covers := s.Covers
 	if s.Covers == models.CoversWeekdays {
 		days := make([]string, len(s.Weekdays))
@@ -133,6 +134,6 @@ func rotationParams(s models.RotationSpec) models.AuditParams {
 		}
 		covers += " " + strings.Join(days, ",")
 	}
-	return models.AuditParams{"name": s.Name, "members": strings.Join(s.Members, ", "), "start": s.Start,
+	return audit.Params{"name": s.Name, "members": strings.Join(s.Members, ", "), "start": s.Start,
 		"turn_days": strconv.Itoa(s.TurnDays), "covers": covers}
 }

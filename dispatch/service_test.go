@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"herald/dispatch"
+	"herald/audit"
 	"herald/kernel"
 	"herald/models"
 )
@@ -17,7 +17,7 @@ func TestRotationService(t *testing.T) {
 	t.Parallel()
 	f := newIntakeFixture(t)
 	ctx := context.Background()
-	by := dispatch.Actor{Name: "ops1", Type: dispatch.ActorUser, Person: "ops1", IP: "192.0.2.1"}
+	by := audit.Actor{Name: "ops1", Type: audit.ActorUser, Person: "ops1", IP: "192.0.2.1"}
 	good := models.RotationSpec{Name: "night", Members: []string{"E1001", "E1002"}, Start: "2026-12-01", TurnDays: 7, Covers: models.CoversEveryDay}
 
 	for _, tc := range []struct {
@@ -50,7 +50,7 @@ func TestRotationService(t *testing.T) {
 	if saved.Name != "night" || len(saved.Members) != 2 {
 		t.Errorf("saved %+v", saved)
 	}
-	entries, err := f.store.ListAudit(ctx, models.AuditFilter{Action: "duty.rotation.create"}, 10)
+	entries, err := f.store.AuditLog().List(ctx, audit.Filter{Action: "duty.rotation.create"}, 10)
 	if err != nil || len(entries) != 1 {
 		t.Fatalf("audit entries %+v, %v", entries, err)
 	}
@@ -89,7 +89,7 @@ func TestRotationService(t *testing.T) {
 // auditCount counts the audit entries of an action.
 func auditCount(t *testing.T, s *models.Store, action string) int {
 	t.Helper()
-	entries, err := s.ListAudit(context.Background(), models.AuditFilter{Action: action}, 1000)
+	entries, err := s.AuditLog().List(context.Background(), audit.Filter{Action: action}, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/audit"
 	"herald/delivery"
 	"herald/dispatch"
 	"herald/kernel"
@@ -188,7 +189,7 @@ func TestSendKeySilenceHoldsOnlyItsOwn(t *testing.T) {
 		return res.Messages[0].ID
 	}
 	start, end := f.clock().Add(-time.Minute), f.clock().Add(time.Hour)
-	zabbix := dispatch.Actor{Name: "apikey:zabbix", Type: dispatch.ActorAPIKey, APIKeyID: f.keyID, OwnOnly: true}
+	zabbix := audit.Actor{Name: "apikey:zabbix", Type: audit.ActorAPIKey, APIKeyID: f.keyID, OwnOnly: true}
 	s, err := f.d.CreateSilence(ctx, zabbix, dispatch.SilenceInput{Matchers: []delivery.Matcher{match("platform", "sandbox")},
 		StartsAt: &start, EndsAt: &end, Comment: "zabbix maintenance", OnEnd: delivery.OnEndCancel})
 	if err != nil {
@@ -207,7 +208,7 @@ func TestSendKeySilenceHoldsOnlyItsOwn(t *testing.T) {
 		t.Errorf("the other key's message after the silence cancelled what it held: %s", got)
 	}
 	// An admin key reaches every key's messages.
-	admin := dispatch.Actor{Name: "apikey:ops-admin", Type: dispatch.ActorAPIKey, APIKeyID: f.keyID + 1000}
+	admin := audit.Actor{Name: "apikey:ops-admin", Type: audit.ActorAPIKey, APIKeyID: f.keyID + 1000}
 	if _, err := f.d.CreateSilence(ctx, admin, dispatch.SilenceInput{Matchers: []delivery.Matcher{match("platform", "sandbox")},
 		StartsAt: &start, EndsAt: &end, Comment: "all maintenance"}); err != nil {
 		t.Fatal(err)

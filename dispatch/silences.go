@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"herald/audit"
 	"herald/delivery"
 	"herald/kernel"
 	"herald/models"
@@ -217,7 +218,7 @@ func (d *Dispatcher) approvalReasons(ctx context.Context, in SilenceInput, by cr
 }
 
 // silenceParams are a silence's values for its audit entries.
-func silenceParams(s *models.Silence) models.AuditParams {
+func silenceParams(s *models.Silence) audit.Params {
 	var ms []string
 	for _, m := range s.Matchers {
 		op := "="
@@ -231,7 +232,7 @@ func silenceParams(s *models.Silence) models.AuditParams {
 		}
 		ms = append(ms, m.Name+op+strconv.Quote(m.Value))
 	}
-	return models.AuditParams{"id": strconv.FormatInt(s.ID, 10), "matchers": strings.Join(ms, ", "),
+	return audit.Params{"id": strconv.FormatInt(s.ID, 10), "matchers": strings.Join(ms, ", "),
 		"starts": s.StartsAt.Format(time.RFC3339), "ends": s.EndsAt.Format(time.RFC3339), "on_end": s.OnEnd, "approval": s.Approval,
 		"reasons": strings.Join(s.ApprovalReasons, ", ")}
 }
@@ -240,7 +241,7 @@ func silenceParams(s *models.Silence) models.AuditParams {
 // holds nothing until another person approves it (its ApprovalReasons say why). A send
 // key's silence holds only the key's messages. Past MaxCreatorSilences of its creator's,
 // or MaxLiveSilences in all, it is a *kernel.FieldError naming silences.
-func (d *Dispatcher) CreateSilence(ctx context.Context, by Actor, in SilenceInput) (*models.Silence, error) {
+func (d *Dispatcher) CreateSilence(ctx context.Context, by audit.Actor, in SilenceInput) (*models.Silence, error) {
 	if err := checkSilence(&in, d.now()); err != nil {
 		return nil, err
 	}
@@ -263,7 +264,7 @@ func (d *Dispatcher) CreateSilence(ctx context.Context, by Actor, in SilenceInpu
 	if len(reasons) > 0 {
 		sil.Approval = models.ApprovalAwaiting
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		c := creatorOf(sil)
 		mine, all, err := tx.LiveSilenceCounts(ctx, c.KeyID, c.Name)
 		switch {
@@ -288,7 +289,7 @@ func (d *Dispatcher) CreateSilence(ctx context.Context, by Actor, in SilenceInpu
 
 // Silence returns a silence as by may see it: another key's silence is
 // kernel.ErrNotFound to a key without the admin scope.
-func (d *Dispatcher) Silence(ctx context.Context, by Actor, id int64) (*models.Silence, error) {
+func (d *Dispatcher) Silence(ctx context.Context, by audit.Actor, id int64) (*models.Silence, error) {
 	sil, err := d.store.SilenceByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -305,7 +306,7 @@ const maxSilenceList = 500
 // Silences lists the silences by may see, newest first, in one state ("" for every
 // one); ended ones for SilenceKept. An unknown state is a *kernel.FieldError naming
 // state.
-func (d *Dispatcher) Silences(ctx context.Context, by Actor, state string) ([]models.Silence, error) {
+func (d *Dispatcher) Silences(ctx context.Context, by audit.Actor, state string) ([]models.Silence, error) {
 	if state != "" && !slices.Contains(delivery.SilenceStates, state) {
 		return nil, kernel.Invalid("state", "silences.check.state", "States", strings.Join(delivery.SilenceStates, ", "))
 	}
@@ -320,7 +321,7 @@ func (d *Dispatcher) Silences(ctx context.Context, by Actor, state string) ([]mo
 // UpdateSilence replaces a silence that has not ended with in, audited. The change is
 // approved afresh when it needs approval; messages it holds stay held until it ends.
 // kernel.ErrStateChanged means it had expired.
-func (d *Dispatcher) UpdateSilence(ctx context.Context, by Actor, id int64, in SilenceInput) (*models.Silence, error) {
+func (d *Dispatcher) UpdateSilence(ctx context.Context, by audit.Actor, id int64, in SilenceInput) (*models.Silence, error) {
 	sil, err := d.Silence(ctx, by, id)
 	if err != nil {
 		return nil, err
@@ -344,7 +345,7 @@ func (d *Dispatcher) UpdateSilence(ctx context.Context, by Actor, id int64, in S
 			sil.Makers = append(sil.Makers, by.Person)
 		}
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.UpdateSilence(ctx, sil); err != nil {
 			return err
 		}
@@ -360,7 +361,7 @@ func (d *Dispatcher) UpdateSilence(ctx context.Context, by Actor, id int64, in S
 // ExpireSilence ends a silence early, audited: the silence pass sends on what it held
 // within a second or two. ErrSilenceEnded (a kernel.ErrStateChanged) means it had
 // expired already.
-func (d *Dispatcher) ExpireSilence(ctx context.Context, by Actor, id int64) (*models.Silence, error) {
+func (d *Dispatcher) ExpireSilence(ctx context.Context, by audit.Actor, id int64) (*models.Silence, error) {
 	sil, err := d.Silence(ctx, by, id)
 	if err != nil {
 		return nil, err
@@ -369,7 +370,7 @@ func (d *Dispatcher) ExpireSilence(ctx context.Context, by Actor, id int64) (*mo
 	if sil.State(now) == delivery.SilenceExpired {
 		return nil, fmt.Errorf("dispatch: expire silence %d: %w", id, ErrSilenceEnded)
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.ExpireSilence(ctx, id, by.Name, now); err != nil {
 			return err
 		}
@@ -388,7 +389,7 @@ func (d *Dispatcher) ExpireSilence(ctx context.Context, by Actor, id int64) (*mo
 
 // ownSilence reports whether by made the silence: the same person, the same key or the
 // same actor.
-func ownSilence(s *models.Silence, by Actor) bool {
+func ownSilence(s *models.Silence, by audit.Actor) bool {
 	return by.Name == s.CreatedBy || (by.APIKeyID != 0 && s.APIKeyID != nil && *s.APIKeyID == by.APIKeyID) ||
 		(by.Person != "" && slices.Contains(s.Makers, by.Person))
 }
@@ -396,7 +397,7 @@ func ownSilence(s *models.Silence, by Actor) bool {
 // DecideSilence approves or refuses a silence awaiting approval, audited; a refused
 // silence is expired. ErrOwnSilence refuses its maker; kernel.ErrStateChanged means it
 // was not awaiting approval.
-func (d *Dispatcher) DecideSilence(ctx context.Context, by Actor, id int64, approve bool) error {
+func (d *Dispatcher) DecideSilence(ctx context.Context, by audit.Actor, id int64, approve bool) error {
 	sil, err := d.Silence(ctx, by, id)
 	if err != nil {
 		return err
@@ -408,11 +409,11 @@ func (d *Dispatcher) DecideSilence(ctx context.Context, by Actor, id int64, appr
 	if !approve {
 		decision, action = models.ApprovalRejected, "silence.reject"
 	}
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.DecideSilence(ctx, id, decision, by.Name, d.now()); err != nil {
 			return err
 		}
-		ch.Audit(action, "silence", strconv.FormatInt(id, 10), models.AuditParams{"id": strconv.FormatInt(id, 10), "maker": sil.CreatedBy})
+		ch.Audit(action, "silence", strconv.FormatInt(id, 10), audit.Params{"id": strconv.FormatInt(id, 10), "maker": sil.CreatedBy})
 		return nil
 	})
 }
@@ -436,7 +437,7 @@ const MaxPreviewMessages = 200000
 // would have held, as by would make it (a send key's only its own), and says why it
 // would need approval. Bad matchers are a *kernel.FieldError naming the field; bad
 // times are left to the save.
-func (d *Dispatcher) PreviewSilence(ctx context.Context, by Actor, in SilenceInput) (SilencePreview, error) {
+func (d *Dispatcher) PreviewSilence(ctx context.Context, by audit.Actor, in SilenceInput) (SilencePreview, error) {
 	if err := CheckMatchers(in.Matchers); err != nil {
 		return SilencePreview{}, err
 	}
@@ -520,7 +521,7 @@ func (d *Dispatcher) EndSilences(ctx context.Context) (int, error) {
 	}
 	ended := 0
 	for _, sil := range due {
-		err := d.change(ctx, System("silences"), func(tx *models.Store, ch *Change) error {
+		err := d.change(ctx, audit.System("silences"), func(tx *models.Store, ch *audit.Change) error {
 			held, err := tx.EndSilence(ctx, sil.ID, now)
 			if err != nil {
 				return err
@@ -601,7 +602,7 @@ func (d *Dispatcher) releasePage(ctx context.Context, free []models.FreeHeld) (r
 	}
 	// Free messages come by priority, then age: the jobs keep that order, high first.
 	slices.SortStableFunc(jobs, func(a, b tasks.Job) int { return priorityOrder(a.Priority) - priorityOrder(b.Priority) })
-	err = d.change(ctx, System("silences"), func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, audit.System("silences"), func(tx *models.Store, ch *audit.Change) error {
 		moved, n, err := tx.ReleaseHeld(ctx, releases, cancel, now)
 		if err != nil {
 			return err
@@ -615,7 +616,7 @@ func (d *Dispatcher) releasePage(ctx context.Context, free []models.FreeHeld) (r
 		if released+cancelled == 0 {
 			return errNothingMoved
 		}
-		ch.Audit("silence.release", "silence", "", models.AuditParams{"released": strconv.Itoa(released), "cancelled": strconv.Itoa(cancelled)})
+		ch.Audit("silence.release", "silence", "", audit.Params{"released": strconv.Itoa(released), "cancelled": strconv.Itoa(cancelled)})
 		ch.After(func() {
 			for _, j := range jobs {
 				if j.MessageIDs = byTask[j.TaskID]; len(j.MessageIDs) > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 
+	"herald/audit"
 	"herald/channels"
 	"herald/kernel"
 	"herald/models"
@@ -38,9 +39,9 @@ func (d *Dispatcher) pinned(ctx context.Context, t *models.Template, n int) (*mo
 // their content. The current version cannot be retired (save or roll back to another
 // first), nor one retired already: field errors on version, as is an unknown version.
 // kernel.ErrNotFound: no such template.
-func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by Actor, name string, n int) (*models.TemplateVersion, error) {
+func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by audit.Actor, name string, n int) (*models.TemplateVersion, error) {
 	var retired *models.TemplateVersion
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		t, err := tx.TemplateByName(ctx, name)
 		if err != nil {
 			return err
@@ -60,7 +61,7 @@ func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by Actor, name s
 		if retired, err = tx.TemplateVersionOf(ctx, t.ID, n); err != nil {
 			return err
 		}
-		ch.Audit("template.version_retire", "template", t.Name, models.AuditParams{"name": t.Name, "version": strconv.Itoa(n)})
+		ch.Audit("template.version_retire", "template", t.Name, audit.Params{"name": t.Name, "version": strconv.Itoa(n)})
 		return nil
 	})
 	if err != nil {
@@ -73,9 +74,9 @@ func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by Actor, name s
 // n (content, variables, type, fallback; the names stay), audited as template.rollback.
 // rerender renders its waiting messages again from it, as an edit can. kernel.ErrNotFound:
 // no such template; an unknown or retired version is a field error on version.
-func (d *Dispatcher) RollbackTemplate(ctx context.Context, by Actor, name string, n int, rerender bool) (*models.Template, error) {
+func (d *Dispatcher) RollbackTemplate(ctx context.Context, by audit.Actor, name string, n int, rerender bool) (*models.Template, error) {
 	var saved *models.Template
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		cur, err := tx.TemplateByName(ctx, name)
 		if err != nil {
 			return err
@@ -117,7 +118,7 @@ func (d *Dispatcher) RollbackTemplate(ctx context.Context, by Actor, name string
 // rendered again from t for its person with its batch's variables, in the saving
 // transaction; one that has moved on meanwhile is left alone (compare-and-set on its
 // state). A message the new version cannot render fails the save, naming it.
-func (d *Dispatcher) settleWaiting(ctx context.Context, tx *models.Store, ch *Change, t *models.Template, rerender bool) error {
+func (d *Dispatcher) settleWaiting(ctx context.Context, tx *models.Store, ch *audit.Change, t *models.Template, rerender bool) error {
 	if !rerender {
 		return nil
 	}
@@ -156,7 +157,7 @@ func (d *Dispatcher) settleWaiting(ctx context.Context, tx *models.Store, ch *Ch
 			return err
 		}
 	}
-	ch.Audit("template.rerender", "template", t.Name, models.AuditParams{"name": t.Name, "version": strconv.Itoa(t.Version),
+	ch.Audit("template.rerender", "template", t.Name, audit.Params{"name": t.Name, "version": strconv.Itoa(t.Version),
 		"count": strconv.Itoa(done)})
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"herald/audit"
 	"herald/models"
 )
 
@@ -56,12 +57,12 @@ func CheckTemplate(in TemplateInput) (*models.Template, error) {
 
 // CreateTemplate saves a new template, audited as template.create. A validation
 // failure (a name in use included) is a *kernel.FieldError and writes nothing.
-func (d *Dispatcher) CreateTemplate(ctx context.Context, by Actor, in TemplateInput) (*models.Template, error) {
+func (d *Dispatcher) CreateTemplate(ctx context.Context, by audit.Actor, in TemplateInput) (*models.Template, error) {
 	t, err := CheckTemplate(in)
 	if err != nil {
 		return nil, err
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.CreateTemplate(ctx, t); err != nil {
 			return err
 		}
@@ -79,12 +80,12 @@ func (d *Dispatcher) CreateTemplate(ctx context.Context, by Actor, in TemplateIn
 
 // UpdateTemplate replaces the template called name (which may rename it), audited as
 // template.update with what changed. kernel.ErrNotFound: no such template.
-func (d *Dispatcher) UpdateTemplate(ctx context.Context, by Actor, name string, in TemplateInput) (*models.Template, error) {
+func (d *Dispatcher) UpdateTemplate(ctx context.Context, by audit.Actor, name string, in TemplateInput) (*models.Template, error) {
 	t, err := CheckTemplate(in)
 	if err != nil {
 		return nil, err
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		old, err := tx.TemplateByName(ctx, name)
 		if err != nil {
 			return err
@@ -114,8 +115,8 @@ func (d *Dispatcher) UpdateTemplate(ctx context.Context, by Actor, name string, 
 
 // DeleteTemplate removes a template, audited as template.delete. Messages already
 // rendered from it are unaffected. kernel.ErrNotFound: no such template.
-func (d *Dispatcher) DeleteTemplate(ctx context.Context, by Actor, name string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) DeleteTemplate(ctx context.Context, by audit.Actor, name string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		old, err := tx.TemplateByName(ctx, name)
 		if err != nil {
 			return err
@@ -129,8 +130,8 @@ func (d *Dispatcher) DeleteTemplate(ctx context.Context, by Actor, name string) 
 }
 
 // templateParams name a template for its audit sentence.
-func templateParams(t *models.Template) models.AuditParams {
-	return models.AuditParams{"name": t.Name, "display_name": t.DisplayName, "msg_type": t.MsgType,
+func templateParams(t *models.Template) audit.Params {
+	return audit.Params{"name": t.Name, "display_name": t.DisplayName, "msg_type": t.MsgType,
 		"variables": strings.Join(t.Variables, ", "), "version": strconv.Itoa(t.Version)}
 }
 

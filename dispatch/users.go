@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"herald/audit"
 	"herald/kernel"
 	"herald/models"
 )
@@ -12,14 +13,14 @@ import (
 // CreateUser adds a console user with an initial password, audited as done by by (an
 // admin in the console, the command line, or Herald's first start). A username,
 // password or role that is not good enough is a *kernel.FieldError and writes nothing.
-func (d *Dispatcher) CreateUser(ctx context.Context, by Actor, username, password string, role models.Role) (*models.User, error) {
+func (d *Dispatcher) CreateUser(ctx context.Context, by audit.Actor, username, password string, role models.Role) (*models.User, error) {
 	var u *models.User
-	err := d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		var err error
 		if u, err = tx.CreateUser(ctx, username, password, role); err != nil {
 			return err
 		}
-		ch.Audit("user.create", "user", u.Username, models.AuditParams{"username": u.Username, "role": string(u.Role)})
+		ch.Audit("user.create", "user", u.Username, audit.Params{"username": u.Username, "role": string(u.Role)})
 		return nil
 	})
 	if err != nil {
@@ -30,12 +31,12 @@ func (d *Dispatcher) CreateUser(ctx context.Context, by Actor, username, passwor
 
 // SetUserRole changes a user's role, audited with the old role and the new one. The
 // user's sessions stay: the role is read on every request, so it applies at once.
-func (d *Dispatcher) SetUserRole(ctx context.Context, by Actor, u *models.User, role models.Role) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) SetUserRole(ctx context.Context, by audit.Actor, u *models.User, role models.Role) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.SetUserRole(ctx, u.ID, role); err != nil {
 			return err
 		}
-		ch.Audit("user.role", "user", u.Username, models.AuditParams{"username": u.Username,
+		ch.Audit("user.role", "user", u.Username, audit.Params{"username": u.Username,
 			"old_role": string(u.Role), "role": string(role)})
 		return nil
 	})
@@ -43,8 +44,8 @@ func (d *Dispatcher) SetUserRole(ctx context.Context, by Actor, u *models.User, 
 
 // SetUserDisabled disables a user, revoking their sessions in the same transaction, or
 // enables them again; audited.
-func (d *Dispatcher) SetUserDisabled(ctx context.Context, by Actor, u *models.User, disabled bool) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) SetUserDisabled(ctx context.Context, by audit.Actor, u *models.User, disabled bool) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.SetUserDisabled(ctx, u.ID, disabled); err != nil {
 			return err
 		}
@@ -52,7 +53,7 @@ func (d *Dispatcher) SetUserDisabled(ctx context.Context, by Actor, u *models.Us
 		if disabled {
 			action = "user.disable"
 		}
-		ch.Audit(action, "user", u.Username, models.AuditParams{"username": u.Username})
+		ch.Audit(action, "user", u.Username, audit.Params{"username": u.Username})
 		return nil
 	})
 }
@@ -60,24 +61,24 @@ func (d *Dispatcher) SetUserDisabled(ctx context.Context, by Actor, u *models.Us
 // ResetPassword sets a new password for a user without the old one (an admin's action,
 // or the command line's for a lost password) and signs them out everywhere; audited.
 // A password that is not good enough is a *kernel.FieldError naming password.
-func (d *Dispatcher) ResetPassword(ctx context.Context, by Actor, u *models.User, password string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) ResetPassword(ctx context.Context, by audit.Actor, u *models.User, password string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.ResetPassword(ctx, u.ID, password); err != nil {
 			return err
 		}
-		ch.Audit("user.password_reset", "user", u.Username, models.AuditParams{"username": u.Username})
+		ch.Audit("user.password_reset", "user", u.Username, audit.Params{"username": u.Username})
 		return nil
 	})
 }
 
 // SetUserLanguage stores the console language a user chose (empty: follow the browser),
 // audited with the old choice and the new one ("-" for none).
-func (d *Dispatcher) SetUserLanguage(ctx context.Context, by Actor, u *models.User, lang string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) SetUserLanguage(ctx context.Context, by audit.Actor, u *models.User, lang string) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.SetUserLanguage(ctx, u.ID, lang); err != nil {
 			return err
 		}
-		ch.Audit("user.language", "user", u.Username, models.AuditParams{"username": u.Username,
+		ch.Audit("user.language", "user", u.Username, audit.Params{"username": u.Username,
 			"old_language": orDash(u.Language), "language": orDash(lang)})
 		return nil
 	})
@@ -89,10 +90,10 @@ func (d *Dispatcher) SetUserLanguage(ctx context.Context, by Actor, u *models.Us
 // user and address. A wrong current password is a *kernel.FieldError naming
 // current_password and is recorded as a failed attempt (the guess counted); a new
 // password that is not good enough names new_password and writes nothing.
-func (d *Dispatcher) ChangePassword(ctx context.Context, by Actor, u *models.User, current, next string) error {
+func (d *Dispatcher) ChangePassword(ctx context.Context, by audit.Actor, u *models.User, current, next string) error {
 	checked, err := d.store.CheckCurrentPassword(ctx, u.ID, current, by.IP)
 	if errors.Is(err, models.ErrThrottled) {
-		e := by.Entry("user.password_change_throttled", "user", u.Username, models.AuditParams{"username": u.Username})
+		e := by.Entry("user.password_change_throttled", "user", u.Username, audit.Params{"username": u.Username})
 		e.Detail = "status 429: too many wrong passwords"
 		if _, aerr := d.store.AuditOnce(ctx, e, "password "+u.Username+" "+by.IP, time.Minute); aerr != nil {
 			return aerr
@@ -100,9 +101,9 @@ func (d *Dispatcher) ChangePassword(ctx context.Context, by Actor, u *models.Use
 		return err
 	}
 	if fe, ok := errors.AsType[*kernel.FieldError](err); ok && fe.Field == "current_password" {
-		if aerr := d.change(ctx, by, func(_ *models.Store, ch *Change) error {
+		if aerr := d.change(ctx, by, func(_ *models.Store, ch *audit.Change) error {
 			ch.AuditDetail("user.password_change_failed", "user", u.Username, "status 422: wrong current password",
-				models.AuditParams{"username": u.Username})
+				audit.Params{"username": u.Username})
 			return nil
 		}); aerr != nil {
 			return aerr
@@ -112,23 +113,23 @@ func (d *Dispatcher) ChangePassword(ctx context.Context, by Actor, u *models.Use
 	if err != nil {
 		return err
 	}
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.SetOwnPassword(ctx, checked, next); err != nil {
 			return err
 		}
-		ch.Audit("user.password_change", "user", u.Username, models.AuditParams{"username": u.Username})
+		ch.Audit("user.password_change", "user", u.Username, audit.Params{"username": u.Username})
 		return nil
 	})
 }
 
 // SignOutEverywhere revokes every session of u, audited; the caller clears this
 // browser's cookie.
-func (d *Dispatcher) SignOutEverywhere(ctx context.Context, by Actor, u *models.User) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *Change) error {
+func (d *Dispatcher) SignOutEverywhere(ctx context.Context, by audit.Actor, u *models.User) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.DeleteUserSessions(ctx, u.ID); err != nil {
 			return err
 		}
-		ch.Audit("user.logout_everywhere", "user", u.Username, models.AuditParams{"username": u.Username})
+		ch.Audit("user.logout_everywhere", "user", u.Username, audit.Params{"username": u.Username})
 		return nil
 	})
 }

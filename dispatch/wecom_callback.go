@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"herald/audit"
 	"herald/channels"
 	"herald/kernel"
 	"herald/models"
@@ -49,7 +50,7 @@ type WeComCallbackRequest struct {
 // ErrWeComCallbackRefused, logged at most once a minute per process. A click that
 // could not be acted on for a reason of Herald's (the database) gives its signature
 // back, so that WeCom's retry of it is accepted.
-func (d *Dispatcher) WeComCallback(ctx context.Context, by Actor, req WeComCallbackRequest) (echo string, err error) {
+func (d *Dispatcher) WeComCallback(ctx context.Context, by audit.Actor, req WeComCallbackRequest) (echo string, err error) {
 	cb, acct, reason, err := d.weComCallbackOf(ctx, req.Account)
 	if err != nil {
 		return "", err

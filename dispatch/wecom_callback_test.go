@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/channels"
 	"herald/dispatch"
 	"herald/internal/testenv"
@@ -75,7 +76,7 @@ func TestWeComCallbackRefusesOldAndReplayedRequests(t *testing.T) {
 		return dispatch.WeComCallbackRequest{Account: "wecom-cb", Check: true, Timestamp: ts, Nonce: nonce, Echostr: echo,
 			Signature: channels.WeComSignature(token, ts, nonce, echo)}
 	}
-	by := dispatch.System(dispatch.ActorWeComCard)
+	by := audit.System(dispatch.ActorWeComCard)
 
 	fresh := check(now.Add(-time.Minute), "n1")
 	if echo, err := web1.WeComCallback(ctx, by, fresh); err != nil || echo != "echo-n1" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/audit"
 	"herald/channels"
 	"herald/dispatch"
 	"herald/kernel"
@@ -38,7 +39,7 @@ func (h *Handlers) AckPage(c *gin.Context) {
 // 409 with the page saying so.
 func (h *Handlers) AckAct(c *gin.Context) {
 	ackHeaders(c)
-	by := dispatch.System(dispatch.ActorAckLink)
+	by := audit.System(dispatch.ActorAckLink)
 	by.IP = c.ClientIP()
 	action := c.PostForm("action")
 	n, res, err := h.Dispatch.ActOnAckLink(c.Request.Context(), by, c.Param("token"), action)
@@ -155,7 +156,7 @@ func (h *Handlers) WeComCallback(c *gin.Context) {
 		}
 		req.Body = body
 	}
-	by := dispatch.System(dispatch.ActorWeComCard)
+	by := audit.System(dispatch.ActorWeComCard)
 	by.IP = c.ClientIP()
 	echo, err := h.Dispatch.WeComCallback(c.Request.Context(), by, req)
 	switch {

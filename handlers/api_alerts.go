@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/models"
 )
@@ -129,7 +130,7 @@ func (h *Handlers) APIAcknowledgeAlert(c *gin.Context) {
 func (h *Handlers) APIResolveAlert(c *gin.Context) { h.apiMoveAlert(c, h.Dispatch.ResolveAlert) }
 
 // alertMove is AcknowledgeAlert or ResolveAlert.
-type alertMove func(ctx context.Context, by dispatch.Actor, alertID int64, externalID, via, note string) (dispatch.AckResult, error)
+type alertMove func(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (dispatch.AckResult, error)
 
 func (h *Handlers) apiMoveAlert(c *gin.Context, move alertMove) {
 	id, ok := alertID(c)

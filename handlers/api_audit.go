@@ -8,29 +8,29 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/audit"
 	"herald/kernel"
-	"herald/models"
 )
 
 // auditEntryJSON is one entry of GET /api/v1/audit: the action code as recorded, its
 // named values, and the free-text detail of entries that carry one.
 type auditEntryJSON struct {
-	ID         int64              `json:"id"`
-	At         time.Time          `json:"at"`
-	Actor      string             `json:"actor"`
-	ActorType  string             `json:"actor_type"`
-	Action     string             `json:"action"`
-	TargetType string             `json:"target_type"`
-	TargetID   string             `json:"target_id"`
-	Params     models.AuditParams `json:"params"`
-	Detail     string             `json:"detail"`
-	IP         string             `json:"ip"`
+	ID         int64        `json:"id"`
+	At         time.Time    `json:"at"`
+	Actor      string       `json:"actor"`
+	ActorType  string       `json:"actor_type"`
+	Action     string       `json:"action"`
+	TargetType string       `json:"target_type"`
+	TargetID   string       `json:"target_id"`
+	Params     audit.Params `json:"params"`
+	Detail     string       `json:"detail"`
+	IP         string       `json:"ip"`
 }
 
 // ListAuditAPI is GET /api/v1/audit (admin): the audit log with the console's filters,
 // newest first, a page at a time (next_cursor continues it; "" on the last page).
 func (h *Handlers) ListAuditAPI(c *gin.Context) {
-	f := models.AuditFilter{Actor: c.Query("actor"), Action: c.Query("action"), Target: c.Query("target")}
+	f := audit.Filter{Actor: c.Query("actor"), Action: c.Query("action"), Target: c.Query("target")}
 	for _, v := range []struct {
 		field, value string
 		max          int
@@ -55,7 +55,7 @@ func (h *Handlers) ListAuditAPI(c *gin.Context) {
 			return
 		}
 	}
-	entries, err := h.Store.ListAudit(c.Request.Context(), f, listPageSize+1)
+	entries, err := h.Store.AuditLog().List(c.Request.Context(), f, listPageSize+1)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -70,7 +70,7 @@ func (h *Handlers) ListAuditAPI(c *gin.Context) {
 		out[i] = auditEntryJSON{ID: e.ID, At: e.At, Actor: e.Actor, ActorType: e.ActorType, Action: e.Action,
 			TargetType: e.TargetType, TargetID: e.TargetID, Params: e.ParamMap(), Detail: e.Detail, IP: e.IP}
 		if out[i].Params == nil {
-			out[i].Params = models.AuditParams{}
+			out[i].Params = audit.Params{}
 		}
 	}
 	c.JSON(http.StatusOK, gin.H{"entries": out, "next_cursor": next})

@@ -7,19 +7,19 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
+	"herald/audit"
 	"herald/models"
 )
 
 // consoleActor is the signed-in user, as the audit log records who acted.
-func consoleActor(c *gin.Context) models.AuditEntry {
-	return models.AuditEntry{Actor: CurrentUser(c).Username, ActorType: "user", IP: c.ClientIP()}
+func consoleActor(c *gin.Context) audit.Entry {
+	return audit.Entry{Actor: CurrentUser(c).Username, ActorType: "user", IP: c.ClientIP()}
 }
 
 // auditOnce records a console event that anyone can repeat at will (a throttled
 // guess) at most once a minute per key, so that it is on record without flooding it.
-func (h *Handlers) auditOnce(c *gin.Context, actor, action, targetType, targetID, detail, key string, params models.AuditParams) {
-	_, err := h.Store.AuditOnce(c.Request.Context(), models.AuditEntry{Actor: actor, ActorType: "user", Action: action,
+func (h *Handlers) auditOnce(c *gin.Context, actor, action, targetType, targetID, detail, key string, params audit.Params) {
+	_, err := h.Store.AuditOnce(c.Request.Context(), audit.Entry{Actor: actor, ActorType: "user", Action: action,
 		TargetType: targetType, TargetID: targetID, Detail: detail, IP: c.ClientIP()}.WithParams(params), key, time.Minute)
 	if err != nil {
 		h.Log.Error("audit log write failed", "action", action, "error", err)
@@ -35,36 +35,36 @@ func (h *Handlers) AuditRequest(c *gin.Context, action, targetType, targetID str
 	}
 	request := c.Request.Method + " " + c.Request.URL.Path
 	h.audit(c, actor, action, targetType, targetID, fmt.Sprintf("status %d: %s", c.Writer.Status(), request),
-		models.AuditParams{"request": request, "status": strconv.Itoa(c.Writer.Status())})
+		audit.Params{"request": request, "status": strconv.Itoa(c.Writer.Status())})
 }
 
 // actor is who makes the request's change, as the service layer takes it: the API key
 // (and the person who created it) on an API request, else the signed-in console user.
-func actor(c *gin.Context) dispatch.Actor {
+func actor(c *gin.Context) audit.Actor {
 	if k := CurrentAPIKey(c); k != nil {
-		return dispatch.Actor{Name: "apikey:" + k.Name, Type: dispatch.ActorAPIKey, Person: k.CreatedBy, APIKeyID: k.ID,
+		return audit.Actor{Name: "apikey:" + k.Name, Type: audit.ActorAPIKey, Person: k.CreatedBy, APIKeyID: k.ID,
 			OwnOnly: !k.HasScope(models.ScopeAdmin), IP: c.ClientIP()}
 	}
 	if u := CurrentUser(c); u != nil {
-		return dispatch.Actor{Name: u.Username, Type: dispatch.ActorUser, Person: u.Username, IP: c.ClientIP()}
+		return audit.Actor{Name: u.Username, Type: audit.ActorUser, Person: u.Username, IP: c.ClientIP()}
 	}
-	return dispatch.Actor{Name: "anonymous", Type: dispatch.ActorUser, IP: c.ClientIP()}
+	return audit.Actor{Name: "anonymous", Type: audit.ActorUser, IP: c.ClientIP()}
 }
 
 // apiActor is the request's API key, as the audit log records who acted.
-func apiActor(c *gin.Context) models.AuditEntry {
+func apiActor(c *gin.Context) audit.Entry {
 	actor := "apikey:unknown"
 	if k := CurrentAPIKey(c); k != nil {
 		actor = "apikey:" + k.Name
 	}
-	return models.AuditEntry{Actor: actor, ActorType: "api_key", IP: c.ClientIP()}
+	return audit.Entry{Actor: actor, ActorType: "api_key", IP: c.ClientIP()}
 }
 
 // audit records a console action with the named values of its catalog sentence. A
 // failure to write the audit log is logged, not shown: the action itself has already
 // happened.
-func (h *Handlers) audit(c *gin.Context, actor, action, targetType, targetID, detail string, params models.AuditParams) {
-	h.writeAudit(c, models.AuditEntry{Actor: actor, ActorType: "user", Action: action,
+func (h *Handlers) audit(c *gin.Context, actor, action, targetType, targetID, detail string, params audit.Params) {
+	h.writeAudit(c, audit.Entry{Actor: actor, ActorType: "user", Action: action,
 		TargetType: targetType, TargetID: targetID, Detail: detail, IP: c.ClientIP()}.WithParams(params))
 }
 
@@ -75,8 +75,8 @@ func (h *Handlers) auditAPI(c *gin.Context, action, targetType, targetID, detail
 	h.writeAudit(c, e)
 }
 
-func (h *Handlers) writeAudit(c *gin.Context, e models.AuditEntry) {
-	if err := h.Store.Audit(c.Request.Context(), e); err != nil {
+func (h *Handlers) writeAudit(c *gin.Context, e audit.Entry) {
+	if err := h.Store.AuditLog().Write(c.Request.Context(), e); err != nil {
 		h.Log.Error("audit log write failed", "action", e.Action, "error", err)
 	}
 }

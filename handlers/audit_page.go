@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/models"
+	"herald/audit"
 	"herald/views"
 )
 
@@ -17,10 +17,10 @@ func (h *Handlers) AuditLog(c *gin.Context) {
 	v := views.Audit{Filter: views.AuditFilter{Actor: strings.TrimSpace(c.Query("actor")), Action: strings.TrimSpace(c.Query("action")),
 		Target: strings.TrimSpace(c.Query("target")), From: strings.TrimSpace(c.Query("from")), To: strings.TrimSpace(c.Query("to"))}}
 	errs := map[string]string{}
-	f := models.AuditFilter{Actor: v.Filter.Actor, Action: v.Filter.Action, Target: v.Filter.Target}
+	f := audit.Filter{Actor: v.Filter.Actor, Action: v.Filter.Action, Target: v.Filter.Target}
 	f.From, f.Before = dayRange(c, v.Filter.From, v.Filter.To, h.Location, errs)
 	f.BeforeID, _ = strconv.ParseInt(c.Query("before"), 10, 64)
-	list, err := h.Store.ListAudit(c.Request.Context(), f, pageSize+1)
+	list, err := h.Store.AuditLog().List(c.Request.Context(), f, pageSize+1)
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/audit"
 	"herald/models"
 	"herald/views"
 )
@@ -40,11 +41,11 @@ func (h *Handlers) Login(c *gin.Context) {
 				c.Header("Retry-After", wait)
 				h.Log.Warn("login throttled", "username", username, "ip", ip)
 				h.auditOnce(c, username, "user.login_throttled", "user", username, "status 429: too many failed sign-ins", "login "+username+" "+ip,
-					models.AuditParams{"username": username, "retry_after": wait})
+					audit.Params{"username": username, "retry_after": wait})
 			case errors.Is(err, models.ErrBadCredentials):
 				h.Log.Warn("login failed", "username", username, "ip", ip)
 				h.audit(c, username, "user.login_failed", "user", username, "status 401: wrong username or password",
-					models.AuditParams{"username": username})
+					audit.Params{"username": username})
 			}
 			render(c, a.Status, views.LoginPage(username, next, a.Message))
 		})
@@ -54,7 +55,7 @@ func (h *Handlers) Login(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	h.audit(c, u.Username, "user.login", "user", u.Username, "", models.AuditParams{"username": u.Username})
+	h.audit(c, u.Username, "user.login", "user", u.Username, "", audit.Params{"username": u.Username})
 	c.Redirect(http.StatusSeeOther, safeNext(next))
 }
 
@@ -66,7 +67,7 @@ func (h *Handlers) Logout(c *gin.Context) {
 		return
 	}
 	if u != nil {
-		h.audit(c, u.Username, "user.logout", "user", u.Username, "", models.AuditParams{"username": u.Username})
+		h.audit(c, u.Username, "user.logout", "user", u.Username, "", audit.Params{"username": u.Username})
 	}
 	c.Redirect(http.StatusSeeOther, "/login")
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -151,7 +152,7 @@ func (h *Handlers) ExportRecipients(c *gin.Context) {
 	}
 	w.Flush()
 	h.audit(c, CurrentUser(c).Username, "recipients.export", "recipient", "", fmt.Sprintf("%d rows", n),
-		models.AuditParams{"rows": strconv.Itoa(n)})
+		audit.Params{"rows": strconv.Itoa(n)})
 }
 
 // recipientFromForm reads the person form.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -272,6 +273,6 @@ func (h *Handlers) TestSendTemplate(c *gin.Context) {
 		return
 	}
 	h.audit(c, u.Username, "template.test_send", "batch", res.Batch.ID, "template "+f.OldName,
-		models.AuditParams{"template": f.OldName, "batch": res.Batch.ID})
+		audit.Params{"template": f.OldName, "batch": res.Batch.ID})
 	c.Redirect(http.StatusSeeOther, "/batches/"+res.Batch.ID)
 }

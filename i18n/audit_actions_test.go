@@ -20,9 +20,9 @@ import (
 // a string literal fails TestEveryAuditActionHasASentence: a code built at run time
 // could escape the catalogs.
 var auditWriters = map[string]int{
-	"Audit":        0, // dispatch.Change.Audit
-	"AuditDetail":  0, // dispatch.Change.AuditDetail
-	"Entry":        0, // dispatch.Actor.Entry
+	"Audit":        0, // audit.Change.Audit
+	"AuditDetail":  0, // audit.Change.AuditDetail
+	"Entry":        0, // audit.Actor.Entry
 	"audit":        2, // handlers.Handlers.audit
 	"auditOnce":    2, // handlers.Handlers.auditOnce
 	"auditAPI":     1, // handlers.Handlers.auditAPI
@@ -38,8 +38,8 @@ var codeShape = regexp.MustCompile(`^[a-z_]+(\.[a-z_]+)+$`)
 
 // auditActionsInSource finds every audit action code Herald's code writes, in every Go
 // file of the module but tests, in two passes. First the codes written out where an
-// entry is made: the literal given to one of the writers above, or as the Action of a
-// models.AuditEntry literal. Then, because some writers take a code chosen a line
+// entry is made: the literal given to one of the writers above, or as the Action of an
+// audit.Entry literal. Then, because some writers take a code chosen a line
 // earlier (action := "user.enable"; a table of alert moves), the literals chosen as an
 // action. A code built by concatenation must be listed here (monitoringMethods); any
 // other is returned in unknown.
@@ -106,7 +106,7 @@ func auditActionsInSource(t *testing.T) (codes map[string]string, unknown []stri
 					note(n.Args[i])
 				}
 			case *ast.CompositeLit:
-				if !isAuditEntry(n.Type) {
+				if !isAuditEntry(n.Type, f.Name.Name) {
 					return true
 				}
 				for _, el := range n.Elts {
@@ -195,14 +195,15 @@ func auditActionsInSource(t *testing.T) (codes map[string]string, unknown []stri
 	return codes, unknown
 }
 
-// isAuditEntry reports whether a composite literal's type is models.AuditEntry (or
-// AuditEntry inside package models).
-func isAuditEntry(e ast.Expr) bool {
+// isAuditEntry reports whether a composite literal's type, in a file of package pkg, is
+// audit.Entry (or Entry inside package audit).
+func isAuditEntry(e ast.Expr, pkg string) bool {
 	switch e := e.(type) {
 	case *ast.Ident:
-		return e.Name == "AuditEntry"
+		return pkg == "audit" && e.Name == "Entry"
 	case *ast.SelectorExpr:
-		return e.Sel.Name == "AuditEntry"
+		x, ok := e.X.(*ast.Ident)
+		return ok && x.Name == "audit" && e.Sel.Name == "Entry"
 	}
 	return false
 }

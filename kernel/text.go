@@ -24,3 +24,15 @@ func CheckText(field, s string, multiline bool) error {
 	// differs as soon as the text holds Chinese.
 	return Invalid(field, "components.control_character", "Code", fmt.Sprintf("U+%04X", s[i]), "Position", utf8.RuneCountInString(s[:i])+1)
 }
+
+// Truncate cuts s to at most n bytes, on a rune boundary so that a column never holds
+// invalid UTF-8.
+func Truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

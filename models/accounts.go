@@ -380,7 +380,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id int64) error {
 // SetAccountHealth records whether an account's credentials work, and why not.
 func (s *Store) SetAccountHealth(ctx context.Context, id int64, healthy bool, note string) error {
 	err := s.k.Writer(ctx).Model(&Account{}).Where("id = ? AND healthy <> ?", id, healthy).
-		Updates(map[string]any{"healthy": healthy, "health_note": truncate(note, 255)}).Error
+		Updates(map[string]any{"healthy": healthy, "health_note": kernel.Truncate(note, 255)}).Error
 	if err != nil {
 		return fmt.Errorf("models: account %d health: %w", id, err)
 	}

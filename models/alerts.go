@@ -426,7 +426,7 @@ func (s *Store) ResolveRecalledAlert(ctx context.Context, id int64, by string, n
 // endAlert resolves a, if it is resolvable (a compare-and-set), by by, via via, cancels
 // its pending steps and records its alert.resolved event; nil when it had ended already.
 func (s *Store) endAlert(ctx context.Context, a *Alert, by, via string, now time.Time) (*Alert, error) {
-	set := map[string]any{"state": AlertResolved, "resolved_by": truncate(by, 128), "resolved_via": via,
+	set := map[string]any{"state": AlertResolved, "resolved_by": kernel.Truncate(by, 128), "resolved_via": via,
 		"resolved_at": now, "ended_at": now}
 	moved, err := s.MoveAlert(ctx, a.ID, AlertResolvable, set)
 	if err != nil || !moved {

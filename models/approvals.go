@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"herald/audit"
 	"herald/internal/states"
 	"herald/kernel"
 )
@@ -115,7 +116,7 @@ func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now t
 			return err
 		}
 		res := tx.Model(&Message{}).Where("batch_id = ? AND status = ? AND next_attempt_at IS NULL", batchID, StatusPending).
-			Updates(map[string]any{"status": StatusCancelled, "last_error": truncate("rejected: "+note, 1000), "updated_at": now})
+			Updates(map[string]any{"status": StatusCancelled, "last_error": kernel.Truncate("rejected: "+note, 1000), "updated_at": now})
 		if res.Error != nil {
 			return fmt.Errorf("models: cancel messages of batch %s: %w", batchID, res.Error)
 		}
@@ -131,7 +132,7 @@ func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now t
 // decide moves a batch from awaiting approval to the decision (a compare-and-set).
 func decide(tx *gorm.DB, batchID, decision, by, note string, now time.Time) error {
 	res := tx.Model(&Batch{}).Where("id = ? AND approval IN ?", batchID, approvalDecidable).
-		Updates(map[string]any{"approval": decision, "decided_by": truncate(by, 128), "decided_at": now, "decision_note": truncate(note, 255)})
+		Updates(map[string]any{"approval": decision, "decided_by": kernel.Truncate(by, 128), "decided_at": now, "decision_note": kernel.Truncate(note, 255)})
 	if res.Error != nil {
 		return fmt.Errorf("models: decide batch %s: %w", batchID, res.Error)
 	}
@@ -162,25 +163,25 @@ func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time) ([]s
 	}
 	var expired []string
 	for _, id := range ids {
-		audit := AuditEntry{Actor: "herald", ActorType: "system", Action: "batch.expire", TargetType: "batch", TargetID: id}.WithParams(AuditParams{"hours": strconv.Itoa(int(ApprovalWait.Hours()))})
+		entry := audit.Entry{Actor: "herald", ActorType: "system", Action: "batch.expire", TargetType: "batch", TargetID: id}.WithParams(audit.Params{"hours": strconv.Itoa(int(ApprovalWait.Hours()))})
 		err := s.InTx(ctx, func(tx *Store) error {
 			if _, err := tx.RejectBatch(ctx, id, "", ApprovalExpired, now); err != nil {
 				return err
 			}
 			// The batch's alert, if it opened one, ends with it (see ResolveRejectedAlert).
-			a, err := tx.ResolveRejectedAlert(ctx, id, audit.Actor, now)
+			a, err := tx.ResolveRejectedAlert(ctx, id, entry.Actor, now)
 			if err != nil {
 				return err
 			}
 			if a != nil {
 				alertID := strconv.FormatInt(a.ID, 10)
-				ended := AuditEntry{Actor: audit.Actor, ActorType: audit.ActorType, Action: "alert.resolve", TargetType: "alert", TargetID: alertID}.
-					WithParams(AuditParams{"id": alertID, "by": audit.Actor, "via": AlertViaRejection, "note": ApprovalExpired})
-				if err := tx.Audit(ctx, ended); err != nil {
+				ended := audit.Entry{Actor: entry.Actor, ActorType: entry.ActorType, Action: "alert.resolve", TargetType: "alert", TargetID: alertID}.
+					WithParams(audit.Params{"id": alertID, "by": entry.Actor, "via": AlertViaRejection, "note": ApprovalExpired})
+				if err := tx.AuditLog().Write(ctx, ended); err != nil {
 					return err
 				}
 			}
-			return tx.Audit(ctx, audit)
+			return tx.AuditLog().Write(ctx, entry)
 		})
 		if err != nil {
 			if errors.Is(err, kernel.ErrStateChanged) {
@@ -278,8 +279,8 @@ func (c *TemplateContent) Scan(src any) error { return kernel.ScanJSON(src, c) }
 // LastChange is the latest audit entry of one of the actions, on the target named
 // targetID ("" for any), or nil when there is none: who last changed a setting or a
 // template.
-func (s *Store) LastChange(ctx context.Context, actions []string, targetID string) (*AuditEntry, error) {
-	var list []AuditEntry
+func (s *Store) LastChange(ctx context.Context, actions []string, targetID string) (*audit.Entry, error) {
+	var list []audit.Entry
 	q := s.reader(ctx).Where("action IN ?", actions)
 	if targetID != "" {
 		q = q.Where("target_id = ?", targetID)
@@ -296,7 +297,7 @@ func (s *Store) LastChange(ctx context.Context, actions []string, targetID strin
 // PeopleOf names the console users behind an audit entry's actor: the user, or the
 // creators of the API keys of that name (a name freed by a revoked key may have been
 // given again: each of them counts). None for Herald's own jobs.
-func (s *Store) PeopleOf(ctx context.Context, e *AuditEntry) ([]string, error) {
+func (s *Store) PeopleOf(ctx context.Context, e *audit.Entry) ([]string, error) {
 	switch e.ActorType {
 	case "user":
 		return []string{e.Actor}, nil

@@ -12,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"herald/audit"
 	"herald/kernel"
 )
 
@@ -260,12 +261,12 @@ func (s *Store) setCallback(tx *gorm.DB, keyID int64, c *CallbackSetting) error 
 // SetCallback sets (or, with an empty URL, removes) a live key's callback, audited in
 // the same transaction. The setting's Secret holds the secret in force afterwards, to
 // show once. Events already waiting go to the new URL.
-func (s *Store) SetCallback(ctx context.Context, keyID int64, c *CallbackSetting, audit AuditEntry) error {
+func (s *Store) SetCallback(ctx context.Context, keyID int64, c *CallbackSetting, entry audit.Entry) error {
 	return s.InTx(ctx, func(tx *Store) error {
 		if err := tx.SaveCallback(ctx, keyID, c); err != nil {
 			return err
 		}
-		return tx.Audit(ctx, audit)
+		return tx.AuditLog().Write(ctx, entry)
 	})
 }
 
@@ -415,7 +416,7 @@ func (s *Store) RecordCallbackResults(ctx context.Context, results []EventResult
 			state := gorm.Expr("CASE WHEN occurred_at < ? THEN ? ELSE ? END", now.Add(-CallbackGiveUp), EventFailed, EventPending)
 			err := tx.Model(&CallbackEvent{}).Where("seq = ? AND state = ?", r.Seq, EventPending).
 				Updates(map[string]any{"state": state, "attempts": gorm.Expr("attempts + 1"), "next_attempt_at": r.Retry,
-					"last_error": truncate(r.Err, 1000)}).Error
+					"last_error": kernel.Truncate(r.Err, 1000)}).Error
 			if err != nil {
 				return fmt.Errorf("models: record failed callback: %w", err)
 			}

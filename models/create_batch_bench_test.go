@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
@@ -81,9 +82,9 @@ func BenchmarkCreateBatchesSingle(b *testing.B) {
 					batch := benchBatch(acct)
 					batch.Requested, batch.Accepted = 1, 1
 					msg := benchMessage(acct, batch, people[i], "逾期：台账 42", now)
-					audit := models.AuditEntry{Actor: "bench", ActorType: "api_key", Action: "batch.create", TargetType: "batch",
-						TargetID: batch.ID, IP: "127.0.0.1"}.WithParams(models.AuditParams{"accepted": "1", "skipped": "0", "rejected": "0"})
-					items[i] = models.NewBatch{Batch: batch, Messages: []models.Message{msg}, Extras: &models.BatchExtras{Audit: &audit}}
+					entry := audit.Entry{Actor: "bench", ActorType: "api_key", Action: "batch.create", TargetType: "batch",
+						TargetID: batch.ID, IP: "127.0.0.1"}.WithParams(audit.Params{"accepted": "1", "skipped": "0", "rejected": "0"})
+					items[i] = models.NewBatch{Batch: batch, Messages: []models.Message{msg}, Extras: &models.BatchExtras{Audit: &entry}}
 				}
 				for _, err := range s.CreateBatches(context.Background(), items) {
 					if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"herald/audit"
 	"herald/kernel"
 	"herald/models"
 )
@@ -51,7 +52,7 @@ func (f *fixture) intakes(n, bad int, taken string) []models.NewBatch {
 			msgs[1].ID = taken
 		}
 		items = append(items, models.NewBatch{Batch: b, Messages: msgs,
-			Extras: &models.BatchExtras{Audit: &models.AuditEntry{Actor: "apikey:test", ActorType: "api_key", Action: "batch.create",
+			Extras: &models.BatchExtras{Audit: &audit.Entry{Actor: "apikey:test", ActorType: "api_key", Action: "batch.create",
 				TargetType: "batch", TargetID: b.ID, Detail: "2 accepted"}}})
 	}
 	return items

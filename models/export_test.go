@@ -10,6 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"herald/audit"
 	"herald/kernel"
 )
 
@@ -76,12 +77,12 @@ func (s *Store) RecipientCacheHeld() (held int, filling bool) {
 // CreateBothWays writes a batch and an audit entry with GORM's Create (the entry as
 // Audit wrote it so: at now when it has no time, cut to its columns), and another batch
 // and audit entry as the intake writes them (insertBatches, insertAudit).
-func (s *Store) CreateBothWays(ctx context.Context, viaGORM, plain *Batch, gormAudit, plainAudit *AuditEntry) error {
+func (s *Store) CreateBothWays(ctx context.Context, viaGORM, plain *Batch, gormAudit, plainAudit *audit.Entry) error {
 	db := s.k.Writer(ctx)
 	if gormAudit.At.IsZero() {
 		gormAudit.At = kernel.Now()
 	}
-	gormAudit.cut()
+	gormAudit.Fit()
 	if err := db.Create(viaGORM).Error; err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func (s *Store) CreateBothWays(ctx context.Context, viaGORM, plain *Batch, gormA
 	if err := insertBatches(kernel.OnTx(db), plain); err != nil {
 		return err
 	}
-	return insertAudit(kernel.OnTx(db), plainAudit)
+	return audit.Insert(kernel.OnTx(db), plainAudit)
 }
 
 // CreateBatchesOneTrip writes intakes as one script, with the pool of scripts held to

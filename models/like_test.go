@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/audit"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
@@ -71,11 +72,11 @@ func TestSearchTakesWildcardsLiterally(t *testing.T) {
 		}
 
 		for _, action := range []string{"a_b.create", "axb.create", "a_bc.create"} {
-			if err := s.Audit(ctx, models.AuditEntry{Actor: "admin", ActorType: "user", Action: action}); err != nil {
+			if err := s.AuditLog().Write(ctx, audit.Entry{Actor: "admin", ActorType: "user", Action: action}); err != nil {
 				t.Fatal(err)
 			}
 		}
-		entries, err := s.ListAudit(ctx, models.AuditFilter{Action: "a_b."}, 10)
+		entries, err := s.AuditLog().List(ctx, audit.Filter{Action: "a_b."}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

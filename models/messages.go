@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"gorm.io/gorm"
 
+	"herald/audit"
 	"herald/delivery"
 	"herald/kernel"
 )
@@ -187,7 +188,7 @@ type Message struct {
 // idempotent request, and the audit entry of the intake.
 type BatchExtras struct {
 	Idem  *IdemCompletion
-	Audit *AuditEntry
+	Audit *audit.Entry
 	// Reminder, when set, records the duty reminder this batch is: a date is reminded
 	// once, so a second batch for it fails with ErrDuplicate.
 	Reminder *DutyReminder
@@ -221,7 +222,7 @@ func (s *Store) CreateBatch(ctx context.Context, b *Batch, msgs []Message, extra
 		if extras != nil && extras.Audit != nil {
 			e := *extras.Audit
 			e.At = kernel.Now()
-			if err := insertAudit(kernel.OnTx(tx), &e); err != nil {
+			if err := audit.Insert(kernel.OnTx(tx), &e); err != nil {
 				return fmt.Errorf("models: audit batch: %w", err)
 			}
 		}
@@ -333,7 +334,7 @@ func (s *Store) CreateBatches(ctx context.Context, items []NewBatch) []error {
 // insertIntakes writes the audit entries, batches and messages of intakes through w,
 // with one INSERT per table for all of them, and returns their messages.
 func insertIntakes(w kernel.RowWriter, items []NewBatch) ([]Message, error) {
-	var audits []*AuditEntry
+	var audits []*audit.Entry
 	batches := make([]*Batch, 0, len(items))
 	var msgs []Message
 	now := kernel.Now()
@@ -347,7 +348,7 @@ func insertIntakes(w kernel.RowWriter, items []NewBatch) ([]Message, error) {
 		batches = append(batches, it.Batch)
 		msgs = append(msgs, it.Messages...)
 	}
-	if err := insertAudit(w, audits...); err != nil {
+	if err := audit.Insert(w, audits...); err != nil {
 		return nil, fmt.Errorf("models: audit batches: %w", err)
 	}
 	if err := insertBatches(w, batches...); err != nil {
@@ -600,12 +601,12 @@ func finishOne(tx *gorm.DB, it Finish, now time.Time) (bool, error) {
 	}
 	upd := map[string]any{
 		"status": o.Status, "attempts": n, "lease_until": nil, "updated_at": now,
-		"error_class": o.ErrorClass, "last_error": truncate(o.Error, 1000),
+		"error_class": o.ErrorClass, "last_error": kernel.Truncate(o.Error, 1000),
 		"next_attempt_at": o.NextAttemptAt, "class_retries": o.ClassRetries,
 	}
 	if o.Status == StatusSent {
 		upd["sent_at"] = now
-		upd["provider_message_id"] = truncate(o.ProviderMessageID, 128)
+		upd["provider_message_id"] = kernel.Truncate(o.ProviderMessageID, 128)
 	}
 	if o.Status == StatusStopped && m.Fallback != "" {
 		upd["fallback_due"] = true
@@ -640,7 +641,7 @@ func finishSent(tx *gorm.DB, items []Finish, idx []int, now time.Time) (map[stri
 		fence.WriteString("(?, ?)")
 		fenceArgs = append(fenceArgs, m.ID, m.ClaimToken)
 		provider.WriteString(" WHEN ? THEN ?")
-		providerArgs = append(providerArgs, m.ID, truncate(items[i].Outcome.ProviderMessageID, 128))
+		providerArgs = append(providerArgs, m.ID, kernel.Truncate(items[i].Outcome.ProviderMessageID, 128))
 	}
 	fence.WriteString(")")
 	provider.WriteString(" ELSE provider_message_id END")
@@ -692,7 +693,7 @@ func attemptRow(it Finish) Attempt {
 		outcome = "failed"
 	}
 	return Attempt{MessageID: m.ID, N: n, StartedAt: o.StartedAt.UTC(), DurationMs: int(o.Duration.Milliseconds()),
-		Outcome: outcome, ErrorClass: o.ErrorClass, ProviderCode: truncate(o.ProviderCode, 32), Error: truncate(o.Error, 1000)}
+		Outcome: outcome, ErrorClass: o.ErrorClass, ProviderCode: kernel.Truncate(o.ProviderCode, 32), Error: kernel.Truncate(o.Error, 1000)}
 }
 
 // ClaimMany claims several due messages at once with one lease (see ClaimForSending):
@@ -909,17 +910,6 @@ func (s *Store) RenewLeases(ctx context.Context, ids, tokens []string, leaseUnti
 
 // releasePage is how many expired claims one statement releases.
 const releasePage = 500
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	// Cut on a rune boundary so the column never holds invalid UTF-8.
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n]
-}
 
 // CancelMessage cancels a pending or failed message. ErrStateChanged means it was in
 // another state (sending, sent, stopped or cancelled already).

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"herald/audit"
 	"herald/internal/testenv"
 	"herald/models"
 )
@@ -23,7 +24,7 @@ func TestIntakeRowsAsGORMWritesThem(t *testing.T) {
 	for _, full := range []bool{true, false} {
 		t.Run(fmt.Sprintf("every field set %v", full), func(t *testing.T) {
 			var viaGORM, plain models.Batch
-			var gormAudit, plainAudit models.AuditEntry
+			var gormAudit, plainAudit audit.Entry
 			if full {
 				models.FillFields(&viaGORM) // the JSON columns are set below
 				models.FillFields(&gormAudit)
@@ -58,15 +59,15 @@ func TestIntakeRowsAsGORMWritesThem(t *testing.T) {
 			if diff := cmp.Diff(a, b, sameTimes, cmpopts.IgnoreFields(models.Batch{}, "ID")); diff != "" {
 				t.Errorf("batch written plainly against GORM's (-gorm +plain):\n%s", diff)
 			}
-			var entries []models.AuditEntry
+			var entries []audit.Entry
 			for _, actor := range []string{gormAudit.Actor, plainAudit.Actor} {
-				list, err := s.ListAudit(ctx, models.AuditFilter{Actor: actor}, 10)
+				list, err := s.AuditLog().List(ctx, audit.Filter{Actor: actor}, 10)
 				if err != nil || len(list) != 1 {
 					t.Fatalf("audit entries of %s: %v, %v", actor, list, err)
 				}
 				entries = append(entries, list[0])
 			}
-			if diff := cmp.Diff(entries[0], entries[1], sameTimes, cmpopts.IgnoreFields(models.AuditEntry{}, "ID", "Actor")); diff != "" {
+			if diff := cmp.Diff(entries[0], entries[1], sameTimes, cmpopts.IgnoreFields(audit.Entry{}, "ID", "Actor")); diff != "" {
 				t.Errorf("audit entry written plainly against GORM's (-gorm +plain):\n%s", diff)
 			}
 			if full && !a.CreatedAt.Equal(viaGORM.CreatedAt) {

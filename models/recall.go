@@ -11,6 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"herald/audit"
 	"herald/delivery"
 	"herald/kernel"
 )
@@ -27,7 +28,7 @@ func (s *Store) RecallMessage(ctx context.Context, m *Message, by string, now ti
 	now = now.UTC().Truncate(time.Microsecond)
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Message{}).Where("id = ? AND status IN ?", m.ID, delivery.Recallable).
-			Updates(map[string]any{"status": StatusRecalled, "recalled_at": now, "recalled_by": truncate(by, 128), "updated_at": now})
+			Updates(map[string]any{"status": StatusRecalled, "recalled_at": now, "recalled_by": kernel.Truncate(by, 128), "updated_at": now})
 		if err := casResult(res, "recall", m.ID); err != nil {
 			return err
 		}
@@ -170,7 +171,7 @@ func (s *Store) CreateRecallRequest(ctx context.Context, r *RecallRequest) error
 		at := r.ExpiresAt.UTC().Truncate(time.Microsecond)
 		r.ExpiresAt = &at
 	}
-	r.RequestedBy, r.Requester = truncate(r.RequestedBy, 128), truncate(r.Requester, 64)
+	r.RequestedBy, r.Requester = kernel.Truncate(r.RequestedBy, 128), kernel.Truncate(r.Requester, 64)
 	if err := s.k.Writer(ctx).Create(r).Error; err != nil {
 		return fmt.Errorf("models: record recall request of batch %s: %w", r.BatchID, err)
 	}
@@ -206,7 +207,7 @@ func (s *Store) RecallRequestsAwaiting(ctx context.Context, now time.Time, limit
 func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by, note string, now time.Time) error {
 	res := s.k.Writer(ctx).Model(&RecallRequest{}).
 		Where("id = ? AND status IN ? AND (expires_at IS NULL OR expires_at > ?)", id, approvalDecidable, now.UTC()).
-		Updates(map[string]any{"status": decision, "decided_by": truncate(by, 128), "decided_at": now.UTC(), "decision_note": truncate(note, 255)})
+		Updates(map[string]any{"status": decision, "decided_by": kernel.Truncate(by, 128), "decided_at": now.UTC(), "decision_note": kernel.Truncate(note, 255)})
 	if res.Error != nil {
 		return fmt.Errorf("models: decide recall request %d: %w", id, res.Error)
 	}
@@ -228,8 +229,8 @@ func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]Reca
 	}
 	var expired []RecallRequest
 	for _, r := range lapsed {
-		audit := AuditEntry{Actor: "herald", ActorType: "system", Action: "batch.recall_expire", TargetType: "batch", TargetID: r.BatchID}.
-			WithParams(AuditParams{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
+		entry := audit.Entry{Actor: "herald", ActorType: "system", Action: "batch.recall_expire", TargetType: "batch", TargetID: r.BatchID}.
+			WithParams(audit.Params{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
 		err := s.InTx(ctx, func(tx *Store) error {
 			res := tx.k.Writer(ctx).Model(&RecallRequest{}).Where("id = ? AND status IN ?", r.ID, approvalExpirable).
 				Updates(map[string]any{"status": RecallExpired, "decided_at": now.UTC()})
@@ -239,7 +240,7 @@ func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]Reca
 			if res.RowsAffected == 0 {
 				return kernel.ErrStateChanged
 			}
-			return tx.Audit(ctx, audit)
+			return tx.AuditLog().Write(ctx, entry)
 		})
 		if errors.Is(err, kernel.ErrStateChanged) {
 			continue // decided meanwhile

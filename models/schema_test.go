@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gorm.io/gorm/schema"
 
+	"herald/audit"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/migrations"
@@ -26,7 +27,7 @@ var gormModels = []any{
 	&models.User{}, &models.Session{}, &models.ThrottleWindow{}, &models.APIKey{},
 	&models.Recipient{}, &models.DutySlot{}, &models.DutyOverride{}, &models.Holiday{},
 	&models.Template{}, &models.Account{}, &models.Batch{}, &models.Message{},
-	&models.Attempt{}, &models.AuditEntry{}, &models.IdempotencyKey{}, &models.MessageStat{},
+	&models.Attempt{}, &audit.Entry{}, &models.IdempotencyKey{}, &models.MessageStat{},
 	&models.Setting{}, &models.Rotation{}, &models.DutyFeed{}, &models.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
 	&models.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{}, &models.TemplateVersion{},
 	&models.EscalationPolicy{}, &models.Alert{}, &models.AlertStep{}, &models.Silence{}, &models.MessageSilence{},

@@ -46,7 +46,7 @@ func NewToken() string {
 func (s *Store) CreateSession(ctx context.Context, userID int64, ip, userAgent string, ttl time.Duration) (string, error) {
 	token := NewToken()
 	now := kernel.Now()
-	userAgent = truncate(userAgent, 255)
+	userAgent = kernel.Truncate(userAgent, 255)
 	sess := &Session{ID: hashToken(token), UserID: userID, IP: ip, UserAgent: userAgent,
 		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(ttl)}
 	if err := s.k.Writer(ctx).Create(sess).Error; err != nil {

@@ -205,7 +205,7 @@ func (s *Store) LiveSilences(ctx context.Context) ([]Silence, error) {
 // means it had ended or been expired already).
 func (s *Store) ExpireSilence(ctx context.Context, id int64, by string, now time.Time) error {
 	res := s.k.Writer(ctx).Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceOpen)).
-		Updates(map[string]any{"expired_at": now.UTC(), "expired_by": truncate(by, 128), "updated_at": now.UTC()})
+		Updates(map[string]any{"expired_at": now.UTC(), "expired_by": kernel.Truncate(by, 128), "updated_at": now.UTC()})
 	if res.Error != nil {
 		return fmt.Errorf("models: expire silence %d: %w", id, res.Error)
 	}
@@ -218,10 +218,10 @@ func (s *Store) ExpireSilence(ctx context.Context, id int64, by string, now time
 // DecideSilence records the decision on a silence awaiting approval; a refusal also
 // expires it. ErrStateChanged means it was not awaiting approval.
 func (s *Store) DecideSilence(ctx context.Context, id int64, decision, by string, now time.Time) error {
-	upd := map[string]any{"approval": decision, "decided_by": truncate(by, 128), "decided_at": now.UTC(), "updated_at": now.UTC()}
+	upd := map[string]any{"approval": decision, "decided_by": kernel.Truncate(by, 128), "decided_at": now.UTC(), "updated_at": now.UTC()}
 	move := silenceApprove
 	if decision == ApprovalRejected {
-		upd["expired_at"], upd["expired_by"] = now.UTC(), truncate(by, 128)
+		upd["expired_at"], upd["expired_by"] = now.UTC(), kernel.Truncate(by, 128)
 		move = silenceRefuse
 	}
 	res := s.k.Writer(ctx).Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceTable.From(move))).

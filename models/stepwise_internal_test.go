@@ -1,6 +1,7 @@
 package models
 
 import (
+	"herald/audit"
 	"reflect"
 	"testing"
 )
@@ -9,7 +10,7 @@ import (
 // a script. Each field of BatchExtras is set in turn, so an extra added later and not
 // named in stepwise fails here rather than being left out of the script unseen.
 func TestStepwiseExtras(t *testing.T) {
-	if (&BatchExtras{Audit: &AuditEntry{}}).stepwise() || (*BatchExtras)(nil).stepwise() {
+	if (&BatchExtras{Audit: &audit.Entry{}}).stepwise() || (*BatchExtras)(nil).stepwise() {
 		t.Error("an audit entry alone, or no extras: stepwise, want a script")
 	}
 	typ := reflect.TypeFor[BatchExtras]()

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"herald/audit"
 	"herald/kernel"
 	"herald/migrations"
 )
@@ -95,12 +96,23 @@ func (s *Store) reader(ctx context.Context) *gorm.DB { return s.k.Reader(ctx) }
 // layer writes a change and its audit entry this way. Store methods that run a
 // transaction of their own run it nested (a savepoint) inside this one.
 func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
-	return s.k.InTx(ctx, func(k *kernel.DB) error {
-		bound := *s
-		bound.k, bound.oneTrip = k, nil
-		return fn(&bound)
-	})
+	return s.k.InTx(ctx, func(k *kernel.DB) error { return fn(s.On(k)) })
 }
+
+// On is the store on tx, the database bound to a transaction (kernel.DB.InTx): what a
+// service's change (audit.Run) reads and writes through.
+func (s *Store) On(tx *kernel.DB) *Store {
+	bound := *s
+	bound.k, bound.oneTrip = tx, nil
+	return &bound
+}
+
+// DB is the database the store reads and writes.
+func (s *Store) DB() *kernel.DB { return s.k }
+
+// AuditLog is the audit log on the store's database, in its transaction when it is bound
+// to one.
+func (s *Store) AuditLog() *audit.Log { return audit.NewLog(s.k) }
 
 // tx runs fn in one transaction.
 func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error { return s.k.Tx(ctx, fn) }

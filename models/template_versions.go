@@ -95,7 +95,7 @@ func (s *Store) TemplateVersionOf(ctx context.Context, templateID int64, n int) 
 // version.
 func (s *Store) RetireTemplateVersion(ctx context.Context, templateID int64, n int, by string, now time.Time) error {
 	res := s.k.Writer(ctx).Model(&TemplateVersion{}).Where("template_id = ? AND number = ? AND retired_at IS NULL", templateID, n).
-		Updates(map[string]any{"retired_at": now.UTC().Truncate(time.Microsecond), "retired_by": truncate(by, 128)})
+		Updates(map[string]any{"retired_at": now.UTC().Truncate(time.Microsecond), "retired_by": kernel.Truncate(by, 128)})
 	if res.Error != nil {
 		return fmt.Errorf("models: retire version %d of template %d: %w", n, templateID, res.Error)
 	}

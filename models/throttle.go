@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"herald/audit"
 	"herald/kernel"
 )
 
@@ -36,7 +37,7 @@ func (s *Store) takeHit(ctx context.Context, key string, start time.Time, limit 
 	if limit <= 0 {
 		return false, nil
 	}
-	key = truncate(key, throttleKeyLen)
+	key = kernel.Truncate(key, throttleKeyLen)
 	db := s.k.Writer(ctx)
 	// A plain insert whose duplicate is ignored: MySQL's upsert takes locks that
 	// deadlock when several requests create the same row at once.
@@ -54,7 +55,7 @@ func (s *Store) takeHit(ctx context.Context, key string, start time.Time, limit 
 
 // giveBackHit uncounts one event that takeHit counted.
 func (s *Store) giveBackHit(ctx context.Context, key string, start time.Time) error {
-	key = truncate(key, throttleKeyLen)
+	key = kernel.Truncate(key, throttleKeyLen)
 	err := s.k.Writer(ctx).Model(&ThrottleWindow{}).Where("throttle_key = ? AND window_start = ? AND hits > 0", key, start).
 		Update("hits", gorm.Expr("hits - 1")).Error
 	if err != nil {
@@ -66,7 +67,7 @@ func (s *Store) giveBackHit(ctx context.Context, key string, start time.Time) er
 // hits reports how many events key has in the window that starts at start.
 func (s *Store) hits(ctx context.Context, key string, start time.Time) (int, error) {
 	var w ThrottleWindow
-	err := s.k.Writer(ctx).Where("throttle_key = ? AND window_start = ?", truncate(key, throttleKeyLen), start).Take(&w).Error
+	err := s.k.Writer(ctx).Where("throttle_key = ? AND window_start = ?", kernel.Truncate(key, throttleKeyLen), start).Take(&w).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return 0, nil
 	}
@@ -161,7 +162,7 @@ func guessUserKey(u *User, name string) string {
 	if u != nil {
 		return "guess user " + strconv.FormatInt(u.ID, 10)
 	}
-	return "guess name " + truncate(name, 64)
+	return "guess name " + kernel.Truncate(name, 64)
 }
 
 // beginGuess counts a password check against the user's (userKey, "" for none) and the
@@ -220,7 +221,7 @@ func gateKey(userKey string) string { return "gate " + userKey }
 // guessGate reads a user's gate; nil when it has none.
 func (s *Store) guessGate(ctx context.Context, userKey string) (*ThrottleWindow, error) {
 	var list []ThrottleWindow
-	err := s.k.Writer(ctx).Where("throttle_key = ?", truncate(gateKey(userKey), throttleKeyLen)).Limit(1).Find(&list).Error
+	err := s.k.Writer(ctx).Where("throttle_key = ?", kernel.Truncate(gateKey(userKey), throttleKeyLen)).Limit(1).Find(&list).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: guess gate %s: %w", userKey, err)
 	}
@@ -251,7 +252,7 @@ func (s *Store) passGate(ctx context.Context, userKey string, gate *ThrottleWind
 	}
 	delay := min(guessDelay<<min(streak, 16), maxGuessDelay)
 	// Whole seconds: MySQL's DATETIME keeps no more.
-	next := &ThrottleWindow{ThrottleKey: truncate(gateKey(userKey), throttleKeyLen), WindowStart: now.Add(delay + time.Second - 1).Truncate(time.Second), Hits: streak + 1}
+	next := &ThrottleWindow{ThrottleKey: kernel.Truncate(gateKey(userKey), throttleKeyLen), WindowStart: now.Add(delay + time.Second - 1).Truncate(time.Second), Hits: streak + 1}
 	db := s.k.Writer(ctx)
 	var passed bool
 	if gate == nil {
@@ -329,13 +330,13 @@ func (s *Store) ReleaseClaim(ctx context.Context, key string, at time.Time) erro
 // AuditOnce appends an audit entry unless an entry with the same key was appended in the
 // current window of length per; it reports whether it wrote. It records events that
 // anyone can repeat at will, such as a wrong API key, without letting them flood the log.
-func (s *Store) AuditOnce(ctx context.Context, e AuditEntry, key string, per time.Duration) (bool, error) {
+func (s *Store) AuditOnce(ctx context.Context, e audit.Entry, key string, per time.Duration) (bool, error) {
 	key, start := "audit "+key, kernel.Now().Truncate(per)
 	ok, err := s.takeHit(ctx, key, start, 1)
 	if err != nil || !ok {
 		return false, err
 	}
-	if err := s.Audit(ctx, e); err != nil {
+	if err := s.AuditLog().Write(ctx, e); err != nil {
 		// Let the next event of the window try again.
 		_ = s.giveBackHit(context.WithoutCancel(ctx), key, start)
 		return false, err

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
@@ -236,7 +237,7 @@ func TestAuditOnce(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
 	ctx := context.Background()
-	entry := models.AuditEntry{Actor: "apikey:unknown", ActorType: "api_key", Action: "apikey.auth_failed", IP: "10.0.7.1"}
+	entry := audit.Entry{Actor: "apikey:unknown", ActorType: "api_key", Action: "apikey.auth_failed", IP: "10.0.7.1"}
 	var wrote []bool
 	for _, key := range []string{"k 10.0.7.1", "k 10.0.7.1", "k 10.0.7.1", "k 10.0.7.2"} {
 		ok, err := s.AuditOnce(ctx, entry, key, time.Minute)

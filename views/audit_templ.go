@@ -5,12 +5,12 @@ package views
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
+	"herald/audit"
 	"herald/i18n"
-	"herald/models"
+
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
 )
 
 // AuditFilter is the audit log's filter form.
@@ -21,7 +21,7 @@ type AuditFilter struct {
 // Audit is one page of the audit log.
 type Audit struct {
 	Filter      AuditFilter
-	Entries     []models.AuditEntry
+	Entries     []audit.Entry
 	First, Next string
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"herald/audit"
 	"herald/i18n"
 	"herald/models"
 )
@@ -141,7 +142,7 @@ func yearList(years []int) string {
 // catalog sentence (audit.event.<action with "_" for ".">) filled with the entry's
 // named values. An entry whose action has no sentence, or that was written before
 // entries had values, shows its action code.
-func AuditSentence(ctx context.Context, e models.AuditEntry) string {
+func AuditSentence(ctx context.Context, e audit.Entry) string {
 	id := "audit.event." + strings.ReplaceAll(e.Action, ".", "_")
 	if !i18n.Has(i18n.Lang(ctx), id) || (e.Params == nil && e.Detail != "") {
 		return e.Action

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -27,7 +28,7 @@ func (c *console) ackAlertWith(adjust func(*dispatch.Request), people ...string)
 	ctx := context.Background()
 	d := c.h.Dispatch
 	if _, err := c.store.PolicyByName(ctx, "ack-test"); errors.Is(err, kernel.ErrNotFound) {
-		if _, err := d.CreatePolicy(ctx, dispatch.System("test"), models.EscalationPolicy{Name: "ack-test",
+		if _, err := d.CreatePolicy(ctx, audit.System("test"), models.EscalationPolicy{Name: "ack-test",
 			Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}}); err != nil {
 			c.t.Fatal(err)
 		}

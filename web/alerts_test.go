@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -341,7 +342,7 @@ func TestAlertPagesSayWhatWaits(t *testing.T) {
 	if err := c.store.SetHoliday(ctx, &models.Holiday{Date: c.today(0), Kind: models.HolidayOff, Name: "国庆"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.CreatePolicy(ctx, dispatch.System("test"), models.EscalationPolicy{Name: "night", Steps: []models.PolicyStep{
+	if _, err := d.CreatePolicy(ctx, audit.System("test"), models.EscalationPolicy{Name: "night", Steps: []models.PolicyStep{
 		{Targets: []string{"on_duty"}, Wait: "10m"}, {Targets: []string{"E1001"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +363,7 @@ func TestAlertPagesSayWhatWaits(t *testing.T) {
 	resp, body = op.get("/")
 	wantContains(t, "dashboard", body, `id="open-alerts"`, "1 alerts awaiting acknowledgment")
 
-	if err := d.SetApprovalThreshold(ctx, dispatch.System("test"), 1); err != nil {
+	if err := d.SetApprovalThreshold(ctx, audit.System("test"), 1); err != nil {
 		t.Fatal(err)
 	}
 	held := send("E2001", "E2002")

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/models"
 	"herald/views"
 )
@@ -239,11 +240,11 @@ func TestAPIListAudit(t *testing.T) {
 	}
 
 	// Paging, newest first, nothing twice.
-	entries := make([]models.AuditEntry, 150)
+	entries := make([]audit.Entry, 150)
 	for i := range entries {
-		entries[i] = models.AuditEntry{Actor: "paging", ActorType: "system", Action: "test.page", TargetID: fmt.Sprint(i)}
+		entries[i] = audit.Entry{Actor: "paging", ActorType: "system", Action: "test.page", TargetID: fmt.Sprint(i)}
 	}
-	if err := c.store.AuditMany(t.Context(), entries); err != nil {
+	if err := c.store.AuditLog().WriteMany(t.Context(), entries); err != nil {
 		t.Fatal(err)
 	}
 	seen, cursor, last := map[int64]bool{}, "", int64(0)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/audit"
 	"herald/handlers"
 	"herald/i18n"
 	"herald/kernel"
@@ -94,8 +95,8 @@ func (a *apiAuth) auditFailure(c *gin.Context, prefix, reason string) {
 	if prefix != "" {
 		actor = "apikey:hk_" + prefix + "_…"
 	}
-	e := models.AuditEntry{Actor: actor, ActorType: "api_key", Action: "apikey.auth_failed", TargetType: "api_key",
-		TargetID: prefix, Detail: "status 401: " + reason, IP: c.ClientIP()}.WithParams(models.AuditParams{"prefix": prefix, "status": "401"})
+	e := audit.Entry{Actor: actor, ActorType: "api_key", Action: "apikey.auth_failed", TargetType: "api_key",
+		TargetID: prefix, Detail: "status 401: " + reason, IP: c.ClientIP()}.WithParams(audit.Params{"prefix": prefix, "status": "401"})
 	if _, err := a.store.AuditOnce(c.Request.Context(), e, "apikey "+prefix+" "+c.ClientIP(), time.Minute); err != nil {
 		a.log.Error("audit log write failed", "action", e.Action, "error", err)
 	}

@@ -2,12 +2,11 @@ package web_test
 
 import (
 	"fmt"
+	"herald/audit"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
-
-	"herald/models"
 )
 
 func TestRefusedAPIKeysAreAuditedOnceAMinute(t *testing.T) {
@@ -25,7 +24,7 @@ func TestRefusedAPIKeysAreAuditedOnceAMinute(t *testing.T) {
 	if n := c.auditCount("apikey.auth_failed"); n != 3 {
 		t.Errorf("%d refused API keys audited, want 3", n)
 	}
-	list, err := c.store.ListAudit(t.Context(), models.AuditFilter{Action: "apikey.auth_failed"}, 10)
+	list, err := c.store.AuditLog().List(t.Context(), audit.Filter{Action: "apikey.auth_failed"}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +74,11 @@ func TestAuditPageSpeaksTheReadersLanguage(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	ctx := t.Context()
-	if err := c.store.Audit(ctx, models.AuditEntry{Actor: "ops1", ActorType: "user", Action: "batch.create", TargetType: "batch",
-		TargetID: "b-new"}.WithParams(models.AuditParams{"accepted": "2", "skipped": "1", "rejected": "0"})); err != nil {
+	if err := c.store.AuditLog().Write(ctx, audit.Entry{Actor: "ops1", ActorType: "user", Action: "batch.create", TargetType: "batch",
+		TargetID: "b-new"}.WithParams(audit.Params{"accepted": "2", "skipped": "1", "rejected": "0"})); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.store.Audit(ctx, models.AuditEntry{Actor: "ops1", ActorType: "user", Action: "batch.create", TargetType: "batch",
+	if err := c.store.AuditLog().Write(ctx, audit.Entry{Actor: "ops1", ActorType: "user", Action: "batch.create", TargetType: "batch",
 		TargetID: "b-old", Detail: "5 accepted"}); err != nil {
 		t.Fatal(err)
 	}

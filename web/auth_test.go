@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/kernel"
 	"herald/models"
 	"herald/web"
@@ -43,7 +44,7 @@ func statuses(n int, send func() int) map[int]int {
 // auditCount counts the audit entries with an action.
 func (c *console) auditCount(action string) int {
 	c.t.Helper()
-	list, err := c.store.ListAudit(context.Background(), models.AuditFilter{Action: action}, 1000)
+	list, err := c.store.AuditLog().List(context.Background(), audit.Filter{Action: action}, 1000)
 	if err != nil {
 		c.t.Fatal(err)
 	}

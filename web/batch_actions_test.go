@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/models"
 )
@@ -153,7 +154,7 @@ func TestConcurrentBatchCancelsCountEachMessageOnce(t *testing.T) {
 	)
 	for i := range racers {
 		wg.Go(func() {
-			results[i], errs[i] = c.h.Dispatch.CancelBatch(context.Background(), dispatch.Actor{Name: "test", Type: dispatch.ActorUser}, batch)
+			results[i], errs[i] = c.h.Dispatch.CancelBatch(context.Background(), audit.Actor{Name: "test", Type: audit.ActorUser}, batch)
 		})
 	}
 	wg.Wait()

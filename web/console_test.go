@@ -22,6 +22,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"herald/audit"
 	"herald/channels"
 	sandboxsender "herald/channels/sandbox"
 	"herald/delivery"
@@ -354,9 +355,9 @@ func (c *console) recipient(externalID string) *models.Recipient {
 }
 
 // lastAudit returns the newest audit entry with the action, failing if there is none.
-func (c *console) lastAudit(action string) models.AuditEntry {
+func (c *console) lastAudit(action string) audit.Entry {
 	c.t.Helper()
-	list, err := c.store.ListAudit(context.Background(), models.AuditFilter{Action: action}, 1)
+	list, err := c.store.AuditLog().List(context.Background(), audit.Filter{Action: action}, 1)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/models"
 )
 
@@ -290,7 +291,7 @@ func TestPastOverrideRefused(t *testing.T) {
 	if n := saved(); n != 0 {
 		t.Errorf("%d past overrides saved", n)
 	}
-	if list, _ := c.store.ListAudit(ctx, models.AuditFilter{Action: "duty.override.set"}, 10); len(list) != 0 {
+	if list, _ := c.store.AuditLog().List(ctx, audit.Filter{Action: "duty.override.set"}, 10); len(list) != 0 {
 		t.Errorf("refused overrides were audited: %+v", list)
 	}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/audit"
 	"herald/models"
 )
 
@@ -200,7 +201,7 @@ func TestConsoleAPIParity(t *testing.T) {
 
 // comparableEntry is what an audit entry says of the change, leaving out who made it,
 // when and from where.
-func comparableEntry(e models.AuditEntry) map[string]string {
+func comparableEntry(e audit.Entry) map[string]string {
 	out := map[string]string{"action": e.Action, "target_type": e.TargetType, "target_id": e.TargetID, "detail": e.Detail}
 	maps.Copy(out, e.ParamMap())
 	if e.Params != nil {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/models"
 )
@@ -107,7 +108,7 @@ func TestRefusedRecallsAreAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := res.Messages[0].ID
-	if _, err := c.h.Dispatch.CancelMessage(ctx, dispatch.System("test"), other); err != nil {
+	if _, err := c.h.Dispatch.CancelMessage(ctx, audit.System("test"), other); err != nil {
 		t.Fatal(err)
 	}
 	resp, body = c.as(operatorUser).post("/messages/"+other+"/recall", nil)

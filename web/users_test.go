@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/audit"
 	"herald/models"
 )
 
@@ -187,12 +188,12 @@ func TestAuditPage(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
 	for i := range 60 {
-		if err := c.store.Audit(ctx, models.AuditEntry{Actor: "apikey:ledger", ActorType: "api_key", Action: "template.update",
+		if err := c.store.AuditLog().Write(ctx, audit.Entry{Actor: "apikey:ledger", ActorType: "api_key", Action: "template.update",
 			TargetType: "template", TargetID: fmt.Sprintf("t%02d", i), IP: "10.0.0.1"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := c.store.Audit(ctx, models.AuditEntry{Actor: adminUser, ActorType: "user", Action: "account.delete",
+	if err := c.store.AuditLog().Write(ctx, audit.Entry{Actor: adminUser, ActorType: "user", Action: "account.delete",
 		TargetType: "account", TargetID: "old-acct", IP: "10.0.0.2"}); err != nil {
 		t.Fatal(err)
 	}

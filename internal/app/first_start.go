@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"herald/audit"
 	"herald/config"
 	"herald/dispatch"
 	"herald/kernel"
@@ -67,7 +68,7 @@ func loadNationalCalendars(ctx context.Context, store *models.Store, loc *time.L
 		if !ok {
 			continue
 		}
-		if err := svc.ImportHolidays(ctx, dispatch.System("first-start"), models.NationalHolidays(days, nil), dispatch.HolidaysFromNational); err != nil {
+		if err := svc.ImportHolidays(ctx, audit.System("first-start"), models.NationalHolidays(days, nil), dispatch.HolidaysFromNational); err != nil {
 			return fmt.Errorf("national holiday calendar %d: %w", year, err)
 		}
 	}
@@ -99,7 +100,7 @@ func ensureAdmin(ctx context.Context, store *models.Store, cfg *config.Config, s
 		password, generated = base64.RawURLEncoding.EncodeToString(b), true
 	}
 	svc := dispatch.NewStoreOnly(store, cfg.Location)
-	u, err := svc.CreateUser(ctx, dispatch.System("system"), cfg.AdminUser, password, models.RoleAdmin)
+	u, err := svc.CreateUser(ctx, audit.System("system"), cfg.AdminUser, password, models.RoleAdmin)
 	if err != nil {
 		// Lost a race with `herald admin create`: not an error.
 		if n, cerr := store.CountUsers(ctx); cerr == nil && n > 0 {

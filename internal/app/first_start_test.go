@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/config"
 	"herald/internal/testenv"
 	"herald/kernel"
@@ -56,7 +57,7 @@ func TestFirstStartPutsTheNationalCalendarsInForce(t *testing.T) {
 	if kinds["2026-10-01"] != models.HolidayOff || kinds["2026-09-20"] != models.HolidayWorkday {
 		t.Errorf("国庆 2026: 10-01 %q, 09-20 %q", kinds["2026-10-01"], kinds["2026-09-20"])
 	}
-	entries, err := s.ListAudit(ctx, models.AuditFilter{Action: "duty.holidays.import"}, 100)
+	entries, err := s.AuditLog().List(ctx, audit.Filter{Action: "duty.holidays.import"}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestMigrateUpPutsTheNationalCalendarsInForce(t *testing.T) {
 	if want := models.BuiltinNationalYears(); !equalInts(years, want) {
 		t.Errorf("holiday years in force after migrate up and serve %v, want the shipped %v", years, want)
 	}
-	entries, err := s.ListAudit(ctx, models.AuditFilter{Action: "duty.holidays.import"}, 100)
+	entries, err := s.AuditLog().List(ctx, audit.Filter{Action: "duty.holidays.import"}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/models"
 	"herald/simulator"
@@ -42,7 +43,7 @@ func TestWeComCardClickAcknowledges(t *testing.T) {
 		WecomUserid: "wangfang", Active: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.CreatePolicy(ctx, dispatch.System("test"), models.EscalationPolicy{Name: "wecom-ack",
+	if _, err := d.CreatePolicy(ctx, audit.System("test"), models.EscalationPolicy{Name: "wecom-ack",
 		Steps: []models.PolicyStep{{Targets: []string{"W3001"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}

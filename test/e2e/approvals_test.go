@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/internal/testenv"
 	"herald/models"
 )
@@ -102,7 +103,7 @@ func TestApprovalsThroughTheAPI(t *testing.T) {
 	if b := batchStatus(expired); b["status"] != models.ApprovalRejected || b["decision_note"] != models.ApprovalExpired {
 		t.Errorf("expired batch: %s", b["_raw"])
 	}
-	entries, err := h.App.Store.ListAudit(ctx, models.AuditFilter{Target: expired}, 10)
+	entries, err := h.App.Store.AuditLog().List(ctx, audit.Filter{Target: expired}, 10)
 	if err != nil || len(entries) == 0 {
 		t.Errorf("no audit entry for the expired batch: %v", err)
 	}

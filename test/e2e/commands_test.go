@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/config"
 	"herald/internal/app"
 	"herald/models"
@@ -304,12 +305,12 @@ func TestAdminResetPasswordSetsThePasswordAndSignsOut(t *testing.T) {
 	if n, err := store.SessionCount(ctx, u.ID); err != nil || n != 0 {
 		t.Errorf("sessions after the reset: %d (%v), want 0", n, err)
 	}
-	audit, err := store.ListAudit(ctx, models.AuditFilter{Action: "user.password_reset"}, 10)
+	entries, err := store.AuditLog().List(ctx, audit.Filter{Action: "user.password_reset"}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(audit) != 1 || audit[0].Actor != "cli" || audit[0].ActorType != "system" || audit[0].TargetID != "ops" {
-		t.Fatalf("audit entries user.password_reset: %+v, want one by cli for ops", audit)
+	if len(entries) != 1 || entries[0].Actor != "cli" || entries[0].ActorType != "system" || entries[0].TargetID != "ops" {
+		t.Fatalf("audit entries user.password_reset: %+v, want one by cli for ops", entries)
 	}
 
 	// Refusals: one line naming the rule or the problem, and nothing changes.
@@ -336,8 +337,8 @@ func TestAdminResetPasswordSetsThePasswordAndSignsOut(t *testing.T) {
 	if _, err := store.Authenticate(ctx, "ops", newPassword, "127.0.0.1"); err != nil {
 		t.Errorf("the password changed on a refused reset: %v", err)
 	}
-	if audit, err := store.ListAudit(ctx, models.AuditFilter{Action: "user.password_reset"}, 10); err != nil || len(audit) != 1 {
-		t.Errorf("audit entries after refused resets: %d (%v), want still 1", len(audit), err)
+	if entries, err := store.AuditLog().List(ctx, audit.Filter{Action: "user.password_reset"}, 10); err != nil || len(entries) != 1 {
+		t.Errorf("audit entries after refused resets: %d (%v), want still 1", len(entries), err)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"golang.org/x/net/html"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/i18n"
 	"herald/models"
@@ -340,7 +341,7 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := store.SetCallback(ctx, cbKey.ID, &models.CallbackSetting{URL: "http://127.0.0.1:1/events", AllowPrivate: true},
-		models.AuditEntry{Actor: "test", ActorType: "system", Action: "apikey.callback.set"}); err != nil {
+		audit.Entry{Actor: "test", ActorType: "system", Action: "apikey.callback.set"}); err != nil {
 		t.Fatal(err)
 	}
 	fx["key_id"] = fmt.Sprint(cbKey.ID)

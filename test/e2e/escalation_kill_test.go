@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/models"
 	"herald/simulator"
@@ -45,7 +46,7 @@ func TestKilledWorkerFiresEveryStepOnce(t *testing.T) {
 	store, d := intake.App.Store, intakeOf(t, intake.App)
 	ctx := context.Background()
 	first, second := rig.People[0], rig.People[1]
-	if _, err := d.CreatePolicy(ctx, dispatch.System("test"), models.EscalationPolicy{Name: "kill", Steps: []models.PolicyStep{
+	if _, err := d.CreatePolicy(ctx, audit.System("test"), models.EscalationPolicy{Name: "kill", Steps: []models.PolicyStep{
 		{Targets: []string{first}, Wait: killStepWait.String()}, {Targets: []string{second}, Wait: "1h"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/kernel"
@@ -265,11 +266,11 @@ func TestRecallBatch(t *testing.T) {
 	if r.recalledOnPlatform(bigIDs[0]) {
 		t.Error("recalled before approval")
 	}
-	asker := dispatch.Actor{Name: "test", Type: dispatch.ActorUser, Person: "test"}
+	asker := audit.Actor{Name: "test", Type: audit.ActorUser, Person: "test"}
 	if _, err := r.h.App.Dispatch.ApproveRecall(ctx, asker, big); !errors.Is(err, dispatch.ErrOwnRecall) {
 		t.Errorf("the key's creator approving: %v, want ErrOwnRecall", err)
 	}
-	bob := dispatch.Actor{Name: "bob", Type: dispatch.ActorUser, Person: "bob"}
+	bob := audit.Actor{Name: "bob", Type: audit.ActorUser, Person: "bob"}
 	counts, err := r.h.App.Dispatch.ApproveRecall(ctx, bob, big)
 	if err != nil || counts.Recalled != 2 {
 		t.Fatalf("approval: %+v %v, want 2 recalled", counts, err)

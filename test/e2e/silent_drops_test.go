@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/audit"
 	"herald/dispatch"
 	"herald/models"
 	"herald/simulator"
@@ -45,7 +46,7 @@ func newSilentRig(t *testing.T, n int, limits *models.Limits) *silentRig {
 		"wecom":  {"corp_id": "ww1", "agent_id": "1000002", "secret": "s", "base_url": srv.URL + "/wecom"},
 		"feishu": {"app_id": "cli_1", "app_secret": "s", "base_url": srv.URL + "/feishu"},
 	} {
-		a, err := rig.Dispatch.SaveAccount(ctx, dispatch.System("test"), nil, dispatch.AccountInput{Name: platform + "-main",
+		a, err := rig.Dispatch.SaveAccount(ctx, audit.System("test"), nil, dispatch.AccountInput{Name: platform + "-main",
 			Platform: platform, AllowPrivateNetwork: true, Config: cfg, Limits: limits,
 			// The rig chooses its limits on purpose, looser ones included.
 			ConfirmAboveDocumented: true})

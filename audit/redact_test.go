@@ -1,12 +1,12 @@
-package models_test
+package audit_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
+	"herald/audit"
 	"herald/internal/testenv"
-	"herald/models"
 )
 
 // Audit entries never show a URL's credentials or query: webhook and robot URLs carry
@@ -20,22 +20,22 @@ func TestAuditRedactsURLs(t *testing.T) {
 		"http://10.0.0.1:8080/path":  "http://10.0.0.1:8080/path",
 		"no url here ?key=not-a-url": "no url here ?key=not-a-url",
 	} {
-		if got := models.Redact(in); got != want {
+		if got := audit.Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
 	}
 
 	s := testenv.Store(t)
 	ctx := context.Background()
-	e := models.AuditEntry{Actor: "ada", ActorType: "user", Action: "apikey.callback.set", TargetType: "api_key", TargetID: "k",
-		Detail: "callback https://hooks.example/cb?key=s3cret"}.WithParams(models.AuditParams{"url": "https://bot:pw@hooks.example/cb?key=s3cret"})
-	if err := s.Audit(ctx, e); err != nil {
+	e := audit.Entry{Actor: "ada", ActorType: "user", Action: "apikey.callback.set", TargetType: "api_key", TargetID: "k",
+		Detail: "callback https://hooks.example/cb?key=s3cret"}.WithParams(audit.Params{"url": "https://bot:pw@hooks.example/cb?key=s3cret"})
+	if err := s.AuditLog().Write(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AuditMany(ctx, []models.AuditEntry{{Actor: "ada", ActorType: "user", Action: "account.update", Detail: "url → https://x.example/?access_token=s3cret"}}); err != nil {
+	if err := s.AuditLog().WriteMany(ctx, []audit.Entry{{Actor: "ada", ActorType: "user", Action: "account.update", Detail: "url → https://x.example/?access_token=s3cret"}}); err != nil {
 		t.Fatal(err)
 	}
-	list, err := s.ListAudit(ctx, models.AuditFilter{}, 10)
+	list, err := s.AuditLog().List(ctx, audit.Filter{}, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
