@@ -17,7 +17,7 @@ import (
 // change runs fn with a store bound to one transaction and writes the audit entries fn
 // recorded in it: an audit write that fails rolls the change back, and a change that
 // fails writes no entry. A change that records no entry is refused. The effects fn
-// registered with After run after the commit.
+// registered with After run after the commit (audit.Run).
 func (d *Dispatcher) change(ctx context.Context, by audit.Actor, fn func(tx *models.Store, ch *audit.Change) error) error {
 	return audit.Run(ctx, d.store.DB(), by, func(tx *kernel.DB, ch *audit.Change) error { return fn(d.store.On(tx), ch) })
 }

@@ -3,7 +3,7 @@ package models
 import "herald/audit"
 
 // MaskedConfig is an account's settings as the console and the API show them: every
-// URL redacted as the audit log redacts it (Redact), so that a robot's or webhook's
+// URL redacted as the audit log redacts it (audit.Redact), so that a robot's or webhook's
 // access_token in a query string is never shown again once stored. Secrets are masked
 // apart, by their callers. Sending a masked value back unchanged keeps the stored one
 // (KeepMasked).
