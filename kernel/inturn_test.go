@@ -15,11 +15,7 @@ import (
 // for it, statements and transactions alike, not at database/sql's random pick: under
 // load a write was otherwise passed over again and again.
 func TestWritesTakeTheWriterInTurn(t *testing.T) {
-	db, err := Open(Options{DataDir: t.TempDir(), SecretKey: make([]byte, 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openEmbedded(t)
 	ctx := context.Background()
 	if err := db.Writer(ctx).Exec("CREATE TABLE turns (n INTEGER)").Error; err != nil {
 		t.Fatal(err)

@@ -18,11 +18,7 @@ import (
 // what every other connection's cache_size allows, and with SQLite's default on each it
 // grew to 12 MB.
 func TestPageCachesStayWithinTheirBudget(t *testing.T) {
-	db, err := Open(Options{DataDir: t.TempDir(), SecretKey: make([]byte, 32)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openEmbedded(t)
 	ctx := context.Background()
 	// Every connection open first: a connection's cache joins the shared budget when
 	// the connection opens.
@@ -39,9 +35,11 @@ func TestPageCachesStayWithinTheirBudget(t *testing.T) {
 	read, _ := db.read.DB()
 	readers := make([]*sql.Conn, sqliteReaders)
 	for i := range readers {
-		if readers[i], err = read.Conn(ctx); err != nil {
+		r, err := read.Conn(ctx)
+		if err != nil {
 			t.Fatal(err)
 		}
+		readers[i] = r
 	}
 	// About 6 MB of rows, the index keys random: each batch touches pages all over the
 	// table's end and the index. Between batches each reader reads the newest rows and
@@ -123,4 +121,16 @@ func pageCachesUsed(t *testing.T, db *DB) []int64 {
 		}
 	}
 	return used
+}
+
+// openEmbedded opens the embedded database in a fresh data directory, closed when the
+// test ends.
+func openEmbedded(t *testing.T) *DB {
+	t.Helper()
+	db, err := Open(Options{DataDir: t.TempDir(), SecretKey: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }
