@@ -100,3 +100,20 @@ func (l *Log) List(ctx context.Context, f Filter, limit int) ([]Entry, error) {
 	}
 	return out, nil
 }
+
+// Once appends an audit entry unless an entry with the same key was appended in the
+// current window of length per; it reports whether it wrote. It records events that
+// anyone can repeat at will, such as a wrong API key, without letting them flood the log.
+func (l *Log) Once(ctx context.Context, e Entry, key string, per time.Duration) (bool, error) {
+	key, start := "audit "+key, kernel.Now().Truncate(per)
+	ok, err := l.db.TakeHit(ctx, key, start, 1)
+	if err != nil || !ok {
+		return false, err
+	}
+	if err := l.Write(ctx, e); err != nil {
+		// Let the next event of the window try again.
+		_ = l.db.GiveBackHit(context.WithoutCancel(ctx), key, start)
+		return false, err
+	}
+	return true, nil
+}

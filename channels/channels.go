@@ -157,6 +157,12 @@ type SettingError struct {
 
 func (e *SettingError) Error() string { return e.Field + ": " + e.Problem.String() }
 
+// FieldProblem names the setting and its problem: a catalog key and its data, or, with
+// no key, the text (kernel.SettingInvalid makes the field's failure of it).
+func (e *SettingError) FieldProblem() (field, key, text string, args []any) {
+	return e.Field, e.Problem.Key, e.Problem.Text, e.Problem.Args
+}
+
 // GroupSender is a Sender whose platform takes one content to many people in one call
 // (DingTalk's work notices). The worker groups the messages of a chunk that share their
 // account and content into calls of at most MaxGroup messages; each message still has

@@ -174,7 +174,7 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 		return nil, err
 	}
 	// A problem with one setting is a *kernel.FieldError naming config.<key>.
-	if err := models.SettingInvalid(channels.ValidateConfig(a.Platform, a.Config, a.AllowPrivateNetwork)); err != nil {
+	if err := kernel.SettingInvalid(channels.ValidateConfig(a.Platform, a.Config, a.AllowPrivateNetwork)); err != nil {
 		if _, ok := errors.AsType[*kernel.FieldError](err); ok {
 			return nil, err
 		}

@@ -78,24 +78,6 @@ func (d *Dispatcher) RevokeAPIKey(ctx context.Context, by audit.Actor, k *models
 	})
 }
 
-// ResendCallbackEvent makes a delivered or failed event of a key's pending again, due
-// now, and wakes the key's deliveries. kernel.ErrStateChanged: it is pending already;
-// kernel.ErrNotFound: the key has no such event.
-func (d *Dispatcher) ResendCallbackEvent(ctx context.Context, by audit.Actor, k *models.APIKey, eventID string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := tx.ResendCallbackEvent(ctx, k.ID, eventID); err != nil {
-			return err
-		}
-		p := keyParams(k)
-		p["event"] = eventID
-		ch.AuditDetail("apikey.callback.resend", "api_key", k.Name, "event "+eventID, p)
-		if d.callbacks != nil {
-			ch.After(func() { d.callbacks.Kick(k.ID) })
-		}
-		return nil
-	})
-}
-
 // keyParams names a key for its audit sentence: its name and the public prefix of its
 // secret.
 func keyParams(k *models.APIKey) audit.Params {

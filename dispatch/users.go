@@ -95,7 +95,7 @@ func (d *Dispatcher) ChangePassword(ctx context.Context, by audit.Actor, u *mode
 	if errors.Is(err, models.ErrThrottled) {
 		e := by.Entry("user.password_change_throttled", "user", u.Username, audit.Params{"username": u.Username})
 		e.Detail = "status 429: too many wrong passwords"
-		if _, aerr := d.store.AuditOnce(ctx, e, "password "+u.Username+" "+by.IP, time.Minute); aerr != nil {
+		if _, aerr := d.store.AuditLog().Once(ctx, e, "password "+u.Username+" "+by.IP, time.Minute); aerr != nil {
 			return aerr
 		}
 		return err

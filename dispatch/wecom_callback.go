@@ -75,7 +75,7 @@ func (d *Dispatcher) WeComCallback(ctx context.Context, by audit.Actor, req WeCo
 	at, replayKey := time.Unix(ts, 0), ""
 	if reason == "" {
 		replayKey = fmt.Sprintf("wecom callback %d %s", acct.ID, req.Signature)
-		first, err := d.store.ClaimOnce(ctx, replayKey, at)
+		first, err := d.store.DB().ClaimOnce(ctx, replayKey, at)
 		if err != nil {
 			return "", err
 		}
@@ -105,7 +105,7 @@ func (d *Dispatcher) WeComCallback(ctx context.Context, by audit.Actor, req WeCo
 		return "", nil
 	}
 	// WeCom retries an event not answered 200: the click is acted on then.
-	if gerr := d.store.ReleaseClaim(context.WithoutCancel(ctx), replayKey, at); gerr != nil {
+	if gerr := d.store.DB().ReleaseClaim(context.WithoutCancel(ctx), replayKey, at); gerr != nil {
 		d.log.Error("wecom callback: give back a signature", "account", acct.Name, "error", gerr)
 	}
 	return "", fmt.Errorf("dispatch: wecom card click on %s: %w", acct.Name, err)

@@ -19,7 +19,7 @@ func consoleActor(c *gin.Context) audit.Entry {
 // auditOnce records a console event that anyone can repeat at will (a throttled
 // guess) at most once a minute per key, so that it is on record without flooding it.
 func (h *Handlers) auditOnce(c *gin.Context, actor, action, targetType, targetID, detail, key string, params audit.Params) {
-	_, err := h.Store.AuditOnce(c.Request.Context(), audit.Entry{Actor: actor, ActorType: "user", Action: action,
+	_, err := h.Store.AuditLog().Once(c.Request.Context(), audit.Entry{Actor: actor, ActorType: "user", Action: action,
 		TargetType: targetType, TargetID: targetID, Detail: detail, IP: c.ClientIP()}.WithParams(params), key, time.Minute)
 	if err != nil {
 		h.Log.Error("audit log write failed", "action", action, "error", err)

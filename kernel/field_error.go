@@ -2,6 +2,7 @@ package kernel
 
 import (
 	"context"
+	"errors"
 
 	"herald/i18n"
 )
@@ -51,4 +52,25 @@ func DuplicateField(field, key string, args ...any) *FieldError {
 	fe := Invalid(field, key, args...)
 	fe.Err = ErrDuplicate
 	return fe
+}
+
+// fieldProblem is an error that names a field and its problem (a platform's setting,
+// channels.SettingError), without this package knowing its type.
+type fieldProblem interface {
+	error
+	FieldProblem() (field, key, text string, args []any)
+}
+
+// SettingInvalid returns err as the failure of its field when it is a problem with a
+// platform setting or a callback (a channels.SettingError), else err unchanged.
+func SettingInvalid(err error) error {
+	p, ok := errors.AsType[fieldProblem](err)
+	if !ok {
+		return err
+	}
+	field, key, text, args := p.FieldProblem()
+	if key == "" {
+		return &FieldError{Field: field, Message: text}
+	}
+	return Invalid(field, key, args...)
 }

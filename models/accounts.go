@@ -387,19 +387,6 @@ func (s *Store) SetAccountHealth(ctx context.Context, id int64, healthy bool, no
 	return nil
 }
 
-// SettingInvalid returns err as the failure of its field when it is a problem with a
-// platform setting or a callback (*channels.SettingError), else err unchanged.
-func SettingInvalid(err error) error {
-	se, ok := errors.AsType[*channels.SettingError](err)
-	if !ok {
-		return err
-	}
-	if se.Problem.Key == "" {
-		return &kernel.FieldError{Field: se.Field, Message: se.Problem.Text}
-	}
-	return kernel.Invalid(se.Field, se.Problem.Key, se.Problem.Args...)
-}
-
 // sealedFor is the associated data binding a sealed value to one field of one account.
 // Values sealed before binding existed have none (nil).
 func sealedFor(accountID int64, field string) []byte {

@@ -40,16 +40,16 @@ func TestPlatformTableReadByModels(t *testing.T) {
 		t.Errorf("WeCom defaults = %+v", got)
 	}
 
-	err := SettingInvalid(channels.ValidateConfig("tianyuan", map[string]string{"base_url": "https://im.example.com"}, false))
+	err := kernel.SettingInvalid(channels.ValidateConfig("tianyuan", map[string]string{"base_url": "https://im.example.com"}, false))
 	fe, ok := errors.AsType[*kernel.FieldError](err)
 	if !ok || fe.Field != "config.token" || fe.Key == "" || fe.Text(i18n.Chinese) == fe.Message {
 		t.Errorf("missing token = %#v, want a translated failure of config.token", err)
 	}
-	if SettingInvalid(nil) != nil {
+	if kernel.SettingInvalid(nil) != nil {
 		t.Error("no problem became one")
 	}
 	other := errors.New("boom")
-	if SettingInvalid(other) != other {
+	if kernel.SettingInvalid(other) != other {
 		t.Error("an error that is not a setting's changed")
 	}
 }

@@ -24,7 +24,7 @@ type tableColumns map[string][]string
 
 // gormModels is every model the store reads or writes through GORM.
 var gormModels = []any{
-	&models.User{}, &models.Session{}, &models.ThrottleWindow{}, &models.APIKey{},
+	&models.User{}, &models.Session{}, &kernel.ThrottleWindow{}, &models.APIKey{},
 	&models.Recipient{}, &models.DutySlot{}, &models.DutyOverride{}, &models.Holiday{},
 	&models.Template{}, &models.Account{}, &models.Batch{}, &models.Message{},
 	&models.Attempt{}, &audit.Entry{}, &models.IdempotencyKey{}, &models.MessageStat{},

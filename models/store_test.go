@@ -206,7 +206,7 @@ func TestStoreComparesInstantsNotZones(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := f.store.DeleteThrottleWindowsBefore(ctx, now.Add(-time.Hour).In(loc)); err != nil {
+			if err := f.store.DB().DeleteThrottleWindowsBefore(ctx, now.Add(-time.Hour).In(loc)); err != nil {
 				t.Fatal(err)
 			}
 			if n := count(t, f.store, "SELECT COUNT(*) FROM throttle_windows"); n != 2 {

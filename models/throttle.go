@@ -8,82 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"gorm.io/gorm"
-
-	"herald/audit"
 	"herald/kernel"
 )
-
-// ThrottleWindow counts the events of one kind (its key) in one fixed window of time.
-// It lives in the database because every web process must share one count: MySQL is the
-// source of truth, and a conditional increment is atomic there and in SQLite alike.
-type ThrottleWindow struct {
-	ThrottleKey string    `gorm:"primaryKey"`
-	WindowStart time.Time `gorm:"primaryKey"`
-	Hits        int
-}
-
-// TableName implements gorm's tabler.
-func (ThrottleWindow) TableName() string { return "throttle_windows" }
-
-// throttleKeyLen is the longest key the column holds.
-const throttleKeyLen = 100
-
-// takeHit counts one event under key in the window that starts at start, unless limit
-// events are counted there already, and reports whether it counted. The row is created
-// first, then incremented only while below the limit: a compare-and-set, so callers
-// racing each other can never together pass the limit.
-func (s *Store) takeHit(ctx context.Context, key string, start time.Time, limit int) (bool, error) {
-	if limit <= 0 {
-		return false, nil
-	}
-	key = kernel.Truncate(key, throttleKeyLen)
-	db := s.k.Writer(ctx)
-	// A plain insert whose duplicate is ignored: MySQL's upsert takes locks that
-	// deadlock when several requests create the same row at once.
-	err := db.Create(&ThrottleWindow{ThrottleKey: key, WindowStart: start}).Error
-	if err != nil && !kernel.IsDuplicate(err) {
-		return false, fmt.Errorf("models: throttle %s: %w", key, err)
-	}
-	res := db.Model(&ThrottleWindow{}).Where("throttle_key = ? AND window_start = ? AND hits < ?", key, start, limit).
-		Update("hits", gorm.Expr("hits + 1"))
-	if res.Error != nil {
-		return false, fmt.Errorf("models: throttle %s: %w", key, res.Error)
-	}
-	return res.RowsAffected == 1, nil
-}
-
-// giveBackHit uncounts one event that takeHit counted.
-func (s *Store) giveBackHit(ctx context.Context, key string, start time.Time) error {
-	key = kernel.Truncate(key, throttleKeyLen)
-	err := s.k.Writer(ctx).Model(&ThrottleWindow{}).Where("throttle_key = ? AND window_start = ? AND hits > 0", key, start).
-		Update("hits", gorm.Expr("hits - 1")).Error
-	if err != nil {
-		return fmt.Errorf("models: throttle %s: give back: %w", key, err)
-	}
-	return nil
-}
-
-// hits reports how many events key has in the window that starts at start.
-func (s *Store) hits(ctx context.Context, key string, start time.Time) (int, error) {
-	var w ThrottleWindow
-	err := s.k.Writer(ctx).Where("throttle_key = ? AND window_start = ?", kernel.Truncate(key, throttleKeyLen), start).Take(&w).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("models: throttle %s: %w", key, err)
-	}
-	return w.Hits, nil
-}
-
-// DeleteThrottleWindowsBefore prunes windows that started before a time.
-func (s *Store) DeleteThrottleWindowsBefore(ctx context.Context, before time.Time) error {
-	if err := s.k.Writer(ctx).Where("window_start < ?", before.UTC()).Delete(&ThrottleWindow{}).Error; err != nil {
-		return fmt.Errorf("models: prune throttle windows: %w", err)
-	}
-	return nil
-}
 
 // Password guessing limits: how many wrong passwords one user, and one address, may
 // try in any minute, at sign-in and when confirming the current password alike. An
@@ -152,7 +78,7 @@ type passwordGuess struct {
 	start time.Time
 	keys  []string
 	// gate is the user's gate the guess passed, when it was past the user's limit.
-	gate *ThrottleWindow
+	gate *kernel.ThrottleWindow
 }
 
 // guessUserKey is the key a user's guesses count under: their id, so that a name
@@ -176,10 +102,10 @@ func (s *Store) beginGuess(ctx context.Context, userKey, ip string, now time.Tim
 	start := now.Truncate(guessWindow)
 	g := &passwordGuess{start: start}
 	ipKey := "guess ip " + ip
-	before, err := s.hits(ctx, ipKey, start.Add(-guessWindow))
+	before, err := s.k.Hits(ctx, ipKey, start.Add(-guessWindow))
 	ok := false
 	if err == nil {
-		ok, err = s.takeHit(ctx, ipKey, start, GuessesPerIP-before)
+		ok, err = s.k.TakeHit(ctx, ipKey, start, GuessesPerIP-before)
 	}
 	if err != nil {
 		return nil, err
@@ -194,9 +120,9 @@ func (s *Store) beginGuess(ctx context.Context, userKey, ip string, now time.Tim
 	gate, err := s.guessGate(ctx, userKey)
 	if err == nil && !gateActive(gate, now) {
 		within := false
-		before, err = s.hits(ctx, userKey, start.Add(-guessWindow))
+		before, err = s.k.Hits(ctx, userKey, start.Add(-guessWindow))
 		if err == nil {
-			within, err = s.takeHit(ctx, userKey, start, GuessesPerUser-before)
+			within, err = s.k.TakeHit(ctx, userKey, start, GuessesPerUser-before)
 		}
 		if err == nil && within {
 			g.keys = append(g.keys, userKey)
@@ -219,9 +145,9 @@ func (s *Store) beginGuess(ctx context.Context, userKey, ip string, now time.Tim
 func gateKey(userKey string) string { return "gate " + userKey }
 
 // guessGate reads a user's gate; nil when it has none.
-func (s *Store) guessGate(ctx context.Context, userKey string) (*ThrottleWindow, error) {
-	var list []ThrottleWindow
-	err := s.k.Writer(ctx).Where("throttle_key = ?", kernel.Truncate(gateKey(userKey), throttleKeyLen)).Limit(1).Find(&list).Error
+func (s *Store) guessGate(ctx context.Context, userKey string) (*kernel.ThrottleWindow, error) {
+	var list []kernel.ThrottleWindow
+	err := s.k.Writer(ctx).Where("throttle_key = ?", kernel.Truncate(gateKey(userKey), kernel.ThrottleKeyLen)).Limit(1).Find(&list).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: guess gate %s: %w", userKey, err)
 	}
@@ -234,7 +160,7 @@ func (s *Store) guessGate(ctx context.Context, userKey string) (*ThrottleWindow,
 
 // gateActive reports whether a gate still holds a user's guesses at now: it has
 // counted wrong guesses, and opened less than guessMemory ago (or is still closed).
-func gateActive(gate *ThrottleWindow, now time.Time) bool {
+func gateActive(gate *kernel.ThrottleWindow, now time.Time) bool {
 	return gate != nil && gate.Hits > 0 && now.Sub(gate.WindowStart) < guessMemory
 }
 
@@ -242,7 +168,7 @@ func gateActive(gate *ThrottleWindow, now time.Time) bool {
 // next delay, as a compare-and-set on the gate as read: of guesses racing for an open
 // gate exactly one passes. The others, and any guess while the gate is closed, are
 // refused with the time until it opens.
-func (s *Store) passGate(ctx context.Context, userKey string, gate *ThrottleWindow, now time.Time) (*ThrottleWindow, error) {
+func (s *Store) passGate(ctx context.Context, userKey string, gate *kernel.ThrottleWindow, now time.Time) (*kernel.ThrottleWindow, error) {
 	if gate != nil && gate.WindowStart.After(now) {
 		return nil, &ThrottledError{RetryAfter: gate.WindowStart.Sub(now), User: true}
 	}
@@ -252,7 +178,7 @@ func (s *Store) passGate(ctx context.Context, userKey string, gate *ThrottleWind
 	}
 	delay := min(guessDelay<<min(streak, 16), maxGuessDelay)
 	// Whole seconds: MySQL's DATETIME keeps no more.
-	next := &ThrottleWindow{ThrottleKey: kernel.Truncate(gateKey(userKey), throttleKeyLen), WindowStart: now.Add(delay + time.Second - 1).Truncate(time.Second), Hits: streak + 1}
+	next := &kernel.ThrottleWindow{ThrottleKey: kernel.Truncate(gateKey(userKey), kernel.ThrottleKeyLen), WindowStart: now.Add(delay + time.Second - 1).Truncate(time.Second), Hits: streak + 1}
 	db := s.k.Writer(ctx)
 	var passed bool
 	if gate == nil {
@@ -262,7 +188,7 @@ func (s *Store) passGate(ctx context.Context, userKey string, gate *ThrottleWind
 		}
 		passed = err == nil
 	} else {
-		res := db.Model(&ThrottleWindow{}).
+		res := db.Model(&kernel.ThrottleWindow{}).
 			Where("throttle_key = ? AND window_start = ? AND hits = ?", next.ThrottleKey, gate.WindowStart, gate.Hits).
 			Updates(map[string]any{"window_start": next.WindowStart, "hits": next.Hits})
 		if res.Error != nil {
@@ -298,7 +224,7 @@ func (s *Store) endGuess(ctx context.Context, g *passwordGuess, notWrong bool) {
 		// The count must go down even if the request is gone; a failure here only leaves
 		// the gate's delay as it was.
 		_ = s.k.Writer(context.WithoutCancel(ctx)).
-			Where("throttle_key = ? AND window_start = ?", g.gate.ThrottleKey, g.gate.WindowStart).Delete(&ThrottleWindow{}).Error
+			Where("throttle_key = ? AND window_start = ?", g.gate.ThrottleKey, g.gate.WindowStart).Delete(&kernel.ThrottleWindow{}).Error
 	}
 }
 
@@ -308,38 +234,6 @@ func (s *Store) giveBackGuess(ctx context.Context, g *passwordGuess) {
 	// the throttle stricter until the window ends.
 	ctx = context.WithoutCancel(ctx)
 	for _, key := range g.keys {
-		_ = s.giveBackHit(ctx, key, g.start)
+		_ = s.k.GiveBackHit(ctx, key, g.start)
 	}
-}
-
-// ClaimOnce reports whether key is claimed for the first time for the moment at: a
-// compare-and-set in the database, so that of any number of processes claiming one key
-// at once exactly one succeeds. It keeps a signed request from being used twice (a
-// WeCom callback's signature, claimed for its timestamp); claims are pruned with the
-// throttle's windows after a day, far longer than any signature is accepted.
-func (s *Store) ClaimOnce(ctx context.Context, key string, at time.Time) (bool, error) {
-	return s.takeHit(ctx, "once "+key, at.UTC().Truncate(time.Second), 1)
-}
-
-// ReleaseClaim gives back a claim of ClaimOnce whose work could not be done, so that a
-// retry of it is accepted.
-func (s *Store) ReleaseClaim(ctx context.Context, key string, at time.Time) error {
-	return s.giveBackHit(ctx, "once "+key, at.UTC().Truncate(time.Second))
-}
-
-// AuditOnce appends an audit entry unless an entry with the same key was appended in the
-// current window of length per; it reports whether it wrote. It records events that
-// anyone can repeat at will, such as a wrong API key, without letting them flood the log.
-func (s *Store) AuditOnce(ctx context.Context, e audit.Entry, key string, per time.Duration) (bool, error) {
-	key, start := "audit "+key, kernel.Now().Truncate(per)
-	ok, err := s.takeHit(ctx, key, start, 1)
-	if err != nil || !ok {
-		return false, err
-	}
-	if err := s.AuditLog().Write(ctx, e); err != nil {
-		// Let the next event of the window try again.
-		_ = s.giveBackHit(context.WithoutCancel(ctx), key, start)
-		return false, err
-	}
-	return true, nil
 }

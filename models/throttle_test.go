@@ -240,14 +240,14 @@ func TestAuditOnce(t *testing.T) {
 	entry := audit.Entry{Actor: "apikey:unknown", ActorType: "api_key", Action: "apikey.auth_failed", IP: "10.0.7.1"}
 	var wrote []bool
 	for _, key := range []string{"k 10.0.7.1", "k 10.0.7.1", "k 10.0.7.1", "k 10.0.7.2"} {
-		ok, err := s.AuditOnce(ctx, entry, key, time.Minute)
+		ok, err := s.AuditLog().Once(ctx, entry, key, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
 		wrote = append(wrote, ok)
 	}
 	if fmt.Sprint(wrote) != "[true false false true]" {
-		t.Errorf("AuditOnce wrote %v, want [true false false true]: once per key and minute", wrote)
+		t.Errorf("Once wrote %v, want [true false false true]: once per key and minute", wrote)
 	}
 	if n := count(t, s, "SELECT COUNT(*) FROM audit_log WHERE action = 'apikey.auth_failed'"); n != 2 {
 		t.Errorf("%d audit rows, want 2", n)

@@ -504,7 +504,7 @@ func (s *Sweeper) housekeeping(ctx context.Context) {
 	if _, err := s.store.DeleteExpiredIdempotencyKeys(ctx); err != nil {
 		s.log.Warn("sweeper: prune idempotency keys", "error", err)
 	}
-	if err := s.store.DeleteThrottleWindowsBefore(ctx, kernel.Now().Add(-24*time.Hour)); err != nil {
+	if err := s.store.DB().DeleteThrottleWindowsBefore(ctx, kernel.Now().Add(-24*time.Hour)); err != nil {
 		s.log.Warn("sweeper: prune throttle windows", "error", err)
 	}
 	now := kernel.Now()

@@ -97,7 +97,7 @@ func (a *apiAuth) auditFailure(c *gin.Context, prefix, reason string) {
 	}
 	e := audit.Entry{Actor: actor, ActorType: "api_key", Action: "apikey.auth_failed", TargetType: "api_key",
 		TargetID: prefix, Detail: "status 401: " + reason, IP: c.ClientIP()}.WithParams(audit.Params{"prefix": prefix, "status": "401"})
-	if _, err := a.store.AuditOnce(c.Request.Context(), e, "apikey "+prefix+" "+c.ClientIP(), time.Minute); err != nil {
+	if _, err := a.store.AuditLog().Once(c.Request.Context(), e, "apikey "+prefix+" "+c.ClientIP(), time.Minute); err != nil {
 		a.log.Error("audit log write failed", "action", e.Action, "error", err)
 	}
 }
