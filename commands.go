@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"herald/access"
 	"herald/audit"
 	"herald/config"
 	"herald/dispatch"
@@ -122,7 +123,7 @@ func adminCreate(ctx context.Context, args []string, getenv config.Getenv, stdin
 		return err
 	}
 	defer store.Close()
-	u, err := cliService(store, nil).CreateUser(ctx, cliActor, *username, password, models.Role(*role))
+	u, err := cliService(store, nil).Access().CreateUser(ctx, cliActor, *username, password, access.Role(*role))
 	if err != nil {
 		return fmt.Errorf("admin create: %w", err)
 	}
@@ -155,14 +156,14 @@ func adminResetPassword(ctx context.Context, args []string, getenv config.Getenv
 		return err
 	}
 	defer store.Close()
-	u, err := store.UserByUsername(ctx, *username)
+	u, err := store.Access().UserByUsername(ctx, *username)
 	if errors.Is(err, kernel.ErrNotFound) {
-		return fmt.Errorf("admin reset-password: no console user is named %q", models.NormalizeUsername(*username))
+		return fmt.Errorf("admin reset-password: no console user is named %q", access.NormalizeUsername(*username))
 	}
 	if err != nil {
 		return fmt.Errorf("admin reset-password: %w", err)
 	}
-	if err := cliService(store, nil).ResetPassword(ctx, cliActor, u, password); err != nil {
+	if err := cliService(store, nil).Access().ResetPassword(ctx, cliActor, u, password); err != nil {
 		return fmt.Errorf("admin reset-password: %w", err)
 	}
 	fmt.Fprintf(stdout, "set a new password for %s user %s; their sessions were signed out\n", u.Role, u.Username)
@@ -187,12 +188,12 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 	if err := fs.Parse(args[1:]); err != nil {
 		return fmt.Errorf("apikey create: %w", err)
 	}
-	in := dispatch.APIKeyInput{Name: *name, Scopes: *scopes, MaxRecipients: *maxRecipients, Expires: *expires}
-	var cb *models.CallbackSetting
+	in := access.APIKeyInput{Name: *name, Scopes: *scopes, MaxRecipients: *maxRecipients, Expires: *expires}
+	var cb *access.CallbackSetting
 	if *callbackURL != "" {
-		cb = &models.CallbackSetting{URL: *callbackURL, AllowPrivate: *callbackPrivate}
+		cb = &access.CallbackSetting{URL: *callbackURL, AllowPrivate: *callbackPrivate}
 		// Checked here too, to name the flag; the service checks it again.
-		if err := dispatch.CheckCallback(cb); err != nil {
+		if err := access.CheckCallback(cb); err != nil {
 			return fmt.Errorf("apikey create: callback-url: %w", err)
 		}
 		in.Callback = cb
@@ -206,7 +207,7 @@ func apikeyCommand(ctx context.Context, args []string, getenv config.Getenv, std
 		return err
 	}
 	defer store.Close()
-	k, secret, err := cliService(store, cfg.Location).CreateAPIKey(ctx, cliActor, in)
+	k, secret, err := cliService(store, cfg.Location).Access().CreateAPIKey(ctx, cliActor, in)
 	if err != nil {
 		return fmt.Errorf("apikey create: %w", err)
 	}

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -14,6 +18,8 @@ import (
 // listedPackage is the part of `go list -json` the import rules look at.
 type listedPackage struct {
 	ImportPath   string
+	Dir          string
+	GoFiles      []string
 	Imports      []string
 	Deps         []string
 	TestImports  []string
@@ -115,11 +121,36 @@ func TestImportRules(t *testing.T) {
 		}
 	}
 
-	// Only the store and the kernel (and their own tests) import GORM.
+	// Each domain package owns its type, rules, queries and service. It builds on the
+	// kernel, the audit log, the rules of delivery and the platforms' table, and on the
+	// domains declared beneath it; never on the edges (handlers, views, web, the worker
+	// runtime) nor on the layers still above the domains (the store and the service
+	// layer that call into them).
+	for domain, below := range domains {
+		for _, imp := range get(domain).Imports {
+			if !isHerald(imp) || foundation[imp] || slices.Contains(below, imp) {
+				continue
+			}
+			t.Errorf("%s imports %s: a domain builds on the kernel, the audit log, delivery, channels and the domains declared beneath it", domain, imp)
+		}
+	}
+
+	// Only the kernel, the store and the domains' query files (and their tests) import
+	// GORM: a domain's service reaches the database through its store.
 	for _, p := range pkgs {
 		for _, imp := range slices.Concat(p.Imports, p.TestImports, p.XTestImports) {
-			if (imp == "gorm.io/gorm" || strings.HasPrefix(imp, "gorm.io/")) && p.ImportPath != "herald/models" && p.ImportPath != "herald/kernel" {
-				t.Errorf("%s imports %s: only herald/models and herald/kernel speak GORM", p.ImportPath, imp)
+			if imp != "gorm.io/gorm" && !strings.HasPrefix(imp, "gorm.io/") {
+				continue
+			}
+			if _, isDomain := domains[p.ImportPath]; !isDomain && p.ImportPath != "herald/models" && p.ImportPath != "herald/kernel" {
+				t.Errorf("%s imports %s: only herald/kernel, herald/models and the domain packages speak GORM", p.ImportPath, imp)
+			}
+		}
+	}
+	for domain := range domains {
+		for _, file := range gormFiles(t, get(domain)) {
+			if strings.Contains(file, "service") {
+				t.Errorf("%s/%s imports GORM: a domain's service reaches the database through its store", domain, file)
 			}
 		}
 	}
@@ -137,4 +168,35 @@ func TestImportRules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// domains are the domain packages, each with the domains it may build on.
+var domains = map[string][]string{
+	"herald/access": nil,
+}
+
+// foundation is what every domain may build on.
+var foundation = map[string]bool{
+	"herald/kernel": true, "herald/audit": true, "herald/i18n": true, "herald/migrations": true,
+	"herald/delivery": true, "herald/channels": true, "herald/internal/states": true,
+	"herald/internal/batch": true, "herald/internal/linediff": true,
+}
+
+// gormFiles are the package's non-test files that import GORM.
+func gormFiles(t *testing.T, p listedPackage) []string {
+	t.Helper()
+	var out []string
+	for _, name := range p.GoFiles {
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, name), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); strings.HasPrefix(path, "gorm.io/") {
+				out = append(out, name)
+				break
+			}
+		}
+	}
+	return out
 }

@@ -241,7 +241,7 @@ func embeddedEmail(b *testing.B, sink *testenv.SMTPSink, pool, perSession string
 	if _, err := h.App.Store.UpsertRecipients(ctx, list); err != nil {
 		b.Fatal(err)
 	}
-	_, key, err := h.App.Store.CreateAPIKey(ctx, "bench", "send", "bench")
+	_, key, err := h.App.Store.Access().CreateAPIKey(ctx, "bench", "send", "bench")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -230,7 +230,7 @@ func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 		}
 	}
 	var err error
-	if _, r.key, err = store.CreateAPIKey(context.Background(), "bench", "send", "bench"); err != nil {
+	if _, r.key, err = store.Access().CreateAPIKey(context.Background(), "bench", "send", "bench"); err != nil {
 		b.Fatal(err)
 	}
 	return r

@@ -3,15 +3,14 @@
 package bench
 
 import (
+	"herald/access"
 	"os"
 	"testing"
-
-	"herald/models"
 )
 
 // TestMain makes password hashing cheap for the processes the benchmarks start in this
 // binary, as test/e2e does: their sign-ins are not what they measure.
 func TestMain(m *testing.M) {
-	models.UseCheapPasswordHashes()
+	access.UseCheapPasswordHashes()
 	os.Exit(m.Run())
 }

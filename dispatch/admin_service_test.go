@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/access"
 	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
@@ -115,17 +116,17 @@ func TestUserService(t *testing.T) {
 
 	for _, tc := range []struct {
 		name, username, password string
-		role                     models.Role
+		role                     access.Role
 		field                    string
 	}{
-		{"bad username", "a b", password, models.RoleViewer, "username"},
-		{"weak password", "vera", "password1", models.RoleViewer, "password"},
+		{"bad username", "a b", password, access.RoleViewer, "username"},
+		{"weak password", "vera", "password1", access.RoleViewer, "password"},
 		{"unknown role", "vera", password, "root", "role"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.d.CreateUser(ctx, admin, tc.username, tc.password, tc.role)
+			_, err := f.d.Access().CreateUser(ctx, admin, tc.username, tc.password, tc.role)
 			wantField(t, err, tc.field)
-			if n, _ := f.store.CountUsers(ctx); n != 0 {
+			if n, _ := f.store.Access().CountUsers(ctx); n != 0 {
 				t.Errorf("%d users after a refused create", n)
 			}
 			if n := auditCount(t, f.store, "user."); n != 0 {
@@ -134,37 +135,37 @@ func TestUserService(t *testing.T) {
 		})
 	}
 
-	u, err := f.d.CreateUser(ctx, admin, "Vera", password, models.RoleViewer)
+	u, err := f.d.Access().CreateUser(ctx, admin, "Vera", password, access.RoleViewer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if e := oneEntry(t, f.store, "user.create"); e.TargetID != "vera" || e.ParamMap()["role"] != "viewer" {
 		t.Errorf("create entry %+v %v", e, e.ParamMap())
 	}
-	if _, err := f.d.CreateUser(ctx, admin, "vera", password, models.RoleViewer); err == nil {
+	if _, err := f.d.Access().CreateUser(ctx, admin, "vera", password, access.RoleViewer); err == nil {
 		t.Error("a second user named vera was created")
 	}
 
-	wantField(t, f.d.SetUserRole(ctx, admin, u, "root"), "role")
+	wantField(t, f.d.Access().SetUserRole(ctx, admin, u, "root"), "role")
 	if n := auditCount(t, f.store, "user.role"); n != 0 {
 		t.Errorf("a refused role change wrote %d entries", n)
 	}
-	if err := f.d.SetUserRole(ctx, admin, u, models.RoleOperator); err != nil {
+	if err := f.d.Access().SetUserRole(ctx, admin, u, access.RoleOperator); err != nil {
 		t.Fatal(err)
 	}
 	if p := oneEntry(t, f.store, "user.role").ParamMap(); p["old_role"] != "viewer" || p["role"] != "operator" {
 		t.Errorf("role params %v", p)
 	}
 
-	wantField(t, f.d.SetUserLanguage(ctx, admin, u, "fr"), "language")
-	if err := f.d.SetUserLanguage(ctx, admin, u, "zh-CN"); err != nil {
+	wantField(t, f.d.Access().SetUserLanguage(ctx, admin, u, "fr"), "language")
+	if err := f.d.Access().SetUserLanguage(ctx, admin, u, "zh-CN"); err != nil {
 		t.Fatal(err)
 	}
 	if p := oneEntry(t, f.store, "user.language").ParamMap(); p["old_language"] != "-" || p["language"] != "zh-CN" {
 		t.Errorf("language params %v", p)
 	}
 
-	wantField(t, f.d.ResetPassword(ctx, admin, u, "short"), "password")
+	wantField(t, f.d.Access().ResetPassword(ctx, admin, u, "short"), "password")
 	if n := auditCount(t, f.store, "user.password_reset"); n != 0 {
 		t.Errorf("a refused reset wrote %d entries", n)
 	}
@@ -172,21 +173,21 @@ func TestUserService(t *testing.T) {
 	// Changing one's own password: a wrong current one is recorded as a failed attempt;
 	// a weak new one writes nothing.
 	self := audit.Actor{Name: "vera", Type: audit.ActorUser, Person: "vera", IP: "192.0.2.10"}
-	u, _ = f.store.UserByID(ctx, u.ID)
-	wantField(t, f.d.ChangePassword(ctx, self, u, "not-it", "another-staple-battery-7"), "current_password")
+	u, _ = f.store.Access().UserByID(ctx, u.ID)
+	wantField(t, f.d.Access().ChangePassword(ctx, self, u, "not-it", "another-staple-battery-7"), "current_password")
 	if e := oneEntry(t, f.store, "user.password_change_failed"); e.Actor != "vera" || e.IP != "192.0.2.10" {
 		t.Errorf("failed attempt entry %+v", e)
 	}
-	wantField(t, f.d.ChangePassword(ctx, self, u, password, "weak"), "new_password")
-	if err := f.d.ChangePassword(ctx, self, u, password, "another-staple-battery-7"); err != nil {
+	wantField(t, f.d.Access().ChangePassword(ctx, self, u, password, "weak"), "new_password")
+	if err := f.d.Access().ChangePassword(ctx, self, u, password, "another-staple-battery-7"); err != nil {
 		t.Fatal(err)
 	}
 	oneEntry(t, f.store, "user.password_change")
-	if _, err := f.store.Authenticate(ctx, "vera", "another-staple-battery-7", "192.0.2.11"); err != nil {
+	if _, err := f.store.Access().Authenticate(ctx, "vera", "another-staple-battery-7", "192.0.2.11"); err != nil {
 		t.Errorf("the new password does not sign in: %v", err)
 	}
 
-	if err := f.d.SetUserDisabled(ctx, admin, u, true); err != nil {
+	if err := f.d.Access().SetUserDisabled(ctx, admin, u, true); err != nil {
 		t.Fatal(err)
 	}
 	oneEntry(t, f.store, "user.disable")
@@ -199,20 +200,20 @@ func TestAPIKeyService(t *testing.T) {
 
 	for _, tc := range []struct {
 		name  string
-		in    dispatch.APIKeyInput
+		in    access.APIKeyInput
 		field string
 	}{
-		{"no name", dispatch.APIKeyInput{Scopes: "send"}, "name"},
-		{"unknown scope", dispatch.APIKeyInput{Name: "erp", Scopes: "send,root"}, "scopes"},
-		{"no scope", dispatch.APIKeyInput{Name: "erp"}, "scopes"},
-		{"bad expiry", dispatch.APIKeyInput{Name: "erp", Scopes: "send", Expires: "next week"}, "expires"},
-		{"private callback", dispatch.APIKeyInput{Name: "erp", Scopes: "send",
-			Callback: &models.CallbackSetting{URL: "http://127.0.0.1:9/events"}}, "url"},
+		{"no name", access.APIKeyInput{Scopes: "send"}, "name"},
+		{"unknown scope", access.APIKeyInput{Name: "erp", Scopes: "send,root"}, "scopes"},
+		{"no scope", access.APIKeyInput{Name: "erp"}, "scopes"},
+		{"bad expiry", access.APIKeyInput{Name: "erp", Scopes: "send", Expires: "next week"}, "expires"},
+		{"private callback", access.APIKeyInput{Name: "erp", Scopes: "send",
+			Callback: &access.CallbackSetting{URL: "http://127.0.0.1:9/events"}}, "url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := f.d.CreateAPIKey(ctx, admin, tc.in)
+			_, _, err := f.d.Access().CreateAPIKey(ctx, admin, tc.in)
 			wantField(t, err, tc.field)
-			if keys, _ := f.store.APIKeys(ctx); len(keys) != 1 { // the fixture's own
+			if keys, _ := f.store.Access().APIKeys(ctx); len(keys) != 1 { // the fixture's own
 				t.Errorf("%d keys after a refused create", len(keys))
 			}
 			if n := auditCount(t, f.store, "apikey."); n != 0 {
@@ -221,8 +222,8 @@ func TestAPIKeyService(t *testing.T) {
 		})
 	}
 
-	k, secret, err := f.d.CreateAPIKey(ctx, admin, dispatch.APIKeyInput{Name: "erp", Scopes: "read,send", MaxRecipients: "50",
-		Callback: &models.CallbackSetting{URL: "https://crm.example/events"}})
+	k, secret, err := f.d.Access().CreateAPIKey(ctx, admin, access.APIKeyInput{Name: "erp", Scopes: "read,send", MaxRecipients: "50",
+		Callback: &access.CallbackSetting{URL: "https://crm.example/events"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,22 +235,22 @@ func TestAPIKeyService(t *testing.T) {
 		t.Errorf("create params %v", p)
 	}
 
-	wantField(t, f.d.SetCallback(ctx, admin, k, &models.CallbackSetting{URL: "gopher://crm.example"}), "url")
-	if err := f.d.SetCallback(ctx, admin, k, &models.CallbackSetting{URL: "https://crm2.example/events"}); err != nil {
+	wantField(t, f.d.Access().SetCallback(ctx, admin, k, &access.CallbackSetting{URL: "gopher://crm.example"}), "url")
+	if err := f.d.Access().SetCallback(ctx, admin, k, &access.CallbackSetting{URL: "https://crm2.example/events"}); err != nil {
 		t.Fatal(err)
 	}
 	if p := oneEntry(t, f.store, "apikey.callback.set").ParamMap(); p["url"] != "https://crm2.example/events" || p["old_url"] != "https://crm.example/events" {
 		t.Errorf("callback params %v", p)
 	}
 
-	if err := f.d.RevokeAPIKey(ctx, admin, k); err != nil {
+	if err := f.d.Access().RevokeAPIKey(ctx, admin, k); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.RevokeAPIKey(ctx, admin, k); !errors.Is(err, kernel.ErrStateChanged) {
+	if err := f.d.Access().RevokeAPIKey(ctx, admin, k); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("revoking twice: %v", err)
 	}
 	oneEntry(t, f.store, "apikey.revoke")
-	if err := f.d.SetCallback(ctx, admin, k, &models.CallbackSetting{URL: ""}); !errors.Is(err, kernel.ErrStateChanged) {
+	if err := f.d.Access().SetCallback(ctx, admin, k, &access.CallbackSetting{URL: ""}); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("the callback of a revoked key: %v", err)
 	}
 	if n := auditCount(t, f.store, "apikey.callback.remove"); n != 0 {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"herald/access"
 	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
@@ -17,9 +18,9 @@ import (
 )
 
 // cappedKey makes an API key capped at max recipients per request and returns its id.
-func (f *alertFixture) cappedKey(t *testing.T, max string) *models.APIKey {
+func (f *alertFixture) cappedKey(t *testing.T, max string) *access.APIKey {
 	t.Helper()
-	k, _, err := f.d.CreateAPIKey(context.Background(), f.by, dispatch.APIKeyInput{Name: "capped-" + max, Scopes: "send", MaxRecipients: max})
+	k, _, err := f.d.Access().CreateAPIKey(context.Background(), f.by, access.APIKeyInput{Name: "capped-" + max, Scopes: "send", MaxRecipients: max})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestAlertStepWithinKeyCap(t *testing.T) {
 	if _, err := f.store.SQL().Exec("UPDATE api_keys SET max_recipients_per_request = 1 WHERE id = ?", k.ID); err != nil {
 		t.Fatal(err)
 	}
-	f.store.ForgetAPIKeys()
+	f.store.Access().ForgetAPIKeys()
 	f.advance(t, 10*time.Minute)
 	if diff := cmp.Diff([]string{"1.1 (over_key_cap)"}, f.steps(t, res.Alert.ID)); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)

@@ -104,7 +104,7 @@ func (d *Dispatcher) ownBatch(ctx context.Context, b *models.Batch, by audit.Act
 	switch {
 	case len(makers) > 0:
 	case b.APIKeyID != nil: // recorded before its makers were
-		k, err := d.store.APIKeyByID(ctx, *b.APIKeyID)
+		k, err := d.store.Access().APIKeyByID(ctx, *b.APIKeyID)
 		if err != nil && !errors.Is(err, kernel.ErrNotFound) {
 			return false, err
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/access"
 	"herald/audit"
 	"herald/dispatch"
 	"herald/internal/testenv"
@@ -25,9 +26,9 @@ func approvalFixture(t *testing.T) *intakeFixture {
 }
 
 // apiKeyOf makes an API key created by person, and the actor it is on a request.
-func apiKeyOf(t *testing.T, f *intakeFixture, name, person string) (*models.APIKey, audit.Actor) {
+func apiKeyOf(t *testing.T, f *intakeFixture, name, person string) (*access.APIKey, audit.Actor) {
 	t.Helper()
-	k, _, err := f.store.CreateAPIKey(context.Background(), name, "send,read,admin", person)
+	k, _, err := f.store.Access().CreateAPIKey(context.Background(), name, "send,read,admin", person)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,43 +5,43 @@ import (
 	"strings"
 	"testing"
 
+	"herald/access"
 	"herald/kernel"
-	"herald/models"
 )
 
 // A callback is checked as it will be stored: trimmed, with a secret made when none was
 // given; blank means no callback, and a private address needs the setting's opt-in.
 func TestCheckCallbackNormalises(t *testing.T) {
 	t.Parallel()
-	c := models.CallbackSetting{URL: "  https://8.8.8.8/herald/events \n"}
-	if err := CheckCallback(&c); err != nil {
+	c := access.CallbackSetting{URL: "  https://8.8.8.8/herald/events \n"}
+	if err := access.CheckCallback(&c); err != nil {
 		t.Fatal(err)
 	}
 	if c.URL != "https://8.8.8.8/herald/events" || !strings.HasPrefix(c.Secret, "hcs_") {
 		t.Errorf("normalised to %+v, want the trimmed URL and a made secret", c)
 	}
 	secret := c.Secret
-	if err := CheckCallback(&c); err != nil || c.Secret != secret {
+	if err := access.CheckCallback(&c); err != nil || c.Secret != secret {
 		t.Errorf("a second check changed the setting: %v, %+v", err, c)
 	}
 
-	blank := models.CallbackSetting{URL: "   ", Secret: "whatever-it-was-long", AllowPrivate: true}
-	if err := CheckCallback(&blank); err != nil || blank != (models.CallbackSetting{}) {
+	blank := access.CallbackSetting{URL: "   ", Secret: "whatever-it-was-long", AllowPrivate: true}
+	if err := access.CheckCallback(&blank); err != nil || blank != (access.CallbackSetting{}) {
 		t.Errorf("a blank URL: %v, %+v; want no callback and nothing kept", err, blank)
 	}
 
-	private := models.CallbackSetting{URL: "http://10.1.2.3/hook"}
+	private := access.CallbackSetting{URL: "http://10.1.2.3/hook"}
 	var fe *kernel.FieldError
-	if err := CheckCallback(&private); !errors.As(err, &fe) || fe.Field != "url" {
+	if err := access.CheckCallback(&private); !errors.As(err, &fe) || fe.Field != "url" {
 		t.Errorf("a private address without the opt-in: %v, want a failure of url", err)
 	}
 	private.AllowPrivate = true
-	if err := CheckCallback(&private); err != nil {
+	if err := access.CheckCallback(&private); err != nil {
 		t.Errorf("a private address with the opt-in: %v", err)
 	}
 
-	short := models.CallbackSetting{URL: "https://8.8.8.8/x", Secret: "short"}
-	if err := CheckCallback(&short); !errors.As(err, &fe) || fe.Field != "secret" {
+	short := access.CallbackSetting{URL: "https://8.8.8.8/x", Secret: "short"}
+	if err := access.CheckCallback(&short); !errors.As(err, &fe) || fe.Field != "secret" {
 		t.Errorf("a short secret: %v, want a failure of secret", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"herald/access"
 	"herald/channels"
 	"herald/models"
 	"herald/tasks"
@@ -78,4 +79,17 @@ func NewStoreOnly(store *models.Store, loc *time.Location) *Dispatcher {
 	d := &Dispatcher{store: store, loc: loc, log: slog.Default()}
 	d.intake = d
 	return d
+}
+
+// location is HERALD_TIMEZONE; UTC when the dispatcher was built without it.
+func (d *Dispatcher) location() *time.Location {
+	if d.loc == nil {
+		return time.UTC
+	}
+	return d.loc
+}
+
+// Access is the access domain's service: users, passwords, sessions, API keys.
+func (d *Dispatcher) Access() *access.Service {
+	return access.NewService(d.store.Access(), d.loc, d.clock)
 }

@@ -135,7 +135,7 @@ func (d *Dispatcher) stepOverLimits(ctx context.Context, a *models.Alert, ids []
 		reach[id] = true
 	}
 	if b.APIKeyID != nil {
-		k, err := d.store.APIKeyByID(ctx, *b.APIKeyID)
+		k, err := d.store.Access().APIKeyByID(ctx, *b.APIKeyID)
 		if err != nil && !errors.Is(err, kernel.ErrNotFound) {
 			return "", err
 		}

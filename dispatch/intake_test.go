@@ -40,7 +40,7 @@ func newIntakeFixture(t *testing.T) *intakeFixture {
 	}
 	enq := tasks.NewEnqueuer(red.Asynq())
 	t.Cleanup(func() { enq.Close() })
-	key, _, err := store.CreateAPIKey(ctx, "intake", "send", "test")
+	key, _, err := store.Access().CreateAPIKey(ctx, "intake", "send", "test")
 	if err != nil {
 		t.Fatal(err)
 	}

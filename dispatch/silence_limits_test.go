@@ -175,7 +175,7 @@ func TestSendKeySilenceHoldsOnlyItsOwn(t *testing.T) {
 	t.Parallel()
 	f := newMeetFixture(t)
 	ctx := context.Background()
-	other, _, err := f.store.CreateAPIKey(ctx, "prometheus", "send", "ops")
+	other, _, err := f.store.Access().CreateAPIKey(ctx, "prometheus", "send", "ops")
 	if err != nil {
 		t.Fatal(err)
 	}

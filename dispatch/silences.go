@@ -569,7 +569,7 @@ func (d *Dispatcher) releasePage(ctx context.Context, free []models.FreeHeld) (r
 	now := d.now()
 	// The page's own mark in its task ids: the rows a release moved are those carrying
 	// its task, whatever another worker did with the same page at the same moment.
-	mark := "release-" + models.NewToken()[:12]
+	mark := "release-" + kernel.NewToken()[:12]
 	var cancel []string
 	var releases []models.Release
 	var jobs []tasks.Job

@@ -48,7 +48,7 @@ func newSilenceFixture(t *testing.T) *silenceFixture {
 	f.redis = red
 	f.inspector = asynq.NewInspector(red.Asynq())
 	t.Cleanup(func() { f.inspector.Close() })
-	key, _, err := f.store.CreateAPIKey(ctx, "zabbix", "send", "ops")
+	key, _, err := f.store.Access().CreateAPIKey(ctx, "zabbix", "send", "ops")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -95,7 +96,7 @@ func (h *Handlers) alertsView(c *gin.Context) (views.AlertsView, error) {
 // canOperate reports whether the signed-in user may act (operator or admin).
 func canOperate(c *gin.Context) bool {
 	u := CurrentUser(c)
-	return u != nil && u.Role.Allows(models.RoleOperator)
+	return u != nil && u.Role.Allows(access.RoleOperator)
 }
 
 // Alerts is the 待确认 page: alerts waiting for someone, open ones first.

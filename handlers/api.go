@@ -12,15 +12,15 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/i18n"
-	"herald/models"
 )
 
 // APIKeyKey is the gin context key under which the web middleware stores the API key.
 const APIKeyKey = "herald.apikey"
 
 // CurrentAPIKey returns the API key of the request, or nil.
-func CurrentAPIKey(c *gin.Context) *models.APIKey { return fromContext[models.APIKey](c, APIKeyKey) }
+func CurrentAPIKey(c *gin.Context) *access.APIKey { return fromContext[access.APIKey](c, APIKeyKey) }
 
 // MaxBodyBytes is the largest request body the API reads.
 const MaxBodyBytes = 1 << 20

@@ -1,11 +1,10 @@
 package handlers
 
 import (
+	"herald/access"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
-
-	"herald/models"
 )
 
 type callbackJSON struct {
@@ -28,13 +27,13 @@ func (h *Handlers) APIPutCallback(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	k, err := h.Store.LiveAPIKeyByName(ctx, c.Param("name"))
+	k, err := h.Store.Access().LiveAPIKeyByName(ctx, c.Param("name"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	set := models.CallbackSetting{URL: in.URL, Secret: in.Secret, AllowPrivate: in.AllowPrivateNetwork}
-	if err := h.Dispatch.SetCallback(ctx, actor(c), k, &set); err != nil {
+	set := access.CallbackSetting{URL: in.URL, Secret: in.Secret, AllowPrivate: in.AllowPrivateNetwork}
+	if err := h.Dispatch.Access().SetCallback(ctx, actor(c), k, &set); err != nil {
 		h.apiFail(c, err)
 		return
 	}

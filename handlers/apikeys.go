@@ -6,19 +6,18 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
+	"herald/access"
 	"herald/kernel"
-	"herald/models"
 	"herald/views"
 )
 
 // APIKeys lists API keys.
 func (h *Handlers) APIKeys(c *gin.Context) {
-	h.renderAPIKeys(c, http.StatusOK, views.APIKeyForm{Scopes: map[string]bool{models.ScopeSend: true}}, nil)
+	h.renderAPIKeys(c, http.StatusOK, views.APIKeyForm{Scopes: map[string]bool{access.ScopeSend: true}}, nil)
 }
 
 func (h *Handlers) renderAPIKeys(c *gin.Context, status int, f views.APIKeyForm, errs map[string]string) {
-	list, err := h.Store.APIKeys(c.Request.Context())
+	list, err := h.Store.Access().APIKeys(c.Request.Context())
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -34,7 +33,7 @@ func (h *Handlers) CreateAPIKey(c *gin.Context) {
 	for _, s := range scopes {
 		f.Scopes[s] = true
 	}
-	k, secret, err := h.Dispatch.CreateAPIKey(c.Request.Context(), actor(c), dispatch.APIKeyInput{Name: f.Name,
+	k, secret, err := h.Dispatch.Access().CreateAPIKey(c.Request.Context(), actor(c), access.APIKeyInput{Name: f.Name,
 		Scopes: strings.Join(scopes, ","), MaxRecipients: f.MaxRecipients, Expires: f.Expires})
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderAPIKeys(c, http.StatusUnprocessableEntity, f, errs)
@@ -55,7 +54,7 @@ func (h *Handlers) RevokeAPIKey(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := h.Dispatch.RevokeAPIKey(c.Request.Context(), actor(c), k); err != nil {
+	if err := h.Dispatch.Access().RevokeAPIKey(c.Request.Context(), actor(c), k); err != nil {
 		h.failOr(c, err, func(a answer) { h.renderAPIKeys(c, a.Status, views.APIKeyForm{Scopes: map[string]bool{}}, a.errs()) },
 			saying(kernel.ErrStateChanged, "users.keys.already_revoked", "Name", k.Name))
 		return

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/audit"
-	"herald/models"
 )
 
 // consoleActor is the signed-in user, as the audit log records who acted.
@@ -43,7 +43,7 @@ func (h *Handlers) AuditRequest(c *gin.Context, action, targetType, targetID str
 func actor(c *gin.Context) audit.Actor {
 	if k := CurrentAPIKey(c); k != nil {
 		return audit.Actor{Name: "apikey:" + k.Name, Type: audit.ActorAPIKey, Person: k.CreatedBy, APIKeyID: k.ID,
-			OwnOnly: !k.HasScope(models.ScopeAdmin), IP: c.ClientIP()}
+			OwnOnly: !k.HasScope(access.ScopeAdmin), IP: c.ClientIP()}
 	}
 	if u := CurrentUser(c); u != nil {
 		return audit.Actor{Name: u.Username, Type: audit.ActorUser, Person: u.Username, IP: c.ClientIP()}

@@ -9,8 +9,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/audit"
-	"herald/models"
 	"herald/views"
 )
 
@@ -27,22 +27,22 @@ func (h *Handlers) LoginForm(c *gin.Context) {
 // before checking it and refuses every attempt once a username or an address has had
 // too many wrong passwords; failures are audited under the username tried.
 func (h *Handlers) Login(c *gin.Context) {
-	username := models.NormalizeUsername(c.PostForm("username"))
+	username := access.NormalizeUsername(c.PostForm("username"))
 	next := c.DefaultPostForm("next", c.Query("next"))
 	ip := c.ClientIP()
-	u, err := h.Store.Authenticate(c.Request.Context(), username, c.PostForm("password"), ip)
+	u, err := h.Store.Access().Authenticate(c.Request.Context(), username, c.PostForm("password"), ip)
 	if err != nil {
 		h.failOr(c, err, func(a answer) {
 			switch {
-			case errors.Is(err, models.ErrThrottled):
+			case errors.Is(err, access.ErrThrottled):
 				// Refused at once, the password unchecked: Retry-After says when the next
 				// guess may be checked.
-				wait := strconv.Itoa(models.RetryAfterSeconds(err))
+				wait := strconv.Itoa(access.RetryAfterSeconds(err))
 				c.Header("Retry-After", wait)
 				h.Log.Warn("login throttled", "username", username, "ip", ip)
 				h.auditOnce(c, username, "user.login_throttled", "user", username, "status 429: too many failed sign-ins", "login "+username+" "+ip,
 					audit.Params{"username": username, "retry_after": wait})
-			case errors.Is(err, models.ErrBadCredentials):
+			case errors.Is(err, access.ErrBadCredentials):
 				h.Log.Warn("login failed", "username", username, "ip", ip)
 				h.audit(c, username, "user.login_failed", "user", username, "status 401: wrong username or password",
 					audit.Params{"username": username})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/kernel"
 	"herald/models"
 	"herald/views"
@@ -15,9 +16,9 @@ import (
 const callbackPageSize = 50
 
 // keyOfPath reads /api-keys/:id and answers 404 for a key that does not exist.
-func (h *Handlers) keyOfPath(c *gin.Context) (*models.APIKey, bool) {
+func (h *Handlers) keyOfPath(c *gin.Context) (*access.APIKey, bool) {
 	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
-	k, err := h.Store.APIKeyByID(c.Request.Context(), id)
+	k, err := h.Store.Access().APIKeyByID(c.Request.Context(), id)
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_api_key", "ID", c.Param("id")))
 		return nil, false
@@ -69,9 +70,9 @@ func (h *Handlers) SetKeyCallback(c *gin.Context) {
 	if !ok {
 		return
 	}
-	set := models.CallbackSetting{URL: c.PostForm("url"), Secret: c.PostForm("secret"), AllowPrivate: c.PostForm("allow_private_network") == "true"}
+	set := access.CallbackSetting{URL: c.PostForm("url"), Secret: c.PostForm("secret"), AllowPrivate: c.PostForm("allow_private_network") == "true"}
 	v := views.KeyCallback{Key: k, Form: views.CallbackForm{URL: set.URL, AllowPrivate: set.AllowPrivate}}
-	if err := h.Dispatch.SetCallback(c.Request.Context(), actor(c), k, &set); err != nil {
+	if err := h.Dispatch.Access().SetCallback(c.Request.Context(), actor(c), k, &set); err != nil {
 		h.failOr(c, err, func(a answer) { h.renderCallback(c, a.Status, v, a.errs()) },
 			saying(kernel.ErrStateChanged, "users.keys.already_revoked", "Name", k.Name))
 		return

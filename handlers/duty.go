@@ -12,6 +12,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/dispatch"
 	"herald/i18n"
 	"herald/kernel"
@@ -124,7 +125,7 @@ func (h *Handlers) dutyWeek(c *gin.Context) (views.DutyWeek, error) {
 	if err != nil {
 		return views.DutyWeek{}, err
 	}
-	w := views.DutyWeek{CanEdit: CurrentUser(c).Role.Allows(models.RoleOperator), EmptyDays: emptyRosterDays}
+	w := views.DutyWeek{CanEdit: CurrentUser(c).Role.Allows(access.RoleOperator), EmptyDays: emptyRosterDays}
 	for day := 1; day <= 7; day++ {
 		d := views.DutyDay{Weekday: day}
 		for _, id := range week[day] {

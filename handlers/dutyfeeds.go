@@ -11,6 +11,7 @@ import (
 	"github.com/emersion/go-ical"
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/dispatch"
 	"herald/i18n"
 	"herald/models"
@@ -43,7 +44,7 @@ func (h *Handlers) renderDutyFeeds(c *gin.Context, status int, newFor, newURL st
 		h.fail(c, err)
 		return
 	}
-	d := views.DutyFeeds{NewFor: newFor, NewURL: newURL, CanEdit: CurrentUser(c).Role.Allows(models.RoleOperator)}
+	d := views.DutyFeeds{NewFor: newFor, NewURL: newURL, CanEdit: CurrentUser(c).Role.Allows(access.RoleOperator)}
 	if newURL == "" {
 		d.Notice = h.notice(c)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/channels"
 	"herald/delivery"
 	"herald/dispatch"
@@ -23,12 +24,12 @@ import (
 // SessionManager starts, lists and ends console sessions and carries one-time notices
 // from an action to the page after it; the web package implements it.
 type SessionManager interface {
-	Start(c *gin.Context, u *models.User) error
+	Start(c *gin.Context, u *access.User) error
 	End(c *gin.Context) error
 	// EndAll revokes every session of u, this browser's included.
-	EndAll(c *gin.Context, u *models.User) error
+	EndAll(c *gin.Context, u *access.User) error
 	// Active lists u's live sessions, most recently seen first.
-	Active(c *gin.Context, userID int64) ([]models.Session, error)
+	Active(c *gin.Context, userID int64) ([]access.Session, error)
 	// SetNotice keeps a notice (a key of notices and its subject) for the next page.
 	SetNotice(c *gin.Context, key, subject string) error
 	// TakeNotice returns the kept notice once, or "".
@@ -69,12 +70,12 @@ const UserKey = "herald.user"
 const SessionKey = "herald.session"
 
 // CurrentSession returns the signed-in user's session, or nil.
-func CurrentSession(c *gin.Context) *models.Session {
-	return fromContext[models.Session](c, SessionKey)
+func CurrentSession(c *gin.Context) *access.Session {
+	return fromContext[access.Session](c, SessionKey)
 }
 
 // CurrentUser returns the signed-in user, or nil.
-func CurrentUser(c *gin.Context) *models.User { return fromContext[models.User](c, UserKey) }
+func CurrentUser(c *gin.Context) *access.User { return fromContext[access.User](c, UserKey) }
 
 // fromContext returns what the web middleware stored under key, or nil.
 func fromContext[T any](c *gin.Context, key string) *T {

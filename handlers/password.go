@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/models"
+	"herald/access"
 	"herald/views"
 )
 
@@ -33,9 +33,9 @@ func (h *Handlers) renderAccount(c *gin.Context, status int, changed bool, errs 
 // throttle as sign-ins, and are audited.
 func (h *Handlers) ChangePassword(c *gin.Context) {
 	u := CurrentUser(c)
-	err := h.Dispatch.ChangePassword(c.Request.Context(), actor(c), u, c.PostForm("current_password"), c.PostForm("new_password"))
+	err := h.Dispatch.Access().ChangePassword(c.Request.Context(), actor(c), u, c.PostForm("current_password"), c.PostForm("new_password"))
 	if err != nil {
-		wait := models.RetryAfterSeconds(err)
+		wait := access.RetryAfterSeconds(err)
 		h.failOr(c, err, func(a answer) {
 			if wait > 0 {
 				// The current password went unchecked: Retry-After says when it will be.
@@ -43,7 +43,7 @@ func (h *Handlers) ChangePassword(c *gin.Context) {
 				a.Field = "current_password"
 			}
 			h.renderAccount(c, a.Status, false, a.errs())
-		}, saying(models.ErrThrottled, "users.me.throttled", "Seconds", wait))
+		}, saying(access.ErrThrottled, "users.me.throttled", "Seconds", wait))
 		return
 	}
 	if err := h.Sessions.Start(c, u); err != nil {
@@ -58,7 +58,7 @@ func (h *Handlers) ChangePassword(c *gin.Context) {
 // the sign-in page.
 func (h *Handlers) SignOutEverywhere(c *gin.Context) {
 	u := CurrentUser(c)
-	if err := h.Dispatch.SignOutEverywhere(c.Request.Context(), actor(c), u); err != nil {
+	if err := h.Dispatch.Access().SignOutEverywhere(c.Request.Context(), actor(c), u); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -75,7 +75,7 @@ func (h *Handlers) SignOutEverywhere(c *gin.Context) {
 func (h *Handlers) SetLanguage(c *gin.Context) {
 	u := CurrentUser(c)
 	lang := c.PostForm("language")
-	if err := h.Dispatch.SetUserLanguage(c.Request.Context(), actor(c), u, lang); err != nil {
+	if err := h.Dispatch.Access().SetUserLanguage(c.Request.Context(), actor(c), u, lang); err != nil {
 		if errs, ok := fieldErrors(c, err); ok {
 			h.renderAccount(c, http.StatusUnprocessableEntity, false, errs)
 			return

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -69,7 +70,7 @@ func (h *Handlers) DeleteSwap(c *gin.Context) {
 // reminderView gathers the duty reminder section.
 func (h *Handlers) reminderView(c *gin.Context, cfg *models.ReminderConfig, errs map[string]string) (views.ReminderView, error) {
 	ctx := c.Request.Context()
-	v := views.ReminderView{CanEdit: CurrentUser(c).Role.Allows(models.RoleOperator), Errors: errs}
+	v := views.ReminderView{CanEdit: CurrentUser(c).Role.Allows(access.RoleOperator), Errors: errs}
 	var err error
 	if cfg != nil {
 		v.Config = *cfg

@@ -7,9 +7,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/i18n"
 	"herald/kernel"
-	"herald/models"
 	"herald/views"
 )
 
@@ -19,7 +19,7 @@ func (h *Handlers) Users(c *gin.Context) {
 }
 
 func (h *Handlers) renderUsers(c *gin.Context, status int, f views.UserForm, errs map[string]string) {
-	list, err := h.Store.Users(c.Request.Context())
+	list, err := h.Store.Access().Users(c.Request.Context())
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -31,7 +31,7 @@ func (h *Handlers) renderUsers(c *gin.Context, status int, f views.UserForm, err
 // CreateUser adds a console user with an initial password.
 func (h *Handlers) CreateUser(c *gin.Context) {
 	f := views.UserForm{Username: c.PostForm("username"), Role: c.PostForm("role")}
-	u, err := h.Dispatch.CreateUser(c.Request.Context(), actor(c), f.Username, c.PostForm("password"), models.Role(f.Role))
+	u, err := h.Dispatch.Access().CreateUser(c.Request.Context(), actor(c), f.Username, c.PostForm("password"), access.Role(f.Role))
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderUsers(c, http.StatusUnprocessableEntity, f, errs)
 		return
@@ -47,13 +47,13 @@ func (h *Handlers) CreateUser(c *gin.Context) {
 // themselves: demoting or disabling oneself could leave no admin, and one's own
 // password is changed with the current one on /password. selfKey is the catalog
 // message that refuses the action on oneself.
-func (h *Handlers) targetUser(c *gin.Context, selfKey string) (*models.User, bool) {
+func (h *Handlers) targetUser(c *gin.Context, selfKey string) (*access.User, bool) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil {
 		ErrorPage(c, http.StatusNotFound, "error.no_user", "ID", c.Param("id"))
 		return nil, false
 	}
-	u, err := h.Store.UserByID(c.Request.Context(), id)
+	u, err := h.Store.Access().UserByID(c.Request.Context(), id)
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_user", "ID", c.Param("id")))
 		return nil, false
@@ -71,8 +71,8 @@ func (h *Handlers) SetUserRole(c *gin.Context) {
 	if !ok {
 		return
 	}
-	role := models.Role(c.PostForm("role"))
-	err := h.Dispatch.SetUserRole(c.Request.Context(), actor(c), u, role)
+	role := access.Role(c.PostForm("role"))
+	err := h.Dispatch.Access().SetUserRole(c.Request.Context(), actor(c), u, role)
 	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{},
@@ -93,7 +93,7 @@ func (h *Handlers) SetUserDisabled(c *gin.Context) {
 		return
 	}
 	disabled := c.PostForm("disabled") == "true"
-	if err := h.Dispatch.SetUserDisabled(c.Request.Context(), actor(c), u, disabled); err != nil {
+	if err := h.Dispatch.Access().SetUserDisabled(c.Request.Context(), actor(c), u, disabled); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -110,7 +110,7 @@ func (h *Handlers) ResetUserPassword(c *gin.Context) {
 	if !ok {
 		return
 	}
-	err := h.Dispatch.ResetPassword(c.Request.Context(), actor(c), u, c.PostForm("password"))
+	err := h.Dispatch.Access().ResetPassword(c.Request.Context(), actor(c), u, c.PostForm("password"))
 	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		h.renderUsers(c, http.StatusUnprocessableEntity, views.UserForm{},

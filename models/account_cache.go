@@ -65,7 +65,7 @@ func (c *AccountCache) get(ctx context.Context, key string, load func(context.Co
 
 // read loads an account and keeps it.
 func (c *AccountCache) read(ctx context.Context, key string, generation uint64, load func(context.Context) (*Account, error)) (*Account, error) {
-	readCtx, cancel := sharedRead(ctx)
+	readCtx, cancel := kernel.SharedRead(ctx)
 	defer cancel()
 	// The entry ages from before the read, so a slow read cannot stretch the time an
 	// edit made elsewhere waits.

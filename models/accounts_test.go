@@ -76,7 +76,7 @@ func sealUnbound(t *testing.T, plain []byte) string {
 func TestMigrateResealsUnboundRows(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opts := freshOptions(t)
+	opts := testenv.FreshOptions(t)
 	stores := make([]*models.Store, 4)
 	for i := range stores {
 		s, err := models.Open(opts)

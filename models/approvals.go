@@ -14,6 +14,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"herald/access"
 	"herald/audit"
 	"herald/internal/states"
 	"herald/kernel"
@@ -303,7 +304,7 @@ func (s *Store) PeopleOf(ctx context.Context, e *audit.Entry) ([]string, error) 
 		return []string{e.Actor}, nil
 	case "api_key":
 		var people []string
-		err := s.reader(ctx).Model(&APIKey{}).Where("name = ? AND created_by <> ''", strings.TrimPrefix(e.Actor, "apikey:")).
+		err := s.reader(ctx).Model(&access.APIKey{}).Where("name = ? AND created_by <> ''", strings.TrimPrefix(e.Actor, "apikey:")).
 			Distinct().Order("created_by").Pluck("created_by", &people).Error
 		if err != nil {
 			return nil, fmt.Errorf("models: people behind %s: %w", e.Actor, err)

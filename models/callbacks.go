@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"herald/access"
 	"herald/kernel"
 )
 
@@ -170,7 +171,7 @@ func reopen(tx *gorm.DB, id string) error {
 // compare-and-set on the key's row), so that one runner at a time delivers them and
 // events of one message keep their order. It reports false when another runner holds it.
 func (s *Store) LeaseCallbacks(ctx context.Context, keyID int64, now, until time.Time) (bool, error) {
-	res := s.k.Writer(ctx).Model(&APIKey{}).
+	res := s.k.Writer(ctx).Model(&access.APIKey{}).
 		Where("id = ? AND (callback_lease_until IS NULL OR callback_lease_until < ?)", keyID, now).
 		Update("callback_lease_until", until)
 	if res.Error != nil {
@@ -181,7 +182,7 @@ func (s *Store) LeaseCallbacks(ctx context.Context, keyID int64, now, until time
 
 // ReleaseCallbacks gives a lease back.
 func (s *Store) ReleaseCallbacks(ctx context.Context, keyID int64, until time.Time) error {
-	return s.k.Writer(ctx).Model(&APIKey{}).Where("id = ? AND callback_lease_until = ?", keyID, until).
+	return s.k.Writer(ctx).Model(&access.APIKey{}).Where("id = ? AND callback_lease_until = ?", keyID, until).
 		Update("callback_lease_until", nil).Error
 }
 

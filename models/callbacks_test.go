@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/access"
 	"herald/kernel"
 	"herald/models"
 )
@@ -18,8 +19,8 @@ func TestBatchCompletesOnceUnderConcurrentFinishes(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	key, _, err := f.store.CreateCallbackAPIKey(ctx, "crm", "send", "test", models.KeyLimits{},
-		&models.CallbackSetting{URL: "https://crm.example/events"})
+	key, _, err := f.store.Access().CreateCallbackAPIKey(ctx, "crm", "send", "test", access.KeyLimits{},
+		&access.CallbackSetting{URL: "https://crm.example/events"})
 	if err != nil {
 		t.Fatal(err)
 	}

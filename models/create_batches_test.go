@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"herald/audit"
+	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
 )
@@ -61,9 +62,9 @@ func (f *fixture) intakes(n, bad int, taken string) []models.NewBatch {
 // rowsOf counts the messages, batch rows and audit entries of an intake.
 func rowsOf(t *testing.T, s *models.Store, it models.NewBatch) [3]int {
 	t.Helper()
-	return [3]int{count(t, s, "SELECT COUNT(*) FROM messages WHERE batch_id = ?", it.Batch.ID),
-		count(t, s, "SELECT COUNT(*) FROM batches WHERE id = ?", it.Batch.ID),
-		count(t, s, "SELECT COUNT(*) FROM audit_log WHERE target_id = ?", it.Batch.ID)}
+	return [3]int{testenv.Count(t, s, "SELECT COUNT(*) FROM messages WHERE batch_id = ?", it.Batch.ID),
+		testenv.Count(t, s, "SELECT COUNT(*) FROM batches WHERE id = ?", it.Batch.ID),
+		testenv.Count(t, s, "SELECT COUNT(*) FROM audit_log WHERE target_id = ?", it.Batch.ID)}
 }
 
 // TestOneTripIsAllOrNothing: on MySQL, a script whose INSERT fails leaves none of its

@@ -49,7 +49,7 @@ func (s *Store) RotateDutyFeed(ctx context.Context, recipientID int64, by string
 		if err := tx.Where("recipient_id = ?", recipientID).Delete(&DutyFeed{}).Error; err != nil {
 			return fmt.Errorf("models: replace feed: %w", err)
 		}
-		return tx.Create(&DutyFeed{RecipientID: recipientID, TokenHash: hashKey(token), CreatedBy: by}).Error
+		return tx.Create(&DutyFeed{RecipientID: recipientID, TokenHash: kernel.HashToken(token), CreatedBy: by}).Error
 	})
 	if err != nil {
 		return "", err
@@ -86,7 +86,7 @@ func (s *Store) DutyFeeds(ctx context.Context) (map[int64]DutyFeed, error) {
 // ErrNotFound.
 func (s *Store) DutyFeedOwner(ctx context.Context, token string) (*Recipient, error) {
 	var f []DutyFeed
-	if err := s.reader(ctx).Where("token_hash = ?", hashKey(token)).Limit(1).Find(&f).Error; err != nil {
+	if err := s.reader(ctx).Where("token_hash = ?", kernel.HashToken(token)).Limit(1).Find(&f).Error; err != nil {
 		return nil, fmt.Errorf("models: feed: %w", err)
 	}
 	if len(f) == 0 {

@@ -701,7 +701,7 @@ func attemptRow(it Finish) Attempt {
 // claim's token; the messages it claimed are those for which Claimed(token) is true.
 func (s *Store) ClaimMany(ctx context.Context, ids []string, leaseUntil time.Time) (map[string]*Message, string, error) {
 	now := kernel.Now()
-	token := NewToken()[:claimTokenLen]
+	token := kernel.NewToken()[:claimTokenLen]
 	db := s.k.Writer(ctx)
 	err := db.Table(messagesByID(db)).
 		Where("id IN ? AND ((status IN ? AND next_attempt_at <= ?) OR (status = ? AND lease_until < ?))",

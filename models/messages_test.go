@@ -12,6 +12,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
 )
@@ -43,7 +44,7 @@ func TestCreateBatch(t *testing.T) {
 	if diff := gocmp.Diff([]int{1201, 1200, 1}, []int{got.Requested, got.Accepted, got.SkippedCount}); diff != "" {
 		t.Errorf("batch [requested accepted skipped] (-want +got):\n%s", diff)
 	}
-	if n := count(t, f.store, "SELECT COUNT(*) FROM messages WHERE batch_id = ?", b.ID); n != len(msgs) {
+	if n := testenv.Count(t, f.store, "SELECT COUNT(*) FROM messages WHERE batch_id = ?", b.ID); n != len(msgs) {
 		t.Errorf("batch has %d message rows, want %d", n, len(msgs))
 	}
 	last, err := f.store.MessageByID(ctx, msgs[len(msgs)-1].ID)
@@ -79,7 +80,7 @@ func TestCreateBatchIsAtomic(t *testing.T) {
 		t.Errorf("BatchByID after the failed CreateBatch: %v, want ErrNotFound", err)
 	}
 	for _, table := range []string{"batches", "messages"} {
-		if n := count(t, f.store, "SELECT COUNT(*) FROM "+table); n != 0 {
+		if n := testenv.Count(t, f.store, "SELECT COUNT(*) FROM "+table); n != 0 {
 			t.Errorf("%s holds %d rows after the failed CreateBatch, want 0", table, n)
 		}
 	}
@@ -307,7 +308,7 @@ func TestFinishAttempt(t *testing.T) {
 		if !errors.Is(err, kernel.ErrStateChanged) {
 			t.Errorf("FinishAttempt on a pending message: %v, want an error wrapping ErrStateChanged", err)
 		}
-		if n := count(t, f.store, "SELECT COUNT(*) FROM attempts WHERE message_id = ?", m.ID); n != 0 {
+		if n := testenv.Count(t, f.store, "SELECT COUNT(*) FROM attempts WHERE message_id = ?", m.ID); n != 0 {
 			t.Errorf("%d attempt rows written, want 0", n)
 		}
 		got, err := f.store.MessageByID(ctx, m.ID)

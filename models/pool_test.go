@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/internal/testenv"
 	"herald/models"
 )
 
@@ -20,7 +21,7 @@ import (
 // on SQLite (its writer) and two on MySQL. The bound is a hang detector, not a timing:
 // a round takes milliseconds.
 func TestTransactionsAndFirstQueriesNeverDeadlock(t *testing.T) {
-	opts := freshOptions(t)
+	opts := testenv.FreshOptions(t)
 	pool := 1
 	if opts.MySQLDSN != "" {
 		pool = 2

@@ -61,7 +61,7 @@ func TestCachedRecipientsSeeThisStoresChangesAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := testenv.Store(t)
-	s.UseRecipientClock(newStepClock().Now) // the clock never moves: no check comes due
+	s.UseRecipientClock(testenv.NewStepClock().Now) // the clock never moves: no check comes due
 	r := newPerson(t, s, "C1001", "Li Wei")
 	wantName(t, "created", s, r, "Li Wei")
 
@@ -89,8 +89,8 @@ func TestCachedRecipientsSeeThisStoresChangesAtOnce(t *testing.T) {
 func TestCachedRecipientsSeeOtherProcessesChangesWithinACheck(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	here, there := twoProcesses(t)
-	clock := newStepClock()
+	here, there := testenv.TwoProcesses(t)
+	clock := testenv.NewStepClock()
 	here.UseRecipientClock(clock.Now)
 
 	r := newPerson(t, there, "C2001", "Wang Fang")
@@ -133,7 +133,7 @@ func TestCachedRecipientsFillAfterManyMisses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := testenv.Store(t)
-	s.UseRecipientClock(newStepClock().Now) // the clock never moves: no entry expires
+	s.UseRecipientClock(testenv.NewStepClock().Now) // the clock never moves: no entry expires
 	people := make([]models.Recipient, models.FillAfterMisses+50)
 	for i := range people {
 		ext := fmt.Sprintf("F%04d", i)

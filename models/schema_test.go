@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"gorm.io/gorm/schema"
 
+	"herald/access"
 	"herald/audit"
 	"herald/internal/testenv"
 	"herald/kernel"
@@ -24,7 +25,7 @@ type tableColumns map[string][]string
 
 // gormModels is every model the store reads or writes through GORM.
 var gormModels = []any{
-	&models.User{}, &models.Session{}, &kernel.ThrottleWindow{}, &models.APIKey{},
+	&access.User{}, &access.Session{}, &kernel.ThrottleWindow{}, &access.APIKey{},
 	&models.Recipient{}, &models.DutySlot{}, &models.DutyOverride{}, &models.Holiday{},
 	&models.Template{}, &models.Account{}, &models.Batch{}, &models.Message{},
 	&models.Attempt{}, &audit.Entry{}, &models.IdempotencyKey{}, &models.MessageStat{},
@@ -80,7 +81,7 @@ func migratedSchema(t *testing.T, opts kernel.Options) (*models.Store, tableColu
 	out := tableColumns{}
 	switch s.Dialect() {
 	case migrations.SQLite:
-		tables := queryStrings(t, db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'goose_db_version'")
+		tables := testenv.QueryStrings(t, db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND name <> 'goose_db_version'")
 		for _, table := range tables {
 			rows, err := db.Query(fmt.Sprintf("PRAGMA table_info(%q)", table))
 			if err != nil {
@@ -127,27 +128,6 @@ func migratedSchema(t *testing.T, opts kernel.Options) (*models.Store, tableColu
 		}
 	}
 	return s, out
-}
-
-func queryStrings(t *testing.T, db *sql.DB, query string, args ...any) []string {
-	t.Helper()
-	rows, err := db.Query(query, args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // TestMigrationsMatchModels checks that the SQL migrations of both dialects create

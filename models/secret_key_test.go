@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"herald/access"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
@@ -35,15 +36,15 @@ func openWith(t *testing.T, opts kernel.Options, current, previous []byte) *mode
 func TestRotatedSecretKeyResealsAtStart(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opts := freshOptions(t)
+	opts := testenv.FreshOptions(t)
 	old := openWith(t, opts, testenv.SecretKey, nil)
 	a := &models.Account{Name: "ty-rotated", Platform: "tianyuan", Enabled: true,
 		Config: map[string]string{"base_url": "https://im.example.com", "token": "rotated-token"}}
 	if err := old.CreateAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	key, _, err := old.CreateCallbackAPIKey(ctx, "erp", models.ScopeSend, "admin", models.KeyLimits{},
-		&models.CallbackSetting{URL: "https://erp.example.com/hook", Secret: "callback-secret-0123456789"})
+	key, _, err := old.Access().CreateCallbackAPIKey(ctx, "erp", access.ScopeSend, "admin", access.KeyLimits{},
+		&access.CallbackSetting{URL: "https://erp.example.com/hook", Secret: "callback-secret-0123456789"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestRotatedSecretKeyResealsAtStart(t *testing.T) {
 		if err != nil || got.Config["token"] != "rotated-token" {
 			t.Fatalf("account after the rotation: %v, %v", got, err)
 		}
-		target, err := s.CallbackTargetOf(ctx, key.ID)
+		target, err := s.Access().CallbackTargetOf(ctx, key.ID)
 		if err != nil || target.Secret != "callback-secret-0123456789" {
 			t.Fatalf("callback after the rotation: %v, %v", target, err)
 		}
@@ -85,7 +86,7 @@ func TestRotatedSecretKeyResealsAtStart(t *testing.T) {
 func TestUnreadableAccount(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opts := freshOptions(t)
+	opts := testenv.FreshOptions(t)
 	old := openWith(t, opts, testenv.SecretKey, nil)
 	for _, name := range []string{"ty-lost", "ty-lost-too"} {
 		a := &models.Account{Name: name, Platform: "tianyuan", Enabled: true,

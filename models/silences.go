@@ -412,7 +412,7 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		// the same moment; claim_token means nothing outside sending.
 		// The lease is left as it was, and the token has a claim's length: the claim that
 		// follows the release then updates the row in place (unclaimed).
-		token := NewToken()[:claimTokenLen]
+		token := kernel.NewToken()[:claimTokenLen]
 		res := tx.Model(&Message{}).Where("id IN ? AND status IN ? AND next_attempt_at <= ?", ids, delivery.Holdable, dueBy.UTC()).
 			Updates(map[string]any{"status": StatusHeld, "next_attempt_at": nil, "claim_token": token,
 				"task_id": "", "updated_at": now})

@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"herald/access"
 	"herald/audit"
 	"herald/kernel"
 	"herald/migrations"
@@ -17,8 +18,8 @@ import (
 type Store struct {
 	// k is the database: its connections, transactions and sealer.
 	k *kernel.DB
-	// apiKeyCaches are the caches made on this store, for RevokeAPIKey to clear.
-	apiKeyCaches *apiKeyCacheList
+	// access is the access domain's store: users, sessions, API keys.
+	access *access.Store
 	// people caches the intake's lookups of recipients.
 	people *recipientCache
 	// oneTrip, on MySQL, is the pool that takes a shared intake transaction as one
@@ -32,7 +33,7 @@ func Open(opts kernel.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{k: k, people: newRecipientCache(kernel.Now), apiKeyCaches: &apiKeyCacheList{}}
+	s := &Store{k: k, people: newRecipientCache(kernel.Now), access: access.NewStore(k)}
 	if cfg := k.MySQLConfig(); cfg != nil {
 		if s.oneTrip, err = openOneTrip(cfg); err != nil {
 			k.Close()
@@ -65,7 +66,7 @@ func (s *Store) MigrateUp(ctx context.Context) (applied int, fresh bool, err err
 	if _, err := s.resealAccounts(ctx); err != nil {
 		return applied, false, err
 	}
-	if err := s.resealCallbackSecrets(ctx); err != nil {
+	if err := s.Access().ResealCallbackSecrets(ctx); err != nil {
 		return applied, false, err
 	}
 	return applied, before == 0, nil
@@ -104,8 +105,12 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 func (s *Store) On(tx *kernel.DB) *Store {
 	bound := *s
 	bound.k, bound.oneTrip = tx, nil
+	bound.access = s.access.On(tx)
 	return &bound
 }
+
+// Access is the access domain's store on the store's database: users, sessions, API keys.
+func (s *Store) Access() *access.Store { return s.access }
 
 // DB is the database the store reads and writes.
 func (s *Store) DB() *kernel.DB { return s.k }

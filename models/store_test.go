@@ -9,34 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/access"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
 )
-
-// freshOptions returns options for a new, empty database (MySQL when configured,
-// SQLite in a temporary directory otherwise), so a test can open several stores on it.
-func freshOptions(t *testing.T) kernel.Options {
-	t.Helper()
-	return kernel.Options{MySQLDSN: testenv.MySQLDSN(t), DataDir: t.TempDir(), SecretKey: testenv.SecretKey}
-}
-
-// twoProcesses opens two stores on one fresh, migrated database, as two processes have.
-func twoProcesses(t *testing.T) (here, there *models.Store) {
-	t.Helper()
-	opts := freshOptions(t)
-	for _, s := range []**models.Store{&here, &there} {
-		var err error
-		if *s, err = models.Open(opts); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { (*s).Close() })
-	}
-	if _, err := here.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return here, there
-}
 
 // fixture is a migrated store with one recipient and one account to hang messages on.
 type fixture struct {
@@ -92,20 +69,10 @@ func (f *fixture) createMessages(t *testing.T, msgs ...models.Message) string {
 	return b.ID
 }
 
-// count runs a COUNT(*) query.
-func count(t *testing.T, s *models.Store, query string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := s.SQL().QueryRow(query, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
 func TestAccountConfigSealedAtRest(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	opts := freshOptions(t)
+	opts := testenv.FreshOptions(t)
 	s, err := models.Open(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -196,7 +163,7 @@ func TestStoreComparesInstantsNotZones(t *testing.T) {
 	later := f.message("", models.StatusPending, now.Add(3*time.Hour))
 	f.createMessages(t, due, later)
 	// A wrong guess opens this minute's throttle windows for the username and the address.
-	if _, err := f.store.Authenticate(ctx, "alice", "wrong-password", "10.0.0.1"); !errors.Is(err, models.ErrBadCredentials) {
+	if _, err := f.store.Access().Authenticate(ctx, "alice", "wrong-password", "10.0.0.1"); !errors.Is(err, access.ErrBadCredentials) {
 		t.Fatalf("Authenticate of an unknown user: %v, want ErrBadCredentials", err)
 	}
 
@@ -209,7 +176,7 @@ func TestStoreComparesInstantsNotZones(t *testing.T) {
 			if err := f.store.DB().DeleteThrottleWindowsBefore(ctx, now.Add(-time.Hour).In(loc)); err != nil {
 				t.Fatal(err)
 			}
-			if n := count(t, f.store, "SELECT COUNT(*) FROM throttle_windows"); n != 2 {
+			if n := testenv.Count(t, f.store, "SELECT COUNT(*) FROM throttle_windows"); n != 2 {
 				t.Errorf("throttle windows left after pruning those older than an hour ago in %s: %d, want the current 2", zone, n)
 			}
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"herald/access"
 	"herald/channels"
 	"herald/kernel"
 	"herald/models"
@@ -197,7 +198,7 @@ func (c *Callbacks) Deliver(ctx context.Context, keyID int64) error {
 			c.Log.Warn("tasks: release callbacks", "api_key_id", keyID, "error", err)
 		}
 	}()
-	target, err := c.Store.CallbackTargetOf(ctx, keyID)
+	target, err := c.Store.Access().CallbackTargetOf(ctx, keyID)
 	if errors.Is(err, kernel.ErrNotFound) {
 		// The key's callback was removed: its events wait, failed, for an operator to
 		// set one and send them again.
@@ -232,7 +233,7 @@ func (c *Callbacks) Deliver(ctx context.Context, keyID int64) error {
 // event of its batch went out. An event waits while an earlier event of its message (or,
 // for batch.completed, of its batch) is not due or failed. stop says the receiver seems
 // down.
-func (c *Callbacks) pass(ctx context.Context, client *http.Client, target *models.CallbackTarget, events []models.EventDelivery) ([]models.EventResult, bool) {
+func (c *Callbacks) pass(ctx context.Context, client *http.Client, target *access.CallbackTarget, events []models.EventDelivery) ([]models.EventResult, bool) {
 	now := c.now()
 	heldMsg, heldBatch := map[string]bool{}, map[string]bool{}
 	var order []string
@@ -324,7 +325,7 @@ func (c *Callbacks) pass(ctx context.Context, client *http.Client, target *model
 }
 
 // post delivers one event.
-func (c *Callbacks) post(ctx context.Context, client *http.Client, target *models.CallbackTarget, e models.EventDelivery) error {
+func (c *Callbacks) post(ctx context.Context, client *http.Client, target *access.CallbackTarget, e models.EventDelivery) error {
 	header := http.Header{"X-Herald-Event-Id": {e.EventID}, "User-Agent": {"Herald"}}
 	return channels.PostSigned(ctx, client, target.URL, target.Secret, header, EventBody(e), c.now())
 }

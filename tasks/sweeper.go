@@ -498,7 +498,7 @@ func (s *Sweeper) activeSends() ([]activeSend, error) {
 // past their expiry. Failures are logged, not returned:
 // they must not hold up the sweep.
 func (s *Sweeper) housekeeping(ctx context.Context) {
-	if err := s.store.DeleteExpiredSessions(ctx); err != nil {
+	if err := s.store.Access().DeleteExpiredSessions(ctx); err != nil {
 		s.log.Warn("sweeper: prune sessions", "error", err)
 	}
 	if _, err := s.store.DeleteExpiredIdempotencyKeys(ctx); err != nil {

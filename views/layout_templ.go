@@ -9,8 +9,8 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
+	"herald/access"
 	"herald/i18n"
-	"herald/models"
 	"herald/static"
 )
 
@@ -57,8 +57,8 @@ const htmxConfig = `{"allowEval":false,"includeIndicatorStyles":false,` +
 	`"responseHandling":[{"code":"204","swap":false},{"code":"[23]..","swap":true},{"code":"422","swap":true},{"code":"[45]..","swap":false,"error":true}]}`
 
 // can reports whether the page's user has at least the given role.
-// It asks models.Role, the one place the role order is defined.
-func (p Page) can(role string) bool { return models.Role(p.Role).Allows(models.Role(role)) }
+// It asks access.Role, the one place the role order is defined.
+func (p Page) can(role string) bool { return access.Role(p.Role).Allows(access.Role(role)) }
 
 func navClass(p Page, key string) string {
 	if p.Active == key {

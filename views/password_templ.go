@@ -9,8 +9,8 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
+	"herald/access"
 	"herald/i18n"
-	"herald/models"
 )
 
 // Account is the signed-in user's own page: the change-password form, the console
@@ -18,13 +18,13 @@ import (
 type Account struct {
 	// Changed says the password was just changed.
 	Changed  bool
-	Sessions []models.Session
+	Sessions []access.Session
 	// CurrentSession is the ID of the session this page is shown in.
 	CurrentSession string
 }
 
 // sessionKind marks the row of the session the page is shown in, for tests and styles.
-func sessionKind(s models.Session, current string) string {
+func sessionKind(s access.Session, current string) string {
 	if s.ID == current {
 		return "current"
 	}
@@ -221,7 +221,7 @@ func PasswordPage(p Page, v Account, errs map[string]string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var13 string
-			templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "users.me.new_password_hint", "Min", models.MinPasswordLen))
+			templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "users.me.new_password_hint", "Min", access.MinPasswordLen))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/password.templ`, Line: 45, Col: 163}
 			}
@@ -234,7 +234,7 @@ func PasswordPage(p Page, v Account, errs map[string]string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var14 string
-			templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(models.MinPasswordLen))
+			templ_7745c5c3_Var14, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(access.MinPasswordLen))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/password.templ`, Line: 46, Col: 141}
 			}

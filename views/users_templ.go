@@ -10,8 +10,8 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import (
 	"fmt"
+	"herald/access"
 	"herald/i18n"
-	"herald/models"
 	"strings"
 	"time"
 )
@@ -23,7 +23,7 @@ type UserForm struct {
 
 // Users is the user administration page.
 type Users struct {
-	List   []models.User
+	List   []access.User
 	Self   int64
 	Form   UserForm
 	Notice string
@@ -537,7 +537,7 @@ func UsersPage(p Page, v Users, errs map[string]string) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var32 string
-					templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(models.MinPasswordLen))
+					templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(access.MinPasswordLen))
 					if templ_7745c5c3_Err != nil {
 						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/users.templ`, Line: 95, Col: 178}
 					}
@@ -779,7 +779,7 @@ func UsersPage(p Page, v Users, errs map[string]string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var48 string
-			templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "users.initial_password_hint", "Min", models.MinPasswordLen))
+			templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "users.initial_password_hint", "Min", access.MinPasswordLen))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/users.templ`, Line: 124, Col: 161}
 			}
@@ -792,7 +792,7 @@ func UsersPage(p Page, v Users, errs map[string]string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var49 string
-			templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(models.MinPasswordLen))
+			templ_7745c5c3_Var49, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(access.MinPasswordLen))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/users.templ`, Line: 125, Col: 105}
 			}
@@ -857,11 +857,11 @@ type APIKeyForm struct {
 }
 
 // keyLastDay is the last day a key with an expiry works.
-func keyLastDay(k models.APIKey) time.Time { return k.ExpiresAt.Add(-time.Nanosecond) }
+func keyLastDay(k access.APIKey) time.Time { return k.ExpiresAt.Add(-time.Nanosecond) }
 
 // APIKeys is the API key administration page.
 type APIKeys struct {
-	List   []models.APIKey
+	List   []access.APIKey
 	Form   APIKeyForm
 	Notice string
 }
@@ -1524,7 +1524,7 @@ func APIKeysPage(p Page, v APIKeys, errs map[string]string) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			for _, s := range models.Scopes {
+			for _, s := range access.Scopes {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 137, "<label class=\"check\"><input type=\"checkbox\" name=\"scopes\" value=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -1749,7 +1749,7 @@ func APIKeysPage(p Page, v APIKeys, errs map[string]string) templ.Component {
 }
 
 // APIKeyCreatedPage shows a new key's secret, the only time it is ever shown.
-func APIKeyCreatedPage(p Page, k *models.APIKey, secret string) templ.Component {
+func APIKeyCreatedPage(p Page, k *access.APIKey, secret string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

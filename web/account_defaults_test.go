@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/access"
 	"herald/models"
 )
 
@@ -34,7 +35,7 @@ func TestNewAccountsStartFromPlatformLimits(t *testing.T) {
 	wantContains(t, "an existing account's fields", body, `name="config.corp_id"`)
 	wantNotContains(t, "an existing account's fields", body, "hx-swap-oob")
 
-	_, secret, err := c.store.CreateAPIKey(ctx, "setup", models.ScopeAdmin, adminUser)
+	_, secret, err := c.store.Access().CreateAPIKey(ctx, "setup", access.ScopeAdmin, adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestLimitsAboveDocumentedNeedConfirmation(t *testing.T) {
 	c := newConsole(t)
 	ctx := t.Context()
 	admin := c.as(adminUser)
-	_, secret, err := c.store.CreateAPIKey(ctx, "setup", models.ScopeAdmin, adminUser)
+	_, secret, err := c.store.Access().CreateAPIKey(ctx, "setup", access.ScopeAdmin, adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -375,7 +375,7 @@ func TestKeptSecretNeverReachesANewAddress(t *testing.T) {
 	wantFieldError(t, body, "config.token", "re-enter the token for the new address")
 
 	// The API: the token sent back masked, or left out; a new path counts as a new address.
-	_, key, err := c.store.CreateAPIKey(ctx, "provisioning", "admin", adminUser)
+	_, key, err := c.store.Access().CreateAPIKey(ctx, "provisioning", "admin", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func TestKeySeesAndRecallsItsAlertStepNotices(t *testing.T) {
 	c.ackAlert("E2002") // links and the policy (its step calls E1001)
 	keys := map[string]string{}
 	for _, name := range []string{"crm", "erp"} {
-		_, secret, err := c.store.CreateAPIKey(ctx, name, "send,read", adminUser)
+		_, secret, err := c.store.Access().CreateAPIKey(ctx, name, "send,read", adminUser)
 		if err != nil {
 			t.Fatal(err)
 		}

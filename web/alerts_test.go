@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/access"
 	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
@@ -26,7 +27,7 @@ func TestAlertsAPI(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	ctx := context.Background()
-	_, secret, err := c.store.CreateAPIKey(ctx, "alerts", models.ScopeAdmin, adminUser)
+	_, secret, err := c.store.Access().CreateAPIKey(ctx, "alerts", access.ScopeAdmin, adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,8 +213,8 @@ func TestAlertsAPIScope(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
 	keys := map[string]string{}
-	for name, scopes := range map[string]string{"crm": "send,read", "erp": "send,read", "ops": models.ScopeAdmin} {
-		_, secret, err := c.store.CreateAPIKey(ctx, name, scopes, adminUser)
+	for name, scopes := range map[string]string{"crm": "send,read", "erp": "send,read", "ops": access.ScopeAdmin} {
+		_, secret, err := c.store.Access().CreateAPIKey(ctx, name, scopes, adminUser)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -304,14 +305,14 @@ func TestAlertThatNobodyAnswered(t *testing.T) {
 	if got := c.alert(a.ID); got.State != models.AlertExhausted {
 		t.Fatalf("alert is %s after every step, want exhausted", got.State)
 	}
-	_, secret, err := c.store.CreateAPIKey(ctx, "ended", "send,read", adminUser)
+	_, secret, err := c.store.Access().CreateAPIKey(ctx, "ended", "send,read", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp, body := c.as("").do("POST", fmt.Sprintf("/api/v1/alerts/%d/ack", a.ID), "application/json", strings.NewReader(`{"by":"E2001"}`),
 		map[string]string{"Authorization": "Bearer " + secret})
 	wantStatus(t, "API ack", resp, body, http.StatusNotFound) // a send key reaches its own alerts only
-	_, secret, err = c.store.CreateAPIKey(ctx, "ended-admin", models.ScopeAdmin, adminUser)
+	_, secret, err = c.store.Access().CreateAPIKey(ctx, "ended-admin", access.ScopeAdmin, adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

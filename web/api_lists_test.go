@@ -44,7 +44,7 @@ func apiSend(t *testing.T, c *console, key string, people ...string) (string, []
 // newKey makes an API key with scopes and returns its secret.
 func newKey(t *testing.T, c *console, name, scopes string) string {
 	t.Helper()
-	_, secret, err := c.store.CreateAPIKey(t.Context(), name, scopes, adminUser)
+	_, secret, err := c.store.Access().CreateAPIKey(t.Context(), name, scopes, adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

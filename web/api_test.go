@@ -283,7 +283,7 @@ func TestSendAPIIdempotency(t *testing.T) {
 		t.Errorf("different body: %d %s, want 422 naming idempotency_key", status, mismatch["_raw"])
 	}
 	// A request still in flight: claim a key as another request would, then collide.
-	k, _ := c.store.AuthenticateAPIKey(context.Background(), api.key)
+	k, _ := c.store.Access().AuthenticateAPIKey(context.Background(), api.key)
 	if _, err := c.store.BeginIdempotent(context.Background(), k.ID, "order-43", "somehash"); err != nil {
 		t.Fatal(err)
 	}
@@ -326,8 +326,8 @@ func TestAPIAuthAndScopes(t *testing.T) {
 			}
 		})
 	}
-	k, _ := c.store.AuthenticateAPIKey(context.Background(), reader.key)
-	if err := c.store.RevokeAPIKey(context.Background(), k.ID); err != nil {
+	k, _ := c.store.Access().AuthenticateAPIKey(context.Background(), reader.key)
+	if err := c.store.Access().RevokeAPIKey(context.Background(), k.ID); err != nil {
 		t.Fatal(err)
 	}
 	if status, _, _ := reader.call("GET", "/api/v1/batches/none", ""); status != 401 {

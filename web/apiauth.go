@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/audit"
 	"herald/handlers"
 	"herald/i18n"
@@ -19,11 +20,11 @@ import (
 )
 
 // apiAuth authenticates `Authorization: Bearer <api key>` and requires a scope. Keys
-// come from a cache that trusts a key for at most models.APIKeyCacheTTL, so a busy
+// come from a cache that trusts a key for at most access.APIKeyCacheTTL, so a busy
 // API does not read the database on every request.
 type apiAuth struct {
 	store *models.Store
-	keys  *models.APIKeyCache
+	keys  *access.APIKeyCache
 	log   *slog.Logger
 
 	mu       sync.Mutex
@@ -34,7 +35,7 @@ type apiAuth struct {
 const touchEvery = time.Minute
 
 func newAPIAuth(store *models.Store, log *slog.Logger) *apiAuth {
-	return &apiAuth{store: store, keys: store.NewAPIKeyCache(time.Now), log: log, lastUsed: map[int64]time.Time{}}
+	return &apiAuth{store: store, keys: store.Access().NewAPIKeyCache(time.Now), log: log, lastUsed: map[int64]time.Time{}}
 }
 
 // require returns middleware that lets through keys with the scope (admin has all).
@@ -55,7 +56,7 @@ func (a *apiAuth) require(scope string) gin.HandlerFunc {
 	}
 }
 
-func (a *apiAuth) authenticate(c *gin.Context) (*models.APIKey, bool) {
+func (a *apiAuth) authenticate(c *gin.Context) (*access.APIKey, bool) {
 	secret, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
 	secret = strings.TrimSpace(secret)
 	if !ok || secret == "" {
@@ -66,7 +67,7 @@ func (a *apiAuth) authenticate(c *gin.Context) (*models.APIKey, bool) {
 	}
 	k, err := a.keys.Authenticate(c.Request.Context(), secret)
 	if errors.Is(err, kernel.ErrNotFound) {
-		a.auditFailure(c, models.APIKeyPrefix(secret), "unknown or revoked API key")
+		a.auditFailure(c, access.APIKeyPrefix(secret), "unknown or revoked API key")
 		c.Header("WWW-Authenticate", `Bearer realm="herald", error="invalid_token"`)
 		handlers.APIError(c, http.StatusUnauthorized, "unauthorized", i18n.T(c.Request.Context(), "api.unknown_key"), "")
 		return nil, false
@@ -112,7 +113,7 @@ func (a *apiAuth) touch(id int64) {
 	if due {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := a.store.TouchAPIKey(ctx, id); err != nil {
+		if err := a.store.Access().TouchAPIKey(ctx, id); err != nil {
 			a.log.Warn("record api key use", "error", err)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"herald/access"
 	"herald/kernel"
-	"herald/models"
 )
 
 // The API keeps keys it authenticated for up to a second; a key revoked in the console
@@ -23,7 +23,7 @@ func TestAPIRefusesRevokedKeys(t *testing.T) {
 		return resp.StatusCode
 	}
 
-	here, hereSecret, err := c.store.CreateAPIKey(ctx, "erp", models.ScopeRead, adminUser)
+	here, hereSecret, err := c.store.Access().CreateAPIKey(ctx, "erp", access.ScopeRead, adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestAPIRefusesRevokedKeys(t *testing.T) {
 		t.Errorf("a key revoked in the console: %d, want 401 at once", status)
 	}
 
-	there, thereSecret, err := c.store.CreateAPIKey(ctx, "crm", models.ScopeRead, adminUser)
+	there, thereSecret, err := c.store.Access().CreateAPIKey(ctx, "crm", access.ScopeRead, adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,13 +49,13 @@ func TestAPIRefusesRevokedKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	for call(thereSecret) != http.StatusUnauthorized {
-		if time.Since(revokedAt) > 3*models.APIKeyCacheTTL {
+		if time.Since(revokedAt) > 3*access.APIKeyCacheTTL {
 			t.Fatalf("a key revoked elsewhere is still accepted %s later, want 401 within %s",
-				time.Since(revokedAt).Round(time.Millisecond), models.APIKeyCacheTTL)
+				time.Since(revokedAt).Round(time.Millisecond), access.APIKeyCacheTTL)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if took := time.Since(revokedAt); took > models.APIKeyCacheTTL+500*time.Millisecond {
-		t.Errorf("a key revoked elsewhere was refused after %s, want within %s", took.Round(time.Millisecond), models.APIKeyCacheTTL)
+	if took := time.Since(revokedAt); took > access.APIKeyCacheTTL+500*time.Millisecond {
+		t.Errorf("a key revoked elsewhere was refused after %s, want within %s", took.Round(time.Millisecond), access.APIKeyCacheTTL)
 	}
 }

@@ -24,13 +24,13 @@ func TestAPIKeyFormLimits(t *testing.T) {
 		wantFieldError(t, body, bad.field, bad.message)
 		wantContains(t, "form keeps input", body, `value="`+bad.value+`"`)
 	}
-	if keys, err := c.store.APIKeys(context.Background()); err != nil || len(keys) != 0 {
+	if keys, err := c.store.Access().APIKeys(context.Background()); err != nil || len(keys) != 0 {
 		t.Fatalf("refused forms created keys: %v %v", keys, err)
 	}
 	resp, body := admin.post("/api-keys", url.Values{"name": {"capped"}, "scopes": {"send"},
 		"max_recipients_per_request": {"50"}, "expires": {"2099-06-30"}})
 	wantStatus(t, "create", resp, body, http.StatusCreated)
-	keys, err := c.store.APIKeys(context.Background())
+	keys, err := c.store.Access().APIKeys(context.Background())
 	if err != nil || len(keys) != 1 || keys[0].MaxRecipientsPerRequest != 50 || keys[0].ExpiresAt == nil ||
 		keys[0].Expired(time.Date(2099, 6, 30, 12, 0, 0, 0, time.UTC)) || !keys[0].Expired(time.Date(2099, 7, 2, 0, 0, 0, 0, time.UTC)) {
 		t.Fatalf("stored %+v, %v; want a cap of 50, working through 2099-06-30", keys, err)

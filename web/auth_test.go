@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"herald/access"
 	"herald/audit"
 	"herald/kernel"
-	"herald/models"
 	"herald/web"
 )
 
@@ -68,10 +68,10 @@ func TestParallelWrongPasswordsStopAtTheAddressLimit(t *testing.T) {
 	// Every wrong password that reached the check is audited as a failed sign-in: that
 	// many bcrypt comparisons ran.
 	checked := c.auditCount("user.login_failed")
-	if got[http.StatusUnauthorized] != checked || checked < 1 || checked > models.GuessesPerIP ||
+	if got[http.StatusUnauthorized] != checked || checked < 1 || checked > access.GuessesPerIP ||
 		got[http.StatusUnauthorized]+got[http.StatusTooManyRequests] != parallel {
 		t.Fatalf("%d parallel wrong passwords: answers %v, %d failed sign-ins audited; want at most %d checked (401), the rest refused (429)",
-			parallel, got, checked, models.GuessesPerIP)
+			parallel, got, checked, access.GuessesPerIP)
 	}
 	a := c.lastAudit("user.login_failed")
 	if !strings.HasPrefix(a.Actor, viewerUser) || a.IP != "127.0.0.1" || !strings.Contains(a.Detail, "401") {
@@ -80,7 +80,7 @@ func TestParallelWrongPasswordsStopAtTheAddressLimit(t *testing.T) {
 	if a := c.lastAudit("user.login_throttled"); !strings.HasPrefix(a.Actor, viewerUser) || !strings.Contains(a.Detail, "429") {
 		t.Errorf("refused sign-in audited as %+v", a)
 	}
-	if n := c.auditCount("user.login_throttled"); n > 2*(parallel-models.GuessesPerIP) {
+	if n := c.auditCount("user.login_throttled"); n > 2*(parallel-access.GuessesPerIP) {
 		t.Errorf("%d refused sign-ins audited, want one a minute per name", n)
 	}
 	resp, body := c.login("").post("/login", url.Values{"username": {viewerUser}, "password": {testPassword}})
@@ -101,7 +101,7 @@ func TestWrongGuessesDoNotLockTheUserOut(t *testing.T) {
 		return strings.NewReader(url.Values{"username": {adminUser}, "password": {password}}.Encode())
 	}
 	const formType = "application/x-www-form-urlencoded"
-	for i := range models.GuessesPerUser + 1 {
+	for i := range access.GuessesPerUser + 1 {
 		resp, body := c.login("").do("POST", "/login", formType, form("wrong-password"), from(fmt.Sprintf("198.51.100.%d", i)))
 		wantStatus(t, fmt.Sprintf("wrong guess %d", i+1), resp, body, http.StatusUnauthorized)
 	}
@@ -174,9 +174,9 @@ func TestCurrentPasswordChecksAreThrottled(t *testing.T) {
 	})
 	// The address's limit counts the sign-in of c.as too.
 	if got[http.StatusUnprocessableEntity] != c.auditCount("user.password_change_failed") ||
-		got[http.StatusUnprocessableEntity] > models.GuessesPerIP || got[http.StatusTooManyRequests] < parallel-models.GuessesPerIP {
+		got[http.StatusUnprocessableEntity] > access.GuessesPerIP || got[http.StatusTooManyRequests] < parallel-access.GuessesPerIP {
 		t.Fatalf("%d wrong current passwords: answers %v, want at most %d checked (422, audited), the rest refused (429)",
-			parallel, got, models.GuessesPerIP)
+			parallel, got, access.GuessesPerIP)
 	}
 	var resp *http.Response
 	var body string
@@ -195,8 +195,8 @@ func TestCurrentPasswordChecksAreThrottled(t *testing.T) {
 	// password passes.
 	deadline := time.Now().Add(70 * time.Second)
 	for {
-		_, err := c.store.Authenticate(context.Background(), operatorUser, testPassword, "10.9.9.9")
-		if !errors.Is(err, models.ErrThrottled) || time.Now().After(deadline) {
+		_, err := c.store.Access().Authenticate(context.Background(), operatorUser, testPassword, "10.9.9.9")
+		if !errors.Is(err, access.ErrThrottled) || time.Now().After(deadline) {
 			if err != nil {
 				t.Errorf("sign-in from another address after the wrong current passwords: %v", err)
 			}
@@ -256,7 +256,7 @@ func TestSessionsPage(t *testing.T) {
 	t.Run("an idle session ends", func(t *testing.T) {
 		idle := c.login(operatorUser)
 		// The session the client holds is the newest one of the user.
-		list, err := c.store.UserSessions(ctx, u.ID, time.Hour)
+		list, err := c.store.Access().UserSessions(ctx, u.ID, time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -288,7 +288,7 @@ func TestSessionsPage(t *testing.T) {
 				t.Errorf("%s after signing out everywhere: %d, want 303 to /login", name, resp.StatusCode)
 			}
 		}
-		if n, _ := c.store.SessionCount(ctx, u.ID); n != 0 {
+		if n, _ := c.store.Access().SessionCount(ctx, u.ID); n != 0 {
 			t.Errorf("%d sessions left", n)
 		}
 		if a := c.lastAudit("user.logout_everywhere"); a.Actor != operatorUser {

@@ -122,7 +122,7 @@ func TestImportTakesALargeFile(t *testing.T) {
 func TestAPIBodyLimit(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
-	_, key, err := c.store.CreateAPIKey(t.Context(), "limit-test", "send", adminUser)
+	_, key, err := c.store.Access().CreateAPIKey(t.Context(), "limit-test", "send", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

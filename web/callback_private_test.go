@@ -14,7 +14,7 @@ import (
 func TestCallbackPrivateAddressNamesTheKeysCheckbox(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
-	key, _, err := c.store.CreateAPIKey(t.Context(), "crm", "send", adminUser)
+	key, _, err := c.store.Access().CreateAPIKey(t.Context(), "crm", "send", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

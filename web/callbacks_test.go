@@ -20,7 +20,7 @@ func TestKeyCallbackPage(t *testing.T) {
 	c := newConsole(t)
 	ctx := t.Context()
 	admin := c.as(adminUser)
-	key, _, err := c.store.CreateAPIKey(ctx, "crm", "send", adminUser)
+	key, _, err := c.store.Access().CreateAPIKey(ctx, "crm", "send", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestKeyCallbackPage(t *testing.T) {
 	resp, body = admin.post(base, url.Values{"url": {"http://10.1.2.3/events"}, "allow_private_network": {"true"}, "secret": {"too-short"}})
 	wantStatus(t, "short secret", resp, body, http.StatusUnprocessableEntity)
 	wantFieldError(t, body, "secret", "must be 16–200 characters")
-	if k, _ := c.store.APIKeyByID(ctx, key.ID); k.CallbackURL != "" {
+	if k, _ := c.store.Access().APIKeyByID(ctx, key.ID); k.CallbackURL != "" {
 		t.Fatalf("a refused callback was stored: %q", k.CallbackURL)
 	}
 
@@ -109,7 +109,7 @@ func TestKeyCallbackPage(t *testing.T) {
 	// Removing the callback keeps the events listed.
 	resp, body = admin.post(base, url.Values{"url": {""}})
 	wantRedirect(t, "remove", resp, body, base)
-	if k, _ := c.store.APIKeyByID(ctx, key.ID); k.CallbackURL != "" || k.CallbackSecretEnc != nil {
+	if k, _ := c.store.Access().APIKeyByID(ctx, key.ID); k.CallbackURL != "" || k.CallbackSecretEnc != nil {
 		t.Errorf("callback not removed: %+v", k)
 	}
 	if e := c.lastAudit("apikey.callback.remove"); e.TargetID != "crm" {

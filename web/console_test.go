@@ -22,6 +22,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"herald/access"
 	"herald/audit"
 	"herald/channels"
 	sandboxsender "herald/channels/sandbox"
@@ -40,7 +41,7 @@ import (
 // TestMain makes password hashing cheap: the tests sign in hundreds of times (models'
 // own tests check the real cost). The browser tests share one Chromium, closed at the end.
 func TestMain(m *testing.M) {
-	models.UseCheapPasswordHashes()
+	access.UseCheapPasswordHashes()
 	code := m.Run()
 	testenv.CloseChrome()
 	os.Exit(code)
@@ -66,7 +67,7 @@ type console struct {
 	sandbox *simulator.Simulator
 	engine  *gin.Engine
 	loc     *time.Location
-	users   map[string]*models.User
+	users   map[string]*access.User
 	logs    *testenv.SyncBuffer
 	// accounts is the dispatcher's account cache, for tests that change an account
 	// behind it.
@@ -107,7 +108,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	srv := httptest.NewUnstartedServer(nil)
 	url := "http://" + srv.Listener.Addr().String()
 	c := &console{t: t, url: url, store: store, sandbox: sandbox, loc: loc, logs: logs,
-		users: map[string]*models.User{}, clients: map[string]*client{},
+		users: map[string]*access.User{}, clients: map[string]*client{},
 		accounts: store.NewAccountCache(5 * time.Second),
 		ackLinks: dispatch.NewAckLinks(url, []byte("ack-test-secret-key-0123456789abcdef"), nil)}
 	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: enq, Log: log, Location: loc, Stats: stats,
@@ -164,18 +165,18 @@ type client struct {
 }
 
 // userRoles are the console's test users; each is created when a test first needs it.
-var userRoles = map[string]models.Role{adminUser: models.RoleAdmin, operatorUser: models.RoleOperator, viewerUser: models.RoleViewer}
+var userRoles = map[string]access.Role{adminUser: access.RoleAdmin, operatorUser: access.RoleOperator, viewerUser: access.RoleViewer}
 
 // user returns a test user, creating it on first use: password hashing is deliberately
 // slow (and slower under -race), so tests create only the users they sign in as.
-func (c *console) user(name string) *models.User {
+func (c *console) user(name string) *access.User {
 	c.t.Helper()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if u, ok := c.users[name]; ok {
 		return u
 	}
-	u, err := c.store.CreateUser(context.Background(), name, testPassword, userRoles[name])
+	u, err := c.store.Access().CreateUser(context.Background(), name, testPassword, userRoles[name])
 	if err != nil {
 		c.t.Fatal(err)
 	}

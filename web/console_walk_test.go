@@ -111,7 +111,7 @@ func walkConsole(t *testing.T, lang string) {
 	// callback.
 	msgs := c.send(nil, "E2001", "E2002", "E2003")
 	c.stop(msgs["E2001"].ID)
-	if _, _, err := c.store.CreateAPIKey(context.Background(), "walk-key", "send,read", adminUser); err != nil {
+	if _, _, err := c.store.Access().CreateAPIKey(context.Background(), "walk-key", "send,read", adminUser); err != nil {
 		t.Fatal(err)
 	}
 	// Another user, whose role, access and password the users page offers to change.

@@ -259,7 +259,7 @@ func TestPastOverrideRefused(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	ctx := t.Context()
-	_, key, err := c.store.CreateAPIKey(ctx, "duty-admin", "admin", adminUser)
+	_, key, err := c.store.Access().CreateAPIKey(ctx, "duty-admin", "admin", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

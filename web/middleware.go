@@ -13,9 +13,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/handlers"
 	"herald/i18n"
-	"herald/models"
 	"herald/views"
 )
 
@@ -141,7 +141,7 @@ func loadUser(s *Sessions, log *slog.Logger) gin.HandlerFunc {
 // requireRole lets through signed-in users with at least role need. Anonymous page
 // requests go to the login page; anonymous htmx requests are told to go there too.
 // Signed-in users without the role get 403.
-func requireRole(need models.Role) gin.HandlerFunc {
+func requireRole(need access.Role) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		u := handlers.CurrentUser(c)
 		if u == nil {

@@ -15,8 +15,8 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/hibiken/asynqmon"
 
+	"herald/access"
 	"herald/handlers"
-	"herald/models"
 	"herald/views"
 )
 
@@ -108,7 +108,7 @@ func (m *monitoring) serve(c *gin.Context) {
 		return
 	}
 	u := handlers.CurrentUser(c)
-	if u != nil && u.Role.Allows(models.RoleOperator) {
+	if u != nil && u.Role.Allows(access.RoleOperator) {
 		m.readWrite.serveHTTP(c)
 		return
 	}

@@ -22,7 +22,7 @@ func TestNoticesComeFromTheSessionNeverTheURL(t *testing.T) {
 		wantNotContains(t, "page at "+path, body, "555-0100", "evil.example", `class="alert ok"`)
 	}
 
-	key, _, err := c.store.CreateAPIKey(t.Context(), "ledger", "send", adminUser)
+	key, _, err := c.store.Access().CreateAPIKey(t.Context(), "ledger", "send", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/access"
 	"herald/audit"
 	"herald/models"
 )
@@ -40,7 +41,7 @@ type parityCase struct {
 func TestConsoleAPIParity(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
-	_, key, err := c.store.CreateAPIKey(ctx, "parity", models.ScopeAdmin, adminUser)
+	_, key, err := c.store.Access().CreateAPIKey(ctx, "parity", access.ScopeAdmin, adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

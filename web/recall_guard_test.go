@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/access"
 	"herald/audit"
 	"herald/dispatch"
 	"herald/models"
@@ -22,7 +23,7 @@ func TestRecallOneAtATimeRefusedWhileBatchRecallWaits(t *testing.T) {
 	c := newRecallConsole(t)
 	ctx := context.Background()
 	op, admin := c.as(operatorUser), c.as(adminUser)
-	_, secret, err := c.store.CreateAPIKey(ctx, "op-key", "send,read", operatorUser)
+	_, secret, err := c.store.Access().CreateAPIKey(ctx, "op-key", "send,read", operatorUser)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestRecallOneAtATimeRefusedWhileBatchRecallWaits(t *testing.T) {
 	wantStatus(t, "console recall of one message while the batch recall waits", resp, body, http.StatusConflict)
 	wantContains(t, "console refusal", body, "awaits another person", batch, "request "+request)
 	// The batch's messages are not the key's own: an admin key of the operator's.
-	_, adminSecret, err := c.store.CreateAPIKey(ctx, "op-admin", models.ScopeAdmin, operatorUser)
+	_, adminSecret, err := c.store.Access().CreateAPIKey(ctx, "op-admin", access.ScopeAdmin, operatorUser)
 	if err != nil {
 		t.Fatal(err)
 	}

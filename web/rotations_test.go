@@ -74,11 +74,11 @@ func TestRotationsAPIAndCalendar(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	ctx := t.Context()
-	_, admin, err := c.store.CreateAPIKey(ctx, "rota-admin", "admin", adminUser)
+	_, admin, err := c.store.Access().CreateAPIKey(ctx, "rota-admin", "admin", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, reader, err := c.store.CreateAPIKey(ctx, "rota-read", "read", adminUser)
+	_, reader, err := c.store.Access().CreateAPIKey(ctx, "rota-read", "read", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/handlers"
-	"herald/models"
 	"herald/static"
 )
 
@@ -65,7 +65,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	console.POST("/logout", h.Logout)
 
 	// Viewers read.
-	viewer := console.Group("/", requireRole(models.RoleViewer))
+	viewer := console.Group("/", requireRole(access.RoleViewer))
 	// Asynqmon: read-write for operators and admins, read-only for viewers; every
 	// request but a GET is audited with its answer.
 	viewer.Any(MonitoringPath, auditUnsafe(h), mon.serve)
@@ -98,7 +98,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	viewer.GET("/silences", h.Silences)
 
 	// Operators also compose, retry, cancel and edit staff, duty and templates.
-	operator := console.Group("/", requireRole(models.RoleOperator))
+	operator := console.Group("/", requireRole(access.RoleOperator))
 	operator.GET("/compose", h.ComposeForm)
 	operator.POST("/compose", h.Compose)
 	operator.POST("/compose/preview", h.ComposePreview)
@@ -162,13 +162,13 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	operator.POST("/silences/:id/reject", h.RejectSilence)
 	// CSV imports take an uploaded file: a larger body, read once the user is known to
 	// be an operator.
-	imports := r.Group("/", append(session, requireRole(models.RoleOperator), formBody(maxUploadBytes, true))...)
+	imports := r.Group("/", append(session, requireRole(access.RoleOperator), formBody(maxUploadBytes, true))...)
 	imports.POST("/recipients/import", h.ImportRecipients)
 	imports.POST("/duty/holidays/import", h.ImportHolidays)
 	imports.POST("/duty/holidays/national", h.ImportNational)
 
 	// Admins also manage accounts, users and API keys.
-	admins := console.Group("/", requireRole(models.RoleAdmin))
+	admins := console.Group("/", requireRole(access.RoleAdmin))
 	admins.GET("/accounts", h.Accounts)
 	admins.GET("/accounts/usage", h.AccountsUsage)
 	admins.GET("/accounts/config-fields", h.AccountConfigFields)
@@ -203,7 +203,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	// The JSON API: bearer API keys with scopes; admin has every scope.
 	v1 := r.Group("/api/v1", apiLanguage)
 	v1.GET("/openapi.json", h.OpenAPIDescription) // no key: it describes, it holds nothing
-	send, read, admin := api.require(models.ScopeSend), api.require(models.ScopeRead), api.require(models.ScopeAdmin)
+	send, read, admin := api.require(access.ScopeSend), api.require(access.ScopeRead), api.require(access.ScopeAdmin)
 	v1.POST("/messages", send, h.SendMessages)
 	v1.POST("/messages/:id/cancel", send, h.CancelMessage)
 	v1.POST("/messages/:id/retry", send, h.RetryMessage)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/access"
 	"herald/models"
 )
 
@@ -54,7 +55,7 @@ func TestUnreadableAccountSettings(t *testing.T) {
 	wantStatus(t, "edit page", resp, body, http.StatusOK)
 	wantContains(t, "edit page", body, "cannot be decrypted with HERALD_SECRET_KEY")
 
-	_, key, err := c.store.CreateAPIKey(ctx, "provisioning", models.ScopeAdmin+","+models.ScopeSend, adminUser)
+	_, key, err := c.store.Access().CreateAPIKey(ctx, "provisioning", access.ScopeAdmin+","+access.ScopeSend, adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/gorilla/sessions"
 
+	"herald/access"
 	"herald/handlers"
 	"herald/kernel"
 	"herald/models"
@@ -57,20 +58,20 @@ func (s *Sessions) cookie(r *http.Request) *sessions.Session {
 }
 
 // Start begins a fresh session for u, revoking the one the browser had, if any.
-func (s *Sessions) Start(c *gin.Context, u *models.User) error {
+func (s *Sessions) Start(c *gin.Context, u *access.User) error {
 	sess := s.cookie(c.Request)
 	if old, ok := sess.Values[tokenKey].(string); ok {
-		if err := s.store.DeleteSession(c.Request.Context(), old); err != nil {
+		if err := s.store.Access().DeleteSession(c.Request.Context(), old); err != nil {
 			return err
 		}
 	}
-	token, err := s.store.CreateSession(c.Request.Context(), u.ID, c.ClientIP(), c.Request.UserAgent(), sessionTTL)
+	token, err := s.store.Access().CreateSession(c.Request.Context(), u.ID, c.ClientIP(), c.Request.UserAgent(), sessionTTL)
 	if err != nil {
 		return err
 	}
 	// The rest of the request runs in the new session: a page rendered after a
 	// password change lists it as this one.
-	row, _, err := s.store.SessionUser(c.Request.Context(), token, s.idle)
+	row, _, err := s.store.Access().SessionUser(c.Request.Context(), token, s.idle)
 	if err != nil {
 		return err
 	}
@@ -83,7 +84,7 @@ func (s *Sessions) Start(c *gin.Context, u *models.User) error {
 func (s *Sessions) End(c *gin.Context) error {
 	sess := s.cookie(c.Request)
 	if token, ok := sess.Values[tokenKey].(string); ok {
-		if err := s.store.DeleteSession(c.Request.Context(), token); err != nil {
+		if err := s.store.Access().DeleteSession(c.Request.Context(), token); err != nil {
 			return err
 		}
 	}
@@ -91,8 +92,8 @@ func (s *Sessions) End(c *gin.Context) error {
 }
 
 // EndAll revokes every session of u, this browser's included, and clears its cookie.
-func (s *Sessions) EndAll(c *gin.Context, u *models.User) error {
-	if err := s.store.DeleteUserSessions(c.Request.Context(), u.ID); err != nil {
+func (s *Sessions) EndAll(c *gin.Context, u *access.User) error {
+	if err := s.store.Access().DeleteUserSessions(c.Request.Context(), u.ID); err != nil {
 		return err
 	}
 	return s.clear(c, s.cookie(c.Request))
@@ -105,17 +106,17 @@ func (s *Sessions) clear(c *gin.Context, sess *sessions.Session) error {
 }
 
 // Active lists the live sessions of a user, most recently seen first.
-func (s *Sessions) Active(c *gin.Context, userID int64) ([]models.Session, error) {
-	return s.store.UserSessions(c.Request.Context(), userID, s.idle)
+func (s *Sessions) Active(c *gin.Context, userID int64) ([]access.Session, error) {
+	return s.store.Access().UserSessions(c.Request.Context(), userID, s.idle)
 }
 
 // Current returns the signed-in session of a request and its user, or nils.
-func (s *Sessions) Current(r *http.Request) (*models.Session, *models.User, error) {
+func (s *Sessions) Current(r *http.Request) (*access.Session, *access.User, error) {
 	token, ok := s.cookie(r).Values[tokenKey].(string)
 	if !ok {
 		return nil, nil, nil
 	}
-	sess, u, err := s.store.SessionUser(r.Context(), token, s.idle)
+	sess, u, err := s.store.Access().SessionUser(r.Context(), token, s.idle)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return nil, nil, nil
 	}

@@ -120,7 +120,7 @@ func TestStaffImportReportsEverythingAtOnce(t *testing.T) {
 			t.Error("a person with an over-long name was saved")
 		}
 
-		_, key, err := c.store.CreateAPIKey(ctx, "hr-sync", "admin", adminUser)
+		_, key, err := c.store.Access().CreateAPIKey(ctx, "hr-sync", "admin", adminUser)
 		if err != nil {
 			t.Fatal(err)
 		}

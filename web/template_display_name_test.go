@@ -62,7 +62,7 @@ func TestTemplateDisplayName(t *testing.T) {
 	})
 
 	t.Run("through the API", func(t *testing.T) {
-		_, key, err := c.store.CreateAPIKey(ctx, "templates", "admin", adminUser)
+		_, key, err := c.store.Access().CreateAPIKey(ctx, "templates", "admin", adminUser)
 		if err != nil {
 			t.Fatal(err)
 		}

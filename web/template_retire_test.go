@@ -33,7 +33,7 @@ func TestRetireTemplateVersion(t *testing.T) {
 	resp, body = op.get("/templates/task-overdue/edit")
 	wantContains(t, "editor after retiring", body, `data-retired="1"`)
 
-	_, secret, err := c.store.CreateAPIKey(ctx, "retire-admin", "send,admin", adminUser)
+	_, secret, err := c.store.Access().CreateAPIKey(ctx, "retire-admin", "send,admin", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

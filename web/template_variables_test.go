@@ -14,11 +14,11 @@ func TestBlankTemplateVariables(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	ctx := t.Context()
-	_, admin, err := c.store.CreateAPIKey(ctx, "templates", "admin", adminUser)
+	_, admin, err := c.store.Access().CreateAPIKey(ctx, "templates", "admin", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, sender, err := c.store.CreateAPIKey(ctx, "ledger", "send", adminUser)
+	_, sender, err := c.store.Access().CreateAPIKey(ctx, "ledger", "send", adminUser)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/access"
 	"herald/dispatch"
 	"herald/models"
 )
@@ -102,8 +103,8 @@ func TestTemplateVersionsConsole(t *testing.T) {
 	t.Run("API", func(t *testing.T) {
 		api := c.as("")
 		keys := map[string]string{}
-		for _, scope := range []string{models.ScopeAdmin, models.ScopeSend + "," + models.ScopeRead} {
-			_, secret, err := c.store.CreateAPIKey(ctx, "versions-"+strings.ReplaceAll(scope, ",", "-"), scope, adminUser)
+		for _, scope := range []string{access.ScopeAdmin, access.ScopeSend + "," + access.ScopeRead} {
+			_, secret, err := c.store.Access().CreateAPIKey(ctx, "versions-"+strings.ReplaceAll(scope, ",", "-"), scope, adminUser)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +115,7 @@ func TestTemplateVersionsConsole(t *testing.T) {
 			resp, raw := api.do(method, path, "application/json", strings.NewReader(body), map[string]string{"Authorization": "Bearer " + keys[scope]})
 			return resp.StatusCode, raw
 		}
-		status, raw := call(models.ScopeAdmin, "GET", "/api/v1/templates/task-overdue/versions", "")
+		status, raw := call(access.ScopeAdmin, "GET", "/api/v1/templates/task-overdue/versions", "")
 		var list []struct {
 			Number int    `json:"number"`
 			Actor  string `json:"actor"`
@@ -123,24 +124,24 @@ func TestTemplateVersionsConsole(t *testing.T) {
 		if err := json.Unmarshal([]byte(raw), &list); status != 200 || err != nil || len(list) != 5 || list[0].Number != 5 || list[4].Body != v1Body || list[0].Actor != operatorUser {
 			t.Errorf("versions: %d %s", status, raw)
 		}
-		if status, raw := call(models.ScopeAdmin, "GET", "/api/v1/templates/task-overdue/versions/2", ""); status != 200 || !strings.Contains(raw, `"body":"Late: {{.task}}"`) {
+		if status, raw := call(access.ScopeAdmin, "GET", "/api/v1/templates/task-overdue/versions/2", ""); status != 200 || !strings.Contains(raw, `"body":"Late: {{.task}}"`) {
 			t.Errorf("version 2: %d %s", status, raw)
 		}
-		if status, _ := call(models.ScopeAdmin, "GET", "/api/v1/templates/task-overdue/versions/99", ""); status != 404 {
+		if status, _ := call(access.ScopeAdmin, "GET", "/api/v1/templates/task-overdue/versions/99", ""); status != 404 {
 			t.Errorf("version 99: %d, want 404", status)
 		}
-		if status, _ := call(models.ScopeSend, "GET", "/api/v1/templates/task-overdue/versions", ""); status != 403 {
+		if status, _ := call(access.ScopeSend, "GET", "/api/v1/templates/task-overdue/versions", ""); status != 403 {
 			t.Errorf("versions with a send key: %d, want 403", status)
 		}
-		if status, raw := call(models.ScopeAdmin, "POST", "/api/v1/templates/task-overdue/rollback", `{"version":2}`); status != 200 || !strings.Contains(raw, `"version":6`) {
+		if status, raw := call(access.ScopeAdmin, "POST", "/api/v1/templates/task-overdue/rollback", `{"version":2}`); status != 200 || !strings.Contains(raw, `"version":6`) {
 			t.Errorf("rollback: %d %s", status, raw)
 		}
-		if status, raw := call(models.ScopeAdmin, "POST", "/api/v1/templates/task-overdue/rollback", `{"version":99}`); status != 422 || !strings.Contains(raw, `"field":"version"`) {
+		if status, raw := call(access.ScopeAdmin, "POST", "/api/v1/templates/task-overdue/rollback", `{"version":99}`); status != 422 || !strings.Contains(raw, `"field":"version"`) {
 			t.Errorf("rollback to 99: %d %s", status, raw)
 		}
 
 		send := `{"platform":"sandbox","recipients":["E2001"],"template":"task-overdue","variables":{"task":"ledger"},"template_version":%d}`
-		status, raw = call(models.ScopeSend, "POST", "/api/v1/messages", fmt.Sprintf(send, 1))
+		status, raw = call(access.ScopeSend, "POST", "/api/v1/messages", fmt.Sprintf(send, 1))
 		var sent struct {
 			Messages []struct {
 				ID string `json:"id"`
@@ -149,14 +150,14 @@ func TestTemplateVersionsConsole(t *testing.T) {
 		if err := json.Unmarshal([]byte(raw), &sent); status != 202 || err != nil || len(sent.Messages) != 1 {
 			t.Fatalf("pinned send: %d %s", status, raw)
 		}
-		status, raw = call(models.ScopeSend, "GET", "/api/v1/messages/"+sent.Messages[0].ID, "")
+		status, raw = call(access.ScopeSend, "GET", "/api/v1/messages/"+sent.Messages[0].ID, "")
 		if status != 200 || !strings.Contains(raw, `"template_version":1`) {
 			t.Errorf("pinned message: %d %s", status, raw)
 		}
 		if m, err := c.store.MessageByID(ctx, sent.Messages[0].ID); err != nil || m.Content != "Overdue: ledger. Please handle it today." {
 			t.Errorf("pinned message content %+v, %v", m, err)
 		}
-		if status, raw := call(models.ScopeSend, "POST", "/api/v1/messages", fmt.Sprintf(send, 99)); status != 422 || !strings.Contains(raw, `"field":"template_version"`) {
+		if status, raw := call(access.ScopeSend, "POST", "/api/v1/messages", fmt.Sprintf(send, 99)); status != 422 || !strings.Contains(raw, `"field":"template_version"`) {
 			t.Errorf("send pinned to 99: %d %s", status, raw)
 		}
 	})

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"herald/access"
 	"herald/audit"
-	"herald/models"
 )
 
 func TestUsersPage(t *testing.T) {
@@ -22,7 +22,7 @@ func TestUsersPage(t *testing.T) {
 	}
 	admin := c.as(adminUser)
 	self := c.user(adminUser)
-	usersPath := func(u *models.User, action string) string { return fmt.Sprintf("/users/%d/%s", u.ID, action) }
+	usersPath := func(u *access.User, action string) string { return fmt.Sprintf("/users/%d/%s", u.ID, action) }
 
 	t.Run("list", func(t *testing.T) {
 		resp, body := admin.get("/users")
@@ -64,7 +64,7 @@ func TestUsersPage(t *testing.T) {
 		wantContains(t, "user list", body, "You cannot change the role of yourself")
 		resp, body = admin.post(usersPath(self, "disabled"), url.Values{"disabled": {"true"}})
 		wantStatus(t, "self-disable", resp, body, http.StatusUnprocessableEntity)
-		if u, _ := c.store.UserByID(ctx, self.ID); u.Role != models.RoleAdmin || u.Disabled {
+		if u, _ := c.store.Access().UserByID(ctx, self.ID); u.Role != access.RoleAdmin || u.Disabled {
 			t.Errorf("admin after refused self-changes: %+v", u)
 		}
 	})
@@ -92,7 +92,7 @@ func TestUsersPage(t *testing.T) {
 		otto := c.login(operatorUser)
 		resp, body := admin.post(usersPath(c.user(operatorUser), "disabled"), url.Values{"disabled": {"true"}})
 		wantRedirect(t, "disable", resp, body, "/users")
-		if n, _ := c.store.SessionCount(ctx, c.user(operatorUser).ID); n != 0 {
+		if n, _ := c.store.Access().SessionCount(ctx, c.user(operatorUser).ID); n != 0 {
 			t.Errorf("disabled user has %d sessions", n)
 		}
 		resp, _ = otto.get("/")
@@ -158,7 +158,7 @@ func TestAPIKeysPage(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no secret on the result page:\n%s", body)
 	}
-	k, err := c.store.AuthenticateAPIKey(ctx, m[1])
+	k, err := c.store.Access().AuthenticateAPIKey(ctx, m[1])
 	if err != nil || k.Scopes != "read,send" || k.CreatedBy != adminUser {
 		t.Fatalf("the shown secret authenticates %+v, %v", k, err)
 	}
@@ -171,7 +171,7 @@ func TestAPIKeysPage(t *testing.T) {
 
 	resp, body = admin.post(fmt.Sprintf("/api-keys/%d/revoke", k.ID), nil)
 	wantRedirect(t, "revoke", resp, body, "/api-keys")
-	if _, err := c.store.AuthenticateAPIKey(ctx, m[1]); err == nil {
+	if _, err := c.store.Access().AuthenticateAPIKey(ctx, m[1]); err == nil {
 		t.Error("a revoked key still authenticates")
 	}
 	resp, body = admin.post(fmt.Sprintf("/api-keys/%d/revoke", k.ID), nil)

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"herald/access"
 	"herald/audit"
 	"herald/config"
 	"herald/dispatch"
@@ -89,7 +90,7 @@ func Migrate(ctx context.Context, store *models.Store, loc *time.Location) (appl
 // ensureAdmin creates the first console user while none exists, printing a generated
 // password once if HERALD_ADMIN_PASSWORD is not set.
 func ensureAdmin(ctx context.Context, store *models.Store, cfg *config.Config, stdout io.Writer) error {
-	n, err := store.CountUsers(ctx)
+	n, err := store.Access().CountUsers(ctx)
 	if err != nil || n > 0 {
 		return err
 	}
@@ -100,10 +101,10 @@ func ensureAdmin(ctx context.Context, store *models.Store, cfg *config.Config, s
 		password, generated = base64.RawURLEncoding.EncodeToString(b), true
 	}
 	svc := dispatch.NewStoreOnly(store, cfg.Location)
-	u, err := svc.CreateUser(ctx, audit.System("system"), cfg.AdminUser, password, models.RoleAdmin)
+	u, err := svc.Access().CreateUser(ctx, audit.System("system"), cfg.AdminUser, password, access.RoleAdmin)
 	if err != nil {
 		// Lost a race with `herald admin create`: not an error.
-		if n, cerr := store.CountUsers(ctx); cerr == nil && n > 0 {
+		if n, cerr := store.Access().CountUsers(ctx); cerr == nil && n > 0 {
 			return nil
 		}
 	}

@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
+	"herald/access"
 	"strings"
 	"testing"
 	"time"
-
-	"herald/models"
 )
 
 // Per-key limits: a cap on the people one request reaches (named or in a group) is a 422
@@ -33,7 +32,7 @@ func TestAPIKeyCapsAndExpiry(t *testing.T) {
 	}
 	ctx := context.Background()
 	capped := &apiClient{T: t, Base: h.URL, Key: strings.TrimSpace(out)}
-	k, err := h.App.Store.AuthenticateAPIKey(ctx, capped.Key)
+	k, err := h.App.Store.Access().AuthenticateAPIKey(ctx, capped.Key)
 	if err != nil || k.MaxRecipientsPerRequest != 2 || k.ExpiresAt == nil {
 		t.Fatalf("stored key %+v, %v; want a cap of 2 and an expiry", k, err)
 	}
@@ -54,7 +53,7 @@ func TestAPIKeyCapsAndExpiry(t *testing.T) {
 	}
 
 	past := time.Now().Add(-time.Hour)
-	_, secret, err := h.App.Store.CreateLimitedAPIKey(ctx, "old", "send", "test", models.KeyLimits{ExpiresAt: &past})
+	_, secret, err := h.App.Store.Access().CreateLimitedAPIKey(ctx, "old", "send", "test", access.KeyLimits{ExpiresAt: &past})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,12 +20,12 @@ func TestApprovalsThroughTheAPI(t *testing.T) {
 	ctx := context.Background()
 	maker := newAPIKey(t, h, "admin") // a key of the person "test"
 	// Another key of the same person is the same maker; the checker is someone else's.
-	_, secret, err := h.App.Store.CreateAPIKey(ctx, "maker-too", "admin", "test")
+	_, secret, err := h.App.Store.Access().CreateAPIKey(ctx, "maker-too", "admin", "test")
 	if err != nil {
 		t.Fatal(err)
 	}
 	makerToo := &apiClient{T: t, Base: h.URL, Key: secret}
-	if _, secret, err = h.App.Store.CreateAPIKey(ctx, "checker", "admin", "checker-person"); err != nil {
+	if _, secret, err = h.App.Store.Access().CreateAPIKey(ctx, "checker", "admin", "checker-person"); err != nil {
 		t.Fatal(err)
 	}
 	checker := &apiClient{T: t, Base: h.URL, Key: secret}

@@ -14,9 +14,9 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"herald/access"
 	"herald/i18n"
 	"herald/internal/testenv"
-	"herald/models"
 )
 
 // phoneWidth and phoneHeight are an ordinary phone's screen in CSS pixels.
@@ -243,8 +243,8 @@ func TestPhoneConsole(t *testing.T) {
 	}
 	// An API key with a callback that nobody answers, and two events of it waiting: the
 	// callback page lists them.
-	cb := &models.CallbackSetting{URL: "http://127.0.0.1:1/events", AllowPrivate: true}
-	_, secret, err := h.App.Store.CreateCallbackAPIKey(context.Background(), "crm", "send", "admin", models.KeyLimits{}, cb)
+	cb := &access.CallbackSetting{URL: "http://127.0.0.1:1/events", AllowPrivate: true}
+	_, secret, err := h.App.Store.Access().CreateCallbackAPIKey(context.Background(), "crm", "send", "admin", access.KeyLimits{}, cb)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hibiken/asynq"
 
+	"herald/access"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
@@ -142,7 +143,7 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 func TestBrowserAsynqmonReadOnlyForViewers(t *testing.T) {
 	t.Parallel()
 	h := startHerald(t, testEnv(t))
-	if _, err := h.App.Store.CreateUser(context.Background(), "vera", "viewer-password-9", models.RoleViewer); err != nil {
+	if _, err := h.App.Store.Access().CreateUser(context.Background(), "vera", "viewer-password-9", access.RoleViewer); err != nil {
 		t.Fatal(err)
 	}
 	// Put a task in Asynq's scheduled set so there is something to act on (scheduled

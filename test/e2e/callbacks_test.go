@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/access"
 	"herald/channels"
 	"herald/dispatch"
 	"herald/internal/testenv"
@@ -117,8 +118,8 @@ func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
 	}
 	recv := newCallbackReceiver(t)
 	recv.down.Store(true)
-	cb := &models.CallbackSetting{URL: recv.url, AllowPrivate: true}
-	key, secret, err := rig.H.App.Store.CreateCallbackAPIKey(ctx, "crm", "send,read", "test", models.KeyLimits{}, cb)
+	cb := &access.CallbackSetting{URL: recv.url, AllowPrivate: true}
+	key, secret, err := rig.H.App.Store.Access().CreateCallbackAPIKey(ctx, "crm", "send,read", "test", access.KeyLimits{}, cb)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/access"
 	"herald/audit"
 	"herald/config"
 	"herald/internal/app"
@@ -151,8 +152,8 @@ func TestAdminCreateReadsPasswordFromStdin(t *testing.T) {
 	}
 
 	h := startHerald(t, env)
-	u, err := h.App.Store.Authenticate(context.Background(), "ops", "night-shift-ledger", "127.0.0.1")
-	if err != nil || u.Role != models.RoleOperator {
+	u, err := h.App.Store.Access().Authenticate(context.Background(), "ops", "night-shift-ledger", "127.0.0.1")
+	if err != nil || u.Role != access.RoleOperator {
 		t.Fatalf("authenticate the created user: %v, %+v", err, u)
 	}
 	// A user exists, so no first admin was generated.
@@ -220,7 +221,7 @@ func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
 		t.Fatalf("apikey create printed %q / %q", out, stderr)
 	}
 	h := startHerald(t, env)
-	k, err := h.App.Store.AuthenticateAPIKey(context.Background(), secret)
+	k, err := h.App.Store.Access().AuthenticateAPIKey(context.Background(), secret)
 	if err != nil || k.Name != "erp" || !k.HasScope("send") || k.HasScope("admin") {
 		t.Fatalf("the printed key: %+v %v", k, err)
 	}
@@ -242,11 +243,11 @@ func TestAPIKeyCreatePrintsTheKeyOnce(t *testing.T) {
 	if code != 0 || len(lines) != 2 || !strings.HasPrefix(lines[0], "hk_") || !strings.HasPrefix(lines[1], "callback secret: hcs_") {
 		t.Fatalf("apikey create with a callback: %d %q %q", code, out, stderr)
 	}
-	k, err = h.App.Store.AuthenticateAPIKey(context.Background(), lines[0])
+	k, err = h.App.Store.Access().AuthenticateAPIKey(context.Background(), lines[0])
 	if err != nil || k.CallbackURL != "https://crm.example/herald/events" {
 		t.Fatalf("the key with a callback: %+v %v", k, err)
 	}
-	target, err := h.App.Store.CallbackTargetOf(context.Background(), k.ID)
+	target, err := h.App.Store.Access().CallbackTargetOf(context.Background(), k.ID)
 	if err != nil || "callback secret: "+target.Secret != lines[1] {
 		t.Errorf("the stored secret does not open to the printed one: %+v %v", target, err)
 	}
@@ -284,11 +285,11 @@ func TestAdminResetPasswordSetsThePasswordAndSignsOut(t *testing.T) {
 	}
 	ctx := context.Background()
 	store := openTestStore(t, env)
-	u, err := store.UserByUsername(ctx, "ops")
+	u, err := store.Access().UserByUsername(ctx, "ops")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.CreateSession(ctx, u.ID, "127.0.0.1", "test", time.Hour); err != nil {
+	if _, err := store.Access().CreateSession(ctx, u.ID, "127.0.0.1", "test", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 
@@ -296,13 +297,13 @@ func TestAdminResetPasswordSetsThePasswordAndSignsOut(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "user ops") || !strings.Contains(out, "signed out") {
 		t.Fatalf("reset-password: code %d, out %q, err %q", code, out, stderr)
 	}
-	if _, err := store.Authenticate(ctx, "ops", newPassword, "127.0.0.1"); err != nil {
+	if _, err := store.Access().Authenticate(ctx, "ops", newPassword, "127.0.0.1"); err != nil {
 		t.Errorf("sign-in with the new password: %v", err)
 	}
-	if _, err := store.Authenticate(ctx, "ops", oldPassword, "127.0.0.1"); !errors.Is(err, models.ErrBadCredentials) {
-		t.Errorf("sign-in with the old password: %v, want %v", err, models.ErrBadCredentials)
+	if _, err := store.Access().Authenticate(ctx, "ops", oldPassword, "127.0.0.1"); !errors.Is(err, access.ErrBadCredentials) {
+		t.Errorf("sign-in with the old password: %v, want %v", err, access.ErrBadCredentials)
 	}
-	if n, err := store.SessionCount(ctx, u.ID); err != nil || n != 0 {
+	if n, err := store.Access().SessionCount(ctx, u.ID); err != nil || n != 0 {
 		t.Errorf("sessions after the reset: %d (%v), want 0", n, err)
 	}
 	entries, err := store.AuditLog().List(ctx, audit.Filter{Action: "user.password_reset"}, 10)
@@ -334,7 +335,7 @@ func TestAdminResetPasswordSetsThePasswordAndSignsOut(t *testing.T) {
 			}
 		})
 	}
-	if _, err := store.Authenticate(ctx, "ops", newPassword, "127.0.0.1"); err != nil {
+	if _, err := store.Access().Authenticate(ctx, "ops", newPassword, "127.0.0.1"); err != nil {
 		t.Errorf("the password changed on a refused reset: %v", err)
 	}
 	if entries, err := store.AuditLog().List(ctx, audit.Filter{Action: "user.password_reset"}, 10); err != nil || len(entries) != 1 {

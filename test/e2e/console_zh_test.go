@@ -19,6 +19,7 @@ import (
 	"github.com/BurntSushi/toml"
 	"golang.org/x/net/html"
 
+	"herald/access"
 	"herald/audit"
 	"herald/dispatch"
 	"herald/i18n"
@@ -250,7 +251,7 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	// nothing listening at its address), a holiday and a make-up workday, an API key,
 	// a delivered batch with a skipped person, a message the platform refused (stopped)
 	// and a cancelled scheduled message.
-	vera, err := store.CreateUser(ctx, "vera", "viewer-password-zh", models.RoleViewer)
+	vera, err := store.Access().CreateUser(ctx, "vera", "viewer-password-zh", access.RoleViewer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +280,7 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := store.CreateAPIKey(ctx, "ERP 对接", "send,read", "admin"); err != nil {
+	if _, _, err := store.Access().CreateAPIKey(ctx, "ERP 对接", "send,read", "admin"); err != nil {
 		t.Fatal(err)
 	}
 	people, err := store.RecipientsByExternalIDs(ctx, []string{"E2001", "E1002"})
@@ -336,11 +337,11 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	api := newAPIKey(t, h, "send,read")
 	// The key reports its messages' outcomes to a receiver that is not there: its events
 	// wait, with the error of the last try.
-	cbKey, err := store.LiveAPIKeyByName(ctx, "test-send-read")
+	cbKey, err := store.Access().LiveAPIKeyByName(ctx, "test-send-read")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.SetCallback(ctx, cbKey.ID, &models.CallbackSetting{URL: "http://127.0.0.1:1/events", AllowPrivate: true},
+	if err := store.Access().SetCallback(ctx, cbKey.ID, &access.CallbackSetting{URL: "http://127.0.0.1:1/events", AllowPrivate: true},
 		audit.Entry{Actor: "test", ActorType: "system", Action: "apikey.callback.set"}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/access"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/simulator"
@@ -58,8 +59,8 @@ func TestFallbackChains(t *testing.T) {
 		t.Fatal(err)
 	}
 	recv := newCallbackReceiver(t)
-	cb := &models.CallbackSetting{URL: recv.url, AllowPrivate: true}
-	_, secret, err := h.App.Store.CreateCallbackAPIKey(ctx, "crm", "send,read", "test", models.KeyLimits{}, cb)
+	cb := &access.CallbackSetting{URL: recv.url, AllowPrivate: true}
+	_, secret, err := h.App.Store.Access().CreateCallbackAPIKey(ctx, "crm", "send,read", "test", access.KeyLimits{}, cb)
 	if err != nil {
 		t.Fatal(err)
 	}

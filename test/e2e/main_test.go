@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"herald/access"
 	"herald/dispatch"
 	"herald/i18n"
 	"herald/internal/testenv"
@@ -37,7 +38,7 @@ const repoRoot = "../.."
 // at full size. The soak never runs under the race detector, which multiplies the memory
 // and latency it measures: make test-long runs it in a build of its own.
 func TestMain(m *testing.M) {
-	models.UseCheapPasswordHashes()
+	access.UseCheapPasswordHashes()
 	flag.Parse()
 	// Most parallel tests here wait on the processes they started (a sign-in, a
 	// migration, a first delivery), not on the CPU: unless -test.parallel says otherwise,

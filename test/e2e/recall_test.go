@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/access"
 	"herald/audit"
 	"herald/dispatch"
 	"herald/internal/testenv"
@@ -58,8 +59,8 @@ func newRecallRig(t *testing.T) *recallRig {
 		t.Fatal(err)
 	}
 	recv := newCallbackReceiver(t)
-	cb := &models.CallbackSetting{URL: recv.url, AllowPrivate: true}
-	_, secret, err := h.App.Store.CreateCallbackAPIKey(ctx, "crm", "send,read", "test", models.KeyLimits{}, cb)
+	cb := &access.CallbackSetting{URL: recv.url, AllowPrivate: true}
+	_, secret, err := h.App.Store.Access().CreateCallbackAPIKey(ctx, "crm", "send,read", "test", access.KeyLimits{}, cb)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -432,7 +433,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 		r.h.App.Dispatch.ForgetThreshold()
 	}
 	own := newAPIKey(t, r.h, "admin") // made by "test", who made the key asking
-	_, bobSecret, err := r.h.App.Store.CreateAPIKey(ctx, "bob-admin", "admin", "bob")
+	_, bobSecret, err := r.h.App.Store.Access().CreateAPIKey(ctx, "bob-admin", "admin", "bob")
 	if err != nil {
 		t.Fatal(err)
 	}

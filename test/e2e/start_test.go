@@ -64,7 +64,7 @@ func TestRolesStartTogetherOnAFreshDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	if n, err := store.CountUsers(context.Background()); err != nil || n != 1 {
+	if n, err := store.Access().CountUsers(context.Background()); err != nil || n != 1 {
 		t.Errorf("%d console users after the start (%v), want exactly the first admin", n, err)
 	}
 }

@@ -207,7 +207,7 @@ type APIClient struct {
 // sends it.
 func NewAPIKey(t testing.TB, h *Running, scopes string) *APIClient {
 	t.Helper()
-	_, secret, err := h.App.Store.CreateAPIKey(context.Background(), "test-"+strings.ReplaceAll(scopes, ",", "-"), scopes, "test")
+	_, secret, err := h.App.Store.Access().CreateAPIKey(context.Background(), "test-"+strings.ReplaceAll(scopes, ",", "-"), scopes, "test")
 	if err != nil {
 		t.Fatal(err)
 	}

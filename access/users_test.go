@@ -1,4 +1,4 @@
-package models_test
+package access_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"golang.org/x/crypto/bcrypt"
 
+	"herald/access"
 	"herald/internal/testenv"
 	"herald/kernel"
-	"herald/models"
 )
 
 // Password hashing is deliberately slow (and much slower under -race), so the tests
@@ -21,18 +21,18 @@ import (
 
 func TestRoleAllows(t *testing.T) {
 	t.Parallel()
-	roles := []models.Role{models.RoleViewer, models.RoleOperator, models.RoleAdmin}
+	roles := []access.Role{access.RoleViewer, access.RoleOperator, access.RoleAdmin}
 	// want[have][need]
-	want := map[models.Role]map[models.Role]bool{
-		models.RoleViewer:   {models.RoleViewer: true, models.RoleOperator: false, models.RoleAdmin: false},
-		models.RoleOperator: {models.RoleViewer: true, models.RoleOperator: true, models.RoleAdmin: false},
-		models.RoleAdmin:    {models.RoleViewer: true, models.RoleOperator: true, models.RoleAdmin: true},
-		"":                  {models.RoleViewer: false, models.RoleOperator: false, models.RoleAdmin: false},
-		"root":              {models.RoleViewer: false, models.RoleOperator: false, models.RoleAdmin: false},
+	want := map[access.Role]map[access.Role]bool{
+		access.RoleViewer:   {access.RoleViewer: true, access.RoleOperator: false, access.RoleAdmin: false},
+		access.RoleOperator: {access.RoleViewer: true, access.RoleOperator: true, access.RoleAdmin: false},
+		access.RoleAdmin:    {access.RoleViewer: true, access.RoleOperator: true, access.RoleAdmin: true},
+		"":                  {access.RoleViewer: false, access.RoleOperator: false, access.RoleAdmin: false},
+		"root":              {access.RoleViewer: false, access.RoleOperator: false, access.RoleAdmin: false},
 	}
-	got := map[models.Role]map[models.Role]bool{}
+	got := map[access.Role]map[access.Role]bool{}
 	for have := range want {
-		got[have] = map[models.Role]bool{}
+		got[have] = map[access.Role]bool{}
 		for _, need := range roles {
 			got[have][need] = have.Allows(need)
 		}
@@ -49,24 +49,24 @@ func TestCreateUserValidation(t *testing.T) {
 	tests := []struct {
 		name               string
 		username, password string
-		role               models.Role
+		role               access.Role
 		wantField          string
 	}{
-		{"one-character username", "a", "long-enough-pw", models.RoleViewer, "username"},
-		{"username with a space", "bad name", "long-enough-pw", models.RoleViewer, "username"},
-		{"username starting with a dash", "-alice", "long-enough-pw", models.RoleViewer, "username"},
-		{"username of 65 characters", strings.Repeat("a", 65), "long-enough-pw", models.RoleViewer, "username"},
-		{"short password", "alice", "short", models.RoleViewer, "password"},
-		{"password one below the minimum", "alice", strings.Repeat("p", models.MinPasswordLen-1), models.RoleViewer, "password"},
-		{"password over 72 bytes", "alice", strings.Repeat("p", 73), models.RoleViewer, "password"},
-		{"common password", "alice", "password123", models.RoleViewer, "password"},
-		{"password with the username", "alice", "alice-horse-battery", models.RoleViewer, "password"},
+		{"one-character username", "a", "long-enough-pw", access.RoleViewer, "username"},
+		{"username with a space", "bad name", "long-enough-pw", access.RoleViewer, "username"},
+		{"username starting with a dash", "-alice", "long-enough-pw", access.RoleViewer, "username"},
+		{"username of 65 characters", strings.Repeat("a", 65), "long-enough-pw", access.RoleViewer, "username"},
+		{"short password", "alice", "short", access.RoleViewer, "password"},
+		{"password one below the minimum", "alice", strings.Repeat("p", access.MinPasswordLen-1), access.RoleViewer, "password"},
+		{"password over 72 bytes", "alice", strings.Repeat("p", 73), access.RoleViewer, "password"},
+		{"common password", "alice", "password123", access.RoleViewer, "password"},
+		{"password with the username", "alice", "alice-horse-battery", access.RoleViewer, "password"},
 		{"unknown role", "alice", "long-enough-pw", "root", "role"},
 		{"empty role", "alice", "long-enough-pw", "", "role"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u, err := s.CreateUser(ctx, tt.username, tt.password, tt.role)
+			u, err := s.Access().CreateUser(ctx, tt.username, tt.password, tt.role)
 			var fe *kernel.FieldError
 			if !errors.As(err, &fe) {
 				t.Fatalf("CreateUser(%q, %q, %q) = %+v, %v; want a *kernel.FieldError", tt.username, tt.password, tt.role, u, err)
@@ -76,7 +76,7 @@ func TestCreateUserValidation(t *testing.T) {
 			}
 		})
 	}
-	if n, err := s.CountUsers(ctx); err != nil || n != 0 {
+	if n, err := s.Access().CountUsers(ctx); err != nil || n != 0 {
 		t.Errorf("CountUsers after rejected creations = %d, %v; want 0", n, err)
 	}
 }
@@ -86,7 +86,7 @@ func TestCreateUser(t *testing.T) {
 	s := testenv.Store(t)
 	ctx := context.Background()
 	const password = "correct-horse-battery"
-	u, err := s.CreateUser(ctx, "alice", password, models.RoleOperator)
+	u, err := s.Access().CreateUser(ctx, "alice", password, access.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestCreateUser(t *testing.T) {
 		t.Errorf("bcrypt cost %d, want at least %d", cost, bcrypt.DefaultCost)
 	}
 
-	got, err := s.UserByID(ctx, u.ID)
+	got, err := s.Access().UserByID(ctx, u.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,12 +112,12 @@ func TestCreateUser(t *testing.T) {
 		t.Errorf("stored [username role] (-want +got):\n%s", diff)
 	}
 
-	_, err = s.CreateUser(ctx, "alice", "another-password", models.RoleViewer)
+	_, err = s.Access().CreateUser(ctx, "alice", "another-password", access.RoleViewer)
 	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "username" {
 		t.Errorf("CreateUser of an existing username: %v, want a FieldError on username", err)
 	}
-	if n, err := s.CountUsers(ctx); err != nil || n != 1 {
+	if n, err := s.Access().CountUsers(ctx); err != nil || n != 1 {
 		t.Errorf("CountUsers = %d, %v; want 1", n, err)
 	}
 }
@@ -127,7 +127,7 @@ func TestAuthenticate(t *testing.T) {
 	s := testenv.Store(t)
 	ctx := context.Background()
 	const password = "correct-horse-battery"
-	alice, err := s.CreateUser(ctx, "alice", password, models.RoleViewer)
+	alice, err := s.Access().CreateUser(ctx, "alice", password, access.RoleViewer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestAuthenticate(t *testing.T) {
 	}
 
 	before := kernel.Now()
-	u, err := s.Authenticate(ctx, "alice", password, "10.0.0.1")
+	u, err := s.Access().Authenticate(ctx, "alice", password, "10.0.0.1")
 	after := kernel.Now()
 	if err != nil {
 		t.Fatalf("Authenticate with the right password: %v", err)
@@ -147,7 +147,7 @@ func TestAuthenticate(t *testing.T) {
 	if u.LastLoginAt == nil || u.LastLoginAt.Before(before) || u.LastLoginAt.After(after) {
 		t.Errorf("LastLoginAt = %v, want between %v and %v", u.LastLoginAt, before, after)
 	}
-	stored, err := s.UserByID(ctx, alice.ID)
+	stored, err := s.Access().UserByID(ctx, alice.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,8 +163,8 @@ func TestAuthenticate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			u, err := s.Authenticate(ctx, tt.username, tt.password, "10.0.0.1")
-			if !errors.Is(err, models.ErrBadCredentials) {
+			u, err := s.Access().Authenticate(ctx, tt.username, tt.password, "10.0.0.1")
+			if !errors.Is(err, access.ErrBadCredentials) {
 				t.Errorf("Authenticate(%q, %q) = %+v, %v; want ErrBadCredentials", tt.username, tt.password, u, err)
 			}
 		})
@@ -174,8 +174,8 @@ func TestAuthenticate(t *testing.T) {
 		if _, err := s.SQL().Exec("UPDATE console_users SET disabled = TRUE WHERE id = ?", alice.ID); err != nil {
 			t.Fatal(err)
 		}
-		u, err := s.Authenticate(ctx, "alice", password, "10.0.0.1")
-		if !errors.Is(err, models.ErrBadCredentials) {
+		u, err := s.Access().Authenticate(ctx, "alice", password, "10.0.0.1")
+		if !errors.Is(err, access.ErrBadCredentials) {
 			t.Errorf("Authenticate of a disabled user with the right password = %+v, %v; want ErrBadCredentials", u, err)
 		}
 	})
@@ -186,41 +186,41 @@ func TestChangePassword(t *testing.T) {
 	s := testenv.Store(t)
 	ctx := context.Background()
 	const oldPassword, newPassword = "correct-horse-battery", "staple-battery-horse"
-	u, err := s.CreateUser(ctx, "alice", oldPassword, models.RoleAdmin)
+	u, err := s.Access().CreateUser(ctx, "alice", oldPassword, access.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var tokens []string
 	for range 2 {
-		tok, err := s.CreateSession(ctx, u.ID, "10.0.0.1", "test", time.Hour)
+		tok, err := s.Access().CreateSession(ctx, u.ID, "10.0.0.1", "test", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tokens = append(tokens, tok)
 	}
 
-	err = s.ChangePassword(ctx, u.ID, "not-the-password", newPassword, "10.0.0.1")
+	err = s.Access().ChangePassword(ctx, u.ID, "not-the-password", newPassword, "10.0.0.1")
 	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "current_password" {
 		t.Errorf("ChangePassword with a wrong current password: %v, want a FieldError on current_password", err)
 	}
 	// The failed change must have left the sessions alone.
-	if _, _, err := s.SessionUser(ctx, tokens[0], idle); err != nil {
+	if _, _, err := s.Access().SessionUser(ctx, tokens[0], idle); err != nil {
 		t.Fatalf("session after a failed password change: %v", err)
 	}
 
-	if err := s.ChangePassword(ctx, u.ID, oldPassword, newPassword, "10.0.0.1"); err != nil {
+	if err := s.Access().ChangePassword(ctx, u.ID, oldPassword, newPassword, "10.0.0.1"); err != nil {
 		t.Fatalf("ChangePassword: %v", err)
 	}
 	for i, tok := range tokens {
-		if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
+		if _, _, err := s.Access().SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("session %d after the password change: %v, want ErrNotFound", i, err)
 		}
 	}
-	if n := count(t, s, "SELECT COUNT(*) FROM console_sessions WHERE user_id = ?", u.ID); n != 0 {
+	if n := testenv.Count(t, s, "SELECT COUNT(*) FROM console_sessions WHERE user_id = ?", u.ID); n != 0 {
 		t.Errorf("%d session rows left for the user, want 0", n)
 	}
-	if _, err := s.Authenticate(ctx, "alice", newPassword, "10.0.0.1"); err != nil {
+	if _, err := s.Access().Authenticate(ctx, "alice", newPassword, "10.0.0.1"); err != nil {
 		t.Errorf("Authenticate with the new password: %v", err)
 	}
 }
@@ -234,12 +234,12 @@ func TestLookalikeUsernames(t *testing.T) {
 	s := testenv.Store(t)
 	ctx := context.Background()
 	const password = "correct-horse-battery"
-	admin, err := s.CreateUser(ctx, "admin", password, models.RoleAdmin)
+	admin, err := s.Access().CreateUser(ctx, "admin", password, access.RoleAdmin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, name := range []string{"ädmin", "àdmin", "ãdmin", "ＡＤＭＩＮ", "ａｄｍｉｎ", "admin\u0000", "admın"} {
-		if u, err := s.Authenticate(ctx, name, password, fmt.Sprintf("10.0.8.%d", i)); !errors.Is(err, models.ErrBadCredentials) {
+		if u, err := s.Access().Authenticate(ctx, name, password, fmt.Sprintf("10.0.8.%d", i)); !errors.Is(err, access.ErrBadCredentials) {
 			t.Errorf("sign-in as %q with admin's password: %+v, %v; want ErrBadCredentials", name, u, err)
 		}
 	}
@@ -247,18 +247,18 @@ func TestLookalikeUsernames(t *testing.T) {
 	if err := s.SQL().QueryRow("SELECT COUNT(*) FROM console_users WHERE username = ?", "ädmin").Scan(&n); err != nil || n != 0 {
 		t.Errorf("the database matches ädmin to %d users (%v): usernames must compare byte for byte", n, err)
 	}
-	if u, err := s.Authenticate(ctx, " Admin ", password, "10.0.8.20"); err != nil || u.ID != admin.ID {
+	if u, err := s.Access().Authenticate(ctx, " Admin ", password, "10.0.8.20"); err != nil || u.ID != admin.ID {
 		t.Errorf("sign-in as \" Admin \": %+v, %v; want admin (ASCII case is folded)", u, err)
 	}
 	// Five wrong guesses as ADMIN and Admin: the next as admin is past admin's limit.
 	for i, name := range []string{"ADMIN", "Admin", "aDmin", "ADMIN", "Admin"} {
-		if _, err := s.Authenticate(ctx, name, "wrong-horse-battery", fmt.Sprintf("10.0.8.%d", 30+i)); !errors.Is(err, models.ErrBadCredentials) {
+		if _, err := s.Access().Authenticate(ctx, name, "wrong-horse-battery", fmt.Sprintf("10.0.8.%d", 30+i)); !errors.Is(err, access.ErrBadCredentials) {
 			t.Fatalf("wrong guess %d as %s: %v", i+1, name, err)
 		}
 	}
 	// The sixth passes the gate; the seventh, at once, is refused.
 	for i := range 2 {
-		if err := s.BeginGuess(ctx, "admin", "10.0.8.40", kernel.Now(), true); (i == 0) != (err == nil) {
+		if err := s.Access().BeginGuess(ctx, "admin", "10.0.8.40", kernel.Now(), true); (i == 0) != (err == nil) {
 			t.Errorf("wrong guess %d on admin under another spelling: %v", 6+i, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package models_test
+package access_test
 
 import (
 	"context"
@@ -9,35 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"herald/access"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
 )
 
-// stepClock is a clock that moves only when the test says so.
-type stepClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newStepClock() *stepClock { return &stepClock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)} }
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // newKey creates an API key with the send scope and returns it with its secret.
-func newKey(t *testing.T, s *models.Store) (*models.APIKey, string) {
+func newKey(t *testing.T, s *models.Store) (*access.APIKey, string) {
 	t.Helper()
-	k, secret, err := s.CreateAPIKey(context.Background(), "erp", models.ScopeSend, "admin")
+	k, secret, err := s.Access().CreateAPIKey(context.Background(), "erp", access.ScopeSend, "admin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +39,7 @@ func setRevokedBehindCache(t *testing.T, s *models.Store, id int64, revoked bool
 }
 
 // wantAccepted fails the test unless the cache accepts secret as key id.
-func wantAccepted(t *testing.T, what string, c *models.APIKeyCache, secret string, id int64) {
+func wantAccepted(t *testing.T, what string, c *access.APIKeyCache, secret string, id int64) {
 	t.Helper()
 	k, err := c.Authenticate(context.Background(), secret)
 	if err != nil {
@@ -70,7 +51,7 @@ func wantAccepted(t *testing.T, what string, c *models.APIKeyCache, secret strin
 }
 
 // wantRefused fails the test unless the cache refuses secret as unknown or revoked.
-func wantRefused(t *testing.T, what string, c *models.APIKeyCache, secret string) {
+func wantRefused(t *testing.T, what string, c *access.APIKeyCache, secret string) {
 	t.Helper()
 	if k, err := c.Authenticate(context.Background(), secret); !errors.Is(err, kernel.ErrNotFound) {
 		t.Fatalf("%s: key %+v, error %v; want ErrNotFound", what, k, err)
@@ -81,14 +62,14 @@ func TestAPIKeyCacheServesWithinTTL(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
 	k, secret := newKey(t, s)
-	clock := newStepClock()
-	cache := s.NewAPIKeyCache(clock.Now)
+	clock := testenv.NewStepClock()
+	cache := s.Access().NewAPIKeyCache(clock.Now)
 
 	wantAccepted(t, "first use", cache, secret, k.ID)
 	// Revoked in the database behind the cache's back: only a read would see it.
 	setRevokedBehindCache(t, s, k.ID, true)
 	wantAccepted(t, "at once", cache, secret, k.ID)
-	clock.Advance(models.APIKeyCacheTTL - time.Millisecond)
+	clock.Advance(access.APIKeyCacheTTL - time.Millisecond)
 	wantAccepted(t, "just before the TTL", cache, secret, k.ID)
 	clock.Advance(time.Millisecond)
 	wantRefused(t, "once the TTL passed", cache, secret)
@@ -100,22 +81,22 @@ func TestAPIKeyCacheRevokedHereIsRefusedAtOnce(t *testing.T) {
 	s := testenv.Store(t)
 	k, secret := newKey(t, s)
 	other, otherSecret := newKey(t, s)
-	clock := newStepClock()
+	clock := testenv.NewStepClock()
 	// Two caches on one store, as one process with two HTTP handlers has.
-	caches := []*models.APIKeyCache{s.NewAPIKeyCache(clock.Now), s.NewAPIKeyCache(clock.Now)}
+	caches := []*access.APIKeyCache{s.Access().NewAPIKeyCache(clock.Now), s.Access().NewAPIKeyCache(clock.Now)}
 	for i, c := range caches {
 		wantAccepted(t, fmt.Sprintf("cache %d before", i), c, secret, k.ID)
 		wantAccepted(t, fmt.Sprintf("cache %d, other key before", i), c, otherSecret, other.ID)
 	}
 
-	if err := s.RevokeAPIKey(ctx, k.ID); err != nil {
+	if err := s.Access().RevokeAPIKey(ctx, k.ID); err != nil {
 		t.Fatal(err)
 	}
 	for i, c := range caches {
 		wantRefused(t, fmt.Sprintf("cache %d after the revocation", i), c, secret)
 		wantAccepted(t, fmt.Sprintf("cache %d, other key after", i), c, otherSecret, other.ID)
 	}
-	if err := s.RevokeAPIKey(ctx, k.ID); !errors.Is(err, kernel.ErrStateChanged) {
+	if err := s.Access().RevokeAPIKey(ctx, k.ID); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("revoking twice: %v, want ErrStateChanged", err)
 	}
 }
@@ -123,21 +104,21 @@ func TestAPIKeyCacheRevokedHereIsRefusedAtOnce(t *testing.T) {
 func TestAPIKeyCacheRevokedElsewhereIsRefusedWithinTTL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	here, there := twoProcesses(t)
+	here, there := testenv.TwoProcesses(t)
 
 	k, secret := newKey(t, here)
-	hereClock, thereClock := newStepClock(), newStepClock()
-	hereCache, thereCache := here.NewAPIKeyCache(hereClock.Now), there.NewAPIKeyCache(thereClock.Now)
+	hereClock, thereClock := testenv.NewStepClock(), testenv.NewStepClock()
+	hereCache, thereCache := here.Access().NewAPIKeyCache(hereClock.Now), there.Access().NewAPIKeyCache(thereClock.Now)
 	wantAccepted(t, "here before", hereCache, secret, k.ID)
 	wantAccepted(t, "there before", thereCache, secret, k.ID)
 
-	if err := here.RevokeAPIKey(ctx, k.ID); err != nil {
+	if err := here.Access().RevokeAPIKey(ctx, k.ID); err != nil {
 		t.Fatal(err)
 	}
 	wantRefused(t, "here after the revocation", hereCache, secret)
-	thereClock.Advance(models.APIKeyCacheTTL / 2)
+	thereClock.Advance(access.APIKeyCacheTTL / 2)
 	wantAccepted(t, "there, within the TTL", thereCache, secret, k.ID)
-	thereClock.Advance(models.APIKeyCacheTTL / 2)
+	thereClock.Advance(access.APIKeyCacheTTL / 2)
 	wantRefused(t, "there, once the TTL passed", thereCache, secret)
 }
 
@@ -145,7 +126,7 @@ func TestAPIKeyCacheKeepsNoRefusal(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
 	k, secret := newKey(t, s)
-	cache := s.NewAPIKeyCache(newStepClock().Now)
+	cache := s.Access().NewAPIKeyCache(testenv.NewStepClock().Now)
 
 	for _, tt := range []struct{ name, secret string }{
 		{"empty", ""},
@@ -171,8 +152,8 @@ type gatedLookup struct {
 	reads atomic.Int32
 }
 
-func (g *gatedLookup) lookup(ctx context.Context, secret string) (*models.APIKey, error) {
-	k, err := g.store.AuthenticateAPIKey(ctx, secret)
+func (g *gatedLookup) lookup(ctx context.Context, secret string) (*access.APIKey, error) {
+	k, err := g.store.Access().AuthenticateAPIKey(ctx, secret)
 	g.reads.Add(1) // counted once the database answered: waitForRead then knows what it saw
 	select {
 	case <-g.gate:
@@ -197,7 +178,7 @@ func TestAPIKeyCacheConcurrentMissesShareOneRead(t *testing.T) {
 	s := testenv.Store(t)
 	k, secret := newKey(t, s)
 	g := &gatedLookup{store: s, gate: make(chan struct{})}
-	cache := models.NewAPIKeyCache(g.lookup, newStepClock().Now)
+	cache := access.NewAPIKeyCache(g.lookup, testenv.NewStepClock().Now)
 
 	const requests = 20
 	var wg sync.WaitGroup
@@ -233,7 +214,7 @@ func TestAPIKeyCacheReadOutlivesTheRequestThatBeganIt(t *testing.T) {
 	s := testenv.Store(t)
 	k, secret := newKey(t, s)
 	g := &gatedLookup{store: s, gate: make(chan struct{})}
-	cache := models.NewAPIKeyCache(g.lookup, newStepClock().Now)
+	cache := access.NewAPIKeyCache(g.lookup, testenv.NewStepClock().Now)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
@@ -271,7 +252,7 @@ func TestAPIKeyCacheKeepsNoReadBegunBeforeARevocation(t *testing.T) {
 	s := testenv.Store(t)
 	k, secret := newKey(t, s)
 	g := &gatedLookup{store: s, gate: make(chan struct{})}
-	cache := models.NewAPIKeyCache(g.lookup, newStepClock().Now)
+	cache := access.NewAPIKeyCache(g.lookup, testenv.NewStepClock().Now)
 
 	before := make(chan error, 1)
 	go func() {
@@ -303,10 +284,10 @@ func TestAPIKeyCacheIsBounded(t *testing.T) {
 	t.Parallel()
 	// Keys accepted without a database, so that the cache can be filled quickly.
 	var reads atomic.Int32
-	lookup := func(_ context.Context, secret string) (*models.APIKey, error) {
-		return &models.APIKey{ID: int64(reads.Add(1)), Prefix: models.APIKeyPrefix(secret)}, nil
+	lookup := func(_ context.Context, secret string) (*access.APIKey, error) {
+		return &access.APIKey{ID: int64(reads.Add(1)), Prefix: access.APIKeyPrefix(secret)}, nil
 	}
-	cache := models.NewAPIKeyCache(lookup, newStepClock().Now)
+	cache := access.NewAPIKeyCache(lookup, testenv.NewStepClock().Now)
 	secret := func(i int) string { return fmt.Sprintf("hk_%012x_%048x", i, i) }
 
 	const size = 10_000 // apiKeyCacheSize

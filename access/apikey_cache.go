@@ -1,4 +1,4 @@
-package models
+package access
 
 import (
 	"context"
@@ -106,19 +106,9 @@ func (c *APIKeyCache) Authenticate(ctx context.Context, secret string) (*APIKey,
 	}
 }
 
-// sharedRead is the context of a read that concurrent requests share: requests that
-// joined it must not fail because the one that began it went away, but that one's
-// deadline still bounds the read when the database stalls.
-func sharedRead(ctx context.Context) (context.Context, context.CancelFunc) {
-	if deadline, ok := ctx.Deadline(); ok {
-		return context.WithDeadline(context.WithoutCancel(ctx), deadline)
-	}
-	return context.WithoutCancel(ctx), func() {}
-}
-
 // read asks the database about a secret and keeps the key if it is accepted.
 func (c *APIKeyCache) read(ctx context.Context, sum [sha256.Size]byte, secret string, generation uint64) (*APIKey, error) {
-	readCtx, cancel := sharedRead(ctx)
+	readCtx, cancel := kernel.SharedRead(ctx)
 	defer cancel()
 	// The entry expires counting from before the read, so a slow read cannot stretch
 	// the time a revoked key is still accepted.

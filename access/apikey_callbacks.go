@@ -1,4 +1,4 @@
-package models
+package access
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func NewCallbackSecret() string {
 const maxCallbackSecret = 200
 
 // Normalise trims the setting, checks what models can of it (lengths: the URL's address
-// is dispatch.CheckCallback's) and fills in a secret when the URL is set and none was
+// is CheckCallback's) and fills in a secret when the URL is set and none was
 // given. Normalising twice changes nothing more.
 func (c *CallbackSetting) Normalise() error {
 	c.URL = strings.TrimSpace(c.URL)
@@ -123,9 +123,9 @@ func (s *Store) SaveCallback(ctx context.Context, keyID int64, c *CallbackSettin
 	return err
 }
 
-// resealCallbackSecrets seals again with the current key the callback secrets only the
+// ResealCallbackSecrets seals again with the current key the callback secrets only the
 // previous key opens (see resealAccounts); a compare-and-set on the value read.
-func (s *Store) resealCallbackSecrets(ctx context.Context) error {
+func (s *Store) ResealCallbackSecrets(ctx context.Context) error {
 	if !s.k.Sealer().HasPrevious() {
 		return nil
 	}

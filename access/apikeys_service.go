@@ -1,4 +1,4 @@
-package dispatch
+package access
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"herald/audit"
-	"herald/models"
 )
 
 // APIKeyInput is a new API key as an admin asks for it, in the console or on the
@@ -19,7 +18,7 @@ type APIKeyInput struct {
 	MaxRecipients string
 	Expires       string
 	// Callback nil: none. Its Secret holds the secret in force afterwards, to show once.
-	Callback *models.CallbackSetting
+	Callback *CallbackSetting
 }
 
 // CreateAPIKey makes a key, created by the person behind by (the command line's name
@@ -27,8 +26,8 @@ type APIKeyInput struct {
 // stored. The key, its callback and its audit entry are written together. Bad input is
 // a *kernel.FieldError naming name, scopes, max_recipients_per_request, expires, url or
 // secret, and writes nothing.
-func (d *Dispatcher) CreateAPIKey(ctx context.Context, by audit.Actor, in APIKeyInput) (*models.APIKey, string, error) {
-	limits, err := models.ParseKeyLimits(in.MaxRecipients, in.Expires, d.location(), d.now())
+func (d *Service) CreateAPIKey(ctx context.Context, by audit.Actor, in APIKeyInput) (*APIKey, string, error) {
+	limits, err := ParseKeyLimits(in.MaxRecipients, in.Expires, d.location(), d.now())
 	if err != nil {
 		return nil, "", err
 	}
@@ -41,14 +40,14 @@ func (d *Dispatcher) CreateAPIKey(ctx context.Context, by audit.Actor, in APIKey
 	if createdBy == "" {
 		createdBy = by.Name
 	}
-	var k *models.APIKey
+	var k *APIKey
 	var secret string
-	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		var err error
 		if k, secret, err = tx.CreateCallbackAPIKey(ctx, in.Name, in.Scopes, createdBy, limits, in.Callback); err != nil {
 			return err
 		}
-		p := keyParams(k)
+		p := KeyParams(k)
 		p["scopes"] = k.Scopes
 		if k.MaxRecipientsPerRequest > 0 {
 			p["max_recipients"] = strconv.Itoa(k.MaxRecipientsPerRequest)
@@ -66,28 +65,20 @@ func (d *Dispatcher) CreateAPIKey(ctx context.Context, by audit.Actor, in APIKey
 }
 
 // RevokeAPIKey revokes a key: systems using it are refused from then on (other
-// processes within models.APIKeyCacheTTL). Revoking twice is kernel.ErrStateChanged.
-func (d *Dispatcher) RevokeAPIKey(ctx context.Context, by audit.Actor, k *models.APIKey) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+// processes within APIKeyCacheTTL). Revoking twice is kernel.ErrStateChanged.
+func (d *Service) RevokeAPIKey(ctx context.Context, by audit.Actor, k *APIKey) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.RevokeAPIKey(ctx, k.ID); err != nil {
 			return err
 		}
-		ch.Audit("apikey.revoke", "api_key", k.Name, keyParams(k))
+		ch.Audit("apikey.revoke", "api_key", k.Name, KeyParams(k))
 		ch.After(d.store.ForgetAPIKeys)
 		return nil
 	})
 }
 
-// keyParams names a key for its audit sentence: its name and the public prefix of its
+// KeyParams names a key for its audit sentence: its name and the public prefix of its
 // secret.
-func keyParams(k *models.APIKey) audit.Params {
+func KeyParams(k *APIKey) audit.Params {
 	return audit.Params{"name": k.Name, "prefix": "hk_" + k.Prefix}
-}
-
-// location is HERALD_TIMEZONE; UTC when the dispatcher was built without it.
-func (d *Dispatcher) location() *time.Location {
-	if d.loc == nil {
-		return time.UTC
-	}
-	return d.loc
 }

@@ -1,11 +1,7 @@
-package models
+package access
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -28,26 +24,12 @@ type Session struct {
 // TableName implements gorm's tabler.
 func (Session) TableName() string { return "console_sessions" }
 
-func hashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
-
-// NewToken returns a random URL-safe token of 32 bytes.
-func NewToken() string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 // CreateSession starts a session for a user and returns the token for the cookie.
 func (s *Store) CreateSession(ctx context.Context, userID int64, ip, userAgent string, ttl time.Duration) (string, error) {
-	token := NewToken()
+	token := kernel.NewToken()
 	now := kernel.Now()
 	userAgent = kernel.Truncate(userAgent, 255)
-	sess := &Session{ID: hashToken(token), UserID: userID, IP: ip, UserAgent: userAgent,
+	sess := &Session{ID: kernel.HashToken(token), UserID: userID, IP: ip, UserAgent: userAgent,
 		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(ttl)}
 	if err := s.k.Writer(ctx).Create(sess).Error; err != nil {
 		return "", fmt.Errorf("models: create session: %w", err)
@@ -67,7 +49,7 @@ func (s *Store) SessionUser(ctx context.Context, token string, idle time.Duratio
 	}
 	var sess Session
 	now := kernel.Now()
-	err := s.reader(ctx).Where("id = ? AND expires_at > ? AND last_seen_at > ?", hashToken(token), now, now.Add(-idle)).
+	err := s.reader(ctx).Where("id = ? AND expires_at > ? AND last_seen_at > ?", kernel.HashToken(token), now, now.Add(-idle)).
 		First(&sess).Error
 	if err != nil {
 		return nil, nil, kernel.NotFound(err)
@@ -109,7 +91,7 @@ func (s *Store) DeleteUserSessions(ctx context.Context, userID int64) error {
 
 // DeleteSession revokes one session by its token.
 func (s *Store) DeleteSession(ctx context.Context, token string) error {
-	err := s.k.Writer(ctx).Where("id = ?", hashToken(token)).Delete(&Session{}).Error
+	err := s.k.Writer(ctx).Where("id = ?", kernel.HashToken(token)).Delete(&Session{}).Error
 	if err != nil {
 		return fmt.Errorf("models: delete session: %w", err)
 	}

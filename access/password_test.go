@@ -1,12 +1,12 @@
-package models_test
+package access_test
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
+	"herald/access"
 	"herald/kernel"
-	"herald/models"
 )
 
 func TestCheckPassword(t *testing.T) {
@@ -34,7 +34,7 @@ func TestCheckPassword(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := models.CheckPassword("alice", tt.password)
+			err := access.CheckPassword("alice", tt.password)
 			if tt.want == "" {
 				if err != nil {
 					t.Errorf("CheckPassword(%q) = %v, want it accepted", tt.password, err)

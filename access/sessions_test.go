@@ -1,4 +1,4 @@
-package models_test
+package access_test
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/access"
 	"herald/internal/testenv"
 	"herald/kernel"
-	"herald/models"
 )
 
 // idle is the idle timeout the session tests judge by: HERALD_SESSION_IDLE's default.
@@ -24,13 +24,13 @@ func TestSessions(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
 	ctx := context.Background()
-	alice, err := s.CreateUser(ctx, "alice", "correct-horse-battery", models.RoleOperator)
+	alice, err := s.Access().CreateUser(ctx, "alice", "correct-horse-battery", access.RoleOperator)
 	if err != nil {
 		t.Fatal(err)
 	}
 	newSession := func(t *testing.T, ttl time.Duration) string {
 		t.Helper()
-		tok, err := s.CreateSession(ctx, alice.ID, "10.0.0.7", "Mozilla/5.0", ttl)
+		tok, err := s.Access().CreateSession(ctx, alice.ID, "10.0.0.7", "Mozilla/5.0", ttl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +40,7 @@ func TestSessions(t *testing.T) {
 	live := newSession(t, time.Hour)
 
 	t.Run("live session", func(t *testing.T) {
-		sess, u, err := s.SessionUser(ctx, live, idle)
+		sess, u, err := s.Access().SessionUser(ctx, live, idle)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestSessions(t *testing.T) {
 	})
 
 	t.Run("stored id is the token's hash", func(t *testing.T) {
-		stored := queryStrings(t, s.SQL(), "SELECT id FROM console_sessions WHERE user_id = ?", alice.ID)
+		stored := testenv.QueryStrings(t, s.SQL(), "SELECT id FROM console_sessions WHERE user_id = ?", alice.ID)
 		sum := sha256.Sum256([]byte(live))
 		want := []string{hex.EncodeToString(sum[:])}
 		if diff := cmp.Diff(want, stored); diff != "" {
@@ -81,11 +81,11 @@ func TestSessions(t *testing.T) {
 		}
 		for _, tt := range tests {
 			t.Run(tt.name, func(t *testing.T) {
-				tok, err := s.CreateSession(ctx, alice.ID, "10.0.0.7", tt.userAgent, time.Hour)
+				tok, err := s.Access().CreateSession(ctx, alice.ID, "10.0.0.7", tt.userAgent, time.Hour)
 				if err != nil {
 					t.Fatalf("CreateSession with a %d-byte user agent: %v", len(tt.userAgent), err)
 				}
-				sess, _, err := s.SessionUser(ctx, tok, idle)
+				sess, _, err := s.Access().SessionUser(ctx, tok, idle)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -100,13 +100,13 @@ func TestSessions(t *testing.T) {
 
 	t.Run("deleted session", func(t *testing.T) {
 		tok := newSession(t, time.Hour)
-		if err := s.DeleteSession(ctx, tok); err != nil {
+		if err := s.Access().DeleteSession(ctx, tok); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
+		if _, _, err := s.Access().SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("SessionUser after DeleteSession: %v, want ErrNotFound", err)
 		}
-		if _, _, err := s.SessionUser(ctx, live, idle); err != nil {
+		if _, _, err := s.Access().SessionUser(ctx, live, idle); err != nil {
 			t.Errorf("DeleteSession of one session broke another of the same user: %v", err)
 		}
 	})
@@ -116,32 +116,32 @@ func TestSessions(t *testing.T) {
 		brief := newSession(t, 20*time.Millisecond)
 		time.Sleep(50 * time.Millisecond)
 		for name, tok := range map[string]string{"negative ttl": past, "ttl elapsed": brief} {
-			if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
+			if _, _, err := s.Access().SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("%s: SessionUser = %v, want ErrNotFound", name, err)
 			}
 		}
-		before := count(t, s, "SELECT COUNT(*) FROM console_sessions")
-		if err := s.DeleteExpiredSessions(ctx); err != nil {
+		before := testenv.Count(t, s, "SELECT COUNT(*) FROM console_sessions")
+		if err := s.Access().DeleteExpiredSessions(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := count(t, s, "SELECT COUNT(*) FROM console_sessions"); got != before-2 {
+		if got := testenv.Count(t, s, "SELECT COUNT(*) FROM console_sessions"); got != before-2 {
 			t.Errorf("DeleteExpiredSessions left %d of %d sessions, want %d", got, before, before-2)
 		}
-		if _, _, err := s.SessionUser(ctx, live, idle); err != nil {
+		if _, _, err := s.Access().SessionUser(ctx, live, idle); err != nil {
 			t.Errorf("DeleteExpiredSessions removed a live session: %v", err)
 		}
 	})
 
 	t.Run("idle sessions end; last seen is written at most once a minute", func(t *testing.T) {
-		bob, err := s.CreateUser(ctx, "bob", "correct-horse-battery", models.RoleViewer)
+		bob, err := s.Access().CreateUser(ctx, "bob", "correct-horse-battery", access.RoleViewer)
 		if err != nil {
 			t.Fatal(err)
 		}
-		active, err := s.CreateSession(ctx, bob.ID, "10.0.0.8", "Firefox", time.Hour)
+		active, err := s.Access().CreateSession(ctx, bob.ID, "10.0.0.8", "Firefox", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
-		unused, err := s.CreateSession(ctx, bob.ID, "10.0.0.9", "Safari", time.Hour)
+		unused, err := s.Access().CreateSession(ctx, bob.ID, "10.0.0.9", "Safari", time.Hour)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,10 +156,10 @@ func TestSessions(t *testing.T) {
 		setLastSeen(active, 29*time.Minute)
 		setLastSeen(unused, 31*time.Minute)
 
-		if _, _, err := s.SessionUser(ctx, unused, idle); !errors.Is(err, kernel.ErrNotFound) {
+		if _, _, err := s.Access().SessionUser(ctx, unused, idle); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("session unused for 31 minutes with a 30-minute idle timeout: %v, want ErrNotFound", err)
 		}
-		sess, _, err := s.SessionUser(ctx, active, idle)
+		sess, _, err := s.Access().SessionUser(ctx, active, idle)
 		if err != nil {
 			t.Fatalf("session used 29 minutes ago: %v", err)
 		}
@@ -169,10 +169,10 @@ func TestSessions(t *testing.T) {
 		// Within the minute, a use writes nothing: set last seen back by seconds and
 		// see it stay there.
 		setLastSeen(active, 20*time.Second)
-		if _, _, err := s.SessionUser(ctx, active, idle); err != nil {
+		if _, _, err := s.Access().SessionUser(ctx, active, idle); err != nil {
 			t.Fatal(err)
 		}
-		list, err := s.UserSessions(ctx, bob.ID, idle)
+		list, err := s.Access().UserSessions(ctx, bob.ID, idle)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -182,24 +182,24 @@ func TestSessions(t *testing.T) {
 		if age := kernel.Now().Sub(list[0].LastSeenAt); age < 15*time.Second {
 			t.Errorf("last seen rewritten %v after the previous write, want at most one write a minute", 20*time.Second-age)
 		}
-		if _, _, err := s.SessionUser(ctx, unused, time.Hour); err != nil {
+		if _, _, err := s.Access().SessionUser(ctx, unused, time.Hour); err != nil {
 			t.Errorf("the unused session with a one-hour idle timeout: %v", err)
 		}
 
-		if err := s.DeleteUserSessions(ctx, bob.ID); err != nil {
+		if err := s.Access().DeleteUserSessions(ctx, bob.ID); err != nil {
 			t.Fatal(err)
 		}
-		if n := count(t, s, "SELECT COUNT(*) FROM console_sessions WHERE user_id = ?", bob.ID); n != 0 {
+		if n := testenv.Count(t, s, "SELECT COUNT(*) FROM console_sessions WHERE user_id = ?", bob.ID); n != 0 {
 			t.Errorf("%d sessions of bob left after DeleteUserSessions, want 0", n)
 		}
-		if _, _, err := s.SessionUser(ctx, live, idle); err != nil {
+		if _, _, err := s.Access().SessionUser(ctx, live, idle); err != nil {
 			t.Errorf("DeleteUserSessions of bob ended alice's session: %v", err)
 		}
 	})
 
 	t.Run("unknown tokens", func(t *testing.T) {
-		for _, tok := range []string{"", models.NewToken(), live + "x"} {
-			if _, _, err := s.SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
+		for _, tok := range []string{"", kernel.NewToken(), live + "x"} {
+			if _, _, err := s.Access().SessionUser(ctx, tok, idle); !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("SessionUser(%q) = %v, want ErrNotFound", tok, err)
 			}
 		}
@@ -210,7 +210,7 @@ func TestSessions(t *testing.T) {
 		if _, err := s.SQL().Exec("UPDATE console_users SET disabled = TRUE WHERE id = ?", alice.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.SessionUser(ctx, live, idle); !errors.Is(err, kernel.ErrNotFound) {
+		if _, _, err := s.Access().SessionUser(ctx, live, idle); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("SessionUser for a disabled user: %v, want ErrNotFound", err)
 		}
 	})

@@ -1,4 +1,4 @@
-package dispatch
+package access
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"herald/audit"
 	"herald/channels"
 	"herald/kernel"
-	"herald/models"
 )
 
 // CheckCallback checks a key's callback setting the way an account's URL is checked: http
@@ -17,7 +16,7 @@ import (
 // command line all check a callback through it, normalised in place (trimmed, a secret
 // made when none was given), so that what is checked is what is stored and audited.
 // Errors name url or secret.
-func CheckCallback(c *models.CallbackSetting) error {
+func CheckCallback(c *CallbackSetting) error {
 	if err := c.Normalise(); err != nil || c.URL == "" {
 		return err
 	}
@@ -43,15 +42,15 @@ func callbackAddress(err error) error {
 // audit entry, which names the URL and never the secret; set.Secret holds the secret in
 // force afterwards, to show once. The console and the API set callbacks through it.
 // kernel.ErrStateChanged: the key is revoked.
-func (d *Dispatcher) SetCallback(ctx context.Context, by audit.Actor, k *models.APIKey, set *models.CallbackSetting) error {
+func (d *Service) SetCallback(ctx context.Context, by audit.Actor, k *APIKey, set *CallbackSetting) error {
 	if err := CheckCallback(set); err != nil {
 		return err
 	}
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.SaveCallback(ctx, k.ID, set); err != nil {
 			return err
 		}
-		p := keyParams(k)
+		p := KeyParams(k)
 		if set.URL == "" {
 			p["old_url"] = k.CallbackURL
 			ch.Audit("apikey.callback.remove", "api_key", k.Name, p)

@@ -1,9 +1,8 @@
-package models
+package access
 
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
@@ -161,7 +160,7 @@ func (s *Store) CreateLimitedAPIKey(ctx context.Context, name, scopes, createdBy
 // CreateCallbackAPIKey is CreateLimitedAPIKey for a key that may have a status callback
 // from the start (cb nil: none): the key and its callback are written together. The
 // callback's URL must have been checked against the address guard
-// (dispatch.CheckCallback); cb.Secret holds the secret in force afterwards.
+// (CheckCallback); cb.Secret holds the secret in force afterwards.
 func (s *Store) CreateCallbackAPIKey(ctx context.Context, name, scopes, createdBy string, limits KeyLimits, cb *CallbackSetting) (*APIKey, string, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, "", err
@@ -179,7 +178,7 @@ func (s *Store) CreateCallbackAPIKey(ctx context.Context, name, scopes, createdB
 	_, _ = rand.Read(secretBytes)
 	prefix := hex.EncodeToString(idBytes)
 	secret := apiKeyPrefix + prefix + "_" + hex.EncodeToString(secretBytes)
-	k := &APIKey{Name: name, Prefix: prefix, KeyHash: hashKey(secret), Scopes: norm, CreatedBy: createdBy, KeyLimits: limits}
+	k := &APIKey{Name: name, Prefix: prefix, KeyHash: kernel.HashToken(secret), Scopes: norm, CreatedBy: createdBy, KeyLimits: limits}
 	err = s.tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(k).Error; err != nil {
 			return fmt.Errorf("models: create api key: %w", err)
@@ -197,11 +196,6 @@ func (s *Store) CreateCallbackAPIKey(ctx context.Context, name, scopes, createdB
 		return nil, "", err
 	}
 	return k, secret, nil
-}
-
-func hashKey(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
 }
 
 // APIKeyPrefix returns the public prefix of a secret shaped like an API key (the part
@@ -225,7 +219,7 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, secret string) (*APIKey,
 	if err := s.reader(ctx).Where("prefix = ?", prefix).First(&k).Error; err != nil {
 		return nil, kernel.NotFound(err)
 	}
-	if subtle.ConstantTimeCompare([]byte(k.KeyHash), []byte(hashKey(secret))) != 1 || k.RevokedAt != nil {
+	if subtle.ConstantTimeCompare([]byte(k.KeyHash), []byte(kernel.HashToken(secret))) != 1 || k.RevokedAt != nil {
 		return nil, kernel.ErrNotFound
 	}
 	return &k, nil

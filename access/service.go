@@ -1,0 +1,48 @@
+package access
+
+import (
+	"context"
+	"time"
+
+	"herald/audit"
+	"herald/kernel"
+)
+
+// Service makes the access domain's changes: each validates its input (a
+// *kernel.FieldError names the field), writes the change and its audit entry in one
+// transaction (audit.Run), and runs its effects after the commit.
+type Service struct {
+	store *Store
+	// loc is HERALD_TIMEZONE, where a key's last day is read; nil means UTC.
+	loc *time.Location
+	// clock is the clock; nil means kernel.Now.
+	clock func() time.Time
+}
+
+// NewService builds the access service on store; loc is where typed dates are read,
+// clock the clock (nil: kernel.Now).
+func NewService(store *Store, loc *time.Location, clock func() time.Time) *Service {
+	return &Service{store: store, loc: loc, clock: clock}
+}
+
+// change runs fn with a store bound to one transaction, with the audit entries fn
+// records (audit.Run).
+func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *Store, ch *audit.Change) error) error {
+	return audit.Run(ctx, d.store.k, by, func(tx *kernel.DB, ch *audit.Change) error { return fn(d.store.On(tx), ch) })
+}
+
+// location is HERALD_TIMEZONE; UTC when the service was built without it.
+func (d *Service) location() *time.Location {
+	if d.loc == nil {
+		return time.UTC
+	}
+	return d.loc
+}
+
+// now is the service's clock, in UTC.
+func (d *Service) now() time.Time {
+	if d.clock != nil {
+		return d.clock().UTC()
+	}
+	return kernel.Now()
+}

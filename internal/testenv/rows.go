@@ -1,0 +1,90 @@
+package testenv
+
+import (
+	"context"
+	"database/sql"
+	"sync"
+	"testing"
+	"time"
+
+	"herald/kernel"
+	"herald/models"
+)
+
+// Helpers of the domain packages' tests that look at a store's rows directly.
+
+// FreshOptions returns options for a new, empty database (MySQL when configured,
+// SQLite in a temporary directory otherwise), so a test can open several stores on it.
+func FreshOptions(t testing.TB) kernel.Options {
+	t.Helper()
+	return kernel.Options{MySQLDSN: MySQLDSN(t), DataDir: t.TempDir(), SecretKey: SecretKey}
+}
+
+// TwoProcesses opens two stores on one fresh, migrated database, as two processes have.
+func TwoProcesses(t testing.TB) (here, there *models.Store) {
+	t.Helper()
+	opts := FreshOptions(t)
+	for _, s := range []**models.Store{&here, &there} {
+		var err error
+		if *s, err = models.Open(opts); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { (*s).Close() })
+	}
+	if _, err := here.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return here, there
+}
+
+// Count runs a COUNT(*) query.
+func Count(t testing.TB, s *models.Store, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := s.SQL().QueryRow(query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+func QueryStrings(t testing.TB, db *sql.DB, query string, args ...any) []string {
+	t.Helper()
+	rows, err := db.Query(query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// StepClock is a clock that moves only when the test says so; it starts at 09:00 UTC on
+// 2 March 2026.
+type StepClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func NewStepClock() *StepClock { return &StepClock{now: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)} }
+
+func (c *StepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *StepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
