@@ -172,7 +172,8 @@ func TestImportRules(t *testing.T) {
 
 // domains are the domain packages, each with the domains it may build on.
 var domains = map[string][]string{
-	"herald/access": nil,
+	"herald/access":    nil,
+	"herald/directory": nil,
 }
 
 // foundation is what every domain may build on.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"testing"
 
+	"herald/directory"
 	"herald/dispatch"
 	"herald/models"
 	"herald/simulator"
@@ -53,12 +54,12 @@ func (r *benchRig) useDingTalk(b *testing.B) string {
 	ctx := context.Background()
 	simURL := "http://" + r.unlimitedSimulator(b)
 	store := r.h.App.Store
-	list := make([]models.Recipient, len(r.people))
+	list := make([]directory.Recipient, len(r.people))
 	for i, id := range r.people {
-		list[i] = models.Recipient{ExternalID: id, Name: id, OrgType: models.Branch, DingtalkUserid: "dt_" + id, Active: true}
+		list[i] = directory.Recipient{ExternalID: id, Name: id, OrgType: directory.Branch, DingtalkUserid: "dt_" + id, Active: true}
 	}
 	for start := 0; start < len(list); start += 10000 {
-		if _, err := store.UpsertRecipients(ctx, list[start:min(start+10000, len(list))]); err != nil {
+		if _, err := store.Directory().UpsertRecipients(ctx, list[start:min(start+10000, len(list))]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
 )
@@ -231,14 +232,14 @@ func embeddedEmail(b *testing.B, sink *testenv.SMTPSink, pool, perSession string
 	if err := h.App.Store.SaveAccount(ctx, a); err != nil {
 		b.Fatal(err)
 	}
-	list := make([]models.Recipient, n)
+	list := make([]directory.Recipient, n)
 	people := make([]string, n)
 	for i := range list {
 		id := fmt.Sprintf("B%06d", i)
-		list[i] = models.Recipient{ExternalID: id, Name: id, OrgType: models.Branch, Email: fmt.Sprintf("b%06d@example.com", i), Active: true}
+		list[i] = directory.Recipient{ExternalID: id, Name: id, OrgType: directory.Branch, Email: fmt.Sprintf("b%06d@example.com", i), Active: true}
 		people[i] = id
 	}
-	if _, err := h.App.Store.UpsertRecipients(ctx, list); err != nil {
+	if _, err := h.App.Store.Directory().UpsertRecipients(ctx, list); err != nil {
 		b.Fatal(err)
 	}
 	_, key, err := h.App.Store.Access().CreateAPIKey(ctx, "bench", "send", "bench")

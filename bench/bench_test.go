@@ -23,6 +23,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"herald/channels"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
@@ -217,15 +218,15 @@ func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 	if err := store.SaveAccount(context.Background(), r.acct); err != nil {
 		b.Fatal(err)
 	}
-	list := make([]models.Recipient, n)
+	list := make([]directory.Recipient, n)
 	for i := range list {
 		id := fmt.Sprintf("B%06d", i)
-		list[i] = models.Recipient{ExternalID: id, Name: id, OrgType: models.Branch, TianyuanID: "ty_" + id,
+		list[i] = directory.Recipient{ExternalID: id, Name: id, OrgType: directory.Branch, TianyuanID: "ty_" + id,
 			Email: strings.ToLower(id) + "@example.com", Active: true}
 		r.people = append(r.people, id)
 	}
 	for start := 0; start < n; start += 10000 {
-		if _, err := store.UpsertRecipients(context.Background(), list[start:min(start+10000, n)]); err != nil {
+		if _, err := store.Directory().UpsertRecipients(context.Background(), list[start:min(start+10000, n)]); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herald/config"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/internal/app"
 	"herald/kernel"
@@ -78,13 +79,13 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 	if err := store.CreateAccount(ctx, acct); err != nil {
 		b.Fatal(err)
 	}
-	people := make([]models.Recipient, dispatch.MaxRecipients)
+	people := make([]directory.Recipient, dispatch.MaxRecipients)
 	ids := make([]string, len(people))
 	for i := range people {
 		ids[i] = fmt.Sprintf("G%05d", i)
-		people[i] = models.Recipient{ExternalID: ids[i], Name: ids[i], OrgType: models.Branch, Active: true}
+		people[i] = directory.Recipient{ExternalID: ids[i], Name: ids[i], OrgType: directory.Branch, Active: true}
 	}
-	if _, err := store.UpsertRecipients(ctx, people); err != nil {
+	if _, err := store.Directory().UpsertRecipients(ctx, people); err != nil {
 		b.Fatal(err)
 	}
 	redis, err := tasks.StartEmbeddedRedis(cfg.RedisPassword)

@@ -8,6 +8,7 @@ import (
 
 	"herald/audit"
 	"herald/channels"
+	"herald/directory"
 	"herald/kernel"
 	"herald/models"
 )
@@ -54,7 +55,7 @@ type AckNotice struct {
 	Message *models.Message
 	Alert   *models.Alert
 	// Recipient is the person the notice went to: whoever uses the link acts as them.
-	Recipient *models.Recipient
+	Recipient *directory.Recipient
 }
 
 // OpenAckLink reads the notice a link's token names. ErrAckLinkInvalid: the token was
@@ -124,7 +125,7 @@ func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs 
 	if ackLinkExpired(a, d.now()) {
 		return AckNotice{}, ErrAckLinkExpired
 	}
-	people, err := d.store.CachedRecipientsByIDs(ctx, []int64{m.RecipientID})
+	people, err := d.store.Directory().CachedRecipientsByIDs(ctx, []int64{m.RecipientID})
 	if err != nil {
 		return AckNotice{}, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"herald/access"
 	"herald/audit"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -110,7 +111,7 @@ func TestAlertPolicyOverApprovalThreshold(t *testing.T) {
 	}
 	f.d.ForgetThreshold()
 	grown := f.open(t, "counter", "E2003")
-	if _, err := f.d.CreateRecipient(ctx, f.by, models.Recipient{ExternalID: "E2009", Name: "New Teller", OrgType: models.Branch,
+	if _, err := f.d.Directory().CreateRecipient(ctx, f.by, directory.Recipient{ExternalID: "E2009", Name: "New Teller", OrgType: directory.Branch,
 		Branch: "Pudong Branch", Department: "Counter", TianyuanID: "ty_E2009", Active: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/audit"
+	"herald/directory"
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
@@ -27,7 +28,7 @@ type AckRequest struct {
 // Ways of acknowledging or resolving an alert, as the audit log and the alert record them.
 const (
 	AckViaLink    = "link"
-	AckViaAPI     = ViaAPI
+	AckViaAPI     = directory.ViaAPI
 	AckViaConsole = "console"
 	AckViaWeCom   = "wecom"
 	// AckViaRejection resolves the alert of a batch rejected while it awaited
@@ -199,7 +200,7 @@ func (d *Dispatcher) acker(ctx context.Context, by audit.Actor, externalID, via,
 		}
 		return ackPerson{id: by.Name, name: by.Name}, nil
 	}
-	people, err := d.store.CachedRecipientsByExternalIDs(ctx, []string{externalID})
+	people, err := d.store.Directory().CachedRecipientsByExternalIDs(ctx, []string{externalID})
 	if err != nil {
 		return ackPerson{}, err
 	}

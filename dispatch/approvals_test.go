@@ -9,6 +9,7 @@ import (
 
 	"herald/access"
 	"herald/audit"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
@@ -161,11 +162,11 @@ func TestFallbackRendersApprovedContent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	people := []models.Recipient{
-		{ExternalID: "FB1", Name: "One", OrgType: models.Branch, ZhaohuID: "zh1", Active: true},
-		{ExternalID: "FB2", Name: "Two", OrgType: models.Branch, ZhaohuID: "zh2", Active: true},
+	people := []directory.Recipient{
+		{ExternalID: "FB1", Name: "One", OrgType: directory.Branch, ZhaohuID: "zh1", Active: true},
+		{ExternalID: "FB2", Name: "Two", OrgType: directory.Branch, ZhaohuID: "zh2", Active: true},
 	}
-	if _, err := f.store.UpsertRecipients(ctx, people); err != nil {
+	if _, err := f.store.Directory().UpsertRecipients(ctx, people); err != nil {
 		t.Fatal(err)
 	}
 	tmpl := &models.Template{Name: "pay", MsgType: "text", Body: "Approved: pay {{.amount}}", Variables: models.StringList{"amount"}, Fallback: "zhaohu"}

@@ -7,6 +7,7 @@ import (
 
 	"herald/access"
 	"herald/channels"
+	"herald/directory"
 	"herald/models"
 	"herald/tasks"
 )
@@ -93,3 +94,6 @@ func (d *Dispatcher) location() *time.Location {
 func (d *Dispatcher) Access() *access.Service {
 	return access.NewService(d.store.Access(), d.loc, d.clock)
 }
+
+// Directory is the staff directory's service.
+func (d *Dispatcher) Directory() *directory.Service { return directory.NewService(d.store.Directory()) }

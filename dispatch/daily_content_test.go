@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/directory"
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
@@ -28,8 +29,8 @@ func dingtalkFixture(t *testing.T) (*dispatch.Dispatcher, *models.Store, *time.L
 		t.Fatal(err)
 	}
 	for i := 1; i <= 3; i++ {
-		if err := store.CreateRecipient(ctx, &models.Recipient{ExternalID: "D" + strconv.Itoa(i), Name: "Staff " + strconv.Itoa(i),
-			OrgType: models.Branch, DingtalkUserid: "ding" + strconv.Itoa(i), Active: true}); err != nil {
+		if err := store.Directory().CreateRecipient(ctx, &directory.Recipient{ExternalID: "D" + strconv.Itoa(i), Name: "Staff " + strconv.Itoa(i),
+			OrgType: directory.Branch, DingtalkUserid: "ding" + strconv.Itoa(i), Active: true}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -20,6 +20,7 @@ import (
 
 	"herald/audit"
 	"herald/channels"
+	"herald/directory"
 	"herald/internal/batch"
 	"herald/kernel"
 	"herald/models"
@@ -435,7 +436,7 @@ func (d *Dispatcher) template(ctx context.Context, req Request) (*Compiled, erro
 // audience is who a request reaches before the duty rule: the people named and in the
 // groups named, and those on duty when asked for.
 type audience struct {
-	people    []models.Recipient
+	people    []directory.Recipient
 	rejected  models.Reasons
 	requested int
 	// roster is the duty roster of the delivery date, when anyone may need it.
@@ -452,7 +453,7 @@ func (d *Dispatcher) audience(ctx context.Context, req Request, sendAt time.Time
 	}
 	needRoster := req.ToOnDuty
 	for _, p := range a.people {
-		needRoster = needRoster || p.OrgType == models.HeadOffice
+		needRoster = needRoster || p.OrgType == directory.HeadOffice
 	}
 	needRoster = needRoster && !req.notice
 	if needRoster {
@@ -497,7 +498,7 @@ func newBatch(req Request, acct *models.Account, tmpl *Compiled, sendAt time.Tim
 // add decides about one person: rejected (inactive, no address on the platform), skipped
 // by the duty rule, or a message with its content rendered for them. A template that
 // cannot be rendered for them, or content too large for the platform, fails the request.
-func (res *Result) add(ctx context.Context, req Request, acct *models.Account, tmpl *Compiled, p *models.Recipient, sendAt time.Time) error {
+func (res *Result) add(ctx context.Context, req Request, acct *models.Account, tmpl *Compiled, p *directory.Recipient, sendAt time.Time) error {
 	addr := p.Address(acct.Platform)
 	switch {
 	case !p.Active:
@@ -691,7 +692,7 @@ func (d *Dispatcher) account(ctx context.Context, req Request) (*models.Account,
 }
 
 // who names a person in a message: name and external id.
-func who(p *models.Recipient) string {
+func who(p *directory.Recipient) string {
 	if p.Name == "" {
 		return p.ExternalID
 	}
@@ -701,17 +702,17 @@ func who(p *models.Recipient) string {
 // resolve loads the named people, once each, in request order, rejecting unknown ones,
 // then the members of the whole departments and branches named, by id. requested counts
 // the people asked for: those named and the groups' members.
-func (d *Dispatcher) resolve(ctx context.Context, req Request) (people []models.Recipient, rejected models.Reasons, requested int, err error) {
-	byExt, err := d.store.CachedRecipientsByExternalIDs(ctx, dedupe(req.Recipients))
+func (d *Dispatcher) resolve(ctx context.Context, req Request) (people []directory.Recipient, rejected models.Reasons, requested int, err error) {
+	byExt, err := d.store.Directory().CachedRecipientsByExternalIDs(ctx, dedupe(req.Recipients))
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	byID, err := d.store.CachedRecipientsByIDs(ctx, dedupe(req.RecipientIDs))
+	byID, err := d.store.Directory().CachedRecipientsByIDs(ctx, dedupe(req.RecipientIDs))
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	// One more than allowed tells a group too large from one just large enough.
-	members, err := d.store.ActiveRecipientsIn(ctx, dedupe(req.Departments), dedupe(req.Branches), MaxRecipients+1)
+	members, err := d.store.Directory().ActiveRecipientsIn(ctx, dedupe(req.Departments), dedupe(req.Branches), MaxRecipients+1)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -722,16 +723,16 @@ func (d *Dispatcher) resolve(ctx context.Context, req Request) (people []models.
 	if len(members) == 0 && len(req.Departments)+len(req.Branches) > 0 && len(req.Recipients)+len(req.RecipientIDs) == 0 && !req.ToOnDuty {
 		return nil, nil, 0, kernel.Invalid("recipients", "compose.check.groups_empty")
 	}
-	ext := make(map[string]models.Recipient, len(byExt))
+	ext := make(map[string]directory.Recipient, len(byExt))
 	for _, p := range byExt {
 		ext[p.ExternalID] = p
 	}
-	ids := make(map[int64]models.Recipient, len(byID))
+	ids := make(map[int64]directory.Recipient, len(byID))
 	for _, p := range byID {
 		ids[p.ID] = p
 	}
 	seen := map[int64]bool{}
-	add := func(p models.Recipient) {
+	add := func(p directory.Recipient) {
 		if !seen[p.ID] {
 			seen[p.ID] = true
 			people = append(people, p)
@@ -758,7 +759,7 @@ func (d *Dispatcher) resolve(ctx context.Context, req Request) (people []models.
 }
 
 // addOnDuty adds everyone on the roster who is not named already.
-func (d *Dispatcher) addOnDuty(ctx context.Context, people []models.Recipient, roster *Roster) ([]models.Recipient, error) {
+func (d *Dispatcher) addOnDuty(ctx context.Context, people []directory.Recipient, roster *Roster) ([]directory.Recipient, error) {
 	named := make(map[int64]bool, len(people))
 	for _, p := range people {
 		named[p.ID] = true
@@ -770,11 +771,11 @@ func (d *Dispatcher) addOnDuty(ctx context.Context, people []models.Recipient, r
 		}
 	}
 	slices.Sort(ids)
-	extra, err := d.store.RecipientsByIDs(ctx, ids)
+	extra, err := d.store.Directory().RecipientsByIDs(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(extra, func(a, b models.Recipient) int { return strings.Compare(a.ExternalID, b.ExternalID) })
+	slices.SortFunc(extra, func(a, b directory.Recipient) int { return strings.Compare(a.ExternalID, b.ExternalID) })
 	return append(people, extra...), nil
 }
 

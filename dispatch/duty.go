@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"herald/directory"
 	"herald/kernel"
 	"herald/models"
 )
@@ -78,8 +79,8 @@ func BuildRoster(day *models.DutyDay) *Roster {
 
 // SkipReason returns why a recipient does not receive on the roster's date, or "" if
 // they do: branch staff always receive, head-office staff only when on duty.
-func (r *Roster) SkipReason(p *models.Recipient) string {
-	if p.OrgType != models.HeadOffice {
+func (r *Roster) SkipReason(p *directory.Recipient) string {
+	if p.OrgType != directory.HeadOffice {
 		return ""
 	}
 	if r.Empty() {

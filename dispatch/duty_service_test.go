@@ -59,7 +59,7 @@ func (f *writeFixture) lastEntry(t *testing.T, action string, before int) audit.
 
 func (f *writeFixture) id(t *testing.T, ext string) int64 {
 	t.Helper()
-	p, err := f.store.RecipientByExternalID(context.Background(), ext)
+	p, err := f.store.Directory().RecipientByExternalID(context.Background(), ext)
 	if err != nil {
 		t.Fatal(err)
 	}

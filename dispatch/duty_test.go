@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/directory"
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
@@ -39,10 +40,10 @@ func newDutyFixture(t *testing.T) *dutyFixture {
 	f.d = d
 	for _, p := range []struct {
 		id  string
-		org models.OrgType
-	}{{"H1", models.HeadOffice}, {"H2", models.HeadOffice}, {"H3", models.HeadOffice}, {"H4", models.HeadOffice}, {"B1", models.Branch}} {
-		r := &models.Recipient{ExternalID: p.id, Name: p.id, OrgType: p.org, Active: true, TianyuanID: "ty" + p.id}
-		if err := store.CreateRecipient(ctx, r); err != nil {
+		org directory.OrgType
+	}{{"H1", directory.HeadOffice}, {"H2", directory.HeadOffice}, {"H3", directory.HeadOffice}, {"H4", directory.HeadOffice}, {"B1", directory.Branch}} {
+		r := &directory.Recipient{ExternalID: p.id, Name: p.id, OrgType: p.org, Active: true, TianyuanID: "ty" + p.id}
+		if err := store.Directory().CreateRecipient(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 		f.ids[p.id] = r.ID
@@ -63,7 +64,7 @@ func (f *dutyFixture) receives(t *testing.T, at time.Time) map[string]string {
 	}
 	out := map[string]string{}
 	for _, id := range []string{"H1", "H2", "H3", "H4", "B1"} {
-		people, _ := f.store.RecipientsByExternalIDs(context.Background(), []string{id})
+		people, _ := f.store.Directory().RecipientsByExternalIDs(context.Background(), []string{id})
 		reason := roster.SkipReason(&people[0])
 		if reason == "" {
 			reason = "receives"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herald/audit"
+	"herald/directory"
 	"herald/kernel"
 	"herald/models"
 )
@@ -23,16 +24,16 @@ import (
 // headOffice resolves external ids to head-office recipients. field names the list in
 // errors ("1" gives "1[0]" for the first id); "" names each the single field
 // "recipient".
-func headOffice(ctx context.Context, st *models.Store, field string, ids []string) ([]models.Recipient, error) {
-	people, err := st.RecipientsByExternalIDs(ctx, ids)
+func headOffice(ctx context.Context, st *models.Store, field string, ids []string) ([]directory.Recipient, error) {
+	people, err := st.Directory().RecipientsByExternalIDs(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	byExt := make(map[string]models.Recipient, len(people))
+	byExt := make(map[string]directory.Recipient, len(people))
 	for _, p := range people {
 		byExt[p.ExternalID] = p
 	}
-	out := make([]models.Recipient, 0, len(ids))
+	out := make([]directory.Recipient, 0, len(ids))
 	for i, id := range ids {
 		f := "recipient"
 		if field != "" {
@@ -42,7 +43,7 @@ func headOffice(ctx context.Context, st *models.Store, field string, ids []strin
 		switch {
 		case !ok:
 			return nil, kernel.Invalid(f, "duty.no_recipient", "ID", strconv.Quote(id))
-		case p.OrgType != models.HeadOffice:
+		case p.OrgType != directory.HeadOffice:
 			return nil, kernel.Invalid(f, "duty.branch_staff", "ID", id)
 		}
 		out = append(out, p)
@@ -51,10 +52,10 @@ func headOffice(ctx context.Context, st *models.Store, field string, ids []strin
 }
 
 // headOfficePerson resolves the one person a form's field names.
-func headOfficePerson(ctx context.Context, st *models.Store, field, ext string) (models.Recipient, error) {
+func headOfficePerson(ctx context.Context, st *models.Store, field, ext string) (directory.Recipient, error) {
 	ext = strings.TrimSpace(ext)
 	if ext == "" {
-		return models.Recipient{}, kernel.Invalid(field, "duty.choose_person_error")
+		return directory.Recipient{}, kernel.Invalid(field, "duty.choose_person_error")
 	}
 	people, err := headOffice(ctx, st, "", []string{ext})
 	var fe *kernel.FieldError
@@ -62,7 +63,7 @@ func headOfficePerson(ctx context.Context, st *models.Store, field, ext string) 
 		fe.Field = field
 	}
 	if err != nil {
-		return models.Recipient{}, err
+		return directory.Recipient{}, err
 	}
 	return people[0], nil
 }
@@ -78,8 +79,8 @@ func validWeekday(weekday int) error {
 // AddDutySlot puts a head-office person (by external id) on a weekday's roster
 // (1 = Monday … 7 = Sunday), audited. Adding someone already there changes nothing
 // but is audited all the same: it is what was asked.
-func (d *Dispatcher) AddDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) (models.Recipient, error) {
-	var p models.Recipient
+func (d *Dispatcher) AddDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) (directory.Recipient, error) {
+	var p directory.Recipient
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := validWeekday(weekday); err != nil {
 			return err
@@ -105,7 +106,7 @@ func (d *Dispatcher) RemoveDutySlot(ctx context.Context, by audit.Actor, weekday
 		if err := validWeekday(weekday); err != nil {
 			return err
 		}
-		p, err := tx.RecipientByExternalID(ctx, recipient)
+		p, err := tx.Directory().RecipientByExternalID(ctx, recipient)
 		if errors.Is(err, kernel.ErrNotFound) {
 			return kernel.Invalid("recipient", "duty.no_recipient", "ID", strconv.Quote(recipient))
 		}
@@ -162,7 +163,7 @@ func weekChanges(ctx context.Context, st *models.Store, before, after models.Wee
 			ids = append(ids, list...)
 		}
 	}
-	people, err := st.RecipientsByIDs(ctx, ids)
+	people, err := st.Directory().RecipientsByIDs(ctx, ids)
 	if err != nil {
 		return "", err
 	}
@@ -223,8 +224,8 @@ func (d *Dispatcher) notPast(field, date string) error {
 // SetOverride adds a head-office person to, or removes them from, the roster of a date
 // (today or later), replacing their earlier override of that date; audited. It returns
 // the person.
-func (d *Dispatcher) SetOverride(ctx context.Context, by audit.Actor, o Override) (models.Recipient, error) {
-	var p models.Recipient
+func (d *Dispatcher) SetOverride(ctx context.Context, by audit.Actor, o Override) (directory.Recipient, error) {
+	var p directory.Recipient
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := d.notPast("date", o.Date); err != nil {
 			return err
@@ -267,13 +268,13 @@ func overrideOf(ctx context.Context, st *models.Store, date string, recipientID 
 // DeleteOverride removes a person's override of a date (a past one too: removing
 // never hides anything), audited with what it was. kernel.ErrNotFound: no such person
 // or override. It returns the person.
-func (d *Dispatcher) DeleteOverride(ctx context.Context, by audit.Actor, date, recipient string) (models.Recipient, error) {
-	var p models.Recipient
+func (d *Dispatcher) DeleteOverride(ctx context.Context, by audit.Actor, date, recipient string) (directory.Recipient, error) {
+	var p directory.Recipient
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := models.ValidDate("date", date); err != nil {
 			return err
 		}
-		person, err := tx.RecipientByExternalID(ctx, recipient)
+		person, err := tx.Directory().RecipientByExternalID(ctx, recipient)
 		if err != nil {
 			return err
 		}
@@ -306,9 +307,9 @@ type Swap struct {
 // CreateSwap records a shift swap, four overrides made together, after checking that
 // both dates are today or later and, by the duty rule, that each person is on duty on
 // the date they give away. Audited. It returns the swap and its two people.
-func (d *Dispatcher) CreateSwap(ctx context.Context, by audit.Actor, s Swap) (*models.DutySwap, [2]models.Recipient, error) {
+func (d *Dispatcher) CreateSwap(ctx context.Context, by audit.Actor, s Swap) (*models.DutySwap, [2]directory.Recipient, error) {
 	var sw *models.DutySwap
-	var people [2]models.Recipient
+	var people [2]directory.Recipient
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		for i, pick := range []struct{ field, ext string }{{"a", s.A}, {"b", s.B}} {
 			var err error
@@ -321,7 +322,7 @@ func (d *Dispatcher) CreateSwap(ctx context.Context, by audit.Actor, s Swap) (*m
 			return err
 		}
 		for _, give := range []struct {
-			p           models.Recipient
+			p           directory.Recipient
 			date, field string
 		}{{people[0], sw.ADate, "a_date"}, {people[1], sw.BDate, "b_date"}} {
 			if err := d.notPast(give.field, give.date); err != nil {
@@ -346,15 +347,15 @@ func (d *Dispatcher) CreateSwap(ctx context.Context, by audit.Actor, s Swap) (*m
 
 // DeleteSwap undoes a shift swap: its overrides still in place go with it. Audited.
 // kernel.ErrNotFound: no such swap. It returns the swap as it was and its people.
-func (d *Dispatcher) DeleteSwap(ctx context.Context, by audit.Actor, id int64) (*models.DutySwap, [2]models.Recipient, error) {
+func (d *Dispatcher) DeleteSwap(ctx context.Context, by audit.Actor, id int64) (*models.DutySwap, [2]directory.Recipient, error) {
 	var sw *models.DutySwap
-	var people [2]models.Recipient
+	var people [2]directory.Recipient
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		var err error
 		if sw, err = tx.DeleteSwap(ctx, id); err != nil {
 			return err
 		}
-		found, err := tx.RecipientsByIDs(ctx, []int64{sw.AID, sw.BID})
+		found, err := tx.Directory().RecipientsByIDs(ctx, []int64{sw.AID, sw.BID})
 		if err != nil {
 			return err
 		}
@@ -373,7 +374,7 @@ func (d *Dispatcher) DeleteSwap(ctx context.Context, by audit.Actor, id int64) (
 }
 
 // swapParams names a swap for its audit sentence.
-func swapParams(sw *models.DutySwap, people [2]models.Recipient) audit.Params {
+func swapParams(sw *models.DutySwap, people [2]directory.Recipient) audit.Params {
 	return audit.Params{"a": people[0].ExternalID, "a_name": people[0].Name, "a_date": sw.ADate,
 		"b": people[1].ExternalID, "b_name": people[1].Name, "b_date": sw.BDate, "note": sw.Note}
 }
@@ -473,13 +474,13 @@ func (d *Dispatcher) DeleteDutyFeed(ctx context.Context, by audit.Actor, recipie
 }
 
 // recipientByID returns a recipient, or kernel.ErrNotFound.
-func recipientByID(ctx context.Context, st *models.Store, id int64) (models.Recipient, error) {
-	people, err := st.RecipientsByIDs(ctx, []int64{id})
+func recipientByID(ctx context.Context, st *models.Store, id int64) (directory.Recipient, error) {
+	people, err := st.Directory().RecipientsByIDs(ctx, []int64{id})
 	if err != nil {
-		return models.Recipient{}, err
+		return directory.Recipient{}, err
 	}
 	if len(people) == 0 {
-		return models.Recipient{}, fmt.Errorf("dispatch: recipient %d: %w", id, kernel.ErrNotFound)
+		return directory.Recipient{}, fmt.Errorf("dispatch: recipient %d: %w", id, kernel.ErrNotFound)
 	}
 	return people[0], nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herald/audit"
+	"herald/directory"
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
@@ -577,20 +578,20 @@ func (d *Dispatcher) resolveTarget(ctx context.Context, target string, now time.
 		}
 		return ids, "", nil
 	case targetDepartment:
-		people, err := d.store.ActiveRecipientsIn(ctx, []string{name}, nil, MaxRecipients)
+		people, err := d.store.Directory().ActiveRecipientsIn(ctx, []string{name}, nil, MaxRecipients)
 		if err != nil || len(people) == 0 {
 			return nil, SkipDepartmentGone, err
 		}
 		return recipientIDs(people), "", nil
 	}
-	people, err := d.store.CachedRecipientsByExternalIDs(ctx, []string{name})
+	people, err := d.store.Directory().CachedRecipientsByExternalIDs(ctx, []string{name})
 	if err != nil || len(people) == 0 {
 		return nil, SkipUnknownTarget, err
 	}
 	return recipientIDs(people), "", nil
 }
 
-func recipientIDs(people []models.Recipient) []int64 {
+func recipientIDs(people []directory.Recipient) []int64 {
 	ids := make([]int64, len(people))
 	for i, p := range people {
 		ids[i] = p.ID
@@ -659,7 +660,7 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.Ale
 			last = st.Targets
 		}
 	}
-	people, err := d.store.CachedRecipientsByExternalIDs(ctx, last)
+	people, err := d.store.Directory().CachedRecipientsByExternalIDs(ctx, last)
 	if err != nil {
 		return false, err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/channels"
+	"herald/directory"
 	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
@@ -157,7 +158,7 @@ func (d *Dispatcher) fallBack(ctx context.Context, pass *fallbackPass, prev *mod
 	if err != nil {
 		return nil, err
 	}
-	people, err := d.store.RecipientsByIDs(ctx, []int64{prev.RecipientID})
+	people, err := d.store.Directory().RecipientsByIDs(ctx, []int64{prev.RecipientID})
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +200,7 @@ func (d *Dispatcher) fallBack(ctx context.Context, pass *fallbackPass, prev *mod
 
 // nextInChain is the message prev falls back to on acct: the template rendered for the
 // platform with the batch's variables, or the text prev carried.
-func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *models.Batch, tmpl *Compiled, p *models.Recipient, acct *models.Account, addr string) (*models.Message, error) {
+func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *models.Batch, tmpl *Compiled, p *directory.Recipient, acct *models.Account, addr string) (*models.Message, error) {
 	now := d.now()
 	next := &models.Message{ID: models.NewID(), BatchID: prev.BatchID, RecipientID: prev.RecipientID, AccountID: acct.ID,
 		Platform: acct.Platform, Address: addr, MsgType: prev.MsgType, Subject: prev.Subject, Content: prev.Content,

@@ -103,8 +103,8 @@ func (d *Dispatcher) setHolidays(ctx context.Context, by audit.Actor, action str
 		for _, e := range effects {
 			counts[e]++
 		}
-		p := audit.Params{"count": strconv.Itoa(len(list)), "new": strconv.Itoa(counts[models.EffectCreate]),
-			"changed": strconv.Itoa(counts[models.EffectUpdate])}
+		p := audit.Params{"count": strconv.Itoa(len(list)), "new": strconv.Itoa(counts[kernel.EffectCreate]),
+			"changed": strconv.Itoa(counts[kernel.EffectUpdate])}
 		if len(list) > 0 {
 			dates := make([]string, len(list))
 			for i, hd := range list {

@@ -240,7 +240,7 @@ func TestResendStopped(t *testing.T) {
 	}
 	// A branch person: always receives, whatever the weekday.
 	pending := f.send(t, "E2001")
-	e2002, err := f.store.RecipientByExternalID(ctx, "E2002")
+	e2002, err := f.store.Directory().RecipientByExternalID(ctx, "E2002")
 	if err != nil {
 		t.Fatal(err)
 	}

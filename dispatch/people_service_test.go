@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"herald/audit"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/i18n"
 	"herald/kernel"
@@ -21,26 +22,26 @@ func TestRecipientService(t *testing.T) {
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	by := audit.Actor{Name: "ops1", Type: audit.ActorUser, Person: "ops1", IP: "192.0.2.1"}
-	good := models.Recipient{ExternalID: "N1", Name: "Niu Lan", OrgType: models.Branch, Branch: "Pudong", Active: true}
+	good := directory.Recipient{ExternalID: "N1", Name: "Niu Lan", OrgType: directory.Branch, Branch: "Pudong", Active: true}
 
 	for _, tc := range []struct {
 		name  string
-		r     models.Recipient
+		r     directory.Recipient
 		field string
 	}{
-		{"bad external id", models.Recipient{ExternalID: "a b", Name: "x", OrgType: models.Branch}, "external_id"},
-		{"no name", models.Recipient{ExternalID: "N2", Name: "  ", OrgType: models.Branch}, "name"},
-		{"bad org type", models.Recipient{ExternalID: "N2", Name: "x", OrgType: "board"}, "org_type"},
-		{"bad email", models.Recipient{ExternalID: "N2", Name: "x", OrgType: models.Branch, Email: "not mail"}, "email"},
-		{"external id in use", models.Recipient{ExternalID: "E1001", Name: "x", OrgType: models.Branch}, "external_id"},
+		{"bad external id", directory.Recipient{ExternalID: "a b", Name: "x", OrgType: directory.Branch}, "external_id"},
+		{"no name", directory.Recipient{ExternalID: "N2", Name: "  ", OrgType: directory.Branch}, "name"},
+		{"bad org type", directory.Recipient{ExternalID: "N2", Name: "x", OrgType: "board"}, "org_type"},
+		{"bad email", directory.Recipient{ExternalID: "N2", Name: "x", OrgType: directory.Branch, Email: "not mail"}, "email"},
+		{"external id in use", directory.Recipient{ExternalID: "E1001", Name: "x", OrgType: directory.Branch}, "external_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.d.CreateRecipient(ctx, by, tc.r)
+			_, err := f.d.Directory().CreateRecipient(ctx, by, tc.r)
 			var fe *kernel.FieldError
 			if !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("got %v, want an error naming %s", err, tc.field)
 			}
-			if _, err := f.store.RecipientByExternalID(ctx, "N2"); !errors.Is(err, kernel.ErrNotFound) {
+			if _, err := f.store.Directory().RecipientByExternalID(ctx, "N2"); !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("a refused person was stored: %v", err)
 			}
 			if n := auditCount(t, f.store, "recipient.create"); n != 0 {
@@ -49,10 +50,10 @@ func TestRecipientService(t *testing.T) {
 		})
 	}
 
-	if _, err := f.d.CreateRecipient(ctx, by, good); err != nil {
+	if _, err := f.d.Directory().CreateRecipient(ctx, by, good); err != nil {
 		t.Fatal(err)
 	}
-	if r, err := f.store.RecipientByExternalID(ctx, "N1"); err != nil || r.Name != "Niu Lan" {
+	if r, err := f.store.Directory().RecipientByExternalID(ctx, "N1"); err != nil || r.Name != "Niu Lan" {
 		t.Fatalf("stored %+v, %v", r, err)
 	}
 	e := lastEntry(t, f.store, "recipient.create")
@@ -63,7 +64,7 @@ func TestRecipientService(t *testing.T) {
 	// An update names each change, old and new; a bad one changes nothing.
 	bad := good
 	bad.Email = "nope"
-	if _, err := f.d.UpdateRecipient(ctx, by, "N1", bad); !isField(err, "email") {
+	if _, err := f.d.Directory().UpdateRecipient(ctx, by, "N1", bad); !isField(err, "email") {
 		t.Errorf("bad update: %v", err)
 	}
 	if n := auditCount(t, f.store, "recipient.update"); n != 0 {
@@ -71,26 +72,26 @@ func TestRecipientService(t *testing.T) {
 	}
 	changed := good
 	changed.Department = "Treasury"
-	if _, err := f.d.UpdateRecipient(ctx, by, "N1", changed); err != nil {
+	if _, err := f.d.Directory().UpdateRecipient(ctx, by, "N1", changed); err != nil {
 		t.Fatal(err)
 	}
 	if p := lastEntry(t, f.store, "recipient.update").ParamMap(); p["changes"] != "department:  → Treasury" {
 		t.Errorf("update params %v", p)
 	}
-	if _, err := f.d.UpdateRecipient(ctx, by, "N404", changed); !errors.Is(err, kernel.ErrNotFound) {
+	if _, err := f.d.Directory().UpdateRecipient(ctx, by, "N404", changed); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("update of nobody: %v", err)
 	}
 
-	if _, err := f.d.SetRecipientActive(ctx, by, "N1", false); err != nil {
+	if _, err := f.d.Directory().SetRecipientActive(ctx, by, "N1", false); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := f.store.RecipientByExternalID(ctx, "N1"); r.Active {
+	if r, _ := f.store.Directory().RecipientByExternalID(ctx, "N1"); r.Active {
 		t.Error("still active")
 	}
 	if e := lastEntry(t, f.store, "recipient.deactivate"); e.TargetID != "N1" {
 		t.Errorf("deactivate entry %+v", e)
 	}
-	if _, err := f.d.SetRecipientActive(ctx, by, "N404", true); !errors.Is(err, kernel.ErrNotFound) {
+	if _, err := f.d.Directory().SetRecipientActive(ctx, by, "N404", true); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("activate nobody: %v", err)
 	}
 	if n := auditCount(t, f.store, "recipient.activate"); n != 0 {
@@ -106,24 +107,24 @@ func TestUpsertRecipientsService(t *testing.T) {
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	by := audit.Actor{Name: "apikey:hr", Type: audit.ActorAPIKey, Person: "admin", IP: "192.0.2.9"}
-	p := func(id, name string) models.Recipient {
-		return models.Recipient{ExternalID: id, Name: name, OrgType: models.Branch, Active: true}
+	p := func(id, name string) directory.Recipient {
+		return directory.Recipient{ExternalID: id, Name: name, OrgType: directory.Branch, Active: true}
 	}
 	for _, tc := range []struct {
 		name  string
-		list  []models.Recipient
+		list  []directory.Recipient
 		field string
 	}{
 		{"none", nil, ""},
-		{"bad second", []models.Recipient{p("U1", "A"), p("U2", "")}, "[1].name"},
-		{"twice", []models.Recipient{p("U1", "A"), p("U1", "B")}, "[1].external_id"},
+		{"bad second", []directory.Recipient{p("U1", "A"), p("U2", "")}, "[1].name"},
+		{"twice", []directory.Recipient{p("U1", "A"), p("U1", "B")}, "[1].external_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.d.UpsertRecipients(ctx, by, dispatch.ViaAPI, tc.list)
+			_, err := f.d.Directory().UpsertRecipients(ctx, by, directory.ViaAPI, tc.list)
 			if !isField(err, tc.field) {
 				t.Fatalf("got %v, want an error naming %q", err, tc.field)
 			}
-			if _, err := f.store.RecipientByExternalID(ctx, "U1"); !errors.Is(err, kernel.ErrNotFound) {
+			if _, err := f.store.Directory().RecipientByExternalID(ctx, "U1"); !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("a refused list stored U1: %v", err)
 			}
 			if n := auditCount(t, f.store, "recipients.upsert") + auditCount(t, f.store, "recipient.create"); n != 0 {
@@ -132,19 +133,19 @@ func TestUpsertRecipientsService(t *testing.T) {
 		})
 	}
 
-	e1001, err := f.store.RecipientByExternalID(ctx, "E1001")
+	e1001, err := f.store.Directory().RecipientByExternalID(ctx, "E1001")
 	if err != nil {
 		t.Fatal(err)
 	}
 	renamed := *e1001
 	renamed.Name = "Renamed"
-	for _, via := range []string{dispatch.ViaAPI, dispatch.ViaImport} {
-		list := []models.Recipient{p("U1", "A "+via), renamed}
-		res, err := f.d.UpsertRecipients(ctx, by, via, list)
+	for _, via := range []string{directory.ViaAPI, directory.ViaImport} {
+		list := []directory.Recipient{p("U1", "A "+via), renamed}
+		res, err := f.d.Directory().UpsertRecipients(ctx, by, via, list)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if via == dispatch.ViaAPI && (res.Created != 1 || res.Updated != 1) {
+		if via == directory.ViaAPI && (res.Created != 1 || res.Updated != 1) {
 			t.Errorf("%s: %+v", via, res)
 		}
 	}
@@ -155,11 +156,11 @@ func TestUpsertRecipientsService(t *testing.T) {
 		t.Errorf("import entry %v", e.ParamMap())
 	}
 	create := lastEntry(t, f.store, "recipient.create")
-	if create.TargetID != "U1" || create.ParamMap()["via"] != dispatch.ViaAPI || create.Actor != "apikey:hr" {
+	if create.TargetID != "U1" || create.ParamMap()["via"] != directory.ViaAPI || create.Actor != "apikey:hr" {
 		t.Errorf("create entry %+v %v", create, create.ParamMap())
 	}
 	update := lastEntry(t, f.store, "recipient.update")
-	if update.TargetID != "U1" || update.ParamMap()["via"] != dispatch.ViaImport || update.ParamMap()["fields"] != "name" ||
+	if update.TargetID != "U1" || update.ParamMap()["via"] != directory.ViaImport || update.ParamMap()["fields"] != "name" ||
 		update.ParamMap()["changes"] != "name: A api → A csv" {
 		t.Errorf("update entry %+v %v", update, update.ParamMap())
 	}
@@ -283,7 +284,7 @@ func TestBlankVariables(t *testing.T) {
 			t.Errorf("%s: %v, want an error naming %s", tc.name, err, tc.field)
 		}
 	}
-	_, body, err := c.Render(context.Background(), "", map[string]string{"task": "x", "due": "Fri"}, &models.Recipient{Name: "A"})
+	_, body, err := c.Render(context.Background(), "", map[string]string{"task": "x", "due": "Fri"}, &directory.Recipient{Name: "A"})
 	if err != nil || body != "Do x by Fri." {
 		t.Errorf("render without the optional variable: %q, %v", body, err)
 	}

@@ -162,7 +162,7 @@ func (d *Dispatcher) checkTarget(ctx context.Context, target string) error {
 			return err
 		}
 	case targetDepartment:
-		people, err := d.store.ActiveRecipientsIn(ctx, []string{name}, nil, 1)
+		people, err := d.store.Directory().ActiveRecipientsIn(ctx, []string{name}, nil, 1)
 		if err != nil {
 			return err
 		}
@@ -173,7 +173,7 @@ func (d *Dispatcher) checkTarget(ctx context.Context, target string) error {
 		if name == "" || len(name) > maxExternalLen {
 			return kernel.Invalid("target", "alerts.invalid.target_blank")
 		}
-		people, err := d.store.CachedRecipientsByExternalIDs(ctx, []string{name})
+		people, err := d.store.Directory().CachedRecipientsByExternalIDs(ctx, []string{name})
 		if err != nil {
 			return err
 		}

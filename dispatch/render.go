@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"herald/channels"
+	"herald/directory"
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
@@ -102,7 +103,7 @@ func CompileTemplate(t *models.Template) (*Compiled, error) {
 	for _, v := range t.VariableNames() {
 		sample[v] = "sample"
 	}
-	sampleRecipient := &models.Recipient{Name: "Sample", ExternalID: "E0000"}
+	sampleRecipient := &directory.Recipient{Name: "Sample", ExternalID: "E0000"}
 	if _, _, err := c.Render(context.Background(), "", sample, sampleRecipient); err != nil {
 		return nil, err
 	}
@@ -172,7 +173,7 @@ func (c *Compiled) CheckVariables(vars map[string]string) error {
 // Render renders subject and body for one recipient on a platform ("" for none in
 // particular: the largest platform's cap applies). Each field must fit the platform's
 // cap and render within renderTimeout; ctx can abandon a render sooner.
-func (c *Compiled) Render(ctx context.Context, platform string, vars map[string]string, p *models.Recipient) (subject, body string, err error) {
+func (c *Compiled) Render(ctx context.Context, platform string, vars map[string]string, p *directory.Recipient) (subject, body string, err error) {
 	data := c.data(vars, p)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -189,7 +190,7 @@ func (c *Compiled) Render(ctx context.Context, platform string, vars map[string]
 // data is what the template renders with: the variables and the recipient's own fields,
 // as given (the HTML alternative escapes them by context: html/template). An optional
 // variable not given renders empty.
-func (c *Compiled) data(vars map[string]string, p *models.Recipient) map[string]any {
+func (c *Compiled) data(vars map[string]string, p *directory.Recipient) map[string]any {
 	data := make(map[string]any, len(vars)+len(c.declared)+1)
 	for _, v := range c.declared {
 		data[v.Name] = ""
@@ -210,7 +211,7 @@ func (c *Compiled) HasHTML() bool { return c.html != nil }
 // variables' values and the recipient's fields are escaped by html/template for the
 // context each lands in, so what a caller sends shows as text: it cannot add markup,
 // leave a quoted or unquoted attribute, or make a link run script.
-func (c *Compiled) RenderHTML(ctx context.Context, platform string, vars map[string]string, p *models.Recipient) (string, error) {
+func (c *Compiled) RenderHTML(ctx context.Context, platform string, vars map[string]string, p *directory.Recipient) (string, error) {
 	if c.html == nil {
 		return "", nil
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"herald/directory"
 	"herald/kernel"
 	"herald/models"
 )
@@ -20,17 +21,17 @@ func TestRenderHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := c.RenderHTML(context.Background(), "email", map[string]string{"task": `<script>alert("x")</script> & co`},
-		&models.Recipient{Name: "张伟 <zw>"})
+		&directory.Recipient{Name: "张伟 <zw>"})
 	want := `<p>Overdue: <b>&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; &amp; co</b> for 张伟 &lt;zw&gt;</p>`
 	if err != nil || got != want {
 		t.Errorf("RenderHTML = %q, %v; want %q", got, err, want)
 	}
-	_, body, err := c.Render(context.Background(), "email", map[string]string{"task": "<b>"}, &models.Recipient{})
+	_, body, err := c.Render(context.Background(), "email", map[string]string{"task": "<b>"}, &directory.Recipient{})
 	if err != nil || body != "Overdue: <b>" {
 		t.Errorf("the text is not escaped: %q, %v", body, err)
 	}
 	plain, _ := CompileTemplate(&models.Template{Name: "plain", MsgType: "text", Body: "hi"})
-	if html, err := plain.RenderHTML(context.Background(), "email", nil, &models.Recipient{}); html != "" || err != nil || plain.HasHTML() {
+	if html, err := plain.RenderHTML(context.Background(), "email", nil, &directory.Recipient{}); html != "" || err != nil || plain.HasHTML() {
 		t.Errorf("a template without HTML rendered %q, %v", html, err)
 	}
 	for _, bad := range []string{`<p>{{.missing}}</p>`, `<p>{{if}}</p>`} {
@@ -54,7 +55,7 @@ func TestRenderHTMLEscapesByContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := c.RenderHTML(context.Background(), "email",
-		map[string]string{"link": "javascript:alert(document.cookie)", "note": `x onerror=alert(1) "><script>alert(2)</script>`}, &models.Recipient{})
+		map[string]string{"link": "javascript:alert(document.cookie)", "note": `x onerror=alert(1) "><script>alert(2)</script>`}, &directory.Recipient{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +68,7 @@ func TestRenderHTMLEscapesByContext(t *testing.T) {
 		t.Errorf("the javascript: link is not replaced:\n%s", got)
 	}
 	// A safe link goes through as it is.
-	got, err = c.RenderHTML(context.Background(), "email", map[string]string{"link": "https://herald.example/m?id=1&x=2", "note": "ok"}, &models.Recipient{})
+	got, err = c.RenderHTML(context.Background(), "email", map[string]string{"link": "https://herald.example/m?id=1&x=2", "note": "ok"}, &directory.Recipient{})
 	if err != nil || !strings.Contains(got, `href="https://herald.example/m?id=1&amp;x=2"`) {
 		t.Errorf("a https link rendered as %q, %v", got, err)
 	}

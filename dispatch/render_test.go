@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
@@ -65,7 +66,7 @@ func TestRenderNeverSaysNoValue(t *testing.T) {
 	if err := c.CheckVariables(map[string]string{"task": "x", "other": "y"}); err == nil || !strings.Contains(err.Error(), "variables.other") {
 		t.Errorf("undeclared variable: %v, want an error naming variables.other", err)
 	}
-	subject, body, err := c.Render(context.Background(), "", map[string]string{"task": "Ledger 42"}, &models.Recipient{Name: "Li Wei"})
+	subject, body, err := c.Render(context.Background(), "", map[string]string{"task": "Ledger 42"}, &directory.Recipient{Name: "Li Wei"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func allocated(f func()) uint64 {
 // TestRenderStopsAtTheCap: a render that would outgrow the platform's cap stops there,
 // without building the rest (20 MB) in memory.
 func TestRenderStopsAtTheCap(t *testing.T) {
-	person := &models.Recipient{Name: "Li Wei"}
+	person := &directory.Recipient{Name: "Li Wei"}
 	tests := []struct {
 		name, body, platform, message string
 	}{
@@ -182,7 +183,7 @@ func TestRenderStopsAtTheCap(t *testing.T) {
 // stopped by its deadline, and one whose caller gives up stops with the caller's error.
 func TestRenderStopsAtTheDeadline(t *testing.T) {
 	c := planted(t, `{{range 1000000000}}{{""}}{{end}}`)
-	person := &models.Recipient{Name: "Li Wei"}
+	person := &directory.Recipient{Name: "Li Wei"}
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := c.Render(context.Background(), "tianyuan", nil, person)
@@ -216,7 +217,7 @@ func TestRenderKeepsNormalTemplatesExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"system": "总账", "task": "核对 42 号分类账", "days": "3", "note": "", "code": "gl-42"}
-	subject, body, err := c.Render(context.Background(), "wecom", vars, &models.Recipient{Name: "张伟"})
+	subject, body, err := c.Render(context.Background(), "wecom", vars, &directory.Recipient{Name: "张伟"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestIntakeRefusesPlantedTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := store.CreateRecipient(ctx, &models.Recipient{ExternalID: "E1", Name: "Li Wei", OrgType: models.Branch,
+	if err := store.Directory().CreateRecipient(ctx, &directory.Recipient{ExternalID: "E1", Name: "Li Wei", OrgType: directory.Branch,
 		WecomUserid: "liwei", Active: true}); err != nil {
 		t.Fatal(err)
 	}

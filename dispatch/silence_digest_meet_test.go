@@ -215,7 +215,7 @@ func (f *meetFixture) onDutyToday(t *testing.T, had []string) string {
 		}
 	}
 	for _, p := range append(slices.Clone(had), other) {
-		r, err := f.store.RecipientByExternalID(ctx, p)
+		r, err := f.store.Directory().RecipientByExternalID(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"herald/channels"
+	"herald/directory"
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
@@ -21,7 +22,7 @@ func TestRenderCapWithChineseText(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	person := &models.Recipient{Name: "张伟", ExternalID: "E1"}
+	person := &directory.Recipient{Name: "张伟", ExternalID: "E1"}
 	for _, platform := range []string{"wecom", "tianyuan", "email"} {
 		limit := channels.Cap(platform)
 		if limit.Unit != channels.Bytes {

@@ -7,6 +7,7 @@ import (
 
 	"herald/audit"
 	"herald/channels"
+	"herald/directory"
 	"herald/kernel"
 	"herald/models"
 )
@@ -163,16 +164,16 @@ func (d *Dispatcher) settleWaiting(ctx context.Context, tx *models.Store, ch *au
 }
 
 // waitingPeople loads the people of the waiting messages, by id.
-func waitingPeople(ctx context.Context, tx *models.Store, waiting []models.WaitingMessage) (map[int64]models.Recipient, error) {
+func waitingPeople(ctx context.Context, tx *models.Store, waiting []models.WaitingMessage) (map[int64]directory.Recipient, error) {
 	ids := make([]int64, 0, len(waiting))
 	for _, w := range waiting {
 		ids = append(ids, w.RecipientID)
 	}
-	list, err := tx.RecipientsByIDs(ctx, dedupe(ids))
+	list, err := tx.Directory().RecipientsByIDs(ctx, dedupe(ids))
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int64]models.Recipient, len(list))
+	out := make(map[int64]directory.Recipient, len(list))
 	for _, p := range list {
 		out[p.ID] = p
 	}
@@ -182,7 +183,7 @@ func waitingPeople(ctx context.Context, tx *models.Store, waiting []models.Waiti
 // renderAgain sets a waiting message's content to tmpl rendered for p with its batch's
 // variables, as intake would have; a failure is a field error on waiting naming the
 // person.
-func renderAgain(ctx context.Context, tmpl *Compiled, w *models.WaitingMessage, p *models.Recipient) error {
+func renderAgain(ctx context.Context, tmpl *Compiled, w *models.WaitingMessage, p *directory.Recipient) error {
 	fail := func(err error) error {
 		if fe, ok := errors.AsType[*kernel.FieldError](err); ok {
 			return kernel.Invalid("waiting", "versions.rerender_failed", "Recipient", who(p), "Err", fe)

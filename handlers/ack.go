@@ -11,6 +11,7 @@ import (
 
 	"herald/audit"
 	"herald/channels"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -118,7 +119,7 @@ func withoutOwnLink(content, token string) string {
 // ackerName is how the page names who acknowledged or resolved: a person's name for
 // their external id, else the id as recorded (a console user's name).
 func (h *Handlers) ackerName(c *gin.Context, id string) string {
-	people, err := h.Store.CachedRecipientsByExternalIDs(c.Request.Context(), []string{id})
+	people, err := h.Store.Directory().CachedRecipientsByExternalIDs(c.Request.Context(), []string{id})
 	if err != nil || len(people) == 0 {
 		return id
 	}
@@ -126,7 +127,7 @@ func (h *Handlers) ackerName(c *gin.Context, id string) string {
 }
 
 // personName is a person's name, or their external id when they have none.
-func personName(r *models.Recipient) string {
+func personName(r *directory.Recipient) string {
 	if r.Name != "" {
 		return r.Name
 	}

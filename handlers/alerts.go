@@ -38,7 +38,7 @@ func (h *Handlers) alertRows(c *gin.Context, list []models.Alert) ([]views.Alert
 		byAlert[s.AlertID] = append(byAlert[s.AlertID], s)
 		called = append(called, s.Targets...)
 	}
-	people, err := h.Store.CachedRecipientsByExternalIDs(ctx, called)
+	people, err := h.Store.Directory().CachedRecipientsByExternalIDs(ctx, called)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,18 +8,19 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
 )
 
 // externalIDs maps recipient ids to external ids for the given ids.
-func (h *Handlers) externalIDs(c *gin.Context, ids []int64) (map[int64]models.Recipient, error) {
-	people, err := h.Store.RecipientsByIDs(c.Request.Context(), ids)
+func (h *Handlers) externalIDs(c *gin.Context, ids []int64) (map[int64]directory.Recipient, error) {
+	people, err := h.Store.Directory().RecipientsByIDs(c.Request.Context(), ids)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[int64]models.Recipient, len(people))
+	out := make(map[int64]directory.Recipient, len(people))
 	for _, p := range people {
 		out[p.ID] = p
 	}

@@ -7,35 +7,34 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
+	"herald/directory"
 	"herald/kernel"
-	"herald/models"
 )
 
 // recipientJSON is the API's recipient shape (docs/api.md).
 type recipientJSON struct {
-	ExternalID     string         `json:"external_id"`
-	Name           string         `json:"name"`
-	OrgType        models.OrgType `json:"org_type"`
-	Branch         string         `json:"branch"`
-	Department     string         `json:"department"`
-	TianyuanID     string         `json:"tianyuan_id"`
-	ZhaohuID       string         `json:"zhaohu_id"`
-	WecomUserid    string         `json:"wecom_userid"`
-	FeishuUserID   string         `json:"feishu_user_id"`
-	DingtalkUserid string         `json:"dingtalk_userid"`
-	Email          string         `json:"email"`
-	Active         *bool          `json:"active"`
+	ExternalID     string            `json:"external_id"`
+	Name           string            `json:"name"`
+	OrgType        directory.OrgType `json:"org_type"`
+	Branch         string            `json:"branch"`
+	Department     string            `json:"department"`
+	TianyuanID     string            `json:"tianyuan_id"`
+	ZhaohuID       string            `json:"zhaohu_id"`
+	WecomUserid    string            `json:"wecom_userid"`
+	FeishuUserID   string            `json:"feishu_user_id"`
+	DingtalkUserid string            `json:"dingtalk_userid"`
+	Email          string            `json:"email"`
+	Active         *bool             `json:"active"`
 }
 
-func (r recipientJSON) model() models.Recipient {
+func (r recipientJSON) model() directory.Recipient {
 	active := r.Active == nil || *r.Active
-	return models.Recipient{ExternalID: r.ExternalID, Name: r.Name, OrgType: r.OrgType, Branch: r.Branch,
+	return directory.Recipient{ExternalID: r.ExternalID, Name: r.Name, OrgType: r.OrgType, Branch: r.Branch,
 		Department: r.Department, TianyuanID: r.TianyuanID, ZhaohuID: r.ZhaohuID, WecomUserid: r.WecomUserid,
 		FeishuUserID: r.FeishuUserID, DingtalkUserid: r.DingtalkUserid, Email: r.Email, Active: active}
 }
 
-func toRecipientJSON(r models.Recipient) recipientJSON {
+func toRecipientJSON(r directory.Recipient) recipientJSON {
 	active := r.Active
 	return recipientJSON{ExternalID: r.ExternalID, Name: r.Name, OrgType: r.OrgType, Branch: r.Branch,
 		Department: r.Department, TianyuanID: r.TianyuanID, ZhaohuID: r.ZhaohuID, WecomUserid: r.WecomUserid,
@@ -44,7 +43,7 @@ func toRecipientJSON(r models.Recipient) recipientJSON {
 
 // APIListRecipients is GET /api/v1/recipients?q=&org_type=&branch=&active=&after=&limit=.
 func (h *Handlers) APIListRecipients(c *gin.Context) {
-	f := models.RecipientFilter{Query: c.Query("q"), OrgType: models.OrgType(c.Query("org_type")),
+	f := directory.RecipientFilter{Query: c.Query("q"), OrgType: directory.OrgType(c.Query("org_type")),
 		Branch: c.Query("branch"), After: c.Query("after")}
 	if v := c.Query("active"); v != "" {
 		b, err := strconv.ParseBool(v)
@@ -62,7 +61,7 @@ func (h *Handlers) APIListRecipients(c *gin.Context) {
 		}
 		f.Limit = n
 	}
-	list, err := h.Store.ListRecipients(c.Request.Context(), f)
+	list, err := h.Store.Directory().ListRecipients(c.Request.Context(), f)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -85,11 +84,11 @@ func (h *Handlers) APIUpsertRecipients(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	list := make([]models.Recipient, len(body))
+	list := make([]directory.Recipient, len(body))
 	for i, r := range body {
 		list[i] = r.model()
 	}
-	res, err := h.Dispatch.UpsertRecipients(c.Request.Context(), actor(c), dispatch.ViaAPI, list)
+	res, err := h.Dispatch.Directory().UpsertRecipients(c.Request.Context(), actor(c), directory.ViaAPI, list)
 	if fe, ok := errors.AsType[*kernel.FieldError](err); ok {
 		APIError(c, http.StatusUnprocessableEntity, "validation_failed", fe.In(c.Request.Context()), fe.Field)
 		return

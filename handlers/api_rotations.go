@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -22,7 +23,7 @@ type onDutyJSON struct {
 }
 
 // rosterPeople loads everyone on duty in the rosters, by id.
-func (h *Handlers) rosterPeople(c *gin.Context, rosters []*dispatch.Roster) (map[int64]models.Recipient, error) {
+func (h *Handlers) rosterPeople(c *gin.Context, rosters []*dispatch.Roster) (map[int64]directory.Recipient, error) {
 	var ids []int64
 	for _, r := range rosters {
 		for id := range r.OnDuty {
@@ -33,7 +34,7 @@ func (h *Handlers) rosterPeople(c *gin.Context, rosters []*dispatch.Roster) (map
 }
 
 // onDuty lists a roster's people by external id, with their source.
-func onDuty(r *dispatch.Roster, people map[int64]models.Recipient) []onDutyJSON {
+func onDuty(r *dispatch.Roster, people map[int64]directory.Recipient) []onDutyJSON {
 	out := []onDutyJSON{}
 	for id := range r.OnDuty {
 		p := people[id]

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -50,7 +51,7 @@ func (h *Handlers) ComposePeople(c *gin.Context) {
 	render(c, http.StatusOK, views.ComposePeople(picker))
 }
 
-// peoplePicker finds the active people a search names (models.PersonMatches), in name
+// peoplePicker finds the active people a search names (directory.PersonMatches), in name
 // order (Chinese names by pinyin), at most composeListLimit of them, and the ticked
 // people the list leaves out.
 func (h *Handlers) peoplePicker(c *gin.Context, query string, selected map[int64]bool) (views.PeoplePicker, error) {
@@ -60,13 +61,13 @@ func (h *Handlers) peoplePicker(c *gin.Context, query string, selected map[int64
 		query = string(r[:maxPeopleQuery])
 	}
 	v := views.PeoplePicker{Query: query, Selected: selected}
-	all, err := h.Store.ActiveRecipients(ctx, composeSearchLimit)
+	all, err := h.Store.Directory().ActiveRecipients(ctx, composeSearchLimit)
 	if err != nil {
 		return v, err
 	}
 	v.Total = len(all)
-	models.SortRecipientsByName(all)
-	v.People = models.FindPeople(all, query)
+	directory.SortRecipientsByName(all)
+	v.People = directory.FindPeople(all, query)
 	v.Matches = len(v.People)
 	if len(v.People) > composeListLimit {
 		v.People = v.People[:composeListLimit]
@@ -81,10 +82,10 @@ func (h *Handlers) peoplePicker(c *gin.Context, query string, selected map[int64
 			missing = append(missing, id)
 		}
 	}
-	if v.Chosen, err = h.Store.RecipientsByIDs(ctx, missing); err != nil {
+	if v.Chosen, err = h.Store.Directory().RecipientsByIDs(ctx, missing); err != nil {
 		return v, err
 	}
-	models.SortRecipientsByName(v.Chosen)
+	directory.SortRecipientsByName(v.Chosen)
 	return v, nil
 }
 
@@ -284,11 +285,11 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 		ids[i] = m.RecipientID
 		v.Messages[m.RecipientID] = m
 	}
-	if v.Receive, err = h.Store.RecipientsByIDs(ctx, ids); err != nil {
+	if v.Receive, err = h.Store.Directory().RecipientsByIDs(ctx, ids); err != nil {
 		h.fail(c, err)
 		return
 	}
-	models.SortRecipientsByName(v.Receive)
+	directory.SortRecipientsByName(v.Receive)
 	if len(v.Receive) > 0 {
 		v.For = v.Receive[0].ID
 		if id, err := strconv.ParseInt(c.PostForm("preview_for"), 10, 64); err == nil {
@@ -326,7 +327,7 @@ func (h *Handlers) reasonLines(c *gin.Context, skipped, rejected models.Reasons)
 			ext = append(ext, r.Recipient)
 		}
 	}
-	names, err := h.Store.RecipientNames(c.Request.Context(), ext)
+	names, err := h.Store.Directory().RecipientNames(c.Request.Context(), ext)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -348,7 +349,7 @@ func (h *Handlers) reasonLines(c *gin.Context, skipped, rejected models.Reasons)
 			case b.Name == "":
 				return -1
 			}
-			return models.CompareNames(a.Name, b.Name)
+			return directory.CompareNames(a.Name, b.Name)
 		})
 		return out
 	}
@@ -390,17 +391,17 @@ func (h *Handlers) renderCompose(c *gin.Context, status int, f views.ComposeForm
 		h.fail(c, err)
 		return
 	}
-	if v.Departments, err = h.Store.Departments(ctx); err != nil {
+	if v.Departments, err = h.Store.Directory().Departments(ctx); err != nil {
 		h.fail(c, err)
 		return
 	}
-	if v.Branches, err = h.Store.ActiveBranches(ctx); err != nil {
+	if v.Branches, err = h.Store.Directory().ActiveBranches(ctx); err != nil {
 		h.fail(c, err)
 		return
 	}
 	// Chinese names by pinyin, as people are.
-	slices.SortFunc(v.Departments, models.CompareNames)
-	slices.SortFunc(v.Branches, models.CompareNames)
+	slices.SortFunc(v.Departments, directory.CompareNames)
+	slices.SortFunc(v.Branches, directory.CompareNames)
 	if v.Templates, err = h.Store.Templates(ctx); err != nil {
 		h.fail(c, err)
 		return
@@ -472,7 +473,7 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 		h.fail(c, err)
 		return views.BatchView{}, false
 	}
-	slices.SortStableFunc(msgs, func(a, b models.BatchMessage) int { return models.CompareNames(a.RecipientName, b.RecipientName) })
+	slices.SortStableFunc(msgs, func(a, b models.BatchMessage) int { return directory.CompareNames(a.RecipientName, b.RecipientName) })
 	v := views.BatchView{Batch: b, Messages: msgs, Counts: counts.ByStatus, Reached: counts.Reached, Falling: counts.Falling}
 	if v.Recall, err = h.Store.LatestRecallRequest(ctx, id); err != nil {
 		h.fail(c, err)

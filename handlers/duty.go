@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/access"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/i18n"
 	"herald/kernel"
@@ -131,10 +132,10 @@ func (h *Handlers) dutyWeek(c *gin.Context) (views.DutyWeek, error) {
 		for _, id := range week[day] {
 			d.People = append(d.People, people[id])
 		}
-		slices.SortFunc(d.People, func(a, b models.Recipient) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(d.People, func(a, b directory.Recipient) int { return strings.Compare(a.Name, b.Name) })
 		w.Days = append(w.Days, d)
 	}
-	if w.Staff, err = h.Store.HeadOfficeStaff(ctx, dutyStaffLimit); err != nil {
+	if w.Staff, err = h.Store.Directory().HeadOfficeStaff(ctx, dutyStaffLimit); err != nil {
 		return w, err
 	}
 	w.Empty, err = h.emptyRosterDates(ctx)
@@ -182,12 +183,12 @@ func (h *Handlers) roster(ctx context.Context, date string) views.Roster {
 	for id := range r.OnDuty {
 		ids = append(ids, id)
 	}
-	people, err := h.Store.RecipientsByIDs(ctx, ids)
+	people, err := h.Store.Directory().RecipientsByIDs(ctx, ids)
 	if err != nil {
 		h.Log.Error("duty roster", "date", date, "error", err)
 		return views.Roster{Date: date, Error: i18n.T(ctx, "duty.roster.unreadable")}
 	}
-	slices.SortFunc(people, func(a, b models.Recipient) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(people, func(a, b directory.Recipient) int { return strings.Compare(a.Name, b.Name) })
 	out.People = people
 	return out
 }
@@ -377,7 +378,7 @@ func (h *Handlers) ImportHolidays(c *gin.Context) {
 		},
 		effects: h.Store.HolidayEffects,
 		summary: func(n map[string]int) string {
-			return tr(c, "duty.import.effects", "Create", n[models.EffectCreate], "Update", n[models.EffectUpdate], "Unchanged", n[models.EffectUnchanged])
+			return tr(c, "duty.import.effects", "Create", n[kernel.EffectCreate], "Update", n[kernel.EffectUpdate], "Unchanged", n[kernel.EffectUnchanged])
 		},
 		apply: func(list []models.Holiday) error { return h.applyHolidays(c, list, dispatch.HolidaysFromCSV) },
 	})

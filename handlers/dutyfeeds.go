@@ -12,9 +12,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/access"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/i18n"
-	"herald/models"
 	"herald/views"
 )
 
@@ -34,7 +34,7 @@ func (h *Handlers) DutyFeeds(c *gin.Context) {
 
 func (h *Handlers) renderDutyFeeds(c *gin.Context, status int, newFor, newURL string) {
 	ctx := c.Request.Context()
-	staff, err := h.Store.HeadOfficeStaff(ctx, dutyStaffLimit)
+	staff, err := h.Store.Directory().HeadOfficeStaff(ctx, dutyStaffLimit)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -59,9 +59,9 @@ func (h *Handlers) renderDutyFeeds(c *gin.Context, status int, newFor, newURL st
 }
 
 // feedPerson reads the :id of a feed route.
-func (h *Handlers) feedPerson(c *gin.Context) (*models.Recipient, bool) {
+func (h *Handlers) feedPerson(c *gin.Context) (*directory.Recipient, bool) {
 	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
-	people, err := h.Store.RecipientsByIDs(c.Request.Context(), []int64{id})
+	people, err := h.Store.Directory().RecipientsByIDs(c.Request.Context(), []int64{id})
 	if err != nil {
 		h.fail(c, err)
 		return nil, false

@@ -32,7 +32,7 @@ type csvImport[T any] struct {
 	key       func(T) string
 	duplicate func(key string, line int) string
 	// effects compares valid items with what is stored, one effect each
-	// (models.EffectCreate, EffectUpdate or EffectUnchanged).
+	// (kernel.EffectCreate, EffectUpdate or EffectUnchanged).
 	effects func(ctx context.Context, items []T) ([]string, error)
 	// summary is the preview's sentence from the counts of effects.
 	summary func(counts map[string]int) string

@@ -62,7 +62,7 @@ func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accoun
 		}
 	}
 	if v.Recipient != "" {
-		r, err := h.Store.RecipientByExternalID(c.Request.Context(), v.Recipient)
+		r, err := h.Store.Directory().RecipientByExternalID(c.Request.Context(), v.Recipient)
 		switch {
 		case isNotFound(err):
 			errs["recipient"] = tr(c, "messages.filter.no_recipient", "ID", v.Recipient)

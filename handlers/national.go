@@ -123,9 +123,9 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 	v.Previewed, v.Source, v.Notice, v.Entries, v.Changes = true, source, notice, string(entries), changes
 	for _, ch := range changes {
 		switch ch.Effect {
-		case models.EffectCreate:
+		case kernel.EffectCreate:
 			v.New++
-		case models.EffectUpdate:
+		case kernel.EffectUpdate:
 			v.Changed++
 		default:
 			v.Unchanged++

@@ -12,17 +12,16 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/audit"
-	"herald/dispatch"
+	"herald/directory"
 	"herald/kernel"
-	"herald/models"
 	"herald/views"
 )
 
 // recipientFilter reads the staff list's filters from the query string.
-func recipientFilter(c *gin.Context) (views.RecipientFilter, models.RecipientFilter) {
+func recipientFilter(c *gin.Context) (views.RecipientFilter, directory.RecipientFilter) {
 	v := views.RecipientFilter{Q: strings.TrimSpace(c.Query("q")), OrgType: c.Query("org_type"), Branch: c.Query("branch"), Active: c.Query("active")}
-	f := models.RecipientFilter{Query: v.Q, Branch: v.Branch}
-	if t := models.OrgType(v.OrgType); t == models.HeadOffice || t == models.Branch {
+	f := directory.RecipientFilter{Query: v.Q, Branch: v.Branch}
+	if t := directory.OrgType(v.OrgType); t == directory.HeadOffice || t == directory.Branch {
 		f.OrgType = t
 	} else {
 		v.OrgType = ""
@@ -43,10 +42,10 @@ func recipientQuery(f views.RecipientFilter) url.Values {
 func (h *Handlers) Recipients(c *gin.Context) {
 	ctx := c.Request.Context()
 	v := views.Recipients{Notice: h.notice(c)}
-	var f models.RecipientFilter
+	var f directory.RecipientFilter
 	v.Filter, f = recipientFilter(c)
 	f.After, f.Limit = c.Query("after"), pageSize+1
-	people, err := h.Store.ListRecipients(ctx, f)
+	people, err := h.Store.Directory().ListRecipients(ctx, f)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -63,7 +62,7 @@ func (h *Handlers) Recipients(c *gin.Context) {
 	}
 	v.People = people
 	v.Export = withQuery("/recipients/export.csv", q)
-	if v.Branches, err = h.Store.Branches(ctx); err != nil {
+	if v.Branches, err = h.Store.Directory().Branches(ctx); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -73,7 +72,7 @@ func (h *Handlers) Recipients(c *gin.Context) {
 // recipientColumns are the columns of a staff CSV file, import and export alike.
 var recipientColumns = func() []string {
 	cols := []string{"external_id", "name", "org_type", "branch", "department"}
-	for _, a := range models.IMAddresses {
+	for _, a := range directory.IMAddresses {
 		cols = append(cols, a.Field)
 	}
 	return append(cols, "email", "active")
@@ -87,14 +86,14 @@ var recipientAliases = map[string]string{
 
 // csvOrgType reads the org_type cell of a staff CSV file: head_office or branch, or
 // their Chinese names 总行 and 分行.
-func csvOrgType(s string) models.OrgType {
+func csvOrgType(s string) directory.OrgType {
 	switch s {
 	case "总行":
-		return models.HeadOffice
+		return directory.HeadOffice
 	case "分行":
-		return models.Branch
+		return directory.Branch
 	}
-	return models.OrgType(s)
+	return directory.OrgType(s)
 }
 
 // parseActive reads the active cell of a staff CSV file: true or false as
@@ -127,7 +126,7 @@ func (h *Handlers) ExportRecipients(c *gin.Context) {
 	f.Limit = exportChunk
 	n := 0
 	for {
-		list, err := h.Store.ListRecipients(ctx, f)
+		list, err := h.Store.Directory().ListRecipients(ctx, f)
 		if err != nil {
 			// The header is out: all that can be done is to stop and log.
 			h.Log.Error("export recipients", "error", err)
@@ -135,7 +134,7 @@ func (h *Handlers) ExportRecipients(c *gin.Context) {
 		}
 		for _, r := range list {
 			row := []string{r.ExternalID, r.Name, string(r.OrgType), r.Branch, r.Department}
-			for _, a := range models.IMAddresses {
+			for _, a := range directory.IMAddresses {
 				row = append(row, *a.Of(&r))
 			}
 			row = append(row, r.Email, strconv.FormatBool(r.Active))
@@ -156,9 +155,9 @@ func (h *Handlers) ExportRecipients(c *gin.Context) {
 }
 
 // recipientFromForm reads the person form.
-func recipientFromForm(c *gin.Context) models.Recipient {
-	r := models.Recipient{ExternalID: strings.TrimSpace(c.PostForm("external_id")), Name: c.PostForm("name"),
-		OrgType: models.OrgType(c.PostForm("org_type")), Branch: strings.TrimSpace(c.PostForm("branch")),
+func recipientFromForm(c *gin.Context) directory.Recipient {
+	r := directory.Recipient{ExternalID: strings.TrimSpace(c.PostForm("external_id")), Name: c.PostForm("name"),
+		OrgType: directory.OrgType(c.PostForm("org_type")), Branch: strings.TrimSpace(c.PostForm("branch")),
 		Department: strings.TrimSpace(c.PostForm("department")),
 		Email:      strings.TrimSpace(c.PostForm("email")), Active: c.PostForm("active") == "true"}
 	setAddresses(&r, func(field string) string { return strings.TrimSpace(c.PostForm(field)) })
@@ -166,8 +165,8 @@ func recipientFromForm(c *gin.Context) models.Recipient {
 }
 
 // setAddresses fills r's user ids on the IM platforms from get, by field name.
-func setAddresses(r *models.Recipient, get func(field string) string) {
-	for _, a := range models.IMAddresses {
+func setAddresses(r *directory.Recipient, get func(field string) string) {
+	for _, a := range directory.IMAddresses {
 		*a.Of(r) = get(a.Field)
 	}
 }
@@ -175,12 +174,12 @@ func setAddresses(r *models.Recipient, get func(field string) string) {
 // NewRecipientForm shows an empty person form.
 func (h *Handlers) NewRecipientForm(c *gin.Context) {
 	render(c, http.StatusOK, views.RecipientFormPage(page(c, tr(c, "title.new_person"), "recipients"),
-		models.Recipient{OrgType: models.HeadOffice, Active: true}, false, nil))
+		directory.Recipient{OrgType: directory.HeadOffice, Active: true}, false, nil))
 }
 
 // CreateRecipient adds a person, with the API's validation.
 func (h *Handlers) CreateRecipient(c *gin.Context) {
-	r, err := h.Dispatch.CreateRecipient(c.Request.Context(), actor(c), recipientFromForm(c))
+	r, err := h.Dispatch.Directory().CreateRecipient(c.Request.Context(), actor(c), recipientFromForm(c))
 	if errs, ok := fieldErrors(c, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.RecipientFormPage(page(c, tr(c, "title.new_person"), "recipients"), r, false, errs))
 		return
@@ -193,8 +192,8 @@ func (h *Handlers) CreateRecipient(c *gin.Context) {
 }
 
 // storedRecipient loads the person named in the path, or shows 404.
-func (h *Handlers) storedRecipient(c *gin.Context) (*models.Recipient, bool) {
-	r, err := h.Store.RecipientByExternalID(c.Request.Context(), c.Param("id"))
+func (h *Handlers) storedRecipient(c *gin.Context) (*directory.Recipient, bool) {
+	r, err := h.Store.Directory().RecipientByExternalID(c.Request.Context(), c.Param("id"))
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_recipient", "ID", c.Param("id")))
 		return nil, false
@@ -215,7 +214,7 @@ func (h *Handlers) UpdateRecipient(c *gin.Context) {
 	if !ok {
 		return
 	}
-	r, err := h.Dispatch.UpdateRecipient(c.Request.Context(), actor(c), old.ExternalID, recipientFromForm(c))
+	r, err := h.Dispatch.Directory().UpdateRecipient(c.Request.Context(), actor(c), old.ExternalID, recipientFromForm(c))
 	if err != nil {
 		h.failOr(c, err, func(a answer) {
 			render(c, a.Status, views.RecipientFormPage(page(c, old.Name, "recipients"), r, true, a.errs()))
@@ -228,7 +227,7 @@ func (h *Handlers) UpdateRecipient(c *gin.Context) {
 // SetRecipientActive deactivates or reactivates a person.
 func (h *Handlers) SetRecipientActive(c *gin.Context) {
 	active := c.PostForm("active") == "true"
-	r, err := h.Dispatch.SetRecipientActive(c.Request.Context(), actor(c), c.Param("id"), active)
+	r, err := h.Dispatch.Directory().SetRecipientActive(c.Request.Context(), actor(c), c.Param("id"), active)
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_recipient", "ID", c.Param("id")))
 		return
@@ -288,17 +287,17 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 	problem := func(fe *kernel.FieldError) string {
 		return tr(c, "import.field_error", "Field", label(fe.Field), "Message", fe.In(c.Request.Context()))
 	}
-	runImport(h, c, csvImport[models.Recipient]{
+	runImport(h, c, csvImport[directory.Recipient]{
 		form: recipientImport(c), page: page(c, tr(c, "title.import_staff"), "recipients"),
-		columns: recipientColumns, aliases: recipientAliases, required: []string{"external_id", "name", "org_type"}, maxRows: dispatch.MaxUpsert,
+		columns: recipientColumns, aliases: recipientAliases, required: []string{"external_id", "name", "org_type"}, maxRows: directory.MaxUpsert,
 		label: label,
-		item: func(r csvRow) (models.Recipient, []string) {
+		item: func(r csvRow) (directory.Recipient, []string) {
 			get := func(col string) string { return r.get(recipientColumns, col) }
-			p := models.Recipient{ExternalID: get("external_id"), Name: get("name"), OrgType: csvOrgType(get("org_type")),
+			p := directory.Recipient{ExternalID: get("external_id"), Name: get("name"), OrgType: csvOrgType(get("org_type")),
 				Branch: get("branch"), Department: get("department"), Email: get("email"), Active: true}
 			setAddresses(&p, get)
 			var problems []string
-			for _, fe := range models.RecipientProblems(&p) {
+			for _, fe := range directory.RecipientProblems(&p) {
 				if fe.Field == "org_type" {
 					fe = kernel.Invalid("org_type", "recipients.invalid.org_type_csv")
 				}
@@ -313,16 +312,16 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 			}
 			return p, problems
 		},
-		key: func(p models.Recipient) string { return p.ExternalID },
+		key: func(p directory.Recipient) string { return p.ExternalID },
 		duplicate: func(id string, line int) string {
 			return tr(c, "recipients.import.duplicate", "ID", id, "Line", line)
 		},
-		effects: h.Store.RecipientEffects,
+		effects: h.Store.Directory().RecipientEffects,
 		summary: func(n map[string]int) string {
-			return tr(c, "recipients.import.summary", "Create", n[models.EffectCreate], "Update", n[models.EffectUpdate], "Unchanged", n[models.EffectUnchanged])
+			return tr(c, "recipients.import.summary", "Create", n[kernel.EffectCreate], "Update", n[kernel.EffectUpdate], "Unchanged", n[kernel.EffectUnchanged])
 		},
-		apply: func(list []models.Recipient) error {
-			res, err := h.Dispatch.UpsertRecipients(c.Request.Context(), actor(c), dispatch.ViaImport, list)
+		apply: func(list []directory.Recipient) error {
+			res, err := h.Dispatch.Directory().UpsertRecipients(c.Request.Context(), actor(c), directory.ViaImport, list)
 			if err != nil {
 				return err
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/access"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -16,12 +17,12 @@ import (
 )
 
 // swapLabel names a swap: "Li Wei 2026-12-01 ↔ Zhang Min 2026-12-05".
-func swapLabel(sw models.DutySwap, people map[int64]models.Recipient) string {
+func swapLabel(sw models.DutySwap, people map[int64]directory.Recipient) string {
 	return people[sw.AID].Name + " " + sw.ADate + " ↔ " + people[sw.BID].Name + " " + sw.BDate
 }
 
 func (h *Handlers) renderSwapForm(c *gin.Context, status int, f views.SwapForm, errs map[string]string) {
-	staff, err := h.Store.HeadOfficeStaff(c.Request.Context(), dutyStaffLimit)
+	staff, err := h.Store.Directory().HeadOfficeStaff(c.Request.Context(), dutyStaffLimit)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -52,8 +53,8 @@ func (h *Handlers) CreateSwap(c *gin.Context) {
 }
 
 // swapPeople is a swap's two people by id, as swapLabel takes them.
-func swapPeople(people [2]models.Recipient) map[int64]models.Recipient {
-	return map[int64]models.Recipient{people[0].ID: people[0], people[1].ID: people[1]}
+func swapPeople(people [2]directory.Recipient) map[int64]directory.Recipient {
+	return map[int64]directory.Recipient{people[0].ID: people[0], people[1].ID: people[1]}
 }
 
 // DeleteSwap undoes a shift swap: its overrides go together.

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/audit"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -79,8 +80,8 @@ func templateInput(f views.TemplateForm) dispatch.TemplateInput {
 
 // samplePerson is whom a preview renders for when no one is chosen, named in the
 // language of the request.
-func samplePerson(c *gin.Context) models.Recipient {
-	return models.Recipient{ExternalID: "E0000", Name: tr(c, "templates.sample.person"),
+func samplePerson(c *gin.Context) directory.Recipient {
+	return directory.Recipient{ExternalID: "E0000", Name: tr(c, "templates.sample.person"),
 		Branch: tr(c, "templates.sample.branch"), Department: tr(c, "templates.sample.department")}
 }
 
@@ -89,7 +90,7 @@ func samplePerson(c *gin.Context) models.Recipient {
 func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplatePreview {
 	person := samplePerson(c)
 	if f.TestRecipient != 0 {
-		if people, err := h.Store.RecipientsByIDs(c.Request.Context(), []int64{f.TestRecipient}); err == nil && len(people) == 1 {
+		if people, err := h.Store.Directory().RecipientsByIDs(c.Request.Context(), []int64{f.TestRecipient}); err == nil && len(people) == 1 {
 			person = people[0]
 		}
 	}
@@ -159,7 +160,7 @@ func (h *Handlers) TemplatePreview(c *gin.Context) {
 
 func (h *Handlers) renderTemplateForm(c *gin.Context, status int, f views.TemplateForm, errs map[string]string) {
 	ctx := c.Request.Context()
-	people, err := h.Store.ActiveRecipients(ctx, composeListLimit)
+	people, err := h.Store.Directory().ActiveRecipients(ctx, composeListLimit)
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"errors"
+	"unicode/utf8"
 
 	"herald/i18n"
 )
@@ -73,4 +74,13 @@ func SettingInvalid(err error) error {
 		return &FieldError{Field: field, Message: text}
 	}
 	return Invalid(field, key, args...)
+}
+
+// TooLong refuses a value of more than max characters, saying how many it has: a value
+// is never cut to fit. key is the message, with .Count and .Max.
+func TooLong(field, key, s string, max int) *FieldError {
+	if n := utf8.RuneCountInString(s); n > max {
+		return Invalid(field, key, "Count", n, "Max", max)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herald/audit"
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
@@ -27,7 +28,7 @@ func BenchmarkCreateBatch(b *testing.B) {
 }
 
 // benchDirectory creates a Tianyuan account and n branch people who have its address.
-func benchDirectory(b *testing.B, s *models.Store, n int) (*models.Account, []*models.Recipient) {
+func benchDirectory(b *testing.B, s *models.Store, n int) (*models.Account, []*directory.Recipient) {
 	b.Helper()
 	ctx := context.Background()
 	acct := &models.Account{Name: "ty-bench", Platform: "tianyuan", Enabled: true, Healthy: true,
@@ -35,11 +36,11 @@ func benchDirectory(b *testing.B, s *models.Store, n int) (*models.Account, []*m
 	if err := s.CreateAccount(ctx, acct); err != nil {
 		b.Fatal(err)
 	}
-	var people []*models.Recipient
+	var people []*directory.Recipient
 	for i := range n {
-		r := &models.Recipient{ExternalID: fmt.Sprintf("B%04d", i), Name: fmt.Sprintf("员工 %d", i), OrgType: models.Branch,
+		r := &directory.Recipient{ExternalID: fmt.Sprintf("B%04d", i), Name: fmt.Sprintf("员工 %d", i), OrgType: directory.Branch,
 			TianyuanID: fmt.Sprintf("ty_B%04d", i), Active: true}
-		if err := s.CreateRecipient(ctx, r); err != nil {
+		if err := s.Directory().CreateRecipient(ctx, r); err != nil {
 			b.Fatal(err)
 		}
 		people = append(people, r)
@@ -49,7 +50,7 @@ func benchDirectory(b *testing.B, s *models.Store, n int) (*models.Account, []*m
 
 // benchIntake writes one intake of a message to each of people through acct, due now,
 // and returns the messages' ids.
-func benchIntake(b *testing.B, s *models.Store, acct *models.Account, people []*models.Recipient, content string) []string {
+func benchIntake(b *testing.B, s *models.Store, acct *models.Account, people []*directory.Recipient, content string) []string {
 	b.Helper()
 	batch := benchBatch(acct)
 	now := kernel.Now()
@@ -103,7 +104,7 @@ func benchBatch(acct *models.Account) *models.Batch {
 }
 
 // benchMessage is a new pending message of batch to r through acct, due at now.
-func benchMessage(acct *models.Account, batch *models.Batch, r *models.Recipient, content string, now time.Time) models.Message {
+func benchMessage(acct *models.Account, batch *models.Batch, r *directory.Recipient, content string, now time.Time) models.Message {
 	return models.Message{ID: models.NewID(), BatchID: batch.ID, RecipientID: r.ID, AccountID: acct.ID,
 		Platform: acct.Platform, Address: r.Address(acct.Platform), MsgType: "text", Content: content,
 		Priority: "normal", Status: models.StatusPending, MaxAttempts: models.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}

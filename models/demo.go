@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"herald/directory"
 )
 
 // SandboxAccountName is the demo's sending account on the built-in sandbox platform.
@@ -16,14 +17,14 @@ func (s *Store) SeedDemo(ctx context.Context) error {
 	if err := s.CreateAccount(ctx, acct); err != nil {
 		return fmt.Errorf("models: demo account: %w", err)
 	}
-	people := []Recipient{
-		{ExternalID: "E1001", Name: "Li Wei", OrgType: HeadOffice, Department: "Operations"},
-		{ExternalID: "E1002", Name: "Wang Fang", OrgType: HeadOffice, Department: "Operations"},
-		{ExternalID: "E1003", Name: "Zhang Min", OrgType: HeadOffice, Department: "Risk"},
-		{ExternalID: "E1004", Name: "Chen Jie", OrgType: HeadOffice, Department: "IT"},
-		{ExternalID: "E2001", Name: "Liu Yang", OrgType: Branch, Branch: "Pudong Branch", Department: "Counter"},
-		{ExternalID: "E2002", Name: "Zhao Lei", OrgType: Branch, Branch: "Xuhui Branch", Department: "Counter"},
-		{ExternalID: "E2003", Name: "Sun Li", OrgType: Branch, Branch: "Pudong Branch", Department: "Credit"},
+	people := []directory.Recipient{
+		{ExternalID: "E1001", Name: "Li Wei", OrgType: directory.HeadOffice, Department: "Operations"},
+		{ExternalID: "E1002", Name: "Wang Fang", OrgType: directory.HeadOffice, Department: "Operations"},
+		{ExternalID: "E1003", Name: "Zhang Min", OrgType: directory.HeadOffice, Department: "Risk"},
+		{ExternalID: "E1004", Name: "Chen Jie", OrgType: directory.HeadOffice, Department: "IT"},
+		{ExternalID: "E2001", Name: "Liu Yang", OrgType: directory.Branch, Branch: "Pudong Branch", Department: "Counter"},
+		{ExternalID: "E2002", Name: "Zhao Lei", OrgType: directory.Branch, Branch: "Xuhui Branch", Department: "Counter"},
+		{ExternalID: "E2003", Name: "Sun Li", OrgType: directory.Branch, Branch: "Pudong Branch", Department: "Credit"},
 	}
 	for i := range people {
 		p := &people[i]
@@ -32,7 +33,7 @@ func (s *Store) SeedDemo(ctx context.Context) error {
 		p.ZhaohuID = "zh_" + p.ExternalID
 		p.WecomUserid = "wx_" + p.ExternalID
 		p.Email = fmt.Sprintf("%s@example.com", p.ExternalID)
-		if err := s.CreateRecipient(ctx, p); err != nil {
+		if err := s.Directory().CreateRecipient(ctx, p); err != nil {
 			return fmt.Errorf("models: demo recipient: %w", err)
 		}
 	}

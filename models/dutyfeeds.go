@@ -9,6 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"herald/directory"
 	"herald/kernel"
 )
 
@@ -36,14 +37,14 @@ func (s *Store) RotateDutyFeed(ctx context.Context, recipientID int64, by string
 	}
 	token := dutyFeedPrefix + hex.EncodeToString(b)
 	err := s.tx(ctx, func(tx *gorm.DB) error {
-		var p Recipient
+		var p directory.Recipient
 		if err := tx.Where("id = ?", recipientID).Take(&p).Error; err != nil {
 			if err == gorm.ErrRecordNotFound {
 				return fmt.Errorf("models: recipient %d: %w", recipientID, kernel.ErrNotFound)
 			}
 			return fmt.Errorf("models: recipient %d: %w", recipientID, err)
 		}
-		if p.OrgType != HeadOffice {
+		if p.OrgType != directory.HeadOffice {
 			return kernel.Invalid("recipient", "duty.branch_staff", "ID", p.ExternalID)
 		}
 		if err := tx.Where("recipient_id = ?", recipientID).Delete(&DutyFeed{}).Error; err != nil {
@@ -84,7 +85,7 @@ func (s *Store) DutyFeeds(ctx context.Context) (map[int64]DutyFeed, error) {
 
 // DutyFeedOwner returns the active head-office person whose feed token this is, or
 // ErrNotFound.
-func (s *Store) DutyFeedOwner(ctx context.Context, token string) (*Recipient, error) {
+func (s *Store) DutyFeedOwner(ctx context.Context, token string) (*directory.Recipient, error) {
 	var f []DutyFeed
 	if err := s.reader(ctx).Where("token_hash = ?", kernel.HashToken(token)).Limit(1).Find(&f).Error; err != nil {
 		return nil, fmt.Errorf("models: feed: %w", err)
@@ -92,11 +93,11 @@ func (s *Store) DutyFeedOwner(ctx context.Context, token string) (*Recipient, er
 	if len(f) == 0 {
 		return nil, fmt.Errorf("models: feed: %w", kernel.ErrNotFound)
 	}
-	people, err := s.RecipientsByIDs(ctx, []int64{f[0].RecipientID})
+	people, err := s.Directory().RecipientsByIDs(ctx, []int64{f[0].RecipientID})
 	if err != nil {
 		return nil, err
 	}
-	if len(people) == 0 || !people[0].Active || people[0].OrgType != HeadOffice {
+	if len(people) == 0 || !people[0].Active || people[0].OrgType != directory.HeadOffice {
 		return nil, fmt.Errorf("models: feed owner: %w", kernel.ErrNotFound)
 	}
 	return &people[0], nil

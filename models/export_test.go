@@ -30,24 +30,6 @@ func (s *Store) RawInTx(ctx context.Context, fn func(query func(string) error) e
 	})
 }
 
-// UseRecipientClock sets the clock of the store's cache of recipients.
-func (s *Store) UseRecipientClock(now func() time.Time) {
-	s.people.mu.Lock()
-	s.people.now = now
-	s.people.mu.Unlock()
-}
-
-// FillAfterMisses is fillAfterMisses, for tests.
-const FillAfterMisses = fillAfterMisses
-
-// RecipientCacheHeld reports how many people the intake's cache holds, and whether it
-// is reading the whole directory.
-func (s *Store) RecipientCacheHeld() (held int, filling bool) {
-	s.people.mu.Lock()
-	defer s.people.mu.Unlock()
-	return len(s.people.byExt), s.people.filling
-}
-
 // CreateBothWays writes a batch and an audit entry with GORM's Create (the entry as
 // Audit wrote it so: at now when it has no time, cut to its columns), and another batch
 // and audit entry as the intake writes them (insertBatches, insertAudit).

@@ -12,6 +12,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
@@ -522,8 +523,8 @@ func TestBatchStatusCountsAndMessages(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	ctx := context.Background()
-	ann := &models.Recipient{ExternalID: "E1002", Name: "Ann Zhou", OrgType: models.HeadOffice, TianyuanID: "ty_E1002", Active: true}
-	if err := f.store.CreateRecipient(ctx, ann); err != nil {
+	ann := &directory.Recipient{ExternalID: "E1002", Name: "Ann Zhou", OrgType: directory.HeadOffice, TianyuanID: "ty_E1002", Active: true}
+	if err := f.store.Directory().CreateRecipient(ctx, ann); err != nil {
 		t.Fatal(err)
 	}
 	now := kernel.Now()

@@ -202,7 +202,7 @@ func NationalHolidays(days []NationalDay, asWeekday map[string]int) []Holiday {
 type HolidayChange struct {
 	Holiday
 	Old    *Holiday
-	Effect string // EffectCreate, EffectUpdate or EffectUnchanged
+	Effect string // kernel.EffectCreate, kernel.EffectUpdate or kernel.EffectUnchanged
 }
 
 // HolidayChanges compares entries to apply with those stored for their dates.
@@ -224,11 +224,11 @@ func (s *Store) HolidayChanges(ctx context.Context, list []Holiday) ([]HolidayCh
 	}
 	out := make([]HolidayChange, len(list))
 	for i, h := range list {
-		c := HolidayChange{Holiday: h, Old: byDate[h.Date], Effect: EffectCreate}
+		c := HolidayChange{Holiday: h, Old: byDate[h.Date], Effect: kernel.EffectCreate}
 		if c.Old != nil {
-			c.Effect = EffectUpdate
+			c.Effect = kernel.EffectUpdate
 			if c.Old.Kind == h.Kind && c.Old.Name == h.Name && derefWeekday(c.Old.AsWeekday) == derefWeekday(h.AsWeekday) {
-				c.Effect = EffectUnchanged
+				c.Effect = kernel.EffectUnchanged
 			}
 		}
 		out[i] = c

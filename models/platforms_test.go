@@ -6,6 +6,7 @@ import (
 
 	"herald/channels"
 	"herald/delivery"
+	"herald/directory"
 	"herald/i18n"
 	"herald/kernel"
 )
@@ -13,7 +14,7 @@ import (
 // Each platform's address, default limits and setting problems come from the platform
 // table in channels, read the same way here for every platform.
 func TestPlatformTableReadByModels(t *testing.T) {
-	r := &Recipient{ExternalID: "E1001", TianyuanID: "ty-1", ZhaohuID: "zh-1", WecomUserid: "wx-1", FeishuUserID: "fs-1", DingtalkUserid: "dt-1", Email: "a@example.com"}
+	r := &directory.Recipient{ExternalID: "E1001", TianyuanID: "ty-1", ZhaohuID: "zh-1", WecomUserid: "wx-1", FeishuUserID: "fs-1", DingtalkUserid: "dt-1", Email: "a@example.com"}
 	want := map[string]string{"tianyuan": "ty-1", "zhaohu": "zh-1", "wecom": "wx-1", "feishu": "fs-1", "dingtalk": "dt-1", "email": "a@example.com", "webhook": "E1001", "sandbox": "E1001"}
 	for _, p := range channels.Platforms {
 		if got := r.Address(p); got != want[p] || got == "" {

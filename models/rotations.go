@@ -10,6 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"herald/directory"
 	"herald/kernel"
 )
 
@@ -206,11 +207,11 @@ func (s *Store) rotationFrom(ctx context.Context, spec RotationSpec) (*Rotation,
 			all = append(all, id)
 		}
 	}
-	people, err := s.RecipientsByExternalIDs(ctx, all)
+	people, err := s.Directory().RecipientsByExternalIDs(ctx, all)
 	if err != nil {
 		return nil, err
 	}
-	byExt := make(map[string]Recipient, len(people))
+	byExt := make(map[string]directory.Recipient, len(people))
 	for _, p := range people {
 		byExt[p.ExternalID] = p
 	}
@@ -222,7 +223,7 @@ func (s *Store) rotationFrom(ctx context.Context, spec RotationSpec) (*Rotation,
 			switch {
 			case !ok:
 				return nil, kernel.Invalid(field, "duty.no_recipient", "ID", id)
-			case p.OrgType != HeadOffice:
+			case p.OrgType != directory.HeadOffice:
 				return nil, kernel.Invalid(field, "duty.branch_staff", "ID", id)
 			case slices.Contains(turn, p.ID):
 				return nil, kernel.Invalid(field, "validation.appears_twice")
@@ -247,7 +248,7 @@ func RotationMembers(list []Rotation) []int64 {
 
 // RotationSpecs writes rotations back as people write them, members by external id.
 func (s *Store) RotationSpecs(ctx context.Context, list []Rotation) ([]RotationSpec, error) {
-	people, err := s.RecipientsByIDs(ctx, RotationMembers(list))
+	people, err := s.Directory().RecipientsByIDs(ctx, RotationMembers(list))
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"herald/access"
 	"herald/audit"
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/migrations"
@@ -26,11 +27,11 @@ type tableColumns map[string][]string
 // gormModels is every model the store reads or writes through GORM.
 var gormModels = []any{
 	&access.User{}, &access.Session{}, &kernel.ThrottleWindow{}, &access.APIKey{},
-	&models.Recipient{}, &models.DutySlot{}, &models.DutyOverride{}, &models.Holiday{},
+	&directory.Recipient{}, &models.DutySlot{}, &models.DutyOverride{}, &models.Holiday{},
 	&models.Template{}, &models.Account{}, &models.Batch{}, &models.Message{},
 	&models.Attempt{}, &audit.Entry{}, &models.IdempotencyKey{}, &models.MessageStat{},
 	&models.Setting{}, &models.Rotation{}, &models.DutyFeed{}, &models.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
-	&models.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{}, &models.TemplateVersion{},
+	&kernel.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{}, &models.TemplateVersion{},
 	&models.EscalationPolicy{}, &models.Alert{}, &models.AlertStep{}, &models.Silence{}, &models.MessageSilence{},
 }
 

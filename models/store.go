@@ -10,6 +10,7 @@ import (
 
 	"herald/access"
 	"herald/audit"
+	"herald/directory"
 	"herald/kernel"
 	"herald/migrations"
 )
@@ -20,8 +21,8 @@ type Store struct {
 	k *kernel.DB
 	// access is the access domain's store: users, sessions, API keys.
 	access *access.Store
-	// people caches the intake's lookups of recipients.
-	people *recipientCache
+	// directory is the staff directory's store, with the intake's cache of recipients.
+	directory *directory.Store
 	// oneTrip, on MySQL, is the pool that takes a shared intake transaction as one
 	// script (one_trip.go); nil on SQLite and in a store bound to a transaction.
 	oneTrip *scriptPool
@@ -33,7 +34,7 @@ func Open(opts kernel.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{k: k, people: newRecipientCache(kernel.Now), access: access.NewStore(k)}
+	s := &Store{k: k, directory: directory.NewStore(k), access: access.NewStore(k)}
 	if cfg := k.MySQLConfig(); cfg != nil {
 		if s.oneTrip, err = openOneTrip(cfg); err != nil {
 			k.Close()
@@ -106,11 +107,15 @@ func (s *Store) On(tx *kernel.DB) *Store {
 	bound := *s
 	bound.k, bound.oneTrip = tx, nil
 	bound.access = s.access.On(tx)
+	bound.directory = s.directory.On(tx)
 	return &bound
 }
 
 // Access is the access domain's store on the store's database: users, sessions, API keys.
 func (s *Store) Access() *access.Store { return s.access }
+
+// Directory is the staff directory's store on the store's database.
+func (s *Store) Directory() *directory.Store { return s.directory }
 
 // DB is the database the store reads and writes.
 func (s *Store) DB() *kernel.DB { return s.k }

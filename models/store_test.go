@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/access"
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
@@ -18,7 +19,7 @@ import (
 // fixture is a migrated store with one recipient and one account to hang messages on.
 type fixture struct {
 	store     *models.Store
-	recipient *models.Recipient
+	recipient *directory.Recipient
 	account   *models.Account
 }
 
@@ -26,8 +27,8 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	s := testenv.Store(t)
 	ctx := context.Background()
-	r := &models.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: models.Branch, TianyuanID: "ty_E1001", Active: true}
-	if err := s.CreateRecipient(ctx, r); err != nil {
+	r := &directory.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: directory.Branch, TianyuanID: "ty_E1001", Active: true}
+	if err := s.Directory().CreateRecipient(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	a := &models.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,
@@ -49,7 +50,7 @@ func (f *fixture) message(batchID string, status models.Status, nextAttemptAt ti
 	return f.messageTo(f.recipient, batchID, status, nextAttemptAt)
 }
 
-func (f *fixture) messageTo(r *models.Recipient, batchID string, status models.Status, nextAttemptAt time.Time) models.Message {
+func (f *fixture) messageTo(r *directory.Recipient, batchID string, status models.Status, nextAttemptAt time.Time) models.Message {
 	return models.Message{ID: models.NewID(), BatchID: batchID, RecipientID: r.ID, AccountID: f.account.ID,
 		Platform: f.account.Platform, Address: r.Address(f.account.Platform), MsgType: "text",
 		Content: "Overdue: ledger 42", Priority: "normal", Status: status,

@@ -53,7 +53,7 @@ func (t *Template) Label() string {
 // MaxDisplayName characters on one line. The console and the API share it.
 func (t *Template) CheckDisplayName() error {
 	t.DisplayName = strings.TrimSpace(t.DisplayName)
-	if err := tooLong("display_name", "templates.invalid.too_long", t.DisplayName, MaxDisplayName); err != nil {
+	if err := kernel.TooLong("display_name", "templates.invalid.too_long", t.DisplayName, MaxDisplayName); err != nil {
 		return err
 	}
 	return kernel.CheckText("display_name", t.DisplayName, false)

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"testing"
 
+	"herald/directory"
 	"herald/kernel"
-	"herald/models"
 )
 
 func TestCheckTextRefusesControlCharacters(t *testing.T) {
@@ -37,12 +37,12 @@ func TestCheckTextRefusesControlCharacters(t *testing.T) {
 }
 
 func TestValidateRecipientRefusesControlCharacters(t *testing.T) {
-	for field, r := range map[string]models.Recipient{
-		"name":       {ExternalID: "E1", Name: "Zhang\x00Wei", OrgType: models.Branch},
-		"department": {ExternalID: "E1", Name: "Zhang Wei", OrgType: models.Branch, Department: "Ops\x1b"},
-		"branch":     {ExternalID: "E1", Name: "Zhang Wei", OrgType: models.Branch, Branch: "Pudong\n"},
+	for field, r := range map[string]directory.Recipient{
+		"name":       {ExternalID: "E1", Name: "Zhang\x00Wei", OrgType: directory.Branch},
+		"department": {ExternalID: "E1", Name: "Zhang Wei", OrgType: directory.Branch, Department: "Ops\x1b"},
+		"branch":     {ExternalID: "E1", Name: "Zhang Wei", OrgType: directory.Branch, Branch: "Pudong\n"},
 	} {
-		err := models.ValidateRecipient(&r)
+		err := directory.ValidateRecipient(&r)
 		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != field {
 			t.Errorf("%s with a control character: got %v, want a field error on %s", field, err, field)

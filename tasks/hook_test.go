@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"herald/directory"
 	"herald/models"
 )
 
@@ -48,7 +49,7 @@ func (h *hookReceiver) calls(to string) int {
 
 // hookAccount stores a webhook account calling the receiver, changed by adjust, and one
 // branch recipient.
-func hookAccount(t *testing.T, store *models.Store, h *hookReceiver, adjust func(*models.Account)) (*models.Account, *models.Recipient) {
+func hookAccount(t *testing.T, store *models.Store, h *hookReceiver, adjust func(*models.Account)) (*models.Account, *directory.Recipient) {
 	t.Helper()
 	ctx := context.Background()
 	a := &models.Account{Name: "hook", Platform: "webhook", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
@@ -59,8 +60,8 @@ func hookAccount(t *testing.T, store *models.Store, h *hookReceiver, adjust func
 	if err := store.CreateAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	r := &models.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: models.Branch, Active: true}
-	if err := store.CreateRecipient(ctx, r); err != nil {
+	r := &directory.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: directory.Branch, Active: true}
+	if err := store.Directory().CreateRecipient(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	return a, r

@@ -13,6 +13,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"herald/delivery"
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/simulator"
@@ -29,7 +30,7 @@ type scheduleRig struct {
 	enq       *tasks.Enqueuer
 	sim       *simulator.Simulator
 	account   *models.Account
-	recipient *models.Recipient
+	recipient *directory.Recipient
 	log       *slog.Logger
 }
 
@@ -51,8 +52,8 @@ func newScheduleRig(t *testing.T) *scheduleRig {
 	if err := r.store.CreateAccount(ctx, r.account); err != nil {
 		t.Fatal(err)
 	}
-	r.recipient = &models.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: models.Branch, TianyuanID: "ty_E1001", Active: true}
-	if err := r.store.CreateRecipient(ctx, r.recipient); err != nil {
+	r.recipient = &directory.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: directory.Branch, TianyuanID: "ty_E1001", Active: true}
+	if err := r.store.Directory().CreateRecipient(ctx, r.recipient); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"herald/channels"
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/simulator"
@@ -48,8 +49,8 @@ func TestChunkSendsInGroups(t *testing.T) {
 	if err := store.CreateAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	r := &models.Recipient{ExternalID: "E1", Name: "Li Wei", OrgType: models.Branch, Active: true}
-	if err := store.CreateRecipient(ctx, r); err != nil {
+	r := &directory.Recipient{ExternalID: "E1", Name: "Li Wei", OrgType: directory.Branch, Active: true}
+	if err := store.Directory().CreateRecipient(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	const audit, lunch = "Branch audit at 3 pm", "Canteen closed today"

@@ -10,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
@@ -184,8 +185,8 @@ func recoverTwice(t *testing.T, store *models.Store, enq *tasks.Enqueuer, redisO
 func seedDue(t *testing.T, store *models.Store, n int) []models.Message {
 	t.Helper()
 	ctx := context.Background()
-	r := &models.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: models.Branch, TianyuanID: "ty_E1001", Active: true}
-	if err := store.CreateRecipient(ctx, r); err != nil {
+	r := &directory.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: directory.Branch, TianyuanID: "ty_E1001", Active: true}
+	if err := store.Directory().CreateRecipient(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	a := &models.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,

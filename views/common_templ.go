@@ -534,7 +534,7 @@ func ConfirmPage(p Page, c Confirm) templ.Component {
 type ImportRow struct {
 	Line   int // line in the file; the header is line 1
 	Cells  []string
-	Action string // models.EffectCreate, EffectUpdate or EffectUnchanged: shown as import.action.<Action>
+	Action string // kernel.EffectCreate, EffectUpdate or EffectUnchanged: shown as import.action.<Action>
 	// Errors are every problem of the row, translated by the handler; none when it is valid.
 	Errors []string
 }

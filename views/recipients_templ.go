@@ -10,8 +10,8 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import (
 	"herald/channels"
+	"herald/directory"
 	"herald/i18n"
-	"herald/models"
 )
 
 // RecipientFilter is the staff list's filter form.
@@ -22,7 +22,7 @@ type RecipientFilter struct {
 // Recipients is one page of the staff list.
 type Recipients struct {
 	Filter   RecipientFilter
-	People   []models.Recipient
+	People   []directory.Recipient
 	Branches []string
 	First    string
 	Next     string
@@ -35,7 +35,7 @@ func (f RecipientFilter) any() bool {
 }
 
 // addresses names the platforms a recipient can be reached on (keys of platform.*).
-func addresses(r models.Recipient) []string {
+func addresses(r directory.Recipient) []string {
 	var out []string
 	for _, platform := range channels.Platforms {
 		// The sandbox and webhooks address everyone by external id: no address of theirs.
@@ -882,7 +882,7 @@ func RecipientsPage(p Page, v Recipients) templ.Component {
 }
 
 // RecipientFormPage creates or edits one person.
-func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string]string) templ.Component {
+func RecipientFormPage(p Page, r directory.Recipient, editing bool, errs map[string]string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1075,9 +1075,9 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var64 string
-				templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(models.MaxExternalID))
+				templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(directory.MaxExternalID))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 172, Col: 131}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 172, Col: 134}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var64))
 				if templ_7745c5c3_Err != nil {
@@ -1145,9 +1145,9 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var69 string
-			templ_7745c5c3_Var69, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(models.MaxName))
+			templ_7745c5c3_Var69, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(directory.MaxName))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 178, Col: 104}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 178, Col: 107}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var69))
 			if templ_7745c5c3_Err != nil {
@@ -1213,7 +1213,7 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if r.OrgType == models.HeadOffice {
+			if r.OrgType == directory.HeadOffice {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 106, " selected")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -1226,7 +1226,7 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 			var templ_7745c5c3_Var74 string
 			templ_7745c5c3_Var74, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.Name(ctx, "org", "head_office"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 186, Col: 117}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 186, Col: 120}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var74))
 			if templ_7745c5c3_Err != nil {
@@ -1236,7 +1236,7 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if r.OrgType == models.Branch {
+			if r.OrgType == directory.Branch {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 109, " selected")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -1249,7 +1249,7 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 			var templ_7745c5c3_Var75 string
 			templ_7745c5c3_Var75, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.Name(ctx, "org", "branch"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 187, Col: 103}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 187, Col: 106}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var75))
 			if templ_7745c5c3_Err != nil {
@@ -1316,9 +1316,9 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var80 string
-			templ_7745c5c3_Var80, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(models.MaxName))
+			templ_7745c5c3_Var80, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(directory.MaxName))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 193, Col: 101}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 193, Col: 104}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var80))
 			if templ_7745c5c3_Err != nil {
@@ -1385,9 +1385,9 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var85 string
-			templ_7745c5c3_Var85, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(models.MaxName))
+			templ_7745c5c3_Var85, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(directory.MaxName))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 198, Col: 113}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 198, Col: 116}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var85))
 			if templ_7745c5c3_Err != nil {
@@ -1431,7 +1431,7 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			for _, a := range models.IMAddresses {
+			for _, a := range directory.IMAddresses {
 				var templ_7745c5c3_Var88 = []any{fieldClass(errs, a.Field)}
 				templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_Buffer, templ_7745c5c3_Var88...)
 				if templ_7745c5c3_Err != nil {
@@ -1520,9 +1520,9 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var95 string
-				templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(models.MaxAddress))
+				templ_7745c5c3_Var95, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(directory.MaxAddress))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 207, Col: 112}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 207, Col: 115}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var95))
 				if templ_7745c5c3_Err != nil {
@@ -1590,9 +1590,9 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var100 string
-			templ_7745c5c3_Var100, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(models.MaxEmail))
+			templ_7745c5c3_Var100, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(directory.MaxEmail))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 213, Col: 99}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/recipients.templ`, Line: 213, Col: 102}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var100))
 			if templ_7745c5c3_Err != nil {
@@ -1791,7 +1791,7 @@ func RecipientFormPage(p Page, r models.Recipient, editing bool, errs map[string
 	})
 }
 
-func recipientAction(r models.Recipient, editing bool) string {
+func recipientAction(r directory.Recipient, editing bool) string {
 	if editing {
 		return "/recipients/" + r.ExternalID + "/edit"
 	}

@@ -88,7 +88,7 @@ func TestMultipartOnlyWhereAFileIsExpected(t *testing.T) {
 	op := c.as(operatorUser)
 	resp, body = op.upload("/recipients", url.Values{"external_id": {"E9001"}, "name": {"Upload"}, "org_type": {"branch"}}, "x")
 	wantStatus(t, "multipart POST /recipients", resp, body, http.StatusUnsupportedMediaType)
-	if _, err := c.store.RecipientByExternalID(t.Context(), "E9001"); err == nil {
+	if _, err := c.store.Directory().RecipientByExternalID(t.Context(), "E9001"); err == nil {
 		t.Error("the refused form created a recipient")
 	}
 	resp, body = op.upload("/duty/holidays/import", url.Values{"mode": {"preview"}}, "date,kind\n2031-01-01,off\n")

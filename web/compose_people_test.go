@@ -8,19 +8,20 @@ import (
 	"strings"
 	"testing"
 
+	"herald/directory"
 	"herald/models"
 )
 
 // addChineseStaff adds three branch staff with Chinese names, returning them by name.
-func addChineseStaff(t *testing.T, c *console) map[string]*models.Recipient {
+func addChineseStaff(t *testing.T, c *console) map[string]*directory.Recipient {
 	t.Helper()
-	out := map[string]*models.Recipient{}
+	out := map[string]*directory.Recipient{}
 	for i, p := range []struct{ name, branch, dept string }{
 		{"张伟", "浦东分行", "营业部"}, {"王磊", "徐汇分行", "营业部"}, {"李娜", "徐汇分行", "信贷部"},
 	} {
-		r := &models.Recipient{ExternalID: fmt.Sprintf("C00%d", i+1), Name: p.name, OrgType: models.Branch,
+		r := &directory.Recipient{ExternalID: fmt.Sprintf("C00%d", i+1), Name: p.name, OrgType: directory.Branch,
 			Branch: p.branch, Department: p.dept, Active: true}
-		if err := c.store.CreateRecipient(context.Background(), r); err != nil {
+		if err := c.store.Directory().CreateRecipient(context.Background(), r); err != nil {
 			t.Fatal(err)
 		}
 		out[p.name] = r
@@ -29,7 +30,7 @@ func addChineseStaff(t *testing.T, c *console) map[string]*models.Recipient {
 }
 
 // checkbox is a recipient's checkbox as the compose form renders it, ticked or not.
-func checkbox(r *models.Recipient, ticked bool) string {
+func checkbox(r *directory.Recipient, ticked bool) string {
 	s := fmt.Sprintf(`name="recipient" value="%d"`, r.ID)
 	if ticked {
 		s += " checked"

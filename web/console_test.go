@@ -27,6 +27,7 @@ import (
 	"herald/channels"
 	sandboxsender "herald/channels/sandbox"
 	"herald/delivery"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/handlers"
 	"herald/i18n"
@@ -346,9 +347,9 @@ func wantFieldError(t *testing.T, body, field, message string) {
 }
 
 // recipient returns a seeded recipient.
-func (c *console) recipient(externalID string) *models.Recipient {
+func (c *console) recipient(externalID string) *directory.Recipient {
 	c.t.Helper()
-	r, err := c.store.RecipientByExternalID(context.Background(), externalID)
+	r, err := c.store.Directory().RecipientByExternalID(context.Background(), externalID)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/directory"
 	"herald/dispatch"
 	"herald/models"
 )
@@ -202,14 +203,14 @@ func TestMessagePageWarnsOfUnknownOutcome(t *testing.T) {
 func TestMessagesKeysetPagination(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
-	var people []models.Recipient
+	var people []directory.Recipient
 	var ids []string
 	for i := range 120 {
 		id := fmt.Sprintf("K%03d", i)
-		people = append(people, models.Recipient{ExternalID: id, Name: "Keyset " + id, OrgType: models.Branch, Active: true})
+		people = append(people, directory.Recipient{ExternalID: id, Name: "Keyset " + id, OrgType: directory.Branch, Active: true})
 		ids = append(ids, id)
 	}
-	if _, err := c.store.UpsertRecipients(context.Background(), people); err != nil {
+	if _, err := c.store.Directory().UpsertRecipients(context.Background(), people); err != nil {
 		t.Fatal(err)
 	}
 	// Two batches: rows of one batch may share created_at, so ties must page correctly.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herald/channels"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/models"
 	"herald/simulator"
@@ -36,12 +37,12 @@ func newRecallConsole(t *testing.T) *recallConsole {
 	if err := c.store.SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
-	var people []models.Recipient
+	var people []directory.Recipient
 	for i := range 4 {
-		people = append(people, models.Recipient{ExternalID: fmt.Sprintf("WX%d", i), Name: fmt.Sprintf("Wei %d", i),
-			OrgType: models.Branch, WecomUserid: fmt.Sprintf("wei_%d", i), Active: true})
+		people = append(people, directory.Recipient{ExternalID: fmt.Sprintf("WX%d", i), Name: fmt.Sprintf("Wei %d", i),
+			OrgType: directory.Branch, WecomUserid: fmt.Sprintf("wei_%d", i), Active: true})
 	}
-	if _, err := c.store.UpsertRecipients(ctx, people); err != nil {
+	if _, err := c.store.Directory().UpsertRecipients(ctx, people); err != nil {
 		t.Fatal(err)
 	}
 	return &recallConsole{console: c, sim: sim, acct: acct}

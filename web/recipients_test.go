@@ -4,12 +4,11 @@ import (
 	"context"
 	"encoding/csv"
 	"fmt"
+	"herald/directory"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-
-	"herald/models"
 )
 
 func TestRecipientsPage(t *testing.T) {
@@ -34,12 +33,12 @@ func TestRecipientsPage(t *testing.T) {
 	})
 
 	t.Run("search by pinyin as the compose people picker does", func(t *testing.T) {
-		list := []models.Recipient{
-			{ExternalID: "W001", Name: "王小明", OrgType: models.Branch, Active: true},
-			{ExternalID: "W002", Name: "钱红", OrgType: models.HeadOffice, Active: true},
-			{ExternalID: "W003", Name: "王芳", OrgType: models.Branch, Active: true},
+		list := []directory.Recipient{
+			{ExternalID: "W001", Name: "王小明", OrgType: directory.Branch, Active: true},
+			{ExternalID: "W002", Name: "钱红", OrgType: directory.HeadOffice, Active: true},
+			{ExternalID: "W003", Name: "王芳", OrgType: directory.Branch, Active: true},
 		}
-		if _, err := c.store.UpsertRecipients(ctx, list); err != nil {
+		if _, err := c.store.Directory().UpsertRecipients(ctx, list); err != nil {
 			t.Fatal(err)
 		}
 		for q, want := range map[string]string{"wxm": "W001", "qh": "W002", "wangxiaoming": "W001", "QianHong": "W002", "xiaom": "W001"} {
@@ -57,11 +56,11 @@ func TestRecipientsPage(t *testing.T) {
 	})
 
 	t.Run("keyset pagination", func(t *testing.T) {
-		var list []models.Recipient
+		var list []directory.Recipient
 		for i := range 60 {
-			list = append(list, models.Recipient{ExternalID: fmt.Sprintf("P%03d", i), Name: fmt.Sprintf("Paged %03d", i), OrgType: models.Branch, Active: true})
+			list = append(list, directory.Recipient{ExternalID: fmt.Sprintf("P%03d", i), Name: fmt.Sprintf("Paged %03d", i), OrgType: directory.Branch, Active: true})
 		}
-		if _, err := c.store.UpsertRecipients(ctx, list); err != nil {
+		if _, err := c.store.Directory().UpsertRecipients(ctx, list); err != nil {
 			t.Fatal(err)
 		}
 		_, body := op.get("/recipients?q=Paged")
@@ -85,7 +84,7 @@ func TestRecipientsPage(t *testing.T) {
 		resp, body = op.post("/recipients", form)
 		wantRedirect(t, "create", resp, body, "/recipients")
 		r := c.recipient("E9001")
-		if r.Name != "Hu Xin" || r.OrgType != models.Branch || !r.Active || r.Email != "hu@example.com" {
+		if r.Name != "Hu Xin" || r.OrgType != directory.Branch || !r.Active || r.Email != "hu@example.com" {
 			t.Errorf("created %+v", r)
 		}
 		if a := c.lastAudit("recipient.create"); a.TargetID != "E9001" || a.Actor != operatorUser {
@@ -108,7 +107,7 @@ func TestRecipientsPage(t *testing.T) {
 
 		resp, body = op.post("/recipients/E9001/edit", url.Values{"name": {"Hu Xin"}, "org_type": {"head_office"}, "department": {"Risk"}, "active": {"true"}})
 		wantRedirect(t, "update", resp, body, "/recipients")
-		if r := c.recipient("E9001"); r.OrgType != models.HeadOffice || r.Department != "Risk" || r.Email != "" {
+		if r := c.recipient("E9001"); r.OrgType != directory.HeadOffice || r.Department != "Risk" || r.Email != "" {
 			t.Errorf("updated %+v", r)
 		}
 
@@ -170,7 +169,7 @@ func TestRecipientImport(t *testing.T) {
 		"E3006,Bad Mail,branch,,,,,,x@,true\n" +
 		"E3005,Again,branch,,,,,,,true\n"
 	count := func() int64 {
-		n, err := c.store.CountRecipients(ctx)
+		n, err := c.store.Directory().CountRecipients(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -231,7 +230,7 @@ func TestRecipientImport(t *testing.T) {
 		if n := count(); n != before {
 			t.Fatalf("a failed import changed the staff: %d, had %d", n, before)
 		}
-		if _, err := c.store.RecipientByExternalID(ctx, "E3005"); err == nil {
+		if _, err := c.store.Directory().RecipientByExternalID(ctx, "E3005"); err == nil {
 			t.Fatal("the good row of a failed import was written")
 		}
 	})

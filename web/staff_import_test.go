@@ -2,13 +2,12 @@ package web_test
 
 import (
 	"encoding/json"
+	"herald/directory"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"testing"
-
-	"herald/models"
 )
 
 // staffHeader is the header of a staff CSV file, as the export writes it.
@@ -64,11 +63,11 @@ func TestStaffImportReportsEverythingAtOnce(t *testing.T) {
 		wantContains(t, "preview", body, "All 2 rows are valid: 2 to create")
 		resp, body = op.post("/recipients/import", url.Values{"mode": {"apply"}, "csv": {strings.TrimPrefix(csv, "\ufeff")}})
 		wantRedirect(t, "apply", resp, body, "/recipients")
-		if r := c.recipient("E3101"); r.Name != "钱浩" || r.OrgType != models.HeadOffice || !r.Active ||
+		if r := c.recipient("E3101"); r.Name != "钱浩" || r.OrgType != directory.HeadOffice || !r.Active ||
 			r.Department != "营业部" || r.TianyuanID != "ty_E3101" || r.Email != "qian@example.com" {
 			t.Errorf("E3101 imported as %+v", r)
 		}
-		if r := c.recipient("E3102"); r.OrgType != models.Branch || r.Active || r.Branch != "浦东分行" || r.ZhaohuID != "zh_E3102" {
+		if r := c.recipient("E3102"); r.OrgType != directory.Branch || r.Active || r.Branch != "浦东分行" || r.ZhaohuID != "zh_E3102" {
 			t.Errorf("E3102 imported as %+v", r)
 		}
 	})
@@ -116,7 +115,7 @@ func TestStaffImportReportsEverythingAtOnce(t *testing.T) {
 		resp, body = op.post("/recipients", url.Values{"external_id": {"E3202"}, "name": {long}, "org_type": {"branch"}})
 		wantStatus(t, "create", resp, body, http.StatusUnprocessableEntity)
 		wantFieldError(t, body, "name", "has 160 characters; at most 100")
-		if _, err := c.store.RecipientByExternalID(ctx, "E3202"); err == nil {
+		if _, err := c.store.Directory().RecipientByExternalID(ctx, "E3202"); err == nil {
 			t.Error("a person with an over-long name was saved")
 		}
 
@@ -135,7 +134,7 @@ func TestStaffImportReportsEverythingAtOnce(t *testing.T) {
 			!strings.Contains(e.Error.Message, "has 160 characters; at most 100") {
 			t.Errorf("API: %d %s, want 422 on [0].name with the length and the limit", resp.StatusCode, answer)
 		}
-		if _, err := c.store.RecipientByExternalID(ctx, "E3203"); err == nil {
+		if _, err := c.store.Directory().RecipientByExternalID(ctx, "E3203"); err == nil {
 			t.Error("the API saved a person with an over-long name")
 		}
 	})

@@ -88,3 +88,29 @@ func (c *StepClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 }
+
+// OnBothDialects runs a test on a migrated SQLite store, and on a MySQL one when
+// HERALD_TEST_MYSQL_DSN is set: LIKE is where the two dialects differ most.
+func OnBothDialects(t *testing.T, test func(t *testing.T, s *models.Store)) {
+	t.Helper()
+	for _, dialect := range []string{"sqlite", "mysql"} {
+		t.Run(dialect, func(t *testing.T) {
+			t.Parallel()
+			opts := kernel.Options{DataDir: MigratedDataDir(t), SecretKey: SecretKey}
+			if dialect == "mysql" {
+				if opts.MySQLDSN = MigratedMySQLDSN(t); opts.MySQLDSN == "" {
+					t.Skip("HERALD_TEST_MYSQL_DSN not set")
+				}
+			}
+			s, err := models.Open(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			if _, err := s.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			test(t, s)
+		})
+	}
+}

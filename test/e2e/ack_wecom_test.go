@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"herald/audit"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/models"
 	"herald/simulator"
@@ -39,7 +40,7 @@ func TestWeComCardClickAcknowledges(t *testing.T) {
 			"base_url": simSrv.URL + "/wecom", "callback_token": "cb-token", "encoding_aes_key": wecomAckAESKey}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.CreateRecipient(ctx, &models.Recipient{ExternalID: "W3001", Name: "王芳", OrgType: models.Branch,
+	if err := store.Directory().CreateRecipient(ctx, &directory.Recipient{ExternalID: "W3001", Name: "王芳", OrgType: directory.Branch,
 		WecomUserid: "wangfang", Active: true}); err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 	ctx := context.Background()
 	api := newAPIKey(t, h, "send,read")
 	today, _ := dispatch.DateOf(time.Now(), h.App.Config.Location)
-	people, _ := h.App.Store.RecipientsByExternalIDs(ctx, []string{"E1001"})
+	people, _ := h.App.Store.Directory().RecipientsByExternalIDs(ctx, []string{"E1001"})
 	if err := h.App.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: people[0].ID, Action: models.OverrideRemove}); err != nil {
 		t.Fatal(err)
 	}

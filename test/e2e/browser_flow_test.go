@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
 )
@@ -21,10 +22,10 @@ func TestBrowserOperatorFlow(t *testing.T) {
 	ctx := testenv.Chrome(t)
 	store := h.App.Store
 	bg := context.Background()
-	zw := &models.Recipient{ExternalID: "C2001", Name: "张伟", OrgType: models.Branch, Branch: "浦东分行", Department: "营业部", Active: true}
-	wl := &models.Recipient{ExternalID: "C2002", Name: "王磊", OrgType: models.Branch, Branch: "浦东分行", Department: "营业部", Active: true}
-	for _, r := range []*models.Recipient{zw, wl} {
-		if err := store.CreateRecipient(bg, r); err != nil {
+	zw := &directory.Recipient{ExternalID: "C2001", Name: "张伟", OrgType: directory.Branch, Branch: "浦东分行", Department: "营业部", Active: true}
+	wl := &directory.Recipient{ExternalID: "C2002", Name: "王磊", OrgType: directory.Branch, Branch: "浦东分行", Department: "营业部", Active: true}
+	for _, r := range []*directory.Recipient{zw, wl} {
+		if err := store.Directory().CreateRecipient(bg, r); err != nil {
 			t.Fatal(err)
 		}
 	}

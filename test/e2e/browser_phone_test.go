@@ -237,7 +237,7 @@ func TestPhoneConsole(t *testing.T) {
 	t.Parallel()
 	watchCatalog(t)
 	h := startHerald(t, testEnv(t))
-	people, err := h.App.Store.RecipientsByExternalIDs(context.Background(), []string{"E2001"})
+	people, err := h.App.Store.Directory().RecipientsByExternalIDs(context.Background(), []string{"E2001"})
 	if err != nil || len(people) != 1 {
 		t.Fatalf("demo staff E2001: %v %v", people, err)
 	}

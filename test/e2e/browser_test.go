@@ -15,6 +15,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"herald/access"
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
@@ -57,7 +58,7 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 	if err := browserLogin(ctx, h.URL, "admin", testAdminPassword); err != nil {
 		t.Fatalf("log in: %v", err)
 	}
-	people, err := h.App.Store.RecipientsByExternalIDs(context.Background(), []string{"E2001", "E2002", "E2003"})
+	people, err := h.App.Store.Directory().RecipientsByExternalIDs(context.Background(), []string{"E2001", "E2002", "E2003"})
 	if err != nil || len(people) != 3 {
 		t.Fatalf("demo staff: %v", err)
 	}
@@ -108,12 +109,12 @@ func TestBrowserComposeBatchAndDashboard(t *testing.T) {
 		for range 8 {
 			api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E2002","E2003"],"content":{"text":"load"}}`)
 		}
-		people := make([]models.Recipient, 300)
+		people := make([]directory.Recipient, 300)
 		for i := range people {
 			id := fmt.Sprintf("L%04d", i)
-			people[i] = models.Recipient{ExternalID: id, Name: id, OrgType: models.Branch, Active: true}
+			people[i] = directory.Recipient{ExternalID: id, Name: id, OrgType: directory.Branch, Active: true}
 		}
-		if _, err := h.App.Store.UpsertRecipients(context.Background(), people); err != nil {
+		if _, err := h.App.Store.Directory().UpsertRecipients(context.Background(), people); err != nil {
 			t.Fatal(err)
 		}
 		ids := make([]string, len(people))

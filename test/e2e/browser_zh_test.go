@@ -114,7 +114,7 @@ func TestChineseBrowserComposesToZhangWei(t *testing.T) {
 		{"external_id":"E3003","name":"王磊","org_type":"branch","branch":"浦东支行","department":"信贷部","active":true}]`); status != 200 {
 		t.Fatalf("create staff: %d %s", status, body["_raw"])
 	}
-	people, err := h.App.Store.RecipientsByExternalIDs(context.Background(), []string{"E3001", "E3002", "E3003"})
+	people, err := h.App.Store.Directory().RecipientsByExternalIDs(context.Background(), []string{"E3001", "E3002", "E3003"})
 	if err != nil || len(people) != 3 {
 		t.Fatalf("new staff: %v %v", people, err)
 	}

@@ -189,7 +189,7 @@ func TestRestartKeepsData(t *testing.T) {
 	b := newBrowser(t, h.URL)
 	b.Login("admin", testAdminPassword)
 	batchID := composeAndWait(t, b, []string{"E2002", "E2003"})
-	staff, err := h.App.Store.CountRecipients(context.Background())
+	staff, err := h.App.Store.Directory().CountRecipients(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestRestartKeepsData(t *testing.T) {
 	if resp.StatusCode != 200 || strings.Count(page, `data-status="sent"`) != 2 {
 		t.Errorf("batch %s after restart: status %d, sent rows %d; want both still sent", batchID, resp.StatusCode, strings.Count(page, `data-status="sent"`))
 	}
-	n, err := again.App.Store.CountRecipients(context.Background())
+	n, err := again.App.Store.Directory().CountRecipients(context.Background())
 	if err != nil || n != staff {
 		t.Errorf("staff after restart: %d (%v), want %d (demo must not be seeded twice)", n, err, staff)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"herald/access"
 	"herald/audit"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/i18n"
 	"herald/models"
@@ -283,11 +284,11 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	if _, _, err := store.Access().CreateAPIKey(ctx, "ERP 对接", "send,read", "admin"); err != nil {
 		t.Fatal(err)
 	}
-	people, err := store.RecipientsByExternalIDs(ctx, []string{"E2001", "E1002"})
+	people, err := store.Directory().RecipientsByExternalIDs(ctx, []string{"E2001", "E1002"})
 	if err != nil || len(people) != 2 {
 		t.Fatalf("demo staff: %v %v", people, err)
 	}
-	byExt := map[string]models.Recipient{}
+	byExt := map[string]directory.Recipient{}
 	for _, p := range people {
 		byExt[p.ExternalID] = p
 	}
@@ -379,7 +380,7 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	}
 
 	// A fallback chain: someone without a Tianyuan address falls back to the sandbox.
-	if _, err := store.UpsertRecipients(ctx, []models.Recipient{{ExternalID: "E9101", Name: "备用测试", OrgType: models.Branch,
+	if _, err := store.Directory().UpsertRecipients(ctx, []directory.Recipient{{ExternalID: "E9101", Name: "备用测试", OrgType: directory.Branch,
 		Branch: "上海分行", Active: true}}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/channels"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
@@ -40,7 +41,7 @@ func TestDingTalkSilentDropGuard(t *testing.T) {
 	if err := h.App.Store.SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.App.Store.UpsertRecipients(ctx, []models.Recipient{{ExternalID: "DG1", Name: "Guard", OrgType: models.Branch,
+	if _, err := h.App.Store.Directory().UpsertRecipients(ctx, []directory.Recipient{{ExternalID: "DG1", Name: "Guard", OrgType: directory.Branch,
 		DingtalkUserid: "dg1", Active: true}}); err != nil {
 		t.Fatal(err)
 	}

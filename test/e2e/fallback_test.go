@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/access"
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/simulator"
@@ -41,10 +42,10 @@ func TestFallbackChains(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var people []models.Recipient
+	var people []directory.Recipient
 	var ids []string
 	for i := range 30 {
-		p := models.Recipient{ExternalID: fmt.Sprintf("FB%03d", i), Name: fmt.Sprintf("Fallback %d", i), OrgType: models.Branch,
+		p := directory.Recipient{ExternalID: fmt.Sprintf("FB%03d", i), Name: fmt.Sprintf("Fallback %d", i), OrgType: directory.Branch,
 			TianyuanID: fmt.Sprintf("ty_%d", i), ZhaohuID: fmt.Sprintf("zh_%d", i), Active: true}
 		switch {
 		case i%3 == 0:
@@ -55,7 +56,7 @@ func TestFallbackChains(t *testing.T) {
 		people = append(people, p)
 		ids = append(ids, p.ExternalID)
 	}
-	if _, err := h.App.Store.UpsertRecipients(ctx, people); err != nil {
+	if _, err := h.App.Store.Directory().UpsertRecipients(ctx, people); err != nil {
 		t.Fatal(err)
 	}
 	recv := newCallbackReceiver(t)

@@ -198,7 +198,7 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 	ctx := context.Background()
 	// Today's duty, whatever weekday today is: E1001 is added, E1002 removed.
 	today, _ := dispatch.DateOf(time.Now(), h.App.Config.Location)
-	people, err := h.App.Store.RecipientsByExternalIDs(ctx, []string{"E1001", "E1002"})
+	people, err := h.App.Store.Directory().RecipientsByExternalIDs(ctx, []string{"E1001", "E1002"})
 	if err != nil || len(people) != 2 {
 		t.Fatalf("demo staff: %v %v", people, err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"herald/access"
 	"herald/audit"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/kernel"
@@ -49,13 +50,13 @@ func newRecallRig(t *testing.T) *recallRig {
 			t.Fatal(err)
 		}
 	}
-	var people []models.Recipient
+	var people []directory.Recipient
 	for i := range 4 {
-		people = append(people, models.Recipient{ExternalID: fmt.Sprintf("RC%03d", i), Name: fmt.Sprintf("Recall %d", i),
-			OrgType: models.Branch, WecomUserid: fmt.Sprintf("wx_%d", i), FeishuUserID: fmt.Sprintf("fs_%d", i),
+		people = append(people, directory.Recipient{ExternalID: fmt.Sprintf("RC%03d", i), Name: fmt.Sprintf("Recall %d", i),
+			OrgType: directory.Branch, WecomUserid: fmt.Sprintf("wx_%d", i), FeishuUserID: fmt.Sprintf("fs_%d", i),
 			DingtalkUserid: fmt.Sprintf("dt_%d", i), Active: true})
 	}
-	if _, err := h.App.Store.UpsertRecipients(ctx, people); err != nil {
+	if _, err := h.App.Store.Directory().UpsertRecipients(ctx, people); err != nil {
 		t.Fatal(err)
 	}
 	recv := newCallbackReceiver(t)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"herald/audit"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/models"
 	"herald/simulator"
@@ -32,14 +33,14 @@ func newSilentRig(t *testing.T, n int, limits *models.Limits) *silentRig {
 	rig := &silentRig{faultRig: newRigAt(t, testEnv(t), 0, srv.URL), accounts: map[string]*models.Account{}}
 	rig.Sim = sim
 	ctx := context.Background()
-	list := make([]models.Recipient, n)
+	list := make([]directory.Recipient, n)
 	for i := range list {
 		id := fmt.Sprintf("S%03d", i)
-		list[i] = models.Recipient{ExternalID: id, Name: "Silent " + id, OrgType: models.Branch, Active: true,
+		list[i] = directory.Recipient{ExternalID: id, Name: "Silent " + id, OrgType: directory.Branch, Active: true,
 			WecomUserid: "wx_" + id, FeishuUserID: "fs_" + id}
 		rig.People = append(rig.People, id)
 	}
-	if _, err := rig.H.App.Store.UpsertRecipients(ctx, list); err != nil {
+	if _, err := rig.H.App.Store.Directory().UpsertRecipients(ctx, list); err != nil {
 		t.Fatal(err)
 	}
 	for platform, cfg := range map[string]map[string]string{

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/directory"
 	"herald/dispatch"
 	"herald/internal/app"
 	"herald/models"
@@ -52,13 +53,13 @@ func NewRigAt(t testing.TB, env map[string]string, n int, simURL string, configu
 		t.Fatal(err)
 	}
 	rig := &FaultRig{H: h, SimURL: simURL, Account: acct}
-	list := make([]models.Recipient, n)
+	list := make([]directory.Recipient, n)
 	for i := range list {
 		id := fmt.Sprintf("F%05d", i)
-		list[i] = models.Recipient{ExternalID: id, Name: "Fault " + id, OrgType: models.Branch, TianyuanID: "ty_" + id, Active: true}
+		list[i] = directory.Recipient{ExternalID: id, Name: "Fault " + id, OrgType: directory.Branch, TianyuanID: "ty_" + id, Active: true}
 		rig.People = append(rig.People, id)
 	}
-	if _, err := h.App.Store.UpsertRecipients(ctx, list); err != nil {
+	if _, err := h.App.Store.Directory().UpsertRecipients(ctx, list); err != nil {
 		t.Fatal(err)
 	}
 	rig.Dispatch = IntakeOf(t, h.App)

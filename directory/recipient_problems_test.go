@@ -1,4 +1,4 @@
-package models_test
+package directory_test
 
 import (
 	"strings"
@@ -6,21 +6,22 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/directory"
 	"herald/i18n"
 	"herald/models"
 )
 
 // problems lists a recipient's problems as "field: message", in English.
-func problems(r models.Recipient) []string {
+func problems(r directory.Recipient) []string {
 	var out []string
-	for _, fe := range models.RecipientProblems(&r) {
+	for _, fe := range directory.RecipientProblems(&r) {
 		out = append(out, fe.Field+": "+fe.Text(i18n.English))
 	}
 	return out
 }
 
 func TestRecipientProblemsListsEveryField(t *testing.T) {
-	got := problems(models.Recipient{ExternalID: strings.Repeat("x", 65), Name: strings.Repeat("名", 160), OrgType: "hq",
+	got := problems(directory.Recipient{ExternalID: strings.Repeat("x", 65), Name: strings.Repeat("名", 160), OrgType: "hq",
 		Branch: "Pudong\x00", Department: strings.Repeat("d", 101), TianyuanID: "ty 1", ZhaohuID: strings.Repeat("z", 129),
 		Email: "nobody@"})
 	want := []string{
@@ -37,18 +38,18 @@ func TestRecipientProblemsListsEveryField(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 
-	ok := models.Recipient{ExternalID: " E1 ", Name: strings.Repeat("名", 100), OrgType: models.Branch}
-	if p := models.RecipientProblems(&ok); len(p) != 0 {
+	ok := directory.Recipient{ExternalID: " E1 ", Name: strings.Repeat("名", 100), OrgType: directory.Branch}
+	if p := directory.RecipientProblems(&ok); len(p) != 0 {
 		t.Errorf("a valid recipient has problems: %v", p)
 	}
 	if ok.ExternalID != "E1" {
 		t.Errorf("external id %q, want it trimmed", ok.ExternalID)
 	}
-	if err := models.ValidateRecipient(&ok); err != nil {
+	if err := directory.ValidateRecipient(&ok); err != nil {
 		t.Errorf("ValidateRecipient of a valid recipient: %v", err)
 	}
-	bad := models.Recipient{ExternalID: "E1", OrgType: models.Branch}
-	if err := models.ValidateRecipient(&bad); err == nil || !strings.HasPrefix(err.Error(), "name: ") {
+	bad := directory.Recipient{ExternalID: "E1", OrgType: directory.Branch}
+	if err := directory.ValidateRecipient(&bad); err == nil || !strings.HasPrefix(err.Error(), "name: ") {
 		t.Errorf("ValidateRecipient without a name: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package models_test
+package directory_test
 
 import (
 	"context"
@@ -7,10 +7,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/directory"
+	"herald/internal/testenv"
 	"herald/models"
 )
 
-func names(people []models.Recipient) []string {
+func names(people []directory.Recipient) []string {
 	out := make([]string, len(people))
 	for i, p := range people {
 		out[i] = p.Name
@@ -23,22 +25,22 @@ func names(people []models.Recipient) []string {
 // first reading sorts by the family name's reading.
 func TestPinyinNameOrder(t *testing.T) {
 	t.Parallel()
-	people := []models.Recipient{
+	people := []directory.Recipient{
 		{ID: 1, Name: "张伟"}, {ID: 2, Name: "Zhao Lei"}, {ID: 3, Name: "王磊"}, {ID: 4, Name: "李娜"},
 		{ID: 5, Name: "Chen Jie"}, {ID: 6, Name: "Li Wei"}, {ID: 7, Name: "曾华"}, {ID: 8, Name: "陈杰"},
 		{ID: 9, Name: "wang fang"}, {ID: 10, Name: "吕梅"},
 	}
-	models.SortRecipientsByName(people)
+	directory.SortRecipientsByName(people)
 	want := []string{"Chen Jie", "陈杰", "李娜", "Li Wei", "吕梅", "wang fang", "王磊", "曾华", "张伟", "Zhao Lei"}
 	if diff := cmp.Diff(want, names(people)); diff != "" {
 		t.Errorf("order (-want +got):\n%s", diff)
 	}
 	for name, key := range map[string]string{"张伟": "zhang wei", "曾华": "zeng hua", "Li Wei": "li wei", "吕梅": "lv mei"} {
-		if got := models.NameSortKey(name); got != key {
+		if got := directory.NameSortKey(name); got != key {
 			t.Errorf("NameSortKey(%s) = %q, want %q", name, got, key)
 		}
 	}
-	if got := models.NameInitials("张伟"); got != "zw" {
+	if got := directory.NameInitials("张伟"); got != "zw" {
 		t.Errorf("NameInitials(张伟) = %q, want zw", got)
 	}
 }
@@ -48,7 +50,7 @@ func TestPinyinNameOrder(t *testing.T) {
 // syllable; it does not find a syllable from its middle.
 func TestFindPeople(t *testing.T) {
 	t.Parallel()
-	people := []models.Recipient{
+	people := []directory.Recipient{
 		{ID: 1, ExternalID: "C001", Name: "张伟", Branch: "浦东分行", Department: "营业部"},
 		{ID: 2, ExternalID: "C002", Name: "王磊", Branch: "总行", Department: "运营管理部"},
 		{ID: 3, ExternalID: "C003", Name: "李娜", Branch: "总行", Department: "风险管理部"},
@@ -75,7 +77,7 @@ func TestFindPeople(t *testing.T) {
 		{"ei", []string{"Zhang Wei"}}, // inside a syllable only in the Latin name
 		{"xyz", nil},
 	} {
-		got := names(models.FindPeople(people, tt.query))
+		got := names(directory.FindPeople(people, tt.query))
 		if len(got) == 0 {
 			got = nil
 		}
@@ -89,16 +91,16 @@ func TestFindPeople(t *testing.T) {
 // recipient's name, literally (a % is no wildcard), and pages through them by keyset.
 func TestMessagesByRecipientName(t *testing.T) {
 	t.Parallel()
-	onBothDialects(t, func(t *testing.T, s *models.Store) {
+	testenv.OnBothDialects(t, func(t *testing.T, s *models.Store) {
 		ctx := context.Background()
 		acct := &models.Account{Name: "sb", Platform: "sandbox", Enabled: true, Healthy: true, MaxAttempts: 3}
 		if err := s.CreateAccount(ctx, acct); err != nil {
 			t.Fatal(err)
 		}
-		people := map[string]*models.Recipient{}
+		people := map[string]*directory.Recipient{}
 		for i, name := range []string{"张伟", "张伟明", "王磊", "50% Li"} {
-			r := &models.Recipient{ExternalID: "N" + string(rune('0'+i)), Name: name, OrgType: models.Branch, Active: true}
-			if err := s.CreateRecipient(ctx, r); err != nil {
+			r := &directory.Recipient{ExternalID: "N" + string(rune('0'+i)), Name: name, OrgType: directory.Branch, Active: true}
+			if err := s.Directory().CreateRecipient(ctx, r); err != nil {
 				t.Fatal(err)
 			}
 			people[name] = r

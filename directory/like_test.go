@@ -1,4 +1,4 @@
-package models_test
+package directory_test
 
 import (
 	"context"
@@ -7,46 +7,20 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/audit"
+	"herald/directory"
 	"herald/internal/testenv"
-	"herald/kernel"
 	"herald/models"
 )
-
-// onBothDialects runs a test on a migrated SQLite store, and on a MySQL one when
-// HERALD_TEST_MYSQL_DSN is set: LIKE is where the two dialects differ most.
-func onBothDialects(t *testing.T, test func(t *testing.T, s *models.Store)) {
-	t.Helper()
-	for _, dialect := range []string{"sqlite", "mysql"} {
-		t.Run(dialect, func(t *testing.T) {
-			t.Parallel()
-			opts := kernel.Options{DataDir: testenv.MigratedDataDir(t), SecretKey: testenv.SecretKey}
-			if dialect == "mysql" {
-				if opts.MySQLDSN = testenv.MigratedMySQLDSN(t); opts.MySQLDSN == "" {
-					t.Skip("HERALD_TEST_MYSQL_DSN not set")
-				}
-			}
-			s, err := models.Open(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			if _, err := s.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			test(t, s)
-		})
-	}
-}
 
 // TestSearchTakesWildcardsLiterally: what a person types into a search box is text, so
 // _ and % match themselves, and the same on both dialects.
 func TestSearchTakesWildcardsLiterally(t *testing.T) {
 	t.Parallel()
-	onBothDialects(t, func(t *testing.T, s *models.Store) {
+	testenv.OnBothDialects(t, func(t *testing.T, s *models.Store) {
 		ctx := context.Background()
 		for i, name := range []string{"a_b", "axb", "50%", "500", `c\d`, "e!f", "张伟", "李娜"} {
-			r := &models.Recipient{ExternalID: "E" + string(rune('0'+i)), Name: name, OrgType: models.Branch, Active: true}
-			if err := s.CreateRecipient(ctx, r); err != nil {
+			r := &directory.Recipient{ExternalID: "E" + string(rune('0'+i)), Name: name, OrgType: directory.Branch, Active: true}
+			if err := s.Directory().CreateRecipient(ctx, r); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -94,7 +68,7 @@ func TestSearchTakesWildcardsLiterally(t *testing.T) {
 // the list's order.
 func searchNames(t *testing.T, s *models.Store, query string) []string {
 	t.Helper()
-	list, err := s.ListRecipients(context.Background(), models.RecipientFilter{Query: query})
+	list, err := s.Directory().ListRecipients(context.Background(), directory.RecipientFilter{Query: query})
 	if err != nil {
 		t.Fatal(err)
 	}

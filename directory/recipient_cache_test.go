@@ -1,4 +1,4 @@
-package models_test
+package directory_test
 
 import (
 	"context"
@@ -6,20 +6,21 @@ import (
 	"testing"
 	"time"
 
+	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
 )
 
 // lookUp returns the person with external id ext as both cached lookups see it, and
 // fails the test when the two disagree; nil when neither finds one.
-func lookUp(t *testing.T, s *models.Store, ext string, id int64) *models.Recipient {
+func lookUp(t *testing.T, s *models.Store, ext string, id int64) *directory.Recipient {
 	t.Helper()
 	ctx := context.Background()
-	byExt, err := s.CachedRecipientsByExternalIDs(ctx, []string{ext})
+	byExt, err := s.Directory().CachedRecipientsByExternalIDs(ctx, []string{ext})
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID, err := s.CachedRecipientsByIDs(ctx, []int64{id})
+	byID, err := s.Directory().CachedRecipientsByIDs(ctx, []int64{id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func lookUp(t *testing.T, s *models.Store, ext string, id int64) *models.Recipie
 }
 
 // wantName fails the test unless the cached lookups give the person the name want.
-func wantName(t *testing.T, when string, s *models.Store, r *models.Recipient, want string) {
+func wantName(t *testing.T, when string, s *models.Store, r *directory.Recipient, want string) {
 	t.Helper()
 	got := lookUp(t, s, r.ExternalID, r.ID)
 	if got == nil {
@@ -48,10 +49,10 @@ func wantName(t *testing.T, when string, s *models.Store, r *models.Recipient, w
 }
 
 // newPerson adds an active branch employee with a Tianyuan address.
-func newPerson(t *testing.T, s *models.Store, ext, name string) *models.Recipient {
+func newPerson(t *testing.T, s *models.Store, ext, name string) *directory.Recipient {
 	t.Helper()
-	r := &models.Recipient{ExternalID: ext, Name: name, OrgType: models.Branch, TianyuanID: "ty_" + ext, Active: true}
-	if err := s.CreateRecipient(context.Background(), r); err != nil {
+	r := &directory.Recipient{ExternalID: ext, Name: name, OrgType: directory.Branch, TianyuanID: "ty_" + ext, Active: true}
+	if err := s.Directory().CreateRecipient(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -61,17 +62,17 @@ func TestCachedRecipientsSeeThisStoresChangesAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := testenv.Store(t)
-	s.UseRecipientClock(testenv.NewStepClock().Now) // the clock never moves: no check comes due
+	s.Directory().UseRecipientClock(testenv.NewStepClock().Now) // the clock never moves: no check comes due
 	r := newPerson(t, s, "C1001", "Li Wei")
 	wantName(t, "created", s, r, "Li Wei")
 
 	r.Name = "Li Wei (Treasury)"
-	if err := s.UpdateRecipient(ctx, r); err != nil {
+	if err := s.Directory().UpdateRecipient(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	wantName(t, "updated", s, r, "Li Wei (Treasury)")
 
-	if err := s.SetRecipientActive(ctx, r.ExternalID, false); err != nil {
+	if err := s.Directory().SetRecipientActive(ctx, r.ExternalID, false); err != nil {
 		t.Fatal(err)
 	}
 	if got := lookUp(t, s, r.ExternalID, r.ID); got == nil || got.Active {
@@ -80,7 +81,7 @@ func TestCachedRecipientsSeeThisStoresChangesAtOnce(t *testing.T) {
 
 	changed := *r
 	changed.Name, changed.Active = "Li Wei (Audit)", true
-	if _, err := s.UpsertRecipients(ctx, []models.Recipient{changed}); err != nil {
+	if _, err := s.Directory().UpsertRecipients(ctx, []directory.Recipient{changed}); err != nil {
 		t.Fatal(err)
 	}
 	wantName(t, "imported", s, r, "Li Wei (Audit)")
@@ -91,19 +92,19 @@ func TestCachedRecipientsSeeOtherProcessesChangesWithinACheck(t *testing.T) {
 	ctx := context.Background()
 	here, there := testenv.TwoProcesses(t)
 	clock := testenv.NewStepClock()
-	here.UseRecipientClock(clock.Now)
+	here.Directory().UseRecipientClock(clock.Now)
 
 	r := newPerson(t, there, "C2001", "Wang Fang")
 	wantName(t, "created elsewhere", here, r, "Wang Fang")
 
 	changed := *r
 	changed.Name = "Wang Fang (Retail)"
-	if err := there.UpdateRecipient(ctx, &changed); err != nil {
+	if err := there.Directory().UpdateRecipient(ctx, &changed); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(models.RecipientCacheCheck / 2)
+	clock.Advance(directory.RecipientCacheCheck / 2)
 	wantName(t, "changed elsewhere, before the check", here, r, "Wang Fang")
-	clock.Advance(models.RecipientCacheCheck / 2)
+	clock.Advance(directory.RecipientCacheCheck / 2)
 	wantName(t, "changed elsewhere, at the check", here, r, "Wang Fang (Retail)")
 
 	// Nobody unknown is remembered: a person added elsewhere is found at once.
@@ -116,14 +117,14 @@ func TestCachedRecipientsSeeOtherProcessesChangesWithinACheck(t *testing.T) {
 	// A change that does not count itself (written to the table by hand) is seen once
 	// the entries are RecipientCacheMaxAge old. First the check that takes in the
 	// counted addition above.
-	clock.Advance(models.RecipientCacheCheck)
+	clock.Advance(directory.RecipientCacheCheck)
 	wantName(t, "after the addition's check", here, r, "Wang Fang (Retail)")
 	if _, err := there.SQL().ExecContext(ctx, "UPDATE recipients SET name = 'Wang Fang (Audit)' WHERE external_id = 'C2001'"); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(models.RecipientCacheCheck)
+	clock.Advance(directory.RecipientCacheCheck)
 	wantName(t, "changed by hand, the counter unmoved", here, r, "Wang Fang (Retail)")
-	clock.Advance(models.RecipientCacheMaxAge)
+	clock.Advance(directory.RecipientCacheMaxAge)
 	wantName(t, "changed by hand, entries too old", here, r, "Wang Fang (Audit)")
 }
 
@@ -133,38 +134,38 @@ func TestCachedRecipientsFillAfterManyMisses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := testenv.Store(t)
-	s.UseRecipientClock(testenv.NewStepClock().Now) // the clock never moves: no entry expires
-	people := make([]models.Recipient, models.FillAfterMisses+50)
+	s.Directory().UseRecipientClock(testenv.NewStepClock().Now) // the clock never moves: no entry expires
+	people := make([]directory.Recipient, directory.FillAfterMisses+50)
 	for i := range people {
 		ext := fmt.Sprintf("F%04d", i)
-		people[i] = models.Recipient{ExternalID: ext, Name: ext, OrgType: models.Branch, TianyuanID: "ty_" + ext, Active: true}
+		people[i] = directory.Recipient{ExternalID: ext, Name: ext, OrgType: directory.Branch, TianyuanID: "ty_" + ext, Active: true}
 	}
-	if _, err := s.UpsertRecipients(ctx, people); err != nil {
+	if _, err := s.Directory().UpsertRecipients(ctx, people); err != nil {
 		t.Fatal(err)
 	}
-	directory, err := s.CountRecipients(ctx)
+	everyone, err := s.Directory().CountRecipients(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range people[:models.FillAfterMisses-1] {
-		if got, err := s.CachedRecipientsByExternalIDs(ctx, []string{p.ExternalID}); err != nil || len(got) != 1 {
+	for _, p := range people[:directory.FillAfterMisses-1] {
+		if got, err := s.Directory().CachedRecipientsByExternalIDs(ctx, []string{p.ExternalID}); err != nil || len(got) != 1 {
 			t.Fatalf("%s: %v, %v", p.ExternalID, got, err)
 		}
 	}
-	if held, filling := s.RecipientCacheHeld(); filling || held != models.FillAfterMisses-1 {
-		t.Fatalf("after %d misses: %d held (filling: %t), want those looked up only", models.FillAfterMisses-1, held, filling)
+	if held, filling := s.Directory().RecipientCacheHeld(); filling || held != directory.FillAfterMisses-1 {
+		t.Fatalf("after %d misses: %d held (filling: %t), want those looked up only", directory.FillAfterMisses-1, held, filling)
 	}
-	if _, err := s.CachedRecipientsByExternalIDs(ctx, []string{people[models.FillAfterMisses-1].ExternalID}); err != nil {
+	if _, err := s.Directory().CachedRecipientsByExternalIDs(ctx, []string{people[directory.FillAfterMisses-1].ExternalID}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		held, filling := s.RecipientCacheHeld()
-		if !filling && held == int(directory) {
+		held, filling := s.Directory().RecipientCacheHeld()
+		if !filling && held == int(everyone) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after %d misses: %d held (filling: %t), want the whole directory (%d)", models.FillAfterMisses, held, filling, directory)
+			t.Fatalf("after %d misses: %d held (filling: %t), want the whole directory (%d)", directory.FillAfterMisses, held, filling, everyone)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

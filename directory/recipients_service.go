@@ -1,4 +1,4 @@
-package dispatch
+package directory
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 
 	"herald/audit"
 	"herald/kernel"
-	"herald/models"
 )
 
 // MaxUpsert bounds one bulk write of recipients: an API upsert or a CSV import.
@@ -22,7 +21,7 @@ const (
 )
 
 // recipientActions are the audit log's recipient actions, by what a write did to one
-// person (models.RecipientChange.Action): the same codes whether a console form, an
+// person (RecipientChange.Action): the same codes whether a console form, an
 // import or the API made the change.
 var recipientActions = map[string]string{"created": "recipient.create", "updated": "recipient.update",
 	"deactivated": "recipient.deactivate", "reactivated": "recipient.activate"}
@@ -32,11 +31,11 @@ var bulkActions = map[string]string{ViaAPI: "recipients.upsert", ViaImport: "rec
 
 // CreateRecipient adds a person, audited as recipient.create. A validation failure (an
 // external id in use included) is a *kernel.FieldError and writes nothing.
-func (d *Dispatcher) CreateRecipient(ctx context.Context, by audit.Actor, r models.Recipient) (models.Recipient, error) {
-	if err := models.ValidateRecipient(&r); err != nil {
+func (d *Service) CreateRecipient(ctx context.Context, by audit.Actor, r Recipient) (Recipient, error) {
+	if err := ValidateRecipient(&r); err != nil {
 		return r, err
 	}
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.CreateRecipient(ctx, &r); err != nil {
 			return err
 		}
@@ -49,12 +48,12 @@ func (d *Dispatcher) CreateRecipient(ctx context.Context, by audit.Actor, r mode
 // UpdateRecipient saves the changes to the person whose external id is externalID (which
 // does not change: business systems know people by it), audited as recipient.update with
 // each field's old and new value. kernel.ErrNotFound: no such person.
-func (d *Dispatcher) UpdateRecipient(ctx context.Context, by audit.Actor, externalID string, r models.Recipient) (models.Recipient, error) {
+func (d *Service) UpdateRecipient(ctx context.Context, by audit.Actor, externalID string, r Recipient) (Recipient, error) {
 	r.ExternalID = externalID
-	if err := models.ValidateRecipient(&r); err != nil {
+	if err := ValidateRecipient(&r); err != nil {
 		return r, err
 	}
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		old, err := tx.RecipientByExternalID(ctx, externalID)
 		if err != nil {
 			return err
@@ -63,7 +62,7 @@ func (d *Dispatcher) UpdateRecipient(ctx context.Context, by audit.Actor, extern
 			return err
 		}
 		p := recipientParams(r)
-		p["changes"] = strings.Join(models.CompareRecipients(*old, r).Diff, "; ")
+		p["changes"] = strings.Join(CompareRecipients(*old, r).Diff, "; ")
 		ch.Audit("recipient.update", "recipient", r.ExternalID, p)
 		return nil
 	})
@@ -73,9 +72,9 @@ func (d *Dispatcher) UpdateRecipient(ctx context.Context, by audit.Actor, extern
 // SetRecipientActive deactivates or reactivates a person, audited as
 // recipient.deactivate or recipient.activate. An inactive person stays on record (old
 // messages refer to them) but receives nothing. kernel.ErrNotFound: no such person.
-func (d *Dispatcher) SetRecipientActive(ctx context.Context, by audit.Actor, externalID string, active bool) (models.Recipient, error) {
-	var r models.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+func (d *Service) SetRecipientActive(ctx context.Context, by audit.Actor, externalID string, active bool) (Recipient, error) {
+	var r Recipient
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.SetRecipientActive(ctx, externalID, active); err != nil {
 			return err
 		}
@@ -97,13 +96,13 @@ func (d *Dispatcher) SetRecipientActive(ctx context.Context, by audit.Actor, ext
 // CheckRecipients validates a bulk write: between 1 and MaxUpsert people, each valid
 // and none given twice. A problem is a *kernel.FieldError naming the person by position
 // ("[3].email").
-func CheckRecipients(list []models.Recipient) error {
+func CheckRecipients(list []Recipient) error {
 	if len(list) == 0 || len(list) > MaxUpsert {
 		return kernel.Invalid("", "recipients.api.count", "Max", MaxUpsert)
 	}
 	seen := make(map[string]int, len(list))
 	for i := range list {
-		if err := models.ValidateRecipient(&list[i]); err != nil {
+		if err := ValidateRecipient(&list[i]); err != nil {
 			fe, ok := errors.AsType[*kernel.FieldError](err)
 			if !ok {
 				return err
@@ -126,16 +125,16 @@ func CheckRecipients(list []models.Recipient) error {
 // counts, and one per person it changed (recipient.create, .update, .deactivate or
 // .activate) naming what changed, so the log answers who changed E1001, when and from
 // where.
-func (d *Dispatcher) UpsertRecipients(ctx context.Context, by audit.Actor, via string, list []models.Recipient) (models.UpsertResult, error) {
+func (d *Service) UpsertRecipients(ctx context.Context, by audit.Actor, via string, list []Recipient) (UpsertResult, error) {
 	action, ok := bulkActions[via]
 	if !ok {
-		return models.UpsertResult{}, fmt.Errorf("dispatch: upsert recipients via %q", via)
+		return UpsertResult{}, fmt.Errorf("dispatch: upsert recipients via %q", via)
 	}
 	if err := CheckRecipients(list); err != nil {
-		return models.UpsertResult{}, err
+		return UpsertResult{}, err
 	}
-	var res models.UpsertResult
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	var res UpsertResult
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		var err error
 		if res, err = tx.UpsertRecipients(ctx, list); err != nil {
 			return err
@@ -152,7 +151,7 @@ func (d *Dispatcher) UpsertRecipients(ctx context.Context, by audit.Actor, via s
 }
 
 // recipientParams name a person for their audit sentence.
-func recipientParams(r models.Recipient) audit.Params {
+func recipientParams(r Recipient) audit.Params {
 	return audit.Params{"name": r.Name, "external_id": r.ExternalID, "org_type": string(r.OrgType),
 		"branch": r.Branch, "department": r.Department}
 }

@@ -1,8 +1,9 @@
-package models
+package directory
 
 import (
 	"context"
 	"fmt"
+	"herald/kernel"
 	"sync"
 	"time"
 
@@ -34,20 +35,13 @@ const (
 	fillShare       = 16
 )
 
-// ChangeCounter counts the changes to one kind of data that processes keep in memory
-// (change_counters): each change adds one in the transaction that makes it.
-type ChangeCounter struct {
-	Name    string `gorm:"primaryKey"`
-	Version int64
-}
-
 // recipientsCounter is the change_counters row of the recipients table.
 const recipientsCounter = "recipients"
 
 // countRecipientChange adds one to the recipients' counter inside tx, the transaction
 // that changes them.
 func countRecipientChange(tx *gorm.DB) error {
-	err := tx.Model(&ChangeCounter{}).Where("name = ?", recipientsCounter).
+	err := tx.Model(&kernel.ChangeCounter{}).Where("name = ?", recipientsCounter).
 		Update("version", gorm.Expr("version + 1")).Error
 	if err != nil {
 		return fmt.Errorf("models: count recipient change: %w", err)
@@ -57,7 +51,7 @@ func countRecipientChange(tx *gorm.DB) error {
 
 // recipientsVersion reads the recipients' counter.
 func (s *Store) recipientsVersion(ctx context.Context) (int64, error) {
-	var c ChangeCounter
+	var c kernel.ChangeCounter
 	if err := s.reader(ctx).Where("name = ?", recipientsCounter).Limit(1).Find(&c).Error; err != nil {
 		return 0, fmt.Errorf("models: read recipients' counter: %w", err)
 	}

@@ -1,4 +1,4 @@
-package models_test
+package directory_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/directory"
+	"herald/internal/testenv"
 	"herald/models"
 )
 
@@ -25,25 +27,25 @@ import (
 // console list; a pinyin or stroke order would need a collation neither dialect has by
 // default (and the Go code sorting rosters, strings.Compare, is code point order too).
 //
-// A search is matched in Go (models.PersonMatches), not by the database's collation, so
+// A search is matched in Go (PersonMatches), not by the database's collation, so
 // it finds the same people on both.
 func TestChineseStaffSearchAndOrder(t *testing.T) {
 	t.Parallel()
-	onBothDialects(t, func(t *testing.T, s *models.Store) {
+	testenv.OnBothDialects(t, func(t *testing.T, s *models.Store) {
 		ctx := context.Background()
-		people := []models.Recipient{
-			{ExternalID: "C001", Name: "张伟", OrgType: models.HeadOffice, Branch: "总行营业部", Department: "运营管理部"},
-			{ExternalID: "C002", Name: "李娜", OrgType: models.HeadOffice, Branch: "总行营业部", Department: "风险管理部"},
-			{ExternalID: "C003", Name: "王芳", OrgType: models.Branch, Branch: "浦东分行", Department: "营业部"},
-			{ExternalID: "C004", Name: "Zhang Wei", OrgType: models.HeadOffice, Branch: "Head Office", Department: "IT"},
-			{ExternalID: "C005", Name: "li na", OrgType: models.HeadOffice, Branch: "Head Office", Department: "IT"},
+		people := []directory.Recipient{
+			{ExternalID: "C001", Name: "张伟", OrgType: directory.HeadOffice, Branch: "总行营业部", Department: "运营管理部"},
+			{ExternalID: "C002", Name: "李娜", OrgType: directory.HeadOffice, Branch: "总行营业部", Department: "风险管理部"},
+			{ExternalID: "C003", Name: "王芳", OrgType: directory.Branch, Branch: "浦东分行", Department: "营业部"},
+			{ExternalID: "C004", Name: "Zhang Wei", OrgType: directory.HeadOffice, Branch: "Head Office", Department: "IT"},
+			{ExternalID: "C005", Name: "li na", OrgType: directory.HeadOffice, Branch: "Head Office", Department: "IT"},
 		}
 		for i := range people {
 			people[i].Active = true
-			if err := models.ValidateRecipient(&people[i]); err != nil {
+			if err := directory.ValidateRecipient(&people[i]); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.CreateRecipient(ctx, &people[i]); err != nil {
+			if err := s.Directory().CreateRecipient(ctx, &people[i]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -80,7 +82,7 @@ func TestChineseStaffSearchAndOrder(t *testing.T) {
 		// Ordered by name: Latin first, then Chinese by code point. The Latin names differ
 		// by case only in how the dialects order them: SQLite compares bytes ("Z" < "l"),
 		// MySQL ignores case ("li" < "Zhang").
-		staff, err := s.HeadOfficeStaff(ctx, 100)
+		staff, err := s.Directory().HeadOfficeStaff(ctx, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -96,7 +98,7 @@ func TestChineseStaffSearchAndOrder(t *testing.T) {
 			t.Errorf("head-office staff by name (-want +got):\n%s", diff)
 		}
 
-		branches, err := s.Branches(ctx)
+		branches, err := s.Directory().Branches(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package models
+package directory
 
 import (
 	"context"

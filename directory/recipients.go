@@ -1,4 +1,4 @@
-package models
+package directory
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -144,15 +143,6 @@ const (
 	MaxEmail      = 254
 )
 
-// tooLong refuses a value of more than max characters, saying how many it has: a value
-// is never cut to fit. key is the message, with .Count and .Max.
-func tooLong(field, key, s string, max int) *kernel.FieldError {
-	if n := utf8.RuneCountInString(s); n > max {
-		return kernel.Invalid(field, key, "Count", n, "Max", max)
-	}
-	return nil
-}
-
 // ValidateRecipient checks a recipient's fields; the console and the API share it. It
 // returns the first problem; RecipientProblems lists them all.
 func ValidateRecipient(r *Recipient) error {
@@ -182,29 +172,29 @@ func RecipientProblems(r *Recipient) []*kernel.FieldError {
 		return nil
 	}
 	const long = "recipients.invalid.too_long"
-	if !add(tooLong("external_id", long, r.ExternalID, MaxExternalID)) && !externalIDRe.MatchString(r.ExternalID) {
+	if !add(kernel.TooLong("external_id", long, r.ExternalID, MaxExternalID)) && !externalIDRe.MatchString(r.ExternalID) {
 		add(kernel.Invalid("external_id", "recipients.invalid.external_id", "Max", MaxExternalID))
 	}
 	if r.Name == "" {
 		add(kernel.Invalid("name", "recipients.invalid.name", "Max", MaxName))
-	} else if !add(tooLong("name", long, r.Name, MaxName)) {
+	} else if !add(kernel.TooLong("name", long, r.Name, MaxName)) {
 		add(text("name", r.Name))
 	}
 	if r.OrgType != HeadOffice && r.OrgType != Branch {
 		add(kernel.Invalid("org_type", "recipients.invalid.org_type"))
 	}
 	for _, f := range []struct{ field, v string }{{"branch", r.Branch}, {"department", r.Department}} {
-		if !add(tooLong(f.field, long, f.v, MaxName)) {
+		if !add(kernel.TooLong(f.field, long, f.v, MaxName)) {
 			add(text(f.field, f.v))
 		}
 	}
 	for _, a := range IMAddresses {
 		v := *a.Of(r)
-		if !add(tooLong(a.Field, long, v, MaxAddress)) && strings.ContainsFunc(v, func(c rune) bool { return c <= ' ' }) {
+		if !add(kernel.TooLong(a.Field, long, v, MaxAddress)) && strings.ContainsFunc(v, func(c rune) bool { return c <= ' ' }) {
 			add(kernel.Invalid(a.Field, "recipients.invalid.address"))
 		}
 	}
-	if r.Email != "" && !add(tooLong("email", long, r.Email, MaxEmail)) {
+	if r.Email != "" && !add(kernel.TooLong("email", long, r.Email, MaxEmail)) {
 		if a, err := mail.ParseAddress(r.Email); err != nil || a.Address != r.Email {
 			add(kernel.Invalid("email", "recipients.invalid.email"))
 		}

@@ -1,0 +1,39 @@
+// Package directory is the staff directory: the people Herald notifies (head office or
+// branch, their addresses on each platform), their validation, search by name and
+// pinyin, imports, and the intake's cache of them. Store holds its queries; Service its
+// audited changes.
+package directory
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+
+	"herald/kernel"
+)
+
+// Store is the directory's data: one per process (shared by the stores bound to a
+// transaction, which share its cache), safe for concurrent use.
+type Store struct {
+	// k is the database, or the database bound to a transaction (On).
+	k *kernel.DB
+	// people caches the intake's lookups of recipients.
+	people *recipientCache
+}
+
+// NewStore is the directory on k.
+func NewStore(k *kernel.DB) *Store { return &Store{k: k, people: newRecipientCache(kernel.Now)} }
+
+// On is the store on tx, the database bound to a transaction (kernel.DB.InTx); it shares
+// the store's cache.
+func (s *Store) On(tx *kernel.DB) *Store {
+	bound := *s
+	bound.k = tx
+	return &bound
+}
+
+// reader is where a read outside a transaction runs.
+func (s *Store) reader(ctx context.Context) *gorm.DB { return s.k.Reader(ctx) }
+
+// tx runs fn in one transaction.
+func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error { return s.k.Tx(ctx, fn) }
