@@ -174,6 +174,7 @@ func TestImportRules(t *testing.T) {
 var domains = map[string][]string{
 	"herald/access":    nil,
 	"herald/directory": nil,
+	"herald/sending":   nil,
 }
 
 // foundation is what every domain may build on.

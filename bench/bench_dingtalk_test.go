@@ -10,7 +10,7 @@ import (
 
 	"herald/directory"
 	"herald/dispatch"
-	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 )
 
@@ -63,9 +63,9 @@ func (r *benchRig) useDingTalk(b *testing.B) string {
 			b.Fatal(err)
 		}
 	}
-	a := &models.Account{Name: "dt-bench", Platform: "dingtalk", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
+	a := &sending.Account{Name: "dt-bench", Platform: "dingtalk", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
 		Config: map[string]string{"app_key": "bench", "app_secret": "bench", "agent_id": "1", "base_url": simURL + "/dingtalk"}}
-	if err := store.SaveAccount(ctx, a); err != nil {
+	if err := store.Sending().SaveAccount(ctx, a); err != nil {
 		b.Fatal(err)
 	}
 	r.acct = a

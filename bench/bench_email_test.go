@@ -14,7 +14,7 @@ import (
 
 	"herald/directory"
 	"herald/internal/testenv"
-	"herald/models"
+	"herald/sending"
 )
 
 // emailBenchMessages is how many messages each email measure sends.
@@ -138,9 +138,9 @@ func rawSMTP(b *testing.B, sink *testenv.SMTPSink, sessions, n int) float64 {
 func (r *benchRig) useEmail(b *testing.B, sink *testenv.SMTPSink, pool, perSession string) {
 	ctx := context.Background()
 	host, port, _ := net.SplitHostPort(sink.Addr)
-	a := &models.Account{Name: "mail-bench", Platform: "email", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
+	a := &sending.Account{Name: "mail-bench", Platform: "email", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
 		Config: emailConfig(host, port, pool, perSession)}
-	if err := r.h.App.Store.SaveAccount(ctx, a); err != nil {
+	if err := r.h.App.Store.Sending().SaveAccount(ctx, a); err != nil {
 		b.Fatal(err)
 	}
 	r.acct = a
@@ -227,9 +227,9 @@ func embeddedEmail(b *testing.B, sink *testenv.SMTPSink, pool, perSession string
 	h := startHerald(b, env)
 	ctx := context.Background()
 	host, port, _ := net.SplitHostPort(sink.Addr)
-	a := &models.Account{Name: "mail-bench", Platform: "email", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
+	a := &sending.Account{Name: "mail-bench", Platform: "email", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
 		Config: emailConfig(host, port, pool, perSession)}
-	if err := h.App.Store.SaveAccount(ctx, a); err != nil {
+	if err := h.App.Store.Sending().SaveAccount(ctx, a); err != nil {
 		b.Fatal(err)
 	}
 	list := make([]directory.Recipient, n)

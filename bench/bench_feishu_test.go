@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"herald/dispatch"
-	"herald/models"
+	"herald/sending"
 )
 
 // BenchmarkPipelineFeishu drains a fan-out backlog (HERALD_BENCH_FEISHU_BACKLOG, 10,000
@@ -58,9 +58,9 @@ func (r *benchRig) useFeishu(b *testing.B) {
 	if _, err := r.h.App.Store.SQL().ExecContext(ctx, "UPDATE recipients SET feishu_user_id = CONCAT('fs_', external_id)"); err != nil {
 		b.Fatal(err)
 	}
-	a := &models.Account{Name: "feishu-bench", Platform: "feishu", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
+	a := &sending.Account{Name: "feishu-bench", Platform: "feishu", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
 		Config: map[string]string{"app_id": "cli_bench", "app_secret": "bench", "base_url": "http://" + addr + "/feishu"}}
-	if err := r.h.App.Store.SaveAccount(ctx, a); err != nil {
+	if err := r.h.App.Store.Sending().SaveAccount(ctx, a); err != nil {
 		b.Fatal(err)
 	}
 	r.acct = a

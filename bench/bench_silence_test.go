@@ -24,7 +24,7 @@ func BenchmarkSilenceRelease(b *testing.B) {
 	ctx := context.Background()
 	store := r.h.App.Store
 	r.acct.Limits = delivery.Limits{PerSecond: perSecond}
-	if err := store.SaveAccount(ctx, r.acct); err != nil {
+	if err := store.Sending().SaveAccount(ctx, r.acct); err != nil {
 		b.Fatal(err)
 	}
 	start, end := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)

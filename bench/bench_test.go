@@ -27,6 +27,7 @@ import (
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 	"herald/tasks"
 )
@@ -162,7 +163,7 @@ func benchNoop(b *testing.B, redisURL string, n, concurrency int) float64 {
 type benchRig struct {
 	env    map[string]string
 	h      *running
-	acct   *models.Account
+	acct   *sending.Account
 	people []string
 	// key is the secret of an API key with scope send.
 	key string
@@ -213,9 +214,9 @@ func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 	}
 	r.h = startHeraldAs(b, env, "web")
 	store := r.h.App.Store
-	r.acct = &models.Account{Name: "ty-bench", Platform: "tianyuan", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
+	r.acct = &sending.Account{Name: "ty-bench", Platform: "tianyuan", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
 		MaxAttempts: 3, Healthy: true, Config: map[string]string{"base_url": "http://" + simAddr + "/tianyuan", "path": "/messages", "token": "bench"}}
-	if err := store.SaveAccount(context.Background(), r.acct); err != nil {
+	if err := store.Sending().SaveAccount(context.Background(), r.acct); err != nil {
 		b.Fatal(err)
 	}
 	list := make([]directory.Recipient, n)

@@ -16,6 +16,7 @@ import (
 	"herald/internal/app"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 	"herald/tasks"
 )
 
@@ -74,9 +75,9 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 	if _, err := store.Migrate(ctx); err != nil {
 		b.Fatal(err)
 	}
-	acct := &models.Account{Name: "sandbox", Platform: "sandbox", IsDefault: true, Enabled: true,
+	acct := &sending.Account{Name: "sandbox", Platform: "sandbox", IsDefault: true, Enabled: true,
 		MaxAttempts: 3, Healthy: true, Config: map[string]string{}}
-	if err := store.CreateAccount(ctx, acct); err != nil {
+	if err := store.Sending().CreateAccount(ctx, acct); err != nil {
 		b.Fatal(err)
 	}
 	people := make([]directory.Recipient, dispatch.MaxRecipients)

@@ -16,7 +16,7 @@ type Usage struct {
 }
 
 // Limits are an account's send limits; 0 means no limit for that window. The store
-// keeps them as columns of the account (models.Account embeds them).
+// keeps them as columns of the account (sending.Account embeds them).
 type Limits struct {
 	PerSecond             int `json:"per_second"`
 	PerMinute             int `json:"per_minute"`

@@ -10,6 +10,7 @@ import (
 	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 )
 
 func names(people []directory.Recipient) []string {
@@ -93,8 +94,8 @@ func TestMessagesByRecipientName(t *testing.T) {
 	t.Parallel()
 	testenv.OnBothDialects(t, func(t *testing.T, s *models.Store) {
 		ctx := context.Background()
-		acct := &models.Account{Name: "sb", Platform: "sandbox", Enabled: true, Healthy: true, MaxAttempts: 3}
-		if err := s.CreateAccount(ctx, acct); err != nil {
+		acct := &sending.Account{Name: "sb", Platform: "sandbox", Enabled: true, Healthy: true, MaxAttempts: 3}
+		if err := s.Sending().CreateAccount(ctx, acct); err != nil {
 			t.Fatal(err)
 		}
 		people := map[string]*directory.Recipient{}

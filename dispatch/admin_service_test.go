@@ -8,9 +8,9 @@ import (
 
 	"herald/access"
 	"herald/audit"
-	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 )
 
 // wantField checks that err is a *kernel.FieldError naming field.
@@ -38,24 +38,24 @@ func TestAccountService(t *testing.T) {
 	t.Parallel()
 	f := newIntakeFixture(t)
 	ctx := context.Background()
-	good := dispatch.AccountInput{Name: "ty-main", Platform: "tianyuan",
+	good := sending.AccountInput{Name: "ty-main", Platform: "tianyuan",
 		Config: map[string]string{"base_url": "https://im.example.com/api", "token": "secret-token"}}
 
 	for _, tc := range []struct {
 		name  string
-		in    dispatch.AccountInput
+		in    sending.AccountInput
 		field string
 	}{
-		{"no name", dispatch.AccountInput{Platform: "tianyuan", Config: good.Config}, "name"},
-		{"unknown platform", dispatch.AccountInput{Name: "x", Platform: "pigeon"}, "platform"},
-		{"address not http", dispatch.AccountInput{Name: "x", Platform: "tianyuan",
+		{"no name", sending.AccountInput{Platform: "tianyuan", Config: good.Config}, "name"},
+		{"unknown platform", sending.AccountInput{Name: "x", Platform: "pigeon"}, "platform"},
+		{"address not http", sending.AccountInput{Name: "x", Platform: "tianyuan",
 			Config: map[string]string{"base_url": "ftp://im.example.com", "token": "t"}}, "config.base_url"},
-		{"too many attempts", dispatch.AccountInput{Name: "x", Platform: "tianyuan", Config: good.Config, MaxAttempts: 99}, "max_attempts"},
+		{"too many attempts", sending.AccountInput{Name: "x", Platform: "tianyuan", Config: good.Config, MaxAttempts: 99}, "max_attempts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.d.SaveAccount(ctx, admin, nil, tc.in)
+			_, err := f.d.Sending().SaveAccount(ctx, admin, nil, tc.in)
 			wantField(t, err, tc.field)
-			if _, err := f.store.AccountByName(ctx, tc.in.Name); tc.in.Name != "" && !errors.Is(err, kernel.ErrNotFound) {
+			if _, err := f.store.Sending().AccountByName(ctx, tc.in.Name); tc.in.Name != "" && !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("a refused account was stored: %v", err)
 			}
 			if n := auditCount(t, f.store, "account."); n != 0 {
@@ -64,7 +64,7 @@ func TestAccountService(t *testing.T) {
 		})
 	}
 
-	a, err := f.d.SaveAccount(ctx, admin, nil, good)
+	a, err := f.d.Sending().SaveAccount(ctx, admin, nil, good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +75,9 @@ func TestAccountService(t *testing.T) {
 
 	limits := a.Limits
 	limits.PerMinute = 7
-	moved := dispatch.AccountInput{Name: "ty-main", Config: map[string]string{"base_url": "https://im2.example.com/api", "token": "new"},
+	moved := sending.AccountInput{Name: "ty-main", Config: map[string]string{"base_url": "https://im2.example.com/api", "token": "new"},
 		Limits: &limits}
-	if _, err := f.d.SaveAccount(ctx, admin, a, moved); err != nil {
+	if _, err := f.d.Sending().SaveAccount(ctx, admin, a, moved); err != nil {
 		t.Fatal(err)
 	}
 	p := oneEntry(t, f.store, "account.update").ParamMap()
@@ -86,21 +86,21 @@ func TestAccountService(t *testing.T) {
 		t.Errorf("update params %v, want the old and new address, the token entered and the limit changed", p)
 	}
 
-	stored, err := f.store.AccountByName(ctx, "ty-main")
+	stored, err := f.store.Sending().AccountByName(ctx, "ty-main")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.SetAccountEnabled(ctx, admin, stored, false); err != nil {
+	if err := f.d.Sending().SetAccountEnabled(ctx, admin, stored, false); err != nil {
 		t.Fatal(err)
 	}
 	oneEntry(t, f.store, "account.disable")
-	if err := f.d.DeleteAccount(ctx, admin, stored); err != nil {
+	if err := f.d.Sending().DeleteAccount(ctx, admin, stored); err != nil {
 		t.Fatal(err)
 	}
 	if oneEntry(t, f.store, "account.delete").ParamMap()["platform"] != "tianyuan" {
 		t.Error("the delete entry does not name the platform")
 	}
-	if err := f.d.DeleteAccount(ctx, admin, stored); !errors.Is(err, kernel.ErrNotFound) {
+	if err := f.d.Sending().DeleteAccount(ctx, admin, stored); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("deleting it again: %v", err)
 	}
 	if n := auditCount(t, f.store, "account.delete"); n != 1 {

@@ -13,6 +13,7 @@ import (
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 )
 
 // approvalFixture is an intake fixture with approvals on above one person.
@@ -152,13 +153,13 @@ func TestFallbackRendersApprovedContent(t *testing.T) {
 	t.Parallel()
 	f := approvalFixture(t)
 	ctx := context.Background()
-	for _, a := range []*models.Account{
+	for _, a := range []*sending.Account{
 		{Name: "ty", Platform: "tianyuan", IsDefault: true, Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
 			Config: map[string]string{"base_url": "http://127.0.0.1:1/tianyuan", "path": "/messages", "token": "t0ken"}},
 		{Name: "zh", Platform: "zhaohu", IsDefault: true, Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
 			Config: map[string]string{"base_url": "http://127.0.0.1:1/zhaohu", "path": "/messages", "token": "t0ken"}},
 	} {
-		if err := f.store.SaveAccount(ctx, a); err != nil {
+		if err := f.store.Sending().SaveAccount(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"herald/channels"
 	"herald/directory"
 	"herald/models"
+	"herald/sending"
 	"herald/tasks"
 )
 
@@ -28,7 +29,7 @@ type Config struct {
 	// Stats counts created messages for the dashboard; nil counts nothing.
 	Stats *models.Stats
 	// Accounts caches account lookups; nil reads the store every time.
-	Accounts *models.AccountCache
+	Accounts *sending.AccountCache
 	// Callbacks hears of messages cancelled here, so their events go out at once; nil:
 	// the recovery pass finds them within seconds.
 	Callbacks *tasks.Callbacks
@@ -97,3 +98,8 @@ func (d *Dispatcher) Access() *access.Service {
 
 // Directory is the staff directory's service.
 func (d *Dispatcher) Directory() *directory.Service { return directory.NewService(d.store.Directory()) }
+
+// Sending is the sending accounts' service.
+func (d *Dispatcher) Sending() *sending.Service {
+	return sending.NewService(d.store.Sending(), d.accounts)
+}

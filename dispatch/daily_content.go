@@ -8,6 +8,7 @@ import (
 
 	"herald/channels"
 	"herald/models"
+	"herald/sending"
 )
 
 // ReasonDuplicateContentToday skips a person who already has the same notice today on a
@@ -24,7 +25,7 @@ const contentRetries = 3
 // on the delivery date (sendAt's date in Herald's time zone), recording them skipped,
 // and keeps a daily-content row for each of the others, written with the batch. Two
 // identical messages to one person in one request count as one.
-func (d *Dispatcher) skipSentToday(ctx context.Context, res *Result, acct *models.Account, sendAt time.Time) error {
+func (d *Dispatcher) skipSentToday(ctx context.Context, res *Result, acct *sending.Account, sendAt time.Time) error {
 	if !channels.OncePerDay(acct.Platform) || len(res.Messages) == 0 {
 		return nil
 	}

@@ -12,6 +12,7 @@ import (
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 )
 
 // dingtalkFixture is a dispatcher with a DingTalk account and three branch staff with
@@ -34,7 +35,7 @@ func dingtalkFixture(t *testing.T) (*dispatch.Dispatcher, *models.Store, *time.L
 			t.Fatal(err)
 		}
 	}
-	if err := store.CreateAccount(ctx, &models.Account{Name: "dt", Platform: "dingtalk", Enabled: true, Healthy: true,
+	if err := store.Sending().CreateAccount(ctx, &sending.Account{Name: "dt", Platform: "dingtalk", Enabled: true, Healthy: true,
 		Config: map[string]string{"app_key": "k", "app_secret": "s", "agent_id": "1"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"herald/internal/batch"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 	"herald/tasks"
 )
 
@@ -39,7 +40,7 @@ type Dispatcher struct {
 	// stats counts created messages for the dashboard; nil counts nothing.
 	stats *models.Stats
 	// accounts caches account lookups; nil reads the store every time.
-	accounts *models.AccountCache
+	accounts *sending.AccountCache
 	// callbacks hears of messages cancelled here, so their events go out at once; nil:
 	// the recovery pass finds them within seconds.
 	callbacks *tasks.Callbacks
@@ -229,7 +230,7 @@ type Result struct {
 	// firstStep is the first step of the alert, written with it.
 	firstStep *models.AlertStep
 	// account is the account the batch sends through.
-	account *models.Account
+	account *sending.Account
 	// digest is the digest the notices may wait in (digests.go).
 	digest *digestSpec
 	// ackPlaceholder is the request's (Request.ackPlaceholder).
@@ -479,7 +480,7 @@ func (d *Dispatcher) audience(ctx context.Context, req Request, sendAt time.Time
 }
 
 // newBatch starts the result of a request: its batch, with no message yet.
-func newBatch(req Request, acct *models.Account, tmpl *Compiled, sendAt time.Time, aud audience) *Result {
+func newBatch(req Request, acct *sending.Account, tmpl *Compiled, sendAt time.Time, aud audience) *Result {
 	b := &models.Batch{ID: models.NewID(), Source: req.Source, Actor: req.Actor, APIKeyID: req.APIKeyID,
 		RequestHash: req.RequestHash, Platform: acct.Platform, AccountID: acct.ID, Priority: req.Priority,
 		SendAt: req.SendAt, ToOnDuty: req.ToOnDuty, Requested: aud.requested, Makers: req.Makers}
@@ -498,7 +499,7 @@ func newBatch(req Request, acct *models.Account, tmpl *Compiled, sendAt time.Tim
 // add decides about one person: rejected (inactive, no address on the platform), skipped
 // by the duty rule, or a message with its content rendered for them. A template that
 // cannot be rendered for them, or content too large for the platform, fails the request.
-func (res *Result) add(ctx context.Context, req Request, acct *models.Account, tmpl *Compiled, p *directory.Recipient, sendAt time.Time) error {
+func (res *Result) add(ctx context.Context, req Request, acct *sending.Account, tmpl *Compiled, p *directory.Recipient, sendAt time.Time) error {
 	addr := p.Address(acct.Platform)
 	switch {
 	case !p.Active:
@@ -651,15 +652,15 @@ func CheckIdempotencyKey(key string) error {
 }
 
 // account finds the sending account: by id, by name, or the platform's default.
-func (d *Dispatcher) account(ctx context.Context, req Request) (*models.Account, error) {
+func (d *Dispatcher) account(ctx context.Context, req Request) (*sending.Account, error) {
 	var (
-		acct  *models.Account
+		acct  *sending.Account
 		err   error
 		field = "account"
 	)
 	accounts := d.accounts
 	if accounts == nil {
-		accounts = d.store.NewAccountCache(0)
+		accounts = d.store.Sending().NewAccountCache(0)
 	}
 	switch {
 	case req.AccountID != 0:

@@ -14,6 +14,7 @@ import (
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 )
 
 var shanghai, _ = time.LoadLocation("Asia/Shanghai")
@@ -177,8 +178,8 @@ func TestScheduledSendUsesItsOwnDate(t *testing.T) {
 	f := newDutyFixture(t)
 	dispatch.SetClock(f.d, func() time.Time { return time.Date(2026, 11, 22, 10, 0, 0, 0, shanghai) }) // a Sunday: nobody on duty
 	ctx := context.Background()
-	acct := &models.Account{Name: "ty", Platform: "tianyuan", Enabled: true, MaxAttempts: 3, Config: map[string]string{}}
-	if err := f.store.SaveAccount(ctx, acct); err != nil {
+	acct := &sending.Account{Name: "ty", Platform: "tianyuan", Enabled: true, MaxAttempts: 3, Config: map[string]string{}}
+	if err := f.store.Sending().SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
 	monday := time.Date(2026, 11, 23, 9, 0, 0, 0, shanghai)
@@ -225,8 +226,8 @@ func TestScheduledSendFollowsRotations(t *testing.T) {
 	f := newDutyFixture(t)
 	dispatch.SetClock(f.d, func() time.Time { return time.Date(2026, 11, 27, 10, 0, 0, 0, shanghai) }) // a Friday
 	ctx := context.Background()
-	acct := &models.Account{Name: "ty", Platform: "tianyuan", Enabled: true, MaxAttempts: 3, Config: map[string]string{}}
-	if err := f.store.SaveAccount(ctx, acct); err != nil {
+	acct := &sending.Account{Name: "ty", Platform: "tianyuan", Enabled: true, MaxAttempts: 3, Config: map[string]string{}}
+	if err := f.store.Sending().SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
 	// Saturdays, a week each: H3 from 2026-11-28, then H4 with H1.

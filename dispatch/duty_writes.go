@@ -402,7 +402,7 @@ func (d *Dispatcher) SetDutyReminder(ctx context.Context, by audit.Actor, cfg mo
 			return err
 		}
 		if cfg.Enabled || cfg.Account != "" {
-			_, err := tx.AccountByName(ctx, cfg.Account)
+			_, err := tx.Sending().AccountByName(ctx, cfg.Account)
 			if errors.Is(err, kernel.ErrNotFound) {
 				return kernel.Invalid("account", "reminder.invalid.account")
 			}

@@ -13,6 +13,7 @@ import (
 	"herald/directory"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 	"herald/tasks"
 )
 
@@ -164,7 +165,7 @@ func (d *Dispatcher) fallBack(ctx context.Context, pass *fallbackPass, prev *mod
 	}
 	accounts := d.accounts
 	if accounts == nil {
-		accounts = d.store.NewAccountCache(0)
+		accounts = d.store.Sending().NewAccountCache(0)
 	}
 	chain := models.Chain(prev.Fallback)
 	for i, platform := range chain {
@@ -200,7 +201,7 @@ func (d *Dispatcher) fallBack(ctx context.Context, pass *fallbackPass, prev *mod
 
 // nextInChain is the message prev falls back to on acct: the template rendered for the
 // platform with the batch's variables, or the text prev carried.
-func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *models.Batch, tmpl *Compiled, p *directory.Recipient, acct *models.Account, addr string) (*models.Message, error) {
+func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *models.Batch, tmpl *Compiled, p *directory.Recipient, acct *sending.Account, addr string) (*models.Message, error) {
 	now := d.now()
 	next := &models.Message{ID: models.NewID(), BatchID: prev.BatchID, RecipientID: prev.RecipientID, AccountID: acct.ID,
 		Platform: acct.Platform, Address: addr, MsgType: prev.MsgType, Subject: prev.Subject, Content: prev.Content,

@@ -9,6 +9,7 @@ import (
 	"herald/audit"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 	"herald/tasks"
 )
 
@@ -127,11 +128,11 @@ func (d *Dispatcher) RetryMessage(ctx context.Context, by audit.Actor, id string
 
 // retry makes a stopped message pending again in tx with its account's allowance of
 // attempts (accounts caches the accounts read, for a bulk re-send; nil reads each).
-func (d *Dispatcher) retry(ctx context.Context, tx *models.Store, m *models.Message, accounts map[int64]*models.Account) (tasks.Job, error) {
+func (d *Dispatcher) retry(ctx context.Context, tx *models.Store, m *models.Message, accounts map[int64]*sending.Account) (tasks.Job, error) {
 	acct, ok := accounts[m.AccountID]
 	if !ok {
 		var err error
-		if acct, err = tx.AccountByID(ctx, m.AccountID); err != nil {
+		if acct, err = tx.Sending().AccountByID(ctx, m.AccountID); err != nil {
 			return tasks.Job{}, err
 		}
 		if accounts != nil {
@@ -175,7 +176,7 @@ func (d *Dispatcher) ResendStopped(ctx context.Context, by audit.Actor, f models
 		var (
 			after    *models.MessageCursor
 			jobs     []tasks.Job
-			accounts = map[int64]*models.Account{}
+			accounts = map[int64]*sending.Account{}
 		)
 		for out.Retried+out.Skipped < limit {
 			chunk, err := tx.StoppedMessages(ctx, f, after, min(resendChunk, limit-out.Retried-out.Skipped))

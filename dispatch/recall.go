@@ -287,7 +287,7 @@ func (d *Dispatcher) recallerFor(ctx context.Context, m *models.Message) (channe
 	if d.channels == nil {
 		return nil, &RecallError{Code: RecallUnsupported, Err: errors.New("no platform adapters in this process")}
 	}
-	acct, err := d.store.AccountByID(ctx, m.AccountID)
+	acct, err := d.store.Sending().AccountByID(ctx, m.AccountID)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 )
 
 func TestCompileTemplate(t *testing.T) {
@@ -257,7 +258,7 @@ func TestIntakeRefusesPlantedTemplates(t *testing.T) {
 		WecomUserid: "liwei", Active: true}); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.CreateAccount(ctx, &models.Account{Name: "wc", Platform: "wecom", Enabled: true, Healthy: true,
+	if err := store.Sending().CreateAccount(ctx, &sending.Account{Name: "wc", Platform: "wecom", Enabled: true, Healthy: true,
 		Config: map[string]string{"corp_id": "c", "agent_id": "1", "secret": "s"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"herald/delivery"
 	"herald/dispatch"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 	"herald/tasks"
 )
@@ -178,14 +179,14 @@ func (f *meetFixture) heldBy(t *testing.T, id string) []int64 {
 }
 
 // account edits the sandbox account.
-func (f *meetFixture) account(t *testing.T, edit func(*models.Account)) {
+func (f *meetFixture) account(t *testing.T, edit func(*sending.Account)) {
 	t.Helper()
-	a, err := f.store.AccountByName(context.Background(), models.SandboxAccountName)
+	a, err := f.store.Sending().AccountByName(context.Background(), models.SandboxAccountName)
 	if err != nil {
 		t.Fatal(err)
 	}
 	edit(a)
-	if err := f.store.SaveAccount(context.Background(), a); err != nil {
+	if err := f.store.Sending().SaveAccount(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -194,9 +195,9 @@ func (f *meetFixture) account(t *testing.T, edit func(*models.Account)) {
 // on it here.
 func (f *meetFixture) zhaohu(t *testing.T) {
 	t.Helper()
-	a := &models.Account{Name: "zh-main", Platform: "zhaohu", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
+	a := &sending.Account{Name: "zh-main", Platform: "zhaohu", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
 		MaxAttempts: 3, Healthy: true, Config: map[string]string{"base_url": "http://127.0.0.1:1/zhaohu", "path": "/messages", "token": "t0ken"}}
-	if err := f.store.SaveAccount(context.Background(), a); err != nil {
+	if err := f.store.Sending().SaveAccount(context.Background(), a); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -256,7 +257,7 @@ func keys(m map[string]string) []string {
 func TestMeetSilenceThenQuietHours(t *testing.T) {
 	t.Parallel()
 	f := newMeetFixture(t)
-	f.account(t, func(a *models.Account) { a.QuietHours = models.QuietHours{Start: "20:00", End: "08:00"} })
+	f.account(t, func(a *sending.Account) { a.QuietHours = sending.QuietHours{Start: "20:00", End: "08:00"} })
 	// Night and morning in Shanghai on a day in the past, so the end of quiet hours is
 	// due by the real clock.
 	night := time.Date(2026, 1, 10, 23, 0, 0, 0, shanghai)
@@ -280,7 +281,7 @@ func TestMeetSilenceThenQuietHours(t *testing.T) {
 		t.Errorf("released at night (-want +got):\n%s", diff)
 	}
 	m := f.message(t, normal)
-	if m.ErrorClass != models.ErrorClassQuietHours || m.Attempts != 0 || m.NextAttemptAt == nil || !m.NextAttemptAt.Equal(morning) {
+	if m.ErrorClass != sending.ErrorClassQuietHours || m.Attempts != 0 || m.NextAttemptAt == nil || !m.NextAttemptAt.Equal(morning) {
 		t.Errorf("released normal message at night: class %q, %d attempts, due %v; want waiting for quiet hours until %s",
 			m.ErrorClass, m.Attempts, m.NextAttemptAt, morning)
 	}
@@ -493,7 +494,7 @@ func TestMeetDigestFallsBackAlongFirstChain(t *testing.T) {
 func TestMeetDigestCountsOnceUnderLimits(t *testing.T) {
 	t.Parallel()
 	f := newMeetFixture(t)
-	f.account(t, func(a *models.Account) { a.Limits = models.Limits{PerMinute: 2, PerRecipientPerMinute: 1} })
+	f.account(t, func(a *sending.Account) { a.Limits = sending.Limits{PerMinute: 2, PerRecipientPerMinute: 1} })
 	d := &dispatch.DigestRequest{Key: "k", Window: "1m", Max: 3}
 	var notices []string
 	for _, s := range []string{"一", "二", "三"} {

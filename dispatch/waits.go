@@ -21,7 +21,7 @@ type Wait struct {
 // Waits says what a planned batch (Plan's result) will wait for once sent, by the
 // rules the send applies: the approval threshold, as Submit holds a batch over it
 // (overThreshold), and the account's quiet hours at the batch's due time, as the
-// sender holds a message inside them (models.QuietHours.Holds).
+// sender holds a message inside them (sending.QuietHours.Holds).
 func (d *Dispatcher) Waits(ctx context.Context, res *Result) (Wait, error) {
 	var w Wait
 	var err error

@@ -12,7 +12,7 @@ import (
 	"herald/audit"
 	"herald/channels"
 	"herald/kernel"
-	"herald/models"
+	"herald/sending"
 )
 
 // WeComCallbackWindow is how far a callback's timestamp may be from Herald's clock,
@@ -113,8 +113,8 @@ func (d *Dispatcher) WeComCallback(ctx context.Context, by audit.Actor, req WeCo
 
 // weComCallbackOf returns the callback checker of the WeCom account named, or the
 // reason there is none (to be refused as any other refusal is).
-func (d *Dispatcher) weComCallbackOf(ctx context.Context, name string) (*channels.WeComCallback, *models.Account, string, error) {
-	acct, err := d.store.AccountByName(ctx, name)
+func (d *Dispatcher) weComCallbackOf(ctx context.Context, name string) (*channels.WeComCallback, *sending.Account, string, error) {
+	acct, err := d.store.Sending().AccountByName(ctx, name)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return nil, nil, "no such account", nil
 	}

@@ -17,7 +17,7 @@ import (
 	"herald/channels"
 	"herald/dispatch"
 	"herald/internal/testenv"
-	"herald/models"
+	"herald/sending"
 )
 
 // weComCallbackKey is an EncodingAESKey as WeCom's admin console generates them.
@@ -55,7 +55,7 @@ func TestWeComCallbackRefusesOldAndReplayedRequests(t *testing.T) {
 	store := testenv.Store(t)
 	ctx := context.Background()
 	const corpID, token = "ww-cb-test", "cb-token"
-	if err := store.SaveAccount(ctx, &models.Account{Name: "wecom-cb", Platform: "wecom", Enabled: true, MaxAttempts: 3,
+	if err := store.Sending().SaveAccount(ctx, &sending.Account{Name: "wecom-cb", Platform: "wecom", Enabled: true, MaxAttempts: 3,
 		Config: map[string]string{"corp_id": corpID, "agent_id": "1000002", "secret": "s3cret",
 			"callback_token": token, "encoding_aes_key": weComCallbackKey}}); err != nil {
 		t.Fatal(err)

@@ -10,18 +10,17 @@ import (
 
 	"herald/channels"
 	"herald/delivery"
-	"herald/dispatch"
 	"herald/kernel"
-	"herald/models"
+	"herald/sending"
 	"herald/views"
 )
 
 // retryRows lays out the retry table: the account's adjustments as values, the defaults
 // as placeholders. typed, when not nil, holds the form as submitted.
-func retryRows(p models.RetryPolicy, typed map[string]string) []views.RetryRow {
+func retryRows(p sending.RetryPolicy, typed map[string]string) []views.RetryRow {
 	def := delivery.DefaultPolicy
-	rows := make([]views.RetryRow, 0, len(models.RetryClasses))
-	for _, class := range models.RetryClasses {
+	rows := make([]views.RetryRow, 0, len(sending.RetryClasses))
+	for _, class := range sending.RetryClasses {
 		d, adj := def[channels.Class(class)], p[class]
 		row := views.RetryRow{Class: class, Fields: []views.RetryField{
 			{Key: "max_retries", Value: intText(adj.MaxRetries), Default: strconv.Itoa(d.MaxRetries), Unlimited: d.MaxRetries < 0},
@@ -41,10 +40,10 @@ func retryRows(p models.RetryPolicy, typed map[string]string) []views.RetryRow {
 
 // retryInput reads the retry table of the account form; values that are not numbers
 // are reported in errs under their field names.
-func retryInput(c *gin.Context, errs map[string]string) (models.RetryPolicy, map[string]string) {
-	policy, typed := models.RetryPolicy{}, map[string]string{}
+func retryInput(c *gin.Context, errs map[string]string) (sending.RetryPolicy, map[string]string) {
+	policy, typed := sending.RetryPolicy{}, map[string]string{}
 	for _, row := range retryRows(nil, nil) {
-		var r models.RetryRule
+		var r sending.RetryRule
 		for _, f := range row.Fields {
 			name := f.Name(row.Class)
 			v := strings.TrimSpace(c.PostForm(name))
@@ -96,7 +95,7 @@ func formatFloat(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) 
 
 // configFields lays out a platform's settings. Secrets are never filled in: stored
 // says only whether the saved account has one.
-func configFields(platform string, values map[string]string, stored *models.Account) []views.ConfigField {
+func configFields(platform string, values map[string]string, stored *sending.Account) []views.ConfigField {
 	var out []views.ConfigField
 	for _, cf := range channels.Fields(platform) {
 		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Label: cf.LabelNote(), Help: cf.HelpNote()}
@@ -122,10 +121,10 @@ func configFields(platform string, values map[string]string, stored *models.Acco
 }
 
 // accountForm lays out the form for an account.
-func accountForm(a *models.Account, oldName string, stored *models.Account) views.AccountForm {
+func accountForm(a *sending.Account, oldName string, stored *sending.Account) views.AccountForm {
 	f := views.AccountForm{OldName: oldName, Name: a.Name, Platform: a.Platform, Platforms: channels.Platforms,
 		IsDefault: a.IsDefault, Enabled: a.Enabled, AllowPrivateNetwork: a.AllowPrivateNetwork,
-		MaxAttempts: strconv.Itoa(a.MaxAttempts), QuietHours: a.QuietHours, Config: configFields(a.Platform, models.MaskedConfig(a.Config), stored),
+		MaxAttempts: strconv.Itoa(a.MaxAttempts), QuietHours: a.QuietHours, Config: configFields(a.Platform, sending.MaskedConfig(a.Config), stored),
 		Warnings: delivery.UnreachableLimits(a.Limits), Excess: delivery.AboveDocumented(a.Limits, a.Platform),
 		Retry: retryRows(a.RetryPolicy, nil)}
 	f.Limits = limitFields(a.Limits, a.Platform)
@@ -162,10 +161,10 @@ func limitsNote(platform string) string {
 // accountInput reads the account form into the input the API gives too, so that
 // dispatch saves both alike. Number fields that are not numbers are reported in errs;
 // the form as typed comes back for re-display.
-func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, views.AccountForm, map[string]string) {
+func accountInput(c *gin.Context, old *sending.Account) (sending.AccountInput, views.AccountForm, map[string]string) {
 	errs := map[string]string{}
 	enabled := c.PostForm("enabled") == "true"
-	in := dispatch.AccountInput{Name: strings.TrimSpace(c.PostForm("name")), Platform: c.PostForm("platform"),
+	in := sending.AccountInput{Name: strings.TrimSpace(c.PostForm("name")), Platform: c.PostForm("platform"),
 		IsDefault: c.PostForm("is_default") == "true", Enabled: &enabled,
 		AllowPrivateNetwork: c.PostForm("allow_private_network") == "true", Config: map[string]string{}, Limits: &delivery.Limits{},
 		ConfirmAboveDocumented: c.PostForm("confirm_above_documented") == "true"}
@@ -176,7 +175,7 @@ func accountInput(c *gin.Context, old *models.Account) (dispatch.AccountInput, v
 	f := views.AccountForm{OldName: oldName, Name: in.Name, Platform: in.Platform, Platforms: channels.Platforms,
 		IsDefault: in.IsDefault, Enabled: enabled, AllowPrivateNetwork: in.AllowPrivateNetwork,
 		MaxAttempts: strings.TrimSpace(c.PostForm("max_attempts")), ConfirmAboveDocumented: in.ConfirmAboveDocumented}
-	in.QuietHours = models.QuietHours{Start: strings.TrimSpace(c.PostForm("quiet_hours.start")), End: strings.TrimSpace(c.PostForm("quiet_hours.end"))}
+	in.QuietHours = sending.QuietHours{Start: strings.TrimSpace(c.PostForm("quiet_hours.start")), End: strings.TrimSpace(c.PostForm("quiet_hours.end"))}
 	f.QuietHours = in.QuietHours
 	if f.MaxAttempts != "" {
 		n, err := strconv.Atoi(f.MaxAttempts)
@@ -230,7 +229,7 @@ func (h *Handlers) Accounts(c *gin.Context) {
 
 func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]string) {
 	ctx := c.Request.Context()
-	list, err := h.Store.Accounts(ctx)
+	list, err := h.Store.Sending().Accounts(ctx)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -244,7 +243,7 @@ func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]st
 }
 
 // accountUsage reads each account's current use of its limits.
-func (h *Handlers) accountUsage(c *gin.Context, list []models.Account) []views.AccountRow {
+func (h *Handlers) accountUsage(c *gin.Context, list []sending.Account) []views.AccountRow {
 	out := make([]views.AccountRow, len(list))
 	for i, a := range list {
 		row := views.AccountRow{Name: a.Name, Platform: a.Platform, Enabled: a.Enabled, Healthy: a.Healthy, HealthNote: a.HealthNote}
@@ -262,7 +261,7 @@ func (h *Handlers) accountUsage(c *gin.Context, list []models.Account) []views.A
 
 // AccountsUsage renders the live usage of every account (an htmx partial polled every 2 s).
 func (h *Handlers) AccountsUsage(c *gin.Context) {
-	list, err := h.Store.Accounts(c.Request.Context())
+	list, err := h.Store.Sending().Accounts(c.Request.Context())
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -272,7 +271,7 @@ func (h *Handlers) AccountsUsage(c *gin.Context) {
 
 // AccountUsage is GET /accounts/:name/usage: the account's use of each limited window, as JSON.
 func (h *Handlers) AccountUsage(c *gin.Context) {
-	a, err := h.Store.AccountByName(c.Request.Context(), c.Param("name"))
+	a, err := h.Store.Sending().AccountByName(c.Request.Context(), c.Param("name"))
 	if isNotFound(err) {
 		APIError(c, http.StatusNotFound, "not_found", "no such account", "")
 		return
@@ -294,15 +293,15 @@ func (h *Handlers) AccountUsage(c *gin.Context) {
 
 // AccountConfigFields renders the settings of ?platform= for the form (an htmx partial).
 func (h *Handlers) AccountConfigFields(c *gin.Context) {
-	var stored *models.Account
+	var stored *sending.Account
 	if name := c.Query("account"); name != "" {
-		if a, err := h.Store.AccountByName(c.Request.Context(), name); err == nil {
+		if a, err := h.Store.Sending().AccountByName(c.Request.Context(), name); err == nil {
 			stored = a
 		}
 	}
 	values := map[string]string{}
 	if stored != nil && stored.Platform == c.Query("platform") {
-		values = models.MaskedConfig(stored.Config)
+		values = sending.MaskedConfig(stored.Config)
 	}
 	fields := configFields(c.Query("platform"), values, stored)
 	if c.Query("account") == "" {
@@ -316,19 +315,19 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 
 // NewAccountForm shows an empty account form.
 func (h *Handlers) NewAccountForm(c *gin.Context) {
-	a := &models.Account{Platform: channels.Platforms[0], Enabled: true, MaxAttempts: models.DefaultMaxAttempts,
+	a := &sending.Account{Platform: channels.Platforms[0], Enabled: true, MaxAttempts: sending.DefaultMaxAttempts,
 		Limits: delivery.DocumentedLimits(channels.Platforms[0])}
 	render(c, http.StatusOK, views.AccountFormPage(page(c, tr(c, "title.new_account"), "accounts"), accountForm(a, "", nil), nil))
 }
 
-// CreateAccount saves a new account by the rules the API follows too (dispatch.SaveAccount).
+// CreateAccount saves a new account by the rules the API follows too (sending.Service.SaveAccount).
 func (h *Handlers) CreateAccount(c *gin.Context) {
 	h.saveAccount(c, nil)
 }
 
 // storedAccount loads the account named in the path, or shows 404.
-func (h *Handlers) storedAccount(c *gin.Context) (*models.Account, bool) {
-	a, err := h.Store.AccountByName(c.Request.Context(), c.Param("name"))
+func (h *Handlers) storedAccount(c *gin.Context) (*sending.Account, bool) {
+	a, err := h.Store.Sending().AccountByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_account", "Name", c.Param("name")))
 		return nil, false
@@ -351,7 +350,7 @@ func (h *Handlers) UpdateAccount(c *gin.Context) {
 	}
 }
 
-func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
+func (h *Handlers) saveAccount(c *gin.Context, old *sending.Account) {
 	in, f, errs := accountInput(c, old)
 	title, notice := tr(c, "title.new_account"), "created"
 	if old != nil {
@@ -361,11 +360,11 @@ func (h *Handlers) saveAccount(c *gin.Context, old *models.Account) {
 		render(c, http.StatusUnprocessableEntity, views.AccountFormPage(page(c, title, "accounts"), f, errs))
 		return
 	}
-	a, err := h.Dispatch.SaveAccount(c.Request.Context(), actor(c), old, in)
+	a, err := h.Dispatch.Sending().SaveAccount(c.Request.Context(), actor(c), old, in)
 	if err != nil {
 		// Limits looser than the platform documents are saved once confirmed: the
 		// confirmation shows with the error.
-		f.AskConfirm = errors.Is(err, dispatch.ErrAboveDocumented)
+		f.AskConfirm = errors.Is(err, sending.ErrAboveDocumented)
 		h.failOr(c, err, func(r answer) { render(c, r.Status, views.AccountFormPage(page(c, title, "accounts"), f, r.errs())) },
 			saying(kernel.ErrStateChanged, "accounts.error.state_changed"))
 		return
@@ -382,7 +381,7 @@ func (h *Handlers) TestAccount(c *gin.Context) {
 		return
 	}
 	res := h.Channels.Probe(c.Request.Context(), a.Channel())
-	if err := h.Dispatch.AccountTested(c.Request.Context(), actor(c), a, res.OK, res.Summary.String()); err != nil {
+	if err := h.Dispatch.Sending().AccountTested(c.Request.Context(), actor(c), a, res.OK, res.Summary.String()); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -402,7 +401,7 @@ func (h *Handlers) SetAccountEnabled(c *gin.Context) {
 		return
 	}
 	enabled := c.PostForm("enabled") == "true"
-	if err := h.Dispatch.SetAccountEnabled(c.Request.Context(), actor(c), a, enabled); err != nil {
+	if err := h.Dispatch.Sending().SetAccountEnabled(c.Request.Context(), actor(c), a, enabled); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -419,8 +418,8 @@ func (h *Handlers) DeleteAccount(c *gin.Context) {
 	if !ok {
 		return
 	}
-	if err := h.Dispatch.DeleteAccount(c.Request.Context(), actor(c), a); err != nil {
-		h.failOr(c, err, func(r answer) { h.renderAccounts(c, r.Status, r.errs()) }, saying(models.ErrInUse, "accounts.error.in_use", "Name", a.Name))
+	if err := h.Dispatch.Sending().DeleteAccount(c.Request.Context(), actor(c), a); err != nil {
+		h.failOr(c, err, func(r answer) { h.renderAccounts(c, r.Status, r.errs()) }, saying(sending.ErrInUse, "accounts.error.in_use", "Name", a.Name))
 		return
 	}
 	h.redirectNotice(c, "/accounts", "deleted", tr(c, "accounts.subject", "Name", a.Name))

@@ -9,9 +9,8 @@ import (
 
 	"herald/channels"
 	"herald/delivery"
-	"herald/dispatch"
 	"herald/kernel"
-	"herald/models"
+	"herald/sending"
 )
 
 // SecretMask stands in for a stored secret on reads; sending it back keeps the secret.
@@ -34,11 +33,11 @@ type accountJSON struct {
 	ConfirmAboveDocumented bool `json:"confirm_above_documented,omitempty"`
 	// RetryPolicy adjusts the default retries per error class; omitted classes and
 	// fields keep the defaults.
-	RetryPolicy models.RetryPolicy `json:"retry_policy,omitempty"`
+	RetryPolicy sending.RetryPolicy `json:"retry_policy,omitempty"`
 	// QuietHours, when set, holds normal and low messages in a daily window.
-	QuietHours *models.QuietHours `json:"quiet_hours,omitempty"`
-	Healthy    *bool              `json:"healthy,omitempty"`
-	HealthNote string             `json:"health_note,omitempty"`
+	QuietHours *sending.QuietHours `json:"quiet_hours,omitempty"`
+	Healthy    *bool               `json:"healthy,omitempty"`
+	HealthNote string              `json:"health_note,omitempty"`
 	// SecretsUnreadable says the stored settings cannot be decrypted with
 	// HERALD_SECRET_KEY: config is empty and an update must give them again (read-only).
 	SecretsUnreadable bool `json:"secrets_unreadable,omitempty"`
@@ -48,17 +47,17 @@ type accountJSON struct {
 }
 
 // toAccountJSON renders an account with its secrets masked.
-func toAccountJSON(a models.Account) accountJSON {
+func toAccountJSON(a sending.Account) accountJSON {
 	cfg := map[string]any{}
 	secret := channels.SecretKeys[a.Platform]
-	for k, v := range models.MaskedConfig(a.Config) {
+	for k, v := range sending.MaskedConfig(a.Config) {
 		if slices.Contains(secret, k) && v != "" {
 			v = SecretMask
 		}
 		cfg[k] = v
 	}
 	enabled, healthy := a.Enabled, a.Healthy
-	var quiet *models.QuietHours
+	var quiet *sending.QuietHours
 	if a.QuietHours.Set() {
 		quiet = &a.QuietHours
 	}
@@ -69,7 +68,7 @@ func toAccountJSON(a models.Account) accountJSON {
 }
 
 // excessWarnings says, in English, which limits are looser than the platform documents.
-func excessWarnings(a models.Account) []string {
+func excessWarnings(a sending.Account) []string {
 	var out []string
 	for _, e := range delivery.AboveDocumented(a.Limits, a.Platform) {
 		out = append(out, e.String())
@@ -78,7 +77,7 @@ func excessWarnings(a models.Account) []string {
 }
 
 // configWarnings says, in English, what an account's settings give up.
-func configWarnings(a models.Account) []string {
+func configWarnings(a sending.Account) []string {
 	var out []string
 	for _, n := range channels.ConfigWarnings(a.Platform, a.Config) {
 		out = append(out, n.String())
@@ -88,8 +87,8 @@ func configWarnings(a models.Account) []string {
 
 // accountInput turns the API's account shape into what dispatch saves. A secret sent
 // back masked is left out, which keeps the stored one as the console's empty input does.
-func (in accountJSON) accountInput() (dispatch.AccountInput, error) {
-	out := dispatch.AccountInput{Name: in.Name, Platform: in.Platform, IsDefault: in.IsDefault, Enabled: in.Enabled,
+func (in accountJSON) accountInput() (sending.AccountInput, error) {
+	out := sending.AccountInput{Name: in.Name, Platform: in.Platform, IsDefault: in.IsDefault, Enabled: in.Enabled,
 		AllowPrivateNetwork: in.AllowPrivateNetwork, MaxAttempts: in.MaxAttempts, Limits: in.Limits,
 		ConfirmAboveDocumented: in.ConfirmAboveDocumented, RetryPolicy: in.RetryPolicy, Config: map[string]string{}}
 	if in.QuietHours != nil {
@@ -125,7 +124,7 @@ func configString(field string, v any) (string, error) {
 
 // APIListAccounts is GET /api/v1/accounts.
 func (h *Handlers) APIListAccounts(c *gin.Context) {
-	list, err := h.Store.Accounts(c.Request.Context())
+	list, err := h.Store.Sending().Accounts(c.Request.Context())
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -139,7 +138,7 @@ func (h *Handlers) APIListAccounts(c *gin.Context) {
 
 // APIGetAccount is GET /api/v1/accounts/:name.
 func (h *Handlers) APIGetAccount(c *gin.Context) {
-	a, err := h.Store.AccountByName(c.Request.Context(), c.Param("name"))
+	a, err := h.Store.Sending().AccountByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -154,7 +153,7 @@ func (h *Handlers) APICreateAccount(c *gin.Context) {
 
 // APIUpdateAccount is PUT /api/v1/accounts/:name.
 func (h *Handlers) APIUpdateAccount(c *gin.Context) {
-	old, err := h.Store.AccountByName(c.Request.Context(), c.Param("name"))
+	old, err := h.Store.Sending().AccountByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -162,7 +161,7 @@ func (h *Handlers) APIUpdateAccount(c *gin.Context) {
 	h.apiSaveAccount(c, old, http.StatusOK)
 }
 
-func (h *Handlers) apiSaveAccount(c *gin.Context, old *models.Account, status int) {
+func (h *Handlers) apiSaveAccount(c *gin.Context, old *sending.Account, status int) {
 	var body accountJSON
 	if !decodeJSON(c, &body) {
 		return
@@ -171,9 +170,9 @@ func (h *Handlers) apiSaveAccount(c *gin.Context, old *models.Account, status in
 		body.Name = old.Name
 	}
 	in, err := body.accountInput()
-	var a *models.Account
+	var a *sending.Account
 	if err == nil {
-		a, err = h.Dispatch.SaveAccount(c.Request.Context(), actor(c), old, in)
+		a, err = h.Dispatch.Sending().SaveAccount(c.Request.Context(), actor(c), old, in)
 	}
 	if err != nil {
 		h.apiFail(c, err)
@@ -184,12 +183,12 @@ func (h *Handlers) apiSaveAccount(c *gin.Context, old *models.Account, status in
 
 // APIDeleteAccount is DELETE /api/v1/accounts/:name; refused while it has undelivered messages.
 func (h *Handlers) APIDeleteAccount(c *gin.Context) {
-	a, err := h.Store.AccountByName(c.Request.Context(), c.Param("name"))
+	a, err := h.Store.Sending().AccountByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	if err := h.Dispatch.DeleteAccount(c.Request.Context(), actor(c), a); err != nil {
+	if err := h.Dispatch.Sending().DeleteAccount(c.Request.Context(), actor(c), a); err != nil {
 		h.apiFail(c, err)
 		return
 	}

@@ -383,7 +383,7 @@ func (h *Handlers) renderCompose(c *gin.Context, status int, f views.ComposeForm
 	ctx := c.Request.Context()
 	v := views.Compose{Form: f, TimeZone: h.Location.String()}
 	var err error
-	if v.Accounts, err = h.Store.EnabledAccounts(ctx); err != nil {
+	if v.Accounts, err = h.Store.Sending().EnabledAccounts(ctx); err != nil {
 		h.fail(c, err)
 		return
 	}

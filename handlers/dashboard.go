@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/models"
+	"herald/sending"
 	"herald/views"
 )
 
@@ -88,7 +89,7 @@ func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
 		return d, err
 	}
 	d.Queues, d.QueuesError = h.queues()
-	accounts, err := h.Store.Accounts(ctx)
+	accounts, err := h.Store.Sending().Accounts(ctx)
 	if err != nil {
 		return d, err
 	}
@@ -115,7 +116,7 @@ func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
 const waitingScan = 5000
 
 // waiting counts the messages waiting and why, the throttled ones per account.
-func (h *Handlers) waiting(ctx context.Context, now time.Time, accounts []models.Account) (views.Waiting, error) {
+func (h *Handlers) waiting(ctx context.Context, now time.Time, accounts []sending.Account) (views.Waiting, error) {
 	counts, capped, err := h.Store.CountWaiting(ctx, now, waitingScan)
 	if err != nil {
 		return views.Waiting{}, err

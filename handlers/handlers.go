@@ -18,6 +18,7 @@ import (
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 	"herald/views"
 )
 
@@ -59,7 +60,7 @@ type Handlers struct {
 // LimitUsage reports an account's current use of each of its limited windows; the rate
 // limiter (tasks.Limiter) implements it.
 type LimitUsage interface {
-	Usage(ctx context.Context, accountID int64, limits models.Limits) ([]delivery.Usage, error)
+	Usage(ctx context.Context, accountID int64, limits sending.Limits) ([]delivery.Usage, error)
 }
 
 // UserKey is the gin context key under which the web middleware stores the signed-in user.

@@ -24,7 +24,7 @@ func (h *Handlers) Readyz(c *gin.Context) {
 	if err := h.Store.Ping(ctx); err != nil {
 		checks["database"], status = err.Error(), http.StatusServiceUnavailable
 		checks["accounts"] = "not checked"
-	} else if names, err := h.Store.UnreadableAccounts(ctx); err != nil {
+	} else if names, err := h.Store.Sending().UnreadableAccounts(ctx); err != nil {
 		checks["accounts"], status = err.Error(), http.StatusServiceUnavailable
 	} else if len(names) > 0 {
 		checks["accounts"] = "credentials cannot be decrypted (HERALD_SECRET_KEY changed?); enter them again: " + strings.Join(names, ", ")

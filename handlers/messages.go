@@ -15,6 +15,7 @@ import (
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 	"herald/views"
 )
 
@@ -27,7 +28,7 @@ const maxNameSearch = 100
 // messageFilter reads the message list's filters with get (the query string, or the
 // form of a bulk re-send) and resolves names to ids. Values that cannot match anything
 // are reported in errs; nothing field-level is fatal.
-func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accounts []models.Account) (views.MessageFilter, models.MessageFilter, map[string]string, error) {
+func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accounts []sending.Account) (views.MessageFilter, models.MessageFilter, map[string]string, error) {
 	v := views.MessageFilter{Status: get("status"), Platform: get("platform"), Account: get("account"),
 		Recipient: strings.TrimSpace(get("recipient")), Name: strings.TrimSpace(get("name")), Batch: strings.TrimSpace(get("batch")), ErrorClass: get("error_class"),
 		From: strings.TrimSpace(get("from")), To: strings.TrimSpace(get("to")), Waiting: get("waiting")}
@@ -54,7 +55,7 @@ func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accoun
 		v.ErrorClass = ""
 	}
 	if v.Account != "" {
-		i := slices.IndexFunc(accounts, func(a models.Account) bool { return a.Name == v.Account })
+		i := slices.IndexFunc(accounts, func(a sending.Account) bool { return a.Name == v.Account })
 		if i < 0 {
 			v.Account = ""
 		} else {
@@ -121,7 +122,7 @@ func (h *Handlers) MessagesLive(c *gin.Context) {
 // false when it has answered already (a server error).
 func (h *Handlers) messagesView(c *gin.Context) (views.Messages, map[string]string, bool) {
 	ctx := c.Request.Context()
-	accounts, err := h.Store.Accounts(ctx)
+	accounts, err := h.Store.Sending().Accounts(ctx)
 	if err != nil {
 		h.fail(c, err)
 		return views.Messages{}, nil, false
@@ -200,7 +201,7 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 		h.fail(c, err)
 		return
 	}
-	if a, err := h.Store.AccountByID(ctx, m.AccountID); err == nil {
+	if a, err := h.Store.Sending().AccountByID(ctx, m.AccountID); err == nil {
 		d.Account = a.Name
 	} else if !isNotFound(err) {
 		h.fail(c, err)
@@ -260,7 +261,7 @@ const resendMax = 5000
 // ResendForm asks to confirm re-sending the stopped messages of a filter, saying how many.
 func (h *Handlers) ResendForm(c *gin.Context) {
 	ctx := c.Request.Context()
-	accounts, err := h.Store.Accounts(ctx)
+	accounts, err := h.Store.Sending().Accounts(ctx)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -320,7 +321,7 @@ func describeFilter(ctx context.Context, f views.MessageFilter) string {
 // Resend retries the stopped messages of a filter, at most resendMax of them.
 func (h *Handlers) Resend(c *gin.Context) {
 	ctx := c.Request.Context()
-	accounts, err := h.Store.Accounts(ctx)
+	accounts, err := h.Store.Sending().Accounts(ctx)
 	if err != nil {
 		h.fail(c, err)
 		return

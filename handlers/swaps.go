@@ -84,7 +84,7 @@ func (h *Handlers) reminderView(c *gin.Context, cfg *models.ReminderConfig, errs
 	if !v.CanEdit {
 		return v, nil
 	}
-	if v.Accounts, err = h.Store.EnabledAccounts(ctx); err != nil {
+	if v.Accounts, err = h.Store.Sending().EnabledAccounts(ctx); err != nil {
 		return v, err
 	}
 	v.Templates, err = h.Store.Templates(ctx)

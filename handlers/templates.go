@@ -165,7 +165,7 @@ func (h *Handlers) renderTemplateForm(c *gin.Context, status int, f views.Templa
 		h.fail(c, err)
 		return
 	}
-	accounts, err := h.Store.EnabledAccounts(ctx)
+	accounts, err := h.Store.Sending().EnabledAccounts(ctx)
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -11,6 +11,7 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 )
 
 // BenchmarkCreateBatch writes one intake of 1,000 messages (a fan-out) a time, on MySQL
@@ -28,12 +29,12 @@ func BenchmarkCreateBatch(b *testing.B) {
 }
 
 // benchDirectory creates a Tianyuan account and n branch people who have its address.
-func benchDirectory(b *testing.B, s *models.Store, n int) (*models.Account, []*directory.Recipient) {
+func benchDirectory(b *testing.B, s *models.Store, n int) (*sending.Account, []*directory.Recipient) {
 	b.Helper()
 	ctx := context.Background()
-	acct := &models.Account{Name: "ty-bench", Platform: "tianyuan", Enabled: true, Healthy: true,
+	acct := &sending.Account{Name: "ty-bench", Platform: "tianyuan", Enabled: true, Healthy: true,
 		Config: map[string]string{"base_url": "http://127.0.0.1:9900/tianyuan", "token": "tok"}}
-	if err := s.CreateAccount(ctx, acct); err != nil {
+	if err := s.Sending().CreateAccount(ctx, acct); err != nil {
 		b.Fatal(err)
 	}
 	var people []*directory.Recipient
@@ -50,7 +51,7 @@ func benchDirectory(b *testing.B, s *models.Store, n int) (*models.Account, []*d
 
 // benchIntake writes one intake of a message to each of people through acct, due now,
 // and returns the messages' ids.
-func benchIntake(b *testing.B, s *models.Store, acct *models.Account, people []*directory.Recipient, content string) []string {
+func benchIntake(b *testing.B, s *models.Store, acct *sending.Account, people []*directory.Recipient, content string) []string {
 	b.Helper()
 	batch := benchBatch(acct)
 	now := kernel.Now()
@@ -99,13 +100,13 @@ func BenchmarkCreateBatchesSingle(b *testing.B) {
 }
 
 // benchBatch is a new API batch through acct.
-func benchBatch(acct *models.Account) *models.Batch {
+func benchBatch(acct *sending.Account) *models.Batch {
 	return &models.Batch{ID: models.NewID(), Source: "api", Platform: acct.Platform, AccountID: acct.ID, Priority: "normal"}
 }
 
 // benchMessage is a new pending message of batch to r through acct, due at now.
-func benchMessage(acct *models.Account, batch *models.Batch, r *directory.Recipient, content string, now time.Time) models.Message {
+func benchMessage(acct *sending.Account, batch *models.Batch, r *directory.Recipient, content string, now time.Time) models.Message {
 	return models.Message{ID: models.NewID(), BatchID: batch.ID, RecipientID: r.ID, AccountID: acct.ID,
 		Platform: acct.Platform, Address: r.Address(acct.Platform), MsgType: "text", Content: content,
-		Priority: "normal", Status: models.StatusPending, MaxAttempts: models.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}
+		Priority: "normal", Status: models.StatusPending, MaxAttempts: sending.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}
 }

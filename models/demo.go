@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"herald/directory"
+	"herald/sending"
 )
 
 // SandboxAccountName is the demo's sending account on the built-in sandbox platform.
@@ -12,9 +13,9 @@ const SandboxAccountName = "sandbox"
 // SeedDemo fills a new database with a sandbox account, sample staff, a duty week and a
 // template, so a fresh install can send something at once.
 func (s *Store) SeedDemo(ctx context.Context) error {
-	acct := &Account{Name: SandboxAccountName, Platform: "sandbox", IsDefault: true, Enabled: true,
-		MaxAttempts: DefaultMaxAttempts, Healthy: true, Config: map[string]string{}}
-	if err := s.CreateAccount(ctx, acct); err != nil {
+	acct := &sending.Account{Name: SandboxAccountName, Platform: "sandbox", IsDefault: true, Enabled: true,
+		MaxAttempts: sending.DefaultMaxAttempts, Healthy: true, Config: map[string]string{}}
+	if err := s.Sending().CreateAccount(ctx, acct); err != nil {
 		return fmt.Errorf("models: demo account: %w", err)
 	}
 	people := []directory.Recipient{

@@ -19,6 +19,7 @@ import (
 	"herald/kernel"
 	"herald/migrations"
 	"herald/models"
+	"herald/sending"
 )
 
 // tableColumns maps a table name to its sorted column names.
@@ -28,7 +29,7 @@ type tableColumns map[string][]string
 var gormModels = []any{
 	&access.User{}, &access.Session{}, &kernel.ThrottleWindow{}, &access.APIKey{},
 	&directory.Recipient{}, &models.DutySlot{}, &models.DutyOverride{}, &models.Holiday{},
-	&models.Template{}, &models.Account{}, &models.Batch{}, &models.Message{},
+	&models.Template{}, &sending.Account{}, &models.Batch{}, &models.Message{},
 	&models.Attempt{}, &audit.Entry{}, &models.IdempotencyKey{}, &models.MessageStat{},
 	&models.Setting{}, &models.Rotation{}, &models.DutyFeed{}, &models.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
 	&kernel.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{}, &models.TemplateVersion{},

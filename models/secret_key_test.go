@@ -10,6 +10,7 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 )
 
 // otherKey is a second HERALD_SECRET_KEY, as after a rotation.
@@ -38,9 +39,9 @@ func TestRotatedSecretKeyResealsAtStart(t *testing.T) {
 	ctx := context.Background()
 	opts := testenv.FreshOptions(t)
 	old := openWith(t, opts, testenv.SecretKey, nil)
-	a := &models.Account{Name: "ty-rotated", Platform: "tianyuan", Enabled: true,
+	a := &sending.Account{Name: "ty-rotated", Platform: "tianyuan", Enabled: true,
 		Config: map[string]string{"base_url": "https://im.example.com", "token": "rotated-token"}}
-	if err := old.CreateAccount(ctx, a); err != nil {
+	if err := old.Sending().CreateAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	key, _, err := old.Access().CreateCallbackAPIKey(ctx, "erp", access.ScopeSend, "admin", access.KeyLimits{},
@@ -56,13 +57,13 @@ func TestRotatedSecretKeyResealsAtStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { newOnly.Close() })
-	if _, err := newOnly.AccountByID(ctx, a.ID); !errors.Is(err, kernel.ErrUnreadable) {
+	if _, err := newOnly.Sending().AccountByID(ctx, a.ID); !errors.Is(err, kernel.ErrUnreadable) {
 		t.Fatalf("new key alone before the re-seal: %v, want ErrUnreadable", err)
 	}
 
 	rotating := openWith(t, opts, otherKey, testenv.SecretKey)
 	for _, s := range []*models.Store{rotating, newOnly} {
-		got, err := s.AccountByID(ctx, a.ID)
+		got, err := s.Sending().AccountByID(ctx, a.ID)
 		if err != nil || got.Config["token"] != "rotated-token" {
 			t.Fatalf("account after the rotation: %v, %v", got, err)
 		}
@@ -71,11 +72,11 @@ func TestRotatedSecretKeyResealsAtStart(t *testing.T) {
 			t.Fatalf("callback after the rotation: %v, %v", target, err)
 		}
 	}
-	if names, err := newOnly.UnreadableAccounts(ctx); err != nil || len(names) > 0 {
+	if names, err := newOnly.Sending().UnreadableAccounts(ctx); err != nil || len(names) > 0 {
 		t.Errorf("unreadable accounts after the rotation: %v, %v", names, err)
 	}
 	// The old key no longer opens them.
-	if _, err := old.AccountByID(ctx, a.ID); !errors.Is(err, kernel.ErrUnreadable) {
+	if _, err := old.Sending().AccountByID(ctx, a.ID); !errors.Is(err, kernel.ErrUnreadable) {
 		t.Errorf("old key after the re-seal: %v, want ErrUnreadable", err)
 	}
 }
@@ -89,42 +90,42 @@ func TestUnreadableAccount(t *testing.T) {
 	opts := testenv.FreshOptions(t)
 	old := openWith(t, opts, testenv.SecretKey, nil)
 	for _, name := range []string{"ty-lost", "ty-lost-too"} {
-		a := &models.Account{Name: name, Platform: "tianyuan", Enabled: true,
+		a := &sending.Account{Name: name, Platform: "tianyuan", Enabled: true,
 			Config: map[string]string{"base_url": "https://im.example.com", "token": "lost-token"}}
-		if err := old.CreateAccount(ctx, a); err != nil {
+		if err := old.Sending().CreateAccount(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s := openWith(t, opts, otherKey, nil) // the start does not fail
 
-	names, err := s.UnreadableAccounts(ctx)
+	names, err := s.Sending().UnreadableAccounts(ctx)
 	if err != nil || !slices.Equal(names, []string{"ty-lost", "ty-lost-too"}) {
 		t.Fatalf("UnreadableAccounts: %v, %v", names, err)
 	}
-	list, err := s.Accounts(ctx)
+	list, err := s.Sending().Accounts(ctx)
 	if err != nil || len(list) != 2 || !list[0].Unreadable || len(list[0].Config) > 0 {
 		t.Fatalf("Accounts: %+v, %v", list, err)
 	}
-	a, err := s.AccountByName(ctx, "ty-lost")
+	a, err := s.Sending().AccountByName(ctx, "ty-lost")
 	if err != nil || !a.Unreadable {
 		t.Fatalf("AccountByName: %+v, %v", a, err)
 	}
-	if _, err := s.NewAccountCache(0).ByName(ctx, "ty-lost"); !errors.Is(err, kernel.ErrUnreadable) {
+	if _, err := s.Sending().NewAccountCache(0).ByName(ctx, "ty-lost"); !errors.Is(err, kernel.ErrUnreadable) {
 		t.Errorf("sending through it: %v, want ErrUnreadable", err)
 	}
 
 	a.Config = map[string]string{"base_url": "https://im.example.com", "token": "new-token"}
-	if err := s.SaveAccount(ctx, a); err != nil {
+	if err := s.Sending().SaveAccount(ctx, a); err != nil {
 		t.Fatalf("overwriting the settings: %v", err)
 	}
-	if got, err := s.AccountByID(ctx, a.ID); err != nil || got.Config["token"] != "new-token" {
+	if got, err := s.Sending().AccountByID(ctx, a.ID); err != nil || got.Config["token"] != "new-token" {
 		t.Errorf("after overwriting: %v, %v", got, err)
 	}
-	other, _ := s.AccountByName(ctx, "ty-lost-too")
-	if err := s.DeleteAccount(ctx, other.ID); err != nil {
+	other, _ := s.Sending().AccountByName(ctx, "ty-lost-too")
+	if err := s.Sending().DeleteAccount(ctx, other.ID); err != nil {
 		t.Errorf("deleting it: %v", err)
 	}
-	if names, err := s.UnreadableAccounts(ctx); err != nil || len(names) > 0 {
+	if names, err := s.Sending().UnreadableAccounts(ctx); err != nil || len(names) > 0 {
 		t.Errorf("unreadable accounts at the end: %v, %v", names, err)
 	}
 }

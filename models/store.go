@@ -13,6 +13,7 @@ import (
 	"herald/directory"
 	"herald/kernel"
 	"herald/migrations"
+	"herald/sending"
 )
 
 // Store is Herald's data access: one per process, safe for concurrent use.
@@ -21,6 +22,8 @@ type Store struct {
 	k *kernel.DB
 	// access is the access domain's store: users, sessions, API keys.
 	access *access.Store
+	// sending is the sending accounts' store.
+	sending *sending.Store
 	// directory is the staff directory's store, with the intake's cache of recipients.
 	directory *directory.Store
 	// oneTrip, on MySQL, is the pool that takes a shared intake transaction as one
@@ -34,7 +37,7 @@ func Open(opts kernel.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{k: k, directory: directory.NewStore(k), access: access.NewStore(k)}
+	s := &Store{k: k, directory: directory.NewStore(k), sending: sending.NewStore(k), access: access.NewStore(k)}
 	if cfg := k.MySQLConfig(); cfg != nil {
 		if s.oneTrip, err = openOneTrip(cfg); err != nil {
 			k.Close()
@@ -64,7 +67,7 @@ func (s *Store) MigrateUp(ctx context.Context) (applied int, fresh bool, err err
 	if err != nil {
 		return 0, false, err
 	}
-	if _, err := s.resealAccounts(ctx); err != nil {
+	if _, err := s.Sending().ResealAccounts(ctx); err != nil {
 		return applied, false, err
 	}
 	if err := s.Access().ResealCallbackSecrets(ctx); err != nil {
@@ -108,6 +111,7 @@ func (s *Store) On(tx *kernel.DB) *Store {
 	bound.k, bound.oneTrip = tx, nil
 	bound.access = s.access.On(tx)
 	bound.directory = s.directory.On(tx)
+	bound.sending = s.sending.On(tx)
 	return &bound
 }
 
@@ -116,6 +120,9 @@ func (s *Store) Access() *access.Store { return s.access }
 
 // Directory is the staff directory's store on the store's database.
 func (s *Store) Directory() *directory.Store { return s.directory }
+
+// Sending is the sending accounts' store on the store's database.
+func (s *Store) Sending() *sending.Store { return s.sending }
 
 // DB is the database the store reads and writes.
 func (s *Store) DB() *kernel.DB { return s.k }

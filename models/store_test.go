@@ -14,13 +14,14 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 )
 
 // fixture is a migrated store with one recipient and one account to hang messages on.
 type fixture struct {
 	store     *models.Store
 	recipient *directory.Recipient
-	account   *models.Account
+	account   *sending.Account
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -31,9 +32,9 @@ func newFixture(t *testing.T) *fixture {
 	if err := s.Directory().CreateRecipient(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	a := &models.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,
+	a := &sending.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,
 		Config: map[string]string{"base_url": "http://127.0.0.1:9900/tianyuan", "token": "tok"}}
-	if err := s.CreateAccount(ctx, a); err != nil {
+	if err := s.Sending().CreateAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	return &fixture{store: s, recipient: r, account: a}
@@ -54,7 +55,7 @@ func (f *fixture) messageTo(r *directory.Recipient, batchID string, status model
 	return models.Message{ID: models.NewID(), BatchID: batchID, RecipientID: r.ID, AccountID: f.account.ID,
 		Platform: f.account.Platform, Address: r.Address(f.account.Platform), MsgType: "text",
 		Content: "Overdue: ledger 42", Priority: "normal", Status: status,
-		MaxAttempts: models.DefaultMaxAttempts, SendAt: nextAttemptAt, NextAttemptAt: &nextAttemptAt}
+		MaxAttempts: sending.DefaultMaxAttempts, SendAt: nextAttemptAt, NextAttemptAt: &nextAttemptAt}
 }
 
 // createMessages stores a batch holding msgs and returns the batch id.
@@ -85,9 +86,9 @@ func TestAccountConfigSealedAtRest(t *testing.T) {
 
 	const token = "tk-7f3a9c-very-secret-token"
 	cfg := map[string]string{"base_url": "https://im.example.com", "token": token}
-	a := &models.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,
-		Config: cfg, Limits: models.Limits{PerSecond: 20, PerRecipientPerDay: 100}}
-	if err := s.CreateAccount(ctx, a); err != nil {
+	a := &sending.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,
+		Config: cfg, Limits: sending.Limits{PerSecond: 20, PerRecipientPerDay: 100}}
+	if err := s.Sending().CreateAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 
@@ -102,7 +103,7 @@ func TestAccountConfigSealedAtRest(t *testing.T) {
 		t.Errorf("config_enc = %q, want the v1: sealed format", raw)
 	}
 
-	got, err := s.AccountByID(ctx, a.ID)
+	got, err := s.Sending().AccountByID(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +113,8 @@ func TestAccountConfigSealedAtRest(t *testing.T) {
 	if diff := cmp.Diff(a.Limits, got.Limits); diff != "" {
 		t.Errorf("account limits after a round trip (-want +got):\n%s", diff)
 	}
-	if got.MaxAttempts != models.DefaultMaxAttempts {
-		t.Errorf("MaxAttempts = %d, want the default %d", got.MaxAttempts, models.DefaultMaxAttempts)
+	if got.MaxAttempts != sending.DefaultMaxAttempts {
+		t.Errorf("MaxAttempts = %d, want the default %d", got.MaxAttempts, sending.DefaultMaxAttempts)
 	}
 
 	// Another process with a different HERALD_SECRET_KEY on the same database.
@@ -123,13 +124,13 @@ func TestAccountConfigSealedAtRest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	if acct, err := other.AccountByID(ctx, a.ID); err == nil {
+	if acct, err := other.Sending().AccountByID(ctx, a.ID); err == nil {
 		t.Errorf("AccountByID with another secret key succeeded with config %v, want an error", acct.Config)
 	} else if errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("AccountByID with another secret key: %v, want a decryption error, not not-found", err)
 	}
 	// Listing does not fail: the account is marked Unreadable, its config not opened.
-	if list, err := other.EnabledAccounts(ctx); err != nil || len(list) != 1 || !list[0].Unreadable || len(list[0].Config) > 0 {
+	if list, err := other.Sending().EnabledAccounts(ctx); err != nil || len(list) != 1 || !list[0].Unreadable || len(list[0].Config) > 0 {
 		t.Errorf("EnabledAccounts with another secret key: %+v, %v; want the account marked Unreadable, config empty", list, err)
 	}
 }
@@ -137,7 +138,7 @@ func TestAccountConfigSealedAtRest(t *testing.T) {
 func TestCreateAccountDuplicateName(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	err := f.store.CreateAccount(context.Background(), &models.Account{Name: f.account.Name, Platform: "zhaohu"})
+	err := f.store.Sending().CreateAccount(context.Background(), &sending.Account{Name: f.account.Name, Platform: "zhaohu"})
 	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "name" {
 		t.Errorf("second account named %s: error %v, want a FieldError on name", f.account.Name, err)
@@ -147,7 +148,7 @@ func TestCreateAccountDuplicateName(t *testing.T) {
 func TestAccountByIDNotFound(t *testing.T) {
 	t.Parallel()
 	s := testenv.Store(t)
-	_, err := s.AccountByID(context.Background(), 4242)
+	_, err := s.Sending().AccountByID(context.Background(), 4242)
 	if !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("AccountByID(4242) on an empty database: %v, want ErrNotFound", err)
 	}

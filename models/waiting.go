@@ -7,6 +7,7 @@ import (
 
 	"herald/channels"
 	"herald/delivery"
+	"herald/sending"
 )
 
 // Why a message that is not sent yet waits: the dashboard counts each, and the message
@@ -33,7 +34,7 @@ func waitingCondition(reason string, now time.Time) (string, []any) {
 	case WaitApproval:
 		return "m.status = ? AND m.next_attempt_at IS NULL", []any{StatusPending}
 	case WaitQuietHours:
-		return "m.status = ? AND m.error_class = ?", []any{StatusPending, ErrorClassQuietHours}
+		return "m.status = ? AND m.error_class = ?", []any{StatusPending, sending.ErrorClassQuietHours}
 	case WaitThrottled:
 		return "m.status IN ? AND m.error_class = ?", []any{delivery.Waiting, string(channels.Throttled)}
 	case WaitScheduled:
@@ -77,4 +78,15 @@ func (s *Store) CountWaiting(ctx context.Context, now time.Time, scan int) (coun
 		}
 	}
 	return counts, seen >= scan, nil
+}
+
+// QuietWaiting counts a batch's messages that wait for their account's quiet hours to end.
+func (s *Store) QuietWaiting(ctx context.Context, batchID string) (int, error) {
+	var n int64
+	err := s.reader(ctx).Model(&Message{}).Where("batch_id = ? AND status = ? AND error_class = ?", batchID, StatusPending, sending.ErrorClassQuietHours).
+		Count(&n).Error
+	if err != nil {
+		return 0, fmt.Errorf("models: quiet-hours waits of batch %s: %w", batchID, err)
+	}
+	return int(n), nil
 }

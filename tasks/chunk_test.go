@@ -11,6 +11,7 @@ import (
 
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 	"herald/tasks"
 )
 
@@ -184,7 +185,7 @@ func TestSweepReenqueuesMessagesWhoseChunkIsLost(t *testing.T) {
 
 // hookChunk is a batch of due messages in its first chunk, to a webhook receiver.
 type hookChunk struct {
-	account  *models.Account
+	account  *sending.Account
 	receiver *hookReceiver
 	ids      []string
 	taskID   string

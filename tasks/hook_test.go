@@ -10,6 +10,7 @@ import (
 
 	"herald/directory"
 	"herald/models"
+	"herald/sending"
 )
 
 // hookReceiver is a webhook endpoint that counts the calls per address (the payload's
@@ -49,15 +50,15 @@ func (h *hookReceiver) calls(to string) int {
 
 // hookAccount stores a webhook account calling the receiver, changed by adjust, and one
 // branch recipient.
-func hookAccount(t *testing.T, store *models.Store, h *hookReceiver, adjust func(*models.Account)) (*models.Account, *directory.Recipient) {
+func hookAccount(t *testing.T, store *models.Store, h *hookReceiver, adjust func(*sending.Account)) (*sending.Account, *directory.Recipient) {
 	t.Helper()
 	ctx := context.Background()
-	a := &models.Account{Name: "hook", Platform: "webhook", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+	a := &sending.Account{Name: "hook", Platform: "webhook", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
 		Config: map[string]string{"url": h.URL + "/hook"}}
 	if adjust != nil {
 		adjust(a)
 	}
-	if err := store.CreateAccount(ctx, a); err != nil {
+	if err := store.Sending().CreateAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	r := &directory.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: directory.Branch, Active: true}

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"herald/internal/testenv"
-	"herald/models"
+	"herald/sending"
 	"herald/tasks"
 )
 
@@ -56,7 +56,7 @@ func maxInWindow(times []int64, w int64) int {
 func TestLimiterNeverExceedsAWindow(t *testing.T) {
 	l, rdb := newTestLimiter(t)
 	ctx := context.Background()
-	limits := models.Limits{PerSecond: 20, PerMinute: 45, PerRecipientPerMinute: 4}
+	limits := sending.Limits{PerSecond: 20, PerMinute: 45, PerRecipientPerMinute: 4}
 	var (
 		wg       sync.WaitGroup
 		mu       sync.Mutex
@@ -118,7 +118,7 @@ func TestLimiterNeverExceedsAWindow(t *testing.T) {
 }
 
 // usedPerMinute is an account's use of its per-minute limit.
-func usedPerMinute(t *testing.T, l *tasks.Limiter, account int64, limits models.Limits) int {
+func usedPerMinute(t *testing.T, l *tasks.Limiter, account int64, limits sending.Limits) int {
 	t.Helper()
 	usage, err := l.Usage(context.Background(), account, limits)
 	if err != nil {
@@ -138,7 +138,7 @@ func usedPerMinute(t *testing.T, l *tasks.Limiter, account int64, limits models.
 func TestLimiterTakesBackLateAdmissions(t *testing.T) {
 	l, _ := newTestLimiter(t)
 	ctx := context.Background()
-	limits := models.Limits{PerMinute: 5, PerRecipientPerMinute: 1}
+	limits := sending.Limits{PerMinute: 5, PerRecipientPerMinute: 1}
 	l.Margin = 0
 	d, err := l.Acquire(ctx, 3, limits, "u1", "normal", "m1")
 	if err != nil || d.Allowed || d.Window != tasks.WindowLate {
@@ -165,7 +165,7 @@ func TestLimiterTakesBackLateAdmissions(t *testing.T) {
 func TestLimiterWaitIsWhenCapacityFrees(t *testing.T) {
 	l, _ := newTestLimiter(t)
 	ctx := context.Background()
-	limits := models.Limits{PerSecond: 2}
+	limits := sending.Limits{PerSecond: 2}
 	for i := range 2 {
 		if d, err := l.Acquire(ctx, 1, limits, "u", "normal", fmt.Sprint(i)); err != nil || !d.Allowed {
 			t.Fatalf("call %d: %+v %v", i, d, err)
@@ -188,7 +188,7 @@ func TestLimiterWaitIsWhenCapacityFrees(t *testing.T) {
 func TestLimiterLetsUrgentMessagesFirst(t *testing.T) {
 	l, _ := newTestLimiter(t)
 	ctx := context.Background()
-	limits := models.Limits{PerSecond: 1}
+	limits := sending.Limits{PerSecond: 1}
 	if d, _ := l.Acquire(ctx, 3, limits, "a", "low", "first"); !d.Allowed {
 		t.Fatal("first call refused")
 	}
@@ -210,11 +210,11 @@ func TestLimiterLetsUrgentMessagesFirst(t *testing.T) {
 func TestLimiterWithoutLimitsAdmitsWithoutRedis(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // nothing listens there
 	defer rdb.Close()
-	d, err := mustLimiter(t, "redis://127.0.0.1:1/0", rdb).Acquire(context.Background(), 1, models.Limits{}, "u", "normal", "m")
+	d, err := mustLimiter(t, "redis://127.0.0.1:1/0", rdb).Acquire(context.Background(), 1, sending.Limits{}, "u", "normal", "m")
 	if err != nil || !d.Allowed {
 		t.Errorf("no limits: %+v %v, want admitted without asking Redis", d, err)
 	}
-	_, err = mustLimiter(t, "redis://127.0.0.1:1/0", rdb).Acquire(context.Background(), 1, models.Limits{PerSecond: 5}, "u", "normal", "m")
+	_, err = mustLimiter(t, "redis://127.0.0.1:1/0", rdb).Acquire(context.Background(), 1, sending.Limits{PerSecond: 5}, "u", "normal", "m")
 	if err == nil {
 		t.Error("limits with Redis unreachable: admitted, want an error (never unlimited)")
 	}
@@ -227,7 +227,7 @@ func BenchmarkLimiter(b *testing.B) {
 	l := mustLimiter(b, url, redisClient(b, url))
 	ctx := context.Background()
 	// High limits: every call is admitted and logged, the costly path.
-	limits := models.Limits{PerSecond: 1 << 20, PerMinute: 1 << 22, PerHour: 1 << 24, PerDay: 1 << 26,
+	limits := sending.Limits{PerSecond: 1 << 20, PerMinute: 1 << 22, PerHour: 1 << 24, PerDay: 1 << 26,
 		PerRecipientPerMinute: 1 << 20, PerRecipientPerDay: 1 << 22}
 	var n atomic.Int64
 	b.SetParallelism(8)
@@ -252,7 +252,7 @@ func TestLimiterWaitsForAReplica(t *testing.T) {
 	group := testenv.StartSentinelGroup(t, 1)
 	l := limiterOn(t, group.URL())
 	ctx := context.Background()
-	limits := models.Limits{PerMinute: 10}
+	limits := sending.Limits{PerMinute: 10}
 	// A busy machine can make an answer late; that is asked again, as workers do.
 	for i := 0; ; i++ {
 		d, err := l.Acquire(ctx, 4, limits, "u", "normal", "m1")
@@ -287,7 +287,7 @@ func TestLimiterAdmitsSoonAfterAFailover(t *testing.T) {
 	group := testenv.StartSentinelGroup(t, 1)
 	l := limiterOn(t, group.URL())
 	ctx := context.Background()
-	limits := models.Limits{PerMinute: 1000}
+	limits := sending.Limits{PerMinute: 1000}
 	acquire := func(l *tasks.Limiter, within time.Duration) (tasks.Decision, error) {
 		deadline := time.Now().Add(within)
 		for {
@@ -360,7 +360,7 @@ func limiterOn(t *testing.T, url string) *tasks.Limiter {
 func TestLimiterPerRecipientPerHour(t *testing.T) {
 	l, _ := newTestLimiter(t)
 	ctx := context.Background()
-	limits := models.Limits{PerRecipientPerMinute: 30, PerRecipientPerHour: 3}
+	limits := sending.Limits{PerRecipientPerMinute: 30, PerRecipientPerHour: 3}
 	for i := range 3 {
 		if d, err := l.Acquire(ctx, 7, limits, "member", "normal", fmt.Sprint("m", i)); err != nil || !d.Allowed {
 			t.Fatalf("call %d: %+v %v", i, d, err)

@@ -7,6 +7,7 @@ import (
 
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 	"herald/tasks"
 )
 
@@ -22,7 +23,7 @@ func TestQuietHoursHoldNormalAndLow(t *testing.T) {
 		t.Fatal(err)
 	}
 	receiver := newHookReceiver(t, nil)
-	a, r := hookAccount(t, store, receiver, func(a *models.Account) { a.QuietHours = models.QuietHours{Start: "20:00", End: "08:00"} })
+	a, r := hookAccount(t, store, receiver, func(a *sending.Account) { a.QuietHours = sending.QuietHours{Start: "20:00", End: "08:00"} })
 	shanghai, err := time.LoadLocation("Asia/Shanghai")
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func TestQuietHoursHoldNormalAndLow(t *testing.T) {
 			}
 			continue
 		}
-		if stored.Status != models.StatusPending || stored.ErrorClass != models.ErrorClassQuietHours || stored.Attempts != 0 ||
+		if stored.Status != models.StatusPending || stored.ErrorClass != sending.ErrorClassQuietHours || stored.Attempts != 0 ||
 			stored.NextAttemptAt == nil || !stored.NextAttemptAt.Equal(morning) || receiver.calls(m.Address) != 0 {
 			t.Errorf("%s at night: %s %q, %d attempts, due %v, called %d times; want pending for quiet_hours until %s, no attempt, not called",
 				m.Priority, stored.Status, stored.ErrorClass, stored.Attempts, stored.NextAttemptAt, receiver.calls(m.Address), morning)

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"herald/internal/testenv"
-	"herald/models"
+	"herald/sending"
 	"herald/tasks"
 )
 
@@ -42,7 +42,7 @@ func TestRedisClientsFollowTheTopology(t *testing.T) {
 func TestLimiterOnCluster(t *testing.T) {
 	l := limiterOn(t, testenv.StartRedisCluster(t, 3).URL())
 	ctx := context.Background()
-	limits := models.Limits{PerMinute: 3, PerRecipientPerMinute: 2}
+	limits := sending.Limits{PerMinute: 3, PerRecipientPerMinute: 2}
 	for account := int64(1); account <= 6; account++ {
 		admitted := 0
 		for i := range 5 {

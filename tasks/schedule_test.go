@@ -16,6 +16,7 @@ import (
 	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 	"herald/tasks"
 )
@@ -29,7 +30,7 @@ type scheduleRig struct {
 	redisURL  string
 	enq       *tasks.Enqueuer
 	sim       *simulator.Simulator
-	account   *models.Account
+	account   *sending.Account
 	recipient *directory.Recipient
 	log       *slog.Logger
 }
@@ -47,9 +48,9 @@ func newScheduleRig(t *testing.T) *scheduleRig {
 	t.Cleanup(func() { r.enq.Close() })
 	srv := httptest.NewServer(r.sim.Handler())
 	t.Cleanup(srv.Close)
-	r.account = &models.Account{Name: "ty", Platform: "tianyuan", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+	r.account = &sending.Account{Name: "ty", Platform: "tianyuan", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
 		Config: map[string]string{"base_url": srv.URL + "/tianyuan", "path": "/messages", "token": "tok"}}
-	if err := r.store.CreateAccount(ctx, r.account); err != nil {
+	if err := r.store.Sending().CreateAccount(ctx, r.account); err != nil {
 		t.Fatal(err)
 	}
 	r.recipient = &directory.Recipient{ExternalID: "E1001", Name: "Li Wei", OrgType: directory.Branch, TianyuanID: "ty_E1001", Active: true}
@@ -273,9 +274,9 @@ func TestEnqueueSchedulesWhatIsDueLater(t *testing.T) {
 func TestAGroupTaskSendsEachMemberAtItsOwnTime(t *testing.T) {
 	ctx := context.Background()
 	r := newScheduleRig(t)
-	second := &models.Account{Name: "ty2", Platform: "tianyuan", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+	second := &sending.Account{Name: "ty2", Platform: "tianyuan", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
 		Limits: delivery.Limits{PerSecond: 50}, Config: r.account.Config}
-	if err := r.store.CreateAccount(ctx, second); err != nil {
+	if err := r.store.Sending().CreateAccount(ctx, second); err != nil {
 		t.Fatal(err)
 	}
 	r.startWorker(t)

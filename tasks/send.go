@@ -17,6 +17,7 @@ import (
 	"herald/internal/batch"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 )
 
 // Sender delivers claimed messages. It is the handler of TypeSendMessage; NewSender
@@ -37,7 +38,7 @@ type Sender struct {
 	stats              *models.Stats
 	callbacks          *Callbacks
 	fallBackSoon       func()
-	accounts           *models.AccountCache
+	accounts           *sending.AccountCache
 	location           *time.Location
 	now                func() time.Time
 
@@ -76,7 +77,7 @@ type SenderConfig struct {
 	RetryScale float64
 	// Accounts caches account lookups; the process shares one with intake. A cache of
 	// the sender's own (AccountCacheTTL) when nil.
-	Accounts *models.AccountCache
+	Accounts *sending.AccountCache
 	// Now is the clock quiet hours are judged by; time.Now when nil.
 	Now func() time.Time
 
@@ -185,7 +186,7 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 		s.lease = DefaultLease
 	}
 	if s.accounts == nil {
-		s.accounts = cfg.Store.NewAccountCache(AccountCacheTTL)
+		s.accounts = cfg.Store.Sending().NewAccountCache(AccountCacheTTL)
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -469,7 +470,7 @@ func (s *Sender) deliver(ctx context.Context, m *models.Message) models.Outcome 
 // its account and adapter, and admit it under the account's limits. It returns them and
 // true when the call may be made, else the outcome to record. beforeWait, when set, runs
 // before the limiter's answer is waited for in the worker.
-func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func()) (*models.Account, channels.Sender, *Admission, models.Outcome, bool) {
+func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func()) (*sending.Account, channels.Sender, *Admission, models.Outcome, bool) {
 	if ctx.Err() != nil {
 		// The worker is stopping before this message's turn: give it back, due now,
 		// without using an attempt.
@@ -533,7 +534,7 @@ const maxLateStarts = 3
 // account without limits) is used only if the request's first byte leaves while it is
 // fresh: when it went stale first, nothing was sent, the admission is given back and
 // call reports late, for the caller to ask again.
-func (s *Sender) call(ctx context.Context, m *models.Message, acct *models.Account, sender channels.Sender, adm *Admission) (models.Outcome, bool) {
+func (s *Sender) call(ctx context.Context, m *models.Message, acct *sending.Account, sender channels.Sender, adm *Admission) (models.Outcome, bool) {
 	callCtx, cancel := context.WithTimeout(ctx, s.callTimeout)
 	if adm != nil {
 		callCtx = channels.WithStartCheck(callCtx, adm.StartCheck)
@@ -551,7 +552,7 @@ func (s *Sender) call(ctx context.Context, m *models.Message, acct *models.Accou
 // lateStart gives back an admission that went stale before its call's first byte.
 // Should Redis not take it back, the entry stays counted for a call never made, which
 // only costs capacity: the message waits as throttled rather than risk the limit.
-func (s *Sender) lateStart(m *models.Message, acct *models.Account, adm *Admission, err error) (models.Outcome, bool) {
+func (s *Sender) lateStart(m *models.Message, acct *sending.Account, adm *Admission, err error) (models.Outcome, bool) {
 	s.metrics.throttle(acct.Name, WindowLate)
 	s.log.Debug("admission went stale before the call started; asking again", "message_id", m.ID, "account", acct.Name, "error", err)
 	rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -572,7 +573,7 @@ func channelMessage(m *models.Message) channels.Message {
 
 // outcome classifies what a provider call made of a message, started at started and
 // taking took, into the outcome to record.
-func (s *Sender) outcome(m *models.Message, acct *models.Account, receipt channels.Receipt, err error, started time.Time, took time.Duration) models.Outcome {
+func (s *Sender) outcome(m *models.Message, acct *sending.Account, receipt channels.Receipt, err error, started time.Time, took time.Duration) models.Outcome {
 	if err == nil {
 		if !acct.Healthy {
 			s.setHealth(acct, true, "")
@@ -605,7 +606,7 @@ func (s *Sender) outcome(m *models.Message, acct *models.Account, receipt channe
 // one for every message sent, so the record goes to the handler directly: Logger.Info
 // would also capture the caller's program counter, which Herald's handlers never print
 // (NewLogger sets no AddSource), and box each argument; this costs a third less.
-func (s *Sender) logAttempt(m *models.Message, acct *models.Account, class channels.Class, outcome string, took time.Duration, errText string) {
+func (s *Sender) logAttempt(m *models.Message, acct *sending.Account, class channels.Class, outcome string, took time.Duration, errText string) {
 	ctx := context.Background()
 	if !s.log.Enabled(ctx, slog.LevelInfo) {
 		return
@@ -621,7 +622,7 @@ func (s *Sender) logAttempt(m *models.Message, acct *models.Account, class chann
 
 // failure turns a classified error into the message's next state, by the retry policy
 // with the account's adjustments (delivery.Policy.Decide).
-func (s *Sender) failure(m *models.Message, acct *models.Account, ce *channels.Error, called bool, started time.Time, took time.Duration) models.Outcome {
+func (s *Sender) failure(m *models.Message, acct *sending.Account, ce *channels.Error, called bool, started time.Time, took time.Duration) models.Outcome {
 	policy := s.policy
 	if acct != nil {
 		policy = policy.With(acct.RetryPolicy)
@@ -687,10 +688,10 @@ const recheckClaimed = 5 * time.Second
 
 // setHealth records an account's health and drops it from the cache so the next message
 // sees the change.
-func (s *Sender) setHealth(acct *models.Account, healthy bool, note string) {
+func (s *Sender) setHealth(acct *sending.Account, healthy bool, note string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := s.store.SetAccountHealth(ctx, acct.ID, healthy, note); err != nil {
+	if err := s.store.Sending().SetAccountHealth(ctx, acct.ID, healthy, note); err != nil {
 		s.log.Warn("record account health", "account", acct.Name, "error", err)
 	}
 	s.accounts.Forget()
@@ -698,7 +699,7 @@ func (s *Sender) setHealth(acct *models.Account, healthy bool, note string) {
 
 // quietHours holds a normal or low message inside its account's quiet hours: pending,
 // due when they end, with no attempt used.
-func (s *Sender) quietHours(m *models.Message, acct *models.Account) (models.Outcome, bool) {
+func (s *Sender) quietHours(m *models.Message, acct *sending.Account) (models.Outcome, bool) {
 	hold, until := delivery.QuietHours(acct.QuietHours).Holds(m.Priority, s.now(), s.location)
 	if !hold {
 		return models.Outcome{}, false
@@ -721,7 +722,7 @@ const (
 // cannot be reached, it returns the outcome that reschedules the message and true: a
 // message never goes out unlimited. beforeWait, when set, runs before the worker waits
 // for capacity.
-func (s *Sender) admit(ctx context.Context, m *models.Message, acct *models.Account, beforeWait func()) (models.Outcome, *Admission, bool) {
+func (s *Sender) admit(ctx context.Context, m *models.Message, acct *sending.Account, beforeWait func()) (models.Outcome, *Admission, bool) {
 	waited := time.Duration(0)
 	for {
 		d, err := s.limiter.Acquire(ctx, acct.ID, acct.Limits, m.Address, m.Priority, m.ID)

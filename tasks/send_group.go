@@ -9,6 +9,7 @@ import (
 
 	"herald/channels"
 	"herald/models"
+	"herald/sending"
 )
 
 // Grouped sends: a platform that takes one content to many people in one call
@@ -168,7 +169,7 @@ func (s *Sender) requeueTask(ctx context.Context, w waiting, idx []int) {
 func (s *Sender) deliverGroup(ctx context.Context, ms []*models.Message, later *waiting) {
 	var (
 		ready      []*models.Message
-		acct       *models.Account
+		acct       *sending.Account
 		gs         channels.GroupSender
 		firstAdmit time.Time
 	)
@@ -213,7 +214,7 @@ func (s *Sender) deliverGroup(ctx context.Context, ms []*models.Message, later *
 // callGroup makes one call for admitted messages and finishes each with its own
 // outcome; the outcomes are recorded side by side, so the call's messages join one
 // batch of finishes. Those that must wait are left in later.
-func (s *Sender) callGroup(ctx context.Context, acct *models.Account, gs channels.GroupSender, ms []*models.Message, later *waiting) {
+func (s *Sender) callGroup(ctx context.Context, acct *sending.Account, gs channels.GroupSender, ms []*models.Message, later *waiting) {
 	batch := make([]channels.Message, len(ms))
 	for i, m := range ms {
 		batch[i] = channelMessage(m)

@@ -18,6 +18,7 @@ import (
 	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 	"herald/tasks"
 )
@@ -44,9 +45,9 @@ func TestChunkSendsInGroups(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	cfg := map[string]string{"app_key": "k", "app_secret": "s", "agent_id": "1", "base_url": srv.URL + "/dingtalk"}
-	a := &models.Account{Name: "dt", Platform: "dingtalk", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
-		Config: cfg, Limits: models.Limits{PerRecipientPerDay: 500, PerMinute: 5000}}
-	if err := store.CreateAccount(ctx, a); err != nil {
+	a := &sending.Account{Name: "dt", Platform: "dingtalk", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+		Config: cfg, Limits: sending.Limits{PerRecipientPerDay: 500, PerMinute: 5000}}
+	if err := store.Sending().CreateAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	r := &directory.Recipient{ExternalID: "E1", Name: "Li Wei", OrgType: directory.Branch, Active: true}

@@ -13,6 +13,7 @@ import (
 	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 	"herald/tasks"
 )
 
@@ -189,9 +190,9 @@ func seedDue(t *testing.T, store *models.Store, n int) []models.Message {
 	if err := store.Directory().CreateRecipient(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	a := &models.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,
+	a := &sending.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,
 		Config: map[string]string{"base_url": "http://127.0.0.1:9900/tianyuan", "token": "tok"}}
-	if err := store.CreateAccount(ctx, a); err != nil {
+	if err := store.Sending().CreateAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	b := &models.Batch{ID: models.NewID(), Source: "api", Platform: a.Platform, AccountID: a.ID, Priority: "normal"}
@@ -200,7 +201,7 @@ func seedDue(t *testing.T, store *models.Store, n int) []models.Message {
 	for i := range msgs {
 		msgs[i] = models.Message{ID: models.NewID(), BatchID: b.ID, RecipientID: r.ID, AccountID: a.ID,
 			Platform: a.Platform, Address: r.Address(a.Platform), MsgType: "text", Content: "Overdue: ledger 42",
-			Priority: "normal", Status: models.StatusPending, MaxAttempts: models.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}
+			Priority: "normal", Status: models.StatusPending, MaxAttempts: sending.DefaultMaxAttempts, SendAt: now, NextAttemptAt: &now}
 	}
 	if err := store.CreateBatch(ctx, b, msgs, nil); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"herald/audit"
 	"herald/i18n"
 	"herald/models"
+	"herald/sending"
 )
 
 type locationKey struct{}
@@ -81,7 +82,7 @@ func displayStatus(ctx context.Context, m models.Message, now time.Time) (label,
 		switch {
 		case m.ErrorClass == "throttled" && m.NextAttemptAt != nil && m.NextAttemptAt.After(now):
 			return i18n.T(ctx, "messages.display.throttled_until", "Time", m.NextAttemptAt.In(location(ctx)).Format(time.TimeOnly)), "failed"
-		case m.ErrorClass == models.ErrorClassQuietHours && m.NextAttemptAt != nil && m.NextAttemptAt.After(now):
+		case m.ErrorClass == sending.ErrorClassQuietHours && m.NextAttemptAt != nil && m.NextAttemptAt.After(now):
 			return i18n.T(ctx, "messages.display.quiet_until", "Time", fmtTime(ctx, *m.NextAttemptAt)), "scheduled"
 		case m.SendAt.After(now):
 			return i18n.T(ctx, "messages.display.scheduled"), "scheduled"

@@ -10,6 +10,7 @@ import (
 
 	"herald/access"
 	"herald/models"
+	"herald/sending"
 )
 
 // TestNewAccountsStartFromPlatformLimits: a new WeCom account starts from the limits
@@ -58,7 +59,7 @@ func TestNewAccountsStartFromPlatformLimits(t *testing.T) {
 	if code, out := call("POST", "/api/v1/accounts", `{"name":"wx2","platform":"wecom",`+cfg+`,"limits":{"per_second":5,"per_recipient_per_minute":20,"per_recipient_per_hour":1000}}`); code != http.StatusCreated {
 		t.Fatalf("create with lower limits: %d %v", code, out)
 	}
-	if l := limitsOf(t, c, "wx2"); l != (models.Limits{PerSecond: 5, PerRecipientPerMinute: 20, PerRecipientPerHour: 1000}) {
+	if l := limitsOf(t, c, "wx2"); l != (sending.Limits{PerSecond: 5, PerRecipientPerMinute: 20, PerRecipientPerHour: 1000}) {
 		t.Errorf("limits given are kept as given: %+v", l)
 	}
 	if e := c.lastAudit("account.create"); e.ParamMap()["limits"] != "per_second 5, per_recipient_per_minute 20, per_recipient_per_hour 1000" {
@@ -100,7 +101,7 @@ func TestLimitsAboveDocumentedNeedConfirmation(t *testing.T) {
 	if e, _ := out["error"].(map[string]any); code != http.StatusUnprocessableEntity || e["field"] != "limits.per_recipient_per_minute" {
 		t.Fatalf("above documented without confirmation: %d %v, want 422 naming limits.per_recipient_per_minute", code, out)
 	}
-	if _, err := c.store.AccountByName(ctx, "wx"); err == nil {
+	if _, err := c.store.Sending().AccountByName(ctx, "wx"); err == nil {
 		t.Fatal("a refused account was saved")
 	}
 	code, out = call("POST", "/api/v1/accounts", above+`,"confirm_above_documented":true}`)
@@ -154,9 +155,9 @@ func TestLimitsAboveDocumentedNeedConfirmation(t *testing.T) {
 }
 
 // limitsOf reads an account's stored limits.
-func limitsOf(t *testing.T, c *console, name string) models.Limits {
+func limitsOf(t *testing.T, c *console, name string) sending.Limits {
 	t.Helper()
-	a, err := c.store.AccountByName(t.Context(), name)
+	a, err := c.store.Sending().AccountByName(t.Context(), name)
 	if err != nil {
 		t.Fatal(err)
 	}

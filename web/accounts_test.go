@@ -14,7 +14,7 @@ import (
 
 	"herald/channels"
 	"herald/dispatch"
-	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 )
 
@@ -77,7 +77,7 @@ func TestAccountsPage(t *testing.T) {
 
 		resp, body = admin.post("/accounts", form)
 		wantRedirect(t, "create", resp, body, "/accounts")
-		a, err := c.store.AccountByName(ctx, "ty-main")
+		a, err := c.store.Sending().AccountByName(ctx, "ty-main")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestAccountsPage(t *testing.T) {
 			"config.base_url": {"https://im.example.com/api"}, "config.token": {""}, "limits.per_second": {"5"}, "max_attempts": {"3"}}
 		resp, body = admin.post("/accounts/ty-main/edit", edit)
 		wantRedirect(t, "update", resp, body, "/accounts")
-		a, _ := c.store.AccountByName(ctx, "ty-main")
+		a, _ := c.store.Sending().AccountByName(ctx, "ty-main")
 		if a.Config["token"] != token || a.Limits.PerMinute != 0 {
 			t.Errorf("after an update with an empty token: %+v", a)
 		}
@@ -119,14 +119,14 @@ func TestAccountsPage(t *testing.T) {
 		wantFieldError(t, body, "config.token", "re-enter the token for the new address: base_url changed, and a stored token is never sent to a new address")
 		wantContains(t, "form keeps input", body, `value="https://im2.example.com/api"`)
 		wantNotContains(t, "re-shown form", body, token)
-		if a, _ := c.store.AccountByName(ctx, "ty-main"); a.Config["base_url"] != "https://im.example.com/api" {
+		if a, _ := c.store.Sending().AccountByName(ctx, "ty-main"); a.Config["base_url"] != "https://im.example.com/api" {
 			t.Errorf("a refused edit changed base_url to %s", a.Config["base_url"])
 		}
 
 		edit.Set("config.token", "new-token")
 		resp, body = admin.post("/accounts/ty-main/edit", edit)
 		wantRedirect(t, "new address with a new token", resp, body, "/accounts")
-		if a, _ := c.store.AccountByName(ctx, "ty-main"); a.Config["token"] != "new-token" || a.Config["base_url"] != "https://im2.example.com/api" {
+		if a, _ := c.store.Sending().AccountByName(ctx, "ty-main"); a.Config["token"] != "new-token" || a.Config["base_url"] != "https://im2.example.com/api" {
 			t.Errorf("after a new address and token: %v", a.Config)
 		}
 		if e := c.lastAudit("account.update"); e.ParamMap()["destination"] != "base_url https://im.example.com/api → https://im2.example.com/api" ||
@@ -169,7 +169,7 @@ func TestAccountsPage(t *testing.T) {
 		edit.Set("retry_policy.transient.max_delay_seconds", "120")
 		resp, body = admin.post("/accounts/ty-main/edit", edit)
 		wantRedirect(t, "save retry policy", resp, body, "/accounts")
-		a, _ := c.store.AccountByName(ctx, "ty-main")
+		a, _ := c.store.Sending().AccountByName(ctx, "ty-main")
 		tr := a.RetryPolicy["transient"]
 		if len(a.RetryPolicy) != 1 || tr.MaxRetries == nil || *tr.MaxRetries != 1 || tr.DelaySeconds == nil || *tr.DelaySeconds != 30 ||
 			tr.Factor != nil || tr.MaxDelaySeconds == nil || *tr.MaxDelaySeconds != 120 {
@@ -183,7 +183,7 @@ func TestAccountsPage(t *testing.T) {
 		edit.Del("retry_policy.transient.delay_seconds")
 		edit.Del("retry_policy.transient.max_delay_seconds")
 		admin.post("/accounts/ty-main/edit", edit)
-		if a, _ := c.store.AccountByName(ctx, "ty-main"); len(a.RetryPolicy) != 0 {
+		if a, _ := c.store.Sending().AccountByName(ctx, "ty-main"); len(a.RetryPolicy) != 0 {
 			t.Errorf("retry policy after clearing every field: %+v", a.RetryPolicy)
 		}
 	})
@@ -208,14 +208,14 @@ func TestAccountsPage(t *testing.T) {
 	})
 
 	t.Run("disable, enable and delete", func(t *testing.T) {
-		tyMain, _ := c.store.AccountByName(ctx, "ty-main")
+		tyMain, _ := c.store.Sending().AccountByName(ctx, "ty-main")
 		compose := url.Values{"account": {fmt.Sprint(tyMain.ID)}, "content.text": {"x"}, "recipient": {fmt.Sprint(c.recipient("E2001").ID)}}
 		if resp, body := admin.postHX("/compose/preview", compose); resp.StatusCode != http.StatusOK {
 			t.Fatalf("preview through ty-main: %d\n%s", resp.StatusCode, body)
 		}
 		resp, body := admin.post("/accounts/ty-main/enabled", url.Values{"enabled": {"false"}})
 		wantRedirect(t, "disable", resp, body, "/accounts")
-		if a, _ := c.store.AccountByName(ctx, "ty-main"); a.Enabled {
+		if a, _ := c.store.Sending().AccountByName(ctx, "ty-main"); a.Enabled {
 			t.Error("still enabled")
 		}
 		c.lastAudit("account.disable")
@@ -224,12 +224,12 @@ func TestAccountsPage(t *testing.T) {
 		wantStatus(t, "compose through a disabled account", resp, body, http.StatusUnprocessableEntity)
 		wantFieldError(t, body, "account", "account ty-main is disabled")
 		admin.post("/accounts/ty-main/enabled", url.Values{"enabled": {"true"}})
-		if a, _ := c.store.AccountByName(ctx, "ty-main"); !a.Enabled || a.Config["token"] != "new-token" {
+		if a, _ := c.store.Sending().AccountByName(ctx, "ty-main"); !a.Enabled || a.Config["token"] != "new-token" {
 			t.Errorf("after enabling: %+v", a)
 		}
 
 		// An account with an undelivered message cannot be deleted.
-		sandbox, _ := c.store.AccountByName(ctx, "sandbox")
+		sandbox, _ := c.store.Sending().AccountByName(ctx, "sandbox")
 		if _, err := c.h.Dispatch.Submit(ctx, dispatch.Request{Source: "console", Actor: "test", AccountID: sandbox.ID,
 			Recipients: []string{"E2001"}, Text: "hello"}); err != nil {
 			t.Fatal(err)
@@ -240,7 +240,7 @@ func TestAccountsPage(t *testing.T) {
 
 		resp, body = admin.post("/accounts/ty-main/delete", nil)
 		wantRedirect(t, "delete", resp, body, "/accounts")
-		if _, err := c.store.AccountByName(ctx, "ty-main"); err == nil {
+		if _, err := c.store.Sending().AccountByName(ctx, "ty-main"); err == nil {
 			t.Error("account still exists")
 		}
 	})
@@ -250,9 +250,9 @@ func TestAccountFormNeverEchoesSecrets(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	ctx := context.Background()
-	a := &models.Account{Name: "hook", Platform: "webhook", Enabled: true, MaxAttempts: 3,
+	a := &sending.Account{Name: "hook", Platform: "webhook", Enabled: true, MaxAttempts: 3,
 		Config: map[string]string{"url": "https://hooks.example.com/x", "secret": "hmac-key-123"}}
-	if err := c.store.SaveAccount(ctx, a); err != nil {
+	if err := c.store.Sending().SaveAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	admin := c.as(adminUser)
@@ -266,7 +266,7 @@ func TestAccountFormNeverEchoesSecrets(t *testing.T) {
 	resp, body := admin.post("/accounts/hook/edit", url.Values{"name": {"hook"}, "platform": {"webhook"}, "enabled": {"true"},
 		"config.url": {"https://hooks.example.com/x"}, "config.secret.clear": {"true"}, "max_attempts": {"3"}})
 	wantRedirect(t, "clear secret", resp, body, "/accounts")
-	if a, _ := c.store.AccountByName(ctx, "hook"); a.Config["secret"] != "" {
+	if a, _ := c.store.Sending().AccountByName(ctx, "hook"); a.Config["secret"] != "" {
 		t.Errorf("secret after clearing: %q", a.Config["secret"])
 	}
 }
@@ -282,9 +282,9 @@ func TestAccountTestConnection(t *testing.T) {
 	t.Cleanup(sim.Close)
 	const token = "probe-secret-token"
 	for name, base := range map[string]string{"ty-up": sim.URL + "/tianyuan", "ty-down": "http://127.0.0.1:1"} {
-		a := &models.Account{Name: name, Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+		a := &sending.Account{Name: name, Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3,
 			Config: map[string]string{"base_url": base, "token": token}}
-		if err := c.store.SaveAccount(ctx, a); err != nil {
+		if err := c.store.Sending().SaveAccount(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -400,7 +400,7 @@ func TestKeptSecretNeverReachesANewAddress(t *testing.T) {
 	// What the account does next goes where the token was entered for.
 	resp, body = admin.postHX("/accounts/ty-ops/test", nil)
 	wantContains(t, "connection test", body, `data-ok="true"`, platform.url)
-	a, err := c.store.AccountByName(ctx, "ty-ops")
+	a, err := c.store.Sending().AccountByName(ctx, "ty-ops")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -467,9 +467,9 @@ func TestWebhookURLQueryIsMaskedOnRead(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
 	const stored = "https://hooks.example.com/robot/send?access_token=tok-4242"
-	a := &models.Account{Name: "hook", Platform: "webhook", Enabled: true, MaxAttempts: 3,
+	a := &sending.Account{Name: "hook", Platform: "webhook", Enabled: true, MaxAttempts: 3,
 		Config: map[string]string{"url": stored, "secret": "hmac-key-123"}}
-	if err := c.store.SaveAccount(ctx, a); err != nil {
+	if err := c.store.Sending().SaveAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	admin := c.as(adminUser)
@@ -491,7 +491,7 @@ func TestWebhookURLQueryIsMaskedOnRead(t *testing.T) {
 	}
 	keeps := func(how string) {
 		t.Helper()
-		if a, err := c.store.AccountByName(ctx, "hook"); err != nil || a.Config["url"] != stored {
+		if a, err := c.store.Sending().AccountByName(ctx, "hook"); err != nil || a.Config["url"] != stored {
 			t.Errorf("%s: stored url %q, %v; want it kept", how, a.Config["url"], err)
 		}
 	}
@@ -509,7 +509,7 @@ func TestWebhookURLQueryIsMaskedOnRead(t *testing.T) {
 	if status := apiJSON(t, c, key, "PUT", "/api/v1/accounts/hook", body, nil); status != http.StatusOK {
 		t.Fatalf("PUT a new URL: %d", status)
 	}
-	if a, _ := c.store.AccountByName(ctx, "hook"); a.Config["url"] != "https://hooks.example.com/robot/send?access_token=new-1" {
+	if a, _ := c.store.Sending().AccountByName(ctx, "hook"); a.Config["url"] != "https://hooks.example.com/robot/send?access_token=new-1" {
 		t.Errorf("stored url after a new one: %q", a.Config["url"])
 	}
 }

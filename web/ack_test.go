@@ -33,7 +33,7 @@ func (c *console) ackAlertWith(adjust func(*dispatch.Request), people ...string)
 			c.t.Fatal(err)
 		}
 	}
-	acct, err := c.store.AccountByName(ctx, "sandbox")
+	acct, err := c.store.Sending().AccountByName(ctx, "sandbox")
 	if err != nil {
 		c.t.Fatal(err)
 	}

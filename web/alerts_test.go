@@ -155,7 +155,7 @@ func TestAlertConsole(t *testing.T) {
 	wantStatus(t, "edit form", resp, body, http.StatusOK)
 	wantContains(t, "edit form", body, "E1001 | 15m")
 
-	sandbox, err := c.store.AccountByName(context.Background(), models.SandboxAccountName)
+	sandbox, err := c.store.Sending().AccountByName(context.Background(), models.SandboxAccountName)
 	if err != nil {
 		t.Fatal(err)
 	}

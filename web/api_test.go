@@ -446,7 +446,7 @@ func TestAdminAPISetsHeraldUpWithoutABrowser(t *testing.T) {
 	if status != 200 {
 		t.Fatalf("account update: %d %s", status, body["_raw"])
 	}
-	stored, err := c.store.AccountByName(context.Background(), "ty-main")
+	stored, err := c.store.Sending().AccountByName(context.Background(), "ty-main")
 	if err != nil || stored.Config["token"] != "s3cret-token" || stored.Limits.PerSecond != 5 {
 		t.Errorf("masked token on update must keep the stored one: %+v %v", stored, err)
 	}

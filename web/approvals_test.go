@@ -39,7 +39,7 @@ func TestConsoleApprovals(t *testing.T) {
 		}
 	})
 
-	sandbox, err := c.store.AccountByName(ctx, "sandbox")
+	sandbox, err := c.store.Sending().AccountByName(ctx, "sandbox")
 	if err != nil {
 		t.Fatal(err)
 	}

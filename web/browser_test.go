@@ -13,6 +13,7 @@ import (
 
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 )
 
 // waitFor polls an element's text until it contains want.
@@ -137,7 +138,7 @@ func TestBrowserPagesKeepToTheCSP(t *testing.T) {
 	c.user(adminUser)
 	msgs := c.send(nil, "E2001", "E2002")
 	c.finish(msgs["E2001"].ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
-	c.useLimits("sandbox", models.Limits{PerMinute: 10, PerHour: 100}, 4)
+	c.useLimits("sandbox", sending.Limits{PerMinute: 10, PerHour: 100}, 4)
 	ctx := testenv.Chrome(t)
 
 	reported := listenCSPViolations(ctx)
@@ -218,15 +219,15 @@ func listenCSPViolations(ctx context.Context) func() []string {
 
 // useLimits gives an account limits and uses n admissions of them, so its usage bars
 // have something to show.
-func (c *console) useLimits(account string, limits models.Limits, n int) {
+func (c *console) useLimits(account string, limits sending.Limits, n int) {
 	c.t.Helper()
 	ctx := context.Background()
-	a, err := c.store.AccountByName(ctx, account)
+	a, err := c.store.Sending().AccountByName(ctx, account)
 	if err != nil {
 		c.t.Fatal(err)
 	}
 	a.Limits = limits
-	if err := c.store.SaveAccount(ctx, a); err != nil {
+	if err := c.store.Sending().SaveAccount(ctx, a); err != nil {
 		c.t.Fatal(err)
 	}
 	for i := range n {

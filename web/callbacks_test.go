@@ -59,7 +59,7 @@ func TestKeyCallbackPage(t *testing.T) {
 	wantContains(t, "callback page again", body, "No events yet")
 
 	// A message of the key cancelled: its event and batch.completed wait, listed.
-	acct, err := c.store.DefaultAccount(ctx, "sandbox")
+	acct, err := c.store.Sending().DefaultAccount(ctx, "sandbox")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func TestComposeWholeBranchAndPreviewMessage(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
 	op := c.as(operatorUser)
-	sandbox, err := c.store.AccountByName(ctx, "sandbox")
+	sandbox, err := c.store.Sending().AccountByName(ctx, "sandbox")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestMessagesSearchByRecipientName(t *testing.T) {
 	ctx := context.Background()
 	op := c.as(operatorUser)
 	zh := addChineseStaff(t, c)
-	sandbox, err := c.store.AccountByName(ctx, "sandbox")
+	sandbox, err := c.store.Sending().AccountByName(ctx, "sandbox")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func TestComposePage(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
 	op := c.as(operatorUser)
-	sandbox, err := c.store.AccountByName(ctx, "sandbox")
+	sandbox, err := c.store.Sending().AccountByName(ctx, "sandbox")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,6 +34,7 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 	"herald/tasks"
 	"herald/web"
@@ -72,7 +73,7 @@ type console struct {
 	logs    *testenv.SyncBuffer
 	// accounts is the dispatcher's account cache, for tests that change an account
 	// behind it.
-	accounts *models.AccountCache
+	accounts *sending.AccountCache
 	// ackLinks signs the acknowledgment links of the console's alerts.
 	ackLinks *dispatch.AckLinks
 	// clockOffset moves the dispatcher's clock on (nanoseconds), for tests of expiry.
@@ -110,7 +111,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	url := "http://" + srv.Listener.Addr().String()
 	c := &console{t: t, url: url, store: store, sandbox: sandbox, loc: loc, logs: logs,
 		users: map[string]*access.User{}, clients: map[string]*client{},
-		accounts: store.NewAccountCache(5 * time.Second),
+		accounts: store.Sending().NewAccountCache(5 * time.Second),
 		ackLinks: dispatch.NewAckLinks(url, []byte("ack-test-secret-key-0123456789abcdef"), nil)}
 	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: enq, Log: log, Location: loc, Stats: stats,
 		Accounts: c.accounts, Channels: registry, AckLinks: c.ackLinks,

@@ -17,7 +17,7 @@ func TestDigestForms(t *testing.T) {
 	c := newConsole(t)
 	ctx := t.Context()
 	op := c.as(operatorUser)
-	sandbox, err := c.store.AccountByName(ctx, "sandbox")
+	sandbox, err := c.store.Sending().AccountByName(ctx, "sandbox")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"herald/i18n"
 	"herald/models"
+	"herald/sending"
 )
 
 // getIn is a GET from a browser that asks for lang.
@@ -32,7 +33,7 @@ func TestMessagesLastErrorInChinese(t *testing.T) {
 	// The stored forms tasks' sender writes (tasks/send.go: admit, quietHours).
 	const capacity, quietHours = "waiting for per_minute capacity", "quiet hours of account sandbox until 2031-01-02 08:00"
 	c.finish(throttled.ID, models.Outcome{Status: models.StatusPending, ErrorClass: "throttled", Error: capacity, NextAttemptAt: &soon})
-	c.finish(quiet.ID, models.Outcome{Status: models.StatusPending, ErrorClass: models.ErrorClassQuietHours, Error: quietHours, NextAttemptAt: &later})
+	c.finish(quiet.ID, models.Outcome{Status: models.StatusPending, ErrorClass: sending.ErrorClassQuietHours, Error: quietHours, NextAttemptAt: &later})
 	c.stop(stopped.ID)
 	viewer := c.as(viewerUser)
 
@@ -70,7 +71,7 @@ func TestMessagesFilterOffersEveryErrorClass(t *testing.T) {
 	c := newConsole(t)
 	msgs := c.send(nil, "E2001", "E2002")
 	later := time.Now().Add(8 * time.Hour).UTC().Truncate(time.Microsecond)
-	c.finish(msgs["E2001"].ID, models.Outcome{Status: models.StatusPending, ErrorClass: models.ErrorClassQuietHours,
+	c.finish(msgs["E2001"].ID, models.Outcome{Status: models.StatusPending, ErrorClass: sending.ErrorClassQuietHours,
 		Error: "quiet hours of account sandbox until 2031-01-02 08:00", NextAttemptAt: &later})
 	c.stop(msgs["E2002"].ID)
 	viewer := c.as(viewerUser)

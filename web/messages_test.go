@@ -20,7 +20,7 @@ import (
 func (c *console) send(sendAt *time.Time, people ...string) map[string]models.Message {
 	c.t.Helper()
 	ctx := context.Background()
-	acct, err := c.store.AccountByName(ctx, "sandbox")
+	acct, err := c.store.Sending().AccountByName(ctx, "sandbox")
 	if err != nil {
 		c.t.Fatal(err)
 	}

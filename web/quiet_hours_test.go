@@ -23,7 +23,7 @@ func TestAccountFormQuietHours(t *testing.T) {
 	form.Set("quiet_hours.start", "20:00")
 	resp, body = admin.post("/accounts", form)
 	wantRedirect(t, "create", resp, body, "/accounts")
-	a, err := c.store.AccountByName(context.Background(), "night-quiet")
+	a, err := c.store.Sending().AccountByName(context.Background(), "night-quiet")
 	if err != nil || a.QuietHours.Start != "20:00" || a.QuietHours.End != "08:00" {
 		t.Fatalf("stored %+v, %v; want quiet hours 20:00–08:00", a, err)
 	}
@@ -51,7 +51,7 @@ func TestAccountQuietHoursThroughTheAPI(t *testing.T) {
 	if q, _ := body["quiet_hours"].(map[string]any); status != 201 || q["start"] != "20:00" || q["end"] != "08:00" {
 		t.Fatalf("create with quiet hours: %d %s", status, body["_raw"])
 	}
-	stored, err := c.store.AccountByName(context.Background(), "quiet")
+	stored, err := c.store.Sending().AccountByName(context.Background(), "quiet")
 	if err != nil || stored.QuietHours.Start != "20:00" || stored.QuietHours.End != "08:00" {
 		t.Fatalf("stored %+v, %v", stored, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"herald/directory"
 	"herald/dispatch"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 )
 
@@ -21,7 +22,7 @@ import (
 type recallConsole struct {
 	*console
 	sim  *simulator.Simulator
-	acct *models.Account
+	acct *sending.Account
 }
 
 func newRecallConsole(t *testing.T) *recallConsole {
@@ -31,10 +32,10 @@ func newRecallConsole(t *testing.T) *recallConsole {
 	sim := simulator.NewWithOptions(simulator.Faults{}, simulator.Options{Seed: 7})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	acct := &models.Account{Name: "wecom-main", Platform: "wecom", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
+	acct := &sending.Account{Name: "wecom-main", Platform: "wecom", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
 		MaxAttempts: 3, Healthy: true,
 		Config: map[string]string{"corp_id": "ww0123", "secret": "s3cret", "agent_id": "1000002", "base_url": srv.URL + "/wecom"}}
-	if err := c.store.SaveAccount(ctx, acct); err != nil {
+	if err := c.store.Sending().SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
 	var people []directory.Recipient

@@ -11,6 +11,7 @@ import (
 
 	"herald/access"
 	"herald/models"
+	"herald/sending"
 	"herald/web"
 )
 
@@ -156,7 +157,7 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 	if err := c.store.CreateTemplate(ctx, &models.Template{Name: "walk-template", MsgType: "text", Body: "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.store.SaveAccount(ctx, &models.Account{Name: "walk-account", Platform: "webhook", Enabled: true, MaxAttempts: 3,
+	if err := c.store.Sending().SaveAccount(ctx, &sending.Account{Name: "walk-account", Platform: "webhook", Enabled: true, MaxAttempts: 3,
 		Config: map[string]string{"url": "https://hooks.example.com/walk"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"herald/access"
 	"herald/models"
+	"herald/sending"
 )
 
 // makeUnreadable gives an account settings that no key opens, as after
@@ -16,9 +17,9 @@ import (
 func makeUnreadable(t *testing.T, c *console, name string) {
 	t.Helper()
 	ctx := context.Background()
-	a := &models.Account{Name: name, Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true,
+	a := &sending.Account{Name: name, Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true,
 		Config: map[string]string{"base_url": "http://127.0.0.1:9", "token": "lost-token"}}
-	if err := c.store.CreateAccount(ctx, a); err != nil {
+	if err := c.store.Sending().CreateAccount(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	_, err := c.store.SQL().Exec("UPDATE accounts SET config_enc = (SELECT config_enc FROM (SELECT config_enc FROM accounts WHERE name = ?) AS other) WHERE id = ?",
@@ -103,7 +104,7 @@ func TestUnreadableAccountSettings(t *testing.T) {
 	if code != http.StatusOK || saved.SecretsUnreadable != nil {
 		t.Errorf("PUT with the token: %d, secrets_unreadable %v", code, saved.SecretsUnreadable)
 	}
-	if a, err := c.store.AccountByName(ctx, "ty-lost"); err != nil || a.Unreadable || a.Config["token"] != "new-token" {
+	if a, err := c.store.Sending().AccountByName(ctx, "ty-lost"); err != nil || a.Unreadable || a.Config["token"] != "new-token" {
 		t.Errorf("ty-lost after the PUT: %+v, %v", a, err)
 	}
 	if code := apiJSON(t, c, key, "DELETE", "/api/v1/accounts/ty-gone", "", nil); code != http.StatusNoContent {

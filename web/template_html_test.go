@@ -3,12 +3,11 @@ package web_test
 import (
 	"context"
 	"fmt"
+	"herald/sending"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-
-	"herald/models"
 )
 
 // A template's HTML version: saved from the form, previewed as escaped source, rendered
@@ -31,16 +30,16 @@ func TestTemplateHTMLVersion(t *testing.T) {
 	_, edit := op.get("/templates/vault-audit/edit")
 	wantContains(t, "edit form", edit, `name="html"`, "&lt;p&gt;Audit: &lt;b&gt;{{.task}}&lt;/b&gt;&lt;/p&gt;")
 
-	mail := &models.Account{Name: "mail", Platform: "email", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+	mail := &sending.Account{Name: "mail", Platform: "email", Enabled: true, Healthy: true, AllowPrivateNetwork: true, MaxAttempts: 3,
 		Config: map[string]string{"host": "127.0.0.1", "port": "1", "from": "herald@example.com", "tls": "none"}}
-	if err := c.store.SaveAccount(ctx, mail); err != nil {
+	if err := c.store.Sending().SaveAccount(ctx, mail); err != nil {
 		t.Fatal(err)
 	}
-	sandbox, err := c.store.AccountByName(ctx, "sandbox")
+	sandbox, err := c.store.Sending().AccountByName(ctx, "sandbox")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, acct := range []*models.Account{mail, sandbox} {
+	for _, acct := range []*sending.Account{mail, sandbox} {
 		resp, body := op.post("/compose", url.Values{"account": {fmt.Sprint(acct.ID)}, "template": {tm.Name},
 			"variables.task": {"ledger & vault"}, "priority": {"normal"}, "recipient": {fmt.Sprint(c.recipient("E2001").ID)}})
 		loc := wantRedirect(t, "compose on "+acct.Platform, resp, body, "/batches/")

@@ -20,7 +20,7 @@ func TestAPITemplatePutRerendersWaiting(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
 	key := newKey(t, c, "ops", "admin")
-	acct, err := c.store.AccountByName(ctx, "sandbox")
+	acct, err := c.store.Sending().AccountByName(ctx, "sandbox")
 	if err != nil {
 		t.Fatal(err)
 	}

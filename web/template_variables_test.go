@@ -51,7 +51,7 @@ func TestBlankTemplateVariables(t *testing.T) {
 
 	t.Run("console", func(t *testing.T) {
 		op := c.as(operatorUser)
-		sandbox, err := c.store.AccountByName(ctx, "sandbox")
+		sandbox, err := c.store.Sending().AccountByName(ctx, "sandbox")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -35,7 +35,7 @@ func TestTemplateVersionsConsole(t *testing.T) {
 	resp, body := edit("Late: {{.task}}", "")
 	wantRedirect(t, "save version 2", resp, body, "/templates")
 
-	acct, err := c.store.AccountByName(ctx, "sandbox")
+	acct, err := c.store.Sending().AccountByName(ctx, "sandbox")
 	if err != nil {
 		t.Fatal(err)
 	}

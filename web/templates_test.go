@@ -123,7 +123,7 @@ func TestTemplatesPage(t *testing.T) {
 	})
 
 	t.Run("test send goes through intake", func(t *testing.T) {
-		acct, err := c.store.AccountByName(ctx, "sandbox")
+		acct, err := c.store.Sending().AccountByName(ctx, "sandbox")
 		if err != nil {
 			t.Fatal(err)
 		}

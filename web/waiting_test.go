@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/models"
+	"herald/sending"
 )
 
 // waitingStat reads the dashboard's waiting counts: reason (and account) → count.
@@ -46,7 +47,7 @@ func TestDashboardShowsWhatWaitsAndWhy(t *testing.T) {
 	quiet := c.send(nil, "E2003")["E2003"]
 	sent := c.send(nil, "E2001")["E2001"]
 	c.finish(throttled.ID, models.Outcome{Status: models.StatusPending, ErrorClass: "throttled", Error: "per minute", NextAttemptAt: &later})
-	c.finish(quiet.ID, models.Outcome{Status: models.StatusPending, ErrorClass: models.ErrorClassQuietHours, Error: "quiet", NextAttemptAt: &later})
+	c.finish(quiet.ID, models.Outcome{Status: models.StatusPending, ErrorClass: sending.ErrorClassQuietHours, Error: "quiet", NextAttemptAt: &later})
 	c.finish(sent.ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true})
 	if err := c.store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
 		t.Fatal(err)
@@ -105,14 +106,14 @@ func TestComposePreviewSaysWhatTheSendWillWaitFor(t *testing.T) {
 	c := newConsole(t)
 	c.user(operatorUser)
 	ctx := context.Background()
-	acct, err := c.store.AccountByName(ctx, "sandbox")
+	acct, err := c.store.Sending().AccountByName(ctx, "sandbox")
 	if err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now().In(c.loc)
 	start, end := now.Add(-time.Hour), now.Add(2*time.Hour)
-	acct.QuietHours = models.QuietHours{Start: start.Format("15:04"), End: end.Format("15:04")}
-	if err := c.store.SaveAccount(ctx, acct); err != nil {
+	acct.QuietHours = sending.QuietHours{Start: start.Format("15:04"), End: end.Format("15:04")}
+	if err := c.store.Sending().SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
 	c.accounts.Forget()

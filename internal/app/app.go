@@ -26,6 +26,7 @@ import (
 	"herald/internal/logwrite"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 	"herald/tasks"
 )
@@ -58,7 +59,7 @@ type App struct {
 	RDB     redis.UniversalClient
 	Limiter *tasks.Limiter
 	// Accounts caches account lookups for intake and the worker alike.
-	Accounts  *models.AccountCache
+	Accounts  *sending.AccountCache
 	Inspector *asynq.Inspector
 	Enqueuer  *tasks.Enqueuer
 	Channels  *channels.Registry
@@ -120,7 +121,7 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	// One connection per worker goroutine at most, so a limiter check never queues
 	// for a connection (the default pool is 10 per CPU).
 	a.RDB = a.Redis.NewClient(cfg.WorkerConcurrency + 10)
-	a.Accounts = a.Store.NewAccountCache(tasks.AccountCacheTTL)
+	a.Accounts = a.Store.Sending().NewAccountCache(tasks.AccountCacheTTL)
 	if a.Limiter, err = tasks.NewLimiter(tasks.LimiterConfig{Redis: a.Redis, Client: a.RDB}); err != nil {
 		a.Close()
 		return nil, err

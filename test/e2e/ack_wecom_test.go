@@ -15,6 +15,7 @@ import (
 	"herald/directory"
 	"herald/dispatch"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 )
 
@@ -35,7 +36,7 @@ func TestWeComCardClickAcknowledges(t *testing.T) {
 
 	store, d := r.App.Store, r.App.Dispatch
 	const corpID, account = "ww-ack-test", "wecom-ack"
-	if err := store.SaveAccount(ctx, &models.Account{Name: account, Platform: "wecom", Enabled: true, MaxAttempts: 3,
+	if err := store.Sending().SaveAccount(ctx, &sending.Account{Name: account, Platform: "wecom", Enabled: true, MaxAttempts: 3,
 		AllowPrivateNetwork: true, Config: map[string]string{"corp_id": corpID, "agent_id": "1000002", "secret": "s3cret",
 			"base_url": simSrv.URL + "/wecom", "callback_token": "cb-token", "encoding_aes_key": wecomAckAESKey}}); err != nil {
 		t.Fatal(err)

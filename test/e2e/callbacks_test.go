@@ -20,6 +20,7 @@ import (
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 )
 
@@ -112,8 +113,8 @@ func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
 	rig := newFaultRig(t, env, 4, simulator.Faults{FailRate: 1})
 	ctx := context.Background()
 	none := 0
-	rig.Account.RetryPolicy = models.RetryPolicy{"transient": {MaxRetries: &none}}
-	if err := rig.H.App.Store.SaveAccount(ctx, rig.Account); err != nil {
+	rig.Account.RetryPolicy = sending.RetryPolicy{"transient": {MaxRetries: &none}}
+	if err := rig.H.App.Store.Sending().SaveAccount(ctx, rig.Account); err != nil {
 		t.Fatal(err)
 	}
 	recv := newCallbackReceiver(t)

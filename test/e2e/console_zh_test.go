@@ -25,6 +25,7 @@ import (
 	"herald/dispatch"
 	"herald/i18n"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 )
 
@@ -257,13 +258,13 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	fx["viewer_id"] = fmt.Sprint(vera.ID)
-	other := &models.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3,
+	other := &sending.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3,
 		Config: map[string]string{"base_url": "http://127.0.0.1:1/api", "token": "zh-walk-token"},
-		Limits: models.Limits{PerSecond: 20, PerMinute: 10}}
-	if err := store.SaveAccount(ctx, other); err != nil {
+		Limits: sending.Limits{PerSecond: 20, PerMinute: 10}}
+	if err := store.Sending().SaveAccount(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	sandbox, err := store.AccountByName(ctx, models.SandboxAccountName)
+	sandbox, err := store.Sending().AccountByName(ctx, models.SandboxAccountName)
 	if err != nil {
 		t.Fatalf("demo sandbox account: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"herald/directory"
 	"herald/dispatch"
 	"herald/internal/testenv"
-	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 )
 
@@ -35,10 +35,10 @@ func TestDingTalkSilentDropGuard(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	documented := channels.DocumentedLimits("dingtalk")
-	acct := &models.Account{Name: "dt-guard", Platform: "dingtalk", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
-		Limits: models.Limits{PerRecipientPerDay: documented["per_recipient_per_day"], PerMinute: documented["per_minute"]},
+	acct := &sending.Account{Name: "dt-guard", Platform: "dingtalk", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
+		Limits: sending.Limits{PerRecipientPerDay: documented["per_recipient_per_day"], PerMinute: documented["per_minute"]},
 		Config: map[string]string{"app_key": "dingkey", "app_secret": "s3cret", "agent_id": "1", "base_url": srv.URL + "/dingtalk"}}
-	if err := h.App.Store.SaveAccount(ctx, acct); err != nil {
+	if err := h.App.Store.Sending().SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.App.Store.Directory().UpsertRecipients(ctx, []directory.Recipient{{ExternalID: "DG1", Name: "Guard", OrgType: directory.Branch,

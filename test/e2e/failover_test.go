@@ -12,12 +12,13 @@ import (
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 	"herald/tasks"
 )
 
 // failoverLimits are the limits of the account the failover tests send through: tight
 // enough that the limiter is busy throughout, loose enough to finish in seconds.
-var failoverLimits = models.Limits{PerSecond: 60}
+var failoverLimits = sending.Limits{PerSecond: 60}
 
 // failoverBacklog is how many messages the failover tests submit before the failover.
 const failoverBacklog = 400

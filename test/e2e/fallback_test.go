@@ -13,6 +13,7 @@ import (
 	"herald/directory"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 )
 
@@ -30,15 +31,15 @@ func TestFallbackChains(t *testing.T) {
 	t.Cleanup(srv.Close)
 
 	none := 0
-	dead := &models.Account{Name: "ty-dead", Platform: "tianyuan", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
-		MaxAttempts: 3, Healthy: true, RetryPolicy: models.RetryPolicy{"transient": {MaxRetries: &none}},
+	dead := &sending.Account{Name: "ty-dead", Platform: "tianyuan", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
+		MaxAttempts: 3, Healthy: true, RetryPolicy: sending.RetryPolicy{"transient": {MaxRetries: &none}},
 		Config: map[string]string{"base_url": "http://127.0.0.1:1/tianyuan", "path": "/messages", "token": "t0ken"}}
 	const perSecond = 10
-	zh := &models.Account{Name: "zh-main", Platform: "zhaohu", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
-		MaxAttempts: 3, Healthy: true, Limits: models.Limits{PerSecond: perSecond},
+	zh := &sending.Account{Name: "zh-main", Platform: "zhaohu", IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
+		MaxAttempts: 3, Healthy: true, Limits: sending.Limits{PerSecond: perSecond},
 		Config: map[string]string{"base_url": srv.URL + "/zhaohu", "path": "/messages", "token": "t0ken"}}
-	for _, a := range []*models.Account{dead, zh} {
-		if err := h.App.Store.SaveAccount(ctx, a); err != nil {
+	for _, a := range []*sending.Account{dead, zh} {
+		if err := h.App.Store.Sending().SaveAccount(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}

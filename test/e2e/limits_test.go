@@ -14,6 +14,7 @@ import (
 	"herald/dispatch"
 	"herald/internal/app"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 	"herald/tasks"
 )
@@ -41,11 +42,11 @@ type limitRig struct {
 	env map[string]string
 }
 
-func newLimitRig(t *testing.T, env map[string]string, limits models.Limits, recipients int) *limitRig {
+func newLimitRig(t *testing.T, env map[string]string, limits sending.Limits, recipients int) *limitRig {
 	t.Helper()
 	rig := newRigAt(t, env, recipients, startSimulator(t, "--latency", "2ms"))
 	rig.Account.Limits = limits
-	if err := rig.H.App.Store.SaveAccount(context.Background(), rig.Account); err != nil {
+	if err := rig.H.App.Store.Sending().SaveAccount(context.Background(), rig.Account); err != nil {
 		t.Fatal(err)
 	}
 	rig.H.Stop() // the workers under test are separate processes
@@ -74,7 +75,7 @@ func (r *limitRig) submitRounds(t *testing.T, rounds int, priority models.Priori
 
 // checkWindows asserts the limits held in the simulator's receipt times and returns the
 // utilisation of each limited window.
-func (r *limitRig) checkWindows(t *testing.T, limits models.Limits) map[string]float64 {
+func (r *limitRig) checkWindows(t *testing.T, limits sending.Limits) map[string]float64 {
 	t.Helper()
 	var all []int64
 	byTo := map[string][]int64{}
@@ -154,7 +155,7 @@ func TestLimitsHoldAcrossWorkerProcesses(t *testing.T) {
 		t.Skip("needs HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL: worker processes share MySQL and Redis")
 	}
 	const recipients, perRecipient = 100, 2
-	limits := models.Limits{PerSecond: 20, PerRecipientPerMinute: perRecipient}
+	limits := sending.Limits{PerSecond: 20, PerRecipientPerMinute: perRecipient}
 	rig := newLimitRig(t, env, limits, recipients)
 	ids := rig.submitRounds(t, perRecipient+1, "normal")
 	startCPUHog(t, cpuHogProcesses(t))
@@ -203,7 +204,7 @@ func TestLimitsHoldPerMinuteAcrossWorkerProcesses(t *testing.T) {
 	if env["HERALD_MYSQL_DSN"] == "" || env["HERALD_REDIS_URL"] == "" {
 		t.Skip("needs HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL: worker processes share MySQL and Redis")
 	}
-	limits := models.Limits{PerSecond: 20, PerMinute: 600, PerRecipientPerMinute: 5}
+	limits := sending.Limits{PerSecond: 20, PerMinute: 600, PerRecipientPerMinute: 5}
 	rig := newLimitRig(t, env, limits, 200)
 	ids := rig.submitRounds(t, 10, "normal")
 	startCPUHog(t, cpuHogProcesses(t))
@@ -248,7 +249,7 @@ func TestRedisOutageHoldsLimits(t *testing.T) {
 	env["HERALD_REDIS_URL"] = "redis://" + port + "/0"
 	waitTCP(t, port)
 
-	limits := models.Limits{PerSecond: 25}
+	limits := sending.Limits{PerSecond: 25}
 	rig := newLimitRig(t, env, limits, 300)
 	ids := rig.submitRounds(t, 1, "normal")
 	startWorkers(t, env, 2)
@@ -296,8 +297,8 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 	env := testEnv(t)
 	noMargin := func(a *app.App) { a.Limiter.Margin = 0 }
 	rig := newFaultRig(t, env, 2, simulator.Faults{}, noMargin)
-	rig.Account.Limits = models.Limits{PerSecond: 100}
-	if err := rig.H.App.Store.SaveAccount(context.Background(), rig.Account); err != nil {
+	rig.Account.Limits = sending.Limits{PerSecond: 100}
+	if err := rig.H.App.Store.Sending().SaveAccount(context.Background(), rig.Account); err != nil {
 		t.Fatal(err)
 	}
 	res, err := rig.Dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
@@ -336,8 +337,8 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 	}
 
 	// The same account without limits never asks the limiter.
-	rig.Account.Limits = models.Limits{}
-	if err := rig.H.App.Store.SaveAccount(context.Background(), rig.Account); err != nil {
+	rig.Account.Limits = sending.Limits{}
+	if err := rig.H.App.Store.Sending().SaveAccount(context.Background(), rig.Account); err != nil {
 		t.Fatal(err)
 	}
 	res, err = rig.Dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test",
@@ -349,7 +350,7 @@ func TestLateAdmissionsHoldTheMessage(t *testing.T) {
 	for len(rig.Deliveries(t)) == 0 {
 		if time.Now().After(deadline) {
 			m, _ := rig.H.App.Store.MessageByID(context.Background(), res.Messages[0].ID)
-			a, _ := rig.H.App.Store.AccountByName(context.Background(), rig.Account.Name)
+			a, _ := rig.H.App.Store.Sending().AccountByName(context.Background(), rig.Account.Name)
 			t.Fatalf("an unlimited account's message was not delivered: %s %s %v; limits %+v", m.Status, m.LastError, m.NextAttemptAt, a.Limits)
 		}
 		time.Sleep(50 * time.Millisecond)

@@ -20,6 +20,7 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 )
 
@@ -44,9 +45,9 @@ func newRecallRig(t *testing.T) *recallRig {
 		"feishu":   {"app_id": "cli_recall", "app_secret": "s3cret", "base_url": srv.URL + "/feishu"},
 		"dingtalk": {"app_key": "dingrecall", "app_secret": "s3cret", "agent_id": "1", "base_url": srv.URL + "/dingtalk"},
 	} {
-		acct := &models.Account{Name: platform + "-main", Platform: platform, IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
+		acct := &sending.Account{Name: platform + "-main", Platform: platform, IsDefault: true, Enabled: true, AllowPrivateNetwork: true,
 			MaxAttempts: 3, Healthy: true, Config: cfg}
-		if err := h.App.Store.SaveAccount(ctx, acct); err != nil {
+		if err := h.App.Store.Sending().SaveAccount(ctx, acct); err != nil {
 			t.Fatal(err)
 		}
 	}

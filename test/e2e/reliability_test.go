@@ -11,6 +11,7 @@ import (
 
 	"herald/dispatch"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 	"herald/tasks"
 )
@@ -167,8 +168,8 @@ func TestAccountRetryPolicyApplies(t *testing.T) {
 	env := testEnv(t)
 	rig := newFaultRig(t, env, 5, simulator.Faults{FailRate: 1})
 	none := 0
-	rig.Account.RetryPolicy = models.RetryPolicy{"transient": {MaxRetries: &none}}
-	if err := rig.H.App.Store.SaveAccount(context.Background(), rig.Account); err != nil {
+	rig.Account.RetryPolicy = sending.RetryPolicy{"transient": {MaxRetries: &none}}
+	if err := rig.H.App.Store.Sending().SaveAccount(context.Background(), rig.Account); err != nil {
 		t.Fatal(err)
 	}
 	ids := rig.Submit(t)

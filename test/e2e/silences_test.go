@@ -30,7 +30,7 @@ func TestSilenceHoldsThenReleasesWithinLimits(t *testing.T) {
 	rig := newFaultRig(t, env, 20, simulator.Faults{})
 	ctx := context.Background()
 	rig.Account.Limits = delivery.Limits{PerSecond: 10}
-	if err := rig.H.App.Store.SaveAccount(ctx, rig.Account); err != nil {
+	if err := rig.H.App.Store.Sending().SaveAccount(ctx, rig.Account); err != nil {
 		t.Fatal(err)
 	}
 	rig.H.App.Accounts.Forget()

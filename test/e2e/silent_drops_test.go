@@ -11,6 +11,7 @@ import (
 	"herald/directory"
 	"herald/dispatch"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 )
 
@@ -19,18 +20,18 @@ import (
 // success and delivers nothing.
 type silentRig struct {
 	*faultRig
-	accounts map[string]*models.Account
+	accounts map[string]*sending.Account
 }
 
 // newSilentRig starts Herald and the simulator with n people who have a WeCom and a
 // Feishu user id. limits nil gives each account what a new account gets: its
 // platform's documented limits.
-func newSilentRig(t *testing.T, n int, limits *models.Limits) *silentRig {
+func newSilentRig(t *testing.T, n int, limits *sending.Limits) *silentRig {
 	t.Helper()
 	sim := simulator.NewWithOptions(simulator.Faults{}, simulator.Options{Seed: 42})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	rig := &silentRig{faultRig: newRigAt(t, testEnv(t), 0, srv.URL), accounts: map[string]*models.Account{}}
+	rig := &silentRig{faultRig: newRigAt(t, testEnv(t), 0, srv.URL), accounts: map[string]*sending.Account{}}
 	rig.Sim = sim
 	ctx := context.Background()
 	list := make([]directory.Recipient, n)
@@ -47,7 +48,7 @@ func newSilentRig(t *testing.T, n int, limits *models.Limits) *silentRig {
 		"wecom":  {"corp_id": "ww1", "agent_id": "1000002", "secret": "s", "base_url": srv.URL + "/wecom"},
 		"feishu": {"app_id": "cli_1", "app_secret": "s", "base_url": srv.URL + "/feishu"},
 	} {
-		a, err := rig.Dispatch.SaveAccount(ctx, audit.System("test"), nil, dispatch.AccountInput{Name: platform + "-main",
+		a, err := rig.Dispatch.Sending().SaveAccount(ctx, audit.System("test"), nil, sending.AccountInput{Name: platform + "-main",
 			Platform: platform, AllowPrivateNetwork: true, Config: cfg, Limits: limits,
 			// The rig chooses its limits on purpose, looser ones included.
 			ConfirmAboveDocumented: true})
@@ -110,7 +111,7 @@ func TestSilentDropGuard(t *testing.T) {
 // Without limits the same offer is sent at once and the simulator drops the excess
 // silently, so the guard above can fail.
 func TestSilentDropsWithoutLimits(t *testing.T) {
-	rig := newSilentRig(t, 1, &models.Limits{})
+	rig := newSilentRig(t, 1, &sending.Limits{})
 	ids := append(rig.offer(t, "wecom", 35), rig.offer(t, "feishu", 8)...)
 	deadline := time.Now().Add(time.Minute)
 	for rig.statusCountsOf(t, ids)[models.StatusSent] < len(ids) {

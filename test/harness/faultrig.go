@@ -13,6 +13,7 @@ import (
 	"herald/dispatch"
 	"herald/internal/app"
 	"herald/models"
+	"herald/sending"
 	"herald/simulator"
 )
 
@@ -24,7 +25,7 @@ type FaultRig struct {
 	// at SimURL.
 	Sim      *simulator.Simulator
 	SimURL   string
-	Account  *models.Account
+	Account  *sending.Account
 	People   []string
 	Dispatch *dispatch.Dispatcher
 }
@@ -47,9 +48,9 @@ func NewRigAt(t testing.TB, env map[string]string, n int, simURL string, configu
 	t.Helper()
 	h := StartHerald(t, env, append([]func(*app.App){SweepAtOnce}, configure...)...)
 	ctx := context.Background()
-	acct := &models.Account{Name: "ty-fault", Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true,
+	acct := &sending.Account{Name: "ty-fault", Platform: "tianyuan", Enabled: true, AllowPrivateNetwork: true,
 		MaxAttempts: 3, Healthy: true, Config: map[string]string{"base_url": simURL + "/tianyuan", "path": "/messages", "token": "t0ken"}}
-	if err := h.App.Store.SaveAccount(ctx, acct); err != nil {
+	if err := h.App.Store.Sending().SaveAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
 	rig := &FaultRig{H: h, SimURL: simURL, Account: acct}

@@ -1,4 +1,4 @@
-package models
+package sending
 
 import (
 	"context"
@@ -54,7 +54,7 @@ type Account struct {
 const DefaultMaxAttempts = 3
 
 // Seal versions of accounts.config_enc. Migration 00004 marks the rows it finds
-// sealUnbound; Migrate re-seals them (resealAccounts), and every write seals bound.
+// sealUnbound; Migrate re-seals them (ResealAccounts), and every write seals bound.
 const (
 	sealUnbound = 1
 	sealBound   = 2
@@ -297,14 +297,14 @@ func (s *Store) SetAccountEnabled(ctx context.Context, id int64, enabled bool) e
 	return nil
 }
 
-// resealAccounts binds credentials sealed before binding existed to their account and,
+// ResealAccounts binds credentials sealed before binding existed to their account and,
 // while a previous key is set, seals again with the current key the credentials only the
 // previous one opens, so that after one start the previous key can be dropped. Each row
 // is a compare-and-set on the value read, so processes starting at once re-seal every
 // row exactly once and a later run finds nothing to do. Credentials no key opens are
 // left as they are: the account is marked Unreadable until its settings are entered
 // again. It reports how many rows it re-sealed.
-func (s *Store) resealAccounts(ctx context.Context) (int, error) {
+func (s *Store) ResealAccounts(ctx context.Context) (int, error) {
 	q := s.k.Writer(ctx).Select("id", "name", "config_enc", "seal_version")
 	if !s.k.Sealer().HasPrevious() {
 		q = q.Where("seal_version = ?", sealUnbound)
@@ -358,8 +358,8 @@ var ErrInUse = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code
 func (s *Store) DeleteAccount(ctx context.Context, id int64) error {
 	return s.tx(ctx, func(tx *gorm.DB) error {
 		var n int64
-		err := tx.Model(&Message{}).Where("account_id = ? AND status IN ?", id,
-			[]Status{StatusPending, StatusHeld, StatusSending, StatusFailed}).Count(&n).Error
+		err := tx.Table("messages").Where("account_id = ? AND status IN ?", id,
+			[]delivery.Status{delivery.Pending, delivery.Held, delivery.Sending, delivery.Failed}).Count(&n).Error
 		if err != nil {
 			return fmt.Errorf("models: count undelivered of account %d: %w", id, err)
 		}

@@ -1,4 +1,4 @@
-package dispatch
+package sending
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"herald/channels"
 	"herald/delivery"
 	"herald/kernel"
-	"herald/models"
 )
 
 // AccountInput is an account as an admin submits it, through the console form or the
@@ -24,7 +23,7 @@ type AccountInput struct {
 	IsDefault           bool
 	Enabled             *bool // nil: enabled
 	AllowPrivateNetwork bool
-	MaxAttempts         int // 0: models.DefaultMaxAttempts
+	MaxAttempts         int // 0: DefaultMaxAttempts
 	// Config holds the platform settings as given. On an update of the same platform, a
 	// secret key left out keeps the stored secret, as long as no destination setting
 	// changes; a secret given as "" clears it.
@@ -36,9 +35,9 @@ type AccountInput struct {
 	// (above its value, or 0 where it has one): without it such a change is refused,
 	// since the platform drops the excess, often without an error.
 	ConfirmAboveDocumented bool
-	RetryPolicy            models.RetryPolicy
+	RetryPolicy            RetryPolicy
 	// QuietHours: the zero value is none.
-	QuietHours models.QuietHours
+	QuietHours QuietHours
 }
 
 // SaveAccount validates and saves an account: a new one when old is nil, otherwise an
@@ -49,12 +48,12 @@ type AccountInput struct {
 // handed to an address it was not entered for. The change is audited, with the old and
 // new destination and whatever else changed, as done by by, and intake in this process
 // sees it at once. A validation failure is a *kernel.FieldError and writes nothing.
-func (d *Dispatcher) SaveAccount(ctx context.Context, by audit.Actor, old *models.Account, in AccountInput) (*models.Account, error) {
+func (d *Service) SaveAccount(ctx context.Context, by audit.Actor, old *Account, in AccountInput) (*Account, error) {
 	a, err := accountFromInput(in, old)
 	if err != nil {
 		return nil, err
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.SaveAccount(ctx, a); err != nil {
 			return err
 		}
@@ -77,8 +76,8 @@ func (d *Dispatcher) SaveAccount(ctx context.Context, by audit.Actor, old *model
 }
 
 // SetAccountEnabled enables or disables an account, audited as done by by.
-func (d *Dispatcher) SetAccountEnabled(ctx context.Context, by audit.Actor, a *models.Account, enabled bool) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+func (d *Service) SetAccountEnabled(ctx context.Context, by audit.Actor, a *Account, enabled bool) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.SetAccountEnabled(ctx, a.ID, enabled); err != nil {
 			return err
 		}
@@ -93,9 +92,9 @@ func (d *Dispatcher) SetAccountEnabled(ctx context.Context, by audit.Actor, a *m
 }
 
 // DeleteAccount removes an account that has no undelivered messages (else the error is
-// models.ErrInUse), audited as done by by.
-func (d *Dispatcher) DeleteAccount(ctx context.Context, by audit.Actor, a *models.Account) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+// ErrInUse), audited as done by by.
+func (d *Service) DeleteAccount(ctx context.Context, by audit.Actor, a *Account) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.DeleteAccount(ctx, a.ID); err != nil {
 			return err
 		}
@@ -107,8 +106,8 @@ func (d *Dispatcher) DeleteAccount(ctx context.Context, by audit.Actor, a *model
 
 // AccountTested records that by checked an account's connection (the console's test
 // button) and what came of it: ok or failed, and the platform's answer in summary.
-func (d *Dispatcher) AccountTested(ctx context.Context, by audit.Actor, a *models.Account, ok bool, summary string) error {
-	return d.change(ctx, by, func(_ *models.Store, ch *audit.Change) error {
+func (d *Service) AccountTested(ctx context.Context, by audit.Actor, a *Account, ok bool, summary string) error {
+	return d.change(ctx, by, func(_ *Store, ch *audit.Change) error {
 		outcome := "failed"
 		if ok {
 			outcome = "ok"
@@ -120,17 +119,17 @@ func (d *Dispatcher) AccountTested(ctx context.Context, by audit.Actor, a *model
 
 // accountFromInput applies the defaults, keeps the stored secrets the input leaves out
 // (or refuses them, see SaveAccount) and validates the result.
-func accountFromInput(in AccountInput, old *models.Account) (*models.Account, error) {
-	a := &models.Account{Name: strings.TrimSpace(in.Name), Platform: in.Platform, IsDefault: in.IsDefault,
+func accountFromInput(in AccountInput, old *Account) (*Account, error) {
+	a := &Account{Name: strings.TrimSpace(in.Name), Platform: in.Platform, IsDefault: in.IsDefault,
 		Enabled: in.Enabled == nil || *in.Enabled, AllowPrivateNetwork: in.AllowPrivateNetwork,
 		MaxAttempts: in.MaxAttempts, RetryPolicy: in.RetryPolicy.Compact(), Healthy: true,
-		QuietHours: models.QuietHours{Start: strings.TrimSpace(in.QuietHours.Start), End: strings.TrimSpace(in.QuietHours.End)},
+		QuietHours: QuietHours{Start: strings.TrimSpace(in.QuietHours.Start), End: strings.TrimSpace(in.QuietHours.End)},
 		Config:     maps.Clone(in.Config)}
 	if a.Config == nil {
 		a.Config = map[string]string{}
 	}
 	if a.MaxAttempts == 0 {
-		a.MaxAttempts = models.DefaultMaxAttempts
+		a.MaxAttempts = DefaultMaxAttempts
 	}
 	if old != nil {
 		a.ID, a.CreatedAt, a.Healthy, a.HealthNote, a.ConfigEnc = old.ID, old.CreatedAt, old.Healthy, old.HealthNote, old.ConfigEnc
@@ -162,7 +161,7 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 	}
 	var kept []string
 	if old != nil && old.Platform == a.Platform {
-		models.KeepMasked(a.Config, old.Config)
+		KeepMasked(a.Config, old.Config)
 		for _, k := range channels.SecretKeys[a.Platform] {
 			if _, given := in.Config[k]; !given && old.Config[k] != "" {
 				a.Config[k] = old.Config[k]
@@ -170,7 +169,7 @@ func accountFromInput(in AccountInput, old *models.Account) (*models.Account, er
 			}
 		}
 	}
-	if err := models.ValidateAccount(a); err != nil {
+	if err := ValidateAccount(a); err != nil {
 		return nil, err
 	}
 	// A problem with one setting is a *kernel.FieldError naming config.<key>.
@@ -197,7 +196,7 @@ var ErrAboveDocumented = kernel.Declare(kernel.DomainError{Kind: kernel.KindInva
 // were not so already: every one of a new account, or of an account moving to another
 // platform; for an update, those whose value changes. An account kept above its
 // platform's limits is not asked again at each save.
-func newExcess(a, old *models.Account) []delivery.Excess {
+func newExcess(a, old *Account) []delivery.Excess {
 	all := delivery.AboveDocumented(a.Limits, a.Platform)
 	if old == nil || old.Platform != a.Platform {
 		return all
@@ -213,7 +212,7 @@ func newExcess(a, old *models.Account) []delivery.Excess {
 
 // checkExcess refuses, unless confirmed, limits the save would newly leave looser than
 // the platform documents, naming the first.
-func checkExcess(a, old *models.Account, confirmed bool) error {
+func checkExcess(a, old *Account, confirmed bool) error {
 	ex := newExcess(a, old)
 	if len(ex) == 0 || confirmed {
 		return nil
@@ -274,7 +273,7 @@ func destination(platform string, cfg map[string]string) string {
 // updateParams names, for the audit log, what an update changed: the platform, where
 // the account connected and connects now, its quiet hours, limits and attempts, and which
 // secrets were entered or cleared; secrets themselves never appear.
-func updateParams(old, a *models.Account, given map[string]string) audit.Params {
+func updateParams(old, a *Account, given map[string]string) audit.Params {
 	p := audit.Params{"name": old.Name}
 	if old.Name != a.Name {
 		p["new_name"] = a.Name
@@ -316,7 +315,7 @@ func updateParams(old, a *models.Account, given map[string]string) audit.Params 
 }
 
 // quietHours writes a window for the audit log.
-func quietHours(q models.QuietHours) string {
+func quietHours(q QuietHours) string {
 	if !q.Set() {
 		return "-"
 	}
@@ -332,7 +331,7 @@ func orNone(v string) string {
 
 // accountsChanged makes this process's intake see an account change at once (other
 // processes see it within their cache's few seconds).
-func (d *Dispatcher) accountsChanged() {
+func (d *Service) accountsChanged() {
 	if d.accounts != nil {
 		d.accounts.Forget()
 	}

@@ -1,4 +1,4 @@
-package models_test
+package sending_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 )
 
 // Sealed credentials open only as the account they were sealed for: a value copied
@@ -26,12 +27,12 @@ func TestSealedConfigIsBoundToItsAccount(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	s := testenv.Store(t)
-	first := &models.Account{Name: "ty-first", Platform: "tianyuan", Enabled: true,
+	first := &sending.Account{Name: "ty-first", Platform: "tianyuan", Enabled: true,
 		Config: map[string]string{"base_url": "https://im.example.com", "token": "first-token"}}
-	second := &models.Account{Name: "ty-second", Platform: "tianyuan", Enabled: true,
+	second := &sending.Account{Name: "ty-second", Platform: "tianyuan", Enabled: true,
 		Config: map[string]string{"base_url": "https://attacker.example.com", "token": "second-token"}}
-	for _, a := range []*models.Account{first, second} {
-		if err := s.CreateAccount(ctx, a); err != nil {
+	for _, a := range []*sending.Account{first, second} {
+		if err := s.Sending().CreateAccount(ctx, a); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -42,12 +43,12 @@ func TestSealedConfigIsBoundToItsAccount(t *testing.T) {
 	if _, err := s.SQL().Exec("UPDATE accounts SET config_enc = ? WHERE id = ?", sealed, second.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.AccountByID(ctx, second.ID); err == nil {
+	if got, err := s.Sending().AccountByID(ctx, second.ID); err == nil {
 		t.Errorf("account 2 opened account 1's sealed config: %v", got.Config)
 	} else if errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("AccountByID: %v, want a decryption error", err)
 	}
-	got, err := s.AccountByID(ctx, first.ID)
+	got, err := s.Sending().AccountByID(ctx, first.ID)
 	if err != nil || got.Config["token"] != "first-token" {
 		t.Errorf("account 1 after the copy: %v, %v", got, err)
 	}
@@ -107,10 +108,10 @@ func TestMigrateResealsUnboundRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if a, err := stores[0].AccountByName(ctx, "ty-old"); err == nil && (!a.Unreadable || len(a.Config) > 0) {
+	if a, err := stores[0].Sending().AccountByName(ctx, "ty-old"); err == nil && (!a.Unreadable || len(a.Config) > 0) {
 		t.Error("an unbound row opened before re-sealing; binding would be optional")
 	}
-	if _, err := stores[0].AccountByID(ctx, 1); err == nil {
+	if _, err := stores[0].Sending().AccountByID(ctx, 1); err == nil {
 		t.Error("an unbound row opened by id before re-sealing")
 	}
 
@@ -136,7 +137,7 @@ func TestMigrateResealsUnboundRows(t *testing.T) {
 		}
 		resealed[name] = enc
 		for i, s := range stores {
-			a, err := s.AccountByName(ctx, name)
+			a, err := s.Sending().AccountByName(ctx, name)
 			if err != nil {
 				t.Fatalf("store %d: %v", i, err)
 			}
@@ -163,30 +164,30 @@ func TestMigrateResealsUnboundRows(t *testing.T) {
 func TestSaveAccountIsCompareAndSet(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t)
-	mine, err := f.store.AccountByID(ctx, f.account.ID)
+	s, acct := newAccount(t)
+	mine, err := s.Sending().AccountByID(ctx, acct.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirs, err := f.store.AccountByID(ctx, f.account.ID)
+	theirs, err := s.Sending().AccountByID(ctx, acct.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	theirs.Config["token"] = "their-token"
-	if err := f.store.SaveAccount(ctx, theirs); err != nil {
+	if err := s.Sending().SaveAccount(ctx, theirs); err != nil {
 		t.Fatal(err)
 	}
 	mine.Config["base_url"] = "https://elsewhere.example.com"
-	if err := f.store.SaveAccount(ctx, mine); !errors.Is(err, kernel.ErrStateChanged) {
+	if err := s.Sending().SaveAccount(ctx, mine); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("save of a stale read: %v, want ErrStateChanged", err)
 	}
-	got, _ := f.store.AccountByID(ctx, f.account.ID)
-	if got.Config["token"] != "their-token" || got.Config["base_url"] != f.account.Config["base_url"] {
+	got, _ := s.Sending().AccountByID(ctx, acct.ID)
+	if got.Config["token"] != "their-token" || got.Config["base_url"] != acct.Config["base_url"] {
 		t.Errorf("after the refused save: %v", got.Config)
 	}
 	// Saving again what was just saved works: the caller holds the current seal.
 	theirs.MaxAttempts = 5
-	if err := f.store.SaveAccount(ctx, theirs); err != nil {
+	if err := s.Sending().SaveAccount(ctx, theirs); err != nil {
 		t.Errorf("second save of a fresh read: %v", err)
 	}
 }
@@ -196,20 +197,32 @@ func TestSaveAccountIsCompareAndSet(t *testing.T) {
 func TestAccountNameTaken(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := newFixture(t)
-	other := &models.Account{Name: "zh-main", Platform: "zhaohu", Enabled: true,
+	s, acct := newAccount(t)
+	other := &sending.Account{Name: "zh-main", Platform: "zhaohu", Enabled: true,
 		Config: map[string]string{"base_url": "https://zh.example.com", "token": "t"}}
-	if err := f.store.SaveAccount(ctx, other); err != nil {
+	if err := s.Sending().SaveAccount(ctx, other); err != nil {
 		t.Fatal(err)
 	}
-	err := f.store.SaveAccount(ctx, &models.Account{Name: f.account.Name, Platform: "zhaohu", MaxAttempts: 3})
+	err := s.Sending().SaveAccount(ctx, &sending.Account{Name: acct.Name, Platform: "zhaohu", MaxAttempts: 3})
 	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "name" || !errors.Is(err, kernel.ErrDuplicate) {
 		t.Errorf("create with a taken name: %v, want a FieldError on name wrapping ErrDuplicate", err)
 	}
-	other.Name = f.account.Name
-	err = f.store.SaveAccount(ctx, other)
+	other.Name = acct.Name
+	err = s.Sending().SaveAccount(ctx, other)
 	if !errors.As(err, &fe) || fe.Field != "name" || !errors.Is(err, kernel.ErrDuplicate) {
 		t.Errorf("rename to a taken name: %v, want a FieldError on name wrapping ErrDuplicate", err)
 	}
+}
+
+// newAccount opens a migrated store holding one enabled tianyuan account.
+func newAccount(t *testing.T) (*models.Store, *sending.Account) {
+	t.Helper()
+	s := testenv.Store(t)
+	a := &sending.Account{Name: "ty-main", Platform: "tianyuan", Enabled: true, Healthy: true,
+		Config: map[string]string{"base_url": "http://127.0.0.1:9900/tianyuan", "token": "tok"}}
+	if err := s.Sending().CreateAccount(context.Background(), a); err != nil {
+		t.Fatal(err)
+	}
+	return s, a
 }

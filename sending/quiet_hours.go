@@ -1,7 +1,6 @@
-package models
+package sending
 
 import (
-	"context"
 	"database/sql/driver"
 	"fmt"
 	"strings"
@@ -43,7 +42,7 @@ func (q QuietHours) Validate() error {
 
 // Holds reports whether a message of the priority, due at now, must wait for the
 // window to end, and when it ends (delivery.QuietHours.Holds).
-func (q QuietHours) Holds(p Priority, now time.Time, loc *time.Location) (bool, time.Time) {
+func (q QuietHours) Holds(p delivery.Priority, now time.Time, loc *time.Location) (bool, time.Time) {
 	return delivery.QuietHours(q).Holds(p, now, loc)
 }
 
@@ -77,15 +76,4 @@ func (q *QuietHours) Scan(v any) error {
 	}
 	q.Start, q.End = start, end
 	return nil
-}
-
-// QuietWaiting counts a batch's messages that wait for their account's quiet hours to end.
-func (s *Store) QuietWaiting(ctx context.Context, batchID string) (int, error) {
-	var n int64
-	err := s.reader(ctx).Model(&Message{}).Where("batch_id = ? AND status = ? AND error_class = ?", batchID, StatusPending, ErrorClassQuietHours).
-		Count(&n).Error
-	if err != nil {
-		return 0, fmt.Errorf("models: quiet-hours waits of batch %s: %w", batchID, err)
-	}
-	return int(n), nil
 }

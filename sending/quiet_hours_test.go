@@ -1,4 +1,4 @@
-package models_test
+package sending_test
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 
 	"herald/kernel"
 	"herald/models"
+	"herald/sending"
 )
 
 func TestQuietHoursHolds(t *testing.T) {
@@ -14,11 +15,11 @@ func TestQuietHoursHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := func(day, hour, minute int) time.Time { return time.Date(2026, 12, day, hour, minute, 0, 0, shanghai) }
-	night := models.QuietHours{Start: "20:00", End: "08:00"}
-	lunch := models.QuietHours{Start: "12:00", End: "13:30"}
+	night := sending.QuietHours{Start: "20:00", End: "08:00"}
+	lunch := sending.QuietHours{Start: "12:00", End: "13:30"}
 	tests := []struct {
 		name     string
-		q        models.QuietHours
+		q        sending.QuietHours
 		priority models.Priority
 		now      time.Time
 		until    time.Time // zero: not held
@@ -31,7 +32,7 @@ func TestQuietHoursHolds(t *testing.T) {
 		{"high is never held", night, models.PriorityHigh, at(1, 23, 30), time.Time{}},
 		{"inside a daytime window", lunch, models.PriorityNormal, at(1, 12, 45), at(1, 13, 30)},
 		{"after a daytime window", lunch, models.PriorityNormal, at(1, 13, 30), time.Time{}},
-		{"no window", models.QuietHours{}, models.PriorityLow, at(1, 23, 0), time.Time{}},
+		{"no window", sending.QuietHours{}, models.PriorityLow, at(1, 23, 0), time.Time{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -45,16 +46,16 @@ func TestQuietHoursHolds(t *testing.T) {
 
 func TestQuietHoursValidate(t *testing.T) {
 	tests := []struct {
-		q     models.QuietHours
+		q     sending.QuietHours
 		field string // "" = valid
 	}{
-		{models.QuietHours{}, ""},
-		{models.QuietHours{Start: "20:00", End: "08:00"}, ""},
-		{models.QuietHours{Start: "8:00", End: "09:00"}, "quiet_hours.start"},
-		{models.QuietHours{Start: "24:00", End: "09:00"}, "quiet_hours.start"},
-		{models.QuietHours{Start: "20:00", End: ""}, "quiet_hours.end"},
-		{models.QuietHours{Start: "", End: "08:00"}, "quiet_hours.start"},
-		{models.QuietHours{Start: "10:00", End: "10:00"}, "quiet_hours.end"},
+		{sending.QuietHours{}, ""},
+		{sending.QuietHours{Start: "20:00", End: "08:00"}, ""},
+		{sending.QuietHours{Start: "8:00", End: "09:00"}, "quiet_hours.start"},
+		{sending.QuietHours{Start: "24:00", End: "09:00"}, "quiet_hours.start"},
+		{sending.QuietHours{Start: "20:00", End: ""}, "quiet_hours.end"},
+		{sending.QuietHours{Start: "", End: "08:00"}, "quiet_hours.start"},
+		{sending.QuietHours{Start: "10:00", End: "10:00"}, "quiet_hours.end"},
 	}
 	for _, tt := range tests {
 		err := tt.q.Validate()

@@ -1,0 +1,31 @@
+// Package sending is the sending accounts: the platform account each message goes out
+// through, its settings (credentials sealed at rest), its limits, retry adjustments and
+// quiet hours, and the cache the intake and the workers read accounts through. Store
+// holds its queries; Service its audited changes.
+package sending
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+
+	"herald/kernel"
+)
+
+// Store is the sending accounts' data; safe for concurrent use.
+type Store struct {
+	// k is the database, or the database bound to a transaction (On).
+	k *kernel.DB
+}
+
+// NewStore is the sending accounts on k.
+func NewStore(k *kernel.DB) *Store { return &Store{k: k} }
+
+// On is the store on tx, the database bound to a transaction (kernel.DB.InTx).
+func (s *Store) On(tx *kernel.DB) *Store { return &Store{k: tx} }
+
+// reader is where a read outside a transaction runs.
+func (s *Store) reader(ctx context.Context) *gorm.DB { return s.k.Reader(ctx) }
+
+// tx runs fn in one transaction.
+func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error { return s.k.Tx(ctx, fn) }
