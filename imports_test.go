@@ -175,6 +175,7 @@ var domains = map[string][]string{
 	"herald/access":    nil,
 	"herald/directory": nil,
 	"herald/sending":   nil,
+	"herald/templates": {"herald/directory"},
 }
 
 // foundation is what every domain may build on.

@@ -8,7 +8,7 @@ import (
 
 	"herald/directory"
 	"herald/i18n"
-	"herald/models"
+	"herald/templates"
 )
 
 // problems lists a recipient's problems as "field: message", in English.
@@ -64,7 +64,7 @@ func TestTemplateDisplayNameCheck(t *testing.T) {
 		{strings.Repeat("长", 101), "", "display_name: has 101 characters; at most 100"},
 		{"交班\n提醒", "", "display_name: contains the control character U+000A"},
 	} {
-		tm := models.Template{Name: "shift", DisplayName: tt.in}
+		tm := templates.Template{Name: "shift", DisplayName: tt.in}
 		err := tm.CheckDisplayName()
 		switch {
 		case tt.err == "" && err != nil:
@@ -75,10 +75,10 @@ func TestTemplateDisplayNameCheck(t *testing.T) {
 			t.Errorf("%q: error %v, want %q…", tt.in, err, tt.err)
 		}
 	}
-	if l := (&models.Template{Name: "shift"}).Label(); l != "shift" {
+	if l := (&templates.Template{Name: "shift"}).Label(); l != "shift" {
 		t.Errorf("label without a display name %q, want the name", l)
 	}
-	if l := (&models.Template{Name: "shift", DisplayName: "交班"}).Label(); l != "交班" {
+	if l := (&templates.Template{Name: "shift", DisplayName: "交班"}).Label(); l != "交班" {
 		t.Errorf("label %q, want the display name", l)
 	}
 }

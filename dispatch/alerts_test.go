@@ -18,6 +18,7 @@ import (
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
+	"herald/templates"
 )
 
 // alertFixture is the intake fixture with a clock the test moves, on Wednesday
@@ -494,8 +495,8 @@ func TestAckLinkWhereTheTemplatePlacesIt(t *testing.T) {
 	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	if err := f.store.CreateTemplate(ctx, &models.Template{Name: "incident", MsgType: "text",
-		Body: "故障：{{.system}}\n接手：{{.ack_url}}", Variables: models.StringList{"system", "ack_url"}}); err != nil {
+	if err := f.store.Templates().CreateTemplate(ctx, &templates.Template{Name: "incident", MsgType: "text",
+		Body: "故障：{{.system}}\n接手：{{.ack_url}}", Variables: templates.StringList{"system", "ack_url"}}); err != nil {
 		t.Fatal(err)
 	}
 	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
@@ -535,8 +536,8 @@ func TestAckLinkPlaceholderInCallerText(t *testing.T) {
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	const trap = "https://evil.example/collect?u=HERALDACKURL7f3c9"
-	if err := f.store.CreateTemplate(ctx, &models.Template{Name: "incident", MsgType: "text",
-		Body: "故障：{{.system}}\n接手：{{.ack_url}}", Variables: models.StringList{"system", "ack_url"}}); err != nil {
+	if err := f.store.Templates().CreateTemplate(ctx, &templates.Template{Name: "incident", MsgType: "text",
+		Body: "故障：{{.system}}\n接手：{{.ack_url}}", Variables: templates.StringList{"system", "ack_url"}}); err != nil {
 		t.Fatal(err)
 	}
 	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})

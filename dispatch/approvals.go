@@ -15,6 +15,7 @@ import (
 	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
+	"herald/templates"
 )
 
 // Maker-checker: a batch for more people than the approval threshold is stored with its
@@ -109,10 +110,10 @@ func (d *Dispatcher) ownBatch(ctx context.Context, b *models.Batch, by audit.Act
 			return false, err
 		}
 		if k != nil {
-			makers = models.StringList{k.CreatedBy}
+			makers = templates.StringList{k.CreatedBy}
 		}
 	case b.Source == "console":
-		makers = models.StringList{b.Actor}
+		makers = templates.StringList{b.Actor}
 	}
 	return by.Person != "" && slices.Contains(makers, by.Person), nil
 }

@@ -14,6 +14,7 @@ import (
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/sending"
+	"herald/templates"
 )
 
 // approvalFixture is an intake fixture with approvals on above one person.
@@ -103,8 +104,8 @@ func TestReminderBatchHasMakers(t *testing.T) {
 	dispatch.SetLocation(f.d, loc)
 	now := time.Date(2026, 11, 25, 17, 1, 0, 0, loc) // Thursday's roster has two people
 	dispatch.SetClock(f.d, func() time.Time { return now })
-	tmpl := &models.Template{Name: "on-duty", MsgType: "text", Body: "Pay {{.date}} to account 42", Variables: models.StringList{"date"}}
-	if err := f.store.CreateTemplate(ctx, tmpl); err != nil {
+	tmpl := &templates.Template{Name: "on-duty", MsgType: "text", Body: "Pay {{.date}} to account 42", Variables: templates.StringList{"date"}}
+	if err := f.store.Templates().CreateTemplate(ctx, tmpl); err != nil {
 		t.Fatal(err)
 	}
 	_, olgaKey := apiKeyOf(t, f, "olga-key", "olga")
@@ -134,7 +135,7 @@ func TestReminderBatchHasMakers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (models.StringList{"otto", "olga"}); !slices.Equal(stored.Makers, want) {
+	if want := (templates.StringList{"otto", "olga"}); !slices.Equal(stored.Makers, want) {
 		t.Errorf("reminder batch makers %v, want %v", stored.Makers, want)
 	}
 	for _, by := range []audit.Actor{user("otto"), user("olga"), olgaKey} {
@@ -170,8 +171,8 @@ func TestFallbackRendersApprovedContent(t *testing.T) {
 	if _, err := f.store.Directory().UpsertRecipients(ctx, people); err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &models.Template{Name: "pay", MsgType: "text", Body: "Approved: pay {{.amount}}", Variables: models.StringList{"amount"}, Fallback: "zhaohu"}
-	if err := f.store.CreateTemplate(ctx, tmpl); err != nil {
+	tmpl := &templates.Template{Name: "pay", MsgType: "text", Body: "Approved: pay {{.amount}}", Variables: templates.StringList{"amount"}, Fallback: "zhaohu"}
+	if err := f.store.Templates().CreateTemplate(ctx, tmpl); err != nil {
 		t.Fatal(err)
 	}
 	res, err := f.d.Submit(ctx, dispatch.Request{Source: "console", Actor: "ada", Makers: []string{"ada"}, Platform: "tianyuan",
@@ -181,7 +182,7 @@ func TestFallbackRendersApprovedContent(t *testing.T) {
 	}
 	edited := *tmpl
 	edited.Body = "Edited: pay {{.amount}} to account 666"
-	if err := f.store.UpdateTemplate(ctx, "pay", &edited); err != nil {
+	if err := f.store.Templates().UpdateTemplate(ctx, "pay", &edited); err != nil {
 		t.Fatal(err)
 	}
 	b, err := f.store.BatchByID(ctx, res.Batch.ID)

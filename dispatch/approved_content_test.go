@@ -89,7 +89,7 @@ func TestRerenderKeepsApprovedContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("approval", awaiting, "Pay 100 to account 42")
-	tmpl, err := f.store.TemplateByName(ctx, "payout")
+	tmpl, err := f.store.Templates().TemplateByName(ctx, "payout")
 	if err != nil {
 		t.Fatal(err)
 	}

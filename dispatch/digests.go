@@ -13,6 +13,7 @@ import (
 	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
+	"herald/templates"
 )
 
 // Digests fold a burst of notices to one person into one message. A request (or its
@@ -86,7 +87,7 @@ func ParseTemplateDigest(dr *DigestRequest) (string, error) {
 }
 
 // TemplateDigest reads a template's stored default digest (nil for none).
-func TemplateDigest(t *models.Template) *DigestRequest {
+func TemplateDigest(t *templates.Template) *DigestRequest {
 	if t == nil || t.Digest == "" {
 		return nil
 	}
@@ -98,10 +99,10 @@ func TemplateDigest(t *models.Template) *DigestRequest {
 }
 
 // digestOf is the digest a planned request uses: its own, else its template's.
-func digestOf(req Request, tmpl *Compiled) (*digestSpec, error) {
+func digestOf(req Request, tmpl *templates.Compiled) (*digestSpec, error) {
 	dr := req.Digest
 	if dr == nil && tmpl != nil {
-		dr = TemplateDigest(tmpl.tmpl)
+		dr = TemplateDigest(tmpl.Template())
 	}
 	if dr == nil {
 		return nil, nil

@@ -26,6 +26,7 @@ import (
 	"herald/models"
 	"herald/sending"
 	"herald/tasks"
+	"herald/templates"
 )
 
 // Dispatcher turns requests into stored, enqueued messages; NewDispatcher builds it.
@@ -245,7 +246,6 @@ const (
 	MaxRecipients  = 10000
 	maxSchedule    = 90 * 24 * time.Hour
 	maxPast        = time.Minute
-	maxTextLen     = 64 << 10
 	maxSubjectLen  = 255
 	maxExternalLen = 64
 	maxGroupLen    = 128
@@ -387,7 +387,7 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 		// The next messages of a chain are made later, from the content kept here (the
 		// content approved), not from the template as it may be edited meanwhile.
 		if tmpl != nil {
-			res.Batch.TemplateContent = models.ContentOf(tmpl.tmpl)
+			res.Batch.TemplateContent = models.ContentOf(tmpl.Template())
 		}
 	}
 	for i := range aud.people {
@@ -406,11 +406,11 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 
 // template finds and compiles the request's template, if it names one, and checks the
 // variables against it.
-func (d *Dispatcher) template(ctx context.Context, req Request) (*Compiled, error) {
+func (d *Dispatcher) template(ctx context.Context, req Request) (*templates.Compiled, error) {
 	if req.Template == "" {
 		return nil, nil
 	}
-	t, err := d.store.TemplateByName(ctx, req.Template)
+	t, err := d.store.Templates().TemplateByName(ctx, req.Template)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return nil, kernel.Invalid("template", "compose.check.template_unknown", "Name", strconv.Quote(req.Template))
 	}
@@ -420,7 +420,7 @@ func (d *Dispatcher) template(ctx context.Context, req Request) (*Compiled, erro
 	if t, err = d.pinned(ctx, t, req.TemplateVersion); err != nil {
 		return nil, err
 	}
-	tmpl, err := CompileTemplate(t)
+	tmpl, err := templates.CompileTemplate(t)
 	if err != nil {
 		var fe *kernel.FieldError
 		if !errors.As(err, &fe) {
@@ -480,7 +480,7 @@ func (d *Dispatcher) audience(ctx context.Context, req Request, sendAt time.Time
 }
 
 // newBatch starts the result of a request: its batch, with no message yet.
-func newBatch(req Request, acct *sending.Account, tmpl *Compiled, sendAt time.Time, aud audience) *Result {
+func newBatch(req Request, acct *sending.Account, tmpl *templates.Compiled, sendAt time.Time, aud audience) *Result {
 	b := &models.Batch{ID: models.NewID(), Source: req.Source, Actor: req.Actor, APIKeyID: req.APIKeyID,
 		RequestHash: req.RequestHash, Platform: acct.Platform, AccountID: acct.ID, Priority: req.Priority,
 		SendAt: req.SendAt, ToOnDuty: req.ToOnDuty, Requested: aud.requested, Makers: req.Makers}
@@ -491,7 +491,7 @@ func newBatch(req Request, acct *sending.Account, tmpl *Compiled, sendAt time.Ti
 		b.SendAt = &sendAt
 	}
 	if tmpl != nil {
-		b.TemplateID = &tmpl.tmpl.ID
+		b.TemplateID = &tmpl.Template().ID
 	}
 	return &Result{Batch: b, Rejected: aud.rejected, Roster: aud.roster, Names: map[int64]string{}, ackPlaceholder: req.ackPlaceholder}
 }
@@ -499,7 +499,7 @@ func newBatch(req Request, acct *sending.Account, tmpl *Compiled, sendAt time.Ti
 // add decides about one person: rejected (inactive, no address on the platform), skipped
 // by the duty rule, or a message with its content rendered for them. A template that
 // cannot be rendered for them, or content too large for the platform, fails the request.
-func (res *Result) add(ctx context.Context, req Request, acct *sending.Account, tmpl *Compiled, p *directory.Recipient, sendAt time.Time) error {
+func (res *Result) add(ctx context.Context, req Request, acct *sending.Account, tmpl *templates.Compiled, p *directory.Recipient, sendAt time.Time) error {
 	addr := p.Address(acct.Platform)
 	switch {
 	case !p.Active:
@@ -532,14 +532,14 @@ func (res *Result) add(ctx context.Context, req Request, acct *sending.Account, 
 		msgType, field = tmpl.MsgType(), "template"
 	}
 	var version *int
-	if tmpl != nil && tmpl.tmpl.Version > 0 {
-		version = &tmpl.tmpl.Version
+	if tmpl != nil && tmpl.Template().Version > 0 {
+		version = &tmpl.Template().Version
 	}
 	subject = truncateRunes(subject, maxSubjectLen)
-	if err := checkSize(field, acct.Platform, who(p), channels.Message{MsgType: msgType, Title: subject, Content: body}); err != nil {
+	if err := templates.CheckSize(field, acct.Platform, who(p), channels.Message{MsgType: msgType, Title: subject, Content: body}); err != nil {
 		return err
 	}
-	if err := checkSize(field, acct.Platform, who(p), channels.Message{Content: htmlBody}); err != nil {
+	if err := templates.CheckSize(field, acct.Platform, who(p), channels.Message{Content: htmlBody}); err != nil {
 		return err
 	}
 	res.Names[p.ID] = p.ExternalID
@@ -598,8 +598,8 @@ func validate(req *Request, now time.Time) error {
 		switch {
 		case req.Text == "":
 			return kernel.Invalid("content.text", "compose.check.text_required")
-		case len(req.Text) > maxTextLen:
-			return kernel.Invalid("content.text", "compose.check.max_bytes", "Max", maxTextLen)
+		case len(req.Text) > templates.MaxTextLen:
+			return kernel.Invalid("content.text", "compose.check.max_bytes", "Max", templates.MaxTextLen)
 		}
 		if len(req.Variables) > 0 {
 			return kernel.Invalid("variables", "compose.check.variables_without_template")

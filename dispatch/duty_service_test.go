@@ -12,6 +12,7 @@ import (
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 )
 
 // writeFixture is the intake fixture on Wednesday 2026-11-25, 10:00 UTC, with the demo
@@ -405,7 +406,7 @@ func TestDutyReminderSettingsService(t *testing.T) {
 	t.Parallel()
 	f := newWriteFixture(t)
 	ctx := context.Background()
-	if err := f.store.CreateTemplate(ctx, &models.Template{Name: "on-duty", MsgType: "text", Body: "On duty {{.date}}", Variables: models.StringList{"date"}}); err != nil {
+	if err := f.store.Templates().CreateTemplate(ctx, &templates.Template{Name: "on-duty", MsgType: "text", Body: "On duty {{.date}}", Variables: templates.StringList{"date"}}); err != nil {
 		t.Fatal(err)
 	}
 	good := models.ReminderConfig{Enabled: true, Time: "18:30", Account: models.SandboxAccountName, Template: "on-duty"}

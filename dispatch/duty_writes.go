@@ -387,7 +387,7 @@ func (d *Dispatcher) SetDutyReminder(ctx context.Context, by audit.Actor, cfg mo
 		// A template chosen that a reminder cannot fill is the first thing to say; then
 		// the fields in the form's order.
 		if cfg.Template != "" {
-			t, err := tx.TemplateByName(ctx, cfg.Template)
+			t, err := tx.Templates().TemplateByName(ctx, cfg.Template)
 			if errors.Is(err, kernel.ErrNotFound) {
 				return kernel.Invalid("template", "reminder.invalid.template")
 			}

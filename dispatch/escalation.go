@@ -294,7 +294,7 @@ func (d *Dispatcher) ackVariables(ctx context.Context, template string, vars map
 	if template == "" {
 		return vars, nil
 	}
-	t, err := d.store.TemplateByName(ctx, template)
+	t, err := d.store.Templates().TemplateByName(ctx, template)
 	if err != nil {
 		return vars, nil // the intake names the problem with the template
 	}

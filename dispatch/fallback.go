@@ -15,6 +15,7 @@ import (
 	"herald/models"
 	"herald/sending"
 	"herald/tasks"
+	"herald/templates"
 )
 
 // MaxFallback is how many platforms a fallback chain may name after the first.
@@ -23,10 +24,10 @@ const MaxFallback = 3
 // checkFallback checks a request's fallback chain (or its template's, when it names
 // none) against the platform it sends on: known platforms, none twice, not the first.
 // It returns the chain to keep. Errors name fallback.
-func checkFallback(req Request, platform string, tmpl *Compiled) ([]string, error) {
+func checkFallback(req Request, platform string, tmpl *templates.Compiled) ([]string, error) {
 	chain := req.Fallback
 	if len(chain) == 0 && tmpl != nil {
-		chain = models.Chain(tmpl.tmpl.Fallback)
+		chain = models.Chain(tmpl.Template().Fallback)
 	}
 	if len(chain) == 0 {
 		return nil, nil
@@ -78,7 +79,7 @@ func (d *Dispatcher) FallBack(ctx context.Context) (int, error) {
 			return made, err
 		}
 		var jobs []tasks.Job
-		pass := &fallbackPass{batches: map[string]*models.Batch{}, templates: map[string]*Compiled{}}
+		pass := &fallbackPass{batches: map[string]*models.Batch{}, templates: map[string]*templates.Compiled{}}
 		for i := range due {
 			next, err := d.fallBack(ctx, pass, &due[i])
 			switch {
@@ -104,10 +105,10 @@ func (d *Dispatcher) FallBack(ctx context.Context) (int, error) {
 // content no longer compiles, and the text sent before goes).
 type fallbackPass struct {
 	batches   map[string]*models.Batch
-	templates map[string]*Compiled
+	templates map[string]*templates.Compiled
 }
 
-func (d *Dispatcher) passBatch(ctx context.Context, pass *fallbackPass, id string) (*models.Batch, *Compiled, error) {
+func (d *Dispatcher) passBatch(ctx context.Context, pass *fallbackPass, id string) (*models.Batch, *templates.Compiled, error) {
 	b, ok := pass.batches[id]
 	if !ok {
 		var err error
@@ -130,14 +131,14 @@ func (d *Dispatcher) passBatch(ctx context.Context, pass *fallbackPass, id strin
 // batchTemplate compiles the template content a batch was created with. A batch from
 // before the content was kept renders from its template as it is now, if it still
 // exists.
-func (d *Dispatcher) batchTemplate(ctx context.Context, b *models.Batch) (*Compiled, error) {
-	var t *models.Template
+func (d *Dispatcher) batchTemplate(ctx context.Context, b *models.Batch) (*templates.Compiled, error) {
+	var t *templates.Template
 	switch {
 	case b.TemplateContent != nil:
 		t = b.TemplateContent.Template()
 	case b.TemplateID != nil:
 		var err error
-		if t, err = d.store.TemplateByID(ctx, *b.TemplateID); errors.Is(err, kernel.ErrNotFound) {
+		if t, err = d.store.Templates().TemplateByID(ctx, *b.TemplateID); errors.Is(err, kernel.ErrNotFound) {
 			return nil, nil
 		} else if err != nil {
 			return nil, err
@@ -145,7 +146,7 @@ func (d *Dispatcher) batchTemplate(ctx context.Context, b *models.Batch) (*Compi
 	default:
 		return nil, nil
 	}
-	tmpl, err := CompileTemplate(t)
+	tmpl, err := templates.CompileTemplate(t)
 	if err != nil {
 		d.log.Warn("dispatch: a batch's template does not compile; its fallbacks carry the text sent before", "batch", b.ID, "error", err)
 		return nil, nil
@@ -201,7 +202,7 @@ func (d *Dispatcher) fallBack(ctx context.Context, pass *fallbackPass, prev *mod
 
 // nextInChain is the message prev falls back to on acct: the template rendered for the
 // platform with the batch's variables, or the text prev carried.
-func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *models.Batch, tmpl *Compiled, p *directory.Recipient, acct *sending.Account, addr string) (*models.Message, error) {
+func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *models.Batch, tmpl *templates.Compiled, p *directory.Recipient, acct *sending.Account, addr string) (*models.Message, error) {
 	now := d.now()
 	next := &models.Message{ID: models.NewID(), BatchID: prev.BatchID, RecipientID: prev.RecipientID, AccountID: acct.ID,
 		Platform: acct.Platform, Address: addr, MsgType: prev.MsgType, Subject: prev.Subject, Content: prev.Content,
@@ -213,7 +214,7 @@ func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *m
 			return nil, err
 		}
 		next.Subject, next.Content, next.MsgType = truncateRunes(subject, maxSubjectLen), body, tmpl.MsgType()
-		if v := tmpl.tmpl.Version; v > 0 {
+		if v := tmpl.Template().Version; v > 0 {
 			next.TemplateVersion = &v
 		}
 		if channels.TakesHTML(acct.Platform) {
@@ -222,7 +223,7 @@ func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *m
 			}
 		}
 	}
-	if err := checkSize("content", acct.Platform, who(p), channels.Message{MsgType: next.MsgType, Title: next.Subject, Content: next.Content}); err != nil {
+	if err := templates.CheckSize("content", acct.Platform, who(p), channels.Message{MsgType: next.MsgType, Title: next.Subject, Content: next.Content}); err != nil {
 		return nil, fmt.Errorf("dispatch: fallback of %s: %w", prev.ID, err)
 	}
 	return next, nil

@@ -12,6 +12,7 @@ import (
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 )
 
 // TestRecipientService checks the recipient writes' rules once for the console, the API
@@ -208,7 +209,7 @@ func TestTemplateService(t *testing.T) {
 			if !isField(err, tc.field) {
 				t.Fatalf("got %v, want an error naming %s", err, tc.field)
 			}
-			if _, err := f.store.TemplateByName(ctx, tc.in.Name); !errors.Is(err, kernel.ErrNotFound) {
+			if _, err := f.store.Templates().TemplateByName(ctx, tc.in.Name); !errors.Is(err, kernel.ErrNotFound) {
 				t.Errorf("a refused template was stored: %v", err)
 			}
 			if n := auditCount(t, f.store, "template.create"); n != 0 {
@@ -257,8 +258,8 @@ func TestTemplateService(t *testing.T) {
 // also be left out, and renders empty.
 func TestBlankVariables(t *testing.T) {
 	t.Parallel()
-	c, err := dispatch.CompileTemplate(&models.Template{Name: "late", MsgType: "text", Body: "Do {{.task}} by {{.due}}.{{.note}}",
-		Variables: models.StringList{"task", "due", "note?"}})
+	c, err := templates.CompileTemplate(&templates.Template{Name: "late", MsgType: "text", Body: "Do {{.task}} by {{.due}}.{{.note}}",
+		Variables: templates.StringList{"task", "due", "note?"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +302,7 @@ func TestTemplateSyntaxErrorInChinese(t *testing.T) {
 			"第 2 行：模板提前结束了：缺少收尾的 }} 或 {{end}}（解析器原文：unexpected EOF）"},
 		{"{{nosuch .task}}", "line 1: it uses a function that templates do not have", "第 1 行：用到了模板中没有的函数"},
 	} {
-		_, err := dispatch.CompileTemplate(&models.Template{Name: "x", MsgType: "text", Body: tc.body, Variables: models.StringList{"task"}})
+		_, err := templates.CompileTemplate(&templates.Template{Name: "x", MsgType: "text", Body: tc.body, Variables: templates.StringList{"task"}})
 		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != "body" {
 			t.Fatalf("%q: %v", tc.body, err)

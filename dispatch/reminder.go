@@ -8,6 +8,7 @@ import (
 
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 )
 
 // ReminderVariables are the variables a reminder gives its template: only those the
@@ -16,7 +17,7 @@ var ReminderVariables = []string{"date"}
 
 // CheckReminderTemplate reports whether a template can be a reminder's: it may declare
 // no variable but those in ReminderVariables.
-func CheckReminderTemplate(t *models.Template) error {
+func CheckReminderTemplate(t *templates.Template) error {
 	for _, v := range t.VariableNames() {
 		if !slices.Contains(ReminderVariables, v) {
 			return kernel.Invalid("template", "reminder.invalid.variables", "Name", v)
@@ -66,7 +67,7 @@ func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
 	}
 	req := Request{Source: models.SourceReminder, Actor: "duty-reminder", Makers: makers, Account: cfg.Account, Template: cfg.Template,
 		RecipientIDs: ids, DutyDate: &tomorrow, Reminder: date, Variables: map[string]string{}, Priority: models.PriorityNormal}
-	if t, err := d.store.TemplateByName(ctx, cfg.Template); err == nil && slices.Contains(t.VariableNames(), "date") {
+	if t, err := d.store.Templates().TemplateByName(ctx, cfg.Template); err == nil && slices.Contains(t.VariableNames(), "date") {
 		req.Variables["date"] = date
 	}
 	res, err := d.Submit(ctx, req)

@@ -13,6 +13,7 @@ import (
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 )
 
 func TestDutyReminder(t *testing.T) {
@@ -23,12 +24,12 @@ func TestDutyReminder(t *testing.T) {
 	dispatch.SetLocation(f.d, loc)
 	now := time.Date(2026, 11, 25, 16, 59, 0, 0, loc) // a Wednesday; Thursday's roster: E1004, E1001
 	dispatch.SetClock(f.d, func() time.Time { return now })
-	tmpl := &models.Template{Name: "on-duty", MsgType: "text", Body: "You are on duty on {{.date}}.", Variables: models.StringList{"date"}}
-	if err := f.store.CreateTemplate(ctx, tmpl); err != nil {
+	tmpl := &templates.Template{Name: "on-duty", MsgType: "text", Body: "You are on duty on {{.date}}.", Variables: templates.StringList{"date"}}
+	if err := f.store.Templates().CreateTemplate(ctx, tmpl); err != nil {
 		t.Fatal(err)
 	}
-	bad := &models.Template{Name: "needs-more", MsgType: "text", Body: "{{.task}}", Variables: models.StringList{"task"}}
-	if err := f.store.CreateTemplate(ctx, bad); err != nil {
+	bad := &templates.Template{Name: "needs-more", MsgType: "text", Body: "{{.task}}", Variables: templates.StringList{"task"}}
+	if err := f.store.Templates().CreateTemplate(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
 	var fe *kernel.FieldError

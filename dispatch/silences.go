@@ -16,6 +16,7 @@ import (
 	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
+	"herald/templates"
 )
 
 // Silences: while a silence is active, the worker holds each message it matches as the
@@ -254,7 +255,7 @@ func (d *Dispatcher) CreateSilence(ctx context.Context, by audit.Actor, in Silen
 		sil.HoldsKeyID = &own
 	}
 	if by.Person != "" {
-		sil.Makers = models.StringList{by.Person}
+		sil.Makers = templates.StringList{by.Person}
 	}
 	reasons, err := d.approvalReasons(ctx, in, creatorOf(sil), 0, sil.HoldsKeyID)
 	if err != nil {

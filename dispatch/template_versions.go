@@ -10,18 +10,19 @@ import (
 	"herald/directory"
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 )
 
 // pinned is t as version n of it, for a send that names one (0: t as it is now). An
 // unknown version is a field error on template_version.
-func (d *Dispatcher) pinned(ctx context.Context, t *models.Template, n int) (*models.Template, error) {
+func (d *Dispatcher) pinned(ctx context.Context, t *templates.Template, n int) (*templates.Template, error) {
 	if n == 0 || n == t.Version {
 		return t, nil
 	}
 	if n < 0 {
 		return nil, kernel.Invalid("template_version", "versions.pin_unknown", "Version", n, "Name", t.Name, "Latest", t.Version)
 	}
-	v, err := d.store.TemplateVersionOf(ctx, t.ID, n)
+	v, err := d.store.Templates().TemplateVersionOf(ctx, t.ID, n)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return nil, kernel.Invalid("template_version", "versions.pin_unknown", "Version", n, "Name", t.Name, "Latest", t.Version)
 	}
@@ -40,17 +41,17 @@ func (d *Dispatcher) pinned(ctx context.Context, t *models.Template, n int) (*mo
 // their content. The current version cannot be retired (save or roll back to another
 // first), nor one retired already: field errors on version, as is an unknown version.
 // kernel.ErrNotFound: no such template.
-func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by audit.Actor, name string, n int) (*models.TemplateVersion, error) {
-	var retired *models.TemplateVersion
+func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by audit.Actor, name string, n int) (*templates.TemplateVersion, error) {
+	var retired *templates.TemplateVersion
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		t, err := tx.TemplateByName(ctx, name)
+		t, err := tx.Templates().TemplateByName(ctx, name)
 		if err != nil {
 			return err
 		}
 		if n == t.Version {
 			return kernel.Invalid("version", "versions.retire_current", "Version", n)
 		}
-		err = tx.RetireTemplateVersion(ctx, t.ID, n, by.Name, d.now())
+		err = tx.Templates().RetireTemplateVersion(ctx, t.ID, n, by.Name, d.now())
 		switch {
 		case errors.Is(err, kernel.ErrNotFound):
 			return kernel.Invalid("version", "versions.unknown", "Version", n, "Latest", t.Version)
@@ -59,7 +60,7 @@ func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by audit.Actor, 
 		case err != nil:
 			return err
 		}
-		if retired, err = tx.TemplateVersionOf(ctx, t.ID, n); err != nil {
+		if retired, err = tx.Templates().TemplateVersionOf(ctx, t.ID, n); err != nil {
 			return err
 		}
 		ch.Audit("template.version_retire", "template", t.Name, audit.Params{"name": t.Name, "version": strconv.Itoa(n)})
@@ -75,14 +76,14 @@ func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by audit.Actor, 
 // n (content, variables, type, fallback; the names stay), audited as template.rollback.
 // rerender renders its waiting messages again from it, as an edit can. kernel.ErrNotFound:
 // no such template; an unknown or retired version is a field error on version.
-func (d *Dispatcher) RollbackTemplate(ctx context.Context, by audit.Actor, name string, n int, rerender bool) (*models.Template, error) {
-	var saved *models.Template
+func (d *Dispatcher) RollbackTemplate(ctx context.Context, by audit.Actor, name string, n int, rerender bool) (*templates.Template, error) {
+	var saved *templates.Template
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		cur, err := tx.TemplateByName(ctx, name)
+		cur, err := tx.Templates().TemplateByName(ctx, name)
 		if err != nil {
 			return err
 		}
-		v, err := tx.TemplateVersionOf(ctx, cur.ID, n)
+		v, err := tx.Templates().TemplateVersionOf(ctx, cur.ID, n)
 		if errors.Is(err, kernel.ErrNotFound) {
 			return kernel.Invalid("version", "versions.unknown", "Version", n, "Latest", cur.Version)
 		}
@@ -93,13 +94,13 @@ func (d *Dispatcher) RollbackTemplate(ctx context.Context, by audit.Actor, name 
 			return kernel.Invalid("version", "versions.rollback_retired", "Version", n)
 		}
 		t := v.Of(cur)
-		if err := tx.UpdateTemplate(ctx, name, t); err != nil {
+		if err := tx.Templates().UpdateTemplate(ctx, name, t); err != nil {
 			return err
 		}
-		if _, err := tx.AddTemplateVersion(ctx, t, by.Name); err != nil {
+		if _, err := tx.Templates().AddTemplateVersion(ctx, t, by.Name); err != nil {
 			return err
 		}
-		p := templateParams(t)
+		p := TemplateParams(t)
 		p["from"] = strconv.Itoa(n)
 		ch.Audit("template.rollback", "template", t.Name, p)
 		saved = t
@@ -119,7 +120,7 @@ func (d *Dispatcher) RollbackTemplate(ctx context.Context, by audit.Actor, name 
 // rendered again from t for its person with its batch's variables, in the saving
 // transaction; one that has moved on meanwhile is left alone (compare-and-set on its
 // state). A message the new version cannot render fails the save, naming it.
-func (d *Dispatcher) settleWaiting(ctx context.Context, tx *models.Store, ch *audit.Change, t *models.Template, rerender bool) error {
+func (d *Dispatcher) settleWaiting(ctx context.Context, tx *models.Store, ch *audit.Change, t *templates.Template, rerender bool) error {
 	if !rerender {
 		return nil
 	}
@@ -127,7 +128,7 @@ func (d *Dispatcher) settleWaiting(ctx context.Context, tx *models.Store, ch *au
 	if err != nil || len(waiting) == 0 {
 		return err
 	}
-	tmpl, err := CompileTemplate(t)
+	tmpl, err := templates.CompileTemplate(t)
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func waitingPeople(ctx context.Context, tx *models.Store, waiting []models.Waiti
 // renderAgain sets a waiting message's content to tmpl rendered for p with its batch's
 // variables, as intake would have; a failure is a field error on waiting naming the
 // person.
-func renderAgain(ctx context.Context, tmpl *Compiled, w *models.WaitingMessage, p *directory.Recipient) error {
+func renderAgain(ctx context.Context, tmpl *templates.Compiled, w *models.WaitingMessage, p *directory.Recipient) error {
 	fail := func(err error) error {
 		if fe, ok := errors.AsType[*kernel.FieldError](err); ok {
 			return kernel.Invalid("waiting", "versions.rerender_failed", "Recipient", who(p), "Err", fe)
@@ -205,7 +206,7 @@ func renderAgain(ctx context.Context, tmpl *Compiled, w *models.WaitingMessage, 
 		}
 	}
 	w.MsgType, w.Subject, w.Content, w.ContentHTML = tmpl.MsgType(), truncateRunes(subject, maxSubjectLen), body, html
-	if err := checkSize("waiting", w.Platform, who(p), channels.Message{MsgType: w.MsgType, Title: w.Subject, Content: body}); err != nil {
+	if err := templates.CheckSize("waiting", w.Platform, who(p), channels.Message{MsgType: w.MsgType, Title: w.Subject, Content: body}); err != nil {
 		return err
 	}
 	return nil

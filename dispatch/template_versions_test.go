@@ -48,7 +48,7 @@ func TestTemplateVersions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	versions, err := f.store.TemplateVersions(ctx, tmpl.ID)
+	versions, err := f.store.Templates().TemplateVersions(ctx, tmpl.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestTemplateVersions(t *testing.T) {
 	if back.Version != latest || back.Body != "v1: {{.task}}" {
 		t.Errorf("rolled back to version %d with body %q, want version %d", back.Version, back.Body, latest)
 	}
-	stored, err := f.store.TemplateByName(ctx, "shift")
+	stored, err := f.store.Templates().TemplateByName(ctx, "shift")
 	if err != nil || stored.Body != "v1: {{.task}}" || stored.Version != latest {
 		t.Errorf("stored after rollback: %+v, %v", stored, err)
 	}

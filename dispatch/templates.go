@@ -7,6 +7,7 @@ import (
 
 	"herald/audit"
 	"herald/models"
+	"herald/templates"
 )
 
 // TemplateInput is a template as the console's editor and the API give it.
@@ -17,7 +18,7 @@ type TemplateInput struct {
 	Subject     string
 	Body        string
 	HTML        string
-	// Variables are the declared variables; one ending in models.OptionalMark may be
+	// Variables are the declared variables; one ending in templates.OptionalMark may be
 	// left blank.
 	Variables []string
 	// Fallback is the chain of platforms, comma-separated, as ParseFallback reads it.
@@ -33,9 +34,9 @@ type TemplateInput struct {
 // CheckTemplate validates a template as saving does: its name, type, variables and
 // text compile (CompileTemplate), its fallback chain and its display name. Errors are
 // *kernel.FieldError.
-func CheckTemplate(in TemplateInput) (*models.Template, error) {
-	t := &models.Template{Name: strings.TrimSpace(in.Name), DisplayName: in.DisplayName, MsgType: in.MsgType,
-		Subject: in.Subject, Body: in.Body, HTML: in.HTML, Variables: models.StringList(in.Variables)}
+func CheckTemplate(in TemplateInput) (*templates.Template, error) {
+	t := &templates.Template{Name: strings.TrimSpace(in.Name), DisplayName: in.DisplayName, MsgType: in.MsgType,
+		Subject: in.Subject, Body: in.Body, HTML: in.HTML, Variables: templates.StringList(in.Variables)}
 	if t.MsgType == "" {
 		t.MsgType = "text"
 	}
@@ -46,7 +47,7 @@ func CheckTemplate(in TemplateInput) (*models.Template, error) {
 	if t.Digest, err = ParseTemplateDigest(in.Digest); err != nil {
 		return nil, err
 	}
-	if _, err := CompileTemplate(t); err != nil {
+	if _, err := templates.CompileTemplate(t); err != nil {
 		return nil, err
 	}
 	if err := t.CheckDisplayName(); err != nil {
@@ -57,19 +58,19 @@ func CheckTemplate(in TemplateInput) (*models.Template, error) {
 
 // CreateTemplate saves a new template, audited as template.create. A validation
 // failure (a name in use included) is a *kernel.FieldError and writes nothing.
-func (d *Dispatcher) CreateTemplate(ctx context.Context, by audit.Actor, in TemplateInput) (*models.Template, error) {
+func (d *Dispatcher) CreateTemplate(ctx context.Context, by audit.Actor, in TemplateInput) (*templates.Template, error) {
 	t, err := CheckTemplate(in)
 	if err != nil {
 		return nil, err
 	}
 	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := tx.CreateTemplate(ctx, t); err != nil {
+		if err := tx.Templates().CreateTemplate(ctx, t); err != nil {
 			return err
 		}
-		if _, err := tx.AddTemplateVersion(ctx, t, by.Name); err != nil {
+		if _, err := tx.Templates().AddTemplateVersion(ctx, t, by.Name); err != nil {
 			return err
 		}
-		ch.Audit("template.create", "template", t.Name, templateParams(t))
+		ch.Audit("template.create", "template", t.Name, TemplateParams(t))
 		return nil
 	})
 	if err != nil {
@@ -80,23 +81,23 @@ func (d *Dispatcher) CreateTemplate(ctx context.Context, by audit.Actor, in Temp
 
 // UpdateTemplate replaces the template called name (which may rename it), audited as
 // template.update with what changed. kernel.ErrNotFound: no such template.
-func (d *Dispatcher) UpdateTemplate(ctx context.Context, by audit.Actor, name string, in TemplateInput) (*models.Template, error) {
+func (d *Dispatcher) UpdateTemplate(ctx context.Context, by audit.Actor, name string, in TemplateInput) (*templates.Template, error) {
 	t, err := CheckTemplate(in)
 	if err != nil {
 		return nil, err
 	}
 	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		old, err := tx.TemplateByName(ctx, name)
+		old, err := tx.Templates().TemplateByName(ctx, name)
 		if err != nil {
 			return err
 		}
-		if err := tx.UpdateTemplate(ctx, name, t); err != nil {
+		if err := tx.Templates().UpdateTemplate(ctx, name, t); err != nil {
 			return err
 		}
-		if _, err := tx.AddTemplateVersion(ctx, t, by.Name); err != nil {
+		if _, err := tx.Templates().AddTemplateVersion(ctx, t, by.Name); err != nil {
 			return err
 		}
-		p := templateParams(t)
+		p := TemplateParams(t)
 		if err := d.settleWaiting(ctx, tx, ch, t, in.Rerender); err != nil {
 			return err
 		}
@@ -117,26 +118,26 @@ func (d *Dispatcher) UpdateTemplate(ctx context.Context, by audit.Actor, name st
 // rendered from it are unaffected. kernel.ErrNotFound: no such template.
 func (d *Dispatcher) DeleteTemplate(ctx context.Context, by audit.Actor, name string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		old, err := tx.TemplateByName(ctx, name)
+		old, err := tx.Templates().TemplateByName(ctx, name)
 		if err != nil {
 			return err
 		}
-		if err := tx.DeleteTemplate(ctx, name); err != nil {
+		if err := tx.Templates().DeleteTemplate(ctx, name); err != nil {
 			return err
 		}
-		ch.Audit("template.delete", "template", name, templateParams(old))
+		ch.Audit("template.delete", "template", name, TemplateParams(old))
 		return nil
 	})
 }
 
-// templateParams name a template for its audit sentence.
-func templateParams(t *models.Template) audit.Params {
+// TemplateParams name a template for its audit sentence.
+func TemplateParams(t *templates.Template) audit.Params {
 	return audit.Params{"name": t.Name, "display_name": t.DisplayName, "msg_type": t.MsgType,
 		"variables": strings.Join(t.Variables, ", "), "version": strconv.Itoa(t.Version)}
 }
 
 // templateChanges lists the fields of a template an update changed.
-func templateChanges(old, now *models.Template) []string {
+func templateChanges(old, now *templates.Template) []string {
 	var out []string
 	for _, f := range []struct {
 		name     string

@@ -11,6 +11,7 @@ import (
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 )
 
 // templateJSON is the API's template shape (docs/api.md).
@@ -33,7 +34,7 @@ type templateJSON struct {
 	Version int `json:"version,omitempty"`
 }
 
-func toTemplateJSON(t models.Template) templateJSON {
+func toTemplateJSON(t templates.Template) templateJSON {
 	vars := []string(t.Variables)
 	if vars == nil {
 		vars = []string{}
@@ -54,7 +55,7 @@ func (body templateJSON) input() dispatch.TemplateInput {
 
 // APIListTemplates is GET /api/v1/templates.
 func (h *Handlers) APIListTemplates(c *gin.Context) {
-	list, err := h.Store.Templates(c.Request.Context())
+	list, err := h.Store.Templates().Templates(c.Request.Context())
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -68,7 +69,7 @@ func (h *Handlers) APIListTemplates(c *gin.Context) {
 
 // APIGetTemplate is GET /api/v1/templates/:name.
 func (h *Handlers) APIGetTemplate(c *gin.Context) {
-	t, err := h.Store.TemplateByName(c.Request.Context(), c.Param("name"))
+	t, err := h.Store.Templates().TemplateByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -145,7 +146,7 @@ type templateVersionJSON struct {
 	RetiredBy string     `json:"retired_by,omitempty"`
 }
 
-func toTemplateVersionJSON(name string, v models.TemplateVersion) templateVersionJSON {
+func toTemplateVersionJSON(name string, v templates.TemplateVersion) templateVersionJSON {
 	vars := []string(v.Variables)
 	if vars == nil {
 		vars = []string{}
@@ -161,12 +162,12 @@ func toTemplateVersionJSON(name string, v models.TemplateVersion) templateVersio
 // APITemplateVersions is GET /api/v1/templates/:name/versions, newest first.
 func (h *Handlers) APITemplateVersions(c *gin.Context) {
 	ctx := c.Request.Context()
-	t, err := h.Store.TemplateByName(ctx, c.Param("name"))
+	t, err := h.Store.Templates().TemplateByName(ctx, c.Param("name"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	list, err := h.Store.TemplateVersions(ctx, t.ID)
+	list, err := h.Store.Templates().TemplateVersions(ctx, t.ID)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -181,7 +182,7 @@ func (h *Handlers) APITemplateVersions(c *gin.Context) {
 // APITemplateVersion is GET /api/v1/templates/:name/versions/:n.
 func (h *Handlers) APITemplateVersion(c *gin.Context) {
 	ctx := c.Request.Context()
-	t, err := h.Store.TemplateByName(ctx, c.Param("name"))
+	t, err := h.Store.Templates().TemplateByName(ctx, c.Param("name"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -191,7 +192,7 @@ func (h *Handlers) APITemplateVersion(c *gin.Context) {
 		h.apiFail(c, kernel.ErrNotFound)
 		return
 	}
-	v, err := h.Store.TemplateVersionOf(ctx, t.ID, n)
+	v, err := h.Store.Templates().TemplateVersionOf(ctx, t.ID, n)
 	if err != nil {
 		h.apiFail(c, err)
 		return

@@ -14,6 +14,7 @@ import (
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 	"herald/views"
 )
 
@@ -368,11 +369,11 @@ func (h *Handlers) ComposeContent(c *gin.Context) {
 }
 
 // chosenTemplate loads the named template; an empty or unknown name is free text.
-func (h *Handlers) chosenTemplate(c *gin.Context, name string) (*models.Template, error) {
+func (h *Handlers) chosenTemplate(c *gin.Context, name string) (*templates.Template, error) {
 	if name == "" {
 		return nil, nil
 	}
-	t, err := h.Store.TemplateByName(c.Request.Context(), name)
+	t, err := h.Store.Templates().TemplateByName(c.Request.Context(), name)
 	if isNotFound(err) {
 		return nil, nil
 	}
@@ -402,7 +403,7 @@ func (h *Handlers) renderCompose(c *gin.Context, status int, f views.ComposeForm
 	// Chinese names by pinyin, as people are.
 	slices.SortFunc(v.Departments, directory.CompareNames)
 	slices.SortFunc(v.Branches, directory.CompareNames)
-	if v.Templates, err = h.Store.Templates(ctx); err != nil {
+	if v.Templates, err = h.Store.Templates().Templates(ctx); err != nil {
 		h.fail(c, err)
 		return
 	}

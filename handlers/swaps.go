@@ -87,7 +87,7 @@ func (h *Handlers) reminderView(c *gin.Context, cfg *models.ReminderConfig, errs
 	if v.Accounts, err = h.Store.Sending().EnabledAccounts(ctx); err != nil {
 		return v, err
 	}
-	v.Templates, err = h.Store.Templates(ctx)
+	v.Templates, err = h.Store.Templates().Templates(ctx)
 	return v, err
 }
 

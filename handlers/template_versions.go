@@ -10,6 +10,7 @@ import (
 	"herald/internal/linediff"
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 	"herald/views"
 )
 
@@ -20,14 +21,14 @@ func (h *Handlers) templateHistory(c *gin.Context, e *views.TemplateEditor) erro
 		return nil
 	}
 	ctx := c.Request.Context()
-	t, err := h.Store.TemplateByName(ctx, e.Form.OldName)
+	t, err := h.Store.Templates().TemplateByName(ctx, e.Form.OldName)
 	if isNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	if e.History.Versions, err = h.Store.TemplateVersions(ctx, t.ID); err != nil {
+	if e.History.Versions, err = h.Store.Templates().TemplateVersions(ctx, t.ID); err != nil {
 		return err
 	}
 	e.History.Current = t.Version
@@ -39,12 +40,12 @@ func (h *Handlers) templateHistory(c *gin.Context, e *views.TemplateEditor) erro
 // one before the latest and the latest).
 func (h *Handlers) TemplateDiff(c *gin.Context) {
 	ctx := c.Request.Context()
-	t, err := h.Store.TemplateByName(ctx, c.Param("name"))
+	t, err := h.Store.Templates().TemplateByName(ctx, c.Param("name"))
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_template", "Name", c.Param("name")))
 		return
 	}
-	versions, err := h.Store.TemplateVersions(ctx, t.ID)
+	versions, err := h.Store.Templates().TemplateVersions(ctx, t.ID)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -66,7 +67,7 @@ func (h *Handlers) TemplateDiff(c *gin.Context) {
 }
 
 // versionNumbered is the version numbered n of the list, or nil.
-func versionNumbered(list []models.TemplateVersion, n int) *models.TemplateVersion {
+func versionNumbered(list []templates.TemplateVersion, n int) *templates.TemplateVersion {
 	for i := range list {
 		if list[i].Number == n {
 			return &list[i]
@@ -77,7 +78,7 @@ func versionNumbered(list []models.TemplateVersion, n int) *models.TemplateVersi
 
 // diffSections compares two versions field by field, leaving out the fields both have
 // empty.
-func diffSections(a, b *models.TemplateVersion) []views.DiffSection {
+func diffSections(a, b *templates.TemplateVersion) []views.DiffSection {
 	var out []views.DiffSection
 	for _, f := range []struct{ name, a, b string }{
 		{"msg_type", a.MsgType, b.MsgType}, {"subject", a.Subject, b.Subject}, {"body", a.Body, b.Body}, {"html", a.HTML, b.HTML},
@@ -120,7 +121,7 @@ func (h *Handlers) RetireTemplateVersion(c *gin.Context) {
 // rerenderEditor shows the saved template's editor again with errors of a form on it
 // other than the editor's own (the rollback).
 func (h *Handlers) rerenderEditor(c *gin.Context, refused answer, name string, rerender bool) {
-	t, err := h.Store.TemplateByName(c.Request.Context(), name)
+	t, err := h.Store.Templates().TemplateByName(c.Request.Context(), name)
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -15,12 +15,13 @@ import (
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 	"herald/views"
 )
 
 // Templates lists the templates.
 func (h *Handlers) Templates(c *gin.Context) {
-	list, err := h.Store.Templates(c.Request.Context())
+	list, err := h.Store.Templates().Templates(c.Request.Context())
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -86,7 +87,7 @@ func samplePerson(c *gin.Context) directory.Recipient {
 }
 
 // preview renders the form's template with its sample values, or says why it cannot.
-// It checks the template exactly as saving does (dispatch.CompileTemplate).
+// It checks the template exactly as saving does (templates.CompileTemplate).
 func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplatePreview {
 	person := samplePerson(c)
 	if f.TestRecipient != 0 {
@@ -96,14 +97,14 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 	}
 	out := views.TemplatePreview{For: tr(c, "templates.preview.for", "Name", person.Name)}
 	in := templateInput(f)
-	t := &models.Template{Name: in.Name, MsgType: in.MsgType, Subject: in.Subject, Body: in.Body, HTML: in.HTML, Variables: in.Variables}
+	t := &templates.Template{Name: in.Name, MsgType: in.MsgType, Subject: in.Subject, Body: in.Body, HTML: in.HTML, Variables: in.Variables}
 	if t.MsgType == "" {
 		t.MsgType = "text"
 	}
 	if t.Name == "" {
 		t.Name = "preview" // the name does not change how it renders
 	}
-	compiled, err := dispatch.CompileTemplate(t)
+	compiled, err := templates.CompileTemplate(t)
 	if err != nil {
 		out.Errors = []string{templateFieldMessage(c, err)}
 		return out
@@ -208,7 +209,7 @@ func (h *Handlers) CreateTemplate(c *gin.Context) {
 
 // EditTemplateForm shows a template in the editor (read-only for viewers).
 func (h *Handlers) EditTemplateForm(c *gin.Context) {
-	t, err := h.Store.TemplateByName(c.Request.Context(), c.Param("name"))
+	t, err := h.Store.Templates().TemplateByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_template", "Name", c.Param("name")))
 		return
@@ -217,7 +218,7 @@ func (h *Handlers) EditTemplateForm(c *gin.Context) {
 }
 
 // savedTemplateForm is the editor filled with a saved template.
-func savedTemplateForm(c *gin.Context, t *models.Template) views.TemplateForm {
+func savedTemplateForm(c *gin.Context, t *templates.Template) views.TemplateForm {
 	return views.TemplateForm{OldName: t.Name, OldDisplayName: t.DisplayName, Name: t.Name,
 		DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject,
 		Body: t.Body, HTML: t.HTML, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.VariableNames()),

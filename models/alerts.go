@@ -13,6 +13,7 @@ import (
 
 	"herald/internal/states"
 	"herald/kernel"
+	"herald/templates"
 )
 
 // Alert states: open → acknowledged → resolved, open → exhausted, open → resolved.
@@ -140,7 +141,7 @@ type AlertStep struct {
 	DueAt         time.Time
 	FiredAt       *time.Time
 	CancelledAt   *time.Time
-	Targets       StringList
+	Targets       templates.StringList
 	SkippedReason string
 }
 
@@ -353,7 +354,7 @@ func (s *Store) ClaimAlertStep(ctx context.Context, id int64, now time.Time) (bo
 // RecordAlertStep records whom a fired step called, or why it called nobody.
 func (s *Store) RecordAlertStep(ctx context.Context, id int64, targets []string, skippedReason string) error {
 	err := s.k.Writer(ctx).Model(&AlertStep{}).Where("id = ?", id).
-		Updates(map[string]any{"targets": StringList(targets), "skipped_reason": skippedReason}).Error
+		Updates(map[string]any{"targets": templates.StringList(targets), "skipped_reason": skippedReason}).Error
 	if err != nil {
 		return fmt.Errorf("models: record alert step %d: %w", id, err)
 	}

@@ -18,6 +18,7 @@ import (
 	"herald/audit"
 	"herald/internal/states"
 	"herald/kernel"
+	"herald/templates"
 )
 
 // Approval states of a batch (Batch.Approval). A batch that needed no approval has "",
@@ -245,26 +246,26 @@ func (s *Store) SetApprovalThreshold(ctx context.Context, n int, by string) erro
 // TemplateContent is a template's content as a batch was created (and approved) with:
 // the batch's fallback messages render from it, whatever the template has become since.
 type TemplateContent struct {
-	Name      string     `json:"name"`
-	MsgType   string     `json:"msg_type"`
-	Subject   string     `json:"subject"`
-	Body      string     `json:"body"`
-	HTML      string     `json:"html,omitempty"`
-	Variables StringList `json:"variables"`
-	Fallback  string     `json:"fallback,omitempty"`
+	Name      string               `json:"name"`
+	MsgType   string               `json:"msg_type"`
+	Subject   string               `json:"subject"`
+	Body      string               `json:"body"`
+	HTML      string               `json:"html,omitempty"`
+	Variables templates.StringList `json:"variables"`
+	Fallback  string               `json:"fallback,omitempty"`
 	// Version is the template's version the content is (0: kept before versions).
 	Version int `json:"version,omitempty"`
 }
 
 // ContentOf is the content of t to keep with a batch.
-func ContentOf(t *Template) *TemplateContent {
+func ContentOf(t *templates.Template) *TemplateContent {
 	return &TemplateContent{Name: t.Name, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, HTML: t.HTML,
 		Variables: slices.Clone(t.Variables), Fallback: t.Fallback, Version: t.Version}
 }
 
 // Template is the kept content as a template to compile (it has no id).
-func (c *TemplateContent) Template() *Template {
-	return &Template{Name: c.Name, MsgType: c.MsgType, Subject: c.Subject, Body: c.Body, HTML: c.HTML,
+func (c *TemplateContent) Template() *templates.Template {
+	return &templates.Template{Name: c.Name, MsgType: c.MsgType, Subject: c.Subject, Body: c.Body, HTML: c.HTML,
 		Variables: slices.Clone(c.Variables), Fallback: c.Fallback, Version: c.Version}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"herald/directory"
 	"herald/sending"
+	"herald/templates"
 )
 
 // SandboxAccountName is the demo's sending account on the built-in sandbox platform.
@@ -47,13 +48,13 @@ func (s *Store) SeedDemo(ctx context.Context) error {
 			}
 		}
 	}
-	t := &Template{Name: "task-overdue", MsgType: "text", Subject: "Task overdue",
-		Body: "Overdue: {{.task}}. Please handle it today.", Variables: StringList{"task"}}
-	if err := s.CreateTemplate(ctx, t); err != nil {
+	t := &templates.Template{Name: "task-overdue", MsgType: "text", Subject: "Task overdue",
+		Body: "Overdue: {{.task}}. Please handle it today.", Variables: templates.StringList{"task"}}
+	if err := s.Templates().CreateTemplate(ctx, t); err != nil {
 		return fmt.Errorf("models: demo template: %w", err)
 	}
 	// Its version 1, as a save through the console would make it.
-	if _, err := s.AddTemplateVersion(ctx, t, ""); err != nil {
+	if _, err := s.Templates().AddTemplateVersion(ctx, t, ""); err != nil {
 		return fmt.Errorf("models: demo template: %w", err)
 	}
 	return nil

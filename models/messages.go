@@ -15,6 +15,7 @@ import (
 	"herald/audit"
 	"herald/delivery"
 	"herald/kernel"
+	"herald/templates"
 )
 
 // Status is a message's delivery state; the states and the moves allowed between them
@@ -107,7 +108,7 @@ type Batch struct {
 	// Makers are the people who made the batch (console usernames): the user who
 	// composed it, the creator of the API key that sent it, or whoever last set up the
 	// duty reminder it is. None of them may approve it.
-	Makers        StringList
+	Makers        templates.StringList
 	SkippedCount  int
 	RejectedCount int
 	Skipped       Reasons

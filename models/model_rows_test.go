@@ -12,6 +12,7 @@ import (
 	"herald/audit"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/templates"
 )
 
 // TestIntakeRowsAsGORMWritesThem: the batch and audit rows the intake writes with plain
@@ -32,7 +33,7 @@ func TestIntakeRowsAsGORMWritesThem(t *testing.T) {
 				viaGORM.Rejected = models.Reasons{{Recipient: "E2", Reason: "unknown_recipient"}}
 				viaGORM.Variables = models.VarMap{"ticket": "42"}
 				viaGORM.TemplateContent = &models.TemplateContent{Name: "overdue", MsgType: "text", Body: "逾期：{{.ticket}}"}
-				viaGORM.Makers = models.StringList{"alice", "bob"}
+				viaGORM.Makers = templates.StringList{"alice", "bob"}
 				gormAudit.ID = 0
 			}
 			viaGORM.ID = models.NewID()

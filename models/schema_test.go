@@ -20,6 +20,7 @@ import (
 	"herald/migrations"
 	"herald/models"
 	"herald/sending"
+	"herald/templates"
 )
 
 // tableColumns maps a table name to its sorted column names.
@@ -29,10 +30,10 @@ type tableColumns map[string][]string
 var gormModels = []any{
 	&access.User{}, &access.Session{}, &kernel.ThrottleWindow{}, &access.APIKey{},
 	&directory.Recipient{}, &models.DutySlot{}, &models.DutyOverride{}, &models.Holiday{},
-	&models.Template{}, &sending.Account{}, &models.Batch{}, &models.Message{},
+	&templates.Template{}, &sending.Account{}, &models.Batch{}, &models.Message{},
 	&models.Attempt{}, &audit.Entry{}, &models.IdempotencyKey{}, &models.MessageStat{},
 	&models.Setting{}, &models.Rotation{}, &models.DutyFeed{}, &models.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
-	&kernel.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{}, &models.TemplateVersion{},
+	&kernel.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{}, &templates.TemplateVersion{},
 	&models.EscalationPolicy{}, &models.Alert{}, &models.AlertStep{}, &models.Silence{}, &models.MessageSilence{},
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"herald/delivery"
 	"herald/kernel"
+	"herald/templates"
 )
 
 // StatusHeld is a message an active silence holds.
@@ -63,9 +64,9 @@ type Silence struct {
 	// Approval is "" for a silence that needed none, else ApprovalAwaiting,
 	// ApprovalApproved or ApprovalRejected; Makers are the people who may not approve it.
 	Approval string
-	Makers   StringList
+	Makers   templates.StringList
 	// ApprovalReasons say why it awaits (or awaited) approval: delivery's Broad… codes.
-	ApprovalReasons StringList
+	ApprovalReasons templates.StringList
 	DecidedBy       string
 	DecidedAt       *time.Time
 	CreatedAt       time.Time

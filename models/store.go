@@ -14,6 +14,7 @@ import (
 	"herald/kernel"
 	"herald/migrations"
 	"herald/sending"
+	"herald/templates"
 )
 
 // Store is Herald's data access: one per process, safe for concurrent use.
@@ -24,6 +25,8 @@ type Store struct {
 	access *access.Store
 	// sending is the sending accounts' store.
 	sending *sending.Store
+	// templates is the templates' store.
+	templates *templates.Store
 	// directory is the staff directory's store, with the intake's cache of recipients.
 	directory *directory.Store
 	// oneTrip, on MySQL, is the pool that takes a shared intake transaction as one
@@ -37,7 +40,7 @@ func Open(opts kernel.Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{k: k, directory: directory.NewStore(k), sending: sending.NewStore(k), access: access.NewStore(k)}
+	s := &Store{k: k, directory: directory.NewStore(k), sending: sending.NewStore(k), templates: templates.NewStore(k), access: access.NewStore(k)}
 	if cfg := k.MySQLConfig(); cfg != nil {
 		if s.oneTrip, err = openOneTrip(cfg); err != nil {
 			k.Close()
@@ -112,6 +115,7 @@ func (s *Store) On(tx *kernel.DB) *Store {
 	bound.access = s.access.On(tx)
 	bound.directory = s.directory.On(tx)
 	bound.sending = s.sending.On(tx)
+	bound.templates = s.templates.On(tx)
 	return &bound
 }
 
@@ -123,6 +127,9 @@ func (s *Store) Directory() *directory.Store { return s.directory }
 
 // Sending is the sending accounts' store on the store's database.
 func (s *Store) Sending() *sending.Store { return s.sending }
+
+// Templates is the templates' store on the store's database.
+func (s *Store) Templates() *templates.Store { return s.templates }
 
 // DB is the database the store reads and writes.
 func (s *Store) DB() *kernel.DB { return s.k }

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"herald/directory"
-	"herald/models"
+	"herald/templates"
 )
 
 // addChineseStaff adds three branch staff with Chinese names, returning them by name.
@@ -105,8 +105,8 @@ func TestComposeWholeBranchAndPreviewMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	account := fmt.Sprint(sandbox.ID)
-	if err := c.store.CreateTemplate(ctx, &models.Template{Name: "greet", MsgType: "text", Subject: "For {{.recipient.name}}",
-		Body: "Dear {{.recipient.name}} of {{.recipient.branch}}: {{.task}}", Variables: models.StringList{"task"}}); err != nil {
+	if err := c.store.Templates().CreateTemplate(ctx, &templates.Template{Name: "greet", MsgType: "text", Subject: "For {{.recipient.name}}",
+		Body: "Dear {{.recipient.name}} of {{.recipient.branch}}: {{.task}}", Variables: templates.StringList{"task"}}); err != nil {
 		t.Fatal(err)
 	}
 

@@ -82,7 +82,7 @@ func TestDigestForms(t *testing.T) {
 		"digest.key": {"eod"}, "digest.window": {"10m"}, "digest.max": {"30"}}
 	resp, body = op.post("/templates", tmpl)
 	wantRedirect(t, "template with a digest", resp, body, "/templates")
-	saved, err := c.store.TemplateByName(ctx, "eod-failed")
+	saved, err := c.store.Templates().TemplateByName(ctx, "eod-failed")
 	if err != nil || saved.Digest != `{"key":"eod","window":"10m","max":30}` {
 		t.Fatalf("template digest %q, %v", saved.Digest, err)
 	}

@@ -70,7 +70,7 @@ func TestConsoleAPIParity(t *testing.T) {
 	start := c.today(3)
 	template := func(name string) func(*console) any {
 		return func(c *console) any {
-			t, err := c.store.TemplateByName(ctx, name)
+			t, err := c.store.Templates().TemplateByName(ctx, name)
 			if err != nil {
 				return err.Error()
 			}
@@ -79,7 +79,7 @@ func TestConsoleAPIParity(t *testing.T) {
 	}
 	dropTemplate := func(name string) func(*console) {
 		return func(c *console) {
-			if err := c.store.DeleteTemplate(ctx, name); err != nil {
+			if err := c.store.Templates().DeleteTemplate(ctx, name); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"herald/access"
 	"herald/models"
 	"herald/sending"
+	"herald/templates"
 	"herald/web"
 )
 
@@ -154,7 +155,7 @@ var unwalked = []string{"/api/", "/static/", "/duty/feed/", "/ack/", "/callbacks
 func walkFixtures(t *testing.T, c *console) map[string]string {
 	ctx := context.Background()
 	msg := c.send(nil, "E2001")["E2001"]
-	if err := c.store.CreateTemplate(ctx, &models.Template{Name: "walk-template", MsgType: "text", Body: "hi"}); err != nil {
+	if err := c.store.Templates().CreateTemplate(ctx, &templates.Template{Name: "walk-template", MsgType: "text", Body: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.store.Sending().SaveAccount(ctx, &sending.Account{Name: "walk-account", Platform: "webhook", Enabled: true, MaxAttempts: 3,

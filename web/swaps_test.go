@@ -10,6 +10,7 @@ import (
 
 	"herald/dispatch"
 	"herald/models"
+	"herald/templates"
 )
 
 func TestShiftSwaps(t *testing.T) {
@@ -118,7 +119,7 @@ func TestDutyReminderSettings(t *testing.T) {
 	resp, body := op.post("/duty/reminder", url.Values{"enabled": {"1"}, "time": {"7pm"}, "account": {models.SandboxAccountName}, "template": {"task-overdue"}})
 	wantStatus(t, "bad template and time", resp, body, http.StatusUnprocessableEntity)
 	wantFieldError(t, body, "template", "the template declares the variable task, which a reminder cannot fill (only date)")
-	if err := c.store.CreateTemplate(t.Context(), &models.Template{Name: "on-duty", MsgType: "text", Body: "On duty {{.date}}", Variables: models.StringList{"date"}}); err != nil {
+	if err := c.store.Templates().CreateTemplate(t.Context(), &templates.Template{Name: "on-duty", MsgType: "text", Body: "On duty {{.date}}", Variables: templates.StringList{"date"}}); err != nil {
 		t.Fatal(err)
 	}
 	resp, body = op.post("/duty/reminder", url.Values{"enabled": {"1"}, "time": {"7pm"}, "account": {models.SandboxAccountName}, "template": {"on-duty"}})

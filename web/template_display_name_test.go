@@ -29,7 +29,7 @@ func TestTemplateDisplayName(t *testing.T) {
 			"body": {"Start: {{.task}}"}}
 		resp, body := op.post("/templates", form)
 		wantRedirect(t, "create", resp, body, "/templates")
-		tm, err := c.store.TemplateByName(ctx, "shift-start")
+		tm, err := c.store.Templates().TemplateByName(ctx, "shift-start")
 		if err != nil || tm.DisplayName != "交班提醒" {
 			t.Fatalf("created %+v, %v; want the display name 交班提醒, trimmed", tm, err)
 		}
@@ -49,14 +49,14 @@ func TestTemplateDisplayName(t *testing.T) {
 		resp, body = op.post("/templates/shift-start/edit", form)
 		wantStatus(t, "control character", resp, body, http.StatusUnprocessableEntity)
 		wantFieldError(t, body, "display_name", "U+0001")
-		if tm, _ := c.store.TemplateByName(ctx, "shift-start"); tm.DisplayName != "交班提醒" {
+		if tm, _ := c.store.Templates().TemplateByName(ctx, "shift-start"); tm.DisplayName != "交班提醒" {
 			t.Errorf("a refused edit changed the display name to %q", tm.DisplayName)
 		}
 
 		form.Set("display_name", "")
 		resp, body = op.post("/templates/shift-start/edit", form)
 		wantRedirect(t, "clear the display name", resp, body, "/templates")
-		if tm, _ := c.store.TemplateByName(ctx, "shift-start"); tm.DisplayName != "" {
+		if tm, _ := c.store.Templates().TemplateByName(ctx, "shift-start"); tm.DisplayName != "" {
 			t.Errorf("display name %q after clearing it", tm.DisplayName)
 		}
 	})
@@ -97,7 +97,7 @@ func TestTemplateDisplayName(t *testing.T) {
 		if e, _ := got["error"].(map[string]any); resp.StatusCode != http.StatusUnprocessableEntity || e["field"] != "display_name" {
 			t.Errorf("control character: %d %v, want 422 on display_name", resp.StatusCode, got)
 		}
-		if tm, _ := c.store.TemplateByName(ctx, "api-shift"); tm.DisplayName != "接口交班" {
+		if tm, _ := c.store.Templates().TemplateByName(ctx, "api-shift"); tm.DisplayName != "接口交班" {
 			t.Errorf("a refused update changed the display name to %q", tm.DisplayName)
 		}
 	})

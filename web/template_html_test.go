@@ -23,7 +23,7 @@ func TestTemplateHTMLVersion(t *testing.T) {
 	wantContains(t, "preview", preview, `id="preview-html"`, "&lt;p&gt;Audit: &lt;b&gt;&amp;lt;vault&amp;gt;&lt;/b&gt;&lt;/p&gt;")
 	resp, body := op.post("/templates", form)
 	wantRedirect(t, "create", resp, body, "/templates")
-	tm, err := c.store.TemplateByName(ctx, "vault-audit")
+	tm, err := c.store.Templates().TemplateByName(ctx, "vault-audit")
 	if err != nil || tm.HTML != "<p>Audit: <b>{{.task}}</b></p>" {
 		t.Fatalf("stored %+v, %v", tm, err)
 	}

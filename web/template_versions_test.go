@@ -90,7 +90,7 @@ func TestTemplateVersionsConsole(t *testing.T) {
 	wantContains(t, "rollback to an unknown version", body, "there is no version 99 (the latest is 4)")
 	resp, body = op.post("/templates/task-overdue/rollback", url.Values{"version": {"1"}, "waiting": {"keep"}})
 	wantRedirect(t, "rollback", resp, body, "/templates")
-	if tmpl, err := c.store.TemplateByName(ctx, "task-overdue"); err != nil || tmpl.Body != v1Body || tmpl.Version != 5 {
+	if tmpl, err := c.store.Templates().TemplateByName(ctx, "task-overdue"); err != nil || tmpl.Body != v1Body || tmpl.Version != 5 {
 		t.Errorf("after rollback: %+v, %v", tmpl, err)
 	}
 	if m := message(); m.Content != "Now: ledger" {

@@ -70,7 +70,7 @@ func TestTemplatesPage(t *testing.T) {
 		form.Set("body", "Start: {{.task}}")
 		resp, body = op.post("/templates", form)
 		wantRedirect(t, "create", resp, body, "/templates")
-		tm, err := c.store.TemplateByName(ctx, "shift-start")
+		tm, err := c.store.Templates().TemplateByName(ctx, "shift-start")
 		if err != nil || tm.Body != "Start: {{.task}}" || strings.Join(tm.Variables, ",") != "task" {
 			t.Fatalf("created %+v, %v", tm, err)
 		}
@@ -98,7 +98,7 @@ func TestTemplatesPage(t *testing.T) {
 			_, body = op.postHX("/templates/preview", form)
 			wantContains(t, "preview of "+tt.src, body, `id="preview-errors"`, strings.ToUpper(tt.field[:1])+tt.field[1:]+": ", tt.message)
 		}
-		if _, err := c.store.TemplateByName(ctx, "runaway"); err == nil {
+		if _, err := c.store.Templates().TemplateByName(ctx, "runaway"); err == nil {
 			t.Error("a refused template was saved")
 		}
 
@@ -112,10 +112,10 @@ func TestTemplatesPage(t *testing.T) {
 		resp, body := op.post("/templates/shift-start/edit", url.Values{"name": {"shift-begin"}, "msg_type": {"markdown"},
 			"variables": {"task"}, "body": {"**Start**: {{.task}}"}})
 		wantRedirect(t, "update", resp, body, "/templates")
-		if _, err := c.store.TemplateByName(ctx, "shift-start"); err == nil {
+		if _, err := c.store.Templates().TemplateByName(ctx, "shift-start"); err == nil {
 			t.Error("the old name still exists")
 		}
-		if tm, err := c.store.TemplateByName(ctx, "shift-begin"); err != nil || tm.MsgType != "markdown" {
+		if tm, err := c.store.Templates().TemplateByName(ctx, "shift-begin"); err != nil || tm.MsgType != "markdown" {
 			t.Fatalf("renamed %+v, %v", tm, err)
 		}
 		resp, body = op.post("/templates/nope/edit", url.Values{"name": {"nope"}, "msg_type": {"text"}, "body": {"x"}})
@@ -149,7 +149,7 @@ func TestTemplatesPage(t *testing.T) {
 	t.Run("delete", func(t *testing.T) {
 		resp, body := op.post("/templates/shift-begin/delete", nil)
 		wantRedirect(t, "delete", resp, body, "/templates")
-		if _, err := c.store.TemplateByName(ctx, "shift-begin"); err == nil {
+		if _, err := c.store.Templates().TemplateByName(ctx, "shift-begin"); err == nil {
 			t.Error("template still exists")
 		}
 		resp, body = op.post("/templates/shift-begin/delete", nil)

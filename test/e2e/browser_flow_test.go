@@ -10,7 +10,7 @@ import (
 
 	"herald/directory"
 	"herald/internal/testenv"
-	"herald/models"
+	"herald/templates"
 )
 
 // TestBrowserOperatorFlow drives what an operator does in Chromium: find a person by the
@@ -29,8 +29,8 @@ func TestBrowserOperatorFlow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := store.CreateTemplate(bg, &models.Template{Name: "vault-check", MsgType: "text", Subject: "Vault check for {{.recipient.name}}",
-		Body: "Dear {{.recipient.name}} of {{.recipient.branch}}: {{.task}}", Variables: models.StringList{"task"}}); err != nil {
+	if err := store.Templates().CreateTemplate(bg, &templates.Template{Name: "vault-check", MsgType: "text", Subject: "Vault check for {{.recipient.name}}",
+		Body: "Dear {{.recipient.name}} of {{.recipient.branch}}: {{.task}}", Variables: templates.StringList{"task"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := browserLogin(ctx, h.URL, "admin", testAdminPassword); err != nil {

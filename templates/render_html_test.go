@@ -1,4 +1,4 @@
-package dispatch
+package templates
 
 import (
 	"context"
@@ -7,15 +7,14 @@ import (
 
 	"herald/directory"
 	"herald/kernel"
-	"herald/models"
 )
 
 // The HTML alternative renders with the same variables as the text, escaped: a value
 // shows as text and cannot add markup; a bad HTML template is refused naming html.
 func TestRenderHTML(t *testing.T) {
 	t.Parallel()
-	tmpl := &models.Template{Name: "overdue", MsgType: "text", Body: "Overdue: {{.task}}",
-		HTML: `<p>Overdue: <b>{{.task}}</b> for {{.recipient.name}}</p>`, Variables: models.StringList{"task"}}
+	tmpl := &Template{Name: "overdue", MsgType: "text", Body: "Overdue: {{.task}}",
+		HTML: `<p>Overdue: <b>{{.task}}</b> for {{.recipient.name}}</p>`, Variables: StringList{"task"}}
 	c, err := CompileTemplate(tmpl)
 	if err != nil {
 		t.Fatal(err)
@@ -30,12 +29,12 @@ func TestRenderHTML(t *testing.T) {
 	if err != nil || body != "Overdue: <b>" {
 		t.Errorf("the text is not escaped: %q, %v", body, err)
 	}
-	plain, _ := CompileTemplate(&models.Template{Name: "plain", MsgType: "text", Body: "hi"})
+	plain, _ := CompileTemplate(&Template{Name: "plain", MsgType: "text", Body: "hi"})
 	if html, err := plain.RenderHTML(context.Background(), "email", nil, &directory.Recipient{}); html != "" || err != nil || plain.HasHTML() {
 		t.Errorf("a template without HTML rendered %q, %v", html, err)
 	}
 	for _, bad := range []string{`<p>{{.missing}}</p>`, `<p>{{if}}</p>`} {
-		_, err := CompileTemplate(&models.Template{Name: "bad", MsgType: "text", Body: "x", HTML: bad})
+		_, err := CompileTemplate(&Template{Name: "bad", MsgType: "text", Body: "x", HTML: bad})
 		if fe, ok := err.(*kernel.FieldError); !ok || fe.Field != "html" {
 			t.Errorf("HTML %q: %v, want an error naming html", bad, err)
 		}
@@ -47,9 +46,9 @@ func TestRenderHTML(t *testing.T) {
 // an attribute cannot close its quotes.
 func TestRenderHTMLEscapesByContext(t *testing.T) {
 	t.Parallel()
-	tmpl := &models.Template{Name: "linked", MsgType: "text", Body: "See {{.link}}",
+	tmpl := &Template{Name: "linked", MsgType: "text", Body: "See {{.link}}",
 		HTML:      `<a href="{{.link}}">open</a> <img alt={{.note}} src="x.png"> <span title="{{.note}}">{{.note}}</span>`,
-		Variables: models.StringList{"link", "note"}}
+		Variables: StringList{"link", "note"}}
 	c, err := CompileTemplate(tmpl)
 	if err != nil {
 		t.Fatal(err)

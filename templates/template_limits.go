@@ -1,4 +1,4 @@
-package dispatch
+package templates
 
 import (
 	"bytes"

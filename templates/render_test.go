@@ -1,42 +1,38 @@
-package dispatch
+package templates
 
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"herald/directory"
-	"herald/internal/testenv"
 	"herald/kernel"
-	"herald/models"
-	"herald/sending"
 )
 
 func TestCompileTemplate(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name  string
-		tmpl  models.Template
+		tmpl  Template
 		field string // "" means valid
 	}{
-		{"valid", models.Template{Name: "ok", MsgType: "text", Body: "Overdue: {{.task}}", Variables: models.StringList{"task"}}, ""},
-		{"recipient fields are built in", models.Template{Name: "ok", MsgType: "markdown", Body: "Hi {{.recipient.name}}", Variables: nil}, ""},
-		{"functions", models.Template{Name: "ok", MsgType: "text", Body: `{{upper .a}} {{default "none" .b}}`, Variables: models.StringList{"a", "b"}}, ""},
-		{"undeclared variable", models.Template{Name: "x", MsgType: "text", Body: "{{.task}}"}, "body"},
-		{"syntax error", models.Template{Name: "x", MsgType: "text", Body: "{{.task", Variables: models.StringList{"task"}}, "body"},
-		{"unknown function", models.Template{Name: "x", MsgType: "text", Body: `{{exec "rm"}}`}, "body"},
-		{"bad msg type", models.Template{Name: "x", MsgType: "html", Body: "hi"}, "msg_type"},
-		{"bad variable name", models.Template{Name: "x", MsgType: "text", Body: "hi", Variables: models.StringList{"a-b"}}, "variables"},
-		{"duplicate variable", models.Template{Name: "x", MsgType: "text", Body: "hi", Variables: models.StringList{"a", "a"}}, "variables"},
-		{"empty body", models.Template{Name: "x", MsgType: "text", Body: "  "}, "body"},
-		{"subject uses undeclared", models.Template{Name: "x", MsgType: "text", Subject: "{{.s}}", Body: "hi"}, "subject"},
-		{"NUL in the body", models.Template{Name: "x", MsgType: "text", Body: "hi\x00"}, "body"},
-		{"newline in the subject", models.Template{Name: "x", MsgType: "text", Subject: "a\nb", Body: "hi"}, "subject"},
-		{"lines in the body", models.Template{Name: "ok", MsgType: "text", Body: "line one\r\n\tline two"}, ""},
+		{"valid", Template{Name: "ok", MsgType: "text", Body: "Overdue: {{.task}}", Variables: StringList{"task"}}, ""},
+		{"recipient fields are built in", Template{Name: "ok", MsgType: "markdown", Body: "Hi {{.recipient.name}}", Variables: nil}, ""},
+		{"functions", Template{Name: "ok", MsgType: "text", Body: `{{upper .a}} {{default "none" .b}}`, Variables: StringList{"a", "b"}}, ""},
+		{"undeclared variable", Template{Name: "x", MsgType: "text", Body: "{{.task}}"}, "body"},
+		{"syntax error", Template{Name: "x", MsgType: "text", Body: "{{.task", Variables: StringList{"task"}}, "body"},
+		{"unknown function", Template{Name: "x", MsgType: "text", Body: `{{exec "rm"}}`}, "body"},
+		{"bad msg type", Template{Name: "x", MsgType: "html", Body: "hi"}, "msg_type"},
+		{"bad variable name", Template{Name: "x", MsgType: "text", Body: "hi", Variables: StringList{"a-b"}}, "variables"},
+		{"duplicate variable", Template{Name: "x", MsgType: "text", Body: "hi", Variables: StringList{"a", "a"}}, "variables"},
+		{"empty body", Template{Name: "x", MsgType: "text", Body: "  "}, "body"},
+		{"subject uses undeclared", Template{Name: "x", MsgType: "text", Subject: "{{.s}}", Body: "hi"}, "subject"},
+		{"NUL in the body", Template{Name: "x", MsgType: "text", Body: "hi\x00"}, "body"},
+		{"newline in the subject", Template{Name: "x", MsgType: "text", Subject: "a\nb", Body: "hi"}, "subject"},
+		{"lines in the body", Template{Name: "ok", MsgType: "text", Body: "line one\r\n\tline two"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,8 +52,8 @@ func TestCompileTemplate(t *testing.T) {
 
 func TestRenderNeverSaysNoValue(t *testing.T) {
 	t.Parallel()
-	c, err := CompileTemplate(&models.Template{Name: "t", MsgType: "text", Subject: "About {{.task}}",
-		Body: "Dear {{.recipient.name}}, {{.task}} is overdue", Variables: models.StringList{"task"}})
+	c, err := CompileTemplate(&Template{Name: "t", MsgType: "text", Subject: "About {{.task}}",
+		Body: "Dear {{.recipient.name}}, {{.task}} is overdue", Variables: StringList{"task"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +106,7 @@ func TestCompileTemplateRefusesRunaways(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := CompileTemplate(&models.Template{Name: "x", MsgType: "text", Subject: tt.subject, Body: tt.body, Variables: models.StringList{"t"}})
+			_, err := CompileTemplate(&Template{Name: "x", MsgType: "text", Subject: tt.subject, Body: tt.body, Variables: StringList{"t"}})
 			var fe *kernel.FieldError
 			if !errors.As(err, &fe) || fe.Field != tt.field || !strings.Contains(fe.Message, tt.message) {
 				t.Errorf("error %v, want a FieldError on %s saying %q", err, tt.field, tt.message)
@@ -119,7 +115,7 @@ func TestCompileTemplateRefusesRunaways(t *testing.T) {
 	}
 
 	for _, body := range []string{`{{printf "%d%%" 50}}`, `{{printf "%-100s|%.2f|%[1]q" .t 1.5}}`, `{{printf "%5.1f" 2.25}} {{print .t 1}} {{html .t}}`} {
-		if _, err := CompileTemplate(&models.Template{Name: "ok", MsgType: "text", Body: body, Variables: models.StringList{"t"}}); err != nil {
+		if _, err := CompileTemplate(&Template{Name: "ok", MsgType: "text", Body: body, Variables: StringList{"t"}}); err != nil {
 			t.Errorf("%s: %v, want it accepted", body, err)
 		}
 	}
@@ -129,7 +125,7 @@ func TestCompileTemplateRefusesRunaways(t *testing.T) {
 // the checks at intake were missing too: it tests the render's own limits.
 func planted(t *testing.T, body string) *Compiled {
 	t.Helper()
-	c := &Compiled{tmpl: &models.Template{Name: "planted", MsgType: "text"}}
+	c := &Compiled{tmpl: &Template{Name: "planted", MsgType: "text"}}
 	var err error
 	if c.subject, err = c.parse("subject", ""); err != nil {
 		t.Fatal(err)
@@ -211,9 +207,9 @@ func TestRenderStopsAtTheDeadline(t *testing.T) {
 // text and functions included, rendering exactly as before.
 func TestRenderKeepsNormalTemplatesExact(t *testing.T) {
 	t.Parallel()
-	c, err := CompileTemplate(&models.Template{Name: "overdue", MsgType: "markdown", Subject: "【{{.system}}】任务逾期",
+	c, err := CompileTemplate(&Template{Name: "overdue", MsgType: "markdown", Subject: "【{{.system}}】任务逾期",
 		Body:      "{{.recipient.name}}，您好：\n任务“{{.task}}”已逾期 {{.days}} 天，请于今日处理。{{if .note}}\n备注：{{.note}}{{end}}\n编号 {{upper .code}} {{printf \"%-6s|%5.1f\" .code 2.25}}",
-		Variables: models.StringList{"system", "task", "days", "note", "code"}})
+		Variables: StringList{"system", "task", "days", "note", "code"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,57 +228,13 @@ func TestRenderKeepsNormalTemplatesExact(t *testing.T) {
 // any function works on it.
 func TestCheckVariablesRefusesHugeValues(t *testing.T) {
 	t.Parallel()
-	c, err := CompileTemplate(&models.Template{Name: "t", MsgType: "text", Body: "{{.task}}", Variables: models.StringList{"task"}})
+	c, err := CompileTemplate(&Template{Name: "t", MsgType: "text", Body: "{{.task}}", Variables: StringList{"task"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = c.CheckVariables(map[string]string{"task": strings.Repeat("x", maxTextLen+1)})
+	err = c.CheckVariables(map[string]string{"task": strings.Repeat("x", MaxTextLen+1)})
 	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "variables.task" {
 		t.Errorf("error %v, want a FieldError on variables.task", err)
-	}
-}
-
-// TestIntakeRefusesPlantedTemplates: a template stored without Herald's checks (written
-// to the database directly) is checked again at every intake, and its render is held to
-// the account's platform cap.
-func TestIntakeRefusesPlantedTemplates(t *testing.T) {
-	t.Parallel()
-	store := testenv.Store(t)
-	ctx := context.Background()
-	d, err := NewDispatcher(Config{Store: store, Enqueuer: testenv.Enqueuer(t), Location: time.UTC, Log: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Directory().CreateRecipient(ctx, &directory.Recipient{ExternalID: "E1", Name: "Li Wei", OrgType: directory.Branch,
-		WecomUserid: "liwei", Active: true}); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Sending().CreateAccount(ctx, &sending.Account{Name: "wc", Platform: "wecom", Enabled: true, Healthy: true,
-		Config: map[string]string{"corp_id": "c", "agent_id": "1", "secret": "s"}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, tm := range []models.Template{
-		{Name: "runaway", MsgType: "text", Body: `{{range 20}}{{printf "%999999d" 0}}{{end}}`},
-		{Name: "echo", MsgType: "text", Body: "{{.t}}{{.t}}{{.t}}", Variables: models.StringList{"t"}},
-	} {
-		if err := store.CreateTemplate(ctx, &tm); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tests := []struct {
-		template string
-		vars     map[string]string
-		message  string
-	}{
-		{"runaway", nil, "template runaway is broken: body: line 1:8: range is not allowed"},
-		{"echo", map[string]string{"t": strings.Repeat("x", 1000)}, "for Li Wei (E1): body: renders more than 2048 bytes; wecom accepts 2048"},
-	}
-	for _, tt := range tests {
-		_, err := d.Plan(ctx, Request{Source: "api", Account: "wc", Recipients: []string{"E1"}, Template: tt.template, Variables: tt.vars})
-		var fe *kernel.FieldError
-		if !errors.As(err, &fe) || fe.Field != "template" || !strings.HasPrefix(fe.Message, tt.message) {
-			t.Errorf("intake with template %s: %v, want a FieldError on template starting %q", tt.template, err, tt.message)
-		}
 	}
 }

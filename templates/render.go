@@ -1,4 +1,4 @@
-package dispatch
+package templates
 
 import (
 	"context"
@@ -18,7 +18,6 @@ import (
 	"herald/directory"
 	"herald/i18n"
 	"herald/kernel"
-	"herald/models"
 )
 
 var variableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -29,14 +28,14 @@ const recipientVar = "recipient"
 // Compiled is a parsed template ready to render per recipient. It renders one message at
 // a time: its functions charge the render in progress.
 type Compiled struct {
-	tmpl    *models.Template
+	tmpl    *Template
 	subject *template.Template
 	body    *template.Template
 	// html is the HTML alternative (nil without one), parsed with html/template: every
 	// value is escaped for where it lands (text, attribute, URL, script), so a variable
 	// cannot add markup, an event handler or a javascript: link.
 	html     *htmltemplate.Template
-	declared []models.TemplateVariable
+	declared []TemplateVariable
 
 	mu      sync.Mutex
 	running *budget // the render in progress, under mu
@@ -47,7 +46,7 @@ type Compiled struct {
 // not use what checkConstructs refuses, and rendering with sample values must work
 // within the largest platform's cap. Errors are *kernel.FieldError naming "name",
 // "msg_type", "variables", "subject" or "body".
-func CompileTemplate(t *models.Template) (*Compiled, error) {
+func CompileTemplate(t *Template) (*Compiled, error) {
 	if !variableName.MatchString(strings.ReplaceAll(t.Name, "-", "_")) {
 		return nil, kernel.Invalid("name", "compose.render.name")
 	}
@@ -159,12 +158,12 @@ func (c *Compiled) CheckVariables(vars map[string]string) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		if !slices.ContainsFunc(c.declared, func(v models.TemplateVariable) bool { return v.Name == k }) {
+		if !slices.ContainsFunc(c.declared, func(v TemplateVariable) bool { return v.Name == k }) {
 			return kernel.Invalid("variables."+k, "compose.render.variable_undeclared", "Template", c.tmpl.Name)
 		}
 		// A value no message could hold is no use, and every function given it pays for its size.
-		if len(vars[k]) > maxTextLen {
-			return kernel.Invalid("variables."+k, "compose.check.max_bytes", "Max", maxTextLen)
+		if len(vars[k]) > MaxTextLen {
+			return kernel.Invalid("variables."+k, "compose.check.max_bytes", "Max", MaxTextLen)
 		}
 	}
 	return nil
@@ -203,6 +202,9 @@ func (c *Compiled) data(vars map[string]string, p *directory.Recipient) map[stri
 	}
 	return data
 }
+
+// Template is the template c was compiled from.
+func (c *Compiled) Template() *Template { return c.tmpl }
 
 // HasHTML reports whether the template has an HTML alternative.
 func (c *Compiled) HasHTML() bool { return c.html != nil }
@@ -313,10 +315,10 @@ type keyedError interface {
 	Msg() i18n.Msg
 }
 
-// checkSize refuses content a platform would not accept, counted as the platform
+// CheckSize refuses content a platform would not accept, counted as the platform
 // counts it (channels.Cap, bytes or characters) and as the adapter sends it (WeCom
 // puts the title into the text; see channels.CountedContent).
-func checkSize(field, platform, who string, m channels.Message) error {
+func CheckSize(field, platform, who string, m channels.Message) error {
 	if !utf8.ValidString(m.Content) {
 		return kernel.Invalid(field, "compose.render.utf8")
 	}
@@ -326,3 +328,7 @@ func checkSize(field, platform, who string, m channels.Message) error {
 	}
 	return nil
 }
+
+// MaxTextLen is the most bytes a request's text, or a template variable's value, may
+// hold: more than any platform takes.
+const MaxTextLen = 64 << 10

@@ -1,4 +1,4 @@
-package dispatch
+package templates
 
 import (
 	"context"
@@ -11,14 +11,13 @@ import (
 	"herald/directory"
 	"herald/i18n"
 	"herald/kernel"
-	"herald/models"
 )
 
 // A render is held to the platform's cap as the platform counts it: Chinese text that
 // reaches the cap exactly renders, one character more is refused whole (never cut), and
 // the refusal reads in both languages.
 func TestRenderCapWithChineseText(t *testing.T) {
-	c, err := CompileTemplate(&models.Template{Name: "notice", MsgType: "text", Body: "{{.t}}", Variables: models.StringList{"t"}})
+	c, err := CompileTemplate(&Template{Name: "notice", MsgType: "text", Body: "{{.t}}", Variables: StringList{"t"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +55,7 @@ func TestRenderCapWithChineseText(t *testing.T) {
 func TestTemplateLimitMessagesInChinese(t *testing.T) {
 	t.Parallel()
 	for _, body := range []string{`{{range 3}}x{{end}}`, `{{template "x"}}`, `{{printf "%999d" 1}}`, `{{printf "%.*d" 1 2}}`} {
-		_, err := CompileTemplate(&models.Template{Name: "bad", MsgType: "text", Body: body})
+		_, err := CompileTemplate(&Template{Name: "bad", MsgType: "text", Body: body})
 		fe := limitFailure(t, err)
 		if fe == nil {
 			continue
