@@ -151,7 +151,7 @@ func (s *Store) ResealCallbackSecrets(ctx context.Context) error {
 // callback (or is gone).
 func (s *Store) CallbackTargetOf(ctx context.Context, keyID int64) (*CallbackTarget, error) {
 	var k APIKey
-	if err := s.reader(ctx).First(&k, keyID).Error; err != nil {
+	if err := s.k.Reader(ctx).First(&k, keyID).Error; err != nil {
 		return nil, fmt.Errorf("models: api key %d: %w", keyID, kernel.NotFound(err))
 	}
 	if k.CallbackURL == "" || k.CallbackSecretEnc == nil {

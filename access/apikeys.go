@@ -179,7 +179,7 @@ func (s *Store) CreateCallbackAPIKey(ctx context.Context, name, scopes, createdB
 	prefix := hex.EncodeToString(idBytes)
 	secret := apiKeyPrefix + prefix + "_" + hex.EncodeToString(secretBytes)
 	k := &APIKey{Name: name, Prefix: prefix, KeyHash: kernel.HashToken(secret), Scopes: norm, CreatedBy: createdBy, KeyLimits: limits}
-	err = s.tx(ctx, func(tx *gorm.DB) error {
+	err = s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(k).Error; err != nil {
 			return fmt.Errorf("models: create api key: %w", err)
 		}
@@ -216,7 +216,7 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, secret string) (*APIKey,
 		return nil, kernel.ErrNotFound
 	}
 	var k APIKey
-	if err := s.reader(ctx).Where("prefix = ?", prefix).First(&k).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("prefix = ?", prefix).First(&k).Error; err != nil {
 		return nil, kernel.NotFound(err)
 	}
 	if subtle.ConstantTimeCompare([]byte(k.KeyHash), []byte(kernel.HashToken(secret))) != 1 || k.RevokedAt != nil {
@@ -253,7 +253,7 @@ func (s *Store) ForgetAPIKeys() { s.forgetAPIKeys() }
 // APIKeys lists every key, newest first.
 func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 	var out []APIKey
-	if err := s.reader(ctx).Order("id DESC").Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Order("id DESC").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list api keys: %w", err)
 	}
 	return out, nil
@@ -263,7 +263,7 @@ func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 // none is, ErrAmbiguous when several are (revoke the ones no longer used).
 func (s *Store) LiveAPIKeyByName(ctx context.Context, name string) (*APIKey, error) {
 	var list []APIKey
-	if err := s.reader(ctx).Where("name = ? AND revoked_at IS NULL", name).Limit(2).Find(&list).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("name = ? AND revoked_at IS NULL", name).Limit(2).Find(&list).Error; err != nil {
 		return nil, fmt.Errorf("models: api key %q: %w", name, err)
 	}
 	switch len(list) {

@@ -10,7 +10,7 @@ import (
 // APIKeyByID returns one API key (its hash, never a secret).
 func (s *Store) APIKeyByID(ctx context.Context, id int64) (*APIKey, error) {
 	var k APIKey
-	if err := s.reader(ctx).First(&k, id).Error; err != nil {
+	if err := s.k.Reader(ctx).First(&k, id).Error; err != nil {
 		return nil, fmt.Errorf("models: api key %d: %w", id, kernel.NotFound(err))
 	}
 	return &k, nil

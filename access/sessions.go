@@ -49,7 +49,7 @@ func (s *Store) SessionUser(ctx context.Context, token string, idle time.Duratio
 	}
 	var sess Session
 	now := kernel.Now()
-	err := s.reader(ctx).Where("id = ? AND expires_at > ? AND last_seen_at > ?", kernel.HashToken(token), now, now.Add(-idle)).
+	err := s.k.Reader(ctx).Where("id = ? AND expires_at > ? AND last_seen_at > ?", kernel.HashToken(token), now, now.Add(-idle)).
 		First(&sess).Error
 	if err != nil {
 		return nil, nil, kernel.NotFound(err)
@@ -73,7 +73,7 @@ func (s *Store) SessionUser(ctx context.Context, token string, idle time.Duratio
 func (s *Store) UserSessions(ctx context.Context, userID int64, idle time.Duration) ([]Session, error) {
 	var out []Session
 	now := kernel.Now()
-	err := s.reader(ctx).Where("user_id = ? AND expires_at > ? AND last_seen_at > ?", userID, now, now.Add(-idle)).
+	err := s.k.Reader(ctx).Where("user_id = ? AND expires_at > ? AND last_seen_at > ?", userID, now, now.Add(-idle)).
 		Order("last_seen_at DESC").Order("created_at DESC").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: sessions of user %d: %w", userID, err)

@@ -6,8 +6,6 @@ package access
 import (
 	"context"
 
-	"gorm.io/gorm"
-
 	"herald/audit"
 	"herald/kernel"
 )
@@ -40,9 +38,3 @@ func (s *Store) InTx(ctx context.Context, fn func(tx *Store) error) error {
 // AuditLog is the audit log on the store's database, in its transaction when it is bound
 // to one.
 func (s *Store) AuditLog() *audit.Log { return audit.NewLog(s.k) }
-
-// reader is where a read outside a transaction runs.
-func (s *Store) reader(ctx context.Context) *gorm.DB { return s.k.Reader(ctx) }
-
-// tx runs fn in one transaction.
-func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error { return s.k.Tx(ctx, fn) }

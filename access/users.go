@@ -114,7 +114,7 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, role 
 // CountUsers reports how many console users exist.
 func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.reader(ctx).Model(&User{}).Count(&n).Error
+	err := s.k.Reader(ctx).Model(&User{}).Count(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("models: count users: %w", err)
 	}
@@ -124,7 +124,7 @@ func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 // UserByID returns one user.
 func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
 	var u User
-	if err := s.reader(ctx).First(&u, id).Error; err != nil {
+	if err := s.k.Reader(ctx).First(&u, id).Error; err != nil {
 		return nil, fmt.Errorf("models: user %d: %w", id, kernel.NotFound(err))
 	}
 	return &u, nil
@@ -161,7 +161,7 @@ func (s *Store) authenticate(ctx context.Context, username, password, ip string,
 	var u *User
 	if usernameRe.MatchString(username) {
 		var list []User
-		if err := s.reader(ctx).Where("username = ?", username).Limit(1).Find(&list).Error; err != nil {
+		if err := s.k.Reader(ctx).Where("username = ?", username).Limit(1).Find(&list).Error; err != nil {
 			return nil, fmt.Errorf("models: authenticate %s: %w", username, err)
 		}
 		if len(list) == 1 && list[0].Username == username {
@@ -251,7 +251,7 @@ func (s *Store) SetOwnPassword(ctx context.Context, u *User, next string) error 
 	if err != nil {
 		return fmt.Errorf("models: hash password: %w", err)
 	}
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&User{}).Where("id = ? AND password_hash = ?", u.ID, u.PasswordHash).
 			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": kernel.Now()})
 		if res.Error != nil {

@@ -15,7 +15,7 @@ import (
 // Users lists every console user by username.
 func (s *Store) Users(ctx context.Context) ([]User, error) {
 	var out []User
-	if err := s.reader(ctx).Order("username").Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Order("username").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list users: %w", err)
 	}
 	return out, nil
@@ -25,7 +25,7 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 func (s *Store) UserByUsername(ctx context.Context, username string) (*User, error) {
 	username = NormalizeUsername(username)
 	var u User
-	if err := s.reader(ctx).Where("username = ?", username).First(&u).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("username = ?", username).First(&u).Error; err != nil {
 		return nil, fmt.Errorf("models: user %q: %w", username, kernel.NotFound(err))
 	}
 	return &u, nil
@@ -65,7 +65,7 @@ func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) erro
 // SetUserDisabled disables or enables a user. Disabling also revokes every session of
 // the user in the same transaction, so nobody stays signed in as them.
 func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&User{}).Where("id = ?", id).Updates(map[string]any{"disabled": disabled, "updated_at": kernel.Now()})
 		if res.Error != nil {
 			return fmt.Errorf("models: disable user %d: %w", id, res.Error)
@@ -97,7 +97,7 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password string) er
 	if err != nil {
 		return fmt.Errorf("models: hash password: %w", err)
 	}
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		err := tx.Model(&User{}).Where("id = ?", id).
 			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": kernel.Now(), "updated_at": kernel.Now()}).Error
 		if err != nil {
@@ -113,7 +113,7 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password string) er
 // SessionCount reports how many live sessions a user has.
 func (s *Store) SessionCount(ctx context.Context, userID int64) (int64, error) {
 	var n int64
-	err := s.reader(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, kernel.Now()).Count(&n).Error
+	err := s.k.Reader(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, kernel.Now()).Count(&n).Error
 	if err != nil {
 		return 0, fmt.Errorf("models: count sessions of user %d: %w", userID, err)
 	}

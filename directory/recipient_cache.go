@@ -52,7 +52,7 @@ func countRecipientChange(tx *gorm.DB) error {
 // recipientsVersion reads the recipients' counter.
 func (s *Store) recipientsVersion(ctx context.Context) (int64, error) {
 	var c kernel.ChangeCounter
-	if err := s.reader(ctx).Where("name = ?", recipientsCounter).Limit(1).Find(&c).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("name = ?", recipientsCounter).Limit(1).Find(&c).Error; err != nil {
 		return 0, fmt.Errorf("models: read recipients' counter: %w", err)
 	}
 	return c.Version, nil
@@ -62,7 +62,7 @@ func (s *Store) recipientsVersion(ctx context.Context) (int64, error) {
 // counts the change, then drops what this store's cache holds: after an error too, as a
 // commit that failed to answer may still have been made.
 func (s *Store) changeRecipients(ctx context.Context, fn func(tx *gorm.DB) error) error {
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -204,7 +204,7 @@ func (s *Store) fillRecipientCache(ctx context.Context) {
 	read := c.now()
 	c.mu.Unlock()
 	var all []Recipient
-	if err := s.reader(ctx).Order("id").Limit(recipientCacheSize + 1).Find(&all).Error; err != nil {
+	if err := s.k.Reader(ctx).Order("id").Limit(recipientCacheSize + 1).Find(&all).Error; err != nil {
 		return
 	}
 	c.mu.Lock()

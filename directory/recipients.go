@@ -92,7 +92,7 @@ func (s *Store) CreateRecipient(ctx context.Context, r *Recipient) error {
 // ActiveRecipients lists active recipients by name, at most limit of them.
 func (s *Store) ActiveRecipients(ctx context.Context, limit int) ([]Recipient, error) {
 	var out []Recipient
-	err := s.reader(ctx).Where("active = ?", true).Order("name, id").Limit(limit).Find(&out).Error
+	err := s.k.Reader(ctx).Where("active = ?", true).Order("name, id").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: list recipients: %w", err)
 	}
@@ -105,7 +105,7 @@ func (s *Store) RecipientsByIDs(ctx context.Context, ids []int64) ([]Recipient, 
 	if len(ids) == 0 {
 		return out, nil
 	}
-	if err := s.reader(ctx).Where("id IN ?", ids).Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("id IN ?", ids).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: recipients by id: %w", err)
 	}
 	return out, nil
@@ -117,7 +117,7 @@ func (s *Store) RecipientsByExternalIDs(ctx context.Context, ids []string) ([]Re
 	if len(ids) == 0 {
 		return out, nil
 	}
-	if err := s.reader(ctx).Where("external_id IN ?", ids).Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("external_id IN ?", ids).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: recipients by external id: %w", err)
 	}
 	return out, nil
@@ -126,7 +126,7 @@ func (s *Store) RecipientsByExternalIDs(ctx context.Context, ids []string) ([]Re
 // CountRecipients reports how many recipients exist.
 func (s *Store) CountRecipients(ctx context.Context) (int64, error) {
 	var n int64
-	if err := s.reader(ctx).Model(&Recipient{}).Count(&n).Error; err != nil {
+	if err := s.k.Reader(ctx).Model(&Recipient{}).Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("models: count recipients: %w", err)
 	}
 	return n, nil
@@ -253,7 +253,7 @@ func (s *Store) ListRecipients(ctx context.Context, f RecipientFilter) ([]Recipi
 
 // listRecipients is ListRecipients without the query.
 func (s *Store) listRecipients(ctx context.Context, f RecipientFilter) ([]Recipient, error) {
-	q := s.reader(ctx).Model(&Recipient{})
+	q := s.k.Reader(ctx).Model(&Recipient{})
 	if f.OrgType != "" {
 		q = q.Where("org_type = ?", f.OrgType)
 	}

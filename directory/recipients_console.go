@@ -12,7 +12,7 @@ import (
 // RecipientByExternalID returns one recipient by the id business systems use.
 func (s *Store) RecipientByExternalID(ctx context.Context, externalID string) (*Recipient, error) {
 	var r Recipient
-	if err := s.reader(ctx).Where("external_id = ?", externalID).First(&r).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("external_id = ?", externalID).First(&r).Error; err != nil {
 		return nil, fmt.Errorf("models: recipient %s: %w", externalID, kernel.NotFound(err))
 	}
 	return &r, nil
@@ -51,7 +51,7 @@ func (s *Store) SetRecipientActive(ctx context.Context, externalID string, activ
 // Branches lists the distinct branch names recipients have, for filters.
 func (s *Store) Branches(ctx context.Context) ([]string, error) {
 	var out []string
-	err := s.reader(ctx).Model(&Recipient{}).Where("branch <> ''").Distinct("branch").Order("branch").Pluck("branch", &out).Error
+	err := s.k.Reader(ctx).Model(&Recipient{}).Where("branch <> ''").Distinct("branch").Order("branch").Pluck("branch", &out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: list branches: %w", err)
 	}
@@ -62,7 +62,7 @@ func (s *Store) Branches(ctx context.Context) ([]string, error) {
 // departments on the compose form.
 func (s *Store) Departments(ctx context.Context) ([]string, error) {
 	var out []string
-	err := s.reader(ctx).Model(&Recipient{}).Where("active = ? AND department <> ''", true).
+	err := s.k.Reader(ctx).Model(&Recipient{}).Where("active = ? AND department <> ''", true).
 		Distinct("department").Order("department").Pluck("department", &out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: list departments: %w", err)
@@ -74,7 +74,7 @@ func (s *Store) Departments(ctx context.Context) ([]string, error) {
 // branches on the compose form.
 func (s *Store) ActiveBranches(ctx context.Context) ([]string, error) {
 	var out []string
-	err := s.reader(ctx).Model(&Recipient{}).Where("active = ? AND branch <> ''", true).
+	err := s.k.Reader(ctx).Model(&Recipient{}).Where("active = ? AND branch <> ''", true).
 		Distinct("branch").Order("branch").Pluck("branch", &out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: list active branches: %w", err)
@@ -89,7 +89,7 @@ func (s *Store) ActiveRecipientsIn(ctx context.Context, departments, branches []
 	if len(departments) == 0 && len(branches) == 0 {
 		return out, nil
 	}
-	q := s.reader(ctx).Where("active = ?", true)
+	q := s.k.Reader(ctx).Where("active = ?", true)
 	switch {
 	case len(departments) > 0 && len(branches) > 0:
 		q = q.Where("department IN ? OR branch IN ?", departments, branches)
@@ -112,7 +112,7 @@ func (s *Store) RecipientNames(ctx context.Context, externalIDs []string) (map[s
 		return out, nil
 	}
 	var rows []Recipient
-	if err := s.reader(ctx).Select("external_id, name").Where("external_id IN ?", externalIDs).Find(&rows).Error; err != nil {
+	if err := s.k.Reader(ctx).Select("external_id, name").Where("external_id IN ?", externalIDs).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("models: recipient names: %w", err)
 	}
 	for _, r := range rows {
@@ -125,7 +125,7 @@ func (s *Store) RecipientNames(ctx context.Context, externalIDs []string) (map[s
 // the people a duty roster can hold.
 func (s *Store) HeadOfficeStaff(ctx context.Context, limit int) ([]Recipient, error) {
 	var out []Recipient
-	err := s.reader(ctx).Where("org_type = ? AND active = ?", HeadOffice, true).
+	err := s.k.Reader(ctx).Where("org_type = ? AND active = ?", HeadOffice, true).
 		Order("name, id").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: head-office staff: %w", err)

@@ -5,10 +5,6 @@
 package directory
 
 import (
-	"context"
-
-	"gorm.io/gorm"
-
 	"herald/kernel"
 )
 
@@ -31,9 +27,3 @@ func (s *Store) On(tx *kernel.DB) *Store {
 	bound.k = tx
 	return &bound
 }
-
-// reader is where a read outside a transaction runs.
-func (s *Store) reader(ctx context.Context) *gorm.DB { return s.k.Reader(ctx) }
-
-// tx runs fn in one transaction.
-func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error { return s.k.Tx(ctx, fn) }

@@ -110,7 +110,7 @@ func (s *Store) CreateAccount(ctx context.Context, a *Account) error {
 	if a.MaxAttempts == 0 {
 		a.MaxAttempts = DefaultMaxAttempts
 	}
-	err := s.tx(ctx, func(tx *gorm.DB) error { return s.insertAccount(tx, a) })
+	err := s.k.Tx(ctx, func(tx *gorm.DB) error { return s.insertAccount(tx, a) })
 	if err != nil {
 		a.ID = 0 // rolled back: the id the insert returned does not exist
 	}
@@ -140,7 +140,7 @@ func (s *Store) insertAccount(tx *gorm.DB, a *Account) error {
 // AccountByID returns an account with its credentials opened.
 func (s *Store) AccountByID(ctx context.Context, id int64) (*Account, error) {
 	var a Account
-	if err := s.reader(ctx).First(&a, id).Error; err != nil {
+	if err := s.k.Reader(ctx).First(&a, id).Error; err != nil {
 		return nil, fmt.Errorf("models: account %d: %w", id, kernel.NotFound(err))
 	}
 	if err := s.openConfig(&a); err != nil {
@@ -153,7 +153,7 @@ func (s *Store) AccountByID(ctx context.Context, id int64) (*Account, error) {
 // marked Unreadable).
 func (s *Store) EnabledAccounts(ctx context.Context) ([]Account, error) {
 	var out []Account
-	if err := s.reader(ctx).Where("enabled = ?", true).Order("name").Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("enabled = ?", true).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list accounts: %w", err)
 	}
 	for i := range out {
@@ -168,7 +168,7 @@ func (s *Store) EnabledAccounts(ctx context.Context) ([]Account, error) {
 // when no key opens them.
 func (s *Store) AccountByName(ctx context.Context, name string) (*Account, error) {
 	var a Account
-	if err := s.reader(ctx).Where("name = ?", name).First(&a).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("name = ?", name).First(&a).Error; err != nil {
 		return nil, fmt.Errorf("models: account %s: %w", name, kernel.NotFound(err))
 	}
 	if err := s.openOrFlag(&a); err != nil {
@@ -180,7 +180,7 @@ func (s *Store) AccountByName(ctx context.Context, name string) (*Account, error
 // DefaultAccount returns the default account of a platform.
 func (s *Store) DefaultAccount(ctx context.Context, platform string) (*Account, error) {
 	var a Account
-	err := s.reader(ctx).Where("platform = ? AND is_default = ?", platform, true).Order("id").First(&a).Error
+	err := s.k.Reader(ctx).Where("platform = ? AND is_default = ?", platform, true).Order("id").First(&a).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: default account of %s: %w", platform, kernel.NotFound(err))
 	}
@@ -225,7 +225,7 @@ func limitInvalid(err error) error {
 // Unreadable).
 func (s *Store) Accounts(ctx context.Context) ([]Account, error) {
 	var out []Account
-	if err := s.reader(ctx).Order("name").Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list accounts: %w", err)
 	}
 	for i := range out {
@@ -243,7 +243,7 @@ func (s *Store) Accounts(ctx context.Context) ([]Account, error) {
 // its platform's default, any other default of the platform stops being one.
 func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
 	read, created := a.ConfigEnc, a.ID == 0
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if a.IsDefault {
 			err := tx.Model(&Account{}).Where("platform = ? AND is_default = ? AND id <> ?", a.Platform, true, a.ID).
 				Update("is_default", false).Error
@@ -337,7 +337,7 @@ func (s *Store) ResealAccounts(ctx context.Context) (int, error) {
 // UnreadableAccounts names the accounts whose credentials no key opens, by name.
 func (s *Store) UnreadableAccounts(ctx context.Context) ([]string, error) {
 	var rows []Account
-	if err := s.reader(ctx).Select("id", "name", "config_enc", "seal_version").Order("name").Find(&rows).Error; err != nil {
+	if err := s.k.Reader(ctx).Select("id", "name", "config_enc", "seal_version").Order("name").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("models: list accounts: %w", err)
 	}
 	var names []string
@@ -356,7 +356,7 @@ var ErrInUse = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code
 
 // DeleteAccount removes an account that has no undelivered messages.
 func (s *Store) DeleteAccount(ctx context.Context, id int64) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		var n int64
 		err := tx.Table("messages").Where("account_id = ? AND status IN ?", id,
 			[]delivery.Status{delivery.Pending, delivery.Held, delivery.Sending, delivery.Failed}).Count(&n).Error

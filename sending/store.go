@@ -5,10 +5,6 @@
 package sending
 
 import (
-	"context"
-
-	"gorm.io/gorm"
-
 	"herald/kernel"
 )
 
@@ -23,9 +19,3 @@ func NewStore(k *kernel.DB) *Store { return &Store{k: k} }
 
 // On is the store on tx, the database bound to a transaction (kernel.DB.InTx).
 func (s *Store) On(tx *kernel.DB) *Store { return &Store{k: tx} }
-
-// reader is where a read outside a transaction runs.
-func (s *Store) reader(ctx context.Context) *gorm.DB { return s.k.Reader(ctx) }
-
-// tx runs fn in one transaction.
-func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error { return s.k.Tx(ctx, fn) }

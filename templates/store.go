@@ -4,10 +4,6 @@
 package templates
 
 import (
-	"context"
-
-	"gorm.io/gorm"
-
 	"herald/kernel"
 )
 
@@ -22,6 +18,3 @@ func NewStore(k *kernel.DB) *Store { return &Store{k: k} }
 
 // On is the store on tx, the database bound to a transaction (kernel.DB.InTx).
 func (s *Store) On(tx *kernel.DB) *Store { return &Store{k: tx} }
-
-// reader is where a read outside a transaction runs.
-func (s *Store) reader(ctx context.Context) *gorm.DB { return s.k.Reader(ctx) }

@@ -72,7 +72,7 @@ func (s *Store) AddTemplateVersion(ctx context.Context, t *Template, actor strin
 // TemplateVersions lists a template's versions, newest first.
 func (s *Store) TemplateVersions(ctx context.Context, templateID int64) ([]TemplateVersion, error) {
 	var out []TemplateVersion
-	if err := s.reader(ctx).Where("template_id = ?", templateID).Order("number DESC").Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("template_id = ?", templateID).Order("number DESC").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: versions of template %d: %w", templateID, err)
 	}
 	return out, nil
@@ -81,7 +81,7 @@ func (s *Store) TemplateVersions(ctx context.Context, templateID int64) ([]Templ
 // TemplateVersionOf returns version n of a template; ErrNotFound when it has none.
 func (s *Store) TemplateVersionOf(ctx context.Context, templateID int64, n int) (*TemplateVersion, error) {
 	var v TemplateVersion
-	if err := s.reader(ctx).Where("template_id = ? AND number = ?", templateID, n).First(&v).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("template_id = ? AND number = ?", templateID, n).First(&v).Error; err != nil {
 		return nil, fmt.Errorf("models: version %d of template %d: %w", n, templateID, kernel.NotFound(err))
 	}
 	return &v, nil

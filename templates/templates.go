@@ -124,7 +124,7 @@ func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
 // TemplateByName returns one template.
 func (s *Store) TemplateByName(ctx context.Context, name string) (*Template, error) {
 	var t Template
-	if err := s.reader(ctx).Where("name = ?", name).First(&t).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("name = ?", name).First(&t).Error; err != nil {
 		return nil, fmt.Errorf("models: template %s: %w", name, kernel.NotFound(err))
 	}
 	return &t, nil
@@ -133,7 +133,7 @@ func (s *Store) TemplateByName(ctx context.Context, name string) (*Template, err
 // Templates lists every template by name.
 func (s *Store) Templates(ctx context.Context) ([]Template, error) {
 	var out []Template
-	if err := s.reader(ctx).Order("name").Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: list templates: %w", err)
 	}
 	return out, nil
@@ -170,7 +170,7 @@ func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
 // TemplateByID returns a template by id.
 func (s *Store) TemplateByID(ctx context.Context, id int64) (*Template, error) {
 	var t Template
-	if err := s.reader(ctx).First(&t, id).Error; err != nil {
+	if err := s.k.Reader(ctx).First(&t, id).Error; err != nil {
 		return nil, fmt.Errorf("models: template %d: %w", id, kernel.NotFound(err))
 	}
 	return &t, nil
