@@ -176,6 +176,7 @@ var domains = map[string][]string{
 	"herald/directory": nil,
 	"herald/sending":   nil,
 	"herald/templates": {"herald/directory"},
+	"herald/duty":      {"herald/directory"},
 }
 
 // foundation is what every domain may build on.

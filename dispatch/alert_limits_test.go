@@ -13,6 +13,7 @@ import (
 	"herald/audit"
 	"herald/directory"
 	"herald/dispatch"
+	"herald/duty"
 	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
@@ -127,8 +128,8 @@ func TestAlertPolicyOverApprovalThreshold(t *testing.T) {
 func TestRotationUsedByPolicy(t *testing.T) {
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	spec := models.RotationSpec{Name: "night", Members: []string{"E1001", "E1002"}, Start: "2026-09-01", TurnDays: 1, Covers: models.CoversEveryDay}
-	if _, err := f.d.CreateRotation(ctx, f.by, spec); err != nil {
+	spec := duty.RotationSpec{Name: "night", Members: []string{"E1001", "E1002"}, Start: "2026-09-01", TurnDays: 1, Covers: duty.CoversEveryDay}
+	if _, err := f.d.Duty().CreateRotation(ctx, f.by, spec); err != nil {
 		t.Fatal(err)
 	}
 	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1004", "rotation:night+1"}, Wait: "10m"}}})
@@ -137,26 +138,26 @@ func TestRotationUsedByPolicy(t *testing.T) {
 	renamed := spec
 	renamed.Name = "nights"
 	for name, try := range map[string]func() error{
-		"delete": func() error { return f.d.DeleteRotation(ctx, f.by, "night") },
-		"rename": func() error { _, err := f.d.UpdateRotation(ctx, f.by, "night", renamed); return err },
+		"delete": func() error { return f.d.Duty().DeleteRotation(ctx, f.by, "night") },
+		"rename": func() error { _, err := f.d.Duty().UpdateRotation(ctx, f.by, "night", renamed); return err },
 	} {
 		err := try()
 		got, ok := errors.AsType[*kernel.DomainError](err)
-		if !errors.Is(err, dispatch.ErrRotationInUse) || !ok || !cmp.Equal(want, got.Args) {
-			t.Errorf("%s: got %v, want dispatch.ErrRotationInUse with %v", name, err, want)
+		if !errors.Is(err, duty.ErrRotationInUse) || !ok || !cmp.Equal(want, got.Args) {
+			t.Errorf("%s: got %v, want duty.ErrRotationInUse with %v", name, err, want)
 		}
 	}
-	if _, err := f.store.RotationByName(ctx, "night"); err != nil {
+	if _, err := f.store.Duty().RotationByName(ctx, "night"); err != nil {
 		t.Errorf("the rotation is gone after refusals: %v", err)
 	}
 	spec.TurnDays = 2
-	if _, err := f.d.UpdateRotation(ctx, f.by, "night", spec); err != nil {
+	if _, err := f.d.Duty().UpdateRotation(ctx, f.by, "night", spec); err != nil {
 		t.Errorf("a change that keeps the name: %v", err)
 	}
 	if _, err := f.d.UpdatePolicy(ctx, f.by, "core", models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1004"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.DeleteRotation(ctx, f.by, "night"); err != nil {
+	if err := f.d.Duty().DeleteRotation(ctx, f.by, "night"); err != nil {
 		t.Errorf("delete once no policy names it: %v", err)
 	}
 }
@@ -170,8 +171,8 @@ func TestUnroutedAlertRaisesTheAlarm(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	dispatch.SetAckObserver(f.d, tasks.NewAlertMetrics(reg, f.store))
 	// Mondays only: nobody's turn on the fixture's Wednesday.
-	if _, err := f.d.CreateRotation(ctx, f.by, models.RotationSpec{Name: "monday", Members: []string{"E1001"}, Start: "2026-09-07",
-		TurnDays: 1, Covers: models.CoversWeekdays, Weekdays: []int{1}}); err != nil {
+	if _, err := f.d.Duty().CreateRotation(ctx, f.by, duty.RotationSpec{Name: "monday", Members: []string{"E1001"}, Start: "2026-09-07",
+		TurnDays: 1, Covers: duty.CoversWeekdays, Weekdays: []int{1}}); err != nil {
 		t.Fatal(err)
 	}
 	f.policy(t, models.EscalationPolicy{Name: "mondays", Repeat: 1, Steps: []models.PolicyStep{{Targets: []string{"rotation:monday"}, Wait: "10m"}}})

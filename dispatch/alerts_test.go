@@ -15,6 +15,7 @@ import (
 
 	"herald/audit"
 	"herald/dispatch"
+	"herald/duty"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
@@ -287,16 +288,16 @@ func TestStepTargets(t *testing.T) {
 	f := newAlertFixture(t)
 	ctx := context.Background()
 	wednesday := 3
-	for _, h := range []models.Holiday{
-		{Date: "2026-10-01", Kind: models.HolidayOff, Name: "国庆"},
-		{Date: "2026-10-10", Kind: models.HolidayWorkday, AsWeekday: &wednesday, Name: "调休"},
+	for _, h := range []duty.Holiday{
+		{Date: "2026-10-01", Kind: duty.HolidayOff, Name: "国庆"},
+		{Date: "2026-10-10", Kind: duty.HolidayWorkday, AsWeekday: &wednesday, Name: "调休"},
 	} {
-		if err := f.store.SetHoliday(ctx, &h); err != nil {
+		if err := f.store.Duty().SetHoliday(ctx, &h); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.d.CreateRotation(ctx, f.by, models.RotationSpec{Name: "night", Members: []string{"E1001", "E1002", "E1003"},
-		Start: "2026-09-01", TurnDays: 1, Covers: models.CoversWorkdays}); err != nil {
+	if _, err := f.d.Duty().CreateRotation(ctx, f.by, duty.RotationSpec{Name: "night", Members: []string{"E1001", "E1002", "E1003"},
+		Start: "2026-09-01", TurnDays: 1, Covers: duty.CoversWorkdays}); err != nil {
 		t.Fatal(err)
 	}
 	f.policy(t, models.EscalationPolicy{Name: "all", Steps: []models.PolicyStep{

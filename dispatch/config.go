@@ -8,6 +8,7 @@ import (
 	"herald/access"
 	"herald/channels"
 	"herald/directory"
+	"herald/duty"
 	"herald/models"
 	"herald/sending"
 	"herald/tasks"
@@ -70,7 +71,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	if d.log == nil {
 		d.log = slog.Default()
 	}
-	d.intake = d
+	d.intake, d.rotationUsers = d, d
 	return d, nil
 }
 
@@ -79,7 +80,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 // audited alike. loc is HERALD_TIMEZONE; nil means UTC.
 func NewStoreOnly(store *models.Store, loc *time.Location) *Dispatcher {
 	d := &Dispatcher{store: store, loc: loc, log: slog.Default()}
-	d.intake = d
+	d.intake, d.rotationUsers = d, d
 	return d
 }
 
@@ -102,4 +103,10 @@ func (d *Dispatcher) Directory() *directory.Service { return directory.NewServic
 // Sending is the sending accounts' service.
 func (d *Dispatcher) Sending() *sending.Service {
 	return sending.NewService(d.store.Sending(), d.accounts)
+}
+
+// Duty is the duty service; the dispatcher names the policies that target a rotation
+// (PoliciesNaming).
+func (d *Dispatcher) Duty() *duty.Service {
+	return duty.NewService(d.store.Duty(), d.loc, d.clock, d.log, d.rotationUsers)
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"herald/channels"
+	"herald/duty"
 	"herald/models"
 	"herald/sending"
 )
@@ -29,7 +30,7 @@ func (d *Dispatcher) skipSentToday(ctx context.Context, res *Result, acct *sendi
 	if !channels.OncePerDay(acct.Platform) || len(res.Messages) == 0 {
 		return nil
 	}
-	day, _ := DateOf(sendAt, d.location())
+	day, _ := duty.DateOf(sendAt, d.location())
 	keys := make([]models.DailyContentKey, 0, len(res.Messages))
 	for _, m := range res.Messages {
 		keys = append(keys, dailyKey(&m))

@@ -21,6 +21,7 @@ import (
 	"herald/audit"
 	"herald/channels"
 	"herald/directory"
+	"herald/duty"
 	"herald/internal/batch"
 	"herald/kernel"
 	"herald/models"
@@ -55,6 +56,8 @@ type Dispatcher struct {
 	ackObserver func(time.Duration)
 	// ackLinks opens the acknowledgment links (ackpage.go); nil: none opens.
 	ackLinks *AckLinks
+	// rotationUsers names the policies that target a rotation: the dispatcher itself.
+	rotationUsers duty.RotationUsers
 	// intake plans the notices of escalation steps and acknowledgments: the
 	// dispatcher itself, seen through what escalation needs of it.
 	intake planner
@@ -221,7 +224,7 @@ type Result struct {
 	Names    map[int64]string
 	Skipped  models.Reasons
 	Rejected models.Reasons
-	Roster   *Roster
+	Roster   *duty.Roster
 	// Alert is the alert the batch opened (a request with Ack).
 	Alert *models.Alert
 	// chain is the fallback chain the messages carry.
@@ -441,7 +444,7 @@ type audience struct {
 	rejected  models.Reasons
 	requested int
 	// roster is the duty roster of the delivery date, when anyone may need it.
-	roster *Roster
+	roster *duty.Roster
 }
 
 // audience resolves the request's people and, when a head-office person is among them or
@@ -462,7 +465,7 @@ func (d *Dispatcher) audience(ctx context.Context, req Request, sendAt time.Time
 		if req.DutyDate != nil {
 			dutyAt = *req.DutyDate
 		}
-		if a.roster, err = d.RosterOn(ctx, dutyAt); err != nil {
+		if a.roster, err = d.Duty().RosterOn(ctx, dutyAt); err != nil {
 			return a, err
 		}
 	}
@@ -760,7 +763,7 @@ func (d *Dispatcher) resolve(ctx context.Context, req Request) (people []directo
 }
 
 // addOnDuty adds everyone on the roster who is not named already.
-func (d *Dispatcher) addOnDuty(ctx context.Context, people []directory.Recipient, roster *Roster) ([]directory.Recipient, error) {
+func (d *Dispatcher) addOnDuty(ctx context.Context, people []directory.Recipient, roster *duty.Roster) ([]directory.Recipient, error) {
 	named := make(map[int64]bool, len(people))
 	for _, p := range people {
 		named[p.ID] = true

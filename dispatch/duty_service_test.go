@@ -10,6 +10,7 @@ import (
 
 	"herald/audit"
 	"herald/dispatch"
+	"herald/duty"
 	"herald/kernel"
 	"herald/models"
 	"herald/templates"
@@ -71,8 +72,8 @@ func TestWeeklyRosterService(t *testing.T) {
 	t.Parallel()
 	f := newWriteFixture(t)
 	ctx := context.Background()
-	week := func() models.Week {
-		w, err := f.store.DutyWeek(ctx)
+	week := func() duty.Week {
+		w, err := f.store.Duty().DutyWeek(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +94,7 @@ func TestWeeklyRosterService(t *testing.T) {
 		{"branch staff", 2, "E2001", "recipient"},
 	} {
 		t.Run("add: "+tc.name, func(t *testing.T) {
-			_, err := f.d.AddDutySlot(ctx, f.by, tc.weekday, tc.recipient)
+			_, err := f.d.Duty().AddDutySlot(ctx, f.by, tc.weekday, tc.recipient)
 			f.refused(t, err, tc.field, "duty.slot.add", 0)
 		})
 	}
@@ -107,7 +108,7 @@ func TestWeeklyRosterService(t *testing.T) {
 		{"unknown person", 1, "E9999", "recipient"},
 	} {
 		t.Run("remove: "+tc.name, func(t *testing.T) {
-			f.refused(t, f.d.RemoveDutySlot(ctx, f.by, tc.weekday, tc.recipient), tc.field, "duty.slot.remove", 0)
+			f.refused(t, f.d.Duty().RemoveDutySlot(ctx, f.by, tc.weekday, tc.recipient), tc.field, "duty.slot.remove", 0)
 		})
 	}
 	for _, tc := range []struct {
@@ -120,14 +121,14 @@ func TestWeeklyRosterService(t *testing.T) {
 		{"unknown second person", map[int][]string{2: {"E1001", "nope"}}, "2[1]"},
 	} {
 		t.Run("replace: "+tc.name, func(t *testing.T) {
-			f.refused(t, f.d.ReplaceDutyWeek(ctx, f.by, tc.week), tc.field, "duty.week.replace", 0)
+			f.refused(t, f.d.Duty().ReplaceDutyWeek(ctx, f.by, tc.week), tc.field, "duty.week.replace", 0)
 		})
 	}
 	if got := week(); !mapsEqual(got, start) {
 		t.Fatalf("refused changes changed the week: %v, was %v", got, start)
 	}
 
-	p, err := f.d.AddDutySlot(ctx, f.by, 2, "E1003")
+	p, err := f.d.Duty().AddDutySlot(ctx, f.by, 2, "E1003")
 	if err != nil || p.ExternalID != "E1003" {
 		t.Fatalf("add: %+v, %v", p, err)
 	}
@@ -137,7 +138,7 @@ func TestWeeklyRosterService(t *testing.T) {
 	if p := f.lastEntry(t, "duty.slot.add", 0); p["weekday"] != "2" || p["recipient"] != "E1003" || p["name"] == "" {
 		t.Errorf("add entry %v", p)
 	}
-	if err := f.d.RemoveDutySlot(ctx, f.by, 2, "E1003"); err != nil {
+	if err := f.d.Duty().RemoveDutySlot(ctx, f.by, 2, "E1003"); err != nil {
 		t.Fatal(err)
 	}
 	if slices.Contains(week()[2], f.id(t, "E1003")) {
@@ -147,7 +148,7 @@ func TestWeeklyRosterService(t *testing.T) {
 		t.Errorf("remove entry %v", p)
 	}
 
-	if err := f.d.ReplaceDutyWeek(ctx, f.by, map[int][]string{1: {"E1003"}, 6: {"E1004", "E1004"}}); err != nil {
+	if err := f.d.Duty().ReplaceDutyWeek(ctx, f.by, map[int][]string{1: {"E1003"}, 6: {"E1004", "E1004"}}); err != nil {
 		t.Fatal(err)
 	}
 	if got := week(); len(got) != 2 || !slices.Equal(got[1], []int64{f.id(t, "E1003")}) || len(got[6]) != 1 {
@@ -159,7 +160,7 @@ func TestWeeklyRosterService(t *testing.T) {
 	}
 }
 
-func mapsEqual(a, b models.Week) bool {
+func mapsEqual(a, b duty.Week) bool {
 	if len(a) != len(b) {
 		return false
 	}
@@ -175,34 +176,34 @@ func TestOverrideService(t *testing.T) {
 	t.Parallel()
 	f := newWriteFixture(t)
 	ctx := context.Background()
-	overrides := func() []models.DutyOverride {
-		list, err := f.store.OverridesBetween(ctx, "2000-01-01", "2100-01-01")
+	overrides := func() []duty.DutyOverride {
+		list, err := f.store.Duty().OverridesBetween(ctx, "2000-01-01", "2100-01-01")
 		if err != nil {
 			t.Fatal(err)
 		}
 		return list
 	}
-	good := dispatch.Override{Date: "2026-11-25", Recipient: "E1003", Action: models.OverrideAdd, Note: "cover"}
-	with := func(change func(o *dispatch.Override)) dispatch.Override {
+	good := duty.Override{Date: "2026-11-25", Recipient: "E1003", Action: duty.OverrideAdd, Note: "cover"}
+	with := func(change func(o *duty.Override)) duty.Override {
 		o := good
 		change(&o)
 		return o
 	}
 	for _, tc := range []struct {
 		name  string
-		o     dispatch.Override
+		o     duty.Override
 		field string
 	}{
-		{"not a date", with(func(o *dispatch.Override) { o.Date = "2026-13-01" }), "date"},
-		{"yesterday", with(func(o *dispatch.Override) { o.Date = "2026-11-24" }), "date"},
-		{"nobody", with(func(o *dispatch.Override) { o.Recipient = "" }), "recipient"},
-		{"unknown person", with(func(o *dispatch.Override) { o.Recipient = "E9999" }), "recipient"},
-		{"branch staff", with(func(o *dispatch.Override) { o.Recipient = "E2001" }), "recipient"},
-		{"bad action", with(func(o *dispatch.Override) { o.Action = "swap" }), "action"},
-		{"long note", with(func(o *dispatch.Override) { o.Note = strings.Repeat("长", 256) }), "note"},
+		{"not a date", with(func(o *duty.Override) { o.Date = "2026-13-01" }), "date"},
+		{"yesterday", with(func(o *duty.Override) { o.Date = "2026-11-24" }), "date"},
+		{"nobody", with(func(o *duty.Override) { o.Recipient = "" }), "recipient"},
+		{"unknown person", with(func(o *duty.Override) { o.Recipient = "E9999" }), "recipient"},
+		{"branch staff", with(func(o *duty.Override) { o.Recipient = "E2001" }), "recipient"},
+		{"bad action", with(func(o *duty.Override) { o.Action = "swap" }), "action"},
+		{"long note", with(func(o *duty.Override) { o.Note = strings.Repeat("长", 256) }), "note"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.d.SetOverride(ctx, f.by, tc.o)
+			_, err := f.d.Duty().SetOverride(ctx, f.by, tc.o)
 			f.refused(t, err, tc.field, "duty.override.set", 0)
 			if list := overrides(); len(list) != 0 {
 				t.Errorf("a refused override was saved: %+v", list)
@@ -210,41 +211,41 @@ func TestOverrideService(t *testing.T) {
 		})
 	}
 	var fe *kernel.FieldError
-	if _, err := f.d.SetOverride(ctx, f.by, with(func(o *dispatch.Override) { o.Date = "2026-11-24" })); errors.As(err, &fe) {
+	if _, err := f.d.Duty().SetOverride(ctx, f.by, with(func(o *duty.Override) { o.Date = "2026-11-24" })); errors.As(err, &fe) {
 		if msg := fe.Text("zh-CN"); !strings.Contains(msg, "早于今天（2026-11-25）") {
 			t.Errorf("the past date's message in Chinese: %q", msg)
 		}
 	}
 
 	// Today is allowed; a second override of the same person and date replaces the first.
-	if _, err := f.d.SetOverride(ctx, f.by, good); err != nil {
+	if _, err := f.d.Duty().SetOverride(ctx, f.by, good); err != nil {
 		t.Fatal(err)
 	}
 	if p := f.lastEntry(t, "duty.override.set", 0); p["date"] != "2026-11-25" || p["action"] != "add" || p["recipient"] != "E1003" || p["note"] != "cover" || p["before"] != "" {
 		t.Errorf("entry %v", p)
 	}
-	if _, err := f.d.SetOverride(ctx, f.by, with(func(o *dispatch.Override) { o.Action = models.OverrideRemove })); err != nil {
+	if _, err := f.d.Duty().SetOverride(ctx, f.by, with(func(o *duty.Override) { o.Action = duty.OverrideRemove })); err != nil {
 		t.Fatal(err)
 	}
-	if list := overrides(); len(list) != 1 || list[0].Action != models.OverrideRemove || list[0].RecipientID != f.id(t, "E1003") {
+	if list := overrides(); len(list) != 1 || list[0].Action != duty.OverrideRemove || list[0].RecipientID != f.id(t, "E1003") {
 		t.Fatalf("overrides %+v", list)
 	}
 	if p := f.lastEntry(t, "duty.override.set", 1); p["action"] != "remove" || p["before"] != "add" {
 		t.Errorf("replacing entry %v", p)
 	}
 
-	if _, err := f.d.DeleteOverride(ctx, f.by, "tomorrow", "E1003"); !errors.As(err, &fe) || fe.Field != "date" {
+	if _, err := f.d.Duty().DeleteOverride(ctx, f.by, "tomorrow", "E1003"); !errors.As(err, &fe) || fe.Field != "date" {
 		t.Errorf("delete with a bad date: %v", err)
 	}
 	for _, who := range []string{"E9999", "E1001"} {
-		if _, err := f.d.DeleteOverride(ctx, f.by, "2026-11-25", who); !errors.Is(err, kernel.ErrNotFound) {
+		if _, err := f.d.Duty().DeleteOverride(ctx, f.by, "2026-11-25", who); !errors.Is(err, kernel.ErrNotFound) {
 			t.Errorf("delete the override %s has not: %v", who, err)
 		}
 	}
 	if n := auditCount(t, f.store, "duty.override.delete"); n != 0 {
 		t.Errorf("refused deletes wrote %d entries", n)
 	}
-	if _, err := f.d.DeleteOverride(ctx, f.by, "2026-11-25", "E1003"); err != nil {
+	if _, err := f.d.Duty().DeleteOverride(ctx, f.by, "2026-11-25", "E1003"); err != nil {
 		t.Fatal(err)
 	}
 	if list := overrides(); len(list) != 0 {
@@ -259,8 +260,8 @@ func TestHolidayService(t *testing.T) {
 	t.Parallel()
 	f := newWriteFixture(t)
 	ctx := context.Background()
-	holidays := func() []models.Holiday {
-		list, err := f.store.HolidaysBetween(ctx, "2000-01-01", "2100-01-01")
+	holidays := func() []duty.Holiday {
+		list, err := f.store.Duty().HolidaysBetween(ctx, "2000-01-01", "2100-01-01")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,69 +270,69 @@ func TestHolidayService(t *testing.T) {
 	five := 5
 	for _, tc := range []struct {
 		name  string
-		hd    models.Holiday
+		hd    duty.Holiday
 		field string
 	}{
-		{"not a date", models.Holiday{Date: "2027-02-30", Kind: models.HolidayOff}, "date"},
-		{"bad kind", models.Holiday{Date: "2027-01-01", Kind: "holiday"}, "kind"},
-		{"workday without weekday", models.Holiday{Date: "2027-01-01", Kind: models.HolidayWorkday}, "as_weekday"},
-		{"long name", models.Holiday{Date: "2027-01-01", Kind: models.HolidayOff, Name: strings.Repeat("节", 101)}, "name"},
+		{"not a date", duty.Holiday{Date: "2027-02-30", Kind: duty.HolidayOff}, "date"},
+		{"bad kind", duty.Holiday{Date: "2027-01-01", Kind: "holiday"}, "kind"},
+		{"workday without weekday", duty.Holiday{Date: "2027-01-01", Kind: duty.HolidayWorkday}, "as_weekday"},
+		{"long name", duty.Holiday{Date: "2027-01-01", Kind: duty.HolidayOff, Name: strings.Repeat("节", 101)}, "name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f.refused(t, f.d.SetHoliday(ctx, f.by, tc.hd), tc.field, "duty.holiday.set", 0)
+			f.refused(t, f.d.Duty().SetHoliday(ctx, f.by, tc.hd), tc.field, "duty.holiday.set", 0)
 		})
 	}
 	for _, tc := range []struct {
 		name  string
-		list  []models.Holiday
+		list  []duty.Holiday
 		field string
 	}{
-		{"second entry bad", []models.Holiday{{Date: "2027-01-01", Kind: models.HolidayOff}, {Date: "2027-01-02", Kind: "maybe"}}, "[1].kind"},
-		{"too many", make([]models.Holiday, models.MaxHolidays+1), "holidays"},
+		{"second entry bad", []duty.Holiday{{Date: "2027-01-01", Kind: duty.HolidayOff}, {Date: "2027-01-02", Kind: "maybe"}}, "[1].kind"},
+		{"too many", make([]duty.Holiday, duty.MaxHolidays+1), "holidays"},
 	} {
 		t.Run("set: "+tc.name, func(t *testing.T) {
-			f.refused(t, f.d.SetHolidays(ctx, f.by, tc.list), tc.field, "duty.holidays.set", 0)
+			f.refused(t, f.d.Duty().SetHolidays(ctx, f.by, tc.list), tc.field, "duty.holidays.set", 0)
 		})
 	}
 	if list := holidays(); len(list) != 0 {
 		t.Fatalf("refused changes saved %+v", list)
 	}
 
-	if err := f.d.SetHoliday(ctx, f.by, models.Holiday{Date: "2027-01-01", Kind: models.HolidayOff, Name: "元旦"}); err != nil {
+	if err := f.d.Duty().SetHoliday(ctx, f.by, duty.Holiday{Date: "2027-01-01", Kind: duty.HolidayOff, Name: "元旦"}); err != nil {
 		t.Fatal(err)
 	}
 	if p := f.lastEntry(t, "duty.holiday.set", 0); p["date"] != "2027-01-01" || p["kind"] != "off" || p["name"] != "元旦" || p["before_kind"] != "" {
 		t.Errorf("entry %v", p)
 	}
-	if err := f.d.SetHoliday(ctx, f.by, models.Holiday{Date: "2027-01-01", Kind: models.HolidayWorkday, AsWeekday: &five}); err != nil {
+	if err := f.d.Duty().SetHoliday(ctx, f.by, duty.Holiday{Date: "2027-01-01", Kind: duty.HolidayWorkday, AsWeekday: &five}); err != nil {
 		t.Fatal(err)
 	}
 	if p := f.lastEntry(t, "duty.holiday.set", 1); p["kind"] != "workday" || p["as_weekday"] != "5" || p["before_kind"] != "off" || p["before_name"] != "元旦" {
 		t.Errorf("replacing entry %v", p)
 	}
-	if list := holidays(); len(list) != 1 || list[0].Kind != models.HolidayWorkday {
+	if list := holidays(); len(list) != 1 || list[0].Kind != duty.HolidayWorkday {
 		t.Fatalf("holidays %+v", list)
 	}
 
-	if err := f.d.DeleteHoliday(ctx, f.by, "2027-01-02"); !errors.Is(err, kernel.ErrNotFound) {
+	if err := f.d.Duty().DeleteHoliday(ctx, f.by, "2027-01-02"); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("deleting a date without an entry: %v", err)
 	}
-	if err := f.d.DeleteHoliday(ctx, f.by, "2027-01-01"); err != nil {
+	if err := f.d.Duty().DeleteHoliday(ctx, f.by, "2027-01-01"); err != nil {
 		t.Fatal(err)
 	}
 	if p := f.lastEntry(t, "duty.holiday.delete", 0); p["date"] != "2027-01-01" || p["kind"] != "workday" || p["as_weekday"] != "5" {
 		t.Errorf("delete entry %v", p)
 	}
 
-	list := []models.Holiday{{Date: "2027-10-01", Kind: models.HolidayOff, Name: "国庆节"}, {Date: "2027-09-26", Kind: models.HolidayWorkday, AsWeekday: &five}}
-	if err := f.d.SetHolidays(ctx, f.by, list); err != nil {
+	list := []duty.Holiday{{Date: "2027-10-01", Kind: duty.HolidayOff, Name: "国庆节"}, {Date: "2027-09-26", Kind: duty.HolidayWorkday, AsWeekday: &five}}
+	if err := f.d.Duty().SetHolidays(ctx, f.by, list); err != nil {
 		t.Fatal(err)
 	}
 	if p := f.lastEntry(t, "duty.holidays.set", 0); p["count"] != "2" || p["new"] != "2" || p["changed"] != "0" || p["from"] != "2027-09-26" || p["to"] != "2027-10-01" {
 		t.Errorf("set entry %v", p)
 	}
 	list[0].Name = "National Day"
-	if err := f.d.ImportHolidays(ctx, f.by, list, dispatch.HolidaysFromNational); err != nil {
+	if err := f.d.Duty().ImportHolidays(ctx, f.by, list, duty.HolidaysFromNational); err != nil {
 		t.Fatal(err)
 	}
 	if p := f.lastEntry(t, "duty.holidays.import", 0); p["count"] != "2" || p["new"] != "0" || p["changed"] != "1" || p["source"] != "national" {
@@ -347,54 +348,54 @@ func TestSwapService(t *testing.T) {
 	f := newWriteFixture(t)
 	ctx := context.Background()
 	// Monday 2026-11-30: E1001, E1002; Wednesday 2026-12-02: E1003, E1004.
-	good := dispatch.Swap{A: "E1001", ADate: "2026-11-30", B: "E1003", BDate: "2026-12-02", Note: "dentist"}
-	with := func(change func(s *dispatch.Swap)) dispatch.Swap {
+	good := duty.Swap{A: "E1001", ADate: "2026-11-30", B: "E1003", BDate: "2026-12-02", Note: "dentist"}
+	with := func(change func(s *duty.Swap)) duty.Swap {
 		s := good
 		change(&s)
 		return s
 	}
 	for _, tc := range []struct {
 		name  string
-		s     dispatch.Swap
+		s     duty.Swap
 		field string
 	}{
-		{"nobody", with(func(s *dispatch.Swap) { s.A = "" }), "a"},
-		{"branch staff", with(func(s *dispatch.Swap) { s.B = "E2001" }), "b"},
-		{"same person", with(func(s *dispatch.Swap) { s.B = "E1001" }), "b"},
-		{"same date", with(func(s *dispatch.Swap) { s.BDate = s.ADate }), "b_date"},
-		{"not a date", with(func(s *dispatch.Swap) { s.ADate = "next monday" }), "a_date"},
-		{"a past date", with(func(s *dispatch.Swap) { s.ADate = "2026-11-23" }), "a_date"},
-		{"not on duty that day", with(func(s *dispatch.Swap) { s.A = "E1004" }), "a_date"},
+		{"nobody", with(func(s *duty.Swap) { s.A = "" }), "a"},
+		{"branch staff", with(func(s *duty.Swap) { s.B = "E2001" }), "b"},
+		{"same person", with(func(s *duty.Swap) { s.B = "E1001" }), "b"},
+		{"same date", with(func(s *duty.Swap) { s.BDate = s.ADate }), "b_date"},
+		{"not a date", with(func(s *duty.Swap) { s.ADate = "next monday" }), "a_date"},
+		{"a past date", with(func(s *duty.Swap) { s.ADate = "2026-11-23" }), "a_date"},
+		{"not on duty that day", with(func(s *duty.Swap) { s.A = "E1004" }), "a_date"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := f.d.CreateSwap(ctx, f.by, tc.s)
+			_, _, err := f.d.Duty().CreateSwap(ctx, f.by, tc.s)
 			f.refused(t, err, tc.field, "duty.swap.create", 0)
 		})
 	}
-	if list, _ := f.store.OverridesBetween(ctx, "2000-01-01", "2100-01-01"); len(list) != 0 {
+	if list, _ := f.store.Duty().OverridesBetween(ctx, "2000-01-01", "2100-01-01"); len(list) != 0 {
 		t.Fatalf("refused swaps left overrides %+v", list)
 	}
 
-	sw, people, err := f.d.CreateSwap(ctx, f.by, good)
+	sw, people, err := f.d.Duty().CreateSwap(ctx, f.by, good)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if people[0].ExternalID != "E1001" || people[1].ExternalID != "E1003" || sw.CreatedBy != "ops1" {
 		t.Errorf("swap %+v of %s and %s", sw, people[0].ExternalID, people[1].ExternalID)
 	}
-	if list, _ := f.store.OverridesBetween(ctx, "2000-01-01", "2100-01-01"); len(list) != 4 {
+	if list, _ := f.store.Duty().OverridesBetween(ctx, "2000-01-01", "2100-01-01"); len(list) != 4 {
 		t.Errorf("the swap made %d overrides, want 4", len(list))
 	}
 	if p := f.lastEntry(t, "duty.swap.create", 0); p["a"] != "E1001" || p["a_date"] != "2026-11-30" || p["b"] != "E1003" || p["b_date"] != "2026-12-02" || p["note"] != "dentist" {
 		t.Errorf("create entry %v", p)
 	}
-	if _, _, err := f.d.DeleteSwap(ctx, f.by, sw.ID+100); !errors.Is(err, kernel.ErrNotFound) {
+	if _, _, err := f.d.Duty().DeleteSwap(ctx, f.by, sw.ID+100); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("deleting no swap: %v", err)
 	}
-	if _, _, err := f.d.DeleteSwap(ctx, f.by, sw.ID); err != nil {
+	if _, _, err := f.d.Duty().DeleteSwap(ctx, f.by, sw.ID); err != nil {
 		t.Fatal(err)
 	}
-	if list, _ := f.store.OverridesBetween(ctx, "2000-01-01", "2100-01-01"); len(list) != 0 {
+	if list, _ := f.store.Duty().OverridesBetween(ctx, "2000-01-01", "2100-01-01"); len(list) != 0 {
 		t.Errorf("overrides after undoing the swap: %+v", list)
 	}
 	if p := f.lastEntry(t, "duty.swap.delete", 0); p["a"] != "E1001" || p["b"] != "E1003" {
@@ -447,27 +448,27 @@ func TestDutyFeedService(t *testing.T) {
 	f := newWriteFixture(t)
 	ctx := context.Background()
 	var fe *kernel.FieldError
-	if _, err := f.d.RotateDutyFeed(ctx, f.by, f.id(t, "E2001")); !errors.As(err, &fe) || fe.Field != "recipient" {
+	if _, err := f.d.Duty().RotateDutyFeed(ctx, f.by, f.id(t, "E2001")); !errors.As(err, &fe) || fe.Field != "recipient" {
 		t.Errorf("a feed for branch staff: %v", err)
 	}
-	if _, err := f.d.RotateDutyFeed(ctx, f.by, 999999); !errors.Is(err, kernel.ErrNotFound) {
+	if _, err := f.d.Duty().RotateDutyFeed(ctx, f.by, 999999); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("a feed for nobody: %v", err)
 	}
-	if err := f.d.DeleteDutyFeed(ctx, f.by, f.id(t, "E1001")); !errors.Is(err, kernel.ErrNotFound) {
+	if err := f.d.Duty().DeleteDutyFeed(ctx, f.by, f.id(t, "E1001")); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("turning off a feed there is not: %v", err)
 	}
 	if n := auditCount(t, f.store, "duty.feed.rotate") + auditCount(t, f.store, "duty.feed.delete"); n != 0 {
 		t.Errorf("refused feed changes wrote %d entries", n)
 	}
-	if feeds, _ := f.store.DutyFeeds(ctx); len(feeds) != 0 {
+	if feeds, _ := f.store.Duty().DutyFeeds(ctx); len(feeds) != 0 {
 		t.Fatalf("refused changes left feeds %+v", feeds)
 	}
 
-	token, err := f.d.RotateDutyFeed(ctx, f.by, f.id(t, "E1001"))
+	token, err := f.d.Duty().RotateDutyFeed(ctx, f.by, f.id(t, "E1001"))
 	if err != nil || !strings.HasPrefix(token, "hf_") {
 		t.Fatalf("token %q, %v", token, err)
 	}
-	if p, err := f.store.DutyFeedOwner(ctx, token); err != nil || p.ExternalID != "E1001" {
+	if p, err := f.store.Duty().DutyFeedOwner(ctx, token); err != nil || p.ExternalID != "E1001" {
 		t.Errorf("the feed's owner: %+v, %v", p, err)
 	}
 	p := f.lastEntry(t, "duty.feed.rotate", 0)
@@ -479,10 +480,10 @@ func TestDutyFeedService(t *testing.T) {
 			t.Errorf("the audit entry holds the token: %v", p)
 		}
 	}
-	if err := f.d.DeleteDutyFeed(ctx, f.by, f.id(t, "E1001")); err != nil {
+	if err := f.d.Duty().DeleteDutyFeed(ctx, f.by, f.id(t, "E1001")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.DutyFeedOwner(ctx, token); !errors.Is(err, kernel.ErrNotFound) {
+	if _, err := f.store.Duty().DutyFeedOwner(ctx, token); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("the feed still works: %v", err)
 	}
 	if p := f.lastEntry(t, "duty.feed.delete", 0); p["recipient"] != "E1001" {

@@ -12,6 +12,7 @@ import (
 
 	"herald/directory"
 	"herald/dispatch"
+	"herald/duty"
 	"herald/internal/testenv"
 	"herald/models"
 	"herald/sending"
@@ -50,8 +51,8 @@ func newDutyFixture(t *testing.T) *dutyFixture {
 		f.ids[p.id] = r.ID
 	}
 	// Monday: H1, H2. Tuesday: H3. Wednesday: H4. Nobody on other days.
-	week := models.Week{1: {f.ids["H1"], f.ids["H2"]}, 2: {f.ids["H3"]}, 3: {f.ids["H4"]}}
-	if _, err := store.ReplaceDutyWeek(ctx, week); err != nil {
+	week := duty.Week{1: {f.ids["H1"], f.ids["H2"]}, 2: {f.ids["H3"]}, 3: {f.ids["H4"]}}
+	if _, err := store.Duty().ReplaceDutyWeek(ctx, week); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -59,7 +60,7 @@ func newDutyFixture(t *testing.T) *dutyFixture {
 
 func (f *dutyFixture) receives(t *testing.T, at time.Time) map[string]string {
 	t.Helper()
-	roster, err := f.d.RosterOn(context.Background(), at)
+	roster, err := f.d.Duty().RosterOn(context.Background(), at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +83,8 @@ func TestDutyRule(t *testing.T) {
 	tests := []struct {
 		name      string
 		at        string // an instant; its date in Asia/Shanghai is the delivery date
-		holidays  []models.Holiday
-		overrides []models.DutyOverride
+		holidays  []duty.Holiday
+		overrides []duty.DutyOverride
 		want      map[string]string
 		warns     bool
 	}{
@@ -100,36 +101,36 @@ func TestDutyRule(t *testing.T) {
 		{
 			name:     "a day off skips head office as a holiday, with no warning",
 			at:       "2026-11-23T09:00:00+08:00",
-			holidays: []models.Holiday{{Date: "2026-11-23", Kind: models.HolidayOff}},
+			holidays: []duty.Holiday{{Date: "2026-11-23", Kind: duty.HolidayOff}},
 			want:     map[string]string{"H1": "holiday", "H2": "holiday", "H3": "holiday", "H4": "holiday", "B1": "receives"},
 		},
 		{
 			name:     "a make-up workday with nobody on its roster is a missing schedule",
 			at:       "2026-11-28T09:00:00+08:00",
-			holidays: []models.Holiday{{Date: "2026-11-28", Kind: models.HolidayWorkday, AsWeekday: intPtr(6)}},
+			holidays: []duty.Holiday{{Date: "2026-11-28", Kind: duty.HolidayWorkday, AsWeekday: intPtr(6)}},
 			want:     map[string]string{"H1": "duty_not_configured", "H2": "duty_not_configured", "H3": "duty_not_configured", "H4": "duty_not_configured", "B1": "receives"},
 			warns:    true,
 		},
 		{
 			name:     "make-up workday uses the named weekday's roster",
 			at:       "2026-11-28T09:00:00+08:00",
-			holidays: []models.Holiday{{Date: "2026-11-28", Kind: models.HolidayWorkday, AsWeekday: intPtr(3)}},
+			holidays: []duty.Holiday{{Date: "2026-11-28", Kind: duty.HolidayWorkday, AsWeekday: intPtr(3)}},
 			want:     map[string]string{"H1": "off_duty", "H2": "off_duty", "H3": "off_duty", "H4": "receives", "B1": "receives"},
 		},
 		{
 			name: "overrides add and remove on the date",
 			at:   "2026-11-23T09:00:00+08:00",
-			overrides: []models.DutyOverride{
-				{Date: "2026-11-23", Action: models.OverrideRemove}, // H1, see below
-				{Date: "2026-11-23", Action: models.OverrideAdd},    // H3
+			overrides: []duty.DutyOverride{
+				{Date: "2026-11-23", Action: duty.OverrideRemove}, // H1, see below
+				{Date: "2026-11-23", Action: duty.OverrideAdd},    // H3
 			},
 			want: map[string]string{"H1": "off_duty", "H2": "receives", "H3": "receives", "H4": "off_duty", "B1": "receives"},
 		},
 		{
 			name:      "override on a holiday adds to an empty roster",
 			at:        "2026-11-23T09:00:00+08:00",
-			holidays:  []models.Holiday{{Date: "2026-11-23", Kind: models.HolidayOff}},
-			overrides: []models.DutyOverride{{Date: "2026-11-23", Action: models.OverrideAdd}}, // H1
+			holidays:  []duty.Holiday{{Date: "2026-11-23", Kind: duty.HolidayOff}},
+			overrides: []duty.DutyOverride{{Date: "2026-11-23", Action: duty.OverrideAdd}}, // H1
 			want:      map[string]string{"H1": "receives", "H2": "off_duty", "H3": "off_duty", "H4": "off_duty", "B1": "receives"},
 		},
 		{
@@ -144,14 +145,14 @@ func TestDutyRule(t *testing.T) {
 			f := newDutyFixture(t)
 			ctx := context.Background()
 			for _, h := range tt.holidays {
-				if err := f.store.SetHoliday(ctx, &h); err != nil {
+				if err := f.store.Duty().SetHoliday(ctx, &h); err != nil {
 					t.Fatal(err)
 				}
 			}
 			who := []string{"H1", "H3"}
 			for i, o := range tt.overrides {
 				o.RecipientID = f.ids[who[i]]
-				if err := f.store.SetOverride(ctx, &o); err != nil {
+				if err := f.store.Duty().SetOverride(ctx, &o); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -164,7 +165,7 @@ func TestDutyRule(t *testing.T) {
 				t.Errorf("DUTY_SCHEDULE_NOT_CONFIGURED logged %v, want %v; log:\n%s", logged, tt.warns, f.log)
 			}
 			if tt.warns {
-				date, _ := dispatch.DateOf(at, shanghai)
+				date, _ := duty.DateOf(at, shanghai)
 				if !strings.Contains(f.log.String(), "date="+date) {
 					t.Errorf("the warning does not name the date %s: %s", date, f.log)
 				}
@@ -231,12 +232,12 @@ func TestScheduledSendFollowsRotations(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Saturdays, a week each: H3 from 2026-11-28, then H4 with H1.
-	if _, err := f.store.CreateRotation(ctx, models.RotationSpec{Name: "sat", Members: []string{"H3", "H4+H1"}, Start: "2026-11-23",
-		TurnDays: 7, Covers: models.CoversWeekdays, Weekdays: []int{6}}); err != nil {
+	if _, err := f.store.Duty().CreateRotation(ctx, duty.RotationSpec{Name: "sat", Members: []string{"H3", "H4+H1"}, Start: "2026-11-23",
+		TurnDays: 7, Covers: duty.CoversWeekdays, Weekdays: []int{6}}); err != nil {
 		t.Fatal(err)
 	}
 	// H3 is also taken off the second Saturday by an override, which wins.
-	if err := f.store.SetOverride(ctx, &models.DutyOverride{Date: "2026-12-05", RecipientID: f.ids["H4"], Action: models.OverrideRemove}); err != nil {
+	if err := f.store.Duty().SetOverride(ctx, &duty.DutyOverride{Date: "2026-12-05", RecipientID: f.ids["H4"], Action: duty.OverrideRemove}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tt := range []struct {

@@ -10,6 +10,7 @@ import (
 
 	"herald/audit"
 	"herald/directory"
+	"herald/duty"
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
@@ -544,15 +545,15 @@ func (d *Dispatcher) resolveTarget(ctx context.Context, target string, now time.
 	kind, name := parseTarget(target)
 	switch kind {
 	case TargetOnDuty:
-		roster, err := d.RosterOn(ctx, now)
+		roster, err := d.Duty().RosterOn(ctx, now)
 		if err != nil {
 			return nil, "", err
 		}
 		if roster.Empty() {
 			if roster.DayOff() {
-				return nil, ReasonHoliday, nil
+				return nil, duty.ReasonHoliday, nil
 			}
-			return nil, ReasonDutyNotConfigured, nil
+			return nil, duty.ReasonDutyNotConfigured, nil
 		}
 		ids := make([]int64, 0, len(roster.OnDuty))
 		for id := range roster.OnDuty {
@@ -561,12 +562,12 @@ func (d *Dispatcher) resolveTarget(ctx context.Context, target string, now time.
 		slices.Sort(ids)
 		return ids, "", nil
 	case targetRotation:
-		date, _ := DateOf(now, d.loc)
+		date, _ := duty.DateOf(now, d.loc)
 		k := 0
 		if strings.HasSuffix(target, backupSuffix) {
 			k = 1
 		}
-		ids, err := d.store.RotationTurnOn(ctx, name, date, k)
+		ids, err := d.store.Duty().RotationTurnOn(ctx, name, date, k)
 		if errors.Is(err, kernel.ErrNotFound) {
 			return nil, SkipUnknownTarget, nil
 		}

@@ -156,7 +156,7 @@ func (d *Dispatcher) checkTarget(ctx context.Context, target string) error {
 	case TargetOnDuty:
 		return nil
 	case targetRotation:
-		if _, err := d.store.RotationByName(ctx, name); errors.Is(err, kernel.ErrNotFound) {
+		if _, err := d.store.Duty().RotationByName(ctx, name); errors.Is(err, kernel.ErrNotFound) {
 			return kernel.Invalid("target", "alerts.invalid.unknown_rotation", "Name", name)
 		} else if err != nil {
 			return err
@@ -221,4 +221,33 @@ func shortestWait(knob time.Duration) time.Duration {
 		return knob
 	}
 	return MinStepWait
+}
+
+// PoliciesNaming names the escalation policies whose steps target rotation, read in tx
+// (duty's RotationUsers).
+func (d *Dispatcher) PoliciesNaming(ctx context.Context, tx *kernel.DB, rotation string) ([]string, error) {
+	policies, err := d.store.On(tx).Policies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var users []string
+	for _, p := range policies {
+		if policyNamesRotation(&p, rotation) {
+			users = append(users, p.Name)
+		}
+	}
+	return users, nil
+}
+
+// policyNamesRotation reports whether a step of p targets rotation (its turn or the
+// next in turn).
+func policyNamesRotation(p *models.EscalationPolicy, rotation string) bool {
+	for _, s := range p.Steps {
+		for _, t := range s.Targets {
+			if kind, name := parseTarget(t); kind == targetRotation && name == rotation {
+				return true
+			}
+		}
+	}
+	return false
 }

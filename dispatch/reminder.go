@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"herald/audit"
+	"herald/duty"
 	"herald/kernel"
 	"herald/models"
 	"herald/templates"
@@ -43,11 +45,11 @@ func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 12, 0, 0, 0, d.loc)
-	date, _ := DateOf(tomorrow, d.loc)
+	date, _ := duty.DateOf(tomorrow, d.loc)
 	if done, err := d.store.DutyReminderOf(ctx, date); err != nil || done != nil {
 		return nil, err
 	}
-	roster, err := d.RosterOn(ctx, tomorrow)
+	roster, err := d.Duty().RosterOn(ctx, tomorrow)
 	if err != nil {
 		return nil, err
 	}
@@ -111,4 +113,63 @@ func (d *Dispatcher) reminderMakers(ctx context.Context, template string) ([]str
 		}
 	}
 	return makers, nil
+}
+
+// SetDutyReminder saves the duty reminder's settings, recording by as who last changed
+// them, audited with the settings before and after. An enabled reminder needs an
+// existing account and a template whose variables a reminder can fill.
+func (d *Dispatcher) SetDutyReminder(ctx context.Context, by audit.Actor, cfg models.ReminderConfig) error {
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+		// A template chosen that a reminder cannot fill is the first thing to say; then
+		// the fields in the form's order.
+		if cfg.Template != "" {
+			t, err := tx.Templates().TemplateByName(ctx, cfg.Template)
+			if errors.Is(err, kernel.ErrNotFound) {
+				return kernel.Invalid("template", "reminder.invalid.template")
+			}
+			if err != nil {
+				return err
+			}
+			if err := CheckReminderTemplate(t); err != nil {
+				return err
+			}
+		}
+		if _, err := cfg.At(time.Now()); err != nil {
+			return err
+		}
+		if cfg.Enabled || cfg.Account != "" {
+			_, err := tx.Sending().AccountByName(ctx, cfg.Account)
+			if errors.Is(err, kernel.ErrNotFound) {
+				return kernel.Invalid("account", "reminder.invalid.account")
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if cfg.Enabled && cfg.Template == "" {
+			return kernel.Invalid("template", "reminder.invalid.template")
+		}
+		before, err := tx.DutyReminderConfig(ctx)
+		if err != nil {
+			return err
+		}
+		if err := tx.SetDutyReminderConfig(ctx, cfg, by.Name); err != nil {
+			return err
+		}
+		p := reminderParams(cfg)
+		for k, v := range reminderParams(before) {
+			p["before_"+k] = v
+		}
+		ch.Audit("duty.reminder.set", "setting", models.SettingDutyReminder, p)
+		return nil
+	})
+}
+
+// reminderParams names the reminder's settings for its audit sentence.
+func reminderParams(cfg models.ReminderConfig) audit.Params {
+	on := "off"
+	if cfg.Enabled {
+		on = "on"
+	}
+	return audit.Params{"enabled": on, "time": cfg.Time, "account": cfg.Account, "template": cfg.Template}
 }

@@ -11,6 +11,7 @@ import (
 
 	"herald/audit"
 	"herald/dispatch"
+	"herald/duty"
 	"herald/kernel"
 	"herald/models"
 	"herald/templates"
@@ -111,7 +112,7 @@ func TestDutyReminder(t *testing.T) {
 	}
 
 	// A day with nobody on duty tomorrow is recorded without a batch.
-	if _, err := f.store.ReplaceDutyWeek(ctx, models.Week{}); err != nil {
+	if _, err := f.store.Duty().ReplaceDutyWeek(ctx, duty.Week{}); err != nil {
 		t.Fatal(err)
 	}
 	now = now.AddDate(0, 0, 1)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"herald/audit"
+	"herald/duty"
 	"herald/kernel"
 	"herald/models"
 )
@@ -18,21 +19,21 @@ func TestRotationService(t *testing.T) {
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	by := audit.Actor{Name: "ops1", Type: audit.ActorUser, Person: "ops1", IP: "192.0.2.1"}
-	good := models.RotationSpec{Name: "night", Members: []string{"E1001", "E1002"}, Start: "2026-12-01", TurnDays: 7, Covers: models.CoversEveryDay}
+	good := duty.RotationSpec{Name: "night", Members: []string{"E1001", "E1002"}, Start: "2026-12-01", TurnDays: 7, Covers: duty.CoversEveryDay}
 
 	for _, tc := range []struct {
 		name  string
-		spec  models.RotationSpec
+		spec  duty.RotationSpec
 		field string
 	}{
-		{"no name", models.RotationSpec{Members: good.Members, Start: good.Start, TurnDays: 1, Covers: good.Covers}, "name"},
-		{"no members", models.RotationSpec{Name: "x", Start: good.Start, TurnDays: 1, Covers: good.Covers}, "members"},
-		{"branch staff", models.RotationSpec{Name: "x", Members: []string{"E2001"}, Start: good.Start, TurnDays: 1, Covers: good.Covers}, "members[0]"},
-		{"bad start", models.RotationSpec{Name: "x", Members: good.Members, Start: "tomorrow", TurnDays: 1, Covers: good.Covers}, "start"},
-		{"turn of 0 days", models.RotationSpec{Name: "x", Members: good.Members, Start: good.Start, Covers: good.Covers}, "turn_days"},
+		{"no name", duty.RotationSpec{Members: good.Members, Start: good.Start, TurnDays: 1, Covers: good.Covers}, "name"},
+		{"no members", duty.RotationSpec{Name: "x", Start: good.Start, TurnDays: 1, Covers: good.Covers}, "members"},
+		{"branch staff", duty.RotationSpec{Name: "x", Members: []string{"E2001"}, Start: good.Start, TurnDays: 1, Covers: good.Covers}, "members[0]"},
+		{"bad start", duty.RotationSpec{Name: "x", Members: good.Members, Start: "tomorrow", TurnDays: 1, Covers: good.Covers}, "start"},
+		{"turn of 0 days", duty.RotationSpec{Name: "x", Members: good.Members, Start: good.Start, Covers: good.Covers}, "turn_days"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.d.CreateRotation(ctx, by, tc.spec)
+			_, err := f.d.Duty().CreateRotation(ctx, by, tc.spec)
 			var fe *kernel.FieldError
 			if !errors.As(err, &fe) || fe.Field != tc.field {
 				t.Fatalf("got %v, want an error naming %s", err, tc.field)
@@ -43,7 +44,7 @@ func TestRotationService(t *testing.T) {
 		})
 	}
 
-	saved, err := f.d.CreateRotation(ctx, by, good)
+	saved, err := f.d.Duty().CreateRotation(ctx, by, good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestRotationService(t *testing.T) {
 	if e.Actor != "ops1" || e.IP != "192.0.2.1" || e.TargetID != "night" || e.ParamMap()["members"] != "E1001, E1002" {
 		t.Errorf("audit entry %+v params %v", e, e.ParamMap())
 	}
-	if _, err := f.d.CreateRotation(ctx, by, good); err == nil {
+	if _, err := f.d.Duty().CreateRotation(ctx, by, good); err == nil {
 		t.Error("a second rotation of the same name was saved")
 	}
 
@@ -66,19 +67,19 @@ func TestRotationService(t *testing.T) {
 	if _, err := f.store.SQL().ExecContext(ctx, "ALTER TABLE audit_log RENAME TO audit_log_gone"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.DeleteRotation(ctx, by, "night"); err == nil {
+	if err := f.d.Duty().DeleteRotation(ctx, by, "night"); err == nil {
 		t.Error("the delete succeeded without its audit entry")
 	}
 	if _, err := f.store.SQL().ExecContext(ctx, "ALTER TABLE audit_log_gone RENAME TO audit_log"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.RotationByName(ctx, "night"); err != nil {
+	if _, err := f.store.Duty().RotationByName(ctx, "night"); err != nil {
 		t.Errorf("the rotation is gone although its audit entry was not written: %v", err)
 	}
-	if err := f.d.DeleteRotation(ctx, by, "night"); err != nil {
+	if err := f.d.Duty().DeleteRotation(ctx, by, "night"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.DeleteRotation(ctx, by, "night"); !errors.Is(err, kernel.ErrNotFound) {
+	if err := f.d.Duty().DeleteRotation(ctx, by, "night"); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("deleting it again: %v", err)
 	}
 	if n := auditCount(t, f.store, "duty.rotation.delete"); n != 1 {

@@ -14,6 +14,7 @@ import (
 	sandboxsender "herald/channels/sandbox"
 	"herald/delivery"
 	"herald/dispatch"
+	"herald/duty"
 	"herald/models"
 	"herald/sending"
 	"herald/simulator"
@@ -207,7 +208,7 @@ func (f *meetFixture) zhaohu(t *testing.T) {
 func (f *meetFixture) onDutyToday(t *testing.T, had []string) string {
 	t.Helper()
 	ctx := context.Background()
-	date, _ := dispatch.DateOf(f.clock(), time.UTC)
+	date, _ := duty.DateOf(f.clock(), time.UTC)
 	other := ""
 	for _, p := range []string{"E1001", "E1002", "E1003", "E1004"} {
 		if !slices.Contains(had, p) {
@@ -220,11 +221,11 @@ func (f *meetFixture) onDutyToday(t *testing.T, had []string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		action := models.OverrideRemove
+		action := duty.OverrideRemove
 		if p == other {
-			action = models.OverrideAdd
+			action = duty.OverrideAdd
 		}
-		if err := f.store.SetOverride(ctx, &models.DutyOverride{Date: date, RecipientID: r.ID, Action: action}); err != nil {
+		if err := f.store.Duty().SetOverride(ctx, &duty.DutyOverride{Date: date, RecipientID: r.ID, Action: action}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -9,9 +9,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/directory"
-	"herald/dispatch"
+	"herald/duty"
 	"herald/kernel"
-	"herald/models"
 )
 
 // externalIDs maps recipient ids to external ids for the given ids.
@@ -29,7 +28,7 @@ func (h *Handlers) externalIDs(c *gin.Context, ids []int64) (map[int64]directory
 
 // APIGetDutyWeek is GET /api/v1/duty/week: {"1":["E1001"],…,"7":[]}.
 func (h *Handlers) APIGetDutyWeek(c *gin.Context) {
-	week, err := h.Store.DutyWeek(c.Request.Context())
+	week, err := h.Store.Duty().DutyWeek(c.Request.Context())
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -71,7 +70,7 @@ func (h *Handlers) APIPutDutyWeek(c *gin.Context) {
 		}
 		week[day] = ids
 	}
-	if err := h.Dispatch.ReplaceDutyWeek(c.Request.Context(), actor(c), week); err != nil {
+	if err := h.Dispatch.Duty().ReplaceDutyWeek(c.Request.Context(), actor(c), week); err != nil {
 		h.apiFail(c, err)
 		return
 	}
@@ -96,7 +95,7 @@ func (h *Handlers) dateRange(c *gin.Context, back, ahead int) (string, string, b
 		to = today.AddDate(0, 0, ahead).Format(time.DateOnly)
 	}
 	for field, v := range map[string]string{"from": from, "to": to} {
-		if err := models.ValidDate(field, v); err != nil {
+		if err := duty.ValidDate(field, v); err != nil {
 			h.apiFail(c, err)
 			return "", "", false
 		}
@@ -110,7 +109,7 @@ func (h *Handlers) APIListOverrides(c *gin.Context) {
 	if !ok {
 		return
 	}
-	list, err := h.Store.OverridesBetween(c.Request.Context(), from, to)
+	list, err := h.Store.Duty().OverridesBetween(c.Request.Context(), from, to)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -137,8 +136,8 @@ func (h *Handlers) APIPutOverride(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	o := dispatch.Override{Date: body.Date, Recipient: body.Recipient, Action: body.Action, Note: body.Note}
-	if _, err := h.Dispatch.SetOverride(c.Request.Context(), actor(c), o); err != nil {
+	o := duty.Override{Date: body.Date, Recipient: body.Recipient, Action: body.Action, Note: body.Note}
+	if _, err := h.Dispatch.Duty().SetOverride(c.Request.Context(), actor(c), o); err != nil {
 		h.apiFail(c, err)
 		return
 	}
@@ -148,7 +147,7 @@ func (h *Handlers) APIPutOverride(c *gin.Context) {
 // APIDeleteOverride is DELETE /api/v1/duty/overrides?date=&recipient=.
 func (h *Handlers) APIDeleteOverride(c *gin.Context) {
 	date, ext := c.Query("date"), c.Query("recipient")
-	if _, err := h.Dispatch.DeleteOverride(c.Request.Context(), actor(c), date, ext); err != nil {
+	if _, err := h.Dispatch.Duty().DeleteOverride(c.Request.Context(), actor(c), date, ext); err != nil {
 		h.apiFail(c, err, saying(kernel.ErrNotFound, "duty.api.no_override"))
 		return
 	}
@@ -168,7 +167,7 @@ func (h *Handlers) APIListHolidays(c *gin.Context) {
 	if !ok {
 		return
 	}
-	list, err := h.Store.HolidaysBetween(c.Request.Context(), from, to)
+	list, err := h.Store.Duty().HolidaysBetween(c.Request.Context(), from, to)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -187,11 +186,11 @@ func (h *Handlers) APIPutHolidays(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	list := make([]models.Holiday, len(body))
+	list := make([]duty.Holiday, len(body))
 	for i, d := range body {
-		list[i] = models.Holiday{Date: d.Date, Kind: d.Kind, AsWeekday: d.AsWeekday, Name: d.Name}
+		list[i] = duty.Holiday{Date: d.Date, Kind: d.Kind, AsWeekday: d.AsWeekday, Name: d.Name}
 	}
-	if err := h.Dispatch.SetHolidays(c.Request.Context(), actor(c), list); err != nil {
+	if err := h.Dispatch.Duty().SetHolidays(c.Request.Context(), actor(c), list); err != nil {
 		h.apiFail(c, err)
 		return
 	}
@@ -200,7 +199,7 @@ func (h *Handlers) APIPutHolidays(c *gin.Context) {
 
 // APIDeleteHoliday is DELETE /api/v1/duty/holidays/:date.
 func (h *Handlers) APIDeleteHoliday(c *gin.Context) {
-	if err := h.Dispatch.DeleteHoliday(c.Request.Context(), actor(c), c.Param("date")); err != nil {
+	if err := h.Dispatch.Duty().DeleteHoliday(c.Request.Context(), actor(c), c.Param("date")); err != nil {
 		h.apiFail(c, err)
 		return
 	}
@@ -215,12 +214,12 @@ func (h *Handlers) APIRoster(c *gin.Context) {
 		APIError(c, http.StatusUnprocessableEntity, "validation_failed", tr(c, "duty.roster.bad_date"), "date")
 		return
 	}
-	roster, err := h.Dispatch.RosterOn(c.Request.Context(), day.Add(12*time.Hour))
+	roster, err := h.Dispatch.Duty().RosterOn(c.Request.Context(), day.Add(12*time.Hour))
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	people, err := h.rosterPeople(c, []*dispatch.Roster{roster})
+	people, err := h.rosterPeople(c, []*duty.Roster{roster})
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -229,6 +228,6 @@ func (h *Handlers) APIRoster(c *gin.Context) {
 	if roster.Holiday != nil {
 		holiday = &holidayJSON{Date: roster.Holiday.Date, Kind: roster.Holiday.Kind, AsWeekday: roster.Holiday.AsWeekday, Name: roster.Holiday.Name}
 	}
-	_, weekday := dispatch.DateOf(day.Add(12*time.Hour), h.Location)
+	_, weekday := duty.DateOf(day.Add(12*time.Hour), h.Location)
 	c.JSON(http.StatusOK, gin.H{"date": roster.Date, "weekday": weekday, "holiday": holiday, "on_duty": onDuty(roster, people), "configured": !roster.Unconfigured(), "day_off": roster.DayOff()})
 }

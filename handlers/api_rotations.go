@@ -9,13 +9,12 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/directory"
-	"herald/dispatch"
+	"herald/duty"
 	"herald/kernel"
-	"herald/models"
 )
 
-// onDutyJSON is a person on a roster and where they come from (dispatch.SourceWeekly,
-// "rotation:<name>" or dispatch.SourceOverride).
+// onDutyJSON is a person on a roster and where they come from (duty.SourceWeekly,
+// "rotation:<name>" or duty.SourceOverride).
 type onDutyJSON struct {
 	ExternalID string `json:"external_id"`
 	Name       string `json:"name"`
@@ -23,7 +22,7 @@ type onDutyJSON struct {
 }
 
 // rosterPeople loads everyone on duty in the rosters, by id.
-func (h *Handlers) rosterPeople(c *gin.Context, rosters []*dispatch.Roster) (map[int64]directory.Recipient, error) {
+func (h *Handlers) rosterPeople(c *gin.Context, rosters []*duty.Roster) (map[int64]directory.Recipient, error) {
 	var ids []int64
 	for _, r := range rosters {
 		for id := range r.OnDuty {
@@ -34,7 +33,7 @@ func (h *Handlers) rosterPeople(c *gin.Context, rosters []*dispatch.Roster) (map
 }
 
 // onDuty lists a roster's people by external id, with their source.
-func onDuty(r *dispatch.Roster, people map[int64]directory.Recipient) []onDutyJSON {
+func onDuty(r *duty.Roster, people map[int64]directory.Recipient) []onDutyJSON {
 	out := []onDutyJSON{}
 	for id := range r.OnDuty {
 		p := people[id]
@@ -45,8 +44,8 @@ func onDuty(r *dispatch.Roster, people map[int64]directory.Recipient) []onDutyJS
 }
 
 // rotationSpecs writes rotations as the API shows them.
-func (h *Handlers) rotationSpecs(c *gin.Context, list ...models.Rotation) ([]models.RotationSpec, bool) {
-	specs, err := h.Store.RotationSpecs(c.Request.Context(), list)
+func (h *Handlers) rotationSpecs(c *gin.Context, list ...duty.Rotation) ([]duty.RotationSpec, bool) {
+	specs, err := h.Store.Duty().RotationSpecs(c.Request.Context(), list)
 	if err != nil {
 		h.apiFail(c, err)
 		return nil, false
@@ -56,7 +55,7 @@ func (h *Handlers) rotationSpecs(c *gin.Context, list ...models.Rotation) ([]mod
 
 // APIListRotations is GET /api/v1/duty/rotations.
 func (h *Handlers) APIListRotations(c *gin.Context) {
-	list, err := h.Store.Rotations(c.Request.Context())
+	list, err := h.Store.Duty().Rotations(c.Request.Context())
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -68,7 +67,7 @@ func (h *Handlers) APIListRotations(c *gin.Context) {
 
 // APIGetRotation is GET /api/v1/duty/rotations/:name.
 func (h *Handlers) APIGetRotation(c *gin.Context) {
-	r, err := h.Store.RotationByName(c.Request.Context(), c.Param("name"))
+	r, err := h.Store.Duty().RotationByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -80,11 +79,11 @@ func (h *Handlers) APIGetRotation(c *gin.Context) {
 
 // APICreateRotation is POST /api/v1/duty/rotations.
 func (h *Handlers) APICreateRotation(c *gin.Context) {
-	var body models.RotationSpec
+	var body duty.RotationSpec
 	if !decodeJSON(c, &body) {
 		return
 	}
-	spec, err := h.Dispatch.CreateRotation(c.Request.Context(), actor(c), body)
+	spec, err := h.Dispatch.Duty().CreateRotation(c.Request.Context(), actor(c), body)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -95,11 +94,11 @@ func (h *Handlers) APICreateRotation(c *gin.Context) {
 // APIUpdateRotation is PUT /api/v1/duty/rotations/:name: replaces the rotation, which
 // may rename it.
 func (h *Handlers) APIUpdateRotation(c *gin.Context) {
-	var body models.RotationSpec
+	var body duty.RotationSpec
 	if !decodeJSON(c, &body) {
 		return
 	}
-	spec, err := h.Dispatch.UpdateRotation(c.Request.Context(), actor(c), c.Param("name"), body)
+	spec, err := h.Dispatch.Duty().UpdateRotation(c.Request.Context(), actor(c), c.Param("name"), body)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -109,7 +108,7 @@ func (h *Handlers) APIUpdateRotation(c *gin.Context) {
 
 // APIDeleteRotation is DELETE /api/v1/duty/rotations/:name.
 func (h *Handlers) APIDeleteRotation(c *gin.Context) {
-	if err := h.Dispatch.DeleteRotation(c.Request.Context(), actor(c), c.Param("name")); err != nil {
+	if err := h.Dispatch.Duty().DeleteRotation(c.Request.Context(), actor(c), c.Param("name")); err != nil {
 		h.apiFail(c, err)
 		return
 	}
@@ -128,7 +127,7 @@ type calendarDayJSON struct {
 
 // monthRosters reads ?month=YYYY-MM (this month by default) and builds the roster of
 // each of its days.
-func (h *Handlers) monthRosters(c *gin.Context) (time.Time, []*dispatch.Roster, error) {
+func (h *Handlers) monthRosters(c *gin.Context) (time.Time, []*duty.Roster, error) {
 	month := c.Query("month")
 	if month == "" {
 		month = time.Now().In(h.Location).Format("2006-01")
@@ -138,7 +137,7 @@ func (h *Handlers) monthRosters(c *gin.Context) (time.Time, []*dispatch.Roster, 
 		return time.Time{}, nil, kernel.Invalid("month", "calendar.bad_month")
 	}
 	last := first.AddDate(0, 1, -1)
-	rosters, err := dispatch.Rosters(c.Request.Context(), h.Store, first.Format(time.DateOnly), last.Format(time.DateOnly))
+	rosters, err := duty.Rosters(c.Request.Context(), h.Store.Duty(), first.Format(time.DateOnly), last.Format(time.DateOnly))
 	return first, rosters, err
 }
 

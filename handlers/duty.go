@@ -14,7 +14,7 @@ import (
 
 	"herald/access"
 	"herald/directory"
-	"herald/dispatch"
+	"herald/duty"
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
@@ -62,7 +62,7 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 	}
 	d.Roster = h.roster(ctx, c.DefaultQuery("date", today.Format(time.DateOnly)))
 	from, to := today.Format(time.DateOnly), today.AddDate(0, 0, overrideDays).Format(time.DateOnly)
-	overrides, err := h.Store.OverridesBetween(ctx, from, to)
+	overrides, err := h.Store.Duty().OverridesBetween(ctx, from, to)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -75,7 +75,7 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 			swapIDs = append(swapIDs, *o.SwapID)
 		}
 	}
-	swaps, err := h.Store.SwapsByID(ctx, swapIDs)
+	swaps, err := h.Store.Duty().SwapsByID(ctx, swapIDs)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -100,11 +100,11 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 	if y, err := strconv.Atoi(c.Query("year")); err == nil && y >= 2000 && y <= 2100 {
 		d.Year = y
 	}
-	if d.Holidays, err = h.Store.HolidaysBetween(ctx, fmt.Sprintf("%d-01-01", d.Year), fmt.Sprintf("%d-12-31", d.Year)); err != nil {
+	if d.Holidays, err = h.Store.Duty().HolidaysBetween(ctx, fmt.Sprintf("%d-01-01", d.Year), fmt.Sprintf("%d-12-31", d.Year)); err != nil {
 		h.fail(c, err)
 		return
 	}
-	if d.HolidayYears, err = h.Store.HolidayYears(ctx); err != nil {
+	if d.HolidayYears, err = h.Store.Duty().HolidayYears(ctx); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -114,7 +114,7 @@ func (h *Handlers) renderDuty(c *gin.Context, status int, of views.OverrideForm,
 // dutyWeek gathers the weekly roster grid and the coming dates nobody is on duty.
 func (h *Handlers) dutyWeek(c *gin.Context) (views.DutyWeek, error) {
 	ctx := c.Request.Context()
-	week, err := h.Store.DutyWeek(ctx)
+	week, err := h.Store.Duty().DutyWeek(ctx)
 	if err != nil {
 		return views.DutyWeek{}, err
 	}
@@ -143,13 +143,13 @@ func (h *Handlers) dutyWeek(c *gin.Context) (views.DutyWeek, error) {
 }
 
 // emptyRosterDates lists the dates of the next emptyRosterDays days (today included)
-// whose roster is empty. It applies the same rule as intake (dispatch.BuildRoster on the
+// whose roster is empty. It applies the same rule as intake (duty.BuildRoster on the
 // store's view of each date) without logging: the page shows the warning instead.
 func (h *Handlers) emptyRosterDates(ctx context.Context) ([]views.EmptyDate, error) {
 	today := time.Now().In(h.Location)
 	from := today.Format(time.DateOnly)
 	to := today.AddDate(0, 0, emptyRosterDays-1).Format(time.DateOnly)
-	rosters, err := dispatch.Rosters(ctx, h.Store, from, to)
+	rosters, err := duty.Rosters(ctx, h.Store.Duty(), from, to)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +157,7 @@ func (h *Handlers) emptyRosterDates(ctx context.Context) ([]views.EmptyDate, err
 	for _, r := range rosters {
 		if r.Unconfigured() {
 			t, _ := time.Parse(time.DateOnly, r.Date)
-			out = append(out, views.EmptyDate{Date: r.Date, Weekday: models.Weekday(t), Holiday: r.Holiday})
+			out = append(out, views.EmptyDate{Date: r.Date, Weekday: duty.Weekday(t), Holiday: r.Holiday})
 		}
 	}
 	return out, nil
@@ -172,12 +172,12 @@ func (h *Handlers) roster(ctx context.Context, date string) views.Roster {
 		return views.Roster{Date: date, Error: i18n.T(ctx, "duty.roster.bad_date")}
 	}
 	noon := day.Add(12 * time.Hour)
-	r, err := h.Dispatch.RosterOn(ctx, noon)
+	r, err := h.Dispatch.Duty().RosterOn(ctx, noon)
 	if err != nil {
 		h.Log.Error("duty roster", "date", date, "error", err)
 		return views.Roster{Date: date, Error: i18n.T(ctx, "duty.roster.unreadable")}
 	}
-	_, weekday := dispatch.DateOf(noon, loc)
+	_, weekday := duty.DateOf(noon, loc)
 	out := views.Roster{Date: r.Date, Weekday: weekday, Holiday: r.Holiday, Sources: r.Source}
 	ids := make([]int64, 0, len(r.OnDuty))
 	for id := range r.OnDuty {
@@ -206,14 +206,14 @@ func (h *Handlers) DutyRoster(c *gin.Context) {
 // AddDutySlot puts a head-office person on a weekday's roster.
 func (h *Handlers) AddDutySlot(c *gin.Context) {
 	weekday, _ := strconv.Atoi(c.PostForm("weekday"))
-	_, err := h.Dispatch.AddDutySlot(c.Request.Context(), actor(c), weekday, c.PostForm("recipient"))
+	_, err := h.Dispatch.Duty().AddDutySlot(c.Request.Context(), actor(c), weekday, c.PostForm("recipient"))
 	h.afterWeekChange(c, err)
 }
 
 // RemoveDutySlot takes a person off a weekday's roster.
 func (h *Handlers) RemoveDutySlot(c *gin.Context) {
 	weekday, _ := strconv.Atoi(c.PostForm("weekday"))
-	h.afterWeekChange(c, h.Dispatch.RemoveDutySlot(c.Request.Context(), actor(c), weekday, c.PostForm("recipient")))
+	h.afterWeekChange(c, h.Dispatch.Duty().RemoveDutySlot(c.Request.Context(), actor(c), weekday, c.PostForm("recipient")))
 }
 
 // afterWeekChange answers a roster edit: the grid for htmx, the page otherwise.
@@ -260,7 +260,7 @@ func rosterEditError(c *gin.Context, fe *kernel.FieldError) string {
 func (h *Handlers) SetDutyOverride(c *gin.Context) {
 	f := views.OverrideForm{Date: strings.TrimSpace(c.PostForm("date")), Recipient: c.PostForm("recipient"),
 		Action: c.PostForm("action"), Note: strings.TrimSpace(c.PostForm("note"))}
-	p, err := h.Dispatch.SetOverride(c.Request.Context(), actor(c), dispatch.Override{Date: f.Date, Recipient: f.Recipient, Action: f.Action, Note: f.Note})
+	p, err := h.Dispatch.Duty().SetOverride(c.Request.Context(), actor(c), duty.Override{Date: f.Date, Recipient: f.Recipient, Action: f.Action, Note: f.Note})
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderDuty(c, http.StatusUnprocessableEntity, f, views.HolidayForm{}, errs)
 		return
@@ -275,7 +275,7 @@ func (h *Handlers) SetDutyOverride(c *gin.Context) {
 // DeleteDutyOverride removes a person's override on a date.
 func (h *Handlers) DeleteDutyOverride(c *gin.Context) {
 	date, ext := c.PostForm("date"), c.PostForm("recipient")
-	p, err := h.Dispatch.DeleteOverride(c.Request.Context(), actor(c), date, ext)
+	p, err := h.Dispatch.Duty().DeleteOverride(c.Request.Context(), actor(c), date, ext)
 	if _, invalid := fieldErrors(c, err); invalid {
 		// A date or a person that cannot be has no override either.
 		err = fmt.Errorf("handlers: override of %q on %q: %w", ext, date, kernel.ErrNotFound)
@@ -290,8 +290,8 @@ func (h *Handlers) DeleteDutyOverride(c *gin.Context) {
 }
 
 // holidayFrom reads one holiday entry from the form's strings.
-func holidayFrom(date, kind, asWeekday, name string) models.Holiday {
-	hd := models.Holiday{Date: strings.TrimSpace(date), Kind: strings.TrimSpace(kind), Name: strings.TrimSpace(name)}
+func holidayFrom(date, kind, asWeekday, name string) duty.Holiday {
+	hd := duty.Holiday{Date: strings.TrimSpace(date), Kind: strings.TrimSpace(kind), Name: strings.TrimSpace(name)}
 	if n, err := strconv.Atoi(strings.TrimSpace(asWeekday)); err == nil {
 		hd.AsWeekday = &n
 	}
@@ -302,7 +302,7 @@ func holidayFrom(date, kind, asWeekday, name string) models.Holiday {
 func (h *Handlers) SetDutyHoliday(c *gin.Context) {
 	f := views.HolidayForm{Date: c.PostForm("date"), Kind: c.PostForm("kind"), AsWeekday: c.PostForm("as_weekday"), Name: c.PostForm("name")}
 	hd := holidayFrom(f.Date, f.Kind, f.AsWeekday, f.Name)
-	err := h.Dispatch.SetHoliday(c.Request.Context(), actor(c), hd)
+	err := h.Dispatch.Duty().SetHoliday(c.Request.Context(), actor(c), hd)
 	var fe *kernel.FieldError
 	if errors.As(err, &fe) {
 		h.renderDuty(c, http.StatusUnprocessableEntity, views.OverrideForm{}, f, map[string]string{"holiday." + fe.Field: fe.In(c.Request.Context())})
@@ -318,7 +318,7 @@ func (h *Handlers) SetDutyHoliday(c *gin.Context) {
 // DeleteDutyHoliday removes the holiday entry of a date.
 func (h *Handlers) DeleteDutyHoliday(c *gin.Context) {
 	date := c.PostForm("date")
-	if err := h.Dispatch.DeleteHoliday(c.Request.Context(), actor(c), date); err != nil {
+	if err := h.Dispatch.Duty().DeleteHoliday(c.Request.Context(), actor(c), date); err != nil {
 		if a, ok := h.refusal(c, err, saying(kernel.ErrNotFound, "duty.no_holiday", "Date", date)); ok {
 			h.renderDuty(c, a.Status, views.OverrideForm{}, views.HolidayForm{}, a.errs())
 		}
@@ -357,41 +357,41 @@ func (h *Handlers) HolidayImportForm(c *gin.Context) {
 // ImportHolidays previews a holiday CSV (mode=preview: every row checked, nothing
 // written) or applies it (mode=apply: all rows in one transaction, or none).
 func (h *Handlers) ImportHolidays(c *gin.Context) {
-	runImport(h, c, csvImport[models.Holiday]{
+	runImport(h, c, csvImport[duty.Holiday]{
 		form: holidayImport(c), page: page(c, tr(c, "title.import_holidays"), "duty"),
-		columns: holidayColumns, required: []string{"date", "kind"}, maxRows: models.MaxHolidays,
-		item: func(r csvRow) (models.Holiday, []string) {
+		columns: holidayColumns, required: []string{"date", "kind"}, maxRows: duty.MaxHolidays,
+		item: func(r csvRow) (duty.Holiday, []string) {
 			get := func(col string) string { return r.get(holidayColumns, col) }
 			wd := get("as_weekday")
 			hd := holidayFrom(get("date"), get("kind"), wd, get("name"))
 			if _, err := strconv.Atoi(wd); wd != "" && err != nil {
 				return hd, []string{fieldMessage(c, kernel.Invalid("as_weekday", "duty.weekday_number"))}
 			}
-			if err := models.ValidateHoliday(&hd); err != nil {
+			if err := duty.ValidateHoliday(&hd); err != nil {
 				return hd, []string{fieldMessage(c, err)}
 			}
 			return hd, nil
 		},
-		key: func(hd models.Holiday) string { return hd.Date },
+		key: func(hd duty.Holiday) string { return hd.Date },
 		duplicate: func(date string, line int) string {
 			return tr(c, "duty.import.duplicate", "Date", date, "Line", line)
 		},
-		effects: h.Store.HolidayEffects,
+		effects: h.Store.Duty().HolidayEffects,
 		summary: func(n map[string]int) string {
 			return tr(c, "duty.import.effects", "Create", n[kernel.EffectCreate], "Update", n[kernel.EffectUpdate], "Unchanged", n[kernel.EffectUnchanged])
 		},
-		apply: func(list []models.Holiday) error { return h.applyHolidays(c, list, dispatch.HolidaysFromCSV) },
+		apply: func(list []duty.Holiday) error { return h.applyHolidays(c, list, duty.HolidaysFromCSV) },
 	})
 }
 
 // applyHolidays saves holiday entries in one transaction, audited with what they did
-// (from says which import: dispatch.HolidaysFromCSV …), and answers with the year's
+// (from says which import: duty.HolidaysFromCSV …), and answers with the year's
 // holidays.
-func (h *Handlers) applyHolidays(c *gin.Context, list []models.Holiday, from string) error {
-	if err := h.Dispatch.ImportHolidays(c.Request.Context(), actor(c), list, from); err != nil {
+func (h *Handlers) applyHolidays(c *gin.Context, list []duty.Holiday, from string) error {
+	if err := h.Dispatch.Duty().ImportHolidays(c.Request.Context(), actor(c), list, from); err != nil {
 		return err
 	}
-	first := slices.MinFunc(list, func(a, b models.Holiday) int { return strings.Compare(a.Date, b.Date) })
+	first := slices.MinFunc(list, func(a, b duty.Holiday) int { return strings.Compare(a.Date, b.Date) })
 	h.redirectNotice(c, holidaysPath(first.Date), "imported", i18n.N(c.Request.Context(), "duty.import.done", len(list)))
 	return nil
 }

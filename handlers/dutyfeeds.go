@@ -13,7 +13,7 @@ import (
 
 	"herald/access"
 	"herald/directory"
-	"herald/dispatch"
+	"herald/duty"
 	"herald/i18n"
 	"herald/views"
 )
@@ -39,7 +39,7 @@ func (h *Handlers) renderDutyFeeds(c *gin.Context, status int, newFor, newURL st
 		h.fail(c, err)
 		return
 	}
-	feeds, err := h.Store.DutyFeeds(ctx)
+	feeds, err := h.Store.Duty().DutyFeeds(ctx)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -80,7 +80,7 @@ func (h *Handlers) RotateDutyFeed(c *gin.Context) {
 	if !ok {
 		return
 	}
-	token, err := h.Dispatch.RotateDutyFeed(c.Request.Context(), actor(c), p.ID)
+	token, err := h.Dispatch.Duty().RotateDutyFeed(c.Request.Context(), actor(c), p.ID)
 	if _, bad := fieldErrors(c, err); bad {
 		ErrorPage(c, http.StatusUnprocessableEntity, "duty.branch_staff", "ID", p.ExternalID)
 		return
@@ -102,7 +102,7 @@ func (h *Handlers) DeleteDutyFeed(c *gin.Context) {
 	if !ok {
 		return
 	}
-	err := h.Dispatch.DeleteDutyFeed(c.Request.Context(), actor(c), p.ID)
+	err := h.Dispatch.Duty().DeleteDutyFeed(c.Request.Context(), actor(c), p.ID)
 	if err != nil && !isNotFound(err) {
 		h.fail(c, err)
 		return
@@ -119,7 +119,7 @@ func (h *Handlers) DutyFeed(c *gin.Context) {
 		return
 	}
 	ctx := c.Request.Context()
-	p, err := h.Store.DutyFeedOwner(ctx, token)
+	p, err := h.Store.Duty().DutyFeedOwner(ctx, token)
 	if isNotFound(err) {
 		c.Status(http.StatusNotFound)
 		return
@@ -130,7 +130,7 @@ func (h *Handlers) DutyFeed(c *gin.Context) {
 	}
 	now := time.Now().In(h.Location)
 	from, to := now.AddDate(0, 0, -feedDaysBack).Format(time.DateOnly), now.AddDate(0, 0, feedDaysAhead).Format(time.DateOnly)
-	rosters, err := dispatch.Rosters(ctx, h.Store, from, to)
+	rosters, err := duty.Rosters(ctx, h.Store.Duty(), from, to)
 	if err != nil {
 		h.fail(c, err)
 		return

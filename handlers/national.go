@@ -10,14 +10,13 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
+	"herald/duty"
 	"herald/kernel"
-	"herald/models"
 	"herald/views"
 )
 
 func (h *Handlers) renderNational(c *gin.Context, status int, v views.NationalImport, errs map[string]string) {
-	v.Builtin = models.BuiltinNationalYears()
+	v.Builtin = duty.BuiltinNationalYears()
 	render(c, status, views.NationalImportPage(page(c, tr(c, "national.title"), "duty"), v, errs))
 }
 
@@ -29,14 +28,14 @@ func (h *Handlers) NationalImportForm(c *gin.Context) {
 // nationalDays reads the days an import form gives: the previewed entries posted back,
 // a built-in year, an uploaded holiday-cn file, or pasted text (a holiday-cn file or a
 // list of dates). source says what they are, in words.
-func nationalDays(c *gin.Context) (days []models.NationalDay, source, notice string, err error) {
+func nationalDays(c *gin.Context) (days []duty.NationalDay, source, notice string, err error) {
 	if entries := c.PostForm("entries"); entries != "" {
-		days, err = models.ParseNationalEntries(entries)
+		days, err = duty.ParseNationalEntries(entries)
 		return days, tr(c, "national.source_text"), "", err
 	}
 	if b := c.PostForm("builtin"); b != "" {
 		year, _ := strconv.Atoi(b)
-		days, notice, ok := models.BuiltinNationalCalendar(year)
+		days, notice, ok := duty.BuiltinNationalCalendar(year)
 		if !ok {
 			return nil, "", "", kernel.Invalid("builtin", "national.invalid.no_year")
 		}
@@ -65,10 +64,10 @@ func nationalDays(c *gin.Context) (days []models.NationalDay, source, notice str
 		if field == "file" {
 			return nil, "", "", kernel.Invalid("file", "national.invalid.json", "Reason", "{ …")
 		}
-		days, err = models.ParseNationalDates(text)
+		days, err = duty.ParseNationalDates(text)
 		return days, tr(c, "national.source_text"), "", err
 	}
-	year, days, err := models.ParseHolidayCN([]byte(text))
+	year, days, err := duty.ParseHolidayCN([]byte(text))
 	var fe *kernel.FieldError
 	if errors.As(err, &fe) && fe.Field == "file" {
 		fe.Field = field
@@ -86,7 +85,7 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 		if errors.As(err, &fe) {
 			msg := fe.In(c.Request.Context())
 			field := fe.Field
-			if place, ok := models.ParseNationalPlace(field); ok {
+			if place, ok := duty.ParseNationalPlace(field); ok {
 				// A place inside the input: say it in words, beside the input it is in.
 				field = "text"
 				if _, err := c.FormFile("file"); err == nil {
@@ -106,15 +105,15 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 			asWeekday[d.Date] = n
 		}
 	}
-	list := models.NationalHolidays(days, asWeekday)
+	list := duty.NationalHolidays(days, asWeekday)
 	ctx := c.Request.Context()
 	if c.PostForm("mode") == "apply" {
-		if err := h.applyHolidays(c, list, dispatch.HolidaysFromNational); err != nil {
+		if err := h.applyHolidays(c, list, duty.HolidaysFromNational); err != nil {
 			h.fail(c, err)
 		}
 		return
 	}
-	changes, err := h.Store.HolidayChanges(ctx, list)
+	changes, err := h.Store.Duty().HolidayChanges(ctx, list)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -137,7 +136,7 @@ func (h *Handlers) ImportNational(c *gin.Context) {
 // nationalProblem says where in an import a problem is and what it is, in the reader's
 // language ("第 6 行的日期：…"), with the raw detail beside it: the line as it was
 // pasted, or the place in the file (days[3].date), which the person can look up.
-func nationalProblem(c *gin.Context, place models.NationalPlace, raw, problem string) string {
+func nationalProblem(c *gin.Context, place duty.NationalPlace, raw, problem string) string {
 	field := ""
 	if place.Field != "" {
 		field = tr(c, "national.field."+place.Field)

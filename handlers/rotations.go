@@ -9,24 +9,23 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
+	"herald/duty"
 	"herald/kernel"
-	"herald/models"
 	"herald/views"
 )
 
 // rotationRows shows the rotations with their turns by name and today's turn.
 func (h *Handlers) rotationRows(c *gin.Context) ([]views.RotationRow, error) {
 	ctx := c.Request.Context()
-	list, err := h.Store.Rotations(ctx)
+	list, err := h.Store.Duty().Rotations(ctx)
 	if err != nil || len(list) == 0 {
 		return nil, err
 	}
-	specs, err := h.Store.RotationSpecs(ctx, list)
+	specs, err := h.Store.Duty().RotationSpecs(ctx, list)
 	if err != nil {
 		return nil, err
 	}
-	people, err := h.externalIDs(c, models.RotationMembers(list))
+	people, err := h.externalIDs(c, duty.RotationMembers(list))
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +36,7 @@ func (h *Handlers) rotationRows(c *gin.Context) ([]views.RotationRow, error) {
 		}
 		return strings.Join(out, " + ")
 	}
-	today, err := h.Store.DutyDayOf(ctx, time.Now().In(h.Location).Format(time.DateOnly))
+	today, err := h.Store.Duty().DutyDayOf(ctx, time.Now().In(h.Location).Format(time.DateOnly))
 	if err != nil {
 		return nil, err
 	}
@@ -70,9 +69,9 @@ func rotationFormOf(c *gin.Context, original string) views.RotationForm {
 
 // rotationSpecOf turns the form into a spec: members one turn per line or comma (an
 // ideographic comma too), a group joined with "+".
-func rotationSpecOf(f views.RotationForm) (models.RotationSpec, error) {
-	spec := models.RotationSpec{Name: f.Name, Start: f.Start, Covers: f.Covers}
-	if f.Covers == models.CoversWeekdays {
+func rotationSpecOf(f views.RotationForm) (duty.RotationSpec, error) {
+	spec := duty.RotationSpec{Name: f.Name, Start: f.Start, Covers: f.Covers}
+	if f.Covers == duty.CoversWeekdays {
 		spec.Weekdays = f.Weekdays
 	}
 	for _, m := range strings.FieldsFunc(f.Members, func(r rune) bool { return r == ',' || r == '\n' || r == '，' || r == '、' || r == ';' }) {
@@ -82,7 +81,7 @@ func rotationSpecOf(f views.RotationForm) (models.RotationSpec, error) {
 	}
 	n, err := strconv.Atoi(f.TurnDays)
 	if err != nil {
-		return spec, kernel.Invalid("turn_days", "rotation.invalid.turn_days", "Max", models.MaxTurnDays)
+		return spec, kernel.Invalid("turn_days", "rotation.invalid.turn_days", "Max", duty.MaxTurnDays)
 	}
 	spec.TurnDays = n
 	return spec, nil
@@ -112,7 +111,7 @@ func (h *Handlers) renderRotationForm(c *gin.Context, status int, f views.Rotati
 // NewRotationForm starts a rotation: one day each over workdays, from tomorrow.
 func (h *Handlers) NewRotationForm(c *gin.Context) {
 	tomorrow := time.Now().In(h.Location).AddDate(0, 0, 1).Format(time.DateOnly)
-	h.renderRotationForm(c, http.StatusOK, views.RotationForm{Start: tomorrow, TurnDays: "1", Covers: models.CoversWorkdays}, nil)
+	h.renderRotationForm(c, http.StatusOK, views.RotationForm{Start: tomorrow, TurnDays: "1", Covers: duty.CoversWorkdays}, nil)
 }
 
 // CreateRotation saves a new rotation.
@@ -120,7 +119,7 @@ func (h *Handlers) CreateRotation(c *gin.Context) {
 	f := rotationFormOf(c, "")
 	spec, err := rotationSpecOf(f)
 	if err == nil {
-		spec, err = h.Dispatch.CreateRotation(c.Request.Context(), actor(c), spec)
+		spec, err = h.Dispatch.Duty().CreateRotation(c.Request.Context(), actor(c), spec)
 	}
 	if errs, ok := rotationFormErrors(c, err); ok {
 		h.renderRotationForm(c, http.StatusUnprocessableEntity, f, errs)
@@ -136,12 +135,12 @@ func (h *Handlers) CreateRotation(c *gin.Context) {
 // EditRotationForm shows a rotation to change.
 func (h *Handlers) EditRotationForm(c *gin.Context) {
 	ctx := c.Request.Context()
-	r, err := h.Store.RotationByName(ctx, c.Param("name"))
+	r, err := h.Store.Duty().RotationByName(ctx, c.Param("name"))
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_rotation", "Name", c.Param("name")))
 		return
 	}
-	specs, err := h.Store.RotationSpecs(ctx, []models.Rotation{*r})
+	specs, err := h.Store.Duty().RotationSpecs(ctx, []duty.Rotation{*r})
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -156,7 +155,7 @@ func (h *Handlers) UpdateRotation(c *gin.Context) {
 	f := rotationFormOf(c, c.Param("name"))
 	spec, err := rotationSpecOf(f)
 	if err == nil {
-		spec, err = h.Dispatch.UpdateRotation(c.Request.Context(), actor(c), f.Original, spec)
+		spec, err = h.Dispatch.Duty().UpdateRotation(c.Request.Context(), actor(c), f.Original, spec)
 	}
 	if errs, ok := rotationFormErrors(c, err); ok {
 		h.renderRotationForm(c, http.StatusUnprocessableEntity, f, errs)
@@ -164,7 +163,7 @@ func (h *Handlers) UpdateRotation(c *gin.Context) {
 	}
 	if err != nil {
 		h.failOr(c, err, func(a answer) {
-			if errors.Is(err, dispatch.ErrRotationInUse) {
+			if errors.Is(err, duty.ErrRotationInUse) {
 				a.Field = "name" // the name the policies go on using
 			}
 			h.renderRotationForm(c, a.Status, f, a.errs())
@@ -177,7 +176,7 @@ func (h *Handlers) UpdateRotation(c *gin.Context) {
 // DeleteRotation removes a rotation.
 func (h *Handlers) DeleteRotation(c *gin.Context) {
 	name := c.Param("name")
-	if err := h.Dispatch.DeleteRotation(c.Request.Context(), actor(c), name); err != nil {
+	if err := h.Dispatch.Duty().DeleteRotation(c.Request.Context(), actor(c), name); err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_rotation", "Name", name))
 		return
 	}
@@ -202,10 +201,10 @@ func (h *Handlers) DutyCalendar(c *gin.Context) {
 	}
 	today := time.Now().In(h.Location).Format(time.DateOnly)
 	cal := views.Calendar{Month: first.Format("2006-01"), Prev: first.AddDate(0, -1, 0).Format("2006-01"),
-		Next: first.AddDate(0, 1, 0).Format("2006-01"), Lead: models.Weekday(first) - 1}
+		Next: first.AddDate(0, 1, 0).Format("2006-01"), Lead: duty.Weekday(first) - 1}
 	for i, r := range rosters {
 		day := first.AddDate(0, 0, i)
-		d := views.CalendarDay{Date: r.Date, Day: day.Day(), Weekday: models.Weekday(day), Kind: r.Kind, Holiday: r.Holiday,
+		d := views.CalendarDay{Date: r.Date, Day: day.Day(), Weekday: duty.Weekday(day), Kind: r.Kind, Holiday: r.Holiday,
 			Warning: r.Unconfigured(), Today: r.Date == today}
 		for _, p := range onDuty(r, people) {
 			d.People = append(d.People, views.CalendarPerson{Name: p.Name, ExternalID: p.ExternalID, Source: p.Source})

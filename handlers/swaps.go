@@ -10,14 +10,14 @@ import (
 
 	"herald/access"
 	"herald/directory"
-	"herald/dispatch"
+	"herald/duty"
 	"herald/kernel"
 	"herald/models"
 	"herald/views"
 )
 
 // swapLabel names a swap: "Li Wei 2026-12-01 ↔ Zhang Min 2026-12-05".
-func swapLabel(sw models.DutySwap, people map[int64]directory.Recipient) string {
+func swapLabel(sw duty.DutySwap, people map[int64]directory.Recipient) string {
 	return people[sw.AID].Name + " " + sw.ADate + " ↔ " + people[sw.BID].Name + " " + sw.BDate
 }
 
@@ -40,7 +40,7 @@ func (h *Handlers) NewSwapForm(c *gin.Context) {
 func (h *Handlers) CreateSwap(c *gin.Context) {
 	f := views.SwapForm{A: c.PostForm("a"), ADate: strings.TrimSpace(c.PostForm("a_date")), B: c.PostForm("b"),
 		BDate: strings.TrimSpace(c.PostForm("b_date")), Note: strings.TrimSpace(c.PostForm("note"))}
-	sw, people, err := h.Dispatch.CreateSwap(c.Request.Context(), actor(c), dispatch.Swap{A: f.A, ADate: f.ADate, B: f.B, BDate: f.BDate, Note: f.Note})
+	sw, people, err := h.Dispatch.Duty().CreateSwap(c.Request.Context(), actor(c), duty.Swap{A: f.A, ADate: f.ADate, B: f.B, BDate: f.BDate, Note: f.Note})
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderSwapForm(c, http.StatusUnprocessableEntity, f, errs)
 		return
@@ -60,7 +60,7 @@ func swapPeople(people [2]directory.Recipient) map[int64]directory.Recipient {
 // DeleteSwap undoes a shift swap: its overrides go together.
 func (h *Handlers) DeleteSwap(c *gin.Context) {
 	id, _ := strconv.ParseInt(c.Param("id"), 10, 64)
-	sw, people, err := h.Dispatch.DeleteSwap(c.Request.Context(), actor(c), id)
+	sw, people, err := h.Dispatch.Duty().DeleteSwap(c.Request.Context(), actor(c), id)
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_swap", "ID", c.Param("id")))
 		return

@@ -479,26 +479,6 @@ func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ string, a
 	return nil
 }
 
-// RotationTurnOn returns who rotation name puts on duty on date (YYYY-MM-DD), or with
-// next the people whose turn comes after them; nil when the rotation covers no turn
-// that day. ErrNotFound: no such rotation.
-func (s *Store) RotationTurnOn(ctx context.Context, name, date string, next int) ([]int64, error) {
-	d, err := s.DutyBetween(ctx, date, date)
-	if err != nil {
-		return nil, err
-	}
-	t, err := time.Parse(time.DateOnly, date)
-	if err != nil {
-		return nil, kernel.Invalid("date", "validation.date")
-	}
-	for i := range d.Rotations {
-		if d.Rotations[i].Name == name {
-			return d.turnAfter(&d.Rotations[i], t, next), nil
-		}
-	}
-	return nil, fmt.Errorf("models: rotation %s: %w", name, kernel.ErrNotFound)
-}
-
 // CountOpenAlerts counts the alerts nobody has acknowledged yet.
 func (s *Store) CountOpenAlerts(ctx context.Context) (int, error) {
 	var n int64

@@ -199,14 +199,6 @@ func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time) ([]s
 // Setting names.
 const SettingApprovalThreshold = "approval_threshold"
 
-// Setting is one run-time setting.
-type Setting struct {
-	Name      string `gorm:"primaryKey"`
-	Value     string
-	UpdatedBy string
-	UpdatedAt time.Time
-}
-
 // MaxApprovalThreshold bounds approval_threshold: a threshold above the largest request
 // would switch approvals off without saying so.
 const MaxApprovalThreshold = 1000000
@@ -214,7 +206,7 @@ const MaxApprovalThreshold = 1000000
 // ApprovalThreshold returns the number of accepted recipients above which a batch waits
 // for approval; 0 means approvals are off.
 func (s *Store) ApprovalThreshold(ctx context.Context) (int, error) {
-	var list []Setting
+	var list []kernel.Setting
 	if err := s.reader(ctx).Where("name = ?", SettingApprovalThreshold).Limit(1).Find(&list).Error; err != nil {
 		return 0, fmt.Errorf("models: setting %s: %w", SettingApprovalThreshold, err)
 	}
@@ -234,7 +226,7 @@ func (s *Store) SetApprovalThreshold(ctx context.Context, n int, by string) erro
 	if n < 0 || n > MaxApprovalThreshold {
 		return kernel.Invalid(SettingApprovalThreshold, "approvals.error.threshold", "Max", MaxApprovalThreshold)
 	}
-	row := Setting{Name: SettingApprovalThreshold, Value: strconv.Itoa(n), UpdatedBy: by, UpdatedAt: kernel.Now()}
+	row := kernel.Setting{Name: SettingApprovalThreshold, Value: strconv.Itoa(n), UpdatedBy: by, UpdatedAt: kernel.Now()}
 	err := s.k.Writer(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}}, DoUpdates: clause.AssignmentColumns([]string{"value", "updated_by", "updated_at"})}).
 		Create(&row).Error
 	if err != nil {

@@ -43,7 +43,7 @@ func (s *Store) SeedDemo(ctx context.Context) error {
 	week := map[int][]int{1: {0, 1}, 2: {1, 2}, 3: {2, 3}, 4: {3, 0}, 5: {0, 2}, 6: {1}, 7: {3}}
 	for day, idx := range week {
 		for _, i := range idx {
-			if err := s.AddDutySlot(ctx, day, people[i].ID); err != nil {
+			if err := s.Duty().AddDutySlot(ctx, day, people[i].ID); err != nil {
 				return fmt.Errorf("models: demo duty: %w", err)
 			}
 		}

@@ -53,7 +53,7 @@ func (DutyReminder) TableName() string { return "duty_reminders" }
 // time when never set).
 func (s *Store) DutyReminderConfig(ctx context.Context) (ReminderConfig, error) {
 	cfg := ReminderConfig{Time: DefaultReminderTime}
-	var list []Setting
+	var list []kernel.Setting
 	if err := s.reader(ctx).Where("name = ?", SettingDutyReminder).Limit(1).Find(&list).Error; err != nil {
 		return cfg, fmt.Errorf("models: setting %s: %w", SettingDutyReminder, err)
 	}
@@ -77,7 +77,7 @@ func (s *Store) SetDutyReminderConfig(ctx context.Context, cfg ReminderConfig, b
 	if err != nil {
 		return err
 	}
-	row := Setting{Name: SettingDutyReminder, Value: string(value), UpdatedBy: by, UpdatedAt: kernel.Now()}
+	row := kernel.Setting{Name: SettingDutyReminder, Value: string(value), UpdatedBy: by, UpdatedAt: kernel.Now()}
 	err = s.k.Writer(ctx).Clauses(clause.OnConflict{Columns: []clause.Column{{Name: "name"}},
 		DoUpdates: clause.AssignmentColumns([]string{"value", "updated_by", "updated_at"})}).Create(&row).Error
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"herald/access"
 	"herald/audit"
 	"herald/directory"
+	"herald/duty"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/migrations"
@@ -29,10 +30,10 @@ type tableColumns map[string][]string
 // gormModels is every model the store reads or writes through GORM.
 var gormModels = []any{
 	&access.User{}, &access.Session{}, &kernel.ThrottleWindow{}, &access.APIKey{},
-	&directory.Recipient{}, &models.DutySlot{}, &models.DutyOverride{}, &models.Holiday{},
+	&directory.Recipient{}, &duty.DutySlot{}, &duty.DutyOverride{}, &duty.Holiday{},
 	&templates.Template{}, &sending.Account{}, &models.Batch{}, &models.Message{},
 	&models.Attempt{}, &audit.Entry{}, &models.IdempotencyKey{}, &models.MessageStat{},
-	&models.Setting{}, &models.Rotation{}, &models.DutyFeed{}, &models.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
+	&kernel.Setting{}, &duty.Rotation{}, &duty.DutyFeed{}, &duty.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
 	&kernel.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{}, &templates.TemplateVersion{},
 	&models.EscalationPolicy{}, &models.Alert{}, &models.AlertStep{}, &models.Silence{}, &models.MessageSilence{},
 }

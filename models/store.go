@@ -11,6 +11,7 @@ import (
 	"herald/access"
 	"herald/audit"
 	"herald/directory"
+	"herald/duty"
 	"herald/kernel"
 	"herald/migrations"
 	"herald/sending"
@@ -27,6 +28,8 @@ type Store struct {
 	sending *sending.Store
 	// templates is the templates' store.
 	templates *templates.Store
+	// duty is the duty roster's store.
+	duty *duty.Store
 	// directory is the staff directory's store, with the intake's cache of recipients.
 	directory *directory.Store
 	// oneTrip, on MySQL, is the pool that takes a shared intake transaction as one
@@ -41,6 +44,7 @@ func Open(opts kernel.Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{k: k, directory: directory.NewStore(k), sending: sending.NewStore(k), templates: templates.NewStore(k), access: access.NewStore(k)}
+	s.duty = duty.NewStore(k, s.directory)
 	if cfg := k.MySQLConfig(); cfg != nil {
 		if s.oneTrip, err = openOneTrip(cfg); err != nil {
 			k.Close()
@@ -116,6 +120,7 @@ func (s *Store) On(tx *kernel.DB) *Store {
 	bound.directory = s.directory.On(tx)
 	bound.sending = s.sending.On(tx)
 	bound.templates = s.templates.On(tx)
+	bound.duty = s.duty.On(tx)
 	return &bound
 }
 
@@ -130,6 +135,9 @@ func (s *Store) Sending() *sending.Store { return s.sending }
 
 // Templates is the templates' store on the store's database.
 func (s *Store) Templates() *templates.Store { return s.templates }
+
+// Duty is the duty roster's store on the store's database.
+func (s *Store) Duty() *duty.Store { return s.duty }
 
 // DB is the database the store reads and writes.
 func (s *Store) DB() *kernel.DB { return s.k }

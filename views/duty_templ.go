@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"herald/directory"
+	"herald/duty"
 	"herald/i18n"
-	"herald/models"
 )
 
 // DutyDay is one weekday column of the weekly roster.
@@ -28,7 +28,7 @@ type DutyDay struct {
 type EmptyDate struct {
 	Date    string
 	Weekday int
-	Holiday *models.Holiday
+	Holiday *duty.Holiday
 }
 
 // DutyWeek is the weekly roster grid and what it leaves uncovered.
@@ -46,7 +46,7 @@ type DutyWeek struct {
 type Roster struct {
 	Date    string
 	Weekday int
-	Holiday *models.Holiday
+	Holiday *duty.Holiday
 	People  []directory.Recipient
 	Sources map[int64]string // where each person comes from (see SourceLabel)
 	Error   string
@@ -54,7 +54,7 @@ type Roster struct {
 
 // OverrideRow is one date override with its person.
 type OverrideRow struct {
-	Override models.DutyOverride
+	Override duty.DutyOverride
 	Person   directory.Recipient
 	Swap     *SwapInfo // the swap it is part of, if any
 }
@@ -79,7 +79,7 @@ type Duty struct {
 	OverrideDays int // how many days ahead Overrides lists
 	// Today is the date today (YYYY-MM-DD): the earliest an override may be for.
 	Today    string
-	Holidays []models.Holiday
+	Holidays []duty.Holiday
 	// HolidayYears are the years that have holiday entries: the calendars in force.
 	HolidayYears []int
 	Year         int
@@ -93,12 +93,12 @@ type Duty struct {
 
 // holidayLabel says what a holiday entry does to its date: a day off, or a make-up
 // workday with the roster of another weekday; with its name if it has one.
-func holidayLabel(ctx context.Context, h *models.Holiday) string {
+func holidayLabel(ctx context.Context, h *duty.Holiday) string {
 	if h == nil {
 		return ""
 	}
 	label := i18n.T(ctx, "duty.holiday.day_off")
-	if h.Kind == models.HolidayWorkday && h.AsWeekday != nil {
+	if h.Kind == duty.HolidayWorkday && h.AsWeekday != nil {
 		label = i18n.T(ctx, "duty.holiday.workday_roster", "Weekday", i18n.Weekday(ctx, *h.AsWeekday))
 	}
 	if h.Name != "" {
@@ -374,7 +374,7 @@ func DutyPage(p Page, d Duty, errs map[string]string) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					if o.Override.Action == models.OverrideAdd {
+					if o.Override.Action == duty.OverrideAdd {
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "<span class=\"badge sent\">")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
@@ -1130,9 +1130,9 @@ func DutyPage(p Page, d Duty, errs map[string]string) templ.Component {
 				}
 			}
 			var templ_7745c5c3_Var64 string
-			templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "national.shipped", "Years", yearList(models.BuiltinNationalYears())))
+			templ_7745c5c3_Var64, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "national.shipped", "Years", yearList(duty.BuiltinNationalYears())))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/duty.templ`, Line: 241, Col: 87}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/duty.templ`, Line: 241, Col: 85}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var64))
 			if templ_7745c5c3_Err != nil {
@@ -1248,7 +1248,7 @@ func DutyPage(p Page, d Duty, errs map[string]string) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					if h.Kind == models.HolidayOff {
+					if h.Kind == duty.HolidayOff {
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 103, "<span class=\"badge cancelled\">")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
@@ -2399,7 +2399,7 @@ func RosterResult(r Roster) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if len(r.People) == 0 && r.Holiday != nil && r.Holiday.Kind == models.HolidayOff {
+			if len(r.People) == 0 && r.Holiday != nil && r.Holiday.Kind == duty.HolidayOff {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 216, "<div class=\"alert info\" id=\"roster-day-off\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

@@ -12,14 +12,14 @@ import (
 	"strconv"
 
 	"herald/directory"
+	"herald/duty"
 	"herald/i18n"
-	"herald/models"
 )
 
 // FeedRow is a head-office person and their duty calendar feed, if they have one.
 type FeedRow struct {
 	Person directory.Recipient
-	Feed   *models.DutyFeed
+	Feed   *duty.DutyFeed
 }
 
 // DutyFeeds is the page of duty calendar feeds; NewURL is a feed address just made,

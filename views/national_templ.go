@@ -9,9 +9,9 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
+	"herald/duty"
 	"herald/i18n"
 	"herald/kernel"
-	"herald/models"
 )
 
 // NationalImport is the national holiday calendar import: where the days come from,
@@ -23,7 +23,7 @@ type NationalImport struct {
 	Source    string // what is previewed, in words
 	Notice    string // the notice's address, for a built-in year
 	Entries   string // the previewed days as JSON, posted back to apply them
-	Changes   []models.HolidayChange
+	Changes   []duty.HolidayChange
 	New       int
 	Changed   int
 	Unchanged int
@@ -316,7 +316,7 @@ func NationalImportPage(p Page, v NationalImport, errs map[string]string) templ.
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					if c.Kind == models.HolidayOff {
+					if c.Kind == duty.HolidayOff {
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 24, "<span class=\"badge cancelled\">")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
@@ -370,7 +370,7 @@ func NationalImportPage(p Page, v NationalImport, errs map[string]string) templ.
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					if c.Kind == models.HolidayWorkday {
+					if c.Kind == duty.HolidayWorkday {
 						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 30, "<select name=\"")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err

@@ -14,14 +14,14 @@ import (
 	"slices"
 	"strings"
 
+	"herald/duty"
 	"herald/i18n"
-	"herald/models"
 )
 
 // RotationRow is one rotation on the duty page: its spec, its turns by name, and who it
 // puts on duty today.
 type RotationRow struct {
-	Spec  models.RotationSpec
+	Spec  duty.RotationSpec
 	Turns []string // each turn's people by name ("Li Lei + Han Meimei")
 	Today string   // today's turn by name, "" when the rotation covers no turn today
 }
@@ -38,9 +38,9 @@ type RotationForm struct {
 }
 
 // coversLabel says which days a rotation covers, weekdays named.
-func coversLabel(ctx context.Context, s models.RotationSpec) string {
+func coversLabel(ctx context.Context, s duty.RotationSpec) string {
 	label := i18n.T(ctx, "rotation.covers."+s.Covers)
-	if s.Covers == models.CoversWeekdays {
+	if s.Covers == duty.CoversWeekdays {
 		days := make([]string, len(s.Weekdays))
 		for i, d := range s.Weekdays {
 			days[i] = i18n.Weekday(ctx, d)
@@ -923,7 +923,7 @@ func RotationFormPage(p Page, f RotationForm, errs map[string]string) templ.Comp
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			for _, c := range []string{models.CoversWorkdays, models.CoversEveryDay, models.CoversWeekdays} {
+			for _, c := range []string{duty.CoversWorkdays, duty.CoversEveryDay, duty.CoversWeekdays} {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 76, "<option value=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -1121,8 +1121,8 @@ type CalendarDay struct {
 	Date    string
 	Day     int
 	Weekday int
-	Kind    string // models.DayWorkday, DayWeekend, DayHoliday or DayMakeupWorkday
-	Holiday *models.Holiday
+	Kind    string // duty.DayWorkday, DayWeekend, DayHoliday or DayMakeupWorkday
+	Holiday *duty.Holiday
 	People  []CalendarPerson
 	Warning bool // nobody on duty on a day that is not a day off
 	Today   bool
@@ -1138,11 +1138,11 @@ type Calendar struct {
 
 func kindBadge(kind string) string {
 	switch kind {
-	case models.DayHoliday:
+	case duty.DayHoliday:
 		return "badge cancelled"
-	case models.DayMakeupWorkday:
+	case duty.DayMakeupWorkday:
 		return "badge pending"
-	case models.DayWeekend:
+	case duty.DayWeekend:
 		return "badge scheduled"
 	}
 	return "badge sent"

@@ -16,6 +16,7 @@ import (
 	"herald/access"
 	"herald/audit"
 	"herald/dispatch"
+	"herald/duty"
 	"herald/kernel"
 	"herald/models"
 )
@@ -340,7 +341,7 @@ func TestAlertPagesSayWhatWaits(t *testing.T) {
 	c := newConsole(t)
 	ctx := context.Background()
 	d := c.h.Dispatch
-	if err := c.store.SetHoliday(ctx, &models.Holiday{Date: c.today(0), Kind: models.HolidayOff, Name: "国庆"}); err != nil {
+	if err := c.store.Duty().SetHoliday(ctx, &duty.Holiday{Date: c.today(0), Kind: duty.HolidayOff, Name: "国庆"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.CreatePolicy(ctx, audit.System("test"), models.EscalationPolicy{Name: "night", Steps: []models.PolicyStep{

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/duty"
 	"herald/models"
 )
 
@@ -25,8 +26,8 @@ func TestComposePage(t *testing.T) {
 	account := fmt.Sprint(sandbox.ID)
 	id := func(ext string) string { return fmt.Sprint(c.recipient(ext).ID) }
 	// Today's roster, whatever weekday today is: E1001 on duty, E1002 off.
-	for ext, action := range map[string]string{"E1001": models.OverrideAdd, "E1002": models.OverrideRemove} {
-		if err := c.store.SetOverride(ctx, &models.DutyOverride{Date: c.today(0), RecipientID: c.recipient(ext).ID, Action: action}); err != nil {
+	for ext, action := range map[string]string{"E1001": duty.OverrideAdd, "E1002": duty.OverrideRemove} {
+		if err := c.store.Duty().SetOverride(ctx, &duty.DutyOverride{Date: c.today(0), RecipientID: c.recipient(ext).ID, Action: action}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -79,20 +80,20 @@ func TestComposePage(t *testing.T) {
 
 	t.Run("a day off: head office skipped as on holiday, no missing-schedule warning", func(t *testing.T) {
 		today := c.today(0)
-		if err := c.store.SetHoliday(ctx, &models.Holiday{Date: today, Kind: models.HolidayOff, Name: "Rest"}); err != nil {
+		if err := c.store.Duty().SetHoliday(ctx, &duty.Holiday{Date: today, Kind: duty.HolidayOff, Name: "Rest"}); err != nil {
 			t.Fatal(err)
 		}
-		defer c.store.DeleteHoliday(ctx, today)
+		defer c.store.Duty().DeleteHoliday(ctx, today)
 		// Nobody put on duty for the day: the demo's overrides of today go for the while.
-		overrides, err := c.store.OverridesBetween(ctx, today, today)
+		overrides, err := c.store.Duty().OverridesBetween(ctx, today, today)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, o := range overrides {
-			if err := c.store.DeleteOverride(ctx, o.Date, o.RecipientID); err != nil {
+			if err := c.store.Duty().DeleteOverride(ctx, o.Date, o.RecipientID); err != nil {
 				t.Fatal(err)
 			}
-			defer c.store.SetOverride(ctx, &o)
+			defer c.store.Duty().SetOverride(ctx, &o)
 		}
 		form := url.Values{"account": {account}, "content.text": {"Ledger 42 is overdue"}, "priority": {"normal"},
 			"recipient": {id("E1001"), id("E2001")}}

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"herald/audit"
-	"herald/models"
+	"herald/duty"
 )
 
 func TestDutyPage(t *testing.T) {
@@ -33,7 +33,7 @@ func TestDutyPage(t *testing.T) {
 		wantStatus(t, "add slot", resp, body, http.StatusOK)
 		wantContains(t, "grid partial", body, `id="duty-week"`, "Chen Jie")
 		wantNotContains(t, "grid partial", body, "<html")
-		week, _ := c.store.DutyWeek(ctx)
+		week, _ := c.store.Duty().DutyWeek(ctx)
 		if !slices.Contains(week[1], chen.ID) {
 			t.Fatalf("Monday roster %v lacks E1004 after adding", week[1])
 		}
@@ -41,7 +41,7 @@ func TestDutyPage(t *testing.T) {
 
 		resp, body = op.postHX("/duty/slots/delete", url.Values{"weekday": {"1"}, "recipient": {"E1004"}})
 		wantStatus(t, "remove slot", resp, body, http.StatusOK)
-		week, _ = c.store.DutyWeek(ctx)
+		week, _ = c.store.Duty().DutyWeek(ctx)
 		if slices.Contains(week[1], chen.ID) {
 			t.Fatalf("Monday roster %v still has E1004 after removing", week[1])
 		}
@@ -67,8 +67,8 @@ func TestDutyPage(t *testing.T) {
 		wantRedirect(t, "add override", resp, body, "/duty")
 		_, page := op.get("/duty")
 		wantContains(t, "duty page", page, c.today(3), "Zhang Min")
-		list, _ := c.store.OverridesBetween(ctx, c.today(3), c.today(3))
-		if len(list) != 1 || list[0].Action != models.OverrideAdd || list[0].Note != "cover" {
+		list, _ := c.store.Duty().OverridesBetween(ctx, c.today(3), c.today(3))
+		if len(list) != 1 || list[0].Action != duty.OverrideAdd || list[0].Note != "cover" {
 			t.Fatalf("overrides on %s: %+v", c.today(3), list)
 		}
 		if a := c.lastAudit("duty.override.set"); a.Actor != operatorUser || a.TargetID != c.today(3) || a.IP == "" {
@@ -77,7 +77,7 @@ func TestDutyPage(t *testing.T) {
 
 		resp, body = op.post("/duty/overrides/delete", url.Values{"date": {c.today(3)}, "recipient": {"E1003"}})
 		wantRedirect(t, "delete override", resp, body, "/duty")
-		if list, _ := c.store.OverridesBetween(ctx, c.today(3), c.today(3)); len(list) != 0 {
+		if list, _ := c.store.Duty().OverridesBetween(ctx, c.today(3), c.today(3)); len(list) != 0 {
 			t.Fatalf("override still there: %+v", list)
 		}
 	})
@@ -112,12 +112,12 @@ func TestDutyPage(t *testing.T) {
 		wantNotContains(t, "roster of the day off", body, "Nobody is on duty")
 
 		// A make-up workday whose roster is emptied by overrides is a missing schedule.
-		week, err := c.store.DutyWeek(ctx)
+		week, err := c.store.Duty().DutyWeek(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, id := range week[1] {
-			if err := c.store.SetOverride(ctx, &models.DutyOverride{Date: date, RecipientID: id, Action: models.OverrideRemove}); err != nil {
+			if err := c.store.Duty().SetOverride(ctx, &duty.DutyOverride{Date: date, RecipientID: id, Action: duty.OverrideRemove}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -136,7 +136,7 @@ func TestDutyPage(t *testing.T) {
 
 		resp, body = op.post("/duty/holidays/delete", url.Values{"date": {date}})
 		wantRedirect(t, "delete holiday", resp, body, "/duty")
-		if list, _ := c.store.HolidaysBetween(ctx, date, date); len(list) != 0 {
+		if list, _ := c.store.Duty().HolidaysBetween(ctx, date, date); len(list) != 0 {
 			t.Fatalf("holiday still there: %+v", list)
 		}
 	})
@@ -157,7 +157,7 @@ func TestHolidayImport(t *testing.T) {
 	bad := header + "2031-10-01,holiday,,X\n2031-02-30,off,,Y\n"
 	mixed := header + "2031-10-01,off,,National Day\n2031-10-11,workday,9,Make-up\n2031-10-01,off,,Again\n"
 	count := func() int {
-		list, err := c.store.HolidaysBetween(ctx, "2031-01-01", "2031-12-31")
+		list, err := c.store.Duty().HolidaysBetween(ctx, "2031-01-01", "2031-12-31")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,19 +216,19 @@ func TestHolidayImport(t *testing.T) {
 				return op.post("/duty/holidays/import", url.Values{"mode": {"preview"}, "csv": {csv}})
 			},
 		} {
-			resp, body := send(rows(models.MaxHolidays+1, "off"))
+			resp, body := send(rows(duty.MaxHolidays+1, "off"))
 			wantStatus(t, "too many rows", resp, body, http.StatusUnprocessableEntity)
-			wantFieldError(t, body, "csv", fmt.Sprintf("has more than %d rows; import at most %d at a time", models.MaxHolidays, models.MaxHolidays))
+			wantFieldError(t, body, "csv", fmt.Sprintf("has more than %d rows; import at most %d at a time", duty.MaxHolidays, duty.MaxHolidays))
 			wantNotContains(t, "refused import", body, "<tbody>")
 		}
 
 		// As many as allowed: the preview shows a page of rows and counts the rest.
-		resp, body := op.upload("/duty/holidays/import", url.Values{"mode": {"preview"}}, rows(models.MaxHolidays, "off"))
+		resp, body := op.upload("/duty/holidays/import", url.Values{"mode": {"preview"}}, rows(duty.MaxHolidays, "off"))
 		wantStatus(t, "large preview", resp, body, http.StatusOK)
-		wantContains(t, "large preview", body, fmt.Sprintf("All %d rows are valid", models.MaxHolidays),
-			fmt.Sprintf("Apply %d rows", models.MaxHolidays), fmt.Sprintf(`id="import-more">Showing 100 of %d rows`, models.MaxHolidays))
+		wantContains(t, "large preview", body, fmt.Sprintf("All %d rows are valid", duty.MaxHolidays),
+			fmt.Sprintf("Apply %d rows", duty.MaxHolidays), fmt.Sprintf(`id="import-more">Showing 100 of %d rows`, duty.MaxHolidays))
 		if n := strings.Count(body, "<tr"); n > 101 {
-			t.Errorf("the preview of %d rows renders %d table rows, want at most a page", models.MaxHolidays, n)
+			t.Errorf("the preview of %d rows renders %d table rows, want at most a page", duty.MaxHolidays, n)
 		}
 		// With errors, the rows with errors are the ones shown.
 		bad := strings.Replace(rows(1500, "off"), "2043-02-", "2043-02-3", 1)
@@ -265,7 +265,7 @@ func TestPastOverrideRefused(t *testing.T) {
 	}
 	yesterday := c.today(-1)
 	saved := func() int {
-		list, err := c.store.OverridesBetween(ctx, yesterday, yesterday)
+		list, err := c.store.Duty().OverridesBetween(ctx, yesterday, yesterday)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"herald/duty"
 	"herald/internal/testenv"
-	"herald/models"
 )
 
 // previewEntries returns the entries a national import preview posts back to apply.
@@ -29,12 +29,12 @@ func TestNationalCalendarImport(t *testing.T) {
 	c := newConsole(t)
 	ctx := t.Context()
 	op := c.as(operatorUser)
-	year := func(y string) map[string]models.Holiday {
-		list, err := c.store.HolidaysBetween(ctx, y+"-01-01", y+"-12-31")
+	year := func(y string) map[string]duty.Holiday {
+		list, err := c.store.Duty().HolidaysBetween(ctx, y+"-01-01", y+"-12-31")
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]models.Holiday{}
+		out := map[string]duty.Holiday{}
 		for _, h := range list {
 			out[h.Date] = h
 		}
@@ -48,7 +48,7 @@ func TestNationalCalendarImport(t *testing.T) {
 	wantContains(t, "form", body, `name="builtin" value="2026"`, `name="builtin" value="2025"`)
 
 	// An entry of its own on National Day, which the import will replace.
-	if err := c.store.SetHoliday(ctx, &models.Holiday{Date: "2026-10-01", Kind: models.HolidayOff, Name: "Bank holiday"}); err != nil {
+	if err := c.store.Duty().SetHoliday(ctx, &duty.Holiday{Date: "2026-10-01", Kind: duty.HolidayOff, Name: "Bank holiday"}); err != nil {
 		t.Fatal(err)
 	}
 	resp, body = op.post("/duty/holidays/national", url.Values{"mode": {"preview"}, "builtin": {"2026"}})
@@ -62,8 +62,8 @@ func TestNationalCalendarImport(t *testing.T) {
 	resp, body = op.post("/duty/holidays/national", url.Values{"mode": {"apply"}, "entries": {previewEntries(t, body)}, "as_weekday.2026-10-10": {"5"}})
 	wantRedirect(t, "apply 2026", resp, body, "/duty?year=2026")
 	got := year("2026")
-	if len(got) != 39 || got["2026-10-01"].Name != "国庆节" || *got["2026-10-10"].AsWeekday != 5 || *got["2026-01-04"].AsWeekday != models.DefaultMakeupWeekday ||
-		got["2026-02-15"].Kind != models.HolidayOff {
+	if len(got) != 39 || got["2026-10-01"].Name != "国庆节" || *got["2026-10-10"].AsWeekday != 5 || *got["2026-01-04"].AsWeekday != duty.DefaultMakeupWeekday ||
+		got["2026-02-15"].Kind != duty.HolidayOff {
 		t.Fatalf("after apply: %d entries: %+v %+v %+v", len(got), got["2026-10-01"], got["2026-10-10"], got["2026-01-04"])
 	}
 	if p := c.lastAudit("duty.holidays.import").ParamMap(); p["count"] != "39" || p["new"] != "38" || p["changed"] != "1" || p["source"] != "national" {
@@ -113,12 +113,12 @@ func TestNationalCalendarImport(t *testing.T) {
 	}
 	// A pasted list one date too long is refused, naming the field and the limit.
 	var long strings.Builder
-	for i := range models.MaxNationalDays + 1 {
+	for i := range duty.MaxNationalDays + 1 {
 		fmt.Fprintf(&long, "%s off\n", time.Date(2028, 1, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, i).Format(time.DateOnly))
 	}
 	resp, body = op.post("/duty/holidays/national", url.Values{"mode": {"preview"}, "text": {long.String()}})
 	wantStatus(t, "too many dates", resp, body, http.StatusUnprocessableEntity)
-	wantFieldError(t, body, "text", fmt.Sprintf("at most %d dates at once", models.MaxNationalDays))
+	wantFieldError(t, body, "text", fmt.Sprintf("at most %d dates at once", duty.MaxNationalDays))
 	if got := year("2028"); len(got) != 0 {
 		t.Errorf("refused imports wrote %+v", got)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"herald/access"
 	"herald/audit"
+	"herald/duty"
 	"herald/models"
 )
 
@@ -49,11 +50,11 @@ func TestConsoleAPIParity(t *testing.T) {
 
 	rotation := func(name string) func(*console) any {
 		return func(c *console) any {
-			r, err := c.store.RotationByName(ctx, name)
+			r, err := c.store.Duty().RotationByName(ctx, name)
 			if err != nil {
 				return err.Error()
 			}
-			specs, err := c.store.RotationSpecs(ctx, []models.Rotation{*r})
+			specs, err := c.store.Duty().RotationSpecs(ctx, []duty.Rotation{*r})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +63,7 @@ func TestConsoleAPIParity(t *testing.T) {
 	}
 	dropRotation := func(name string) func(*console) {
 		return func(c *console) {
-			if err := c.store.DeleteRotation(ctx, name); err != nil {
+			if err := c.store.Duty().DeleteRotation(ctx, name); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -86,7 +87,7 @@ func TestConsoleAPIParity(t *testing.T) {
 	}
 	override := func(date string) func(*console) any {
 		return func(c *console) any {
-			list, err := c.store.OverridesBetween(ctx, date, date)
+			list, err := c.store.Duty().OverridesBetween(ctx, date, date)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +100,7 @@ func TestConsoleAPIParity(t *testing.T) {
 	}
 	dropOverride := func(date, ext string) func(*console) {
 		return func(c *console) {
-			if err := c.store.DeleteOverride(ctx, date, c.recipient(ext).ID); err != nil {
+			if err := c.store.Duty().DeleteOverride(ctx, date, c.recipient(ext).ID); err != nil {
 				t.Fatal(err)
 			}
 		}

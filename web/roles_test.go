@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"herald/access"
+	"herald/duty"
 	"herald/models"
 	"herald/sending"
 	"herald/templates"
@@ -170,12 +171,12 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	swap := &models.DutySwap{AID: c.recipient("E1001").ID, ADate: "2030-01-07", BID: c.recipient("E1003").ID, BDate: "2030-01-09"}
-	if err := c.store.CreateSwap(ctx, swap); err != nil {
+	swap := &duty.DutySwap{AID: c.recipient("E1001").ID, ADate: "2030-01-07", BID: c.recipient("E1003").ID, BDate: "2030-01-09"}
+	if err := c.store.Duty().CreateSwap(ctx, swap); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.store.CreateRotation(ctx, models.RotationSpec{Name: "walk-rotation", Members: []string{"E1001"}, Start: "2026-12-01",
-		TurnDays: 1, Covers: models.CoversEveryDay}); err != nil {
+	if _, err := c.store.Duty().CreateRotation(ctx, duty.RotationSpec{Name: "walk-rotation", Members: []string{"E1001"}, Start: "2026-12-01",
+		TurnDays: 1, Covers: duty.CoversEveryDay}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.store.CreatePolicy(ctx, &models.EscalationPolicy{Name: "walk-policy",

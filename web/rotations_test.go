@@ -3,6 +3,7 @@ package web_test
 import (
 	"encoding/json"
 	"fmt"
+	"herald/duty"
 	"net/http"
 	"net/url"
 	"strings"
@@ -10,9 +11,6 @@ import (
 	"time"
 
 	"github.com/emersion/go-ical"
-
-	"herald/dispatch"
-	"herald/models"
 )
 
 // apiJSON calls the API with a key and decodes the answer.
@@ -83,7 +81,7 @@ func TestRotationsAPIAndCalendar(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The weekly roster keeps only Li Wei on Mondays.
-	if _, err := c.store.ReplaceDutyWeek(ctx, models.Week{1: {c.recipient("E1001").ID}}); err != nil {
+	if _, err := c.store.Duty().ReplaceDutyWeek(ctx, duty.Week{1: {c.recipient("E1001").ID}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -106,13 +104,13 @@ func TestRotationsAPIAndCalendar(t *testing.T) {
 			t.Errorf("%s: %d naming %q, want 422 naming %q", bad.body, status, e.Error.Field, bad.field)
 		}
 	}
-	if list, _ := c.store.Rotations(ctx); len(list) != 0 {
+	if list, _ := c.store.Duty().Rotations(ctx); len(list) != 0 {
 		t.Fatalf("refused rotations were stored: %+v", list)
 	}
 
 	// 2026-12-01 is a Tuesday. One a workday: Li Wei, then Zhang Min and Chen Jie together.
 	desk := `{"name":"desk","members":["E1001","E1003+E1004"],"start":"2026-12-01","turn_days":1,"covers":"workdays"}`
-	var spec models.RotationSpec
+	var spec duty.RotationSpec
 	if status := apiJSON(t, c, admin, "POST", "/api/v1/duty/rotations", desk, &spec); status != 201 || spec.Name != "desk" || len(spec.Members) != 2 || spec.Members[1] != "E1003+E1004" {
 		t.Fatalf("create: %d %+v", status, spec)
 	}
@@ -128,7 +126,7 @@ func TestRotationsAPIAndCalendar(t *testing.T) {
 	if status := apiJSON(t, c, admin, "POST", "/api/v1/duty/rotations", weekend, &spec); status != 201 || fmt.Sprint(spec.Weekdays) != "[6 7]" {
 		t.Fatalf("create weekend: %d %+v", status, spec)
 	}
-	var list []models.RotationSpec
+	var list []duty.RotationSpec
 	if status := apiJSON(t, c, admin, "GET", "/api/v1/duty/rotations", "", &list); status != 200 || len(list) != 2 || list[0].Name != "desk" {
 		t.Errorf("list: %d %+v", status, list)
 	}
@@ -141,8 +139,8 @@ func TestRotationsAPIAndCalendar(t *testing.T) {
 
 	// A day off on Thursday 12-03 (the desk rotation skips it without using a turn) and
 	// Saturday 12-12 a make-up workday as a Friday.
-	if err := c.store.SetHolidays(ctx, []models.Holiday{{Date: "2026-12-03", Kind: models.HolidayOff, Name: "Closed"},
-		{Date: "2026-12-12", Kind: models.HolidayWorkday, AsWeekday: new(5)}}); err != nil {
+	if err := c.store.Duty().SetHolidays(ctx, []duty.Holiday{{Date: "2026-12-03", Kind: duty.HolidayOff, Name: "Closed"},
+		{Date: "2026-12-12", Kind: duty.HolidayWorkday, AsWeekday: new(5)}}); err != nil {
 		t.Fatal(err)
 	}
 	var cal calendarAnswer
@@ -195,10 +193,10 @@ func TestRotationsAPIAndCalendar(t *testing.T) {
 
 	// The month view and the roster of each date agree, for every day of a year with
 	// holidays, make-up days, both rotations and an override.
-	if err := c.store.SetOverride(ctx, &models.DutyOverride{Date: "2026-12-15", RecipientID: c.recipient("E1001").ID, Action: models.OverrideRemove}); err != nil {
+	if err := c.store.Duty().SetOverride(ctx, &duty.DutyOverride{Date: "2026-12-15", RecipientID: c.recipient("E1001").ID, Action: duty.OverrideRemove}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.store.SetOverride(ctx, &models.DutyOverride{Date: "2027-02-06", RecipientID: c.recipient("E1002").ID, Action: models.OverrideAdd}); err != nil {
+	if err := c.store.Duty().SetOverride(ctx, &duty.DutyOverride{Date: "2027-02-06", RecipientID: c.recipient("E1002").ID, Action: duty.OverrideAdd}); err != nil {
 		t.Fatal(err)
 	}
 	for m := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC); m.Year() < 2028 && m.Before(time.Date(2027, 12, 1, 0, 0, 0, 0, time.UTC)); m = m.AddDate(0, 1, 0) {
@@ -212,7 +210,7 @@ func TestRotationsAPIAndCalendar(t *testing.T) {
 				DayOff     bool           `json:"day_off"`
 			}
 			apiJSON(t, c, admin, "GET", "/api/v1/duty/roster?date="+d.Date, "", &roster)
-			if people(roster.OnDuty) != people(d.OnDuty) || roster.Configured != (len(d.Warnings) == 0) || roster.DayOff != (d.Kind == models.DayHoliday) {
+			if people(roster.OnDuty) != people(d.OnDuty) || roster.Configured != (len(d.Warnings) == 0) || roster.DayOff != (d.Kind == duty.DayHoliday) {
 				t.Errorf("%s: calendar %s %s %v, roster %s configured %v day off %v", d.Date, d.Kind, people(d.OnDuty), d.Warnings,
 					people(roster.OnDuty), roster.Configured, roster.DayOff)
 			}
@@ -270,7 +268,7 @@ func TestRotationsConsole(t *testing.T) {
 	form.Set("members", "E1001\nE1003+E1004, E1002")
 	resp, body = op.post("/duty/rotations", form)
 	wantRedirect(t, "create", resp, body, "/duty")
-	r, err := c.store.RotationByName(t.Context(), "desk")
+	r, err := c.store.Duty().RotationByName(t.Context(), "desk")
 	if err != nil || len(r.Members) != 3 || len(r.Members[1]) != 2 {
 		t.Fatalf("stored rotation %+v, %v", r, err)
 	}
@@ -292,14 +290,14 @@ func TestRotationsConsole(t *testing.T) {
 	form.Set("name", "weekend")
 	resp, body = op.post("/duty/rotations/desk/edit", form)
 	wantRedirect(t, "rename", resp, body, "/duty")
-	if r, err := c.store.RotationByName(t.Context(), "weekend"); err != nil || fmt.Sprint(r.Weekdays) != "[6 7]" {
+	if r, err := c.store.Duty().RotationByName(t.Context(), "weekend"); err != nil || fmt.Sprint(r.Weekdays) != "[6 7]" {
 		t.Fatalf("renamed rotation %+v, %v", r, err)
 	}
 	resp, body = op.get("/duty/rotations/desk/edit")
 	wantStatus(t, "the old name", resp, body, http.StatusNotFound)
 
 	// The month view: a day per cell, the kind of day, a warning where nobody is on duty.
-	if err := c.store.SetHoliday(t.Context(), &models.Holiday{Date: "2026-12-03", Kind: models.HolidayOff, Name: "Closed"}); err != nil {
+	if err := c.store.Duty().SetHoliday(t.Context(), &duty.Holiday{Date: "2026-12-03", Kind: duty.HolidayOff, Name: "Closed"}); err != nil {
 		t.Fatal(err)
 	}
 	resp, body = c.as(viewerUser).get("/duty/calendar?month=2026-12")
@@ -317,7 +315,7 @@ func TestRotationsConsole(t *testing.T) {
 
 	resp, body = op.post("/duty/rotations/weekend/delete", nil)
 	wantRedirect(t, "delete", resp, body, "/duty")
-	if _, err := c.store.RotationByName(t.Context(), "weekend"); err == nil {
+	if _, err := c.store.Duty().RotationByName(t.Context(), "weekend"); err == nil {
 		t.Error("the rotation is still there")
 	}
 	c.lastAudit("duty.rotation.delete")
@@ -332,14 +330,14 @@ func TestDutyFeeds(t *testing.T) {
 	// Li Wei is on the weekly roster on Mondays, Thursdays and Fridays; take her off
 	// the next Monday and put her on duty in ten days.
 	monday := time.Now().In(c.loc)
-	for models.Weekday(monday) != 1 {
+	for duty.Weekday(monday) != 1 {
 		monday = monday.AddDate(0, 0, 1)
 	}
-	if err := c.store.SetOverride(ctx, &models.DutyOverride{Date: monday.Format(time.DateOnly), RecipientID: li.ID, Action: models.OverrideRemove}); err != nil {
+	if err := c.store.Duty().SetOverride(ctx, &duty.DutyOverride{Date: monday.Format(time.DateOnly), RecipientID: li.ID, Action: duty.OverrideRemove}); err != nil {
 		t.Fatal(err)
 	}
 	extra := monday.AddDate(0, 0, 1) // a Tuesday
-	if err := c.store.SetOverride(ctx, &models.DutyOverride{Date: extra.Format(time.DateOnly), RecipientID: li.ID, Action: models.OverrideAdd}); err != nil {
+	if err := c.store.Duty().SetOverride(ctx, &duty.DutyOverride{Date: extra.Format(time.DateOnly), RecipientID: li.ID, Action: duty.OverrideAdd}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -390,7 +388,7 @@ func TestDutyFeeds(t *testing.T) {
 		days[start.Format(time.DateOnly)] = desc
 	}
 	// Every roster Li Wei is on in the feed's window is an event, and no other day.
-	rosters, err := dispatch.Rosters(ctx, c.store, time.Now().In(c.loc).AddDate(0, 0, -31).Format(time.DateOnly),
+	rosters, err := duty.Rosters(ctx, c.store.Duty(), time.Now().In(c.loc).AddDate(0, 0, -31).Format(time.DateOnly),
 		time.Now().In(c.loc).AddDate(0, 0, 183).Format(time.DateOnly))
 	if err != nil {
 		t.Fatal(err)

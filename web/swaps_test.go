@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"herald/dispatch"
+	"herald/duty"
 	"herald/models"
 	"herald/templates"
 )
@@ -21,13 +21,13 @@ func TestShiftSwaps(t *testing.T) {
 	// The demo week: Monday Li Wei (E1001) and Wang Fang; Wednesday Zhang Min (E1003)
 	// and Chen Jie (E1004).
 	monday := time.Now().In(c.loc).AddDate(0, 0, 1)
-	for models.Weekday(monday) != 1 {
+	for duty.Weekday(monday) != 1 {
 		monday = monday.AddDate(0, 0, 1)
 	}
 	mon, wed := monday.Format(time.DateOnly), monday.AddDate(0, 0, 2).Format(time.DateOnly)
 	onDuty := func(date string) string {
 		t.Helper()
-		rosters, err := dispatch.Rosters(ctx, c.store, date, date)
+		rosters, err := duty.Rosters(ctx, c.store.Duty(), date, date)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func TestShiftSwaps(t *testing.T) {
 		wantStatus(t, "bad swap", resp, body, http.StatusUnprocessableEntity)
 		wantFieldError(t, body, bad.field, bad.message)
 	}
-	if list, _ := c.store.OverridesBetween(ctx, mon, wed); len(list) != 0 {
+	if list, _ := c.store.Duty().OverridesBetween(ctx, mon, wed); len(list) != 0 {
 		t.Fatalf("refused swaps wrote overrides: %+v", list)
 	}
 
@@ -71,7 +71,7 @@ func TestShiftSwaps(t *testing.T) {
 	if got := onDuty(mon) + " / " + onDuty(wed); got != "E1002 E1003 / E1001 E1004" {
 		t.Errorf("after the swap: %s", got)
 	}
-	list, _ := c.store.OverridesBetween(ctx, mon, wed)
+	list, _ := c.store.Duty().OverridesBetween(ctx, mon, wed)
 	if len(list) != 4 || list[0].SwapID == nil {
 		t.Fatalf("overrides of the swap: %+v", list)
 	}
@@ -101,7 +101,7 @@ func TestShiftSwaps(t *testing.T) {
 	if got := onDuty(mon) + " / " + onDuty(wed); got != "E1001 E1002 / E1003 E1004" {
 		t.Errorf("after undoing: %s", got)
 	}
-	if list, _ := c.store.OverridesBetween(ctx, mon, wed); len(list) != 0 {
+	if list, _ := c.store.Duty().OverridesBetween(ctx, mon, wed); len(list) != 0 {
 		t.Errorf("overrides left after undoing: %+v", list)
 	}
 	c.lastAudit("duty.swap.delete")

@@ -14,6 +14,7 @@ import (
 	"herald/audit"
 	"herald/config"
 	"herald/dispatch"
+	"herald/duty"
 	"herald/kernel"
 	"herald/models"
 )
@@ -64,12 +65,12 @@ func migrate(ctx context.Context, store *models.Store, loc *time.Location) (appl
 // is written and audited as an import would be; an operator may change any day later.
 func loadNationalCalendars(ctx context.Context, store *models.Store, loc *time.Location) error {
 	svc := dispatch.NewStoreOnly(store, loc)
-	for _, year := range models.BuiltinNationalYears() {
-		days, _, ok := models.BuiltinNationalCalendar(year)
+	for _, year := range duty.BuiltinNationalYears() {
+		days, _, ok := duty.BuiltinNationalCalendar(year)
 		if !ok {
 			continue
 		}
-		if err := svc.ImportHolidays(ctx, audit.System("first-start"), models.NationalHolidays(days, nil), dispatch.HolidaysFromNational); err != nil {
+		if err := svc.Duty().ImportHolidays(ctx, audit.System("first-start"), duty.NationalHolidays(days, nil), duty.HolidaysFromNational); err != nil {
 			return fmt.Errorf("national holiday calendar %d: %w", year, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"herald/audit"
 	"herald/config"
+	"herald/duty"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
@@ -31,19 +32,19 @@ func TestFirstStartPutsTheNationalCalendarsInForce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	years, err := s.HolidayYears(ctx)
+	years, err := s.Duty().HolidayYears(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := models.BuiltinNationalYears(); !equalInts(years, want) {
+	if want := duty.BuiltinNationalYears(); !equalInts(years, want) {
 		t.Errorf("holiday years in force %v, want the shipped %v", years, want)
 	}
 	want := 0
-	for _, y := range models.BuiltinNationalYears() {
-		days, _, _ := models.BuiltinNationalCalendar(y)
+	for _, y := range duty.BuiltinNationalYears() {
+		days, _, _ := duty.BuiltinNationalCalendar(y)
 		want += len(days)
 	}
-	all, err := s.HolidaysBetween(ctx, "2000-01-01", "2100-12-31")
+	all, err := s.Duty().HolidaysBetween(ctx, "2000-01-01", "2100-12-31")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,14 +55,14 @@ func TestFirstStartPutsTheNationalCalendarsInForce(t *testing.T) {
 	for _, h := range all {
 		kinds[h.Date] = h.Kind
 	}
-	if kinds["2026-10-01"] != models.HolidayOff || kinds["2026-09-20"] != models.HolidayWorkday {
+	if kinds["2026-10-01"] != duty.HolidayOff || kinds["2026-09-20"] != duty.HolidayWorkday {
 		t.Errorf("国庆 2026: 10-01 %q, 09-20 %q", kinds["2026-10-01"], kinds["2026-09-20"])
 	}
 	entries, err := s.AuditLog().List(ctx, audit.Filter{Action: "duty.holidays.import"}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != len(models.BuiltinNationalYears()) {
+	if len(entries) != len(duty.BuiltinNationalYears()) {
 		t.Errorf("%d import entries, want one a shipped year", len(entries))
 	}
 }
@@ -85,18 +86,18 @@ func TestMigrateUpPutsTheNationalCalendarsInForce(t *testing.T) {
 	if err := Prepare(ctx, s, cfg, "all", slog.New(slog.NewTextHandler(io.Discard, nil)), io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	years, err := s.HolidayYears(ctx)
+	years, err := s.Duty().HolidayYears(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := models.BuiltinNationalYears(); !equalInts(years, want) {
+	if want := duty.BuiltinNationalYears(); !equalInts(years, want) {
 		t.Errorf("holiday years in force after migrate up and serve %v, want the shipped %v", years, want)
 	}
 	entries, err := s.AuditLog().List(ctx, audit.Filter{Action: "duty.holidays.import"}, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(entries) != len(models.BuiltinNationalYears()) {
+	if len(entries) != len(duty.BuiltinNationalYears()) {
 		t.Errorf("%d import entries, want one a shipped year", len(entries))
 	}
 }

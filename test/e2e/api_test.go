@@ -3,11 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"herald/duty"
 	"testing"
 	"time"
-
-	"herald/dispatch"
-	"herald/models"
 )
 
 func errorField(body map[string]any) string {
@@ -30,9 +28,9 @@ func TestSendAPIDeliversAndReportsSkippedAndRejected(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	api := newAPIKey(t, h, "send,read")
-	today, _ := dispatch.DateOf(time.Now(), h.App.Config.Location)
+	today, _ := duty.DateOf(time.Now(), h.App.Config.Location)
 	people, _ := h.App.Store.Directory().RecipientsByExternalIDs(ctx, []string{"E1001"})
-	if err := h.App.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: people[0].ID, Action: models.OverrideRemove}); err != nil {
+	if err := h.App.Store.Duty().SetOverride(ctx, &duty.DutyOverride{Date: today, RecipientID: people[0].ID, Action: duty.OverrideRemove}); err != nil {
 		t.Fatal(err)
 	}
 	status, body, _ := api.Call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001","E1001","E9999","E2001"],

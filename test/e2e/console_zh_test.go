@@ -22,7 +22,7 @@ import (
 	"herald/access"
 	"herald/audit"
 	"herald/directory"
-	"herald/dispatch"
+	"herald/duty"
 	"herald/i18n"
 	"herald/models"
 	"herald/sending"
@@ -276,9 +276,9 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	holiday, workday := now.AddDate(0, 0, 3).Format(time.DateOnly), now.AddDate(0, 0, 4).Format(time.DateOnly)
 	fx["holiday"], fx["workday"] = holiday, workday
 	six := 6
-	if err := store.SetHolidays(ctx, []models.Holiday{
-		{Date: holiday, Kind: models.HolidayOff, Name: "测试假日"},
-		{Date: workday, Kind: models.HolidayWorkday, AsWeekday: &six, Name: "测试补班"},
+	if err := store.Duty().SetHolidays(ctx, []duty.Holiday{
+		{Date: holiday, Kind: duty.HolidayOff, Name: "测试假日"},
+		{Date: workday, Kind: duty.HolidayWorkday, AsWeekday: &six, Name: "测试补班"},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -297,8 +297,8 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	fx["off_duty_id"] = fmt.Sprint(byExt["E1002"].ID)
 	fx["template"] = "task-overdue"
 	// E1002 is off duty today, whatever weekday today is.
-	today, _ := dispatch.DateOf(time.Now(), loc)
-	if err := store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: byExt["E1002"].ID, Action: models.OverrideRemove, Note: "调休"}); err != nil {
+	today, _ := duty.DateOf(time.Now(), loc)
+	if err := store.Duty().SetOverride(ctx, &duty.DutyOverride{Date: today, RecipientID: byExt["E1002"].ID, Action: duty.OverrideRemove, Note: "调休"}); err != nil {
 		t.Fatal(err)
 	}
 

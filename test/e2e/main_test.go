@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"herald/access"
-	"herald/dispatch"
+	"herald/duty"
 	"herald/i18n"
 	"herald/internal/testenv"
 	"herald/models"
@@ -197,17 +197,17 @@ func TestComposeDeliversAndBatchPageUpdates(t *testing.T) {
 	h := startHerald(t, testEnv(t))
 	ctx := context.Background()
 	// Today's duty, whatever weekday today is: E1001 is added, E1002 removed.
-	today, _ := dispatch.DateOf(time.Now(), h.App.Config.Location)
+	today, _ := duty.DateOf(time.Now(), h.App.Config.Location)
 	people, err := h.App.Store.Directory().RecipientsByExternalIDs(ctx, []string{"E1001", "E1002"})
 	if err != nil || len(people) != 2 {
 		t.Fatalf("demo staff: %v %v", people, err)
 	}
 	for _, p := range people {
-		action := models.OverrideAdd
+		action := duty.OverrideAdd
 		if p.ExternalID == "E1002" {
-			action = models.OverrideRemove
+			action = duty.OverrideRemove
 		}
-		if err := h.App.Store.SetOverride(ctx, &models.DutyOverride{Date: today, RecipientID: p.ID, Action: action}); err != nil {
+		if err := h.App.Store.Duty().SetOverride(ctx, &duty.DutyOverride{Date: today, RecipientID: p.ID, Action: action}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package models
+package duty
 
 import (
 	"context"
@@ -94,7 +94,7 @@ func (s *Store) SetOverride(ctx context.Context, o *DutyOverride) error {
 	if err := kernel.CheckText("note", o.Note, false); err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("date = ? AND recipient_id = ?", o.Date, o.RecipientID).Delete(&DutyOverride{}).Error; err != nil {
 			return fmt.Errorf("models: replace override: %w", err)
 		}
@@ -166,7 +166,7 @@ type Week map[int][]int64
 // DutyWeek returns the weekly roster.
 func (s *Store) DutyWeek(ctx context.Context) (Week, error) {
 	var slots []DutySlot
-	if err := s.reader(ctx).Order("weekday, recipient_id").Find(&slots).Error; err != nil {
+	if err := s.k.Reader(ctx).Order("weekday, recipient_id").Find(&slots).Error; err != nil {
 		return nil, fmt.Errorf("models: duty week: %w", err)
 	}
 	w := Week{}
@@ -185,7 +185,7 @@ func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err e
 		}
 	}
 	before = Week{}
-	return before, s.tx(ctx, func(tx *gorm.DB) error {
+	return before, s.k.Tx(ctx, func(tx *gorm.DB) error {
 		var old []DutySlot
 		if err := tx.Order("weekday, recipient_id").Find(&old).Error; err != nil {
 			return fmt.Errorf("models: read duty week: %w", err)
@@ -228,7 +228,7 @@ func (s *Store) RemoveDutySlot(ctx context.Context, weekday int, recipientID int
 // OverridesBetween lists overrides from one date to another, inclusive.
 func (s *Store) OverridesBetween(ctx context.Context, from, to string) ([]DutyOverride, error) {
 	var out []DutyOverride
-	if err := s.reader(ctx).Where("date >= ? AND date <= ?", from, to).Order("date, id").Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("date >= ? AND date <= ?", from, to).Order("date, id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: overrides: %w", err)
 	}
 	return out, nil
@@ -238,7 +238,7 @@ func (s *Store) OverridesBetween(ctx context.Context, from, to string) ([]DutyOv
 func (s *Store) HolidayYears(ctx context.Context) ([]int, error) {
 	var dates []string
 	// One date a year is enough: the first of each year's entries.
-	if err := s.reader(ctx).Model(&Holiday{}).Select("MIN(date)").Group("SUBSTR(date, 1, 4)").Order("MIN(date)").Pluck("MIN(date)", &dates).Error; err != nil {
+	if err := s.k.Reader(ctx).Model(&Holiday{}).Select("MIN(date)").Group("SUBSTR(date, 1, 4)").Order("MIN(date)").Pluck("MIN(date)", &dates).Error; err != nil {
 		return nil, fmt.Errorf("models: holiday years: %w", err)
 	}
 	years := make([]int, 0, len(dates))
@@ -253,7 +253,7 @@ func (s *Store) HolidayYears(ctx context.Context) ([]int, error) {
 // HolidaysBetween lists holiday entries from one date to another, inclusive.
 func (s *Store) HolidaysBetween(ctx context.Context, from, to string) ([]Holiday, error) {
 	var out []Holiday
-	if err := s.reader(ctx).Where("date >= ? AND date <= ?", from, to).Order("date").Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("date >= ? AND date <= ?", from, to).Order("date").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: holidays: %w", err)
 	}
 	return out, nil
@@ -272,7 +272,7 @@ func (s *Store) SetHolidays(ctx context.Context, list []Holiday) error {
 			return err
 		}
 	}
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		for i := range list {
 			h := &list[i]
 			if err := tx.Where("date = ?", h.Date).Delete(&Holiday{}).Error; err != nil {

@@ -1,4 +1,4 @@
-package dispatch
+package duty
 
 import (
 	"context"
@@ -8,14 +8,13 @@ import (
 
 	"herald/audit"
 	"herald/kernel"
-	"herald/models"
 )
 
 // CreateRotation saves a new rotation, audited as done by by. A validation failure is a
 // *kernel.FieldError and writes nothing.
-func (d *Dispatcher) CreateRotation(ctx context.Context, by audit.Actor, spec models.RotationSpec) (models.RotationSpec, error) {
-	var saved models.RotationSpec
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+func (d *Service) CreateRotation(ctx context.Context, by audit.Actor, spec RotationSpec) (RotationSpec, error) {
+	var saved RotationSpec
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		r, err := tx.CreateRotation(ctx, spec)
 		if err != nil {
 			return err
@@ -35,18 +34,19 @@ func (d *Dispatcher) CreateRotation(ctx context.Context, by audit.Actor, spec mo
 var ErrRotationInUse = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "rotation_in_use", Key: "rotation.in_use",
 	Text: "rotation in use"})
 
+// RotationUsers names the escalation policies whose steps target a rotation, read in
+// the transaction of a rotation's change (tx): the policies are another domain's, and
+// the duty service reaches them through this alone.
+type RotationUsers interface {
+	PoliciesNaming(ctx context.Context, tx *kernel.DB, rotation string) ([]string, error)
+}
+
 // checkRotationUnused refuses (ErrRotationInUse) taking the name of rotation away
 // from the policies that name it, read in tx.
-func checkRotationUnused(ctx context.Context, tx *models.Store, rotation string) error {
-	policies, err := tx.Policies(ctx)
+func (d *Service) checkRotationUnused(ctx context.Context, tx *Store, rotation string) error {
+	users, err := d.rotationUsers.PoliciesNaming(ctx, tx.k, rotation)
 	if err != nil {
 		return err
-	}
-	var users []string
-	for _, p := range policies {
-		if policyNamesRotation(&p, rotation) {
-			users = append(users, p.Name)
-		}
 	}
 	if len(users) > 0 {
 		names := strings.Join(users, ", ")
@@ -56,35 +56,22 @@ func checkRotationUnused(ctx context.Context, tx *models.Store, rotation string)
 	return nil
 }
 
-// policyNamesRotation reports whether a step of p targets rotation (its turn or the
-// next in turn).
-func policyNamesRotation(p *models.EscalationPolicy, rotation string) bool {
-	for _, s := range p.Steps {
-		for _, t := range s.Targets {
-			if kind, name := parseTarget(t); kind == targetRotation && name == rotation {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // UpdateRotation replaces the rotation called name (which may rename it), audited with
 // what it was and what it is now. kernel.ErrNotFound: no such rotation;
 // ErrRotationInUse: a rename of a rotation escalation policies name.
-func (d *Dispatcher) UpdateRotation(ctx context.Context, by audit.Actor, name string, spec models.RotationSpec) (models.RotationSpec, error) {
-	var saved models.RotationSpec
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+func (d *Service) UpdateRotation(ctx context.Context, by audit.Actor, name string, spec RotationSpec) (RotationSpec, error) {
+	var saved RotationSpec
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		before, after, err := tx.UpdateRotation(ctx, name, spec)
 		if err != nil {
 			return err
 		}
 		if after.Name != before.Name {
-			if err := checkRotationUnused(ctx, tx, before.Name); err != nil {
+			if err := d.checkRotationUnused(ctx, tx, before.Name); err != nil {
 				return err
 			}
 		}
-		specs, err := tx.RotationSpecs(ctx, []models.Rotation{*before, *after})
+		specs, err := tx.RotationSpecs(ctx, []Rotation{*before, *after})
 		if err != nil {
 			return err
 		}
@@ -101,12 +88,12 @@ func (d *Dispatcher) UpdateRotation(ctx context.Context, by audit.Actor, name st
 
 // DeleteRotation removes a rotation, audited. kernel.ErrNotFound: no such rotation;
 // ErrRotationInUse: escalation policies name it (change them first).
-func (d *Dispatcher) DeleteRotation(ctx context.Context, by audit.Actor, name string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+func (d *Service) DeleteRotation(ctx context.Context, by audit.Actor, name string) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.DeleteRotation(ctx, name); err != nil {
 			return err
 		}
-		if err := checkRotationUnused(ctx, tx, name); err != nil {
+		if err := d.checkRotationUnused(ctx, tx, name); err != nil {
 			return err
 		}
 		ch.Audit("duty.rotation.delete", "rotation", name, audit.Params{"name": name})
@@ -115,19 +102,19 @@ func (d *Dispatcher) DeleteRotation(ctx context.Context, by audit.Actor, name st
 }
 
 // rotationSpec is a stored rotation as callers see it (members by external id).
-func rotationSpec(ctx context.Context, st *models.Store, r models.Rotation) (models.RotationSpec, error) {
-	specs, err := st.RotationSpecs(ctx, []models.Rotation{r})
+func rotationSpec(ctx context.Context, st *Store, r Rotation) (RotationSpec, error) {
+	specs, err := st.RotationSpecs(ctx, []Rotation{r})
 	if err != nil {
-		return models.RotationSpec{}, err
+		return RotationSpec{}, err
 	}
 	return specs[0], nil
 }
 
 // rotationParams names a rotation for its audit sentence: its name, turns, start, length
 // of turn and the days it covers (weekdays 1=Mon..7=Sun).
-func rotationParams(s models.RotationSpec) audit.Params {
+func rotationParams(s RotationSpec) audit.Params {
 	covers := s.Covers
-	if s.Covers == models.CoversWeekdays {
+	if s.Covers == CoversWeekdays {
 		days := make([]string, len(s.Weekdays))
 		for i, d := range s.Weekdays {
 			days[i] = strconv.Itoa(d)

@@ -1,4 +1,4 @@
-package models_test
+package duty_test
 
 import (
 	"context"
@@ -9,25 +9,25 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/duty"
 	"herald/internal/testenv"
 	"herald/kernel"
-	"herald/models"
 )
 
 // The calendar Herald ships was entered from the State Council's notices; the open
 // holiday-cn files record the same notices.
 func TestBuiltinCalendarMatchesTheNotices(t *testing.T) {
-	years := models.BuiltinNationalYears()
+	years := duty.BuiltinNationalYears()
 	if len(years) == 0 || !slices.Contains(years, 2026) {
 		t.Fatalf("shipped years %v lack 2026", years)
 	}
 	for _, year := range years {
 		t.Run(fmt.Sprint(year), func(t *testing.T) {
-			got, notice, ok := models.BuiltinNationalCalendar(year)
+			got, notice, ok := duty.BuiltinNationalCalendar(year)
 			if !ok || notice == "" {
 				t.Fatalf("year %d: ok %v, notice %q", year, ok, notice)
 			}
-			y, want, err := models.ParseHolidayCN(testenv.HolidayCN(t, year))
+			y, want, err := duty.ParseHolidayCN(testenv.HolidayCN(t, year))
 			if err != nil || y != year {
 				t.Fatalf("holiday-cn %d: year %d, %v", year, y, err)
 			}
@@ -36,7 +36,7 @@ func TestBuiltinCalendarMatchesTheNotices(t *testing.T) {
 			}
 		})
 	}
-	if _, _, ok := models.BuiltinNationalCalendar(1999); ok {
+	if _, _, ok := duty.BuiltinNationalCalendar(1999); ok {
 		t.Error("a year Herald does not ship is found")
 	}
 }
@@ -51,7 +51,7 @@ func TestParseHolidayCNRefusesBadFiles(t *testing.T) {
 		{`{"year":20,"days":[]}`, "year"},
 		{`not json`, "file"},
 	} {
-		_, _, err := models.ParseHolidayCN([]byte(tt.file))
+		_, _, err := duty.ParseHolidayCN([]byte(tt.file))
 		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != tt.field {
 			t.Errorf("%s: %v, want an error naming %s", tt.file, err, tt.field)
@@ -60,11 +60,11 @@ func TestParseHolidayCNRefusesBadFiles(t *testing.T) {
 }
 
 func TestParseNationalDates(t *testing.T) {
-	days, err := models.ParseNationalDates("# 2027\n2027-01-01 off 元旦\n\n2027-01-02,休,元旦\r\n2027-01-04\tworkday\n2027-02-06 班 春节 调休\n")
+	days, err := duty.ParseNationalDates("# 2027\n2027-01-01 off 元旦\n\n2027-01-02,休,元旦\r\n2027-01-04\tworkday\n2027-02-06 班 春节 调休\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []models.NationalDay{{Date: "2027-01-01", Name: "元旦", Off: true}, {Date: "2027-01-02", Name: "元旦", Off: true},
+	want := []duty.NationalDay{{Date: "2027-01-01", Name: "元旦", Off: true}, {Date: "2027-01-02", Name: "元旦", Off: true},
 		{Date: "2027-01-04"}, {Date: "2027-02-06", Name: "春节 调休"}}
 	if diff := cmp.Diff(want, days); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -76,7 +76,7 @@ func TestParseNationalDates(t *testing.T) {
 		"\n\n01/01/2027 off":                 "line 3.date",
 		"# nothing":                          "text",
 	} {
-		_, err := models.ParseNationalDates(text)
+		_, err := duty.ParseNationalDates(text)
 		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != field {
 			t.Errorf("%q: %v, want an error naming %s", text, err, field)
@@ -89,13 +89,13 @@ func TestHolidayChanges(t *testing.T) {
 	store := testenv.Store(t)
 	ctx := context.Background()
 	two := 2
-	if err := store.SetHolidays(ctx, []models.Holiday{{Date: "2027-01-01", Kind: models.HolidayOff, Name: "元旦"},
-		{Date: "2027-01-04", Kind: models.HolidayWorkday, AsWeekday: &two}, {Date: "2027-03-01", Kind: models.HolidayOff}}); err != nil {
+	if err := store.Duty().SetHolidays(ctx, []duty.Holiday{{Date: "2027-01-01", Kind: duty.HolidayOff, Name: "元旦"},
+		{Date: "2027-01-04", Kind: duty.HolidayWorkday, AsWeekday: &two}, {Date: "2027-03-01", Kind: duty.HolidayOff}}); err != nil {
 		t.Fatal(err)
 	}
-	list := models.NationalHolidays([]models.NationalDay{{Date: "2027-01-04", Name: ""}, {Date: "2027-01-01", Name: "元旦", Off: true},
+	list := duty.NationalHolidays([]duty.NationalDay{{Date: "2027-01-04", Name: ""}, {Date: "2027-01-01", Name: "元旦", Off: true},
 		{Date: "2027-01-02", Name: "元旦", Off: true}, {Date: "2027-01-05"}}, map[string]int{"2027-01-05": 5})
-	changes, err := store.HolidayChanges(ctx, list)
+	changes, err := store.Duty().HolidayChanges(ctx, list)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package dispatch
+package duty
 
 import (
 	"context"
@@ -8,12 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"herald/audit"
 	"herald/directory"
 	"herald/kernel"
-	"herald/models"
 )
 
 // The duty writes: the weekly roster, overrides, shift swaps, the duty reminder's
@@ -24,7 +22,7 @@ import (
 // headOffice resolves external ids to head-office recipients. field names the list in
 // errors ("1" gives "1[0]" for the first id); "" names each the single field
 // "recipient".
-func headOffice(ctx context.Context, st *models.Store, field string, ids []string) ([]directory.Recipient, error) {
+func headOffice(ctx context.Context, st *Store, field string, ids []string) ([]directory.Recipient, error) {
 	people, err := st.Directory().RecipientsByExternalIDs(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -52,7 +50,7 @@ func headOffice(ctx context.Context, st *models.Store, field string, ids []strin
 }
 
 // headOfficePerson resolves the one person a form's field names.
-func headOfficePerson(ctx context.Context, st *models.Store, field, ext string) (directory.Recipient, error) {
+func headOfficePerson(ctx context.Context, st *Store, field, ext string) (directory.Recipient, error) {
 	ext = strings.TrimSpace(ext)
 	if ext == "" {
 		return directory.Recipient{}, kernel.Invalid(field, "duty.choose_person_error")
@@ -79,9 +77,9 @@ func validWeekday(weekday int) error {
 // AddDutySlot puts a head-office person (by external id) on a weekday's roster
 // (1 = Monday … 7 = Sunday), audited. Adding someone already there changes nothing
 // but is audited all the same: it is what was asked.
-func (d *Dispatcher) AddDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) (directory.Recipient, error) {
+func (d *Service) AddDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) (directory.Recipient, error) {
 	var p directory.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := validWeekday(weekday); err != nil {
 			return err
 		}
@@ -101,8 +99,8 @@ func (d *Dispatcher) AddDutySlot(ctx context.Context, by audit.Actor, weekday in
 
 // RemoveDutySlot takes a person off a weekday's roster, audited. Branch staff are
 // accepted here: taking someone off is always allowed.
-func (d *Dispatcher) RemoveDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+func (d *Service) RemoveDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := validWeekday(weekday); err != nil {
 			return err
 		}
@@ -126,9 +124,9 @@ func (d *Dispatcher) RemoveDutySlot(ctx context.Context, by audit.Actor, weekday
 // head-office staff; a weekday left out gets an empty roster. An unknown or branch
 // person is a FieldError naming the weekday and position ("3[1]"). Audited with each
 // weekday that changed, before and after.
-func (d *Dispatcher) ReplaceDutyWeek(ctx context.Context, by audit.Actor, week map[int][]string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		w := models.Week{}
+func (d *Service) ReplaceDutyWeek(ctx context.Context, by audit.Actor, week map[int][]string) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+		w := Week{}
 		for _, day := range slices.Sorted(maps.Keys(week)) {
 			if day < 1 || day > 7 {
 				return kernel.Invalid(strconv.Itoa(day), "duty.invalid.not_weekday", "Day", day)
@@ -156,9 +154,9 @@ func (d *Dispatcher) ReplaceDutyWeek(ctx context.Context, by audit.Actor, week m
 
 // weekChanges names each weekday whose roster changed, before and after, by external
 // id: "1: E1001 → E1001, E1002; 3: — → E1003". Empty when nothing changed.
-func weekChanges(ctx context.Context, st *models.Store, before, after models.Week) (string, error) {
+func weekChanges(ctx context.Context, st *Store, before, after Week) (string, error) {
 	var ids []int64
-	for _, w := range []models.Week{before, after} {
+	for _, w := range []Week{before, after} {
 		for _, list := range w {
 			ids = append(ids, list...)
 		}
@@ -193,7 +191,7 @@ func weekChanges(ctx context.Context, st *models.Store, before, after models.Wee
 }
 
 // Override is an override as the console's form and the API give it: a person by
-// external id added to (models.OverrideAdd) or removed from (OverrideRemove) the roster
+// external id added to (OverrideAdd) or removed from (OverrideRemove) the roster
 // of a date.
 type Override struct {
 	Date      string
@@ -203,7 +201,7 @@ type Override struct {
 }
 
 // today is the dispatcher's current date (YYYY-MM-DD) in its time zone.
-func (d *Dispatcher) today() string {
+func (d *Service) today() string {
 	date, _ := DateOf(d.now(), d.loc)
 	return date
 }
@@ -211,8 +209,8 @@ func (d *Dispatcher) today() string {
 // notPast refuses a date before today: a past date's roster has been used already,
 // and the duty page, the calendar feeds and the reminder all look ahead, so a change to
 // it would be saved and never seen.
-func (d *Dispatcher) notPast(field, date string) error {
-	if err := models.ValidDate(field, date); err != nil {
+func (d *Service) notPast(field, date string) error {
+	if err := ValidDate(field, date); err != nil {
 		return err
 	}
 	if date < d.today() {
@@ -224,9 +222,9 @@ func (d *Dispatcher) notPast(field, date string) error {
 // SetOverride adds a head-office person to, or removes them from, the roster of a date
 // (today or later), replacing their earlier override of that date; audited. It returns
 // the person.
-func (d *Dispatcher) SetOverride(ctx context.Context, by audit.Actor, o Override) (directory.Recipient, error) {
+func (d *Service) SetOverride(ctx context.Context, by audit.Actor, o Override) (directory.Recipient, error) {
 	var p directory.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := d.notPast("date", o.Date); err != nil {
 			return err
 		}
@@ -238,7 +236,7 @@ func (d *Dispatcher) SetOverride(ctx context.Context, by audit.Actor, o Override
 		if err != nil {
 			return err
 		}
-		if err := tx.SetOverride(ctx, &models.DutyOverride{Date: o.Date, RecipientID: p.ID, Action: o.Action, Note: o.Note}); err != nil {
+		if err := tx.SetOverride(ctx, &DutyOverride{Date: o.Date, RecipientID: p.ID, Action: o.Action, Note: o.Note}); err != nil {
 			return err
 		}
 		params := audit.Params{"date": o.Date, "action": o.Action, "recipient": p.ExternalID, "name": p.Name, "note": o.Note}
@@ -252,7 +250,7 @@ func (d *Dispatcher) SetOverride(ctx context.Context, by audit.Actor, o Override
 }
 
 // overrideOf returns a person's override of a date, or nil.
-func overrideOf(ctx context.Context, st *models.Store, date string, recipientID int64) (*models.DutyOverride, error) {
+func overrideOf(ctx context.Context, st *Store, date string, recipientID int64) (*DutyOverride, error) {
 	list, err := st.OverridesBetween(ctx, date, date)
 	if err != nil {
 		return nil, err
@@ -268,10 +266,10 @@ func overrideOf(ctx context.Context, st *models.Store, date string, recipientID 
 // DeleteOverride removes a person's override of a date (a past one too: removing
 // never hides anything), audited with what it was. kernel.ErrNotFound: no such person
 // or override. It returns the person.
-func (d *Dispatcher) DeleteOverride(ctx context.Context, by audit.Actor, date, recipient string) (directory.Recipient, error) {
+func (d *Service) DeleteOverride(ctx context.Context, by audit.Actor, date, recipient string) (directory.Recipient, error) {
 	var p directory.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := models.ValidDate("date", date); err != nil {
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+		if err := ValidDate("date", date); err != nil {
 			return err
 		}
 		person, err := tx.Directory().RecipientByExternalID(ctx, recipient)
@@ -307,18 +305,18 @@ type Swap struct {
 // CreateSwap records a shift swap, four overrides made together, after checking that
 // both dates are today or later and, by the duty rule, that each person is on duty on
 // the date they give away. Audited. It returns the swap and its two people.
-func (d *Dispatcher) CreateSwap(ctx context.Context, by audit.Actor, s Swap) (*models.DutySwap, [2]directory.Recipient, error) {
-	var sw *models.DutySwap
+func (d *Service) CreateSwap(ctx context.Context, by audit.Actor, s Swap) (*DutySwap, [2]directory.Recipient, error) {
+	var sw *DutySwap
 	var people [2]directory.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		for i, pick := range []struct{ field, ext string }{{"a", s.A}, {"b", s.B}} {
 			var err error
 			if people[i], err = headOfficePerson(ctx, tx, pick.field, pick.ext); err != nil {
 				return err
 			}
 		}
-		sw = &models.DutySwap{AID: people[0].ID, ADate: s.ADate, BID: people[1].ID, BDate: s.BDate, Note: s.Note, CreatedBy: by.Name}
-		if err := models.CheckSwap(sw); err != nil {
+		sw = &DutySwap{AID: people[0].ID, ADate: s.ADate, BID: people[1].ID, BDate: s.BDate, Note: s.Note, CreatedBy: by.Name}
+		if err := CheckSwap(sw); err != nil {
 			return err
 		}
 		for _, give := range []struct {
@@ -347,10 +345,10 @@ func (d *Dispatcher) CreateSwap(ctx context.Context, by audit.Actor, s Swap) (*m
 
 // DeleteSwap undoes a shift swap: its overrides still in place go with it. Audited.
 // kernel.ErrNotFound: no such swap. It returns the swap as it was and its people.
-func (d *Dispatcher) DeleteSwap(ctx context.Context, by audit.Actor, id int64) (*models.DutySwap, [2]directory.Recipient, error) {
-	var sw *models.DutySwap
+func (d *Service) DeleteSwap(ctx context.Context, by audit.Actor, id int64) (*DutySwap, [2]directory.Recipient, error) {
+	var sw *DutySwap
 	var people [2]directory.Recipient
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		var err error
 		if sw, err = tx.DeleteSwap(ctx, id); err != nil {
 			return err
@@ -374,76 +372,17 @@ func (d *Dispatcher) DeleteSwap(ctx context.Context, by audit.Actor, id int64) (
 }
 
 // swapParams names a swap for its audit sentence.
-func swapParams(sw *models.DutySwap, people [2]directory.Recipient) audit.Params {
+func swapParams(sw *DutySwap, people [2]directory.Recipient) audit.Params {
 	return audit.Params{"a": people[0].ExternalID, "a_name": people[0].Name, "a_date": sw.ADate,
 		"b": people[1].ExternalID, "b_name": people[1].Name, "b_date": sw.BDate, "note": sw.Note}
-}
-
-// SetDutyReminder saves the duty reminder's settings, recording by as who last changed
-// them, audited with the settings before and after. An enabled reminder needs an
-// existing account and a template whose variables a reminder can fill.
-func (d *Dispatcher) SetDutyReminder(ctx context.Context, by audit.Actor, cfg models.ReminderConfig) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		// A template chosen that a reminder cannot fill is the first thing to say; then
-		// the fields in the form's order.
-		if cfg.Template != "" {
-			t, err := tx.Templates().TemplateByName(ctx, cfg.Template)
-			if errors.Is(err, kernel.ErrNotFound) {
-				return kernel.Invalid("template", "reminder.invalid.template")
-			}
-			if err != nil {
-				return err
-			}
-			if err := CheckReminderTemplate(t); err != nil {
-				return err
-			}
-		}
-		if _, err := cfg.At(time.Now()); err != nil {
-			return err
-		}
-		if cfg.Enabled || cfg.Account != "" {
-			_, err := tx.Sending().AccountByName(ctx, cfg.Account)
-			if errors.Is(err, kernel.ErrNotFound) {
-				return kernel.Invalid("account", "reminder.invalid.account")
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if cfg.Enabled && cfg.Template == "" {
-			return kernel.Invalid("template", "reminder.invalid.template")
-		}
-		before, err := tx.DutyReminderConfig(ctx)
-		if err != nil {
-			return err
-		}
-		if err := tx.SetDutyReminderConfig(ctx, cfg, by.Name); err != nil {
-			return err
-		}
-		p := reminderParams(cfg)
-		for k, v := range reminderParams(before) {
-			p["before_"+k] = v
-		}
-		ch.Audit("duty.reminder.set", "setting", models.SettingDutyReminder, p)
-		return nil
-	})
-}
-
-// reminderParams names the reminder's settings for its audit sentence.
-func reminderParams(cfg models.ReminderConfig) audit.Params {
-	on := "off"
-	if cfg.Enabled {
-		on = "on"
-	}
-	return audit.Params{"enabled": on, "time": cfg.Time, "account": cfg.Account, "template": cfg.Template}
 }
 
 // RotateDutyFeed gives a head-office person (by recipient id) a new secret calendar
 // feed address, replacing their old one, audited without the token; it returns the
 // token, shown once. kernel.ErrNotFound: no such person.
-func (d *Dispatcher) RotateDutyFeed(ctx context.Context, by audit.Actor, recipientID int64) (string, error) {
+func (d *Service) RotateDutyFeed(ctx context.Context, by audit.Actor, recipientID int64) (string, error) {
 	var token string
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		p, err := recipientByID(ctx, tx, recipientID)
 		if err != nil {
 			return err
@@ -459,8 +398,8 @@ func (d *Dispatcher) RotateDutyFeed(ctx context.Context, by audit.Actor, recipie
 
 // DeleteDutyFeed turns a person's calendar feed off, audited. kernel.ErrNotFound: no
 // such person, or no feed to turn off.
-func (d *Dispatcher) DeleteDutyFeed(ctx context.Context, by audit.Actor, recipientID int64) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+func (d *Service) DeleteDutyFeed(ctx context.Context, by audit.Actor, recipientID int64) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		p, err := recipientByID(ctx, tx, recipientID)
 		if err != nil {
 			return err
@@ -474,7 +413,7 @@ func (d *Dispatcher) DeleteDutyFeed(ctx context.Context, by audit.Actor, recipie
 }
 
 // recipientByID returns a recipient, or kernel.ErrNotFound.
-func recipientByID(ctx context.Context, st *models.Store, id int64) (directory.Recipient, error) {
+func recipientByID(ctx context.Context, st *Store, id int64) (directory.Recipient, error) {
 	people, err := st.Directory().RecipientsByIDs(ctx, []int64{id})
 	if err != nil {
 		return directory.Recipient{}, err

@@ -1,4 +1,4 @@
-package models
+package duty
 
 import (
 	"context"
@@ -69,7 +69,7 @@ type RotationSpec struct {
 // Rotations lists every rotation by name.
 func (s *Store) Rotations(ctx context.Context) ([]Rotation, error) {
 	var out []Rotation
-	if err := s.reader(ctx).Order("name").Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: rotations: %w", err)
 	}
 	return out, nil
@@ -78,7 +78,7 @@ func (s *Store) Rotations(ctx context.Context) ([]Rotation, error) {
 // RotationByName returns one rotation, or ErrNotFound.
 func (s *Store) RotationByName(ctx context.Context, name string) (*Rotation, error) {
 	var out []Rotation
-	if err := s.reader(ctx).Where("name = ?", name).Limit(1).Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("name = ?", name).Limit(1).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: rotation %s: %w", name, err)
 	}
 	if len(out) == 0 {
@@ -109,7 +109,7 @@ func (s *Store) UpdateRotation(ctx context.Context, name string, spec RotationSp
 	if err != nil {
 		return nil, nil, err
 	}
-	err = s.tx(ctx, func(tx *gorm.DB) error {
+	err = s.k.Tx(ctx, func(tx *gorm.DB) error {
 		var old []Rotation
 		if err := tx.Where("name = ?", name).Limit(1).Find(&old).Error; err != nil {
 			return fmt.Errorf("models: rotation %s: %w", name, err)
@@ -446,4 +446,24 @@ func (d *DutyData) turnAfter(r *Rotation, t time.Time, k int) []int64 {
 		}
 	}
 	return r.Members[(elapsed/r.TurnDays+k)%len(r.Members)]
+}
+
+// RotationTurnOn returns who rotation name puts on duty on date (YYYY-MM-DD), or with
+// next the people whose turn comes after them; nil when the rotation covers no turn
+// that day. ErrNotFound: no such rotation.
+func (s *Store) RotationTurnOn(ctx context.Context, name, date string, next int) ([]int64, error) {
+	d, err := s.DutyBetween(ctx, date, date)
+	if err != nil {
+		return nil, err
+	}
+	t, err := time.Parse(time.DateOnly, date)
+	if err != nil {
+		return nil, kernel.Invalid("date", "validation.date")
+	}
+	for i := range d.Rotations {
+		if d.Rotations[i].Name == name {
+			return d.turnAfter(&d.Rotations[i], t, next), nil
+		}
+	}
+	return nil, fmt.Errorf("models: rotation %s: %w", name, kernel.ErrNotFound)
 }

@@ -1,4 +1,4 @@
-package dispatch
+package duty
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 
 	"herald/directory"
 	"herald/kernel"
-	"herald/models"
 )
 
 // Skip reasons of the duty rule.
@@ -28,8 +27,8 @@ const (
 // Roster is who is on duty on one date.
 type Roster struct {
 	Date    string // YYYY-MM-DD in HERALD_TIMEZONE
-	Kind    string // models.DayWorkday, DayWeekend, DayHoliday or DayMakeupWorkday
-	Holiday *models.Holiday
+	Kind    string // DayWorkday, DayWeekend, DayHoliday or DayMakeupWorkday
+	Holiday *Holiday
 	OnDuty  map[int64]bool
 	// Source says where each person on duty comes from: SourceWeekly, SourceRotation
 	// plus the rotation's name, or SourceOverride (the first that puts them there).
@@ -40,7 +39,7 @@ type Roster struct {
 func (r *Roster) Empty() bool { return len(r.OnDuty) == 0 }
 
 // DayOff reports whether the date is a day off (a holiday entry of kind off).
-func (r *Roster) DayOff() bool { return r.Kind == models.DayHoliday }
+func (r *Roster) DayOff() bool { return r.Kind == DayHoliday }
 
 // Unconfigured reports whether nobody is on duty on a day that is not a day off: the
 // schedule is missing for the date. An empty day off is a rest day, not a mistake.
@@ -50,7 +49,7 @@ func (r *Roster) Unconfigured() bool { return r.Empty() && !r.DayOff() }
 // store already chose it for days off and make-up workdays), joined by the people whose
 // turn it is in each rotation covering the date, then the date's overrides in the order
 // they were made.
-func BuildRoster(day *models.DutyDay) *Roster {
+func BuildRoster(day *DutyDay) *Roster {
 	r := &Roster{Date: day.Date, Kind: day.Kind, Holiday: day.Holiday, OnDuty: make(map[int64]bool, len(day.Weekly)), Source: map[int64]string{}}
 	put := func(id int64, source string) {
 		if !r.OnDuty[id] {
@@ -67,9 +66,9 @@ func BuildRoster(day *models.DutyDay) *Roster {
 	}
 	for _, o := range day.Overrides {
 		switch o.Action {
-		case models.OverrideAdd:
+		case OverrideAdd:
 			put(o.RecipientID, SourceOverride)
-		case models.OverrideRemove:
+		case OverrideRemove:
 			delete(r.OnDuty, o.RecipientID)
 			delete(r.Source, o.RecipientID)
 		}
@@ -108,7 +107,7 @@ func DateOf(t time.Time, loc *time.Location) (string, int) {
 // RosterOn loads and builds the roster of the date t falls on in the dispatcher's time
 // zone. A day that is not a day off with nobody on duty is logged as
 // DUTY_SCHEDULE_NOT_CONFIGURED; a day off is not.
-func (d *Dispatcher) RosterOn(ctx context.Context, t time.Time) (*Roster, error) {
+func (d *Service) RosterOn(ctx context.Context, t time.Time) (*Roster, error) {
 	date, _ := DateOf(t, d.loc)
 	day, err := d.store.DutyDayOf(ctx, date)
 	if err != nil {
@@ -124,7 +123,7 @@ func (d *Dispatcher) RosterOn(ctx context.Context, t time.Time) (*Roster, error)
 // Rosters builds the roster of every date from one to another, inclusive (YYYY-MM-DD),
 // by the same rule as RosterOn, without logging: for pages and calendars that show the
 // warning themselves.
-func Rosters(ctx context.Context, store *models.Store, from, to string) ([]*Roster, error) {
+func Rosters(ctx context.Context, store *Store, from, to string) ([]*Roster, error) {
 	first, err := time.Parse(time.DateOnly, from)
 	if err != nil {
 		return nil, kernel.Invalid("from", "validation.date")

@@ -1,4 +1,4 @@
-package models
+package duty
 
 // ValidateHoliday checks one holiday entry with the rule SetHolidays applies, so an
 // import can report every bad row before anything is written.

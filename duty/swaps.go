@@ -1,4 +1,4 @@
-package models
+package duty
 
 import (
 	"context"
@@ -64,7 +64,7 @@ func (s *Store) CreateSwap(ctx context.Context, sw *DutySwap) error {
 	if err := CheckSwap(sw); err != nil {
 		return err
 	}
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		sw.ID = 0
 		if err := tx.Create(sw).Error; err != nil {
 			return fmt.Errorf("models: create swap: %w", err)
@@ -86,7 +86,7 @@ func (s *Store) CreateSwap(ctx context.Context, sw *DutySwap) error {
 // meanwhile.
 func (s *Store) DeleteSwap(ctx context.Context, id int64) (*DutySwap, error) {
 	var sw DutySwap
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("id = ?", id).Take(&sw).Error; err != nil {
 			return fmt.Errorf("models: swap %d: %w", id, kernel.NotFound(err))
 		}
@@ -116,7 +116,7 @@ func (s *Store) SwapsByID(ctx context.Context, ids []int64) (map[int64]DutySwap,
 		return out, nil
 	}
 	var list []DutySwap
-	if err := s.reader(ctx).Where("id IN ?", ids).Find(&list).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("id IN ?", ids).Find(&list).Error; err != nil {
 		return nil, fmt.Errorf("models: swaps: %w", err)
 	}
 	for _, sw := range list {

@@ -1,4 +1,4 @@
-package dispatch
+package duty
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"herald/audit"
 	"herald/kernel"
-	"herald/models"
 )
 
 // Where a batch of holiday entries comes from, as ImportHolidays records it.
@@ -20,12 +19,12 @@ const (
 // SetHoliday records a day off or a make-up workday, replacing the entry its date had;
 // audited with what it was. A validation failure is a *kernel.FieldError (date, kind,
 // as_weekday, name).
-func (d *Dispatcher) SetHoliday(ctx context.Context, by audit.Actor, hd models.Holiday) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := models.ValidateHoliday(&hd); err != nil {
+func (d *Service) SetHoliday(ctx context.Context, by audit.Actor, hd Holiday) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+		if err := ValidateHoliday(&hd); err != nil {
 			return err
 		}
-		changes, err := tx.HolidayChanges(ctx, []models.Holiday{hd})
+		changes, err := tx.HolidayChanges(ctx, []Holiday{hd})
 		if err != nil {
 			return err
 		}
@@ -46,7 +45,7 @@ func (d *Dispatcher) SetHoliday(ctx context.Context, by audit.Actor, hd models.H
 }
 
 // holidayParams names a holiday entry for its audit sentence.
-func holidayParams(hd models.Holiday) audit.Params {
+func holidayParams(hd Holiday) audit.Params {
 	p := audit.Params{"date": hd.Date, "kind": hd.Kind, "name": hd.Name}
 	if hd.AsWeekday != nil {
 		p["as_weekday"] = strconv.Itoa(*hd.AsWeekday)
@@ -56,8 +55,8 @@ func holidayParams(hd models.Holiday) audit.Params {
 
 // DeleteHoliday removes the holiday entry of a date, audited with what it was.
 // kernel.ErrNotFound: the date has none.
-func (d *Dispatcher) DeleteHoliday(ctx context.Context, by audit.Actor, date string) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+func (d *Service) DeleteHoliday(ctx context.Context, by audit.Actor, date string) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		list, err := tx.HolidaysBetween(ctx, date, date)
 		if err != nil {
 			return err
@@ -75,22 +74,22 @@ func (d *Dispatcher) DeleteHoliday(ctx context.Context, by audit.Actor, date str
 
 // SetHolidays saves several holiday entries (the API's list), each replacing its
 // date's, all or none; audited once with the dates and how many were new or changed.
-// A failure names the entry ("[3].date"); more than models.MaxHolidays entries is a
+// A failure names the entry ("[3].date"); more than MaxHolidays entries is a
 // failure of "holidays".
-func (d *Dispatcher) SetHolidays(ctx context.Context, by audit.Actor, list []models.Holiday) error {
+func (d *Service) SetHolidays(ctx context.Context, by audit.Actor, list []Holiday) error {
 	return d.setHolidays(ctx, by, "duty.holidays.set", list, nil)
 }
 
 // ImportHolidays is SetHolidays for an import: from says which (HolidaysFromCSV or
 // HolidaysFromNational), and the entry's action is duty.holidays.import.
-func (d *Dispatcher) ImportHolidays(ctx context.Context, by audit.Actor, list []models.Holiday, from string) error {
+func (d *Service) ImportHolidays(ctx context.Context, by audit.Actor, list []Holiday, from string) error {
 	return d.setHolidays(ctx, by, "duty.holidays.import", list, audit.Params{"source": from})
 }
 
-func (d *Dispatcher) setHolidays(ctx context.Context, by audit.Actor, action string, list []models.Holiday, params audit.Params) error {
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if len(list) > models.MaxHolidays {
-			return kernel.Invalid("holidays", "duty.invalid.too_many", "Max", models.MaxHolidays)
+func (d *Service) setHolidays(ctx context.Context, by audit.Actor, action string, list []Holiday, params audit.Params) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+		if len(list) > MaxHolidays {
+			return kernel.Invalid("holidays", "duty.invalid.too_many", "Max", MaxHolidays)
 		}
 		effects, err := tx.HolidayEffects(ctx, list)
 		if err != nil {

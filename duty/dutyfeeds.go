@@ -1,4 +1,4 @@
-package models
+package duty
 
 import (
 	"context"
@@ -36,7 +36,7 @@ func (s *Store) RotateDutyFeed(ctx context.Context, recipientID int64, by string
 		return "", fmt.Errorf("models: feed token: %w", err)
 	}
 	token := dutyFeedPrefix + hex.EncodeToString(b)
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		var p directory.Recipient
 		if err := tx.Where("id = ?", recipientID).Take(&p).Error; err != nil {
 			if err == gorm.ErrRecordNotFound {
@@ -73,7 +73,7 @@ func (s *Store) DeleteDutyFeed(ctx context.Context, recipientID int64) error {
 // DutyFeeds lists every feed by recipient id.
 func (s *Store) DutyFeeds(ctx context.Context) (map[int64]DutyFeed, error) {
 	var list []DutyFeed
-	if err := s.reader(ctx).Find(&list).Error; err != nil {
+	if err := s.k.Reader(ctx).Find(&list).Error; err != nil {
 		return nil, fmt.Errorf("models: feeds: %w", err)
 	}
 	out := make(map[int64]DutyFeed, len(list))
@@ -87,7 +87,7 @@ func (s *Store) DutyFeeds(ctx context.Context) (map[int64]DutyFeed, error) {
 // ErrNotFound.
 func (s *Store) DutyFeedOwner(ctx context.Context, token string) (*directory.Recipient, error) {
 	var f []DutyFeed
-	if err := s.reader(ctx).Where("token_hash = ?", kernel.HashToken(token)).Limit(1).Find(&f).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("token_hash = ?", kernel.HashToken(token)).Limit(1).Find(&f).Error; err != nil {
 		return nil, fmt.Errorf("models: feed: %w", err)
 	}
 	if len(f) == 0 {

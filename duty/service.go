@@ -1,0 +1,44 @@
+package duty
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"herald/audit"
+	"herald/kernel"
+)
+
+// Service makes the duty changes, each validated, then written with its audit entries in
+// one transaction (audit.Run), and builds the roster of a day.
+type Service struct {
+	store *Store
+	// loc is HERALD_TIMEZONE: the duty rule looks at the date there.
+	loc *time.Location
+	// clock is the clock; nil means kernel.Now.
+	clock func() time.Time
+	log   *slog.Logger
+	// rotationUsers names the escalation policies that target a rotation.
+	rotationUsers RotationUsers
+}
+
+// NewService builds the duty service on store: loc is HERALD_TIMEZONE, clock the clock
+// (nil: kernel.Now), log where an unconfigured day is warned of, and rotationUsers what
+// names the policies that target a rotation.
+func NewService(store *Store, loc *time.Location, clock func() time.Time, log *slog.Logger, rotationUsers RotationUsers) *Service {
+	return &Service{store: store, loc: loc, clock: clock, log: log, rotationUsers: rotationUsers}
+}
+
+// change runs fn with a store bound to one transaction, with the audit entries fn
+// records (audit.Run).
+func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *Store, ch *audit.Change) error) error {
+	return audit.Run(ctx, d.store.k, by, func(tx *kernel.DB, ch *audit.Change) error { return fn(d.store.On(tx), ch) })
+}
+
+// now is the service's clock, in UTC.
+func (d *Service) now() time.Time {
+	if d.clock != nil {
+		return d.clock().UTC()
+	}
+	return kernel.Now()
+}
