@@ -40,9 +40,4 @@ func (d *Service) location() *time.Location {
 }
 
 // now is the service's clock, in UTC.
-func (d *Service) now() time.Time {
-	if d.clock != nil {
-		return d.clock().UTC()
-	}
-	return kernel.Now()
-}
+func (d *Service) now() time.Time { return kernel.Clock(d.clock).Now() }

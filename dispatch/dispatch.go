@@ -261,12 +261,7 @@ const (
 	ReasonInactive         = "inactive"
 )
 
-func (d *Dispatcher) now() time.Time {
-	if d.clock != nil {
-		return d.clock().UTC()
-	}
-	return kernel.Now()
-}
+func (d *Dispatcher) now() time.Time { return kernel.Clock(d.clock).Now() }
 
 // Submit validates a request, records it and enqueues its messages. A validation error
 // is a *kernel.FieldError, and then nothing is written.

@@ -36,9 +36,4 @@ func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *Store,
 }
 
 // now is the service's clock, in UTC.
-func (d *Service) now() time.Time {
-	if d.clock != nil {
-		return d.clock().UTC()
-	}
-	return kernel.Now()
-}
+func (d *Service) now() time.Time { return kernel.Clock(d.clock).Now() }

@@ -85,6 +85,17 @@ func openSQLite(path string, gcfg *gorm.Config, conns int, pragmas ...string) (*
 // Now is the store's clock: UTC, at the microsecond precision MySQL keeps.
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
+// Clock is a service's clock: nil means Now. Tests give a service a clock of their own.
+type Clock func() time.Time
+
+// Now is the clock's time in UTC.
+func (c Clock) Now() time.Time {
+	if c != nil {
+		return c().UTC()
+	}
+	return Now()
+}
+
 // DB is Herald's database: the connections writes and reads run on, its dialect, and
 // the sealer of the credentials kept in it. One per process, safe for concurrent use;
 // InTx hands out one bound to a transaction.
