@@ -58,8 +58,9 @@ func isHerald(path string) bool { return path == "herald" || strings.HasPrefix(p
 // "Architecture"): configuration is a leaf; platform adapters know nothing of the store
 // or the simulator; pages and handlers know nothing of the queue; the kernel builds on
 // nothing of Herald's but the catalogs and the migrations, and the audit log on nothing
-// but the kernel; only the store and the kernel
-// speak GORM; only the end-to-end tests and the benchmarks use the test harness. A rule broken
+// but the kernel; a domain on the kernel, the audit log, delivery, channels and the
+// domains declared beneath it; only the kernel, the store and the domains' stores speak
+// GORM; only the end-to-end tests and the benchmarks use the test harness. A rule broken
 // here is a dependency to move behind an interface or a plain type where it is consumed,
 // not an exception to add.
 func TestImportRules(t *testing.T) {
