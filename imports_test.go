@@ -178,6 +178,9 @@ var domains = map[string][]string{
 	"herald/sending":   nil,
 	"herald/templates": {"herald/directory"},
 	"herald/duty":      {"herald/directory"},
+	// The silences hold messages, which are still the store's (models) until the
+	// messages have a domain of their own.
+	"herald/silence": {"herald/models", "herald/templates"},
 }
 
 // foundation is what every domain may build on.

@@ -9,8 +9,8 @@ import (
 
 	"herald/audit"
 	"herald/delivery"
-	"herald/dispatch"
 	"herald/models"
+	"herald/silence"
 )
 
 // BenchmarkSilenceRelease holds 10,000 messages under a silence (a worker holds them as
@@ -28,7 +28,7 @@ func BenchmarkSilenceRelease(b *testing.B) {
 		b.Fatal(err)
 	}
 	start, end := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
-	sil, err := r.h.App.Dispatch.CreateSilence(ctx, audit.System("bench"), dispatch.SilenceInput{
+	sil, err := r.h.App.Dispatch.Silences().CreateSilence(ctx, audit.System("bench"), silence.SilenceInput{
 		Matchers: []delivery.Matcher{{Name: delivery.MatchAccount, Value: r.acct.Name}}, StartsAt: &start, EndsAt: &end,
 		Comment: "bench maintenance window"})
 	if err != nil {
@@ -42,7 +42,7 @@ func BenchmarkSilenceRelease(b *testing.B) {
 	heldIn := time.Since(held)
 
 	b.ResetTimer()
-	if _, err := r.h.App.Dispatch.ExpireSilence(ctx, audit.System("bench"), sil.ID); err != nil {
+	if _, err := r.h.App.Dispatch.Silences().ExpireSilence(ctx, audit.System("bench"), sil.ID); err != nil {
 		b.Fatal(err)
 	}
 	ended := time.Now()

@@ -11,6 +11,7 @@ import (
 	"herald/duty"
 	"herald/models"
 	"herald/sending"
+	"herald/silence"
 	"herald/tasks"
 )
 
@@ -109,4 +110,9 @@ func (d *Dispatcher) Sending() *sending.Service {
 // (PoliciesNaming).
 func (d *Dispatcher) Duty() *duty.Service {
 	return duty.NewService(d.store.Duty(), d.loc, d.clock, d.log, d.rotationUsers)
+}
+
+// Silences is the silences' service.
+func (d *Dispatcher) Silences() *silence.Service {
+	return silence.NewService(silence.Of(d.store), d.clock)
 }

@@ -17,6 +17,7 @@ import (
 	"herald/duty"
 	"herald/models"
 	"herald/sending"
+	"herald/silence"
 	"herald/simulator"
 	"herald/tasks"
 )
@@ -63,10 +64,10 @@ func (f *meetFixture) fold(t *testing.T, by time.Duration) int {
 }
 
 // silence creates a silence from a minute before the fixture's clock for an hour.
-func (f *meetFixture) silence(t *testing.T, onEnd string, matchers ...delivery.Matcher) *models.Silence {
+func (f *meetFixture) silence(t *testing.T, onEnd string, matchers ...delivery.Matcher) *silence.Silence {
 	t.Helper()
 	start, end := f.clock().Add(-time.Minute), f.clock().Add(time.Hour)
-	s, err := f.d.CreateSilence(context.Background(), user("ops"), dispatch.SilenceInput{Matchers: matchers, StartsAt: &start, EndsAt: &end,
+	s, err := f.d.Silences().CreateSilence(context.Background(), user("ops"), silence.SilenceInput{Matchers: matchers, StartsAt: &start, EndsAt: &end,
 		Comment: "core banking upgrade", OnEnd: onEnd})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +173,7 @@ func (f *meetFixture) delivered() map[string]int {
 // heldBy lists the silences holding a message.
 func (f *meetFixture) heldBy(t *testing.T, id string) []int64 {
 	t.Helper()
-	got, err := f.store.SilencesOfMessage(context.Background(), id)
+	got, err := silence.Of(f.store).SilencesOfMessage(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

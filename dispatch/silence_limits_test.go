@@ -14,6 +14,7 @@ import (
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/silence"
 )
 
 // Breadth is judged by what a silence would hold, whatever its spelling: every regex and
@@ -41,7 +42,7 @@ func TestSilenceApprovalByReach(t *testing.T) {
 	}
 	for _, tt := range tests {
 		// Each by a person of its own: their silences do not make one stretch.
-		s, err := f.d.CreateSilence(ctx, user("ops-"+tt.name), dispatch.SilenceInput{Matchers: tt.matchers, EndsAt: &hour, Comment: tt.name})
+		s, err := f.d.Silences().CreateSilence(ctx, user("ops-"+tt.name), silence.SilenceInput{Matchers: tt.matchers, EndsAt: &hour, Comment: tt.name})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
@@ -56,7 +57,7 @@ func TestSilenceApprovalByReach(t *testing.T) {
 	for range (delivery.MaxUnapprovedHeld + 2) / 2 {
 		f.send(t, models.PriorityNormal, "E2001", "E2002")
 	}
-	s, err := f.d.CreateSilence(ctx, user("ops-many"), dispatch.SilenceInput{Matchers: []delivery.Matcher{match("platform", "sandbox")},
+	s, err := f.d.Silences().CreateSilence(ctx, user("ops-many"), silence.SilenceInput{Matchers: []delivery.Matcher{match("platform", "sandbox")},
 		EndsAt: &hour, Comment: "sandbox upgrade"})
 	if err != nil {
 		t.Fatal(err)
@@ -64,14 +65,14 @@ func TestSilenceApprovalByReach(t *testing.T) {
 	if s.Approval != models.ApprovalAwaiting || !cmp.Equal([]string(s.ApprovalReasons), []string{delivery.BroadHoldsMany}) {
 		t.Errorf("a silence that would have held %d messages: %q %v", delivery.MaxUnapprovedHeld+2, s.Approval, s.ApprovalReasons)
 	}
-	p, err := f.d.PreviewSilence(ctx, user("ops"), dispatch.SilenceInput{Matchers: []delivery.Matcher{match("platform", "sandbox")}})
+	p, err := f.d.Silences().PreviewSilence(ctx, user("ops"), silence.SilenceInput{Matchers: []delivery.Matcher{match("platform", "sandbox")}})
 	if err != nil || !cmp.Equal(p.Reasons, []string{delivery.BroadHoldsMany}) {
 		t.Errorf("preview: %+v (%v)", p, err)
 	}
 }
 
 // Back-to-back silences of one creator are one stretch for the 24-hour rule, and no
-// silence starts more than dispatch.MaxSilenceLead ahead.
+// silence starts more than silence.MaxSilenceLead ahead.
 func TestSilenceStretchAndStart(t *testing.T) {
 	t.Parallel()
 	f := newSilenceFixture(t)
@@ -79,9 +80,9 @@ func TestSilenceStretchAndStart(t *testing.T) {
 	now := time.Now()
 	at := func(h int) *time.Time { t := now.Add(time.Duration(h) * time.Hour); return &t }
 	narrow := []delivery.Matcher{match("department", "Counter")}
-	create := func(by string, from, to int) *models.Silence {
+	create := func(by string, from, to int) *silence.Silence {
 		t.Helper()
-		s, err := f.d.CreateSilence(ctx, user(by), dispatch.SilenceInput{Matchers: narrow, StartsAt: at(from), EndsAt: at(to), Comment: "upgrade"})
+		s, err := f.d.Silences().CreateSilence(ctx, user(by), silence.SilenceInput{Matchers: narrow, StartsAt: at(from), EndsAt: at(to), Comment: "upgrade"})
 		if err != nil {
 			t.Fatalf("%s %d–%d h: %v", by, from, to, err)
 		}
@@ -107,7 +108,7 @@ func TestSilenceStretchAndStart(t *testing.T) {
 		{24 * 31, 24*31 + 1, "starts_at"},
 		{int(time.Date(2999, 1, 1, 0, 0, 0, 0, time.UTC).Sub(now).Hours()), int(time.Date(2999, 1, 1, 1, 0, 0, 0, time.UTC).Sub(now).Hours()), "starts_at"},
 	} {
-		_, err := f.d.CreateSilence(ctx, user("cy"), dispatch.SilenceInput{Matchers: narrow, StartsAt: at(tt.from), EndsAt: at(tt.to), Comment: "later"})
+		_, err := f.d.Silences().CreateSilence(ctx, user("cy"), silence.SilenceInput{Matchers: narrow, StartsAt: at(tt.from), EndsAt: at(tt.to), Comment: "later"})
 		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != tt.field {
 			t.Errorf("starting in %d h: %v, want a field error naming %s", tt.from, err, tt.field)
@@ -125,12 +126,12 @@ func TestSilenceCaps(t *testing.T) {
 	f := newSilenceFixture(t)
 	ctx := context.Background()
 	hour := time.Now().Add(time.Hour)
-	create := func(by string, i int) (*models.Silence, error) {
-		return f.d.CreateSilence(ctx, user(by), dispatch.SilenceInput{Matchers: []delivery.Matcher{match("recipient", fmt.Sprintf("E%d", 3000+i))},
+	create := func(by string, i int) (*silence.Silence, error) {
+		return f.d.Silences().CreateSilence(ctx, user(by), silence.SilenceInput{Matchers: []delivery.Matcher{match("recipient", fmt.Sprintf("E%d", 3000+i))},
 			EndsAt: &hour, Comment: "upgrade"})
 	}
-	var first *models.Silence
-	for i := range dispatch.MaxCreatorSilences {
+	var first *silence.Silence
+	for i := range silence.MaxCreatorSilences {
 		s, err := create("ada", i)
 		if err != nil {
 			t.Fatalf("silence %d: %v", i, err)
@@ -147,18 +148,18 @@ func TestSilenceCaps(t *testing.T) {
 	if _, err := create("bob", 0); err != nil {
 		t.Fatalf("another person: %v", err)
 	}
-	if _, err := f.d.ExpireSilence(ctx, user("ada"), first.ID); err != nil {
+	if _, err := f.d.Silences().ExpireSilence(ctx, user("ada"), first.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := create("ada", 99); err != nil {
 		t.Errorf("after expiring one: %v", err)
 	}
 	// Overall: fill up to the cap with people of their own.
-	_, all, err := f.store.LiveSilenceCounts(ctx, 0, "nobody")
+	_, all, err := silence.Of(f.store).LiveSilenceCounts(ctx, 0, "nobody")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i := all; i < dispatch.MaxLiveSilences; i++ {
+	for i := all; i < silence.MaxLiveSilences; i++ {
 		if _, err := create(fmt.Sprintf("p%d", i/10), i); err != nil {
 			t.Fatalf("silence %d of all: %v", i, err)
 		}
@@ -190,7 +191,7 @@ func TestSendKeySilenceHoldsOnlyItsOwn(t *testing.T) {
 	}
 	start, end := f.clock().Add(-time.Minute), f.clock().Add(time.Hour)
 	zabbix := audit.Actor{Name: "apikey:zabbix", Type: audit.ActorAPIKey, APIKeyID: f.keyID, OwnOnly: true}
-	s, err := f.d.CreateSilence(ctx, zabbix, dispatch.SilenceInput{Matchers: []delivery.Matcher{match("platform", "sandbox")},
+	s, err := f.d.Silences().CreateSilence(ctx, zabbix, silence.SilenceInput{Matchers: []delivery.Matcher{match("platform", "sandbox")},
 		StartsAt: &start, EndsAt: &end, Comment: "zabbix maintenance", OnEnd: delivery.OnEndCancel})
 	if err != nil {
 		t.Fatal(err)
@@ -209,7 +210,7 @@ func TestSendKeySilenceHoldsOnlyItsOwn(t *testing.T) {
 	}
 	// An admin key reaches every key's messages.
 	admin := audit.Actor{Name: "apikey:ops-admin", Type: audit.ActorAPIKey, APIKeyID: f.keyID + 1000}
-	if _, err := f.d.CreateSilence(ctx, admin, dispatch.SilenceInput{Matchers: []delivery.Matcher{match("platform", "sandbox")},
+	if _, err := f.d.Silences().CreateSilence(ctx, admin, silence.SilenceInput{Matchers: []delivery.Matcher{match("platform", "sandbox")},
 		StartsAt: &start, EndsAt: &end, Comment: "all maintenance"}); err != nil {
 		t.Fatal(err)
 	}

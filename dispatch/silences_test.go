@@ -21,6 +21,7 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
+	"herald/silence"
 	"herald/tasks"
 )
 
@@ -86,10 +87,10 @@ func (f *silenceFixture) send(t *testing.T, priority models.Priority, people ...
 }
 
 // silence creates a silence from a minute ago for an hour.
-func (f *silenceFixture) silence(t *testing.T, onEnd string, matchers ...delivery.Matcher) *models.Silence {
+func (f *silenceFixture) silence(t *testing.T, onEnd string, matchers ...delivery.Matcher) *silence.Silence {
 	t.Helper()
 	start, end := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
-	s, err := f.d.CreateSilence(context.Background(), user("ops"), dispatch.SilenceInput{Matchers: matchers, StartsAt: &start, EndsAt: &end,
+	s, err := f.d.Silences().CreateSilence(context.Background(), user("ops"), silence.SilenceInput{Matchers: matchers, StartsAt: &start, EndsAt: &end,
 		Comment: "core banking upgrade", OnEnd: onEnd})
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +105,7 @@ func (f *silenceFixture) hold(t *testing.T, ids []string, silences ...int64) {
 	for _, id := range ids {
 		holds[id] = silences
 	}
-	held, _, err := f.store.HoldMessages(context.Background(), holds, time.Now().Add(time.Second))
+	held, _, err := silence.Of(f.store).HoldMessages(context.Background(), holds, time.Now().Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,11 +126,11 @@ func (f *silenceFixture) status(t *testing.T, id string) models.Status {
 func (f *silenceFixture) expire(t *testing.T, ids ...int64) {
 	t.Helper()
 	for _, id := range ids {
-		if _, err := f.d.ExpireSilence(context.Background(), user("ops"), id); err != nil {
+		if _, err := f.d.Silences().ExpireSilence(context.Background(), user("ops"), id); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.d.EndSilences(context.Background()); err != nil {
+	if _, err := f.d.Silences().EndSilences(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -152,42 +153,42 @@ func TestSilenceValidation(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now()
 	hour, past := now.Add(time.Hour), now.Add(-time.Hour)
-	ok := dispatch.SilenceInput{Matchers: []delivery.Matcher{match("platform", "wecom")}, EndsAt: &hour, Comment: "upgrade"}
+	ok := silence.SilenceInput{Matchers: []delivery.Matcher{match("platform", "wecom")}, EndsAt: &hour, Comment: "upgrade"}
 	tests := []struct {
 		name  string
-		edit  func(*dispatch.SilenceInput)
+		edit  func(*silence.SilenceInput)
 		field string
 	}{
-		{"unknown matcher name", func(in *dispatch.SilenceInput) { in.Matchers = append(in.Matchers, match("host", "db1")) }, "matchers[1].name"},
-		{"invalid regex", func(in *dispatch.SilenceInput) {
+		{"unknown matcher name", func(in *silence.SilenceInput) { in.Matchers = append(in.Matchers, match("host", "db1")) }, "matchers[1].name"},
+		{"invalid regex", func(in *silence.SilenceInput) {
 			in.Matchers = []delivery.Matcher{{Name: "template", Value: "disk-(", Regex: true}}
 		}, "matchers[0].value"},
-		{"Perl-only regex", func(in *dispatch.SilenceInput) {
+		{"Perl-only regex", func(in *silence.SilenceInput) {
 			in.Matchers = []delivery.Matcher{{Name: "template", Value: `(?=disk)`, Regex: true}}
 		}, "matchers[0].value"},
-		{"no end", func(in *dispatch.SilenceInput) { in.EndsAt = nil }, "ends_at"},
-		{"end not after start", func(in *dispatch.SilenceInput) { in.StartsAt = &hour }, "ends_at"},
-		{"end passed", func(in *dispatch.SilenceInput) {
+		{"no end", func(in *silence.SilenceInput) { in.EndsAt = nil }, "ends_at"},
+		{"end not after start", func(in *silence.SilenceInput) { in.StartsAt = &hour }, "ends_at"},
+		{"end passed", func(in *silence.SilenceInput) {
 			start := now.Add(-2 * time.Hour)
 			in.StartsAt, in.EndsAt = &start, &past
 		}, "ends_at"},
-		{"no comment", func(in *dispatch.SilenceInput) { in.Comment = " " }, "comment"},
-		{"on_end", func(in *dispatch.SilenceInput) { in.OnEnd = "drop" }, "on_end"},
+		{"no comment", func(in *silence.SilenceInput) { in.Comment = " " }, "comment"},
+		{"on_end", func(in *silence.SilenceInput) { in.OnEnd = "drop" }, "on_end"},
 	}
 	for _, tt := range tests {
 		in := ok
 		in.Matchers = slices.Clone(ok.Matchers)
 		tt.edit(&in)
-		_, err := f.d.CreateSilence(ctx, user("ops"), in)
+		_, err := f.d.Silences().CreateSilence(ctx, user("ops"), in)
 		var fe *kernel.FieldError
 		if !errors.As(err, &fe) || fe.Field != tt.field {
 			t.Errorf("%s: %v, want a field error naming %s", tt.name, err, tt.field)
 		}
 	}
-	if _, err := f.d.Silences(ctx, user("ops"), "paused"); err == nil {
+	if _, err := f.d.Silences().Silences(ctx, user("ops"), "paused"); err == nil {
 		t.Error("state paused: no error")
 	}
-	list, err := f.store.Silences(ctx, 0, time.Time{}, 10)
+	list, err := silence.Of(f.store).Silences(ctx, 0, time.Time{}, 10)
 	if err != nil || len(list) != 0 {
 		t.Errorf("after refused silences the store has %d (%v)", len(list), err)
 	}
@@ -199,7 +200,7 @@ func TestSilenceSubjects(t *testing.T) {
 	f := newSilenceFixture(t)
 	ctx := context.Background()
 	ids := f.send(t, models.PriorityLow, "E2003")
-	subjects, err := f.store.SilenceSubjects(ctx, values(ids), time.Now().Add(time.Second))
+	subjects, err := silence.Of(f.store).SilenceSubjects(ctx, values(ids), time.Now().Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +227,7 @@ func TestHoldRecordsSilenceAndEvent(t *testing.T) {
 	if m.Status != models.StatusHeld || m.NextAttemptAt != nil || m.Attempts != 0 {
 		t.Errorf("held message: %s, next %v, %d attempts", m.Status, m.NextAttemptAt, m.Attempts)
 	}
-	if got, _ := f.store.SilencesOfMessage(ctx, id); !slices.Equal(got, []int64{sil.ID}) {
+	if got, _ := silence.Of(f.store).SilencesOfMessage(ctx, id); !slices.Equal(got, []int64{sil.ID}) {
 		t.Errorf("silences of the message: %v, want [%d]", got, sil.ID)
 	}
 	var events int
@@ -245,7 +246,7 @@ func TestHoldRecordsSilenceAndEvent(t *testing.T) {
 		t.Errorf("the sweeper sees a held message as due (%v)", err)
 	}
 	// A second hold of the same message changes nothing.
-	if held, _, err := f.store.HoldMessages(ctx, map[string][]int64{id: {sil.ID}}, time.Now().Add(time.Second)); err != nil || len(held) != 0 {
+	if held, _, err := silence.Of(f.store).HoldMessages(ctx, map[string][]int64{id: {sil.ID}}, time.Now().Add(time.Second)); err != nil || len(held) != 0 {
 		t.Errorf("held again: %v, %v", held, err)
 	}
 }
@@ -258,10 +259,10 @@ func TestHoldSkipsASilenceThatEndedMeanwhile(t *testing.T) {
 	ctx := context.Background()
 	sil := f.silence(t, delivery.OnEndRelease, match("recipient", "E2001"))
 	id := f.send(t, models.PriorityNormal, "E2001")["E2001"]
-	if err := f.store.ExpireSilence(ctx, sil.ID, "admin1", time.Now()); err != nil {
+	if err := silence.Of(f.store).ExpireSilence(ctx, sil.ID, "admin1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	held, _, err := f.store.HoldMessages(ctx, map[string][]int64{id: {sil.ID}}, time.Now().Add(time.Second))
+	held, _, err := silence.Of(f.store).HoldMessages(ctx, map[string][]int64{id: {sil.ID}}, time.Now().Add(time.Second))
 	if err != nil || len(held) != 0 {
 		t.Fatalf("held by an expired silence: %v, %v", held, err)
 	}
@@ -272,7 +273,7 @@ func TestHoldSkipsASilenceThatEndedMeanwhile(t *testing.T) {
 	if m.Status != models.StatusPending {
 		t.Errorf("the message is %s, want pending", m.Status)
 	}
-	if got, _ := f.store.SilencesOfMessage(ctx, id); len(got) != 0 {
+	if got, _ := silence.Of(f.store).SilencesOfMessage(ctx, id); len(got) != 0 {
 		t.Errorf("silences of the message: %v, want none", got)
 	}
 }
@@ -297,7 +298,7 @@ func TestSilenceEndReleasesOrCancels(t *testing.T) {
 	f.hold(t, []string{cancelled}, cancel.ID)
 
 	f.expire(t, release.ID, cancel.ID)
-	free, err := f.store.FreeHeldMessages(ctx, 100)
+	free, err := silence.Of(f.store).FreeHeldMessages(ctx, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +382,7 @@ func TestSilenceReleaseOnceAcrossRestart(t *testing.T) {
 	f.hold(t, ids, sil.ID)
 	// The first worker ends it, and stops there.
 	f.expire(t, sil.ID)
-	if n, err := f.d.EndSilences(ctx); err != nil || n != 0 {
+	if n, err := f.d.Silences().EndSilences(ctx); err != nil || n != 0 {
 		t.Errorf("ended again: %d (%v)", n, err)
 	}
 	// Restarted workers, releasing together.
@@ -443,15 +444,15 @@ func TestSilenceApproval(t *testing.T) {
 		{"longer than a day", []delivery.Matcher{match("department", "Counter")}, &week, true},
 	}
 	for _, tt := range tests {
-		s, err := f.d.CreateSilence(ctx, user("ada"), dispatch.SilenceInput{Matchers: tt.matchers, EndsAt: tt.ends, Comment: tt.name})
+		s, err := f.d.Silences().CreateSilence(ctx, user("ada"), silence.SilenceInput{Matchers: tt.matchers, EndsAt: tt.ends, Comment: tt.name})
 		if err != nil {
 			t.Fatal(err)
 		}
-		live, err := f.store.LiveSilences(ctx)
+		live, err := silence.Of(f.store).LiveSilences(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		isLive := slices.ContainsFunc(live, func(l models.Silence) bool { return l.ID == s.ID })
+		isLive := slices.ContainsFunc(live, func(l silence.Silence) bool { return l.ID == s.ID })
 		if (s.Approval == models.ApprovalAwaiting) != tt.awaiting || isLive == tt.awaiting {
 			t.Errorf("%s: approval %q, live %v", tt.name, s.Approval, isLive)
 		}
@@ -461,25 +462,25 @@ func TestSilenceApproval(t *testing.T) {
 		if s.State(time.Now()) != delivery.SilencePending {
 			t.Errorf("%s: %s while awaiting approval", tt.name, s.State(time.Now()))
 		}
-		if err := f.d.DecideSilence(ctx, user("ada"), s.ID, true); !errors.Is(err, dispatch.ErrOwnSilence) {
+		if err := f.d.Silences().DecideSilence(ctx, user("ada"), s.ID, true); !errors.Is(err, silence.ErrOwnSilence) {
 			t.Errorf("%s: its maker approving: %v", tt.name, err)
 		}
 	}
-	awaiting, err := f.d.Silences(ctx, user("bob"), delivery.SilencePending)
+	awaiting, err := f.d.Silences().Silences(ctx, user("bob"), delivery.SilencePending)
 	if err != nil || len(awaiting) != 3 {
 		t.Fatalf("%d pending (%v), want 3", len(awaiting), err)
 	}
-	if err := f.d.DecideSilence(ctx, user("bob"), awaiting[0].ID, true); err != nil {
+	if err := f.d.Silences().DecideSilence(ctx, user("bob"), awaiting[0].ID, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.DecideSilence(ctx, user("bob"), awaiting[1].ID, false); err != nil {
+	if err := f.d.Silences().DecideSilence(ctx, user("bob"), awaiting[1].ID, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.DecideSilence(ctx, user("bob"), awaiting[1].ID, true); !errors.Is(err, kernel.ErrStateChanged) {
+	if err := f.d.Silences().DecideSilence(ctx, user("bob"), awaiting[1].ID, true); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("approving a rejected silence: %v", err)
 	}
 	for i, want := range []string{delivery.SilenceActive, delivery.SilenceExpired} {
-		s, err := f.store.SilenceByID(ctx, awaiting[i].ID)
+		s, err := silence.Of(f.store).SilenceByID(ctx, awaiting[i].ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -488,11 +489,11 @@ func TestSilenceApproval(t *testing.T) {
 		}
 	}
 	// Widened to everything by its approver: it waits again, and they cannot approve it.
-	s, err := f.d.UpdateSilence(ctx, user("bob"), awaiting[0].ID, dispatch.SilenceInput{EndsAt: &day, Comment: "wider"})
+	s, err := f.d.Silences().UpdateSilence(ctx, user("bob"), awaiting[0].ID, silence.SilenceInput{EndsAt: &day, Comment: "wider"})
 	if err != nil || s.Approval != models.ApprovalAwaiting {
 		t.Fatalf("widened: %v, %v", s, err)
 	}
-	if err := f.d.DecideSilence(ctx, user("bob"), s.ID, true); !errors.Is(err, dispatch.ErrOwnSilence) {
+	if err := f.d.Silences().DecideSilence(ctx, user("bob"), s.ID, true); !errors.Is(err, silence.ErrOwnSilence) {
 		t.Errorf("the editor approving: %v", err)
 	}
 }
@@ -515,7 +516,7 @@ func TestSilenceHoldsAlertNoticesByPolicy(t *testing.T) {
 	for _, m := range res.Messages {
 		ids = append(ids, m.ID)
 	}
-	subjects, err := f.store.SilenceSubjects(ctx, ids, time.Now().Add(time.Second))
+	subjects, err := silence.Of(f.store).SilenceSubjects(ctx, ids, time.Now().Add(time.Second))
 	if err != nil || len(subjects) == 0 {
 		t.Fatalf("subjects %v (%v)", subjects, err)
 	}
@@ -555,12 +556,12 @@ func TestSilencePreview(t *testing.T) {
 		{[]delivery.Matcher{match("department", "Counter"), {Name: "priority", Value: "high", Negate: true}}, 2},
 		{[]delivery.Matcher{{Name: "recipient", Value: "E200[13]", Regex: true}}, 3},
 	} {
-		p, err := f.d.PreviewSilence(context.Background(), user("ops"), dispatch.SilenceInput{Matchers: tt.matchers})
+		p, err := f.d.Silences().PreviewSilence(context.Background(), user("ops"), silence.SilenceInput{Matchers: tt.matchers})
 		if err != nil || p.Held != tt.want || !p.Complete {
 			t.Errorf("%v: %+v (%v), want %d", tt.matchers, p, err, tt.want)
 		}
 	}
-	if _, err := f.d.PreviewSilence(context.Background(), user("ops"), dispatch.SilenceInput{Matchers: []delivery.Matcher{{Name: "host", Value: "x"}}}); err == nil {
+	if _, err := f.d.Silences().PreviewSilence(context.Background(), user("ops"), silence.SilenceInput{Matchers: []delivery.Matcher{{Name: "host", Value: "x"}}}); err == nil {
 		t.Error("a bad matcher previewed")
 	}
 }

@@ -8,9 +8,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/delivery"
-	"herald/dispatch"
 	"herald/kernel"
-	"herald/models"
+	"herald/silence"
 )
 
 // silenceJSON is a silence as the API shows it. Approval is "none" for a silence that
@@ -32,7 +31,7 @@ type silenceJSON struct {
 	Holding         int        `json:"holding"`
 }
 
-func newSilenceJSON(s *models.Silence, holding int, now time.Time) silenceJSON {
+func newSilenceJSON(s *silence.Silence, holding int, now time.Time) silenceJSON {
 	out := silenceJSON{ID: s.ID, Matchers: s.Matchers, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Comment: s.Comment,
 		CreatedBy: s.CreatedBy, OnEnd: s.OnEnd, State: s.State(now), Approval: s.Approval, ApprovalReasons: s.ApprovalReasons,
 		ExpiredAt: s.ExpiredAt, Holding: holding}
@@ -57,8 +56,8 @@ type silenceBody struct {
 	OnEnd    string             `json:"on_end"`
 }
 
-func (b silenceBody) input() dispatch.SilenceInput {
-	return dispatch.SilenceInput{Matchers: b.Matchers, StartsAt: b.StartsAt, EndsAt: b.EndsAt, Comment: b.Comment, OnEnd: b.OnEnd}
+func (b silenceBody) input() silence.SilenceInput {
+	return silence.SilenceInput{Matchers: b.Matchers, StartsAt: b.StartsAt, EndsAt: b.EndsAt, Comment: b.Comment, OnEnd: b.OnEnd}
 }
 
 // silenceID reads the :id of a silence route; false after answering 404.
@@ -72,8 +71,8 @@ func silenceID(c *gin.Context) (int64, bool) {
 }
 
 // writeSilence answers with one silence and the messages it holds.
-func (h *Handlers) writeSilence(c *gin.Context, status int, s *models.Silence) {
-	_, holding, err := h.Store.HeldCounts(c.Request.Context(), []int64{s.ID})
+func (h *Handlers) writeSilence(c *gin.Context, status int, s *silence.Silence) {
+	_, holding, err := silence.Of(h.Store).HeldCounts(c.Request.Context(), []int64{s.ID})
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -85,7 +84,7 @@ func (h *Handlers) writeSilence(c *gin.Context, status int, s *models.Silence) {
 // for an admin key), newest first.
 func (h *Handlers) APIListSilences(c *gin.Context) {
 	ctx := c.Request.Context()
-	list, err := h.Dispatch.Silences(ctx, actor(c), c.Query("state"))
+	list, err := h.Dispatch.Silences().Silences(ctx, actor(c), c.Query("state"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -94,7 +93,7 @@ func (h *Handlers) APIListSilences(c *gin.Context) {
 	for i := range list {
 		ids[i] = list[i].ID
 	}
-	_, holding, err := h.Store.HeldCounts(ctx, ids)
+	_, holding, err := silence.Of(h.Store).HeldCounts(ctx, ids)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -113,7 +112,7 @@ func (h *Handlers) APICreateSilence(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	s, err := h.Dispatch.CreateSilence(c.Request.Context(), actor(c), body.input())
+	s, err := h.Dispatch.Silences().CreateSilence(c.Request.Context(), actor(c), body.input())
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -127,7 +126,7 @@ func (h *Handlers) APIGetSilence(c *gin.Context) {
 	if !ok {
 		return
 	}
-	s, err := h.Dispatch.Silence(c.Request.Context(), actor(c), id)
+	s, err := h.Dispatch.Silences().Silence(c.Request.Context(), actor(c), id)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -146,7 +145,7 @@ func (h *Handlers) APIUpdateSilence(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	s, err := h.Dispatch.UpdateSilence(c.Request.Context(), actor(c), id, body.input())
+	s, err := h.Dispatch.Silences().UpdateSilence(c.Request.Context(), actor(c), id, body.input())
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -161,7 +160,7 @@ func (h *Handlers) APIExpireSilence(c *gin.Context) {
 	if !ok {
 		return
 	}
-	s, err := h.Dispatch.ExpireSilence(c.Request.Context(), actor(c), id)
+	s, err := h.Dispatch.Silences().ExpireSilence(c.Request.Context(), actor(c), id)
 	if err != nil {
 		h.apiFail(c, err)
 		return

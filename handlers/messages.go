@@ -16,6 +16,7 @@ import (
 	"herald/kernel"
 	"herald/models"
 	"herald/sending"
+	"herald/silence"
 	"herald/views"
 )
 
@@ -197,7 +198,7 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 		h.fail(c, err)
 		return
 	}
-	if d.Silences, err = h.Store.SilencesOfMessage(ctx, m.ID); err != nil {
+	if d.Silences, err = silence.Of(h.Store).SilencesOfMessage(ctx, m.ID); err != nil {
 		h.fail(c, err)
 		return
 	}

@@ -18,6 +18,7 @@ import (
 	"herald/duty"
 	"herald/i18n"
 	"herald/kernel"
+	"herald/silence"
 )
 
 // presentIn returns the answer to err for to, in lang, and what the presenter logged.
@@ -103,7 +104,7 @@ func TestDomainErrorWithData(t *testing.T) {
 	if kernel.ErrAmbiguous.Args != nil {
 		t.Errorf("With changed the declared error: %v", kernel.ErrAmbiguous.Args)
 	}
-	if ended := fmt.Errorf("dispatch: expire silence 7: %w", dispatch.ErrSilenceEnded); !errors.Is(ended, kernel.ErrStateChanged) {
+	if ended := fmt.Errorf("dispatch: expire silence 7: %w", silence.ErrSilenceEnded); !errors.Is(ended, kernel.ErrStateChanged) {
 		t.Errorf("%v is not kernel.ErrStateChanged", ended)
 	}
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/delivery"
-	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/silence"
 	"herald/views"
 )
 
@@ -21,10 +21,10 @@ import (
 func (h *Handlers) Silences(c *gin.Context) {
 	ctx := c.Request.Context()
 	state := c.Query("state")
-	list, err := h.Dispatch.Silences(ctx, actor(c), state)
+	list, err := h.Dispatch.Silences().Silences(ctx, actor(c), state)
 	if _, bad := fieldErrors(c, err); bad {
 		state = ""
-		list, err = h.Dispatch.Silences(ctx, actor(c), "")
+		list, err = h.Dispatch.Silences().Silences(ctx, actor(c), "")
 	}
 	if err != nil {
 		h.fail(c, err)
@@ -34,7 +34,7 @@ func (h *Handlers) Silences(c *gin.Context) {
 	for i := range list {
 		ids[i] = list[i].ID
 	}
-	ever, holding, err := h.Store.HeldCounts(ctx, ids)
+	ever, holding, err := silence.Of(h.Store).HeldCounts(ctx, ids)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -70,8 +70,8 @@ func matchersOf(f views.SilenceForm) (matchers []delivery.Matcher, rows []int) {
 }
 
 // silenceInputOf turns the form into a silence; bad times are errors naming their field.
-func (h *Handlers) silenceInputOf(f views.SilenceForm) (dispatch.SilenceInput, error) {
-	in := dispatch.SilenceInput{Comment: f.Comment, OnEnd: f.OnEnd}
+func (h *Handlers) silenceInputOf(f views.SilenceForm) (silence.SilenceInput, error) {
+	in := silence.SilenceInput{Comment: f.Comment, OnEnd: f.OnEnd}
 	in.Matchers, _ = matchersOf(f)
 	for _, t := range []struct {
 		field, value string
@@ -131,11 +131,11 @@ func (h *Handlers) EditSilenceForm(c *gin.Context) {
 }
 
 // consoleSilence reads the silence the route's :id names; false after the 404 page.
-func (h *Handlers) consoleSilence(c *gin.Context) (*models.Silence, bool) {
+func (h *Handlers) consoleSilence(c *gin.Context) (*silence.Silence, bool) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	var sil *models.Silence
+	var sil *silence.Silence
 	if err == nil {
-		sil, err = h.Dispatch.Silence(c.Request.Context(), actor(c), id)
+		sil, err = h.Dispatch.Silences().Silence(c.Request.Context(), actor(c), id)
 	}
 	switch {
 	case err == nil:
@@ -152,9 +152,9 @@ func (h *Handlers) consoleSilence(c *gin.Context) (*models.Silence, bool) {
 func (h *Handlers) CreateSilence(c *gin.Context) {
 	f := silenceFormOf(c)
 	in, err := h.silenceInputOf(f)
-	var sil *models.Silence
+	var sil *silence.Silence
 	if err == nil {
-		sil, err = h.Dispatch.CreateSilence(c.Request.Context(), actor(c), in)
+		sil, err = h.Dispatch.Silences().CreateSilence(c.Request.Context(), actor(c), in)
 	}
 	h.afterSilenceSave(c, 0, f, sil, err)
 }
@@ -167,14 +167,14 @@ func (h *Handlers) UpdateSilence(c *gin.Context) {
 	}
 	f := silenceFormOf(c)
 	in, err := h.silenceInputOf(f)
-	var sil *models.Silence
+	var sil *silence.Silence
 	if err == nil {
-		sil, err = h.Dispatch.UpdateSilence(c.Request.Context(), actor(c), old.ID, in)
+		sil, err = h.Dispatch.Silences().UpdateSilence(c.Request.Context(), actor(c), old.ID, in)
 	}
 	h.afterSilenceSave(c, old.ID, f, sil, err)
 }
 
-func (h *Handlers) afterSilenceSave(c *gin.Context, id int64, f views.SilenceForm, saved *models.Silence, err error) {
+func (h *Handlers) afterSilenceSave(c *gin.Context, id int64, f views.SilenceForm, saved *silence.Silence, err error) {
 	if errs, ok := silenceFormErrors(c, f, err); ok {
 		h.renderSilenceForm(c, http.StatusUnprocessableEntity, id, f, errs)
 		return
@@ -214,7 +214,7 @@ func (h *Handlers) renderSilenceForm(c *gin.Context, status int, id int64, f vie
 func (h *Handlers) PreviewSilence(c *gin.Context) {
 	f := silenceFormOf(c)
 	in, _ := h.silenceInputOf(f) // bad times are the save's to report
-	p, err := h.Dispatch.PreviewSilence(c.Request.Context(), actor(c), in)
+	p, err := h.Dispatch.Silences().PreviewSilence(c.Request.Context(), actor(c), in)
 	if errs, ok := silenceFormErrors(c, f, err); ok {
 		render(c, http.StatusUnprocessableEntity, views.SilencePreview(0, false, "", errs))
 		return
@@ -236,7 +236,7 @@ func (h *Handlers) ExpireSilence(c *gin.Context) {
 	if !ok {
 		return
 	}
-	_, err := h.Dispatch.ExpireSilence(c.Request.Context(), actor(c), sil.ID)
+	_, err := h.Dispatch.Silences().ExpireSilence(c.Request.Context(), actor(c), sil.ID)
 	h.afterSilenceAction(c, sil.ID, "silences.notice.expired", err)
 }
 
@@ -251,7 +251,7 @@ func (h *Handlers) decideSilence(c *gin.Context, approve bool) {
 	if !ok {
 		return
 	}
-	err := h.Dispatch.DecideSilence(c.Request.Context(), actor(c), sil.ID, approve)
+	err := h.Dispatch.Silences().DecideSilence(c.Request.Context(), actor(c), sil.ID, approve)
 	done := "silences.notice.approved"
 	if !approve {
 		done = "silences.notice.rejected"

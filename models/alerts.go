@@ -471,7 +471,7 @@ type AlertEvent struct {
 // RecordAlertEvent writes an alert's status callback event for the API key that opened
 // it.
 func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ string, ae AlertEvent, now time.Time) error {
-	e := newEvent(keyID, typ, nil, ae.BatchID, ae.State, "", now)
+	e := NewEvent(keyID, typ, nil, ae.BatchID, ae.State, "", now)
 	e.AlertID, e.AlertStep, e.AlertRound, e.AlertBy = &ae.AlertID, &ae.Step, &ae.Round, ae.By
 	if err := s.k.Writer(ctx).Create(&e).Error; err != nil {
 		return fmt.Errorf("models: record alert event: %w", err)

@@ -54,8 +54,8 @@ var approvalTable = states.New(approvalStates, approvalMoves)
 
 // The compare-and-set lists of approval moves, named for the question.
 var (
-	// approvalDecidable are the states a second person may approve or reject in.
-	approvalDecidable = approvalTable.From(ApprovalApproved)
+	// ApprovalDecidable are the states a second person may approve or reject in.
+	ApprovalDecidable = approvalTable.From(ApprovalApproved)
 	// approvalExpirable are the states a recall request may expire in.
 	approvalExpirable = approvalTable.From(RecallExpired)
 )
@@ -112,7 +112,7 @@ func (s *Store) ApproveBatch(ctx context.Context, batchID, by string, now, dueAt
 // ErrStateChanged means the batch was no longer awaiting approval.
 func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now time.Time) (int, error) {
 	var n int
-	now = now.UTC().Truncate(time.Microsecond) // as stored: recordCancelled finds the rows by it
+	now = now.UTC().Truncate(time.Microsecond) // as stored: RecordCancelled finds the rows by it
 	err := s.tx(ctx, func(tx *gorm.DB) error {
 		if err := decide(tx, batchID, ApprovalRejected, by, note, now); err != nil {
 			return err
@@ -126,14 +126,14 @@ func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now t
 		if err := endChains(tx, batchID, now); err != nil {
 			return err
 		}
-		return recordCancelled(tx, "batch_id = ?", batchID, now)
+		return RecordCancelled(tx, "batch_id = ?", batchID, now)
 	})
 	return n, err
 }
 
 // decide moves a batch from awaiting approval to the decision (a compare-and-set).
 func decide(tx *gorm.DB, batchID, decision, by, note string, now time.Time) error {
-	res := tx.Model(&Batch{}).Where("id = ? AND approval IN ?", batchID, approvalDecidable).
+	res := tx.Model(&Batch{}).Where("id = ? AND approval IN ?", batchID, ApprovalDecidable).
 		Updates(map[string]any{"approval": decision, "decided_by": kernel.Truncate(by, 128), "decided_at": now, "decision_note": kernel.Truncate(note, 255)})
 	if res.Error != nil {
 		return fmt.Errorf("models: decide batch %s: %w", batchID, res.Error)
@@ -159,7 +159,7 @@ func (s *Store) BatchesAwaitingApproval(ctx context.Context, limit int) ([]Batch
 // for a decision since before cutoff, and returns their ids.
 func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time) ([]string, error) {
 	var ids []string
-	err := s.reader(ctx).Model(&Batch{}).Where("approval IN ? AND created_at < ?", approvalDecidable, cutoff).Order("created_at").Limit(100).Pluck("id", &ids).Error
+	err := s.reader(ctx).Model(&Batch{}).Where("approval IN ? AND created_at < ?", ApprovalDecidable, cutoff).Order("created_at").Limit(100).Pluck("id", &ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: expired approvals: %w", err)
 	}

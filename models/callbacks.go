@@ -21,6 +21,9 @@ const (
 	EventBatchCompleted   = "batch.completed"
 )
 
+// EventMessageHeld is the event of a message an active silence held.
+const EventMessageHeld = "message.held"
+
 // EventTypes lists the event types.
 var EventTypes = []string{EventMessageSent, EventMessageStopped, EventMessageCancelled, EventMessageRecalled, EventMessageDigested, EventMessageHeld, EventBatchCompleted}
 
@@ -108,7 +111,7 @@ func recordFinal(tx *gorm.DB, finals []finalMessage, now time.Time) error {
 	for _, f := range finals {
 		id := f.id
 		if !f.silent {
-			events = append(events, newEvent(f.keyID, eventOfStatus(f.status), &id, f.batchID, string(f.status), f.errorClass, now))
+			events = append(events, NewEvent(f.keyID, eventOfStatus(f.status), &id, f.batchID, string(f.status), f.errorClass, now))
 		}
 		if f.falling {
 			continue
@@ -130,7 +133,7 @@ func recordFinal(tx *gorm.DB, finals []finalMessage, now time.Time) error {
 			return fmt.Errorf("models: open messages of batch %s: %w", b, err)
 		}
 		if open <= 0 {
-			events = append(events, newEvent(keyOf[b], EventBatchCompleted, nil, b, "completed", "", now))
+			events = append(events, NewEvent(keyOf[b], EventBatchCompleted, nil, b, "completed", "", now))
 		}
 	}
 	if len(events) == 0 {
@@ -142,7 +145,7 @@ func recordFinal(tx *gorm.DB, finals []finalMessage, now time.Time) error {
 	return nil
 }
 
-func newEvent(keyID int64, typ string, messageID *string, batchID, status, errorClass string, now time.Time) CallbackEvent {
+func NewEvent(keyID int64, typ string, messageID *string, batchID, status, errorClass string, now time.Time) CallbackEvent {
 	return CallbackEvent{EventID: NewID(), APIKeyID: keyID, Type: typ, MessageID: messageID, BatchID: batchID,
 		Status: status, ErrorClass: errorClass, OccurredAt: now, State: EventPending, NextAttemptAt: now}
 }

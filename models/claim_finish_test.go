@@ -10,6 +10,7 @@ import (
 
 	"herald/kernel"
 	"herald/models"
+	"herald/silence"
 )
 
 // TestClaimReadsEveryField: a claim returns the message as GORM reads it, with every
@@ -140,14 +141,14 @@ func TestClaimKeepsTheRowsLength(t *testing.T) {
 		{"silence release", func(t *testing.T) string {
 			m := f.message("", models.StatusPending, due)
 			f.createMessages(t, m)
-			sil := &models.Silence{Matchers: models.Matchers{}, StartsAt: due, EndsAt: due.Add(time.Hour), OnEnd: "release", CreatedBy: "admin"}
-			if err := f.store.CreateSilence(ctx, sil); err != nil {
+			sil := &silence.Silence{Matchers: silence.Matchers{}, StartsAt: due, EndsAt: due.Add(time.Hour), OnEnd: "release", CreatedBy: "admin"}
+			if err := silence.Of(f.store).CreateSilence(ctx, sil); err != nil {
 				t.Fatal(err)
 			}
-			if held, _, err := f.store.HoldMessages(ctx, map[string][]int64{m.ID: {sil.ID}}, kernel.Now()); err != nil || len(held) != 1 {
+			if held, _, err := silence.Of(f.store).HoldMessages(ctx, map[string][]int64{m.ID: {sil.ID}}, kernel.Now()); err != nil || len(held) != 1 {
 				t.Fatalf("hold: %v %v", held, err)
 			}
-			if moved, _, err := f.store.ReleaseHeld(ctx, []models.Release{{TaskID: m.ID + ":released", IDs: []string{m.ID}, DueAt: due}}, nil, kernel.Now()); err != nil || len(moved[0]) != 1 {
+			if moved, _, err := silence.Of(f.store).ReleaseHeld(ctx, []silence.Release{{TaskID: m.ID + ":released", IDs: []string{m.ID}, DueAt: due}}, nil, kernel.Now()); err != nil || len(moved[0]) != 1 {
 				t.Fatalf("release: %v %v", moved, err)
 			}
 			return m.ID

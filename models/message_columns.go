@@ -130,9 +130,9 @@ func insertMessage(tx *gorm.DB, m *Message) error {
 	return nil
 }
 
-// unclaimedToken is the claim_token of a message no claim has held: as long as every
-// claim's token (claimTokenLen), and never one (base64url has no '.').
-var unclaimedToken = strings.Repeat(".", claimTokenLen)
+// UnclaimedToken is the claim_token of a message no claim has held: as long as every
+// claim's token (ClaimTokenLen), and never one (base64url has no '.').
+var UnclaimedToken = strings.Repeat(".", ClaimTokenLen)
 
 // unclaimed gives a new pending message the claim columns of a claim that has ended:
 // the placeholder token and a lease that ended when it was written. Both mean something
@@ -147,7 +147,7 @@ func unclaimed(m *Message) {
 		return
 	}
 	if m.ClaimToken == "" {
-		m.ClaimToken = unclaimedToken
+		m.ClaimToken = UnclaimedToken
 	}
 	if m.LeaseUntil == nil {
 		ended := m.CreatedAt

@@ -25,6 +25,7 @@ type Status = delivery.Status
 // The message states.
 const (
 	StatusPending   = delivery.Pending
+	StatusHeld      = delivery.Held
 	StatusSending   = delivery.Sending
 	StatusSent      = delivery.Sent
 	StatusFailed    = delivery.Failed
@@ -702,7 +703,7 @@ func attemptRow(it Finish) Attempt {
 // claim's token; the messages it claimed are those for which Claimed(token) is true.
 func (s *Store) ClaimMany(ctx context.Context, ids []string, leaseUntil time.Time) (map[string]*Message, string, error) {
 	now := kernel.Now()
-	token := kernel.NewToken()[:claimTokenLen]
+	token := kernel.NewToken()[:ClaimTokenLen]
 	db := s.k.Writer(ctx)
 	err := db.Table(messagesByID(db)).
 		Where("id IN ? AND ((status IN ? AND next_attempt_at <= ?) OR (status = ? AND lease_until < ?))",
@@ -718,8 +719,8 @@ func (s *Store) ClaimMany(ctx context.Context, ids []string, leaseUntil time.Tim
 	return out, token, nil
 }
 
-// claimTokenLen is the length of every claim's token.
-const claimTokenLen = 24
+// ClaimTokenLen is the length of every claim's token.
+const ClaimTokenLen = 24
 
 // Claimed reports whether m is held under the claim with this token.
 func (m *Message) Claimed(token string) bool {
@@ -923,13 +924,13 @@ func (s *Store) CancelMessage(ctx context.Context, id string) error {
 		if err := casResult(res, "cancel", id); err != nil {
 			return err
 		}
-		return recordCancelled(tx, "id = ?", id, now)
+		return RecordCancelled(tx, "id = ?", id, now)
 	})
 }
 
-// recordCancelled writes the events of the messages just cancelled (in tx, at now) that
+// RecordCancelled writes the events of the messages just cancelled (in tx, at now) that
 // match where.
-func recordCancelled(tx *gorm.DB, where string, arg any, now time.Time) error {
+func RecordCancelled(tx *gorm.DB, where string, arg any, now time.Time) error {
 	var rows []Message
 	err := tx.Select("id, batch_id, callback_key_id").
 		Where(where+" AND status = ? AND updated_at = ? AND callback_key_id IS NOT NULL", arg, StatusCancelled, now).Find(&rows).Error

@@ -36,7 +36,7 @@ func (s *Store) RecallMessage(ctx context.Context, m *Message, by string, now ti
 			return nil
 		}
 		id := m.ID
-		ev := newEvent(*m.CallbackKeyID, EventMessageRecalled, &id, m.BatchID, string(StatusRecalled), "", now)
+		ev := NewEvent(*m.CallbackKeyID, EventMessageRecalled, &id, m.BatchID, string(StatusRecalled), "", now)
 		if err := tx.Create(&ev).Error; err != nil {
 			return fmt.Errorf("models: record recall of message %s: %w", m.ID, err)
 		}
@@ -206,7 +206,7 @@ func (s *Store) RecallRequestsAwaiting(ctx context.Context, now time.Time, limit
 // in the caller's transaction when the store is bound to one.
 func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by, note string, now time.Time) error {
 	res := s.k.Writer(ctx).Model(&RecallRequest{}).
-		Where("id = ? AND status IN ? AND (expires_at IS NULL OR expires_at > ?)", id, approvalDecidable, now.UTC()).
+		Where("id = ? AND status IN ? AND (expires_at IS NULL OR expires_at > ?)", id, ApprovalDecidable, now.UTC()).
 		Updates(map[string]any{"status": decision, "decided_by": kernel.Truncate(by, 128), "decided_at": now.UTC(), "decision_note": kernel.Truncate(note, 255)})
 	if res.Error != nil {
 		return fmt.Errorf("models: decide recall request %d: %w", id, res.Error)

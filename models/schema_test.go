@@ -21,6 +21,7 @@ import (
 	"herald/migrations"
 	"herald/models"
 	"herald/sending"
+	"herald/silence"
 	"herald/templates"
 )
 
@@ -35,7 +36,7 @@ var gormModels = []any{
 	&models.Attempt{}, &audit.Entry{}, &models.IdempotencyKey{}, &models.MessageStat{},
 	&kernel.Setting{}, &duty.Rotation{}, &duty.DutyFeed{}, &duty.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
 	&kernel.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{}, &templates.TemplateVersion{},
-	&models.EscalationPolicy{}, &models.Alert{}, &models.AlertStep{}, &models.Silence{}, &models.MessageSilence{},
+	&models.EscalationPolicy{}, &models.Alert{}, &models.AlertStep{}, &silence.Silence{}, &silence.MessageSilence{},
 }
 
 // designTables are the tables the migrations create, by the names operators and tools rely on.

@@ -8,23 +8,23 @@ import (
 	"time"
 
 	"herald/delivery"
-	"herald/models"
+	"herald/silence"
 )
 
 // liveList is a loader of fixed silences whose versions a test moves on.
 type liveList struct {
 	mu    sync.Mutex
-	sils  []models.Silence
+	sils  []silence.Silence
 	reads int
 	// gate, when set, holds each read until it is closed; entered hears of each read.
 	gate, entered chan struct{}
 }
 
-func (l *liveList) load(ctx context.Context) ([]models.Silence, error) {
+func (l *liveList) load(ctx context.Context) ([]silence.Silence, error) {
 	l.mu.Lock()
 	l.reads++
 	gate, entered := l.gate, l.entered
-	out := append([]models.Silence(nil), l.sils...)
+	out := append([]silence.Silence(nil), l.sils...)
 	l.mu.Unlock()
 	if gate != nil {
 		entered <- struct{}{}
@@ -33,15 +33,15 @@ func (l *liveList) load(ctx context.Context) ([]models.Silence, error) {
 	return out, nil
 }
 
-func heavySilences(n int) []models.Silence {
+func heavySilences(n int) []silence.Silence {
 	start, end := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
-	out := make([]models.Silence, n)
+	out := make([]silence.Silence, n)
 	for i := range out {
 		var ms []delivery.Matcher
 		for j := range 20 {
 			ms = append(ms, delivery.Matcher{Name: delivery.MatchTemplate, Value: fmt.Sprintf(`(disk|cpu|mem)-[a-z]{1,40}-%d-%d(-\d+)?`, i, j), Regex: true})
 		}
-		out[i] = models.Silence{ID: int64(i + 1), Version: 1, Matchers: ms, StartsAt: start, EndsAt: end}
+		out[i] = silence.Silence{ID: int64(i + 1), Version: 1, Matchers: ms, StartsAt: start, EndsAt: end}
 	}
 	return out
 }

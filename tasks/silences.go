@@ -9,7 +9,7 @@ import (
 
 	"herald/delivery"
 	"herald/kernel"
-	"herald/models"
+	"herald/silence"
 )
 
 // A silence holds the messages it matches as their worker comes to claim them: the
@@ -38,7 +38,7 @@ type compiledSilence struct {
 }
 
 // silenceLoader reads the live silences (models.Store.LiveSilences).
-type silenceLoader func(ctx context.Context) ([]models.Silence, error)
+type silenceLoader func(ctx context.Context) ([]silence.Silence, error)
 
 // silenceRules caches the live silences for silenceTTL. A reload reads the database and
 // compiles only the silences whose version it has not compiled yet, without holding the
@@ -143,12 +143,12 @@ func (c *silenceRules) compile(ctx context.Context, load silenceLoader) ([]liveS
 // it costs nothing but a look at the cache.
 func (s *Sender) holdSilenced(ctx context.Context, ids []string) error {
 	now := kernel.Now()
-	rules, err := s.silences.active(ctx, s.store.LiveSilences, now)
+	rules, err := s.silences.active(ctx, silence.Of(s.store).LiveSilences, now)
 	if err != nil || len(rules) == 0 {
 		return err
 	}
 	dueBy := now.Add(holdEarly)
-	subjects, err := s.store.SilenceSubjects(ctx, ids, dueBy)
+	subjects, err := silence.Of(s.store).SilenceSubjects(ctx, ids, dueBy)
 	if err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (s *Sender) holdSilenced(ctx context.Context, ids []string) error {
 			}
 		}
 	}
-	held, keys, err := s.store.HoldMessages(ctx, holds, dueBy)
+	held, keys, err := silence.Of(s.store).HoldMessages(ctx, holds, dueBy)
 	if err != nil {
 		return err
 	}

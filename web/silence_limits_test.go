@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/models"
+	"herald/silence"
 )
 
 // The silence form tells of the second person a broad silence needs, in the preview and
@@ -40,7 +41,7 @@ func TestConsoleSilenceNeedsSecondPerson(t *testing.T) {
 	wantRedirect(t, "save a regex", resp, body, "/silences")
 	_, page := op.get("/silences")
 	wantContains(t, "after saving a regex", page, "holds nothing until another person approves it", `data-reason="regex"`)
-	list, err := c.store.Silences(context.Background(), 0, time.Time{}, 10)
+	list, err := silence.Of(c.store).Silences(context.Background(), 0, time.Time{}, 10)
 	if err != nil || len(list) != 1 || list[0].Approval != models.ApprovalAwaiting {
 		t.Fatalf("saved: %+v (%v)", list, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"herald/models"
+	"herald/silence"
 )
 
 // The silences page: the form's preview and save, errors beside the matcher row that
@@ -57,7 +58,7 @@ func TestConsoleSilences(t *testing.T) {
 
 	resp, body = op.post("/silences", form("department", "Counter"))
 	wantRedirect(t, "save", resp, body, "/silences")
-	list, err := c.store.Silences(ctx, 0, time.Time{}, 10)
+	list, err := silence.Of(c.store).Silences(ctx, 0, time.Time{}, 10)
 	if err != nil || len(list) != 1 || list[0].Matchers[0].Value != "Counter" || list[0].CreatedBy != operatorUser {
 		t.Fatalf("saved: %+v (%v)", list, err)
 	}
@@ -73,12 +74,12 @@ func TestConsoleSilences(t *testing.T) {
 	wantContains(t, "edit form", body, `value="Counter"`)
 	resp, body = op.post(fmt.Sprintf("/silences/%d/edit", id), form("department", "Credit"))
 	wantRedirect(t, "edit", resp, body, "/silences")
-	if s, _ := c.store.SilenceByID(ctx, id); s.Matchers[0].Value != "Credit" {
+	if s, _ := silence.Of(c.store).SilenceByID(ctx, id); s.Matchers[0].Value != "Credit" {
 		t.Errorf("edited matchers %+v", s.Matchers)
 	}
 	resp, body = op.post(fmt.Sprintf("/silences/%d/expire", id), nil)
 	wantRedirect(t, "expire", resp, body, "/silences")
-	if s, _ := c.store.SilenceByID(ctx, id); s.State(time.Now()) != "expired" || s.ExpiredBy != operatorUser {
+	if s, _ := silence.Of(c.store).SilenceByID(ctx, id); s.State(time.Now()) != "expired" || s.ExpiredBy != operatorUser {
 		t.Errorf("after expiring: %s by %q", s.State(time.Now()), s.ExpiredBy)
 	}
 	if a := c.lastAudit("silence.expire"); a.Actor != operatorUser {
@@ -88,7 +89,7 @@ func TestConsoleSilences(t *testing.T) {
 	// No matcher at all: it waits for someone other than its maker.
 	resp, body = op.post("/silences", form())
 	wantRedirect(t, "save everything", resp, body, "/silences")
-	list, _ = c.store.Silences(ctx, 0, time.Time{}, 10)
+	list, _ = silence.Of(c.store).Silences(ctx, 0, time.Time{}, 10)
 	wide := list[0]
 	if wide.Approval != models.ApprovalAwaiting {
 		t.Fatalf("a silence of everything: approval %q", wide.Approval)
@@ -98,14 +99,14 @@ func TestConsoleSilences(t *testing.T) {
 	wantContains(t, "maker's list", page, "Awaiting approval")
 	wantNotContains(t, "maker's list", page, approve)
 	op.post(fmt.Sprintf("/silences/%d/approve", wide.ID), nil)
-	if s, _ := c.store.SilenceByID(ctx, wide.ID); s.Approval != models.ApprovalAwaiting {
+	if s, _ := silence.Of(c.store).SilenceByID(ctx, wide.ID); s.Approval != models.ApprovalAwaiting {
 		t.Errorf("its maker approved it: %q", s.Approval)
 	}
 	_, page = admin.get("/silences")
 	wantContains(t, "another's list", page, approve)
 	resp, body = admin.post(fmt.Sprintf("/silences/%d/approve", wide.ID), nil)
 	wantRedirect(t, "approve", resp, body, "/silences")
-	if s, _ := c.store.SilenceByID(ctx, wide.ID); s.Approval != models.ApprovalApproved || s.State(time.Now()) != "active" {
+	if s, _ := silence.Of(c.store).SilenceByID(ctx, wide.ID); s.Approval != models.ApprovalApproved || s.State(time.Now()) != "active" {
 		t.Errorf("approved: %q, %s", s.Approval, s.State(time.Now()))
 	}
 }

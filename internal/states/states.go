@@ -53,3 +53,18 @@ func (t *Table[S, M]) From(m M) []S {
 
 // States lists the table's states in order.
 func (t *Table[S, M]) States() []S { return slices.Clone(t.order) }
+
+// Moves lists every move the table allows, as "from → move", by the table's states and
+// then in the order moves gives: the lifecycle as its tests compare it with the one it
+// documents.
+func (t *Table[S, M]) Moves(moves []M) []string {
+	var out []string
+	for _, from := range t.order {
+		for _, m := range moves {
+			if t.Allowed(from, m) {
+				out = append(out, fmt.Sprintf("%v → %v", from, m))
+			}
+		}
+	}
+	return out
+}

@@ -10,6 +10,7 @@ import (
 
 	"herald/internal/testenv"
 	"herald/kernel"
+	"herald/silence"
 )
 
 // The silences page and its form in Chromium at a phone's, a tablet's and a desktop's
@@ -59,7 +60,7 @@ func TestSilencePagesInTheBrowser(t *testing.T) {
 	); err != nil {
 		t.Fatalf("save: %v", err)
 	}
-	list, err := h.App.Store.Silences(context.Background(), 0, time.Time{}, 10)
+	list, err := silence.Of(h.App.Store).Silences(context.Background(), 0, time.Time{}, 10)
 	if err != nil || len(list) != 1 || list[0].State(kernel.Now()) != "active" || list[0].Comment != "核心系统升级 CHG-42" {
 		t.Fatalf("saved silences: %+v (%v)", list, err)
 	}

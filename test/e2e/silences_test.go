@@ -10,9 +10,9 @@ import (
 
 	"herald/audit"
 	"herald/delivery"
-	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/models"
+	"herald/silence"
 	"herald/simulator"
 )
 
@@ -96,14 +96,14 @@ func TestSilenceAcrossRestart(t *testing.T) {
 	rig := newFaultRig(t, env, 40, simulator.Faults{})
 	ctx := context.Background()
 	start, end := time.Now().Add(-time.Minute), time.Now().Add(time.Hour)
-	sil, err := rig.H.App.Dispatch.CreateSilence(ctx, audit.System("test"), dispatch.SilenceInput{
+	sil, err := rig.H.App.Dispatch.Silences().CreateSilence(ctx, audit.System("test"), silence.SilenceInput{
 		Matchers: []delivery.Matcher{{Name: "recipient", Value: "F000[0-3][0-9]", Regex: true}}, StartsAt: &start, EndsAt: &end,
 		Comment: "restart drill"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A regex silence waits for a second person.
-	if err := rig.H.App.Dispatch.DecideSilence(ctx, audit.System("approver"), sil.ID, true); err != nil {
+	if err := rig.H.App.Dispatch.Silences().DecideSilence(ctx, audit.System("approver"), sil.ID, true); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond)
@@ -112,7 +112,7 @@ func TestSilenceAcrossRestart(t *testing.T) {
 	rig.H.Stop()
 
 	rig.H = startHerald(t, env, sweepAtOnce)
-	if _, err := rig.H.App.Dispatch.ExpireSilence(ctx, audit.System("test"), sil.ID); err != nil {
+	if _, err := rig.H.App.Dispatch.Silences().ExpireSilence(ctx, audit.System("test"), sil.ID); err != nil {
 		t.Fatal(err)
 	}
 	counts := rig.WaitTerminal(t, len(ids), 30*time.Second)

@@ -1,4 +1,4 @@
-package models
+package silence
 
 import (
 	"slices"
@@ -7,6 +7,7 @@ import (
 	"gorm.io/gorm/clause"
 
 	"herald/internal/states"
+	"herald/models"
 )
 
 // silenceStage is where a silence stands in its stored lifecycle, as its approval,
@@ -89,8 +90,8 @@ var silenceColumns = []columnTest{
 	{column: "ended_at", test: "IS NULL", under: []columnTest{
 		{column: "expired_at", test: "IS NOT NULL", stage: silenceExpiredEarly},
 		{column: "expired_at", test: "IS NULL", under: []columnTest{
-			{column: "approval", test: "IN ?", args: []any{approvalDecidable}, stage: silenceAwaiting},
-			{column: "approval", test: "IN ?", args: []any{[]string{"", ApprovalApproved}}, stage: silenceLive},
+			{column: "approval", test: "IN ?", args: []any{models.ApprovalDecidable}, stage: silenceAwaiting},
+			{column: "approval", test: "IN ?", args: []any{[]string{"", models.ApprovalApproved}}, stage: silenceLive},
 		}},
 	}},
 }

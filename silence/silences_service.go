@@ -1,4 +1,4 @@
-package dispatch
+package silence
 
 import (
 	"cmp"
@@ -15,7 +15,6 @@ import (
 	"herald/delivery"
 	"herald/kernel"
 	"herald/models"
-	"herald/tasks"
 	"herald/templates"
 )
 
@@ -145,7 +144,7 @@ type creator struct {
 	Name  string
 }
 
-func creatorOf(s *models.Silence) creator {
+func creatorOf(s *Silence) creator {
 	if s.APIKeyID != nil {
 		return creator{*s.APIKeyID, s.CreatedBy}
 	}
@@ -166,7 +165,7 @@ func silenceRule(id int64, matchers []delivery.Matcher, holdsKey *int64) (*deliv
 // than delivery.MaxUnapprovedSilence, or its creator's silences that overlap it or
 // follow on from it (delivery.Stretch) make one stretch longer than that. self is the
 // silence being edited, left out (0 for a new one).
-func (d *Dispatcher) lengthReasons(ctx context.Context, in SilenceInput, by creator, self int64) ([]string, error) {
+func (d *Service) lengthReasons(ctx context.Context, in SilenceInput, by creator, self int64) ([]string, error) {
 	w := delivery.Window{Start: *in.StartsAt, End: *in.EndsAt}
 	if w.End.Sub(w.Start) > delivery.MaxUnapprovedSilence {
 		return []string{delivery.BroadLong}, nil
@@ -194,7 +193,7 @@ func (d *Dispatcher) lengthReasons(ctx context.Context, in SilenceInput, by crea
 // length alone or with its creator's adjacent silences, and, when nothing else has
 // already decided it, more than delivery.MaxUnapprovedHeld of the last day's messages
 // held (or more messages than a preview reads, so that it cannot tell).
-func (d *Dispatcher) approvalReasons(ctx context.Context, in SilenceInput, by creator, self int64, holdsKey *int64) ([]string, error) {
+func (d *Service) approvalReasons(ctx context.Context, in SilenceInput, by creator, self int64, holdsKey *int64) ([]string, error) {
 	reasons := delivery.BroadMatchers(in.Matchers)
 	long, err := d.lengthReasons(ctx, in, by, self)
 	if err != nil {
@@ -219,7 +218,7 @@ func (d *Dispatcher) approvalReasons(ctx context.Context, in SilenceInput, by cr
 }
 
 // silenceParams are a silence's values for its audit entries.
-func silenceParams(s *models.Silence) audit.Params {
+func silenceParams(s *Silence) audit.Params {
 	var ms []string
 	for _, m := range s.Matchers {
 		op := "="
@@ -242,11 +241,11 @@ func silenceParams(s *models.Silence) audit.Params {
 // holds nothing until another person approves it (its ApprovalReasons say why). A send
 // key's silence holds only the key's messages. Past MaxCreatorSilences of its creator's,
 // or MaxLiveSilences in all, it is a *kernel.FieldError naming silences.
-func (d *Dispatcher) CreateSilence(ctx context.Context, by audit.Actor, in SilenceInput) (*models.Silence, error) {
+func (d *Service) CreateSilence(ctx context.Context, by audit.Actor, in SilenceInput) (*Silence, error) {
 	if err := checkSilence(&in, d.now()); err != nil {
 		return nil, err
 	}
-	sil := &models.Silence{Matchers: in.Matchers, StartsAt: *in.StartsAt, EndsAt: *in.EndsAt, Comment: in.Comment,
+	sil := &Silence{Matchers: in.Matchers, StartsAt: *in.StartsAt, EndsAt: *in.EndsAt, Comment: in.Comment,
 		CreatedBy: by.Name, OnEnd: in.OnEnd}
 	if by.APIKeyID != 0 {
 		sil.APIKeyID = &by.APIKeyID
@@ -265,7 +264,7 @@ func (d *Dispatcher) CreateSilence(ctx context.Context, by audit.Actor, in Silen
 	if len(reasons) > 0 {
 		sil.Approval = models.ApprovalAwaiting
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		c := creatorOf(sil)
 		mine, all, err := tx.LiveSilenceCounts(ctx, c.KeyID, c.Name)
 		switch {
@@ -290,7 +289,7 @@ func (d *Dispatcher) CreateSilence(ctx context.Context, by audit.Actor, in Silen
 
 // Silence returns a silence as by may see it: another key's silence is
 // kernel.ErrNotFound to a key without the admin scope.
-func (d *Dispatcher) Silence(ctx context.Context, by audit.Actor, id int64) (*models.Silence, error) {
+func (d *Service) Silence(ctx context.Context, by audit.Actor, id int64) (*Silence, error) {
 	sil, err := d.store.SilenceByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -307,7 +306,7 @@ const maxSilenceList = 500
 // Silences lists the silences by may see, newest first, in one state ("" for every
 // one); ended ones for SilenceKept. An unknown state is a *kernel.FieldError naming
 // state.
-func (d *Dispatcher) Silences(ctx context.Context, by audit.Actor, state string) ([]models.Silence, error) {
+func (d *Service) Silences(ctx context.Context, by audit.Actor, state string) ([]Silence, error) {
 	if state != "" && !slices.Contains(delivery.SilenceStates, state) {
 		return nil, kernel.Invalid("state", "silences.check.state", "States", strings.Join(delivery.SilenceStates, ", "))
 	}
@@ -316,13 +315,13 @@ func (d *Dispatcher) Silences(ctx context.Context, by audit.Actor, state string)
 	if err != nil || state == "" {
 		return list, err
 	}
-	return slices.DeleteFunc(list, func(s models.Silence) bool { return s.State(now) != state }), nil
+	return slices.DeleteFunc(list, func(s Silence) bool { return s.State(now) != state }), nil
 }
 
 // UpdateSilence replaces a silence that has not ended with in, audited. The change is
 // approved afresh when it needs approval; messages it holds stay held until it ends.
 // kernel.ErrStateChanged means it had expired.
-func (d *Dispatcher) UpdateSilence(ctx context.Context, by audit.Actor, id int64, in SilenceInput) (*models.Silence, error) {
+func (d *Service) UpdateSilence(ctx context.Context, by audit.Actor, id int64, in SilenceInput) (*Silence, error) {
 	sil, err := d.Silence(ctx, by, id)
 	if err != nil {
 		return nil, err
@@ -346,7 +345,7 @@ func (d *Dispatcher) UpdateSilence(ctx context.Context, by audit.Actor, id int64
 			sil.Makers = append(sil.Makers, by.Person)
 		}
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.UpdateSilence(ctx, sil); err != nil {
 			return err
 		}
@@ -362,7 +361,7 @@ func (d *Dispatcher) UpdateSilence(ctx context.Context, by audit.Actor, id int64
 // ExpireSilence ends a silence early, audited: the silence pass sends on what it held
 // within a second or two. ErrSilenceEnded (a kernel.ErrStateChanged) means it had
 // expired already.
-func (d *Dispatcher) ExpireSilence(ctx context.Context, by audit.Actor, id int64) (*models.Silence, error) {
+func (d *Service) ExpireSilence(ctx context.Context, by audit.Actor, id int64) (*Silence, error) {
 	sil, err := d.Silence(ctx, by, id)
 	if err != nil {
 		return nil, err
@@ -371,7 +370,7 @@ func (d *Dispatcher) ExpireSilence(ctx context.Context, by audit.Actor, id int64
 	if sil.State(now) == delivery.SilenceExpired {
 		return nil, fmt.Errorf("dispatch: expire silence %d: %w", id, ErrSilenceEnded)
 	}
-	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.ExpireSilence(ctx, id, by.Name, now); err != nil {
 			return err
 		}
@@ -390,7 +389,7 @@ func (d *Dispatcher) ExpireSilence(ctx context.Context, by audit.Actor, id int64
 
 // ownSilence reports whether by made the silence: the same person, the same key or the
 // same actor.
-func ownSilence(s *models.Silence, by audit.Actor) bool {
+func ownSilence(s *Silence, by audit.Actor) bool {
 	return by.Name == s.CreatedBy || (by.APIKeyID != 0 && s.APIKeyID != nil && *s.APIKeyID == by.APIKeyID) ||
 		(by.Person != "" && slices.Contains(s.Makers, by.Person))
 }
@@ -398,7 +397,7 @@ func ownSilence(s *models.Silence, by audit.Actor) bool {
 // DecideSilence approves or refuses a silence awaiting approval, audited; a refused
 // silence is expired. ErrOwnSilence refuses its maker; kernel.ErrStateChanged means it
 // was not awaiting approval.
-func (d *Dispatcher) DecideSilence(ctx context.Context, by audit.Actor, id int64, approve bool) error {
+func (d *Service) DecideSilence(ctx context.Context, by audit.Actor, id int64, approve bool) error {
 	sil, err := d.Silence(ctx, by, id)
 	if err != nil {
 		return err
@@ -410,7 +409,7 @@ func (d *Dispatcher) DecideSilence(ctx context.Context, by audit.Actor, id int64
 	if !approve {
 		decision, action = models.ApprovalRejected, "silence.reject"
 	}
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.DecideSilence(ctx, id, decision, by.Name, d.now()); err != nil {
 			return err
 		}
@@ -438,7 +437,7 @@ const MaxPreviewMessages = 200000
 // would have held, as by would make it (a send key's only its own), and says why it
 // would need approval. Bad matchers are a *kernel.FieldError naming the field; bad
 // times are left to the save.
-func (d *Dispatcher) PreviewSilence(ctx context.Context, by audit.Actor, in SilenceInput) (SilencePreview, error) {
+func (d *Service) PreviewSilence(ctx context.Context, by audit.Actor, in SilenceInput) (SilencePreview, error) {
 	if err := CheckMatchers(in.Matchers); err != nil {
 		return SilencePreview{}, err
 	}
@@ -467,7 +466,7 @@ func (d *Dispatcher) PreviewSilence(ctx context.Context, by audit.Actor, in Sile
 // countHeld counts the messages of the last 24 hours rule matches, at most
 // MaxPreviewMessages of them; with stopOver above 0 it stops once more than stopOver
 // matched (Complete is then false).
-func (d *Dispatcher) countHeld(ctx context.Context, rule *delivery.SilenceRule, stopOver int) (SilencePreview, error) {
+func (d *Service) countHeld(ctx context.Context, rule *delivery.SilenceRule, stopOver int) (SilencePreview, error) {
 	var p SilencePreview
 	var err error
 	p.Complete, err = d.store.RecentSubjects(ctx, d.now().Add(-24*time.Hour), MaxPreviewMessages, func(s delivery.Subject) bool {
@@ -479,42 +478,9 @@ func (d *Dispatcher) countHeld(ctx context.Context, rule *delivery.SilenceRule, 
 	return p, err
 }
 
-// silenceSweep is how often the silence pass looks for held messages to send on when
-// no silence has just ended: a message held by a silence that ended a moment before the
-// hold was recorded, or left by a pass that stopped halfway, goes on within it.
-const silenceSweep = 15 * time.Second
-
-// RunSilencePass ends silences and sends on what they held, every interval until ctx
-// ends. Each worker runs it; every move is a compare-and-set, so the passes of several
-// workers, or of a worker restarted halfway, never end a silence or release a message
-// twice.
-func (d *Dispatcher) RunSilencePass(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	var swept time.Time
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		ended, err := d.EndSilences(ctx)
-		if err != nil && ctx.Err() == nil {
-			d.log.Warn("dispatch: end silences", "error", err)
-		}
-		if ended == 0 && time.Since(swept) < silenceSweep {
-			continue
-		}
-		swept = time.Now()
-		if _, _, err := d.ReleaseHeld(ctx); err != nil && ctx.Err() == nil {
-			d.log.Warn("dispatch: release held messages", "error", err)
-		}
-	}
-}
-
 // EndSilences ends every silence whose end has come, each once and audited with the
 // number of messages it held, and reports how many it ended.
-func (d *Dispatcher) EndSilences(ctx context.Context) (int, error) {
+func (d *Service) EndSilences(ctx context.Context) (int, error) {
 	now := d.now()
 	due, err := d.store.DueSilenceEnds(ctx, now)
 	if err != nil {
@@ -522,7 +488,7 @@ func (d *Dispatcher) EndSilences(ctx context.Context) (int, error) {
 	}
 	ended := 0
 	for _, sil := range due {
-		err := d.change(ctx, audit.System("silences"), func(tx *models.Store, ch *audit.Change) error {
+		err := d.change(ctx, audit.System("silences"), func(tx *Store, ch *audit.Change) error {
 			held, err := tx.EndSilence(ctx, sil.ID, now)
 			if err != nil {
 				return err
@@ -541,104 +507,4 @@ func (d *Dispatcher) EndSilences(ctx context.Context) (int, error) {
 		}
 	}
 	return ended, nil
-}
-
-// releasePage is how many held messages one transaction sends on.
-const releasePage = 500
-
-// ReleaseHeld sends on every held message whose silences have all ended: pending
-// again, carried by new tasks enqueued in order of priority and then age, or cancelled.
-// It reports how many it released and cancelled.
-func (d *Dispatcher) ReleaseHeld(ctx context.Context) (released, cancelled int, err error) {
-	for {
-		free, err := d.store.FreeHeldMessages(ctx, releasePage)
-		if err != nil || len(free) == 0 {
-			return released, cancelled, err
-		}
-		r, c, err := d.releasePage(ctx, free)
-		released, cancelled = released+r, cancelled+c
-		if err != nil || r+c == 0 {
-			// Nothing moved: another worker is sending these on.
-			return released, cancelled, err
-		}
-	}
-}
-
-// releasePage sends on one page of free held messages, in one audited transaction, and
-// enqueues their tasks once it has committed.
-func (d *Dispatcher) releasePage(ctx context.Context, free []models.FreeHeld) (released, cancelled int, err error) {
-	now := d.now()
-	// The page's own mark in its task ids: the rows a release moved are those carrying
-	// its task, whatever another worker did with the same page at the same moment.
-	mark := "release-" + kernel.NewToken()[:12]
-	var cancel []string
-	var releases []models.Release
-	var jobs []tasks.Job
-	type group struct {
-		priority models.Priority
-		account  int64
-	}
-	var order []group
-	due := map[group][]string{}
-	for _, m := range free {
-		switch {
-		case m.Cancel:
-			cancel = append(cancel, m.ID)
-		case m.SendAt.After(now): // scheduled for later than the silence
-			j := tasks.Single(m.ID, m.Priority, m.SendAt, mark)
-			releases, jobs = append(releases, models.Release{TaskID: j.TaskID, IDs: j.MessageIDs, DueAt: m.SendAt}), append(jobs, j)
-		default:
-			// A chunk's messages share their account (tasks.Sender.chunkWidth).
-			g := group{m.Priority, m.AccountID}
-			if due[g] == nil {
-				order = append(order, g)
-			}
-			due[g] = append(due[g], m.ID)
-		}
-	}
-	for _, g := range order {
-		for _, j := range tasks.Chunk(due[g], g.priority, now, func(first string, _ int) string { return tasks.SendTaskID(first, mark) }) {
-			releases, jobs = append(releases, models.Release{TaskID: j.TaskID, IDs: j.MessageIDs, DueAt: now}), append(jobs, j)
-		}
-	}
-	// Free messages come by priority, then age: the jobs keep that order, high first.
-	slices.SortStableFunc(jobs, func(a, b tasks.Job) int { return priorityOrder(a.Priority) - priorityOrder(b.Priority) })
-	err = d.change(ctx, audit.System("silences"), func(tx *models.Store, ch *audit.Change) error {
-		moved, n, err := tx.ReleaseHeld(ctx, releases, cancel, now)
-		if err != nil {
-			return err
-		}
-		released, cancelled = 0, n
-		byTask := map[string][]string{}
-		for i, r := range releases {
-			byTask[r.TaskID] = moved[i]
-			released += len(moved[i])
-		}
-		if released+cancelled == 0 {
-			return errNothingMoved
-		}
-		ch.Audit("silence.release", "silence", "", audit.Params{"released": strconv.Itoa(released), "cancelled": strconv.Itoa(cancelled)})
-		ch.After(func() {
-			for _, j := range jobs {
-				if j.MessageIDs = byTask[j.TaskID]; len(j.MessageIDs) > 0 {
-					// One at a time, in order: the queue then hands them out in it.
-					d.enqueue(ctx, []tasks.Job{j})
-				}
-			}
-		})
-		return nil
-	})
-	if errors.Is(err, errNothingMoved) {
-		return 0, 0, nil
-	}
-	return released, cancelled, err
-}
-
-// errNothingMoved rolls back a release pass that found every message of its page sent
-// on by another worker: nothing to audit.
-var errNothingMoved = errors.New("dispatch: another worker released the page")
-
-// priorityOrder ranks priorities, high first.
-func priorityOrder(p models.Priority) int {
-	return slices.Index(models.Priorities, p)
 }

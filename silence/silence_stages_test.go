@@ -1,4 +1,4 @@
-package models_test
+package silence_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
+	"herald/silence"
 )
 
 // gridSilence is a silence written with one combination of the columns its stage is
@@ -54,9 +55,9 @@ func silenceGrid(t *testing.T, s *models.Store, now time.Time) []gridSilence {
 					if endsPassed {
 						ends = now.Add(-time.Hour)
 					}
-					sil := &models.Silence{Matchers: models.Matchers{}, StartsAt: now.Add(-2 * time.Hour), EndsAt: ends,
+					sil := &silence.Silence{Matchers: silence.Matchers{}, StartsAt: now.Add(-2 * time.Hour), EndsAt: ends,
 						OnEnd: "release", CreatedBy: "admin", Approval: approval}
-					if err := s.CreateSilence(ctx, sil); err != nil {
+					if err := silence.Of(s).CreateSilence(ctx, sil); err != nil {
 						t.Fatal(err)
 					}
 					var expiredAt, endedAt *time.Time
@@ -68,7 +69,7 @@ func silenceGrid(t *testing.T, s *models.Store, now time.Time) []gridSilence {
 						at := now.Add(-10 * time.Minute)
 						endedAt = &at
 					}
-					if err := s.SetSilenceColumns(ctx, sil.ID, approval, expiredAt, endedAt); err != nil {
+					if err := silence.Of(s).SetSilenceColumns(ctx, sil.ID, approval, expiredAt, endedAt); err != nil {
 						t.Fatal(err)
 					}
 					grid = append(grid, gridSilence{sil.ID, approval, expired, ended, endsPassed})
@@ -87,7 +88,7 @@ func gridIDs(grid []gridSilence) []int64 {
 	return ids
 }
 
-func silenceIDs(list []models.Silence) []int64 {
+func silenceIDs(list []silence.Silence) []int64 {
 	var ids []int64
 	for _, s := range list {
 		ids = append(ids, s.ID)
@@ -113,7 +114,7 @@ func TestSilenceStageConditions(t *testing.T) {
 	}
 	for _, table := range []string{"", "s."} {
 		for _, stage := range stages {
-			got, err := s.SilenceIDsIn(ctx, table, stage)
+			got, err := silence.Of(s).SilenceIDsIn(ctx, table, stage)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,7 +124,7 @@ func TestSilenceStageConditions(t *testing.T) {
 		}
 		// Selected with both the awaiting and the live ones: the conditions of silences
 		// neither ended nor expired read no approval.
-		got, err := s.SilenceIDsIn(ctx, table, "awaiting", "live")
+		got, err := silence.Of(s).SilenceIDsIn(ctx, table, "awaiting", "live")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,30 +144,30 @@ func TestSilenceQueriesSelectAsBefore(t *testing.T) {
 	silenceGrid(t, s, now)
 	before := func(table, cond string, args ...any) []int64 {
 		t.Helper()
-		ids, err := s.SilenceIDsWhere(ctx, table, cond, args...)
+		ids, err := silence.Of(s).SilenceIDsWhere(ctx, table, cond, args...)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return ids
 	}
-	live, err := s.LiveSilences(ctx)
+	live, err := silence.Of(s).LiveSilences(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	due, err := s.DueSilenceEnds(ctx, now)
+	due, err := silence.Of(s).DueSilenceEnds(ctx, now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, counted, err := s.LiveSilenceCounts(ctx, 0, "nobody")
+	_, counted, err := silence.Of(s).LiveSilenceCounts(ctx, 0, "nobody")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What FreeHeldMessages and HoldMessages ask of the silences holding a message.
-	notEnded, err := s.SilenceIDsIn(ctx, "s.", "awaiting", "live", "expired_early")
+	notEnded, err := silence.Of(s).SilenceIDsIn(ctx, "s.", "awaiting", "live", "expired_early")
 	if err != nil {
 		t.Fatal(err)
 	}
-	stillHolding, err := s.SilenceIDsIn(ctx, "", "awaiting", "live")
+	stillHolding, err := silence.Of(s).SilenceIDsIn(ctx, "", "awaiting", "live")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,27 +205,27 @@ func TestSilenceMovesAsBefore(t *testing.T) {
 		move   func(id int64) error
 	}{
 		{"edit", open, nil, func(id int64) error {
-			sil, err := s.SilenceByID(ctx, id)
+			sil, err := silence.Of(s).SilenceByID(ctx, id)
 			if err != nil {
 				return err
 			}
-			return s.UpdateSilence(ctx, sil)
+			return silence.Of(s).UpdateSilence(ctx, sil)
 		}},
-		{"expire", open, nil, func(id int64) error { return s.ExpireSilence(ctx, id, "ops", now) }},
+		{"expire", open, nil, func(id int64) error { return silence.Of(s).ExpireSilence(ctx, id, "ops", now) }},
 		{"approve", awaiting, []any{models.ApprovalAwaiting}, func(id int64) error {
-			return s.DecideSilence(ctx, id, models.ApprovalApproved, "ops", now)
+			return silence.Of(s).DecideSilence(ctx, id, models.ApprovalApproved, "ops", now)
 		}},
 		{"refuse", awaiting, []any{models.ApprovalAwaiting}, func(id int64) error {
-			return s.DecideSilence(ctx, id, models.ApprovalRejected, "ops", now)
+			return silence.Of(s).DecideSilence(ctx, id, models.ApprovalRejected, "ops", now)
 		}},
 		{"end", "ended_at IS NULL", nil, func(id int64) error {
-			_, err := s.EndSilence(ctx, id, now)
+			_, err := silence.Of(s).EndSilence(ctx, id, now)
 			return err
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			grid := silenceGrid(t, s, now)
-			want, err := s.SilenceIDsWhere(ctx, "", "id IN ? AND "+tt.before, append([]any{gridIDs(grid)}, tt.args...)...)
+			want, err := silence.Of(s).SilenceIDsWhere(ctx, "", "id IN ? AND "+tt.before, append([]any{gridIDs(grid)}, tt.args...)...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package models
+package silence
 
 import (
 	"context"
@@ -14,14 +14,9 @@ import (
 
 	"herald/delivery"
 	"herald/kernel"
+	"herald/models"
 	"herald/templates"
 )
-
-// StatusHeld is a message an active silence holds.
-const StatusHeld = delivery.Held
-
-// EventMessageHeld is the event of a message an active silence held.
-const EventMessageHeld = "message.held"
 
 // Matchers is a silence's matchers, stored as JSON in one column.
 type Matchers []delivery.Matcher
@@ -75,7 +70,7 @@ type Silence struct {
 
 // State is the silence's state at now.
 func (s *Silence) State(now time.Time) string {
-	return delivery.SilenceState(s.StartsAt, s.EndsAt, s.ExpiredAt, s.Approval == ApprovalAwaiting || s.Approval == ApprovalRejected, now)
+	return delivery.SilenceState(s.StartsAt, s.EndsAt, s.ExpiredAt, s.Approval == models.ApprovalAwaiting || s.Approval == models.ApprovalRejected, now)
 }
 
 // End is when the silence stops holding: its end, or when it was expired early.
@@ -155,7 +150,7 @@ func (s *Store) LiveSilenceCounts(ctx context.Context, keyID int64, createdBy st
 // not ended before it.
 func (s *Store) CreatorSilences(ctx context.Context, keyID int64, createdBy string, since time.Time) ([]Silence, error) {
 	var out []Silence
-	q := s.reader(ctx).Where("(ended_at IS NULL OR ended_at >= ?) AND approval <> ?", since.UTC(), ApprovalRejected)
+	q := s.k.Reader(ctx).Where("(ended_at IS NULL OR ended_at >= ?) AND approval <> ?", since.UTC(), models.ApprovalRejected)
 	if keyID != 0 {
 		q = q.Where("api_key_id = ?", keyID)
 	} else {
@@ -170,7 +165,7 @@ func (s *Store) CreatorSilences(ctx context.Context, keyID int64, createdBy stri
 // SilenceByID returns one silence.
 func (s *Store) SilenceByID(ctx context.Context, id int64) (*Silence, error) {
 	var sil Silence
-	if err := s.reader(ctx).Where("id = ?", id).First(&sil).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("id = ?", id).First(&sil).Error; err != nil {
 		return nil, fmt.Errorf("models: silence %d: %w", id, kernel.NotFound(err))
 	}
 	return &sil, nil
@@ -180,7 +175,7 @@ func (s *Store) SilenceByID(ctx context.Context, id int64) (*Silence, error) {
 // every one when ownKey is 0. Silences that ended before endedAfter are left out.
 func (s *Store) Silences(ctx context.Context, ownKey int64, endedAfter time.Time, limit int) ([]Silence, error) {
 	var out []Silence
-	q := s.reader(ctx).Where("ended_at IS NULL OR ended_at >= ?", endedAfter.UTC())
+	q := s.k.Reader(ctx).Where("ended_at IS NULL OR ended_at >= ?", endedAfter.UTC())
 	if ownKey != 0 {
 		q = q.Where("api_key_id = ?", ownKey)
 	}
@@ -195,7 +190,7 @@ func (s *Store) Silences(ctx context.Context, ownKey int64, endedAfter time.Time
 // hold what they match.
 func (s *Store) LiveSilences(ctx context.Context) ([]Silence, error) {
 	var out []Silence
-	err := s.reader(ctx).Where(silenceWhere("", []silenceStage{silenceLive})).Order("id").Find(&out).Error
+	err := s.k.Reader(ctx).Where(silenceWhere("", []silenceStage{silenceLive})).Order("id").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: live silences: %w", err)
 	}
@@ -221,7 +216,7 @@ func (s *Store) ExpireSilence(ctx context.Context, id int64, by string, now time
 func (s *Store) DecideSilence(ctx context.Context, id int64, decision, by string, now time.Time) error {
 	upd := map[string]any{"approval": decision, "decided_by": kernel.Truncate(by, 128), "decided_at": now.UTC(), "updated_at": now.UTC()}
 	move := silenceApprove
-	if decision == ApprovalRejected {
+	if decision == models.ApprovalRejected {
 		upd["expired_at"], upd["expired_by"] = now.UTC(), kernel.Truncate(by, 128)
 		move = silenceRefuse
 	}
@@ -241,7 +236,7 @@ func (s *Store) DecideSilence(ctx context.Context, id int64, decision, by string
 func (s *Store) DueSilenceEnds(ctx context.Context, now time.Time) ([]Silence, error) {
 	var out []Silence
 	now = now.UTC()
-	err := s.reader(ctx).Where(silenceWhere("", silenceEndable)).Where("(ends_at <= ? OR expired_at <= ?)", now, now).Order("id").Find(&out).Error
+	err := s.k.Reader(ctx).Where(silenceWhere("", silenceEndable)).Where("(ends_at <= ? OR expired_at <= ?)", now, now).Order("id").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: silences due to end: %w", err)
 	}
@@ -252,7 +247,7 @@ func (s *Store) DueSilenceEnds(ctx context.Context, now time.Time) ([]Silence, e
 // means another process ended it), and returns how many messages it holds.
 func (s *Store) EndSilence(ctx context.Context, id int64, now time.Time) (int, error) {
 	var held int64
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceEndable)).Update("ended_at", now.UTC())
 		if res.Error != nil {
 			return fmt.Errorf("models: end silence %d: %w", id, res.Error)
@@ -261,7 +256,7 @@ func (s *Store) EndSilence(ctx context.Context, id int64, now time.Time) (int, e
 			return fmt.Errorf("models: end silence %d: %w", id, kernel.ErrStateChanged)
 		}
 		return tx.Table("message_silences AS ms").Joins("JOIN messages m ON m.id = ms.message_id").
-			Where("ms.silence_id = ? AND m.status = ?", id, StatusHeld).Count(&held).Error
+			Where("ms.silence_id = ? AND m.status = ?", id, models.StatusHeld).Count(&held).Error
 	})
 	return int(held), err
 }
@@ -302,7 +297,7 @@ func keyIDText(id int64) string {
 // waiting (pending or failed) and due by dueBy, by id.
 func (s *Store) SilenceSubjects(ctx context.Context, ids []string, dueBy time.Time) (map[string]delivery.Subject, error) {
 	var rows []subjectRow
-	err := s.reader(ctx).Table("messages AS m").Select(subjectColumns).Joins(subjectJoins).
+	err := s.k.Reader(ctx).Table("messages AS m").Select(subjectColumns).Joins(subjectJoins).
 		Where("m.id IN ? AND m.status IN ? AND m.next_attempt_at <= ?", ids, delivery.Holdable, dueBy.UTC()).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: silence subjects: %w", err)
@@ -325,7 +320,7 @@ func (s *Store) RecentSubjects(ctx context.Context, since time.Time, max int, fn
 	seen := 0
 	for {
 		var rows []subjectRow
-		q := s.reader(ctx).Table("messages AS m").Select(subjectColumns).Joins(subjectJoins)
+		q := s.k.Reader(ctx).Table("messages AS m").Select(subjectColumns).Joins(subjectJoins)
 		if afterID == "" {
 			q = q.Where("m.created_at >= ?", after)
 		} else {
@@ -392,7 +387,7 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 	if len(holds) == 0 {
 		return nil, nil, nil
 	}
-	err = s.txRetry(ctx, func(tx *gorm.DB) error {
+	err = s.k.TxRetry(ctx, func(tx *gorm.DB) error {
 		now := kernel.Now()
 		// A worker's view of the silences may be a second old: hold only for silences
 		// that have not ended or been expired meanwhile, so that a message the end pass
@@ -413,9 +408,9 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		// the same moment; claim_token means nothing outside sending.
 		// The lease is left as it was, and the token has a claim's length: the claim that
 		// follows the release then updates the row in place (unclaimed).
-		token := kernel.NewToken()[:claimTokenLen]
-		res := tx.Model(&Message{}).Where("id IN ? AND status IN ? AND next_attempt_at <= ?", ids, delivery.Holdable, dueBy.UTC()).
-			Updates(map[string]any{"status": StatusHeld, "next_attempt_at": nil, "claim_token": token,
+		token := kernel.NewToken()[:models.ClaimTokenLen]
+		res := tx.Model(&models.Message{}).Where("id IN ? AND status IN ? AND next_attempt_at <= ?", ids, delivery.Holdable, dueBy.UTC()).
+			Updates(map[string]any{"status": models.StatusHeld, "next_attempt_at": nil, "claim_token": token,
 				"task_id": "", "updated_at": now})
 		if res.Error != nil {
 			return fmt.Errorf("models: hold messages: %w", res.Error)
@@ -423,13 +418,13 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		if res.RowsAffected == 0 {
 			return nil
 		}
-		var rows []Message
-		if err := tx.Select("id, batch_id, callback_key_id").Where("id IN ? AND status = ? AND claim_token = ?", ids, StatusHeld, token).
+		var rows []models.Message
+		if err := tx.Select("id, batch_id, callback_key_id").Where("id IN ? AND status = ? AND claim_token = ?", ids, models.StatusHeld, token).
 			Find(&rows).Error; err != nil {
 			return fmt.Errorf("models: held messages: %w", err)
 		}
 		var links []MessageSilence
-		var events []CallbackEvent
+		var events []models.CallbackEvent
 		for _, m := range rows {
 			held[m.ID] = holds[m.ID]
 			for _, sid := range holds[m.ID] {
@@ -437,7 +432,7 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 			}
 			if m.CallbackKeyID != nil {
 				id := m.ID
-				events = append(events, newEvent(*m.CallbackKeyID, EventMessageHeld, &id, m.BatchID, string(StatusHeld), "", now))
+				events = append(events, models.NewEvent(*m.CallbackKeyID, models.EventMessageHeld, &id, m.BatchID, string(models.StatusHeld), "", now))
 				if !slices.Contains(keys, *m.CallbackKeyID) {
 					keys = append(keys, *m.CallbackKeyID)
 				}
@@ -462,7 +457,7 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 // FreeHeld is a held message none of whose silences is still live.
 type FreeHeld struct {
 	ID        string
-	Priority  Priority
+	Priority  models.Priority
 	AccountID int64
 	SendAt    time.Time
 	// Cancel is set when a silence that held it cancels what it held.
@@ -477,11 +472,11 @@ const priorityRank = "CASE m.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 EL
 func (s *Store) FreeHeldMessages(ctx context.Context, limit int) ([]FreeHeld, error) {
 	var out []FreeHeld
 	holding := silenceWhere("s.", silenceEndable)
-	err := s.reader(ctx).Table("messages AS m").
+	err := s.k.Reader(ctx).Table("messages AS m").
 		Select("m.id, m.priority, m.account_id, m.send_at, EXISTS (SELECT 1 FROM message_silences mc JOIN silences c ON c.id = mc.silence_id "+
 			"WHERE mc.message_id = m.id AND c.on_end = ?) AS cancel", delivery.OnEndCancel).
 		Where("m.status = ? AND NOT EXISTS (SELECT 1 FROM message_silences ms JOIN silences s ON s.id = ms.silence_id "+
-			"WHERE ms.message_id = m.id AND "+holding.SQL+")", append([]any{StatusHeld}, holding.Vars...)...).
+			"WHERE ms.message_id = m.id AND "+holding.SQL+")", append([]any{models.StatusHeld}, holding.Vars...)...).
 		Order(priorityRank + ", m.id").Limit(limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: held messages free to go: %w", err)
@@ -505,14 +500,14 @@ type Release struct {
 func (s *Store) ReleaseHeld(ctx context.Context, releases []Release, cancel []string, now time.Time) ([][]string, int, error) {
 	moved := make([][]string, len(releases))
 	var cancelled int
-	now = now.UTC().Truncate(time.Microsecond) // as stored: recordCancelled finds the rows by it
-	err := s.txRetry(ctx, func(tx *gorm.DB) error {
+	now = now.UTC().Truncate(time.Microsecond) // as stored: RecordCancelled finds the rows by it
+	err := s.k.TxRetry(ctx, func(tx *gorm.DB) error {
 		cancelled = 0
 		for i, r := range releases {
 			moved[i] = nil
-			res := tx.Model(&Message{}).Where("id IN ? AND status = ?", r.IDs, StatusHeld).
-				Updates(map[string]any{"status": StatusPending, "next_attempt_at": r.DueAt.UTC(), "task_id": r.TaskID,
-					"claim_token": unclaimedToken, "updated_at": now})
+			res := tx.Model(&models.Message{}).Where("id IN ? AND status = ?", r.IDs, models.StatusHeld).
+				Updates(map[string]any{"status": models.StatusPending, "next_attempt_at": r.DueAt.UTC(), "task_id": r.TaskID,
+					"claim_token": models.UnclaimedToken, "updated_at": now})
 			if res.Error != nil {
 				return fmt.Errorf("models: release held messages: %w", res.Error)
 			}
@@ -520,7 +515,7 @@ func (s *Store) ReleaseHeld(ctx context.Context, releases []Release, cancel []st
 				continue
 			}
 			// The task id is this release's own: it tells the rows moved here.
-			if err := tx.Model(&Message{}).Where("id IN ? AND task_id = ?", r.IDs, r.TaskID).Order("id").
+			if err := tx.Model(&models.Message{}).Where("id IN ? AND task_id = ?", r.IDs, r.TaskID).Order("id").
 				Pluck("id", &moved[i]).Error; err != nil {
 				return fmt.Errorf("models: released messages: %w", err)
 			}
@@ -528,14 +523,14 @@ func (s *Store) ReleaseHeld(ctx context.Context, releases []Release, cancel []st
 		if len(cancel) == 0 {
 			return nil
 		}
-		res := tx.Model(&Message{}).Where("id IN ? AND status = ?", cancel, StatusHeld).
-			Updates(map[string]any{"status": StatusCancelled, "last_error": "cancelled at the end of the silence that held it",
+		res := tx.Model(&models.Message{}).Where("id IN ? AND status = ?", cancel, models.StatusHeld).
+			Updates(map[string]any{"status": models.StatusCancelled, "last_error": "cancelled at the end of the silence that held it",
 				"updated_at": now})
 		if res.Error != nil {
 			return fmt.Errorf("models: cancel held messages: %w", res.Error)
 		}
 		cancelled = int(res.RowsAffected)
-		return recordCancelled(tx, "id IN ?", cancel, now)
+		return models.RecordCancelled(tx, "id IN ?", cancel, now)
 	})
 	return moved, cancelled, err
 }
@@ -551,8 +546,8 @@ func (s *Store) HeldCounts(ctx context.Context, ids []int64) (ever, now map[int6
 		SilenceID int64
 		Ever, Now int
 	}
-	err = s.reader(ctx).Table("message_silences AS ms").Joins("JOIN messages m ON m.id = ms.message_id").
-		Select("ms.silence_id, COUNT(*) AS ever, COALESCE(SUM(CASE WHEN m.status = ? THEN 1 ELSE 0 END), 0) AS now", StatusHeld).
+	err = s.k.Reader(ctx).Table("message_silences AS ms").Joins("JOIN messages m ON m.id = ms.message_id").
+		Select("ms.silence_id, COUNT(*) AS ever, COALESCE(SUM(CASE WHEN m.status = ? THEN 1 ELSE 0 END), 0) AS now", models.StatusHeld).
 		Where("ms.silence_id IN ?", ids).Group("ms.silence_id").Scan(&rows).Error
 	if err != nil {
 		return nil, nil, fmt.Errorf("models: held counts: %w", err)
@@ -566,7 +561,7 @@ func (s *Store) HeldCounts(ctx context.Context, ids []int64) (ever, now map[int6
 // SilencesOfMessage lists the ids of the silences that hold or held a message.
 func (s *Store) SilencesOfMessage(ctx context.Context, messageID string) ([]int64, error) {
 	var ids []int64
-	if err := s.reader(ctx).Model(&MessageSilence{}).Where("message_id = ?", messageID).Order("silence_id").
+	if err := s.k.Reader(ctx).Model(&MessageSilence{}).Where("message_id = ?", messageID).Order("silence_id").
 		Pluck("silence_id", &ids).Error; err != nil {
 		return nil, fmt.Errorf("models: silences of message %s: %w", messageID, err)
 	}

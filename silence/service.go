@@ -1,0 +1,32 @@
+package silence
+
+import (
+	"context"
+	"time"
+
+	"herald/audit"
+	"herald/kernel"
+)
+
+// Service makes the silences' changes, each validated, then written with its audit
+// entries in one transaction (audit.Run).
+type Service struct {
+	store *Store
+	// clock is the clock; nil means kernel.Now.
+	clock func() time.Time
+}
+
+// NewService builds the silences' service on store; clock is the clock (nil:
+// kernel.Now).
+func NewService(store *Store, clock func() time.Time) *Service {
+	return &Service{store: store, clock: clock}
+}
+
+// change runs fn with a store bound to one transaction, with the audit entries fn
+// records (audit.Run).
+func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *Store, ch *audit.Change) error) error {
+	return audit.Run(ctx, d.store.k, by, func(tx *kernel.DB, ch *audit.Change) error { return fn(d.store.On(tx), ch) })
+}
+
+// now is the service's clock, in UTC.
+func (d *Service) now() time.Time { return kernel.Clock(d.clock).Now() }
