@@ -37,6 +37,12 @@ func (c *Change) After(fn func()) { c.after = append(c.after, fn) }
 // errUnaudited refuses a change that recorded no audit entry: every write is audited.
 var errUnaudited = errors.New("dispatch: a change recorded no audit entry")
 
+// RunOn is Run with the transaction handed to fn as a domain's store bound to it: bind
+// is the store's On.
+func RunOn[S any](ctx context.Context, db *kernel.DB, by Actor, bind func(tx *kernel.DB) S, fn func(tx S, ch *Change) error) error {
+	return Run(ctx, db, by, func(tx *kernel.DB, ch *Change) error { return fn(bind(tx), ch) })
+}
+
 // Run runs fn on db bound to one transaction and writes the audit entries fn recorded
 // in it: an audit write that fails rolls the change back, and a change that fails
 // writes no entry. A change that records no entry is refused. The effects fn registered

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"herald/audit"
-	"herald/kernel"
 	"herald/models"
 )
 
@@ -19,5 +18,5 @@ import (
 // fails writes no entry. A change that records no entry is refused. The effects fn
 // registered with After run after the commit (audit.Run).
 func (d *Dispatcher) change(ctx context.Context, by audit.Actor, fn func(tx *models.Store, ch *audit.Change) error) error {
-	return audit.Run(ctx, d.store.DB(), by, func(tx *kernel.DB, ch *audit.Change) error { return fn(d.store.On(tx), ch) })
+	return audit.RunOn(ctx, d.store.DB(), by, d.store.On, fn)
 }

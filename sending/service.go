@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"herald/audit"
-	"herald/kernel"
 )
 
 // Service makes the sending accounts' changes, each validated, then written with its
@@ -24,5 +23,5 @@ func NewService(store *Store, accounts *AccountCache) *Service {
 // change runs fn with a store bound to one transaction, with the audit entries fn
 // records (audit.Run).
 func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *Store, ch *audit.Change) error) error {
-	return audit.Run(ctx, d.store.k, by, func(tx *kernel.DB, ch *audit.Change) error { return fn(d.store.On(tx), ch) })
+	return audit.RunOn(ctx, d.store.k, by, d.store.On, fn)
 }

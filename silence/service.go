@@ -25,7 +25,7 @@ func NewService(store *Store, clock func() time.Time) *Service {
 // change runs fn with a store bound to one transaction, with the audit entries fn
 // records (audit.Run).
 func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *Store, ch *audit.Change) error) error {
-	return audit.Run(ctx, d.store.k, by, func(tx *kernel.DB, ch *audit.Change) error { return fn(d.store.On(tx), ch) })
+	return audit.RunOn(ctx, d.store.k, by, d.store.On, fn)
 }
 
 // now is the service's clock, in UTC.
