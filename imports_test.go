@@ -181,6 +181,7 @@ var domains = map[string][]string{
 	// The silences hold messages, which are still the store's (models) until the
 	// messages have a domain of their own.
 	"herald/silence": {"herald/models", "herald/templates"},
+	"herald/recall":  {"herald/models"},
 }
 
 // foundation is what every domain may build on.

@@ -9,6 +9,7 @@ import (
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/recall"
 )
 
 // What is approved is what is sent: an edit (or a rollback) that asks to render the
@@ -44,7 +45,7 @@ func TestRerenderKeepsApprovedContent(t *testing.T) {
 	}
 	contents := func(b *models.Batch) []string {
 		t.Helper()
-		msgs, err := f.store.BatchMessagesIn(ctx, b.ID, []models.Status{models.StatusPending})
+		msgs, err := recall.Of(f.store).BatchMessagesIn(ctx, b.ID, []models.Status{models.StatusPending})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"herald/delivery"
 	"herald/kernel"
 	"herald/models"
+	"herald/recall"
 )
 
 // A whole batch is cancelled, or its stopped messages re-sent, by the same writes as one
@@ -34,7 +35,7 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, by audit.Actor, batchID st
 	if err != nil {
 		return BatchCancel{}, err
 	}
-	targets, err := d.store.BatchMessagesIn(ctx, b.ID, delivery.Cancellable)
+	targets, err := recall.Of(d.store).BatchMessagesIn(ctx, b.ID, delivery.Cancellable)
 	if err != nil {
 		return BatchCancel{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"herald/delivery"
 	"herald/kernel"
 	"herald/models"
+	"herald/recall"
 )
 
 // Recall takes back a notice sent by mistake. A sent message is recalled on its
@@ -45,7 +46,7 @@ const (
 type RecallError struct {
 	Code    string
 	Err     error
-	Request *models.RecallRequest
+	Request *recall.RecallRequest
 }
 
 // args are the values of the error's catalog sentence (recall.error.<Code>): the
@@ -150,14 +151,14 @@ func (d *Dispatcher) RecallMessage(ctx context.Context, by audit.Actor, id strin
 // rejected. A request that lapsed, was approved, or was asked for by someone else is no
 // obstacle.
 func (d *Dispatcher) checkBatchRecall(ctx context.Context, by audit.Actor, m *models.Message) error {
-	r, err := d.store.LatestRecallRequest(ctx, m.BatchID)
+	r, err := recall.Of(d.store).LatestRecallRequest(ctx, m.BatchID)
 	if err != nil || r == nil || !r.AskedBy(by.Name, by.Person, by.APIKeyID) {
 		return err
 	}
 	switch r.State(d.now()) {
-	case models.RecallAwaiting:
+	case recall.RecallAwaiting:
 		return &RecallError{Code: RecallRequestAwaiting, Request: r}
-	case models.RecallRejected:
+	case recall.RecallRejected:
 		return &RecallError{Code: RecallRequestRejected, Request: r}
 	}
 	return nil
@@ -220,7 +221,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by audit.Actor, m *models.Me
 	// taken back with m: they are recorded recalled too.
 	carried := []models.Message{*m}
 	if channels.RecallsCall(m.Platform) && m.ProviderMessageID != "" {
-		if carried, err = d.store.SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID); err != nil {
+		if carried, err = recall.Of(d.store).SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID); err != nil {
 			return RecallFailed, err
 		}
 		if !slices.ContainsFunc(carried, func(c models.Message) bool { return c.ID == m.ID }) {
@@ -235,7 +236,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by audit.Actor, m *models.Me
 	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		for i := range carried {
 			c := &carried[i]
-			err := tx.RecallMessage(ctx, c, recalledBy, d.now())
+			err := recall.Of(tx).RecallMessage(ctx, c, recalledBy, d.now())
 			if c.ID != m.ID && errors.Is(err, kernel.ErrStateChanged) {
 				continue // recalled meanwhile by another request for the same call
 			}
@@ -318,7 +319,7 @@ func (d *Dispatcher) recordRecallFailure(ctx context.Context, by audit.Actor, m 
 // BatchRecall is what a batch recall did: the counts per outcome, or, for more people
 // than the approval threshold, the request now awaiting another person's approval.
 type BatchRecall struct {
-	Counts models.RecallCounts
+	Counts recall.RecallCounts
 	// AwaitingApproval is set when the recall waits for approval; People is how many
 	// people it would reach.
 	AwaitingApproval bool
@@ -338,7 +339,7 @@ func (d *Dispatcher) RecallBatch(ctx context.Context, by audit.Actor, batchID st
 	if err != nil {
 		return BatchRecall{}, err
 	}
-	targets, err := d.store.RecallTargets(ctx, b.ID)
+	targets, err := recall.Of(d.store).RecallTargets(ctx, b.ID)
 	if err != nil {
 		return BatchRecall{}, err
 	}
@@ -364,13 +365,13 @@ func (d *Dispatcher) RecallBatch(ctx context.Context, by audit.Actor, batchID st
 
 // requestRecall records a batch recall that awaits approval, unless one awaits already,
 // and returns the request awaiting. One that lapsed is recorded expired and replaced.
-func (d *Dispatcher) requestRecall(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message) (*models.RecallRequest, error) {
-	latest, err := d.store.LatestRecallRequest(ctx, b.ID)
+func (d *Dispatcher) requestRecall(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message) (*recall.RecallRequest, error) {
+	latest, err := recall.Of(d.store).LatestRecallRequest(ctx, b.ID)
 	if err != nil {
 		return nil, err
 	}
 	now := d.now()
-	if latest != nil && latest.Status == models.RecallAwaiting {
+	if latest != nil && latest.Status == recall.RecallAwaiting {
 		if !latest.Lapsed(now) {
 			return latest, nil
 		}
@@ -379,12 +380,12 @@ func (d *Dispatcher) requestRecall(ctx context.Context, by audit.Actor, b *model
 		}
 	}
 	expires := recallDeadline(targets, now)
-	r := &models.RecallRequest{BatchID: b.ID, RequestedBy: by.Name, Requester: by.Person, People: len(targets), ExpiresAt: &expires}
+	r := &recall.RecallRequest{BatchID: b.ID, RequestedBy: by.Name, Requester: by.Person, People: len(targets), ExpiresAt: &expires}
 	if by.APIKeyID != 0 {
 		r.APIKeyID = &by.APIKeyID
 	}
 	return r, d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := tx.CreateRecallRequest(ctx, r); err != nil {
+		if err := recall.Of(tx).CreateRecallRequest(ctx, r); err != nil {
 			return err
 		}
 		ch.Audit("batch.recall_request", "batch", b.ID, audit.Params{"people": strconv.Itoa(len(targets)),
@@ -415,16 +416,16 @@ func recallDeadline(targets []models.Message, now time.Time) time.Time {
 // expireRecalls records the recall requests whose time ran out as expired, as the
 // sweeper does each minute, so that one is never decided on past its expiry.
 func (d *Dispatcher) expireRecalls(ctx context.Context) error {
-	_, err := d.store.ExpireRecallRequests(ctx, d.now())
+	_, err := recall.Of(d.store).ExpireRecallRequests(ctx, d.now())
 	return err
 }
 
 // recallAll recalls targets with a few platform calls at a time and audits the batch
 // recall with its counts (approvedBy names the approver of a recall request, if any).
-func (d *Dispatcher) recallAll(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message, recalledBy, approvedBy string) (models.RecallCounts, error) {
+func (d *Dispatcher) recallAll(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message, recalledBy, approvedBy string) (recall.RecallCounts, error) {
 	var (
 		mu     sync.Mutex
-		counts models.RecallCounts
+		counts recall.RecallCounts
 		wg     sync.WaitGroup
 		slots  = make(chan struct{}, recallConcurrency)
 	)
@@ -461,19 +462,19 @@ func (d *Dispatcher) recallAll(ctx context.Context, by audit.Actor, b *models.Ba
 // decide on it: kernel.ErrNotFound for a batch by may not see, kernel.ErrStateChanged
 // when no request awaits, ErrRecallExpired when the latest one's time ran out (it is
 // recorded expired if it was not yet), ErrOwnRecall for the person (or key) who asked.
-func (d *Dispatcher) pendingRecall(ctx context.Context, by audit.Actor, batchID string) (*models.Batch, *models.RecallRequest, error) {
+func (d *Dispatcher) pendingRecall(ctx context.Context, by audit.Actor, batchID string) (*models.Batch, *recall.RecallRequest, error) {
 	b, err := d.Batch(ctx, by, batchID)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := d.store.LatestRecallRequest(ctx, batchID)
+	r, err := recall.Of(d.store).LatestRecallRequest(ctx, batchID)
 	if err != nil {
 		return nil, nil, err
 	}
 	if r != nil && r.Status == models.RecallExpired {
 		return nil, nil, ErrRecallExpired
 	}
-	if r == nil || r.Status != models.RecallAwaiting {
+	if r == nil || r.Status != recall.RecallAwaiting {
 		return nil, nil, kernel.ErrStateChanged
 	}
 	if r.Lapsed(d.now()) {
@@ -489,30 +490,30 @@ func (d *Dispatcher) pendingRecall(ctx context.Context, by audit.Actor, batchID 
 // are recalled for the person who asked. ErrOwnRecall refuses that person;
 // kernel.ErrStateChanged means no request awaits, ErrRecallExpired that its time ran
 // out.
-func (d *Dispatcher) ApproveRecall(ctx context.Context, by audit.Actor, batchID string) (models.RecallCounts, error) {
+func (d *Dispatcher) ApproveRecall(ctx context.Context, by audit.Actor, batchID string) (recall.RecallCounts, error) {
 	b, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {
-		return models.RecallCounts{}, err
+		return recall.RecallCounts{}, err
 	}
 	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := tx.DecideRecallRequest(ctx, r.ID, models.RecallApproved, by.Name, "", d.now()); err != nil {
+		if err := recall.Of(tx).DecideRecallRequest(ctx, r.ID, recall.RecallApproved, by.Name, "", d.now()); err != nil {
 			return err
 		}
 		ch.Audit("batch.recall_approve", "batch", b.ID, audit.Params{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
 		return nil
 	})
 	if err != nil {
-		return models.RecallCounts{}, err
+		return recall.RecallCounts{}, err
 	}
-	targets, err := d.store.RecallTargets(ctx, b.ID)
+	targets, err := recall.Of(d.store).RecallTargets(ctx, b.ID)
 	if err != nil {
-		return models.RecallCounts{}, err
+		return recall.RecallCounts{}, err
 	}
 	counts, err := d.recallAll(ctx, by, b, targets, r.RequestedBy, by.Name)
 	if err != nil {
 		return counts, err
 	}
-	return counts, d.store.RecordRecallResult(ctx, r.ID, counts)
+	return counts, recall.Of(d.store).RecordRecallResult(ctx, r.ID, counts)
 }
 
 // RejectRecall rejects the batch's recall request as by, with the reason: nothing is
@@ -529,7 +530,7 @@ func (d *Dispatcher) RejectRecall(ctx context.Context, by audit.Actor, batchID, 
 		return err
 	}
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := tx.DecideRecallRequest(ctx, r.ID, models.RecallRejected, by.Name, reason, d.now()); err != nil {
+		if err := recall.Of(tx).DecideRecallRequest(ctx, r.ID, recall.RecallRejected, by.Name, reason, d.now()); err != nil {
 			return err
 		}
 		ch.AuditDetail("batch.recall_reject", "batch", batchID, reason, audit.Params{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
@@ -539,11 +540,11 @@ func (d *Dispatcher) RejectRecall(ctx context.Context, by audit.Actor, batchID, 
 
 // RecallRequest returns the batch's latest recall request (nil for none), as by may see
 // it.
-func (d *Dispatcher) RecallRequest(ctx context.Context, by audit.Actor, batchID string) (*models.RecallRequest, error) {
+func (d *Dispatcher) RecallRequest(ctx context.Context, by audit.Actor, batchID string) (*recall.RecallRequest, error) {
 	if err := d.store.CheckOwn(ctx, by.OwnKey(), batchID); err != nil {
 		return nil, err
 	}
-	return d.store.LatestRecallRequest(ctx, batchID)
+	return recall.Of(d.store).LatestRecallRequest(ctx, batchID)
 }
 
 // endRecalledAlert ends, in tx, the alert whose notice m was just recalled (or cancelled

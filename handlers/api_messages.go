@@ -229,7 +229,7 @@ func (h *Handlers) GetBatch(c *gin.Context) {
 		byStatus[string(s)] = counts.ByStatus[s]
 	}
 	byStatus["reached"] = counts.Reached
-	recall, err := h.Dispatch.RecallRequest(ctx, actor(c), b.ID)
+	req, err := h.Dispatch.RecallRequest(ctx, actor(c), b.ID)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -238,7 +238,7 @@ func (h *Handlers) GetBatch(c *gin.Context) {
 		"send_at": b.SendAt, "created_at": b.CreatedAt, "to_on_duty": b.ToOnDuty, "requested": b.Requested,
 		"accepted": b.Accepted, "counts": byStatus, "skipped": nonNil(b.Skipped), "rejected": nonNil(b.Rejected),
 		"status": b.Status(), "decided_by": b.DecidedBy, "decided_at": b.DecidedAt, "decision_note": b.DecisionNote,
-		"recall_request": recallRequestOf(recall, time.Now())})
+		"recall_request": recallRequestOf(req, time.Now())})
 }
 
 // CancelMessage is POST /api/v1/messages/:id/cancel.

@@ -7,7 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/kernel"
-	"herald/models"
+	"herald/recall"
 )
 
 // RecallMessageAPI is POST /api/v1/messages/:id/recall: a sent message is taken back on
@@ -32,7 +32,7 @@ type batchRecallJSON struct {
 	// person's approval (counts are then all zero).
 	Status string              `json:"status"`
 	People int                 `json:"people"`
-	Counts models.RecallCounts `json:"counts"`
+	Counts recall.RecallCounts `json:"counts"`
 	// ExpiresAt is when a recall awaiting approval lapses undecided.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 }
@@ -47,7 +47,7 @@ func (h *Handlers) RecallBatchAPI(c *gin.Context) {
 	}
 	out := batchRecallJSON{BatchID: c.Param("id"), Status: "completed", People: res.People, Counts: res.Counts}
 	if res.AwaitingApproval {
-		out.Status, out.ExpiresAt = models.RecallAwaiting, res.ExpiresAt
+		out.Status, out.ExpiresAt = recall.RecallAwaiting, res.ExpiresAt
 	}
 	c.JSON(http.StatusAccepted, out)
 }
@@ -65,12 +65,12 @@ type recallRequestJSON struct {
 	DecidedBy    string               `json:"decided_by"`
 	DecidedAt    *time.Time           `json:"decided_at"`
 	DecisionNote string               `json:"decision_note"`
-	Result       *models.RecallCounts `json:"result"`
+	Result       *recall.RecallCounts `json:"result"`
 }
 
 // recallRequestOf is r as the API shows it at now (nil for none): one past its
 // expiry reads expired, recorded or not.
-func recallRequestOf(r *models.RecallRequest, now time.Time) *recallRequestJSON {
+func recallRequestOf(r *recall.RecallRequest, now time.Time) *recallRequestJSON {
 	if r == nil {
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/recall"
 	"herald/templates"
 	"herald/views"
 )
@@ -476,7 +477,7 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 	}
 	slices.SortStableFunc(msgs, func(a, b models.BatchMessage) int { return directory.CompareNames(a.RecipientName, b.RecipientName) })
 	v := views.BatchView{Batch: b, Messages: msgs, Counts: counts.ByStatus, Reached: counts.Reached, Falling: counts.Falling}
-	if v.Recall, err = h.Store.LatestRecallRequest(ctx, id); err != nil {
+	if v.Recall, err = recall.Of(h.Store).LatestRecallRequest(ctx, id); err != nil {
 		h.fail(c, err)
 		return views.BatchView{}, false
 	}

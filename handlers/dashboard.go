@@ -8,6 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/models"
+	"herald/recall"
 	"herald/sending"
 	"herald/views"
 )
@@ -76,7 +77,7 @@ func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
 	if d.Awaiting, err = h.Store.BatchesAwaitingApproval(ctx, 20); err != nil {
 		return d, err
 	}
-	if d.AwaitingRecalls, err = h.Store.RecallRequestsAwaiting(ctx, time.Now(), 20); err != nil {
+	if d.AwaitingRecalls, err = recall.Of(h.Store).RecallRequestsAwaiting(ctx, time.Now(), 20); err != nil {
 		return d, err
 	}
 	if d.Batches, err = h.Store.RecentBatches(ctx, 10); err != nil {

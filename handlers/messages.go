@@ -15,6 +15,7 @@ import (
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
+	"herald/recall"
 	"herald/sending"
 	"herald/silence"
 	"herald/views"
@@ -183,7 +184,7 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 	d := views.MessageDetail{Message: m, Notice: h.notice(c), Now: time.Now(),
 		CanRecall: m.Status == models.StatusSent && channels.RecallWindow(m.Platform) > 0, RecallReach: 1}
 	if d.CanRecall && channels.RecallsCall(m.Platform) {
-		carried, err := h.Store.SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID)
+		carried, err := recall.Of(h.Store).SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID)
 		if err != nil {
 			h.fail(c, err)
 			return

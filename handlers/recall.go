@@ -5,7 +5,7 @@ import (
 
 	"herald/i18n"
 	"herald/kernel"
-	"herald/models"
+	"herald/recall"
 	"herald/views"
 )
 
@@ -41,7 +41,7 @@ func (h *Handlers) BatchRecall(c *gin.Context) {
 }
 
 // recallSummary says what a batch recall did, in the reader's language.
-func recallSummary(c *gin.Context, n models.RecallCounts) string {
+func recallSummary(c *gin.Context, n recall.RecallCounts) string {
 	return tr(c, "recall.notice.batch", "Recalled", n.Recalled, "Cancelled", n.Cancelled,
 		"Unsupported", n.RecallUnsupported, "WindowPassed", n.RecallWindowPassed, "Failed", n.Failed)
 }

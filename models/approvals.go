@@ -34,6 +34,10 @@ const (
 	ApprovalWait = 24 * time.Hour
 )
 
+// RecallExpired is the state of a recall request that lapsed awaiting approval; only
+// recall requests record it.
+const RecallExpired = "expired"
+
 // approvalStates are the states of an approval, in lifecycle order: the approval of a
 // batch, of a recall request or of a silence (whose "" for none needed is no approval).
 var approvalStates = []string{ApprovalAwaiting, ApprovalApproved, ApprovalRejected, RecallExpired}
@@ -56,8 +60,8 @@ var approvalTable = states.New(approvalStates, approvalMoves)
 var (
 	// ApprovalDecidable are the states a second person may approve or reject in.
 	ApprovalDecidable = approvalTable.From(ApprovalApproved)
-	// approvalExpirable are the states a recall request may expire in.
-	approvalExpirable = approvalTable.From(RecallExpired)
+	// ApprovalExpirable are the states a recall request may expire in.
+	ApprovalExpirable = approvalTable.From(RecallExpired)
 )
 
 // Status is the batch's approval status as the API shows it.

@@ -21,6 +21,9 @@ const (
 	EventBatchCompleted   = "batch.completed"
 )
 
+// EventMessageRecalled is the status event of a sent message taken back on its platform.
+const EventMessageRecalled = "message.recalled"
+
 // EventMessageHeld is the event of a message an active silence held.
 const EventMessageHeld = "message.held"
 

@@ -73,7 +73,7 @@ func (s *Store) LinkFallback(ctx context.Context, prev, next *Message) error {
 	return s.txRetry(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Message{}).Where("id = ? AND fallback_due = ?", prev.ID, true).
 			Updates(map[string]any{"fallback_due": false, "fallback_next": next.ID})
-		if err := casResult(res, "fall back from", prev.ID); err != nil {
+		if err := CASResult(res, "fall back from", prev.ID); err != nil {
 			return err
 		}
 		next.FallbackOf = &prev.ID
@@ -90,7 +90,7 @@ func (s *Store) LinkFallback(ctx context.Context, prev, next *Message) error {
 func (s *Store) EndFallback(ctx context.Context, prev *Message) error {
 	return s.txRetry(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Message{}).Where("id = ? AND fallback_due = ?", prev.ID, true).Update("fallback_due", false)
-		if err := casResult(res, "end the chain of", prev.ID); err != nil {
+		if err := CASResult(res, "end the chain of", prev.ID); err != nil {
 			return err
 		}
 		return recordChainsEnded(tx, []Message{*prev}, kernel.Now())

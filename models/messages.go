@@ -921,7 +921,7 @@ func (s *Store) CancelMessage(ctx context.Context, id string) error {
 		res := tx.Model(&Message{}).
 			Where("id = ? AND status IN ?", id, delivery.Cancellable).
 			Updates(map[string]any{"status": StatusCancelled, "next_attempt_at": nil, "updated_at": now})
-		if err := casResult(res, "cancel", id); err != nil {
+		if err := CASResult(res, "cancel", id); err != nil {
 			return err
 		}
 		return RecordCancelled(tx, "id = ?", id, now)
@@ -957,14 +957,14 @@ func (s *Store) RetryMessage(ctx context.Context, id string, extraAttempts int) 
 			Where("id = ? AND status = ?", id, StatusStopped).
 			Updates(map[string]any{"status": StatusPending, "next_attempt_at": now, "updated_at": now,
 				"max_attempts": gorm.Expr("attempts + ?", extraAttempts), "class_retries": 0, "task_id": id})
-		if err := casResult(res, "retry", id); err != nil {
+		if err := CASResult(res, "retry", id); err != nil {
 			return err
 		}
 		return reopen(tx, id)
 	})
 }
 
-func casResult(res *gorm.DB, op, id string) error {
+func CASResult(res *gorm.DB, op, id string) error {
 	if res.Error != nil {
 		return fmt.Errorf("models: %s message %s: %w", op, id, res.Error)
 	}

@@ -20,6 +20,7 @@ import (
 	"herald/kernel"
 	"herald/migrations"
 	"herald/models"
+	"herald/recall"
 	"herald/sending"
 	"herald/silence"
 	"herald/templates"
@@ -35,7 +36,7 @@ var gormModels = []any{
 	&templates.Template{}, &sending.Account{}, &models.Batch{}, &models.Message{},
 	&models.Attempt{}, &audit.Entry{}, &models.IdempotencyKey{}, &models.MessageStat{},
 	&kernel.Setting{}, &duty.Rotation{}, &duty.DutyFeed{}, &duty.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
-	&kernel.ChangeCounter{}, &models.RecallRequest{}, &models.DailyContent{}, &templates.TemplateVersion{},
+	&kernel.ChangeCounter{}, &recall.RecallRequest{}, &models.DailyContent{}, &templates.TemplateVersion{},
 	&models.EscalationPolicy{}, &models.Alert{}, &models.AlertStep{}, &silence.Silence{}, &silence.MessageSilence{},
 }
 

@@ -50,7 +50,7 @@ func TestApprovalStates(t *testing.T) {
 			"awaiting_approval → approved", "awaiting_approval → rejected", "awaiting_approval → expired"}},
 		{"decidable", ApprovalDecidable, []string{ApprovalAwaiting}},
 		{"rejectable", approvalTable.From(ApprovalRejected), []string{ApprovalAwaiting}},
-		{"expirable", approvalExpirable, []string{RecallAwaiting}},
+		{"expirable", ApprovalExpirable, []string{ApprovalAwaiting}},
 	} {
 		if diff := cmp.Diff(tt.want, tt.got); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", tt.name, diff)
@@ -58,7 +58,7 @@ func TestApprovalStates(t *testing.T) {
 	}
 	// The stored words stay what they were: the recall's expiry is "expired", and a
 	// recall request's other states are the batch's.
-	if RecallExpired != "expired" || RecallAwaiting != "awaiting_approval" || ApprovalExpired != "approval_expired" {
+	if RecallExpired != "expired" || ApprovalAwaiting != "awaiting_approval" || ApprovalExpired != "approval_expired" {
 		t.Error("a stored approval word changed")
 	}
 }

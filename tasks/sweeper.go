@@ -15,6 +15,7 @@ import (
 
 	"herald/kernel"
 	"herald/models"
+	"herald/recall"
 )
 
 // Sweeper keeps MySQL and Redis in step: it returns messages whose worker died to failed,
@@ -515,7 +516,7 @@ func (s *Sweeper) housekeeping(ctx context.Context) {
 	for _, id := range expired {
 		s.log.Info("sweeper: batch not approved in time; its messages are cancelled", "batch", id, "reason", models.ApprovalExpired)
 	}
-	lapsed, err := s.store.ExpireRecallRequests(ctx, now)
+	lapsed, err := recall.Of(s.store).ExpireRecallRequests(ctx, now)
 	if err != nil {
 		s.log.Warn("sweeper: expire recall requests", "error", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"herald/audit"
 	"herald/dispatch"
 	"herald/models"
+	"herald/recall"
 )
 
 // While an operator's recall of a whole batch waits for approval, and after it was
@@ -38,7 +39,7 @@ func TestRecallOneAtATimeRefusedWhileBatchRecallWaits(t *testing.T) {
 	c.h.Dispatch.ForgetThreshold()
 	resp, body := op.post("/batches/"+batch+"/recall", nil)
 	wantRedirect(t, "ask for a batch recall", resp, body, "/batches/"+batch)
-	r, err := c.store.LatestRecallRequest(ctx, batch)
+	r, err := recall.Of(c.store).LatestRecallRequest(ctx, batch)
 	if err != nil || r == nil {
 		t.Fatalf("recall request: %+v, %v", r, err)
 	}

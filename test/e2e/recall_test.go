@@ -20,6 +20,7 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
+	"herald/recall"
 	"herald/sending"
 	"herald/simulator"
 )
@@ -372,12 +373,12 @@ func TestRecallBatchPerPlatform(t *testing.T) {
 	for _, tc := range []struct {
 		platform string
 		aged     int // how many of the three are sent longer ago than the window
-		want     models.RecallCounts
+		want     recall.RecallCounts
 	}{
-		{"wecom", 1, models.RecallCounts{Recalled: 2, RecallWindowPassed: 1}},
-		{"feishu", 1, models.RecallCounts{Recalled: 2, RecallWindowPassed: 1}},
-		{"dingtalk", 0, models.RecallCounts{Recalled: 3}},
-		{"sandbox", 0, models.RecallCounts{RecallUnsupported: 3}},
+		{"wecom", 1, recall.RecallCounts{Recalled: 2, RecallWindowPassed: 1}},
+		{"feishu", 1, recall.RecallCounts{Recalled: 2, RecallWindowPassed: 1}},
+		{"dingtalk", 0, recall.RecallCounts{Recalled: 3}},
+		{"sandbox", 0, recall.RecallCounts{RecallUnsupported: 3}},
 	} {
 		t.Run(tc.platform, func(t *testing.T) {
 			people := []string{"RC000", "RC001", "RC002"}
@@ -393,7 +394,7 @@ func TestRecallBatchPerPlatform(t *testing.T) {
 			if code != http.StatusAccepted || body["status"] != "completed" {
 				t.Fatalf("batch recall: %d %s", code, body["_raw"])
 			}
-			var got models.RecallCounts
+			var got recall.RecallCounts
 			if err := json.Unmarshal([]byte(mustJSON(t, body["counts"])), &got); err != nil {
 				t.Fatal(err)
 			}
@@ -447,7 +448,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 		r.waitSent(t, ids...)
 		threshold(t, 1) // two people are more than one
 		code, body, _ := r.api.Call("POST", "/api/v1/batches/"+batch+"/recall", "")
-		if code != http.StatusAccepted || body["status"] != models.RecallAwaiting {
+		if code != http.StatusAccepted || body["status"] != recall.RecallAwaiting {
 			t.Fatalf("recall request: %d %s", code, body["_raw"])
 		}
 		return batch, ids, body
@@ -464,7 +465,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 
 	t.Run("approve", func(t *testing.T) {
 		batch, ids, _ := ask(t, "RC000", "RC001")
-		if rr := recallRequest(t, batch); rr["status"] != models.RecallAwaiting || rr["people"] != 2.0 || rr["requested_by"] != "apikey:crm" {
+		if rr := recallRequest(t, batch); rr["status"] != recall.RecallAwaiting || rr["people"] != 2.0 || rr["requested_by"] != "apikey:crm" {
 			t.Errorf("recall_request %v", rr)
 		}
 		if code, body, _ := own.Call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusForbidden {
@@ -472,7 +473,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 		}
 		code, body, _ := bob.Call("POST", "/api/v1/batches/"+batch+"/recall/approve", "")
 		result, _ := body["result"].(map[string]any)
-		if code != http.StatusAccepted || body["status"] != models.RecallApproved || body["decided_by"] != "apikey:bob-admin" || result["recalled"] != 2.0 {
+		if code != http.StatusAccepted || body["status"] != recall.RecallApproved || body["decided_by"] != "apikey:bob-admin" || result["recalled"] != 2.0 {
 			t.Fatalf("approval: %d %s", code, body["_raw"])
 		}
 		if !r.recalledOnPlatform(ids[0]) || !r.recalledOnPlatform(ids[1]) {
@@ -489,7 +490,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 			t.Errorf("rejection without a reason: %d %s, want 422 naming reason", code, body["_raw"])
 		}
 		code, body, _ := bob.Call("POST", "/api/v1/batches/"+batch+"/recall/reject", `{"reason":"the right audience after all"}`)
-		if code != http.StatusOK || body["status"] != models.RecallRejected || body["decision_note"] != "the right audience after all" {
+		if code != http.StatusOK || body["status"] != recall.RecallRejected || body["decision_note"] != "the right audience after all" {
 			t.Fatalf("rejection: %d %s", code, body["_raw"])
 		}
 		want := map[string]models.Status{ids[0]: models.StatusSent, ids[1]: models.StatusSent}
@@ -539,7 +540,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 
 		// Asking again makes a new request, which can be approved.
 		_, body2, _ := r.api.Call("POST", "/api/v1/batches/"+batch+"/recall", "")
-		if body2["status"] != models.RecallAwaiting {
+		if body2["status"] != recall.RecallAwaiting {
 			t.Fatalf("asking again: %s", body2["_raw"])
 		}
 		if code, body, _ := bob.Call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusAccepted {

@@ -1,4 +1,4 @@
-package models
+package recall
 
 import (
 	"context"
@@ -14,29 +14,27 @@ import (
 	"herald/audit"
 	"herald/delivery"
 	"herald/kernel"
+	"herald/models"
 )
-
-// EventMessageRecalled is the status event of a sent message taken back on its platform.
-const EventMessageRecalled = "message.recalled"
 
 // RecallMessage moves a sent message to recalled, recording when and by whom, and
 // writes its message.recalled event when a callback key hears of it, in one transaction
 // (the caller's, when the store is bound to one). ErrStateChanged means it was no
 // longer sent (recalled already, by someone else meanwhile). A recalled message was
 // final already when it was sent, so its batch's count of open messages stays.
-func (s *Store) RecallMessage(ctx context.Context, m *Message, by string, now time.Time) error {
+func (s *Store) RecallMessage(ctx context.Context, m *models.Message, by string, now time.Time) error {
 	now = now.UTC().Truncate(time.Microsecond)
-	return s.tx(ctx, func(tx *gorm.DB) error {
-		res := tx.Model(&Message{}).Where("id = ? AND status IN ?", m.ID, delivery.Recallable).
-			Updates(map[string]any{"status": StatusRecalled, "recalled_at": now, "recalled_by": kernel.Truncate(by, 128), "updated_at": now})
-		if err := casResult(res, "recall", m.ID); err != nil {
+	return s.k.Tx(ctx, func(tx *gorm.DB) error {
+		res := tx.Model(&models.Message{}).Where("id = ? AND status IN ?", m.ID, delivery.Recallable).
+			Updates(map[string]any{"status": models.StatusRecalled, "recalled_at": now, "recalled_by": kernel.Truncate(by, 128), "updated_at": now})
+		if err := models.CASResult(res, "recall", m.ID); err != nil {
 			return err
 		}
 		if m.CallbackKeyID == nil {
 			return nil
 		}
 		id := m.ID
-		ev := NewEvent(*m.CallbackKeyID, EventMessageRecalled, &id, m.BatchID, string(StatusRecalled), "", now)
+		ev := models.NewEvent(*m.CallbackKeyID, models.EventMessageRecalled, &id, m.BatchID, string(models.StatusRecalled), "", now)
 		if err := tx.Create(&ev).Error; err != nil {
 			return fmt.Errorf("models: record recall of message %s: %w", m.ID, err)
 		}
@@ -46,15 +44,15 @@ func (s *Store) RecallMessage(ctx context.Context, m *Message, by string, now ti
 
 // RecallTargets returns the messages of a batch a recall would touch, in id order: sent
 // ones (to recall) and those not sent yet (to cancel).
-func (s *Store) RecallTargets(ctx context.Context, batchID string) ([]Message, error) {
-	return s.BatchMessagesIn(ctx, batchID, append(append([]Status{}, delivery.Recallable...), delivery.Cancellable...))
+func (s *Store) RecallTargets(ctx context.Context, batchID string) ([]models.Message, error) {
+	return s.BatchMessagesIn(ctx, batchID, append(append([]models.Status{}, delivery.Recallable...), delivery.Cancellable...))
 }
 
 // BatchMessagesIn returns the messages of a batch in one of the states, in id order:
 // what a batch recall or cancel acts on.
-func (s *Store) BatchMessagesIn(ctx context.Context, batchID string, states []Status) ([]Message, error) {
-	var out []Message
-	err := s.reader(ctx).Where("batch_id = ? AND status IN ?", batchID, states).Order("id").Find(&out).Error
+func (s *Store) BatchMessagesIn(ctx context.Context, batchID string, states []models.Status) ([]models.Message, error) {
+	var out []models.Message
+	err := s.k.Reader(ctx).Where("batch_id = ? AND status IN ?", batchID, states).Order("id").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: messages of batch %s in %v: %w", batchID, states, err)
 	}
@@ -63,10 +61,10 @@ func (s *Store) BatchMessagesIn(ctx context.Context, batchID string, states []St
 
 // SentInCall returns the sent messages of a batch that one platform call carried, as
 // the receipt it returned names it (a DingTalk task id), in id order.
-func (s *Store) SentInCall(ctx context.Context, batchID string, accountID int64, providerID string) ([]Message, error) {
-	var out []Message
-	err := s.reader(ctx).Where("batch_id = ? AND account_id = ? AND provider_message_id = ? AND status = ?",
-		batchID, accountID, providerID, StatusSent).Order("id").Find(&out).Error
+func (s *Store) SentInCall(ctx context.Context, batchID string, accountID int64, providerID string) ([]models.Message, error) {
+	var out []models.Message
+	err := s.k.Reader(ctx).Where("batch_id = ? AND account_id = ? AND provider_message_id = ? AND status = ?",
+		batchID, accountID, providerID, models.StatusSent).Order("id").Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: messages of call %s in batch %s: %w", providerID, batchID, err)
 	}
@@ -77,10 +75,9 @@ func (s *Store) SentInCall(ctx context.Context, batchID string, accountID int64,
 // ExpiresAt is expired: it reads so at once (Lapsed), and is recorded so by the
 // sweeper, or by whoever acts on it first (ExpireRecallRequests).
 const (
-	RecallAwaiting = ApprovalAwaiting
-	RecallApproved = ApprovalApproved
-	RecallRejected = ApprovalRejected
-	RecallExpired  = "expired"
+	RecallAwaiting = models.ApprovalAwaiting
+	RecallApproved = models.ApprovalApproved
+	RecallRejected = models.ApprovalRejected
 )
 
 // RecallCounts is what a batch recall did, by outcome.
@@ -158,7 +155,7 @@ func (r *RecallRequest) AskedBy(name, person string, apiKeyID int64) bool {
 // State is the request's status as of now: expired once it lapsed.
 func (r *RecallRequest) State(now time.Time) string {
 	if r.Lapsed(now) {
-		return RecallExpired
+		return models.RecallExpired
 	}
 	return r.Status
 }
@@ -181,7 +178,7 @@ func (s *Store) CreateRecallRequest(ctx context.Context, r *RecallRequest) error
 // LatestRecallRequest returns a batch's latest recall request, or nil when it has none.
 func (s *Store) LatestRecallRequest(ctx context.Context, batchID string) (*RecallRequest, error) {
 	var list []RecallRequest
-	if err := s.reader(ctx).Where("batch_id = ?", batchID).Order("id DESC").Limit(1).Find(&list).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("batch_id = ?", batchID).Order("id DESC").Limit(1).Find(&list).Error; err != nil {
 		return nil, fmt.Errorf("models: recall request of batch %s: %w", batchID, err)
 	}
 	if len(list) == 0 {
@@ -194,7 +191,7 @@ func (s *Store) LatestRecallRequest(ctx context.Context, batchID string) (*Recal
 // oldest first, at most limit of them: those past their expiry are left out.
 func (s *Store) RecallRequestsAwaiting(ctx context.Context, now time.Time, limit int) ([]RecallRequest, error) {
 	var out []RecallRequest
-	if err := s.reader(ctx).Where("status = ? AND (expires_at IS NULL OR expires_at > ?)", RecallAwaiting, now.UTC()).
+	if err := s.k.Reader(ctx).Where("status = ? AND (expires_at IS NULL OR expires_at > ?)", RecallAwaiting, now.UTC()).
 		Order("created_at, id").Limit(limit).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: recall requests awaiting approval: %w", err)
 	}
@@ -206,7 +203,7 @@ func (s *Store) RecallRequestsAwaiting(ctx context.Context, now time.Time, limit
 // in the caller's transaction when the store is bound to one.
 func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by, note string, now time.Time) error {
 	res := s.k.Writer(ctx).Model(&RecallRequest{}).
-		Where("id = ? AND status IN ? AND (expires_at IS NULL OR expires_at > ?)", id, ApprovalDecidable, now.UTC()).
+		Where("id = ? AND status IN ? AND (expires_at IS NULL OR expires_at > ?)", id, models.ApprovalDecidable, now.UTC()).
 		Updates(map[string]any{"status": decision, "decided_by": kernel.Truncate(by, 128), "decided_at": now.UTC(), "decision_note": kernel.Truncate(note, 255)})
 	if res.Error != nil {
 		return fmt.Errorf("models: decide recall request %d: %w", id, res.Error)
@@ -222,7 +219,7 @@ func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by,
 // returns them. A request decided meanwhile is left alone.
 func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]RecallRequest, error) {
 	var lapsed []RecallRequest
-	err := s.reader(ctx).Where("status IN ? AND expires_at IS NOT NULL AND expires_at <= ?", approvalExpirable, now.UTC()).
+	err := s.k.Reader(ctx).Where("status IN ? AND expires_at IS NOT NULL AND expires_at <= ?", models.ApprovalExpirable, now.UTC()).
 		Order("expires_at, id").Limit(100).Find(&lapsed).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: lapsed recall requests: %w", err)
@@ -231,16 +228,16 @@ func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]Reca
 	for _, r := range lapsed {
 		entry := audit.Entry{Actor: "herald", ActorType: "system", Action: "batch.recall_expire", TargetType: "batch", TargetID: r.BatchID}.
 			WithParams(audit.Params{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
-		err := s.InTx(ctx, func(tx *Store) error {
-			res := tx.k.Writer(ctx).Model(&RecallRequest{}).Where("id = ? AND status IN ?", r.ID, approvalExpirable).
-				Updates(map[string]any{"status": RecallExpired, "decided_at": now.UTC()})
+		err := s.k.InTx(ctx, func(tx *kernel.DB) error {
+			res := tx.Writer(ctx).Model(&RecallRequest{}).Where("id = ? AND status IN ?", r.ID, models.ApprovalExpirable).
+				Updates(map[string]any{"status": models.RecallExpired, "decided_at": now.UTC()})
 			if res.Error != nil {
 				return fmt.Errorf("models: expire recall request %d: %w", r.ID, res.Error)
 			}
 			if res.RowsAffected == 0 {
 				return kernel.ErrStateChanged
 			}
-			return tx.AuditLog().Write(ctx, entry)
+			return audit.NewLog(tx).Write(ctx, entry)
 		})
 		if errors.Is(err, kernel.ErrStateChanged) {
 			continue // decided meanwhile
