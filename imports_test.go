@@ -182,6 +182,7 @@ var domains = map[string][]string{
 	// messages have a domain of their own.
 	"herald/silence": {"herald/models", "herald/templates"},
 	"herald/recall":  {"herald/models"},
+	"herald/alert":   {"herald/models", "herald/templates"},
 }
 
 // foundation is what every domain may build on.

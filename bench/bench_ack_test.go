@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/dispatch"
-	"herald/models"
 )
 
 // BenchmarkAckLinks opens 1,000 alerts through the service (one person each, a policy
@@ -27,8 +27,8 @@ func BenchmarkAckLinks(b *testing.B) {
 		r := startHerald(b, testEnv(b))
 		ctx := context.Background()
 		d := r.App.Dispatch
-		if _, err := d.CreatePolicy(ctx, audit.System("bench"), models.EscalationPolicy{Name: "bench-ack",
-			Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "1h"}}}); err != nil {
+		if _, err := d.CreatePolicy(ctx, audit.System("bench"), alert.EscalationPolicy{Name: "bench-ack",
+			Steps: []alert.PolicyStep{{Targets: []string{"E1001"}, Wait: "1h"}}}); err != nil {
 			b.Fatal(err)
 		}
 		type notice struct {
@@ -88,8 +88,8 @@ func BenchmarkAckLinks(b *testing.B) {
 		b.StopTimer()
 		failures.Range(func(k, v any) bool { b.Fatalf("tap %v: %v", k, v); return false })
 		for _, n := range notices {
-			a, err := r.App.Store.AlertByID(ctx, n.alertID)
-			if err != nil || a.State != models.AlertAcknowledged || a.AcknowledgedBy != n.person || a.AcknowledgedVia != dispatch.AckViaLink {
+			a, err := alert.Of(r.App.Store).AlertByID(ctx, n.alertID)
+			if err != nil || a.State != alert.AlertAcknowledged || a.AcknowledgedBy != n.person || a.AcknowledgedVia != dispatch.AckViaLink {
 				b.Fatalf("alert %d after its tap: %+v, %v", n.alertID, a, err)
 			}
 		}

@@ -3,12 +3,11 @@ package bench
 import (
 	"context"
 	"fmt"
+	"herald/alert"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
-
-	"herald/models"
 )
 
 // BenchmarkEscalation opens 1,000 alerts at once under a two-step policy with 30 s waits
@@ -21,9 +20,9 @@ func BenchmarkEscalation(b *testing.B) {
 	r := newBenchRig(b, 3, 0)
 	ctx := context.Background()
 	store := r.h.App.Store
-	p := &models.EscalationPolicy{Name: "bench", Steps: []models.PolicyStep{
+	p := &alert.EscalationPolicy{Name: "bench", Steps: []alert.PolicyStep{
 		{Targets: []string{r.people[1]}, Wait: "30s"}, {Targets: []string{r.people[2]}, Wait: "30s"}}}
-	if err := store.CreatePolicy(ctx, p); err != nil {
+	if err := alert.Of(store).CreatePolicy(ctx, p); err != nil {
 		b.Fatal(err)
 	}
 	for range 2 {
@@ -52,11 +51,11 @@ func BenchmarkEscalation(b *testing.B) {
 	wg.Wait()
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		counts, err := store.AlertCounts(ctx)
+		counts, err := alert.Of(store).AlertCounts(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if counts[models.AlertExhausted] == alerts {
+		if counts[alert.AlertExhausted] == alerts {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/channels"
 	"herald/directory"
@@ -53,7 +54,7 @@ const (
 // AckNotice is an alert notice as its link's page shows it.
 type AckNotice struct {
 	Message *models.Message
-	Alert   *models.Alert
+	Alert   *alert.Alert
 	// Recipient is the person the notice went to: whoever uses the link acts as them.
 	Recipient *directory.Recipient
 }
@@ -118,7 +119,7 @@ func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs 
 	if m.Status == models.StatusRecalled || m.Status == models.StatusCancelled {
 		return AckNotice{}, ErrAckNoticeWithdrawn
 	}
-	a, err := d.store.AlertByID(ctx, *m.AlertID)
+	a, err := alert.Of(d.store).AlertByID(ctx, *m.AlertID)
 	if err != nil {
 		return AckNotice{}, fmt.Errorf("dispatch: alert of message %s: %w", m.ID, err)
 	}
@@ -137,11 +138,11 @@ func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs 
 
 // ackLinkExpired reports whether the links of alert a have expired at now: a day after
 // it ended, or a week after it was acknowledged when it is still only acknowledged.
-func ackLinkExpired(a *models.Alert, now time.Time) bool {
+func ackLinkExpired(a *alert.Alert, now time.Time) bool {
 	switch {
 	case a.EndedAt != nil:
 		return now.After(a.EndedAt.Add(AckLinkLife))
-	case a.State == models.AlertAcknowledged && a.AcknowledgedAt != nil:
+	case a.State == alert.AlertAcknowledged && a.AcknowledgedAt != nil:
 		return now.After(a.AcknowledgedAt.Add(AckLinkIdleLife))
 	}
 	return false

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"herald/access"
+	"herald/alert"
 	"herald/audit"
 	"herald/directory"
 	"herald/dispatch"
@@ -35,7 +36,7 @@ func (f *alertFixture) cappedKey(t *testing.T, max string) *access.APIKey {
 func TestAlertPolicyWithinKeyCap(t *testing.T) {
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	f.policy(t, models.EscalationPolicy{Name: "counter", Steps: []models.PolicyStep{{Targets: []string{"department:Counter"}, Wait: "10m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "counter", Steps: []alert.PolicyStep{{Targets: []string{"department:Counter"}, Wait: "10m"}}})
 	for _, tc := range []struct {
 		max   string
 		field string
@@ -61,7 +62,7 @@ func TestAlertPolicyWithinKeyCap(t *testing.T) {
 func TestAlertStepWithinKeyCap(t *testing.T) {
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	f.policy(t, models.EscalationPolicy{Name: "counter", Steps: []models.PolicyStep{{Targets: []string{"department:Counter"}, Wait: "10m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "counter", Steps: []alert.PolicyStep{{Targets: []string{"department:Counter"}, Wait: "10m"}}})
 	k := f.cappedKey(t, "3")
 	res, err := f.d.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:" + k.Name, APIKeyID: &k.ID, MaxRecipients: k.MaxRecipientsPerRequest,
 		Platform: "sandbox", Recipients: []string{"E2003"}, Text: "核心系统告警", Ack: &dispatch.AckRequest{Policy: "counter"}})
@@ -88,7 +89,7 @@ func TestAlertStepWithinKeyCap(t *testing.T) {
 func TestAlertPolicyOverApprovalThreshold(t *testing.T) {
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	f.policy(t, models.EscalationPolicy{Name: "counter", Steps: []models.PolicyStep{
+	f.policy(t, alert.EscalationPolicy{Name: "counter", Steps: []alert.PolicyStep{
 		{Targets: []string{"E1004"}, Wait: "10m"}, {Targets: []string{"department:Counter"}, Wait: "10m"}}})
 	if err := f.store.SetApprovalThreshold(ctx, 3, "admin"); err != nil {
 		t.Fatal(err)
@@ -132,8 +133,8 @@ func TestRotationUsedByPolicy(t *testing.T) {
 	if _, err := f.d.Duty().CreateRotation(ctx, f.by, spec); err != nil {
 		t.Fatal(err)
 	}
-	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1004", "rotation:night+1"}, Wait: "10m"}}})
-	f.policy(t, models.EscalationPolicy{Name: "other", Steps: []models.PolicyStep{{Targets: []string{"E1004"}, Wait: "10m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{{Targets: []string{"E1004", "rotation:night+1"}, Wait: "10m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "other", Steps: []alert.PolicyStep{{Targets: []string{"E1004"}, Wait: "10m"}}})
 	want := []any{"Name", "night", "Policies", "core"}
 	renamed := spec
 	renamed.Name = "nights"
@@ -154,7 +155,7 @@ func TestRotationUsedByPolicy(t *testing.T) {
 	if _, err := f.d.Duty().UpdateRotation(ctx, f.by, "night", spec); err != nil {
 		t.Errorf("a change that keeps the name: %v", err)
 	}
-	if _, err := f.d.UpdatePolicy(ctx, f.by, "core", models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1004"}, Wait: "10m"}}}); err != nil {
+	if _, err := f.d.UpdatePolicy(ctx, f.by, "core", alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{{Targets: []string{"E1004"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.d.Duty().DeleteRotation(ctx, f.by, "night"); err != nil {
@@ -175,10 +176,10 @@ func TestUnroutedAlertRaisesTheAlarm(t *testing.T) {
 		TurnDays: 1, Covers: duty.CoversWeekdays, Weekdays: []int{1}}); err != nil {
 		t.Fatal(err)
 	}
-	f.policy(t, models.EscalationPolicy{Name: "mondays", Repeat: 1, Steps: []models.PolicyStep{{Targets: []string{"rotation:monday"}, Wait: "10m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "mondays", Repeat: 1, Steps: []alert.PolicyStep{{Targets: []string{"rotation:monday"}, Wait: "10m"}}})
 	a := f.open(t, "mondays")
 	f.advance(t, time.Hour)
-	if got := f.alert(t, a.ID); got.State != models.AlertOpen {
+	if got := f.alert(t, a.ID); got.State != alert.AlertOpen {
 		t.Fatalf("an alert that called nobody is %s, want open", got.State)
 	}
 	if diff := cmp.Diff([]string{"1.1 (rotation_off)", "2.1 (rotation_off)"}, f.steps(t, a.ID)); diff != "" {
@@ -186,14 +187,14 @@ func TestUnroutedAlertRaisesTheAlarm(t *testing.T) {
 	}
 	var unrouted int
 	for _, e := range f.alertEvents(t) {
-		if e.Type == models.EventAlertUnrouted && e.AlertID == a.ID {
+		if e.Type == alert.EventAlertUnrouted && e.AlertID == a.ID {
 			unrouted++
 		}
 	}
 	if unrouted != 3 {
 		t.Errorf("%d alert.unrouted events, want one per step and one for the closing check", unrouted)
 	}
-	if n, err := f.store.CountUnroutedAlerts(ctx); err != nil || n != 1 {
+	if n, err := alert.Of(f.store).CountUnroutedAlerts(ctx); err != nil || n != 1 {
 		t.Errorf("unrouted alerts: %d %v, want 1", n, err)
 	}
 	if got := gauge(t, reg, "herald_alerts_unrouted"); got != 1 {
@@ -206,7 +207,7 @@ func TestUnroutedAlertRaisesTheAlarm(t *testing.T) {
 	if _, err := f.d.AcknowledgeAlert(ctx, f.by, a.ID, "", dispatch.AckViaConsole, ""); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := f.store.CountUnroutedAlerts(ctx); err != nil || n != 0 {
+	if n, err := alert.Of(f.store).CountUnroutedAlerts(ctx); err != nil || n != 0 {
 		t.Errorf("unrouted alerts after the acknowledgment: %d %v, want 0", n, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/directory"
 	"herald/i18n"
@@ -33,7 +34,7 @@ const (
 	AckViaWeCom   = "wecom"
 	// AckViaRejection resolves the alert of a batch rejected while it awaited
 	// approval; nobody acknowledges that way.
-	AckViaRejection = models.AlertViaRejection
+	AckViaRejection = alert.AlertViaRejection
 )
 
 // AckVias lists the ways of acknowledging.
@@ -52,7 +53,7 @@ var errAlreadyMoved = errors.New("dispatch: alert already moved")
 // was acknowledged (or resolved) before this call, which changed nothing; the alert's
 // AcknowledgedBy and AcknowledgedAt then say who did it first and when.
 type AckResult struct {
-	Alert   *models.Alert
+	Alert   *alert.Alert
 	Already bool
 }
 
@@ -97,8 +98,8 @@ type alertMove struct {
 }
 
 var (
-	ackMove     = alertMove{models.AlertAcknowledgeable, models.AlertAcknowledged, "alert.acknowledge", models.EventAlertAcknowledged}
-	resolveMove = alertMove{models.AlertResolvable, models.AlertResolved, "alert.resolve", models.EventAlertResolved}
+	ackMove     = alertMove{alert.AlertAcknowledgeable, alert.AlertAcknowledged, "alert.acknowledge", alert.EventAlertAcknowledged}
+	resolveMove = alertMove{alert.AlertResolvable, alert.AlertResolved, "alert.resolve", alert.EventAlertResolved}
 )
 
 // moveAlert runs an acknowledgment or a resolution.
@@ -114,34 +115,34 @@ func (d *Dispatcher) moveAlert(ctx context.Context, by audit.Actor, alertID int6
 		return AckResult{}, err
 	}
 	now := d.now()
-	var a *models.Alert
+	var a *alert.Alert
 	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if a, err = tx.AlertByID(ctx, alertID); err != nil {
+		if a, err = alert.Of(tx).AlertByID(ctx, alertID); err != nil {
 			return err
 		}
 		set := map[string]any{"state": mv.to}
-		if mv.to == models.AlertAcknowledged {
+		if mv.to == alert.AlertAcknowledged {
 			set["acknowledged_by"], set["acknowledged_via"], set["acknowledged_at"] = who.id, via, now
 		} else {
 			set["resolved_by"], set["resolved_via"], set["resolved_at"], set["ended_at"] = who.id, via, now, now
 		}
-		moved, err := tx.MoveAlert(ctx, alertID, mv.from, set)
+		moved, err := alert.Of(tx).MoveAlert(ctx, alertID, mv.from, set)
 		if err != nil {
 			return err
 		}
 		if !moved {
 			return errAlreadyMoved
 		}
-		if err := tx.CancelAlertSteps(ctx, alertID, now); err != nil {
+		if err := alert.Of(tx).CancelAlertSteps(ctx, alertID, now); err != nil {
 			return err
 		}
-		wasOpen := a.State == models.AlertOpen
-		if mv.to == models.AlertAcknowledged && a.PolicyCopy.NotifyOnAck {
+		wasOpen := a.State == alert.AlertOpen
+		if mv.to == alert.AlertAcknowledged && a.PolicyCopy.NotifyOnAck {
 			if err := d.noticeOfAck(ctx, tx, ch, a, who); err != nil {
 				return err
 			}
 		}
-		if err := d.alertEvent(ctx, tx, ch, a, mv.event, models.AlertEvent{State: mv.to, Step: a.Step, Round: a.Round, By: who.id}, now); err != nil {
+		if err := d.alertEvent(ctx, tx, ch, a, mv.event, alert.AlertEvent{State: mv.to, Step: a.Step, Round: a.Round, By: who.id}, now); err != nil {
 			return err
 		}
 		params := audit.Params{"id": strconv.FormatInt(alertID, 10), "by": who.name, "via": via, "note": note}
@@ -158,18 +159,18 @@ func (d *Dispatcher) moveAlert(ctx context.Context, by audit.Actor, alertID int6
 	if err != nil {
 		return AckResult{}, err
 	}
-	a, err = d.store.AlertByID(ctx, alertID)
+	a, err = alert.Of(d.store).AlertByID(ctx, alertID)
 	return AckResult{Alert: a}, err
 }
 
 // alreadyMoved answers an acknowledgment or resolution that came after the alert had
 // moved past it.
 func (d *Dispatcher) alreadyMoved(ctx context.Context, alertID int64) (AckResult, error) {
-	a, err := d.store.AlertByID(ctx, alertID)
+	a, err := alert.Of(d.store).AlertByID(ctx, alertID)
 	if err != nil {
 		return AckResult{}, err
 	}
-	if a.State == models.AlertExhausted {
+	if a.State == alert.AlertExhausted {
 		return AckResult{Alert: a}, ErrAlertEnded
 	}
 	return AckResult{Alert: a, Already: true}, nil
@@ -219,8 +220,8 @@ const maxNoteLen = 1000
 
 // noticeOfAck tells everyone the alert notified so far, but the person who took it,
 // that it is taken.
-func (d *Dispatcher) noticeOfAck(ctx context.Context, tx *models.Store, ch *audit.Change, a *models.Alert, who ackPerson) error {
-	ids, err := tx.AlertRecipients(ctx, a.ID)
+func (d *Dispatcher) noticeOfAck(ctx context.Context, tx *models.Store, ch *audit.Change, a *alert.Alert, who ackPerson) error {
+	ids, err := alert.Of(tx).AlertRecipients(ctx, a.ID)
 	if err != nil {
 		return err
 	}
@@ -231,7 +232,7 @@ func (d *Dispatcher) noticeOfAck(ctx context.Context, tx *models.Store, ch *audi
 
 // alertTitle is how Herald's own notices name an alert: its subject, else the start of
 // its text, else its number.
-func alertTitle(a *models.Alert) string {
+func alertTitle(a *alert.Alert) string {
 	switch {
 	case a.Subject != "":
 		return a.Subject
@@ -243,11 +244,11 @@ func alertTitle(a *models.Alert) string {
 
 // writeNotice writes one of Herald's own notices of an alert (taken, nobody answered) to
 // people, in tx, enqueued once it commits.
-func (d *Dispatcher) writeNotice(ctx context.Context, tx *models.Store, ch *audit.Change, a *models.Alert, people []int64, text string) error {
+func (d *Dispatcher) writeNotice(ctx context.Context, tx *models.Store, ch *audit.Change, a *alert.Alert, people []int64, text string) error {
 	if len(people) == 0 {
 		return nil
 	}
-	req := Request{Source: models.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: people,
+	req := Request{Source: alert.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: people,
 		Text: text, Priority: models.PriorityHigh, CallbackKeyID: a.CallbackKeyID, notice: true}
 	res, err := d.Plan(ctx, req)
 	if err != nil {
@@ -281,12 +282,12 @@ func (d *Dispatcher) writeAlertBatch(ctx context.Context, tx *models.Store, ch *
 // alertEvent writes an alert's status event (e says what of it; its AlertID and
 // BatchID are a's) for the API key that opened it, if any, and wakes its delivery once
 // the change commits.
-func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *audit.Change, a *models.Alert, typ string, e models.AlertEvent, now time.Time) error {
+func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *audit.Change, a *alert.Alert, typ string, e alert.AlertEvent, now time.Time) error {
 	if a.CallbackKeyID == nil {
 		return nil
 	}
 	e.AlertID, e.BatchID = a.ID, a.BatchID
-	if err := tx.RecordAlertEvent(ctx, *a.CallbackKeyID, typ, e, now); err != nil {
+	if err := alert.Of(tx).RecordAlertEvent(ctx, *a.CallbackKeyID, typ, e, now); err != nil {
 		return err
 	}
 	key := *a.CallbackKeyID
@@ -299,12 +300,12 @@ func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *audit
 // Alert returns an alert and its steps (those of the policy; not the closing check
 // after the last), as by may see it. kernel.ErrNotFound: no such alert, or, to a send
 // or read key, an alert of a batch another key created (as Message answers).
-func (d *Dispatcher) Alert(ctx context.Context, by audit.Actor, id int64) (*models.Alert, []models.AlertStep, error) {
+func (d *Dispatcher) Alert(ctx context.Context, by audit.Actor, id int64) (*alert.Alert, []alert.AlertStep, error) {
 	a, err := d.ownAlert(ctx, by, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	steps, err := d.store.AlertSteps(ctx, id)
+	steps, err := alert.Of(d.store).AlertSteps(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -313,14 +314,14 @@ func (d *Dispatcher) Alert(ctx context.Context, by audit.Actor, id int64) (*mode
 
 // PolicySteps leaves out an alert's closing check (the row after its last step that
 // exhausts it), which is no step of the policy.
-func PolicySteps(a *models.Alert, steps []models.AlertStep) []models.AlertStep {
-	return slices.DeleteFunc(steps, func(s models.AlertStep) bool { return s.N > len(a.PolicyCopy.Steps) })
+func PolicySteps(a *alert.Alert, steps []alert.AlertStep) []alert.AlertStep {
+	return slices.DeleteFunc(steps, func(s alert.AlertStep) bool { return s.N > len(a.PolicyCopy.Steps) })
 }
 
 // ownAlert reads an alert that by may see and act on: to a send or read key, an alert
 // of a batch another key created is kernel.ErrNotFound.
-func (d *Dispatcher) ownAlert(ctx context.Context, by audit.Actor, id int64) (*models.Alert, error) {
-	a, err := d.store.AlertByID(ctx, id)
+func (d *Dispatcher) ownAlert(ctx context.Context, by audit.Actor, id int64) (*alert.Alert, error) {
+	a, err := alert.Of(d.store).AlertByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -331,11 +332,11 @@ func (d *Dispatcher) ownAlert(ctx context.Context, by audit.Actor, id int64) (*m
 }
 
 // Alerts lists the alerts in a state ("" for all) that by may see, open ones first.
-func (d *Dispatcher) Alerts(ctx context.Context, by audit.Actor, state string, limit int) ([]models.Alert, error) {
-	if state != "" && !slices.Contains(models.AlertStates, state) {
-		return nil, kernel.Invalid("state", "alerts.invalid.state", "States", strings.Join(models.AlertStates, ", "))
+func (d *Dispatcher) Alerts(ctx context.Context, by audit.Actor, state string, limit int) ([]alert.Alert, error) {
+	if state != "" && !slices.Contains(alert.AlertStates, state) {
+		return nil, kernel.Invalid("state", "alerts.invalid.state", "States", strings.Join(alert.AlertStates, ", "))
 	}
-	return d.store.Alerts(ctx, models.AlertFilter{State: state, OwnKey: by.OwnKey()}, limit)
+	return alert.Of(d.store).Alerts(ctx, alert.AlertFilter{State: state, OwnKey: by.OwnKey()}, limit)
 }
 
 // checkAck checks a request's acknowledgment: the policy must exist. A template that
@@ -345,7 +346,7 @@ func (d *Dispatcher) checkAck(ctx context.Context, req *Request) error {
 	if req.Ack.Policy == "" {
 		return kernel.Invalid("ack.policy", "alerts.invalid.policy_required")
 	}
-	if _, err := d.store.PolicyByName(ctx, req.Ack.Policy); errors.Is(err, kernel.ErrNotFound) {
+	if _, err := alert.Of(d.store).PolicyByName(ctx, req.Ack.Policy); errors.Is(err, kernel.ErrNotFound) {
 		return kernel.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
 	} else if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/dispatch"
 	"herald/duty"
@@ -60,7 +61,7 @@ func (f *alertFixture) advance(t *testing.T, d time.Duration) int {
 	return n
 }
 
-func (f *alertFixture) policy(t *testing.T, p models.EscalationPolicy) {
+func (f *alertFixture) policy(t *testing.T, p alert.EscalationPolicy) {
 	t.Helper()
 	if _, err := f.d.CreatePolicy(context.Background(), f.by, p); err != nil {
 		t.Fatal(err)
@@ -68,7 +69,7 @@ func (f *alertFixture) policy(t *testing.T, p models.EscalationPolicy) {
 }
 
 // open sends an alert under policy to people (none: the policy calls first).
-func (f *alertFixture) open(t *testing.T, policy string, people ...string) *models.Alert {
+func (f *alertFixture) open(t *testing.T, policy string, people ...string) *alert.Alert {
 	t.Helper()
 	req := dispatch.Request{Source: "api", Actor: "apikey:intake", APIKeyID: &f.keyID, CallbackKeyID: &f.keyID, Platform: "sandbox",
 		Recipients: people, Text: "核心系统告警", Ack: &dispatch.AckRequest{Policy: policy}}
@@ -103,9 +104,9 @@ func (f *alertFixture) steps(t *testing.T, id int64) []string {
 	return out
 }
 
-func (f *alertFixture) alert(t *testing.T, id int64) *models.Alert {
+func (f *alertFixture) alert(t *testing.T, id int64) *alert.Alert {
 	t.Helper()
-	a, err := f.store.AlertByID(context.Background(), id)
+	a, err := alert.Of(f.store).AlertByID(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestEscalationRunsThroughStepsAndRounds(t *testing.T) {
 	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	f.policy(t, models.EscalationPolicy{Name: "core", Repeat: 1, Steps: []models.PolicyStep{
+	f.policy(t, alert.EscalationPolicy{Name: "core", Repeat: 1, Steps: []alert.PolicyStep{
 		{Targets: []string{"on_duty"}, Wait: "10m"}, {Targets: []string{"E2001"}, Wait: "5m"}}})
 	a := f.open(t, "core")
 	// Nobody named: step 1 fired at once, to Wednesday's people on duty.
@@ -154,12 +155,12 @@ func TestEscalationRunsThroughStepsAndRounds(t *testing.T) {
 	if diff := cmp.Diff(want, f.steps(t, a.ID)); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
-	if st := f.alert(t, a.ID).State; st != models.AlertOpen {
+	if st := f.alert(t, a.ID).State; st != alert.AlertOpen {
 		t.Fatalf("state %s before the last wait ended", st)
 	}
 	f.advance(t, 5*time.Minute)
 	got := f.alert(t, a.ID)
-	if got.State != models.AlertExhausted || got.EndedAt == nil {
+	if got.State != alert.AlertExhausted || got.EndedAt == nil {
 		t.Fatalf("alert %+v, want exhausted", got)
 	}
 	notices := f.noticesTo(t, a.ID)
@@ -178,7 +179,7 @@ func TestAcknowledgeStopsEscalation(t *testing.T) {
 	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	f.policy(t, models.EscalationPolicy{Name: "core", NotifyOnAck: true, Steps: []models.PolicyStep{
+	f.policy(t, alert.EscalationPolicy{Name: "core", NotifyOnAck: true, Steps: []alert.PolicyStep{
 		{Targets: []string{"E1001"}, Wait: "10m"}, {Targets: []string{"E2001"}, Wait: "10m"}}})
 	a := f.open(t, "core", "E2002")
 	// The people named were told first; step 1 waits its wait.
@@ -188,7 +189,7 @@ func TestAcknowledgeStopsEscalation(t *testing.T) {
 	f.advance(t, 10*time.Minute)
 	f.advance(t, 2*time.Minute)
 	res, err := f.d.AcknowledgeAlert(ctx, f.by, a.ID, "E1001", dispatch.AckViaAPI, "on it")
-	if err != nil || res.Already || res.State() != models.AlertAcknowledged {
+	if err != nil || res.Already || res.State() != alert.AlertAcknowledged {
 		t.Fatalf("ack: %+v %v", res, err)
 	}
 	again, err := f.d.AcknowledgeAlert(ctx, f.by, a.ID, "E2002", dispatch.AckViaLink, "")
@@ -209,7 +210,7 @@ func TestAcknowledgeStopsEscalation(t *testing.T) {
 		t.Errorf("the acknowledger was told of their own acknowledgment: %q", notices["E1001"])
 	}
 	res, err = f.d.ResolveAlert(ctx, f.by, a.ID, "", dispatch.AckViaConsole, "")
-	if err != nil || res.State() != models.AlertResolved || res.Alert.ResolvedBy != "admin1" || res.Alert.EndedAt == nil {
+	if err != nil || res.State() != alert.AlertResolved || res.Alert.ResolvedBy != "admin1" || res.Alert.EndedAt == nil {
 		t.Fatalf("resolve: %+v %v", res.Alert, err)
 	}
 	entries, err := f.store.AuditLog().List(ctx, audit.Filter{Action: "alert."}, 100)
@@ -231,13 +232,13 @@ func TestAlertStepFiresOnce(t *testing.T) {
 	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{
+	f.policy(t, alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{
 		{Targets: []string{"E1001"}, Wait: "10m"}, {Targets: []string{"E2001"}, Wait: "10m"}}})
 	a := f.open(t, "core", "E2002")
 	f.mu.Lock()
 	f.now = f.now.Add(10 * time.Minute)
 	f.mu.Unlock()
-	steps, err := f.store.AlertSteps(ctx, a.ID)
+	steps, err := alert.Of(f.store).AlertSteps(ctx, a.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestStepTargets(t *testing.T) {
 		Start: "2026-09-01", TurnDays: 1, Covers: duty.CoversWorkdays}); err != nil {
 		t.Fatal(err)
 	}
-	f.policy(t, models.EscalationPolicy{Name: "all", Steps: []models.PolicyStep{
+	f.policy(t, alert.EscalationPolicy{Name: "all", Steps: []alert.PolicyStep{
 		{Targets: []string{"on_duty"}, Wait: "10m"},
 		{Targets: []string{"rotation:night", "rotation:night+1"}, Wait: "10m"},
 		{Targets: []string{"department:Counter"}, Wait: "10m"},
@@ -378,9 +379,9 @@ func TestAlertEventsNameTheAlert(t *testing.T) {
 	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	f.policy(t, models.EscalationPolicy{Name: "two", Repeat: 1, Steps: []models.PolicyStep{
+	f.policy(t, alert.EscalationPolicy{Name: "two", Repeat: 1, Steps: []alert.PolicyStep{
 		{Targets: []string{"E1001"}, Wait: "10m"}, {Targets: []string{"E2001"}, Wait: "10m"}}})
-	f.policy(t, models.EscalationPolicy{Name: "one", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "one", Steps: []alert.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
 	taken := f.open(t, "two")
 	f.advance(t, 10*time.Minute)
 	f.advance(t, 10*time.Minute) // round 2, step 1
@@ -393,13 +394,13 @@ func TestAlertEventsNameTheAlert(t *testing.T) {
 	unanswered := f.open(t, "one")
 	f.advance(t, 10*time.Minute)
 	want := []alertEvent{
-		{Type: models.EventAlertEscalated, AlertID: taken.ID, Status: "open", Step: 1},
-		{Type: models.EventAlertEscalated, AlertID: taken.ID, Status: "open", Step: 2},
-		{Type: models.EventAlertEscalated, AlertID: taken.ID, Status: "open", Step: 1, Repeat: 1},
-		{Type: models.EventAlertAcknowledged, AlertID: taken.ID, Status: "acknowledged", Step: 1, Repeat: 1, By: "E2001"},
-		{Type: models.EventAlertResolved, AlertID: taken.ID, Status: "resolved", Step: 1, Repeat: 1, By: "admin1"},
-		{Type: models.EventAlertEscalated, AlertID: unanswered.ID, Status: "open", Step: 1},
-		{Type: models.EventAlertExhausted, AlertID: unanswered.ID, Status: "exhausted", Step: 1},
+		{Type: alert.EventAlertEscalated, AlertID: taken.ID, Status: "open", Step: 1},
+		{Type: alert.EventAlertEscalated, AlertID: taken.ID, Status: "open", Step: 2},
+		{Type: alert.EventAlertEscalated, AlertID: taken.ID, Status: "open", Step: 1, Repeat: 1},
+		{Type: alert.EventAlertAcknowledged, AlertID: taken.ID, Status: "acknowledged", Step: 1, Repeat: 1, By: "E2001"},
+		{Type: alert.EventAlertResolved, AlertID: taken.ID, Status: "resolved", Step: 1, Repeat: 1, By: "admin1"},
+		{Type: alert.EventAlertEscalated, AlertID: unanswered.ID, Status: "open", Step: 1},
+		{Type: alert.EventAlertExhausted, AlertID: unanswered.ID, Status: "exhausted", Step: 1},
 	}
 	if diff := cmp.Diff(want, f.alertEvents(t)); diff != "" {
 		t.Errorf("alert events (-want +got):\n%s", diff)
@@ -413,7 +414,7 @@ func TestAlertWaitsForItsBatchApproval(t *testing.T) {
 	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
 	if err := f.d.SetApprovalThreshold(ctx, f.by, 1); err != nil {
 		t.Fatal(err)
 	}
@@ -424,12 +425,12 @@ func TestAlertWaitsForItsBatchApproval(t *testing.T) {
 	if n := f.advance(t, 2*time.Hour); n != 0 {
 		t.Fatalf("%d steps fired while their batches awaited approval", n)
 	}
-	for _, a := range []*models.Alert{approved, rejected, expired} {
-		if got := f.alert(t, a.ID); got.State != models.AlertOpen || len(f.steps(t, a.ID)) != 0 {
+	for _, a := range []*alert.Alert{approved, rejected, expired} {
+		if got := f.alert(t, a.ID); got.State != alert.AlertOpen || len(f.steps(t, a.ID)) != 0 {
 			t.Fatalf("alert %d awaiting approval: %+v, steps %v", a.ID, got, f.steps(t, a.ID))
 		}
 	}
-	batch := func(a *models.Alert) *models.Batch {
+	batch := func(a *alert.Alert) *models.Batch {
 		b, err := f.store.BatchByID(ctx, a.BatchID)
 		if err != nil {
 			t.Fatal(err)
@@ -454,16 +455,16 @@ func TestAlertWaitsForItsBatchApproval(t *testing.T) {
 	if _, err := f.d.Reject(ctx, checker, batch(rejected), "不是事故"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.ExpireApprovals(ctx, time.Now().Add(365*24*time.Hour), f.clock()); err != nil {
+	if _, err := f.store.ExpireApprovals(ctx, time.Now().Add(365*24*time.Hour), f.clock(), alert.EndExpiredBatch); err != nil {
 		t.Fatal(err)
 	}
 	f.advance(t, time.Hour)
 	for _, tc := range []struct {
-		a  *models.Alert
+		a  *alert.Alert
 		by string
 	}{{rejected, "checker"}, {expired, "herald"}} {
 		got := f.alert(t, tc.a.ID)
-		if got.State != models.AlertResolved || got.ResolvedBy != tc.by || got.ResolvedVia != dispatch.AckViaRejection || got.EndedAt == nil {
+		if got.State != alert.AlertResolved || got.ResolvedBy != tc.by || got.ResolvedVia != dispatch.AckViaRejection || got.EndedAt == nil {
 			t.Errorf("alert %d after its batch was rejected: %+v; want resolved by %s via rejection", tc.a.ID, got, tc.by)
 		}
 		if steps, notices := f.steps(t, tc.a.ID), f.noticesTo(t, tc.a.ID); len(steps) != 0 || len(notices["E1001"]) != 0 {
@@ -472,12 +473,12 @@ func TestAlertWaitsForItsBatchApproval(t *testing.T) {
 	}
 	var resolved []alertEvent
 	for _, e := range f.alertEvents(t) {
-		if e.Type == models.EventAlertResolved {
+		if e.Type == alert.EventAlertResolved {
 			resolved = append(resolved, e)
 		}
 	}
-	want := []alertEvent{{Type: models.EventAlertResolved, AlertID: rejected.ID, Status: "resolved", By: "checker"},
-		{Type: models.EventAlertResolved, AlertID: expired.ID, Status: "resolved", By: "herald"}}
+	want := []alertEvent{{Type: alert.EventAlertResolved, AlertID: rejected.ID, Status: "resolved", By: "checker"},
+		{Type: alert.EventAlertResolved, AlertID: expired.ID, Status: "resolved", By: "herald"}}
 	if diff := cmp.Diff(want, resolved); diff != "" {
 		t.Errorf("events of the rejected alerts (-want +got):\n%s", diff)
 	}
@@ -500,7 +501,7 @@ func TestAckLinkWhereTheTemplatePlacesIt(t *testing.T) {
 		Body: "故障：{{.system}}\n接手：{{.ack_url}}", Variables: templates.StringList{"system", "ack_url"}}); err != nil {
 		t.Fatal(err)
 	}
-	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
 	res, err := f.d.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:intake", APIKeyID: &f.keyID, Platform: "sandbox",
 		Recipients: []string{"E2001"}, Template: "incident", Variables: map[string]string{"system": "核心系统"},
 		Ack: &dispatch.AckRequest{Policy: "core"}})
@@ -541,7 +542,7 @@ func TestAckLinkPlaceholderInCallerText(t *testing.T) {
 		Body: "故障：{{.system}}\n接手：{{.ack_url}}", Variables: templates.StringList{"system", "ack_url"}}); err != nil {
 		t.Fatal(err)
 	}
-	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
 	for _, req := range []dispatch.Request{
 		{Text: "详情见 " + trap},
 		{Template: "incident", Variables: map[string]string{"system": trap}},
@@ -586,7 +587,7 @@ func TestAlertMetrics(t *testing.T) {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	dispatch.SetAckObserver(f.d, tasks.NewAlertMetrics(reg, f.store))
-	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}})
 	taken := f.open(t, "core")
 	f.open(t, "core")
 	f.advance(t, 7*time.Minute)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/alert"
 	"herald/channels"
 	"herald/dispatch"
 	"herald/kernel"
@@ -238,7 +239,7 @@ func TestDigestBypass(t *testing.T) {
 		t.Errorf("high priority notice waits: slot %q, task %q", m.DigestSlot, m.TaskID)
 	}
 
-	f.policy(t, models.EscalationPolicy{Name: "core", Steps: []models.PolicyStep{{Targets: []string{"E2002"}, Wait: "5m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{{Targets: []string{"E2002"}, Wait: "5m"}}})
 	alert := f.noticeRequest(d, "核心系统告警", "E2001")
 	alert.Ack = &dispatch.AckRequest{Policy: "core"}
 	if res, err = f.d.Submit(ctx, alert); err != nil {

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/channels"
 	"herald/directory"
@@ -226,13 +227,13 @@ type Result struct {
 	Rejected models.Reasons
 	Roster   *duty.Roster
 	// Alert is the alert the batch opened (a request with Ack).
-	Alert *models.Alert
+	Alert *alert.Alert
 	// chain is the fallback chain the messages carry.
 	chain []string
 	// daily are the messages' rows of "same content once a day" (skipSentToday).
 	daily []models.DailyContent
 	// firstStep is the first step of the alert, written with it.
-	firstStep *models.AlertStep
+	firstStep *alert.AlertStep
 	// account is the account the batch sends through.
 	account *sending.Account
 	// digest is the digest the notices may wait in (digests.go).

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/directory"
 	"herald/duty"
@@ -79,7 +80,7 @@ var errStepTaken = errors.New("dispatch: alert step taken")
 // by the request itself, else after the first step's wait. It is written with the
 // batch (storeAlert), without its first step while the batch awaits approval.
 func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) error {
-	p, err := d.store.PolicyByName(ctx, req.Ack.Policy)
+	p, err := alert.Of(d.store).PolicyByName(ctx, req.Ack.Policy)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return kernel.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
 	}
@@ -90,7 +91,7 @@ func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) er
 	if err := d.checkAlertReach(ctx, req, res, p, now); err != nil {
 		return err
 	}
-	a := &models.Alert{BatchID: res.Batch.ID, Policy: p.Name, PolicyCopy: *p, State: models.AlertOpen,
+	a := &alert.Alert{BatchID: res.Batch.ID, Policy: p.Name, PolicyCopy: *p, State: alert.AlertOpen,
 		AccountID: res.Batch.AccountID, Template: req.Template, Variables: withoutAck(req.Variables), Subject: req.Subject, Text: req.Text,
 		CallbackKeyID: req.CallbackKeyID, OpenedAt: now}
 	res.Alert, res.firstStep = a, firstStep(p, now, res.Batch.SendAt, len(res.Messages) > 0, d.minStepWait)
@@ -100,7 +101,7 @@ func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) er
 // checkAlertReach counts everyone an alert under policy p can reach at now, the
 // request's people and every step's, against the key's cap (a *kernel.FieldError on
 // ack.policy past it) and records it as the batch's reach for the approval threshold.
-func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Result, p *models.EscalationPolicy, now time.Time) error {
+func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Result, p *alert.EscalationPolicy, now time.Time) error {
 	reach := make(map[int64]bool, len(res.Messages))
 	for _, m := range res.Messages {
 		reach[m.RecipientID] = true
@@ -123,12 +124,12 @@ func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Resu
 
 // stepOverLimits reports why calling ids at a step of alert a would take it past its
 // opener's limits (SkipOverKeyCap, SkipNeedsApproval), or "" when it would not.
-func (d *Dispatcher) stepOverLimits(ctx context.Context, a *models.Alert, ids []int64) (string, error) {
+func (d *Dispatcher) stepOverLimits(ctx context.Context, a *alert.Alert, ids []int64) (string, error) {
 	b, err := d.store.BatchByID(ctx, a.BatchID)
 	if err != nil {
 		return "", err
 	}
-	called, err := d.store.AlertRecipients(ctx, a.ID)
+	called, err := alert.Of(d.store).AlertRecipients(ctx, a.ID)
 	if err != nil {
 		return "", err
 	}
@@ -157,7 +158,7 @@ func (d *Dispatcher) stepOverLimits(ctx context.Context, a *models.Alert, ids []
 // firstStep is an alert's first step once its notices go out at released (or at the
 // batch's send_at, if later): due a wait after that when the request notified someone,
 // else at once.
-func firstStep(p *models.EscalationPolicy, released time.Time, sendAt *time.Time, notified bool, shortest time.Duration) *models.AlertStep {
+func firstStep(p *alert.EscalationPolicy, released time.Time, sendAt *time.Time, notified bool, shortest time.Duration) *alert.AlertStep {
 	due := released
 	if sendAt != nil && sendAt.After(due) {
 		due = sendAt.UTC()
@@ -165,7 +166,7 @@ func firstStep(p *models.EscalationPolicy, released time.Time, sendAt *time.Time
 	if notified {
 		due = due.Add(stepWait(p.Steps[0], shortest))
 	}
-	return &models.AlertStep{N: 1, Round: 1, DueAt: due}
+	return &alert.AlertStep{N: 1, Round: 1, DueAt: due}
 }
 
 // startHeldAlert starts, in tx, the escalation of the alert of a batch that waited for
@@ -174,7 +175,7 @@ func firstStep(p *models.EscalationPolicy, released time.Time, sendAt *time.Time
 // notices go out. An alert that someone acknowledged or resolved while it waited stays
 // as it is.
 func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *audit.Change, b *models.Batch) error {
-	a, err := tx.AlertOfBatch(ctx, b.ID)
+	a, err := alert.Of(tx).AlertOfBatch(ctx, b.ID)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return nil
 	}
@@ -182,13 +183,13 @@ func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *a
 		return err
 	}
 	now := d.now()
-	moved, err := tx.MoveAlert(ctx, a.ID, models.AlertEscalating, map[string]any{"opened_at": now})
+	moved, err := alert.Of(tx).MoveAlert(ctx, a.ID, alert.AlertEscalating, map[string]any{"opened_at": now})
 	if err != nil || !moved {
 		return err
 	}
 	first := firstStep(&a.PolicyCopy, now, b.SendAt, true, d.minStepWait)
 	first.AlertID = a.ID
-	if err := tx.AddAlertStep(ctx, first); err != nil {
+	if err := alert.Of(tx).AddAlertStep(ctx, first); err != nil {
 		return err
 	}
 	ch.After(func() { d.scheduleStep(ctx, *first) })
@@ -200,7 +201,7 @@ func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *a
 // was asked, and the 无人响应 notice would go to people who never heard of it), by the
 // person who rejected the batch, via "rejection", with the reason as its note.
 func (d *Dispatcher) endRejectedAlert(ctx context.Context, tx *models.Store, ch *audit.Change, by audit.Actor, batchID, reason string) error {
-	a, err := tx.ResolveRejectedAlert(ctx, batchID, by.Name, d.now())
+	a, err := alert.Of(tx).ResolveRejectedAlert(ctx, batchID, by.Name, d.now())
 	if err != nil || a == nil {
 		return err
 	}
@@ -242,7 +243,7 @@ func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Re
 		res.firstStep = nil
 	}
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := tx.CreateAlert(ctx, res.Alert, res.firstStep); err != nil {
+		if err := alert.Of(tx).CreateAlert(ctx, res.Alert, res.firstStep); err != nil {
 			return err
 		}
 		if idem := nb.Extras.Idem; idem != nil && respond != nil {
@@ -312,7 +313,7 @@ func (d *Dispatcher) ackVariables(ctx context.Context, template string, vars map
 
 // scheduleStep hands a step to Asynq for its due time. A failure loses nothing: the
 // recovery poll fires the step once it is overdue.
-func (d *Dispatcher) scheduleStep(ctx context.Context, s models.AlertStep) {
+func (d *Dispatcher) scheduleStep(ctx context.Context, s alert.AlertStep) {
 	if d.enqueuer == nil {
 		return
 	}
@@ -349,7 +350,7 @@ func (d *Dispatcher) FireDueAlertSteps(ctx context.Context, now time.Time) (int,
 
 // fireDue fires the steps due by dueBy that have not fired, as at now.
 func (d *Dispatcher) fireDue(ctx context.Context, dueBy, now time.Time) (int, error) {
-	due, err := d.store.DueAlertSteps(ctx, dueBy, dueStepsPage)
+	due, err := alert.Of(d.store).DueAlertSteps(ctx, dueBy, dueStepsPage)
 	if err != nil {
 		return 0, err
 	}
@@ -372,12 +373,12 @@ const dueStepsPage = 500
 
 // fireStep fires one step; ok is false when it was not due, already fired or
 // cancelled, or its alert is no longer open.
-func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) (next *models.AlertStep, ok bool, err error) {
-	s, err := d.store.AlertStepByID(ctx, stepID)
+func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) (next *alert.AlertStep, ok bool, err error) {
+	s, err := alert.Of(d.store).AlertStepByID(ctx, stepID)
 	if err != nil || s.FiredAt != nil || s.CancelledAt != nil || s.DueAt.After(now) {
 		return nil, false, err
 	}
-	a, err := d.store.AlertByID(ctx, s.AlertID)
+	a, err := alert.Of(d.store).AlertByID(ctx, s.AlertID)
 	if err != nil || !a.Escalating() {
 		return nil, false, err
 	}
@@ -399,13 +400,13 @@ func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) 
 				return err
 			}
 		}
-		if err := tx.RecordAlertStep(ctx, s.ID, call.targets, call.reason); err != nil {
+		if err := alert.Of(tx).RecordAlertStep(ctx, s.ID, call.targets, call.reason); err != nil {
 			return err
 		}
-		if err := tx.AddAlertStep(ctx, next); err != nil {
+		if err := alert.Of(tx).AddAlertStep(ctx, next); err != nil {
 			return err
 		}
-		if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertEscalated, models.AlertEvent{State: models.AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
+		if err := d.alertEvent(ctx, tx, ch, a, alert.EventAlertEscalated, alert.AlertEvent{State: alert.AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
 			return err
 		}
 		if call.reason != "" {
@@ -431,8 +432,8 @@ func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) 
 
 // claimStep is the compare-and-set that makes a step fire once: the row not fired yet,
 // the alert still open. It moves the alert's step and round on.
-func (d *Dispatcher) claimStep(ctx context.Context, tx *models.Store, a *models.Alert, s *models.AlertStep, now time.Time) error {
-	claimed, err := tx.ClaimAlertStep(ctx, s.ID, now)
+func (d *Dispatcher) claimStep(ctx context.Context, tx *models.Store, a *alert.Alert, s *alert.AlertStep, now time.Time) error {
+	claimed, err := alert.Of(tx).ClaimAlertStep(ctx, s.ID, now)
 	if err != nil {
 		return err
 	}
@@ -441,9 +442,9 @@ func (d *Dispatcher) claimStep(ctx context.Context, tx *models.Store, a *models.
 	}
 	set := map[string]any{"step": s.N, "round": s.Round}
 	if s.N > len(a.PolicyCopy.Steps) {
-		set = map[string]any{"state": models.AlertExhausted, "ended_at": now}
+		set = map[string]any{"state": alert.AlertExhausted, "ended_at": now}
 	}
-	moved, err := tx.MoveAlert(ctx, a.ID, models.AlertEscalating, set)
+	moved, err := alert.Of(tx).MoveAlert(ctx, a.ID, alert.AlertEscalating, set)
 	if err != nil {
 		return err
 	}
@@ -459,7 +460,7 @@ func (d *Dispatcher) claimStep(ctx context.Context, tx *models.Store, a *models.
 // nextStep is the row that comes due after step s fires at now: the policy's next step,
 // the first of the next round, or after the last round the closing check. It is due
 // once s's wait has passed, or at once when s called nobody.
-func nextStep(a *models.Alert, s *models.AlertStep, now time.Time, nobody bool, shortest time.Duration) *models.AlertStep {
+func nextStep(a *alert.Alert, s *alert.AlertStep, now time.Time, nobody bool, shortest time.Duration) *alert.AlertStep {
 	steps := a.PolicyCopy.Steps
 	due := now.Add(stepWait(steps[s.N-1], shortest))
 	if nobody {
@@ -469,7 +470,7 @@ func nextStep(a *models.Alert, s *models.AlertStep, now time.Time, nobody bool, 
 	if n > len(steps) && round <= a.PolicyCopy.Repeat {
 		n, round = 1, round+1
 	}
-	return &models.AlertStep{AlertID: a.ID, N: n, Round: round, DueAt: due}
+	return &alert.AlertStep{AlertID: a.ID, N: n, Round: round, DueAt: due}
 }
 
 // stepCall is what firing a step does: the notices to write (nil for none), whom they
@@ -481,7 +482,7 @@ type stepCall struct {
 }
 
 // planStep works out whom a step calls at now and their notices.
-func (d *Dispatcher) planStep(ctx context.Context, a *models.Alert, s *models.AlertStep, now time.Time) (stepCall, error) {
+func (d *Dispatcher) planStep(ctx context.Context, a *alert.Alert, s *alert.AlertStep, now time.Time) (stepCall, error) {
 	ids, reason, err := d.resolveTargets(ctx, a.PolicyCopy.Steps[s.N-1].Targets, now)
 	if err != nil || len(ids) == 0 {
 		return stepCall{reason: reason}, err
@@ -494,7 +495,7 @@ func (d *Dispatcher) planStep(ctx context.Context, a *models.Alert, s *models.Al
 	if err != nil {
 		return stepCall{}, err
 	}
-	req := Request{Source: models.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: ids,
+	req := Request{Source: alert.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: ids,
 		Template: a.Template, Variables: vars, Subject: a.Subject, Text: a.Text, Priority: models.PriorityHigh,
 		CallbackKeyID: a.CallbackKeyID, notice: true, ackPlaceholder: placeholder}
 	if a.Template == "" {
@@ -602,8 +603,8 @@ func recipientIDs(people []directory.Recipient) []int64 {
 
 // unrouted raises the alarm of a step of a that called nobody, for reason: its
 // alert.unrouted event and, once the firing commits, a warning in the log.
-func (d *Dispatcher) unrouted(ctx context.Context, tx *models.Store, ch *audit.Change, a *models.Alert, s *models.AlertStep, reason string, now time.Time) error {
-	if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertUnrouted, models.AlertEvent{State: models.AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
+func (d *Dispatcher) unrouted(ctx context.Context, tx *models.Store, ch *audit.Change, a *alert.Alert, s *alert.AlertStep, reason string, now time.Time) error {
+	if err := d.alertEvent(ctx, tx, ch, a, alert.EventAlertUnrouted, alert.AlertEvent{State: alert.AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
 		return err
 	}
 	ch.After(func() {
@@ -615,16 +616,16 @@ func (d *Dispatcher) unrouted(ctx context.Context, tx *models.Store, ch *audit.C
 // keepUnrouted runs the closing check of an alert that called nobody at all: it is not
 // exhausted but stays open, unrouted (the dashboard keeps its alarm), with the check
 // recorded as SkipNobodyCalled and audited.
-func (d *Dispatcher) keepUnrouted(ctx context.Context, a *models.Alert, s *models.AlertStep, now time.Time) (bool, error) {
+func (d *Dispatcher) keepUnrouted(ctx context.Context, a *alert.Alert, s *alert.AlertStep, now time.Time) (bool, error) {
 	err := d.change(ctx, audit.System("escalation"), func(tx *models.Store, ch *audit.Change) error {
-		claimed, err := tx.ClaimAlertStep(ctx, s.ID, now)
+		claimed, err := alert.Of(tx).ClaimAlertStep(ctx, s.ID, now)
 		if err != nil {
 			return err
 		}
 		if !claimed {
 			return errStepTaken
 		}
-		if err := tx.RecordAlertStep(ctx, s.ID, nil, SkipNobodyCalled); err != nil {
+		if err := alert.Of(tx).RecordAlertStep(ctx, s.ID, nil, SkipNobodyCalled); err != nil {
 			return err
 		}
 		if err := d.unrouted(ctx, tx, ch, a, s, SkipNobodyCalled, now); err != nil {
@@ -643,15 +644,15 @@ func (d *Dispatcher) keepUnrouted(ctx context.Context, a *models.Alert, s *model
 // exhaust runs an alert's closing check: nobody acknowledged through every step and
 // round, so the alert is exhausted and the last step's people hear that nobody answered.
 // An alert that called nobody at all is kept open instead (keepUnrouted).
-func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.AlertStep, now time.Time) (bool, error) {
-	called, err := d.store.AlertRecipients(ctx, a.ID)
+func (d *Dispatcher) exhaust(ctx context.Context, a *alert.Alert, s *alert.AlertStep, now time.Time) (bool, error) {
+	called, err := alert.Of(d.store).AlertRecipients(ctx, a.ID)
 	if err != nil {
 		return false, err
 	}
 	if len(called) == 0 {
 		return d.keepUnrouted(ctx, a, s, now)
 	}
-	steps, err := d.store.AlertSteps(ctx, a.ID)
+	steps, err := alert.Of(d.store).AlertSteps(ctx, a.ID)
 	if err != nil {
 		return false, err
 	}
@@ -673,7 +674,7 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.Ale
 		if err := d.writeNotice(ctx, tx, ch, a, recipientIDs(people), text); err != nil {
 			return err
 		}
-		if err := d.alertEvent(ctx, tx, ch, a, models.EventAlertExhausted, models.AlertEvent{State: models.AlertExhausted, Step: a.Step, Round: a.Round}, now); err != nil {
+		if err := d.alertEvent(ctx, tx, ch, a, alert.EventAlertExhausted, alert.AlertEvent{State: alert.AlertExhausted, Step: a.Step, Round: a.Round}, now); err != nil {
 			return err
 		}
 		id := strconv.FormatInt(a.ID, 10)
@@ -693,7 +694,7 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *models.Alert, s *models.Ale
 // process die first, the recovery poll fires the step (the row, not the timer, is the
 // truth). A step due later than that is left to a later task or the poll.
 func (d *Dispatcher) FireAlertStepNow(ctx context.Context, stepID int64) error {
-	s, err := d.store.AlertStepByID(ctx, stepID)
+	s, err := alert.Of(d.store).AlertStepByID(ctx, stepID)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/channels"
 	"herald/delivery"
@@ -557,7 +558,7 @@ func (d *Dispatcher) endRecalledAlert(ctx context.Context, tx *models.Store, ch 
 	if m.AlertID == nil {
 		return nil
 	}
-	a, err := tx.ResolveRecalledAlert(ctx, *m.AlertID, recalledBy, d.now())
+	a, err := alert.Of(tx).ResolveRecalledAlert(ctx, *m.AlertID, recalledBy, d.now())
 	if err != nil || a == nil {
 		return err
 	}
@@ -566,7 +567,7 @@ func (d *Dispatcher) endRecalledAlert(ctx context.Context, tx *models.Store, ch 
 		ch.After(func() { d.callbacks.Kick(key) })
 	}
 	id := strconv.FormatInt(a.ID, 10)
-	ch.Audit(resolveMove.action, "alert", id, audit.Params{"id": id, "by": recalledBy, "via": models.AlertViaRecall,
+	ch.Audit(resolveMove.action, "alert", id, audit.Params{"id": id, "by": recalledBy, "via": alert.AlertViaRecall,
 		"message": m.ID})
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hibiken/asynq"
 
+	"herald/alert"
 	"herald/delivery"
 	"herald/dispatch"
 	"herald/internal/testenv"
@@ -503,8 +504,8 @@ func TestSilenceHoldsAlertNoticesByPolicy(t *testing.T) {
 	t.Parallel()
 	f := newSilenceFixture(t)
 	ctx := context.Background()
-	if err := f.store.CreatePolicy(ctx, &models.EscalationPolicy{Name: "core-banking",
-		Steps: []models.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}}); err != nil {
+	if err := alert.Of(f.store).CreatePolicy(ctx, &alert.EscalationPolicy{Name: "core-banking",
+		Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := f.d.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:zabbix", APIKeyID: &f.keyID, Platform: "sandbox",

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"herald/alert"
 	"herald/dispatch"
 	"herald/kernel"
-	"herald/models"
 )
 
 // TestStepWaitKnob: a dispatcher built with Config.StepWait (HERALD_TEST_KNOBS step_wait)
@@ -19,7 +19,7 @@ func TestStepWaitKnob(t *testing.T) {
 	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	short := models.EscalationPolicy{Name: "short", Steps: []models.PolicyStep{
+	short := alert.EscalationPolicy{Name: "short", Steps: []alert.PolicyStep{
 		{Targets: []string{"E1003"}, Wait: "2s"}, {Targets: []string{"E1004"}, Wait: "1h"}}}
 	_, err := f.d.CreatePolicy(ctx, f.by, short)
 	var fe *kernel.FieldError
@@ -33,7 +33,7 @@ func TestStepWaitKnob(t *testing.T) {
 		t.Fatal(err)
 	}
 	tooShort := short
-	tooShort.Name, tooShort.Steps = "too-short", []models.PolicyStep{{Targets: []string{"E1003"}, Wait: "1s"}}
+	tooShort.Name, tooShort.Steps = "too-short", []alert.PolicyStep{{Targets: []string{"E1003"}, Wait: "1s"}}
 	if _, err := knobbed.CreatePolicy(ctx, f.by, tooShort); !errors.As(err, &fe) || fe.Field != "steps[0].wait" {
 		t.Fatalf("a 1s wait with the knob at 2s: %v, want a field error on steps[0].wait", err)
 	}

@@ -9,12 +9,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/channels"
 	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
-	"herald/models"
 	"herald/views"
 )
 
@@ -49,7 +49,7 @@ func (h *Handlers) AckAct(c *gin.Context) {
 		render(c, h.present(c, err, onPage).Status, views.AckPage(h.ackView(c, n, "ended")))
 	case err != nil:
 		h.ackProblem(c, err)
-	case res.Already && res.State() == models.AlertResolved:
+	case res.Already && res.State() == alert.AlertResolved:
 		render(c, http.StatusConflict, views.AckPage(h.ackView(c, n, ackOutcome(action, res))))
 	default:
 		render(c, http.StatusOK, views.AckPage(h.ackView(c, n, ackOutcome(action, res))))
@@ -63,7 +63,7 @@ func ackOutcome(action string, res dispatch.AckResult) string {
 		return "done_resolve"
 	case !res.Already:
 		return "done_ack"
-	case res.Alert.State == models.AlertResolved:
+	case res.Alert.State == alert.AlertResolved:
 		return "already_resolved"
 	}
 	return "already_ack"

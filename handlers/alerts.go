@@ -11,9 +11,9 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/access"
+	"herald/alert"
 	"herald/dispatch"
 	"herald/kernel"
-	"herald/models"
 	"herald/views"
 )
 
@@ -22,17 +22,17 @@ const maxAlertRows = 100
 
 // alertRows builds the rows of alerts: who each called so far (by name), when its next
 // step fires, and why a step called nobody.
-func (h *Handlers) alertRows(c *gin.Context, list []models.Alert) ([]views.AlertRow, map[int64][]models.AlertStep, error) {
+func (h *Handlers) alertRows(c *gin.Context, list []alert.Alert) ([]views.AlertRow, map[int64][]alert.AlertStep, error) {
 	ctx := c.Request.Context()
 	ids := make([]int64, len(list))
 	for i := range list {
 		ids[i] = list[i].ID
 	}
-	steps, err := h.Store.AlertSteps(ctx, ids...)
+	steps, err := alert.Of(h.Store).AlertSteps(ctx, ids...)
 	if err != nil {
 		return nil, nil, err
 	}
-	byAlert := map[int64][]models.AlertStep{}
+	byAlert := map[int64][]alert.AlertStep{}
 	var called []string
 	for _, s := range steps {
 		byAlert[s.AlertID] = append(byAlert[s.AlertID], s)
@@ -89,7 +89,7 @@ func (h *Handlers) alertsView(c *gin.Context) (views.AlertsView, error) {
 	if v.Rows, _, err = h.alertRows(c, list); err != nil {
 		return v, err
 	}
-	v.Counts, err = h.Store.AlertCounts(ctx)
+	v.Counts, err = alert.Of(h.Store).AlertCounts(ctx)
 	return v, err
 }
 
@@ -127,9 +127,9 @@ func (h *Handlers) Alert(c *gin.Context) {
 
 func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs map[string]string) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
-	var a *models.Alert
+	var a *alert.Alert
 	if err == nil {
-		a, err = h.Store.AlertByID(c.Request.Context(), id)
+		a, err = alert.Of(h.Store).AlertByID(c.Request.Context(), id)
 	}
 	if errors.Is(err, strconv.ErrSyntax) || errors.Is(err, strconv.ErrRange) {
 		ErrorPage(c, http.StatusNotFound, "alerts.no_alert")
@@ -139,7 +139,7 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 		h.fail(c, err, saying(kernel.ErrNotFound, "alerts.no_alert"))
 		return
 	}
-	rows, steps, err := h.alertRows(c, []models.Alert{*a})
+	rows, steps, err := h.alertRows(c, []alert.Alert{*a})
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -172,7 +172,7 @@ func (h *Handlers) consoleMoveAlert(c *gin.Context, move alertMove, done string)
 	}
 	sentence := tr(c, done, "ID", id)
 	switch {
-	case res.Already && res.Alert.State == models.AlertResolved:
+	case res.Already && res.Alert.State == alert.AlertResolved:
 		sentence = tr(c, "alerts.done.already_resolved", "ID", id, "By", h.ackerName(c, res.Alert.ResolvedBy))
 	case res.Already:
 		sentence = tr(c, "alerts.done.already", "ID", id, "By", h.ackerName(c, res.Alert.AcknowledgedBy))
@@ -198,14 +198,14 @@ func policyFormOf(c *gin.Context, original string) views.PolicyForm {
 
 // policyOf turns the form into a policy: one step a line, its targets separated by
 // spaces or commas, then "|" and its wait.
-func policyOf(f views.PolicyForm) (models.EscalationPolicy, error) {
-	p := models.EscalationPolicy{Name: f.Name, NotifyOnAck: f.NotifyOnAck}
+func policyOf(f views.PolicyForm) (alert.EscalationPolicy, error) {
+	p := alert.EscalationPolicy{Name: f.Name, NotifyOnAck: f.NotifyOnAck}
 	for _, line := range strings.Split(f.Steps, "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
 		targets, wait, _ := strings.Cut(line, "|")
-		p.Steps = append(p.Steps, models.PolicyStep{Wait: strings.TrimSpace(wait),
+		p.Steps = append(p.Steps, alert.PolicyStep{Wait: strings.TrimSpace(wait),
 			Targets: strings.FieldsFunc(targets, func(r rune) bool { return r == ' ' || r == ',' || r == '，' || r == '\t' })})
 	}
 	n, err := strconv.Atoi(f.Repeat)
@@ -248,7 +248,7 @@ func (h *Handlers) NewPolicyForm(c *gin.Context) {
 func (h *Handlers) CreatePolicy(c *gin.Context) {
 	f := policyFormOf(c, "")
 	p, err := policyOf(f)
-	var saved *models.EscalationPolicy
+	var saved *alert.EscalationPolicy
 	if err == nil {
 		saved, err = h.Dispatch.CreatePolicy(c.Request.Context(), actor(c), p)
 	}
@@ -257,7 +257,7 @@ func (h *Handlers) CreatePolicy(c *gin.Context) {
 
 // EditPolicyForm shows a policy to change.
 func (h *Handlers) EditPolicyForm(c *gin.Context) {
-	p, err := h.Store.PolicyByName(c.Request.Context(), c.Param("name"))
+	p, err := alert.Of(h.Store).PolicyByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "alerts.no_policy"))
 		return
@@ -271,14 +271,14 @@ func (h *Handlers) EditPolicyForm(c *gin.Context) {
 func (h *Handlers) UpdatePolicy(c *gin.Context) {
 	f := policyFormOf(c, c.Param("name"))
 	p, err := policyOf(f)
-	var saved *models.EscalationPolicy
+	var saved *alert.EscalationPolicy
 	if err == nil {
 		saved, err = h.Dispatch.UpdatePolicy(c.Request.Context(), actor(c), f.Original, p)
 	}
 	h.afterPolicySave(c, f, saved, err)
 }
 
-func (h *Handlers) afterPolicySave(c *gin.Context, f views.PolicyForm, saved *models.EscalationPolicy, err error) {
+func (h *Handlers) afterPolicySave(c *gin.Context, f views.PolicyForm, saved *alert.EscalationPolicy, err error) {
 	if errs, ok := policyFormErrors(c, err); ok {
 		h.renderPolicyForm(c, http.StatusUnprocessableEntity, f, errs)
 		return

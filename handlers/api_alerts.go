@@ -8,9 +8,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/dispatch"
-	"herald/models"
 )
 
 // alertStepJSON is one step of an alert as the API shows it.
@@ -40,7 +40,7 @@ type alertJSON struct {
 	Steps          []alertStepJSON `json:"steps"`
 }
 
-func newAlertJSON(a *models.Alert, steps []models.AlertStep) alertJSON {
+func newAlertJSON(a *alert.Alert, steps []alert.AlertStep) alertJSON {
 	out := alertJSON{ID: a.ID, BatchID: a.BatchID, Policy: a.Policy, State: a.State, Step: a.Step, Repeat: max(a.Round-1, 0),
 		OpenedAt: a.OpenedAt, AcknowledgedBy: a.AcknowledgedBy, AcknowledgedAt: a.AcknowledgedAt, ResolvedBy: a.ResolvedBy,
 		ResolvedAt: a.ResolvedAt, Steps: []alertStepJSON{}}
@@ -99,12 +99,12 @@ func (h *Handlers) APIListAlerts(c *gin.Context) {
 	for i := range list {
 		ids[i] = list[i].ID
 	}
-	steps, err := h.Store.AlertSteps(ctx, ids...)
+	steps, err := alert.Of(h.Store).AlertSteps(ctx, ids...)
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
-	byAlert := map[int64][]models.AlertStep{}
+	byAlert := map[int64][]alert.AlertStep{}
 	for _, s := range steps {
 		byAlert[s.AlertID] = append(byAlert[s.AlertID], s)
 	}
@@ -146,7 +146,7 @@ func (h *Handlers) apiMoveAlert(c *gin.Context, move alertMove) {
 		h.apiFail(c, err)
 		return
 	}
-	steps, err := h.Store.AlertSteps(c.Request.Context(), id)
+	steps, err := alert.Of(h.Store).AlertSteps(c.Request.Context(), id)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -163,14 +163,14 @@ func (h *Handlers) APIListPolicies(c *gin.Context) {
 		return
 	}
 	if list == nil {
-		list = []models.EscalationPolicy{}
+		list = []alert.EscalationPolicy{}
 	}
 	c.JSON(http.StatusOK, list)
 }
 
 // APIGetPolicy is GET /api/v1/escalation-policies/:name.
 func (h *Handlers) APIGetPolicy(c *gin.Context) {
-	p, err := h.Store.PolicyByName(c.Request.Context(), c.Param("name"))
+	p, err := alert.Of(h.Store).PolicyByName(c.Request.Context(), c.Param("name"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -180,7 +180,7 @@ func (h *Handlers) APIGetPolicy(c *gin.Context) {
 
 // APICreatePolicy is POST /api/v1/escalation-policies.
 func (h *Handlers) APICreatePolicy(c *gin.Context) {
-	var body models.EscalationPolicy
+	var body alert.EscalationPolicy
 	if !decodeJSON(c, &body) {
 		return
 	}
@@ -195,7 +195,7 @@ func (h *Handlers) APICreatePolicy(c *gin.Context) {
 // APIUpdatePolicy is PUT /api/v1/escalation-policies/:name: replaces the policy, which
 // may rename it. Alerts already open keep their copy.
 func (h *Handlers) APIUpdatePolicy(c *gin.Context) {
-	var body models.EscalationPolicy
+	var body alert.EscalationPolicy
 	if !decodeJSON(c, &body) {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/alert"
 	"herald/models"
 	"herald/recall"
 	"herald/sending"
@@ -83,10 +84,10 @@ func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
 	if d.Batches, err = h.Store.RecentBatches(ctx, 10); err != nil {
 		return d, err
 	}
-	if d.OpenAlerts, err = h.Store.CountOpenAlerts(ctx); err != nil {
+	if d.OpenAlerts, err = alert.Of(h.Store).CountOpenAlerts(ctx); err != nil {
 		return d, err
 	}
-	if d.UnroutedAlerts, err = h.Store.CountUnroutedAlerts(ctx); err != nil {
+	if d.UnroutedAlerts, err = alert.Of(h.Store).CountUnroutedAlerts(ctx); err != nil {
 		return d, err
 	}
 	d.Queues, d.QueuesError = h.queues()

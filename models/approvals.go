@@ -159,9 +159,14 @@ func (s *Store) BatchesAwaitingApproval(ctx context.Context, limit int) ([]Batch
 	return out, nil
 }
 
+// BatchEnded ends, in the transaction of a batch's expiry (tx), what the batch opened
+// (its alert), audited as done by expiry, the batch's own entry; nil ends nothing.
+type BatchEnded func(ctx context.Context, tx *Store, batchID string, expiry audit.Entry, now time.Time) error
+
 // ExpireApprovals rejects, with the note ApprovalExpired, every batch that has waited
-// for a decision since before cutoff, and returns their ids.
-func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time) ([]string, error) {
+// for a decision since before cutoff, and with each, what ended says it opened (its
+// alert); it returns their ids.
+func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time, ended BatchEnded) ([]string, error) {
 	var ids []string
 	err := s.reader(ctx).Model(&Batch{}).Where("approval IN ? AND created_at < ?", ApprovalDecidable, cutoff).Order("created_at").Limit(100).Pluck("id", &ids).Error
 	if err != nil {
@@ -174,16 +179,9 @@ func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time) ([]s
 			if _, err := tx.RejectBatch(ctx, id, "", ApprovalExpired, now); err != nil {
 				return err
 			}
-			// The batch's alert, if it opened one, ends with it (see ResolveRejectedAlert).
-			a, err := tx.ResolveRejectedAlert(ctx, id, entry.Actor, now)
-			if err != nil {
-				return err
-			}
-			if a != nil {
-				alertID := strconv.FormatInt(a.ID, 10)
-				ended := audit.Entry{Actor: entry.Actor, ActorType: entry.ActorType, Action: "alert.resolve", TargetType: "alert", TargetID: alertID}.
-					WithParams(audit.Params{"id": alertID, "by": entry.Actor, "via": AlertViaRejection, "note": ApprovalExpired})
-				if err := tx.AuditLog().Write(ctx, ended); err != nil {
+			// What the batch opened ends with it: its alert (the alerts' EndExpiredBatch).
+			if ended != nil {
+				if err := ended(ctx, tx, id, entry, now); err != nil {
 					return err
 				}
 			}

@@ -40,7 +40,7 @@ type MessageFilter struct {
 	Waiting string
 }
 
-// ownBatches and ownAlerts are the rule of what an API key without the admin scope may
+// OwnBatches and OwnAlerts are the rule of what an API key without the admin scope may
 // read and change: the batches created through it and their messages, and the notices
 // Herald sent for an alert one of them opened (its steps, who took it, that nobody
 // answered), which the key may follow and recall as its own. CheckOwn,
@@ -48,8 +48,8 @@ type MessageFilter struct {
 // argument key. The notices are found by their alert_id (indexed), so that a list of
 // the key's messages costs the same per row whatever the size of other keys' batches.
 const (
-	ownBatches = "SELECT id FROM batches WHERE api_key_id = @key"
-	ownAlerts  = "SELECT sa.id FROM alerts sa JOIN batches sb ON sb.id = sa.batch_id WHERE sb.api_key_id = @key"
+	OwnBatches = "SELECT id FROM batches WHERE api_key_id = @key"
+	OwnAlerts  = "SELECT sa.id FROM alerts sa JOIN batches sb ON sb.id = sa.batch_id WHERE sb.api_key_id = @key"
 )
 
 // CheckOwn answers ErrNotFound when ownKey is not 0 and the batch was not created through
@@ -61,7 +61,7 @@ func (s *Store) CheckOwn(ctx context.Context, ownKey int64, batchID string) erro
 		return nil
 	}
 	var n int64
-	err := s.reader(ctx).Table("batches").Where("id = @batch AND (id IN ("+ownBatches+") OR EXISTS (SELECT 1 FROM messages sm WHERE sm.batch_id = @batch AND sm.alert_id IN ("+ownAlerts+")))",
+	err := s.reader(ctx).Table("batches").Where("id = @batch AND (id IN ("+OwnBatches+") OR EXISTS (SELECT 1 FROM messages sm WHERE sm.batch_id = @batch AND sm.alert_id IN ("+OwnAlerts+")))",
 		sql.Named("batch", batchID), sql.Named("key", ownKey)).Count(&n).Error
 	if err != nil {
 		return fmt.Errorf("models: batch %s of api key %d: %w", batchID, ownKey, err)
@@ -99,7 +99,7 @@ func (f MessageFilter) apply(q *gorm.DB) *gorm.DB {
 		q = q.Where(cond, args...)
 	}
 	if f.OwnKey != 0 {
-		q = q.Where("(m.batch_id IN ("+ownBatches+") OR m.alert_id IN ("+ownAlerts+"))", sql.Named("key", f.OwnKey))
+		q = q.Where("(m.batch_id IN ("+OwnBatches+") OR m.alert_id IN ("+OwnAlerts+"))", sql.Named("key", f.OwnKey))
 	}
 	if f.RecipientName != "" {
 		// A subquery, not the list's join: counts and re-sends filter without it.

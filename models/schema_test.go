@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm/schema"
 
 	"herald/access"
+	"herald/alert"
 	"herald/audit"
 	"herald/directory"
 	"herald/duty"
@@ -37,7 +38,7 @@ var gormModels = []any{
 	&models.Attempt{}, &audit.Entry{}, &models.IdempotencyKey{}, &models.MessageStat{},
 	&kernel.Setting{}, &duty.Rotation{}, &duty.DutyFeed{}, &duty.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
 	&kernel.ChangeCounter{}, &recall.RecallRequest{}, &models.DailyContent{}, &templates.TemplateVersion{},
-	&models.EscalationPolicy{}, &models.Alert{}, &models.AlertStep{}, &silence.Silence{}, &silence.MessageSilence{},
+	&alert.EscalationPolicy{}, &alert.Alert{}, &alert.AlertStep{}, &silence.Silence{}, &silence.MessageSilence{},
 }
 
 // designTables are the tables the migrations create, by the names operators and tools rely on.

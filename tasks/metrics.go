@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"herald/alert"
 	"herald/channels"
 	"herald/models"
 )
@@ -126,15 +127,15 @@ func (c *alertStateCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.des
 func (c *alertStateCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	counts, err := c.store.AlertCounts(ctx)
+	counts, err := alert.Of(c.store).AlertCounts(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.desc, err)
 	} else {
-		for _, st := range models.AlertStates {
+		for _, st := range alert.AlertStates {
 			ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[st]), st)
 		}
 	}
-	n, err := c.store.CountUnroutedAlerts(ctx)
+	n, err := alert.Of(c.store).CountUnroutedAlerts(ctx)
 	if err != nil {
 		ch <- prometheus.NewInvalidMetric(c.unrouted, err)
 		return

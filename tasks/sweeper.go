@@ -13,6 +13,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"herald/alert"
 	"herald/kernel"
 	"herald/models"
 	"herald/recall"
@@ -509,7 +510,7 @@ func (s *Sweeper) housekeeping(ctx context.Context) {
 		s.log.Warn("sweeper: prune throttle windows", "error", err)
 	}
 	now := kernel.Now()
-	expired, err := s.store.ExpireApprovals(ctx, now.Add(-models.ApprovalWait), now)
+	expired, err := s.store.ExpireApprovals(ctx, now.Add(-models.ApprovalWait), now, alert.EndExpiredBatch)
 	if err != nil {
 		s.log.Warn("sweeper: expire approvals", "error", err)
 	}

@@ -15,15 +15,15 @@ import (
 	"strings"
 	"time"
 
+	"herald/alert"
 	"herald/i18n"
-	"herald/models"
 )
 
 // AlertRow is one alert on the 待确认 page: the alert, who was called so far (names),
 // when its next step fires, and the reasons of steps that called nobody. Held is an
 // open alert whose batch awaits approval: no step is due until it is approved.
 type AlertRow struct {
-	Alert    models.Alert
+	Alert    alert.Alert
 	Called   []string
 	NextDue  *time.Time
 	Warnings []string
@@ -43,7 +43,7 @@ type AlertsView struct {
 // AlertView is one alert's page: its steps and the buttons.
 type AlertView struct {
 	Row    AlertRow
-	Steps  []models.AlertStep
+	Steps  []alert.AlertStep
 	Now    time.Time
 	CanAct bool
 	Notice string
@@ -90,7 +90,7 @@ func skipReason(ctx context.Context, reason string) string {
 }
 
 // PolicyStepsLine writes a policy's steps as the form takes them, one a line.
-func PolicyStepsLine(steps []models.PolicyStep) string {
+func PolicyStepsLine(steps []alert.PolicyStep) string {
 	lines := make([]string, len(steps))
 	for i, s := range steps {
 		lines[i] = strings.Join(s.Targets, " ") + " | " + s.Wait
@@ -233,7 +233,7 @@ func AlertsLive(v AlertsView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, st := range models.AlertStates {
+		for _, st := range alert.AlertStates {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 9, "<div class=\"stat\"><div class=\"n\" id=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -565,7 +565,7 @@ func AlertsLive(v AlertsView) templ.Component {
 }
 
 // openFor is how long an alert has been (or was) open.
-func openFor(ctx context.Context, a models.Alert, now time.Time) string {
+func openFor(ctx context.Context, a alert.Alert, now time.Time) string {
 	end := now
 	if a.EndedAt != nil {
 		end = *a.EndedAt
@@ -574,7 +574,7 @@ func openFor(ctx context.Context, a models.Alert, now time.Time) string {
 }
 
 // alertTitle is what an alert says, in short.
-func alertTitle(a models.Alert) string {
+func alertTitle(a alert.Alert) string {
 	t := a.Subject
 	if t == "" {
 		t = strings.SplitN(a.Text, "\n", 2)[0]
@@ -585,7 +585,7 @@ func alertTitle(a models.Alert) string {
 	return t
 }
 
-func alertButtons(a models.Alert) templ.Component {
+func alertButtons(a alert.Alert) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -606,7 +606,7 @@ func alertButtons(a models.Alert) templ.Component {
 			templ_7745c5c3_Var27 = templ.NopComponent
 		}
 		ctx = templ.ClearChildren(ctx)
-		if a.CanMoveTo(models.AlertAcknowledged) {
+		if a.CanMoveTo(alert.AlertAcknowledged) {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 41, "<form method=\"post\" action=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -638,7 +638,7 @@ func alertButtons(a models.Alert) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		if a.CanMoveTo(models.AlertResolved) {
+		if a.CanMoveTo(alert.AlertResolved) {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 44, "<form method=\"post\" action=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -1279,7 +1279,7 @@ func AlertPage(p Page, v AlertView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if v.CanAct && v.Row.Alert.CanMoveTo(models.AlertResolved) {
+			if v.CanAct && v.Row.Alert.CanMoveTo(alert.AlertResolved) {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 99, "<form method=\"post\" action=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -1340,7 +1340,7 @@ func AlertPage(p Page, v AlertView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if v.Row.Alert.CanMoveTo(models.AlertAcknowledged) {
+				if v.Row.Alert.CanMoveTo(alert.AlertAcknowledged) {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 105, "<button type=\"submit\">")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
@@ -1401,7 +1401,7 @@ func AlertPage(p Page, v AlertView) templ.Component {
 }
 
 // PoliciesPage lists the escalation policies.
-func PoliciesPage(p Page, list []models.EscalationPolicy, notice string) templ.Component {
+func PoliciesPage(p Page, list []alert.EscalationPolicy, notice string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

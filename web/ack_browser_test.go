@@ -8,9 +8,9 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"herald/alert"
 	"herald/dispatch"
 	"herald/internal/testenv"
-	"herald/models"
 )
 
 // A person on duty opens their notice's link on a phone (390 px wide, Chinese) with no
@@ -54,7 +54,7 @@ func TestBrowserAckLinkOnAPhone(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := c.alert(a.ID)
-	if got.State != models.AlertAcknowledged || got.AcknowledgedBy != "E2001" || got.AcknowledgedVia != dispatch.AckViaLink {
+	if got.State != alert.AlertAcknowledged || got.AcknowledgedBy != "E2001" || got.AcknowledgedVia != dispatch.AckViaLink {
 		t.Errorf("alert after the tap: state %s by %q via %q; want acknowledged by E2001 via link", got.State, got.AcknowledgedBy, got.AcknowledgedVia)
 	}
 	if v := reported(); len(v) > 0 {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/dispatch"
 	"herald/kernel"
@@ -17,19 +18,19 @@ import (
 
 // ackAlert opens an alert on the sandbox account to the named people and returns the
 // console with acknowledgment links turned on, the alert and each person's message.
-func (c *console) ackAlert(people ...string) (*models.Alert, map[string]models.Message) {
+func (c *console) ackAlert(people ...string) (*alert.Alert, map[string]models.Message) {
 	c.t.Helper()
 	return c.ackAlertWith(func(*dispatch.Request) {}, people...)
 }
 
 // ackAlertWith is ackAlert with the request changed by adjust before it is sent.
-func (c *console) ackAlertWith(adjust func(*dispatch.Request), people ...string) (*models.Alert, map[string]models.Message) {
+func (c *console) ackAlertWith(adjust func(*dispatch.Request), people ...string) (*alert.Alert, map[string]models.Message) {
 	c.t.Helper()
 	ctx := context.Background()
 	d := c.h.Dispatch
-	if _, err := c.store.PolicyByName(ctx, "ack-test"); errors.Is(err, kernel.ErrNotFound) {
-		if _, err := d.CreatePolicy(ctx, audit.System("test"), models.EscalationPolicy{Name: "ack-test",
-			Steps: []models.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}}); err != nil {
+	if _, err := alert.Of(c.store).PolicyByName(ctx, "ack-test"); errors.Is(err, kernel.ErrNotFound) {
+		if _, err := d.CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "ack-test",
+			Steps: []alert.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}}); err != nil {
 			c.t.Fatal(err)
 		}
 	}
@@ -59,9 +60,9 @@ func (c *console) ackPath(m models.Message) string {
 	return dispatch.AckLinkPath + c.ackLinks.Token(m.ID, m.RecipientID)
 }
 
-func (c *console) alert(id int64) *models.Alert {
+func (c *console) alert(id int64) *alert.Alert {
 	c.t.Helper()
-	a, err := c.store.AlertByID(context.Background(), id)
+	a, err := alert.Of(c.store).AlertByID(context.Background(), id)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -96,7 +97,7 @@ func TestAckLinkAcknowledgesAsItsRecipient(t *testing.T) {
 	wantStatus(t, "tap 我来处理", resp, body, http.StatusOK)
 	wantContains(t, "tap 我来处理", body, "You have taken the alert")
 	got := c.alert(a.ID)
-	if got.State != models.AlertAcknowledged || got.AcknowledgedBy != "E2001" || got.AcknowledgedVia != dispatch.AckViaLink {
+	if got.State != alert.AlertAcknowledged || got.AcknowledgedBy != "E2001" || got.AcknowledgedVia != dispatch.AckViaLink {
 		t.Errorf("alert after the tap: state %s by %q via %q; want acknowledged by E2001 via link", got.State, got.AcknowledgedBy, got.AcknowledgedVia)
 	}
 	entry := c.lastAudit("alert.acknowledge")
@@ -142,7 +143,7 @@ func TestAckLinkRefusesAlteredAndForeignLinks(t *testing.T) {
 	wantStatus(t, "cross-origin tap", resp, body, http.StatusForbidden)
 	resp, body = anon.post(good, url.Values{"action": {"delete"}})
 	wantStatus(t, "unknown action", resp, body, http.StatusBadRequest)
-	if got := c.alert(a.ID); got.State != models.AlertOpen {
+	if got := c.alert(a.ID); got.State != alert.AlertOpen {
 		t.Errorf("alert is %s after refused requests, want open", got.State)
 	}
 }
@@ -159,7 +160,7 @@ func TestAckLinkAfterTheAlertEnds(t *testing.T) {
 	resp, body := anon.post(path, url.Values{"action": {"resolve"}})
 	wantStatus(t, "tap 已解决", resp, body, http.StatusOK)
 	wantContains(t, "tap 已解决", body, "You have marked the alert resolved")
-	if got := c.alert(a.ID); got.State != models.AlertResolved || got.ResolvedVia != dispatch.AckViaLink || got.EndedAt == nil {
+	if got := c.alert(a.ID); got.State != alert.AlertResolved || got.ResolvedVia != dispatch.AckViaLink || got.EndedAt == nil {
 		t.Fatalf("alert after resolving: %+v", got)
 	}
 	resp, body = anon.get(path)
@@ -169,7 +170,7 @@ func TestAckLinkAfterTheAlertEnds(t *testing.T) {
 	resp, body = anon.post(path, url.Values{"action": {"ack"}})
 	wantStatus(t, "tap on an ended alert", resp, body, http.StatusConflict)
 	wantContains(t, "tap on an ended alert", body, "had already marked it resolved")
-	if got := c.alert(a.ID); got.State != models.AlertResolved || got.AcknowledgedBy != "" {
+	if got := c.alert(a.ID); got.State != alert.AlertResolved || got.AcknowledgedBy != "" {
 		t.Errorf("a tap on an ended alert changed it: %+v", got)
 	}
 
@@ -196,7 +197,7 @@ func TestAckLinkOfATakenAlertExpiresAfterAWeek(t *testing.T) {
 	path := c.ackPath(msgs["E2001"])
 	resp, body := anon.post(path, url.Values{"action": {"ack"}})
 	wantStatus(t, "tap 我来处理", resp, body, http.StatusOK)
-	if got := c.alert(a.ID); got.State != models.AlertAcknowledged {
+	if got := c.alert(a.ID); got.State != alert.AlertAcknowledged {
 		t.Fatalf("alert is %s after the tap, want acknowledged", got.State)
 	}
 	c.clockOffset.Store(int64(dispatch.AckLinkIdleLife - time.Minute))
@@ -213,7 +214,7 @@ func TestAckLinkOfATakenAlertExpiresAfterAWeek(t *testing.T) {
 	resp, body = anon.do("GET", path, "", nil, map[string]string{"Accept-Language": "zh-CN"})
 	wantStatus(t, "expired link (zh-CN)", resp, body, http.StatusGone)
 	wantContains(t, "expired link (zh-CN)", body, "接手 7 天后链接失效")
-	if got := c.alert(a.ID); got.State != models.AlertAcknowledged {
+	if got := c.alert(a.ID); got.State != alert.AlertAcknowledged {
 		t.Errorf("an expired link changed the alert: %s", got.State)
 	}
 }
@@ -235,7 +236,7 @@ func TestAckLinkActsOnlyForPeopleCalled(t *testing.T) {
 	anon := c.as("")
 	for _, tc := range []struct {
 		name  string
-		alert *models.Alert
+		alert *alert.Alert
 		m     models.Message
 	}{
 		{"awaiting approval", held, heldMsgs["E2001"]},
@@ -250,7 +251,7 @@ func TestAckLinkActsOnlyForPeopleCalled(t *testing.T) {
 			map[string]string{"Accept-Language": "zh-CN"})
 		wantStatus(t, tc.name+" (zh-CN)", resp, body, http.StatusConflict)
 		wantContains(t, tc.name+" (zh-CN)", body, "只有告警已通知到的人")
-		if got := c.alert(tc.alert.ID); got.State != models.AlertOpen || got.AcknowledgedBy != "" {
+		if got := c.alert(tc.alert.ID); got.State != alert.AlertOpen || got.AcknowledgedBy != "" {
 			t.Errorf("%s: a link of a notice not yet sent changed the alert: %s by %q", tc.name, got.State, got.AcknowledgedBy)
 		}
 	}

@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"herald/alert"
 	"herald/audit"
-	"herald/models"
 )
 
 // firstStepOf returns the alert's first step, not fired yet.
-func (c *console) firstStepOf(alertID int64) models.AlertStep {
+func (c *console) firstStepOf(alertID int64) alert.AlertStep {
 	c.t.Helper()
-	steps, err := c.store.AlertSteps(context.Background(), alertID)
+	steps, err := alert.Of(c.store).AlertSteps(context.Background(), alertID)
 	if err != nil || len(steps) == 0 {
 		c.t.Fatalf("steps of alert %d: %v, %v", alertID, steps, err)
 	}
@@ -35,11 +35,11 @@ func TestRecallOfAlertNoticeStopsTheAlert(t *testing.T) {
 	wantRedirect(t, "recall the notice", resp, body, "/messages/"+recalled.ID)
 
 	got := c.alert(a.ID)
-	if got.State != models.AlertResolved || got.ResolvedVia != models.AlertViaRecall || got.ResolvedBy != operatorUser {
+	if got.State != alert.AlertResolved || got.ResolvedVia != alert.AlertViaRecall || got.ResolvedBy != operatorUser {
 		t.Fatalf("alert after its notice's recall: %s via %q by %q; want resolved via recall by %s", got.State, got.ResolvedVia, got.ResolvedBy, operatorUser)
 	}
 	e := c.lastAudit("alert.resolve")
-	if p := e.ParamMap(); p["via"] != models.AlertViaRecall || p["message"] != recalled.ID || e.Actor != operatorUser {
+	if p := e.ParamMap(); p["via"] != alert.AlertViaRecall || p["message"] != recalled.ID || e.Actor != operatorUser {
 		t.Errorf("alert.resolve audit entry %+v %v", e, p)
 	}
 	step := c.firstStepOf(a.ID)
@@ -132,7 +132,7 @@ func TestKeySeesAndRecallsItsAlertStepNotices(t *testing.T) {
 	if status, out := call("crm", "POST", "/api/v1/messages/"+stepNotice+"/recall", "{}"); status != http.StatusOK {
 		t.Fatalf("the alert's key recalls its step's notice: %d %v", status, out)
 	}
-	if got := c.alert(alertID); got.State != models.AlertResolved || got.ResolvedVia != models.AlertViaRecall {
+	if got := c.alert(alertID); got.State != alert.AlertResolved || got.ResolvedVia != alert.AlertViaRecall {
 		t.Errorf("alert after its step notice's recall: %s via %q", got.State, got.ResolvedVia)
 	}
 }

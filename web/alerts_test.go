@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/access"
+	"herald/alert"
 	"herald/audit"
 	"herald/dispatch"
 	"herald/duty"
@@ -74,7 +75,7 @@ func TestAlertsAPI(t *testing.T) {
 			t.Errorf("ack %s: %d %v, want 422 naming ack.policy", ack, status, out)
 		}
 	}
-	if n, err := c.store.Alerts(ctx, models.AlertFilter{}, 10); err != nil || len(n) != 0 {
+	if n, err := alert.Of(c.store).Alerts(ctx, alert.AlertFilter{}, 10); err != nil || len(n) != 0 {
 		t.Fatalf("refused sends left alerts behind: %v %v", n, err)
 	}
 	status, out := call("POST", "/api/v1/messages", `{"platform":"sandbox","content":{"text":"核心系统宕机"},"ack":{"policy":"core"}}`)
@@ -82,10 +83,10 @@ func TestAlertsAPI(t *testing.T) {
 		t.Fatalf("send with ack: %d %v", status, out)
 	}
 	id := int64(out["alert_id"].(float64))
-	status, alert := call("GET", fmt.Sprintf("/api/v1/alerts/%d", id), "")
-	steps, _ := alert["steps"].([]any)
-	if status != http.StatusOK || alert["state"] != "open" || len(steps) != 2 {
-		t.Fatalf("alert: %d %v", status, alert)
+	status, got := call("GET", fmt.Sprintf("/api/v1/alerts/%d", id), "")
+	steps, _ := got["steps"].([]any)
+	if status != http.StatusOK || got["state"] != "open" || len(steps) != 2 {
+		t.Fatalf("alert: %d %v", status, got)
 	}
 	if first := steps[0].(map[string]any); fmt.Sprint(first["targets"]) != "[E2001]" || first["fired_at"] == nil {
 		t.Errorf("step 1 (nobody named: called at once): %v", first)
@@ -94,7 +95,7 @@ func TestAlertsAPI(t *testing.T) {
 	if status, _ := call("PUT", "/api/v1/escalation-policies/core", `{"name":"core","steps":[{"targets":["E1001"],"wait":"1h"}]}`); status != http.StatusOK {
 		t.Fatalf("update policy: %d", status)
 	}
-	if a, err := c.store.AlertByID(ctx, id); err != nil || len(a.PolicyCopy.Steps) != 2 || a.PolicyCopy.Steps[0].Targets[0] != "E2001" {
+	if a, err := alert.Of(c.store).AlertByID(ctx, id); err != nil || len(a.PolicyCopy.Steps) != 2 || a.PolicyCopy.Steps[0].Targets[0] != "E2001" {
 		t.Errorf("the alert's copy changed with the policy: %+v %v", a, err)
 	}
 	for _, body := range []string{`{"by":"E9999"}`, `{"by":""}`, `{}`, `{"by":"E2001","note":"` + strings.Repeat("x", 1001) + `"}`} {
@@ -106,7 +107,7 @@ func TestAlertsAPI(t *testing.T) {
 			t.Errorf("ack %.40s: %d %v, want 422 naming %s", body, status, out, want)
 		}
 	}
-	if a, err := c.store.AlertByID(ctx, id); err != nil || a.State != models.AlertOpen {
+	if a, err := alert.Of(c.store).AlertByID(ctx, id); err != nil || a.State != alert.AlertOpen {
 		t.Fatalf("refused acknowledgments moved the alert: %+v %v", a, err)
 	}
 	status, out = call("POST", fmt.Sprintf("/api/v1/alerts/%d/ack", id), `{"by":"E2001","note":"on it"}`)
@@ -168,7 +169,7 @@ func TestAlertConsole(t *testing.T) {
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("compose with ack: %d\n%s", resp.StatusCode, body)
 	}
-	list, err := c.store.Alerts(context.Background(), models.AlertFilter{State: models.AlertOpen}, 10)
+	list, err := alert.Of(c.store).Alerts(context.Background(), alert.AlertFilter{State: alert.AlertOpen}, 10)
 	if err != nil || len(list) != 1 {
 		t.Fatalf("open alerts %v %v", list, err)
 	}
@@ -180,8 +181,8 @@ func TestAlertConsole(t *testing.T) {
 	wantNotContains(t, "viewers see no buttons", body, fmt.Sprintf(`action="/alerts/%d/ack"`, a.ID))
 	resp, body = op.post(fmt.Sprintf("/alerts/%d/ack", a.ID), url.Values{"note": {"我来"}})
 	wantRedirect(t, "ack", resp, body, fmt.Sprintf("/alerts/%d", a.ID))
-	got, err := c.store.AlertByID(context.Background(), a.ID)
-	if err != nil || got.State != models.AlertAcknowledged || got.AcknowledgedBy != operatorUser || got.AcknowledgedVia != "console" {
+	got, err := alert.Of(c.store).AlertByID(context.Background(), a.ID)
+	if err != nil || got.State != alert.AlertAcknowledged || got.AcknowledgedBy != operatorUser || got.AcknowledgedVia != "console" {
 		t.Fatalf("after the console ack: %+v %v", got, err)
 	}
 	resp, body = op.get(fmt.Sprintf("/alerts/%d", a.ID))
@@ -275,7 +276,7 @@ func TestAlertsAPIScope(t *testing.T) {
 			t.Errorf("erp %s %s: %d %v, want 404 not_found", tc.method, tc.path, status, out)
 		}
 	}
-	if a := c.alert(crmAlert); a.State != models.AlertOpen {
+	if a := c.alert(crmAlert); a.State != alert.AlertOpen {
 		t.Fatalf("another key's requests moved the alert to %s", a.State)
 	}
 	if status, out := call("crm", "GET", fmt.Sprintf("/api/v1/alerts/%d", crmAlert), ""); status != http.StatusOK || out["state"] != "open" {
@@ -303,7 +304,7 @@ func TestAlertThatNobodyAnswered(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := c.alert(a.ID); got.State != models.AlertExhausted {
+	if got := c.alert(a.ID); got.State != alert.AlertExhausted {
 		t.Fatalf("alert is %s after every step, want exhausted", got.State)
 	}
 	_, secret, err := c.store.Access().CreateAPIKey(ctx, "ended", "send,read", adminUser)
@@ -327,7 +328,7 @@ func TestAlertThatNobodyAnswered(t *testing.T) {
 	resp, body = c.as("").post(c.ackPath(msgs["E2001"]), url.Values{"action": {"ack"}})
 	wantStatus(t, "link tap", resp, body, http.StatusConflict)
 	wantContains(t, "link tap", body, "This alert is over: nothing was changed.")
-	if got := c.alert(a.ID); got.State != models.AlertExhausted || got.AcknowledgedBy != "" {
+	if got := c.alert(a.ID); got.State != alert.AlertExhausted || got.AcknowledgedBy != "" {
 		t.Errorf("an ended alert changed: %+v", got)
 	}
 }
@@ -344,11 +345,11 @@ func TestAlertPagesSayWhatWaits(t *testing.T) {
 	if err := c.store.Duty().SetHoliday(ctx, &duty.Holiday{Date: c.today(0), Kind: duty.HolidayOff, Name: "国庆"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.CreatePolicy(ctx, audit.System("test"), models.EscalationPolicy{Name: "night", Steps: []models.PolicyStep{
+	if _, err := d.CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{
 		{Targets: []string{"on_duty"}, Wait: "10m"}, {Targets: []string{"E1001"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}
-	send := func(people ...string) *models.Alert {
+	send := func(people ...string) *alert.Alert {
 		t.Helper()
 		res, err := d.Submit(ctx, dispatch.Request{Source: "api", Actor: "test", Platform: "sandbox", Recipients: people,
 			Text: "核心系统交易失败率 35%", Ack: &dispatch.AckRequest{Policy: "night"}})

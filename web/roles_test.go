@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"herald/access"
+	"herald/alert"
 	"herald/duty"
 	"herald/models"
 	"herald/sending"
@@ -179,8 +180,8 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		TurnDays: 1, Covers: duty.CoversEveryDay}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.store.CreatePolicy(ctx, &models.EscalationPolicy{Name: "walk-policy",
-		Steps: []models.PolicyStep{{Targets: []string{"on_duty"}, Wait: "10m"}}}); err != nil {
+	if err := alert.Of(c.store).CreatePolicy(ctx, &alert.EscalationPolicy{Name: "walk-policy",
+		Steps: []alert.PolicyStep{{Targets: []string{"on_duty"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}
 	return map[string]string{

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/directory"
 	"herald/dispatch"
-	"herald/models"
 	"herald/sending"
 	"herald/simulator"
 )
@@ -45,8 +45,8 @@ func TestWeComCardClickAcknowledges(t *testing.T) {
 		WecomUserid: "wangfang", Active: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.CreatePolicy(ctx, audit.System("test"), models.EscalationPolicy{Name: "wecom-ack",
-		Steps: []models.PolicyStep{{Targets: []string{"W3001"}, Wait: "10m"}}}); err != nil {
+	if _, err := d.CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "wecom-ack",
+		Steps: []alert.PolicyStep{{Targets: []string{"W3001"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := d.Submit(ctx, dispatch.Request{Source: "api", Actor: "test", Account: account, Recipients: []string{"W3001"},
@@ -99,18 +99,18 @@ func TestWeComCardClickAcknowledges(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("a forged callback: %d, want 403", resp.StatusCode)
 	}
-	if a, err := store.AlertByID(ctx, res.Alert.ID); err != nil || a.State != models.AlertOpen {
+	if a, err := alert.Of(store).AlertByID(ctx, res.Alert.ID); err != nil || a.State != alert.AlertOpen {
 		t.Fatalf("alert after a forged callback: %+v, %v; want open", a, err)
 	}
 	status, body := simPost("/_sim/wecom/click", map[string]string{"task_id": msg.ID, "key": "ack", "userid": "wangfang"})
 	if status != http.StatusOK || !strings.Contains(body, `"status":200`) {
 		t.Fatalf("click: %d %s", status, body)
 	}
-	a, err := store.AlertByID(ctx, res.Alert.ID)
+	a, err := alert.Of(store).AlertByID(ctx, res.Alert.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.State != models.AlertAcknowledged || a.AcknowledgedBy != "W3001" || a.AcknowledgedVia != dispatch.AckViaWeCom {
+	if a.State != alert.AlertAcknowledged || a.AcknowledgedBy != "W3001" || a.AcknowledgedVia != dispatch.AckViaWeCom {
 		t.Errorf("alert after the click: state %s by %q via %q; want acknowledged by W3001 via wecom", a.State, a.AcknowledgedBy, a.AcknowledgedVia)
 	}
 
@@ -118,7 +118,7 @@ func TestWeComCardClickAcknowledges(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(body, `"status":200`) {
 		t.Fatalf("click 已解决: %d %s", status, body)
 	}
-	if a, err = store.AlertByID(ctx, res.Alert.ID); err != nil || a.State != models.AlertResolved || a.ResolvedVia != dispatch.AckViaWeCom {
+	if a, err = alert.Of(store).AlertByID(ctx, res.Alert.ID); err != nil || a.State != alert.AlertResolved || a.ResolvedVia != dispatch.AckViaWeCom {
 		t.Errorf("alert after 已解决: %+v, %v; want resolved via wecom", a, err)
 	}
 }

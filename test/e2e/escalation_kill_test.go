@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/dispatch"
-	"herald/models"
 	"herald/simulator"
 )
 
@@ -46,7 +46,7 @@ func TestKilledWorkerFiresEveryStepOnce(t *testing.T) {
 	store, d := intake.App.Store, intakeOf(t, intake.App)
 	ctx := context.Background()
 	first, second := rig.People[0], rig.People[1]
-	if _, err := d.CreatePolicy(ctx, audit.System("test"), models.EscalationPolicy{Name: "kill", Steps: []models.PolicyStep{
+	if _, err := d.CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "kill", Steps: []alert.PolicyStep{
 		{Targets: []string{first}, Wait: killStepWait.String()}, {Targets: []string{second}, Wait: "1h"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package models
+package alert
 
 import (
 	"context"
@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
+	"herald/audit"
 	"herald/internal/states"
 	"herald/kernel"
+	"herald/models"
 	"herald/templates"
 )
 
@@ -111,7 +114,7 @@ type Alert struct {
 	// What every notice of the alert says, through which account.
 	AccountID     int64
 	Template      string
-	Variables     VarMap
+	Variables     models.VarMap
 	Subject       string
 	Text          string
 	CallbackKeyID *int64
@@ -154,7 +157,7 @@ const MaxPolicyName = 64
 // Policies lists every escalation policy by name.
 func (s *Store) Policies(ctx context.Context) ([]EscalationPolicy, error) {
 	var out []EscalationPolicy
-	if err := s.reader(ctx).Order("name").Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: policies: %w", err)
 	}
 	return out, nil
@@ -163,7 +166,7 @@ func (s *Store) Policies(ctx context.Context) ([]EscalationPolicy, error) {
 // PolicyByName finds a policy; ErrNotFound if none has the name.
 func (s *Store) PolicyByName(ctx context.Context, name string) (*EscalationPolicy, error) {
 	var out []EscalationPolicy
-	if err := s.reader(ctx).Where("name = ?", name).Limit(1).Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("name = ?", name).Limit(1).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: policy %s: %w", name, err)
 	}
 	if len(out) == 0 {
@@ -219,7 +222,7 @@ func (s *Store) DeletePolicy(ctx context.Context, name string) error {
 // CreateAlert writes an alert and its first step; first is nil for an alert whose
 // batch awaits approval, whose first step is written when it is approved.
 func (s *Store) CreateAlert(ctx context.Context, a *Alert, first *AlertStep) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(a).Error; err != nil {
 			return fmt.Errorf("models: create alert: %w", err)
 		}
@@ -237,7 +240,7 @@ func (s *Store) CreateAlert(ctx context.Context, a *Alert, first *AlertStep) err
 // AlertByID finds an alert; ErrNotFound if there is none.
 func (s *Store) AlertByID(ctx context.Context, id int64) (*Alert, error) {
 	var out []Alert
-	if err := s.reader(ctx).Where("id = ?", id).Limit(1).Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("id = ?", id).Limit(1).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: alert %d: %w", id, err)
 	}
 	if len(out) == 0 {
@@ -249,7 +252,7 @@ func (s *Store) AlertByID(ctx context.Context, id int64) (*Alert, error) {
 // AlertOfBatch finds the alert a batch opened; ErrNotFound if it opened none.
 func (s *Store) AlertOfBatch(ctx context.Context, batchID string) (*Alert, error) {
 	var out []Alert
-	if err := s.reader(ctx).Where("batch_id = ?", batchID).Limit(1).Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("batch_id = ?", batchID).Limit(1).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: alert of batch %s: %w", batchID, err)
 	}
 	if len(out) == 0 {
@@ -269,12 +272,12 @@ type AlertFilter struct {
 
 // Alerts lists the alerts f selects, open ones first, then the newest.
 func (s *Store) Alerts(ctx context.Context, f AlertFilter, limit int) ([]Alert, error) {
-	q := s.reader(ctx).Model(&Alert{})
+	q := s.k.Reader(ctx).Model(&Alert{})
 	if f.State != "" {
 		q = q.Where("state = ?", f.State)
 	}
 	if f.OwnKey != 0 {
-		q = q.Where("batch_id IN ("+ownBatches+")", sql.Named("key", f.OwnKey))
+		q = q.Where("batch_id IN ("+models.OwnBatches+")", sql.Named("key", f.OwnKey))
 	}
 	var out []Alert
 	err := q.Order(clause.Expr{SQL: "CASE WHEN state = ? THEN 0 ELSE 1 END", Vars: []any{AlertOpen}}).
@@ -291,7 +294,7 @@ func (s *Store) AlertCounts(ctx context.Context) (map[string]int, error) {
 		State string
 		N     int
 	}
-	if err := s.reader(ctx).Model(&Alert{}).Select("state, COUNT(*) AS n").Group("state").Scan(&rows).Error; err != nil {
+	if err := s.k.Reader(ctx).Model(&Alert{}).Select("state, COUNT(*) AS n").Group("state").Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("models: count alerts: %w", err)
 	}
 	out := make(map[string]int, len(AlertStates))
@@ -310,7 +313,7 @@ func (s *Store) AlertSteps(ctx context.Context, alertIDs ...int64) ([]AlertStep,
 	if len(alertIDs) == 0 {
 		return nil, nil
 	}
-	if err := s.reader(ctx).Where("alert_id IN ?", alertIDs).Order("alert_id, round, n").Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("alert_id IN ?", alertIDs).Order("alert_id, round, n").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: alert steps: %w", err)
 	}
 	return out, nil
@@ -319,7 +322,7 @@ func (s *Store) AlertSteps(ctx context.Context, alertIDs ...int64) ([]AlertStep,
 // AlertStepByID finds one step; ErrNotFound if there is none.
 func (s *Store) AlertStepByID(ctx context.Context, id int64) (*AlertStep, error) {
 	var out []AlertStep
-	if err := s.reader(ctx).Where("id = ?", id).Limit(1).Find(&out).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("id = ?", id).Limit(1).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("models: alert step %d: %w", id, err)
 	}
 	if len(out) == 0 {
@@ -332,7 +335,7 @@ func (s *Store) AlertStepByID(ctx context.Context, id int64) (*AlertStep, error)
 // most overdue first.
 func (s *Store) DueAlertSteps(ctx context.Context, now time.Time, limit int) ([]AlertStep, error) {
 	var out []AlertStep
-	err := s.reader(ctx).Where("fired_at IS NULL AND cancelled_at IS NULL AND due_at <= ?", now).
+	err := s.k.Reader(ctx).Where("fired_at IS NULL AND cancelled_at IS NULL AND due_at <= ?", now).
 		Order("due_at").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: due alert steps: %w", err)
@@ -448,7 +451,7 @@ func (s *Store) endAlert(ctx context.Context, a *Alert, by, via string, now time
 // AlertRecipients lists the people the messages of an alert went to, by id.
 func (s *Store) AlertRecipients(ctx context.Context, alertID int64) ([]int64, error) {
 	var ids []int64
-	err := s.k.Writer(ctx).Model(&Message{}).Where("alert_id = ?", alertID).Distinct("recipient_id").Order("recipient_id").Pluck("recipient_id", &ids).Error
+	err := s.k.Writer(ctx).Model(&models.Message{}).Where("alert_id = ?", alertID).Distinct("recipient_id").Order("recipient_id").Pluck("recipient_id", &ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: recipients of alert %d: %w", alertID, err)
 	}
@@ -471,7 +474,7 @@ type AlertEvent struct {
 // RecordAlertEvent writes an alert's status callback event for the API key that opened
 // it.
 func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ string, ae AlertEvent, now time.Time) error {
-	e := NewEvent(keyID, typ, nil, ae.BatchID, ae.State, "", now)
+	e := models.NewEvent(keyID, typ, nil, ae.BatchID, ae.State, "", now)
 	e.AlertID, e.AlertStep, e.AlertRound, e.AlertBy = &ae.AlertID, &ae.Step, &ae.Round, ae.By
 	if err := s.k.Writer(ctx).Create(&e).Error; err != nil {
 		return fmt.Errorf("models: record alert event: %w", err)
@@ -482,7 +485,7 @@ func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ string, a
 // CountOpenAlerts counts the alerts nobody has acknowledged yet.
 func (s *Store) CountOpenAlerts(ctx context.Context) (int, error) {
 	var n int64
-	if err := s.reader(ctx).Model(&Alert{}).Where("state = ?", AlertOpen).Count(&n).Error; err != nil {
+	if err := s.k.Reader(ctx).Model(&Alert{}).Where("state = ?", AlertOpen).Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("models: count open alerts: %w", err)
 	}
 	return int(n), nil
@@ -492,7 +495,7 @@ func (s *Store) CountOpenAlerts(ctx context.Context) (int, error) {
 // called nobody: the alarm of alerts nobody is being called for.
 func (s *Store) CountUnroutedAlerts(ctx context.Context) (int, error) {
 	var n int64
-	err := s.reader(ctx).Model(&Alert{}).Where("state = ?", AlertOpen).
+	err := s.k.Reader(ctx).Model(&Alert{}).Where("state = ?", AlertOpen).
 		Where(`EXISTS (SELECT 1 FROM alert_steps s WHERE s.alert_id = alerts.id AND s.fired_at IS NOT NULL AND s.skipped_reason <> ''
 			AND NOT EXISTS (SELECT 1 FROM alert_steps t WHERE t.alert_id = s.alert_id AND t.fired_at IS NOT NULL
 				AND (t.round > s.round OR (t.round = s.round AND t.n > s.n))))`).Count(&n).Error
@@ -500,4 +503,18 @@ func (s *Store) CountUnroutedAlerts(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("models: count unrouted alerts: %w", err)
 	}
 	return int(n), nil
+}
+
+// EndExpiredBatch resolves the alert a batch whose approval expired opened, if any
+// (ResolveRejectedAlert), audited as alert.resolve by the expiry's actor (expiry is the
+// batch's own entry): ExpireApprovals' BatchEnded.
+func EndExpiredBatch(ctx context.Context, tx *models.Store, batchID string, expiry audit.Entry, now time.Time) error {
+	a, err := Of(tx).ResolveRejectedAlert(ctx, batchID, expiry.Actor, now)
+	if err != nil || a == nil {
+		return err
+	}
+	alertID := strconv.FormatInt(a.ID, 10)
+	ended := audit.Entry{Actor: expiry.Actor, ActorType: expiry.ActorType, Action: "alert.resolve", TargetType: "alert", TargetID: alertID}.
+		WithParams(audit.Params{"id": alertID, "by": expiry.Actor, "via": AlertViaRejection, "note": models.ApprovalExpired})
+	return tx.AuditLog().Write(ctx, ended)
 }
