@@ -27,7 +27,7 @@ type APIKeyInput struct {
 // a *kernel.FieldError naming name, scopes, max_recipients_per_request, expires, url or
 // secret, and writes nothing.
 func (d *Service) CreateAPIKey(ctx context.Context, by audit.Actor, in APIKeyInput) (*APIKey, string, error) {
-	limits, err := ParseKeyLimits(in.MaxRecipients, in.Expires, d.location(), d.now())
+	limits, err := ParseKeyLimits(in.MaxRecipients, in.Expires, d.loc, d.now())
 	if err != nil {
 		return nil, "", err
 	}

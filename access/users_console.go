@@ -37,14 +37,7 @@ func (s *Store) SetUserRole(ctx context.Context, id int64, role Role) error {
 	if !role.Valid() {
 		return kernel.Invalid("role", "users.role_invalid")
 	}
-	res := s.k.Writer(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"role": role, "updated_at": kernel.Now()})
-	if res.Error != nil {
-		return fmt.Errorf("models: set role of user %d: %w", id, res.Error)
-	}
-	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: user %d: %w", id, kernel.ErrNotFound)
-	}
-	return nil
+	return s.setUser(ctx, id, "role", role)
 }
 
 // SetUserLanguage sets the console language of a user; empty follows the browser.
@@ -52,9 +45,15 @@ func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) erro
 	if lang != "" && !i18n.Valid(lang) {
 		return kernel.Invalid("language", "validation.language", "Languages", strings.Join(i18n.Languages, ", "))
 	}
-	res := s.k.Writer(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{"language": lang, "updated_at": kernel.Now()})
+	return s.setUser(ctx, id, "language", lang)
+}
+
+// setUser sets one column of a user (and updated_at); kernel.ErrNotFound when there is
+// no such user.
+func (s *Store) setUser(ctx context.Context, id int64, column string, value any) error {
+	res := s.k.Writer(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{column: value, "updated_at": kernel.Now()})
 	if res.Error != nil {
-		return fmt.Errorf("models: set language of user %d: %w", id, res.Error)
+		return fmt.Errorf("models: set %s of user %d: %w", column, id, res.Error)
 	}
 	if res.RowsAffected == 0 {
 		return fmt.Errorf("models: user %d: %w", id, kernel.ErrNotFound)

@@ -9,6 +9,7 @@ import (
 	"herald/channels"
 	"herald/directory"
 	"herald/duty"
+	"herald/kernel"
 	"herald/models"
 	"herald/sending"
 	"herald/silence"
@@ -86,12 +87,7 @@ func NewStoreOnly(store *models.Store, loc *time.Location) *Dispatcher {
 }
 
 // location is HERALD_TIMEZONE; UTC when the dispatcher was built without it.
-func (d *Dispatcher) location() *time.Location {
-	if d.loc == nil {
-		return time.UTC
-	}
-	return d.loc
-}
+func (d *Dispatcher) location() *time.Location { return kernel.Zone(d.loc) }
 
 // Access is the access domain's service: users, passwords, sessions, API keys.
 func (d *Dispatcher) Access() *access.Service {

@@ -22,11 +22,11 @@ type Service struct {
 	rotationUsers RotationUsers
 }
 
-// NewService builds the duty service on store: loc is HERALD_TIMEZONE, clock the clock
+// NewService builds the duty service on store: loc is HERALD_TIMEZONE (nil: UTC), clock the clock
 // (nil: kernel.Now), log where an unconfigured day is warned of, and rotationUsers what
 // names the policies that target a rotation.
 func NewService(store *Store, loc *time.Location, clock func() time.Time, log *slog.Logger, rotationUsers RotationUsers) *Service {
-	return &Service{store: store, loc: loc, clock: clock, log: log, rotationUsers: rotationUsers}
+	return &Service{store: store, loc: kernel.Zone(loc), clock: clock, log: log, rotationUsers: rotationUsers}
 }
 
 // change runs fn with a store bound to one transaction, with the audit entries fn

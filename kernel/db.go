@@ -85,6 +85,14 @@ func openSQLite(path string, gcfg *gorm.Config, conns int, pragmas ...string) (*
 // Now is the store's clock: UTC, at the microsecond precision MySQL keeps.
 func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
 
+// Zone is loc, or UTC when there is none: the time zone a service reads dates in.
+func Zone(loc *time.Location) *time.Location {
+	if loc == nil {
+		return time.UTC
+	}
+	return loc
+}
+
 // Clock is a service's clock: nil means Now. Tests give a service a clock of their own.
 type Clock func() time.Time
 
