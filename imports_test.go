@@ -182,7 +182,7 @@ var domains = map[string][]string{
 	// messages have a domain of their own.
 	"herald/silence": {"herald/models", "herald/templates"},
 	"herald/recall":  {"herald/models"},
-	"herald/alert":   {"herald/models", "herald/templates"},
+	"herald/alert":   {"herald/models", "herald/templates", "herald/directory", "herald/duty", "herald/sending"},
 }
 
 // foundation is what every domain may build on.

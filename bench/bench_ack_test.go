@@ -27,7 +27,7 @@ func BenchmarkAckLinks(b *testing.B) {
 		r := startHerald(b, testEnv(b))
 		ctx := context.Background()
 		d := r.App.Dispatch
-		if _, err := d.CreatePolicy(ctx, audit.System("bench"), alert.EscalationPolicy{Name: "bench-ack",
+		if _, err := d.Alerts().CreatePolicy(ctx, audit.System("bench"), alert.EscalationPolicy{Name: "bench-ack",
 			Steps: []alert.PolicyStep{{Targets: []string{"E1001"}, Wait: "1h"}}}); err != nil {
 			b.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func BenchmarkAckLinks(b *testing.B) {
 				b.Fatal(err)
 			}
 			m := res.Messages[0]
-			notices = append(notices, notice{res.Alert.ID, dispatch.AckLinkPath + r.App.AckLinks.Token(m.ID, m.RecipientID), person})
+			notices = append(notices, notice{res.Alert.ID, alert.AckLinkPath + r.App.AckLinks.Token(m.ID, m.RecipientID), person})
 		}
 
 		// The notices go out first: the taps are measured alone, not beside 1,000 sends.
@@ -89,7 +89,7 @@ func BenchmarkAckLinks(b *testing.B) {
 		failures.Range(func(k, v any) bool { b.Fatalf("tap %v: %v", k, v); return false })
 		for _, n := range notices {
 			a, err := alert.Of(r.App.Store).AlertByID(ctx, n.alertID)
-			if err != nil || a.State != alert.AlertAcknowledged || a.AcknowledgedBy != n.person || a.AcknowledgedVia != dispatch.AckViaLink {
+			if err != nil || a.State != alert.AlertAcknowledged || a.AcknowledgedBy != n.person || a.AcknowledgedVia != alert.AckViaLink {
 				b.Fatalf("alert %d after its tap: %+v, %v", n.alertID, a, err)
 			}
 		}

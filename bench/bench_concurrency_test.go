@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"herald/dispatch"
+	"herald/directory"
 	"herald/internal/testenv"
 )
 
@@ -24,7 +24,7 @@ func BenchmarkConcurrency(b *testing.B) {
 		b.Fatal(err)
 	}
 	// One intake: HERALD_BENCH_BACKLOG can make it smaller, not larger.
-	n := min(envInt("HERALD_BENCH_BACKLOG", dispatch.MaxRecipients), dispatch.MaxRecipients)
+	n := min(envInt("HERALD_BENCH_BACKLOG", directory.MaxRecipients), directory.MaxRecipients)
 	for range b.N {
 		rig := newBenchRig(b, n, benchSimLatency)
 		// The no-op server gets a Redis database of its own: on Herald's, it would take

@@ -9,12 +9,11 @@ import (
 	"testing"
 
 	"herald/directory"
-	"herald/dispatch"
 	"herald/sending"
 	"herald/simulator"
 )
 
-// BenchmarkDingTalk drains one fan-out of dispatch.MaxRecipients DingTalk work notices
+// BenchmarkDingTalk drains one fan-out of directory.MaxRecipients DingTalk work notices
 // through the simulator (every state persisted, a chunk's people in one asyncsend_v2
 // call and one getsendresult), beside raw Asynq no-op throughput at its best
 // (rawAsynqNoop), measured in the same run. As for Feishu, the account has no limits
@@ -25,7 +24,7 @@ import (
 // `dingtalk asynq_noop_tasks_per_s=… dingtalk_fanout_msgs_per_s=… dingtalk_fanout_ratio=… dingtalk_calls=…`.
 func BenchmarkDingTalk(b *testing.B) {
 	needMySQLAndRedis(b)
-	n := dispatch.MaxRecipients
+	n := directory.MaxRecipients
 	for range b.N {
 		rig := newBenchRig(b, n, 0)
 		concurrency := rig.h.App.Config.WorkerConcurrency

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"herald/dispatch"
+	"herald/directory"
 	"herald/sending"
 )
 
@@ -24,7 +24,7 @@ func BenchmarkPipelineFeishu(b *testing.B) {
 	needMySQLAndRedis(b)
 	backlog := envInt("HERALD_BENCH_FEISHU_BACKLOG", 10000)
 	for range b.N {
-		rig := newBenchRig(b, min(backlog, dispatch.MaxRecipients), 0)
+		rig := newBenchRig(b, min(backlog, directory.MaxRecipients), 0)
 		concurrency := rig.h.App.Config.WorkerConcurrency
 		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d backlog=%d sim_latency=%s\n", machineLine(), concurrency, backlog, benchSimLatency)
 		rig.useFeishu(b)

@@ -55,7 +55,7 @@ func BenchmarkPipeline(b *testing.B) {
 	backlog := envInt("HERALD_BENCH_BACKLOG", 20000)
 	latencyRate := envInt("HERALD_BENCH_LATENCY_RATE", 2000)
 	for range b.N {
-		rig := newBenchRig(b, dispatch.MaxRecipients, benchSimLatency)
+		rig := newBenchRig(b, directory.MaxRecipients, benchSimLatency)
 		concurrency := rig.h.App.Config.WorkerConcurrency
 		fmt.Fprintf(os.Stderr, "\n%s worker_concurrency=%d worker_db_conns=%d backlog=%d latency_rate=%d sim_latency=%s\n", machineLine(), concurrency,
 			rig.h.App.Config.WorkerDBConns, backlog, latencyRate, benchSimLatency)
@@ -274,7 +274,7 @@ func (r *benchRig) send(client *http.Client, recipients []string, text string) (
 	return out.BatchID, out.Accepted, nil
 }
 
-// fanOut creates n messages through the API in intakes of up to dispatch.MaxRecipients
+// fanOut creates n messages through the API in intakes of up to directory.MaxRecipients
 // of the rig's people each, and returns their batch ids.
 func (r *benchRig) fanOut(b *testing.B, n int) []string {
 	client := &http.Client{Timeout: 5 * time.Minute}

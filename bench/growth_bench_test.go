@@ -80,7 +80,7 @@ func embeddedDrain(b *testing.B, existing, backlog int) (rate float64, plans str
 	if err := store.Sending().CreateAccount(ctx, acct); err != nil {
 		b.Fatal(err)
 	}
-	people := make([]directory.Recipient, dispatch.MaxRecipients)
+	people := make([]directory.Recipient, directory.MaxRecipients)
 	ids := make([]string, len(people))
 	for i := range people {
 		ids[i] = fmt.Sprintf("G%05d", i)

@@ -134,6 +134,10 @@ func (s *Store) CountRecipients(ctx context.Context) (int64, error) {
 
 var externalIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
+// MaxRecipients is the most people one request (a send, a step, a department's
+// members) reaches.
+const MaxRecipients = 10000
+
 // The longest value each field of a recipient may hold, in characters (the columns'
 // sizes).
 const (

@@ -155,7 +155,7 @@ func TestRotationUsedByPolicy(t *testing.T) {
 	if _, err := f.d.Duty().UpdateRotation(ctx, f.by, "night", spec); err != nil {
 		t.Errorf("a change that keeps the name: %v", err)
 	}
-	if _, err := f.d.UpdatePolicy(ctx, f.by, "core", alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{{Targets: []string{"E1004"}, Wait: "10m"}}}); err != nil {
+	if _, err := f.d.Alerts().UpdatePolicy(ctx, f.by, "core", alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{{Targets: []string{"E1004"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.d.Duty().DeleteRotation(ctx, f.by, "night"); err != nil {
@@ -204,7 +204,7 @@ func TestUnroutedAlertRaisesTheAlarm(t *testing.T) {
 	if err != nil || len(entries) != 1 {
 		t.Errorf("alert.unrouted audit entries: %d %v, want 1", len(entries), err)
 	}
-	if _, err := f.d.AcknowledgeAlert(ctx, f.by, a.ID, "", dispatch.AckViaConsole, ""); err != nil {
+	if _, err := f.d.Alerts().AcknowledgeAlert(ctx, f.by, a.ID, "", alert.AckViaConsole, ""); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := alert.Of(f.store).CountUnroutedAlerts(ctx); err != nil || n != 0 {

@@ -54,7 +54,7 @@ func (f *alertFixture) advance(t *testing.T, d time.Duration) int {
 	f.mu.Lock()
 	f.now = f.now.Add(d)
 	f.mu.Unlock()
-	n, err := f.d.FireDueAlertSteps(context.Background(), f.clock())
+	n, err := f.d.Alerts().FireDueAlertSteps(context.Background(), f.clock())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func (f *alertFixture) advance(t *testing.T, d time.Duration) int {
 
 func (f *alertFixture) policy(t *testing.T, p alert.EscalationPolicy) {
 	t.Helper()
-	if _, err := f.d.CreatePolicy(context.Background(), f.by, p); err != nil {
+	if _, err := f.d.Alerts().CreatePolicy(context.Background(), f.by, p); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -86,7 +86,7 @@ func (f *alertFixture) open(t *testing.T, policy string, people ...string) *aler
 // steps are the alert's steps as the API shows them: n/round → targets or reason.
 func (f *alertFixture) steps(t *testing.T, id int64) []string {
 	t.Helper()
-	_, steps, err := f.d.Alert(context.Background(), f.by, id)
+	_, steps, err := f.d.Alerts().Alert(context.Background(), f.by, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestEscalationRunsThroughStepsAndRounds(t *testing.T) {
 	if !strings.Contains(notices["E1003"][0], "https://herald.example/ack/") {
 		t.Errorf("a notice without its link: %q", notices["E1003"][0])
 	}
-	if _, err := f.d.AcknowledgeAlert(ctx, f.by, a.ID, "E1003", dispatch.AckViaAPI, ""); !errors.Is(err, dispatch.ErrAlertEnded) {
+	if _, err := f.d.Alerts().AcknowledgeAlert(ctx, f.by, a.ID, "E1003", alert.AckViaAPI, ""); !errors.Is(err, alert.ErrAlertEnded) {
 		t.Errorf("acknowledging an exhausted alert: %v", err)
 	}
 }
@@ -188,11 +188,11 @@ func TestAcknowledgeStopsEscalation(t *testing.T) {
 	}
 	f.advance(t, 10*time.Minute)
 	f.advance(t, 2*time.Minute)
-	res, err := f.d.AcknowledgeAlert(ctx, f.by, a.ID, "E1001", dispatch.AckViaAPI, "on it")
+	res, err := f.d.Alerts().AcknowledgeAlert(ctx, f.by, a.ID, "E1001", alert.AckViaAPI, "on it")
 	if err != nil || res.Already || res.State() != alert.AlertAcknowledged {
 		t.Fatalf("ack: %+v %v", res, err)
 	}
-	again, err := f.d.AcknowledgeAlert(ctx, f.by, a.ID, "E2002", dispatch.AckViaLink, "")
+	again, err := f.d.Alerts().AcknowledgeAlert(ctx, f.by, a.ID, "E2002", alert.AckViaLink, "")
 	if err != nil || !again.Already || again.Alert.AcknowledgedBy != "E1001" || !again.Alert.AcknowledgedAt.Equal(*res.Alert.AcknowledgedAt) {
 		t.Fatalf("second ack: %+v %v", again, err)
 	}
@@ -209,7 +209,7 @@ func TestAcknowledgeStopsEscalation(t *testing.T) {
 	if len(notices["E1001"]) != 1 {
 		t.Errorf("the acknowledger was told of their own acknowledgment: %q", notices["E1001"])
 	}
-	res, err = f.d.ResolveAlert(ctx, f.by, a.ID, "", dispatch.AckViaConsole, "")
+	res, err = f.d.Alerts().ResolveAlert(ctx, f.by, a.ID, "", alert.AckViaConsole, "")
 	if err != nil || res.State() != alert.AlertResolved || res.Alert.ResolvedBy != "admin1" || res.Alert.EndedAt == nil {
 		t.Fatalf("resolve: %+v %v", res.Alert, err)
 	}
@@ -245,7 +245,7 @@ func TestAlertStepFiresOnce(t *testing.T) {
 	// A firing that fails after claiming the step rolls back, and the step fires again
 	// (a worker process killed mid-step: TestKilledWorkerFiresEveryStepOnce).
 	dispatch.FailAfterClaim(f.d, errors.New("killed"))
-	if _, err := f.d.FireAlertStep(ctx, steps[0].ID, f.clock()); err == nil {
+	if _, err := f.d.Alerts().FireAlertStep(ctx, steps[0].ID, f.clock()); err == nil {
 		t.Fatal("the failed firing reported no error")
 	}
 	dispatch.FailAfterClaim(f.d, nil)
@@ -255,7 +255,7 @@ func TestAlertStepFiresOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := f.d.FireAlertStep(ctx, steps[0].ID, f.clock())
+			ok, err := f.d.Alerts().FireAlertStep(ctx, steps[0].ID, f.clock())
 			if err != nil {
 				t.Error(err)
 			}
@@ -276,7 +276,7 @@ func TestAlertStepFiresOnce(t *testing.T) {
 	if got := f.noticesTo(t, a.ID)["E1001"]; len(got) != 1 {
 		t.Fatalf("E1001 got %d notices", len(got))
 	}
-	if ok, err := f.d.FireAlertStep(ctx, steps[0].ID, f.clock().Add(time.Hour)); ok || err != nil {
+	if ok, err := f.d.Alerts().FireAlertStep(ctx, steps[0].ID, f.clock().Add(time.Hour)); ok || err != nil {
 		t.Fatalf("a fired step fired again: %v %v", ok, err)
 	}
 }
@@ -385,10 +385,10 @@ func TestAlertEventsNameTheAlert(t *testing.T) {
 	taken := f.open(t, "two")
 	f.advance(t, 10*time.Minute)
 	f.advance(t, 10*time.Minute) // round 2, step 1
-	if _, err := f.d.AcknowledgeAlert(ctx, f.by, taken.ID, "E2001", dispatch.AckViaAPI, ""); err != nil {
+	if _, err := f.d.Alerts().AcknowledgeAlert(ctx, f.by, taken.ID, "E2001", alert.AckViaAPI, ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.d.ResolveAlert(ctx, f.by, taken.ID, "", dispatch.AckViaConsole, ""); err != nil {
+	if _, err := f.d.Alerts().ResolveAlert(ctx, f.by, taken.ID, "", alert.AckViaConsole, ""); err != nil {
 		t.Fatal(err)
 	}
 	unanswered := f.open(t, "one")
@@ -464,7 +464,7 @@ func TestAlertWaitsForItsBatchApproval(t *testing.T) {
 		by string
 	}{{rejected, "checker"}, {expired, "herald"}} {
 		got := f.alert(t, tc.a.ID)
-		if got.State != alert.AlertResolved || got.ResolvedBy != tc.by || got.ResolvedVia != dispatch.AckViaRejection || got.EndedAt == nil {
+		if got.State != alert.AlertResolved || got.ResolvedBy != tc.by || got.ResolvedVia != alert.AckViaRejection || got.EndedAt == nil {
 			t.Errorf("alert %d after its batch was rejected: %+v; want resolved by %s via rejection", tc.a.ID, got, tc.by)
 		}
 		if steps, notices := f.steps(t, tc.a.ID), f.noticesTo(t, tc.a.ID); len(steps) != 0 || len(notices["E1001"]) != 0 {
@@ -591,11 +591,11 @@ func TestAlertMetrics(t *testing.T) {
 	taken := f.open(t, "core")
 	f.open(t, "core")
 	f.advance(t, 7*time.Minute)
-	if _, err := f.d.AcknowledgeAlert(ctx, f.by, taken.ID, "E1001", dispatch.AckViaAPI, ""); err != nil {
+	if _, err := f.d.Alerts().AcknowledgeAlert(ctx, f.by, taken.ID, "E1001", alert.AckViaAPI, ""); err != nil {
 		t.Fatal(err)
 	}
 	f.advance(t, time.Minute)
-	if _, err := f.d.ResolveAlert(ctx, f.by, taken.ID, "E1001", dispatch.AckViaAPI, ""); err != nil {
+	if _, err := f.d.Alerts().ResolveAlert(ctx, f.by, taken.ID, "E1001", alert.AckViaAPI, ""); err != nil {
 		t.Fatal(err)
 	}
 	families, err := reg.Gather()

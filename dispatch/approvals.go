@@ -147,7 +147,7 @@ func (d *Dispatcher) Approve(ctx context.Context, by audit.Actor, b *models.Batc
 		if err := tx.ApproveBatch(ctx, b.ID, by.Name, now, due, chunks); err != nil {
 			return err
 		}
-		if err := d.startHeldAlert(ctx, tx, ch, b); err != nil {
+		if err := d.alerts.StartHeld(ctx, tx, ch, b); err != nil {
 			return err
 		}
 		ch.Audit("batch.approve", "batch", b.ID, audit.Params{"released": strconv.Itoa(len(ids)), "maker": b.Actor})
@@ -177,7 +177,7 @@ func (d *Dispatcher) Reject(ctx context.Context, by audit.Actor, b *models.Batch
 		if n, err = tx.RejectBatch(ctx, b.ID, by.Name, reason, d.now()); err != nil {
 			return err
 		}
-		if err := d.endRejectedAlert(ctx, tx, ch, by, b.ID, reason); err != nil {
+		if err := d.alerts.EndRejected(ctx, tx, ch, by, b.ID, reason); err != nil {
 			return err
 		}
 		ch.AuditDetail("batch.reject", "batch", b.ID, reason, audit.Params{"cancelled": strconv.Itoa(n), "maker": b.Actor})

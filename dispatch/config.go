@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"herald/access"
+	"herald/alert"
 	"herald/channels"
 	"herald/directory"
 	"herald/duty"
@@ -47,7 +48,7 @@ type Config struct {
 	AckObserver func(time.Duration)
 	// AckLinks signs and opens the acknowledgment links (HERALD_PUBLIC_URL,
 	// HERALD_SECRET_KEY); with AckLink nil, it makes the links too. Nil: no link opens.
-	AckLinks *AckLinks
+	AckLinks *alert.AckLinks
 	// StepWait, when positive, replaces MinStepWait as the shortest wait of an
 	// escalation step (HERALD_TEST_KNOBS step_wait, for tests only).
 	StepWait time.Duration
@@ -65,16 +66,26 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("dispatch: a dispatcher needs the time zone of the duty rule")
 	}
 	d := &Dispatcher{store: cfg.Store, enqueuer: cfg.Enqueuer, loc: cfg.Location, log: cfg.Log, clock: cfg.Now,
-		stats: cfg.Stats, accounts: cfg.Accounts, callbacks: cfg.Callbacks, channels: cfg.Channels,
-		ackLink: cfg.AckLink, ackObserver: cfg.AckObserver, minStepWait: cfg.StepWait}
-	if d.ackLinks = cfg.AckLinks; d.ackLink == nil && d.ackLinks != nil {
-		d.ackLink = d.ackLinks.Link
-	}
+		stats: cfg.Stats, accounts: cfg.Accounts, callbacks: cfg.Callbacks, channels: cfg.Channels}
 	if d.log == nil {
 		d.log = slog.Default()
 	}
-	d.intake, d.rotationUsers = d, d
+	d.alertConfig = alert.Config{Notices: alertNotices{d}, Steps: cfg.Enqueuer, AckLink: cfg.AckLink,
+		AckObserver: cfg.AckObserver, AckLinks: cfg.AckLinks, StepWait: cfg.StepWait}
+	if cfg.Callbacks != nil {
+		d.alertConfig.Kicker = cfg.Callbacks
+	}
+	d.buildAlerts()
 	return d, nil
+}
+
+// buildAlerts builds the alerts' service on the dispatcher's store, clock and time zone,
+// with the intake as its Notices.
+func (d *Dispatcher) buildAlerts() {
+	cfg := d.alertConfig
+	cfg.Store, cfg.Location, cfg.Now, cfg.Log = d.store, d.loc, d.clock, d.log
+	cfg.Duty = d.Duty()
+	d.alerts, _ = alert.NewService(cfg)
 }
 
 // NewStoreOnly returns the service layer of a process that enqueues nothing (the command
@@ -82,7 +93,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 // audited alike. loc is HERALD_TIMEZONE; nil means UTC.
 func NewStoreOnly(store *models.Store, loc *time.Location) *Dispatcher {
 	d := &Dispatcher{store: store, loc: loc, log: slog.Default()}
-	d.intake, d.rotationUsers = d, d
+	d.buildAlerts()
 	return d
 }
 
@@ -102,11 +113,14 @@ func (d *Dispatcher) Sending() *sending.Service {
 	return sending.NewService(d.store.Sending(), d.accounts)
 }
 
-// Duty is the duty service; the dispatcher names the policies that target a rotation
-// (PoliciesNaming).
+// Duty is the duty service; the escalation policies name the rotations they target
+// (alert.PolicyUsers).
 func (d *Dispatcher) Duty() *duty.Service {
-	return duty.NewService(d.store.Duty(), d.loc, d.clock, d.log, d.rotationUsers)
+	return duty.NewService(d.store.Duty(), d.loc, d.clock, d.log, alert.PolicyUsers{})
 }
+
+// Alerts is the alerts' service: policies, escalation, acknowledgments.
+func (d *Dispatcher) Alerts() *alert.Service { return d.alerts }
 
 // Silences is the silences' service.
 func (d *Dispatcher) Silences() *silence.Service {

@@ -49,29 +49,9 @@ type Dispatcher struct {
 	callbacks *tasks.Callbacks
 	// channels builds the platform adapters a recall calls; nil: nothing can be recalled.
 	channels *channels.Registry
-	// ackLink makes the acknowledgment link of an alert's notice to a recipient; nil:
-	// notices carry no link.
-	ackLink func(messageID string, recipientID int64) string
-	// ackObserver hears how long each alert waited for its first acknowledgment; nil:
-	// nobody.
-	ackObserver func(time.Duration)
-	// ackLinks opens the acknowledgment links (ackpage.go); nil: none opens.
-	ackLinks *AckLinks
-	// rotationUsers names the policies that target a rotation: the dispatcher itself.
-	rotationUsers duty.RotationUsers
-	// intake plans the notices of escalation steps and acknowledgments: the
-	// dispatcher itself, seen through what escalation needs of it.
-	intake planner
-
-	// minStepWait replaces MinStepWait when positive (Config.StepWait).
-	minStepWait time.Duration
-
-	// afterClaim, when set (by tests), runs after a step is claimed, inside the
-	// firing's transaction: an error rolls the firing back, as a crash would.
-	afterClaim func() error
-
-	// weComRefusals rate-limits the log line of refused WeCom callbacks.
-	weComRefusals refusalLog
+	// alerts is the alerts' service (package alert), built from alertConfig.
+	alerts      *alert.Service
+	alertConfig alert.Config
 
 	groups    grouper
 	fallbacks fallbackRuns
@@ -162,7 +142,7 @@ type Request struct {
 	// CallbackKeyID, when set, is the API key that hears of each message's outcome.
 	CallbackKeyID *int64
 	// MaxRecipients is the API key's cap on the people one request reaches; 0: none
-	// beyond MaxRecipients.
+	// beyond directory.MaxRecipients.
 	MaxRecipients int
 
 	Platform  string
@@ -213,7 +193,7 @@ type Request struct {
 	// people, so the duty rule does not apply again.
 	notice bool
 	// ackPlaceholder stands for the acknowledgment link where the template places
-	// {{.ack_url}} (newAckPlaceholder); "" for a request that opens no alert.
+	// {{.ack_url}} (NewAckPlaceholder); "" for a request that opens no alert.
 	ackPlaceholder string
 }
 
@@ -247,12 +227,10 @@ type Result struct {
 
 // Limits of one request.
 const (
-	MaxRecipients  = 10000
-	maxSchedule    = 90 * 24 * time.Hour
-	maxPast        = time.Minute
-	maxSubjectLen  = 255
-	maxExternalLen = 64
-	maxGroupLen    = 128
+	maxSchedule   = 90 * 24 * time.Hour
+	maxPast       = time.Minute
+	maxSubjectLen = 255
+	maxGroupLen   = 128
 )
 
 // Rejection reasons.
@@ -534,7 +512,7 @@ func (res *Result) add(ctx context.Context, req Request, acct *sending.Account, 
 	if tmpl != nil && tmpl.Template().Version > 0 {
 		version = &tmpl.Template().Version
 	}
-	subject = truncateRunes(subject, maxSubjectLen)
+	subject = kernel.TruncateRunes(subject, maxSubjectLen)
 	if err := templates.CheckSize(field, acct.Platform, who(p), channels.Message{MsgType: msgType, Title: subject, Content: body}); err != nil {
 		return err
 	}
@@ -577,12 +555,12 @@ func validate(req *Request, now time.Time) error {
 	switch {
 	case n == 0 && groups == 0 && !req.ToOnDuty && req.Ack == nil && !req.notice:
 		return kernel.Invalid("recipients", "compose.check.recipients_none")
-	case n > MaxRecipients:
-		return kernel.Invalid("recipients", "compose.check.recipients_too_many", "Max", MaxRecipients, "Got", n)
+	case n > directory.MaxRecipients:
+		return kernel.Invalid("recipients", "compose.check.recipients_too_many", "Max", directory.MaxRecipients, "Got", n)
 	}
 	for i, r := range req.Recipients {
-		if strings.TrimSpace(r) == "" || len(r) > maxExternalLen {
-			return kernel.Invalid(fmt.Sprintf("recipients[%d]", i), "compose.check.recipient_id", "Max", maxExternalLen)
+		if strings.TrimSpace(r) == "" || len(r) > directory.MaxExternalID {
+			return kernel.Invalid(fmt.Sprintf("recipients[%d]", i), "compose.check.recipient_id", "Max", directory.MaxExternalID)
 		}
 	}
 	for _, g := range [][]string{req.Departments, req.Branches} {
@@ -712,13 +690,13 @@ func (d *Dispatcher) resolve(ctx context.Context, req Request) (people []directo
 		return nil, nil, 0, err
 	}
 	// One more than allowed tells a group too large from one just large enough.
-	members, err := d.store.Directory().ActiveRecipientsIn(ctx, dedupe(req.Departments), dedupe(req.Branches), MaxRecipients+1)
+	members, err := d.store.Directory().ActiveRecipientsIn(ctx, dedupe(req.Departments), dedupe(req.Branches), directory.MaxRecipients+1)
 	if err != nil {
 		return nil, nil, 0, err
 	}
 	requested = len(req.Recipients) + len(req.RecipientIDs) + len(members)
-	if requested > MaxRecipients {
-		return nil, nil, 0, kernel.Invalid("recipients", "compose.check.recipients_too_many", "Max", MaxRecipients, "Got", requested)
+	if requested > directory.MaxRecipients {
+		return nil, nil, 0, kernel.Invalid("recipients", "compose.check.recipients_too_many", "Max", directory.MaxRecipients, "Got", requested)
 	}
 	if len(members) == 0 && len(req.Departments)+len(req.Branches) > 0 && len(req.Recipients)+len(req.RecipientIDs) == 0 && !req.ToOnDuty {
 		return nil, nil, 0, kernel.Invalid("recipients", "compose.check.groups_empty")
@@ -850,12 +828,4 @@ func dedupe[T comparable](in []T) []T {
 		}
 	}
 	return out
-}
-
-func truncateRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n])
 }

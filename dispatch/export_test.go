@@ -10,11 +10,11 @@ import (
 // FailAfterClaim makes every step firing of d fail with err right after its claim,
 // inside its transaction, as a firer killed mid-step would (nil: fire normally).
 func FailAfterClaim(d *Dispatcher, err error) {
-	if err == nil {
-		d.afterClaim = nil
-		return
+	d.alertConfig.AfterClaim = nil
+	if err != nil {
+		d.alertConfig.AfterClaim = func() error { return err }
 	}
-	d.afterClaim = func() error { return err }
+	d.buildAlerts()
 }
 
 // RenderDigest is renderDigest, for the trimming test.
@@ -23,18 +23,22 @@ var RenderDigest = renderDigest
 // The dispatcher's settings that the tests change after their fixture has built it.
 
 // SetClock makes now the clock of d.
-func SetClock(d *Dispatcher, now func() time.Time) { d.clock = now }
+func SetClock(d *Dispatcher, now func() time.Time) { d.clock = now; d.buildAlerts() }
 
 // SetLocation makes loc the duty rule's time zone of d.
-func SetLocation(d *Dispatcher, loc *time.Location) { d.loc = loc }
+func SetLocation(d *Dispatcher, loc *time.Location) { d.loc = loc; d.buildAlerts() }
 
 // SetAckLink makes link the maker of d's acknowledgment links.
 func SetAckLink(d *Dispatcher, link func(messageID string, recipientID int64) string) {
-	d.ackLink = link
+	d.alertConfig.AckLink = link
+	d.buildAlerts()
 }
 
 // SetAckObserver makes observe hear how long each alert waited for its first acknowledgment.
-func SetAckObserver(d *Dispatcher, observe func(time.Duration)) { d.ackObserver = observe }
+func SetAckObserver(d *Dispatcher, observe func(time.Duration)) {
+	d.alertConfig.AckObserver = observe
+	d.buildAlerts()
+}
 
 // EnqueuerOf is d's enqueuer, for a second dispatcher on the same queue.
 func EnqueuerOf(d *Dispatcher) *tasks.Enqueuer { return d.enqueuer }

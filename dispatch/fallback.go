@@ -213,7 +213,7 @@ func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *m
 		if err != nil {
 			return nil, err
 		}
-		next.Subject, next.Content, next.MsgType = truncateRunes(subject, maxSubjectLen), body, tmpl.MsgType()
+		next.Subject, next.Content, next.MsgType = kernel.TruncateRunes(subject, maxSubjectLen), body, tmpl.MsgType()
 		if v := tmpl.Template().Version; v > 0 {
 			next.TemplateVersion = &v
 		}

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"herald/alert"
 	"herald/audit"
 	"herald/channels"
 	"herald/delivery"
@@ -194,7 +193,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by audit.Actor, m *models.Me
 				return err
 			}
 			ch.Audit("message.cancel", "message", m.ID, messageParams(m))
-			return d.endRecalledAlert(ctx, tx, ch, m, recalledBy)
+			return d.alerts.EndRecalled(ctx, tx, ch, m, recalledBy)
 		})
 		if err != nil {
 			return RecallFailed, err
@@ -252,7 +251,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by audit.Actor, m *models.Me
 				ch.After(func() { d.callbacks.Kick(key) })
 			}
 		}
-		return d.endRecalledAlert(ctx, tx, ch, m, recalledBy)
+		return d.alerts.EndRecalled(ctx, tx, ch, m, recalledBy)
 	})
 	if err != nil {
 		return RecallFailed, err
@@ -546,28 +545,4 @@ func (d *Dispatcher) RecallRequest(ctx context.Context, by audit.Actor, batchID 
 		return nil, err
 	}
 	return recall.Of(d.store).LatestRecallRequest(ctx, batchID)
-}
-
-// endRecalledAlert ends, in tx, the alert whose notice m was just recalled (or cancelled
-// by a recall): the text was taken back, so its escalation must not call the next
-// person with it. The alert is resolved by recalledBy, via "recall" (not exhausted:
-// nobody failed to answer), its pending steps cancelled, with its audit entry and its
-// alert.resolved event, as a rejection ends the alert of its batch. A message of no
-// alert, or of one that has ended, changes nothing.
-func (d *Dispatcher) endRecalledAlert(ctx context.Context, tx *models.Store, ch *audit.Change, m *models.Message, recalledBy string) error {
-	if m.AlertID == nil {
-		return nil
-	}
-	a, err := alert.Of(tx).ResolveRecalledAlert(ctx, *m.AlertID, recalledBy, d.now())
-	if err != nil || a == nil {
-		return err
-	}
-	if a.CallbackKeyID != nil && d.callbacks != nil {
-		key := *a.CallbackKeyID
-		ch.After(func() { d.callbacks.Kick(key) })
-	}
-	id := strconv.FormatInt(a.ID, 10)
-	ch.Audit(resolveMove.action, "alert", id, audit.Params{"id": id, "by": recalledBy, "via": alert.AlertViaRecall,
-		"message": m.ID})
-	return nil
 }

@@ -21,7 +21,7 @@ func TestStepWaitKnob(t *testing.T) {
 	ctx := context.Background()
 	short := alert.EscalationPolicy{Name: "short", Steps: []alert.PolicyStep{
 		{Targets: []string{"E1003"}, Wait: "2s"}, {Targets: []string{"E1004"}, Wait: "1h"}}}
-	_, err := f.d.CreatePolicy(ctx, f.by, short)
+	_, err := f.d.Alerts().CreatePolicy(ctx, f.by, short)
 	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "steps[0].wait" {
 		t.Fatalf("a 2s wait without the knob: %v, want a field error on steps[0].wait", err)
@@ -34,10 +34,10 @@ func TestStepWaitKnob(t *testing.T) {
 	}
 	tooShort := short
 	tooShort.Name, tooShort.Steps = "too-short", []alert.PolicyStep{{Targets: []string{"E1003"}, Wait: "1s"}}
-	if _, err := knobbed.CreatePolicy(ctx, f.by, tooShort); !errors.As(err, &fe) || fe.Field != "steps[0].wait" {
+	if _, err := knobbed.Alerts().CreatePolicy(ctx, f.by, tooShort); !errors.As(err, &fe) || fe.Field != "steps[0].wait" {
 		t.Fatalf("a 1s wait with the knob at 2s: %v, want a field error on steps[0].wait", err)
 	}
-	if _, err := knobbed.CreatePolicy(ctx, f.by, short); err != nil {
+	if _, err := knobbed.Alerts().CreatePolicy(ctx, f.by, short); err != nil {
 		t.Fatalf("a 2s wait with the knob at 2s: %v", err)
 	}
 	f.d = knobbed

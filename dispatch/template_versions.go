@@ -205,7 +205,7 @@ func renderAgain(ctx context.Context, tmpl *templates.Compiled, w *models.Waitin
 			return fail(err)
 		}
 	}
-	w.MsgType, w.Subject, w.Content, w.ContentHTML = tmpl.MsgType(), truncateRunes(subject, maxSubjectLen), body, html
+	w.MsgType, w.Subject, w.Content, w.ContentHTML = tmpl.MsgType(), kernel.TruncateRunes(subject, maxSubjectLen), body, html
 	if err := templates.CheckSize("waiting", w.Platform, who(p), channels.Message{MsgType: w.MsgType, Title: w.Subject, Content: body}); err != nil {
 		return err
 	}

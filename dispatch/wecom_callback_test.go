@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/channels"
 	"herald/dispatch"
@@ -70,20 +71,20 @@ func TestWeComCallbackRefusesOldAndReplayedRequests(t *testing.T) {
 		return d
 	}
 	web1, web2 := newDispatcher(), newDispatcher()
-	check := func(at time.Time, nonce string) dispatch.WeComCallbackRequest {
+	check := func(at time.Time, nonce string) alert.WeComCallbackRequest {
 		echo := weComEncrypt(t, "echo-"+nonce, corpID)
 		ts := strconv.FormatInt(at.Unix(), 10)
-		return dispatch.WeComCallbackRequest{Account: "wecom-cb", Check: true, Timestamp: ts, Nonce: nonce, Echostr: echo,
+		return alert.WeComCallbackRequest{Account: "wecom-cb", Check: true, Timestamp: ts, Nonce: nonce, Echostr: echo,
 			Signature: channels.WeComSignature(token, ts, nonce, echo)}
 	}
-	by := audit.System(dispatch.ActorWeComCard)
+	by := audit.System(alert.ActorWeComCard)
 
 	fresh := check(now.Add(-time.Minute), "n1")
-	if echo, err := web1.WeComCallback(ctx, by, fresh); err != nil || echo != "echo-n1" {
+	if echo, err := web1.Alerts().WeComCallback(ctx, by, fresh); err != nil || echo != "echo-n1" {
 		t.Fatalf("a fresh, signed URL check: %q, %v", echo, err)
 	}
 	for i, d := range []*dispatch.Dispatcher{web1, web2, web2} {
-		if _, err := d.WeComCallback(ctx, by, fresh); !errors.Is(err, dispatch.ErrWeComCallbackRefused) {
+		if _, err := d.Alerts().WeComCallback(ctx, by, fresh); !errors.Is(err, alert.ErrWeComCallbackRefused) {
 			t.Errorf("replay %d: %v, want ErrWeComCallbackRefused", i+1, err)
 		}
 	}
@@ -93,13 +94,13 @@ func TestWeComCallbackRefusesOldAndReplayedRequests(t *testing.T) {
 	forged.Signature = channels.WeComSignature("not-the-token", forged.Timestamp, forged.Nonce, forged.Echostr)
 	unknown := check(now, "n5")
 	unknown.Account = "nobody"
-	for name, req := range map[string]dispatch.WeComCallbackRequest{"signed in 2001": old, "six minutes ahead": ahead,
+	for name, req := range map[string]alert.WeComCallbackRequest{"signed in 2001": old, "six minutes ahead": ahead,
 		"a bad signature": forged, "an unknown account": unknown} {
-		if _, err := web2.WeComCallback(ctx, by, req); !errors.Is(err, dispatch.ErrWeComCallbackRefused) {
+		if _, err := web2.Alerts().WeComCallback(ctx, by, req); !errors.Is(err, alert.ErrWeComCallbackRefused) {
 			t.Errorf("%s: %v, want ErrWeComCallbackRefused", name, err)
 		}
 	}
-	if echo, err := web2.WeComCallback(ctx, by, check(now.Add(4*time.Minute), "n6")); err != nil || echo != "echo-n6" {
+	if echo, err := web2.Alerts().WeComCallback(ctx, by, check(now.Add(4*time.Minute), "n6")); err != nil || echo != "echo-n6" {
 		t.Errorf("a check four minutes ahead, within the window: %q, %v", echo, err)
 	}
 }

@@ -13,7 +13,6 @@ import (
 	"herald/audit"
 	"herald/channels"
 	"herald/directory"
-	"herald/dispatch"
 	"herald/kernel"
 	"herald/views"
 )
@@ -26,7 +25,7 @@ import (
 // 已解决, in the reader's language.
 func (h *Handlers) AckPage(c *gin.Context) {
 	ackHeaders(c)
-	n, err := h.Dispatch.OpenAckLink(c.Request.Context(), c.Param("token"))
+	n, err := h.Dispatch.Alerts().OpenAckLink(c.Request.Context(), c.Param("token"))
 	if err != nil {
 		h.ackProblem(c, err)
 		return
@@ -40,12 +39,12 @@ func (h *Handlers) AckPage(c *gin.Context) {
 // 409 with the page saying so.
 func (h *Handlers) AckAct(c *gin.Context) {
 	ackHeaders(c)
-	by := audit.System(dispatch.ActorAckLink)
+	by := audit.System(alert.ActorAckLink)
 	by.IP = c.ClientIP()
 	action := c.PostForm("action")
-	n, res, err := h.Dispatch.ActOnAckLink(c.Request.Context(), by, c.Param("token"), action)
+	n, res, err := h.Dispatch.Alerts().ActOnAckLink(c.Request.Context(), by, c.Param("token"), action)
 	switch {
-	case errors.Is(err, dispatch.ErrAlertEnded):
+	case errors.Is(err, alert.ErrAlertEnded):
 		render(c, h.present(c, err, onPage).Status, views.AckPage(h.ackView(c, n, "ended")))
 	case err != nil:
 		h.ackProblem(c, err)
@@ -57,7 +56,7 @@ func (h *Handlers) AckAct(c *gin.Context) {
 }
 
 // ackOutcome is what a tap did, as the page says it (views.AckView.Outcome).
-func ackOutcome(action string, res dispatch.AckResult) string {
+func ackOutcome(action string, res alert.AckResult) string {
 	switch {
 	case !res.Already && action == channels.ResolveAction:
 		return "done_resolve"
@@ -94,7 +93,7 @@ func (h *Handlers) ackProblem(c *gin.Context, err error) {
 }
 
 // ackView is the page's view of a notice.
-func (h *Handlers) ackView(c *gin.Context, n dispatch.AckNotice, outcome string) views.AckView {
+func (h *Handlers) ackView(c *gin.Context, n alert.AckNotice, outcome string) views.AckView {
 	a := n.Alert
 	v := views.AckView{For: personName(n.Recipient), Subject: n.Message.Subject, Content: withoutOwnLink(n.Message.Content, c.Param("token")),
 		State: a.State, AcknowledgedAt: a.AcknowledgedAt, ResolvedAt: a.ResolvedAt, Outcome: outcome}
@@ -110,7 +109,7 @@ func (h *Handlers) ackView(c *gin.Context, n dispatch.AckNotice, outcome string)
 // withoutOwnLink is a notice's content without the line that carries the link to the
 // page showing it.
 func withoutOwnLink(content, token string) string {
-	own := dispatch.AckLinkPath + token
+	own := alert.AckLinkPath + token
 	lines := strings.Split(content, "\n")
 	lines = slices.DeleteFunc(lines, func(l string) bool { return strings.Contains(l, own) })
 	return strings.TrimSpace(strings.Join(lines, "\n"))
@@ -147,7 +146,7 @@ const maxWeComCallbackBytes = 64 << 10
 // Herald cannot use is still answered 200, and one it could not act on yet 503.
 func (h *Handlers) WeComCallback(c *gin.Context) {
 	q := c.Request.URL.Query()
-	req := dispatch.WeComCallbackRequest{Account: c.Param("account"), Signature: q.Get("msg_signature"),
+	req := alert.WeComCallbackRequest{Account: c.Param("account"), Signature: q.Get("msg_signature"),
 		Timestamp: q.Get("timestamp"), Nonce: q.Get("nonce"), Echostr: q.Get("echostr"), Check: c.Request.Method == http.MethodGet}
 	if !req.Check {
 		body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, maxWeComCallbackBytes))
@@ -157,9 +156,9 @@ func (h *Handlers) WeComCallback(c *gin.Context) {
 		}
 		req.Body = body
 	}
-	by := audit.System(dispatch.ActorWeComCard)
+	by := audit.System(alert.ActorWeComCard)
 	by.IP = c.ClientIP()
-	echo, err := h.Dispatch.WeComCallback(c.Request.Context(), by, req)
+	echo, err := h.Dispatch.Alerts().WeComCallback(c.Request.Context(), by, req)
 	switch {
 	case err != nil:
 		// A refusal's status, without its sentence; anything else could not be acted on

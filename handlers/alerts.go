@@ -12,7 +12,6 @@ import (
 
 	"herald/access"
 	"herald/alert"
-	"herald/dispatch"
 	"herald/kernel"
 	"herald/views"
 )
@@ -82,7 +81,7 @@ func cmpOr(a, b string) string {
 func (h *Handlers) alertsView(c *gin.Context) (views.AlertsView, error) {
 	ctx := c.Request.Context()
 	v := views.AlertsView{Now: time.Now(), CanAct: canOperate(c)}
-	list, err := h.Dispatch.Alerts(ctx, actor(c), "", maxAlertRows)
+	list, err := h.Dispatch.Alerts().Alerts(ctx, actor(c), "", maxAlertRows)
 	if err != nil {
 		return v, err
 	}
@@ -144,19 +143,19 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 		h.fail(c, err)
 		return
 	}
-	v := views.AlertView{Row: rows[0], Steps: dispatch.PolicySteps(a, steps[a.ID]), Now: time.Now(), CanAct: canOperate(c),
+	v := views.AlertView{Row: rows[0], Steps: alert.PolicySteps(a, steps[a.ID]), Now: time.Now(), CanAct: canOperate(c),
 		Notice: notice, Errs: errs}
 	render(c, status, views.AlertPage(page(c, tr(c, "alerts.alert_title", "ID", a.ID), "alerts"), v))
 }
 
 // AcknowledgeAlert takes an alert from the console, as the signed-in user.
 func (h *Handlers) AcknowledgeAlert(c *gin.Context) {
-	h.consoleMoveAlert(c, h.Dispatch.AcknowledgeAlert, "alerts.done.acknowledged")
+	h.consoleMoveAlert(c, h.Dispatch.Alerts().AcknowledgeAlert, "alerts.done.acknowledged")
 }
 
 // ResolveAlert closes an alert from the console.
 func (h *Handlers) ResolveAlert(c *gin.Context) {
-	h.consoleMoveAlert(c, h.Dispatch.ResolveAlert, "alerts.done.resolved")
+	h.consoleMoveAlert(c, h.Dispatch.Alerts().ResolveAlert, "alerts.done.resolved")
 }
 
 func (h *Handlers) consoleMoveAlert(c *gin.Context, move alertMove, done string) {
@@ -165,7 +164,7 @@ func (h *Handlers) consoleMoveAlert(c *gin.Context, move alertMove, done string)
 		ErrorPage(c, http.StatusNotFound, "alerts.no_alert")
 		return
 	}
-	res, err := move(c.Request.Context(), actor(c), id, "", dispatch.AckViaConsole, c.PostForm("note"))
+	res, err := move(c.Request.Context(), actor(c), id, "", alert.AckViaConsole, c.PostForm("note"))
 	if err != nil {
 		h.failOr(c, err, func(a answer) { h.renderAlert(c, a.Status, "", a.errs()) }, saying(kernel.ErrNotFound, "alerts.no_alert"))
 		return
@@ -182,7 +181,7 @@ func (h *Handlers) consoleMoveAlert(c *gin.Context, move alertMove, done string)
 
 // Policies lists the escalation policies.
 func (h *Handlers) Policies(c *gin.Context) {
-	list, err := h.Dispatch.Policies(c.Request.Context())
+	list, err := h.Dispatch.Alerts().Policies(c.Request.Context())
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -210,7 +209,7 @@ func policyOf(f views.PolicyForm) (alert.EscalationPolicy, error) {
 	}
 	n, err := strconv.Atoi(f.Repeat)
 	if err != nil {
-		return p, kernel.Invalid("repeat", "alerts.invalid.repeat", "Max", dispatch.MaxPolicyRepeat)
+		return p, kernel.Invalid("repeat", "alerts.invalid.repeat", "Max", alert.MaxPolicyRepeat)
 	}
 	p.Repeat = n
 	return p, nil
@@ -250,7 +249,7 @@ func (h *Handlers) CreatePolicy(c *gin.Context) {
 	p, err := policyOf(f)
 	var saved *alert.EscalationPolicy
 	if err == nil {
-		saved, err = h.Dispatch.CreatePolicy(c.Request.Context(), actor(c), p)
+		saved, err = h.Dispatch.Alerts().CreatePolicy(c.Request.Context(), actor(c), p)
 	}
 	h.afterPolicySave(c, f, saved, err)
 }
@@ -273,7 +272,7 @@ func (h *Handlers) UpdatePolicy(c *gin.Context) {
 	p, err := policyOf(f)
 	var saved *alert.EscalationPolicy
 	if err == nil {
-		saved, err = h.Dispatch.UpdatePolicy(c.Request.Context(), actor(c), f.Original, p)
+		saved, err = h.Dispatch.Alerts().UpdatePolicy(c.Request.Context(), actor(c), f.Original, p)
 	}
 	h.afterPolicySave(c, f, saved, err)
 }
@@ -292,7 +291,7 @@ func (h *Handlers) afterPolicySave(c *gin.Context, f views.PolicyForm, saved *al
 
 // DeletePolicy removes a policy.
 func (h *Handlers) DeletePolicy(c *gin.Context) {
-	err := h.Dispatch.DeletePolicy(c.Request.Context(), actor(c), c.Param("name"))
+	err := h.Dispatch.Alerts().DeletePolicy(c.Request.Context(), actor(c), c.Param("name"))
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "alerts.no_policy"))
 		return

@@ -10,7 +10,6 @@ import (
 
 	"herald/alert"
 	"herald/audit"
-	"herald/dispatch"
 )
 
 // alertStepJSON is one step of an alert as the API shows it.
@@ -75,7 +74,7 @@ func (h *Handlers) APIGetAlert(c *gin.Context) {
 	if !ok {
 		return
 	}
-	a, steps, err := h.Dispatch.Alert(c.Request.Context(), actor(c), id)
+	a, steps, err := h.Dispatch.Alerts().Alert(c.Request.Context(), actor(c), id)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -90,7 +89,7 @@ const maxAlertList = 200
 // send or read key lists the alerts of its own batches only.
 func (h *Handlers) APIListAlerts(c *gin.Context) {
 	ctx := c.Request.Context()
-	list, err := h.Dispatch.Alerts(ctx, actor(c), c.Query("state"), maxAlertList)
+	list, err := h.Dispatch.Alerts().Alerts(ctx, actor(c), c.Query("state"), maxAlertList)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -110,7 +109,7 @@ func (h *Handlers) APIListAlerts(c *gin.Context) {
 	}
 	out := make([]alertJSON, len(list))
 	for i := range list {
-		out[i] = newAlertJSON(&list[i], dispatch.PolicySteps(&list[i], byAlert[list[i].ID]))
+		out[i] = newAlertJSON(&list[i], alert.PolicySteps(&list[i], byAlert[list[i].ID]))
 	}
 	c.JSON(http.StatusOK, gin.H{"alerts": out})
 }
@@ -123,14 +122,16 @@ type ackBody struct {
 
 // APIAcknowledgeAlert is POST /api/v1/alerts/:id/ack {"by","note"}.
 func (h *Handlers) APIAcknowledgeAlert(c *gin.Context) {
-	h.apiMoveAlert(c, h.Dispatch.AcknowledgeAlert)
+	h.apiMoveAlert(c, h.Dispatch.Alerts().AcknowledgeAlert)
 }
 
 // APIResolveAlert is POST /api/v1/alerts/:id/resolve {"by","note"}.
-func (h *Handlers) APIResolveAlert(c *gin.Context) { h.apiMoveAlert(c, h.Dispatch.ResolveAlert) }
+func (h *Handlers) APIResolveAlert(c *gin.Context) {
+	h.apiMoveAlert(c, h.Dispatch.Alerts().ResolveAlert)
+}
 
 // alertMove is AcknowledgeAlert or ResolveAlert.
-type alertMove func(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (dispatch.AckResult, error)
+type alertMove func(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (alert.AckResult, error)
 
 func (h *Handlers) apiMoveAlert(c *gin.Context, move alertMove) {
 	id, ok := alertID(c)
@@ -141,7 +142,7 @@ func (h *Handlers) apiMoveAlert(c *gin.Context, move alertMove) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	res, err := move(c.Request.Context(), actor(c), id, body.By, dispatch.AckViaAPI, body.Note)
+	res, err := move(c.Request.Context(), actor(c), id, body.By, alert.AckViaAPI, body.Note)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -151,13 +152,13 @@ func (h *Handlers) apiMoveAlert(c *gin.Context, move alertMove) {
 		h.apiFail(c, err)
 		return
 	}
-	out := gin.H{"alert": newAlertJSON(res.Alert, dispatch.PolicySteps(res.Alert, steps)), "already": res.Already}
+	out := gin.H{"alert": newAlertJSON(res.Alert, alert.PolicySteps(res.Alert, steps)), "already": res.Already}
 	c.JSON(http.StatusOK, out)
 }
 
 // APIListPolicies is GET /api/v1/escalation-policies.
 func (h *Handlers) APIListPolicies(c *gin.Context) {
-	list, err := h.Dispatch.Policies(c.Request.Context())
+	list, err := h.Dispatch.Alerts().Policies(c.Request.Context())
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -184,7 +185,7 @@ func (h *Handlers) APICreatePolicy(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	p, err := h.Dispatch.CreatePolicy(c.Request.Context(), actor(c), body)
+	p, err := h.Dispatch.Alerts().CreatePolicy(c.Request.Context(), actor(c), body)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -199,7 +200,7 @@ func (h *Handlers) APIUpdatePolicy(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	p, err := h.Dispatch.UpdatePolicy(c.Request.Context(), actor(c), c.Param("name"), body)
+	p, err := h.Dispatch.Alerts().UpdatePolicy(c.Request.Context(), actor(c), c.Param("name"), body)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -209,7 +210,7 @@ func (h *Handlers) APIUpdatePolicy(c *gin.Context) {
 
 // APIDeletePolicy is DELETE /api/v1/escalation-policies/:name.
 func (h *Handlers) APIDeletePolicy(c *gin.Context) {
-	if err := h.Dispatch.DeletePolicy(c.Request.Context(), actor(c), c.Param("name")); err != nil {
+	if err := h.Dispatch.Alerts().DeletePolicy(c.Request.Context(), actor(c), c.Param("name")); err != nil {
 		h.apiFail(c, err)
 		return
 	}

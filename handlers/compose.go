@@ -27,7 +27,7 @@ const maxPeopleQuery = 100
 
 // composeSearchLimit caps the active recipients a search looks through: as many as one
 // request may name.
-const composeSearchLimit = dispatch.MaxRecipients
+const composeSearchLimit = directory.MaxRecipients
 
 // ComposeForm shows an empty compose form; ?q= narrows its list of people (the search
 // box without htmx).
@@ -412,7 +412,7 @@ func (h *Handlers) renderCompose(c *gin.Context, status int, f views.ComposeForm
 		h.fail(c, err)
 		return
 	}
-	if v.Policies, err = h.Dispatch.Policies(ctx); err != nil {
+	if v.Policies, err = h.Dispatch.Alerts().Policies(ctx); err != nil {
 		h.fail(c, err)
 		return
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/google/go-cmp/cmp"
 
-	"herald/dispatch"
+	"herald/alert"
 	"herald/duty"
 	"herald/i18n"
 	"herald/kernel"
@@ -42,7 +42,7 @@ var kindStatuses = map[kernel.Kind]int{kernel.KindNotFound: 404, kernel.KindConf
 func TestEveryDomainErrorIsPresented(t *testing.T) {
 	declared := kernel.DomainErrors()
 	// The packages' own errors, as a check that the walk sees them.
-	for _, e := range []*kernel.DomainError{kernel.ErrNotFound, kernel.ErrStateChanged, dispatch.ErrAlertEnded, duty.ErrRotationInUse} {
+	for _, e := range []*kernel.DomainError{kernel.ErrNotFound, kernel.ErrStateChanged, alert.ErrAlertEnded, duty.ErrRotationInUse} {
 		if !containsError(declared, e) {
 			t.Errorf("%q is not among the declared errors", e)
 		}

@@ -36,3 +36,12 @@ func Truncate(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// TruncateRunes cuts s to at most n characters.
+func TruncateRunes(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n])
+}

@@ -9,7 +9,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"herald/alert"
-	"herald/dispatch"
 	"herald/internal/testenv"
 )
 
@@ -54,7 +53,7 @@ func TestBrowserAckLinkOnAPhone(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := c.alert(a.ID)
-	if got.State != alert.AlertAcknowledged || got.AcknowledgedBy != "E2001" || got.AcknowledgedVia != dispatch.AckViaLink {
+	if got.State != alert.AlertAcknowledged || got.AcknowledgedBy != "E2001" || got.AcknowledgedVia != alert.AckViaLink {
 		t.Errorf("alert after the tap: state %s by %q via %q; want acknowledged by E2001 via link", got.State, got.AcknowledgedBy, got.AcknowledgedVia)
 	}
 	if v := reported(); len(v) > 0 {

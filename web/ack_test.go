@@ -29,7 +29,7 @@ func (c *console) ackAlertWith(adjust func(*dispatch.Request), people ...string)
 	ctx := context.Background()
 	d := c.h.Dispatch
 	if _, err := alert.Of(c.store).PolicyByName(ctx, "ack-test"); errors.Is(err, kernel.ErrNotFound) {
-		if _, err := d.CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "ack-test",
+		if _, err := d.Alerts().CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "ack-test",
 			Steps: []alert.PolicyStep{{Targets: []string{"E1001"}, Wait: "10m"}}}); err != nil {
 			c.t.Fatal(err)
 		}
@@ -57,7 +57,7 @@ func (c *console) ackAlertWith(adjust func(*dispatch.Request), people ...string)
 
 // ackPath is the page of a message's link.
 func (c *console) ackPath(m models.Message) string {
-	return dispatch.AckLinkPath + c.ackLinks.Token(m.ID, m.RecipientID)
+	return alert.AckLinkPath + c.ackLinks.Token(m.ID, m.RecipientID)
 }
 
 func (c *console) alert(id int64) *alert.Alert {
@@ -97,12 +97,12 @@ func TestAckLinkAcknowledgesAsItsRecipient(t *testing.T) {
 	wantStatus(t, "tap 我来处理", resp, body, http.StatusOK)
 	wantContains(t, "tap 我来处理", body, "You have taken the alert")
 	got := c.alert(a.ID)
-	if got.State != alert.AlertAcknowledged || got.AcknowledgedBy != "E2001" || got.AcknowledgedVia != dispatch.AckViaLink {
+	if got.State != alert.AlertAcknowledged || got.AcknowledgedBy != "E2001" || got.AcknowledgedVia != alert.AckViaLink {
 		t.Errorf("alert after the tap: state %s by %q via %q; want acknowledged by E2001 via link", got.State, got.AcknowledgedBy, got.AcknowledgedVia)
 	}
 	entry := c.lastAudit("alert.acknowledge")
-	if entry.Actor != dispatch.ActorAckLink || entry.Params == nil || !strings.Contains(*entry.Params, `"via":"link"`) {
-		t.Errorf("audit entry %+v: want actor %s and via link", entry, dispatch.ActorAckLink)
+	if entry.Actor != alert.ActorAckLink || entry.Params == nil || !strings.Contains(*entry.Params, `"via":"link"`) {
+		t.Errorf("audit entry %+v: want actor %s and via link", entry, alert.ActorAckLink)
 	}
 
 	resp, body = anon.post(c.ackPath(msgs["E2002"]), url.Values{"action": {"ack"}})
@@ -129,8 +129,8 @@ func TestAckLinkRefusesAlteredAndForeignLinks(t *testing.T) {
 	}
 	altered := good[:len(good)-1] + string(flip)
 	// Signed by Herald, but naming E2001's message with E2002 as its recipient.
-	foreign := dispatch.AckLinkPath + c.ackLinks.Token(msgs["E2001"].ID, msgs["E2002"].RecipientID)
-	for _, path := range []string{altered, foreign, dispatch.AckLinkPath + "not-a-token"} {
+	foreign := alert.AckLinkPath + c.ackLinks.Token(msgs["E2001"].ID, msgs["E2002"].RecipientID)
+	for _, path := range []string{altered, foreign, alert.AckLinkPath + "not-a-token"} {
 		resp, body := anon.get(path)
 		wantStatus(t, "GET "+path, resp, body, http.StatusNotFound)
 		wantContains(t, "GET "+path, body, "This link is not valid")
@@ -160,7 +160,7 @@ func TestAckLinkAfterTheAlertEnds(t *testing.T) {
 	resp, body := anon.post(path, url.Values{"action": {"resolve"}})
 	wantStatus(t, "tap 已解决", resp, body, http.StatusOK)
 	wantContains(t, "tap 已解决", body, "You have marked the alert resolved")
-	if got := c.alert(a.ID); got.State != alert.AlertResolved || got.ResolvedVia != dispatch.AckViaLink || got.EndedAt == nil {
+	if got := c.alert(a.ID); got.State != alert.AlertResolved || got.ResolvedVia != alert.AckViaLink || got.EndedAt == nil {
 		t.Fatalf("alert after resolving: %+v", got)
 	}
 	resp, body = anon.get(path)
@@ -174,11 +174,11 @@ func TestAckLinkAfterTheAlertEnds(t *testing.T) {
 		t.Errorf("a tap on an ended alert changed it: %+v", got)
 	}
 
-	c.clockOffset.Store(int64(dispatch.AckLinkLife - time.Minute))
+	c.clockOffset.Store(int64(alert.AckLinkLife - time.Minute))
 	if resp, body := anon.get(path); resp.StatusCode != http.StatusOK {
 		t.Errorf("a minute before the link expires: %d\n%s", resp.StatusCode, body)
 	}
-	c.clockOffset.Store(int64(dispatch.AckLinkLife + time.Minute))
+	c.clockOffset.Store(int64(alert.AckLinkLife + time.Minute))
 	resp, body = anon.get(path)
 	wantStatus(t, "expired link", resp, body, http.StatusGone)
 	wantContains(t, "expired link", body, "This link has expired")
@@ -200,11 +200,11 @@ func TestAckLinkOfATakenAlertExpiresAfterAWeek(t *testing.T) {
 	if got := c.alert(a.ID); got.State != alert.AlertAcknowledged {
 		t.Fatalf("alert is %s after the tap, want acknowledged", got.State)
 	}
-	c.clockOffset.Store(int64(dispatch.AckLinkIdleLife - time.Minute))
+	c.clockOffset.Store(int64(alert.AckLinkIdleLife - time.Minute))
 	if resp, body := anon.get(path); resp.StatusCode != http.StatusOK {
 		t.Errorf("a minute before the link expires: %d\n%s", resp.StatusCode, body)
 	}
-	c.clockOffset.Store(int64(dispatch.AckLinkIdleLife + time.Minute))
+	c.clockOffset.Store(int64(alert.AckLinkIdleLife + time.Minute))
 	resp, body = anon.get(path)
 	wantStatus(t, "a week after the acknowledgment", resp, body, http.StatusGone)
 	wantContains(t, "a week after the acknowledgment", body, "seven days after it was taken")

@@ -46,7 +46,7 @@ func TestRecallOfAlertNoticeStopsTheAlert(t *testing.T) {
 	if step.CancelledAt == nil {
 		t.Errorf("the alert's first step is still due after the recall: %+v", step)
 	}
-	if fired, err := c.h.Dispatch.FireAlertStep(ctx, step.ID, time.Now().Add(time.Hour)); err != nil || fired {
+	if fired, err := c.h.Dispatch.Alerts().FireAlertStep(ctx, step.ID, time.Now().Add(time.Hour)); err != nil || fired {
 		t.Errorf("the step fired after the recall: %v, %v", fired, err)
 	}
 	var called int64
@@ -109,7 +109,7 @@ func TestKeySeesAndRecallsItsAlertStepNotices(t *testing.T) {
 	}
 	alertID := int64(out["alert_id"].(float64))
 	a := c.alert(alertID)
-	if fired, err := c.h.Dispatch.FireAlertStep(ctx, c.firstStepOf(alertID).ID, time.Now().Add(time.Hour)); err != nil || !fired {
+	if fired, err := c.h.Dispatch.Alerts().FireAlertStep(ctx, c.firstStepOf(alertID).ID, time.Now().Add(time.Hour)); err != nil || !fired {
 		t.Fatalf("fire the first step: %v, %v", fired, err)
 	}
 	var stepNotice string

@@ -300,7 +300,7 @@ func TestAlertThatNobodyAnswered(t *testing.T) {
 	a, msgs := c.ackAlert("E2001")
 	for _, after := range []time.Duration{10*time.Minute + time.Second, 20*time.Minute + 2*time.Second} {
 		c.clockOffset.Store(int64(after))
-		if _, err := d.FireDueAlertSteps(ctx, kernel.Now().Add(time.Duration(c.clockOffset.Load()))); err != nil {
+		if _, err := d.Alerts().FireDueAlertSteps(ctx, kernel.Now().Add(time.Duration(c.clockOffset.Load()))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -345,7 +345,7 @@ func TestAlertPagesSayWhatWaits(t *testing.T) {
 	if err := c.store.Duty().SetHoliday(ctx, &duty.Holiday{Date: c.today(0), Kind: duty.HolidayOff, Name: "国庆"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{
+	if _, err := d.Alerts().CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{
 		{Targets: []string{"on_duty"}, Wait: "10m"}, {Targets: []string{"E1001"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"herald/access"
+	"herald/alert"
 	"herald/audit"
 	"herald/channels"
 	sandboxsender "herald/channels/sandbox"
@@ -75,7 +76,7 @@ type console struct {
 	// behind it.
 	accounts *sending.AccountCache
 	// ackLinks signs the acknowledgment links of the console's alerts.
-	ackLinks *dispatch.AckLinks
+	ackLinks *alert.AckLinks
 	// clockOffset moves the dispatcher's clock on (nanoseconds), for tests of expiry.
 	clockOffset atomic.Int64
 
@@ -112,7 +113,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 	c := &console{t: t, url: url, store: store, sandbox: sandbox, loc: loc, logs: logs,
 		users: map[string]*access.User{}, clients: map[string]*client{},
 		accounts: store.Sending().NewAccountCache(5 * time.Second),
-		ackLinks: dispatch.NewAckLinks(url, []byte("ack-test-secret-key-0123456789abcdef"), nil)}
+		ackLinks: alert.NewAckLinks(url, []byte("ack-test-secret-key-0123456789abcdef"), nil)}
 	d, err := dispatch.NewDispatcher(dispatch.Config{Store: store, Enqueuer: enq, Log: log, Location: loc, Stats: stats,
 		Accounts: c.accounts, Channels: registry, AckLinks: c.ackLinks,
 		Now: func() time.Time { return kernel.Now().Add(time.Duration(c.clockOffset.Load())) }})

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/redis/go-redis/v9"
 
+	"herald/alert"
 	"herald/channels"
 	"herald/channels/sandbox"
 	"herald/config"
@@ -70,7 +71,7 @@ type App struct {
 	// Dispatch is the process's intake, for the console and the API alike.
 	Dispatch *dispatch.Dispatcher
 	// AckLinks signs and opens the acknowledgment links of the alerts' notices.
-	AckLinks *dispatch.AckLinks
+	AckLinks *alert.AckLinks
 	// Sim is the in-process simulator behind sandbox accounts.
 	Sim *simulator.Simulator
 
@@ -137,7 +138,7 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	a.Channels = channels.NewRegistry(sandbox.New(a.Sim))
 	a.Stats = store.NewStats()
 	// Alert notices carry links to HERALD_PUBLIC_URL, signed under HERALD_SECRET_KEY.
-	a.AckLinks = dispatch.NewAckLinks(cfg.PublicURL, cfg.SecretKey, cfg.SecretKeyPrevious)
+	a.AckLinks = alert.NewAckLinks(cfg.PublicURL, cfg.SecretKey, cfg.SecretKeyPrevious)
 	a.Metrics = prometheus.NewRegistry()
 	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if a.Dispatch, err = dispatch.NewDispatcher(dispatch.Config{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log,

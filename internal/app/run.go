@@ -110,13 +110,13 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	}
 	srv, mux := tasks.NewWorker(a.Redis.Asynq(), tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
 		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, sweeper, a.Callbacks)
-	mux.Handle(tasks.TypeFireAlertStep, tasks.AlertStepHandler(a.Dispatch.FireAlertStepNow))
+	mux.Handle(tasks.TypeFireAlertStep, tasks.AlertStepHandler(a.Dispatch.Alerts().FireAlertStepNow))
 	forwarder, err := tasks.NewForwarder(a.Enqueuer, sweeper, a.Log)
 	if err != nil {
 		send.Close()
 		return err
 	}
-	go a.Dispatch.RunEscalationPoll(ctx, escalationPoll)
+	go a.Dispatch.Alerts().RunEscalationPoll(ctx, escalationPoll)
 	go a.Dispatch.RunDigestPoll(ctx, digestPoll)
 	go a.Dispatch.RunSilencePass(ctx, silencePass)
 	if err := srv.Start(mux); err != nil {

@@ -45,7 +45,7 @@ func TestWeComCardClickAcknowledges(t *testing.T) {
 		WecomUserid: "wangfang", Active: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "wecom-ack",
+	if _, err := d.Alerts().CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "wecom-ack",
 		Steps: []alert.PolicyStep{{Targets: []string{"W3001"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestWeComCardClickAcknowledges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.State != alert.AlertAcknowledged || a.AcknowledgedBy != "W3001" || a.AcknowledgedVia != dispatch.AckViaWeCom {
+	if a.State != alert.AlertAcknowledged || a.AcknowledgedBy != "W3001" || a.AcknowledgedVia != alert.AckViaWeCom {
 		t.Errorf("alert after the click: state %s by %q via %q; want acknowledged by W3001 via wecom", a.State, a.AcknowledgedBy, a.AcknowledgedVia)
 	}
 
@@ -118,7 +118,7 @@ func TestWeComCardClickAcknowledges(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(body, `"status":200`) {
 		t.Fatalf("click 已解决: %d %s", status, body)
 	}
-	if a, err = alert.Of(store).AlertByID(ctx, res.Alert.ID); err != nil || a.State != alert.AlertResolved || a.ResolvedVia != dispatch.AckViaWeCom {
+	if a, err = alert.Of(store).AlertByID(ctx, res.Alert.ID); err != nil || a.State != alert.AlertResolved || a.ResolvedVia != alert.AckViaWeCom {
 		t.Errorf("alert after 已解决: %+v, %v; want resolved via wecom", a, err)
 	}
 }

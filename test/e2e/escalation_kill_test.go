@@ -46,7 +46,7 @@ func TestKilledWorkerFiresEveryStepOnce(t *testing.T) {
 	store, d := intake.App.Store, intakeOf(t, intake.App)
 	ctx := context.Background()
 	first, second := rig.People[0], rig.People[1]
-	if _, err := d.CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "kill", Steps: []alert.PolicyStep{
+	if _, err := d.Alerts().CreatePolicy(ctx, audit.System("test"), alert.EscalationPolicy{Name: "kill", Steps: []alert.PolicyStep{
 		{Targets: []string{first}, Wait: killStepWait.String()}, {Targets: []string{second}, Wait: "1h"}}}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package dispatch
+package alert
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"herald/alert"
 	"herald/audit"
 	"herald/channels"
 	"herald/directory"
@@ -31,18 +30,18 @@ const AckLinkIdleLife = 7 * 24 * time.Hour
 // ErrAckLinkExpired means the link's alert ended more than AckLinkLife ago, or was
 // acknowledged more than AckLinkIdleLife ago and not resolved since.
 var ErrAckLinkExpired = kernel.Declare(kernel.DomainError{Kind: kernel.KindGone, Code: "ack_link_expired", Key: "ack.expired",
-	Text: "dispatch: acknowledgment link has expired"})
+	Text: "alert: acknowledgment link has expired"})
 
 // ErrAckNoticeWithdrawn means the link's notice was recalled or cancelled: its page
 // shows none of what it said, and nothing can be done through it.
 var ErrAckNoticeWithdrawn = kernel.Declare(kernel.DomainError{Kind: kernel.KindGone, Code: "notice_withdrawn", Key: "ack.withdrawn",
-	Text: "dispatch: the notice was withdrawn"})
+	Text: "alert: the notice was withdrawn"})
 
 // ErrAckNotCalled refuses acting through a notice that has not gone out to its person
 // yet (awaiting approval, scheduled for later, held by a silence) or never will
 // (cancelled, stopped, recalled): only the people the alert has called so far act on it.
 var ErrAckNotCalled = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "notice_not_called", Key: "ack.not_called",
-	Text: "dispatch: the notice has not reached its person"})
+	Text: "alert: the notice has not reached its person"})
 
 // Link and WeCom callback actors, as the audit log names them; the entry's own values
 // name the person who acted (the notice's recipient) and how.
@@ -54,7 +53,7 @@ const (
 // AckNotice is an alert notice as its link's page shows it.
 type AckNotice struct {
 	Message *models.Message
-	Alert   *alert.Alert
+	Alert   *Alert
 	// Recipient is the person the notice went to: whoever uses the link acts as them.
 	Recipient *directory.Recipient
 }
@@ -63,7 +62,7 @@ type AckNotice struct {
 // not signed by Herald as it stands, or names no alert notice to that person;
 // ErrAckNoticeWithdrawn: the notice was recalled or cancelled; ErrAckLinkExpired: its
 // alert ended more than AckLinkLife ago.
-func (d *Dispatcher) OpenAckLink(ctx context.Context, token string) (AckNotice, error) {
+func (d *Service) OpenAckLink(ctx context.Context, token string) (AckNotice, error) {
 	if d.ackLinks == nil {
 		return AckNotice{}, ErrAckLinkInvalid
 	}
@@ -79,7 +78,7 @@ func (d *Dispatcher) OpenAckLink(ctx context.Context, token string) (AckNotice, 
 // to, via "link". Besides OpenAckLink's errors: a *kernel.FieldError on action for
 // another action, ErrAlertEnded for an exhausted alert. Acting twice is harmless (see
 // AckResult). The notice comes back with the alert as it is after.
-func (d *Dispatcher) ActOnAckLink(ctx context.Context, by audit.Actor, token, action string) (AckNotice, AckResult, error) {
+func (d *Service) ActOnAckLink(ctx context.Context, by audit.Actor, token, action string) (AckNotice, AckResult, error) {
 	n, err := d.OpenAckLink(ctx, token)
 	if err != nil {
 		return n, AckResult{}, err
@@ -91,7 +90,7 @@ func (d *Dispatcher) ActOnAckLink(ctx context.Context, by audit.Actor, token, ac
 // via "wecom". The card's task id is its message's id; a click counts only on a card
 // that account sent, from the member it went to. ErrAckLinkInvalid: the click names
 // no such card; otherwise as ActOnAckLink.
-func (d *Dispatcher) ActOnWeComCard(ctx context.Context, by audit.Actor, accountID int64, click channels.WeComCardEvent) (AckNotice, AckResult, error) {
+func (d *Service) ActOnWeComCard(ctx context.Context, by audit.Actor, accountID int64, click channels.WeComCardEvent) (AckNotice, AckResult, error) {
 	n, err := d.alertNotice(ctx, click.TaskID, func(m *models.Message) bool {
 		return m.AccountID == accountID && m.Address == click.UserID
 	})
@@ -102,7 +101,7 @@ func (d *Dispatcher) ActOnWeComCard(ctx context.Context, by audit.Actor, account
 }
 
 // alertNotice reads an alert notice, if belongs accepts its message.
-func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs func(*models.Message) bool) (AckNotice, error) {
+func (d *Service) alertNotice(ctx context.Context, messageID string, belongs func(*models.Message) bool) (AckNotice, error) {
 	if messageID == "" {
 		return AckNotice{}, ErrAckLinkInvalid
 	}
@@ -119,9 +118,9 @@ func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs 
 	if m.Status == models.StatusRecalled || m.Status == models.StatusCancelled {
 		return AckNotice{}, ErrAckNoticeWithdrawn
 	}
-	a, err := alert.Of(d.store).AlertByID(ctx, *m.AlertID)
+	a, err := Of(d.store).AlertByID(ctx, *m.AlertID)
 	if err != nil {
-		return AckNotice{}, fmt.Errorf("dispatch: alert of message %s: %w", m.ID, err)
+		return AckNotice{}, fmt.Errorf("alert: alert of message %s: %w", m.ID, err)
 	}
 	if ackLinkExpired(a, d.now()) {
 		return AckNotice{}, ErrAckLinkExpired
@@ -138,11 +137,11 @@ func (d *Dispatcher) alertNotice(ctx context.Context, messageID string, belongs 
 
 // ackLinkExpired reports whether the links of alert a have expired at now: a day after
 // it ended, or a week after it was acknowledged when it is still only acknowledged.
-func ackLinkExpired(a *alert.Alert, now time.Time) bool {
+func ackLinkExpired(a *Alert, now time.Time) bool {
 	switch {
 	case a.EndedAt != nil:
 		return now.After(a.EndedAt.Add(AckLinkLife))
-	case a.State == alert.AlertAcknowledged && a.AcknowledgedAt != nil:
+	case a.State == AlertAcknowledged && a.AcknowledgedAt != nil:
 		return now.After(a.AcknowledgedAt.Add(AckLinkIdleLife))
 	}
 	return false
@@ -162,7 +161,7 @@ func called(m *models.Message, now time.Time) bool {
 
 // actOnNotice acknowledges or resolves the notice's alert as its recipient, who must
 // be one the alert has called so far (ErrAckNotCalled).
-func (d *Dispatcher) actOnNotice(ctx context.Context, by audit.Actor, n AckNotice, action, via string) (AckNotice, AckResult, error) {
+func (d *Service) actOnNotice(ctx context.Context, by audit.Actor, n AckNotice, action, via string) (AckNotice, AckResult, error) {
 	var res AckResult
 	var err error
 	if action == channels.AckAction || action == channels.ResolveAction {

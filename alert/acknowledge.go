@@ -1,4 +1,4 @@
-package dispatch
+package alert
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"herald/alert"
 	"herald/audit"
 	"herald/directory"
 	"herald/i18n"
@@ -21,11 +20,6 @@ import (
 // until someone does, the policy copied onto it when it opened calls more people, step by
 // step (escalation.go). Acknowledging stops the escalation; resolving closes the alert.
 
-// AckRequest asks for a send to be acknowledged, escalating along the named policy.
-type AckRequest struct {
-	Policy string `json:"policy"`
-}
-
 // Ways of acknowledging or resolving an alert, as the audit log and the alert record them.
 const (
 	AckViaLink    = "link"
@@ -34,7 +28,7 @@ const (
 	AckViaWeCom   = "wecom"
 	// AckViaRejection resolves the alert of a batch rejected while it awaited
 	// approval; nobody acknowledges that way.
-	AckViaRejection = alert.AlertViaRejection
+	AckViaRejection = AlertViaRejection
 )
 
 // AckVias lists the ways of acknowledging.
@@ -43,29 +37,29 @@ var AckVias = []string{AckViaLink, AckViaAPI, AckViaConsole, AckViaWeCom}
 // ErrAlertEnded refuses acknowledging or resolving an alert that is exhausted: nobody
 // answered in time, and it is over.
 var ErrAlertEnded = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "alert_ended", Key: "alerts.api.ended",
-	Text: "dispatch: the alert has ended"})
+	Text: "alert: the alert has ended"})
 
 // errAlreadyMoved rolls back an acknowledgment or resolution that found the alert
 // already past it.
-var errAlreadyMoved = errors.New("dispatch: alert already moved")
+var errAlreadyMoved = errors.New("alert: alert already moved")
 
 // AckResult is an alert after an acknowledgment or resolution. Already says the alert
 // was acknowledged (or resolved) before this call, which changed nothing; the alert's
 // AcknowledgedBy and AcknowledgedAt then say who did it first and when.
 type AckResult struct {
-	Alert   *alert.Alert
+	Alert   *Alert
 	Already bool
 }
 
 // State is the alert's state after the call.
 func (r AckResult) State() string { return r.Alert.State }
 
-// newAckPlaceholder draws the placeholder that stands for the acknowledgment links of one
+// NewAckPlaceholder draws the placeholder that stands for the acknowledgment links of one
 // intake's (or one step's) notices while their content is rendered, before the
 // messages, and so the links, exist. It is drawn afresh each time, 128 random bits, so
 // no caller can know it: a caller's text or variables that spelt the placeholder would
 // otherwise carry a recipient's signed link inside the caller's own URL.
-func newAckPlaceholder() string { return "HERALDACK" + rand.Text() }
+func NewAckPlaceholder() string { return "HERALDACK" + rand.Text() }
 
 // AckVariable is the template variable that places the acknowledgment link.
 const AckVariable = "ack_url"
@@ -77,14 +71,14 @@ const AckVariable = "ack_url"
 // Acknowledging twice is harmless: the result says who did first. ErrAlertEnded: the
 // alert is exhausted. kernel.ErrNotFound: no such alert, or one by may not see (see
 // Alert).
-func (d *Dispatcher) AcknowledgeAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (AckResult, error) {
+func (d *Service) AcknowledgeAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (AckResult, error) {
 	return d.moveAlert(ctx, by, alertID, externalID, via, note, ackMove)
 }
 
 // ResolveAlert closes an alert, open or acknowledged: the escalation stops. Resolving
 // twice is harmless. ErrAlertEnded: the alert is exhausted. kernel.ErrNotFound: no such
 // alert, or one by may not see.
-func (d *Dispatcher) ResolveAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (AckResult, error) {
+func (d *Service) ResolveAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (AckResult, error) {
 	return d.moveAlert(ctx, by, alertID, externalID, via, note, resolveMove)
 }
 
@@ -98,12 +92,12 @@ type alertMove struct {
 }
 
 var (
-	ackMove     = alertMove{alert.AlertAcknowledgeable, alert.AlertAcknowledged, "alert.acknowledge", alert.EventAlertAcknowledged}
-	resolveMove = alertMove{alert.AlertResolvable, alert.AlertResolved, "alert.resolve", alert.EventAlertResolved}
+	ackMove     = alertMove{AlertAcknowledgeable, AlertAcknowledged, "alert.acknowledge", EventAlertAcknowledged}
+	resolveMove = alertMove{AlertResolvable, AlertResolved, "alert.resolve", EventAlertResolved}
 )
 
 // moveAlert runs an acknowledgment or a resolution.
-func (d *Dispatcher) moveAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string, mv alertMove) (AckResult, error) {
+func (d *Service) moveAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string, mv alertMove) (AckResult, error) {
 	if by.OwnKey() != 0 {
 		// Another key's alert is not found, before anything of the request is checked.
 		if _, err := d.ownAlert(ctx, by, alertID); err != nil {
@@ -115,34 +109,34 @@ func (d *Dispatcher) moveAlert(ctx context.Context, by audit.Actor, alertID int6
 		return AckResult{}, err
 	}
 	now := d.now()
-	var a *alert.Alert
+	var a *Alert
 	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if a, err = alert.Of(tx).AlertByID(ctx, alertID); err != nil {
+		if a, err = Of(tx).AlertByID(ctx, alertID); err != nil {
 			return err
 		}
 		set := map[string]any{"state": mv.to}
-		if mv.to == alert.AlertAcknowledged {
+		if mv.to == AlertAcknowledged {
 			set["acknowledged_by"], set["acknowledged_via"], set["acknowledged_at"] = who.id, via, now
 		} else {
 			set["resolved_by"], set["resolved_via"], set["resolved_at"], set["ended_at"] = who.id, via, now, now
 		}
-		moved, err := alert.Of(tx).MoveAlert(ctx, alertID, mv.from, set)
+		moved, err := Of(tx).MoveAlert(ctx, alertID, mv.from, set)
 		if err != nil {
 			return err
 		}
 		if !moved {
 			return errAlreadyMoved
 		}
-		if err := alert.Of(tx).CancelAlertSteps(ctx, alertID, now); err != nil {
+		if err := Of(tx).CancelAlertSteps(ctx, alertID, now); err != nil {
 			return err
 		}
-		wasOpen := a.State == alert.AlertOpen
-		if mv.to == alert.AlertAcknowledged && a.PolicyCopy.NotifyOnAck {
+		wasOpen := a.State == AlertOpen
+		if mv.to == AlertAcknowledged && a.PolicyCopy.NotifyOnAck {
 			if err := d.noticeOfAck(ctx, tx, ch, a, who); err != nil {
 				return err
 			}
 		}
-		if err := d.alertEvent(ctx, tx, ch, a, mv.event, alert.AlertEvent{State: mv.to, Step: a.Step, Round: a.Round, By: who.id}, now); err != nil {
+		if err := d.alertEvent(ctx, tx, ch, a, mv.event, AlertEvent{State: mv.to, Step: a.Step, Round: a.Round, By: who.id}, now); err != nil {
 			return err
 		}
 		params := audit.Params{"id": strconv.FormatInt(alertID, 10), "by": who.name, "via": via, "note": note}
@@ -159,18 +153,18 @@ func (d *Dispatcher) moveAlert(ctx context.Context, by audit.Actor, alertID int6
 	if err != nil {
 		return AckResult{}, err
 	}
-	a, err = alert.Of(d.store).AlertByID(ctx, alertID)
+	a, err = Of(d.store).AlertByID(ctx, alertID)
 	return AckResult{Alert: a}, err
 }
 
 // alreadyMoved answers an acknowledgment or resolution that came after the alert had
 // moved past it.
-func (d *Dispatcher) alreadyMoved(ctx context.Context, alertID int64) (AckResult, error) {
-	a, err := alert.Of(d.store).AlertByID(ctx, alertID)
+func (d *Service) alreadyMoved(ctx context.Context, alertID int64) (AckResult, error) {
+	a, err := Of(d.store).AlertByID(ctx, alertID)
 	if err != nil {
 		return AckResult{}, err
 	}
-	if a.State == alert.AlertExhausted {
+	if a.State == AlertExhausted {
 		return AckResult{Alert: a}, ErrAlertEnded
 	}
 	return AckResult{Alert: a, Already: true}, nil
@@ -184,7 +178,7 @@ type ackPerson struct {
 }
 
 // acker checks the input of an acknowledgment and finds the person.
-func (d *Dispatcher) acker(ctx context.Context, by audit.Actor, externalID, via, note string) (ackPerson, error) {
+func (d *Service) acker(ctx context.Context, by audit.Actor, externalID, via, note string) (ackPerson, error) {
 	if !slices.Contains(AckVias, via) {
 		return ackPerson{}, kernel.Invalid("via", "alerts.invalid.via")
 	}
@@ -220,8 +214,8 @@ const maxNoteLen = 1000
 
 // noticeOfAck tells everyone the alert notified so far, but the person who took it,
 // that it is taken.
-func (d *Dispatcher) noticeOfAck(ctx context.Context, tx *models.Store, ch *audit.Change, a *alert.Alert, who ackPerson) error {
-	ids, err := alert.Of(tx).AlertRecipients(ctx, a.ID)
+func (d *Service) noticeOfAck(ctx context.Context, tx *models.Store, ch *audit.Change, a *Alert, who ackPerson) error {
+	ids, err := Of(tx).AlertRecipients(ctx, a.ID)
 	if err != nil {
 		return err
 	}
@@ -232,80 +226,68 @@ func (d *Dispatcher) noticeOfAck(ctx context.Context, tx *models.Store, ch *audi
 
 // alertTitle is how Herald's own notices name an alert: its subject, else the start of
 // its text, else its number.
-func alertTitle(a *alert.Alert) string {
+func alertTitle(a *Alert) string {
 	switch {
 	case a.Subject != "":
 		return a.Subject
 	case a.Text != "":
-		return truncateRunes(strings.SplitN(a.Text, "\n", 2)[0], 60)
+		return kernel.TruncateRunes(strings.SplitN(a.Text, "\n", 2)[0], 60)
 	}
 	return "#" + strconv.FormatInt(a.ID, 10)
 }
 
 // writeNotice writes one of Herald's own notices of an alert (taken, nobody answered) to
 // people, in tx, enqueued once it commits.
-func (d *Dispatcher) writeNotice(ctx context.Context, tx *models.Store, ch *audit.Change, a *alert.Alert, people []int64, text string) error {
+func (d *Service) writeNotice(ctx context.Context, tx *models.Store, ch *audit.Change, a *Alert, people []int64, text string) error {
 	if len(people) == 0 {
 		return nil
 	}
-	req := Request{Source: alert.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: people,
-		Text: text, Priority: models.PriorityHigh, CallbackKeyID: a.CallbackKeyID, notice: true}
-	res, err := d.Plan(ctx, req)
+	if d.notices == nil {
+		return nil
+	}
+	p, err := d.notices.PlanNotices(ctx, Notice{AccountID: a.AccountID, RecipientIDs: people, Text: text, CallbackKeyID: a.CallbackKeyID})
 	if err != nil {
 		return err
 	}
-	return d.writeAlertBatch(ctx, tx, ch, a.ID, res)
+	return d.writeAlertBatch(ctx, tx, ch, a.ID, p)
 }
 
 // writeAlertBatch writes a batch of an alert's notices in tx and enqueues its messages
 // once tx commits.
-func (d *Dispatcher) writeAlertBatch(ctx context.Context, tx *models.Store, ch *audit.Change, alertID int64, res *Result) error {
-	if len(res.Messages) == 0 {
+func (d *Service) writeAlertBatch(ctx context.Context, tx *models.Store, ch *audit.Change, alertID int64, p *NoticePlan) error {
+	if len(p.Messages) == 0 {
 		return nil
 	}
-	for i := range res.Messages {
-		res.Messages[i].AlertID = &alertID
+	for i := range p.Messages {
+		p.Messages[i].AlertID = &alertID
 	}
-	// Tasks of their own, never a group's: a group enqueues when it fills, which may be
-	// before this transaction commits.
-	jobs := chunkTasks(res.Batch, res.Messages)
-	if err := tx.CreateBatch(ctx, res.Batch, res.Messages, nil); err != nil {
-		return err
-	}
-	ch.After(func() {
-		d.stats.Count(res.Batch.AccountID, "created", len(res.Messages))
-		d.enqueue(context.WithoutCancel(ctx), jobs)
-	})
-	return nil
+	return d.notices.WriteNotices(ctx, tx, ch, p)
 }
 
 // alertEvent writes an alert's status event (e says what of it; its AlertID and
 // BatchID are a's) for the API key that opened it, if any, and wakes its delivery once
 // the change commits.
-func (d *Dispatcher) alertEvent(ctx context.Context, tx *models.Store, ch *audit.Change, a *alert.Alert, typ string, e alert.AlertEvent, now time.Time) error {
+func (d *Service) alertEvent(ctx context.Context, tx *models.Store, ch *audit.Change, a *Alert, typ string, e AlertEvent, now time.Time) error {
 	if a.CallbackKeyID == nil {
 		return nil
 	}
 	e.AlertID, e.BatchID = a.ID, a.BatchID
-	if err := alert.Of(tx).RecordAlertEvent(ctx, *a.CallbackKeyID, typ, e, now); err != nil {
+	if err := Of(tx).RecordAlertEvent(ctx, *a.CallbackKeyID, typ, e, now); err != nil {
 		return err
 	}
-	key := *a.CallbackKeyID
-	if d.callbacks != nil {
-		ch.After(func() { d.callbacks.Kick(key) })
-	}
+	d.kick(ch, *a.CallbackKeyID)
 	return nil
 }
 
 // Alert returns an alert and its steps (those of the policy; not the closing check
 // after the last), as by may see it. kernel.ErrNotFound: no such alert, or, to a send
 // or read key, an alert of a batch another key created (as Message answers).
-func (d *Dispatcher) Alert(ctx context.Context, by audit.Actor, id int64) (*alert.Alert, []alert.AlertStep, error) {
+func (d *Service) Alert(ctx context.Context, by audit.Actor, id int64) (*Alert, []AlertStep, error) {
 	a, err := d.ownAlert(ctx, by, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	steps, err := alert.Of(d.store).AlertSteps(ctx, id)
+	steps, err := Of(d.store).AlertSteps(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -314,14 +296,14 @@ func (d *Dispatcher) Alert(ctx context.Context, by audit.Actor, id int64) (*aler
 
 // PolicySteps leaves out an alert's closing check (the row after its last step that
 // exhausts it), which is no step of the policy.
-func PolicySteps(a *alert.Alert, steps []alert.AlertStep) []alert.AlertStep {
-	return slices.DeleteFunc(steps, func(s alert.AlertStep) bool { return s.N > len(a.PolicyCopy.Steps) })
+func PolicySteps(a *Alert, steps []AlertStep) []AlertStep {
+	return slices.DeleteFunc(steps, func(s AlertStep) bool { return s.N > len(a.PolicyCopy.Steps) })
 }
 
 // ownAlert reads an alert that by may see and act on: to a send or read key, an alert
 // of a batch another key created is kernel.ErrNotFound.
-func (d *Dispatcher) ownAlert(ctx context.Context, by audit.Actor, id int64) (*alert.Alert, error) {
-	a, err := alert.Of(d.store).AlertByID(ctx, id)
+func (d *Service) ownAlert(ctx context.Context, by audit.Actor, id int64) (*Alert, error) {
+	a, err := Of(d.store).AlertByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -332,27 +314,9 @@ func (d *Dispatcher) ownAlert(ctx context.Context, by audit.Actor, id int64) (*a
 }
 
 // Alerts lists the alerts in a state ("" for all) that by may see, open ones first.
-func (d *Dispatcher) Alerts(ctx context.Context, by audit.Actor, state string, limit int) ([]alert.Alert, error) {
-	if state != "" && !slices.Contains(alert.AlertStates, state) {
-		return nil, kernel.Invalid("state", "alerts.invalid.state", "States", strings.Join(alert.AlertStates, ", "))
+func (d *Service) Alerts(ctx context.Context, by audit.Actor, state string, limit int) ([]Alert, error) {
+	if state != "" && !slices.Contains(AlertStates, state) {
+		return nil, kernel.Invalid("state", "alerts.invalid.state", "States", strings.Join(AlertStates, ", "))
 	}
-	return alert.Of(d.store).Alerts(ctx, alert.AlertFilter{State: state, OwnKey: by.OwnKey()}, limit)
-}
-
-// checkAck checks a request's acknowledgment: the policy must exist. A template that
-// places the acknowledgment link gets its placeholder.
-func (d *Dispatcher) checkAck(ctx context.Context, req *Request) error {
-	req.Ack.Policy = strings.TrimSpace(req.Ack.Policy)
-	if req.Ack.Policy == "" {
-		return kernel.Invalid("ack.policy", "alerts.invalid.policy_required")
-	}
-	if _, err := alert.Of(d.store).PolicyByName(ctx, req.Ack.Policy); errors.Is(err, kernel.ErrNotFound) {
-		return kernel.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
-	} else if err != nil {
-		return err
-	}
-	req.ackPlaceholder = newAckPlaceholder()
-	vars, err := d.ackVariables(ctx, req.Template, req.Variables, req.ackPlaceholder)
-	req.Variables = vars
-	return err
+	return Of(d.store).Alerts(ctx, AlertFilter{State: state, OwnKey: by.OwnKey()}, limit)
 }

@@ -1,4 +1,4 @@
-package dispatch
+package alert
 
 import (
 	"crypto/hmac"
@@ -37,7 +37,7 @@ const ackMACSize = 16
 // ErrAckLinkInvalid means a token that Herald did not sign as it stands: altered,
 // cut short, or signed with a key Herald no longer holds.
 var ErrAckLinkInvalid = kernel.Declare(kernel.DomainError{Kind: kernel.KindNotFound, Code: "ack_link_invalid", Key: "ack.invalid",
-	Text: "dispatch: acknowledgment link is not valid"})
+	Text: "alert: acknowledgment link is not valid"})
 
 // NewAckLinks returns the links of a Herald reachable at publicURL (HERALD_PUBLIC_URL,
 // without a trailing slash), signed under secretKey (HERALD_SECRET_KEY); previousKey

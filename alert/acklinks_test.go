@@ -1,4 +1,4 @@
-package dispatch
+package alert
 
 import (
 	"encoding/base64"

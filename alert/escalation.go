@@ -1,4 +1,4 @@
-package dispatch
+package alert
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"herald/alert"
 	"herald/audit"
 	"herald/directory"
 	"herald/duty"
@@ -16,14 +15,6 @@ import (
 	"herald/kernel"
 	"herald/models"
 )
-
-// planner is what escalation asks of the intake: a request checked, resolved to its
-// recipients under the duty rule and rendered, with nothing written. Escalation
-// writes the plan itself, in the transaction of the step or the acknowledgment that
-// needs it. The Dispatcher is one (Plan); escalation reaches it only through this.
-type planner interface {
-	Plan(ctx context.Context, req Request) (*Result, error)
-}
 
 // The step engine. Each step of an alert is a row with its due time, written when the
 // step before it fires (the first when the alert opens). Firing a step is one
@@ -73,63 +64,16 @@ const (
 
 // errStepTaken rolls back a firing that lost the step to another firer, or found the
 // alert no longer open.
-var errStepTaken = errors.New("dispatch: alert step taken")
-
-// openAlert prepares the alert a request asks for: the policy it names (copied), and the
-// first step, due at once (at send_at, for a scheduled send) when nobody was notified
-// by the request itself, else after the first step's wait. It is written with the
-// batch (storeAlert), without its first step while the batch awaits approval.
-func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) error {
-	p, err := alert.Of(d.store).PolicyByName(ctx, req.Ack.Policy)
-	if errors.Is(err, kernel.ErrNotFound) {
-		return kernel.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
-	}
-	if err != nil {
-		return err
-	}
-	now := d.now()
-	if err := d.checkAlertReach(ctx, req, res, p, now); err != nil {
-		return err
-	}
-	a := &alert.Alert{BatchID: res.Batch.ID, Policy: p.Name, PolicyCopy: *p, State: alert.AlertOpen,
-		AccountID: res.Batch.AccountID, Template: req.Template, Variables: withoutAck(req.Variables), Subject: req.Subject, Text: req.Text,
-		CallbackKeyID: req.CallbackKeyID, OpenedAt: now}
-	res.Alert, res.firstStep = a, firstStep(p, now, res.Batch.SendAt, len(res.Messages) > 0, d.minStepWait)
-	return nil
-}
-
-// checkAlertReach counts everyone an alert under policy p can reach at now, the
-// request's people and every step's, against the key's cap (a *kernel.FieldError on
-// ack.policy past it) and records it as the batch's reach for the approval threshold.
-func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Result, p *alert.EscalationPolicy, now time.Time) error {
-	reach := make(map[int64]bool, len(res.Messages))
-	for _, m := range res.Messages {
-		reach[m.RecipientID] = true
-	}
-	for _, s := range p.Steps {
-		ids, _, err := d.resolveTargets(ctx, s.Targets, now)
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			reach[id] = true
-		}
-	}
-	if n := len(reach) + len(res.Rejected); req.MaxRecipients > 0 && n > req.MaxRecipients {
-		return kernel.Invalid("ack.policy", "alerts.invalid.policy_over_key_cap", "Name", p.Name, "Max", req.MaxRecipients, "Count", n)
-	}
-	res.reach = len(reach)
-	return nil
-}
+var errStepTaken = errors.New("alert: alert step taken")
 
 // stepOverLimits reports why calling ids at a step of alert a would take it past its
 // opener's limits (SkipOverKeyCap, SkipNeedsApproval), or "" when it would not.
-func (d *Dispatcher) stepOverLimits(ctx context.Context, a *alert.Alert, ids []int64) (string, error) {
+func (d *Service) stepOverLimits(ctx context.Context, a *Alert, ids []int64) (string, error) {
 	b, err := d.store.BatchByID(ctx, a.BatchID)
 	if err != nil {
 		return "", err
 	}
-	called, err := alert.Of(d.store).AlertRecipients(ctx, a.ID)
+	called, err := Of(d.store).AlertRecipients(ctx, a.ID)
 	if err != nil {
 		return "", err
 	}
@@ -149,33 +93,36 @@ func (d *Dispatcher) stepOverLimits(ctx context.Context, a *alert.Alert, ids []i
 	if b.Approval == models.ApprovalApproved {
 		return "", nil
 	}
-	if _, over, err := d.overThreshold(ctx, len(reach)); err != nil || over {
+	if d.notices == nil {
+		return "", nil
+	}
+	if over, err := d.notices.OverThreshold(ctx, len(reach)); err != nil || over {
 		return SkipNeedsApproval, err
 	}
 	return "", nil
 }
 
-// firstStep is an alert's first step once its notices go out at released (or at the
+// FirstStep is an alert's first step once its notices go out at released (or at the
 // batch's send_at, if later): due a wait after that when the request notified someone,
 // else at once.
-func firstStep(p *alert.EscalationPolicy, released time.Time, sendAt *time.Time, notified bool, shortest time.Duration) *alert.AlertStep {
+func (d *Service) FirstStep(p *EscalationPolicy, released time.Time, sendAt *time.Time, notified bool) *AlertStep {
 	due := released
 	if sendAt != nil && sendAt.After(due) {
 		due = sendAt.UTC()
 	}
 	if notified {
-		due = due.Add(stepWait(p.Steps[0], shortest))
+		due = due.Add(stepWait(p.Steps[0], d.minStepWait))
 	}
-	return &alert.AlertStep{N: 1, Round: 1, DueAt: due}
+	return &AlertStep{N: 1, Round: 1, DueAt: due}
 }
 
-// startHeldAlert starts, in tx, the escalation of the alert of a batch that waited for
+// StartHeld starts, in tx, the escalation of the alert of a batch that waited for
 // approval and has just been approved: until then nobody was notified, so no step was
 // due. The alert's clock starts now (opened_at), and step 1 comes due a wait after the
 // notices go out. An alert that someone acknowledged or resolved while it waited stays
 // as it is.
-func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *audit.Change, b *models.Batch) error {
-	a, err := alert.Of(tx).AlertOfBatch(ctx, b.ID)
+func (d *Service) StartHeld(ctx context.Context, tx *models.Store, ch *audit.Change, b *models.Batch) error {
+	a, err := Of(tx).AlertOfBatch(ctx, b.ID)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return nil
 	}
@@ -183,96 +130,41 @@ func (d *Dispatcher) startHeldAlert(ctx context.Context, tx *models.Store, ch *a
 		return err
 	}
 	now := d.now()
-	moved, err := alert.Of(tx).MoveAlert(ctx, a.ID, alert.AlertEscalating, map[string]any{"opened_at": now})
+	moved, err := Of(tx).MoveAlert(ctx, a.ID, AlertEscalating, map[string]any{"opened_at": now})
 	if err != nil || !moved {
 		return err
 	}
-	first := firstStep(&a.PolicyCopy, now, b.SendAt, true, d.minStepWait)
+	first := d.FirstStep(&a.PolicyCopy, now, b.SendAt, true)
 	first.AlertID = a.ID
-	if err := alert.Of(tx).AddAlertStep(ctx, first); err != nil {
+	if err := Of(tx).AddAlertStep(ctx, first); err != nil {
 		return err
 	}
-	ch.After(func() { d.scheduleStep(ctx, *first) })
+	ch.After(func() { d.ScheduleStep(ctx, *first) })
 	return nil
 }
 
-// endRejectedAlert ends, in tx, the alert of a batch that was rejected: nobody will be
+// EndRejected ends, in tx, the alert of a batch that was rejected: nobody will be
 // notified, so there is nothing to acknowledge. It is resolved (not exhausted: nobody
 // was asked, and the 无人响应 notice would go to people who never heard of it), by the
 // person who rejected the batch, via "rejection", with the reason as its note.
-func (d *Dispatcher) endRejectedAlert(ctx context.Context, tx *models.Store, ch *audit.Change, by audit.Actor, batchID, reason string) error {
-	a, err := alert.Of(tx).ResolveRejectedAlert(ctx, batchID, by.Name, d.now())
+func (d *Service) EndRejected(ctx context.Context, tx *models.Store, ch *audit.Change, by audit.Actor, batchID, reason string) error {
+	a, err := Of(tx).ResolveRejectedAlert(ctx, batchID, by.Name, d.now())
 	if err != nil || a == nil {
 		return err
 	}
-	if a.CallbackKeyID != nil && d.callbacks != nil {
-		key := *a.CallbackKeyID
-		ch.After(func() { d.callbacks.Kick(key) })
+	if a.CallbackKeyID != nil {
+		d.kick(ch, *a.CallbackKeyID)
 	}
 	id := strconv.FormatInt(a.ID, 10)
 	ch.Audit(resolveMove.action, "alert", id, audit.Params{"id": id, "by": by.Name, "via": AckViaRejection, "note": reason})
 	return nil
 }
 
-// withoutAck is a request's variables without the acknowledgment link's placeholder.
-func withoutAck(vars map[string]string) models.VarMap {
-	if _, ok := vars[AckVariable]; !ok {
-		return vars
-	}
-	out := make(models.VarMap, len(vars))
-	for k, v := range vars {
-		if k != AckVariable {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// storeAlert writes an alert's first batch, the alert and its first step in one
-// transaction, with the intake's audit entry and the alert's own; respond (may be nil)
-// builds the answer an idempotent request replays.
-func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Result, respond func(*Result) (int, []byte)) error {
-	by := audit.Actor{Name: res.Batch.Actor, Type: audit.ActorUser}
-	if res.Batch.APIKeyID != nil {
-		by.Type = audit.ActorAPIKey
-	}
-	held := res.Batch.Approval == models.ApprovalAwaiting
-	if held {
-		// Nobody is notified before the batch is approved, so no step is due: the
-		// approval writes the first (startHeldAlert), a rejection ends the alert.
-		res.firstStep = nil
-	}
-	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := alert.Of(tx).CreateAlert(ctx, res.Alert, res.firstStep); err != nil {
-			return err
-		}
-		if idem := nb.Extras.Idem; idem != nil && respond != nil {
-			// The answer to replay names the alert, known only now.
-			status, body := respond(res)
-			idem.StatusCode, idem.Response = status, string(body)
-		}
-		for i := range nb.Messages {
-			nb.Messages[i].AlertID = &res.Alert.ID
-		}
-		d.placeAckLinks(res.ackPlaceholder, nb.Messages)
-		if err := tx.CreateBatch(ctx, nb.Batch, nb.Messages, nb.Extras); err != nil {
-			return err
-		}
-		id := strconv.FormatInt(res.Alert.ID, 10)
-		ch.Audit("alert.open", "alert", id, audit.Params{"id": id, "batch": res.Batch.ID, "policy": res.Alert.Policy})
-		if !held {
-			step := *res.firstStep
-			ch.After(func() { d.scheduleStep(ctx, step) })
-		}
-		return nil
-	})
-}
-
-// placeAckLinks puts each message's acknowledgment link where its template placed
+// PlaceAckLinks puts each message's acknowledgment link where its template placed
 // {{.ack_url}} (rendered as placeholder), and always appends a line with the link: what
 // the template and the caller's variables make of the content, the notice ends with
 // the genuine link on a line of Herald's own.
-func (d *Dispatcher) placeAckLinks(placeholder string, msgs []models.Message) {
+func (d *Service) PlaceAckLinks(placeholder string, msgs []models.Message) {
 	for i := range msgs {
 		m := &msgs[i]
 		link := ""
@@ -290,9 +182,9 @@ func (d *Dispatcher) placeAckLinks(placeholder string, msgs []models.Message) {
 	}
 }
 
-// ackVariables gives a template that declares ack_url the placeholder, so an alert's
+// AckVariables gives a template that declares ack_url the placeholder, so an alert's
 // notices can be rendered before their links exist.
-func (d *Dispatcher) ackVariables(ctx context.Context, template string, vars map[string]string, placeholder string) (map[string]string, error) {
+func (d *Service) AckVariables(ctx context.Context, template string, vars map[string]string, placeholder string) (map[string]string, error) {
 	if template == "" {
 		return vars, nil
 	}
@@ -311,14 +203,14 @@ func (d *Dispatcher) ackVariables(ctx context.Context, template string, vars map
 	return out, nil
 }
 
-// scheduleStep hands a step to Asynq for its due time. A failure loses nothing: the
+// ScheduleStep hands a step to Asynq for its due time. A failure loses nothing: the
 // recovery poll fires the step once it is overdue.
-func (d *Dispatcher) scheduleStep(ctx context.Context, s alert.AlertStep) {
-	if d.enqueuer == nil {
+func (d *Service) ScheduleStep(ctx context.Context, s AlertStep) {
+	if d.steps == nil {
 		return
 	}
-	if err := d.enqueuer.EnqueueAlertStep(context.WithoutCancel(ctx), s.ID, s.DueAt); err != nil {
-		d.log.Warn("dispatch: alert step not enqueued; the recovery poll will fire it", "error", err, "step", s.ID)
+	if err := d.steps.EnqueueAlertStep(context.WithoutCancel(ctx), s.ID, s.DueAt); err != nil {
+		d.log.Warn("alert: alert step not enqueued; the recovery poll will fire it", "error", err, "step", s.ID)
 	}
 }
 
@@ -326,7 +218,7 @@ func (d *Dispatcher) scheduleStep(ctx context.Context, s alert.AlertStep) {
 // calls the step's people (or records why there are none) and schedules the next step,
 // or, for the closing check, exhausts the alert. A next step due at once (the step
 // called nobody) fires before it returns. It reports whether this call fired the step.
-func (d *Dispatcher) FireAlertStep(ctx context.Context, stepID int64, now time.Time) (bool, error) {
+func (d *Service) FireAlertStep(ctx context.Context, stepID int64, now time.Time) (bool, error) {
 	fired := false
 	for stepID != 0 {
 		next, ok, err := d.fireStep(ctx, stepID, now)
@@ -344,13 +236,13 @@ func (d *Dispatcher) FireAlertStep(ctx context.Context, stepID int64, now time.T
 
 // FireDueAlertSteps fires every step due by now that has not fired: the recovery poll.
 // It returns how many it fired.
-func (d *Dispatcher) FireDueAlertSteps(ctx context.Context, now time.Time) (int, error) {
+func (d *Service) FireDueAlertSteps(ctx context.Context, now time.Time) (int, error) {
 	return d.fireDue(ctx, now, now)
 }
 
 // fireDue fires the steps due by dueBy that have not fired, as at now.
-func (d *Dispatcher) fireDue(ctx context.Context, dueBy, now time.Time) (int, error) {
-	due, err := alert.Of(d.store).DueAlertSteps(ctx, dueBy, dueStepsPage)
+func (d *Service) fireDue(ctx context.Context, dueBy, now time.Time) (int, error) {
+	due, err := Of(d.store).DueAlertSteps(ctx, dueBy, dueStepsPage)
 	if err != nil {
 		return 0, err
 	}
@@ -358,7 +250,7 @@ func (d *Dispatcher) fireDue(ctx context.Context, dueBy, now time.Time) (int, er
 	for _, s := range due {
 		ok, err := d.FireAlertStep(ctx, s.ID, now)
 		if err != nil {
-			d.log.Warn("dispatch: fire alert step", "step", s.ID, "error", err)
+			d.log.Warn("alert: fire alert step", "step", s.ID, "error", err)
 			continue
 		}
 		if ok {
@@ -373,12 +265,12 @@ const dueStepsPage = 500
 
 // fireStep fires one step; ok is false when it was not due, already fired or
 // cancelled, or its alert is no longer open.
-func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) (next *alert.AlertStep, ok bool, err error) {
-	s, err := alert.Of(d.store).AlertStepByID(ctx, stepID)
+func (d *Service) fireStep(ctx context.Context, stepID int64, now time.Time) (next *AlertStep, ok bool, err error) {
+	s, err := Of(d.store).AlertStepByID(ctx, stepID)
 	if err != nil || s.FiredAt != nil || s.CancelledAt != nil || s.DueAt.After(now) {
 		return nil, false, err
 	}
-	a, err := alert.Of(d.store).AlertByID(ctx, s.AlertID)
+	a, err := Of(d.store).AlertByID(ctx, s.AlertID)
 	if err != nil || !a.Escalating() {
 		return nil, false, err
 	}
@@ -395,18 +287,18 @@ func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) 
 		if err := d.claimStep(ctx, tx, a, s, now); err != nil {
 			return err
 		}
-		if call.res != nil {
-			if err := d.writeAlertBatch(ctx, tx, ch, a.ID, call.res); err != nil {
+		if call.plan != nil {
+			if err := d.writeAlertBatch(ctx, tx, ch, a.ID, call.plan); err != nil {
 				return err
 			}
 		}
-		if err := alert.Of(tx).RecordAlertStep(ctx, s.ID, call.targets, call.reason); err != nil {
+		if err := Of(tx).RecordAlertStep(ctx, s.ID, call.targets, call.reason); err != nil {
 			return err
 		}
-		if err := alert.Of(tx).AddAlertStep(ctx, next); err != nil {
+		if err := Of(tx).AddAlertStep(ctx, next); err != nil {
 			return err
 		}
-		if err := d.alertEvent(ctx, tx, ch, a, alert.EventAlertEscalated, alert.AlertEvent{State: alert.AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
+		if err := d.alertEvent(ctx, tx, ch, a, EventAlertEscalated, AlertEvent{State: AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
 			return err
 		}
 		if call.reason != "" {
@@ -418,7 +310,7 @@ func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) 
 		ch.Audit("alert.step", "alert", id, audit.Params{"id": id, "n": strconv.Itoa(s.N), "round": strconv.Itoa(s.Round),
 			"targets": strings.Join(call.targets, ", "), "reason": call.reason})
 		nextStep := *next
-		ch.After(func() { d.scheduleStep(ctx, nextStep) })
+		ch.After(func() { d.ScheduleStep(ctx, nextStep) })
 		return nil
 	})
 	if errors.Is(err, errStepTaken) {
@@ -432,8 +324,8 @@ func (d *Dispatcher) fireStep(ctx context.Context, stepID int64, now time.Time) 
 
 // claimStep is the compare-and-set that makes a step fire once: the row not fired yet,
 // the alert still open. It moves the alert's step and round on.
-func (d *Dispatcher) claimStep(ctx context.Context, tx *models.Store, a *alert.Alert, s *alert.AlertStep, now time.Time) error {
-	claimed, err := alert.Of(tx).ClaimAlertStep(ctx, s.ID, now)
+func (d *Service) claimStep(ctx context.Context, tx *models.Store, a *Alert, s *AlertStep, now time.Time) error {
+	claimed, err := Of(tx).ClaimAlertStep(ctx, s.ID, now)
 	if err != nil {
 		return err
 	}
@@ -442,9 +334,9 @@ func (d *Dispatcher) claimStep(ctx context.Context, tx *models.Store, a *alert.A
 	}
 	set := map[string]any{"step": s.N, "round": s.Round}
 	if s.N > len(a.PolicyCopy.Steps) {
-		set = map[string]any{"state": alert.AlertExhausted, "ended_at": now}
+		set = map[string]any{"state": AlertExhausted, "ended_at": now}
 	}
-	moved, err := alert.Of(tx).MoveAlert(ctx, a.ID, alert.AlertEscalating, set)
+	moved, err := Of(tx).MoveAlert(ctx, a.ID, AlertEscalating, set)
 	if err != nil {
 		return err
 	}
@@ -460,7 +352,7 @@ func (d *Dispatcher) claimStep(ctx context.Context, tx *models.Store, a *alert.A
 // nextStep is the row that comes due after step s fires at now: the policy's next step,
 // the first of the next round, or after the last round the closing check. It is due
 // once s's wait has passed, or at once when s called nobody.
-func nextStep(a *alert.Alert, s *alert.AlertStep, now time.Time, nobody bool, shortest time.Duration) *alert.AlertStep {
+func nextStep(a *Alert, s *AlertStep, now time.Time, nobody bool, shortest time.Duration) *AlertStep {
 	steps := a.PolicyCopy.Steps
 	due := now.Add(stepWait(steps[s.N-1], shortest))
 	if nobody {
@@ -470,55 +362,57 @@ func nextStep(a *alert.Alert, s *alert.AlertStep, now time.Time, nobody bool, sh
 	if n > len(steps) && round <= a.PolicyCopy.Repeat {
 		n, round = 1, round+1
 	}
-	return &alert.AlertStep{AlertID: a.ID, N: n, Round: round, DueAt: due}
+	return &AlertStep{AlertID: a.ID, N: n, Round: round, DueAt: due}
 }
 
 // stepCall is what firing a step does: the notices to write (nil for none), whom they
 // go to, or why nobody.
 type stepCall struct {
-	res     *Result
+	plan    *NoticePlan
 	targets []string
 	reason  string
 }
 
 // planStep works out whom a step calls at now and their notices.
-func (d *Dispatcher) planStep(ctx context.Context, a *alert.Alert, s *alert.AlertStep, now time.Time) (stepCall, error) {
-	ids, reason, err := d.resolveTargets(ctx, a.PolicyCopy.Steps[s.N-1].Targets, now)
+func (d *Service) planStep(ctx context.Context, a *Alert, s *AlertStep, now time.Time) (stepCall, error) {
+	ids, reason, err := d.ResolveTargets(ctx, a.PolicyCopy.Steps[s.N-1].Targets, now)
 	if err != nil || len(ids) == 0 {
 		return stepCall{reason: reason}, err
 	}
 	if reason, err := d.stepOverLimits(ctx, a, ids); err != nil || reason != "" {
 		return stepCall{reason: reason}, err
 	}
-	placeholder := newAckPlaceholder()
-	vars, err := d.ackVariables(ctx, a.Template, a.Variables, placeholder)
-	if err != nil {
-		return stepCall{}, err
-	}
-	req := Request{Source: alert.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: ids,
-		Template: a.Template, Variables: vars, Subject: a.Subject, Text: a.Text, Priority: models.PriorityHigh,
-		CallbackKeyID: a.CallbackKeyID, notice: true, ackPlaceholder: placeholder}
-	if a.Template == "" {
-		req.Variables = nil
-	}
-	res, err := d.intake.Plan(ctx, req)
-	if err != nil {
-		return stepCall{}, err
-	}
-	if len(res.Messages) == 0 {
+	if d.notices == nil {
 		return stepCall{reason: SkipNoneReachable}, nil
 	}
-	d.placeAckLinks(res.ackPlaceholder, res.Messages)
-	call := stepCall{res: res}
-	for _, m := range res.Messages {
-		call.targets = append(call.targets, res.Names[m.RecipientID])
+	placeholder := NewAckPlaceholder()
+	vars, err := d.AckVariables(ctx, a.Template, a.Variables, placeholder)
+	if err != nil {
+		return stepCall{}, err
+	}
+	n := Notice{AccountID: a.AccountID, RecipientIDs: ids, Template: a.Template, Variables: vars, Subject: a.Subject,
+		Text: a.Text, CallbackKeyID: a.CallbackKeyID, AckPlaceholder: placeholder}
+	if a.Template == "" {
+		n.Variables = nil
+	}
+	plan, err := d.notices.PlanNotices(ctx, n)
+	if err != nil {
+		return stepCall{}, err
+	}
+	if len(plan.Messages) == 0 {
+		return stepCall{reason: SkipNoneReachable}, nil
+	}
+	d.PlaceAckLinks(placeholder, plan.Messages)
+	call := stepCall{plan: plan}
+	for _, m := range plan.Messages {
+		call.targets = append(call.targets, plan.Names[m.RecipientID])
 	}
 	return call, nil
 }
 
-// resolveTargets finds the people a step's targets name at now, in the order named,
+// ResolveTargets finds the people a step's targets name at now, in the order named,
 // once each. With nobody, reason says why (the first target's reason).
-func (d *Dispatcher) resolveTargets(ctx context.Context, targets []string, now time.Time) (ids []int64, reason string, err error) {
+func (d *Service) ResolveTargets(ctx context.Context, targets []string, now time.Time) (ids []int64, reason string, err error) {
 	seen := map[int64]bool{}
 	for _, t := range targets {
 		found, why, err := d.resolveTarget(ctx, t, now)
@@ -542,11 +436,11 @@ func (d *Dispatcher) resolveTargets(ctx context.Context, targets []string, now t
 }
 
 // resolveTarget finds the people one target names at now, or why there are none.
-func (d *Dispatcher) resolveTarget(ctx context.Context, target string, now time.Time) ([]int64, string, error) {
+func (d *Service) resolveTarget(ctx context.Context, target string, now time.Time) ([]int64, string, error) {
 	kind, name := parseTarget(target)
 	switch kind {
 	case TargetOnDuty:
-		roster, err := d.Duty().RosterOn(ctx, now)
+		roster, err := d.duty.RosterOn(ctx, now)
 		if err != nil {
 			return nil, "", err
 		}
@@ -580,7 +474,7 @@ func (d *Dispatcher) resolveTarget(ctx context.Context, target string, now time.
 		}
 		return ids, "", nil
 	case targetDepartment:
-		people, err := d.store.Directory().ActiveRecipientsIn(ctx, []string{name}, nil, MaxRecipients)
+		people, err := d.store.Directory().ActiveRecipientsIn(ctx, []string{name}, nil, directory.MaxRecipients)
 		if err != nil || len(people) == 0 {
 			return nil, SkipDepartmentGone, err
 		}
@@ -603,12 +497,12 @@ func recipientIDs(people []directory.Recipient) []int64 {
 
 // unrouted raises the alarm of a step of a that called nobody, for reason: its
 // alert.unrouted event and, once the firing commits, a warning in the log.
-func (d *Dispatcher) unrouted(ctx context.Context, tx *models.Store, ch *audit.Change, a *alert.Alert, s *alert.AlertStep, reason string, now time.Time) error {
-	if err := d.alertEvent(ctx, tx, ch, a, alert.EventAlertUnrouted, alert.AlertEvent{State: alert.AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
+func (d *Service) unrouted(ctx context.Context, tx *models.Store, ch *audit.Change, a *Alert, s *AlertStep, reason string, now time.Time) error {
+	if err := d.alertEvent(ctx, tx, ch, a, EventAlertUnrouted, AlertEvent{State: AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
 		return err
 	}
 	ch.After(func() {
-		d.log.Warn("dispatch: alert step called nobody", "alert", a.ID, "step", s.N, "round", s.Round, "reason", reason)
+		d.log.Warn("alert: alert step called nobody", "alert", a.ID, "step", s.N, "round", s.Round, "reason", reason)
 	})
 	return nil
 }
@@ -616,16 +510,16 @@ func (d *Dispatcher) unrouted(ctx context.Context, tx *models.Store, ch *audit.C
 // keepUnrouted runs the closing check of an alert that called nobody at all: it is not
 // exhausted but stays open, unrouted (the dashboard keeps its alarm), with the check
 // recorded as SkipNobodyCalled and audited.
-func (d *Dispatcher) keepUnrouted(ctx context.Context, a *alert.Alert, s *alert.AlertStep, now time.Time) (bool, error) {
+func (d *Service) keepUnrouted(ctx context.Context, a *Alert, s *AlertStep, now time.Time) (bool, error) {
 	err := d.change(ctx, audit.System("escalation"), func(tx *models.Store, ch *audit.Change) error {
-		claimed, err := alert.Of(tx).ClaimAlertStep(ctx, s.ID, now)
+		claimed, err := Of(tx).ClaimAlertStep(ctx, s.ID, now)
 		if err != nil {
 			return err
 		}
 		if !claimed {
 			return errStepTaken
 		}
-		if err := alert.Of(tx).RecordAlertStep(ctx, s.ID, nil, SkipNobodyCalled); err != nil {
+		if err := Of(tx).RecordAlertStep(ctx, s.ID, nil, SkipNobodyCalled); err != nil {
 			return err
 		}
 		if err := d.unrouted(ctx, tx, ch, a, s, SkipNobodyCalled, now); err != nil {
@@ -644,15 +538,15 @@ func (d *Dispatcher) keepUnrouted(ctx context.Context, a *alert.Alert, s *alert.
 // exhaust runs an alert's closing check: nobody acknowledged through every step and
 // round, so the alert is exhausted and the last step's people hear that nobody answered.
 // An alert that called nobody at all is kept open instead (keepUnrouted).
-func (d *Dispatcher) exhaust(ctx context.Context, a *alert.Alert, s *alert.AlertStep, now time.Time) (bool, error) {
-	called, err := alert.Of(d.store).AlertRecipients(ctx, a.ID)
+func (d *Service) exhaust(ctx context.Context, a *Alert, s *AlertStep, now time.Time) (bool, error) {
+	called, err := Of(d.store).AlertRecipients(ctx, a.ID)
 	if err != nil {
 		return false, err
 	}
 	if len(called) == 0 {
 		return d.keepUnrouted(ctx, a, s, now)
 	}
-	steps, err := alert.Of(d.store).AlertSteps(ctx, a.ID)
+	steps, err := Of(d.store).AlertSteps(ctx, a.ID)
 	if err != nil {
 		return false, err
 	}
@@ -674,7 +568,7 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *alert.Alert, s *alert.Alert
 		if err := d.writeNotice(ctx, tx, ch, a, recipientIDs(people), text); err != nil {
 			return err
 		}
-		if err := d.alertEvent(ctx, tx, ch, a, alert.EventAlertExhausted, alert.AlertEvent{State: alert.AlertExhausted, Step: a.Step, Round: a.Round}, now); err != nil {
+		if err := d.alertEvent(ctx, tx, ch, a, EventAlertExhausted, AlertEvent{State: AlertExhausted, Step: a.Step, Round: a.Round}, now); err != nil {
 			return err
 		}
 		id := strconv.FormatInt(a.ID, 10)
@@ -693,8 +587,8 @@ func (d *Dispatcher) exhaust(ctx context.Context, a *alert.Alert, s *alert.Alert
 // due in one second do not hold a thousand worker slots while they wait. Should the
 // process die first, the recovery poll fires the step (the row, not the timer, is the
 // truth). A step due later than that is left to a later task or the poll.
-func (d *Dispatcher) FireAlertStepNow(ctx context.Context, stepID int64) error {
-	s, err := alert.Of(d.store).AlertStepByID(ctx, stepID)
+func (d *Service) FireAlertStepNow(ctx context.Context, stepID int64) error {
+	s, err := Of(d.store).AlertStepByID(ctx, stepID)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return nil
 	}
@@ -708,7 +602,7 @@ func (d *Dispatcher) FireAlertStepNow(ctx context.Context, stepID int64) error {
 	case wait > 0:
 		time.AfterFunc(wait, func() {
 			if _, err := d.FireAlertStep(context.Background(), stepID, d.now()); err != nil {
-				d.log.Warn("dispatch: fire alert step; the recovery poll will retry", "step", stepID, "error", err)
+				d.log.Warn("alert: fire alert step; the recovery poll will retry", "step", stepID, "error", err)
 			}
 		})
 		return nil
@@ -724,7 +618,7 @@ const maxEarly = 2 * time.Second
 // steps whose task Redis lost or whose worker died. Steps are left to their own task
 // for a moment past due (pollGrace) so that the two rarely race; the claim makes a race
 // harmless.
-func (d *Dispatcher) RunEscalationPoll(ctx context.Context, every time.Duration) {
+func (d *Service) RunEscalationPoll(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -735,7 +629,7 @@ func (d *Dispatcher) RunEscalationPoll(ctx context.Context, every time.Duration)
 		}
 		now := d.now()
 		if _, err := d.fireDue(ctx, now.Add(-pollGrace), now); err != nil && ctx.Err() == nil {
-			d.log.Warn("dispatch: escalation poll", "error", err)
+			d.log.Warn("alert: escalation poll", "error", err)
 		}
 	}
 }
@@ -743,14 +637,25 @@ func (d *Dispatcher) RunEscalationPoll(ctx context.Context, every time.Duration)
 // pollGrace is how long past due the recovery poll leaves a step to its task.
 const pollGrace = time.Second
 
-// fireFirstStep fires an alert's first step before the request is answered when it is
-// due at once (nobody was named); a failure is left to the recovery poll.
-func (d *Dispatcher) fireFirstStep(ctx context.Context, res *Result) {
-	now := d.now()
-	if res.firstStep == nil || res.firstStep.DueAt.After(now) {
-		return
+// EndRecalled ends, in tx, the alert whose notice m was just recalled (or cancelled
+// by a recall): the text was taken back, so its escalation must not call the next
+// person with it. The alert is resolved by recalledBy, via "recall" (not exhausted:
+// nobody failed to answer), its pending steps cancelled, with its audit entry and its
+// alert.resolved event, as a rejection ends the alert of its batch. A message of no
+// alert, or of one that has ended, changes nothing.
+func (d *Service) EndRecalled(ctx context.Context, tx *models.Store, ch *audit.Change, m *models.Message, recalledBy string) error {
+	if m.AlertID == nil {
+		return nil
 	}
-	if _, err := d.FireAlertStep(ctx, res.firstStep.ID, now); err != nil {
-		d.log.Warn("dispatch: first alert step; the recovery poll will fire it", "alert", res.Alert.ID, "error", err)
+	a, err := Of(tx).ResolveRecalledAlert(ctx, *m.AlertID, recalledBy, d.now())
+	if err != nil || a == nil {
+		return err
 	}
+	if a.CallbackKeyID != nil {
+		d.kick(ch, *a.CallbackKeyID)
+	}
+	id := strconv.FormatInt(a.ID, 10)
+	ch.Audit(resolveMove.action, "alert", id, audit.Params{"id": id, "by": recalledBy, "via": AlertViaRecall,
+		"message": m.ID})
+	return nil
 }

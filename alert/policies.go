@@ -1,4 +1,4 @@
-package dispatch
+package alert
 
 import (
 	"context"
@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"herald/alert"
 	"herald/audit"
+	"herald/directory"
 	"herald/kernel"
 	"herald/models"
 )
@@ -34,12 +34,12 @@ const (
 
 // CreatePolicy saves a new escalation policy, audited. A validation failure is a
 // *kernel.FieldError and writes nothing.
-func (d *Dispatcher) CreatePolicy(ctx context.Context, by audit.Actor, p alert.EscalationPolicy) (*alert.EscalationPolicy, error) {
+func (d *Service) CreatePolicy(ctx context.Context, by audit.Actor, p EscalationPolicy) (*EscalationPolicy, error) {
 	if err := d.checkPolicy(ctx, &p); err != nil {
 		return nil, err
 	}
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := alert.Of(tx).CreatePolicy(ctx, &p); err != nil {
+		if err := Of(tx).CreatePolicy(ctx, &p); err != nil {
 			return err
 		}
 		ch.Audit("alert.policy.create", "escalation_policy", p.Name, policyParams(&p))
@@ -54,12 +54,12 @@ func (d *Dispatcher) CreatePolicy(ctx context.Context, by audit.Actor, p alert.E
 // UpdatePolicy replaces the policy called name (which may rename it), audited with what
 // it was. Alerts already open keep the copy they opened with. kernel.ErrNotFound: no
 // such policy.
-func (d *Dispatcher) UpdatePolicy(ctx context.Context, by audit.Actor, name string, p alert.EscalationPolicy) (*alert.EscalationPolicy, error) {
+func (d *Service) UpdatePolicy(ctx context.Context, by audit.Actor, name string, p EscalationPolicy) (*EscalationPolicy, error) {
 	if err := d.checkPolicy(ctx, &p); err != nil {
 		return nil, err
 	}
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		before, err := alert.Of(tx).UpdatePolicy(ctx, name, &p)
+		before, err := Of(tx).UpdatePolicy(ctx, name, &p)
 		if err != nil {
 			return err
 		}
@@ -77,9 +77,9 @@ func (d *Dispatcher) UpdatePolicy(ctx context.Context, by audit.Actor, name stri
 
 // DeletePolicy removes a policy, audited. Alerts already open keep their copy.
 // kernel.ErrNotFound: no such policy.
-func (d *Dispatcher) DeletePolicy(ctx context.Context, by audit.Actor, name string) error {
+func (d *Service) DeletePolicy(ctx context.Context, by audit.Actor, name string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := alert.Of(tx).DeletePolicy(ctx, name); err != nil {
+		if err := Of(tx).DeletePolicy(ctx, name); err != nil {
 			return err
 		}
 		ch.Audit("alert.policy.delete", "escalation_policy", name, audit.Params{"name": name})
@@ -88,7 +88,7 @@ func (d *Dispatcher) DeletePolicy(ctx context.Context, by audit.Actor, name stri
 }
 
 // policyParams names a policy for its audit sentence.
-func policyParams(p *alert.EscalationPolicy) audit.Params {
+func policyParams(p *EscalationPolicy) audit.Params {
 	steps := make([]string, len(p.Steps))
 	for i, s := range p.Steps {
 		steps[i] = strings.Join(s.Targets, " ") + " / " + s.Wait
@@ -99,13 +99,13 @@ func policyParams(p *alert.EscalationPolicy) audit.Params {
 
 // checkPolicy validates a policy field by field, naming the field of the first problem
 // (steps[i].targets[j], steps[i].wait, repeat), and tidies its values.
-func (d *Dispatcher) checkPolicy(ctx context.Context, p *alert.EscalationPolicy) error {
+func (d *Service) checkPolicy(ctx context.Context, p *EscalationPolicy) error {
 	p.Name = strings.TrimSpace(p.Name)
 	switch n := utf8.RuneCountInString(p.Name); {
 	case n == 0:
 		return kernel.Invalid("name", "alerts.invalid.name_required")
-	case n > alert.MaxPolicyName:
-		return kernel.Invalid("name", "alerts.invalid.name_long", "Max", alert.MaxPolicyName)
+	case n > MaxPolicyName:
+		return kernel.Invalid("name", "alerts.invalid.name_long", "Max", MaxPolicyName)
 	case strings.ContainsAny(p.Name, "/?#%"):
 		return kernel.Invalid("name", "alerts.invalid.name_chars")
 	}
@@ -127,7 +127,7 @@ func (d *Dispatcher) checkPolicy(ctx context.Context, p *alert.EscalationPolicy)
 }
 
 // checkStep validates one step: its wait and each of its targets.
-func (d *Dispatcher) checkStep(ctx context.Context, i int, s *alert.PolicyStep) error {
+func (d *Service) checkStep(ctx context.Context, i int, s *PolicyStep) error {
 	field := fmt.Sprintf("steps[%d]", i)
 	s.Wait = strings.TrimSpace(s.Wait)
 	w, err := time.ParseDuration(s.Wait)
@@ -151,7 +151,7 @@ func (d *Dispatcher) checkStep(ctx context.Context, i int, s *alert.PolicyStep) 
 }
 
 // checkTarget reports a target naming no rotation, department or person Herald knows.
-func (d *Dispatcher) checkTarget(ctx context.Context, target string) error {
+func (d *Service) checkTarget(ctx context.Context, target string) error {
 	kind, name := parseTarget(target)
 	switch kind {
 	case TargetOnDuty:
@@ -171,7 +171,7 @@ func (d *Dispatcher) checkTarget(ctx context.Context, target string) error {
 			return kernel.Invalid("target", "alerts.invalid.unknown_department", "Name", name)
 		}
 	default:
-		if name == "" || len(name) > maxExternalLen {
+		if name == "" || len(name) > directory.MaxExternalID {
 			return kernel.Invalid("target", "alerts.invalid.target_blank")
 		}
 		people, err := d.store.Directory().CachedRecipientsByExternalIDs(ctx, []string{name})
@@ -201,13 +201,13 @@ func parseTarget(t string) (kind, name string) {
 }
 
 // Policies lists the escalation policies by name.
-func (d *Dispatcher) Policies(ctx context.Context) ([]alert.EscalationPolicy, error) {
-	return alert.Of(d.store).Policies(ctx)
+func (d *Service) Policies(ctx context.Context) ([]EscalationPolicy, error) {
+	return Of(d.store).Policies(ctx)
 }
 
 // stepWait is a step's wait; policies are checked when saved, so a wait that no longer
 // parses falls back to the shortest (shortestWait of the dispatcher's Config.StepWait).
-func stepWait(s alert.PolicyStep, shortest time.Duration) time.Duration {
+func stepWait(s PolicyStep, shortest time.Duration) time.Duration {
 	w, err := time.ParseDuration(s.Wait)
 	if least := shortestWait(shortest); err != nil || w < least {
 		return least
@@ -224,10 +224,13 @@ func shortestWait(knob time.Duration) time.Duration {
 	return MinStepWait
 }
 
-// PoliciesNaming names the escalation policies whose steps target rotation, read in tx
-// (duty's RotationUsers).
-func (d *Dispatcher) PoliciesNaming(ctx context.Context, tx *kernel.DB, rotation string) ([]string, error) {
-	policies, err := alert.Of(d.store.On(tx)).Policies(ctx)
+// PolicyUsers is duty's RotationUsers: the escalation policies whose steps target a
+// rotation.
+type PolicyUsers struct{}
+
+// PoliciesNaming names the escalation policies whose steps target rotation, read in tx.
+func (PolicyUsers) PoliciesNaming(ctx context.Context, tx *kernel.DB, rotation string) ([]string, error) {
+	policies, err := (&Store{k: tx}).Policies(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +245,7 @@ func (d *Dispatcher) PoliciesNaming(ctx context.Context, tx *kernel.DB, rotation
 
 // policyNamesRotation reports whether a step of p targets rotation (its turn or the
 // next in turn).
-func policyNamesRotation(p *alert.EscalationPolicy, rotation string) bool {
+func policyNamesRotation(p *EscalationPolicy, rotation string) bool {
 	for _, s := range p.Steps {
 		for _, t := range s.Targets {
 			if kind, name := parseTarget(t); kind == targetRotation && name == rotation {

@@ -1,4 +1,4 @@
-package dispatch
+package alert
 
 import (
 	"context"
@@ -25,7 +25,7 @@ const WeComCallbackWindow = 5 * time.Minute
 // without the token learns nothing (not even which accounts exist); the reason goes
 // only to the log.
 var ErrWeComCallbackRefused = kernel.Declare(kernel.DomainError{Kind: kernel.KindForbidden, Code: "forbidden", Key: "api.callback_refused",
-	Text: "dispatch: wecom callback refused"})
+	Text: "alert: wecom callback refused"})
 
 // WeComCallbackRequest is what WeCom sends to /callbacks/wecom/<account>: the query's
 // msg_signature, timestamp and nonce, and either echostr (a GET: WeCom checking the URL)
@@ -50,7 +50,7 @@ type WeComCallbackRequest struct {
 // ErrWeComCallbackRefused, logged at most once a minute per process. A click that
 // could not be acted on for a reason of Herald's (the database) gives its signature
 // back, so that WeCom's retry of it is accepted.
-func (d *Dispatcher) WeComCallback(ctx context.Context, by audit.Actor, req WeComCallbackRequest) (echo string, err error) {
+func (d *Service) WeComCallback(ctx context.Context, by audit.Actor, req WeComCallbackRequest) (echo string, err error) {
 	cb, acct, reason, err := d.weComCallbackOf(ctx, req.Account)
 	if err != nil {
 		return "", err
@@ -108,12 +108,12 @@ func (d *Dispatcher) WeComCallback(ctx context.Context, by audit.Actor, req WeCo
 	if gerr := d.store.DB().ReleaseClaim(context.WithoutCancel(ctx), replayKey, at); gerr != nil {
 		d.log.Error("wecom callback: give back a signature", "account", acct.Name, "error", gerr)
 	}
-	return "", fmt.Errorf("dispatch: wecom card click on %s: %w", acct.Name, err)
+	return "", fmt.Errorf("alert: wecom card click on %s: %w", acct.Name, err)
 }
 
 // weComCallbackOf returns the callback checker of the WeCom account named, or the
 // reason there is none (to be refused as any other refusal is).
-func (d *Dispatcher) weComCallbackOf(ctx context.Context, name string) (*channels.WeComCallback, *sending.Account, string, error) {
+func (d *Service) weComCallbackOf(ctx context.Context, name string) (*channels.WeComCallback, *sending.Account, string, error) {
 	acct, err := d.store.Sending().AccountByName(ctx, name)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return nil, nil, "no such account", nil

@@ -1,0 +1,192 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"herald/alert"
+	"herald/audit"
+	"herald/kernel"
+	"herald/models"
+)
+
+// A request with ack opens an alert (package alert): the intake checks its policy,
+// counts everyone the alert can reach against the opener's limits, and writes the alert
+// and its first step with the batch. The alerts' service then runs the escalation,
+// asking the intake for the notices of each step through alertNotices.
+
+// AckRequest asks for a send to be acknowledged, escalating along the named policy.
+type AckRequest struct {
+	Policy string `json:"policy"`
+}
+
+// checkAck checks a request's acknowledgment: the policy must exist. A template that
+// places the acknowledgment link gets its placeholder.
+func (d *Dispatcher) checkAck(ctx context.Context, req *Request) error {
+	req.Ack.Policy = strings.TrimSpace(req.Ack.Policy)
+	if req.Ack.Policy == "" {
+		return kernel.Invalid("ack.policy", "alerts.invalid.policy_required")
+	}
+	if _, err := alert.Of(d.store).PolicyByName(ctx, req.Ack.Policy); errors.Is(err, kernel.ErrNotFound) {
+		return kernel.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
+	} else if err != nil {
+		return err
+	}
+	req.ackPlaceholder = alert.NewAckPlaceholder()
+	vars, err := d.alerts.AckVariables(ctx, req.Template, req.Variables, req.ackPlaceholder)
+	req.Variables = vars
+	return err
+}
+
+// openAlert prepares the alert a request asks for: the policy it names (copied), and the
+// first step, due at once (at send_at, for a scheduled send) when nobody was notified
+// by the request itself, else after the first step's wait. It is written with the
+// batch (storeAlert), without its first step while the batch awaits approval.
+func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) error {
+	p, err := alert.Of(d.store).PolicyByName(ctx, req.Ack.Policy)
+	if errors.Is(err, kernel.ErrNotFound) {
+		return kernel.Invalid("ack.policy", "alerts.invalid.unknown_policy", "Name", req.Ack.Policy)
+	}
+	if err != nil {
+		return err
+	}
+	now := d.now()
+	if err := d.checkAlertReach(ctx, req, res, p, now); err != nil {
+		return err
+	}
+	a := &alert.Alert{BatchID: res.Batch.ID, Policy: p.Name, PolicyCopy: *p, State: alert.AlertOpen,
+		AccountID: res.Batch.AccountID, Template: req.Template, Variables: withoutAck(req.Variables), Subject: req.Subject, Text: req.Text,
+		CallbackKeyID: req.CallbackKeyID, OpenedAt: now}
+	res.Alert, res.firstStep = a, d.alerts.FirstStep(p, now, res.Batch.SendAt, len(res.Messages) > 0)
+	return nil
+}
+
+// checkAlertReach counts everyone an alert under policy p can reach at now, the
+// request's people and every step's, against the key's cap (a *kernel.FieldError on
+// ack.policy past it) and records it as the batch's reach for the approval threshold.
+func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Result, p *alert.EscalationPolicy, now time.Time) error {
+	reach := make(map[int64]bool, len(res.Messages))
+	for _, m := range res.Messages {
+		reach[m.RecipientID] = true
+	}
+	for _, s := range p.Steps {
+		ids, _, err := d.alerts.ResolveTargets(ctx, s.Targets, now)
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			reach[id] = true
+		}
+	}
+	if n := len(reach) + len(res.Rejected); req.MaxRecipients > 0 && n > req.MaxRecipients {
+		return kernel.Invalid("ack.policy", "alerts.invalid.policy_over_key_cap", "Name", p.Name, "Max", req.MaxRecipients, "Count", n)
+	}
+	res.reach = len(reach)
+	return nil
+}
+
+// withoutAck is a request's variables without the acknowledgment link's placeholder.
+func withoutAck(vars map[string]string) models.VarMap {
+	if _, ok := vars[alert.AckVariable]; !ok {
+		return vars
+	}
+	out := make(models.VarMap, len(vars))
+	for k, v := range vars {
+		if k != alert.AckVariable {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// storeAlert writes an alert's first batch, the alert and its first step in one
+// transaction, with the intake's audit entry and the alert's own; respond (may be nil)
+// builds the answer an idempotent request replays.
+func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Result, respond func(*Result) (int, []byte)) error {
+	by := audit.Actor{Name: res.Batch.Actor, Type: audit.ActorUser}
+	if res.Batch.APIKeyID != nil {
+		by.Type = audit.ActorAPIKey
+	}
+	held := res.Batch.Approval == models.ApprovalAwaiting
+	if held {
+		// Nobody is notified before the batch is approved, so no step is due: the
+		// approval writes the first (alert.Service.StartHeld), a rejection ends the alert.
+		res.firstStep = nil
+	}
+	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+		if err := alert.Of(tx).CreateAlert(ctx, res.Alert, res.firstStep); err != nil {
+			return err
+		}
+		if idem := nb.Extras.Idem; idem != nil && respond != nil {
+			// The answer to replay names the alert, known only now.
+			status, body := respond(res)
+			idem.StatusCode, idem.Response = status, string(body)
+		}
+		for i := range nb.Messages {
+			nb.Messages[i].AlertID = &res.Alert.ID
+		}
+		d.alerts.PlaceAckLinks(res.ackPlaceholder, nb.Messages)
+		if err := tx.CreateBatch(ctx, nb.Batch, nb.Messages, nb.Extras); err != nil {
+			return err
+		}
+		id := strconv.FormatInt(res.Alert.ID, 10)
+		ch.Audit("alert.open", "alert", id, audit.Params{"id": id, "batch": res.Batch.ID, "policy": res.Alert.Policy})
+		if !held {
+			step := *res.firstStep
+			ch.After(func() { d.alerts.ScheduleStep(ctx, step) })
+		}
+		return nil
+	})
+}
+
+// fireFirstStep fires an alert's first step before the request is answered when it is
+// due at once (nobody was named); a failure is left to the recovery poll.
+func (d *Dispatcher) fireFirstStep(ctx context.Context, res *Result) {
+	now := d.now()
+	if res.firstStep == nil || res.firstStep.DueAt.After(now) {
+		return
+	}
+	if _, err := d.alerts.FireAlertStep(ctx, res.firstStep.ID, now); err != nil {
+		d.log.Warn("dispatch: first alert step; the recovery poll will fire it", "alert", res.Alert.ID, "error", err)
+	}
+}
+
+// alertNotices is the intake as the alerts' service sees it (alert.Notices).
+type alertNotices struct{ d *Dispatcher }
+
+// PlanNotices plans an alert's notices: a request of the alert's own making, at high
+// priority, that notifies (never opens an alert of its own).
+func (n alertNotices) PlanNotices(ctx context.Context, a alert.Notice) (*alert.NoticePlan, error) {
+	req := Request{Source: alert.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: a.RecipientIDs,
+		Template: a.Template, Variables: a.Variables, Subject: a.Subject, Text: a.Text, Priority: models.PriorityHigh,
+		CallbackKeyID: a.CallbackKeyID, notice: true, ackPlaceholder: a.AckPlaceholder}
+	res, err := n.d.Plan(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return &alert.NoticePlan{Batch: res.Batch, Messages: res.Messages, Names: res.Names}, nil
+}
+
+// WriteNotices writes a plan's batch in tx and enqueues its messages once tx commits.
+func (n alertNotices) WriteNotices(ctx context.Context, tx *models.Store, ch *audit.Change, p *alert.NoticePlan) error {
+	// Tasks of their own, never a group's: a group enqueues when it fills, which may be
+	// before this transaction commits.
+	jobs := chunkTasks(p.Batch, p.Messages)
+	if err := tx.CreateBatch(ctx, p.Batch, p.Messages, nil); err != nil {
+		return err
+	}
+	ch.After(func() {
+		n.d.stats.Count(p.Batch.AccountID, "created", len(p.Messages))
+		n.d.enqueue(context.WithoutCancel(ctx), jobs)
+	})
+	return nil
+}
+
+// OverThreshold says whether a batch of n people needs a second person's approval.
+func (n alertNotices) OverThreshold(ctx context.Context, count int) (bool, error) {
+	_, over, err := n.d.overThreshold(ctx, count)
+	return over, err
+}
