@@ -181,7 +181,9 @@ var domains = map[string][]string{
 	// The silences hold messages, which are still the store's (models) until the
 	// messages have a domain of their own.
 	"herald/silence": {"herald/models", "herald/templates"},
-	"herald/recall":  {"herald/models"},
+	"herald/recall":  {"herald/models", "herald/alert"},
+	// The messages' service; their rows are still the store's (models).
+	"herald/message": {"herald/models", "herald/access", "herald/alert", "herald/recall", "herald/sending"},
 	"herald/alert":   {"herald/models", "herald/templates", "herald/directory", "herald/duty", "herald/sending"},
 }
 

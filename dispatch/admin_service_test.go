@@ -275,12 +275,15 @@ func TestMessageService(t *testing.T) {
 		do   func() error
 		want error
 	}{
-		{"another key cancels", func() error { _, err := f.d.CancelMessage(ctx, other, id); return err }, kernel.ErrNotFound},
-		{"another key retries", func() error { _, err := f.d.RetryMessage(ctx, other, id); return err }, kernel.ErrNotFound},
-		{"another key reads", func() error { _, err := f.d.Message(ctx, other, id); return err }, kernel.ErrNotFound},
-		{"another key reads the batch", func() error { _, err := f.d.Batch(ctx, other, res.Batch.ID); return err }, kernel.ErrNotFound},
-		{"a pending message retried", func() error { _, err := f.d.RetryMessage(ctx, own, id); return err }, kernel.ErrStateChanged},
-		{"no such message", func() error { _, err := f.d.CancelMessage(ctx, admin, "nope"); return err }, kernel.ErrNotFound},
+		{"another key cancels", func() error { _, err := f.d.Messages().CancelMessage(ctx, other, id); return err }, kernel.ErrNotFound},
+		{"another key retries", func() error { _, err := f.d.Messages().RetryMessage(ctx, other, id); return err }, kernel.ErrNotFound},
+		{"another key reads", func() error { _, err := f.d.Messages().Message(ctx, other, id); return err }, kernel.ErrNotFound},
+		{"another key reads the batch", func() error {
+			_, err := f.d.Messages().Batch(ctx, other, res.Batch.ID)
+			return err
+		}, kernel.ErrNotFound},
+		{"a pending message retried", func() error { _, err := f.d.Messages().RetryMessage(ctx, own, id); return err }, kernel.ErrStateChanged},
+		{"no such message", func() error { _, err := f.d.Messages().CancelMessage(ctx, admin, "nope"); return err }, kernel.ErrNotFound},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if err := tc.do(); !errors.Is(err, tc.want) {
@@ -294,14 +297,14 @@ func TestMessageService(t *testing.T) {
 			}
 		})
 	}
-	if rows, err := f.d.Messages(ctx, other, models.MessageFilter{}, nil, 10); err != nil || len(rows) != 0 {
+	if rows, err := f.d.Messages().Messages(ctx, other, models.MessageFilter{}, nil, 10); err != nil || len(rows) != 0 {
 		t.Errorf("another key lists %d messages (%v)", len(rows), err)
 	}
-	if rows, err := f.d.Messages(ctx, own, models.MessageFilter{}, nil, 10); err != nil || len(rows) != 1 {
+	if rows, err := f.d.Messages().Messages(ctx, own, models.MessageFilter{}, nil, 10); err != nil || len(rows) != 1 {
 		t.Errorf("its own key lists %d messages (%v)", len(rows), err)
 	}
 
-	if _, err := f.d.CancelMessage(ctx, own, id); err != nil {
+	if _, err := f.d.Messages().CancelMessage(ctx, own, id); err != nil {
 		t.Fatal(err)
 	}
 	e := oneEntry(t, f.store, "message.cancel")
@@ -313,7 +316,7 @@ func TestMessageService(t *testing.T) {
 	for _, id := range stopped {
 		f.stop(t, id)
 	}
-	got, err := f.d.ResendStopped(ctx, admin, models.MessageFilter{}, 100)
+	got, err := f.d.Messages().ResendStopped(ctx, admin, models.MessageFilter{}, 100)
 	if err != nil || got.Retried != 2 {
 		t.Fatalf("re-sent %+v, %v", got, err)
 	}

@@ -91,7 +91,7 @@ func TestAlertPolicyOverApprovalThreshold(t *testing.T) {
 	ctx := context.Background()
 	f.policy(t, alert.EscalationPolicy{Name: "counter", Steps: []alert.PolicyStep{
 		{Targets: []string{"E1004"}, Wait: "10m"}, {Targets: []string{"department:Counter"}, Wait: "10m"}}})
-	if err := f.store.SetApprovalThreshold(ctx, 3, "admin"); err != nil {
+	if err := f.store.Intake().SetApprovalThreshold(ctx, 3, "admin"); err != nil {
 		t.Fatal(err)
 	}
 	f.d.ForgetThreshold()
@@ -108,7 +108,7 @@ func TestAlertPolicyOverApprovalThreshold(t *testing.T) {
 		t.Errorf("steps fired before the approval: %v", got)
 	}
 
-	if err := f.store.SetApprovalThreshold(ctx, 4, "admin"); err != nil {
+	if err := f.store.Intake().SetApprovalThreshold(ctx, 4, "admin"); err != nil {
 		t.Fatal(err)
 	}
 	f.d.ForgetThreshold()

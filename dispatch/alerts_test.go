@@ -341,7 +341,7 @@ func TestStepTargets(t *testing.T) {
 // schema of docs/openapi.json.
 func (f *alertFixture) alertEvents(t *testing.T) []alertEvent {
 	t.Helper()
-	pending, err := f.store.PendingCallbackEvents(context.Background(), f.keyID, 100)
+	pending, err := f.store.Outbox().PendingCallbackEvents(context.Background(), f.keyID, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +455,7 @@ func TestAlertWaitsForItsBatchApproval(t *testing.T) {
 	if _, err := f.d.Reject(ctx, checker, batch(rejected), "不是事故"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.store.ExpireApprovals(ctx, time.Now().Add(365*24*time.Hour), f.clock(), alert.EndExpiredBatch); err != nil {
+	if _, err := f.store.Intake().ExpireApprovals(ctx, time.Now().Add(365*24*time.Hour), f.clock(), alert.EndExpiredBatch); err != nil {
 		t.Fatal(err)
 	}
 	f.advance(t, time.Hour)

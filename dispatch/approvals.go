@@ -6,10 +6,8 @@ import (
 	"errors"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"herald/audit"
 	"herald/kernel"
@@ -24,9 +22,6 @@ import (
 // who made it (Batch.Makers: the console user who composed it, the creator of the API
 // key that sent it, whoever last set up the duty reminder it is) may not approve or
 // reject it, whether they act in the console or through any API key of theirs.
-
-// MaxReasonLen bounds a rejection's reason, in characters.
-const MaxReasonLen = 200
 
 // ErrOwnBatch refuses a decision by the batch's maker.
 var ErrOwnBatch = kernel.Declare(kernel.DomainError{Kind: kernel.KindForbidden, Code: "forbidden", Key: "approvals.error.own_batch",
@@ -52,7 +47,7 @@ func (d *Dispatcher) approvalThreshold(ctx context.Context) (int, error) {
 	if !c.read.IsZero() && now.Sub(c.read) < thresholdTTL {
 		return c.n, nil
 	}
-	n, err := d.store.ApprovalThreshold(ctx)
+	n, err := d.store.Intake().ApprovalThreshold(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -129,7 +124,7 @@ func (d *Dispatcher) Approve(ctx context.Context, by audit.Actor, b *models.Batc
 	if b.Approval != models.ApprovalAwaiting {
 		return kernel.ErrStateChanged
 	}
-	ids, err := d.store.AwaitingMessageIDs(ctx, b.ID)
+	ids, err := d.store.Intake().AwaitingMessageIDs(ctx, b.ID)
 	if err != nil {
 		return err
 	}
@@ -144,7 +139,7 @@ func (d *Dispatcher) Approve(ctx context.Context, by audit.Actor, b *models.Batc
 		chunks[i] = models.ChunkAssignment{TaskID: j.TaskID, MessageIDs: j.MessageIDs}
 	}
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := tx.ApproveBatch(ctx, b.ID, by.Name, now, due, chunks); err != nil {
+		if err := tx.Intake().ApproveBatch(ctx, b.ID, by.Name, now, due, chunks); err != nil {
 			return err
 		}
 		if err := d.alerts.StartHeld(ctx, tx, ch, b); err != nil {
@@ -167,14 +162,14 @@ func (d *Dispatcher) Reject(ctx context.Context, by audit.Actor, b *models.Batch
 	if own, err := d.ownBatch(ctx, b, by); err != nil || own {
 		return 0, cmp.Or(err, error(ErrOwnBatch))
 	}
-	reason, err := checkReason(reason)
+	reason, err := kernel.CheckReason(reason)
 	if err != nil {
 		return 0, err
 	}
 	var n int
 	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		var err error
-		if n, err = tx.RejectBatch(ctx, b.ID, by.Name, reason, d.now()); err != nil {
+		if n, err = tx.Intake().RejectBatch(ctx, b.ID, by.Name, reason, d.now()); err != nil {
 			return err
 		}
 		if err := d.alerts.EndRejected(ctx, tx, ch, by, b.ID, reason); err != nil {
@@ -189,30 +184,16 @@ func (d *Dispatcher) Reject(ctx context.Context, by audit.Actor, b *models.Batch
 	return n, err
 }
 
-// checkReason checks a rejection's reason (of a batch or of a recall request) and
-// returns it trimmed: one is required, of at most MaxReasonLen characters, as a
-// *kernel.FieldError naming reason.
-func checkReason(reason string) (string, error) {
-	reason = strings.TrimSpace(reason)
-	if err := kernel.CheckText("reason", reason, false); err != nil {
-		return "", err
-	}
-	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonLen {
-		return "", kernel.Invalid("reason", "approvals.error.reason", "Max", MaxReasonLen)
-	}
-	return reason, nil
-}
-
 // SetApprovalThreshold changes the number of accepted recipients above which a batch
 // waits for approval (0: off), audited with the old and new value. This process applies
 // it at once; others within thresholdTTL.
 func (d *Dispatcher) SetApprovalThreshold(ctx context.Context, by audit.Actor, n int) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		old, err := tx.ApprovalThreshold(ctx)
+		old, err := tx.Intake().ApprovalThreshold(ctx)
 		if err != nil {
 			return err
 		}
-		if err := tx.SetApprovalThreshold(ctx, n, by.Name); err != nil {
+		if err := tx.Intake().SetApprovalThreshold(ctx, n, by.Name); err != nil {
 			return err
 		}
 		ch.AuditDetail("settings.update", "setting", models.SettingApprovalThreshold, strconv.Itoa(n),

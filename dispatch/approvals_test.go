@@ -21,7 +21,7 @@ import (
 func approvalFixture(t *testing.T) *intakeFixture {
 	t.Helper()
 	f := newIntakeFixture(t)
-	if err := f.store.SetApprovalThreshold(context.Background(), 1, "test"); err != nil {
+	if err := f.store.Intake().SetApprovalThreshold(context.Background(), 1, "test"); err != nil {
 		t.Fatal(err)
 	}
 	f.d.ForgetThreshold()

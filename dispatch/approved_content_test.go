@@ -10,6 +10,7 @@ import (
 	"herald/kernel"
 	"herald/models"
 	"herald/recall"
+	"herald/templates"
 )
 
 // What is approved is what is sent: an edit (or a rollback) that asks to render the
@@ -20,8 +21,8 @@ func TestRerenderKeepsApprovedContent(t *testing.T) {
 	f := approvalFixture(t)
 	ctx := context.Background()
 	editor := user("eve")
-	in := dispatch.TemplateInput{Name: "payout", MsgType: "text", Body: "Pay {{.amount}} to account 42", Variables: []string{"amount"}}
-	if _, err := f.d.CreateTemplate(ctx, user("ada"), in); err != nil {
+	in := templates.TemplateInput{Name: "payout", MsgType: "text", Body: "Pay {{.amount}} to account 42", Variables: []string{"amount"}}
+	if _, err := f.d.Templates().CreateTemplate(ctx, user("ada"), in); err != nil {
 		t.Fatal(err)
 	}
 	at := time.Now().Add(time.Hour)
@@ -69,7 +70,7 @@ func TestRerenderKeepsApprovedContent(t *testing.T) {
 	}
 
 	in.Body, in.Rerender = "Pay {{.amount}} to account 666", true
-	if _, err := f.d.UpdateTemplate(ctx, editor, "payout", in); err != nil {
+	if _, err := f.d.Templates().UpdateTemplate(ctx, editor, "payout", in); err != nil {
 		t.Fatal(err)
 	}
 	check("edit", awaiting, "Pay 100 to account 42")
@@ -79,7 +80,7 @@ func TestRerenderKeepsApprovedContent(t *testing.T) {
 		t.Errorf("template.rerender counts %q messages, want 1 (the open batch's)", e.ParamMap()["count"])
 	}
 
-	if _, err := f.d.RollbackTemplate(ctx, editor, "payout", 2, true); err != nil {
+	if _, err := f.d.Templates().RollbackTemplate(ctx, editor, "payout", 2, true); err != nil {
 		t.Fatal(err)
 	}
 	check("rollback", awaiting, "Pay 100 to account 42")
@@ -94,7 +95,7 @@ func TestRerenderKeepsApprovedContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := f.store.CountWaitingOfTemplate(ctx, tmpl.ID, time.Now()); err != nil || n != 1 {
+	if n, err := f.store.Intake().CountWaitingOfTemplate(ctx, tmpl.ID, time.Now()); err != nil || n != 1 {
 		t.Errorf("waiting messages a save asks about: %d, %v; want 1 (the open batch's)", n, err)
 	}
 }
@@ -106,12 +107,12 @@ func TestRetiredTemplateVersionCannotBePinned(t *testing.T) {
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	by := user("ops1")
-	in := dispatch.TemplateInput{Name: "notice", MsgType: "text", Body: "v1: {{.task}}", Variables: []string{"task"}}
-	if _, err := f.d.CreateTemplate(ctx, by, in); err != nil {
+	in := templates.TemplateInput{Name: "notice", MsgType: "text", Body: "v1: {{.task}}", Variables: []string{"task"}}
+	if _, err := f.d.Templates().CreateTemplate(ctx, by, in); err != nil {
 		t.Fatal(err)
 	}
 	in.Body = "v2: {{.task}}"
-	if _, err := f.d.UpdateTemplate(ctx, by, "notice", in); err != nil {
+	if _, err := f.d.Templates().UpdateTemplate(ctx, by, "notice", in); err != nil {
 		t.Fatal(err)
 	}
 	send := func(pin int) error {
@@ -122,10 +123,10 @@ func TestRetiredTemplateVersionCannotBePinned(t *testing.T) {
 	if err := send(1); err != nil {
 		t.Fatalf("pinning version 1 before it is retired: %v", err)
 	}
-	if _, err := f.d.RetireTemplateVersion(ctx, by, "notice", 2); !isField(err, "version") {
+	if _, err := f.d.Templates().RetireTemplateVersion(ctx, by, "notice", 2); !isField(err, "version") {
 		t.Errorf("retiring the current version: %v, want an error naming version", err)
 	}
-	v, err := f.d.RetireTemplateVersion(ctx, by, "notice", 1)
+	v, err := f.d.Templates().RetireTemplateVersion(ctx, by, "notice", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,16 +142,16 @@ func TestRetiredTemplateVersionCannotBePinned(t *testing.T) {
 	if err := send(0); err != nil {
 		t.Errorf("a send without a pin after the retirement: %v", err)
 	}
-	if _, err := f.d.RollbackTemplate(ctx, by, "notice", 1, false); !isField(err, "version") {
+	if _, err := f.d.Templates().RollbackTemplate(ctx, by, "notice", 1, false); !isField(err, "version") {
 		t.Errorf("rollback to a retired version: %v, want an error naming version", err)
 	}
-	if _, err := f.d.RetireTemplateVersion(ctx, by, "notice", 1); !isField(err, "version") {
+	if _, err := f.d.Templates().RetireTemplateVersion(ctx, by, "notice", 1); !isField(err, "version") {
 		t.Errorf("retiring a version twice: %v, want an error naming version", err)
 	}
-	if _, err := f.d.RetireTemplateVersion(ctx, by, "notice", 9); !isField(err, "version") {
+	if _, err := f.d.Templates().RetireTemplateVersion(ctx, by, "notice", 9); !isField(err, "version") {
 		t.Errorf("retiring an unknown version: %v", err)
 	}
-	if _, err := f.d.RetireTemplateVersion(ctx, by, "nope", 1); !errors.Is(err, kernel.ErrNotFound) {
+	if _, err := f.d.Templates().RetireTemplateVersion(ctx, by, "nope", 1); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("retiring a version of an unknown template: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"time"
@@ -10,11 +11,13 @@ import (
 	"herald/channels"
 	"herald/directory"
 	"herald/duty"
-	"herald/kernel"
+	"herald/message"
 	"herald/models"
+	"herald/recall"
 	"herald/sending"
 	"herald/silence"
 	"herald/tasks"
+	"herald/templates"
 )
 
 // Config is what a Dispatcher is built from. Store, Enqueuer and Location are required;
@@ -75,13 +78,13 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 	if cfg.Callbacks != nil {
 		d.alertConfig.Kicker = cfg.Callbacks
 	}
-	d.buildAlerts()
+	buildAlerts(d)
 	return d, nil
 }
 
 // buildAlerts builds the alerts' service on the dispatcher's store, clock and time zone,
 // with the intake as its Notices.
-func (d *Dispatcher) buildAlerts() {
+func buildAlerts(d *Dispatcher) {
 	cfg := d.alertConfig
 	cfg.Store, cfg.Location, cfg.Now, cfg.Log = d.store, d.loc, d.clock, d.log
 	cfg.Duty = d.Duty()
@@ -93,12 +96,9 @@ func (d *Dispatcher) buildAlerts() {
 // audited alike. loc is HERALD_TIMEZONE; nil means UTC.
 func NewStoreOnly(store *models.Store, loc *time.Location) *Dispatcher {
 	d := &Dispatcher{store: store, loc: loc, log: slog.Default()}
-	d.buildAlerts()
+	buildAlerts(d)
 	return d
 }
-
-// location is HERALD_TIMEZONE; UTC when the dispatcher was built without it.
-func (d *Dispatcher) location() *time.Location { return kernel.Zone(d.loc) }
 
 // Access is the access domain's service: users, passwords, sessions, API keys.
 func (d *Dispatcher) Access() *access.Service {
@@ -121,6 +121,54 @@ func (d *Dispatcher) Duty() *duty.Service {
 
 // Alerts is the alerts' service: policies, escalation, acknowledgments.
 func (d *Dispatcher) Alerts() *alert.Service { return d.alerts }
+
+// Recalls is the recall service.
+func (d *Dispatcher) Recalls() *recall.Service {
+	cfg := recall.Config{Store: d.store, Messages: recallMessages{d.Messages(), d}, Alerts: d.alerts, Channels: d.channels, Now: d.clock, Log: d.log}
+	if d.callbacks != nil {
+		cfg.Kicker = d.callbacks
+	}
+	return recall.NewService(cfg)
+}
+
+// recallMessages is the messages' service and the approval threshold, as a recall sees
+// them (recall.Messages).
+type recallMessages struct {
+	*message.Service
+	d *Dispatcher
+}
+
+func (m recallMessages) ApprovalThreshold(ctx context.Context) (int, error) {
+	return m.d.approvalThreshold(ctx)
+}
+
+// Messages is the messages' service: reading a batch or a message as a caller may see
+// it, cancelling, retrying and re-sending.
+func (d *Dispatcher) Messages() *message.Service {
+	var kicker alert.Kicker
+	if d.callbacks != nil {
+		kicker = d.callbacks
+	}
+	return message.NewService(d.store, retryQueue{d}, kicker, d.stats)
+}
+
+// retryQueue enqueues the messages the messages' service made due again.
+type retryQueue struct{ d *Dispatcher }
+
+func (q retryQueue) Retried(ctx context.Context, msgs []models.Message) {
+	now := q.d.now()
+	jobs := make([]tasks.Job, len(msgs))
+	for i, m := range msgs {
+		jobs[i] = tasks.Single(m.ID, m.Priority, now, "")
+	}
+	q.d.enqueue(ctx, jobs)
+}
+
+// Templates is the templates' service; saving a version settles the template's waiting
+// messages here (templateWaiting).
+func (d *Dispatcher) Templates() *templates.Service {
+	return templates.NewService(d.store.Templates(), templateWaiting{d}, d.clock)
+}
 
 // Silences is the silences' service.
 func (d *Dispatcher) Silences() *silence.Service {

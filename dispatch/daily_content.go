@@ -8,6 +8,7 @@ import (
 
 	"herald/channels"
 	"herald/duty"
+	"herald/kernel"
 	"herald/models"
 	"herald/sending"
 )
@@ -30,7 +31,7 @@ func (d *Dispatcher) skipSentToday(ctx context.Context, res *Result, acct *sendi
 	if !channels.OncePerDay(acct.Platform) || len(res.Messages) == 0 {
 		return nil
 	}
-	day, _ := duty.DateOf(sendAt, d.location())
+	day, _ := duty.DateOf(sendAt, kernel.Zone(d.loc))
 	keys := make([]models.DailyContentKey, 0, len(res.Messages))
 	for _, m := range res.Messages {
 		keys = append(keys, dailyKey(&m))

@@ -2,11 +2,8 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"herald/channels"
 	"herald/i18n"
@@ -25,89 +22,16 @@ import (
 // group: a high priority one, an alert's, and those of a batch held for approval (once
 // approved they go out one by one, as they would have without a digest).
 
-// DigestRequest is a send's digest: notices to one person with the same key within the
-// window are sent as one message, when the window closes or when max have gathered.
-type DigestRequest struct {
-	Key    string `json:"key"`
-	Window string `json:"window"`
-	Max    int    `json:"max"`
-}
-
-// The bounds of a digest.
-const (
-	MinDigestWindow = 10 * time.Second
-	MaxDigestWindow = 24 * time.Hour
-	MinDigestMax    = 2
-	MaxDigestMax    = 500
-	maxDigestKeyLen = 128
-)
-
-// digestSpec is a checked digest.
-type digestSpec struct {
-	key    string
-	window time.Duration
-	max    int
-}
-
-// checkDigest checks a digest; errors name digest.key, digest.window or digest.max.
-func checkDigest(dr DigestRequest) (*digestSpec, error) {
-	key := strings.TrimSpace(dr.Key)
-	switch {
-	case key == "":
-		return nil, kernel.Invalid("digest.key", "digests.invalid.key_required")
-	case utf8.RuneCountInString(key) > maxDigestKeyLen:
-		return nil, kernel.Invalid("digest.key", "compose.check.max_chars", "Max", maxDigestKeyLen)
-	}
-	if err := kernel.CheckText("digest.key", key, false); err != nil {
-		return nil, err
-	}
-	window, err := time.ParseDuration(strings.TrimSpace(dr.Window))
-	if err != nil || window < MinDigestWindow || window > MaxDigestWindow {
-		return nil, kernel.Invalid("digest.window", "digests.invalid.window")
-	}
-	if dr.Max < MinDigestMax || dr.Max > MaxDigestMax {
-		return nil, kernel.Invalid("digest.max", "digests.invalid.max", "Min", MinDigestMax, "Max", MaxDigestMax)
-	}
-	return &digestSpec{key: key, window: window, max: dr.Max}, nil
-}
-
-// ParseTemplateDigest checks a template's default digest as stored or sent (JSON; ""
-// for none) and returns it in one fixed form. Errors name digest.key, digest.window or
-// digest.max.
-func ParseTemplateDigest(dr *DigestRequest) (string, error) {
-	if dr == nil {
-		return "", nil
-	}
-	spec, err := checkDigest(*dr)
-	if err != nil {
-		return "", err
-	}
-	b, err := json.Marshal(DigestRequest{Key: spec.key, Window: strings.TrimSpace(dr.Window), Max: spec.max})
-	return string(b), err
-}
-
-// TemplateDigest reads a template's stored default digest (nil for none).
-func TemplateDigest(t *templates.Template) *DigestRequest {
-	if t == nil || t.Digest == "" {
-		return nil
-	}
-	var dr DigestRequest
-	if json.Unmarshal([]byte(t.Digest), &dr) != nil {
-		return nil
-	}
-	return &dr
-}
-
 // digestOf is the digest a planned request uses: its own, else its template's.
-func digestOf(req Request, tmpl *templates.Compiled) (*digestSpec, error) {
+func digestOf(req Request, tmpl *templates.Compiled) (*templates.DigestSpec, error) {
 	dr := req.Digest
 	if dr == nil && tmpl != nil {
-		dr = TemplateDigest(tmpl.Template())
+		dr = templates.TemplateDigest(tmpl.Template())
 	}
 	if dr == nil {
 		return nil, nil
 	}
-	return checkDigest(*dr)
+	return templates.CheckDigest(*dr)
 }
 
 // waitInDigests puts the notices of a planned batch that may wait into their digest
@@ -122,9 +46,9 @@ func (res *Result) waitInDigests() bool {
 		if m.Priority == models.PriorityHigh || m.AlertID != nil || m.Status != models.StatusPending {
 			continue
 		}
-		due := m.SendAt.Add(res.digest.window)
-		m.DigestSlot = models.DigestSlotOf(m.RecipientID, m.AccountID, res.digest.key)
-		m.DigestDueAt, m.DigestMax, m.NextAttemptAt = &due, res.digest.max, nil
+		due := m.SendAt.Add(res.digest.Window)
+		m.DigestSlot = models.DigestSlotOf(m.RecipientID, m.AccountID, res.digest.Key)
+		m.DigestDueAt, m.DigestMax, m.NextAttemptAt = &due, res.digest.Max, nil
 		waits = true
 	}
 	return waits
@@ -193,14 +117,14 @@ func (d *Dispatcher) FoldDueDigests(ctx context.Context, slots []string) (int, e
 	for range maxDigestPages {
 		again := false
 		now := d.now()
-		groups, err := d.store.DueDigestGroups(ctx, now, slots, digestPage)
+		groups, err := d.store.Intake().DueDigestGroups(ctx, now, slots, digestPage)
 		if err != nil || len(groups) == 0 {
 			return made, err
 		}
 		var jobs []tasks.Job
 		keys := map[int64]bool{}
 		for _, g := range groups {
-			m, notices, err := d.store.FoldDigest(ctx, g.Slot, now, d.buildDigest(now))
+			m, notices, err := d.store.Intake().FoldDigest(ctx, g.Slot, now, d.buildDigest(now))
 			switch {
 			case errors.Is(err, kernel.ErrStateChanged):
 				continue

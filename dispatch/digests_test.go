@@ -16,6 +16,7 @@ import (
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 )
 
 // digestFixture is the alert fixture (demo data, a clock of the test's own) sending
@@ -29,7 +30,7 @@ func newDigestFixture(t *testing.T) *digestFixture {
 }
 
 // notice sends one notice with a digest to people and returns its messages.
-func (f *digestFixture) notice(t *testing.T, d *dispatch.DigestRequest, subject string, people ...string) []models.Message {
+func (f *digestFixture) notice(t *testing.T, d *templates.DigestRequest, subject string, people ...string) []models.Message {
 	t.Helper()
 	res, err := f.d.Submit(context.Background(), f.noticeRequest(d, subject, people...))
 	if err != nil {
@@ -38,7 +39,7 @@ func (f *digestFixture) notice(t *testing.T, d *dispatch.DigestRequest, subject 
 	return res.Messages
 }
 
-func (f *digestFixture) noticeRequest(d *dispatch.DigestRequest, subject string, people ...string) dispatch.Request {
+func (f *digestFixture) noticeRequest(d *templates.DigestRequest, subject string, people ...string) dispatch.Request {
 	return dispatch.Request{Source: "api", Actor: "apikey:intake", APIKeyID: &f.keyID, CallbackKeyID: &f.keyID,
 		Platform: "sandbox", Recipients: people, Subject: subject, Text: subject + "\n详情见系统", Digest: d}
 }
@@ -69,7 +70,7 @@ func (f *digestFixture) message(t *testing.T, id string) *models.Message {
 // digestCounts counts the notices sent with a digest by status.
 func (f *digestFixture) digestCounts(t *testing.T) map[models.Status]int {
 	t.Helper()
-	c, err := f.store.DigestCounts(context.Background())
+	c, err := f.store.Intake().DigestCounts(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,18 +82,18 @@ func TestDigestValidation(t *testing.T) {
 	f := newDigestFixture(t)
 	for _, tt := range []struct {
 		name   string
-		digest dispatch.DigestRequest
+		digest templates.DigestRequest
 		field  string
 	}{
-		{"no key", dispatch.DigestRequest{Window: "5m", Max: 20}, "digest.key"},
-		{"blank key", dispatch.DigestRequest{Key: "  ", Window: "5m", Max: 20}, "digest.key"},
-		{"key too long", dispatch.DigestRequest{Key: strings.Repeat("键", 129), Window: "5m", Max: 20}, "digest.key"},
-		{"window unreadable", dispatch.DigestRequest{Key: "k", Window: "five minutes", Max: 20}, "digest.window"},
-		{"window missing", dispatch.DigestRequest{Key: "k", Max: 20}, "digest.window"},
-		{"window too short", dispatch.DigestRequest{Key: "k", Window: "9s", Max: 20}, "digest.window"},
-		{"window too long", dispatch.DigestRequest{Key: "k", Window: "24h1s", Max: 20}, "digest.window"},
-		{"max too small", dispatch.DigestRequest{Key: "k", Window: "10s", Max: 1}, "digest.max"},
-		{"max too large", dispatch.DigestRequest{Key: "k", Window: "24h", Max: 501}, "digest.max"},
+		{"no key", templates.DigestRequest{Window: "5m", Max: 20}, "digest.key"},
+		{"blank key", templates.DigestRequest{Key: "  ", Window: "5m", Max: 20}, "digest.key"},
+		{"key too long", templates.DigestRequest{Key: strings.Repeat("键", 129), Window: "5m", Max: 20}, "digest.key"},
+		{"window unreadable", templates.DigestRequest{Key: "k", Window: "five minutes", Max: 20}, "digest.window"},
+		{"window missing", templates.DigestRequest{Key: "k", Max: 20}, "digest.window"},
+		{"window too short", templates.DigestRequest{Key: "k", Window: "9s", Max: 20}, "digest.window"},
+		{"window too long", templates.DigestRequest{Key: "k", Window: "24h1s", Max: 20}, "digest.window"},
+		{"max too small", templates.DigestRequest{Key: "k", Window: "10s", Max: 1}, "digest.max"},
+		{"max too large", templates.DigestRequest{Key: "k", Window: "24h", Max: 501}, "digest.max"},
 	} {
 		_, err := f.d.Submit(context.Background(), f.noticeRequest(&tt.digest, "x", "E2001"))
 		var fe *kernel.FieldError
@@ -104,7 +105,7 @@ func TestDigestValidation(t *testing.T) {
 		t.Errorf("%d messages written by refused requests", n)
 	}
 	// The bounds themselves are accepted.
-	for _, d := range []dispatch.DigestRequest{{Key: "k", Window: "10s", Max: 2}, {Key: "k", Window: "24h", Max: 500}} {
+	for _, d := range []templates.DigestRequest{{Key: "k", Window: "10s", Max: 2}, {Key: "k", Window: "24h", Max: 500}} {
 		if _, err := f.d.Submit(context.Background(), f.noticeRequest(&d, "x", "E2001")); err != nil {
 			t.Errorf("digest %+v: %v", d, err)
 		}
@@ -114,7 +115,7 @@ func TestDigestValidation(t *testing.T) {
 func TestDigestFoldsWhenWindowCloses(t *testing.T) {
 	t.Parallel()
 	f := newDigestFixture(t)
-	d := &dispatch.DigestRequest{Key: "core-banking", Window: "1m", Max: 20}
+	d := &templates.DigestRequest{Key: "core-banking", Window: "1m", Max: 20}
 	var notices []models.Message
 	for i := range 3 {
 		notices = append(notices, f.notice(t, d, fmt.Sprintf("批量任务 %d 失败", i+1), "E2001")...)
@@ -127,7 +128,7 @@ func TestDigestFoldsWhenWindowCloses(t *testing.T) {
 		}
 	}
 	// Another key, and another person, wait in groups of their own.
-	other := f.notice(t, &dispatch.DigestRequest{Key: "other", Window: "1m", Max: 20}, "另一件事", "E2001")
+	other := f.notice(t, &templates.DigestRequest{Key: "other", Window: "1m", Max: 20}, "另一件事", "E2001")
 	elsewhere := f.notice(t, d, "别人的通知", "E2002")
 	// The window opened by the first notice closes 60 s after it: 30 s have passed.
 	if n := f.fold(t, 29*time.Second); n != 0 {
@@ -160,7 +161,7 @@ func TestDigestFoldsWhenWindowCloses(t *testing.T) {
 		}
 	}
 	// The folded notices each report digested, naming the digest.
-	events, err := f.store.PendingCallbackEvents(context.Background(), f.keyID, 100)
+	events, err := f.store.Outbox().PendingCallbackEvents(context.Background(), f.keyID, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestDigestFoldsWhenWindowCloses(t *testing.T) {
 func TestDigestMaxFoldsBeforeTheWindow(t *testing.T) {
 	t.Parallel()
 	f := newDigestFixture(t)
-	d := &dispatch.DigestRequest{Key: "k", Window: "1h", Max: 3}
+	d := &templates.DigestRequest{Key: "k", Window: "1h", Max: 3}
 	var ids []string
 	for i := range 4 {
 		ids = append(ids, f.notice(t, d, fmt.Sprintf("通知 %d", i+1), "E2001")[0].ID)
@@ -210,9 +211,9 @@ func TestDigestSmallerMaxFoldsTheWholeGroup(t *testing.T) {
 	t.Parallel()
 	f := newDigestFixture(t)
 	for i := range 5 {
-		f.notice(t, &dispatch.DigestRequest{Key: "k", Window: "1h", Max: 50}, fmt.Sprintf("通知 %d", i+1), "E2001")
+		f.notice(t, &templates.DigestRequest{Key: "k", Window: "1h", Max: 50}, fmt.Sprintf("通知 %d", i+1), "E2001")
 	}
-	f.notice(t, &dispatch.DigestRequest{Key: "k", Window: "1h", Max: 2}, "通知 6", "E2001")
+	f.notice(t, &templates.DigestRequest{Key: "k", Window: "1h", Max: 2}, "通知 6", "E2001")
 	if diff := cmp.Diff(map[models.Status]int{models.StatusDigested: 6}, f.digestCounts(t)); diff != "" {
 		t.Errorf("notices by status (-want +got):\n%s", diff)
 	}
@@ -226,7 +227,7 @@ func TestDigestSmallerMaxFoldsTheWholeGroup(t *testing.T) {
 func TestDigestBypass(t *testing.T) {
 	t.Parallel()
 	f := newDigestFixture(t)
-	d := &dispatch.DigestRequest{Key: "k", Window: "1m", Max: 20}
+	d := &templates.DigestRequest{Key: "k", Window: "1m", Max: 20}
 	ctx := context.Background()
 
 	high := f.noticeRequest(d, "紧急", "E2001")
@@ -251,7 +252,7 @@ func TestDigestBypass(t *testing.T) {
 		}
 	}
 
-	if err := f.store.SetApprovalThreshold(ctx, 1, "admin1"); err != nil {
+	if err := f.store.Intake().SetApprovalThreshold(ctx, 1, "admin1"); err != nil {
 		t.Fatal(err)
 	}
 	f.d.ForgetThreshold()
@@ -305,7 +306,7 @@ func TestDigestConcurrentCallersAndWorkers(t *testing.T) {
 			}
 		}()
 	}
-	d := &dispatch.DigestRequest{Key: "burst", Window: "1m", Max: maxSize}
+	d := &templates.DigestRequest{Key: "burst", Window: "1m", Max: maxSize}
 	var sending sync.WaitGroup
 	for c := range callers {
 		sending.Add(1)
@@ -353,7 +354,7 @@ func TestDigestConcurrentCallersAndWorkers(t *testing.T) {
 func TestDigestOpenGroupSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	f := newDigestFixture(t)
-	d := &dispatch.DigestRequest{Key: "k", Window: "30s", Max: 50}
+	d := &templates.DigestRequest{Key: "k", Window: "30s", Max: 50}
 	for i := range 5 {
 		f.notice(t, d, fmt.Sprintf("重启前 %d", i), "E2001", "E2002")
 	}
@@ -375,18 +376,18 @@ func TestTemplateDefaultDigest(t *testing.T) {
 	t.Parallel()
 	f := newDigestFixture(t)
 	ctx := context.Background()
-	_, err := f.d.CreateTemplate(ctx, f.by, dispatch.TemplateInput{Name: "batch-failed", Body: "批量任务 {{.job}} 失败",
-		Variables: []string{"job"}, Digest: &dispatch.DigestRequest{Key: "jobs", Window: "2m", Max: 10}})
+	_, err := f.d.Templates().CreateTemplate(ctx, f.by, templates.TemplateInput{Name: "batch-failed", Body: "批量任务 {{.job}} 失败",
+		Variables: []string{"job"}, Digest: &templates.DigestRequest{Key: "jobs", Window: "2m", Max: 10}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = f.d.CreateTemplate(ctx, f.by, dispatch.TemplateInput{Name: "bad-digest", Body: "x",
-		Digest: &dispatch.DigestRequest{Key: "jobs", Window: "1s", Max: 10}})
+	_, err = f.d.Templates().CreateTemplate(ctx, f.by, templates.TemplateInput{Name: "bad-digest", Body: "x",
+		Digest: &templates.DigestRequest{Key: "jobs", Window: "1s", Max: 10}})
 	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "digest.window" {
 		t.Errorf("template with a 1s window: %v, want an error naming digest.window", err)
 	}
-	send := func(d *dispatch.DigestRequest) *models.Message {
+	send := func(d *templates.DigestRequest) *models.Message {
 		res, err := f.d.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:intake", APIKeyID: &f.keyID, Platform: "sandbox",
 			Recipients: []string{"E2001"}, Template: "batch-failed", Variables: map[string]string{"job": "日终"}, Digest: d})
 		if err != nil {
@@ -395,7 +396,7 @@ func TestTemplateDefaultDigest(t *testing.T) {
 		return f.message(t, res.Messages[0].ID)
 	}
 	byTemplate := send(nil)
-	own := send(&dispatch.DigestRequest{Key: "mine", Window: "10s", Max: 2})
+	own := send(&templates.DigestRequest{Key: "mine", Window: "10s", Max: 2})
 	if models.DigestKeyOf(byTemplate.DigestSlot) != "jobs" || byTemplate.DigestDueAt == nil || !byTemplate.DigestDueAt.Equal(byTemplate.SendAt.Add(2*time.Minute)) {
 		t.Errorf("template's digest: slot %q, due %v", byTemplate.DigestSlot, byTemplate.DigestDueAt)
 	}

@@ -188,7 +188,7 @@ type Request struct {
 	Ack *AckRequest
 	// Digest, when set, folds the notices into digests (digests.go); none: the
 	// template's default digest, if it has one.
-	Digest *DigestRequest
+	Digest *templates.DigestRequest
 	// notice marks Herald's own notices of an alert: the escalation policy chose their
 	// people, so the duty rule does not apply again.
 	notice bool
@@ -217,7 +217,7 @@ type Result struct {
 	// account is the account the batch sends through.
 	account *sending.Account
 	// digest is the digest the notices may wait in (digests.go).
-	digest *digestSpec
+	digest *templates.DigestSpec
 	// ackPlaceholder is the request's (Request.ackPlaceholder).
 	ackPlaceholder string
 	// reach is how many people an alert can reach, its policy's included
@@ -524,7 +524,7 @@ func (res *Result) add(ctx context.Context, req Request, acct *sending.Account, 
 		ID: models.NewID(), BatchID: res.Batch.ID, RecipientID: p.ID, AccountID: acct.ID, Platform: acct.Platform,
 		Address: addr, MsgType: msgType, Subject: subject, Content: body, ContentHTML: htmlBody,
 		Priority: req.Priority, Status: models.StatusPending, MaxAttempts: acct.MaxAttempts,
-		SendAt: sendAt, NextAttemptAt: &sendAt, CallbackKeyID: req.CallbackKeyID, Fallback: models.JoinChain(res.chain),
+		SendAt: sendAt, NextAttemptAt: &sendAt, CallbackKeyID: req.CallbackKeyID, Fallback: templates.JoinChain(res.chain),
 		TemplateVersion: version,
 	}
 	if addr == "" {
@@ -585,7 +585,7 @@ func validate(req *Request, now time.Time) error {
 		return kernel.Invalid("content", "compose.check.template_and_content")
 	}
 	if req.Digest != nil {
-		if _, err := checkDigest(*req.Digest); err != nil {
+		if _, err := templates.CheckDigest(*req.Digest); err != nil {
 			return err
 		}
 	}

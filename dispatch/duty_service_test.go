@@ -424,13 +424,13 @@ func TestDutyReminderSettingsService(t *testing.T) {
 			f.refused(t, f.d.SetDutyReminder(ctx, f.by, tc.cfg), tc.field, "duty.reminder.set", 0)
 		})
 	}
-	if cfg, _ := f.store.DutyReminderConfig(ctx); cfg.Enabled {
+	if cfg, _ := f.store.Intake().DutyReminderConfig(ctx); cfg.Enabled {
 		t.Fatalf("refused settings were saved: %+v", cfg)
 	}
 	if err := f.d.SetDutyReminder(ctx, f.by, good); err != nil {
 		t.Fatal(err)
 	}
-	if cfg, _ := f.store.DutyReminderConfig(ctx); cfg != good {
+	if cfg, _ := f.store.Intake().DutyReminderConfig(ctx); cfg != good {
 		t.Errorf("saved %+v", cfg)
 	}
 	var by string

@@ -14,7 +14,7 @@ func FailAfterClaim(d *Dispatcher, err error) {
 	if err != nil {
 		d.alertConfig.AfterClaim = func() error { return err }
 	}
-	d.buildAlerts()
+	buildAlerts(d)
 }
 
 // RenderDigest is renderDigest, for the trimming test.
@@ -23,21 +23,21 @@ var RenderDigest = renderDigest
 // The dispatcher's settings that the tests change after their fixture has built it.
 
 // SetClock makes now the clock of d.
-func SetClock(d *Dispatcher, now func() time.Time) { d.clock = now; d.buildAlerts() }
+func SetClock(d *Dispatcher, now func() time.Time) { d.clock = now; buildAlerts(d) }
 
 // SetLocation makes loc the duty rule's time zone of d.
-func SetLocation(d *Dispatcher, loc *time.Location) { d.loc = loc; d.buildAlerts() }
+func SetLocation(d *Dispatcher, loc *time.Location) { d.loc = loc; buildAlerts(d) }
 
 // SetAckLink makes link the maker of d's acknowledgment links.
 func SetAckLink(d *Dispatcher, link func(messageID string, recipientID int64) string) {
 	d.alertConfig.AckLink = link
-	d.buildAlerts()
+	buildAlerts(d)
 }
 
 // SetAckObserver makes observe hear how long each alert waited for its first acknowledgment.
 func SetAckObserver(d *Dispatcher, observe func(time.Duration)) {
 	d.alertConfig.AckObserver = observe
-	d.buildAlerts()
+	buildAlerts(d)
 }
 
 // EnqueuerOf is d's enqueuer, for a second dispatcher on the same queue.

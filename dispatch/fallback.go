@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,48 +17,18 @@ import (
 	"herald/templates"
 )
 
-// MaxFallback is how many platforms a fallback chain may name after the first.
-const MaxFallback = 3
-
 // checkFallback checks a request's fallback chain (or its template's, when it names
-// none) against the platform it sends on: known platforms, none twice, not the first.
-// It returns the chain to keep. Errors name fallback.
+// none) against the platform it sends on (templates.CheckChain). It returns the chain
+// to keep. Errors name fallback.
 func checkFallback(req Request, platform string, tmpl *templates.Compiled) ([]string, error) {
 	chain := req.Fallback
 	if len(chain) == 0 && tmpl != nil {
-		chain = models.Chain(tmpl.Template().Fallback)
+		chain = templates.Chain(tmpl.Template().Fallback)
 	}
-	if len(chain) == 0 {
-		return nil, nil
-	}
-	if len(chain) > MaxFallback {
-		return nil, kernel.Invalid("fallback", "fallback.too_long", "Max", MaxFallback)
-	}
-	for i, p := range chain {
-		switch {
-		case !slices.Contains(channels.Platforms, p):
-			return nil, kernel.Invalid("fallback", "fallback.unknown", "Platform", p, "Platforms", strings.Join(channels.Platforms, ", "))
-		case p == platform:
-			return nil, kernel.Invalid("fallback", "fallback.first", "Platform", p)
-		case slices.Contains(chain[:i], p):
-			return nil, kernel.Invalid("fallback", "fallback.twice", "Platform", p)
-		}
+	if err := templates.CheckChain(chain, platform); err != nil || len(chain) == 0 {
+		return nil, err
 	}
 	return chain, nil
-}
-
-// ParseFallback reads a fallback chain as a person types it (platform names separated
-// by commas or spaces) and checks each name; the console's template form and the API's
-// template share it. Errors name fallback.
-func ParseFallback(s string) (string, error) {
-	chain := strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\t' })
-	if len(chain) == 0 {
-		return "", nil
-	}
-	if _, err := checkFallback(Request{Fallback: chain}, "", nil); err != nil {
-		return "", err
-	}
-	return models.JoinChain(chain), nil
 }
 
 // fallbackRead is how many chains one pass moves on.
@@ -74,7 +43,7 @@ const fallbackRead = 200
 func (d *Dispatcher) FallBack(ctx context.Context) (int, error) {
 	made := 0
 	for {
-		due, err := d.store.DueFallbacks(ctx, fallbackRead)
+		due, err := d.store.Intake().DueFallbacks(ctx, fallbackRead)
 		if err != nil || len(due) == 0 {
 			return made, err
 		}
@@ -168,7 +137,7 @@ func (d *Dispatcher) fallBack(ctx context.Context, pass *fallbackPass, prev *mod
 	if accounts == nil {
 		accounts = d.store.Sending().NewAccountCache(0)
 	}
-	chain := models.Chain(prev.Fallback)
+	chain := templates.Chain(prev.Fallback)
 	for i, platform := range chain {
 		if len(people) != 1 || !people[0].Active {
 			break
@@ -190,14 +159,14 @@ func (d *Dispatcher) fallBack(ctx context.Context, pass *fallbackPass, prev *mod
 			d.log.Warn("dispatch: fallback cannot be rendered for the platform; trying the next", "message", prev.ID, "platform", platform, "error", err)
 			continue
 		}
-		next.Fallback = models.JoinChain(chain[i+1:])
-		if err := d.store.LinkFallback(ctx, prev, next); err != nil {
+		next.Fallback = templates.JoinChain(chain[i+1:])
+		if err := d.store.Intake().LinkFallback(ctx, prev, next); err != nil {
 			return nil, err
 		}
 		d.stats.Count(acct.ID, "created", 1)
 		return next, nil
 	}
-	return nil, d.store.EndFallback(ctx, prev)
+	return nil, d.store.Intake().EndFallback(ctx, prev)
 }
 
 // nextInChain is the message prev falls back to on acct: the template rendered for the

@@ -50,7 +50,7 @@ func (d *Dispatcher) SubmitIdempotent(ctx context.Context, req Request, canonica
 	}
 	sum := sha256.Sum256(canonical)
 	req.RequestHash = hex.EncodeToString(sum[:])
-	prev, err := d.store.BeginIdempotent(ctx, *req.APIKeyID, req.IdempotencyKey, req.RequestHash)
+	prev, err := d.store.Intake().BeginIdempotent(ctx, *req.APIKeyID, req.IdempotencyKey, req.RequestHash)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -64,7 +64,7 @@ func (d *Dispatcher) SubmitIdempotent(ctx context.Context, req Request, canonica
 	req.Respond = respond
 	res, err := d.Submit(ctx, req)
 	if err != nil {
-		if aerr := d.store.AbortIdempotent(ctx, *req.APIKeyID, req.IdempotencyKey); aerr != nil {
+		if aerr := d.store.Intake().AbortIdempotent(ctx, *req.APIKeyID, req.IdempotencyKey); aerr != nil {
 			d.log.Error("dispatch: abort idempotent request", "error", aerr)
 		}
 		return nil, nil, err

@@ -15,6 +15,7 @@ import (
 	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/kernel"
+	"herald/message"
 	"herald/models"
 	"herald/tasks"
 )
@@ -127,7 +128,7 @@ func TestSubmitIdempotent(t *testing.T) {
 			}
 			lastAnswer = ""
 			if tt.claim {
-				if _, err := f.store.BeginIdempotent(ctx, f.keyID, tt.call.key, "another request"); err != nil {
+				if _, err := f.store.Intake().BeginIdempotent(ctx, f.keyID, tt.call.key, "another request"); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -218,7 +219,7 @@ func TestCancel(t *testing.T) {
 	f.stop(t, ids[1])
 	var errs []error
 	for _, id := range []string{ids[0], ids[0], ids[1]} {
-		_, err := f.d.CancelMessage(ctx, audit.System("test"), id)
+		_, err := f.d.Messages().CancelMessage(ctx, audit.System("test"), id)
 		errs = append(errs, err)
 	}
 	if errs[0] != nil || !errors.Is(errs[1], kernel.ErrStateChanged) || !errors.Is(errs[2], kernel.ErrStateChanged) {
@@ -249,20 +250,20 @@ func TestResendStopped(t *testing.T) {
 		name   string
 		filter models.MessageFilter
 		limit  int
-		want   dispatch.Resent
+		want   message.Resent
 		after  []models.Status // of stopped, then pending
 	}{
-		{"one person's", models.MessageFilter{RecipientID: e2002.ID}, 100, dispatch.Resent{Retried: 1},
+		{"one person's", models.MessageFilter{RecipientID: e2002.ID}, 100, message.Resent{Retried: 1},
 			[]models.Status{models.StatusStopped, models.StatusPending, models.StatusStopped, models.StatusPending}},
-		{"up to the limit", models.MessageFilter{}, 1, dispatch.Resent{Retried: 1, Remaining: 1},
+		{"up to the limit", models.MessageFilter{}, 1, message.Resent{Retried: 1, Remaining: 1},
 			[]models.Status{models.StatusPending, models.StatusPending, models.StatusStopped, models.StatusPending}},
-		{"the rest", models.MessageFilter{Status: models.StatusStopped}, 100, dispatch.Resent{Retried: 1},
+		{"the rest", models.MessageFilter{Status: models.StatusStopped}, 100, message.Resent{Retried: 1},
 			[]models.Status{models.StatusPending, models.StatusPending, models.StatusPending, models.StatusPending}},
-		{"none left", models.MessageFilter{}, 100, dispatch.Resent{},
+		{"none left", models.MessageFilter{}, 100, message.Resent{},
 			[]models.Status{models.StatusPending, models.StatusPending, models.StatusPending, models.StatusPending}},
 	}
 	for _, s := range steps {
-		got, err := f.d.ResendStopped(ctx, audit.System("test"), s.filter, s.limit)
+		got, err := f.d.Messages().ResendStopped(ctx, audit.System("test"), s.filter, s.limit)
 		if err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}

@@ -8,7 +8,6 @@ import (
 
 	"herald/audit"
 	"herald/directory"
-	"herald/dispatch"
 	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
@@ -188,24 +187,24 @@ func TestTemplateService(t *testing.T) {
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	by := audit.Actor{Name: "ops1", Type: audit.ActorUser, Person: "ops1", IP: "192.0.2.1"}
-	good := dispatch.TemplateInput{Name: "late", Body: "Late: {{.task}}{{.note}}", Variables: []string{"task", "note?"}}
+	good := templates.TemplateInput{Name: "late", Body: "Late: {{.task}}{{.note}}", Variables: []string{"task", "note?"}}
 
 	for _, tc := range []struct {
 		name  string
-		in    dispatch.TemplateInput
+		in    templates.TemplateInput
 		field string
 	}{
-		{"bad name", dispatch.TemplateInput{Name: "a b", Body: "x"}, "name"},
-		{"bad type", dispatch.TemplateInput{Name: "x", MsgType: "html", Body: "x"}, "msg_type"},
-		{"no body", dispatch.TemplateInput{Name: "x", Body: " "}, "body"},
-		{"undeclared variable", dispatch.TemplateInput{Name: "x", Body: "{{.task}}"}, "body"},
-		{"bad variable", dispatch.TemplateInput{Name: "x", Body: "x", Variables: []string{"a-b?"}}, "variables"},
-		{"variable twice", dispatch.TemplateInput{Name: "x", Body: "x", Variables: []string{"a", "a?"}}, "variables"},
-		{"syntax", dispatch.TemplateInput{Name: "x", Body: "{{.task"}, "body"},
-		{"bad fallback", dispatch.TemplateInput{Name: "x", Body: "x", Fallback: "pigeon"}, "fallback"},
+		{"bad name", templates.TemplateInput{Name: "a b", Body: "x"}, "name"},
+		{"bad type", templates.TemplateInput{Name: "x", MsgType: "html", Body: "x"}, "msg_type"},
+		{"no body", templates.TemplateInput{Name: "x", Body: " "}, "body"},
+		{"undeclared variable", templates.TemplateInput{Name: "x", Body: "{{.task}}"}, "body"},
+		{"bad variable", templates.TemplateInput{Name: "x", Body: "x", Variables: []string{"a-b?"}}, "variables"},
+		{"variable twice", templates.TemplateInput{Name: "x", Body: "x", Variables: []string{"a", "a?"}}, "variables"},
+		{"syntax", templates.TemplateInput{Name: "x", Body: "{{.task"}, "body"},
+		{"bad fallback", templates.TemplateInput{Name: "x", Body: "x", Fallback: "pigeon"}, "fallback"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := f.d.CreateTemplate(ctx, by, tc.in)
+			_, err := f.d.Templates().CreateTemplate(ctx, by, tc.in)
 			if !isField(err, tc.field) {
 				t.Fatalf("got %v, want an error naming %s", err, tc.field)
 			}
@@ -218,13 +217,13 @@ func TestTemplateService(t *testing.T) {
 		})
 	}
 
-	if _, err := f.d.CreateTemplate(ctx, by, good); err != nil {
+	if _, err := f.d.Templates().CreateTemplate(ctx, by, good); err != nil {
 		t.Fatal(err)
 	}
 	if e := lastEntry(t, f.store, "template.create"); e.TargetID != "late" || e.ParamMap()["variables"] != "task, note?" {
 		t.Errorf("create entry %+v %v", e, e.ParamMap())
 	}
-	if _, err := f.d.CreateTemplate(ctx, by, good); !isField(err, "name") {
+	if _, err := f.d.Templates().CreateTemplate(ctx, by, good); !isField(err, "name") {
 		t.Errorf("a second template of one name: %v", err)
 	}
 	if n := auditCount(t, f.store, "template.create"); n != 1 {
@@ -233,19 +232,19 @@ func TestTemplateService(t *testing.T) {
 
 	renamed := good
 	renamed.Name, renamed.Body = "later", "Later: {{.task}}{{.note}}"
-	if _, err := f.d.UpdateTemplate(ctx, by, "late", renamed); err != nil {
+	if _, err := f.d.Templates().UpdateTemplate(ctx, by, "late", renamed); err != nil {
 		t.Fatal(err)
 	}
 	if p := lastEntry(t, f.store, "template.update").ParamMap(); p["old_name"] != "late" || p["name"] != "later" || p["changed"] != "name, body" {
 		t.Errorf("update params %v", p)
 	}
-	if _, err := f.d.UpdateTemplate(ctx, by, "late", renamed); !errors.Is(err, kernel.ErrNotFound) {
+	if _, err := f.d.Templates().UpdateTemplate(ctx, by, "late", renamed); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("update of a renamed template: %v", err)
 	}
-	if err := f.d.DeleteTemplate(ctx, by, "later"); err != nil {
+	if err := f.d.Templates().DeleteTemplate(ctx, by, "later"); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.d.DeleteTemplate(ctx, by, "later"); !errors.Is(err, kernel.ErrNotFound) {
+	if err := f.d.Templates().DeleteTemplate(ctx, by, "later"); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("deleting it again: %v", err)
 	}
 	if n := auditCount(t, f.store, "template.delete"); n != 1 {

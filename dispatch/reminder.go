@@ -35,7 +35,7 @@ func CheckReminderTemplate(t *templates.Template) error {
 // process gets there first; a date nobody is on duty is recorded without a batch. It
 // returns the batch sent, or nil.
 func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
-	cfg, err := d.store.DutyReminderConfig(ctx)
+	cfg, err := d.store.Intake().DutyReminderConfig(ctx)
 	if err != nil || !cfg.Enabled {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
 	}
 	tomorrow := time.Date(now.Year(), now.Month(), now.Day()+1, 12, 0, 0, 0, d.loc)
 	date, _ := duty.DateOf(tomorrow, d.loc)
-	if done, err := d.store.DutyReminderOf(ctx, date); err != nil || done != nil {
+	if done, err := d.store.Intake().DutyReminderOf(ctx, date); err != nil || done != nil {
 		return nil, err
 	}
 	roster, err := d.Duty().RosterOn(ctx, tomorrow)
@@ -54,7 +54,7 @@ func (d *Dispatcher) RemindIfDue(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	if roster.Empty() {
-		_, err := d.store.MarkDutyReminder(ctx, date)
+		_, err := d.store.Intake().MarkDutyReminder(ctx, date)
 		d.log.Info("duty reminder: nobody is on duty", "date", date)
 		return nil, err
 	}
@@ -95,14 +95,14 @@ func (d *Dispatcher) reminderMakers(ctx context.Context, template string) ([]str
 		{[]string{"duty.reminder.set"}, ""},
 		{[]string{"template.create", "template.update"}, template},
 	} {
-		e, err := d.store.LastChange(ctx, last.actions, last.target)
+		e, err := d.store.Intake().LastChange(ctx, last.actions, last.target)
 		if err != nil {
 			return nil, err
 		}
 		if e == nil {
 			continue
 		}
-		people, err := d.store.PeopleOf(ctx, e)
+		people, err := d.store.Intake().PeopleOf(ctx, e)
 		if err != nil {
 			return nil, err
 		}
@@ -149,11 +149,11 @@ func (d *Dispatcher) SetDutyReminder(ctx context.Context, by audit.Actor, cfg mo
 		if cfg.Enabled && cfg.Template == "" {
 			return kernel.Invalid("template", "reminder.invalid.template")
 		}
-		before, err := tx.DutyReminderConfig(ctx)
+		before, err := tx.Intake().DutyReminderConfig(ctx)
 		if err != nil {
 			return err
 		}
-		if err := tx.SetDutyReminderConfig(ctx, cfg, by.Name); err != nil {
+		if err := tx.Intake().SetDutyReminderConfig(ctx, cfg, by.Name); err != nil {
 			return err
 		}
 		p := reminderParams(cfg)

@@ -104,7 +104,7 @@ func TestDutyReminder(t *testing.T) {
 	if res.Batch.Source != models.SourceReminder || !slices.Equal(to, []string{"E1001", "E1004"}) || len(res.Skipped) != 0 {
 		t.Errorf("reminder batch: source %s, to %v, skipped %v", res.Batch.Source, to, res.Skipped)
 	}
-	if r, err := f.store.DutyReminderOf(ctx, "2026-11-26"); err != nil || r == nil || r.BatchID != res.Batch.ID {
+	if r, err := f.store.Intake().DutyReminderOf(ctx, "2026-11-26"); err != nil || r == nil || r.BatchID != res.Batch.ID {
 		t.Errorf("recorded reminder %+v, %v", r, err)
 	}
 	if again, err := f.d.RemindIfDue(ctx); again != nil || err != nil {
@@ -119,7 +119,7 @@ func TestDutyReminder(t *testing.T) {
 	if res, err := f.d.RemindIfDue(ctx); res != nil || err != nil {
 		t.Fatalf("nobody on duty: %+v, %v", res, err)
 	}
-	if r, err := f.store.DutyReminderOf(ctx, "2026-11-27"); err != nil || r == nil || r.BatchID != "" {
+	if r, err := f.store.Intake().DutyReminderOf(ctx, "2026-11-27"); err != nil || r == nil || r.BatchID != "" {
 		t.Errorf("recorded empty reminder %+v, %v", r, err)
 	}
 }

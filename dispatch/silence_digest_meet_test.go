@@ -20,6 +20,7 @@ import (
 	"herald/silence"
 	"herald/simulator"
 	"herald/tasks"
+	"herald/templates"
 )
 
 // How silences and digests meet the rest (README, "How digests meet the rest" and "How
@@ -302,7 +303,7 @@ func TestMeetSilenceThenApproval(t *testing.T) {
 	t.Parallel()
 	f := newMeetFixture(t)
 	ctx := context.Background()
-	if err := f.store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
+	if err := f.store.Intake().SetApprovalThreshold(ctx, 1, "test"); err != nil {
 		t.Fatal(err)
 	}
 	f.d.ForgetThreshold()
@@ -437,7 +438,7 @@ func TestMeetSilenceKeepsDutyRecipients(t *testing.T) {
 func TestMeetDigestKeepsDutyRecipients(t *testing.T) {
 	t.Parallel()
 	f := newMeetFixture(t)
-	d := &dispatch.DigestRequest{Key: "night-batch", Window: "10s", Max: 20}
+	d := &templates.DigestRequest{Key: "night-batch", Window: "10s", Max: 20}
 	first := f.submit(t, dispatch.Request{ToOnDuty: true, Subject: "日终批量 1 失败", Digest: d})
 	second := f.submit(t, dispatch.Request{ToOnDuty: true, Subject: "日终批量 2 失败", Digest: d})
 	had := keys(first)
@@ -465,7 +466,7 @@ func TestMeetDigestFallsBackAlongFirstChain(t *testing.T) {
 	f := newMeetFixture(t)
 	ctx := context.Background()
 	f.zhaohu(t)
-	d := &dispatch.DigestRequest{Key: "k", Window: "10s", Max: 20}
+	d := &templates.DigestRequest{Key: "k", Window: "10s", Max: 20}
 	first := f.submit(t, dispatch.Request{Recipients: []string{"E2001"}, Subject: "一", Digest: d, Fallback: []string{"zhaohu"}})["E2001"]
 	f.submit(t, dispatch.Request{Recipients: []string{"E2001"}, Subject: "二", Digest: d, Fallback: []string{"tianyuan", "zhaohu"}})
 	f.submit(t, dispatch.Request{Recipients: []string{"E2001"}, Subject: "三", Digest: d})
@@ -497,7 +498,7 @@ func TestMeetDigestCountsOnceUnderLimits(t *testing.T) {
 	t.Parallel()
 	f := newMeetFixture(t)
 	f.account(t, func(a *sending.Account) { a.Limits = sending.Limits{PerMinute: 2, PerRecipientPerMinute: 1} })
-	d := &dispatch.DigestRequest{Key: "k", Window: "1m", Max: 3}
+	d := &templates.DigestRequest{Key: "k", Window: "1m", Max: 3}
 	var notices []string
 	for _, s := range []string{"一", "二", "三"} {
 		notices = append(notices, f.submit(t, dispatch.Request{Recipients: []string{"E2001"}, Subject: s, Digest: d})["E2001"])
@@ -552,7 +553,7 @@ func TestMeetSilenceHoldsDigest(t *testing.T) {
 			t.Parallel()
 			f := newMeetFixture(t)
 			sil := f.silence(t, tt.onEnd, match("recipient", "E2001"))
-			d := &dispatch.DigestRequest{Key: "k", Window: "10s", Max: 20}
+			d := &templates.DigestRequest{Key: "k", Window: "10s", Max: 20}
 			first := f.submit(t, dispatch.Request{Recipients: []string{"E2001", "E2002"}, Subject: "一", Digest: d})
 			second := f.submit(t, dispatch.Request{Recipients: []string{"E2001"}, Subject: "二", Digest: d})
 			if n := f.fold(t, 10*time.Second); n != 2 {

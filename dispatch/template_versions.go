@@ -35,84 +35,10 @@ func (d *Dispatcher) pinned(ctx context.Context, t *templates.Template, n int) (
 	return v.Of(t), nil
 }
 
-// RetireTemplateVersion retires version n of the template called name, audited as
-// template.version_retire: a send can no longer pin it (a field error on
-// template_version), nor a rollback restore it; messages rendered from it already keep
-// their content. The current version cannot be retired (save or roll back to another
-// first), nor one retired already: field errors on version, as is an unknown version.
-// kernel.ErrNotFound: no such template.
-func (d *Dispatcher) RetireTemplateVersion(ctx context.Context, by audit.Actor, name string, n int) (*templates.TemplateVersion, error) {
-	var retired *templates.TemplateVersion
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		t, err := tx.Templates().TemplateByName(ctx, name)
-		if err != nil {
-			return err
-		}
-		if n == t.Version {
-			return kernel.Invalid("version", "versions.retire_current", "Version", n)
-		}
-		err = tx.Templates().RetireTemplateVersion(ctx, t.ID, n, by.Name, d.now())
-		switch {
-		case errors.Is(err, kernel.ErrNotFound):
-			return kernel.Invalid("version", "versions.unknown", "Version", n, "Latest", t.Version)
-		case errors.Is(err, kernel.ErrStateChanged):
-			return kernel.Invalid("version", "versions.retired_already", "Version", n)
-		case err != nil:
-			return err
-		}
-		if retired, err = tx.Templates().TemplateVersionOf(ctx, t.ID, n); err != nil {
-			return err
-		}
-		ch.Audit("template.version_retire", "template", t.Name, audit.Params{"name": t.Name, "version": strconv.Itoa(n)})
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return retired, nil
-}
+// templateWaiting is the messages as saving a template sees them (templates.Waiting).
+type templateWaiting struct{ d *Dispatcher }
 
-// RollbackTemplate makes a new version of the template called name equal to its version
-// n (content, variables, type, fallback; the names stay), audited as template.rollback.
-// rerender renders its waiting messages again from it, as an edit can. kernel.ErrNotFound:
-// no such template; an unknown or retired version is a field error on version.
-func (d *Dispatcher) RollbackTemplate(ctx context.Context, by audit.Actor, name string, n int, rerender bool) (*templates.Template, error) {
-	var saved *templates.Template
-	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		cur, err := tx.Templates().TemplateByName(ctx, name)
-		if err != nil {
-			return err
-		}
-		v, err := tx.Templates().TemplateVersionOf(ctx, cur.ID, n)
-		if errors.Is(err, kernel.ErrNotFound) {
-			return kernel.Invalid("version", "versions.unknown", "Version", n, "Latest", cur.Version)
-		}
-		if err != nil {
-			return err
-		}
-		if v.RetiredAt != nil {
-			return kernel.Invalid("version", "versions.rollback_retired", "Version", n)
-		}
-		t := v.Of(cur)
-		if err := tx.Templates().UpdateTemplate(ctx, name, t); err != nil {
-			return err
-		}
-		if _, err := tx.Templates().AddTemplateVersion(ctx, t, by.Name); err != nil {
-			return err
-		}
-		p := TemplateParams(t)
-		p["from"] = strconv.Itoa(n)
-		ch.Audit("template.rollback", "template", t.Name, p)
-		saved = t
-		return d.settleWaiting(ctx, tx, ch, t, rerender)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return saved, nil
-}
-
-// settleWaiting deals with the scheduled messages of a template just saved as a new
+// Settle deals with the scheduled messages of a template just saved as a new
 // version. Their content was rendered at intake, so by default they keep it (and the
 // version they record). Those of a batch approved or awaiting approval always keep it
 // (models.Store.WaitingOfTemplate leaves them out): the content a second person approves
@@ -120,11 +46,12 @@ func (d *Dispatcher) RollbackTemplate(ctx context.Context, by audit.Actor, name 
 // rendered again from t for its person with its batch's variables, in the saving
 // transaction; one that has moved on meanwhile is left alone (compare-and-set on its
 // state). A message the new version cannot render fails the save, naming it.
-func (d *Dispatcher) settleWaiting(ctx context.Context, tx *models.Store, ch *audit.Change, t *templates.Template, rerender bool) error {
+func (w templateWaiting) Settle(ctx context.Context, k *kernel.DB, ch *audit.Change, t *templates.Template, rerender bool) error {
+	d, tx := w.d, w.d.store.On(k)
 	if !rerender {
 		return nil
 	}
-	waiting, err := tx.WaitingOfTemplate(ctx, t.ID, d.now())
+	waiting, err := tx.Intake().WaitingOfTemplate(ctx, t.ID, d.now())
 	if err != nil || len(waiting) == 0 {
 		return err
 	}
@@ -144,7 +71,7 @@ func (d *Dispatcher) settleWaiting(ctx context.Context, tx *models.Store, ch *au
 		if err := renderAgain(ctx, tmpl, w, &p); err != nil {
 			return err
 		}
-		ok, err := tx.Rerender(ctx, &w.Message, t.Version)
+		ok, err := tx.Intake().Rerender(ctx, &w.Message, t.Version)
 		if err != nil {
 			return err
 		}
@@ -155,7 +82,7 @@ func (d *Dispatcher) settleWaiting(ctx context.Context, tx *models.Store, ch *au
 	}
 	for id := range batches {
 		// Their fallback messages, if any, follow the version chosen too.
-		if err := tx.SetBatchTemplateContent(ctx, id, models.ContentOf(t)); err != nil {
+		if err := tx.Intake().SetBatchTemplateContent(ctx, id, models.ContentOf(t)); err != nil {
 			return err
 		}
 	}

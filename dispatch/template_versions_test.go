@@ -11,6 +11,7 @@ import (
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 )
 
 // TestTemplateVersions follows a template through its versions: concurrent saves get
@@ -22,8 +23,8 @@ func TestTemplateVersions(t *testing.T) {
 	f := newIntakeFixture(t)
 	ctx := context.Background()
 	by := user("ops1")
-	in := dispatch.TemplateInput{Name: "shift", MsgType: "text", Body: "v1: {{.task}}", Variables: []string{"task"}}
-	tmpl, err := f.d.CreateTemplate(ctx, by, in)
+	in := templates.TemplateInput{Name: "shift", MsgType: "text", Body: "v1: {{.task}}", Variables: []string{"task"}}
+	tmpl, err := f.d.Templates().CreateTemplate(ctx, by, in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestTemplateVersions(t *testing.T) {
 		wg.Go(func() {
 			e := in
 			e.Body = fmt.Sprintf("edit %d: {{.task}}", i)
-			_, errs[i] = f.d.UpdateTemplate(ctx, by, "shift", e)
+			_, errs[i] = f.d.Templates().UpdateTemplate(ctx, by, "shift", e)
 		})
 	}
 	wg.Wait()
@@ -66,7 +67,7 @@ func TestTemplateVersions(t *testing.T) {
 
 	// A scheduled message renders the version current at intake, and keeps it.
 	in.Body = "v-sched: {{.task}}"
-	if _, err := f.d.UpdateTemplate(ctx, by, "shift", in); err != nil {
+	if _, err := f.d.Templates().UpdateTemplate(ctx, by, "shift", in); err != nil {
 		t.Fatal(err)
 	}
 	latest++
@@ -87,21 +88,21 @@ func TestTemplateVersions(t *testing.T) {
 		t.Fatalf("scheduled message %q version %v, want version %d", m.Content, m.TemplateVersion, latest)
 	}
 	in.Body = "v-keep: {{.task}}"
-	if _, err := f.d.UpdateTemplate(ctx, by, "shift", in); err != nil {
+	if _, err := f.d.Templates().UpdateTemplate(ctx, by, "shift", in); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.message(t, m.ID); got.Content != "v-sched: ledger" || *got.TemplateVersion != latest {
 		t.Errorf("after a save that keeps it, the scheduled message is %q version %d", got.Content, *got.TemplateVersion)
 	}
 	latest++
-	n, err := f.store.CountWaitingOfTemplate(ctx, tmpl.ID, time.Now())
+	n, err := f.store.Intake().CountWaitingOfTemplate(ctx, tmpl.ID, time.Now())
 	if err != nil || n != 1 {
 		t.Errorf("waiting messages of the template: %d, %v; want 1", n, err)
 	}
 
 	// Rendered again when the save asks for it.
 	in.Body, in.Rerender = "v-new: {{.task}} for {{.recipient.name}}", true
-	if _, err := f.d.UpdateTemplate(ctx, by, "shift", in); err != nil {
+	if _, err := f.d.Templates().UpdateTemplate(ctx, by, "shift", in); err != nil {
 		t.Fatal(err)
 	}
 	latest++
@@ -127,7 +128,7 @@ func TestTemplateVersions(t *testing.T) {
 	}
 
 	// Rollback: a new version equal to version 1.
-	back, err := f.d.RollbackTemplate(ctx, by, "shift", 1, false)
+	back, err := f.d.Templates().RollbackTemplate(ctx, by, "shift", 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,10 +143,10 @@ func TestTemplateVersions(t *testing.T) {
 	if n := auditCount(t, f.store, "template.rollback"); n != 1 {
 		t.Errorf("%d template.rollback entries, want 1", n)
 	}
-	if _, err := f.d.RollbackTemplate(ctx, by, "shift", 99, false); !isField(err, "version") {
+	if _, err := f.d.Templates().RollbackTemplate(ctx, by, "shift", 99, false); !isField(err, "version") {
 		t.Errorf("rollback to an unknown version: %v", err)
 	}
-	if _, err := f.d.RollbackTemplate(ctx, by, "nope", 1, false); !errors.Is(err, kernel.ErrNotFound) {
+	if _, err := f.d.Templates().RollbackTemplate(ctx, by, "nope", 1, false); !errors.Is(err, kernel.ErrNotFound) {
 		t.Errorf("rollback of an unknown template: %v", err)
 	}
 }

@@ -16,7 +16,7 @@ type batchCancelJSON struct {
 // APICancelBatch is POST /api/v1/batches/:id/cancel: 200 with how many messages not
 // sent yet were cancelled, and how many moved on meanwhile.
 func (h *Handlers) APICancelBatch(c *gin.Context) {
-	res, err := h.Dispatch.CancelBatch(c.Request.Context(), actor(c), c.Param("id"))
+	res, err := h.Dispatch.Messages().CancelBatch(c.Request.Context(), actor(c), c.Param("id"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -34,7 +34,7 @@ type batchResendJSON struct {
 // APIResendBatch is POST /api/v1/batches/:id/resend: 200 with how many stopped messages
 // are due again, and how many moved on meanwhile.
 func (h *Handlers) APIResendBatch(c *gin.Context) {
-	res, err := h.Dispatch.ResendBatch(c.Request.Context(), actor(c), c.Param("id"))
+	res, err := h.Dispatch.Messages().ResendBatch(c.Request.Context(), actor(c), c.Param("id"))
 	if err != nil {
 		h.apiFail(c, err)
 		return

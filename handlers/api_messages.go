@@ -13,6 +13,7 @@ import (
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
+	"herald/templates"
 )
 
 // sendRequest is the body of POST /api/v1/messages (docs/api.md).
@@ -36,7 +37,7 @@ type sendRequest struct {
 	// Ack makes the send an alert someone must acknowledge.
 	Ack *dispatch.AckRequest `json:"ack,omitempty"`
 	// Digest folds the notices to each person into digests.
-	Digest *dispatch.DigestRequest `json:"digest,omitempty"`
+	Digest *templates.DigestRequest `json:"digest,omitempty"`
 }
 
 type sendContent struct {
@@ -185,7 +186,7 @@ type messageJSON struct {
 // GetMessage is GET /api/v1/messages/:id: the message, its state and its attempts.
 func (h *Handlers) GetMessage(c *gin.Context) {
 	ctx := c.Request.Context()
-	m, err := h.Dispatch.Message(ctx, actor(c), c.Param("id"))
+	m, err := h.Dispatch.Messages().Message(ctx, actor(c), c.Param("id"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -214,7 +215,7 @@ func (h *Handlers) GetMessage(c *gin.Context) {
 // GetBatch is GET /api/v1/batches/:id: counts by status, skipped and rejected.
 func (h *Handlers) GetBatch(c *gin.Context) {
 	ctx := c.Request.Context()
-	b, err := h.Dispatch.Batch(ctx, actor(c), c.Param("id"))
+	b, err := h.Dispatch.Messages().Batch(ctx, actor(c), c.Param("id"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -229,7 +230,7 @@ func (h *Handlers) GetBatch(c *gin.Context) {
 		byStatus[string(s)] = counts.ByStatus[s]
 	}
 	byStatus["reached"] = counts.Reached
-	req, err := h.Dispatch.RecallRequest(ctx, actor(c), b.ID)
+	req, err := h.Dispatch.Recalls().RecallRequest(ctx, actor(c), b.ID)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -253,9 +254,9 @@ func (h *Handlers) RetryMessage(c *gin.Context) {
 
 func (h *Handlers) changeMessage(c *gin.Context, op string) {
 	ctx := c.Request.Context()
-	change := h.Dispatch.CancelMessage
+	change := h.Dispatch.Messages().CancelMessage
 	if op == "retry" {
-		change = h.Dispatch.RetryMessage
+		change = h.Dispatch.Messages().RetryMessage
 	}
 	m, err := change(ctx, actor(c), c.Param("id"))
 	if err != nil {
@@ -306,7 +307,7 @@ func (h *Handlers) ListMessagesAPI(c *gin.Context) {
 		h.apiFail(c, err)
 		return
 	}
-	rows, err := h.Dispatch.Messages(ctx, actor(c), f, after, listPageSize+1)
+	rows, err := h.Dispatch.Messages().Messages(ctx, actor(c), f, after, listPageSize+1)
 	if err != nil {
 		h.apiFail(c, err)
 		return

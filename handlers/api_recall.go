@@ -17,7 +17,7 @@ import (
 // recall_request_rejected naming the batch recall request of the caller that stands
 // in the way); one the platform refused is 502 recall_failed.
 func (h *Handlers) RecallMessageAPI(c *gin.Context) {
-	m, err := h.Dispatch.RecallMessage(c.Request.Context(), actor(c), c.Param("id"))
+	m, err := h.Dispatch.Recalls().RecallMessage(c.Request.Context(), actor(c), c.Param("id"))
 	if err != nil {
 		h.apiFail(c, err, saying(kernel.ErrStateChanged, "recall.error.state", "Status", messageStatus(m)))
 		return
@@ -40,7 +40,7 @@ type batchRecallJSON struct {
 // RecallBatchAPI is POST /api/v1/batches/:id/recall: 202 with the counts per outcome,
 // or awaiting_approval for more people than the approval threshold.
 func (h *Handlers) RecallBatchAPI(c *gin.Context) {
-	res, err := h.Dispatch.RecallBatch(c.Request.Context(), actor(c), c.Param("id"))
+	res, err := h.Dispatch.Recalls().RecallBatch(c.Request.Context(), actor(c), c.Param("id"))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -107,16 +107,16 @@ func (h *Handlers) apiDecideRecall(c *gin.Context, approve bool) {
 	var err error
 	status := http.StatusOK
 	if approve {
-		_, err = h.Dispatch.ApproveRecall(ctx, by, id)
+		_, err = h.Dispatch.Recalls().ApproveRecall(ctx, by, id)
 		status = http.StatusAccepted
 	} else {
-		err = h.Dispatch.RejectRecall(ctx, by, id, reason)
+		err = h.Dispatch.Recalls().RejectRecall(ctx, by, id, reason)
 	}
 	if err != nil {
 		h.apiFail(c, err, saying(kernel.ErrStateChanged, "recall.error.not_awaiting"))
 		return
 	}
-	r, err := h.Dispatch.RecallRequest(ctx, by, id)
+	r, err := h.Dispatch.Recalls().RecallRequest(ctx, by, id)
 	if err != nil {
 		h.apiFail(c, err)
 		return

@@ -8,9 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
 	"herald/kernel"
-	"herald/models"
 	"herald/templates"
 )
 
@@ -28,7 +26,7 @@ type templateJSON struct {
 	// Fallback is the chain of requests that name none.
 	Fallback []string `json:"fallback"`
 	// Digest is the digest of sends that name none (null: none).
-	Digest *dispatch.DigestRequest `json:"digest"`
+	Digest *templates.DigestRequest `json:"digest"`
 
 	// Version is the number of the latest version (an answer only; ignored when sent).
 	Version int `json:"version,omitempty"`
@@ -39,17 +37,17 @@ func toTemplateJSON(t templates.Template) templateJSON {
 	if vars == nil {
 		vars = []string{}
 	}
-	chain := models.Chain(t.Fallback)
+	chain := templates.Chain(t.Fallback)
 	if chain == nil {
 		chain = []string{}
 	}
 	return templateJSON{Name: t.Name, DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, HTML: t.HTML,
-		Variables: vars, Fallback: chain, Digest: dispatch.TemplateDigest(&t), Version: t.Version}
+		Variables: vars, Fallback: chain, Digest: templates.TemplateDigest(&t), Version: t.Version}
 }
 
 // input is the body as the service takes it.
-func (body templateJSON) input() dispatch.TemplateInput {
-	return dispatch.TemplateInput{Name: body.Name, DisplayName: body.DisplayName, MsgType: body.MsgType, Subject: body.Subject,
+func (body templateJSON) input() templates.TemplateInput {
+	return templates.TemplateInput{Name: body.Name, DisplayName: body.DisplayName, MsgType: body.MsgType, Subject: body.Subject,
 		Body: body.Body, HTML: body.HTML, Variables: body.Variables, Fallback: strings.Join(body.Fallback, ","), Digest: body.Digest}
 }
 
@@ -83,7 +81,7 @@ func (h *Handlers) APICreateTemplate(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	t, err := h.Dispatch.CreateTemplate(c.Request.Context(), actor(c), body.input())
+	t, err := h.Dispatch.Templates().CreateTemplate(c.Request.Context(), actor(c), body.input())
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -111,7 +109,7 @@ func (h *Handlers) APIUpdateTemplate(c *gin.Context) {
 	}
 	in := body.input()
 	in.Rerender = body.RerenderWaiting
-	t, err := h.Dispatch.UpdateTemplate(c.Request.Context(), actor(c), c.Param("name"), in)
+	t, err := h.Dispatch.Templates().UpdateTemplate(c.Request.Context(), actor(c), c.Param("name"), in)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -121,7 +119,7 @@ func (h *Handlers) APIUpdateTemplate(c *gin.Context) {
 
 // APIDeleteTemplate is DELETE /api/v1/templates/:name.
 func (h *Handlers) APIDeleteTemplate(c *gin.Context) {
-	if err := h.Dispatch.DeleteTemplate(c.Request.Context(), actor(c), c.Param("name")); err != nil {
+	if err := h.Dispatch.Templates().DeleteTemplate(c.Request.Context(), actor(c), c.Param("name")); err != nil {
 		h.apiFail(c, err)
 		return
 	}
@@ -151,7 +149,7 @@ func toTemplateVersionJSON(name string, v templates.TemplateVersion) templateVer
 	if vars == nil {
 		vars = []string{}
 	}
-	chain := models.Chain(v.Fallback)
+	chain := templates.Chain(v.Fallback)
 	if chain == nil {
 		chain = []string{}
 	}
@@ -210,7 +208,7 @@ func (h *Handlers) APIRetireTemplateVersion(c *gin.Context) {
 		h.apiFail(c, kernel.ErrNotFound)
 		return
 	}
-	v, err := h.Dispatch.RetireTemplateVersion(c.Request.Context(), actor(c), c.Param("name"), n)
+	v, err := h.Dispatch.Templates().RetireTemplateVersion(c.Request.Context(), actor(c), c.Param("name"), n)
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -231,7 +229,7 @@ func (h *Handlers) APIRollbackTemplate(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	t, err := h.Dispatch.RollbackTemplate(c.Request.Context(), actor(c), c.Param("name"), body.Version, body.RerenderWaiting)
+	t, err := h.Dispatch.Templates().RollbackTemplate(c.Request.Context(), actor(c), c.Param("name"), body.Version, body.RerenderWaiting)
 	if err != nil {
 		h.apiFail(c, err)
 		return

@@ -116,7 +116,7 @@ func (h *Handlers) apiDecideBatch(c *gin.Context, approve bool) {
 
 // Settings shows the run-time settings an admin changes (the approval threshold).
 func (h *Handlers) Settings(c *gin.Context) {
-	n, err := h.Store.ApprovalThreshold(c.Request.Context())
+	n, err := h.Store.Intake().ApprovalThreshold(c.Request.Context())
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -155,7 +155,7 @@ type settingsJSON struct {
 
 // APIGetSettings is GET /api/v1/settings (admin scope).
 func (h *Handlers) APIGetSettings(c *gin.Context) {
-	n, err := h.Store.ApprovalThreshold(c.Request.Context())
+	n, err := h.Store.Intake().ApprovalThreshold(c.Request.Context())
 	if err != nil {
 		h.apiFail(c, err)
 		return

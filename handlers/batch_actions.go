@@ -12,7 +12,7 @@ import (
 func (h *Handlers) CancelBatch(c *gin.Context) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
-	res, err := h.Dispatch.CancelBatch(ctx, actor(c), id)
+	res, err := h.Dispatch.Messages().CancelBatch(ctx, actor(c), id)
 	if h.batchFailed(c, id, err) {
 		return
 	}
@@ -30,7 +30,7 @@ func (h *Handlers) CancelBatch(c *gin.Context) {
 func (h *Handlers) ResendBatch(c *gin.Context) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
-	res, err := h.Dispatch.ResendBatch(ctx, actor(c), id)
+	res, err := h.Dispatch.Messages().ResendBatch(ctx, actor(c), id)
 	if h.batchFailed(c, id, err) {
 		return
 	}

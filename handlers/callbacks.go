@@ -44,7 +44,7 @@ func (h *Handlers) renderCallback(c *gin.Context, status int, v views.KeyCallbac
 		v.State = ""
 	}
 	before, _ := strconv.ParseInt(c.Query("before"), 10, 64)
-	events, err := h.Store.CallbackEventsOf(c.Request.Context(), v.Key.ID, v.State, before, callbackPageSize)
+	events, err := h.Store.Outbox().CallbackEventsOf(c.Request.Context(), v.Key.ID, v.State, before, callbackPageSize)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -94,7 +94,7 @@ func (h *Handlers) ResendKeyEvent(c *gin.Context) {
 		return
 	}
 	event := c.Param("event")
-	if err := h.Dispatch.ResendCallbackEvent(c.Request.Context(), actor(c), k, event); err != nil {
+	if err := h.Dispatch.Messages().ResendCallbackEvent(c.Request.Context(), actor(c), k, event); err != nil {
 		v := views.KeyCallback{Key: k, Form: views.CallbackForm{URL: k.CallbackURL, AllowPrivate: k.CallbackAllowPrivate}}
 		h.failOr(c, err, func(a answer) { h.renderCallback(c, a.Status, v, a.errs()) },
 			saying(kernel.ErrNotFound, "callbacks.no_event", "ID", event), saying(kernel.ErrStateChanged, "callbacks.already_pending"))

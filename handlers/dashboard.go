@@ -75,7 +75,7 @@ func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
 	if d.Failures, err = h.Store.RecentFailures(ctx, 10); err != nil {
 		return d, err
 	}
-	if d.Awaiting, err = h.Store.BatchesAwaitingApproval(ctx, 20); err != nil {
+	if d.Awaiting, err = h.Store.Intake().BatchesAwaitingApproval(ctx, 20); err != nil {
 		return d, err
 	}
 	if d.AwaitingRecalls, err = recall.Of(h.Store).RecallRequestsAwaiting(ctx, time.Now(), 20); err != nil {

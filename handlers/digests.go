@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"herald/dispatch"
+	"herald/templates"
 	"herald/views"
 )
 
@@ -18,16 +18,16 @@ func digestForm(c *gin.Context) views.DigestForm {
 
 // digestRequest is the digest the fields ask for: nil when all are empty. A max that is
 // not a number is out of range, which dispatch reports on digest.max.
-func digestRequest(f views.DigestForm) *dispatch.DigestRequest {
+func digestRequest(f views.DigestForm) *templates.DigestRequest {
 	if f == (views.DigestForm{}) {
 		return nil
 	}
 	n, _ := strconv.Atoi(f.Max)
-	return &dispatch.DigestRequest{Key: f.Key, Window: f.Window, Max: n}
+	return &templates.DigestRequest{Key: f.Key, Window: f.Window, Max: n}
 }
 
 // digestFormOf fills the fields with a digest (nil: empty).
-func digestFormOf(dr *dispatch.DigestRequest) views.DigestForm {
+func digestFormOf(dr *templates.DigestRequest) views.DigestForm {
 	if dr == nil {
 		return views.DigestForm{}
 	}

@@ -145,7 +145,7 @@ func (h *Handlers) messagesView(c *gin.Context) (views.Messages, map[string]stri
 			errs[""] = tr(c, "messages.filter.broken_page_link")
 		}
 	}
-	if v.Rows, err = h.Dispatch.Messages(ctx, actor(c), f, after, pageSize+1); err != nil {
+	if v.Rows, err = h.Dispatch.Messages().Messages(ctx, actor(c), f, after, pageSize+1); err != nil {
 		h.fail(c, err)
 		return views.Messages{}, nil, false
 	}
@@ -195,7 +195,7 @@ func (h *Handlers) renderMessage(c *gin.Context, status int, errs map[string]str
 		h.fail(c, err)
 		return
 	}
-	if d.Digested, err = h.Store.DigestedInto(ctx, m.ID, digestNoticesShown); err != nil {
+	if d.Digested, err = h.Store.Intake().DigestedInto(ctx, m.ID, digestNoticesShown); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -243,9 +243,9 @@ func statusInSentence(c *gin.Context, m *models.Message) string {
 func (h *Handlers) changeMessageFromConsole(c *gin.Context, op string) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
-	change := h.Dispatch.CancelMessage
+	change := h.Dispatch.Messages().CancelMessage
 	if op == "retry" {
-		change = h.Dispatch.RetryMessage
+		change = h.Dispatch.Messages().RetryMessage
 	}
 	m, err := change(ctx, actor(c), id)
 	if err != nil {
@@ -338,7 +338,7 @@ func (h *Handlers) Resend(c *gin.Context) {
 		c.Redirect(http.StatusSeeOther, back)
 		return
 	}
-	resent, err := h.Dispatch.ResendStopped(ctx, actor(c), f, resendMax)
+	resent, err := h.Dispatch.Messages().ResendStopped(ctx, actor(c), f, resendMax)
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -15,7 +15,7 @@ import (
 func (h *Handlers) MessageRecall(c *gin.Context) {
 	ctx := c.Request.Context()
 	id := c.Param("id")
-	m, err := h.Dispatch.RecallMessage(ctx, actor(c), id)
+	m, err := h.Dispatch.Recalls().RecallMessage(ctx, actor(c), id)
 	if err != nil {
 		h.failOr(c, err, func(a answer) { h.renderMessage(c, a.Status, a.errs()) }, saying(kernel.ErrNotFound, "error.no_message", "ID", id),
 			saying(kernel.ErrStateChanged, "recall.error.state", "Status", statusInSentence(c, m)))
@@ -29,7 +29,7 @@ func (h *Handlers) MessageRecall(c *gin.Context) {
 // request waits for another person's approval. The batch page says what happened.
 func (h *Handlers) BatchRecall(c *gin.Context) {
 	id := c.Param("id")
-	res, err := h.Dispatch.RecallBatch(c.Request.Context(), actor(c), id)
+	res, err := h.Dispatch.Recalls().RecallBatch(c.Request.Context(), actor(c), id)
 	if h.batchFailed(c, id, err) {
 		return
 	}
@@ -50,7 +50,7 @@ func recallSummary(c *gin.Context, n recall.RecallCounts) string {
 // recall that waits, which runs it.
 func (h *Handlers) ApproveRecall(c *gin.Context) {
 	id := c.Param("id")
-	n, err := h.Dispatch.ApproveRecall(c.Request.Context(), actor(c), id)
+	n, err := h.Dispatch.Recalls().ApproveRecall(c.Request.Context(), actor(c), id)
 	if h.recallDecisionFailed(c, id, err, "") {
 		return
 	}
@@ -61,7 +61,7 @@ func (h *Handlers) ApproveRecall(c *gin.Context) {
 // refuses a batch recall that waits; nothing is recalled.
 func (h *Handlers) RejectRecall(c *gin.Context) {
 	id, reason := c.Param("id"), c.PostForm("reason")
-	err := h.Dispatch.RejectRecall(c.Request.Context(), actor(c), id, reason)
+	err := h.Dispatch.Recalls().RejectRecall(c.Request.Context(), actor(c), id, reason)
 	if h.recallDecisionFailed(c, id, err, reason) {
 		return
 	}

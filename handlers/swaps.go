@@ -75,10 +75,10 @@ func (h *Handlers) reminderView(c *gin.Context, cfg *models.ReminderConfig, errs
 	var err error
 	if cfg != nil {
 		v.Config = *cfg
-	} else if v.Config, err = h.Store.DutyReminderConfig(ctx); err != nil {
+	} else if v.Config, err = h.Store.Intake().DutyReminderConfig(ctx); err != nil {
 		return v, err
 	}
-	if v.Recent, err = h.Store.RecentDutyReminders(ctx, 5); err != nil {
+	if v.Recent, err = h.Store.Intake().RecentDutyReminders(ctx, 5); err != nil {
 		return v, err
 	}
 	if !v.CanEdit {

@@ -9,7 +9,6 @@ import (
 
 	"herald/internal/linediff"
 	"herald/kernel"
-	"herald/models"
 	"herald/templates"
 	"herald/views"
 )
@@ -32,7 +31,7 @@ func (h *Handlers) templateHistory(c *gin.Context, e *views.TemplateEditor) erro
 		return err
 	}
 	e.History.Current = t.Version
-	e.History.Waiting, err = h.Store.CountWaitingOfTemplate(ctx, t.ID, kernel.Now())
+	e.History.Waiting, err = h.Store.Intake().CountWaitingOfTemplate(ctx, t.ID, kernel.Now())
 	return err
 }
 
@@ -83,7 +82,7 @@ func diffSections(a, b *templates.TemplateVersion) []views.DiffSection {
 	for _, f := range []struct{ name, a, b string }{
 		{"msg_type", a.MsgType, b.MsgType}, {"subject", a.Subject, b.Subject}, {"body", a.Body, b.Body}, {"html", a.HTML, b.HTML},
 		{"variables", strings.Join(a.Variables, "\n"), strings.Join(b.Variables, "\n")},
-		{"fallback", strings.Join(models.Chain(a.Fallback), "\n"), strings.Join(models.Chain(b.Fallback), "\n")},
+		{"fallback", strings.Join(templates.Chain(a.Fallback), "\n"), strings.Join(templates.Chain(b.Fallback), "\n")},
 	} {
 		if f.a != "" || f.b != "" {
 			out = append(out, views.DiffSection{Field: f.name, Rows: linediff.Lines(f.a, f.b)})
@@ -97,7 +96,7 @@ func (h *Handlers) RollbackTemplate(c *gin.Context) {
 	name := c.Param("name")
 	n, _ := strconv.Atoi(c.PostForm("version"))
 	rerender := c.PostForm("waiting") == views.WaitingRerender
-	t, err := h.Dispatch.RollbackTemplate(c.Request.Context(), actor(c), name, n, rerender)
+	t, err := h.Dispatch.Templates().RollbackTemplate(c.Request.Context(), actor(c), name, n, rerender)
 	if err != nil {
 		h.failOr(c, err, func(a answer) { h.rerenderEditor(c, a, name, rerender) }, saying(kernel.ErrNotFound, "error.no_template", "Name", name))
 		return
@@ -110,7 +109,7 @@ func (h *Handlers) RollbackTemplate(c *gin.Context) {
 func (h *Handlers) RetireTemplateVersion(c *gin.Context) {
 	name := c.Param("name")
 	n, _ := strconv.Atoi(c.PostForm("version"))
-	_, err := h.Dispatch.RetireTemplateVersion(c.Request.Context(), actor(c), name, n)
+	_, err := h.Dispatch.Templates().RetireTemplateVersion(c.Request.Context(), actor(c), name, n)
 	if err != nil {
 		h.failOr(c, err, func(a answer) { h.rerenderEditor(c, a, name, false) }, saying(kernel.ErrNotFound, "error.no_template", "Name", name))
 		return

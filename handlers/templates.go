@@ -14,7 +14,6 @@ import (
 	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
-	"herald/models"
 	"herald/templates"
 	"herald/views"
 )
@@ -73,8 +72,8 @@ func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 }
 
 // templateInput is the form as the service takes it, the same as the API's body.
-func templateInput(f views.TemplateForm) dispatch.TemplateInput {
-	return dispatch.TemplateInput{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body,
+func templateInput(f views.TemplateForm) templates.TemplateInput {
+	return templates.TemplateInput{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body,
 		HTML: f.HTML, Variables: splitVariables(f.Variables), Fallback: f.Fallback, Rerender: f.Rerender,
 		Digest: digestRequest(f.Digest)}
 }
@@ -195,7 +194,7 @@ func (h *Handlers) NewTemplateForm(c *gin.Context) {
 // CreateTemplate saves a new template, validated as the API validates it.
 func (h *Handlers) CreateTemplate(c *gin.Context) {
 	f := templateFormOf(c, "")
-	t, err := h.Dispatch.CreateTemplate(c.Request.Context(), actor(c), templateInput(f))
+	t, err := h.Dispatch.Templates().CreateTemplate(c.Request.Context(), actor(c), templateInput(f))
 	if errs, ok := fieldErrors(c, err); ok {
 		h.renderTemplateForm(c, http.StatusUnprocessableEntity, f, errs)
 		return
@@ -222,13 +221,13 @@ func savedTemplateForm(c *gin.Context, t *templates.Template) views.TemplateForm
 	return views.TemplateForm{OldName: t.Name, OldDisplayName: t.DisplayName, Name: t.Name,
 		DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject,
 		Body: t.Body, HTML: t.HTML, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.VariableNames()),
-		Fallback: strings.Join(models.Chain(t.Fallback), ", "), Digest: digestFormOf(dispatch.TemplateDigest(t))}
+		Fallback: strings.Join(templates.Chain(t.Fallback), ", "), Digest: digestFormOf(templates.TemplateDigest(t))}
 }
 
 // UpdateTemplate saves a changed template (it may be renamed).
 func (h *Handlers) UpdateTemplate(c *gin.Context) {
 	f := templateFormOf(c, c.Param("name"))
-	t, err := h.Dispatch.UpdateTemplate(c.Request.Context(), actor(c), f.OldName, templateInput(f))
+	t, err := h.Dispatch.Templates().UpdateTemplate(c.Request.Context(), actor(c), f.OldName, templateInput(f))
 	if err != nil {
 		h.failOr(c, err, func(a answer) { h.renderTemplateForm(c, a.Status, f, a.errs()) }, saying(kernel.ErrNotFound, "error.no_template", "Name", f.OldName))
 		return
@@ -239,7 +238,7 @@ func (h *Handlers) UpdateTemplate(c *gin.Context) {
 // DeleteTemplate removes a template.
 func (h *Handlers) DeleteTemplate(c *gin.Context) {
 	name := c.Param("name")
-	err := h.Dispatch.DeleteTemplate(c.Request.Context(), actor(c), name)
+	err := h.Dispatch.Templates().DeleteTemplate(c.Request.Context(), actor(c), name)
 	if err != nil {
 		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_template", "Name", name))
 		return

@@ -45,3 +45,20 @@ func TruncateRunes(s string, n int) string {
 	}
 	return string(r[:n])
 }
+
+// MaxReasonLen bounds a rejection's reason, in characters.
+const MaxReasonLen = 200
+
+// CheckReason checks a rejection's reason (of a batch or of a recall request) and
+// returns it trimmed: one is required, of at most MaxReasonLen characters, as a
+// *FieldError naming reason.
+func CheckReason(reason string) (string, error) {
+	reason = strings.TrimSpace(reason)
+	if err := CheckText("reason", reason, false); err != nil {
+		return "", err
+	}
+	if reason == "" || utf8.RuneCountInString(reason) > MaxReasonLen {
+		return "", Invalid("reason", "approvals.error.reason", "Max", MaxReasonLen)
+	}
+	return reason, nil
+}

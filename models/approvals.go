@@ -80,9 +80,9 @@ type ChunkAssignment struct {
 
 // AwaitingMessageIDs returns the ids of a batch's messages held for its approval, in id
 // order.
-func (s *Store) AwaitingMessageIDs(ctx context.Context, batchID string) ([]string, error) {
+func (s *Intake) AwaitingMessageIDs(ctx context.Context, batchID string) ([]string, error) {
 	var ids []string
-	err := s.reader(ctx).Model(&Message{}).Where("batch_id = ? AND status = ? AND next_attempt_at IS NULL", batchID, StatusPending).
+	err := s.k.Reader(ctx).Model(&Message{}).Where("batch_id = ? AND status = ? AND next_attempt_at IS NULL", batchID, StatusPending).
 		Order("id").Pluck("id", &ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: messages awaiting batch %s: %w", batchID, err)
@@ -94,8 +94,8 @@ func (s *Store) AwaitingMessageIDs(ctx context.Context, batchID string) ([]strin
 // messages due at dueAt, each carried by the task its chunk names, in one transaction
 // (the caller's, when the store is bound to one: its audit entry goes in there too).
 // ErrStateChanged means the batch was no longer awaiting approval.
-func (s *Store) ApproveBatch(ctx context.Context, batchID, by string, now, dueAt time.Time, chunks []ChunkAssignment) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+func (s *Intake) ApproveBatch(ctx context.Context, batchID, by string, now, dueAt time.Time, chunks []ChunkAssignment) error {
+	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := decide(tx, batchID, ApprovalApproved, by, "", now); err != nil {
 			return err
 		}
@@ -114,10 +114,10 @@ func (s *Store) ApproveBatch(ctx context.Context, batchID, by string, now, dueAt
 // held messages with the note, in one transaction (the caller's, when the store is
 // bound to one). It returns how many it cancelled;
 // ErrStateChanged means the batch was no longer awaiting approval.
-func (s *Store) RejectBatch(ctx context.Context, batchID, by, note string, now time.Time) (int, error) {
+func (s *Intake) RejectBatch(ctx context.Context, batchID, by, note string, now time.Time) (int, error) {
 	var n int
 	now = now.UTC().Truncate(time.Microsecond) // as stored: RecordCancelled finds the rows by it
-	err := s.tx(ctx, func(tx *gorm.DB) error {
+	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := decide(tx, batchID, ApprovalRejected, by, note, now); err != nil {
 			return err
 		}
@@ -150,9 +150,9 @@ func decide(tx *gorm.DB, batchID, decision, by, note string, now time.Time) erro
 
 // BatchesAwaitingApproval returns the batches waiting for a decision, oldest first, at
 // most limit of them.
-func (s *Store) BatchesAwaitingApproval(ctx context.Context, limit int) ([]Batch, error) {
+func (s *Intake) BatchesAwaitingApproval(ctx context.Context, limit int) ([]Batch, error) {
 	var out []Batch
-	err := s.reader(ctx).Where("approval = ?", ApprovalAwaiting).Order("created_at, id").Limit(limit).Find(&out).Error
+	err := s.k.Reader(ctx).Where("approval = ?", ApprovalAwaiting).Order("created_at, id").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: batches awaiting approval: %w", err)
 	}
@@ -166,17 +166,17 @@ type BatchEnded func(ctx context.Context, tx *Store, batchID string, expiry audi
 // ExpireApprovals rejects, with the note ApprovalExpired, every batch that has waited
 // for a decision since before cutoff, and with each, what ended says it opened (its
 // alert); it returns their ids.
-func (s *Store) ExpireApprovals(ctx context.Context, cutoff, now time.Time, ended BatchEnded) ([]string, error) {
+func (s *Intake) ExpireApprovals(ctx context.Context, cutoff, now time.Time, ended BatchEnded) ([]string, error) {
 	var ids []string
-	err := s.reader(ctx).Model(&Batch{}).Where("approval IN ? AND created_at < ?", ApprovalDecidable, cutoff).Order("created_at").Limit(100).Pluck("id", &ids).Error
+	err := s.k.Reader(ctx).Model(&Batch{}).Where("approval IN ? AND created_at < ?", ApprovalDecidable, cutoff).Order("created_at").Limit(100).Pluck("id", &ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: expired approvals: %w", err)
 	}
 	var expired []string
 	for _, id := range ids {
 		entry := audit.Entry{Actor: "herald", ActorType: "system", Action: "batch.expire", TargetType: "batch", TargetID: id}.WithParams(audit.Params{"hours": strconv.Itoa(int(ApprovalWait.Hours()))})
-		err := s.InTx(ctx, func(tx *Store) error {
-			if _, err := tx.RejectBatch(ctx, id, "", ApprovalExpired, now); err != nil {
+		err := (*Store)(s).InTx(ctx, func(tx *Store) error {
+			if _, err := tx.Intake().RejectBatch(ctx, id, "", ApprovalExpired, now); err != nil {
 				return err
 			}
 			// What the batch opened ends with it: its alert (the alerts' EndExpiredBatch).
@@ -207,9 +207,9 @@ const MaxApprovalThreshold = 1000000
 
 // ApprovalThreshold returns the number of accepted recipients above which a batch waits
 // for approval; 0 means approvals are off.
-func (s *Store) ApprovalThreshold(ctx context.Context) (int, error) {
+func (s *Intake) ApprovalThreshold(ctx context.Context) (int, error) {
 	var list []kernel.Setting
-	if err := s.reader(ctx).Where("name = ?", SettingApprovalThreshold).Limit(1).Find(&list).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("name = ?", SettingApprovalThreshold).Limit(1).Find(&list).Error; err != nil {
 		return 0, fmt.Errorf("models: setting %s: %w", SettingApprovalThreshold, err)
 	}
 	if len(list) == 0 {
@@ -224,7 +224,7 @@ func (s *Store) ApprovalThreshold(ctx context.Context) (int, error) {
 
 // SetApprovalThreshold changes approval_threshold, recording by (who changed it) on
 // the setting. It runs in the caller's transaction when the store is bound to one.
-func (s *Store) SetApprovalThreshold(ctx context.Context, n int, by string) error {
+func (s *Intake) SetApprovalThreshold(ctx context.Context, n int, by string) error {
 	if n < 0 || n > MaxApprovalThreshold {
 		return kernel.Invalid(SettingApprovalThreshold, "approvals.error.threshold", "Max", MaxApprovalThreshold)
 	}
@@ -275,9 +275,9 @@ func (c *TemplateContent) Scan(src any) error { return kernel.ScanJSON(src, c) }
 // LastChange is the latest audit entry of one of the actions, on the target named
 // targetID ("" for any), or nil when there is none: who last changed a setting or a
 // template.
-func (s *Store) LastChange(ctx context.Context, actions []string, targetID string) (*audit.Entry, error) {
+func (s *Intake) LastChange(ctx context.Context, actions []string, targetID string) (*audit.Entry, error) {
 	var list []audit.Entry
-	q := s.reader(ctx).Where("action IN ?", actions)
+	q := s.k.Reader(ctx).Where("action IN ?", actions)
 	if targetID != "" {
 		q = q.Where("target_id = ?", targetID)
 	}
@@ -293,13 +293,13 @@ func (s *Store) LastChange(ctx context.Context, actions []string, targetID strin
 // PeopleOf names the console users behind an audit entry's actor: the user, or the
 // creators of the API keys of that name (a name freed by a revoked key may have been
 // given again: each of them counts). None for Herald's own jobs.
-func (s *Store) PeopleOf(ctx context.Context, e *audit.Entry) ([]string, error) {
+func (s *Intake) PeopleOf(ctx context.Context, e *audit.Entry) ([]string, error) {
 	switch e.ActorType {
 	case "user":
 		return []string{e.Actor}, nil
 	case "api_key":
 		var people []string
-		err := s.reader(ctx).Model(&access.APIKey{}).Where("name = ? AND created_by <> ''", strings.TrimPrefix(e.Actor, "apikey:")).
+		err := s.k.Reader(ctx).Model(&access.APIKey{}).Where("name = ? AND created_by <> ''", strings.TrimPrefix(e.Actor, "apikey:")).
 			Distinct().Order("created_by").Pluck("created_by", &people).Error
 		if err != nil {
 			return nil, fmt.Errorf("models: people behind %s: %w", e.Actor, err)

@@ -176,7 +176,7 @@ func reopen(tx *gorm.DB, id string) error {
 // LeaseCallbacks takes the right to deliver a key's events until until (a
 // compare-and-set on the key's row), so that one runner at a time delivers them and
 // events of one message keep their order. It reports false when another runner holds it.
-func (s *Store) LeaseCallbacks(ctx context.Context, keyID int64, now, until time.Time) (bool, error) {
+func (s *Outbox) LeaseCallbacks(ctx context.Context, keyID int64, now, until time.Time) (bool, error) {
 	res := s.k.Writer(ctx).Model(&access.APIKey{}).
 		Where("id = ? AND (callback_lease_until IS NULL OR callback_lease_until < ?)", keyID, now).
 		Update("callback_lease_until", until)
@@ -187,15 +187,15 @@ func (s *Store) LeaseCallbacks(ctx context.Context, keyID int64, now, until time
 }
 
 // ReleaseCallbacks gives a lease back.
-func (s *Store) ReleaseCallbacks(ctx context.Context, keyID int64, until time.Time) error {
+func (s *Outbox) ReleaseCallbacks(ctx context.Context, keyID int64, until time.Time) error {
 	return s.k.Writer(ctx).Model(&access.APIKey{}).Where("id = ? AND callback_lease_until = ?", keyID, until).
 		Update("callback_lease_until", nil).Error
 }
 
 // DueCallbackKeys lists the keys with events due for delivery.
-func (s *Store) DueCallbackKeys(ctx context.Context, now time.Time) ([]int64, error) {
+func (s *Outbox) DueCallbackKeys(ctx context.Context, now time.Time) ([]int64, error) {
 	var ids []int64
-	err := s.reader(ctx).Model(&CallbackEvent{}).Distinct("api_key_id").
+	err := s.k.Reader(ctx).Model(&CallbackEvent{}).Distinct("api_key_id").
 		Where("state = ? AND next_attempt_at <= ?", EventPending, now).Limit(1000).Pluck("api_key_id", &ids).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: keys with due callbacks: %w", err)
@@ -226,7 +226,7 @@ func eventDeliveries(db *gorm.DB, keyID int64) *gorm.DB {
 
 // PendingCallbackEvents returns a key's first pending events in order, due or not (a
 // later event of a message must wait for an earlier one that is not due yet).
-func (s *Store) PendingCallbackEvents(ctx context.Context, keyID int64, limit int) ([]EventDelivery, error) {
+func (s *Outbox) PendingCallbackEvents(ctx context.Context, keyID int64, limit int) ([]EventDelivery, error) {
 	var out []EventDelivery
 	err := eventDeliveries(s.k.Writer(ctx), keyID).Where("e.state = ?", EventPending).
 		Order("e.seq").Limit(limit).Scan(&out).Error
@@ -246,14 +246,14 @@ type EventResult struct {
 // RecordCallbackResults records delivery attempts: delivered, or failed with the next
 // attempt's time, or failed for good after CallbackGiveUp. Each is a compare-and-set on
 // a pending event.
-func (s *Store) RecordCallbackResults(ctx context.Context, results []EventResult, now time.Time) error {
+func (s *Outbox) RecordCallbackResults(ctx context.Context, results []EventResult, now time.Time) error {
 	var delivered []int64
 	for _, r := range results {
 		if r.Err == "" {
 			delivered = append(delivered, r.Seq)
 		}
 	}
-	return s.txRetry(ctx, func(tx *gorm.DB) error {
+	return s.k.TxRetry(ctx, func(tx *gorm.DB) error {
 		if len(delivered) > 0 {
 			err := tx.Model(&CallbackEvent{}).Where("seq IN ? AND state = ?", delivered, EventPending).
 				Updates(map[string]any{"state": EventDelivered, "delivered_at": now, "attempts": gorm.Expr("attempts + 1"), "last_error": ""}).Error
@@ -287,9 +287,9 @@ type CallbackEventsPage struct {
 
 // CallbackEventsOf lists a key's events newest first, before seq before (0: the
 // newest), optionally in one state.
-func (s *Store) CallbackEventsOf(ctx context.Context, keyID int64, state string, before int64, limit int) (CallbackEventsPage, error) {
+func (s *Outbox) CallbackEventsOf(ctx context.Context, keyID int64, state string, before int64, limit int) (CallbackEventsPage, error) {
 	var page CallbackEventsPage
-	q := eventDeliveries(s.reader(ctx), keyID)
+	q := eventDeliveries(s.k.Reader(ctx), keyID)
 	if state != "" {
 		q = q.Where("e.state = ?", state)
 	}
@@ -308,8 +308,8 @@ func (s *Store) CallbackEventsOf(ctx context.Context, keyID int64, state string,
 
 // ResendCallbackEvent makes a delivered or failed event of a key pending again, due
 // now. ErrStateChanged: it is pending already; ErrNotFound: the key has no such event.
-func (s *Store) ResendCallbackEvent(ctx context.Context, keyID int64, eventID string) error {
-	return s.tx(ctx, func(tx *gorm.DB) error {
+func (s *Outbox) ResendCallbackEvent(ctx context.Context, keyID int64, eventID string) error {
+	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		now := kernel.Now()
 		res := tx.Model(&CallbackEvent{}).Where("id = ? AND api_key_id = ? AND state IN ?", eventID, keyID, []string{EventDelivered, EventFailed}).
 			Updates(map[string]any{"state": EventPending, "next_attempt_at": now})
@@ -332,7 +332,7 @@ func (s *Store) ResendCallbackEvent(ctx context.Context, keyID int64, eventID st
 
 // FailPendingCallbacks marks a key's pending events failed with a reason: they cannot go
 // anywhere (the key's callback was removed). An operator may send them again.
-func (s *Store) FailPendingCallbacks(ctx context.Context, keyID int64, reason string, now time.Time) error {
+func (s *Outbox) FailPendingCallbacks(ctx context.Context, keyID int64, reason string, now time.Time) error {
 	err := s.k.Writer(ctx).Model(&CallbackEvent{}).Where("api_key_id = ? AND state = ?", keyID, EventPending).
 		Updates(map[string]any{"state": EventFailed, "last_error": reason, "next_attempt_at": now}).Error
 	if err != nil {

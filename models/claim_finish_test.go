@@ -133,7 +133,7 @@ func TestClaimKeepsTheRowsLength(t *testing.T) {
 			prev.Fallback, prev.FallbackDue = "email", true
 			f.createMessages(t, prev)
 			next := f.message(prev.BatchID, models.StatusPending, due)
-			if err := f.store.LinkFallback(ctx, &prev, &next); err != nil {
+			if err := f.store.Intake().LinkFallback(ctx, &prev, &next); err != nil {
 				t.Fatal(err)
 			}
 			return next.ID

@@ -78,7 +78,7 @@ type DigestGroup struct {
 // DueDigestGroups returns the digest groups due at now, at most limit of them: every
 // group when slots is empty, else only those named. Only notices whose send_at has come
 // count: a scheduled notice joins its group when it is due.
-func (s *Store) DueDigestGroups(ctx context.Context, now time.Time, slots []string, limit int) ([]DigestGroup, error) {
+func (s *Intake) DueDigestGroups(ctx context.Context, now time.Time, slots []string, limit int) ([]DigestGroup, error) {
 	now = now.UTC()
 	var rows []struct {
 		Slot    string
@@ -133,10 +133,10 @@ type DigestBuilder func(notices []Message) (*Batch, *Message, error)
 // moves pending → digested by compare-and-set; when another process folded any of them
 // first, nothing is written and the error is ErrStateChanged. A group with nothing
 // waiting returns nil and no error.
-func (s *Store) FoldDigest(ctx context.Context, slot string, now time.Time, build DigestBuilder) (*Message, []Message, error) {
+func (s *Intake) FoldDigest(ctx context.Context, slot string, now time.Time, build DigestBuilder) (*Message, []Message, error) {
 	var digest *Message
 	var notices []Message
-	err := s.txRetry(ctx, func(tx *gorm.DB) error {
+	err := s.k.TxRetry(ctx, func(tx *gorm.DB) error {
 		digest, notices = nil, nil
 		err := tx.Where("status = ? AND digest_slot = ? AND send_at <= ?", StatusPending, slot, now.UTC()).
 			Order("created_at, id").Limit(maxDigest).Find(&notices).Error
@@ -193,9 +193,9 @@ func (s *Store) FoldDigest(ctx context.Context, slot string, now time.Time, buil
 }
 
 // DigestedInto lists the notices a digest message carried, oldest first, at most limit.
-func (s *Store) DigestedInto(ctx context.Context, digestID string, limit int) ([]BatchMessage, error) {
+func (s *Intake) DigestedInto(ctx context.Context, digestID string, limit int) ([]BatchMessage, error) {
 	var out []BatchMessage
-	err := s.reader(ctx).Table("messages AS m").
+	err := s.k.Reader(ctx).Table("messages AS m").
 		Select("m.*, r.name AS recipient_name, r.external_id AS recipient_external_id").
 		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").
 		Where("m.digest_message_id = ?", digestID).Order("m.created_at, m.id").Limit(limit).
@@ -208,9 +208,9 @@ func (s *Store) DigestedInto(ctx context.Context, digestID string, limit int) ([
 
 // DigestCarriesKey reports whether the message is a digest that carried a notice of a
 // batch made through the API key.
-func (s *Store) DigestCarriesKey(ctx context.Context, digestID string, keyID int64) (bool, error) {
+func (s *Intake) DigestCarriesKey(ctx context.Context, digestID string, keyID int64) (bool, error) {
 	var n int64
-	err := s.reader(ctx).Table("messages AS m").Joins("JOIN batches b ON b.id = m.batch_id").
+	err := s.k.Reader(ctx).Table("messages AS m").Joins("JOIN batches b ON b.id = m.batch_id").
 		Where("m.digest_message_id = ? AND b.api_key_id = ?", digestID, keyID).Limit(1).Count(&n).Error
 	if err != nil {
 		return false, fmt.Errorf("models: digest %s of api key %d: %w", digestID, keyID, err)
@@ -220,12 +220,12 @@ func (s *Store) DigestCarriesKey(ctx context.Context, digestID string, keyID int
 
 // DigestCounts counts the notices sent with a digest by where they are: waiting in a
 // group, digested, or gone some other way (cancelled). Benchmarks and tests read it.
-func (s *Store) DigestCounts(ctx context.Context) (map[Status]int, error) {
+func (s *Intake) DigestCounts(ctx context.Context) (map[Status]int, error) {
 	var rows []struct {
 		Status Status
 		N      int
 	}
-	err := s.reader(ctx).Model(&Message{}).Select("status, COUNT(*) AS n").
+	err := s.k.Reader(ctx).Model(&Message{}).Select("status, COUNT(*) AS n").
 		Where("digest_slot <> ''").Group("status").Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: count digest notices: %w", err)

@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -37,24 +36,13 @@ func (m *VarMap) Scan(src any) error {
 	return kernel.ScanJSON(src, m)
 }
 
-// Chain splits a stored fallback chain into its platforms.
-func Chain(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(s, ",")
-}
-
-// JoinChain stores a fallback chain.
-func JoinChain(platforms []string) string { return strings.Join(platforms, ",") }
-
 // ErrorNoAddress is the error class of a message created stopped because its recipient
 // has no address on its platform: it is there to fall back from.
 const ErrorNoAddress = "no_address"
 
 // DueFallbacks returns stopped messages whose next message in their chain is not made
 // yet, oldest first, leaving out batches that wait for approval.
-func (s *Store) DueFallbacks(ctx context.Context, limit int) ([]Message, error) {
+func (s *Intake) DueFallbacks(ctx context.Context, limit int) ([]Message, error) {
 	var out []Message
 	err := s.k.Writer(ctx).Where("fallback_due = ? AND batch_id NOT IN (SELECT id FROM batches WHERE approval = ?)", true, ApprovalAwaiting).
 		Order("id").Limit(limit).Find(&out).Error
@@ -69,8 +57,8 @@ func (s *Store) DueFallbacks(ctx context.Context, limit int) ([]Message, error) 
 // once. ErrStateChanged: another process made prev's next message. Two processes moving
 // one chain at once can deadlock on its rows: the victim runs again and then finds the
 // chain moved.
-func (s *Store) LinkFallback(ctx context.Context, prev, next *Message) error {
-	return s.txRetry(ctx, func(tx *gorm.DB) error {
+func (s *Intake) LinkFallback(ctx context.Context, prev, next *Message) error {
+	return s.k.TxRetry(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Message{}).Where("id = ? AND fallback_due = ?", prev.ID, true).
 			Updates(map[string]any{"fallback_due": false, "fallback_next": next.ID})
 		if err := CASResult(res, "fall back from", prev.ID); err != nil {
@@ -87,8 +75,8 @@ func (s *Store) LinkFallback(ctx context.Context, prev, next *Message) error {
 // EndFallback records that prev's chain ends with prev: no platform left has an
 // address for the person or an account to send with. A callback key's batch may then
 // be complete.
-func (s *Store) EndFallback(ctx context.Context, prev *Message) error {
-	return s.txRetry(ctx, func(tx *gorm.DB) error {
+func (s *Intake) EndFallback(ctx context.Context, prev *Message) error {
+	return s.k.TxRetry(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Message{}).Where("id = ? AND fallback_due = ?", prev.ID, true).Update("fallback_due", false)
 		if err := CASResult(res, "end the chain of", prev.ID); err != nil {
 			return err

@@ -47,7 +47,7 @@ var ErrIdempotencyInFlight = kernel.Declare(kernel.DomainError{Kind: kernel.Kind
 // process the request (and then call CompleteIdempotent or AbortIdempotent); the earlier
 // record when the request was already answered (replay it); ErrIdempotencyMismatch or
 // ErrIdempotencyInFlight otherwise. An expired record is replaced.
-func (s *Store) BeginIdempotent(ctx context.Context, apiKeyID int64, key, requestHash string) (*IdempotencyKey, error) {
+func (s *Intake) BeginIdempotent(ctx context.Context, apiKeyID int64, key, requestHash string) (*IdempotencyKey, error) {
 	now := kernel.Now()
 	rec := &IdempotencyKey{APIKeyID: apiKeyID, IdemKey: key, RequestHash: requestHash, State: IdemInFlight,
 		CreatedAt: now, ExpiresAt: now.Add(IdempotencyTTL)}
@@ -60,7 +60,7 @@ func (s *Store) BeginIdempotent(ctx context.Context, apiKeyID int64, key, reques
 			return nil, fmt.Errorf("models: begin idempotent request: %w", err)
 		}
 		var prev IdempotencyKey
-		err = s.reader(ctx).Where("api_key_id = ? AND idem_key = ?", apiKeyID, key).First(&prev).Error
+		err = s.k.Reader(ctx).Where("api_key_id = ? AND idem_key = ?", apiKeyID, key).First(&prev).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			continue // aborted meanwhile; try again
 		}
@@ -112,7 +112,7 @@ func completeIdempotent(tx *gorm.DB, c *IdemCompletion, batchID string) error {
 }
 
 // AbortIdempotent forgets a key whose request was rejected, so it can be used again.
-func (s *Store) AbortIdempotent(ctx context.Context, apiKeyID int64, key string) error {
+func (s *Intake) AbortIdempotent(ctx context.Context, apiKeyID int64, key string) error {
 	err := s.k.Writer(ctx).Where("api_key_id = ? AND idem_key = ? AND state = ?", apiKeyID, key, IdemInFlight).
 		Delete(&IdempotencyKey{}).Error
 	if err != nil {
@@ -122,7 +122,7 @@ func (s *Store) AbortIdempotent(ctx context.Context, apiKeyID int64, key string)
 }
 
 // DeleteExpiredIdempotencyKeys removes records past their time.
-func (s *Store) DeleteExpiredIdempotencyKeys(ctx context.Context) (int64, error) {
+func (s *Intake) DeleteExpiredIdempotencyKeys(ctx context.Context) (int64, error) {
 	res := s.k.Writer(ctx).Where("expires_at < ?", kernel.Now()).Delete(&IdempotencyKey{})
 	return res.RowsAffected, res.Error
 }

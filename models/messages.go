@@ -1005,3 +1005,9 @@ func (s *Store) OldestDue(ctx context.Context) (*time.Time, error) {
 	}
 	return &out[0].NextAttemptAt, nil
 }
+
+// AuditParams are the parameters of a change to the message in the audit log: its id,
+// its batch and the state it left.
+func (m *Message) AuditParams() audit.Params {
+	return audit.Params{"id": m.ID, "batch": m.BatchID, "old_status": string(m.Status)}
+}

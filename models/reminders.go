@@ -51,10 +51,10 @@ func (DutyReminder) TableName() string { return "duty_reminders" }
 
 // DutyReminderConfig returns the duty reminder's configuration (off with the default
 // time when never set).
-func (s *Store) DutyReminderConfig(ctx context.Context) (ReminderConfig, error) {
+func (s *Intake) DutyReminderConfig(ctx context.Context) (ReminderConfig, error) {
 	cfg := ReminderConfig{Time: DefaultReminderTime}
 	var list []kernel.Setting
-	if err := s.reader(ctx).Where("name = ?", SettingDutyReminder).Limit(1).Find(&list).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("name = ?", SettingDutyReminder).Limit(1).Find(&list).Error; err != nil {
 		return cfg, fmt.Errorf("models: setting %s: %w", SettingDutyReminder, err)
 	}
 	if len(list) == 0 {
@@ -69,7 +69,7 @@ func (s *Store) DutyReminderConfig(ctx context.Context) (ReminderConfig, error) 
 // SetDutyReminderConfig saves the duty reminder's settings, recording by as who last
 // changed them. The service layer checks the account and template and audits the change
 // (dispatch.SetDutyReminder); a time that is not HH:MM is refused here too.
-func (s *Store) SetDutyReminderConfig(ctx context.Context, cfg ReminderConfig, by string) error {
+func (s *Intake) SetDutyReminderConfig(ctx context.Context, cfg ReminderConfig, by string) error {
 	if _, err := cfg.At(time.Now()); err != nil {
 		return err
 	}
@@ -87,9 +87,9 @@ func (s *Store) SetDutyReminderConfig(ctx context.Context, cfg ReminderConfig, b
 }
 
 // DutyReminderOf returns the reminder of a date, or nil if there was none yet.
-func (s *Store) DutyReminderOf(ctx context.Context, date string) (*DutyReminder, error) {
+func (s *Intake) DutyReminderOf(ctx context.Context, date string) (*DutyReminder, error) {
 	var list []DutyReminder
-	if err := s.reader(ctx).Where("date = ?", date).Limit(1).Find(&list).Error; err != nil {
+	if err := s.k.Reader(ctx).Where("date = ?", date).Limit(1).Find(&list).Error; err != nil {
 		return nil, fmt.Errorf("models: reminder %s: %w", date, err)
 	}
 	if len(list) == 0 {
@@ -99,9 +99,9 @@ func (s *Store) DutyReminderOf(ctx context.Context, date string) (*DutyReminder,
 }
 
 // RecentDutyReminders lists the last reminders, newest first.
-func (s *Store) RecentDutyReminders(ctx context.Context, n int) ([]DutyReminder, error) {
+func (s *Intake) RecentDutyReminders(ctx context.Context, n int) ([]DutyReminder, error) {
 	var list []DutyReminder
-	if err := s.reader(ctx).Order("date DESC").Limit(n).Find(&list).Error; err != nil {
+	if err := s.k.Reader(ctx).Order("date DESC").Limit(n).Find(&list).Error; err != nil {
 		return nil, fmt.Errorf("models: reminders: %w", err)
 	}
 	return list, nil
@@ -109,7 +109,7 @@ func (s *Store) RecentDutyReminders(ctx context.Context, n int) ([]DutyReminder,
 
 // MarkDutyReminder records a date as reminded without a batch (nobody was on duty). It
 // returns false when the date was already recorded.
-func (s *Store) MarkDutyReminder(ctx context.Context, date string) (bool, error) {
+func (s *Intake) MarkDutyReminder(ctx context.Context, date string) (bool, error) {
 	err := s.k.Writer(ctx).Create(&DutyReminder{Date: date}).Error
 	if kernel.IsDuplicate(err) {
 		return false, nil

@@ -153,3 +153,20 @@ func (s *Store) tx(ctx context.Context, fn func(tx *gorm.DB) error) error { retu
 func (s *Store) txRetry(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	return s.k.TxRetry(ctx, fn)
 }
+
+// Intake is the intake's queries on the store's database: approvals, idempotency keys,
+// digests, fallback chains, duty reminders and the messages a template's new version
+// settles. It is the store itself, seen through what the intake asks of it.
+type Intake Store
+
+// Intake is the intake's queries on the store's database, in its transaction when it
+// is bound to one.
+func (s *Store) Intake() *Intake { return (*Intake)(s) }
+
+// Outbox is the callback outbox on the store's database: the events each API key hears
+// of, their leases and their delivery.
+type Outbox Store
+
+// Outbox is the callback outbox on the store's database, in its transaction when it is
+// bound to one.
+func (s *Store) Outbox() *Outbox { return (*Outbox)(s) }

@@ -21,15 +21,15 @@ type WaitingMessage struct {
 // approval. A batch approved, or awaiting approval, is left out whatever its messages'
 // state: what a second person approved (or is asked to approve) is what is sent, so a
 // template's later edit never reaches it.
-func (s *Store) waitingOfTemplate(ctx context.Context, templateID int64, now time.Time) *gorm.DB {
-	return s.reader(ctx).Table("messages").Joins("JOIN batches ON batches.id = messages.batch_id").
+func (s *Intake) waitingOfTemplate(ctx context.Context, templateID int64, now time.Time) *gorm.DB {
+	return s.k.Reader(ctx).Table("messages").Joins("JOIN batches ON batches.id = messages.batch_id").
 		Where("batches.template_id = ? AND batches.approval = '' AND messages.status = ? AND (messages.next_attempt_at IS NULL OR messages.send_at > ?)",
 			templateID, StatusPending, now)
 }
 
 // CountWaitingOfTemplate counts the scheduled messages of a template's batches that
 // needed no approval: those a save asks about.
-func (s *Store) CountWaitingOfTemplate(ctx context.Context, templateID int64, now time.Time) (int, error) {
+func (s *Intake) CountWaitingOfTemplate(ctx context.Context, templateID int64, now time.Time) (int, error) {
 	var n int64
 	if err := s.waitingOfTemplate(ctx, templateID, now).Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("models: waiting messages of template %d: %w", templateID, err)
@@ -40,7 +40,7 @@ func (s *Store) CountWaitingOfTemplate(ctx context.Context, templateID int64, no
 // WaitingOfTemplate returns the scheduled messages of a template's batches that needed
 // no approval (see waitingOfTemplate), with the variables their batches keep, in id
 // order.
-func (s *Store) WaitingOfTemplate(ctx context.Context, templateID int64, now time.Time) ([]WaitingMessage, error) {
+func (s *Intake) WaitingOfTemplate(ctx context.Context, templateID int64, now time.Time) ([]WaitingMessage, error) {
 	var out []WaitingMessage
 	err := s.waitingOfTemplate(ctx, templateID, now).Select("messages.*, batches.variables AS variables").
 		Order("messages.id").Find(&out).Error
@@ -53,7 +53,7 @@ func (s *Store) WaitingOfTemplate(ctx context.Context, templateID int64, now tim
 // Rerender replaces the content of a message still pending with content rendered from
 // version of its template; false when it has moved on meanwhile (compare-and-set on
 // its state) and was left as it was.
-func (s *Store) Rerender(ctx context.Context, m *Message, version int) (bool, error) {
+func (s *Intake) Rerender(ctx context.Context, m *Message, version int) (bool, error) {
 	res := s.k.Writer(ctx).Model(&Message{}).Where("id = ? AND status = ?", m.ID, StatusPending).Updates(map[string]any{
 		"msg_type": m.MsgType, "subject": m.Subject, "content": m.Content, "content_html": m.ContentHTML,
 		"template_version": version, "updated_at": kernel.Now()})
@@ -65,7 +65,7 @@ func (s *Store) Rerender(ctx context.Context, m *Message, version int) (bool, er
 
 // SetBatchTemplateContent replaces the template content a batch keeps for its fallback
 // messages, when it keeps one.
-func (s *Store) SetBatchTemplateContent(ctx context.Context, batchID string, c *TemplateContent) error {
+func (s *Intake) SetBatchTemplateContent(ctx context.Context, batchID string, c *TemplateContent) error {
 	err := s.k.Writer(ctx).Model(&Batch{}).Where("id = ? AND template_content IS NOT NULL", batchID).
 		Update("template_content", c).Error
 	if err != nil {

@@ -122,7 +122,7 @@ func (c *Callbacks) KickDue(ctx context.Context) error {
 	if c == nil || c.Enqueuer == nil {
 		return nil
 	}
-	keys, err := c.Store.DueCallbackKeys(ctx, c.now())
+	keys, err := c.Store.Outbox().DueCallbackKeys(ctx, c.now())
 	if err != nil {
 		return err
 	}
@@ -189,12 +189,12 @@ func EventBody(e models.EventDelivery) []byte {
 func (c *Callbacks) Deliver(ctx context.Context, keyID int64) error {
 	start := c.now()
 	until := start.Add(callbackLease)
-	ok, err := c.Store.LeaseCallbacks(ctx, keyID, start, until)
+	ok, err := c.Store.Outbox().LeaseCallbacks(ctx, keyID, start, until)
 	if err != nil || !ok {
 		return err
 	}
 	defer func() {
-		if err := c.Store.ReleaseCallbacks(context.WithoutCancel(ctx), keyID, until); err != nil {
+		if err := c.Store.Outbox().ReleaseCallbacks(context.WithoutCancel(ctx), keyID, until); err != nil {
 			c.Log.Warn("tasks: release callbacks", "api_key_id", keyID, "error", err)
 		}
 	}()
@@ -202,7 +202,7 @@ func (c *Callbacks) Deliver(ctx context.Context, keyID int64) error {
 	if errors.Is(err, kernel.ErrNotFound) {
 		// The key's callback was removed: its events wait, failed, for an operator to
 		// set one and send them again.
-		return c.Store.FailPendingCallbacks(ctx, keyID, channels.Note{Key: "callbacks.no_url"}.Rendered(), c.now())
+		return c.Store.Outbox().FailPendingCallbacks(ctx, keyID, channels.Note{Key: "callbacks.no_url"}.Rendered(), c.now())
 	}
 	if err != nil {
 		return err
@@ -210,7 +210,7 @@ func (c *Callbacks) Deliver(ctx context.Context, keyID int64) error {
 	client := channels.NewHTTPClient(target.AllowPrivate, callbackTimeout)
 	defer client.CloseIdleConnections()
 	for c.now().Sub(start) < callbackRun && ctx.Err() == nil {
-		events, err := c.Store.PendingCallbackEvents(ctx, keyID, callbackWindow)
+		events, err := c.Store.Outbox().PendingCallbackEvents(ctx, keyID, callbackWindow)
 		if err != nil {
 			return err
 		}
@@ -218,7 +218,7 @@ func (c *Callbacks) Deliver(ctx context.Context, keyID int64) error {
 		if len(results) == 0 {
 			return nil
 		}
-		if err := c.Store.RecordCallbackResults(context.WithoutCancel(ctx), results, c.now()); err != nil {
+		if err := c.Store.Outbox().RecordCallbackResults(context.WithoutCancel(ctx), results, c.now()); err != nil {
 			return err
 		}
 		if stop {

@@ -503,14 +503,14 @@ func (s *Sweeper) housekeeping(ctx context.Context) {
 	if err := s.store.Access().DeleteExpiredSessions(ctx); err != nil {
 		s.log.Warn("sweeper: prune sessions", "error", err)
 	}
-	if _, err := s.store.DeleteExpiredIdempotencyKeys(ctx); err != nil {
+	if _, err := s.store.Intake().DeleteExpiredIdempotencyKeys(ctx); err != nil {
 		s.log.Warn("sweeper: prune idempotency keys", "error", err)
 	}
 	if err := s.store.DB().DeleteThrottleWindowsBefore(ctx, kernel.Now().Add(-24*time.Hour)); err != nil {
 		s.log.Warn("sweeper: prune throttle windows", "error", err)
 	}
 	now := kernel.Now()
-	expired, err := s.store.ExpireApprovals(ctx, now.Add(-models.ApprovalWait), now, alert.EndExpiredBatch)
+	expired, err := s.store.Intake().ExpireApprovals(ctx, now.Add(-models.ApprovalWait), now, alert.EndExpiredBatch)
 	if err != nil {
 		s.log.Warn("sweeper: expire approvals", "error", err)
 	}

@@ -228,7 +228,7 @@ func TestAckLinkActsOnlyForPeopleCalled(t *testing.T) {
 	ctx := context.Background()
 	later := time.Now().Add(time.Hour)
 	scheduled, scheduledMsgs := c.ackAlertWith(func(r *dispatch.Request) { r.SendAt = &later }, "E2001")
-	if err := c.store.SetApprovalThreshold(ctx, 1, "admin"); err != nil {
+	if err := c.store.Intake().SetApprovalThreshold(ctx, 1, "admin"); err != nil {
 		t.Fatal(err)
 	}
 	c.h.Dispatch.ForgetThreshold()

@@ -73,7 +73,7 @@ func TestCancelledAlertNoticeLinkShowsNothing(t *testing.T) {
 	c := newConsole(t)
 	_, msgs := c.ackAlert("E2001")
 	m := msgs["E2001"]
-	if _, err := c.h.Dispatch.CancelMessage(context.Background(), audit.System("test"), m.ID); err != nil {
+	if _, err := c.h.Dispatch.Messages().CancelMessage(context.Background(), audit.System("test"), m.ID); err != nil {
 		t.Fatal(err)
 	}
 	resp, body := c.as("").get(c.ackPath(m))

@@ -284,7 +284,7 @@ func TestSendAPIIdempotency(t *testing.T) {
 	}
 	// A request still in flight: claim a key as another request would, then collide.
 	k, _ := c.store.Access().AuthenticateAPIKey(context.Background(), api.key)
-	if _, err := c.store.BeginIdempotent(context.Background(), k.ID, "order-43", "somehash"); err != nil {
+	if _, err := c.store.Intake().BeginIdempotent(context.Background(), k.ID, "order-43", "somehash"); err != nil {
 		t.Fatal(err)
 	}
 	status, inflight, _ := api.call("POST", "/api/v1/messages", strings.Replace(body, "order-42", "order-43", 1))

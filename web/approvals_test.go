@@ -34,7 +34,7 @@ func TestConsoleApprovals(t *testing.T) {
 		if a := c.lastAudit("settings.update"); a.Actor != adminUser || a.Detail != "2" {
 			t.Errorf("audit %+v", a)
 		}
-		if n, err := c.store.ApprovalThreshold(ctx); err != nil || n != 2 {
+		if n, err := c.store.Intake().ApprovalThreshold(ctx); err != nil || n != 2 {
 			t.Fatalf("threshold %d, %v; want 2", n, err)
 		}
 	})

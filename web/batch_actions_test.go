@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/audit"
-	"herald/dispatch"
+	"herald/message"
 	"herald/models"
 )
 
@@ -149,12 +149,12 @@ func TestConcurrentBatchCancelsCountEachMessageOnce(t *testing.T) {
 	const racers = 4
 	var (
 		wg      sync.WaitGroup
-		results [racers]dispatch.BatchCancel
+		results [racers]message.BatchCancel
 		errs    [racers]error
 	)
 	for i := range racers {
 		wg.Go(func() {
-			results[i], errs[i] = c.h.Dispatch.CancelBatch(context.Background(), audit.Actor{Name: "test", Type: audit.ActorUser}, batch)
+			results[i], errs[i] = c.h.Dispatch.Messages().CancelBatch(context.Background(), audit.Actor{Name: "test", Type: audit.ActorUser}, batch)
 		})
 	}
 	wg.Wait()

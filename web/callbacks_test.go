@@ -77,7 +77,7 @@ func TestKeyCallbackPage(t *testing.T) {
 	}
 	resp, body = admin.get(base)
 	wantContains(t, "events", body, `data-type="message.cancelled"`, `data-type="batch.completed"`, "E2001", "waiting")
-	page, err := c.store.CallbackEventsOf(ctx, key.ID, "", 0, 10)
+	page, err := c.store.Outbox().CallbackEventsOf(ctx, key.ID, "", 0, 10)
 	if err != nil || len(page.Events) != 2 {
 		t.Fatalf("events: %+v %v", page, err)
 	}
@@ -90,7 +90,7 @@ func TestKeyCallbackPage(t *testing.T) {
 	wantStatus(t, "resend a waiting event", resp, body, http.StatusConflict)
 	wantContains(t, "resend a waiting event", body, "waiting to be delivered already")
 
-	if err := c.store.RecordCallbackResults(ctx, []models.EventResult{{Seq: ev.Seq}}, kernel.Now()); err != nil {
+	if err := c.store.Outbox().RecordCallbackResults(ctx, []models.EventResult{{Seq: ev.Seq}}, kernel.Now()); err != nil {
 		t.Fatal(err)
 	}
 	resp, body = admin.get(base + "?state=delivered")
@@ -101,7 +101,7 @@ func TestKeyCallbackPage(t *testing.T) {
 	if e := c.lastAudit("apikey.callback.resend"); e.TargetID != "crm" || !strings.Contains(e.Detail, ev.EventID) {
 		t.Errorf("audit: %+v", e)
 	}
-	again, _ := c.store.CallbackEventsOf(ctx, key.ID, models.EventPending, 0, 10)
+	again, _ := c.store.Outbox().CallbackEventsOf(ctx, key.ID, models.EventPending, 0, 10)
 	if len(again.Events) != 2 {
 		t.Errorf("after send again, %d events wait, want 2", len(again.Events))
 	}

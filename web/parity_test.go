@@ -15,7 +15,7 @@ import (
 	"herald/access"
 	"herald/audit"
 	"herald/duty"
-	"herald/models"
+	"herald/templates"
 )
 
 // parityCase is one action that both the console and the API offer: the same input
@@ -75,7 +75,7 @@ func TestConsoleAPIParity(t *testing.T) {
 			if err != nil {
 				return err.Error()
 			}
-			return []any{t.Name, t.DisplayName, t.MsgType, t.Subject, t.Body, t.HTML, []string(t.Variables), models.Chain(t.Fallback)}
+			return []any{t.Name, t.DisplayName, t.MsgType, t.Subject, t.Body, t.HTML, []string(t.Variables), templates.Chain(t.Fallback)}
 		}
 	}
 	dropTemplate := func(name string) func(*console) {

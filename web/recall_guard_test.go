@@ -33,7 +33,7 @@ func TestRecallOneAtATimeRefusedWhileBatchRecallWaits(t *testing.T) {
 		return c.as("").do("POST", path, "application/json", strings.NewReader(`{}`), map[string]string{"Authorization": "Bearer " + secret})
 	}
 	batch, ids := c.sent("WX0", "WX1", "WX2")
-	if err := c.store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
+	if err := c.store.Intake().SetApprovalThreshold(ctx, 1, "test"); err != nil {
 		t.Fatal(err)
 	}
 	c.h.Dispatch.ForgetThreshold()
@@ -61,7 +61,7 @@ func TestRecallOneAtATimeRefusedWhileBatchRecallWaits(t *testing.T) {
 		t.Error("a message was recalled one at a time while the batch recall waited")
 	}
 	e := c.lastAudit("message.recall_refuse")
-	if p := e.ParamMap(); p["reason"] != dispatch.RecallRequestAwaiting || p["request"] != request || e.TargetID != ids[1] {
+	if p := e.ParamMap(); p["reason"] != recall.RecallRequestAwaiting || p["request"] != request || e.TargetID != ids[1] {
 		t.Errorf("refusal's audit entry %+v %v", e, p)
 	}
 
@@ -101,7 +101,7 @@ func TestRefusedRecallsAreAudited(t *testing.T) {
 	resp, body := c.as(operatorUser).post("/messages/"+id+"/recall", nil)
 	wantStatus(t, "recall on a platform that cannot", resp, body, http.StatusConflict)
 	e := c.lastAudit("message.recall_refuse")
-	if p := e.ParamMap(); e.TargetID != id || e.Actor != operatorUser || p["reason"] != dispatch.RecallUnsupported {
+	if p := e.ParamMap(); e.TargetID != id || e.Actor != operatorUser || p["reason"] != recall.RecallUnsupported {
 		t.Errorf("refusal's audit entry %+v %v", e, p)
 	}
 	res, err = c.h.Dispatch.Submit(ctx, dispatch.Request{Source: "console", Actor: "test", Makers: []string{"test"},
@@ -110,7 +110,7 @@ func TestRefusedRecallsAreAudited(t *testing.T) {
 		t.Fatal(err)
 	}
 	other := res.Messages[0].ID
-	if _, err := c.h.Dispatch.CancelMessage(ctx, audit.System("test"), other); err != nil {
+	if _, err := c.h.Dispatch.Messages().CancelMessage(ctx, audit.System("test"), other); err != nil {
 		t.Fatal(err)
 	}
 	resp, body = c.as(operatorUser).post("/messages/"+other+"/recall", nil)

@@ -120,7 +120,7 @@ func TestConsoleRecall(t *testing.T) {
 				t.Helper()
 				return cl.do("POST", path, "application/x-www-form-urlencoded", strings.NewReader(form.Encode()), lang)
 			}
-			if err := c.store.SetApprovalThreshold(ctx, 0, "test"); err != nil {
+			if err := c.store.Intake().SetApprovalThreshold(ctx, 0, "test"); err != nil {
 				t.Fatal(err)
 			}
 			c.h.Dispatch.ForgetThreshold()
@@ -146,7 +146,7 @@ func TestConsoleRecall(t *testing.T) {
 			// Over the threshold (raised once the batch is sent, or its sending would wait
 			// too): the operator asks, an admin decides.
 			batch, ids = c.sent("WX2", "WX3")
-			if err := c.store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
+			if err := c.store.Intake().SetApprovalThreshold(ctx, 1, "test"); err != nil {
 				t.Fatal(err)
 			}
 			c.h.Dispatch.ForgetThreshold()
@@ -178,12 +178,12 @@ func TestConsoleRecall(t *testing.T) {
 
 			// A request nobody decided on before the earliest message's window passed
 			// reads expired, and approving it says so and recalls nothing.
-			if err := c.store.SetApprovalThreshold(ctx, 0, "test"); err != nil {
+			if err := c.store.Intake().SetApprovalThreshold(ctx, 0, "test"); err != nil {
 				t.Fatal(err)
 			}
 			c.h.Dispatch.ForgetThreshold()
 			batch, ids = c.sent("WX0", "WX1")
-			if err := c.store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
+			if err := c.store.Intake().SetApprovalThreshold(ctx, 1, "test"); err != nil {
 				t.Fatal(err)
 			}
 			c.h.Dispatch.ForgetThreshold()

@@ -129,7 +129,7 @@ func TestDutyReminderSettings(t *testing.T) {
 
 	resp, body = op.post("/duty/reminder", url.Values{"enabled": {"1"}, "time": {"18:30"}, "account": {models.SandboxAccountName}, "template": {"on-duty"}})
 	wantRedirect(t, "save", resp, body, "/duty")
-	cfg, err := c.store.DutyReminderConfig(t.Context())
+	cfg, err := c.store.Intake().DutyReminderConfig(t.Context())
 	if err != nil || cfg != (models.ReminderConfig{Enabled: true, Time: "18:30", Account: models.SandboxAccountName, Template: "on-duty"}) {
 		t.Fatalf("stored %+v, %v", cfg, err)
 	}

@@ -49,7 +49,7 @@ func TestDashboardShowsWhatWaitsAndWhy(t *testing.T) {
 	c.finish(throttled.ID, models.Outcome{Status: models.StatusPending, ErrorClass: "throttled", Error: "per minute", NextAttemptAt: &later})
 	c.finish(quiet.ID, models.Outcome{Status: models.StatusPending, ErrorClass: sending.ErrorClassQuietHours, Error: "quiet", NextAttemptAt: &later})
 	c.finish(sent.ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true})
-	if err := c.store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
+	if err := c.store.Intake().SetApprovalThreshold(ctx, 1, "test"); err != nil {
 		t.Fatal(err)
 	}
 	c.h.Dispatch.ForgetThreshold()
@@ -117,7 +117,7 @@ func TestComposePreviewSaysWhatTheSendWillWaitFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.accounts.Forget()
-	if err := c.store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
+	if err := c.store.Intake().SetApprovalThreshold(ctx, 1, "test"); err != nil {
 		t.Fatal(err)
 	}
 	c.h.Dispatch.ForgetThreshold()

@@ -97,7 +97,7 @@ func TestApprovalsThroughTheAPI(t *testing.T) {
 
 	expired := send("expire me")
 	now := time.Now().UTC()
-	ids, err := h.App.Store.ExpireApprovals(ctx, now.Add(time.Minute), now, alert.EndExpiredBatch)
+	ids, err := h.App.Store.Intake().ExpireApprovals(ctx, now.Add(time.Minute), now, alert.EndExpiredBatch)
 	if err != nil || len(ids) != 1 || ids[0] != expired {
 		t.Fatalf("expire: %v, %v; want the waiting batch %s", ids, err, expired)
 	}

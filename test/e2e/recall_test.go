@@ -16,7 +16,6 @@ import (
 	"herald/access"
 	"herald/audit"
 	"herald/directory"
-	"herald/dispatch"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
@@ -259,7 +258,7 @@ func TestRecallBatch(t *testing.T) {
 	// Approval: two people are more than a threshold of one.
 	big, bigIDs := r.send(t, "wecom", []string{"RC000", "RC001"}, "")
 	r.waitSent(t, bigIDs...)
-	if err := r.h.App.Store.SetApprovalThreshold(ctx, 1, "test"); err != nil {
+	if err := r.h.App.Store.Intake().SetApprovalThreshold(ctx, 1, "test"); err != nil {
 		t.Fatal(err)
 	}
 	r.h.App.Dispatch.ForgetThreshold()
@@ -271,11 +270,11 @@ func TestRecallBatch(t *testing.T) {
 		t.Error("recalled before approval")
 	}
 	asker := audit.Actor{Name: "test", Type: audit.ActorUser, Person: "test"}
-	if _, err := r.h.App.Dispatch.ApproveRecall(ctx, asker, big); !errors.Is(err, dispatch.ErrOwnRecall) {
+	if _, err := r.h.App.Dispatch.Recalls().ApproveRecall(ctx, asker, big); !errors.Is(err, recall.ErrOwnRecall) {
 		t.Errorf("the key's creator approving: %v, want ErrOwnRecall", err)
 	}
 	bob := audit.Actor{Name: "bob", Type: audit.ActorUser, Person: "bob"}
-	counts, err := r.h.App.Dispatch.ApproveRecall(ctx, bob, big)
+	counts, err := r.h.App.Dispatch.Recalls().ApproveRecall(ctx, bob, big)
 	if err != nil || counts.Recalled != 2 {
 		t.Fatalf("approval: %+v %v, want 2 recalled", counts, err)
 	}
@@ -286,7 +285,7 @@ func TestRecallBatch(t *testing.T) {
 	if m.RecalledBy != "apikey:crm" {
 		t.Errorf("recalled_by %q, want the key that asked", m.RecalledBy)
 	}
-	if _, err := r.h.App.Dispatch.ApproveRecall(ctx, bob, big); !errors.Is(err, kernel.ErrStateChanged) {
+	if _, err := r.h.App.Dispatch.Recalls().ApproveRecall(ctx, bob, big); !errors.Is(err, kernel.ErrStateChanged) {
 		t.Errorf("approving twice: %v, want ErrStateChanged", err)
 	}
 	for _, action := range []string{"batch.recall_request", "batch.recall_approve", "batch.recall"} {
@@ -430,7 +429,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 	ctx := context.Background()
 	threshold := func(t *testing.T, n int) {
 		t.Helper()
-		if err := r.h.App.Store.SetApprovalThreshold(ctx, n, "test"); err != nil {
+		if err := r.h.App.Store.Intake().SetApprovalThreshold(ctx, n, "test"); err != nil {
 			t.Fatal(err)
 		}
 		r.h.App.Dispatch.ForgetThreshold()

@@ -1,4 +1,4 @@
-package dispatch
+package message
 
 import (
 	"context"
@@ -10,20 +10,19 @@ import (
 	"herald/kernel"
 	"herald/models"
 	"herald/sending"
-	"herald/tasks"
 )
 
 // Message returns a message with its recipient, as by may see it: another key's message
 // is kernel.ErrNotFound to a send or read key, but for a digest that carried one of the
 // key's notices.
-func (d *Dispatcher) Message(ctx context.Context, by audit.Actor, id string) (*models.BatchMessage, error) {
+func (d *Service) Message(ctx context.Context, by audit.Actor, id string) (*models.BatchMessage, error) {
 	m, err := d.store.MessageWithRecipient(ctx, id)
 	if err != nil {
 		return nil, err
 	}
 	err = d.store.CheckOwn(ctx, by.OwnKey(), m.BatchID)
 	if errors.Is(err, kernel.ErrNotFound) && by.OwnKey() != 0 {
-		carries, cerr := d.store.DigestCarriesKey(ctx, m.ID, by.OwnKey())
+		carries, cerr := d.store.Intake().DigestCarriesKey(ctx, m.ID, by.OwnKey())
 		if cerr != nil {
 			return nil, cerr
 		}
@@ -39,7 +38,7 @@ func (d *Dispatcher) Message(ctx context.Context, by audit.Actor, id string) (*m
 
 // Batch returns a batch as by may see it: another key's batch is kernel.ErrNotFound to a
 // send or read key.
-func (d *Dispatcher) Batch(ctx context.Context, by audit.Actor, id string) (*models.Batch, error) {
+func (d *Service) Batch(ctx context.Context, by audit.Actor, id string) (*models.Batch, error) {
 	if err := d.store.CheckOwn(ctx, by.OwnKey(), id); err != nil {
 		return nil, err
 	}
@@ -49,13 +48,13 @@ func (d *Dispatcher) Batch(ctx context.Context, by audit.Actor, id string) (*mod
 // Messages lists the messages a filter selects that by may see, newest first, at most
 // limit of them after the cursor (nil: from the newest). The console's list and the
 // API's read it alike.
-func (d *Dispatcher) Messages(ctx context.Context, by audit.Actor, f models.MessageFilter, after *models.MessageCursor, limit int) ([]models.BatchMessage, error) {
+func (d *Service) Messages(ctx context.Context, by audit.Actor, f models.MessageFilter, after *models.MessageCursor, limit int) ([]models.BatchMessage, error) {
 	f.OwnKey = by.OwnKey()
 	return d.store.ListMessages(ctx, f, after, limit)
 }
 
-// ownMessage reads a message that by may change.
-func (d *Dispatcher) ownMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
+// OwnMessage reads a message that by may change.
+func (d *Service) OwnMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
 	m, err := d.store.MessageByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -70,8 +69,8 @@ func (d *Dispatcher) ownMessage(ctx context.Context, by audit.Actor, id string) 
 // by by, and counts it for the dashboard. It returns the message as it was read: a
 // message in any other state is left as it is (kernel.ErrStateChanged), one that by may
 // not see is kernel.ErrNotFound. The console and the API both cancel through it.
-func (d *Dispatcher) CancelMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
-	m, err := d.ownMessage(ctx, by, id)
+func (d *Service) CancelMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
+	m, err := d.OwnMessage(ctx, by, id)
 	if err != nil {
 		return nil, err
 	}
@@ -80,27 +79,27 @@ func (d *Dispatcher) CancelMessage(ctx context.Context, by audit.Actor, id strin
 
 // cancel cancels a message read already (CancelMessage; a recall of a message not sent
 // yet).
-func (d *Dispatcher) cancel(ctx context.Context, by audit.Actor, m *models.Message) error {
+func (d *Service) cancel(ctx context.Context, by audit.Actor, m *models.Message) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := d.cancelIn(ctx, tx, ch, m); err != nil {
+		if err := d.CancelIn(ctx, tx, ch, m); err != nil {
 			return err
 		}
-		ch.Audit("message.cancel", "message", m.ID, messageParams(m))
+		ch.Audit("message.cancel", "message", m.ID, m.AuditParams())
 		return nil
 	})
 }
 
-// cancelIn cancels one message within a change, compare-and-set on its state
+// CancelIn cancels one message within a change, compare-and-set on its state
 // (kernel.ErrStateChanged when it is no longer pending or failed); its callback key
 // hears of it and the dashboard counts it once the change commits. The change's audit
 // entry is the caller's: one for the message, or one for a whole batch.
-func (d *Dispatcher) cancelIn(ctx context.Context, tx *models.Store, ch *audit.Change, m *models.Message) error {
+func (d *Service) CancelIn(ctx context.Context, tx *models.Store, ch *audit.Change, m *models.Message) error {
 	if err := tx.CancelMessage(ctx, m.ID); err != nil {
 		return err
 	}
 	ch.After(func() {
-		if m.CallbackKeyID != nil {
-			d.callbacks.Kick(*m.CallbackKeyID)
+		if m.CallbackKeyID != nil && d.kicker != nil {
+			d.kicker.Kick(*m.CallbackKeyID)
 		}
 		d.stats.Count(m.AccountID, "cancelled", 1)
 	})
@@ -110,45 +109,35 @@ func (d *Dispatcher) cancelIn(ctx context.Context, tx *models.Store, ch *audit.C
 // RetryMessage makes a stopped message due again with a fresh allowance of attempts,
 // audited, and enqueues it after the commit. Like CancelMessage, it returns the message
 // as it was read; kernel.ErrStateChanged when it is not stopped.
-func (d *Dispatcher) RetryMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
-	m, err := d.ownMessage(ctx, by, id)
+func (d *Service) RetryMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
+	m, err := d.OwnMessage(ctx, by, id)
 	if err != nil {
 		return nil, err
 	}
 	return m, d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		job, err := d.retry(ctx, tx, m, nil)
-		if err != nil {
+		if err := d.retry(ctx, tx, m, nil); err != nil {
 			return err
 		}
-		ch.Audit("message.retry", "message", m.ID, messageParams(m))
-		ch.After(func() { d.enqueue(ctx, []tasks.Job{job}) })
+		ch.Audit("message.retry", "message", m.ID, m.AuditParams())
+		ch.After(func() { d.queue.Retried(ctx, []models.Message{*m}) })
 		return nil
 	})
 }
 
 // retry makes a stopped message pending again in tx with its account's allowance of
 // attempts (accounts caches the accounts read, for a bulk re-send; nil reads each).
-func (d *Dispatcher) retry(ctx context.Context, tx *models.Store, m *models.Message, accounts map[int64]*sending.Account) (tasks.Job, error) {
+func (d *Service) retry(ctx context.Context, tx *models.Store, m *models.Message, accounts map[int64]*sending.Account) error {
 	acct, ok := accounts[m.AccountID]
 	if !ok {
 		var err error
 		if acct, err = tx.Sending().AccountByID(ctx, m.AccountID); err != nil {
-			return tasks.Job{}, err
+			return err
 		}
 		if accounts != nil {
 			accounts[m.AccountID] = acct
 		}
 	}
-	if err := tx.RetryMessage(ctx, m.ID, acct.MaxAttempts); err != nil {
-		return tasks.Job{}, err
-	}
-	return tasks.Single(m.ID, m.Priority, d.now(), ""), nil
-}
-
-// messageParams names a message for its audit sentence: its id, its batch and the
-// status it was in.
-func messageParams(m *models.Message) audit.Params {
-	return audit.Params{"id": m.ID, "batch": m.BatchID, "old_status": string(m.Status)}
+	return tx.RetryMessage(ctx, m.ID, acct.MaxAttempts)
 }
 
 // resendChunk is how many stopped messages a bulk re-send reads at a time.
@@ -168,14 +157,14 @@ type Resent struct {
 // first, looking at no more than limit of them: the caller bounds the run so that it
 // ends in time, and a further run picks up the rest. The run is one change, audited once
 // with how many it re-sent and the filter; the messages are enqueued after the commit.
-func (d *Dispatcher) ResendStopped(ctx context.Context, by audit.Actor, f models.MessageFilter, limit int) (Resent, error) {
+func (d *Service) ResendStopped(ctx context.Context, by audit.Actor, f models.MessageFilter, limit int) (Resent, error) {
 	f.OwnKey = by.OwnKey()
 	var out Resent
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		out = Resent{}
 		var (
 			after    *models.MessageCursor
-			jobs     []tasks.Job
+			retried  []models.Message
 			accounts = map[int64]*sending.Account{}
 		)
 		for out.Retried+out.Skipped < limit {
@@ -184,11 +173,11 @@ func (d *Dispatcher) ResendStopped(ctx context.Context, by audit.Actor, f models
 				return err
 			}
 			for i := range chunk {
-				job, err := d.retry(ctx, tx, &chunk[i], accounts)
+				err := d.retry(ctx, tx, &chunk[i], accounts)
 				switch {
 				case err == nil:
 					out.Retried++
-					jobs = append(jobs, job)
+					retried = append(retried, chunk[i])
 				case errors.Is(err, kernel.ErrStateChanged), errors.Is(err, kernel.ErrNotFound):
 					out.Skipped++
 				default:
@@ -215,8 +204,8 @@ func (d *Dispatcher) ResendStopped(ctx context.Context, by audit.Actor, f models
 		}
 		ch.Audit("messages.resend", "message", "", p)
 		ch.After(func() {
-			if len(jobs) > 0 {
-				d.enqueue(ctx, jobs)
+			if len(retried) > 0 {
+				d.queue.Retried(ctx, retried)
 			}
 		})
 		return nil

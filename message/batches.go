@@ -1,4 +1,4 @@
-package dispatch
+package message
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type BatchCancel struct {
 // pending and failed ones (including those held for the batch's approval), as by, in
 // one change audited once with the counts. Messages sending at that moment finish their
 // attempt. kernel.ErrNotFound: a batch by may not see.
-func (d *Dispatcher) CancelBatch(ctx context.Context, by audit.Actor, batchID string) (BatchCancel, error) {
+func (d *Service) CancelBatch(ctx context.Context, by audit.Actor, batchID string) (BatchCancel, error) {
 	b, err := d.Batch(ctx, by, batchID)
 	if err != nil {
 		return BatchCancel{}, err
@@ -46,7 +46,7 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, by audit.Actor, batchID st
 	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		out = BatchCancel{} // afresh on every run of the transaction
 		for i := range targets {
-			err := d.cancelIn(ctx, tx, ch, &targets[i])
+			err := d.CancelIn(ctx, tx, ch, &targets[i])
 			switch {
 			case err == nil:
 				out.Cancelled++
@@ -69,7 +69,7 @@ func (d *Dispatcher) CancelBatch(ctx context.Context, by audit.Actor, batchID st
 // ResendBatch re-sends the stopped messages of a batch, as by: ResendStopped on the
 // batch, every stopped message of it at once. kernel.ErrNotFound: a batch by may not
 // see.
-func (d *Dispatcher) ResendBatch(ctx context.Context, by audit.Actor, batchID string) (Resent, error) {
+func (d *Service) ResendBatch(ctx context.Context, by audit.Actor, batchID string) (Resent, error) {
 	b, err := d.Batch(ctx, by, batchID)
 	if err != nil {
 		return Resent{}, err

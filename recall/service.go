@@ -1,4 +1,4 @@
-package dispatch
+package recall
 
 import (
 	"cmp"
@@ -15,7 +15,6 @@ import (
 	"herald/delivery"
 	"herald/kernel"
 	"herald/models"
-	"herald/recall"
 )
 
 // Recall takes back a notice sent by mistake. A sent message is recalled on its
@@ -46,7 +45,7 @@ const (
 type RecallError struct {
 	Code    string
 	Err     error
-	Request *recall.RecallRequest
+	Request *RecallRequest
 }
 
 // args are the values of the error's catalog sentence (recall.error.<Code>): the
@@ -61,9 +60,9 @@ func (e *RecallError) args() []any {
 
 func (e *RecallError) Error() string {
 	if e.Err != nil {
-		return "dispatch: recall: " + e.Code + ": " + e.Err.Error()
+		return "recall: recall: " + e.Code + ": " + e.Err.Error()
 	}
-	return "dispatch: recall: " + e.Code
+	return "recall: recall: " + e.Code
 }
 
 // Unwrap returns the domain error of the recall's Code, carrying its message's data,
@@ -87,25 +86,25 @@ func (e *RecallError) Unwrap() []error {
 // the message or the platform stands in the way, and the platform's own refusal.
 var recallRefusals = map[string]*kernel.DomainError{
 	RecallUnsupported: kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: RecallUnsupported, Key: "recall.error.recall_unsupported",
-		Text: "dispatch: the platform cannot recall"}),
+		Text: "recall: the platform cannot recall"}),
 	RecallWindowPassed: kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: RecallWindowPassed, Key: "recall.error.recall_window_passed",
-		Text: "dispatch: the recall window has passed"}),
+		Text: "recall: the recall window has passed"}),
 	RecallRequestAwaiting: kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: RecallRequestAwaiting, Key: "recall.error.recall_request_awaiting",
-		Text: "dispatch: a recall of the batch awaits approval"}),
+		Text: "recall: a recall of the batch awaits approval"}),
 	RecallRequestRejected: kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: RecallRequestRejected, Key: "recall.error.recall_request_rejected",
-		Text: "dispatch: a recall of the batch was rejected"}),
+		Text: "recall: a recall of the batch was rejected"}),
 	RecallFailed: kernel.Declare(kernel.DomainError{Kind: kernel.KindUpstream, Code: "recall_failed", Key: "recall.error.failed",
-		Text: "dispatch: the platform did not recall"}),
+		Text: "recall: the platform did not recall"}),
 }
 
 // ErrOwnRecall refuses the decision on a recall request by the person who asked for it.
 var ErrOwnRecall = kernel.Declare(kernel.DomainError{Kind: kernel.KindForbidden, Code: "forbidden", Key: "recall.error.own_request",
-	Text: "dispatch: the person who asked for a recall cannot decide on it"})
+	Text: "recall: the person who asked for a recall cannot decide on it"})
 
 // ErrRecallExpired refuses the decision on a recall request whose time ran out (see
 // recallDeadline): it is recorded expired, and a new request may be made.
 var ErrRecallExpired = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "recall_request_expired", Key: "recall.error.expired",
-	Text: "dispatch: the recall request expired before anyone decided on it"})
+	Text: "recall: the recall request expired before anyone decided on it"})
 
 // recallRequestLife bounds a recall request for a batch with no sent message still
 // within its platform's recall window (nothing sent yet, say): the platforms' windows
@@ -130,8 +129,8 @@ const recallConcurrency = 4
 // rejected, by may not recall its messages one at a time (RecallRequestAwaiting,
 // RecallRequestRejected): that would recall, one message after another, what a second
 // person was asked to approve, or refused.
-func (d *Dispatcher) RecallMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
-	m, err := d.ownMessage(ctx, by, id)
+func (d *Service) RecallMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
+	m, err := d.messages.OwnMessage(ctx, by, id)
 	if err != nil {
 		return nil, err
 	}
@@ -150,15 +149,15 @@ func (d *Dispatcher) RecallMessage(ctx context.Context, by audit.Actor, id strin
 // recall by the person (or key) whose recall of its batch awaits approval or was
 // rejected. A request that lapsed, was approved, or was asked for by someone else is no
 // obstacle.
-func (d *Dispatcher) checkBatchRecall(ctx context.Context, by audit.Actor, m *models.Message) error {
-	r, err := recall.Of(d.store).LatestRecallRequest(ctx, m.BatchID)
+func (d *Service) checkBatchRecall(ctx context.Context, by audit.Actor, m *models.Message) error {
+	r, err := Of(d.store).LatestRecallRequest(ctx, m.BatchID)
 	if err != nil || r == nil || !r.AskedBy(by.Name, by.Person, by.APIKeyID) {
 		return err
 	}
 	switch r.State(d.now()) {
-	case recall.RecallAwaiting:
+	case RecallAwaiting:
 		return &RecallError{Code: RecallRequestAwaiting, Request: r}
-	case recall.RecallRejected:
+	case RecallRejected:
 		return &RecallError{Code: RecallRequestRejected, Request: r}
 	}
 	return nil
@@ -166,9 +165,9 @@ func (d *Dispatcher) checkBatchRecall(ctx context.Context, by audit.Actor, m *mo
 
 // refuseRecall audits a single message's recall that could not happen (cause: a
 // *RecallError or kernel.ErrStateChanged) and returns cause.
-func (d *Dispatcher) refuseRecall(ctx context.Context, by audit.Actor, m *models.Message, cause error) error {
+func (d *Service) refuseRecall(ctx context.Context, by audit.Actor, m *models.Message, cause error) error {
 	reason := "invalid_state"
-	p := messageParams(m)
+	p := m.AuditParams()
 	p["platform"] = m.Platform
 	if re, ok := errors.AsType[*RecallError](cause); ok {
 		reason = re.Code
@@ -186,13 +185,13 @@ func (d *Dispatcher) refuseRecall(ctx context.Context, by audit.Actor, m *models
 
 // recallOne recalls or cancels one message and returns the outcome. recalledBy is who
 // asked for the recall (an approver acts for the one who asked).
-func (d *Dispatcher) recallOne(ctx context.Context, by audit.Actor, m *models.Message, recalledBy string) (string, error) {
+func (d *Service) recallOne(ctx context.Context, by audit.Actor, m *models.Message, recalledBy string) (string, error) {
 	if slices.Contains(delivery.Cancellable, m.Status) {
 		err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-			if err := d.cancelIn(ctx, tx, ch, m); err != nil {
+			if err := d.messages.CancelIn(ctx, tx, ch, m); err != nil {
 				return err
 			}
-			ch.Audit("message.cancel", "message", m.ID, messageParams(m))
+			ch.Audit("message.cancel", "message", m.ID, m.AuditParams())
 			return d.alerts.EndRecalled(ctx, tx, ch, m, recalledBy)
 		})
 		if err != nil {
@@ -201,7 +200,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by audit.Actor, m *models.Me
 		return RecallCancelled, nil
 	}
 	if m.Status != models.StatusSent {
-		return RecallFailed, fmt.Errorf("dispatch: recall message %s (%s): %w", m.ID, m.Status, kernel.ErrStateChanged)
+		return RecallFailed, fmt.Errorf("recall: recall message %s (%s): %w", m.ID, m.Status, kernel.ErrStateChanged)
 	}
 	window := channels.RecallWindow(m.Platform)
 	if window <= 0 {
@@ -221,7 +220,7 @@ func (d *Dispatcher) recallOne(ctx context.Context, by audit.Actor, m *models.Me
 	// taken back with m: they are recorded recalled too.
 	carried := []models.Message{*m}
 	if channels.RecallsCall(m.Platform) && m.ProviderMessageID != "" {
-		if carried, err = recall.Of(d.store).SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID); err != nil {
+		if carried, err = Of(d.store).SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID); err != nil {
 			return RecallFailed, err
 		}
 		if !slices.ContainsFunc(carried, func(c models.Message) bool { return c.ID == m.ID }) {
@@ -236,19 +235,21 @@ func (d *Dispatcher) recallOne(ctx context.Context, by audit.Actor, m *models.Me
 	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		for i := range carried {
 			c := &carried[i]
-			err := recall.Of(tx).RecallMessage(ctx, c, recalledBy, d.now())
+			err := Of(tx).RecallMessage(ctx, c, recalledBy, d.now())
 			if c.ID != m.ID && errors.Is(err, kernel.ErrStateChanged) {
 				continue // recalled meanwhile by another request for the same call
 			}
 			if err != nil {
 				return err
 			}
-			p := messageParams(c)
+			p := c.AuditParams()
 			p["platform"] = c.Platform
 			ch.Audit("message.recall", "message", c.ID, p)
 			if c.CallbackKeyID != nil {
-				key := *c.CallbackKeyID
-				ch.After(func() { d.callbacks.Kick(key) })
+				if d.kicker != nil {
+					key := *c.CallbackKeyID
+					ch.After(func() { d.kicker.Kick(key) })
+				}
 			}
 		}
 		return d.alerts.EndRecalled(ctx, tx, ch, m, recalledBy)
@@ -284,7 +285,7 @@ func recallUnits(targets []models.Message) [][]*models.Message {
 
 // recallerFor returns the adapter of the message's account, as a Recaller; a
 // *RecallError with RecallUnsupported when it cannot recall.
-func (d *Dispatcher) recallerFor(ctx context.Context, m *models.Message) (channels.Recaller, error) {
+func (d *Service) recallerFor(ctx context.Context, m *models.Message) (channels.Recaller, error) {
 	if d.channels == nil {
 		return nil, &RecallError{Code: RecallUnsupported, Err: errors.New("no platform adapters in this process")}
 	}
@@ -305,10 +306,10 @@ func (d *Dispatcher) recallerFor(ctx context.Context, m *models.Message) (channe
 
 // recordRecallFailure audits a recall the platform refused (or that never reached it)
 // and returns it as a *RecallError.
-func (d *Dispatcher) recordRecallFailure(ctx context.Context, by audit.Actor, m *models.Message, cause error) error {
+func (d *Service) recordRecallFailure(ctx context.Context, by audit.Actor, m *models.Message, cause error) error {
 	ce := channels.Classify(cause)
 	err := d.change(ctx, by, func(_ *models.Store, ch *audit.Change) error {
-		p := messageParams(m)
+		p := m.AuditParams()
 		p["platform"], p["error_class"] = m.Platform, string(ce.Class)
 		ch.AuditDetail("message.recall_fail", "message", m.ID, cause.Error(), p)
 		return nil
@@ -319,7 +320,7 @@ func (d *Dispatcher) recordRecallFailure(ctx context.Context, by audit.Actor, m 
 // BatchRecall is what a batch recall did: the counts per outcome, or, for more people
 // than the approval threshold, the request now awaiting another person's approval.
 type BatchRecall struct {
-	Counts recall.RecallCounts
+	Counts RecallCounts
 	// AwaitingApproval is set when the recall waits for approval; People is how many
 	// people it would reach.
 	AwaitingApproval bool
@@ -334,12 +335,12 @@ type BatchRecall struct {
 // request instead, which another person approves (ApproveRecall) or rejects
 // (RejectRecall); asking again while one waits changes nothing. The batch recall is
 // audited with its counts, each message's recall on its own.
-func (d *Dispatcher) RecallBatch(ctx context.Context, by audit.Actor, batchID string) (BatchRecall, error) {
-	b, err := d.Batch(ctx, by, batchID)
+func (d *Service) RecallBatch(ctx context.Context, by audit.Actor, batchID string) (BatchRecall, error) {
+	b, err := d.messages.Batch(ctx, by, batchID)
 	if err != nil {
 		return BatchRecall{}, err
 	}
-	targets, err := recall.Of(d.store).RecallTargets(ctx, b.ID)
+	targets, err := Of(d.store).RecallTargets(ctx, b.ID)
 	if err != nil {
 		return BatchRecall{}, err
 	}
@@ -347,7 +348,7 @@ func (d *Dispatcher) RecallBatch(ctx context.Context, by audit.Actor, batchID st
 	if len(targets) == 0 {
 		return out, nil
 	}
-	threshold, err := d.approvalThreshold(ctx)
+	threshold, err := d.messages.ApprovalThreshold(ctx)
 	if err != nil {
 		return out, err
 	}
@@ -365,13 +366,13 @@ func (d *Dispatcher) RecallBatch(ctx context.Context, by audit.Actor, batchID st
 
 // requestRecall records a batch recall that awaits approval, unless one awaits already,
 // and returns the request awaiting. One that lapsed is recorded expired and replaced.
-func (d *Dispatcher) requestRecall(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message) (*recall.RecallRequest, error) {
-	latest, err := recall.Of(d.store).LatestRecallRequest(ctx, b.ID)
+func (d *Service) requestRecall(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message) (*RecallRequest, error) {
+	latest, err := Of(d.store).LatestRecallRequest(ctx, b.ID)
 	if err != nil {
 		return nil, err
 	}
 	now := d.now()
-	if latest != nil && latest.Status == recall.RecallAwaiting {
+	if latest != nil && latest.Status == RecallAwaiting {
 		if !latest.Lapsed(now) {
 			return latest, nil
 		}
@@ -380,12 +381,12 @@ func (d *Dispatcher) requestRecall(ctx context.Context, by audit.Actor, b *model
 		}
 	}
 	expires := recallDeadline(targets, now)
-	r := &recall.RecallRequest{BatchID: b.ID, RequestedBy: by.Name, Requester: by.Person, People: len(targets), ExpiresAt: &expires}
+	r := &RecallRequest{BatchID: b.ID, RequestedBy: by.Name, Requester: by.Person, People: len(targets), ExpiresAt: &expires}
 	if by.APIKeyID != 0 {
 		r.APIKeyID = &by.APIKeyID
 	}
 	return r, d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := recall.Of(tx).CreateRecallRequest(ctx, r); err != nil {
+		if err := Of(tx).CreateRecallRequest(ctx, r); err != nil {
 			return err
 		}
 		ch.Audit("batch.recall_request", "batch", b.ID, audit.Params{"people": strconv.Itoa(len(targets)),
@@ -415,17 +416,17 @@ func recallDeadline(targets []models.Message, now time.Time) time.Time {
 
 // expireRecalls records the recall requests whose time ran out as expired, as the
 // sweeper does each minute, so that one is never decided on past its expiry.
-func (d *Dispatcher) expireRecalls(ctx context.Context) error {
-	_, err := recall.Of(d.store).ExpireRecallRequests(ctx, d.now())
+func (d *Service) expireRecalls(ctx context.Context) error {
+	_, err := Of(d.store).ExpireRecallRequests(ctx, d.now())
 	return err
 }
 
 // recallAll recalls targets with a few platform calls at a time and audits the batch
 // recall with its counts (approvedBy names the approver of a recall request, if any).
-func (d *Dispatcher) recallAll(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message, recalledBy, approvedBy string) (recall.RecallCounts, error) {
+func (d *Service) recallAll(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message, recalledBy, approvedBy string) (RecallCounts, error) {
 	var (
 		mu     sync.Mutex
-		counts recall.RecallCounts
+		counts RecallCounts
 		wg     sync.WaitGroup
 		slots  = make(chan struct{}, recallConcurrency)
 	)
@@ -462,19 +463,19 @@ func (d *Dispatcher) recallAll(ctx context.Context, by audit.Actor, b *models.Ba
 // decide on it: kernel.ErrNotFound for a batch by may not see, kernel.ErrStateChanged
 // when no request awaits, ErrRecallExpired when the latest one's time ran out (it is
 // recorded expired if it was not yet), ErrOwnRecall for the person (or key) who asked.
-func (d *Dispatcher) pendingRecall(ctx context.Context, by audit.Actor, batchID string) (*models.Batch, *recall.RecallRequest, error) {
-	b, err := d.Batch(ctx, by, batchID)
+func (d *Service) pendingRecall(ctx context.Context, by audit.Actor, batchID string) (*models.Batch, *RecallRequest, error) {
+	b, err := d.messages.Batch(ctx, by, batchID)
 	if err != nil {
 		return nil, nil, err
 	}
-	r, err := recall.Of(d.store).LatestRecallRequest(ctx, batchID)
+	r, err := Of(d.store).LatestRecallRequest(ctx, batchID)
 	if err != nil {
 		return nil, nil, err
 	}
 	if r != nil && r.Status == models.RecallExpired {
 		return nil, nil, ErrRecallExpired
 	}
-	if r == nil || r.Status != recall.RecallAwaiting {
+	if r == nil || r.Status != RecallAwaiting {
 		return nil, nil, kernel.ErrStateChanged
 	}
 	if r.Lapsed(d.now()) {
@@ -490,47 +491,47 @@ func (d *Dispatcher) pendingRecall(ctx context.Context, by audit.Actor, batchID 
 // are recalled for the person who asked. ErrOwnRecall refuses that person;
 // kernel.ErrStateChanged means no request awaits, ErrRecallExpired that its time ran
 // out.
-func (d *Dispatcher) ApproveRecall(ctx context.Context, by audit.Actor, batchID string) (recall.RecallCounts, error) {
+func (d *Service) ApproveRecall(ctx context.Context, by audit.Actor, batchID string) (RecallCounts, error) {
 	b, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {
-		return recall.RecallCounts{}, err
+		return RecallCounts{}, err
 	}
 	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := recall.Of(tx).DecideRecallRequest(ctx, r.ID, recall.RecallApproved, by.Name, "", d.now()); err != nil {
+		if err := Of(tx).DecideRecallRequest(ctx, r.ID, RecallApproved, by.Name, "", d.now()); err != nil {
 			return err
 		}
 		ch.Audit("batch.recall_approve", "batch", b.ID, audit.Params{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
 		return nil
 	})
 	if err != nil {
-		return recall.RecallCounts{}, err
+		return RecallCounts{}, err
 	}
-	targets, err := recall.Of(d.store).RecallTargets(ctx, b.ID)
+	targets, err := Of(d.store).RecallTargets(ctx, b.ID)
 	if err != nil {
-		return recall.RecallCounts{}, err
+		return RecallCounts{}, err
 	}
 	counts, err := d.recallAll(ctx, by, b, targets, r.RequestedBy, by.Name)
 	if err != nil {
 		return counts, err
 	}
-	return counts, recall.Of(d.store).RecordRecallResult(ctx, r.ID, counts)
+	return counts, Of(d.store).RecordRecallResult(ctx, r.ID, counts)
 }
 
 // RejectRecall rejects the batch's recall request as by, with the reason: nothing is
 // recalled. ErrOwnRecall refuses the person who asked; kernel.ErrStateChanged means no
 // request awaits, ErrRecallExpired that its time ran out; a reason left empty or too
 // long is a *kernel.FieldError naming reason.
-func (d *Dispatcher) RejectRecall(ctx context.Context, by audit.Actor, batchID, reason string) error {
+func (d *Service) RejectRecall(ctx context.Context, by audit.Actor, batchID, reason string) error {
 	_, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {
 		return err
 	}
-	reason, err = checkReason(reason)
+	reason, err = kernel.CheckReason(reason)
 	if err != nil {
 		return err
 	}
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if err := recall.Of(tx).DecideRecallRequest(ctx, r.ID, recall.RecallRejected, by.Name, reason, d.now()); err != nil {
+		if err := Of(tx).DecideRecallRequest(ctx, r.ID, RecallRejected, by.Name, reason, d.now()); err != nil {
 			return err
 		}
 		ch.AuditDetail("batch.recall_reject", "batch", batchID, reason, audit.Params{"people": strconv.Itoa(r.People), "requested_by": r.RequestedBy})
@@ -540,9 +541,9 @@ func (d *Dispatcher) RejectRecall(ctx context.Context, by audit.Actor, batchID, 
 
 // RecallRequest returns the batch's latest recall request (nil for none), as by may see
 // it.
-func (d *Dispatcher) RecallRequest(ctx context.Context, by audit.Actor, batchID string) (*recall.RecallRequest, error) {
+func (d *Service) RecallRequest(ctx context.Context, by audit.Actor, batchID string) (*RecallRequest, error) {
 	if err := d.store.CheckOwn(ctx, by.OwnKey(), batchID); err != nil {
 		return nil, err
 	}
-	return recall.Of(d.store).LatestRecallRequest(ctx, batchID)
+	return Of(d.store).LatestRecallRequest(ctx, batchID)
 }
