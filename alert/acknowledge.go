@@ -72,14 +72,14 @@ const AckVariable = "ack_url"
 // alert is exhausted. kernel.ErrNotFound: no such alert, or one by may not see (see
 // Alert).
 func (d *Service) AcknowledgeAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (AckResult, error) {
-	return d.moveAlert(ctx, by, alertID, externalID, via, note, ackMove)
+	return d.moveAlert(ctx, by, alertID, nil, externalID, via, note, ackMove)
 }
 
 // ResolveAlert closes an alert, open or acknowledged: the escalation stops. Resolving
 // twice is harmless. ErrAlertEnded: the alert is exhausted. kernel.ErrNotFound: no such
 // alert, or one by may not see.
 func (d *Service) ResolveAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (AckResult, error) {
-	return d.moveAlert(ctx, by, alertID, externalID, via, note, resolveMove)
+	return d.moveAlert(ctx, by, alertID, nil, externalID, via, note, resolveMove)
 }
 
 // alertMove is an acknowledgment or a resolution: the states it leaves, the state it
@@ -96,11 +96,17 @@ var (
 	resolveMove = alertMove{AlertResolvable, AlertResolved, "alert.resolve", EventAlertResolved}
 )
 
-// moveAlert runs an acknowledgment or a resolution.
-func (d *Service) moveAlert(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string, mv alertMove) (AckResult, error) {
-	if by.OwnKey() != 0 {
+// moveAlert runs an acknowledgment or a resolution of the alert alertID; known is the
+// alert when the caller has read it already (nil: it is read here). The alert is read
+// once: the change is a compare-and-set on the state, step and round read, and the
+// alert returned is the one read with the change applied. Only when another change came
+// between the read and the write is it read again.
+func (d *Service) moveAlert(ctx context.Context, by audit.Actor, alertID int64, known *Alert, externalID, via, note string, mv alertMove) (AckResult, error) {
+	a := known
+	if by.OwnKey() != 0 && a == nil {
 		// Another key's alert is not found, before anything of the request is checked.
-		if _, err := d.ownAlert(ctx, by, alertID); err != nil {
+		var err error
+		if a, err = d.ownAlert(ctx, by, alertID); err != nil {
 			return AckResult{}, err
 		}
 	}
@@ -108,29 +114,56 @@ func (d *Service) moveAlert(ctx context.Context, by audit.Actor, alertID int64, 
 	if err != nil {
 		return AckResult{}, err
 	}
-	now := d.now()
-	var a *Alert
-	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
-		if a, err = Of(tx).AlertByID(ctx, alertID); err != nil {
-			return err
+	for reads := 1; ; reads++ {
+		if a == nil {
+			if a, err = Of(d.store).AlertByID(ctx, alertID); err != nil {
+				return AckResult{}, err
+			}
 		}
-		set := map[string]any{"state": mv.to}
-		if mv.to == AlertAcknowledged {
-			set["acknowledged_by"], set["acknowledged_via"], set["acknowledged_at"] = who.id, via, now
-		} else {
-			set["resolved_by"], set["resolved_via"], set["resolved_at"], set["ended_at"] = who.id, via, now, now
+		if !slices.Contains(mv.from, a.State) {
+			return alreadyMoved(a)
 		}
-		moved, err := Of(tx).MoveAlert(ctx, alertID, mv.from, set)
+		err = d.changeAlert(ctx, by, a, who, via, note, mv)
+		if !errors.Is(err, errAlreadyMoved) || reads == maxAlertReads {
+			break
+		}
+		a = nil
+	}
+	if err != nil {
+		return AckResult{}, err
+	}
+	return AckResult{Alert: a}, nil
+}
+
+// maxAlertReads bounds how often an acknowledgment reads its alert again when other
+// changes keep coming between its read and its write (steps firing, say).
+const maxAlertReads = 5
+
+// changeAlert writes an acknowledgment or a resolution of a, as it was read, and applies
+// it to a once it commits. errAlreadyMoved: a changed meanwhile.
+func (d *Service) changeAlert(ctx context.Context, by audit.Actor, a *Alert, who ackPerson, via, note string, mv alertMove) error {
+	now := d.now().Truncate(time.Microsecond)
+	moved := *a
+	moved.State = mv.to
+	set := map[string]any{"state": mv.to}
+	if mv.to == AlertAcknowledged {
+		set["acknowledged_by"], set["acknowledged_via"], set["acknowledged_at"] = who.id, via, now
+		moved.AcknowledgedBy, moved.AcknowledgedVia, moved.AcknowledgedAt = who.id, via, &now
+	} else {
+		set["resolved_by"], set["resolved_via"], set["resolved_at"], set["ended_at"] = who.id, via, now, now
+		moved.ResolvedBy, moved.ResolvedVia, moved.ResolvedAt, moved.EndedAt = who.id, via, &now, &now
+	}
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+		ok, err := Of(tx).MoveAlertAsRead(ctx, a, set)
 		if err != nil {
 			return err
 		}
-		if !moved {
+		if !ok {
 			return errAlreadyMoved
 		}
-		if err := Of(tx).CancelAlertSteps(ctx, alertID, now); err != nil {
+		if err := Of(tx).CancelAlertSteps(ctx, a.ID, now); err != nil {
 			return err
 		}
-		wasOpen := a.State == AlertOpen
 		if mv.to == AlertAcknowledged && a.PolicyCopy.NotifyOnAck {
 			if err := d.noticeOfAck(ctx, tx, ch, a, who); err != nil {
 				return err
@@ -139,31 +172,23 @@ func (d *Service) moveAlert(ctx context.Context, by audit.Actor, alertID int64, 
 		if err := d.alertEvent(ctx, tx, ch, a, mv.event, AlertEvent{State: mv.to, Step: a.Step, Round: a.Round, By: who.id}, now); err != nil {
 			return err
 		}
-		params := audit.Params{"id": strconv.FormatInt(alertID, 10), "by": who.name, "via": via, "note": note}
-		ch.Audit(mv.action, "alert", strconv.FormatInt(alertID, 10), params)
-		if wasOpen && d.ackObserver != nil {
+		id := strconv.FormatInt(a.ID, 10)
+		ch.Audit(mv.action, "alert", id, audit.Params{"id": id, "by": who.name, "via": via, "note": note})
+		if a.State == AlertOpen && d.ackObserver != nil {
 			opened := a.OpenedAt
 			ch.After(func() { d.ackObserver(now.Sub(opened)) })
 		}
 		return nil
 	})
-	if errors.Is(err, errAlreadyMoved) {
-		return d.alreadyMoved(ctx, alertID)
+	if err == nil {
+		*a = moved
 	}
-	if err != nil {
-		return AckResult{}, err
-	}
-	a, err = Of(d.store).AlertByID(ctx, alertID)
-	return AckResult{Alert: a}, err
+	return err
 }
 
-// alreadyMoved answers an acknowledgment or resolution that came after the alert had
-// moved past it.
-func (d *Service) alreadyMoved(ctx context.Context, alertID int64) (AckResult, error) {
-	a, err := Of(d.store).AlertByID(ctx, alertID)
-	if err != nil {
-		return AckResult{}, err
-	}
+// alreadyMoved answers an acknowledgment or resolution of a, which had moved past it:
+// harmless (Already), but for an exhausted alert (ErrAlertEnded).
+func alreadyMoved(a *Alert) (AckResult, error) {
 	if a.State == AlertExhausted {
 		return AckResult{Alert: a}, ErrAlertEnded
 	}

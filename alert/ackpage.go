@@ -169,11 +169,12 @@ func (d *Service) actOnNotice(ctx context.Context, by audit.Actor, n AckNotice, 
 			return n, AckResult{}, ErrAckNotCalled
 		}
 	}
-	switch action {
+	// The alert is the one the notice was read with: an acknowledgment reads it once.
+	switch a := *n.Alert; action {
 	case channels.AckAction:
-		res, err = d.AcknowledgeAlert(ctx, by, n.Alert.ID, n.Recipient.ExternalID, via, "")
+		res, err = d.moveAlert(ctx, by, a.ID, &a, n.Recipient.ExternalID, via, "", ackMove)
 	case channels.ResolveAction:
-		res, err = d.ResolveAlert(ctx, by, n.Alert.ID, n.Recipient.ExternalID, via, "")
+		res, err = d.moveAlert(ctx, by, a.ID, &a, n.Recipient.ExternalID, via, "", resolveMove)
 	default:
 		return n, AckResult{}, kernel.Invalid("action", "ack.unknown_action")
 	}

@@ -392,6 +392,17 @@ func (s *Store) MoveAlert(ctx context.Context, id int64, from []string, set map[
 	return res.RowsAffected == 1, nil
 }
 
+// MoveAlertAsRead changes an alert's columns if it is still in the state, step and round
+// a was read with: the compare-and-set of a change decided on what was read. false: it
+// moved meanwhile.
+func (s *Store) MoveAlertAsRead(ctx context.Context, a *Alert, set map[string]any) (bool, error) {
+	res := s.k.Writer(ctx).Model(&Alert{}).Where("id = ? AND state = ? AND step = ? AND round = ?", a.ID, a.State, a.Step, a.Round).Updates(set)
+	if res.Error != nil {
+		return false, fmt.Errorf("alert: move alert %d: %w", a.ID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
 // AlertViaRejection is how the alert of a rejected batch was resolved (its
 // resolved_via): by the rejection, or by the expiry of the approval.
 const AlertViaRejection = "rejection"

@@ -619,3 +619,31 @@ func TestAlertMetrics(t *testing.T) {
 		t.Errorf("metrics (-want +got):\n%s", diff)
 	}
 }
+
+// An acknowledgment is decided on the alert as it was read and written only if the
+// alert is still as read (state, step and round): a step that fired in between makes
+// the write miss, and it is decided again on the alert as it is. What it answers is
+// what the database then holds.
+func TestAcknowledgmentIsWrittenOnTheAlertAsRead(t *testing.T) {
+	t.Parallel()
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	f.policy(t, alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{
+		{Targets: []string{"E1001"}, Wait: "10m"}, {Targets: []string{"E2001"}, Wait: "10m"}}})
+	a := f.open(t, "core", "E2002")
+	stale := f.alert(t, a.ID)
+	f.advance(t, 10*time.Minute) // step 1 fires: the alert moves on to step 1
+	moved, err := alert.Of(f.store).MoveAlertAsRead(ctx, stale, map[string]any{"state": alert.AlertAcknowledged})
+	if err != nil || moved {
+		t.Fatalf("a write on the alert as it was before step 1 fired: moved %v, %v", moved, err)
+	}
+	res, err := f.d.Alerts().AcknowledgeAlert(ctx, f.by, a.ID, "E1001", alert.AckViaAPI, "")
+	if err != nil || res.State() != alert.AlertAcknowledged {
+		t.Fatalf("ack: %+v %v", res, err)
+	}
+	stored := f.alert(t, a.ID)
+	if stored.Step != 1 || res.Alert.Step != stored.Step || res.Alert.AcknowledgedBy != stored.AcknowledgedBy ||
+		!res.Alert.AcknowledgedAt.Equal(*stored.AcknowledgedAt) || res.Alert.State != stored.State {
+		t.Errorf("answered %+v, stored %+v", res.Alert, stored)
+	}
+}
