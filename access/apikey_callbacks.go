@@ -93,10 +93,10 @@ func (s *Store) setCallback(tx *gorm.DB, keyID int64, c *CallbackSetting) error 
 	}
 	res := tx.Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", keyID).Updates(upd)
 	if res.Error != nil {
-		return fmt.Errorf("models: set callback of api key %d: %w", keyID, res.Error)
+		return fmt.Errorf("access: set callback of api key %d: %w", keyID, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: set callback of api key %d: %w", keyID, kernel.ErrStateChanged)
+		return fmt.Errorf("access: set callback of api key %d: %w", keyID, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -131,7 +131,7 @@ func (s *Store) ResealCallbackSecrets(ctx context.Context) error {
 	}
 	var keys []APIKey
 	if err := s.k.Writer(ctx).Select("id", "name", "callback_secret_enc").Where("callback_secret_enc IS NOT NULL").Find(&keys).Error; err != nil {
-		return fmt.Errorf("models: list callback secrets to re-seal: %w", err)
+		return fmt.Errorf("access: list callback secrets to re-seal: %w", err)
 	}
 	for _, k := range keys {
 		plain, stale, err := s.k.Sealer().OpenAny(*k.CallbackSecretEnc, sealedForKey(k.ID))
@@ -141,7 +141,7 @@ func (s *Store) ResealCallbackSecrets(ctx context.Context) error {
 		err = s.k.Writer(ctx).Model(&APIKey{}).Where("id = ? AND callback_secret_enc = ?", k.ID, *k.CallbackSecretEnc).
 			UpdateColumn("callback_secret_enc", s.k.Sealer().Seal(plain, sealedForKey(k.ID))).Error
 		if err != nil {
-			return fmt.Errorf("models: re-seal callback secret of api key %s: %w", k.Name, err)
+			return fmt.Errorf("access: re-seal callback secret of api key %s: %w", k.Name, err)
 		}
 	}
 	return nil
@@ -152,10 +152,10 @@ func (s *Store) ResealCallbackSecrets(ctx context.Context) error {
 func (s *Store) CallbackTargetOf(ctx context.Context, keyID int64) (*CallbackTarget, error) {
 	var k APIKey
 	if err := s.k.Reader(ctx).First(&k, keyID).Error; err != nil {
-		return nil, fmt.Errorf("models: api key %d: %w", keyID, kernel.NotFound(err))
+		return nil, fmt.Errorf("access: api key %d: %w", keyID, kernel.NotFound(err))
 	}
 	if k.CallbackURL == "" || k.CallbackSecretEnc == nil {
-		return nil, fmt.Errorf("models: callback of api key %d: %w", keyID, kernel.ErrNotFound)
+		return nil, fmt.Errorf("access: callback of api key %d: %w", keyID, kernel.ErrNotFound)
 	}
 	secret, err := s.k.Sealer().Open(*k.CallbackSecretEnc, sealedForKey(keyID))
 	if err != nil {

@@ -181,7 +181,7 @@ func (s *Store) CreateCallbackAPIKey(ctx context.Context, name, scopes, createdB
 	k := &APIKey{Name: name, Prefix: prefix, KeyHash: kernel.HashToken(secret), Scopes: norm, CreatedBy: createdBy, KeyLimits: limits}
 	err = s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(k).Error; err != nil {
-			return fmt.Errorf("models: create api key: %w", err)
+			return fmt.Errorf("access: create api key: %w", err)
 		}
 		if cb == nil {
 			return nil
@@ -235,13 +235,13 @@ func (s *Store) TouchAPIKey(ctx context.Context, id int64) error {
 func (s *Store) RevokeAPIKey(ctx context.Context, id int64) error {
 	res := s.k.Writer(ctx).Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", kernel.Now())
 	if res.Error != nil {
-		return fmt.Errorf("models: revoke api key %d: %w", id, res.Error)
+		return fmt.Errorf("access: revoke api key %d: %w", id, res.Error)
 	}
 	// No row changes when another process revoked the key a moment ago, and this
 	// process's caches may still hold it: they are cleared either way.
 	s.forgetAPIKeys()
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: revoke api key %d: %w", id, kernel.ErrStateChanged)
+		return fmt.Errorf("access: revoke api key %d: %w", id, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -254,7 +254,7 @@ func (s *Store) ForgetAPIKeys() { s.forgetAPIKeys() }
 func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 	var out []APIKey
 	if err := s.k.Reader(ctx).Order("id DESC").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: list api keys: %w", err)
+		return nil, fmt.Errorf("access: list api keys: %w", err)
 	}
 	return out, nil
 }
@@ -264,13 +264,13 @@ func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 func (s *Store) LiveAPIKeyByName(ctx context.Context, name string) (*APIKey, error) {
 	var list []APIKey
 	if err := s.k.Reader(ctx).Where("name = ? AND revoked_at IS NULL", name).Limit(2).Find(&list).Error; err != nil {
-		return nil, fmt.Errorf("models: api key %q: %w", name, err)
+		return nil, fmt.Errorf("access: api key %q: %w", name, err)
 	}
 	switch len(list) {
 	case 0:
-		return nil, fmt.Errorf("models: api key %q: %w", name, kernel.ErrNotFound)
+		return nil, fmt.Errorf("access: api key %q: %w", name, kernel.ErrNotFound)
 	case 1:
 		return &list[0], nil
 	}
-	return nil, fmt.Errorf("models: api key %q: %w", name, kernel.ErrAmbiguous.With("Name", name))
+	return nil, fmt.Errorf("access: api key %q: %w", name, kernel.ErrAmbiguous.With("Name", name))
 }

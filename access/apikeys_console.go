@@ -11,7 +11,7 @@ import (
 func (s *Store) APIKeyByID(ctx context.Context, id int64) (*APIKey, error) {
 	var k APIKey
 	if err := s.k.Reader(ctx).First(&k, id).Error; err != nil {
-		return nil, fmt.Errorf("models: api key %d: %w", id, kernel.NotFound(err))
+		return nil, fmt.Errorf("access: api key %d: %w", id, kernel.NotFound(err))
 	}
 	return &k, nil
 }

@@ -32,7 +32,7 @@ func (s *Store) CreateSession(ctx context.Context, userID int64, ip, userAgent s
 	sess := &Session{ID: kernel.HashToken(token), UserID: userID, IP: ip, UserAgent: userAgent,
 		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(ttl)}
 	if err := s.k.Writer(ctx).Create(sess).Error; err != nil {
-		return "", fmt.Errorf("models: create session: %w", err)
+		return "", fmt.Errorf("access: create session: %w", err)
 	}
 	return token, nil
 }
@@ -76,7 +76,7 @@ func (s *Store) UserSessions(ctx context.Context, userID int64, idle time.Durati
 	err := s.k.Reader(ctx).Where("user_id = ? AND expires_at > ? AND last_seen_at > ?", userID, now, now.Add(-idle)).
 		Order("last_seen_at DESC").Order("created_at DESC").Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: sessions of user %d: %w", userID, err)
+		return nil, fmt.Errorf("access: sessions of user %d: %w", userID, err)
 	}
 	return out, nil
 }
@@ -84,7 +84,7 @@ func (s *Store) UserSessions(ctx context.Context, userID int64, idle time.Durati
 // DeleteUserSessions revokes every session of a user: "sign out everywhere".
 func (s *Store) DeleteUserSessions(ctx context.Context, userID int64) error {
 	if err := s.k.Writer(ctx).Where("user_id = ?", userID).Delete(&Session{}).Error; err != nil {
-		return fmt.Errorf("models: revoke sessions of user %d: %w", userID, err)
+		return fmt.Errorf("access: revoke sessions of user %d: %w", userID, err)
 	}
 	return nil
 }
@@ -93,7 +93,7 @@ func (s *Store) DeleteUserSessions(ctx context.Context, userID int64) error {
 func (s *Store) DeleteSession(ctx context.Context, token string) error {
 	err := s.k.Writer(ctx).Where("id = ?", kernel.HashToken(token)).Delete(&Session{}).Error
 	if err != nil {
-		return fmt.Errorf("models: delete session: %w", err)
+		return fmt.Errorf("access: delete session: %w", err)
 	}
 	return nil
 }

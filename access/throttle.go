@@ -149,7 +149,7 @@ func (s *Store) guessGate(ctx context.Context, userKey string) (*kernel.Throttle
 	var list []kernel.ThrottleWindow
 	err := s.k.Writer(ctx).Where("throttle_key = ?", kernel.Truncate(gateKey(userKey), kernel.ThrottleKeyLen)).Limit(1).Find(&list).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: guess gate %s: %w", userKey, err)
+		return nil, fmt.Errorf("access: guess gate %s: %w", userKey, err)
 	}
 	if len(list) == 0 {
 		return nil, nil
@@ -184,7 +184,7 @@ func (s *Store) passGate(ctx context.Context, userKey string, gate *kernel.Throt
 	if gate == nil {
 		err := db.Create(next).Error
 		if err != nil && !kernel.IsDuplicate(err) {
-			return nil, fmt.Errorf("models: guess gate %s: %w", userKey, err)
+			return nil, fmt.Errorf("access: guess gate %s: %w", userKey, err)
 		}
 		passed = err == nil
 	} else {
@@ -192,7 +192,7 @@ func (s *Store) passGate(ctx context.Context, userKey string, gate *kernel.Throt
 			Where("throttle_key = ? AND window_start = ? AND hits = ?", next.ThrottleKey, gate.WindowStart, gate.Hits).
 			Updates(map[string]any{"window_start": next.WindowStart, "hits": next.Hits})
 		if res.Error != nil {
-			return nil, fmt.Errorf("models: guess gate %s: %w", userKey, res.Error)
+			return nil, fmt.Errorf("access: guess gate %s: %w", userKey, res.Error)
 		}
 		passed = res.RowsAffected == 1
 	}

@@ -98,7 +98,7 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, role 
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcryptCost)
 	if err != nil {
-		return nil, fmt.Errorf("models: hash password: %w", err)
+		return nil, fmt.Errorf("access: hash password: %w", err)
 	}
 	now := kernel.Now()
 	u := &User{Username: username, PasswordHash: string(hash), Role: role, PasswordChangedAt: now}
@@ -106,7 +106,7 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, role 
 		if kernel.IsDuplicate(err) {
 			return nil, kernel.DuplicateField("username", "validation.username_taken")
 		}
-		return nil, fmt.Errorf("models: create user %s: %w", username, err)
+		return nil, fmt.Errorf("access: create user %s: %w", username, err)
 	}
 	return u, nil
 }
@@ -116,7 +116,7 @@ func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.k.Reader(ctx).Model(&User{}).Count(&n).Error
 	if err != nil {
-		return 0, fmt.Errorf("models: count users: %w", err)
+		return 0, fmt.Errorf("access: count users: %w", err)
 	}
 	return n, nil
 }
@@ -125,7 +125,7 @@ func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
 	var u User
 	if err := s.k.Reader(ctx).First(&u, id).Error; err != nil {
-		return nil, fmt.Errorf("models: user %d: %w", id, kernel.NotFound(err))
+		return nil, fmt.Errorf("access: user %d: %w", id, kernel.NotFound(err))
 	}
 	return &u, nil
 }
@@ -162,7 +162,7 @@ func (s *Store) authenticate(ctx context.Context, username, password, ip string,
 	if usernameRe.MatchString(username) {
 		var list []User
 		if err := s.k.Reader(ctx).Where("username = ?", username).Limit(1).Find(&list).Error; err != nil {
-			return nil, fmt.Errorf("models: authenticate %s: %w", username, err)
+			return nil, fmt.Errorf("access: authenticate %s: %w", username, err)
 		}
 		if len(list) == 1 && list[0].Username == username {
 			u = &list[0]
@@ -184,7 +184,7 @@ func (s *Store) authenticate(ctx context.Context, username, password, ip string,
 	at := kernel.Now()
 	u.LastLoginAt = &at
 	if err := s.k.Writer(ctx).Model(u).Update("last_login_at", at).Error; err != nil {
-		return nil, fmt.Errorf("models: record login %s: %w", username, err)
+		return nil, fmt.Errorf("access: record login %s: %w", username, err)
 	}
 	return u, nil
 }
@@ -249,13 +249,13 @@ func (s *Store) SetOwnPassword(ctx context.Context, u *User, next string) error 
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(next), bcryptCost)
 	if err != nil {
-		return fmt.Errorf("models: hash password: %w", err)
+		return fmt.Errorf("access: hash password: %w", err)
 	}
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&User{}).Where("id = ? AND password_hash = ?", u.ID, u.PasswordHash).
 			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": kernel.Now()})
 		if res.Error != nil {
-			return fmt.Errorf("models: change password %d: %w", u.ID, res.Error)
+			return fmt.Errorf("access: change password %d: %w", u.ID, res.Error)
 		}
 		if res.RowsAffected == 0 {
 			return kernel.ErrStateChanged

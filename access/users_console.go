@@ -16,7 +16,7 @@ import (
 func (s *Store) Users(ctx context.Context) ([]User, error) {
 	var out []User
 	if err := s.k.Reader(ctx).Order("username").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: list users: %w", err)
+		return nil, fmt.Errorf("access: list users: %w", err)
 	}
 	return out, nil
 }
@@ -26,7 +26,7 @@ func (s *Store) UserByUsername(ctx context.Context, username string) (*User, err
 	username = NormalizeUsername(username)
 	var u User
 	if err := s.k.Reader(ctx).Where("username = ?", username).First(&u).Error; err != nil {
-		return nil, fmt.Errorf("models: user %q: %w", username, kernel.NotFound(err))
+		return nil, fmt.Errorf("access: user %q: %w", username, kernel.NotFound(err))
 	}
 	return &u, nil
 }
@@ -53,10 +53,10 @@ func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) erro
 func (s *Store) setUser(ctx context.Context, id int64, column string, value any) error {
 	res := s.k.Writer(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{column: value, "updated_at": kernel.Now()})
 	if res.Error != nil {
-		return fmt.Errorf("models: set %s of user %d: %w", column, id, res.Error)
+		return fmt.Errorf("access: set %s of user %d: %w", column, id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: user %d: %w", id, kernel.ErrNotFound)
+		return fmt.Errorf("access: user %d: %w", id, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -67,16 +67,16 @@ func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool) er
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&User{}).Where("id = ?", id).Updates(map[string]any{"disabled": disabled, "updated_at": kernel.Now()})
 		if res.Error != nil {
-			return fmt.Errorf("models: disable user %d: %w", id, res.Error)
+			return fmt.Errorf("access: disable user %d: %w", id, res.Error)
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("models: user %d: %w", id, kernel.ErrNotFound)
+			return fmt.Errorf("access: user %d: %w", id, kernel.ErrNotFound)
 		}
 		if !disabled {
 			return nil
 		}
 		if err := tx.Where("user_id = ?", id).Delete(&Session{}).Error; err != nil {
-			return fmt.Errorf("models: revoke sessions of user %d: %w", id, err)
+			return fmt.Errorf("access: revoke sessions of user %d: %w", id, err)
 		}
 		return nil
 	})
@@ -94,16 +94,16 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password string) er
 	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcryptCost)
 	if err != nil {
-		return fmt.Errorf("models: hash password: %w", err)
+		return fmt.Errorf("access: hash password: %w", err)
 	}
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		err := tx.Model(&User{}).Where("id = ?", id).
 			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": kernel.Now(), "updated_at": kernel.Now()}).Error
 		if err != nil {
-			return fmt.Errorf("models: reset password of user %d: %w", id, err)
+			return fmt.Errorf("access: reset password of user %d: %w", id, err)
 		}
 		if err := tx.Where("user_id = ?", id).Delete(&Session{}).Error; err != nil {
-			return fmt.Errorf("models: revoke sessions of user %d: %w", id, err)
+			return fmt.Errorf("access: revoke sessions of user %d: %w", id, err)
 		}
 		return nil
 	})
@@ -114,7 +114,7 @@ func (s *Store) SessionCount(ctx context.Context, userID int64) (int64, error) {
 	var n int64
 	err := s.k.Reader(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, kernel.Now()).Count(&n).Error
 	if err != nil {
-		return 0, fmt.Errorf("models: count sessions of user %d: %w", userID, err)
+		return 0, fmt.Errorf("access: count sessions of user %d: %w", userID, err)
 	}
 	return n, nil
 }

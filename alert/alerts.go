@@ -158,7 +158,7 @@ const MaxPolicyName = 64
 func (s *Store) Policies(ctx context.Context) ([]EscalationPolicy, error) {
 	var out []EscalationPolicy
 	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: policies: %w", err)
+		return nil, fmt.Errorf("alert: policies: %w", err)
 	}
 	return out, nil
 }
@@ -167,10 +167,10 @@ func (s *Store) Policies(ctx context.Context) ([]EscalationPolicy, error) {
 func (s *Store) PolicyByName(ctx context.Context, name string) (*EscalationPolicy, error) {
 	var out []EscalationPolicy
 	if err := s.k.Reader(ctx).Where("name = ?", name).Limit(1).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: policy %s: %w", name, err)
+		return nil, fmt.Errorf("alert: policy %s: %w", name, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("models: policy %s: %w", name, kernel.ErrNotFound)
+		return nil, fmt.Errorf("alert: policy %s: %w", name, kernel.ErrNotFound)
 	}
 	return &out[0], nil
 }
@@ -181,7 +181,7 @@ func (s *Store) CreatePolicy(ctx context.Context, p *EscalationPolicy) error {
 		if kernel.IsDuplicate(err) {
 			return kernel.DuplicateField("name", "alerts.invalid.name_taken")
 		}
-		return fmt.Errorf("models: create policy: %w", err)
+		return fmt.Errorf("alert: create policy: %w", err)
 	}
 	return nil
 }
@@ -199,10 +199,10 @@ func (s *Store) UpdatePolicy(ctx context.Context, name string, p *EscalationPoli
 		if kernel.IsDuplicate(res.Error) {
 			return nil, kernel.DuplicateField("name", "alerts.invalid.name_taken")
 		}
-		return nil, fmt.Errorf("models: update policy: %w", res.Error)
+		return nil, fmt.Errorf("alert: update policy: %w", res.Error)
 	}
 	if res.RowsAffected != 1 {
-		return nil, fmt.Errorf("models: policy %s changed meanwhile: %w", name, kernel.ErrStateChanged)
+		return nil, fmt.Errorf("alert: policy %s changed meanwhile: %w", name, kernel.ErrStateChanged)
 	}
 	return before, nil
 }
@@ -211,10 +211,10 @@ func (s *Store) UpdatePolicy(ctx context.Context, name string, p *EscalationPoli
 func (s *Store) DeletePolicy(ctx context.Context, name string) error {
 	res := s.k.Writer(ctx).Where("name = ?", name).Delete(&EscalationPolicy{})
 	if res.Error != nil {
-		return fmt.Errorf("models: delete policy: %w", res.Error)
+		return fmt.Errorf("alert: delete policy: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: policy %s: %w", name, kernel.ErrNotFound)
+		return fmt.Errorf("alert: policy %s: %w", name, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -224,14 +224,14 @@ func (s *Store) DeletePolicy(ctx context.Context, name string) error {
 func (s *Store) CreateAlert(ctx context.Context, a *Alert, first *AlertStep) error {
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(a).Error; err != nil {
-			return fmt.Errorf("models: create alert: %w", err)
+			return fmt.Errorf("alert: create alert: %w", err)
 		}
 		if first == nil {
 			return nil
 		}
 		first.AlertID = a.ID
 		if err := tx.Create(first).Error; err != nil {
-			return fmt.Errorf("models: create alert step: %w", err)
+			return fmt.Errorf("alert: create alert step: %w", err)
 		}
 		return nil
 	})
@@ -241,10 +241,10 @@ func (s *Store) CreateAlert(ctx context.Context, a *Alert, first *AlertStep) err
 func (s *Store) AlertByID(ctx context.Context, id int64) (*Alert, error) {
 	var out []Alert
 	if err := s.k.Reader(ctx).Where("id = ?", id).Limit(1).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: alert %d: %w", id, err)
+		return nil, fmt.Errorf("alert: alert %d: %w", id, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("models: alert %d: %w", id, kernel.ErrNotFound)
+		return nil, fmt.Errorf("alert: alert %d: %w", id, kernel.ErrNotFound)
 	}
 	return &out[0], nil
 }
@@ -253,10 +253,10 @@ func (s *Store) AlertByID(ctx context.Context, id int64) (*Alert, error) {
 func (s *Store) AlertOfBatch(ctx context.Context, batchID string) (*Alert, error) {
 	var out []Alert
 	if err := s.k.Reader(ctx).Where("batch_id = ?", batchID).Limit(1).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: alert of batch %s: %w", batchID, err)
+		return nil, fmt.Errorf("alert: alert of batch %s: %w", batchID, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("models: alert of batch %s: %w", batchID, kernel.ErrNotFound)
+		return nil, fmt.Errorf("alert: alert of batch %s: %w", batchID, kernel.ErrNotFound)
 	}
 	return &out[0], nil
 }
@@ -283,7 +283,7 @@ func (s *Store) Alerts(ctx context.Context, f AlertFilter, limit int) ([]Alert, 
 	err := q.Order(clause.Expr{SQL: "CASE WHEN state = ? THEN 0 ELSE 1 END", Vars: []any{AlertOpen}}).
 		Order("opened_at DESC").Order("id DESC").Limit(limit).Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: alerts: %w", err)
+		return nil, fmt.Errorf("alert: alerts: %w", err)
 	}
 	return out, nil
 }
@@ -295,7 +295,7 @@ func (s *Store) AlertCounts(ctx context.Context) (map[string]int, error) {
 		N     int
 	}
 	if err := s.k.Reader(ctx).Model(&Alert{}).Select("state, COUNT(*) AS n").Group("state").Scan(&rows).Error; err != nil {
-		return nil, fmt.Errorf("models: count alerts: %w", err)
+		return nil, fmt.Errorf("alert: count alerts: %w", err)
 	}
 	out := make(map[string]int, len(AlertStates))
 	for _, st := range AlertStates {
@@ -314,7 +314,7 @@ func (s *Store) AlertSteps(ctx context.Context, alertIDs ...int64) ([]AlertStep,
 		return nil, nil
 	}
 	if err := s.k.Reader(ctx).Where("alert_id IN ?", alertIDs).Order("alert_id, round, n").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: alert steps: %w", err)
+		return nil, fmt.Errorf("alert: alert steps: %w", err)
 	}
 	return out, nil
 }
@@ -323,10 +323,10 @@ func (s *Store) AlertSteps(ctx context.Context, alertIDs ...int64) ([]AlertStep,
 func (s *Store) AlertStepByID(ctx context.Context, id int64) (*AlertStep, error) {
 	var out []AlertStep
 	if err := s.k.Reader(ctx).Where("id = ?", id).Limit(1).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: alert step %d: %w", id, err)
+		return nil, fmt.Errorf("alert: alert step %d: %w", id, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("models: alert step %d: %w", id, kernel.ErrNotFound)
+		return nil, fmt.Errorf("alert: alert step %d: %w", id, kernel.ErrNotFound)
 	}
 	return &out[0], nil
 }
@@ -338,7 +338,7 @@ func (s *Store) DueAlertSteps(ctx context.Context, now time.Time, limit int) ([]
 	err := s.k.Reader(ctx).Where("fired_at IS NULL AND cancelled_at IS NULL AND due_at <= ?", now).
 		Order("due_at").Limit(limit).Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: due alert steps: %w", err)
+		return nil, fmt.Errorf("alert: due alert steps: %w", err)
 	}
 	return out, nil
 }
@@ -349,7 +349,7 @@ func (s *Store) ClaimAlertStep(ctx context.Context, id int64, now time.Time) (bo
 	res := s.k.Writer(ctx).Model(&AlertStep{}).Where("id = ? AND fired_at IS NULL AND cancelled_at IS NULL", id).
 		Update("fired_at", now)
 	if res.Error != nil {
-		return false, fmt.Errorf("models: claim alert step %d: %w", id, res.Error)
+		return false, fmt.Errorf("alert: claim alert step %d: %w", id, res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }
@@ -359,7 +359,7 @@ func (s *Store) RecordAlertStep(ctx context.Context, id int64, targets []string,
 	err := s.k.Writer(ctx).Model(&AlertStep{}).Where("id = ?", id).
 		Updates(map[string]any{"targets": templates.StringList(targets), "skipped_reason": skippedReason}).Error
 	if err != nil {
-		return fmt.Errorf("models: record alert step %d: %w", id, err)
+		return fmt.Errorf("alert: record alert step %d: %w", id, err)
 	}
 	return nil
 }
@@ -367,7 +367,7 @@ func (s *Store) RecordAlertStep(ctx context.Context, id int64, targets []string,
 // AddAlertStep writes the next step of an alert.
 func (s *Store) AddAlertStep(ctx context.Context, st *AlertStep) error {
 	if err := s.k.Writer(ctx).Create(st).Error; err != nil {
-		return fmt.Errorf("models: add alert step: %w", err)
+		return fmt.Errorf("alert: add alert step: %w", err)
 	}
 	return nil
 }
@@ -377,7 +377,7 @@ func (s *Store) CancelAlertSteps(ctx context.Context, alertID int64, now time.Ti
 	err := s.k.Writer(ctx).Model(&AlertStep{}).Where("alert_id = ? AND fired_at IS NULL AND cancelled_at IS NULL", alertID).
 		Update("cancelled_at", now).Error
 	if err != nil {
-		return fmt.Errorf("models: cancel steps of alert %d: %w", alertID, err)
+		return fmt.Errorf("alert: cancel steps of alert %d: %w", alertID, err)
 	}
 	return nil
 }
@@ -387,7 +387,7 @@ func (s *Store) CancelAlertSteps(ctx context.Context, alertID int64, now time.Ti
 func (s *Store) MoveAlert(ctx context.Context, id int64, from []string, set map[string]any) (bool, error) {
 	res := s.k.Writer(ctx).Model(&Alert{}).Where("id = ? AND state IN ?", id, from).Updates(set)
 	if res.Error != nil {
-		return false, fmt.Errorf("models: move alert %d: %w", id, res.Error)
+		return false, fmt.Errorf("alert: move alert %d: %w", id, res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }
@@ -464,7 +464,7 @@ func (s *Store) AlertRecipients(ctx context.Context, alertID int64) ([]int64, er
 	var ids []int64
 	err := s.k.Writer(ctx).Model(&models.Message{}).Where("alert_id = ?", alertID).Distinct("recipient_id").Order("recipient_id").Pluck("recipient_id", &ids).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: recipients of alert %d: %w", alertID, err)
+		return nil, fmt.Errorf("alert: recipients of alert %d: %w", alertID, err)
 	}
 	return ids, nil
 }
@@ -488,7 +488,7 @@ func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ string, a
 	e := models.NewEvent(keyID, typ, nil, ae.BatchID, ae.State, "", now)
 	e.AlertID, e.AlertStep, e.AlertRound, e.AlertBy = &ae.AlertID, &ae.Step, &ae.Round, ae.By
 	if err := s.k.Writer(ctx).Create(&e).Error; err != nil {
-		return fmt.Errorf("models: record alert event: %w", err)
+		return fmt.Errorf("alert: record alert event: %w", err)
 	}
 	return nil
 }
@@ -497,7 +497,7 @@ func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ string, a
 func (s *Store) CountOpenAlerts(ctx context.Context) (int, error) {
 	var n int64
 	if err := s.k.Reader(ctx).Model(&Alert{}).Where("state = ?", AlertOpen).Count(&n).Error; err != nil {
-		return 0, fmt.Errorf("models: count open alerts: %w", err)
+		return 0, fmt.Errorf("alert: count open alerts: %w", err)
 	}
 	return int(n), nil
 }
@@ -511,7 +511,7 @@ func (s *Store) CountUnroutedAlerts(ctx context.Context) (int, error) {
 			AND NOT EXISTS (SELECT 1 FROM alert_steps t WHERE t.alert_id = s.alert_id AND t.fired_at IS NOT NULL
 				AND (t.round > s.round OR (t.round = s.round AND t.n > s.n))))`).Count(&n).Error
 	if err != nil {
-		return 0, fmt.Errorf("models: count unrouted alerts: %w", err)
+		return 0, fmt.Errorf("alert: count unrouted alerts: %w", err)
 	}
 	return int(n), nil
 }

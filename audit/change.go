@@ -35,7 +35,7 @@ func (c *Change) AuditDetail(action, targetType, targetID, detail string, params
 func (c *Change) After(fn func()) { c.after = append(c.after, fn) }
 
 // errUnaudited refuses a change that recorded no audit entry: every write is audited.
-var errUnaudited = errors.New("dispatch: a change recorded no audit entry")
+var errUnaudited = errors.New("audit: a change recorded no audit entry")
 
 // RunOn is Run with the transaction handed to fn as a domain's store bound to it: bind
 // is the store's On.
@@ -58,7 +58,7 @@ func Run(ctx context.Context, db *kernel.DB, by Actor, fn func(tx *kernel.DB, ch
 			return errUnaudited
 		}
 		if err := NewLog(tx).WriteMany(ctx, ch.entries); err != nil {
-			return fmt.Errorf("dispatch: audit: %w", err)
+			return fmt.Errorf("audit: audit: %w", err)
 		}
 		return nil
 	})

@@ -34,7 +34,7 @@ func NewLog(db *kernel.DB) *Log { return &Log{db: db} }
 // Write appends an entry to the audit log.
 func (l *Log) Write(ctx context.Context, e Entry) error {
 	if err := Insert(kernel.OnTx(l.db.Writer(ctx)), &e); err != nil {
-		return fmt.Errorf("models: audit %s: %w", e.Action, err)
+		return fmt.Errorf("audit: audit %s: %w", e.Action, err)
 	}
 	return nil
 }
@@ -50,7 +50,7 @@ func (l *Log) WriteMany(ctx context.Context, entries []Entry) error {
 		list[i] = &entries[i]
 	}
 	if err := Insert(kernel.OnTx(l.db.Writer(ctx)), list...); err != nil {
-		return fmt.Errorf("models: audit %d entries: %w", len(entries), err)
+		return fmt.Errorf("audit: audit %d entries: %w", len(entries), err)
 	}
 	return nil
 }
@@ -96,7 +96,7 @@ func (l *Log) List(ctx context.Context, f Filter, limit int) ([]Entry, error) {
 	}
 	var out []Entry
 	if err := q.Order("id DESC").Limit(limit).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: list audit log: %w", err)
+		return nil, fmt.Errorf("audit: list audit log: %w", err)
 	}
 	return out, nil
 }

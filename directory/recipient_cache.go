@@ -44,7 +44,7 @@ func countRecipientChange(tx *gorm.DB) error {
 	err := tx.Model(&kernel.ChangeCounter{}).Where("name = ?", recipientsCounter).
 		Update("version", gorm.Expr("version + 1")).Error
 	if err != nil {
-		return fmt.Errorf("models: count recipient change: %w", err)
+		return fmt.Errorf("directory: count recipient change: %w", err)
 	}
 	return nil
 }
@@ -53,7 +53,7 @@ func countRecipientChange(tx *gorm.DB) error {
 func (s *Store) recipientsVersion(ctx context.Context) (int64, error) {
 	var c kernel.ChangeCounter
 	if err := s.k.Reader(ctx).Where("name = ?", recipientsCounter).Limit(1).Find(&c).Error; err != nil {
-		return 0, fmt.Errorf("models: read recipients' counter: %w", err)
+		return 0, fmt.Errorf("directory: read recipients' counter: %w", err)
 	}
 	return c.Version, nil
 }

@@ -84,7 +84,7 @@ func (s *Store) CreateRecipient(ctx context.Context, r *Recipient) error {
 		if kernel.IsDuplicate(err) {
 			return kernel.DuplicateField("external_id", "validation.external_id_taken")
 		}
-		return fmt.Errorf("models: create recipient %s: %w", r.ExternalID, err)
+		return fmt.Errorf("directory: create recipient %s: %w", r.ExternalID, err)
 	}
 	return nil
 }
@@ -94,7 +94,7 @@ func (s *Store) ActiveRecipients(ctx context.Context, limit int) ([]Recipient, e
 	var out []Recipient
 	err := s.k.Reader(ctx).Where("active = ?", true).Order("name, id").Limit(limit).Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: list recipients: %w", err)
+		return nil, fmt.Errorf("directory: list recipients: %w", err)
 	}
 	return out, nil
 }
@@ -106,7 +106,7 @@ func (s *Store) RecipientsByIDs(ctx context.Context, ids []int64) ([]Recipient, 
 		return out, nil
 	}
 	if err := s.k.Reader(ctx).Where("id IN ?", ids).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: recipients by id: %w", err)
+		return nil, fmt.Errorf("directory: recipients by id: %w", err)
 	}
 	return out, nil
 }
@@ -118,7 +118,7 @@ func (s *Store) RecipientsByExternalIDs(ctx context.Context, ids []string) ([]Re
 		return out, nil
 	}
 	if err := s.k.Reader(ctx).Where("external_id IN ?", ids).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: recipients by external id: %w", err)
+		return nil, fmt.Errorf("directory: recipients by external id: %w", err)
 	}
 	return out, nil
 }
@@ -127,7 +127,7 @@ func (s *Store) RecipientsByExternalIDs(ctx context.Context, ids []string) ([]Re
 func (s *Store) CountRecipients(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.k.Reader(ctx).Model(&Recipient{}).Count(&n).Error; err != nil {
-		return 0, fmt.Errorf("models: count recipients: %w", err)
+		return 0, fmt.Errorf("directory: count recipients: %w", err)
 	}
 	return n, nil
 }
@@ -272,7 +272,7 @@ func (s *Store) listRecipients(ctx context.Context, f RecipientFilter) ([]Recipi
 	}
 	var out []Recipient
 	if err := q.Order("external_id").Limit(f.Limit).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: list recipients: %w", err)
+		return nil, fmt.Errorf("directory: list recipients: %w", err)
 	}
 	return out, nil
 }
@@ -338,7 +338,7 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 		for start := 0; start < len(ids); start += kernel.InsertChunk {
 			var part []Recipient
 			if err := tx.Where("external_id IN ?", ids[start:min(start+kernel.InsertChunk, len(ids))]).Find(&part).Error; err != nil {
-				return fmt.Errorf("models: upsert recipients: %w", err)
+				return fmt.Errorf("directory: upsert recipients: %w", err)
 			}
 			existing = append(existing, part...)
 		}
@@ -360,7 +360,7 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 			}
 			r.UpdatedAt = kernel.Now()
 			if err := tx.Save(&r).Error; err != nil {
-				return fmt.Errorf("models: update recipient %s: %w", r.ExternalID, err)
+				return fmt.Errorf("directory: update recipient %s: %w", r.ExternalID, err)
 			}
 			res.Updated++
 			res.Changes = append(res.Changes, CompareRecipients(old, r))
@@ -370,7 +370,7 @@ func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 				if kernel.IsDuplicate(err) {
 					return kernel.DuplicateField("external_id", "validation.appears_twice")
 				}
-				return fmt.Errorf("models: create recipients: %w", err)
+				return fmt.Errorf("directory: create recipients: %w", err)
 			}
 		}
 		res.Created = len(created)

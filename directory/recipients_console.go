@@ -13,7 +13,7 @@ import (
 func (s *Store) RecipientByExternalID(ctx context.Context, externalID string) (*Recipient, error) {
 	var r Recipient
 	if err := s.k.Reader(ctx).Where("external_id = ?", externalID).First(&r).Error; err != nil {
-		return nil, fmt.Errorf("models: recipient %s: %w", externalID, kernel.NotFound(err))
+		return nil, fmt.Errorf("directory: recipient %s: %w", externalID, kernel.NotFound(err))
 	}
 	return &r, nil
 }
@@ -27,7 +27,7 @@ func (s *Store) UpdateRecipient(ctx context.Context, r *Recipient) error {
 	}
 	r.ID, r.CreatedAt, r.UpdatedAt = old.ID, old.CreatedAt, kernel.Now()
 	if err := s.changeRecipients(ctx, func(tx *gorm.DB) error { return tx.Save(r).Error }); err != nil {
-		return fmt.Errorf("models: update recipient %s: %w", r.ExternalID, err)
+		return fmt.Errorf("directory: update recipient %s: %w", r.ExternalID, err)
 	}
 	return nil
 }
@@ -39,10 +39,10 @@ func (s *Store) SetRecipientActive(ctx context.Context, externalID string, activ
 		res := tx.Model(&Recipient{}).Where("external_id = ?", externalID).
 			Updates(map[string]any{"active": active, "updated_at": kernel.Now()})
 		if res.Error != nil {
-			return fmt.Errorf("models: set recipient %s active: %w", externalID, res.Error)
+			return fmt.Errorf("directory: set recipient %s active: %w", externalID, res.Error)
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("models: recipient %s: %w", externalID, kernel.ErrNotFound)
+			return fmt.Errorf("directory: recipient %s: %w", externalID, kernel.ErrNotFound)
 		}
 		return nil
 	})
@@ -53,7 +53,7 @@ func (s *Store) Branches(ctx context.Context) ([]string, error) {
 	var out []string
 	err := s.k.Reader(ctx).Model(&Recipient{}).Where("branch <> ''").Distinct("branch").Order("branch").Pluck("branch", &out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: list branches: %w", err)
+		return nil, fmt.Errorf("directory: list branches: %w", err)
 	}
 	return out, nil
 }
@@ -65,7 +65,7 @@ func (s *Store) Departments(ctx context.Context) ([]string, error) {
 	err := s.k.Reader(ctx).Model(&Recipient{}).Where("active = ? AND department <> ''", true).
 		Distinct("department").Order("department").Pluck("department", &out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: list departments: %w", err)
+		return nil, fmt.Errorf("directory: list departments: %w", err)
 	}
 	return out, nil
 }
@@ -77,7 +77,7 @@ func (s *Store) ActiveBranches(ctx context.Context) ([]string, error) {
 	err := s.k.Reader(ctx).Model(&Recipient{}).Where("active = ? AND branch <> ''", true).
 		Distinct("branch").Order("branch").Pluck("branch", &out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: list active branches: %w", err)
+		return nil, fmt.Errorf("directory: list active branches: %w", err)
 	}
 	return out, nil
 }
@@ -99,7 +99,7 @@ func (s *Store) ActiveRecipientsIn(ctx context.Context, departments, branches []
 		q = q.Where("branch IN ?", branches)
 	}
 	if err := q.Order("id").Limit(limit).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: recipients of departments and branches: %w", err)
+		return nil, fmt.Errorf("directory: recipients of departments and branches: %w", err)
 	}
 	return out, nil
 }
@@ -113,7 +113,7 @@ func (s *Store) RecipientNames(ctx context.Context, externalIDs []string) (map[s
 	}
 	var rows []Recipient
 	if err := s.k.Reader(ctx).Select("external_id, name").Where("external_id IN ?", externalIDs).Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("models: recipient names: %w", err)
+		return nil, fmt.Errorf("directory: recipient names: %w", err)
 	}
 	for _, r := range rows {
 		out[r.ExternalID] = r.Name
@@ -128,7 +128,7 @@ func (s *Store) HeadOfficeStaff(ctx context.Context, limit int) ([]Recipient, er
 	err := s.k.Reader(ctx).Where("org_type = ? AND active = ?", HeadOffice, true).
 		Order("name, id").Limit(limit).Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: head-office staff: %w", err)
+		return nil, fmt.Errorf("directory: head-office staff: %w", err)
 	}
 	return out, nil
 }

@@ -128,7 +128,7 @@ func CheckRecipients(list []Recipient) error {
 func (d *Service) UpsertRecipients(ctx context.Context, by audit.Actor, via string, list []Recipient) (UpsertResult, error) {
 	action, ok := bulkActions[via]
 	if !ok {
-		return UpsertResult{}, fmt.Errorf("dispatch: upsert recipients via %q", via)
+		return UpsertResult{}, fmt.Errorf("directory: upsert recipients via %q", via)
 	}
 	if err := CheckRecipients(list); err != nil {
 		return UpsertResult{}, err

@@ -282,7 +282,7 @@ func (d *Service) DeleteOverride(ctx context.Context, by audit.Actor, date, reci
 			return err
 		}
 		if was == nil {
-			return fmt.Errorf("dispatch: override of %s on %s: %w", recipient, date, kernel.ErrNotFound)
+			return fmt.Errorf("duty: override of %s on %s: %w", recipient, date, kernel.ErrNotFound)
 		}
 		if err := tx.DeleteOverride(ctx, date, p.ID); err != nil {
 			return err
@@ -419,7 +419,7 @@ func recipientByID(ctx context.Context, st *Store, id int64) (directory.Recipien
 		return directory.Recipient{}, err
 	}
 	if len(people) == 0 {
-		return directory.Recipient{}, fmt.Errorf("dispatch: recipient %d: %w", id, kernel.ErrNotFound)
+		return directory.Recipient{}, fmt.Errorf("duty: recipient %d: %w", id, kernel.ErrNotFound)
 	}
 	return people[0], nil
 }

@@ -50,7 +50,7 @@ func (s *Store) AddDutySlot(ctx context.Context, weekday int, recipientID int64)
 	}
 	err := s.k.Writer(ctx).Create(&DutySlot{Weekday: weekday, RecipientID: recipientID}).Error
 	if err != nil && !kernel.IsDuplicate(err) {
-		return fmt.Errorf("models: add duty slot: %w", err)
+		return fmt.Errorf("duty: add duty slot: %w", err)
 	}
 	return nil
 }
@@ -96,11 +96,11 @@ func (s *Store) SetOverride(ctx context.Context, o *DutyOverride) error {
 	}
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("date = ? AND recipient_id = ?", o.Date, o.RecipientID).Delete(&DutyOverride{}).Error; err != nil {
-			return fmt.Errorf("models: replace override: %w", err)
+			return fmt.Errorf("duty: replace override: %w", err)
 		}
 		o.ID = 0
 		if err := tx.Create(o).Error; err != nil {
-			return fmt.Errorf("models: create override: %w", err)
+			return fmt.Errorf("duty: create override: %w", err)
 		}
 		return nil
 	})
@@ -110,10 +110,10 @@ func (s *Store) SetOverride(ctx context.Context, o *DutyOverride) error {
 func (s *Store) DeleteOverride(ctx context.Context, date string, recipientID int64) error {
 	res := s.k.Writer(ctx).Where("date = ? AND recipient_id = ?", date, recipientID).Delete(&DutyOverride{})
 	if res.Error != nil {
-		return fmt.Errorf("models: delete override: %w", res.Error)
+		return fmt.Errorf("duty: delete override: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: override %s: %w", date, kernel.ErrNotFound)
+		return fmt.Errorf("duty: override %s: %w", date, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -152,10 +152,10 @@ func validateHoliday(h *Holiday) error {
 func (s *Store) DeleteHoliday(ctx context.Context, date string) error {
 	res := s.k.Writer(ctx).Where("date = ?", date).Delete(&Holiday{})
 	if res.Error != nil {
-		return fmt.Errorf("models: delete holiday: %w", res.Error)
+		return fmt.Errorf("duty: delete holiday: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: holiday %s: %w", date, kernel.ErrNotFound)
+		return fmt.Errorf("duty: holiday %s: %w", date, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -167,7 +167,7 @@ type Week map[int][]int64
 func (s *Store) DutyWeek(ctx context.Context) (Week, error) {
 	var slots []DutySlot
 	if err := s.k.Reader(ctx).Order("weekday, recipient_id").Find(&slots).Error; err != nil {
-		return nil, fmt.Errorf("models: duty week: %w", err)
+		return nil, fmt.Errorf("duty: duty week: %w", err)
 	}
 	w := Week{}
 	for _, sl := range slots {
@@ -188,13 +188,13 @@ func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err e
 	return before, s.k.Tx(ctx, func(tx *gorm.DB) error {
 		var old []DutySlot
 		if err := tx.Order("weekday, recipient_id").Find(&old).Error; err != nil {
-			return fmt.Errorf("models: read duty week: %w", err)
+			return fmt.Errorf("duty: read duty week: %w", err)
 		}
 		for _, sl := range old {
 			before[sl.Weekday] = append(before[sl.Weekday], sl.RecipientID)
 		}
 		if err := tx.Where("1 = 1").Delete(&DutySlot{}).Error; err != nil {
-			return fmt.Errorf("models: clear duty week: %w", err)
+			return fmt.Errorf("duty: clear duty week: %w", err)
 		}
 		var slots []DutySlot
 		for day, ids := range w {
@@ -210,7 +210,7 @@ func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err e
 			return nil
 		}
 		if err := tx.Create(&slots).Error; err != nil {
-			return fmt.Errorf("models: write duty week: %w", err)
+			return fmt.Errorf("duty: write duty week: %w", err)
 		}
 		return nil
 	})
@@ -220,7 +220,7 @@ func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err e
 func (s *Store) RemoveDutySlot(ctx context.Context, weekday int, recipientID int64) error {
 	err := s.k.Writer(ctx).Where("weekday = ? AND recipient_id = ?", weekday, recipientID).Delete(&DutySlot{}).Error
 	if err != nil {
-		return fmt.Errorf("models: remove duty slot: %w", err)
+		return fmt.Errorf("duty: remove duty slot: %w", err)
 	}
 	return nil
 }
@@ -229,7 +229,7 @@ func (s *Store) RemoveDutySlot(ctx context.Context, weekday int, recipientID int
 func (s *Store) OverridesBetween(ctx context.Context, from, to string) ([]DutyOverride, error) {
 	var out []DutyOverride
 	if err := s.k.Reader(ctx).Where("date >= ? AND date <= ?", from, to).Order("date, id").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: overrides: %w", err)
+		return nil, fmt.Errorf("duty: overrides: %w", err)
 	}
 	return out, nil
 }
@@ -239,7 +239,7 @@ func (s *Store) HolidayYears(ctx context.Context) ([]int, error) {
 	var dates []string
 	// One date a year is enough: the first of each year's entries.
 	if err := s.k.Reader(ctx).Model(&Holiday{}).Select("MIN(date)").Group("SUBSTR(date, 1, 4)").Order("MIN(date)").Pluck("MIN(date)", &dates).Error; err != nil {
-		return nil, fmt.Errorf("models: holiday years: %w", err)
+		return nil, fmt.Errorf("duty: holiday years: %w", err)
 	}
 	years := make([]int, 0, len(dates))
 	for _, d := range dates {
@@ -254,7 +254,7 @@ func (s *Store) HolidayYears(ctx context.Context) ([]int, error) {
 func (s *Store) HolidaysBetween(ctx context.Context, from, to string) ([]Holiday, error) {
 	var out []Holiday
 	if err := s.k.Reader(ctx).Where("date >= ? AND date <= ?", from, to).Order("date").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: holidays: %w", err)
+		return nil, fmt.Errorf("duty: holidays: %w", err)
 	}
 	return out, nil
 }
@@ -276,11 +276,11 @@ func (s *Store) SetHolidays(ctx context.Context, list []Holiday) error {
 		for i := range list {
 			h := &list[i]
 			if err := tx.Where("date = ?", h.Date).Delete(&Holiday{}).Error; err != nil {
-				return fmt.Errorf("models: replace holiday: %w", err)
+				return fmt.Errorf("duty: replace holiday: %w", err)
 			}
 			h.ID = 0
 			if err := tx.Create(h).Error; err != nil {
-				return fmt.Errorf("models: create holiday %s: %w", h.Date, err)
+				return fmt.Errorf("duty: create holiday %s: %w", h.Date, err)
 			}
 		}
 		return nil

@@ -33,22 +33,22 @@ const dutyFeedPrefix = "hf_"
 func (s *Store) RotateDutyFeed(ctx context.Context, recipientID int64, by string) (string, error) {
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
-		return "", fmt.Errorf("models: feed token: %w", err)
+		return "", fmt.Errorf("duty: feed token: %w", err)
 	}
 	token := dutyFeedPrefix + hex.EncodeToString(b)
 	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		var p directory.Recipient
 		if err := tx.Where("id = ?", recipientID).Take(&p).Error; err != nil {
 			if err == gorm.ErrRecordNotFound {
-				return fmt.Errorf("models: recipient %d: %w", recipientID, kernel.ErrNotFound)
+				return fmt.Errorf("duty: recipient %d: %w", recipientID, kernel.ErrNotFound)
 			}
-			return fmt.Errorf("models: recipient %d: %w", recipientID, err)
+			return fmt.Errorf("duty: recipient %d: %w", recipientID, err)
 		}
 		if p.OrgType != directory.HeadOffice {
 			return kernel.Invalid("recipient", "duty.branch_staff", "ID", p.ExternalID)
 		}
 		if err := tx.Where("recipient_id = ?", recipientID).Delete(&DutyFeed{}).Error; err != nil {
-			return fmt.Errorf("models: replace feed: %w", err)
+			return fmt.Errorf("duty: replace feed: %w", err)
 		}
 		return tx.Create(&DutyFeed{RecipientID: recipientID, TokenHash: kernel.HashToken(token), CreatedBy: by}).Error
 	})
@@ -62,10 +62,10 @@ func (s *Store) RotateDutyFeed(ctx context.Context, recipientID int64, by string
 func (s *Store) DeleteDutyFeed(ctx context.Context, recipientID int64) error {
 	res := s.k.Writer(ctx).Where("recipient_id = ?", recipientID).Delete(&DutyFeed{})
 	if res.Error != nil {
-		return fmt.Errorf("models: delete feed: %w", res.Error)
+		return fmt.Errorf("duty: delete feed: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: feed of %d: %w", recipientID, kernel.ErrNotFound)
+		return fmt.Errorf("duty: feed of %d: %w", recipientID, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -74,7 +74,7 @@ func (s *Store) DeleteDutyFeed(ctx context.Context, recipientID int64) error {
 func (s *Store) DutyFeeds(ctx context.Context) (map[int64]DutyFeed, error) {
 	var list []DutyFeed
 	if err := s.k.Reader(ctx).Find(&list).Error; err != nil {
-		return nil, fmt.Errorf("models: feeds: %w", err)
+		return nil, fmt.Errorf("duty: feeds: %w", err)
 	}
 	out := make(map[int64]DutyFeed, len(list))
 	for _, f := range list {
@@ -88,17 +88,17 @@ func (s *Store) DutyFeeds(ctx context.Context) (map[int64]DutyFeed, error) {
 func (s *Store) DutyFeedOwner(ctx context.Context, token string) (*directory.Recipient, error) {
 	var f []DutyFeed
 	if err := s.k.Reader(ctx).Where("token_hash = ?", kernel.HashToken(token)).Limit(1).Find(&f).Error; err != nil {
-		return nil, fmt.Errorf("models: feed: %w", err)
+		return nil, fmt.Errorf("duty: feed: %w", err)
 	}
 	if len(f) == 0 {
-		return nil, fmt.Errorf("models: feed: %w", kernel.ErrNotFound)
+		return nil, fmt.Errorf("duty: feed: %w", kernel.ErrNotFound)
 	}
 	people, err := s.Directory().RecipientsByIDs(ctx, []int64{f[0].RecipientID})
 	if err != nil {
 		return nil, err
 	}
 	if len(people) == 0 || !people[0].Active || people[0].OrgType != directory.HeadOffice {
-		return nil, fmt.Errorf("models: feed owner: %w", kernel.ErrNotFound)
+		return nil, fmt.Errorf("duty: feed owner: %w", kernel.ErrNotFound)
 	}
 	return &people[0], nil
 }

@@ -62,7 +62,7 @@ func (d *Service) DeleteHoliday(ctx context.Context, by audit.Actor, date string
 			return err
 		}
 		if len(list) == 0 {
-			return fmt.Errorf("dispatch: holiday %s: %w", date, kernel.ErrNotFound)
+			return fmt.Errorf("duty: holiday %s: %w", date, kernel.ErrNotFound)
 		}
 		if err := tx.DeleteHoliday(ctx, date); err != nil {
 			return err

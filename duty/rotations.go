@@ -70,7 +70,7 @@ type RotationSpec struct {
 func (s *Store) Rotations(ctx context.Context) ([]Rotation, error) {
 	var out []Rotation
 	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: rotations: %w", err)
+		return nil, fmt.Errorf("duty: rotations: %w", err)
 	}
 	return out, nil
 }
@@ -79,10 +79,10 @@ func (s *Store) Rotations(ctx context.Context) ([]Rotation, error) {
 func (s *Store) RotationByName(ctx context.Context, name string) (*Rotation, error) {
 	var out []Rotation
 	if err := s.k.Reader(ctx).Where("name = ?", name).Limit(1).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: rotation %s: %w", name, err)
+		return nil, fmt.Errorf("duty: rotation %s: %w", name, err)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("models: rotation %s: %w", name, kernel.ErrNotFound)
+		return nil, fmt.Errorf("duty: rotation %s: %w", name, kernel.ErrNotFound)
 	}
 	return &out[0], nil
 }
@@ -97,7 +97,7 @@ func (s *Store) CreateRotation(ctx context.Context, spec RotationSpec) (*Rotatio
 		if kernel.IsDuplicate(err) {
 			return nil, kernel.DuplicateField("name", "rotation.invalid.name_taken")
 		}
-		return nil, fmt.Errorf("models: create rotation: %w", err)
+		return nil, fmt.Errorf("duty: create rotation: %w", err)
 	}
 	return r, nil
 }
@@ -112,10 +112,10 @@ func (s *Store) UpdateRotation(ctx context.Context, name string, spec RotationSp
 	err = s.k.Tx(ctx, func(tx *gorm.DB) error {
 		var old []Rotation
 		if err := tx.Where("name = ?", name).Limit(1).Find(&old).Error; err != nil {
-			return fmt.Errorf("models: rotation %s: %w", name, err)
+			return fmt.Errorf("duty: rotation %s: %w", name, err)
 		}
 		if len(old) == 0 {
-			return fmt.Errorf("models: rotation %s: %w", name, kernel.ErrNotFound)
+			return fmt.Errorf("duty: rotation %s: %w", name, kernel.ErrNotFound)
 		}
 		before = &old[0]
 		after.ID, after.CreatedAt = before.ID, before.CreatedAt
@@ -124,10 +124,10 @@ func (s *Store) UpdateRotation(ctx context.Context, name string, spec RotationSp
 			if kernel.IsDuplicate(res.Error) {
 				return kernel.DuplicateField("name", "rotation.invalid.name_taken")
 			}
-			return fmt.Errorf("models: update rotation: %w", res.Error)
+			return fmt.Errorf("duty: update rotation: %w", res.Error)
 		}
 		if res.RowsAffected != 1 {
-			return fmt.Errorf("models: rotation %s changed meanwhile: %w", name, kernel.ErrStateChanged)
+			return fmt.Errorf("duty: rotation %s changed meanwhile: %w", name, kernel.ErrStateChanged)
 		}
 		return nil
 	})
@@ -141,10 +141,10 @@ func (s *Store) UpdateRotation(ctx context.Context, name string, spec RotationSp
 func (s *Store) DeleteRotation(ctx context.Context, name string) error {
 	res := s.k.Writer(ctx).Where("name = ?", name).Delete(&Rotation{})
 	if res.Error != nil {
-		return fmt.Errorf("models: delete rotation: %w", res.Error)
+		return fmt.Errorf("duty: delete rotation: %w", res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: rotation %s: %w", name, kernel.ErrNotFound)
+		return fmt.Errorf("duty: rotation %s: %w", name, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -465,5 +465,5 @@ func (s *Store) RotationTurnOn(ctx context.Context, name, date string, next int)
 			return d.turnAfter(&d.Rotations[i], t, next), nil
 		}
 	}
-	return nil, fmt.Errorf("models: rotation %s: %w", name, kernel.ErrNotFound)
+	return nil, fmt.Errorf("duty: rotation %s: %w", name, kernel.ErrNotFound)
 }

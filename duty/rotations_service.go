@@ -50,7 +50,7 @@ func (d *Service) checkRotationUnused(ctx context.Context, tx *Store, rotation s
 	}
 	if len(users) > 0 {
 		names := strings.Join(users, ", ")
-		return fmt.Errorf("dispatch: rotation %s is used by escalation policies %s: %w", rotation, names,
+		return fmt.Errorf("duty: rotation %s is used by escalation policies %s: %w", rotation, names,
 			ErrRotationInUse.With("Name", rotation, "Policies", names))
 	}
 	return nil

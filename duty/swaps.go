@@ -67,14 +67,14 @@ func (s *Store) CreateSwap(ctx context.Context, sw *DutySwap) error {
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		sw.ID = 0
 		if err := tx.Create(sw).Error; err != nil {
-			return fmt.Errorf("models: create swap: %w", err)
+			return fmt.Errorf("duty: create swap: %w", err)
 		}
 		for _, o := range sw.Overrides() {
 			if err := tx.Where("date = ? AND recipient_id = ?", o.Date, o.RecipientID).Delete(&DutyOverride{}).Error; err != nil {
-				return fmt.Errorf("models: replace override: %w", err)
+				return fmt.Errorf("duty: replace override: %w", err)
 			}
 			if err := tx.Create(&o).Error; err != nil {
-				return fmt.Errorf("models: swap override: %w", err)
+				return fmt.Errorf("duty: swap override: %w", err)
 			}
 		}
 		return nil
@@ -88,18 +88,18 @@ func (s *Store) DeleteSwap(ctx context.Context, id int64) (*DutySwap, error) {
 	var sw DutySwap
 	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("id = ?", id).Take(&sw).Error; err != nil {
-			return fmt.Errorf("models: swap %d: %w", id, kernel.NotFound(err))
+			return fmt.Errorf("duty: swap %d: %w", id, kernel.NotFound(err))
 		}
 		if err := tx.Where("swap_id = ?", id).Delete(&DutyOverride{}).Error; err != nil {
-			return fmt.Errorf("models: undo swap overrides: %w", err)
+			return fmt.Errorf("duty: undo swap overrides: %w", err)
 		}
 		res := tx.Where("id = ?", id).Delete(&DutySwap{})
 		if res.Error != nil {
-			return fmt.Errorf("models: delete swap: %w", res.Error)
+			return fmt.Errorf("duty: delete swap: %w", res.Error)
 		}
 		if res.RowsAffected != 1 {
 			// Undone meanwhile: there is no such swap any more.
-			return fmt.Errorf("models: swap %d: %w", id, kernel.ErrNotFound)
+			return fmt.Errorf("duty: swap %d: %w", id, kernel.ErrNotFound)
 		}
 		return nil
 	})
@@ -117,7 +117,7 @@ func (s *Store) SwapsByID(ctx context.Context, ids []int64) (map[int64]DutySwap,
 	}
 	var list []DutySwap
 	if err := s.k.Reader(ctx).Where("id IN ?", ids).Find(&list).Error; err != nil {
-		return nil, fmt.Errorf("models: swaps: %w", err)
+		return nil, fmt.Errorf("duty: swaps: %w", err)
 	}
 	for _, sw := range list {
 		out[sw.ID] = sw

@@ -68,13 +68,13 @@ func openSQLite(path string, gcfg *gorm.Config, conns int, pragmas ...string) (*
 	if conns == 1 {
 		pool, err := sql.Open(sqlite.DriverName, dsn)
 		if err != nil {
-			return nil, fmt.Errorf("models: open sqlite %s: %w", path, err)
+			return nil, fmt.Errorf("kernel: open sqlite %s: %w", path, err)
 		}
 		dialector.Conn = newInTurn(pool)
 	}
 	db, err := gorm.Open(dialector, gcfg)
 	if err != nil {
-		return nil, fmt.Errorf("models: open sqlite %s: %w", path, err)
+		return nil, fmt.Errorf("kernel: open sqlite %s: %w", path, err)
 	}
 	sqlDB, _ := db.DB()
 	sqlDB.SetMaxOpenConns(conns)
@@ -144,14 +144,14 @@ func Open(opts Options) (*DB, error) {
 		s.dialect = migrations.MySQL
 		dsn, err := mysqldriver.ParseDSN(opts.MySQLDSN)
 		if err != nil {
-			return nil, fmt.Errorf("models: parse mysql dsn: %w", err)
+			return nil, fmt.Errorf("kernel: parse mysql dsn: %w", err)
 		}
 		// Parameters are sent inline, escaped by the driver for the connection's
 		// character set (utf8mb4), instead of a prepare, execute and close per statement.
 		dsn.InterpolateParams = true
 		s.db, err = gorm.Open(mysql.Open(dsn.FormatDSN()), gcfg)
 		if err != nil {
-			return nil, fmt.Errorf("models: open mysql: %w", err)
+			return nil, fmt.Errorf("kernel: open mysql: %w", err)
 		}
 		sqlDB, _ := s.db.DB()
 		n := opts.MaxOpenConns
@@ -166,7 +166,7 @@ func Open(opts Options) (*DB, error) {
 	}
 	s.dialect = migrations.SQLite
 	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("models: create data dir: %w", err)
+		return nil, fmt.Errorf("kernel: create data dir: %w", err)
 	}
 	path := filepath.Join(opts.DataDir, SQLiteFile)
 	// One writer connection: SQLite has one writer at a time, and a single connection
@@ -210,16 +210,16 @@ func (s *DB) WithStartLock(ctx context.Context, fn func() error) error {
 	}
 	conn, err := s.SQL().Conn(ctx)
 	if err != nil {
-		return fmt.Errorf("models: start lock: %w", err)
+		return fmt.Errorf("kernel: start lock: %w", err)
 	}
 	defer conn.Close()
 	const name = "CONCAT('herald-start:', DATABASE())"
 	var got sql.NullInt64
 	if err := conn.QueryRowContext(ctx, "SELECT GET_LOCK("+name+", ?)", int(startLockWait.Seconds())).Scan(&got); err != nil {
-		return fmt.Errorf("models: start lock: %w", err)
+		return fmt.Errorf("kernel: start lock: %w", err)
 	}
 	if !got.Valid || got.Int64 != 1 {
-		return fmt.Errorf("models: start lock: another process held it for %s (a migration still running?)", startLockWait)
+		return fmt.Errorf("kernel: start lock: another process held it for %s (a migration still running?)", startLockWait)
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK("+name+")")
 	return fn()

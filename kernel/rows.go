@@ -80,7 +80,7 @@ type ModelRows[T any] struct {
 func NewModelRows[T any](table string) *ModelRows[T] {
 	s, err := schema.Parse(new(T), &sync.Map{}, schema.NamingStrategy{})
 	if err != nil {
-		panic(fmt.Sprintf("models: parse %T: %v", *new(T), err))
+		panic(fmt.Sprintf("kernel: parse %T: %v", *new(T), err))
 	}
 	w := &ModelRows[T]{table: table}
 	var names []string
@@ -92,7 +92,7 @@ func NewModelRows[T any](table string) *ModelRows[T] {
 			continue
 		}
 		if f.HasDefaultValue {
-			panic(fmt.Sprintf("models: %s.%s has a database default", table, f.DBName))
+			panic(fmt.Sprintf("kernel: %s.%s has a database default", table, f.DBName))
 		}
 		if (f.AutoCreateTime != 0 || f.AutoUpdateTime != 0) && f.FieldType == reflect.TypeFor[time.Time]() {
 			w.stamps = append(w.stamps, f)
@@ -134,7 +134,7 @@ func ScanJSON(src, dst any) error {
 	case nil:
 		return nil
 	default:
-		return fmt.Errorf("models: cannot scan %T as JSON", src)
+		return fmt.Errorf("kernel: cannot scan %T as JSON", src)
 	}
 	if len(b) == 0 {
 		return nil

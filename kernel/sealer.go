@@ -70,11 +70,11 @@ func (s *Sealer) Open(sealed string, associated []byte) ([]byte, error) {
 // reports that only the previous key opened it, so it should be sealed again.
 func (s *Sealer) OpenAny(sealed string, associated []byte) (plain []byte, stale bool, err error) {
 	if len(sealed) < len(sealPrefix) || sealed[:len(sealPrefix)] != sealPrefix {
-		return nil, false, fmt.Errorf("models: credentials: unknown format: %w", ErrUnreadable)
+		return nil, false, fmt.Errorf("kernel: credentials: unknown format: %w", ErrUnreadable)
 	}
 	raw, err := base64.StdEncoding.DecodeString(sealed[len(sealPrefix):])
 	if err != nil || len(raw) < s.aead.NonceSize() {
-		return nil, false, fmt.Errorf("models: credentials: corrupt: %w", ErrUnreadable)
+		return nil, false, fmt.Errorf("kernel: credentials: corrupt: %w", ErrUnreadable)
 	}
 	n := s.aead.NonceSize()
 	if plain, err = s.aead.Open(nil, raw[:n], raw[n:], associated); err == nil {
@@ -85,7 +85,7 @@ func (s *Sealer) OpenAny(sealed string, associated []byte) (plain []byte, stale 
 			return plain, true, nil
 		}
 	}
-	return nil, false, fmt.Errorf("models: %w (was HERALD_SECRET_KEY changed without HERALD_SECRET_KEY_PREVIOUS, or the value copied from another row?)", ErrUnreadable)
+	return nil, false, fmt.Errorf("kernel: %w (was HERALD_SECRET_KEY changed without HERALD_SECRET_KEY_PREVIOUS, or the value copied from another row?)", ErrUnreadable)
 }
 
 // HasPrevious reports whether a previous key is held: whether a key is being rotated,

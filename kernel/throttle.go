@@ -38,12 +38,12 @@ func (s *DB) TakeHit(ctx context.Context, key string, start time.Time, limit int
 	// deadlock when several requests create the same row at once.
 	err := db.Create(&ThrottleWindow{ThrottleKey: key, WindowStart: start}).Error
 	if err != nil && !IsDuplicate(err) {
-		return false, fmt.Errorf("models: throttle %s: %w", key, err)
+		return false, fmt.Errorf("kernel: throttle %s: %w", key, err)
 	}
 	res := db.Model(&ThrottleWindow{}).Where("throttle_key = ? AND window_start = ? AND hits < ?", key, start, limit).
 		Update("hits", gorm.Expr("hits + 1"))
 	if res.Error != nil {
-		return false, fmt.Errorf("models: throttle %s: %w", key, res.Error)
+		return false, fmt.Errorf("kernel: throttle %s: %w", key, res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }
@@ -54,7 +54,7 @@ func (s *DB) GiveBackHit(ctx context.Context, key string, start time.Time) error
 	err := s.Writer(ctx).Model(&ThrottleWindow{}).Where("throttle_key = ? AND window_start = ? AND hits > 0", key, start).
 		Update("hits", gorm.Expr("hits - 1")).Error
 	if err != nil {
-		return fmt.Errorf("models: throttle %s: give back: %w", key, err)
+		return fmt.Errorf("kernel: throttle %s: give back: %w", key, err)
 	}
 	return nil
 }
@@ -67,7 +67,7 @@ func (s *DB) Hits(ctx context.Context, key string, start time.Time) (int, error)
 		return 0, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("models: throttle %s: %w", key, err)
+		return 0, fmt.Errorf("kernel: throttle %s: %w", key, err)
 	}
 	return w.Hits, nil
 }
@@ -75,7 +75,7 @@ func (s *DB) Hits(ctx context.Context, key string, start time.Time) (int, error)
 // DeleteThrottleWindowsBefore prunes windows that started before a time.
 func (s *DB) DeleteThrottleWindowsBefore(ctx context.Context, before time.Time) error {
 	if err := s.Writer(ctx).Where("window_start < ?", before.UTC()).Delete(&ThrottleWindow{}).Error; err != nil {
-		return fmt.Errorf("models: prune throttle windows: %w", err)
+		return fmt.Errorf("kernel: prune throttle windows: %w", err)
 	}
 	return nil
 }

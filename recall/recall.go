@@ -36,7 +36,7 @@ func (s *Store) RecallMessage(ctx context.Context, m *models.Message, by string,
 		id := m.ID
 		ev := models.NewEvent(*m.CallbackKeyID, models.EventMessageRecalled, &id, m.BatchID, string(models.StatusRecalled), "", now)
 		if err := tx.Create(&ev).Error; err != nil {
-			return fmt.Errorf("models: record recall of message %s: %w", m.ID, err)
+			return fmt.Errorf("recall: record recall of message %s: %w", m.ID, err)
 		}
 		return nil
 	})
@@ -54,7 +54,7 @@ func (s *Store) BatchMessagesIn(ctx context.Context, batchID string, states []mo
 	var out []models.Message
 	err := s.k.Reader(ctx).Where("batch_id = ? AND status IN ?", batchID, states).Order("id").Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: messages of batch %s in %v: %w", batchID, states, err)
+		return nil, fmt.Errorf("recall: messages of batch %s in %v: %w", batchID, states, err)
 	}
 	return out, nil
 }
@@ -66,7 +66,7 @@ func (s *Store) SentInCall(ctx context.Context, batchID string, accountID int64,
 	err := s.k.Reader(ctx).Where("batch_id = ? AND account_id = ? AND provider_message_id = ? AND status = ?",
 		batchID, accountID, providerID, models.StatusSent).Order("id").Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: messages of call %s in batch %s: %w", providerID, batchID, err)
+		return nil, fmt.Errorf("recall: messages of call %s in batch %s: %w", providerID, batchID, err)
 	}
 	return out, nil
 }
@@ -170,7 +170,7 @@ func (s *Store) CreateRecallRequest(ctx context.Context, r *RecallRequest) error
 	}
 	r.RequestedBy, r.Requester = kernel.Truncate(r.RequestedBy, 128), kernel.Truncate(r.Requester, 64)
 	if err := s.k.Writer(ctx).Create(r).Error; err != nil {
-		return fmt.Errorf("models: record recall request of batch %s: %w", r.BatchID, err)
+		return fmt.Errorf("recall: record recall request of batch %s: %w", r.BatchID, err)
 	}
 	return nil
 }
@@ -179,7 +179,7 @@ func (s *Store) CreateRecallRequest(ctx context.Context, r *RecallRequest) error
 func (s *Store) LatestRecallRequest(ctx context.Context, batchID string) (*RecallRequest, error) {
 	var list []RecallRequest
 	if err := s.k.Reader(ctx).Where("batch_id = ?", batchID).Order("id DESC").Limit(1).Find(&list).Error; err != nil {
-		return nil, fmt.Errorf("models: recall request of batch %s: %w", batchID, err)
+		return nil, fmt.Errorf("recall: recall request of batch %s: %w", batchID, err)
 	}
 	if len(list) == 0 {
 		return nil, nil
@@ -193,7 +193,7 @@ func (s *Store) RecallRequestsAwaiting(ctx context.Context, now time.Time, limit
 	var out []RecallRequest
 	if err := s.k.Reader(ctx).Where("status = ? AND (expires_at IS NULL OR expires_at > ?)", RecallAwaiting, now.UTC()).
 		Order("created_at, id").Limit(limit).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: recall requests awaiting approval: %w", err)
+		return nil, fmt.Errorf("recall: recall requests awaiting approval: %w", err)
 	}
 	return out, nil
 }
@@ -206,10 +206,10 @@ func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by,
 		Where("id = ? AND status IN ? AND (expires_at IS NULL OR expires_at > ?)", id, models.ApprovalDecidable, now.UTC()).
 		Updates(map[string]any{"status": decision, "decided_by": kernel.Truncate(by, 128), "decided_at": now.UTC(), "decision_note": kernel.Truncate(note, 255)})
 	if res.Error != nil {
-		return fmt.Errorf("models: decide recall request %d: %w", id, res.Error)
+		return fmt.Errorf("recall: decide recall request %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: decide recall request %d: %w", id, kernel.ErrStateChanged)
+		return fmt.Errorf("recall: decide recall request %d: %w", id, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -222,7 +222,7 @@ func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]Reca
 	err := s.k.Reader(ctx).Where("status IN ? AND expires_at IS NOT NULL AND expires_at <= ?", models.ApprovalExpirable, now.UTC()).
 		Order("expires_at, id").Limit(100).Find(&lapsed).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: lapsed recall requests: %w", err)
+		return nil, fmt.Errorf("recall: lapsed recall requests: %w", err)
 	}
 	var expired []RecallRequest
 	for _, r := range lapsed {
@@ -232,7 +232,7 @@ func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]Reca
 			res := tx.Writer(ctx).Model(&RecallRequest{}).Where("id = ? AND status IN ?", r.ID, models.ApprovalExpirable).
 				Updates(map[string]any{"status": models.RecallExpired, "decided_at": now.UTC()})
 			if res.Error != nil {
-				return fmt.Errorf("models: expire recall request %d: %w", r.ID, res.Error)
+				return fmt.Errorf("recall: expire recall request %d: %w", r.ID, res.Error)
 			}
 			if res.RowsAffected == 0 {
 				return kernel.ErrStateChanged
@@ -253,7 +253,7 @@ func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]Reca
 // RecordRecallResult keeps what an approved recall request did.
 func (s *Store) RecordRecallResult(ctx context.Context, id int64, c RecallCounts) error {
 	if err := s.k.Writer(ctx).Model(&RecallRequest{}).Where("id = ?", id).Update("result", c).Error; err != nil {
-		return fmt.Errorf("models: record result of recall request %d: %w", id, err)
+		return fmt.Errorf("recall: record result of recall request %d: %w", id, err)
 	}
 	return nil
 }

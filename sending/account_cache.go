@@ -76,7 +76,7 @@ func (c *AccountCache) read(ctx context.Context, key string, generation uint64, 
 	}
 	if a.Unreadable {
 		// Nothing sends through an account whose credentials no key opens.
-		return nil, fmt.Errorf("models: account %s: %w", a.Name, kernel.ErrUnreadable)
+		return nil, fmt.Errorf("sending: account %s: %w", a.Name, kernel.ErrUnreadable)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -126,13 +126,13 @@ func (s *Store) insertAccount(tx *gorm.DB, a *Account) error {
 		if kernel.IsDuplicate(err) {
 			return kernel.DuplicateField("name", "validation.name_taken_account")
 		}
-		return fmt.Errorf("models: create account %s: %w", a.Name, err)
+		return fmt.Errorf("sending: create account %s: %w", a.Name, err)
 	}
 	if err := s.sealConfig(a); err != nil {
-		return fmt.Errorf("models: seal account %s: %w", a.Name, err)
+		return fmt.Errorf("sending: seal account %s: %w", a.Name, err)
 	}
 	if err := tx.Model(&Account{}).Where("id = ?", a.ID).UpdateColumn("config_enc", a.ConfigEnc).Error; err != nil {
-		return fmt.Errorf("models: seal account %s: %w", a.Name, err)
+		return fmt.Errorf("sending: seal account %s: %w", a.Name, err)
 	}
 	return nil
 }
@@ -141,10 +141,10 @@ func (s *Store) insertAccount(tx *gorm.DB, a *Account) error {
 func (s *Store) AccountByID(ctx context.Context, id int64) (*Account, error) {
 	var a Account
 	if err := s.k.Reader(ctx).First(&a, id).Error; err != nil {
-		return nil, fmt.Errorf("models: account %d: %w", id, kernel.NotFound(err))
+		return nil, fmt.Errorf("sending: account %d: %w", id, kernel.NotFound(err))
 	}
 	if err := s.openConfig(&a); err != nil {
-		return nil, fmt.Errorf("models: %w", err)
+		return nil, fmt.Errorf("sending: %w", err)
 	}
 	return &a, nil
 }
@@ -154,11 +154,11 @@ func (s *Store) AccountByID(ctx context.Context, id int64) (*Account, error) {
 func (s *Store) EnabledAccounts(ctx context.Context) ([]Account, error) {
 	var out []Account
 	if err := s.k.Reader(ctx).Where("enabled = ?", true).Order("name").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: list accounts: %w", err)
+		return nil, fmt.Errorf("sending: list accounts: %w", err)
 	}
 	for i := range out {
 		if err := s.openOrFlag(&out[i]); err != nil {
-			return nil, fmt.Errorf("models: %w", err)
+			return nil, fmt.Errorf("sending: %w", err)
 		}
 	}
 	return out, nil
@@ -169,10 +169,10 @@ func (s *Store) EnabledAccounts(ctx context.Context) ([]Account, error) {
 func (s *Store) AccountByName(ctx context.Context, name string) (*Account, error) {
 	var a Account
 	if err := s.k.Reader(ctx).Where("name = ?", name).First(&a).Error; err != nil {
-		return nil, fmt.Errorf("models: account %s: %w", name, kernel.NotFound(err))
+		return nil, fmt.Errorf("sending: account %s: %w", name, kernel.NotFound(err))
 	}
 	if err := s.openOrFlag(&a); err != nil {
-		return nil, fmt.Errorf("models: %w", err)
+		return nil, fmt.Errorf("sending: %w", err)
 	}
 	return &a, nil
 }
@@ -182,10 +182,10 @@ func (s *Store) DefaultAccount(ctx context.Context, platform string) (*Account, 
 	var a Account
 	err := s.k.Reader(ctx).Where("platform = ? AND is_default = ?", platform, true).Order("id").First(&a).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: default account of %s: %w", platform, kernel.NotFound(err))
+		return nil, fmt.Errorf("sending: default account of %s: %w", platform, kernel.NotFound(err))
 	}
 	if err := s.openConfig(&a); err != nil {
-		return nil, fmt.Errorf("models: %w", err)
+		return nil, fmt.Errorf("sending: %w", err)
 	}
 	return &a, nil
 }
@@ -226,11 +226,11 @@ func limitInvalid(err error) error {
 func (s *Store) Accounts(ctx context.Context) ([]Account, error) {
 	var out []Account
 	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: list accounts: %w", err)
+		return nil, fmt.Errorf("sending: list accounts: %w", err)
 	}
 	for i := range out {
 		if err := s.openOrFlag(&out[i]); err != nil {
-			return nil, fmt.Errorf("models: %w", err)
+			return nil, fmt.Errorf("sending: %w", err)
 		}
 	}
 	return out, nil
@@ -248,14 +248,14 @@ func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
 			err := tx.Model(&Account{}).Where("platform = ? AND is_default = ? AND id <> ?", a.Platform, true, a.ID).
 				Update("is_default", false).Error
 			if err != nil {
-				return fmt.Errorf("models: clear default account: %w", err)
+				return fmt.Errorf("sending: clear default account: %w", err)
 			}
 		}
 		if created {
 			return s.insertAccount(tx, a)
 		}
 		if err := s.sealConfig(a); err != nil {
-			return fmt.Errorf("models: seal account %s: %w", a.Name, err)
+			return fmt.Errorf("sending: seal account %s: %w", a.Name, err)
 		}
 		a.UpdatedAt = kernel.Now()
 		// Every column but the key and the creation time; the new seal always differs
@@ -266,10 +266,10 @@ func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
 			return kernel.DuplicateField("name", "validation.name_taken_account")
 		}
 		if res.Error != nil {
-			return fmt.Errorf("models: save account %s: %w", a.Name, res.Error)
+			return fmt.Errorf("sending: save account %s: %w", a.Name, res.Error)
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("models: save account %s: %w", a.Name, kernel.ErrStateChanged)
+			return fmt.Errorf("sending: save account %s: %w", a.Name, kernel.ErrStateChanged)
 		}
 		return nil
 	})
@@ -289,10 +289,10 @@ func (s *Store) SetAccountEnabled(ctx context.Context, id int64, enabled bool) e
 	res := s.k.Writer(ctx).Model(&Account{}).Where("id = ?", id).
 		Updates(map[string]any{"enabled": enabled, "updated_at": kernel.Now()})
 	if res.Error != nil {
-		return fmt.Errorf("models: enable account %d: %w", id, res.Error)
+		return fmt.Errorf("sending: enable account %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: account %d: %w", id, kernel.ErrNotFound)
+		return fmt.Errorf("sending: account %d: %w", id, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -311,7 +311,7 @@ func (s *Store) ResealAccounts(ctx context.Context) (int, error) {
 	}
 	var rows []Account
 	if err := q.Find(&rows).Error; err != nil {
-		return 0, fmt.Errorf("models: list accounts to re-seal: %w", err)
+		return 0, fmt.Errorf("sending: list accounts to re-seal: %w", err)
 	}
 	n := 0
 	for _, a := range rows {
@@ -327,7 +327,7 @@ func (s *Store) ResealAccounts(ctx context.Context) (int, error) {
 			Where("id = ? AND seal_version = ? AND config_enc = ?", a.ID, a.SealVersion, a.ConfigEnc).
 			UpdateColumns(map[string]any{"config_enc": s.k.Sealer().Seal(plain, sealedFor(a.ID, configField)), "seal_version": sealBound})
 		if res.Error != nil {
-			return n, fmt.Errorf("models: re-seal account %s: %w", a.Name, res.Error)
+			return n, fmt.Errorf("sending: re-seal account %s: %w", a.Name, res.Error)
 		}
 		n += int(res.RowsAffected)
 	}
@@ -338,7 +338,7 @@ func (s *Store) ResealAccounts(ctx context.Context) (int, error) {
 func (s *Store) UnreadableAccounts(ctx context.Context) ([]string, error) {
 	var rows []Account
 	if err := s.k.Reader(ctx).Select("id", "name", "config_enc", "seal_version").Order("name").Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("models: list accounts: %w", err)
+		return nil, fmt.Errorf("sending: list accounts: %w", err)
 	}
 	var names []string
 	for i := range rows {
@@ -361,17 +361,17 @@ func (s *Store) DeleteAccount(ctx context.Context, id int64) error {
 		err := tx.Table("messages").Where("account_id = ? AND status IN ?", id,
 			[]delivery.Status{delivery.Pending, delivery.Held, delivery.Sending, delivery.Failed}).Count(&n).Error
 		if err != nil {
-			return fmt.Errorf("models: count undelivered of account %d: %w", id, err)
+			return fmt.Errorf("sending: count undelivered of account %d: %w", id, err)
 		}
 		if n > 0 {
-			return fmt.Errorf("models: account %d has %d undelivered messages: %w", id, n, ErrInUse)
+			return fmt.Errorf("sending: account %d has %d undelivered messages: %w", id, n, ErrInUse)
 		}
 		res := tx.Delete(&Account{}, id)
 		if res.Error != nil {
-			return fmt.Errorf("models: delete account %d: %w", id, res.Error)
+			return fmt.Errorf("sending: delete account %d: %w", id, res.Error)
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("models: account %d: %w", id, kernel.ErrNotFound)
+			return fmt.Errorf("sending: account %d: %w", id, kernel.ErrNotFound)
 		}
 		return nil
 	})
@@ -382,7 +382,7 @@ func (s *Store) SetAccountHealth(ctx context.Context, id int64, healthy bool, no
 	err := s.k.Writer(ctx).Model(&Account{}).Where("id = ? AND healthy <> ?", id, healthy).
 		Updates(map[string]any{"healthy": healthy, "health_note": kernel.Truncate(note, 255)}).Error
 	if err != nil {
-		return fmt.Errorf("models: account %d health: %w", id, err)
+		return fmt.Errorf("sending: account %d health: %w", id, err)
 	}
 	return nil
 }

@@ -177,7 +177,7 @@ func accountFromInput(in AccountInput, old *Account) (*Account, error) {
 		if _, ok := errors.AsType[*kernel.FieldError](err); ok {
 			return nil, err
 		}
-		return nil, fmt.Errorf("dispatch: account %s: %w", a.Name, err)
+		return nil, fmt.Errorf("sending: account %s: %w", a.Name, err)
 	}
 	if len(kept) > 0 {
 		if changed := channels.DestinationChanges(a.Platform, old.Config, a.Config); len(changed) > 0 {

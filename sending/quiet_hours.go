@@ -64,7 +64,7 @@ func (q *QuietHours) Scan(v any) error {
 	case []byte:
 		s = string(x)
 	default:
-		return fmt.Errorf("models: quiet hours from %T", v)
+		return fmt.Errorf("sending: quiet hours from %T", v)
 	}
 	*q = QuietHours{}
 	if s == "" {
@@ -72,7 +72,7 @@ func (q *QuietHours) Scan(v any) error {
 	}
 	start, end, ok := strings.Cut(s, "-")
 	if !ok {
-		return fmt.Errorf("models: quiet hours %q", s)
+		return fmt.Errorf("sending: quiet hours %q", s)
 	}
 	q.Start, q.End = start, end
 	return nil

@@ -97,11 +97,11 @@ func (p *RetryPolicy) Scan(v any) error {
 	case []byte:
 		b = x
 	default:
-		return fmt.Errorf("models: retry policy: cannot scan %T", v)
+		return fmt.Errorf("sending: retry policy: cannot scan %T", v)
 	}
 	var out RetryPolicy
 	if err := json.Unmarshal(b, &out); err != nil {
-		return fmt.Errorf("models: retry policy: %w", err)
+		return fmt.Errorf("sending: retry policy: %w", err)
 	}
 	*p = out // Value stored it compacted
 	return nil

@@ -97,7 +97,7 @@ func (s *Store) CreateSilence(ctx context.Context, sil *Silence) error {
 	now := kernel.Now()
 	sil.CreatedAt, sil.UpdatedAt, sil.Version = now, now, 1
 	if err := s.k.Writer(ctx).Create(sil).Error; err != nil {
-		return fmt.Errorf("models: create silence: %w", err)
+		return fmt.Errorf("silence: create silence: %w", err)
 	}
 	return nil
 }
@@ -113,10 +113,10 @@ func (s *Store) UpdateSilence(ctx context.Context, sil *Silence) error {
 			"on_end": sil.OnEnd, "approval": sil.Approval, "approval_reasons": sil.ApprovalReasons, "makers": sil.Makers,
 			"decided_by": "", "decided_at": nil, "version": gorm.Expr("version + 1"), "updated_at": sil.UpdatedAt})
 	if res.Error != nil {
-		return fmt.Errorf("models: update silence %d: %w", sil.ID, res.Error)
+		return fmt.Errorf("silence: update silence %d: %w", sil.ID, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: update silence %d: %w", sil.ID, kernel.ErrStateChanged)
+		return fmt.Errorf("silence: update silence %d: %w", sil.ID, kernel.ErrStateChanged)
 	}
 	sil.Version++
 	return nil
@@ -135,7 +135,7 @@ func (s *Store) LiveSilenceCounts(ctx context.Context, keyID int64, createdBy st
 	err = s.k.Writer(ctx).Model(&Silence{}).Clauses(clause.Locking{Strength: "UPDATE"}).Select("api_key_id, created_by").
 		Where(silenceWhere("", silenceOpen)).Scan(&rows).Error
 	if err != nil {
-		return 0, 0, fmt.Errorf("models: count live silences: %w", err)
+		return 0, 0, fmt.Errorf("silence: count live silences: %w", err)
 	}
 	for _, r := range rows {
 		if (keyID != 0 && r.APIKeyID != nil && *r.APIKeyID == keyID) || (keyID == 0 && r.APIKeyID == nil && r.CreatedBy == createdBy) {
@@ -157,7 +157,7 @@ func (s *Store) CreatorSilences(ctx context.Context, keyID int64, createdBy stri
 		q = q.Where("created_by = ? AND api_key_id IS NULL", createdBy)
 	}
 	if err := q.Order("id").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: silences of %s: %w", createdBy, err)
+		return nil, fmt.Errorf("silence: silences of %s: %w", createdBy, err)
 	}
 	return out, nil
 }
@@ -166,7 +166,7 @@ func (s *Store) CreatorSilences(ctx context.Context, keyID int64, createdBy stri
 func (s *Store) SilenceByID(ctx context.Context, id int64) (*Silence, error) {
 	var sil Silence
 	if err := s.k.Reader(ctx).Where("id = ?", id).First(&sil).Error; err != nil {
-		return nil, fmt.Errorf("models: silence %d: %w", id, kernel.NotFound(err))
+		return nil, fmt.Errorf("silence: silence %d: %w", id, kernel.NotFound(err))
 	}
 	return &sil, nil
 }
@@ -180,7 +180,7 @@ func (s *Store) Silences(ctx context.Context, ownKey int64, endedAfter time.Time
 		q = q.Where("api_key_id = ?", ownKey)
 	}
 	if err := q.Order("id DESC").Limit(limit).Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: silences: %w", err)
+		return nil, fmt.Errorf("silence: silences: %w", err)
 	}
 	return out, nil
 }
@@ -192,7 +192,7 @@ func (s *Store) LiveSilences(ctx context.Context) ([]Silence, error) {
 	var out []Silence
 	err := s.k.Reader(ctx).Where(silenceWhere("", []silenceStage{silenceLive})).Order("id").Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: live silences: %w", err)
+		return nil, fmt.Errorf("silence: live silences: %w", err)
 	}
 	return out, nil
 }
@@ -203,10 +203,10 @@ func (s *Store) ExpireSilence(ctx context.Context, id int64, by string, now time
 	res := s.k.Writer(ctx).Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceOpen)).
 		Updates(map[string]any{"expired_at": now.UTC(), "expired_by": kernel.Truncate(by, 128), "updated_at": now.UTC()})
 	if res.Error != nil {
-		return fmt.Errorf("models: expire silence %d: %w", id, res.Error)
+		return fmt.Errorf("silence: expire silence %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: expire silence %d: %w", id, kernel.ErrStateChanged)
+		return fmt.Errorf("silence: expire silence %d: %w", id, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -223,10 +223,10 @@ func (s *Store) DecideSilence(ctx context.Context, id int64, decision, by string
 	res := s.k.Writer(ctx).Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceTable.From(move))).
 		Updates(upd)
 	if res.Error != nil {
-		return fmt.Errorf("models: decide silence %d: %w", id, res.Error)
+		return fmt.Errorf("silence: decide silence %d: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: decide silence %d: %w", id, kernel.ErrStateChanged)
+		return fmt.Errorf("silence: decide silence %d: %w", id, kernel.ErrStateChanged)
 	}
 	return nil
 }
@@ -238,7 +238,7 @@ func (s *Store) DueSilenceEnds(ctx context.Context, now time.Time) ([]Silence, e
 	now = now.UTC()
 	err := s.k.Reader(ctx).Where(silenceWhere("", silenceEndable)).Where("(ends_at <= ? OR expired_at <= ?)", now, now).Order("id").Find(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: silences due to end: %w", err)
+		return nil, fmt.Errorf("silence: silences due to end: %w", err)
 	}
 	return out, nil
 }
@@ -250,10 +250,10 @@ func (s *Store) EndSilence(ctx context.Context, id int64, now time.Time) (int, e
 	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceEndable)).Update("ended_at", now.UTC())
 		if res.Error != nil {
-			return fmt.Errorf("models: end silence %d: %w", id, res.Error)
+			return fmt.Errorf("silence: end silence %d: %w", id, res.Error)
 		}
 		if res.RowsAffected == 0 {
-			return fmt.Errorf("models: end silence %d: %w", id, kernel.ErrStateChanged)
+			return fmt.Errorf("silence: end silence %d: %w", id, kernel.ErrStateChanged)
 		}
 		return tx.Table("message_silences AS ms").Joins("JOIN messages m ON m.id = ms.message_id").
 			Where("ms.silence_id = ? AND m.status = ?", id, models.StatusHeld).Count(&held).Error
@@ -300,7 +300,7 @@ func (s *Store) SilenceSubjects(ctx context.Context, ids []string, dueBy time.Ti
 	err := s.k.Reader(ctx).Table("messages AS m").Select(subjectColumns).Joins(subjectJoins).
 		Where("m.id IN ? AND m.status IN ? AND m.next_attempt_at <= ?", ids, delivery.Holdable, dueBy.UTC()).Scan(&rows).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: silence subjects: %w", err)
+		return nil, fmt.Errorf("silence: silence subjects: %w", err)
 	}
 	out := make(map[string]delivery.Subject, len(rows))
 	for _, r := range rows {
@@ -327,7 +327,7 @@ func (s *Store) RecentSubjects(ctx context.Context, since time.Time, max int, fn
 			q = q.Where("(m.created_at > ? OR (m.created_at = ? AND m.id > ?))", after, after, afterID)
 		}
 		if err := q.Order("m.created_at, m.id").Limit(subjectPage).Scan(&rows).Error; err != nil {
-			return false, fmt.Errorf("models: recent silence subjects: %w", err)
+			return false, fmt.Errorf("silence: recent silence subjects: %w", err)
 		}
 		for _, r := range rows {
 			if seen == max {
@@ -360,7 +360,7 @@ func stillHolding(tx *gorm.DB, holds map[string][]int64) (map[string][]int64, er
 	var live []int64
 	if err := tx.Model(&Silence{}).Where("id IN ?", sids).Where(silenceWhere("", silenceOpen)).
 		Pluck("id", &live).Error; err != nil {
-		return nil, fmt.Errorf("models: silences still holding: %w", err)
+		return nil, fmt.Errorf("silence: silences still holding: %w", err)
 	}
 	out := make(map[string][]int64, len(holds))
 	for id, list := range holds {
@@ -413,7 +413,7 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 			Updates(map[string]any{"status": models.StatusHeld, "next_attempt_at": nil, "claim_token": token,
 				"task_id": "", "updated_at": now})
 		if res.Error != nil {
-			return fmt.Errorf("models: hold messages: %w", res.Error)
+			return fmt.Errorf("silence: hold messages: %w", res.Error)
 		}
 		if res.RowsAffected == 0 {
 			return nil
@@ -421,7 +421,7 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		var rows []models.Message
 		if err := tx.Select("id, batch_id, callback_key_id").Where("id IN ? AND status = ? AND claim_token = ?", ids, models.StatusHeld, token).
 			Find(&rows).Error; err != nil {
-			return fmt.Errorf("models: held messages: %w", err)
+			return fmt.Errorf("silence: held messages: %w", err)
 		}
 		var links []MessageSilence
 		var events []models.CallbackEvent
@@ -439,11 +439,11 @@ func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 			}
 		}
 		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(links, kernel.InsertChunk).Error; err != nil {
-			return fmt.Errorf("models: record silences of held messages: %w", err)
+			return fmt.Errorf("silence: record silences of held messages: %w", err)
 		}
 		if len(events) > 0 {
 			if err := tx.CreateInBatches(events, kernel.InsertChunk).Error; err != nil {
-				return fmt.Errorf("models: record held events: %w", err)
+				return fmt.Errorf("silence: record held events: %w", err)
 			}
 		}
 		return nil
@@ -479,7 +479,7 @@ func (s *Store) FreeHeldMessages(ctx context.Context, limit int) ([]FreeHeld, er
 			"WHERE ms.message_id = m.id AND "+holding.SQL+")", append([]any{models.StatusHeld}, holding.Vars...)...).
 		Order(priorityRank + ", m.id").Limit(limit).Scan(&out).Error
 	if err != nil {
-		return nil, fmt.Errorf("models: held messages free to go: %w", err)
+		return nil, fmt.Errorf("silence: held messages free to go: %w", err)
 	}
 	return out, nil
 }
@@ -509,7 +509,7 @@ func (s *Store) ReleaseHeld(ctx context.Context, releases []Release, cancel []st
 				Updates(map[string]any{"status": models.StatusPending, "next_attempt_at": r.DueAt.UTC(), "task_id": r.TaskID,
 					"claim_token": models.UnclaimedToken, "updated_at": now})
 			if res.Error != nil {
-				return fmt.Errorf("models: release held messages: %w", res.Error)
+				return fmt.Errorf("silence: release held messages: %w", res.Error)
 			}
 			if res.RowsAffected == 0 {
 				continue
@@ -517,7 +517,7 @@ func (s *Store) ReleaseHeld(ctx context.Context, releases []Release, cancel []st
 			// The task id is this release's own: it tells the rows moved here.
 			if err := tx.Model(&models.Message{}).Where("id IN ? AND task_id = ?", r.IDs, r.TaskID).Order("id").
 				Pluck("id", &moved[i]).Error; err != nil {
-				return fmt.Errorf("models: released messages: %w", err)
+				return fmt.Errorf("silence: released messages: %w", err)
 			}
 		}
 		if len(cancel) == 0 {
@@ -527,7 +527,7 @@ func (s *Store) ReleaseHeld(ctx context.Context, releases []Release, cancel []st
 			Updates(map[string]any{"status": models.StatusCancelled, "last_error": "cancelled at the end of the silence that held it",
 				"updated_at": now})
 		if res.Error != nil {
-			return fmt.Errorf("models: cancel held messages: %w", res.Error)
+			return fmt.Errorf("silence: cancel held messages: %w", res.Error)
 		}
 		cancelled = int(res.RowsAffected)
 		return models.RecordCancelled(tx, "id IN ?", cancel, now)
@@ -550,7 +550,7 @@ func (s *Store) HeldCounts(ctx context.Context, ids []int64) (ever, now map[int6
 		Select("ms.silence_id, COUNT(*) AS ever, COALESCE(SUM(CASE WHEN m.status = ? THEN 1 ELSE 0 END), 0) AS now", models.StatusHeld).
 		Where("ms.silence_id IN ?", ids).Group("ms.silence_id").Scan(&rows).Error
 	if err != nil {
-		return nil, nil, fmt.Errorf("models: held counts: %w", err)
+		return nil, nil, fmt.Errorf("silence: held counts: %w", err)
 	}
 	for _, r := range rows {
 		ever[r.SilenceID], now[r.SilenceID] = r.Ever, r.Now
@@ -563,7 +563,7 @@ func (s *Store) SilencesOfMessage(ctx context.Context, messageID string) ([]int6
 	var ids []int64
 	if err := s.k.Reader(ctx).Model(&MessageSilence{}).Where("message_id = ?", messageID).Order("silence_id").
 		Pluck("silence_id", &ids).Error; err != nil {
-		return nil, fmt.Errorf("models: silences of message %s: %w", messageID, err)
+		return nil, fmt.Errorf("silence: silences of message %s: %w", messageID, err)
 	}
 	return ids, nil
 }

@@ -51,12 +51,12 @@ const (
 // ErrSilenceEnded refuses expiring a silence that has ended already, before the call
 // or meanwhile; it is a case of kernel.ErrStateChanged.
 var ErrSilenceEnded = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "silence_expired", Key: "silences.api.expired",
-	Err: kernel.ErrStateChanged, Text: "dispatch: the silence has ended"})
+	Err: kernel.ErrStateChanged, Text: "silence: the silence has ended"})
 
 // ErrOwnSilence refuses a decision on a silence by a person who made it; it is made
 // With the silence's ID, which its message names.
 var ErrOwnSilence = kernel.Declare(kernel.DomainError{Kind: kernel.KindForbidden, Code: "forbidden", Key: "silences.notice.own",
-	Text: "dispatch: the maker of a silence cannot decide on it"})
+	Text: "silence: the maker of a silence cannot decide on it"})
 
 // SilenceInput is a silence as a person writes it.
 type SilenceInput struct {
@@ -295,7 +295,7 @@ func (d *Service) Silence(ctx context.Context, by audit.Actor, id int64) (*Silen
 		return nil, err
 	}
 	if own := by.OwnKey(); own != 0 && (sil.APIKeyID == nil || *sil.APIKeyID != own) {
-		return nil, fmt.Errorf("dispatch: silence %d of another key: %w", id, kernel.ErrNotFound)
+		return nil, fmt.Errorf("silence: silence %d of another key: %w", id, kernel.ErrNotFound)
 	}
 	return sil, nil
 }
@@ -368,7 +368,7 @@ func (d *Service) ExpireSilence(ctx context.Context, by audit.Actor, id int64) (
 	}
 	now := d.now()
 	if sil.State(now) == delivery.SilenceExpired {
-		return nil, fmt.Errorf("dispatch: expire silence %d: %w", id, ErrSilenceEnded)
+		return nil, fmt.Errorf("silence: expire silence %d: %w", id, ErrSilenceEnded)
 	}
 	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
 		if err := tx.ExpireSilence(ctx, id, by.Name, now); err != nil {
@@ -378,7 +378,7 @@ func (d *Service) ExpireSilence(ctx context.Context, by audit.Actor, id int64) (
 		return nil
 	})
 	if errors.Is(err, kernel.ErrStateChanged) {
-		return nil, fmt.Errorf("dispatch: expire silence %d: %w", id, ErrSilenceEnded)
+		return nil, fmt.Errorf("silence: expire silence %d: %w", id, ErrSilenceEnded)
 	}
 	if err != nil {
 		return nil, err

@@ -235,7 +235,7 @@ func (c *Compiled) execute(ctx context.Context, platform string, tp executer, da
 	c.running = newBudget(ctx, platform)
 	if err := tp.Execute(c.running, data); err != nil {
 		if ctx.Err() != nil {
-			return "", fmt.Errorf("dispatch: render template %s: %w", c.tmpl.Name, ctx.Err())
+			return "", fmt.Errorf("templates: render template %s: %w", c.tmpl.Name, ctx.Err())
 		}
 		return "", templateError(tp.Name(), err)
 	}

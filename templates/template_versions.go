@@ -51,19 +51,19 @@ func (s *Store) AddTemplateVersion(ctx context.Context, t *Template, actor strin
 	// Raw: the model's Version is read-only, so that a template's own save never writes it.
 	res := db.Exec("UPDATE templates SET version = version + 1 WHERE id = ?", t.ID)
 	if res.Error != nil {
-		return nil, fmt.Errorf("models: count version of template %s: %w", t.Name, res.Error)
+		return nil, fmt.Errorf("templates: count version of template %s: %w", t.Name, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return nil, fmt.Errorf("models: template %s: %w", t.Name, kernel.ErrNotFound)
+		return nil, fmt.Errorf("templates: template %s: %w", t.Name, kernel.ErrNotFound)
 	}
 	var n int
 	if err := db.Model(&Template{}).Where("id = ?", t.ID).Pluck("version", &n).Error; err != nil {
-		return nil, fmt.Errorf("models: version of template %s: %w", t.Name, err)
+		return nil, fmt.Errorf("templates: version of template %s: %w", t.Name, err)
 	}
 	v := &TemplateVersion{TemplateID: t.ID, Number: n, Actor: actor, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body,
 		HTML: t.HTML, Variables: slices.Clone(t.Variables), Fallback: t.Fallback, CreatedAt: kernel.Now()}
 	if err := db.Create(v).Error; err != nil {
-		return nil, fmt.Errorf("models: save version %d of template %s: %w", n, t.Name, err)
+		return nil, fmt.Errorf("templates: save version %d of template %s: %w", n, t.Name, err)
 	}
 	t.Version = n
 	return v, nil
@@ -73,7 +73,7 @@ func (s *Store) AddTemplateVersion(ctx context.Context, t *Template, actor strin
 func (s *Store) TemplateVersions(ctx context.Context, templateID int64) ([]TemplateVersion, error) {
 	var out []TemplateVersion
 	if err := s.k.Reader(ctx).Where("template_id = ?", templateID).Order("number DESC").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: versions of template %d: %w", templateID, err)
+		return nil, fmt.Errorf("templates: versions of template %d: %w", templateID, err)
 	}
 	return out, nil
 }
@@ -82,7 +82,7 @@ func (s *Store) TemplateVersions(ctx context.Context, templateID int64) ([]Templ
 func (s *Store) TemplateVersionOf(ctx context.Context, templateID int64, n int) (*TemplateVersion, error) {
 	var v TemplateVersion
 	if err := s.k.Reader(ctx).Where("template_id = ? AND number = ?", templateID, n).First(&v).Error; err != nil {
-		return nil, fmt.Errorf("models: version %d of template %d: %w", n, templateID, kernel.NotFound(err))
+		return nil, fmt.Errorf("templates: version %d of template %d: %w", n, templateID, kernel.NotFound(err))
 	}
 	return &v, nil
 }
@@ -95,7 +95,7 @@ func (s *Store) RetireTemplateVersion(ctx context.Context, templateID int64, n i
 	res := s.k.Writer(ctx).Model(&TemplateVersion{}).Where("template_id = ? AND number = ? AND retired_at IS NULL", templateID, n).
 		Updates(map[string]any{"retired_at": now.UTC().Truncate(time.Microsecond), "retired_by": kernel.Truncate(by, 128)})
 	if res.Error != nil {
-		return fmt.Errorf("models: retire version %d of template %d: %w", n, templateID, res.Error)
+		return fmt.Errorf("templates: retire version %d of template %d: %w", n, templateID, res.Error)
 	}
 	if res.RowsAffected == 1 {
 		return nil
@@ -103,5 +103,5 @@ func (s *Store) RetireTemplateVersion(ctx context.Context, templateID int64, n i
 	if _, err := s.TemplateVersionOf(ctx, templateID, n); err != nil {
 		return err
 	}
-	return fmt.Errorf("models: retire version %d of template %d: %w", n, templateID, kernel.ErrStateChanged)
+	return fmt.Errorf("templates: retire version %d of template %d: %w", n, templateID, kernel.ErrStateChanged)
 }

@@ -116,7 +116,7 @@ func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
 		if kernel.IsDuplicate(err) {
 			return kernel.DuplicateField("name", "validation.name_taken_template")
 		}
-		return fmt.Errorf("models: create template %s: %w", t.Name, err)
+		return fmt.Errorf("templates: create template %s: %w", t.Name, err)
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
 func (s *Store) TemplateByName(ctx context.Context, name string) (*Template, error) {
 	var t Template
 	if err := s.k.Reader(ctx).Where("name = ?", name).First(&t).Error; err != nil {
-		return nil, fmt.Errorf("models: template %s: %w", name, kernel.NotFound(err))
+		return nil, fmt.Errorf("templates: template %s: %w", name, kernel.NotFound(err))
 	}
 	return &t, nil
 }
@@ -134,7 +134,7 @@ func (s *Store) TemplateByName(ctx context.Context, name string) (*Template, err
 func (s *Store) Templates(ctx context.Context) ([]Template, error) {
 	var out []Template
 	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("models: list templates: %w", err)
+		return nil, fmt.Errorf("templates: list templates: %w", err)
 	}
 	return out, nil
 }
@@ -150,7 +150,7 @@ func (s *Store) UpdateTemplate(ctx context.Context, name string, t *Template) er
 		if kernel.IsDuplicate(err) {
 			return kernel.DuplicateField("name", "validation.name_taken_template")
 		}
-		return fmt.Errorf("models: update template %s: %w", name, err)
+		return fmt.Errorf("templates: update template %s: %w", name, err)
 	}
 	return nil
 }
@@ -159,10 +159,10 @@ func (s *Store) UpdateTemplate(ctx context.Context, name string, t *Template) er
 func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
 	res := s.k.Writer(ctx).Where("name = ?", name).Delete(&Template{})
 	if res.Error != nil {
-		return fmt.Errorf("models: delete template %s: %w", name, res.Error)
+		return fmt.Errorf("templates: delete template %s: %w", name, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return fmt.Errorf("models: template %s: %w", name, kernel.ErrNotFound)
+		return fmt.Errorf("templates: template %s: %w", name, kernel.ErrNotFound)
 	}
 	return nil
 }
@@ -171,7 +171,7 @@ func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
 func (s *Store) TemplateByID(ctx context.Context, id int64) (*Template, error) {
 	var t Template
 	if err := s.k.Reader(ctx).First(&t, id).Error; err != nil {
-		return nil, fmt.Errorf("models: template %d: %w", id, kernel.NotFound(err))
+		return nil, fmt.Errorf("templates: template %d: %w", id, kernel.NotFound(err))
 	}
 	return &t, nil
 }
