@@ -35,12 +35,16 @@ type Recipient struct {
 	ZhaohuID    string  `json:"zhaohu_id"`
 	WecomUserid string  `json:"wecom_userid" gorm:"column:wecom_userid"`
 	// FeishuUserID is the person's user_id on Feishu, DingtalkUserid their userid on DingTalk.
-	FeishuUserID   string    `json:"feishu_user_id" gorm:"column:feishu_user_id"`
-	DingtalkUserid string    `json:"dingtalk_userid" gorm:"column:dingtalk_userid"`
-	Email          string    `json:"email"`
-	Active         bool      `json:"active"`
-	CreatedAt      time.Time `json:"-"`
-	UpdatedAt      time.Time `json:"-"`
+	FeishuUserID   string `json:"feishu_user_id" gorm:"column:feishu_user_id"`
+	DingtalkUserid string `json:"dingtalk_userid" gorm:"column:dingtalk_userid"`
+	Email          string `json:"email"`
+	// Mobile is the person's mobile number (NormalizeMobile): eleven digits for a
+	// mainland number, + and its digits for another; "" for none. Viewers see it masked
+	// (MaskMobile).
+	Mobile    string    `json:"mobile"`
+	Active    bool      `json:"active"`
+	CreatedAt time.Time `json:"-"`
+	UpdatedAt time.Time `json:"-"`
 }
 
 // IMAddress is a staff field holding a person's user id on an instant-messaging platform.
@@ -156,7 +160,8 @@ func ValidateRecipient(r *Recipient) error {
 	return nil
 }
 
-// RecipientProblems trims a recipient's external id and name and checks every field,
+// RecipientProblems trims a recipient's external id and name, writes a mobile number
+// in its stored form (NormalizeMobile), and checks every field,
 // returning every problem found (at most one a field, in the order of the fields), or
 // nothing. A CSV import shows them all at once.
 func RecipientProblems(r *Recipient) []*kernel.FieldError {
@@ -201,6 +206,13 @@ func RecipientProblems(r *Recipient) []*kernel.FieldError {
 	if r.Email != "" && !add(kernel.TooLong("email", long, r.Email, MaxEmail)) {
 		if a, err := mail.ParseAddress(r.Email); err != nil || a.Address != r.Email {
 			add(kernel.Invalid("email", "recipients.invalid.email"))
+		}
+	}
+	if !add(kernel.TooLong("mobile", long, r.Mobile, MaxMobile)) {
+		if m, ok := NormalizeMobile(r.Mobile); ok {
+			r.Mobile = m
+		} else {
+			add(kernel.Invalid("mobile", "recipients.invalid.mobile"))
 		}
 	}
 	return out
@@ -307,14 +319,19 @@ func CompareRecipients(old, r Recipient) RecipientChange {
 	type field struct {
 		name     string
 		was, now string
+		masked   bool // shown as MaskMobile shows it: the audit log is open to viewers
 	}
-	fields := []field{{"name", old.Name, r.Name}, {"org_type", string(old.OrgType), string(r.OrgType)}, {"branch", old.Branch, r.Branch},
-		{"department", old.Department, r.Department}}
+	fields := []field{{"name", old.Name, r.Name, false}, {"org_type", string(old.OrgType), string(r.OrgType), false},
+		{"branch", old.Branch, r.Branch, false}, {"department", old.Department, r.Department, false}}
 	for _, a := range IMAddresses {
-		fields = append(fields, field{a.Field, *a.Of(&old), *a.Of(&r)})
+		fields = append(fields, field{a.Field, *a.Of(&old), *a.Of(&r), false})
 	}
-	for _, f := range append(fields, field{"email", old.Email, r.Email}) {
+	fields = append(fields, field{"email", old.Email, r.Email, false}, field{"mobile", old.Mobile, r.Mobile, true})
+	for _, f := range fields {
 		if f.was != f.now {
+			if f.masked {
+				f.was, f.now = MaskMobile(f.was), MaskMobile(f.now)
+			}
 			ch.Fields = append(ch.Fields, f.name)
 			ch.Diff = append(ch.Diff, f.name+": "+f.was+" → "+f.now)
 		}

@@ -24,21 +24,23 @@ type recipientJSON struct {
 	FeishuUserID   string            `json:"feishu_user_id"`
 	DingtalkUserid string            `json:"dingtalk_userid"`
 	Email          string            `json:"email"`
-	Active         *bool             `json:"active"`
+	// Mobile is whole: the recipients' API needs the admin scope.
+	Mobile string `json:"mobile"`
+	Active *bool  `json:"active"`
 }
 
 func (r recipientJSON) model() directory.Recipient {
 	active := r.Active == nil || *r.Active
 	return directory.Recipient{ExternalID: r.ExternalID, Name: r.Name, OrgType: r.OrgType, Branch: r.Branch,
 		Department: r.Department, TianyuanID: r.TianyuanID, ZhaohuID: r.ZhaohuID, WecomUserid: r.WecomUserid,
-		FeishuUserID: r.FeishuUserID, DingtalkUserid: r.DingtalkUserid, Email: r.Email, Active: active}
+		FeishuUserID: r.FeishuUserID, DingtalkUserid: r.DingtalkUserid, Email: r.Email, Mobile: r.Mobile, Active: active}
 }
 
 func toRecipientJSON(r directory.Recipient) recipientJSON {
 	active := r.Active
 	return recipientJSON{ExternalID: r.ExternalID, Name: r.Name, OrgType: r.OrgType, Branch: r.Branch,
 		Department: r.Department, TianyuanID: r.TianyuanID, ZhaohuID: r.ZhaohuID, WecomUserid: r.WecomUserid,
-		FeishuUserID: r.FeishuUserID, DingtalkUserid: r.DingtalkUserid, Email: r.Email, Active: &active}
+		FeishuUserID: r.FeishuUserID, DingtalkUserid: r.DingtalkUserid, Email: r.Email, Mobile: r.Mobile, Active: &active}
 }
 
 // APIListRecipients is GET /api/v1/recipients?q=&org_type=&branch=&active=&after=&limit=.

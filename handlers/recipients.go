@@ -11,6 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/access"
 	"herald/audit"
 	"herald/directory"
 	"herald/kernel"
@@ -60,6 +61,9 @@ func (h *Handlers) Recipients(c *gin.Context) {
 	if f.After != "" {
 		v.First = withQuery("/recipients", q)
 	}
+	for i := range people {
+		people[i].Mobile = shownMobile(c, people[i].Mobile)
+	}
 	v.People = people
 	v.Export = withQuery("/recipients/export.csv", q)
 	if v.Branches, err = h.Store.Directory().Branches(ctx); err != nil {
@@ -75,13 +79,13 @@ var recipientColumns = func() []string {
 	for _, a := range directory.IMAddresses {
 		cols = append(cols, a.Field)
 	}
-	return append(cols, "email", "active")
+	return append(cols, "email", "mobile", "active")
 }()
 
 // recipientAliases are the Chinese column names a staff CSV file may use instead.
 var recipientAliases = map[string]string{
 	"工号": "external_id", "姓名": "name", "机构类型": "org_type", "分行": "branch", "部门": "department",
-	"天元": "tianyuan_id", "招呼": "zhaohu_id", "企业微信": "wecom_userid", "飞书": "feishu_user_id", "钉钉": "dingtalk_userid", "邮箱": "email", "在职": "active",
+	"天元": "tianyuan_id", "招呼": "zhaohu_id", "企业微信": "wecom_userid", "飞书": "feishu_user_id", "钉钉": "dingtalk_userid", "邮箱": "email", "手机": "mobile", "在职": "active",
 }
 
 // csvOrgType reads the org_type cell of a staff CSV file: head_office or branch, or
@@ -137,7 +141,7 @@ func (h *Handlers) ExportRecipients(c *gin.Context) {
 			for _, a := range directory.IMAddresses {
 				row = append(row, *a.Of(&r))
 			}
-			row = append(row, r.Email, strconv.FormatBool(r.Active))
+			row = append(row, r.Email, shownMobile(c, r.Mobile), strconv.FormatBool(r.Active))
 			for i := range row {
 				row[i] = toSpreadsheet(row[i])
 			}
@@ -154,12 +158,23 @@ func (h *Handlers) ExportRecipients(c *gin.Context) {
 		audit.Params{"rows": strconv.Itoa(n)})
 }
 
+// shownMobile is a person's mobile number as the signed-in user may see it: whole for
+// operators and admins, who edit people and may call them, masked for viewers
+// (directory.MaskMobile).
+func shownMobile(c *gin.Context, mobile string) string {
+	if u := CurrentUser(c); u != nil && u.Role.Allows(access.RoleOperator) {
+		return mobile
+	}
+	return directory.MaskMobile(mobile)
+}
+
 // recipientFromForm reads the person form.
 func recipientFromForm(c *gin.Context) directory.Recipient {
 	r := directory.Recipient{ExternalID: strings.TrimSpace(c.PostForm("external_id")), Name: c.PostForm("name"),
 		OrgType: directory.OrgType(c.PostForm("org_type")), Branch: strings.TrimSpace(c.PostForm("branch")),
 		Department: strings.TrimSpace(c.PostForm("department")),
-		Email:      strings.TrimSpace(c.PostForm("email")), Active: c.PostForm("active") == "true"}
+		Email:      strings.TrimSpace(c.PostForm("email")), Mobile: strings.TrimSpace(c.PostForm("mobile")),
+		Active: c.PostForm("active") == "true"}
 	setAddresses(&r, func(field string) string { return strings.TrimSpace(c.PostForm(field)) })
 	return r
 }
@@ -294,7 +309,7 @@ func (h *Handlers) ImportRecipients(c *gin.Context) {
 		item: func(r csvRow) (directory.Recipient, []string) {
 			get := func(col string) string { return r.get(recipientColumns, col) }
 			p := directory.Recipient{ExternalID: get("external_id"), Name: get("name"), OrgType: csvOrgType(get("org_type")),
-				Branch: get("branch"), Department: get("department"), Email: get("email"), Active: true}
+				Branch: get("branch"), Department: get("department"), Email: get("email"), Mobile: get("mobile"), Active: true}
 			setAddresses(&p, get)
 			var problems []string
 			for _, fe := range directory.RecipientProblems(&p) {

@@ -136,7 +136,7 @@ func TestRecipientsPage(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rows) != 3 || strings.Join(rows[0], ",") != "external_id,name,org_type,branch,department,tianyuan_id,zhaohu_id,wecom_userid,feishu_user_id,dingtalk_userid,email,active" {
+		if len(rows) != 3 || strings.Join(rows[0], ",") != "external_id,name,org_type,branch,department,tianyuan_id,zhaohu_id,wecom_userid,feishu_user_id,dingtalk_userid,email,mobile,active" {
 			t.Fatalf("export:\n%s", body)
 		}
 		if rows[1][0] != "E2001" || rows[2][0] != "E2003" || rows[1][len(rows[1])-1] != "true" {

@@ -15,7 +15,7 @@ import (
 const staffHeader = "external_id,name,org_type,branch,department,tianyuan_id,zhaohu_id,wecom_userid,email,active\n"
 
 // templateHeader is every column, as the template and the export write them.
-const templateHeader = "external_id,name,org_type,branch,department,tianyuan_id,zhaohu_id,wecom_userid,feishu_user_id,dingtalk_userid,email,active\n"
+const templateHeader = "external_id,name,org_type,branch,department,tianyuan_id,zhaohu_id,wecom_userid,feishu_user_id,dingtalk_userid,email,mobile,active\n"
 
 // resultCell returns the result cell of the preview row of a CSV line, or fails.
 func resultCell(t *testing.T, body string, line int) string {
