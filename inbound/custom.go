@@ -205,8 +205,8 @@ func (m Mapping) event(templates map[string]*template.Template, item json.RawMes
 	}
 	data := templateData(raw)
 	rendered := make(map[string]string, len(templates))
-	for name, t := range templates {
-		text, err := render(t, data)
+	for _, name := range slices.Sorted(maps.Keys(templates)) {
+		text, err := render(templates[name], data)
 		if err != nil {
 			return Event{}, kernel.Invalid(path(at, name), "inbound.custom.render", "Err", err.Error())
 		}
