@@ -280,6 +280,7 @@ func TestNormalizeRefusesNamingTheField(t *testing.T) {
 	}{
 		{"the third alert without its fingerprint", FormatAlertmanager, readTestdata(t, "alertmanager_third_without_fingerprint.json"), nil, refusal{"alerts[2].fingerprint", "inbound.dedup_key.required"}},
 		{"another webhook version", FormatAlertmanager, []byte(`{"version":"5","alerts":[` + alert + `]}`), nil, refusal{"version", "inbound.alertmanager.version"}},
+		{"a body that is an array", FormatAlertmanager, []byte(`[` + alert + `]`), nil, refusal{"body", "inbound.type.object"}},
 		{"no alerts", FormatAlertmanager, []byte(`{"version":"4","status":"firing"}`), nil, refusal{"alerts", "inbound.alertmanager.alerts"}},
 		{"an alert's unknown status", FormatAlertmanager, []byte(`{"alerts":[` + alert + `,{"status":"pending","fingerprint":"g"}]}`), nil, refusal{"alerts[1].status", "inbound.status"}},
 		{"a label that is not text", FormatAlertmanager, []byte(`{"alerts":[{"status":"firing","labels":{"a":1},"fingerprint":"f"}]}`), nil, refusal{"alerts[0].labels", "inbound.type.string"}},
