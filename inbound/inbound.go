@@ -144,11 +144,11 @@ func normalizeEach(items []json.RawMessage, ats []string, keyField string, event
 }
 
 // finish checks what every format shares and brings an event within its caps: the
-// dedup key required and bounded, text trimmed and cut, labels and links bounded, and
+// dedup key required, on one line and bounded, text trimmed and cut, labels and links bounded, and
 // an end only on a resolved event. at is the path of the event in the body ("alerts[2]",
 // "[3]", or "" for a body of one), keyField the body's name for the dedup key.
 func (e *Event) finish(at, keyField string) error {
-	e.DedupKey = strings.TrimSpace(e.DedupKey)
+	e.DedupKey = oneLine(e.DedupKey)
 	if e.DedupKey == "" {
 		return kernel.Invalid(path(at, keyField), "inbound.dedup_key.required")
 	}
