@@ -185,6 +185,8 @@ var domains = map[string][]string{
 	// The messages' service; their rows are still the store's (models).
 	"herald/message": {"herald/models", "herald/access", "herald/alert", "herald/recall", "herald/sending"},
 	"herald/alert":   {"herald/models", "herald/templates", "herald/directory", "herald/duty", "herald/sending"},
+	// The normalisation of inbound alerts: pure, on the kernel alone.
+	"herald/inbound": nil,
 }
 
 // foundation is what every domain may build on.

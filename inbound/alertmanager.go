@@ -67,34 +67,27 @@ func normalizeAlertmanager(body []byte, grafana bool) ([]Event, error) {
 	if err := checkCount("alerts", len(w.Alerts)); err != nil {
 		return nil, err
 	}
-	source := "Alertmanager"
+	ats := make([]string, len(w.Alerts))
+	for i := range ats {
+		ats[i] = index("alerts", i)
+	}
+	sender := Link{Name: "Alertmanager", URL: w.ExternalURL}
 	if grafana {
-		source = "Grafana"
+		sender.Name = "Grafana"
 	}
-	events := make([]Event, 0, len(w.Alerts))
-	for i, raw := range w.Alerts {
-		at := index("alerts", i)
+	return normalizeEach(w.Alerts, ats, "fingerprint", func(item json.RawMessage, at string) (Event, error) {
 		var a webhookAlert
-		if err := decode(raw, &a, at); err != nil {
-			return nil, err
+		if err := decode(item, &a, at); err != nil {
+			return Event{}, err
 		}
-		e, err := a.event(at)
-		if err != nil {
-			return nil, err
-		}
-		e.Links = append(e.Links, Link{Name: source, URL: w.ExternalURL})
-		if err := e.finish(at, "fingerprint"); err != nil {
-			return nil, err
-		}
-		events = append(events, e)
-	}
-	return events, nil
+		return a.event(at, sender)
+	})
 }
 
 // event is the alert as an event: status from the alert, severity from its severity
-// label, title from its summary or else its name, links to its rule, its runbook and
-// Grafana's pages.
-func (a webhookAlert) event(at string) (Event, error) {
+// label, title from its summary or else its name, links to its rule, its runbook,
+// Grafana's pages and the sender (externalURL).
+func (a webhookAlert) event(at string, sender Link) (Event, error) {
 	if a.Status != StatusFiring && a.Status != StatusResolved {
 		return Event{}, kernel.Invalid(path(at, "status"), "inbound.status", "Value", a.Status, "Statuses", strings.Join(Statuses, ", "))
 	}
@@ -127,6 +120,7 @@ func (a webhookAlert) event(at string) (Event, error) {
 			{Name: "Panel", URL: a.PanelURL},
 			{Name: "Image", URL: a.ImageURL},
 			{Name: "Silence", URL: a.SilenceURL},
+			sender,
 		},
 		StartsAt: startsAt,
 		EndsAt:   endsAt,

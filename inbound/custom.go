@@ -181,18 +181,9 @@ func (m Mapping) normalize(body []byte) ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	events := make([]Event, 0, len(items))
-	for i, item := range items {
-		e, err := m.event(templates, item, ats[i])
-		if err != nil {
-			return nil, err
-		}
-		if err := e.finish(ats[i], FieldDedupKey); err != nil {
-			return nil, err
-		}
-		events = append(events, e)
-	}
-	return events, nil
+	return normalizeEach(items, ats, FieldDedupKey, func(item json.RawMessage, at string) (Event, error) {
+		return m.event(templates, item, at)
+	})
 }
 
 // event renders one posted object into an event.
@@ -205,8 +196,8 @@ func (m Mapping) event(templates map[string]*template.Template, item json.RawMes
 	}
 	data := templateData(raw)
 	rendered := make(map[string]string, len(templates))
-	for name, t := range templates {
-		text, err := render(t, data)
+	for _, name := range slices.Sorted(maps.Keys(templates)) {
+		text, err := render(templates[name], data)
 		if err != nil {
 			return Event{}, kernel.Invalid(path(at, name), "inbound.custom.render", "Err", err.Error())
 		}

@@ -1,6 +1,7 @@
 package inbound
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 
@@ -32,23 +33,13 @@ func normalizeEvents(body []byte) ([]Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	events := make([]Event, 0, len(items))
-	for i, item := range items {
-		at := ats[i]
+	return normalizeEach(items, ats, "dedup_key", func(item json.RawMessage, at string) (Event, error) {
 		var b eventsBody
 		if err := decode(item, &b, at); err != nil {
-			return nil, err
+			return Event{}, err
 		}
-		e, err := b.event(at)
-		if err != nil {
-			return nil, err
-		}
-		if err := e.finish(at, "dedup_key"); err != nil {
-			return nil, err
-		}
-		events = append(events, e)
-	}
-	return events, nil
+		return b.event(at)
+	})
 }
 
 // event checks the event's action, severity, title and links.

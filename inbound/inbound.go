@@ -125,12 +125,30 @@ func Normalize(format string, body []byte, m *Mapping) ([]Event, error) {
 	return nil, kernel.Invalid("format", "inbound.format", "Formats", strings.Join(Formats, ", "))
 }
 
+// normalizeEach makes the event of each item of a body with eventOf, then brings it
+// within its caps (finish). ats are the items' paths, keyField the body's name for
+// the dedup key.
+func normalizeEach(items []json.RawMessage, ats []string, keyField string, eventOf func(item json.RawMessage, at string) (Event, error)) ([]Event, error) {
+	events := make([]Event, 0, len(items))
+	for i, item := range items {
+		e, err := eventOf(item, ats[i])
+		if err != nil {
+			return nil, err
+		}
+		if err := e.finish(ats[i], keyField); err != nil {
+			return nil, err
+		}
+		events = append(events, e)
+	}
+	return events, nil
+}
+
 // finish checks what every format shares and brings an event within its caps: the
-// dedup key required and bounded, text trimmed and cut, labels and links bounded, and
+// dedup key required, on one line and bounded, text trimmed and cut, labels and links bounded, and
 // an end only on a resolved event. at is the path of the event in the body ("alerts[2]",
 // "[3]", or "" for a body of one), keyField the body's name for the dedup key.
 func (e *Event) finish(at, keyField string) error {
-	e.DedupKey = strings.TrimSpace(e.DedupKey)
+	e.DedupKey = oneLine(e.DedupKey)
 	if e.DedupKey == "" {
 		return kernel.Invalid(path(at, keyField), "inbound.dedup_key.required")
 	}
@@ -298,24 +316,23 @@ func path(at, field string) string {
 func index(at string, i int) string { return fmt.Sprintf("%s[%d]", at, i) }
 
 // decode reads JSON into v, returning a type error as the field error of the field at
-// fault under the path at, and a syntax error as the failure of at (of "body" at the top).
+// fault under the path at, and a syntax error as the failure of at; a fault of the
+// whole body is named "body".
 func decode(data []byte, v any, at string) error {
 	err := json.Unmarshal(data, v)
 	if err == nil {
 		return nil
 	}
+	field, key, args := at, "inbound.json", []any{"Offset", int64(0)}
 	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		return kernel.Invalid(path(at, te.Field), "inbound.type."+kindWord(te.Type))
+		field, key, args = path(at, te.Field), "inbound.type."+kindWord(te.Type), nil
+	} else if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		args = []any{"Offset", se.Offset}
 	}
-	field := at
 	if field == "" {
 		field = "body"
 	}
-	var offset int64
-	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
-		offset = se.Offset
-	}
-	return kernel.Invalid(field, "inbound.json", "Offset", offset)
+	return kernel.Invalid(field, key, args...)
 }
 
 // kindWord names what a Go type reads from JSON, for the message saying what a field

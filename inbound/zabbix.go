@@ -109,31 +109,36 @@ var zabbixZone = time.FixedZone("UTC+8", 8*60*60)
 
 // normalizeZabbix reads the media type's body: one event, its dedup key the event id.
 func normalizeZabbix(body []byte) ([]Event, error) {
+	return normalizeEach([]json.RawMessage{body}, []string{""}, "event_id", zabbixEvent)
+}
+
+// zabbixEvent reads one body of the media type.
+func zabbixEvent(body json.RawMessage, _ string) (Event, error) {
 	var z zabbixBody
 	if err := decode(body, &z, ""); err != nil {
-		return nil, err
+		return Event{}, err
 	}
 	status, err := z.status()
 	if err != nil {
-		return nil, err
+		return Event{}, err
 	}
 	title := string(z.TriggerName)
 	if title == "" {
-		return nil, kernel.Invalid("trigger_name", "inbound.zabbix.trigger_name")
+		return Event{}, kernel.Invalid("trigger_name", "inbound.zabbix.trigger_name")
 	}
 	labels, err := z.labels()
 	if err != nil {
-		return nil, err
+		return Event{}, err
 	}
 	startsAt, err := zabbixTime("event_time", z.EventDate, z.EventTime)
 	if err != nil {
-		return nil, err
+		return Event{}, err
 	}
 	endsAt, err := zabbixTime("recovery_time", z.RecoveryDate, z.RecoveryTime)
 	if err != nil {
-		return nil, err
+		return Event{}, err
 	}
-	e := Event{
+	return Event{
 		DedupKey:    string(z.EventID),
 		Status:      status,
 		Severity:    z.severity(),
@@ -143,11 +148,7 @@ func normalizeZabbix(body []byte) ([]Event, error) {
 		Links:       []Link{{Name: "Zabbix", URL: string(z.EventURL)}, {Name: "Trigger", URL: string(z.URL)}},
 		StartsAt:    startsAt,
 		EndsAt:      endsAt,
-	}
-	if err := e.finish("", "event_id"); err != nil {
-		return nil, err
-	}
-	return []Event{e}, nil
+	}, nil
 }
 
 // status is resolved for a recovery (event_value 0, or status RESOLVED or OK), firing
