@@ -185,8 +185,9 @@ var domains = map[string][]string{
 	// The messages' service; their rows are still the store's (models).
 	"herald/message": {"herald/models", "herald/access", "herald/alert", "herald/recall", "herald/sending"},
 	"herald/alert":   {"herald/models", "herald/templates", "herald/directory", "herald/duty", "herald/sending"},
-	// The normalisation of inbound alerts: pure, on the kernel alone.
-	"herald/inbound": nil,
+	// Integrations: the alerts monitoring tools post, normalised from their formats and
+	// opened through the alerts' service.
+	"herald/inbound": {"herald/models", "herald/alert", "herald/directory", "herald/sending", "herald/templates"},
 }
 
 // foundation is what every domain may build on.

@@ -89,11 +89,14 @@ type alertMove struct {
 	to     string
 	action string
 	event  string
+	// tellRecovered: a resolution tells the people called so far that the alert
+	// recovered.
+	tellRecovered bool
 }
 
 var (
-	ackMove     = alertMove{AlertAcknowledgeable, AlertAcknowledged, "alert.acknowledge", EventAlertAcknowledged}
-	resolveMove = alertMove{AlertResolvable, AlertResolved, "alert.resolve", EventAlertResolved}
+	ackMove     = alertMove{AlertAcknowledgeable, AlertAcknowledged, "alert.acknowledge", EventAlertAcknowledged, false}
+	resolveMove = alertMove{AlertResolvable, AlertResolved, "alert.resolve", EventAlertResolved, false}
 )
 
 // moveAlert runs an acknowledgment or a resolution of the alert alertID; known is the
@@ -114,6 +117,13 @@ func (d *Service) moveAlert(ctx context.Context, by audit.Actor, alertID int64, 
 	if err != nil {
 		return AckResult{}, err
 	}
+	return d.move(ctx, by, alertID, a, who, via, note, mv)
+}
+
+// move runs a checked acknowledgment or resolution by who of the alert alertID (a: as
+// read already, or nil).
+func (d *Service) move(ctx context.Context, by audit.Actor, alertID int64, a *Alert, who ackPerson, via, note string, mv alertMove) (AckResult, error) {
+	var err error
 	for reads := 1; ; reads++ {
 		if a == nil {
 			if a, err = Of(d.store).AlertByID(ctx, alertID); err != nil {
@@ -166,6 +176,11 @@ func (d *Service) changeAlert(ctx context.Context, by audit.Actor, a *Alert, who
 		}
 		if mv.to == AlertAcknowledged && a.PolicyCopy.NotifyOnAck {
 			if err := d.noticeOfAck(ctx, tx, ch, a, who); err != nil {
+				return err
+			}
+		}
+		if mv.to == AlertResolved && mv.tellRecovered {
+			if err := d.noticeOfRecovery(ctx, tx, ch, a); err != nil {
 				return err
 			}
 		}
@@ -247,6 +262,31 @@ func (d *Service) noticeOfAck(ctx context.Context, tx *models.Store, ch *audit.C
 	ids = slices.DeleteFunc(ids, func(id int64) bool { return id == who.recipientID })
 	text := i18n.In(i18n.Chinese, "alerts.notice.acknowledged", "Name", who.name, "Subject", alertTitle(a))
 	return d.writeNotice(ctx, tx, ch, a, ids, text)
+}
+
+// noticeOfRecovery tells everyone the alert notified so far that it recovered.
+func (d *Service) noticeOfRecovery(ctx context.Context, tx *models.Store, ch *audit.Change, a *Alert) error {
+	ids, err := Of(tx).AlertRecipients(ctx, a.ID)
+	if err != nil {
+		return err
+	}
+	text := i18n.In(i18n.Chinese, "alerts.notice.recovered", "Subject", alertTitle(a))
+	return d.writeNotice(ctx, tx, ch, a, ids, text)
+}
+
+// AckViaSource is how an alert is resolved by the monitoring tool that posted it: its
+// recovery event.
+const AckViaSource = "source"
+
+// ResolveFromSource resolves an alert because the monitoring tool that posted it
+// reported it recovered: by source (the integration's name), via AckViaSource; its
+// pending steps are cancelled, and with tell the people called so far hear that it
+// recovered (nobody not yet called). Resolving an alert that has ended already is
+// harmless (Already); ErrAlertEnded for an exhausted one.
+func (d *Service) ResolveFromSource(ctx context.Context, by audit.Actor, alertID int64, source string, tell bool) (AckResult, error) {
+	mv := resolveMove
+	mv.tellRecovered = tell
+	return d.move(ctx, by, alertID, nil, ackPerson{id: source, name: source}, AckViaSource, "", mv)
 }
 
 // alertTitle is how Herald's own notices name an alert: its subject, else the start of

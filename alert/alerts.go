@@ -129,6 +129,14 @@ type Alert struct {
 	ResolvedAt      *time.Time
 	// EndedAt is when it was resolved or exhausted.
 	EndedAt *time.Time
+	// An alert a monitoring tool posted: the integration it came through (Source), its
+	// dedup key, labels and severity, and how many events of it came, the last when.
+	Source      string
+	DedupKey    string
+	Labels      map[string]string `gorm:"serializer:json"`
+	Severity    string
+	EventCount  int
+	LastEventAt *time.Time
 }
 
 // TableName implements gorm's tabler.
@@ -399,6 +407,28 @@ func (s *Store) MoveAlertAsRead(ctx context.Context, a *Alert, set map[string]an
 	res := s.k.Writer(ctx).Model(&Alert{}).Where("id = ? AND state = ? AND step = ? AND round = ?", a.ID, a.State, a.Step, a.Round).Updates(set)
 	if res.Error != nil {
 		return false, fmt.Errorf("alert: move alert %d: %w", a.ID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// MarkSource records where an alert a monitoring tool posted came from: the
+// integration, its dedup key, labels and severity, and its first event at at.
+func (s *Store) MarkSource(ctx context.Context, id int64, source, dedupKey string, labels map[string]string, severity string, at time.Time) error {
+	a := Alert{Source: source, DedupKey: dedupKey, Labels: labels, Severity: severity, EventCount: 1, LastEventAt: &at}
+	err := s.k.Writer(ctx).Model(&Alert{ID: id}).Select("source", "dedup_key", "labels", "severity", "event_count", "last_event_at").Updates(&a).Error
+	if err != nil {
+		return fmt.Errorf("alert: source of alert %d: %w", id, err)
+	}
+	return nil
+}
+
+// CountEvent counts one more event of an alert that has not ended, a duplicate its tool
+// posted at at; false when the alert has ended (resolved or exhausted).
+func (s *Store) CountEvent(ctx context.Context, id int64, at time.Time) (bool, error) {
+	res := s.k.Writer(ctx).Model(&Alert{}).Where("id = ? AND ended_at IS NULL", id).
+		Updates(map[string]any{"event_count": gorm.Expr("event_count + 1"), "last_event_at": at})
+	if res.Error != nil {
+		return false, fmt.Errorf("alert: count event of alert %d: %w", id, res.Error)
 	}
 	return res.RowsAffected == 1, nil
 }

@@ -117,18 +117,55 @@ type compiledMatcher struct {
 	re *regexp.Regexp
 }
 
-// NewSilenceRule compiles a silence's matchers; an expression that does not compile is
+// matches reports whether the subject's value of the matcher's name matches, negated
+// when the matcher is.
+func (m compiledMatcher) matches(s Subject) bool {
+	v := s[m.Name]
+	var ok bool
+	if m.re != nil {
+		ok = m.re.MatchString(v)
+	} else {
+		ok = v == m.Value
+	}
+	return ok != m.Negate
+}
+
+// MatcherSet is a list of matchers ready to test subjects with: a subject matches when
+// every matcher does (an empty set matches everything).
+type MatcherSet []compiledMatcher
+
+// CompileMatchers compiles matchers into a set; an expression that does not compile is
 // an error (validated matchers never have one).
-func NewSilenceRule(id int64, matchers []Matcher) (*SilenceRule, error) {
-	r := &SilenceRule{ID: id}
+func CompileMatchers(matchers []Matcher) (MatcherSet, error) {
+	set := make(MatcherSet, 0, len(matchers))
 	for _, m := range matchers {
 		re, err := m.Compile()
 		if err != nil {
 			return nil, err
 		}
-		r.matchers = append(r.matchers, compiledMatcher{m, re})
+		set = append(set, compiledMatcher{m, re})
 	}
-	return r, nil
+	return set, nil
+}
+
+// Matches reports whether every matcher of the set matches s.
+func (set MatcherSet) Matches(s Subject) bool {
+	for _, m := range set {
+		if !m.matches(s) {
+			return false
+		}
+	}
+	return true
+}
+
+// NewSilenceRule compiles a silence's matchers; an expression that does not compile is
+// an error (validated matchers never have one).
+func NewSilenceRule(id int64, matchers []Matcher) (*SilenceRule, error) {
+	set, err := CompileMatchers(matchers)
+	if err != nil {
+		return nil, err
+	}
+	return &SilenceRule{ID: id, matchers: set}, nil
 }
 
 // HoldOnly limits the rule to the messages of the API key keyID, as a send key's silence
@@ -147,14 +184,7 @@ func (r *SilenceRule) Matches(s Subject) bool {
 	}
 	namesPolicy := false
 	for _, m := range r.matchers {
-		v := s[m.Name]
-		var ok bool
-		if m.re != nil {
-			ok = m.re.MatchString(v)
-		} else {
-			ok = v == m.Value
-		}
-		if ok == m.Negate {
+		if !m.matches(s) {
 			return false
 		}
 		if m.Name == MatchPolicy && !m.Negate {

@@ -9,6 +9,7 @@ import (
 
 	"herald/alert"
 	"herald/audit"
+	"herald/inbound"
 	"herald/kernel"
 	"herald/models"
 )
@@ -189,4 +190,43 @@ func (n alertNotices) WriteNotices(ctx context.Context, tx *models.Store, ch *au
 func (n alertNotices) OverThreshold(ctx context.Context, count int) (bool, error) {
 	_, over, err := n.d.overThreshold(ctx, count)
 	return over, err
+}
+
+// SourceInbound is the source of the batches an integration's events open.
+const SourceInbound = "inbound"
+
+// inboundOpener is the intake as the integrations see it (inbound.Opener): an event
+// opens an alert by a send of its notice under the route, acknowledged along the
+// route's policy.
+type inboundOpener struct{ d *Dispatcher }
+
+// OpenAlert sends an event's notice under its route and returns the alert it opened.
+// A route's template gets the event's fields it declares; without one the notice is
+// the event's own text.
+func (o inboundOpener) OpenAlert(ctx context.Context, op inbound.Opening) (int64, error) {
+	r := op.Route
+	req := Request{Source: SourceInbound, Actor: "integration:" + op.Integration, Platform: r.Platform, Account: r.Account,
+		Recipients: r.Recipients, Priority: models.Priority(r.Priority), Ack: &AckRequest{Policy: r.Policy}}
+	if r.Template == "" {
+		req.Subject, req.Text = op.Subject, op.Text
+	} else {
+		t, err := o.d.store.Templates().TemplateByName(ctx, r.Template)
+		if err != nil {
+			return 0, err
+		}
+		req.Template, req.Variables = r.Template, map[string]string{}
+		for _, name := range t.VariableNames() {
+			if v, ok := op.Variables[name]; ok {
+				req.Variables[name] = v
+			}
+		}
+	}
+	res, err := o.d.Submit(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	if res.Alert == nil {
+		return 0, errors.New("dispatch: an integration's send opened no alert")
+	}
+	return res.Alert.ID, nil
 }

@@ -11,6 +11,7 @@ import (
 	"herald/channels"
 	"herald/directory"
 	"herald/duty"
+	"herald/inbound"
 	"herald/message"
 	"herald/models"
 	"herald/recall"
@@ -168,6 +169,12 @@ func (q retryQueue) Retried(ctx context.Context, msgs []models.Message) {
 // messages here (templateWaiting).
 func (d *Dispatcher) Templates() *templates.Service {
 	return templates.NewService(d.store.Templates(), templateWaiting{d}, d.clock)
+}
+
+// Inbound is the integrations' service: the monitoring tools that post alerts, and
+// what their events become.
+func (d *Dispatcher) Inbound() *inbound.Service {
+	return inbound.NewService(d.store, channels.Platforms, inboundOpener{d}, d.alerts, d.clock)
 }
 
 // Silences is the silences' service.

@@ -37,12 +37,21 @@ type alertJSON struct {
 	ResolvedBy     string          `json:"resolved_by"`
 	ResolvedAt     *time.Time      `json:"resolved_at"`
 	Steps          []alertStepJSON `json:"steps"`
+	// An alert a monitoring tool posted: the integration, its dedup key, labels and
+	// severity, and its events.
+	Source      string            `json:"source,omitempty"`
+	DedupKey    string            `json:"dedup_key,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Severity    string            `json:"severity,omitempty"`
+	EventCount  int               `json:"event_count,omitempty"`
+	LastEventAt *time.Time        `json:"last_event_at,omitempty"`
 }
 
 func newAlertJSON(a *alert.Alert, steps []alert.AlertStep) alertJSON {
 	out := alertJSON{ID: a.ID, BatchID: a.BatchID, Policy: a.Policy, State: a.State, Step: a.Step, Repeat: max(a.Round-1, 0),
 		OpenedAt: a.OpenedAt, AcknowledgedBy: a.AcknowledgedBy, AcknowledgedAt: a.AcknowledgedAt, ResolvedBy: a.ResolvedBy,
-		ResolvedAt: a.ResolvedAt, Steps: []alertStepJSON{}}
+		ResolvedAt: a.ResolvedAt, Steps: []alertStepJSON{}, Source: a.Source, DedupKey: a.DedupKey, Labels: a.Labels,
+		Severity: a.Severity, EventCount: a.EventCount, LastEventAt: a.LastEventAt}
 	for _, s := range steps {
 		if s.CancelledAt != nil {
 			continue

@@ -55,6 +55,9 @@ type Handlers struct {
 	Channels *channels.Registry
 	// Location is HERALD_TIMEZONE: the days and times pages show and read.
 	Location *time.Location
+	// PublicURL is HERALD_PUBLIC_URL: the base of the links Herald gives out (an
+	// integration's push URL).
+	PublicURL string
 }
 
 // LimitUsage reports an account's current use of each of its limited windows; the rate

@@ -130,6 +130,7 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 		QueueDepths: func() []delivery.QueueDepth { return tasks.MessageQueueDepths(inspector, enq) },
 		Channels:    registry,
 		Location:    loc,
+		PublicURL:   "https://herald.example",
 	}
 	sessions := web.NewSessions([]byte("console-test-session-secret-0123456789"), store, 30*time.Minute)
 	h.Sessions = sessions

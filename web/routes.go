@@ -268,4 +268,13 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.GET("/escalation-policies/:name", admin, h.APIGetPolicy)
 	v1.PUT("/escalation-policies/:name", admin, h.APIUpdatePolicy)
 	v1.DELETE("/escalation-policies/:name", admin, h.APIDeletePolicy)
+	v1.GET("/integrations", admin, h.APIListIntegrations)
+	v1.POST("/integrations", admin, h.APICreateIntegration)
+	v1.GET("/integrations/:name", admin, h.APIGetIntegration)
+	v1.PUT("/integrations/:name", admin, h.APIUpdateIntegration)
+	v1.DELETE("/integrations/:name", admin, h.APIDeleteIntegration)
+	v1.POST("/integrations/:name/token", admin, h.APIRotateIntegrationToken)
+	v1.GET("/integrations/:name/events", admin, h.APIIntegrationEvents)
+	// A monitoring tool's events: the integration's own token, not an API key.
+	v1.POST("/inbound/:name", h.Inbound)
 }

@@ -46,6 +46,7 @@ func (a *App) Run(ctx context.Context) error {
 		QueueDepths: func() []delivery.QueueDepth { return tasks.MessageQueueDepths(a.Inspector, a.Enqueuer) },
 		Channels:    a.Channels,
 		Location:    a.Config.Location,
+		PublicURL:   a.Config.PublicURL,
 	}
 	opts := web.Options{Location: a.Config.Location, Log: a.Log, Redis: a.Redis.Asynq(),
 		Metrics: web.NewMetrics(a.Metrics, a.Inspector, a.Enqueuer, a.Store, a.Log), MetricsToken: a.Config.MetricsToken,

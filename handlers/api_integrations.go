@@ -1,0 +1,202 @@
+package handlers
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"herald/inbound"
+)
+
+// integrationBody is what POST and PUT /api/v1/integrations read, and the part of an
+// integration the API shows back.
+type integrationBody struct {
+	Name            string                       `json:"name"`
+	Format          string                       `json:"format"`
+	Routes          []inbound.Route              `json:"routes"`
+	DefaultRoute    *inbound.Route               `json:"default_route"`
+	NotifyOnResolve bool                         `json:"notify_on_resolve"`
+	Mapping         map[string]string            `json:"mapping,omitempty"`
+	ValueMap        map[string]map[string]string `json:"value_map,omitempty"`
+}
+
+// IntegrationJSON is an integration as the API shows it: never its token but in the
+// answer that makes one.
+type IntegrationJSON struct {
+	integrationBody
+	PushURL     string     `json:"push_url"`
+	CreatedBy   string     `json:"created_by"`
+	CreatedAt   time.Time  `json:"created_at"`
+	LastEventAt *time.Time `json:"last_event_at"`
+	// Token is the integration's token, in the answers that make one only.
+	Token string `json:"token,omitempty"`
+}
+
+func (b integrationBody) input() inbound.IntegrationInput {
+	return inbound.IntegrationInput{Name: b.Name, Format: b.Format, Routes: b.Routes, DefaultRoute: b.DefaultRoute,
+		NotifyOnResolve: b.NotifyOnResolve, Mapping: b.Mapping, ValueMap: b.ValueMap}
+}
+
+// pushURL is where an integration's tool posts its events.
+func (h *Handlers) pushURL(name string) string {
+	return strings.TrimSuffix(h.PublicURL, "/") + "/api/v1/inbound/" + url.PathEscape(name)
+}
+
+func (h *Handlers) integrationJSON(it *inbound.Integration) IntegrationJSON {
+	routes := []inbound.Route(it.Routes)
+	if routes == nil {
+		routes = []inbound.Route{}
+	}
+	body := integrationBody{Name: it.Name, Format: it.Format, Routes: routes, DefaultRoute: it.DefaultRoute,
+		NotifyOnResolve: it.NotifyOnResolve, Mapping: it.MappingFields, ValueMap: it.ValueMap}
+	return IntegrationJSON{integrationBody: body, PushURL: h.pushURL(it.Name), CreatedBy: it.CreatedBy,
+		CreatedAt: it.CreatedAt.UTC(), LastEventAt: it.LastEventAt}
+}
+
+// APIListIntegrations is GET /api/v1/integrations.
+func (h *Handlers) APIListIntegrations(c *gin.Context) {
+	list, err := h.Dispatch.Inbound().Integrations(c.Request.Context())
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := make([]IntegrationJSON, len(list))
+	for i := range list {
+		out[i] = h.integrationJSON(&list[i])
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// APIGetIntegration is GET /api/v1/integrations/:name.
+func (h *Handlers) APIGetIntegration(c *gin.Context) {
+	it, err := h.Dispatch.Inbound().Integration(c.Request.Context(), c.Param("name"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, h.integrationJSON(it))
+}
+
+// APICreateIntegration is POST /api/v1/integrations: the answer carries the token, this
+// once.
+func (h *Handlers) APICreateIntegration(c *gin.Context) {
+	var body integrationBody
+	if !decodeJSON(c, &body) {
+		return
+	}
+	it, token, err := h.Dispatch.Inbound().CreateIntegration(c.Request.Context(), actor(c), body.input())
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := h.integrationJSON(it)
+	out.Token = token
+	c.JSON(http.StatusCreated, out)
+}
+
+// APIUpdateIntegration is PUT /api/v1/integrations/:name: its routes and settings; the
+// name, format and token stay.
+func (h *Handlers) APIUpdateIntegration(c *gin.Context) {
+	var body integrationBody
+	if !decodeJSON(c, &body) {
+		return
+	}
+	it, err := h.Dispatch.Inbound().UpdateIntegration(c.Request.Context(), actor(c), c.Param("name"), body.input())
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, h.integrationJSON(it))
+}
+
+// APIRotateIntegrationToken is POST /api/v1/integrations/:name/token: a new token, shown
+// this once; the old one stops working.
+func (h *Handlers) APIRotateIntegrationToken(c *gin.Context) {
+	token, err := h.Dispatch.Inbound().RotateToken(c.Request.Context(), actor(c), c.Param("name"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"token": token, "push_url": h.pushURL(c.Param("name"))})
+}
+
+// APIDeleteIntegration is DELETE /api/v1/integrations/:name.
+func (h *Handlers) APIDeleteIntegration(c *gin.Context) {
+	if err := h.Dispatch.Inbound().DeleteIntegration(c.Request.Context(), actor(c), c.Param("name")); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// InboundEventJSON is one event an integration received, and what became of it.
+type InboundEventJSON struct {
+	ID         int64     `json:"id"`
+	ReceivedAt time.Time `json:"received_at"`
+	Outcome    string    `json:"outcome"`
+	Reason     string    `json:"reason,omitempty"`
+	DedupKey   string    `json:"dedup_key,omitempty"`
+	AlertID    *int64    `json:"alert_id"`
+	Body       string    `json:"body,omitempty"`
+}
+
+func inboundEventsJSON(list []inbound.Received) []InboundEventJSON {
+	out := make([]InboundEventJSON, len(list))
+	for i, e := range list {
+		out[i] = InboundEventJSON{ID: e.ID, ReceivedAt: e.ReceivedAt.UTC(), Outcome: e.Outcome, Reason: e.Reason,
+			DedupKey: e.DedupKey, AlertID: e.AlertID, Body: e.Body}
+	}
+	return out
+}
+
+// APIIntegrationEvents is GET /api/v1/integrations/:name/events: the newest events it
+// received, with what became of each and the start of its body.
+func (h *Handlers) APIIntegrationEvents(c *gin.Context) {
+	list, err := h.Dispatch.Inbound().Events(c.Request.Context(), c.Param("name"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, inboundEventsJSON(list))
+}
+
+// Inbound is POST /api/v1/inbound/:name, where a monitoring tool posts its events. The
+// integration's token goes in Authorization: Bearer, or, for a tool that cannot set
+// headers, in ?token= (the request log never records a query). A wrong or missing token
+// is 401 and nothing is recorded; a body over MaxBodyBytes 413; a body that cannot be
+// read 422 naming the field, recorded as refused.
+func (h *Handlers) Inbound(c *gin.Context) {
+	token := c.Query("token")
+	if auth := c.GetHeader("Authorization"); strings.HasPrefix(auth, "Bearer ") {
+		token = strings.TrimPrefix(auth, "Bearer ")
+	}
+	svc := h.Dispatch.Inbound()
+	it, err := svc.Authenticate(c.Request.Context(), c.Param("name"), token)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, MaxBodyBytes))
+	if _, over := errors.AsType[*http.MaxBytesError](err); over {
+		APIError(c, http.StatusRequestEntityTooLarge, "body_too_large", tr(c, "api.body_too_large", "Max", MaxBodyBytes), "")
+		return
+	}
+	if err != nil {
+		APIError(c, http.StatusBadRequest, "invalid_json", tr(c, "api.body_unreadable"), "")
+		return
+	}
+	recs, err := svc.Receive(c.Request.Context(), it, body)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	for i := range recs {
+		recs[i].Body = ""
+	}
+	c.JSON(http.StatusOK, gin.H{"events": inboundEventsJSON(recs)})
+}
