@@ -378,10 +378,15 @@ func (d *Service) ownAlert(ctx context.Context, by audit.Actor, id int64) (*Aler
 	return a, nil
 }
 
-// Alerts lists the alerts in a state ("" for all) that by may see, open ones first.
-func (d *Service) Alerts(ctx context.Context, by audit.Actor, state string, limit int) ([]Alert, error) {
-	if state != "" && !slices.Contains(AlertStates, state) {
+// Alerts lists the alerts f selects that by may see, open ones first. An unknown state
+// or a label filter that is not "name=value" is a field error.
+func (d *Service) Alerts(ctx context.Context, by audit.Actor, f AlertFilter, limit int) ([]Alert, error) {
+	if f.State != "" && !slices.Contains(AlertStates, f.State) {
 		return nil, kernel.Invalid("state", "alerts.invalid.state", "States", strings.Join(AlertStates, ", "))
 	}
-	return Of(d.store).Alerts(ctx, AlertFilter{State: state, OwnKey: by.OwnKey()}, limit)
+	if name, _, ok := strings.Cut(f.Label, "="); f.Label != "" && (!ok || !labelPattern.MatchString(name)) {
+		return nil, kernel.Invalid("label", "alerts.invalid.label")
+	}
+	f.OwnKey = by.OwnKey()
+	return Of(d.store).Alerts(ctx, f, limit)
 }

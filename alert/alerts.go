@@ -5,8 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -15,6 +17,7 @@ import (
 	"herald/audit"
 	"herald/internal/states"
 	"herald/kernel"
+	"herald/migrations"
 	"herald/models"
 	"herald/templates"
 )
@@ -276,7 +279,14 @@ type AlertFilter struct {
 	// OwnKey, when not 0, keeps the alerts of batches created through that API key
 	// only: what a send or read key may see (see CheckOwn).
 	OwnKey int64
+	// Source, DedupKey and Severity keep the alerts a monitoring tool posted through that
+	// integration, with that key, of that severity; Label ("name=value") those with that
+	// label. "" keeps all.
+	Source, DedupKey, Severity, Label string
 }
+
+// labelPattern is what a label filter's name may be: it is written into a JSON path.
+var labelPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`)
 
 // Alerts lists the alerts f selects, open ones first, then the newest.
 func (s *Store) Alerts(ctx context.Context, f AlertFilter, limit int) ([]Alert, error) {
@@ -286,6 +296,18 @@ func (s *Store) Alerts(ctx context.Context, f AlertFilter, limit int) ([]Alert, 
 	}
 	if f.OwnKey != 0 {
 		q = q.Where("batch_id IN ("+models.OwnBatches+")", sql.Named("key", f.OwnKey))
+	}
+	for col, v := range map[string]string{"source": f.Source, "dedup_key": f.DedupKey, "severity": f.Severity} {
+		if v != "" {
+			q = q.Where(col+" = ?", v)
+		}
+	}
+	if name, value, ok := strings.Cut(f.Label, "="); ok && labelPattern.MatchString(name) {
+		extract := "json_extract(labels, ?)"
+		if s.k.Dialect() == migrations.MySQL {
+			extract = "JSON_VALUE(labels, ?)"
+		}
+		q = q.Where(extract+" = ?", `$."`+name+`"`, value)
 	}
 	var out []Alert
 	err := q.Order(clause.Expr{SQL: "CASE WHEN state = ? THEN 0 ELSE 1 END", Vars: []any{AlertOpen}}).

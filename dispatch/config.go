@@ -56,6 +56,9 @@ type Config struct {
 	// StepWait, when positive, replaces MinStepWait as the shortest wait of an
 	// escalation step (HERALD_TEST_KNOBS step_wait, for tests only).
 	StepWait time.Duration
+	// InboundObserver hears of every event an integration received and what became of
+	// it; nil: nobody.
+	InboundObserver inbound.Observer
 }
 
 // NewDispatcher returns the intake and service layer built from cfg, or an error naming
@@ -70,7 +73,8 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		return nil, errors.New("dispatch: a dispatcher needs the time zone of the duty rule")
 	}
 	d := &Dispatcher{store: cfg.Store, enqueuer: cfg.Enqueuer, loc: cfg.Location, log: cfg.Log, clock: cfg.Now,
-		stats: cfg.Stats, accounts: cfg.Accounts, callbacks: cfg.Callbacks, channels: cfg.Channels}
+		stats: cfg.Stats, accounts: cfg.Accounts, callbacks: cfg.Callbacks, channels: cfg.Channels,
+		inboundObserver: cfg.InboundObserver}
 	if d.log == nil {
 		d.log = slog.Default()
 	}
@@ -174,7 +178,8 @@ func (d *Dispatcher) Templates() *templates.Service {
 // Inbound is the integrations' service: the monitoring tools that post alerts, and
 // what their events become.
 func (d *Dispatcher) Inbound() *inbound.Service {
-	return inbound.NewService(d.store, channels.Platforms, inboundOpener{d}, d.alerts, d.clock)
+	return inbound.NewService(inbound.Config{Store: d.store, Platforms: channels.Platforms, Opener: inboundOpener{d},
+		Alerts: d.alerts, Now: d.clock, Observe: d.inboundObserver})
 }
 
 // Silences is the silences' service.

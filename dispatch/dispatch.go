@@ -23,6 +23,7 @@ import (
 	"herald/channels"
 	"herald/directory"
 	"herald/duty"
+	"herald/inbound"
 	"herald/internal/batch"
 	"herald/kernel"
 	"herald/models"
@@ -49,6 +50,8 @@ type Dispatcher struct {
 	callbacks *tasks.Callbacks
 	// channels builds the platform adapters a recall calls; nil: nothing can be recalled.
 	channels *channels.Registry
+	// inboundObserver hears of the events integrations receive (Config.InboundObserver).
+	inboundObserver inbound.Observer
 	// alerts is the alerts' service (package alert), built from alertConfig.
 	alerts      *alert.Service
 	alertConfig alert.Config

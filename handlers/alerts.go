@@ -81,7 +81,7 @@ func cmpOr(a, b string) string {
 func (h *Handlers) alertsView(c *gin.Context) (views.AlertsView, error) {
 	ctx := c.Request.Context()
 	v := views.AlertsView{Now: time.Now(), CanAct: canOperate(c)}
-	list, err := h.Dispatch.Alerts().Alerts(ctx, actor(c), "", maxAlertRows)
+	list, err := h.Dispatch.Alerts().Alerts(ctx, actor(c), alert.AlertFilter{}, maxAlertRows)
 	if err != nil {
 		return v, err
 	}

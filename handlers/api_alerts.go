@@ -98,7 +98,8 @@ const maxAlertList = 200
 // send or read key lists the alerts of its own batches only.
 func (h *Handlers) APIListAlerts(c *gin.Context) {
 	ctx := c.Request.Context()
-	list, err := h.Dispatch.Alerts().Alerts(ctx, actor(c), c.Query("state"), maxAlertList)
+	list, err := h.Dispatch.Alerts().Alerts(ctx, actor(c), alert.AlertFilter{State: c.Query("state"), Source: c.Query("source"),
+		DedupKey: c.Query("dedup_key"), Severity: c.Query("severity"), Label: c.Query("label")}, maxAlertList)
 	if err != nil {
 		h.apiFail(c, err)
 		return

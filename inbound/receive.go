@@ -62,6 +62,7 @@ func (d *Service) Receive(ctx context.Context, it *Integration, body []byte) ([]
 		if rerr := st.Record(ctx, it.ID, rec); rerr != nil {
 			return nil, rerr
 		}
+		d.observe(it.Name, OutcomeRefused)
 		return rec, err
 	}
 	routes, err := compileRoutes(it)
@@ -82,6 +83,9 @@ func (d *Service) Receive(ctx context.Context, it *Integration, body []byte) ([]
 	}
 	if err := st.Record(ctx, it.ID, out); err != nil {
 		return nil, err
+	}
+	for _, r := range out {
+		d.observe(it.Name, r.Outcome)
 	}
 	return out, nil
 }

@@ -21,17 +21,44 @@ type Service struct {
 	// platforms are the platforms a route may name.
 	platforms []string
 	// opener opens an event's alert through the intake; alerts resolves it.
-	opener Opener
-	alerts *alert.Service
-	clock  func() time.Time
+	opener  Opener
+	alerts  *alert.Service
+	clock   func() time.Time
+	observe Observer
 }
 
-// NewService builds the integrations' service on store; platforms are the platforms a
-// route may send on (channels.Platforms), opener opens alerts through the intake and
-// alerts resolves them (both may be nil where nothing is received: the command line),
-// clock is the clock (nil: kernel.Now).
-func NewService(store *models.Store, platforms []string, opener Opener, alerts *alert.Service, clock func() time.Time) *Service {
-	return &Service{store: store, platforms: platforms, opener: opener, alerts: alerts, clock: clock}
+// Observer hears of each event an integration received and what became of it
+// (herald_inbound_events_total), and of each post refused for its token
+// (OutcomeUnauthorized, under the integration's name when it exists, else "").
+type Observer func(integration, outcome string)
+
+// OutcomeUnauthorized counts a post refused for its token: it is not recorded with the
+// integration's events.
+const OutcomeUnauthorized = "unauthorized"
+
+// Config is what a Service is built from. Store is required; zero values of the rest take
+// the defaults their comments give.
+type Config struct {
+	Store *models.Store
+	// Platforms are the platforms a route may send on (channels.Platforms).
+	Platforms []string
+	// Opener opens alerts through the intake and Alerts resolves them; nil where nothing
+	// is received (the command line).
+	Opener Opener
+	Alerts *alert.Service
+	// Now is the clock; nil means kernel.Now.
+	Now func() time.Time
+	// Observe hears of every event received; nil: nobody.
+	Observe Observer
+}
+
+// NewService builds the integrations' service from cfg.
+func NewService(cfg Config) *Service {
+	d := &Service{store: cfg.Store, platforms: cfg.Platforms, opener: cfg.Opener, alerts: cfg.Alerts, clock: cfg.Now, observe: cfg.Observe}
+	if d.observe == nil {
+		d.observe = func(string, string) {}
+	}
+	return d
 }
 
 // now is the service's clock, in UTC, to the microsecond the database keeps.
@@ -264,13 +291,16 @@ func (d *Service) Events(ctx context.Context, name string) ([]Received, error) {
 // otherwise, whether the name or the token was wrong.
 func (d *Service) Authenticate(ctx context.Context, name, token string) (*Integration, error) {
 	it, err := NewStore(d.store.DB()).IntegrationByName(ctx, name)
-	if errors.Is(err, kernel.ErrNotFound) || token == "" {
+	if errors.Is(err, kernel.ErrNotFound) {
+		// Not the name asked for: a caller must not fill the counter's labels.
+		d.observe("", OutcomeUnauthorized)
 		return nil, ErrToken
 	}
 	if err != nil {
 		return nil, err
 	}
-	if subtle.ConstantTimeCompare([]byte(kernel.HashToken(token)), []byte(it.TokenHash)) != 1 {
+	if token == "" || subtle.ConstantTimeCompare([]byte(kernel.HashToken(token)), []byte(it.TokenHash)) != 1 {
+		d.observe(it.Name, OutcomeUnauthorized)
 		return nil, ErrToken
 	}
 	return it, nil

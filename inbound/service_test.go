@@ -15,6 +15,8 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 var admin = audit.Actor{Name: "admin", Type: audit.ActorUser}
@@ -30,7 +32,7 @@ func integrationFixture(t *testing.T, s *models.Store) *inbound.Service {
 	if err := s.Directory().CreateRecipient(ctx, &directory.Recipient{ExternalID: "E1001", Name: "李伟", OrgType: directory.HeadOffice, Active: true}); err != nil {
 		t.Fatal(err)
 	}
-	return inbound.NewService(s, channels.Platforms, nil, nil, nil)
+	return inbound.NewService(inbound.Config{Store: s, Platforms: channels.Platforms})
 }
 
 func nightRoute() inbound.Route {
@@ -231,6 +233,35 @@ func TestDedupKeys(t *testing.T) {
 		}
 		if took, _, err := st.TakeKey(ctx, 7, "node1::HighCPU"); err != nil || !took {
 			t.Errorf("after the release: took %v, %v", took, err)
+		}
+	})
+}
+
+// The observer (herald_inbound_events_total) hears of each event by what became of it,
+// and of each post refused for its token: under the integration's name only when the
+// integration exists, so a caller cannot fill the counter's labels.
+func TestInboundObserver(t *testing.T) {
+	testenv.OnBothDialects(t, func(t *testing.T, s *models.Store) {
+		ctx := context.Background()
+		integrationFixture(t, s)
+		var heard []string
+		svc := inbound.NewService(inbound.Config{Store: s, Platforms: channels.Platforms,
+			Observe: func(integration, outcome string) { heard = append(heard, integration+"/"+outcome) }})
+		it, token, err := svc.CreateIntegration(ctx, admin, inbound.IntegrationInput{Name: "prom", Format: inbound.FormatEvents})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = svc.Authenticate(ctx, "prom", "wrong")
+		_, _ = svc.Authenticate(ctx, "made-up-name", token)
+		if _, err := svc.Receive(ctx, it, []byte(`{"event_action":"resolve","dedup_key":"k1"}`)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := svc.Receive(ctx, it, []byte(`{"event_action":"trigger"}`)); err == nil {
+			t.Fatal("a body without its dedup key was taken")
+		}
+		want := []string{"prom/unauthorized", "/unauthorized", "prom/ignored", "prom/refused"}
+		if diff := cmp.Diff(want, heard); diff != "" {
+			t.Errorf("heard (-want +got):\n%s", diff)
 		}
 	})
 }

@@ -91,6 +91,16 @@ func TestIntegrationsAPI(t *testing.T) {
 		out["labels"].(map[string]any)["team"] != "core" {
 		t.Errorf("the alert through the API: %d %s", status, raw)
 	}
+	for query, want := range map[string]int{"source=prom": 1, "label=team=core": 1, "label=team=other": 0, "severity=warning": 0,
+		"dedup_key=node1::cpu&severity=critical": 1} {
+		status, out, raw := call("GET", "/api/v1/alerts?"+query, "", admin)
+		if list, _ := out["alerts"].([]any); status != http.StatusOK || len(list) != want {
+			t.Errorf("alerts?%s: %d %s, want %d", query, status, raw, want)
+		}
+	}
+	if status, out, raw := call("GET", "/api/v1/alerts?label=team", "", admin); status != http.StatusUnprocessableEntity || out["error"].(map[string]any)["field"] != "label" {
+		t.Errorf("a label filter without its value: %d %s", status, raw)
+	}
 	if status, _, _ := call("DELETE", "/api/v1/integrations/prom", "", admin); status != http.StatusNoContent {
 		t.Errorf("delete: %d", status)
 	}

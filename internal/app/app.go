@@ -24,6 +24,7 @@ import (
 	"herald/channels/sandbox"
 	"herald/config"
 	"herald/dispatch"
+	"herald/inbound"
 	"herald/internal/logwrite"
 	"herald/kernel"
 	"herald/models"
@@ -143,7 +144,8 @@ func New(ctx context.Context, cfg *config.Config, role string, log *slog.Logger,
 	a.Metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if a.Dispatch, err = dispatch.NewDispatcher(dispatch.Config{Store: a.Store, Enqueuer: a.Enqueuer, Log: a.Log,
 		Location: cfg.Location, Stats: a.Stats, Accounts: a.Accounts, Callbacks: a.Callbacks, Channels: a.Channels,
-		AckLinks: a.AckLinks, AckObserver: tasks.NewAlertMetrics(a.Metrics, a.Store), StepWait: cfg.Knobs.StepWait}); err != nil {
+		AckLinks: a.AckLinks, AckObserver: tasks.NewAlertMetrics(a.Metrics, a.Store), StepWait: cfg.Knobs.StepWait,
+		InboundObserver: inboundMetrics(a.Metrics)}); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -256,4 +258,14 @@ type RedisLog struct{ Log *slog.Logger }
 // Printf implements go-redis's logger.
 func (l RedisLog) Printf(ctx context.Context, format string, v ...any) {
 	l.Log.WarnContext(ctx, fmt.Sprintf(format, v...), "component", "go-redis")
+}
+
+// inboundMetrics registers herald_inbound_events_total with reg and counts into it.
+func inboundMetrics(reg prometheus.Registerer) inbound.Observer {
+	events := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "herald_inbound_events_total",
+		Help: "Events monitoring tools posted to integrations, by integration and what became of them (unauthorized: refused for its token).",
+	}, []string{"integration", "outcome"})
+	reg.MustRegister(events)
+	return func(integration, outcome string) { events.WithLabelValues(integration, outcome).Inc() }
 }
