@@ -187,7 +187,7 @@ var domains = map[string][]string{
 	"herald/alert":   {"herald/models", "herald/templates", "herald/directory", "herald/duty", "herald/sending"},
 	// Integrations: the alerts monitoring tools post, normalised from their formats and
 	// opened through the alerts' service.
-	"herald/inbound": {"herald/models", "herald/alert", "herald/directory", "herald/sending", "herald/templates"},
+	"herald/inbound": {"herald/models", "herald/alert", "herald/directory", "herald/duty", "herald/sending", "herald/templates"},
 }
 
 // foundation is what every domain may build on.

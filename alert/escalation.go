@@ -619,19 +619,12 @@ const maxEarly = 2 * time.Second
 // for a moment past due (pollGrace) so that the two rarely race; the claim makes a race
 // harmless.
 func (d *Service) RunEscalationPoll(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	kernel.Every(ctx, every, func() {
 		now := d.now()
 		if _, err := d.fireDue(ctx, now.Add(-pollGrace), now); err != nil && ctx.Err() == nil {
 			d.log.Warn("alert: escalation poll", "error", err)
 		}
-	}
+	})
 }
 
 // pollGrace is how long past due the recovery poll leaves a step to its task.

@@ -179,7 +179,7 @@ func (d *Dispatcher) Templates() *templates.Service {
 // what their events become.
 func (d *Dispatcher) Inbound() *inbound.Service {
 	return inbound.NewService(inbound.Config{Store: d.store, Platforms: channels.Platforms, Opener: inboundOpener{d},
-		Alerts: d.alerts, Now: d.clock, Observe: d.inboundObserver})
+		Alerts: d.alerts, Now: d.clock, Observe: d.inboundObserver, Location: d.loc, Log: d.log})
 }
 
 // Silences is the silences' service.

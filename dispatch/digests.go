@@ -159,18 +159,11 @@ func (d *Dispatcher) FoldDueDigests(ctx context.Context, slots []string) (int, e
 // ends. Every worker runs it; the compare-and-set in FoldDigest makes two folding one
 // group harmless.
 func (d *Dispatcher) RunDigestPoll(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	kernel.Every(ctx, every, func() {
 		if _, err := d.FoldDueDigests(ctx, nil); err != nil && ctx.Err() == nil {
 			d.log.Warn("dispatch: digest poll", "error", err)
 		}
-	}
+	})
 }
 
 // buildDigest makes the digest of a group's notices: one message to their recipient on

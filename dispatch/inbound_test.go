@@ -13,6 +13,7 @@ import (
 
 	"herald/alert"
 	"herald/delivery"
+	"herald/duty"
 	"herald/inbound"
 	"herald/internal/testenv"
 	"herald/kernel"
@@ -222,4 +223,70 @@ func readTestdata(t *testing.T, name string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A heartbeat of working days: a missed ping on a workday opens one alert through its
+// route, the next ping resolves it; the same hour on a 国庆 day (a holiday) opens
+// nothing, and a make-up Saturday counts as a working day.
+func TestHeartbeats(t *testing.T) {
+	t.Parallel()
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	f.policy(t, alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}})
+	err := f.store.Duty().SetHolidays(ctx, []duty.Holiday{{Date: "2026-11-26", Kind: duty.HolidayOff, Name: "国庆"},
+		{Date: "2026-11-28", Kind: duty.HolidayWorkday, AsWeekday: new(4), Name: "国庆调休"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := f.d.Inbound()
+	// Wednesday 2026-11-25 10:00: a daily job, expected by Thursday 10:00 — a holiday.
+	hb, token, err := svc.CreateHeartbeat(ctx, f.by, inbound.HeartbeatInput{Name: "eod-batch", Interval: "24h", Grace: "5m",
+		Days: inbound.DaysWorkdays, Route: inbound.Route{Policy: "night", Platform: "sandbox", Recipients: []string{"E2002"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC); !hb.DueAt.Equal(want) {
+		t.Fatalf("due %s, want %s: Thursday is a holiday", hb.DueAt, want)
+	}
+	check := func(at time.Time) int {
+		t.Helper()
+		n, err := svc.CheckHeartbeats(ctx, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := check(time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)); n != 0 {
+		t.Fatalf("%d alerts on the holiday", n)
+	}
+	if n := check(time.Date(2026, 11, 27, 10, 3, 0, 0, time.UTC)); n != 0 {
+		t.Fatalf("%d alerts within the grace", n)
+	}
+	if n := check(time.Date(2026, 11, 27, 10, 6, 0, 0, time.UTC)); n != 1 {
+		t.Fatalf("%d alerts for the missed ping, want 1", n)
+	}
+	if n := check(time.Date(2026, 11, 27, 10, 7, 0, 0, time.UTC)); n != 0 {
+		t.Fatalf("a second check opened %d more", n)
+	}
+	missed, err := svc.Heartbeat(ctx, "eod-batch")
+	if err != nil || missed.AlertID == nil {
+		t.Fatalf("heartbeat %+v, %v", missed, err)
+	}
+	if _, err := svc.Ping(ctx, "eod-batch", "wrong"); !errors.Is(err, inbound.ErrToken) {
+		t.Errorf("a ping with a wrong token: %v", err)
+	}
+	f.mu.Lock()
+	f.now = time.Date(2026, 11, 27, 10, 20, 0, 0, time.UTC)
+	f.mu.Unlock()
+	pinged, err := svc.Ping(ctx, "eod-batch", token)
+	if err != nil || pinged.AlertID != nil {
+		t.Fatalf("ping: %+v, %v", pinged, err)
+	}
+	if a := f.alert(t, *missed.AlertID); a.State != alert.AlertResolved || a.ResolvedVia != alert.AckViaSource || a.Source != "heartbeat:eod-batch" {
+		t.Errorf("the missed ping's alert after the ping: %+v", a)
+	}
+	// Friday's ping expects the next on Saturday the 28th, a make-up workday.
+	if want := time.Date(2026, 11, 28, 10, 20, 0, 0, time.UTC); !pinged.DueAt.Equal(want) {
+		t.Errorf("next due %s, want %s (a make-up workday)", pinged.DueAt, want)
+	}
 }

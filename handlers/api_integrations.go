@@ -171,12 +171,8 @@ func (h *Handlers) APIIntegrationEvents(c *gin.Context) {
 // is 401 and nothing is recorded; a body over MaxBodyBytes 413; a body that cannot be
 // read 422 naming the field, recorded as refused.
 func (h *Handlers) Inbound(c *gin.Context) {
-	token := c.Query("token")
-	if auth := c.GetHeader("Authorization"); strings.HasPrefix(auth, "Bearer ") {
-		token = strings.TrimPrefix(auth, "Bearer ")
-	}
 	svc := h.Dispatch.Inbound()
-	it, err := svc.Authenticate(c.Request.Context(), c.Param("name"), token)
+	it, err := svc.Authenticate(c.Request.Context(), c.Param("name"), sourceToken(c))
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -199,4 +195,105 @@ func (h *Handlers) Inbound(c *gin.Context) {
 		recs[i].Body = ""
 	}
 	c.JSON(http.StatusOK, gin.H{"events": inboundEventsJSON(recs)})
+}
+
+// HeartbeatJSON is a heartbeat as the API shows it: never its token but in the answer
+// that makes one.
+type HeartbeatJSON struct {
+	Name       string        `json:"name"`
+	Interval   string        `json:"interval"`
+	Grace      string        `json:"grace"`
+	Days       string        `json:"days"`
+	Route      inbound.Route `json:"route"`
+	PingURL    string        `json:"ping_url"`
+	LastPingAt *time.Time    `json:"last_ping_at"`
+	DueAt      time.Time     `json:"due_at"`
+	AlertID    *int64        `json:"alert_id"`
+	Token      string        `json:"token,omitempty"`
+}
+
+// heartbeatBody is what POST /api/v1/heartbeats reads.
+type heartbeatBody struct {
+	Name     string        `json:"name"`
+	Interval string        `json:"interval"`
+	Grace    string        `json:"grace"`
+	Days     string        `json:"days"`
+	Route    inbound.Route `json:"route"`
+}
+
+func (h *Handlers) heartbeatJSON(hb *inbound.Heartbeat) HeartbeatJSON {
+	return HeartbeatJSON{Name: hb.Name, Interval: hb.Interval().String(), Grace: hb.Grace().String(), Days: hb.Days,
+		Route: hb.Route, PingURL: strings.TrimSuffix(h.PublicURL, "/") + "/api/v1/heartbeats/" + url.PathEscape(hb.Name) + "/ping",
+		LastPingAt: hb.LastPingAt, DueAt: hb.DueAt.UTC(), AlertID: hb.AlertID}
+}
+
+// APIListHeartbeats is GET /api/v1/heartbeats.
+func (h *Handlers) APIListHeartbeats(c *gin.Context) {
+	list, err := h.Dispatch.Inbound().Heartbeats(c.Request.Context())
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := make([]HeartbeatJSON, len(list))
+	for i := range list {
+		out[i] = h.heartbeatJSON(&list[i])
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// APIGetHeartbeat is GET /api/v1/heartbeats/:name.
+func (h *Handlers) APIGetHeartbeat(c *gin.Context) {
+	hb, err := h.Dispatch.Inbound().Heartbeat(c.Request.Context(), c.Param("name"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, h.heartbeatJSON(hb))
+}
+
+// APICreateHeartbeat is POST /api/v1/heartbeats: the answer carries the token, this once.
+func (h *Handlers) APICreateHeartbeat(c *gin.Context) {
+	var body heartbeatBody
+	if !decodeJSON(c, &body) {
+		return
+	}
+	hb, token, err := h.Dispatch.Inbound().CreateHeartbeat(c.Request.Context(), actor(c),
+		inbound.HeartbeatInput{Name: body.Name, Interval: body.Interval, Grace: body.Grace, Days: body.Days, Route: body.Route})
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := h.heartbeatJSON(hb)
+	out.Token = token
+	c.JSON(http.StatusCreated, out)
+}
+
+// APIDeleteHeartbeat is DELETE /api/v1/heartbeats/:name.
+func (h *Handlers) APIDeleteHeartbeat(c *gin.Context) {
+	if err := h.Dispatch.Inbound().DeleteHeartbeat(c.Request.Context(), actor(c), c.Param("name")); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.Status(http.StatusNoContent)
+}
+
+// Ping is GET or POST /api/v1/heartbeats/:name/ping, with the heartbeat's token in
+// Authorization: Bearer or ?token= (a cron line's curl, Alertmanager's Watchdog).
+func (h *Handlers) Ping(c *gin.Context) {
+	hb, err := h.Dispatch.Inbound().Ping(c.Request.Context(), c.Param("name"), sourceToken(c))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, h.heartbeatJSON(hb))
+}
+
+// sourceToken is the token a monitoring tool or a job presents: in Authorization:
+// Bearer, or for a tool that cannot set headers in ?token= (never logged: the request
+// log records no query).
+func sourceToken(c *gin.Context) string {
+	if auth := c.GetHeader("Authorization"); strings.HasPrefix(auth, "Bearer ") {
+		return strings.TrimPrefix(auth, "Bearer ")
+	}
+	return c.Query("token")
 }

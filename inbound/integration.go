@@ -46,7 +46,7 @@ type Routes []Route
 // source); the alert opens under the policy, rendered from the template, through the
 // account (or the platform's default account), at the priority, to the recipients.
 type Route struct {
-	Matchers   []delivery.Matcher `json:"matchers"`
+	Matchers   []delivery.Matcher `json:"matchers,omitempty"`
 	Policy     string             `json:"policy"`
 	Template   string             `json:"template,omitempty"`
 	Account    string             `json:"account,omitempty"`

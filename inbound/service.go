@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,9 @@ type Service struct {
 	alerts  *alert.Service
 	clock   func() time.Time
 	observe Observer
+	// loc is HERALD_TIMEZONE: the days a heartbeat of working days expects pings on.
+	loc *time.Location
+	log *slog.Logger
 }
 
 // Observer hears of each event an integration received and what became of it
@@ -50,13 +54,21 @@ type Config struct {
 	Now func() time.Time
 	// Observe hears of every event received; nil: nobody.
 	Observe Observer
+	// Location is HERALD_TIMEZONE; nil means UTC.
+	Location *time.Location
+	// Log defaults to slog.Default().
+	Log *slog.Logger
 }
 
 // NewService builds the integrations' service from cfg.
 func NewService(cfg Config) *Service {
-	d := &Service{store: cfg.Store, platforms: cfg.Platforms, opener: cfg.Opener, alerts: cfg.Alerts, clock: cfg.Now, observe: cfg.Observe}
+	d := &Service{store: cfg.Store, platforms: cfg.Platforms, opener: cfg.Opener, alerts: cfg.Alerts, clock: cfg.Now,
+		observe: cfg.Observe, loc: cfg.Location, log: cfg.Log}
 	if d.observe == nil {
 		d.observe = func(string, string) {}
+	}
+	if d.log == nil {
+		d.log = slog.Default()
 	}
 	return d
 }

@@ -103,7 +103,7 @@ func (s *Store) DeleteIntegration(ctx context.Context, id int64) error {
 		if err := tx.Where("integration_id = ?", id).Delete(&Received{}).Error; err != nil {
 			return fmt.Errorf("inbound: delete events of integration %d: %w", id, err)
 		}
-		if err := tx.Where("integration_id = ?", id).Delete(&openKey{}).Error; err != nil {
+		if err := tx.Where("integration_id = ?", id).Delete(&OpenKey{}).Error; err != nil {
 			return fmt.Errorf("inbound: delete keys of integration %d: %w", id, err)
 		}
 		return nil
@@ -188,8 +188,8 @@ func (s *Store) Events(ctx context.Context, integrationID int64, limit int) ([]R
 	return out, nil
 }
 
-// openKey is the open alert of an integration's dedup key.
-type openKey struct {
+// OpenKey is the open alert of an integration's dedup key (inbound_keys).
+type OpenKey struct {
 	IntegrationID int64  `gorm:"primaryKey;autoIncrement:false"`
 	DedupKey      string `gorm:"primaryKey"`
 	AlertID       *int64
@@ -197,13 +197,13 @@ type openKey struct {
 }
 
 // TableName implements gorm's tabler.
-func (openKey) TableName() string { return "inbound_keys" }
+func (OpenKey) TableName() string { return "inbound_keys" }
 
 // TakeKey claims an integration's dedup key for a new alert, in the caller's
 // transaction: true when this caller took it (and opens the alert), false when an alert
 // of the key is open already (its id, or nil while the taker has not written it yet).
 func (s *Store) TakeKey(ctx context.Context, integrationID int64, key string) (bool, *int64, error) {
-	row := openKey{IntegrationID: integrationID, DedupKey: key, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+	row := OpenKey{IntegrationID: integrationID, DedupKey: key, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 	res := s.k.Writer(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
 	if res.Error != nil {
 		return false, nil, fmt.Errorf("inbound: take key %q: %w", key, res.Error)
@@ -211,7 +211,7 @@ func (s *Store) TakeKey(ctx context.Context, integrationID int64, key string) (b
 	if res.RowsAffected == 1 {
 		return true, nil, nil
 	}
-	var held openKey
+	var held OpenKey
 	err := s.k.Writer(ctx).Where("integration_id = ? AND dedup_key = ?", integrationID, key).Take(&held).Error
 	if err != nil {
 		return false, nil, fmt.Errorf("inbound: read key %q: %w", key, err)
@@ -222,7 +222,7 @@ func (s *Store) TakeKey(ctx context.Context, integrationID int64, key string) (b
 // KeyAlert reads the open alert of an integration's dedup key: found false when the key
 // is not taken, alertID nil while its taker has not written the alert yet.
 func (s *Store) KeyAlert(ctx context.Context, integrationID int64, key string) (alertID *int64, found bool, err error) {
-	var held openKey
+	var held OpenKey
 	err = s.k.Writer(ctx).Where("integration_id = ? AND dedup_key = ?", integrationID, key).Take(&held).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, false, nil
@@ -235,7 +235,7 @@ func (s *Store) KeyAlert(ctx context.Context, integrationID int64, key string) (
 
 // SetKeyAlert records the alert a taken key opened.
 func (s *Store) SetKeyAlert(ctx context.Context, integrationID int64, key string, alertID int64) error {
-	err := s.k.Writer(ctx).Model(&openKey{}).Where("integration_id = ? AND dedup_key = ?", integrationID, key).
+	err := s.k.Writer(ctx).Model(&OpenKey{}).Where("integration_id = ? AND dedup_key = ?", integrationID, key).
 		Update("alert_id", alertID).Error
 	if err != nil {
 		return fmt.Errorf("inbound: key %q: %w", key, err)
@@ -246,7 +246,7 @@ func (s *Store) SetKeyAlert(ctx context.Context, integrationID int64, key string
 // ReleaseKey lets an integration's dedup key go once its alert ended: the next event
 // of the key opens a new alert.
 func (s *Store) ReleaseKey(ctx context.Context, integrationID int64, key string) error {
-	err := s.k.Writer(ctx).Where("integration_id = ? AND dedup_key = ?", integrationID, key).Delete(&openKey{}).Error
+	err := s.k.Writer(ctx).Where("integration_id = ? AND dedup_key = ?", integrationID, key).Delete(&OpenKey{}).Error
 	if err != nil {
 		return fmt.Errorf("inbound: release key %q: %w", key, err)
 	}

@@ -104,6 +104,21 @@ func (c Clock) Now() time.Time {
 	return Now()
 }
 
+// Every runs fn every interval until ctx ends: a worker's background pass (escalation,
+// digests, heartbeats).
+func Every(ctx context.Context, every time.Duration, fn func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		fn()
+	}
+}
+
 // DB is Herald's database: the connections writes and reads run on, its dialect, and
 // the sealer of the credentials kept in it. One per process, safe for concurrent use;
 // InTx hands out one bound to a transaction.

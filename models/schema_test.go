@@ -17,6 +17,7 @@ import (
 	"herald/audit"
 	"herald/directory"
 	"herald/duty"
+	"herald/inbound"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/migrations"
@@ -39,6 +40,7 @@ var gormModels = []any{
 	&kernel.Setting{}, &duty.Rotation{}, &duty.DutyFeed{}, &duty.DutySwap{}, &models.DutyReminder{}, &models.CallbackEvent{},
 	&kernel.ChangeCounter{}, &recall.RecallRequest{}, &models.DailyContent{}, &templates.TemplateVersion{},
 	&alert.EscalationPolicy{}, &alert.Alert{}, &alert.AlertStep{}, &silence.Silence{}, &silence.MessageSilence{},
+	&inbound.Integration{}, &inbound.Received{}, &inbound.OpenKey{}, &inbound.Heartbeat{},
 }
 
 // designTables are the tables the migrations create, by the names operators and tools rely on.

@@ -253,18 +253,10 @@ func (s *Sender) claimBatch(ctx context.Context, ids []string) []claimResult {
 // sweeper's recovery finds its claims within a lease and a few seconds. Stop it only
 // after the worker has finished its tasks.
 func (s *Sender) KeepLeases(ctx context.Context) {
-	every := s.lease / 5
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
+	kernel.Every(ctx, s.lease/5, func() {
 		ids, tokens := s.held.snapshot()
 		if len(ids) == 0 {
-			continue
+			return
 		}
 		slices.Sort(ids) // the order InnoDB locks them in anyway
 		// A renewal may take longer than the interval on a slow database: the ticker
@@ -275,7 +267,7 @@ func (s *Sender) KeepLeases(ctx context.Context) {
 		if err != nil {
 			s.log.Warn("renew claim leases", "claims", len(ids), "error", err)
 		}
-	}
+	})
 }
 
 // ProcessTask implements asynq.Handler for TypeSendMessage: a task carries one message

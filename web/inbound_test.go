@@ -108,3 +108,50 @@ func TestIntegrationsAPI(t *testing.T) {
 		t.Errorf("a deleted integration's token: %d, want 401", status)
 	}
 }
+
+// TestHeartbeatsAPI makes a heartbeat (its token in that answer only), pings it with GET
+// and the token in the query as a cron line would, refuses a wrong token, and deletes
+// it; every answer is checked against docs/openapi.json.
+func TestHeartbeatsAPI(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := context.Background()
+	_, secret, err := c.store.Access().CreateAPIKey(ctx, "ops", access.ScopeAdmin, adminUser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := c.as("")
+	admin := map[string]string{"Authorization": "Bearer " + secret}
+	call := func(method, path, body string, header map[string]string) (int, map[string]any, string) {
+		t.Helper()
+		resp, raw := api.do(method, path, "application/json", strings.NewReader(body), header)
+		out := map[string]any{}
+		_ = json.Unmarshal([]byte(raw), &out)
+		return resp.StatusCode, out, raw
+	}
+	if status, _, raw := call("POST", "/api/v1/escalation-policies", `{"name":"night","steps":[{"targets":["E2001"],"wait":"10m"}]}`, admin); status != http.StatusCreated {
+		t.Fatalf("policy: %d %s", status, raw)
+	}
+	if status, out, raw := call("POST", "/api/v1/heartbeats", `{"name":"eod","interval":"10s","route":{"policy":"night","platform":"sandbox"}}`, admin); status != http.StatusUnprocessableEntity ||
+		out["error"].(map[string]any)["field"] != "interval" {
+		t.Errorf("an interval under a minute: %d %s", status, raw)
+	}
+	status, out, raw := call("POST", "/api/v1/heartbeats", `{"name":"eod","interval":"24h","grace":"10m","days":"workdays","route":{"policy":"night","platform":"sandbox"}}`, admin)
+	token, _ := out["token"].(string)
+	if status != http.StatusCreated || token == "" || out["ping_url"] != "https://herald.example/api/v1/heartbeats/eod/ping" {
+		t.Fatalf("create: %d %s", status, raw)
+	}
+	if status, _, _ := call("GET", "/api/v1/heartbeats/eod/ping?token=wrong", "", nil); status != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %d, want 401", status)
+	}
+	status, out, raw = call("GET", "/api/v1/heartbeats/eod/ping?token="+token, "", nil)
+	if status != http.StatusOK || out["last_ping_at"] == nil {
+		t.Fatalf("ping: %d %s", status, raw)
+	}
+	if _, _, raw := call("GET", "/api/v1/heartbeats", "", admin); strings.Contains(raw, token) {
+		t.Errorf("the list shows the token")
+	}
+	if status, _, _ := call("DELETE", "/api/v1/heartbeats/eod", "", admin); status != http.StatusNoContent {
+		t.Errorf("delete: %d", status)
+	}
+}

@@ -277,4 +277,11 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.GET("/integrations/:name/events", admin, h.APIIntegrationEvents)
 	// A monitoring tool's events: the integration's own token, not an API key.
 	v1.POST("/inbound/:name", h.Inbound)
+	v1.GET("/heartbeats", admin, h.APIListHeartbeats)
+	v1.POST("/heartbeats", admin, h.APICreateHeartbeat)
+	v1.GET("/heartbeats/:name", admin, h.APIGetHeartbeat)
+	v1.DELETE("/heartbeats/:name", admin, h.APIDeleteHeartbeat)
+	// A heartbeat's ping: its own token.
+	v1.GET("/heartbeats/:name/ping", h.Ping)
+	v1.POST("/heartbeats/:name/ping", h.Ping)
 }

@@ -120,6 +120,7 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	go a.Dispatch.Alerts().RunEscalationPoll(ctx, escalationPoll)
 	go a.Dispatch.RunDigestPoll(ctx, digestPoll)
 	go a.Dispatch.RunSilencePass(ctx, silencePass)
+	go a.Dispatch.Inbound().RunHeartbeatPoll(ctx, heartbeatPoll)
 	if err := srv.Start(mux); err != nil {
 		send.Close()
 		return fmt.Errorf("serve: start worker: %w", err)
@@ -141,6 +142,10 @@ const digestPoll = time.Second
 
 // silencePass is how often each worker looks for silences to end.
 const silencePass = time.Second
+
+// heartbeatPoll is how often each worker looks for missed heartbeats: their intervals
+// are a minute or more.
+const heartbeatPoll = 5 * time.Second
 
 // startScheduler starts the periodic maintenance tasks and enqueues a first sweep, so
 // a restart picks up what was left at once.

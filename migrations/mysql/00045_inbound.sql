@@ -45,6 +45,30 @@ CREATE TABLE inbound_keys (
   PRIMARY KEY (integration_id, dedup_key)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 
+-- Heartbeats: a job or a tool that must ping within its interval (plus grace); a missed
+-- ping opens an alert through route (JSON), the next ping resolves it. days is "" (every
+-- day) or "workdays" (pings expected on Herald's working days, make-up workdays
+-- included). due_at is when the next ping is expected; missed_at is set, by
+-- compare-and-set, by the check that opens the alert for a missed ping.
+CREATE TABLE heartbeats (
+  id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
+  name VARCHAR(64) NOT NULL,
+  token_hash CHAR(64) CHARACTER SET ascii NOT NULL,
+  interval_seconds INT NOT NULL,
+  grace_seconds INT NOT NULL DEFAULT 0,
+  days VARCHAR(16) CHARACTER SET ascii NOT NULL DEFAULT '',
+  route TEXT NOT NULL,
+  last_ping_at DATETIME(6) NULL,
+  due_at DATETIME(6) NOT NULL,
+  missed_at DATETIME(6) NULL,
+  alert_id BIGINT NULL,
+  created_by VARCHAR(128) NOT NULL DEFAULT '',
+  created_at DATETIME(6) NOT NULL,
+  updated_at DATETIME(6) NOT NULL,
+  UNIQUE KEY uq_heartbeats_name (name),
+  KEY idx_heartbeats_due (missed_at, due_at)
+) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
+
 -- An alert from a monitoring tool: the integration it came through (source), its dedup
 -- key, labels (JSON) and severity, and how many events it has had, the last when.
 ALTER TABLE alerts
@@ -59,6 +83,7 @@ ALTER TABLE alerts
 -- +goose Down
 ALTER TABLE alerts DROP KEY idx_alerts_source, DROP COLUMN last_event_at, DROP COLUMN event_count,
   DROP COLUMN severity, DROP COLUMN labels, DROP COLUMN dedup_key, DROP COLUMN source;
+DROP TABLE heartbeats;
 DROP TABLE inbound_keys;
 DROP TABLE inbound_events;
 DROP TABLE integrations;

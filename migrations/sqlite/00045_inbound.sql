@@ -45,6 +45,30 @@ CREATE TABLE inbound_keys (
   PRIMARY KEY (integration_id, dedup_key)
 );
 
+-- Heartbeats: a job or a tool that must ping within its interval (plus grace); a missed
+-- ping opens an alert through route (JSON), the next ping resolves it. days is "" (every
+-- day) or "workdays" (pings expected on Herald's working days, make-up workdays
+-- included). due_at is when the next ping is expected; missed_at is set, by
+-- compare-and-set, by the check that opens the alert for a missed ping.
+CREATE TABLE heartbeats (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  token_hash TEXT NOT NULL,
+  interval_seconds INTEGER NOT NULL,
+  grace_seconds INTEGER NOT NULL DEFAULT 0,
+  days TEXT NOT NULL DEFAULT '',
+  route TEXT NOT NULL,
+  last_ping_at DATETIME,
+  due_at DATETIME NOT NULL,
+  missed_at DATETIME,
+  alert_id INTEGER,
+  created_by TEXT NOT NULL DEFAULT '',
+  created_at DATETIME NOT NULL,
+  updated_at DATETIME NOT NULL
+);
+CREATE UNIQUE INDEX uq_heartbeats_name ON heartbeats (name);
+CREATE INDEX idx_heartbeats_due ON heartbeats (missed_at, due_at);
+
 -- An alert from a monitoring tool: the integration it came through (source), its dedup
 -- key, labels (JSON) and severity, and how many events it has had, the last when.
 ALTER TABLE alerts ADD COLUMN source TEXT NOT NULL DEFAULT '';
@@ -63,6 +87,7 @@ ALTER TABLE alerts DROP COLUMN severity;
 ALTER TABLE alerts DROP COLUMN labels;
 ALTER TABLE alerts DROP COLUMN dedup_key;
 ALTER TABLE alerts DROP COLUMN source;
+DROP TABLE heartbeats;
 DROP TABLE inbound_keys;
 DROP TABLE inbound_events;
 DROP TABLE integrations;
