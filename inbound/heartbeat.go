@@ -200,19 +200,44 @@ func (d *Service) Ping(ctx context.Context, name, token string) (*Heartbeat, err
 	if err != nil {
 		return nil, err
 	}
-	res := d.store.DB().Writer(ctx).Model(&Heartbeat{}).Where("id = ?", h.ID).
-		Updates(map[string]any{"last_ping_at": now, "due_at": due, "missed_at": nil, "alert_id": nil, "updated_at": now})
+	w := d.store.DB().Writer(ctx)
+	res := w.Model(&Heartbeat{}).Where("id = ?", h.ID).
+		Updates(map[string]any{"last_ping_at": now, "due_at": due, "missed_at": nil, "updated_at": now})
 	if res.Error != nil {
 		return nil, fmt.Errorf("inbound: ping heartbeat %q: %w", name, res.Error)
 	}
-	if h.AlertID != nil && d.alerts != nil {
-		_, err := d.alerts.ResolveFromSource(ctx, audit.System("heartbeat:"+h.Name), *h.AlertID, "heartbeat:"+h.Name, true)
-		if err != nil && !errors.Is(err, alert.ErrAlertEnded) {
-			return nil, err
+	// The alert a missed ping opened, taken by compare-and-set: a check that opened one
+	// while this ping came resolves it itself (CheckHeartbeats).
+	var open Heartbeat
+	if err := w.Select("alert_id").Where("id = ?", h.ID).Take(&open).Error; err != nil {
+		return nil, fmt.Errorf("inbound: ping heartbeat %q: %w", name, err)
+	}
+	if open.AlertID != nil {
+		res := w.Model(&Heartbeat{}).Where("id = ? AND alert_id = ?", h.ID, *open.AlertID).Update("alert_id", nil)
+		if res.Error != nil {
+			return nil, fmt.Errorf("inbound: ping heartbeat %q: %w", name, res.Error)
+		}
+		if res.RowsAffected == 1 {
+			if err := d.resolveMissed(ctx, h, *open.AlertID); err != nil {
+				return nil, err
+			}
 		}
 	}
 	h.LastPingAt, h.DueAt, h.MissedAt, h.AlertID = &now, due, nil, nil
 	return h, nil
+}
+
+// resolveMissed resolves the alert of a missed ping, by the heartbeat, via source: its
+// job checked in after all.
+func (d *Service) resolveMissed(ctx context.Context, h *Heartbeat, alertID int64) error {
+	if d.alerts == nil {
+		return nil
+	}
+	_, err := d.alerts.ResolveFromSource(ctx, audit.System("heartbeat:"+h.Name), alertID, "heartbeat:"+h.Name, true)
+	if err != nil && !errors.Is(err, alert.ErrAlertEnded) {
+		return err
+	}
+	return nil
 }
 
 // nextDue is when the heartbeat's next ping is expected after one at at: an interval
@@ -289,11 +314,17 @@ func (d *Service) CheckHeartbeats(ctx context.Context, now time.Time) (int, erro
 			d.store.DB().Writer(ctx).Model(&Heartbeat{}).Where("id = ?", h.ID).Update("missed_at", nil)
 			return opened, err
 		}
-		err = d.store.DB().Writer(ctx).Model(&Heartbeat{}).Where("id = ? AND missed_at = ?", h.ID, now).Update("alert_id", alertID).Error
-		if err != nil {
-			return opened, fmt.Errorf("inbound: heartbeat %q: %w", h.Name, err)
+		res = d.store.DB().Writer(ctx).Model(&Heartbeat{}).Where("id = ? AND missed_at = ?", h.ID, now).Update("alert_id", alertID)
+		if res.Error != nil {
+			return opened, fmt.Errorf("inbound: heartbeat %q: %w", h.Name, res.Error)
 		}
 		opened++
+		if res.RowsAffected == 0 {
+			// A ping came while the alert opened: it is over already.
+			if err := d.resolveMissed(ctx, h, alertID); err != nil {
+				return opened, err
+			}
+		}
 	}
 	return opened, nil
 }
