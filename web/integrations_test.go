@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"herald/alert"
+	"herald/audit"
 	"herald/inbound"
 )
 
@@ -173,4 +174,31 @@ func TestIntegrationsConsole(t *testing.T) {
 	}
 	resp, body = admin.get("/integrations/prom")
 	wantStatus(t, "a deleted integration's page", resp, body, http.StatusNotFound)
+}
+
+// integrationWithEvents makes an integration whose default route opens alerts on the
+// sandbox, and posts it an event with long words and a body it refuses: what the pages
+// must lay out.
+func (c *console) integrationWithEvents(name string) {
+	c.t.Helper()
+	ctx := context.Background()
+	if err := alert.Of(c.store).CreatePolicy(ctx, &alert.EscalationPolicy{Name: name + "-policy",
+		Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}}); err != nil {
+		c.t.Fatal(err)
+	}
+	svc := c.h.Dispatch.Inbound()
+	it, _, err := svc.CreateIntegration(ctx, audit.Actor{Name: adminUser, Type: audit.ActorUser}, inbound.IntegrationInput{Name: name,
+		Format: inbound.FormatEvents, DefaultRoute: &inbound.Route{Policy: name + "-policy", Platform: "sandbox"}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	long := strings.Repeat("核心交易系统数据库主库磁盘", 8)
+	for _, body := range []string{
+		`{"event_action":"trigger","dedup_key":"` + strings.Repeat("db-primary-01.example.internal::", 4) + `","severity":"critical","title":"` + long + `"}`,
+		`{"event_action":"trigger","severity":"critical","title":"` + long + `"}`,
+	} {
+		if _, err := svc.Receive(ctx, it, []byte(body)); err != nil && !strings.Contains(err.Error(), "dedup_key") {
+			c.t.Fatal(err)
+		}
+	}
 }
