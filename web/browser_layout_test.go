@@ -65,14 +65,16 @@ type layoutMeasure struct {
 }
 
 // TestBrowserConsoleLayout opens the dashboard, the message list, a batch, the compose
-// form and a CSV import preview in Chinese at 1366, 768 and 390 px, and checks the
+// form, a CSV import preview and the integrations' pages (the list, one with its events,
+// the form, a token with its snippets) in Chinese at 1366, 768 and 390 px, and checks the
 // layout rules on each (layoutScript), the columns that must be on a phone's screen, and
 // Send after the people on a phone. Each page's screenshot must be as wide as asked;
 // HERALD_LAYOUT_SCREENSHOTS names a directory to keep them in.
 func TestBrowserConsoleLayout(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t, func(o *web.Options) { o.DefaultLanguage = i18n.Chinese })
-	c.user(operatorUser)
+	c.user(adminUser)
+	c.integrationWithEvents("layout")
 	later := time.Now().Add(2 * time.Hour)
 	msgs := c.send(nil, "E2001", "E2002", "E2003")
 	c.stop(msgs["E2001"].ID)
@@ -86,7 +88,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}),
 		chromedp.Navigate(c.url+"/login"),
 		chromedp.WaitVisible(`#username`, q),
-		chromedp.SendKeys(`#username`, operatorUser, q),
+		chromedp.SendKeys(`#username`, adminUser, q),
 		chromedp.SendKeys(`#password`, testPassword, q),
 		chromedp.Submit(`#password`, q),
 		chromedp.WaitVisible(`header.topbar`, q),
@@ -100,6 +102,15 @@ func TestBrowserConsoleLayout(t *testing.T) {
 	importPreview := []chromedp.Action{chromedp.Navigate(c.url + "/recipients/import"), chromedp.WaitVisible(`#csv`, q),
 		chromedp.Evaluate(`document.querySelector('#csv').value = document.querySelector('#csv').placeholder`, nil),
 		chromedp.Submit(`#csv`, q), chromedp.WaitVisible(`.preview-table`, q)}
+	// Each width makes an integration of its own to see its token page.
+	made := 0
+	tokenPage := []chromedp.Action{chromedp.Navigate(c.url + "/integrations/new"), chromedp.WaitVisible(`#integration-form`, q),
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			made++
+			return chromedp.SendKeys(`#name`, fmt.Sprintf("layout-%d", made), q).Do(ctx)
+		}),
+		chromedp.SetValue(`#format`, "zabbix", q), chromedp.Submit(`#name`, q), chromedp.WaitVisible(`#integration-token`, q)}
+	openDetails := chromedp.Evaluate(`document.querySelectorAll('main details').forEach(d => d.open = true); true`, nil)
 	pages := []struct {
 		name    string
 		actions []chromedp.Action
@@ -112,6 +123,10 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"batch", []chromedp.Action{chromedp.Navigate(c.url + batch), chromedp.WaitVisible(`#batch-actions`, q)}, nil, nil},
 		{"compose", []chromedp.Action{chromedp.Navigate(c.url + "/compose"), chromedp.WaitVisible(`#compose-list`, q)}, nil, nil},
 		{"import", importPreview, nil, []string{"result"}},
+		{"integrations", []chromedp.Action{chromedp.Navigate(c.url + "/integrations"), chromedp.WaitVisible(`#integrations`, q)}, nil, nil},
+		{"integration", []chromedp.Action{chromedp.Navigate(c.url + "/integrations/layout"), chromedp.WaitVisible(`#events`, q), openDetails}, nil, nil},
+		{"integration form", []chromedp.Action{chromedp.Navigate(c.url + "/integrations/layout/edit"), chromedp.WaitVisible(`#integration-form`, q)}, nil, nil},
+		{"integration token", tokenPage, nil, nil},
 	}
 	for _, width := range []int{1366, 768, 390} {
 		if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), 900)); err != nil {

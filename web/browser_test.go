@@ -140,6 +140,7 @@ func TestBrowserPagesKeepToTheCSP(t *testing.T) {
 	msgs := c.send(nil, "E2001", "E2002")
 	c.finish(msgs["E2001"].ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
 	c.useLimits("sandbox", sending.Limits{PerMinute: 10, PerHour: 100}, 4)
+	c.integrationWithEvents("csp")
 	ctx := testenv.Chrome(t)
 
 	reported := listenCSPViolations(ctx)
@@ -172,6 +173,15 @@ func TestBrowserPagesKeepToTheCSP(t *testing.T) {
 		{"users", []chromedp.Action{chromedp.Navigate(c.url + "/users"), chromedp.WaitVisible(`main`, q)}},
 		{"api keys", []chromedp.Action{chromedp.Navigate(c.url + "/api-keys"), chromedp.WaitVisible(`main`, q)}},
 		{"audit", []chromedp.Action{chromedp.Navigate(c.url + "/audit"), chromedp.WaitVisible(`main`, q)}},
+		{"integrations", []chromedp.Action{chromedp.Navigate(c.url + "/integrations"), chromedp.WaitVisible(`#integrations`, q)}},
+		{"integration", []chromedp.Action{chromedp.Navigate(c.url + "/integrations/csp"), chromedp.WaitVisible(`#events`, q),
+			chromedp.Click(`#events summary`, q), chromedp.WaitVisible(`#events pre`, q)}},
+		// "Add a route" posts the form and comes back with one more row.
+		{"integration form", []chromedp.Action{chromedp.Navigate(c.url + "/integrations/new"), chromedp.WaitVisible(`#integration-form`, q),
+			chromedp.SendKeys(`#name`, "csp-new", q), chromedp.Click(`button[name="more"][value="route"]`, q),
+			chromedp.WaitVisible(`select[name="routes[1].policy"]`, q)}},
+		{"integration token", []chromedp.Action{chromedp.Submit(`#name`, q), chromedp.WaitVisible(`#integration-token`, q),
+			chromedp.Click(`#snippet-grafana summary`, q), chromedp.WaitVisible(`#snippet-grafana dl`, q)}},
 		{"password", []chromedp.Action{chromedp.Navigate(c.url + "/password"), chromedp.WaitVisible(`#new_password`, q)}},
 		// Asynqmon's React app renders its queue list from its API.
 		{"monitoring", []chromedp.Action{chromedp.Navigate(c.url + "/monitoring/"), chromedp.WaitVisible(`#root table`, q), pause(time.Second)}},

@@ -12,6 +12,8 @@ import (
 	"herald/access"
 	"herald/alert"
 	"herald/duty"
+	"herald/inbound"
+	"herald/kernel"
 	"herald/models"
 	"herald/sending"
 	"herald/templates"
@@ -132,6 +134,14 @@ var routeRoles = map[string]access.Role{
 	"GET /escalation-policies/:name/edit":     access.RoleAdmin,
 	"POST /escalation-policies/:name/edit":    access.RoleAdmin,
 	"POST /escalation-policies/:name/delete":  access.RoleAdmin,
+	"GET /integrations":                       access.RoleAdmin,
+	"GET /integrations/new":                   access.RoleAdmin,
+	"POST /integrations":                      access.RoleAdmin,
+	"GET /integrations/:name":                 access.RoleAdmin,
+	"GET /integrations/:name/edit":            access.RoleAdmin,
+	"POST /integrations/:name/edit":           access.RoleAdmin,
+	"POST /integrations/:name/token":          access.RoleAdmin,
+	"POST /integrations/:name/delete":         access.RoleAdmin,
 	"* " + web.MonitoringPath + "/*path":      access.RoleViewer,
 	"GET /silences":                           access.RoleViewer,
 	"GET /silences/new":                       access.RoleOperator,
@@ -184,7 +194,12 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		Steps: []alert.PolicyStep{{Targets: []string{"on_duty"}, Wait: "10m"}}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := inbound.NewStore(c.store.DB()).CreateIntegration(ctx, &inbound.Integration{Name: "walk-integration",
+		Format: inbound.FormatEvents, Routes: inbound.Routes{}, TokenHash: kernel.HashToken("walk-token")}); err != nil {
+		t.Fatal(err)
+	}
 	return map[string]string{
+		"/integrations/:name":         "walk-integration",
 		"/batches/:id":                msg.BatchID,
 		"/messages/:id":               msg.ID,
 		"/recipients/:id":             "E2003",

@@ -167,7 +167,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	imports.POST("/duty/holidays/import", h.ImportHolidays)
 	imports.POST("/duty/holidays/national", h.ImportNational)
 
-	// Admins also manage accounts, users and API keys.
+	// Admins also manage accounts, users, API keys, escalation policies and integrations.
 	admins := console.Group("/", requireRole(access.RoleAdmin))
 	admins.GET("/accounts", h.Accounts)
 	admins.GET("/accounts/usage", h.AccountsUsage)
@@ -199,6 +199,14 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	admins.GET("/escalation-policies/:name/edit", h.EditPolicyForm)
 	admins.POST("/escalation-policies/:name/edit", h.UpdatePolicy)
 	admins.POST("/escalation-policies/:name/delete", h.DeletePolicy)
+	admins.GET("/integrations", h.Integrations)
+	admins.GET("/integrations/new", h.NewIntegrationForm)
+	admins.POST("/integrations", h.CreateIntegration)
+	admins.GET("/integrations/:name", h.Integration)
+	admins.GET("/integrations/:name/edit", h.EditIntegrationForm)
+	admins.POST("/integrations/:name/edit", h.UpdateIntegration)
+	admins.POST("/integrations/:name/token", h.RotateIntegrationToken)
+	admins.POST("/integrations/:name/delete", h.DeleteIntegration)
 
 	// The JSON API: bearer API keys with scopes; admin has every scope.
 	v1 := r.Group("/api/v1", apiLanguage)

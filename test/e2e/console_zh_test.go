@@ -213,6 +213,23 @@ var zhWalk = []zhPage{
 	{as: "admin", method: "POST", path: "/api-keys/{key_id}/callback", status: 422, kind: kindPage, form: url.Values{"url": {"ftp://example.com/x"}}},
 	{as: "admin", method: "POST", path: "/api-keys/{key_id}/callback", status: 200, kind: kindPage,
 		form: url.Values{"url": {"http://127.0.0.1:1/events"}, "allow_private_network": {"true"}}},
+	{as: "admin", method: "GET", path: "/integrations", status: 200, kind: kindPage}, // none yet
+	{as: "admin", method: "GET", path: "/integrations/new", status: 200, kind: kindPage},
+	{as: "admin", method: "POST", path: "/integrations", status: 200, kind: kindPage, want: []string{`name="routes[1].policy"`},
+		form: url.Values{"name": {"zabbix-zh"}, "format": {"zabbix"}, "route_rows": {"1"}, "more": {"route"}}},
+	{as: "admin", method: "POST", path: "/integrations", status: 422, kind: kindPage, want: []string{`id="error-routes[0].policy"`},
+		form: url.Values{"name": {"zabbix-zh"}, "format": {"zabbix"}, "route_rows": {"1"}, "routes[0].matcher_rows": {"1"},
+			"routes[0].matchers[0].name": {"label:host"}, "routes[0].matchers[0].value": {"核心库"}, "routes[0].platform": {"sandbox"}}},
+	{as: "admin", method: "POST", path: "/integrations", status: 422, kind: kindPage, want: []string{`id="error-mapping"`},
+		form: url.Values{"name": {"custom-zh"}, "format": {"custom"}, "mapping": {"{"}}},
+	{as: "admin", method: "POST", path: "/integrations", status: 201, kind: kindPage, want: []string{`id="zabbix-parameters"`},
+		form: url.Values{"name": {"zabbix-zh"}, "format": {"zabbix"}, "notify_on_resolve": {"1"}}},
+	{as: "admin", method: "GET", path: "/integrations", status: 200, kind: kindPage},
+	{as: "admin", method: "GET", path: "/integrations/zabbix-zh", status: 200, kind: kindPage},
+	{as: "admin", method: "GET", path: "/integrations/zabbix-zh/edit", status: 200, kind: kindPage},
+	{as: "admin", method: "POST", path: "/integrations/zabbix-zh/edit", status: 303, kind: kindData, form: url.Values{"notify_on_resolve": {""}}},
+	{as: "admin", method: "GET", path: "/integrations/zabbix-zh", status: 200, kind: kindPage}, // with the notice "saved"
+	{as: "admin", method: "POST", path: "/integrations/zabbix-zh/token", status: 200, kind: kindPage},
 
 	// Error pages.
 	{as: "admin", method: "GET", path: "/no-such-page", status: 404, kind: kindPage},
@@ -220,6 +237,7 @@ var zhWalk = []zhPage{
 	{as: "admin", method: "GET", path: "/messages/no-such-message", status: 404, kind: kindPage},
 	{as: "admin", method: "GET", path: "/templates/no-such-template/edit", status: 404, kind: kindPage},
 	{as: "admin", method: "GET", path: "/accounts/no-such-account/edit", status: 404, kind: kindPage},
+	{as: "admin", method: "GET", path: "/integrations/no-such-integration", status: 404, kind: kindPage},
 	{as: "viewer", method: "GET", path: "/accounts", status: 403, kind: kindPage},
 	{as: "viewer", method: "GET", path: "/compose", status: 403, kind: kindPage},
 	{as: "viewer", method: "GET", path: "/", status: 200, kind: kindPage},
