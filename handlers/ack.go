@@ -11,7 +11,6 @@ import (
 
 	"herald/alert"
 	"herald/audit"
-	"herald/channels"
 	"herald/directory"
 	"herald/kernel"
 	"herald/views"
@@ -22,7 +21,8 @@ import (
 // one person the notice went to.
 
 // AckPage serves GET /ack/:token: an alert notice with its two buttons, 我来处理 and
-// 已解决, in the reader's language.
+// 已解决, in the reader's language, and once someone has taken or resolved the alert,
+// who did and when, in words for the link's person (views.AckView.Outcome).
 func (h *Handlers) AckPage(c *gin.Context) {
 	ackHeaders(c)
 	n, err := h.Dispatch.Alerts().OpenAckLink(c.Request.Context(), c.Param("token"))
@@ -30,42 +30,52 @@ func (h *Handlers) AckPage(c *gin.Context) {
 		h.ackProblem(c, err)
 		return
 	}
-	render(c, http.StatusOK, views.AckPage(h.ackView(c, n, "")))
+	render(c, http.StatusOK, views.AckPage(h.ackView(c, n)))
 }
 
 // AckAct serves POST /ack/:token: a tap on one of the page's buttons (form field
-// action: ack or resolve). Tapping twice is harmless and says who was first; a tap on
-// an alert that has ended (resolved, or nobody answered) changes nothing and answers
-// 409 with the page saying so.
+// action: ack or resolve), answered 303 to the page itself, so reloading it never taps
+// again. The page reads the alert afresh and says what came of the tap from the
+// alert's own record, not from anything the redirect carries: tapping twice, or after
+// someone else, changes nothing, and the page says who was first. A tap on an alert
+// nobody answered is refused (409) with the page saying so.
 func (h *Handlers) AckAct(c *gin.Context) {
 	ackHeaders(c)
 	by := audit.System(alert.ActorAckLink)
 	by.IP = c.ClientIP()
-	action := c.PostForm("action")
-	n, res, err := h.Dispatch.Alerts().ActOnAckLink(c.Request.Context(), by, c.Param("token"), action)
+	token := c.Param("token")
+	n, _, err := h.Dispatch.Alerts().ActOnAckLink(c.Request.Context(), by, token, c.PostForm("action"))
 	switch {
 	case errors.Is(err, alert.ErrAlertEnded):
-		render(c, h.present(c, err, onPage).Status, views.AckPage(h.ackView(c, n, "ended")))
+		// Refused like every other tap that cannot be, on the page answering it.
+		v := h.ackView(c, n)
+		v.Outcome = "ended"
+		render(c, h.present(c, err, onPage).Status, views.AckPage(v))
 	case err != nil:
 		h.ackProblem(c, err)
-	case res.Already && res.State() == alert.AlertResolved:
-		render(c, http.StatusConflict, views.AckPage(h.ackView(c, n, ackOutcome(action, res))))
 	default:
-		render(c, http.StatusOK, views.AckPage(h.ackView(c, n, ackOutcome(action, res))))
+		c.Redirect(http.StatusSeeOther, alert.AckLinkPath+token)
 	}
 }
 
-// ackOutcome is what a tap did, as the page says it (views.AckView.Outcome).
-func ackOutcome(action string, res alert.AckResult) string {
+// ackOutcome is what the page says of an alert someone has taken or resolved, for the
+// person the link belongs to (views.AckView.Outcome): "mine_" when they did it
+// themselves, through any of their ways in but the console's, "other_" when someone
+// else did. An alert still open, or that nobody answered, has none.
+func ackOutcome(n alert.AckNotice) string {
+	a := n.Alert
+	mine := func(by, via string) bool { return by == n.Recipient.ExternalID && via != alert.AckViaConsole }
 	switch {
-	case !res.Already && action == channels.ResolveAction:
-		return "done_resolve"
-	case !res.Already:
-		return "done_ack"
-	case res.Alert.State == alert.AlertResolved:
-		return "already_resolved"
+	case a.State == alert.AlertResolved && mine(a.ResolvedBy, a.ResolvedVia):
+		return "mine_resolve"
+	case a.State == alert.AlertResolved:
+		return "other_resolve"
+	case a.State == alert.AlertAcknowledged && mine(a.AcknowledgedBy, a.AcknowledgedVia):
+		return "mine_ack"
+	case a.State == alert.AlertAcknowledged:
+		return "other_ack"
 	}
-	return "already_ack"
+	return ""
 }
 
 // ackHeaders keep the link's page out of caches and search engines, and its address
@@ -93,10 +103,10 @@ func (h *Handlers) ackProblem(c *gin.Context, err error) {
 }
 
 // ackView is the page's view of a notice.
-func (h *Handlers) ackView(c *gin.Context, n alert.AckNotice, outcome string) views.AckView {
+func (h *Handlers) ackView(c *gin.Context, n alert.AckNotice) views.AckView {
 	a := n.Alert
 	v := views.AckView{For: personName(n.Recipient), Subject: n.Message.Subject, Content: withoutOwnLink(n.Message.Content, c.Param("token")),
-		State: a.State, AcknowledgedAt: a.AcknowledgedAt, ResolvedAt: a.ResolvedAt, Outcome: outcome}
+		State: a.State, AcknowledgedAt: a.AcknowledgedAt, ResolvedAt: a.ResolvedAt, Outcome: ackOutcome(n)}
 	if a.AcknowledgedBy != "" {
 		v.AcknowledgedBy = h.ackerName(c, a.AcknowledgedBy)
 	}

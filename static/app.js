@@ -85,6 +85,37 @@
     var list = e.detail && e.detail.elt;
     if (list && list.hasAttribute && list.hasAttribute("data-pause-on-select") && selecting(list)) { e.preventDefault(); }
   });
+  // Every htmx request a person made shows that it is working: the element that made
+  // it is aria-busy until the answer comes, and its buttons, when it was a click or a
+  // submit, disabled (so a second press sends nothing twice); the page's working
+  // indicator (#working, app.css) shows once the request has lasted 300 ms. Lists that reload themselves (hx-trigger
+  // "every …") are nobody's wait and show nothing.
+  var working = 0;
+  var ownButtons = function (elt) {
+    if (elt.matches("button")) { return [elt]; }
+    return Array.prototype.slice.call(elt.querySelectorAll("button"));
+  };
+  document.addEventListener("htmx:beforeSend", function (e) {
+    var elt = e.detail && e.detail.elt;
+    if (!elt || !elt.matches || /^\s*every\s/.test(elt.getAttribute("hx-trigger") || "")) { return; }
+    // Only a click or a submit is a person pressing a button; a form that previews as
+    // its fields change keeps its buttons.
+    var how = e.detail.requestConfig && e.detail.requestConfig.triggeringEvent;
+    var pressed = how && (how.type === "click" || how.type === "submit");
+    var held = pressed ? ownButtons(elt).filter(function (b) { return !b.disabled; }) : [];
+    held.forEach(function (b) { b.disabled = true; });
+    elt.setAttribute("aria-busy", "true");
+    working++;
+    document.documentElement.classList.add("htmx-working");
+    var done = function (end) {
+      if (end.detail.elt !== elt) { return; }
+      elt.removeEventListener("htmx:afterRequest", done);
+      held.forEach(function (b) { b.disabled = false; });
+      elt.removeAttribute("aria-busy");
+      if (--working === 0) { document.documentElement.classList.remove("htmx-working"); }
+    };
+    elt.addEventListener("htmx:afterRequest", done);
+  });
   // Select a read-only value on focus so it can be copied at once: <input data-select-on-focus>.
   document.addEventListener("focusin", function (e) {
     if (e.target.hasAttribute && e.target.hasAttribute("data-select-on-focus")) { e.target.select(); }

@@ -76,10 +76,11 @@ type TemplateInput struct {
 
 // CheckTemplate validates a template as saving does: its name, type, variables and
 // text compile (CompileTemplate), its fallback chain and its display name. Errors are
-// *kernel.FieldError.
+// *kernel.FieldError. The subject, body and HTML come back with their line breaks as
+// "\n" (see lineFeeds).
 func CheckTemplate(in TemplateInput) (*Template, error) {
 	t := &Template{Name: strings.TrimSpace(in.Name), DisplayName: in.DisplayName, MsgType: in.MsgType,
-		Subject: in.Subject, Body: in.Body, HTML: in.HTML, Variables: StringList(in.Variables)}
+		Subject: lineFeeds(in.Subject), Body: lineFeeds(in.Body), HTML: lineFeeds(in.HTML), Variables: StringList(in.Variables)}
 	if t.MsgType == "" {
 		t.MsgType = "text"
 	}
@@ -98,6 +99,15 @@ func CheckTemplate(in TemplateInput) (*Template, error) {
 	}
 	return t, nil
 }
+
+// crlf turns "\r\n" and a lone "\r" into "\n".
+var crlf = strings.NewReplacer("\r\n", "\n", "\r", "\n")
+
+// lineFeeds is text with every line break a "\n": browsers send a textarea's lines
+// ending in "\r\n", which would make a version differ from its twin on every line and
+// carry "\r" to the platforms. Migration 00046 did the same to the templates stored
+// before.
+func lineFeeds(text string) string { return crlf.Replace(text) }
 
 // CreateTemplate saves a new template, audited as template.create. A validation
 // failure (a name in use included) is a *kernel.FieldError and writes nothing.

@@ -32,6 +32,10 @@ type TemplateVersion struct {
 	RetiredBy string
 }
 
+// ActorLineFeeds is the actor of the versions migration 00046 made of the templates
+// stored with CR line breaks: the same text, with LF only (see CheckTemplate).
+const ActorLineFeeds = "line-feeds"
+
 // Of is t with this version's content: what a send pinned to the version renders from.
 // The names stay t's, which versions do not keep.
 func (v *TemplateVersion) Of(t *Template) *Template {

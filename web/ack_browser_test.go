@@ -14,7 +14,8 @@ import (
 
 // A person on duty opens their notice's link on a phone (390 px wide, Chinese) with no
 // console session, and taps 我来处理: the alert is theirs, acknowledged via the link.
-// The page fits the screen and keeps to the Content-Security-Policy.
+// Reloading the page after the tap changes nothing. The page fits the screen and keeps
+// to the Content-Security-Policy.
 func TestBrowserAckLinkOnAPhone(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
@@ -46,11 +47,24 @@ func TestBrowserAckLinkOnAPhone(t *testing.T) {
 	if err := chromedp.Run(ctx, chromedp.Click(`#ack-take`, q)); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitFor(ctx, `#ack-outcome`, "你已接手此告警"); err != nil {
+	if err := waitFor(ctx, `#ack-outcome`, "接手此告警，升级通知已停止"); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitFor(ctx, `#ack-state`, "已接手"); err != nil {
 		t.Fatal(err)
+	}
+	// The tap landed on the page itself by a GET: reloading it asks nothing, taps
+	// nothing again and says the same.
+	entries := c.auditCount("alert.acknowledge")
+	var outcome string
+	if err := chromedp.Run(ctx, chromedp.Reload(), chromedp.WaitVisible(`#ack-outcome`, q), chromedp.Text(`#ack-outcome`, &outcome, q)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(outcome, "你已于") || strings.Contains(outcome, "先于你") {
+		t.Errorf("after a reload the page says %q, want that you took it", outcome)
+	}
+	if n := c.auditCount("alert.acknowledge"); n != entries {
+		t.Errorf("reloading wrote %d more acknowledgment entries", n-entries)
 	}
 	got := c.alert(a.ID)
 	if got.State != alert.AlertAcknowledged || got.AcknowledgedBy != "E2001" || got.AcknowledgedVia != alert.AckViaLink {

@@ -93,9 +93,10 @@ func TestAckLinkAcknowledgesAsItsRecipient(t *testing.T) {
 		t.Errorf("Cache-Control = %q, want no-store", got)
 	}
 
-	resp, body = anon.post(c.ackPath(msgs["E2001"]), url.Values{"action": {"ack"}})
-	wantStatus(t, "tap 我来处理", resp, body, http.StatusOK)
-	wantContains(t, "tap 我来处理", body, "You have taken the alert")
+	page := c.ackPath(msgs["E2001"])
+	body = tapAck(t, anon, page, "ack", "tap 我来处理")
+	wantContains(t, "tap 我来处理", body, "You took this alert at ", "the escalation has stopped")
+	wantNotContains(t, "tap 我来处理", body, "before you", `id="ack-take"`)
 	got := c.alert(a.ID)
 	if got.State != alert.AlertAcknowledged || got.AcknowledgedBy != "E2001" || got.AcknowledgedVia != alert.AckViaLink {
 		t.Errorf("alert after the tap: state %s by %q via %q; want acknowledged by E2001 via link", got.State, got.AcknowledgedBy, got.AcknowledgedVia)
@@ -104,14 +105,61 @@ func TestAckLinkAcknowledgesAsItsRecipient(t *testing.T) {
 	if entry.Actor != alert.ActorAckLink || entry.Params == nil || !strings.Contains(*entry.Params, `"via":"link"`) {
 		t.Errorf("audit entry %+v: want actor %s and via link", entry, alert.ActorAckLink)
 	}
-
-	resp, body = anon.post(c.ackPath(msgs["E2002"]), url.Values{"action": {"ack"}})
-	wantStatus(t, "second tap", resp, body, http.StatusOK)
 	first := c.recipient("E2001").Name
-	wantContains(t, "second tap", body, first+" took it first")
+	entries := c.auditCount("alert.acknowledge")
+
+	// Reloading the page the tap landed on changes nothing and says the same; so does a
+	// form sent again, as a browser's "resubmit" would: the person who took it is never
+	// told that they took it "before you".
+	resp, reloaded := anon.get(page)
+	wantStatus(t, "reload", resp, reloaded, http.StatusOK)
+	if reloaded != body {
+		t.Errorf("the reloaded page differs from the one the tap landed on:\n%s\n---\n%s", body, reloaded)
+	}
+	body = tapAck(t, anon, page, "ack", "tap 我来处理 again")
+	wantContains(t, "tap 我来处理 again", body, "You took this alert at ")
+	wantNotContains(t, "tap 我来处理 again", body, "before you", first+" took")
+	resp, body = anon.do("GET", page, "", nil, map[string]string{"Accept-Language": "zh-CN"})
+	wantStatus(t, "reload (zh-CN)", resp, body, http.StatusOK)
+	wantContains(t, "reload (zh-CN)", body, "你已于 ", "接手此告警，升级通知已停止")
+	wantNotContains(t, "reload (zh-CN)", body, "先于你")
+	if n := c.auditCount("alert.acknowledge"); n != entries {
+		t.Errorf("reloading and tapping again wrote %d more acknowledgment entries", n-entries)
+	}
+
+	// The second person, arriving after the first took it, sees who did and when,
+	// before and after tapping.
+	second := c.ackPath(msgs["E2002"])
+	at := got.AcknowledgedAt.In(c.loc).Format(time.TimeOnly)
+	resp, body = anon.get(second)
+	wantStatus(t, "second person's page", resp, body, http.StatusOK)
+	wantContains(t, "second person's page", body, first+" took this alert before you, at ", at)
+	body = tapAck(t, anon, second, "ack", "second tap")
+	wantContains(t, "second tap", body, first+" took this alert before you, at ", at)
+	wantNotContains(t, "second tap", body, "You took this alert")
+	resp, body = anon.do("GET", second, "", nil, map[string]string{"Accept-Language": "zh-CN"})
+	wantStatus(t, "second tap (zh-CN)", resp, body, http.StatusOK)
+	wantContains(t, "second tap (zh-CN)", body, first+" 已先于你在 ")
 	if got := c.alert(a.ID); got.AcknowledgedBy != "E2001" {
 		t.Errorf("the second tap moved the acknowledgment to %q", got.AcknowledgedBy)
 	}
+	if n := c.auditCount("alert.acknowledge"); n != entries {
+		t.Errorf("the second tap wrote %d more acknowledgment entries", n-entries)
+	}
+}
+
+// tapAck posts a tap on the link's page and follows its answer, which must be a 303
+// back to the page itself, returning the page it lands on.
+func tapAck(t *testing.T, cl *client, page, action, what string) string {
+	t.Helper()
+	resp, body := cl.post(page, url.Values{"action": {action}})
+	wantStatus(t, what, resp, body, http.StatusSeeOther)
+	if loc := resp.Header.Get("Location"); loc != page {
+		t.Fatalf("%s: redirected to %q, want the page itself %q", what, loc, page)
+	}
+	resp, body = cl.get(page)
+	wantStatus(t, what+": the page after", resp, body, http.StatusOK)
+	return body
 }
 
 // An altered link, and a link signed for another person's message, open nothing and
@@ -157,19 +205,17 @@ func TestAckLinkAfterTheAlertEnds(t *testing.T) {
 	anon := c.as("")
 	path := c.ackPath(msgs["E2001"])
 
-	resp, body := anon.post(path, url.Values{"action": {"resolve"}})
-	wantStatus(t, "tap 已解决", resp, body, http.StatusOK)
-	wantContains(t, "tap 已解决", body, "You have marked the alert resolved")
+	body := tapAck(t, anon, path, "resolve", "tap 已解决")
+	wantContains(t, "tap 已解决", body, "You marked this alert resolved at ")
 	if got := c.alert(a.ID); got.State != alert.AlertResolved || got.ResolvedVia != alert.AckViaLink || got.EndedAt == nil {
 		t.Fatalf("alert after resolving: %+v", got)
 	}
-	resp, body = anon.get(path)
+	resp, body := anon.get(path)
 	wantStatus(t, "ended alert", resp, body, http.StatusOK)
 	wantContains(t, "ended alert", body, "This alert is over")
 	wantNotContains(t, "ended alert", body, `name="action"`)
-	resp, body = anon.post(path, url.Values{"action": {"ack"}})
-	wantStatus(t, "tap on an ended alert", resp, body, http.StatusConflict)
-	wantContains(t, "tap on an ended alert", body, "had already marked it resolved")
+	body = tapAck(t, anon, path, "ack", "tap on an ended alert")
+	wantContains(t, "tap on an ended alert", body, "You marked this alert resolved at ", "This alert is over")
 	if got := c.alert(a.ID); got.State != alert.AlertResolved || got.AcknowledgedBy != "" {
 		t.Errorf("a tap on an ended alert changed it: %+v", got)
 	}
@@ -195,8 +241,7 @@ func TestAckLinkOfATakenAlertExpiresAfterAWeek(t *testing.T) {
 	a, msgs := c.ackAlert("E2001")
 	anon := c.as("")
 	path := c.ackPath(msgs["E2001"])
-	resp, body := anon.post(path, url.Values{"action": {"ack"}})
-	wantStatus(t, "tap 我来处理", resp, body, http.StatusOK)
+	tapAck(t, anon, path, "ack", "tap 我来处理")
 	if got := c.alert(a.ID); got.State != alert.AlertAcknowledged {
 		t.Fatalf("alert is %s after the tap, want acknowledged", got.State)
 	}
@@ -205,7 +250,7 @@ func TestAckLinkOfATakenAlertExpiresAfterAWeek(t *testing.T) {
 		t.Errorf("a minute before the link expires: %d\n%s", resp.StatusCode, body)
 	}
 	c.clockOffset.Store(int64(alert.AckLinkIdleLife + time.Minute))
-	resp, body = anon.get(path)
+	resp, body := anon.get(path)
 	wantStatus(t, "a week after the acknowledgment", resp, body, http.StatusGone)
 	wantContains(t, "a week after the acknowledgment", body, "seven days after it was taken")
 	wantNotContains(t, "a week after the acknowledgment", body, "Core banking alarm")

@@ -79,6 +79,8 @@ type console struct {
 	ackLinks *alert.AckLinks
 	// clockOffset moves the dispatcher's clock on (nanoseconds), for tests of expiry.
 	clockOffset atomic.Int64
+	// gate, when set, holds the requests to one path until it opens (see hold).
+	gate atomic.Pointer[routeGate]
 
 	mu      sync.Mutex
 	clients map[string]*client
@@ -142,7 +144,12 @@ func newConsole(t *testing.T, adjust ...func(*web.Options)) *console {
 		f(&opts)
 	}
 	handler, closeHandler := web.NewHandler(h, sessions, opts)
-	srv.Config.Handler = handler
+	srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if g := c.gate.Load(); g != nil && r.URL.Path == g.path {
+			<-g.open
+		}
+		handler.ServeHTTP(w, r)
+	})
 	srv.Start()
 	t.Cleanup(func() {
 		srv.Close()
@@ -186,6 +193,26 @@ func (c *console) user(name string) *access.User {
 	}
 	c.users[name] = u
 	return u
+}
+
+// routeGate holds the requests to path until open is closed.
+type routeGate struct {
+	path string
+	open chan struct{}
+}
+
+// hold makes every request to path wait, however long, until release is called (at the
+// latest when the test ends): a slow route whose end the test chooses, not the clock.
+func (c *console) hold(path string) (release func()) {
+	c.t.Helper()
+	g := &routeGate{path: path, open: make(chan struct{})}
+	c.gate.Store(g)
+	release = sync.OnceFunc(func() {
+		c.gate.CompareAndSwap(g, nil)
+		close(g.open)
+	})
+	c.t.Cleanup(release)
+	return release
 }
 
 // as returns a client signed in as username ("" for an anonymous one), signing in once

@@ -162,3 +162,34 @@ func TestTemplateVersionsConsole(t *testing.T) {
 		}
 	})
 }
+
+// A browser sends a textarea's lines ending in CR LF: saving the editor unchanged makes
+// a version that diffs clean against the one it showed, and no CR is stored.
+func TestTemplateSavedFromTheBrowserDiffsCleanAgainstItself(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	op := c.as(operatorUser)
+	const text = "Overdue: {{.task}}\nPlease handle it today.\n\nThe operations desk"
+	save := func(body string) {
+		t.Helper()
+		form := url.Values{"name": {"task-overdue"}, "msg_type": {"text"}, "variables": {"task"}, "subject": {"Task overdue"}, "body": {body}}
+		resp, page := op.post("/templates/task-overdue/edit", form)
+		wantRedirect(t, "save", resp, page, "/templates")
+	}
+	save(text)
+	save(strings.ReplaceAll(text, "\n", "\r\n"))
+
+	tmpl, err := c.store.Templates().TemplateByName(context.Background(), "task-overdue")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tmpl.Version != 3 || tmpl.Body != text {
+		t.Errorf("after saving from the browser: version %d, body %q; want version 3, body %q", tmpl.Version, tmpl.Body, text)
+	}
+	resp, body := op.get("/templates/task-overdue/diff?a=2&b=3")
+	wantStatus(t, "diff", resp, body, http.StatusOK)
+	wantNotContains(t, "diff", body, "diff-removed", "diff-added")
+	resp, body = op.get("/templates/task-overdue/diff?a=1&b=3")
+	wantStatus(t, "diff with version 1", resp, body, http.StatusOK)
+	wantContains(t, "diff with version 1", body, "diff-removed", "diff-added")
+}
