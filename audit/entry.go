@@ -67,7 +67,8 @@ func (e Entry) ParamMap() Params {
 func (Entry) TableName() string { return "audit_log" }
 
 // urlInText finds URLs in free text: scheme, credentials, host and path, query, fragment.
-var urlInText = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)([^\s/?#@]*@)?([^\s?#]*)(\?[^\s#]*)?(#\S*)?`)
+// A URL ends at white space or a quote, so one inside JSON ends with its string.
+var urlInText = regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)([^\s/?#@"']*@)?([^\s?#"']*)(\?[^\s#"']*)?(#[^\s"']*)?`)
 
 // Redact leaves out of every URL in s what may be a secret: the credentials
 // (user:password@) and the query and fragment, where webhook and robot URLs carry their

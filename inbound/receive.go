@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -58,7 +59,7 @@ func (d *Service) Receive(ctx context.Context, it *Integration, body []byte) ([]
 	}
 	events, err := Normalize(it.Format, body, mapping)
 	if err != nil {
-		rec := []Received{{ReceivedAt: now, Outcome: OutcomeRefused, Reason: reasonOf(err), Body: string(body)}}
+		rec := []Received{{ReceivedAt: now, Outcome: OutcomeRefused, Reason: reasonOf(err), Body: redactBody(body)}}
 		if rerr := st.Record(ctx, it.ID, rec); rerr != nil {
 			return nil, rerr
 		}
@@ -79,7 +80,7 @@ func (d *Service) Receive(ctx context.Context, it *Integration, body []byte) ([]
 	}
 	if len(out) > 0 {
 		// The body once, with the first of its events.
-		out[0].Body = string(body)
+		out[0].Body = redactBody(body)
 	}
 	if err := st.Record(ctx, it.ID, out); err != nil {
 		return nil, err
@@ -240,4 +241,15 @@ func opening(it *Integration, route *Route, ev Event) Opening {
 	}
 	text.WriteString("\n" + i18n.In(i18n.Chinese, "integrations.notice.source", "Source", it.Name))
 	return Opening{Integration: it.Name, Route: r, Event: ev, Variables: vars, Subject: subject, Text: text.String()}
+}
+
+// secretField finds a JSON string value whose key names a secret: a tool's body may
+// carry the credentials of what sent it.
+var secretField = regexp.MustCompile(`(?i)("[^"]*(?:password|passwd|secret|token|authorization|api[_-]?key|credential)[^"]*"\s*:\s*)"(?:[^"\\]|\\.)*"`)
+
+// redactBody is a body as the list of what came in keeps it: the values of fields named
+// for secrets, and the credentials and queries of its URLs, left out
+// (audit.Redact); the rest as it came.
+func redactBody(body []byte) string {
+	return audit.Redact(secretField.ReplaceAllString(string(body), `$1"***"`))
 }

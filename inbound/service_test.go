@@ -265,3 +265,35 @@ func TestInboundObserver(t *testing.T) {
 		}
 	})
 }
+
+// The body kept in the list of what came in leaves out what may be a secret: the values
+// of fields named for one, and the credentials and queries of URLs.
+func TestKeptBodyLeavesOutSecrets(t *testing.T) {
+	testenv.OnBothDialects(t, func(t *testing.T, s *models.Store) {
+		ctx := context.Background()
+		integrationFixture(t, s)
+		svc := inbound.NewService(inbound.Config{Store: s, Platforms: channels.Platforms})
+		it, _, err := svc.CreateIntegration(ctx, admin, inbound.IntegrationInput{Name: "prom", Format: inbound.FormatEvents})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := `{"event_action":"resolve","dedup_key":"k1","labels":{"api_key":"s3cr3t-key","Password":"hunter2"},` +
+			`"links":[{"name":"log","url":"https://ops:pw@logs.example/run?sig=abc123"}],"title":"disk full"}`
+		if _, err := svc.Receive(ctx, it, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		events, err := svc.Events(ctx, "prom")
+		if err != nil || len(events) != 1 {
+			t.Fatalf("events %v, %v", events, err)
+		}
+		kept := events[0].Body
+		for _, secret := range []string{"s3cr3t-key", "hunter2", "ops:pw", "abc123"} {
+			if strings.Contains(kept, secret) {
+				t.Errorf("the kept body holds %q: %s", secret, kept)
+			}
+		}
+		if !strings.Contains(kept, `"title":"disk full"`) || !strings.Contains(kept, "logs.example/run") {
+			t.Errorf("the kept body lost what is no secret: %s", kept)
+		}
+	})
+}
