@@ -32,7 +32,9 @@ type Integration struct {
 	CreatedBy     string
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
-	LastEventAt   *time.Time
+	// LastEventAt is when it last received an event (from what came in, not a column:
+	// every event would write the one row otherwise).
+	LastEventAt *time.Time `gorm:"-"`
 }
 
 // TableName implements gorm's tabler.

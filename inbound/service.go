@@ -224,7 +224,7 @@ func (d *Service) UpdateIntegration(ctx context.Context, by audit.Actor, name st
 	if err != nil {
 		return nil, err
 	}
-	it.ID, it.TokenHash, it.CreatedBy, it.CreatedAt, it.LastEventAt = old.ID, old.TokenHash, old.CreatedBy, old.CreatedAt, old.LastEventAt
+	it.ID, it.TokenHash, it.CreatedBy, it.CreatedAt = old.ID, old.TokenHash, old.CreatedBy, old.CreatedAt
 	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := NewStore(tx.DB()).UpdateIntegration(ctx, it); err != nil {
 			return err
@@ -278,14 +278,34 @@ func (d *Service) DeleteIntegration(ctx context.Context, by audit.Actor, name st
 	})
 }
 
-// Integrations lists the integrations by name.
+// Integrations lists the integrations by name, each with when it last received an
+// event.
 func (d *Service) Integrations(ctx context.Context) ([]Integration, error) {
-	return NewStore(d.store.DB()).Integrations(ctx)
+	st := NewStore(d.store.DB())
+	list, err := st.Integrations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for i := range list {
+		if list[i].LastEventAt, err = st.LastEvent(ctx, list[i].ID); err != nil {
+			return nil, err
+		}
+	}
+	return list, nil
 }
 
-// Integration reads the integration called name; kernel.ErrNotFound when there is none.
+// Integration reads the integration called name, with when it last received an event;
+// kernel.ErrNotFound when there is none.
 func (d *Service) Integration(ctx context.Context, name string) (*Integration, error) {
-	return NewStore(d.store.DB()).IntegrationByName(ctx, name)
+	st := NewStore(d.store.DB())
+	it, err := st.IntegrationByName(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if it.LastEventAt, err = st.LastEvent(ctx, it.ID); err != nil {
+		return nil, err
+	}
+	return it, nil
 }
 
 // Events lists the newest events the integration called name received (at most

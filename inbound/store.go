@@ -165,8 +165,10 @@ func (s *Store) Record(ctx context.Context, integrationID int64, events []Receiv
 		if err := tx.Create(&events).Error; err != nil {
 			return fmt.Errorf("inbound: record events of integration %d: %w", integrationID, err)
 		}
-		if err := tx.Model(&Integration{}).Where("id = ?", integrationID).Update("last_event_at", now).Error; err != nil {
-			return fmt.Errorf("inbound: last event of integration %d: %w", integrationID, err)
+		// The list is cut back now and then, not at every event: it holds a few more
+		// than KeptEvents for a while, and Events shows the newest KeptEvents.
+		if !crossesTrim(events) {
+			return nil
 		}
 		var cut int64
 		err := tx.Model(&Received{}).Where("integration_id = ?", integrationID).Order("id DESC").
@@ -176,6 +178,29 @@ func (s *Store) Record(ctx context.Context, integrationID int64, events []Receiv
 		}
 		return tx.Where("integration_id = ? AND id <= ?", integrationID, cut).Delete(&Received{}).Error
 	})
+}
+
+// trimEvery is how many events apart the list of what came in is cut back.
+const trimEvery = 20
+
+// crossesTrim reports whether the events just written reach a multiple of trimEvery.
+func crossesTrim(events []Received) bool {
+	first, last := events[0].ID, events[len(events)-1].ID
+	return len(events) >= trimEvery || first/trimEvery != last/trimEvery || last%trimEvery == 0
+}
+
+// LastEvent is when an integration last received an event; nil when it has received
+// none.
+func (s *Store) LastEvent(ctx context.Context, integrationID int64) (*time.Time, error) {
+	var last Received
+	err := s.k.Reader(ctx).Select("received_at").Where("integration_id = ?", integrationID).Order("id DESC").Take(&last).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("inbound: last event of integration %d: %w", integrationID, err)
+	}
+	return &last.ReceivedAt, nil
 }
 
 // Events lists what an integration received, newest first, at most limit.

@@ -17,7 +17,6 @@ CREATE TABLE integrations (
   created_by VARCHAR(128) NOT NULL DEFAULT '',
   created_at DATETIME(6) NOT NULL,
   updated_at DATETIME(6) NOT NULL,
-  last_event_at DATETIME(6) NULL,
   UNIQUE KEY uq_integrations_name (name)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 

@@ -16,8 +16,7 @@ CREATE TABLE integrations (
   value_map TEXT,
   created_by TEXT NOT NULL DEFAULT '',
   created_at DATETIME NOT NULL,
-  updated_at DATETIME NOT NULL,
-  last_event_at DATETIME
+  updated_at DATETIME NOT NULL
 );
 CREATE UNIQUE INDEX uq_integrations_name ON integrations (name);
 
