@@ -288,7 +288,9 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.GET("/heartbeats", admin, h.APIListHeartbeats)
 	v1.POST("/heartbeats", admin, h.APICreateHeartbeat)
 	v1.GET("/heartbeats/:name", admin, h.APIGetHeartbeat)
+	v1.PUT("/heartbeats/:name", admin, h.APIUpdateHeartbeat)
 	v1.DELETE("/heartbeats/:name", admin, h.APIDeleteHeartbeat)
+	v1.POST("/heartbeats/:name/token", admin, h.APIRotateHeartbeatToken)
 	// A heartbeat's ping: its own token.
 	v1.GET("/heartbeats/:name/ping", h.Ping)
 	v1.POST("/heartbeats/:name/ping", h.Ping)
