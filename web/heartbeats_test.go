@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"herald/alert"
+	"herald/audit"
 	"herald/inbound"
 )
 
@@ -167,5 +168,25 @@ func TestHeartbeatsConsole(t *testing.T) {
 	}
 	if e := c.lastAudit("heartbeat.update"); e.ParamMap()["interval"] != "12h0m0s" {
 		t.Errorf("the edit's audit entry: %+v", e)
+	}
+}
+
+// heartbeatMissed makes a heartbeat under policy whose ping was missed, and one that
+// waits for its first: the two states the list must lay out.
+func (c *console) heartbeatMissed(name, policy string) {
+	c.t.Helper()
+	ctx := context.Background()
+	svc := c.h.Dispatch.Inbound()
+	by := audit.Actor{Name: adminUser, Type: audit.ActorUser}
+	route := inbound.Route{Policy: policy, Platform: "sandbox"}
+	if _, _, err := svc.CreateHeartbeat(ctx, by, inbound.HeartbeatInput{Name: name, Interval: "10m", Grace: "1m", Route: route}); err != nil {
+		c.t.Fatal(err)
+	}
+	if n, err := svc.CheckHeartbeats(ctx, time.Now().Add(time.Hour)); err != nil || n != 1 {
+		c.t.Fatalf("check: %d alerts, %v", n, err)
+	}
+	if _, _, err := svc.CreateHeartbeat(ctx, by, inbound.HeartbeatInput{Name: name + "-end-of-day-batch-settlement", Interval: "24h",
+		Grace: "30m", Days: inbound.DaysWorkdays, Route: route}); err != nil {
+		c.t.Fatal(err)
 	}
 }
