@@ -355,6 +355,8 @@ func (d *Service) workday(ctx context.Context, t time.Time) (bool, error) {
 // due time and grace), once: the check that sets missed_at by compare-and-set opens it.
 // It returns how many it opened.
 func (d *Service) CheckHeartbeats(ctx context.Context, now time.Time) (int, error) {
+	// To the microsecond the database keeps: missed_at is compared with it again below.
+	now = now.UTC().Truncate(time.Microsecond)
 	var due []Heartbeat
 	err := d.store.DB().Reader(ctx).Where("missed_at IS NULL AND due_at < ?", now).Order("due_at").Limit(100).Find(&due).Error
 	if err != nil {
