@@ -212,7 +212,7 @@ type HeartbeatJSON struct {
 	Token      string        `json:"token,omitempty"`
 }
 
-// heartbeatBody is what POST /api/v1/heartbeats reads.
+// heartbeatBody is what POST and PUT /api/v1/heartbeats read.
 type heartbeatBody struct {
 	Name     string        `json:"name"`
 	Interval string        `json:"interval"`
@@ -221,10 +221,18 @@ type heartbeatBody struct {
 	Route    inbound.Route `json:"route"`
 }
 
+func (b heartbeatBody) input() inbound.HeartbeatInput {
+	return inbound.HeartbeatInput{Name: b.Name, Interval: b.Interval, Grace: b.Grace, Days: b.Days, Route: b.Route}
+}
+
+// pingURL is where a heartbeat's job pings.
+func (h *Handlers) pingURL(name string) string {
+	return strings.TrimSuffix(h.PublicURL, "/") + "/api/v1/heartbeats/" + url.PathEscape(name) + "/ping"
+}
+
 func (h *Handlers) heartbeatJSON(hb *inbound.Heartbeat) HeartbeatJSON {
 	return HeartbeatJSON{Name: hb.Name, Interval: hb.Interval().String(), Grace: hb.Grace().String(), Days: hb.Days,
-		Route: hb.Route, PingURL: strings.TrimSuffix(h.PublicURL, "/") + "/api/v1/heartbeats/" + url.PathEscape(hb.Name) + "/ping",
-		LastPingAt: hb.LastPingAt, DueAt: hb.DueAt.UTC(), AlertID: hb.AlertID}
+		Route: hb.Route, PingURL: h.pingURL(hb.Name), LastPingAt: hb.LastPingAt, DueAt: hb.DueAt.UTC(), AlertID: hb.AlertID}
 }
 
 // APIListHeartbeats is GET /api/v1/heartbeats.
@@ -257,8 +265,7 @@ func (h *Handlers) APICreateHeartbeat(c *gin.Context) {
 	if !decodeJSON(c, &body) {
 		return
 	}
-	hb, token, err := h.Dispatch.Inbound().CreateHeartbeat(c.Request.Context(), actor(c),
-		inbound.HeartbeatInput{Name: body.Name, Interval: body.Interval, Grace: body.Grace, Days: body.Days, Route: body.Route})
+	hb, token, err := h.Dispatch.Inbound().CreateHeartbeat(c.Request.Context(), actor(c), body.input())
 	if err != nil {
 		h.apiFail(c, err)
 		return
@@ -266,6 +273,32 @@ func (h *Handlers) APICreateHeartbeat(c *gin.Context) {
 	out := h.heartbeatJSON(hb)
 	out.Token = token
 	c.JSON(http.StatusCreated, out)
+}
+
+// APIUpdateHeartbeat is PUT /api/v1/heartbeats/:name: its interval, grace, days and
+// route; the name and token stay.
+func (h *Handlers) APIUpdateHeartbeat(c *gin.Context) {
+	var body heartbeatBody
+	if !decodeJSON(c, &body) {
+		return
+	}
+	hb, err := h.Dispatch.Inbound().UpdateHeartbeat(c.Request.Context(), actor(c), c.Param("name"), body.input())
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, h.heartbeatJSON(hb))
+}
+
+// APIRotateHeartbeatToken is POST /api/v1/heartbeats/:name/token: a new token, shown
+// this once; the old one stops working.
+func (h *Handlers) APIRotateHeartbeatToken(c *gin.Context) {
+	token, err := h.Dispatch.Inbound().RotateHeartbeatToken(c.Request.Context(), actor(c), c.Param("name"))
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, gin.H{"token": token, "ping_url": h.pingURL(c.Param("name"))})
 }
 
 // APIDeleteHeartbeat is DELETE /api/v1/heartbeats/:name.

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -333,9 +334,10 @@ func (rows formRows) formField(field string) string {
 	return field
 }
 
-// renderIntegrationForm shows the form with what its selects offer.
-func (h *Handlers) renderIntegrationForm(c *gin.Context, status int, f views.IntegrationForm, errs map[string]string) {
-	ctx := c.Request.Context()
+// routeChoices are what a route's selects offer: the policies, templates, accounts and
+// platforms by name.
+func (h *Handlers) routeChoices(ctx context.Context) (views.IntegrationChoices, error) {
+	choices := views.IntegrationChoices{Platforms: channels.Platforms}
 	policies, err := h.Dispatch.Alerts().Policies(ctx)
 	var tmpls []templates.Template
 	if err == nil {
@@ -346,10 +348,8 @@ func (h *Handlers) renderIntegrationForm(c *gin.Context, status int, f views.Int
 		accounts, err = h.Store.Sending().Accounts(ctx)
 	}
 	if err != nil {
-		h.fail(c, err)
-		return
+		return choices, err
 	}
-	choices := views.IntegrationChoices{Platforms: channels.Platforms}
 	for _, p := range policies {
 		choices.Policies = append(choices.Policies, p.Name)
 	}
@@ -358,6 +358,16 @@ func (h *Handlers) renderIntegrationForm(c *gin.Context, status int, f views.Int
 	}
 	for _, a := range accounts {
 		choices.Accounts = append(choices.Accounts, a.Name)
+	}
+	return choices, nil
+}
+
+// renderIntegrationForm shows the form with what its selects offer.
+func (h *Handlers) renderIntegrationForm(c *gin.Context, status int, f views.IntegrationForm, errs map[string]string) {
+	choices, err := h.routeChoices(c.Request.Context())
+	if err != nil {
+		h.fail(c, err)
+		return
 	}
 	title := tr(c, "integrations.console.new")
 	if f.Original != "" {

@@ -150,6 +150,88 @@ func heartbeatParams(h *Heartbeat) audit.Params {
 		"policy": h.Route.Policy}
 }
 
+// UpdateHeartbeat changes the interval, grace, days and route of the heartbeat called
+// name; its name and token stay (in.Name is not read). When the interval or the days
+// change and no alert of a missed ping is open, the next ping is expected an interval
+// after the last (or from now, if none came yet). Audited as heartbeat.update.
+// kernel.ErrNotFound: no such heartbeat.
+func (d *Service) UpdateHeartbeat(ctx context.Context, by audit.Actor, name string, in HeartbeatInput) (*Heartbeat, error) {
+	old, err := d.Heartbeat(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	in.Name = old.Name
+	h, err := d.checkHeartbeat(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	now := d.now()
+	h.ID, h.TokenHash, h.CreatedBy, h.CreatedAt, h.UpdatedAt = old.ID, old.TokenHash, old.CreatedBy, old.CreatedAt, now
+	h.LastPingAt, h.DueAt, h.MissedAt, h.AlertID = old.LastPingAt, old.DueAt, old.MissedAt, old.AlertID
+	recompute := (h.IntervalSeconds != old.IntervalSeconds || h.Days != old.Days) && old.MissedAt == nil && old.AlertID == nil
+	if recompute {
+		from := now
+		if old.LastPingAt != nil {
+			from = *old.LastPingAt
+		}
+		if h.DueAt, err = d.nextDue(ctx, h, from); err != nil {
+			return nil, err
+		}
+	}
+	err = d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+		if _, err := (heartbeatStore{tx.DB()}).byName(ctx, h.Name); err != nil {
+			return err // deleted meanwhile
+		}
+		w := tx.DB().Writer(ctx)
+		err := w.Model(&Heartbeat{}).Where("id = ?", h.ID).
+			Select("interval_seconds", "grace_seconds", "days", "route", "updated_at").Updates(h).Error
+		if err != nil {
+			return fmt.Errorf("inbound: update heartbeat %q: %w", h.Name, err)
+		}
+		if recompute {
+			// Compare-and-set: a check that found the ping missed meanwhile keeps its due
+			// time, and so does a ping that came meanwhile.
+			res := w.Model(&Heartbeat{}).Where("id = ? AND missed_at IS NULL AND due_at = ?", h.ID, old.DueAt).Update("due_at", h.DueAt)
+			if res.Error != nil {
+				return fmt.Errorf("inbound: update heartbeat %q: %w", h.Name, res.Error)
+			}
+			if res.RowsAffected == 0 {
+				h.DueAt = old.DueAt
+			}
+		}
+		ch.Audit("heartbeat.update", "heartbeat", h.Name, heartbeatParams(h))
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// RotateHeartbeatToken gives the heartbeat called name a new token, returned this once;
+// the old one stops working at once. Audited as heartbeat.token. kernel.ErrNotFound: no
+// such heartbeat.
+func (d *Service) RotateHeartbeatToken(ctx context.Context, by audit.Actor, name string) (string, error) {
+	token := kernel.NewToken()
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+		h, err := heartbeatStore{tx.DB()}.byName(ctx, name)
+		if err != nil {
+			return err
+		}
+		res := tx.DB().Writer(ctx).Model(&Heartbeat{}).Where("id = ?", h.ID).
+			Updates(map[string]any{"token_hash": kernel.HashToken(token), "updated_at": d.now()})
+		if res.Error != nil {
+			return fmt.Errorf("inbound: token of heartbeat %q: %w", name, res.Error)
+		}
+		ch.Audit("heartbeat.token", "heartbeat", h.Name, audit.Params{"name": h.Name})
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	return token, nil
+}
+
 // DeleteHeartbeat removes the heartbeat called name; an alert it opened stays.
 // Audited as heartbeat.delete. kernel.ErrNotFound: no such heartbeat.
 func (d *Service) DeleteHeartbeat(ctx context.Context, by audit.Actor, name string) error {
@@ -273,6 +355,8 @@ func (d *Service) workday(ctx context.Context, t time.Time) (bool, error) {
 // due time and grace), once: the check that sets missed_at by compare-and-set opens it.
 // It returns how many it opened.
 func (d *Service) CheckHeartbeats(ctx context.Context, now time.Time) (int, error) {
+	// To the microsecond the database keeps: missed_at is compared with it again below.
+	now = now.UTC().Truncate(time.Microsecond)
 	var due []Heartbeat
 	err := d.store.DB().Reader(ctx).Where("missed_at IS NULL AND due_at < ?", now).Order("due_at").Limit(100).Find(&due).Error
 	if err != nil {

@@ -65,8 +65,9 @@ type layoutMeasure struct {
 }
 
 // TestBrowserConsoleLayout opens the dashboard, the message list, a batch, the compose
-// form, a CSV import preview and the integrations' pages (the list, one with its events,
-// the form, a token with its snippets) in Chinese at 1366, 768 and 390 px, and checks the
+// form, a CSV import preview, the integrations' pages (the list, one with its events,
+// the form, a token with its snippets) and the heartbeats' (the list, the form, a token
+// with its snippets) in Chinese at 1366, 768 and 390 px, and checks the
 // layout rules on each (layoutScript), the columns that must be on a phone's screen, and
 // Send after the people on a phone. Each page's screenshot must be as wide as asked;
 // HERALD_LAYOUT_SCREENSHOTS names a directory to keep them in.
@@ -75,6 +76,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 	c := newConsole(t, func(o *web.Options) { o.DefaultLanguage = i18n.Chinese })
 	c.user(adminUser)
 	c.integrationWithEvents("layout")
+	c.heartbeatMissed("layout", "layout-policy")
 	later := time.Now().Add(2 * time.Hour)
 	msgs := c.send(nil, "E2001", "E2002", "E2003")
 	c.stop(msgs["E2001"].ID)
@@ -110,6 +112,13 @@ func TestBrowserConsoleLayout(t *testing.T) {
 			return chromedp.SendKeys(`#name`, fmt.Sprintf("layout-%d", made), q).Do(ctx)
 		}),
 		chromedp.SetValue(`#format`, "zabbix", q), chromedp.Submit(`#name`, q), chromedp.WaitVisible(`#integration-token`, q)}
+	heartbeatToken := []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/new"), chromedp.WaitVisible(`#heartbeat-form`, q),
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			made++
+			return chromedp.SendKeys(`#name`, fmt.Sprintf("layout-%d", made), q).Do(ctx)
+		}),
+		chromedp.SetValue(`select[name="route.policy"]`, "layout-policy", q), chromedp.SetValue(`select[name="route.platform"]`, "sandbox", q),
+		chromedp.Submit(`#name`, q), chromedp.WaitVisible(`#heartbeat-token`, q)}
 	openDetails := chromedp.Evaluate(`document.querySelectorAll('main details').forEach(d => d.open = true); true`, nil)
 	pages := []struct {
 		name    string
@@ -127,6 +136,9 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"integration", []chromedp.Action{chromedp.Navigate(c.url + "/integrations/layout"), chromedp.WaitVisible(`#events`, q), openDetails}, nil, nil},
 		{"integration form", []chromedp.Action{chromedp.Navigate(c.url + "/integrations/layout/edit"), chromedp.WaitVisible(`#integration-form`, q)}, nil, nil},
 		{"integration token", tokenPage, nil, nil},
+		{"heartbeats", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats"), chromedp.WaitVisible(`#heartbeats`, q)}, nil, nil},
+		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},
+		{"heartbeat token", append(heartbeatToken, openDetails), nil, nil},
 	}
 	for _, width := range []int{1366, 768, 390} {
 		if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), 900)); err != nil {

@@ -141,6 +141,7 @@ func TestBrowserPagesKeepToTheCSP(t *testing.T) {
 	c.finish(msgs["E2001"].ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
 	c.useLimits("sandbox", sending.Limits{PerMinute: 10, PerHour: 100}, 4)
 	c.integrationWithEvents("csp")
+	c.heartbeatMissed("csp", "csp-policy")
 	ctx := testenv.Chrome(t)
 
 	reported := listenCSPViolations(ctx)
@@ -182,6 +183,12 @@ func TestBrowserPagesKeepToTheCSP(t *testing.T) {
 			chromedp.WaitVisible(`select[name="routes[1].policy"]`, q)}},
 		{"integration token", []chromedp.Action{chromedp.Submit(`#name`, q), chromedp.WaitVisible(`#integration-token`, q),
 			chromedp.Click(`#snippet-grafana summary`, q), chromedp.WaitVisible(`#snippet-grafana dl`, q)}},
+		{"heartbeats", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats"), chromedp.WaitVisible(`#heartbeats`, q)}},
+		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/new"), chromedp.WaitVisible(`#heartbeat-form`, q),
+			chromedp.SendKeys(`#name`, "csp-new", q), chromedp.SetValue(`select[name="route.policy"]`, "csp-policy", q),
+			chromedp.SetValue(`select[name="route.platform"]`, "sandbox", q)}},
+		{"heartbeat token", []chromedp.Action{chromedp.Submit(`#name`, q), chromedp.WaitVisible(`#heartbeat-token`, q),
+			chromedp.Click(`#snippet-watchdog summary`, q), chromedp.WaitVisible(`#watchdog-yml`, q)}},
 		{"password", []chromedp.Action{chromedp.Navigate(c.url + "/password"), chromedp.WaitVisible(`#new_password`, q)}},
 		// Asynqmon's React app renders its queue list from its API.
 		{"monitoring", []chromedp.Action{chromedp.Navigate(c.url + "/monitoring/"), chromedp.WaitVisible(`#root table`, q), pause(time.Second)}},

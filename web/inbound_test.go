@@ -110,7 +110,8 @@ func TestIntegrationsAPI(t *testing.T) {
 }
 
 // TestHeartbeatsAPI makes a heartbeat (its token in that answer only), pings it with GET
-// and the token in the query as a cron line would, refuses a wrong token, and deletes
+// and the token in the query as a cron line would, refuses a wrong token, edits it (its
+// name and token stay), gives it a new token (the old one refused at once), and deletes
 // it; every answer is checked against docs/openapi.json.
 func TestHeartbeatsAPI(t *testing.T) {
 	t.Parallel()
@@ -150,6 +151,33 @@ func TestHeartbeatsAPI(t *testing.T) {
 	}
 	if _, _, raw := call("GET", "/api/v1/heartbeats", "", admin); strings.Contains(raw, token) {
 		t.Errorf("the list shows the token")
+	}
+	// An edit: every day now, every 12 hours; the name and token stay.
+	status, out, raw = call("PUT", "/api/v1/heartbeats/eod", `{"name":"other","interval":"12h","grace":"5m","route":{"policy":"night","platform":"sandbox","priority":"high"}}`, admin)
+	if status != http.StatusOK || out["name"] != "eod" || out["interval"] != "12h0m0s" || out["days"] != "" || out["token"] != nil ||
+		out["route"].(map[string]any)["priority"] != "high" {
+		t.Fatalf("edit: %d %s", status, raw)
+	}
+	if status, out, raw := call("PUT", "/api/v1/heartbeats/eod", `{"interval":"12h","days":"weekends","route":{"policy":"night","platform":"sandbox"}}`, admin); status != http.StatusUnprocessableEntity ||
+		out["error"].(map[string]any)["field"] != "days" {
+		t.Errorf("an edit with unknown days: %d %s", status, raw)
+	}
+	if status, _, raw := call("PUT", "/api/v1/heartbeats/nosuch", `{"interval":"12h","route":{"policy":"night","platform":"sandbox"}}`, admin); status != http.StatusNotFound {
+		t.Errorf("an edit of no heartbeat: %d %s", status, raw)
+	}
+	status, out, raw = call("POST", "/api/v1/heartbeats/eod/token", "", admin)
+	fresh, _ := out["token"].(string)
+	if status != http.StatusOK || fresh == "" || fresh == token || out["ping_url"] != "https://herald.example/api/v1/heartbeats/eod/ping" {
+		t.Fatalf("new token: %d %s", status, raw)
+	}
+	if status, _, _ := call("GET", "/api/v1/heartbeats/eod/ping?token="+token, "", nil); status != http.StatusUnauthorized {
+		t.Errorf("the old token after a new one: %d, want 401", status)
+	}
+	if status, _, raw := call("POST", "/api/v1/heartbeats/eod/ping", "", map[string]string{"Authorization": "Bearer " + fresh}); status != http.StatusOK {
+		t.Errorf("the new token: %d %s", status, raw)
+	}
+	if status, _, _ := call("POST", "/api/v1/heartbeats/nosuch/token", "", admin); status != http.StatusNotFound {
+		t.Errorf("a new token for no heartbeat: %d, want 404", status)
 	}
 	if status, _, _ := call("DELETE", "/api/v1/heartbeats/eod", "", admin); status != http.StatusNoContent {
 		t.Errorf("delete: %d", status)

@@ -11,6 +11,7 @@ import (
 
 	"herald/access"
 	"herald/alert"
+	"herald/audit"
 	"herald/duty"
 	"herald/inbound"
 	"herald/kernel"
@@ -142,6 +143,13 @@ var routeRoles = map[string]access.Role{
 	"POST /integrations/:name/edit":           access.RoleAdmin,
 	"POST /integrations/:name/token":          access.RoleAdmin,
 	"POST /integrations/:name/delete":         access.RoleAdmin,
+	"GET /heartbeats":                         access.RoleAdmin,
+	"GET /heartbeats/new":                     access.RoleAdmin,
+	"POST /heartbeats":                        access.RoleAdmin,
+	"GET /heartbeats/:name/edit":              access.RoleAdmin,
+	"POST /heartbeats/:name/edit":             access.RoleAdmin,
+	"POST /heartbeats/:name/token":            access.RoleAdmin,
+	"POST /heartbeats/:name/delete":           access.RoleAdmin,
 	"* " + web.MonitoringPath + "/*path":      access.RoleViewer,
 	"GET /silences":                           access.RoleViewer,
 	"GET /silences/new":                       access.RoleOperator,
@@ -198,8 +206,13 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		Format: inbound.FormatEvents, Routes: inbound.Routes{}, TokenHash: kernel.HashToken("walk-token")}); err != nil {
 		t.Fatal(err)
 	}
+	if _, _, err := c.h.Dispatch.Inbound().CreateHeartbeat(ctx, audit.Actor{Name: adminUser, Type: audit.ActorUser}, inbound.HeartbeatInput{
+		Name: "walk-heartbeat", Interval: "1h", Route: inbound.Route{Policy: "walk-policy", Platform: "sandbox"}}); err != nil {
+		t.Fatal(err)
+	}
 	return map[string]string{
 		"/integrations/:name":         "walk-integration",
+		"/heartbeats/:name":           "walk-heartbeat",
 		"/batches/:id":                msg.BatchID,
 		"/messages/:id":               msg.ID,
 		"/recipients/:id":             "E2003",

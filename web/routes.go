@@ -167,7 +167,8 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	imports.POST("/duty/holidays/import", h.ImportHolidays)
 	imports.POST("/duty/holidays/national", h.ImportNational)
 
-	// Admins also manage accounts, users, API keys, escalation policies and integrations.
+	// Admins also manage accounts, users, API keys, escalation policies, integrations and
+	// heartbeats.
 	admins := console.Group("/", requireRole(access.RoleAdmin))
 	admins.GET("/accounts", h.Accounts)
 	admins.GET("/accounts/usage", h.AccountsUsage)
@@ -207,6 +208,13 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	admins.POST("/integrations/:name/edit", h.UpdateIntegration)
 	admins.POST("/integrations/:name/token", h.RotateIntegrationToken)
 	admins.POST("/integrations/:name/delete", h.DeleteIntegration)
+	admins.GET("/heartbeats", h.Heartbeats)
+	admins.GET("/heartbeats/new", h.NewHeartbeatForm)
+	admins.POST("/heartbeats", h.CreateHeartbeat)
+	admins.GET("/heartbeats/:name/edit", h.EditHeartbeatForm)
+	admins.POST("/heartbeats/:name/edit", h.UpdateHeartbeat)
+	admins.POST("/heartbeats/:name/token", h.RotateHeartbeatToken)
+	admins.POST("/heartbeats/:name/delete", h.DeleteHeartbeat)
 
 	// The JSON API: bearer API keys with scopes; admin has every scope.
 	v1 := r.Group("/api/v1", apiLanguage)
@@ -288,7 +296,9 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.GET("/heartbeats", admin, h.APIListHeartbeats)
 	v1.POST("/heartbeats", admin, h.APICreateHeartbeat)
 	v1.GET("/heartbeats/:name", admin, h.APIGetHeartbeat)
+	v1.PUT("/heartbeats/:name", admin, h.APIUpdateHeartbeat)
 	v1.DELETE("/heartbeats/:name", admin, h.APIDeleteHeartbeat)
+	v1.POST("/heartbeats/:name/token", admin, h.APIRotateHeartbeatToken)
 	// A heartbeat's ping: its own token.
 	v1.GET("/heartbeats/:name/ping", h.Ping)
 	v1.POST("/heartbeats/:name/ping", h.Ping)

@@ -20,10 +20,12 @@ import (
 	"golang.org/x/net/html"
 
 	"herald/access"
+	"herald/alert"
 	"herald/audit"
 	"herald/directory"
 	"herald/duty"
 	"herald/i18n"
+	"herald/inbound"
 	"herald/models"
 	"herald/sending"
 	"herald/simulator"
@@ -230,6 +232,22 @@ var zhWalk = []zhPage{
 	{as: "admin", method: "POST", path: "/integrations/zabbix-zh/edit", status: 303, kind: kindData, form: url.Values{"notify_on_resolve": {""}}},
 	{as: "admin", method: "GET", path: "/integrations/zabbix-zh", status: 200, kind: kindPage}, // with the notice "saved"
 	{as: "admin", method: "POST", path: "/integrations/zabbix-zh/token", status: 200, kind: kindPage},
+	{as: "admin", method: "GET", path: "/heartbeats", status: 200, kind: kindPage}, // one missed, its alert linked
+	{as: "admin", method: "GET", path: "/heartbeats/new", status: 200, kind: kindPage},
+	{as: "admin", method: "POST", path: "/heartbeats", status: 422, kind: kindPage, want: []string{`id="error-interval"`},
+		form: url.Values{"name": {"eod-zh"}, "interval": {"10s"}, "route.policy": {"night-zh"}, "route.platform": {"sandbox"}}},
+	{as: "admin", method: "POST", path: "/heartbeats", status: 422, kind: kindPage, want: []string{`id="error-route.policy"`},
+		form: url.Values{"name": {"eod-zh"}, "interval": {"24h"}, "route.platform": {"sandbox"}}},
+	{as: "admin", method: "POST", path: "/heartbeats", status: 201, kind: kindPage, want: []string{`id="heartbeat-token"`},
+		form: url.Values{"name": {"eod-zh"}, "interval": {"24h"}, "grace": {"10m"}, "days": {"workdays"}, "route.policy": {"night-zh"}, "route.platform": {"sandbox"}}},
+	{as: "admin", method: "GET", path: "/heartbeats", status: 200, kind: kindPage, want: []string{"等待报到", "已错过", "工作日"}},
+	{as: "admin", method: "GET", path: "/heartbeats/eod-zh/edit", status: 200, kind: kindPage},
+	{as: "admin", method: "POST", path: "/heartbeats/eod-zh/edit", status: 303, kind: kindData,
+		form: url.Values{"interval": {"12h"}, "route.policy": {"night-zh"}, "route.platform": {"sandbox"}}},
+	{as: "admin", method: "GET", path: "/heartbeats", status: 200, kind: kindPage}, // with the notice "saved"
+	{as: "admin", method: "POST", path: "/heartbeats/eod-zh/token", status: 200, kind: kindPage},
+	{as: "admin", method: "POST", path: "/heartbeats/eod-zh/delete", status: 303, kind: kindData},
+	{as: "admin", method: "GET", path: "/heartbeats", status: 200, kind: kindPage}, // with the notice "deleted"
 
 	// Error pages.
 	{as: "admin", method: "GET", path: "/no-such-page", status: 404, kind: kindPage},
@@ -238,6 +256,7 @@ var zhWalk = []zhPage{
 	{as: "admin", method: "GET", path: "/templates/no-such-template/edit", status: 404, kind: kindPage},
 	{as: "admin", method: "GET", path: "/accounts/no-such-account/edit", status: 404, kind: kindPage},
 	{as: "admin", method: "GET", path: "/integrations/no-such-integration", status: 404, kind: kindPage},
+	{as: "admin", method: "GET", path: "/heartbeats/no-such-heartbeat/edit", status: 404, kind: kindPage},
 	{as: "viewer", method: "GET", path: "/accounts", status: 403, kind: kindPage},
 	{as: "viewer", method: "GET", path: "/compose", status: 403, kind: kindPage},
 	{as: "viewer", method: "GET", path: "/", status: 200, kind: kindPage},
@@ -302,6 +321,19 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	}
 	if _, _, err := store.Access().CreateAPIKey(ctx, "ERP 对接", "send,read", "admin"); err != nil {
 		t.Fatal(err)
+	}
+	// An escalation policy for the heartbeats' routes, and a heartbeat whose ping was missed.
+	if err := alert.Of(store).CreatePolicy(ctx, &alert.EscalationPolicy{Name: "night-zh",
+		Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}}); err != nil {
+		t.Fatal(err)
+	}
+	beats := h.App.Dispatch.Inbound()
+	if _, _, err := beats.CreateHeartbeat(ctx, audit.Actor{Name: "admin", Type: audit.ActorUser}, inbound.HeartbeatInput{Name: "missed-zh",
+		Interval: "10m", Route: inbound.Route{Policy: "night-zh", Platform: "sandbox"}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := beats.CheckHeartbeats(ctx, time.Now().Add(time.Hour)); err != nil || n != 1 {
+		t.Fatalf("missed heartbeat: %d alerts, %v", n, err)
 	}
 	people, err := store.Directory().RecipientsByExternalIDs(ctx, []string{"E2001", "E1002"})
 	if err != nil || len(people) != 2 {
