@@ -17,6 +17,7 @@ import (
 	"herald/inbound"
 	"herald/internal/testenv"
 	"herald/kernel"
+	"herald/templates"
 )
 
 // newInboundFixture is the alert fixture with a policy that calls E2001 after ten
@@ -288,5 +289,35 @@ func TestHeartbeats(t *testing.T) {
 	// Friday's ping expects the next on Saturday the 28th, a make-up workday.
 	if want := time.Date(2026, 11, 28, 10, 20, 0, 0, time.UTC); !pinged.DueAt.Equal(want) {
 		t.Errorf("next due %s, want %s (a make-up workday)", pinged.DueAt, want)
+	}
+}
+
+// A route's template sees the event: its title and, as {{.labels.<name>}}, its labels;
+// a template that needs a label the event lacks refuses the event, saying why.
+func TestInboundRouteTemplate(t *testing.T) {
+	t.Parallel()
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	f.policy(t, alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}})
+	if _, err := f.d.Templates().CreateTemplate(ctx, f.by, templates.TemplateInput{Name: "alert", Body: "{{.title}} @ {{.labels.instance}} ({{.severity}})",
+		Variables: []string{"title", "labels.instance", "severity"}}); err != nil {
+		t.Fatal(err)
+	}
+	it, _, err := f.d.Inbound().CreateIntegration(ctx, f.by, inbound.IntegrationInput{Name: "monitor", Format: inbound.FormatEvents,
+		DefaultRoute: &inbound.Route{Policy: "night", Template: "alert", Platform: "sandbox", Recipients: []string{"E2002"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := f.d.Inbound().Receive(ctx, it, event("trigger", "node1::cpu", "critical"))
+	if err != nil || recs[0].Outcome != inbound.OutcomeCreated {
+		t.Fatalf("event: %+v, %v", recs, err)
+	}
+	notices := f.noticesTo(t, *recs[0].AlertID)
+	if len(notices["E2002"]) != 1 || !strings.HasPrefix(notices["E2002"][0], "核心系统 CPU 过高 @ node1 (critical)") {
+		t.Fatalf("notices %q", notices)
+	}
+	recs, err = f.d.Inbound().Receive(ctx, it, []byte(`{"event_action":"trigger","dedup_key":"k2","title":"no instance"}`))
+	if err != nil || recs[0].Outcome != inbound.OutcomeRefused || !strings.Contains(recs[0].Reason, "labels.instance") {
+		t.Errorf("an event without the label the template needs: %+v, %v", recs, err)
 	}
 }

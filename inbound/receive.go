@@ -39,7 +39,7 @@ type Opening struct {
 	Route       Route
 	Event       Event
 	// Variables are the event's fields by name (title, description, severity, status,
-	// source, links, labels and label_<name>); the intake passes a template those it
+	// source, links, labels, label_<name> and labels.<name>); the intake passes a template those it
 	// declares.
 	Variables map[string]string
 	// Subject and Text are the notice's content when the route names no template.
@@ -223,6 +223,7 @@ func opening(it *Integration, route *Route, ev Event) Opening {
 	for i, k := range labels {
 		pairs[i] = k + "=" + ev.Labels[k]
 		vars["label_"+k] = ev.Labels[k]
+		vars["labels."+k] = ev.Labels[k]
 	}
 	vars["labels"] = strings.Join(pairs, ", ")
 	links := make([]string, len(ev.Links))

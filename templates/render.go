@@ -22,6 +22,10 @@ import (
 
 var variableName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
+// fieldVariable is a variable that is one field of a group: "labels.instance" renders
+// as {{.labels.instance}} (an alert's labels, each its own variable).
+var fieldVariable = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]{0,63})\.([A-Za-z_][A-Za-z0-9_]{0,63})$`)
+
 // recipientVar is the variable that carries the recipient's own fields into a template.
 const recipientVar = "recipient"
 
@@ -53,17 +57,30 @@ func CompileTemplate(t *Template) (*Compiled, error) {
 	if t.MsgType != "text" && t.MsgType != "markdown" {
 		return nil, kernel.Invalid("msg_type", "compose.render.msg_type")
 	}
-	seen := map[string]bool{}
+	seen, groups := map[string]bool{}, map[string]bool{}
 	for _, v := range t.Vars() {
+		group := ""
+		if m := fieldVariable.FindStringSubmatch(v.Name); m != nil {
+			group = m[1]
+		}
 		switch {
-		case !variableName.MatchString(v.Name):
+		case !variableName.MatchString(v.Name) && group == "":
 			return nil, kernel.Invalid("variables", "compose.render.variable_name", "Name", strconv.Quote(v.Name))
-		case v.Name == recipientVar:
+		case v.Name == recipientVar, group == recipientVar:
 			return nil, kernel.Invalid("variables", "compose.render.variable_builtin")
 		case seen[v.Name]:
 			return nil, kernel.Invalid("variables", "compose.render.variable_twice", "Name", strconv.Quote(v.Name))
 		}
 		seen[v.Name] = true
+		if group != "" {
+			groups[group] = true
+		}
+	}
+	for g := range groups {
+		if seen[g] {
+			// {{.labels}} cannot be both a value and the group of labels.x.
+			return nil, kernel.Invalid("variables", "compose.render.variable_twice", "Name", strconv.Quote(g))
+		}
 	}
 	if strings.TrimSpace(t.Body) == "" {
 		return nil, kernel.Invalid("body", "compose.render.required")
@@ -191,11 +208,24 @@ func (c *Compiled) Render(ctx context.Context, platform string, vars map[string]
 // variable not given renders empty.
 func (c *Compiled) data(vars map[string]string, p *directory.Recipient) map[string]any {
 	data := make(map[string]any, len(vars)+len(c.declared)+1)
+	set := func(k, v string) {
+		m := fieldVariable.FindStringSubmatch(k)
+		if m == nil {
+			data[k] = v
+			return
+		}
+		group, _ := data[m[1]].(map[string]string)
+		if group == nil {
+			group = map[string]string{}
+			data[m[1]] = group
+		}
+		group[m[2]] = v
+	}
 	for _, v := range c.declared {
-		data[v.Name] = ""
+		set(v.Name, "")
 	}
 	for k, v := range vars {
-		data[k] = v
+		set(k, v)
 	}
 	data[recipientVar] = map[string]string{
 		"name": p.Name, "external_id": p.ExternalID, "branch": p.Branch, "department": p.Department,

@@ -33,6 +33,10 @@ func TestCompileTemplate(t *testing.T) {
 		{"NUL in the body", Template{Name: "x", MsgType: "text", Body: "hi\x00"}, "body"},
 		{"newline in the subject", Template{Name: "x", MsgType: "text", Subject: "a\nb", Body: "hi"}, "subject"},
 		{"lines in the body", Template{Name: "ok", MsgType: "text", Body: "line one\r\n\tline two"}, ""},
+		{"fields of a group", Template{Name: "ok", MsgType: "text", Body: "{{.labels.instance}} {{.labels.job}}", Variables: StringList{"labels.instance", "labels.job?"}}, ""},
+		{"a group and a value of one name", Template{Name: "x", MsgType: "text", Body: "{{.labels}}", Variables: StringList{"labels", "labels.job"}}, "variables"},
+		{"a field of the recipient", Template{Name: "x", MsgType: "text", Body: "hi", Variables: StringList{"recipient.name"}}, "variables"},
+		{"a field of a field", Template{Name: "x", MsgType: "text", Body: "hi", Variables: StringList{"a.b.c"}}, "variables"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,5 +240,24 @@ func TestCheckVariablesRefusesHugeValues(t *testing.T) {
 	var fe *kernel.FieldError
 	if !errors.As(err, &fe) || fe.Field != "variables.task" {
 		t.Errorf("error %v, want a FieldError on variables.task", err)
+	}
+}
+
+// A variable that is a field of a group renders as {{.group.field}}; one left out
+// (optional) renders empty.
+func TestRenderFieldsOfAGroup(t *testing.T) {
+	t.Parallel()
+	c, err := CompileTemplate(&Template{Name: "alert", MsgType: "text", Body: "{{.title}} on {{.labels.instance}}{{.labels.job}}",
+		Variables: StringList{"title", "labels.instance", "labels.job?"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"title": "CPU high", "labels.instance": "node1"}
+	if err := c.CheckVariables(vars); err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := c.Render(context.Background(), "", vars, &directory.Recipient{Name: "李伟"})
+	if err != nil || body != "CPU high on node1" {
+		t.Errorf("body %q, %v", body, err)
 	}
 }
