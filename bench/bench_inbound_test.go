@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -19,8 +22,9 @@ import (
 // BenchmarkInbound posts a storm of events into one integration, nine in ten of them
 // duplicates of an alert already open, from 32 callers (HERALD_BENCH_INBOUND_EVENTS,
 // default 5,000), while single-recipient sends go to the API at 50 a second: the events
-// taken a second, beside raw Asynq at its best in the same run, the sends' p99 meanwhile,
-// and that each dedup key made exactly one alert.
+// taken a second, beside raw Asynq at its best in the same run, the sends' p99 and the
+// alerts page's p99 (an operator reloading it ten times a second) meanwhile, and that
+// each dedup key made exactly one alert.
 func BenchmarkInbound(b *testing.B) {
 	needMySQLAndRedis(b)
 	events := envInt("HERALD_BENCH_INBOUND_EVENTS", 5000)
@@ -65,8 +69,40 @@ func BenchmarkInbound(b *testing.B) {
 			took   []time.Duration
 			failed int
 		}
+		jar, _ := cookiejar.New(nil)
+		console := &http.Client{Jar: jar, Timeout: 30 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := console.PostForm(r.h.URL+"/login", url.Values{"username": {"admin"}, "password": {testAdminPassword}})
+		if err != nil || resp.StatusCode != http.StatusSeeOther {
+			b.Fatalf("login: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		var pages []time.Duration
 		stop := make(chan struct{})
-		sent := make(chan struct{})
+		sent, viewed := make(chan struct{}), make(chan struct{})
+		go func() {
+			// An operator watching the alerts page through the storm, ten times a second.
+			defer close(viewed)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+				start := time.Now()
+				resp, err := console.Get(r.h.URL + "/alerts")
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					b.Errorf("alerts page: %d", resp.StatusCode)
+					return
+				}
+				pages = append(pages, time.Since(start))
+			}
+		}()
 		go func() {
 			defer close(sent)
 			for {
@@ -96,6 +132,7 @@ func BenchmarkInbound(b *testing.B) {
 		elapsed := time.Since(start)
 		close(stop)
 		<-sent
+		<-viewed
 		rate := float64(events) / elapsed.Seconds()
 		var alerts, maxPerKey int
 		if err := app.Store.SQL().QueryRow("SELECT COUNT(*) FROM alerts WHERE source = 'storm'").Scan(&alerts); err != nil {
@@ -108,6 +145,7 @@ func BenchmarkInbound(b *testing.B) {
 			b.Errorf("%d alerts for %d dedup keys (at most %d a key), %d posts failed", alerts, distinct, maxPerKey, failed.Load())
 		}
 		_, p99 := percentiles(sends.took)
+		_, page99 := percentiles(pages)
 		line := "inbound"
 		for _, f := range []struct {
 			name   string
@@ -119,6 +157,7 @@ func BenchmarkInbound(b *testing.B) {
 			{"inbound_ratio", ratio(rate, noop), 2},
 			{"send_api_p99_ms_during", ms(p99), 1},
 			{"send_api_failed", float64(sends.failed), 0},
+			{"console_p99_ms_during", ms(page99), 1},
 		} {
 			b.ReportMetric(f.value, f.name)
 			line += fmt.Sprintf(" %s=%.*f", f.name, f.digits, f.value)

@@ -321,3 +321,34 @@ func TestInboundRouteTemplate(t *testing.T) {
 		t.Errorf("an event without the label the template needs: %+v, %v", recs, err)
 	}
 }
+
+// Without a template the notice is Herald's own, in the integration's language.
+func TestInboundBuiltInNoticeLanguage(t *testing.T) {
+	t.Parallel()
+	for lang, want := range map[string][]string{
+		"":   {"【严重】核心系统 CPU 过高", "来源：monitor"},
+		"en": {"[critical] 核心系统 CPU 过高", "Source: monitor"},
+	} {
+		t.Run("language "+lang, func(t *testing.T) {
+			t.Parallel()
+			f := newAlertFixture(t)
+			ctx := context.Background()
+			f.policy(t, alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}})
+			it, _, err := f.d.Inbound().CreateIntegration(ctx, f.by, inbound.IntegrationInput{Name: "monitor", Format: inbound.FormatEvents, Language: lang,
+				DefaultRoute: &inbound.Route{Policy: "night", Platform: "sandbox", Recipients: []string{"E2002"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs, err := f.d.Inbound().Receive(ctx, it, event("trigger", "node1::cpu", "critical"))
+			if err != nil || recs[0].AlertID == nil {
+				t.Fatalf("event: %+v, %v", recs, err)
+			}
+			notice := f.noticesTo(t, *recs[0].AlertID)["E2002"]
+			for _, w := range want {
+				if len(notice) != 1 || !strings.Contains(notice[0], w) {
+					t.Errorf("notice %q lacks %q", notice, w)
+				}
+			}
+		})
+	}
+}

@@ -21,6 +21,7 @@ type integrationBody struct {
 	Routes          []inbound.Route              `json:"routes"`
 	DefaultRoute    *inbound.Route               `json:"default_route"`
 	NotifyOnResolve bool                         `json:"notify_on_resolve"`
+	Language        string                       `json:"language"`
 	Mapping         map[string]string            `json:"mapping,omitempty"`
 	ValueMap        map[string]map[string]string `json:"value_map,omitempty"`
 }
@@ -39,7 +40,7 @@ type IntegrationJSON struct {
 
 func (b integrationBody) input() inbound.IntegrationInput {
 	return inbound.IntegrationInput{Name: b.Name, Format: b.Format, Routes: b.Routes, DefaultRoute: b.DefaultRoute,
-		NotifyOnResolve: b.NotifyOnResolve, Mapping: b.Mapping, ValueMap: b.ValueMap}
+		NotifyOnResolve: b.NotifyOnResolve, Language: b.Language, Mapping: b.Mapping, ValueMap: b.ValueMap}
 }
 
 // pushURL is where an integration's tool posts its events.
@@ -53,7 +54,7 @@ func (h *Handlers) integrationJSON(it *inbound.Integration) IntegrationJSON {
 		routes = []inbound.Route{}
 	}
 	body := integrationBody{Name: it.Name, Format: it.Format, Routes: routes, DefaultRoute: it.DefaultRoute,
-		NotifyOnResolve: it.NotifyOnResolve, Mapping: it.MappingFields, ValueMap: it.ValueMap}
+		NotifyOnResolve: it.NotifyOnResolve, Language: it.Language, Mapping: it.MappingFields, ValueMap: it.ValueMap}
 	return IntegrationJSON{integrationBody: body, PushURL: h.pushURL(it.Name), CreatedBy: it.CreatedBy,
 		CreatedAt: it.CreatedAt.UTC(), LastEventAt: it.LastEventAt}
 }

@@ -70,7 +70,7 @@ func (h *Handlers) EditIntegrationForm(c *gin.Context) {
 		h.fail(c, err, saying(kernel.ErrNotFound, "integrations.console.none"))
 		return
 	}
-	f := views.IntegrationForm{Original: it.Name, Name: it.Name, Format: it.Format, NotifyOnResolve: it.NotifyOnResolve}
+	f := views.IntegrationForm{Original: it.Name, Name: it.Name, Format: it.Format, NotifyOnResolve: it.NotifyOnResolve, Language: it.Language}
 	for _, r := range it.Routes {
 		f.Routes = append(f.Routes, routeFormOf(r))
 	}
@@ -185,7 +185,8 @@ const (
 func integrationFormOf(c *gin.Context, original string) views.IntegrationForm {
 	f := views.IntegrationForm{Original: original, Name: strings.TrimSpace(c.PostForm("name")),
 		Format: strings.TrimSpace(c.PostForm("format")), NotifyOnResolve: c.PostForm("notify_on_resolve") != "",
-		Mapping: c.PostForm("mapping"), ValueMap: c.PostForm("value_map"), Default: routeFormFrom(c, "default_route")}
+		Language: strings.TrimSpace(c.PostForm("language")),
+		Mapping:  c.PostForm("mapping"), ValueMap: c.PostForm("value_map"), Default: routeFormFrom(c, "default_route")}
 	if original != "" {
 		f.Name = original
 	}
@@ -240,7 +241,7 @@ type formRows struct {
 // ticked for removal are skipped; the mapping and value map are JSON, a bad one an
 // error naming its field.
 func integrationInputOf(f views.IntegrationForm) (inbound.IntegrationInput, formRows, error) {
-	in := inbound.IntegrationInput{Name: f.Name, Format: f.Format, NotifyOnResolve: f.NotifyOnResolve}
+	in := inbound.IntegrationInput{Name: f.Name, Format: f.Format, NotifyOnResolve: f.NotifyOnResolve, Language: f.Language}
 	var rows formRows
 	for i, rf := range f.Routes {
 		if rf.Remove || rf.Blank() {
@@ -304,7 +305,7 @@ var (
 	matcherErrorField = regexp.MustCompile(`^matchers\[(\d+)\]\.(name|value)$`)
 	// formFields are the fields the form shows an error beside; any other error is
 	// shown above it.
-	formFields = regexp.MustCompile(`^(name|format|mapping|value_map|routes|` +
+	formFields = regexp.MustCompile(`^(name|format|language|mapping|value_map|routes|` +
 		`(routes\[\d+\]|default_route)\.(policy|template|account|platform|priority|recipients|matchers)|` +
 		`routes\[\d+\]\.matchers\[\d+\]\.(name|value))$`)
 )

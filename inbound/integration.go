@@ -26,6 +26,9 @@ type Integration struct {
 	Routes          Routes `gorm:"serializer:json"`
 	DefaultRoute    *Route `gorm:"serializer:json"`
 	NotifyOnResolve bool
+	// Language is the language of the notice Herald writes for a route without a
+	// template (i18n.Chinese or i18n.English).
+	Language string
 	// MappingFields and ValueMap are a custom format's field mapping and value map.
 	MappingFields map[string]string            `gorm:"column:mapping;serializer:json"`
 	ValueMap      map[string]map[string]string `gorm:"column:value_map;serializer:json"`

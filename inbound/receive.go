@@ -231,8 +231,9 @@ func opening(it *Integration, route *Route, ev Event) Opening {
 		links[i] = strings.TrimSpace(l.Name + " " + l.URL)
 	}
 	vars["links"] = strings.Join(links, "\n")
-	severity := i18n.In(i18n.Chinese, "integrations.severity."+ev.Severity)
-	subject := i18n.In(i18n.Chinese, "integrations.notice.subject", "Severity", severity, "Title", ev.Title)
+	lang := cmp.Or(it.Language, i18n.Chinese)
+	severity := i18n.In(lang, "integrations.severity."+ev.Severity)
+	subject := i18n.In(lang, "integrations.notice.subject", "Severity", severity, "Title", ev.Title)
 	var text strings.Builder
 	text.WriteString(subject)
 	for _, line := range []string{ev.Description, vars["labels"], vars["links"]} {
@@ -240,7 +241,7 @@ func opening(it *Integration, route *Route, ev Event) Opening {
 			text.WriteString("\n" + line)
 		}
 	}
-	text.WriteString("\n" + i18n.In(i18n.Chinese, "integrations.notice.source", "Source", it.Name))
+	text.WriteString("\n" + i18n.In(lang, "integrations.notice.source", "Source", it.Name))
 	return Opening{Integration: it.Name, Route: r, Event: ev, Variables: vars, Subject: subject, Text: text.String()}
 }
 

@@ -1,16 +1,19 @@
 package inbound
 
 import (
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"errors"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"herald/alert"
 	"herald/audit"
+	"herald/i18n"
 	"herald/kernel"
 	"herald/models"
 )
@@ -94,6 +97,8 @@ type IntegrationInput struct {
 	Routes          []Route
 	DefaultRoute    *Route
 	NotifyOnResolve bool
+	// Language is the built-in notice's language; "" means i18n.Chinese.
+	Language string
 	// Mapping and ValueMap are a custom format's field mapping and value map.
 	Mapping  map[string]string
 	ValueMap map[string]map[string]string
@@ -102,7 +107,11 @@ type IntegrationInput struct {
 // check validates an input into the integration it saves; errors name their field.
 func (d *Service) check(ctx context.Context, in IntegrationInput) (*Integration, error) {
 	it := &Integration{Name: strings.TrimSpace(in.Name), Format: strings.TrimSpace(in.Format),
-		Routes: in.Routes, DefaultRoute: in.DefaultRoute, NotifyOnResolve: in.NotifyOnResolve}
+		Routes: in.Routes, DefaultRoute: in.DefaultRoute, NotifyOnResolve: in.NotifyOnResolve,
+		Language: cmp.Or(strings.TrimSpace(in.Language), i18n.Chinese)}
+	if !slices.Contains(i18n.Languages, it.Language) {
+		return nil, kernel.Invalid("language", "integrations.invalid.language", "Languages", strings.Join(i18n.Languages, ", "))
+	}
 	if err := checkName(it.Name); err != nil {
 		return nil, err
 	}

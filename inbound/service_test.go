@@ -108,6 +108,7 @@ func TestIntegrationInputErrors(t *testing.T) {
 			{"no name", inbound.IntegrationInput{Format: inbound.FormatEvents}, "name"},
 			{"a name that is no path segment", inbound.IntegrationInput{Name: "Prom/1", Format: inbound.FormatEvents}, "name"},
 			{"an unknown format", inbound.IntegrationInput{Name: "p", Format: "nagios"}, "format"},
+			{"an unknown language", inbound.IntegrationInput{Name: "p", Format: inbound.FormatEvents, Language: "fr"}, "language"},
 			{"an unknown policy", inbound.IntegrationInput{Name: "p", Format: inbound.FormatEvents, Routes: route(func(r *inbound.Route) { r.Policy = "day" })}, "routes[0].policy"},
 			{"no policy", inbound.IntegrationInput{Name: "p", Format: inbound.FormatEvents, Routes: route(func(r *inbound.Route) { r.Policy = "" })}, "routes[0].policy"},
 			{"a matcher on no field", inbound.IntegrationInput{Name: "p", Format: inbound.FormatEvents,

@@ -66,7 +66,7 @@ func (s *Store) CreateIntegration(ctx context.Context, it *Integration) error {
 func (s *Store) UpdateIntegration(ctx context.Context, it *Integration) error {
 	it.UpdatedAt = time.Now().UTC().Truncate(time.Microsecond)
 	res := s.k.Writer(ctx).Model(&Integration{}).Where("id = ?", it.ID).Select("routes", "default_route",
-		"notify_on_resolve", "mapping", "value_map", "updated_at").Updates(it)
+		"notify_on_resolve", "language", "mapping", "value_map", "updated_at").Updates(it)
 	if res.Error != nil {
 		return fmt.Errorf("inbound: update integration %q: %w", it.Name, res.Error)
 	}

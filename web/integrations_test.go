@@ -121,13 +121,18 @@ func TestIntegrationsConsole(t *testing.T) {
 	resp, body = admin.get("/integrations/prom/edit")
 	wantStatus(t, "edit form", resp, body, http.StatusOK)
 	wantContains(t, "edit form", body, `value="label:team"`, `value="E1001"`, `id="name" value="prom" disabled`)
+	wantContains(t, "edit form", body, `<option value="zh-CN" selected`)
 	edit := integrationForm("ignored", "ignored", map[string]string{"matchers[0].name": "label:team", "matchers[0].value": "db",
 		"policy": "night", "platform": "sandbox", "priority": "high", "recipients": "E1001, E1002"})
+	edit.Set("language", "fr")
+	resp, body = admin.post("/integrations/prom/edit", edit)
+	wantFieldError(t, body, "language", "en")
+	edit.Set("language", "en")
 	resp, body = admin.post("/integrations/prom/edit", edit)
 	wantRedirect(t, "edit", resp, body, "/integrations/prom")
 	it, err = c.h.Dispatch.Inbound().Integration(ctx, "prom")
 	if err != nil || it.Format != inbound.FormatEvents || len(it.Routes) != 1 || it.Routes[0].Matchers[0].Value != "db" ||
-		it.Routes[0].Priority != "high" || len(it.Routes[0].Recipients) != 2 || it.DefaultRoute != nil {
+		it.Routes[0].Priority != "high" || len(it.Routes[0].Recipients) != 2 || it.DefaultRoute != nil || it.Language != "en" {
 		t.Fatalf("edited integration %+v (%v)", it, err)
 	}
 

@@ -3,7 +3,8 @@
 -- tool presents (shown once, when the integration is made); routes and default_route
 -- are JSON ({"matchers":[…],"policy","template","account","platform","priority",
 -- "recipients":[…]}); mapping and value_map are a custom format's field mapping and
--- value map, JSON.
+-- value map, JSON; language is the language of the notices Herald writes for a route
+-- without a template.
 CREATE TABLE integrations (
   id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
   name VARCHAR(64) NOT NULL,
@@ -12,6 +13,7 @@ CREATE TABLE integrations (
   routes MEDIUMTEXT NOT NULL,
   default_route TEXT NULL,
   notify_on_resolve TINYINT(1) NOT NULL DEFAULT 0,
+  language VARCHAR(8) CHARACTER SET ascii NOT NULL DEFAULT 'zh-CN',
   mapping TEXT NULL,
   value_map TEXT NULL,
   created_by VARCHAR(128) NOT NULL DEFAULT '',

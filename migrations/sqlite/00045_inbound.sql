@@ -3,7 +3,8 @@
 -- tool presents (shown once, when the integration is made); routes and default_route
 -- are JSON ({"matchers":[…],"policy","template","account","platform","priority",
 -- "recipients":[…]}); mapping and value_map are a custom format's field mapping and
--- value map, JSON.
+-- value map, JSON; language is the language of the notices Herald writes for a route
+-- without a template.
 CREATE TABLE integrations (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   name TEXT NOT NULL,
@@ -12,6 +13,7 @@ CREATE TABLE integrations (
   routes TEXT NOT NULL,
   default_route TEXT,
   notify_on_resolve BOOLEAN NOT NULL DEFAULT 0,
+  language TEXT NOT NULL DEFAULT 'zh-CN',
   mapping TEXT,
   value_map TEXT,
   created_by TEXT NOT NULL DEFAULT '',
