@@ -1,7 +1,9 @@
 package dispatch_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +20,8 @@ import (
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/templates"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // newInboundFixture is the alert fixture with a policy that calls E2001 after ten
@@ -152,6 +156,9 @@ func TestInboundToolPayloads(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ format, firing, resolved string }{
 		{inbound.FormatAlertmanager, "alertmanager_firing.json", "alertmanager_resolved.json"},
+		// Grafana's documented example is a firing one; its recovery is the same body with
+		// every status resolved, as Grafana sends it.
+		{inbound.FormatGrafana, "grafana_firing.json", ""},
 		{inbound.FormatZabbix, "zabbix_problem.json", "zabbix_recovery.json"},
 		{inbound.FormatEvents, "events_trigger.json", "events_resolve.json"},
 	} {
@@ -165,7 +172,13 @@ func TestInboundToolPayloads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			firing, resolved := readTestdata(t, tc.firing), readTestdata(t, tc.resolved)
+			firing := readTestdata(t, tc.firing)
+			var resolved []byte
+			if tc.resolved == "" {
+				resolved = bytes.ReplaceAll(firing, []byte(`"status": "firing"`), []byte(`"status": "resolved"`))
+			} else {
+				resolved = readTestdata(t, tc.resolved)
+			}
 			outcomes := func(body []byte) map[string]int {
 				t.Helper()
 				recs, err := f.d.Inbound().Receive(ctx, it, body)
@@ -350,5 +363,48 @@ func TestInboundBuiltInNoticeLanguage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A custom mapping with a value map, on the documented payload: a firing event opens an
+// alert, its "ok" (mapped to resolved) resolves it in the same body, an unknown level
+// opens one as a warning; posted again, the resolved key opens anew and the other is a
+// duplicate.
+func TestInboundCustomMapping(t *testing.T) {
+	t.Parallel()
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	f.policy(t, alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}})
+	var m inbound.Mapping
+	if err := json.Unmarshal(readTestdata(t, "custom_mapping.json"), &m); err != nil {
+		t.Fatal(err)
+	}
+	it, _, err := f.d.Inbound().CreateIntegration(ctx, f.by, inbound.IntegrationInput{Name: "pay", Format: inbound.FormatCustom,
+		Mapping: m.Fields, ValueMap: m.Values, DefaultRoute: &inbound.Route{Policy: "night", Platform: "sandbox", Recipients: []string{"E2002"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := readTestdata(t, "custom_payload.json")
+	outcomes := func() []string {
+		t.Helper()
+		recs, err := f.d.Inbound().Receive(ctx, it, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range recs {
+			out = append(out, r.Outcome)
+		}
+		return out
+	}
+	if diff := cmp.Diff([]string{"created", "resolved", "created"}, outcomes()); diff != "" {
+		t.Fatalf("first post (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"created", "resolved", "deduplicated"}, outcomes()); diff != "" {
+		t.Fatalf("second post (-want +got):\n%s", diff)
+	}
+	alerts, err := alert.Of(f.store).Alerts(ctx, alert.AlertFilter{Source: "pay", Severity: inbound.SeverityWarning}, 10)
+	if err != nil || len(alerts) != 1 || alerts[0].EventCount != 2 {
+		t.Errorf("the unknown level's alert: %+v, %v", alerts, err)
 	}
 }
