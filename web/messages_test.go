@@ -292,3 +292,28 @@ func TestBulkResend(t *testing.T) {
 	resp, body = c.as(viewerUser).post("/messages/resend", url.Values{"status": {"stopped"}})
 	wantStatus(t, "viewer re-sends", resp, body, http.StatusForbidden)
 }
+
+// A message due later reads as scheduled on its batch's page until it is due, as on the
+// messages page; one due now reads as pending.
+func TestBatchPageShowsScheduledMessages(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	later := time.Now().Add(2 * time.Hour)
+	scheduled := c.send(&later, "E2001")["E2001"]
+	due := c.send(nil, "E2002")["E2002"]
+	op := c.as(operatorUser)
+	for _, tc := range []struct {
+		m    models.Message
+		want string
+	}{{scheduled, "Scheduled"}, {due, "Pending"}} {
+		resp, body := op.getIn("en", "/batches/"+tc.m.BatchID)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("batch page: %d", resp.StatusCode)
+		}
+		row := body[strings.Index(body, `data-message="`+tc.m.ID+`"`):]
+		row = row[:strings.Index(row, "</tr>")]
+		if !strings.Contains(row, ">"+tc.want+"<") {
+			t.Errorf("the row of a %s message reads %s, want %q", tc.m.Status, row, tc.want)
+		}
+	}
+}
