@@ -71,14 +71,9 @@ func errorSentence(ctx context.Context, class, stored string) string {
 	return i18n.T(ctx, id)
 }
 
-// lastError is what a page shows of a message's last error: its sentence, and the
-// stored text as its detail ("" when the sentence says it all, or there is none). With
-// no sentence, the stored text is the sentence.
-func lastError(ctx context.Context, m models.Message) (sentence, detail string) {
-	return storedError(ctx, m.ErrorClass, m.LastError)
-}
-
-// storedError is lastError for any stored class and text (an attempt's, a failure's).
+// storedError is a stored error (a message's last, an attempt's, a recent failure) as a
+// sentence in the reader's language, and the stored text behind it ("" when the sentence
+// is the text itself).
 func storedError(ctx context.Context, class, stored string) (sentence, detail string) {
 	stored = strings.TrimSpace(stored)
 	if class == models.ErrorNoAddress {

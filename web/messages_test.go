@@ -317,3 +317,22 @@ func TestBatchPageShowsScheduledMessages(t *testing.T) {
 		}
 	}
 }
+
+// The dashboard's recent failures read as sentences, the stored text on hover, and name
+// each message by the end of its id, where ids of one moment differ.
+func TestDashboardFailuresReadAsSentences(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	m := c.send(nil, "E2001")["E2001"]
+	next := time.Now().Add(time.Minute)
+	c.finish(m.ID, models.Outcome{Status: models.StatusFailed, ErrorClass: "transient", Error: "dial tcp 10.0.0.9:443: i/o timeout",
+		CountsAttempt: true, Called: true, NextAttemptAt: &next})
+	_, body := c.as(operatorUser).getIn("en", "/dashboard/live")
+	i := strings.Index(body, "data-failure-error")
+	if i < 0 {
+		t.Fatalf("no recent failure on the dashboard:\n%s", body)
+	}
+	row := body[i:]
+	row = row[:strings.Index(row, "</tr>")]
+	wantContains(t, "failure row", row, "A temporary failure", `title="dial tcp 10.0.0.9:443: i/o timeout"`, "…"+m.ID[len(m.ID)-8:])
+}
