@@ -12,10 +12,12 @@ import (
 type Chart struct {
 	Width, Height int
 	Max           int
-	Sent          string // SVG polyline points
-	Failed        string
-	Stopped       string
-	From, To      time.Time
+	// Empty says no minute of the span had anything sent, failed or stopped.
+	Empty    bool
+	Sent     string // SVG polyline points
+	Failed   string
+	Stopped  string
+	From, To time.Time
 }
 
 const chartW, chartH, chartPad = 720, 160, 4
@@ -28,11 +30,14 @@ func NewChart(stats []models.MessageStat, from time.Time, minutes int) Chart {
 	for _, s := range stats {
 		byMinute[s.Minute.UTC()] = s
 	}
-	c := Chart{Width: chartW, Height: chartH, Max: 1, From: from, To: from.Add(time.Duration(minutes-1) * time.Minute)}
+	c := Chart{Width: chartW, Height: chartH, Max: 1, Empty: true, From: from, To: from.Add(time.Duration(minutes-1) * time.Minute)}
 	rows := make([]models.MessageStat, minutes)
 	for i := range rows {
 		rows[i] = byMinute[from.Add(time.Duration(i)*time.Minute)]
 		c.Max = max(c.Max, rows[i].Sent, rows[i].Failed, rows[i].Stopped)
+		if rows[i].Sent+rows[i].Failed+rows[i].Stopped > 0 {
+			c.Empty = false
+		}
 	}
 	points := func(v func(models.MessageStat) int) string {
 		var b strings.Builder

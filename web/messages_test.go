@@ -336,3 +336,23 @@ func TestDashboardFailuresReadAsSentences(t *testing.T) {
 	row = row[:strings.Index(row, "</tr>")]
 	wantContains(t, "failure row", row, "A temporary failure", `title="dial tcp 10.0.0.9:443: i/o timeout"`, "…"+m.ID[len(m.ID)-8:])
 }
+
+// The throughput chart says there is nothing yet rather than draw an empty frame, and
+// draws itself once messages go out.
+func TestDashboardChartSaysWhenEmpty(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	viewer := c.as(viewerUser)
+	_, body := viewer.getIn("zh-CN", "/dashboard/live")
+	wantContains(t, "empty dashboard", body, `id="chart-empty"`, "这一小时内还没有")
+	wantNotContains(t, "empty dashboard", body, "<polyline")
+	m := c.send(nil, "E2001")["E2001"]
+	c.finish(m.ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
+	c.h.Stats.Count(m.AccountID, "sent", 1) // as the worker counts it
+	if err := c.h.Stats.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, body = viewer.getIn("zh-CN", "/dashboard/live")
+	wantContains(t, "dashboard after a send", body, "<polyline")
+	wantNotContains(t, "dashboard after a send", body, `id="chart-empty"`)
+}
