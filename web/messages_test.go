@@ -356,3 +356,21 @@ func TestDashboardChartSaysWhenEmpty(t *testing.T) {
 	wantContains(t, "dashboard after a send", body, "<polyline")
 	wantNotContains(t, "dashboard after a send", body, `id="chart-empty"`)
 }
+
+// The batch page's actions are part of its live progress: re-send appears in the
+// progress partial once a message stops, without a reload, and never for a viewer.
+func TestBatchActionsFollowProgress(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	msgs := c.send(nil, "E2001", "E2002")
+	batch := "/batches/" + msgs["E2001"].BatchID + "/progress"
+	op := c.as(operatorUser)
+	_, body := op.getHX(batch)
+	wantContains(t, "progress while pending", body, `id="cancel-batch"`)
+	wantNotContains(t, "progress while pending", body, `id="resend-batch"`)
+	c.finish(msgs["E2001"].ID, models.Outcome{Status: models.StatusStopped, ErrorClass: "permanent", Error: "no such user", CountsAttempt: true, Called: true})
+	_, body = op.getHX(batch)
+	wantContains(t, "progress after a stop", body, `id="resend-batch"`, `id="cancel-batch"`)
+	_, body = c.as(viewerUser).getHX(batch)
+	wantNotContains(t, "a viewer's progress", body, `id="resend-batch"`, `id="cancel-batch"`)
+}
