@@ -10,6 +10,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/channels"
 	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
@@ -476,7 +477,7 @@ func (h *Handlers) batchView(c *gin.Context) (views.BatchView, bool) {
 		return views.BatchView{}, false
 	}
 	slices.SortStableFunc(msgs, func(a, b models.BatchMessage) int { return directory.CompareNames(a.RecipientName, b.RecipientName) })
-	v := views.BatchView{Now: time.Now(), CanOperate: canOperate(c), Batch: b, Messages: msgs, Counts: counts.ByStatus, Reached: counts.Reached, Falling: counts.Falling}
+	v := views.BatchView{Now: time.Now(), CanOperate: canOperate(c), Recalls: channels.RecallWindow(b.Platform) > 0, Batch: b, Messages: msgs, Counts: counts.ByStatus, Reached: counts.Reached, Falling: counts.Falling}
 	if v.Recall, err = recall.Of(h.Store).LatestRecallRequest(ctx, id); err != nil {
 		h.fail(c, err)
 		return views.BatchView{}, false

@@ -348,7 +348,7 @@ func RecallPanel(p Page, v BatchView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if p.can("operator") && v.recallable() > 0 && v.Batch.Approval != models.ApprovalAwaiting {
+			if p.can("operator") && v.Recalls && v.Counts[models.StatusSent] > 0 && v.Batch.Approval != models.ApprovalAwaiting {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 26, "<form method=\"post\" action=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err

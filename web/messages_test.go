@@ -374,3 +374,25 @@ func TestBatchActionsFollowProgress(t *testing.T) {
 	_, body = c.as(viewerUser).getHX(batch)
 	wantNotContains(t, "a viewer's progress", body, `id="resend-batch"`, `id="cancel-batch"`)
 }
+
+// A batch's recall is offered only once something was sent on a platform that can take
+// it back: never for messages still waiting (cancel is for those), never on the sandbox
+// or email, which recall nothing.
+func TestBatchRecallOfferedOnlyWhereItCanBe(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	msgs := c.send(nil, "E2001")
+	op := c.as(operatorUser)
+	page := "/batches/" + msgs["E2001"].BatchID
+	_, body := op.get(page)
+	wantNotContains(t, "a sandbox batch waiting", body, `id="recall-batch"`)
+	c.finish(msgs["E2001"].ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
+	_, body = op.get(page)
+	wantNotContains(t, "a sandbox batch sent", body, `id="recall-batch"`)
+
+	// On WeCom, which recalls, a sent batch offers it.
+	rc := newRecallConsole(t)
+	batch, _ := rc.sent("E2001")
+	_, body = rc.as(operatorUser).get("/batches/" + batch)
+	wantContains(t, "a WeCom batch sent", body, `id="recall-batch"`)
+}
