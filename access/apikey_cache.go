@@ -23,7 +23,7 @@ const APIKeyCacheTTL = time.Second
 // then they go, or everything does when none has expired.
 const apiKeyCacheSize = 10_000
 
-// APIKeyLookup answers as Store.AuthenticateAPIKey does: the live key a secret belongs
+// APIKeyLookup answers as Credentials.AuthenticateAPIKey does: the live key a secret belongs
 // to, ErrNotFound, or another error when the database did not answer.
 type APIKeyLookup func(ctx context.Context, secret string) (*APIKey, error)
 
@@ -49,7 +49,7 @@ type cachedAPIKey struct {
 }
 
 // NewAPIKeyCache returns an empty cache in front of lookup; now is its clock (time.Now
-// outside tests). Only time clears it: use Store.NewAPIKeyCache for a cache that the
+// outside tests). Only time clears it: use Credentials.NewAPIKeyCache for a cache that the
 // store's revocations clear.
 func NewAPIKeyCache(lookup APIKeyLookup, now func() time.Time) *APIKeyCache {
 	return &APIKeyCache{lookup: lookup, now: now, items: map[[sha256.Size]byte]cachedAPIKey{}}
@@ -58,7 +58,7 @@ func NewAPIKeyCache(lookup APIKeyLookup, now func() time.Time) *APIKeyCache {
 // NewAPIKeyCache returns a cache of the keys s authenticates, on the clock now. A key
 // revoked through s is refused by the cache at once; one revoked by another process,
 // within APIKeyCacheTTL.
-func (s *Store) NewAPIKeyCache(now func() time.Time) *APIKeyCache {
+func (s *Credentials) NewAPIKeyCache(now func() time.Time) *APIKeyCache {
 	c := NewAPIKeyCache(s.AuthenticateAPIKey, now)
 	s.apiKeyCaches.Lock()
 	s.apiKeyCaches.list = append(s.apiKeyCaches.list, c)
@@ -67,7 +67,7 @@ func (s *Store) NewAPIKeyCache(now func() time.Time) *APIKeyCache {
 }
 
 // forgetAPIKeys clears every cache made on s, after s revoked a key.
-func (s *Store) forgetAPIKeys() {
+func (s *Credentials) forgetAPIKeys() {
 	s.apiKeyCaches.Lock()
 	caches := s.apiKeyCaches.list
 	s.apiKeyCaches.Unlock()

@@ -83,7 +83,7 @@ func (c *CallbackSetting) Normalise() error {
 }
 
 // setCallback writes a key's callback in tx.
-func (s *Store) setCallback(tx *gorm.DB, keyID int64, c *CallbackSetting) error {
+func (s *Credentials) setCallback(tx *gorm.DB, keyID int64, c *CallbackSetting) error {
 	if err := c.Normalise(); err != nil {
 		return err
 	}
@@ -104,8 +104,8 @@ func (s *Store) setCallback(tx *gorm.DB, keyID int64, c *CallbackSetting) error 
 // SetCallback sets (or, with an empty URL, removes) a live key's callback, audited in
 // the same transaction. The setting's Secret holds the secret in force afterwards, to
 // show once. Events already waiting go to the new URL.
-func (s *Store) SetCallback(ctx context.Context, keyID int64, c *CallbackSetting, entry audit.Entry) error {
-	return s.InTx(ctx, func(tx *Store) error {
+func (s *Credentials) SetCallback(ctx context.Context, keyID int64, c *CallbackSetting, entry audit.Entry) error {
+	return s.InTx(ctx, func(tx *Credentials) error {
 		if err := tx.SaveCallback(ctx, keyID, c); err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ func (s *Store) SetCallback(ctx context.Context, keyID int64, c *CallbackSetting
 // ErrStateChanged when the key is revoked. The setting's Secret holds the secret in force
 // afterwards, to show once. Events already waiting go to the new URL. This process's key
 // caches forget the key's old setting.
-func (s *Store) SaveCallback(ctx context.Context, keyID int64, c *CallbackSetting) error {
+func (s *Credentials) SaveCallback(ctx context.Context, keyID int64, c *CallbackSetting) error {
 	err := s.setCallback(s.k.Writer(ctx), keyID, c)
 	s.forgetAPIKeys()
 	return err
@@ -125,7 +125,7 @@ func (s *Store) SaveCallback(ctx context.Context, keyID int64, c *CallbackSettin
 
 // ResealCallbackSecrets seals again with the current key the callback secrets only the
 // previous key opens (see resealAccounts); a compare-and-set on the value read.
-func (s *Store) ResealCallbackSecrets(ctx context.Context) error {
+func (s *Credentials) ResealCallbackSecrets(ctx context.Context) error {
 	if !s.k.Sealer().HasPrevious() {
 		return nil
 	}
@@ -149,7 +149,7 @@ func (s *Store) ResealCallbackSecrets(ctx context.Context) error {
 
 // CallbackTargetOf returns where a key's events go; ErrNotFound when the key has no
 // callback (or is gone).
-func (s *Store) CallbackTargetOf(ctx context.Context, keyID int64) (*CallbackTarget, error) {
+func (s *Credentials) CallbackTargetOf(ctx context.Context, keyID int64) (*CallbackTarget, error) {
 	var k APIKey
 	if err := s.k.Reader(ctx).First(&k, keyID).Error; err != nil {
 		return nil, fmt.Errorf("access: api key %d: %w", keyID, kernel.NotFound(err))

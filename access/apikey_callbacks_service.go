@@ -42,11 +42,11 @@ func callbackAddress(err error) error {
 // audit entry, which names the URL and never the secret; set.Secret holds the secret in
 // force afterwards, to show once. The console and the API set callbacks through it.
 // kernel.ErrStateChanged: the key is revoked.
-func (d *Service) SetCallback(ctx context.Context, by audit.Actor, k *APIKey, set *CallbackSetting) error {
+func (d *Warden) SetCallback(ctx context.Context, by audit.Actor, k *APIKey, set *CallbackSetting) error {
 	if err := CheckCallback(set); err != nil {
 		return err
 	}
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	return d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
 		if err := tx.SaveCallback(ctx, k.ID, set); err != nil {
 			return err
 		}

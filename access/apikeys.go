@@ -148,12 +148,12 @@ const apiKeyPrefix = "hk_"
 
 // CreateAPIKey makes a new key and returns it with the secret, which is shown once and
 // never stored.
-func (s *Store) CreateAPIKey(ctx context.Context, name, scopes, createdBy string) (*APIKey, string, error) {
+func (s *Credentials) CreateAPIKey(ctx context.Context, name, scopes, createdBy string) (*APIKey, string, error) {
 	return s.CreateLimitedAPIKey(ctx, name, scopes, createdBy, KeyLimits{})
 }
 
 // CreateLimitedAPIKey is CreateAPIKey for a key with a recipient cap or an expiry.
-func (s *Store) CreateLimitedAPIKey(ctx context.Context, name, scopes, createdBy string, limits KeyLimits) (*APIKey, string, error) {
+func (s *Credentials) CreateLimitedAPIKey(ctx context.Context, name, scopes, createdBy string, limits KeyLimits) (*APIKey, string, error) {
 	return s.CreateCallbackAPIKey(ctx, name, scopes, createdBy, limits, nil)
 }
 
@@ -161,7 +161,7 @@ func (s *Store) CreateLimitedAPIKey(ctx context.Context, name, scopes, createdBy
 // from the start (cb nil: none): the key and its callback are written together. The
 // callback's URL must have been checked against the address guard
 // (CheckCallback); cb.Secret holds the secret in force afterwards.
-func (s *Store) CreateCallbackAPIKey(ctx context.Context, name, scopes, createdBy string, limits KeyLimits, cb *CallbackSetting) (*APIKey, string, error) {
+func (s *Credentials) CreateCallbackAPIKey(ctx context.Context, name, scopes, createdBy string, limits KeyLimits, cb *CallbackSetting) (*APIKey, string, error) {
 	if err := limits.Validate(); err != nil {
 		return nil, "", err
 	}
@@ -210,7 +210,7 @@ func APIKeyPrefix(secret string) string {
 }
 
 // AuthenticateAPIKey returns the live key a secret belongs to, or ErrNotFound.
-func (s *Store) AuthenticateAPIKey(ctx context.Context, secret string) (*APIKey, error) {
+func (s *Credentials) AuthenticateAPIKey(ctx context.Context, secret string) (*APIKey, error) {
 	prefix := APIKeyPrefix(secret)
 	if prefix == "" {
 		return nil, kernel.ErrNotFound
@@ -226,13 +226,13 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, secret string) (*APIKey,
 }
 
 // TouchAPIKey records that a key was used.
-func (s *Store) TouchAPIKey(ctx context.Context, id int64) error {
+func (s *Credentials) TouchAPIKey(ctx context.Context, id int64) error {
 	return s.k.Writer(ctx).Model(&APIKey{}).Where("id = ?", id).Update("last_used_at", kernel.Now()).Error
 }
 
 // RevokeAPIKey revokes a key; revoking twice is ErrStateChanged. The caches made on s
 // refuse the key at once; other processes' caches, within APIKeyCacheTTL.
-func (s *Store) RevokeAPIKey(ctx context.Context, id int64) error {
+func (s *Credentials) RevokeAPIKey(ctx context.Context, id int64) error {
 	res := s.k.Writer(ctx).Model(&APIKey{}).Where("id = ? AND revoked_at IS NULL", id).Update("revoked_at", kernel.Now())
 	if res.Error != nil {
 		return fmt.Errorf("access: revoke api key %d: %w", id, res.Error)
@@ -248,10 +248,10 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id int64) error {
 
 // ForgetAPIKeys clears every key cache made on s: the service layer calls it once a
 // change to a key has committed, so that no cache keeps what a request read meanwhile.
-func (s *Store) ForgetAPIKeys() { s.forgetAPIKeys() }
+func (s *Credentials) ForgetAPIKeys() { s.forgetAPIKeys() }
 
 // APIKeys lists every key, newest first.
-func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
+func (s *Credentials) APIKeys(ctx context.Context) ([]APIKey, error) {
 	var out []APIKey
 	if err := s.k.Reader(ctx).Order("id DESC").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("access: list api keys: %w", err)
@@ -261,7 +261,7 @@ func (s *Store) APIKeys(ctx context.Context) ([]APIKey, error) {
 
 // LiveAPIKeyByName returns the key with that name that is not revoked: ErrNotFound when
 // none is, ErrAmbiguous when several are (revoke the ones no longer used).
-func (s *Store) LiveAPIKeyByName(ctx context.Context, name string) (*APIKey, error) {
+func (s *Credentials) LiveAPIKeyByName(ctx context.Context, name string) (*APIKey, error) {
 	var list []APIKey
 	if err := s.k.Reader(ctx).Where("name = ? AND revoked_at IS NULL", name).Limit(2).Find(&list).Error; err != nil {
 		return nil, fmt.Errorf("access: api key %q: %w", name, err)

@@ -26,7 +26,7 @@ type APIKeyInput struct {
 // stored. The key, its callback and its audit entry are written together. Bad input is
 // a *kernel.FieldError naming name, scopes, max_recipients_per_request, expires, url or
 // secret, and writes nothing.
-func (d *Service) CreateAPIKey(ctx context.Context, by audit.Actor, in APIKeyInput) (*APIKey, string, error) {
+func (d *Warden) CreateAPIKey(ctx context.Context, by audit.Actor, in APIKeyInput) (*APIKey, string, error) {
 	limits, err := ParseKeyLimits(in.MaxRecipients, in.Expires, d.loc, d.now())
 	if err != nil {
 		return nil, "", err
@@ -42,7 +42,7 @@ func (d *Service) CreateAPIKey(ctx context.Context, by audit.Actor, in APIKeyInp
 	}
 	var k *APIKey
 	var secret string
-	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
 		var err error
 		if k, secret, err = tx.CreateCallbackAPIKey(ctx, in.Name, in.Scopes, createdBy, limits, in.Callback); err != nil {
 			return err
@@ -66,8 +66,8 @@ func (d *Service) CreateAPIKey(ctx context.Context, by audit.Actor, in APIKeyInp
 
 // RevokeAPIKey revokes a key: systems using it are refused from then on (other
 // processes within APIKeyCacheTTL). Revoking twice is kernel.ErrStateChanged.
-func (d *Service) RevokeAPIKey(ctx context.Context, by audit.Actor, k *APIKey) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Warden) RevokeAPIKey(ctx context.Context, by audit.Actor, k *APIKey) error {
+	return d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
 		if err := tx.RevokeAPIKey(ctx, k.ID); err != nil {
 			return err
 		}

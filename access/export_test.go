@@ -9,7 +9,7 @@ import (
 // the user's id when there is such a user), without checking any password; wrong says
 // whether the guess is then kept as a wrong one or given back. nil means the guess
 // would have been checked; a refusal is a *ThrottledError.
-func (s *Store) BeginGuess(ctx context.Context, username, ip string, at time.Time, wrong bool) error {
+func (s *Credentials) BeginGuess(ctx context.Context, username, ip string, at time.Time, wrong bool) error {
 	var list []User
 	if err := s.k.Writer(ctx).Where("username = ?", username).Find(&list).Error; err != nil {
 		return err
@@ -27,6 +27,6 @@ func (s *Store) BeginGuess(ctx context.Context, username, ip string, at time.Tim
 }
 
 // AuthenticateAt is Authenticate with the throttle's clock at a given time.
-func (s *Store) AuthenticateAt(ctx context.Context, username, password, ip string, at time.Time) (*User, error) {
+func (s *Credentials) AuthenticateAt(ctx context.Context, username, password, ip string, at time.Time) (*User, error) {
 	return s.authenticate(ctx, username, password, ip, at)
 }

@@ -25,7 +25,7 @@ type Session struct {
 func (Session) TableName() string { return "console_sessions" }
 
 // CreateSession starts a session for a user and returns the token for the cookie.
-func (s *Store) CreateSession(ctx context.Context, userID int64, ip, userAgent string, ttl time.Duration) (string, error) {
+func (s *Credentials) CreateSession(ctx context.Context, userID int64, ip, userAgent string, ttl time.Duration) (string, error) {
 	token := kernel.NewToken()
 	now := kernel.Now()
 	userAgent = kernel.Truncate(userAgent, 255)
@@ -43,7 +43,7 @@ const sessionTouchEvery = time.Minute
 // SessionUser returns the live session for a token and its user. A session past its
 // expiry or unused for longer than idle (as last seen, which is recorded to the
 // minute), a disabled user or an unknown token gives ErrNotFound.
-func (s *Store) SessionUser(ctx context.Context, token string, idle time.Duration) (*Session, *User, error) {
+func (s *Credentials) SessionUser(ctx context.Context, token string, idle time.Duration) (*Session, *User, error) {
 	if token == "" {
 		return nil, nil, kernel.ErrNotFound
 	}
@@ -70,7 +70,7 @@ func (s *Store) SessionUser(ctx context.Context, token string, idle time.Duratio
 
 // UserSessions lists a user's live sessions (as SessionUser judges them), most
 // recently seen first.
-func (s *Store) UserSessions(ctx context.Context, userID int64, idle time.Duration) ([]Session, error) {
+func (s *Credentials) UserSessions(ctx context.Context, userID int64, idle time.Duration) ([]Session, error) {
 	var out []Session
 	now := kernel.Now()
 	err := s.k.Reader(ctx).Where("user_id = ? AND expires_at > ? AND last_seen_at > ?", userID, now, now.Add(-idle)).
@@ -82,7 +82,7 @@ func (s *Store) UserSessions(ctx context.Context, userID int64, idle time.Durati
 }
 
 // DeleteUserSessions revokes every session of a user: "sign out everywhere".
-func (s *Store) DeleteUserSessions(ctx context.Context, userID int64) error {
+func (s *Credentials) DeleteUserSessions(ctx context.Context, userID int64) error {
 	if err := s.k.Writer(ctx).Where("user_id = ?", userID).Delete(&Session{}).Error; err != nil {
 		return fmt.Errorf("access: revoke sessions of user %d: %w", userID, err)
 	}
@@ -90,7 +90,7 @@ func (s *Store) DeleteUserSessions(ctx context.Context, userID int64) error {
 }
 
 // DeleteSession revokes one session by its token.
-func (s *Store) DeleteSession(ctx context.Context, token string) error {
+func (s *Credentials) DeleteSession(ctx context.Context, token string) error {
 	err := s.k.Writer(ctx).Where("id = ?", kernel.HashToken(token)).Delete(&Session{}).Error
 	if err != nil {
 		return fmt.Errorf("access: delete session: %w", err)
@@ -99,6 +99,6 @@ func (s *Store) DeleteSession(ctx context.Context, token string) error {
 }
 
 // DeleteExpiredSessions removes sessions past their expiry.
-func (s *Store) DeleteExpiredSessions(ctx context.Context) error {
+func (s *Credentials) DeleteExpiredSessions(ctx context.Context) error {
 	return s.k.Writer(ctx).Where("expires_at <= ?", kernel.Now()).Delete(&Session{}).Error
 }

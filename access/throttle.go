@@ -97,7 +97,7 @@ func guessUserKey(u *User, name string) string {
 // one before it left, so a limit also holds across their border. Past the address's
 // limit the guess is refused; past the user's, it must pass the user's gate
 // (passGate). A refusal is a *ThrottledError.
-func (s *Store) beginGuess(ctx context.Context, userKey, ip string, now time.Time) (*passwordGuess, error) {
+func (s *Credentials) beginGuess(ctx context.Context, userKey, ip string, now time.Time) (*passwordGuess, error) {
 	now = now.UTC()
 	start := now.Truncate(guessWindow)
 	g := &passwordGuess{start: start}
@@ -145,7 +145,7 @@ func (s *Store) beginGuess(ctx context.Context, userKey, ip string, now time.Tim
 func gateKey(userKey string) string { return "gate " + userKey }
 
 // guessGate reads a user's gate; nil when it has none.
-func (s *Store) guessGate(ctx context.Context, userKey string) (*kernel.ThrottleWindow, error) {
+func (s *Credentials) guessGate(ctx context.Context, userKey string) (*kernel.ThrottleWindow, error) {
 	var list []kernel.ThrottleWindow
 	err := s.k.Writer(ctx).Where("throttle_key = ?", kernel.Truncate(gateKey(userKey), kernel.ThrottleKeyLen)).Limit(1).Find(&list).Error
 	if err != nil {
@@ -168,7 +168,7 @@ func gateActive(gate *kernel.ThrottleWindow, now time.Time) bool {
 // next delay, as a compare-and-set on the gate as read: of guesses racing for an open
 // gate exactly one passes. The others, and any guess while the gate is closed, are
 // refused with the time until it opens.
-func (s *Store) passGate(ctx context.Context, userKey string, gate *kernel.ThrottleWindow, now time.Time) (*kernel.ThrottleWindow, error) {
+func (s *Credentials) passGate(ctx context.Context, userKey string, gate *kernel.ThrottleWindow, now time.Time) (*kernel.ThrottleWindow, error) {
 	if gate != nil && gate.WindowStart.After(now) {
 		return nil, &ThrottledError{RetryAfter: gate.WindowStart.Sub(now), User: true}
 	}
@@ -215,7 +215,7 @@ func (s *Store) passGate(ctx context.Context, userKey string, gate *kernel.Throt
 // check that could not run): only failures use up the allowance, so a busy office
 // behind one address can still sign in. A right password also opens the user's gate
 // for good: its delays start again from the first.
-func (s *Store) endGuess(ctx context.Context, g *passwordGuess, notWrong bool) {
+func (s *Credentials) endGuess(ctx context.Context, g *passwordGuess, notWrong bool) {
 	if !notWrong {
 		return
 	}
@@ -229,7 +229,7 @@ func (s *Store) endGuess(ctx context.Context, g *passwordGuess, notWrong bool) {
 }
 
 // giveBackGuess uncounts a guess wherever beginGuess counted it.
-func (s *Store) giveBackGuess(ctx context.Context, g *passwordGuess) {
+func (s *Credentials) giveBackGuess(ctx context.Context, g *passwordGuess) {
 	// The count must go down even if the request is gone; a failure here only leaves
 	// the throttle stricter until the window ends.
 	ctx = context.WithoutCancel(ctx)

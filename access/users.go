@@ -91,7 +91,7 @@ func ValidateUser(username, password string, role Role) error {
 func NormalizeUsername(u string) string { return strings.ToLower(strings.TrimSpace(u)) }
 
 // CreateUser validates and stores a new console user with a hashed password.
-func (s *Store) CreateUser(ctx context.Context, username, password string, role Role) (*User, error) {
+func (s *Credentials) CreateUser(ctx context.Context, username, password string, role Role) (*User, error) {
 	username = NormalizeUsername(username)
 	if err := ValidateUser(username, password, role); err != nil {
 		return nil, err
@@ -112,7 +112,7 @@ func (s *Store) CreateUser(ctx context.Context, username, password string, role 
 }
 
 // CountUsers reports how many console users exist.
-func (s *Store) CountUsers(ctx context.Context) (int64, error) {
+func (s *Credentials) CountUsers(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.k.Reader(ctx).Model(&User{}).Count(&n).Error
 	if err != nil {
@@ -122,7 +122,7 @@ func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 }
 
 // UserByID returns one user.
-func (s *Store) UserByID(ctx context.Context, id int64) (*User, error) {
+func (s *Credentials) UserByID(ctx context.Context, id int64) (*User, error) {
 	var u User
 	if err := s.k.Reader(ctx).First(&u, id).Error; err != nil {
 		return nil, fmt.Errorf("access: user %d: %w", id, kernel.NotFound(err))
@@ -151,12 +151,12 @@ var ErrBadCredentials = kernel.Declare(kernel.DomainError{Kind: kernel.KindUnaut
 // counted against the user's id and the address before the password is compared.
 // ErrThrottled (a *ThrottledError) means the address is over its limit or the user's
 // gate is closed, and the password was not compared.
-func (s *Store) Authenticate(ctx context.Context, username, password, ip string) (*User, error) {
+func (s *Credentials) Authenticate(ctx context.Context, username, password, ip string) (*User, error) {
 	return s.authenticate(ctx, username, password, ip, kernel.Now())
 }
 
 // authenticate is Authenticate with the throttle's clock at now.
-func (s *Store) authenticate(ctx context.Context, username, password, ip string, now time.Time) (*User, error) {
+func (s *Credentials) authenticate(ctx context.Context, username, password, ip string, now time.Time) (*User, error) {
 	username = NormalizeUsername(username)
 	var u *User
 	if usernameRe.MatchString(username) {
@@ -205,7 +205,7 @@ func checkPassword(u *User, password string) error {
 // ChangePassword sets a new password after checking the current one, and revokes every
 // session of the user; the caller starts a fresh one. The check of the current password
 // is throttled as a sign-in is (ErrThrottled), and shares its allowance.
-func (s *Store) ChangePassword(ctx context.Context, userID int64, current, next, ip string) error {
+func (s *Credentials) ChangePassword(ctx context.Context, userID int64, current, next, ip string) error {
 	u, err := s.CheckCurrentPassword(ctx, userID, current, ip)
 	if err != nil {
 		return err
@@ -218,7 +218,7 @@ func (s *Store) ChangePassword(ctx context.Context, userID int64, current, next,
 // its allowance; a wrong password is a *FieldError naming current_password. The guess is
 // counted outside any transaction of the caller's, so that a change refused afterwards
 // still counts it.
-func (s *Store) CheckCurrentPassword(ctx context.Context, userID int64, current, ip string) (*User, error) {
+func (s *Credentials) CheckCurrentPassword(ctx context.Context, userID int64, current, ip string) (*User, error) {
 	u, err := s.UserByID(ctx, userID)
 	if err != nil {
 		return nil, err
@@ -239,7 +239,7 @@ func (s *Store) CheckCurrentPassword(ctx context.Context, userID int64, current,
 // (CheckCurrentPassword), and revokes every session of the user. It is a compare-and-set
 // on the password u was read with: ErrStateChanged if it changed meanwhile. A password
 // that is not good enough is a *FieldError naming new_password.
-func (s *Store) SetOwnPassword(ctx context.Context, u *User, next string) error {
+func (s *Credentials) SetOwnPassword(ctx context.Context, u *User, next string) error {
 	if err := ValidateUser(u.Username, next, u.Role); err != nil {
 		var fe *kernel.FieldError
 		if errors.As(err, &fe) && fe.Field == "password" {

@@ -13,7 +13,7 @@ import (
 )
 
 // Users lists every console user by username.
-func (s *Store) Users(ctx context.Context) ([]User, error) {
+func (s *Credentials) Users(ctx context.Context) ([]User, error) {
 	var out []User
 	if err := s.k.Reader(ctx).Order("username").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("access: list users: %w", err)
@@ -22,7 +22,7 @@ func (s *Store) Users(ctx context.Context) ([]User, error) {
 }
 
 // UserByUsername returns the user with a username (case-insensitive), or ErrNotFound.
-func (s *Store) UserByUsername(ctx context.Context, username string) (*User, error) {
+func (s *Credentials) UserByUsername(ctx context.Context, username string) (*User, error) {
 	username = NormalizeUsername(username)
 	var u User
 	if err := s.k.Reader(ctx).Where("username = ?", username).First(&u).Error; err != nil {
@@ -33,7 +33,7 @@ func (s *Store) UserByUsername(ctx context.Context, username string) (*User, err
 
 // SetUserRole changes a user's role. The user's sessions stay: the role is read on
 // every request, so it applies at once.
-func (s *Store) SetUserRole(ctx context.Context, id int64, role Role) error {
+func (s *Credentials) SetUserRole(ctx context.Context, id int64, role Role) error {
 	if !role.Valid() {
 		return kernel.Invalid("role", "users.role_invalid")
 	}
@@ -41,7 +41,7 @@ func (s *Store) SetUserRole(ctx context.Context, id int64, role Role) error {
 }
 
 // SetUserLanguage sets the console language of a user; empty follows the browser.
-func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) error {
+func (s *Credentials) SetUserLanguage(ctx context.Context, id int64, lang string) error {
 	if lang != "" && !i18n.Valid(lang) {
 		return kernel.Invalid("language", "validation.language", "Languages", strings.Join(i18n.Languages, ", "))
 	}
@@ -50,7 +50,7 @@ func (s *Store) SetUserLanguage(ctx context.Context, id int64, lang string) erro
 
 // setUser sets one column of a user (and updated_at); kernel.ErrNotFound when there is
 // no such user.
-func (s *Store) setUser(ctx context.Context, id int64, column string, value any) error {
+func (s *Credentials) setUser(ctx context.Context, id int64, column string, value any) error {
 	res := s.k.Writer(ctx).Model(&User{}).Where("id = ?", id).Updates(map[string]any{column: value, "updated_at": kernel.Now()})
 	if res.Error != nil {
 		return fmt.Errorf("access: set %s of user %d: %w", column, id, res.Error)
@@ -63,7 +63,7 @@ func (s *Store) setUser(ctx context.Context, id int64, column string, value any)
 
 // SetUserDisabled disables or enables a user. Disabling also revokes every session of
 // the user in the same transaction, so nobody stays signed in as them.
-func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool) error {
+func (s *Credentials) SetUserDisabled(ctx context.Context, id int64, disabled bool) error {
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&User{}).Where("id = ?", id).Updates(map[string]any{"disabled": disabled, "updated_at": kernel.Now()})
 		if res.Error != nil {
@@ -84,7 +84,7 @@ func (s *Store) SetUserDisabled(ctx context.Context, id int64, disabled bool) er
 
 // ResetPassword sets a new password for a user without knowing the old one (an admin's
 // action) and revokes every session of the user.
-func (s *Store) ResetPassword(ctx context.Context, id int64, password string) error {
+func (s *Credentials) ResetPassword(ctx context.Context, id int64, password string) error {
 	u, err := s.UserByID(ctx, id)
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func (s *Store) ResetPassword(ctx context.Context, id int64, password string) er
 }
 
 // SessionCount reports how many live sessions a user has.
-func (s *Store) SessionCount(ctx context.Context, userID int64) (int64, error) {
+func (s *Credentials) SessionCount(ctx context.Context, userID int64) (int64, error) {
 	var n int64
 	err := s.k.Reader(ctx).Model(&Session{}).Where("user_id = ? AND expires_at > ?", userID, kernel.Now()).Count(&n).Error
 	if err != nil {

@@ -12,9 +12,9 @@ import (
 // CreateUser adds a console user with an initial password, audited as done by by (an
 // admin in the console, the command line, or Herald's first start). A username,
 // password or role that is not good enough is a *kernel.FieldError and writes nothing.
-func (d *Service) CreateUser(ctx context.Context, by audit.Actor, username, password string, role Role) (*User, error) {
+func (d *Warden) CreateUser(ctx context.Context, by audit.Actor, username, password string, role Role) (*User, error) {
 	var u *User
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
 		var err error
 		if u, err = tx.CreateUser(ctx, username, password, role); err != nil {
 			return err
@@ -30,8 +30,8 @@ func (d *Service) CreateUser(ctx context.Context, by audit.Actor, username, pass
 
 // SetUserRole changes a user's role, audited with the old role and the new one. The
 // user's sessions stay: the role is read on every request, so it applies at once.
-func (d *Service) SetUserRole(ctx context.Context, by audit.Actor, u *User, role Role) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Warden) SetUserRole(ctx context.Context, by audit.Actor, u *User, role Role) error {
+	return d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
 		if err := tx.SetUserRole(ctx, u.ID, role); err != nil {
 			return err
 		}
@@ -43,8 +43,8 @@ func (d *Service) SetUserRole(ctx context.Context, by audit.Actor, u *User, role
 
 // SetUserDisabled disables a user, revoking their sessions in the same transaction, or
 // enables them again; audited.
-func (d *Service) SetUserDisabled(ctx context.Context, by audit.Actor, u *User, disabled bool) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Warden) SetUserDisabled(ctx context.Context, by audit.Actor, u *User, disabled bool) error {
+	return d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
 		if err := tx.SetUserDisabled(ctx, u.ID, disabled); err != nil {
 			return err
 		}
@@ -60,8 +60,8 @@ func (d *Service) SetUserDisabled(ctx context.Context, by audit.Actor, u *User, 
 // ResetPassword sets a new password for a user without the old one (an admin's action,
 // or the command line's for a lost password) and signs them out everywhere; audited.
 // A password that is not good enough is a *kernel.FieldError naming password.
-func (d *Service) ResetPassword(ctx context.Context, by audit.Actor, u *User, password string) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Warden) ResetPassword(ctx context.Context, by audit.Actor, u *User, password string) error {
+	return d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
 		if err := tx.ResetPassword(ctx, u.ID, password); err != nil {
 			return err
 		}
@@ -72,8 +72,8 @@ func (d *Service) ResetPassword(ctx context.Context, by audit.Actor, u *User, pa
 
 // SetUserLanguage stores the console language a user chose (empty: follow the browser),
 // audited with the old choice and the new one ("-" for none).
-func (d *Service) SetUserLanguage(ctx context.Context, by audit.Actor, u *User, lang string) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Warden) SetUserLanguage(ctx context.Context, by audit.Actor, u *User, lang string) error {
+	return d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
 		if err := tx.SetUserLanguage(ctx, u.ID, lang); err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func (d *Service) SetUserLanguage(ctx context.Context, by audit.Actor, u *User, 
 // user and address. A wrong current password is a *kernel.FieldError naming
 // current_password and is recorded as a failed attempt (the guess counted); a new
 // password that is not good enough names new_password and writes nothing.
-func (d *Service) ChangePassword(ctx context.Context, by audit.Actor, u *User, current, next string) error {
+func (d *Warden) ChangePassword(ctx context.Context, by audit.Actor, u *User, current, next string) error {
 	checked, err := d.store.CheckCurrentPassword(ctx, u.ID, current, by.IP)
 	if errors.Is(err, ErrThrottled) {
 		e := by.Entry("user.password_change_throttled", "user", u.Username, audit.Params{"username": u.Username})
@@ -100,7 +100,7 @@ func (d *Service) ChangePassword(ctx context.Context, by audit.Actor, u *User, c
 		return err
 	}
 	if fe, ok := errors.AsType[*kernel.FieldError](err); ok && fe.Field == "current_password" {
-		if aerr := d.change(ctx, by, func(_ *Store, ch *audit.Change) error {
+		if aerr := d.change(ctx, by, func(_ *Credentials, ch *audit.Change) error {
 			ch.AuditDetail("user.password_change_failed", "user", u.Username, "status 422: wrong current password",
 				audit.Params{"username": u.Username})
 			return nil
@@ -112,7 +112,7 @@ func (d *Service) ChangePassword(ctx context.Context, by audit.Actor, u *User, c
 	if err != nil {
 		return err
 	}
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	return d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
 		if err := tx.SetOwnPassword(ctx, checked, next); err != nil {
 			return err
 		}
@@ -123,8 +123,8 @@ func (d *Service) ChangePassword(ctx context.Context, by audit.Actor, u *User, c
 
 // SignOutEverywhere revokes every session of u, audited; the caller clears this
 // browser's cookie.
-func (d *Service) SignOutEverywhere(ctx context.Context, by audit.Actor, u *User) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Warden) SignOutEverywhere(ctx context.Context, by audit.Actor, u *User) error {
+	return d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
 		if err := tx.DeleteUserSessions(ctx, u.ID); err != nil {
 			return err
 		}

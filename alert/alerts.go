@@ -166,7 +166,7 @@ func (AlertStep) TableName() string { return "alert_steps" }
 const MaxPolicyName = 64
 
 // Policies lists every escalation policy by name.
-func (s *Store) Policies(ctx context.Context) ([]EscalationPolicy, error) {
+func (s *Ledger) Policies(ctx context.Context) ([]EscalationPolicy, error) {
 	var out []EscalationPolicy
 	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("alert: policies: %w", err)
@@ -175,7 +175,7 @@ func (s *Store) Policies(ctx context.Context) ([]EscalationPolicy, error) {
 }
 
 // PolicyByName finds a policy; ErrNotFound if none has the name.
-func (s *Store) PolicyByName(ctx context.Context, name string) (*EscalationPolicy, error) {
+func (s *Ledger) PolicyByName(ctx context.Context, name string) (*EscalationPolicy, error) {
 	var out []EscalationPolicy
 	if err := s.k.Reader(ctx).Where("name = ?", name).Limit(1).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("alert: policy %s: %w", name, err)
@@ -187,7 +187,7 @@ func (s *Store) PolicyByName(ctx context.Context, name string) (*EscalationPolic
 }
 
 // CreatePolicy saves a new policy; a name taken is a field error on name.
-func (s *Store) CreatePolicy(ctx context.Context, p *EscalationPolicy) error {
+func (s *Ledger) CreatePolicy(ctx context.Context, p *EscalationPolicy) error {
 	if err := s.k.Writer(ctx).Create(p).Error; err != nil {
 		if kernel.IsDuplicate(err) {
 			return kernel.DuplicateField("name", "alerts.invalid.name_taken")
@@ -199,7 +199,7 @@ func (s *Store) CreatePolicy(ctx context.Context, p *EscalationPolicy) error {
 
 // UpdatePolicy replaces the policy called name with p (which may rename it) and returns
 // it as it was.
-func (s *Store) UpdatePolicy(ctx context.Context, name string, p *EscalationPolicy) (*EscalationPolicy, error) {
+func (s *Ledger) UpdatePolicy(ctx context.Context, name string, p *EscalationPolicy) (*EscalationPolicy, error) {
 	before, err := s.PolicyByName(ctx, name)
 	if err != nil {
 		return nil, err
@@ -219,7 +219,7 @@ func (s *Store) UpdatePolicy(ctx context.Context, name string, p *EscalationPoli
 }
 
 // DeletePolicy removes a policy. Alerts keep their copy.
-func (s *Store) DeletePolicy(ctx context.Context, name string) error {
+func (s *Ledger) DeletePolicy(ctx context.Context, name string) error {
 	res := s.k.Writer(ctx).Where("name = ?", name).Delete(&EscalationPolicy{})
 	if res.Error != nil {
 		return fmt.Errorf("alert: delete policy: %w", res.Error)
@@ -232,7 +232,7 @@ func (s *Store) DeletePolicy(ctx context.Context, name string) error {
 
 // CreateAlert writes an alert and its first step; first is nil for an alert whose
 // batch awaits approval, whose first step is written when it is approved.
-func (s *Store) CreateAlert(ctx context.Context, a *Alert, first *AlertStep) error {
+func (s *Ledger) CreateAlert(ctx context.Context, a *Alert, first *AlertStep) error {
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Create(a).Error; err != nil {
 			return fmt.Errorf("alert: create alert: %w", err)
@@ -249,7 +249,7 @@ func (s *Store) CreateAlert(ctx context.Context, a *Alert, first *AlertStep) err
 }
 
 // AlertByID finds an alert; ErrNotFound if there is none.
-func (s *Store) AlertByID(ctx context.Context, id int64) (*Alert, error) {
+func (s *Ledger) AlertByID(ctx context.Context, id int64) (*Alert, error) {
 	var out []Alert
 	if err := s.k.Reader(ctx).Where("id = ?", id).Limit(1).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("alert: alert %d: %w", id, err)
@@ -261,7 +261,7 @@ func (s *Store) AlertByID(ctx context.Context, id int64) (*Alert, error) {
 }
 
 // AlertOfBatch finds the alert a batch opened; ErrNotFound if it opened none.
-func (s *Store) AlertOfBatch(ctx context.Context, batchID string) (*Alert, error) {
+func (s *Ledger) AlertOfBatch(ctx context.Context, batchID string) (*Alert, error) {
 	var out []Alert
 	if err := s.k.Reader(ctx).Where("batch_id = ?", batchID).Limit(1).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("alert: alert of batch %s: %w", batchID, err)
@@ -289,7 +289,7 @@ type AlertFilter struct {
 var labelPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,127}$`)
 
 // Alerts lists the alerts f selects, open ones first, then the newest.
-func (s *Store) Alerts(ctx context.Context, f AlertFilter, limit int) ([]Alert, error) {
+func (s *Ledger) Alerts(ctx context.Context, f AlertFilter, limit int) ([]Alert, error) {
 	q := s.k.Reader(ctx).Model(&Alert{})
 	if f.State != "" {
 		q = q.Where("state = ?", f.State)
@@ -319,7 +319,7 @@ func (s *Store) Alerts(ctx context.Context, f AlertFilter, limit int) ([]Alert, 
 }
 
 // AlertCounts counts alerts by state.
-func (s *Store) AlertCounts(ctx context.Context) (map[string]int, error) {
+func (s *Ledger) AlertCounts(ctx context.Context) (map[string]int, error) {
 	var rows []struct {
 		State string
 		N     int
@@ -338,7 +338,7 @@ func (s *Store) AlertCounts(ctx context.Context) (map[string]int, error) {
 }
 
 // AlertSteps lists the steps of alerts, in the order they came due.
-func (s *Store) AlertSteps(ctx context.Context, alertIDs ...int64) ([]AlertStep, error) {
+func (s *Ledger) AlertSteps(ctx context.Context, alertIDs ...int64) ([]AlertStep, error) {
 	var out []AlertStep
 	if len(alertIDs) == 0 {
 		return nil, nil
@@ -350,7 +350,7 @@ func (s *Store) AlertSteps(ctx context.Context, alertIDs ...int64) ([]AlertStep,
 }
 
 // AlertStepByID finds one step; ErrNotFound if there is none.
-func (s *Store) AlertStepByID(ctx context.Context, id int64) (*AlertStep, error) {
+func (s *Ledger) AlertStepByID(ctx context.Context, id int64) (*AlertStep, error) {
 	var out []AlertStep
 	if err := s.k.Reader(ctx).Where("id = ?", id).Limit(1).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("alert: alert step %d: %w", id, err)
@@ -363,7 +363,7 @@ func (s *Store) AlertStepByID(ctx context.Context, id int64) (*AlertStep, error)
 
 // DueAlertSteps lists steps due by now that have neither fired nor been cancelled, the
 // most overdue first.
-func (s *Store) DueAlertSteps(ctx context.Context, now time.Time, limit int) ([]AlertStep, error) {
+func (s *Ledger) DueAlertSteps(ctx context.Context, now time.Time, limit int) ([]AlertStep, error) {
 	var out []AlertStep
 	err := s.k.Reader(ctx).Where("fired_at IS NULL AND cancelled_at IS NULL AND due_at <= ?", now).
 		Order("due_at").Limit(limit).Find(&out).Error
@@ -375,7 +375,7 @@ func (s *Store) DueAlertSteps(ctx context.Context, now time.Time, limit int) ([]
 
 // ClaimAlertStep marks a step fired at now, if it has neither fired nor been cancelled:
 // the compare-and-set that makes a step fire once. false: it had.
-func (s *Store) ClaimAlertStep(ctx context.Context, id int64, now time.Time) (bool, error) {
+func (s *Ledger) ClaimAlertStep(ctx context.Context, id int64, now time.Time) (bool, error) {
 	res := s.k.Writer(ctx).Model(&AlertStep{}).Where("id = ? AND fired_at IS NULL AND cancelled_at IS NULL", id).
 		Update("fired_at", now)
 	if res.Error != nil {
@@ -385,7 +385,7 @@ func (s *Store) ClaimAlertStep(ctx context.Context, id int64, now time.Time) (bo
 }
 
 // RecordAlertStep records whom a fired step called, or why it called nobody.
-func (s *Store) RecordAlertStep(ctx context.Context, id int64, targets []string, skippedReason string) error {
+func (s *Ledger) RecordAlertStep(ctx context.Context, id int64, targets []string, skippedReason string) error {
 	err := s.k.Writer(ctx).Model(&AlertStep{}).Where("id = ?", id).
 		Updates(map[string]any{"targets": templates.StringList(targets), "skipped_reason": skippedReason}).Error
 	if err != nil {
@@ -395,7 +395,7 @@ func (s *Store) RecordAlertStep(ctx context.Context, id int64, targets []string,
 }
 
 // AddAlertStep writes the next step of an alert.
-func (s *Store) AddAlertStep(ctx context.Context, st *AlertStep) error {
+func (s *Ledger) AddAlertStep(ctx context.Context, st *AlertStep) error {
 	if err := s.k.Writer(ctx).Create(st).Error; err != nil {
 		return fmt.Errorf("alert: add alert step: %w", err)
 	}
@@ -403,7 +403,7 @@ func (s *Store) AddAlertStep(ctx context.Context, st *AlertStep) error {
 }
 
 // CancelAlertSteps cancels the steps of an alert not fired yet.
-func (s *Store) CancelAlertSteps(ctx context.Context, alertID int64, now time.Time) error {
+func (s *Ledger) CancelAlertSteps(ctx context.Context, alertID int64, now time.Time) error {
 	err := s.k.Writer(ctx).Model(&AlertStep{}).Where("alert_id = ? AND fired_at IS NULL AND cancelled_at IS NULL", alertID).
 		Update("cancelled_at", now).Error
 	if err != nil {
@@ -414,7 +414,7 @@ func (s *Store) CancelAlertSteps(ctx context.Context, alertID int64, now time.Ti
 
 // MoveAlert changes an alert's columns if it is in one of the states from: the
 // compare-and-set of every alert transition. false: it was not.
-func (s *Store) MoveAlert(ctx context.Context, id int64, from []string, set map[string]any) (bool, error) {
+func (s *Ledger) MoveAlert(ctx context.Context, id int64, from []string, set map[string]any) (bool, error) {
 	res := s.k.Writer(ctx).Model(&Alert{}).Where("id = ? AND state IN ?", id, from).Updates(set)
 	if res.Error != nil {
 		return false, fmt.Errorf("alert: move alert %d: %w", id, res.Error)
@@ -425,7 +425,7 @@ func (s *Store) MoveAlert(ctx context.Context, id int64, from []string, set map[
 // MoveAlertAsRead changes an alert's columns if it is still in the state, step and round
 // a was read with: the compare-and-set of a change decided on what was read. false: it
 // moved meanwhile.
-func (s *Store) MoveAlertAsRead(ctx context.Context, a *Alert, set map[string]any) (bool, error) {
+func (s *Ledger) MoveAlertAsRead(ctx context.Context, a *Alert, set map[string]any) (bool, error) {
 	res := s.k.Writer(ctx).Model(&Alert{}).Where("id = ? AND state = ? AND step = ? AND round = ?", a.ID, a.State, a.Step, a.Round).Updates(set)
 	if res.Error != nil {
 		return false, fmt.Errorf("alert: move alert %d: %w", a.ID, res.Error)
@@ -435,7 +435,7 @@ func (s *Store) MoveAlertAsRead(ctx context.Context, a *Alert, set map[string]an
 
 // MarkSource records where an alert a monitoring tool posted came from: the
 // integration, its dedup key, labels and severity, and its first event at at.
-func (s *Store) MarkSource(ctx context.Context, id int64, source, dedupKey string, labels map[string]string, severity string, at time.Time) error {
+func (s *Ledger) MarkSource(ctx context.Context, id int64, source, dedupKey string, labels map[string]string, severity string, at time.Time) error {
 	a := Alert{Source: source, DedupKey: dedupKey, Labels: labels, Severity: severity, EventCount: 1, LastEventAt: &at}
 	err := s.k.Writer(ctx).Model(&Alert{ID: id}).Select("source", "dedup_key", "labels", "severity", "event_count", "last_event_at").Updates(&a).Error
 	if err != nil {
@@ -446,7 +446,7 @@ func (s *Store) MarkSource(ctx context.Context, id int64, source, dedupKey strin
 
 // CountEvent counts one more event of an alert that has not ended, a duplicate its tool
 // posted at at; false when the alert has ended (resolved or exhausted).
-func (s *Store) CountEvent(ctx context.Context, id int64, at time.Time) (bool, error) {
+func (s *Ledger) CountEvent(ctx context.Context, id int64, at time.Time) (bool, error) {
 	res := s.k.Writer(ctx).Model(&Alert{}).Where("id = ? AND ended_at IS NULL", id).
 		Updates(map[string]any{"event_count": gorm.Expr("event_count + 1"), "last_event_at": at})
 	if res.Error != nil {
@@ -467,7 +467,7 @@ const AlertViaRecall = "recall"
 // acknowledged, by by, via AlertViaRejection, and records its alert.resolved event for
 // the key that opened it; run in the transaction of the rejection. It returns the alert
 // as it was before, or nil when the batch opened none or it had ended already.
-func (s *Store) ResolveRejectedAlert(ctx context.Context, batchID, by string, now time.Time) (*Alert, error) {
+func (s *Ledger) ResolveRejectedAlert(ctx context.Context, batchID, by string, now time.Time) (*Alert, error) {
 	a, err := s.AlertOfBatch(ctx, batchID)
 	if errors.Is(err, kernel.ErrNotFound) {
 		return nil, nil
@@ -482,7 +482,7 @@ func (s *Store) ResolveRejectedAlert(ctx context.Context, batchID, by string, no
 // AlertViaRecall, its pending steps cancelled, and records its alert.resolved event for
 // the key that opened it; run in the transaction of the recall. It returns the alert as
 // it was before, or nil when it had ended already.
-func (s *Store) ResolveRecalledAlert(ctx context.Context, id int64, by string, now time.Time) (*Alert, error) {
+func (s *Ledger) ResolveRecalledAlert(ctx context.Context, id int64, by string, now time.Time) (*Alert, error) {
 	a, err := s.AlertByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -492,7 +492,7 @@ func (s *Store) ResolveRecalledAlert(ctx context.Context, id int64, by string, n
 
 // endAlert resolves a, if it is resolvable (a compare-and-set), by by, via via, cancels
 // its pending steps and records its alert.resolved event; nil when it had ended already.
-func (s *Store) endAlert(ctx context.Context, a *Alert, by, via string, now time.Time) (*Alert, error) {
+func (s *Ledger) endAlert(ctx context.Context, a *Alert, by, via string, now time.Time) (*Alert, error) {
 	set := map[string]any{"state": AlertResolved, "resolved_by": kernel.Truncate(by, 128), "resolved_via": via,
 		"resolved_at": now, "ended_at": now}
 	moved, err := s.MoveAlert(ctx, a.ID, AlertResolvable, set)
@@ -512,7 +512,7 @@ func (s *Store) endAlert(ctx context.Context, a *Alert, by, via string, now time
 }
 
 // AlertRecipients lists the people the messages of an alert went to, by id.
-func (s *Store) AlertRecipients(ctx context.Context, alertID int64) ([]int64, error) {
+func (s *Ledger) AlertRecipients(ctx context.Context, alertID int64) ([]int64, error) {
 	var ids []int64
 	err := s.k.Writer(ctx).Model(&models.Message{}).Where("alert_id = ?", alertID).Distinct("recipient_id").Order("recipient_id").Pluck("recipient_id", &ids).Error
 	if err != nil {
@@ -536,7 +536,7 @@ type AlertEvent struct {
 
 // RecordAlertEvent writes an alert's status callback event for the API key that opened
 // it.
-func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ string, ae AlertEvent, now time.Time) error {
+func (s *Ledger) RecordAlertEvent(ctx context.Context, keyID int64, typ string, ae AlertEvent, now time.Time) error {
 	e := models.NewEvent(keyID, typ, nil, ae.BatchID, ae.State, "", now)
 	e.AlertID, e.AlertStep, e.AlertRound, e.AlertBy = &ae.AlertID, &ae.Step, &ae.Round, ae.By
 	if err := s.k.Writer(ctx).Create(&e).Error; err != nil {
@@ -546,7 +546,7 @@ func (s *Store) RecordAlertEvent(ctx context.Context, keyID int64, typ string, a
 }
 
 // CountOpenAlerts counts the alerts nobody has acknowledged yet.
-func (s *Store) CountOpenAlerts(ctx context.Context) (int, error) {
+func (s *Ledger) CountOpenAlerts(ctx context.Context) (int, error) {
 	var n int64
 	if err := s.k.Reader(ctx).Model(&Alert{}).Where("state = ?", AlertOpen).Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("alert: count open alerts: %w", err)
@@ -556,7 +556,7 @@ func (s *Store) CountOpenAlerts(ctx context.Context) (int, error) {
 
 // CountUnroutedAlerts counts the open alerts whose latest fired step (or closing check)
 // called nobody: the alarm of alerts nobody is being called for.
-func (s *Store) CountUnroutedAlerts(ctx context.Context) (int, error) {
+func (s *Ledger) CountUnroutedAlerts(ctx context.Context) (int, error) {
 	var n int64
 	err := s.k.Reader(ctx).Model(&Alert{}).Where("state = ?", AlertOpen).
 		Where(`EXISTS (SELECT 1 FROM alert_steps s WHERE s.alert_id = alerts.id AND s.fired_at IS NOT NULL AND s.skipped_reason <> ''

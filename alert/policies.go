@@ -230,7 +230,7 @@ type PolicyUsers struct{}
 
 // PoliciesNaming names the escalation policies whose steps target rotation, read in tx.
 func (PolicyUsers) PoliciesNaming(ctx context.Context, tx *kernel.DB, rotation string) ([]string, error) {
-	policies, err := (&Store{k: tx}).Policies(ctx)
+	policies, err := (&Ledger{k: tx}).Policies(ctx)
 	if err != nil {
 		return nil, err
 	}

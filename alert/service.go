@@ -25,7 +25,7 @@ type Service struct {
 	// kicker wakes an API key's callbacks; nil: the recovery pass finds them.
 	kicker Kicker
 	// duty resolves the on-duty and rotation targets of steps.
-	duty *duty.Service
+	duty *duty.Planner
 	loc  *time.Location
 	// clock is the clock; nil means kernel.Now.
 	clock func() time.Time
@@ -87,7 +87,7 @@ type Kicker interface {
 	Kick(keyID int64)
 }
 
-// Config is what a Service is built from. Store is required; zero values of the rest
+// Config is what a Service is built from. Ledger is required; zero values of the rest
 // take the defaults their comments give.
 type Config struct {
 	Store *models.Store
@@ -98,8 +98,8 @@ type Config struct {
 	Steps StepQueue
 	// Kicker wakes callbacks at once; nil: the recovery pass finds them within seconds.
 	Kicker Kicker
-	// Duty resolves on-duty and rotation targets; nil: one on Store.
-	Duty *duty.Service
+	// Duty resolves on-duty and rotation targets; nil: one on Ledger.
+	Duty *duty.Planner
 	// Location is HERALD_TIMEZONE; nil means UTC.
 	Location *time.Location
 	// Now is the clock; nil means kernel.Now.

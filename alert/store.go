@@ -9,12 +9,12 @@ import (
 	"herald/models"
 )
 
-// Store is the alerts' data, on the database of a message store (or its transaction).
-type Store struct {
+// Ledger is the alerts' data, on the database of a message store (or its transaction).
+type Ledger struct {
 	// k is the database, or the database bound to a transaction.
 	k *kernel.DB
 }
 
 // Of is the alerts' store on the database of m, in its transaction when m is bound to
 // one.
-func Of(m *models.Store) *Store { return &Store{k: m.DB()} }
+func Of(m *models.Store) *Ledger { return &Ledger{k: m.DB()} }

@@ -3,7 +3,7 @@ package directory
 import "time"
 
 // UseRecipientClock sets the clock of the store's cache of recipients.
-func (s *Store) UseRecipientClock(now func() time.Time) {
+func (s *Staff) UseRecipientClock(now func() time.Time) {
 	s.people.mu.Lock()
 	s.people.now = now
 	s.people.mu.Unlock()
@@ -14,7 +14,7 @@ const FillAfterMisses = fillAfterMisses
 
 // RecipientCacheHeld reports how many people the intake's cache holds, and whether it
 // is reading the whole directory.
-func (s *Store) RecipientCacheHeld() (held int, filling bool) {
+func (s *Staff) RecipientCacheHeld() (held int, filling bool) {
 	s.people.mu.Lock()
 	defer s.people.mu.Unlock()
 	return len(s.people.byExt), s.people.filling

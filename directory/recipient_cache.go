@@ -50,7 +50,7 @@ func countRecipientChange(tx *gorm.DB) error {
 }
 
 // recipientsVersion reads the recipients' counter.
-func (s *Store) recipientsVersion(ctx context.Context) (int64, error) {
+func (s *Staff) recipientsVersion(ctx context.Context) (int64, error) {
 	var c kernel.ChangeCounter
 	if err := s.k.Reader(ctx).Where("name = ?", recipientsCounter).Limit(1).Find(&c).Error; err != nil {
 		return 0, fmt.Errorf("directory: read recipients' counter: %w", err)
@@ -61,7 +61,7 @@ func (s *Store) recipientsVersion(ctx context.Context) (int64, error) {
 // changeRecipients runs fn, which changes recipients, in one transaction that also
 // counts the change, then drops what this store's cache holds: after an error too, as a
 // commit that failed to answer may still have been made.
-func (s *Store) changeRecipients(ctx context.Context, fn func(tx *gorm.DB) error) error {
+func (s *Staff) changeRecipients(ctx context.Context, fn func(tx *gorm.DB) error) error {
 	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := fn(tx); err != nil {
 			return err
@@ -189,7 +189,7 @@ func (c *recipientCache) missed() (fill bool) {
 
 // fillRecipientCache reads the whole directory, if it fits the cache, and keeps it
 // under the generation current when the read began.
-func (s *Store) fillRecipientCache(ctx context.Context) {
+func (s *Staff) fillRecipientCache(ctx context.Context) {
 	c := s.people
 	defer func() {
 		c.mu.Lock()
@@ -227,7 +227,7 @@ func (s *Store) fillRecipientCache(ctx context.Context) {
 // cachedRecipients answers a lookup of keys from index where it can and reads the rest
 // with read, keeping what it read. Lookups that keep missing fill the cache with the
 // whole directory, in the background.
-func cachedRecipients[K comparable](ctx context.Context, s *Store, keys []K,
+func cachedRecipients[K comparable](ctx context.Context, s *Staff, keys []K,
 	index func(*recipientCache) map[K]*cachedRecipient, read func(context.Context, []K) ([]Recipient, error)) ([]Recipient, error) {
 	if len(keys) == 0 {
 		return nil, nil
@@ -271,11 +271,11 @@ func cachedRecipients[K comparable](ctx context.Context, s *Store, keys []K,
 // the directory: a change made through this store is seen at once, one made by another
 // process within RecipientCacheCheck. The intake looks people up this way; pages that
 // show or change people read the database.
-func (s *Store) CachedRecipientsByExternalIDs(ctx context.Context, ids []string) ([]Recipient, error) {
+func (s *Staff) CachedRecipientsByExternalIDs(ctx context.Context, ids []string) ([]Recipient, error) {
 	return cachedRecipients(ctx, s, ids, func(c *recipientCache) map[string]*cachedRecipient { return c.byExt }, s.RecipientsByExternalIDs)
 }
 
 // CachedRecipientsByIDs is RecipientsByIDs from the same cache.
-func (s *Store) CachedRecipientsByIDs(ctx context.Context, ids []int64) ([]Recipient, error) {
+func (s *Staff) CachedRecipientsByIDs(ctx context.Context, ids []int64) ([]Recipient, error) {
 	return cachedRecipients(ctx, s, ids, func(c *recipientCache) map[int64]*cachedRecipient { return c.byID }, s.RecipientsByIDs)
 }

@@ -8,7 +8,7 @@ import (
 
 // RecipientEffects compares people to import with those stored under the same external
 // ids: one effect each.
-func (s *Store) RecipientEffects(ctx context.Context, list []Recipient) ([]string, error) {
+func (s *Staff) RecipientEffects(ctx context.Context, list []Recipient) ([]string, error) {
 	ids := make([]string, len(list))
 	for i, r := range list {
 		ids[i] = strings.TrimSpace(r.ExternalID)

@@ -83,7 +83,7 @@ func (r *Recipient) Address(platform string) string {
 }
 
 // CreateRecipient stores a new recipient.
-func (s *Store) CreateRecipient(ctx context.Context, r *Recipient) error {
+func (s *Staff) CreateRecipient(ctx context.Context, r *Recipient) error {
 	if err := s.changeRecipients(ctx, func(tx *gorm.DB) error { return tx.Create(r).Error }); err != nil {
 		if kernel.IsDuplicate(err) {
 			return kernel.DuplicateField("external_id", "validation.external_id_taken")
@@ -94,7 +94,7 @@ func (s *Store) CreateRecipient(ctx context.Context, r *Recipient) error {
 }
 
 // ActiveRecipients lists active recipients by name, at most limit of them.
-func (s *Store) ActiveRecipients(ctx context.Context, limit int) ([]Recipient, error) {
+func (s *Staff) ActiveRecipients(ctx context.Context, limit int) ([]Recipient, error) {
 	var out []Recipient
 	err := s.k.Reader(ctx).Where("active = ?", true).Order("name, id").Limit(limit).Find(&out).Error
 	if err != nil {
@@ -104,7 +104,7 @@ func (s *Store) ActiveRecipients(ctx context.Context, limit int) ([]Recipient, e
 }
 
 // RecipientsByIDs returns the recipients with the given ids, in no particular order.
-func (s *Store) RecipientsByIDs(ctx context.Context, ids []int64) ([]Recipient, error) {
+func (s *Staff) RecipientsByIDs(ctx context.Context, ids []int64) ([]Recipient, error) {
 	var out []Recipient
 	if len(ids) == 0 {
 		return out, nil
@@ -116,7 +116,7 @@ func (s *Store) RecipientsByIDs(ctx context.Context, ids []int64) ([]Recipient, 
 }
 
 // RecipientsByExternalIDs returns the recipients with the given external ids.
-func (s *Store) RecipientsByExternalIDs(ctx context.Context, ids []string) ([]Recipient, error) {
+func (s *Staff) RecipientsByExternalIDs(ctx context.Context, ids []string) ([]Recipient, error) {
 	var out []Recipient
 	if len(ids) == 0 {
 		return out, nil
@@ -128,7 +128,7 @@ func (s *Store) RecipientsByExternalIDs(ctx context.Context, ids []string) ([]Re
 }
 
 // CountRecipients reports how many recipients exist.
-func (s *Store) CountRecipients(ctx context.Context) (int64, error) {
+func (s *Staff) CountRecipients(ctx context.Context) (int64, error) {
 	var n int64
 	if err := s.k.Reader(ctx).Model(&Recipient{}).Count(&n).Error; err != nil {
 		return 0, fmt.Errorf("directory: count recipients: %w", err)
@@ -238,7 +238,7 @@ const searchChunk = 1000
 // query is matched in Go with PersonMatches, the one matcher of people, since neither
 // database spells names in pinyin: the other filters select in SQL, chunk by chunk,
 // until the page is full or the directory is read.
-func (s *Store) ListRecipients(ctx context.Context, f RecipientFilter) ([]Recipient, error) {
+func (s *Staff) ListRecipients(ctx context.Context, f RecipientFilter) ([]Recipient, error) {
 	if f.Limit <= 0 || f.Limit > 1000 {
 		f.Limit = 100
 	}
@@ -268,7 +268,7 @@ func (s *Store) ListRecipients(ctx context.Context, f RecipientFilter) ([]Recipi
 }
 
 // listRecipients is ListRecipients without the query.
-func (s *Store) listRecipients(ctx context.Context, f RecipientFilter) ([]Recipient, error) {
+func (s *Staff) listRecipients(ctx context.Context, f RecipientFilter) ([]Recipient, error) {
 	q := s.k.Reader(ctx).Model(&Recipient{})
 	if f.OrgType != "" {
 		q = q.Where("org_type = ?", f.OrgType)
@@ -344,7 +344,7 @@ func CompareRecipients(old, r Recipient) RecipientChange {
 
 // UpsertRecipients creates or updates recipients by external id in one transaction.
 // Callers validate first; a duplicate external id in the list is an error.
-func (s *Store) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertResult, error) {
+func (s *Staff) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertResult, error) {
 	var res UpsertResult
 	ids := make([]string, len(list))
 	for i, r := range list {

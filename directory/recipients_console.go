@@ -10,7 +10,7 @@ import (
 )
 
 // RecipientByExternalID returns one recipient by the id business systems use.
-func (s *Store) RecipientByExternalID(ctx context.Context, externalID string) (*Recipient, error) {
+func (s *Staff) RecipientByExternalID(ctx context.Context, externalID string) (*Recipient, error) {
 	var r Recipient
 	if err := s.k.Reader(ctx).Where("external_id = ?", externalID).First(&r).Error; err != nil {
 		return nil, fmt.Errorf("directory: recipient %s: %w", externalID, kernel.NotFound(err))
@@ -20,7 +20,7 @@ func (s *Store) RecipientByExternalID(ctx context.Context, externalID string) (*
 
 // UpdateRecipient saves a changed recipient, found by its external id, which does not
 // change: business systems know people by it. Callers validate first.
-func (s *Store) UpdateRecipient(ctx context.Context, r *Recipient) error {
+func (s *Staff) UpdateRecipient(ctx context.Context, r *Recipient) error {
 	old, err := s.RecipientByExternalID(ctx, r.ExternalID)
 	if err != nil {
 		return err
@@ -34,7 +34,7 @@ func (s *Store) UpdateRecipient(ctx context.Context, r *Recipient) error {
 
 // SetRecipientActive activates or deactivates a recipient. An inactive recipient stays
 // on record (old messages refer to it) but receives nothing.
-func (s *Store) SetRecipientActive(ctx context.Context, externalID string, active bool) error {
+func (s *Staff) SetRecipientActive(ctx context.Context, externalID string, active bool) error {
 	return s.changeRecipients(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Recipient{}).Where("external_id = ?", externalID).
 			Updates(map[string]any{"active": active, "updated_at": kernel.Now()})
@@ -49,7 +49,7 @@ func (s *Store) SetRecipientActive(ctx context.Context, externalID string, activ
 }
 
 // Branches lists the distinct branch names recipients have, for filters.
-func (s *Store) Branches(ctx context.Context) ([]string, error) {
+func (s *Staff) Branches(ctx context.Context) ([]string, error) {
 	var out []string
 	err := s.k.Reader(ctx).Model(&Recipient{}).Where("branch <> ''").Distinct("branch").Order("branch").Pluck("branch", &out).Error
 	if err != nil {
@@ -60,7 +60,7 @@ func (s *Store) Branches(ctx context.Context) ([]string, error) {
 
 // Departments lists the distinct departments of active recipients, for picking whole
 // departments on the compose form.
-func (s *Store) Departments(ctx context.Context) ([]string, error) {
+func (s *Staff) Departments(ctx context.Context) ([]string, error) {
 	var out []string
 	err := s.k.Reader(ctx).Model(&Recipient{}).Where("active = ? AND department <> ''", true).
 		Distinct("department").Order("department").Pluck("department", &out).Error
@@ -72,7 +72,7 @@ func (s *Store) Departments(ctx context.Context) ([]string, error) {
 
 // ActiveBranches lists the distinct branches of active recipients, for picking whole
 // branches on the compose form.
-func (s *Store) ActiveBranches(ctx context.Context) ([]string, error) {
+func (s *Staff) ActiveBranches(ctx context.Context) ([]string, error) {
 	var out []string
 	err := s.k.Reader(ctx).Model(&Recipient{}).Where("active = ? AND branch <> ''", true).
 		Distinct("branch").Order("branch").Pluck("branch", &out).Error
@@ -84,7 +84,7 @@ func (s *Store) ActiveBranches(ctx context.Context) ([]string, error) {
 
 // ActiveRecipientsIn returns the active recipients of the given departments and
 // branches (a whole department or branch: everyone in it), by id, at most limit.
-func (s *Store) ActiveRecipientsIn(ctx context.Context, departments, branches []string, limit int) ([]Recipient, error) {
+func (s *Staff) ActiveRecipientsIn(ctx context.Context, departments, branches []string, limit int) ([]Recipient, error) {
 	var out []Recipient
 	if len(departments) == 0 && len(branches) == 0 {
 		return out, nil
@@ -106,7 +106,7 @@ func (s *Store) ActiveRecipientsIn(ctx context.Context, departments, branches []
 
 // RecipientNames maps external ids to the names of the recipients that have them; an
 // unknown id is left out.
-func (s *Store) RecipientNames(ctx context.Context, externalIDs []string) (map[string]string, error) {
+func (s *Staff) RecipientNames(ctx context.Context, externalIDs []string) (map[string]string, error) {
 	out := make(map[string]string, len(externalIDs))
 	if len(externalIDs) == 0 {
 		return out, nil
@@ -123,7 +123,7 @@ func (s *Store) RecipientNames(ctx context.Context, externalIDs []string) (map[s
 
 // HeadOfficeStaff lists active head-office recipients by name, at most limit of them:
 // the people a duty roster can hold.
-func (s *Store) HeadOfficeStaff(ctx context.Context, limit int) ([]Recipient, error) {
+func (s *Staff) HeadOfficeStaff(ctx context.Context, limit int) ([]Recipient, error) {
 	var out []Recipient
 	err := s.k.Reader(ctx).Where("org_type = ? AND active = ?", HeadOffice, true).
 		Order("name, id").Limit(limit).Find(&out).Error

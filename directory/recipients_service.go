@@ -31,11 +31,11 @@ var bulkActions = map[string]string{ViaAPI: "recipients.upsert", ViaImport: "rec
 
 // CreateRecipient adds a person, audited as recipient.create. A validation failure (an
 // external id in use included) is a *kernel.FieldError and writes nothing.
-func (d *Service) CreateRecipient(ctx context.Context, by audit.Actor, r Recipient) (Recipient, error) {
+func (d *Clerk) CreateRecipient(ctx context.Context, by audit.Actor, r Recipient) (Recipient, error) {
 	if err := ValidateRecipient(&r); err != nil {
 		return r, err
 	}
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Staff, ch *audit.Change) error {
 		if err := tx.CreateRecipient(ctx, &r); err != nil {
 			return err
 		}
@@ -48,12 +48,12 @@ func (d *Service) CreateRecipient(ctx context.Context, by audit.Actor, r Recipie
 // UpdateRecipient saves the changes to the person whose external id is externalID (which
 // does not change: business systems know people by it), audited as recipient.update with
 // each field's old and new value. kernel.ErrNotFound: no such person.
-func (d *Service) UpdateRecipient(ctx context.Context, by audit.Actor, externalID string, r Recipient) (Recipient, error) {
+func (d *Clerk) UpdateRecipient(ctx context.Context, by audit.Actor, externalID string, r Recipient) (Recipient, error) {
 	r.ExternalID = externalID
 	if err := ValidateRecipient(&r); err != nil {
 		return r, err
 	}
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Staff, ch *audit.Change) error {
 		old, err := tx.RecipientByExternalID(ctx, externalID)
 		if err != nil {
 			return err
@@ -72,9 +72,9 @@ func (d *Service) UpdateRecipient(ctx context.Context, by audit.Actor, externalI
 // SetRecipientActive deactivates or reactivates a person, audited as
 // recipient.deactivate or recipient.activate. An inactive person stays on record (old
 // messages refer to them) but receives nothing. kernel.ErrNotFound: no such person.
-func (d *Service) SetRecipientActive(ctx context.Context, by audit.Actor, externalID string, active bool) (Recipient, error) {
+func (d *Clerk) SetRecipientActive(ctx context.Context, by audit.Actor, externalID string, active bool) (Recipient, error) {
 	var r Recipient
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Staff, ch *audit.Change) error {
 		if err := tx.SetRecipientActive(ctx, externalID, active); err != nil {
 			return err
 		}
@@ -125,7 +125,7 @@ func CheckRecipients(list []Recipient) error {
 // counts, and one per person it changed (recipient.create, .update, .deactivate or
 // .activate) naming what changed, so the log answers who changed E1001, when and from
 // where.
-func (d *Service) UpsertRecipients(ctx context.Context, by audit.Actor, via string, list []Recipient) (UpsertResult, error) {
+func (d *Clerk) UpsertRecipients(ctx context.Context, by audit.Actor, via string, list []Recipient) (UpsertResult, error) {
 	action, ok := bulkActions[via]
 	if !ok {
 		return UpsertResult{}, fmt.Errorf("directory: upsert recipients via %q", via)
@@ -134,7 +134,7 @@ func (d *Service) UpsertRecipients(ctx context.Context, by audit.Actor, via stri
 		return UpsertResult{}, err
 	}
 	var res UpsertResult
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Staff, ch *audit.Change) error {
 		var err error
 		if res, err = tx.UpsertRecipients(ctx, list); err != nil {
 			return err

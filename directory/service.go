@@ -6,17 +6,17 @@ import (
 	"herald/audit"
 )
 
-// Service makes the directory's changes, each validated, then written with its audit
+// Clerk makes the directory's changes, each validated, then written with its audit
 // entries in one transaction (audit.Run).
-type Service struct {
-	store *Store
+type Clerk struct {
+	store *Staff
 }
 
 // NewService builds the directory's service on store.
-func NewService(store *Store) *Service { return &Service{store: store} }
+func NewService(store *Staff) *Clerk { return &Clerk{store: store} }
 
 // change runs fn with a store bound to one transaction, with the audit entries fn
 // records (audit.Run).
-func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *Store, ch *audit.Change) error) error {
+func (d *Clerk) change(ctx context.Context, by audit.Actor, fn func(tx *Staff, ch *audit.Change) error) error {
 	return audit.RunOn(ctx, d.store.k, by, d.store.On, fn)
 }

@@ -106,21 +106,21 @@ func NewStoreOnly(store *models.Store, loc *time.Location) *Dispatcher {
 }
 
 // Access is the access domain's service: users, passwords, sessions, API keys.
-func (d *Dispatcher) Access() *access.Service {
+func (d *Dispatcher) Access() *access.Warden {
 	return access.NewService(d.store.Access(), d.loc, d.clock)
 }
 
 // Directory is the staff directory's service.
-func (d *Dispatcher) Directory() *directory.Service { return directory.NewService(d.store.Directory()) }
+func (d *Dispatcher) Directory() *directory.Clerk { return directory.NewService(d.store.Directory()) }
 
 // Sending is the sending accounts' service.
-func (d *Dispatcher) Sending() *sending.Service {
+func (d *Dispatcher) Sending() *sending.Desk {
 	return sending.NewService(d.store.Sending(), d.accounts)
 }
 
 // Duty is the duty service; the escalation policies name the rotations they target
 // (alert.PolicyUsers).
-func (d *Dispatcher) Duty() *duty.Service {
+func (d *Dispatcher) Duty() *duty.Planner {
 	return duty.NewService(d.store.Duty(), d.loc, d.clock, d.log, alert.PolicyUsers{})
 }
 
@@ -128,7 +128,7 @@ func (d *Dispatcher) Duty() *duty.Service {
 func (d *Dispatcher) Alerts() *alert.Service { return d.alerts }
 
 // Recalls is the recall service.
-func (d *Dispatcher) Recalls() *recall.Service {
+func (d *Dispatcher) Recalls() *recall.Retriever {
 	cfg := recall.Config{Store: d.store, Messages: recallMessages{d.Messages(), d}, Alerts: d.alerts, Channels: d.channels, Now: d.clock, Log: d.log}
 	if d.callbacks != nil {
 		cfg.Kicker = d.callbacks
@@ -139,7 +139,7 @@ func (d *Dispatcher) Recalls() *recall.Service {
 // recallMessages is the messages' service and the approval threshold, as a recall sees
 // them (recall.Messages).
 type recallMessages struct {
-	*message.Service
+	*message.Operator
 	d *Dispatcher
 }
 
@@ -149,7 +149,7 @@ func (m recallMessages) ApprovalThreshold(ctx context.Context) (int, error) {
 
 // Messages is the messages' service: reading a batch or a message as a caller may see
 // it, cancelling, retrying and re-sending.
-func (d *Dispatcher) Messages() *message.Service {
+func (d *Dispatcher) Messages() *message.Operator {
 	var kicker alert.Kicker
 	if d.callbacks != nil {
 		kicker = d.callbacks
@@ -171,18 +171,18 @@ func (q retryQueue) Retried(ctx context.Context, msgs []models.Message) {
 
 // Templates is the templates' service; saving a version settles the template's waiting
 // messages here (templateWaiting).
-func (d *Dispatcher) Templates() *templates.Service {
+func (d *Dispatcher) Templates() *templates.Editor {
 	return templates.NewService(d.store.Templates(), templateWaiting{d}, d.clock)
 }
 
 // Inbound is the integrations' service: the monitoring tools that post alerts, and
 // what their events become.
-func (d *Dispatcher) Inbound() *inbound.Service {
+func (d *Dispatcher) Inbound() *inbound.Gateway {
 	return inbound.NewService(inbound.Config{Store: d.store, Platforms: channels.Platforms, Opener: inboundOpener{d},
 		Alerts: d.alerts, Now: d.clock, Observe: d.inboundObserver, Location: d.loc, Log: d.log})
 }
 
 // Silences is the silences' service.
-func (d *Dispatcher) Silences() *silence.Service {
+func (d *Dispatcher) Silences() *silence.Keeper {
 	return silence.NewService(silence.Of(d.store), d.clock)
 }

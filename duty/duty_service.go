@@ -22,7 +22,7 @@ import (
 // headOffice resolves external ids to head-office recipients. field names the list in
 // errors ("1" gives "1[0]" for the first id); "" names each the single field
 // "recipient".
-func headOffice(ctx context.Context, st *Store, field string, ids []string) ([]directory.Recipient, error) {
+func headOffice(ctx context.Context, st *Schedule, field string, ids []string) ([]directory.Recipient, error) {
 	people, err := st.Directory().RecipientsByExternalIDs(ctx, ids)
 	if err != nil {
 		return nil, err
@@ -50,7 +50,7 @@ func headOffice(ctx context.Context, st *Store, field string, ids []string) ([]d
 }
 
 // headOfficePerson resolves the one person a form's field names.
-func headOfficePerson(ctx context.Context, st *Store, field, ext string) (directory.Recipient, error) {
+func headOfficePerson(ctx context.Context, st *Schedule, field, ext string) (directory.Recipient, error) {
 	ext = strings.TrimSpace(ext)
 	if ext == "" {
 		return directory.Recipient{}, kernel.Invalid(field, "duty.choose_person_error")
@@ -77,9 +77,9 @@ func validWeekday(weekday int) error {
 // AddDutySlot puts a head-office person (by external id) on a weekday's roster
 // (1 = Monday … 7 = Sunday), audited. Adding someone already there changes nothing
 // but is audited all the same: it is what was asked.
-func (d *Service) AddDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) (directory.Recipient, error) {
+func (d *Planner) AddDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) (directory.Recipient, error) {
 	var p directory.Recipient
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		if err := validWeekday(weekday); err != nil {
 			return err
 		}
@@ -99,8 +99,8 @@ func (d *Service) AddDutySlot(ctx context.Context, by audit.Actor, weekday int, 
 
 // RemoveDutySlot takes a person off a weekday's roster, audited. Branch staff are
 // accepted here: taking someone off is always allowed.
-func (d *Service) RemoveDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Planner) RemoveDutySlot(ctx context.Context, by audit.Actor, weekday int, recipient string) error {
+	return d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		if err := validWeekday(weekday); err != nil {
 			return err
 		}
@@ -124,8 +124,8 @@ func (d *Service) RemoveDutySlot(ctx context.Context, by audit.Actor, weekday in
 // head-office staff; a weekday left out gets an empty roster. An unknown or branch
 // person is a FieldError naming the weekday and position ("3[1]"). Audited with each
 // weekday that changed, before and after.
-func (d *Service) ReplaceDutyWeek(ctx context.Context, by audit.Actor, week map[int][]string) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Planner) ReplaceDutyWeek(ctx context.Context, by audit.Actor, week map[int][]string) error {
+	return d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		w := Week{}
 		for _, day := range slices.Sorted(maps.Keys(week)) {
 			if day < 1 || day > 7 {
@@ -154,7 +154,7 @@ func (d *Service) ReplaceDutyWeek(ctx context.Context, by audit.Actor, week map[
 
 // weekChanges names each weekday whose roster changed, before and after, by external
 // id: "1: E1001 → E1001, E1002; 3: — → E1003". Empty when nothing changed.
-func weekChanges(ctx context.Context, st *Store, before, after Week) (string, error) {
+func weekChanges(ctx context.Context, st *Schedule, before, after Week) (string, error) {
 	var ids []int64
 	for _, w := range []Week{before, after} {
 		for _, list := range w {
@@ -201,7 +201,7 @@ type Override struct {
 }
 
 // today is the dispatcher's current date (YYYY-MM-DD) in its time zone.
-func (d *Service) today() string {
+func (d *Planner) today() string {
 	date, _ := DateOf(d.now(), d.loc)
 	return date
 }
@@ -209,7 +209,7 @@ func (d *Service) today() string {
 // notPast refuses a date before today: a past date's roster has been used already,
 // and the duty page, the calendar feeds and the reminder all look ahead, so a change to
 // it would be saved and never seen.
-func (d *Service) notPast(field, date string) error {
+func (d *Planner) notPast(field, date string) error {
 	if err := ValidDate(field, date); err != nil {
 		return err
 	}
@@ -222,9 +222,9 @@ func (d *Service) notPast(field, date string) error {
 // SetOverride adds a head-office person to, or removes them from, the roster of a date
 // (today or later), replacing their earlier override of that date; audited. It returns
 // the person.
-func (d *Service) SetOverride(ctx context.Context, by audit.Actor, o Override) (directory.Recipient, error) {
+func (d *Planner) SetOverride(ctx context.Context, by audit.Actor, o Override) (directory.Recipient, error) {
 	var p directory.Recipient
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		if err := d.notPast("date", o.Date); err != nil {
 			return err
 		}
@@ -250,7 +250,7 @@ func (d *Service) SetOverride(ctx context.Context, by audit.Actor, o Override) (
 }
 
 // overrideOf returns a person's override of a date, or nil.
-func overrideOf(ctx context.Context, st *Store, date string, recipientID int64) (*DutyOverride, error) {
+func overrideOf(ctx context.Context, st *Schedule, date string, recipientID int64) (*DutyOverride, error) {
 	list, err := st.OverridesBetween(ctx, date, date)
 	if err != nil {
 		return nil, err
@@ -266,9 +266,9 @@ func overrideOf(ctx context.Context, st *Store, date string, recipientID int64) 
 // DeleteOverride removes a person's override of a date (a past one too: removing
 // never hides anything), audited with what it was. kernel.ErrNotFound: no such person
 // or override. It returns the person.
-func (d *Service) DeleteOverride(ctx context.Context, by audit.Actor, date, recipient string) (directory.Recipient, error) {
+func (d *Planner) DeleteOverride(ctx context.Context, by audit.Actor, date, recipient string) (directory.Recipient, error) {
 	var p directory.Recipient
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		if err := ValidDate("date", date); err != nil {
 			return err
 		}
@@ -305,10 +305,10 @@ type Swap struct {
 // CreateSwap records a shift swap, four overrides made together, after checking that
 // both dates are today or later and, by the duty rule, that each person is on duty on
 // the date they give away. Audited. It returns the swap and its two people.
-func (d *Service) CreateSwap(ctx context.Context, by audit.Actor, s Swap) (*DutySwap, [2]directory.Recipient, error) {
+func (d *Planner) CreateSwap(ctx context.Context, by audit.Actor, s Swap) (*DutySwap, [2]directory.Recipient, error) {
 	var sw *DutySwap
 	var people [2]directory.Recipient
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		for i, pick := range []struct{ field, ext string }{{"a", s.A}, {"b", s.B}} {
 			var err error
 			if people[i], err = headOfficePerson(ctx, tx, pick.field, pick.ext); err != nil {
@@ -345,10 +345,10 @@ func (d *Service) CreateSwap(ctx context.Context, by audit.Actor, s Swap) (*Duty
 
 // DeleteSwap undoes a shift swap: its overrides still in place go with it. Audited.
 // kernel.ErrNotFound: no such swap. It returns the swap as it was and its people.
-func (d *Service) DeleteSwap(ctx context.Context, by audit.Actor, id int64) (*DutySwap, [2]directory.Recipient, error) {
+func (d *Planner) DeleteSwap(ctx context.Context, by audit.Actor, id int64) (*DutySwap, [2]directory.Recipient, error) {
 	var sw *DutySwap
 	var people [2]directory.Recipient
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		var err error
 		if sw, err = tx.DeleteSwap(ctx, id); err != nil {
 			return err
@@ -380,9 +380,9 @@ func swapParams(sw *DutySwap, people [2]directory.Recipient) audit.Params {
 // RotateDutyFeed gives a head-office person (by recipient id) a new secret calendar
 // feed address, replacing their old one, audited without the token; it returns the
 // token, shown once. kernel.ErrNotFound: no such person.
-func (d *Service) RotateDutyFeed(ctx context.Context, by audit.Actor, recipientID int64) (string, error) {
+func (d *Planner) RotateDutyFeed(ctx context.Context, by audit.Actor, recipientID int64) (string, error) {
 	var token string
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		p, err := recipientByID(ctx, tx, recipientID)
 		if err != nil {
 			return err
@@ -398,8 +398,8 @@ func (d *Service) RotateDutyFeed(ctx context.Context, by audit.Actor, recipientI
 
 // DeleteDutyFeed turns a person's calendar feed off, audited. kernel.ErrNotFound: no
 // such person, or no feed to turn off.
-func (d *Service) DeleteDutyFeed(ctx context.Context, by audit.Actor, recipientID int64) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Planner) DeleteDutyFeed(ctx context.Context, by audit.Actor, recipientID int64) error {
+	return d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		p, err := recipientByID(ctx, tx, recipientID)
 		if err != nil {
 			return err
@@ -413,7 +413,7 @@ func (d *Service) DeleteDutyFeed(ctx context.Context, by audit.Actor, recipientI
 }
 
 // recipientByID returns a recipient, or kernel.ErrNotFound.
-func recipientByID(ctx context.Context, st *Store, id int64) (directory.Recipient, error) {
+func recipientByID(ctx context.Context, st *Schedule, id int64) (directory.Recipient, error) {
 	people, err := st.Directory().RecipientsByIDs(ctx, []int64{id})
 	if err != nil {
 		return directory.Recipient{}, err

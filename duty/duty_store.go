@@ -44,7 +44,7 @@ type Holiday struct {
 }
 
 // AddDutySlot puts a recipient on a weekday's roster; adding an existing slot is a no-op.
-func (s *Store) AddDutySlot(ctx context.Context, weekday int, recipientID int64) error {
+func (s *Schedule) AddDutySlot(ctx context.Context, weekday int, recipientID int64) error {
 	if weekday < 1 || weekday > 7 {
 		return kernel.Invalid("weekday", "duty.invalid.weekday")
 	}
@@ -81,7 +81,7 @@ func ValidDate(field, date string) error {
 
 // SetOverride adds or removes a recipient on one date, replacing an earlier override of
 // the same person and date.
-func (s *Store) SetOverride(ctx context.Context, o *DutyOverride) error {
+func (s *Schedule) SetOverride(ctx context.Context, o *DutyOverride) error {
 	if err := ValidDate("date", o.Date); err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (s *Store) SetOverride(ctx context.Context, o *DutyOverride) error {
 }
 
 // DeleteOverride removes a recipient's override on a date.
-func (s *Store) DeleteOverride(ctx context.Context, date string, recipientID int64) error {
+func (s *Schedule) DeleteOverride(ctx context.Context, date string, recipientID int64) error {
 	res := s.k.Writer(ctx).Where("date = ? AND recipient_id = ?", date, recipientID).Delete(&DutyOverride{})
 	if res.Error != nil {
 		return fmt.Errorf("duty: delete override: %w", res.Error)
@@ -119,7 +119,7 @@ func (s *Store) DeleteOverride(ctx context.Context, date string, recipientID int
 }
 
 // SetHoliday records a day off or a make-up workday, replacing an earlier entry of the date.
-func (s *Store) SetHoliday(ctx context.Context, h *Holiday) error {
+func (s *Schedule) SetHoliday(ctx context.Context, h *Holiday) error {
 	if err := validateHoliday(h); err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func validateHoliday(h *Holiday) error {
 }
 
 // DeleteHoliday removes the holiday entry of a date.
-func (s *Store) DeleteHoliday(ctx context.Context, date string) error {
+func (s *Schedule) DeleteHoliday(ctx context.Context, date string) error {
 	res := s.k.Writer(ctx).Where("date = ?", date).Delete(&Holiday{})
 	if res.Error != nil {
 		return fmt.Errorf("duty: delete holiday: %w", res.Error)
@@ -164,7 +164,7 @@ func (s *Store) DeleteHoliday(ctx context.Context, date string) error {
 type Week map[int][]int64
 
 // DutyWeek returns the weekly roster.
-func (s *Store) DutyWeek(ctx context.Context) (Week, error) {
+func (s *Schedule) DutyWeek(ctx context.Context) (Week, error) {
 	var slots []DutySlot
 	if err := s.k.Reader(ctx).Order("weekday, recipient_id").Find(&slots).Error; err != nil {
 		return nil, fmt.Errorf("duty: duty week: %w", err)
@@ -178,7 +178,7 @@ func (s *Store) DutyWeek(ctx context.Context) (Week, error) {
 
 // ReplaceDutyWeek replaces the whole weekly roster in one transaction and returns the
 // roster it replaced, for the audit log.
-func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err error) {
+func (s *Schedule) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err error) {
 	for day := range w {
 		if day < 1 || day > 7 {
 			return nil, kernel.Invalid("weekday", "duty.invalid.not_weekday", "Day", day)
@@ -217,7 +217,7 @@ func (s *Store) ReplaceDutyWeek(ctx context.Context, w Week) (before Week, err e
 }
 
 // RemoveDutySlot takes a recipient off a weekday's roster.
-func (s *Store) RemoveDutySlot(ctx context.Context, weekday int, recipientID int64) error {
+func (s *Schedule) RemoveDutySlot(ctx context.Context, weekday int, recipientID int64) error {
 	err := s.k.Writer(ctx).Where("weekday = ? AND recipient_id = ?", weekday, recipientID).Delete(&DutySlot{}).Error
 	if err != nil {
 		return fmt.Errorf("duty: remove duty slot: %w", err)
@@ -226,7 +226,7 @@ func (s *Store) RemoveDutySlot(ctx context.Context, weekday int, recipientID int
 }
 
 // OverridesBetween lists overrides from one date to another, inclusive.
-func (s *Store) OverridesBetween(ctx context.Context, from, to string) ([]DutyOverride, error) {
+func (s *Schedule) OverridesBetween(ctx context.Context, from, to string) ([]DutyOverride, error) {
 	var out []DutyOverride
 	if err := s.k.Reader(ctx).Where("date >= ? AND date <= ?", from, to).Order("date, id").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("duty: overrides: %w", err)
@@ -235,7 +235,7 @@ func (s *Store) OverridesBetween(ctx context.Context, from, to string) ([]DutyOv
 }
 
 // HolidayYears lists the years that have holiday entries, in order.
-func (s *Store) HolidayYears(ctx context.Context) ([]int, error) {
+func (s *Schedule) HolidayYears(ctx context.Context) ([]int, error) {
 	var dates []string
 	// One date a year is enough: the first of each year's entries.
 	if err := s.k.Reader(ctx).Model(&Holiday{}).Select("MIN(date)").Group("SUBSTR(date, 1, 4)").Order("MIN(date)").Pluck("MIN(date)", &dates).Error; err != nil {
@@ -251,7 +251,7 @@ func (s *Store) HolidayYears(ctx context.Context) ([]int, error) {
 }
 
 // HolidaysBetween lists holiday entries from one date to another, inclusive.
-func (s *Store) HolidaysBetween(ctx context.Context, from, to string) ([]Holiday, error) {
+func (s *Schedule) HolidaysBetween(ctx context.Context, from, to string) ([]Holiday, error) {
 	var out []Holiday
 	if err := s.k.Reader(ctx).Where("date >= ? AND date <= ?", from, to).Order("date").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("duty: holidays: %w", err)
@@ -260,7 +260,7 @@ func (s *Store) HolidaysBetween(ctx context.Context, from, to string) ([]Holiday
 }
 
 // SetHolidays saves several holiday entries in one transaction, each replacing its date's.
-func (s *Store) SetHolidays(ctx context.Context, list []Holiday) error {
+func (s *Schedule) SetHolidays(ctx context.Context, list []Holiday) error {
 	for i := range list {
 		if err := validateHoliday(&list[i]); err != nil {
 			var fe *kernel.FieldError

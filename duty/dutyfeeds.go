@@ -30,7 +30,7 @@ const dutyFeedPrefix = "hf_"
 
 // RotateDutyFeed gives a head-office person a new feed token, replacing (and so
 // disabling) their previous one, and returns the token: it is not kept.
-func (s *Store) RotateDutyFeed(ctx context.Context, recipientID int64, by string) (string, error) {
+func (s *Schedule) RotateDutyFeed(ctx context.Context, recipientID int64, by string) (string, error) {
 	b := make([]byte, 24)
 	if _, err := rand.Read(b); err != nil {
 		return "", fmt.Errorf("duty: feed token: %w", err)
@@ -59,7 +59,7 @@ func (s *Store) RotateDutyFeed(ctx context.Context, recipientID int64, by string
 }
 
 // DeleteDutyFeed disables a person's feed.
-func (s *Store) DeleteDutyFeed(ctx context.Context, recipientID int64) error {
+func (s *Schedule) DeleteDutyFeed(ctx context.Context, recipientID int64) error {
 	res := s.k.Writer(ctx).Where("recipient_id = ?", recipientID).Delete(&DutyFeed{})
 	if res.Error != nil {
 		return fmt.Errorf("duty: delete feed: %w", res.Error)
@@ -71,7 +71,7 @@ func (s *Store) DeleteDutyFeed(ctx context.Context, recipientID int64) error {
 }
 
 // DutyFeeds lists every feed by recipient id.
-func (s *Store) DutyFeeds(ctx context.Context) (map[int64]DutyFeed, error) {
+func (s *Schedule) DutyFeeds(ctx context.Context) (map[int64]DutyFeed, error) {
 	var list []DutyFeed
 	if err := s.k.Reader(ctx).Find(&list).Error; err != nil {
 		return nil, fmt.Errorf("duty: feeds: %w", err)
@@ -85,7 +85,7 @@ func (s *Store) DutyFeeds(ctx context.Context) (map[int64]DutyFeed, error) {
 
 // DutyFeedOwner returns the active head-office person whose feed token this is, or
 // ErrNotFound.
-func (s *Store) DutyFeedOwner(ctx context.Context, token string) (*directory.Recipient, error) {
+func (s *Schedule) DutyFeedOwner(ctx context.Context, token string) (*directory.Recipient, error) {
 	var f []DutyFeed
 	if err := s.k.Reader(ctx).Where("token_hash = ?", kernel.HashToken(token)).Limit(1).Find(&f).Error; err != nil {
 		return nil, fmt.Errorf("duty: feed: %w", err)

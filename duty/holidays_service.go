@@ -19,8 +19,8 @@ const (
 // SetHoliday records a day off or a make-up workday, replacing the entry its date had;
 // audited with what it was. A validation failure is a *kernel.FieldError (date, kind,
 // as_weekday, name).
-func (d *Service) SetHoliday(ctx context.Context, by audit.Actor, hd Holiday) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Planner) SetHoliday(ctx context.Context, by audit.Actor, hd Holiday) error {
+	return d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		if err := ValidateHoliday(&hd); err != nil {
 			return err
 		}
@@ -55,8 +55,8 @@ func holidayParams(hd Holiday) audit.Params {
 
 // DeleteHoliday removes the holiday entry of a date, audited with what it was.
 // kernel.ErrNotFound: the date has none.
-func (d *Service) DeleteHoliday(ctx context.Context, by audit.Actor, date string) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Planner) DeleteHoliday(ctx context.Context, by audit.Actor, date string) error {
+	return d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		list, err := tx.HolidaysBetween(ctx, date, date)
 		if err != nil {
 			return err
@@ -76,18 +76,18 @@ func (d *Service) DeleteHoliday(ctx context.Context, by audit.Actor, date string
 // date's, all or none; audited once with the dates and how many were new or changed.
 // A failure names the entry ("[3].date"); more than MaxHolidays entries is a
 // failure of "holidays".
-func (d *Service) SetHolidays(ctx context.Context, by audit.Actor, list []Holiday) error {
+func (d *Planner) SetHolidays(ctx context.Context, by audit.Actor, list []Holiday) error {
 	return d.setHolidays(ctx, by, "duty.holidays.set", list, nil)
 }
 
 // ImportHolidays is SetHolidays for an import: from says which (HolidaysFromCSV or
 // HolidaysFromNational), and the entry's action is duty.holidays.import.
-func (d *Service) ImportHolidays(ctx context.Context, by audit.Actor, list []Holiday, from string) error {
+func (d *Planner) ImportHolidays(ctx context.Context, by audit.Actor, list []Holiday, from string) error {
 	return d.setHolidays(ctx, by, "duty.holidays.import", list, audit.Params{"source": from})
 }
 
-func (d *Service) setHolidays(ctx context.Context, by audit.Actor, action string, list []Holiday, params audit.Params) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Planner) setHolidays(ctx context.Context, by audit.Actor, action string, list []Holiday, params audit.Params) error {
+	return d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		if len(list) > MaxHolidays {
 			return kernel.Invalid("holidays", "duty.invalid.too_many", "Max", MaxHolidays)
 		}

@@ -6,7 +6,7 @@ import (
 
 // HolidayEffects compares holiday entries to import with those stored for their dates:
 // one effect each.
-func (s *Store) HolidayEffects(ctx context.Context, list []Holiday) ([]string, error) {
+func (s *Schedule) HolidayEffects(ctx context.Context, list []Holiday) ([]string, error) {
 	changes, err := s.HolidayChanges(ctx, list)
 	if err != nil {
 		return nil, err

@@ -206,7 +206,7 @@ type HolidayChange struct {
 }
 
 // HolidayChanges compares entries to apply with those stored for their dates.
-func (s *Store) HolidayChanges(ctx context.Context, list []Holiday) ([]HolidayChange, error) {
+func (s *Schedule) HolidayChanges(ctx context.Context, list []Holiday) ([]HolidayChange, error) {
 	if len(list) == 0 {
 		return nil, nil
 	}

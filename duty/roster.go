@@ -107,7 +107,7 @@ func DateOf(t time.Time, loc *time.Location) (string, int) {
 // RosterOn loads and builds the roster of the date t falls on in the dispatcher's time
 // zone. A day that is not a day off with nobody on duty is logged as
 // DUTY_SCHEDULE_NOT_CONFIGURED; a day off is not.
-func (d *Service) RosterOn(ctx context.Context, t time.Time) (*Roster, error) {
+func (d *Planner) RosterOn(ctx context.Context, t time.Time) (*Roster, error) {
 	date, _ := DateOf(t, d.loc)
 	day, err := d.store.DutyDayOf(ctx, date)
 	if err != nil {
@@ -123,7 +123,7 @@ func (d *Service) RosterOn(ctx context.Context, t time.Time) (*Roster, error) {
 // Rosters builds the roster of every date from one to another, inclusive (YYYY-MM-DD),
 // by the same rule as RosterOn, without logging: for pages and calendars that show the
 // warning themselves.
-func Rosters(ctx context.Context, store *Store, from, to string) ([]*Roster, error) {
+func Rosters(ctx context.Context, store *Schedule, from, to string) ([]*Roster, error) {
 	first, err := time.Parse(time.DateOnly, from)
 	if err != nil {
 		return nil, kernel.Invalid("from", "validation.date")

@@ -67,7 +67,7 @@ type RotationSpec struct {
 }
 
 // Rotations lists every rotation by name.
-func (s *Store) Rotations(ctx context.Context) ([]Rotation, error) {
+func (s *Schedule) Rotations(ctx context.Context) ([]Rotation, error) {
 	var out []Rotation
 	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("duty: rotations: %w", err)
@@ -76,7 +76,7 @@ func (s *Store) Rotations(ctx context.Context) ([]Rotation, error) {
 }
 
 // RotationByName returns one rotation, or ErrNotFound.
-func (s *Store) RotationByName(ctx context.Context, name string) (*Rotation, error) {
+func (s *Schedule) RotationByName(ctx context.Context, name string) (*Rotation, error) {
 	var out []Rotation
 	if err := s.k.Reader(ctx).Where("name = ?", name).Limit(1).Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("duty: rotation %s: %w", name, err)
@@ -88,7 +88,7 @@ func (s *Store) RotationByName(ctx context.Context, name string) (*Rotation, err
 }
 
 // CreateRotation checks a spec, resolves its members and stores it.
-func (s *Store) CreateRotation(ctx context.Context, spec RotationSpec) (*Rotation, error) {
+func (s *Schedule) CreateRotation(ctx context.Context, spec RotationSpec) (*Rotation, error) {
 	r, err := s.rotationFrom(ctx, spec)
 	if err != nil {
 		return nil, err
@@ -104,7 +104,7 @@ func (s *Store) CreateRotation(ctx context.Context, spec RotationSpec) (*Rotatio
 
 // UpdateRotation replaces the rotation called name with spec (which may rename it) and
 // returns it as it was, for the audit log.
-func (s *Store) UpdateRotation(ctx context.Context, name string, spec RotationSpec) (before, after *Rotation, err error) {
+func (s *Schedule) UpdateRotation(ctx context.Context, name string, spec RotationSpec) (before, after *Rotation, err error) {
 	after, err = s.rotationFrom(ctx, spec)
 	if err != nil {
 		return nil, nil, err
@@ -138,7 +138,7 @@ func (s *Store) UpdateRotation(ctx context.Context, name string, spec RotationSp
 }
 
 // DeleteRotation removes a rotation.
-func (s *Store) DeleteRotation(ctx context.Context, name string) error {
+func (s *Schedule) DeleteRotation(ctx context.Context, name string) error {
 	res := s.k.Writer(ctx).Where("name = ?", name).Delete(&Rotation{})
 	if res.Error != nil {
 		return fmt.Errorf("duty: delete rotation: %w", res.Error)
@@ -151,7 +151,7 @@ func (s *Store) DeleteRotation(ctx context.Context, name string) error {
 
 // rotationFrom checks a spec field by field and resolves its members, who must be
 // head-office staff.
-func (s *Store) rotationFrom(ctx context.Context, spec RotationSpec) (*Rotation, error) {
+func (s *Schedule) rotationFrom(ctx context.Context, spec RotationSpec) (*Rotation, error) {
 	name := strings.TrimSpace(spec.Name)
 	switch n := utf8.RuneCountInString(name); {
 	case n == 0:
@@ -247,7 +247,7 @@ func RotationMembers(list []Rotation) []int64 {
 }
 
 // RotationSpecs writes rotations back as people write them, members by external id.
-func (s *Store) RotationSpecs(ctx context.Context, list []Rotation) ([]RotationSpec, error) {
+func (s *Schedule) RotationSpecs(ctx context.Context, list []Rotation) ([]RotationSpec, error) {
 	people, err := s.Directory().RecipientsByIDs(ctx, RotationMembers(list))
 	if err != nil {
 		return nil, err
@@ -294,7 +294,7 @@ type DutyData struct {
 
 // DutyBetween loads the duty data of the dates from one to another, inclusive
 // (YYYY-MM-DD).
-func (s *Store) DutyBetween(ctx context.Context, from, to string) (*DutyData, error) {
+func (s *Schedule) DutyBetween(ctx context.Context, from, to string) (*DutyData, error) {
 	d := &DutyData{Holidays: map[string]*Holiday{}, Overrides: map[string][]DutyOverride{}}
 	var err error
 	if d.Rotations, err = s.Rotations(ctx); err != nil {
@@ -341,7 +341,7 @@ type RotationTurn struct {
 }
 
 // DutyDayOf loads the duty data of one date (YYYY-MM-DD).
-func (s *Store) DutyDayOf(ctx context.Context, date string) (*DutyDay, error) {
+func (s *Schedule) DutyDayOf(ctx context.Context, date string) (*DutyDay, error) {
 	d, err := s.DutyBetween(ctx, date, date)
 	if err != nil {
 		return nil, err
@@ -451,7 +451,7 @@ func (d *DutyData) turnAfter(r *Rotation, t time.Time, k int) []int64 {
 // RotationTurnOn returns who rotation name puts on duty on date (YYYY-MM-DD), or with
 // next the people whose turn comes after them; nil when the rotation covers no turn
 // that day. ErrNotFound: no such rotation.
-func (s *Store) RotationTurnOn(ctx context.Context, name, date string, next int) ([]int64, error) {
+func (s *Schedule) RotationTurnOn(ctx context.Context, name, date string, next int) ([]int64, error) {
 	d, err := s.DutyBetween(ctx, date, date)
 	if err != nil {
 		return nil, err

@@ -12,9 +12,9 @@ import (
 
 // CreateRotation saves a new rotation, audited as done by by. A validation failure is a
 // *kernel.FieldError and writes nothing.
-func (d *Service) CreateRotation(ctx context.Context, by audit.Actor, spec RotationSpec) (RotationSpec, error) {
+func (d *Planner) CreateRotation(ctx context.Context, by audit.Actor, spec RotationSpec) (RotationSpec, error) {
 	var saved RotationSpec
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		r, err := tx.CreateRotation(ctx, spec)
 		if err != nil {
 			return err
@@ -43,7 +43,7 @@ type RotationUsers interface {
 
 // checkRotationUnused refuses (ErrRotationInUse) taking the name of rotation away
 // from the policies that name it, read in tx.
-func (d *Service) checkRotationUnused(ctx context.Context, tx *Store, rotation string) error {
+func (d *Planner) checkRotationUnused(ctx context.Context, tx *Schedule, rotation string) error {
 	users, err := d.rotationUsers.PoliciesNaming(ctx, tx.k, rotation)
 	if err != nil {
 		return err
@@ -59,9 +59,9 @@ func (d *Service) checkRotationUnused(ctx context.Context, tx *Store, rotation s
 // UpdateRotation replaces the rotation called name (which may rename it), audited with
 // what it was and what it is now. kernel.ErrNotFound: no such rotation;
 // ErrRotationInUse: a rename of a rotation escalation policies name.
-func (d *Service) UpdateRotation(ctx context.Context, by audit.Actor, name string, spec RotationSpec) (RotationSpec, error) {
+func (d *Planner) UpdateRotation(ctx context.Context, by audit.Actor, name string, spec RotationSpec) (RotationSpec, error) {
 	var saved RotationSpec
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		before, after, err := tx.UpdateRotation(ctx, name, spec)
 		if err != nil {
 			return err
@@ -88,8 +88,8 @@ func (d *Service) UpdateRotation(ctx context.Context, by audit.Actor, name strin
 
 // DeleteRotation removes a rotation, audited. kernel.ErrNotFound: no such rotation;
 // ErrRotationInUse: escalation policies name it (change them first).
-func (d *Service) DeleteRotation(ctx context.Context, by audit.Actor, name string) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Planner) DeleteRotation(ctx context.Context, by audit.Actor, name string) error {
+	return d.change(ctx, by, func(tx *Schedule, ch *audit.Change) error {
 		if err := tx.DeleteRotation(ctx, name); err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func (d *Service) DeleteRotation(ctx context.Context, by audit.Actor, name strin
 }
 
 // rotationSpec is a stored rotation as callers see it (members by external id).
-func rotationSpec(ctx context.Context, st *Store, r Rotation) (RotationSpec, error) {
+func rotationSpec(ctx context.Context, st *Schedule, r Rotation) (RotationSpec, error) {
 	specs, err := st.RotationSpecs(ctx, []Rotation{r})
 	if err != nil {
 		return RotationSpec{}, err

@@ -9,10 +9,10 @@ import (
 	"herald/kernel"
 )
 
-// Service makes the duty changes, each validated, then written with its audit entries in
+// Planner makes the duty changes, each validated, then written with its audit entries in
 // one transaction (audit.Run), and builds the roster of a day.
-type Service struct {
-	store *Store
+type Planner struct {
+	store *Schedule
 	// loc is HERALD_TIMEZONE: the duty rule looks at the date there.
 	loc *time.Location
 	// clock is the clock; nil means kernel.Now.
@@ -25,15 +25,15 @@ type Service struct {
 // NewService builds the duty service on store: loc is HERALD_TIMEZONE (nil: UTC), clock the clock
 // (nil: kernel.Now), log where an unconfigured day is warned of, and rotationUsers what
 // names the policies that target a rotation.
-func NewService(store *Store, loc *time.Location, clock func() time.Time, log *slog.Logger, rotationUsers RotationUsers) *Service {
-	return &Service{store: store, loc: kernel.Zone(loc), clock: clock, log: log, rotationUsers: rotationUsers}
+func NewService(store *Schedule, loc *time.Location, clock func() time.Time, log *slog.Logger, rotationUsers RotationUsers) *Planner {
+	return &Planner{store: store, loc: kernel.Zone(loc), clock: clock, log: log, rotationUsers: rotationUsers}
 }
 
 // change runs fn with a store bound to one transaction, with the audit entries fn
 // records (audit.Run).
-func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *Store, ch *audit.Change) error) error {
+func (d *Planner) change(ctx context.Context, by audit.Actor, fn func(tx *Schedule, ch *audit.Change) error) error {
 	return audit.RunOn(ctx, d.store.k, by, d.store.On, fn)
 }
 
 // now is the service's clock, in UTC.
-func (d *Service) now() time.Time { return kernel.Clock(d.clock).Now() }
+func (d *Planner) now() time.Time { return kernel.Clock(d.clock).Now() }

@@ -60,7 +60,7 @@ func CheckSwap(sw *DutySwap) error {
 
 // CreateSwap stores a swap and its four overrides in one transaction; each replaces an
 // earlier override of the same person and date.
-func (s *Store) CreateSwap(ctx context.Context, sw *DutySwap) error {
+func (s *Schedule) CreateSwap(ctx context.Context, sw *DutySwap) error {
 	if err := CheckSwap(sw); err != nil {
 		return err
 	}
@@ -84,7 +84,7 @@ func (s *Store) CreateSwap(ctx context.Context, sw *DutySwap) error {
 // DeleteSwap undoes a swap: its overrides still in place and the swap go together. It
 // returns the swap as it was; ErrNotFound when there is none, or it was undone
 // meanwhile.
-func (s *Store) DeleteSwap(ctx context.Context, id int64) (*DutySwap, error) {
+func (s *Schedule) DeleteSwap(ctx context.Context, id int64) (*DutySwap, error) {
 	var sw DutySwap
 	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if err := tx.Where("id = ?", id).Take(&sw).Error; err != nil {
@@ -110,7 +110,7 @@ func (s *Store) DeleteSwap(ctx context.Context, id int64) (*DutySwap, error) {
 }
 
 // SwapsByID returns the swaps with the given ids.
-func (s *Store) SwapsByID(ctx context.Context, ids []int64) (map[int64]DutySwap, error) {
+func (s *Schedule) SwapsByID(ctx context.Context, ids []int64) (map[int64]DutySwap, error) {
 	out := map[int64]DutySwap{}
 	if len(ids) == 0 {
 		return out, nil

@@ -320,7 +320,7 @@ func (h *Handlers) NewAccountForm(c *gin.Context) {
 	render(c, http.StatusOK, views.AccountFormPage(page(c, tr(c, "title.new_account"), "accounts"), accountForm(a, "", nil), nil))
 }
 
-// CreateAccount saves a new account by the rules the API follows too (sending.Service.SaveAccount).
+// CreateAccount saves a new account by the rules the API follows too (sending.Desk.SaveAccount).
 func (h *Handlers) CreateAccount(c *gin.Context) {
 	h.saveAccount(c, nil)
 }

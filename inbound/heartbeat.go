@@ -87,7 +87,7 @@ func (s heartbeatStore) byName(ctx context.Context, name string) (*Heartbeat, er
 
 // checkHeartbeat validates an input into the heartbeat it saves; errors name their
 // field.
-func (d *Service) checkHeartbeat(ctx context.Context, in HeartbeatInput) (*Heartbeat, error) {
+func (d *Gateway) checkHeartbeat(ctx context.Context, in HeartbeatInput) (*Heartbeat, error) {
 	h := &Heartbeat{Name: strings.TrimSpace(in.Name), Days: strings.TrimSpace(in.Days), Route: in.Route}
 	if err := checkName(h.Name); err != nil {
 		return nil, err
@@ -117,7 +117,7 @@ func (d *Service) checkHeartbeat(ctx context.Context, in HeartbeatInput) (*Heart
 
 // CreateHeartbeat saves a heartbeat and returns it with its token, shown this once; its
 // first ping is expected within its interval from now. Audited as heartbeat.create.
-func (d *Service) CreateHeartbeat(ctx context.Context, by audit.Actor, in HeartbeatInput) (*Heartbeat, string, error) {
+func (d *Gateway) CreateHeartbeat(ctx context.Context, by audit.Actor, in HeartbeatInput) (*Heartbeat, string, error) {
 	h, err := d.checkHeartbeat(ctx, in)
 	if err != nil {
 		return nil, "", err
@@ -155,7 +155,7 @@ func heartbeatParams(h *Heartbeat) audit.Params {
 // change and no alert of a missed ping is open, the next ping is expected an interval
 // after the last (or from now, if none came yet). Audited as heartbeat.update.
 // kernel.ErrNotFound: no such heartbeat.
-func (d *Service) UpdateHeartbeat(ctx context.Context, by audit.Actor, name string, in HeartbeatInput) (*Heartbeat, error) {
+func (d *Gateway) UpdateHeartbeat(ctx context.Context, by audit.Actor, name string, in HeartbeatInput) (*Heartbeat, error) {
 	old, err := d.Heartbeat(ctx, name)
 	if err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func (d *Service) UpdateHeartbeat(ctx context.Context, by audit.Actor, name stri
 // RotateHeartbeatToken gives the heartbeat called name a new token, returned this once;
 // the old one stops working at once. Audited as heartbeat.token. kernel.ErrNotFound: no
 // such heartbeat.
-func (d *Service) RotateHeartbeatToken(ctx context.Context, by audit.Actor, name string) (string, error) {
+func (d *Gateway) RotateHeartbeatToken(ctx context.Context, by audit.Actor, name string) (string, error) {
 	token := kernel.NewToken()
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		h, err := heartbeatStore{tx.DB()}.byName(ctx, name)
@@ -234,7 +234,7 @@ func (d *Service) RotateHeartbeatToken(ctx context.Context, by audit.Actor, name
 
 // DeleteHeartbeat removes the heartbeat called name; an alert it opened stays.
 // Audited as heartbeat.delete. kernel.ErrNotFound: no such heartbeat.
-func (d *Service) DeleteHeartbeat(ctx context.Context, by audit.Actor, name string) error {
+func (d *Gateway) DeleteHeartbeat(ctx context.Context, by audit.Actor, name string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		h, err := heartbeatStore{tx.DB()}.byName(ctx, name)
 		if err != nil {
@@ -249,7 +249,7 @@ func (d *Service) DeleteHeartbeat(ctx context.Context, by audit.Actor, name stri
 }
 
 // Heartbeats lists the heartbeats by name.
-func (d *Service) Heartbeats(ctx context.Context) ([]Heartbeat, error) {
+func (d *Gateway) Heartbeats(ctx context.Context) ([]Heartbeat, error) {
 	var out []Heartbeat
 	if err := d.store.DB().Reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("inbound: heartbeats: %w", err)
@@ -258,14 +258,14 @@ func (d *Service) Heartbeats(ctx context.Context) ([]Heartbeat, error) {
 }
 
 // Heartbeat reads the heartbeat called name; kernel.ErrNotFound when there is none.
-func (d *Service) Heartbeat(ctx context.Context, name string) (*Heartbeat, error) {
+func (d *Gateway) Heartbeat(ctx context.Context, name string) (*Heartbeat, error) {
 	return heartbeatStore{d.store.DB()}.byName(ctx, name)
 }
 
 // Ping records a ping of the heartbeat called name, if token is its token (ErrToken
 // otherwise): its next ping is expected an interval from now, and an alert a missed
 // ping opened is resolved, by the heartbeat, via source.
-func (d *Service) Ping(ctx context.Context, name, token string) (*Heartbeat, error) {
+func (d *Gateway) Ping(ctx context.Context, name, token string) (*Heartbeat, error) {
 	st := heartbeatStore{d.store.DB()}
 	h, err := st.byName(ctx, name)
 	if errors.Is(err, kernel.ErrNotFound) {
@@ -311,7 +311,7 @@ func (d *Service) Ping(ctx context.Context, name, token string) (*Heartbeat, err
 
 // resolveMissed resolves the alert of a missed ping, by the heartbeat, via source: its
 // job checked in after all.
-func (d *Service) resolveMissed(ctx context.Context, h *Heartbeat, alertID int64) error {
+func (d *Gateway) resolveMissed(ctx context.Context, h *Heartbeat, alertID int64) error {
 	if d.alerts == nil {
 		return nil
 	}
@@ -325,7 +325,7 @@ func (d *Service) resolveMissed(ctx context.Context, h *Heartbeat, alertID int64
 // nextDue is when the heartbeat's next ping is expected after one at at: an interval
 // later, and for a heartbeat of working days, moved on by whole intervals past the days
 // that are not (a nightly job that pings on workdays is not missed on a holiday).
-func (d *Service) nextDue(ctx context.Context, h *Heartbeat, at time.Time) (time.Time, error) {
+func (d *Gateway) nextDue(ctx context.Context, h *Heartbeat, at time.Time) (time.Time, error) {
 	due := at.Add(h.Interval())
 	if h.Days != DaysWorkdays {
 		return due, nil
@@ -342,7 +342,7 @@ func (d *Service) nextDue(ctx context.Context, h *Heartbeat, at time.Time) (time
 
 // workday reports whether t falls on one of Herald's working days in its time zone:
 // a weekday that is no holiday, or a make-up workday.
-func (d *Service) workday(ctx context.Context, t time.Time) (bool, error) {
+func (d *Gateway) workday(ctx context.Context, t time.Time) (bool, error) {
 	date, _ := duty.DateOf(t, kernel.Zone(d.loc))
 	day, err := d.store.Duty().DutyDayOf(ctx, date)
 	if err != nil {
@@ -354,7 +354,7 @@ func (d *Service) workday(ctx context.Context, t time.Time) (bool, error) {
 // CheckHeartbeats opens an alert for each heartbeat whose ping is missed at now (past its
 // due time and grace), once: the check that sets missed_at by compare-and-set opens it.
 // It returns how many it opened.
-func (d *Service) CheckHeartbeats(ctx context.Context, now time.Time) (int, error) {
+func (d *Gateway) CheckHeartbeats(ctx context.Context, now time.Time) (int, error) {
 	// To the microsecond the database keeps: missed_at is compared with it again below.
 	now = now.UTC().Truncate(time.Microsecond)
 	var due []Heartbeat
@@ -414,7 +414,7 @@ func (d *Service) CheckHeartbeats(ctx context.Context, now time.Time) (int, erro
 }
 
 // openMissed opens the alert of a missed ping through the heartbeat's route.
-func (d *Service) openMissed(ctx context.Context, h *Heartbeat, now time.Time) (int64, error) {
+func (d *Gateway) openMissed(ctx context.Context, h *Heartbeat, now time.Time) (int64, error) {
 	title := i18n.In(i18n.Chinese, "integrations.notice.heartbeat_missed", "Name", h.Name)
 	last := i18n.In(i18n.Chinese, "integrations.notice.heartbeat_never")
 	if h.LastPingAt != nil {
@@ -431,7 +431,7 @@ func (d *Service) openMissed(ctx context.Context, h *Heartbeat, now time.Time) (
 }
 
 // RunHeartbeatPoll checks the heartbeats every interval until ctx ends.
-func (d *Service) RunHeartbeatPoll(ctx context.Context, every time.Duration) {
+func (d *Gateway) RunHeartbeatPoll(ctx context.Context, every time.Duration) {
 	kernel.Every(ctx, every, func() {
 		if _, err := d.CheckHeartbeats(ctx, d.now()); err != nil && ctx.Err() == nil {
 			d.log.Warn("inbound: heartbeat check", "error", err)

@@ -50,7 +50,7 @@ type Opening struct {
 // be read is refused, recorded, with a *kernel.FieldError naming the field), then each
 // created, deduplicated, resolved, ignored or unrouted, and what became of each
 // recorded in the list of what came in. It returns those records in the events' order.
-func (d *Service) Receive(ctx context.Context, it *Integration, body []byte) ([]Received, error) {
+func (d *Gateway) Receive(ctx context.Context, it *Integration, body []byte) ([]Received, error) {
 	st := NewStore(d.store.DB())
 	now := d.now()
 	var mapping *Mapping
@@ -100,7 +100,7 @@ func reasonOf(err error) string {
 }
 
 // receiveOne handles one event.
-func (d *Service) receiveOne(ctx context.Context, st *Store, it *Integration, routes []compiledRoute, ev Event, now time.Time) (Received, error) {
+func (d *Gateway) receiveOne(ctx context.Context, st *Inbox, it *Integration, routes []compiledRoute, ev Event, now time.Time) (Received, error) {
 	rec := Received{ReceivedAt: now, DedupKey: ev.DedupKey}
 	by := audit.System("integration:" + it.Name)
 	if ev.Status == StatusResolved {

@@ -18,9 +18,9 @@ import (
 	"herald/models"
 )
 
-// Service makes the integrations' changes, each validated, then written with its audit
+// Gateway makes the integrations' changes, each validated, then written with its audit
 // entry in one transaction (audit.Run), and checks the tokens the tools present.
-type Service struct {
+type Gateway struct {
 	store *models.Store
 	// platforms are the platforms a route may name.
 	platforms []string
@@ -43,7 +43,7 @@ type Observer func(integration, outcome string)
 // integration's events.
 const OutcomeUnauthorized = "unauthorized"
 
-// Config is what a Service is built from. Store is required; zero values of the rest take
+// Config is what a Gateway is built from. Inbox is required; zero values of the rest take
 // the defaults their comments give.
 type Config struct {
 	Store *models.Store
@@ -64,8 +64,8 @@ type Config struct {
 }
 
 // NewService builds the integrations' service from cfg.
-func NewService(cfg Config) *Service {
-	d := &Service{store: cfg.Store, platforms: cfg.Platforms, opener: cfg.Opener, alerts: cfg.Alerts, clock: cfg.Now,
+func NewService(cfg Config) *Gateway {
+	d := &Gateway{store: cfg.Store, platforms: cfg.Platforms, opener: cfg.Opener, alerts: cfg.Alerts, clock: cfg.Now,
 		observe: cfg.Observe, loc: cfg.Location, log: cfg.Log}
 	if d.observe == nil {
 		d.observe = func(string, string) {}
@@ -77,11 +77,11 @@ func NewService(cfg Config) *Service {
 }
 
 // now is the service's clock, in UTC, to the microsecond the database keeps.
-func (d *Service) now() time.Time { return kernel.Clock(d.clock).Now().Truncate(time.Microsecond) }
+func (d *Gateway) now() time.Time { return kernel.Clock(d.clock).Now().Truncate(time.Microsecond) }
 
 // change runs fn with a store bound to one transaction and writes the audit entries fn
 // recorded in it (audit.Run).
-func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *models.Store, ch *audit.Change) error) error {
+func (d *Gateway) change(ctx context.Context, by audit.Actor, fn func(tx *models.Store, ch *audit.Change) error) error {
 	return audit.RunOn(ctx, d.store.DB(), by, d.store.On, fn)
 }
 
@@ -105,7 +105,7 @@ type IntegrationInput struct {
 }
 
 // check validates an input into the integration it saves; errors name their field.
-func (d *Service) check(ctx context.Context, in IntegrationInput) (*Integration, error) {
+func (d *Gateway) check(ctx context.Context, in IntegrationInput) (*Integration, error) {
 	it := &Integration{Name: strings.TrimSpace(in.Name), Format: strings.TrimSpace(in.Format),
 		Routes: in.Routes, DefaultRoute: in.DefaultRoute, NotifyOnResolve: in.NotifyOnResolve,
 		Language: cmp.Or(strings.TrimSpace(in.Language), i18n.Chinese)}
@@ -151,7 +151,7 @@ func (d *Service) check(ctx context.Context, in IntegrationInput) (*Integration,
 }
 
 // checkRoute checks a route's fields and that what it names exists.
-func (d *Service) checkRoute(ctx context.Context, prefix string, r *Route) error {
+func (d *Gateway) checkRoute(ctx context.Context, prefix string, r *Route) error {
 	if err := r.checkShape(prefix, d.platforms); err != nil {
 		return err
 	}
@@ -200,7 +200,7 @@ func integrationParams(it *Integration) audit.Params {
 // CreateIntegration saves a new integration and returns it with its token, which is
 // shown this once: Herald keeps only its hash. Audited as integration.create, without
 // the token.
-func (d *Service) CreateIntegration(ctx context.Context, by audit.Actor, in IntegrationInput) (*Integration, string, error) {
+func (d *Gateway) CreateIntegration(ctx context.Context, by audit.Actor, in IntegrationInput) (*Integration, string, error) {
 	it, err := d.check(ctx, in)
 	if err != nil {
 		return nil, "", err
@@ -223,7 +223,7 @@ func (d *Service) CreateIntegration(ctx context.Context, by audit.Actor, in Inte
 // UpdateIntegration replaces the routes, the default route, notify_on_resolve and a
 // custom format's mapping of the integration called name; its name, format and token
 // stay (in.Name and in.Format are not read). kernel.ErrNotFound: no such integration.
-func (d *Service) UpdateIntegration(ctx context.Context, by audit.Actor, name string, in IntegrationInput) (*Integration, error) {
+func (d *Gateway) UpdateIntegration(ctx context.Context, by audit.Actor, name string, in IntegrationInput) (*Integration, error) {
 	old, err := NewStore(d.store.DB()).IntegrationByName(ctx, name)
 	if err != nil {
 		return nil, err
@@ -249,7 +249,7 @@ func (d *Service) UpdateIntegration(ctx context.Context, by audit.Actor, name st
 
 // RotateToken gives the integration called name a new token, returned this once; the
 // old one stops working at once. Audited as integration.token.
-func (d *Service) RotateToken(ctx context.Context, by audit.Actor, name string) (string, error) {
+func (d *Gateway) RotateToken(ctx context.Context, by audit.Actor, name string) (string, error) {
 	token := kernel.NewToken()
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		st := NewStore(tx.DB())
@@ -272,7 +272,7 @@ func (d *Service) RotateToken(ctx context.Context, by audit.Actor, name string) 
 // DeleteIntegration removes the integration called name and what came in through it;
 // the alerts it opened stay. Audited as integration.delete. kernel.ErrNotFound: no such
 // integration.
-func (d *Service) DeleteIntegration(ctx context.Context, by audit.Actor, name string) error {
+func (d *Gateway) DeleteIntegration(ctx context.Context, by audit.Actor, name string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		st := NewStore(tx.DB())
 		it, err := st.IntegrationByName(ctx, name)
@@ -289,7 +289,7 @@ func (d *Service) DeleteIntegration(ctx context.Context, by audit.Actor, name st
 
 // Integrations lists the integrations by name, each with when it last received an
 // event.
-func (d *Service) Integrations(ctx context.Context) ([]Integration, error) {
+func (d *Gateway) Integrations(ctx context.Context) ([]Integration, error) {
 	st := NewStore(d.store.DB())
 	list, err := st.Integrations(ctx)
 	if err != nil {
@@ -305,7 +305,7 @@ func (d *Service) Integrations(ctx context.Context) ([]Integration, error) {
 
 // Integration reads the integration called name, with when it last received an event;
 // kernel.ErrNotFound when there is none.
-func (d *Service) Integration(ctx context.Context, name string) (*Integration, error) {
+func (d *Gateway) Integration(ctx context.Context, name string) (*Integration, error) {
 	st := NewStore(d.store.DB())
 	it, err := st.IntegrationByName(ctx, name)
 	if err != nil {
@@ -319,7 +319,7 @@ func (d *Service) Integration(ctx context.Context, name string) (*Integration, e
 
 // Events lists the newest events the integration called name received (at most
 // KeptEvents), with what became of each.
-func (d *Service) Events(ctx context.Context, name string) ([]Received, error) {
+func (d *Gateway) Events(ctx context.Context, name string) ([]Received, error) {
 	st := NewStore(d.store.DB())
 	it, err := st.IntegrationByName(ctx, name)
 	if err != nil {
@@ -330,7 +330,7 @@ func (d *Service) Events(ctx context.Context, name string) ([]Received, error) {
 
 // Authenticate finds the integration called name if token is its token; ErrToken
 // otherwise, whether the name or the token was wrong.
-func (d *Service) Authenticate(ctx context.Context, name, token string) (*Integration, error) {
+func (d *Gateway) Authenticate(ctx context.Context, name, token string) (*Integration, error) {
 	it, err := NewStore(d.store.DB()).IntegrationByName(ctx, name)
 	if errors.Is(err, kernel.ErrNotFound) {
 		// Not the name asked for: a caller must not fill the counter's labels.

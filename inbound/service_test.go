@@ -22,7 +22,7 @@ import (
 var admin = audit.Actor{Name: "admin", Type: audit.ActorUser}
 
 // integrationFixture is a store with the policy and the person a route names.
-func integrationFixture(t *testing.T, s *models.Store) *inbound.Service {
+func integrationFixture(t *testing.T, s *models.Store) *inbound.Gateway {
 	t.Helper()
 	ctx := context.Background()
 	err := alert.Of(s).CreatePolicy(ctx, &alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{{Targets: []string{"on_duty"}, Wait: "10m"}}})

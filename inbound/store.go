@@ -12,21 +12,21 @@ import (
 	"herald/kernel"
 )
 
-// Store holds the integrations, what came in through them, and the open alert of each
+// Inbox holds the integrations, what came in through them, and the open alert of each
 // dedup key; safe for concurrent use.
-type Store struct {
+type Inbox struct {
 	// k is the database, or the database bound to a transaction (On).
 	k *kernel.DB
 }
 
 // NewStore is the integrations' store on k.
-func NewStore(k *kernel.DB) *Store { return &Store{k: k} }
+func NewStore(k *kernel.DB) *Inbox { return &Inbox{k: k} }
 
 // On is the store on tx, the database bound to a transaction (kernel.DB.InTx).
-func (s *Store) On(tx *kernel.DB) *Store { return &Store{k: tx} }
+func (s *Inbox) On(tx *kernel.DB) *Inbox { return &Inbox{k: tx} }
 
 // Integrations lists the integrations by name.
-func (s *Store) Integrations(ctx context.Context) ([]Integration, error) {
+func (s *Inbox) Integrations(ctx context.Context) ([]Integration, error) {
 	var out []Integration
 	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("inbound: integrations: %w", err)
@@ -35,7 +35,7 @@ func (s *Store) Integrations(ctx context.Context) ([]Integration, error) {
 }
 
 // IntegrationByName reads one integration; kernel.ErrNotFound when there is none.
-func (s *Store) IntegrationByName(ctx context.Context, name string) (*Integration, error) {
+func (s *Inbox) IntegrationByName(ctx context.Context, name string) (*Integration, error) {
 	var it Integration
 	err := s.k.Reader(ctx).Where("name = ?", name).Take(&it).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -48,7 +48,7 @@ func (s *Store) IntegrationByName(ctx context.Context, name string) (*Integratio
 }
 
 // CreateIntegration writes a new integration; a name in use is a field error on name.
-func (s *Store) CreateIntegration(ctx context.Context, it *Integration) error {
+func (s *Inbox) CreateIntegration(ctx context.Context, it *Integration) error {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	it.CreatedAt, it.UpdatedAt = now, now
 	err := s.k.Writer(ctx).Create(it).Error
@@ -63,7 +63,7 @@ func (s *Store) CreateIntegration(ctx context.Context, it *Integration) error {
 
 // UpdateIntegration replaces the routes and settings of the integration called name
 // (its name, format and token stay); kernel.ErrNotFound when there is none.
-func (s *Store) UpdateIntegration(ctx context.Context, it *Integration) error {
+func (s *Inbox) UpdateIntegration(ctx context.Context, it *Integration) error {
 	it.UpdatedAt = time.Now().UTC().Truncate(time.Microsecond)
 	res := s.k.Writer(ctx).Model(&Integration{}).Where("id = ?", it.ID).Select("routes", "default_route",
 		"notify_on_resolve", "language", "mapping", "value_map", "updated_at").Updates(it)
@@ -77,7 +77,7 @@ func (s *Store) UpdateIntegration(ctx context.Context, it *Integration) error {
 }
 
 // SetToken replaces an integration's token hash; kernel.ErrNotFound when there is none.
-func (s *Store) SetToken(ctx context.Context, id int64, hash string) error {
+func (s *Inbox) SetToken(ctx context.Context, id int64, hash string) error {
 	res := s.k.Writer(ctx).Model(&Integration{}).Where("id = ?", id).
 		Updates(map[string]any{"token_hash": hash, "updated_at": time.Now().UTC()})
 	if res.Error != nil {
@@ -91,7 +91,7 @@ func (s *Store) SetToken(ctx context.Context, id int64, hash string) error {
 
 // DeleteIntegration removes an integration with what came in through it and its keys;
 // the alerts it opened stay. kernel.ErrNotFound when there is none.
-func (s *Store) DeleteIntegration(ctx context.Context, id int64) error {
+func (s *Inbox) DeleteIntegration(ctx context.Context, id int64) error {
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Where("id = ?", id).Delete(&Integration{})
 		if res.Error != nil {
@@ -147,7 +147,7 @@ const KeptEvents = 200
 
 // Record writes what became of events an integration received, and keeps the newest
 // KeptEvents of them.
-func (s *Store) Record(ctx context.Context, integrationID int64, events []Received) error {
+func (s *Inbox) Record(ctx context.Context, integrationID int64, events []Received) error {
 	if len(events) == 0 {
 		return nil
 	}
@@ -191,7 +191,7 @@ func crossesTrim(events []Received) bool {
 
 // LastEvent is when an integration last received an event; nil when it has received
 // none.
-func (s *Store) LastEvent(ctx context.Context, integrationID int64) (*time.Time, error) {
+func (s *Inbox) LastEvent(ctx context.Context, integrationID int64) (*time.Time, error) {
 	var last Received
 	err := s.k.Reader(ctx).Select("received_at").Where("integration_id = ?", integrationID).Order("id DESC").Take(&last).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -204,7 +204,7 @@ func (s *Store) LastEvent(ctx context.Context, integrationID int64) (*time.Time,
 }
 
 // Events lists what an integration received, newest first, at most limit.
-func (s *Store) Events(ctx context.Context, integrationID int64, limit int) ([]Received, error) {
+func (s *Inbox) Events(ctx context.Context, integrationID int64, limit int) ([]Received, error) {
 	var out []Received
 	err := s.k.Reader(ctx).Where("integration_id = ?", integrationID).Order("id DESC").Limit(limit).Find(&out).Error
 	if err != nil {
@@ -227,7 +227,7 @@ func (OpenKey) TableName() string { return "inbound_keys" }
 // TakeKey claims an integration's dedup key for a new alert, in the caller's
 // transaction: true when this caller took it (and opens the alert), false when an alert
 // of the key is open already (its id, or nil while the taker has not written it yet).
-func (s *Store) TakeKey(ctx context.Context, integrationID int64, key string) (bool, *int64, error) {
+func (s *Inbox) TakeKey(ctx context.Context, integrationID int64, key string) (bool, *int64, error) {
 	row := OpenKey{IntegrationID: integrationID, DedupKey: key, CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
 	res := s.k.Writer(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&row)
 	if res.Error != nil {
@@ -246,7 +246,7 @@ func (s *Store) TakeKey(ctx context.Context, integrationID int64, key string) (b
 
 // KeyAlert reads the open alert of an integration's dedup key: found false when the key
 // is not taken, alertID nil while its taker has not written the alert yet.
-func (s *Store) KeyAlert(ctx context.Context, integrationID int64, key string) (alertID *int64, found bool, err error) {
+func (s *Inbox) KeyAlert(ctx context.Context, integrationID int64, key string) (alertID *int64, found bool, err error) {
 	var held OpenKey
 	err = s.k.Writer(ctx).Where("integration_id = ? AND dedup_key = ?", integrationID, key).Take(&held).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
@@ -259,7 +259,7 @@ func (s *Store) KeyAlert(ctx context.Context, integrationID int64, key string) (
 }
 
 // SetKeyAlert records the alert a taken key opened.
-func (s *Store) SetKeyAlert(ctx context.Context, integrationID int64, key string, alertID int64) error {
+func (s *Inbox) SetKeyAlert(ctx context.Context, integrationID int64, key string, alertID int64) error {
 	err := s.k.Writer(ctx).Model(&OpenKey{}).Where("integration_id = ? AND dedup_key = ?", integrationID, key).
 		Update("alert_id", alertID).Error
 	if err != nil {
@@ -270,7 +270,7 @@ func (s *Store) SetKeyAlert(ctx context.Context, integrationID int64, key string
 
 // ReleaseKey lets an integration's dedup key go once its alert ended: the next event
 // of the key opens a new alert.
-func (s *Store) ReleaseKey(ctx context.Context, integrationID int64, key string) error {
+func (s *Inbox) ReleaseKey(ctx context.Context, integrationID int64, key string) error {
 	err := s.k.Writer(ctx).Where("integration_id = ? AND dedup_key = ?", integrationID, key).Delete(&OpenKey{}).Error
 	if err != nil {
 		return fmt.Errorf("inbound: release key %q: %w", key, err)

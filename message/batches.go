@@ -30,7 +30,7 @@ type BatchCancel struct {
 // pending and failed ones (including those held for the batch's approval), as by, in
 // one change audited once with the counts. Messages sending at that moment finish their
 // attempt. kernel.ErrNotFound: a batch by may not see.
-func (d *Service) CancelBatch(ctx context.Context, by audit.Actor, batchID string) (BatchCancel, error) {
+func (d *Operator) CancelBatch(ctx context.Context, by audit.Actor, batchID string) (BatchCancel, error) {
 	b, err := d.Batch(ctx, by, batchID)
 	if err != nil {
 		return BatchCancel{}, err
@@ -69,7 +69,7 @@ func (d *Service) CancelBatch(ctx context.Context, by audit.Actor, batchID strin
 // ResendBatch re-sends the stopped messages of a batch, as by: ResendStopped on the
 // batch, every stopped message of it at once. kernel.ErrNotFound: a batch by may not
 // see.
-func (d *Service) ResendBatch(ctx context.Context, by audit.Actor, batchID string) (Resent, error) {
+func (d *Operator) ResendBatch(ctx context.Context, by audit.Actor, batchID string) (Resent, error) {
 	b, err := d.Batch(ctx, by, batchID)
 	if err != nil {
 		return Resent{}, err

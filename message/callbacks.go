@@ -10,7 +10,7 @@ import (
 // ResendCallbackEvent makes a delivered or failed event of a key's pending again, due
 // now, and wakes the key's deliveries. kernel.ErrStateChanged: it is pending already;
 // kernel.ErrNotFound: the key has no such event.
-func (d *Service) ResendCallbackEvent(ctx context.Context, by audit.Actor, k *access.APIKey, eventID string) error {
+func (d *Operator) ResendCallbackEvent(ctx context.Context, by audit.Actor, k *access.APIKey, eventID string) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := tx.Outbox().ResendCallbackEvent(ctx, k.ID, eventID); err != nil {
 			return err

@@ -15,7 +15,7 @@ import (
 // Message returns a message with its recipient, as by may see it: another key's message
 // is kernel.ErrNotFound to a send or read key, but for a digest that carried one of the
 // key's notices.
-func (d *Service) Message(ctx context.Context, by audit.Actor, id string) (*models.BatchMessage, error) {
+func (d *Operator) Message(ctx context.Context, by audit.Actor, id string) (*models.BatchMessage, error) {
 	m, err := d.store.MessageWithRecipient(ctx, id)
 	if err != nil {
 		return nil, err
@@ -38,7 +38,7 @@ func (d *Service) Message(ctx context.Context, by audit.Actor, id string) (*mode
 
 // Batch returns a batch as by may see it: another key's batch is kernel.ErrNotFound to a
 // send or read key.
-func (d *Service) Batch(ctx context.Context, by audit.Actor, id string) (*models.Batch, error) {
+func (d *Operator) Batch(ctx context.Context, by audit.Actor, id string) (*models.Batch, error) {
 	if err := d.store.CheckOwn(ctx, by.OwnKey(), id); err != nil {
 		return nil, err
 	}
@@ -48,13 +48,13 @@ func (d *Service) Batch(ctx context.Context, by audit.Actor, id string) (*models
 // Messages lists the messages a filter selects that by may see, newest first, at most
 // limit of them after the cursor (nil: from the newest). The console's list and the
 // API's read it alike.
-func (d *Service) Messages(ctx context.Context, by audit.Actor, f models.MessageFilter, after *models.MessageCursor, limit int) ([]models.BatchMessage, error) {
+func (d *Operator) Messages(ctx context.Context, by audit.Actor, f models.MessageFilter, after *models.MessageCursor, limit int) ([]models.BatchMessage, error) {
 	f.OwnKey = by.OwnKey()
 	return d.store.ListMessages(ctx, f, after, limit)
 }
 
 // OwnMessage reads a message that by may change.
-func (d *Service) OwnMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
+func (d *Operator) OwnMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
 	m, err := d.store.MessageByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -69,7 +69,7 @@ func (d *Service) OwnMessage(ctx context.Context, by audit.Actor, id string) (*m
 // by by, and counts it for the dashboard. It returns the message as it was read: a
 // message in any other state is left as it is (kernel.ErrStateChanged), one that by may
 // not see is kernel.ErrNotFound. The console and the API both cancel through it.
-func (d *Service) CancelMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
+func (d *Operator) CancelMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
 	m, err := d.OwnMessage(ctx, by, id)
 	if err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func (d *Service) CancelMessage(ctx context.Context, by audit.Actor, id string) 
 
 // cancel cancels a message read already (CancelMessage; a recall of a message not sent
 // yet).
-func (d *Service) cancel(ctx context.Context, by audit.Actor, m *models.Message) error {
+func (d *Operator) cancel(ctx context.Context, by audit.Actor, m *models.Message) error {
 	return d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 		if err := d.CancelIn(ctx, tx, ch, m); err != nil {
 			return err
@@ -93,7 +93,7 @@ func (d *Service) cancel(ctx context.Context, by audit.Actor, m *models.Message)
 // (kernel.ErrStateChanged when it is no longer pending or failed); its callback key
 // hears of it and the dashboard counts it once the change commits. The change's audit
 // entry is the caller's: one for the message, or one for a whole batch.
-func (d *Service) CancelIn(ctx context.Context, tx *models.Store, ch *audit.Change, m *models.Message) error {
+func (d *Operator) CancelIn(ctx context.Context, tx *models.Store, ch *audit.Change, m *models.Message) error {
 	if err := tx.CancelMessage(ctx, m.ID); err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (d *Service) CancelIn(ctx context.Context, tx *models.Store, ch *audit.Chan
 // RetryMessage makes a stopped message due again with a fresh allowance of attempts,
 // audited, and enqueues it after the commit. Like CancelMessage, it returns the message
 // as it was read; kernel.ErrStateChanged when it is not stopped.
-func (d *Service) RetryMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
+func (d *Operator) RetryMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
 	m, err := d.OwnMessage(ctx, by, id)
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func (d *Service) RetryMessage(ctx context.Context, by audit.Actor, id string) (
 
 // retry makes a stopped message pending again in tx with its account's allowance of
 // attempts (accounts caches the accounts read, for a bulk re-send; nil reads each).
-func (d *Service) retry(ctx context.Context, tx *models.Store, m *models.Message, accounts map[int64]*sending.Account) error {
+func (d *Operator) retry(ctx context.Context, tx *models.Store, m *models.Message, accounts map[int64]*sending.Account) error {
 	acct, ok := accounts[m.AccountID]
 	if !ok {
 		var err error
@@ -157,7 +157,7 @@ type Resent struct {
 // first, looking at no more than limit of them: the caller bounds the run so that it
 // ends in time, and a further run picks up the rest. The run is one change, audited once
 // with how many it re-sent and the filter; the messages are enqueued after the commit.
-func (d *Service) ResendStopped(ctx context.Context, by audit.Actor, f models.MessageFilter, limit int) (Resent, error) {
+func (d *Operator) ResendStopped(ctx context.Context, by audit.Actor, f models.MessageFilter, limit int) (Resent, error) {
 	f.OwnKey = by.OwnKey()
 	var out Resent
 	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {

@@ -12,9 +12,9 @@ import (
 	"herald/models"
 )
 
-// Service reads and changes messages; each change is validated, then written with its
+// Operator reads and changes messages; each change is validated, then written with its
 // audit entries in one transaction (audit.Run), its effects after the commit.
-type Service struct {
+type Operator struct {
 	store *models.Store
 	queue Queue
 	// kicker wakes a key's callbacks; nil: the recovery pass finds them.
@@ -30,12 +30,12 @@ type Queue interface {
 
 // NewService builds the messages' service on store; queue takes retried messages,
 // kicker (may be nil) wakes callbacks, stats (may be nil) counts cancellations.
-func NewService(store *models.Store, queue Queue, kicker alert.Kicker, stats *models.Stats) *Service {
-	return &Service{store: store, queue: queue, kicker: kicker, stats: stats}
+func NewService(store *models.Store, queue Queue, kicker alert.Kicker, stats *models.Stats) *Operator {
+	return &Operator{store: store, queue: queue, kicker: kicker, stats: stats}
 }
 
 // change runs fn with a store bound to one transaction and writes the audit entries fn
 // recorded in it (audit.Run).
-func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *models.Store, ch *audit.Change) error) error {
+func (d *Operator) change(ctx context.Context, by audit.Actor, fn func(tx *models.Store, ch *audit.Change) error) error {
 	return audit.RunOn(ctx, d.store.DB(), by, d.store.On, fn)
 }

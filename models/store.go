@@ -23,15 +23,15 @@ type Store struct {
 	// k is the database: its connections, transactions and sealer.
 	k *kernel.DB
 	// access is the access domain's store: users, sessions, API keys.
-	access *access.Store
+	access *access.Credentials
 	// sending is the sending accounts' store.
-	sending *sending.Store
+	sending *sending.AccountBook
 	// templates is the templates' store.
-	templates *templates.Store
+	templates *templates.Library
 	// duty is the duty roster's store.
-	duty *duty.Store
+	duty *duty.Schedule
 	// directory is the staff directory's store, with the intake's cache of recipients.
-	directory *directory.Store
+	directory *directory.Staff
 	// oneTrip, on MySQL, is the pool that takes a shared intake transaction as one
 	// script (one_trip.go); nil on SQLite and in a store bound to a transaction.
 	oneTrip *scriptPool
@@ -125,19 +125,19 @@ func (s *Store) On(tx *kernel.DB) *Store {
 }
 
 // Access is the access domain's store on the store's database: users, sessions, API keys.
-func (s *Store) Access() *access.Store { return s.access }
+func (s *Store) Access() *access.Credentials { return s.access }
 
 // Directory is the staff directory's store on the store's database.
-func (s *Store) Directory() *directory.Store { return s.directory }
+func (s *Store) Directory() *directory.Staff { return s.directory }
 
 // Sending is the sending accounts' store on the store's database.
-func (s *Store) Sending() *sending.Store { return s.sending }
+func (s *Store) Sending() *sending.AccountBook { return s.sending }
 
 // Templates is the templates' store on the store's database.
-func (s *Store) Templates() *templates.Store { return s.templates }
+func (s *Store) Templates() *templates.Library { return s.templates }
 
 // Duty is the duty roster's store on the store's database.
-func (s *Store) Duty() *duty.Store { return s.duty }
+func (s *Store) Duty() *duty.Schedule { return s.duty }
 
 // DB is the database the store reads and writes.
 func (s *Store) DB() *kernel.DB { return s.k }

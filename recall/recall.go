@@ -22,7 +22,7 @@ import (
 // (the caller's, when the store is bound to one). ErrStateChanged means it was no
 // longer sent (recalled already, by someone else meanwhile). A recalled message was
 // final already when it was sent, so its batch's count of open messages stays.
-func (s *Store) RecallMessage(ctx context.Context, m *models.Message, by string, now time.Time) error {
+func (s *Requests) RecallMessage(ctx context.Context, m *models.Message, by string, now time.Time) error {
 	now = now.UTC().Truncate(time.Microsecond)
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&models.Message{}).Where("id = ? AND status IN ?", m.ID, delivery.Recallable).
@@ -44,13 +44,13 @@ func (s *Store) RecallMessage(ctx context.Context, m *models.Message, by string,
 
 // RecallTargets returns the messages of a batch a recall would touch, in id order: sent
 // ones (to recall) and those not sent yet (to cancel).
-func (s *Store) RecallTargets(ctx context.Context, batchID string) ([]models.Message, error) {
+func (s *Requests) RecallTargets(ctx context.Context, batchID string) ([]models.Message, error) {
 	return s.BatchMessagesIn(ctx, batchID, append(append([]models.Status{}, delivery.Recallable...), delivery.Cancellable...))
 }
 
 // BatchMessagesIn returns the messages of a batch in one of the states, in id order:
 // what a batch recall or cancel acts on.
-func (s *Store) BatchMessagesIn(ctx context.Context, batchID string, states []models.Status) ([]models.Message, error) {
+func (s *Requests) BatchMessagesIn(ctx context.Context, batchID string, states []models.Status) ([]models.Message, error) {
 	var out []models.Message
 	err := s.k.Reader(ctx).Where("batch_id = ? AND status IN ?", batchID, states).Order("id").Find(&out).Error
 	if err != nil {
@@ -61,7 +61,7 @@ func (s *Store) BatchMessagesIn(ctx context.Context, batchID string, states []mo
 
 // SentInCall returns the sent messages of a batch that one platform call carried, as
 // the receipt it returned names it (a DingTalk task id), in id order.
-func (s *Store) SentInCall(ctx context.Context, batchID string, accountID int64, providerID string) ([]models.Message, error) {
+func (s *Requests) SentInCall(ctx context.Context, batchID string, accountID int64, providerID string) ([]models.Message, error) {
 	var out []models.Message
 	err := s.k.Reader(ctx).Where("batch_id = ? AND account_id = ? AND provider_message_id = ? AND status = ?",
 		batchID, accountID, providerID, models.StatusSent).Order("id").Find(&out).Error
@@ -162,7 +162,7 @@ func (r *RecallRequest) State(now time.Time) string {
 
 // CreateRecallRequest records a recall request awaiting approval, in the caller's
 // transaction when the store is bound to one.
-func (s *Store) CreateRecallRequest(ctx context.Context, r *RecallRequest) error {
+func (s *Requests) CreateRecallRequest(ctx context.Context, r *RecallRequest) error {
 	r.Status, r.CreatedAt = RecallAwaiting, kernel.Now()
 	if r.ExpiresAt != nil {
 		at := r.ExpiresAt.UTC().Truncate(time.Microsecond)
@@ -176,7 +176,7 @@ func (s *Store) CreateRecallRequest(ctx context.Context, r *RecallRequest) error
 }
 
 // LatestRecallRequest returns a batch's latest recall request, or nil when it has none.
-func (s *Store) LatestRecallRequest(ctx context.Context, batchID string) (*RecallRequest, error) {
+func (s *Requests) LatestRecallRequest(ctx context.Context, batchID string) (*RecallRequest, error) {
 	var list []RecallRequest
 	if err := s.k.Reader(ctx).Where("batch_id = ?", batchID).Order("id DESC").Limit(1).Find(&list).Error; err != nil {
 		return nil, fmt.Errorf("recall: recall request of batch %s: %w", batchID, err)
@@ -189,7 +189,7 @@ func (s *Store) LatestRecallRequest(ctx context.Context, batchID string) (*Recal
 
 // RecallRequestsAwaiting returns the recall requests waiting for a decision at now,
 // oldest first, at most limit of them: those past their expiry are left out.
-func (s *Store) RecallRequestsAwaiting(ctx context.Context, now time.Time, limit int) ([]RecallRequest, error) {
+func (s *Requests) RecallRequestsAwaiting(ctx context.Context, now time.Time, limit int) ([]RecallRequest, error) {
 	var out []RecallRequest
 	if err := s.k.Reader(ctx).Where("status = ? AND (expires_at IS NULL OR expires_at > ?)", RecallAwaiting, now.UTC()).
 		Order("created_at, id").Limit(limit).Find(&out).Error; err != nil {
@@ -201,7 +201,7 @@ func (s *Store) RecallRequestsAwaiting(ctx context.Context, now time.Time, limit
 // DecideRecallRequest moves a recall request from awaiting approval to the decision (a
 // compare-and-set: ErrStateChanged when it was decided already or has expired by now),
 // in the caller's transaction when the store is bound to one.
-func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by, note string, now time.Time) error {
+func (s *Requests) DecideRecallRequest(ctx context.Context, id int64, decision, by, note string, now time.Time) error {
 	res := s.k.Writer(ctx).Model(&RecallRequest{}).
 		Where("id = ? AND status IN ? AND (expires_at IS NULL OR expires_at > ?)", id, models.ApprovalDecidable, now.UTC()).
 		Updates(map[string]any{"status": decision, "decided_by": kernel.Truncate(by, 128), "decided_at": now.UTC(), "decision_note": kernel.Truncate(note, 255)})
@@ -217,7 +217,7 @@ func (s *Store) DecideRecallRequest(ctx context.Context, id int64, decision, by,
 // ExpireRecallRequests records every recall request awaiting approval whose expiry
 // passed by now as expired, each with its audit entry (Herald's own doing), and
 // returns them. A request decided meanwhile is left alone.
-func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]RecallRequest, error) {
+func (s *Requests) ExpireRecallRequests(ctx context.Context, now time.Time) ([]RecallRequest, error) {
 	var lapsed []RecallRequest
 	err := s.k.Reader(ctx).Where("status IN ? AND expires_at IS NOT NULL AND expires_at <= ?", models.ApprovalExpirable, now.UTC()).
 		Order("expires_at, id").Limit(100).Find(&lapsed).Error
@@ -251,7 +251,7 @@ func (s *Store) ExpireRecallRequests(ctx context.Context, now time.Time) ([]Reca
 }
 
 // RecordRecallResult keeps what an approved recall request did.
-func (s *Store) RecordRecallResult(ctx context.Context, id int64, c RecallCounts) error {
+func (s *Requests) RecordRecallResult(ctx context.Context, id int64, c RecallCounts) error {
 	if err := s.k.Writer(ctx).Model(&RecallRequest{}).Where("id = ?", id).Update("result", c).Error; err != nil {
 		return fmt.Errorf("recall: record result of recall request %d: %w", id, err)
 	}

@@ -12,10 +12,10 @@ import (
 	"herald/models"
 )
 
-// Service takes back notices sent by mistake: one message, or a whole batch, for which
+// Retriever takes back notices sent by mistake: one message, or a whole batch, for which
 // a recall of more people than the approval threshold waits for a second person. Each
 // change is validated, then written with its audit entries in one transaction.
-type Service struct {
+type Retriever struct {
 	store    *models.Store
 	messages Messages
 	alerts   *alert.Service
@@ -35,7 +35,7 @@ type Messages interface {
 	ApprovalThreshold(ctx context.Context) (int, error)
 }
 
-// Config is what a Service is built from. Store, Messages and Alerts are required;
+// Config is what a Retriever is built from. Requests, Messages and Alerts are required;
 // zero values of the rest take the defaults their comments give.
 type Config struct {
 	Store    *models.Store
@@ -54,8 +54,8 @@ type Config struct {
 }
 
 // NewService builds the recall service from cfg.
-func NewService(cfg Config) *Service {
-	d := &Service{store: cfg.Store, messages: cfg.Messages, alerts: cfg.Alerts, channels: cfg.Channels,
+func NewService(cfg Config) *Retriever {
+	d := &Retriever{store: cfg.Store, messages: cfg.Messages, alerts: cfg.Alerts, channels: cfg.Channels,
 		kicker: cfg.Kicker, clock: cfg.Now, log: cfg.Log}
 	if d.log == nil {
 		d.log = slog.Default()
@@ -65,9 +65,9 @@ func NewService(cfg Config) *Service {
 
 // change runs fn with a store bound to one transaction and writes the audit entries fn
 // recorded in it (audit.Run).
-func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *models.Store, ch *audit.Change) error) error {
+func (d *Retriever) change(ctx context.Context, by audit.Actor, fn func(tx *models.Store, ch *audit.Change) error) error {
 	return audit.RunOn(ctx, d.store.DB(), by, d.store.On, fn)
 }
 
 // now is the service's clock, in UTC.
-func (d *Service) now() time.Time { return kernel.Clock(d.clock).Now() }
+func (d *Retriever) now() time.Time { return kernel.Clock(d.clock).Now() }

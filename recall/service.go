@@ -129,7 +129,7 @@ const recallConcurrency = 4
 // rejected, by may not recall its messages one at a time (RecallRequestAwaiting,
 // RecallRequestRejected): that would recall, one message after another, what a second
 // person was asked to approve, or refused.
-func (d *Service) RecallMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
+func (d *Retriever) RecallMessage(ctx context.Context, by audit.Actor, id string) (*models.Message, error) {
 	m, err := d.messages.OwnMessage(ctx, by, id)
 	if err != nil {
 		return nil, err
@@ -149,7 +149,7 @@ func (d *Service) RecallMessage(ctx context.Context, by audit.Actor, id string) 
 // recall by the person (or key) whose recall of its batch awaits approval or was
 // rejected. A request that lapsed, was approved, or was asked for by someone else is no
 // obstacle.
-func (d *Service) checkBatchRecall(ctx context.Context, by audit.Actor, m *models.Message) error {
+func (d *Retriever) checkBatchRecall(ctx context.Context, by audit.Actor, m *models.Message) error {
 	r, err := Of(d.store).LatestRecallRequest(ctx, m.BatchID)
 	if err != nil || r == nil || !r.AskedBy(by.Name, by.Person, by.APIKeyID) {
 		return err
@@ -165,7 +165,7 @@ func (d *Service) checkBatchRecall(ctx context.Context, by audit.Actor, m *model
 
 // refuseRecall audits a single message's recall that could not happen (cause: a
 // *RecallError or kernel.ErrStateChanged) and returns cause.
-func (d *Service) refuseRecall(ctx context.Context, by audit.Actor, m *models.Message, cause error) error {
+func (d *Retriever) refuseRecall(ctx context.Context, by audit.Actor, m *models.Message, cause error) error {
 	reason := "invalid_state"
 	p := m.AuditParams()
 	p["platform"] = m.Platform
@@ -185,7 +185,7 @@ func (d *Service) refuseRecall(ctx context.Context, by audit.Actor, m *models.Me
 
 // recallOne recalls or cancels one message and returns the outcome. recalledBy is who
 // asked for the recall (an approver acts for the one who asked).
-func (d *Service) recallOne(ctx context.Context, by audit.Actor, m *models.Message, recalledBy string) (string, error) {
+func (d *Retriever) recallOne(ctx context.Context, by audit.Actor, m *models.Message, recalledBy string) (string, error) {
 	if slices.Contains(delivery.Cancellable, m.Status) {
 		err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
 			if err := d.messages.CancelIn(ctx, tx, ch, m); err != nil {
@@ -285,7 +285,7 @@ func recallUnits(targets []models.Message) [][]*models.Message {
 
 // recallerFor returns the adapter of the message's account, as a Recaller; a
 // *RecallError with RecallUnsupported when it cannot recall.
-func (d *Service) recallerFor(ctx context.Context, m *models.Message) (channels.Recaller, error) {
+func (d *Retriever) recallerFor(ctx context.Context, m *models.Message) (channels.Recaller, error) {
 	if d.channels == nil {
 		return nil, &RecallError{Code: RecallUnsupported, Err: errors.New("no platform adapters in this process")}
 	}
@@ -306,7 +306,7 @@ func (d *Service) recallerFor(ctx context.Context, m *models.Message) (channels.
 
 // recordRecallFailure audits a recall the platform refused (or that never reached it)
 // and returns it as a *RecallError.
-func (d *Service) recordRecallFailure(ctx context.Context, by audit.Actor, m *models.Message, cause error) error {
+func (d *Retriever) recordRecallFailure(ctx context.Context, by audit.Actor, m *models.Message, cause error) error {
 	ce := channels.Classify(cause)
 	err := d.change(ctx, by, func(_ *models.Store, ch *audit.Change) error {
 		p := m.AuditParams()
@@ -335,7 +335,7 @@ type BatchRecall struct {
 // request instead, which another person approves (ApproveRecall) or rejects
 // (RejectRecall); asking again while one waits changes nothing. The batch recall is
 // audited with its counts, each message's recall on its own.
-func (d *Service) RecallBatch(ctx context.Context, by audit.Actor, batchID string) (BatchRecall, error) {
+func (d *Retriever) RecallBatch(ctx context.Context, by audit.Actor, batchID string) (BatchRecall, error) {
 	b, err := d.messages.Batch(ctx, by, batchID)
 	if err != nil {
 		return BatchRecall{}, err
@@ -366,7 +366,7 @@ func (d *Service) RecallBatch(ctx context.Context, by audit.Actor, batchID strin
 
 // requestRecall records a batch recall that awaits approval, unless one awaits already,
 // and returns the request awaiting. One that lapsed is recorded expired and replaced.
-func (d *Service) requestRecall(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message) (*RecallRequest, error) {
+func (d *Retriever) requestRecall(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message) (*RecallRequest, error) {
 	latest, err := Of(d.store).LatestRecallRequest(ctx, b.ID)
 	if err != nil {
 		return nil, err
@@ -416,14 +416,14 @@ func recallDeadline(targets []models.Message, now time.Time) time.Time {
 
 // expireRecalls records the recall requests whose time ran out as expired, as the
 // sweeper does each minute, so that one is never decided on past its expiry.
-func (d *Service) expireRecalls(ctx context.Context) error {
+func (d *Retriever) expireRecalls(ctx context.Context) error {
 	_, err := Of(d.store).ExpireRecallRequests(ctx, d.now())
 	return err
 }
 
 // recallAll recalls targets with a few platform calls at a time and audits the batch
 // recall with its counts (approvedBy names the approver of a recall request, if any).
-func (d *Service) recallAll(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message, recalledBy, approvedBy string) (RecallCounts, error) {
+func (d *Retriever) recallAll(ctx context.Context, by audit.Actor, b *models.Batch, targets []models.Message, recalledBy, approvedBy string) (RecallCounts, error) {
 	var (
 		mu     sync.Mutex
 		counts RecallCounts
@@ -463,7 +463,7 @@ func (d *Service) recallAll(ctx context.Context, by audit.Actor, b *models.Batch
 // decide on it: kernel.ErrNotFound for a batch by may not see, kernel.ErrStateChanged
 // when no request awaits, ErrRecallExpired when the latest one's time ran out (it is
 // recorded expired if it was not yet), ErrOwnRecall for the person (or key) who asked.
-func (d *Service) pendingRecall(ctx context.Context, by audit.Actor, batchID string) (*models.Batch, *RecallRequest, error) {
+func (d *Retriever) pendingRecall(ctx context.Context, by audit.Actor, batchID string) (*models.Batch, *RecallRequest, error) {
 	b, err := d.messages.Batch(ctx, by, batchID)
 	if err != nil {
 		return nil, nil, err
@@ -491,7 +491,7 @@ func (d *Service) pendingRecall(ctx context.Context, by audit.Actor, batchID str
 // are recalled for the person who asked. ErrOwnRecall refuses that person;
 // kernel.ErrStateChanged means no request awaits, ErrRecallExpired that its time ran
 // out.
-func (d *Service) ApproveRecall(ctx context.Context, by audit.Actor, batchID string) (RecallCounts, error) {
+func (d *Retriever) ApproveRecall(ctx context.Context, by audit.Actor, batchID string) (RecallCounts, error) {
 	b, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {
 		return RecallCounts{}, err
@@ -521,7 +521,7 @@ func (d *Service) ApproveRecall(ctx context.Context, by audit.Actor, batchID str
 // recalled. ErrOwnRecall refuses the person who asked; kernel.ErrStateChanged means no
 // request awaits, ErrRecallExpired that its time ran out; a reason left empty or too
 // long is a *kernel.FieldError naming reason.
-func (d *Service) RejectRecall(ctx context.Context, by audit.Actor, batchID, reason string) error {
+func (d *Retriever) RejectRecall(ctx context.Context, by audit.Actor, batchID, reason string) error {
 	_, r, err := d.pendingRecall(ctx, by, batchID)
 	if err != nil {
 		return err
@@ -541,7 +541,7 @@ func (d *Service) RejectRecall(ctx context.Context, by audit.Actor, batchID, rea
 
 // RecallRequest returns the batch's latest recall request (nil for none), as by may see
 // it.
-func (d *Service) RecallRequest(ctx context.Context, by audit.Actor, batchID string) (*RecallRequest, error) {
+func (d *Retriever) RecallRequest(ctx context.Context, by audit.Actor, batchID string) (*RecallRequest, error) {
 	if err := d.store.CheckOwn(ctx, by.OwnKey(), batchID); err != nil {
 		return nil, err
 	}

@@ -9,12 +9,12 @@ import (
 	"herald/models"
 )
 
-// Store is the recalls' data, on the database of a message store (or its transaction).
-type Store struct {
+// Requests is the recalls' data, on the database of a message store (or its transaction).
+type Requests struct {
 	// k is the database, or the database bound to a transaction.
 	k *kernel.DB
 }
 
 // Of is the recalls' store on the database of m, in its transaction when m is bound to
 // one.
-func Of(m *models.Store) *Store { return &Store{k: m.DB()} }
+func Of(m *models.Store) *Requests { return &Requests{k: m.DB()} }

@@ -18,7 +18,7 @@ import (
 // thousands of requests a second, one of them reads the row while the others wait for
 // it, rather than each reading it and slowing the database for the next.
 type AccountCache struct {
-	store *Store
+	store *AccountBook
 	ttl   time.Duration
 	reads singleflight.Group
 
@@ -35,7 +35,7 @@ type cachedAccount struct {
 }
 
 // NewAccountCache returns a cache over the store.
-func (s *Store) NewAccountCache(ttl time.Duration) *AccountCache {
+func (s *AccountBook) NewAccountCache(ttl time.Duration) *AccountCache {
 	return &AccountCache{store: s, ttl: ttl, items: map[string]cachedAccount{}}
 }
 

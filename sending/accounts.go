@@ -70,7 +70,7 @@ func (a *Account) Channel() channels.Account {
 }
 
 // sealConfig seals a.Config for a.ID, which must be set: the id is part of the seal.
-func (s *Store) sealConfig(a *Account) error {
+func (s *AccountBook) sealConfig(a *Account) error {
 	cfg := a.Config
 	if cfg == nil {
 		cfg = map[string]string{}
@@ -83,7 +83,7 @@ func (s *Store) sealConfig(a *Account) error {
 	return nil
 }
 
-func (s *Store) openConfig(a *Account) error {
+func (s *AccountBook) openConfig(a *Account) error {
 	if a.SealVersion != sealBound {
 		return fmt.Errorf("account %s: credentials sealed by an older Herald; run `herald migrate up` to re-seal them: %w", a.Name, kernel.ErrUnreadable)
 	}
@@ -96,7 +96,7 @@ func (s *Store) openConfig(a *Account) error {
 
 // openOrFlag opens a's config, or marks it Unreadable (with an empty config) when no
 // key opens it, so that the account can still be listed, shown, edited and deleted.
-func (s *Store) openOrFlag(a *Account) error {
+func (s *AccountBook) openOrFlag(a *Account) error {
 	err := s.openConfig(a)
 	if errors.Is(err, kernel.ErrUnreadable) {
 		a.Config, a.Unreadable = map[string]string{}, true
@@ -106,7 +106,7 @@ func (s *Store) openOrFlag(a *Account) error {
 }
 
 // CreateAccount stores a new account, sealing its credentials.
-func (s *Store) CreateAccount(ctx context.Context, a *Account) error {
+func (s *AccountBook) CreateAccount(ctx context.Context, a *Account) error {
 	if a.MaxAttempts == 0 {
 		a.MaxAttempts = DefaultMaxAttempts
 	}
@@ -120,7 +120,7 @@ func (s *Store) CreateAccount(ctx context.Context, a *Account) error {
 // insertAccount inserts a new account in tx. The database chooses the id the seal is
 // bound to, so the row goes in first and its config is sealed and written after, in
 // the same transaction.
-func (s *Store) insertAccount(tx *gorm.DB, a *Account) error {
+func (s *AccountBook) insertAccount(tx *gorm.DB, a *Account) error {
 	a.ConfigEnc, a.SealVersion = "", sealBound
 	if err := tx.Create(a).Error; err != nil {
 		if kernel.IsDuplicate(err) {
@@ -138,7 +138,7 @@ func (s *Store) insertAccount(tx *gorm.DB, a *Account) error {
 }
 
 // AccountByID returns an account with its credentials opened.
-func (s *Store) AccountByID(ctx context.Context, id int64) (*Account, error) {
+func (s *AccountBook) AccountByID(ctx context.Context, id int64) (*Account, error) {
 	var a Account
 	if err := s.k.Reader(ctx).First(&a, id).Error; err != nil {
 		return nil, fmt.Errorf("sending: account %d: %w", id, kernel.NotFound(err))
@@ -151,7 +151,7 @@ func (s *Store) AccountByID(ctx context.Context, id int64) (*Account, error) {
 
 // EnabledAccounts lists enabled accounts by name, credentials opened (or the account
 // marked Unreadable).
-func (s *Store) EnabledAccounts(ctx context.Context) ([]Account, error) {
+func (s *AccountBook) EnabledAccounts(ctx context.Context) ([]Account, error) {
 	var out []Account
 	if err := s.k.Reader(ctx).Where("enabled = ?", true).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("sending: list accounts: %w", err)
@@ -166,7 +166,7 @@ func (s *Store) EnabledAccounts(ctx context.Context) ([]Account, error) {
 
 // AccountByName returns an account with its credentials opened, or marked Unreadable
 // when no key opens them.
-func (s *Store) AccountByName(ctx context.Context, name string) (*Account, error) {
+func (s *AccountBook) AccountByName(ctx context.Context, name string) (*Account, error) {
 	var a Account
 	if err := s.k.Reader(ctx).Where("name = ?", name).First(&a).Error; err != nil {
 		return nil, fmt.Errorf("sending: account %s: %w", name, kernel.NotFound(err))
@@ -178,7 +178,7 @@ func (s *Store) AccountByName(ctx context.Context, name string) (*Account, error
 }
 
 // DefaultAccount returns the default account of a platform.
-func (s *Store) DefaultAccount(ctx context.Context, platform string) (*Account, error) {
+func (s *AccountBook) DefaultAccount(ctx context.Context, platform string) (*Account, error) {
 	var a Account
 	err := s.k.Reader(ctx).Where("platform = ? AND is_default = ?", platform, true).Order("id").First(&a).Error
 	if err != nil {
@@ -223,7 +223,7 @@ func limitInvalid(err error) error {
 
 // Accounts lists every account by name, credentials opened (or the account marked
 // Unreadable).
-func (s *Store) Accounts(ctx context.Context) ([]Account, error) {
+func (s *AccountBook) Accounts(ctx context.Context) ([]Account, error) {
 	var out []Account
 	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("sending: list accounts: %w", err)
@@ -241,7 +241,7 @@ func (s *Store) Accounts(ctx context.Context) ([]Account, error) {
 // if the account was saved since, nothing is written and the error is ErrStateChanged,
 // so secrets kept from an older read never overwrite newer ones. When the account is
 // its platform's default, any other default of the platform stops being one.
-func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
+func (s *AccountBook) SaveAccount(ctx context.Context, a *Account) error {
 	read, created := a.ConfigEnc, a.ID == 0
 	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		if a.IsDefault {
@@ -285,7 +285,7 @@ func (s *Store) SaveAccount(ctx context.Context, a *Account) error {
 }
 
 // SetAccountEnabled enables or disables an account; its credentials are untouched.
-func (s *Store) SetAccountEnabled(ctx context.Context, id int64, enabled bool) error {
+func (s *AccountBook) SetAccountEnabled(ctx context.Context, id int64, enabled bool) error {
 	res := s.k.Writer(ctx).Model(&Account{}).Where("id = ?", id).
 		Updates(map[string]any{"enabled": enabled, "updated_at": kernel.Now()})
 	if res.Error != nil {
@@ -304,7 +304,7 @@ func (s *Store) SetAccountEnabled(ctx context.Context, id int64, enabled bool) e
 // row exactly once and a later run finds nothing to do. Credentials no key opens are
 // left as they are: the account is marked Unreadable until its settings are entered
 // again. It reports how many rows it re-sealed.
-func (s *Store) ResealAccounts(ctx context.Context) (int, error) {
+func (s *AccountBook) ResealAccounts(ctx context.Context) (int, error) {
 	q := s.k.Writer(ctx).Select("id", "name", "config_enc", "seal_version")
 	if !s.k.Sealer().HasPrevious() {
 		q = q.Where("seal_version = ?", sealUnbound)
@@ -335,7 +335,7 @@ func (s *Store) ResealAccounts(ctx context.Context) (int, error) {
 }
 
 // UnreadableAccounts names the accounts whose credentials no key opens, by name.
-func (s *Store) UnreadableAccounts(ctx context.Context) ([]string, error) {
+func (s *AccountBook) UnreadableAccounts(ctx context.Context) ([]string, error) {
 	var rows []Account
 	if err := s.k.Reader(ctx).Select("id", "name", "config_enc", "seal_version").Order("name").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("sending: list accounts: %w", err)
@@ -355,7 +355,7 @@ func (s *Store) UnreadableAccounts(ctx context.Context) ([]string, error) {
 var ErrInUse = kernel.Declare(kernel.DomainError{Kind: kernel.KindConflict, Code: "in_use", Key: "api.account_in_use", Text: "in use"})
 
 // DeleteAccount removes an account that has no undelivered messages.
-func (s *Store) DeleteAccount(ctx context.Context, id int64) error {
+func (s *AccountBook) DeleteAccount(ctx context.Context, id int64) error {
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		var n int64
 		err := tx.Table("messages").Where("account_id = ? AND status IN ?", id,
@@ -378,7 +378,7 @@ func (s *Store) DeleteAccount(ctx context.Context, id int64) error {
 }
 
 // SetAccountHealth records whether an account's credentials work, and why not.
-func (s *Store) SetAccountHealth(ctx context.Context, id int64, healthy bool, note string) error {
+func (s *AccountBook) SetAccountHealth(ctx context.Context, id int64, healthy bool, note string) error {
 	err := s.k.Writer(ctx).Model(&Account{}).Where("id = ? AND healthy <> ?", id, healthy).
 		Updates(map[string]any{"healthy": healthy, "health_note": kernel.Truncate(note, 255)}).Error
 	if err != nil {

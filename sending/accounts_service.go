@@ -48,12 +48,12 @@ type AccountInput struct {
 // handed to an address it was not entered for. The change is audited, with the old and
 // new destination and whatever else changed, as done by by, and intake in this process
 // sees it at once. A validation failure is a *kernel.FieldError and writes nothing.
-func (d *Service) SaveAccount(ctx context.Context, by audit.Actor, old *Account, in AccountInput) (*Account, error) {
+func (d *Desk) SaveAccount(ctx context.Context, by audit.Actor, old *Account, in AccountInput) (*Account, error) {
 	a, err := accountFromInput(in, old)
 	if err != nil {
 		return nil, err
 	}
-	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *AccountBook, ch *audit.Change) error {
 		if err := tx.SaveAccount(ctx, a); err != nil {
 			return err
 		}
@@ -76,8 +76,8 @@ func (d *Service) SaveAccount(ctx context.Context, by audit.Actor, old *Account,
 }
 
 // SetAccountEnabled enables or disables an account, audited as done by by.
-func (d *Service) SetAccountEnabled(ctx context.Context, by audit.Actor, a *Account, enabled bool) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Desk) SetAccountEnabled(ctx context.Context, by audit.Actor, a *Account, enabled bool) error {
+	return d.change(ctx, by, func(tx *AccountBook, ch *audit.Change) error {
 		if err := tx.SetAccountEnabled(ctx, a.ID, enabled); err != nil {
 			return err
 		}
@@ -93,8 +93,8 @@ func (d *Service) SetAccountEnabled(ctx context.Context, by audit.Actor, a *Acco
 
 // DeleteAccount removes an account that has no undelivered messages (else the error is
 // ErrInUse), audited as done by by.
-func (d *Service) DeleteAccount(ctx context.Context, by audit.Actor, a *Account) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Desk) DeleteAccount(ctx context.Context, by audit.Actor, a *Account) error {
+	return d.change(ctx, by, func(tx *AccountBook, ch *audit.Change) error {
 		if err := tx.DeleteAccount(ctx, a.ID); err != nil {
 			return err
 		}
@@ -106,8 +106,8 @@ func (d *Service) DeleteAccount(ctx context.Context, by audit.Actor, a *Account)
 
 // AccountTested records that by checked an account's connection (the console's test
 // button) and what came of it: ok or failed, and the platform's answer in summary.
-func (d *Service) AccountTested(ctx context.Context, by audit.Actor, a *Account, ok bool, summary string) error {
-	return d.change(ctx, by, func(_ *Store, ch *audit.Change) error {
+func (d *Desk) AccountTested(ctx context.Context, by audit.Actor, a *Account, ok bool, summary string) error {
+	return d.change(ctx, by, func(_ *AccountBook, ch *audit.Change) error {
 		outcome := "failed"
 		if ok {
 			outcome = "ok"
@@ -331,7 +331,7 @@ func orNone(v string) string {
 
 // accountsChanged makes this process's intake see an account change at once (other
 // processes see it within their cache's few seconds).
-func (d *Service) accountsChanged() {
+func (d *Desk) accountsChanged() {
 	if d.accounts != nil {
 		d.accounts.Forget()
 	}

@@ -8,25 +8,25 @@ import (
 	"herald/kernel"
 )
 
-// Service makes the silences' changes, each validated, then written with its audit
+// Keeper makes the silences' changes, each validated, then written with its audit
 // entries in one transaction (audit.Run).
-type Service struct {
-	store *Store
+type Keeper struct {
+	store *Holds
 	// clock is the clock; nil means kernel.Now.
 	clock func() time.Time
 }
 
 // NewService builds the silences' service on store; clock is the clock (nil:
 // kernel.Now).
-func NewService(store *Store, clock func() time.Time) *Service {
-	return &Service{store: store, clock: clock}
+func NewService(store *Holds, clock func() time.Time) *Keeper {
+	return &Keeper{store: store, clock: clock}
 }
 
 // change runs fn with a store bound to one transaction, with the audit entries fn
 // records (audit.Run).
-func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *Store, ch *audit.Change) error) error {
+func (d *Keeper) change(ctx context.Context, by audit.Actor, fn func(tx *Holds, ch *audit.Change) error) error {
 	return audit.RunOn(ctx, d.store.k, by, d.store.On, fn)
 }
 
 // now is the service's clock, in UTC.
-func (d *Service) now() time.Time { return kernel.Clock(d.clock).Now() }
+func (d *Keeper) now() time.Time { return kernel.Clock(d.clock).Now() }

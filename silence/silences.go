@@ -93,7 +93,7 @@ func (MessageSilence) TableName() string { return "message_silences" }
 
 // CreateSilence writes a new silence (in the caller's transaction, when the store is
 // bound to one).
-func (s *Store) CreateSilence(ctx context.Context, sil *Silence) error {
+func (s *Holds) CreateSilence(ctx context.Context, sil *Silence) error {
 	now := kernel.Now()
 	sil.CreatedAt, sil.UpdatedAt, sil.Version = now, now, 1
 	if err := s.k.Writer(ctx).Create(sil).Error; err != nil {
@@ -106,7 +106,7 @@ func (s *Store) CreateSilence(ctx context.Context, sil *Silence) error {
 // matchers, times, comment, what it does at its end, and its approval; it moves the
 // silence to its next version. ErrStateChanged means it was expired, ended or edited
 // meanwhile (its version is no longer sil.Version).
-func (s *Store) UpdateSilence(ctx context.Context, sil *Silence) error {
+func (s *Holds) UpdateSilence(ctx context.Context, sil *Silence) error {
 	sil.UpdatedAt = kernel.Now()
 	res := s.k.Writer(ctx).Model(&Silence{}).Where("id = ? AND version = ?", sil.ID, sil.Version).Where(silenceWhere("", silenceEditable)).
 		Updates(map[string]any{"matchers": sil.Matchers, "starts_at": sil.StartsAt, "ends_at": sil.EndsAt, "comment": sil.Comment,
@@ -127,7 +127,7 @@ func (s *Store) UpdateSilence(ctx context.Context, sil *Silence) error {
 // 0, else the person createdBy) and all of them. In MySQL the count locks what it read
 // until the transaction ends, so two silences created at once cannot both take the last
 // place; SQLite runs one writer at a time.
-func (s *Store) LiveSilenceCounts(ctx context.Context, keyID int64, createdBy string) (mine, all int, err error) {
+func (s *Holds) LiveSilenceCounts(ctx context.Context, keyID int64, createdBy string) (mine, all int, err error) {
 	var rows []struct {
 		APIKeyID  *int64
 		CreatedBy string
@@ -148,7 +148,7 @@ func (s *Store) LiveSilenceCounts(ctx context.Context, keyID int64, createdBy st
 // CreatorSilences lists the silences of one creator (the API key keyID when it is not
 // 0, else the person createdBy) that may have held messages since since: not refused,
 // not ended before it.
-func (s *Store) CreatorSilences(ctx context.Context, keyID int64, createdBy string, since time.Time) ([]Silence, error) {
+func (s *Holds) CreatorSilences(ctx context.Context, keyID int64, createdBy string, since time.Time) ([]Silence, error) {
 	var out []Silence
 	q := s.k.Reader(ctx).Where("(ended_at IS NULL OR ended_at >= ?) AND approval <> ?", since.UTC(), models.ApprovalRejected)
 	if keyID != 0 {
@@ -163,7 +163,7 @@ func (s *Store) CreatorSilences(ctx context.Context, keyID int64, createdBy stri
 }
 
 // SilenceByID returns one silence.
-func (s *Store) SilenceByID(ctx context.Context, id int64) (*Silence, error) {
+func (s *Holds) SilenceByID(ctx context.Context, id int64) (*Silence, error) {
 	var sil Silence
 	if err := s.k.Reader(ctx).Where("id = ?", id).First(&sil).Error; err != nil {
 		return nil, fmt.Errorf("silence: silence %d: %w", id, kernel.NotFound(err))
@@ -173,7 +173,7 @@ func (s *Store) SilenceByID(ctx context.Context, id int64) (*Silence, error) {
 
 // Silences lists silences, newest first, at most limit: those of the API key ownKey, or
 // every one when ownKey is 0. Silences that ended before endedAfter are left out.
-func (s *Store) Silences(ctx context.Context, ownKey int64, endedAfter time.Time, limit int) ([]Silence, error) {
+func (s *Holds) Silences(ctx context.Context, ownKey int64, endedAfter time.Time, limit int) ([]Silence, error) {
 	var out []Silence
 	q := s.k.Reader(ctx).Where("ended_at IS NULL OR ended_at >= ?", endedAfter.UTC())
 	if ownKey != 0 {
@@ -188,7 +188,7 @@ func (s *Store) Silences(ctx context.Context, ownKey int64, endedAfter time.Time
 // LiveSilences lists the silences that have not ended and may hold messages (not
 // waiting for approval, not refused), oldest first: those whose times make them active
 // hold what they match.
-func (s *Store) LiveSilences(ctx context.Context) ([]Silence, error) {
+func (s *Holds) LiveSilences(ctx context.Context) ([]Silence, error) {
 	var out []Silence
 	err := s.k.Reader(ctx).Where(silenceWhere("", []silenceStage{silenceLive})).Order("id").Find(&out).Error
 	if err != nil {
@@ -199,7 +199,7 @@ func (s *Store) LiveSilences(ctx context.Context) ([]Silence, error) {
 
 // ExpireSilence expires a silence early at now (a compare-and-set: ErrStateChanged
 // means it had ended or been expired already).
-func (s *Store) ExpireSilence(ctx context.Context, id int64, by string, now time.Time) error {
+func (s *Holds) ExpireSilence(ctx context.Context, id int64, by string, now time.Time) error {
 	res := s.k.Writer(ctx).Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceOpen)).
 		Updates(map[string]any{"expired_at": now.UTC(), "expired_by": kernel.Truncate(by, 128), "updated_at": now.UTC()})
 	if res.Error != nil {
@@ -213,7 +213,7 @@ func (s *Store) ExpireSilence(ctx context.Context, id int64, by string, now time
 
 // DecideSilence records the decision on a silence awaiting approval; a refusal also
 // expires it. ErrStateChanged means it was not awaiting approval.
-func (s *Store) DecideSilence(ctx context.Context, id int64, decision, by string, now time.Time) error {
+func (s *Holds) DecideSilence(ctx context.Context, id int64, decision, by string, now time.Time) error {
 	upd := map[string]any{"approval": decision, "decided_by": kernel.Truncate(by, 128), "decided_at": now.UTC(), "updated_at": now.UTC()}
 	move := silenceApprove
 	if decision == models.ApprovalRejected {
@@ -233,7 +233,7 @@ func (s *Store) DecideSilence(ctx context.Context, id int64, decision, by string
 
 // DueSilenceEnds lists the silences whose end has come by now and that have not been
 // ended yet.
-func (s *Store) DueSilenceEnds(ctx context.Context, now time.Time) ([]Silence, error) {
+func (s *Holds) DueSilenceEnds(ctx context.Context, now time.Time) ([]Silence, error) {
 	var out []Silence
 	now = now.UTC()
 	err := s.k.Reader(ctx).Where(silenceWhere("", silenceEndable)).Where("(ends_at <= ? OR expired_at <= ?)", now, now).Order("id").Find(&out).Error
@@ -245,7 +245,7 @@ func (s *Store) DueSilenceEnds(ctx context.Context, now time.Time) ([]Silence, e
 
 // EndSilence marks a silence ended at now, once (a compare-and-set: ErrStateChanged
 // means another process ended it), and returns how many messages it holds.
-func (s *Store) EndSilence(ctx context.Context, id int64, now time.Time) (int, error) {
+func (s *Holds) EndSilence(ctx context.Context, id int64, now time.Time) (int, error) {
 	var held int64
 	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&Silence{}).Where("id = ?", id).Where(silenceWhere("", silenceEndable)).Update("ended_at", now.UTC())
@@ -295,7 +295,7 @@ func keyIDText(id int64) string {
 
 // SilenceSubjects returns what a silence sees of each of the messages ids that is
 // waiting (pending or failed) and due by dueBy, by id.
-func (s *Store) SilenceSubjects(ctx context.Context, ids []string, dueBy time.Time) (map[string]delivery.Subject, error) {
+func (s *Holds) SilenceSubjects(ctx context.Context, ids []string, dueBy time.Time) (map[string]delivery.Subject, error) {
 	var rows []subjectRow
 	err := s.k.Reader(ctx).Table("messages AS m").Select(subjectColumns).Joins(subjectJoins).
 		Where("m.id IN ? AND m.status IN ? AND m.next_attempt_at <= ?", ids, delivery.Holdable, dueBy.UTC()).Scan(&rows).Error
@@ -315,7 +315,7 @@ const subjectPage = 2000
 // RecentSubjects calls fn with what a silence sees of each message created since since,
 // oldest first, until fn returns false or max messages have been seen. It reports
 // whether it saw them all.
-func (s *Store) RecentSubjects(ctx context.Context, since time.Time, max int, fn func(delivery.Subject) bool) (bool, error) {
+func (s *Holds) RecentSubjects(ctx context.Context, since time.Time, max int, fn func(delivery.Subject) bool) (bool, error) {
 	after, afterID := since.UTC(), ""
 	seen := 0
 	for {
@@ -383,7 +383,7 @@ func stillHolding(tx *gorm.DB, holds map[string][]int64) (map[string][]int64, er
 // key, its message.held event, in one transaction. It returns the messages it held, each
 // with the silences that hold it (those not ended meanwhile), and the keys that have
 // events to hear; a message claimed or changed meanwhile is left as it is.
-func (s *Store) HoldMessages(ctx context.Context, holds map[string][]int64, dueBy time.Time) (held map[string][]int64, keys []int64, err error) {
+func (s *Holds) HoldMessages(ctx context.Context, holds map[string][]int64, dueBy time.Time) (held map[string][]int64, keys []int64, err error) {
 	if len(holds) == 0 {
 		return nil, nil, nil
 	}
@@ -469,7 +469,7 @@ const priorityRank = "CASE m.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 EL
 
 // FreeHeldMessages lists held messages whose every silence has ended, in the order they
 // are to go on: by priority, then oldest first; at most limit of them.
-func (s *Store) FreeHeldMessages(ctx context.Context, limit int) ([]FreeHeld, error) {
+func (s *Holds) FreeHeldMessages(ctx context.Context, limit int) ([]FreeHeld, error) {
 	var out []FreeHeld
 	holding := silenceWhere("s.", silenceEndable)
 	err := s.k.Reader(ctx).Table("messages AS m").
@@ -497,7 +497,7 @@ type Release struct {
 // move is a compare-and-set on held, so a message is released or cancelled once however
 // many processes try. It returns, for each release, the ids it moved, and how many it
 // cancelled.
-func (s *Store) ReleaseHeld(ctx context.Context, releases []Release, cancel []string, now time.Time) ([][]string, int, error) {
+func (s *Holds) ReleaseHeld(ctx context.Context, releases []Release, cancel []string, now time.Time) ([][]string, int, error) {
 	moved := make([][]string, len(releases))
 	var cancelled int
 	now = now.UTC().Truncate(time.Microsecond) // as stored: RecordCancelled finds the rows by it
@@ -537,7 +537,7 @@ func (s *Store) ReleaseHeld(ctx context.Context, releases []Release, cancel []st
 
 // HeldCounts counts, for each of the silences ids, the messages it held (ever) and
 // those it holds now.
-func (s *Store) HeldCounts(ctx context.Context, ids []int64) (ever, now map[int64]int, err error) {
+func (s *Holds) HeldCounts(ctx context.Context, ids []int64) (ever, now map[int64]int, err error) {
 	ever, now = map[int64]int{}, map[int64]int{}
 	if len(ids) == 0 {
 		return ever, now, nil
@@ -559,7 +559,7 @@ func (s *Store) HeldCounts(ctx context.Context, ids []int64) (ever, now map[int6
 }
 
 // SilencesOfMessage lists the ids of the silences that hold or held a message.
-func (s *Store) SilencesOfMessage(ctx context.Context, messageID string) ([]int64, error) {
+func (s *Holds) SilencesOfMessage(ctx context.Context, messageID string) ([]int64, error) {
 	var ids []int64
 	if err := s.k.Reader(ctx).Model(&MessageSilence{}).Where("message_id = ?", messageID).Order("silence_id").
 		Pluck("silence_id", &ids).Error; err != nil {

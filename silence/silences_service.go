@@ -165,7 +165,7 @@ func silenceRule(id int64, matchers []delivery.Matcher, holdsKey *int64) (*deliv
 // than delivery.MaxUnapprovedSilence, or its creator's silences that overlap it or
 // follow on from it (delivery.Stretch) make one stretch longer than that. self is the
 // silence being edited, left out (0 for a new one).
-func (d *Service) lengthReasons(ctx context.Context, in SilenceInput, by creator, self int64) ([]string, error) {
+func (d *Keeper) lengthReasons(ctx context.Context, in SilenceInput, by creator, self int64) ([]string, error) {
 	w := delivery.Window{Start: *in.StartsAt, End: *in.EndsAt}
 	if w.End.Sub(w.Start) > delivery.MaxUnapprovedSilence {
 		return []string{delivery.BroadLong}, nil
@@ -193,7 +193,7 @@ func (d *Service) lengthReasons(ctx context.Context, in SilenceInput, by creator
 // length alone or with its creator's adjacent silences, and, when nothing else has
 // already decided it, more than delivery.MaxUnapprovedHeld of the last day's messages
 // held (or more messages than a preview reads, so that it cannot tell).
-func (d *Service) approvalReasons(ctx context.Context, in SilenceInput, by creator, self int64, holdsKey *int64) ([]string, error) {
+func (d *Keeper) approvalReasons(ctx context.Context, in SilenceInput, by creator, self int64, holdsKey *int64) ([]string, error) {
 	reasons := delivery.BroadMatchers(in.Matchers)
 	long, err := d.lengthReasons(ctx, in, by, self)
 	if err != nil {
@@ -241,7 +241,7 @@ func silenceParams(s *Silence) audit.Params {
 // holds nothing until another person approves it (its ApprovalReasons say why). A send
 // key's silence holds only the key's messages. Past MaxCreatorSilences of its creator's,
 // or MaxLiveSilences in all, it is a *kernel.FieldError naming silences.
-func (d *Service) CreateSilence(ctx context.Context, by audit.Actor, in SilenceInput) (*Silence, error) {
+func (d *Keeper) CreateSilence(ctx context.Context, by audit.Actor, in SilenceInput) (*Silence, error) {
 	if err := checkSilence(&in, d.now()); err != nil {
 		return nil, err
 	}
@@ -264,7 +264,7 @@ func (d *Service) CreateSilence(ctx context.Context, by audit.Actor, in SilenceI
 	if len(reasons) > 0 {
 		sil.Approval = models.ApprovalAwaiting
 	}
-	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *Holds, ch *audit.Change) error {
 		c := creatorOf(sil)
 		mine, all, err := tx.LiveSilenceCounts(ctx, c.KeyID, c.Name)
 		switch {
@@ -289,7 +289,7 @@ func (d *Service) CreateSilence(ctx context.Context, by audit.Actor, in SilenceI
 
 // Silence returns a silence as by may see it: another key's silence is
 // kernel.ErrNotFound to a key without the admin scope.
-func (d *Service) Silence(ctx context.Context, by audit.Actor, id int64) (*Silence, error) {
+func (d *Keeper) Silence(ctx context.Context, by audit.Actor, id int64) (*Silence, error) {
 	sil, err := d.store.SilenceByID(ctx, id)
 	if err != nil {
 		return nil, err
@@ -306,7 +306,7 @@ const maxSilenceList = 500
 // Silences lists the silences by may see, newest first, in one state ("" for every
 // one); ended ones for SilenceKept. An unknown state is a *kernel.FieldError naming
 // state.
-func (d *Service) Silences(ctx context.Context, by audit.Actor, state string) ([]Silence, error) {
+func (d *Keeper) Silences(ctx context.Context, by audit.Actor, state string) ([]Silence, error) {
 	if state != "" && !slices.Contains(delivery.SilenceStates, state) {
 		return nil, kernel.Invalid("state", "silences.check.state", "States", strings.Join(delivery.SilenceStates, ", "))
 	}
@@ -321,7 +321,7 @@ func (d *Service) Silences(ctx context.Context, by audit.Actor, state string) ([
 // UpdateSilence replaces a silence that has not ended with in, audited. The change is
 // approved afresh when it needs approval; messages it holds stay held until it ends.
 // kernel.ErrStateChanged means it had expired.
-func (d *Service) UpdateSilence(ctx context.Context, by audit.Actor, id int64, in SilenceInput) (*Silence, error) {
+func (d *Keeper) UpdateSilence(ctx context.Context, by audit.Actor, id int64, in SilenceInput) (*Silence, error) {
 	sil, err := d.Silence(ctx, by, id)
 	if err != nil {
 		return nil, err
@@ -345,7 +345,7 @@ func (d *Service) UpdateSilence(ctx context.Context, by audit.Actor, id int64, i
 			sil.Makers = append(sil.Makers, by.Person)
 		}
 	}
-	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *Holds, ch *audit.Change) error {
 		if err := tx.UpdateSilence(ctx, sil); err != nil {
 			return err
 		}
@@ -361,7 +361,7 @@ func (d *Service) UpdateSilence(ctx context.Context, by audit.Actor, id int64, i
 // ExpireSilence ends a silence early, audited: the silence pass sends on what it held
 // within a second or two. ErrSilenceEnded (a kernel.ErrStateChanged) means it had
 // expired already.
-func (d *Service) ExpireSilence(ctx context.Context, by audit.Actor, id int64) (*Silence, error) {
+func (d *Keeper) ExpireSilence(ctx context.Context, by audit.Actor, id int64) (*Silence, error) {
 	sil, err := d.Silence(ctx, by, id)
 	if err != nil {
 		return nil, err
@@ -370,7 +370,7 @@ func (d *Service) ExpireSilence(ctx context.Context, by audit.Actor, id int64) (
 	if sil.State(now) == delivery.SilenceExpired {
 		return nil, fmt.Errorf("silence: expire silence %d: %w", id, ErrSilenceEnded)
 	}
-	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *Holds, ch *audit.Change) error {
 		if err := tx.ExpireSilence(ctx, id, by.Name, now); err != nil {
 			return err
 		}
@@ -397,7 +397,7 @@ func ownSilence(s *Silence, by audit.Actor) bool {
 // DecideSilence approves or refuses a silence awaiting approval, audited; a refused
 // silence is expired. ErrOwnSilence refuses its maker; kernel.ErrStateChanged means it
 // was not awaiting approval.
-func (d *Service) DecideSilence(ctx context.Context, by audit.Actor, id int64, approve bool) error {
+func (d *Keeper) DecideSilence(ctx context.Context, by audit.Actor, id int64, approve bool) error {
 	sil, err := d.Silence(ctx, by, id)
 	if err != nil {
 		return err
@@ -409,7 +409,7 @@ func (d *Service) DecideSilence(ctx context.Context, by audit.Actor, id int64, a
 	if !approve {
 		decision, action = models.ApprovalRejected, "silence.reject"
 	}
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	return d.change(ctx, by, func(tx *Holds, ch *audit.Change) error {
 		if err := tx.DecideSilence(ctx, id, decision, by.Name, d.now()); err != nil {
 			return err
 		}
@@ -437,7 +437,7 @@ const MaxPreviewMessages = 200000
 // would have held, as by would make it (a send key's only its own), and says why it
 // would need approval. Bad matchers are a *kernel.FieldError naming the field; bad
 // times are left to the save.
-func (d *Service) PreviewSilence(ctx context.Context, by audit.Actor, in SilenceInput) (SilencePreview, error) {
+func (d *Keeper) PreviewSilence(ctx context.Context, by audit.Actor, in SilenceInput) (SilencePreview, error) {
 	if err := CheckMatchers(in.Matchers); err != nil {
 		return SilencePreview{}, err
 	}
@@ -466,7 +466,7 @@ func (d *Service) PreviewSilence(ctx context.Context, by audit.Actor, in Silence
 // countHeld counts the messages of the last 24 hours rule matches, at most
 // MaxPreviewMessages of them; with stopOver above 0 it stops once more than stopOver
 // matched (Complete is then false).
-func (d *Service) countHeld(ctx context.Context, rule *delivery.SilenceRule, stopOver int) (SilencePreview, error) {
+func (d *Keeper) countHeld(ctx context.Context, rule *delivery.SilenceRule, stopOver int) (SilencePreview, error) {
 	var p SilencePreview
 	var err error
 	p.Complete, err = d.store.RecentSubjects(ctx, d.now().Add(-24*time.Hour), MaxPreviewMessages, func(s delivery.Subject) bool {
@@ -480,7 +480,7 @@ func (d *Service) countHeld(ctx context.Context, rule *delivery.SilenceRule, sto
 
 // EndSilences ends every silence whose end has come, each once and audited with the
 // number of messages it held, and reports how many it ended.
-func (d *Service) EndSilences(ctx context.Context) (int, error) {
+func (d *Keeper) EndSilences(ctx context.Context) (int, error) {
 	now := d.now()
 	due, err := d.store.DueSilenceEnds(ctx, now)
 	if err != nil {
@@ -488,7 +488,7 @@ func (d *Service) EndSilences(ctx context.Context) (int, error) {
 	}
 	ended := 0
 	for _, sil := range due {
-		err := d.change(ctx, audit.System("silences"), func(tx *Store, ch *audit.Change) error {
+		err := d.change(ctx, audit.System("silences"), func(tx *Holds, ch *audit.Change) error {
 			held, err := tx.EndSilence(ctx, sil.ID, now)
 			if err != nil {
 				return err

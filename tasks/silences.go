@@ -37,7 +37,7 @@ type compiledSilence struct {
 	rule    *delivery.SilenceRule
 }
 
-// silenceLoader reads the live silences (silence.Store.LiveSilences).
+// silenceLoader reads the live silences (silence.Holds.LiveSilences).
 type silenceLoader func(ctx context.Context) ([]silence.Silence, error)
 
 // silenceRules caches the live silences for silenceTTL. A reload reads the database and

@@ -11,10 +11,10 @@ import (
 	"herald/kernel"
 )
 
-// Service saves templates and their versions: each change validated, then written with
+// Editor saves templates and their versions: each change validated, then written with
 // its audit entry in one transaction (audit.Run).
-type Service struct {
-	store *Store
+type Editor struct {
+	store *Library
 	// waiting settles the scheduled messages of a template saved as a new version; nil:
 	// they keep their content.
 	waiting Waiting
@@ -32,21 +32,21 @@ type Waiting interface {
 // NewService builds the templates' service on store; waiting settles the waiting
 // messages of a saved template (nil: none is touched), clock is the clock (nil:
 // kernel.Now).
-func NewService(store *Store, waiting Waiting, clock func() time.Time) *Service {
-	return &Service{store: store, waiting: waiting, clock: clock}
+func NewService(store *Library, waiting Waiting, clock func() time.Time) *Editor {
+	return &Editor{store: store, waiting: waiting, clock: clock}
 }
 
 // change runs fn with a store bound to one transaction and writes the audit entries fn
 // recorded in it (audit.Run).
-func (d *Service) change(ctx context.Context, by audit.Actor, fn func(tx *Store, ch *audit.Change) error) error {
+func (d *Editor) change(ctx context.Context, by audit.Actor, fn func(tx *Library, ch *audit.Change) error) error {
 	return audit.RunOn(ctx, d.store.k, by, d.store.On, fn)
 }
 
 // now is the service's clock, in UTC.
-func (d *Service) now() time.Time { return kernel.Clock(d.clock).Now() }
+func (d *Editor) now() time.Time { return kernel.Clock(d.clock).Now() }
 
 // settle hands the waiting messages of t, saved in tx, to the Waiting.
-func (d *Service) settle(ctx context.Context, tx *Store, ch *audit.Change, t *Template, rerender bool) error {
+func (d *Editor) settle(ctx context.Context, tx *Library, ch *audit.Change, t *Template, rerender bool) error {
 	if d.waiting == nil {
 		return nil
 	}
@@ -111,12 +111,12 @@ func lineFeeds(text string) string { return crlf.Replace(text) }
 
 // CreateTemplate saves a new template, audited as template.create. A validation
 // failure (a name in use included) is a *kernel.FieldError and writes nothing.
-func (d *Service) CreateTemplate(ctx context.Context, by audit.Actor, in TemplateInput) (*Template, error) {
+func (d *Editor) CreateTemplate(ctx context.Context, by audit.Actor, in TemplateInput) (*Template, error) {
 	t, err := CheckTemplate(in)
 	if err != nil {
 		return nil, err
 	}
-	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *Library, ch *audit.Change) error {
 		if err := tx.CreateTemplate(ctx, t); err != nil {
 			return err
 		}
@@ -134,12 +134,12 @@ func (d *Service) CreateTemplate(ctx context.Context, by audit.Actor, in Templat
 
 // UpdateTemplate replaces the template called name (which may rename it), audited as
 // template.update with what changed. kernel.ErrNotFound: no such template.
-func (d *Service) UpdateTemplate(ctx context.Context, by audit.Actor, name string, in TemplateInput) (*Template, error) {
+func (d *Editor) UpdateTemplate(ctx context.Context, by audit.Actor, name string, in TemplateInput) (*Template, error) {
 	t, err := CheckTemplate(in)
 	if err != nil {
 		return nil, err
 	}
-	err = d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err = d.change(ctx, by, func(tx *Library, ch *audit.Change) error {
 		old, err := tx.TemplateByName(ctx, name)
 		if err != nil {
 			return err
@@ -169,8 +169,8 @@ func (d *Service) UpdateTemplate(ctx context.Context, by audit.Actor, name strin
 
 // DeleteTemplate removes a template, audited as template.delete. Messages already
 // rendered from it are unaffected. kernel.ErrNotFound: no such template.
-func (d *Service) DeleteTemplate(ctx context.Context, by audit.Actor, name string) error {
-	return d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+func (d *Editor) DeleteTemplate(ctx context.Context, by audit.Actor, name string) error {
+	return d.change(ctx, by, func(tx *Library, ch *audit.Change) error {
 		old, err := tx.TemplateByName(ctx, name)
 		if err != nil {
 			return err
@@ -214,9 +214,9 @@ func templateChanges(old, now *Template) []string {
 // their content. The current version cannot be retired (save or roll back to another
 // first), nor one retired already: field errors on version, as is an unknown version.
 // kernel.ErrNotFound: no such template.
-func (d *Service) RetireTemplateVersion(ctx context.Context, by audit.Actor, name string, n int) (*TemplateVersion, error) {
+func (d *Editor) RetireTemplateVersion(ctx context.Context, by audit.Actor, name string, n int) (*TemplateVersion, error) {
 	var retired *TemplateVersion
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Library, ch *audit.Change) error {
 		t, err := tx.TemplateByName(ctx, name)
 		if err != nil {
 			return err
@@ -249,9 +249,9 @@ func (d *Service) RetireTemplateVersion(ctx context.Context, by audit.Actor, nam
 // n (content, variables, type, fallback; the names stay), audited as template.rollback.
 // rerender renders its waiting messages again from it, as an edit can. kernel.ErrNotFound:
 // no such template; an unknown or retired version is a field error on version.
-func (d *Service) RollbackTemplate(ctx context.Context, by audit.Actor, name string, n int, rerender bool) (*Template, error) {
+func (d *Editor) RollbackTemplate(ctx context.Context, by audit.Actor, name string, n int, rerender bool) (*Template, error) {
 	var saved *Template
-	err := d.change(ctx, by, func(tx *Store, ch *audit.Change) error {
+	err := d.change(ctx, by, func(tx *Library, ch *audit.Change) error {
 		cur, err := tx.TemplateByName(ctx, name)
 		if err != nil {
 			return err

@@ -50,7 +50,7 @@ func (v *TemplateVersion) Of(t *Template) *Template {
 // place: the row lock that UPDATE takes makes concurrent saves of one template wait for
 // each other, so each gets its own number (the unique key on template_id, number would
 // refuse a second one anyway). Call it in the transaction that saves t.
-func (s *Store) AddTemplateVersion(ctx context.Context, t *Template, actor string) (*TemplateVersion, error) {
+func (s *Library) AddTemplateVersion(ctx context.Context, t *Template, actor string) (*TemplateVersion, error) {
 	db := s.k.Writer(ctx)
 	// Raw: the model's Version is read-only, so that a template's own save never writes it.
 	res := db.Exec("UPDATE templates SET version = version + 1 WHERE id = ?", t.ID)
@@ -74,7 +74,7 @@ func (s *Store) AddTemplateVersion(ctx context.Context, t *Template, actor strin
 }
 
 // TemplateVersions lists a template's versions, newest first.
-func (s *Store) TemplateVersions(ctx context.Context, templateID int64) ([]TemplateVersion, error) {
+func (s *Library) TemplateVersions(ctx context.Context, templateID int64) ([]TemplateVersion, error) {
 	var out []TemplateVersion
 	if err := s.k.Reader(ctx).Where("template_id = ?", templateID).Order("number DESC").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("templates: versions of template %d: %w", templateID, err)
@@ -83,7 +83,7 @@ func (s *Store) TemplateVersions(ctx context.Context, templateID int64) ([]Templ
 }
 
 // TemplateVersionOf returns version n of a template; ErrNotFound when it has none.
-func (s *Store) TemplateVersionOf(ctx context.Context, templateID int64, n int) (*TemplateVersion, error) {
+func (s *Library) TemplateVersionOf(ctx context.Context, templateID int64, n int) (*TemplateVersion, error) {
 	var v TemplateVersion
 	if err := s.k.Reader(ctx).Where("template_id = ? AND number = ?", templateID, n).First(&v).Error; err != nil {
 		return nil, fmt.Errorf("templates: version %d of template %d: %w", n, templateID, kernel.NotFound(err))
@@ -95,7 +95,7 @@ func (s *Store) TemplateVersionOf(ctx context.Context, templateID int64, n int) 
 // compare-and-set in the caller's transaction when the store is bound to one:
 // ErrStateChanged when it was retired already, ErrNotFound when there is no such
 // version.
-func (s *Store) RetireTemplateVersion(ctx context.Context, templateID int64, n int, by string, now time.Time) error {
+func (s *Library) RetireTemplateVersion(ctx context.Context, templateID int64, n int, by string, now time.Time) error {
 	res := s.k.Writer(ctx).Model(&TemplateVersion{}).Where("template_id = ? AND number = ? AND retired_at IS NULL", templateID, n).
 		Updates(map[string]any{"retired_at": now.UTC().Truncate(time.Microsecond), "retired_by": kernel.Truncate(by, 128)})
 	if res.Error != nil {

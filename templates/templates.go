@@ -111,7 +111,7 @@ func (l StringList) Value() (driver.Value, error) {
 func (l *StringList) Scan(src any) error { return kernel.ScanJSON(src, l) }
 
 // CreateTemplate stores a new template.
-func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
+func (s *Library) CreateTemplate(ctx context.Context, t *Template) error {
 	if err := s.k.Writer(ctx).Create(t).Error; err != nil {
 		if kernel.IsDuplicate(err) {
 			return kernel.DuplicateField("name", "validation.name_taken_template")
@@ -122,7 +122,7 @@ func (s *Store) CreateTemplate(ctx context.Context, t *Template) error {
 }
 
 // TemplateByName returns one template.
-func (s *Store) TemplateByName(ctx context.Context, name string) (*Template, error) {
+func (s *Library) TemplateByName(ctx context.Context, name string) (*Template, error) {
 	var t Template
 	if err := s.k.Reader(ctx).Where("name = ?", name).First(&t).Error; err != nil {
 		return nil, fmt.Errorf("templates: template %s: %w", name, kernel.NotFound(err))
@@ -131,7 +131,7 @@ func (s *Store) TemplateByName(ctx context.Context, name string) (*Template, err
 }
 
 // Templates lists every template by name.
-func (s *Store) Templates(ctx context.Context) ([]Template, error) {
+func (s *Library) Templates(ctx context.Context) ([]Template, error) {
 	var out []Template
 	if err := s.k.Reader(ctx).Order("name").Find(&out).Error; err != nil {
 		return nil, fmt.Errorf("templates: list templates: %w", err)
@@ -140,7 +140,7 @@ func (s *Store) Templates(ctx context.Context) ([]Template, error) {
 }
 
 // UpdateTemplate saves a changed template, found by its current name.
-func (s *Store) UpdateTemplate(ctx context.Context, name string, t *Template) error {
+func (s *Library) UpdateTemplate(ctx context.Context, name string, t *Template) error {
 	old, err := s.TemplateByName(ctx, name)
 	if err != nil {
 		return err
@@ -156,7 +156,7 @@ func (s *Store) UpdateTemplate(ctx context.Context, name string, t *Template) er
 }
 
 // DeleteTemplate removes a template. Messages already rendered from it are unaffected.
-func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
+func (s *Library) DeleteTemplate(ctx context.Context, name string) error {
 	res := s.k.Writer(ctx).Where("name = ?", name).Delete(&Template{})
 	if res.Error != nil {
 		return fmt.Errorf("templates: delete template %s: %w", name, res.Error)
@@ -168,7 +168,7 @@ func (s *Store) DeleteTemplate(ctx context.Context, name string) error {
 }
 
 // TemplateByID returns a template by id.
-func (s *Store) TemplateByID(ctx context.Context, id int64) (*Template, error) {
+func (s *Library) TemplateByID(ctx context.Context, id int64) (*Template, error) {
 	var t Template
 	if err := s.k.Reader(ctx).First(&t, id).Error; err != nil {
 		return nil, fmt.Errorf("templates: template %d: %w", id, kernel.NotFound(err))
