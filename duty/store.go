@@ -18,7 +18,9 @@ type Schedule struct {
 }
 
 // NewStore is the duty data on k; people is the directory on the same database.
-func NewStore(k *kernel.DB, people *directory.Staff) *Schedule { return &Schedule{k: k, people: people} }
+func NewStore(k *kernel.DB, people *directory.Staff) *Schedule {
+	return &Schedule{k: k, people: people}
+}
 
 // On is the store on tx, the database bound to a transaction (kernel.DB.InTx).
 func (s *Schedule) On(tx *kernel.DB) *Schedule { return &Schedule{k: tx, people: s.people.On(tx)} }
