@@ -30,7 +30,57 @@ type Message struct {
 	// id). Platforms without buttons send the content alone, which carries a link to the
 	// same actions.
 	Actions []Action
+	// Group says the message is a post to a group chat rather than to one person: To
+	// is then the chat's id for an application's group chat (a WeCom appchat chatid, a
+	// Feishu chat_id), or the chat group's name for a group robot, which posts to the
+	// one group it belongs to whatever To says.
+	Group bool
+	// Mentions are the people a group post @s, each with what the platforms @ people
+	// by; the adapter renders them as its platform does.
+	Mentions []Mention
+	// ProviderTemplate and Params are the provider-approved template a message is sent
+	// as, where the platform sends templates rather than text (an SMS, a voice call's
+	// speech): the provider's template code and its parameters, in the order the
+	// template was mapped. Content stays the text the person receives, for the record
+	// and the preview.
+	ProviderTemplate string
+	Params           []Param
 }
+
+// Mention is one person a group post @s. A platform @s by its user id where it has
+// one, else by the mobile number (WeCom mentioned_list or mentioned_mobile_list,
+// DingTalk atUserIds or atMobiles, Feishu <at user_id>).
+type Mention struct {
+	Name   string
+	UserID string // the person's id on the account's platform ("" for none)
+	Mobile string // "" for none
+}
+
+// Param is one parameter of a provider template.
+type Param struct {
+	Name  string
+	Value string
+}
+
+// VoiceReport is what a voice provider reports back of a call it placed: whether the
+// callee answered and which keys they pressed.
+type VoiceReport struct {
+	// MessageID is Herald's id of the message the call carried (sent to the provider
+	// as its out id or session context).
+	MessageID string
+	Callee    string // the number called
+	Outcome   string // VoiceAnswered, VoiceNoAnswer, VoiceBusy or VoiceFailed
+	Keys      string // the digits pressed, in order ("" for none)
+	At        time.Time
+}
+
+// The outcomes of a call.
+const (
+	VoiceAnswered = "answered"
+	VoiceNoAnswer = "no_answer"
+	VoiceBusy     = "busy"
+	VoiceFailed   = "failed"
+)
 
 // Action is a button shown with a message.
 type Action struct {
