@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
+	"net/url"
 	"time"
 
 	"herald/i18n"
@@ -73,6 +75,16 @@ type VoiceReport struct {
 	Keys      string // the digits pressed, in order ("" for none)
 	At        time.Time
 }
+
+// VoiceReporter is a voice Sender that reads its provider's reports of the calls it
+// placed, from a callback to /callbacks/voice/<account> (its headers and body). A
+// report whose signature or token does not match is refused with ErrForgedReport.
+type VoiceReporter interface {
+	Reports(h http.Header, query url.Values, body []byte) ([]VoiceReport, error)
+}
+
+// ErrForgedReport refuses a voice report whose signature or token does not match.
+var ErrForgedReport = errors.New("channels: the report's signature or token does not match")
 
 // The outcomes of a call.
 const (

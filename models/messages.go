@@ -13,6 +13,7 @@ import (
 	"gorm.io/gorm"
 
 	"herald/audit"
+	"herald/channels"
 	"herald/delivery"
 	"herald/kernel"
 	"herald/templates"
@@ -184,6 +185,33 @@ type Message struct {
 	DigestDueAt     *time.Time
 	DigestMax       int
 	DigestMessageID *string
+	// ChatGroupID is the chat group a group post goes to (nil for a message to a
+	// person, whose RecipientID then names them); Mentions are the people it @s, as
+	// JSON (MentionsOf), "" for none.
+	ChatGroupID *int64
+	Mentions    string
+}
+
+// MentionsOf reads a message's Mentions; nil for none or for text that is not a list
+// of mentions.
+func MentionsOf(s string) []channels.Mention {
+	if s == "" {
+		return nil
+	}
+	var out []channels.Mention
+	if json.Unmarshal([]byte(s), &out) != nil {
+		return nil
+	}
+	return out
+}
+
+// MentionsText is the Mentions column's text for a list of mentions ("" for none).
+func MentionsText(ms []channels.Mention) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	b, _ := json.Marshal(ms)
+	return string(b)
 }
 
 // BatchExtras are written in a batch's transaction: the answer to replay for an
