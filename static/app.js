@@ -48,6 +48,27 @@
     button.setAttribute("aria-expanded", open ? "true" : "false");
     nav.classList.toggle("open", open);
   });
+  // A group of the navigation opens under its name on a click, and closes on a second
+  // click, on a click elsewhere, or on Escape.
+  function closeGroups(except) {
+    document.querySelectorAll(".nav-group.open").forEach(function (g) {
+      if (g === except) { return; }
+      g.classList.remove("open");
+      g.querySelector(".nav-group-toggle").setAttribute("aria-expanded", "false");
+    });
+  }
+  document.addEventListener("click", function (e) {
+    var toggle = e.target.closest && e.target.closest(".nav-group-toggle");
+    var group = toggle && toggle.parentElement;
+    closeGroups(group);
+    if (!group) { return; }
+    var open = !group.classList.contains("open");
+    group.classList.toggle("open", open);
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Escape") { closeGroups(null); }
+  });
   // Escape folds an open menu and gives the focus back to its button.
   document.addEventListener("keydown", function (e) {
     if (e.key !== "Escape") { return; }
