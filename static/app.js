@@ -33,6 +33,12 @@
       done();
     }
   });
+  // A silence matcher's value offers the values of the name chosen beside it.
+  document.addEventListener("change", function (e) {
+    var of = e.target.getAttribute && e.target.getAttribute("data-values-of");
+    var input = of && document.getElementById(of);
+    if (input) { input.setAttribute("list", "matcher-values-" + e.target.value); }
+  });
   // Submit a form when its select changes: <select data-autosubmit> (the language switch).
   document.addEventListener("change", function (e) {
     if (e.target.hasAttribute && e.target.hasAttribute("data-autosubmit") && e.target.form) { e.target.form.submit(); }
