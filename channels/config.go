@@ -195,7 +195,7 @@ func ValidateConfig(platform string, cfg map[string]string, allowPrivate bool) e
 		}
 	}
 	if p.check != nil {
-		if err := p.check(cfg); err != nil {
+		if err := p.check(cfg, allowPrivate); err != nil {
 			return err
 		}
 	}
