@@ -264,7 +264,16 @@ func robotIndex(i, n int) int {
 // post signs and posts one message's text to one robot and reads the platform's code.
 func (r *Robot) post(ctx context.Context, target string, m Message, text string) (int, string, httpReply, error) {
 	prefix := "channels: " + r.kind.platform
-	body, query, err := r.kind.body(r.kind, m, text, r.secret, r.now())
+	now := r.now()
+	body, query, err := r.kind.body(r.kind, m, text, r.secret, now)
+	for room := r.kind.cap; err == nil && r.kind.maxBody > 0 && len(body) > r.kind.maxBody; {
+		// Escaping makes the body longer than the text: take off what is over, and
+		// look again.
+		if room.Max -= len(body) - r.kind.maxBody; room.Max <= 0 {
+			break
+		}
+		body, query, err = r.kind.body(r.kind, m, r.textWithin(m, room), r.secret, now)
+	}
 	if err != nil {
 		return 0, "", httpReply{}, Errorf(Permanent, "", "%s: encoding the message: %v", prefix, err)
 	}
@@ -297,13 +306,15 @@ func (r *Robot) post(ctx context.Context, target string, m Message, text string)
 // text is what the robot posts: the title leading the content, the keyword added
 // when the content lacks it, all within the robot's cap; text past the cap is trimmed
 // and says so (robots.truncated) rather than refused.
-func (r *Robot) text(m Message) string {
+func (r *Robot) text(m Message) string { return r.textWithin(m, r.kind.cap) }
+
+// textWithin is text within a cap of its own (a Feishu body past its bound).
+func (r *Robot) textWithin(m Message, room ContentCap) string {
 	text := wecomText(m)
 	suffix := ""
 	if r.keyword != "" && !strings.Contains(text, r.keyword) {
 		suffix = "\n" + r.keyword
 	}
-	room := r.kind.cap
 	room.Max -= room.Len(suffix) + room.Len(mentionsText(r.kind.platform, m))
 	return trimWithNote(room, text) + suffix
 }
@@ -472,30 +483,15 @@ func FeishuRobotSign(secret string, timestamp int64) string {
 }
 
 // feishuBotBody is a Feishu robot's text post with <at> elements for the mentions,
-// signed in the body when there is a secret. The whole body stays within maxBody:
-// text that would carry it past is trimmed further.
-func feishuBotBody(k *robotKind, m Message, text, secret string, now time.Time) ([]byte, url.Values, error) {
-	mentions := mentionsText(FeishuBot, m)
-	build := func(text string) ([]byte, error) {
-		msg := map[string]any{"msg_type": "text", "content": map[string]string{"text": text + mentions}}
-		if secret != "" {
-			ts := now.Unix()
-			msg["timestamp"] = strconv.FormatInt(ts, 10)
-			msg["sign"] = FeishuRobotSign(secret, ts)
-		}
-		return marshalPlain(msg)
+// signed in the body when there is a secret.
+func feishuBotBody(_ *robotKind, m Message, text, secret string, now time.Time) ([]byte, url.Values, error) {
+	msg := map[string]any{"msg_type": "text", "content": map[string]string{"text": text + mentionsText(FeishuBot, m)}}
+	if secret != "" {
+		ts := now.Unix()
+		msg["timestamp"] = strconv.FormatInt(ts, 10)
+		msg["sign"] = FeishuRobotSign(secret, ts)
 	}
-	body, err := build(text)
-	for err == nil && len(body) > k.maxBody {
-		// Escaping makes the body longer than the text: take off what is over, and
-		// look again.
-		c := ContentCap{Max: len(text) - (len(body) - k.maxBody), Unit: Bytes}
-		if c.Max <= 0 {
-			break
-		}
-		text = trimWithNote(c, text)
-		body, err = build(text)
-	}
+	body, err := marshalPlain(msg)
 	return body, nil, err
 }
 
