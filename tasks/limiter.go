@@ -51,6 +51,8 @@ type Limiter struct {
 	// every sentinel names it (soleMaster): after a failover with one replica, limited
 	// accounts do not wait for the old master to rejoin.
 	sole *soleMaster
+	// now, when set, replaces Redis's clock (LimiterConfig.Now).
+	now func() time.Time
 }
 
 //go:embed limiter.lua
@@ -70,6 +72,10 @@ type LimiterConfig struct {
 	Client redis.UniversalClient
 	// Margin widens every window; DefaultMargin when zero.
 	Margin time.Duration
+	// Now, for tests only, replaces Redis's clock as the time of the logs and of
+	// robots' holds, so a test can move a minute on without waiting for it; nil uses
+	// Redis's own clock (TIME), which every worker shares.
+	Now func() time.Time
 }
 
 // NewLimiter returns a limiter built from cfg, or an error when cfg names no Redis.
@@ -78,7 +84,7 @@ func NewLimiter(cfg LimiterConfig) (*Limiter, error) {
 		return nil, errors.New("tasks: a rate limiter needs its Redis")
 	}
 	l := &Limiter{rdb: cfg.Client, script: redis.NewScript(limiterLua), Margin: cfg.Margin,
-		replicas: cfg.Redis.AdmissionReplicas(), sole: cfg.Redis.soleMaster()}
+		replicas: cfg.Redis.AdmissionReplicas(), sole: cfg.Redis.soleMaster(), now: cfg.Now}
 	if l.rdb == nil {
 		l.rdb = cfg.Redis.NewClient(0)
 	}
@@ -142,11 +148,15 @@ const WindowUnreplicated = "unreplicated_admission"
 // window exceed its limit. Likewise an admission that not enough replicas acknowledged
 // in that time (see Replicas).
 func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits delivery.Limits, recipient string, priority models.Priority, token string) (Decision, error) {
+	return l.acquire(ctx, limiterKeys(accountID, recipient), limits, priority, token)
+}
+
+// acquire is Acquire on the logs keys name (see limiterKeys).
+func (l *Limiter) acquire(ctx context.Context, keys []string, limits delivery.Limits, priority models.Priority, token string) (Decision, error) {
 	aw, rw := accountWindows(limits), recipientWindows(limits)
 	if len(aw) == 0 && len(rw) == 0 {
 		return Decision{Allowed: true}, nil
 	}
-	keys := limiterKeys(accountID, recipient)
 	// Each call is its own log entry, even for the same message sent again in a window.
 	member := token + ":" + strconv.FormatUint(rand.Uint64(), 36)
 	args := []any{member, priority.Rank(), len(aw)}
@@ -156,6 +166,9 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits delivery.
 	args = append(args, len(rw))
 	for _, w := range rw {
 		args = append(args, (w.len + l.Margin).Microseconds(), w.limit)
+	}
+	if l.now != nil {
+		args = append(args, l.now().UnixMicro())
 	}
 	asked := time.Now()
 	res, held, err := l.run(ctx, keys, args)
@@ -202,10 +215,13 @@ type Admission struct {
 	// admission's age is never underestimated.
 	asked  time.Time
 	margin time.Duration
+	// robot is the robot of a group robot account's pool the call goes through.
+	robot int
 }
 
-// Stale says the admission is too old to start a call on now.
-func (a *Admission) Stale() bool { return time.Since(a.asked) > a.margin/2 }
+// Stale says the admission is too old to start a call on now. One that holds no entry
+// (a robot chosen for an account without limits) never is.
+func (a *Admission) Stale() bool { return a.keys != nil && time.Since(a.asked) > a.margin/2 }
 
 // StartCheck refuses a call's start once the admission is stale; a channels adapter
 // runs it at the request's first byte (channels.WithStartCheck).
@@ -221,6 +237,9 @@ func (a *Admission) StartCheck() error {
 // limit; removing one that was made could, so only a call known not to have left may
 // be released.
 func (l *Limiter) Release(ctx context.Context, a *Admission) error {
+	if len(a.keys) == 0 {
+		return nil
+	}
 	pipe := l.rdb.Pipeline()
 	for _, k := range a.keys {
 		pipe.ZRem(ctx, k, a.member)
@@ -297,6 +316,14 @@ func limiterKeys(accountID int64, recipient string) []string {
 	return []string{base + ":log", base + ":r:" + recipient, base + ":waiting"}
 }
 
+// clock is the limiter's time: Redis's, or the test's (LimiterConfig.Now).
+func (l *Limiter) clock(ctx context.Context) (time.Time, error) {
+	if l.now != nil {
+		return l.now(), nil
+	}
+	return l.rdb.Time(ctx).Result()
+}
+
 // Usage reports an account's calls in each of its limited windows right now.
 func (l *Limiter) Usage(ctx context.Context, accountID int64, limits delivery.Limits) ([]delivery.Usage, error) {
 	aw := accountWindows(limits)
@@ -304,7 +331,7 @@ func (l *Limiter) Usage(ctx context.Context, accountID int64, limits delivery.Li
 		return nil, nil
 	}
 	key := limiterKeys(accountID, "")[0]
-	t, err := l.rdb.Time(ctx).Result()
+	t, err := l.clock(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tasks: rate limiter usage: %w", err)
 	}
