@@ -98,7 +98,7 @@ func formatFloat(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) 
 func configFields(platform string, values map[string]string, stored *sending.Account) []views.ConfigField {
 	var out []views.ConfigField
 	for _, cf := range channels.Fields(platform) {
-		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Label: cf.LabelNote(), Help: cf.HelpNote()}
+		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Lines: cf.Lines, Label: cf.LabelNote(), Help: cf.HelpNote()}
 		for _, o := range cf.Options {
 			f.Options = append(f.Options, views.ConfigOption{Value: o, Label: cf.OptionNote(o)})
 		}
