@@ -73,6 +73,7 @@ type RobotSettings struct {
 // robotState is what the simulated robots remember: their settings, their windows
 // and DingTalk's ten-minute refusals.
 type robotState struct {
+	sim      *Simulator
 	counters map[string]*windowCounter // by platform, keyed by token
 
 	mu       sync.Mutex               // guards the maps below
@@ -81,8 +82,8 @@ type robotState struct {
 	heldTill map[string]time.Time     // by platform + " " + token
 }
 
-func newRobotState(limits bool) *robotState {
-	r := &robotState{counters: map[string]*windowCounter{}}
+func newRobotState(sim *Simulator, limits bool) *robotState {
+	r := &robotState{sim: sim, counters: map[string]*windowCounter{}}
 	for p, spec := range robotSpecs {
 		if limits {
 			r.counters[p] = newWindowCounter(spec.limits...)
@@ -276,8 +277,8 @@ func signedInTime(spec *robotSpec, secret, timestamp, sign string, now time.Time
 // timestamp, the post readable and not empty, the keyword present, the robot's limits
 // (and DingTalk's ten-minute refusal), then the fault draw; an accepted post is recorded
 // with its robot as its group and the people it @s.
-func (s *Simulator) handleRobot(platform string) http.HandlerFunc {
-	spec := robotSpecs[platform]
+func (rb *robotState) handleRobot(platform string) http.HandlerFunc {
+	s, spec := rb.sim, robotSpecs[platform]
 	return func(w http.ResponseWriter, r *http.Request) {
 		received := s.now()
 		fail := func(code int, msg string) { robotReply(w, platform, code, msg) }
@@ -325,7 +326,7 @@ func (s *Simulator) handleRobot(platform string) http.HandlerFunc {
 		waitLatency(r, v)
 		d := Delivery{Platform: platform, To: token, Group: token, Mentions: post.mentions, RequestID: r.Header.Get("X-Request-Id"),
 			Content: post.text, ReceivedAtMs: received.UnixMilli()}
-		s.answerDraw(w, r, v, drawAnswers{deliver: func() { s.record(d) },
+		answerDraw(s, w, r, v, drawAnswers{deliver: func() { s.record(d) },
 			ok:       func() { fail(0, map[bool]string{true: "success", false: "ok"}[platform == feishuBot]) },
 			auth:     func() { fail(spec.unknown, spec.unknownMsg) },
 			throttle: func() { fail(spec.tooMany, spec.tooManyMsg) },
@@ -342,7 +343,7 @@ type drawAnswers struct {
 
 // answerDraw answers a request as the fault draw decided: a refusal, a server error,
 // no answer, the ambiguous case (recorded, then no answer), or success.
-func (s *Simulator) answerDraw(w http.ResponseWriter, r *http.Request, v verdict, a drawAnswers) {
+func answerDraw(s *Simulator, w http.ResponseWriter, r *http.Request, v verdict, a drawAnswers) {
 	switch v.outcome {
 	case outcomeAuth:
 		a.auth()
@@ -365,7 +366,7 @@ func (s *Simulator) answerDraw(w http.ResponseWriter, r *http.Request, v verdict
 
 // handleRobotSettings serves POST /_sim/robots: {"platform","token","secret","keyword"}
 // teaches the simulator one robot's security settings.
-func (s *Simulator) handleRobotSettings(w http.ResponseWriter, r *http.Request) {
+func (rb *robotState) handleRobotSettings(w http.ResponseWriter, r *http.Request) {
 	var rs RobotSettings
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&rs); err != nil {
 		writeJSON(w, http.StatusBadRequest, controlError{Error: "invalid body: " + err.Error()})
@@ -375,7 +376,7 @@ func (s *Simulator) handleRobotSettings(w http.ResponseWriter, r *http.Request) 
 		writeJSON(w, http.StatusBadRequest, controlError{Error: "platform must be wecom_bot, dingtalk_bot or feishu_bot, with a token"})
 		return
 	}
-	s.robots.register(rs)
+	rb.register(rs)
 	w.WriteHeader(http.StatusNoContent)
 }
 

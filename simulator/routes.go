@@ -29,9 +29,9 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/getsendresult", s.handleDingTalkResult)
 	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/recall", s.handleDingTalkRecall)
 	mux.HandleFunc("POST /dingtalk/microapp/visible_scopes", s.handleDingTalkScopes)
-	mux.HandleFunc("POST /wecom-bot/cgi-bin/webhook/send", s.handleRobot(wecomBot))
-	mux.HandleFunc("POST /dingtalk-bot/robot/send", s.handleRobot(dingtalkBot))
-	mux.HandleFunc("POST /feishu-bot/open-apis/bot/v2/hook/{token}", s.handleRobot(feishuBot))
+	mux.HandleFunc("POST /wecom-bot/cgi-bin/webhook/send", s.robots.handleRobot(wecomBot))
+	mux.HandleFunc("POST /dingtalk-bot/robot/send", s.robots.handleRobot(dingtalkBot))
+	mux.HandleFunc("POST /feishu-bot/open-apis/bot/v2/hook/{token}", s.robots.handleRobot(feishuBot))
 
 	// Control, for tests and benchmarks.
 	mux.HandleFunc("GET /_sim/deliveries", s.handleListDeliveries)
@@ -41,7 +41,7 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /_sim/faults", s.handlePatchFaults)
 	mux.HandleFunc("POST /_sim/wecom/callback", s.handleWeComCallbackSettings)
 	mux.HandleFunc("POST /_sim/wecom/click", s.handleWeComClick)
-	mux.HandleFunc("POST /_sim/robots", s.handleRobotSettings)
+	mux.HandleFunc("POST /_sim/robots", s.robots.handleRobotSettings)
 	mux.HandleFunc("GET /healthz", handleHealth)
 
 	return mux

@@ -126,7 +126,8 @@ type Options struct {
 	FeishuTokenTTL time.Duration
 	// NoPlatformLimits turns off the platforms' documented limits (WeCom's and Feishu's
 	// per-person silent drops, Feishu's application 429s, DingTalk's per-employee,
-	// same-content and per-minute silent drops), so a benchmark can measure
+	// same-content and per-minute silent drops, the group robots' limits), so a
+	// benchmark can measure
 	// a drain far faster than any platform allows.
 	NoPlatformLimits bool
 	// DingTalkTokenTTL is how long a DingTalk access token lives; 0 means 7200 s, as on
@@ -202,7 +203,6 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 		released:     make(chan struct{}),
 		faults:       f,
 		dingtalk:     newDingTalkState(!opts.NoPlatformLimits),
-		robots:       newRobotState(!opts.NoPlatformLimits),
 		// A fixed second word is fine: the seed alone must decide the sequence.
 		rng:   mathrand.New(mathrand.NewPCG(seed, 0x6865726c64)),
 		stats: newStats(),
@@ -210,6 +210,7 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 	if opts.NoPlatformLimits {
 		s.wecomMembers = newWindowCounter()
 	}
+	s.robots = newRobotState(s, !opts.NoPlatformLimits)
 	s.handler = s.routes()
 	return s
 }

@@ -362,7 +362,7 @@ func (s *Simulator) handleWeComAppChat(w http.ResponseWriter, r *http.Request) {
 	waitLatency(r, v)
 	d := Delivery{Platform: "wecom", To: msg.ChatID, Group: msg.ChatID, Mentions: mentions, RequestID: r.Header.Get("X-Request-Id"),
 		Content: content, ReceivedAtMs: received.UnixMilli()}
-	s.answerDraw(w, r, v, drawAnswers{deliver: func() { s.record(d) }, ok: func() { fail(wecomOK, "ok") },
+	answerDraw(s, w, r, v, drawAnswers{deliver: func() { s.record(d) }, ok: func() { fail(wecomOK, "ok") },
 		auth:     func() { fail(wecomInvalidToken, "invalid access_token") },
 		throttle: func() { fail(wecomFreqOutOfLimit, "api freq out of limit") },
 		reject:   func() { fail(wecomInvalidParameter, "invalid chatid") }})
