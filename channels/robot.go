@@ -516,12 +516,14 @@ func (r *Robot) Probe(ctx context.Context) ProbeResult {
 			return res
 		}
 		res.Steps = append(res.Steps, exchange(action, verbatim(fmt.Sprintf("%s, code %d (%s)", answerNote(reply).Text, code, excerpt([]byte(msg))))))
+		keyword := strings.Contains(strings.ToLower(msg), "keyword")
 		switch {
-		case code == 0 || r.kind.probeOK[code]:
+		case code == 0 || r.kind.probeOK[code] || keyword:
+			// Refused for its content: the URL and the signature passed.
 		case r.kind.badURL[code]:
 			res.OK, res.Summary = false, note("channels.probe.robot_bad_url", "Robot", i+1, "Code", code, "Message", excerpt([]byte(msg)))
 			return res
-		case r.kind.badSecret[code] && !strings.Contains(strings.ToLower(msg), "keyword"):
+		case r.kind.badSecret[code]:
 			res.OK, res.Summary = false, note("channels.probe.robot_bad_secret", "Robot", i+1, "Code", code, "Message", excerpt([]byte(msg)))
 			return res
 		case r.kind.action(code, msg).class == RateLimited:

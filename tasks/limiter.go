@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -53,6 +54,8 @@ type Limiter struct {
 	sole *soleMaster
 	// now, when set, replaces Redis's clock (LimiterConfig.Now).
 	now func() time.Time
+	// robotTurn is where the next choice of a robot of a pool starts (AcquireRobot).
+	robotTurn atomic.Uint64
 }
 
 //go:embed limiter.lua

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,10 +33,6 @@ import (
 // after the platform refused it.
 const WindowRobotHold = "robot_hold"
 
-// robotTurn is where the next robot choice starts, shared by the limiter's callers in
-// this process.
-var robotTurn atomic.Uint64
-
 // robotKeys are the logs of one robot of an account's pool (the same three as
 // limiterKeys, per robot) and, fourth, its hold.
 func robotKeys(accountID int64, robot int, recipient string) []string {
@@ -55,7 +50,7 @@ func (l *Limiter) AcquireRobot(ctx context.Context, accountID int64, robots int,
 	if err != nil {
 		return Decision{}, err
 	}
-	start := int(robotTurn.Add(1) % uint64(robots))
+	start := int(l.robotTurn.Add(1) % uint64(robots))
 	best := Decision{Wait: -1}
 	for k := range robots {
 		robot := (start + k) % robots
