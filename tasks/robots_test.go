@@ -147,6 +147,20 @@ func (rig *robotRig) passTime(t *testing.T, ids []string, d time.Duration) {
 	}
 }
 
+// fillFromElsewhere posts 20 times through a robot outside Herald, filling its minute,
+// as another system posting through the same robot would.
+func (rig *robotRig) fillFromElsewhere(t *testing.T, token string) {
+	t.Helper()
+	for range 20 {
+		resp, err := http.Post(rig.url+"/dingtalk-bot/robot/send?access_token="+token, "application/json",
+			strings.NewReader(`{"msgtype":"text","text":{"content":"from elsewhere"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+}
+
 // maxIn is the most deliveries to one group in any window of length w.
 func maxIn(ds []simulator.Delivery, group string, w time.Duration) int {
 	var at []int64
@@ -215,15 +229,7 @@ func TestRobotPoolTakesEachRobotsLimit(t *testing.T) {
 // minutes by every worker; its post waits and goes after them, and nothing is lost.
 func TestDingTalkRobotRefusalHoldsItTenMinutes(t *testing.T) {
 	rig := newRobotRig(t, channels.DingTalkBot, "ops")
-	// Another system fills the robot's minute.
-	for range 20 {
-		resp, err := http.Post(rig.url+"/dingtalk-bot/robot/send?access_token=ops", "application/json",
-			strings.NewReader(`{"msgtype":"text","text":{"content":"from elsewhere"}}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
+	rig.fillFromElsewhere(t, "ops")
 	ids := rig.post(t, 2)
 	rig.run(t, rig.worker(t), ids[:1], 0)
 	first, err := rig.store.MessageWithRecipient(context.Background(), ids[0])
@@ -254,5 +260,20 @@ func TestDingTalkRobotRefusalHoldsItTenMinutes(t *testing.T) {
 	}
 	if n := len(rig.sim.Deliveries()); n != 22 {
 		t.Errorf("%d deliveries, want the 20 from elsewhere and Herald's 2", n)
+	}
+}
+
+// In a pool, the robot DingTalk refused is held while the others go on: one post waits
+// for it, every other goes through the robot that has room.
+func TestRobotPoolGoesOnWhileOneRobotIsHeld(t *testing.T) {
+	rig := newRobotRig(t, channels.DingTalkBot, "a", "b")
+	rig.fillFromElsewhere(t, "a")
+	ids := rig.post(t, 4)
+	rig.run(t, rig.worker(t), ids, 0)
+	if waiting := rig.waiting(t, ids, string(channels.RateLimited)); len(waiting) != 1 {
+		t.Errorf("%d posts waiting, want the one robot a refused", len(waiting))
+	}
+	if got := maxIn(rig.sim.Deliveries(), "b", time.Minute); got != 3 {
+		t.Errorf("%d posts through robot b, want the other 3", got)
 	}
 }
