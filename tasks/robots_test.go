@@ -1,6 +1,7 @@
 package tasks_test
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -37,6 +38,8 @@ type robotRig struct {
 	account *sending.Account
 	group   int64
 	rcpt    int64
+	// msgType is the posts' type ("" for text).
+	msgType string
 }
 
 func newRobotRig(t *testing.T, platform string, tokens ...string) *robotRig {
@@ -94,7 +97,7 @@ func (rig *robotRig) post(t *testing.T, n int) []string {
 		group := rig.group
 		msgs[i] = models.Message{ID: id, BatchID: b.ID, RecipientID: rig.rcpt, AccountID: a.ID, Platform: a.Platform,
 			Address: "ops-core", ChatGroupID: &group, Mentions: models.MentionsText([]channels.Mention{{Name: "Li Wei", UserID: "liwei"}}),
-			MsgType: "text", Content: "db-01 disk 95%", Priority: "normal", Status: models.StatusPending,
+			MsgType: cmp.Or(rig.msgType, "text"), Content: "db-01 disk 95%", Priority: "normal", Status: models.StatusPending,
 			MaxAttempts: 3, SendAt: now, NextAttemptAt: &now, TaskID: tasks.SendTaskID(id, "")}
 		ids[i] = id
 	}
@@ -275,5 +278,37 @@ func TestRobotPoolGoesOnWhileOneRobotIsHeld(t *testing.T) {
 	}
 	if got := maxIn(rig.sim.Deliveries(), "b", time.Minute); got != 3 {
 		t.Errorf("%d posts through robot b, want the other 3", got)
+	}
+}
+
+// A group post of a WeCom application goes to its group chat (appchat/send) and one of
+// a Feishu app to its chat (receive_id_type=chat_id), each recorded with its chat id and
+// the person it @s.
+func TestAppGroupChatPosts(t *testing.T) {
+	rig := newRobotRig(t, channels.DingTalkBot, "unused")
+	accounts := []*sending.Account{
+		{Name: "wecom-app", Platform: "wecom", Config: map[string]string{"corp_id": "c", "agent_id": "1", "secret": "s", "base_url": rig.url + "/wecom"}},
+		{Name: "feishu-app", Platform: "feishu", Config: map[string]string{"app_id": "a", "app_secret": "s", "base_url": rig.url + "/feishu"}},
+	}
+	var ids []string
+	for _, a := range accounts {
+		a.Enabled, a.Healthy, a.AllowPrivateNetwork, a.MaxAttempts = true, true, true, 3
+		if err := rig.store.Sending().CreateAccount(context.Background(), a); err != nil {
+			t.Fatal(err)
+		}
+		rig.account, rig.msgType = a, "markdown"
+		ids = append(ids, rig.post(t, 1)...)
+	}
+	rig.run(t, rig.worker(t), ids, 0)
+	if left := rig.waiting(t, ids); len(left) != 0 {
+		t.Fatalf("%d group posts not sent", len(left))
+	}
+	var got []string
+	for _, d := range rig.sim.Deliveries() {
+		got = append(got, d.Platform+" "+d.Group+" @"+strings.Join(d.Mentions, ","))
+	}
+	want := []string{"wecom ops-core @liwei", "feishu ops-core @liwei"}
+	if !slices.Equal(got, want) {
+		t.Errorf("group posts %q, want %q", got, want)
 	}
 }
