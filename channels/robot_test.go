@@ -321,3 +321,37 @@ func TestAppGroupChats(t *testing.T) {
 		t.Errorf("delivery as JSON: %s", raw)
 	}
 }
+
+// Each robot's connection test tells a right setup from an unknown robot and, where
+// robots sign, from a wrong secret.
+func TestEveryRobotProbe(t *testing.T) {
+	for _, platform := range []string{WeComBot, DingTalkBot, FeishuBot} {
+		t.Run(platform, func(t *testing.T) {
+			rig := startSim(t, simulator.Options{})
+			secret := robotSecrets[platform]
+			rig.sim.SetRobot(simulator.RobotSettings{Platform: platform, Token: "known", Secret: secret, Keyword: "告警"})
+			reg := NewRegistry(nil)
+			probe := func(token, secret string) string {
+				cfg := map[string]string{"webhook_url": robotURL(rig, platform, token)}
+				if secret != "" {
+					cfg["secret"] = secret
+				}
+				return reg.Probe(context.Background(), Account{Name: "bot", Platform: platform, Config: cfg, AllowPrivateNetwork: true}).Summary.Key
+			}
+			if got := probe("known", secret); got != "channels.probe.robot_ok" {
+				t.Errorf("right settings: %s", got)
+			}
+			if got := probe("unknown", secret); got != "channels.probe.robot_bad_url" {
+				t.Errorf("unknown robot: %s, want robot_bad_url", got)
+			}
+			if secret != "" {
+				if got := probe("known", secret+"x"); got != "channels.probe.robot_bad_secret" {
+					t.Errorf("wrong secret: %s, want robot_bad_secret", got)
+				}
+			}
+			if n := len(rig.sim.Deliveries()); n != 0 {
+				t.Errorf("the tests posted %d messages, want none", n)
+			}
+		})
+	}
+}
