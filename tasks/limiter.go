@@ -329,27 +329,37 @@ func (l *Limiter) clock(ctx context.Context) (time.Time, error) {
 
 // Usage reports an account's calls in each of its limited windows right now.
 func (l *Limiter) Usage(ctx context.Context, accountID int64, limits delivery.Limits) ([]delivery.Usage, error) {
+	return l.usage(ctx, []string{limiterKeys(accountID, "")[0]}, limits)
+}
+
+// usage is the calls of the logs keys name, counted together, in each of the account's
+// limited windows; each log has the limits on its own, so the limit is theirs together.
+func (l *Limiter) usage(ctx context.Context, keys []string, limits delivery.Limits) ([]delivery.Usage, error) {
 	aw := accountWindows(limits)
 	if len(aw) == 0 {
 		return nil, nil
 	}
-	key := limiterKeys(accountID, "")[0]
 	t, err := l.clock(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tasks: rate limiter usage: %w", err)
 	}
 	now := t.UnixMicro()
 	pipe := l.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, len(aw))
+	cmds := make([][]*redis.IntCmd, len(aw))
 	for i, w := range aw {
-		cmds[i] = pipe.ZCount(ctx, key, "("+strconv.FormatInt(now-(w.len+l.Margin).Microseconds(), 10), "+inf")
+		for _, key := range keys {
+			cmds[i] = append(cmds[i], pipe.ZCount(ctx, key, "("+strconv.FormatInt(now-(w.len+l.Margin).Microseconds(), 10), "+inf"))
+		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("tasks: rate limiter usage: %w", err)
 	}
 	out := make([]delivery.Usage, len(aw))
 	for i, w := range aw {
-		out[i] = delivery.Usage{Window: w.name, Used: int(cmds[i].Val()), Limit: w.limit}
+		out[i] = delivery.Usage{Window: w.name, Limit: w.limit * len(keys)}
+		for _, c := range cmds[i] {
+			out[i].Used += int(c.Val())
+		}
 	}
 	return out, nil
 }

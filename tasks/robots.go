@@ -118,6 +118,20 @@ func (l *Limiter) RobotHolds(ctx context.Context, accountID int64, robots int) (
 	return out, nil
 }
 
+// AccountUsage reports an account's calls in each of its limited windows right now: a
+// group robot account's robots together, against their limits together.
+func (l *Limiter) AccountUsage(ctx context.Context, a *sending.Account) ([]delivery.Usage, error) {
+	n := channels.RobotCount(a.Platform, a.Config)
+	if n == 0 {
+		return l.Usage(ctx, a.ID, a.Limits)
+	}
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = robotKeys(a.ID, i, "")[0]
+	}
+	return l.usage(ctx, keys, a.Limits)
+}
+
 // acquireFor is how a message of an account asks the limiter for a call: against one
 // robot of a group robot account's pool, else against the account.
 func (s *Sender) acquireFor(ctx context.Context, m *models.Message, acct *sending.Account) (Decision, error) {

@@ -226,6 +226,15 @@ func TestRobotPoolTakesEachRobotsLimit(t *testing.T) {
 	if len(ds) != 40 || maxIn(ds, "a", time.Minute) != 20 || maxIn(ds, "b", time.Minute) != 20 {
 		t.Errorf("%d posts in the minute, %d through a and %d through b; want 40, 20 each", len(ds), maxIn(ds, "a", time.Minute), maxIn(ds, "b", time.Minute))
 	}
+	// The console shows the pool's use against the pool's limit.
+	limiter, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: rig.red, Now: rig.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage, err := limiter.AccountUsage(context.Background(), rig.account)
+	if err != nil || len(usage) != 1 || usage[0].Used != 40 || usage[0].Limit != 40 {
+		t.Errorf("pool usage %+v %v, want 40 of per_minute 40", usage, err)
+	}
 }
 
 // A robot DingTalk refuses with 130101 (someone else posted through it) is held ten
