@@ -336,12 +336,18 @@ func TestEveryRobotProbe(t *testing.T) {
 				if secret != "" {
 					cfg["secret"] = secret
 				}
-				return reg.Probe(context.Background(), Account{Name: "bot", Platform: platform, Config: cfg, AllowPrivateNetwork: true}).Summary.Key
+				res := reg.Probe(context.Background(), Account{Name: "bot", Platform: platform, Config: cfg, AllowPrivateNetwork: true})
+				for _, line := range append(res.Lines("en"), res.Summary.String()) {
+					if strings.Contains(line, token) {
+						t.Errorf("the test shows the robot's key or token: %s", line)
+					}
+				}
+				return res.Summary.Key
 			}
 			if got := probe("known", secret); got != "channels.probe.robot_ok" {
 				t.Errorf("right settings: %s", got)
 			}
-			if got := probe("unknown", secret); got != "channels.probe.robot_bad_url" {
+			if got := probe("nobody", secret); got != "channels.probe.robot_bad_url" {
 				t.Errorf("unknown robot: %s, want robot_bad_url", got)
 			}
 			if secret != "" {
