@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -319,5 +320,30 @@ func TestAppGroupChatPosts(t *testing.T) {
 	want := []string{"wecom ops-core @liwei", "feishu ops-core @liwei"}
 	if !slices.Equal(got, want) {
 		t.Errorf("group posts %q, want %q", got, want)
+	}
+}
+
+// A pool without limits still spreads its posts across its robots, and skips a held one.
+func TestRobotPoolWithoutLimitsSpreadsAndSkipsHeld(t *testing.T) {
+	l, _ := newTestLimiter(t)
+	ctx := context.Background()
+	seen := map[int]int{}
+	for i := range 6 {
+		d, err := l.AcquireRobot(ctx, 9, 3, sending.Limits{}, "ops-core", "normal", "m"+strconv.Itoa(i))
+		if err != nil || !d.Allowed || d.Admission == nil {
+			t.Fatalf("post %d: %+v %v, want admitted with its robot", i, d, err)
+		}
+		seen[d.Admission.Robot()]++
+	}
+	if seen[0] != 2 || seen[1] != 2 || seen[2] != 2 {
+		t.Errorf("robots chosen %v, want two posts each", seen)
+	}
+	if err := l.HoldRobot(ctx, 9, 1, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if d, _ := l.AcquireRobot(ctx, 9, 3, sending.Limits{}, "ops-core", "normal", "h"+strconv.Itoa(i)); d.Admission.Robot() == 1 {
+			t.Errorf("post %d went through the held robot", i)
+		}
 	}
 }
