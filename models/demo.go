@@ -3,6 +3,7 @@ package models
 import (
 	"context"
 	"fmt"
+	"herald/channels"
 	"herald/delivery"
 	"herald/directory"
 	"herald/sending"
@@ -19,7 +20,7 @@ type DemoOptions struct {
 	// console's default language is zh-CN).
 	Chinese bool
 	// SimulatorURL is the base URL of a simulator the demo's WeCom, Feishu and DingTalk
-	// accounts send to, and SimulatorSMTP the host:port of its SMTP server for the demo's
+	// accounts and group robots send to, and SimulatorSMTP the host:port of its SMTP server for the demo's
 	// email account; "" for neither account.
 	SimulatorURL, SimulatorSMTP string
 }
@@ -30,6 +31,10 @@ const (
 	DemoFeishuAccount   = "demo-feishu"
 	DemoDingTalkAccount = "demo-dingtalk"
 	DemoEmailAccount    = "demo-email"
+	// The demo's group robots, one of each platform's.
+	DemoWeComRobotAccount    = "demo-wecom-robot"
+	DemoDingTalkRobotAccount = "demo-dingtalk-robot"
+	DemoFeishuRobotAccount   = "demo-feishu-robot"
 )
 
 // SeedDemo fills a new database with a sandbox account, sample staff, a duty week and a
@@ -124,7 +129,13 @@ func (s *Store) seedDemoAccounts(ctx context.Context, o DemoOptions) error {
 			&sending.Account{Name: DemoFeishuAccount, Platform: "feishu", Config: map[string]string{
 				"app_id": "cli_demo", "app_secret": "demo-secret", "base_url": o.SimulatorURL + "/feishu"}},
 			&sending.Account{Name: DemoDingTalkAccount, Platform: "dingtalk", Config: map[string]string{
-				"app_key": "dingdemo", "agent_id": "1000003", "app_secret": "demo-secret", "base_url": o.SimulatorURL + "/dingtalk"}})
+				"app_key": "dingdemo", "agent_id": "1000003", "app_secret": "demo-secret", "base_url": o.SimulatorURL + "/dingtalk"}},
+			&sending.Account{Name: DemoWeComRobotAccount, Platform: channels.WeComBot, Config: map[string]string{
+				"webhook_url": o.SimulatorURL + "/wecom-bot/cgi-bin/webhook/send?key=demo"}},
+			&sending.Account{Name: DemoDingTalkRobotAccount, Platform: channels.DingTalkBot, Config: map[string]string{
+				"webhook_url": o.SimulatorURL + "/dingtalk-bot/robot/send?access_token=demo"}},
+			&sending.Account{Name: DemoFeishuRobotAccount, Platform: channels.FeishuBot, Config: map[string]string{
+				"webhook_url": o.SimulatorURL + "/feishu-bot/open-apis/bot/v2/hook/demo"}})
 	}
 	if host, port, err := net.SplitHostPort(o.SimulatorSMTP); err == nil {
 		accounts = append(accounts, &sending.Account{Name: DemoEmailAccount, Platform: "email", Config: map[string]string{

@@ -35,6 +35,11 @@ func TestFirstTryReachesEveryPlatform(t *testing.T) {
 		models.DemoFeishuAccount:   "feishu fs_E2001",
 		models.DemoDingTalkAccount: "dingtalk dt_E2001",
 		models.DemoEmailAccount:    "email E2001@example.com",
+		// A robot posts to its own group, whoever the message names: the simulator
+		// records the robot it came through.
+		models.DemoWeComRobotAccount:    "wecom_bot demo",
+		models.DemoDingTalkRobotAccount: "dingtalk_bot demo",
+		models.DemoFeishuRobotAccount:   "feishu_bot demo",
 	}
 	sent := map[string]string{} // message id → account
 	for account := range want {
