@@ -93,22 +93,30 @@ func SortRecipientsByName(people []Recipient) {
 // ("zw" finds 张伟). An empty search finds everyone.
 func PersonMatches(p *Recipient, query string) bool {
 	q := strings.ToLower(strings.TrimSpace(query))
-	if q == "" {
-		return true
-	}
-	for _, field := range []string{p.Name, p.ExternalID, p.Branch, p.Department} {
+	for _, field := range []string{p.ExternalID, p.Branch, p.Department} {
 		if strings.Contains(strings.ToLower(field), q) {
 			return true
 		}
 	}
+	return NameMatches(p.Name, query)
+}
+
+// NameMatches reports whether a search finds a name: the text, ignoring case, is part
+// of it; or, spelled in pinyin, it begins at a word of it ("wei" or "zhangw" finds 张伟)
+// or it begins its initials ("zw" finds 张伟). An empty search finds every name.
+func NameMatches(name, query string) bool {
+	q := strings.ToLower(strings.TrimSpace(query))
+	if q == "" || strings.Contains(strings.ToLower(name), q) {
+		return true
+	}
 	compact := strings.Join(strings.Fields(q), "")
-	words := NameSyllables(p.Name)
+	words := NameSyllables(name)
 	for i := range words {
 		if strings.HasPrefix(strings.Join(words[i:], ""), compact) {
 			return true
 		}
 	}
-	return strings.HasPrefix(NameInitials(p.Name), compact)
+	return strings.HasPrefix(NameInitials(name), compact)
 }
 
 // FindPeople keeps the people a search finds (see PersonMatches), in their order.

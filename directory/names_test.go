@@ -121,7 +121,11 @@ func TestMessagesByRecipientName(t *testing.T) {
 		}
 		list := func(name string, after *models.MessageCursor, limit int) []models.BatchMessage {
 			t.Helper()
-			out, err := s.ListMessages(ctx, models.MessageFilter{RecipientName: name}, after, limit)
+			named, err := s.Directory().RecipientIDsByName(ctx, name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := s.ListMessages(ctx, models.MessageFilter{Named: named, RecipientName: name}, after, limit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -136,6 +140,12 @@ func TestMessagesByRecipientName(t *testing.T) {
 		}
 		if diff := cmp.Diff([]string{"张伟", "张伟明", "张伟"}, who(list("张伟", nil, 10))); diff != "" {
 			t.Errorf("name 张伟 (-want +got):\n%s", diff)
+		}
+		// In pinyin, whole or by initials, as the people picker finds names.
+		for _, q := range []string{"zhangwei", "ZW"} {
+			if diff := cmp.Diff([]string{"张伟", "张伟明", "张伟"}, who(list(q, nil, 10))); diff != "" {
+				t.Errorf("name %s (-want +got):\n%s", q, diff)
+			}
 		}
 		if diff := cmp.Diff([]string{"50% Li"}, who(list("0%", nil, 10))); diff != "" {
 			t.Errorf("name 0%% (-want +got):\n%s", diff)
@@ -156,7 +166,11 @@ func TestMessagesByRecipientName(t *testing.T) {
 		if first[0].Content != "hello 张伟" {
 			t.Errorf("list content %q, want the message's text", first[0].Content)
 		}
-		n, err := s.CountStopped(ctx, models.MessageFilter{RecipientName: "张伟", Status: models.StatusStopped})
+		named, err := s.Directory().RecipientIDsByName(ctx, "张伟")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := s.CountStopped(ctx, models.MessageFilter{Named: named, Status: models.StatusStopped})
 		if err != nil || n != 0 {
 			t.Errorf("count stopped by name: %d, %v", n, err)
 		}

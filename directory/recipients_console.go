@@ -132,3 +132,26 @@ func (s *Staff) HeadOfficeStaff(ctx context.Context, limit int) ([]Recipient, er
 	}
 	return out, nil
 }
+
+// RecipientIDsByName lists the ids of the people whose name a search finds (NameMatches:
+// part of the name, or its pinyin), for the message list's name filter; an empty list
+// when nobody's does.
+func (s *Staff) RecipientIDsByName(ctx context.Context, query string) ([]int64, error) {
+	rows, err := s.k.Reader(ctx).Model(&Recipient{}).Select("id", "name").Rows()
+	if err != nil {
+		return nil, fmt.Errorf("directory: people by name: %w", err)
+	}
+	defer rows.Close()
+	out := []int64{}
+	for rows.Next() {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, fmt.Errorf("directory: people by name: %w", err)
+		}
+		if NameMatches(name, query) {
+			out = append(out, id)
+		}
+	}
+	return out, rows.Err()
+}

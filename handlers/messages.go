@@ -80,7 +80,11 @@ func (h *Handlers) messageFilter(c *gin.Context, get func(string) string, accoun
 		if utf8.RuneCountInString(v.Name) > maxNameSearch {
 			errs["name"] = tr(c, "messages.filter.long_name", "Max", maxNameSearch)
 		}
-		f.RecipientName = v.Name
+		named, err := h.Store.Directory().RecipientIDsByName(c.Request.Context(), v.Name)
+		if err != nil {
+			return v, f, nil, err
+		}
+		f.Named, f.RecipientName = named, v.Name
 	}
 	if v.Batch != "" {
 		if len(v.Batch) > 36 {

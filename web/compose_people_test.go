@@ -200,6 +200,14 @@ func TestMessagesSearchByRecipientName(t *testing.T) {
 	wantContains(t, "name Liu", body, "Liu Yang", "Figures — Quarterly figures")
 	wantNotContains(t, "name Liu", body, "张伟", "王磊")
 
+	// A Chinese name is found by its pinyin, whole or by initials, as the people
+	// picker finds it.
+	for _, q := range []string{"zhangwei", "zw", "wei"} {
+		_, body = op.get("/messages?name=" + q)
+		wantContains(t, "name "+q, body, "张伟")
+		wantNotContains(t, "name "+q, body, "王磊", "Liu Yang")
+	}
+
 	// The name stays in the links of the next page and of the bulk re-send.
 	_, body = op.get("/messages?name=%25")
 	if n := strings.Count(body, "<tr data-message="); n != 0 {
