@@ -8,6 +8,7 @@ import (
 
 	"herald/audit"
 	"herald/phone"
+	"herald/views"
 )
 
 // maxVoiceCallbackBytes bounds a voice provider's report: a batch of call reports is
@@ -42,4 +43,35 @@ func (h *Handlers) VoiceCallback(c *gin.Context) {
 		return
 	}
 	c.Status(http.StatusOK)
+}
+
+// alertCalls puts an alert's calls, and its calls and SMS held by a limit, on its page,
+// with the names of their people.
+func (h *Handlers) alertCalls(c *gin.Context, v *views.AlertView) error {
+	ctx := c.Request.Context()
+	calls, err := h.switchboard().CallsOfAlert(ctx, v.Row.Alert.ID)
+	if err != nil || len(calls.Calls)+len(calls.Held) == 0 {
+		return err
+	}
+	v.Calls, v.People, v.HeldPeople = calls, map[string]string{}, map[int64]string{}
+	ext := make([]string, len(calls.Calls))
+	for i, call := range calls.Calls {
+		ext[i] = call.Person
+	}
+	people, err := h.Store.Directory().CachedRecipientsByExternalIDs(ctx, ext)
+	if err != nil {
+		return err
+	}
+	for _, p := range people {
+		v.People[p.ExternalID] = p.Name
+	}
+	ids := make([]int64, len(calls.Held))
+	for i, held := range calls.Held {
+		ids[i] = held.RecipientID
+	}
+	heldPeople, err := h.Store.Directory().RecipientsByIDs(ctx, ids)
+	for _, p := range heldPeople {
+		v.HeldPeople[p.ID] = p.Name
+	}
+	return err
 }

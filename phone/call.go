@@ -10,10 +10,12 @@ package phone
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
 
+	"herald/channels"
 	"herald/delivery"
 	"herald/kernel"
 	"herald/models"
@@ -147,4 +149,46 @@ func (l *CallLog) CancelCalls(ctx context.Context, alertID int64, reason string,
 		return 0, fmt.Errorf("phone: cancel the calls of alert %d: %w", alertID, err)
 	}
 	return n, nil
+}
+
+// The platforms whose notices a per-number limit may hold: a call, an SMS.
+var heldPlatforms = []string{"voice", "sms"}
+
+// Held is a call or SMS of an alert that waits because a limit of its account holds
+// it (throttled): a provider's per-number limit, as a rule.
+type Held struct {
+	MessageID   string
+	RecipientID int64
+	Platform    string
+	// Window names the limit that holds it (per_recipient_per_minute, …), "" when the
+	// worker did not say.
+	Window string
+	// Until is when it is due to be tried again.
+	Until *time.Time
+}
+
+// HeldNotices lists the calls and SMS of an alert that wait throttled, oldest first.
+func (l *CallLog) HeldNotices(ctx context.Context, alertID int64) ([]Held, error) {
+	var rows []struct {
+		ID            string
+		RecipientID   int64
+		Platform      string
+		LastError     string
+		NextAttemptAt *time.Time
+	}
+	err := l.k.Reader(ctx).Model(&models.Message{}).Select("id, recipient_id, platform, last_error, next_attempt_at").
+		Where("alert_id = ? AND platform IN ? AND status IN ? AND error_class = ?", alertID, heldPlatforms, delivery.Waiting,
+			string(channels.Throttled)).Order("created_at, id").Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("phone: held notices of alert %d: %w", alertID, err)
+	}
+	out := make([]Held, len(rows))
+	for i, r := range rows {
+		out[i] = Held{MessageID: r.ID, RecipientID: r.RecipientID, Platform: r.Platform, Until: r.NextAttemptAt}
+		// The worker writes "waiting for <window> capacity" (tasks.Sender.admit).
+		if w, ok := strings.CutPrefix(r.LastError, "waiting for "); ok {
+			out[i].Window, _ = strings.CutSuffix(w, " capacity")
+		}
+	}
+	return out, nil
 }

@@ -179,9 +179,21 @@ func newsOf(c *Call, r channels.VoiceReport) bool {
 	return false
 }
 
-// Calls lists the calls of alerts, oldest first.
-func (s *Switchboard) Calls(ctx context.Context, alertIDs ...int64) ([]Call, error) {
-	return Of(s.store).CallsOf(ctx, alertIDs...)
+// AlertCalls are an alert's calls and its calls and SMS held by a limit.
+type AlertCalls struct {
+	Calls []Call
+	Held  []Held
+}
+
+// CallsOfAlert returns the calls of an alert, oldest first, and its calls and SMS
+// that wait held by a limit.
+func (s *Switchboard) CallsOfAlert(ctx context.Context, alertID int64) (AlertCalls, error) {
+	calls, err := Of(s.store).CallsOf(ctx, alertID)
+	if err != nil {
+		return AlertCalls{}, err
+	}
+	held, err := Of(s.store).HeldNotices(ctx, alertID)
+	return AlertCalls{Calls: calls, Held: held}, err
 }
 
 // Book is the calls' domain as the step engine sees it (alert.CallBook).
