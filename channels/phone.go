@@ -502,3 +502,34 @@ func (g *PhoneGateway) Probe(ctx context.Context) ProbeResult {
 	res, _ := probeHead(ctx, g.client, g.prefix, note("phone.probe.gateway"), g.url, g.header, note("phone.probe.gateway_unchecked"))
 	return res
 }
+
+// Segments is how an SMS of text is billed: its length in characters and the number
+// of segments it takes. Text of GSM 7-bit characters alone fits 160 in one message and
+// 153 a segment when longer; text with any other character (Chinese) fits 70, and 67 a
+// segment when longer, as Alibaba Cloud and Tencent Cloud both count.
+func Segments(text string) (chars, segments int) {
+	chars = utf8.RuneCountInString(text)
+	single, each := 160, 153
+	for _, r := range text {
+		if !gsm7(r) {
+			single, each = 70, 67
+			break
+		}
+	}
+	switch {
+	case chars == 0:
+		return 0, 0
+	case chars <= single:
+		return chars, 1
+	}
+	return chars, (chars + each - 1) / each
+}
+
+// gsm7 says a character is in the GSM 03.38 basic set (the extension table's
+// characters count as one here, as providers' estimates do).
+func gsm7(r rune) bool {
+	if r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+		return true
+	}
+	return strings.ContainsRune(" \n\r!\"#$%&'()*+,-./:;<=>?@_£¥èéùìòÇØøÅåΔΦΓΛΩΠΨΣΘΞÆæßÉ¤¡ÄÖÑÜ§¿äöñüà^{}\\[~]|€", r)
+}

@@ -374,3 +374,28 @@ func TestTrimSpoken(t *testing.T) {
 		t.Errorf("trimmed = %+v", got)
 	}
 }
+
+// An SMS's billing: 70 characters a message and 67 a segment with Chinese, 160 and 153
+// for GSM text alone.
+func TestSegments(t *testing.T) {
+	cases := []struct {
+		text            string
+		chars, segments int
+	}{
+		{"", 0, 0},
+		{strings.Repeat("a", 160), 160, 1},
+		{strings.Repeat("a", 161), 161, 2},
+		{strings.Repeat("a", 306), 306, 2},
+		{strings.Repeat("a", 307), 307, 3},
+		{strings.Repeat("告", 70), 70, 1},
+		{strings.Repeat("告", 71), 71, 2},
+		{strings.Repeat("告", 134), 134, 2},
+		{strings.Repeat("告", 135), 135, 3},
+		{strings.Repeat("a", 100) + "警", 101, 2},
+	}
+	for _, tc := range cases {
+		if chars, segments := Segments(tc.text); chars != tc.chars || segments != tc.segments {
+			t.Errorf("Segments(%d runes) = %d, %d; want %d, %d", len([]rune(tc.text)), chars, segments, tc.chars, tc.segments)
+		}
+	}
+}
