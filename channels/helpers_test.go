@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,7 +170,7 @@ func runFaultTable(t *testing.T, rig *simRig, ac adapterCase) {
 			d := got[0]
 			// The provider message id is the platform's to choose (a recall names it).
 			d.ReceivedAtMs, d.ProviderMsgID = 0, ""
-			if d != want {
+			if !reflect.DeepEqual(d, want) {
 				t.Errorf("delivery = %+v, want %+v", d, want)
 			}
 		})

@@ -7,7 +7,7 @@ import (
 
 // PlatformPrefixes are the paths the platforms are served under: an account's base URL
 // is the simulator's address plus its platform's prefix.
-var PlatformPrefixes = []string{"/tianyuan", "/zhaohu", "/wecom", "/feishu", "/dingtalk", "/webhook"}
+var PlatformPrefixes = []string{"/tianyuan", "/zhaohu", "/wecom", "/feishu", "/dingtalk", "/webhook", "/aliyun", "/tencent", "/phone-gateway"}
 
 // routes lists every HTTP endpoint the simulator serves.
 func (s *Simulator) routes() http.Handler {
@@ -28,6 +28,10 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/getsendresult", s.handleDingTalkResult)
 	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/recall", s.handleDingTalkRecall)
 	mux.HandleFunc("POST /dingtalk/microapp/visible_scopes", s.handleDingTalkScopes)
+	mux.HandleFunc("POST /aliyun/", s.phone.handleAliyun)
+	mux.HandleFunc("POST /tencent/", s.phone.handleTencent)
+	mux.HandleFunc("POST /phone-gateway/sms", s.phone.handleGateway("sms"))
+	mux.HandleFunc("POST /phone-gateway/call", s.phone.handleGateway("voice"))
 
 	// Control, for tests and benchmarks.
 	mux.HandleFunc("GET /_sim/deliveries", s.handleListDeliveries)
@@ -37,6 +41,7 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /_sim/faults", s.handlePatchFaults)
 	mux.HandleFunc("POST /_sim/wecom/callback", s.handleWeComCallbackSettings)
 	mux.HandleFunc("POST /_sim/wecom/click", s.handleWeComClick)
+	mux.HandleFunc("POST /_sim/phone", s.phone.handleControl)
 	mux.HandleFunc("GET /healthz", handleHealth)
 
 	return mux
