@@ -34,6 +34,11 @@ const AckViaVoice = "voice"
 // policy was saved (or has no default account any more), so the step called nobody.
 const SkipViaGone = "via_unavailable"
 
+// SkipViaUnfit: the alert's content cannot go the way a step's via names (an SMS or a
+// call through a cloud provider needs the alert's template to name the provider's
+// template), so the step called nobody.
+const SkipViaUnfit = "via_unfit"
+
 // CallBook is what escalation asks of the calls' domain (package phone): to record the
 // calls a step places, in the step's transaction, so that their outcomes can be traced
 // back to the step; and to cancel, in the transaction that ends an alert, the calls not

@@ -423,6 +423,13 @@ func (d *Service) planStep(ctx context.Context, a *Alert, s *AlertStep, now time
 		n.Variables = nil
 	}
 	plan, err := d.notices.PlanNotices(ctx, n)
+	if fe := (*kernel.FieldError)(nil); step.Via != "" && errors.As(err, &fe) {
+		// The alert's content cannot go the step's way (an SMS or a call through a
+		// cloud provider needs a template naming the provider's): the step calls
+		// nobody, saying why, rather than failing again at every poll.
+		d.log.Warn("alert: a step's notices cannot go by its via", "alert", a.ID, "step", s.N, "via", step.Via, "error", err)
+		return stepCall{reason: SkipViaUnfit}, nil
+	}
 	if err != nil {
 		return stepCall{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"herald/alert"
+	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/sending"
 )
@@ -97,19 +98,6 @@ func (f *alertFixture) account(t *testing.T, name string) *sending.Account {
 // first.
 func (f *alertFixture) accountsOfNotices(t *testing.T, alertID int64) []string {
 	t.Helper()
-	rows, err := f.store.SQL().Query(`SELECT r.external_id, a.name FROM messages m JOIN recipients r ON r.id = m.recipient_id
+	return testenv.QueryStrings(t, f.store.SQL(), `SELECT r.external_id, a.name FROM messages m JOIN recipients r ON r.id = m.recipient_id
 		JOIN accounts a ON a.id = m.account_id WHERE m.alert_id = ? ORDER BY m.created_at, m.id`, alertID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var ext, acct string
-		if err := rows.Scan(&ext, &acct); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, ext+" "+acct)
-	}
-	return out
 }

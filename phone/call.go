@@ -97,6 +97,22 @@ func (l *CallLog) CallByMessage(ctx context.Context, messageID string) (*Call, e
 	return &out[0], nil
 }
 
+// CallByProviderID finds the call of the account accountID that the provider named
+// callID when it placed it (the message's provider message id); kernel.ErrNotFound if
+// none.
+func (l *CallLog) CallByProviderID(ctx context.Context, accountID int64, callID string) (*Call, error) {
+	var out []Call
+	err := l.k.Reader(ctx).Table("alert_calls c").Select("c.*").Joins("JOIN messages m ON m.id = c.message_id").
+		Where("c.account_id = ? AND m.provider_message_id = ?", accountID, callID).Limit(1).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("phone: call %s: %w", callID, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("phone: call %s: %w", callID, kernel.ErrNotFound)
+	}
+	return &out[0], nil
+}
+
 // CallsOf lists the calls of alerts, oldest first.
 func (l *CallLog) CallsOf(ctx context.Context, alertIDs ...int64) ([]Call, error) {
 	var out []Call

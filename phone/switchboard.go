@@ -115,9 +115,9 @@ func (s *Switchboard) reporterOf(ctx context.Context, name string) (channels.Voi
 // nothing new (the same twice, a call Herald did not place through that account)
 // changes nothing. It reports whether the report said something new.
 func (s *Switchboard) Report(ctx context.Context, by audit.Actor, accountID int64, r channels.VoiceReport) (bool, error) {
-	c, err := Of(s.store).CallByMessage(ctx, r.MessageID)
+	c, err := s.callOf(ctx, accountID, r)
 	if errors.Is(err, kernel.ErrNotFound) {
-		s.log.Info("voice report of no call of an alert ignored", "message", r.MessageID)
+		s.log.Info("voice report of no call of an alert ignored", "message", r.MessageID, "call", r.CallID)
 		return false, nil
 	}
 	if err != nil {
@@ -162,6 +162,18 @@ func (s *Switchboard) Report(ctx context.Context, by audit.Actor, accountID int6
 		return false, fmt.Errorf("phone: report of call %s: %w", c.MessageID, err)
 	}
 	return changed, nil
+}
+
+// callOf finds the call a report is of: by Herald's message id, or, for a provider
+// that names calls by its own id alone (Tencent), by that id among the account's.
+func (s *Switchboard) callOf(ctx context.Context, accountID int64, r channels.VoiceReport) (*Call, error) {
+	switch {
+	case r.MessageID == "" && r.CallID == "":
+		return nil, fmt.Errorf("phone: a report naming no call: %w", kernel.ErrNotFound)
+	case r.MessageID == "":
+		return Of(s.store).CallByProviderID(ctx, accountID, r.CallID)
+	}
+	return Of(s.store).CallByMessage(ctx, r.MessageID)
 }
 
 // errNothingNew rolls back the record of a report another copy of it recorded first.

@@ -3,7 +3,8 @@
 -- the step and round, whom it rang (external id), the step's advance_on_no_answer, and
 -- what the provider reported (outcome: '' awaiting, answered, no_answer, busy, failed;
 -- not_placed when the alert was taken or over first, with the reason) and the keys
--- pressed.
+-- pressed. A report that names the call by the provider's call id alone is matched
+-- among the account's calls (idx_alert_calls_account).
 CREATE TABLE alert_calls (
   message_id CHAR(36) CHARACTER SET ascii NOT NULL PRIMARY KEY,
   alert_id BIGINT NOT NULL,
@@ -17,7 +18,8 @@ CREATE TABLE alert_calls (
   reason VARCHAR(32) CHARACTER SET ascii NOT NULL DEFAULT '',
   reported_at DATETIME(6) NULL,
   created_at DATETIME(6) NOT NULL,
-  KEY idx_alert_calls_alert (alert_id, outcome)
+  KEY idx_alert_calls_alert (alert_id, outcome),
+  KEY idx_alert_calls_account (account_id, created_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci;
 
 -- +goose Down

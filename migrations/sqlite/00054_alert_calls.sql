@@ -3,7 +3,8 @@
 -- the step and round, whom it rang (external id), the step's advance_on_no_answer, and
 -- what the provider reported (outcome: '' awaiting, answered, no_answer, busy, failed;
 -- not_placed when the alert was taken or over first, with the reason) and the keys
--- pressed.
+-- pressed. A report that names the call by the provider's call id alone is matched
+-- among the account's calls (idx_alert_calls_account).
 CREATE TABLE alert_calls (
   message_id TEXT NOT NULL PRIMARY KEY,
   alert_id INTEGER NOT NULL,
@@ -19,6 +20,7 @@ CREATE TABLE alert_calls (
   created_at DATETIME NOT NULL
 );
 CREATE INDEX idx_alert_calls_alert ON alert_calls (alert_id, outcome);
+CREATE INDEX idx_alert_calls_account ON alert_calls (account_id, created_at);
 
 -- +goose Down
 DROP TABLE alert_calls;
