@@ -29,7 +29,7 @@ func TestPolicyStepVia(t *testing.T) {
 	}{
 		{"an account nobody has", []alert.PolicyStep{{Targets: []string{"E1003"}, Wait: "10m"},
 			{Targets: []string{"E1004"}, Wait: "10m"}, {Targets: []string{"E2001"}, Wait: "10m", Via: "no-such-account"}}, "steps[2].via"},
-		{"a platform with no default account", []alert.PolicyStep{{Targets: []string{"E1003"}, Wait: "10m", Via: "email"}}, "steps[0].via"},
+		{"a platform with no default account", []alert.PolicyStep{{Targets: []string{"E1003"}, Wait: "10m", Via: "voice"}}, "steps[0].via"},
 		{"advancing a step that does not call", []alert.PolicyStep{{Targets: []string{"E1003"}, Wait: "10m", Via: "sandbox-night",
 			AdvanceOnNoAnswer: true}}, "steps[0].advance_on_no_answer"},
 		{"advancing a step by the alert's own account", []alert.PolicyStep{{Targets: []string{"E1003"}, Wait: "10m"},
@@ -47,10 +47,14 @@ func TestPolicyStepVia(t *testing.T) {
 			}
 		})
 	}
+	if err := f.store.Sending().SaveAccount(ctx, &sending.Account{Name: "ivr", Platform: "voice", Enabled: true, MaxAttempts: 3,
+		Config: map[string]string{"provider": "http", "url": "https://ivr.example/call", "callback_token": "t"}}); err != nil {
+		t.Fatal(err)
+	}
 	want := []alert.PolicyStep{{Targets: []string{"E1003"}, Wait: "10m", Via: "sandbox"},
-		{Targets: []string{"E1004"}, Wait: "10m", Via: "sandbox-night"}}
+		{Targets: []string{"E1004"}, Wait: "10m", Via: "sandbox-night"}, {Targets: []string{"E2001"}, Wait: "10m", Via: "ivr", AdvanceOnNoAnswer: true}}
 	f.policy(t, alert.EscalationPolicy{Name: "good", Steps: []alert.PolicyStep{{Targets: []string{"E1003"}, Wait: "10m", Via: " sandbox "},
-		{Targets: []string{"E1004"}, Wait: "10m", Via: "sandbox-night"}}})
+		{Targets: []string{"E1004"}, Wait: "10m", Via: "sandbox-night"}, {Targets: []string{"E2001"}, Wait: "10m", Via: "ivr", AdvanceOnNoAnswer: true}}})
 	p, err := alert.Of(f.store).PolicyByName(ctx, "good")
 	if err != nil {
 		t.Fatal(err)

@@ -213,12 +213,22 @@ func (v *voiceRig) notices(t *testing.T, id int64) []string {
 // A call nobody answers, on a step that advances on no answer, fires the next step at
 // once rather than after its 10 minutes; a late copy of the report fires nothing more.
 // The next step's callee presses 1, and the notice that the alert is taken goes to the
-// first callee through the alert's own account, never by phone.
+// first callee through the alert's own account, never by phone. The voice account's
+// quiet hours, all day long, hold none of the calls.
 func TestVoiceNoAnswerAdvancesTheNextStep(t *testing.T) {
 	t.Parallel()
 	v := newVoiceRig(t)
 	ctx := context.Background()
 	v.voiceAccount(t, "voice-ivr", channels.ProviderHTTP, sending.Limits{}, true)
+	// Quiet hours all day long: an escalation's calls are high priority, which they never hold.
+	acct, err := v.r.App.Store.Sending().AccountByName(ctx, "voice-ivr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acct.QuietHours = sending.QuietHours{Start: "00:00", End: "23:59"}
+	if err := v.r.App.Store.Sending().SaveAccount(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
 	v.person(t, "N1001", "陈静", "13700000001", simulator.CalleeNoAnswer)
 	v.person(t, "N1002", "刘洋", "13700000002", simulator.CalleePress1)
 	v.person(t, "N1003", "赵磊", "13700000003", simulator.CalleeAnswer)
