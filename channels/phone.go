@@ -99,7 +99,8 @@ func checkPhone(voice bool) func(cfg map[string]string) error {
 			return note("phone.config.required_for", "Provider", provider).invalid("config.sign_name")
 		}
 		for k, v := range cfg {
-			if v == "" || k == "provider" || k == "callback_token" {
+			// A choice's default is what a form sends for a setting left alone.
+			if v == "" || k == "provider" || k == "callback_token" || (k == "method" && v == http.MethodPost) || (k == "success_status" && v == "200") {
 				continue
 			}
 			if !containsKey(keys.required, k) && !containsKey(keys.optional, k) {

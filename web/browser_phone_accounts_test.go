@@ -1,0 +1,96 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"herald/internal/testenv"
+)
+
+// TestBrowserPhoneAccountForms fills and submits the account form for an sms account
+// (Alibaba Cloud) and a voice account (Tencent Cloud) at 1366, 768 and 390 px: the
+// provider's settings appear when the platform is chosen, the page does not scroll
+// sideways, and each account is saved with its provider's settings and the provider's
+// per-number limits, its secrets sealed.
+func TestBrowserPhoneAccountForms(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	c.user(adminUser)
+	ctx := testenv.Chrome(t)
+	q := chromedp.ByQuery
+	if err := chromedp.Run(ctx,
+		chromedp.Navigate(c.url+"/login"),
+		chromedp.WaitVisible(`#username`, q),
+		chromedp.SendKeys(`#username`, adminUser, q),
+		chromedp.SendKeys(`#password`, testPassword, q),
+		chromedp.Submit(`#password`, q),
+		chromedp.WaitVisible(`header.topbar`, q),
+	); err != nil {
+		t.Fatalf("log in: %v", err)
+	}
+	forms := []struct {
+		platform string
+		settings map[string]string
+	}{
+		{"sms", map[string]string{"provider": "aliyun", "access_key_id": "LTAI5tExample", "access_key_secret": "aliyun-secret-1", "sign_name": "Herald"}},
+		{"voice", map[string]string{"provider": "tencent", "secret_id": "AKIDExample", "secret_key": "tencent-secret-1", "sdk_app_id": "1400000001",
+			"callback_token": "cb-token-1"}},
+	}
+	choose := func(platform string) chromedp.Action {
+		return chromedp.Evaluate(fmt.Sprintf(`(() => { const s = document.querySelector('#platform'); s.value = %q;
+			s.dispatchEvent(new Event('change', {bubbles: true})); return true; })()`, platform), nil)
+	}
+	for _, width := range []int{1366, 768, 390} {
+		for _, f := range forms {
+			name := fmt.Sprintf("%s-%d", f.platform, width)
+			where := fmt.Sprintf("%s form at %d px", f.platform, width)
+			actions := []chromedp.Action{
+				chromedp.EmulateViewport(int64(width), 900),
+				chromedp.Navigate(c.url + "/accounts/new"),
+				chromedp.WaitVisible(`#name`, q),
+				chromedp.SendKeys(`#name`, name, q),
+				choose(f.platform),
+				chromedp.WaitVisible(`[name="config.provider"]`, q),
+			}
+			for key, value := range f.settings {
+				if key == "provider" {
+					actions = append(actions, chromedp.SetValue(`[name="config.provider"]`, value, q))
+					continue
+				}
+				actions = append(actions, chromedp.SendKeys(fmt.Sprintf(`[name="config.%s"]`, key), value, q))
+			}
+			var m layoutMeasure
+			actions = append(actions, chromedp.Evaluate(layoutScript, &m))
+			if err := chromedp.Run(ctx, actions...); err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			if m.ScrollWidth > m.Width || m.Width != width {
+				t.Errorf("%s: the page is %d px wide and scrolls to %d px", where, m.Width, m.ScrollWidth)
+			}
+			var page string
+			if err := chromedp.Run(ctx, chromedp.Submit(`#name`, q), chromedp.WaitVisible(`#account-usage, .field-error, .alert.error`, q),
+				chromedp.Text(`main`, &page, q)); err != nil {
+				t.Fatalf("%s: submit: %v", where, err)
+			}
+			a, err := c.store.Sending().AccountByName(context.Background(), name)
+			if err != nil {
+				t.Fatalf("%s: the account was not saved: %v (%s)", where, err, strings.Join(strings.Fields(page), " "))
+			}
+			for key, value := range f.settings {
+				if a.Config[key] != value {
+					t.Errorf("%s: config.%s = %q, want %q", where, key, a.Config[key], value)
+				}
+			}
+			if f.platform == "sms" && (a.Limits.PerRecipientPerMinute != 1 || a.Limits.PerRecipientPerHour != 5 || a.Limits.PerRecipientPerDay != 10) {
+				t.Errorf("%s: limits %+v, want Alibaba SMS's 1/min, 5/h, 10/day", where, a.Limits)
+			}
+			if f.platform == "voice" && (a.Limits.PerRecipientPer30s != 1 || a.Limits.PerRecipientPer10m != 2) {
+				t.Errorf("%s: limits %+v, want Tencent voice's 1/30 s, 2/10 min", where, a.Limits)
+			}
+		}
+	}
+}
