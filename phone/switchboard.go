@@ -171,9 +171,31 @@ func (s *Switchboard) callOf(ctx context.Context, accountID int64, r channels.Vo
 	case r.MessageID == "" && r.CallID == "":
 		return nil, fmt.Errorf("phone: a report naming no call: %w", kernel.ErrNotFound)
 	case r.MessageID == "":
-		return Of(s.store).CallByProviderID(ctx, accountID, r.CallID)
+		return s.callByProviderID(ctx, accountID, r.CallID)
 	}
 	return Of(s.store).CallByMessage(ctx, r.MessageID)
+}
+
+// callIDWait bounds how long a report naming a call by the provider's id alone waits
+// for the worker to record that id: the provider answers the call request with it, and
+// may report the call before the worker has written the answer down.
+const callIDWait = 2 * time.Second
+
+// callByProviderID finds a call by the provider's id, waiting up to callIDWait for
+// the worker that placed it to record the id.
+func (s *Switchboard) callByProviderID(ctx context.Context, accountID int64, callID string) (*Call, error) {
+	deadline := time.Now().Add(callIDWait)
+	for {
+		c, err := Of(s.store).CallByProviderID(ctx, accountID, callID)
+		if !errors.Is(err, kernel.ErrNotFound) || time.Now().After(deadline) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
 }
 
 // errNothingNew rolls back the record of a report another copy of it recorded first.

@@ -20,6 +20,7 @@ import (
 	calls "herald/phone"
 	"herald/sending"
 	"herald/simulator"
+	"herald/templates"
 )
 
 // voiceRig is one Herald with a simulator that plays the voice providers and their
@@ -95,11 +96,16 @@ func (v *voiceRig) policy(t *testing.T, name string, notifyOnAck bool, steps ...
 	}
 }
 
-// open sends an alert on the sandbox naming nobody, so its first step fires at once.
-func (v *voiceRig) open(t *testing.T, policy string) int64 {
+// open sends an alert on the sandbox naming nobody, so its first step fires at once;
+// with a template (templated), else as text.
+func (v *voiceRig) open(t *testing.T, policy string, template ...string) int64 {
 	t.Helper()
-	res, err := v.r.App.Dispatch.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "test", Platform: "sandbox",
-		Subject: "核心系统告警", Text: "转账交易失败率 12%", Ack: &dispatch.AckRequest{Policy: policy}})
+	req := dispatch.Request{Source: "api", Actor: "test", Platform: "sandbox", Subject: "核心系统告警", Text: "转账交易失败率 12%",
+		Ack: &dispatch.AckRequest{Policy: policy}}
+	if len(template) > 0 {
+		req.Subject, req.Text, req.Template, req.Variables = "", "", template[0], map[string]string{"what": "转账交易失败率 12%"}
+	}
+	res, err := v.r.App.Dispatch.Submit(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +113,17 @@ func (v *voiceRig) open(t *testing.T, policy string) int64 {
 		t.Fatal("the send opened no alert")
 	}
 	return res.Alert.ID
+}
+
+// templated saves a template whose calls go as the provider's template code, its
+// parameter mapped from the variable what.
+func (v *voiceRig) templated(t *testing.T, name, code, param string) {
+	t.Helper()
+	if err := v.r.App.Store.Templates().CreateTemplate(context.Background(), &templates.Template{Name: name, MsgType: "text",
+		Body: "核心系统告警：{{.what}}，确认请按 1", Variables: templates.StringList{"what"}, ProviderTemplate: code,
+		ProviderParams: templates.StringList{param + "={{.what}}"}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitFor polls what until it holds, for at most 15 s (a call's report comes within
@@ -163,7 +180,7 @@ func TestVoiceStepAcknowledgedByKeypad(t *testing.T) {
 	t.Parallel()
 	v := newVoiceRig(t)
 	ctx := context.Background()
-	for i, provider := range []string{channels.ProviderHTTP} {
+	for i, provider := range []string{channels.ProviderAliyun, channels.ProviderTencent} {
 		t.Run(provider, func(t *testing.T) {
 			acct, caller, backup := "voice-"+provider, "V100"+string(rune('1'+i)), "V200"+string(rune('1'+i))
 			mobile := "1390000000" + string(rune('1'+i))
@@ -172,7 +189,12 @@ func TestVoiceStepAcknowledgedByKeypad(t *testing.T) {
 			v.person(t, backup, "备岗"+provider, "1391111111"+string(rune('1'+i)), simulator.CalleeAnswer)
 			v.policy(t, "keypad-"+provider, true, alert.PolicyStep{Targets: []string{caller}, Wait: "10m", Via: acct},
 				alert.PolicyStep{Targets: []string{backup}, Wait: "10m"})
-			id := v.open(t, "keypad-"+provider)
+			code, param := "TTS_300001", "what"
+			if provider == channels.ProviderTencent {
+				code, param = "1300001", "1"
+			}
+			v.templated(t, "alarm-"+provider, code, param)
+			id := v.open(t, "keypad-"+provider, "alarm-"+provider)
 			waitFor(t, "the alert to be acknowledged by keypad", func() bool { return v.alert(t, id).State == alert.AlertAcknowledged })
 			a := v.alert(t, id)
 			if a.AcknowledgedBy != caller || a.AcknowledgedVia != alert.AckViaVoice {
@@ -191,6 +213,13 @@ func TestVoiceStepAcknowledgedByKeypad(t *testing.T) {
 				a.ID).Scan(&params); err != nil || !strings.Contains(params, `"via":"voice"`) {
 				t.Errorf("the acknowledgment's audit entry: %s (%v), want it via voice", params, err)
 			}
+			// An alert sent as text has no provider template to call with: the step calls
+			// nobody, saying why, and the next comes due at once.
+			plain := v.open(t, "keypad-"+provider)
+			waitFor(t, "the plain alert's steps", func() bool {
+				_, steps, err := v.r.App.Dispatch.Alerts().Alert(ctx, audit.System("test"), plain)
+				return err == nil && len(steps) == 2 && steps[0].SkippedReason == alert.SkipViaUnfit && steps[1].FiredAt != nil
+			})
 			// The provider's report of the same call again changes nothing.
 			placed, _ := calls.Of(v.r.App.Store).CallsOf(ctx, id)
 			again, err := calls.NewSwitchboard(v.r.App.Store, v.r.App.Dispatch.Alerts(), nil, nil, nil).Report(ctx,
