@@ -178,7 +178,7 @@ func (d *Service) changeAlert(ctx context.Context, by audit.Actor, a *Alert, who
 		if mv.to == AlertAcknowledged {
 			reason = CallCancelledAcknowledged
 		}
-		if err := d.cancelCalls(ctx, tx, a, reason, now); err != nil {
+		if err := cancelCalls(ctx, d.calls, tx, a, reason, now); err != nil {
 			return err
 		}
 		if mv.to == AlertAcknowledged && a.PolicyCopy.NotifyOnAck {

@@ -69,7 +69,7 @@ const (
 // checkVia validates a step's via and advance_on_no_answer: via names a platform with a
 // default account, or an account; advancing on no answer needs a step that calls.
 func (d *Service) checkVia(ctx context.Context, field string, s *PolicyStep) error {
-	acct, err := d.viaAccount(ctx, s.Via)
+	acct, err := viaAccount(ctx, d.store, s.Via)
 	if errors.Is(err, kernel.ErrNotFound) {
 		if slices.Contains(channels.Platforms, s.Via) {
 			return kernel.Invalid(field+".via", "alerts.invalid.via_no_default", "Name", s.Via)
@@ -88,21 +88,21 @@ func (d *Service) checkVia(ctx context.Context, field string, s *PolicyStep) err
 // viaAccount is the account a step's via names: nil for "" (the alert's own account),
 // the default account of a platform, or the account of that name. kernel.ErrNotFound:
 // none.
-func (d *Service) viaAccount(ctx context.Context, via string) (*sending.Account, error) {
+func viaAccount(ctx context.Context, store *models.Store, via string) (*sending.Account, error) {
 	switch {
 	case via == "":
 		return nil, nil
 	case slices.Contains(channels.Platforms, via):
-		return d.store.Sending().DefaultAccount(ctx, via)
+		return store.Sending().DefaultAccount(ctx, via)
 	}
-	return d.store.Sending().AccountByName(ctx, via)
+	return store.Sending().AccountByName(ctx, via)
 }
 
 // stepAccount is the account a step's notices go through and its platform: the
 // alert's own, or the one its via names. ok is false when the via names nothing any
 // more.
 func (d *Service) stepAccount(ctx context.Context, a *Alert, step PolicyStep) (id int64, platform string, ok bool, err error) {
-	acct, err := d.viaAccount(ctx, step.Via)
+	acct, err := viaAccount(ctx, d.store, step.Via)
 	switch {
 	case errors.Is(err, kernel.ErrNotFound):
 		return 0, "", false, nil
@@ -137,12 +137,13 @@ func (d *Service) noticeAccount(ctx context.Context, a *Alert) (int64, error) {
 	return 0, nil
 }
 
-// cancelCalls cancels, in tx, the calls of alert a not placed yet, for reason.
-func (d *Service) cancelCalls(ctx context.Context, tx *models.Store, a *Alert, reason string, now time.Time) error {
-	if d.calls == nil {
+// cancelCalls cancels, in tx, the calls of alert a not placed yet, for reason, in
+// book (nil: no calls are recorded).
+func cancelCalls(ctx context.Context, book CallBook, tx *models.Store, a *Alert, reason string, now time.Time) error {
+	if book == nil {
 		return nil
 	}
-	return d.calls.CancelCalls(ctx, tx, a.ID, reason, now)
+	return book.CancelCalls(ctx, tx, a.ID, reason, now)
 }
 
 // AdvanceOnNoAnswer fires at once the step after step n of round of alert alertID,

@@ -152,7 +152,7 @@ func (d *Service) EndRejected(ctx context.Context, tx *models.Store, ch *audit.C
 	if err != nil || a == nil {
 		return err
 	}
-	if err := d.cancelCalls(ctx, tx, a, CallCancelledResolved, d.now()); err != nil {
+	if err := cancelCalls(ctx, d.calls, tx, a, CallCancelledResolved, d.now()); err != nil {
 		return err
 	}
 	if a.CallbackKeyID != nil {
@@ -187,7 +187,7 @@ func (d *Service) PlaceAckLinks(placeholder string, msgs []models.Message) {
 
 // placeNoLinks takes the acknowledgment link's placeholder out of messages that carry
 // no link (calls, acknowledged by keypad).
-func (d *Service) placeNoLinks(placeholder string, msgs []models.Message) {
+func placeNoLinks(placeholder string, msgs []models.Message) {
 	for i := range msgs {
 		m := &msgs[i]
 		m.Subject = strings.ReplaceAll(m.Subject, placeholder, "")
@@ -439,7 +439,7 @@ func (d *Service) planStep(ctx context.Context, a *Alert, s *AlertStep, now time
 	call := stepCall{plan: plan}
 	if platform == VoicePlatform {
 		// A link is no use read out on a call: the keypad acknowledges.
-		d.placeNoLinks(placeholder, plan.Messages)
+		placeNoLinks(placeholder, plan.Messages)
 		call.calls = &StepCalls{AlertID: a.ID, N: s.N, Round: s.Round, Advance: step.AdvanceOnNoAnswer}
 	} else {
 		d.PlaceAckLinks(placeholder, plan.Messages)
@@ -604,7 +604,7 @@ func (d *Service) exhaust(ctx context.Context, a *Alert, s *AlertStep, now time.
 		if err := d.claimStep(ctx, tx, a, s, now); err != nil {
 			return err
 		}
-		if err := d.cancelCalls(ctx, tx, a, CallCancelledExhausted, now); err != nil {
+		if err := cancelCalls(ctx, d.calls, tx, a, CallCancelledExhausted, now); err != nil {
 			return err
 		}
 		text := i18n.In(i18n.Chinese, "alerts.notice.exhausted", "Subject", alertTitle(a))
@@ -687,7 +687,7 @@ func (d *Service) EndRecalled(ctx context.Context, tx *models.Store, ch *audit.C
 	if err != nil || a == nil {
 		return err
 	}
-	if err := d.cancelCalls(ctx, tx, a, CallCancelledResolved, d.now()); err != nil {
+	if err := cancelCalls(ctx, d.calls, tx, a, CallCancelledResolved, d.now()); err != nil {
 		return err
 	}
 	if a.CallbackKeyID != nil {

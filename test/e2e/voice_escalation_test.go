@@ -201,6 +201,12 @@ func TestVoiceStepAcknowledgedByKeypad(t *testing.T) {
 				t.Errorf("acknowledged by %q via %q, want %s via voice", a.AcknowledgedBy, a.AcknowledgedVia, caller)
 			}
 			waitFor(t, "the call's outcome", func() bool { got := v.calls(t, id); return len(got) == 1 && got[0] == caller+" answered 1" })
+			b := newBrowser(t, v.r.URL)
+			b.Login("admin", testAdminPassword)
+			if _, page := b.Do("GET", "/alerts/"+itoa(id), nil, map[string]string{"Accept-Language": "zh-CN"}); !strings.Contains(page, "已接听，按 1 确认") ||
+				!strings.Contains(page, "通过电话按 1") {
+				t.Errorf("the alert page in Chinese does not say the call was answered with 1, or the acknowledgment came by phone:\n%s", page)
+			}
 			_, steps, err := v.r.App.Dispatch.Alerts().Alert(ctx, audit.System("test"), id)
 			if err != nil {
 				t.Fatal(err)
