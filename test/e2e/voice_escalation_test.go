@@ -204,8 +204,8 @@ func TestVoiceStepAcknowledgedByKeypad(t *testing.T) {
 			b := newBrowser(t, v.r.URL)
 			b.Login("admin", testAdminPassword)
 			if _, page := b.Do("GET", "/alerts/"+itoa(id), nil, map[string]string{"Accept-Language": "zh-CN"}); !strings.Contains(page, "已接听，按 1 确认") ||
-				!strings.Contains(page, "通过电话按 1") {
-				t.Errorf("the alert page in Chinese does not say the call was answered with 1, or the acknowledgment came by phone:\n%s", page)
+				!strings.Contains(page, "通过电话按 1") || !strings.Contains(page, `<span class="hint mono">`+acct+`</span>`) {
+				t.Errorf("the alert page in Chinese does not say the call was answered with 1, that the acknowledgment came by phone, or how step 1 went:\n%s", page)
 			}
 			_, steps, err := v.r.App.Dispatch.Alerts().Alert(ctx, audit.System("test"), id)
 			if err != nil {
