@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -93,4 +94,71 @@ func TestBrowserPhoneAccountForms(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBrowserProviderTemplateForm writes an SMS template in the editor: the preview
+// shows the text the person receives with its length and billing segments and the
+// parameters rendered; a parameter left unmapped is refused naming its line, and the
+// template saves once it is mapped.
+func TestBrowserProviderTemplateForm(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	c.user(operatorUser)
+	ctx := testenv.Chrome(t)
+	q := chromedp.ByQuery
+	body := "【Herald】{{.host}} 的磁盘已满，请值班同事尽快登录服务器清理日志文件并确认业务恢复正常，处理完成后在告警页面点击确认，如需协助请联系数据库组同事。"
+	var segments, params, errText string
+	err := chromedp.Run(ctx,
+		chromedp.EmulateViewport(390, 900),
+		chromedp.Navigate(c.url+"/login"),
+		chromedp.WaitVisible(`#username`, q),
+		chromedp.SendKeys(`#username`, operatorUser, q),
+		chromedp.SendKeys(`#password`, testPassword, q),
+		chromedp.Submit(`#password`, q),
+		chromedp.WaitVisible(`header.topbar`, q),
+		chromedp.Navigate(c.url+"/templates/new"),
+		chromedp.WaitVisible(`#name`, q),
+		chromedp.SendKeys(`#name`, "disk-full", q),
+		chromedp.SendKeys(`#variables`, "host", q),
+		chromedp.SendKeys(`#body`, body, q),
+		chromedp.SendKeys(`#provider_template`, "SMS_100001", q),
+		chromedp.SendKeys(`#provider_params`, "host={{.host}}\nlevel=", q),
+		chromedp.SendKeys(`#samples`, "host = db-1", q),
+		chromedp.Submit(`#name`, q),
+		chromedp.WaitVisible(`.field-error`, q),
+		chromedp.Text(`.field.error, .field-error`, &errText, q),
+	)
+	if err != nil {
+		t.Fatalf("write the template: %v", err)
+	}
+	if !strings.Contains(errText, "2:") || !strings.Contains(errText, "level") {
+		t.Errorf("an unmapped parameter: %q, want a problem on line 2 naming level", errText)
+	}
+	if _, err := c.store.Templates().TemplateByName(context.Background(), "disk-full"); err == nil {
+		t.Fatal("a template with an unmapped parameter was saved")
+	}
+	err = chromedp.Run(ctx,
+		chromedp.SetValue(`#provider_params`, "host={{.host}}\nlevel=high", q),
+		chromedp.SendKeys(`#samples`, " ", q), // an input event: the preview renders again
+		chromedp.WaitVisible(`#preview-segments`, q),
+		chromedp.Text(`#preview-segments`, &segments, q),
+		chromedp.Text(`#preview-params`, &params, q),
+	)
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	if !strings.Contains(segments, "76") || !strings.Contains(segments, "2 SMS") {
+		t.Errorf("segments = %q, want 76 characters in 2 segments", segments)
+	}
+	if !strings.Contains(params, "host = db-1") || !strings.Contains(params, "level = high") {
+		t.Errorf("params = %q", params)
+	}
+	if err := chromedp.Run(ctx, chromedp.Submit(`#name`, q), chromedp.WaitNotPresent(`#provider_params + .field-error`, q),
+		chromedp.Sleep(200*time.Millisecond)); err != nil {
+		t.Fatalf("save: %v", err)
+	}
+	testenv.WaitFor(t, 5*time.Second, "the template saved", func() bool {
+		tm, err := c.store.Templates().TemplateByName(context.Background(), "disk-full")
+		return err == nil && tm.ProviderTemplate == "SMS_100001" && len(tm.ProviderParams) == 2 && tm.ProviderParams[1] == "level=high"
+	})
 }
