@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -348,7 +349,11 @@ func (h *Handlers) storedAccount(c *gin.Context) (*sending.Account, bool) {
 // EditAccountForm shows an account's form, its secrets left empty.
 func (h *Handlers) EditAccountForm(c *gin.Context) {
 	if a, ok := h.storedAccount(c); ok {
-		render(c, http.StatusOK, views.AccountFormPage(page(c, a.Name, "accounts"), accountForm(a, a.Name, a), nil))
+		f := accountForm(a, a.Name, a)
+		if a.Platform == "voice" {
+			f.CallbackURL = strings.TrimSuffix(h.PublicURL, "/") + "/callbacks/voice/" + url.PathEscape(a.Name) + "?token=<callback_token>"
+		}
+		render(c, http.StatusOK, views.AccountFormPage(page(c, a.Name, "accounts"), f, nil))
 	}
 }
 

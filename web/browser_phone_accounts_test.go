@@ -92,6 +92,16 @@ func TestBrowserPhoneAccountForms(t *testing.T) {
 			if f.platform == "voice" && (a.Limits.PerRecipientPer30s != 1 || a.Limits.PerRecipientPer10m != 2) {
 				t.Errorf("%s: limits %+v, want Tencent voice's 1/30 s, 2/10 min", where, a.Limits)
 			}
+			if f.platform == "voice" {
+				var callback string
+				if err := chromedp.Run(ctx, chromedp.Navigate(c.url+"/accounts/"+name+"/edit"), chromedp.WaitVisible(`#voice-callback-url`, q),
+					chromedp.Text(`#voice-callback-url`, &callback, q)); err != nil {
+					t.Fatalf("%s: the callback URL: %v", where, err)
+				}
+				if !strings.Contains(callback, "/callbacks/voice/"+name+"?token=<callback_token>") || strings.Contains(callback, "cb-token-1") {
+					t.Errorf("%s: callback URL %q, want the account's with the token's place marked, the token not shown", where, callback)
+				}
+			}
 		}
 	}
 }
