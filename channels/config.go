@@ -28,6 +28,9 @@ type Field struct {
 	Options []string
 	// Warnings say, by option, what choosing it gives up (catalog keys).
 	Warnings map[string]string
+	// Multiline values take several lines (an HTTP gateway's headers and body), which
+	// the form gives a text area.
+	Multiline bool
 	// Label names the setting on the account form, Help explains it (catalog keys;
 	// Help may be empty). Help is given the field's Default as .Default.
 	Label, Help string

@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -98,7 +99,7 @@ func formatFloat(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) 
 func configFields(platform string, values map[string]string, stored *sending.Account) []views.ConfigField {
 	var out []views.ConfigField
 	for _, cf := range channels.Fields(platform) {
-		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Label: cf.LabelNote(), Help: cf.HelpNote()}
+		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Label: cf.LabelNote(), Help: cf.HelpNote(), Multiline: cf.Multiline}
 		for _, o := range cf.Options {
 			f.Options = append(f.Options, views.ConfigOption{Value: o, Label: cf.OptionNote(o)})
 		}
@@ -204,6 +205,9 @@ func accountInput(c *gin.Context, old *sending.Account) (sending.AccountInput, v
 	values := map[string]string{}
 	for _, cf := range channels.Fields(in.Platform) {
 		v := strings.TrimSpace(c.PostForm("config." + cf.Key))
+		if cf.Multiline {
+			v = strings.ReplaceAll(v, "\r\n", "\n") // a browser's text area sends CRLF
+		}
 		switch {
 		case cf.Secret && c.PostForm("config."+cf.Key+".clear") == "true" && !cf.Required:
 			in.Config[cf.Key] = "" // cleared on purpose
@@ -348,7 +352,11 @@ func (h *Handlers) storedAccount(c *gin.Context) (*sending.Account, bool) {
 // EditAccountForm shows an account's form, its secrets left empty.
 func (h *Handlers) EditAccountForm(c *gin.Context) {
 	if a, ok := h.storedAccount(c); ok {
-		render(c, http.StatusOK, views.AccountFormPage(page(c, a.Name, "accounts"), accountForm(a, a.Name, a), nil))
+		f := accountForm(a, a.Name, a)
+		if a.Platform == "voice" {
+			f.CallbackURL = strings.TrimSuffix(h.PublicURL, "/") + "/callbacks/voice/" + url.PathEscape(a.Name) + "?token=<callback_token>"
+		}
+		render(c, http.StatusOK, views.AccountFormPage(page(c, a.Name, "accounts"), f, nil))
 	}
 }
 
