@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -296,11 +297,7 @@ func sortedParams(m map[string]string) []Param {
 	for k, v := range m {
 		out = append(out, Param{Name: k, Value: v})
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Name < out[j-1].Name; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortFunc(out, func(a, b Param) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
