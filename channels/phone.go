@@ -6,9 +6,11 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -98,12 +100,13 @@ func checkPhone(voice bool) func(cfg map[string]string) error {
 		if !voice && provider != ProviderHTTP && strings.TrimSpace(cfg["sign_name"]) == "" {
 			return note("phone.config.required_for", "Provider", provider).invalid("config.sign_name")
 		}
-		for k, v := range cfg {
+		for _, k := range slices.Sorted(maps.Keys(cfg)) {
+			v := cfg[k]
 			// A choice's default is what a form sends for a setting left alone.
 			if v == "" || k == "provider" || k == "callback_token" || (k == "method" && v == http.MethodPost) || (k == "success_status" && v == "200") {
 				continue
 			}
-			if !containsKey(keys.required, k) && !containsKey(keys.optional, k) {
+			if !slices.Contains(keys.required, k) && !slices.Contains(keys.optional, k) {
 				return note("phone.config.not_for", "Provider", provider).invalid("config." + k)
 			}
 		}
@@ -126,15 +129,6 @@ func checkPhone(voice bool) func(cfg map[string]string) error {
 		}
 		return nil
 	}
-}
-
-func containsKey(keys []string, k string) bool {
-	for _, x := range keys {
-		if x == k {
-			return true
-		}
-	}
-	return false
 }
 
 // buildPhone makes the adapter of an sms or voice account for its provider.

@@ -399,3 +399,29 @@ func TestSegments(t *testing.T) {
 		}
 	}
 }
+
+// An in-house gateway's answer reads as its account says: a success path with another
+// value is a permanent failure, its 429 a rate limit, its 401 auth, its 500 transient.
+func TestPhoneGatewaySuccessRule(t *testing.T) {
+	t.Parallel()
+	rig := startSim(t, simulator.Options{})
+	s := phoneSender(t, "sms", phoneAccount(rig, ProviderHTTP, false))
+	for _, tc := range []struct {
+		faults simulator.Faults
+		want   Class
+	}{
+		{simulator.Faults{RejectRate: 1}, Permanent},
+		{simulator.Faults{ThrottleRate: 1}, RateLimited},
+		{simulator.Faults{AuthFail: true}, Auth},
+		{simulator.Faults{FailRate: 1}, Transient},
+	} {
+		rig.sim.SetFaults(tc.faults)
+		_, err := s.Send(context.Background(), templated("m", "13800138000"))
+		if ce, ok := errors.AsType[*Error](err); !ok || ce.Class != tc.want {
+			t.Errorf("faults %+v: %v, want %s", tc.faults, err, tc.want)
+		}
+	}
+	if n := len(rig.sim.Deliveries()); n != 0 {
+		t.Errorf("recorded %d, want none", n)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -198,8 +199,15 @@ func (p *phoneState) handleControl(w http.ResponseWriter, r *http.Request) {
 	var in phoneControl
 	err := dec.Decode(&in)
 	for _, k := range in.Keys {
-		if err == nil && (k.Provider != "aliyun" && k.Provider != "tencent" && k.Provider != "http" || (k.Provider != "http") == (k.KeyID == "" || k.Secret == "")) {
-			err = errors.New("each key needs a provider (aliyun, tencent, http) and, but for http, a key_id and secret")
+		cloud := k.Provider == "aliyun" || k.Provider == "tencent"
+		switch {
+		case err != nil:
+		case !cloud && k.Provider != "http":
+			err = errors.New("a key's provider is aliyun, tencent or http")
+		case cloud && (k.KeyID == "" || k.Secret == ""):
+			err = errors.New("an aliyun or tencent key needs a key_id and a secret")
+		case !cloud && (k.KeyID != "" || k.Secret != ""):
+			err = errors.New("the http gateway has no key_id or secret, only a callback_url")
 		}
 		if _, perr := url.ParseRequestURI(k.CallbackURL); err == nil && k.CallbackURL != "" && perr != nil {
 			err = errors.New("callback_url is not a URL")
@@ -296,11 +304,7 @@ func sortedParams(m map[string]string) []Param {
 	for k, v := range m {
 		out = append(out, Param{Name: k, Value: v})
 	}
-	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && out[j].Name < out[j-1].Name; j-- {
-			out[j], out[j-1] = out[j-1], out[j]
-		}
-	}
+	slices.SortFunc(out, func(a, b Param) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
