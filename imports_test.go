@@ -188,6 +188,8 @@ var domains = map[string][]string{
 	// Integrations: the alerts monitoring tools post, normalised from their formats and
 	// opened through the alerts' service.
 	"herald/inbound": {"herald/models", "herald/alert", "herald/directory", "herald/duty", "herald/sending", "herald/templates"},
+	// The calls of alerts: their outcomes act on the alerts through the alerts' service.
+	"herald/phone": {"herald/models", "herald/alert"},
 }
 
 // foundation is what every domain may build on.

@@ -32,7 +32,7 @@ const (
 )
 
 // AckVias lists the ways of acknowledging.
-var AckVias = []string{AckViaLink, AckViaAPI, AckViaConsole, AckViaWeCom}
+var AckVias = []string{AckViaLink, AckViaAPI, AckViaConsole, AckViaWeCom, AckViaVoice}
 
 // ErrAlertEnded refuses acknowledging or resolving an alert that is exhausted: nobody
 // answered in time, and it is over.
@@ -174,6 +174,13 @@ func (d *Service) changeAlert(ctx context.Context, by audit.Actor, a *Alert, who
 		if err := Of(tx).CancelAlertSteps(ctx, a.ID, now); err != nil {
 			return err
 		}
+		reason := CallCancelledResolved
+		if mv.to == AlertAcknowledged {
+			reason = CallCancelledAcknowledged
+		}
+		if err := cancelCalls(ctx, d.calls, tx, a, reason, now); err != nil {
+			return err
+		}
 		if mv.to == AlertAcknowledged && a.PolicyCopy.NotifyOnAck {
 			if err := d.noticeOfAck(ctx, tx, ch, a, who); err != nil {
 				return err
@@ -310,7 +317,12 @@ func (d *Service) writeNotice(ctx context.Context, tx *models.Store, ch *audit.C
 	if d.notices == nil {
 		return nil
 	}
-	p, err := d.notices.PlanNotices(ctx, Notice{AccountID: a.AccountID, RecipientIDs: people, Text: text, CallbackKeyID: a.CallbackKeyID})
+	// Never by voice: a call to say the alert is taken would wake people for nothing.
+	account, err := d.noticeAccount(ctx, a)
+	if err != nil || account == 0 {
+		return err
+	}
+	p, err := d.notices.PlanNotices(ctx, Notice{AccountID: account, RecipientIDs: people, Text: text, CallbackKeyID: a.CallbackKeyID})
 	if err != nil {
 		return err
 	}

@@ -79,11 +79,18 @@ const (
 // the notices of its acknowledgment and exhaustion.
 const SourceEscalation = "escalation"
 
-// PolicyStep is one step of an escalation policy: whom to call, then how long to wait
-// for an acknowledgment before the next step.
+// PolicyStep is one step of an escalation policy: whom to call, how, then how long to
+// wait for an acknowledgment before the next step.
 type PolicyStep struct {
 	Targets []string `json:"targets"`
 	Wait    string   `json:"wait"`
+	// Via is how the step's notices go: "" by the alert's own account, a platform's
+	// name by that platform's default account ("voice", "sms"), or an account's name.
+	Via string `json:"via,omitempty"`
+	// AdvanceOnNoAnswer fires the next step at once when a call of this step was not
+	// answered or the line was busy; only a step that calls (its via is a voice
+	// account) may say it.
+	AdvanceOnNoAnswer bool `json:"advance_on_no_answer,omitempty"`
 }
 
 // EscalationPolicy is a named chain of steps an alert follows until someone acknowledges.

@@ -152,6 +152,9 @@ func (d *Service) EndRejected(ctx context.Context, tx *models.Store, ch *audit.C
 	if err != nil || a == nil {
 		return err
 	}
+	if err := cancelCalls(ctx, d.calls, tx, a, CallCancelledResolved, d.now()); err != nil {
+		return err
+	}
 	if a.CallbackKeyID != nil {
 		d.kick(ch, *a.CallbackKeyID)
 	}
@@ -179,6 +182,17 @@ func (d *Service) PlaceAckLinks(placeholder string, msgs []models.Message) {
 		if link != "" {
 			m.Content += "\n\n" + i18n.In(i18n.Chinese, "alerts.notice.ack_line", "URL", link)
 		}
+	}
+}
+
+// placeNoLinks takes the acknowledgment link's placeholder out of messages that carry
+// no link (calls, acknowledged by keypad).
+func placeNoLinks(placeholder string, msgs []models.Message) {
+	for i := range msgs {
+		m := &msgs[i]
+		m.Subject = strings.ReplaceAll(m.Subject, placeholder, "")
+		m.Content = strings.ReplaceAll(m.Content, placeholder, "")
+		m.ContentHTML = strings.ReplaceAll(m.ContentHTML, placeholder, "")
 	}
 }
 
@@ -292,6 +306,12 @@ func (d *Service) fireStep(ctx context.Context, stepID int64, now time.Time) (ne
 				return err
 			}
 		}
+		if call.calls != nil && d.calls != nil {
+			call.calls.Messages, call.calls.Names = call.plan.Messages, call.plan.Names
+			if err := d.calls.RecordCalls(ctx, tx, *call.calls); err != nil {
+				return err
+			}
+		}
 		if err := Of(tx).RecordAlertStep(ctx, s.ID, call.targets, call.reason); err != nil {
 			return err
 		}
@@ -371,6 +391,8 @@ type stepCall struct {
 	plan    *NoticePlan
 	targets []string
 	reason  string
+	// calls are the step's calls to record, when it goes by voice.
+	calls *StepCalls
 }
 
 // planStep works out whom a step calls at now and their notices.
@@ -390,20 +412,38 @@ func (d *Service) planStep(ctx context.Context, a *Alert, s *AlertStep, now time
 	if err != nil {
 		return stepCall{}, err
 	}
-	n := Notice{AccountID: a.AccountID, RecipientIDs: ids, Template: a.Template, Variables: vars, Subject: a.Subject,
+	step := a.PolicyCopy.Steps[s.N-1]
+	account, platform, ok, err := d.stepAccount(ctx, a, step)
+	if err != nil || !ok {
+		return stepCall{reason: SkipViaGone}, err
+	}
+	n := Notice{AccountID: account, RecipientIDs: ids, Template: a.Template, Variables: vars, Subject: a.Subject,
 		Text: a.Text, CallbackKeyID: a.CallbackKeyID, AckPlaceholder: placeholder}
 	if a.Template == "" {
 		n.Variables = nil
 	}
 	plan, err := d.notices.PlanNotices(ctx, n)
+	if fe := (*kernel.FieldError)(nil); step.Via != "" && errors.As(err, &fe) {
+		// The alert's content cannot go the step's way (an SMS or a call through a
+		// cloud provider needs a template naming the provider's): the step calls
+		// nobody, saying why, rather than failing again at every poll.
+		d.log.Warn("alert: a step's notices cannot go by its via", "alert", a.ID, "step", s.N, "via", step.Via, "error", err)
+		return stepCall{reason: SkipViaUnfit}, nil
+	}
 	if err != nil {
 		return stepCall{}, err
 	}
 	if len(plan.Messages) == 0 {
 		return stepCall{reason: SkipNoneReachable}, nil
 	}
-	d.PlaceAckLinks(placeholder, plan.Messages)
 	call := stepCall{plan: plan}
+	if platform == VoicePlatform {
+		// A link is no use read out on a call: the keypad acknowledges.
+		placeNoLinks(placeholder, plan.Messages)
+		call.calls = &StepCalls{AlertID: a.ID, N: s.N, Round: s.Round, Advance: step.AdvanceOnNoAnswer}
+	} else {
+		d.PlaceAckLinks(placeholder, plan.Messages)
+	}
 	for _, m := range plan.Messages {
 		call.targets = append(call.targets, plan.Names[m.RecipientID])
 	}
@@ -564,6 +604,9 @@ func (d *Service) exhaust(ctx context.Context, a *Alert, s *AlertStep, now time.
 		if err := d.claimStep(ctx, tx, a, s, now); err != nil {
 			return err
 		}
+		if err := cancelCalls(ctx, d.calls, tx, a, CallCancelledExhausted, now); err != nil {
+			return err
+		}
 		text := i18n.In(i18n.Chinese, "alerts.notice.exhausted", "Subject", alertTitle(a))
 		if err := d.writeNotice(ctx, tx, ch, a, recipientIDs(people), text); err != nil {
 			return err
@@ -642,6 +685,9 @@ func (d *Service) EndRecalled(ctx context.Context, tx *models.Store, ch *audit.C
 	}
 	a, err := Of(tx).ResolveRecalledAlert(ctx, *m.AlertID, recalledBy, d.now())
 	if err != nil || a == nil {
+		return err
+	}
+	if err := cancelCalls(ctx, d.calls, tx, a, CallCancelledResolved, d.now()); err != nil {
 		return err
 	}
 	if a.CallbackKeyID != nil {

@@ -92,6 +92,12 @@ func policyParams(p *EscalationPolicy) audit.Params {
 	steps := make([]string, len(p.Steps))
 	for i, s := range p.Steps {
 		steps[i] = strings.Join(s.Targets, " ") + " / " + s.Wait
+		if s.Via != "" {
+			steps[i] += " / " + s.Via
+		}
+		if s.AdvanceOnNoAnswer {
+			steps[i] += " / advance_on_no_answer"
+		}
 	}
 	return audit.Params{"name": p.Name, "steps": strings.Join(steps, "; "), "repeat": strconv.Itoa(p.Repeat),
 		"notify_on_ack": strconv.FormatBool(p.NotifyOnAck)}
@@ -136,6 +142,10 @@ func (d *Service) checkStep(ctx context.Context, i int, s *PolicyStep) error {
 	}
 	if len(s.Targets) == 0 || len(s.Targets) > maxStepTargets {
 		return kernel.Invalid(field+".targets", "alerts.invalid.targets_count", "Max", maxStepTargets)
+	}
+	s.Via = strings.TrimSpace(s.Via)
+	if err := d.checkVia(ctx, field, s); err != nil {
+		return err
 	}
 	for j := range s.Targets {
 		s.Targets[j] = strings.TrimSpace(s.Targets[j])

@@ -40,6 +40,10 @@ type Service struct {
 	// (Config.AfterClaim).
 	afterClaim func() error
 
+	// calls records the calls steps place and cancels those an alert's end makes
+	// pointless; nil: no step places calls (nothing records their outcomes).
+	calls CallBook
+
 	// weComRefusals rate-limits the log line of refused WeCom callbacks.
 	weComRefusals refusalLog
 }
@@ -117,6 +121,9 @@ type Config struct {
 	// StepWait, when positive, replaces MinStepWait as the shortest wait of a step
 	// (HERALD_TEST_KNOBS step_wait, for tests only).
 	StepWait time.Duration
+	// Calls is the calls' domain (package phone); nil: calls are not recorded, so a
+	// keypad's answer cannot be traced back to its step.
+	Calls CallBook
 	// AfterClaim, for tests only, runs after a step is claimed, inside the firing's
 	// transaction: an error rolls the firing back, as a crash would.
 	AfterClaim func() error
@@ -129,7 +136,7 @@ func NewService(cfg Config) (*Service, error) {
 	}
 	d := &Service{store: cfg.Store, notices: cfg.Notices, steps: cfg.Steps, kicker: cfg.Kicker, duty: cfg.Duty,
 		loc: kernel.Zone(cfg.Location), clock: cfg.Now, log: cfg.Log, ackLink: cfg.AckLink, ackObserver: cfg.AckObserver,
-		ackLinks: cfg.AckLinks, minStepWait: cfg.StepWait, afterClaim: cfg.AfterClaim}
+		ackLinks: cfg.AckLinks, minStepWait: cfg.StepWait, afterClaim: cfg.AfterClaim, calls: cfg.Calls}
 	if d.ackLink == nil && d.ackLinks != nil {
 		d.ackLink = d.ackLinks.Link
 	}

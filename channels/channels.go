@@ -74,10 +74,14 @@ type VoiceReport struct {
 	// MessageID is Herald's id of the message the call carried (sent to the provider
 	// as its out id or session context).
 	MessageID string
-	Callee    string // the number called
-	Outcome   string // VoiceAnswered, VoiceNoAnswer, VoiceBusy or VoiceFailed
-	Keys      string // the digits pressed, in order ("" for none)
-	At        time.Time
+	// CallID is the provider's id of the call, which the send answered with (the
+	// message's provider message id): Tencent's reports name the call by it alone, with
+	// MessageID empty.
+	CallID  string
+	Callee  string // the number called
+	Outcome string // VoiceAnswered, VoiceNoAnswer, VoiceBusy or VoiceFailed
+	Keys    string // the digits pressed, in order ("" for none)
+	At      time.Time
 }
 
 // VoiceReporter is a voice Sender that reads its provider's reports of the calls it

@@ -28,9 +28,9 @@ type Field struct {
 	Options []string
 	// Warnings say, by option, what choosing it gives up (catalog keys).
 	Warnings map[string]string
-	// Lines says the value may hold several lines, one item a line (a pool of robots'
-	// webhook URLs): the form gives it a box of several lines.
-	Lines bool
+	// Multiline values take several lines (a pool of robots' webhook URLs, one a line;
+	// an HTTP gateway's headers and body), which the form gives a text area.
+	Multiline bool
 	// Label names the setting on the account form, Help explains it (catalog keys;
 	// Help may be empty). Help is given the field's Default as .Default.
 	Label, Help string

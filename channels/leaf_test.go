@@ -42,7 +42,7 @@ func TestChannelsIsALeaf(t *testing.T) {
 
 // Every platform of the table has what intake, fallback and the registry ask of it.
 func TestEveryPlatformIsComplete(t *testing.T) {
-	addresses := []string{"tianyuan_id", "zhaohu_id", "wecom_userid", "feishu_user_id", "dingtalk_userid", "email", "external_id"}
+	addresses := []string{"tianyuan_id", "zhaohu_id", "wecom_userid", "feishu_user_id", "dingtalk_userid", "email", "external_id", "mobile"}
 	for _, name := range Platforms {
 		p := platforms[name]
 		if p.build == nil || p.cap.Max <= 0 || p.fields == nil {
@@ -52,18 +52,18 @@ func TestEveryPlatformIsComplete(t *testing.T) {
 			t.Errorf("%s: address field %q is not a staff member's field", name, a)
 		}
 	}
-	if AddressField("pigeon") != "" || DocumentedLimits("pigeon") != nil || TakesHTML("pigeon") {
+	if AddressField("pigeon") != "" || DocumentedLimits("pigeon", nil) != nil || TakesHTML("pigeon") {
 		t.Error("an unknown platform has an address, limits or HTML")
 	}
 	if !TakesHTML("email") || TakesHTML("wecom") {
 		t.Error("only email sends the HTML alternative")
 	}
-	wecom := DocumentedLimits("wecom")
+	wecom := DocumentedLimits("wecom", nil)
 	if wecom["per_recipient_per_minute"] != 30 || wecom["per_recipient_per_hour"] != 1000 {
 		t.Errorf("WeCom's documented limits = %v", wecom)
 	}
 	wecom["per_recipient_per_minute"] = 1
-	if DocumentedLimits("wecom")["per_recipient_per_minute"] != 30 {
+	if DocumentedLimits("wecom", nil)["per_recipient_per_minute"] != 30 {
 		t.Error("a caller changed the table through DocumentedLimits")
 	}
 }

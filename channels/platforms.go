@@ -30,6 +30,9 @@ type platform struct {
 	// without an error, by window name (per_recipient_per_minute, …): a new account
 	// starts from them.
 	limits map[string]int
+	// providerLimits are, for a platform whose accounts choose a provider (sms, voice),
+	// what each provider documents, by provider: they replace limits for its accounts.
+	providerLimits map[string]map[string]int
 	// oncePerDay says the platform delivers one content to one person only once a
 	// calendar day and drops a second copy without an error (DingTalk).
 	oncePerDay bool
@@ -130,6 +133,30 @@ var table = []platform{
 		return nil
 	}, address: "email", cap: ContentCap{Max: 256 << 10, Unit: Bytes}, html: true,
 		build: func(_ *Registry, a Account) (Sender, error) { return newEmail(a.Config, a.AllowPrivateNetwork), nil }},
+	// SMS through a provider: the content is the provider-approved template's text as
+	// the person receives it, which Alibaba Cloud and Tencent Cloud both cap at 500
+	// characters (a long SMS, billed by segments). Each provider's per-number limits
+	// (the defaults of its console) refuse the excess with an error code.
+	{name: "sms", fields: phoneFields(false), check: checkPhone(false), address: "mobile", cap: ContentCap{Max: 500, Unit: Characters},
+		providerLimits: map[string]map[string]int{
+			// Alibaba Cloud's frequency limit for one number and sign name: 1 a minute,
+			// 5 an hour, 10 a day (isv.BUSINESS_LIMIT_CONTROL).
+			ProviderAliyun: {"per_recipient_per_minute": 1, "per_recipient_per_hour": 5, "per_recipient_per_day": 10},
+			// Tencent Cloud's default: one message to one number in 30 seconds, ten a
+			// calendar day (LimitExceeded.PhoneNumberThirtySecondLimit, …DailyLimit).
+			ProviderTencent: {"per_recipient_per_30s": 1, "per_recipient_per_day": 10},
+		},
+		build: buildPhone},
+	// Voice calls read a provider-approved TTS template out (trimmed to the provider's
+	// cap, see TTSCap); an alert's call asks the callee to press 1.
+	{name: "voice", fields: phoneFields(true), check: checkPhone(true), address: "mobile", cap: ContentCap{Max: 500, Unit: Characters},
+		providerLimits: map[string]map[string]int{
+			// Dyvmsapi's flow control for one callee: 1 a minute, 5 an hour, 20 a day.
+			ProviderAliyun: {"per_recipient_per_minute": 1, "per_recipient_per_hour": 5, "per_recipient_per_day": 20},
+			// VMS's default for one number: 1 in 30 seconds, 2 in 10 minutes.
+			ProviderTencent: {"per_recipient_per_30s": 1, "per_recipient_per_10m": 2},
+		},
+		build: buildPhone},
 	// Webhook: the receiver reads an HTTP body, bytes; Herald's own bound. People are
 	// named to the receiver by their external id.
 	{name: "webhook", fields: []Field{
@@ -267,12 +294,25 @@ func AddressField(platform string) string {
 
 // DocumentedLimits are the limits a platform documents it enforces, by window name
 // (per_recipient_per_minute, …): none for the in-house platforms, email and webhooks,
-// whose limits are the bank's own. A new account starts from them.
-func DocumentedLimits(platform string) map[string]int {
-	if p, ok := platforms[platform]; ok {
-		return maps.Clone(p.limits)
+// whose limits are the bank's own. A new account starts from them. For a platform
+// whose accounts choose a provider (sms, voice) they are the provider's, named by the
+// account's config (its provider key); cfg may be nil for other platforms.
+func DocumentedLimits(platform string, cfg map[string]string) map[string]int {
+	p, ok := platforms[platform]
+	if !ok {
+		return nil
 	}
-	return nil
+	if p.providerLimits != nil {
+		return maps.Clone(p.providerLimits[strings.TrimSpace(cfg["provider"])])
+	}
+	return maps.Clone(p.limits)
+}
+
+// ChoosesProvider reports whether a platform's accounts name a provider (sms, voice),
+// whose documented limits are the account's defaults.
+func ChoosesProvider(platform string) bool {
+	p, ok := platforms[platform]
+	return ok && p.providerLimits != nil
 }
 
 // Fields returns a platform's config keys in form order; nil for an unknown platform.

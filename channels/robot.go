@@ -163,7 +163,7 @@ func RobotCount(platform string, cfg map[string]string) int {
 // robotFields are a robot account's settings; signed says the platform's robots have
 // a secret.
 func robotFields(platform string, signed bool) []Field {
-	fields := []Field{{Key: "webhook_url", Required: true, Secret: true, Destination: true, Lines: true,
+	fields := []Field{{Key: "webhook_url", Required: true, Secret: true, Destination: true, Multiline: true,
 		Label: "channels.field.webhook_url", Help: "channels.help.webhook_url_" + platform}}
 	if signed {
 		fields = append(fields, Field{Key: "secret", Secret: true, Label: "channels.field.robot_secret", Help: "channels.help.robot_secret_" + platform})

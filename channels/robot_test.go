@@ -244,7 +244,7 @@ func TestRobotConfigNamesTheField(t *testing.T) {
 	if RecallWindow(DingTalkBot) != 0 || RecallWindow(FeishuBot) != 0 || RecallWindow(WeComBot) != 0 {
 		t.Error("a robot can recall")
 	}
-	if l := DocumentedLimits(FeishuBot); l["per_minute"] != 100 || l["per_second"] != 5 {
+	if l := DocumentedLimits(FeishuBot, nil); l["per_minute"] != 100 || l["per_second"] != 5 {
 		t.Errorf("Feishu robot's documented limits %v", l)
 	}
 }

@@ -23,7 +23,11 @@ type Limits struct {
 	PerHour               int `json:"per_hour"`
 	PerDay                int `json:"per_day"`
 	PerRecipientPerSecond int `json:"per_recipient_per_second"`
+	// PerRecipientPer30s and PerRecipientPer10m are Tencent Cloud's windows for one
+	// number (SMS and voice calls).
+	PerRecipientPer30s    int `json:"per_recipient_per_30s" gorm:"column:per_recipient_per_30s"`
 	PerRecipientPerMinute int `json:"per_recipient_per_minute"`
+	PerRecipientPer10m    int `json:"per_recipient_per_10m" gorm:"column:per_recipient_per_10m"`
 	PerRecipientPerHour   int `json:"per_recipient_per_hour"`
 	PerRecipientPerDay    int `json:"per_recipient_per_day"`
 }
@@ -46,7 +50,9 @@ var LimitWindows = []LimitWindow{
 	{"per_hour", time.Hour, false, func(l *Limits) *int { return &l.PerHour }},
 	{"per_day", 24 * time.Hour, false, func(l *Limits) *int { return &l.PerDay }},
 	{"per_recipient_per_second", time.Second, true, func(l *Limits) *int { return &l.PerRecipientPerSecond }},
+	{"per_recipient_per_30s", 30 * time.Second, true, func(l *Limits) *int { return &l.PerRecipientPer30s }},
 	{"per_recipient_per_minute", time.Minute, true, func(l *Limits) *int { return &l.PerRecipientPerMinute }},
+	{"per_recipient_per_10m", 10 * time.Minute, true, func(l *Limits) *int { return &l.PerRecipientPer10m }},
 	{"per_recipient_per_hour", time.Hour, true, func(l *Limits) *int { return &l.PerRecipientPerHour }},
 	{"per_recipient_per_day", 24 * time.Hour, true, func(l *Limits) *int { return &l.PerRecipientPerDay }},
 }
@@ -62,10 +68,12 @@ func (l Limits) Of(window string) int {
 }
 
 // DocumentedLimits are the limits a platform documents it enforces (channels'
-// platform table), as Limits: what a new account of the platform starts from.
-func DocumentedLimits(platform string) Limits {
+// platform table), as Limits: what a new account of the platform starts from. cfg is
+// the account's config, which names the provider of an sms or voice account (whose
+// limits are the provider's); nil for other platforms.
+func DocumentedLimits(platform string, cfg map[string]string) Limits {
 	var l Limits
-	documented := channels.DocumentedLimits(platform)
+	documented := channels.DocumentedLimits(platform, cfg)
 	for _, w := range LimitWindows {
 		*w.Of(&l) = documented[w.Name]
 	}
@@ -103,10 +111,10 @@ type Excess struct {
 	Documented int
 }
 
-// AboveDocumented lists the limits of l looser than platform documents, in
-// LimitWindows' order.
-func AboveDocumented(l Limits, platform string) []Excess {
-	documented := DocumentedLimits(platform)
+// AboveDocumented lists the limits of l looser than platform (for an sms or voice
+// account, the provider cfg names) documents, in LimitWindows' order.
+func AboveDocumented(l Limits, platform string, cfg map[string]string) []Excess {
+	documented := DocumentedLimits(platform, cfg)
 	var out []Excess
 	for _, w := range LimitWindows {
 		v, d := *w.Of(&l), *w.Of(&documented)

@@ -76,6 +76,8 @@ func (r *Recipient) Address(platform string) string {
 	switch field {
 	case "email":
 		return r.Email
+	case "mobile":
+		return r.Mobile
 	case "external_id":
 		return r.ExternalID
 	}

@@ -14,6 +14,7 @@ import (
 	"herald/inbound"
 	"herald/message"
 	"herald/models"
+	"herald/phone"
 	"herald/recall"
 	"herald/sending"
 	"herald/silence"
@@ -79,7 +80,7 @@ func NewDispatcher(cfg Config) (*Dispatcher, error) {
 		d.log = slog.Default()
 	}
 	d.alertConfig = alert.Config{Notices: alertNotices{d}, Steps: cfg.Enqueuer, AckLink: cfg.AckLink,
-		AckObserver: cfg.AckObserver, AckLinks: cfg.AckLinks, StepWait: cfg.StepWait}
+		AckObserver: cfg.AckObserver, AckLinks: cfg.AckLinks, StepWait: cfg.StepWait, Calls: phone.Book{}}
 	if cfg.Callbacks != nil {
 		d.alertConfig.Kicker = cfg.Callbacks
 	}

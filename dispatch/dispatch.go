@@ -511,6 +511,10 @@ func (res *Result) add(ctx context.Context, req Request, acct *sending.Account, 
 		}
 		msgType, field = tmpl.MsgType(), "template"
 	}
+	provider, err := providerTemplate(ctx, acct, tmpl, req.Variables, p)
+	if err != nil {
+		return err
+	}
 	var version *int
 	if tmpl != nil && tmpl.Template().Version > 0 {
 		version = &tmpl.Template().Version
@@ -528,7 +532,7 @@ func (res *Result) add(ctx context.Context, req Request, acct *sending.Account, 
 		Address: addr, MsgType: msgType, Subject: subject, Content: body, ContentHTML: htmlBody,
 		Priority: req.Priority, Status: models.StatusPending, MaxAttempts: acct.MaxAttempts,
 		SendAt: sendAt, NextAttemptAt: &sendAt, CallbackKeyID: req.CallbackKeyID, Fallback: templates.JoinChain(res.chain),
-		TemplateVersion: version,
+		TemplateVersion: version, ProviderTemplate: provider,
 	}
 	if addr == "" {
 		// Nothing to send on this platform: stopped at once, the next of the chain is due.
@@ -537,6 +541,31 @@ func (res *Result) add(ctx context.Context, req Request, acct *sending.Account, 
 	}
 	res.Messages = append(res.Messages, m)
 	return nil
+}
+
+// providerTemplate is the provider template a message of an sms or voice account is
+// sent as, with its parameters rendered for the person (models.ProviderTemplateText;
+// "" for other platforms). Alibaba Cloud and Tencent Cloud send nothing else, so their
+// accounts need a template that names one (provider_template); an in-house gateway
+// takes the text as well.
+func providerTemplate(ctx context.Context, acct *sending.Account, tmpl *templates.Compiled, vars map[string]string, p *directory.Recipient) (string, error) {
+	if !channels.ChoosesProvider(acct.Platform) {
+		return "", nil
+	}
+	cloud := acct.Config["provider"] != channels.ProviderHTTP
+	switch {
+	case tmpl == nil && cloud:
+		return "", kernel.Invalid("template", "templates.invalid.provider_needs_template", "Platform", acct.Platform)
+	case tmpl == nil:
+		return "", nil
+	case tmpl.ProviderTemplate() == "" && cloud:
+		return "", kernel.Invalid("provider_template", "templates.invalid.provider_template_for", "Template", tmpl.Template().Name, "Platform", acct.Platform)
+	}
+	params, err := tmpl.RenderParams(ctx, acct.Platform, vars, p)
+	if err != nil {
+		return "", err
+	}
+	return models.ProviderTemplateText(tmpl.ProviderTemplate(), params), nil
 }
 
 // validate checks what needs no database.

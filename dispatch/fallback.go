@@ -191,6 +191,12 @@ func (d *Dispatcher) nextInChain(ctx context.Context, prev *models.Message, b *m
 				return nil, err
 			}
 		}
+		if channels.ChoosesProvider(acct.Platform) && tmpl.ProviderTemplate() != "" {
+			// A chain that ends in an SMS or a call sends the provider template too.
+			if next.ProviderTemplate, err = providerTemplate(ctx, acct, tmpl, b.Variables, p); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if err := templates.CheckSize("content", acct.Platform, who(p), channels.Message{MsgType: next.MsgType, Title: next.Subject, Content: next.Content}); err != nil {
 		return nil, fmt.Errorf("dispatch: fallback of %s: %w", prev.ID, err)

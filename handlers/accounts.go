@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -98,7 +99,7 @@ func formatFloat(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) 
 func configFields(platform string, values map[string]string, stored *sending.Account) []views.ConfigField {
 	var out []views.ConfigField
 	for _, cf := range channels.Fields(platform) {
-		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Lines: cf.Lines, Label: cf.LabelNote(), Help: cf.HelpNote()}
+		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Label: cf.LabelNote(), Help: cf.HelpNote(), Multiline: cf.Multiline}
 		for _, o := range cf.Options {
 			f.Options = append(f.Options, views.ConfigOption{Value: o, Label: cf.OptionNote(o)})
 		}
@@ -125,9 +126,9 @@ func accountForm(a *sending.Account, oldName string, stored *sending.Account) vi
 	f := views.AccountForm{OldName: oldName, Name: a.Name, Platform: a.Platform, Platforms: channels.Platforms,
 		IsDefault: a.IsDefault, Enabled: a.Enabled, AllowPrivateNetwork: a.AllowPrivateNetwork,
 		MaxAttempts: strconv.Itoa(a.MaxAttempts), QuietHours: a.QuietHours, Config: configFields(a.Platform, sending.MaskedConfig(a.Config), stored),
-		Warnings: delivery.UnreachableLimits(a.Limits), Excess: delivery.AboveDocumented(a.Limits, a.Platform),
+		Warnings: delivery.UnreachableLimits(a.Limits), Excess: delivery.AboveDocumented(a.Limits, a.Platform, a.Config),
 		Retry: retryRows(a.RetryPolicy, nil)}
-	f.Limits = limitFields(a.Limits, a.Platform)
+	f.Limits = limitFields(a.Limits, a.Platform, a.Config)
 	f.Unreadable = stored != nil && stored.Unreadable
 	if oldName == "" {
 		f.LimitsNote = limitsNote(a.Platform)
@@ -136,8 +137,8 @@ func accountForm(a *sending.Account, oldName string, stored *sending.Account) vi
 }
 
 // limitFields lays out limits for the form, each beside what the platform documents.
-func limitFields(limits delivery.Limits, platform string) []views.LimitField {
-	documented := delivery.DocumentedLimits(platform)
+func limitFields(limits delivery.Limits, platform string, cfg map[string]string) []views.LimitField {
+	documented := delivery.DocumentedLimits(platform, cfg)
 	var out []views.LimitField
 	for _, w := range delivery.LimitWindows {
 		l := views.LimitField{Key: w.Name, Documented: *w.Of(&documented)}
@@ -152,7 +153,10 @@ func limitFields(limits delivery.Limits, platform string) []views.LimitField {
 // limitsNote is the catalog key of the sentence saying a new account's limits start
 // from what its platform documents ("" for a platform that documents none).
 func limitsNote(platform string) string {
-	if delivery.DocumentedLimits(platform) == (delivery.Limits{}) {
+	if channels.ChoosesProvider(platform) {
+		return "accounts.form.provider_limits"
+	}
+	if delivery.DocumentedLimits(platform, nil) == (delivery.Limits{}) {
 		return ""
 	}
 	return "accounts.form.platform_limits." + platform
@@ -184,10 +188,12 @@ func accountInput(c *gin.Context, old *sending.Account) (sending.AccountInput, v
 		}
 		in.MaxAttempts = n
 	}
-	documented := delivery.DocumentedLimits(in.Platform)
+	documented := delivery.DocumentedLimits(in.Platform, map[string]string{"provider": c.PostForm("config.provider")})
+	anyLimit := false
 	for _, w := range delivery.LimitWindows {
 		l := views.LimitField{Key: w.Name, Value: strings.TrimSpace(c.PostForm("limits." + w.Name)), Documented: *w.Of(&documented)}
 		if l.Value != "" {
+			anyLimit = true
 			n, err := strconv.Atoi(l.Value)
 			if err != nil {
 				errs["limits."+w.Name] = tr(c, "accounts.error.limit_number")
@@ -199,6 +205,9 @@ func accountInput(c *gin.Context, old *sending.Account) (sending.AccountInput, v
 	values := map[string]string{}
 	for _, cf := range channels.Fields(in.Platform) {
 		v := strings.TrimSpace(c.PostForm("config." + cf.Key))
+		if cf.Multiline {
+			v = strings.ReplaceAll(v, "\r\n", "\n") // a browser's text area sends CRLF
+		}
 		switch {
 		case cf.Secret && c.PostForm("config."+cf.Key+".clear") == "true" && !cf.Required:
 			in.Config[cf.Key] = "" // cleared on purpose
@@ -215,7 +224,12 @@ func accountInput(c *gin.Context, old *sending.Account) (sending.AccountInput, v
 	}
 	f.Config = configFields(in.Platform, values, old)
 	f.Warnings = delivery.UnreachableLimits(*in.Limits)
-	f.Excess = delivery.AboveDocumented(*in.Limits, in.Platform)
+	f.Excess = delivery.AboveDocumented(*in.Limits, in.Platform, in.Config)
+	if old == nil && !anyLimit && channels.ChoosesProvider(in.Platform) {
+		// A new sms or voice account with no limit typed starts from its provider's,
+		// which the form could not show before the provider was chosen.
+		in.Limits, f.Excess = nil, nil
+	}
 	var typed map[string]string
 	in.RetryPolicy, typed = retryInput(c, errs)
 	f.Retry = retryRows(nil, typed)
@@ -236,7 +250,7 @@ func (h *Handlers) renderAccounts(c *gin.Context, status int, errs map[string]st
 	}
 	rows := make([]views.AccountListRow, len(list))
 	for i, a := range list {
-		rows[i] = views.AccountListRow{Account: a, Warnings: delivery.UnreachableLimits(a.Limits), Excess: delivery.AboveDocumented(a.Limits, a.Platform),
+		rows[i] = views.AccountListRow{Account: a, Warnings: delivery.UnreachableLimits(a.Limits), Excess: delivery.AboveDocumented(a.Limits, a.Platform, a.Config),
 			ConfigWarnings: channels.ConfigWarnings(a.Platform, a.Config)}
 	}
 	render(c, status, views.AccountsPage(page(c, tr(c, "title.accounts"), "accounts"), rows, h.accountUsage(c, list), h.notice(c), errs))
@@ -307,7 +321,7 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 	if c.Query("account") == "" {
 		// A new account: its limits start from what the platform documents.
 		platform := c.Query("platform")
-		render(c, http.StatusOK, views.NewAccountPlatformFields(fields, limitFields(delivery.DocumentedLimits(platform), platform), limitsNote(platform)))
+		render(c, http.StatusOK, views.NewAccountPlatformFields(fields, limitFields(delivery.DocumentedLimits(platform, nil), platform, nil), limitsNote(platform)))
 		return
 	}
 	render(c, http.StatusOK, views.AccountConfigFields(fields, nil))
@@ -316,7 +330,7 @@ func (h *Handlers) AccountConfigFields(c *gin.Context) {
 // NewAccountForm shows an empty account form.
 func (h *Handlers) NewAccountForm(c *gin.Context) {
 	a := &sending.Account{Platform: channels.Platforms[0], Enabled: true, MaxAttempts: sending.DefaultMaxAttempts,
-		Limits: delivery.DocumentedLimits(channels.Platforms[0])}
+		Limits: delivery.DocumentedLimits(channels.Platforms[0], nil)}
 	render(c, http.StatusOK, views.AccountFormPage(page(c, tr(c, "title.new_account"), "accounts"), accountForm(a, "", nil), nil))
 }
 
@@ -338,7 +352,11 @@ func (h *Handlers) storedAccount(c *gin.Context) (*sending.Account, bool) {
 // EditAccountForm shows an account's form, its secrets left empty.
 func (h *Handlers) EditAccountForm(c *gin.Context) {
 	if a, ok := h.storedAccount(c); ok {
-		render(c, http.StatusOK, views.AccountFormPage(page(c, a.Name, "accounts"), accountForm(a, a.Name, a), nil))
+		f := accountForm(a, a.Name, a)
+		if a.Platform == "voice" {
+			f.CallbackURL = strings.TrimSuffix(h.PublicURL, "/") + "/callbacks/voice/" + url.PathEscape(a.Name) + "?token=<callback_token>"
+		}
+		render(c, http.StatusOK, views.AccountFormPage(page(c, a.Name, "accounts"), f, nil))
 	}
 }
 

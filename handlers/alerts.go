@@ -145,6 +145,10 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 	}
 	v := views.AlertView{Row: rows[0], Steps: alert.PolicySteps(a, steps[a.ID]), Now: time.Now(), CanAct: canOperate(c),
 		Notice: notice, Errs: errs}
+	if err := h.alertCalls(c, &v); err != nil {
+		h.fail(c, err)
+		return
+	}
 	render(c, status, views.AlertPage(page(c, tr(c, "alerts.alert_title", "ID", a.ID), "alerts"), v))
 }
 
@@ -196,16 +200,26 @@ func policyFormOf(c *gin.Context, original string) views.PolicyForm {
 }
 
 // policyOf turns the form into a policy: one step a line, its targets separated by
-// spaces or commas, then "|" and its wait.
+// spaces or commas, then "|" and its wait, then optionally "|" and how the step goes
+// (a platform or an account), followed by views.AdvanceWord to advance on no answer.
 func policyOf(f views.PolicyForm) (alert.EscalationPolicy, error) {
 	p := alert.EscalationPolicy{Name: f.Name, NotifyOnAck: f.NotifyOnAck}
 	for _, line := range strings.Split(f.Steps, "\n") {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		targets, wait, _ := strings.Cut(line, "|")
-		p.Steps = append(p.Steps, alert.PolicyStep{Wait: strings.TrimSpace(wait),
-			Targets: strings.FieldsFunc(targets, func(r rune) bool { return r == ' ' || r == ',' || r == '，' || r == '\t' })})
+		targets, rest, _ := strings.Cut(line, "|")
+		wait, how, _ := strings.Cut(rest, "|")
+		step := alert.PolicyStep{Wait: strings.TrimSpace(wait),
+			Targets: strings.FieldsFunc(targets, func(r rune) bool { return r == ' ' || r == ',' || r == '，' || r == '\t' })}
+		for _, word := range strings.Fields(how) {
+			if word == views.AdvanceWord {
+				step.AdvanceOnNoAnswer = true
+			} else {
+				step.Via = strings.TrimSpace(step.Via + " " + word)
+			}
+		}
+		p.Steps = append(p.Steps, step)
 	}
 	n, err := strconv.Atoi(f.Repeat)
 	if err != nil {

@@ -70,7 +70,7 @@ func toAccountJSON(a sending.Account) accountJSON {
 // excessWarnings says, in English, which limits are looser than the platform documents.
 func excessWarnings(a sending.Account) []string {
 	var out []string
-	for _, e := range delivery.AboveDocumented(a.Limits, a.Platform) {
+	for _, e := range delivery.AboveDocumented(a.Limits, a.Platform, a.Config) {
 		out = append(out, e.String())
 	}
 	return out

@@ -27,6 +27,10 @@ type templateJSON struct {
 	Fallback []string `json:"fallback"`
 	// Digest is the digest of sends that name none (null: none).
 	Digest *templates.DigestRequest `json:"digest"`
+	// ProviderTemplate is the provider's template code an SMS or a call goes as, and
+	// ProviderParams map its parameters in order, each "name=expression".
+	ProviderTemplate string   `json:"provider_template"`
+	ProviderParams   []string `json:"provider_params"`
 
 	// Version is the number of the latest version (an answer only; ignored when sent).
 	Version int `json:"version,omitempty"`
@@ -42,13 +46,15 @@ func toTemplateJSON(t templates.Template) templateJSON {
 		chain = []string{}
 	}
 	return templateJSON{Name: t.Name, DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body, HTML: t.HTML,
-		Variables: vars, Fallback: chain, Digest: templates.TemplateDigest(&t), Version: t.Version}
+		Variables: vars, Fallback: chain, Digest: templates.TemplateDigest(&t), Version: t.Version,
+		ProviderTemplate: t.ProviderTemplate, ProviderParams: paramList(t.ProviderParams)}
 }
 
 // input is the body as the service takes it.
 func (body templateJSON) input() templates.TemplateInput {
 	return templates.TemplateInput{Name: body.Name, DisplayName: body.DisplayName, MsgType: body.MsgType, Subject: body.Subject,
-		Body: body.Body, HTML: body.HTML, Variables: body.Variables, Fallback: strings.Join(body.Fallback, ","), Digest: body.Digest}
+		Body: body.Body, HTML: body.HTML, Variables: body.Variables, Fallback: strings.Join(body.Fallback, ","), Digest: body.Digest,
+		ProviderTemplate: body.ProviderTemplate, ProviderParams: body.ProviderParams}
 }
 
 // APIListTemplates is GET /api/v1/templates.
@@ -138,6 +144,9 @@ type templateVersionJSON struct {
 	HTML      string    `json:"html"`
 	Variables []string  `json:"variables"`
 	Fallback  []string  `json:"fallback"`
+	// ProviderTemplate and ProviderParams are the version's (templateJSON).
+	ProviderTemplate string   `json:"provider_template"`
+	ProviderParams   []string `json:"provider_params"`
 	// RetiredAt and RetiredBy say when and by whom the version was retired (null: in
 	// use).
 	RetiredAt *time.Time `json:"retired_at"`
@@ -154,7 +163,8 @@ func toTemplateVersionJSON(name string, v templates.TemplateVersion) templateVer
 		chain = []string{}
 	}
 	return templateVersionJSON{Template: name, Number: v.Number, Actor: v.Actor, CreatedAt: v.CreatedAt, MsgType: v.MsgType,
-		Subject: v.Subject, Body: v.Body, HTML: v.HTML, Variables: vars, Fallback: chain, RetiredAt: v.RetiredAt, RetiredBy: v.RetiredBy}
+		Subject: v.Subject, Body: v.Body, HTML: v.HTML, Variables: vars, Fallback: chain, RetiredAt: v.RetiredAt, RetiredBy: v.RetiredBy,
+		ProviderTemplate: v.ProviderTemplate, ProviderParams: paramList(v.ProviderParams)}
 }
 
 // APITemplateVersions is GET /api/v1/templates/:name/versions, newest first.
@@ -235,4 +245,12 @@ func (h *Handlers) APIRollbackTemplate(c *gin.Context) {
 		return
 	}
 	c.JSON(http.StatusOK, toTemplateJSON(*t))
+}
+
+// paramList is a mapping as the API shows it: [] for none.
+func paramList(l templates.StringList) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"herald/audit"
+	"herald/channels"
 	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
@@ -63,7 +64,8 @@ func sampleLines(c *gin.Context, vars []string) string {
 func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 	f := views.TemplateForm{OldName: oldName, Name: strings.TrimSpace(c.PostForm("name")), DisplayName: c.PostForm("display_name"), MsgType: c.PostForm("msg_type"),
 		Subject: c.PostForm("subject"), Body: c.PostForm("body"), HTML: c.PostForm("html"), Variables: c.PostForm("variables"), Samples: c.PostForm("samples"),
-		Fallback: c.PostForm("fallback")}
+		Fallback: c.PostForm("fallback"), ProviderTemplate: strings.TrimSpace(c.PostForm("provider_template")),
+		ProviderParams: c.PostForm("provider_params")}
 	f.Digest = digestForm(c)
 	f.Rerender = c.PostForm("waiting") == views.WaitingRerender
 	f.TestRecipient, _ = strconv.ParseInt(c.PostForm("test_recipient"), 10, 64)
@@ -75,7 +77,18 @@ func templateFormOf(c *gin.Context, oldName string) views.TemplateForm {
 func templateInput(f views.TemplateForm) templates.TemplateInput {
 	return templates.TemplateInput{Name: f.Name, DisplayName: f.DisplayName, MsgType: f.MsgType, Subject: f.Subject, Body: f.Body,
 		HTML: f.HTML, Variables: splitVariables(f.Variables), Fallback: f.Fallback, Rerender: f.Rerender,
-		Digest: digestRequest(f.Digest)}
+		Digest: digestRequest(f.Digest), ProviderTemplate: f.ProviderTemplate, ProviderParams: paramLines(f.ProviderParams)}
+}
+
+// paramLines reads the editor's provider parameters, one name=expression a line.
+func paramLines(s string) []string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if line = strings.TrimSpace(line); line != "" {
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // samplePerson is whom a preview renders for when no one is chosen, named in the
@@ -96,7 +109,8 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 	}
 	out := views.TemplatePreview{For: tr(c, "templates.preview.for", "Name", person.Name)}
 	in := templateInput(f)
-	t := &templates.Template{Name: in.Name, MsgType: in.MsgType, Subject: in.Subject, Body: in.Body, HTML: in.HTML, Variables: in.Variables}
+	t := &templates.Template{Name: in.Name, MsgType: in.MsgType, Subject: in.Subject, Body: in.Body, HTML: in.HTML, Variables: in.Variables,
+		ProviderTemplate: in.ProviderTemplate, ProviderParams: in.ProviderParams}
 	if t.MsgType == "" {
 		t.MsgType = "text"
 	}
@@ -128,6 +142,15 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 	if out.Subject, out.Body, err = compiled.Render(c.Request.Context(), "", vars, &person); err == nil {
 		out.HTML, err = compiled.RenderHTML(c.Request.Context(), "", vars, &person)
 	}
+	if err == nil && t.ProviderTemplate != "" {
+		// An SMS's text as the person receives it, and how it is billed.
+		out.Chars, out.Segments = channels.Segments(out.Body)
+		var params []channels.Param
+		params, err = compiled.RenderParams(c.Request.Context(), "sms", vars, &person)
+		for _, p := range params {
+			out.Params = append(out.Params, p.Name+" = "+p.Value)
+		}
+	}
 	if err != nil {
 		out.Errors = []string{templateFieldMessage(c, err)}
 	}
@@ -137,7 +160,7 @@ func (h *Handlers) preview(c *gin.Context, f views.TemplateForm) views.TemplateP
 // templateFormLabels are the editor's labels of the fields a template's validation
 // names (templates.form.<label>).
 var templateFormLabels = map[string]string{"name": "name", "display_name": "display_name", "msg_type": "type",
-	"variables": "variables", "subject": "subject", "body": "body", "html": "html"}
+	"variables": "variables", "subject": "subject", "body": "body", "html": "html", "provider_template": "provider_template"}
 
 // templateFieldMessage is a validation message of the editor's preview, with the field
 // named as the editor labels it ("正文：第 1 行：…").
@@ -221,7 +244,8 @@ func savedTemplateForm(c *gin.Context, t *templates.Template) views.TemplateForm
 	return views.TemplateForm{OldName: t.Name, OldDisplayName: t.DisplayName, Name: t.Name,
 		DisplayName: t.DisplayName, MsgType: t.MsgType, Subject: t.Subject,
 		Body: t.Body, HTML: t.HTML, Variables: strings.Join(t.Variables, ", "), Samples: sampleLines(c, t.VariableNames()),
-		Fallback: strings.Join(templates.Chain(t.Fallback), ", "), Digest: digestFormOf(templates.TemplateDigest(t))}
+		Fallback: strings.Join(templates.Chain(t.Fallback), ", "), Digest: digestFormOf(templates.TemplateDigest(t)),
+		ProviderTemplate: t.ProviderTemplate, ProviderParams: strings.Join(t.ProviderParams, "\n")}
 }
 
 // UpdateTemplate saves a changed template (it may be renamed).

@@ -143,7 +143,7 @@ func (s *Store) seedDemoAccounts(ctx context.Context, o DemoOptions) error {
 	}
 	for _, a := range accounts {
 		a.Enabled, a.Healthy, a.AllowPrivateNetwork, a.MaxAttempts = true, true, true, sending.DefaultMaxAttempts
-		a.Limits = delivery.DocumentedLimits(a.Platform)
+		a.Limits = delivery.DocumentedLimits(a.Platform, a.Config)
 		if err := s.Sending().CreateAccount(ctx, a); err != nil {
 			return fmt.Errorf("models: demo account %s: %w", a.Name, err)
 		}

@@ -35,7 +35,7 @@ func messageColumns(m *Message) []messageColumn {
 		{"updated_at", &m.UpdatedAt}, {"sent_at", &m.SentAt}, {"recalled_at", &m.RecalledAt}, {"recalled_by", &m.RecalledBy},
 		{"alert_id", &m.AlertID}, {"digest_slot", &m.DigestSlot}, {"digest_due_at", &m.DigestDueAt},
 		{"digest_max", &m.DigestMax}, {"digest_message_id", &m.DigestMessageID},
-		{"chat_group_id", &m.ChatGroupID}, {"mentions", &m.Mentions},
+		{"chat_group_id", &m.ChatGroupID}, {"mentions", &m.Mentions}, {"provider_template", &m.ProviderTemplate},
 	}
 }
 
@@ -88,7 +88,7 @@ func appendMessageValues(args []any, m *Message) []any {
 		m.UpdatedAt, nullable(m.SentAt), nullable(m.RecalledAt), m.RecalledBy,
 		nullable(m.AlertID), m.DigestSlot, nullable(m.DigestDueAt),
 		m.DigestMax, nullable(m.DigestMessageID),
-		nullable(m.ChatGroupID), m.Mentions,
+		nullable(m.ChatGroupID), m.Mentions, m.ProviderTemplate,
 	)
 }
 

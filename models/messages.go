@@ -190,6 +190,38 @@ type Message struct {
 	// JSON (MentionsOf), "" for none.
 	ChatGroupID *int64
 	Mentions    string
+	// ProviderTemplate is the provider template an SMS or a call is sent as, with its
+	// parameters rendered for the person, as JSON (ProviderTemplateOf), "" for none.
+	ProviderTemplate string
+}
+
+// providerTemplate is the JSON of Message.ProviderTemplate.
+type providerTemplate struct {
+	Code   string           `json:"code"`
+	Params []channels.Param `json:"params"`
+}
+
+// ProviderTemplateOf reads a message's ProviderTemplate: the code and the parameters
+// ("" and nil for none).
+func ProviderTemplateOf(s string) (code string, params []channels.Param) {
+	var pt providerTemplate
+	if s == "" || json.Unmarshal([]byte(s), &pt) != nil {
+		return "", nil
+	}
+	return pt.Code, pt.Params
+}
+
+// ProviderTemplateText is the ProviderTemplate column's text for a code and its
+// parameters ("" for no code).
+func ProviderTemplateText(code string, params []channels.Param) string {
+	if code == "" {
+		return ""
+	}
+	if params == nil {
+		params = []channels.Param{}
+	}
+	b, _ := json.Marshal(providerTemplate{Code: code, Params: params})
+	return string(b)
 }
 
 // MentionsOf reads a message's Mentions; nil for none or for text that is not a list

@@ -22,6 +22,7 @@ import (
 	"herald/kernel"
 	"herald/migrations"
 	"herald/models"
+	"herald/phone"
 	"herald/recall"
 	"herald/sending"
 	"herald/silence"
@@ -41,6 +42,7 @@ var gormModels = []any{
 	&kernel.ChangeCounter{}, &recall.RecallRequest{}, &models.DailyContent{}, &templates.TemplateVersion{},
 	&alert.EscalationPolicy{}, &alert.Alert{}, &alert.AlertStep{}, &silence.Silence{}, &silence.MessageSilence{},
 	&inbound.Integration{}, &inbound.Received{}, &inbound.OpenKey{}, &inbound.Heartbeat{},
+	&phone.Call{},
 }
 
 // designTables are the tables the migrations create, by the names operators and tools rely on.

@@ -146,7 +146,7 @@ func accountFromInput(in AccountInput, old *Account) (*Account, error) {
 	case old != nil:
 		a.Limits = old.Limits
 	default:
-		a.Limits = delivery.DocumentedLimits(a.Platform)
+		a.Limits = delivery.DocumentedLimits(a.Platform, a.Config)
 	}
 	if err := checkExcess(a, old, in.ConfirmAboveDocumented); err != nil {
 		return nil, err
@@ -197,8 +197,9 @@ var ErrAboveDocumented = kernel.Declare(kernel.DomainError{Kind: kernel.KindInva
 // platform; for an update, those whose value changes. An account kept above its
 // platform's limits is not asked again at each save.
 func newExcess(a, old *Account) []delivery.Excess {
-	all := delivery.AboveDocumented(a.Limits, a.Platform)
-	if old == nil || old.Platform != a.Platform {
+	all := delivery.AboveDocumented(a.Limits, a.Platform, a.Config)
+	// An sms or voice account moving to another provider moves to its limits.
+	if old == nil || old.Platform != a.Platform || old.Config["provider"] != a.Config["provider"] {
 		return all
 	}
 	var out []delivery.Excess

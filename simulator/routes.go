@@ -7,7 +7,8 @@ import (
 
 // PlatformPrefixes are the paths the platforms are served under: an account's base URL
 // is the simulator's address plus its platform's prefix.
-var PlatformPrefixes = []string{"/tianyuan", "/zhaohu", "/wecom", "/feishu", "/dingtalk", "/webhook", "/wecom-bot", "/dingtalk-bot", "/feishu-bot"}
+var PlatformPrefixes = []string{"/tianyuan", "/zhaohu", "/wecom", "/feishu", "/dingtalk", "/webhook", "/wecom-bot", "/dingtalk-bot", "/feishu-bot",
+	"/aliyun", "/tencent", "/phone-gateway"}
 
 // routes lists every HTTP endpoint the simulator serves.
 func (s *Simulator) routes() http.Handler {
@@ -32,6 +33,10 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /wecom-bot/cgi-bin/webhook/send", s.robots.handleRobot(wecomBot))
 	mux.HandleFunc("POST /dingtalk-bot/robot/send", s.robots.handleRobot(dingtalkBot))
 	mux.HandleFunc("POST /feishu-bot/open-apis/bot/v2/hook/{token}", s.robots.handleRobot(feishuBot))
+	mux.HandleFunc("POST /aliyun/", s.phone.handleAliyun)
+	mux.HandleFunc("POST /tencent/", s.phone.handleTencent)
+	mux.HandleFunc("POST /phone-gateway/sms", s.phone.handleGateway("sms"))
+	mux.HandleFunc("POST /phone-gateway/call", s.phone.handleGateway("voice"))
 
 	// Control, for tests and benchmarks.
 	mux.HandleFunc("GET /_sim/deliveries", s.handleListDeliveries)
@@ -42,6 +47,7 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /_sim/wecom/callback", s.handleWeComCallbackSettings)
 	mux.HandleFunc("POST /_sim/wecom/click", s.handleWeComClick)
 	mux.HandleFunc("POST /_sim/robots", s.robots.handleRobotSettings)
+	mux.HandleFunc("POST /_sim/phone", s.phone.handleControl)
 	mux.HandleFunc("GET /healthz", handleHealth)
 
 	return mux

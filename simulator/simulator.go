@@ -57,6 +57,21 @@ type Delivery struct {
 	// Card is the template card a WeCom message came as (Content then holds its title
 	// and text); nil for plain messages.
 	Card *Card `json:"card,omitempty"`
+	// Provider is the SMS or voice provider played (aliyun, tencent, http); Template and
+	// Params the provider template and its parameters in the order sent.
+	Provider string  `json:"provider,omitempty"`
+	Template string  `json:"template,omitempty"`
+	Params   []Param `json:"params,omitempty"`
+	// Outcome and Keys are what became of a call (answered, no_answer, busy) and the
+	// keys its callee pressed.
+	Outcome string `json:"outcome,omitempty"`
+	Keys    string `json:"keys,omitempty"`
+}
+
+// Param is one parameter of a provider template.
+type Param struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
 }
 
 // Card is a WeCom template card with buttons, as the simulator received it.
@@ -153,6 +168,8 @@ type Simulator struct {
 	dingtalk *dingtalkState
 	// robots holds the group robots' settings, windows and holds.
 	robots *robotState
+	// phone plays the SMS and voice providers.
+	phone *phoneState
 	// idPrefix keeps message ids unique across simulator restarts; idSeq within one.
 	idPrefix string
 	idSeq    atomic.Uint64
@@ -211,6 +228,7 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 		s.wecomMembers = newWindowCounter()
 	}
 	s.robots = newRobotState(s, !opts.NoPlatformLimits)
+	s.phone = newPhoneState(s, !opts.NoPlatformLimits)
 	s.handler = s.routes()
 	return s
 }
@@ -268,6 +286,9 @@ func (s *Simulator) Reset() {
 	s.wecomMembers.reset()
 	s.feishu.reset()
 	s.robots.reset()
+	for _, c := range s.phone.limits {
+		c.reset()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deliveries = nil

@@ -39,8 +39,15 @@ func newWindowCounter(windows ...window) *windowCounter {
 // when one has none it records nothing and returns how long until the earliest
 // blocking call leaves its window.
 func (c *windowCounter) admit(key string, now time.Time) (bool, time.Duration) {
+	ok, wait, _ := c.admitWindow(key, now)
+	return ok, wait
+}
+
+// admitWindow is admit that also names, when it refuses, the length of the longest
+// window that is full: a provider's refusal says which limit was hit.
+func (c *windowCounter) admitWindow(key string, now time.Time) (bool, time.Duration, time.Duration) {
 	if len(c.windows) == 0 {
-		return true, 0
+		return true, 0, 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -50,7 +57,7 @@ func (c *windowCounter) admit(key string, now time.Time) (bool, time.Duration) {
 		drop++
 	}
 	calls = calls[drop:]
-	var wait time.Duration
+	var wait, full time.Duration
 	for _, w := range c.windows {
 		// The calls inside (now−per, now] are the last ones, from the first after now−per.
 		inside := 0
@@ -60,14 +67,15 @@ func (c *windowCounter) admit(key string, now time.Time) (bool, time.Duration) {
 		if inside >= w.n {
 			// Room comes back when the n-th latest call leaves the window.
 			wait = max(wait, calls[len(calls)-w.n].Add(w.per).Sub(now))
+			full = max(full, w.per)
 		}
 	}
 	if wait > 0 {
 		c.store(key, calls)
-		return false, wait
+		return false, wait, full
 	}
 	c.store(key, append(calls, now))
-	return true, 0
+	return true, 0, 0
 }
 
 // store keeps key's calls, forgetting a key with none so the map does not grow with

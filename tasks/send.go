@@ -564,8 +564,10 @@ func (s *Sender) lateStart(m *models.Message, acct *sending.Account, adm *Admiss
 
 // channelMessage is what an adapter is given of a message.
 func channelMessage(m *models.Message) channels.Message {
+	code, params := models.ProviderTemplateOf(m.ProviderTemplate)
 	return channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Title: m.Subject, Content: m.Content, HTML: m.ContentHTML,
-		Actions: alertActions(m), Group: m.ChatGroupID != nil, Mentions: models.MentionsOf(m.Mentions)}
+		Actions: alertActions(m), Group: m.ChatGroupID != nil, Mentions: models.MentionsOf(m.Mentions),
+		ProviderTemplate: code, Params: params}
 }
 
 // outcome classifies what a provider call made of a message, started at started and

@@ -40,6 +40,8 @@ type Compiled struct {
 	// cannot add markup, an event handler or a javascript: link.
 	html     *htmltemplate.Template
 	declared []TemplateVariable
+	// params are the provider template's parameters, parsed (provider.go).
+	params []providerParam
 
 	mu      sync.Mutex
 	running *budget // the render in progress, under mu
@@ -115,6 +117,9 @@ func CompileTemplate(t *Template) (*Compiled, error) {
 			return nil, templateError("html", err)
 		}
 	}
+	if err := c.parseProviderParams(); err != nil {
+		return nil, err
+	}
 	sample := map[string]string{}
 	for _, v := range t.VariableNames() {
 		sample[v] = "sample"
@@ -124,6 +129,9 @@ func CompileTemplate(t *Template) (*Compiled, error) {
 		return nil, err
 	}
 	if _, err := c.RenderHTML(context.Background(), "", sample, sampleRecipient); err != nil {
+		return nil, err
+	}
+	if _, err := c.RenderParams(context.Background(), "", sample, sampleRecipient); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -301,7 +309,7 @@ func templateError(field string, err error) *kernel.FieldError {
 		return kernel.Invalid(field, "compose.render.undeclared", "Name", strings.Trim(msg[i+len("map has no entry for key "):], `"`))
 	}
 	// "template: body:1:7: executing ..." → line 1, column 7, "executing ..."
-	for _, prefix := range []string{"template: subject:", "template: body:", "template: html:"} {
+	for _, prefix := range []string{"template: subject:", "template: body:", "template: html:", "template: " + field + ":"} {
 		msg = strings.TrimPrefix(msg, prefix)
 	}
 	pos, detail, ok := strings.Cut(msg, ": ")

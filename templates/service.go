@@ -68,6 +68,10 @@ type TemplateInput struct {
 	Fallback string
 	// Digest is the digest of sends that name none (nil: none).
 	Digest *DigestRequest
+	// ProviderTemplate and ProviderParams are the provider template an SMS or a call
+	// is sent as and its parameters' mapping (Template).
+	ProviderTemplate string
+	ProviderParams   []string
 	// Rerender, on an edit, renders the template's scheduled messages again from the
 	// new version, but for those of batches approved or awaiting approval, which keep
 	// their content; false keeps the content (and version) they were created with.
@@ -80,7 +84,8 @@ type TemplateInput struct {
 // "\n" (see lineFeeds).
 func CheckTemplate(in TemplateInput) (*Template, error) {
 	t := &Template{Name: strings.TrimSpace(in.Name), DisplayName: in.DisplayName, MsgType: in.MsgType,
-		Subject: lineFeeds(in.Subject), Body: lineFeeds(in.Body), HTML: lineFeeds(in.HTML), Variables: StringList(in.Variables)}
+		Subject: lineFeeds(in.Subject), Body: lineFeeds(in.Body), HTML: lineFeeds(in.HTML), Variables: StringList(in.Variables),
+		ProviderTemplate: in.ProviderTemplate, ProviderParams: StringList(in.ProviderParams)}
 	if t.MsgType == "" {
 		t.MsgType = "text"
 	}

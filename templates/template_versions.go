@@ -25,7 +25,10 @@ type TemplateVersion struct {
 	HTML      string `gorm:"column:html"`
 	Variables StringList
 	Fallback  string
-	CreatedAt time.Time
+	// ProviderTemplate and ProviderParams are the template's (Template).
+	ProviderTemplate string
+	ProviderParams   StringList
+	CreatedAt        time.Time
 	// RetiredAt is when the version was retired (nil: in use), RetiredBy by whom: a
 	// retired version can no longer be pinned by a send or restored by a rollback.
 	RetiredAt *time.Time
@@ -42,6 +45,7 @@ func (v *TemplateVersion) Of(t *Template) *Template {
 	out := *t
 	out.MsgType, out.Subject, out.Body, out.HTML = v.MsgType, v.Subject, v.Body, v.HTML
 	out.Variables, out.Fallback, out.Version = slices.Clone(v.Variables), v.Fallback, v.Number
+	out.ProviderTemplate, out.ProviderParams = v.ProviderTemplate, slices.Clone(v.ProviderParams)
 	return &out
 }
 
@@ -65,7 +69,8 @@ func (s *Library) AddTemplateVersion(ctx context.Context, t *Template, actor str
 		return nil, fmt.Errorf("templates: version of template %s: %w", t.Name, err)
 	}
 	v := &TemplateVersion{TemplateID: t.ID, Number: n, Actor: actor, MsgType: t.MsgType, Subject: t.Subject, Body: t.Body,
-		HTML: t.HTML, Variables: slices.Clone(t.Variables), Fallback: t.Fallback, CreatedAt: kernel.Now()}
+		HTML: t.HTML, Variables: slices.Clone(t.Variables), Fallback: t.Fallback, CreatedAt: kernel.Now(),
+		ProviderTemplate: t.ProviderTemplate, ProviderParams: slices.Clone(t.ProviderParams)}
 	if err := db.Create(v).Error; err != nil {
 		return nil, fmt.Errorf("templates: save version %d of template %s: %w", n, t.Name, err)
 	}

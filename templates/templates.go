@@ -30,6 +30,12 @@ type Template struct {
 	// Digest is the digest a send of the template uses when it names none, as JSON
 	// (dispatch.DigestRequest; "" for none).
 	Digest string
+	// ProviderTemplate is the provider's approved template an SMS or a call is sent as
+	// (its code: SMS_…, TTS_…, a Tencent template id), and ProviderParams map the
+	// provider template's parameters, in order, each "name=expression" where the
+	// expression is Herald template syntax on the variables (host={{.host}}).
+	ProviderTemplate string
+	ProviderParams   StringList
 	// Version is the number of the template's latest version (TemplateVersion); the
 	// store raises it as it saves one, never from this field (read-only here).
 	Version   int `gorm:"->"`

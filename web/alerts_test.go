@@ -60,6 +60,9 @@ func TestAlertsAPI(t *testing.T) {
 		{`{"name":"p","steps":[{"targets":[],"wait":"10m"}]}`, "steps[0].targets"},
 		{`{"name":"p","steps":[]}`, "steps"},
 		{`{"name":"","steps":[{"targets":["on_duty"],"wait":"10m"}]}`, "name"},
+		{`{"name":"p","steps":[{"targets":["on_duty"],"wait":"10m"},{"targets":["on_duty"],"wait":"10m"},{"targets":["on_duty"],"wait":"10m","via":"nosuch"}]}`, "steps[2].via"},
+		{`{"name":"p","steps":[{"targets":["on_duty"],"wait":"10m","via":"voice"}]}`, "steps[0].via"},
+		{`{"name":"p","steps":[{"targets":["on_duty"],"wait":"10m","advance_on_no_answer":true}]}`, "steps[0].advance_on_no_answer"},
 	} {
 		if status, out := call("POST", "/api/v1/escalation-policies", tc.body); status != http.StatusUnprocessableEntity || field(out) != tc.field {
 			t.Errorf("%s: %d %v, want 422 naming %s", tc.body, status, out, tc.field)

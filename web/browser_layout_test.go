@@ -109,17 +109,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 
 	ctx := testenv.Chrome(t)
 	q := chromedp.ByQuery
-	if err := chromedp.Run(ctx,
-		network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}),
-		chromedp.Navigate(c.url+"/login"),
-		chromedp.WaitVisible(`#username`, q),
-		chromedp.SendKeys(`#username`, adminUser, q),
-		chromedp.SendKeys(`#password`, testPassword, q),
-		chromedp.Submit(`#password`, q),
-		chromedp.WaitVisible(`header.topbar`, q),
-	); err != nil {
-		t.Fatalf("log in: %v", err)
-	}
+	browserSignIn(t, ctx, c, adminUser, network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}))
 	shots := os.Getenv("HERALD_LAYOUT_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()

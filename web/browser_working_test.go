@@ -40,17 +40,7 @@ func TestBrowserSlowRequestsShowThatTheyAreWorking(t *testing.T) {
 	ctx := testenv.Chrome(t)
 	reported := listenCSPViolations(ctx)
 	q := chromedp.ByQuery
-	if err := chromedp.Run(ctx,
-		cdplog.Enable(),
-		chromedp.Navigate(c.url+"/login"),
-		chromedp.WaitVisible(`#username`, q),
-		chromedp.SendKeys(`#username`, operatorUser, q),
-		chromedp.SendKeys(`#password`, testPassword, q),
-		chromedp.Submit(`#password`, q),
-		chromedp.WaitVisible(`header.topbar`, q),
-	); err != nil {
-		t.Fatalf("log in: %v", err)
-	}
+	browserSignIn(t, ctx, c, operatorUser, cdplog.Enable())
 	for _, tc := range []struct {
 		name, page, path string
 		// button is the button pressed; sender the element that sends the request.

@@ -165,10 +165,11 @@ var routeRoles = map[string]access.Role{
 // unwalked are the routes outside the console's roles: operations endpoints, assets,
 // sign-in and sign-out, the bearer-key API (tested with API keys elsewhere), duty
 // calendar feeds (their secret address is the credential, see TestDutyFeeds),
-// acknowledgment links and WeCom's callback (signed, see TestAckLink*); and
+// acknowledgment links and the providers' callbacks (signed, see TestAckLink* and
+// TestVoiceCallback*); and
 // signing out everywhere, which would end the walking clients' sessions
 // (TestSessionsPage checks its role).
-var unwalked = []string{"/api/", "/static/", "/duty/feed/", "/ack/", "/callbacks/wecom/", "/healthz", "/readyz", "/metrics", "/login", "/logout", "/sessions/revoke"}
+var unwalked = []string{"/api/", "/static/", "/duty/feed/", "/ack/", "/callbacks/wecom/", "/callbacks/voice/", "/healthz", "/readyz", "/metrics", "/login", "/logout", "/sessions/revoke"}
 
 // walkFixtures creates what the routes' parameters name, so each request reaches its
 // handler's real work rather than a 404.

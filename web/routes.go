@@ -50,12 +50,14 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	// A person's duty calendar feed: its secret address is the credential.
 	r.GET(handlers.DutyFeedPath+":file", h.DutyFeed)
 	r.HEAD(static.Prefix+"*path", gin.WrapH(static.Handler()))
-	// An alert notice's acknowledgment link and WeCom's callback: the signed link, or
-	// WeCom's signature, is the credential; no session.
+	// An alert notice's acknowledgment link and the providers' callbacks: the signed
+	// link, or the provider's signature, is the credential; no session.
 	r.GET("/ack/:token", h.AckPage)
 	r.POST("/ack/:token", formBody(maxFormBytes, false), h.AckAct)
 	r.GET("/callbacks/wecom/:account", h.WeComCallback)
 	r.POST("/callbacks/wecom/:account", h.WeComCallback)
+	// A voice provider's reports of calls: its signature or token is the credential.
+	r.POST("/callbacks/voice/:account", h.VoiceCallback)
 
 	// The console: every route below knows the signed-in user, if any, and takes small
 	// forms without files.

@@ -3,6 +3,7 @@ package testenv
 import (
 	"context"
 	"database/sql"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func Count(t testing.TB, s *models.Store, query string, args ...any) int {
 	return n
 }
 
+// QueryStrings runs a query and returns each row, its columns joined by a space.
 func QueryStrings(t testing.TB, db *sql.DB, query string, args ...any) []string {
 	t.Helper()
 	rows, err := db.Query(query, args...)
@@ -54,13 +56,21 @@ func QueryStrings(t testing.TB, db *sql.DB, query string, args ...any) []string 
 		t.Fatal(err)
 	}
 	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []string
 	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
+		vals := make([]string, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, v)
+		out = append(out, strings.Join(vals, " "))
 	}
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ func TestDingTalkSilentDropGuard(t *testing.T) {
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
 
-	documented := channels.DocumentedLimits("dingtalk")
+	documented := channels.DocumentedLimits("dingtalk", nil)
 	acct := &sending.Account{Name: "dt-guard", Platform: "dingtalk", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
 		Limits: sending.Limits{PerRecipientPerDay: documented["per_recipient_per_day"], PerMinute: documented["per_minute"]},
 		Config: map[string]string{"app_key": "dingkey", "app_secret": "s3cret", "agent_id": "1", "base_url": srv.URL + "/dingtalk"}}
