@@ -188,6 +188,8 @@ var domains = map[string][]string{
 	// Integrations: the alerts monitoring tools post, normalised from their formats and
 	// opened through the alerts' service.
 	"herald/inbound": {"herald/models", "herald/alert", "herald/directory", "herald/duty", "herald/sending", "herald/templates"},
+	// Chat groups: the group chats a send posts to, and whom a post @s by the duty rule.
+	"herald/chatgroups": {"herald/directory", "herald/duty", "herald/sending"},
 }
 
 // foundation is what every domain may build on.

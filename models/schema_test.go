@@ -15,6 +15,7 @@ import (
 	"herald/access"
 	"herald/alert"
 	"herald/audit"
+	"herald/chatgroups"
 	"herald/directory"
 	"herald/duty"
 	"herald/inbound"
@@ -41,6 +42,7 @@ var gormModels = []any{
 	&kernel.ChangeCounter{}, &recall.RecallRequest{}, &models.DailyContent{}, &templates.TemplateVersion{},
 	&alert.EscalationPolicy{}, &alert.Alert{}, &alert.AlertStep{}, &silence.Silence{}, &silence.MessageSilence{},
 	&inbound.Integration{}, &inbound.Received{}, &inbound.OpenKey{}, &inbound.Heartbeat{},
+	&chatgroups.ChatGroup{},
 }
 
 // designTables are the tables the migrations create, by the names operators and tools rely on.
