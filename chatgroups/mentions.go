@@ -61,6 +61,8 @@ type Post struct {
 	// DayOff that the day is a holiday.
 	NobodyOnDuty bool
 	DayOff       bool
+	// HolidayName is the day off's name (国庆节), when DayOff.
+	HolidayName string
 }
 
 // Posts works out a send's posts to the named groups on the day at falls on. mention
@@ -115,6 +117,9 @@ func (m *Moderator) Posts(ctx context.Context, names []string, mention []string,
 					}
 				}
 				p.NobodyOnDuty, p.DayOff = roster.Empty(), roster.DayOff()
+				if roster.Holiday != nil {
+					p.HolidayName = roster.Holiday.Name
+				}
 				for _, person := range onDuty {
 					if mentioned[person.ID] {
 						continue

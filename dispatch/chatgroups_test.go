@@ -1,0 +1,178 @@
+package dispatch_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"herald/chatgroups"
+	"herald/dispatch"
+	"herald/duty"
+	"herald/internal/testenv"
+	"herald/kernel"
+	"herald/models"
+	"herald/sending"
+)
+
+// groupFixture is the intake with the demo staff and week, the 2026 national calendar,
+// a WeCom application's group chat "ops-core" and a DingTalk robot's group "dba", both
+// @-ing whoever is on duty. Li Wei (E1001) has a mobile number and no DingTalk id.
+type groupFixture struct {
+	*writeFixture
+	now time.Time
+}
+
+func newGroupFixture(t *testing.T) *groupFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &groupFixture{writeFixture: newWriteFixture(t)}
+	dispatch.SetClock(f.d, func() time.Time { return f.now })
+	f.now = time.Date(2026, 9, 1, 2, 0, 0, 0, time.UTC)
+	_, days, err := duty.ParseHolidayCN(testenv.HolidayCN(t, 2026))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.d.Duty().ImportHolidays(ctx, f.by, duty.NationalHolidays(days, nil), duty.HolidaysFromNational); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []*sending.Account{
+		{Name: "wecom-app", Platform: chatgroups.PlatformWeCom, Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
+		{Name: "ding-robot", Platform: chatgroups.PlatformDingTalkBot, Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
+	} {
+		if err := f.store.Sending().CreateAccount(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, in := range []chatgroups.Input{
+		{Name: "ops-core", Account: "wecom-app", ChatID: "wrOpsCore", Mention: chatgroups.MentionOnDuty},
+		{Name: "dba", Account: "ding-robot", Mention: chatgroups.MentionOnDuty},
+	} {
+		if _, err := dispatch.ChatGroups(f.d).Create(ctx, f.by, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	li, err := f.store.Directory().RecipientByExternalID(ctx, "E1001")
+	if err != nil {
+		t.Fatal(err)
+	}
+	li.Mobile = "13800000001"
+	if _, err := f.d.Directory().UpdateRecipient(ctx, f.by, "E1001", *li); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// post sends text to the named groups at the fixture's clock, and returns the posts.
+func (f *groupFixture) post(t *testing.T, groups, mention []string) []models.Message {
+	t.Helper()
+	res, err := f.d.Submit(context.Background(), dispatch.Request{Source: "api", Actor: "apikey:intake", APIKeyID: &f.keyID,
+		Groups: groups, Mention: mention, Text: "Core banking batch is late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Messages
+}
+
+// mentioned names the people a post @s, with what the platform @s them by.
+func mentioned(m models.Message) []string {
+	var out []string
+	for _, x := range models.MentionsOf(m.Mentions) {
+		out = append(out, x.Name+" "+x.UserID+x.Mobile)
+	}
+	return out
+}
+
+func TestGroupPostsMentionWhoeverIsOnDuty(t *testing.T) {
+	t.Parallel()
+	f := newGroupFixture(t)
+	for _, tc := range []struct {
+		name     string
+		at       time.Time
+		app, bot []string
+		lines    []string
+	}{
+		// Thursday: Chen Jie and Li Wei.
+		{"weekday", time.Date(2026, 10, 8, 2, 0, 0, 0, time.UTC),
+			[]string{"Li Wei wx_E1001", "Chen Jie wx_E1004"}, []string{"Li Wei 13800000001"}, []string{"Chen Jie (E1004)"}},
+		// 国庆: a day off with nobody on duty; the post says so.
+		{"national day", time.Date(2026, 10, 2, 2, 0, 0, 0, time.UTC), nil, nil, []string{"国庆节"}},
+		// The make-up Saturday works as a Monday: Li Wei and Wang Fang.
+		{"make-up saturday", time.Date(2026, 10, 10, 2, 0, 0, 0, time.UTC),
+			[]string{"Li Wei wx_E1001", "Wang Fang wx_E1002"}, []string{"Li Wei 13800000001"}, []string{"Wang Fang (E1002)"}},
+	} {
+		f.now = tc.at
+		posts := f.post(t, []string{"ops-core", "dba"}, nil)
+		if len(posts) != 2 {
+			t.Fatalf("%s: %d posts, want one per group", tc.name, len(posts))
+		}
+		app, bot := posts[0], posts[1]
+		if app.Address != "wrOpsCore" || bot.Address != "dba" || app.ChatGroupID == nil || bot.ChatGroupID == nil || app.RecipientID != 0 {
+			t.Errorf("%s: posts addressed %q and %q", tc.name, app.Address, bot.Address)
+		}
+		if diff := cmp.Diff(tc.app, mentioned(app)); diff != "" {
+			t.Errorf("%s: the app chat's @ (-want +got):\n%s", tc.name, diff)
+		}
+		if diff := cmp.Diff(tc.bot, mentioned(bot)); diff != "" {
+			t.Errorf("%s: the robot's @ (-want +got):\n%s", tc.name, diff)
+		}
+		// Whoever the robot cannot @ is named in its post's warning; nobody on duty is said.
+		for _, line := range tc.lines {
+			if !strings.Contains(bot.Content, line) {
+				t.Errorf("%s: the robot's post %q does not say %q", tc.name, bot.Content, line)
+			}
+		}
+		if tc.app == nil && !strings.Contains(app.Content, "国庆节") {
+			t.Errorf("%s: the app chat's post %q does not say it is a day off", tc.name, app.Content)
+		}
+	}
+}
+
+func TestGroupMentionsAreChecked(t *testing.T) {
+	t.Parallel()
+	f := newGroupFixture(t)
+	ctx := context.Background()
+	f.now = time.Date(2026, 10, 8, 2, 0, 0, 0, time.UTC)
+	before := f.messages(t)
+	for _, tc := range []struct {
+		name    string
+		groups  []string
+		mention []string
+		field   string
+	}{
+		{"unknown person", []string{"ops-core"}, []string{"on_duty", "E9999"}, "mention[1]"},
+		{"no id the robot @s by", []string{"ops-core", "dba"}, []string{"on_duty", "E1004"}, "mention[1]"},
+		{"unknown group", []string{"ops-core", "nope"}, nil, "groups[1]"},
+		{"mention without groups", nil, []string{"E1001"}, "mention"},
+	} {
+		req := dispatch.Request{Source: "api", Actor: "apikey:intake", APIKeyID: &f.keyID, Groups: tc.groups, Mention: tc.mention, Text: "x"}
+		if tc.groups == nil {
+			req.Platform, req.Recipients = "sandbox", []string{"E2001"}
+		}
+		_, err := f.d.Submit(ctx, req)
+		var fe *kernel.FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field {
+			t.Errorf("%s: %v, want an error naming %s", tc.name, err, tc.field)
+		}
+	}
+	if n := f.messages(t); n != before {
+		t.Errorf("refused sends wrote %d messages", n-before)
+	}
+	// Named people replace the group's setting; a person and the sandbox's message
+	// travel beside the posts.
+	res, err := f.d.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:intake", APIKeyID: &f.keyID, Platform: "sandbox",
+		Recipients: []string{"E2001"}, Groups: []string{"dba"}, Mention: []string{"E1001"}, Text: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != 2 || res.Messages[1].ChatGroupID == nil || !slices.Equal(mentioned(res.Messages[1]), []string{"Li Wei 13800000001"}) {
+		t.Errorf("messages %+v", res.Messages)
+	}
+	if res.Messages[1].Platform != chatgroups.PlatformDingTalkBot || strings.Contains(res.Messages[1].Content, "⚠") {
+		t.Errorf("the post %+v", res.Messages[1])
+	}
+}

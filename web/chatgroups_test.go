@@ -1,0 +1,151 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"herald/chatgroups"
+	"herald/dispatch"
+	"herald/internal/testenv"
+	"herald/sending"
+)
+
+// chatGroupAccounts adds a WeCom application and a DingTalk robot that chat groups can
+// post through.
+func (c *console) chatGroupAccounts() {
+	c.t.Helper()
+	for _, a := range []*sending.Account{
+		{Name: "wecom-app", Platform: chatgroups.PlatformWeCom, Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
+		{Name: "ding-robot", Platform: chatgroups.PlatformDingTalkBot, Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
+	} {
+		if err := c.store.Sending().CreateAccount(context.Background(), a); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+}
+
+// TestChatGroupsAPI makes, reads, changes and deletes a chat group through the API, and
+// sends to it: an unknown account is 422 naming account with nothing written, and the
+// send's answer names the group beside the person. Every answer is checked against
+// docs/openapi.json.
+func TestChatGroupsAPI(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	c.chatGroupAccounts()
+	admin := c.apiKey("ops", "admin,send")
+	if status, body, _ := admin.call("POST", "/api/v1/chat-groups", `{"name":"ops-core","account":"nope","chat_id":"wr1"}`); status != http.StatusUnprocessableEntity || errorField(body) != "account" {
+		t.Fatalf("an unknown account: %d %v", status, body["_raw"])
+	}
+	if n := c.countRows("chat_groups"); n != 0 {
+		t.Fatalf("a refused create wrote %d rows", n)
+	}
+	status, body, _ := admin.call("POST", "/api/v1/chat-groups", `{"name":"ops-core","account":"wecom-app","chat_id":"wrOpsCore","mention":"on_duty","note":"ops"}`)
+	if status != http.StatusCreated || body["platform"] != "wecom" || body["fold"] != true {
+		t.Fatalf("create: %d %v", status, body["_raw"])
+	}
+	if status, body, _ := admin.call("PUT", "/api/v1/chat-groups/ops-core", `{"account":"wecom-app","chat_id":"","mention":"none"}`); status != http.StatusUnprocessableEntity || errorField(body) != "chat_id" {
+		t.Errorf("an app chat without its chat id: %d %v", status, body["_raw"])
+	}
+	if status, body, _ := admin.call("PUT", "/api/v1/chat-groups/ops-core", `{"account":"wecom-app","chat_id":"wrOpsCore","mention":"none","fold":false}`); status != http.StatusOK || body["fold"] != false || body["mention"] != "none" {
+		t.Errorf("update: %d %v", status, body["_raw"])
+	}
+	if status, body, _ := admin.call("GET", "/api/v1/chat-groups", ""); status != http.StatusOK || len(body["list"].([]any)) != 1 {
+		t.Errorf("list: %d %v", status, body["_raw"])
+	}
+	status, body, _ = admin.call("POST", "/api/v1/messages", `{"platform":"sandbox","recipients":["E2001"],"groups":["ops-core"],"content":{"text":"核心系统批处理延迟"}}`)
+	msgs, _ := body["messages"].([]any)
+	if status != http.StatusAccepted || len(msgs) != 2 || msgs[1].(map[string]any)["group"] != "ops-core" {
+		t.Fatalf("send to a person and a group: %d %v", status, body["_raw"])
+	}
+	if status, body, _ := admin.call("POST", "/api/v1/messages", `{"groups":["ops-core"],"mention":["on_duty","E9999"],"content":{"text":"x"}}`); status != http.StatusUnprocessableEntity || errorField(body) != "mention[1]" {
+		t.Errorf("an unknown person to @: %d %v", status, body["_raw"])
+	}
+	if status, _, _ := admin.call("DELETE", "/api/v1/chat-groups/ops-core", ""); status != http.StatusNoContent {
+		t.Errorf("delete: %d", status)
+	}
+	if status, _, _ := admin.call("GET", "/api/v1/chat-groups/ops-core", ""); status != http.StatusNotFound {
+		t.Errorf("after delete: %d", status)
+	}
+	if n := c.auditCount("chat_group."); n != 3 {
+		t.Errorf("%d chat group audit entries, want 3", n)
+	}
+}
+
+// TestBrowserChatGroupsPage submits the 群 page's form at 1366, 768 and 390 px: the
+// empty list says what to do, a form without the app chat's id shows the error beside
+// that field, and the group then saved is listed; the page never scrolls sideways.
+func TestBrowserChatGroupsPage(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	c.user(adminUser)
+	c.chatGroupAccounts()
+	ctx := testenv.Chrome(t)
+	q := chromedp.ByQuery
+	if err := chromedp.Run(ctx,
+		chromedp.Navigate(c.url+"/login"),
+		chromedp.WaitVisible(`#username`, q),
+		chromedp.SendKeys(`#username`, adminUser, q),
+		chromedp.SendKeys(`#password`, testPassword, q),
+		chromedp.Submit(`#password`, q),
+		chromedp.WaitVisible(`header.topbar`, q),
+	); err != nil {
+		t.Fatalf("log in: %v", err)
+	}
+	for i, width := range []int{1366, 768, 390} {
+		name := fmt.Sprintf("ops-%d", width)
+		var scroll int
+		var empty string
+		err := chromedp.Run(ctx,
+			chromedp.EmulateViewport(int64(width), 900),
+			chromedp.Navigate(c.url+"/chat-groups"),
+			chromedp.WaitVisible(`#new-chat-group`, q),
+			chromedp.Evaluate(`document.scrollingElement.scrollWidth`, &scroll),
+		)
+		if err != nil {
+			t.Fatalf("%d px: %v", width, err)
+		}
+		if i == 0 {
+			if err := chromedp.Run(ctx, chromedp.Text(`#chat-groups-empty`, &empty, q)); err != nil || !strings.Contains(empty, "Accounts") {
+				t.Errorf("the empty list says %q (%v); it should say what to do", empty, err)
+			}
+		}
+		if scroll > width {
+			t.Errorf("the list is %d px wide at %d px", scroll, width)
+		}
+		err = chromedp.Run(ctx,
+			chromedp.Click(`#new-chat-group`, q),
+			chromedp.WaitVisible(`#chat-group-form`, q),
+			chromedp.SendKeys(`#name`, name, q),
+			chromedp.SetValue(`#account`, "wecom-app", q),
+			chromedp.Submit(`#name`, q),
+		)
+		if err != nil {
+			t.Fatalf("%d px: %v", width, err)
+		}
+		if err := waitFor(ctx, `#chat-group-form`, "needs its chat id"); err != nil {
+			t.Fatalf("%d px: no error beside the chat id: %v", width, err)
+		}
+		err = chromedp.Run(ctx,
+			chromedp.Evaluate(`document.scrollingElement.scrollWidth`, &scroll),
+			chromedp.SendKeys(`#chat_id`, "wr"+name, q),
+			chromedp.SetValue(`#mention`, "none", q),
+			chromedp.Submit(`#name`, q),
+			chromedp.WaitVisible(fmt.Sprintf(`tr[data-chat-group=%q]`, name), q),
+		)
+		if err != nil {
+			t.Fatalf("%d px: %v", width, err)
+		}
+		if scroll > width {
+			t.Errorf("the form is %d px wide at %d px", scroll, width)
+		}
+		g, err := dispatch.ChatGroups(c.h.Dispatch).Group(context.Background(), name)
+		if err != nil || g.ChatID != "wr"+name || g.Mention != "none" || !g.Fold {
+			t.Errorf("%d px: saved %+v, %v", width, g, err)
+		}
+	}
+}
