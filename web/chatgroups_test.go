@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"herald/audit"
 	"herald/chatgroups"
 	"herald/dispatch"
 	"herald/internal/testenv"
@@ -146,6 +147,60 @@ func TestBrowserChatGroupsPage(t *testing.T) {
 		g, err := dispatch.ChatGroups(c.h.Dispatch).Group(context.Background(), name)
 		if err != nil || g.ChatID != "wr"+name || g.Mention != "none" || !g.Fold {
 			t.Errorf("%d px: saved %+v, %v", width, g, err)
+		}
+	}
+}
+
+// TestBrowserComposeToAChatGroup ticks a chat group on the compose form at 1366, 768
+// and 390 px and sends: the batch page lists the post under the group's name, and the
+// message went to the group's chat.
+func TestBrowserComposeToAChatGroup(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	c.user(operatorUser)
+	c.chatGroupAccounts()
+	if _, err := dispatch.ChatGroups(c.h.Dispatch).Create(context.Background(), audit.Actor{Name: "admin", Type: audit.ActorUser},
+		chatgroups.Input{Name: "ops-core", Account: "wecom-app", ChatID: "wrOpsCore", Mention: chatgroups.MentionOnDuty}); err != nil {
+		t.Fatal(err)
+	}
+	ctx := testenv.Chrome(t)
+	q := chromedp.ByQuery
+	if err := chromedp.Run(ctx,
+		chromedp.Navigate(c.url+"/login"),
+		chromedp.WaitVisible(`#username`, q),
+		chromedp.SendKeys(`#username`, operatorUser, q),
+		chromedp.SendKeys(`#password`, testPassword, q),
+		chromedp.Submit(`#password`, q),
+		chromedp.WaitVisible(`header.topbar`, q),
+	); err != nil {
+		t.Fatalf("log in: %v", err)
+	}
+	for _, width := range []int{1366, 768, 390} {
+		text := fmt.Sprintf("Core banking batch late (%d px)", width)
+		var scroll int
+		err := chromedp.Run(ctx,
+			chromedp.EmulateViewport(int64(width), 900),
+			chromedp.Navigate(c.url+"/compose"),
+			chromedp.WaitVisible(`#compose-groups summary`, q),
+			chromedp.Click(`#compose-groups summary`, q),
+			chromedp.WaitVisible(`input[name="group"][value="ops-core"]`, q),
+			chromedp.Click(`input[name="group"][value="ops-core"]`, q),
+			chromedp.SendKeys(`#text`, text, q),
+			chromedp.Evaluate(`document.scrollingElement.scrollWidth`, &scroll),
+			chromedp.Submit(`#text`, q),
+		)
+		if err != nil {
+			t.Fatalf("%d px: %v", width, err)
+		}
+		if scroll > width {
+			t.Errorf("the compose form is %d px wide at %d px", scroll, width)
+		}
+		if err := waitFor(ctx, `main`, "ops-core"); err != nil {
+			t.Fatalf("%d px: the batch page does not list the post to ops-core: %v", width, err)
+		}
+		var n int
+		if err := c.store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE chat_group_id IS NOT NULL AND address = 'wrOpsCore' AND content LIKE ?", text+"%").Scan(&n); err != nil || n != 1 {
+			t.Errorf("%d px: %d posts to the group's chat (%v), want 1", width, n, err)
 		}
 	}
 }
