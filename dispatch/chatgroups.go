@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"herald/kernel"
 	"herald/models"
 	"herald/sending"
+	"herald/tasks"
 	"herald/templates"
 )
 
@@ -142,4 +144,85 @@ func postLines(ctx context.Context, p chatgroups.Post) string {
 		lines = append(lines, i18n.T(ctx, "chatgroups.post.unmentionable", "Names", strings.Join(p.Unmentionable, "、")))
 	}
 	return strings.Join(lines, "\n")
+}
+
+// FoldThrottled is the worker's hook for a post to a chat group given back to wait for
+// its robot's limit (tasks.SenderConfig.FoldThrottled): when the group folds, every
+// post of it then waiting is folded into one post, due when the first of them was, and
+// that post is enqueued. Another worker folding the same posts first leaves them to it.
+func FoldThrottled(d *Dispatcher) func(ctx context.Context, m *models.Message) {
+	return func(ctx context.Context, m *models.Message) {
+		if m.ChatGroupID == nil {
+			return
+		}
+		groups, err := ChatGroups(d).Store().GroupsByIDs(ctx, []int64{*m.ChatGroupID})
+		if g, ok := groups[*m.ChatGroupID]; err != nil || !ok || !g.Fold {
+			return
+		}
+		carrier, waiting, err := d.store.Intake().FoldGroupPosts(ctx, *m.ChatGroupID, buildGroupFold)
+		switch {
+		case errors.Is(err, kernel.ErrStateChanged), err == nil && carrier == nil:
+			return
+		case err != nil:
+			d.log.Warn("dispatch: fold posts to a chat group", "chat_group_id", *m.ChatGroupID, "error", err)
+			return
+		}
+		d.stats.Count(carrier.AccountID, "created", 1)
+		d.enqueue(ctx, []tasks.Job{tasks.Single(carrier.ID, carrier.Priority, *carrier.NextAttemptAt, "")})
+		for _, w := range waiting {
+			if w.CallbackKeyID != nil {
+				d.callbacks.Kick(*w.CallbackKeyID)
+			}
+		}
+	}
+}
+
+// buildGroupFold makes the post that carries a group's waiting posts: "N 条通知" and a
+// line for each notice (as a digest's), the people any of them @s, the warnings any of
+// them carried, at the highest priority among them, due when the earliest was, itself
+// waiting for the limit (so that a later fold takes it in).
+func buildGroupFold(lines, waiting []models.Message) (*models.Batch, *models.Message, error) {
+	first := waiting[0]
+	priority, due := first.Priority, first.NextAttemptAt
+	var mentions []channels.Mention
+	seen := map[channels.Mention]bool{}
+	var warnings []string
+	for _, w := range waiting {
+		if w.Priority.Rank() < priority.Rank() {
+			priority = w.Priority
+		}
+		if w.NextAttemptAt != nil && (due == nil || w.NextAttemptAt.Before(*due)) {
+			due = w.NextAttemptAt
+		}
+	}
+	for _, n := range append(slices.Clone(lines), waiting...) {
+		for _, x := range models.MentionsOf(n.Mentions) {
+			if !seen[x] {
+				seen[x] = true
+				mentions = append(mentions, x)
+			}
+		}
+		for l := range strings.SplitSeq(n.Content, "\n") {
+			if strings.HasPrefix(l, "⚠") && !slices.Contains(warnings, l) {
+				warnings = append(warnings, l)
+			}
+		}
+	}
+	subject, body := renderDigest(first.Platform, lines)
+	body = strings.TrimSpace(subject + "\n" + body)
+	if len(warnings) > 0 {
+		body += "\n\n" + strings.Join(warnings, "\n")
+	}
+	now := kernel.Now()
+	if due == nil {
+		due = &now
+	}
+	b := &models.Batch{ID: models.NewID(), Source: models.SourceDigest, Actor: "herald", Platform: first.Platform,
+		AccountID: first.AccountID, Priority: priority, Requested: 1, Accepted: 1}
+	id := models.NewID()
+	m := &models.Message{ID: id, BatchID: b.ID, AccountID: first.AccountID, Platform: first.Platform, Address: first.Address,
+		MsgType: "text", Content: body, Priority: priority, Status: models.StatusPending,
+		MaxAttempts: first.MaxAttempts, SendAt: now, NextAttemptAt: due, ErrorClass: string(channels.Throttled),
+		ChatGroupID: first.ChatGroupID, Mentions: models.MentionsText(mentions), TaskID: tasks.SendTaskID(id, "")}
+	return b, m, nil
 }

@@ -3,6 +3,9 @@ package dispatch_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -10,13 +13,18 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"herald/channels"
+	sandboxsender "herald/channels/sandbox"
 	"herald/chatgroups"
+	"herald/delivery"
 	"herald/dispatch"
 	"herald/duty"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/models"
 	"herald/sending"
+	"herald/simulator"
+	"herald/tasks"
 )
 
 // groupFixture is the intake with the demo staff and week, the 2026 national calendar,
@@ -174,5 +182,96 @@ func TestGroupMentionsAreChecked(t *testing.T) {
 	}
 	if res.Messages[1].Platform != chatgroups.PlatformDingTalkBot || strings.Contains(res.Messages[1].Content, "⚠") {
 		t.Errorf("the post %+v", res.Messages[1])
+	}
+}
+
+// TestThrottledGroupPostsFold sends eight posts to a chat group whose account takes two
+// a minute, through the worker's own path to the simulator: two go out, and each post
+// that must wait folds with those already waiting, so one post carries the other six
+// ("6 条通知", a line each), due when the limit frees. Every notice is accounted for:
+// sent, or folded into the one post still waiting; nothing is sent twice or dropped.
+func TestThrottledGroupPostsFold(t *testing.T) {
+	t.Parallel()
+	f := newSilenceFixture(t)
+	ctx := context.Background()
+	sim := simulator.New(simulator.Faults{})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(srv.Close)
+	acct := &sending.Account{Name: "wecom-app", Platform: chatgroups.PlatformWeCom, Enabled: true, MaxAttempts: 3, AllowPrivateNetwork: true,
+		Config: map[string]string{"corp_id": "ww0123", "secret": "s3cret", "agent_id": "1000002", "base_url": srv.URL + "/wecom"},
+		Limits: delivery.Limits{PerMinute: 2}}
+	if err := f.store.Sending().CreateAccount(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dispatch.ChatGroups(f.d).Create(ctx, user("admin"), chatgroups.Input{Name: "ops", Account: "wecom-app", ChatID: "wrOps"}); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for i := range 8 {
+		res, err := f.d.Submit(ctx, dispatch.Request{Source: "api", Actor: "apikey:zabbix", APIKeyID: &f.keyID, Groups: []string{"ops"},
+			Text: fmt.Sprintf("disk full on db%d", i+1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.Messages[0].ID)
+	}
+	limiter, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: f.redis})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enq := tasks.NewEnqueuer(f.redis.Asynq())
+	t.Cleanup(func() { enq.Close() })
+	w, err := tasks.NewSender(tasks.SenderConfig{Store: f.store, Channels: channels.NewRegistry(sandboxsender.New(sim)), Enqueuer: enq,
+		Limiter: limiter, Location: time.UTC, CallTimeout: 5 * time.Second, Log: slog.New(slog.DiscardHandler),
+		FoldThrottled: dispatch.FoldThrottled(f.d)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	for _, id := range ids {
+		_ = w.ProcessTask(ctx, tasks.NewSendMessageTask(tasks.Single(id, models.PriorityNormal, time.Now(), "")))
+	}
+
+	if n := len(sim.Deliveries()); n != 2 {
+		t.Errorf("the simulator received %d posts, want the 2 the limit allows", n)
+	}
+	var carriers []string
+	statuses := map[models.Status]int{}
+	for _, id := range ids {
+		m, err := f.store.MessageByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		statuses[m.Status]++
+		if m.Status == models.StatusDigested && !slices.Contains(carriers, *m.DigestMessageID) {
+			carriers = append(carriers, *m.DigestMessageID)
+		}
+	}
+	if statuses[models.StatusSent] != 2 || statuses[models.StatusDigested] != 6 || len(carriers) != 1 {
+		t.Fatalf("the posts ended %v, carried by %v; want 2 sent and 6 folded into one post", statuses, carriers)
+	}
+	carrier, err := f.store.MessageByID(ctx, carriers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if carrier.Status != models.StatusPending || carrier.ChatGroupID == nil || carrier.Address != "wrOps" || carrier.NextAttemptAt == nil ||
+		!carrier.NextAttemptAt.After(time.Now()) {
+		t.Errorf("the post carrying the rest: %+v", carrier)
+	}
+	if !strings.HasPrefix(carrier.Content, "6 条通知") {
+		t.Errorf("the folded post reads %q, want it to start with 6 条通知", carrier.Content)
+	}
+	for i := 3; i <= 8; i++ {
+		if line := fmt.Sprintf("disk full on db%d", i); strings.Count(carrier.Content, line) != 1 {
+			t.Errorf("the folded post names %q %d times, want once", line, strings.Count(carrier.Content, line))
+		}
+	}
+	// The posts folded on the way (each fold taking the one before) point at the last.
+	var waiting, folds int
+	if err := f.store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE chat_group_id IS NOT NULL AND status = 'pending'").Scan(&waiting); err != nil || waiting != 1 {
+		t.Errorf("%d posts still waiting (%v), want the one carrying the rest", waiting, err)
+	}
+	if err := f.store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE digest_message_id = ?", carrier.ID).Scan(&folds); err != nil || folds < 6 {
+		t.Errorf("%d messages point at the carrying post (%v)", folds, err)
 	}
 }
