@@ -184,7 +184,7 @@ var domains = map[string][]string{
 	"herald/recall":  {"herald/models", "herald/alert"},
 	// The messages' service; their rows are still the store's (models).
 	"herald/message": {"herald/models", "herald/access", "herald/alert", "herald/recall", "herald/sending"},
-	"herald/alert":   {"herald/models", "herald/templates", "herald/directory", "herald/duty", "herald/sending"},
+	"herald/alert":   {"herald/models", "herald/templates", "herald/directory", "herald/duty", "herald/sending", "herald/chatgroups"},
 	// Integrations: the alerts monitoring tools post, normalised from their formats and
 	// opened through the alerts' service.
 	"herald/inbound": {"herald/models", "herald/alert", "herald/directory", "herald/duty", "herald/sending", "herald/templates"},

@@ -36,7 +36,7 @@ func MentionOf(platform string, p *directory.Recipient) (channels.Mention, bool)
 	if !known {
 		return channels.Mention{}, false
 	}
-	m := channels.Mention{Name: p.Name}
+	m := channels.Mention{Name: p.Name, ExternalID: p.ExternalID}
 	for _, a := range directory.IMAddresses {
 		if a.Field == by.field {
 			m.UserID = *a.Of(p)

@@ -4,15 +4,18 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
+	"herald/alert"
 	"herald/audit"
 	"herald/chatgroups"
 	"herald/dispatch"
 	"herald/internal/testenv"
+	"herald/models"
 	"herald/sending"
 )
 
@@ -202,5 +205,78 @@ func TestBrowserComposeToAChatGroup(t *testing.T) {
 		if err := c.store.SQL().QueryRow("SELECT COUNT(*) FROM messages WHERE chat_group_id IS NOT NULL AND address = 'wrOpsCore' AND content LIKE ?", text+"%").Scan(&n); err != nil || n != 1 {
 			t.Errorf("%d px: %d posts to the group's chat (%v), want 1", width, n, err)
 		}
+	}
+}
+
+// An escalation step may post to a chat group (group:<name>; an unknown group is 422
+// naming the target). The post carries the alert's link; its page offers the people
+// the post @-ed, and whoever taps acknowledges as the person they pick, recorded via
+// the group link. A staff id nobody has is refused on the page, and nothing changes.
+func TestGroupAlertAcknowledgedFromItsLinkAsAChosenPerson(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	c.chatGroupAccounts()
+	ctx := context.Background()
+	d := c.h.Dispatch
+	if _, err := dispatch.ChatGroups(d).Create(ctx, audit.System("test"),
+		chatgroups.Input{Name: "ops-core", Account: "wecom-app", ChatID: "wrOpsCore", Mention: chatgroups.MentionOnDuty}); err != nil {
+		t.Fatal(err)
+	}
+	admin := c.apiKey("ops", "admin,send")
+	if status, body, _ := admin.call("POST", "/api/v1/escalation-policies", `{"name":"to-group","steps":[{"targets":["group:nope"],"wait":"10m"}]}`); status != http.StatusUnprocessableEntity ||
+		errorField(body) != "steps[0].targets[0]" {
+		t.Fatalf("a step to an unknown group: %d %v", status, body["_raw"])
+	}
+	if status, body, _ := admin.call("POST", "/api/v1/escalation-policies", `{"name":"to-group","steps":[{"targets":["group:ops-core"],"wait":"10m"}]}`); status != http.StatusCreated {
+		t.Fatalf("policy: %d %v", status, body["_raw"])
+	}
+	status, body, _ := admin.call("POST", "/api/v1/messages", `{"platform":"sandbox","content":{"subject":"Core banking alarm","text":"Transfers failing"},"ack":{"policy":"to-group"}}`)
+	if status != http.StatusAccepted {
+		t.Fatalf("send: %d %v", status, body["_raw"])
+	}
+	alertID := int64(body["alert_id"].(float64))
+	var postID, content, mentions string
+	if err := c.store.SQL().QueryRow("SELECT id, content, mentions FROM messages WHERE chat_group_id IS NOT NULL AND alert_id = ?", alertID).
+		Scan(&postID, &content, &mentions); err != nil {
+		t.Fatalf("the step's post to the group: %v", err)
+	}
+	path := alert.AckLinkPath + c.ackLinks.Token(postID, 0)
+	if !strings.Contains(content, path) {
+		t.Errorf("the post %q does not carry its link %s", content, path)
+	}
+	page := c.as("")
+	resp, html := page.get(path)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(html, `id="ack-as"`) || !strings.Contains(html, "ops-core") {
+		t.Fatalf("the link's page: %d\n%s", resp.StatusCode, html)
+	}
+	m, err := c.store.MessageByID(ctx, postID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mentioned := models.MentionsOf(m.Mentions)
+	if len(mentioned) == 0 {
+		t.Fatalf("the post @s nobody: %q", mentions)
+	}
+	chosen := mentioned[len(mentioned)-1]
+	if !strings.Contains(html, fmt.Sprintf(`value="%s"`, chosen.ExternalID)) {
+		t.Errorf("the page does not offer %s, whom the post @-ed", chosen.ExternalID)
+	}
+	resp, html = page.post(path, url.Values{"group": {"1"}, "as": {chosen.ExternalID}, "as_id": {"E9999"}, "action": {"ack"}})
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(html, `id="ack-as-error"`) {
+		t.Errorf("a staff id nobody has: %d\n%s", resp.StatusCode, html)
+	}
+	if a := c.alert(alertID); a.State != alert.AlertOpen {
+		t.Fatalf("a refused tap moved the alert to %s", a.State)
+	}
+	resp, _ = page.post(path, url.Values{"group": {"1"}, "as": {chosen.ExternalID}, "action": {"ack"}})
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("the tap: %d", resp.StatusCode)
+	}
+	a := c.alert(alertID)
+	if a.State != alert.AlertAcknowledged || a.AcknowledgedBy != chosen.ExternalID || a.AcknowledgedVia != alert.AckViaGroupLink {
+		t.Errorf("after the tap: %s by %q via %q; want acknowledged by %s via the group link", a.State, a.AcknowledgedBy, a.AcknowledgedVia, chosen.ExternalID)
+	}
+	if _, html = page.get(path); !strings.Contains(html, `id="ack-outcome"`) {
+		t.Errorf("the page after the tap says nobody took it:\n%s", html)
 	}
 }
