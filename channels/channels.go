@@ -40,6 +40,10 @@ type Message struct {
 	// Mentions are the people a group post @s, each with what the platforms @ people
 	// by; the adapter renders them as its platform does.
 	Mentions []Mention
+	// Robot is which robot of a group robot account's pool posts the message, counted
+	// from 0 in the order of the account's webhook URLs: the worker admits each post
+	// against one robot's limits and names that robot here.
+	Robot int
 	// ProviderTemplate and Params are the provider-approved template a message is sent
 	// as, where the platform sends templates rather than text (an SMS, a voice call's
 	// speech): the provider's template code and its parameters, in the order the

@@ -28,6 +28,9 @@ type Field struct {
 	Options []string
 	// Warnings say, by option, what choosing it gives up (catalog keys).
 	Warnings map[string]string
+	// Lines says the value may hold several lines, one item a line (a pool of robots'
+	// webhook URLs): the form gives it a box of several lines.
+	Lines bool
 	// Label names the setting on the account form, Help explains it (catalog keys;
 	// Help may be empty). Help is given the field's Default as .Default.
 	Label, Help string
@@ -195,7 +198,7 @@ func ValidateConfig(platform string, cfg map[string]string, allowPrivate bool) e
 		}
 	}
 	if p.check != nil {
-		if err := p.check(cfg); err != nil {
+		if err := p.check(cfg, allowPrivate); err != nil {
 			return err
 		}
 	}

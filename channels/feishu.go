@@ -177,14 +177,18 @@ func marshalPlain(v any) ([]byte, error) {
 // (a message queued before intake checked it) is cut on a character boundary.
 func feishuBody(m Message) ([]byte, error) {
 	msg := feishuMessage{ReceiveID: m.To, UUID: m.ID}
+	// A group post @s its people with <at> elements after the text.
+	mentions := mentionsText("feishu", m)
+	room := Cap("feishu")
+	room.Max -= room.Len(mentions)
 	var content any
 	if m.MsgType == "markdown" {
 		msg.MsgType = "post"
-		text := Cap("feishu").Truncate(m.Content)
+		text := room.Truncate(m.Content) + mentions
 		content = feishuPost{ZhCN: feishuPostBody{Title: m.Title, Content: [][]feishuPostElement{{{Tag: "md", Text: text}}}}}
 	} else {
 		msg.MsgType = "text"
-		content = feishuText{Text: Cap("feishu").Truncate(feishuTextOf(m))}
+		content = feishuText{Text: room.Truncate(feishuTextOf(m)) + mentions}
 	}
 	inner, err := marshalPlain(content)
 	if err != nil {
@@ -203,13 +207,18 @@ func feishuTextOf(m Message) string {
 	return m.Title + "\n\n" + m.Content
 }
 
-// Send implements Sender.
+// Send implements Sender: to one user, or, for a group post, to a chat the app's bot
+// is in.
 func (f *Feishu) Send(ctx context.Context, m Message) (Receipt, error) {
 	body, err := feishuBody(m)
 	if err != nil {
 		return Receipt{}, Errorf(Permanent, "", "channels: feishu: encoding the message: %v", err)
 	}
 	target := f.baseURL + feishuMessagesPath + "?receive_id_type=user_id"
+	if m.Group {
+		// A group post goes to the chat whose chat_id is m.To.
+		target = f.baseURL + feishuMessagesPath + "?receive_id_type=chat_id"
+	}
 	reply, err := f.withToken(ctx, "send", func(token string) (httpReply, error) {
 		return postJSON(ctx, f.client, "channels: feishu: send", target, bearer(token), body)
 	})

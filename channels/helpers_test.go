@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"herald/simulator"
 )
 
@@ -169,8 +171,8 @@ func runFaultTable(t *testing.T, rig *simRig, ac adapterCase) {
 			d := got[0]
 			// The provider message id is the platform's to choose (a recall names it).
 			d.ReceivedAtMs, d.ProviderMsgID = 0, ""
-			if d != want {
-				t.Errorf("delivery = %+v, want %+v", d, want)
+			if diff := cmp.Diff(want, d); diff != "" {
+				t.Errorf("delivery (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -12,8 +12,9 @@ type platform struct {
 	name string
 	// fields are its config keys, in the order forms show them (required keys first).
 	fields []Field
-	// check is the platform's rule across keys, after each key was checked on its own.
-	check func(cfg map[string]string) error
+	// check is the platform's rule across keys, after each key was checked on its own;
+	// allowPrivate is the account's allow_private_network.
+	check func(cfg map[string]string, allowPrivate bool) error
 	// address names the staff member's field that holds their address on the platform,
 	// as the staff list and the API name it (tianyuan_id, email, external_id, …).
 	address string
@@ -122,7 +123,7 @@ var table = []platform{
 			Warnings: map[string]string{tlsNone: "channels.warning.tls_none"}, Label: "channels.field.tls"},
 		{Key: "pool_size", Default: strconv.Itoa(DefaultSMTPPoolSize), Label: "channels.field.pool_size", Help: "channels.help.pool_size"},
 		{Key: "session_messages", Default: strconv.Itoa(DefaultSMTPSessionMessages), Label: "channels.field.session_messages", Help: "channels.help.session_messages"},
-	}, check: func(cfg map[string]string) error {
+	}, check: func(cfg map[string]string, _ bool) error {
 		if cfg["password"] != "" && strings.TrimSpace(cfg["username"]) == "" {
 			return note("channels.config.username_for_password").invalid("config.username")
 		}
@@ -136,6 +137,22 @@ var table = []platform{
 		{Key: "secret", Secret: true, Label: "channels.field.webhook_secret", Help: "channels.help.webhook_secret"},
 	}, address: "external_id", cap: ContentCap{Max: 64 << 10, Unit: Bytes},
 		build: func(_ *Registry, a Account) (Sender, error) { return newWebhook(a.Config, a.AllowPrivateNetwork), nil }},
+	// Group robots post to the one group chat each belongs to, through its webhook URL
+	// (see robot.go). They address no person: a post's To is its chat group's name (the
+	// address field, external_id, only names people in mentions and records). The
+	// cap is intake's bound only: the adapter trims a text past the robot's own cap
+	// (robotKinds) rather than refuse it. The limits are each robot's, counted robot by
+	// robot across a pool. None can recall a post.
+	// WeCom: at most 20 posts a minute (errcode 45009 past it).
+	{name: WeComBot, fields: robotFields(WeComBot, false), check: checkRobot(WeComBot), address: "external_id", cap: robotIntakeCap,
+		limits: map[string]int{"per_minute": 20}, build: buildRobot},
+	// DingTalk: at most 20 posts a minute; past it 130101, and every post refused for ten
+	// minutes.
+	{name: DingTalkBot, fields: robotFields(DingTalkBot, true), check: checkRobot(DingTalkBot), address: "external_id", cap: robotIntakeCap,
+		limits: map[string]int{"per_minute": 20}, build: buildRobot},
+	// Feishu: at most 100 posts a minute and 5 a second (code 11232 past them).
+	{name: FeishuBot, fields: robotFields(FeishuBot, true), check: checkRobot(FeishuBot), address: "external_id", cap: robotIntakeCap,
+		limits: map[string]int{"per_minute": 100, "per_second": 5}, build: buildRobot},
 	// The sandbox is the in-process simulator the registry was given: it simulates the
 	// generic contract, counts as Tianyuan does, and addresses people by external id.
 	{name: "sandbox", fields: []Field{}, address: "external_id", cap: ContentCap{Max: 4000, Unit: Bytes},

@@ -163,16 +163,26 @@ type wecomCardButton struct {
 // characters); the whole text follows below it.
 const wecomCardTitleMax = 36
 
-// Send implements Sender.
+// Send implements Sender. A group post goes to the application's group chat whose
+// chatid is m.To (appchat/send), with the people it @s named in the text (an
+// application's group chat has no mention list; markdown @s by <@userid>).
 func (w *WeCom) Send(ctx context.Context, m Message) (Receipt, error) {
-	body, err := json.Marshal(wecomBody(m, w.agentID))
+	path := "/cgi-bin/message/send"
+	var body []byte
+	var err error
+	if m.Group {
+		path = "/cgi-bin/appchat/send"
+		body, err = json.Marshal(wecomChatBody(m))
+	} else {
+		body, err = json.Marshal(wecomBody(m, w.agentID))
+	}
 	if err != nil {
 		return Receipt{}, Errorf(Permanent, "", "channels: wecom: encoding the message: %v", err)
 	}
 	var receipt Receipt
 	err = w.withToken(ctx, func(token string) (codeAction, error) {
 		var action codeAction
-		receipt, action, err = w.post(ctx, token, m.ID, body)
+		receipt, action, err = w.post(ctx, token, path, m.ID, body)
 		return action, err
 	})
 	return receipt, err
@@ -250,6 +260,27 @@ func wecomBody(m Message, agentID int64) wecomMessage {
 	return msg
 }
 
+// wecomChat is the body of appchat/send.
+type wecomChat struct {
+	ChatID   string        `json:"chatid"`
+	MsgType  string        `json:"msgtype"`
+	Text     *wecomContent `json:"text,omitempty"`
+	Markdown *wecomContent `json:"markdown,omitempty"`
+}
+
+// wecomChatBody builds the appchat/send body of a group post: the text as for one
+// person, the mentions after it, within WeCom's cap.
+func wecomChatBody(m Message) wecomChat {
+	mentions := mentionsText("wecom", m)
+	room := Cap("wecom")
+	room.Max -= room.Len(mentions)
+	content := &wecomContent{Content: trimWithNote(room, wecomText(m)) + mentions}
+	if m.MsgType == "markdown" {
+		return wecomChat{ChatID: m.To, MsgType: "markdown", Markdown: content}
+	}
+	return wecomChat{ChatID: m.To, MsgType: "text", Text: content}
+}
+
 // wecomCardOf is the button card of a message with actions. The message's id is the
 // task id (WeCom allows letters, digits and "_-@", at most 128 bytes, never reused by
 // the application), so a click names the message it belongs to. The title is the
@@ -282,8 +313,8 @@ func wecomText(m Message) string {
 
 // post makes one message/send call. On failure it also returns what the answer meant,
 // so Send can tell a stale token from other errors.
-func (w *WeCom) post(ctx context.Context, token, requestID string, body []byte) (Receipt, codeAction, error) {
-	target := w.baseURL + "/cgi-bin/message/send?access_token=" + url.QueryEscape(token)
+func (w *WeCom) post(ctx context.Context, token, path, requestID string, body []byte) (Receipt, codeAction, error) {
+	target := w.baseURL + path + "?access_token=" + url.QueryEscape(token)
 	r, err := postJSON(ctx, w.client, "channels: wecom: send", target, http.Header{"X-Request-Id": {requestID}}, body)
 	if err != nil {
 		return Receipt{}, codeAction{}, err

@@ -64,7 +64,7 @@ func decodeEncodingAESKey(s string) ([]byte, error) {
 
 // checkWeComCallback is the WeCom account's rule for its callback settings: both or
 // neither, and an EncodingAESKey WeCom could have issued.
-func checkWeComCallback(cfg map[string]string) error {
+func checkWeComCallback(cfg map[string]string, _ bool) error {
 	token, key := strings.TrimSpace(cfg["callback_token"]), strings.TrimSpace(cfg["encoding_aes_key"])
 	switch {
 	case token == "" && key == "":

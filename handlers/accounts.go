@@ -98,7 +98,7 @@ func formatFloat(x float64) string { return strconv.FormatFloat(x, 'f', -1, 64) 
 func configFields(platform string, values map[string]string, stored *sending.Account) []views.ConfigField {
 	var out []views.ConfigField
 	for _, cf := range channels.Fields(platform) {
-		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Label: cf.LabelNote(), Help: cf.HelpNote()}
+		f := views.ConfigField{Key: cf.Key, Required: cf.Required, Lines: cf.Lines, Label: cf.LabelNote(), Help: cf.HelpNote()}
 		for _, o := range cf.Options {
 			f.Options = append(f.Options, views.ConfigOption{Value: o, Label: cf.OptionNote(o)})
 		}
@@ -247,7 +247,7 @@ func (h *Handlers) accountUsage(c *gin.Context, list []sending.Account) []views.
 	out := make([]views.AccountRow, len(list))
 	for i, a := range list {
 		row := views.AccountRow{Name: a.Name, Platform: a.Platform, Enabled: a.Enabled, Healthy: a.Healthy, HealthNote: a.HealthNote}
-		usage, err := h.Limiter.Usage(c.Request.Context(), a.ID, a.Limits)
+		usage, err := h.Limiter.AccountUsage(c.Request.Context(), &a)
 		if err != nil {
 			row.UsageError = err.Error()
 		}
@@ -280,7 +280,7 @@ func (h *Handlers) AccountUsage(c *gin.Context) {
 		h.apiFail(c, err)
 		return
 	}
-	usage, err := h.Limiter.Usage(c.Request.Context(), a.ID, a.Limits)
+	usage, err := h.Limiter.AccountUsage(c.Request.Context(), a)
 	if err != nil {
 		h.apiFail(c, err)
 		return

@@ -100,7 +100,7 @@ func (h *Handlers) dashboard(ctx context.Context) (views.Dashboard, error) {
 	}
 	for _, a := range accounts {
 		row := views.AccountRow{Name: a.Name, Platform: a.Platform, Enabled: a.Enabled, Healthy: a.Healthy, HealthNote: a.HealthNote}
-		usage, err := h.Limiter.Usage(ctx, a.ID, a.Limits)
+		usage, err := h.Limiter.AccountUsage(ctx, &a)
 		if err != nil {
 			row.UsageError = err.Error()
 		}

@@ -63,7 +63,9 @@ type Handlers struct {
 // LimitUsage reports an account's current use of each of its limited windows; the rate
 // limiter (tasks.Limiter) implements it.
 type LimitUsage interface {
-	Usage(ctx context.Context, accountID int64, limits sending.Limits) ([]delivery.Usage, error)
+	// AccountUsage counts a group robot account's robots together, against their
+	// limits together.
+	AccountUsage(ctx context.Context, a *sending.Account) ([]delivery.Usage, error)
 }
 
 // UserKey is the gin context key under which the web middleware stores the signed-in user.

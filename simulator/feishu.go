@@ -246,6 +246,10 @@ func (s *Simulator) handleFeishuSend(w http.ResponseWriter, r *http.Request) {
 	v := s.decide()
 	waitLatency(r, v)
 	d := Delivery{Platform: "feishu", To: msg.ReceiveID, RequestID: msg.UUID, Content: text, ReceivedAtMs: received.UnixMilli()}
+	if r.URL.Query().Get("receive_id_type") == "chat_id" {
+		// A post to a group chat, with the people its <at> elements @.
+		d.Group, d.Mentions = msg.ReceiveID, feishuMentions(text)
+	}
 	switch v.outcome {
 	case outcomeAuth:
 		feishuFail(w, http.StatusBadRequest, feishuTokenInvalid, "Invalid access token for authorization")

@@ -7,7 +7,7 @@ import (
 
 // PlatformPrefixes are the paths the platforms are served under: an account's base URL
 // is the simulator's address plus its platform's prefix.
-var PlatformPrefixes = []string{"/tianyuan", "/zhaohu", "/wecom", "/feishu", "/dingtalk", "/webhook"}
+var PlatformPrefixes = []string{"/tianyuan", "/zhaohu", "/wecom", "/feishu", "/dingtalk", "/webhook", "/wecom-bot", "/dingtalk-bot", "/feishu-bot"}
 
 // routes lists every HTTP endpoint the simulator serves.
 func (s *Simulator) routes() http.Handler {
@@ -19,6 +19,7 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("GET /wecom/cgi-bin/gettoken", s.handleWeComToken)
 	mux.HandleFunc("POST /wecom/cgi-bin/message/send", s.handleWeComSend)
 	mux.HandleFunc("POST /wecom/cgi-bin/message/recall", s.handleWeComRecall)
+	mux.HandleFunc("POST /wecom/cgi-bin/appchat/send", s.handleWeComAppChat)
 	mux.HandleFunc("POST /feishu/open-apis/auth/v3/tenant_access_token/internal", s.handleFeishuToken)
 	mux.HandleFunc("POST /feishu/open-apis/im/v1/messages", s.handleFeishuSend)
 	mux.HandleFunc("DELETE /feishu/open-apis/im/v1/messages/{message_id}", s.handleFeishuRecall)
@@ -28,6 +29,9 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/getsendresult", s.handleDingTalkResult)
 	mux.HandleFunc("POST /dingtalk/topapi/message/corpconversation/recall", s.handleDingTalkRecall)
 	mux.HandleFunc("POST /dingtalk/microapp/visible_scopes", s.handleDingTalkScopes)
+	mux.HandleFunc("POST /wecom-bot/cgi-bin/webhook/send", s.robots.handleRobot(wecomBot))
+	mux.HandleFunc("POST /dingtalk-bot/robot/send", s.robots.handleRobot(dingtalkBot))
+	mux.HandleFunc("POST /feishu-bot/open-apis/bot/v2/hook/{token}", s.robots.handleRobot(feishuBot))
 
 	// Control, for tests and benchmarks.
 	mux.HandleFunc("GET /_sim/deliveries", s.handleListDeliveries)
@@ -37,6 +41,7 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /_sim/faults", s.handlePatchFaults)
 	mux.HandleFunc("POST /_sim/wecom/callback", s.handleWeComCallbackSettings)
 	mux.HandleFunc("POST /_sim/wecom/click", s.handleWeComClick)
+	mux.HandleFunc("POST /_sim/robots", s.robots.handleRobotSettings)
 	mux.HandleFunc("GET /healthz", handleHealth)
 
 	return mux

@@ -9,6 +9,17 @@
 // one is answered with success and delivers nothing, and the statistics count it
 // (dropped_silently).
 //
+// Group robots (/wecom-bot/cgi-bin/webhook/send?key=…, /dingtalk-bot/robot/send?
+// access_token=…, /feishu-bot/open-apis/bot/v2/hook/<token>) answer as the platforms
+// do: a signature and its timestamp checked (within an hour, DingTalk and Feishu), a
+// missing keyword refused, each robot's limits kept (WeCom 20 a minute, errcode 45009;
+// DingTalk 20 a minute, then errcode 130101 for everything for ten minutes; Feishu 100 a
+// minute and 5 a second, code 11232). POST /_sim/robots {"platform","token","secret",
+// "keyword"} teaches it one robot's security settings; once a platform has one, posts
+// to robots it was not taught are refused as to an unknown robot. Posts to group chats
+// (robots, WeCom's appchat/send, Feishu's receive_id_type=chat_id) are recorded with
+// their group and the people they @.
+//
 // The same Simulator serves HTTP (Handler), SMTP (ServeSMTP) and the in-process sandbox
 // adapter (Accept), so all three share one record and one set of fault rates.
 // RunCommand wraps it as the `herald simulate` command.
@@ -37,6 +48,12 @@ type Delivery struct {
 	ProviderMsgID string `json:"provider_msg_id,omitempty"`
 	// Recalled is set once the platform took the message back.
 	Recalled bool `json:"recalled,omitempty"`
+	// Group is the group chat a group post went to: a robot's key or token, or an
+	// application group chat's chat id; "" for a post to one person.
+	Group string `json:"group,omitempty"`
+	// Mentions are the people a group post @s, by the user id or mobile number it
+	// named them with (only those the platform would show @-ed).
+	Mentions []string `json:"mentions,omitempty"`
 	// Card is the template card a WeCom message came as (Content then holds its title
 	// and text); nil for plain messages.
 	Card *Card `json:"card,omitempty"`
@@ -109,7 +126,8 @@ type Options struct {
 	FeishuTokenTTL time.Duration
 	// NoPlatformLimits turns off the platforms' documented limits (WeCom's and Feishu's
 	// per-person silent drops, Feishu's application 429s, DingTalk's per-employee,
-	// same-content and per-minute silent drops), so a benchmark can measure
+	// same-content and per-minute silent drops, the group robots' limits), so a
+	// benchmark can measure
 	// a drain far faster than any platform allows.
 	NoPlatformLimits bool
 	// DingTalkTokenTTL is how long a DingTalk access token lives; 0 means 7200 s, as on
@@ -133,6 +151,8 @@ type Simulator struct {
 	feishu       *feishuState
 	// dingtalk holds DingTalk's counters and tasks.
 	dingtalk *dingtalkState
+	// robots holds the group robots' settings, windows and holds.
+	robots *robotState
 	// idPrefix keeps message ids unique across simulator restarts; idSeq within one.
 	idPrefix string
 	idSeq    atomic.Uint64
@@ -190,6 +210,7 @@ func NewWithOptions(f Faults, opts Options) *Simulator {
 	if opts.NoPlatformLimits {
 		s.wecomMembers = newWindowCounter()
 	}
+	s.robots = newRobotState(s, !opts.NoPlatformLimits)
 	s.handler = s.routes()
 	return s
 }
@@ -242,10 +263,11 @@ func (s *Simulator) Stats() Stats {
 }
 
 // Reset clears the recorded deliveries, the counters and the platforms' windows;
-// fault settings and tokens stay.
+// fault settings, tokens and robots' settings stay.
 func (s *Simulator) Reset() {
 	s.wecomMembers.reset()
 	s.feishu.reset()
+	s.robots.reset()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.deliveries = nil

@@ -320,3 +320,50 @@ func (ts *tokenStore) check(token string, now time.Time) tokenState {
 	}
 	return tokenValid
 }
+
+// handleWeComAppChat serves POST /wecom/cgi-bin/appchat/send {"chatid","msgtype",…}:
+// a post to an application's group chat, recorded with the chat id as its group and
+// the people its markdown @s (<@userid>). A text post names people in words only.
+func (s *Simulator) handleWeComAppChat(w http.ResponseWriter, r *http.Request) {
+	received := s.now()
+	fail := func(code int, msg string) {
+		writeJSON(w, http.StatusOK, wecomReply{ErrCode: code, ErrMsg: msg})
+	}
+	if !s.wecomTokenValid(r, received, fail) {
+		return
+	}
+	var msg struct {
+		ChatID string `json:"chatid"`
+		wecomMessage
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes)).Decode(&msg); err != nil {
+		fail(wecomInvalidParameter, "invalid parameter: "+err.Error())
+		return
+	}
+	content, ok := msg.content()
+	switch {
+	case !ok || msg.MsgType == "template_card":
+		fail(wecomInvalidMsgType, "invalid message type")
+		return
+	case content == "":
+		fail(wecomEmptyContent, "empty content")
+		return
+	case msg.ChatID == "":
+		fail(wecomInvalidParameter, "invalid chatid")
+		return
+	}
+	var mentions []string
+	if msg.MsgType == "markdown" {
+		for _, m := range wecomAt.FindAllStringSubmatch(content, -1) {
+			mentions = append(mentions, m[1])
+		}
+	}
+	v := s.decide()
+	waitLatency(r, v)
+	d := Delivery{Platform: "wecom", To: msg.ChatID, Group: msg.ChatID, Mentions: mentions, RequestID: r.Header.Get("X-Request-Id"),
+		Content: content, ReceivedAtMs: received.UnixMilli()}
+	answerDraw(s, w, r, v, drawAnswers{deliver: func() { s.record(d) }, ok: func() { fail(wecomOK, "ok") },
+		auth:     func() { fail(wecomInvalidToken, "invalid access_token") },
+		throttle: func() { fail(wecomFreqOutOfLimit, "api freq out of limit") },
+		reject:   func() { fail(wecomInvalidParameter, "invalid chatid") }})
+}

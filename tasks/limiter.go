@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,6 +52,10 @@ type Limiter struct {
 	// every sentinel names it (soleMaster): after a failover with one replica, limited
 	// accounts do not wait for the old master to rejoin.
 	sole *soleMaster
+	// now, when set, replaces Redis's clock (LimiterConfig.Now).
+	now func() time.Time
+	// robotTurn is where the next choice of a robot of a pool starts (AcquireRobot).
+	robotTurn atomic.Uint64
 }
 
 //go:embed limiter.lua
@@ -70,6 +75,10 @@ type LimiterConfig struct {
 	Client redis.UniversalClient
 	// Margin widens every window; DefaultMargin when zero.
 	Margin time.Duration
+	// Now, for tests only, replaces Redis's clock as the time of the logs and of
+	// robots' holds, so a test can move a minute on without waiting for it; nil uses
+	// Redis's own clock (TIME), which every worker shares.
+	Now func() time.Time
 }
 
 // NewLimiter returns a limiter built from cfg, or an error when cfg names no Redis.
@@ -78,7 +87,7 @@ func NewLimiter(cfg LimiterConfig) (*Limiter, error) {
 		return nil, errors.New("tasks: a rate limiter needs its Redis")
 	}
 	l := &Limiter{rdb: cfg.Client, script: redis.NewScript(limiterLua), Margin: cfg.Margin,
-		replicas: cfg.Redis.AdmissionReplicas(), sole: cfg.Redis.soleMaster()}
+		replicas: cfg.Redis.AdmissionReplicas(), sole: cfg.Redis.soleMaster(), now: cfg.Now}
 	if l.rdb == nil {
 		l.rdb = cfg.Redis.NewClient(0)
 	}
@@ -142,11 +151,15 @@ const WindowUnreplicated = "unreplicated_admission"
 // window exceed its limit. Likewise an admission that not enough replicas acknowledged
 // in that time (see Replicas).
 func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits delivery.Limits, recipient string, priority models.Priority, token string) (Decision, error) {
+	return l.acquire(ctx, limiterKeys(accountID, recipient), limits, priority, token)
+}
+
+// acquire is Acquire on the logs keys name (see limiterKeys).
+func (l *Limiter) acquire(ctx context.Context, keys []string, limits delivery.Limits, priority models.Priority, token string) (Decision, error) {
 	aw, rw := accountWindows(limits), recipientWindows(limits)
 	if len(aw) == 0 && len(rw) == 0 {
 		return Decision{Allowed: true}, nil
 	}
-	keys := limiterKeys(accountID, recipient)
 	// Each call is its own log entry, even for the same message sent again in a window.
 	member := token + ":" + strconv.FormatUint(rand.Uint64(), 36)
 	args := []any{member, priority.Rank(), len(aw)}
@@ -156,6 +169,9 @@ func (l *Limiter) Acquire(ctx context.Context, accountID int64, limits delivery.
 	args = append(args, len(rw))
 	for _, w := range rw {
 		args = append(args, (w.len + l.Margin).Microseconds(), w.limit)
+	}
+	if l.now != nil {
+		args = append(args, l.now().UnixMicro())
 	}
 	asked := time.Now()
 	res, held, err := l.run(ctx, keys, args)
@@ -202,10 +218,13 @@ type Admission struct {
 	// admission's age is never underestimated.
 	asked  time.Time
 	margin time.Duration
+	// robot is the robot of a group robot account's pool the call goes through.
+	robot int
 }
 
-// Stale says the admission is too old to start a call on now.
-func (a *Admission) Stale() bool { return time.Since(a.asked) > a.margin/2 }
+// Stale says the admission is too old to start a call on now. One that holds no entry
+// (a robot chosen for an account without limits) never is.
+func (a *Admission) Stale() bool { return a.keys != nil && time.Since(a.asked) > a.margin/2 }
 
 // StartCheck refuses a call's start once the admission is stale; a channels adapter
 // runs it at the request's first byte (channels.WithStartCheck).
@@ -221,6 +240,9 @@ func (a *Admission) StartCheck() error {
 // limit; removing one that was made could, so only a call known not to have left may
 // be released.
 func (l *Limiter) Release(ctx context.Context, a *Admission) error {
+	if len(a.keys) == 0 {
+		return nil
+	}
 	pipe := l.rdb.Pipeline()
 	for _, k := range a.keys {
 		pipe.ZRem(ctx, k, a.member)
@@ -297,29 +319,47 @@ func limiterKeys(accountID int64, recipient string) []string {
 	return []string{base + ":log", base + ":r:" + recipient, base + ":waiting"}
 }
 
+// clock is the limiter's time: Redis's, or the test's (LimiterConfig.Now).
+func (l *Limiter) clock(ctx context.Context) (time.Time, error) {
+	if l.now != nil {
+		return l.now(), nil
+	}
+	return l.rdb.Time(ctx).Result()
+}
+
 // Usage reports an account's calls in each of its limited windows right now.
 func (l *Limiter) Usage(ctx context.Context, accountID int64, limits delivery.Limits) ([]delivery.Usage, error) {
+	return l.usage(ctx, []string{limiterKeys(accountID, "")[0]}, limits)
+}
+
+// usage is the calls of the logs keys name, counted together, in each of the account's
+// limited windows; each log has the limits on its own, so the limit is theirs together.
+func (l *Limiter) usage(ctx context.Context, keys []string, limits delivery.Limits) ([]delivery.Usage, error) {
 	aw := accountWindows(limits)
 	if len(aw) == 0 {
 		return nil, nil
 	}
-	key := limiterKeys(accountID, "")[0]
-	t, err := l.rdb.Time(ctx).Result()
+	t, err := l.clock(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("tasks: rate limiter usage: %w", err)
 	}
 	now := t.UnixMicro()
 	pipe := l.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, len(aw))
+	cmds := make([][]*redis.IntCmd, len(aw))
 	for i, w := range aw {
-		cmds[i] = pipe.ZCount(ctx, key, "("+strconv.FormatInt(now-(w.len+l.Margin).Microseconds(), 10), "+inf")
+		for _, key := range keys {
+			cmds[i] = append(cmds[i], pipe.ZCount(ctx, key, "("+strconv.FormatInt(now-(w.len+l.Margin).Microseconds(), 10), "+inf"))
+		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("tasks: rate limiter usage: %w", err)
 	}
 	out := make([]delivery.Usage, len(aw))
 	for i, w := range aw {
-		out[i] = delivery.Usage{Window: w.name, Used: int(cmds[i].Val()), Limit: w.limit}
+		out[i] = delivery.Usage{Window: w.name, Limit: w.limit * len(keys)}
+		for _, c := range cmds[i] {
+			out[i].Used += int(c.Val())
+		}
 	}
 	return out, nil
 }

@@ -2,13 +2,20 @@
 -- KEYS[1] account call log (ZSET, score = call time in µs)
 -- KEYS[2] recipient call log (ZSET)
 -- KEYS[3] waiting flags of the account (HASH priority rank -> µs until which one waits)
--- ARGV: member (the call's unique log entry), priority rank, n account windows, (window µs, limit)*, n recipient windows, (window µs, limit)*
+-- ARGV: member (the call's unique log entry), priority rank, n account windows, (window µs, limit)*, n recipient windows, (window µs, limit)*[, now µs]
 -- Returns {1, 0, 0} when admitted, {0, wait µs, index of the refusing window} when not
--- (index -1: a more urgent message of the account is waiting).
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+-- (index -1: a more urgent message of the account is waiting). The time is Redis's own
+-- unless the last argument gives one (a test's clock).
 local member = ARGV[1]
 local rank = tonumber(ARGV[2])
+local now
+local given = ARGV[5 + 2 * tonumber(ARGV[3]) + 2 * tonumber(ARGV[4 + 2 * tonumber(ARGV[3])])]
+if given then
+  now = tonumber(given)
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
 
 local function check(key, first, n, offset)
   local wait, which, longest = 0, -1, 0

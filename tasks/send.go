@@ -537,13 +537,18 @@ func (s *Sender) call(ctx context.Context, m *models.Message, acct *sending.Acco
 	if adm != nil {
 		callCtx = channels.WithStartCheck(callCtx, adm.StartCheck)
 	}
+	cm := channelMessage(m)
+	if adm != nil {
+		cm.Robot = adm.Robot()
+	}
 	started := time.Now()
-	receipt, err := sender.Send(callCtx, channelMessage(m))
+	receipt, err := sender.Send(callCtx, cm)
 	took := time.Since(started)
 	cancel()
 	if adm != nil && errors.Is(err, channels.ErrLateStart) {
 		return s.lateStart(m, acct, adm, err)
 	}
+	s.holdRobotAfter(acct, adm, err)
 	return s.outcome(m, acct, receipt, err, started, took), false
 }
 
@@ -721,14 +726,14 @@ const (
 )
 
 // admit asks the limiter for a call slot and returns its admission (nil for an account
-// without limits). When the message must wait longer than maxInlineWait, or the limiter
+// without limits; for a group robot account, one naming the robot of its pool). When the message must wait longer than maxInlineWait, or the limiter
 // cannot be reached, it returns the outcome that reschedules the message and true: a
 // message never goes out unlimited. beforeWait, when set, runs before the worker waits
 // for capacity.
 func (s *Sender) admit(ctx context.Context, m *models.Message, acct *sending.Account, beforeWait func()) (models.Outcome, *Admission, bool) {
 	waited := time.Duration(0)
 	for {
-		d, err := s.limiter.Acquire(ctx, acct.ID, acct.Limits, m.Address, m.Priority, m.ID)
+		d, err := s.acquireFor(ctx, m, acct)
 		if err != nil {
 			s.log.Warn("rate limiter unavailable; holding the message", "message_id", m.ID, "error", err)
 			next := kernel.Now().Add(limiterDownWait)
