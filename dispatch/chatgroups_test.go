@@ -275,3 +275,82 @@ func TestThrottledGroupPostsFold(t *testing.T) {
 		t.Errorf("%d messages point at the carrying post (%v)", folds, err)
 	}
 }
+
+// A post to a DingTalk robot's group through the worker and the simulator: the robot
+// receives it with the people on duty @-ed by what DingTalk @s by (Li Wei by his
+// mobile number), and the post names the one it cannot @. Then 25 posts in a row: the
+// robot never takes more than its 20 a minute, and the 5 it could not take yet are
+// folded into one post waiting for the limit; nothing is dropped.
+func TestGroupPostsReachTheDingTalkRobotWithinItsLimit(t *testing.T) {
+	t.Parallel()
+	f := newGroupFixture(t)
+	ctx := context.Background()
+	f.now = time.Date(2026, 10, 8, 2, 0, 0, 0, time.UTC) // Thursday: Li Wei and Chen Jie
+	sim := simulator.New(simulator.Faults{})
+	srv := httptest.NewServer(sim.Handler())
+	t.Cleanup(srv.Close)
+	acct := &sending.Account{Name: "ding-sim", Platform: chatgroups.PlatformDingTalkBot, Enabled: true, Healthy: true, MaxAttempts: 3,
+		AllowPrivateNetwork: true, Config: map[string]string{"webhook_url": srv.URL + "/dingtalk-bot/robot/send?access_token=tok-dba"},
+		Limits: delivery.Limits{PerMinute: 20}}
+	if err := f.store.Sending().CreateAccount(ctx, acct); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dispatch.ChatGroups(f.d).Create(ctx, f.by, chatgroups.Input{Name: "dba-sim", Account: "ding-sim", Mention: chatgroups.MentionOnDuty}); err != nil {
+		t.Fatal(err)
+	}
+	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	limiter, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: red})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enq := tasks.NewEnqueuer(red.Asynq())
+	t.Cleanup(func() { enq.Close() })
+	w, err := tasks.NewSender(tasks.SenderConfig{Store: f.store, Channels: channels.NewRegistry(sandboxsender.New(sim)), Enqueuer: enq,
+		Limiter: limiter, Location: time.UTC, CallTimeout: 5 * time.Second, Log: slog.New(slog.DiscardHandler),
+		FoldThrottled: dispatch.FoldThrottled(f.d)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	var ids []string
+	for i := range 25 {
+		for _, m := range f.post(t, []string{"dba-sim"}, nil) {
+			ids = append(ids, m.ID)
+		}
+		if i == 0 {
+			_ = w.ProcessTask(ctx, tasks.NewSendMessageTask(tasks.Single(ids[0], models.PriorityNormal, time.Now(), "")))
+			got := sim.Deliveries()
+			if len(got) != 1 || got[0].Group != "tok-dba" || !slices.Contains(got[0].Mentions, "13800000001") ||
+				!strings.Contains(got[0].Content, "Chen Jie (E1004)") {
+				t.Fatalf("the robot received %+v", got)
+			}
+		}
+	}
+	for _, id := range ids[1:] {
+		_ = w.ProcessTask(ctx, tasks.NewSendMessageTask(tasks.Single(id, models.PriorityNormal, time.Now(), "")))
+	}
+	if n := len(sim.Deliveries()); n != 20 {
+		t.Errorf("the robot received %d posts in a minute, want its 20", n)
+	}
+	statuses := map[models.Status]int{}
+	carriers := map[string]bool{}
+	for _, id := range ids {
+		m, err := f.store.MessageByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		statuses[m.Status]++
+		if m.DigestMessageID != nil {
+			carriers[*m.DigestMessageID] = true
+		}
+	}
+	if statuses[models.StatusSent] != 20 || statuses[models.StatusDigested] != 5 || len(carriers) != 1 {
+		t.Errorf("the 25 posts ended %v in %d folded posts; want 20 sent and 5 folded into one", statuses, len(carriers))
+	}
+	if stats := sim.Stats(); stats.DroppedSilently["dingtalk_bot"] != 0 {
+		t.Errorf("the robot dropped %d posts silently", stats.DroppedSilently["dingtalk_bot"])
+	}
+}
