@@ -215,19 +215,7 @@ func TestThrottledGroupPostsFold(t *testing.T) {
 		}
 		ids = append(ids, res.Messages[0].ID)
 	}
-	limiter, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: f.redis})
-	if err != nil {
-		t.Fatal(err)
-	}
-	enq := tasks.NewEnqueuer(f.redis.Asynq())
-	t.Cleanup(func() { enq.Close() })
-	w, err := tasks.NewSender(tasks.SenderConfig{Store: f.store, Channels: channels.NewRegistry(sandboxsender.New(sim)), Enqueuer: enq,
-		Limiter: limiter, Location: time.UTC, CallTimeout: 5 * time.Second, Log: slog.New(slog.DiscardHandler),
-		FoldThrottled: dispatch.FoldThrottled(f.d)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Close)
+	w := groupWorker(t, f.store, f.redis, sim, f.d)
 	for _, id := range ids {
 		_ = w.ProcessTask(ctx, tasks.NewSendMessageTask(tasks.Single(id, models.PriorityNormal, time.Now(), "")))
 	}
@@ -302,19 +290,7 @@ func TestGroupPostsReachTheDingTalkRobotWithinItsLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limiter, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: red})
-	if err != nil {
-		t.Fatal(err)
-	}
-	enq := tasks.NewEnqueuer(red.Asynq())
-	t.Cleanup(func() { enq.Close() })
-	w, err := tasks.NewSender(tasks.SenderConfig{Store: f.store, Channels: channels.NewRegistry(sandboxsender.New(sim)), Enqueuer: enq,
-		Limiter: limiter, Location: time.UTC, CallTimeout: 5 * time.Second, Log: slog.New(slog.DiscardHandler),
-		FoldThrottled: dispatch.FoldThrottled(f.d)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w.Close)
+	w := groupWorker(t, f.store, red, sim, f.d)
 	var ids []string
 	for i := range 25 {
 		for _, m := range f.post(t, []string{"dba-sim"}, nil) {
@@ -353,4 +329,24 @@ func TestGroupPostsReachTheDingTalkRobotWithinItsLimit(t *testing.T) {
 	if stats := sim.Stats(); stats.DroppedSilently["dingtalk_bot"] != 0 {
 		t.Errorf("the robot dropped %d posts silently", stats.DroppedSilently["dingtalk_bot"])
 	}
+}
+
+// groupWorker is a worker process's sender on store and red, sending to sim, folding
+// throttled posts to chat groups through d.
+func groupWorker(t *testing.T, store *models.Store, red *tasks.Redis, sim *simulator.Simulator, d *dispatch.Dispatcher) *tasks.Sender {
+	t.Helper()
+	limiter, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: red})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enq := tasks.NewEnqueuer(red.Asynq())
+	t.Cleanup(func() { enq.Close() })
+	w, err := tasks.NewSender(tasks.SenderConfig{Store: store, Channels: channels.NewRegistry(sandboxsender.New(sim)), Enqueuer: enq,
+		Limiter: limiter, Location: time.UTC, CallTimeout: 5 * time.Second, Log: slog.New(slog.DiscardHandler),
+		FoldThrottled: dispatch.FoldThrottled(d)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	return w
 }
