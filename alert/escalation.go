@@ -377,7 +377,7 @@ type stepCall struct {
 func (d *Service) planStep(ctx context.Context, a *Alert, s *AlertStep, now time.Time) (stepCall, error) {
 	targets := a.PolicyCopy.Steps[s.N-1].Targets
 	ids, reason, err := d.ResolveTargets(ctx, targets, now)
-	groups := groupTargets(targets)
+	groups := GroupTargets(targets)
 	if err != nil || len(ids) == 0 && len(groups) == 0 {
 		return stepCall{reason: reason}, err
 	}
@@ -416,8 +416,9 @@ func (d *Service) planStep(ctx context.Context, a *Alert, s *AlertStep, now time
 	return call, nil
 }
 
-// groupTargets are the chat groups a step's targets name: the step posts to each.
-func groupTargets(targets []string) []string {
+// GroupTargets are the chat groups a step's targets name (group:<name>): the step
+// posts to each.
+func GroupTargets(targets []string) []string {
 	var out []string
 	for _, t := range targets {
 		if kind, name := parseTarget(t); kind == TargetGroup && !slices.Contains(out, name) {

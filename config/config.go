@@ -75,6 +75,13 @@ type Config struct {
 	// given explicitly; when it was not, demo data goes only into a new embedded database.
 	Demo    bool
 	DemoSet bool
+	// SimulatorAddr and SimulatorSMTPAddr are where the serve command runs the platform
+	// simulator in-process (HERALD_SIMULATOR_ADDR, HERALD_SIMULATOR_SMTP_ADDR; loopback
+	// only, as its control API asks for no credentials): on the embedded default
+	// 127.0.0.1:8026 and 127.0.0.1:2526, so a first try reaches WeCom, Feishu, DingTalk
+	// and email through the demo's accounts; "" (set "off", or any MySQL install
+	// without them) for none.
+	SimulatorAddr, SimulatorSMTPAddr string
 	// Knobs shorten built-in waits for tests (HERALD_TEST_KNOBS); zero in production.
 	Knobs TestKnobs
 }
@@ -90,6 +97,29 @@ var Languages = []string{"zh-CN", "en"}
 // 89–95 ms with 16, the fan-out as fast; with two, the fan-out was a tenth slower
 // (docs/benchmarks.md).
 const DefaultWorkerDBConns = 4
+
+// simulatorAddr reads one of the in-process simulator's addresses from name: embedded
+// is the default's, "off" none, and anything else must be host:port on a loopback
+// address.
+func simulatorAddr(getenv Getenv, name string, embedded bool, byDefault string) (string, error) {
+	v := strings.TrimSpace(getenv(name))
+	switch {
+	case v == "off":
+		return "", nil
+	case v == "" && embedded:
+		return byDefault, nil
+	case v == "":
+		return "", nil
+	}
+	host, _, err := net.SplitHostPort(v)
+	if err != nil {
+		return "", &Error{name, fmt.Sprintf("%q is not host:port", v)}
+	}
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return "", &Error{name, fmt.Sprintf("%q is not a loopback address: the simulator's control API asks for no credentials", v)}
+	}
+	return v, nil
+}
 
 // Embedded reports whether Herald runs on its embedded backends (SQLite, in-process Redis).
 func (c *Config) Embedded() bool { return c.MySQLDSN == "" }
@@ -131,6 +161,13 @@ func Load(getenv Getenv) (*Config, error) {
 		if c.MetricsAddr == c.Addr {
 			return nil, &Error{"HERALD_METRICS_ADDR", "must differ from HERALD_ADDR; to serve /metrics there, set HERALD_METRICS_TOKEN instead"}
 		}
+	}
+	var err error
+	if c.SimulatorAddr, err = simulatorAddr(getenv, "HERALD_SIMULATOR_ADDR", c.Embedded(), "127.0.0.1:8026"); err != nil {
+		return nil, err
+	}
+	if c.SimulatorSMTPAddr, err = simulatorAddr(getenv, "HERALD_SIMULATOR_SMTP_ADDR", c.Embedded(), "127.0.0.1:2526"); err != nil {
+		return nil, err
 	}
 	c.MetricsToken = getenv("HERALD_METRICS_TOKEN")
 	if c.MetricsToken != "" && (len(c.MetricsToken) < minSecretLen || strings.ContainsAny(c.MetricsToken, " \t\r\n")) {

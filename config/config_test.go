@@ -43,6 +43,8 @@ func TestLoadRejectsBadValues(t *testing.T) {
 		{"unparsable check interval", map[string]string{"HERALD_TASK_CHECK_INTERVAL": "fast"}, "HERALD_TASK_CHECK_INTERVAL"},
 		{"negative check interval", map[string]string{"HERALD_TASK_CHECK_INTERVAL": "-1s"}, "HERALD_TASK_CHECK_INTERVAL"},
 		{"non-boolean demo", map[string]string{"HERALD_DEMO": "maybe"}, "HERALD_DEMO"},
+		{"simulator on a public address", map[string]string{"HERALD_SIMULATOR_ADDR": "0.0.0.0:8026"}, "HERALD_SIMULATOR_ADDR"},
+		{"simulator smtp addr without port", map[string]string{"HERALD_SIMULATOR_SMTP_ADDR": "127.0.0.1"}, "HERALD_SIMULATOR_SMTP_ADDR"},
 		{"unparsable session idle", map[string]string{"HERALD_SESSION_IDLE": "half an hour"}, "HERALD_SESSION_IDLE"},
 		{"session idle under a minute", map[string]string{"HERALD_SESSION_IDLE": "30s"}, "HERALD_SESSION_IDLE"},
 		{"session idle past the 12 h limit", map[string]string{"HERALD_SESSION_IDLE": "13h"}, "HERALD_SESSION_IDLE"},
@@ -301,6 +303,35 @@ func TestLoadRejectsShortSecretFile(t *testing.T) {
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Var != "HERALD_SESSION_SECRET" {
 		t.Errorf("Load with a truncated session.key: error %v, want *config.Error for HERALD_SESSION_SECRET", err)
+	}
+}
+
+// The in-process simulator runs on the embedded default's loopback ports unless turned
+// off, and with MySQL only where asked for.
+func TestLoadSimulatorAddrs(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		vars       map[string]string
+		http, smtp string
+	}{
+		{"embedded default", nil, "127.0.0.1:8026", "127.0.0.1:2526"},
+		{"turned off", map[string]string{"HERALD_SIMULATOR_ADDR": "off", "HERALD_SIMULATOR_SMTP_ADDR": "off"}, "", ""},
+		{"other ports", map[string]string{"HERALD_SIMULATOR_ADDR": "localhost:9000", "HERALD_SIMULATOR_SMTP_ADDR": "[::1]:2525"}, "localhost:9000", "[::1]:2525"},
+		{"mysql", map[string]string{"HERALD_MYSQL_DSN": goodDSN, "HERALD_SESSION_SECRET": goodSecret, "HERALD_SECRET_KEY": goodSecret}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vars := map[string]string{"HERALD_DATA_DIR": t.TempDir()}
+			for k, v := range tc.vars {
+				vars[k] = v
+			}
+			c, err := Load(env(vars))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.SimulatorAddr != tc.http || c.SimulatorSMTPAddr != tc.smtp {
+				t.Errorf("simulator at %q and %q, want %q and %q", c.SimulatorAddr, c.SimulatorSMTPAddr, tc.http, tc.smtp)
+			}
+		})
 	}
 }
 

@@ -73,10 +73,16 @@ func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Resu
 	for _, m := range res.Messages {
 		reach[m.RecipientID] = true
 	}
-	for _, s := range p.Steps {
+	for i, s := range p.Steps {
 		ids, _, err := d.alerts.ResolveTargets(ctx, s.Targets, now)
 		if err != nil {
 			return err
+		}
+		if i == 0 && len(ids) == 0 && len(alert.GroupTargets(s.Targets)) == 0 && len(res.Messages) == 0 &&
+			len(req.Recipients)+len(req.RecipientIDs) == 0 && peopleSource(req.Source) {
+			// Nobody would hear of the alert until its second step, if ever: a person
+			// asking for it is told now, rather than an alert opening that no one sees.
+			return kernel.Invalid("ack.policy", "alerts.invalid.first_step_nobody", "Name", p.Name)
 		}
 		for _, id := range ids {
 			reach[id] = true
@@ -88,6 +94,11 @@ func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Resu
 	res.reach = len(reach)
 	return nil
 }
+
+// peopleSource says a request comes from a person or a program asking now (the console,
+// the API), who can be told that nobody would be notified; an integration's event or a
+// reminder opens its alert regardless, for the escalation to reach whoever it can.
+func peopleSource(source string) bool { return source == "console" || source == "api" }
 
 // withoutAck is a request's variables without the acknowledgment link's placeholder.
 func withoutAck(vars map[string]string) models.VarMap {

@@ -18,6 +18,7 @@ import (
 	"herald/dispatch"
 	"herald/duty"
 	"herald/internal/testenv"
+	"herald/kernel"
 	"herald/models"
 	"herald/tasks"
 	"herald/templates"
@@ -71,7 +72,13 @@ func (f *alertFixture) policy(t *testing.T, p alert.EscalationPolicy) {
 // open sends an alert under policy to people (none: the policy calls first).
 func (f *alertFixture) open(t *testing.T, policy string, people ...string) *alert.Alert {
 	t.Helper()
-	req := dispatch.Request{Source: "api", Actor: "apikey:intake", APIKeyID: &f.keyID, CallbackKeyID: &f.keyID, Platform: "sandbox",
+	return f.openFrom(t, "api", policy, people...)
+}
+
+// openFrom opens an alert as open does, from source (api, inbound …).
+func (f *alertFixture) openFrom(t *testing.T, source, policy string, people ...string) *alert.Alert {
+	t.Helper()
+	req := dispatch.Request{Source: source, Actor: "apikey:intake", APIKeyID: &f.keyID, CallbackKeyID: &f.keyID, Platform: "sandbox",
 		Recipients: people, Text: "核心系统告警", Ack: &dispatch.AckRequest{Policy: policy}}
 	res, err := f.d.Submit(context.Background(), req)
 	if err != nil {
@@ -313,7 +320,9 @@ func TestStepTargets(t *testing.T) {
 		want []string
 	}{
 		// 国庆, a day off nobody is on duty and the workday rotation has no turn: steps 1
-		// and 2 are recorded with their reasons, and step 3 fires at once.
+		// and 2 are recorded with their reasons, and step 3 fires at once. (An alert a
+		// monitor raises opens so; one asked for through the API is refused, see
+		// TestAlertNobodyHearsOfIsRefused.)
 		{"holiday", time.Date(2026, 10, 1, 2, 0, 0, 0, time.UTC),
 			[]string{"1.1 (holiday)", "1.2 (rotation_off)", "1.3 E2001,E2002", "1.4 E1004"}},
 		// A Saturday worked as a Wednesday: Wednesday's roster (E1003, E1004) and the
@@ -325,7 +334,7 @@ func TestStepTargets(t *testing.T) {
 			f.mu.Lock()
 			f.now = tc.at
 			f.mu.Unlock()
-			a := f.open(t, "all")
+			a := f.openFrom(t, dispatch.SourceInbound, "all")
 			for range 3 {
 				f.advance(t, 10*time.Minute)
 			}
@@ -333,6 +342,44 @@ func TestStepTargets(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// An alert asked for through the API or the console whose first step would notify
+// nobody now (国庆: nobody on duty) is refused naming ack.policy, and nothing is
+// written; naming a recipient opens it.
+func TestAlertNobodyHearsOfIsRefused(t *testing.T) {
+	t.Parallel()
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	if err := f.store.Duty().SetHoliday(ctx, &duty.Holiday{Date: "2026-10-01", Kind: duty.HolidayOff, Name: "国庆"}); err != nil {
+		t.Fatal(err)
+	}
+	f.policy(t, alert.EscalationPolicy{Name: "duty-first", Steps: []alert.PolicyStep{
+		{Targets: []string{"on_duty"}, Wait: "10m"}, {Targets: []string{"E1004"}, Wait: "10m"}}})
+	f.mu.Lock()
+	f.now = time.Date(2026, 10, 1, 2, 0, 0, 0, time.UTC)
+	f.mu.Unlock()
+	count := func() (n int) {
+		if err := f.store.SQL().QueryRow("SELECT COUNT(*) FROM alerts").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	before := count()
+	for _, source := range []string{"api", "console"} {
+		_, err := f.d.Submit(ctx, dispatch.Request{Source: source, Actor: "admin1", Platform: "sandbox", Text: "核心系统告警",
+			Ack: &dispatch.AckRequest{Policy: "duty-first"}})
+		var fe *kernel.FieldError
+		if !errors.As(err, &fe) || fe.Field != "ack.policy" || fe.Key != "alerts.invalid.first_step_nobody" {
+			t.Fatalf("%s: %v, want the field error of ack.policy: nobody at the first step", source, err)
+		}
+	}
+	if n := count(); n != before {
+		t.Fatalf("%d alerts written by refused requests", n-before)
+	}
+	if a := f.open(t, "duty-first", "E1004"); a.State != alert.AlertOpen {
+		t.Fatalf("alert with a recipient: %s", a.State)
 	}
 }
 

@@ -184,5 +184,5 @@ func (d *Dispatcher) Inbound() *inbound.Gateway {
 
 // Silences is the silences' service.
 func (d *Dispatcher) Silences() *silence.Keeper {
-	return silence.NewService(silence.Of(d.store), d.clock)
+	return silence.NewService(silence.Of(d.store), d.clock, silenceVocabulary{d.store})
 }

@@ -11,6 +11,7 @@ import (
 
 	"herald/audit"
 	"herald/delivery"
+	"herald/directory"
 	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
@@ -126,6 +127,13 @@ func TestSilenceCaps(t *testing.T) {
 	f := newSilenceFixture(t)
 	ctx := context.Background()
 	hour := time.Now().Add(time.Hour)
+	// Each silence holds a person of its own, who must exist for it to hold anything.
+	for i := range silence.MaxLiveSilences {
+		p := &directory.Recipient{ExternalID: fmt.Sprintf("E%d", 3000+i), Name: "Cap", OrgType: directory.Branch, Active: true}
+		if err := f.store.Directory().CreateRecipient(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	create := func(by string, i int) (*silence.Silence, error) {
 		return f.d.Silences().CreateSilence(ctx, user(by), silence.SilenceInput{Matchers: []delivery.Matcher{match("recipient", fmt.Sprintf("E%d", 3000+i))},
 			EndsAt: &hour, Comment: "upgrade"})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sort"
@@ -24,6 +25,7 @@ import (
 	"herald/models"
 	"herald/silence"
 	"herald/tasks"
+	"herald/templates"
 )
 
 // silenceFixture is the demo data, a Redis of the test's own, and a way to start a
@@ -564,5 +566,47 @@ func TestSilencePreview(t *testing.T) {
 	}
 	if _, err := f.d.Silences().PreviewSilence(context.Background(), user("ops"), silence.SilenceInput{Matchers: []delivery.Matcher{{Name: "host", Value: "x"}}}); err == nil {
 		t.Error("a bad matcher previewed")
+	}
+}
+
+// A matcher that compares a value must name something there is: a template's display
+// name, a misspelt account or an unknown person is refused naming the value, with the
+// values near it; an expression or a negation is taken as written.
+func TestSilenceValueNamesSomething(t *testing.T) {
+	t.Parallel()
+	f := newSilenceFixture(t)
+	ctx := context.Background()
+	if err := f.store.Templates().CreateTemplate(ctx, &templates.Template{Name: "disk-full", DisplayName: "磁盘将满", MsgType: "text",
+		Body: "磁盘将满"}); err != nil {
+		t.Fatal(err)
+	}
+	hour := time.Now().Add(time.Hour)
+	for _, tc := range []struct {
+		matcher delivery.Matcher
+		key     string
+		near    string
+	}{
+		{match("template", "磁盘将满"), "silences.check.unknown_value_near", "disk-full"},
+		{match("account", "sandbx"), "silences.check.unknown_value_near", "sandbox"},
+		{match("department", "counter"), "silences.check.unknown_value_near", "Counter"},
+		{match("recipient", "E9999"), "silences.check.unknown_value", ""},
+		{match("policy", "nightly"), "silences.check.unknown_value", ""},
+		{match("priority", "urgent"), "silences.check.unknown_value", ""},
+	} {
+		_, err := f.d.Silences().CreateSilence(ctx, user("ada"), silence.SilenceInput{
+			Matchers: []delivery.Matcher{match("platform", "sandbox"), tc.matcher}, EndsAt: &hour, Comment: "upgrade"})
+		var fe *kernel.FieldError
+		if !errors.As(err, &fe) || fe.Field != "matchers[1].value" || fe.Key != tc.key || !strings.Contains(fmt.Sprint(fe.Args...), tc.near) {
+			t.Errorf("%+v: %v, want %s naming matchers[1].value near %q", tc.matcher, err, tc.key, tc.near)
+		}
+	}
+	if _, all, err := silence.Of(f.store).LiveSilenceCounts(ctx, 0, "ada"); err != nil || all != 0 {
+		t.Fatalf("silences written by refused requests: %d %v", all, err)
+	}
+	for _, m := range []delivery.Matcher{match("template", "disk-full"), match("recipient", "E1001"),
+		{Name: "template", Value: "disk-.*", Regex: true}, {Name: "account", Value: "gone", Negate: true}} {
+		if _, err := f.d.Silences().CreateSilence(ctx, user("ada"), silence.SilenceInput{Matchers: []delivery.Matcher{m}, EndsAt: &hour, Comment: "upgrade"}); err != nil {
+			t.Errorf("%+v: %v", m, err)
+		}
 	}
 }

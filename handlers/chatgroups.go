@@ -13,7 +13,8 @@ import (
 	"herald/views"
 )
 
-// The console's 群 page: every change goes through the chat groups' service
+// The console's 群 page, reached from the accounts page (the navigation keeps to one
+// row at 1366 px): every change goes through the chat groups' service
 // (h.chatGroups()), as the API's does.
 
 // ChatGroups lists the chat groups, searched by name, chat id or note, a page at a time.
@@ -35,7 +36,7 @@ func (h *Handlers) ChatGroups(c *gin.Context) {
 		v.First = withQuery("/chat-groups", q)
 	}
 	v.Groups = list
-	render(c, http.StatusOK, views.ChatGroupsPage(page(c, tr(c, "chatgroups.title"), "chat_groups"), v))
+	render(c, http.StatusOK, views.ChatGroupsPage(page(c, tr(c, "chatgroups.title"), "accounts"), v))
 }
 
 // NewChatGroupForm starts a chat group: @ whoever is on duty, folding on.
@@ -139,5 +140,5 @@ func (h *Handlers) renderChatGroupForm(c *gin.Context, status int, f views.ChatG
 	if f.Original != "" {
 		title = tr(c, "chatgroups.edit_title", "Name", f.Original)
 	}
-	render(c, status, views.ChatGroupFormPage(page(c, title, "chat_groups"), f, choices, errs))
+	render(c, status, views.ChatGroupFormPage(page(c, title, "accounts"), f, choices, errs))
 }

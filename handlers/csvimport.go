@@ -154,6 +154,8 @@ type csvFile struct {
 func readCSV(text string, columns []string, aliases map[string]string, required []string, maxRows int) (*csvFile, error) {
 	r := csv.NewReader(strings.NewReader(text))
 	r.FieldsPerRecord = -1
+	// A line starting with # is a note, not a row: the staff template's example is one.
+	r.Comment = '#'
 	r.TrimLeadingSpace = true
 	r.ReuseRecord = true // each row's cells are copied out
 	header, err := r.Read()

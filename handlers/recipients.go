@@ -14,6 +14,7 @@ import (
 	"herald/access"
 	"herald/audit"
 	"herald/directory"
+	"herald/i18n"
 	"herald/kernel"
 	"herald/views"
 )
@@ -270,16 +271,31 @@ func recipientImport(c *gin.Context) views.Import {
 // RecipientTemplatePath serves a staff CSV file to fill in (RecipientImportTemplate).
 const RecipientTemplatePath = "/recipients/template.csv"
 
-// RecipientImportTemplate serves a staff CSV file to fill in: the header and one example
-// row, in the import's format and the export's encoding (UTF-8 with a byte order mark,
+// RecipientImportTemplate serves a staff CSV file to fill in: the header, in the
+// reader's language (the Chinese column names the import takes for a Chinese reader),
+// and one example row marked as such: it starts with #, which the import passes over.
+// It is in the import's format and the export's encoding (UTF-8 with a byte order mark,
 // which Excel needs to read Chinese).
 func (h *Handlers) RecipientImportTemplate(c *gin.Context) {
 	var b strings.Builder
 	b.WriteString(utf8BOM)
 	w := csv.NewWriter(&b)
-	_ = w.Write(recipientColumns)
+	header := recipientColumns
+	if i18n.Lang(c.Request.Context()) == i18n.Chinese {
+		header = make([]string, len(recipientColumns))
+		for i, col := range recipientColumns {
+			header[i] = col
+			for alias, to := range recipientAliases {
+				if to == col {
+					header[i] = alias
+				}
+			}
+		}
+	}
+	_ = w.Write(header)
 	example, err := csv.NewReader(strings.NewReader(tr(c, "recipients.import.example"))).Read()
 	if err == nil {
+		example[0] = "#" + tr(c, "recipients.import.example_mark") + " " + example[0]
 		_ = w.Write(example)
 	}
 	w.Flush()

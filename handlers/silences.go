@@ -206,6 +206,15 @@ func (h *Handlers) renderSilenceForm(c *gin.Context, status int, id int64, f vie
 	if id != 0 {
 		title = tr(c, "silences.edit_title", "ID", id)
 	}
+	f.Choices = map[string][]silence.Choice{}
+	for _, name := range delivery.MatcherNames {
+		choices, err := h.Dispatch.Silences().Choices(c.Request.Context(), name, "")
+		if err != nil {
+			h.fail(c, err)
+			return
+		}
+		f.Choices[name] = choices
+	}
 	render(c, status, views.SilenceFormPage(page(c, title, "silences"), id, f, errs))
 }
 

@@ -14,12 +14,23 @@ type Keeper struct {
 	store *Holds
 	// clock is the clock; nil means kernel.Now.
 	clock func() time.Time
+	// vocabulary knows what matchers' values can name (nil: any value is taken).
+	vocabulary Vocabulary
 }
 
 // NewService builds the silences' service on store; clock is the clock (nil:
-// kernel.Now).
-func NewService(store *Holds, clock func() time.Time) *Keeper {
-	return &Keeper{store: store, clock: clock}
+// kernel.Now); vocabulary knows what matchers' values can name.
+func NewService(store *Holds, clock func() time.Time, vocabulary Vocabulary) *Keeper {
+	return &Keeper{store: store, clock: clock, vocabulary: vocabulary}
+}
+
+// Choices lists the values a matcher of name can take for a picker (Vocabulary's
+// Choices); none without a vocabulary.
+func (d *Keeper) Choices(ctx context.Context, name, query string) ([]Choice, error) {
+	if d.vocabulary == nil {
+		return nil, nil
+	}
+	return d.vocabulary.Choices(ctx, name, query)
 }
 
 // change runs fn with a store bound to one transaction, with the audit entries fn

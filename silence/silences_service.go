@@ -245,6 +245,9 @@ func (d *Keeper) CreateSilence(ctx context.Context, by audit.Actor, in SilenceIn
 	if err := checkSilence(&in, d.now()); err != nil {
 		return nil, err
 	}
+	if err := checkValues(ctx, d.vocabulary, in.Matchers); err != nil {
+		return nil, err
+	}
 	sil := &Silence{Matchers: in.Matchers, StartsAt: *in.StartsAt, EndsAt: *in.EndsAt, Comment: in.Comment,
 		CreatedBy: by.Name, OnEnd: in.OnEnd}
 	if by.APIKeyID != 0 {
@@ -331,6 +334,9 @@ func (d *Keeper) UpdateSilence(ctx context.Context, by audit.Actor, id int64, in
 		return nil, kernel.ErrStateChanged
 	}
 	if err := checkSilence(&in, now); err != nil {
+		return nil, err
+	}
+	if err := checkValues(ctx, d.vocabulary, in.Matchers); err != nil {
 		return nil, err
 	}
 	reasons, err := d.approvalReasons(ctx, in, creatorOf(sil), sil.ID, sil.HoldsKeyID)
@@ -507,4 +513,116 @@ func (d *Keeper) EndSilences(ctx context.Context) (int, error) {
 		}
 	}
 	return ended, nil
+}
+
+// Vocabulary knows what a matcher's value can name: the platforms, accounts, templates,
+// departments, people, priorities, escalation policies and API keys there are. A
+// matcher that compares a value (neither an expression nor negated) must name one of
+// them, since one that names nothing would be saved and hold nothing.
+type Vocabulary interface {
+	// Choices lists the values a matcher of name can take, each with the words that
+	// tell a person what it is ("" where the value says it all): for people, those
+	// whose name, external id or name in pinyin matches query ("" for the first ones).
+	Choices(ctx context.Context, name, query string) ([]Choice, error)
+	// Known reports whether value is one of name's values.
+	Known(ctx context.Context, name, value string) (bool, error)
+}
+
+// Choice is one value a matcher can take, with what it is.
+type Choice struct {
+	Value string `json:"value"`
+	Label string `json:"label,omitempty"`
+}
+
+// maxNear is how many near values a refusal of an unknown value lists.
+const maxNear = 5
+
+// checkValues refuses a comparing matcher whose value names nothing, with the values
+// near it (by its words in either direction, or its label: a template's display name
+// leads to its name) as the error's list.
+func checkValues(ctx context.Context, v Vocabulary, matchers []delivery.Matcher) error {
+	if v == nil {
+		return nil
+	}
+	for i, m := range matchers {
+		if m.Regex || m.Negate {
+			continue
+		}
+		known, err := v.Known(ctx, m.Name, m.Value)
+		if err != nil {
+			return err
+		}
+		if known {
+			continue
+		}
+		choices, err := v.Choices(ctx, m.Name, m.Value)
+		if err != nil {
+			return err
+		}
+		if m.Name != delivery.MatchRecipient {
+			if all, err := v.Choices(ctx, m.Name, ""); err == nil {
+				choices = append(choices, all...)
+			}
+		}
+		at := fmt.Sprintf("matchers[%d].value", i)
+		near := nearValues(m.Value, choices)
+		if len(near) == 0 {
+			return kernel.Invalid(at, "silences.check.unknown_value", "Value", strconv.Quote(m.Value))
+		}
+		return kernel.Invalid(at, "silences.check.unknown_value_near", "Value", strconv.Quote(m.Value), "Near", strings.Join(near, ", "))
+	}
+	return nil
+}
+
+// nearValues are the values of choices nearest to value, at most maxNear, each once:
+// first those whose label is value, then those whose value or label holds value or is
+// held by it (letter case aside), then those one or two edits away.
+func nearValues(value string, choices []Choice) []string {
+	v := strings.ToLower(strings.TrimSpace(value))
+	rank := func(c Choice) int {
+		val, label := strings.ToLower(c.Value), strings.ToLower(c.Label)
+		switch {
+		case label != "" && label == v:
+			return 0
+		case v != "" && (strings.Contains(val, v) || strings.Contains(v, val) || label != "" && (strings.Contains(label, v) || strings.Contains(v, label))):
+			return 1
+		case editsWithin(val, v, 2):
+			return 2
+		}
+		return -1
+	}
+	var out []string
+	for r := 0; r <= 2; r++ {
+		for _, c := range choices {
+			if rank(c) == r && !slices.Contains(out, c.Value) && len(out) < maxNear {
+				out = append(out, c.Value)
+			}
+		}
+	}
+	return out
+}
+
+// editsWithin reports whether a and b are at most n single-character edits apart.
+func editsWithin(a, b string, n int) bool {
+	ra, rb := []rune(a), []rune(b)
+	if d := len(ra) - len(rb); d > n || -d > n {
+		return false
+	}
+	prev := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur := make([]int, len(rb)+1)
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(rb)] <= n
 }

@@ -33,6 +33,12 @@
       done();
     }
   });
+  // A silence matcher's value offers the values of the name chosen beside it.
+  document.addEventListener("change", function (e) {
+    var of = e.target.getAttribute && e.target.getAttribute("data-values-of");
+    var input = of && document.getElementById(of);
+    if (input) { input.setAttribute("list", "matcher-values-" + e.target.value); }
+  });
   // Submit a form when its select changes: <select data-autosubmit> (the language switch).
   document.addEventListener("change", function (e) {
     if (e.target.hasAttribute && e.target.hasAttribute("data-autosubmit") && e.target.form) { e.target.form.submit(); }
@@ -47,6 +53,27 @@
     var open = button.getAttribute("aria-expanded") !== "true";
     button.setAttribute("aria-expanded", open ? "true" : "false");
     nav.classList.toggle("open", open);
+  });
+  // A group of the navigation opens under its name on a click, and closes on a second
+  // click, on a click elsewhere, or on Escape.
+  function closeGroups(except) {
+    document.querySelectorAll(".nav-group.open").forEach(function (g) {
+      if (g === except) { return; }
+      g.classList.remove("open");
+      g.querySelector(".nav-group-toggle").setAttribute("aria-expanded", "false");
+    });
+  }
+  document.addEventListener("click", function (e) {
+    var toggle = e.target.closest && e.target.closest(".nav-group-toggle");
+    var group = toggle && toggle.parentElement;
+    closeGroups(group);
+    if (!group) { return; }
+    var open = !group.classList.contains("open");
+    group.classList.toggle("open", open);
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+  document.addEventListener("keydown", function (e) {
+    if (e.key === "Escape") { closeGroups(null); }
   });
   // Escape folds an open menu and gives the focus back to its button.
   document.addEventListener("keydown", function (e) {

@@ -45,8 +45,28 @@ const layoutScript = `(() => {
 		const frame = th.closest('.table-wrap').getBoundingClientRect();
 		cols[th.dataset.col] = {right: th.getBoundingClientRect().right, frameRight: frame.right, visible: visible(th)};
 	}
+	// A label, button, heading, badge, date or short cell never breaks inside a word:
+	// each run of text between spaces stays on one line. (A sentence, such as a hint
+	// inside a label, wraps as text does.)
+	const broken = [];
+	for (const e of document.querySelectorAll('header nav a, header .nav-group-toggle, main button, main .button, main label, main th, main td, main h2, main .badge, main time, main .stat .l')) {
+		if (!visible(e) || e.textContent.trim().length > 16) continue;
+		const walk = document.createTreeWalker(e, NodeFilter.SHOW_TEXT);
+		for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+			for (const m of n.data.matchAll(/\S{2,}/g)) {
+				const r = document.createRange();
+				r.setStart(n, m.index);
+				r.setEnd(n, m.index + m[0].length);
+				const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+				if (tops.size > 1) broken.push(m[0] + ' (' + e.tagName.toLowerCase() + ')');
+			}
+		}
+	}
+	const entries = [...document.querySelectorAll('header nav a, header .nav-group-toggle')].filter(visible);
+	const navRows = new Set(entries.map(x => Math.round(x.getBoundingClientRect().top))).size;
 	return {lang: document.documentElement.lang, width: innerWidth,
-		scrollWidth: document.scrollingElement.scrollWidth, squeezed: squeezed, tallDates: tallDates, cols: cols};
+		scrollWidth: document.scrollingElement.scrollWidth, squeezed: squeezed, tallDates: tallDates, cols: cols,
+		broken: broken, navRows: navRows, headerHeight: document.querySelector('header.topbar').getBoundingClientRect().height};
 })()`
 
 type layoutColumn struct {
@@ -62,6 +82,9 @@ type layoutMeasure struct {
 	Squeezed    []string                `json:"squeezed"`
 	TallDates   []string                `json:"tallDates"`
 	Cols        map[string]layoutColumn `json:"cols"`
+	Broken      []string                `json:"broken"`
+	NavRows     int                     `json:"navRows"`
+	Header      float64                 `json:"headerHeight"`
 }
 
 // TestBrowserConsoleLayout opens the dashboard, the message list, a batch, the compose
@@ -159,6 +182,17 @@ func TestBrowserConsoleLayout(t *testing.T) {
 			if len(m.Squeezed) > 0 {
 				t.Errorf("%s: table headers narrower than their words: %s", where, strings.Join(m.Squeezed, "; "))
 			}
+			if len(m.Broken) > 0 {
+				t.Errorf("%s: words broken across lines: %s", where, strings.Join(m.Broken, "; "))
+			}
+			// The navigation is one row from a tablet's width up (groups fold into menus
+			// below a wide screen's), and at 1366 px the whole header is.
+			if width > 760 && m.NavRows != 1 {
+				t.Errorf("%s: the navigation takes %d rows", where, m.NavRows)
+			}
+			if width >= 1366 && m.Header > 64 {
+				t.Errorf("%s: the header is %.0f px tall, more than one row", where, m.Header)
+			}
 			if len(m.TallDates) > 0 {
 				t.Errorf("%s: dates on more than two lines: %s", where, strings.Join(m.TallDates, "; "))
 			}
@@ -189,6 +223,23 @@ func TestBrowserConsoleLayout(t *testing.T) {
 			}
 		}
 	}
+	t.Run("a group of the navigation opens on a click below a wide screen", func(t *testing.T) {
+		var hidden, shown bool
+		var title string
+		accounts := `header nav a[href="/accounts"]`
+		if err := chromedp.Run(ctx, chromedp.EmulateViewport(1024, 800), chromedp.Navigate(c.url+"/"), chromedp.WaitVisible(`#waiting`, q),
+			chromedp.Evaluate(`document.querySelector('`+accounts+`').getBoundingClientRect().width === 0`, &hidden),
+			chromedp.Click(`//header//button[contains(@class,"nav-group-toggle")][following-sibling::div/a[@href="/accounts"]]`, chromedp.BySearch),
+			chromedp.WaitVisible(accounts, q),
+			chromedp.Evaluate(`document.querySelector('`+accounts+`').closest('.nav-group').querySelector('.nav-group-toggle').getAttribute('aria-expanded') === 'true'`, &shown),
+			chromedp.Click(accounts, q), chromedp.WaitVisible(`main h1`, q), chromedp.Title(&title),
+		); err != nil {
+			t.Fatal(err)
+		}
+		if !hidden || !shown || !strings.Contains(title, "发送账号") {
+			t.Errorf("folded before the click: %v, open after it: %v, then the page %q", hidden, shown, title)
+		}
+	})
 	t.Run("message list holds its reload while text of it is selected", func(t *testing.T) {
 		checkListPause(t, ctx, c.url)
 	})

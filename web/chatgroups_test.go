@@ -80,7 +80,8 @@ func TestChatGroupsAPI(t *testing.T) {
 	}
 }
 
-// TestBrowserChatGroupsPage submits the 群 page's form at 1366, 768 and 390 px: the
+// TestBrowserChatGroupsPage opens the 群 page from the accounts page and submits its
+// form at 1366, 768 and 390 px: the
 // empty list says what to do, a form without the app chat's id shows the error beside
 // that field, and the group then saved is listed; the page never scrolls sideways.
 func TestBrowserChatGroupsPage(t *testing.T) {
@@ -106,7 +107,9 @@ func TestBrowserChatGroupsPage(t *testing.T) {
 		var empty string
 		err := chromedp.Run(ctx,
 			chromedp.EmulateViewport(int64(width), 900),
-			chromedp.Navigate(c.url+"/chat-groups"),
+			chromedp.Navigate(c.url+"/accounts"),
+			chromedp.WaitVisible(`#chat-groups-link`, q),
+			chromedp.Click(`#chat-groups-link`, q),
 			chromedp.WaitVisible(`#new-chat-group`, q),
 			chromedp.Evaluate(`document.scrollingElement.scrollWidth`, &scroll),
 		)

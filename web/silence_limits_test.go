@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"herald/directory"
 	"herald/models"
 	"herald/silence"
 )
@@ -61,6 +62,13 @@ func TestConsoleSilenceNeedsSecondPerson(t *testing.T) {
 	wantContains(t, "zh-CN preview", body, "保存后须经另一人批准才生效", "正则表达式的范围可能比看上去更宽")
 
 	// Past the cap of one person's live silences: above the form, nothing written.
+	// Each silence holds a person of its own, who must exist for it to hold anything.
+	for _, i := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 999} {
+		p := &directory.Recipient{ExternalID: fmt.Sprintf("E%d", 3000+i), Name: "Cap", OrgType: directory.Branch, Active: true}
+		if err := c.store.Directory().CreateRecipient(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := 1; i < 20; i++ {
 		resp, body := op.post("/silences", form("recipient", fmt.Sprintf("E%d", 3000+i), false))
 		wantRedirect(t, fmt.Sprintf("silence %d", i), resp, body, "/silences")

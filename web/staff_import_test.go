@@ -89,13 +89,31 @@ func TestStaffImportReportsEverythingAtOnce(t *testing.T) {
 			t.Fatalf("the template does not start with a byte order mark: %q", body)
 		}
 		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-		if len(lines) != 2 || lines[0]+"\n" != templateHeader {
-			t.Fatalf("template %q, want the header and one example row", text)
+		const mark = "#example (ignored on import): "
+		if len(lines) != 2 || lines[0]+"\n" != templateHeader || !strings.HasPrefix(lines[1], mark+"E3001,") {
+			t.Fatalf("template %q, want the header and one example row marked as such", text)
 		}
-		// The example row is a valid import as it is.
+		// The import passes over the marked example; without its mark it is a valid row.
 		resp, body = op.upload("/recipients/import", url.Values{"mode": {"preview"}}, body)
-		wantStatus(t, "preview of the template", resp, body, http.StatusOK)
-		wantContains(t, "preview of the template", body, "The 1 row is valid")
+		wantStatus(t, "preview of the template as it is", resp, body, http.StatusUnprocessableEntity)
+		wantContains(t, "preview of the template as it is", body, "has a header but no rows")
+		resp, body = op.upload("/recipients/import", url.Values{"mode": {"preview"}}, strings.Replace(text, mark, "", 1))
+		wantStatus(t, "preview of the example", resp, body, http.StatusOK)
+		wantContains(t, "preview of the example", body, "The 1 row is valid")
+
+		// A Chinese reader's template names the columns as the import takes them in
+		// Chinese, and marks its example in Chinese.
+		resp, body = op.do("GET", "/recipients/template.csv", "", nil, map[string]string{"Accept-Language": "zh-CN"})
+		wantStatus(t, "Chinese template", resp, body, http.StatusOK)
+		zh := strings.Split(strings.TrimPrefix(body, "\ufeff"), "\n")
+		if len(zh) < 2 || !strings.HasPrefix(zh[0], "工号,姓名,机构类型,分行,部门,天元,招呼,企业微信,飞书,钉钉,邮箱,手机,在职") ||
+			!strings.HasPrefix(zh[1], "#示例行（导入时忽略）： E3001,钱浩,") {
+			t.Errorf("Chinese template %q", body)
+		}
+		resp, body = op.upload("/recipients/import", url.Values{"mode": {"preview"}},
+			strings.Replace(strings.TrimPrefix(strings.Join(zh, "\n"), "\ufeff"), "#示例行（导入时忽略）： ", "", 1))
+		wantStatus(t, "preview of the Chinese example", resp, body, http.StatusOK)
+		wantContains(t, "preview of the Chinese example", body, "The 1 row is valid")
 
 		resp, body = c.as(viewerUser).get("/recipients/template.csv")
 		wantStatus(t, "viewer", resp, body, http.StatusForbidden)

@@ -36,7 +36,7 @@ func Prepare(ctx context.Context, store *models.Store, cfg *config.Config, role 
 			demo = cfg.Embedded()
 		}
 		if fresh && demo {
-			if err := store.SeedDemo(ctx); err != nil {
+			if err := store.SeedDemoWith(ctx, demoOptions(cfg)); err != nil {
 				return err
 			}
 			log.Info("seeded demo data: sandbox account, sample staff, a duty week and a template")
@@ -46,6 +46,16 @@ func Prepare(ctx context.Context, store *models.Store, cfg *config.Config, role 
 		}
 		return ensureAdmin(ctx, store, cfg, stdout)
 	})
+}
+
+// demoOptions make the demo in the console's default language, with accounts on the
+// in-process simulator's platforms when serve runs it.
+func demoOptions(cfg *config.Config) models.DemoOptions {
+	o := models.DemoOptions{Chinese: cfg.DefaultLanguage == "zh-CN", SimulatorSMTP: cfg.SimulatorSMTPAddr}
+	if cfg.SimulatorAddr != "" {
+		o.SimulatorURL = "http://" + cfg.SimulatorAddr
+	}
+	return o
 }
 
 // migrate is the one migration step of every way Herald migrates (serve's first start,

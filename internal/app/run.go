@@ -78,6 +78,9 @@ func (a *App) Run(ctx context.Context) error {
 		a.Log.Info("serving metrics", "url", "http://"+metricsLn.Addr().String()+"/metrics")
 		serveHTTP(ctx, g, web.NewServer(a.Config.MetricsAddr, web.NewMetricsHandler(opts)), metricsLn)
 	}
+	if a.Role == "all" {
+		a.serveSimulator(ctx, g)
+	}
 	a.Log.Info("listening", "url", "http://"+ln.Addr().String()+"/", "console", runWeb)
 	serveHTTP(ctx, g, web.NewServer(a.Config.Addr, handler), ln)
 	a.Log.Info("herald started", "role", a.Role, "embedded", a.Config.Embedded())
@@ -87,6 +90,36 @@ func (a *App) Run(ctx context.Context) error {
 	defer cancel()
 	a.Dispatch.Close(cctx)
 	return err
+}
+
+// serveSimulator runs the platform simulator's HTTP and SMTP servers in the process, on
+// the loopback addresses configured (the embedded default's), for the demo's accounts.
+// An address already taken (another Herald on this machine) leaves that server out with
+// a warning: the console runs without it.
+func (a *App) serveSimulator(ctx context.Context, g *errgroup.Group) {
+	if addr := a.Config.SimulatorAddr; addr != "" {
+		if ln, err := net.Listen("tcp", addr); err != nil {
+			a.Log.Warn("the in-process simulator is not running: the demo's WeCom, Feishu and DingTalk accounts cannot send", "addr", addr, "error", err)
+		} else {
+			a.Log.Info("simulating WeCom, Feishu and DingTalk", "url", "http://"+ln.Addr().String()+"/")
+			serveHTTP(ctx, g, web.NewServer(addr, a.Sim.Handler()), ln)
+		}
+	}
+	if addr := a.Config.SimulatorSMTPAddr; addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			a.Log.Warn("the in-process simulator is not running: the demo's email account cannot send", "addr", addr, "error", err)
+			return
+		}
+		a.Log.Info("simulating an SMTP server", "addr", ln.Addr().String())
+		g.Go(func() error {
+			go func() { <-ctx.Done(); ln.Close() }()
+			if err := a.Sim.ServeSMTP(ln); err != nil && ctx.Err() == nil {
+				return fmt.Errorf("simulator SMTP: %w", err)
+			}
+			return nil
+		})
+	}
 }
 
 // startWorker starts the Asynq worker that sends messages and runs maintenance tasks,

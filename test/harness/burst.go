@@ -42,6 +42,9 @@ func EmbeddedEnv(t testing.TB) map[string]string {
 		"HERALD_DATA_DIR":       t.TempDir(),
 		"HERALD_ADMIN_PASSWORD": AdminPassword,
 		"HERALD_TIMEZONE":       "Asia/Shanghai",
+		// See TestEnv.
+		"HERALD_SIMULATOR_ADDR":      "off",
+		"HERALD_SIMULATOR_SMTP_ADDR": "off",
 	}
 }
 

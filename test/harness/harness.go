@@ -36,6 +36,10 @@ func TestEnv(t testing.TB) map[string]string {
 		"HERALD_ADMIN_PASSWORD":   AdminPassword,
 		"HERALD_TIMEZONE":         "Asia/Shanghai",
 		"HERALD_DEFAULT_LANGUAGE": "en",
+		// The in-process simulator's fixed ports are the first try's: tests run many
+		// processes at once, and one that wants it gives it addresses of its own.
+		"HERALD_SIMULATOR_ADDR":      "off",
+		"HERALD_SIMULATOR_SMTP_ADDR": "off",
 	}
 	if dsn := testenv.MySQLDSN(t); dsn != "" {
 		env["HERALD_MYSQL_DSN"] = dsn
