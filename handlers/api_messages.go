@@ -191,6 +191,10 @@ type messageJSON struct {
 	TemplateVersion *int `json:"template_version"`
 	// DigestMessageID is the message that carried a digested notice.
 	DigestMessageID *string `json:"digest_message_id"`
+	// Group names the chat group of a post to one (recipient is then ""); Mentions are
+	// the people the post @s, by name.
+	Group    string   `json:"group,omitempty"`
+	Mentions []string `json:"mentions,omitempty"`
 }
 
 // GetMessage is GET /api/v1/messages/:id: the message, its state and its attempts.
@@ -214,6 +218,12 @@ func (h *Handlers) GetMessage(c *gin.Context) {
 		History: make([]attemptJSON, len(attempts))}
 	if m.Status.Terminal() || m.Status == models.StatusSending {
 		out.NextAttemptAt = nil
+	}
+	if m.ChatGroupID != nil {
+		out.Group = m.RecipientName
+		for _, x := range models.MentionsOf(m.Mentions) {
+			out.Mentions = append(out.Mentions, x.Name)
+		}
 	}
 	for i, a := range attempts {
 		out.History[i] = attemptJSON{N: a.N, StartedAt: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,

@@ -66,6 +66,10 @@ func TestChatGroupsAPI(t *testing.T) {
 	if status != http.StatusAccepted || len(msgs) != 2 || msgs[1].(map[string]any)["group"] != "ops-core" {
 		t.Fatalf("send to a person and a group: %d %v", status, body["_raw"])
 	}
+	postID, _ := msgs[1].(map[string]any)["id"].(string)
+	if status, body, _ := admin.call("GET", "/api/v1/messages/"+postID, ""); status != http.StatusOK || body["group"] != "ops-core" || body["address"] != "wrOpsCore" {
+		t.Errorf("the post read back: %d %v", status, body["_raw"])
+	}
 	if status, body, _ := admin.call("POST", "/api/v1/messages", `{"groups":["ops-core"],"mention":["on_duty","E9999"],"content":{"text":"x"}}`); status != http.StatusUnprocessableEntity || errorField(body) != "mention[1]" {
 		t.Errorf("an unknown person to @: %d %v", status, body["_raw"])
 	}
