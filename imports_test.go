@@ -184,12 +184,14 @@ var domains = map[string][]string{
 	"herald/recall":  {"herald/models", "herald/alert"},
 	// The messages' service; their rows are still the store's (models).
 	"herald/message": {"herald/models", "herald/access", "herald/alert", "herald/recall", "herald/sending"},
-	"herald/alert":   {"herald/models", "herald/templates", "herald/directory", "herald/duty", "herald/sending"},
+	"herald/alert":   {"herald/models", "herald/templates", "herald/directory", "herald/duty", "herald/sending", "herald/chatgroups"},
 	// Integrations: the alerts monitoring tools post, normalised from their formats and
 	// opened through the alerts' service.
 	"herald/inbound": {"herald/models", "herald/alert", "herald/directory", "herald/duty", "herald/sending", "herald/templates"},
 	// The calls of alerts: their outcomes act on the alerts through the alerts' service.
 	"herald/phone": {"herald/models", "herald/alert"},
+	// Chat groups: the group chats a send posts to, and whom a post @s by the duty rule.
+	"herald/chatgroups": {"herald/directory", "herald/duty", "herald/sending"},
 }
 
 // foundation is what every domain may build on.

@@ -68,10 +68,11 @@ func (l *AckLinks) Link(messageID string, recipientID int64) string {
 	return l.base + AckLinkPath + token
 }
 
-// Token is the signed token of a message to a recipient (see Link).
+// Token is the signed token of a message to a recipient (see Link); recipient 0 is a
+// post to a chat group, whose page asks who taps.
 func (l *AckLinks) Token(messageID string, recipientID int64) string {
 	id, err := uuid.Parse(messageID)
-	if err != nil || recipientID <= 0 {
+	if err != nil || recipientID < 0 {
 		return ""
 	}
 	payload := make([]byte, 0, 1+16+binary.MaxVarintLen64+ackMACSize)
@@ -104,7 +105,7 @@ func (l *AckLinks) Parse(token string) (AckLink, error) {
 		return AckLink{}, ErrAckLinkInvalid
 	}
 	recipient, n := binary.Uvarint(payload[17:])
-	if n <= 0 || 17+n != len(payload) || recipient == 0 || recipient > 1<<62 {
+	if n <= 0 || 17+n != len(payload) || recipient > 1<<62 {
 		return AckLink{}, ErrAckLinkInvalid
 	}
 	return AckLink{MessageID: id.String(), RecipientID: int64(recipient)}, nil

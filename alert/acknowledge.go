@@ -26,13 +26,16 @@ const (
 	AckViaAPI     = directory.ViaAPI
 	AckViaConsole = "console"
 	AckViaWeCom   = "wecom"
+	// AckViaGroupLink is the link of an alert's post to a chat group, tapped by one of
+	// the people there, who named themselves on its page.
+	AckViaGroupLink = "group_link"
 	// AckViaRejection resolves the alert of a batch rejected while it awaited
 	// approval; nobody acknowledges that way.
 	AckViaRejection = AlertViaRejection
 )
 
 // AckVias lists the ways of acknowledging.
-var AckVias = []string{AckViaLink, AckViaAPI, AckViaConsole, AckViaWeCom, AckViaVoice}
+var AckVias = []string{AckViaLink, AckViaAPI, AckViaConsole, AckViaWeCom, AckViaVoice, AckViaGroupLink}
 
 // ErrAlertEnded refuses acknowledging or resolving an alert that is exhausted: nobody
 // answered in time, and it is over.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"herald/audit"
 	"herald/channels"
+	"herald/chatgroups"
 	"herald/directory"
 	"herald/kernel"
 	"herald/models"
@@ -55,7 +57,13 @@ type AckNotice struct {
 	Message *models.Message
 	Alert   *Alert
 	// Recipient is the person the notice went to: whoever uses the link acts as them.
+	// For a post to a chat group it is nil until the person who tapped names themselves
+	// (ActOnGroupAckLink).
 	Recipient *directory.Recipient
+	// Group names the chat group of a post to one; Mentioned are the people it @-ed,
+	// whom its page offers to act as.
+	Group     string
+	Mentioned []directory.Recipient
 }
 
 // OpenAckLink reads the notice a link's token names. ErrAckLinkInvalid: the token was
@@ -125,6 +133,9 @@ func (d *Service) alertNotice(ctx context.Context, messageID string, belongs fun
 	if ackLinkExpired(a, d.now()) {
 		return AckNotice{}, ErrAckLinkExpired
 	}
+	if m.ChatGroupID != nil {
+		return d.groupNotice(ctx, m, a)
+	}
 	people, err := d.store.Directory().CachedRecipientsByIDs(ctx, []int64{m.RecipientID})
 	if err != nil {
 		return AckNotice{}, err
@@ -133,6 +144,62 @@ func (d *Service) alertNotice(ctx context.Context, messageID string, belongs fun
 		return AckNotice{}, ErrAckLinkInvalid
 	}
 	return AckNotice{Message: m, Alert: a, Recipient: &people[0]}, nil
+}
+
+// groupNotice is an alert's post to a chat group as its link's page shows it: the
+// group, and the people it @-ed, in the order it @-ed them.
+func (d *Service) groupNotice(ctx context.Context, m *models.Message, a *Alert) (AckNotice, error) {
+	n := AckNotice{Message: m, Alert: a}
+	groups, err := chatgroups.NewStore(d.store.DB()).GroupsByIDs(ctx, []int64{*m.ChatGroupID})
+	if err != nil {
+		return n, err
+	}
+	n.Group = groups[*m.ChatGroupID].Name
+	var ids []string
+	for _, x := range models.MentionsOf(m.Mentions) {
+		if x.ExternalID != "" {
+			ids = append(ids, x.ExternalID)
+		}
+	}
+	people, err := d.store.Directory().CachedRecipientsByExternalIDs(ctx, ids)
+	if err != nil {
+		return n, err
+	}
+	for _, id := range ids {
+		for _, p := range people {
+			if p.ExternalID == id && p.Active {
+				n.Mentioned = append(n.Mentioned, p)
+			}
+		}
+	}
+	return n, nil
+}
+
+// ActOnGroupAckLink acknowledges or resolves the alert of a link posted to a chat
+// group, as the person who tapped it and named themselves by staff id (as: one the post
+// @-ed, or any active staff member), via "group_link". An unknown or inactive id is a
+// *kernel.FieldError on as; otherwise as ActOnAckLink.
+func (d *Service) ActOnGroupAckLink(ctx context.Context, by audit.Actor, token, action, as string) (AckNotice, AckResult, error) {
+	n, err := d.OpenAckLink(ctx, token)
+	if err != nil {
+		return n, AckResult{}, err
+	}
+	if n.Message.ChatGroupID == nil {
+		return n, AckResult{}, ErrAckLinkInvalid
+	}
+	as = strings.TrimSpace(as)
+	if as == "" {
+		return n, AckResult{}, kernel.Invalid("as", "ack.group.as_required")
+	}
+	people, err := d.store.Directory().CachedRecipientsByExternalIDs(ctx, []string{as})
+	if err != nil {
+		return n, AckResult{}, err
+	}
+	if len(people) == 0 || !people[0].Active {
+		return n, AckResult{}, kernel.Invalid("as", "ack.group.as_unknown", "ID", as)
+	}
+	n.Recipient = &people[0]
+	return d.actOnNotice(ctx, by, n, action, AckViaGroupLink)
 }
 
 // ackLinkExpired reports whether the links of alert a have expired at now: a day after
@@ -164,6 +231,10 @@ func called(m *models.Message, now time.Time) bool {
 func (d *Service) actOnNotice(ctx context.Context, by audit.Actor, n AckNotice, action, via string) (AckNotice, AckResult, error) {
 	var res AckResult
 	var err error
+	if n.Recipient == nil {
+		// A post to a group: whoever taps must say who they are (ActOnGroupAckLink).
+		return n, AckResult{}, kernel.Invalid("as", "ack.group.as_required")
+	}
 	if action == channels.AckAction || action == channels.ResolveAction {
 		if !called(n.Message, d.now()) {
 			return n, AckResult{}, ErrAckNotCalled

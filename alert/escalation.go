@@ -397,8 +397,10 @@ type stepCall struct {
 
 // planStep works out whom a step calls at now and their notices.
 func (d *Service) planStep(ctx context.Context, a *Alert, s *AlertStep, now time.Time) (stepCall, error) {
-	ids, reason, err := d.ResolveTargets(ctx, a.PolicyCopy.Steps[s.N-1].Targets, now)
-	if err != nil || len(ids) == 0 {
+	targets := a.PolicyCopy.Steps[s.N-1].Targets
+	ids, reason, err := d.ResolveTargets(ctx, targets, now)
+	groups := GroupTargets(targets)
+	if err != nil || len(ids) == 0 && len(groups) == 0 {
 		return stepCall{reason: reason}, err
 	}
 	if reason, err := d.stepOverLimits(ctx, a, ids); err != nil || reason != "" {
@@ -417,7 +419,7 @@ func (d *Service) planStep(ctx context.Context, a *Alert, s *AlertStep, now time
 	if err != nil || !ok {
 		return stepCall{reason: SkipViaGone}, err
 	}
-	n := Notice{AccountID: account, RecipientIDs: ids, Template: a.Template, Variables: vars, Subject: a.Subject,
+	n := Notice{AccountID: account, RecipientIDs: ids, Groups: groups, Template: a.Template, Variables: vars, Subject: a.Subject,
 		Text: a.Text, CallbackKeyID: a.CallbackKeyID, AckPlaceholder: placeholder}
 	if a.Template == "" {
 		n.Variables = nil
@@ -445,9 +447,25 @@ func (d *Service) planStep(ctx context.Context, a *Alert, s *AlertStep, now time
 		d.PlaceAckLinks(placeholder, plan.Messages)
 	}
 	for _, m := range plan.Messages {
+		if m.ChatGroupID != nil {
+			call.targets = append(call.targets, TargetGroup+plan.Groups[*m.ChatGroupID])
+			continue
+		}
 		call.targets = append(call.targets, plan.Names[m.RecipientID])
 	}
 	return call, nil
+}
+
+// GroupTargets are the chat groups a step's targets name (group:<name>): the step
+// posts to each.
+func GroupTargets(targets []string) []string {
+	var out []string
+	for _, t := range targets {
+		if kind, name := parseTarget(t); kind == TargetGroup && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // ResolveTargets finds the people a step's targets name at now, in the order named,
@@ -519,6 +537,9 @@ func (d *Service) resolveTarget(ctx context.Context, target string, now time.Tim
 			return nil, SkipDepartmentGone, err
 		}
 		return recipientIDs(people), "", nil
+	case TargetGroup:
+		// A chat group is posted to, not a person called (groupTargets).
+		return nil, "", nil
 	}
 	people, err := d.store.Directory().CachedRecipientsByExternalIDs(ctx, []string{name})
 	if err != nil || len(people) == 0 {

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"herald/audit"
+	"herald/chatgroups"
 	"herald/directory"
 	"herald/kernel"
 	"herald/models"
@@ -29,7 +30,9 @@ const (
 	TargetOnDuty     = "on_duty"
 	targetRotation   = "rotation:"
 	targetDepartment = "department:"
-	backupSuffix     = "+1"
+	// TargetGroup names a chat group: the step posts to it, @-ing as the group says.
+	TargetGroup  = "group:"
+	backupSuffix = "+1"
 )
 
 // CreatePolicy saves a new escalation policy, audited. A validation failure is a
@@ -180,6 +183,12 @@ func (d *Service) checkTarget(ctx context.Context, target string) error {
 		if len(people) == 0 {
 			return kernel.Invalid("target", "alerts.invalid.unknown_department", "Name", name)
 		}
+	case TargetGroup:
+		if _, err := chatgroups.NewStore(d.store.DB()).GroupByName(ctx, name); errors.Is(err, kernel.ErrNotFound) {
+			return kernel.Invalid("target", "chatgroups.error.group_unknown", "Name", name)
+		} else if err != nil {
+			return err
+		}
 	default:
 		if name == "" || len(name) > directory.MaxExternalID {
 			return kernel.Invalid("target", "alerts.invalid.target_blank")
@@ -206,6 +215,8 @@ func parseTarget(t string) (kind, name string) {
 		return targetRotation, strings.TrimSuffix(strings.TrimPrefix(t, targetRotation), backupSuffix)
 	case strings.HasPrefix(t, targetDepartment):
 		return targetDepartment, strings.TrimPrefix(t, targetDepartment)
+	case strings.HasPrefix(t, TargetGroup):
+		return TargetGroup, strings.TrimPrefix(t, TargetGroup)
 	}
 	return "", t
 }

@@ -62,8 +62,10 @@ type Notices interface {
 // Notice is one batch of an alert's notices to plan: a step's (the alert's content, with
 // the acknowledgment link's placeholder) or Herald's own (taken, nobody answered).
 type Notice struct {
-	AccountID     int64
-	RecipientIDs  []int64
+	AccountID    int64
+	RecipientIDs []int64
+	// Groups name the chat groups the notice is posted to (a step's group:<name>).
+	Groups        []string
 	Template      string
 	Variables     map[string]string
 	Subject, Text string
@@ -79,6 +81,8 @@ type NoticePlan struct {
 	Messages []models.Message
 	// Names maps recipient ids to external ids.
 	Names map[int64]string
+	// Groups maps chat group ids to the names of the groups posted to.
+	Groups map[int64]string
 }
 
 // StepQueue hands an alert's step to the queue, to fire at its due time.

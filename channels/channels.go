@@ -60,6 +60,9 @@ type Mention struct {
 	Name   string
 	UserID string // the person's id on the account's platform ("" for none)
 	Mobile string // "" for none
+	// ExternalID is the person's staff id in Herald: the page of an alert's link posted
+	// to a group offers the people the post @-ed by it. Adapters do not use it.
+	ExternalID string `json:",omitempty"`
 }
 
 // Param is one parameter of a provider template.

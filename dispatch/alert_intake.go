@@ -78,7 +78,8 @@ func (d *Dispatcher) checkAlertReach(ctx context.Context, req Request, res *Resu
 		if err != nil {
 			return err
 		}
-		if i == 0 && len(ids) == 0 && len(res.Messages) == 0 && len(req.Recipients)+len(req.RecipientIDs) == 0 && peopleSource(req.Source) {
+		if i == 0 && len(ids) == 0 && len(alert.GroupTargets(s.Targets)) == 0 && len(res.Messages) == 0 &&
+			len(req.Recipients)+len(req.RecipientIDs) == 0 && peopleSource(req.Source) {
 			// Nobody would hear of the alert until its second step, if ever: a person
 			// asking for it is told now, rather than an alert opening that no one sees.
 			return kernel.Invalid("ack.policy", "alerts.invalid.first_step_nobody", "Name", p.Name)
@@ -171,14 +172,14 @@ type alertNotices struct{ d *Dispatcher }
 // PlanNotices plans an alert's notices: a request of the alert's own making, at high
 // priority, that notifies (never opens an alert of its own).
 func (n alertNotices) PlanNotices(ctx context.Context, a alert.Notice) (*alert.NoticePlan, error) {
-	req := Request{Source: alert.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: a.RecipientIDs,
+	req := Request{Source: alert.SourceEscalation, Actor: "escalation", AccountID: a.AccountID, RecipientIDs: a.RecipientIDs, Groups: a.Groups,
 		Template: a.Template, Variables: a.Variables, Subject: a.Subject, Text: a.Text, Priority: models.PriorityHigh,
 		CallbackKeyID: a.CallbackKeyID, notice: true, ackPlaceholder: a.AckPlaceholder}
 	res, err := n.d.Plan(ctx, req)
 	if err != nil {
 		return nil, err
 	}
-	return &alert.NoticePlan{Batch: res.Batch, Messages: res.Messages, Names: res.Names}, nil
+	return &alert.NoticePlan{Batch: res.Batch, Messages: res.Messages, Names: res.Names, Groups: res.Groups}, nil
 }
 
 // WriteNotices writes a plan's batch in tx and enqueues its messages once tx commits.

@@ -158,6 +158,11 @@ type Request struct {
 	// Departments and Branches name whole groups: every active recipient in them.
 	Departments []string
 	Branches    []string
+	// Groups name chat groups: one post to each (chatgroups.go). Mention, when not nil,
+	// says whom those posts @ ("on_duty", "none", staff external ids) instead of each
+	// group's own setting.
+	Groups  []string
+	Mention []string
 
 	Template string
 	// TemplateVersion pins the send to that version of the template; 0: its latest.
@@ -205,7 +210,9 @@ type Result struct {
 	Batch    *models.Batch
 	Messages []models.Message
 	// Names maps recipient ids to external ids, for reporting messages.
-	Names    map[int64]string
+	Names map[int64]string
+	// Groups maps chat group ids to their names, for reporting posts to groups.
+	Groups   map[int64]string
 	Skipped  models.Reasons
 	Rejected models.Reasons
 	Roster   *duty.Roster
@@ -332,6 +339,18 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 			return nil, err
 		}
 	}
+	sendAt := now
+	if req.SendAt != nil {
+		sendAt = req.SendAt.UTC().Truncate(time.Microsecond)
+	}
+	dutyAt := sendAt
+	if req.DutyDate != nil {
+		dutyAt = *req.DutyDate
+	}
+	posts, err := planPosts(ctx, d, &req, dutyAt)
+	if err != nil {
+		return nil, err
+	}
 	acct, err := d.account(ctx, req)
 	if err != nil {
 		return nil, err
@@ -339,10 +358,6 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 	tmpl, err := d.template(ctx, req)
 	if err != nil {
 		return nil, err
-	}
-	sendAt := now
-	if req.SendAt != nil {
-		sendAt = req.SendAt.UTC().Truncate(time.Microsecond)
 	}
 	chain, err := checkFallback(req, acct.Platform, tmpl)
 	if err != nil {
@@ -377,6 +392,11 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 	}
 	if err := d.skipSentToday(ctx, res, acct, sendAt); err != nil {
 		return nil, err
+	}
+	for _, p := range posts {
+		if err := res.addPost(ctx, req, tmpl, p, sendAt); err != nil {
+			return nil, err
+		}
 	}
 	b := res.Batch
 	b.Accepted, b.SkippedCount, b.RejectedCount = len(res.Messages), len(res.Skipped), len(res.Rejected)
@@ -579,11 +599,11 @@ func validate(req *Request, now time.Time) error {
 	if req.Platform != "" && !slices.Contains(channels.Platforms, req.Platform) {
 		return kernel.Invalid("platform", "compose.check.platform_one_of", "Platforms", strings.Join(channels.Platforms, ", "))
 	}
-	if req.Platform == "" && req.Account == "" && req.AccountID == 0 {
+	if req.Platform == "" && req.Account == "" && req.AccountID == 0 && len(req.Groups) == 0 {
 		return kernel.Invalid("platform", "compose.check.platform_required")
 	}
 	n := len(req.Recipients) + len(req.RecipientIDs)
-	groups := len(req.Departments) + len(req.Branches)
+	groups := len(req.Departments) + len(req.Branches) + len(req.Groups)
 	switch {
 	case n == 0 && groups == 0 && !req.ToOnDuty && req.Ack == nil && !req.notice:
 		return kernel.Invalid("recipients", "compose.check.recipients_none")

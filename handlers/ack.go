@@ -44,8 +44,25 @@ func (h *Handlers) AckAct(c *gin.Context) {
 	by := audit.System(alert.ActorAckLink)
 	by.IP = c.ClientIP()
 	token := c.Param("token")
-	n, _, err := h.Dispatch.Alerts().ActOnAckLink(c.Request.Context(), by, token, c.PostForm("action"))
+	var n alert.AckNotice
+	var err error
+	if c.PostForm("group") != "" {
+		// A post to a chat group: whoever tapped names themselves, picked from those it
+		// @-ed or typed as their staff id.
+		as := strings.TrimSpace(c.PostForm("as_id"))
+		if as == "" {
+			as = c.PostForm("as")
+		}
+		n, _, err = h.Dispatch.Alerts().ActOnGroupAckLink(c.Request.Context(), by, token, c.PostForm("action"), as)
+	} else {
+		n, _, err = h.Dispatch.Alerts().ActOnAckLink(c.Request.Context(), by, token, c.PostForm("action"))
+	}
+	fe, isField := errors.AsType[*kernel.FieldError](err)
 	switch {
+	case isField && fe.Field == "as" && n.Alert != nil:
+		v := h.ackView(c, n)
+		v.AsError = fe.In(c.Request.Context())
+		render(c, http.StatusUnprocessableEntity, views.AckPage(v))
 	case errors.Is(err, alert.ErrAlertEnded):
 		// Refused like every other tap that cannot be, on the page answering it.
 		v := h.ackView(c, n)
@@ -64,7 +81,9 @@ func (h *Handlers) AckAct(c *gin.Context) {
 // else did. An alert still open, or that nobody answered, has none.
 func ackOutcome(n alert.AckNotice) string {
 	a := n.Alert
-	mine := func(by, via string) bool { return by == n.Recipient.ExternalID && via != alert.AckViaConsole }
+	mine := func(by, via string) bool {
+		return n.Recipient != nil && by == n.Recipient.ExternalID && via != alert.AckViaConsole
+	}
 	switch {
 	case a.State == alert.AlertResolved && mine(a.ResolvedBy, a.ResolvedVia):
 		return "mine_resolve"
@@ -105,8 +124,16 @@ func (h *Handlers) ackProblem(c *gin.Context, err error) {
 // ackView is the page's view of a notice.
 func (h *Handlers) ackView(c *gin.Context, n alert.AckNotice) views.AckView {
 	a := n.Alert
-	v := views.AckView{For: personName(n.Recipient), Subject: n.Message.Subject, Content: withoutOwnLink(n.Message.Content, c.Param("token")),
+	v := views.AckView{Subject: n.Message.Subject, Content: withoutOwnLink(n.Message.Content, c.Param("token")),
 		State: a.State, AcknowledgedAt: a.AcknowledgedAt, ResolvedAt: a.ResolvedAt, Outcome: ackOutcome(n)}
+	if n.Message.ChatGroupID != nil {
+		v.Group = n.Group
+		for _, p := range n.Mentioned {
+			v.People = append(v.People, views.AckPerson{ID: p.ExternalID, Name: personName(&p)})
+		}
+	} else {
+		v.For = personName(n.Recipient)
+	}
 	if a.AcknowledgedBy != "" {
 		v.AcknowledgedBy = h.ackerName(c, a.AcknowledgedBy)
 	}

@@ -31,6 +31,11 @@ type sendRequest struct {
 	SendAt         *string           `json:"send_at"`
 	IdempotencyKey string            `json:"idempotency_key"`
 	Fallback       []string          `json:"fallback"`
+	// Groups name chat groups: one post to each, beside or instead of recipients.
+	Groups []string `json:"groups,omitempty"`
+	// Mention says whom the posts to groups @ (on_duty, none, staff ids) instead of
+	// each group's own setting.
+	Mention []string `json:"mention,omitempty"`
 
 	// TemplateVersion pins an older version of the template (absent: its latest).
 	TemplateVersion int `json:"template_version,omitempty"`
@@ -48,7 +53,9 @@ type sendContent struct {
 type messageRef struct {
 	ID        string `json:"id"`
 	Recipient string `json:"recipient"`
-	Status    string `json:"status"`
+	// Group names the chat group of a post to one (recipient is then "").
+	Group  string `json:"group,omitempty"`
+	Status string `json:"status"`
 }
 
 type sendResponse struct {
@@ -93,7 +100,7 @@ func (h *Handlers) SendMessages(c *gin.Context) {
 	}
 	req := dispatch.Request{Source: "api", Actor: "apikey:" + key.Name, Makers: []string{key.CreatedBy}, APIKeyID: &key.ID, MaxRecipients: key.MaxRecipientsPerRequest,
 		Platform: body.Platform, Account: body.Account, Recipients: body.Recipients, ToOnDuty: body.ToOnDuty,
-		Departments: body.Departments, Branches: body.Branches,
+		Departments: body.Departments, Branches: body.Branches, Groups: body.Groups, Mention: body.Mention,
 		Template: body.Template, TemplateVersion: body.TemplateVersion, Variables: body.Variables, Priority: body.Priority, SendAt: sendAt,
 		IdempotencyKey: body.IdempotencyKey, AuditIP: c.ClientIP(), Fallback: body.Fallback, Ack: body.Ack, Digest: body.Digest}
 	if body.Content != nil {
@@ -128,6 +135,9 @@ func newSendResponse(res *dispatch.Result) sendResponse {
 		Skipped: nonNil(res.Skipped), Rejected: nonNil(res.Rejected)}
 	for i, m := range res.Messages {
 		out.Messages[i] = messageRef{ID: m.ID, Recipient: res.Names[m.RecipientID], Status: string(m.Status)}
+		if m.ChatGroupID != nil {
+			out.Messages[i].Group = res.Groups[*m.ChatGroupID]
+		}
 	}
 	if res.Alert != nil {
 		out.AlertID = &res.Alert.ID
@@ -181,6 +191,10 @@ type messageJSON struct {
 	TemplateVersion *int `json:"template_version"`
 	// DigestMessageID is the message that carried a digested notice.
 	DigestMessageID *string `json:"digest_message_id"`
+	// Group names the chat group of a post to one (recipient is then ""); Mentions are
+	// the people the post @s, by name.
+	Group    string   `json:"group,omitempty"`
+	Mentions []string `json:"mentions,omitempty"`
 }
 
 // GetMessage is GET /api/v1/messages/:id: the message, its state and its attempts.
@@ -204,6 +218,12 @@ func (h *Handlers) GetMessage(c *gin.Context) {
 		History: make([]attemptJSON, len(attempts))}
 	if m.Status.Terminal() || m.Status == models.StatusSending {
 		out.NextAttemptAt = nil
+	}
+	if m.ChatGroupID != nil {
+		out.Group = m.RecipientName
+		for _, x := range models.MentionsOf(m.Mentions) {
+			out.Mentions = append(out.Mentions, x.Name)
+		}
 	}
 	for i, a := range attempts {
 		out.History[i] = attemptJSON{N: a.N, StartedAt: a.StartedAt, DurationMs: a.DurationMs, Outcome: a.Outcome,

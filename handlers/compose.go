@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"errors"
+	"herald/chatgroups"
 	"net/http"
 	"slices"
 	"strconv"
@@ -113,6 +114,7 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 		RecipientIDs: map[int64]bool{},
 		Departments:  map[string]bool{},
 		Branches:     map[string]bool{},
+		Groups:       map[string]bool{},
 		Variables:    map[string]string{},
 		AckPolicy:    strings.TrimSpace(c.PostForm("ack.policy")),
 		Digest:       digestForm(c),
@@ -140,6 +142,11 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 	for _, b := range branches {
 		f.Branches[b] = true
 	}
+	// Chat groups: one post to each, @-ing as each group says.
+	groups := c.PostFormArray("group")
+	for _, g := range groups {
+		f.Groups[g] = true
+	}
 	if f.Template != "" {
 		// PostForm above parsed the body; variables.<name> are the template's inputs.
 		for key, list := range c.Request.PostForm {
@@ -149,7 +156,7 @@ func (h *Handlers) composeRequest(c *gin.Context) (views.ComposeForm, dispatch.R
 		}
 	}
 	req := dispatch.Request{Source: "console", Actor: CurrentUser(c).Username, Makers: []string{CurrentUser(c).Username}, AccountID: f.AccountID, RecipientIDs: ids,
-		Departments: departments, Branches: branches, ToOnDuty: f.ToOnDuty, Template: f.Template, Subject: f.Subject, Text: f.Text, Priority: f.Priority}
+		Departments: departments, Branches: branches, Groups: groups, ToOnDuty: f.ToOnDuty, Template: f.Template, Subject: f.Subject, Text: f.Text, Priority: f.Priority}
 	if f.Template != "" {
 		req.Variables = f.Variables
 	}
@@ -405,6 +412,10 @@ func (h *Handlers) renderCompose(c *gin.Context, status int, f views.ComposeForm
 	// Chinese names by pinyin, as people are.
 	slices.SortFunc(v.Departments, directory.CompareNames)
 	slices.SortFunc(v.Branches, directory.CompareNames)
+	if v.ChatGroups, err = h.chatGroups().Groups(ctx, chatgroups.Filter{}); err != nil {
+		h.fail(c, err)
+		return
+	}
 	if v.Templates, err = h.Store.Templates().Templates(ctx); err != nil {
 		h.fail(c, err)
 		return

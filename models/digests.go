@@ -3,6 +3,8 @@ package models
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +12,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"herald/channels"
 	"herald/delivery"
 	"herald/kernel"
 )
@@ -176,15 +179,8 @@ func (s *Intake) FoldDigest(ctx context.Context, slot string, now time.Time, bui
 		if int(res.RowsAffected) != len(notices) {
 			return fmt.Errorf("models: fold digest group %s: %w", slot, kernel.ErrStateChanged)
 		}
-		finals := make([]finalMessage, 0, len(notices))
-		for i := range notices {
-			notices[i].Status, notices[i].DigestMessageID = StatusDigested, &m.ID
-			if f, ok := finalOf(&notices[i], StatusDigested, ""); ok {
-				finals = append(finals, f)
-			}
-		}
 		digest = m
-		return recordFinal(tx, finals, stamp)
+		return digestedInto(tx, notices, m, stamp)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -235,4 +231,116 @@ func (s *Intake) DigestCounts(ctx context.Context) (map[Status]int, error) {
 		out[r.Status] = r.N
 	}
 	return out, nil
+}
+
+// Folding posts to a chat group. When posts to one group wait for its robot's limit
+// (pending, error class throttled), the worker that finds one waiting folds every post
+// of the group then waiting into one post carrying them, due when the limit frees; the
+// folded ones move pending → digested by compare-and-set, pointing at the post that
+// carries them, as a digest's notices do. A waiting post that itself carried others is
+// folded too: what it carried is pointed at the new post, so the post that finally goes
+// out names every notice, and every notice is accounted for by the one that carried it.
+
+// maxFold bounds the posts one fold takes; the rest wait for the next.
+const maxFold = 500
+
+// GroupFoldBuilder makes the post that carries a group's waiting posts: lines are the
+// notices themselves (oldest first: the posts folded, and what folded posts carried),
+// waiting the posts it replaces. It runs inside FoldGroupPosts's transaction.
+type GroupFoldBuilder func(lines, waiting []Message) (*Batch, *Message, error)
+
+// FoldGroupPosts folds the posts to chat group groupID waiting for its limit into one
+// post built by build, and returns it (nil when fewer than two wait: nothing to fold).
+// When another process folded or claimed any of them first, nothing is written and the
+// error is ErrStateChanged.
+func (s *Intake) FoldGroupPosts(ctx context.Context, groupID int64, build GroupFoldBuilder) (*Message, []Message, error) {
+	var carrier *Message
+	var waiting []Message
+	err := s.k.TxRetry(ctx, func(tx *gorm.DB) error {
+		carrier, waiting = nil, nil
+		err := tx.Where("chat_group_id = ? AND status = ? AND error_class = ?", groupID, StatusPending, string(channels.Throttled)).
+			Order("created_at, id").Limit(maxFold).Find(&waiting).Error
+		if err != nil {
+			return fmt.Errorf("models: posts waiting for chat group %d: %w", groupID, err)
+		}
+		if len(waiting) < 2 {
+			waiting = nil
+			return nil
+		}
+		ids := make([]string, len(waiting))
+		for i := range waiting {
+			ids[i] = waiting[i].ID
+		}
+		var carried []Message
+		if err := tx.Where("digest_message_id IN ? AND status = ?", ids, StatusDigested).Order("created_at, id").Find(&carried).Error; err != nil {
+			return fmt.Errorf("models: posts carried for chat group %d: %w", groupID, err)
+		}
+		carriers := map[string]bool{}
+		for _, c := range carried {
+			carriers[*c.DigestMessageID] = true
+		}
+		// A post that carried others, folded earlier, is no notice of its own: its batch
+		// is a digest's. Its notices point at it no longer (each fold re-points them).
+		batchIDs := make([]string, 0, len(carried)+len(waiting))
+		for _, m := range slices.Concat(carried, waiting) {
+			batchIDs = append(batchIDs, m.BatchID)
+		}
+		var folds []string
+		if err := tx.Model(&Batch{}).Where("id IN ? AND source = ?", slices.Compact(slices.Sorted(slices.Values(batchIDs))), SourceDigest).
+			Pluck("id", &folds).Error; err != nil {
+			return fmt.Errorf("models: posts carried for chat group %d: %w", groupID, err)
+		}
+		var lines []Message
+		for _, m := range slices.Concat(carried, waiting) {
+			if !slices.Contains(folds, m.BatchID) {
+				lines = append(lines, m)
+			}
+		}
+		slices.SortStableFunc(lines, func(a, b Message) int { return a.CreatedAt.Compare(b.CreatedAt) })
+		b, m, err := build(lines, waiting)
+		if err != nil {
+			return err
+		}
+		if err := tx.Create(b).Error; err != nil {
+			return fmt.Errorf("models: create chat group fold batch: %w", err)
+		}
+		if err := insertMessage(tx, m); err != nil {
+			return fmt.Errorf("models: create chat group fold: %w", err)
+		}
+		stamp := kernel.Now()
+		res := tx.Model(&Message{}).Where("id IN ? AND status IN ? AND error_class = ?", ids, delivery.Digestible, string(channels.Throttled)).
+			Updates(map[string]any{"status": StatusDigested, "digest_message_id": m.ID, "next_attempt_at": nil, "updated_at": stamp})
+		if res.Error != nil {
+			return fmt.Errorf("models: fold chat group %d: %w", groupID, res.Error)
+		}
+		if int(res.RowsAffected) != len(waiting) {
+			return fmt.Errorf("models: fold chat group %d: %w", groupID, kernel.ErrStateChanged)
+		}
+		if len(carriers) > 0 {
+			old := slices.Collect(maps.Keys(carriers))
+			if err := tx.Model(&Message{}).Where("digest_message_id IN ? AND status = ?", old, StatusDigested).
+				Updates(map[string]any{"digest_message_id": m.ID, "updated_at": stamp}).Error; err != nil {
+				return fmt.Errorf("models: fold chat group %d: %w", groupID, err)
+			}
+		}
+		carrier = m
+		return digestedInto(tx, waiting, m, stamp)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return carrier, waiting, nil
+}
+
+// digestedInto marks notices (moved to digested in tx) as carried by m and records
+// their final status for their callbacks.
+func digestedInto(tx *gorm.DB, notices []Message, m *Message, stamp time.Time) error {
+	finals := make([]finalMessage, 0, len(notices))
+	for i := range notices {
+		notices[i].Status, notices[i].DigestMessageID = StatusDigested, &m.ID
+		if f, ok := finalOf(&notices[i], StatusDigested, ""); ok {
+			finals = append(finals, f)
+		}
+	}
+	return recordFinal(tx, finals, stamp)
 }

@@ -440,7 +440,15 @@ func (s *Store) MessageByID(ctx context.Context, id string) (*Message, error) {
 	return &m, nil
 }
 
-// BatchMessage is a message of a batch with the name of its recipient, for display.
+// recipientColumns read a message's recipient for display: the person's name and
+// external id, or for a post to a chat group the group's name (joinChatGroups).
+const recipientColumns = "COALESCE(r.name, g.name, '') AS recipient_name, COALESCE(r.external_id, '') AS recipient_external_id"
+
+// joinChatGroups joins the chat group a post went to, as g.
+const joinChatGroups = "LEFT JOIN chat_groups g ON g.id = m.chat_group_id"
+
+// BatchMessage is a message of a batch with the name of its recipient (or of the chat
+// group it was posted to), for display.
 type BatchMessage struct {
 	Message
 	RecipientName       string
@@ -451,9 +459,9 @@ type BatchMessage struct {
 func (s *Store) MessagesOfBatch(ctx context.Context, batchID string, limit int) ([]BatchMessage, error) {
 	var out []BatchMessage
 	err := s.reader(ctx).Table("messages AS m").
-		Select("m.*, r.name AS recipient_name, r.external_id AS recipient_external_id").
-		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").
-		Where("m.batch_id = ?", batchID).Order("r.name, m.id").Limit(limit).
+		Select("m.*, "+recipientColumns).
+		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").Joins(joinChatGroups).
+		Where("m.batch_id = ?", batchID).Order("recipient_name, m.id").Limit(limit).
 		Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: messages of batch %s: %w", batchID, err)
@@ -1038,8 +1046,8 @@ func CASResult(res *gorm.DB, op, id string) error {
 func (s *Store) MessageWithRecipient(ctx context.Context, id string) (*BatchMessage, error) {
 	var out []BatchMessage
 	err := s.reader(ctx).Table("messages AS m").
-		Select("m.*, r.name AS recipient_name, r.external_id AS recipient_external_id").
-		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").
+		Select("m.*, "+recipientColumns).
+		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").Joins(joinChatGroups).
 		Where("m.id = ?", id).Limit(1).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("models: message %s: %w", id, err)

@@ -146,14 +146,14 @@ const ListContentChars = 1000
 // which only the first ListContentChars characters.
 var messageListColumns = "m.id, m.batch_id, m.recipient_id, m.account_id, m.platform, m.address, m.msg_type, " +
 	"m.subject, SUBSTR(m.content, 1, " + strconv.Itoa(ListContentChars) + ") AS content, m.priority, m.status, m.attempts, m.max_attempts, m.send_at, m.next_attempt_at, m.error_class, " +
-	"m.last_error, m.created_at, m.updated_at, m.sent_at, m.digest_slot, m.digest_message_id, r.name AS recipient_name, r.external_id AS recipient_external_id"
+	"m.last_error, m.created_at, m.updated_at, m.sent_at, m.digest_slot, m.digest_message_id, " + recipientColumns
 
 // ListMessages lists the messages matching a filter, newest first, with their
 // recipients' names: at most limit of them, starting after the cursor (nil starts at the
 // newest). Paging is keyset on (created_at, id), never OFFSET, so every page costs the same.
 func (s *Store) ListMessages(ctx context.Context, f MessageFilter, after *MessageCursor, limit int) ([]BatchMessage, error) {
 	q := f.apply(s.reader(ctx).Table("messages AS m").Select(messageListColumns).
-		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id"))
+		Joins("LEFT JOIN recipients r ON r.id = m.recipient_id").Joins(joinChatGroups))
 	if after != nil {
 		at := after.CreatedAt.UTC()
 		// The first condition alone is a range on the index; the second breaks ties.

@@ -15,7 +15,9 @@ import (
 // table in channels, read the same way here for every platform.
 func TestPlatformTableReadByModels(t *testing.T) {
 	r := &directory.Recipient{ExternalID: "E1001", TianyuanID: "ty-1", ZhaohuID: "zh-1", WecomUserid: "wx-1", FeishuUserID: "fs-1", DingtalkUserid: "dt-1", Email: "a@example.com", Mobile: "13800138000"}
-	want := map[string]string{"tianyuan": "ty-1", "zhaohu": "zh-1", "wecom": "wx-1", "feishu": "fs-1", "dingtalk": "dt-1", "email": "a@example.com", "webhook": "E1001", "sandbox": "E1001", "sms": "13800138000", "voice": "13800138000"}
+	want := map[string]string{"tianyuan": "ty-1", "zhaohu": "zh-1", "wecom": "wx-1", "feishu": "fs-1", "dingtalk": "dt-1", "email": "a@example.com", "webhook": "E1001", "sandbox": "E1001", "sms": "13800138000", "voice": "13800138000",
+		// A group robot posts to its own group; a person's address on it is their id in Herald.
+		"wecom_bot": "E1001", "dingtalk_bot": "E1001", "feishu_bot": "E1001"}
 	for _, p := range channels.Platforms {
 		if got := r.Address(p); got != want[p] || got == "" {
 			t.Errorf("Address(%s) = %q, want %q", p, got, want[p])

@@ -15,6 +15,7 @@ import (
 	"herald/access"
 	"herald/alert"
 	"herald/audit"
+	"herald/chatgroups"
 	"herald/directory"
 	"herald/duty"
 	"herald/inbound"
@@ -43,6 +44,7 @@ var gormModels = []any{
 	&alert.EscalationPolicy{}, &alert.Alert{}, &alert.AlertStep{}, &silence.Silence{}, &silence.MessageSilence{},
 	&inbound.Integration{}, &inbound.Received{}, &inbound.OpenKey{}, &inbound.Heartbeat{},
 	&phone.Call{},
+	&chatgroups.ChatGroup{},
 }
 
 // designTables are the tables the migrations create, by the names operators and tools rely on.

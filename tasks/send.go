@@ -38,6 +38,7 @@ type Sender struct {
 	stats              *models.Stats
 	callbacks          *Callbacks
 	fallBackSoon       func()
+	foldThrottled      func(ctx context.Context, m *models.Message)
 	accounts           *sending.AccountCache
 	location           *time.Location
 	now                func() time.Time
@@ -91,6 +92,10 @@ type SenderConfig struct {
 	// FallBackSoon, when set, has the next messages of chains whose message stopped made
 	// in the background; it must return at once (the recovery pass makes them too).
 	FallBackSoon func()
+	// FoldThrottled, when set, hears of each post to a chat group given back to wait for
+	// its account's limit, after its row says so: the group's waiting posts may fold
+	// into one (dispatch.FoldThrottled).
+	FoldThrottled func(ctx context.Context, m *models.Message)
 }
 
 // DefaultCallTimeout bounds one provider call unless told otherwise
@@ -172,7 +177,8 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	s := &Sender{store: cfg.Store, channels: cfg.Channels, enqueuer: cfg.Enqueuer, limiter: cfg.Limiter,
 		policy: cfg.Policy, retryScale: cfg.RetryScale, log: cfg.Log, callTimeout: cfg.CallTimeout, lease: cfg.Lease,
 		metrics: cfg.Metrics, stats: cfg.Stats, callbacks: cfg.Callbacks, fallBackSoon: cfg.FallBackSoon,
-		accounts: cfg.Accounts, location: cfg.Location, now: cfg.Now}
+		foldThrottled: cfg.FoldThrottled,
+		accounts:      cfg.Accounts, location: cfg.Location, now: cfg.Now}
 	if s.policy == nil {
 		s.policy = delivery.DefaultPolicy
 	}
@@ -657,6 +663,11 @@ func (s *Sender) record(m *models.Message, o models.Outcome) error {
 	}
 	if o.Status == models.StatusStopped && m.Fallback != "" && s.fallBackSoon != nil {
 		s.fallBackSoon()
+	}
+	if o.Status == models.StatusPending && o.ErrorClass == string(channels.Throttled) && m.ChatGroupID != nil && s.foldThrottled != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.foldThrottled(ctx, m)
 	}
 	return nil
 }

@@ -39,10 +39,11 @@ func (s *Sender) groupSender(ctx context.Context, held []*models.Message) channe
 	return gs
 }
 
-// contentKey is what the messages of one call share.
+// contentKey is what the messages of one call share. A post to a chat group goes in a
+// call of its own (post is its id): its address is a chat, not a person.
 type contentKey struct {
-	accountID                 int64
-	msgType, subject, content string
+	accountID                       int64
+	msgType, subject, content, post string
 }
 
 // groupByContent splits messages into groups that share account and content, of at
@@ -51,7 +52,10 @@ func groupByContent(ms []*models.Message, max int) [][]*models.Message {
 	var groups [][]*models.Message
 	open := map[contentKey]int{} // the group still taking messages, by content
 	for _, m := range ms {
-		k := contentKey{m.AccountID, m.MsgType, m.Subject, m.Content}
+		k := contentKey{accountID: m.AccountID, msgType: m.MsgType, subject: m.Subject, content: m.Content}
+		if m.ChatGroupID != nil {
+			k.post = m.ID
+		}
 		i, ok := open[k]
 		if !ok || len(groups[i]) >= max {
 			i = len(groups)

@@ -111,6 +111,12 @@ var routeRoles = map[string]access.Role{
 	"POST /accounts/:name/enabled":            access.RoleAdmin,
 	"POST /accounts/:name/test":               access.RoleAdmin,
 	"POST /accounts/:name/delete":             access.RoleAdmin,
+	"GET /chat-groups":                        access.RoleAdmin,
+	"GET /chat-groups/new":                    access.RoleAdmin,
+	"POST /chat-groups":                       access.RoleAdmin,
+	"GET /chat-groups/:name/edit":             access.RoleAdmin,
+	"POST /chat-groups/:name/edit":            access.RoleAdmin,
+	"POST /chat-groups/:name/delete":          access.RoleAdmin,
 	"GET /accounts/:name/usage":               access.RoleAdmin,
 	"GET /users":                              access.RoleAdmin,
 	"POST /users":                             access.RoleAdmin,
@@ -214,6 +220,7 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 	return map[string]string{
 		"/integrations/:name":         "walk-integration",
 		"/heartbeats/:name":           "walk-heartbeat",
+		"/chat-groups/:name":          "walk-group", // no such group: a 404 page, past the role check
 		"/batches/:id":                msg.BatchID,
 		"/messages/:id":               msg.ID,
 		"/recipients/:id":             "E2003",

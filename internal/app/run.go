@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"herald/delivery"
+	"herald/dispatch"
 	"herald/handlers"
 	"herald/tasks"
 	"herald/web"
@@ -132,7 +133,7 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	send, err := tasks.NewSender(tasks.SenderConfig{Store: store, Channels: a.Channels, Enqueuer: a.Enqueuer,
 		Limiter: a.Limiter, Location: a.Config.Location, Log: a.Log, CallTimeout: a.Config.SendTimeout,
 		Accounts: a.Accounts, Metrics: tasks.NewMetrics(a.Metrics, a.Channels), Stats: a.Stats,
-		Callbacks: a.Callbacks, FallBackSoon: a.Dispatch.FallBackSoon,
+		Callbacks: a.Callbacks, FallBackSoon: a.Dispatch.FallBackSoon, FoldThrottled: dispatch.FoldThrottled(a.Dispatch),
 		Lease: a.Config.Knobs.Lease, RetryScale: a.Config.Knobs.RetryScale})
 	if err != nil {
 		return err
