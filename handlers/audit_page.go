@@ -39,6 +39,21 @@ func (h *Handlers) AuditLog(c *gin.Context) {
 		v.First = withQuery("/audit", q)
 	}
 	v.Entries = list
+	var ids []string
+	for _, e := range list {
+		ids = append(ids, views.AuditPeopleIDs(e)...)
+	}
+	if len(ids) > 0 {
+		people, err := h.Store.Directory().RecipientsByExternalIDs(c.Request.Context(), ids)
+		if err != nil {
+			h.fail(c, err)
+			return
+		}
+		v.People = views.AuditPeople{}
+		for _, p := range people {
+			v.People[p.ExternalID] = p.Name
+		}
+	}
 	status := http.StatusOK
 	if len(errs) > 0 {
 		status = http.StatusUnprocessableEntity

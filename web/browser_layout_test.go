@@ -12,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"herald/i18n"
-	"herald/internal/testenv"
 	"herald/models"
 	"herald/web"
 )
@@ -84,19 +82,8 @@ func TestBrowserConsoleLayout(t *testing.T) {
 	c.send(&later, "E2001", "E2003")
 	batch := "/batches/" + msgs["E2001"].BatchID
 
-	ctx := testenv.Chrome(t)
+	ctx := c.chineseBrowser(t, adminUser)
 	q := chromedp.ByQuery
-	if err := chromedp.Run(ctx,
-		network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}),
-		chromedp.Navigate(c.url+"/login"),
-		chromedp.WaitVisible(`#username`, q),
-		chromedp.SendKeys(`#username`, adminUser, q),
-		chromedp.SendKeys(`#password`, testPassword, q),
-		chromedp.Submit(`#password`, q),
-		chromedp.WaitVisible(`header.topbar`, q),
-	); err != nil {
-		t.Fatalf("log in: %v", err)
-	}
 	shots := os.Getenv("HERALD_LAYOUT_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()

@@ -1,0 +1,111 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"herald/directory"
+	"herald/internal/testenv"
+)
+
+// After several kinds of action (a sign-in, a user made, a weekday's roster changed, an
+// account's connection tested, an alert opened and escalated by Herald itself), the
+// audit page in Chinese shows no Latin word outside codes, ids and names, and no time
+// in UTC, at phone, tablet and desktop widths.
+func TestBrowserAuditPageIsChineseThroughout(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	admin := c.login(adminUser)
+	resp, body := admin.post("/users", url.Values{"username": {"zhangli"}, "password": {"a-long-initial-password"}, "role": {"operator"}})
+	wantRedirect(t, "create a user", resp, body, "/users")
+	resp, body = admin.post("/duty/slots", url.Values{"weekday": {"5"}, "recipient": {"E1002"}})
+	if resp.StatusCode >= http.StatusBadRequest {
+		t.Fatalf("add a duty slot: %d %s", resp.StatusCode, body)
+	}
+	resp, body = admin.post("/accounts/sandbox/test", nil)
+	wantStatus(t, "test the sandbox account", resp, body, http.StatusOK)
+	c.ackAlert("E2001")
+
+	// Names are the staff's, the users', the demo's account and template, the test's
+	// policy and the fixture's own system actor.
+	names := []string{adminUser, "zhangli", "sandbox", "task-overdue", "ack-test", "test"}
+	staff, err := c.store.Directory().ListRecipients(t.Context(), directory.RecipientFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range staff {
+		names = append(names, p.Name)
+	}
+	latin := regexp.MustCompile(`[A-Za-z][A-Za-z0-9_]*`)
+	utc := regexp.MustCompile(`\d{2}:\d{2}(:\d{2})?Z|T\d{2}:\d{2}`)
+
+	ctx := c.chineseBrowser(t, adminUser)
+	q := chromedp.ByQuery
+	for _, width := range []int64{390, 768, 1366} {
+		var rows []string
+		var scrollWidth int64
+		if err := chromedp.Run(ctx,
+			chromedp.EmulateViewport(width, 900),
+			chromedp.Navigate(c.url+"/audit"),
+			chromedp.WaitVisible(`tr[data-audit="account.test"]`, q),
+			// Codes (the action's code, the address) and what was given as it was (ids,
+			// free text) are left out: the rest is the page's own words.
+			chromedp.Evaluate(`[...document.querySelectorAll('tbody tr')].map(tr => {
+				const r = tr.cloneNode(true);
+				r.querySelectorAll('.mono, .verbatim').forEach(e => e.remove());
+				return r.textContent.replace(/\s+/g, ' ');
+			})`, &rows),
+			chromedp.Evaluate(`document.documentElement.scrollWidth`, &scrollWidth),
+		); err != nil {
+			t.Fatalf("%d px: %v", width, err)
+		}
+		if len(rows) < 6 {
+			t.Errorf("%d px: %d audit rows, want the actions above", width, len(rows))
+		}
+		if scrollWidth > width {
+			t.Errorf("%d px: the page is %d px wide", width, scrollWidth)
+		}
+		for _, row := range rows {
+			text := row
+			for _, n := range names {
+				text = strings.ReplaceAll(text, n, " ")
+			}
+			for _, w := range latin.FindAllString(text, -1) {
+				if !strings.ContainsAny(w, "0123456789") && w != "API" {
+					t.Errorf("%d px: %q is not Chinese in %q", width, w, row)
+					break
+				}
+			}
+			if utc.MatchString(row) {
+				t.Errorf("%d px: a time in UTC in %q", width, row)
+			}
+		}
+	}
+}
+
+// chineseBrowser is Chromium reading the console in Chinese, signed in as username.
+func (c *console) chineseBrowser(t *testing.T, username string) context.Context {
+	t.Helper()
+	c.user(username)
+	ctx := testenv.Chrome(t)
+	q := chromedp.ByQuery
+	if err := chromedp.Run(ctx,
+		network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}),
+		chromedp.Navigate(c.url+"/login"),
+		chromedp.WaitVisible(`#username`, q),
+		chromedp.SendKeys(`#username`, username, q),
+		chromedp.SendKeys(`#password`, testPassword, q),
+		chromedp.Submit(`#password`, q),
+		chromedp.WaitVisible(`header.topbar`, q),
+	); err != nil {
+		t.Fatalf("log in: %v", err)
+	}
+	return ctx
+}
