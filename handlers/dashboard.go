@@ -136,6 +136,10 @@ func (h *Handlers) waiting(ctx context.Context, now time.Time, accounts []sendin
 			w.QuietHours += c.N
 		case models.WaitApproval:
 			w.Approval += c.N
+		case models.WaitHeld:
+			w.Held += c.N
+		case models.WaitDigest:
+			w.Digest += c.N
 		case models.WaitThrottled:
 			throttled[c.AccountID] += c.N
 		}

@@ -312,7 +312,7 @@ func RecallPanel(p Page, v BatchView) templ.Component {
 					var templ_7745c5c3_Var17 string
 					templ_7745c5c3_Var17, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "recall.batch.approved_by", "Actor", actorName(ctx, r.DecidedBy), "At", fmtTimePtr(ctx, r.DecidedAt), "Requester", actorName(ctx, r.RequestedBy)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `recall.templ`, Line: 75, Col: 164}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `recall.templ`, Line: 75, Col: 165}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var17))
 					if templ_7745c5c3_Err != nil {
@@ -322,7 +322,7 @@ func RecallPanel(p Page, v BatchView) templ.Component {
 					var templ_7745c5c3_Var18 string
 					templ_7745c5c3_Var18, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "recall.batch.expired", "Requester", actorName(ctx, r.RequestedBy), "At", fmtTimePtr(ctx, r.ExpiresAt)))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `recall.templ`, Line: 77, Col: 122}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `recall.templ`, Line: 77, Col: 123}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var18))
 					if templ_7745c5c3_Err != nil {
@@ -332,7 +332,7 @@ func RecallPanel(p Page, v BatchView) templ.Component {
 					var templ_7745c5c3_Var19 string
 					templ_7745c5c3_Var19, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "recall.batch.rejected_by", "Actor", actorName(ctx, r.DecidedBy), "At", fmtTimePtr(ctx, r.DecidedAt), "Reason", r.DecisionNote))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `recall.templ`, Line: 79, Col: 146}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `recall.templ`, Line: 79, Col: 147}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var19))
 					if templ_7745c5c3_Err != nil {
