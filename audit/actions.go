@@ -19,5 +19,5 @@ var Actions = []string{
 	"settings.update",
 	"silence.approve", "silence.create", "silence.end", "silence.expire", "silence.reject", "silence.release", "silence.update",
 	"template.create", "template.delete", "template.rerender", "template.rollback", "template.test_send", "template.update", "template.version_retire",
-	"user.create", "user.disable", "user.enable", "user.language", "user.login", "user.login_failed", "user.login_throttled", "user.logout", "user.logout_everywhere", "user.password_change", "user.password_change_failed", "user.password_change_throttled", "user.password_reset", "user.role",
+	"user.create", "user.disable", "user.enable", "user.language", "user.login", "user.login_failed", "user.login_throttled", "user.logout", "user.logout_everywhere", "user.password_change", "user.password_change_failed", "user.password_change_throttled", "user.password_reset", "user.role", "user.session_sign_out",
 }

@@ -39,6 +39,7 @@ var auditValueKinds = map[string]auditWords{
 	"matchers": each(", ", matcher), "covers": covers, "limits": each(", ", limit),
 	"destination": each(" → ", each(", ", destination)), "quiet_hours": each(" → ", dash),
 	"max_attempts": each(" → ", dash), "time": dash, "before_time": dash,
+	"browser": named("people.browser"), "system": named("people.system"),
 }
 
 // auditActionValues translate the values whose reading depends on the action.

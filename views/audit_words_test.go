@@ -37,7 +37,7 @@ var auditSample = audit.Params{
 	"old": "10", "n": "2", "msg_type": "markdown", "message": "01JD3Q8WMSG", "language": "zh-CN", "hours": "24", "held": "3",
 	"format": "alertmanager", "failed": "0", "event": "message.sent", "before_time": "09:00", "before_template": "task-overdue",
 	"before_as_weekday": "7", "before_account": "ty-main", "account": "ty-main", "accepted": "5", "fields": "name, mobile, active",
-	"reasons": "over_threshold",
+	"reasons": "over_threshold", "browser": "wechat", "system": "ios", "ip": "10.1.2.3", "must_change": "true",
 	"summary": `{"en":"WeCom issued an access token","zh-CN":"企业微信签发了访问令牌"}`,
 }
 
@@ -70,10 +70,11 @@ var auditActionSamples = map[string]audit.Params{
 // auditVerbatim are what an audit entry shows as it was given: names and ids people
 // chose, addresses, request lines and API event codes. Words with a digit are ids or
 // numbers; API and CSV are the words Chinese operators use themselves; Markdown is a
-// format's own name, ID and Secret are what the platforms call their settings.
+// format's own name, ID and Secret are what the platforms call their settings, iOS is a
+// system's name.
 var auditVerbatim = []string{"ops-daily", "wangfang", "POST /monitoring/api/queues/default:pause", "https://hooks.example/old",
 	"https://hooks.example/cb", "http://10.0.0.1:8080", "task-overdue", "hi.*", "ada", "otto", "ty-main", "alertmanager", "message.sent",
-	"task, due", "API", "CSV", "Markdown", "ID", "Secret"}
+	"task, due", "API", "CSV", "Markdown", "ID", "Secret", "iOS"}
 
 var (
 	latinWord = regexp.MustCompile(`[A-Za-z][A-Za-z0-9_]*`)

@@ -8,11 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"herald/directory"
-	"herald/internal/testenv"
 )
 
 // After several kinds of action (a sign-in, a user made, a weekday's roster changed, an
@@ -94,18 +92,5 @@ func TestBrowserAuditPageIsChineseThroughout(t *testing.T) {
 func (c *console) chineseBrowser(t *testing.T, username string) context.Context {
 	t.Helper()
 	c.user(username)
-	ctx := testenv.Chrome(t)
-	q := chromedp.ByQuery
-	if err := chromedp.Run(ctx,
-		network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}),
-		chromedp.Navigate(c.url+"/login"),
-		chromedp.WaitVisible(`#username`, q),
-		chromedp.SendKeys(`#username`, username, q),
-		chromedp.SendKeys(`#password`, testPassword, q),
-		chromedp.Submit(`#password`, q),
-		chromedp.WaitVisible(`header.topbar`, q),
-	); err != nil {
-		t.Fatalf("log in: %v", err)
-	}
-	return ctx
+	return c.chineseBrowserWith(t, 1366, username, testPassword, `header.topbar`)
 }

@@ -76,6 +76,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	viewer.GET("/password", h.PasswordForm)
 	viewer.POST("/password", h.ChangePassword)
 	viewer.POST("/sessions/revoke", h.SignOutEverywhere)
+	viewer.POST("/sessions/:id/sign-out", h.SignOutSession)
 	viewer.POST("/language", h.SetLanguage)
 	viewer.GET("/batches/:id", h.Batch)
 	viewer.GET("/batches/:id/progress", h.BatchProgress)
