@@ -21,6 +21,7 @@ func (h *Handlers) Dashboard(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	d.Me = CurrentUser(c).Username
 	render(c, http.StatusOK, views.DashboardPage(page(c, tr(c, "title.dashboard"), "dashboard"), d))
 }
 
@@ -31,6 +32,7 @@ func (h *Handlers) DashboardLive(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	d.Me = CurrentUser(c).Username
 	render(c, http.StatusOK, views.DashboardLive(d))
 }
 

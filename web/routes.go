@@ -108,6 +108,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	operator.POST("/messages/:id/retry", h.MessageRetry)
 	operator.POST("/batches/:id/approve", h.ApproveBatch)
 	operator.POST("/batches/:id/reject", h.RejectBatch)
+	operator.POST("/batches/:id/withdraw", h.WithdrawBatch)
 	operator.POST("/messages/:id/cancel", h.MessageCancel)
 	operator.POST("/messages/:id/recall", h.MessageRecall)
 	operator.POST("/batches/:id/recall", h.BatchRecall)
