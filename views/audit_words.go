@@ -62,7 +62,11 @@ func auditArgs(ctx context.Context, e audit.Entry, people AuditPeople) []any {
 	p := e.ParamMap()
 	// An entry that names a person keeps their name as it was then: it reads even
 	// after they have left the directory.
-	for id, name := range map[string]string{p["recipient"]: p["name"], p["a"]: p["a_name"], p["b"]: p["b_name"]} {
+	named := map[string]string{p["recipient"]: p["name"], p["a"]: p["a_name"], p["b"]: p["b_name"], p["by_id"]: p["by"]}
+	if p["by_id"] != "" {
+		p["by"] = p["by_id"] // an acknowledgment's person, shown by name and id
+	}
+	for id, name := range named {
 		if id != "" && name != "" && people[id] == "" {
 			people = maps.Clone(people)
 			if people == nil {

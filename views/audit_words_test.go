@@ -77,7 +77,7 @@ var auditVerbatim = []string{"ops-daily", "wangfang", "POST /monitoring/api/queu
 	"task, due", "API", "CSV", "Markdown", "ID", "Secret", "iOS"}
 
 var (
-	latinWord = regexp.MustCompile(`[A-Za-z][A-Za-z0-9_]*`)
+	latinWord = regexp.MustCompile(`[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*`)
 	utcTime   = regexp.MustCompile(`\d{2}:\d{2}(:\d{2})?Z|T\d{2}:\d{2}`)
 )
 
@@ -137,6 +137,7 @@ func TestAuditWords(t *testing.T) {
 		want string
 	}{
 		{audit.Entry{Action: "duty.slot.add"}.WithParams(audit.Params{"recipient": "E3002", "name": "王芳", "weekday": "5"}), "王芳（E3002） 加入每周值班表的星期五"},
+		{audit.Entry{Action: "alert.acknowledge"}.WithParams(audit.Params{"id": "9", "by": "王芳", "by_id": "E3002", "via": "link"}), "告警 9 由 王芳（E3002） 确认接手（通过通知中的链接）"},
 		{audit.Entry{Action: "user.role"}.WithParams(audit.Params{"username": "ada", "old_role": "viewer", "role": "admin"}), "ada 的角色由 只读用户 改为 管理员"},
 	} {
 		if got := AuditSentence(zh, tc.e, nil); got != tc.want {
