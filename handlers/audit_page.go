@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,7 +44,8 @@ func (h *Handlers) AuditLog(c *gin.Context) {
 	for _, e := range list {
 		ids = append(ids, views.AuditPeopleIDs(e)...)
 	}
-	if len(ids) > 0 {
+	slices.Sort(ids)
+	if ids = slices.Compact(ids); len(ids) > 0 {
 		people, err := h.Store.Directory().RecipientsByExternalIDs(c.Request.Context(), ids)
 		if err != nil {
 			h.fail(c, err)
