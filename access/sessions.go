@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"herald/kernel"
@@ -87,6 +88,74 @@ func (s *Credentials) DeleteUserSessions(ctx context.Context, userID int64) erro
 		return fmt.Errorf("access: revoke sessions of user %d: %w", userID, err)
 	}
 	return nil
+}
+
+// EndUserSession revokes one session of a user by its id: a sign-out from another
+// device. A session that is not the user's, or is gone already, is ErrNotFound.
+func (s *Credentials) EndUserSession(ctx context.Context, userID int64, id string) error {
+	res := s.k.Writer(ctx).Where("id = ? AND user_id = ?", id, userID).Delete(&Session{})
+	if res.Error != nil {
+		return fmt.Errorf("access: end session of user %d: %w", userID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return kernel.ErrNotFound
+	}
+	return nil
+}
+
+// SessionByID returns one live or ended session of a user by its id.
+func (s *Credentials) SessionByID(ctx context.Context, userID int64, id string) (*Session, error) {
+	var sess Session
+	if err := s.k.Reader(ctx).Where("id = ? AND user_id = ?", id, userID).First(&sess).Error; err != nil {
+		return nil, kernel.NotFound(err)
+	}
+	return &sess, nil
+}
+
+// Agent is a browser's User-Agent as a person names it: the browser or app (a code:
+// chrome, edge, firefox, safari, opera, wechat, wecom, dingtalk, feishu; "" when not
+// recognised), its major version and the system (windows, macos, ios, android, linux,
+// chromeos; "").
+type Agent struct {
+	Browser, Version, System string
+}
+
+// agentBrowsers are the browsers and apps by the token of theirs a User-Agent carries,
+// most specific first: apps and browsers built on Chrome or Safari name those too.
+var agentBrowsers = []struct{ token, browser string }{
+	{"wxwork/", "wecom"}, {"MicroMessenger/", "wechat"}, {"DingTalk/", "dingtalk"}, {"Lark/", "feishu"}, {"Feishu/", "feishu"},
+	{"Edg/", "edge"}, {"EdgiOS/", "edge"}, {"OPR/", "opera"}, {"Firefox/", "firefox"}, {"FxiOS/", "firefox"},
+	{"CriOS/", "chrome"}, {"Chrome/", "chrome"}, {"Version/", "safari"},
+}
+
+// agentSystems are the systems by their token, most specific first.
+var agentSystems = []struct{ token, system string }{
+	{"iPhone", "ios"}, {"iPad", "ios"}, {"Android", "android"}, {"CrOS", "chromeos"}, {"Windows", "windows"},
+	{"Mac OS X", "macos"}, {"Macintosh", "macos"}, {"Linux", "linux"},
+}
+
+// ParseAgent reads a User-Agent header into the browser, its major version and the
+// system.
+func ParseAgent(ua string) Agent {
+	var a Agent
+	for _, b := range agentBrowsers {
+		if _, rest, ok := strings.Cut(ua, b.token); ok {
+			a.Browser = b.browser
+			a.Version, _, _ = strings.Cut(rest, ".")
+			a.Version, _, _ = strings.Cut(a.Version, " ")
+			break
+		}
+	}
+	if a.Browser == "safari" && !strings.Contains(ua, "Safari/") {
+		a = Agent{}
+	}
+	for _, s := range agentSystems {
+		if strings.Contains(ua, s.token) {
+			a.System = s.system
+			break
+		}
+	}
+	return a
 }
 
 // DeleteSession revokes one session by its token.

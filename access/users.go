@@ -43,11 +43,15 @@ type User struct {
 	Disabled     bool
 	// Language is the console language the user chose (zh-CN, en), or empty to follow
 	// the browser.
-	Language          string
-	PasswordChangedAt time.Time
-	LastLoginAt       *time.Time
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
+	Language string
+	// MustChangePassword is set while the password is one an admin gave (a new user's,
+	// or one reset): the console sends the user to the password form until they choose
+	// their own. API keys are not affected.
+	MustChangePassword bool
+	PasswordChangedAt  time.Time
+	LastLoginAt        *time.Time
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
 }
 
 // TableName implements gorm's tabler.
@@ -253,7 +257,7 @@ func (s *Credentials) SetOwnPassword(ctx context.Context, u *User, next string) 
 	}
 	return s.k.Tx(ctx, func(tx *gorm.DB) error {
 		res := tx.Model(&User{}).Where("id = ? AND password_hash = ?", u.ID, u.PasswordHash).
-			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": kernel.Now()})
+			Updates(map[string]any{"password_hash": string(hash), "password_changed_at": kernel.Now(), "must_change_password": false})
 		if res.Error != nil {
 			return fmt.Errorf("access: change password %d: %w", u.ID, res.Error)
 		}

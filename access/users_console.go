@@ -109,6 +109,12 @@ func (s *Credentials) ResetPassword(ctx context.Context, id int64, password stri
 	})
 }
 
+// RequirePasswordChange makes the user choose their own password at the next sign-in
+// (User.MustChangePassword): their password is one an admin gave.
+func (s *Credentials) RequirePasswordChange(ctx context.Context, id int64) error {
+	return s.setUser(ctx, id, "must_change_password", true)
+}
+
 // SessionCount reports how many live sessions a user has.
 func (s *Credentials) SessionCount(ctx context.Context, userID int64) (int64, error) {
 	var n int64

@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"herald/audit"
@@ -10,8 +11,11 @@ import (
 )
 
 // CreateUser adds a console user with an initial password, audited as done by by (an
-// admin in the console, the command line, or Herald's first start). A username,
-// password or role that is not good enough is a *kernel.FieldError and writes nothing.
+// admin in the console, the command line, or Herald's first start). A user an admin
+// created (in the console or through the API) must change the initial password at the
+// first sign-in; the command line and the first start set a password the person typed
+// or was shown themself. A username, password or role that is not good enough is a
+// *kernel.FieldError and writes nothing.
 func (d *Warden) CreateUser(ctx context.Context, by audit.Actor, username, password string, role Role) (*User, error) {
 	var u *User
 	err := d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
@@ -19,7 +23,13 @@ func (d *Warden) CreateUser(ctx context.Context, by audit.Actor, username, passw
 		if u, err = tx.CreateUser(ctx, username, password, role); err != nil {
 			return err
 		}
-		ch.Audit("user.create", "user", u.Username, audit.Params{"username": u.Username, "role": string(u.Role)})
+		if u.MustChangePassword = givenByAnAdmin(by); u.MustChangePassword {
+			if err := tx.RequirePasswordChange(ctx, u.ID); err != nil {
+				return err
+			}
+		}
+		ch.Audit("user.create", "user", u.Username, audit.Params{"username": u.Username, "role": string(u.Role),
+			"must_change": strconv.FormatBool(u.MustChangePassword)})
 		return nil
 	})
 	if err != nil {
@@ -58,12 +68,18 @@ func (d *Warden) SetUserDisabled(ctx context.Context, by audit.Actor, u *User, d
 }
 
 // ResetPassword sets a new password for a user without the old one (an admin's action,
-// or the command line's for a lost password) and signs them out everywhere; audited.
+// or the command line's for a lost password) and signs them out everywhere; audited. A
+// password an admin reset must be changed at the next sign-in.
 // A password that is not good enough is a *kernel.FieldError naming password.
 func (d *Warden) ResetPassword(ctx context.Context, by audit.Actor, u *User, password string) error {
 	return d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
 		if err := tx.ResetPassword(ctx, u.ID, password); err != nil {
 			return err
+		}
+		if givenByAnAdmin(by) {
+			if err := tx.RequirePasswordChange(ctx, u.ID); err != nil {
+				return err
+			}
 		}
 		ch.Audit("user.password_reset", "user", u.Username, audit.Params{"username": u.Username})
 		return nil
@@ -129,6 +145,28 @@ func (d *Warden) SignOutEverywhere(ctx context.Context, by audit.Actor, u *User)
 			return err
 		}
 		ch.Audit("user.logout_everywhere", "user", u.Username, audit.Params{"username": u.Username})
+		return nil
+	})
+}
+
+// givenByAnAdmin says a password set by by is one a person was given, not chose: set
+// by a console user or an API key, not by the command line or Herald's first start.
+func givenByAnAdmin(by audit.Actor) bool { return by.Type != audit.ActorSystem }
+
+// SignOutSession ends one of u's sessions (another device's, or this one), audited with
+// the browser and system it was; ErrNotFound when it is not u's or has ended already.
+func (d *Warden) SignOutSession(ctx context.Context, by audit.Actor, u *User, id string) error {
+	return d.change(ctx, by, func(tx *Credentials, ch *audit.Change) error {
+		sess, err := tx.SessionByID(ctx, u.ID, id)
+		if err != nil {
+			return err
+		}
+		if err := tx.EndUserSession(ctx, u.ID, id); err != nil {
+			return err
+		}
+		a := ParseAgent(sess.UserAgent)
+		ch.Audit("user.session_sign_out", "user", u.Username, audit.Params{"username": u.Username, "browser": a.Browser,
+			"version": a.Version, "system": a.System, "ip": sess.IP})
 		return nil
 	})
 }

@@ -198,7 +198,7 @@ func (d *Service) changeAlert(ctx context.Context, by audit.Actor, a *Alert, who
 			return err
 		}
 		id := strconv.FormatInt(a.ID, 10)
-		ch.Audit(mv.action, "alert", id, audit.Params{"id": id, "by": who.name, "via": via, "note": note})
+		ch.Audit(mv.action, "alert", id, audit.Params{"id": id, "by": who.name, "by_id": who.id, "via": via, "note": note})
 		if a.State == AlertOpen && d.ackObserver != nil {
 			opened := a.OpenedAt
 			ch.After(func() { d.ackObserver(now.Sub(opened)) })

@@ -27,6 +27,38 @@ import (
 var ErrOwnBatch = kernel.Declare(kernel.DomainError{Kind: kernel.KindForbidden, Code: "forbidden", Key: "approvals.error.own_batch",
 	Text: "dispatch: the maker of a batch cannot decide on it"})
 
+// ErrNotYourBatch refuses a withdrawal by someone who is not a maker of the batch.
+var ErrNotYourBatch = kernel.Declare(kernel.DomainError{Kind: kernel.KindForbidden, Code: "forbidden", Key: "people.withdraw.not_yours",
+	Text: "dispatch: only a maker of a batch can withdraw it"})
+
+// WithdrawBatch is a maker taking back their own batch while it awaits approval: its
+// held messages are cancelled and it leaves the approvers' list, recorded as a rejection
+// by the maker with the note models.ApprovalWithdrawn (a compare-and-set on the batch's
+// approval state), audited batch.withdraw. ErrNotYourBatch refuses anyone else;
+// kernel.ErrStateChanged means it was decided (or withdrawn) meanwhile. (A function,
+// not a Dispatcher method: the Dispatcher is full.)
+func WithdrawBatch(ctx context.Context, d *Dispatcher, by audit.Actor, b *models.Batch) (int, error) {
+	if own, err := d.ownBatch(ctx, b, by); err != nil || !own {
+		return 0, cmp.Or(err, error(ErrNotYourBatch))
+	}
+	var n int
+	err := d.change(ctx, by, func(tx *models.Store, ch *audit.Change) error {
+		var err error
+		if n, err = tx.Intake().RejectBatch(ctx, b.ID, by.Name, models.ApprovalWithdrawn, d.now()); err != nil {
+			return err
+		}
+		if err := d.alerts.EndRejected(ctx, tx, ch, by, b.ID, models.ApprovalWithdrawn); err != nil {
+			return err
+		}
+		ch.Audit("batch.withdraw", "batch", b.ID, audit.Params{"cancelled": strconv.Itoa(n)})
+		if b.APIKeyID != nil {
+			ch.After(func() { d.callbacks.Kick(*b.APIKeyID) })
+		}
+		return nil
+	})
+	return n, err
+}
+
 // thresholdTTL is how long an intake trusts the approval threshold it read: a change
 // reaches every process within it.
 const thresholdTTL = time.Second

@@ -399,7 +399,7 @@ func (h *Handlers) TestAccount(c *gin.Context) {
 		return
 	}
 	res := h.Channels.Probe(c.Request.Context(), a.Channel())
-	if err := h.Dispatch.Sending().AccountTested(c.Request.Context(), actor(c), a, res.OK, res.Summary.String()); err != nil {
+	if err := h.Dispatch.Sending().AccountTested(c.Request.Context(), actor(c), a, res.OK, res.Summary.Rendered()); err != nil {
 		h.fail(c, err)
 		return
 	}

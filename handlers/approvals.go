@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/dispatch"
 	"herald/kernel"
 	"herald/models"
 	"herald/views"
@@ -45,6 +46,23 @@ func (h *Handlers) decideBatch(c *gin.Context, approve bool) {
 		return
 	}
 	h.redirectNotice(c, "/batches/"+b.ID, notice, b.ID)
+}
+
+// WithdrawBatch is a maker taking back their own batch while it awaits approval.
+func (h *Handlers) WithdrawBatch(c *gin.Context) {
+	ctx := c.Request.Context()
+	b, err := h.Store.BatchByID(ctx, c.Param("id"))
+	if err != nil {
+		h.fail(c, err, saying(kernel.ErrNotFound, "error.no_batch"))
+		return
+	}
+	if _, err := dispatch.WithdrawBatch(ctx, h.Dispatch, actor(c), b); err != nil {
+		h.failOr(c, err, func(a answer) {
+			h.decisionRefused(c, a, "/batches/"+b.ID, func(v *views.BatchView) {})
+		}, saying(kernel.ErrStateChanged, "approvals.error.decided"))
+		return
+	}
+	h.redirectNotice(c, "/batches/"+b.ID, "note", tr(c, "people.withdraw.done"))
 }
 
 // decisionRefused shows a refused decision on a batch, or on its recall: a conflict

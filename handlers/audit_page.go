@@ -3,6 +3,7 @@ package handlers
 import (
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,6 +40,22 @@ func (h *Handlers) AuditLog(c *gin.Context) {
 		v.First = withQuery("/audit", q)
 	}
 	v.Entries = list
+	var ids []string
+	for _, e := range list {
+		ids = append(ids, views.AuditPeopleIDs(e)...)
+	}
+	slices.Sort(ids)
+	if ids = slices.Compact(ids); len(ids) > 0 {
+		people, err := h.Store.Directory().RecipientsByExternalIDs(c.Request.Context(), ids)
+		if err != nil {
+			h.fail(c, err)
+			return
+		}
+		v.People = views.AuditPeople{}
+		for _, p := range people {
+			v.People[p.ExternalID] = p.Name
+		}
+	}
 	status := http.StatusOK
 	if len(errs) > 0 {
 		status = http.StatusUnprocessableEntity

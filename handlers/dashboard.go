@@ -21,6 +21,7 @@ func (h *Handlers) Dashboard(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	d.Me = CurrentUser(c).Username
 	render(c, http.StatusOK, views.DashboardPage(page(c, tr(c, "title.dashboard"), "dashboard"), d))
 }
 
@@ -31,6 +32,7 @@ func (h *Handlers) DashboardLive(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	d.Me = CurrentUser(c).Username
 	render(c, http.StatusOK, views.DashboardLive(d))
 }
 
@@ -136,6 +138,10 @@ func (h *Handlers) waiting(ctx context.Context, now time.Time, accounts []sendin
 			w.QuietHours += c.N
 		case models.WaitApproval:
 			w.Approval += c.N
+		case models.WaitHeld:
+			w.Held += c.N
+		case models.WaitDigest:
+			w.Digest += c.N
 		case models.WaitThrottled:
 			throttled[c.AccountID] += c.N
 		}

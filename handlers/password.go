@@ -1,12 +1,14 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
 
 	"herald/access"
+	"herald/kernel"
 	"herald/views"
 )
 
@@ -21,7 +23,7 @@ func (h *Handlers) renderAccount(c *gin.Context, status int, changed bool, errs 
 		h.fail(c, err)
 		return
 	}
-	v := views.Account{Changed: changed, Sessions: list}
+	v := views.Account{Changed: changed, Sessions: list, Notice: h.notice(c), MustChange: CurrentUser(c).MustChangePassword && !changed}
 	if s := CurrentSession(c); s != nil {
 		v.CurrentSession = s.ID
 	}
@@ -68,6 +70,31 @@ func (h *Handlers) SignOutEverywhere(c *gin.Context) {
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// SignOutSession ends one of the user's sessions, picked from their list: another
+// device's stays signed out; this browser's goes to the sign-in page. A session that
+// ended meanwhile is said so.
+func (h *Handlers) SignOutSession(c *gin.Context) {
+	u, id := CurrentUser(c), c.Param("id")
+	err := h.Dispatch.Access().SignOutSession(c.Request.Context(), actor(c), u, id)
+	switch {
+	case errors.Is(err, kernel.ErrNotFound):
+		h.redirectNotice(c, "/password#sessions", "note", tr(c, "people.session_gone"))
+		return
+	case err != nil:
+		h.fail(c, err)
+		return
+	}
+	if s := CurrentSession(c); s != nil && s.ID == id {
+		if err := h.Sessions.End(c); err != nil {
+			h.fail(c, err)
+			return
+		}
+		c.Redirect(http.StatusSeeOther, "/login")
+		return
+	}
+	h.redirectNotice(c, "/password#sessions", "note", tr(c, "people.session_signed_out"))
 }
 
 // SetLanguage stores the console language the user chose (or none, to follow the

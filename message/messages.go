@@ -119,7 +119,10 @@ func (d *Operator) RetryMessage(ctx context.Context, by audit.Actor, id string) 
 			return err
 		}
 		ch.Audit("message.retry", "message", m.ID, m.AuditParams())
-		ch.After(func() { d.queue.Retried(ctx, []models.Message{*m}) })
+		ch.After(func() {
+			d.queue.Retried(ctx, []models.Message{*m})
+			d.stats.Unstop([]models.Message{*m})
+		})
 		return nil
 	})
 }
@@ -206,6 +209,7 @@ func (d *Operator) ResendStopped(ctx context.Context, by audit.Actor, f models.M
 		ch.After(func() {
 			if len(retried) > 0 {
 				d.queue.Retried(ctx, retried)
+				d.stats.Unstop(retried)
 			}
 		})
 		return nil

@@ -30,6 +30,9 @@ const (
 	BatchOpen        = "open"
 	// ApprovalExpired is the note of a batch nobody decided on in time.
 	ApprovalExpired = "approval_expired"
+	// ApprovalWithdrawn is the note of a batch its maker withdrew while it awaited
+	// approval: recorded as a rejection by the maker.
+	ApprovalWithdrawn = "withdrawn"
 	// ApprovalWait is how long a batch may wait for a decision.
 	ApprovalWait = 24 * time.Hour
 )

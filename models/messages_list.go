@@ -198,7 +198,7 @@ func (s *Store) StoppedMessages(ctx context.Context, f MessageFilter, after *Mes
 	if !ok {
 		return nil, nil
 	}
-	q := f.apply(s.reader(ctx).Table("messages AS m").Select("m.id, m.account_id, m.priority, m.status, m.created_at"))
+	q := f.apply(s.reader(ctx).Table("messages AS m").Select("m.id, m.account_id, m.priority, m.status, m.created_at, m.updated_at"))
 	if after != nil {
 		at := after.CreatedAt.UTC()
 		q = q.Where("m.created_at >= ? AND (m.created_at > ? OR m.id > ?)", at, at, after.ID)

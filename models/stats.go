@@ -46,10 +46,24 @@ func (s *Store) NewStats() *Stats { return &Stats{store: s, delta: map[statKey]*
 // Count adds n to one counter ("created", "sent", "failed", "stopped" or "cancelled")
 // of an account for the current minute.
 func (st *Stats) Count(accountID int64, counter string, n int) {
+	st.CountAt(accountID, counter, kernel.Now(), n)
+}
+
+// Unstop takes re-sent messages back out of the stopped counts of the minutes they
+// stopped in (their last update), so that the dashboard's stopped today counts what is
+// still stopped, not what stopped and was sent again since.
+func (st *Stats) Unstop(msgs []Message) {
+	for _, m := range msgs {
+		st.CountAt(m.AccountID, "stopped", m.UpdatedAt, -1)
+	}
+}
+
+// CountAt is Count for the minute of at.
+func (st *Stats) CountAt(accountID int64, counter string, at time.Time, n int) {
 	if st == nil || n == 0 {
 		return
 	}
-	k := statKey{minute: kernel.Now().Truncate(time.Minute), accountID: accountID}
+	k := statKey{minute: at.UTC().Truncate(time.Minute), accountID: accountID}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	d := st.delta[k]

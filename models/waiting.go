@@ -21,10 +21,18 @@ const (
 	WaitQuietHours = "quiet_hours"
 	// WaitApproval: its batch awaits approval (no due time until then).
 	WaitApproval = "approval"
+	// WaitHeld: an active silence holds it until the silence ends.
+	WaitHeld = "held"
+	// WaitDigest: it waits to be folded into a digest when its group's window closes.
+	WaitDigest = "digest"
 )
 
 // WaitReasons are the reasons a message waits, in the order the console lists them.
-var WaitReasons = []string{WaitScheduled, WaitThrottled, WaitQuietHours, WaitApproval}
+var WaitReasons = []string{WaitScheduled, WaitThrottled, WaitQuietHours, WaitApproval, WaitHeld, WaitDigest}
+
+// waitingStatuses are the states of a message that waits: due (pending, failed) or
+// held by a silence.
+var waitingStatuses = append([]Status{StatusHeld}, delivery.Waiting...)
 
 // waitingCondition is the rule of one reason on messages aliased m, at now. The rules
 // exclude each other, so a waiting message has one reason; an unknown reason matches
@@ -32,7 +40,11 @@ var WaitReasons = []string{WaitScheduled, WaitThrottled, WaitQuietHours, WaitApp
 func waitingCondition(reason string, now time.Time) (string, []any) {
 	switch reason {
 	case WaitApproval:
-		return "m.status = ? AND m.next_attempt_at IS NULL", []any{StatusPending}
+		return "m.status = ? AND m.next_attempt_at IS NULL AND m.digest_slot = ''", []any{StatusPending}
+	case WaitDigest:
+		return "m.status = ? AND m.digest_slot <> ''", []any{StatusPending}
+	case WaitHeld:
+		return "m.status = ?", []any{StatusHeld}
 	case WaitQuietHours:
 		return "m.status = ? AND m.error_class = ?", []any{StatusPending, sending.ErrorClassQuietHours}
 	case WaitThrottled:
@@ -52,18 +64,19 @@ type WaitingCount struct {
 }
 
 // CountWaiting counts the messages waiting, by account and reason (WaitReasons), at now.
-// It looks at no more than scan of the pending and failed messages (an index range), so
+// It looks at no more than scan of the pending, failed and held messages (an index
+// range), so
 // that it stays quick under any backlog: capped reports that it stopped there and the
 // counts are a lower bound.
 func (s *Store) CountWaiting(ctx context.Context, now time.Time, scan int) (counts []WaitingCount, capped bool, err error) {
 	var cases string
 	var args []any
-	for _, reason := range []string{WaitApproval, WaitQuietHours, WaitThrottled, WaitScheduled} {
+	for _, reason := range []string{WaitHeld, WaitDigest, WaitApproval, WaitQuietHours, WaitThrottled, WaitScheduled} {
 		cond, a := waitingCondition(reason, now)
 		cases += " WHEN " + cond + " THEN '" + reason + "'"
 		args = append(args, a...)
 	}
-	args = append(args, delivery.Waiting, scan)
+	args = append(args, waitingStatuses, scan)
 	var rows []WaitingCount
 	err = s.reader(ctx).Raw("SELECT account_id, reason, COUNT(*) AS n FROM (SELECT m.account_id, CASE"+cases+" ELSE '' END AS reason"+
 		" FROM messages m WHERE m.status IN ? LIMIT ?) w GROUP BY account_id, reason", args...).Scan(&rows).Error

@@ -105,14 +105,15 @@ func (d *Desk) DeleteAccount(ctx context.Context, by audit.Actor, a *Account) er
 }
 
 // AccountTested records that by checked an account's connection (the console's test
-// button) and what came of it: ok or failed, and the platform's answer in summary.
+// button) and what came of it: ok or failed, and the platform's answer in summary (a
+// note rendered in every console language, see channels.Note.Rendered).
 func (d *Desk) AccountTested(ctx context.Context, by audit.Actor, a *Account, ok bool, summary string) error {
 	return d.change(ctx, by, func(_ *AccountBook, ch *audit.Change) error {
 		outcome := "failed"
 		if ok {
 			outcome = "ok"
 		}
-		ch.AuditDetail("account.test", "account", a.Name, summary, audit.Params{"name": a.Name, "outcome": outcome})
+		ch.Audit("account.test", "account", a.Name, audit.Params{"name": a.Name, "outcome": outcome, "summary": summary})
 		return nil
 	})
 }

@@ -141,17 +141,12 @@ func yearList(years []int) string {
 
 // AuditSentence is what an audit entry changed, in the reader's language: its action's
 // catalog sentence (audit.event.<action with "_" for ".">) filled with the entry's
-// named values. An entry whose action has no sentence, or that was written before
+// named values, each in the reader's words (see auditArgs). An entry whose action has no sentence, or that was written before
 // entries had values, shows its action code.
-func AuditSentence(ctx context.Context, e audit.Entry) string {
+func AuditSentence(ctx context.Context, e audit.Entry, people AuditPeople) string {
 	id := "audit.event." + strings.ReplaceAll(e.Action, ".", "_")
 	if !i18n.Has(i18n.Lang(ctx), id) || (e.Params == nil && e.Detail != "") {
 		return e.Action
 	}
-	p := e.ParamMap()
-	args := make([]any, 0, 2*len(p))
-	for k, v := range p {
-		args = append(args, k, v)
-	}
-	return i18n.T(ctx, id, args...)
+	return i18n.T(ctx, id, auditArgs(ctx, e, people)...)
 }

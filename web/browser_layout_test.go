@@ -12,11 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
 	"herald/i18n"
-	"herald/internal/testenv"
 	"herald/models"
 	"herald/web"
 )
@@ -107,9 +105,8 @@ func TestBrowserConsoleLayout(t *testing.T) {
 	c.send(&later, "E2001", "E2003")
 	batch := "/batches/" + msgs["E2001"].BatchID
 
-	ctx := testenv.Chrome(t)
+	ctx := c.chineseBrowser(t, adminUser)
 	q := chromedp.ByQuery
-	browserSignIn(t, ctx, c, adminUser, network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}))
 	shots := os.Getenv("HERALD_LAYOUT_SCREENSHOTS")
 	if shots == "" {
 		shots = t.TempDir()

@@ -52,6 +52,7 @@ type walkSkipForm struct {
 var walkSkipForms = []walkSkipForm{
 	{"POST", regexp.MustCompile(`^/logout$`), "signs the walk out"},
 	{"POST", regexp.MustCompile(`^/sessions/revoke$`), "signs every session out, the walk's too"},
+	{"POST", regexp.MustCompile(`^/sessions/[0-9a-f]+/sign-out$`), "signs a session out, the walk's own among them"},
 }
 
 // walkKnownDefects are submissions that fail today in code another change is taking

@@ -138,9 +138,14 @@ func loadUser(s *Sessions, log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
+// passwordRoutes are the console routes a user who must change an initial password may
+// use meanwhile: their own page (the password form, the language, their sessions).
+var passwordRoutes = map[string]bool{"/password": true, "/language": true, "/sessions/revoke": true, "/sessions/:id/sign-out": true}
+
 // requireRole lets through signed-in users with at least role need. Anonymous page
 // requests go to the login page; anonymous htmx requests are told to go there too.
-// Signed-in users without the role get 403.
+// A user who must change an initial password goes to the password form first. Signed-in
+// users without the role get 403.
 func requireRole(need access.Role) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		u := handlers.CurrentUser(c)
@@ -152,6 +157,16 @@ func requireRole(need access.Role) gin.HandlerFunc {
 				return
 			}
 			c.Redirect(http.StatusSeeOther, login)
+			c.Abort()
+			return
+		}
+		if u.MustChangePassword && !passwordRoutes[c.FullPath()] {
+			if c.GetHeader("HX-Request") == "true" {
+				c.Header("HX-Redirect", "/password")
+				c.AbortWithStatus(http.StatusForbidden)
+				return
+			}
+			c.Redirect(http.StatusSeeOther, "/password")
 			c.Abort()
 			return
 		}

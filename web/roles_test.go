@@ -175,7 +175,7 @@ var routeRoles = map[string]access.Role{
 // TestVoiceCallback*); and
 // signing out everywhere, which would end the walking clients' sessions
 // (TestSessionsPage checks its role).
-var unwalked = []string{"/api/", "/static/", "/duty/feed/", "/ack/", "/callbacks/wecom/", "/callbacks/voice/", "/healthz", "/readyz", "/metrics", "/login", "/logout", "/sessions/revoke"}
+var unwalked = []string{"/api/", "/static/", "/duty/feed/", "/ack/", "/callbacks/wecom/", "/callbacks/voice/", "/healthz", "/readyz", "/metrics", "/login", "/logout", "/sessions/"}
 
 // walkFixtures creates what the routes' parameters name, so each request reaches its
 // handler's real work rather than a 404.

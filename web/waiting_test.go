@@ -57,7 +57,7 @@ func TestDashboardShowsWhatWaitsAndWhy(t *testing.T) {
 
 	viewer := c.as(viewerUser)
 	_, body := viewer.get("/")
-	want := map[string]int{"scheduled": 1, "throttled:sandbox": 1, "quiet_hours": 1, "approval": 2}
+	want := map[string]int{"scheduled": 1, "throttled:sandbox": 1, "quiet_hours": 1, "approval": 2, "held": 0, "digest": 0}
 	if diff := cmp.Diff(want, waitingCounts(body)); diff != "" {
 		t.Errorf("dashboard waiting counts (-want +got):\n%s", diff)
 	}
