@@ -36,7 +36,7 @@ func (h *Handlers) ChatGroups(c *gin.Context) {
 		v.First = withQuery("/chat-groups", q)
 	}
 	v.Groups = list
-	render(c, http.StatusOK, views.ChatGroupsPage(page(c, tr(c, "chatgroups.title"), "accounts"), v))
+	render(c, http.StatusOK, views.ChatGroupsPage(page(c, tr(c, "chatgroups.title"), "chat_groups"), v))
 }
 
 // NewChatGroupForm starts a chat group: @ whoever is on duty, folding on.
@@ -140,5 +140,5 @@ func (h *Handlers) renderChatGroupForm(c *gin.Context, status int, f views.ChatG
 	if f.Original != "" {
 		title = tr(c, "chatgroups.edit_title", "Name", f.Original)
 	}
-	render(c, status, views.ChatGroupFormPage(page(c, title, "accounts"), f, choices, errs))
+	render(c, status, views.ChatGroupFormPage(page(c, title, "chat_groups"), f, choices, errs))
 }
