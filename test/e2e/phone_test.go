@@ -150,6 +150,18 @@ func TestSecondCallHeldByPerNumberLimit(t *testing.T) {
 	if n := len(sim.Deliveries()); n != 1 {
 		t.Errorf("the simulator placed %d calls, want 1 (the second held by Herald)", n)
 	}
+	// The second is placed once the callee's 30 seconds have passed: the limiter counts
+	// on Redis's own clock, so this waits them out.
+	testenv.WaitFor(t, 90*time.Second, "the held call placed after the window", func() bool {
+		return statusCounts(t, h, acct.ID)["sent"] == 2
+	})
+	calls := sim.Deliveries()
+	if len(calls) != 2 {
+		t.Fatalf("the simulator placed %d calls, want 2", len(calls))
+	}
+	if gap := time.Duration(calls[1].ReceivedAtMs-calls[0].ReceivedAtMs) * time.Millisecond; gap < 30*time.Second {
+		t.Errorf("the second call came %s after the first, inside the callee's 30 seconds", gap)
+	}
 }
 
 // heldFor is how long after now the account's waiting throttled message is due (0
