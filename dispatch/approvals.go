@@ -38,6 +38,10 @@ var ErrNotYourBatch = kernel.Declare(kernel.DomainError{Kind: kernel.KindForbidd
 // kernel.ErrStateChanged means it was decided (or withdrawn) meanwhile. (A function,
 // not a Dispatcher method: the Dispatcher is full.)
 func WithdrawBatch(ctx context.Context, d *Dispatcher, by audit.Actor, b *models.Batch) (int, error) {
+	if b.Approval != models.ApprovalAwaiting {
+		// Nothing to withdraw, whoever asks (the change's compare-and-set checks again).
+		return 0, kernel.ErrStateChanged
+	}
 	if own, err := d.ownBatch(ctx, b, by); err != nil || !own {
 		return 0, cmp.Or(err, error(ErrNotYourBatch))
 	}

@@ -205,6 +205,10 @@ func TestBrowserComposeToAChatGroup(t *testing.T) {
 		if scroll > width {
 			t.Errorf("the compose form is %d px wide at %d px", scroll, width)
 		}
+		// The compose form lists ops-core too: wait for the batch page itself.
+		if err := chromedp.Run(ctx, chromedp.WaitVisible(`#batch-actions`, q)); err != nil {
+			t.Fatalf("%d px: no batch page after sending: %v", width, err)
+		}
 		if err := waitFor(ctx, `main`, "ops-core"); err != nil {
 			t.Fatalf("%d px: the batch page does not list the post to ops-core: %v", width, err)
 		}

@@ -59,6 +59,7 @@ var routeRoles = map[string]access.Role{
 	"POST /messages/:id/recall":               access.RoleOperator,
 	"POST /batches/:id/recall":                access.RoleOperator,
 	"POST /batches/:id/cancel":                access.RoleOperator,
+	"POST /batches/:id/withdraw":              access.RoleOperator,
 	"POST /batches/:id/resend":                access.RoleOperator,
 	"POST /batches/:id/recall/approve":        access.RoleOperator,
 	"POST /batches/:id/recall/reject":         access.RoleOperator,
