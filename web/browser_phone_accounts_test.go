@@ -133,10 +133,15 @@ func TestBrowserProviderTemplateForm(t *testing.T) {
 		chromedp.WaitVisible(`#name`, q),
 		chromedp.SendKeys(`#name`, "disk-full", q),
 		chromedp.SendKeys(`#variables`, "host", q),
-		chromedp.SendKeys(`#body`, body, q),
 		chromedp.SendKeys(`#provider_template`, "SMS_100001", q),
 		chromedp.SendKeys(`#provider_params`, "host={{.host}}\nlevel=", q),
 		chromedp.SendKeys(`#samples`, "host = db-1", q),
+		// The body last, once the previews the other fields asked for have settled, and
+		// submitted once it holds what was typed.
+		chromedp.Poll(`!document.documentElement.classList.contains('htmx-working')`, nil),
+		chromedp.SendKeys(`#body`, body, q),
+		chromedp.Sleep(300*time.Millisecond),
+		chromedp.Poll(`!document.documentElement.classList.contains('htmx-working') && document.querySelector('#body').value.length > 0`, nil),
 		chromedp.Submit(`#name`, q),
 		chromedp.WaitVisible(`.field-error`, q),
 		chromedp.Text(`.field.error, .field-error`, &errText, q),
