@@ -42,6 +42,9 @@ type platform struct {
 	// recallsCall says a recall takes a message back from everyone the call that carried
 	// it reached, not from one person (DingTalk recalls a task).
 	recallsCall bool
+	// mention is what a group post on the platform @s a person by; nil for a platform
+	// whose accounts do not post to chat groups.
+	mention *mentionRule
 	// build makes the adapter for an account whose settings passed ValidateConfig.
 	build func(r *Registry, a Account) (Sender, error)
 }
@@ -59,7 +62,7 @@ var table = []platform{
 	// WeCom counts bytes: text and markdown content are "at most 2048 bytes, UTF-8", and
 	// WeCom cuts longer content itself, at a byte, possibly inside a character. The
 	// adapter puts the title into the content, so the cap counts the two together.
-	{name: "wecom", fields: []Field{
+	{name: "wecom", mention: &mentionRule{field: "wecom_userid"}, fields: []Field{
 		{Key: "corp_id", Required: true, Destination: true, Label: "channels.field.corp_id", Help: "channels.help.corp_id"},
 		{Key: "agent_id", Required: true, Label: "channels.field.agent_id", Help: "channels.help.agent_id"},
 		{Key: "secret", Required: true, Secret: true, Label: "channels.field.wecom_secret"},
@@ -82,7 +85,7 @@ var table = []platform{
 	// to four bytes: Herald counts the title and text together in UTF-8 bytes and stops
 	// at 32 KB (about 10,000 Chinese characters), which stays under 150 KB even for text
 	// made of nothing but quotes.
-	{name: "feishu", fields: []Field{
+	{name: "feishu", mention: &mentionRule{field: "feishu_user_id"}, fields: []Field{
 		{Key: "app_id", Required: true, Destination: true, Label: "channels.field.app_id", Help: "channels.help.app_id"},
 		{Key: "app_secret", Required: true, Secret: true, Label: "channels.field.app_secret"},
 		{Key: "base_url", Destination: true, Default: DefaultFeishuBaseURL, Label: "channels.field.base_url", Help: "channels.help.feishu_base_url"},
@@ -171,14 +174,14 @@ var table = []platform{
 	// (robotKinds) rather than refuse it. The limits are each robot's, counted robot by
 	// robot across a pool. None can recall a post.
 	// WeCom: at most 20 posts a minute (errcode 45009 past it).
-	{name: WeComBot, fields: robotFields(WeComBot, false), check: checkRobot(WeComBot), address: "external_id", cap: robotIntakeCap,
+	{name: WeComBot, mention: &mentionRule{field: "wecom_userid", mobile: true}, fields: robotFields(WeComBot, false), check: checkRobot(WeComBot), address: "external_id", cap: robotIntakeCap,
 		limits: map[string]int{"per_minute": 20}, build: buildRobot},
 	// DingTalk: at most 20 posts a minute; past it 130101, and every post refused for ten
 	// minutes.
-	{name: DingTalkBot, fields: robotFields(DingTalkBot, true), check: checkRobot(DingTalkBot), address: "external_id", cap: robotIntakeCap,
+	{name: DingTalkBot, mention: &mentionRule{field: "dingtalk_userid", mobile: true}, fields: robotFields(DingTalkBot, true), check: checkRobot(DingTalkBot), address: "external_id", cap: robotIntakeCap,
 		limits: map[string]int{"per_minute": 20}, build: buildRobot},
 	// Feishu: at most 100 posts a minute and 5 a second (code 11232 past them).
-	{name: FeishuBot, fields: robotFields(FeishuBot, true), check: checkRobot(FeishuBot), address: "external_id", cap: robotIntakeCap,
+	{name: FeishuBot, mention: &mentionRule{field: "feishu_user_id"}, fields: robotFields(FeishuBot, true), check: checkRobot(FeishuBot), address: "external_id", cap: robotIntakeCap,
 		limits: map[string]int{"per_minute": 100, "per_second": 5}, build: buildRobot},
 	// The sandbox is the in-process simulator the registry was given: it simulates the
 	// generic contract, counts as Tianyuan does, and addresses people by external id.
@@ -200,6 +203,38 @@ var genericFields = []Field{
 
 func buildGeneric(_ *Registry, a Account) (Sender, error) {
 	return newGeneric(a.Platform, a.Config, a.AllowPrivateNetwork), nil
+}
+
+// mentionRule is what a platform's group post @s a person by: the staff field holding
+// their user id there, and whether it @s by mobile number when they have none (WeCom's
+// mentioned_mobile_list, DingTalk's atMobiles; Feishu @s by user id alone).
+type mentionRule struct {
+	field  string
+	mobile bool
+}
+
+// GroupPlatforms lists the platforms whose accounts post to chat groups (the group
+// robots, and the applications that post to a group chat by its id), in the table's
+// order.
+func GroupPlatforms() []string {
+	var out []string
+	for _, p := range table {
+		if p.mention != nil {
+			out = append(out, p.name)
+		}
+	}
+	return out
+}
+
+// MentionBy is what a group post on platform @s a person by: the staff field of their
+// user id there, and whether it @s by mobile number where they have none; ok is false
+// for a platform whose accounts do not post to chat groups.
+func MentionBy(platform string) (field string, byMobile, ok bool) {
+	p, known := platforms[platform]
+	if !known || p.mention == nil {
+		return "", false, false
+	}
+	return p.mention.field, p.mention.mobile, true
 }
 
 // platforms finds a platform of the table by name.

@@ -15,6 +15,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"herald/channels"
 	"herald/kernel"
 )
 
@@ -23,30 +24,6 @@ const (
 	MentionOnDuty = "on_duty"
 	MentionNone   = "none"
 )
-
-// The platforms whose accounts post to a chat group: the group robots, which post to
-// the one group they belong to, and the applications that post to a group chat named
-// by its chat id.
-const (
-	PlatformWeComBot    = "wecom_bot"
-	PlatformDingTalkBot = "dingtalk_bot"
-	PlatformFeishuBot   = "feishu_bot"
-	PlatformWeCom       = "wecom"
-	PlatformFeishu      = "feishu"
-)
-
-// robots are the group robots' platforms; appChats the applications' posting to a chat id.
-var (
-	robots   = []string{PlatformWeComBot, PlatformDingTalkBot, PlatformFeishuBot}
-	appChats = []string{PlatformWeCom, PlatformFeishu}
-)
-
-// IsRobot reports whether platform is a group robot's: a post goes to the robot's own
-// group, named in Herald by the chat group's name.
-func IsRobot(platform string) bool { return slices.Contains(robots, platform) }
-
-// Platforms are the platforms a chat group's account may be on, robots first.
-func Platforms() []string { return append(slices.Clone(robots), appChats...) }
 
 // Limits of a chat group's fields.
 const (
@@ -82,7 +59,7 @@ func (ChatGroup) TableName() string { return "chat_groups" }
 // application's group chat, or the group's name for a robot, which posts to its own
 // group whatever the address says.
 func (g *ChatGroup) Address() string {
-	if IsRobot(g.Platform) {
+	if channels.IsRobot(g.Platform) {
 		return g.Name
 	}
 	return g.ChatID
@@ -95,9 +72,9 @@ func validate(g *ChatGroup) error {
 	switch {
 	case !nameRe.MatchString(g.Name):
 		return kernel.Invalid("name", "chatgroups.error.name")
-	case !slices.Contains(Platforms(), g.Platform):
-		return kernel.Invalid("account", "chatgroups.error.account_platform", "Platforms", strings.Join(Platforms(), ", "))
-	case !IsRobot(g.Platform) && g.ChatID == "":
+	case !slices.Contains(channels.GroupPlatforms(), g.Platform):
+		return kernel.Invalid("account", "chatgroups.error.account_platform", "Platforms", strings.Join(channels.GroupPlatforms(), ", "))
+	case !channels.IsRobot(g.Platform) && g.ChatID == "":
 		return kernel.Invalid("chat_id", "chatgroups.error.chat_id_required")
 	case len(g.ChatID) > MaxChatID:
 		return kernel.Invalid("chat_id", "chatgroups.error.too_long", "Max", MaxChatID)

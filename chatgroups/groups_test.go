@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"herald/audit"
+	"herald/channels"
 	"herald/chatgroups"
 	"herald/duty"
 	"herald/internal/testenv"
@@ -33,9 +34,9 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	for _, a := range []*sending.Account{
-		{Name: "wecom-app", Platform: chatgroups.PlatformWeCom, Enabled: true, Config: map[string]string{"corp_id": "c", "agent_id": "1", "secret": "s"}},
-		{Name: "ding-robot", Platform: chatgroups.PlatformDingTalkBot, Enabled: true, Config: map[string]string{}},
-		{Name: "feishu-robot", Platform: chatgroups.PlatformFeishuBot, Enabled: true, Config: map[string]string{}},
+		{Name: "wecom-app", Platform: "wecom", Enabled: true, Config: map[string]string{"corp_id": "c", "agent_id": "1", "secret": "s"}},
+		{Name: "ding-robot", Platform: channels.DingTalkBot, Enabled: true, Config: map[string]string{}},
+		{Name: "feishu-robot", Platform: channels.FeishuBot, Enabled: true, Config: map[string]string{}},
 		{Name: "sandbox-one", Platform: "sandbox", Enabled: true, Config: map[string]string{}},
 	} {
 		if err := s.Sending().CreateAccount(ctx, a); err != nil {
@@ -115,7 +116,7 @@ func TestChatGroupChangesAreValidatedAndAudited(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !g.Fold || g.Platform != chatgroups.PlatformWeCom || g.Address() != "wrOpsCore" {
+	if !g.Fold || g.Platform != "wecom" || g.Address() != "wrOpsCore" {
 		t.Errorf("created %+v", g)
 	}
 	if _, err := f.svc.Create(ctx, f.by, good); fieldOf(err) != "name" {

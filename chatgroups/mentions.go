@@ -13,36 +13,20 @@ import (
 	"herald/kernel"
 )
 
-// atBy is what a platform @s a person by in a group: the staff field holding their
-// user id there, and whether it @s by mobile number when they have no id (WeCom's
-// mentioned_mobile_list, DingTalk's atMobiles; Feishu @s by user id alone).
-type atBy struct {
-	field  string
-	mobile bool
-}
-
-var mentionBy = map[string]atBy{
-	PlatformWeComBot:    {"wecom_userid", true},
-	PlatformDingTalkBot: {"dingtalk_userid", true},
-	PlatformFeishuBot:   {"feishu_user_id", false},
-	PlatformWeCom:       {"wecom_userid", false},
-	PlatformFeishu:      {"feishu_user_id", false},
-}
-
 // MentionOf is what a post on platform @s p by; ok is false when the platform cannot
 // @ them (no user id there, and no mobile number where the platform @s by one).
 func MentionOf(platform string, p *directory.Recipient) (channels.Mention, bool) {
-	by, known := mentionBy[platform]
+	field, byMobile, known := channels.MentionBy(platform)
 	if !known {
 		return channels.Mention{}, false
 	}
 	m := channels.Mention{Name: p.Name, ExternalID: p.ExternalID}
 	for _, a := range directory.IMAddresses {
-		if a.Field == by.field {
+		if a.Field == field {
 			m.UserID = *a.Of(p)
 		}
 	}
-	if by.mobile {
+	if byMobile {
 		m.Mobile = p.Mobile
 	}
 	return m, m.UserID != "" || m.Mobile != ""

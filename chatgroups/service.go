@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"herald/audit"
+	"herald/channels"
 	"herald/directory"
 	"herald/duty"
 	"herald/kernel"
@@ -71,7 +72,7 @@ func (m *Moderator) groupOf(ctx context.Context, in Input) (*ChatGroup, error) {
 		return nil, err
 	}
 	g.AccountID, g.Platform = a.ID, a.Platform
-	if IsRobot(g.Platform) {
+	if channels.IsRobot(g.Platform) {
 		g.ChatID = "" // a robot posts to its own group
 	}
 	if err := validate(g); err != nil {

@@ -49,8 +49,8 @@ func newGroupFixture(t *testing.T) *groupFixture {
 		t.Fatal(err)
 	}
 	for _, a := range []*sending.Account{
-		{Name: "wecom-app", Platform: chatgroups.PlatformWeCom, Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
-		{Name: "ding-robot", Platform: chatgroups.PlatformDingTalkBot, Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
+		{Name: "wecom-app", Platform: "wecom", Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
+		{Name: "ding-robot", Platform: channels.DingTalkBot, Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
 	} {
 		if err := f.store.Sending().CreateAccount(ctx, a); err != nil {
 			t.Fatal(err)
@@ -180,7 +180,7 @@ func TestGroupMentionsAreChecked(t *testing.T) {
 	if len(res.Messages) != 2 || res.Messages[1].ChatGroupID == nil || !slices.Equal(mentioned(res.Messages[1]), []string{"Li Wei 13800000001"}) {
 		t.Errorf("messages %+v", res.Messages)
 	}
-	if res.Messages[1].Platform != chatgroups.PlatformDingTalkBot || strings.Contains(res.Messages[1].Content, "⚠") {
+	if res.Messages[1].Platform != channels.DingTalkBot || strings.Contains(res.Messages[1].Content, "⚠") {
 		t.Errorf("the post %+v", res.Messages[1])
 	}
 }
@@ -197,7 +197,7 @@ func TestThrottledGroupPostsFold(t *testing.T) {
 	sim := simulator.New(simulator.Faults{})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	acct := &sending.Account{Name: "wecom-app", Platform: chatgroups.PlatformWeCom, Enabled: true, MaxAttempts: 3, AllowPrivateNetwork: true,
+	acct := &sending.Account{Name: "wecom-app", Platform: "wecom", Enabled: true, MaxAttempts: 3, AllowPrivateNetwork: true,
 		Config: map[string]string{"corp_id": "ww0123", "secret": "s3cret", "agent_id": "1000002", "base_url": srv.URL + "/wecom"},
 		Limits: delivery.Limits{PerMinute: 2}}
 	if err := f.store.Sending().CreateAccount(ctx, acct); err != nil {
@@ -277,7 +277,7 @@ func TestGroupPostsReachTheDingTalkRobotWithinItsLimit(t *testing.T) {
 	sim := simulator.New(simulator.Faults{})
 	srv := httptest.NewServer(sim.Handler())
 	t.Cleanup(srv.Close)
-	acct := &sending.Account{Name: "ding-sim", Platform: chatgroups.PlatformDingTalkBot, Enabled: true, Healthy: true, MaxAttempts: 3,
+	acct := &sending.Account{Name: "ding-sim", Platform: channels.DingTalkBot, Enabled: true, Healthy: true, MaxAttempts: 3,
 		AllowPrivateNetwork: true, Config: map[string]string{"webhook_url": srv.URL + "/dingtalk-bot/robot/send?access_token=tok-dba"},
 		Limits: delivery.Limits{PerMinute: 20}}
 	if err := f.store.Sending().CreateAccount(ctx, acct); err != nil {

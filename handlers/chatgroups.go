@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"herald/channels"
 	"herald/chatgroups"
 	"herald/kernel"
 	"herald/views"
@@ -130,9 +131,9 @@ func (h *Handlers) renderChatGroupForm(c *gin.Context, status int, f views.ChatG
 	}
 	var choices []views.ChatGroupAccount
 	for _, a := range accounts {
-		for _, p := range chatgroups.Platforms() {
+		for _, p := range channels.GroupPlatforms() {
 			if a.Platform == p {
-				choices = append(choices, views.ChatGroupAccount{Name: a.Name, Platform: a.Platform, Robot: chatgroups.IsRobot(p)})
+				choices = append(choices, views.ChatGroupAccount{Name: a.Name, Platform: a.Platform, Robot: channels.IsRobot(p)})
 			}
 		}
 	}

@@ -2,6 +2,9 @@ package models
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"testing"
 
 	"herald/channels"
@@ -79,5 +82,26 @@ func checkPlatformConfigErrors(t *testing.T) {
 	other := errors.New("boom")
 	if kernel.SettingInvalid(other) != other {
 		t.Error("an error that is not a setting's changed")
+	}
+}
+
+// Every platform that posts to chat groups @s people by a staff field there is, and the
+// robots of the platforms that @ by mobile say so.
+func TestGroupPlatformsMentionByAStaffField(t *testing.T) {
+	want := map[string]string{"wecom": "wecom_userid false", "feishu": "feishu_user_id false", "wecom_bot": "wecom_userid true",
+		"dingtalk_bot": "dingtalk_userid true", "feishu_bot": "feishu_user_id false"}
+	got := map[string]string{}
+	for _, p := range channels.GroupPlatforms() {
+		field, byMobile, ok := channels.MentionBy(p)
+		if !ok || !slices.ContainsFunc(directory.IMAddresses, func(a directory.IMAddress) bool { return a.Field == field }) {
+			t.Errorf("%s @s by %q, which is no staff field", p, field)
+		}
+		got[p] = fmt.Sprint(field, " ", byMobile)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("mentions by platform %v, want %v", got, want)
+	}
+	if _, _, ok := channels.MentionBy("email"); ok {
+		t.Error("email posts to chat groups")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"herald/alert"
 	"herald/audit"
+	"herald/channels"
 	"herald/chatgroups"
 	"herald/dispatch"
 	"herald/internal/testenv"
@@ -24,8 +25,8 @@ import (
 func (c *console) chatGroupAccounts() {
 	c.t.Helper()
 	for _, a := range []*sending.Account{
-		{Name: "wecom-app", Platform: chatgroups.PlatformWeCom, Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
-		{Name: "ding-robot", Platform: chatgroups.PlatformDingTalkBot, Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
+		{Name: "wecom-app", Platform: "wecom", Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
+		{Name: "ding-robot", Platform: channels.DingTalkBot, Enabled: true, MaxAttempts: 3, Config: map[string]string{}},
 	} {
 		if err := c.store.Sending().CreateAccount(context.Background(), a); err != nil {
 			c.t.Fatal(err)
