@@ -24,16 +24,7 @@ func TestBrowserPhoneAccountForms(t *testing.T) {
 	c.user(adminUser)
 	ctx := testenv.Chrome(t)
 	q := chromedp.ByQuery
-	if err := chromedp.Run(ctx,
-		chromedp.Navigate(c.url+"/login"),
-		chromedp.WaitVisible(`#username`, q),
-		chromedp.SendKeys(`#username`, adminUser, q),
-		chromedp.SendKeys(`#password`, testPassword, q),
-		chromedp.Submit(`#password`, q),
-		chromedp.WaitVisible(`header.topbar`, q),
-	); err != nil {
-		t.Fatalf("log in: %v", err)
-	}
+	browserSignIn(t, ctx, c, adminUser)
 	forms := []struct {
 		platform string
 		settings map[string]string

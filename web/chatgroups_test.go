@@ -96,16 +96,7 @@ func TestBrowserChatGroupsPage(t *testing.T) {
 	c.chatGroupAccounts()
 	ctx := testenv.Chrome(t)
 	q := chromedp.ByQuery
-	if err := chromedp.Run(ctx,
-		chromedp.Navigate(c.url+"/login"),
-		chromedp.WaitVisible(`#username`, q),
-		chromedp.SendKeys(`#username`, adminUser, q),
-		chromedp.SendKeys(`#password`, testPassword, q),
-		chromedp.Submit(`#password`, q),
-		chromedp.WaitVisible(`header.topbar`, q),
-	); err != nil {
-		t.Fatalf("log in: %v", err)
-	}
+	browserSignIn(t, ctx, c, adminUser)
 	for i, width := range []int{1366, 768, 390} {
 		name := fmt.Sprintf("ops-%d", width)
 		var scroll int
@@ -176,16 +167,7 @@ func TestBrowserComposeToAChatGroup(t *testing.T) {
 	}
 	ctx := testenv.Chrome(t)
 	q := chromedp.ByQuery
-	if err := chromedp.Run(ctx,
-		chromedp.Navigate(c.url+"/login"),
-		chromedp.WaitVisible(`#username`, q),
-		chromedp.SendKeys(`#username`, operatorUser, q),
-		chromedp.SendKeys(`#password`, testPassword, q),
-		chromedp.Submit(`#password`, q),
-		chromedp.WaitVisible(`header.topbar`, q),
-	); err != nil {
-		t.Fatalf("log in: %v", err)
-	}
+	browserSignIn(t, ctx, c, operatorUser)
 	for _, width := range []int{1366, 768, 390} {
 		text := fmt.Sprintf("Core banking batch late (%d px)", width)
 		var scroll int

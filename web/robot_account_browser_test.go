@@ -23,16 +23,7 @@ func TestBrowserRobotAccountForm(t *testing.T) {
 	c.user(adminUser)
 	ctx := testenv.Chrome(t)
 	q := chromedp.ByQuery
-	if err := chromedp.Run(ctx,
-		chromedp.Navigate(c.url+"/login"),
-		chromedp.WaitVisible(`#username`, q),
-		chromedp.SendKeys(`#username`, adminUser, q),
-		chromedp.SendKeys(`#password`, testPassword, q),
-		chromedp.Submit(`#password`, q),
-		chromedp.WaitVisible(`header.topbar`, q),
-	); err != nil {
-		t.Fatalf("log in: %v", err)
-	}
+	browserSignIn(t, ctx, c, adminUser)
 	pool := "https://oapi.dingtalk.com/robot/send?access_token=aaa111\nhttps://oapi.dingtalk.com/robot/send?access_token=bbb222"
 	for _, width := range []int{1366, 768, 390} {
 		name := fmt.Sprintf("ops-robot-%d", width)

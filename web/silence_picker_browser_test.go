@@ -27,14 +27,7 @@ func TestBrowserSilenceValuePicker(t *testing.T) {
 	}
 	ctx := testenv.Chrome(t)
 	q := chromedp.ByQuery
-	if err := chromedp.Run(ctx,
-		network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}),
-		chromedp.Navigate(c.url+"/login"), chromedp.WaitVisible(`#username`, q),
-		chromedp.SendKeys(`#username`, operatorUser, q), chromedp.SendKeys(`#password`, testPassword, q),
-		chromedp.Submit(`#password`, q), chromedp.WaitVisible(`header.topbar`, q),
-	); err != nil {
-		t.Fatalf("log in: %v", err)
-	}
+	browserSignIn(t, ctx, c, operatorUser, network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": "zh-CN,zh;q=0.9"}))
 	for _, width := range []int64{1366, 768, 390} {
 		var list string
 		var options []string
