@@ -30,3 +30,6 @@ func (s *Credentials) BeginGuess(ctx context.Context, username, ip string, at ti
 func (s *Credentials) AuthenticateAt(ctx context.Context, username, password, ip string, at time.Time) (*User, error) {
 	return s.authenticate(ctx, username, password, ip, at)
 }
+
+// HashCost is the bcrypt cost passwords are hashed at from now on.
+func HashCost() int { return bcryptCost }

@@ -6,6 +6,14 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
+// TestPasswordCost: a Herald process hashes passwords above bcrypt's default cost (the
+// tests of this package hash at the least cost, UseCheapPasswordHashes).
+func TestPasswordCost(t *testing.T) {
+	if passwordCost <= bcrypt.DefaultCost {
+		t.Errorf("passwords hashed at cost %d, want more than bcrypt's default %d", passwordCost, bcrypt.DefaultCost)
+	}
+}
+
 // TestDummyHashMatchesThePasswordCost: the hash an unknown username's login is compared
 // against is a real bcrypt hash of passwordCost, so that it takes as long as a wrong
 // password does.

@@ -100,8 +100,8 @@ func TestCreateUser(t *testing.T) {
 	}
 	if cost, err := bcrypt.Cost([]byte(hash)); err != nil {
 		t.Errorf("stored password_hash %q is not a bcrypt hash: %v", hash, err)
-	} else if cost < bcrypt.DefaultCost {
-		t.Errorf("bcrypt cost %d, want at least %d", cost, bcrypt.DefaultCost)
+	} else if cost != access.HashCost() {
+		t.Errorf("bcrypt cost %d, want the cost in force, %d", cost, access.HashCost())
 	}
 
 	got, err := s.Access().UserByID(ctx, u.ID)
