@@ -17,8 +17,9 @@ import (
 )
 
 // killAlerts is how many alerts TestKilledWorkerFiresEveryStepOnce opens: enough that
-// their second steps take a while to fire, so that the kill lands among them.
-const killAlerts = 300
+// their second steps take a while to fire, so that the kill lands among them (the test
+// fails when every one fired before it), and twice as many in the long runs.
+var killAlerts = fullSize(150, 300)
 
 // killStepWait is the first step's wait in TestKilledWorkerFiresEveryStepOnce.
 const killStepWait = 5 * time.Second

@@ -122,6 +122,8 @@ var longRuns = []struct {
 	{"TestRedisFlushedMidRunLosesNothing", "2,000 messages instead of 500", true},
 	{"TestKilledWorkerLosesNothing", "2,000 messages instead of 500", true},
 	{"TestStoppedWorkerHandsOverCleanly", "2,000 messages instead of 500", true},
+	{"TestKilledWorkerFiresEveryStepOnce", "300 alerts instead of 150", true},
+	{"TestBurstRightAfterStart", "three starts per mode, the first burst 10 s instead of two and 5 s", true},
 }
 
 // longRun reports whether the long runs are on: HERALD_TEST_LONG=1 or only.

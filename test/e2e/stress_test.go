@@ -13,14 +13,15 @@ import (
 // the first burst, with nothing warmed up, is where a freeze shows. Every request must
 // answer within hangAfter and never with a 5xx, and every accepted message must reach the
 // platform. A request that hangs prints a goroutine dump, so a failure explains itself.
-// The first start's burst lasts 10 s (HERALD_STRESS_SPAN); the soak of make test-long
-// keeps the same traffic up for half an hour. It judges freezes, not speed, so it runs
-// beside the package's other parallel tests: their load makes a freeze likelier, not
-// less.
+// In make test it starts Herald twice per mode and the first burst lasts 5 s; with the
+// long runs (make test-long) three times with a first burst of 10 s (HERALD_STRESS_SPAN,
+// HERALD_STRESS_STARTS), and the soak keeps the same traffic up for half an hour. It
+// judges freezes, not speed, so it runs beside the package's other parallel tests: their
+// load makes a freeze likelier, not less.
 func TestBurstRightAfterStart(t *testing.T) {
 	t.Parallel()
-	span := envDuration("HERALD_STRESS_SPAN", 10*time.Second)
-	starts := envInt("HERALD_STRESS_STARTS", 3)
+	span := envDuration("HERALD_STRESS_SPAN", time.Duration(fullSize(5, 10))*time.Second)
+	starts := envInt("HERALD_STRESS_STARTS", fullSize(2, 3))
 	for _, mode := range burstModes {
 		t.Run(mode.Name, func(t *testing.T) {
 			for i := range starts {
@@ -28,7 +29,7 @@ func TestBurstRightAfterStart(t *testing.T) {
 				// first seconds, each on a new database.
 				length := span
 				if i > 0 {
-					length = min(span, 5*time.Second)
+					length = min(span, time.Duration(fullSize(3, 5))*time.Second)
 				}
 				t.Run(fmt.Sprintf("start%d", i+1), func(t *testing.T) {
 					h := startHerald(t, mode.Env(t))
