@@ -109,6 +109,7 @@ func (r *callbackReceiver) waitFor(t testing.TB, n int, timeout time.Duration) [
 // signed, once a process is back and the receiver is up; events of one message arrive
 // in order, and batch.completed after the messages of its batch.
 func TestCallbacksReachTheCallerThroughOutageAndRestart(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	rig := newFaultRig(t, env, 4, simulator.Faults{FailRate: 1})
 	ctx := context.Background()

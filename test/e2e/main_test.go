@@ -43,7 +43,9 @@ func TestMain(m *testing.M) {
 	// Most parallel tests here wait on the processes they started (a sign-in, a
 	// migration, a first delivery), not on the CPU: unless -test.parallel says otherwise,
 	// four of them run at a time instead of one a core. The tests that judge timing
-	// across processes are not parallel: they run first, one at a time.
+	// across processes (limits, leases, latencies, start-up deadlines) are not parallel:
+	// they run first, one at a time. Those that judge only what ends where (a restart, an
+	// outage, retries) run with the parallel ones.
 	parallelSet := false
 	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
 	if !parallelSet {

@@ -165,6 +165,7 @@ func TestStoppedWorkerHandsOverCleanly(t *testing.T) {
 // TestAccountRetryPolicyApplies: an account that allows no transient retries stops a
 // message at its first server error, where the default would try three times.
 func TestAccountRetryPolicyApplies(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	rig := newFaultRig(t, env, 5, simulator.Faults{FailRate: 1})
 	none := 0
@@ -196,6 +197,7 @@ func TestAccountRetryPolicyApplies(t *testing.T) {
 // messages so that the worker claims them in shared batches, and beside chunk tasks
 // that carry it too: the message must still reach the platform once.
 func TestTasksOfOneMessageSendOnce(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	rig := newFaultRig(t, env, 300, simulator.Faults{Latency: simulator.Duration(20 * time.Millisecond)})
 	// Everything comes due in the same second, so the worker takes it up together.

@@ -92,6 +92,7 @@ func heldMetric(t *testing.T, h *running) int {
 // Herald restarted while a silence holds messages: nothing is lost, and once it ends
 // each message is sent exactly once.
 func TestSilenceAcrossRestart(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	rig := newFaultRig(t, env, 40, simulator.Faults{})
 	ctx := context.Background()
