@@ -186,21 +186,57 @@ func localize(lang, id string, count *int, args []any) string {
 var (
 	missingMu sync.Mutex
 	missing   = map[string]string{}
+	// missLog is every failed lookup in order, the latest missLogCap of them, and
+	// missBase the mark of its first: tests side by side each read the failures since a
+	// mark of their own (MissingSince) instead of clearing one another's record.
+	missLog  []string
+	missBase int
 )
 
+// missLogCap bounds missLog: past it the older half is forgotten.
+const missLogCap = 4096
+
 // noteMissing remembers a key a catalog lacks (or a template that failed), for Missing.
-func noteMissing(lang, id string, err error) {
-	missingMu.Lock()
-	defer missingMu.Unlock()
-	missing[lang+" "+id] = err.Error()
-}
+func noteMissing(lang, id string, err error) { remember(lang+" "+id, err.Error()) }
 
 // NoteUntranslated remembers English text shown to a user of another language because
 // it has no catalog key, for Missing.
-func NoteUntranslated(text string) {
+func NoteUntranslated(text string) { remember("untranslated "+text, "no catalog key") }
+
+func remember(what, why string) {
 	missingMu.Lock()
 	defer missingMu.Unlock()
-	missing["untranslated "+text] = "no catalog key"
+	missing[what] = why
+	missLog = append(missLog, what+": "+why)
+	if len(missLog) > missLogCap {
+		drop := len(missLog) - missLogCap/2
+		missLog = append([]string(nil), missLog[drop:]...)
+		missBase += drop
+	}
+}
+
+// MissingMark marks the present, for MissingSince.
+func MissingMark() int {
+	missingMu.Lock()
+	defer missingMu.Unlock()
+	return missBase + len(missLog)
+}
+
+// MissingSince returns, sorted and each once, the lookups that failed since mark (as
+// Missing words them), whoever looked them up.
+func MissingSince(mark int) []string {
+	missingMu.Lock()
+	defer missingMu.Unlock()
+	seen := map[string]bool{}
+	out := []string{}
+	for _, m := range missLog[min(max(mark-missBase, 0), len(missLog)):] {
+		if !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Missing returns, sorted, the lookups that failed since the process started (or since
@@ -216,7 +252,8 @@ func Missing() []string {
 	return out
 }
 
-// ResetMissing forgets the failed lookups.
+// ResetMissing forgets the failed lookups Missing returns (not those MissingSince
+// does).
 func ResetMissing() {
 	missingMu.Lock()
 	defer missingMu.Unlock()

@@ -3,6 +3,7 @@ package i18n_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,31 @@ func TestNameOfStoredValues(t *testing.T) {
 	}
 	if got := i18n.Name(zh, "status", "some_new_state"); got != "some new state" {
 		t.Errorf("an unforeseen value: %q, want it readable as it is", got)
+	}
+}
+
+// TestMissingSinceAMark: a test that keeps a mark sees the lookups that failed after it,
+// each once, and not those before it; another test's reset does not take them away, and
+// a mark survives the record forgetting its oldest half.
+func TestMissingSinceAMark(t *testing.T) {
+	i18n.In(i18n.Chinese, "test.missing.before")
+	mark := i18n.MissingMark()
+	i18n.In(i18n.Chinese, "test.missing.after")
+	i18n.In(i18n.Chinese, "test.missing.after")
+	i18n.ResetMissing()
+	got := i18n.MissingSince(mark)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "zh-CN test.missing.after: ") {
+		t.Fatalf("failed since the mark: %q, want test.missing.after once", got)
+	}
+	for i := range 5000 {
+		i18n.NoteUntranslated("filler " + strconv.Itoa(i))
+	}
+	late := i18n.MissingMark()
+	i18n.NoteUntranslated("the last")
+	if got := i18n.MissingSince(late); !slices.Equal(got, []string{"untranslated the last: no catalog key"}) {
+		t.Errorf("failed since a mark after the record was trimmed: %q", got)
+	}
+	if got := i18n.MissingSince(mark); len(got) == 0 || !slices.Contains(got, "untranslated the last: no catalog key") {
+		t.Errorf("failed since a mark older than the record: %d lookups, want what the record still holds", len(got))
 	}
 }

@@ -235,7 +235,7 @@ func (p *phone) attr(sel, name string) string {
 // the screen, and what a finger presses is at least 40 px tall.
 func TestPhoneConsole(t *testing.T) {
 	t.Parallel()
-	watchCatalog(t)
+	catalog := watchCatalog()
 	h := startHerald(t, testEnv(t))
 	people, err := h.App.Store.Directory().RecipientsByExternalIDs(context.Background(), []string{"E2001"})
 	if err != nil || len(people) != 1 {
@@ -402,7 +402,7 @@ func TestPhoneConsole(t *testing.T) {
 			})
 		}
 	})
-	if m := i18n.Missing(); len(m) > 0 {
+	if m := i18n.MissingSince(catalog); len(m) > 0 {
 		t.Errorf("catalog lookups failed:\n  %s", strings.Join(m, "\n  "))
 	}
 }

@@ -277,7 +277,7 @@ func (f zhFixtures) fill(s string) string {
 // no English text of the catalogs is left in what a person reads.
 func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	t.Parallel()
-	watchCatalog(t)
+	catalog := watchCatalog()
 	env := testEnv(t)
 	env["HERALD_DEFAULT_LANGUAGE"] = i18n.Chinese
 	env["HERALD_DEMO"] = "true"
@@ -459,7 +459,7 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 	}
 
 	phrases := englishCatalogPhrases(t)
-	if m := i18n.Missing(); len(m) > 0 {
+	if m := i18n.MissingSince(catalog); len(m) > 0 {
 		t.Errorf("catalog lookups failed while setting up:\n  %s", strings.Join(m, "\n  "))
 	}
 
@@ -486,10 +486,10 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 		if p.as != "admin" {
 			name += " (" + map[string]string{"viewer": "viewer", "": "signed out"}[p.as] + ")"
 		}
-		i18n.ResetMissing()
+		mark := i18n.MissingMark()
 		resp, body := b.Do(p.method, path, form, header)
 		var notFound []string
-		for _, m := range i18n.Missing() {
+		for _, m := range i18n.MissingSince(mark) {
 			// "zh-CN some.key: message "some.key" not found in language "zh-CN"" is said
 			// once for all the keys of a page; other failures as they are.
 			lang, rest, _ := strings.Cut(m, " ")
@@ -555,7 +555,7 @@ func TestConsoleInChineseHasNoEnglishLeft(t *testing.T) {
 		t.Error(sb.String())
 	}
 	report("unexpected answers", statuses)
-	report("catalog lookups that failed (i18n.Missing)", missing)
+	report("catalog lookups that failed (i18n.MissingSince)", missing)
 	report("English text of the catalogs on Chinese pages: page → English (catalog key) in «text»", english)
 	report("other problems", problems)
 

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -90,18 +89,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// catalogWatch is held by a test that checks that no catalog lookup failed
-// (i18n.Missing) between its start and its end. The record of failed lookups is the
-// process's, so two such tests side by side would clear each other's record.
-var catalogWatch sync.Mutex
-
-// watchCatalog starts a catalog check: it waits for any other to end, then clears the
-// record of failed lookups, which the test reads at its end.
-func watchCatalog(t *testing.T) {
-	catalogWatch.Lock()
-	t.Cleanup(catalogWatch.Unlock)
-	i18n.ResetMissing()
-}
+// watchCatalog starts a catalog check: the lookups that fail from now on, whichever
+// test's requests made them, are i18n.MissingSince of the mark it returns, which the
+// test reads at its end. Tests side by side each keep a mark of their own.
+func watchCatalog() int { return i18n.MissingMark() }
 
 func must(err error) {
 	if err != nil {
