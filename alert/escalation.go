@@ -44,6 +44,9 @@ const (
 	// SkipNeedsApproval: the step would take an alert nobody approved past the approval
 	// threshold.
 	SkipNeedsApproval = "needs_approval"
+	// SkipNoticeCap: the alert (or its incident) has sent its route's
+	// max_notices_per_hour this hour.
+	SkipNoticeCap = "notice_cap"
 )
 
 // An alert stays inside the limits of whoever opened it. At intake, everyone it can
@@ -301,6 +304,17 @@ func (d *Service) fireStep(ctx context.Context, stepID int64, now time.Time) (ne
 		if err := d.claimStep(ctx, tx, a, s, now); err != nil {
 			return err
 		}
+		if call.plan != nil && a.NoticeCap > 0 {
+			within, err := Of(tx).TakeNotices(ctx, a.ID, len(call.plan.Messages), now)
+			if err != nil {
+				return err
+			}
+			if !within {
+				// The route's max_notices_per_hour: the step fires on time, but calls
+				// nobody, saying why, until the hour is over.
+				call = stepCall{reason: SkipNoticeCap}
+			}
+		}
 		if call.plan != nil {
 			if err := d.writeAlertBatch(ctx, tx, ch, a.ID, call.plan); err != nil {
 				return err
@@ -321,7 +335,7 @@ func (d *Service) fireStep(ctx context.Context, stepID int64, now time.Time) (ne
 		if err := d.alertEvent(ctx, tx, ch, a, EventAlertEscalated, AlertEvent{State: AlertOpen, Step: s.N, Round: s.Round}, now); err != nil {
 			return err
 		}
-		if call.reason != "" {
+		if call.reason != "" && call.reason != SkipNoticeCap {
 			if err := d.unrouted(ctx, tx, ch, a, s, call.reason, now); err != nil {
 				return err
 			}
@@ -423,6 +437,16 @@ func (d *Service) planStep(ctx context.Context, a *Alert, s *AlertStep, now time
 		Text: a.Text, CallbackKeyID: a.CallbackKeyID, AckPlaceholder: placeholder}
 	if a.Template == "" {
 		n.Variables = nil
+	}
+	if a.IncidentID != nil && d.digest != nil {
+		// An incident's notices list its alerts.
+		lines, err := d.digest(ctx, *a.IncidentID)
+		if err != nil {
+			return stepCall{}, err
+		}
+		if a.Template == "" && lines != "" {
+			n.Text += "\n" + lines
+		}
 	}
 	plan, err := d.notices.PlanNotices(ctx, n)
 	if fe := (*kernel.FieldError)(nil); step.Via != "" && errors.As(err, &fe) {
@@ -629,7 +653,7 @@ func (d *Service) exhaust(ctx context.Context, a *Alert, s *AlertStep, now time.
 			return err
 		}
 		text := i18n.In(i18n.Chinese, "alerts.notice.exhausted", "Subject", alertTitle(a))
-		if err := d.writeNotice(ctx, tx, ch, a, recipientIDs(people), text); err != nil {
+		if err := d.WriteNotice(ctx, tx, ch, a, recipientIDs(people), text); err != nil {
 			return err
 		}
 		if err := d.alertEvent(ctx, tx, ch, a, EventAlertExhausted, AlertEvent{State: AlertExhausted, Step: a.Step, Round: a.Round}, now); err != nil {
