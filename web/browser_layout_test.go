@@ -98,6 +98,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 	c.user(adminUser)
 	c.integrationWithEvents("layout")
 	c.heartbeatMissed("layout", "layout-policy")
+	c.stormIncident("layout-storm", 12)
 	later := time.Now().Add(2 * time.Hour)
 	msgs := c.send(nil, "E2001", "E2002", "E2003")
 	c.stop(msgs["E2001"].ID)
@@ -149,6 +150,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"heartbeats", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats"), chromedp.WaitVisible(`#heartbeats`, q)}, nil, nil},
 		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},
 		{"heartbeat token", append(heartbeatToken, openDetails), nil, nil},
+		{"incidents", []chromedp.Action{chromedp.Navigate(c.url + "/incidents"), chromedp.WaitVisible(`details.incident`, q), openDetails}, nil, nil},
 	}
 	for _, width := range []int{1366, 768, 390} {
 		if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), 900)); err != nil {
