@@ -1,6 +1,7 @@
 package incident
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -233,7 +234,7 @@ func (d *Coordinator) openFlapping(ctx context.Context, arr Arrival, now time.Ti
 			return nil
 		}
 		text := i18n.In(i18n.Chinese, "incidents.notice.flapping", "Title", kernel.TruncateRunes(arr.Subject, 120),
-			"Count", len(history)+1, "Window", arr.Rules.flapWindow().String())
+			"Count", len(history)+1, "Window", cmp.Or(strings.TrimSpace(arr.Rules.FlapWindow), "30m"))
 		for _, h := range history {
 			if h.Flapping {
 				continue
