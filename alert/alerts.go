@@ -418,6 +418,17 @@ func (s *Ledger) AddAlertStep(ctx context.Context, st *AlertStep) error {
 	return nil
 }
 
+// PostponeAlertStep moves step s, not fired yet, to come due at until, saying why it
+// waits, if it is still due when it was read: false when it moved meanwhile.
+func (s *Ledger) PostponeAlertStep(ctx context.Context, st *AlertStep, until time.Time, reason string) (bool, error) {
+	res := s.k.Writer(ctx).Model(&AlertStep{}).Where("id = ? AND fired_at IS NULL AND cancelled_at IS NULL AND due_at = ?", st.ID, st.DueAt).
+		Updates(map[string]any{"due_at": until, "skipped_reason": reason})
+	if res.Error != nil {
+		return false, fmt.Errorf("alert: postpone alert step %d: %w", st.ID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
 // CancelAlertSteps cancels the steps of an alert not fired yet.
 func (s *Ledger) CancelAlertSteps(ctx context.Context, alertID int64, now time.Time) error {
 	err := s.k.Writer(ctx).Model(&AlertStep{}).Where("alert_id = ? AND fired_at IS NULL AND cancelled_at IS NULL", alertID).

@@ -6,7 +6,7 @@ package audit
 var Actions = []string{
 	"account.create", "account.delete", "account.disable", "account.enable", "account.test", "account.update",
 	"alert.acknowledge", "alert.call", "alert.exhaust", "alert.open", "alert.policy.create", "alert.policy.delete", "alert.policy.update", "alert.resolve", "alert.step", "alert.unrouted",
-	"alert.flapping",
+	"alert.flapping", "alert.notice_cap",
 	"apikey.auth_failed", "apikey.callback.remove", "apikey.callback.resend", "apikey.callback.set", "apikey.create", "apikey.revoke",
 	"batch.approve", "batch.cancel", "batch.create", "batch.expire", "batch.recall", "batch.recall_approve", "batch.recall_expire", "batch.recall_reject", "batch.recall_request", "batch.reject", "batch.withdraw",
 	"chat_group.create", "chat_group.delete", "chat_group.update",

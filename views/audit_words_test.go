@@ -70,6 +70,7 @@ var auditActionSamples = map[string]audit.Params{
 	"incident.join":        {"alert": "43"},
 	"incident.open":        {"source": "alertmanager", "key": "job1=db2"},
 	"incident.storm":       {"count": "50"},
+	"alert.notice_cap":     {"cap": "6"},
 }
 
 // auditVerbatim are what an audit entry shows as it was given: names and ids people
