@@ -352,10 +352,10 @@ func (d *Service) fireStep(ctx context.Context, stepID int64, now time.Time) (ne
 		ch.After(func() { d.ScheduleStep(ctx, nextStep) })
 		return nil
 	})
-	if errors.Is(err, errStepTaken) || held {
-		return nil, false, err
+	if errors.Is(err, errStepTaken) {
+		return nil, false, nil
 	}
-	if err != nil {
+	if err != nil || held {
 		return nil, false, err
 	}
 	return next, true, nil
