@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -134,6 +136,25 @@ func TestIncidentsAPIAndPage(t *testing.T) {
 	}
 	if status, out, _ := call("POST", fmt.Sprintf("/api/v1/incidents/%d/ack", id), `{"by":"E2001"}`, admin); status != http.StatusOK || out["already"] != true {
 		t.Errorf("taking it again: %d %v", status, out)
+	}
+
+	// The console's integration form carries the route's noise settings through.
+	console := c.as(adminUser)
+	_, body = console.get("/integrations/prom/edit")
+	m := regexp.MustCompile(`name="default_route.noise" value="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("the edit form carries no noise settings:\n%s", body)
+	}
+	form := integrationForm("prom", "alertmanager")
+	for k, v := range map[string]string{"policy": "core", "platform": "sandbox", "priority": "high", "noise": html.UnescapeString(m[1])} {
+		form.Set("default_route."+k, v)
+	}
+	resp, body = console.post("/integrations/prom/edit", form)
+	wantRedirect(t, "edit", resp, body, "/integrations/prom")
+	it, err := c.h.Dispatch.Inbound().Integration(ctx, "prom")
+	if err != nil || it.DefaultRoute == nil || it.DefaultRoute.Priority != "high" || it.DefaultRoute.StormThreshold != 5 ||
+		strings.Join(it.DefaultRoute.GroupBy, ",") != "alertname,cluster" || it.DefaultRoute.GroupWindow != "5m" {
+		t.Errorf("after editing in the console: %+v, %v", it.DefaultRoute, err)
 	}
 }
 
