@@ -614,14 +614,14 @@ func IncidentsPage(p Page, v IncidentsView) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					if r.Incident.CanMoveTo(incident.StateAcknowledged) {
-						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 51, "<button type=\"submit\" class=\"small\">")
+						templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 51, "<button type=\"submit\" class=\"small incident-ack\">")
 						if templ_7745c5c3_Err != nil {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var38 string
 						templ_7745c5c3_Var38, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "incidents.acknowledge"))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/incidents.templ`, Line: 111, Col: 81}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/incidents.templ`, Line: 111, Col: 94}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var38))
 						if templ_7745c5c3_Err != nil {

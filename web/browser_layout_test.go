@@ -87,11 +87,12 @@ type layoutMeasure struct {
 
 // TestBrowserConsoleLayout opens the dashboard, the message list, a batch, the compose
 // form, a CSV import preview, the integrations' pages (the list, one with its events,
-// the form, a token with its snippets) and the heartbeats' (the list, the form, a token
-// with its snippets) in Chinese at 1366, 768 and 390 px, and checks the
+// the form, a token with its snippets), the heartbeats' (the list, the form, a token
+// with its snippets) and the incidents' in Chinese at 1366, 768 and 390 px, and checks the
 // layout rules on each (layoutScript), the columns that must be on a phone's screen, and
 // Send after the people on a phone. Each page's screenshot must be as wide as asked;
-// HERALD_LAYOUT_SCREENSHOTS names a directory to keep them in.
+// HERALD_LAYOUT_SCREENSHOTS names a directory to keep them in. Then it takes the
+// incident on its page, in the same browser.
 func TestBrowserConsoleLayout(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t, func(o *web.Options) { o.DefaultLanguage = i18n.Chinese })
@@ -231,6 +232,9 @@ func TestBrowserConsoleLayout(t *testing.T) {
 	})
 	t.Run("message list holds its reload while text of it is selected", func(t *testing.T) {
 		checkListPause(t, ctx, c.url)
+	})
+	t.Run("taking an incident on the 事件 page takes its alerts", func(t *testing.T) {
+		checkIncidentTaken(t, ctx, c)
 	})
 }
 

@@ -158,31 +158,31 @@ func TestIncidentsAPIAndPage(t *testing.T) {
 	}
 }
 
-// An operator takes an incident from the 事件 page in Chinese: the incident and every
-// alert of it are taken, and the page says so.
-func TestBrowserIncidentAcknowledge(t *testing.T) {
-	t.Parallel()
-	c := newConsole(t)
-	c.stormIncident("storm", 6)
-	ctx := c.chineseBrowser(t, operatorUser)
+// checkIncidentTaken takes the console's one incident (stormIncident's) on the 事件
+// page: the incident and every alert of it are taken, and the page says so.
+func checkIncidentTaken(t *testing.T, ctx context.Context, c *console) {
+	t.Helper()
 	q := chromedp.ByQuery
 	var notice string
 	if err := chromedp.Run(ctx,
+		chromedp.EmulateViewport(390, 900),
 		chromedp.Navigate(c.url+"/incidents"),
-		chromedp.WaitVisible(`details.incident form button[type="submit"]`, q),
-		chromedp.Click(`details.incident form button[type="submit"]`, q),
-		chromedp.WaitVisible(`.alert`, q),
-		chromedp.Text(`.alert`, &notice, q),
+		chromedp.WaitVisible(`details.incident button.incident-ack`, q),
+		chromedp.Click(`details.incident button.incident-ack`, q),
+		chromedp.WaitVisible(`main .alert`, q),
+		chromedp.Text(`main .alert`, &notice, q),
 	); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(notice, "已接手") {
 		t.Errorf("the notice reads %q", notice)
 	}
-	if n := testenv.Count(t, c.store, "SELECT COUNT(*) FROM alerts WHERE state = 'acknowledged' AND acknowledged_via = 'console'"); n != 6 {
-		t.Errorf("%d of 6 alerts taken", n)
+	var alerts, taken int
+	if err := c.store.SQL().QueryRow(`SELECT COUNT(*), SUM(CASE WHEN state = 'acknowledged' AND acknowledged_via = 'console' THEN 1 ELSE 0 END)
+		FROM alerts WHERE incident_id IS NOT NULL`).Scan(&alerts, &taken); err != nil || alerts == 0 || taken != alerts {
+		t.Errorf("%d of %d alerts of the incident taken (%v)", taken, alerts, err)
 	}
-	if n := testenv.Count(t, c.store, "SELECT COUNT(*) FROM incidents WHERE state = 'acknowledged' AND acknowledged_by = ?", operatorUser); n != 1 {
-		t.Error("the incident is not taken by the operator")
+	if n := testenv.Count(t, c.store, "SELECT COUNT(*) FROM incidents WHERE state = 'acknowledged'"); n != 1 {
+		t.Error("the incident is not taken")
 	}
 }
