@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,7 +80,8 @@ func TestIncidentGathersAStorm(t *testing.T) {
 	t.Parallel()
 	f := newAlertFixture(t)
 	ctx := context.Background()
-	f.policy(t, alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{{Targets: []string{"on_duty"}, Wait: "10m"}}})
+	f.policy(t, alert.EscalationPolicy{Name: "core", Steps: []alert.PolicyStep{{Targets: []string{"on_duty"}, Wait: "10m"},
+		{Targets: []string{"E2001"}, Wait: "10m"}}})
 	it, _, err := f.d.Inbound().CreateIntegration(ctx, f.by, inbound.IntegrationInput{Name: "prometheus", Format: inbound.FormatAlertmanager,
 		DefaultRoute: &inbound.Route{Policy: "core", Platform: "sandbox",
 			Rules: incident.Rules{GroupBy: []string{"alertname", "cluster"}, GroupWindow: "5m", StormThreshold: 50}}})
@@ -124,6 +126,12 @@ func TestIncidentGathersAStorm(t *testing.T) {
 			t.Fatalf("alert %d joined the incident but escalates: %+v", a.ID, steps)
 		}
 	}
+	// The incident's next step lists its alerts.
+	f.advance(t, 10*time.Minute)
+	if step := f.noticesTo(t, *in.AlertID)["E2001"]; len(step) != 1 || !strings.Contains(step[0], fmt.Sprintf("事件 #%d：共 100 条告警", in.ID)) ||
+		!strings.Contains(step[0], "失联\n· 【严重】节点 i2 失联\n") || !strings.Contains(step[0], "及另外 95 条") {
+		t.Errorf("the incident's second step: %q", step)
+	}
 	// Taking the incident takes every alert of it, and its escalation stops.
 	if _, err := coord.Acknowledge(ctx, f.by, in.ID, "", alert.AckViaAPI, ""); !isField(err, "by") {
 		t.Errorf("taking it through the API without naming who: %v", err)
@@ -136,7 +144,7 @@ func TestIncidentGathersAStorm(t *testing.T) {
 		t.Errorf("%d of 100 alerts acknowledged", n)
 	}
 	f.advance(t, time.Hour)
-	if steps := f.steps(t, *in.AlertID); len(steps) != 1 {
+	if steps := f.steps(t, *in.AlertID); len(steps) != 2 {
 		t.Errorf("the incident's steps after it was taken: %v", steps)
 	}
 	// All but one recover: still acknowledged; the last: resolved, by the integration.

@@ -282,14 +282,16 @@ func digest(ctx context.Context, store *models.Store, id int64) (string, error) 
 	return strings.Join(lines, "\n"), nil
 }
 
-// alertLine is how an incident's notice names one of its alerts: its labels, else its
-// subject.
+// alertLine is how an incident's notice names one of its alerts: its subject, with its
+// instance label when the subject does not say it (alerts of one key often share
+// their subject), else its number.
 func alertLine(a *alert.Alert) string {
-	if v := a.Labels["instance"]; v != "" {
-		return kernel.TruncateRunes(a.Subject, 60) + " " + v
+	line := kernel.TruncateRunes(a.Subject, 80)
+	if v := a.Labels["instance"]; v != "" && !strings.Contains(a.Subject, v) {
+		line = strings.TrimSpace(line + " " + v)
 	}
-	if a.Subject != "" {
-		return kernel.TruncateRunes(a.Subject, 80)
+	if line == "" {
+		return "#" + strconv.FormatInt(a.ID, 10)
 	}
-	return "#" + strconv.FormatInt(a.ID, 10)
+	return line
 }
