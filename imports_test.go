@@ -187,7 +187,10 @@ var domains = map[string][]string{
 	"herald/alert":   {"herald/models", "herald/templates", "herald/directory", "herald/duty", "herald/sending", "herald/chatgroups"},
 	// Integrations: the alerts monitoring tools post, normalised from their formats and
 	// opened through the alerts' service.
-	"herald/inbound": {"herald/models", "herald/alert", "herald/directory", "herald/duty", "herald/sending", "herald/templates"},
+	"herald/inbound": {"herald/models", "herald/alert", "herald/directory", "herald/duty", "herald/sending", "herald/templates", "herald/incident"},
+	// Incidents: the alerts of one group key gathered, flapping keys quieted, notices
+	// bounded; they act on the alerts through the alerts' service.
+	"herald/incident": {"herald/models", "herald/alert"},
 	// The calls of alerts: their outcomes act on the alerts through the alerts' service.
 	"herald/phone": {"herald/models", "herald/alert"},
 	// Chat groups: the group chats a send posts to, and whom a post @s by the duty rule.

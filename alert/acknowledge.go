@@ -271,7 +271,7 @@ func (d *Service) noticeOfAck(ctx context.Context, tx *models.Store, ch *audit.C
 	}
 	ids = slices.DeleteFunc(ids, func(id int64) bool { return id == who.recipientID })
 	text := i18n.In(i18n.Chinese, "alerts.notice.acknowledged", "Name", who.name, "Subject", alertTitle(a))
-	return d.writeNotice(ctx, tx, ch, a, ids, text)
+	return d.WriteNotice(ctx, tx, ch, a, ids, text)
 }
 
 // noticeOfRecovery tells everyone the alert notified so far that it recovered.
@@ -281,7 +281,7 @@ func (d *Service) noticeOfRecovery(ctx context.Context, tx *models.Store, ch *au
 		return err
 	}
 	text := i18n.In(i18n.Chinese, "alerts.notice.recovered", "Subject", alertTitle(a))
-	return d.writeNotice(ctx, tx, ch, a, ids, text)
+	return d.WriteNotice(ctx, tx, ch, a, ids, text)
 }
 
 // AckViaSource is how an alert is resolved by the monitoring tool that posted it: its
@@ -311,9 +311,9 @@ func alertTitle(a *Alert) string {
 	return "#" + strconv.FormatInt(a.ID, 10)
 }
 
-// writeNotice writes one of Herald's own notices of an alert (taken, nobody answered) to
-// people, in tx, enqueued once it commits.
-func (d *Service) writeNotice(ctx context.Context, tx *models.Store, ch *audit.Change, a *Alert, people []int64, text string) error {
+// WriteNotice writes one of Herald's own notices of an alert (taken, nobody answered, a
+// storm, flapping) to people, in tx, enqueued once it commits.
+func (d *Service) WriteNotice(ctx context.Context, tx *models.Store, ch *audit.Change, a *Alert, people []int64, text string) error {
 	if len(people) == 0 {
 		return nil
 	}

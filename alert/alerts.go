@@ -147,6 +147,15 @@ type Alert struct {
 	Severity    string
 	EventCount  int
 	LastEventAt *time.Time
+	// IncidentID is the incident the alert belongs to (package incident); nil: none.
+	IncidentID *int64
+	// Flapping: its dedup key opened and recovered too often of late; it sends nothing.
+	Flapping bool
+	// NoticeCap is how many notices the alert may send an hour (0: no bound);
+	// NoticeCount how many it sent in the hour that began at NoticeHourAt.
+	NoticeCap    int
+	NoticeCount  int
+	NoticeHourAt *time.Time
 }
 
 // TableName implements gorm's tabler.
@@ -409,6 +418,17 @@ func (s *Ledger) AddAlertStep(ctx context.Context, st *AlertStep) error {
 	return nil
 }
 
+// PostponeAlertStep moves step s, not fired yet, to come due at until, saying why it
+// waits, if it is still due when it was read: false when it moved meanwhile.
+func (s *Ledger) PostponeAlertStep(ctx context.Context, st *AlertStep, until time.Time, reason string) (bool, error) {
+	res := s.k.Writer(ctx).Model(&AlertStep{}).Where("id = ? AND fired_at IS NULL AND cancelled_at IS NULL AND due_at = ?", st.ID, st.DueAt).
+		Updates(map[string]any{"due_at": until, "skipped_reason": reason})
+	if res.Error != nil {
+		return false, fmt.Errorf("alert: postpone alert step %d: %w", st.ID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
 // CancelAlertSteps cancels the steps of an alert not fired yet.
 func (s *Ledger) CancelAlertSteps(ctx context.Context, alertID int64, now time.Time) error {
 	err := s.k.Writer(ctx).Model(&AlertStep{}).Where("alert_id = ? AND fired_at IS NULL AND cancelled_at IS NULL", alertID).
@@ -460,6 +480,37 @@ func (s *Ledger) CountEvent(ctx context.Context, id int64, at time.Time) (bool, 
 		return false, fmt.Errorf("alert: count event of alert %d: %w", id, res.Error)
 	}
 	return res.RowsAffected == 1, nil
+}
+
+// TakeNotices counts n more notices of alert id sent at now against its notice cap, in
+// the hour that began with its first notice (a new hour begins once that one is over):
+// the compare-and-set that keeps an alert within its cap however many steps fire at
+// once. false: they would take it past its cap, and nothing is counted.
+func (s *Ledger) TakeNotices(ctx context.Context, id int64, n int, now time.Time) (bool, error) {
+	hourOver := "(notice_hour_at IS NULL OR notice_hour_at <= ?)"
+	hourAgo := now.Add(-time.Hour)
+	res := s.k.Writer(ctx).Model(&Alert{}).
+		Where("id = ? AND (notice_cap = 0 OR ("+hourOver+" AND ? <= notice_cap) OR notice_count + ? <= notice_cap)", id, hourAgo, n, n).
+		Updates(map[string]any{
+			"notice_count":   gorm.Expr("CASE WHEN "+hourOver+" THEN ? ELSE notice_count + ? END", hourAgo, n, n),
+			"notice_hour_at": gorm.Expr("CASE WHEN "+hourOver+" THEN ? ELSE notice_hour_at END", hourAgo, now),
+		})
+	if res.Error != nil {
+		return false, fmt.Errorf("alert: count notices of alert %d: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// KeyHistory lists the alerts an integration opened for a dedup key since since, the
+// newest first: how often the key opened and recovered.
+func (s *Ledger) KeyHistory(ctx context.Context, source, dedupKey string, since time.Time, limit int) ([]Alert, error) {
+	var out []Alert
+	err := s.k.Reader(ctx).Where("source = ? AND dedup_key = ? AND opened_at >= ?", source, dedupKey, since).
+		Order("opened_at DESC").Order("id DESC").Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("alert: history of key %s: %w", dedupKey, err)
+	}
+	return out, nil
 }
 
 // AlertViaRejection is how the alert of a rejected batch was resolved (its

@@ -44,6 +44,10 @@ const (
 	// SkipNeedsApproval: the step would take an alert nobody approved past the approval
 	// threshold.
 	SkipNeedsApproval = "needs_approval"
+	// SkipNoticeCap: the alert (or its incident) has sent its route's
+	// max_notices_per_hour this hour; the step waits for the hour to end (or, naming
+	// more people than the whole cap, calls nobody).
+	SkipNoticeCap = "notice_cap"
 )
 
 // An alert stays inside the limits of whoever opened it. At intake, everyone it can
@@ -297,7 +301,22 @@ func (d *Service) fireStep(ctx context.Context, stepID int64, now time.Time) (ne
 		return nil, false, err
 	}
 	next = nextStep(a, s, now, call.reason != "", d.minStepWait)
+	held := false
 	err = d.change(ctx, audit.System("escalation"), func(tx *models.Store, ch *audit.Change) error {
+		if call.plan != nil && a.NoticeCap > 0 {
+			within, err := Of(tx).TakeNotices(ctx, a.ID, len(call.plan.Messages), now)
+			if err != nil {
+				return err
+			}
+			if until, wait := capLifts(a, now); !within && wait {
+				held = true
+				return holdStep(ctx, d, tx, ch, a, s, until)
+			}
+			if !within {
+				// More people than the whole cap: the step calls nobody, saying why.
+				call = stepCall{reason: SkipNoticeCap}
+			}
+		}
 		if err := d.claimStep(ctx, tx, a, s, now); err != nil {
 			return err
 		}
@@ -336,10 +355,42 @@ func (d *Service) fireStep(ctx context.Context, stepID int64, now time.Time) (ne
 	if errors.Is(err, errStepTaken) {
 		return nil, false, nil
 	}
-	if err != nil {
+	if err != nil || held {
 		return nil, false, err
 	}
 	return next, true, nil
+}
+
+// capLifts is when alert a may send again, having sent its notice cap this hour: the
+// end of the hour that began with its first notice; false when that hour is over (a
+// step that still does not fit is larger than the whole cap).
+func capLifts(a *Alert, now time.Time) (time.Time, bool) {
+	if a.NoticeHourAt == nil {
+		return time.Time{}, false
+	}
+	until := a.NoticeHourAt.Add(time.Hour)
+	return until, until.After(now)
+}
+
+// holdStep keeps step s of alert a, which would take it past the route's
+// max_notices_per_hour, until the cap lifts: the step comes due then, saying why it
+// waits (SkipNoticeCap), and the cap reached is audited, once for the hour. A
+// compare-and-set on the step as read: errStepTaken when it moved meanwhile.
+func holdStep(ctx context.Context, d *Service, tx *models.Store, ch *audit.Change, a *Alert, s *AlertStep, until time.Time) error {
+	moved, err := Of(tx).PostponeAlertStep(ctx, s, until, SkipNoticeCap)
+	if err != nil {
+		return err
+	}
+	if !moved {
+		return errStepTaken
+	}
+	id := strconv.FormatInt(a.ID, 10)
+	ch.Audit("alert.notice_cap", "alert", id, audit.Params{"id": id, "cap": strconv.Itoa(a.NoticeCap), "n": strconv.Itoa(s.N),
+		"round": strconv.Itoa(s.Round)})
+	waiting := *s
+	waiting.DueAt = until
+	ch.After(func() { d.ScheduleStep(ctx, waiting) })
+	return nil
 }
 
 // claimStep is the compare-and-set that makes a step fire once: the row not fired yet,
@@ -423,6 +474,16 @@ func (d *Service) planStep(ctx context.Context, a *Alert, s *AlertStep, now time
 		Text: a.Text, CallbackKeyID: a.CallbackKeyID, AckPlaceholder: placeholder}
 	if a.Template == "" {
 		n.Variables = nil
+	}
+	if a.IncidentID != nil && d.digest != nil {
+		// An incident's notices list its alerts.
+		lines, err := d.digest(ctx, *a.IncidentID)
+		if err != nil {
+			return stepCall{}, err
+		}
+		if a.Template == "" && lines != "" {
+			n.Text += "\n" + lines
+		}
 	}
 	plan, err := d.notices.PlanNotices(ctx, n)
 	if fe := (*kernel.FieldError)(nil); step.Via != "" && errors.As(err, &fe) {
@@ -629,7 +690,7 @@ func (d *Service) exhaust(ctx context.Context, a *Alert, s *AlertStep, now time.
 			return err
 		}
 		text := i18n.In(i18n.Chinese, "alerts.notice.exhausted", "Subject", alertTitle(a))
-		if err := d.writeNotice(ctx, tx, ch, a, recipientIDs(people), text); err != nil {
+		if err := d.WriteNotice(ctx, tx, ch, a, recipientIDs(people), text); err != nil {
 			return err
 		}
 		if err := d.alertEvent(ctx, tx, ch, a, EventAlertExhausted, AlertEvent{State: AlertExhausted, Step: a.Step, Round: a.Round}, now); err != nil {

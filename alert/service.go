@@ -44,6 +44,9 @@ type Service struct {
 	// pointless; nil: no step places calls (nothing records their outcomes).
 	calls CallBook
 
+	// digest lists the alerts of an incident for its notices; nil: they list none.
+	digest func(ctx context.Context, incidentID int64) (string, error)
+
 	// weComRefusals rate-limits the log line of refused WeCom callbacks.
 	weComRefusals refusalLog
 }
@@ -131,6 +134,9 @@ type Config struct {
 	// AfterClaim, for tests only, runs after a step is claimed, inside the firing's
 	// transaction: an error rolls the firing back, as a crash would.
 	AfterClaim func() error
+	// Digest lists the alerts of an incident (package incident) for the notices of the
+	// incident's escalation; nil: they list none.
+	Digest func(ctx context.Context, incidentID int64) (string, error)
 }
 
 // NewService builds the alerts' service from cfg, or an error naming the part it lacks.
@@ -140,7 +146,7 @@ func NewService(cfg Config) (*Service, error) {
 	}
 	d := &Service{store: cfg.Store, notices: cfg.Notices, steps: cfg.Steps, kicker: cfg.Kicker, duty: cfg.Duty,
 		loc: kernel.Zone(cfg.Location), clock: cfg.Now, log: cfg.Log, ackLink: cfg.AckLink, ackObserver: cfg.AckObserver,
-		ackLinks: cfg.AckLinks, minStepWait: cfg.StepWait, afterClaim: cfg.AfterClaim, calls: cfg.Calls}
+		ackLinks: cfg.AckLinks, minStepWait: cfg.StepWait, afterClaim: cfg.AfterClaim, calls: cfg.Calls, digest: cfg.Digest}
 	if d.ackLink == nil && d.ackLinks != nil {
 		d.ackLink = d.ackLinks.Link
 	}

@@ -60,7 +60,11 @@ func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) er
 	}
 	a := &alert.Alert{BatchID: res.Batch.ID, Policy: p.Name, PolicyCopy: *p, State: alert.AlertOpen,
 		AccountID: res.Batch.AccountID, Template: req.Template, Variables: withoutAck(req.Variables), Subject: req.Subject, Text: req.Text,
-		CallbackKeyID: req.CallbackKeyID, OpenedAt: now}
+		CallbackKeyID: req.CallbackKeyID, OpenedAt: now, NoticeCap: req.noticeCap}
+	if req.noticeCap > 0 && len(res.Messages) > 0 {
+		// The request's own notices are the first of its hour.
+		a.NoticeCount, a.NoticeHourAt = len(res.Messages), &now
+	}
 	res.Alert, res.firstStep = a, d.alerts.FirstStep(p, now, res.Batch.SendAt, len(res.Messages) > 0)
 	return nil
 }
@@ -217,7 +221,7 @@ type inboundOpener struct{ d *Dispatcher }
 func (o inboundOpener) OpenAlert(ctx context.Context, op inbound.Opening) (int64, error) {
 	r := op.Route
 	req := Request{Source: SourceInbound, Actor: "integration:" + op.Integration, Platform: r.Platform, Account: r.Account,
-		Recipients: r.Recipients, Priority: models.Priority(r.Priority), Ack: &AckRequest{Policy: r.Policy}}
+		Recipients: r.Recipients, Priority: models.Priority(r.Priority), Ack: &AckRequest{Policy: r.Policy}, noticeCap: r.MaxNoticesPerHour}
 	if r.Template == "" {
 		req.Subject, req.Text = op.Subject, op.Text
 	} else {

@@ -12,6 +12,7 @@ import (
 	"herald/directory"
 	"herald/duty"
 	"herald/inbound"
+	"herald/incident"
 	"herald/message"
 	"herald/models"
 	"herald/phone"
@@ -94,6 +95,9 @@ func buildAlerts(d *Dispatcher) {
 	cfg := d.alertConfig
 	cfg.Store, cfg.Location, cfg.Now, cfg.Log = d.store, d.loc, d.clock, d.log
 	cfg.Duty = d.Duty()
+	cfg.Digest = func(ctx context.Context, id int64) (string, error) {
+		return incident.NewService(d.store, nil, d.clock).Digest(ctx, id)
+	}
 	d.alerts, _ = alert.NewService(cfg)
 }
 
@@ -180,7 +184,7 @@ func (d *Dispatcher) Templates() *templates.Editor {
 // what their events become.
 func (d *Dispatcher) Inbound() *inbound.Gateway {
 	return inbound.NewService(inbound.Config{Store: d.store, Platforms: channels.Platforms, Opener: inboundOpener{d},
-		Alerts: d.alerts, Now: d.clock, Observe: d.inboundObserver, Location: d.loc, Log: d.log})
+		Alerts: d.alerts, Incidents: incident.NewService(d.store, d.alerts, d.clock), Now: d.clock, Observe: d.inboundObserver, Location: d.loc, Log: d.log})
 }
 
 // Silences is the silences' service.

@@ -203,6 +203,9 @@ type Request struct {
 	// ackPlaceholder stands for the acknowledgment link where the template places
 	// {{.ack_url}} (NewAckPlaceholder); "" for a request that opens no alert.
 	ackPlaceholder string
+	// noticeCap bounds the notices the alert opened sends an hour (an integration's
+	// route's max_notices_per_hour); 0: no bound.
+	noticeCap int
 }
 
 // Result is what intake created, or for a preview, what it would create.

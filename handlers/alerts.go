@@ -49,7 +49,7 @@ func (h *Handlers) alertRows(c *gin.Context, list []alert.Alert) ([]views.AlertR
 	for i, a := range list {
 		rows[i].Alert = a
 		// An escalating alert has no step only while its batch awaits approval.
-		rows[i].Held = a.Escalating() && len(byAlert[a.ID]) == 0
+		rows[i].Held = a.Escalating() && len(byAlert[a.ID]) == 0 && a.IncidentID == nil && !a.Flapping
 		seen := map[string]bool{}
 		for _, s := range byAlert[a.ID] {
 			if s.FiredAt == nil && s.CancelledAt == nil && a.Escalating() {
@@ -149,8 +149,22 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 		h.fail(c, err)
 		return
 	}
+	if a.DedupKey != "" {
+		since := a.OpenedAt.Add(-alertHistorySpan)
+		if v.History, err = alert.Of(h.Store).KeyHistory(c.Request.Context(), a.Source, a.DedupKey, since, maxAlertHistory); err != nil {
+			h.fail(c, err)
+			return
+		}
+	}
 	render(c, status, views.AlertPage(page(c, tr(c, "alerts.alert_title", "ID", a.ID), "alerts"), v))
 }
+
+// An alert's page shows the alerts of its dedup key that opened in the day before it,
+// at most maxAlertHistory: how often it opened and recovered.
+const (
+	alertHistorySpan = 24 * time.Hour
+	maxAlertHistory  = 20
+)
 
 // AcknowledgeAlert takes an alert from the console, as the signed-in user.
 func (h *Handlers) AcknowledgeAlert(c *gin.Context) {

@@ -45,13 +45,17 @@ type alertJSON struct {
 	Severity    string            `json:"severity,omitempty"`
 	EventCount  int               `json:"event_count,omitempty"`
 	LastEventAt *time.Time        `json:"last_event_at,omitempty"`
+	// IncidentID is the incident it belongs to; Flapping: its key flaps, it sends
+	// nothing of its own.
+	IncidentID *int64 `json:"incident_id,omitempty"`
+	Flapping   bool   `json:"flapping,omitempty"`
 }
 
 func newAlertJSON(a *alert.Alert, steps []alert.AlertStep) alertJSON {
 	out := alertJSON{ID: a.ID, BatchID: a.BatchID, Policy: a.Policy, State: a.State, Step: a.Step, Repeat: max(a.Round-1, 0),
 		OpenedAt: a.OpenedAt, AcknowledgedBy: a.AcknowledgedBy, AcknowledgedAt: a.AcknowledgedAt, ResolvedBy: a.ResolvedBy,
 		ResolvedAt: a.ResolvedAt, Steps: []alertStepJSON{}, Source: a.Source, DedupKey: a.DedupKey, Labels: a.Labels,
-		Severity: a.Severity, EventCount: a.EventCount, LastEventAt: a.LastEventAt}
+		Severity: a.Severity, EventCount: a.EventCount, LastEventAt: a.LastEventAt, IncidentID: a.IncidentID, Flapping: a.Flapping}
 	for _, s := range steps {
 		if s.CancelledAt != nil {
 			continue
@@ -143,13 +147,17 @@ func (h *Handlers) APIResolveAlert(c *gin.Context) {
 // alertMove is AcknowledgeAlert or ResolveAlert.
 type alertMove func(ctx context.Context, by audit.Actor, alertID int64, externalID, via, note string) (alert.AckResult, error)
 
-func (h *Handlers) apiMoveAlert(c *gin.Context, move alertMove) {
-	id, ok := alertID(c)
-	if !ok {
-		return
-	}
+// ackRequest reads the :id and the body of an acknowledgment or resolution through the
+// API; false after answering.
+func ackRequest(c *gin.Context) (int64, ackBody, bool) {
 	var body ackBody
-	if !decodeJSON(c, &body) {
+	id, ok := alertID(c)
+	return id, body, ok && decodeJSON(c, &body)
+}
+
+func (h *Handlers) apiMoveAlert(c *gin.Context, move alertMove) {
+	id, body, ok := ackRequest(c)
+	if !ok {
 		return
 	}
 	res, err := move(c.Request.Context(), actor(c), id, body.By, alert.AckViaAPI, body.Note)

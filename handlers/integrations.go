@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"herald/channels"
 	"herald/delivery"
 	"herald/inbound"
+	"herald/incident"
 	"herald/kernel"
 	"herald/sending"
 	"herald/templates"
@@ -90,7 +92,16 @@ func (h *Handlers) EditIntegrationForm(c *gin.Context) {
 func routeFormOf(r inbound.Route) views.RouteForm {
 	return views.RouteForm{Matchers: append(append([]delivery.Matcher{}, r.Matchers...), delivery.Matcher{}),
 		Policy: r.Policy, Template: r.Template, Account: r.Account, Platform: r.Platform, Priority: r.Priority,
-		Recipients: strings.Join(r.Recipients, ", ")}
+		Recipients: strings.Join(r.Recipients, ", "), Noise: noiseJSON(r.Rules)}
+}
+
+// noiseJSON is a route's noise settings as the form carries them; "" for none.
+func noiseJSON(r incident.Rules) string {
+	if reflect.ValueOf(r).IsZero() {
+		return ""
+	}
+	b, _ := json.Marshal(r)
+	return string(b)
 }
 
 func indentJSON(v any) string {
@@ -201,7 +212,7 @@ func integrationFormOf(c *gin.Context, original string) views.IntegrationForm {
 func routeFormFrom(c *gin.Context, prefix string) views.RouteForm {
 	field := func(name string) string { return strings.TrimSpace(c.PostForm(prefix + "." + name)) }
 	r := views.RouteForm{Policy: field("policy"), Template: field("template"), Account: field("account"),
-		Platform: field("platform"), Priority: field("priority"), Recipients: field("recipients"), Remove: field("remove") != ""}
+		Platform: field("platform"), Priority: field("priority"), Recipients: field("recipients"), Noise: field("noise"), Remove: field("remove") != ""}
 	n, _ := strconv.Atoi(field("matcher_rows"))
 	for j := range min(max(n, 0), maxFormMatchers) {
 		m := prefix + ".matchers[" + strconv.Itoa(j) + "]."
@@ -272,6 +283,10 @@ func integrationInputOf(f views.IntegrationForm) (inbound.IntegrationInput, form
 func routeOf(rf views.RouteForm) (inbound.Route, []int) {
 	r := inbound.Route{Policy: rf.Policy, Template: rf.Template, Account: rf.Account, Platform: rf.Platform,
 		Priority: rf.Priority, Recipients: splitList(rf.Recipients)}
+	if rf.Noise != "" {
+		// Set through the API and carried through the form as it was.
+		_ = json.Unmarshal([]byte(rf.Noise), &r.Rules)
+	}
 	var rows []int
 	for j, m := range rf.Matchers {
 		if m.Name == "" {

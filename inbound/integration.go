@@ -9,6 +9,7 @@ import (
 
 	"herald/delivery"
 	"herald/directory"
+	"herald/incident"
 	"herald/kernel"
 )
 
@@ -58,6 +59,9 @@ type Route struct {
 	Platform   string             `json:"platform,omitempty"`
 	Priority   string             `json:"priority,omitempty"`
 	Recipients []string           `json:"recipients,omitempty"`
+	// Rules group the route's alerts into incidents, quiet a flapping key and bound the
+	// notices an alert sends an hour (package incident).
+	incident.Rules
 }
 
 // The fields a route's matcher may name beside an event's labels.
@@ -150,5 +154,5 @@ func (r *Route) checkShape(prefix string, platforms []string) error {
 		}
 		r.Recipients[i] = ext
 	}
-	return nil
+	return r.Rules.Check(prefix)
 }

@@ -14,6 +14,7 @@ import (
 	"herald/audit"
 	"herald/delivery"
 	"herald/i18n"
+	"herald/incident"
 	"herald/kernel"
 )
 
@@ -121,6 +122,11 @@ func (d *Gateway) receiveOne(ctx context.Context, st *Inbox, it *Integration, ro
 			return rec, err
 		default:
 			rec.Outcome = OutcomeResolved
+			if d.incidents != nil {
+				if err := d.incidents.Recovered(ctx, by, *alertID); err != nil {
+					return rec, err
+				}
+			}
 		}
 		return rec, st.ReleaseKey(ctx, it.ID, ev.DedupKey)
 	}
@@ -152,7 +158,7 @@ func (d *Gateway) receiveOne(ctx context.Context, st *Inbox, it *Integration, ro
 		return rec, st.ReleaseKey(ctx, it.ID, ev.DedupKey)
 	}
 	o := opening(it, route, ev)
-	alertID, err := d.opener.OpenAlert(ctx, o)
+	alertID, err := d.open(ctx, o)
 	if err != nil {
 		if rerr := st.ReleaseKey(ctx, it.ID, ev.DedupKey); rerr != nil {
 			return rec, rerr
@@ -168,6 +174,18 @@ func (d *Gateway) receiveOne(ctx context.Context, st *Inbox, it *Integration, ro
 	}
 	rec.Outcome, rec.AlertID = OutcomeCreated, &alertID
 	return rec, st.SetKeyAlert(ctx, it.ID, ev.DedupKey, alertID)
+}
+
+// open opens an opening's alert: through the incidents when they are kept (grouped,
+// or quiet while its key flaps), else on its own through the intake.
+func (d *Gateway) open(ctx context.Context, o Opening) (int64, error) {
+	loud := func(ctx context.Context) (int64, error) { return d.opener.OpenAlert(ctx, o) }
+	if d.incidents == nil {
+		return loud(ctx)
+	}
+	arr := incident.Arrival{Source: o.Integration, Rules: o.Route.Rules, DedupKey: o.Event.DedupKey, Labels: o.Event.Labels,
+		Severity: o.Event.Severity, Subject: o.Subject, Text: o.Text}
+	return d.incidents.Open(ctx, arr, loud)
 }
 
 // compiledRoute is a route with its matchers ready.

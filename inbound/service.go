@@ -14,6 +14,7 @@ import (
 	"herald/alert"
 	"herald/audit"
 	"herald/i18n"
+	"herald/incident"
 	"herald/kernel"
 	"herald/models"
 )
@@ -25,10 +26,13 @@ type Gateway struct {
 	// platforms are the platforms a route may name.
 	platforms []string
 	// opener opens an event's alert through the intake; alerts resolves it.
-	opener  Opener
-	alerts  *alert.Service
-	clock   func() time.Time
-	observe Observer
+	opener Opener
+	alerts *alert.Service
+	// incidents groups, quiets and bounds the alerts routes open; nil: each opens
+	// on its own.
+	incidents *incident.Coordinator
+	clock     func() time.Time
+	observe   Observer
 	// loc is HERALD_TIMEZONE: the days a heartbeat of working days expects pings on.
 	loc *time.Location
 	log *slog.Logger
@@ -53,6 +57,9 @@ type Config struct {
 	// is received (the command line).
 	Opener Opener
 	Alerts *alert.Service
+	// Incidents groups the alerts of routes that say so into incidents, quiets flapping
+	// keys and bounds notices; nil: each alert opens on its own.
+	Incidents *incident.Coordinator
 	// Now is the clock; nil means kernel.Now.
 	Now func() time.Time
 	// Observe hears of every event received; nil: nobody.
@@ -65,7 +72,7 @@ type Config struct {
 
 // NewService builds the integrations' service from cfg.
 func NewService(cfg Config) *Gateway {
-	d := &Gateway{store: cfg.Store, platforms: cfg.Platforms, opener: cfg.Opener, alerts: cfg.Alerts, clock: cfg.Now,
+	d := &Gateway{store: cfg.Store, platforms: cfg.Platforms, opener: cfg.Opener, alerts: cfg.Alerts, incidents: cfg.Incidents, clock: cfg.Now,
 		observe: cfg.Observe, loc: cfg.Location, log: cfg.Log}
 	if d.observe == nil {
 		d.observe = func(string, string) {}

@@ -66,6 +66,11 @@ var auditActionSamples = map[string]audit.Params{
 	"duty.holidays.set":    {"changed": "1"},
 	"duty.holidays.import": {"changed": "1"},
 	"chat_group.update":    {"changed": "mention none → on_duty, fold true → false, note - → 年终"},
+	"alert.flapping":       {"key": "db1::conn2", "told": "true"},
+	"incident.join":        {"alert": "43"},
+	"incident.open":        {"source": "alertmanager", "key": "job1=db2"},
+	"incident.storm":       {"count": "50"},
+	"alert.notice_cap":     {"cap": "6"},
 }
 
 // auditVerbatim are what an audit entry shows as it was given: names and ids people

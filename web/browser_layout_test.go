@@ -87,17 +87,19 @@ type layoutMeasure struct {
 
 // TestBrowserConsoleLayout opens the dashboard, the message list, a batch, the compose
 // form, a CSV import preview, the integrations' pages (the list, one with its events,
-// the form, a token with its snippets) and the heartbeats' (the list, the form, a token
-// with its snippets) in Chinese at 1366, 768 and 390 px, and checks the
+// the form, a token with its snippets), the heartbeats' (the list, the form, a token
+// with its snippets) and the incidents' in Chinese at 1366, 768 and 390 px, and checks the
 // layout rules on each (layoutScript), the columns that must be on a phone's screen, and
 // Send after the people on a phone. Each page's screenshot must be as wide as asked;
-// HERALD_LAYOUT_SCREENSHOTS names a directory to keep them in.
+// HERALD_LAYOUT_SCREENSHOTS names a directory to keep them in. Then it takes the
+// incident on its page, in the same browser.
 func TestBrowserConsoleLayout(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t, func(o *web.Options) { o.DefaultLanguage = i18n.Chinese })
 	c.user(adminUser)
 	c.integrationWithEvents("layout")
 	c.heartbeatMissed("layout", "layout-policy")
+	c.stormIncident("layout-storm", 12)
 	later := time.Now().Add(2 * time.Hour)
 	msgs := c.send(nil, "E2001", "E2002", "E2003")
 	c.stop(msgs["E2001"].ID)
@@ -149,6 +151,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"heartbeats", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats"), chromedp.WaitVisible(`#heartbeats`, q)}, nil, nil},
 		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},
 		{"heartbeat token", append(heartbeatToken, openDetails), nil, nil},
+		{"incidents", []chromedp.Action{chromedp.Navigate(c.url + "/incidents"), chromedp.WaitVisible(`details.incident`, q), openDetails}, nil, nil},
 	}
 	for _, width := range []int{1366, 768, 390} {
 		if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), 900)); err != nil {
@@ -229,6 +232,9 @@ func TestBrowserConsoleLayout(t *testing.T) {
 	})
 	t.Run("message list holds its reload while text of it is selected", func(t *testing.T) {
 		checkListPause(t, ctx, c.url)
+	})
+	t.Run("taking an incident on the 事件 page takes its alerts", func(t *testing.T) {
+		checkIncidentTaken(t, ctx, c)
 	})
 }
 

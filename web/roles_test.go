@@ -136,6 +136,9 @@ var routeRoles = map[string]access.Role{
 	"GET /alerts/:id":                         access.RoleViewer,
 	"POST /alerts/:id/ack":                    access.RoleOperator,
 	"POST /alerts/:id/resolve":                access.RoleOperator,
+	"GET /incidents":                          access.RoleViewer,
+	"POST /incidents/:id/ack":                 access.RoleOperator,
+	"POST /incidents/:id/resolve":             access.RoleOperator,
 	"GET /escalation-policies":                access.RoleAdmin,
 	"GET /escalation-policies/new":            access.RoleAdmin,
 	"POST /escalation-policies":               access.RoleAdmin,
@@ -233,6 +236,7 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		"/duty/feeds/:id":             fmt.Sprint(c.recipient("E1002").ID),
 		"/duty/swaps/:id":             fmt.Sprint(swap.ID),
 		"/alerts/:id":                 "1", // no such alert: a 404 page, past the role check
+		"/incidents/:id":              "1", // no such incident: a 404 page, past the role check
 		"/escalation-policies/:name":  "walk-policy",
 		"/silences/:id":               "1",            // no such silence: a 404 page, past the role check
 		"/events/:event":              models.NewID(), // no such event: the answer is a 404 page, past the role check

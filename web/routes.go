@@ -98,6 +98,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	viewer.GET("/alerts", h.Alerts)
 	viewer.GET("/alerts/live", h.AlertsLive)
 	viewer.GET("/alerts/:id", h.Alert)
+	viewer.GET("/incidents", h.Incidents)
 	viewer.GET("/silences", h.Silences)
 
 	// Operators also compose, retry, cancel and edit staff, duty and templates.
@@ -156,6 +157,8 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	operator.POST("/duty/rotations/:name/delete", h.DeleteRotation)
 	operator.POST("/alerts/:id/ack", h.AcknowledgeAlert)
 	operator.POST("/alerts/:id/resolve", h.ResolveAlert)
+	operator.POST("/incidents/:id/ack", h.AcknowledgeIncident)
+	operator.POST("/incidents/:id/resolve", h.ResolveIncident)
 	operator.GET("/silences/new", h.NewSilenceForm)
 	operator.POST("/silences", h.CreateSilence)
 	operator.POST("/silences/preview", h.PreviewSilence)
@@ -289,6 +292,10 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.GET("/alerts/:id", read, h.APIGetAlert)
 	v1.POST("/alerts/:id/ack", send, h.APIAcknowledgeAlert)
 	v1.POST("/alerts/:id/resolve", send, h.APIResolveAlert)
+	v1.GET("/incidents", admin, h.APIListIncidents)
+	v1.GET("/incidents/:id", admin, h.APIGetIncident)
+	v1.POST("/incidents/:id/ack", admin, h.APIAcknowledgeIncident)
+	v1.POST("/incidents/:id/resolve", admin, h.APIResolveIncident)
 	v1.GET("/silences", send, h.APIListSilences)
 	v1.POST("/silences", send, h.APICreateSilence)
 	v1.GET("/silences/:id", send, h.APIGetSilence)
