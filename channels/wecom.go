@@ -312,8 +312,9 @@ func (w *WeCom) withToken(ctx context.Context, call func(token string) (codeActi
 }
 
 // Recall implements Recaller: message/recall takes back the message WeCom accepted as
-// receipt.ProviderMessageID, within 24 hours of sending. Its errors are classified as
-// a send's are.
+// receipt.ProviderMessageID, within 24 hours of sending, from everyone that call
+// reached (up to WeComMaxGroup people, who received the same content). Its errors are
+// classified as a send's are.
 func (w *WeCom) Recall(ctx context.Context, m Message, receipt Receipt) error {
 	if receipt.ProviderMessageID == "" {
 		return Errorf(Permanent, "", "channels: wecom: recall: the message has no WeCom msgid")

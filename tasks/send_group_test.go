@@ -268,3 +268,29 @@ func TestChunkSendsWeComInGroups(t *testing.T) {
 		t.Errorf("WeCom delivered to (-want +got):\n%s", diff)
 	}
 }
+
+// A chunk's messages share a call when they share account and content, up to the
+// platform's most; a chat post and a notice of an alert (its card's buttons name it)
+// each go alone.
+func TestGroupByContent(t *testing.T) {
+	t.Parallel()
+	alert, chat := int64(7), int64(9)
+	msg := func(id string, account int64, content string) *models.Message {
+		return &models.Message{ID: id, AccountID: account, MsgType: "text", Content: content}
+	}
+	ms := []*models.Message{msg("a", 1, "x"), msg("b", 1, "x"), msg("c", 1, "y"), msg("d", 2, "x"), msg("e", 1, "x"),
+		msg("f", 1, "x"), msg("g", 1, "x"), msg("h", 1, "x")}
+	ms[5].AlertID, ms[6].AlertID, ms[7].ChatGroupID = &alert, &alert, &chat
+	var got [][]string
+	for _, g := range tasks.GroupByContent(ms, 2) {
+		var ids []string
+		for _, m := range g {
+			ids = append(ids, m.ID)
+		}
+		got = append(got, ids)
+	}
+	want := [][]string{{"a", "b"}, {"c"}, {"d"}, {"e"}, {"f"}, {"g"}, {"h"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("groups (-want +got):\n%s", diff)
+	}
+}
