@@ -237,9 +237,9 @@ func (e *SettingError) FieldProblem() (field, key, text string, args []any) {
 }
 
 // GroupSender is a Sender whose platform takes one content to many people in one call
-// (DingTalk's work notices). The worker groups the messages of a chunk that share their
-// account and content into calls of at most MaxGroup messages; each message still has
-// its own claim, admission and outcome.
+// (DingTalk's work notices, WeCom's application messages). The worker groups the
+// messages of a chunk that share their account and content into calls of at most
+// MaxGroup messages; each message still has its own claim, admission and outcome.
 type GroupSender interface {
 	Sender
 	// MaxGroup is the most messages one SendGroup call takes.

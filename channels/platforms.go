@@ -40,7 +40,7 @@ type platform struct {
 	// the platform cannot recall (its adapter is then no Recaller).
 	recall time.Duration
 	// recallsCall says a recall takes a message back from everyone the call that carried
-	// it reached, not from one person (DingTalk recalls a task).
+	// it reached, not from one person (DingTalk recalls a task, WeCom a msgid).
 	recallsCall bool
 	// mention is what a group post on the platform @s a person by; nil for a platform
 	// whose accounts do not post to chat groups.
@@ -76,9 +76,10 @@ var table = []platform{
 		// excess dropped without an error. (The daily cap, 200 person-sends per member of
 		// the account's licence, depends on the licence: the operator sets per_day.)
 		limits: map[string]int{"per_recipient_per_minute": 30, "per_recipient_per_hour": 1000},
-		// message/recall takes back an application message within 24 hours.
-		recall: 24 * time.Hour,
-		build:  func(_ *Registry, a Account) (Sender, error) { return newWeCom(a.Config, a.AllowPrivateNetwork), nil }},
+		// message/recall takes back an application message within 24 hours, from every
+		// person of the call that carried it (its msgid).
+		recall: 24 * time.Hour, recallsCall: true,
+		build: func(_ *Registry, a Account) (Sender, error) { return newWeCom(a.Config, a.AllowPrivateNetwork), nil }},
 	// Feishu (Lark) application messages, sent as the app's bot to a user_id. Feishu
 	// refuses a text or post request body over 150 KB. The content travels as a JSON
 	// string inside the JSON body, so it is encoded twice and a quote or backslash grows
@@ -287,7 +288,8 @@ func RecallWindow(platform string) time.Duration {
 
 // RecallsCall reports whether a platform's recall takes a message back from everyone
 // the call that carried it reached (DingTalk: one task, up to DingTalkMaxGroup people
-// given the same content), so that recalling one of them recalls them all.
+// given the same content; WeCom: one msgid, up to WeComMaxGroup people), so that
+// recalling one of them recalls them all.
 func RecallsCall(platform string) bool {
 	p, ok := platforms[platform]
 	return ok && p.recallsCall

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,6 +28,11 @@ type WeCom struct {
 
 // DefaultWeComBaseURL is WeCom's API host.
 const DefaultWeComBaseURL = "https://qyapi.weixin.qq.com"
+
+// WeComMaxGroup is how many people one WeCom call carries: message/send takes up to
+// 1,000 user ids in touser ("a|b|c") and names in its answer those it could not reach
+// (invaliduser, unlicenseduser), so each person's outcome is known from the call itself.
+const WeComMaxGroup = 1000
 
 // NewWeCom returns the adapter for a WeCom account's config (keys corp_id, secret,
 // agent_id, base_url).
@@ -120,7 +126,10 @@ type wecomReply struct {
 	AccessToken string `json:"access_token"`
 	ExpiresIn   int64  `json:"expires_in"`
 	InvalidUser string `json:"invaliduser"`
-	MsgID       string `json:"msgid"`
+	// UnlicensedUser lists the people of the call without a licence for the
+	// application's messages (pipe-separated, as InvalidUser).
+	UnlicensedUser string `json:"unlicenseduser"`
+	MsgID          string `json:"msgid"`
 }
 
 // wecomContent is the body of a text or markdown message.
@@ -163,29 +172,121 @@ type wecomCardButton struct {
 // characters); the whole text follows below it.
 const wecomCardTitleMax = 36
 
-// Send implements Sender. A group post goes to the application's group chat whose
-// chatid is m.To (appchat/send), with the people it @s named in the text (an
+// Send implements Sender: a call of one. A group post goes to the application's group
+// chat whose chatid is m.To (appchat/send), with the people it @s named in the text (an
 // application's group chat has no mention list; markdown @s by <@userid>).
 func (w *WeCom) Send(ctx context.Context, m Message) (Receipt, error) {
+	r := w.SendGroup(ctx, []Message{m})[0]
+	return r.Receipt, r.Err
+}
+
+// MaxGroup implements GroupSender.
+func (w *WeCom) MaxGroup() int { return WeComMaxGroup }
+
+// SendGroup implements GroupSender: one message/send for the messages that share their
+// content, with every person in touser. Those WeCom names in invaliduser or
+// unlicenseduser fail for good; the others are sent, each with the call's msgid as its
+// receipt (a recall takes the call back from all of them). An error of the whole call
+// is every message's. Messages that cannot share a call are sent alone: a group post
+// (appchat/send) and an alert card (its task_id is the message's id). A person named
+// twice waits for the next call, so that each message reaches its person.
+func (w *WeCom) SendGroup(ctx context.Context, ms []Message) []GroupResult {
+	out := make([]GroupResult, len(ms))
+	var calls [][]int // indexes into ms, per call
+	var people []map[string]bool
+	for i, m := range ms {
+		if m.Group || len(m.Actions) > 0 {
+			out[i].Receipt, out[i].Err = w.sendAlone(ctx, m)
+			continue
+		}
+		c := slices.IndexFunc(people, func(p map[string]bool) bool { return !p[m.To] && len(p) < WeComMaxGroup })
+		if c < 0 {
+			c = len(calls)
+			calls, people = append(calls, nil), append(people, map[string]bool{})
+		}
+		calls[c], people[c][m.To] = append(calls[c], i), true
+	}
+	for _, idx := range calls {
+		w.sendTogether(ctx, ms, idx, out)
+	}
+	return out
+}
+
+// sendAlone sends a message that has a call of its own: a group post or an alert card.
+func (w *WeCom) sendAlone(ctx context.Context, m Message) (Receipt, error) {
 	path := "/cgi-bin/message/send"
-	var body []byte
-	var err error
+	var body any = wecomBody(m, w.agentID)
 	if m.Group {
-		path = "/cgi-bin/appchat/send"
-		body, err = json.Marshal(wecomChatBody(m))
-	} else {
-		body, err = json.Marshal(wecomBody(m, w.agentID))
+		path, body = "/cgi-bin/appchat/send", wecomChatBody(m)
 	}
+	reply, err := w.send(ctx, path, m.ID, body)
 	if err != nil {
-		return Receipt{}, Errorf(Permanent, "", "channels: wecom: encoding the message: %v", err)
+		return Receipt{}, err
 	}
-	var receipt Receipt
+	if !m.Group {
+		if err := wecomUnreached(reply, m.To); err != nil {
+			return Receipt{}, err
+		}
+	}
+	return Receipt{ProviderMessageID: reply.MsgID}, nil
+}
+
+// sendTogether makes one message/send for the messages of ms at idx (people all
+// different, content shared) and sets their results in out.
+func (w *WeCom) sendTogether(ctx context.Context, ms []Message, idx []int, out []GroupResult) {
+	users := make([]string, len(idx))
+	for k, i := range idx {
+		users[k] = ms[i].To
+	}
+	body := wecomBody(ms[idx[0]], w.agentID)
+	body.ToUser = strings.Join(users, "|")
+	reply, err := w.send(ctx, "/cgi-bin/message/send", ms[idx[0]].ID, body)
+	for _, i := range idx {
+		if out[i].Err = err; err == nil {
+			if out[i].Err = wecomUnreached(reply, ms[i].To); out[i].Err == nil {
+				out[i].Receipt = Receipt{ProviderMessageID: reply.MsgID}
+			}
+		}
+	}
+}
+
+// send posts body to path with a valid token and returns WeCom's answer to a call it
+// accepted (errcode 0).
+func (w *WeCom) send(ctx context.Context, path, requestID string, body any) (wecomReply, error) {
+	encoded, err := json.Marshal(body)
+	if err != nil {
+		return wecomReply{}, Errorf(Permanent, "", "channels: wecom: encoding the message: %v", err)
+	}
+	var reply wecomReply
 	err = w.withToken(ctx, func(token string) (codeAction, error) {
 		var action codeAction
-		receipt, action, err = w.post(ctx, token, path, m.ID, body)
+		reply, action, err = w.post(ctx, token, path, requestID, encoded)
 		return action, err
 	})
-	return receipt, err
+	return reply, err
+}
+
+// wecomUnreached is the error of a person an accepted call did not reach: WeCom names
+// those it does not know in invaliduser and those without a licence in
+// unlicenseduser. Nil when the person is in neither.
+func wecomUnreached(reply wecomReply, user string) error {
+	switch {
+	case pipeListHas(reply.InvalidUser, user):
+		return Errorf(Permanent, "invaliduser", "channels: wecom: send: recipient %q unknown to WeCom", user)
+	case pipeListHas(reply.UnlicensedUser, user):
+		return Errorf(Permanent, "unlicenseduser", "channels: wecom: send: recipient %q has no licence for the application", user)
+	}
+	return nil
+}
+
+// pipeListHas reports whether WeCom's pipe-separated list names user.
+func pipeListHas(list, user string) bool {
+	for u := range strings.SplitSeq(list, "|") {
+		if strings.TrimSpace(u) == user {
+			return true
+		}
+	}
+	return false
 }
 
 // withToken runs one call with an access token. A token rejected as expired or invalid
@@ -211,8 +312,9 @@ func (w *WeCom) withToken(ctx context.Context, call func(token string) (codeActi
 }
 
 // Recall implements Recaller: message/recall takes back the message WeCom accepted as
-// receipt.ProviderMessageID, within 24 hours of sending. Its errors are classified as
-// a send's are.
+// receipt.ProviderMessageID, within 24 hours of sending, from everyone that call
+// reached (up to WeComMaxGroup people, who received the same content). Its errors are
+// classified as a send's are.
 func (w *WeCom) Recall(ctx context.Context, m Message, receipt Receipt) error {
 	if receipt.ProviderMessageID == "" {
 		return Errorf(Permanent, "", "channels: wecom: recall: the message has no WeCom msgid")
@@ -311,27 +413,24 @@ func wecomText(m Message) string {
 	return m.Title + "\n\n" + m.Content
 }
 
-// post makes one message/send call. On failure it also returns what the answer meant,
-// so Send can tell a stale token from other errors.
-func (w *WeCom) post(ctx context.Context, token, path, requestID string, body []byte) (Receipt, codeAction, error) {
+// post makes one send call and returns WeCom's answer when it accepted it. On failure
+// it also returns what the answer meant, so a caller can tell a stale token from other
+// errors.
+func (w *WeCom) post(ctx context.Context, token, path, requestID string, body []byte) (wecomReply, codeAction, error) {
 	target := w.baseURL + path + "?access_token=" + url.QueryEscape(token)
 	r, err := postJSON(ctx, w.client, "channels: wecom: send", target, http.Header{"X-Request-Id": {requestID}}, body)
 	if err != nil {
-		return Receipt{}, codeAction{}, err
+		return wecomReply{}, codeAction{}, err
 	}
 	reply, err := w.readReply(r, "send")
 	if err != nil {
-		return Receipt{}, codeAction{}, err
+		return wecomReply{}, codeAction{}, err
 	}
 	if code := *reply.ErrCode; code != 0 {
 		action := wecomErrorAction(code)
-		return Receipt{}, action, wecomError("send", code, action, reply.ErrMsg, r)
+		return wecomReply{}, action, wecomError("send", code, action, reply.ErrMsg, r)
 	}
-	if reply.InvalidUser != "" {
-		return Receipt{}, codeAction{class: Permanent}, Errorf(Permanent, "invaliduser",
-			"channels: wecom: send: recipient unknown to WeCom: %s", excerpt([]byte(reply.InvalidUser)))
-	}
-	return Receipt{ProviderMessageID: reply.MsgID}, codeAction{}, nil
+	return reply, codeAction{}, nil
 }
 
 // readReply checks the HTTP status and decodes a WeCom answer that has an errcode.

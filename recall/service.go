@@ -216,8 +216,8 @@ func (d *Retriever) recallOne(ctx context.Context, by audit.Actor, m *models.Mes
 	if err != nil {
 		return RecallFailed, err
 	}
-	// Where the platform recalls the whole call (DingTalk), the others it carried are
-	// taken back with m: they are recorded recalled too.
+	// Where the platform recalls the whole call (DingTalk, WeCom), the others it carried
+	// are taken back with m: they are recorded recalled too.
 	carried := []models.Message{*m}
 	if channels.RecallsCall(m.Platform) && m.ProviderMessageID != "" {
 		if carried, err = Of(d.store).SentInCall(ctx, m.BatchID, m.AccountID, m.ProviderMessageID); err != nil {
@@ -261,8 +261,8 @@ func (d *Retriever) recallOne(ctx context.Context, by audit.Actor, m *models.Mes
 }
 
 // recallUnits splits a batch recall's targets into the messages recalled together: one
-// platform call recalls a DingTalk task for every message it carried, so those form one
-// unit; every other message is a unit of its own.
+// platform call recalls a DingTalk task or a WeCom msgid for every message it carried,
+// so those form one unit; every other message is a unit of its own.
 func recallUnits(targets []models.Message) [][]*models.Message {
 	var units [][]*models.Message
 	byCall := map[string]int{}

@@ -39,8 +39,8 @@ func TestRecallDeadline(t *testing.T) {
 	}
 }
 
-// A batch recall calls DingTalk once per task: the messages one call carried form one
-// unit; every other message is a unit of its own.
+// A batch recall calls DingTalk once per task and WeCom once per msgid: the messages one
+// call carried form one unit; every other message is a unit of its own.
 func TestRecallUnits(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
@@ -54,7 +54,10 @@ func TestRecallUnits(t *testing.T) {
 		msg("d", "dingtalk", 2, "7", models.StatusSent), // another account's task 7
 		msg("e", "dingtalk", 1, "", models.StatusPending),
 		msg("f", "wecom", 3, "m1", models.StatusSent),
-		msg("g", "wecom", 3, "m1", models.StatusSent), // WeCom recalls one message at a time
+		msg("g", "wecom", 3, "m1", models.StatusSent), // one WeCom call's msgid
+		msg("h", "wecom", 3, "m2", models.StatusSent),
+		msg("i", "feishu", 4, "om1", models.StatusSent),
+		msg("j", "feishu", 4, "om1", models.StatusSent), // Feishu recalls one message at a time
 	}
 	var got [][]string
 	for _, u := range recallUnits(targets) {
@@ -64,7 +67,7 @@ func TestRecallUnits(t *testing.T) {
 		}
 		got = append(got, ids)
 	}
-	want := [][]string{{"a", "c"}, {"b"}, {"d"}, {"e"}, {"f"}, {"g"}}
+	want := [][]string{{"a", "c"}, {"b"}, {"d"}, {"e"}, {"f", "g"}, {"h"}, {"i"}, {"j"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("units (-want +got):\n%s", diff)
 	}

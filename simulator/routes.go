@@ -46,6 +46,7 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /_sim/faults", s.handlePatchFaults)
 	mux.HandleFunc("POST /_sim/wecom/callback", s.handleWeComCallbackSettings)
 	mux.HandleFunc("POST /_sim/wecom/click", s.handleWeComClick)
+	mux.HandleFunc("PUT /_sim/wecom/directory", s.handleWeComDirectory)
 	mux.HandleFunc("POST /_sim/robots", s.robots.handleRobotSettings)
 	mux.HandleFunc("POST /_sim/phone", s.phone.handleControl)
 	mux.HandleFunc("GET /healthz", handleHealth)

@@ -184,6 +184,8 @@ type Simulator struct {
 	stats      Stats
 	// wecomCallback is where clicks on WeCom cards are reported (nil: nowhere yet).
 	wecomCallback *wecomCallback
+	// wecomUnknown and wecomUnlicensed are WeCom's directory (see WeComDirectory).
+	wecomUnknown, wecomUnlicensed map[string]bool
 }
 
 // New returns a simulator with the given faults and default options.
@@ -281,7 +283,7 @@ func (s *Simulator) Stats() Stats {
 }
 
 // Reset clears the recorded deliveries, the counters and the platforms' windows;
-// fault settings, tokens and robots' settings stay.
+// fault settings, tokens, robots' settings and WeCom's directory stay.
 func (s *Simulator) Reset() {
 	s.wecomMembers.reset()
 	s.feishu.reset()

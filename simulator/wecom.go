@@ -26,8 +26,65 @@ type wecomTokenReply struct {
 // wecomSendReply is the successful answer of message/send.
 type wecomSendReply struct {
 	wecomReply
-	InvalidUser string `json:"invaliduser"`
-	MsgID       string `json:"msgid"`
+	InvalidUser    string `json:"invaliduser,omitempty"`
+	UnlicensedUser string `json:"unlicenseduser,omitempty"`
+	MsgID          string `json:"msgid,omitempty"`
+}
+
+// WeComDirectory is what the simulated WeCom knows of a corp's people: the user ids it
+// does not know (message/send names them in invaliduser) and those without a licence
+// for application messages (unlicenseduser). Anyone else is a licensed member.
+type WeComDirectory struct {
+	Unknown    []string `json:"unknown"`
+	Unlicensed []string `json:"unlicensed"`
+}
+
+// SetWeComDirectory replaces the WeCom directory.
+func (s *Simulator) SetWeComDirectory(d WeComDirectory) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wecomUnknown, s.wecomUnlicensed = setOf(d.Unknown), setOf(d.Unlicensed)
+}
+
+// setOf makes a membership map of a list.
+func setOf(list []string) map[string]bool {
+	out := make(map[string]bool, len(list))
+	for _, v := range list {
+		out[v] = true
+	}
+	return out
+}
+
+// handleWeComDirectory serves PUT /_sim/wecom/directory: the WeCom directory, replaced
+// whole (see WeComDirectory). Unknown fields are refused.
+func (s *Simulator) handleWeComDirectory(w http.ResponseWriter, r *http.Request) {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	var d WeComDirectory
+	if err := dec.Decode(&d); err != nil {
+		writeJSON(w, http.StatusBadRequest, controlError{Error: "invalid directory: " + err.Error()})
+		return
+	}
+	s.SetWeComDirectory(d)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// wecomReach splits a call's people into those WeCom delivers to, those it does not
+// know and those without a licence.
+func (s *Simulator) wecomReach(users []string) (reached, unknown, unlicensed []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, u := range users {
+		switch {
+		case s.wecomUnknown[u]:
+			unknown = append(unknown, u)
+		case s.wecomUnlicensed[u]:
+			unlicensed = append(unlicensed, u)
+		default:
+			reached = append(reached, u)
+		}
+	}
+	return reached, unknown, unlicensed
 }
 
 // WeCom error codes, as the real API uses them.
@@ -180,6 +237,7 @@ func (s *Simulator) handleWeComSend(w http.ResponseWriter, r *http.Request) {
 	waitLatency(r, v)
 	requestID := r.Header.Get("X-Request-Id")
 	msgID := s.newMsgID()
+	users, unknown, unlicensed := s.wecomReach(users)
 	deliveries := make([]Delivery, len(users))
 	for i, u := range users {
 		deliveries[i] = Delivery{
@@ -192,26 +250,29 @@ func (s *Simulator) handleWeComSend(w http.ResponseWriter, r *http.Request) {
 			Card:          card,
 		}
 	}
-	switch v.outcome {
-	case outcomeAuth:
+	reply := wecomSendReply{wecomReply: wecomReply{ErrCode: wecomOK, ErrMsg: "ok"}, MsgID: msgID,
+		InvalidUser: strings.Join(unknown, "|"), UnlicensedUser: strings.Join(unlicensed, "|")}
+	switch {
+	case v.outcome == outcomeAuth:
 		fail(wecomInvalidToken, "invalid access_token")
-	case outcomeFail:
+	case v.outcome == outcomeFail:
 		http.Error(w, "internal error", http.StatusInternalServerError)
-	case outcomeThrottle:
+	case v.outcome == outcomeThrottle:
 		fail(wecomFreqOutOfLimit, "api freq out of limit")
-	case outcomeReject:
+	case v.outcome == outcomeReject:
 		fail(wecomAllReceiversFailed, "user & party & tag all invalid")
-	case outcomeTimeout:
+	case v.outcome == outcomeTimeout:
 		s.holdThenAbort(r)
-	case outcomeAcceptThenTimeout:
+	case len(users) == 0:
+		// Nobody left to deliver to: WeCom fails the whole call, naming them.
+		reply.wecomReply, reply.MsgID = wecomReply{ErrCode: wecomAllReceiversFailed, ErrMsg: "user & party & tag all invalid"}, ""
+		writeJSON(w, http.StatusOK, reply)
+	case v.outcome == outcomeAcceptThenTimeout:
 		s.deliverWeCom(deliveries, received)
 		s.holdThenAbort(r)
 	default:
 		s.deliverWeCom(deliveries, received)
-		writeJSON(w, http.StatusOK, wecomSendReply{
-			wecomReply: wecomReply{ErrCode: wecomOK, ErrMsg: "ok"},
-			MsgID:      msgID,
-		})
+		writeJSON(w, http.StatusOK, reply)
 	}
 }
 

@@ -187,3 +187,51 @@ func TestWeComRecallEndpoint(t *testing.T) {
 		t.Errorf("second recall errcode = %d, want %d", code, wecomMsgRecalled)
 	}
 }
+
+// WeCom's directory, set through PUT /_sim/wecom/directory: message/send delivers to
+// the people it knows with a licence, names the others in invaliduser and
+// unlicenseduser, and fails the call with 81013 when nobody is left. Each delivered
+// person's limits still apply.
+func TestWeComDirectory(t *testing.T) {
+	t.Parallel()
+	sim, srv := newTestServer(t, Faults{}, Options{})
+	if resp := mustDo(t, "PUT", srv.URL+"/_sim/wecom/directory", nil, []byte(`{"unknown":["u1"],"bogus":1}`)); resp.status != http.StatusBadRequest {
+		t.Errorf("a directory with an unknown field: %d %s, want 400", resp.status, resp.body)
+	}
+	if resp := mustDo(t, "PUT", srv.URL+"/_sim/wecom/directory", nil, WeComDirectory{Unknown: []string{"ghost", "gone"}, Unlicensed: []string{"intern"}}); resp.status != http.StatusNoContent {
+		t.Fatalf("set the directory: %d %s", resp.status, resp.body)
+	}
+	token := weComToken(t, srv.URL)
+	send := func(to string) wecomSendReply {
+		t.Helper()
+		resp := mustDo(t, "POST", srv.URL+"/wecom/cgi-bin/message/send?access_token="+url.QueryEscape(token), nil,
+			map[string]any{"touser": to, "msgtype": "text", "agentid": 1, "text": map[string]string{"content": "hi"}})
+		return decode[wecomSendReply](t, resp.body)
+	}
+	got := send("u1|ghost|intern|u2|gone")
+	if got.ErrCode != 0 || got.MsgID == "" || got.InvalidUser != "ghost|gone" || got.UnlicensedUser != "intern" {
+		t.Errorf("send to a mixed list: %+v, want success naming ghost|gone invalid and intern unlicensed", got)
+	}
+	var to []string
+	for _, d := range sim.Deliveries() {
+		to = append(to, d.To)
+	}
+	if diff := cmp.Diff([]string{"u1", "u2"}, to); diff != "" {
+		t.Errorf("delivered to (-want +got):\n%s", diff)
+	}
+	if got := send("ghost|intern"); got.ErrCode != wecomAllReceiversFailed || got.InvalidUser != "ghost" || got.UnlicensedUser != "intern" || got.MsgID != "" {
+		t.Errorf("send to nobody it can reach: %+v, want 81013 naming both", got)
+	}
+	// One member's 30 a minute holds for a person in a list as for one alone.
+	for range 30 {
+		send("u3|ghost")
+	}
+	send("u3|u4")
+	if n := sim.Stats().DroppedSilently["wecom"]; n != 1 {
+		t.Errorf("%d dropped silently, want u3's 31st", n)
+	}
+	sim.Reset()
+	if got := send("ghost"); got.ErrCode != wecomAllReceiversFailed {
+		t.Errorf("after a reset: %+v, want the directory kept", got)
+	}
+}

@@ -9,3 +9,6 @@ var ScheduleKey = scheduleKey
 // ForgetDeleted is forgetDeleted, for the test that the embedded Redis does not keep
 // every key it ever held.
 func (e *EmbeddedRedis) ForgetDeleted() int { return e.forgetDeleted() }
+
+// GroupByContent exposes groupByContent to tests.
+var GroupByContent = groupByContent

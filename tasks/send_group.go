@@ -13,7 +13,7 @@ import (
 )
 
 // Grouped sends: a platform that takes one content to many people in one call
-// (channels.GroupSender, DingTalk) gets a chunk's messages that share their content in
+// (channels.GroupSender: DingTalk, WeCom) gets a chunk's messages that share their content in
 // as few calls as its limits allow. Each message is still claimed with the chunk,
 // admitted by the limiter on its own (one recipient at a time), and finished with its
 // own outcome by the same compare-and-set as a message sent alone. The chunk's messages
@@ -40,7 +40,8 @@ func (s *Sender) groupSender(ctx context.Context, held []*models.Message) channe
 }
 
 // contentKey is what the messages of one call share. A post to a chat group goes in a
-// call of its own (post is its id): its address is a chat, not a person.
+// call of its own (post is its id): its address is a chat, not a person. So does a
+// notice of an alert: its buttons name it (a WeCom card's task id is the message's id).
 type contentKey struct {
 	accountID                       int64
 	msgType, subject, content, post string
@@ -53,7 +54,7 @@ func groupByContent(ms []*models.Message, max int) [][]*models.Message {
 	open := map[contentKey]int{} // the group still taking messages, by content
 	for _, m := range ms {
 		k := contentKey{accountID: m.AccountID, msgType: m.MsgType, subject: m.Subject, content: m.Content}
-		if m.ChatGroupID != nil {
+		if m.ChatGroupID != nil || m.AlertID != nil {
 			k.post = m.ID
 		}
 		i, ok := open[k]

@@ -1535,7 +1535,7 @@ type MessageDetail struct {
 	// Digested are the notices a digest message carried.
 	Digested []models.BatchMessage
 	// RecallReach is how many people a recall takes the message back from: more than
-	// one where the platform recalls the whole call that carried it (DingTalk).
+	// one where the platform recalls the whole call that carried it (DingTalk, WeCom).
 	RecallReach int
 	// Silences are the silences that hold or held the message.
 	Silences []int64

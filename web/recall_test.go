@@ -39,7 +39,7 @@ func newRecallConsole(t *testing.T) *recallConsole {
 		t.Fatal(err)
 	}
 	var people []directory.Recipient
-	for i := range 4 {
+	for i := range 5 {
 		people = append(people, directory.Recipient{ExternalID: fmt.Sprintf("WX%d", i), Name: fmt.Sprintf("Wei %d", i),
 			OrgType: directory.Branch, WecomUserid: fmt.Sprintf("wei_%d", i), Active: true})
 	}
@@ -49,8 +49,9 @@ func newRecallConsole(t *testing.T) *recallConsole {
 	return &recallConsole{console: c, sim: sim, acct: acct}
 }
 
-// sent composes a WeCom batch to the people and plays the worker: each message goes
-// through the adapter to the simulator and is recorded sent with WeCom's msgid.
+// sent composes a WeCom batch to the people and plays the worker: the messages, which
+// share their content, go through the adapter to the simulator in one call and are
+// recorded sent with its msgid.
 func (c *recallConsole) sent(people ...string) (string, []string) {
 	c.t.Helper()
 	ctx := context.Background()
@@ -64,21 +65,30 @@ func (c *recallConsole) sent(people ...string) (string, []string) {
 		c.t.Fatal(err)
 	}
 	var ids []string
+	var call []channels.Message
 	for _, m := range res.Messages {
-		receipt, err := sender.Send(ctx, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Content: m.Content})
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		c.finish(m.ID, models.Outcome{Status: models.StatusSent, ProviderMessageID: receipt.ProviderMessageID,
-			CountsAttempt: true, Called: true, Duration: time.Millisecond})
+		call = append(call, channels.Message{ID: m.ID, To: m.Address, MsgType: m.MsgType, Content: m.Content})
 		ids = append(ids, m.ID)
+	}
+	for i, r := range sender.(channels.GroupSender).SendGroup(ctx, call) {
+		if r.Err != nil {
+			c.t.Fatal(r.Err)
+		}
+		c.finish(ids[i], models.Outcome{Status: models.StatusSent, ProviderMessageID: r.Receipt.ProviderMessageID,
+			CountsAttempt: true, Called: true, Duration: time.Millisecond})
 	}
 	return res.Batch.ID, ids
 }
 
+// recalledOnPlatform says whether the simulator shows the message's delivery recalled,
+// found by its person and its call's msgid.
 func (c *recallConsole) recalledOnPlatform(id string) bool {
+	m, err := c.store.MessageByID(context.Background(), id)
+	if err != nil {
+		c.t.Fatal(err)
+	}
 	for _, d := range c.sim.Deliveries() {
-		if d.RequestID == id {
+		if d.To == m.Address && d.ProviderMsgID == m.ProviderMessageID {
 			return d.Recalled
 		}
 	}
@@ -86,8 +96,8 @@ func (c *recallConsole) recalledOnPlatform(id string) bool {
 }
 
 // In the console, in English and in Chinese: the message page's recall button asks
-// first and recalls on WeCom; the batch page's names how many people and shows what
-// the recall did; over the approval threshold the recall waits, the operator who asked
+// first, naming the other person of its WeCom call, and recalls the call on WeCom; the
+// batch page's names how many people and shows what the recall did; over the approval threshold the recall waits, the operator who asked
 // cannot decide, another rejects it (a reason is needed) or approves it.
 func TestConsoleRecall(t *testing.T) {
 	t.Parallel()
@@ -99,14 +109,17 @@ func TestConsoleRecall(t *testing.T) {
 		button, confirm, recalledNote, done, waiting string
 		notYours, reasonError, rejected, dashboard   string
 		expires, expired, expiredNote                string
+		callConfirm                                  string
 	}{
 		{"en", "Recall from 2 people", "Recall this batch from 2 people?", "Recalled message", "Recall done: 1 recalled",
 			"it waits for another operator&#39;s approval", "You asked for this recall", "give a reason of 1 to 200 characters",
 			"Recall request rejected", "1 batch recall waits for approval",
-			"Decide by ", "expired undecided at", "expired before anyone decided on it"},
+			"Decide by ", "expired undecided at", "expired before anyone decided on it",
+			"WeCom recalls the whole notice its call carried: 1 other person loses it too"},
 		{"zh-CN", "撤回（2 人）", "确定撤回本批次发给 2 人的消息吗？", "已撤回消息", "撤回完成：撤回 1 条",
 			"等待另一位操作员批准", "此撤回由您申请", "请填写 1 到 200 个字的理由", "已驳回撤回申请", "1 个批次撤回等待审批",
-			"之前决定", "未获决定，已于", "在有人决定之前已过期"},
+			"之前决定", "未获决定，已于", "在有人决定之前已过期",
+			"企业微信会撤回同一次调用发出的整条通知：另有 1 人也将不再看到"},
 	} {
 		t.Run(tt.lang, func(t *testing.T) {
 			lang := map[string]string{"Accept-Language": tt.lang}
@@ -129,18 +142,20 @@ func TestConsoleRecall(t *testing.T) {
 			page := get(op, "/batches/"+batch)
 			wantContains(t, "batch page", page, `action="/batches/`+batch+`/recall"`, tt.button, tt.confirm)
 			msg := get(op, "/messages/"+ids[0])
-			wantContains(t, "message page", msg, `action="/messages/`+ids[0]+`/recall"`)
+			wantContains(t, "message page", msg, `action="/messages/`+ids[0]+`/recall"`, tt.callConfirm)
 			resp, body := post(op, "/messages/"+ids[0]+"/recall", nil)
 			wantRedirect(t, "recall a message", resp, body, "/messages/"+ids[0])
 			wantContains(t, "after the recall", get(op, "/messages/"+ids[0]), tt.recalledNote, `data-recalled`, `data-status="recalled"`)
-			if !c.recalledOnPlatform(ids[0]) {
-				t.Error("the message is not recalled on WeCom")
+			wantContains(t, "the call's other message", get(op, "/messages/"+ids[1]), `data-status="recalled"`)
+			if !c.recalledOnPlatform(ids[0]) || !c.recalledOnPlatform(ids[1]) {
+				t.Error("the call is not recalled on WeCom from both people")
 			}
+			batch, ids = c.sent("WX4")
 			resp, body = post(op, "/batches/"+batch+"/recall", nil)
 			wantRedirect(t, "recall the batch", resp, body, "/batches/"+batch)
 			wantContains(t, "after the batch recall", get(op, "/batches/"+batch), tt.done)
-			if !c.recalledOnPlatform(ids[1]) {
-				t.Error("the batch's other message is not recalled on WeCom")
+			if !c.recalledOnPlatform(ids[0]) {
+				t.Error("the batch's message is not recalled on WeCom")
 			}
 
 			// Over the threshold (raised once the batch is sent, or its sending would wait

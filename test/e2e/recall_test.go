@@ -107,19 +107,9 @@ func (r *recallRig) ageSent(t *testing.T, id string, d time.Duration) {
 	}
 }
 
-// recalledOnPlatform says whether the simulator shows the message recalled.
-func (r *recallRig) recalledOnPlatform(id string) bool {
-	for _, d := range r.sim.Deliveries() {
-		if d.RequestID == id {
-			return d.Recalled
-		}
-	}
-	return false
-}
-
 // recalledTo says whether the simulator shows the delivery of a message recalled, found
-// by its address: one DingTalk call's deliveries all carry the request id of its first
-// message.
+// by its address and its call's id: one DingTalk or WeCom call's deliveries all carry
+// the request id of its first message.
 func (r *recallRig) recalledTo(t *testing.T, id string) bool {
 	t.Helper()
 	m, err := r.h.App.Store.MessageByID(context.Background(), id)
@@ -168,15 +158,18 @@ func errorCode(body map[string]any) string {
 
 // A sent WeCom message is recalled on the platform through the simulator: the API
 // answers with the message recalled, by whom and when, the delivery shows recalled, the
-// recall is audited and the key's callback hears message.recalled. A sandbox message
+// recall is audited and the key's callback hears message.recalled. WeCom recalls the
+// whole call: the other person it carried (the same content) is recalled with it, and a
+// message of another call is not. A sandbox message
 // cannot be recalled, nor one sent longer ago than WeCom's 24 hours; one not sent yet is
 // cancelled; another send key cannot recall the key's messages, an admin key can.
 func TestRecallMessage(t *testing.T) {
 	t.Parallel()
 	r := newRecallRig(t)
 	_, ids := r.send(t, "wecom", []string{"RC000", "RC001"}, "")
-	r.waitSent(t, ids...)
-	recalled, aged := ids[0], ids[1]
+	_, agedIDs := r.send(t, "wecom", []string{"RC002"}, "")
+	r.waitSent(t, append(ids, agedIDs...)...)
+	recalled, callMate, aged := ids[0], ids[1], agedIDs[0]
 
 	other := newAPIKey(t, r.h, "send,read")
 	if code, body, _ := other.Call("POST", "/api/v1/messages/"+recalled+"/recall", ""); code != http.StatusNotFound {
@@ -186,14 +179,19 @@ func TestRecallMessage(t *testing.T) {
 	if code != http.StatusOK || body["status"] != "recalled" || body["recalled_by"] != "apikey:crm" || body["recalled_at"] == nil {
 		t.Fatalf("recall: %d %s", code, body["_raw"])
 	}
-	if !r.recalledOnPlatform(recalled) || r.recalledOnPlatform(aged) {
-		t.Errorf("simulator deliveries %+v: want only %s recalled", r.sim.Deliveries(), recalled)
+	if !r.recalledTo(t, recalled) || !r.recalledTo(t, callMate) || r.recalledTo(t, aged) {
+		t.Errorf("simulator deliveries %+v: want %s and %s (one call) recalled, %s not", r.sim.Deliveries(), recalled, callMate, aged)
+	}
+	if st := r.statuses(t, callMate, aged); st[callMate] != models.StatusRecalled || st[aged] != models.StatusSent {
+		t.Errorf("statuses %v: want the call's other message recalled, the other call's sent", st)
 	}
 	if code, body, _ := r.api.Call("POST", "/api/v1/messages/"+recalled+"/recall", ""); code != http.StatusConflict || errorCode(body) != "invalid_state" {
 		t.Errorf("second recall: %d %s, want 409 invalid_state", code, body["_raw"])
 	}
-	if n := r.auditCount(t, "message.recall", recalled); n != 1 {
-		t.Errorf("message.recall audit entries = %d, want 1", n)
+	for _, id := range []string{recalled, callMate} {
+		if n := r.auditCount(t, "message.recall", id); n != 1 {
+			t.Errorf("message %s: message.recall audit entries = %d, want 1", id, n)
+		}
 	}
 
 	// Past WeCom's window, even for an admin key.
@@ -228,13 +226,14 @@ func TestRecallMessage(t *testing.T) {
 	})
 }
 
-// A batch recall counts each outcome; for more people than the approval threshold it
-// waits for someone other than the person who asked, and then recalls.
+// A batch recall counts each outcome (on Feishu, which recalls one person's message at
+// a time, so one of a batch can be past the window); for more people than the approval
+// threshold it waits for someone other than the person who asked, and then recalls.
 func TestRecallBatch(t *testing.T) {
 	t.Parallel()
 	r := newRecallRig(t)
 	ctx := context.Background()
-	batch, ids := r.send(t, "wecom", []string{"RC000", "RC001", "RC002"}, "")
+	batch, ids := r.send(t, "feishu", []string{"RC000", "RC001", "RC002"}, "")
 	r.waitSent(t, ids...)
 	r.ageSent(t, ids[2], 25*time.Hour)
 	_, scheduled := r.send(t, "wecom", []string{"RC003"}, `,"send_at":"`+time.Now().Add(time.Hour).Format(time.RFC3339)+`"`)
@@ -244,7 +243,7 @@ func TestRecallBatch(t *testing.T) {
 	if code != http.StatusAccepted || body["status"] != "completed" || fmt.Sprint(body["counts"]) != fmt.Sprint(want) {
 		t.Fatalf("batch recall: %d %s, want counts %v", code, body["_raw"], want)
 	}
-	if !r.recalledOnPlatform(ids[0]) || !r.recalledOnPlatform(ids[1]) || r.recalledOnPlatform(ids[2]) {
+	if !r.recalledTo(t, ids[0]) || !r.recalledTo(t, ids[1]) || r.recalledTo(t, ids[2]) {
 		t.Errorf("simulator deliveries %+v", r.sim.Deliveries())
 	}
 	if n := r.auditCount(t, "batch.recall", batch); n != 1 {
@@ -266,7 +265,7 @@ func TestRecallBatch(t *testing.T) {
 	if code != http.StatusAccepted || body["status"] != "awaiting_approval" || body["people"] != 2.0 {
 		t.Fatalf("large batch recall: %d %s, want awaiting_approval for 2 people", code, body["_raw"])
 	}
-	if r.recalledOnPlatform(bigIDs[0]) {
+	if r.recalledTo(t, bigIDs[0]) {
 		t.Error("recalled before approval")
 	}
 	asker := audit.Actor{Name: "test", Type: audit.ActorUser, Person: "test"}
@@ -278,7 +277,7 @@ func TestRecallBatch(t *testing.T) {
 	if err != nil || counts.Recalled != 2 {
 		t.Fatalf("approval: %+v %v, want 2 recalled", counts, err)
 	}
-	if !r.recalledOnPlatform(bigIDs[0]) || !r.recalledOnPlatform(bigIDs[1]) {
+	if !r.recalledTo(t, bigIDs[0]) || !r.recalledTo(t, bigIDs[1]) {
 		t.Error("not recalled on the platform after approval")
 	}
 	m, _ := r.h.App.Store.MessageByID(ctx, bigIDs[0])
@@ -312,15 +311,16 @@ func scheduledBatch(t *testing.T, r *recallRig, id string) string {
 }
 
 // A single message is recalled on each platform that can recall, through the
-// simulator; past the platform's 24 hours it is 409 recall_window_passed. DingTalk
-// recalls the whole call: the other person its call reached is recorded recalled too.
+// simulator; past the platform's 24 hours it is 409 recall_window_passed. DingTalk and
+// WeCom recall the whole call: the other person its call reached is recorded recalled
+// too.
 func TestRecallPerPlatform(t *testing.T) {
 	t.Parallel()
 	r := newRecallRig(t)
 	for _, tc := range []struct {
 		platform  string
 		wholeCall bool
-	}{{"wecom", false}, {"feishu", false}, {"dingtalk", true}} {
+	}{{"wecom", true}, {"feishu", false}, {"dingtalk", true}} {
 		t.Run(tc.platform, func(t *testing.T) {
 			_, ids := r.send(t, tc.platform, []string{"RC000", "RC001"}, "")
 			r.waitSent(t, ids...)
@@ -365,7 +365,8 @@ func TestRecallPerPlatform(t *testing.T) {
 
 // A batch recall on each platform counts each outcome: recalled within the window,
 // recall_window_passed past it, recall_unsupported where the platform cannot recall.
-// DingTalk's three people share one call, which one recall takes back.
+// DingTalk's and WeCom's three people share one call, which one recall takes back, or
+// which is past the window for all three at once.
 func TestRecallBatchPerPlatform(t *testing.T) {
 	t.Parallel()
 	r := newRecallRig(t)
@@ -374,7 +375,8 @@ func TestRecallBatchPerPlatform(t *testing.T) {
 		aged     int // how many of the three are sent longer ago than the window
 		want     recall.RecallCounts
 	}{
-		{"wecom", 1, recall.RecallCounts{Recalled: 2, RecallWindowPassed: 1}},
+		{"wecom", 0, recall.RecallCounts{Recalled: 3}},
+		{"wecom", 3, recall.RecallCounts{RecallWindowPassed: 3}},
 		{"feishu", 1, recall.RecallCounts{Recalled: 2, RecallWindowPassed: 1}},
 		{"dingtalk", 0, recall.RecallCounts{Recalled: 3}},
 		{"sandbox", 0, recall.RecallCounts{RecallUnsupported: 3}},
@@ -475,7 +477,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 		if code != http.StatusAccepted || body["status"] != recall.RecallApproved || body["decided_by"] != "apikey:bob-admin" || result["recalled"] != 2.0 {
 			t.Fatalf("approval: %d %s", code, body["_raw"])
 		}
-		if !r.recalledOnPlatform(ids[0]) || !r.recalledOnPlatform(ids[1]) {
+		if !r.recalledTo(t, ids[0]) || !r.recalledTo(t, ids[1]) {
 			t.Error("not recalled on the platform after approval")
 		}
 		if code, body, _ := bob.Call("POST", "/api/v1/batches/"+batch+"/recall/approve", ""); code != http.StatusConflict || errorCode(body) != "invalid_state" {
@@ -496,7 +498,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 		if diff := cmp.Diff(want, r.statuses(t, ids...)); diff != "" {
 			t.Errorf("statuses after the rejection (-want +got):\n%s", diff)
 		}
-		if r.recalledOnPlatform(ids[0]) || r.recalledOnPlatform(ids[1]) {
+		if r.recalledTo(t, ids[0]) || r.recalledTo(t, ids[1]) {
 			t.Error("recalled on the platform although rejected")
 		}
 		if n := r.auditCount(t, "batch.recall_reject", batch); n != 1 {
@@ -526,7 +528,7 @@ func TestRecallApprovalAPI(t *testing.T) {
 				t.Errorf("%s after the expiry: %d %s, want 409 recall_request_expired", path, code, body["_raw"])
 			}
 		}
-		if r.recalledOnPlatform(ids[0]) || r.recalledOnPlatform(ids[1]) {
+		if r.recalledTo(t, ids[0]) || r.recalledTo(t, ids[1]) {
 			t.Error("recalled on the platform although expired")
 		}
 		var status string

@@ -106,6 +106,17 @@ func TestSilentDropGuard(t *testing.T) {
 	if got := rig.Sim.Stats().ByPlatform["wecom"]; got != people*30 {
 		t.Errorf("WeCom received %d, want %d: 30 a member within the minute", got, people*30)
 	}
+	// Each notice went to both people at once: grouped calls, each person admitted on
+	// their own.
+	calls := map[string]bool{}
+	for _, d := range rig.Sim.Deliveries() {
+		if d.Platform == "wecom" {
+			calls[d.ProviderMsgID] = true
+		}
+	}
+	if len(calls) == 0 || len(calls) >= people*30 {
+		t.Errorf("WeCom delivered %d notices in %d calls, want fewer calls than deliveries", people*30, len(calls))
+	}
 }
 
 // Without limits the same offer is sent at once and the simulator drops the excess
@@ -141,13 +152,18 @@ func (r *silentRig) waitingOrSent(t *testing.T, platform string, ids []string) m
 		}
 	})
 	// The platform's record is read after the statuses: a message is recorded sent only
-	// once the platform answered, so one sent meanwhile is in it too.
+	// once the platform answered, so one sent meanwhile is in it too. A delivery is found
+	// by its person and its call's id: a grouped call's deliveries share a request id.
 	delivered := map[string]bool{}
 	for _, d := range r.Sim.Deliveries() {
-		delivered[d.RequestID] = true
+		delivered[d.To+" "+d.ProviderMsgID] = true
 	}
 	for _, id := range sent {
-		if !delivered[id] {
+		m, err := r.H.App.Store.MessageByID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !delivered[m.Address+" "+m.ProviderMessageID] {
 			t.Errorf("%s message %s is sent but the platform never delivered it", platform, id)
 		}
 	}
