@@ -323,6 +323,7 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 		return
 	}
 	v.Approval, v.Threshold, v.QuietUntil, v.QuietAccount = wait.Approval, wait.Threshold, wait.QuietUntil, wait.Account
+	v.Silences, v.Silenced, v.Digest, v.Digested = wait.Silences, wait.Silenced, wait.Digest, wait.Digested
 	render(c, http.StatusOK, views.ComposePreviewPanel(v))
 }
 
