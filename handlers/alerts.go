@@ -148,6 +148,10 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 		h.fail(c, err)
 		return
 	}
+	if err := h.alertTimeline(c, &v, steps[a.ID]); err != nil {
+		h.fail(c, err)
+		return
+	}
 	render(c, status, views.AlertPage(page(c, tr(c, "alerts.alert_title", "ID", a.ID), "alerts"), v))
 }
 

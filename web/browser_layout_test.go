@@ -87,8 +87,9 @@ type layoutMeasure struct {
 
 // TestBrowserConsoleLayout opens the dashboard, the message list, a batch, the compose
 // form, a CSV import preview, the integrations' pages (the list, one with its events,
-// the form, a token with its snippets) and the heartbeats' (the list, the form, a token
-// with its snippets) in Chinese at 1366, 768 and 390 px, and checks the
+// the form, a token with its snippets), the heartbeats' (the list, the form, a token
+// with its snippets), an alert's page and the escalation policy and rotation editors
+// in Chinese at 1366, 768 and 390 px, and checks the
 // layout rules on each (layoutScript), the columns that must be on a phone's screen, and
 // Send after the people on a phone. Each page's screenshot must be as wide as asked;
 // HERALD_LAYOUT_SCREENSHOTS names a directory to keep them in.
@@ -104,6 +105,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 	c.finish(msgs["E2002"].ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
 	c.send(&later, "E2001", "E2003")
 	batch := "/batches/" + msgs["E2001"].BatchID
+	alertPage := fmt.Sprintf("/alerts/%d", c.twoStepAlert().ID)
 
 	ctx := c.chineseBrowser(t, adminUser)
 	q := chromedp.ByQuery
@@ -149,6 +151,9 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"heartbeats", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats"), chromedp.WaitVisible(`#heartbeats`, q)}, nil, nil},
 		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},
 		{"heartbeat token", append(heartbeatToken, openDetails), nil, nil},
+		{"alert", []chromedp.Action{chromedp.Navigate(c.url + alertPage), chromedp.WaitVisible(`#alert-timeline`, q)}, nil, nil},
+		{"policy editor", []chromedp.Action{chromedp.Navigate(c.url + "/escalation-policies/new"), chromedp.WaitVisible(`#policy-steps`, q)}, nil, nil},
+		{"rotation editor", []chromedp.Action{chromedp.Navigate(c.url + "/duty/rotations/new"), chromedp.WaitVisible(`#rotation-turns`, q)}, nil, nil},
 	}
 	for _, width := range []int{1366, 768, 390} {
 		if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), 900)); err != nil {
