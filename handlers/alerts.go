@@ -42,7 +42,7 @@ func (h *Handlers) alertRows(c *gin.Context, list []alert.Alert) ([]views.AlertR
 	}
 	names := map[string]string{}
 	for _, p := range people {
-		names[p.ExternalID] = p.Name
+		names[p.ExternalID] = views.PersonName(ctx, p.Name, p.ExternalID)
 	}
 	rows := make([]views.AlertRow, len(list))
 	for i, a := range list {
@@ -143,7 +143,7 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 		return
 	}
 	v := views.AlertView{Row: rows[0], Steps: alert.PolicySteps(a, steps[a.ID]), Now: time.Now(), CanAct: canOperate(c),
-		Notice: notice, Errs: errs}
+		Notice: notice, Errs: errs, AcknowledgedBy: h.personLabel(c, a.AcknowledgedBy), ResolvedBy: h.personLabel(c, a.ResolvedBy)}
 	if err := h.alertCalls(c, &v); err != nil {
 		h.fail(c, err)
 		return
@@ -153,6 +153,19 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 		return
 	}
 	render(c, status, views.AlertPage(page(c, tr(c, "alerts.alert_title", "ID", a.ID), "alerts"), v))
+}
+
+// personLabel names who acted on an alert as the console shows people: a person by
+// name and external id, anyone else (a user, an integration) as recorded.
+func (h *Handlers) personLabel(c *gin.Context, id string) string {
+	if id == "" {
+		return ""
+	}
+	people, err := h.Store.Directory().CachedRecipientsByExternalIDs(c.Request.Context(), []string{id})
+	if err != nil || len(people) == 0 {
+		return id
+	}
+	return views.PersonName(c.Request.Context(), people[0].Name, people[0].ExternalID)
 }
 
 // AcknowledgeAlert takes an alert from the console, as the signed-in user.

@@ -70,7 +70,6 @@ func (h *Handlers) peoplePicker(c *gin.Context, query string, selected map[int64
 		return v, err
 	}
 	v.Total = len(all)
-	directory.SortRecipientsByName(all)
 	v.People = directory.FindPeople(all, query)
 	v.Matches = len(v.People)
 	if len(v.People) > composeListLimit {

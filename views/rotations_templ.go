@@ -1502,9 +1502,9 @@ func DutyCalendarPage(p Page, cal Calendar) templ.Component {
 							return templ_7745c5c3_Err
 						}
 						var templ_7745c5c3_Var90 string
-						templ_7745c5c3_Var90, templ_7745c5c3_Err = templ.JoinStringErrs(person.Name)
+						templ_7745c5c3_Var90, templ_7745c5c3_Err = templ.JoinStringErrs(PersonName(ctx, person.Name, person.ExternalID))
 						if templ_7745c5c3_Err != nil {
-							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/rotations.templ`, Line: 255, Col: 22}
+							return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/rotations.templ`, Line: 255, Col: 58}
 						}
 						_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var90))
 						if templ_7745c5c3_Err != nil {
