@@ -152,6 +152,14 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 		h.fail(c, err)
 		return
 	}
+	var called []string
+	for _, s := range v.Steps {
+		called = append(called, s.Targets...)
+	}
+	if v.People, err = h.peopleNames(c, called); err != nil {
+		h.fail(c, err)
+		return
+	}
 	render(c, status, views.AlertPage(page(c, tr(c, "alerts.alert_title", "ID", a.ID), "alerts"), v))
 }
 
