@@ -169,7 +169,7 @@ var zhWalk = []zhPage{
 	{as: "admin", method: "GET", path: "/duty/calendar?month=2026-10", status: 200, kind: kindPage},
 	{as: "admin", method: "GET", path: "/duty/feeds", status: 200, kind: kindPage},
 	{as: "admin", method: "GET", path: "/duty/rotations/new", status: 200, kind: kindPage},
-	{as: "admin", method: "POST", path: "/duty/rotations", status: 422, kind: kindPage, want: []string{`id="error-members"`},
+	{as: "admin", method: "POST", path: "/duty/rotations", status: 422, kind: kindPage, want: []string{`id="error-members[1]"`},
 		form: url.Values{"name": {"白班"}, "turn.0.at": {"1"}, "turn.0.member": {"E1001"}, "turn.1.at": {"1"}, "turn.1.member": {"E2001"}, "start": {"2031-01-01"}, "turn_days": {"1"}, "covers": {"workdays"}}},
 	{as: "admin", method: "GET", path: "/duty/rotations/NOPE/edit", status: 404, kind: kindPage},
 	{as: "admin", method: "GET", path: "/duty/swaps/new", status: 200, kind: kindPage},
