@@ -173,6 +173,9 @@ type AlertStep struct {
 	CancelledAt   *time.Time
 	Targets       templates.StringList
 	SkippedReason string
+	// BatchID is the batch that carries the step's notices once it fired ("" when it
+	// called nobody, or fired before steps recorded it).
+	BatchID string
 }
 
 // TableName implements gorm's tabler.
@@ -400,10 +403,11 @@ func (s *Ledger) ClaimAlertStep(ctx context.Context, id int64, now time.Time) (b
 	return res.RowsAffected == 1, nil
 }
 
-// RecordAlertStep records whom a fired step called, or why it called nobody.
-func (s *Ledger) RecordAlertStep(ctx context.Context, id int64, targets []string, skippedReason string) error {
+// RecordAlertStep records whom a fired step called and the batch of its notices, or
+// why it called nobody.
+func (s *Ledger) RecordAlertStep(ctx context.Context, id int64, targets []string, skippedReason, batchID string) error {
 	err := s.k.Writer(ctx).Model(&AlertStep{}).Where("id = ?", id).
-		Updates(map[string]any{"targets": templates.StringList(targets), "skipped_reason": skippedReason}).Error
+		Updates(map[string]any{"targets": templates.StringList(targets), "skipped_reason": skippedReason, "batch_id": batchID}).Error
 	if err != nil {
 		return fmt.Errorf("alert: record alert step %d: %w", id, err)
 	}
@@ -577,6 +581,17 @@ func (s *Ledger) AlertRecipients(ctx context.Context, alertID int64) ([]int64, e
 		return nil, fmt.Errorf("alert: recipients of alert %d: %w", alertID, err)
 	}
 	return ids, nil
+}
+
+// AlertNotices lists the messages that notified of an alert, whichever batch carries
+// them (its own, its steps', Herald's own notices of it), oldest first, at most limit.
+func (s *Ledger) AlertNotices(ctx context.Context, alertID int64, limit int) ([]models.Message, error) {
+	var out []models.Message
+	err := s.k.Reader(ctx).Where("alert_id = ?", alertID).Order("created_at, id").Limit(limit).Find(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("alert: notices of alert %d: %w", alertID, err)
+	}
+	return out, nil
 }
 
 // AlertEvent is what an alert's status callback event says of it.

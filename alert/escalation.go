@@ -331,7 +331,11 @@ func (d *Service) fireStep(ctx context.Context, stepID int64, now time.Time) (ne
 				return err
 			}
 		}
-		if err := Of(tx).RecordAlertStep(ctx, s.ID, call.targets, call.reason); err != nil {
+		batchID := ""
+		if call.plan != nil && len(call.plan.Messages) > 0 {
+			batchID = call.plan.Batch.ID
+		}
+		if err := Of(tx).RecordAlertStep(ctx, s.ID, call.targets, call.reason, batchID); err != nil {
 			return err
 		}
 		if err := Of(tx).AddAlertStep(ctx, next); err != nil {
@@ -641,7 +645,7 @@ func (d *Service) keepUnrouted(ctx context.Context, a *Alert, s *AlertStep, now 
 		if !claimed {
 			return errStepTaken
 		}
-		if err := Of(tx).RecordAlertStep(ctx, s.ID, nil, SkipNobodyCalled); err != nil {
+		if err := Of(tx).RecordAlertStep(ctx, s.ID, nil, SkipNobodyCalled, ""); err != nil {
 			return err
 		}
 		if err := d.unrouted(ctx, tx, ch, a, s, SkipNobodyCalled, now); err != nil {

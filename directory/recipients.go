@@ -95,13 +95,15 @@ func (s *Staff) CreateRecipient(ctx context.Context, r *Recipient) error {
 	return nil
 }
 
-// ActiveRecipients lists active recipients by name, at most limit of them.
+// ActiveRecipients lists active recipients, at most limit of them, in the order every
+// picker of people shows them: by name, Chinese names by pinyin (SortRecipientsByName).
 func (s *Staff) ActiveRecipients(ctx context.Context, limit int) ([]Recipient, error) {
 	var out []Recipient
 	err := s.k.Reader(ctx).Where("active = ?", true).Order("name, id").Limit(limit).Find(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("directory: list recipients: %w", err)
 	}
+	SortRecipientsByName(out)
 	return out, nil
 }
 

@@ -121,8 +121,9 @@ func (s *Staff) RecipientNames(ctx context.Context, externalIDs []string) (map[s
 	return out, nil
 }
 
-// HeadOfficeStaff lists active head-office recipients by name, at most limit of them:
-// the people a duty roster can hold.
+// HeadOfficeStaff lists active head-office recipients, at most limit of them, by name
+// as every picker of people shows them (SortRecipientsByName): the people a duty roster
+// can hold.
 func (s *Staff) HeadOfficeStaff(ctx context.Context, limit int) ([]Recipient, error) {
 	var out []Recipient
 	err := s.k.Reader(ctx).Where("org_type = ? AND active = ?", HeadOffice, true).
@@ -130,6 +131,7 @@ func (s *Staff) HeadOfficeStaff(ctx context.Context, limit int) ([]Recipient, er
 	if err != nil {
 		return nil, fmt.Errorf("directory: head-office staff: %w", err)
 	}
+	SortRecipientsByName(out)
 	return out, nil
 }
 

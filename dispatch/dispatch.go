@@ -236,6 +236,8 @@ type Result struct {
 	// reach is how many people an alert can reach, its policy's included
 	// (checkAlertReach); 0 for a send that opens none.
 	reach int
+	// policy is the escalation policy of a send that opens an alert ("" for none).
+	policy string
 }
 
 // Limits of one request.
@@ -377,6 +379,9 @@ func (d *Dispatcher) Plan(ctx context.Context, req Request) (*Result, error) {
 	res := newBatch(req, acct, tmpl, sendAt, aud)
 	res.account = acct
 	res.digest = digest
+	if req.Ack != nil {
+		res.policy = req.Ack.Policy
+	}
 	if tmpl != nil && req.Variables != nil {
 		// Kept also for a save of the template that renders waiting messages again.
 		res.Batch.Variables = req.Variables

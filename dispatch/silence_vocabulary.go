@@ -61,6 +61,7 @@ func (v silenceVocabulary) Choices(ctx context.Context, name, query string) ([]s
 			limit = maxPeopleListed
 		}
 		people, err := v.store.Directory().ListRecipients(ctx, directory.RecipientFilter{Query: query, Limit: limit})
+		directory.SortRecipientsByName(people) // as every picker of people lists them
 		for _, p := range people {
 			out = append(out, silence.Choice{Value: p.ExternalID, Label: p.Name})
 		}

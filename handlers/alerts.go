@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -43,7 +42,7 @@ func (h *Handlers) alertRows(c *gin.Context, list []alert.Alert) ([]views.AlertR
 	}
 	names := map[string]string{}
 	for _, p := range people {
-		names[p.ExternalID] = p.Name
+		names[p.ExternalID] = views.PersonName(ctx, p.Name, p.ExternalID)
 	}
 	rows := make([]views.AlertRow, len(list))
 	for i, a := range list {
@@ -144,7 +143,7 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 		return
 	}
 	v := views.AlertView{Row: rows[0], Steps: alert.PolicySteps(a, steps[a.ID]), Now: time.Now(), CanAct: canOperate(c),
-		Notice: notice, Errs: errs}
+		Notice: notice, Errs: errs, AcknowledgedBy: h.personLabel(c, a.AcknowledgedBy), ResolvedBy: h.personLabel(c, a.ResolvedBy)}
 	if err := h.alertCalls(c, &v); err != nil {
 		h.fail(c, err)
 		return
@@ -156,6 +155,18 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 			return
 		}
 	}
+	if err := h.alertTimeline(c, &v, steps[a.ID]); err != nil {
+		h.fail(c, err)
+		return
+	}
+	var called []string
+	for _, s := range v.Steps {
+		called = append(called, s.Targets...)
+	}
+	if v.People, err = h.peopleNames(c, called); err != nil {
+		h.fail(c, err)
+		return
+	}
 	render(c, status, views.AlertPage(page(c, tr(c, "alerts.alert_title", "ID", a.ID), "alerts"), v))
 }
 
@@ -165,6 +176,19 @@ const (
 	alertHistorySpan = 24 * time.Hour
 	maxAlertHistory  = 20
 )
+
+// personLabel names who acted on an alert as the console shows people: a person by
+// name and external id, anyone else (a user, an integration) as recorded.
+func (h *Handlers) personLabel(c *gin.Context, id string) string {
+	if id == "" {
+		return ""
+	}
+	people, err := h.Store.Directory().CachedRecipientsByExternalIDs(c.Request.Context(), []string{id})
+	if err != nil || len(people) == 0 {
+		return id
+	}
+	return views.PersonName(c.Request.Context(), people[0].Name, people[0].ExternalID)
+}
 
 // AcknowledgeAlert takes an alert from the console, as the signed-in user.
 func (h *Handlers) AcknowledgeAlert(c *gin.Context) {
@@ -204,61 +228,45 @@ func (h *Handlers) Policies(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	render(c, http.StatusOK, views.PoliciesPage(page(c, tr(c, "alerts.policies.title"), "alerts"), list, h.notice(c)))
-}
-
-// policyFormOf reads the policy form.
-func policyFormOf(c *gin.Context, original string) views.PolicyForm {
-	return views.PolicyForm{Original: original, Name: strings.TrimSpace(c.PostForm("name")), Steps: c.PostForm("steps"),
-		Repeat: strings.TrimSpace(c.PostForm("repeat")), NotifyOnAck: c.PostForm("notify_on_ack") != ""}
-}
-
-// policyOf turns the form into a policy: one step a line, its targets separated by
-// spaces or commas, then "|" and its wait, then optionally "|" and how the step goes
-// (a platform or an account), followed by views.AdvanceWord to advance on no answer.
-func policyOf(f views.PolicyForm) (alert.EscalationPolicy, error) {
-	p := alert.EscalationPolicy{Name: f.Name, NotifyOnAck: f.NotifyOnAck}
-	for _, line := range strings.Split(f.Steps, "\n") {
-		if strings.TrimSpace(line) == "" {
-			continue
+	var ids []string
+	for _, p := range list {
+		for _, s := range p.Steps {
+			ids = append(ids, s.Targets...)
 		}
-		targets, rest, _ := strings.Cut(line, "|")
-		wait, how, _ := strings.Cut(rest, "|")
-		step := alert.PolicyStep{Wait: strings.TrimSpace(wait),
-			Targets: strings.FieldsFunc(targets, func(r rune) bool { return r == ' ' || r == ',' || r == '，' || r == '\t' })}
-		for _, word := range strings.Fields(how) {
-			if word == views.AdvanceWord {
-				step.AdvanceOnNoAnswer = true
-			} else {
-				step.Via = strings.TrimSpace(step.Via + " " + word)
-			}
-		}
-		p.Steps = append(p.Steps, step)
 	}
-	n, err := strconv.Atoi(f.Repeat)
+	people, err := h.peopleNames(c, ids)
 	if err != nil {
-		return p, kernel.Invalid("repeat", "alerts.invalid.repeat", "Max", alert.MaxPolicyRepeat)
+		h.fail(c, err)
+		return
 	}
-	p.Repeat = n
-	return p, nil
+	render(c, http.StatusOK, views.PoliciesPage(page(c, tr(c, "alerts.policies.title"), "alerts"), list, people, h.notice(c)))
+}
+
+// invalidRepeat is the policy form's refusal of a repeat that is not a number.
+func invalidRepeat() error {
+	return kernel.Invalid("repeat", "alerts.invalid.repeat", "Max", alert.MaxPolicyRepeat)
 }
 
 // policyFormErrors places a policy's validation error beside its form field: a step's
-// problem beside the steps, naming its line.
+// problem beside its step (steps[i]).
 func policyFormErrors(c *gin.Context, err error) (map[string]string, bool) {
 	var fe *kernel.FieldError
 	if !errors.As(err, &fe) {
 		return nil, false
 	}
 	msg := fe.In(c.Request.Context())
-	var line int
-	if _, scanErr := fmt.Sscanf(fe.Field, "steps[%d]", &line); scanErr == nil {
-		return map[string]string{"steps": tr(c, "alerts.policies.line", "Line", line+1, "Message", msg)}, true
+	var step int
+	if _, scanErr := fmt.Sscanf(fe.Field, "steps[%d]", &step); scanErr == nil {
+		return map[string]string{fmt.Sprintf("steps[%d]", step): msg}, true
 	}
 	return map[string]string{fe.Field: msg}, true
 }
 
 func (h *Handlers) renderPolicyForm(c *gin.Context, status int, f views.PolicyForm, errs map[string]string) {
+	if err := h.fillPolicyForm(c, &f); err != nil {
+		h.fail(c, err)
+		return
+	}
 	title := tr(c, "alerts.policies.new")
 	if f.Original != "" {
 		title = tr(c, "alerts.policies.edit_title", "Name", f.Original)
@@ -268,7 +276,8 @@ func (h *Handlers) renderPolicyForm(c *gin.Context, status int, f views.PolicyFo
 
 // NewPolicyForm starts a policy: the people on duty, then the duty manager.
 func (h *Handlers) NewPolicyForm(c *gin.Context) {
-	h.renderPolicyForm(c, http.StatusOK, views.PolicyForm{Steps: "on_duty | 10m\n", Repeat: "1", NotifyOnAck: true}, nil)
+	h.renderPolicyForm(c, http.StatusOK, views.PolicyForm{Steps: []views.PolicyStepForm{{Targets: []string{alert.TargetOnDuty}, Wait: "10m"}},
+		Repeat: "1", NotifyOnAck: true}, nil)
 }
 
 // CreatePolicy saves a new policy.
@@ -289,9 +298,7 @@ func (h *Handlers) EditPolicyForm(c *gin.Context) {
 		h.fail(c, err, saying(kernel.ErrNotFound, "alerts.no_policy"))
 		return
 	}
-	f := views.PolicyForm{Original: p.Name, Name: p.Name, Steps: views.PolicyStepsLine(p.Steps), Repeat: strconv.Itoa(p.Repeat),
-		NotifyOnAck: p.NotifyOnAck}
-	h.renderPolicyForm(c, http.StatusOK, f, nil)
+	h.renderPolicyForm(c, http.StatusOK, policyFormOfPolicy(p), nil)
 }
 
 // UpdatePolicy saves a changed policy.

@@ -45,33 +45,22 @@ func (h *Handlers) VoiceCallback(c *gin.Context) {
 	c.Status(http.StatusOK)
 }
 
-// alertCalls puts an alert's calls, and its calls and SMS held by a limit, on its page,
-// with the names of their people.
+// alertCalls puts an alert's calls (which the timeline shows beside their notices),
+// and its calls and SMS held by a limit, on its page, with the names of their people.
 func (h *Handlers) alertCalls(c *gin.Context, v *views.AlertView) error {
 	ctx := c.Request.Context()
 	calls, err := h.switchboard().CallsOfAlert(ctx, v.Row.Alert.ID)
 	if err != nil || len(calls.Calls)+len(calls.Held) == 0 {
 		return err
 	}
-	v.Calls, v.People, v.HeldPeople = calls, map[string]string{}, map[int64]string{}
-	ext := make([]string, len(calls.Calls))
-	for i, call := range calls.Calls {
-		ext[i] = call.Person
-	}
-	people, err := h.Store.Directory().CachedRecipientsByExternalIDs(ctx, ext)
-	if err != nil {
-		return err
-	}
-	for _, p := range people {
-		v.People[p.ExternalID] = p.Name
-	}
+	v.Calls, v.HeldPeople = calls, map[int64]string{}
 	ids := make([]int64, len(calls.Held))
 	for i, held := range calls.Held {
 		ids[i] = held.RecipientID
 	}
 	heldPeople, err := h.Store.Directory().RecipientsByIDs(ctx, ids)
 	for _, p := range heldPeople {
-		v.HeldPeople[p.ID] = p.Name
+		v.HeldPeople[p.ID] = views.PersonName(ctx, p.Name, p.ExternalID)
 	}
 	return err
 }

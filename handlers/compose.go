@@ -70,7 +70,6 @@ func (h *Handlers) peoplePicker(c *gin.Context, query string, selected map[int64
 		return v, err
 	}
 	v.Total = len(all)
-	directory.SortRecipientsByName(all)
 	v.People = directory.FindPeople(all, query)
 	v.Matches = len(v.People)
 	if len(v.People) > composeListLimit {
@@ -323,6 +322,7 @@ func (h *Handlers) ComposePreview(c *gin.Context) {
 		return
 	}
 	v.Approval, v.Threshold, v.QuietUntil, v.QuietAccount = wait.Approval, wait.Threshold, wait.QuietUntil, wait.Account
+	v.Silences, v.Silenced, v.Digest, v.Digested = wait.Silences, wait.Silenced, wait.Digest, wait.Digested
 	render(c, http.StatusOK, views.ComposePreviewPanel(v))
 }
 

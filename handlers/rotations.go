@@ -3,6 +3,7 @@ package handlers
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,7 +33,7 @@ func (h *Handlers) rotationRows(c *gin.Context) ([]views.RotationRow, error) {
 	names := func(group []int64) string {
 		out := make([]string, len(group))
 		for i, id := range group {
-			out[i] = people[id].Name
+			out[i] = views.PersonName(c.Request.Context(), people[id].Name, people[id].ExternalID)
 		}
 		return strings.Join(out, " + ")
 	}
@@ -55,28 +56,17 @@ func (h *Handlers) rotationRows(c *gin.Context) ([]views.RotationRow, error) {
 	return rows, nil
 }
 
-// rotationFormOf reads the rotation form.
-func rotationFormOf(c *gin.Context, original string) views.RotationForm {
-	f := views.RotationForm{Original: original, Name: strings.TrimSpace(c.PostForm("name")), Members: c.PostForm("members"),
-		Start: strings.TrimSpace(c.PostForm("start")), TurnDays: strings.TrimSpace(c.PostForm("turn_days")), Covers: c.PostForm("covers")}
-	for _, v := range c.PostFormArray("weekdays") {
-		if n, err := strconv.Atoi(v); err == nil {
-			f.Weekdays = append(f.Weekdays, n)
-		}
-	}
-	return f
-}
-
-// rotationSpecOf turns the form into a spec: members one turn per line or comma (an
-// ideographic comma too), a group joined with "+".
+// rotationSpecOf turns the form into a spec, as the API takes it: each turn its people
+// joined with "+" (a turn nobody was picked for is refused beside it; none picked at
+// all, as a rotation without members).
 func rotationSpecOf(f views.RotationForm) (duty.RotationSpec, error) {
 	spec := duty.RotationSpec{Name: f.Name, Start: f.Start, Covers: f.Covers}
 	if f.Covers == duty.CoversWeekdays {
 		spec.Weekdays = f.Weekdays
 	}
-	for _, m := range strings.FieldsFunc(f.Members, func(r rune) bool { return r == ',' || r == '\n' || r == '，' || r == '、' || r == ';' }) {
-		if m = strings.TrimSpace(m); m != "" {
-			spec.Members = append(spec.Members, m)
+	if slices.ContainsFunc(f.Turns, func(t []string) bool { return len(t) > 0 }) {
+		for _, turn := range f.Turns {
+			spec.Members = append(spec.Members, strings.Join(turn, "+"))
 		}
 	}
 	n, err := strconv.Atoi(f.TurnDays)
@@ -94,13 +84,17 @@ func rotationFormErrors(c *gin.Context, err error) (map[string]string, bool) {
 		return nil, false
 	}
 	field := fe.Field
-	if i := strings.IndexByte(field, '['); i > 0 {
+	if i := strings.IndexByte(field, '['); i > 0 && field[:i] != "members" {
 		field = field[:i]
 	}
 	return map[string]string{field: fe.In(c.Request.Context())}, true
 }
 
 func (h *Handlers) renderRotationForm(c *gin.Context, status int, f views.RotationForm, errs map[string]string) {
+	if err := h.fillRotationForm(c, &f); err != nil {
+		h.fail(c, err)
+		return
+	}
 	title := tr(c, "rotation.new_title")
 	if f.Original != "" {
 		title = tr(c, "rotation.edit_title", "Name", f.Original)
@@ -111,7 +105,7 @@ func (h *Handlers) renderRotationForm(c *gin.Context, status int, f views.Rotati
 // NewRotationForm starts a rotation: one day each over workdays, from tomorrow.
 func (h *Handlers) NewRotationForm(c *gin.Context) {
 	tomorrow := time.Now().In(h.Location).AddDate(0, 0, 1).Format(time.DateOnly)
-	h.renderRotationForm(c, http.StatusOK, views.RotationForm{Start: tomorrow, TurnDays: "1", Covers: duty.CoversWorkdays}, nil)
+	h.renderRotationForm(c, http.StatusOK, views.RotationForm{Turns: [][]string{{}}, Start: tomorrow, TurnDays: "1", Covers: duty.CoversWorkdays}, nil)
 }
 
 // CreateRotation saves a new rotation.
@@ -146,8 +140,17 @@ func (h *Handlers) EditRotationForm(c *gin.Context) {
 		return
 	}
 	s := specs[0]
-	h.renderRotationForm(c, http.StatusOK, views.RotationForm{Original: r.Name, Name: s.Name, Members: strings.Join(s.Members, "\n"),
+	h.renderRotationForm(c, http.StatusOK, views.RotationForm{Original: r.Name, Name: s.Name, Turns: turnsOf(s.Members),
 		Start: s.Start, TurnDays: strconv.Itoa(s.TurnDays), Covers: s.Covers, Weekdays: s.Weekdays}, nil)
+}
+
+// turnsOf splits a spec's members into turns: each turn's people were joined with "+".
+func turnsOf(members []string) [][]string {
+	out := make([][]string, len(members))
+	for i, m := range members {
+		out[i] = strings.Split(m, "+")
+	}
+	return out
 }
 
 // UpdateRotation saves a changed rotation (it may be renamed).

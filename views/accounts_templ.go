@@ -932,7 +932,7 @@ func tookText(ctx context.Context, d time.Duration) string {
 	if d < time.Millisecond {
 		return i18n.T(ctx, "accounts.probe.under_ms")
 	}
-	return d.Round(time.Millisecond).String()
+	return humanDuration(ctx, d.Round(time.Millisecond))
 }
 
 // retryHeads are the column heads of the retry table: the first row's fields.

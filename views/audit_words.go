@@ -155,8 +155,8 @@ func durationWords(ctx context.Context, _ AuditPeople, v string) string {
 
 // person is an external id as 王芳（E3002）, when the directory knows it.
 func person(ctx context.Context, people AuditPeople, v string) string {
-	if name, ok := people[v]; ok && name != "" && name != v {
-		return i18n.T(ctx, "audit.word.person", "Name", name, "ID", v)
+	if name := people[v]; name != "" {
+		return PersonName(ctx, name, v)
 	}
 	return dash(ctx, people, v)
 }

@@ -148,17 +148,18 @@ func TestAlertConsole(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	admin := c.as(adminUser)
-	form := url.Values{"name": {"night"}, "steps": {"on_duty | 10m\nrotation:nosuch+1 E1001 | 15m"}, "repeat": {"1"}, "notify_on_ack": {"1"}}
+	form := url.Values{"name": {"night"}, "step.0.target": {"on_duty"}, "step.0.wait": {"10m"},
+		"step.1.target": {"rotation:nosuch+1", "E1001"}, "step.1.wait": {"15m"}, "repeat": {"1"}, "notify_on_ack": {"1"}}
 	resp, body := admin.post("/escalation-policies", form)
 	wantStatus(t, "bad policy", resp, body, http.StatusUnprocessableEntity)
-	wantFieldError(t, body, "steps", "2")
-	wantContains(t, "bad policy keeps what was typed", body, "rotation:nosuch+1 E1001 | 15m")
-	form.Set("steps", "on_duty | 10m\nE1001 | 15m")
+	wantFieldError(t, body, "steps[1]", "nosuch")
+	wantContains(t, "bad policy keeps what was picked", body, `data-picked="rotation:nosuch+1"`, `data-picked="E1001"`, "Li Wei (E1001)")
+	form["step.1.target"] = []string{"E1001"}
 	resp, body = admin.post("/escalation-policies", form)
 	wantRedirect(t, "policy", resp, body, "/escalation-policies")
 	resp, body = admin.get("/escalation-policies/night/edit")
 	wantStatus(t, "edit form", resp, body, http.StatusOK)
-	wantContains(t, "edit form", body, "E1001 | 15m")
+	wantContains(t, "edit form", body, `name="step.1.target" value="E1001"`, `name="step.1.wait" value="15m"`)
 
 	sandbox, err := c.store.Sending().AccountByName(context.Background(), models.SandboxAccountName)
 	if err != nil {

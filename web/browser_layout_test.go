@@ -88,7 +88,8 @@ type layoutMeasure struct {
 // TestBrowserConsoleLayout opens the dashboard, the message list, a batch, the compose
 // form, a CSV import preview, the integrations' pages (the list, one with its events,
 // the form, a token with its snippets), the heartbeats' (the list, the form, a token
-// with its snippets) and the incidents' in Chinese at 1366, 768 and 390 px, and checks the
+// with its snippets), the incidents', an alert's page and the escalation policy and
+// rotation editors in Chinese at 1366, 768 and 390 px, and checks the
 // layout rules on each (layoutScript), the columns that must be on a phone's screen, and
 // Send after the people on a phone. Each page's screenshot must be as wide as asked;
 // HERALD_LAYOUT_SCREENSHOTS names a directory to keep them in. Then it takes the
@@ -106,6 +107,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 	c.finish(msgs["E2002"].ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
 	c.send(&later, "E2001", "E2003")
 	batch := "/batches/" + msgs["E2001"].BatchID
+	alertPage := fmt.Sprintf("/alerts/%d", c.twoStepAlert().ID)
 
 	ctx := c.chineseBrowser(t, adminUser)
 	q := chromedp.ByQuery
@@ -152,6 +154,9 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},
 		{"heartbeat token", append(heartbeatToken, openDetails), nil, nil},
 		{"incidents", []chromedp.Action{chromedp.Navigate(c.url + "/incidents"), chromedp.WaitVisible(`details.incident`, q), openDetails}, nil, nil},
+		{"alert", []chromedp.Action{chromedp.Navigate(c.url + alertPage), chromedp.WaitVisible(`#alert-timeline`, q)}, nil, nil},
+		{"policy editor", []chromedp.Action{chromedp.Navigate(c.url + "/escalation-policies/new"), chromedp.WaitVisible(`#policy-steps`, q)}, nil, nil},
+		{"rotation editor", []chromedp.Action{chromedp.Navigate(c.url + "/duty/rotations/new"), chromedp.WaitVisible(`#rotation-turns`, q)}, nil, nil},
 	}
 	for _, width := range []int{1366, 768, 390} {
 		if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), 900)); err != nil {

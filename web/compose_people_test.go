@@ -215,3 +215,53 @@ func TestMessagesSearchByRecipientName(t *testing.T) {
 	}
 	wantContains(t, "resend link", body, "name=%25")
 }
+
+// The step editors' people picker finds people as compose's does (pinyin initials
+// among them), in pinyin order, each a button adding them to the row asked; the editors
+// answer their rows changed as asked, saving nothing.
+func TestStepEditorsPickAndChangeRows(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	zh := addChineseStaff(t, c)
+	admin := c.as(adminUser)
+	resp, body := admin.get("/people/pick?editor=policy&row=1&q=" + url.QueryEscape("徐汇"))
+	wantStatus(t, "pick", resp, body, http.StatusOK)
+	li, wang := strings.Index(body, `data-pick="`+zh["李娜"].ExternalID+`"`), strings.Index(body, `data-pick="`+zh["王磊"].ExternalID+`"`)
+	if li < 0 || wang < li || strings.Contains(body, zh["张伟"].ExternalID) {
+		t.Errorf("徐汇 finds 李娜 at %d and 王磊 at %d (want both, in pinyin order, and nobody else):\n%s", li, wang, body)
+	}
+	wantContains(t, "pick adds to row 1", body, `add_person:1:`+zh["李娜"].ExternalID)
+	_, body = admin.get("/people/pick?editor=rotation&row=0&q=zw")
+	wantContains(t, "pinyin initials", body, `data-pick="`+zh["张伟"].ExternalID+`"`)
+	resp, body = admin.get("/people/pick?editor=nosuch&row=0&q=zw")
+	wantStatus(t, "an unknown editor", resp, body, http.StatusNotFound)
+
+	steps := url.Values{"step.0.target": {"on_duty", "E1001"}, "step.0.wait": {"10m"}, "step.0.choice": {"rotation:x"}}
+	for _, tc := range []struct {
+		op       string
+		want     []string
+		unwanted []string
+	}{
+		{"add_step", []string{`id="step-1"`, `name="step.1.wait" value="10m"`, `data-picked="E1001"`}, nil},
+		{"remove_target:0:0", []string{`data-picked="E1001"`, "Li Wei (E1001)"}, []string{`data-picked="on_duty"`}},
+		{"add_person:0:E1002", []string{`data-picked="on_duty"`, `data-picked="E1001"`, `data-picked="E1002"`}, nil},
+		{"add_choice:0", []string{`data-picked="rotation:x"`}, nil},
+	} {
+		v := url.Values{"op": {tc.op}}
+		for k, list := range steps {
+			v[k] = list
+		}
+		resp, body := admin.postHX("/escalation-policies/editor", v)
+		wantStatus(t, tc.op, resp, body, http.StatusOK)
+		wantContains(t, tc.op, body, tc.want...)
+		wantNotContains(t, tc.op, body, tc.unwanted...)
+	}
+	resp, body = admin.postHX("/duty/rotations/editor", url.Values{"op": {"remove_step:0"}, "turn.0.at": {"1"}, "turn.0.member": {"E1001"},
+		"turn.1.at": {"1"}, "turn.1.member": {"E1002"}})
+	wantStatus(t, "remove a turn", resp, body, http.StatusOK)
+	wantContains(t, "remove a turn", body, `name="turn.0.member" value="E1002"`)
+	wantNotContains(t, "remove a turn", body, `value="E1001"`, `id="turn-1"`)
+	if list, err := c.store.Duty().Rotations(t.Context()); err != nil || len(list) != 0 {
+		t.Errorf("the editor saved rotations: %v, %v", list, err)
+	}
+}

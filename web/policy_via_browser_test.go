@@ -2,103 +2,148 @@ package web_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
-	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
 
 	"herald/alert"
-	"herald/internal/testenv"
+	"herald/directory"
 	"herald/sending"
 )
 
-// An admin writes, in the policy editor at 1366, 768 and 390 px, a policy whose second
-// step goes by another account and advances on no answer where it may: a step naming an
-// account nobody has is refused beside the steps, naming its line, with nothing saved;
-// the step written right is saved with its via, and the editor shows it back as written.
-func TestBrowserPolicyEditorStepVia(t *testing.T) {
+// In the Chinese console an admin builds a rotation and an escalation policy with the
+// people picker and the step editors, typing no id: a person found by the initials of
+// their pinyin, a second turn of two people, a step targeting the rotation and a step of
+// a person going by another account. A step naming an account nobody has is refused
+// beside that step, with nothing saved; what is saved is what was picked, and the edit
+// page shows it back by name and id.
+func TestBrowserStepEditors(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
-	c.user(adminUser)
-	ctx := context.Background()
+	ctx := t.Context()
 	if err := c.store.Sending().SaveAccount(ctx, &sending.Account{Name: "sandbox-night", Platform: "sandbox", Enabled: true,
 		MaxAttempts: 3, Config: map[string]string{}}); err != nil {
 		t.Fatal(err)
 	}
-	bctx := testenv.Chrome(t)
+	if err := c.store.Directory().CreateRecipient(ctx, &directory.Recipient{ExternalID: "E3002", Name: "王芳", OrgType: directory.HeadOffice,
+		Department: "IT", Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	bctx := c.chineseBrowser(t, adminUser)
 	reported := listenCSPViolations(bctx)
 	q := chromedp.ByQuery
-	browserSignIn(t, bctx, c, adminUser, cdplog.Enable())
-	for _, width := range []int{1366, 768, 390} {
-		t.Run(fmt.Sprint(width), func(t *testing.T) {
-			name := fmt.Sprintf("night-%d", width)
-			var scrollWidth int
-			var hint string
-			if err := chromedp.Run(bctx,
-				chromedp.EmulateViewport(int64(width), 900),
-				chromedp.Navigate(c.url+"/escalation-policies/new"),
-				chromedp.WaitVisible(`#steps`, q),
-				chromedp.Text(`#steps-via-hint`, &hint, q),
-				chromedp.SetValue(`#name`, name, q),
-				chromedp.SetValue(`#steps`, "E1003 | 10m\nE1004 | 10m | no-such-account", q),
-				chromedp.Submit(`#steps`, q),
-				chromedp.WaitVisible(`.field-error`, q),
-			); err != nil {
-				t.Fatal(err)
-			}
-			if !strings.Contains(hint, "advance_on_no_answer") {
-				t.Errorf("the steps' hint reads %q, want how a step says it goes by voice", hint)
-			}
-			var problem string
-			if err := chromedp.Run(bctx, chromedp.Text(`.field-error`, &problem, q)); err != nil ||
-				!strings.Contains(problem, "Line 2") || !strings.Contains(problem, "no-such-account") {
-				t.Errorf("the problem reads %q (%v), want line 2's unknown account", problem, err)
-			}
-			if _, err := alert.Of(c.store).PolicyByName(ctx, name); err == nil {
-				t.Fatal("a refused policy was saved")
-			}
-			if err := chromedp.Run(bctx,
-				chromedp.SetValue(`#steps`, "E1003 | 10m\nE1004 | 10m | sandbox-night", q),
-				chromedp.Submit(`#steps`, q),
-				chromedp.WaitVisible(`a[href="/escalation-policies/new"]`, q),
-				chromedp.Evaluate(`document.documentElement.scrollWidth`, &scrollWidth),
-			); err != nil {
-				t.Fatal(err)
-			}
-			if scrollWidth > width {
-				t.Errorf("the policies page is %d px wide on a %d px screen", scrollWidth, width)
-			}
-			p, err := alert.Of(c.store).PolicyByName(ctx, name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := []alert.PolicyStep{{Targets: []string{"E1003"}, Wait: "10m"}, {Targets: []string{"E1004"}, Wait: "10m", Via: "sandbox-night"}}
-			if diff := cmp.Diff(want, p.Steps); diff != "" {
-				t.Errorf("steps saved (-want +got):\n%s", diff)
-			}
-			var steps string
-			if err := chromedp.Run(bctx,
-				chromedp.Navigate(c.url+"/escalation-policies/"+name+"/edit"),
-				chromedp.WaitVisible(`#steps`, q),
-				chromedp.Value(`#steps`, &steps, q),
-				chromedp.Evaluate(`document.documentElement.scrollWidth`, &scrollWidth),
-			); err != nil {
-				t.Fatal(err)
-			}
-			if steps != "E1003 | 10m\nE1004 | 10m | sandbox-night" {
-				t.Errorf("the editor shows the steps as %q", steps)
-			}
-			if scrollWidth > width {
-				t.Errorf("the editor is %d px wide on a %d px screen", scrollWidth, width)
-			}
-		})
+	// pick finds a person with the search box search and picks them into the row rows.
+	pick := func(search, typed, id, row string) chromedp.Tasks {
+		return chromedp.Tasks{
+			chromedp.SendKeys(search, typed, q),
+			chromedp.WaitVisible(search+`-found button[data-pick="`+id+`"]`, q),
+			chromedp.Click(search+`-found button[data-pick="`+id+`"]`, q),
+			chromedp.WaitVisible(row+` [data-picked="`+id+`"]`, q),
+		}
+	}
+	if err := chromedp.Run(bctx,
+		chromedp.Navigate(c.url+"/duty/rotations/new"),
+		chromedp.WaitVisible(`#turn-0-q`, q),
+		chromedp.SendKeys(`#name`, "夜班", q),
+		pick(`#turn-0-q`, "wf", "E3002", `#turn-0-people`),
+		chromedp.Click(`#add-turn`, q),
+		chromedp.WaitVisible(`#turn-1-q`, q),
+		pick(`#turn-1-q`, "E1003", "E1003", `#turn-1-people`),
+		pick(`#turn-1-q`, "E1004", "E1004", `#turn-1-people`),
+		chromedp.Click(`#save-rotation`, q),
+		chromedp.WaitVisible(`#rotations [data-rotation="夜班"]`, q),
+	); err != nil {
+		t.Fatalf("the rotation: %v", err)
+	}
+	r, err := c.store.Duty().RotationByName(ctx, "夜班")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]string{{"E3002"}, {"E1003", "E1004"}}, externalIDsOf(t, c, r.Members)); diff != "" {
+		t.Errorf("the rotation's turns (-want +got):\n%s", diff)
+	}
+	var turns string
+	if err := chromedp.Run(bctx, chromedp.Text(`#rotations [data-rotation="夜班"]`, &turns, q)); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(turns, "王芳（E3002）") {
+		t.Errorf("the duty page shows the rotation as %q, want 王芳（E3002）", turns)
+	}
+
+	var problem string
+	if err := chromedp.Run(bctx,
+		chromedp.Navigate(c.url+"/escalation-policies/new"),
+		chromedp.WaitVisible(`#step-0 [data-picked="on_duty"]`, q),
+		chromedp.SendKeys(`#name`, "夜间", q),
+		chromedp.Click(`#step-0 [data-picked="on_duty"] button`, q),
+		chromedp.WaitNotPresent(`#step-0 [data-picked="on_duty"]`, q),
+		chromedp.SetValue(`select[name="step.0.choice"]`, "rotation:夜班", q),
+		chromedp.Click(`#step-0 .inline-pick button`, q),
+		chromedp.WaitVisible(`#step-0 [data-picked="rotation:夜班"]`, q),
+		chromedp.Click(`#add-step`, q),
+		chromedp.WaitVisible(`#step-1-q`, q),
+		pick(`#step-1-q`, "wf", "E3002", `#step-1-targets`),
+		chromedp.SetValue(`input[name="step.1.wait"]`, "5m", q),
+		chromedp.SetValue(`input[name="step.1.via"]`, "no-such-account", q),
+		chromedp.Click(`#save-policy`, q),
+		chromedp.WaitVisible(`#step-1 .field-error`, q),
+		chromedp.Text(`#step-1 .field-error`, &problem, q),
+	); err != nil {
+		t.Fatalf("the policy: %v", err)
+	}
+	if !strings.Contains(problem, "no-such-account") {
+		t.Errorf("the second step's problem reads %q, want its unknown account", problem)
+	}
+	if _, err := alert.Of(c.store).PolicyByName(ctx, "夜间"); err == nil {
+		t.Fatal("a refused policy was saved")
+	}
+	var shown []string
+	if err := chromedp.Run(bctx,
+		chromedp.SetValue(`input[name="step.1.via"]`, "sandbox-night", q),
+		chromedp.Click(`#save-policy`, q),
+		chromedp.WaitVisible(`tr[data-policy="夜间"]`, q),
+		chromedp.Navigate(c.url+"/escalation-policies/夜间/edit"),
+		chromedp.WaitVisible(`#step-1`, q),
+		chromedp.Evaluate(`[...document.querySelectorAll('#policy-steps .chip')].map(e => e.textContent.replace('×', '').trim())`, &shown),
+	); err != nil {
+		t.Fatal(err)
+	}
+	p, err := alert.Of(c.store).PolicyByName(ctx, "夜间")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []alert.PolicyStep{{Targets: []string{"rotation:夜班"}, Wait: "10m"}, {Targets: []string{"E3002"}, Wait: "5m", Via: "sandbox-night"}}
+	if diff := cmp.Diff(want, p.Steps); diff != "" {
+		t.Errorf("steps saved (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"轮值 夜班", "王芳（E3002）"}, shown); diff != "" {
+		t.Errorf("the editor shows the steps' targets (-want +got):\n%s", diff)
 	}
 	if v := reported(); len(v) > 0 {
 		t.Errorf("Content-Security-Policy violations:\n%s", strings.Join(v, "\n"))
 	}
+}
+
+// externalIDsOf writes a rotation's turns (people by id) as their external ids.
+func externalIDsOf(t *testing.T, c *console, turns [][]int64) [][]string {
+	t.Helper()
+	out := make([][]string, len(turns))
+	for i, turn := range turns {
+		people, err := c.store.Directory().RecipientsByIDs(t.Context(), turn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byID := map[int64]string{}
+		for _, p := range people {
+			byID[p.ID] = p.ExternalID
+		}
+		for _, id := range turn {
+			out[i] = append(out[i], byID[id])
+		}
+	}
+	return out
 }
 
 // browserSignIn signs user in on the console in the browser, after first (headers,

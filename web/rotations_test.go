@@ -251,21 +251,21 @@ func TestRotationsConsole(t *testing.T) {
 
 	resp, body = op.get("/duty/rotations/new")
 	wantStatus(t, "new rotation form", resp, body, http.StatusOK)
-	wantContains(t, "new rotation form", body, `name="members"`, `value="workdays" selected`)
+	wantContains(t, "new rotation form", body, `name="turn.0.at"`, `id="turn-0-q"`, `value="workdays" selected`)
 
-	form := url.Values{"name": {"desk"}, "members": {"E1001\nE1003+E1004, E1002"}, "start": {c.today(0)}, "turn_days": {"x"}, "covers": {"every_day"}}
+	form := url.Values{"name": {"desk"}, "turn.0.at": {"1"}, "turn.0.member": {"E1001"}, "turn.1.at": {"1"}, "turn.1.member": {"E1003", "E1004"}, "turn.2.at": {"1"}, "turn.2.member": {"E1002"}, "start": {c.today(0)}, "turn_days": {"x"}, "covers": {"every_day"}}
 	resp, body = op.post("/duty/rotations", form)
 	wantStatus(t, "bad turn", resp, body, http.StatusUnprocessableEntity)
 	wantFieldError(t, body, "turn_days", "must be 1 to 366 days")
-	wantContains(t, "the form keeps its input", body, "E1003+E1004, E1002")
+	wantContains(t, "the form keeps its input", body, `data-picked="E1003"`, `data-picked="E1004"`, "Chen Jie (E1004)", `data-picked="E1002"`)
 
 	form.Set("turn_days", "1")
-	form.Set("members", "E1001\nE2001")
+	form.Set("turn.1.member", "E2001")
 	resp, body = op.post("/duty/rotations", form)
 	wantStatus(t, "branch member", resp, body, http.StatusUnprocessableEntity)
-	wantFieldError(t, body, "members", "E2001 is branch staff, who always receive; only head-office staff have duty")
+	wantFieldError(t, body, "members[1]", "E2001 is branch staff, who always receive; only head-office staff have duty")
 
-	form.Set("members", "E1001\nE1003+E1004, E1002")
+	form["turn.1.member"] = []string{"E1003", "E1004"}
 	resp, body = op.post("/duty/rotations", form)
 	wantRedirect(t, "create", resp, body, "/duty")
 	r, err := c.store.Duty().RotationByName(t.Context(), "desk")
@@ -275,13 +275,13 @@ func TestRotationsConsole(t *testing.T) {
 	c.lastAudit("duty.rotation.create")
 	_, body = op.get("/duty")
 	// Starting today over every day, today's turn is Li Wei's.
-	wantContains(t, "duty page", body, `data-rotation="desk"`, "Zhang Min + Chen Jie", `<td class="today">Li Wei</td>`)
+	wantContains(t, "duty page", body, `data-rotation="desk"`, "Zhang Min (E1003) + Chen Jie (E1004)", `<td class="today">Li Wei (E1001)</td>`)
 	_, body = op.get("/duty/roster?date=" + c.today(1))
 	wantContains(t, "tomorrow's roster says where people come from", body, `data-source="rotation:desk"`, "rotation desk")
 
 	resp, body = op.get("/duty/rotations/desk/edit")
 	wantStatus(t, "edit form", resp, body, http.StatusOK)
-	wantContains(t, "edit form", body, "E1001\nE1003+E1004\nE1002")
+	wantContains(t, "edit form", body, `name="turn.1.member" value="E1004"`, `name="turn.2.member" value="E1002"`)
 	form.Set("covers", "weekdays")
 	resp, body = op.post("/duty/rotations/desk/edit", form)
 	wantStatus(t, "weekdays without a day", resp, body, http.StatusUnprocessableEntity)

@@ -171,3 +171,49 @@ func TestBrowserHeldTileLeadsToTheHeldMessages(t *testing.T) {
 		}
 	}
 }
+
+// The compose preview names a silence that will hold some of the messages and a digest
+// they fold into, and says the send goes now only when nothing holds it.
+func TestComposePreviewNamesSilenceAndDigestWaits(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := t.Context()
+	sandbox, err := c.store.Sending().AccountByName(ctx, "sandbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(d time.Duration) string { return time.Now().In(c.loc).Add(d).Format("2006-01-02T15:04") }
+	op := c.as(operatorUser)
+	resp, body := op.post("/silences", url.Values{"starts_at": {at(-time.Minute)}, "ends_at": {at(2 * time.Hour)},
+		"comment": {"核心系统升级"}, "on_end": {"release"}, "name_0": {"department"}, "value_0": {"Counter"}})
+	wantRedirect(t, "save a silence", resp, body, "/silences")
+	form := func(people ...string) url.Values {
+		v := url.Values{"account": {fmt.Sprint(sandbox.ID)}, "content.text": {"Ledger 42"}, "priority": {"normal"}}
+		for _, p := range people {
+			v.Add("recipient", fmt.Sprint(c.recipient(p).ID))
+		}
+		return v
+	}
+	digest := form("E1001")
+	digest.Set("digest.key", "eod")
+	digest.Set("digest.window", "5m")
+	digest.Set("digest.max", "5")
+	silenced, digested, now := `id="preview-wait-silence"`, `id="preview-wait-digest"`, "on Sandbox, now."
+	for _, tc := range []struct {
+		name     string
+		form     url.Values
+		want     []string
+		unwanted []string
+	}{
+		// E2001 is in the Counter department, E1001 is not.
+		{"one silenced of two", form("E2001", "E1001"), []string{silenced, "1 of these messages will be held by a silence", "核心系统升级",
+			"once the waits below allow"}, []string{digested, now}},
+		{"nobody silenced", form("E1001"), []string{now}, []string{silenced, digested}},
+		{"folded into a digest", digest, []string{digested, "1 of these messages will be folded into the digest eod"}, []string{silenced, now}},
+	} {
+		resp, body := op.postHX("/compose/preview", tc.form)
+		wantStatus(t, tc.name, resp, body, http.StatusOK)
+		wantContains(t, tc.name, body, tc.want...)
+		wantNotContains(t, tc.name, body, tc.unwanted...)
+	}
+}
