@@ -87,27 +87,22 @@ type layoutMeasure struct {
 
 // TestBrowserConsoleLayout opens the dashboard, the message list, a batch, the compose
 // form, a CSV import preview, the integrations' pages (the list, one with its events,
-// the form, a token with its snippets), the heartbeats' (the list, the form, a token
-// with its snippets), the incidents', an alert's page and the escalation policy and
-// rotation editors in Chinese at 1366, 768 and 390 px, and checks the
-// layout rules on each (layoutScript), the columns that must be on a phone's screen, and
-// Send after the people on a phone. Each page's screenshot must be as wide as asked;
-// HERALD_LAYOUT_SCREENSHOTS names a directory to keep them in. Then it takes the
-// incident on its page, in the same browser.
+// the form, a token with its snippets) and the heartbeats' (the list, the form, a token
+// with its snippets) in Chinese at 1366, 768 and 390 px, and checks the layout rules on
+// each (checkLayouts). TestBrowserAlertingLayout does the same for the pages of alerts,
+// beside it in a browser of its own.
 func TestBrowserConsoleLayout(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t, func(o *web.Options) { o.DefaultLanguage = i18n.Chinese })
 	c.user(adminUser)
 	c.integrationWithEvents("layout")
 	c.heartbeatMissed("layout", "layout-policy")
-	c.stormIncident("layout-storm", 12)
 	later := time.Now().Add(2 * time.Hour)
 	msgs := c.send(nil, "E2001", "E2002", "E2003")
 	c.stop(msgs["E2001"].ID)
 	c.finish(msgs["E2002"].ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
 	c.send(&later, "E2001", "E2003")
 	batch := "/batches/" + msgs["E2001"].BatchID
-	alertPage := fmt.Sprintf("/alerts/%d", c.twoStepAlert().ID)
 
 	ctx := c.chineseBrowser(t, adminUser)
 	q := chromedp.ByQuery
@@ -134,13 +129,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		chromedp.SetValue(`select[name="route.policy"]`, "layout-policy", q), chromedp.SetValue(`select[name="route.platform"]`, "sandbox", q),
 		chromedp.Submit(`#name`, q), chromedp.WaitVisible(`#heartbeat-token`, q)}
 	openDetails := chromedp.Evaluate(`document.querySelectorAll('main details').forEach(d => d.open = true); true`, nil)
-	pages := []struct {
-		name    string
-		actions []chromedp.Action
-		// phoneCols must be inside the screen at 390 px; wideCols inside their table's
-		// frame at every width.
-		phoneCols, wideCols []string
-	}{
+	pages := []layoutPage{
 		{"dashboard", []chromedp.Action{chromedp.Navigate(c.url + "/"), chromedp.WaitVisible(`#waiting`, q)}, []string{"accepted"}, nil},
 		{"messages", []chromedp.Action{chromedp.Navigate(c.url + "/messages"), chromedp.WaitVisible(`#message-list table`, q)}, []string{"status"}, nil},
 		{"batch", []chromedp.Action{chromedp.Navigate(c.url + batch), chromedp.WaitVisible(`#batch-actions`, q)}, nil, nil},
@@ -153,11 +142,45 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"heartbeats", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats"), chromedp.WaitVisible(`#heartbeats`, q)}, nil, nil},
 		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},
 		{"heartbeat token", append(heartbeatToken, openDetails), nil, nil},
-		{"incidents", []chromedp.Action{chromedp.Navigate(c.url + "/incidents"), chromedp.WaitVisible(`details.incident`, q), openDetails}, nil, nil},
-		{"alert", []chromedp.Action{chromedp.Navigate(c.url + alertPage), chromedp.WaitVisible(`#alert-timeline`, q)}, nil, nil},
-		{"policy editor", []chromedp.Action{chromedp.Navigate(c.url + "/escalation-policies/new"), chromedp.WaitVisible(`#policy-steps`, q)}, nil, nil},
-		{"rotation editor", []chromedp.Action{chromedp.Navigate(c.url + "/duty/rotations/new"), chromedp.WaitVisible(`#rotation-turns`, q)}, nil, nil},
 	}
+	checkLayouts(t, ctx, pages, shots)
+	t.Run("a group of the navigation opens on a click below a wide screen", func(t *testing.T) {
+		var hidden, shown bool
+		var title string
+		accounts := `header nav a[href="/accounts"]`
+		if err := chromedp.Run(ctx, chromedp.EmulateViewport(1024, 800), chromedp.Navigate(c.url+"/"), chromedp.WaitVisible(`#waiting`, q),
+			chromedp.Evaluate(`document.querySelector('`+accounts+`').getBoundingClientRect().width === 0`, &hidden),
+			chromedp.Click(`//header//button[contains(@class,"nav-group-toggle")][following-sibling::div/a[@href="/accounts"]]`, chromedp.BySearch),
+			chromedp.WaitVisible(accounts, q),
+			chromedp.Evaluate(`document.querySelector('`+accounts+`').closest('.nav-group').querySelector('.nav-group-toggle').getAttribute('aria-expanded') === 'true'`, &shown),
+			chromedp.Click(accounts, q), chromedp.WaitVisible(`main h1`, q), chromedp.Title(&title),
+		); err != nil {
+			t.Fatal(err)
+		}
+		if !hidden || !shown || !strings.Contains(title, "发送账号") {
+			t.Errorf("folded before the click: %v, open after it: %v, then the page %q", hidden, shown, title)
+		}
+	})
+	t.Run("message list holds its reload while text of it is selected", func(t *testing.T) {
+		checkListPause(t, ctx, c.url)
+	})
+}
+
+// layoutPage is a page TestBrowserConsoleLayout and TestBrowserAlertingLayout check: how
+// to reach it, and the columns that must be on a phone's screen at 390 px (phoneCols)
+// or inside their table's frame at every width (wideCols).
+type layoutPage struct {
+	name                string
+	actions             []chromedp.Action
+	phoneCols, wideCols []string
+}
+
+// checkLayouts opens each page at 1366, 768 and 390 px and checks the layout rules on it
+// (layoutScript), the columns that must be visible, and Send after the people on a phone.
+// Each page's screenshot must be as wide as asked; HERALD_LAYOUT_SCREENSHOTS names a
+// directory to keep them in.
+func checkLayouts(t *testing.T, ctx context.Context, pages []layoutPage, shots string) {
+	t.Helper()
 	for _, width := range []int{1366, 768, 390} {
 		if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), 900)); err != nil {
 			t.Fatal(err)
@@ -218,26 +241,32 @@ func TestBrowserConsoleLayout(t *testing.T) {
 			}
 		}
 	}
-	t.Run("a group of the navigation opens on a click below a wide screen", func(t *testing.T) {
-		var hidden, shown bool
-		var title string
-		accounts := `header nav a[href="/accounts"]`
-		if err := chromedp.Run(ctx, chromedp.EmulateViewport(1024, 800), chromedp.Navigate(c.url+"/"), chromedp.WaitVisible(`#waiting`, q),
-			chromedp.Evaluate(`document.querySelector('`+accounts+`').getBoundingClientRect().width === 0`, &hidden),
-			chromedp.Click(`//header//button[contains(@class,"nav-group-toggle")][following-sibling::div/a[@href="/accounts"]]`, chromedp.BySearch),
-			chromedp.WaitVisible(accounts, q),
-			chromedp.Evaluate(`document.querySelector('`+accounts+`').closest('.nav-group').querySelector('.nav-group-toggle').getAttribute('aria-expanded') === 'true'`, &shown),
-			chromedp.Click(accounts, q), chromedp.WaitVisible(`main h1`, q), chromedp.Title(&title),
-		); err != nil {
-			t.Fatal(err)
-		}
-		if !hidden || !shown || !strings.Contains(title, "发送账号") {
-			t.Errorf("folded before the click: %v, open after it: %v, then the page %q", hidden, shown, title)
-		}
-	})
-	t.Run("message list holds its reload while text of it is selected", func(t *testing.T) {
-		checkListPause(t, ctx, c.url)
-	})
+}
+
+// TestBrowserAlertingLayout checks the layout of the pages of alerts (the incidents,
+// an alert's page, the escalation policy and rotation editors) as
+// TestBrowserConsoleLayout does the others, then takes the incident on its page.
+func TestBrowserAlertingLayout(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t, func(o *web.Options) { o.DefaultLanguage = i18n.Chinese })
+	c.user(adminUser)
+	// The two-step alert moves the clock on past its steps: the incident comes after it,
+	// so that its own escalation is still open to be taken.
+	alertPage := fmt.Sprintf("/alerts/%d", c.twoStepAlert().ID)
+	c.stormIncident("layout-storm", 12)
+	ctx := c.chineseBrowser(t, adminUser)
+	q := chromedp.ByQuery
+	shots := os.Getenv("HERALD_LAYOUT_SCREENSHOTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	openDetails := chromedp.Evaluate(`document.querySelectorAll('main details').forEach(d => d.open = true); true`, nil)
+	checkLayouts(t, ctx, []layoutPage{
+		{"incidents", []chromedp.Action{chromedp.Navigate(c.url + "/incidents"), chromedp.WaitVisible(`details.incident`, q), openDetails}, nil, nil},
+		{"alert", []chromedp.Action{chromedp.Navigate(c.url + alertPage), chromedp.WaitVisible(`#alert-timeline`, q)}, nil, nil},
+		{"policy editor", []chromedp.Action{chromedp.Navigate(c.url + "/escalation-policies/new"), chromedp.WaitVisible(`#policy-steps`, q)}, nil, nil},
+		{"rotation editor", []chromedp.Action{chromedp.Navigate(c.url + "/duty/rotations/new"), chromedp.WaitVisible(`#rotation-turns`, q)}, nil, nil},
+	}, shots)
 	t.Run("taking an incident on the 事件 page takes its alerts", func(t *testing.T) {
 		checkIncidentTaken(t, ctx, c)
 	})
