@@ -203,6 +203,9 @@ type Request struct {
 	// ackPlaceholder stands for the acknowledgment link where the template places
 	// {{.ack_url}} (NewAckPlaceholder); "" for a request that opens no alert.
 	ackPlaceholder string
+	// inhibited, when set, opens the alert inhibited (an integration's event): it
+	// notifies nobody and has no step until released (package inhibit).
+	inhibited *inbound.Inhibited
 }
 
 // Result is what intake created, or for a preview, what it would create.
@@ -233,6 +236,8 @@ type Result struct {
 	// reach is how many people an alert can reach, its policy's included
 	// (checkAlertReach); 0 for a send that opens none.
 	reach int
+	// inhibited is the request's (Request.inhibited).
+	inhibited *inbound.Inhibited
 }
 
 // Limits of one request.

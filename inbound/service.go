@@ -25,10 +25,12 @@ type Gateway struct {
 	// platforms are the platforms a route may name.
 	platforms []string
 	// opener opens an event's alert through the intake; alerts resolves it.
-	opener  Opener
-	alerts  *alert.Service
-	clock   func() time.Time
-	observe Observer
+	opener Opener
+	alerts *alert.Service
+	// inhibitor says whether an open alert inhibits an event's alert (nil: none does).
+	inhibitor Inhibitor
+	clock     func() time.Time
+	observe   Observer
 	// loc is HERALD_TIMEZONE: the days a heartbeat of working days expects pings on.
 	loc *time.Location
 	log *slog.Logger
@@ -53,6 +55,8 @@ type Config struct {
 	// is received (the command line).
 	Opener Opener
 	Alerts *alert.Service
+	// Inhibitor decides inhibition (package inhibit); nil: no alert is inhibited.
+	Inhibitor Inhibitor
 	// Now is the clock; nil means kernel.Now.
 	Now func() time.Time
 	// Observe hears of every event received; nil: nobody.
@@ -65,7 +69,7 @@ type Config struct {
 
 // NewService builds the integrations' service from cfg.
 func NewService(cfg Config) *Gateway {
-	d := &Gateway{store: cfg.Store, platforms: cfg.Platforms, opener: cfg.Opener, alerts: cfg.Alerts, clock: cfg.Now,
+	d := &Gateway{store: cfg.Store, platforms: cfg.Platforms, opener: cfg.Opener, alerts: cfg.Alerts, inhibitor: cfg.Inhibitor, clock: cfg.Now,
 		observe: cfg.Observe, loc: cfg.Location, log: cfg.Log}
 	if d.observe == nil {
 		d.observe = func(string, string) {}

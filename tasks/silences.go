@@ -25,10 +25,19 @@ const silenceTTL = time.Second
 // claim takes it early.
 const holdEarly = time.Second
 
-// liveSilence is a silence that has not ended, ready to test messages with.
+// liveSilence is a silence that has not ended, ready to test messages with: it holds
+// in its windows (one from its start to its end, or a recurring silence's next ones).
 type liveSilence struct {
-	rule       *delivery.SilenceRule
-	start, end time.Time
+	rule      *delivery.SilenceRule
+	windows   []delivery.Window
+	recurring bool
+}
+
+// activeSilence is a silence active at a moment: its rule, and for a recurring silence
+// the end of its window under way (zero otherwise).
+type activeSilence struct {
+	rule  *delivery.SilenceRule
+	until time.Time
 }
 
 // compiledSilence is a silence's rule as compiled at one version of its matchers.
@@ -37,8 +46,9 @@ type compiledSilence struct {
 	rule    *delivery.SilenceRule
 }
 
-// silenceLoader reads the live silences (silence.Holds.LiveSilences).
-type silenceLoader func(ctx context.Context) ([]silence.Silence, error)
+// silenceLoader reads the live silences with their windows from now
+// (silence.Holds.LiveWindows).
+type silenceLoader func(ctx context.Context, now time.Time) ([]silence.Live, error)
 
 // silenceRules caches the live silences for silenceTTL. A reload reads the database and
 // compiles only the silences whose version it has not compiled yet, without holding the
@@ -59,7 +69,7 @@ type silenceRules struct {
 var errSilencesUnread = errors.New("tasks: the live silences could not be read")
 
 // active returns the silences active at now.
-func (c *silenceRules) active(ctx context.Context, load silenceLoader, now time.Time) ([]*delivery.SilenceRule, error) {
+func (c *silenceRules) active(ctx context.Context, load silenceLoader, now time.Time) ([]activeSilence, error) {
 	c.mu.Lock()
 	if c.read.IsZero() || time.Since(c.read) >= silenceTTL {
 		switch done := c.loading; {
@@ -83,10 +93,17 @@ func (c *silenceRules) active(ctx context.Context, load silenceLoader, now time.
 			}
 		}
 	}
-	var out []*delivery.SilenceRule
+	var out []activeSilence
 	for _, l := range c.list {
-		if !now.Before(l.start) && now.Before(l.end) {
-			out = append(out, l.rule)
+		for _, w := range l.windows {
+			if !now.Before(w.Start) && now.Before(w.End) {
+				a := activeSilence{rule: l.rule}
+				if l.recurring {
+					a.until = w.End
+				}
+				out = append(out, a)
+				break
+			}
 		}
 	}
 	c.mu.Unlock()
@@ -114,7 +131,7 @@ func (c *silenceRules) reload(ctx context.Context, load silenceLoader) error {
 // rule: the one compiled before while its version is the same, a new one otherwise.
 // Silences no longer live drop out.
 func (c *silenceRules) compile(ctx context.Context, load silenceLoader) ([]liveSilence, map[int64]compiledSilence, error) {
-	sils, err := load(ctx)
+	sils, err := load(ctx, kernel.Now())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,7 +150,7 @@ func (c *silenceRules) compile(ctx context.Context, load silenceLoader) ([]liveS
 			cs = compiledSilence{sil.Version, rule}
 		}
 		next[sil.ID] = cs
-		list = append(list, liveSilence{rule: cs.rule, start: sil.StartsAt, end: sil.End()})
+		list = append(list, liveSilence{rule: cs.rule, windows: sil.Windows, recurring: sil.Schedule != nil})
 	}
 	return list, next, nil
 }
@@ -143,8 +160,8 @@ func (c *silenceRules) compile(ctx context.Context, load silenceLoader) ([]liveS
 // it costs nothing but a look at the cache.
 func (s *Sender) holdSilenced(ctx context.Context, ids []string) error {
 	now := kernel.Now()
-	rules, err := s.silences.active(ctx, silence.Of(s.store).LiveSilences, now)
-	if err != nil || len(rules) == 0 {
+	active, err := s.silences.active(ctx, silence.Of(s.store).LiveWindows, now)
+	if err != nil || len(active) == 0 {
 		return err
 	}
 	dueBy := now.Add(holdEarly)
@@ -152,15 +169,18 @@ func (s *Sender) holdSilenced(ctx context.Context, ids []string) error {
 	if err != nil {
 		return err
 	}
-	holds := map[string][]int64{}
+	holds, until := map[string][]int64{}, map[int64]time.Time{}
 	for id, subj := range subjects {
-		for _, r := range rules {
-			if r.Matches(subj) {
-				holds[id] = append(holds[id], r.ID)
+		for _, a := range active {
+			if a.rule.Matches(subj) {
+				holds[id] = append(holds[id], a.rule.ID)
+				if !a.until.IsZero() {
+					until[a.rule.ID] = a.until
+				}
 			}
 		}
 	}
-	held, keys, err := silence.Of(s.store).HoldMessages(ctx, holds, dueBy)
+	held, keys, err := silence.Of(s.store).HoldMessages(ctx, holds, until, dueBy)
 	if err != nil {
 		return err
 	}

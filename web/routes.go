@@ -292,6 +292,7 @@ func routes(r *gin.Engine, h *handlers.Handlers, session gin.HandlersChain, api 
 	v1.GET("/silences", send, h.APIListSilences)
 	v1.POST("/silences", send, h.APICreateSilence)
 	v1.GET("/silences/:id", send, h.APIGetSilence)
+	v1.GET("/silences/:id/occurrences", send, h.APISilenceOccurrences)
 	v1.PUT("/silences/:id", send, h.APIUpdateSilence)
 	v1.DELETE("/silences/:id", send, h.APIExpireSilence)
 	v1.GET("/escalation-policies", admin, h.APIListPolicies)
