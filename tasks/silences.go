@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"herald/delivery"
-	"herald/kernel"
 	"herald/silence"
 )
 
@@ -74,7 +73,7 @@ func (c *silenceRules) active(ctx context.Context, load silenceLoader, now time.
 	if c.read.IsZero() || time.Since(c.read) >= silenceTTL {
 		switch done := c.loading; {
 		case done == nil:
-			if err := c.reload(ctx, load); err != nil {
+			if err := c.reload(ctx, load, now); err != nil {
 				c.mu.Unlock()
 				return nil, err
 			}
@@ -110,13 +109,13 @@ func (c *silenceRules) active(ctx context.Context, load silenceLoader, now time.
 	return out, nil
 }
 
-// reload reads and compiles the live silences, called and returning with c.mu held but
-// releasing it meanwhile.
-func (c *silenceRules) reload(ctx context.Context, load silenceLoader) error {
+// reload reads and compiles the live silences with their windows from now, called and
+// returning with c.mu held but releasing it meanwhile.
+func (c *silenceRules) reload(ctx context.Context, load silenceLoader, now time.Time) error {
 	done := make(chan struct{})
 	c.loading = done
 	c.mu.Unlock()
-	list, next, err := c.compile(ctx, load)
+	list, next, err := c.compile(ctx, load, now)
 	c.mu.Lock()
 	c.loading = nil
 	close(done)
@@ -130,8 +129,8 @@ func (c *silenceRules) reload(ctx context.Context, load silenceLoader) error {
 // compile reads the live silences and returns them ready, with each one's compiled
 // rule: the one compiled before while its version is the same, a new one otherwise.
 // Silences no longer live drop out.
-func (c *silenceRules) compile(ctx context.Context, load silenceLoader) ([]liveSilence, map[int64]compiledSilence, error) {
-	sils, err := load(ctx, kernel.Now())
+func (c *silenceRules) compile(ctx context.Context, load silenceLoader, now time.Time) ([]liveSilence, map[int64]compiledSilence, error) {
+	sils, err := load(ctx, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,9 +156,10 @@ func (c *silenceRules) compile(ctx context.Context, load silenceLoader) ([]liveS
 
 // holdSilenced holds the due messages among ids that an active silence matches, before
 // they are claimed: held, with no attempt used and nothing sent. With no silence active
-// it costs nothing but a look at the cache.
+// it costs nothing but a look at the cache. Which silences are active is judged by
+// SenderConfig.SilenceNow.
 func (s *Sender) holdSilenced(ctx context.Context, ids []string) error {
-	now := kernel.Now()
+	now := s.silenceNow().UTC()
 	active, err := s.silences.active(ctx, silence.Of(s.store).LiveWindows, now)
 	if err != nil || len(active) == 0 {
 		return err
