@@ -117,4 +117,3 @@ func TestRecurringSilenceFollowsTheHolidayCalendar(t *testing.T) {
 		t.Fatalf("released %d at the window's end, notice %s", n, f.status(t, makeup))
 	}
 }
-
