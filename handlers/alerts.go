@@ -12,6 +12,7 @@ import (
 
 	"herald/access"
 	"herald/alert"
+	"herald/inhibit"
 	"herald/kernel"
 	"herald/views"
 )
@@ -45,11 +46,19 @@ func (h *Handlers) alertRows(c *gin.Context, list []alert.Alert) ([]views.AlertR
 	for _, p := range people {
 		names[p.ExternalID] = p.Name
 	}
+	inhibitions, err := inhibit.Of(h.Store).Inhibitions(ctx, ids)
+	if err != nil {
+		return nil, nil, err
+	}
 	rows := make([]views.AlertRow, len(list))
 	for i, a := range list {
 		rows[i].Alert = a
-		// An escalating alert has no step only while its batch awaits approval.
-		rows[i].Held = a.Escalating() && len(byAlert[a.ID]) == 0
+		if in, ok := inhibitions[a.ID]; ok {
+			rows[i].Inhibition = &in
+		}
+		// An escalating alert has no step only while its batch awaits approval, or while
+		// another alert inhibits it.
+		rows[i].Held = a.Escalating() && len(byAlert[a.ID]) == 0 && !rows[i].Inhibited()
 		seen := map[string]bool{}
 		for _, s := range byAlert[a.ID] {
 			if s.FiredAt == nil && s.CancelledAt == nil && a.Escalating() {
