@@ -13,8 +13,9 @@ import (
 	"herald/views"
 )
 
-// The console's inhibition rules, in the setup menu: every change goes through the
-// inhibition service (h.inhibition()), as the API's does.
+// The console's inhibition rules, reached from the alerts page as the escalation
+// policies and the integrations are (the navigation keeps to one row at 1366 px): every
+// change goes through the inhibition service (h.inhibition()), as the API's does.
 
 // InhibitRules lists the inhibition rules.
 func (h *Handlers) InhibitRules(c *gin.Context) {
@@ -23,7 +24,7 @@ func (h *Handlers) InhibitRules(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	render(c, http.StatusOK, views.InhibitRulesPage(page(c, tr(c, "inhibit.title"), "inhibit_rules"), list, h.notice(c)))
+	render(c, http.StatusOK, views.InhibitRulesPage(page(c, tr(c, "inhibit.title"), "alerts"), list, h.notice(c)))
 }
 
 // NewInhibitRuleForm starts a rule.
@@ -180,5 +181,5 @@ func (h *Handlers) renderInhibitRuleForm(c *gin.Context, status int, f views.Inh
 	if f.ID != 0 {
 		title = tr(c, "inhibit.edit_title", "Name", f.Name)
 	}
-	render(c, status, views.InhibitRuleFormPage(page(c, title, "inhibit_rules"), f, errs))
+	render(c, status, views.InhibitRuleFormPage(page(c, title, "alerts"), f, errs))
 }

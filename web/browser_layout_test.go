@@ -87,8 +87,8 @@ type layoutMeasure struct {
 
 // TestBrowserConsoleLayout opens the dashboard, the message list, a batch, the compose
 // form, a CSV import preview, the integrations' pages (the list, one with its events,
-// the form, a token with its snippets) and the heartbeats' (the list, the form, a token
-// with its snippets) in Chinese at 1366, 768 and 390 px, and checks the
+// the form, a token with its snippets), the heartbeats' (the list, the form, a token
+// with its snippets) and the inhibition rule form in Chinese at 1366, 768 and 390 px, and checks the
 // layout rules on each (layoutScript), the columns that must be on a phone's screen, and
 // Send after the people on a phone. Each page's screenshot must be as wide as asked;
 // HERALD_LAYOUT_SCREENSHOTS names a directory to keep them in.
@@ -149,6 +149,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"heartbeats", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats"), chromedp.WaitVisible(`#heartbeats`, q)}, nil, nil},
 		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},
 		{"heartbeat token", append(heartbeatToken, openDetails), nil, nil},
+		{"inhibition rule form", []chromedp.Action{chromedp.Navigate(c.url + "/inhibit-rules/new"), chromedp.WaitVisible(`#inhibit-rule-form`, q)}, nil, nil},
 	}
 	for _, width := range []int{1366, 768, 390} {
 		if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), 900)); err != nil {
