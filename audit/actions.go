@@ -6,11 +6,13 @@ package audit
 var Actions = []string{
 	"account.create", "account.delete", "account.disable", "account.enable", "account.test", "account.update",
 	"alert.acknowledge", "alert.call", "alert.exhaust", "alert.open", "alert.policy.create", "alert.policy.delete", "alert.policy.update", "alert.resolve", "alert.step", "alert.unrouted",
+	"alert.inhibit", "alert.inhibit_end", "alert.release",
 	"apikey.auth_failed", "apikey.callback.remove", "apikey.callback.resend", "apikey.callback.set", "apikey.create", "apikey.revoke",
 	"batch.approve", "batch.cancel", "batch.create", "batch.expire", "batch.recall", "batch.recall_approve", "batch.recall_expire", "batch.recall_reject", "batch.recall_request", "batch.reject", "batch.withdraw",
 	"chat_group.create", "chat_group.delete", "chat_group.update",
 	"duty.feed.delete", "duty.feed.rotate", "duty.holiday.delete", "duty.holiday.set", "duty.holidays.import", "duty.holidays.set", "duty.override.delete", "duty.override.set", "duty.reminder.set", "duty.rotation.create", "duty.rotation.delete", "duty.rotation.update", "duty.slot.add", "duty.slot.remove", "duty.swap.create", "duty.swap.delete", "duty.week.replace",
 	"heartbeat.create", "heartbeat.delete", "heartbeat.token", "heartbeat.update",
+	"inhibit.create", "inhibit.delete", "inhibit.update",
 	"integration.create", "integration.delete", "integration.token", "integration.update",
 	"message.cancel", "message.recall", "message.recall_fail", "message.recall_refuse", "message.retry",
 	"messages.resend",
