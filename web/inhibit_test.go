@@ -1,11 +1,20 @@
 package web_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"herald/alert"
+	"herald/audit"
+	"herald/delivery"
+	"herald/dispatch"
+	"herald/inbound"
+	"herald/inhibit"
 )
 
 // The inhibition rules' API (admin): bad input is 422 naming the field with nothing
@@ -112,4 +121,47 @@ func TestRecurringSilencesAPI(t *testing.T) {
 	if status, body, _ := api.call("GET", path+"?from="+from.UTC().Format(time.RFC3339)+"&to="+from.Add(-time.Hour).UTC().Format(time.RFC3339), ""); status != http.StatusUnprocessableEntity || errorField(body) != "to" {
 		t.Errorf("to before from: %d %s", status, body["_raw"])
 	}
+}
+
+// An inhibited alert is marked on the alerts list and on its page, each linking the
+// alert that inhibits it; the one that inhibits is not marked.
+func TestInhibitedAlertShownAndLinked(t *testing.T) {
+	t.Parallel()
+	c := newConsole(t)
+	ctx := context.Background()
+	by := audit.Actor{Name: adminUser, Type: audit.ActorUser}
+	if err := alert.Of(c.store).CreatePolicy(ctx, &alert.EscalationPolicy{Name: "night",
+		Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}}); err != nil {
+		t.Fatal(err)
+	}
+	it, _, err := c.h.Dispatch.Inbound().CreateIntegration(ctx, by, inbound.IntegrationInput{Name: "prom", Format: inbound.FormatEvents,
+		DefaultRoute: &inbound.Route{Policy: "night", Platform: "sandbox"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dispatch.Inhibition(c.h.Dispatch).CreateRule(ctx, by, inhibit.RuleInput{Name: "db-down",
+		Source: []delivery.Matcher{{Name: "severity", Value: "critical"}}, Target: []delivery.Matcher{{Name: "severity", Value: "warning"}},
+		Equal: []string{"cluster"}}); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]string{}
+	for _, ev := range []struct{ key, severity string }{{"db", "critical"}, {"slow", "warning"}} {
+		recs, err := c.h.Dispatch.Inbound().Receive(ctx, it, fmt.Appendf(nil,
+			`{"event_action":"trigger","dedup_key":%q,"severity":%q,"title":"%s on sh-core","labels":{"cluster":"sh-core"}}`, ev.key, ev.severity, ev.key))
+		if err != nil || recs[0].AlertID == nil {
+			t.Fatalf("%s: %+v, %v", ev.key, recs, err)
+		}
+		ids[ev.key] = strconv.FormatInt(*recs[0].AlertID, 10)
+	}
+	link := `href="/alerts/` + ids["db"] + `"`
+	_, list := c.as(viewerUser).get("/alerts")
+	row := list[strings.Index(list, `data-alert="`+ids["slow"]+`"`):]
+	row = row[:strings.Index(row, "</tr>")]
+	wantContains(t, "the inhibited alert's row", row, "data-inhibited", link)
+	source := list[strings.Index(list, `data-alert="`+ids["db"]+`"`):]
+	if source = source[:strings.Index(source, "</tr>")]; strings.Contains(source, "data-inhibited") {
+		t.Errorf("the source's row is marked inhibited: %s", source)
+	}
+	_, page := c.as(viewerUser).get("/alerts/" + ids["slow"])
+	wantContains(t, "the inhibited alert's page", page, `id="alert-inhibition"`, link, "db-down")
 }
