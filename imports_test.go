@@ -180,7 +180,7 @@ var domains = map[string][]string{
 	"herald/duty":      {"herald/directory"},
 	// The silences hold messages, which are still the store's (models) until the
 	// messages have a domain of their own.
-	"herald/silence": {"herald/models", "herald/templates"},
+	"herald/silence": {"herald/models", "herald/templates", "herald/duty"},
 	"herald/recall":  {"herald/models", "herald/alert"},
 	// The messages' service; their rows are still the store's (models).
 	"herald/message": {"herald/models", "herald/access", "herald/alert", "herald/recall", "herald/sending"},
@@ -193,6 +193,9 @@ var domains = map[string][]string{
 	"herald/incident": {"herald/models", "herald/alert"},
 	// The calls of alerts: their outcomes act on the alerts through the alerts' service.
 	"herald/phone": {"herald/models", "herald/alert"},
+	// Inhibition: the rules by which an open alert mutes the alerts it causes, decided
+	// as an integration's event opens one.
+	"herald/inhibit": {"herald/models", "herald/alert", "herald/inbound"},
 	// Chat groups: the group chats a send posts to, and whom a post @s by the duty rule.
 	"herald/chatgroups": {"herald/directory", "herald/duty", "herald/sending"},
 }

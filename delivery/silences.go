@@ -76,6 +76,20 @@ const MaxRegexProgram = 1000
 // ErrRegexTooLarge refuses an expression whose program is over MaxRegexProgram.
 var ErrRegexTooLarge = errors.New("expression too large")
 
+// Op is the matcher's test as Alertmanager writes it between name and value: =, !=,
+// =~ (a regex) or !~.
+func (m Matcher) Op() string {
+	switch {
+	case m.Regex && m.Negate:
+		return "!~"
+	case m.Regex:
+		return "=~"
+	case m.Negate:
+		return "!="
+	}
+	return "="
+}
+
 // Check compiles a regex matcher's expression as Compile does and refuses one whose
 // program is larger than MaxRegexProgram instructions.
 func (m Matcher) Check() error {

@@ -10,6 +10,7 @@ import (
 	"herald/alert"
 	"herald/audit"
 	"herald/inbound"
+	"herald/inhibit"
 	"herald/kernel"
 	"herald/models"
 )
@@ -66,6 +67,10 @@ func (d *Dispatcher) openAlert(ctx context.Context, req Request, res *Result) er
 		a.NoticeCount, a.NoticeHourAt = len(res.Messages), &now
 	}
 	res.Alert, res.firstStep = a, d.alerts.FirstStep(p, now, res.Batch.SendAt, len(res.Messages) > 0)
+	if req.inhibited != nil {
+		// No step until it is released (inhibit.Referee).
+		res.firstStep, res.inhibited = nil, req.inhibited
+	}
 	return nil
 }
 
@@ -150,6 +155,9 @@ func (d *Dispatcher) storeAlert(ctx context.Context, nb models.NewBatch, res *Re
 		}
 		id := strconv.FormatInt(res.Alert.ID, 10)
 		ch.Audit("alert.open", "alert", id, audit.Params{"id": id, "batch": res.Batch.ID, "policy": res.Alert.Policy})
+		if res.inhibited != nil {
+			return inhibit.Record(ctx, tx, ch, res.Alert, res.inhibited)
+		}
 		if !held {
 			step := *res.firstStep
 			ch.After(func() { d.alerts.ScheduleStep(ctx, step) })
@@ -235,6 +243,10 @@ func (o inboundOpener) OpenAlert(ctx context.Context, op inbound.Opening) (int64
 				req.Variables[name] = v
 			}
 		}
+	}
+	if op.Inhibited != nil {
+		// Nobody is told of an inhibited alert, not even the route's people.
+		req.Recipients, req.inhibited = nil, op.Inhibited
 	}
 	res, err := o.d.Submit(ctx, req)
 	if err != nil {

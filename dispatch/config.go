@@ -184,10 +184,10 @@ func (d *Dispatcher) Templates() *templates.Editor {
 // what their events become.
 func (d *Dispatcher) Inbound() *inbound.Gateway {
 	return inbound.NewService(inbound.Config{Store: d.store, Platforms: channels.Platforms, Opener: inboundOpener{d},
-		Alerts: d.alerts, Incidents: incident.NewService(d.store, d.alerts, d.clock), Now: d.clock, Observe: d.inboundObserver, Location: d.loc, Log: d.log})
+		Alerts: d.alerts, Incidents: incident.NewService(d.store, d.alerts, d.clock), Inhibitor: Inhibition(d), Now: d.clock, Observe: d.inboundObserver, Location: d.loc, Log: d.log})
 }
 
 // Silences is the silences' service.
 func (d *Dispatcher) Silences() *silence.Keeper {
-	return silence.NewService(silence.Of(d.store), d.clock, silenceVocabulary{d.store})
+	return silence.NewService(silence.Of(d.store), d.clock, silenceVocabulary{d.store}, d.loc)
 }

@@ -206,6 +206,9 @@ type Request struct {
 	// noticeCap bounds the notices the alert opened sends an hour (an integration's
 	// route's max_notices_per_hour); 0: no bound.
 	noticeCap int
+	// inhibited, when set, opens the alert inhibited (an integration's event): it
+	// notifies nobody and has no step until released (package inhibit).
+	inhibited *inbound.Inhibited
 }
 
 // Result is what intake created, or for a preview, what it would create.
@@ -238,6 +241,8 @@ type Result struct {
 	reach int
 	// policy is the escalation policy of a send that opens an alert ("" for none).
 	policy string
+	// inhibited is the request's (Request.inhibited).
+	inhibited *inbound.Inhibited
 }
 
 // Limits of one request.

@@ -113,18 +113,26 @@ func (f *meetFixture) submit(t *testing.T, req dispatch.Request) map[string]stri
 // clock). Each is fresh, so it reads the silences anew.
 func (f *meetFixture) worker(t *testing.T, at time.Time) *tasks.Sender {
 	t.Helper()
+	return f.sender(t, func(c *tasks.SenderConfig) {
+		if !at.IsZero() {
+			c.Now = func() time.Time { return at }
+		}
+	})
+}
+
+// sender is a worker process's sender as worker makes it, with what set changes.
+func (f *meetFixture) sender(t *testing.T, set func(*tasks.SenderConfig)) *tasks.Sender {
+	t.Helper()
 	limiter, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: f.redis})
 	if err != nil {
 		t.Fatal(err)
 	}
 	enq := tasks.NewEnqueuer(f.redis.Asynq())
 	t.Cleanup(func() { enq.Close() })
-	now := time.Now
-	if !at.IsZero() {
-		now = func() time.Time { return at }
-	}
-	s, err := tasks.NewSender(tasks.SenderConfig{Store: f.store, Channels: channels.NewRegistry(sandboxsender.New(f.sim)), Enqueuer: enq,
-		Limiter: limiter, Location: shanghai, Now: now, CallTimeout: 5 * time.Second, Log: slog.New(slog.DiscardHandler)})
+	cfg := tasks.SenderConfig{Store: f.store, Channels: channels.NewRegistry(sandboxsender.New(f.sim)), Enqueuer: enq,
+		Limiter: limiter, Location: shanghai, CallTimeout: 5 * time.Second, Log: slog.New(slog.DiscardHandler)}
+	set(&cfg)
+	s, err := tasks.NewSender(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

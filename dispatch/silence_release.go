@@ -54,7 +54,7 @@ const releasePage = 500
 // It reports how many it released and cancelled.
 func (d *Dispatcher) ReleaseHeld(ctx context.Context) (released, cancelled int, err error) {
 	for {
-		free, err := silence.Of(d.store).FreeHeldMessages(ctx, releasePage)
+		free, err := silence.Of(d.store).FreeHeldMessages(ctx, d.now(), releasePage)
 		if err != nil || len(free) == 0 {
 			return released, cancelled, err
 		}

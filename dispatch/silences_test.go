@@ -108,7 +108,7 @@ func (f *silenceFixture) hold(t *testing.T, ids []string, silences ...int64) {
 	for _, id := range ids {
 		holds[id] = silences
 	}
-	held, _, err := silence.Of(f.store).HoldMessages(context.Background(), holds, time.Now().Add(time.Second))
+	held, _, err := silence.Of(f.store).HoldMessages(context.Background(), holds, nil, time.Now().Add(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestHoldRecordsSilenceAndEvent(t *testing.T) {
 		t.Errorf("the sweeper sees a held message as due (%v)", err)
 	}
 	// A second hold of the same message changes nothing.
-	if held, _, err := silence.Of(f.store).HoldMessages(ctx, map[string][]int64{id: {sil.ID}}, time.Now().Add(time.Second)); err != nil || len(held) != 0 {
+	if held, _, err := silence.Of(f.store).HoldMessages(ctx, map[string][]int64{id: {sil.ID}}, nil, time.Now().Add(time.Second)); err != nil || len(held) != 0 {
 		t.Errorf("held again: %v, %v", held, err)
 	}
 }
@@ -265,7 +265,7 @@ func TestHoldSkipsASilenceThatEndedMeanwhile(t *testing.T) {
 	if err := silence.Of(f.store).ExpireSilence(ctx, sil.ID, "admin1", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	held, _, err := silence.Of(f.store).HoldMessages(ctx, map[string][]int64{id: {sil.ID}}, time.Now().Add(time.Second))
+	held, _, err := silence.Of(f.store).HoldMessages(ctx, map[string][]int64{id: {sil.ID}}, nil, time.Now().Add(time.Second))
 	if err != nil || len(held) != 0 {
 		t.Fatalf("held by an expired silence: %v, %v", held, err)
 	}
@@ -301,7 +301,7 @@ func TestSilenceEndReleasesOrCancels(t *testing.T) {
 	f.hold(t, []string{cancelled}, cancel.ID)
 
 	f.expire(t, release.ID, cancel.ID)
-	free, err := silence.Of(f.store).FreeHeldMessages(ctx, 100)
+	free, err := silence.Of(f.store).FreeHeldMessages(ctx, time.Now(), 100)
 	if err != nil {
 		t.Fatal(err)
 	}

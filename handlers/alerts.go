@@ -11,6 +11,7 @@ import (
 
 	"herald/access"
 	"herald/alert"
+	"herald/inhibit"
 	"herald/kernel"
 	"herald/views"
 )
@@ -44,11 +45,19 @@ func (h *Handlers) alertRows(c *gin.Context, list []alert.Alert) ([]views.AlertR
 	for _, p := range people {
 		names[p.ExternalID] = views.PersonName(ctx, p.Name, p.ExternalID)
 	}
+	inhibitions, err := inhibit.Of(h.Store).Inhibitions(ctx, ids)
+	if err != nil {
+		return nil, nil, err
+	}
 	rows := make([]views.AlertRow, len(list))
 	for i, a := range list {
 		rows[i].Alert = a
-		// An escalating alert has no step only while its batch awaits approval.
-		rows[i].Held = a.Escalating() && len(byAlert[a.ID]) == 0 && a.IncidentID == nil && !a.Flapping
+		if in, ok := inhibitions[a.ID]; ok {
+			rows[i].Inhibition = &in
+		}
+		// An escalating alert has no step only while its batch awaits approval, or while
+		// another alert inhibits it, or while it is quiet in an incident or flapping.
+		rows[i].Held = a.Escalating() && len(byAlert[a.ID]) == 0 && a.IncidentID == nil && !a.Flapping && !rows[i].Inhibited()
 		seen := map[string]bool{}
 		for _, s := range byAlert[a.ID] {
 			if s.FiredAt == nil && s.CancelledAt == nil && a.Escalating() {

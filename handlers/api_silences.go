@@ -16,15 +16,17 @@ import (
 // needed none, ApprovalReasons why it needs one; Holding counts the messages it holds
 // now.
 type silenceJSON struct {
-	ID        int64              `json:"id"`
-	Matchers  []delivery.Matcher `json:"matchers"`
-	StartsAt  time.Time          `json:"starts_at"`
-	EndsAt    time.Time          `json:"ends_at"`
-	Comment   string             `json:"comment"`
-	CreatedBy string             `json:"created_by"`
-	OnEnd     string             `json:"on_end"`
-	State     string             `json:"state"`
-	Approval  string             `json:"approval"`
+	ID       int64              `json:"id"`
+	Matchers []delivery.Matcher `json:"matchers"`
+	StartsAt time.Time          `json:"starts_at"`
+	EndsAt   time.Time          `json:"ends_at"`
+	// Schedule makes it recurring; absent for a silence of fixed times.
+	Schedule  *silence.Schedule `json:"schedule,omitempty"`
+	Comment   string            `json:"comment"`
+	CreatedBy string            `json:"created_by"`
+	OnEnd     string            `json:"on_end"`
+	State     string            `json:"state"`
+	Approval  string            `json:"approval"`
 	// ApprovalReasons are delivery's Broad… codes.
 	ApprovalReasons []string   `json:"approval_reasons"`
 	ExpiredAt       *time.Time `json:"expired_at"`
@@ -32,7 +34,7 @@ type silenceJSON struct {
 }
 
 func newSilenceJSON(s *silence.Silence, holding int, now time.Time) silenceJSON {
-	out := silenceJSON{ID: s.ID, Matchers: s.Matchers, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Comment: s.Comment,
+	out := silenceJSON{ID: s.ID, Matchers: s.Matchers, StartsAt: s.StartsAt, EndsAt: s.EndsAt, Schedule: s.Schedule, Comment: s.Comment,
 		CreatedBy: s.CreatedBy, OnEnd: s.OnEnd, State: s.State(now), Approval: s.Approval, ApprovalReasons: s.ApprovalReasons,
 		ExpiredAt: s.ExpiredAt, Holding: holding}
 	if out.Matchers == nil {
@@ -52,12 +54,13 @@ type silenceBody struct {
 	Matchers []delivery.Matcher `json:"matchers"`
 	StartsAt *time.Time         `json:"starts_at"`
 	EndsAt   *time.Time         `json:"ends_at"`
+	Schedule *silence.Schedule  `json:"schedule"`
 	Comment  string             `json:"comment"`
 	OnEnd    string             `json:"on_end"`
 }
 
 func (b silenceBody) input() silence.SilenceInput {
-	return silence.SilenceInput{Matchers: b.Matchers, StartsAt: b.StartsAt, EndsAt: b.EndsAt, Comment: b.Comment, OnEnd: b.OnEnd}
+	return silence.SilenceInput{Matchers: b.Matchers, StartsAt: b.StartsAt, EndsAt: b.EndsAt, Schedule: b.Schedule, Comment: b.Comment, OnEnd: b.OnEnd}
 }
 
 // silenceID reads the :id of a silence route; false after answering 404.
@@ -166,4 +169,48 @@ func (h *Handlers) APIExpireSilence(c *gin.Context) {
 		return
 	}
 	h.writeSilence(c, http.StatusOK, s)
+}
+
+// occurrenceJSON is one window of a silence as the API shows it.
+type occurrenceJSON struct {
+	StartsAt time.Time `json:"starts_at"`
+	EndsAt   time.Time `json:"ends_at"`
+}
+
+// APISilenceOccurrences is GET /api/v1/silences/:id/occurrences?from=&to=: the windows
+// the silence holds in between from and to (RFC 3339; from defaults to now, to to a
+// week after from).
+func (h *Handlers) APISilenceOccurrences(c *gin.Context) {
+	id, ok := silenceID(c)
+	if !ok {
+		return
+	}
+	from, err := queryTime(c, "from")
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	to, err := queryTime(c, "to")
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	if from == nil {
+		now := kernel.Now()
+		from = &now
+	}
+	if to == nil {
+		week := from.Add(7 * 24 * time.Hour)
+		to = &week
+	}
+	list, err := h.Dispatch.Silences().Occurrences(c.Request.Context(), actor(c), id, *from, *to)
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	out := make([]occurrenceJSON, len(list))
+	for i, w := range list {
+		out[i] = occurrenceJSON{StartsAt: w.Start, EndsAt: w.End}
+	}
+	c.JSON(http.StatusOK, gin.H{"occurrences": out})
 }

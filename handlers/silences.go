@@ -39,7 +39,17 @@ func (h *Handlers) Silences(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	v := views.SilencesView{State: state, List: list, Ever: ever, Holding: holding, Now: kernel.Now(), Notice: h.notice(c)}
+	v := views.SilencesView{State: state, List: list, Ever: ever, Holding: holding, Now: kernel.Now(), Notice: h.notice(c),
+		Next: map[int64][]delivery.Window{}}
+	for i := range list {
+		if list[i].Schedule == nil || list[i].State(v.Now) == delivery.SilenceExpired {
+			continue
+		}
+		if v.Next[list[i].ID], err = h.Dispatch.Silences().NextOccurrences(ctx, &list[i], views.NextOccurrences); err != nil {
+			h.fail(c, err)
+			return
+		}
+	}
 	if u := CurrentUser(c); u != nil {
 		v.Me = u.Username
 	}
@@ -50,7 +60,9 @@ func (h *Handlers) Silences(c *gin.Context) {
 // times in the console's time zone, the comment and what happens at the end.
 func silenceFormOf(c *gin.Context) views.SilenceForm {
 	f := views.SilenceForm{StartsAt: strings.TrimSpace(c.PostForm("starts_at")), EndsAt: strings.TrimSpace(c.PostForm("ends_at")),
-		Comment: c.PostForm("comment"), OnEnd: c.PostForm("on_end")}
+		Comment: c.PostForm("comment"), OnEnd: c.PostForm("on_end"), Recurring: c.PostForm("mode") == "recurring",
+		Schedule: silence.Schedule{Days: strings.TrimSpace(c.PostForm("schedule_days")), Start: strings.TrimSpace(c.PostForm("schedule_start")),
+			End: strings.TrimSpace(c.PostForm("schedule_end")), Timezone: strings.TrimSpace(c.PostForm("schedule_timezone"))}}
 	for i := range views.SilenceFormRows {
 		f.Rows[i] = delivery.Matcher{Name: c.PostForm(fmt.Sprintf("name_%d", i)), Value: c.PostForm(fmt.Sprintf("value_%d", i)),
 			Regex: c.PostForm(fmt.Sprintf("regex_%d", i)) != "", Negate: c.PostForm(fmt.Sprintf("negate_%d", i)) != ""}
@@ -73,6 +85,10 @@ func matchersOf(f views.SilenceForm) (matchers []delivery.Matcher, rows []int) {
 func (h *Handlers) silenceInputOf(f views.SilenceForm) (silence.SilenceInput, error) {
 	in := silence.SilenceInput{Comment: f.Comment, OnEnd: f.OnEnd}
 	in.Matchers, _ = matchersOf(f)
+	if f.Recurring {
+		schedule := f.Schedule
+		in.Schedule = &schedule
+	}
 	for _, t := range []struct {
 		field, value string
 		to           **time.Time
@@ -114,7 +130,7 @@ func silenceFormErrors(c *gin.Context, f views.SilenceForm, err error) (map[stri
 func (h *Handlers) NewSilenceForm(c *gin.Context) {
 	now := time.Now().In(h.Location)
 	f := views.SilenceForm{StartsAt: now.Format("2006-01-02T15:04"), EndsAt: now.Add(2 * time.Hour).Format("2006-01-02T15:04"),
-		OnEnd: delivery.OnEndRelease}
+		OnEnd: delivery.OnEndRelease, Schedule: views.DefaultSchedule(h.Location)}
 	h.renderSilenceForm(c, http.StatusOK, 0, f, nil)
 }
 
@@ -125,7 +141,11 @@ func (h *Handlers) EditSilenceForm(c *gin.Context) {
 		return
 	}
 	f := views.SilenceForm{StartsAt: sil.StartsAt.In(h.Location).Format("2006-01-02T15:04"),
-		EndsAt: sil.EndsAt.In(h.Location).Format("2006-01-02T15:04"), Comment: sil.Comment, OnEnd: sil.OnEnd}
+		EndsAt: sil.EndsAt.In(h.Location).Format("2006-01-02T15:04"), Comment: sil.Comment, OnEnd: sil.OnEnd,
+		Recurring: sil.Schedule != nil, Schedule: views.DefaultSchedule(h.Location)}
+	if sil.Schedule != nil {
+		f.Schedule = *sil.Schedule
+	}
 	copy(f.Rows[:], sil.Matchers)
 	h.renderSilenceForm(c, http.StatusOK, sil.ID, f, nil)
 }

@@ -45,6 +45,25 @@ type Opening struct {
 	Variables map[string]string
 	// Subject and Text are the notice's content when the route names no template.
 	Subject, Text string
+	// Inhibited, when set, opens the alert inhibited: nobody is notified and it does not
+	// escalate until what inhibits it ends.
+	Inhibited *Inhibited
+}
+
+// Inhibited says which open alert inhibits the alert an event opens, under which rule.
+type Inhibited struct {
+	RuleID        int64
+	RuleName      string
+	SourceAlertID int64
+}
+
+// Inhibitor is inhibition as the integrations see it (package inhibit).
+type Inhibitor interface {
+	// Inhibiting returns what inhibits an alert of subject (eventSubject), nil when
+	// nothing does.
+	Inhibiting(ctx context.Context, subject delivery.Subject) (*Inhibited, error)
+	// SourceEnded releases the alerts that the alert id inhibited, now that it ended.
+	SourceEnded(ctx context.Context, alertID int64) error
 }
 
 // Receive takes a body an integration posted: its events normalised (a body that cannot
@@ -127,6 +146,12 @@ func (d *Gateway) receiveOne(ctx context.Context, st *Inbox, it *Integration, ro
 					return rec, err
 				}
 			}
+			if d.inhibitor != nil {
+				// What it inhibited goes on now; the inhibition pass would see to it shortly.
+				if err := d.inhibitor.SourceEnded(ctx, *alertID); err != nil {
+					d.log.Warn("inbound: release what a recovered alert inhibited", "alert", *alertID, "error", err)
+				}
+			}
 		}
 		return rec, st.ReleaseKey(ctx, it.ID, ev.DedupKey)
 	}
@@ -158,6 +183,12 @@ func (d *Gateway) receiveOne(ctx context.Context, st *Inbox, it *Integration, ro
 		return rec, st.ReleaseKey(ctx, it.ID, ev.DedupKey)
 	}
 	o := opening(it, route, ev)
+	if d.inhibitor != nil {
+		var err error
+		if o.Inhibited, err = d.inhibitor.Inhibiting(ctx, eventSubject(it, ev)); err != nil {
+			return rec, errors.Join(err, st.ReleaseKey(ctx, it.ID, ev.DedupKey))
+		}
+	}
 	alertID, err := d.open(ctx, o)
 	if err != nil {
 		if rerr := st.ReleaseKey(ctx, it.ID, ev.DedupKey); rerr != nil {
@@ -180,7 +211,9 @@ func (d *Gateway) receiveOne(ctx context.Context, st *Inbox, it *Integration, ro
 // or quiet while its key flaps), else on its own through the intake.
 func (d *Gateway) open(ctx context.Context, o Opening) (int64, error) {
 	loud := func(ctx context.Context) (int64, error) { return d.opener.OpenAlert(ctx, o) }
-	if d.incidents == nil {
+	// An inhibited alert opens on its own: it neither opens an incident nor joins one,
+	// and its release starts its own escalation.
+	if d.incidents == nil || o.Inhibited != nil {
 		return loud(ctx)
 	}
 	arr := incident.Arrival{Source: o.Integration, Rules: o.Route.Rules, DedupKey: o.Event.DedupKey, Labels: o.Event.Labels,
@@ -210,16 +243,29 @@ func compileRoutes(it *Integration) ([]compiledRoute, error) {
 // routeFor is the first route whose matchers all match the event, else the default
 // route; nil when neither.
 func routeFor(it *Integration, routes []compiledRoute, ev Event) *Route {
-	subject := delivery.Subject{MatchSeverity: ev.Severity, MatchTitle: ev.Title, MatchSource: it.Name}
-	for k, v := range ev.Labels {
-		subject[LabelPrefix+k] = v
-	}
+	subject := eventSubject(it, ev)
 	for _, r := range routes {
 		if r.set.Matches(subject) {
 			return r.route
 		}
 	}
 	return it.DefaultRoute
+}
+
+// eventSubject is what a route's or an inhibition rule's matchers see of an event:
+// its severity, title, integration and labels.
+func eventSubject(it *Integration, ev Event) delivery.Subject {
+	return AlertSubject(it.Name, ev.Severity, ev.Title, ev.Labels)
+}
+
+// AlertSubject is what matchers see of an alert from an integration: its severity,
+// title ("" where unknown), integration (source) and labels.
+func AlertSubject(source, severity, title string, labels map[string]string) delivery.Subject {
+	subject := delivery.Subject{MatchSeverity: severity, MatchTitle: title, MatchSource: source}
+	for k, v := range labels {
+		subject[LabelPrefix+k] = v
+	}
+	return subject
 }
 
 // severityPriority is the priority of an event's notices when its route names none.

@@ -31,6 +31,8 @@ type Gateway struct {
 	// incidents groups, quiets and bounds the alerts routes open; nil: each opens
 	// on its own.
 	incidents *incident.Coordinator
+	// inhibitor says whether an open alert inhibits an event's alert (nil: none does).
+	inhibitor Inhibitor
 	clock     func() time.Time
 	observe   Observer
 	// loc is HERALD_TIMEZONE: the days a heartbeat of working days expects pings on.
@@ -60,6 +62,8 @@ type Config struct {
 	// Incidents groups the alerts of routes that say so into incidents, quiets flapping
 	// keys and bounds notices; nil: each alert opens on its own.
 	Incidents *incident.Coordinator
+	// Inhibitor decides inhibition (package inhibit); nil: no alert is inhibited.
+	Inhibitor Inhibitor
 	// Now is the clock; nil means kernel.Now.
 	Now func() time.Time
 	// Observe hears of every event received; nil: nobody.
@@ -72,7 +76,7 @@ type Config struct {
 
 // NewService builds the integrations' service from cfg.
 func NewService(cfg Config) *Gateway {
-	d := &Gateway{store: cfg.Store, platforms: cfg.Platforms, opener: cfg.Opener, alerts: cfg.Alerts, incidents: cfg.Incidents, clock: cfg.Now,
+	d := &Gateway{store: cfg.Store, platforms: cfg.Platforms, opener: cfg.Opener, alerts: cfg.Alerts, incidents: cfg.Incidents, inhibitor: cfg.Inhibitor, clock: cfg.Now,
 		observe: cfg.Observe, loc: cfg.Location, log: cfg.Log}
 	if d.observe == nil {
 		d.observe = func(string, string) {}

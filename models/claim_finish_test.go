@@ -145,7 +145,7 @@ func TestClaimKeepsTheRowsLength(t *testing.T) {
 			if err := silence.Of(f.store).CreateSilence(ctx, sil); err != nil {
 				t.Fatal(err)
 			}
-			if held, _, err := silence.Of(f.store).HoldMessages(ctx, map[string][]int64{m.ID: {sil.ID}}, kernel.Now()); err != nil || len(held) != 1 {
+			if held, _, err := silence.Of(f.store).HoldMessages(ctx, map[string][]int64{m.ID: {sil.ID}}, nil, kernel.Now()); err != nil || len(held) != 1 {
 				t.Fatalf("hold: %v %v", held, err)
 			}
 			if moved, _, err := silence.Of(f.store).ReleaseHeld(ctx, []silence.Release{{TaskID: m.ID + ":released", IDs: []string{m.ID}, DueAt: due}}, nil, kernel.Now()); err != nil || len(moved[0]) != 1 {

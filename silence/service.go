@@ -16,12 +16,18 @@ type Keeper struct {
 	clock func() time.Time
 	// vocabulary knows what matchers' values can name (nil: any value is taken).
 	vocabulary Vocabulary
+	// loc is the time zone of a recurring silence that names none.
+	loc *time.Location
 }
 
 // NewService builds the silences' service on store; clock is the clock (nil:
-// kernel.Now); vocabulary knows what matchers' values can name.
-func NewService(store *Holds, clock func() time.Time, vocabulary Vocabulary) *Keeper {
-	return &Keeper{store: store, clock: clock, vocabulary: vocabulary}
+// kernel.Now); vocabulary knows what matchers' values can name; loc is the time zone of
+// a recurring silence that names none (nil: UTC).
+func NewService(store *Holds, clock func() time.Time, vocabulary Vocabulary, loc *time.Location) *Keeper {
+	if loc == nil {
+		loc = time.UTC
+	}
+	return &Keeper{store: store, clock: clock, vocabulary: vocabulary, loc: loc}
 }
 
 // Choices lists the values a matcher of name can take for a picker (Vocabulary's

@@ -42,6 +42,9 @@ type Silence struct {
 	Matchers Matchers
 	StartsAt time.Time
 	EndsAt   time.Time
+	// Schedule makes the silence recurring: it holds only in its windows, between
+	// StartsAt and EndsAt (schedules.go); nil for a silence of fixed times.
+	Schedule *Schedule
 	Comment  string
 	// CreatedBy is who created it (a username, or apikey:<name>); APIKeyID the key, when
 	// one did: a key without the admin scope sees and changes only its own silences.
@@ -86,6 +89,9 @@ type MessageSilence struct {
 	MessageID string `gorm:"primaryKey"`
 	SilenceID int64  `gorm:"primaryKey"`
 	HeldAt    time.Time
+	// HeldUntil is the end of the window of a recurring silence that held the message:
+	// it goes on then, though the silence goes on. Nil for a silence of fixed times.
+	HeldUntil *time.Time
 }
 
 // TableName implements gorm's tabler.
@@ -109,7 +115,7 @@ func (s *Holds) CreateSilence(ctx context.Context, sil *Silence) error {
 func (s *Holds) UpdateSilence(ctx context.Context, sil *Silence) error {
 	sil.UpdatedAt = kernel.Now()
 	res := s.k.Writer(ctx).Model(&Silence{}).Where("id = ? AND version = ?", sil.ID, sil.Version).Where(silenceWhere("", silenceEditable)).
-		Updates(map[string]any{"matchers": sil.Matchers, "starts_at": sil.StartsAt, "ends_at": sil.EndsAt, "comment": sil.Comment,
+		Updates(map[string]any{"matchers": sil.Matchers, "starts_at": sil.StartsAt, "ends_at": sil.EndsAt, "schedule": sil.Schedule, "comment": sil.Comment,
 			"on_end": sil.OnEnd, "approval": sil.Approval, "approval_reasons": sil.ApprovalReasons, "makers": sil.Makers,
 			"decided_by": "", "decided_at": nil, "version": gorm.Expr("version + 1"), "updated_at": sil.UpdatedAt})
 	if res.Error != nil {
@@ -378,12 +384,13 @@ func stillHolding(tx *gorm.DB, holds map[string][]int64) (map[string][]int64, er
 }
 
 // HoldMessages holds due waiting messages for the silences that match them (message id
-// → silence ids): each one still pending or failed and due by dueBy moves to held, with
+// → silence ids), each recurring silence until the end of its window (until, by
+// silence id): each one still pending or failed and due by dueBy moves to held, with
 // no task and no attempt used, records the silences that hold it and, for a callback
 // key, its message.held event, in one transaction. It returns the messages it held, each
 // with the silences that hold it (those not ended meanwhile), and the keys that have
 // events to hear; a message claimed or changed meanwhile is left as it is.
-func (s *Holds) HoldMessages(ctx context.Context, holds map[string][]int64, dueBy time.Time) (held map[string][]int64, keys []int64, err error) {
+func (s *Holds) HoldMessages(ctx context.Context, holds map[string][]int64, until map[int64]time.Time, dueBy time.Time) (held map[string][]int64, keys []int64, err error) {
 	if len(holds) == 0 {
 		return nil, nil, nil
 	}
@@ -428,7 +435,11 @@ func (s *Holds) HoldMessages(ctx context.Context, holds map[string][]int64, dueB
 		for _, m := range rows {
 			held[m.ID] = holds[m.ID]
 			for _, sid := range holds[m.ID] {
-				links = append(links, MessageSilence{MessageID: m.ID, SilenceID: sid, HeldAt: now})
+				link := MessageSilence{MessageID: m.ID, SilenceID: sid, HeldAt: now}
+				if u, ok := until[sid]; ok {
+					link.HeldUntil = &u
+				}
+				links = append(links, link)
 			}
 			if m.CallbackKeyID != nil {
 				id := m.ID
@@ -467,16 +478,18 @@ type FreeHeld struct {
 // priorityRank orders messages high, normal, low in SQL.
 const priorityRank = "CASE m.priority WHEN 'high' THEN 0 WHEN 'normal' THEN 1 ELSE 2 END"
 
-// FreeHeldMessages lists held messages whose every silence has ended, in the order they
-// are to go on: by priority, then oldest first; at most limit of them.
-func (s *Holds) FreeHeldMessages(ctx context.Context, limit int) ([]FreeHeld, error) {
+// FreeHeldMessages lists held messages whose every silence has ended at now (or, for a
+// recurring silence, whose window that held it has), in the order they are to go on: by
+// priority, then oldest first; at most limit of them.
+func (s *Holds) FreeHeldMessages(ctx context.Context, now time.Time, limit int) ([]FreeHeld, error) {
 	var out []FreeHeld
 	holding := silenceWhere("s.", silenceEndable)
 	err := s.k.Reader(ctx).Table("messages AS m").
 		Select("m.id, m.priority, m.account_id, m.send_at, EXISTS (SELECT 1 FROM message_silences mc JOIN silences c ON c.id = mc.silence_id "+
 			"WHERE mc.message_id = m.id AND c.on_end = ?) AS cancel", delivery.OnEndCancel).
 		Where("m.status = ? AND NOT EXISTS (SELECT 1 FROM message_silences ms JOIN silences s ON s.id = ms.silence_id "+
-			"WHERE ms.message_id = m.id AND "+holding.SQL+")", append([]any{models.StatusHeld}, holding.Vars...)...).
+			"WHERE ms.message_id = m.id AND (ms.held_until IS NULL OR ms.held_until > ?) AND "+holding.SQL+")",
+			append([]any{models.StatusHeld, now.UTC()}, holding.Vars...)...).
 		Order(priorityRank + ", m.id").Limit(limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("silence: held messages free to go: %w", err)

@@ -63,7 +63,10 @@ type SilenceInput struct {
 	Matchers []delivery.Matcher
 	// StartsAt nil starts it now.
 	StartsAt *time.Time
-	EndsAt   *time.Time
+	// EndsAt nil ends a recurring silence MaxSilence after it starts.
+	EndsAt *time.Time
+	// Schedule, when set, makes it recurring: it holds in its windows alone.
+	Schedule *Schedule
 	Comment  string
 	// OnEnd is delivery.OnEndRelease (the default) or delivery.OnEndCancel.
 	OnEnd string
@@ -96,13 +99,23 @@ func CheckMatchers(matchers []delivery.Matcher) error {
 }
 
 // checkSilence validates a silence as written and fills its defaults: it starts now,
-// and releases what it held.
-func checkSilence(in *SilenceInput, now time.Time) error {
+// and releases what it held; a recurring one (in loc's time zone when it names none)
+// lasts MaxSilence.
+func checkSilence(in *SilenceInput, now time.Time, loc *time.Location) error {
 	if err := CheckMatchers(in.Matchers); err != nil {
 		return err
 	}
+	if in.Schedule != nil {
+		if err := checkSchedule(in.Schedule, loc); err != nil {
+			return err
+		}
+	}
 	if in.StartsAt == nil {
 		in.StartsAt = &now
+	}
+	if in.EndsAt == nil && in.Schedule != nil {
+		ends := in.StartsAt.Add(MaxSilence)
+		in.EndsAt = &ends
 	}
 	// As stored: MySQL keeps microseconds.
 	starts := in.StartsAt.UTC().Truncate(time.Microsecond)
@@ -166,6 +179,13 @@ func silenceRule(id int64, matchers []delivery.Matcher, holdsKey *int64) (*deliv
 // follow on from it (delivery.Stretch) make one stretch longer than that. self is the
 // silence being edited, left out (0 for a new one).
 func (d *Keeper) lengthReasons(ctx context.Context, in SilenceInput, by creator, self int64) ([]string, error) {
+	if in.Schedule != nil {
+		// Approved once for all its windows: judged by one window's length.
+		if in.Schedule.length() > delivery.MaxUnapprovedSilence {
+			return []string{delivery.BroadLong}, nil
+		}
+		return nil, nil
+	}
 	w := delivery.Window{Start: *in.StartsAt, End: *in.EndsAt}
 	if w.End.Sub(w.Start) > delivery.MaxUnapprovedSilence {
 		return []string{delivery.BroadLong}, nil
@@ -178,7 +198,7 @@ func (d *Keeper) lengthReasons(ctx context.Context, in SilenceInput, by creator,
 	}
 	var others []delivery.Window
 	for _, s := range mine {
-		if s.ID != self {
+		if s.ID != self && s.Schedule == nil {
 			others = append(others, delivery.Window{Start: s.StartsAt, End: s.End()})
 		}
 	}
@@ -221,20 +241,11 @@ func (d *Keeper) approvalReasons(ctx context.Context, in SilenceInput, by creato
 func silenceParams(s *Silence) audit.Params {
 	var ms []string
 	for _, m := range s.Matchers {
-		op := "="
-		switch {
-		case m.Regex && m.Negate:
-			op = "!~"
-		case m.Regex:
-			op = "=~"
-		case m.Negate:
-			op = "!="
-		}
-		ms = append(ms, m.Name+op+strconv.Quote(m.Value))
+		ms = append(ms, m.Name+m.Op()+strconv.Quote(m.Value))
 	}
 	return audit.Params{"id": strconv.FormatInt(s.ID, 10), "matchers": strings.Join(ms, ", "),
 		"starts": s.StartsAt.Format(time.RFC3339), "ends": s.EndsAt.Format(time.RFC3339), "on_end": s.OnEnd, "approval": s.Approval,
-		"reasons": strings.Join(s.ApprovalReasons, ", ")}
+		"reasons": strings.Join(s.ApprovalReasons, ", "), "schedule": s.Schedule.String()}
 }
 
 // CreateSilence validates and saves a new silence, audited. One that needs approval
@@ -242,13 +253,13 @@ func silenceParams(s *Silence) audit.Params {
 // key's silence holds only the key's messages. Past MaxCreatorSilences of its creator's,
 // or MaxLiveSilences in all, it is a *kernel.FieldError naming silences.
 func (d *Keeper) CreateSilence(ctx context.Context, by audit.Actor, in SilenceInput) (*Silence, error) {
-	if err := checkSilence(&in, d.now()); err != nil {
+	if err := checkSilence(&in, d.now(), d.loc); err != nil {
 		return nil, err
 	}
 	if err := checkValues(ctx, d.vocabulary, in.Matchers); err != nil {
 		return nil, err
 	}
-	sil := &Silence{Matchers: in.Matchers, StartsAt: *in.StartsAt, EndsAt: *in.EndsAt, Comment: in.Comment,
+	sil := &Silence{Matchers: in.Matchers, StartsAt: *in.StartsAt, EndsAt: *in.EndsAt, Schedule: in.Schedule, Comment: in.Comment,
 		CreatedBy: by.Name, OnEnd: in.OnEnd}
 	if by.APIKeyID != 0 {
 		sil.APIKeyID = &by.APIKeyID
@@ -333,7 +344,7 @@ func (d *Keeper) UpdateSilence(ctx context.Context, by audit.Actor, id int64, in
 	if sil.State(now) == delivery.SilenceExpired {
 		return nil, kernel.ErrStateChanged
 	}
-	if err := checkSilence(&in, now); err != nil {
+	if err := checkSilence(&in, now, d.loc); err != nil {
 		return nil, err
 	}
 	if err := checkValues(ctx, d.vocabulary, in.Matchers); err != nil {
@@ -343,7 +354,7 @@ func (d *Keeper) UpdateSilence(ctx context.Context, by audit.Actor, id int64, in
 	if err != nil {
 		return nil, err
 	}
-	sil.Matchers, sil.StartsAt, sil.EndsAt, sil.Comment, sil.OnEnd = in.Matchers, *in.StartsAt, *in.EndsAt, in.Comment, in.OnEnd
+	sil.Matchers, sil.StartsAt, sil.EndsAt, sil.Schedule, sil.Comment, sil.OnEnd = in.Matchers, *in.StartsAt, *in.EndsAt, in.Schedule, in.Comment, in.OnEnd
 	sil.Approval, sil.DecidedBy, sil.DecidedAt, sil.ApprovalReasons = "", "", nil, reasons
 	if len(reasons) > 0 {
 		sil.Approval = models.ApprovalAwaiting
@@ -463,7 +474,7 @@ func (d *Keeper) PreviewSilence(ctx context.Context, by audit.Actor, in SilenceI
 	if p.Held > delivery.MaxUnapprovedHeld || !p.Complete {
 		p.Reasons = append(p.Reasons, delivery.BroadHoldsMany)
 	}
-	if checkSilence(&in, d.now()) == nil && in.EndsAt.Sub(*in.StartsAt) > delivery.MaxUnapprovedSilence {
+	if checkSilence(&in, d.now(), d.loc) == nil && in.Schedule == nil && in.EndsAt.Sub(*in.StartsAt) > delivery.MaxUnapprovedSilence {
 		p.Reasons = append(p.Reasons, delivery.BroadLong)
 	}
 	return p, nil

@@ -6,6 +6,7 @@
 package silence
 
 import (
+	"herald/duty"
 	"herald/kernel"
 	"herald/models"
 )
@@ -15,11 +16,13 @@ import (
 type Holds struct {
 	// k is the database, or the database bound to a transaction.
 	k *kernel.DB
+	// calendar is the duty calendar a recurring silence's days follow.
+	calendar *duty.Schedule
 }
 
 // Of is the silences' store on the database of m, in its transaction when m is bound to
 // one.
-func Of(m *models.Store) *Holds { return &Holds{k: m.DB()} }
+func Of(m *models.Store) *Holds { return &Holds{k: m.DB(), calendar: m.Duty()} }
 
 // On is the store on tx, the database bound to a transaction (kernel.DB.InTx).
-func (s *Holds) On(tx *kernel.DB) *Holds { return &Holds{k: tx} }
+func (s *Holds) On(tx *kernel.DB) *Holds { return &Holds{k: tx, calendar: s.calendar} }

@@ -41,7 +41,7 @@ type Sender struct {
 	foldThrottled      func(ctx context.Context, m *models.Message)
 	accounts           *sending.AccountCache
 	location           *time.Location
-	now                func() time.Time
+	now, silenceNow    func() time.Time
 
 	claims   *batch.Batcher[string, claimResult]
 	finishes *batch.Batcher[models.Finish, error]
@@ -81,6 +81,9 @@ type SenderConfig struct {
 	Accounts *sending.AccountCache
 	// Now is the clock quiet hours are judged by; time.Now when nil.
 	Now func() time.Time
+	// SilenceNow is the clock the windows of silences are judged by (a recurring
+	// silence's follow the duty calendar); kernel.Now when nil.
+	SilenceNow func() time.Time
 
 	// Metrics records attempts and outcomes; nil records nothing.
 	Metrics *Metrics
@@ -178,7 +181,7 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 		policy: cfg.Policy, retryScale: cfg.RetryScale, log: cfg.Log, callTimeout: cfg.CallTimeout, lease: cfg.Lease,
 		metrics: cfg.Metrics, stats: cfg.Stats, callbacks: cfg.Callbacks, fallBackSoon: cfg.FallBackSoon,
 		foldThrottled: cfg.FoldThrottled,
-		accounts:      cfg.Accounts, location: cfg.Location, now: cfg.Now}
+		accounts:      cfg.Accounts, location: cfg.Location, now: cfg.Now, silenceNow: cfg.SilenceNow}
 	if s.policy == nil {
 		s.policy = delivery.DefaultPolicy
 	}
@@ -196,6 +199,9 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	if s.silenceNow == nil {
+		s.silenceNow = kernel.Now
 	}
 	s.claims = batch.New(batchRunners, batchMax, s.claimBatch)
 	// Outcomes group as the intake's writes do (batch.Commits): a fan-out's finishes are

@@ -20,11 +20,14 @@ type liveList struct {
 	gate, entered chan struct{}
 }
 
-func (l *liveList) load(ctx context.Context) ([]silence.Silence, error) {
+func (l *liveList) load(ctx context.Context, _ time.Time) ([]silence.Live, error) {
 	l.mu.Lock()
 	l.reads++
 	gate, entered := l.gate, l.entered
-	out := append([]silence.Silence(nil), l.sils...)
+	out := make([]silence.Live, len(l.sils))
+	for i, s := range l.sils {
+		out[i] = silence.Live{Silence: s, Windows: []delivery.Window{{Start: s.StartsAt, End: s.End()}}}
+	}
 	l.mu.Unlock()
 	if gate != nil {
 		entered <- struct{}{}
@@ -64,7 +67,7 @@ func TestSilenceRulesCompileOncePerVersion(t *testing.T) {
 	}
 	for i := range first {
 		if again[i] != first[i] {
-			t.Errorf("silence %d recompiled at an unchanged version", first[i].ID)
+			t.Errorf("silence %d recompiled at an unchanged version", first[i].rule.ID)
 		}
 	}
 	l.mu.Lock()

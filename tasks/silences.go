@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"herald/delivery"
-	"herald/kernel"
 	"herald/silence"
 )
 
@@ -25,10 +24,19 @@ const silenceTTL = time.Second
 // claim takes it early.
 const holdEarly = time.Second
 
-// liveSilence is a silence that has not ended, ready to test messages with.
+// liveSilence is a silence that has not ended, ready to test messages with: it holds
+// in its windows (one from its start to its end, or a recurring silence's next ones).
 type liveSilence struct {
-	rule       *delivery.SilenceRule
-	start, end time.Time
+	rule      *delivery.SilenceRule
+	windows   []delivery.Window
+	recurring bool
+}
+
+// activeSilence is a silence active at a moment: its rule, and for a recurring silence
+// the end of its window under way (zero otherwise).
+type activeSilence struct {
+	rule  *delivery.SilenceRule
+	until time.Time
 }
 
 // compiledSilence is a silence's rule as compiled at one version of its matchers.
@@ -37,8 +45,9 @@ type compiledSilence struct {
 	rule    *delivery.SilenceRule
 }
 
-// silenceLoader reads the live silences (silence.Holds.LiveSilences).
-type silenceLoader func(ctx context.Context) ([]silence.Silence, error)
+// silenceLoader reads the live silences with their windows from now
+// (silence.Holds.LiveWindows).
+type silenceLoader func(ctx context.Context, now time.Time) ([]silence.Live, error)
 
 // silenceRules caches the live silences for silenceTTL. A reload reads the database and
 // compiles only the silences whose version it has not compiled yet, without holding the
@@ -59,12 +68,12 @@ type silenceRules struct {
 var errSilencesUnread = errors.New("tasks: the live silences could not be read")
 
 // active returns the silences active at now.
-func (c *silenceRules) active(ctx context.Context, load silenceLoader, now time.Time) ([]*delivery.SilenceRule, error) {
+func (c *silenceRules) active(ctx context.Context, load silenceLoader, now time.Time) ([]activeSilence, error) {
 	c.mu.Lock()
 	if c.read.IsZero() || time.Since(c.read) >= silenceTTL {
 		switch done := c.loading; {
 		case done == nil:
-			if err := c.reload(ctx, load); err != nil {
+			if err := c.reload(ctx, load, now); err != nil {
 				c.mu.Unlock()
 				return nil, err
 			}
@@ -83,23 +92,30 @@ func (c *silenceRules) active(ctx context.Context, load silenceLoader, now time.
 			}
 		}
 	}
-	var out []*delivery.SilenceRule
+	var out []activeSilence
 	for _, l := range c.list {
-		if !now.Before(l.start) && now.Before(l.end) {
-			out = append(out, l.rule)
+		for _, w := range l.windows {
+			if !now.Before(w.Start) && now.Before(w.End) {
+				a := activeSilence{rule: l.rule}
+				if l.recurring {
+					a.until = w.End
+				}
+				out = append(out, a)
+				break
+			}
 		}
 	}
 	c.mu.Unlock()
 	return out, nil
 }
 
-// reload reads and compiles the live silences, called and returning with c.mu held but
-// releasing it meanwhile.
-func (c *silenceRules) reload(ctx context.Context, load silenceLoader) error {
+// reload reads and compiles the live silences with their windows from now, called and
+// returning with c.mu held but releasing it meanwhile.
+func (c *silenceRules) reload(ctx context.Context, load silenceLoader, now time.Time) error {
 	done := make(chan struct{})
 	c.loading = done
 	c.mu.Unlock()
-	list, next, err := c.compile(ctx, load)
+	list, next, err := c.compile(ctx, load, now)
 	c.mu.Lock()
 	c.loading = nil
 	close(done)
@@ -113,8 +129,8 @@ func (c *silenceRules) reload(ctx context.Context, load silenceLoader) error {
 // compile reads the live silences and returns them ready, with each one's compiled
 // rule: the one compiled before while its version is the same, a new one otherwise.
 // Silences no longer live drop out.
-func (c *silenceRules) compile(ctx context.Context, load silenceLoader) ([]liveSilence, map[int64]compiledSilence, error) {
-	sils, err := load(ctx)
+func (c *silenceRules) compile(ctx context.Context, load silenceLoader, now time.Time) ([]liveSilence, map[int64]compiledSilence, error) {
+	sils, err := load(ctx, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,18 +149,19 @@ func (c *silenceRules) compile(ctx context.Context, load silenceLoader) ([]liveS
 			cs = compiledSilence{sil.Version, rule}
 		}
 		next[sil.ID] = cs
-		list = append(list, liveSilence{rule: cs.rule, start: sil.StartsAt, end: sil.End()})
+		list = append(list, liveSilence{rule: cs.rule, windows: sil.Windows, recurring: sil.Schedule != nil})
 	}
 	return list, next, nil
 }
 
 // holdSilenced holds the due messages among ids that an active silence matches, before
 // they are claimed: held, with no attempt used and nothing sent. With no silence active
-// it costs nothing but a look at the cache.
+// it costs nothing but a look at the cache. Which silences are active is judged by
+// SenderConfig.SilenceNow.
 func (s *Sender) holdSilenced(ctx context.Context, ids []string) error {
-	now := kernel.Now()
-	rules, err := s.silences.active(ctx, silence.Of(s.store).LiveSilences, now)
-	if err != nil || len(rules) == 0 {
+	now := s.silenceNow().UTC()
+	active, err := s.silences.active(ctx, silence.Of(s.store).LiveWindows, now)
+	if err != nil || len(active) == 0 {
 		return err
 	}
 	dueBy := now.Add(holdEarly)
@@ -152,15 +169,18 @@ func (s *Sender) holdSilenced(ctx context.Context, ids []string) error {
 	if err != nil {
 		return err
 	}
-	holds := map[string][]int64{}
+	holds, until := map[string][]int64{}, map[int64]time.Time{}
 	for id, subj := range subjects {
-		for _, r := range rules {
-			if r.Matches(subj) {
-				holds[id] = append(holds[id], r.ID)
+		for _, a := range active {
+			if a.rule.Matches(subj) {
+				holds[id] = append(holds[id], a.rule.ID)
+				if !a.until.IsZero() {
+					until[a.rule.ID] = a.until
+				}
 			}
 		}
 	}
-	held, keys, err := silence.Of(s.store).HoldMessages(ctx, holds, dueBy)
+	held, keys, err := silence.Of(s.store).HoldMessages(ctx, holds, until, dueBy)
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,7 @@ var auditActionValues = map[string]map[string]auditWords{
 	"account.test":         {"summary": func(ctx context.Context, _ AuditPeople, v string) string { return storedNote(ctx, v) }},
 	"user.language":        {"language": named("audit.word.language"), "old_language": named("audit.word.language")},
 	"chat_group.update":    {"changed": each(", ", chatGroupChange)},
+	"alert.inhibit_end":    {"state": named("alerts.state")},
 }
 
 // auditArgs are an entry's named values as its sentence shows them.

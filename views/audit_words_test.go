@@ -71,6 +71,9 @@ var auditActionSamples = map[string]audit.Params{
 	"incident.open":        {"source": "alertmanager", "key": "job1=db2"},
 	"incident.storm":       {"count": "50"},
 	"alert.notice_cap":     {"cap": "6"},
+	"alert.inhibit":        {"source": "41", "rule": "db-down"},
+	"alert.inhibit_end":    {"state": "resolved"},
+	"alert.release":        {"source": "41"},
 }
 
 // auditVerbatim are what an audit entry shows as it was given: names and ids people
@@ -80,7 +83,7 @@ var auditActionSamples = map[string]audit.Params{
 // system's name.
 var auditVerbatim = []string{"ops-daily", "wangfang", "POST /monitoring/api/queues/default:pause", "https://hooks.example/old",
 	"https://hooks.example/cb", "http://10.0.0.1:8080", "task-overdue", "hi.*", "ada", "otto", "ty-main", "alertmanager", "message.sent",
-	"task, due", "API", "CSV", "Markdown", "ID", "Secret", "iOS"}
+	"task, due", "API", "CSV", "Markdown", "ID", "Secret", "iOS", "db-down"}
 
 var (
 	latinWord = regexp.MustCompile(`[A-Za-z0-9_]*[A-Za-z][A-Za-z0-9_]*`)

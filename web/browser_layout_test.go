@@ -142,6 +142,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"heartbeats", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats"), chromedp.WaitVisible(`#heartbeats`, q)}, nil, nil},
 		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},
 		{"heartbeat token", append(heartbeatToken, openDetails), nil, nil},
+		{"inhibition rule form", []chromedp.Action{chromedp.Navigate(c.url + "/inhibit-rules/new"), chromedp.WaitVisible(`#inhibit-rule-form`, q)}, nil, nil},
 	}
 	checkLayouts(t, ctx, pages, shots)
 	t.Run("a group of the navigation opens on a click below a wide screen", func(t *testing.T) {

@@ -114,6 +114,12 @@ var routeRoles = map[string]access.Role{
 	"POST /accounts/:name/enabled":            access.RoleAdmin,
 	"POST /accounts/:name/test":               access.RoleAdmin,
 	"POST /accounts/:name/delete":             access.RoleAdmin,
+	"GET /inhibit-rules":                      access.RoleAdmin,
+	"GET /inhibit-rules/new":                  access.RoleAdmin,
+	"POST /inhibit-rules":                     access.RoleAdmin,
+	"GET /inhibit-rules/:id/edit":             access.RoleAdmin,
+	"POST /inhibit-rules/:id/edit":            access.RoleAdmin,
+	"POST /inhibit-rules/:id/delete":          access.RoleAdmin,
 	"GET /chat-groups":                        access.RoleAdmin,
 	"GET /chat-groups/new":                    access.RoleAdmin,
 	"POST /chat-groups":                       access.RoleAdmin,
@@ -228,6 +234,7 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		"/integrations/:name":         "walk-integration",
 		"/heartbeats/:name":           "walk-heartbeat",
 		"/chat-groups/:name":          "walk-group", // no such group: a 404 page, past the role check
+		"/inhibit-rules/:id":          "1",          // no such rule: a 404 page, past the role check
 		"/batches/:id":                msg.BatchID,
 		"/messages/:id":               msg.ID,
 		"/recipients/:id":             "E2003",

@@ -31,7 +31,7 @@ func (c *console) holdByCounterSilence(id string) int64 {
 	if err != nil || len(live) != 1 {
 		c.t.Fatalf("live silences %v, %v", live, err)
 	}
-	held, _, err := silence.Of(c.store).HoldMessages(ctx, map[string][]int64{id: {live[0].ID}}, time.Now().Add(time.Second))
+	held, _, err := silence.Of(c.store).HoldMessages(ctx, map[string][]int64{id: {live[0].ID}}, nil, time.Now().Add(time.Second))
 	if err != nil || len(held) != 1 {
 		c.t.Fatalf("hold %s: %v, %v", id, held, err)
 	}

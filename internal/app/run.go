@@ -154,6 +154,7 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	go a.Dispatch.Alerts().RunEscalationPoll(ctx, escalationPoll)
 	go a.Dispatch.RunDigestPoll(ctx, digestPoll)
 	go a.Dispatch.RunSilencePass(ctx, silencePass)
+	go dispatch.RunInhibitPass(ctx, a.Dispatch, inhibitPass)
 	go a.Dispatch.Inbound().RunHeartbeatPoll(ctx, heartbeatPoll)
 	if err := srv.Start(mux); err != nil {
 		send.Close()
@@ -170,6 +171,10 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 
 // escalationPoll is how often each worker looks for overdue alert steps.
 const escalationPoll = time.Second
+
+// inhibitPass is how often each worker releases the alerts inhibited by sources that
+// ended other than by their integration's recovery.
+const inhibitPass = 2 * time.Second
 
 // digestPoll is how often each worker looks for digest groups whose window closed.
 const digestPoll = time.Second
