@@ -14,7 +14,9 @@ import (
 
 // reportsService is the reports' service; the console and the API send nothing through
 // it, so it needs no language of its own.
-func (h *Handlers) reportsService() *reports.Analyst { return dispatch.Reports(h.Dispatch, "", h.PublicURL) }
+func (h *Handlers) reportsService() *reports.Analyst {
+	return dispatch.Reports(h.Dispatch, "", h.PublicURL)
+}
 
 // reportOf works out one report (reports.Names) for the request's caller from its query
 // (from, to, and group_by or sleep): what the API answers as JSON and the table of its
@@ -86,7 +88,9 @@ func (h *Handlers) apiReport(name string) gin.HandlerFunc {
 func (h *Handlers) APIResponseReport(c *gin.Context) { h.apiReport(reports.ReportResponse)(c) }
 
 // APIInterruptionsReport is GET /api/v1/reports/interruptions.
-func (h *Handlers) APIInterruptionsReport(c *gin.Context) { h.apiReport(reports.ReportInterruptions)(c) }
+func (h *Handlers) APIInterruptionsReport(c *gin.Context) {
+	h.apiReport(reports.ReportInterruptions)(c)
+}
 
 // APIDutyReport is GET /api/v1/reports/duty.
 func (h *Handlers) APIDutyReport(c *gin.Context) { h.apiReport(reports.ReportDuty)(c) }
