@@ -149,6 +149,8 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"heartbeats", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats"), chromedp.WaitVisible(`#heartbeats`, q)}, nil, nil},
 		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},
 		{"heartbeat token", append(heartbeatToken, openDetails), nil, nil},
+		{"reports", []chromedp.Action{chromedp.Navigate(c.url + "/reports?group_by=person"), chromedp.WaitVisible(`#chart-duty`, q)}, nil, nil},
+		{"report schedules", []chromedp.Action{chromedp.Navigate(c.url + "/reports/schedules"), chromedp.WaitVisible(`#report-schedule-form`, q)}, nil, nil},
 	}
 	for _, width := range []int{1366, 768, 390} {
 		if err := chromedp.Run(ctx, chromedp.EmulateViewport(int64(width), 900)); err != nil {
