@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -137,37 +138,42 @@ func zoneSpans(from, to time.Time, loc *time.Location) []zoneSpan {
 // and sleepTo are minutes of the day (sleepFrom > sleepTo wraps midnight).
 func (s *Tallies) DayTallies(ctx context.Context, from, to time.Time, loc *time.Location, sleepFrom, sleepTo int, ownKey int64) ([]dayTally, error) {
 	mysql := s.k.Dialect() == migrations.MySQL
-	var args []any
 	// The offset of each notice's time from UTC, by the span it falls in.
-	offset := "0"
+	offset, offsetArgs := "0", []any(nil)
 	if spans := zoneSpans(from, to, loc); len(spans) == 1 {
 		offset = strconv.Itoa(spans[0].offset)
 	} else {
 		var b strings.Builder
 		b.WriteString("CASE")
 		for _, z := range spans[:len(spans)-1] {
-			fmt.Fprintf(&b, " WHEN ts < ? THEN %d", z.offset)
-			args = append(args, z.until)
+			fmt.Fprintf(&b, " WHEN sent_at < ? THEN %d", z.offset)
+			offsetArgs = append(offsetArgs, z.until)
 		}
 		fmt.Fprintf(&b, " ELSE %d END", spans[len(spans)-1].offset)
 		offset = b.String()
 	}
-	var local, gap, day, minute string
+	// The notice's local date and minute of the day are worked out once, beside the
+	// window function, in the one derived table the database materialises.
+	var day, minute, gap string
 	if mysql {
-		local = "DATE_ADD(ts, INTERVAL (" + offset + ") SECOND)"
+		local := "DATE_ADD(sent_at, INTERVAL (" + offset + ") SECOND)"
+		day, minute = "DATE_FORMAT("+local+", '%Y-%m-%d')", "TIME_TO_SEC("+local+") DIV 60"
 		gap = "TIMESTAMPDIFF(MICROSECOND, prev, ts) >= 60000000"
-		day, minute = "DATE_FORMAT(lt, '%Y-%m-%d')", "(HOUR(lt) * 60 + MINUTE(lt))"
 	} else {
-		local = "datetime(ts, (" + offset + ") || ' seconds')"
+		local := "datetime(sent_at, (" + offset + ") || ' seconds')"
+		day, minute = "substr("+local+", 1, 10)", "CAST(strftime('%H', "+local+") AS INTEGER) * 60 + CAST(strftime('%M', "+local+") AS INTEGER)"
 		gap = "ROUND((julianday(ts) - julianday(prev)) * 86400000) >= 60000"
-		day, minute = "substr(lt, 1, 10)", "(CAST(substr(lt, 12, 2) AS INTEGER) * 60 + CAST(substr(lt, 15, 2) AS INTEGER))"
 	}
-	sleep := fmt.Sprintf("(%[1]s >= %[2]d AND %[1]s < %[3]d)", minute, sleepFrom, sleepTo)
+	args := slices.Concat(offsetArgs, offsetArgs)
+	if !mysql {
+		args = slices.Concat(args, offsetArgs) // the minute reads the local time twice
+	}
+	sleep := fmt.Sprintf("(m >= %d AND m < %d)", sleepFrom, sleepTo)
 	if sleepFrom > sleepTo {
-		sleep = fmt.Sprintf("(%[1]s >= %[2]d OR %[1]s < %[3]d)", minute, sleepFrom, sleepTo)
+		sleep = fmt.Sprintf("(m >= %d OR m < %d)", sleepFrom, sleepTo)
 	}
-	bucket := fmt.Sprintf("(CASE WHEN %[1]s >= 480 AND %[1]s < 1140 THEN %[2]d ELSE 0 END + CASE WHEN %[3]s THEN %[4]d ELSE 0 END)",
-		minute, bucketWorkHours, sleep, bucketSleep)
+	bucket := fmt.Sprintf("(CASE WHEN m >= %d AND m < %d THEN %d ELSE 0 END + CASE WHEN %s THEN %d ELSE 0 END)",
+		workFrom, workTo, bucketWorkHours, sleep, bucketSleep)
 	own := ""
 	args = append(args, models.StatusSent, from, to)
 	if ownKey != 0 {
@@ -175,11 +181,12 @@ func (s *Tallies) DayTallies(ctx context.Context, from, to time.Time, loc *time.
 			strings.ReplaceAll(models.OwnAlerts, "@key", "?") + "))"
 		args = append(args, ownKey, ownKey)
 	}
-	query := "SELECT r AS recipient_id, " + day + " AS local_day, " + bucket + " AS bucket, COUNT(*) AS notices, SUM(starts) AS interruptions FROM (" +
-		"SELECT r, CASE WHEN prev IS NULL OR " + gap + " THEN 1 ELSE 0 END AS starts, " + local + " AS lt FROM (" +
-		"SELECT recipient_id AS r, sent_at AS ts, LAG(sent_at) OVER (PARTITION BY recipient_id ORDER BY sent_at) AS prev " +
+	query := "SELECT r AS recipient_id, local_day, " + bucket + " AS bucket, COUNT(*) AS notices, " +
+		"SUM(CASE WHEN prev IS NULL OR " + gap + " THEN 1 ELSE 0 END) AS interruptions FROM (" +
+		"SELECT recipient_id AS r, sent_at AS ts, LAG(sent_at) OVER (PARTITION BY recipient_id ORDER BY sent_at) AS prev, " +
+		day + " AS local_day, " + minute + " AS m " +
 		"FROM messages WHERE status = ? AND sent_at >= ? AND sent_at < ? AND recipient_id > 0" + own +
-		") w) x GROUP BY r, local_day, bucket"
+		") w GROUP BY r, local_day, bucket"
 	var out []dayTally
 	if err := s.k.Reader(ctx).Raw(query, args...).Scan(&out).Error; err != nil {
 		return nil, fmt.Errorf("reports: notices sent %s to %s: %w", from, to, err)
