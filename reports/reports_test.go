@@ -74,7 +74,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{store: s, ids: map[string]int64{}, now: local("2026-11-02 12:00:00")}
-	people, err := s.Directory().RecipientsByExternalIDs(ctx, []string{"E1001", "E1002", "E1003", "E1004"})
+	people, err := s.Directory().RecipientsByExternalIDs(ctx, []string{"E1001", "E1002", "E1003", "E1004", "E2001"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,6 +131,10 @@ func newFixture(t *testing.T) *fixture {
 		testenv.SentMessage("n6", "b-console", f.ids["E1004"], nil, local("2026-10-12 02:00:00")),
 		testenv.SentMessage("n7", "b-console", f.ids["E1004"], nil, local("2026-10-12 20:00:00")),
 		testenv.SentMessage("n8", "b-console", f.ids["E1004"], nil, local("2026-10-03 23:30:00")),
+		// Across the end of summer time in New York (1 November 2026, 02:00): 23:30
+		// EDT on the 31st and 07:30 EST on 2 November, both 12:30 or 03:30 UTC.
+		testenv.SentMessage("d1", "b-console", f.ids["E2001"], nil, time.Date(2026, 11, 1, 3, 30, 0, 0, time.UTC)),
+		testenv.SentMessage("d2", "b-console", f.ids["E2001"], nil, time.Date(2026, 11, 2, 12, 30, 0, 0, time.UTC)),
 	})
 	f.svc = reports.NewService(reports.Config{Store: reports.NewStore(s.DB()), Duty: s.Duty(), Staff: s.Directory(),
 		Policies: alert.Of(s), Location: shanghai, Now: func() time.Time { return f.now }})
@@ -143,6 +147,7 @@ func TestReports(t *testing.T) {
 	f := newFixture(t)
 	t.Run("response by policy and person", func(t *testing.T) { checkResponseByPolicyAndPerson(t, f) })
 	t.Run("interruptions", func(t *testing.T) { checkInterruptions(t, f) })
+	t.Run("interruptions across summer time", func(t *testing.T) { checkSummerTime(t, f) })
 	t.Run("duty load", func(t *testing.T) { checkDutyLoad(t, f) })
 	t.Run("csv", func(t *testing.T) { checkReportCSV(t, f) })
 	t.Run("schedules send once per period", func(t *testing.T) { checkScheduleSendsOncePerPeriod(t, f) })
@@ -251,6 +256,27 @@ func checkInterruptions(t *testing.T, f *fixture) {
 	var fe *kernel.FieldError
 	if _, err := f.svc.Interruptions(ctx, admin, october(t, f), "23:00"); !errors.As(err, &fe) || fe.Field != "sleep" {
 		t.Errorf("sleep 23:00: %v, want a field error on sleep", err)
+	}
+}
+
+// checkSummerTime: in a time zone whose offset changes within the range, each notice
+// is placed by the offset of its own moment: 23:30 EDT and 07:30 EST are both sleep
+// (one offset for the whole range would put one of them at 22:30 or 08:30).
+func checkSummerTime(t *testing.T, f *fixture) {
+	ny := mustZone("America/New_York")
+	svc := reports.NewService(reports.Config{Store: reports.NewStore(f.store.DB()), Duty: f.store.Duty(), Staff: f.store.Directory(),
+		Policies: alert.Of(f.store), Location: ny, Now: func() time.Time { return f.now }})
+	r, err := svc.Range("2026-10-31", "2026-11-02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.Interruptions(context.Background(), admin, r, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []reports.Interruptions{{Recipient: "E2001", Name: "Liu Yang", Notices: 2, Interruptions: 2, Sleep: 2}}
+	if diff := cmp.Diff(want, got.People); diff != "" {
+		t.Errorf("across summer time (-want +got):\n%s", diff)
 	}
 }
 
