@@ -173,13 +173,12 @@ func (a *Analyst) DeleteSchedule(ctx context.Context, by audit.Actor, s *Schedul
 	})
 }
 
-// scheduleParams are a schedule's values for its audit entries.
+// scheduleParams are a schedule's values for its audit entries: whom it sends to by
+// name (send_to), and whether to the people on duty too (on_duty).
 func scheduleParams(s *Schedule) audit.Params {
-	to := append(append(slices.Clone(s.Send.Recipients), s.Send.Departments...), s.Send.Groups...)
-	if s.Send.ToOnDuty {
-		to = append(to, "on_duty")
-	}
-	return audit.Params{"report": s.Report, "period": s.Period, "to": strings.Join(to, ", "), "last_period": s.LastPeriod}
+	to := slices.Concat(s.Send.Recipients, s.Send.Departments, s.Send.Groups)
+	return audit.Params{"report": s.Report, "period": s.Period, "send_to": strings.Join(to, ", "),
+		"on_duty": strconv.FormatBool(s.Send.ToOnDuty), "last_period": s.LastPeriod}
 }
 
 // SendDue sends every scheduled report whose time has come and whose period was not
