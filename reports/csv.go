@@ -27,9 +27,11 @@ func (t Table) CSV(headers []string) []byte {
 
 func itoa(n int) string { return strconv.Itoa(n) }
 
-func secs(v *float64) string {
+// Seconds writes a time in seconds as briefly as it reads (3.8, 15); none when there
+// is no time.
+func Seconds(v *float64, none string) string {
 	if v == nil {
-		return ""
+		return none
 	}
 	return strconv.FormatFloat(*v, 'f', -1, 64)
 }
@@ -41,7 +43,7 @@ func (r *ResponseReport) Table(total string) Table {
 		"reports.col.resolve_p90", "reports.col.escalated", "reports.col.exhausted"}}
 	row := func(x Response) []string {
 		return []string{x.Key, x.Name, itoa(x.Alerts), itoa(x.Acknowledged), strconv.FormatFloat(x.AckRate, 'f', -1, 64),
-			secs(x.AckMedian), secs(x.AckP90), secs(x.ResolveMedian), secs(x.ResolveP90), itoa(x.Escalated), itoa(x.Exhausted)}
+			Seconds(x.AckMedian, ""), Seconds(x.AckP90, ""), Seconds(x.ResolveMedian, ""), Seconds(x.ResolveP90, ""), itoa(x.Escalated), itoa(x.Exhausted)}
 	}
 	for _, x := range r.Rows {
 		t.Rows = append(t.Rows, row(x))

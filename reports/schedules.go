@@ -250,8 +250,8 @@ func (a *Analyst) summary(ctx context.Context, report string, r Range) (subject,
 		}
 		o := rep.Overall
 		body = i18n.In(lang, "reports.summary.response", "Alerts", o.Alerts, "Acknowledged", o.Acknowledged,
-			"Rate", fmt.Sprintf("%.1f%%", o.AckRate*100), "Median", seconds(o.AckMedian), "P90", seconds(o.AckP90),
-			"ResolveMedian", seconds(o.ResolveMedian), "Escalated", o.Escalated, "Exhausted", o.Exhausted)
+			"Rate", fmt.Sprintf("%.1f%%", o.AckRate*100), "Median", Seconds(o.AckMedian, "-"), "P90", Seconds(o.AckP90, "-"),
+			"ResolveMedian", Seconds(o.ResolveMedian, "-"), "Escalated", o.Escalated, "Exhausted", o.Exhausted)
 	case ReportInterruptions:
 		rep, err := a.Interruptions(ctx, audit.System("report-schedule"), r, "")
 		if err != nil {
@@ -271,12 +271,4 @@ func (a *Analyst) summary(ctx context.Context, report string, r Range) (subject,
 	}
 	subject = i18n.In(lang, "reports.summary.subject", "Report", i18n.In(lang, "reports.name."+report), "From", r.From, "To", r.To)
 	return subject, subject + "\n" + body + "\n" + link, nil
-}
-
-// seconds writes a time in seconds for a summary; "-" with none.
-func seconds(v *float64) string {
-	if v == nil {
-		return "-"
-	}
-	return strconv.FormatFloat(*v, 'f', -1, 64)
 }

@@ -89,7 +89,7 @@ func NewReportCharts(resp *reports.ResponseReport, in *reports.InterruptionsRepo
 			bar := ReportBar{Label: label, Value: "-"}
 			if r.AckMedian != nil && most > 0 {
 				m, p := *r.AckMedian*100/most, *r.AckP90*100/most
-				bar.Value = num(*r.AckMedian) + " s / " + num(*r.AckP90) + " s"
+				bar.Value = num(*r.AckMedian) + " / " + num(*r.AckP90)
 				bar.Segments = []BarSegment{{Class: "ack", W: m}, {Class: "p90", X: m, W: p - m, Thin: true}}
 			}
 			c.Bars = append(c.Bars, bar)
@@ -131,14 +131,6 @@ func NewReportCharts(resp *reports.ResponseReport, in *reports.InterruptionsRepo
 // reportCSV is the console's CSV link of one report over the page's range.
 func reportCSV(v ReportsView, name string) templ.SafeURL {
 	return templ.SafeURL("/reports/csv/" + url.PathEscape(name) + "?" + v.Query)
-}
-
-// seconds writes a time in seconds for a table cell; "-" with none.
-func reportSeconds(v *float64) string {
-	if v == nil {
-		return "-"
-	}
-	return num(*v)
 }
 
 // ratePercent writes a rate as a percentage.
