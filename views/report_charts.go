@@ -71,7 +71,7 @@ func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 func NewReportCharts(resp *reports.ResponseReport, in *reports.InterruptionsReport, dutyLoad *reports.DutyReport, none string) map[string]ReportChart {
 	charts := map[string]ReportChart{}
 	if resp != nil {
-		c := ReportChart{Title: "reports.chart.ack", Legend: []ChartKey{{"ack", "reports.col.ack_median"}, {"p90", "reports.col.ack_p90"}}}
+		c := ReportChart{Title: "reports.chart.ack", Legend: []ChartKey{{"seg-ack", "reports.col.ack_median"}, {"seg-p90", "reports.col.ack_p90"}}}
 		most := 0.0
 		for _, r := range resp.Rows {
 			if r.AckP90 != nil {
@@ -90,27 +90,27 @@ func NewReportCharts(resp *reports.ResponseReport, in *reports.InterruptionsRepo
 			if r.AckMedian != nil && most > 0 {
 				m, p := *r.AckMedian*100/most, *r.AckP90*100/most
 				bar.Value = num(*r.AckMedian) + " / " + num(*r.AckP90)
-				bar.Segments = []BarSegment{{Class: "ack", W: m}, {Class: "p90", X: m, W: p - m, Thin: true}}
+				bar.Segments = []BarSegment{{Class: "seg-ack", W: m}, {Class: "seg-p90", X: m, W: p - m, Thin: true}}
 			}
 			c.Bars = append(c.Bars, bar)
 		}
 		charts[reports.ReportResponse] = c
 	}
 	if in != nil {
-		c := ReportChart{Title: "reports.chart.interruptions", Legend: []ChartKey{{"work", "reports.col.work_hours"},
-			{"rest", "reports.col.rest_hours"}, {"sleep", "reports.col.sleep_hours"}}}
+		c := ReportChart{Title: "reports.chart.interruptions", Legend: []ChartKey{{"seg-work", "reports.col.work_hours"},
+			{"seg-rest", "reports.col.rest_hours"}, {"seg-sleep", "reports.col.sleep_hours"}}}
 		most := 0
 		for _, p := range in.People {
 			most = max(most, p.Interruptions)
 		}
 		for _, p := range in.People {
 			c.Bars = append(c.Bars, ReportBar{Label: p.Recipient + " " + p.Name, Value: strconv.Itoa(p.Interruptions),
-				Segments: stack(most, []string{"work", "rest", "sleep"}, p.Work, p.Rest, p.Sleep)})
+				Segments: stack(most, []string{"seg-work", "seg-rest", "seg-sleep"}, p.Work, p.Rest, p.Sleep)})
 		}
 		charts[reports.ReportInterruptions] = c
 	}
 	if dutyLoad != nil {
-		kinds := []string{"workday", "weekend", "holiday", "makeup"}
+		kinds := []string{"seg-workday", "seg-weekend", "seg-holiday", "seg-makeup"}
 		c := ReportChart{Title: "reports.chart.duty"}
 		for i, k := range reports.DayKinds {
 			c.Legend = append(c.Legend, ChartKey{kinds[i], "reports.col." + k})
