@@ -25,7 +25,7 @@ func (h *Handlers) Reports(c *gin.Context) {
 	v := views.ReportsView{From: c.Query("from"), To: c.Query("to"), GroupBy: c.DefaultQuery("group_by", reports.ByPolicy),
 		Sleep: c.DefaultQuery("sleep", reports.DefaultSleep)}
 	if p := c.Query("preset"); p != "" || (v.From == "" && v.To == "") {
-		v.From, v.To = reports.Preset(p, kernel.Now(), svc.Location())
+		v.From, v.To = svc.Preset(p)
 	}
 	if u := CurrentUser(c); u != nil && u.Role == access.RoleAdmin {
 		v.Admin = true

@@ -89,8 +89,8 @@ func ParseRange(from, to string, now time.Time, loc *time.Location) (Range, erro
 		End:   time.Date(last.Year(), last.Month(), last.Day()+1, 0, 0, 0, 0, loc).UTC()}, nil
 }
 
-// Presets are the ranges the page offers by name: this week (Monday to today) and last
-// month (its first to its last day).
+// Preset is the range the page offers by name as of now in loc: this week (Monday to
+// today, also for a name it does not know) or last_month (its first to its last day).
 func Preset(name string, now time.Time, loc *time.Location) (from, to string) {
 	t := now.In(loc)
 	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)

@@ -68,6 +68,9 @@ func (a *Analyst) Range(from, to string) (Range, error) {
 	return ParseRange(from, to, a.now(), a.cfg.Location)
 }
 
+// Preset is the range a named preset of the page covers today (Preset).
+func (a *Analyst) Preset(name string) (from, to string) { return Preset(name, a.now(), a.cfg.Location) }
+
 // Response is the response report over r grouped by groupBy (GroupBys; "" is by
 // policy), of the alerts by may see: an admin every alert, a send or read key the
 // alerts of its own batches.
