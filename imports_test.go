@@ -198,6 +198,9 @@ var domains = map[string][]string{
 	"herald/inhibit": {"herald/models", "herald/alert", "herald/inbound"},
 	// Chat groups: the group chats a send posts to, and whom a post @s by the duty rule.
 	"herald/chatgroups": {"herald/directory", "herald/duty", "herald/sending"},
+	// Reports: figures over the alerts (whose policies name rotations), the messages
+	// (still the store's rows and its rule of what a key may see) and the duty rule.
+	"herald/reports": {"herald/models", "herald/alert", "herald/directory", "herald/duty"},
 }
 
 // foundation is what every domain may build on.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -267,12 +268,19 @@ func (PolicyUsers) PoliciesNaming(ctx context.Context, tx *kernel.DB, rotation s
 // policyNamesRotation reports whether a step of p targets rotation (its turn or the
 // next in turn).
 func policyNamesRotation(p *EscalationPolicy, rotation string) bool {
+	return slices.Contains(p.Rotations(), rotation)
+}
+
+// Rotations names the rotations p's steps target (their turn or the next in turn),
+// each once, in the order the steps name them.
+func (p *EscalationPolicy) Rotations() []string {
+	var out []string
 	for _, s := range p.Steps {
 		for _, t := range s.Targets {
-			if kind, name := parseTarget(t); kind == targetRotation && name == rotation {
-				return true
+			if kind, name := parseTarget(t); kind == targetRotation && !slices.Contains(out, name) {
+				out = append(out, name)
 			}
 		}
 	}
-	return false
+	return out
 }

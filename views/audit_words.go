@@ -41,6 +41,7 @@ var auditValueKinds = map[string]auditWords{
 	"max_attempts": each(" → ", dash), "time": dash, "before_time": dash,
 	"browser": named("people.browser"), "system": named("people.system"),
 	"mention": named("audit.word.mention"), "fold": named("audit.word.fold"), "person": person,
+	"report": named("reports.name"), "period": named("reports.period"),
 }
 
 // auditActionValues translate the values whose reading depends on the action.

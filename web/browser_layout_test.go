@@ -142,7 +142,8 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"heartbeats", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats"), chromedp.WaitVisible(`#heartbeats`, q)}, nil, nil},
 		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},
 		{"heartbeat token", append(heartbeatToken, openDetails), nil, nil},
-		{"inhibition rule form", []chromedp.Action{chromedp.Navigate(c.url + "/inhibit-rules/new"), chromedp.WaitVisible(`#inhibit-rule-form`, q)}, nil, nil},
+		{"reports", []chromedp.Action{chromedp.Navigate(c.url + "/reports?group_by=person"), chromedp.WaitVisible(`#chart-duty`, q)}, nil, nil},
+		{"report schedules", []chromedp.Action{chromedp.Navigate(c.url + "/reports/schedules"), chromedp.WaitVisible(`#report-schedule-form`, q)}, nil, nil},
 	}
 	checkLayouts(t, ctx, pages, shots)
 	t.Run("a group of the navigation opens on a click below a wide screen", func(t *testing.T) {
@@ -245,7 +246,7 @@ func checkLayouts(t *testing.T, ctx context.Context, pages []layoutPage, shots s
 }
 
 // TestBrowserAlertingLayout checks the layout of the pages of alerts (the incidents,
-// an alert's page, the escalation policy and rotation editors) as
+// an alert's page, the escalation policy and rotation editors, the inhibition rule form) as
 // TestBrowserConsoleLayout does the others, then takes the incident on its page.
 func TestBrowserAlertingLayout(t *testing.T) {
 	t.Parallel()
@@ -266,6 +267,7 @@ func TestBrowserAlertingLayout(t *testing.T) {
 		{"incidents", []chromedp.Action{chromedp.Navigate(c.url + "/incidents"), chromedp.WaitVisible(`details.incident`, q), openDetails}, nil, nil},
 		{"alert", []chromedp.Action{chromedp.Navigate(c.url + alertPage), chromedp.WaitVisible(`#alert-timeline`, q)}, nil, nil},
 		{"policy editor", []chromedp.Action{chromedp.Navigate(c.url + "/escalation-policies/new"), chromedp.WaitVisible(`#policy-steps`, q)}, nil, nil},
+		{"inhibition rule form", []chromedp.Action{chromedp.Navigate(c.url + "/inhibit-rules/new"), chromedp.WaitVisible(`#inhibit-rule-form`, q)}, nil, nil},
 		{"rotation editor", []chromedp.Action{chromedp.Navigate(c.url + "/duty/rotations/new"), chromedp.WaitVisible(`#rotation-turns`, q)}, nil, nil},
 	}, shots)
 	t.Run("taking an incident on the 事件 page takes its alerts", func(t *testing.T) {

@@ -120,6 +120,11 @@ var routeRoles = map[string]access.Role{
 	"GET /inhibit-rules/:id/edit":             access.RoleAdmin,
 	"POST /inhibit-rules/:id/edit":            access.RoleAdmin,
 	"POST /inhibit-rules/:id/delete":          access.RoleAdmin,
+	"GET /reports":                            access.RoleViewer,
+	"GET /reports/csv/:report":                access.RoleViewer,
+	"GET /reports/schedules":                  access.RoleAdmin,
+	"POST /reports/schedules":                 access.RoleAdmin,
+	"POST /reports/schedules/:id/delete":      access.RoleAdmin,
 	"GET /chat-groups":                        access.RoleAdmin,
 	"GET /chat-groups/new":                    access.RoleAdmin,
 	"POST /chat-groups":                       access.RoleAdmin,
@@ -248,7 +253,9 @@ func walkFixtures(t *testing.T, c *console) map[string]string {
 		"/alerts/:id":                 "1", // no such alert: a 404 page, past the role check
 		"/incidents/:id":              "1", // no such incident: a 404 page, past the role check
 		"/escalation-policies/:name":  "walk-policy",
-		"/silences/:id":               "1",            // no such silence: a 404 page, past the role check
+		"/silences/:id":               "1", // no such silence: a 404 page, past the role check
+		"/reports/csv/:report":        "duty",
+		"/reports/schedules/:id":      "1",            // no such schedule: a 404 page, past the role check
 		"/events/:event":              models.NewID(), // no such event: the answer is a 404 page, past the role check
 		web.MonitoringPath + "/*path": "",
 	}
