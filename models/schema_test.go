@@ -19,12 +19,15 @@ import (
 	"herald/directory"
 	"herald/duty"
 	"herald/inbound"
+	"herald/incident"
+	"herald/inhibit"
 	"herald/internal/testenv"
 	"herald/kernel"
 	"herald/migrations"
 	"herald/models"
 	"herald/phone"
 	"herald/recall"
+	"herald/reports"
 	"herald/sending"
 	"herald/silence"
 	"herald/templates"
@@ -45,6 +48,7 @@ var gormModels = []any{
 	&inbound.Integration{}, &inbound.Received{}, &inbound.OpenKey{}, &inbound.Heartbeat{},
 	&phone.Call{},
 	&chatgroups.ChatGroup{},
+	&incident.Incident{}, &inhibit.Rule{}, &inhibit.Inhibition{}, &reports.Schedule{},
 }
 
 // designTables are the tables the migrations create, by the names operators and tools rely on.
