@@ -6,6 +6,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -104,7 +107,25 @@ func page(c *gin.Context, title, active string) views.Page {
 	}
 	// The path alone: a query could carry text into the page that nobody wrote there.
 	p.Path = c.Request.URL.Path
+	if c.Request.Method == http.MethodPost {
+		// A page answering a form (the changes that succeed mostly redirect instead)
+		// stands in the history as the page the form was on, so that a reload never
+		// sends it again; the language switch comes back there too.
+		p.Path = formPage(c)
+		p.Replace = p.Path
+	}
 	return p
+}
+
+// formPage is the path of the console page a form was posted from: the Referer's, when
+// it is this console's (the console sends it to itself, Referrer-Policy same-origin),
+// else the path posted to.
+func formPage(c *gin.Context) string {
+	if ref, err := url.Parse(c.GetHeader("Referer")); err == nil && ref.Host == c.Request.Host &&
+		strings.HasPrefix(ref.Path, "/") && !strings.HasPrefix(ref.Path, "//") {
+		return ref.Path
+	}
+	return c.Request.URL.Path
 }
 
 // render writes a templ component with a status code.

@@ -84,6 +84,13 @@
     document.getElementById(button.getAttribute("aria-controls")).classList.remove("open");
     button.focus();
   });
+  // A page that answers a form's POST (a secret shown once, a form with its errors, a
+  // result) stands in the history as the form's own page: a reload reads that page
+  // instead of sending the form again.
+  var replace = document.body && document.body.getAttribute("data-replace-url");
+  if (replace && replace.charAt(0) === "/" && replace.charAt(1) !== "/") {
+    window.history.replaceState(null, "", replace);
+  }
   // At phone width the month view is one long column of days: open it at today, not at
   // the first of the month (the wide grid shows the whole month at once and stays put).
   document.addEventListener("DOMContentLoaded", function () {
