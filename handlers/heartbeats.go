@@ -112,6 +112,8 @@ func heartbeatFormOf(c *gin.Context, original string) views.HeartbeatForm {
 
 func heartbeatInputOf(f views.HeartbeatForm) inbound.HeartbeatInput {
 	route, _ := routeOf(f.Route)
+	// Carried through the form as the API set them (the form does not show them).
+	route.Rules, _ = rulesOf("route", f.Route.Noise)
 	return inbound.HeartbeatInput{Name: f.Name, Interval: f.Interval, Grace: f.Grace, Days: f.Days, Route: route}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -92,16 +91,41 @@ func (h *Handlers) EditIntegrationForm(c *gin.Context) {
 func routeFormOf(r inbound.Route) views.RouteForm {
 	return views.RouteForm{Matchers: append(append([]delivery.Matcher{}, r.Matchers...), delivery.Matcher{}),
 		Policy: r.Policy, Template: r.Template, Account: r.Account, Platform: r.Platform, Priority: r.Priority,
-		Recipients: strings.Join(r.Recipients, ", "), Noise: noiseJSON(r.Rules)}
+		Recipients: strings.Join(r.Recipients, ", "), Noise: noiseFormOf(r.Rules)}
 }
 
-// noiseJSON is a route's noise settings as the form carries them; "" for none.
-func noiseJSON(r incident.Rules) string {
-	if reflect.ValueOf(r).IsZero() {
-		return ""
+// noiseFormOf shows a route's noise settings on the form; a count of 0 (none, or the
+// default) shows empty.
+func noiseFormOf(r incident.Rules) views.NoiseForm {
+	count := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.Itoa(n)
 	}
-	b, _ := json.Marshal(r)
-	return string(b)
+	return views.NoiseForm{GroupBy: strings.Join(r.GroupBy, ", "), GroupWindow: r.GroupWindow, StormThreshold: count(r.StormThreshold),
+		FlapCount: count(r.FlapCount), FlapWindow: r.FlapWindow, MaxNoticesPerHour: count(r.MaxNoticesPerHour)}
+}
+
+// rulesOf reads a route's noise settings from the form; a count that is not a whole
+// number is an error naming its field under prefix.
+func rulesOf(prefix string, n views.NoiseForm) (incident.Rules, error) {
+	r := incident.Rules{GroupBy: splitList(n.GroupBy), GroupWindow: n.GroupWindow, FlapWindow: n.FlapWindow}
+	for _, f := range []struct {
+		name, value string
+		into        *int
+	}{{"storm_threshold", n.StormThreshold, &r.StormThreshold}, {"flap_count", n.FlapCount, &r.FlapCount},
+		{"max_notices_per_hour", n.MaxNoticesPerHour, &r.MaxNoticesPerHour}} {
+		if f.value == "" {
+			continue
+		}
+		v, err := strconv.Atoi(f.value)
+		if err != nil {
+			return r, kernel.Invalid(prefix+"."+f.name, "accounts.error.whole_number")
+		}
+		*f.into = v
+	}
+	return r, nil
 }
 
 func indentJSON(v any) string {
@@ -212,7 +236,9 @@ func integrationFormOf(c *gin.Context, original string) views.IntegrationForm {
 func routeFormFrom(c *gin.Context, prefix string) views.RouteForm {
 	field := func(name string) string { return strings.TrimSpace(c.PostForm(prefix + "." + name)) }
 	r := views.RouteForm{Policy: field("policy"), Template: field("template"), Account: field("account"),
-		Platform: field("platform"), Priority: field("priority"), Recipients: field("recipients"), Noise: field("noise"), Remove: field("remove") != ""}
+		Platform: field("platform"), Priority: field("priority"), Recipients: field("recipients"), Remove: field("remove") != "",
+		Noise: views.NoiseForm{GroupBy: field("group_by"), GroupWindow: field("group_window"), StormThreshold: field("storm_threshold"),
+			FlapCount: field("flap_count"), FlapWindow: field("flap_window"), MaxNoticesPerHour: field("max_notices_per_hour")}}
 	n, _ := strconv.Atoi(field("matcher_rows"))
 	for j := range min(max(n, 0), maxFormMatchers) {
 		m := prefix + ".matchers[" + strconv.Itoa(j) + "]."
@@ -259,11 +285,20 @@ func integrationInputOf(f views.IntegrationForm) (inbound.IntegrationInput, form
 			continue
 		}
 		r, ms := routeOf(rf)
+		var err error
+		if r.Rules, err = rulesOf(fmt.Sprintf("routes[%d]", len(in.Routes)), rf.Noise); err != nil {
+			rows.routes = append(rows.routes, i)
+			return in, rows, err
+		}
 		in.Routes = append(in.Routes, r)
 		rows.routes, rows.matchers = append(rows.routes, i), append(rows.matchers, ms)
 	}
 	if !f.Default.Blank() {
 		r, _ := routeOf(f.Default)
+		var err error
+		if r.Rules, err = rulesOf("default_route", f.Default.Noise); err != nil {
+			return in, rows, err
+		}
 		in.DefaultRoute = &r
 	}
 	if strings.TrimSpace(f.Mapping) != "" {
@@ -283,10 +318,6 @@ func integrationInputOf(f views.IntegrationForm) (inbound.IntegrationInput, form
 func routeOf(rf views.RouteForm) (inbound.Route, []int) {
 	r := inbound.Route{Policy: rf.Policy, Template: rf.Template, Account: rf.Account, Platform: rf.Platform,
 		Priority: rf.Priority, Recipients: splitList(rf.Recipients)}
-	if rf.Noise != "" {
-		// Set through the API and carried through the form as it was.
-		_ = json.Unmarshal([]byte(rf.Noise), &r.Rules)
-	}
 	var rows []int
 	for j, m := range rf.Matchers {
 		if m.Name == "" {
@@ -321,7 +352,8 @@ var (
 	// formFields are the fields the form shows an error beside; any other error is
 	// shown above it.
 	formFields = regexp.MustCompile(`^(name|format|language|mapping|value_map|routes|` +
-		`(routes\[\d+\]|default_route)\.(policy|template|account|platform|priority|recipients|matchers)|` +
+		`(routes\[\d+\]|default_route)\.(policy|template|account|platform|priority|recipients|matchers|` +
+		`group_by|group_window|storm_threshold|flap_count|flap_window|max_notices_per_hour)|` +
 		`routes\[\d+\]\.matchers\[\d+\]\.(name|value))$`)
 )
 
@@ -341,8 +373,10 @@ func (rows formRows) formField(field string) string {
 			field = views.RouteField(rows.routes[k], rest)
 		}
 	}
-	if i := strings.Index(field, ".recipients["); i >= 0 {
-		field = field[:i] + ".recipients"
+	for _, list := range []string{".recipients[", ".group_by["} {
+		if i := strings.Index(field, list); i >= 0 {
+			field = field[:i+len(list)-1]
+		}
 	}
 	if !formFields.MatchString(field) {
 		return ""

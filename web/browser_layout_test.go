@@ -137,7 +137,7 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"import", importPreview, nil, []string{"result"}},
 		{"integrations", []chromedp.Action{chromedp.Navigate(c.url + "/integrations"), chromedp.WaitVisible(`#integrations`, q)}, nil, nil},
 		{"integration", []chromedp.Action{chromedp.Navigate(c.url + "/integrations/layout"), chromedp.WaitVisible(`#events`, q), openDetails}, nil, nil},
-		{"integration form", []chromedp.Action{chromedp.Navigate(c.url + "/integrations/layout/edit"), chromedp.WaitVisible(`#integration-form`, q)}, nil, nil},
+		{"integration form", []chromedp.Action{chromedp.Navigate(c.url + "/integrations/layout/edit"), chromedp.WaitVisible(`#integration-form`, q), openDetails}, nil, nil},
 		{"integration token", tokenPage, nil, nil},
 		{"heartbeats", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats"), chromedp.WaitVisible(`#heartbeats`, q)}, nil, nil},
 		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},

@@ -4,9 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"html"
 	"net/http"
-	"regexp"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -138,22 +137,34 @@ func TestIncidentsAPIAndPage(t *testing.T) {
 		t.Errorf("taking it again: %d %v", status, out)
 	}
 
-	// The console's integration form carries the route's noise settings through.
+	// The console's integration form shows the route's noise settings and saves them;
+	// a count that is not a number and a window out of range are refused beside their
+	// fields, nothing saved.
 	console := c.as(adminUser)
 	_, body = console.get("/integrations/prom/edit")
-	m := regexp.MustCompile(`name="default_route.noise" value="([^"]+)"`).FindStringSubmatch(body)
-	if m == nil {
-		t.Fatalf("the edit form carries no noise settings:\n%s", body)
-	}
+	wantContains(t, "the edit form", body, `name="default_route.group_by" value="alertname, cluster"`,
+		`name="default_route.storm_threshold" value="5"`)
 	form := integrationForm("prom", "alertmanager")
-	for k, v := range map[string]string{"policy": "core", "platform": "sandbox", "priority": "high", "noise": html.UnescapeString(m[1])} {
+	for k, v := range map[string]string{"policy": "core", "platform": "sandbox", "priority": "high",
+		"group_by": "alertname, cluster", "group_window": "10m", "storm_threshold": "20", "max_notices_per_hour": "6"} {
 		form.Set("default_route."+k, v)
+	}
+	for _, bad := range []struct{ field, value string }{{"storm_threshold", "many"}, {"group_window", "2s"}} {
+		refused := url.Values{}
+		for k, v := range form {
+			refused[k] = v
+		}
+		refused.Set("default_route."+bad.field, bad.value)
+		resp, body = console.post("/integrations/prom/edit", refused)
+		wantStatus(t, "a bad "+bad.field, resp, body, http.StatusUnprocessableEntity)
+		wantContains(t, "a bad "+bad.field, body, `id="error-default_route.`+bad.field+`"`)
 	}
 	resp, body = console.post("/integrations/prom/edit", form)
 	wantRedirect(t, "edit", resp, body, "/integrations/prom")
 	it, err := c.h.Dispatch.Inbound().Integration(ctx, "prom")
-	if err != nil || it.DefaultRoute == nil || it.DefaultRoute.Priority != "high" || it.DefaultRoute.StormThreshold != 5 ||
-		strings.Join(it.DefaultRoute.GroupBy, ",") != "alertname,cluster" || it.DefaultRoute.GroupWindow != "5m" {
+	if err != nil || it.DefaultRoute == nil || it.DefaultRoute.Priority != "high" || it.DefaultRoute.StormThreshold != 20 ||
+		strings.Join(it.DefaultRoute.GroupBy, ",") != "alertname,cluster" || it.DefaultRoute.GroupWindow != "10m" ||
+		it.DefaultRoute.MaxNoticesPerHour != 6 {
 		t.Errorf("after editing in the console: %+v, %v", it.DefaultRoute, err)
 	}
 }
