@@ -10,6 +10,7 @@ import (
 
 	"herald/alert"
 	"herald/audit"
+	"herald/inhibit"
 )
 
 // alertStepJSON is one step of an alert as the API shows it.
@@ -49,6 +50,37 @@ type alertJSON struct {
 	// nothing of its own.
 	IncidentID *int64 `json:"incident_id,omitempty"`
 	Flapping   bool   `json:"flapping,omitempty"`
+	// Inhibition says the alert was opened inhibited: by which rule and alert, and
+	// whether it still is.
+	Inhibition *alertInhibitionJSON `json:"inhibition,omitempty"`
+}
+
+// alertInhibitionJSON is an alert's inhibition as the API shows it.
+type alertInhibitionJSON struct {
+	Rule          string     `json:"rule"`
+	SourceAlertID int64      `json:"source_alert_id"`
+	State         string     `json:"state"`
+	InhibitedAt   time.Time  `json:"inhibited_at"`
+	ReleasedAt    *time.Time `json:"released_at"`
+}
+
+// withInhibitions adds to each alert its inhibition, where it was opened inhibited.
+func (h *Handlers) withInhibitions(ctx context.Context, out []alertJSON) error {
+	ids := make([]int64, len(out))
+	for i := range out {
+		ids[i] = out[i].ID
+	}
+	found, err := inhibit.Of(h.Store).Inhibitions(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := range out {
+		if in, ok := found[out[i].ID]; ok {
+			out[i].Inhibition = &alertInhibitionJSON{Rule: in.RuleName, SourceAlertID: in.SourceAlertID, State: in.State,
+				InhibitedAt: in.InhibitedAt, ReleasedAt: in.ReleasedAt}
+		}
+	}
+	return nil
 }
 
 func newAlertJSON(a *alert.Alert, steps []alert.AlertStep) alertJSON {
@@ -92,7 +124,12 @@ func (h *Handlers) APIGetAlert(c *gin.Context) {
 		h.apiFail(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, newAlertJSON(a, steps))
+	out := []alertJSON{newAlertJSON(a, steps)}
+	if err := h.withInhibitions(c.Request.Context(), out); err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, out[0])
 }
 
 // maxAlertList is how many alerts one list answer holds.
@@ -124,6 +161,10 @@ func (h *Handlers) APIListAlerts(c *gin.Context) {
 	out := make([]alertJSON, len(list))
 	for i := range list {
 		out[i] = newAlertJSON(&list[i], alert.PolicySteps(&list[i], byAlert[list[i].ID]))
+	}
+	if err := h.withInhibitions(ctx, out); err != nil {
+		h.apiFail(c, err)
+		return
 	}
 	c.JSON(http.StatusOK, gin.H{"alerts": out})
 }

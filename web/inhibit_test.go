@@ -164,4 +164,23 @@ func TestInhibitedAlertShownAndLinked(t *testing.T) {
 	}
 	_, page := c.as(viewerUser).get("/alerts/" + ids["slow"])
 	wantContains(t, "the inhibited alert's page", page, `id="alert-inhibition"`, link, "db-down")
+	// The API shows it too, on the alert and in the list (checked against openapi.json);
+	// the source has none.
+	api := c.apiKey("ops", "admin")
+	status, one, _ := api.call("GET", "/api/v1/alerts/"+ids["slow"], "")
+	in, _ := one["inhibition"].(map[string]any)
+	if status != 200 || in == nil || in["rule"] != "db-down" || in["state"] != "inhibited" || fmt.Sprint(in["source_alert_id"]) != ids["db"] {
+		t.Errorf("GET the inhibited alert: %d %v", status, one)
+	}
+	status, all, _ := api.call("GET", "/api/v1/alerts", "")
+	list2, _ := all["alerts"].([]any)
+	for _, a := range list2 {
+		a := a.(map[string]any)
+		if _, has := a["inhibition"]; has != (fmt.Sprint(a["id"]) == ids["slow"]) {
+			t.Errorf("alert %v in the list: inhibition %v", a["id"], a["inhibition"])
+		}
+	}
+	if status != 200 || len(list2) != 2 {
+		t.Errorf("GET the alerts: %d, %d alerts", status, len(list2))
+	}
 }
