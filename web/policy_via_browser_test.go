@@ -34,19 +34,27 @@ func TestBrowserStepEditors(t *testing.T) {
 	bctx := c.chineseBrowser(t, adminUser)
 	reported := listenCSPViolations(bctx)
 	q := chromedp.ByQuery
-	// pick finds a person with the search box search and picks them into the row rows.
+	// pick enters a query in the search box search, once htmx has taken the box up (a
+	// redrawn row's box is new), and picks the person id from the answer to that query
+	// into the row rows. The query is set whole and announced with an input event rather
+	// than typed: htmx marks the box while a search is under way, and chromedp's typing
+	// reads the element's attributes unguarded against such a change.
 	pick := func(search, typed, id, row string) chromedp.Tasks {
+		found := search + `-found .pick-list[data-q="` + typed + `"] button[data-pick="` + id + `"]`
+		var ready bool
 		return chromedp.Tasks{
-			chromedp.SendKeys(search, typed, q),
-			chromedp.WaitVisible(search+`-found button[data-pick="`+id+`"]`, q),
-			chromedp.Click(search+`-found button[data-pick="`+id+`"]`, q),
+			chromedp.Poll(`(() => { const e = document.querySelector('`+search+`'); return !!e && !!e['htmx-internal-data']; })()`, &ready),
+			chromedp.SetValue(search, typed, q),
+			chromedp.Evaluate(`document.querySelector('`+search+`').dispatchEvent(new Event('input', {bubbles: true})); true`, nil),
+			chromedp.WaitVisible(found, q),
+			chromedp.Click(found, q),
 			chromedp.WaitVisible(row+` [data-picked="`+id+`"]`, q),
 		}
 	}
 	if err := chromedp.Run(bctx,
 		chromedp.Navigate(c.url+"/duty/rotations/new"),
 		chromedp.WaitVisible(`#turn-0-q`, q),
-		chromedp.SendKeys(`#name`, "夜班", q),
+		chromedp.SetValue(`#name`, "夜班", q),
 		pick(`#turn-0-q`, "wf", "E3002", `#turn-0-people`),
 		chromedp.Click(`#add-turn`, q),
 		chromedp.WaitVisible(`#turn-1-q`, q),
@@ -76,7 +84,7 @@ func TestBrowserStepEditors(t *testing.T) {
 	if err := chromedp.Run(bctx,
 		chromedp.Navigate(c.url+"/escalation-policies/new"),
 		chromedp.WaitVisible(`#step-0 [data-picked="on_duty"]`, q),
-		chromedp.SendKeys(`#name`, "夜间", q),
+		chromedp.SetValue(`#name`, "夜间", q),
 		chromedp.Click(`#step-0 [data-picked="on_duty"] button`, q),
 		chromedp.WaitNotPresent(`#step-0 [data-picked="on_duty"]`, q),
 		chromedp.SetValue(`select[name="step.0.choice"]`, "rotation:夜班", q),
