@@ -106,6 +106,24 @@ func checkFormat(format string) error {
 	return nil
 }
 
+// CheckMatcher checks one matcher on an event or an alert an integration opened, named
+// field ("routes[0].matchers[1]", "source[0]"): its name (trimmed) is the severity, the
+// title, the integration (source) or a label (label:<name>), and its value compiles.
+// Routes and inhibition rules both check theirs with it.
+func CheckMatcher(field string, m *delivery.Matcher) error {
+	m.Name = strings.TrimSpace(m.Name)
+	switch name := m.Name; {
+	case name == MatchSeverity, name == MatchTitle, name == MatchSource:
+	case strings.HasPrefix(name, LabelPrefix) && len(name) > len(LabelPrefix):
+	default:
+		return kernel.Invalid(field+".name", "integrations.invalid.matcher_name")
+	}
+	if err := m.Check(); err != nil {
+		return kernel.Invalid(field+".value", "integrations.invalid.matcher_value", "Err", err.Error())
+	}
+	return nil
+}
+
 // checkShape checks a route's own fields, field names under prefix ("routes[2]",
 // "default_route"); what it names (policy, template, account, people) is checked
 // against the store by the service.
@@ -113,18 +131,9 @@ func (r *Route) checkShape(prefix string, platforms []string) error {
 	if len(r.Matchers) > MaxMatchers {
 		return kernel.Invalid(prefix+".matchers", "integrations.invalid.too_many_matchers", "Max", MaxMatchers)
 	}
-	for i, m := range r.Matchers {
-		field := prefix + ".matchers[" + strconv.Itoa(i) + "]"
-		name := strings.TrimSpace(m.Name)
-		r.Matchers[i].Name = name
-		switch {
-		case name == MatchSeverity, name == MatchTitle, name == MatchSource:
-		case strings.HasPrefix(name, LabelPrefix) && len(name) > len(LabelPrefix):
-		default:
-			return kernel.Invalid(field+".name", "integrations.invalid.matcher_name")
-		}
-		if err := r.Matchers[i].Check(); err != nil {
-			return kernel.Invalid(field+".value", "integrations.invalid.matcher_value", "Err", err.Error())
+	for i := range r.Matchers {
+		if err := CheckMatcher(prefix+".matchers["+strconv.Itoa(i)+"]", &r.Matchers[i]); err != nil {
+			return err
 		}
 	}
 	r.Policy = strings.TrimSpace(r.Policy)

@@ -78,8 +78,8 @@ type RuleInput struct {
 var labelName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-]*$`)
 
 // checkMatchers checks one side of a rule (field source or target): at least one
-// matcher, each on the severity, the integration (source), a label (label:<name>) or,
-// for the target, the title, which is known of the alert being opened alone.
+// matcher, each as a route's are (inbound.CheckMatcher), the title on the target alone:
+// it is known of the alert being opened, not stored with the open ones.
 func checkMatchers(field string, ms []delivery.Matcher, title bool) error {
 	if len(ms) == 0 {
 		return kernel.Invalid(field, "inhibit.check.matchers_required")
@@ -89,19 +89,14 @@ func checkMatchers(field string, ms []delivery.Matcher, title bool) error {
 	}
 	for i := range ms {
 		at := field + "[" + strconv.Itoa(i) + "]"
-		name := strings.TrimSpace(ms[i].Name)
-		ms[i].Name = name
-		switch {
-		case name == inbound.MatchSeverity, name == inbound.MatchSource, title && name == inbound.MatchTitle:
-		case strings.HasPrefix(name, inbound.LabelPrefix) && labelName.MatchString(strings.TrimPrefix(name, inbound.LabelPrefix)):
-		default:
-			return kernel.Invalid(at+".name", "inhibit.check.matcher_name")
+		if err := inbound.CheckMatcher(at, &ms[i]); err != nil {
+			return err
+		}
+		if !title && ms[i].Name == inbound.MatchTitle {
+			return kernel.Invalid(at+".name", "inhibit.check.title_on_target")
 		}
 		if err := kernel.CheckText(at+".value", ms[i].Value, false); err != nil {
 			return err
-		}
-		if err := ms[i].Check(); err != nil {
-			return kernel.Invalid(at+".value", "inhibit.check.matcher_value", "Err", strings.TrimPrefix(err.Error(), "error parsing regexp: "))
 		}
 	}
 	return nil

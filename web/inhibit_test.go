@@ -33,6 +33,8 @@ func TestInhibitRulesAPI(t *testing.T) {
 		{rule("no-equal", critical, warning, `[]`), "equal"},
 		{rule("blank-equal", critical, warning, `[" "]`), "equal[0]"},
 		{rule("host", `[{"name":"host","value":"db1"}]`, warning, `["cluster"]`), "source[0].name"},
+		{rule("title", `[{"name":"title","value":"DB down"}]`, warning, `["cluster"]`), "source[0].name"},
+		{rule("bad-regex", critical, `[{"name":"label:alertname","value":"(","regex":true}]`, `["cluster"]`), "target[0].value"},
 		{rule("", critical, warning, `["cluster"]`), "name"},
 		{rule("no-target", critical, `[]`, `["cluster"]`), "target"},
 	} {
