@@ -50,8 +50,9 @@ type alertJSON struct {
 	// nothing of its own.
 	IncidentID *int64 `json:"incident_id,omitempty"`
 	Flapping   bool   `json:"flapping,omitempty"`
-	// Inhibition says the alert was opened inhibited: by which rule and alert, and
-	// whether it still is.
+	// Inhibited: another alert mutes it now; Inhibition says, of an alert opened
+	// inhibited, by which rule and alert, and whether it still is.
+	Inhibited  bool                 `json:"inhibited,omitempty"`
 	Inhibition *alertInhibitionJSON `json:"inhibition,omitempty"`
 }
 
@@ -78,6 +79,7 @@ func (h *Handlers) withInhibitions(ctx context.Context, out []alertJSON) error {
 		if in, ok := found[out[i].ID]; ok {
 			out[i].Inhibition = &alertInhibitionJSON{Rule: in.RuleName, SourceAlertID: in.SourceAlertID, State: in.State,
 				InhibitedAt: in.InhibitedAt, ReleasedAt: in.ReleasedAt}
+			out[i].Inhibited = in.State == inhibit.StateInhibited
 		}
 	}
 	return nil

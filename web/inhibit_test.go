@@ -171,7 +171,7 @@ func TestInhibitedAlertShownAndLinked(t *testing.T) {
 	api := c.apiKey("ops", "admin")
 	status, one, _ := api.call("GET", "/api/v1/alerts/"+ids["slow"], "")
 	in, _ := one["inhibition"].(map[string]any)
-	if status != 200 || in == nil || in["rule"] != "db-down" || in["state"] != "inhibited" || fmt.Sprint(in["source_alert_id"]) != ids["db"] {
+	if status != 200 || in == nil || one["inhibited"] != true || in["rule"] != "db-down" || in["state"] != "inhibited" || fmt.Sprint(in["source_alert_id"]) != ids["db"] {
 		t.Errorf("GET the inhibited alert: %d %v", status, one)
 	}
 	status, all, _ := api.call("GET", "/api/v1/alerts", "")
