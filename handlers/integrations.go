@@ -334,6 +334,18 @@ func splitList(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return unicode.IsSpace(r) || r == ',' || r == '，' || r == '、' })
 }
 
+// splitNames splits a field of names (departments, groups), which may hold spaces, by
+// commas (either width) and 、, each trimmed.
+func splitNames(s string) []string {
+	var out []string
+	for _, v := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '，' || r == '、' }) {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // integrationFormFailed shows the form again with err beside its field, or on the
 // error page when it is no refusal.
 func (h *Handlers) integrationFormFailed(c *gin.Context, f views.IntegrationForm, rows formRows, err error) {

@@ -98,24 +98,13 @@ func (h *Handlers) renderReportSchedules(c *gin.Context, status int, f views.Rep
 	render(c, status, views.ReportSchedulesPage(page(c, tr(c, "reports.schedule.title"), "reports"), list, f, notice, errs))
 }
 
-// commaList splits a form field of names separated by commas (either width).
-func commaList(s string) []string {
-	var out []string
-	for _, v := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '，' }) {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 // CreateReportSchedule adds a report schedule from the form.
 func (h *Handlers) CreateReportSchedule(c *gin.Context) {
 	f := views.ReportScheduleForm{Report: c.PostForm("report"), Period: c.PostForm("period"), Recipients: c.PostForm("recipients"),
 		Departments: c.PostForm("departments"), Groups: c.PostForm("groups"), Account: strings.TrimSpace(c.PostForm("account")),
 		ToOnDuty: c.PostForm("to_on_duty") != ""}
-	in := reports.ScheduleInput{Report: f.Report, Period: f.Period, Send: reports.Send{Account: f.Account, Recipients: commaList(f.Recipients),
-		Departments: commaList(f.Departments), Groups: commaList(f.Groups), ToOnDuty: f.ToOnDuty}}
+	in := reports.ScheduleInput{Report: f.Report, Period: f.Period, Send: reports.Send{Account: f.Account, Recipients: splitNames(f.Recipients),
+		Departments: splitNames(f.Departments), Groups: splitNames(f.Groups), ToOnDuty: f.ToOnDuty}}
 	if _, err := h.reportsService().CreateSchedule(c.Request.Context(), actor(c), in); err != nil {
 		h.failOr(c, err, func(a answer) {
 			h.renderReportSchedules(c, a.Status, f, "", map[string]string{a.Field: a.Message})
