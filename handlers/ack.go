@@ -155,11 +155,20 @@ func withoutOwnLink(content, token string) string {
 // ackerName is how the page names who acknowledged or resolved: a person's name for
 // their external id, else the id as recorded (a console user's name).
 func (h *Handlers) ackerName(c *gin.Context, id string) string {
+	if p, ok := h.person(c, id); ok {
+		return personName(p)
+	}
+	return id
+}
+
+// person is the staff member of external id id, from the directory's cache; false when
+// there is none (or the directory cannot be read: the caller shows the id).
+func (h *Handlers) person(c *gin.Context, id string) (*directory.Recipient, bool) {
 	people, err := h.Store.Directory().CachedRecipientsByExternalIDs(c.Request.Context(), []string{id})
 	if err != nil || len(people) == 0 {
-		return id
+		return nil, false
 	}
-	return personName(&people[0])
+	return &people[0], true
 }
 
 // personName is a person's name, or their external id when they have none.

@@ -192,11 +192,10 @@ func (h *Handlers) personLabel(c *gin.Context, id string) string {
 	if id == "" {
 		return ""
 	}
-	people, err := h.Store.Directory().CachedRecipientsByExternalIDs(c.Request.Context(), []string{id})
-	if err != nil || len(people) == 0 {
-		return id
+	if p, ok := h.person(c, id); ok {
+		return views.PersonName(c.Request.Context(), p.Name, p.ExternalID)
 	}
-	return views.PersonName(c.Request.Context(), people[0].Name, people[0].ExternalID)
+	return id
 }
 
 // AcknowledgeAlert takes an alert from the console, as the signed-in user.
