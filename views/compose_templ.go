@@ -2232,9 +2232,9 @@ func ComposePreviewPanel(v ComposePreview) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var111 string
-					templ_7745c5c3_Var111, templ_7745c5c3_Err = templ.JoinStringErrs(i18n.T(ctx, "compose.preview.person", "Name", r.Name, "ID", r.ExternalID))
+					templ_7745c5c3_Var111, templ_7745c5c3_Err = templ.JoinStringErrs(PersonName(ctx, r.Name, r.ExternalID))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/compose.templ`, Line: 425, Col: 144}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/compose.templ`, Line: 425, Col: 108}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var111))
 					if templ_7745c5c3_Err != nil {
