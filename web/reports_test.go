@@ -157,7 +157,7 @@ func TestReportsInBrowser(t *testing.T) {
 	c.reportsFixture()
 	ctx := c.chineseBrowser(t, adminUser)
 	q := chromedp.ByQuery
-	var shown, dutyChart, rows string
+	var shown, dutyChart, rows, dutyTable string
 	err := chromedp.Run(ctx,
 		chromedp.Navigate(c.url+"/reports"), chromedp.WaitVisible(`#preset-last-month`, q),
 		chromedp.Click(`#preset-last-month`, q), chromedp.WaitVisible(`#chart-duty`, q),
@@ -167,12 +167,16 @@ func TestReportsInBrowser(t *testing.T) {
 		chromedp.Text(`#report-range-shown`, &shown, q),
 		chromedp.Text(`#chart-duty`, &dutyChart, q),
 		chromedp.Text(`#chart-response`, &rows, q),
+		chromedp.Text(`#report-duty table`, &dutyTable, q),
 	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(shown, "2026-10-01 至 2026-10-31") || !strings.Contains(dutyChart, "调休上班") || !strings.Contains(rows, "E1001") {
 		t.Errorf("custom range: %q / %q / %q", shown, dutyChart, rows)
+	}
+	if !strings.Contains(dutyTable, "Li Wei（E1001）") {
+		t.Errorf("the duty table names people as %q, want Li Wei（E1001）", dutyTable)
 	}
 	var listed string
 	err = chromedp.Run(ctx,
