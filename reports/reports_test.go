@@ -147,6 +147,7 @@ func TestReports(t *testing.T) {
 	f := newFixture(t)
 	t.Run("response by policy and person", func(t *testing.T) { checkResponseByPolicyAndPerson(t, f) })
 	t.Run("interruptions", func(t *testing.T) { checkInterruptions(t, f) })
+	t.Run("interruptions from the tallies of closed days", func(t *testing.T) { checkTallies(t, f) })
 	t.Run("interruptions across summer time", func(t *testing.T) { checkSummerTime(t, f) })
 	t.Run("duty load", func(t *testing.T) { checkDutyLoad(t, f) })
 	t.Run("csv", func(t *testing.T) { checkReportCSV(t, f) })
@@ -224,6 +225,14 @@ func checkResponseByPolicyAndPerson(t *testing.T, f *fixture) {
 	}
 }
 
+// octoberInterruptions is the fixture's October, worked out by hand (checkInterruptions).
+var octoberInterruptions = []reports.Interruptions{
+	{Recipient: "E1004", Name: "Chen Jie", Notices: 5, Interruptions: 5, Work: 1, Rest: 2, Sleep: 2},
+	{Recipient: "E1003", Name: "Zhang Min", Notices: 4, Interruptions: 3, Work: 3},
+	{Recipient: "E1002", Name: "Wang Fang", Notices: 2, Interruptions: 2, Work: 2},
+	{Recipient: "E1001", Name: "Li Wei", Notices: 2, Interruptions: 1, Work: 1},
+}
+
 // checkInterruptions: notices 30 s apart are one interruption and a third 60 s after the
 // second another; an interruption is work, rest or sleep by when it began on Herald's
 // clock and calendar (the make-up Saturday is a working day, the holiday is not).
@@ -233,12 +242,7 @@ func checkInterruptions(t *testing.T, f *fixture) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []reports.Interruptions{
-		{Recipient: "E1004", Name: "Chen Jie", Notices: 5, Interruptions: 5, Work: 1, Rest: 2, Sleep: 2},
-		{Recipient: "E1003", Name: "Zhang Min", Notices: 4, Interruptions: 3, Work: 3},
-		{Recipient: "E1002", Name: "Wang Fang", Notices: 2, Interruptions: 2, Work: 2},
-		{Recipient: "E1001", Name: "Li Wei", Notices: 2, Interruptions: 1, Work: 1},
-	}
+	want := octoberInterruptions
 	if diff := cmp.Diff(want, got.People); diff != "" {
 		t.Errorf("interruptions (-want +got):\n%s", diff)
 	}
@@ -256,6 +260,80 @@ func checkInterruptions(t *testing.T, f *fixture) {
 	var fe *kernel.FieldError
 	if _, err := f.svc.Interruptions(ctx, admin, october(t, f), "23:00"); !errors.As(err, &fe) || fe.Field != "sleep" {
 		t.Errorf("sleep 23:00: %v, want a field error on sleep", err)
+	}
+}
+
+// checkTallies: a closed date's tally is worked out once, stored and read back after
+// (a notice written into it later is not read again), the pass stores what is left up
+// to the last closed date once, and a notice in the last minute of a day joins the
+// interruption of the next day's first. The service runs in Asia/Chongqing, Shanghai's
+// clock under another name, so its tallies are its own in the fixture's database.
+func checkTallies(t *testing.T, f *fixture) {
+	ctx := context.Background()
+	chongqing := mustZone("Asia/Chongqing")
+	at := func(now time.Time) *reports.Analyst {
+		return reports.NewService(reports.Config{Store: reports.NewStore(f.store.DB()), Duty: f.store.Duty(), Staff: f.store.Directory(),
+			Policies: alert.Of(f.store), Location: chongqing, Now: func() time.Time { return now }})
+	}
+	svc := at(f.now)
+	tallied := func() int {
+		var n int
+		if err := f.store.SQL().QueryRow("SELECT COUNT(*) FROM notice_days_tallied WHERE zone = 'Asia/Chongqing'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	r, err := svc.Range("2026-10-01", "2026-10-31")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pass := range []string{"worked out", "read back"} {
+		got, err := svc.Interruptions(ctx, admin, r, "23:00-08:00")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(octoberInterruptions, got.People); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", pass, diff)
+		}
+		if n := tallied(); n != 31 {
+			t.Errorf("%s: %d dates tallied, want October's 31", pass, n)
+		}
+		if pass == "worked out" {
+			// Written into a closed date after its tally: the tally stands.
+			testenv.SeedRows(t, f.store, "messages", []testenv.Row{
+				testenv.SentMessage("late", "b-console", f.ids["E1001"], nil, local("2026-10-12 15:00:00"))})
+		}
+	}
+	// The first notice is on 3 October; from there to 1 November, the last closed date
+	// on 2 November at noon, only 1 November is left.
+	for i, want := range []int{1, 0} {
+		if n, err := svc.TallyClosedDays(ctx); err != nil || n != want {
+			t.Errorf("pass %d: %d dates tallied (%v), want %d", i+1, n, err, want)
+		}
+	}
+
+	testenv.SeedRows(t, f.store, "messages", []testenv.Row{
+		testenv.SentMessage("eve", "b-console", f.ids["E1001"], nil, local("2026-09-20 23:59:40")),
+		testenv.SentMessage("dawn", "b-console", f.ids["E1001"], nil, local("2026-09-21 00:00:10")),
+		testenv.SentMessage("day", "b-console", f.ids["E1001"], nil, local("2026-09-21 09:30:00")),
+	})
+	sept, err := svc.Range("2026-09-20", "2026-09-21")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []reports.Interruptions{{Recipient: "E1001", Name: "Li Wei", Notices: 3, Interruptions: 2, Work: 1, Sleep: 1}}
+	// Three minutes into the 21st, neither date is closed: both are worked out afresh.
+	for name, s := range map[string]*reports.Analyst{"open": at(local("2026-09-21 00:03:00")), "closed": svc} {
+		got, err := s.Interruptions(ctx, admin, sept, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got.People); diff != "" {
+			t.Errorf("across midnight, dates %s (-want +got):\n%s", name, diff)
+		}
+	}
+	if n := tallied(); n != 32+2 {
+		t.Errorf("%d dates tallied, want October's, 1 November and the two of September", n)
 	}
 }
 

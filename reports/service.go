@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"herald/alert"
@@ -45,6 +46,11 @@ type Config struct {
 // one transaction, audit.Run).
 type Analyst struct {
 	cfg Config
+
+	mu sync.Mutex
+	// talliedThrough is the last closed date TallyClosedDays found tallied with every
+	// one before it.
+	talliedThrough time.Time
 }
 
 // NewService builds the reports' service from cfg.
@@ -204,38 +210,46 @@ func (a *Analyst) Interruptions(ctx context.Context, by audit.Actor, r Range, sl
 	for _, d := range rosters {
 		working[d.Date] = d.Kind == duty.DayWorkday || d.Kind == duty.DayMakeupWorkday
 	}
-	tallies, err := a.cfg.Store.DayTallies(ctx, r.Start, r.End, a.cfg.Location, sleepFrom, sleepTo, by.OwnKey())
+	days, err := a.noticeDays(ctx, r, by.OwnKey())
 	if err != nil {
 		return nil, err
 	}
-	ids := make([]int64, len(tallies))
-	for i, t := range tallies {
-		ids[i] = t.RecipientID
+	ids := make([]int64, len(days))
+	for i, d := range days {
+		ids[i] = d.RecipientID
 	}
 	people, err := a.people(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
+	asleep := func(m int) bool { return m >= sleepFrom && m < sleepTo }
+	if sleepFrom > sleepTo {
+		asleep = func(m int) bool { return m >= sleepFrom || m < sleepTo }
+	}
 	rows := map[int64]*Interruptions{}
 	out := &InterruptionsReport{Range: r, Sleep: minutes(sleepFrom) + "-" + minutes(sleepTo), People: []Interruptions{}}
-	for _, t := range tallies {
-		row := rows[t.RecipientID]
+	for _, d := range days {
+		row := rows[d.RecipientID]
 		if row == nil {
-			p := people[t.RecipientID]
+			p := people[d.RecipientID]
 			row = &Interruptions{Recipient: p.ExternalID, Name: p.Name}
-			rows[t.RecipientID] = row
+			rows[d.RecipientID] = row
+		}
+		var work, rest, sleep int
+		for _, m := range d.Starts {
+			switch {
+			case working[d.LocalDay] && m >= workFrom && m < workTo:
+				work++
+			case asleep(m):
+				sleep++
+			default:
+				rest++
+			}
 		}
 		for _, x := range []*Interruptions{row, &out.Total} {
-			x.Notices += t.Notices
-			x.Interruptions += t.Interruptions
-			switch {
-			case t.Bucket&bucketWorkHours != 0 && working[t.LocalDay]:
-				x.Work += t.Interruptions
-			case t.Bucket&bucketSleep != 0:
-				x.Sleep += t.Interruptions
-			default:
-				x.Rest += t.Interruptions
-			}
+			x.Notices += d.Notices
+			x.Interruptions += len(d.Starts)
+			x.Work, x.Rest, x.Sleep = x.Work+work, x.Rest+rest, x.Sleep+sleep
 		}
 	}
 	for _, row := range rows {

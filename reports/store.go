@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,7 +11,6 @@ import (
 	"gorm.io/gorm"
 
 	"herald/kernel"
-	"herald/migrations"
 	"herald/models"
 )
 
@@ -88,108 +86,151 @@ func (s *Tallies) AlertPeople(ctx context.Context, from, to time.Time, ownKey in
 	return out, nil
 }
 
-// Interruption buckets: where in the day an interruption began, by the clock alone
-// (whether the day is a working day is the holiday calendar's, applied by the service).
-const (
-	bucketWorkHours = 1 // 08:00–19:00
-	bucketSleep     = 2 // within the sleep span
-)
-
-// dayTally is what the interruptions report adds up in SQL: for one person, one local
-// date and one bucket, the notices delivered and the interruptions that began there.
-type dayTally struct {
-	RecipientID   int64
-	LocalDay      string
-	Bucket        int
-	Notices       int
-	Interruptions int
+// delivered is one notice delivered to a person: to whom, and when.
+type delivered struct {
+	RecipientID int64
+	SentAt      time.Time
 }
 
-// zoneSpan is a stretch of time in which the time zone's offset from UTC stays the same.
-type zoneSpan struct {
-	until  time.Time // exclusive; zero on the last
-	offset int       // seconds east of UTC
-}
+// deliveredStatuses are the states of a notice that reached its person: sent, and sent
+// and since recalled (the person was interrupted all the same). A delivered notice
+// leaves them only for the other, so a closed day's tally never changes.
+var deliveredStatuses = []models.Status{models.StatusSent, models.StatusRecalled}
 
-// zoneSpans splits [from, to) where loc's offset changes (summer time), looking hour by
-// hour: a zone without summer time, like Asia/Shanghai, gives one span.
-func zoneSpans(from, to time.Time, loc *time.Location) []zoneSpan {
-	_, off := from.In(loc).Zone()
-	var out []zoneSpan
-	for t := from.Add(time.Hour); t.Before(to); t = t.Add(time.Hour) {
-		if _, o := t.In(loc).Zone(); o != off {
-			// The change happened within the hour before t: find its minute.
-			at := t.Add(-time.Hour)
-			for _, o2 := at.In(loc).Zone(); o2 == off; _, o2 = at.In(loc).Zone() {
-				at = at.Add(time.Minute)
-			}
-			out = append(out, zoneSpan{until: at, offset: off})
-			off = o
-		}
-	}
-	return append(out, zoneSpan{offset: off})
-}
-
-// DayTallies counts, for each person, local date and bucket, the notices delivered to
-// them (status sent) in [from, to) and the interruptions among them: a notice sent
-// within a minute of the one before to the same person joins its interruption, any
-// other begins one. The window function and the sums run in the database over
-// idx_messages_sent_report; what comes back is a few rows per person and day. sleepFrom
-// and sleepTo are minutes of the day (sleepFrom > sleepTo wraps midnight).
-func (s *Tallies) DayTallies(ctx context.Context, from, to time.Time, loc *time.Location, sleepFrom, sleepTo int, ownKey int64) ([]dayTally, error) {
-	mysql := s.k.Dialect() == migrations.MySQL
-	// The offset of each notice's time from UTC, by the span it falls in.
-	offset, offsetArgs := "0", []any(nil)
-	if spans := zoneSpans(from, to, loc); len(spans) == 1 {
-		offset = strconv.Itoa(spans[0].offset)
-	} else {
-		var b strings.Builder
-		b.WriteString("CASE")
-		for _, z := range spans[:len(spans)-1] {
-			fmt.Fprintf(&b, " WHEN sent_at < ? THEN %d", z.offset)
-			offsetArgs = append(offsetArgs, z.until)
-		}
-		fmt.Fprintf(&b, " ELSE %d END", spans[len(spans)-1].offset)
-		offset = b.String()
-	}
-	// The notice's local date and minute of the day are worked out once, beside the
-	// window function, in the one derived table the database materialises.
-	var day, minute, gap string
-	if mysql {
-		local := "DATE_ADD(sent_at, INTERVAL (" + offset + ") SECOND)"
-		day, minute = "DATE_FORMAT("+local+", '%Y-%m-%d')", "TIME_TO_SEC("+local+") DIV 60"
-		gap = "TIMESTAMPDIFF(MICROSECOND, prev, ts) >= 60000000"
-	} else {
-		local := "datetime(sent_at, (" + offset + ") || ' seconds')"
-		day, minute = "substr("+local+", 1, 10)", "CAST(strftime('%H', "+local+") AS INTEGER) * 60 + CAST(strftime('%M', "+local+") AS INTEGER)"
-		gap = "ROUND((julianday(ts) - julianday(prev)) * 86400000) >= 60000"
-	}
-	args := slices.Concat(offsetArgs, offsetArgs)
-	if !mysql {
-		args = slices.Concat(args, offsetArgs) // the minute reads the local time twice
-	}
-	sleep := fmt.Sprintf("(m >= %d AND m < %d)", sleepFrom, sleepTo)
-	if sleepFrom > sleepTo {
-		sleep = fmt.Sprintf("(m >= %d OR m < %d)", sleepFrom, sleepTo)
-	}
-	bucket := fmt.Sprintf("(CASE WHEN m >= %d AND m < %d THEN %d ELSE 0 END + CASE WHEN %s THEN %d ELSE 0 END)",
-		workFrom, workTo, bucketWorkHours, sleep, bucketSleep)
-	own := ""
-	args = append(args, models.StatusSent, from, to)
+// Delivered reads the notices delivered in [from, to), by person and then time, through
+// idx_messages_sent_report; ownKey, when not 0, keeps the notices of that API key's
+// batches and of the alerts they opened.
+func (s *Tallies) Delivered(ctx context.Context, from, to time.Time, ownKey int64) ([]delivered, error) {
+	q := s.k.Reader(ctx).Table("messages").Select("recipient_id, sent_at").
+		Where("status IN ? AND sent_at >= ? AND sent_at < ? AND recipient_id > 0", deliveredStatuses, from, to)
 	if ownKey != 0 {
-		own = " AND (batch_id IN (" + strings.ReplaceAll(models.OwnBatches, "@key", "?") + ") OR alert_id IN (" +
-			strings.ReplaceAll(models.OwnAlerts, "@key", "?") + "))"
-		args = append(args, ownKey, ownKey)
+		q = q.Where("(batch_id IN ("+models.OwnBatches+") OR alert_id IN ("+models.OwnAlerts+"))", sql.Named("key", ownKey))
 	}
-	query := "SELECT r AS recipient_id, local_day, " + bucket + " AS bucket, COUNT(*) AS notices, " +
-		"SUM(CASE WHEN prev IS NULL OR " + gap + " THEN 1 ELSE 0 END) AS interruptions FROM (" +
-		"SELECT recipient_id AS r, sent_at AS ts, LAG(sent_at) OVER (PARTITION BY recipient_id ORDER BY sent_at) AS prev, " +
-		day + " AS local_day, " + minute + " AS m " +
-		"FROM messages WHERE status = ? AND sent_at >= ? AND sent_at < ? AND recipient_id > 0" + own +
-		") w GROUP BY r, local_day, bucket"
-	var out []dayTally
-	if err := s.k.Reader(ctx).Raw(query, args...).Scan(&out).Error; err != nil {
-		return nil, fmt.Errorf("reports: notices sent %s to %s: %w", from, to, err)
+	var out []delivered
+	if err := q.Order("recipient_id, sent_at").Scan(&out).Error; err != nil {
+		return nil, fmt.Errorf("reports: notices delivered %s to %s: %w", from, to, err)
+	}
+	return out, nil
+}
+
+// FirstDelivered is when the earliest notice still recorded was delivered; zero when
+// none was.
+func (s *Tallies) FirstDelivered(ctx context.Context) (time.Time, error) {
+	var first time.Time
+	for _, st := range deliveredStatuses {
+		var at []time.Time
+		if err := s.k.Reader(ctx).Table("messages").Where("status = ? AND sent_at IS NOT NULL", st).
+			Order("sent_at").Limit(1).Pluck("sent_at", &at).Error; err != nil {
+			return time.Time{}, fmt.Errorf("reports: first notice delivered: %w", err)
+		}
+		if len(at) == 1 && (first.IsZero() || at[0].Before(first)) {
+			first = at[0]
+		}
+	}
+	return first, nil
+}
+
+// noticeDay is one person's tally of one local date: the notices delivered to them and
+// the minutes of the day at which an interruption began, ascending.
+type noticeDay struct {
+	LocalDay    string
+	RecipientID int64
+	Notices     int
+	Starts      []int
+}
+
+// TalliedDays returns the dates from..to (YYYY-MM-DD, both included) whose tally in zone
+// is stored.
+func (s *Tallies) TalliedDays(ctx context.Context, zone, from, to string) (map[string]bool, error) {
+	var days []string
+	if err := s.k.Reader(ctx).Table("notice_days_tallied").Where("zone = ? AND local_day >= ? AND local_day <= ?", zone, from, to).
+		Pluck("local_day", &days).Error; err != nil {
+		return nil, fmt.Errorf("reports: tallied days %s to %s: %w", from, to, err)
+	}
+	out := make(map[string]bool, len(days))
+	for _, d := range days {
+		out[d] = true
+	}
+	return out, nil
+}
+
+// StoredDays reads the stored tallies of the dates from..to in zone: a row per person and
+// date on which they were notified, read straight from the driver (a year of three
+// hundred people is a hundred thousand rows).
+func (s *Tallies) StoredDays(ctx context.Context, zone, from, to string) ([]noticeDay, error) {
+	rows, err := s.k.Reader(ctx).Raw("SELECT local_day, recipient_id, notices, starts FROM notice_days "+
+		"WHERE zone = ? AND local_day >= ? AND local_day <= ?", zone, from, to).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("reports: tallies %s to %s: %w", from, to, err)
+	}
+	defer rows.Close()
+	var out []noticeDay
+	for rows.Next() {
+		var d noticeDay
+		var starts string
+		if err := rows.Scan(&d.LocalDay, &d.RecipientID, &d.Notices, &starts); err != nil {
+			return nil, fmt.Errorf("reports: tallies %s to %s: %w", from, to, err)
+		}
+		if d.Starts, err = parseStarts(starts); err != nil {
+			return nil, fmt.Errorf("reports: tally of %d on %s: %w", d.RecipientID, d.LocalDay, err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reports: tallies %s to %s: %w", from, to, err)
+	}
+	return out, nil
+}
+
+// SaveDay stores a closed date's tallies in zone with its row in notice_days_tallied, in
+// one transaction: false, and nothing written, when the date was tallied already (by
+// another process, at the same moment).
+func (s *Tallies) SaveDay(ctx context.Context, zone, day string, tallies []noticeDay) (bool, error) {
+	err := s.k.Tx(ctx, func(tx *gorm.DB) error {
+		w := kernel.OnTx(tx)
+		if err := w.Insert("INSERT INTO notice_days_tallied (zone, local_day, tallied_at) VALUES (?, ?, ?)",
+			[]any{zone, day, kernel.Now()}); err != nil {
+			return err
+		}
+		return kernel.InsertRows(w, "notice_days", "zone, local_day, recipient_id, notices, starts", len(tallies),
+			func(i int, args []any) []any {
+				d := tallies[i]
+				return append(args, zone, day, d.RecipientID, d.Notices, formatStarts(d.Starts))
+			})
+	})
+	if kernel.IsDuplicate(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("reports: tally of %s: %w", day, err)
+	}
+	return true, nil
+}
+
+// formatStarts writes minutes of the day as the starts column holds them: "467,1203".
+func formatStarts(minutes []int) string {
+	b := make([]byte, 0, 5*len(minutes))
+	for i, m := range minutes {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(m), 10)
+	}
+	return string(b)
+}
+
+// parseStarts reads the starts column back.
+func parseStarts(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := make([]int, 0, strings.Count(s, ",")+1)
+	for f := range strings.SplitSeq(s, ",") {
+		m, err := strconv.Atoi(f)
+		if err != nil || m < 0 || m >= 24*60 {
+			return nil, fmt.Errorf("minute %q", f)
+		}
+		out = append(out, m)
 	}
 	return out, nil
 }

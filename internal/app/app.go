@@ -196,12 +196,14 @@ func (a *App) SenderStore() (*models.Store, error) {
 // Sweeper returns the process's sweeper.
 func (a *App) Sweeper() (*tasks.Sweeper, error) {
 	// Each full sweep (once a minute) sends the duty reminder and the
-	// scheduled reports that are due.
+	// scheduled reports that are due, and tallies the dates that have closed for the
+	// interruptions report.
 	scheduled := dispatch.Reports(a.Dispatch, a.Config.DefaultLanguage, a.Config.PublicURL)
 	remind := func(ctx context.Context) error {
 		_, err := a.Dispatch.RemindIfDue(ctx)
 		_, rerr := scheduled.SendDue(ctx)
-		return errors.Join(err, rerr)
+		_, terr := scheduled.TallyClosedDays(ctx)
+		return errors.Join(err, rerr, terr)
 	}
 	return tasks.NewSweeper(tasks.SweeperConfig{Store: a.Store, Enqueuer: a.Enqueuer, Inspector: a.Inspector, Log: a.Log,
 		Grace: a.SweepGrace, Remind: remind, Callbacks: a.Callbacks, FallBack: a.fallBack})
