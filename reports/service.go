@@ -141,7 +141,7 @@ func (a *Analyst) groupKeys(ctx context.Context, by audit.Actor, r Range, groupB
 			return []string{""}
 		}, names, nil
 	case ByPerson, ByDepartment:
-		pairs, err := a.cfg.Store.AlertPeople(ctx, r.Start, r.End, by.OwnKey())
+		pairs, err := a.cfg.Store.AlertPeople(ctx, alerts)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -42,25 +42,39 @@ type alertTimes struct {
 }
 
 // AlertTimes reads the alerts opened in [from, to), from the index idx_alerts_report
-// alone; ownKey, when not 0, keeps the alerts of that API key's batches (the rule
-// models.OwnBatches).
+// alone, straight from the driver (a year holds a hundred thousand); ownKey, when not 0,
+// keeps the alerts of that API key's batches (the rule models.OwnBatches).
 func (s *Tallies) AlertTimes(ctx context.Context, from, to time.Time, ownKey int64) ([]alertTimes, error) {
 	q := s.k.Reader(ctx).Table("alerts").
 		Select("id, policy, source, state, step, round, opened_at, acknowledged_at, resolved_at").
 		Where("opened_at >= ? AND opened_at < ?", from, to)
-	q = ownAlerts(q, ownKey)
+	if ownKey != 0 {
+		q = q.Where("batch_id IN ("+models.OwnBatches+")", sql.Named("key", ownKey))
+	}
+	rows, err := q.Rows()
+	if err != nil {
+		return nil, fmt.Errorf("reports: alerts opened %s to %s: %w", from, to, err)
+	}
+	defer rows.Close()
 	var out []alertTimes
-	if err := q.Find(&out).Error; err != nil {
+	for rows.Next() {
+		var a alertTimes
+		var acked, resolved sql.NullTime
+		if err := rows.Scan(&a.ID, &a.Policy, &a.Source, &a.State, &a.Step, &a.Round, &a.OpenedAt, &acked, &resolved); err != nil {
+			return nil, fmt.Errorf("reports: alerts opened %s to %s: %w", from, to, err)
+		}
+		if acked.Valid {
+			a.AcknowledgedAt = &acked.Time
+		}
+		if resolved.Valid {
+			a.ResolvedAt = &resolved.Time
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("reports: alerts opened %s to %s: %w", from, to, err)
 	}
 	return out, nil
-}
-
-func ownAlerts(q *gorm.DB, ownKey int64) *gorm.DB {
-	if ownKey == 0 {
-		return q
-	}
-	return q.Where("batch_id IN ("+models.OwnBatches+")", sql.Named("key", ownKey))
 }
 
 // alertPerson is one person an alert's notices went to.
@@ -69,19 +83,40 @@ type alertPerson struct {
 	RecipientID int64
 }
 
-// AlertPeople reads whom the notices of the alerts opened in [from, to) went to, one
-// row per alert and person, through idx_messages_alert_recipient; posts to chat groups
-// name no person and are left out.
-func (s *Tallies) AlertPeople(ctx context.Context, from, to time.Time, ownKey int64) ([]alertPerson, error) {
-	q := s.k.Reader(ctx).Table("alerts a").Select("DISTINCT m.alert_id, m.recipient_id").
-		Joins("JOIN messages m ON m.alert_id = a.id").
-		Where("a.opened_at >= ? AND a.opened_at < ? AND m.recipient_id > 0", from, to)
-	if ownKey != 0 {
-		q = q.Where("a.batch_id IN ("+models.OwnBatches+")", sql.Named("key", ownKey))
+// AlertPeople returns whom the notices of the alerts went to, one pair per alert and
+// person. It reads the stretch of idx_messages_alert_recipient from the lowest of the
+// alerts' ids to the highest, one range and no join (alerts are numbered as they open,
+// so a range of dates is a stretch of ids), and keeps the pairs of these alerts; posts
+// to chat groups name no person and are left out.
+func (s *Tallies) AlertPeople(ctx context.Context, alerts []alertTimes) ([]alertPerson, error) {
+	if len(alerts) == 0 {
+		return nil, nil
 	}
+	ids := make(map[int64]bool, len(alerts))
+	lo, hi := alerts[0].ID, alerts[0].ID
+	for _, a := range alerts {
+		ids[a.ID] = true
+		lo, hi = min(lo, a.ID), max(hi, a.ID)
+	}
+	rows, err := s.k.Reader(ctx).Raw("SELECT alert_id, recipient_id FROM messages WHERE alert_id >= ? AND alert_id <= ? AND recipient_id > 0 "+
+		"ORDER BY alert_id, recipient_id", lo, hi).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("reports: people of alerts %d to %d: %w", lo, hi, err)
+	}
+	defer rows.Close()
 	var out []alertPerson
-	if err := q.Find(&out).Error; err != nil {
-		return nil, fmt.Errorf("reports: people of alerts opened %s to %s: %w", from, to, err)
+	for rows.Next() {
+		var p alertPerson
+		if err := rows.Scan(&p.AlertID, &p.RecipientID); err != nil {
+			return nil, fmt.Errorf("reports: people of alerts %d to %d: %w", lo, hi, err)
+		}
+		if !ids[p.AlertID] || len(out) > 0 && out[len(out)-1] == p {
+			continue
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("reports: people of alerts %d to %d: %w", lo, hi, err)
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/go-cmp/cmp"
@@ -39,32 +40,38 @@ func TestBrowserStepEditors(t *testing.T) {
 	// into the row rows. The query is set whole and announced with an input event rather
 	// than typed: htmx marks the box while a search is under way, and chromedp's typing
 	// reads the element's attributes unguarded against such a change.
+	processed := func(sel string) string {
+		return `(() => { const e = document.querySelector('` + sel + `'); return !!e && !!e['htmx-internal-data']; })()`
+	}
+	var ready bool
+	// hxClick clicks an htmx button once htmx has taken it up: the editors' buttons are
+	// redrawn with their rows, and a click on one not yet processed does nothing.
+	hxClick := func(sel string) chromedp.Tasks {
+		return chromedp.Tasks{chromedp.Poll(processed(sel), &ready), chromedp.Click(sel, q)}
+	}
 	pick := func(search, typed, id, row string) chromedp.Tasks {
 		found := search + `-found .pick-list[data-q="` + typed + `"] button[data-pick="` + id + `"]`
-		var ready bool
 		return chromedp.Tasks{
-			chromedp.Poll(`(() => { const e = document.querySelector('`+search+`'); return !!e && !!e['htmx-internal-data']; })()`, &ready),
+			chromedp.Poll(processed(search), &ready),
 			chromedp.SetValue(search, typed, q),
 			chromedp.Evaluate(`document.querySelector('`+search+`').dispatchEvent(new Event('input', {bubbles: true})); true`, nil),
 			chromedp.WaitVisible(found, q),
-			chromedp.Click(found, q),
+			hxClick(found),
 			chromedp.WaitVisible(row+` [data-picked="`+id+`"]`, q),
 		}
 	}
-	if err := chromedp.Run(bctx,
+	runEach(t, bctx, "the rotation",
 		chromedp.Navigate(c.url+"/duty/rotations/new"),
 		chromedp.WaitVisible(`#turn-0-q`, q),
 		chromedp.SetValue(`#name`, "夜班", q),
 		pick(`#turn-0-q`, "wf", "E3002", `#turn-0-people`),
-		chromedp.Click(`#add-turn`, q),
+		hxClick(`#add-turn`),
 		chromedp.WaitVisible(`#turn-1-q`, q),
 		pick(`#turn-1-q`, "E1003", "E1003", `#turn-1-people`),
 		pick(`#turn-1-q`, "E1004", "E1004", `#turn-1-people`),
 		chromedp.Click(`#save-rotation`, q),
 		chromedp.WaitVisible(`#rotations [data-rotation="夜班"]`, q),
-	); err != nil {
-		t.Fatalf("the rotation: %v", err)
-	}
+	)
 	r, err := c.store.Duty().RotationByName(ctx, "夜班")
 	if err != nil {
 		t.Fatal(err)
@@ -81,16 +88,16 @@ func TestBrowserStepEditors(t *testing.T) {
 	}
 
 	var problem string
-	if err := chromedp.Run(bctx,
+	runEach(t, bctx, "the policy",
 		chromedp.Navigate(c.url+"/escalation-policies/new"),
 		chromedp.WaitVisible(`#step-0 [data-picked="on_duty"]`, q),
 		chromedp.SetValue(`#name`, "夜间", q),
-		chromedp.Click(`#step-0 [data-picked="on_duty"] button`, q),
+		hxClick(`#step-0 [data-picked="on_duty"] button`),
 		chromedp.WaitNotPresent(`#step-0 [data-picked="on_duty"]`, q),
 		chromedp.SetValue(`select[name="step.0.choice"]`, "rotation:夜班", q),
-		chromedp.Click(`#step-0 .inline-pick button`, q),
+		hxClick(`#step-0 .inline-pick button`),
 		chromedp.WaitVisible(`#step-0 [data-picked="rotation:夜班"]`, q),
-		chromedp.Click(`#add-step`, q),
+		hxClick(`#add-step`),
 		chromedp.WaitVisible(`#step-1-q`, q),
 		pick(`#step-1-q`, "wf", "E3002", `#step-1-targets`),
 		chromedp.SetValue(`input[name="step.1.wait"]`, "5m", q),
@@ -98,9 +105,7 @@ func TestBrowserStepEditors(t *testing.T) {
 		chromedp.Click(`#save-policy`, q),
 		chromedp.WaitVisible(`#step-1 .field-error`, q),
 		chromedp.Text(`#step-1 .field-error`, &problem, q),
-	); err != nil {
-		t.Fatalf("the policy: %v", err)
-	}
+	)
 	if !strings.Contains(problem, "no-such-account") {
 		t.Errorf("the second step's problem reads %q, want its unknown account", problem)
 	}
@@ -131,6 +136,42 @@ func TestBrowserStepEditors(t *testing.T) {
 	}
 	if v := reported(); len(v) > 0 {
 		t.Errorf("Content-Security-Policy violations:\n%s", strings.Join(v, "\n"))
+	}
+}
+
+// runEach runs the actions one after another, each within half a minute, and on the
+// first that fails stops the test naming it by its place and showing the page's main
+// part as the browser has it then.
+func runEach(t *testing.T, ctx context.Context, what string, actions ...chromedp.Action) {
+	t.Helper()
+	var flat []chromedp.Action
+	var walk func([]chromedp.Action)
+	walk = func(as []chromedp.Action) {
+		for _, a := range as {
+			if ts, ok := a.(chromedp.Tasks); ok {
+				walk(ts)
+			} else {
+				flat = append(flat, a)
+			}
+		}
+	}
+	walk(actions)
+	actions = flat
+	for i, a := range actions {
+		step, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := chromedp.Run(step, a)
+		cancel()
+		if err == nil {
+			continue
+		}
+		var page string
+		look, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_ = chromedp.Run(look, chromedp.Evaluate(`[...document.querySelectorAll('fieldset, [id$="-turns"] > div, [id$="-found"]')].map(e => e.outerHTML).join('\n') + '\n' + [...document.querySelectorAll('input[type=search], input[id$="-q"]')].map(e => e.id + '=' + JSON.stringify(e.value) + (e['htmx-internal-data'] ? ' (htmx)' : '')).join(' ')`, &page))
+		cancel()
+		if len(page) > 12000 {
+			page = page[:12000] + "…"
+		}
+		t.Fatalf("%s, action %d of %d (%T): %v\nthe page:\n%s", what, i+1, len(actions), a, err, page)
 	}
 }
 
