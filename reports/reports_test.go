@@ -406,17 +406,25 @@ func checkReportCSV(t *testing.T, f *fixture) {
 	}
 }
 
-// sender records the reports sent.
-type sender struct{ sent []string }
+// sender records the reports sent; with fail set it refuses them, as an intake whose
+// database is away does.
+type sender struct {
+	sent []string
+	fail error
+}
 
 func (s *sender) SendReport(_ context.Context, to reports.Send, subject, text string) error {
+	if s.fail != nil {
+		return s.fail
+	}
 	s.sent = append(s.sent, strings.Join(to.Recipients, ",")+"|"+text)
 	return nil
 }
 
 // checkScheduleSendsOncePerPeriod: a weekly schedule made on a Wednesday sends nothing
 // until Monday 09:00; then once, whichever of two services (two processes) passes
-// first; after Herald was down over two Mondays, once on the first pass.
+// first; after Herald was down over two Mondays, once on the first pass whose notice
+// goes out (one that cannot be sent gives its period back).
 func checkScheduleSendsOncePerPeriod(t *testing.T, f *fixture) {
 	ctx := context.Background()
 	out := &sender{}
@@ -460,9 +468,21 @@ func checkScheduleSendsOncePerPeriod(t *testing.T, f *fixture) {
 		t.Errorf("sent %q", out.sent)
 	}
 	f.now = local("2026-11-10 10:00:00") // down over two Mondays
+	// The notice cannot be sent: the period is given back, and the next pass sends it.
+	out.fail = errors.New("intake away")
+	if _, err := one.SendDue(ctx); err == nil || !strings.Contains(err.Error(), "intake away") {
+		t.Errorf("a pass whose notice failed: %v, want its error", err)
+	}
+	out.fail = nil
 	pass(1)
 	pass(0)
-	if n := testenv.Count(t, f.store, "SELECT COUNT(*) FROM audit_log WHERE action = 'report_schedule.sent'"); n != 2 {
-		t.Errorf("%d audit entries of a sent report, want 2", n)
+	if n := testenv.Count(t, f.store, "SELECT COUNT(*) FROM audit_log WHERE action = 'report_schedule.sent'"); n != 3 {
+		t.Errorf("%d audit entries of a sent report, want 3 (one of them given back)", n)
+	}
+	if n := testenv.Count(t, f.store, "SELECT COUNT(*) FROM audit_log WHERE action = 'report_schedule.send_failed'"); n != 1 {
+		t.Errorf("%d audit entries of a report given back, want 1", n)
+	}
+	if len(out.sent) != 2 || !strings.Contains(out.sent[1], "2026-11-02") {
+		t.Errorf("sent %q, want the week of 2 November second", out.sent)
 	}
 }

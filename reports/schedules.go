@@ -185,7 +185,8 @@ func scheduleParams(s *Schedule) audit.Params {
 // sent yet: a schedule missed while Herald was down is sent once, on the first pass
 // after it starts, with the period that fell due last. Each period is taken by a
 // compare-and-set of the schedule's last period, audited, before its notice goes out,
-// so that of several processes one sends it. It returns how many it sent.
+// so that of several processes one sends it; a notice that cannot be sent gives the
+// period back (givePeriodBack) for the next pass. It returns how many it sent.
 func (a *Analyst) SendDue(ctx context.Context) (int, error) {
 	if a.cfg.Sender == nil {
 		return 0, errNoSender
@@ -202,6 +203,7 @@ func (a *Analyst) SendDue(ctx context.Context) (int, error) {
 		if s.LastPeriod >= key {
 			continue
 		}
+		previous := s.LastPeriod
 		subject, text, err := a.summary(ctx, s.Report, r)
 		if err != nil {
 			errs = append(errs, err)
@@ -224,13 +226,34 @@ func (a *Analyst) SendDue(ctx context.Context) (int, error) {
 		}
 		if err := a.cfg.Sender.SendReport(ctx, s.Send, subject, text); err != nil {
 			a.cfg.Log.Warn("report schedule: send", "schedule", s.ID, "period", key, "error", err)
-			errs = append(errs, err)
+			errs = append(errs, err, a.givePeriodBack(ctx, s, previous))
 			continue
 		}
 		a.cfg.Log.Info("report schedule sent", "schedule", s.ID, "report", s.Report, "period", key)
 		sent++
 	}
 	return sent, errors.Join(errs...)
+}
+
+// givePeriodBack moves a schedule's last period back to previous after its notice could
+// not be sent, a compare-and-set audited as report_schedule.send_failed, so that the next
+// pass sends the period again; nil when another process moved the schedule meanwhile.
+func (a *Analyst) givePeriodBack(ctx context.Context, s *Schedule, previous string) error {
+	failed := s.LastPeriod
+	err := audit.RunOn(ctx, a.cfg.Store.k, audit.System("report-schedule"), a.cfg.Store.On, func(tx *Tallies, ch *audit.Change) error {
+		if err := tx.ClaimPeriod(ctx, s.ID, failed, previous); err != nil {
+			return err
+		}
+		s.LastPeriod = previous
+		params := scheduleParams(s)
+		params["failed_period"] = failed
+		ch.Audit("report_schedule.send_failed", "report_schedule", strconv.FormatInt(s.ID, 10), params)
+		return nil
+	})
+	if errors.Is(err, kernel.ErrStateChanged) {
+		return nil
+	}
+	return err
 }
 
 // Summary is the subject and text of a report's notice over r: its figures in a few
