@@ -115,8 +115,15 @@ func (a *Analyst) TallyClosedDays(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	first, err := a.cfg.Store.FirstDelivered(ctx)
-	if err != nil || first.IsZero() {
+	if err != nil {
 		return 0, err
+	}
+	if first.IsZero() {
+		// Nothing delivered yet: nothing to tally until the next date closes.
+		a.mu.Lock()
+		a.talliedThrough = closed
+		a.mu.Unlock()
+		return 0, nil
 	}
 	t := first.In(a.cfg.Location)
 	from := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
