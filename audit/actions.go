@@ -21,7 +21,7 @@ var Actions = []string{
 	"monitoring.delete", "monitoring.patch", "monitoring.post", "monitoring.put",
 	"recipient.activate", "recipient.create", "recipient.deactivate", "recipient.update",
 	"recipients.export", "recipients.import", "recipients.upsert",
-	"report_schedule.create", "report_schedule.delete", "report_schedule.send_failed", "report_schedule.sent",
+	"report_schedule.create", "report_schedule.delete", "report_schedule.send_failed", "report_schedule.sent", "report_schedule.update",
 	"settings.update",
 	"silence.approve", "silence.create", "silence.end", "silence.expire", "silence.reject", "silence.release", "silence.update",
 	"template.create", "template.delete", "template.rerender", "template.rollback", "template.test_send", "template.update", "template.version_retire",

@@ -125,22 +125,46 @@ func (h *Handlers) APIListReportSchedules(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"schedules": out})
 }
 
+// reportScheduleBody is a schedule as POST and PUT /api/v1/report-schedules take it.
+type reportScheduleBody struct {
+	Report string       `json:"report"`
+	Period string       `json:"period"`
+	Send   reports.Send `json:"send"`
+}
+
+func (b reportScheduleBody) input() reports.ScheduleInput {
+	return reports.ScheduleInput{Report: b.Report, Period: b.Period, Send: b.Send}
+}
+
 // APICreateReportSchedule is POST /api/v1/report-schedules.
 func (h *Handlers) APICreateReportSchedule(c *gin.Context) {
-	var body struct {
-		Report string       `json:"report"`
-		Period string       `json:"period"`
-		Send   reports.Send `json:"send"`
-	}
+	var body reportScheduleBody
 	if !decodeJSON(c, &body) {
 		return
 	}
-	s, err := h.reportsService().CreateSchedule(c.Request.Context(), actor(c), reports.ScheduleInput{Report: body.Report, Period: body.Period, Send: body.Send})
+	s, err := h.reportsService().CreateSchedule(c.Request.Context(), actor(c), body.input())
 	if err != nil {
 		h.apiFail(c, err)
 		return
 	}
 	c.JSON(http.StatusCreated, toReportScheduleJSON(s))
+}
+
+// APIUpdateReportSchedule is PUT /api/v1/report-schedules/:id.
+func (h *Handlers) APIUpdateReportSchedule(c *gin.Context) {
+	var body reportScheduleBody
+	if !decodeJSON(c, &body) {
+		return
+	}
+	s, err := h.reportSchedule(c)
+	if err == nil {
+		s, err = h.reportsService().UpdateSchedule(c.Request.Context(), actor(c), s, body.input())
+	}
+	if err != nil {
+		h.apiFail(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, toReportScheduleJSON(s))
 }
 
 // reportSchedule reads the schedule the path's id names.

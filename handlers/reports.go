@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gin-gonic/gin"
@@ -98,13 +100,64 @@ func (h *Handlers) renderReportSchedules(c *gin.Context, status int, f views.Rep
 	render(c, status, views.ReportSchedulesPage(page(c, tr(c, "reports.schedule.title"), "reports"), list, f, notice, errs))
 }
 
-// CreateReportSchedule adds a report schedule from the form.
-func (h *Handlers) CreateReportSchedule(c *gin.Context) {
+// scheduleForm reads the schedule form: as submitted, to show again, and as the
+// service's input.
+func scheduleForm(c *gin.Context) (views.ReportScheduleForm, reports.ScheduleInput) {
 	f := views.ReportScheduleForm{Report: c.PostForm("report"), Period: c.PostForm("period"), Recipients: c.PostForm("recipients"),
 		Departments: c.PostForm("departments"), Groups: c.PostForm("groups"), Account: strings.TrimSpace(c.PostForm("account")),
 		ToOnDuty: c.PostForm("to_on_duty") != ""}
-	in := reports.ScheduleInput{Report: f.Report, Period: f.Period, Send: reports.Send{Account: f.Account, Recipients: splitNames(f.Recipients),
+	f.Version, _ = strconv.Atoi(c.PostForm("version"))
+	return f, reports.ScheduleInput{Report: f.Report, Period: f.Period, Send: reports.Send{Account: f.Account, Recipients: splitNames(f.Recipients),
 		Departments: splitNames(f.Departments), Groups: splitNames(f.Groups), ToOnDuty: f.ToOnDuty}}
+}
+
+// scheduleFormOf is the form of a schedule as stored, to edit it.
+func scheduleFormOf(s *reports.Schedule) views.ReportScheduleForm {
+	return views.ReportScheduleForm{ID: s.ID, Version: s.Version, Report: s.Report, Period: s.Period,
+		Recipients: strings.Join(s.Send.Recipients, ", "), Departments: strings.Join(s.Send.Departments, ", "),
+		Groups: strings.Join(s.Send.Groups, ", "), Account: s.Send.Account, ToOnDuty: s.Send.ToOnDuty}
+}
+
+// EditReportSchedule shows the schedules with the form filled with one of them.
+func (h *Handlers) EditReportSchedule(c *gin.Context) {
+	s, err := h.reportSchedule(c)
+	if err != nil {
+		h.fail(c, err, saying(kernel.ErrNotFound, "reports.schedule.none"))
+		return
+	}
+	h.renderReportSchedules(c, http.StatusOK, scheduleFormOf(s), "", nil)
+}
+
+// UpdateReportSchedule saves the edit form over the schedule as the form read it: one
+// changed meanwhile is shown again as it is now, with nothing saved.
+func (h *Handlers) UpdateReportSchedule(c *gin.Context) {
+	f, in := scheduleForm(c)
+	s, err := h.reportSchedule(c)
+	if err == nil && s.Version != f.Version {
+		err = kernel.ErrStateChanged
+	}
+	if err == nil {
+		_, err = h.reportsService().UpdateSchedule(c.Request.Context(), actor(c), s, in)
+	}
+	if errors.Is(err, kernel.ErrStateChanged) {
+		if s, err = h.reportSchedule(c); err == nil {
+			h.renderReportSchedules(c, http.StatusConflict, scheduleFormOf(s), "", map[string]string{"": tr(c, "reports.schedule.changed")})
+			return
+		}
+	}
+	if err != nil {
+		h.failOr(c, err, func(a answer) {
+			f.ID = s.ID
+			h.renderReportSchedules(c, a.Status, f, "", map[string]string{a.Field: a.Message})
+		}, saying(kernel.ErrNotFound, "reports.schedule.none"))
+		return
+	}
+	h.redirectNotice(c, "/reports/schedules", "note", tr(c, "reports.schedule.updated"))
+}
+
+// CreateReportSchedule adds a report schedule from the form.
+func (h *Handlers) CreateReportSchedule(c *gin.Context) {
+	f, in := scheduleForm(c)
 	if _, err := h.reportsService().CreateSchedule(c.Request.Context(), actor(c), in); err != nil {
 		h.failOr(c, err, func(a answer) {
 			h.renderReportSchedules(c, a.Status, f, "", map[string]string{a.Field: a.Message})

@@ -162,6 +162,37 @@ func (a *Analyst) CreateSchedule(ctx context.Context, by audit.Actor, in Schedul
 	return s, nil
 }
 
+// UpdateSchedule changes the schedule s, as the caller read it, to in: a compare-and-set
+// on its version (kernel.ErrStateChanged when it changed since), audited as done by by.
+// A schedule moved to another period starts with the next one, as a new schedule does;
+// one that keeps its period keeps the last period it sent.
+func (a *Analyst) UpdateSchedule(ctx context.Context, by audit.Actor, s *Schedule, in ScheduleInput) (*Schedule, error) {
+	n, err := a.scheduleOf(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	n.ID, n.Version, n.CreatedBy, n.CreatedAt, n.LastPeriod = s.ID, s.Version, s.CreatedBy, s.CreatedAt, s.LastPeriod
+	if n.Period != s.Period {
+		_, n.LastPeriod, _ = slot(n.Period, a.now(), a.cfg.Location)
+	}
+	err = audit.RunOn(ctx, a.cfg.Store.k, by, a.cfg.Store.On, func(tx *Tallies, ch *audit.Change) error {
+		if err := tx.UpdateSchedule(ctx, n); err != nil {
+			return err
+		}
+		params := scheduleParams(n)
+		before := scheduleParams(s)
+		for _, k := range []string{"report", "period", "send_to", "on_duty"} {
+			params["before_"+k] = before[k]
+		}
+		ch.Audit("report_schedule.update", "report_schedule", strconv.FormatInt(n.ID, 10), params)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
 // DeleteSchedule removes the schedule s as the caller read it, audited as done by by.
 func (a *Analyst) DeleteSchedule(ctx context.Context, by audit.Actor, s *Schedule) error {
 	return audit.RunOn(ctx, a.cfg.Store.k, by, a.cfg.Store.On, func(tx *Tallies, ch *audit.Change) error {

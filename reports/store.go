@@ -3,6 +3,7 @@ package reports
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -299,6 +300,29 @@ func (s *Tallies) InsertSchedule(ctx context.Context, sc *Schedule) error {
 		sc.ID = 0
 		return fmt.Errorf("reports: create schedule: %w", err)
 	}
+	return nil
+}
+
+// UpdateSchedule writes the schedule's report, period, send and last period over the row
+// read at its version, moving the version on: kernel.ErrStateChanged when it changed or
+// went since.
+func (s *Tallies) UpdateSchedule(ctx context.Context, sc *Schedule) error {
+	send, err := json.Marshal(sc.Send)
+	if err != nil {
+		return fmt.Errorf("reports: update schedule %d: %w", sc.ID, err)
+	}
+	now := kernel.Now()
+	res := s.k.Writer(ctx).Table("report_schedules").Where("id = ? AND version = ?", sc.ID, sc.Version).
+		Updates(map[string]any{"report": sc.Report, "period": sc.Period, "send": string(send), "last_period": sc.LastPeriod,
+			"version": gorm.Expr("version + 1"), "updated_at": now})
+	if res.Error != nil {
+		return fmt.Errorf("reports: update schedule %d: %w", sc.ID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("reports: update schedule %d: %w", sc.ID, kernel.ErrStateChanged)
+	}
+	sc.Version++
+	sc.UpdatedAt = now
 	return nil
 }
 

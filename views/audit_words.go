@@ -42,6 +42,7 @@ var auditValueKinds = map[string]auditWords{
 	"browser": named("people.browser"), "system": named("people.system"),
 	"mention": named("audit.word.mention"), "fold": named("audit.word.fold"), "person": person,
 	"report": named("reports.name"), "period": named("reports.period"),
+	"before_report": named("reports.name"), "before_period": named("reports.period"),
 }
 
 // auditActionValues translate the values whose reading depends on the action.

@@ -39,6 +39,7 @@ var auditSample = audit.Params{
 	"before_as_weekday": "7", "before_account": "ty-main", "account": "ty-main", "accepted": "5", "fields": "name, mobile, active",
 	"reasons": "over_threshold", "person": "E3002", "keys": "1", "mention": "on_duty", "fold": "true", "browser": "wechat", "system": "ios", "ip": "10.1.2.3", "must_change": "true",
 	"report": "interruptions", "period": "weekly", "send_to": "E3002, 运营部, 值班群", "on_duty": "true", "last_period": "2026-11-30", "failed_period": "2026-11-23",
+	"before_report": "duty", "before_period": "monthly", "before_send_to": "E3003", "before_on_duty": "false",
 	"summary": `{"en":"WeCom issued an access token","zh-CN":"企业微信签发了访问令牌"}`,
 }
 

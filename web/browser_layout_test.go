@@ -103,6 +103,12 @@ func TestBrowserConsoleLayout(t *testing.T) {
 	c.finish(msgs["E2002"].ID, models.Outcome{Status: models.StatusSent, CountsAttempt: true, Called: true, ProviderMessageID: "p-1"})
 	c.send(&later, "E2001", "E2003")
 	batch := "/batches/" + msgs["E2001"].BatchID
+	_, sched, _ := c.apiKey("layout-admin", "admin").call("POST", "/api/v1/report-schedules",
+		`{"report":"interruptions","period":"weekly","send":{"recipients":["E2001","E2002"],"departments":["IT"],"to_on_duty":true}}`)
+	schedule, ok := sched["id"].(float64)
+	if !ok {
+		t.Fatalf("a report schedule: %v", sched["_raw"])
+	}
 
 	ctx := c.chineseBrowser(t, adminUser)
 	q := chromedp.ByQuery
@@ -143,7 +149,9 @@ func TestBrowserConsoleLayout(t *testing.T) {
 		{"heartbeat form", []chromedp.Action{chromedp.Navigate(c.url + "/heartbeats/layout/edit"), chromedp.WaitVisible(`#heartbeat-form`, q)}, nil, nil},
 		{"heartbeat token", append(heartbeatToken, openDetails), nil, nil},
 		{"reports", []chromedp.Action{chromedp.Navigate(c.url + "/reports?group_by=person"), chromedp.WaitVisible(`#chart-duty`, q)}, nil, nil},
-		{"report schedules", []chromedp.Action{chromedp.Navigate(c.url + "/reports/schedules"), chromedp.WaitVisible(`#report-schedule-form`, q)}, nil, nil},
+		{"report schedules", []chromedp.Action{chromedp.Navigate(c.url + "/reports/schedules"), chromedp.WaitVisible(`#report-schedules`, q)}, nil, nil},
+		{"report schedule edit", []chromedp.Action{chromedp.Navigate(fmt.Sprintf("%s/reports/schedules/%d/edit", c.url, int64(schedule))),
+			chromedp.WaitVisible(`#schedule-editing`, q)}, nil, nil},
 	}
 	checkLayouts(t, ctx, pages, shots)
 	t.Run("a group of the navigation opens on a click below a wide screen", func(t *testing.T) {

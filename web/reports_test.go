@@ -3,6 +3,7 @@ package web_test
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -140,6 +141,21 @@ func TestReportsAPI(t *testing.T) {
 	if status, body, _ := admin.call("GET", path, ""); status != http.StatusOK || body["report"] != "duty" {
 		t.Errorf("get: %d %v", status, body["_raw"])
 	}
+	lastMonthly, _ := body["last_period"].(string)
+	// Changed to a weekly report to a department: it starts with the next week.
+	if status, body, _ := admin.call("PUT", path, `{"report":"interruptions","period":"weekly","send":{"departments":["IT"]}}`); status != http.StatusOK ||
+		body["report"] != "interruptions" || body["period"] != "weekly" || body["last_period"] == lastMonthly || len(body["last_period"].(string)) != len("2006-01-02") {
+		t.Errorf("put: %d %v", status, body["_raw"])
+	}
+	if status, body, _ := admin.call("PUT", path, `{"report":"interruptions","period":"daily","send":{"departments":["IT"]}}`); status != http.StatusUnprocessableEntity || errorField(body) != "period" {
+		t.Errorf("put a daily period: %d %v, want 422 naming period", status, body["_raw"])
+	}
+	if status, body, _ := admin.call("GET", path, ""); status != http.StatusOK || body["period"] != "weekly" {
+		t.Errorf("after a refused put: %d %v, want it weekly still", status, body["_raw"])
+	}
+	if n := c.countRows("audit_log WHERE action = 'report_schedule.update'"); n != 1 {
+		t.Errorf("%d audit entries of a changed schedule, want 1", n)
+	}
 	if status, _, _ := admin.call("DELETE", path, ""); status != http.StatusNoContent {
 		t.Errorf("delete: %d", status)
 	}
@@ -191,5 +207,57 @@ func TestReportsInBrowser(t *testing.T) {
 	}
 	if !strings.Contains(listed, "打扰") || !strings.Contains(listed, "每周") || !strings.Contains(listed, "E1001, E1002") {
 		t.Errorf("schedules: %q", listed)
+	}
+	// Edited: the form comes filled in, and is saved as a monthly duty report.
+	var filled string
+	err = chromedp.Run(ctx,
+		chromedp.Click(`#report-schedules tr[data-schedule] a.button`, q), chromedp.WaitVisible(`#schedule-editing`, q),
+		chromedp.Value(`#recipients`, &filled, q),
+		chromedp.SetValue(`#report`, "duty", q), chromedp.SetValue(`#period`, "monthly", q),
+		chromedp.Click(`#schedule-save`, q), chromedp.WaitNotPresent(`#schedule-editing`, q),
+		chromedp.Text(`#report-schedules`, &listed, q),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filled != "E1001, E1002" || !strings.Contains(listed, "值班") || !strings.Contains(listed, "每月") {
+		t.Errorf("edited: form filled with %q, list %q", filled, listed)
+	}
+}
+
+// TestReportScheduleEditedMeanwhile: the console's edit form saves over the schedule as
+// it read it; one changed since (here through the API) is shown as it is now, 409, with
+// nothing saved.
+func TestReportScheduleEditedMeanwhile(t *testing.T) {
+	c := newConsole(t)
+	c.reportsFixture()
+	s := c.as(adminUser)
+	admin := c.apiKey("sched-admin", "admin")
+	_, body, _ := admin.call("POST", "/api/v1/report-schedules", `{"report":"duty","period":"weekly","send":{"recipients":["E1001"]}}`)
+	id := int64(body["id"].(float64))
+	edit := fmt.Sprintf("/reports/schedules/%d", id)
+	_, page := s.get(edit + "/edit")
+	if !strings.Contains(page, `name="version" value="1"`) {
+		t.Fatalf("the edit form carries no version:\n%s", page)
+	}
+	if status, _, _ := admin.call("PUT", fmt.Sprintf("/api/v1/report-schedules/%d", id), `{"report":"duty","period":"weekly","send":{"recipients":["E1002"]}}`); status != http.StatusOK {
+		t.Fatalf("put: %d", status)
+	}
+	form := url.Values{"version": {"1"}, "report": {"response"}, "period": {"weekly"}, "recipients": {"E1003"}}
+	res, page := s.post(edit, form)
+	if status := res.StatusCode; status != http.StatusConflict || !strings.Contains(page, "E1002") {
+		t.Errorf("a stale edit: %d, want 409 showing the schedule as it is now", res.StatusCode)
+	}
+	_, body, _ = admin.call("GET", fmt.Sprintf("/api/v1/report-schedules/%d", id), "")
+	if body["report"] != "duty" {
+		t.Errorf("after a stale edit the schedule reads %v", body["_raw"])
+	}
+	form.Set("version", "2")
+	if res, _ := s.post(edit, form); res.StatusCode != http.StatusSeeOther {
+		t.Errorf("an edit of the schedule as it is: %d, want 303", res.StatusCode)
+	}
+	_, body, _ = admin.call("GET", fmt.Sprintf("/api/v1/report-schedules/%d", id), "")
+	if body["report"] != "response" {
+		t.Errorf("after the edit the schedule reads %v", body["_raw"])
 	}
 }

@@ -125,6 +125,8 @@ var routeRoles = map[string]access.Role{
 	"GET /reports/schedules":                  access.RoleAdmin,
 	"POST /reports/schedules":                 access.RoleAdmin,
 	"POST /reports/schedules/:id/delete":      access.RoleAdmin,
+	"GET /reports/schedules/:id/edit":         access.RoleAdmin,
+	"POST /reports/schedules/:id":             access.RoleAdmin,
 	"GET /chat-groups":                        access.RoleAdmin,
 	"GET /chat-groups/new":                    access.RoleAdmin,
 	"POST /chat-groups":                       access.RoleAdmin,
