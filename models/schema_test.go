@@ -48,7 +48,7 @@ var gormModels = []any{
 	&inbound.Integration{}, &inbound.Received{}, &inbound.OpenKey{}, &inbound.Heartbeat{},
 	&phone.Call{},
 	&chatgroups.ChatGroup{},
-	&incident.Incident{}, &inhibit.Rule{}, &inhibit.Inhibition{}, &reports.Schedule{},
+	&incident.Incident{}, &inhibit.Rule{}, &inhibit.Inhibition{}, &reports.Schedule{}, &reports.NoticeDay{}, &reports.TalliedDay{},
 }
 
 // designTables are the tables the migrations create, by the names operators and tools rely on.

@@ -166,6 +166,31 @@ func (s *Tallies) FirstDelivered(ctx context.Context) (time.Time, error) {
 	return first, nil
 }
 
+// NoticeDay is a row of notice_days (migration 00067): one person's tally of one closed
+// date in the time zone named, the minutes at which interruptions began written as
+// "467,1203". What the report reads of it is a noticeDay.
+type NoticeDay struct {
+	Zone        string `gorm:"primaryKey"`
+	LocalDay    string `gorm:"primaryKey"`
+	RecipientID int64  `gorm:"primaryKey"`
+	Notices     int
+	Starts      string
+}
+
+// TableName implements gorm's tabler.
+func (NoticeDay) TableName() string { return "notice_days" }
+
+// TalliedDay is a row of notice_days_tallied: a closed date whose tally is stored, also
+// when nobody was notified that day.
+type TalliedDay struct {
+	Zone      string `gorm:"primaryKey"`
+	LocalDay  string `gorm:"primaryKey"`
+	TalliedAt time.Time
+}
+
+// TableName implements gorm's tabler.
+func (TalliedDay) TableName() string { return "notice_days_tallied" }
+
 // noticeDay is one person's tally of one local date: the notices delivered to them and
 // the minutes of the day at which an interruption began, ascending.
 type noticeDay struct {
@@ -179,7 +204,7 @@ type noticeDay struct {
 // is stored.
 func (s *Tallies) TalliedDays(ctx context.Context, zone, from, to string) (map[string]bool, error) {
 	var days []string
-	if err := s.k.Reader(ctx).Table("notice_days_tallied").Where("zone = ? AND local_day >= ? AND local_day <= ?", zone, from, to).
+	if err := s.k.Reader(ctx).Model(&TalliedDay{}).Where("zone = ? AND local_day >= ? AND local_day <= ?", zone, from, to).
 		Pluck("local_day", &days).Error; err != nil {
 		return nil, fmt.Errorf("reports: tallied days %s to %s: %w", from, to, err)
 	}
