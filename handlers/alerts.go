@@ -168,6 +168,12 @@ func (h *Handlers) renderAlert(c *gin.Context, status int, notice string, errs m
 		h.fail(c, err)
 		return
 	}
+	if _, err := h.Store.BatchByID(c.Request.Context(), a.BatchID); errors.Is(err, kernel.ErrNotFound) {
+		v.NoBatch = true
+	} else if err != nil {
+		h.fail(c, err)
+		return
+	}
 	var called []string
 	for _, s := range v.Steps {
 		called = append(called, s.Targets...)

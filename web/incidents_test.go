@@ -126,6 +126,20 @@ func TestIncidentsAPIAndPage(t *testing.T) {
 	if strings.Contains(body, "接手事件") {
 		t.Error("a viewer is offered to take the incident")
 	}
+	// The alert that opened the incident links to its batch; one that joined it was sent
+	// nothing of its own and says so, without a link that would lead to no batch.
+	lead, joined := testenv.Count(t, c.store, "SELECT MIN(id) FROM alerts WHERE incident_id = ?", id),
+		testenv.Count(t, c.store, "SELECT MAX(id) FROM alerts WHERE incident_id = ?", id)
+	resp, body = page.do("GET", fmt.Sprintf("/alerts/%d", lead), "", nil, map[string]string{"Accept-Language": "zh-CN"})
+	wantStatus(t, "the leading alert's page", resp, body, http.StatusOK)
+	if !strings.Contains(body, `<dd id="alert-batch"><a href="/batches/`) {
+		t.Error("the alert that opened the incident does not link to its batch")
+	}
+	resp, body = page.do("GET", fmt.Sprintf("/alerts/%d", joined), "", nil, map[string]string{"Accept-Language": "zh-CN"})
+	wantStatus(t, "a joined alert's page", resp, body, http.StatusOK)
+	if !strings.Contains(body, "已并入事件") || strings.Contains(body, `<dd id="alert-batch"><a`) {
+		t.Error("a joined alert's page links to a batch it has not, or does not say why it has none")
+	}
 	status, out, raw = call("POST", fmt.Sprintf("/api/v1/incidents/%d/ack", id), `{"by":"E2001","note":"机房断电"}`, admin)
 	if status != http.StatusOK || out["incident"].(map[string]any)["state"] != "acknowledged" || out["already"] != false {
 		t.Fatalf("take it: %d %s", status, raw)
