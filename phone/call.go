@@ -139,6 +139,17 @@ func (l *CallLog) RecordOutcome(ctx context.Context, c *Call, outcome, keys stri
 	return res.RowsAffected == 1, nil
 }
 
+// NotPlaced marks the call c, as read awaiting its outcome, CallNotPlaced for reason: a
+// compare-and-set, false when a report or another worker moved it first.
+func (l *CallLog) NotPlaced(ctx context.Context, c *Call, reason string, now time.Time) (bool, error) {
+	res := l.k.Writer(ctx).Model(&Call{}).Where("message_id = ? AND outcome = ?", c.MessageID, CallAwaiting).
+		Updates(map[string]any{"outcome": CallNotPlaced, "reason": reason, "reported_at": now})
+	if res.Error != nil {
+		return false, fmt.Errorf("phone: call %s not placed: %w", c.MessageID, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
 // CancelCalls cancels the calls of an alert not placed yet (their messages still
 // waiting: pending, failed with a retry due, held, throttled), and marks them
 // CallNotPlaced for reason, at now. It returns how many.

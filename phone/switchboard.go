@@ -244,6 +244,42 @@ func (Book) RecordCalls(ctx context.Context, tx *models.Store, sc alert.StepCall
 	return Of(tx).AddCalls(ctx, calls)
 }
 
+// Moot tells the worker, just before it places a call, whether the call is still
+// wanted: a message of an alert's call whose alert was acknowledged, resolved or
+// exhausted while the worker held it (CancelCalls cancels only the calls still waiting)
+// is not placed. The call is marked CallNotPlaced for that reason, a compare-and-set on
+// its awaiting outcome, and the reason returned (also for a call marked so before); ""
+// when the call goes ahead (also for a message that is not a call).
+func (Book) Moot(ctx context.Context, store *models.Store, m *models.Message) (string, error) {
+	if m.AlertID == nil || m.Platform != alert.VoicePlatform {
+		return "", nil
+	}
+	c, err := Of(store).CallByMessage(ctx, m.ID)
+	switch {
+	case errors.Is(err, kernel.ErrNotFound):
+		return "", nil
+	case err != nil:
+		return "", err
+	case c.Outcome == CallNotPlaced:
+		return c.Reason, nil
+	case c.Outcome != CallAwaiting:
+		return "", nil // placed before, and being sent again: the provider's outcome stands
+	}
+	a, err := alert.Of(store).AlertByID(ctx, *m.AlertID)
+	if err != nil {
+		return "", err
+	}
+	reason := map[string]string{alert.AlertAcknowledged: alert.CallCancelledAcknowledged,
+		alert.AlertResolved: alert.CallCancelledResolved, alert.AlertExhausted: alert.CallCancelledExhausted}[a.State]
+	if reason == "" {
+		return "", nil
+	}
+	if _, err := Of(store).NotPlaced(ctx, c, reason, kernel.Now()); err != nil {
+		return "", err
+	}
+	return reason, nil
+}
+
 // CancelCalls cancels, in tx, the calls of an alert not placed yet.
 func (Book) CancelCalls(ctx context.Context, tx *models.Store, alertID int64, reason string, now time.Time) error {
 	_, err := Of(tx).CancelCalls(ctx, alertID, reason, now.UTC().Truncate(time.Microsecond))

@@ -39,6 +39,7 @@ type Sender struct {
 	callbacks          *Callbacks
 	fallBackSoon       func()
 	foldThrottled      func(ctx context.Context, m *models.Message)
+	moot               func(ctx context.Context, store *models.Store, m *models.Message) (string, error)
 	accounts           *sending.AccountCache
 	location           *time.Location
 	now, silenceNow    func() time.Time
@@ -99,6 +100,10 @@ type SenderConfig struct {
 	// its account's limit, after its row says so: the group's waiting posts may fold
 	// into one (dispatch.FoldThrottled).
 	FoldThrottled func(ctx context.Context, m *models.Message)
+	// Moot, when set, is asked just before the platform call of a message of an alert
+	// whether the message is still wanted (phone.Book.Moot: a call whose alert ended
+	// while this worker held it): a reason stops the message without a call.
+	Moot func(ctx context.Context, store *models.Store, m *models.Message) (reason string, err error)
 }
 
 // DefaultCallTimeout bounds one provider call unless told otherwise
@@ -180,8 +185,8 @@ func NewSender(cfg SenderConfig) (*Sender, error) {
 	s := &Sender{store: cfg.Store, channels: cfg.Channels, enqueuer: cfg.Enqueuer, limiter: cfg.Limiter,
 		policy: cfg.Policy, retryScale: cfg.RetryScale, log: cfg.Log, callTimeout: cfg.CallTimeout, lease: cfg.Lease,
 		metrics: cfg.Metrics, stats: cfg.Stats, callbacks: cfg.Callbacks, fallBackSoon: cfg.FallBackSoon,
-		foldThrottled: cfg.FoldThrottled,
-		accounts:      cfg.Accounts, location: cfg.Location, now: cfg.Now, silenceNow: cfg.SilenceNow}
+		foldThrottled: cfg.FoldThrottled, moot: cfg.Moot,
+		accounts: cfg.Accounts, location: cfg.Location, now: cfg.Now, silenceNow: cfg.SilenceNow}
 	if s.policy == nil {
 		s.policy = delivery.DefaultPolicy
 	}
@@ -510,6 +515,9 @@ func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func
 	if o, wait := s.quietHours(m, acct); wait {
 		return nil, nil, nil, o, false
 	}
+	if o, stop := s.mootNow(ctx, m); stop {
+		return nil, nil, nil, o, false
+	}
 	sender, err := s.channels.Sender(acct.Channel())
 	if err != nil {
 		return nil, nil, nil, s.failure(m, acct, &channels.Error{Class: channels.Permanent, Err: err}, false, time.Time{}, 0), false
@@ -519,6 +527,24 @@ func (s *Sender) prepare(ctx context.Context, m *models.Message, beforeWait func
 		return nil, nil, nil, o, false
 	}
 	return acct, sender, adm, models.Outcome{}, true
+}
+
+// mootNow stops a message of an alert that is no longer wanted (SenderConfig.Moot)
+// before its platform call, without an attempt. A check that fails lets the call go
+// ahead: a call too many is better than an alert nobody hears of.
+func (s *Sender) mootNow(ctx context.Context, m *models.Message) (models.Outcome, bool) {
+	if s.moot == nil || m.AlertID == nil {
+		return models.Outcome{}, false
+	}
+	reason, err := s.moot(ctx, s.store, m)
+	if err != nil {
+		s.log.Warn("could not tell whether an alert's call is still wanted; placing it", "message", m.ID, "error", err)
+		return models.Outcome{}, false
+	}
+	if reason == "" {
+		return models.Outcome{}, false
+	}
+	return models.Outcome{Status: models.StatusStopped, ErrorClass: string(channels.Permanent), Error: "not placed: " + reason}, true
 }
 
 // alertActions are the buttons of a notice of an alert (a WeCom card shows them); none

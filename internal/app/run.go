@@ -13,6 +13,7 @@ import (
 	"herald/delivery"
 	"herald/dispatch"
 	"herald/handlers"
+	"herald/phone"
 	"herald/tasks"
 	"herald/web"
 )
@@ -134,7 +135,7 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 		Limiter: a.Limiter, Location: a.Config.Location, Log: a.Log, CallTimeout: a.Config.SendTimeout,
 		Accounts: a.Accounts, Metrics: tasks.NewMetrics(a.Metrics, a.Channels), Stats: a.Stats,
 		Callbacks: a.Callbacks, FallBackSoon: a.Dispatch.FallBackSoon, FoldThrottled: dispatch.FoldThrottled(a.Dispatch),
-		Lease: a.Config.Knobs.Lease, RetryScale: a.Config.Knobs.RetryScale})
+		Lease: a.Config.Knobs.Lease, RetryScale: a.Config.Knobs.RetryScale, Moot: phone.Book{}.Moot})
 	if err != nil {
 		return err
 	}
