@@ -20,11 +20,7 @@ import (
 func TestAttemptLogLine(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := testenv.Store(t)
-	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, red := storeAndRedis(t)
 	c := newHookChunk(t, store, []string{"up@example.com", "down@example.com"})
 	a, ids, task := c.account, c.ids, c.task
 	var out testenv.SyncBuffer

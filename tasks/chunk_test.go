@@ -9,7 +9,6 @@ import (
 
 	"github.com/hibiken/asynq"
 
-	"herald/internal/testenv"
 	"herald/models"
 	"herald/sending"
 	"herald/tasks"
@@ -21,11 +20,7 @@ import (
 func TestChunkRetriesAFailedMessageOnItsOwn(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := testenv.Store(t)
-	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, red := storeAndRedis(t)
 	addrs := []string{"a@example.com", "b@example.com", "down@example.com", "c@example.com", "d@example.com"}
 	c := newHookChunk(t, store, addrs)
 	receiver, ids, task := c.receiver, c.ids, c.task
@@ -80,11 +75,7 @@ func TestChunkRetriesAFailedMessageOnItsOwn(t *testing.T) {
 func TestRecoverReplacesWhatAStuckChunkStillCarries(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := testenv.Store(t)
-	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, red := storeAndRedis(t)
 	msgs := seedDue(t, store, 5)
 	chunk := tasks.ChunkTaskID(msgs[0].BatchID, 1)
 	ids := make([]string, len(msgs))
@@ -135,11 +126,7 @@ func TestRecoverReplacesWhatAStuckChunkStillCarries(t *testing.T) {
 func TestSweepReenqueuesMessagesWhoseChunkIsLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := testenv.Store(t)
-	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, red := storeAndRedis(t)
 	msgs := seedDue(t, store, 6)
 	ids := make([]string, len(msgs))
 	for i, m := range msgs {

@@ -9,8 +9,10 @@ import (
 	"testing"
 
 	"herald/directory"
+	"herald/internal/testenv"
 	"herald/models"
 	"herald/sending"
+	"herald/tasks"
 )
 
 // hookReceiver is a webhook endpoint that counts the calls per address (the payload's
@@ -19,6 +21,17 @@ type hookReceiver struct {
 	URL string
 	mu  sync.Mutex
 	got map[string]int
+}
+
+// storeAndRedis is a test's own database and Redis.
+func storeAndRedis(t *testing.T) (*models.Store, *tasks.Redis) {
+	t.Helper()
+	store := testenv.Store(t)
+	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, red
 }
 
 func newHookReceiver(t *testing.T, down func(to string) bool) *hookReceiver {

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"herald/internal/testenv"
 	"herald/models"
 	"herald/sending"
 	"herald/tasks"
@@ -17,11 +16,7 @@ import (
 func TestQuietHoursHoldNormalAndLow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := testenv.Store(t)
-	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, red := storeAndRedis(t)
 	receiver := newHookReceiver(t, nil)
 	a, r := hookAccount(t, store, receiver, func(a *sending.Account) { a.QuietHours = sending.QuietHours{Start: "20:00", End: "08:00"} })
 	shanghai, err := time.LoadLocation("Asia/Shanghai")

@@ -16,7 +16,6 @@ import (
 
 	"herald/channels"
 	"herald/directory"
-	"herald/internal/testenv"
 	"herald/models"
 	"herald/sending"
 	"herald/simulator"
@@ -30,11 +29,7 @@ import (
 func TestChunkSendsInGroups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := testenv.Store(t)
-	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, red := storeAndRedis(t)
 	sim := simulator.New(simulator.Faults{})
 	var calls atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -165,11 +160,7 @@ func TestChunkSendsInGroups(t *testing.T) {
 func TestChunkSendsWeComInGroups(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	store := testenv.Store(t)
-	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, red := storeAndRedis(t)
 	sim := simulator.New(simulator.Faults{})
 	sim.SetWeComDirectory(simulator.WeComDirectory{Unknown: []string{"w3"}, Unlicensed: []string{"w4", "w12"}})
 	var calls atomic.Int64

@@ -10,7 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"herald/channels"
-	"herald/internal/testenv"
 	"herald/models"
 	"herald/tasks"
 )
@@ -53,11 +52,7 @@ func newTestSender(t *testing.T, store *models.Store, red *tasks.Redis, cfg task
 // its limiter, which would send past the limits a platform enforces by dropping.
 func TestNewSenderRequiresItsParts(t *testing.T) {
 	t.Parallel()
-	store := testenv.Store(t)
-	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, red := storeAndRedis(t)
 	enq := tasks.NewEnqueuer(red.Asynq())
 	t.Cleanup(func() { enq.Close() })
 	limiter, err := tasks.NewLimiter(tasks.LimiterConfig{Redis: red})
