@@ -66,7 +66,7 @@ test-long: test
 bench: export HERALD_TEST_MYSQL_DSN ?= root@tcp(127.0.0.1:3306)/?parseTime=true&loc=UTC&charset=utf8mb4
 bench: export HERALD_TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 bench:
-	$(GO) test -run '^$$' -bench 'Pipeline|AckLinks|Intake|Concurrency|Dashboard|BurstMix|EmbeddedGrowth|KilledWorker|ScheduledLateness|Email|DingTalk|WeCom|Escalation|Digest|SilenceRelease|Inbound|Reports' -benchtime 1x -timeout 60m ./bench
+	$(GO) test -run '^$$' -bench 'Pipeline|AckLinks|Intake|Concurrency|Dashboard|BurstMix|EmbeddedGrowth|KilledWorker|ScheduledLateness|Email|DingTalk|WeCom|Idle|Escalation|Digest|SilenceRelease|Inbound|Reports' -benchtime 1x -timeout 60m ./bench
 	$(GO) test -run '^$$' -bench . -benchmem ./tasks ./simulator ./models
 
 clean:
