@@ -24,6 +24,7 @@ import (
 	"herald/directory"
 	"herald/duty"
 	"herald/inbound"
+	"herald/inhibit"
 	"herald/internal/batch"
 	"herald/kernel"
 	"herald/models"
@@ -59,6 +60,9 @@ type Dispatcher struct {
 	groups    grouper
 	fallbacks fallbackRuns
 	threshold thresholdCache
+	// inhibitRules are the inhibition rules compiled, for every Referee of the process.
+	inhibitRules     *inhibit.RuleCache
+	inhibitRulesOnce sync.Once
 	// writes gathers concurrent intakes into shared transactions.
 	writes     *batch.Batcher[write, error]
 	writesOnce sync.Once

@@ -8,10 +8,13 @@ import (
 )
 
 // Inhibition is the inhibition rules' service on the dispatcher's store, starting a
-// released alert's escalation through the alerts' service. It is a function, not a
-// method, so the dispatcher's own surface stays as it is.
+// released alert's escalation through the alerts' service, on the dispatcher's one cache
+// of compiled rules (so that a change through the console or the API reaches the
+// integrations' intake at once). It is a function, not a method, so the dispatcher's own
+// surface stays as it is.
 func Inhibition(d *Dispatcher) *inhibit.Referee {
-	return inhibit.NewService(d.store, d.alerts, d.clock, d.log)
+	d.inhibitRulesOnce.Do(func() { d.inhibitRules = inhibit.NewRuleCache() })
+	return inhibit.NewService(d.store, d.alerts, d.clock, d.log, d.inhibitRules)
 }
 
 // RunInhibitPass releases, every interval until ctx ends, the alerts inhibited by

@@ -152,3 +152,44 @@ func TestInhibitionSettledByThePass(t *testing.T) {
 		t.Errorf("PingLost escalated: %v", s)
 	}
 }
+
+// TestInhibitRuleChangeAppliesAtOnce: the integrations' intake keeps the rules compiled
+// for a second, but a rule made through the process's service applies to the very next
+// event: an event before the rule is not inhibited, the one right after it is.
+func TestInhibitRuleChangeAppliesAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newAlertFixture(t)
+	ctx := context.Background()
+	f.policy(t, alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}})
+	it, _, err := f.d.Inbound().CreateIntegration(ctx, f.by, inbound.IntegrationInput{Name: "prom", Format: inbound.FormatAlertmanager,
+		DefaultRoute: &inbound.Route{Policy: "night", Platform: "sandbox", Recipients: []string{"E2002"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(name, cluster, severity string) int64 {
+		t.Helper()
+		recs, err := f.d.Inbound().Receive(ctx, it, alertmanagerBody("firing", name, cluster, severity))
+		if err != nil || len(recs) != 1 || recs[0].Outcome != inbound.OutcomeCreated {
+			t.Fatalf("%s %s: %+v, %v", name, cluster, recs, err)
+		}
+		return *recs[0].AlertID
+	}
+	open("DBDown", "sh-core", "critical")
+	before := open("SlowQuery", "sh-core", "warning")
+	if _, err := dispatch.Inhibition(f.d).CreateRule(ctx, f.by, inhibit.RuleInput{Name: "db-down",
+		Source: []delivery.Matcher{{Name: "severity", Value: "critical"}}, Target: []delivery.Matcher{{Name: "severity", Value: "warning"}},
+		Equal: []string{"cluster"}}); err != nil {
+		t.Fatal(err)
+	}
+	after := open("DiskFull", "sh-core", "warning")
+	inh, err := inhibit.Of(f.store).Inhibitions(ctx, []int64{before, after})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := inh[before]; ok {
+		t.Error("the warning before the rule was inhibited")
+	}
+	if got, ok := inh[after]; !ok || got.RuleName != "db-down" {
+		t.Errorf("the warning right after the rule: %+v, want inhibited by db-down", got)
+	}
+}

@@ -37,15 +37,21 @@ type Referee struct {
 	// clock is the clock; nil means kernel.Now.
 	clock func() time.Time
 	log   *slog.Logger
+	// rules are the compiled rules, shared by the process's Referees.
+	rules *RuleCache
 }
 
 // NewService builds the inhibition service on store; alerts starts the escalation of a
-// released alert; clock is the clock (nil: kernel.Now); log defaults to slog.Default().
-func NewService(store *models.Store, alerts Escalator, clock func() time.Time, log *slog.Logger) *Referee {
+// released alert; clock is the clock (nil: kernel.Now); log defaults to slog.Default();
+// rules is the process's cache of compiled rules (nil: one of this Referee's own).
+func NewService(store *models.Store, alerts Escalator, clock func() time.Time, log *slog.Logger, rules *RuleCache) *Referee {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Referee{store: store, alerts: alerts, clock: clock, log: log}
+	if rules == nil {
+		rules = NewRuleCache()
+	}
+	return &Referee{store: store, alerts: alerts, clock: clock, log: log, rules: rules}
 }
 
 // now is the service's clock, in UTC, to the microsecond the database keeps.
@@ -54,7 +60,9 @@ func (d *Referee) now() time.Time { return kernel.Clock(d.clock).Now().Truncate(
 // change runs fn with a store bound to one transaction, with the audit entries fn
 // records (audit.Run).
 func (d *Referee) change(ctx context.Context, by audit.Actor, fn func(tx *models.Store, ch *audit.Change) error) error {
-	return audit.RunOn(ctx, d.store.DB(), by, d.store.On, fn)
+	err := audit.RunOn(ctx, d.store.DB(), by, d.store.On, fn)
+	d.rules.forget()
+	return err
 }
 
 // Limits of a rule.
@@ -251,21 +259,15 @@ type compiledRule struct {
 // except left out: the first rule whose target subject matches and, under it, the
 // oldest open alert its source matches with the same values of its equal labels.
 func (d *Referee) inhibitor(ctx context.Context, subject delivery.Subject, except int64) (*inbound.Inhibited, error) {
-	rules, err := Of(d.store).Rules(ctx)
-	if err != nil || len(rules) == 0 {
+	rules, err := d.rules.compiled(ctx, Of(d.store))
+	if err != nil {
 		return nil, err
 	}
 	var compiled []compiledRule
-	for i := range rules {
-		target, err := delivery.CompileMatchers(rules[i].Target)
-		if err != nil || !target.Matches(subject) {
-			continue // validated when saved; an expression Go no longer takes matches nothing
+	for _, c := range rules {
+		if c.target.Matches(subject) {
+			compiled = append(compiled, c)
 		}
-		source, err := delivery.CompileMatchers(rules[i].Source)
-		if err != nil {
-			continue
-		}
-		compiled = append(compiled, compiledRule{&rules[i], source, target})
 	}
 	if len(compiled) == 0 {
 		return nil, nil
