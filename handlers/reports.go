@@ -128,15 +128,14 @@ func (h *Handlers) EditReportSchedule(c *gin.Context) {
 	h.renderReportSchedules(c, http.StatusOK, scheduleFormOf(s), "", nil)
 }
 
-// UpdateReportSchedule saves the edit form over the schedule as the form read it: one
-// changed meanwhile is shown again as it is now, with nothing saved.
+// UpdateReportSchedule saves the edit form over the schedule as the form read it (its
+// version, which the service's compare-and-set judges): one changed meanwhile is shown
+// again as it is now, with nothing saved.
 func (h *Handlers) UpdateReportSchedule(c *gin.Context) {
 	f, in := scheduleForm(c)
 	s, err := h.reportSchedule(c)
-	if err == nil && s.Version != f.Version {
-		err = kernel.ErrStateChanged
-	}
 	if err == nil {
+		f.ID, s.Version = s.ID, f.Version
 		_, err = h.reportsService().UpdateSchedule(c.Request.Context(), actor(c), s, in)
 	}
 	if errors.Is(err, kernel.ErrStateChanged) {
@@ -147,7 +146,6 @@ func (h *Handlers) UpdateReportSchedule(c *gin.Context) {
 	}
 	if err != nil {
 		h.failOr(c, err, func(a answer) {
-			f.ID = s.ID
 			h.renderReportSchedules(c, a.Status, f, "", map[string]string{a.Field: a.Message})
 		}, saying(kernel.ErrNotFound, "reports.schedule.none"))
 		return

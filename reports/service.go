@@ -6,7 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"slices"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"herald/alert"
@@ -47,10 +47,9 @@ type Config struct {
 type Analyst struct {
 	cfg Config
 
-	mu sync.Mutex
-	// talliedThrough is the last closed date TallyClosedDays found tallied with every
-	// one before it.
-	talliedThrough time.Time
+	// talliedThrough is the last closed date (Unix seconds of its midnight UTC) that
+	// TallyClosedDays found tallied with every one before it.
+	talliedThrough atomic.Int64
 }
 
 // NewService builds the reports' service from cfg.

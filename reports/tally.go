@@ -88,69 +88,68 @@ func (a *Analyst) noticeDays(ctx context.Context, r Range, ownKey int64) ([]noti
 		if stored[d.Format(time.DateOnly)] {
 			continue
 		}
-		tallies, err := a.tallyDay(ctx, d, ownKey)
+		var tallies []noticeDay
+		var err error
+		if ownKey == 0 && !d.After(closed) {
+			tallies, err = a.storeDay(ctx, d)
+		} else {
+			tallies, err = a.tallyDay(ctx, d, ownKey)
+		}
 		if err != nil {
 			return nil, err
-		}
-		if ownKey == 0 && !d.After(closed) {
-			if _, err := a.cfg.Store.SaveDay(ctx, zone, d.Format(time.DateOnly), tallies); err != nil {
-				return nil, err
-			}
 		}
 		out = append(out, tallies...)
 	}
 	return out, nil
 }
 
+// storeDay tallies the closed date d and stores it (Tallies.SaveDay: a date another
+// process stored meanwhile is left as it is, the same count).
+func (a *Analyst) storeDay(ctx context.Context, d time.Time) ([]noticeDay, error) {
+	tallies, err := a.tallyDay(ctx, d, 0)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := a.cfg.Store.SaveDay(ctx, a.cfg.Location.String(), d.Format(time.DateOnly), tallies); err != nil {
+		return nil, err
+	}
+	return tallies, nil
+}
+
 // TallyClosedDays stores the tally of every closed date not yet tallied, from the first
 // notice recorded, at most tallyPassDays of them a pass, and returns how many it
-// stored. The sweep calls it once a minute: once the last closed date is tallied it
-// reads nothing until the next date closes.
+// stored. The sweep calls it once a minute: once the last closed date is tallied (or
+// nothing was ever delivered) it reads nothing until the next date closes.
 func (a *Analyst) TallyClosedDays(ctx context.Context) (int, error) {
 	closed := a.lastClosedDay()
-	a.mu.Lock()
-	done := a.talliedThrough.Equal(closed)
-	a.mu.Unlock()
-	if done {
+	if a.talliedThrough.Load() == closed.Unix() {
 		return 0, nil
 	}
 	first, err := a.cfg.Store.FirstDelivered(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if first.IsZero() {
-		// Nothing delivered yet: nothing to tally until the next date closes.
-		a.mu.Lock()
-		a.talliedThrough = closed
-		a.mu.Unlock()
-		return 0, nil
-	}
-	t := first.In(a.cfg.Location)
-	from := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
-	zone := a.cfg.Location.String()
-	stored, err := a.cfg.Store.TalliedDays(ctx, zone, from.Format(time.DateOnly), closed.Format(time.DateOnly))
-	if err != nil {
-		return 0, err
-	}
 	n := 0
-	for d := from; !d.After(closed); d = d.AddDate(0, 0, 1) {
-		if stored[d.Format(time.DateOnly)] {
-			continue
-		}
-		if n == tallyPassDays {
-			return n, nil
-		}
-		tallies, err := a.tallyDay(ctx, d, 0)
+	if !first.IsZero() {
+		t := first.In(a.cfg.Location)
+		from := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+		stored, err := a.cfg.Store.TalliedDays(ctx, a.cfg.Location.String(), from.Format(time.DateOnly), closed.Format(time.DateOnly))
 		if err != nil {
-			return n, err
+			return 0, err
 		}
-		if _, err := a.cfg.Store.SaveDay(ctx, zone, d.Format(time.DateOnly), tallies); err != nil {
-			return n, err
+		for d := from; !d.After(closed); d = d.AddDate(0, 0, 1) {
+			if stored[d.Format(time.DateOnly)] {
+				continue
+			}
+			if n == tallyPassDays {
+				return n, nil
+			}
+			if _, err := a.storeDay(ctx, d); err != nil {
+				return n, err
+			}
+			n++
 		}
-		n++
 	}
-	a.mu.Lock()
-	a.talliedThrough = closed
-	a.mu.Unlock()
+	a.talliedThrough.Store(closed.Unix())
 	return n, nil
 }
