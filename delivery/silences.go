@@ -6,6 +6,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -88,6 +89,32 @@ func (m Matcher) Op() string {
 		return "!="
 	}
 	return "="
+}
+
+// String writes the matcher as Alertmanager does, the value quoted: severity="critical",
+// alertname=~"Slow.*". ParseMatcher reads it back.
+func (m Matcher) String() string { return m.Name + m.Op() + strconv.Quote(m.Value) }
+
+// ParseMatcher reads a matcher written name=value, name!=value, name=~expression or
+// name!~expression, the value in double quotes or bare; false when line is none.
+func ParseMatcher(line string) (Matcher, bool) {
+	i := strings.IndexAny(line, "=!")
+	if i <= 0 {
+		return Matcher{}, false
+	}
+	m := Matcher{Name: strings.TrimSpace(line[:i])}
+	rest := line[i:]
+	for _, op := range []string{"!~", "=~", "!=", "="} {
+		if strings.HasPrefix(rest, op) {
+			m.Regex, m.Negate = strings.HasSuffix(op, "~"), op[0] == '!'
+			m.Value = strings.TrimSpace(rest[len(op):])
+			if v, err := strconv.Unquote(m.Value); err == nil {
+				m.Value = v
+			}
+			return m, true
+		}
+	}
+	return Matcher{}, false
 }
 
 // Check compiles a regex matcher's expression as Compile does and refuses one whose

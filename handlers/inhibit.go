@@ -124,7 +124,7 @@ func inhibitRuleInputOf(f views.InhibitRuleForm) (inhibit.RuleInput, error) {
 			if line = strings.TrimSpace(line); line == "" {
 				continue
 			}
-			m, ok := matcherOfLine(line)
+			m, ok := delivery.ParseMatcher(line)
 			if !ok {
 				return in, kernel.Invalid(side.field, "inhibit.check.line", "Line", line)
 			}
@@ -137,28 +137,6 @@ func inhibitRuleInputOf(f views.InhibitRuleForm) (inhibit.RuleInput, error) {
 		}
 	}
 	return in, nil
-}
-
-// matcherOfLine reads name=value, name!=value, name=~expression or name!~expression; a
-// value in double quotes is unquoted.
-func matcherOfLine(line string) (delivery.Matcher, bool) {
-	i := strings.IndexAny(line, "=!")
-	if i <= 0 {
-		return delivery.Matcher{}, false
-	}
-	m := delivery.Matcher{Name: strings.TrimSpace(line[:i])}
-	rest := line[i:]
-	for _, op := range []string{"!~", "=~", "!=", "="} {
-		if strings.HasPrefix(rest, op) {
-			m.Regex, m.Negate = strings.HasSuffix(op, "~"), op[0] == '!'
-			m.Value = strings.TrimSpace(rest[len(op):])
-			if v, err := strconv.Unquote(m.Value); err == nil {
-				m.Value = v
-			}
-			return m, true
-		}
-	}
-	return delivery.Matcher{}, false
 }
 
 // inhibitRuleFormFailed shows the form again with err beside its field: a matcher's

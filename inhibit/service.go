@@ -170,7 +170,7 @@ func ruleParams(r *Rule) audit.Params {
 func matchersText(ms []delivery.Matcher) string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
-		out[i] = m.Name + m.Op() + strconv.Quote(m.Value)
+		out[i] = m.String()
 	}
 	return strings.Join(out, ", ")
 }

@@ -241,7 +241,7 @@ func (d *Keeper) approvalReasons(ctx context.Context, in SilenceInput, by creato
 func silenceParams(s *Silence) audit.Params {
 	var ms []string
 	for _, m := range s.Matchers {
-		ms = append(ms, m.Name+m.Op()+strconv.Quote(m.Value))
+		ms = append(ms, m.String())
 	}
 	return audit.Params{"id": strconv.FormatInt(s.ID, 10), "matchers": strings.Join(ms, ", "),
 		"starts": s.StartsAt.Format(time.RFC3339), "ends": s.EndsAt.Format(time.RFC3339), "on_end": s.OnEnd, "approval": s.Approval,
