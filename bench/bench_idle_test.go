@@ -25,7 +25,9 @@ import (
 // each process used over HERALD_BENCH_IDLE_SPAN (20 s) with nothing to do and no browser
 // open, as a percentage of one core; then HERALD_BENCH_IDLE_SAMPLES (5) messages to one
 // person, each after HERALD_BENCH_IDLE_GAP (5 s) of quiet, sent through the API: the
-// time from a message's creation to its being sent (p50 and slowest). Lines:
+// time from a message's creation to its being sent (p50 and slowest). The workers go
+// idle 2 s after their last task (HERALD_TEST_KNOBS=idle_after=2s; a minute in
+// production), so that each message arrives at an idle worker. Lines:
 //
 //	idle mode=embedded serve_cpu_pct=… first_pickup_p50_ms=… first_pickup_max_ms=…
 //	idle mode=mysql worker_cpu_pct=… web_cpu_pct=… first_pickup_p50_ms=… first_pickup_max_ms=…
@@ -44,7 +46,8 @@ func BenchmarkIdle(b *testing.B) {
 		dir := b.TempDir()
 		addr := freeAddr(b)
 		env := map[string]string{"HERALD_DATA_DIR": dir, "HERALD_ADDR": addr, "HERALD_ADMIN_PASSWORD": testAdminPassword,
-			"HERALD_SESSION_SECRET": "bench-session-secret-0123456789abcdef", "HERALD_SECRET_KEY": "bench-secret-key-0123456789abcdef0123"}
+			"HERALD_SESSION_SECRET": "bench-session-secret-0123456789abcdef", "HERALD_SECRET_KEY": "bench-secret-key-0123456789abcdef0123",
+			"HERALD_TEST_KNOBS": idleKnob}
 		serve := exec.Command(heraldBinary(b), "serve")
 		serve.Env = processEnv(env)
 		if err := serve.Start(); err != nil {
@@ -67,6 +70,7 @@ func BenchmarkIdle(b *testing.B) {
 
 		// MySQL + Redis: a worker process of its own beside the web process.
 		rig := newBenchRig(b, 1, 0)
+		rig.env["HERALD_TEST_KNOBS"] = idleKnob
 		w := rig.startWorker(b, rig.h.App.Config.WorkerConcurrency)
 		_, readKey, err := rig.h.App.Store.Access().CreateAPIKey(context.Background(), "idle", "send,read", "bench")
 		if err != nil {
@@ -83,6 +87,9 @@ func BenchmarkIdle(b *testing.B) {
 		b.ReportMetric(workerCPU, "mysql_worker_idle_cpu_pct")
 	}
 }
+
+// idleKnob has the benchmark's workers go idle 2 s after their last task.
+const idleKnob = "idle_after=2s"
 
 // idleCPU is the CPU the reading used over span, as a percentage of one core.
 func idleCPU(span time.Duration, read func() time.Duration) float64 {

@@ -31,11 +31,14 @@ type TestKnobs struct {
 	// from unset.
 	SweepGrace    time.Duration
 	SweepGraceSet bool
+	// IdleAfter is how long a worker stays quick after its last task before it polls
+	// slowly again (1m in production).
+	IdleAfter time.Duration
 }
 
 // Set reports whether any knob is set.
 func (k TestKnobs) Set() bool {
-	return k.Lease != 0 || k.StepWait != 0 || k.RetryScale != 0 || k.SweepEvery != 0 || k.SweepGraceSet
+	return k.Lease != 0 || k.StepWait != 0 || k.RetryScale != 0 || k.SweepEvery != 0 || k.SweepGraceSet || k.IdleAfter != 0
 }
 
 // String lists the knobs that are set, in HERALD_TEST_KNOBS's own form.
@@ -77,6 +80,8 @@ var knobs = []knob{
 			}
 			return k.SweepGrace.String()
 		}},
+	{"idle_after", time.Second, time.Minute,
+		func(k *TestKnobs, d time.Duration) { k.IdleAfter = d }, func(k *TestKnobs) string { return durationOrEmpty(k.IdleAfter) }},
 }
 
 func durationOrEmpty(d time.Duration) string {

@@ -35,6 +35,9 @@ func NewAlertStepTask(stepID int64, due time.Time) *asynq.Task {
 // EnqueueAlertStep schedules the task of a step; a step already scheduled is fine.
 func (e *Enqueuer) EnqueueAlertStep(ctx context.Context, stepID int64, due time.Time) error {
 	_, err := e.client.EnqueueContext(ctx, NewAlertStepTask(stepID, due))
+	if err == nil {
+		e.woke(ctx, 1)
+	}
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) {
 		return fmt.Errorf("tasks: enqueue alert step %d: %w", stepID, err)
 	}

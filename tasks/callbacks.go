@@ -109,6 +109,9 @@ func (c *Callbacks) enqueue(ctx context.Context, keyID int64) error {
 	payload, _ := json.Marshal(callbackPayload{KeyID: keyID})
 	_, err := c.Enqueuer.client.EnqueueContext(ctx, asynq.NewTask(TypeDeliverCallbacks, payload),
 		asynq.TaskID(callbackTaskID(keyID)), asynq.Queue(QueueCallbacks), asynq.MaxRetry(0), asynq.Timeout(callbackLease))
+	if err == nil {
+		c.Enqueuer.woke(ctx, 1)
+	}
 	if err != nil && !errors.Is(err, asynq.ErrTaskIDConflict) && !errors.Is(err, asynq.ErrDuplicateTask) {
 		return err
 	}

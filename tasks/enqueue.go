@@ -17,6 +17,8 @@ import (
 type Enqueuer struct {
 	rdb    redis.UniversalClient
 	client *asynq.Client
+	// wakes tells the workers that work arrived (wake.go).
+	wakes *wakes
 }
 
 // NewEnqueuer returns an enqueuer on a Redis connection.
@@ -25,7 +27,7 @@ func NewEnqueuer(opt asynq.RedisConnOpt) *Enqueuer {
 	if !ok {
 		panic(fmt.Sprintf("tasks: unsupported Redis connection %T", opt))
 	}
-	return &Enqueuer{rdb: rdb, client: asynq.NewClientFromRedisClient(rdb)}
+	return &Enqueuer{rdb: rdb, client: asynq.NewClientFromRedisClient(rdb), wakes: newWakes(rdb)}
 }
 
 // Close releases the Redis connection.
@@ -60,7 +62,9 @@ func (e *Enqueuer) enqueueNow(ctx context.Context, jobs []Job) (int, error) {
 	case 0:
 		return 0, nil
 	case 1:
-		return e.enqueueOne(ctx, jobs[0])
+		n, err := e.enqueueOne(ctx, jobs[0])
+		e.woke(ctx, n)
+		return n, err
 	}
 	var (
 		mu       sync.Mutex
@@ -89,7 +93,15 @@ func (e *Enqueuer) enqueueNow(ctx context.Context, jobs []Job) (int, error) {
 	}
 	close(next)
 	wg.Wait()
+	e.woke(ctx, n)
 	return n, firstErr
+}
+
+// woke tells the workers that n tasks were enqueued, if any were.
+func (e *Enqueuer) woke(ctx context.Context, n int) {
+	if n > 0 {
+		e.wakes.tell(ctx, wakeQueued)
+	}
 }
 
 func (e *Enqueuer) enqueueOne(ctx context.Context, j Job) (int, error) {

@@ -12,3 +12,6 @@ func (e *EmbeddedRedis) ForgetDeleted() int { return e.forgetDeleted() }
 
 // GroupByContent exposes groupByContent to tests.
 var GroupByContent = groupByContent
+
+// DropWakes has e publish no wake-up, as if every one were lost.
+func (e *Enqueuer) DropWakes() { e.wakes.drop.Store(true) }

@@ -86,6 +86,7 @@ func (e *Enqueuer) schedule(ctx context.Context, jobs []Job) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("tasks: schedule %d tasks: %w", len(jobs), err)
 	}
+	e.wakes.tell(ctx, wakeScheduled)
 	n := 0
 	for _, c := range added {
 		n += int(c.Val())
@@ -137,6 +138,8 @@ type Forwarder struct {
 	now     func() time.Time
 	// rescheduling is set while a Reschedule this forwarder started runs.
 	rescheduling atomic.Bool
+	// awake is until when the forwarder polls at forwardPoll rather than forwardIdle.
+	awake time.Time
 }
 
 // NewForwarder returns a forwarder that enqueues through enq, has sweeper put the
@@ -158,13 +161,18 @@ func NewForwarder(enq *Enqueuer, sweeper *Sweeper, log *slog.Logger) (*Forwarder
 // Timing of the forwarder's passes.
 //
 // A pass sleeps until the earliest job it left is due, so a job scheduled ahead goes to
-// its queue within a millisecond or two of its due time. Jobs added after the pass (by
-// another process) with an earlier due time are seen at the next pass: forwardPoll
-// bounds how late they can be, and costs one short script per poll while idle.
-// forwardGap is the least time between passes, so that at thousands of jobs a second a
-// pass takes several at once instead of waking for every millisecond.
+// its queue within a millisecond or two of its due time. A job added after the pass with
+// an earlier due time rings the schedule's bell (wake.go), in this process or through
+// Redis, and the forwarder passes at once. For forwardAwake after a wake-up or a pass
+// that found work it also polls every forwardPoll, which covers the wake-ups coalesced
+// away; otherwise every forwardIdle, which bounds how late a job is whose wake-up was
+// lost, and costs one short script a poll. forwardGap is the least time between passes,
+// so that at thousands of jobs a second a pass takes several at once instead of waking
+// for every millisecond.
 const (
 	forwardPoll  = 20 * time.Millisecond
+	forwardIdle  = time.Second
+	forwardAwake = time.Second
 	forwardGap   = 2 * time.Millisecond
 	forwardBatch = 500
 	// forwardRetry is the wait after Redis failed a pass.
@@ -176,10 +184,13 @@ func (f *Forwarder) Run(ctx context.Context) {
 	t := time.NewTimer(0)
 	defer t.Stop()
 	for {
+		woke := f.enq.wakes.scheduled.wait()
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-woke:
+			f.awake = f.now().Add(forwardAwake)
 		}
 		t.Reset(f.pass(ctx))
 	}
@@ -197,7 +208,9 @@ func (f *Forwarder) pass(ctx context.Context) time.Duration {
 	if due.lost {
 		f.reschedule(ctx)
 	}
+	now := f.now()
 	if len(due.jobs) > 0 {
+		f.awake = now.Add(forwardAwake)
 		// Should Redis refuse one, its messages wait in the database for the sweeper.
 		if _, err := f.enq.enqueueNow(ctx, due.jobs); err != nil && ctx.Err() == nil {
 			f.log.Warn("due scheduled tasks not enqueued; the sweeper will", "error", err)
@@ -206,10 +219,14 @@ func (f *Forwarder) pass(ctx context.Context) time.Duration {
 	if due.taken == forwardBatch {
 		return 0 // more are due
 	}
-	if due.next.IsZero() {
-		return forwardPoll
+	poll := forwardIdle
+	if now.Before(f.awake) {
+		poll = forwardPoll
 	}
-	return min(forwardPoll, max(due.next.Sub(f.now()), forwardGap))
+	if due.next.IsZero() {
+		return poll
+	}
+	return min(poll, max(due.next.Sub(now), forwardGap))
 }
 
 // reschedule has the sweeper put back the waiting messages whose task Redis lost, in the

@@ -67,9 +67,9 @@ func (r *scheduleRig) startWorker(t *testing.T) {
 	insp := asynq.NewInspector(r.red.Asynq())
 	t.Cleanup(func() { insp.Close() })
 	sweep := newTestSweeper(t, tasks.SweeperConfig{Store: r.store, Enqueuer: r.enq, Inspector: insp})
-	srv, mux := tasks.NewWorker(r.red.Asynq(), tasks.WorkerOptions{Concurrency: 8, TaskCheckInterval: 10 * time.Millisecond, Log: r.log},
+	srv := tasks.NewWorker(r.red.Asynq(), r.enq, tasks.WorkerOptions{Concurrency: 8, TaskCheckInterval: 10 * time.Millisecond, Log: r.log},
 		send, sweep, &tasks.Callbacks{Store: r.store, Enqueuer: r.enq, Log: r.log})
-	if err := srv.Start(mux); err != nil {
+	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	fwd, err := tasks.NewForwarder(r.enq, sweep, r.log)
@@ -211,6 +211,23 @@ func TestScheduledSendsGoOutOnTimeOnce(t *testing.T) {
 		t.Fatalf("the sweep enqueued %d tasks (%v), want 1 for the lost job", n, err)
 	}
 	r.checkSentOnceOnTime(t, alone, r.deliveries(t, len(alone)))
+}
+
+// TestScheduledWithoutWakeUpsGoOutOnTime: jobs another process schedules while every
+// wake-up it publishes is lost still go out once and never early: the idle forwarder
+// polls the schedule often enough to see them before they fall due.
+func TestScheduledWithoutWakeUpsGoOutOnTime(t *testing.T) {
+	r := newScheduleRig(t)
+	r.startWorker(t)
+	time.Sleep(100 * time.Millisecond) // the forwarder's first pass done: it sleeps
+	other := tasks.NewEnqueuer(r.red.Asynq())
+	t.Cleanup(func() { other.Close() })
+	other.DropWakes()
+	r.enq = other // what the rig schedules from here on, another process schedules
+	due := time.Now().Add(1500 * time.Millisecond)
+	msgs := r.schedule(t, 1, due, due.Add(90*time.Millisecond))
+	msgs = append(msgs, r.schedule(t, 5, due.Add(170*time.Millisecond))...)
+	r.checkSentOnceOnTime(t, msgs, r.deliveries(t, len(msgs)))
 }
 
 // TestEnqueueSchedulesWhatIsDueLater: a job due now or before goes to its Asynq queue to

@@ -9,39 +9,6 @@ import (
 	"github.com/hibiken/asynq"
 )
 
-// WorkerOptions configure the Asynq server that runs the handlers.
-type WorkerOptions struct {
-	Concurrency       int
-	TaskCheckInterval time.Duration
-	Log               *slog.Logger
-}
-
-// NewWorker returns an Asynq server on the three weighted priority queues, the
-// maintenance queue and the callback queue, with the send, sweep and callback handlers
-// registered.
-func NewWorker(redis asynq.RedisConnOpt, opts WorkerOptions, send *Sender, sweep *Sweeper, callbacks *Callbacks) (*asynq.Server, *asynq.ServeMux) {
-	srv := asynq.NewServer(redis, asynq.Config{
-		Concurrency:       opts.Concurrency,
-		Queues:            Queues,
-		TaskCheckInterval: opts.TaskCheckInterval,
-		// Retries of a task of its own (and alert steps) wait in Asynq's retry and
-		// scheduled sets; the default 5 s between checks would add up to 5 s to each.
-		// Scheduled sends wait in Herald's schedule instead (schedule.go).
-		DelayedTaskCheckInterval: delayedTaskCheck,
-		RetryDelayFunc:           func(n int, err error, t *asynq.Task) time.Duration { return retryDelay(n, err) },
-		IsFailure:                isFailure,
-		ShutdownTimeout:          20 * time.Second,
-		Logger:                   asynqLogger{opts.Log.With("component", "asynq")},
-		LogLevel:                 asynq.WarnLevel,
-	})
-	mux := asynq.NewServeMux()
-	mux.Handle(TypeSendMessage, send)
-	mux.Handle(TypeSweep, sweep)
-	mux.Handle(TypeRecover, sweep)
-	mux.Handle(TypeDeliverCallbacks, callbacks)
-	return srv, mux
-}
-
 // delayedTaskCheck is how often each worker moves Asynq's due scheduled and retry tasks
 // to their queues: one short script per queue, and what bounds how late a retry goes.
 const delayedTaskCheck = 250 * time.Millisecond

@@ -144,9 +144,9 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 		send.Close()
 		return err
 	}
-	srv, mux := tasks.NewWorker(a.Redis.Asynq(), tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
-		TaskCheckInterval: a.Config.TaskCheckInterval, Log: a.Log}, send, sweeper, a.Callbacks)
-	mux.Handle(tasks.TypeFireAlertStep, tasks.AlertStepHandler(a.Dispatch.Alerts().FireAlertStepNow))
+	worker := tasks.NewWorker(a.Redis.Asynq(), a.Enqueuer, tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
+		TaskCheckInterval: a.Config.TaskCheckInterval, IdleAfter: a.Config.Knobs.IdleAfter, Log: a.Log}, send, sweeper, a.Callbacks)
+	worker.Handle(tasks.TypeFireAlertStep, tasks.AlertStepHandler(a.Dispatch.Alerts().FireAlertStepNow))
 	forwarder, err := tasks.NewForwarder(a.Enqueuer, sweeper, a.Log)
 	if err != nil {
 		send.Close()
@@ -157,16 +157,16 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 	go a.Dispatch.RunSilencePass(ctx, silencePass)
 	go dispatch.RunInhibitPass(ctx, a.Dispatch, inhibitPass)
 	go a.Dispatch.Inbound().RunHeartbeatPoll(ctx, heartbeatPoll)
-	if err := srv.Start(mux); err != nil {
+	if err := worker.Start(); err != nil {
 		send.Close()
-		return fmt.Errorf("serve: start worker: %w", err)
+		return fmt.Errorf("serve: %w", err)
 	}
 	g.Go(func() error { forwarder.Run(ctx); return nil })
 	// Leases are renewed until the worker has finished its tasks, not just until the
 	// stop signal.
 	beat, stopBeat := context.WithCancel(context.WithoutCancel(ctx))
 	go send.KeepLeases(beat)
-	g.Go(func() error { <-ctx.Done(); srv.Shutdown(); stopBeat(); send.Close(); return nil })
+	g.Go(func() error { <-ctx.Done(); worker.Shutdown(); stopBeat(); send.Close(); return nil })
 	return nil
 }
 
