@@ -371,15 +371,16 @@ func TestLoadTestKnobs(t *testing.T) {
 		t.Errorf("knobs set without HERALD_TEST_KNOBS: %+v", c.Knobs)
 	}
 	c, err = Load(env(map[string]string{"HERALD_DATA_DIR": t.TempDir(),
-		"HERALD_TEST_KNOBS": " lease=2s, step_wait=1s,retry_scale=0.1,sweep_every=5s,sweep_grace=0s,idle_after=2s"}))
+		"HERALD_TEST_KNOBS": " lease=2s, step_wait=1s,retry_scale=0.1,sweep_every=5s,sweep_grace=0s,idle_after=2s,idle_check=50ms"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := TestKnobs{Lease: 2 * time.Second, StepWait: time.Second, RetryScale: 0.1, SweepEvery: 5 * time.Second, SweepGraceSet: true, IdleAfter: 2 * time.Second}
+	want := TestKnobs{Lease: 2 * time.Second, StepWait: time.Second, RetryScale: 0.1, SweepEvery: 5 * time.Second, SweepGraceSet: true, IdleAfter: 2 * time.Second,
+		IdleCheck: 50 * time.Millisecond}
 	if diff := cmp.Diff(want, c.Knobs); diff != "" {
 		t.Errorf("knobs (-want +got):\n%s", diff)
 	}
-	if got, want := c.Knobs.String(), "lease=2s,step_wait=1s,sweep_every=5s,sweep_grace=0s,idle_after=2s,retry_scale=0.1"; got != want {
+	if got, want := c.Knobs.String(), "lease=2s,step_wait=1s,sweep_every=5s,sweep_grace=0s,idle_after=2s,idle_check=50ms,retry_scale=0.1"; got != want {
 		t.Errorf("String() = %q, want %q", got, want)
 	}
 }

@@ -34,11 +34,14 @@ type TestKnobs struct {
 	// IdleAfter is how long a worker stays quick after its last task before it polls
 	// slowly again (1m in production).
 	IdleAfter time.Duration
+	// IdleCheck is how often an idle worker looks for a task (1s in production); a
+	// worker's shutdown waits for the look's sleep to end.
+	IdleCheck time.Duration
 }
 
 // Set reports whether any knob is set.
 func (k TestKnobs) Set() bool {
-	return k.Lease != 0 || k.StepWait != 0 || k.RetryScale != 0 || k.SweepEvery != 0 || k.SweepGraceSet || k.IdleAfter != 0
+	return k.Lease != 0 || k.StepWait != 0 || k.RetryScale != 0 || k.SweepEvery != 0 || k.SweepGraceSet || k.IdleAfter != 0 || k.IdleCheck != 0
 }
 
 // String lists the knobs that are set, in HERALD_TEST_KNOBS's own form.
@@ -82,6 +85,8 @@ var knobs = []knob{
 		}},
 	{"idle_after", time.Second, time.Minute,
 		func(k *TestKnobs, d time.Duration) { k.IdleAfter = d }, func(k *TestKnobs) string { return durationOrEmpty(k.IdleAfter) }},
+	{"idle_check", 10 * time.Millisecond, time.Second,
+		func(k *TestKnobs, d time.Duration) { k.IdleCheck = d }, func(k *TestKnobs) string { return durationOrEmpty(k.IdleCheck) }},
 }
 
 func durationOrEmpty(d time.Duration) string {

@@ -145,7 +145,8 @@ func (a *App) startWorker(ctx context.Context, g *errgroup.Group) error {
 		return err
 	}
 	worker := tasks.NewWorker(a.Redis.Asynq(), a.Enqueuer, tasks.WorkerOptions{Concurrency: a.Config.WorkerConcurrency,
-		TaskCheckInterval: a.Config.TaskCheckInterval, IdleAfter: a.Config.Knobs.IdleAfter, Log: a.Log}, send, sweeper, a.Callbacks)
+		TaskCheckInterval: a.Config.TaskCheckInterval, IdleAfter: a.Config.Knobs.IdleAfter,
+		IdleCheckInterval: a.Config.Knobs.IdleCheck, Log: a.Log}, send, sweeper, a.Callbacks)
 	worker.Handle(tasks.TypeFireAlertStep, tasks.AlertStepHandler(a.Dispatch.Alerts().FireAlertStepNow))
 	forwarder, err := tasks.NewForwarder(a.Enqueuer, sweeper, a.Log)
 	if err != nil {

@@ -228,8 +228,9 @@ func TestLimitsHoldPerMinuteAcrossWorkerProcesses(t *testing.T) {
 	rig.CheckNoLoss(t, ids)
 }
 
-// TestRedisOutageHoldsLimits pauses a private Redis for a few seconds mid-run: sends
-// wait instead of going out unlimited, and nothing is lost.
+// TestRedisOutageHoldsLimits pauses a private Redis for four seconds mid-run (150
+// messages at 25/s, the pause after the first 50): sends wait instead of going out
+// unlimited, and nothing is lost.
 func TestRedisOutageHoldsLimits(t *testing.T) {
 	env := testEnv(t)
 	if env["HERALD_MYSQL_DSN"] == "" {
@@ -250,7 +251,7 @@ func TestRedisOutageHoldsLimits(t *testing.T) {
 	waitTCP(t, port)
 
 	limits := sending.Limits{PerSecond: 25}
-	rig := newLimitRig(t, env, limits, 300)
+	rig := newLimitRig(t, env, limits, 150)
 	ids := rig.submitRounds(t, 1, "normal")
 	startWorkers(t, env, 2)
 	deadline := time.Now().Add(time.Minute)
@@ -294,6 +295,7 @@ func waitTCP(t testing.TB, addr string) {
 // late, so a limited account's message is held back, pending as throttled, without an
 // attempt, and never reaches the platform; without limits the same setup sends it.
 func TestLateAdmissionsHoldTheMessage(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	noMargin := func(a *app.App) { a.Limiter.Margin = 0 }
 	rig := newFaultRig(t, env, 2, simulator.Faults{}, noMargin)

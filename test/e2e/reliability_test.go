@@ -47,6 +47,7 @@ func TestFaultRunEndsEveryMessageSentOrStopped(t *testing.T) {
 }
 
 func TestRedisFlushedMidRunLosesNothing(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	rig := newFaultRig(t, env, fullSize(500, 2000), simulator.Faults{Latency: simulator.Duration(5 * time.Millisecond)})
 	ids := rig.Submit(t)
@@ -96,6 +97,7 @@ func flushRedis(t testing.TB, r *faultRig) {
 // BenchmarkKilledWorker. Here the lease is 5 s instead of 15 s (HERALD_TEST_KNOBS): the
 // dead worker's claims expire the same way, sooner.
 func TestKilledWorkerLosesNothing(t *testing.T) {
+	t.Parallel()
 	k := killWorkerMidRun(t, fullSize(500, 2000), time.Minute, "lease=5s")
 	t.Logf("every message final %s after the kill; duplicate deliveries %d; messages with an unknown attempt %d",
 		k.Recovered.Round(100*time.Millisecond), k.Duplicates, k.Unknown)
@@ -142,6 +144,7 @@ func TestWorkerOnOneDatabaseConnectionLosesNothing(t *testing.T) {
 // worker finishes or hands back what it holds before it exits, so nothing is delivered
 // twice and no attempt is left unknown.
 func TestStoppedWorkerHandsOverCleanly(t *testing.T) {
+	t.Parallel()
 	rig, workers, ids := splitRolesMidRun(t, fullSize(500, 2000), "")
 	if err := workers[0].Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

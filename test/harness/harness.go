@@ -40,6 +40,10 @@ func TestEnv(t testing.TB) map[string]string {
 		// processes at once, and one that wants it gives it addresses of its own.
 		"HERALD_SIMULATOR_ADDR":      "off",
 		"HERALD_SIMULATOR_SMTP_ADDR": "off",
+		// An idle worker looks for a task once a second, and stopping it waits out that
+		// look's sleep; tests start and stop Herald hundreds of times. Tests that set
+		// knobs of their own go without it.
+		"HERALD_TEST_KNOBS": "idle_check=50ms",
 	}
 	if dsn := testenv.MySQLDSN(t); dsn != "" {
 		env["HERALD_MYSQL_DSN"] = dsn
