@@ -37,7 +37,9 @@ func (r httpReply) httpCode() string { return "http " + strconv.Itoa(r.status) }
 func call(client *http.Client, req *http.Request, prefix string) (httpReply, error) {
 	ctx, unbind := withStartCheck(req.Context())
 	resp, err := client.Do(req.WithContext(ctx))
-	unbind()
+	if late := unbind(); late != nil && err != nil {
+		return httpReply{}, &Error{Class: Transient, Err: fmt.Errorf("%s: %w", prefix, late)}
+	}
 	if err != nil {
 		return httpReply{}, transportError(prefix, err)
 	}

@@ -169,13 +169,24 @@ func gateOf(c net.Conn) *gatedConn {
 
 // withStartCheck arranges for ctx's start check, if any, to run at the request's first
 // byte. The returned release, called once the request was written or failed, unbinds a
-// check that never ran so that it cannot stop a later request on the same connection.
-func withStartCheck(ctx context.Context) (context.Context, func()) {
+// check that never ran so that it cannot stop a later request on the same connection,
+// and returns the check's refusal, if it refused: net/http may report the connection's
+// closing (its reader's "use of closed network connection") rather than the write's
+// error, so the refusal is kept here rather than read from the transport's error.
+func withStartCheck(ctx context.Context) (context.Context, func() error) {
 	check := startCheckOf(ctx)
 	if check == nil {
-		return ctx, func() {}
+		return ctx, func() error { return nil }
 	}
-	bound := &check
+	var refused atomic.Pointer[error]
+	recording := StartCheck(func() error {
+		err := check()
+		if err != nil {
+			refused.Store(&err)
+		}
+		return err
+	})
+	bound := &recording
 	var conns []*gatedConn
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		// Called once per try: the transport may retry a request nothing of which was
@@ -185,9 +196,13 @@ func withStartCheck(ctx context.Context) (context.Context, func()) {
 			conns = append(conns, g)
 		}
 	}}
-	return httptrace.WithClientTrace(ctx, trace), func() {
+	return httptrace.WithClientTrace(ctx, trace), func() error {
 		for _, g := range conns {
 			g.check.CompareAndSwap(bound, nil)
 		}
+		if err := refused.Load(); err != nil {
+			return errors.Join(ErrLateStart, *err)
+		}
+		return nil
 	}
 }
