@@ -132,6 +132,7 @@ func (w *Worker) Start() error {
 	cfg.DelayedTaskCheckInterval = idleDelayedTaskCheck
 	w.slow = asynq.NewServerFromRedisClient(w.rdb, cfg)
 	if err := w.slow.Start(w.mux); err != nil {
+		w.rdb.Close()
 		return fmt.Errorf("tasks: start worker: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

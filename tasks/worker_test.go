@@ -14,12 +14,14 @@ import (
 	"herald/tasks"
 )
 
-// idleRig is a worker whose send handler only records what it ran.
+// idleRig is a worker whose send handler records what it ran, and holds a task whose
+// id is in hold until its channel is closed.
 type idleRig struct {
 	red    *tasks.Redis
 	worker *tasks.Worker
 	mu     sync.Mutex
 	ran    map[string]int // task id → runs
+	hold   map[string]chan struct{}
 }
 
 func newIdleRig(t *testing.T) *idleRig {
@@ -28,7 +30,7 @@ func newIdleRig(t *testing.T) *idleRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &idleRig{red: red, ran: map[string]int{}}
+	r := &idleRig{red: red, ran: map[string]int{}, hold: map[string]chan struct{}{}}
 	enq := tasks.NewEnqueuer(red.Asynq())
 	t.Cleanup(func() { enq.Close() })
 	r.worker = tasks.NewWorker(red.Asynq(), enq, tasks.WorkerOptions{Concurrency: 4, TaskCheckInterval: 10 * time.Millisecond,
@@ -37,8 +39,12 @@ func newIdleRig(t *testing.T) *idleRig {
 	r.worker.Handle(tasks.TypeSendMessage, asynq.HandlerFunc(func(ctx context.Context, task *asynq.Task) error {
 		id, _ := asynq.GetTaskID(ctx)
 		r.mu.Lock()
-		defer r.mu.Unlock()
 		r.ran[id]++
+		hold := r.hold[id]
+		r.mu.Unlock()
+		if hold != nil {
+			<-hold
+		}
 		return nil
 	}))
 	if err := r.worker.Start(); err != nil {
@@ -133,5 +139,31 @@ func TestLostWakeUpLosesNoTask(t *testing.T) {
 	waitFor(t, "a wake-up to start the quick server", func() bool { return r.worker.QuickStarts() == 2 })
 	if got := r.waitRan(t, "woken"); got["woken"] != 1 {
 		t.Errorf("task woken ran %d times, want once", got["woken"])
+	}
+}
+
+// TestWorkerStaysQuickWhileATaskRuns: the quick server is not stopped under a message
+// task that runs longer than the quiet period (stopping it would have Asynq hand the task
+// back after its shutdown timeout, to run again); once the task ends, the quiet period
+// counts from then.
+func TestWorkerStaysQuickWhileATaskRuns(t *testing.T) {
+	r := newIdleRig(t)
+	release := make(chan struct{})
+	r.mu.Lock()
+	r.hold["long"] = release
+	r.mu.Unlock()
+	r.enqueue(t, r.otherProcess(t, false), "long")
+	waitFor(t, "the long task to start", func() bool { r.mu.Lock(); defer r.mu.Unlock(); return r.ran["long"] == 1 })
+	// Three quiet periods (300 ms each) pass while the task runs.
+	for range 9 {
+		time.Sleep(100 * time.Millisecond)
+		if !r.worker.Quick() {
+			t.Fatal("the quick server stopped while a message task was running")
+		}
+	}
+	close(release)
+	waitFor(t, "the worker to go idle after the task", func() bool { return !r.worker.Quick() })
+	if got := r.waitRan(t, "long"); got["long"] != 1 {
+		t.Errorf("the long task ran %d times, want once", got["long"])
 	}
 }
