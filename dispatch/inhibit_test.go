@@ -14,6 +14,21 @@ import (
 	"herald/inhibit"
 )
 
+// newInhibitFixture is an alert fixture with the policy "night" (E2001, then a 10m wait)
+// and an Alertmanager integration "prom" routing every alert to it on sandbox, to
+// recipients besides.
+func newInhibitFixture(t *testing.T, recipients ...string) (*alertFixture, *inbound.Integration) {
+	t.Helper()
+	f := newAlertFixture(t)
+	f.policy(t, alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}})
+	it, _, err := f.d.Inbound().CreateIntegration(context.Background(), f.by, inbound.IntegrationInput{Name: "prom",
+		Format: inbound.FormatAlertmanager, DefaultRoute: &inbound.Route{Policy: "night", Platform: "sandbox", Recipients: recipients}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, it
+}
+
 // alertmanagerBody is an Alertmanager webhook body of one alert of name in cluster at
 // severity, firing or resolved.
 func alertmanagerBody(status, name, cluster, severity string) []byte {
@@ -29,14 +44,8 @@ func alertmanagerBody(status, name, cluster, severity string) []byte {
 // notifies the policy's person before the recovery is answered.
 func TestInhibitionByEqualLabelsAndReleaseOnRecovery(t *testing.T) {
 	t.Parallel()
-	f := newAlertFixture(t)
+	f, it := newInhibitFixture(t, "E2002")
 	ctx := context.Background()
-	f.policy(t, alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}})
-	it, _, err := f.d.Inbound().CreateIntegration(ctx, f.by, inbound.IntegrationInput{Name: "prom", Format: inbound.FormatAlertmanager,
-		DefaultRoute: &inbound.Route{Policy: "night", Platform: "sandbox", Recipients: []string{"E2002"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := dispatch.Inhibition(f.d).CreateRule(ctx, f.by, inhibit.RuleInput{Name: "db-down",
 		Source: []delivery.Matcher{{Name: "severity", Value: "critical"}}, Target: []delivery.Matcher{{Name: "severity", Value: "warning"}},
 		Equal: []string{"cluster"}}); err != nil {
@@ -107,14 +116,8 @@ func TestInhibitionByEqualLabelsAndReleaseOnRecovery(t *testing.T) {
 // escalates.
 func TestInhibitionSettledByThePass(t *testing.T) {
 	t.Parallel()
-	f := newAlertFixture(t)
+	f, it := newInhibitFixture(t)
 	ctx := context.Background()
-	f.policy(t, alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}})
-	it, _, err := f.d.Inbound().CreateIntegration(ctx, f.by, inbound.IntegrationInput{Name: "prom", Format: inbound.FormatAlertmanager,
-		DefaultRoute: &inbound.Route{Policy: "night", Platform: "sandbox"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := dispatch.Inhibition(f.d).CreateRule(ctx, f.by, inhibit.RuleInput{Name: "node-down",
 		Source: []delivery.Matcher{{Name: "label:alertname", Value: "NodeDown"}}, Target: []delivery.Matcher{{Name: "label:alertname", Value: "NodeDown", Negate: true}},
 		Equal: []string{"cluster"}}); err != nil {
@@ -158,14 +161,8 @@ func TestInhibitionSettledByThePass(t *testing.T) {
 // event: an event before the rule is not inhibited, the one right after it is.
 func TestInhibitRuleChangeAppliesAtOnce(t *testing.T) {
 	t.Parallel()
-	f := newAlertFixture(t)
+	f, it := newInhibitFixture(t, "E2002")
 	ctx := context.Background()
-	f.policy(t, alert.EscalationPolicy{Name: "night", Steps: []alert.PolicyStep{{Targets: []string{"E2001"}, Wait: "10m"}}})
-	it, _, err := f.d.Inbound().CreateIntegration(ctx, f.by, inbound.IntegrationInput{Name: "prom", Format: inbound.FormatAlertmanager,
-		DefaultRoute: &inbound.Route{Policy: "night", Platform: "sandbox", Recipients: []string{"E2002"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	open := func(name, cluster, severity string) int64 {
 		t.Helper()
 		recs, err := f.d.Inbound().Receive(ctx, it, alertmanagerBody("firing", name, cluster, severity))

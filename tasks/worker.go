@@ -154,16 +154,6 @@ func (w *Worker) Shutdown() {
 	w.rdb.Close()
 }
 
-// QuickStarts is how many times the quick server has started.
-func (w *Worker) QuickStarts() int64 { return w.starts.Load() }
-
-// SelfWoken is how many message tasks the worker found while the quick server was
-// stopped, and woke itself for.
-func (w *Worker) SelfWoken() int64 { return w.selfWoken.Load() }
-
-// Quick reports whether the quick server runs.
-func (w *Worker) Quick() bool { return w.quick.Load() }
-
 // wakesWorker reports whether a task of this type means work arrived.
 func wakesWorker(taskType string) bool {
 	return taskType != TypeSweep && taskType != TypeRecover
