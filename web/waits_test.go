@@ -53,7 +53,7 @@ func TestDashboardCountsHeldAndDigestWaits(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp, body := c.as(operatorUser).post("/compose", url.Values{"account": {fmt.Sprint(sandbox.ID)}, "content.subject": {"日终批量失败"},
-		"content.text": {"详情见系统"}, "priority": {"normal"}, "recipient": {fmt.Sprint(c.recipient("E1001").ID)},
+		"content.text": {"详情见系统"}, "priority": {"normal"}, "recipient": {fmt.Sprint(c.recipient("E2003").ID)},
 		"digest.key": {"eod"}, "digest.window": {"5m"}, "digest.max": {"5"}})
 	batch := strings.TrimPrefix(wantRedirect(t, "send with a digest", resp, body, "/batches/"), "/batches/")
 	notices, err := c.store.MessagesOfBatch(ctx, batch, 10)
@@ -138,7 +138,7 @@ func TestBrowserHeldTileLeadsToTheHeldMessages(t *testing.T) {
 	t.Parallel()
 	c := newConsole(t)
 	held := c.send(nil, "E2001")["E2001"]
-	c.send(nil, "E1001")
+	c.send(nil, "E2003")
 	c.holdByCounterSilence(held.ID)
 	ctx := c.chineseBrowser(t, viewerUser)
 	q := chromedp.ByQuery
@@ -194,7 +194,7 @@ func TestComposePreviewNamesSilenceAndDigestWaits(t *testing.T) {
 		}
 		return v
 	}
-	digest := form("E1001")
+	digest := form("E2003")
 	digest.Set("digest.key", "eod")
 	digest.Set("digest.window", "5m")
 	digest.Set("digest.max", "5")
@@ -205,10 +205,11 @@ func TestComposePreviewNamesSilenceAndDigestWaits(t *testing.T) {
 		want     []string
 		unwanted []string
 	}{
-		// E2001 is in the Counter department, E1001 is not.
-		{"one silenced of two", form("E2001", "E1001"), []string{silenced, "1 of these messages will be held by a silence", "核心系统升级",
+		// E2001 is in the Counter department, E2003 is not; both are branch staff, who
+		// receive whoever is on duty.
+		{"one silenced of two", form("E2001", "E2003"), []string{silenced, "1 of these messages will be held by a silence", "核心系统升级",
 			"once the waits below allow"}, []string{digested, now}},
-		{"nobody silenced", form("E1001"), []string{now}, []string{silenced, digested}},
+		{"nobody silenced", form("E2003"), []string{now}, []string{silenced, digested}},
 		{"folded into a digest", digest, []string{digested, "1 of these messages will be folded into the digest eod"}, []string{silenced, now}},
 	} {
 		resp, body := op.postHX("/compose/preview", tc.form)
