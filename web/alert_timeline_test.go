@@ -94,7 +94,7 @@ func TestBrowserAlertTimelineAndComposeWaits(t *testing.T) {
 		chromedp.WaitVisible(`#compose-list`, q),
 		chromedp.SendKeys(`#text`, "日终批量", q),
 		chromedp.Click(fmt.Sprintf(`input[name="recipient"][value="%d"]`, c.recipient("E2001").ID), q),
-		chromedp.Click(fmt.Sprintf(`input[name="recipient"][value="%d"]`, c.recipient("E1001").ID), q),
+		chromedp.Click(fmt.Sprintf(`input[name="recipient"][value="%d"]`, c.recipient("E2003").ID), q),
 		chromedp.Click(`button[hx-post="/compose/preview"]`, q),
 		chromedp.WaitVisible(`#preview-wait-silence`, q),
 		chromedp.Evaluate(`Object.fromEntries([...document.querySelectorAll('[id^=preview-wait-] strong')].map(e => [e.parentElement.id, e.textContent]))`, &waits),
