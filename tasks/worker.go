@@ -124,22 +124,47 @@ func NewWorker(redisOpt asynq.RedisConnOpt, enq *Enqueuer, opts WorkerOptions, s
 // Handle registers a handler for a task type.
 func (w *Worker) Handle(taskType string, h asynq.Handler) { w.mux.Handle(taskType, h) }
 
-// Start starts the slow server and the loop that starts and stops the quick one.
+// Start starts the slow server and the loop that starts and stops the quick one. A
+// worker that starts on a backlog (a restart after an outage, a worker added to a
+// drain) starts the quick server at once: the wake-ups of what waits were published
+// before it listened.
 func (w *Worker) Start() error {
+	var quick *asynq.Server
+	if w.backlog() {
+		quick = w.startQuick()
+	}
 	cfg := w.base
 	cfg.Concurrency = 1
 	cfg.TaskCheckInterval = w.opts.IdleCheckInterval
 	cfg.DelayedTaskCheckInterval = idleDelayedTaskCheck
 	w.slow = asynq.NewServerFromRedisClient(w.rdb, cfg)
 	if err := w.slow.Start(w.mux); err != nil {
+		if quick != nil {
+			quick.Shutdown()
+		}
 		w.rdb.Close()
 		return fmt.Errorf("tasks: start worker: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.stop = cancel
 	w.wakes.listen(ctx)
-	go w.run(ctx)
+	go w.run(ctx, quick)
 	return nil
+}
+
+// backlog reports whether a queue whose tasks wake the worker holds tasks ready to run;
+// false when Redis cannot say (the slow server's poll is the net then).
+func (w *Worker) backlog() bool {
+	insp := asynq.NewInspectorFromRedisClient(w.rdb)
+	for q := range Queues {
+		if q == QueueMaintenance {
+			continue
+		}
+		if info, err := insp.GetQueueInfo(q); err == nil && info.Pending > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Shutdown stops both servers, waiting for their tasks as Asynq's Shutdown does, and
@@ -182,13 +207,16 @@ func (w *Worker) track(h asynq.Handler) asynq.Handler {
 
 func (w *Worker) touch() { w.last.Store(time.Now().UnixNano()) }
 
-// run starts the quick server on a wake-up and stops it after IdleAfter without work,
-// until ctx ends; then it stops both servers.
-func (w *Worker) run(ctx context.Context) {
+// run starts the quick server on a wake-up (quick is one already started) and stops it
+// after IdleAfter without work, until ctx ends; then it stops both servers.
+func (w *Worker) run(ctx context.Context, quick *asynq.Server) {
 	defer close(w.done)
-	var quick *asynq.Server
 	idle := time.NewTimer(w.opts.IdleAfter)
-	idle.Stop()
+	if quick == nil {
+		idle.Stop()
+	} else {
+		w.touch()
+	}
 	for {
 		woke := w.wakes.queued.wait()
 		select {

@@ -26,6 +26,14 @@ type idleRig struct {
 
 func newIdleRig(t *testing.T) *idleRig {
 	t.Helper()
+	r := newStoppedIdleRig(t)
+	r.start(t)
+	return r
+}
+
+// newStoppedIdleRig is an idle rig whose worker is not started yet.
+func newStoppedIdleRig(t *testing.T) *idleRig {
+	t.Helper()
 	red, err := tasks.ParseRedisURL(testenv.RedisURL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -47,11 +55,15 @@ func newIdleRig(t *testing.T) *idleRig {
 		}
 		return nil
 	}))
+	return r
+}
+
+func (r *idleRig) start(t *testing.T) {
+	t.Helper()
 	if err := r.worker.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.worker.Shutdown)
-	return r
 }
 
 // otherProcess is an enqueuer of another process; lost drops every wake-up it would
@@ -140,6 +152,29 @@ func TestLostWakeUpLosesNoTask(t *testing.T) {
 	if got := r.waitRan(t, "woken"); got["woken"] != 1 {
 		t.Errorf("task woken ran %d times, want once", got["woken"])
 	}
+}
+
+// TestWorkerStartsQuickOnABacklog: a worker that starts with tasks waiting, whose
+// wake-ups were published before it listened, runs them at once on its quick server
+// instead of finding the first on its slow poll up to a poll later.
+func TestWorkerStartsQuickOnABacklog(t *testing.T) {
+	r := newStoppedIdleRig(t)
+	ids := []string{"backlog-1", "backlog-2", "backlog-3"}
+	r.enqueue(t, r.otherProcess(t, false), ids...)
+	r.start(t)
+	if !r.worker.Quick() {
+		t.Error("the worker started slow with a backlog waiting")
+	}
+	got := r.waitRan(t, ids...)
+	for _, id := range ids {
+		if got[id] != 1 {
+			t.Errorf("task %s ran %d times, want once", id, got[id])
+		}
+	}
+	if n := r.worker.SelfWoken(); n != 0 {
+		t.Errorf("the slow poll found %d of the backlog's tasks, want none", n)
+	}
+	waitFor(t, "the worker to go idle after the backlog", func() bool { return !r.worker.Quick() })
 }
 
 // TestWorkerStaysQuickWhileATaskRuns: the quick server is not stopped under a message
