@@ -42,13 +42,18 @@ vuln:
 ## refuses an admission whose Redis round trip outlasts its 50 ms margin) and the
 ## browser tests of web each run alone: beside anything else on a small machine they
 ## starve of CPU. The other packages run two at a time.
+## The timing tests of test/e2e run one at a time at the package's start; its other
+## tests, which mostly wait for processes they started, three at a time (E2E_PARALLEL).
 ## TESTFLAGS go to every go test, e.g. TESTFLAGS=-json for each test's duration.
 SOLO_PACKAGES := test/e2e tasks web
 SOLO_TIMEOUT  := 15m
+E2E_PARALLEL  := 3
 TESTFLAGS     ?=
 test: check-generate lint
 	$(GO) test -race -count=1 -p 2 -timeout 10m $(TESTFLAGS) $$($(GO) list ./... $(SOLO_PACKAGES:%=| grep -vx herald/%))
-	for p in $(SOLO_PACKAGES); do $(GO) test -race -count=1 -timeout $(SOLO_TIMEOUT) $(TESTFLAGS) ./$$p || exit 1; done
+	for p in $(SOLO_PACKAGES); do \
+	  $(GO) test -race -count=1 -timeout $(SOLO_TIMEOUT) $$(test $$p = test/e2e && echo -parallel $(E2E_PARALLEL)) $(TESTFLAGS) ./$$p || exit 1; \
+	done
 
 ## test-long: everything make test runs, then the long runs, for before a release: the
 ## limits oracle at 600/min over 2,000 messages, the Sentinel and Cluster failovers and

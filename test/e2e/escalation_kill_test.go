@@ -35,6 +35,7 @@ const killStepWait = 5 * time.Second
 // worker held within seconds of their due time, long before Asynq would hand its tasks
 // back.
 func TestKilledWorkerFiresEveryStepOnce(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	if env["HERALD_MYSQL_DSN"] == "" || env["HERALD_REDIS_URL"] == "" {
 		t.Skip("needs HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL: worker processes share MySQL and Redis")

@@ -15,6 +15,7 @@ import (
 // turns at the first-start steps, so every one comes up and answers /readyz, the schema
 // is migrated once and exactly one first admin exists.
 func TestRolesStartTogetherOnAFreshDatabase(t *testing.T) {
+	t.Parallel()
 	env := testEnv(t)
 	if env["HERALD_MYSQL_DSN"] == "" || env["HERALD_REDIS_URL"] == "" {
 		t.Skip("needs HERALD_TEST_MYSQL_DSN and HERALD_TEST_REDIS_URL: split roles share MySQL and Redis")
