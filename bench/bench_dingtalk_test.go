@@ -21,7 +21,8 @@ import (
 // DingTalk's (--no-platform-limits), so the figure is the pipeline's, not DingTalk's
 // 5,000 recipients a minute; a run in which the simulator dropped anything silently
 // fails. It prints one line:
-// `dingtalk asynq_noop_tasks_per_s=… dingtalk_fanout_msgs_per_s=… dingtalk_fanout_ratio=… dingtalk_calls=…`.
+// `dingtalk asynq_noop_tasks_per_s=… dingtalk_fanout_msgs_per_s=… dingtalk_fanout_ratio=… dingtalk_fanout_cpu_us_per_msg=… dingtalk_calls=…`
+// (the CPU of every process on the machine that works on the drain, per message).
 func BenchmarkDingTalk(b *testing.B) {
 	benchGroupedFanout(b, "dingtalk", func(r *benchRig, simURL string) (*sending.Account, func(*directory.Recipient)) {
 		return &sending.Account{Name: "dt-bench", Platform: "dingtalk", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
@@ -33,7 +34,7 @@ func BenchmarkDingTalk(b *testing.B) {
 // BenchmarkWeCom is BenchmarkDingTalk for WeCom application messages: a chunk's people
 // that share the content go in one message/send of up to 1,000 (touser joined by "|"),
 // each still claimed, admitted and finished on its own. It prints
-// `wecom asynq_noop_tasks_per_s=… wecom_fanout_msgs_per_s=… wecom_fanout_ratio=… wecom_calls=…`.
+// `wecom asynq_noop_tasks_per_s=… wecom_fanout_msgs_per_s=… wecom_fanout_ratio=… wecom_fanout_cpu_us_per_msg=… wecom_calls=…`.
 func BenchmarkWeCom(b *testing.B) {
 	benchGroupedFanout(b, "wecom", func(r *benchRig, simURL string) (*sending.Account, func(*directory.Recipient)) {
 		return &sending.Account{Name: "wc-bench", Platform: "wecom", Enabled: true, AllowPrivateNetwork: true, MaxAttempts: 3, Healthy: true,
@@ -57,13 +58,14 @@ func benchGroupedFanout(b *testing.B, platform string, use func(r *benchRig, sim
 		simURL := rig.usePlatform(b, use)
 		noop := rawAsynqNoop(b).rate() // Asynq at its best, its own process
 		rig.fanOut(b, n)
-		rate := rig.drain(b, n, concurrency).rate
+		drained := rig.drain(b, n, concurrency)
+		rate := drained.rate
 		st := simStats(b, simURL)
 		if dropped := st.DroppedSilently[platform]; dropped > 0 {
 			b.Fatalf("the simulator dropped %d notices silently: the figure would be the platform's limits, not the pipeline's", dropped)
 		}
-		line := fmt.Sprintf("%s asynq_noop_tasks_per_s=%.0f %s_fanout_msgs_per_s=%.0f %s_fanout_ratio=%.2f %s_calls=%d",
-			platform, noop, platform, rate, platform, ratio(rate, noop), platform, st.Requests)
+		line := fmt.Sprintf("%s asynq_noop_tasks_per_s=%.0f %s_fanout_msgs_per_s=%.0f %s_fanout_ratio=%.2f %s_fanout_cpu_us_per_msg=%.0f %s_calls=%d",
+			platform, noop, platform, rate, platform, ratio(rate, noop), platform, drained.cpu.allMicros(), platform, st.Requests)
 		b.ReportMetric(rate, platform+"_fanout_msgs_per_s")
 		b.ReportMetric(ratio(rate, noop), platform+"_fanout_ratio")
 		fmt.Fprintln(os.Stderr, line)

@@ -3,6 +3,9 @@ package bench
 import (
 	"database/sql"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"syscall"
@@ -16,8 +19,9 @@ import (
 // requests (1,000 a second, HERALD_BENCH_INTAKE_RATE) for 10 s with no worker running:
 // the accept latency, and the CPU time spent per request by the local MariaDB (-1 when
 // none runs on this machine) and by the benchmark's own process (the web process and its
-// callers). The CPU figures are what leaves room, on a shared machine, for the worker,
-// Redis and the platforms. Then a worker drains what was accepted while requests keep
+// callers), and that less the same requests' cost against a handler that does nothing
+// (httpFloor): what Herald's web process adds to a request. The CPU figures are what
+// leaves room, on a shared machine, for the worker, Redis and the platforms. Then a worker drains what was accepted while requests keep
 // coming at the same rate: the accept latency while lone messages drain.
 func BenchmarkIntake(b *testing.B) {
 	needMySQLAndRedis(b)
@@ -39,13 +43,38 @@ func BenchmarkIntake(b *testing.B) {
 			}
 			return float64(d.Microseconds()) / float64(len(took))
 		}
-		line := fmt.Sprintf("intake rate=%d accepted=%d failed=%d accept_p50_ms=%.1f accept_p99_ms=%.1f mariadb_cpu_us_per_req=%.0f process_cpu_us_per_req=%.0f",
-			rate, len(took), failed, ms(p50), ms(p99), perRequest(db), perRequest(self))
+		floor := rig.httpFloor(b, rate)
+		line := fmt.Sprintf("intake rate=%d accepted=%d failed=%d accept_p50_ms=%.1f accept_p99_ms=%.1f mariadb_cpu_us_per_req=%.0f process_cpu_us_per_req=%.0f http_floor_cpu_us_per_req=%.0f herald_cpu_us_per_req=%.0f",
+			rate, len(took), failed, ms(p50), ms(p99), perRequest(db), perRequest(self), floor, perRequest(self)-floor)
 		fmt.Fprintln(os.Stderr, line)
 		b.ReportMetric(ms(p99), "accept_p99_ms")
 		b.ReportMetric(perRequest(db), "mariadb_cpu_us/req")
 		rig.acceptWhileDraining(b, rate)
 	}
+}
+
+// httpFloor is the process CPU per request of the same requests, at the same rate, from
+// the same callers, to a handler that reads the body and answers what the API answers
+// without doing anything, on Go's HTTP server in this process: what the callers and the
+// HTTP exchange cost before Herald's work. BenchmarkIntake's process figure less this is
+// what Herald's web process adds to a request.
+func (r *benchRig) httpFloor(b *testing.B, rate int) float64 {
+	answer := []byte(`{"batch_id":"01KB0000000000000000000000","status":"open","accepted":1,"messages":[{"id":"01KB0000000000000000000001","recipient":"B000001","status":"queued"}],"skipped":{},"rejected":{}}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body)
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusAccepted)
+		_, _ = w.Write(answer)
+	}))
+	defer srv.Close()
+	r.postAtRateTo(b, srv.URL, rate, 2*time.Second, "bench http floor warm-up")
+	self0 := processCPU()
+	took, _, _ := r.postAtRateTo(b, srv.URL, rate, 5*time.Second, "bench http floor")
+	self := processCPU() - self0
+	if len(took) == 0 || self0 < 0 {
+		return -1
+	}
+	return float64(self.Microseconds()) / float64(len(took))
 }
 
 // acceptWhileDraining starts a worker on the lone messages accepted so far (a few per

@@ -241,11 +241,16 @@ func newBenchRig(b *testing.B, n int, simLatency time.Duration) *benchRig {
 // send posts one request to POST /api/v1/messages with the rig's key and returns its
 // batch id and how many messages it accepted.
 func (r *benchRig) send(client *http.Client, recipients []string, text string) (batchID string, accepted int, err error) {
+	return r.sendTo(client, r.h.URL, recipients, text)
+}
+
+// sendTo is send to the server at base.
+func (r *benchRig) sendTo(client *http.Client, base string, recipients []string, text string) (batchID string, accepted int, err error) {
 	body, err := json.Marshal(map[string]any{"account": r.acct.Name, "recipients": recipients, "content": map[string]string{"text": text}})
 	if err != nil {
 		return "", 0, err
 	}
-	req, err := http.NewRequest("POST", r.h.URL+"/api/v1/messages", bytes.NewReader(body))
+	req, err := http.NewRequest("POST", base+"/api/v1/messages", bytes.NewReader(body))
 	if err != nil {
 		return "", 0, err
 	}
@@ -327,10 +332,16 @@ type benchWorker struct {
 }
 
 // startWorker starts one worker process of the given concurrency and waits until it
-// serves.
+// serves; under nice -n HERALD_BENCH_WORKER_NICE when that is set, as a worker sharing
+// the machine with the web process is run at a lower CPU priority (README, "Running
+// the roles apart").
 func (r *benchRig) startWorker(b *testing.B, concurrency int) *benchWorker {
 	addr := freeAddr(b)
-	proc := startRole(b, r.env, "worker", "HERALD_ADDR="+addr, fmt.Sprintf("HERALD_WORKER_CONCURRENCY=%d", concurrency))
+	var wrapper []string
+	if n := os.Getenv("HERALD_BENCH_WORKER_NICE"); n != "" {
+		wrapper = []string{"nice", "-n", n}
+	}
+	proc := startRoleUnder(b, wrapper, r.env, "worker", "HERALD_ADDR="+addr, fmt.Sprintf("HERALD_WORKER_CONCURRENCY=%d", concurrency))
 	waitHTTP(b, "http://"+addr+"/healthz")
 	return &benchWorker{proc: proc, started: time.Now()}
 }
@@ -428,7 +439,28 @@ func (r *benchRig) drain(b *testing.B, n, concurrency int) drainResult {
 	if err := r.h.App.Store.SQL().QueryRow("SELECT MAX(sent_at) FROM messages").Scan(&last); err != nil {
 		b.Fatal(err)
 	}
+	r.logDrainStart(b, n, w.started.UTC(), last)
 	return drainResult{rate: float64(n) / last.Sub(w.started.UTC()).Seconds(), rssMB: w.peakRSSMB(), cpu: perMessage}
+}
+
+// logDrainStart logs how a drain of n messages began: the first message sent after the
+// worker answered its health check at started, and the rate in the drain's first
+// second beside the rate over the rest, from the rows' sent_at.
+func (r *benchRig) logDrainStart(b *testing.B, n int, started, last time.Time) {
+	second := started.Add(time.Second)
+	var first sql.NullTime
+	var inFirst int
+	if err := r.h.App.Store.SQL().QueryRow("SELECT MIN(sent_at), COALESCE(SUM(sent_at < ?), 0) FROM messages WHERE sent_at >= ?",
+		second, started).Scan(&first, &inFirst); err != nil || !first.Valid {
+		b.Logf("drain of %d: its start not read: %v", n, err)
+		return
+	}
+	rest := -1.0
+	if last.After(second) {
+		rest = float64(n-inFirst) / last.Sub(second).Seconds()
+	}
+	b.Logf("drain of %d: first sent %.0f ms after the worker answered; %d/s in its first second, %.0f/s after",
+		n, ms(first.Time.Sub(started)), inFirst, rest)
 }
 
 // cpuReading is the CPU time used so far by MariaDB, Redis, the rig's simulator and
@@ -565,11 +597,16 @@ func (r *benchRig) accept(b *testing.B, concurrency, rate int, span time.Duratio
 // postAtRate posts single-recipient API requests at rate per second for span (open loop)
 // and returns each accepted request's latency and when it began.
 func (r *benchRig) postAtRate(b *testing.B, rate int, span time.Duration, text string) (took []time.Duration, began []time.Time, failed int) {
+	return r.postAtRateTo(b, r.h.URL, rate, span, text)
+}
+
+// postAtRateTo is postAtRate to the server at base.
+func (r *benchRig) postAtRateTo(b *testing.B, base string, rate int, span time.Duration, text string) (took []time.Duration, began []time.Time, failed int) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}, Timeout: 10 * time.Second}
 	var mu sync.Mutex
 	_, failed = offer(b, rate, span, func(i int) (string, error) {
 		start := time.Now()
-		_, accepted, err := r.send(client, []string{r.people[i%len(r.people)]}, text)
+		_, accepted, err := r.sendTo(client, base, []string{r.people[i%len(r.people)]}, text)
 		d := time.Since(start)
 		if err != nil {
 			return "", err

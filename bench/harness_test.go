@@ -26,6 +26,7 @@ var (
 	heraldBinary      = harness.HeraldBinary
 	processEnv        = harness.ProcessEnv
 	startRole         = harness.StartRole
+	startRoleUnder    = harness.StartRoleUnder
 	windowOracle      = harness.WindowOracle
 	intakeOf          = harness.IntakeOf
 	killWorkerMidRun  = harness.KillWorkerMidRun

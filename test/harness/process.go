@@ -93,7 +93,15 @@ func (p *Process) Done() <-chan struct{} { return p.done }
 // extra KEY=value settings, and stops it with SIGTERM at the end of the test.
 func StartRole(t testing.TB, env map[string]string, role string, extra ...string) *Process {
 	t.Helper()
-	cmd := exec.Command(HeraldBinary(t), "serve", "--role", role)
+	return StartRoleUnder(t, nil, env, role, extra...)
+}
+
+// StartRoleUnder is StartRole with the command run under wrapper (a command and its
+// arguments, such as nice -n 10), none when empty.
+func StartRoleUnder(t testing.TB, wrapper []string, env map[string]string, role string, extra ...string) *Process {
+	t.Helper()
+	args := append(append([]string{}, wrapper...), HeraldBinary(t), "serve", "--role", role)
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(ProcessEnv(env), extra...)
 	stderr := &testenv.SyncBuffer{}
 	cmd.Stderr = stderr
