@@ -387,7 +387,7 @@ func (s *Staff) UpsertRecipients(ctx context.Context, list []Recipient) (UpsertR
 			res.Changes = append(res.Changes, CompareRecipients(old, r))
 		}
 		if len(created) > 0 {
-			if err := tx.CreateInBatches(created, kernel.InsertChunk).Error; err != nil {
+			if err := kernel.CreateRows(tx, created); err != nil {
 				if kernel.IsDuplicate(err) {
 					return kernel.DuplicateField("external_id", "validation.appears_twice")
 				}

@@ -142,7 +142,7 @@ func recordFinal(tx *gorm.DB, finals []finalMessage, now time.Time) error {
 	if len(events) == 0 {
 		return nil
 	}
-	if err := tx.CreateInBatches(events, kernel.InsertChunk).Error; err != nil {
+	if err := kernel.CreateRows(tx, events); err != nil {
 		return fmt.Errorf("models: record callback events: %w", err)
 	}
 	return nil

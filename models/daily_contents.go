@@ -87,7 +87,7 @@ func createDailyContents(tx *gorm.DB, rows []DailyContent) error {
 	for i := range rows {
 		rows[i].CreatedAt = now
 	}
-	if err := tx.CreateInBatches(rows, kernel.InsertChunk).Error; err != nil {
+	if err := kernel.CreateRows(tx, rows); err != nil {
 		if kernel.IsDuplicate(err) {
 			return fmt.Errorf("models: daily contents: %w", ErrContentTaken)
 		}

@@ -449,11 +449,11 @@ func (s *Holds) HoldMessages(ctx context.Context, holds map[string][]int64, unti
 				}
 			}
 		}
-		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).CreateInBatches(links, kernel.InsertChunk).Error; err != nil {
+		if err := kernel.CreateRows(tx.Clauses(clause.OnConflict{DoNothing: true}), links); err != nil {
 			return fmt.Errorf("silence: record silences of held messages: %w", err)
 		}
 		if len(events) > 0 {
-			if err := tx.CreateInBatches(events, kernel.InsertChunk).Error; err != nil {
+			if err := kernel.CreateRows(tx, events); err != nil {
 				return fmt.Errorf("silence: record held events: %w", err)
 			}
 		}
