@@ -25,10 +25,10 @@ const emailBenchMessages = 5000
 // delivery path), then Herald through its API on MySQL + Redis (5,000 single-recipient
 // requests from 16 keep-alive callers with no worker running, the intake's own ceiling;
 // then, once a worker has sent those, 5,000 more while it sends, then one fan-out of
-// 5,000) and in embedded mode (the same single-recipient run, in one process). It
-// prints one line:
+// 5,000) and in embedded mode (the same single-recipient run and fan-out, in one
+// process). It prints one line:
 // `email raw_smtp_per_s=… email_intake_only_per_s=… email_mysql_per_s=… email_mysql_ratio=… email_fanout_mysql_per_s=…
-// email_fanout_ratio=… email_embedded_per_s=… email_embedded_ratio=… api_accept_p99_ms=…
+// email_fanout_ratio=… email_embedded_per_s=… email_embedded_ratio=… email_fanout_embedded_per_s=… api_accept_p99_ms=…
 // smtp_conns_per_1000=…`. HERALD_BENCH_EMAIL_POOL and HERALD_BENCH_EMAIL_SESSION_MESSAGES
 // set the account's pool_size and session_messages (pool 20 with 1 message a session is
 // one connection per message); HERALD_BENCH_EMAIL_RTT (e.g. 2ms) puts the sink a round
@@ -58,7 +58,7 @@ func BenchmarkEmail(b *testing.B) {
 		worker.stop(b)
 		conns := float64(sink.Connections()-connsBefore) / float64(sink.Messages()-msgsBefore) * 1000
 
-		embedded := embeddedEmail(b, sink, pool, perSession, emailBenchMessages, 16)
+		embedded, embeddedFanout := embeddedEmail(b, sink, pool, perSession, emailBenchMessages, 16)
 
 		line := "email"
 		for _, f := range []struct {
@@ -74,6 +74,7 @@ func BenchmarkEmail(b *testing.B) {
 			{"email_fanout_ratio", ratio(fanout, raw), 2},
 			{"email_embedded_per_s", embedded, 0},
 			{"email_embedded_ratio", ratio(embedded, raw), 2},
+			{"email_fanout_embedded_per_s", embeddedFanout, 0},
 			{"api_accept_p99_ms", ms(accept99), 1},
 			{"smtp_conns_per_1000", conns, 1},
 		} {
@@ -220,9 +221,9 @@ func waitTaken(b *testing.B, sink *testenv.SMTPSink, want int) time.Time {
 	return time.Now()
 }
 
-// embeddedEmail runs the single-recipient measure on a Herald in embedded mode (SQLite
-// and in-process Redis, one process).
-func embeddedEmail(b *testing.B, sink *testenv.SMTPSink, pool, perSession string, n, callers int) float64 {
+// embeddedEmail runs the single-recipient measure and the fan-out on a Herald in embedded
+// mode (SQLite and in-process Redis, one process) and returns their rates.
+func embeddedEmail(b *testing.B, sink *testenv.SMTPSink, pool, perSession string, n, callers int) (single, fanout float64) {
 	env := map[string]string{"HERALD_DATA_DIR": b.TempDir(), "HERALD_ADMIN_PASSWORD": testAdminPassword, "HERALD_DEFAULT_LANGUAGE": "en"}
 	h := startHerald(b, env)
 	ctx := context.Background()
@@ -247,6 +248,6 @@ func embeddedEmail(b *testing.B, sink *testenv.SMTPSink, pool, perSession string
 		b.Fatal(err)
 	}
 	r := &benchRig{h: h, acct: a, people: people, key: key}
-	rate, _ := r.emailDistinct(b, sink, n, callers)
-	return rate
+	single, _ = r.emailDistinct(b, sink, n, callers)
+	return single, r.emailFanOut(b, sink, n)
 }
