@@ -333,15 +333,18 @@ type benchWorker struct {
 
 // startWorker starts one worker process of the given concurrency and waits until it
 // serves; under nice -n HERALD_BENCH_WORKER_NICE when that is set, as a worker sharing
-// the machine with the web process is run at a lower CPU priority (README, "Running
-// the roles apart").
+// the machine with the web process is run at a lower CPU priority (README, "Production
+// configuration"), and with the KEY=value settings of HERALD_BENCH_WORKER_ENV (e.g.
+// GOGC=200) added to its environment.
 func (r *benchRig) startWorker(b *testing.B, concurrency int) *benchWorker {
 	addr := freeAddr(b)
 	var wrapper []string
 	if n := os.Getenv("HERALD_BENCH_WORKER_NICE"); n != "" {
 		wrapper = []string{"nice", "-n", n}
 	}
-	proc := startRoleUnder(b, wrapper, r.env, "worker", "HERALD_ADDR="+addr, fmt.Sprintf("HERALD_WORKER_CONCURRENCY=%d", concurrency))
+	extra := append([]string{"HERALD_ADDR=" + addr, fmt.Sprintf("HERALD_WORKER_CONCURRENCY=%d", concurrency)},
+		strings.Fields(os.Getenv("HERALD_BENCH_WORKER_ENV"))...)
+	proc := startRoleUnder(b, wrapper, r.env, "worker", extra...)
 	waitHTTP(b, "http://"+addr+"/healthz")
 	return &benchWorker{proc: proc, started: time.Now()}
 }
