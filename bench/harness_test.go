@@ -25,7 +25,6 @@ var (
 	waitHTTP          = harness.WaitHTTP
 	heraldBinary      = harness.HeraldBinary
 	processEnv        = harness.ProcessEnv
-	startRole         = harness.StartRole
 	startRoleUnder    = harness.StartRoleUnder
 	windowOracle      = harness.WindowOracle
 	intakeOf          = harness.IntakeOf

@@ -37,19 +37,32 @@ func (w txWriter) Insert(stmt string, args []any) error {
 // of n placeholders costs it n²/2 comparisons, a second and more of CPU for an intake
 // of 5,000 rows in statements of InsertChunk rows. Statements of about 300 placeholders
 // keep that below the cost of running one more statement.
-func (w txWriter) MaxParams() int {
-	if w.tx.Dialector.Name() == "sqlite" {
+func (w txWriter) MaxParams() int { return maxParams(w.tx) }
+
+// sqliteMaxParams is the placeholders of one statement on SQLite.
+const sqliteMaxParams = 300
+
+// maxParams is the most placeholders one statement should hold on tx's database; 0
+// when only InsertChunk bounds a statement.
+func maxParams(tx *gorm.DB) int {
+	if tx.Dialector.Name() == "sqlite" {
 		return sqliteMaxParams
 	}
 	return 0
 }
 
-// sqliteMaxParams is the placeholders of one statement on SQLite.
-const sqliteMaxParams = 300
-
 // paramBound is a RowWriter whose statements should hold at most MaxParams placeholders
 // (none when 0).
 type paramBound interface{ MaxParams() int }
+
+// chunkRows is how many rows of width columns one INSERT holds: InsertChunk, or fewer
+// under a bound of limit placeholders (none when 0), at least one.
+func chunkRows(limit, width int) int {
+	if limit <= 0 || width <= 0 {
+		return InsertChunk
+	}
+	return max(1, min(InsertChunk, limit/width))
+}
 
 // InsertRows writes n rows into table with one multi-row INSERT per InsertChunk of them
 // (fewer where the writer bounds a statement's placeholders); values appends row i's
@@ -58,8 +71,8 @@ func InsertRows(w RowWriter, table, columns string, n int, values func(i int, ar
 	width := strings.Count(columns, ",") + 1
 	row := "(" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
 	chunk := InsertChunk
-	if b, ok := w.(paramBound); ok && b.MaxParams() > 0 {
-		chunk = max(1, min(chunk, b.MaxParams()/width))
+	if b, ok := w.(paramBound); ok {
+		chunk = chunkRows(b.MaxParams(), width)
 	}
 	for start := 0; start < n; start += chunk {
 		end := min(start+chunk, n)
@@ -84,15 +97,14 @@ func InsertRows(w RowWriter, table, columns string, n int, values func(i int, ar
 // InsertChunk bounds a multi-row INSERT well below MySQL's placeholder limit.
 const InsertChunk = 500
 
-// CreateRows is GORM's CreateInBatches of rows (a slice of a model) in statements of
-// InsertChunk rows, or on SQLite of as many as sqliteMaxParams placeholders hold (see
-// txWriter.MaxParams).
+// CreateRows is GORM's CreateInBatches of rows (a slice of a model) in statements of as
+// many rows as InsertRows would put in one (see txWriter.MaxParams).
 func CreateRows(tx *gorm.DB, rows any) error {
 	size := InsertChunk
-	if tx.Dialector.Name() == "sqlite" {
+	if limit := maxParams(tx); limit > 0 {
 		stmt := &gorm.Statement{DB: tx}
-		if err := stmt.Parse(rows); err == nil && len(stmt.Schema.DBNames) > 0 {
-			size = max(1, min(size, sqliteMaxParams/len(stmt.Schema.DBNames)))
+		if err := stmt.Parse(rows); err == nil {
+			size = chunkRows(limit, len(stmt.Schema.DBNames))
 		}
 	}
 	return tx.CreateInBatches(rows, size).Error

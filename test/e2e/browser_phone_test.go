@@ -277,105 +277,96 @@ func phoneConsole(t *testing.T, tag, accept string) {
 			t.Fatal(err)
 		}
 	}
-	// Two tabs, one after the other: the menu and its entries; the pages reached
+	// One tab: the sign-in page, the menu and its entries, then the pages reached
 	// otherwise.
-	for _, part := range []string{"menu", "pages"} {
-		t.Run(part, func(t *testing.T) {
-			ctx := testenv.Chrome(t)
-			p := &phone{t: t, ctx: ctx, base: h.URL, lang: tag, shots: shots}
-			if err := chromedp.Run(ctx,
-				network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": accept}),
-				chromedp.EmulateViewport(phoneWidth, phoneHeight),
-			); err != nil {
-				t.Fatal(err)
-			}
-			if err := chromedp.Run(ctx, chromedp.Navigate(h.URL+"/login"), chromedp.WaitVisible(`#username`, chromedp.ByQuery)); err != nil {
-				t.Fatal(err)
-			}
-			if part == "menu" {
-				p.check("sign-in")
-			}
-			if err := browserLogin(ctx, h.URL, "admin", testAdminPassword); err != nil {
-				t.Fatalf("sign in: %v", err)
-			}
-			p.settle()
-			if part == "menu" {
-				checkPhoneMenu(t, p)
-				return
-			}
+	ctx := testenv.Chrome(t)
+	p := &phone{t: t, ctx: ctx, base: h.URL, lang: tag, shots: shots}
+	if err := chromedp.Run(ctx,
+		network.SetExtraHTTPHeaders(network.Headers{"Accept-Language": accept}),
+		chromedp.EmulateViewport(phoneWidth, phoneHeight),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Run(ctx, chromedp.Navigate(h.URL+"/login"), chromedp.WaitVisible(`#username`, chromedp.ByQuery)); err != nil {
+		t.Fatal(err)
+	}
+	p.check("sign-in")
+	if err := browserLogin(ctx, h.URL, "admin", testAdminPassword); err != nil {
+		t.Fatalf("sign in: %v", err)
+	}
+	p.settle()
+	checkPhoneMenu(t, p)
 
-			// Pages without an entry of their own.
-			p.open("compose", "/compose")
-			if err := chromedp.Run(ctx,
-				chromedp.Click(fmt.Sprintf(`input[name="recipient"][value="%d"]`, people[0].ID), chromedp.ByQuery),
-				chromedp.SendKeys(`#text`, "Ledger 42 · 对账 due today", chromedp.ByQuery),
-				chromedp.Click(`button[hx-post="/compose/preview"]`, chromedp.ByQuery),
-				chromedp.WaitVisible(`#compose-preview h3`, chromedp.ByQuery),
-			); err != nil {
-				t.Fatalf("compose preview: %v", err)
-			}
-			p.settle()
-			p.check("compose preview")
-			if err := chromedp.Run(ctx,
-				chromedp.Click(`#compose button[type="submit"]`, chromedp.ByQuery),
-				chromedp.WaitVisible(`#batch-progress`, chromedp.ByQuery),
-			); err != nil {
-				t.Fatalf("compose: %v", err)
-			}
-			p.wait("the batch is sent", `document.querySelectorAll('#batch-progress [data-status="sent"]').length === 1`)
-			p.settle()
-			p.check("batch")
+	// Pages without an entry of their own.
+	p.open("compose", "/compose")
+	if err := chromedp.Run(ctx,
+		chromedp.Click(fmt.Sprintf(`input[name="recipient"][value="%d"]`, people[0].ID), chromedp.ByQuery),
+		chromedp.SendKeys(`#text`, "Ledger 42 · 对账 due today", chromedp.ByQuery),
+		chromedp.Click(`button[hx-post="/compose/preview"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#compose-preview h3`, chromedp.ByQuery),
+	); err != nil {
+		t.Fatalf("compose preview: %v", err)
+	}
+	p.settle()
+	p.check("compose preview")
+	if err := chromedp.Run(ctx,
+		chromedp.Click(`#compose button[type="submit"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#batch-progress`, chromedp.ByQuery),
+	); err != nil {
+		t.Fatalf("compose: %v", err)
+	}
+	p.wait("the batch is sent", `document.querySelectorAll('#batch-progress [data-status="sent"]').length === 1`)
+	p.settle()
+	p.check("batch")
 
-			p.open("messages", "/messages")
-			msg := p.attr(`main table a[href^="/messages/"]`, "href")
-			if msg == "" {
-				t.Fatalf("the messages page links no message")
-			}
-			p.open("message", msg)
+	p.open("messages", "/messages")
+	msg := p.attr(`main table a[href^="/messages/"]`, "href")
+	if msg == "" {
+		t.Fatalf("the messages page links no message")
+	}
+	p.open("message", msg)
 
-			for _, sub := range []struct{ page, path string }{
-				{"new person", "/recipients/new"},
-				{"import people", "/recipients/import"},
-				{"new template", "/templates/new"},
-				{"new account", "/accounts/new"},
-				{"duty", "/duty"},
-				{"import holidays", "/duty/holidays/import"},
-				{"new rotation", "/duty/rotations/new"},
-				{"duty calendar", "/duty/calendar"},
-				{"duty feeds", "/duty/feeds"},
-				{"national calendar", "/duty/holidays/national"},
-				{"shift swap", "/duty/swaps/new"},
-				{"new silence", "/silences/new"},
-				{"password", "/password"},
-				{"API reference", "/api-reference"},
-			} {
-				p.open(sub.page, sub.path)
-				if sub.path == "/duty/calendar" {
-					// One column of days at this width: the month opens at today.
-					p.wait("the month view opens at today", `(() => {
-				const d = document.querySelector('.month-day.today');
-				if (!d) { return false; }
-				const r = d.getBoundingClientRect();
-				return r.top >= -1 && r.top < window.innerHeight; })()`)
-				}
-			}
-			for _, list := range []struct{ page, path, link string }{
-				{"edit person", "/recipients", `main table a[href^="/recipients/"][href$="/edit"]`},
-				{"edit template", "/templates", `main table a[href^="/templates/"][href$="/edit"]`},
-				{"edit account", "/accounts", `main table a[href^="/accounts/"][href$="/edit"]`},
-				{"API key callback", "/api-keys", `main table a[href^="/api-keys/"][href$="/callback"]`},
-			} {
-				if err := chromedp.Run(ctx, chromedp.Navigate(h.URL+list.path), chromedp.WaitVisible(`main`, chromedp.ByQuery)); err != nil {
-					t.Fatal(err)
-				}
-				href := p.attr(list.link, "href")
-				if href == "" {
-					t.Errorf("%s links nothing to edit (the demo data has one of each)", list.path)
-					continue
-				}
-				p.open(list.page, href)
-			}
-		})
+	for _, sub := range []struct{ page, path string }{
+		{"new person", "/recipients/new"},
+		{"import people", "/recipients/import"},
+		{"new template", "/templates/new"},
+		{"new account", "/accounts/new"},
+		{"duty", "/duty"},
+		{"import holidays", "/duty/holidays/import"},
+		{"new rotation", "/duty/rotations/new"},
+		{"duty calendar", "/duty/calendar"},
+		{"duty feeds", "/duty/feeds"},
+		{"national calendar", "/duty/holidays/national"},
+		{"shift swap", "/duty/swaps/new"},
+		{"new silence", "/silences/new"},
+		{"password", "/password"},
+		{"API reference", "/api-reference"},
+	} {
+		p.open(sub.page, sub.path)
+		if sub.path == "/duty/calendar" {
+			// One column of days at this width: the month opens at today.
+			p.wait("the month view opens at today", `(() => {
+		const d = document.querySelector('.month-day.today');
+		if (!d) { return false; }
+		const r = d.getBoundingClientRect();
+		return r.top >= -1 && r.top < window.innerHeight; })()`)
+		}
+	}
+	for _, list := range []struct{ page, path, link string }{
+		{"edit person", "/recipients", `main table a[href^="/recipients/"][href$="/edit"]`},
+		{"edit template", "/templates", `main table a[href^="/templates/"][href$="/edit"]`},
+		{"edit account", "/accounts", `main table a[href^="/accounts/"][href$="/edit"]`},
+		{"API key callback", "/api-keys", `main table a[href^="/api-keys/"][href$="/callback"]`},
+	} {
+		if err := chromedp.Run(ctx, chromedp.Navigate(h.URL+list.path), chromedp.WaitVisible(`main`, chromedp.ByQuery)); err != nil {
+			t.Fatal(err)
+		}
+		href := p.attr(list.link, "href")
+		if href == "" {
+			t.Errorf("%s links nothing to edit (the demo data has one of each)", list.path)
+			continue
+		}
+		p.open(list.page, href)
 	}
 	if m := i18n.MissingSince(catalog); len(m) > 0 {
 		t.Errorf("catalog lookups failed:\n  %s", strings.Join(m, "\n  "))
